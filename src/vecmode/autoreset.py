@@ -1,0 +1,384 @@
+"""The autoreset policies, as wrappers that set ``metadata["autoreset_mode"]``.
+
+* :class:`NextStepAutoreset`: NEXT_STEP over a vecmode core.
+* :class:`SameStepAutoreset`: SAME_STEP over a vecmode core, or over any vector env
+  that runs DISABLED with ``reset_mask`` support.
+* :class:`DisableAutoreset`: DISABLED (with vecmode's check that ended sub-envs are
+  not stepped) over a foreign env whose own mode is DISABLED, or NEXT_STEP where a
+  masked reset provably clears the pending autoreset (Gymnasium's sync env, and its
+  async env with shared memory).
+* :func:`with_autoreset` picks and composes them.
+
+Every conversion offered here is exact; the others are refused when the wrapper is
+built, with :class:`~vecmode.IncompatibleModeError` saying why and what to use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector.utils import iterate
+
+from vecmode import errors
+from vecmode.core import (
+    Command,
+    StepResult,
+    VectorCore,
+    copy_batch,
+    validate_reset_mask,
+)
+from vecmode.errors import EpisodeEndedError, IncompatibleModeError
+from vecmode.infos import merge_infos, select_infos
+from vecmode.modes import ModeLike, as_mode, mode_of
+
+__all__ = [
+    "DisableAutoreset",
+    "NextStepAutoreset",
+    "SameStepAutoreset",
+    "honours_reset_mask",
+    "with_autoreset",
+]
+
+_RESET, _STEP_THEN_RESET = int(Command.RESET), int(Command.STEP_THEN_RESET)
+
+
+def honours_reset_mask(env: VectorEnv) -> bool:
+    """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly.
+
+    True for an env whose declared mode is DISABLED (the mode's contract) and for
+    Gymnasium's NEXT_STEP envs whose masked reset clears the pending autoreset of
+    the masked sub-envs: ``gymnasium.vector.SyncVectorEnv`` and
+    ``gymnasium.vector.AsyncVectorEnv(shared_memory=True)``. Not for envs that
+    reset every sub-env whatever the mask (Gymnasium's numpy ``CartPoleVectorEnv``)
+    nor for ``AsyncVectorEnv(shared_memory=False)``, whose workers keep a pending
+    autoreset after a masked reset.
+    """
+    mode = mode_of(env)
+    if mode is AutoresetMode.DISABLED:
+        return True
+    if mode is not AutoresetMode.NEXT_STEP:
+        return False
+    inner = env.unwrapped
+    if isinstance(inner, gym.vector.AsyncVectorEnv):
+        return bool(inner.shared_memory)
+    return isinstance(inner, gym.vector.SyncVectorEnv)
+
+
+class _AutoresetWrapper(VectorWrapper):
+    """Shared base: sets the produced mode, forwards ``call``/``get_attr``/``set_attr``."""
+
+    #: The mode this wrapper produces.
+    produces: ClassVar[AutoresetMode]
+    #: The modes of the wrapped env that it accepts.
+    accepts: ClassVar[tuple[AutoresetMode, ...]]
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        self.metadata = {**env.metadata, "autoreset_mode": self.produces}
+
+    def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
+        return IncompatibleModeError(
+            errors.incompatible_mode(
+                type(self).__name__, mode_of(self.env), self.accepts, why, instead
+            )
+        )
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
+        return self.env.call(name, *args, **kwargs)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Get attribute ``name`` of every sub-env."""
+        return self.env.get_attr(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every sub-env."""
+        self.env.set_attr(name, values)
+
+    @property
+    def envs(self) -> Any:
+        """The sub-envs of the wrapped vector env (where it has them)."""
+        return self.env.envs
+
+
+class _TracksEndings:
+    """Bookkeeping for a wrapper over a foreign env driven with ``reset_mask``."""
+
+    env: VectorEnv
+    num_envs: int
+
+    def _init_tracking(self) -> None:
+        self._ended = np.zeros(self.num_envs, dtype=np.bool_)
+        self._last_obs: Any = None
+
+    def _check_not_ended(self) -> None:
+        if self._ended.any():
+            raise EpisodeEndedError(np.flatnonzero(self._ended).tolist())
+
+    def _reset_inner(
+        self, seed: Any, options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the inner env, honouring vecmode's ``reset_mask`` contract."""
+        if options is not None and "reset_mask" in options:
+            mask = validate_reset_mask(options["reset_mask"], self.num_envs)
+            if not mask.any():
+                return copy_batch(self._last_obs), {}
+            options = {**options, "reset_mask": mask}
+            self._ended[mask] = False
+        else:
+            options = None if options is None else dict(options)
+            self._ended[:] = False
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self._last_obs = obs
+        return obs, infos
+
+
+class NextStepAutoreset(_AutoresetWrapper):
+    """NEXT_STEP autoreset over a vecmode core.
+
+    On the step after a sub-env's episode ends, its action is ignored and it is
+    reset instead: the step returns the reset observation and info, reward 0 and
+    ``terminated = truncated = False``. Exactly what Gymnasium's vector envs return
+    with ``autoreset_mode="NextStep"``.
+
+    It needs to reset a sub-env without stepping the others, which only a vecmode
+    core offers (:meth:`vecmode.VectorCore.execute`), so it must wrap the core
+    directly; anything else is refused when the wrapper is built.
+
+    >>> import numpy as np, gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.NextStepAutoreset(vecmode.SyncVectorEnv(
+    ...     [lambda: gym.make("CartPole-v1", max_episode_steps=1)]))
+    >>> _ = envs.reset(seed=0)
+    >>> envs.step(np.array([1]))[1:4]
+    (array([1.]), array([False]), array([ True]))
+    >>> envs.step(np.array([1]))[1:4]  # the reset step
+    (array([0.]), array([False]), array([False]))
+    >>> envs.close()
+    """
+
+    produces = AutoresetMode.NEXT_STEP
+    accepts = (AutoresetMode.DISABLED,)
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        if not isinstance(env, VectorCore):
+            raise self._refuse(
+                f"NEXT_STEP must reset a sub-env without stepping it, which "
+                f"{type(env).__name__} cannot do (only a vecmode core, via "
+                f"VectorCore.execute, can).",
+                "Put NextStepAutoreset directly on vecmode.SyncVectorEnv (e.g. "
+                "vecmode.make_vec(..., autoreset_mode='NextStep')), or build the "
+                "foreign env in NEXT_STEP mode itself (Gymnasium: "
+                "autoreset_mode='NextStep'), or use vecmode.SameStepAutoreset.",
+            )
+        self.core: VectorCore = env
+
+    def step(self, actions: Any) -> StepResult:
+        """Step; sub-envs whose episode ended on the previous step are reset."""
+        # The sub-envs that await a reset are exactly those that ended on the
+        # previous step (or were reset by a masked reset since, which the core
+        # already cleared), so the core's bookkeeping is the pending autoreset.
+        commands = self.core._all_step
+        ended = self.core._ended
+        if ended:
+            commands = commands.copy()
+            for i in ended:
+                commands[i] = _RESET
+        return self.core._dispatch(commands, actions, None, None)
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset all sub-envs, or those in ``options["reset_mask"]``.
+
+        A masked reset clears the masked sub-envs' pending autoreset.
+        """
+        return self.core.reset(seed=seed, options=options)
+
+
+class SameStepAutoreset(_TracksEndings, _AutoresetWrapper):
+    """SAME_STEP autoreset: a sub-env is reset within the step its episode ends.
+
+    The step returns the reset observation and info, the final step's reward and
+    flags, and ``info["final_obs"]`` / ``info["final_info"]`` with their masks,
+    exactly as Gymnasium's vector envs do with ``autoreset_mode="SameStep"``.
+
+    Over a vecmode core this is one :meth:`~vecmode.VectorCore.execute` call per
+    step. Over any other vector env whose mode is DISABLED (e.g.
+    ``gymnasium.vector.SyncVectorEnv(..., autoreset_mode="Disabled")``) it steps,
+    then resets the ended sub-envs with ``reset_mask``. A NEXT_STEP env is refused;
+    :func:`with_autoreset` converts one first where that is exact.
+
+    >>> import numpy as np, gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.SameStepAutoreset(vecmode.SyncVectorEnv(
+    ...     [lambda: gym.make("CartPole-v1", max_episode_steps=1)]))
+    >>> _ = envs.reset(seed=0)
+    >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([1]))
+    >>> truncations, infos["_final_obs"]
+    (array([ True]), array([ True]))
+    >>> envs.close()
+    """
+
+    produces = AutoresetMode.SAME_STEP
+    accepts = (AutoresetMode.DISABLED,)
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        self.core: VectorCore | None = env if isinstance(env, VectorCore) else None
+        if self.core is None:
+            if mode_of(env) is not AutoresetMode.DISABLED:
+                raise self._refuse(
+                    "It resets ended sub-envs with reset_mask, which only a "
+                    "DISABLED env leaves to the caller.",
+                    "Use vecmode.with_autoreset(env, 'SameStep'), which first "
+                    "converts the env to DISABLED where that is exact, or build it "
+                    "with autoreset_mode='Disabled'.",
+                )
+            self._init_tracking()
+            self._all_step_then_reset: list[int] = []
+        else:
+            self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
+
+    def step(self, actions: Any) -> StepResult:
+        """Step; sub-envs whose episode ends are reset within the same call."""
+        if self.core is not None:
+            return self.core._dispatch(self._all_step_then_reset, actions, None, None)
+        self._check_not_ended()
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        ended = np.logical_or(terminations, truncations)
+        if ended.any():
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i, single in enumerate(iterate(self.env.observation_space, obs)):
+                if ended[i]:
+                    final_obs[i] = copy_batch(single)
+            obs, reset_infos = self._reset_inner(None, {"reset_mask": ended})
+            infos = {
+                **merge_infos(select_infos(infos, ~ended), reset_infos),
+                "final_obs": final_obs,
+                "_final_obs": ended.copy(),
+                "final_info": select_infos(infos, ended),
+                "_final_info": ended.copy(),
+            }
+        self._last_obs = obs
+        return obs, rewards, terminations, truncations, infos
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset all sub-envs, or those in ``options["reset_mask"]``."""
+        if self.core is not None:
+            return self.core.reset(seed=seed, options=options)
+        return self._reset_inner(seed, options)
+
+
+class DisableAutoreset(_TracksEndings, _AutoresetWrapper):
+    """DISABLED mode over a foreign vector env, with vecmode's checks.
+
+    Accepts an env whose mode is DISABLED (adding the check Gymnasium's
+    ``AsyncVectorEnv`` lacks: stepping an ended sub-env raises
+    :class:`~vecmode.EpisodeEndedError` before anything is stepped), or a NEXT_STEP
+    env for which :func:`honours_reset_mask` is True: the caller resets ended
+    sub-envs with ``reset_mask`` before stepping them, which clears their pending
+    autoreset, so the inner env never autoresets and the data is exactly DISABLED.
+
+    >>> import numpy as np, gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.DisableAutoreset(gym.vector.SyncVectorEnv(
+    ...     [lambda: gym.make("CartPole-v1", max_episode_steps=1)]))
+    >>> envs.metadata["autoreset_mode"]
+    <AutoresetMode.DISABLED: 'Disabled'>
+    >>> envs.close()
+    """
+
+    produces = AutoresetMode.DISABLED
+    accepts = (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        if not honours_reset_mask(env):
+            mode = mode_of(env)
+            why = (
+                "A SAME_STEP env has already reset the ended sub-envs (without the "
+                "caller's seed and options), so DISABLED cannot be recovered exactly."
+                if mode is AutoresetMode.SAME_STEP
+                else f"{type(env.unwrapped).__name__} is not known to clear a "
+                "pending autoreset on reset(options={'reset_mask': mask}) "
+                "(Gymnasium's numpy CartPoleVectorEnv, for one, resets every "
+                "sub-env whatever the mask)."
+            )
+            raise self._refuse(
+                why,
+                "Build the env in DISABLED mode itself, or use vecmode.make_vec("
+                "..., vectorization_mode='sync') whose core supports every mode.",
+            )
+        self._init_tracking()
+
+    def step(self, actions: Any) -> StepResult:
+        """Step every sub-env; raises EpisodeEndedError if one has ended."""
+        self._check_not_ended()
+        result = self.env.step(actions)
+        self._ended = np.logical_or(result[2], result[3])
+        self._last_obs = result[0]
+        return result
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset all sub-envs, or those in ``options["reset_mask"]``."""
+        return self._reset_inner(seed, options)
+
+
+_POLICY: dict[AutoresetMode, Callable[[VectorEnv], VectorEnv]] = {
+    AutoresetMode.NEXT_STEP: NextStepAutoreset,
+    AutoresetMode.SAME_STEP: SameStepAutoreset,
+    AutoresetMode.DISABLED: DisableAutoreset,
+}
+
+
+def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
+    """Return ``env`` running in ``mode``, adding the autoreset wrapper it needs.
+
+    * ``env`` already in ``mode``: returned unchanged.
+    * a vecmode core (DISABLED): ``NextStepAutoreset(env)`` or
+      ``SameStepAutoreset(env)``.
+    * a foreign DISABLED env: ``SameStepAutoreset(env)``; NEXT_STEP is refused.
+    * a foreign NEXT_STEP env that honours ``reset_mask`` (see
+      :func:`honours_reset_mask`): ``DisableAutoreset(env)`` for DISABLED,
+      ``SameStepAutoreset(DisableAutoreset(env))`` for SAME_STEP.
+    * anything else: :class:`~vecmode.IncompatibleModeError`, saying why.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> core = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    >>> vecmode.with_autoreset(core, "SameStep")
+    <SameStepAutoreset, SyncVectorEnv(num_envs=2)>
+    >>> vecmode.with_autoreset(core, "Disabled") is core
+    True
+    >>> core.close()
+    """
+    target = as_mode(mode)
+    current = mode_of(env)
+    if current is target:
+        return env
+    if current is None:
+        raise IncompatibleModeError(
+            errors.incompatible_mode(
+                "with_autoreset",
+                None,
+                tuple(AutoresetMode),
+                f"{env} has no metadata['autoreset_mode'], so what its step "
+                "returns at an episode's end is unknown.",
+                "Declare the mode the env really uses in its metadata.",
+            )
+        )
+    if current is AutoresetMode.NEXT_STEP:
+        env = DisableAutoreset(env)
+        if target is AutoresetMode.DISABLED:
+            return env
+    return _POLICY[target](env)

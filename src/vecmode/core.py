@@ -1,0 +1,286 @@
+"""The thin core: a vector env with no autoreset policy, and its batched primitive.
+
+A core runs in DISABLED mode: ``step`` steps every sub-env, nothing is reset unless
+the caller asks with ``reset(options={"reset_mask": mask})``. On top of that a core
+offers ONE primitive, :meth:`VectorCore.execute`, which runs one :class:`Command` per
+sub-env in a single call (for a multi-process backend: a single round trip):
+
+* ``Command.KEEP``: leave the sub-env alone; its last observation is returned.
+* ``Command.STEP``: step it with its action.
+* ``Command.RESET``: reset it (with the call's seed and options).
+* ``Command.STEP_THEN_RESET``: step it, and if that ended its episode reset it
+  within the same call, putting the final observation and info in
+  ``info["final_obs"]`` / ``info["final_info"]`` exactly as Gymnasium's SAME_STEP
+  mode does.
+
+The autoreset policies (:class:`vecmode.NextStepAutoreset`,
+:class:`vecmode.SameStepAutoreset`) are nothing but a choice of commands per step.
+
+For backend authors: subclass :class:`VectorCore` next to a
+:class:`gymnasium.vector.VectorEnv` and implement :meth:`VectorCore._execute`;
+``reset``, ``step``, input validation and the DISABLED-mode check that no ended
+sub-env is stepped come from :class:`VectorCore`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from copy import deepcopy
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from vecmode import errors
+from vecmode.errors import EpisodeEndedError
+
+__all__ = ["Command", "StepResult", "VectorCore", "validate_reset_mask"]
+
+#: What :meth:`VectorCore.execute` returns: Gymnasium's step tuple,
+#: ``(observations, rewards, terminations, truncations, infos)``.
+StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+
+
+class Command(enum.IntEnum):
+    """What a sub-env does in one :meth:`VectorCore.execute` call."""
+
+    #: Nothing; the sub-env's last observation is returned, reward 0, flags False.
+    KEEP = 0
+    #: Step with the sub-env's action.
+    STEP = 1
+    #: Reset (with the call's seed and options); reward 0, flags False.
+    RESET = 2
+    #: Step, then reset within the same call if the step ended the episode.
+    STEP_THEN_RESET = 3
+
+
+_KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+_VALID_COMMANDS = frozenset(int(c) for c in Command)
+_STEPPING = frozenset((_STEP, _STEP_THEN_RESET))
+
+
+def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
+    """Check ``options["reset_mask"]`` and return it as a bool array of ``(num_envs,)``.
+
+    A list or tuple of bools is accepted as well as an array. Raises ``TypeError``
+    for anything that is not boolean and ``ValueError`` for a wrong shape (the
+    exception types Gymnasium raises), with a message saying what to pass.
+    """
+    if isinstance(mask, (list, tuple)):
+        mask = np.asarray(mask)
+        if mask.size == 0:
+            mask = mask.astype(np.bool_)
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(errors.reset_mask_type(mask))
+    if mask.dtype != np.bool_:
+        raise TypeError(errors.reset_mask_dtype(mask.dtype))
+    if mask.shape != (num_envs,):
+        raise ValueError(errors.reset_mask_shape(mask.shape, num_envs))
+    return mask
+
+
+def batch_size(actions: Any) -> int | None:
+    """The leading dimension shared by every leaf of a batched action, or None."""
+    if isinstance(actions, np.ndarray):
+        return int(actions.shape[0]) if actions.ndim else None
+    if isinstance(actions, dict):
+        sizes = {batch_size(value) for value in actions.values()}
+    elif isinstance(actions, tuple):
+        sizes = {batch_size(value) for value in actions}
+    elif isinstance(actions, list):
+        return len(actions)
+    else:
+        return None
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def copy_batch(batch: Any) -> Any:
+    """A copy of a batched observation (a plain copy for arrays, else deep)."""
+    if type(batch) is np.ndarray:
+        return batch.copy()
+    return deepcopy(batch)
+
+
+class VectorCore(VectorEnv):
+    """A vector env in DISABLED mode built on one batched primitive, :meth:`execute`.
+
+    Subclasses implement :meth:`_execute`. This class turns it into Gymnasium's
+    ``reset``/``step`` API, validates input (actions, seeds, ``reset_mask``) and
+    raises :class:`~vecmode.EpisodeEndedError` before anything runs when a sub-env
+    whose episode ended would be stepped without a reset.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ended: set[int] = set()
+        self._all_step: list[int] = [_STEP] * self.num_envs
+        self._all_reset: list[int] = [_RESET] * self.num_envs
+
+    # ------------------------------------------------------------------ primitive
+    def execute(
+        self,
+        commands: Sequence[int] | np.ndarray,
+        actions: Any = None,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> StepResult:
+        """Run ``commands[i]`` on sub-env ``i``, for every sub-env, in one call.
+
+        Args:
+            commands: one :class:`Command` per sub-env.
+            actions: the batched actions (needed when any command steps); entries of
+                sub-envs that don't step are ignored.
+            seed: seeds for the sub-envs that reset, as in :meth:`reset`.
+            options: options for the sub-envs that reset (never mutated).
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)`` in
+            Gymnasium's format. Sub-envs that did not step have reward 0 and
+            flags False; ``infos`` holds what the sub-envs that ran returned,
+            batched with ``_key`` masks, and for ``STEP_THEN_RESET`` sub-envs whose
+            episode ended, ``final_obs`` / ``final_info`` (with masks).
+
+        Raises:
+            EpisodeEndedError: a sub-env whose episode ended would be stepped (use
+                ``RESET`` or ``STEP_THEN_RESET`` for it, or reset it first).
+            ValueError: wrong number of commands, an unknown command, or actions
+                whose batch size isn't ``num_envs``.
+
+        >>> import numpy as np, gymnasium as gym
+        >>> from vecmode import Command, SyncVectorEnv
+        >>> envs = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+        >>> _ = envs.reset(seed=0)
+        >>> obs, rewards, terminations, truncations, infos = envs.execute(
+        ...     [Command.STEP, Command.RESET], np.array([1, 1]))
+        >>> rewards
+        array([1., 0.])
+        >>> envs.close()
+        """
+        if isinstance(commands, np.ndarray):
+            shape = commands.shape
+            cmds = commands.tolist()
+        else:
+            cmds = [int(c) for c in commands]
+            shape = (len(cmds),)
+        if shape != (self.num_envs,):
+            raise ValueError(errors.commands_shape(shape, self.num_envs))
+        unknown = set(cmds) - _VALID_COMMANDS
+        if unknown:
+            raise ValueError(errors.unknown_command(sorted(unknown)[0]))
+        return self._dispatch(cmds, actions, self._seeds(seed), options)
+
+    def _dispatch(
+        self,
+        cmds: list[int],
+        actions: Any,
+        seeds: list[int | None] | None,
+        options: dict[str, Any] | None,
+    ) -> StepResult:
+        """Validated entry: check ended sub-envs and actions, run, track endings."""
+        ended = self._ended
+        if ended:
+            stepped_ended = [i for i in sorted(ended) if cmds[i] in _STEPPING]
+            if stepped_ended:
+                raise EpisodeEndedError(stepped_ended)
+        if actions is not None or _STEP in cmds or _STEP_THEN_RESET in cmds:
+            size = (
+                actions.shape[0]
+                if type(actions) is np.ndarray and actions.ndim
+                else batch_size(actions)
+            )
+            if size != self.num_envs:
+                got = (
+                    f"a batch of {size}"
+                    if size is not None
+                    else f"{type(actions).__name__} {actions!r}"
+                )
+                raise ValueError(errors.actions_batch(got, self.num_envs))
+        result, done = self._execute(cmds, actions, seeds, options)
+        if ended:
+            ended.difference_update([i for i in ended if cmds[i] == _RESET])
+        for i in done:
+            if cmds[i] == _STEP:
+                ended.add(i)
+        return result
+
+    def _execute(
+        self,
+        commands: list[int],
+        actions: Any,
+        seeds: list[int | None] | None,
+        options: dict[str, Any] | None,
+    ) -> tuple[StepResult, list[int]]:
+        """Run the (validated) commands. Backends implement this.
+
+        ``commands`` is a list of ``int(Command)`` of length ``num_envs``;
+        ``actions`` the batched actions, or None when no command steps;
+        ``seeds`` None or one seed (or None) per sub-env; ``options`` the options
+        for resetting sub-envs (pass each a copy).
+
+        Returns Gymnasium's step tuple, and the indices of the sub-envs whose step
+        in this call ended their episode (terminated or truncated), in order; the
+        core tracks from them which sub-envs await a reset.
+        """
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ Gymnasium API
+    def step(self, actions: Any) -> StepResult:
+        """Step every sub-env (DISABLED mode: nothing is reset).
+
+        Raises:
+            EpisodeEndedError: a sub-env's episode ended and it was not reset.
+        """
+        return self._dispatch(self._all_step, actions, None, None)
+
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset all sub-envs, or only those in ``options["reset_mask"]``.
+
+        With a mask, the returned observations hold the reset observations of the
+        masked sub-envs and the latest ones of the others, and the infos only the
+        masked sub-envs' reset infos (as Gymnasium). Unlike Gymnasium, an all-False
+        mask is a no-op rather than an error, and ``options`` is never mutated: the
+        masked sub-envs receive the other options.
+        """
+        seeds = self._seeds(seed)
+        if options is not None and "reset_mask" in options:
+            mask = validate_reset_mask(options["reset_mask"], self.num_envs)
+            rest = {k: v for k, v in options.items() if k != "reset_mask"}
+            cmds = np.where(mask, _RESET, _KEEP).tolist()
+            obs, _, _, _, infos = self._dispatch(cmds, None, seeds, rest)
+        else:
+            obs, _, _, _, infos = self._dispatch(self._all_reset, None, seeds, options)
+        return obs, infos
+
+    @property
+    def awaiting_reset(self) -> np.ndarray:
+        """Bool mask of the sub-envs whose episode ended and that were not reset.
+
+        In NEXT_STEP mode (:class:`vecmode.NextStepAutoreset`) these are the
+        sub-envs that the next step resets.
+        """
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[list(self._ended)] = True
+        return mask
+
+    def _seeds(
+        self, seed: int | Sequence[int | None] | None
+    ) -> list[int | None] | None:
+        if seed is None:
+            return None
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(errors.seeds_length(len(seeds), self.num_envs))
+        return seeds
+
+
+#: The mode every core runs in.
+CORE_MODE = AutoresetMode.DISABLED

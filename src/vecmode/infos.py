@@ -1,0 +1,79 @@
+"""Operations on Gymnasium's batched info dicts (``{key: array, "_key": mask}``).
+
+Used where vecmode builds an info dict from other batched info dicts instead of
+from per-sub-env dicts (Gymnasium's ``VectorEnv._add_info`` covers that case):
+splitting one by a sub-env mask and merging two whose sub-envs don't overlap.
+The result is what ``_add_info`` would have built from the same per-sub-env
+infos: entries outside a key's mask are zero (``None`` in object arrays); when
+merging, where two sub-envs disagree on a value's type, the lower sub-env index
+decides the array's dtype, as in Gymnasium. Splitting is exact when each key has
+one type across sub-envs (where they disagree, Gymnasium has already cast the
+values into one dtype, and the split keeps that dtype).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["merge_infos", "select_infos"]
+
+
+def _blank_like(array: np.ndarray) -> np.ndarray:
+    if array.dtype == object:
+        return np.full(array.shape, None, dtype=object)
+    return np.zeros_like(array)
+
+
+def _masked_keys(infos: dict[str, Any]) -> list[str]:
+    return [k for k in infos if not k.startswith("_") or f"_{k}" in infos]
+
+
+def select_infos(infos: dict[str, Any], selected: np.ndarray) -> dict[str, Any]:
+    """The part of ``infos`` that belongs to the ``selected`` sub-envs."""
+    out: dict[str, Any] = {}
+    for key in _masked_keys(infos):
+        mask_key = f"_{key}"
+        if mask_key not in infos:
+            out[key] = infos[key]
+            continue
+        mask = np.logical_and(infos[mask_key], selected)
+        if not mask.any():
+            continue
+        value = infos[key]
+        if isinstance(value, dict):
+            out[key] = select_infos(value, mask)
+        else:
+            kept = _blank_like(value)
+            kept[mask] = value[mask]
+            out[key] = kept
+        out[mask_key] = mask
+    return out
+
+
+def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Merge two batched info dicts about disjoint sets of sub-envs."""
+    out = dict(first)
+    for key in _masked_keys(second):
+        mask_key = f"_{key}"
+        value = second[key]
+        if key not in first or mask_key not in first or mask_key not in second:
+            out[key] = value
+            if mask_key in second:
+                out[mask_key] = second[mask_key]
+            continue
+        mask_a, mask_b = first[mask_key], second[mask_key]
+        if isinstance(value, dict) and isinstance(first[key], dict):
+            out[key] = merge_infos(first[key], value)
+        else:
+            # Gymnasium types the array after the first sub-env (by index) to report.
+            a_first = int(np.argmax(mask_a)) < int(np.argmax(mask_b))
+            base, other, other_mask = (
+                (first[key], value, mask_b) if a_first else (value, first[key], mask_a)
+            )
+            merged = base.copy()
+            merged[other_mask] = other[other_mask]
+            out[key] = merged
+        out[mask_key] = np.logical_or(mask_a, mask_b)
+    return out

@@ -1,0 +1,316 @@
+"""The autoreset policies over vecmode's core and over foreign vector envs."""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vecmode
+from tests.helpers import (
+    OBS_TYPES,
+    Script,
+    assert_same_run,
+    drive,
+    make_script,
+    scheduled_fns,
+)
+from vecmode import (
+    AutoresetMode,
+    DisableAutoreset,
+    EpisodeEndedError,
+    IncompatibleModeError,
+    NextStepAutoreset,
+    SameStepAutoreset,
+)
+
+NEXT, SAME, DISABLED = (
+    AutoresetMode.NEXT_STEP,
+    AutoresetMode.SAME_STEP,
+    AutoresetMode.DISABLED,
+)
+
+
+def gym_sync(mode, fns=None, **kwargs):
+    return gym.vector.SyncVectorEnv(
+        fns or scheduled_fns(4), autoreset_mode=mode, **kwargs
+    )
+
+
+def test_policies_set_the_mode_and_keep_the_rest_of_the_metadata():
+    core = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    for policy, mode in ((NextStepAutoreset, NEXT), (SameStepAutoreset, SAME)):
+        envs = policy(core)
+        assert envs.metadata["autoreset_mode"] is mode
+        assert envs.metadata["render_fps"] == core.metadata["render_fps"]
+        assert core.metadata["autoreset_mode"] is DISABLED
+    core.close()
+
+
+@pytest.mark.parametrize("mode", [NEXT, SAME, DISABLED], ids=lambda m: m.value)
+def test_with_autoreset_accepts_strings_and_enums(mode):
+    for spelling in (mode, mode.value, mode.name.lower()):
+        envs = vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), spelling)
+        assert vecmode.mode_of(envs) is mode
+        envs.close()
+    with pytest.raises(ValueError, match="not an autoreset mode"):
+        vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), "Soon")
+
+
+# ------------------------------------------------ exact conversions, foreign envs
+def _foreign_run(mode, build_foreign, fns_factory, mask_prob=0.3, steps=40, seed=1):
+    reference = gym.vector.SyncVectorEnv(fns_factory(), autoreset_mode=mode)
+    converted = build_foreign(fns_factory)
+    assert vecmode.mode_of(converted) is mode
+    script = make_script(reference, steps, seed=seed, mask_prob=mask_prob)
+    disabled = mode is DISABLED
+    try:
+        return drive(reference, script, disabled), drive(converted, script, disabled)
+    finally:
+        reference.close()
+        converted.close()
+
+
+FOREIGN_ENVS = {
+    **{
+        f"scheduled-{t}": functools.partial(scheduled_fns, 4, obs_type=t)
+        for t in OBS_TYPES
+    },
+    "cartpole": lambda: (
+        [functools.partial(gym.make, "CartPole-v1", max_episode_steps=9)] * 3
+    ),
+    "blackjack": lambda: [functools.partial(gym.make, "Blackjack-v1")] * 4,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_ENVS))
+def test_same_step_over_gymnasium_disabled_is_gymnasiums_same_step(name):
+    expected, got = _foreign_run(
+        SAME,
+        lambda fns: SameStepAutoreset(
+            gym.vector.SyncVectorEnv(fns(), autoreset_mode=DISABLED)
+        ),
+        FOREIGN_ENVS[name],
+    )
+    # final observations come from the batched observation: a Discrete or Tuple
+    # entry is a NumPy scalar where Gymnasium keeps the sub-env's Python int
+    assert_same_run(
+        expected,
+        got,
+        strict_types=not name.endswith(("discrete", "tuple", "dict", "blackjack")),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_ENVS))
+def test_same_step_over_gymnasium_next_step_is_gymnasiums_same_step(name):
+    expected, got = _foreign_run(
+        SAME,
+        lambda fns: vecmode.with_autoreset(
+            gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT), SAME
+        ),
+        FOREIGN_ENVS[name],
+    )
+    assert_same_run(
+        expected,
+        got,
+        strict_types=not name.endswith(("discrete", "tuple", "dict", "blackjack")),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_ENVS))
+def test_disabled_over_gymnasium_next_step_is_gymnasiums_disabled(name):
+    expected, got = _foreign_run(
+        DISABLED,
+        lambda fns: vecmode.with_autoreset(
+            gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT), DISABLED
+        ),
+        FOREIGN_ENVS[name],
+    )
+    assert_same_run(expected, got)
+
+
+def test_same_step_over_gymnasium_async_with_shared_memory():
+    expected, got = _foreign_run(
+        SAME,
+        lambda fns: vecmode.with_autoreset(
+            gym.vector.AsyncVectorEnv(fns(), autoreset_mode=NEXT, shared_memory=True),
+            SAME,
+        ),
+        FOREIGN_ENVS["scheduled-box"],
+        steps=25,
+    )
+    assert_same_run(expected, got)
+
+
+@given(
+    num_envs=st.integers(1, 4),
+    lengths=st.lists(
+        st.lists(st.integers(1, 5), min_size=1, max_size=3), min_size=4, max_size=4
+    ),
+    obs_type=st.sampled_from(["box", "dict"]),
+    inner=st.sampled_from([NEXT, DISABLED]),
+    target=st.sampled_from([SAME, DISABLED]),
+    seed=st.integers(0, 1000),
+    mask_prob=st.sampled_from([0.0, 0.3, 0.7]),
+)
+@settings(max_examples=30)
+def test_foreign_conversions_property(
+    num_envs, lengths, obs_type, inner, target, seed, mask_prob
+):
+    def fns():
+        return scheduled_fns(num_envs, lengths[:num_envs], obs_type=obs_type)
+
+    expected, got = _foreign_run(
+        target,
+        lambda f: vecmode.with_autoreset(
+            gym.vector.SyncVectorEnv(f(), autoreset_mode=inner), target
+        ),
+        fns,
+        mask_prob=mask_prob,
+        steps=20,
+        seed=seed,
+    )
+    assert_same_run(expected, got, strict_types=obs_type == "box")
+
+
+def test_converted_foreign_env_checks_ended_sub_envs():
+    """Gymnasium's AsyncVectorEnv in DISABLED mode does not check; vecmode does."""
+    envs = DisableAutoreset(
+        gym.vector.AsyncVectorEnv(
+            scheduled_fns(2, lengths=[(1, 5), (9,)]), autoreset_mode=DISABLED
+        )
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, dtype=int))
+    with pytest.raises(EpisodeEndedError) as info:
+        envs.step(np.zeros(2, dtype=int))
+    assert info.value.indices == (0,)
+    obs, _ = envs.reset(options={"reset_mask": np.array([True, False])})
+    envs.step(np.zeros(2, dtype=int))
+    # all-False mask: a no-op (Gymnasium would raise)
+    last = envs.step(np.zeros(2, dtype=int))[0]
+    obs, infos = envs.reset(options={"reset_mask": np.array([False, False])})
+    assert infos == {}
+    np.testing.assert_array_equal(obs, last)
+    envs.close()
+
+
+def test_foreign_policies_do_not_mutate_options():
+    envs = vecmode.with_autoreset(gym_sync(NEXT), SAME)
+    envs.reset(seed=0)
+    mask = np.array([True, False, False, True])
+    options = {"reset_mask": mask, "tag": 1}
+    _, infos = envs.reset(options=options)
+    assert options == {"reset_mask": mask, "tag": 1}
+    assert infos["_options"].tolist() == mask.tolist()
+    envs.close()
+
+
+# ---------------------------------------------------------------- refusals
+def test_next_step_over_a_foreign_env_is_refused_with_the_reason():
+    with pytest.raises(IncompatibleModeError) as info:
+        NextStepAutoreset(gym_sync(DISABLED))
+    message = str(info.value)
+    assert "NextStepAutoreset" in message and "Disabled" in message
+    assert "without stepping" in message and "SyncVectorEnv" in message
+    assert "SameStepAutoreset" in message
+
+
+def test_next_step_must_sit_directly_on_the_core():
+    core = vecmode.SyncVectorEnv(scheduled_fns(2))
+    with pytest.raises(IncompatibleModeError, match="NextStepAutoreset directly"):
+        NextStepAutoreset(DisableAutoreset(core))
+    core.close()
+
+
+def test_same_step_over_next_step_is_refused_but_with_autoreset_converts():
+    envs = gym_sync(NEXT)
+    with pytest.raises(IncompatibleModeError, match="with_autoreset"):
+        SameStepAutoreset(envs)
+    converted = vecmode.with_autoreset(envs, SAME)
+    assert isinstance(converted, SameStepAutoreset)
+    assert isinstance(converted.env, DisableAutoreset)
+    converted.close()
+
+
+@pytest.mark.parametrize("target", [NEXT, DISABLED], ids=lambda m: m.value)
+def test_a_same_step_env_cannot_be_converted(target):
+    envs = gym_sync(SAME)
+    with pytest.raises(IncompatibleModeError) as info:
+        vecmode.with_autoreset(envs, target)
+    assert "SameStep" in str(info.value)
+    envs.close()
+
+
+def test_envs_that_ignore_reset_mask_are_refused():
+    """Gymnasium's numpy CartPoleVectorEnv resets every sub-env on a masked reset."""
+    envs = gym.make_vec(
+        "CartPole-v1", num_envs=3, vectorization_mode="vector_entry_point"
+    )
+    assert not vecmode.honours_reset_mask(envs)
+    with pytest.raises(IncompatibleModeError) as info:
+        vecmode.with_autoreset(envs, SAME)
+    assert "CartPoleVectorEnv" in str(info.value)
+    envs.close()
+
+
+def test_async_without_shared_memory_keeps_a_pending_autoreset_and_is_refused():
+    fns = scheduled_fns(2, lengths=[(1,), (3,)])
+    envs = gym.vector.AsyncVectorEnv(fns, autoreset_mode=NEXT, shared_memory=False)
+    # the reason, shown on Gymnasium itself: after a masked reset of an ended
+    # sub-env, its next step is still an autoreset (reward 0, action ignored)
+    envs.reset(seed=0)
+    envs.step(np.ones(2, dtype=int))
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    _, rewards, *_ = envs.step(np.ones(2, dtype=int))
+    assert rewards[0] == 0.0
+    assert not vecmode.honours_reset_mask(envs)
+    with pytest.raises(IncompatibleModeError, match="AsyncVectorEnv"):
+        DisableAutoreset(envs)
+    envs.close()
+
+
+def test_undeclared_mode_is_refused_by_with_autoreset():
+    envs = gym_sync(NEXT)
+    envs.metadata.pop("autoreset_mode")
+    with pytest.raises(IncompatibleModeError, match="no metadata"):
+        vecmode.with_autoreset(envs, SAME)
+    envs.close()
+
+
+def test_same_mode_is_returned_unchanged():
+    envs = gym_sync(SAME)
+    assert vecmode.with_autoreset(envs, "SameStep") is envs
+    envs.close()
+
+
+def test_next_step_masked_reset_clears_the_pending_autoreset():
+    """As Gymnasium: a masked reset of an ended sub-env cancels its reset step."""
+
+    def run(envs):
+        envs.reset(seed=0)
+        envs.step(np.ones(2, dtype=int))
+        envs.reset(options={"reset_mask": np.array([True, False])})
+        return envs.step(np.ones(2, dtype=int))
+
+    fns = functools.partial(scheduled_fns, 2, lengths=[(1,), (3,)])
+    reference = gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT)
+    ours = NextStepAutoreset(vecmode.SyncVectorEnv(fns()))
+    expected, got = run(reference), run(ours)
+    assert got[1][0] == expected[1][0] == 1.5
+    assert_same_run([("step", expected)], [("step", got)])
+    reference.close()
+    ours.close()
+
+
+def test_script_is_shared():
+    # guard for the helpers: a script drives both envs with the same calls
+    script = Script(seed=0, actions=[np.zeros(2, dtype=int)] * 3)
+    envs = vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), DISABLED)
+    calls = drive(envs, script, disabled=True)
+    assert [kind for kind, _ in calls][:3] == ["reset", "step", "step"]
+    envs.close()

@@ -1,0 +1,40 @@
+"""The vecmode command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from vecmode.cli import main
+
+
+def test_python_m_vecmode_prints_the_modes_side_by_side():
+    out = subprocess.run(
+        [sys.executable, "-m", "vecmode"], capture_output=True, text=True, check=True
+    ).stdout
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("call"))
+    assert header.split() == ["call", "NextStep", "SameStep", "Disabled"]
+    step3 = next(line for line in lines if line.startswith("step 3"))
+    # the episode ends on step 3: NEXT_STEP returns s3, SAME_STEP the reset obs
+    # with s3 in final_obs, DISABLED s3 and the caller's reset_mask
+    assert step3.split()[2:6] == ["s3", "r=1", "trunc", "s0'"]
+    assert "final_obs=s3" in step3 and "reset(mask) -> s0'" in step3
+    step4 = next(line for line in lines if line.startswith("step 4"))
+    assert "r=0" in step4 and "reset step" in step4
+
+
+def test_timeline_options(capsys):
+    assert (
+        main(["timeline", "CartPole-v1", "--steps", "4", "--max-episode-steps", "2"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "truncated after 2 steps" in out
+    step2 = next(line for line in out.splitlines() if line.startswith("step 2"))
+    assert "final_obs=s2" in step2
+
+
+def test_unknown_env_is_exit_code_2(capsys):
+    assert main(["timeline", "NoSuchEnv-v0"]) == 2
+    assert "cannot make 'NoSuchEnv-v0'" in capsys.readouterr().err

@@ -1,0 +1,323 @@
+"""The thin core: the batched primitive, DISABLED checks, input validation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecmode
+from tests.helpers import ScheduledEnv, assert_same, scheduled_fns
+from vecmode import (
+    AutoresetMode,
+    Command,
+    EpisodeEndedError,
+    IncompatibleModeError,
+    errors,
+)
+
+
+def core(num_envs=3, **kwargs):
+    lengths = [(2,), (3,), (5,)][:num_envs] + [(4,)] * max(0, num_envs - 3)
+    return vecmode.SyncVectorEnv(scheduled_fns(num_envs, lengths=lengths), **kwargs)
+
+
+def test_core_is_a_disabled_gymnasium_sync_vector_env():
+    envs = core()
+    assert isinstance(envs, gym.vector.SyncVectorEnv)
+    assert isinstance(envs, vecmode.VectorCore)
+    assert envs.metadata["autoreset_mode"] is AutoresetMode.DISABLED
+    assert vecmode.mode_of(envs) is AutoresetMode.DISABLED
+    assert len(envs.envs) == 3
+    envs.close()
+
+
+def test_core_refuses_another_mode_and_says_how_to_get_it():
+    with pytest.raises(IncompatibleModeError) as info:
+        vecmode.SyncVectorEnv(scheduled_fns(2), autoreset_mode="SameStep")
+    message = str(info.value)
+    assert "SyncVectorEnv" in message and "SameStep" in message
+    assert "with_autoreset" in message and "make_vec" in message
+    assert isinstance(info.value, ValueError)
+    vecmode.SyncVectorEnv(scheduled_fns(2), autoreset_mode="Disabled").close()
+
+
+def test_bad_observation_mode():
+    with pytest.raises(ValueError, match="observation_mode"):
+        vecmode.SyncVectorEnv(scheduled_fns(2), observation_mode="mixed")
+
+
+# ------------------------------------------------------------- the primitive
+def test_execute_runs_one_command_per_sub_env():
+    envs = core()
+    obs0, _ = envs.reset(seed=0)
+    obs, rewards, terminations, truncations, infos = envs.execute(
+        [Command.STEP, Command.KEEP, Command.RESET], np.array([2, 2, 2])
+    )
+    # sub-env 0 stepped: t=1, reward = action + 0.5 * t
+    assert obs[0].tolist() == [0, 0, 1] and rewards[0] == 2.5
+    # sub-env 1 kept: same observation as before, reward 0, no info
+    assert obs[1].tolist() == obs0[1].tolist() and rewards[1] == 0.0
+    # sub-env 2 reset: episode 1, step 0
+    assert obs[2].tolist() == [2, 1, 0] and rewards[2] == 0.0
+    assert infos["_step"].tolist() == [True, False, False]
+    assert infos["_episode"].tolist() == [False, False, True]
+    assert not terminations.any() and not truncations.any()
+    envs.close()
+
+
+def test_execute_step_then_reset_matches_same_step_output():
+    envs = core()
+    envs.reset(seed=0)
+    envs.execute([Command.STEP] * 3, np.zeros(3, dtype=int))
+    obs, _, terminations, truncations, infos = envs.execute(
+        np.full(3, Command.STEP_THEN_RESET), np.zeros(3, dtype=int)
+    )
+    # sub-env 0 has episodes of 2 steps (the first truncated): it ended and was
+    # reset in the same call
+    assert truncations.tolist() == [True, False, False] and not terminations.any()
+    assert infos["_final_obs"].tolist() == [True, False, False]
+    assert infos["final_obs"][0].tolist() == [0, 0, 2]
+    assert obs[0].tolist() == [0, 1, 0]
+    assert infos["final_info"]["step"][0] == 2
+    assert envs.awaiting_reset.tolist() == [False, False, False]
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    ("commands", "message"),
+    [
+        ([Command.STEP, Command.STEP], "commands must be a sequence of 3"),
+        ([1, 1, 7], "not a vecmode.Command"),
+        (np.ones((3, 1), dtype=int), "got shape (3, 1)"),
+    ],
+)
+def test_execute_rejects_bad_commands(commands, message):
+    envs = core()
+    envs.reset(seed=0)
+    with pytest.raises(ValueError) as info:
+        envs.execute(commands, np.zeros(3, dtype=int))
+    assert message in str(info.value)
+    envs.close()
+
+
+# ------------------------------------------------------------- DISABLED checks
+def test_stepping_an_ended_sub_env_raises_before_anything_is_stepped():
+    envs = core()
+    envs.reset(seed=0)
+    actions = np.zeros(3, dtype=int)
+    envs.step(actions)
+    _, _, terminations, truncations, _ = envs.step(actions)  # sub-env 0 ends (len 2)
+    assert np.logical_or(terminations, truncations).tolist() == [True, False, False]
+    assert envs.awaiting_reset.tolist() == [True, False, False]
+    steps_before = [env.t for env in envs.envs]
+    with pytest.raises(EpisodeEndedError) as info:
+        envs.step(actions)
+    assert info.value.indices == (0,)
+    assert "sub-env(s) 0 " in str(info.value) and "reset_mask" in str(info.value)
+    assert [env.t for env in envs.envs] == steps_before, "something was stepped"
+    # the env is still usable: reset the ended one and go on
+    obs, _ = envs.reset(options={"reset_mask": np.array([True, False, False])})
+    assert obs[0].tolist() == [0, 1, 0]
+    envs.step(actions)
+    envs.close()
+
+
+def test_episode_ended_error_names_every_ended_sub_env():
+    envs = vecmode.SyncVectorEnv(scheduled_fns(4, lengths=[(1,)] * 4))
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, dtype=int))
+    with pytest.raises(EpisodeEndedError) as info:
+        envs.execute(
+            [Command.STEP, Command.RESET, Command.STEP_THEN_RESET, Command.KEEP],
+            np.zeros(4, dtype=int),
+        )
+    assert info.value.indices == (0, 2)
+    envs.close()
+
+
+def test_episode_ended_error_is_raised_under_python_O():
+    code = textwrap.dedent(
+        """
+        import numpy as np, gymnasium as gym, vecmode
+        envs = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1", max_episode_steps=1)])
+        envs.reset(seed=0)
+        envs.step(np.array([0]))
+        try:
+            envs.step(np.array([0]))
+        except vecmode.EpisodeEndedError as error:
+            print("raised", error.indices)
+        try:
+            envs.reset(options={"reset_mask": np.array([1])})
+        except TypeError:
+            print("mask checked")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split("\n")[:2] == ["raised (0,)", "mask checked"], out.stderr
+
+
+# ------------------------------------------------------------------ reset_mask
+@pytest.mark.parametrize(
+    ("mask", "error", "text"),
+    [
+        (np.array([1, 0, 1]), TypeError, "dtype bool"),
+        (np.array([True, False]), ValueError, "shape (3,)"),
+        (np.ones((3, 1), dtype=bool), ValueError, "shape (3,)"),
+        ("yes", TypeError, "numpy array of dtype bool"),
+        ([1, 0, 0], TypeError, "dtype bool"),
+    ],
+)
+def test_bad_reset_mask_is_a_clear_error_and_leaves_the_env_usable(mask, error, text):
+    envs = core()
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=int))
+    with pytest.raises(error) as info:
+        envs.reset(options={"reset_mask": mask})
+    assert text in str(info.value) and "reset_mask" in str(info.value)
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
+def test_reset_mask_as_a_list_of_bools_is_accepted():
+    envs = core()
+    envs.reset(seed=0)
+    _, infos = envs.reset(options={"reset_mask": [False, True, False]})
+    assert infos["_episode"].tolist() == [False, True, False]
+    envs.close()
+
+
+def test_all_false_mask_is_a_no_op():
+    envs = core()
+    obs, _ = envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=int))
+    before = [(env.t, env.resets) for env in envs.envs]
+    last_obs = envs.execute([Command.KEEP] * 3)[0]
+    obs, infos = envs.reset(options={"reset_mask": np.zeros(3, dtype=bool)})
+    assert infos == {}
+    np.testing.assert_array_equal(obs, last_obs)
+    assert [(env.t, env.resets) for env in envs.envs] == before
+    envs.close()
+
+
+def test_options_are_not_mutated_and_reach_the_masked_sub_envs():
+    envs = core()
+    envs.reset(seed=0)
+    mask = np.array([True, False, True])
+    options = {"reset_mask": mask, "tag": "x"}
+    snapshot = dict(options)
+    _, infos = envs.reset(options=options)
+    assert options.keys() == snapshot.keys() and options["reset_mask"] is mask
+    assert infos["_options"].tolist() == [True, False, True]
+    assert infos["options"]["tag"][0] == "x"
+    assert infos["options"]["_tag"].tolist() == [True, False, True]
+    # a full reset passes each sub-env its own copy of the options
+    options = {"tag": "y"}
+    envs.reset(options=options)
+    assert options == {"tag": "y"}
+    envs.close()
+
+
+def test_sub_envs_cannot_mutate_the_callers_options():
+    class Popper(ScheduledEnv):
+        def reset(self, *, seed=None, options=None):
+            if options:
+                options.pop("tag", None)
+            return super().reset(seed=seed, options=options)
+
+    envs = vecmode.SyncVectorEnv([lambda: Popper(0), lambda: Popper(1)])
+    options = {"tag": "z"}
+    envs.reset(options=options)
+    assert options == {"tag": "z"}
+    envs.close()
+
+
+# -------------------------------------------------------------- actions, seeds
+@pytest.mark.parametrize(
+    "actions",
+    [np.zeros(2, dtype=int), np.zeros(4, dtype=int), np.int64(0), [0, 0], None],
+    ids=["short", "long", "scalar", "short-list", "none"],
+)
+def test_wrong_action_batch_is_a_clear_value_error(actions):
+    envs = core()
+    envs.reset(seed=0)
+    before = [env.t for env in envs.envs]
+    with pytest.raises(ValueError) as info:
+        envs.step(actions)
+    assert "batch of 3 actions" in str(info.value)
+    assert [env.t for env in envs.envs] == before
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
+def test_wrong_dict_action_batch_is_a_clear_value_error():
+    class DictActions(ScheduledEnv):
+        def __init__(self, index=0):
+            super().__init__(index)
+            self.action_space = gym.spaces.Dict(
+                {"a": gym.spaces.Discrete(2), "b": gym.spaces.Box(-1, 1, (2,))}
+            )
+
+        def step(self, action):
+            return super().step(action["a"])
+
+    envs = vecmode.SyncVectorEnv([lambda: DictActions(0), lambda: DictActions(1)])
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="batch of 2 actions"):
+        envs.step({"a": np.zeros(2, dtype=int), "b": np.zeros((3, 2))})
+    envs.step({"a": np.zeros(2, dtype=int), "b": np.zeros((2, 2))})
+    envs.close()
+
+
+def test_seeds():
+    envs = core()
+    with pytest.raises(ValueError, match="list of 3 seeds"):
+        envs.reset(seed=[1, 2])
+    envs.reset(seed=[5, None, 7])
+    envs.close()
+    one = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    two = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    assert_same(two.reset(seed=11), one.reset(seed=11))
+    assert_same(two.reset(seed=[3, 4]), one.reset(seed=[3, 4]))
+    one.close()
+    two.close()
+
+
+# --------------------------------------------------------- the rest of the API
+def test_call_get_attr_set_attr_render_close():
+    envs = core()
+    assert envs.get_attr("index") == (0, 1, 2)
+    envs.set_attr("index", [7, 8, 9])
+    assert envs.call("_obs")[0].tolist()[0] == 7
+    envs.set_attr("index", 4)
+    assert envs.get_attr("index") == (4, 4, 4)
+    wrapped = vecmode.with_autoreset(envs, "NextStep")
+    assert wrapped.get_attr("index") == (4, 4, 4)
+    wrapped.set_attr("index", [1, 2, 3])
+    assert wrapped.call("_obs")[2].tolist()[0] == 3
+    assert wrapped.envs is envs.envs
+    assert envs.render() == (None, None, None)
+    wrapped.close()
+    assert envs.closed
+    envs.close()  # idempotent
+
+
+def test_awaiting_reset_after_full_reset():
+    envs = vecmode.SyncVectorEnv(scheduled_fns(2, lengths=[(1,), (1,)]))
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, dtype=int))
+    assert envs.awaiting_reset.all()
+    envs.reset()
+    assert not envs.awaiting_reset.any()
+    envs.close()
+
+
+def test_error_messages_are_built_in_one_place():
+    assert errors.episode_ended((1, 3)).startswith("sub-env(s) 1, 3 ")
+    assert "batch of 5 actions" in errors.actions_batch("a batch of 2", 5)

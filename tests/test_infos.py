@@ -1,0 +1,88 @@
+"""Splitting and merging batched infos == what Gymnasium's _add_info builds."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.helpers import assert_same
+from vecmode.infos import merge_infos, select_infos
+
+leaf_kinds = {
+    "int": st.integers(-5, 5),
+    "float": st.floats(-2, 2, allow_nan=False),
+    "bool": st.booleans(),
+    "float32": st.integers(0, 9).map(np.float32),
+    "text": st.text(max_size=2),
+    "array": st.integers(0, 9).map(lambda n: np.array([n, n + 1])),
+}
+
+
+@st.composite
+def schemas(draw, depth=0):
+    """Key -> leaf kind or nested schema: one type per key, like real infos.
+
+    (Where sub-envs disagree on a key's type, Gymnasium casts values into the
+    first one's dtype and the split cannot be recovered; merging still is exact,
+    see test_merge_types_the_array_after_the_lowest_sub_env.)
+    """
+    keys = draw(st.lists(st.sampled_from("abcd"), unique=True, max_size=3))
+    choices = list(leaf_kinds) + (["nested"] if depth < 2 else [])
+    return {
+        k: (draw(schemas(depth + 1)) if kind == "nested" else kind)
+        for k in keys
+        for kind in [draw(st.sampled_from(choices))]
+    }
+
+
+@st.composite
+def info_of(draw, schema):
+    info = {}
+    for key, kind in schema.items():
+        if draw(st.booleans()):
+            info[key] = (
+                draw(info_of(kind))
+                if isinstance(kind, dict)
+                else draw(leaf_kinds[kind])
+            )
+    return info
+
+
+def batch(per_env: list[dict], only: list[bool]) -> dict:
+    """Gymnasium's own batching of the per-sub-env infos where ``only`` is True."""
+    vec = gym.vector.VectorEnv()
+    vec.num_envs = len(per_env)
+    infos: dict = {}
+    for i, info in enumerate(per_env):
+        if only[i]:
+            infos = vec._add_info(infos, info, i)
+    return infos
+
+
+@given(st.data())
+def test_select_and_merge_agree_with_gymnasium(data):
+    num_envs = data.draw(st.integers(1, 5))
+    schema = data.draw(schemas())
+    per_env = [data.draw(info_of(schema)) for _ in range(num_envs)]
+    side = np.array(
+        data.draw(st.lists(st.booleans(), min_size=num_envs, max_size=num_envs))
+    )
+    whole = batch(per_env, [True] * num_envs)
+    first = batch(per_env, list(side))
+    second = batch(per_env, list(~side))
+    assert_same(first, select_infos(whole, side))
+    assert_same(second, select_infos(whole, ~side))
+    assert_same(whole, merge_infos(first, second))
+    assert_same(whole, merge_infos(second, first))
+
+
+def test_merge_types_the_array_after_the_lowest_sub_env():
+    per_env = [{"x": 1.5}, {"x": 2}, {"x": True}]
+    whole = batch(per_env, [True, True, True])
+    assert whole["x"].dtype == np.float64
+    merged = merge_infos(
+        batch(per_env, [False, True, True]), batch(per_env, [True, False, False])
+    )
+    assert_same(whole, merged)

@@ -1,0 +1,145 @@
+"""vecmode.make_vec mirrors gymnasium.make_vec, in the mode asked for."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecmode
+from tests.helpers import ScheduledEnv, assert_same_run, drive, make_script
+from vecmode import AutoresetMode, IncompatibleModeError, SameStepAutoreset
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
+def test_sync_make_vec_equals_gymnasium_make_vec(mode):
+    kwargs = {"num_envs": 3, "max_episode_steps": 8}
+    reference = gym.make_vec(
+        "CartPole-v1",
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": mode},
+        **kwargs,
+    )
+    ours = vecmode.make_vec("CartPole-v1", autoreset_mode=mode.value, **kwargs)
+    assert vecmode.mode_of(ours) is mode
+    assert isinstance(ours.unwrapped, vecmode.SyncVectorEnv)
+    assert ours.unwrapped.spec.id == "CartPole-v1"
+    script = make_script(reference, 30)
+    disabled = mode is AutoresetMode.DISABLED
+    assert_same_run(drive(reference, script, disabled), drive(ours, script, disabled))
+    reference.close()
+    ours.close()
+
+
+def test_default_mode_is_next_step_and_vector_kwargs_may_give_it():
+    envs = vecmode.make_vec("CartPole-v1", num_envs=2)
+    assert vecmode.mode_of(envs) is AutoresetMode.NEXT_STEP
+    envs.close()
+    envs = vecmode.make_vec(
+        "CartPole-v1",
+        num_envs=2,
+        vector_kwargs={"autoreset_mode": "SameStep", "copy": False},
+    )
+    assert vecmode.mode_of(envs) is AutoresetMode.SAME_STEP
+    assert envs.unwrapped.copy is False
+    envs.close()
+    with pytest.raises(ValueError, match="disagree"):
+        vecmode.make_vec(
+            "CartPole-v1",
+            autoreset_mode="Disabled",
+            vector_kwargs={"autoreset_mode": "SameStep"},
+        )
+
+
+def test_callable_and_wrappers():
+    envs = vecmode.make_vec(
+        ScheduledEnv,
+        num_envs=2,
+        autoreset_mode="SameStep",
+        wrappers=[lambda env: gym.wrappers.TransformReward(env, lambda r: 2 * r)],
+        lengths=(2,),
+    )
+    envs.reset(seed=0)
+    _, rewards, *_ = envs.step(np.array([1, 1]))
+    assert rewards.tolist() == [3.0, 3.0]
+    envs.close()
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
+def test_async_make_vec_equals_gymnasium(mode):
+    kwargs = {"num_envs": 2, "max_episode_steps": 5}
+    reference = gym.make_vec(
+        "CartPole-v1",
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": mode},
+        **kwargs,
+    )
+    ours = vecmode.make_vec(
+        "CartPole-v1", vectorization_mode="async", autoreset_mode=mode, **kwargs
+    )
+    assert vecmode.mode_of(ours) is mode
+    script = make_script(reference, 12)
+    disabled = mode is AutoresetMode.DISABLED
+    assert_same_run(drive(reference, script, disabled), drive(ours, script, disabled))
+    reference.close()
+    ours.close()
+
+
+def test_vector_entry_point_keeps_its_own_mode():
+    envs = vecmode.make_vec("CartPole-v1", num_envs=3, vectorization_mode=None)
+    assert type(envs).__name__ == "CartPoleVectorEnv"
+    assert vecmode.mode_of(envs) is AutoresetMode.NEXT_STEP
+    envs.close()
+    envs = vecmode.make_vec(
+        "CartPole-v1",
+        num_envs=3,
+        vectorization_mode="vector_entry_point",
+        autoreset_mode="NextStep",
+    )
+    assert type(envs).__name__ == "CartPoleVectorEnv"
+    envs.close()
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_vector_entry_point_cannot_be_converted_when_it_ignores_masks(mode):
+    with pytest.raises(IncompatibleModeError) as info:
+        vecmode.make_vec(
+            "CartPole-v1", num_envs=3, vectorization_mode=None, autoreset_mode=mode
+        )
+    message = str(info.value)
+    assert "CartPoleVectorEnv" in message and "vectorization_mode='sync'" in message
+
+
+def test_vector_entry_point_is_converted_where_exact():
+    """An entry point that builds a mask-honouring NEXT_STEP env gets SAME_STEP."""
+    gym.register(
+        "VecmodeTest-Scheduled-v0",
+        entry_point=ScheduledEnv,
+        vector_entry_point=lambda num_envs, **kw: gym.vector.SyncVectorEnv(
+            [lambda: ScheduledEnv(**kw)] * num_envs
+        ),
+    )
+    try:
+        envs = vecmode.make_vec(
+            "VecmodeTest-Scheduled-v0",
+            num_envs=2,
+            vectorization_mode="vector_entry_point",
+            autoreset_mode="SameStep",
+        )
+        assert isinstance(envs, SameStepAutoreset)
+        envs.close()
+    finally:
+        del gym.registry["VecmodeTest-Scheduled-v0"]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="vectorization_mode='threads'"):
+        vecmode.make_vec("CartPole-v1", vectorization_mode="threads")
+    with pytest.raises(ValueError, match="not an autoreset mode"):
+        vecmode.make_vec("CartPole-v1", autoreset_mode="Later")
+    with pytest.raises(TypeError, match="env_id must be"):
+        vecmode.make_vec(42)
+    with pytest.raises(ValueError, match="needs a registered env id"):
+        vecmode.make_vec(ScheduledEnv, vectorization_mode="vector_entry_point")
+    with pytest.raises(gym.error.Error):
+        vecmode.make_vec("NoSuchEnv-v0")
