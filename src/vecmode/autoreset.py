@@ -89,20 +89,24 @@ class _AutoresetWrapper(VectorWrapper):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
-        return self.env.call(name, *args, **kwargs)
+        inner: Any = self.env
+        return inner.call(name, *args, **kwargs)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Get attribute ``name`` of every sub-env."""
-        return self.env.get_attr(name)
+        inner: Any = self.env
+        return inner.get_attr(name)
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env."""
-        self.env.set_attr(name, values)
+        inner: Any = self.env
+        inner.set_attr(name, values)
 
     @property
     def envs(self) -> Any:
         """The sub-envs of the wrapped vector env (where it has them)."""
-        return self.env.envs
+        inner: Any = self.env
+        return inner.envs
 
 
 class _TracksEndings:

@@ -114,7 +114,7 @@ def make_vec(
             num_envs=num_envs,
             vectorization_mode=vmode,
             vector_kwargs=vector_kwargs,
-            wrappers=wrappers,
+            wrappers=wrappers,  # type: ignore[arg-type]
             **env_kwargs,
         )
         return envs if mode is None else with_autoreset(envs, mode)

@@ -120,7 +120,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         env_obs = self._env_obs
         rows = self._rows
         n = self.num_envs
-        rewards = [0.0] * n
+        rewards: list[Any] = [0.0] * n
         terminations = [False] * n
         truncations = [False] * n
         done: list[int] = []

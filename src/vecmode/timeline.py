@@ -69,9 +69,8 @@ def timeline(
     runs: dict[str, list[tuple[str, tuple]]] = {}
     for mode in MODES:
         envs = make_vec(env_id, num_envs=1, autoreset_mode=mode, **env_kwargs)
-        actions = np.full(
-            envs.action_space.shape, action, dtype=envs.action_space.dtype
-        )
+        space: Any = envs.action_space
+        actions = np.full(space.shape, action, dtype=space.dtype)
         calls: list[tuple[str, tuple]] = [("reset", envs.reset(seed=seed))]
         for _ in range(steps):
             result = envs.step(actions)
