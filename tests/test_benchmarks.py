@@ -1,0 +1,31 @@
+"""The benchmark scripts run (numbers are never asserted: machines are noisy)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_sync_quick_runs_and_reports_ratios():
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_sync.py"),
+            "--quick",
+            "--markdown",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "vecmode/gym" in out
+    rows = [
+        line
+        for line in out.splitlines()
+        if line.startswith(("| NextStep", "| SameStep", "| Disabled"))
+    ]
+    assert len(rows) == 6, out
