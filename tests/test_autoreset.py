@@ -87,58 +87,43 @@ FOREIGN_ENVS = {
 }
 
 
+#: foreign env's own mode -> the mode vecmode converts it to
+CONVERSIONS = [(DISABLED, SAME), (NEXT, SAME), (NEXT, DISABLED)]
+
+
+@pytest.mark.parametrize(
+    ("inner", "target"), CONVERSIONS, ids=lambda m: m.value if m else ""
+)
 @pytest.mark.parametrize("name", sorted(FOREIGN_ENVS))
-def test_same_step_over_gymnasium_disabled_is_gymnasiums_same_step(name):
+def test_converted_gymnasium_env_is_gymnasiums_own_in_that_mode(name, inner, target):
     expected, got = _foreign_run(
-        SAME,
-        lambda fns: SameStepAutoreset(
-            gym.vector.SyncVectorEnv(fns(), autoreset_mode=DISABLED)
+        target,
+        lambda fns: vecmode.with_autoreset(
+            gym.vector.SyncVectorEnv(fns(), autoreset_mode=inner), target
         ),
         FOREIGN_ENVS[name],
     )
-    # final observations come from the batched observation: a Discrete or Tuple
-    # entry is a NumPy scalar where Gymnasium keeps the sub-env's Python int
-    assert_same_run(
-        expected,
-        got,
-        strict_types=not name.endswith(("discrete", "tuple", "dict", "blackjack")),
-    )
+    # SAME_STEP's final observations come from the batched observation: a Discrete
+    # entry is a NumPy integer where Gymnasium keeps the sub-env's Python int
+    scalar_obs = name.endswith(("discrete", "tuple", "dict", "blackjack"))
+    assert_same_run(expected, got, strict_types=target is DISABLED or not scalar_obs)
 
 
-@pytest.mark.parametrize("name", sorted(FOREIGN_ENVS))
-def test_same_step_over_gymnasium_next_step_is_gymnasiums_same_step(name):
+def test_same_step_over_a_disabled_env_is_one_wrapper():
+    envs = vecmode.with_autoreset(gym_sync(DISABLED), SAME)
+    assert type(envs) is SameStepAutoreset and envs.core is None
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    ("inner", "target"), CONVERSIONS, ids=lambda m: m.value if m else ""
+)
+def test_converted_gymnasium_async_env_with_shared_memory(inner, target):
     expected, got = _foreign_run(
-        SAME,
+        target,
         lambda fns: vecmode.with_autoreset(
-            gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT), SAME
-        ),
-        FOREIGN_ENVS[name],
-    )
-    assert_same_run(
-        expected,
-        got,
-        strict_types=not name.endswith(("discrete", "tuple", "dict", "blackjack")),
-    )
-
-
-@pytest.mark.parametrize("name", sorted(FOREIGN_ENVS))
-def test_disabled_over_gymnasium_next_step_is_gymnasiums_disabled(name):
-    expected, got = _foreign_run(
-        DISABLED,
-        lambda fns: vecmode.with_autoreset(
-            gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT), DISABLED
-        ),
-        FOREIGN_ENVS[name],
-    )
-    assert_same_run(expected, got)
-
-
-def test_same_step_over_gymnasium_async_with_shared_memory():
-    expected, got = _foreign_run(
-        SAME,
-        lambda fns: vecmode.with_autoreset(
-            gym.vector.AsyncVectorEnv(fns(), autoreset_mode=NEXT, shared_memory=True),
-            SAME,
+            gym.vector.AsyncVectorEnv(fns(), autoreset_mode=inner, shared_memory=True),
+            target,
         ),
         FOREIGN_ENVS["scheduled-box"],
         steps=25,

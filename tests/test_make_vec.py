@@ -11,8 +11,10 @@ from tests.helpers import ScheduledEnv, assert_same_run, drive, make_script
 from vecmode import AutoresetMode, IncompatibleModeError, SameStepAutoreset
 
 
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
-def test_sync_make_vec_equals_gymnasium_make_vec(mode):
+def test_make_vec_equals_gymnasium_make_vec(mode, vectorization):
+    """Sync: vecmode's core + policy. Async: Gymnasium's async env, until #5."""
     kwargs = {"num_envs": 3, "max_episode_steps": 8}
     reference = gym.make_vec(
         "CartPole-v1",
@@ -20,10 +22,16 @@ def test_sync_make_vec_equals_gymnasium_make_vec(mode):
         vector_kwargs={"autoreset_mode": mode},
         **kwargs,
     )
-    ours = vecmode.make_vec("CartPole-v1", autoreset_mode=mode.value, **kwargs)
+    ours = vecmode.make_vec(
+        "CartPole-v1",
+        vectorization_mode=vectorization,
+        autoreset_mode=mode.value,
+        **kwargs,
+    )
     assert vecmode.mode_of(ours) is mode
-    assert isinstance(ours.unwrapped, vecmode.SyncVectorEnv)
     assert ours.unwrapped.spec.id == "CartPole-v1"
+    if vectorization == "sync":
+        assert isinstance(ours.unwrapped, vecmode.SyncVectorEnv)
     script = make_script(reference, 30)
     disabled = mode is AutoresetMode.DISABLED
     assert_same_run(drive(reference, script, disabled), drive(ours, script, disabled))
@@ -63,26 +71,6 @@ def test_callable_and_wrappers():
     _, rewards, *_ = envs.step(np.array([1, 1]))
     assert rewards.tolist() == [3.0, 3.0]
     envs.close()
-
-
-@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
-def test_async_make_vec_equals_gymnasium(mode):
-    kwargs = {"num_envs": 2, "max_episode_steps": 5}
-    reference = gym.make_vec(
-        "CartPole-v1",
-        vectorization_mode="sync",
-        vector_kwargs={"autoreset_mode": mode},
-        **kwargs,
-    )
-    ours = vecmode.make_vec(
-        "CartPole-v1", vectorization_mode="async", autoreset_mode=mode, **kwargs
-    )
-    assert vecmode.mode_of(ours) is mode
-    script = make_script(reference, 12)
-    disabled = mode is AutoresetMode.DISABLED
-    assert_same_run(drive(reference, script, disabled), drive(ours, script, disabled))
-    reference.close()
-    ours.close()
 
 
 def test_vector_entry_point_keeps_its_own_mode():

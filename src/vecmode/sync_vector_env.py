@@ -133,30 +133,25 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         else:
             acts = iterate(self.action_space, actions)
         for i, (cmd, action) in enumerate(zip(commands, acts, strict=False)):
-            if cmd == _STEP:
+            if cmd == _KEEP:
+                continue
+            reset = cmd == _RESET
+            if not reset:  # STEP or STEP_THEN_RESET
                 obs, rewards[i], terminations[i], truncations[i], info = envs[i].step(
                     action
                 )
                 if terminations[i] or truncations[i]:
                     done.append(i)
-            elif cmd == _STEP_THEN_RESET:
-                obs, rewards[i], terminations[i], truncations[i], info = envs[i].step(
-                    action
-                )
-                if terminations[i] or truncations[i]:
-                    done.append(i)
-                    infos = add_info(infos, {"final_obs": obs, "final_info": info}, i)
-                    obs, info = envs[i].reset(
-                        seed=None if seeds is None else seeds[i],
-                        options=None if options is None else dict(options),
-                    )
-            elif cmd == _RESET:
+                    if cmd == _STEP_THEN_RESET:
+                        infos = add_info(
+                            infos, {"final_obs": obs, "final_info": info}, i
+                        )
+                        reset = True
+            if reset:
                 obs, info = envs[i].reset(
                     seed=None if seeds is None else seeds[i],
                     options=None if options is None else dict(options),
                 )
-            else:
-                continue
             if rows is None:
                 env_obs[i] = obs
             else:
