@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from vecmode.cli import main
 
 
@@ -38,3 +40,14 @@ def test_timeline_options(capsys):
 def test_unknown_env_is_exit_code_2(capsys):
     assert main(["timeline", "NoSuchEnv-v0"]) == 2
     assert "cannot make 'NoSuchEnv-v0'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "env_id", ["CartPole-v1", "FrozenLake-v1", "Blackjack-v1", "Pendulum-v1"]
+)
+def test_timeline_labels_are_confirmed_by_the_values(env_id, capsys):
+    """Labels follow the modes' rules; ``!`` would flag a value that differs."""
+    assert main(["timeline", env_id, "--steps", "8", "--action", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "!" not in out
+    assert out.count("final_obs=") >= 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import vecmode
@@ -50,3 +51,45 @@ def test_public_api():
     for name in vecmode.__all__:
         assert getattr(vecmode, name) is not None
     assert tuple(AutoresetMode) == vecmode.MODES
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
+def test_boundary_describes_what_each_mode_really_returns(mode):
+    """Observations encode (sub-env, episode, step): check every boundary fact."""
+    from tests.helpers import scheduled_fns
+    from vecmode.modes import boundary
+
+    envs = vecmode.with_autoreset(
+        vecmode.SyncVectorEnv(scheduled_fns(3, lengths=[(1, 3), (2,), (4, 1)])), mode
+    )
+    obs, _ = envs.reset(seed=0)
+    ended_before = np.zeros(3, dtype=bool)
+    seen = {"starts": 0, "unreal": 0, "final": 0}
+    for _ in range(20):
+        last = obs
+        obs, _, terminations, truncations, infos = envs.step(np.zeros(3, dtype=int))
+        b = boundary(mode, terminations, truncations, ended_before)
+        episode, step = obs[:, 1], obs[:, 2]
+        np.testing.assert_array_equal(b.starts, step == 0)
+        np.testing.assert_array_equal(b.starts, episode == last[:, 1] + 1)
+        np.testing.assert_array_equal(b.real, ~(b.starts & ~b.ended & ~b.final_in_info))
+        np.testing.assert_array_equal(
+            b.final_in_info, infos.get("_final_obs", np.zeros(3, dtype=bool))
+        )
+        for i in np.flatnonzero(b.final_in_info):
+            assert infos["final_obs"][i][1:].tolist() == [last[i, 1], last[i, 2] + 1]
+        seen["starts"] += b.starts.sum()
+        seen["unreal"] += (~b.real).sum()
+        seen["final"] += b.final_in_info.sum()
+        if mode is AutoresetMode.DISABLED and b.ended.any():
+            obs, _ = envs.reset(options={"reset_mask": b.ended})
+            ended_before = np.zeros(3, dtype=bool)
+        else:
+            ended_before = b.ended
+    envs.close()
+    expected = {
+        AutoresetMode.NEXT_STEP: ("starts", "unreal"),
+        AutoresetMode.SAME_STEP: ("starts", "final"),
+        AutoresetMode.DISABLED: (),
+    }[mode]
+    assert {k for k, v in seen.items() if v} == set(expected)

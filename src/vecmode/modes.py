@@ -13,13 +13,23 @@ its mode (``metadata["autoreset_mode"]``). Everything else in vecmode asks here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecmode import errors
 
-__all__ = ["MODES", "AutoresetMode", "ModeLike", "as_mode", "mode_of"]
+__all__ = [
+    "MODES",
+    "AutoresetMode",
+    "Boundary",
+    "ModeLike",
+    "as_mode",
+    "boundary",
+    "mode_of",
+]
 
 #: A mode as an :class:`~gymnasium.vector.AutoresetMode` or its string value.
 ModeLike = AutoresetMode | str
@@ -85,3 +95,53 @@ def mode_of(env: Any) -> AutoresetMode | None:
     if not isinstance(metadata, dict) or metadata.get("autoreset_mode") is None:
         return None
     return as_mode(metadata["autoreset_mode"])
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """What one ``step`` call means for each sub-env, whatever the mode.
+
+    Every field is a bool array of shape ``(num_envs,)``.
+    """
+
+    #: The episode ended at this call (terminated or truncated).
+    ended: np.ndarray
+    #: The returned observation is the first of a new episode.
+    starts: np.ndarray
+    #: This call is a real transition of the env (False only for NEXT_STEP's reset
+    #: step, whose action was ignored).
+    real: np.ndarray
+    #: The ended episode's last observation / info is in ``info["final_obs"]`` /
+    #: ``info["final_info"]`` rather than the returned observation / info.
+    final_in_info: np.ndarray
+
+
+def boundary(
+    mode: ModeLike,
+    terminations: np.ndarray,
+    truncations: np.ndarray,
+    ended_before: np.ndarray,
+) -> Boundary:
+    """The :class:`Boundary` of a ``step`` in ``mode``.
+
+    ``ended_before`` is the ``ended`` mask of the previous ``step`` (all False after
+    a ``reset``, and False for sub-envs reset by a masked reset since).
+
+    >>> import numpy as np
+    >>> from vecmode.modes import boundary
+    >>> b = boundary("NextStep", np.array([False]), np.array([False]), np.array([True]))
+    >>> b.starts, b.real
+    (array([ True]), array([False]))
+    >>> b = boundary("SameStep", np.array([True]), np.array([False]), np.array([False]))
+    >>> b.starts, b.real, b.final_in_info
+    (array([ True]), array([ True]), array([ True]))
+    """
+    mode = as_mode(mode)
+    ended = np.logical_or(terminations, truncations)
+    never = np.zeros_like(ended)
+    if mode is AutoresetMode.NEXT_STEP:
+        starts = np.asarray(ended_before, dtype=np.bool_)
+        return Boundary(ended, starts, ~starts, never)
+    if mode is AutoresetMode.SAME_STEP:
+        return Boundary(ended, ended, ~never, ended)
+    return Boundary(ended, never, ~never, never)

@@ -3,7 +3,9 @@
 Runs one sub-env of an env in each mode with the same seed and actions, and
 labels every returned observation by its episode and step (``s3`` is step 3 of
 the first episode, ``s0'`` the first observation of the second, ``s0''`` of the
-third), the way the reference animation of the modes shows them.
+third), the way the reference animation of the modes shows them. Labels follow the mode's
+rules (:func:`vecmode.modes.boundary`) and are checked against the values DISABLED
+mode returned; a label ending in ``!`` would mean the value differs.
 
 >>> from vecmode.timeline import timeline
 >>> rows = timeline("CartPole-v1", steps=5, max_episode_steps=3)
@@ -17,13 +19,13 @@ third), the way the reference animation of the modes shows them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from vecmode.make import make_vec
-from vecmode.modes import MODES
+from vecmode.modes import MODES, boundary
 
 __all__ = ["TimelineRow", "format_timeline", "timeline"]
 
@@ -40,12 +42,21 @@ class TimelineRow:
     note: str = ""
 
 
-def _label(catalogue: list[list[Any]], obs: Any) -> str:
-    for episode, observations in enumerate(catalogue):
-        for step, known in enumerate(observations):
-            if np.array_equal(known, obs):
-                return f"s{step}" + "'" * episode
-    return "?"
+def _first(batch: Any) -> Any:
+    """Sub-env 0's observation out of a batch of one."""
+    if isinstance(batch, dict):
+        return {key: _first(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_first(value) for value in batch)
+    return batch[0]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(np.array_equal(a, b))
 
 
 def timeline(
@@ -86,39 +97,48 @@ def timeline(
     for call, result in runs["Disabled"]:
         if call != "step" and catalogue[-1]:
             catalogue.append([])
-        catalogue[-1].append(np.asarray(result[0])[0])
+        catalogue[-1].append(_first(result[0]))
+
+    def label(episode: int, step: int, seen: Any) -> str:
+        """``s{step}``, a prime per episode (``'4`` from the 4th), ``!`` if the value differs."""
+        name = f"s{step}" + ("'" * episode if episode <= 3 else f"'{episode}")
+        known = catalogue[episode][step] if episode < len(catalogue) else None
+        steps_known = episode < len(catalogue) and step < len(catalogue[episode])
+        return name if steps_known and _same(known, seen) else f"{name}!"
 
     table: dict[str, list[TimelineRow]] = {}
     for mode_value, calls in runs.items():
         rows: list[TimelineRow] = []
-        reset_next = False
+        episode, t = 0, 0
+        ended_before = np.zeros(1, dtype=np.bool_)
         for call, result in calls:
-            obs = _label(catalogue, np.asarray(result[0])[0])
-            if call == "reset":
-                rows.append(TimelineRow("reset", obs))
-                continue
-            if call != "step":  # DISABLED's reset of the ended sub-env
-                last = rows[-1]
-                rows[-1] = TimelineRow(
-                    last.call,
-                    last.obs,
-                    last.reward,
-                    last.terminated,
-                    last.truncated,
-                    f"then {call} -> {obs}",
-                )
+            if call != "step":  # reset (all, or DISABLED's masked reset)
+                if rows:
+                    episode, t = episode + 1, 0
+                obs = label(episode, t, _first(result[0]))
+                ended_before[:] = False
+                if not rows:
+                    rows.append(TimelineRow("reset", obs))
+                else:
+                    rows[-1] = replace(rows[-1], note=f"then {call} -> {obs}")
                 continue
             _, rewards, terminations, truncations, infos = result
+            b = boundary(mode_value, terminations, truncations, ended_before)
             note = ""
-            if infos.get("_final_obs", [False])[0]:
-                note = f"final_obs={_label(catalogue, infos['final_obs'][0])}"
-            elif reset_next and mode_value == "NextStep":
+            if b.real[0]:
+                t += 1
+            if b.final_in_info[0]:
+                final = label(episode, t, infos["final_obs"][0])
+                note = f"final_obs={final}"
+            if b.starts[0]:
+                episode, t = episode + 1, 0
+            if not b.real[0]:
                 note = "reset step, action ignored"
-            reset_next = bool(terminations[0] or truncations[0])
+            ended_before = b.ended
             rows.append(
                 TimelineRow(
                     f"step {len(rows)}",
-                    obs,
+                    label(episode, t, _first(result[0])),
                     float(rewards[0]),
                     bool(terminations[0]),
                     bool(truncations[0]),
