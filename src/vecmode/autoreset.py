@@ -253,7 +253,7 @@ class SameStepAutoreset(_TracksEndings, _AutoresetWrapper):
         """Step; sub-envs whose episode ends are reset within the same call."""
         if self.core is not None:
             return self.core._dispatch(self._all_step_then_reset, actions, None, None)
-        self._check_not_ended()
+        # (ended sub-envs are reset within the step, so none awaits a reset here)
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         ended = np.logical_or(terminations, truncations)
         if ended.any():

@@ -56,8 +56,8 @@ def not_a_mode(value: Any) -> str:
 def episode_ended(indices: tuple[int, ...]) -> str:
     which = ", ".join(str(i) for i in indices)
     return (
-        f"sub-env(s) {which} ended their episode and were stepped without a reset; "
-        f"nothing was stepped. In DISABLED mode reset them first with "
+        f"sub-env(s) {which} ended their episode and must be reset before they are "
+        f"stepped again; nothing was stepped. In DISABLED mode reset them with "
         f'env.reset(options={{"reset_mask": mask}}) where mask[i] is True for the '
         f"ended sub-envs (terminations | truncations), or wrap the env with "
         f"vecmode.NextStepAutoreset / vecmode.SameStepAutoreset to reset them "
