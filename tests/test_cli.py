@@ -51,3 +51,10 @@ def test_timeline_labels_are_confirmed_by_the_values(env_id, capsys):
     out = capsys.readouterr().out
     assert "!" not in out
     assert out.count("final_obs=") >= 1
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("vecmode 0.")

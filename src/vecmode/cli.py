@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import gymnasium as gym
 
+from vecmode import __version__
 from vecmode.timeline import format_timeline, timeline
 
 __all__ = ["main"]
@@ -28,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="vecmode",
         description="Gymnasium's vector autoreset modes, made safe.",
     )
+    parser.add_argument("--version", action="version", version=f"vecmode {__version__}")
     commands = parser.add_subparsers(dest="command")
     show = commands.add_parser(
         "timeline",
