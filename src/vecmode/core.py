@@ -252,7 +252,7 @@ class VectorCore(VectorEnv):
         if options is not None and "reset_mask" in options:
             mask = validate_reset_mask(options["reset_mask"], self.num_envs)
             rest = {k: v for k, v in options.items() if k != "reset_mask"}
-            cmds = np.where(mask, _RESET, _KEEP).tolist()
+            cmds = [_RESET if m else _KEEP for m in mask.tolist()]
             obs, _, _, _, infos = self._dispatch(cmds, None, seeds, rest)
         else:
             obs, _, _, _, infos = self._dispatch(self._all_reset, None, seeds, options)
