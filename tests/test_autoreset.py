@@ -46,6 +46,7 @@ def test_policies_set_the_mode_and_keep_the_rest_of_the_metadata():
     for policy, mode in ((NextStepAutoreset, NEXT), (SameStepAutoreset, SAME)):
         envs = policy(core)
         assert envs.metadata["autoreset_mode"] is mode
+        assert envs.autoreset_mode is mode  # as on Gymnasium's vector envs
         assert envs.metadata["render_fps"] == core.metadata["render_fps"]
         assert core.metadata["autoreset_mode"] is DISABLED
     core.close()

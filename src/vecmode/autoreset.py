@@ -87,6 +87,11 @@ class _AutoresetWrapper(VectorWrapper):
             )
         )
 
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """The mode, as Gymnasium's vector envs expose it (also in ``metadata``)."""
+        return self.produces
+
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
         inner: Any = self.env
