@@ -50,8 +50,8 @@ def transitions(fns, mode, queues, seed, wanted):
                 )
             )
         obs, ended_before = next_obs, b.ended
-        if mode is AutoresetMode.DISABLED and b.ended.any():
-            obs, _ = envs.reset(options={"reset_mask": b.ended})
+        if b.needs_reset.any():
+            obs, _ = envs.reset(options={"reset_mask": b.needs_reset})
             ended_before = np.zeros(n, dtype=bool)
     envs.close()
     assert min(len(t) for t in taken) >= wanted, "ran out of calls"

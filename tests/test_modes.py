@@ -81,8 +81,11 @@ def test_boundary_describes_what_each_mode_really_returns(mode):
         seen["starts"] += b.starts.sum()
         seen["unreal"] += (~b.real).sum()
         seen["final"] += b.final_in_info.sum()
-        if mode is AutoresetMode.DISABLED and b.ended.any():
-            obs, _ = envs.reset(options={"reset_mask": b.ended})
+        np.testing.assert_array_equal(
+            b.needs_reset, b.ended if mode is AutoresetMode.DISABLED else False
+        )
+        if b.needs_reset.any():
+            obs, _ = envs.reset(options={"reset_mask": b.needs_reset})
             ended_before = np.zeros(3, dtype=bool)
         else:
             ended_before = b.ended

@@ -114,6 +114,9 @@ class Boundary:
     #: The ended episode's last observation / info is in ``info["final_obs"]`` /
     #: ``info["final_info"]`` rather than the returned observation / info.
     final_in_info: np.ndarray
+    #: The episode ended and nothing will reset the sub-env: the caller must, with
+    #: ``reset(options={"reset_mask": needs_reset})`` (DISABLED mode).
+    needs_reset: np.ndarray
 
 
 def boundary(
@@ -141,7 +144,7 @@ def boundary(
     never = np.zeros_like(ended)
     if mode is AutoresetMode.NEXT_STEP:
         starts = np.asarray(ended_before, dtype=np.bool_)
-        return Boundary(ended, starts, ~starts, never)
+        return Boundary(ended, starts, ~starts, never, never)
     if mode is AutoresetMode.SAME_STEP:
-        return Boundary(ended, ended, ~never, ended)
-    return Boundary(ended, never, ~never, never)
+        return Boundary(ended, ended, ~never, ended, never)
+    return Boundary(ended, never, ~never, never, ended)

@@ -83,12 +83,17 @@ def timeline(
         space: Any = envs.action_space
         actions = np.full(space.shape, action, dtype=space.dtype)
         calls: list[tuple[str, tuple]] = [("reset", envs.reset(seed=seed))]
+        ended = np.zeros(1, dtype=np.bool_)
         for _ in range(steps):
             result = envs.step(actions)
             calls.append(("step", result))
-            ended = np.logical_or(result[2], result[3])
-            if mode.value == "Disabled" and ended.any():
-                calls.append(("reset(mask)", envs.reset(options={"reset_mask": ended})))
+            b = boundary(mode, result[2], result[3], ended)
+            ended = b.ended
+            if b.needs_reset.any():
+                calls.append(
+                    ("reset(mask)", envs.reset(options={"reset_mask": b.needs_reset}))
+                )
+                ended = np.zeros(1, dtype=np.bool_)
         envs.close()
         runs[mode.value] = calls
 
