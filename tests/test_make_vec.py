@@ -30,6 +30,8 @@ def test_make_vec_equals_gymnasium_make_vec(mode, vectorization):
     )
     assert vecmode.mode_of(ours) is mode
     assert ours.unwrapped.spec.id == "CartPole-v1"
+    assert ours.unwrapped.spec.kwargs["max_episode_steps"] == 8
+    assert ours.unwrapped.spec.kwargs["autoreset_mode"] == mode.value
     if vectorization == "sync":
         assert isinstance(ours.unwrapped, vecmode.SyncVectorEnv)
     script = make_script(reference, 30)
@@ -131,3 +133,13 @@ def test_bad_arguments():
         vecmode.make_vec(ScheduledEnv, vectorization_mode="vector_entry_point")
     with pytest.raises(gym.error.Error):
         vecmode.make_vec("NoSuchEnv-v0")
+
+
+def test_spec_records_how_the_env_was_made():
+    envs = vecmode.make_vec("FrozenLake-v1", num_envs=2, is_slippery=False)
+    spec = envs.unwrapped.spec
+    assert spec.kwargs["map_name"] == "4x4"  # the registered kwargs are kept
+    assert spec.kwargs["is_slippery"] is False
+    assert spec.kwargs["num_envs"] == 2 and spec.kwargs["autoreset_mode"] == "NextStep"
+    assert gym.spec("FrozenLake-v1").kwargs == {"map_name": "4x4"}  # not mutated
+    envs.close()

@@ -138,6 +138,7 @@ def make_vec(
     if spec is not None:
         made = copy.deepcopy(spec)
         made.kwargs = {
+            **spec.kwargs,
             **env_kwargs,
             "num_envs": num_envs,
             "vectorization_mode": vmode.value,
