@@ -75,6 +75,8 @@ class _AutoresetWrapper(VectorWrapper):
     produces: ClassVar[AutoresetMode]
     #: The modes of the wrapped env that it accepts.
     accepts: ClassVar[tuple[AutoresetMode, ...]]
+    #: The wrapped env (typed loosely: ``call`` & co. are not on ``VectorEnv``).
+    env: Any
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
@@ -94,39 +96,31 @@ class _AutoresetWrapper(VectorWrapper):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
-        inner: Any = self.env
-        return inner.call(name, *args, **kwargs)
+        return self.env.call(name, *args, **kwargs)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Get attribute ``name`` of every sub-env."""
-        inner: Any = self.env
-        return inner.get_attr(name)
+        return self.env.get_attr(name)
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env."""
-        inner: Any = self.env
-        inner.set_attr(name, values)
+        self.env.set_attr(name, values)
 
     @property
     def envs(self) -> Any:
         """The sub-envs of the wrapped vector env (where it has them)."""
-        inner: Any = self.env
-        return inner.envs
+        return self.env.envs
 
 
-class _TracksEndings:
-    """Bookkeeping for a wrapper over a foreign env driven with ``reset_mask``."""
+class _ResetsForeignEnv:
+    """``reset`` of a foreign env under vecmode's ``reset_mask`` contract."""
 
-    env: VectorEnv
+    env: Any
     num_envs: int
+    _last_obs: Any = None
 
-    def _init_tracking(self) -> None:
-        self._ended = np.zeros(self.num_envs, dtype=np.bool_)
-        self._last_obs: Any = None
-
-    def _check_not_ended(self) -> None:
-        if self._ended.any():
-            raise EpisodeEndedError(np.flatnonzero(self._ended).tolist())
+    def _cleared(self, mask: np.ndarray | None) -> None:
+        """Hook: the sub-envs in ``mask`` (all when None) were just reset."""
 
     def _reset_inner(
         self, seed: Any, options: dict[str, Any] | None
@@ -137,11 +131,11 @@ class _TracksEndings:
             if not mask.any():
                 return copy_batch(self._last_obs), {}
             options = {**options, "reset_mask": mask}
-            self._ended[mask] = False
         else:
+            mask = None
             options = None if options is None else dict(options)
-            self._ended[:] = False
         obs, infos = self.env.reset(seed=seed, options=options)
+        self._cleared(mask)
         self._last_obs = obs
         return obs, infos
 
@@ -210,7 +204,7 @@ class NextStepAutoreset(_AutoresetWrapper):
         return self.core.reset(seed=seed, options=options)
 
 
-class SameStepAutoreset(_TracksEndings, _AutoresetWrapper):
+class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     """SAME_STEP autoreset: a sub-env is reset within the step its episode ends.
 
     The step returns the reset observation and info, the final step's reward and
@@ -249,7 +243,6 @@ class SameStepAutoreset(_TracksEndings, _AutoresetWrapper):
                     "converts the env to DISABLED where that is exact, or build it "
                     "with autoreset_mode='Disabled'.",
                 )
-            self._init_tracking()
             self._all_step_then_reset: list[int] = []
         else:
             self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
@@ -258,7 +251,6 @@ class SameStepAutoreset(_TracksEndings, _AutoresetWrapper):
         """Step; sub-envs whose episode ends are reset within the same call."""
         if self.core is not None:
             return self.core._dispatch(self._all_step_then_reset, actions, None, None)
-        # (ended sub-envs are reset within the step, so none awaits a reset here)
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         ended = np.logical_or(terminations, truncations)
         if ended.any():
@@ -286,7 +278,7 @@ class SameStepAutoreset(_TracksEndings, _AutoresetWrapper):
         return self._reset_inner(seed, options)
 
 
-class DisableAutoreset(_TracksEndings, _AutoresetWrapper):
+class DisableAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     """DISABLED mode over a foreign vector env, with vecmode's checks.
 
     Accepts an env whose mode is DISABLED (adding the check Gymnasium's
@@ -326,11 +318,18 @@ class DisableAutoreset(_TracksEndings, _AutoresetWrapper):
                 "Build the env in DISABLED mode itself, or use vecmode.make_vec("
                 "..., vectorization_mode='sync') whose core supports every mode.",
             )
-        self._init_tracking()
+        self._ended = np.zeros(env.num_envs, dtype=np.bool_)
+
+    def _cleared(self, mask: np.ndarray | None) -> None:
+        if mask is None:
+            self._ended[:] = False
+        else:
+            self._ended[mask] = False
 
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env; raises EpisodeEndedError if one has ended."""
-        self._check_not_ended()
+        if self._ended.any():
+            raise EpisodeEndedError(np.flatnonzero(self._ended).tolist())
         result = self.env.step(actions)
         self._ended = np.logical_or(result[2], result[3])
         self._last_obs = result[0]
