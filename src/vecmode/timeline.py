@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from vecmode.make import make_vec
-from vecmode.modes import MODES, boundary
+from vecmode.modes import MODES, AutoresetMode, Boundary, boundary
 
 __all__ = ["TimelineRow", "format_timeline", "timeline"]
 
@@ -77,29 +77,31 @@ def timeline(
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps
-    runs: dict[str, list[tuple[str, tuple]]] = {}
+    # per mode: (call, result, the step's boundary or None for a reset)
+    runs: dict[str, list[tuple[str, tuple, Boundary | None]]] = {}
     for mode in MODES:
         envs = make_vec(env_id, num_envs=1, autoreset_mode=mode, **env_kwargs)
         space: Any = envs.action_space
         actions = np.full(space.shape, action, dtype=space.dtype)
-        calls: list[tuple[str, tuple]] = [("reset", envs.reset(seed=seed))]
+        calls: list[tuple[str, tuple, Boundary | None]] = [
+            ("reset", envs.reset(seed=seed), None)
+        ]
         ended = np.zeros(1, dtype=np.bool_)
         for _ in range(steps):
             result = envs.step(actions)
-            calls.append(("step", result))
             b = boundary(mode, result[2], result[3], ended)
+            calls.append(("step", result, b))
             ended = b.ended
             if b.needs_reset.any():
-                calls.append(
-                    ("reset(mask)", envs.reset(options={"reset_mask": b.needs_reset}))
-                )
+                mask = {"reset_mask": b.needs_reset}
+                calls.append(("reset(mask)", envs.reset(options=mask), None))
                 ended = np.zeros(1, dtype=np.bool_)
         envs.close()
         runs[mode.value] = calls
 
     # DISABLED sees every observation in order: the catalogue of episodes
     catalogue: list[list[Any]] = [[]]
-    for call, result in runs["Disabled"]:
+    for call, result, _ in runs[AutoresetMode.DISABLED.value]:
         if call != "step" and catalogue[-1]:
             catalogue.append([])
         catalogue[-1].append(_first(result[0]))
@@ -115,31 +117,27 @@ def timeline(
     for mode_value, calls in runs.items():
         rows: list[TimelineRow] = []
         episode, t = 0, 0
-        ended_before = np.zeros(1, dtype=np.bool_)
-        for call, result in calls:
-            if call != "step":  # reset (all, or DISABLED's masked reset)
+        for call, result, bound in calls:
+            if bound is None:  # reset (all, or DISABLED's masked reset)
                 if rows:
                     episode, t = episode + 1, 0
                 obs = label(episode, t, _first(result[0]))
-                ended_before[:] = False
                 if not rows:
                     rows.append(TimelineRow("reset", obs))
                 else:
                     rows[-1] = replace(rows[-1], note=f"then {call} -> {obs}")
                 continue
             _, rewards, terminations, truncations, infos = result
-            b = boundary(mode_value, terminations, truncations, ended_before)
             note = ""
-            if b.real[0]:
+            if bound.real[0]:
                 t += 1
-            if b.final_in_info[0]:
+            if bound.final_in_info[0]:
                 final = label(episode, t, infos["final_obs"][0])
                 note = f"final_obs={final}"
-            if b.starts[0]:
+            if bound.starts[0]:
                 episode, t = episode + 1, 0
-            if not b.real[0]:
+            if not bound.real[0]:
                 note = "reset step, action ignored"
-            ended_before = b.ended
             rows.append(
                 TimelineRow(
                     f"step {len(rows)}",
