@@ -1,0 +1,180 @@
+"""What Gymnasium 1.4's own vector wrappers really do in each autoreset mode.
+
+Pure data: this module imports nothing, so importing vecmode imports or patches no
+Gymnasium wrapper module.
+
+Each verdict was established by running the wrapper, not by reading its docs
+(``tests/test_gymnasium_verdicts.py`` re-establishes every one and fails if the
+table disagrees): every class in ``gymnasium.wrappers.vector.__all__`` is built
+over a ``SyncVectorEnv`` in each mode and driven by that mode's rules, with
+sub-envs whose episodes have different lengths (so DISABLED's ``reset_mask``
+resets are partial). What it returns is compared with what it should return,
+computed from the real transitions of the unwrapped env run with the same seed and
+actions: the transform applied to them for stateless transforms, statistics fed
+each real observation or return exactly once, the exact return and length of every
+episode, each sub-env's own info, every frame of every episode shown or recorded.
+
+* ``"ok"``: the constructor accepts the mode and the output is correct;
+* ``"refuses"``: the class itself raises at construction in that mode;
+* ``"wrong"``: the constructor accepts the mode but the output is wrong, or the
+  wrapper raises at the first step or reset that uses the mode's features.
+"""
+
+#: "module:QualName" -> {"NextStep": (verdict, reason), "SameStep": (...),
+#: "Disabled": (...)}; verdict is "ok", "refuses" or "wrong"; reason is "" for "ok".
+GYMNASIUM_VERDICTS: dict[str, dict[str, tuple[str, str]]]
+
+_OK = ("ok", "")
+_ALL_OK = {"NextStep": _OK, "SameStep": _OK, "Disabled": _OK}
+
+_OBS = "gymnasium.wrappers.vector.vectorize_observation:"
+_OBS_REFUSES = (
+    "refuses",
+    "Gymnasium's VectorObservationWrapper raises ValueError for SameStep: it "
+    "transforms the returned observations but not info['final_obs'].",
+)
+_VECTORIZED_OBS_REFUSES = (
+    "refuses",
+    "Its base class, Gymnasium's VectorObservationWrapper, raises ValueError for "
+    "SameStep, so this class's own code for transforming info['final_obs'] never "
+    "runs.",
+)
+_FINAL_OBS_CRASH = (
+    "wrong",
+    "The first step on which an episode ends raises BufferError: info['final_obs'] "
+    "is a NumPy object array, which the wrapper's DLPack conversion cannot convert.",
+)
+_JAX_MASK_CRASH = (
+    "wrong",
+    "Every partial reset raises TypeError: the wrapper converts "
+    "options['reset_mask'] to a jax array, but Gymnasium's SyncVectorEnv and "
+    "AsyncVectorEnv accept only a NumPy reset_mask (and Gymnasium's jax vector "
+    "envs support only NextStep).",
+)
+
+GYMNASIUM_VERDICTS = {
+    # ----------------------------------------------------------- observations
+    _OBS + "TransformObservation": {
+        "NextStep": _OK,
+        "SameStep": _OBS_REFUSES,
+        "Disabled": _OK,
+    },
+    **{
+        _OBS + name: {
+            "NextStep": _OK,
+            "SameStep": _VECTORIZED_OBS_REFUSES,
+            "Disabled": _OK,
+        }
+        for name in (
+            "VectorizeTransformObservation",
+            "FilterObservation",
+            "FlattenObservation",
+            "GrayscaleObservation",
+            "ResizeObservation",
+            "ReshapeObservation",
+            "RescaleObservation",
+            "DtypeObservation",
+        )
+    },
+    "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation": {
+        "NextStep": _OK,
+        "SameStep": (
+            "refuses",
+            "NormalizeObservation raises ValueError for every mode but NextStep "
+            "(its base class, VectorObservationWrapper, also refuses SameStep, where "
+            "info['final_obs'] would stay unnormalised).",
+        ),
+        "Disabled": (
+            "refuses",
+            "NormalizeObservation raises ValueError for every mode but NextStep.",
+        ),
+    },
+    # ---------------------------------------------------------------- actions
+    "gymnasium.wrappers.vector.vectorize_action:TransformAction": dict(_ALL_OK),
+    "gymnasium.wrappers.vector.vectorize_action:VectorizeTransformAction": dict(
+        _ALL_OK
+    ),
+    "gymnasium.wrappers.vector.vectorize_action:ClipAction": dict(_ALL_OK),
+    "gymnasium.wrappers.vector.vectorize_action:RescaleAction": dict(_ALL_OK),
+    # ---------------------------------------------------------------- rewards
+    "gymnasium.wrappers.vector.vectorize_reward:TransformReward": dict(_ALL_OK),
+    "gymnasium.wrappers.vector.vectorize_reward:VectorizeTransformReward": dict(
+        _ALL_OK
+    ),
+    "gymnasium.wrappers.vector.vectorize_reward:ClipReward": dict(_ALL_OK),
+    "gymnasium.wrappers.vector.stateful_reward:NormalizeReward": {
+        "NextStep": _OK,
+        "SameStep": (
+            "wrong",
+            "It restarts the discounted return it scales rewards by at every "
+            "episode end, whereas NextStep (like the single-env NormalizeReward) "
+            "carries it into the next episode, so the same transitions get "
+            "different normalised rewards than in NextStep.",
+        ),
+        "Disabled": (
+            "wrong",
+            "Every reset call, a partial one (reset_mask) included, zeroes the "
+            "discounted return of every sub-env, not only of the reset ones, so "
+            "rewards get different normalised values than in NextStep.",
+        ),
+    },
+    # ----------------------------------------------------------------- common
+    "gymnasium.wrappers.vector.common:RecordEpisodeStatistics": {
+        "NextStep": _OK,
+        "SameStep": _OK,
+        "Disabled": (
+            "wrong",
+            "A partial reset (reset_mask) clears every sub-env's episode return and "
+            "length, not only the reset ones', because Gymnasium's vector env pops "
+            "reset_mask from the options dict before the wrapper reads it; the "
+            "other sub-envs then report too small a return and length.",
+        ),
+    },
+    "gymnasium.wrappers.vector.dict_info_to_list:DictInfoToList": dict(_ALL_OK),
+    # -------------------------------------------------------------- rendering
+    "gymnasium.wrappers.vector.rendering:HumanRendering": {
+        "NextStep": _OK,
+        "SameStep": (
+            "wrong",
+            "An episode's last frame is never shown: the sub-env has already been "
+            "reset when the step's frame is rendered.",
+        ),
+        "Disabled": _OK,
+    },
+    "gymnasium.wrappers.vector.rendering:RecordVideo": {
+        "NextStep": _OK,
+        "SameStep": (
+            "wrong",
+            "Videos miss each episode's last frame: the sub-env has already been "
+            "reset when the step's frame is captured (Gymnasium warns about this "
+            "when the wrapper is built).",
+        ),
+        "Disabled": (
+            "wrong",
+            "A partial reset records an extra frame in which the sub-envs that were "
+            "not reset have not moved, so their episodes' videos repeat a frame "
+            "each time another sub-env is reset.",
+        ),
+    },
+    # ------------------------------------------------------------- conversion
+    "gymnasium.wrappers.vector.array_conversion:ArrayConversion": {
+        "NextStep": _OK,
+        "SameStep": _FINAL_OBS_CRASH,
+        "Disabled": _OK,
+    },
+    "gymnasium.wrappers.vector.numpy_to_torch:NumpyToTorch": {
+        "NextStep": _OK,
+        "SameStep": _FINAL_OBS_CRASH,
+        "Disabled": _OK,
+    },
+    "gymnasium.wrappers.vector.jax_to_numpy:JaxToNumpy": {
+        "NextStep": _OK,
+        "SameStep": _FINAL_OBS_CRASH,
+        "Disabled": _JAX_MASK_CRASH,
+    },
+    "gymnasium.wrappers.vector.jax_to_torch:JaxToTorch": {
+        "NextStep": _OK,
+        "SameStep": _FINAL_OBS_CRASH,
+        "Disabled": _JAX_MASK_CRASH,
+    },
+}
