@@ -6,6 +6,8 @@
   and :func:`with_autoreset`: the autoreset policy as wrappers.
 * :func:`make_vec`: core + policy, mirroring ``gymnasium.make_vec``.
 * :func:`as_mode`, :func:`mode_of`: read and parse modes.
+* the registry: :func:`supports`, :func:`register`, :func:`supported_modes`,
+  :func:`check`, :func:`assert_compatible`, :func:`require_mode`, :func:`guard`.
 """
 
 from gymnasium.vector import AutoresetMode
@@ -18,9 +20,30 @@ from vecmode.autoreset import (
     with_autoreset,
 )
 from vecmode.core import Command, VectorCore
-from vecmode.errors import EpisodeEndedError, IncompatibleModeError
+from vecmode.errors import (
+    EpisodeEndedError,
+    IncompatibleModeError,
+    UndeclaredModeWarning,
+)
 from vecmode.make import make_vec
 from vecmode.modes import MODES, ModeLike, as_mode, mode_of
+from vecmode.registry import (
+    CompatibilityReport,
+    Declaration,
+    Guard,
+    LayerReport,
+    Verdict,
+    assert_compatible,
+    check,
+    declaration,
+    guard,
+    register,
+    require_mode,
+    strict,
+    supported_modes,
+    supports,
+    unregister,
+)
 from vecmode.sync_vector_env import SyncVectorEnv
 
 __version__ = "0.1.0.dev0"
@@ -29,18 +52,34 @@ __all__ = [
     "MODES",
     "AutoresetMode",
     "Command",
+    "CompatibilityReport",
+    "Declaration",
     "DisableAutoreset",
     "EpisodeEndedError",
+    "Guard",
     "IncompatibleModeError",
+    "LayerReport",
     "ModeLike",
     "NextStepAutoreset",
     "SameStepAutoreset",
     "SyncVectorEnv",
+    "UndeclaredModeWarning",
     "VectorCore",
+    "Verdict",
     "__version__",
     "as_mode",
+    "assert_compatible",
+    "check",
+    "declaration",
+    "guard",
     "honours_reset_mask",
     "make_vec",
     "mode_of",
+    "register",
+    "require_mode",
+    "strict",
+    "supported_modes",
+    "supports",
+    "unregister",
     "with_autoreset",
 ]

@@ -16,7 +16,7 @@ built, with :class:`~vecmode.IncompatibleModeError` saying why and what to use.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,6 +34,7 @@ from vecmode.core import (
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.infos import merge_infos, select_infos
 from vecmode.modes import ModeLike, as_mode, mode_of
+from vecmode.registry import declaration, supports
 
 __all__ = [
     "DisableAutoreset",
@@ -69,30 +70,35 @@ def honours_reset_mask(env: VectorEnv) -> bool:
 
 
 class _AutoresetWrapper(VectorWrapper):
-    """Shared base: sets the produced mode, forwards ``call``/``get_attr``/``set_attr``."""
+    """Shared base: sets the produced mode, forwards ``call``/``get_attr``/``set_attr``.
 
-    #: The mode this wrapper produces.
-    produces: ClassVar[AutoresetMode]
-    #: The modes of the wrapped env that it accepts.
-    accepts: ClassVar[tuple[AutoresetMode, ...]]
+    Each policy declares the modes it accepts and the mode it produces with
+    :func:`vecmode.supports`; the registry checks the wrapped env's mode before
+    ``__init__`` runs, and ``__init__`` refuses what the mode alone cannot tell.
+    """
+
     #: The wrapped env (typed loosely: ``call`` & co. are not on ``VectorEnv``).
     env: Any
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        self.metadata = {**env.metadata, "autoreset_mode": self.produces}
+        self.metadata = {**env.metadata, "autoreset_mode": self.autoreset_mode}
 
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
         return IncompatibleModeError(
             errors.incompatible_mode(
-                type(self).__name__, mode_of(self.env), self.accepts, why, instead
+                type(self).__name__,
+                mode_of(self.env),
+                declaration(self).modes,  # type: ignore[union-attr]
+                why,
+                instead,
             )
         )
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
         """The mode, as Gymnasium's vector envs expose it (also in ``metadata``)."""
-        return self.produces
+        return declaration(self).output  # type: ignore[union-attr,return-value]
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
@@ -140,6 +146,27 @@ class _ResetsForeignEnv:
         return obs, infos
 
 
+_BUILD_DISABLED = (
+    "Build the env in DISABLED mode itself, or use vecmode.make_vec(..., "
+    "vectorization_mode='sync') whose core supports every mode."
+)
+_FOREIGN_SAME_STEP = (
+    "A SAME_STEP env has already reset the ended sub-envs (without the caller's "
+    "seed and options), so this cannot be recovered exactly."
+)
+
+
+@supports(
+    AutoresetMode.DISABLED,
+    output=AutoresetMode.NEXT_STEP,
+    why={
+        AutoresetMode.NEXT_STEP: "The env already autoresets on the next step "
+        "by itself (use it as it is).",
+        AutoresetMode.SAME_STEP: _FOREIGN_SAME_STEP,
+    },
+    instead="Wrap vecmode.SyncVectorEnv directly (vecmode.make_vec(..., "
+    "autoreset_mode='NextStep')), or build the env in NextStep mode itself.",
+)
 class NextStepAutoreset(_AutoresetWrapper):
     """NEXT_STEP autoreset over a vecmode core.
 
@@ -163,9 +190,6 @@ class NextStepAutoreset(_AutoresetWrapper):
     (array([0.]), array([False]), array([False]))
     >>> envs.close()
     """
-
-    produces = AutoresetMode.NEXT_STEP
-    accepts = (AutoresetMode.DISABLED,)
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
@@ -204,6 +228,18 @@ class NextStepAutoreset(_AutoresetWrapper):
         return self.core.reset(seed=seed, options=options)
 
 
+@supports(
+    AutoresetMode.DISABLED,
+    output=AutoresetMode.SAME_STEP,
+    why={
+        AutoresetMode.NEXT_STEP: "It resets ended sub-envs with reset_mask, which "
+        "only a DISABLED env leaves to the caller.",
+        AutoresetMode.SAME_STEP: "The env already resets within the ending step "
+        "by itself (use it as it is).",
+    },
+    instead="Use vecmode.with_autoreset(env, 'SameStep'), which first converts the "
+    "env to DISABLED where that is exact, or build it with autoreset_mode='Disabled'.",
+)
 class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     """SAME_STEP autoreset: a sub-env is reset within the step its episode ends.
 
@@ -228,24 +264,12 @@ class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     >>> envs.close()
     """
 
-    produces = AutoresetMode.SAME_STEP
-    accepts = (AutoresetMode.DISABLED,)
-
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         self.core: VectorCore | None = env if isinstance(env, VectorCore) else None
-        if self.core is None:
-            if mode_of(env) is not AutoresetMode.DISABLED:
-                raise self._refuse(
-                    "It resets ended sub-envs with reset_mask, which only a "
-                    "DISABLED env leaves to the caller.",
-                    "Use vecmode.with_autoreset(env, 'SameStep'), which first "
-                    "converts the env to DISABLED where that is exact, or build it "
-                    "with autoreset_mode='Disabled'.",
-                )
-            self._all_step_then_reset: list[int] = []
-        else:
-            self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
+        self._all_step_then_reset = (
+            [] if self.core is None else [_STEP_THEN_RESET] * env.num_envs
+        )
 
     def step(self, actions: Any) -> StepResult:
         """Step; sub-envs whose episode ends are reset within the same call."""
@@ -278,6 +302,13 @@ class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
         return self._reset_inner(seed, options)
 
 
+@supports(
+    AutoresetMode.NEXT_STEP,
+    AutoresetMode.DISABLED,
+    output=AutoresetMode.DISABLED,
+    why={AutoresetMode.SAME_STEP: _FOREIGN_SAME_STEP},
+    instead=_BUILD_DISABLED,
+)
 class DisableAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     """DISABLED mode over a foreign vector env, with vecmode's checks.
 
@@ -297,26 +328,14 @@ class DisableAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     >>> envs.close()
     """
 
-    produces = AutoresetMode.DISABLED
-    accepts = (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
-
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         if not honours_reset_mask(env):
-            mode = mode_of(env)
-            why = (
-                "A SAME_STEP env has already reset the ended sub-envs (without the "
-                "caller's seed and options), so DISABLED cannot be recovered exactly."
-                if mode is AutoresetMode.SAME_STEP
-                else f"{type(env.unwrapped).__name__} is not known to clear a "
-                "pending autoreset on reset(options={'reset_mask': mask}) "
-                "(Gymnasium's numpy CartPoleVectorEnv, for one, resets every "
-                "sub-env whatever the mask)."
-            )
             raise self._refuse(
-                why,
-                "Build the env in DISABLED mode itself, or use vecmode.make_vec("
-                "..., vectorization_mode='sync') whose core supports every mode.",
+                f"{type(env.unwrapped).__name__} is not known to clear a pending "
+                "autoreset on reset(options={'reset_mask': mask}) (Gymnasium's numpy "
+                "CartPoleVectorEnv, for one, resets every sub-env whatever the mask).",
+                _BUILD_DISABLED,
             )
         self._ended = np.zeros(env.num_envs, dtype=np.bool_)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["EpisodeEndedError", "IncompatibleModeError"]
+__all__ = ["EpisodeEndedError", "IncompatibleModeError", "UndeclaredModeWarning"]
 
 
 class IncompatibleModeError(ValueError):
@@ -20,6 +20,15 @@ class IncompatibleModeError(ValueError):
     Raised when the wrapper is built, never later: vecmode refuses a mode it cannot
     serve exactly instead of approximating it. The message names the wrapper, the
     mode it got, the modes it accepts and what to do instead.
+    """
+
+
+class UndeclaredModeWarning(UserWarning):
+    """An env declares no ``metadata["autoreset_mode"]``; NEXT_STEP is assumed.
+
+    Gymnasium assumes NEXT_STEP for such an env, and so do vecmode's checks, with
+    this warning. Under :func:`vecmode.strict` it is an
+    :class:`IncompatibleModeError` instead.
     """
 
 
@@ -40,7 +49,8 @@ class EpisodeEndedError(RuntimeError):
 
 
 def _mode_names(modes: Iterable[AutoresetMode]) -> str:
-    return ", ".join(mode.value for mode in modes)
+    wanted = set(modes)
+    return ", ".join(mode.value for mode in AutoresetMode if mode in wanted)
 
 
 def not_a_mode(value: Any) -> str:
@@ -73,10 +83,114 @@ def incompatible_mode(
     instead: str,
 ) -> str:
     got_text = "no declared mode" if got is None else f"mode {got.value}"
+    head = f"{wrapper} cannot wrap an env in {got_text}: it supports {_mode_names(accepts)}."
+    return " ".join(part for part in (head, why, instead) if part)
+
+
+def mode_required(who: str, got: AutoresetMode, wanted: Iterable[AutoresetMode]) -> str:
     return (
-        f"{wrapper} cannot wrap an env in {got_text}: it accepts "
-        f"{_mode_names(accepts)}. {why} {instead}"
+        f"{who} needs a vector env in {_mode_names(wanted)}, got one in {got.value}. "
+        f"{convert_to(wanted)}"
     )
+
+
+def silently_wrong(mode: AutoresetMode, what: str) -> str:
+    return f"It accepts {mode.value} but is known to be wrong there: {what}"
+
+
+def use_supported_modes(modes: Iterable[AutoresetMode]) -> str:
+    names = _mode_names(modes)
+    first = names.split(", ")[0]
+    return (
+        f"Build the vector env in {names} (e.g. vecmode.make_vec(..., "
+        f"autoreset_mode={first!r}), or vecmode.with_autoreset(env, {first!r})), or "
+        f"use a wrapper that supports the env's mode."
+    )
+
+
+def convert_to(modes: Iterable[AutoresetMode]) -> str:
+    first = _mode_names(modes).split(", ")[0]
+    return (
+        f"Convert the env first, e.g. vecmode.with_autoreset(env, {first!r}), or build "
+        f"it with autoreset_mode={first!r}."
+    )
+
+
+def undeclared_mode(who: str, env: Any, strict: bool) -> str:
+    consequence = (
+        "vecmode.strict() is on, so this is an error"
+        if strict
+        else "assuming NextStep (Gymnasium's convention)"
+    )
+    return (
+        f"{who}: {env} declares no metadata['autoreset_mode']; {consequence}. "
+        f"Set metadata['autoreset_mode'] to the gymnasium.vector.AutoresetMode the "
+        f"env really uses."
+    )
+
+
+def no_modes_declared() -> str:
+    return (
+        "declare at least one mode: NextStep, SameStep or Disabled "
+        "(AutoresetMode values or their strings)."
+    )
+
+
+def declared_both_ways(modes: Iterable[AutoresetMode]) -> str:
+    return (
+        f"{_mode_names(modes)} cannot be both supported and silently wrong; list each "
+        f"mode in modes or in wrong, not both."
+    )
+
+
+def not_a_wrapper_class(caller: str, got: Any) -> str:
+    return (
+        f"{caller} takes a subclass of gymnasium.vector.VectorWrapper, got {got!r}; "
+        f"declare the wrapper class itself (not an instance)."
+    )
+
+
+def not_a_vector_env(caller: str, got: Any) -> str:
+    return (
+        f"{caller} takes a gymnasium.vector.VectorEnv (or a stack of VectorWrappers "
+        f"around one), got {type(got).__name__}."
+    )
+
+
+def class_path(got: str) -> str:
+    return (
+        f"{got!r} is not a class path; write 'package.module:ClassName' "
+        f"(e.g. 'gymnasium.wrappers.vector:NormalizeReward')."
+    )
+
+
+def report_undeclared_env(assumed: AutoresetMode) -> str:
+    return (
+        f"declares no metadata['autoreset_mode']; {assumed.value} assumed "
+        f"(Gymnasium's convention)"
+    )
+
+
+def report_undeclared_wrapper(name: str) -> str:
+    return (
+        f"no modes declared for {name}; declare them with @vecmode.supports or "
+        f"vecmode.register"
+    )
+
+
+def report_refused(name: str) -> str:
+    return f"{name} does not declare this mode"
+
+
+def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
+    return (
+        f"its metadata['autoreset_mode'] is {declared.value}, but its declaration "
+        f"and the layers below give {expected.value}"
+    )
+
+
+def stack_not_compatible(table: str) -> str:
+    return f"this vector env stack is not compatible with its autoreset mode:\n{table}"
 
 
 def reset_mask_type(got: Any) -> str:

@@ -1,0 +1,941 @@
+"""The compatibility registry: which autoreset modes each wrapper supports.
+
+A wrapper class declares the modes of the env it can wrap (and, if it changes the
+mode, the mode it produces):
+
+* :func:`supports`, a class decorator, for wrappers you write;
+* :func:`register` / :func:`unregister` for classes you don't own (a colleague's,
+  another library's, Gymnasium's), without editing them;
+* Gymnasium 1.4's own vector wrappers come with entries that record what each
+  really does in each mode (correct, refused by the class itself, or accepted but
+  wrong: silently, or by failing later), established by running them (``tests/test_gymnasium_verdicts.py``).
+
+A declared class is checked when it is constructed: an env whose
+``metadata["autoreset_mode"]`` it does not support raises
+:class:`~vecmode.IncompatibleModeError` before the wrapper is built. Checks on
+Gymnasium's classes are opt-in (:func:`guard`); importing vecmode patches nothing.
+
+:func:`check` walks a built stack from the innermost vector env outwards and returns
+a :class:`CompatibilityReport`; :func:`assert_compatible` raises with that report;
+:func:`require_mode` is for training code that supports only some modes.
+
+>>> import gymnasium as gym
+>>> import vecmode
+>>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+>>> envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
+>>> vecmode.check(envs).ok
+True
+>>> envs.close()
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import sys
+import textwrap
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import wrapt
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+
+from vecmode import errors
+from vecmode._gymnasium import GYMNASIUM_VERDICTS
+from vecmode.errors import IncompatibleModeError, UndeclaredModeWarning
+from vecmode.modes import MODES, ModeLike, as_mode, mode_of
+
+__all__ = [
+    "CompatibilityReport",
+    "Declaration",
+    "Guard",
+    "LayerReport",
+    "Strict",
+    "Verdict",
+    "assert_compatible",
+    "check",
+    "declaration",
+    "declarations",
+    "format_table",
+    "guard",
+    "register",
+    "require_mode",
+    "strict",
+    "supported_modes",
+    "supports",
+    "unregister",
+]
+
+W = TypeVar("W", bound=type)
+
+#: Gymnasium's convention for an env that declares no mode.
+ASSUMED_MODE = AutoresetMode.NEXT_STEP
+
+_ATTRIBUTE = "__vecmode_declaration__"
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a wrapper class declares about the autoreset modes.
+
+    Attributes:
+        modes: the modes of the wrapped env it supports (correctly).
+        output: the mode it produces, for a wrapper that changes the mode; None
+            when its mode is the wrapped env's.
+        wrong: modes the class itself accepts but gets wrong (silently, or by
+            failing at a later step or reset), with what
+            goes wrong (recorded for classes vecmode does not own).
+        reasons: why a mode is not supported, where that is known.
+        instead: what to do when the mode is not supported.
+        source: ``"supports"`` (the decorator), ``"register"`` or ``"gymnasium"``
+            (vecmode's entries for Gymnasium's own wrappers).
+    """
+
+    modes: frozenset[AutoresetMode]
+    output: AutoresetMode | None = None
+    wrong: Mapping[AutoresetMode, str] = field(default_factory=dict)
+    reasons: Mapping[AutoresetMode, str] = field(default_factory=dict)
+    instead: str = ""
+    source: str = "register"
+
+    def behaviour(self, mode: ModeLike) -> str:
+        """``"ok"``, ``"refused"`` or ``"wrong"`` (accepted, but known to be wrong)."""
+        mode = as_mode(mode)
+        if mode in self.modes:
+            return "ok"
+        return "wrong" if mode in self.wrong else "refused"
+
+    def why(self, mode: AutoresetMode) -> str:
+        """Why ``mode`` is not supported, as a sentence for an error message."""
+        if mode in self.wrong:
+            return errors.silently_wrong(mode, self.wrong[mode])
+        return self.reasons.get(mode, "")
+
+
+def _declare(
+    modes: Iterable[ModeLike],
+    output: ModeLike | None,
+    wrong: Mapping[ModeLike, str] | None,
+    why: Mapping[ModeLike, str] | None,
+    instead: str | None,
+    source: str,
+) -> Declaration:
+    accepted = frozenset(as_mode(mode) for mode in modes)
+    if not accepted:
+        raise ValueError(errors.no_modes_declared())
+    wrong_modes = {as_mode(mode): text for mode, text in (wrong or {}).items()}
+    overlap = accepted & wrong_modes.keys()
+    if overlap:
+        raise ValueError(errors.declared_both_ways(overlap))
+    return Declaration(
+        modes=accepted,
+        output=None if output is None else as_mode(output),
+        wrong=MappingProxyType(wrong_modes),
+        reasons=MappingProxyType({as_mode(m): text for m, text in (why or {}).items()}),
+        instead=instead or "",
+        source=source,
+    )
+
+
+def _modes_argument(modes: ModeLike | Iterable[ModeLike]) -> list[ModeLike]:
+    if isinstance(modes, AutoresetMode | str):
+        return [modes]
+    return list(modes)
+
+
+# --- where declarations live ------------------------------------------------------
+
+#: Classes declared by register(cls, ...).
+_registered: dict[type, Declaration] = {}
+#: Classes declared by register("module:Class", ...), possibly not imported yet.
+_registered_by_name: dict[str, Declaration] = {}
+#: Classes declared by @supports, in declaration order (for the table).
+_decorated: list[weakref.ref[type]] = []
+#: vecmode's entries for Gymnasium's wrappers, by "module:QualName".
+_gymnasium: dict[str, Declaration] = {}
+
+
+def _gymnasium_entries() -> dict[str, Declaration]:
+    if not _gymnasium:
+        for name, verdicts in GYMNASIUM_VERDICTS.items():
+            by_mode = {as_mode(mode): verdict for mode, verdict in verdicts.items()}
+            ok = [mode for mode in MODES if by_mode[mode][0] == "ok"]
+            _gymnasium[name] = _declare(
+                ok,
+                None,
+                {m: text for m, (v, text) in by_mode.items() if v == "wrong"},
+                {m: text for m, (v, text) in by_mode.items() if v == "refuses"},
+                errors.use_supported_modes(ok),
+                "gymnasium",
+            )
+    return _gymnasium
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _own_declaration(cls: type) -> Declaration | None:
+    found = (
+        _registered.get(cls)
+        or _registered_by_name.get(_name(cls))
+        or cls.__dict__.get(_ATTRIBUTE)
+    )
+    if found is None and cls.__module__.startswith("gymnasium."):
+        found = _gymnasium_entries().get(_name(cls))
+    return found
+
+
+def declaration(cls_or_instance: Any) -> Declaration | None:
+    """The :class:`Declaration` that applies to a wrapper class or instance.
+
+    The nearest declaration up the class's MRO wins, so a subclass inherits its
+    base's declaration until it declares its own. For one class, a
+    :func:`register` call overrides a :func:`supports` decorator (until
+    :func:`unregister`), and both override vecmode's entries for Gymnasium.
+    """
+    cls = (
+        cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
+    )
+    for klass in cls.__mro__:
+        found = _own_declaration(klass)
+        if found is not None:
+            return found
+    return None
+
+
+def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:
+    """The modes a wrapper class (or instance) supports; None if nothing is declared.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> sorted(m.value for m in vecmode.supported_modes(vecmode.SameStepAutoreset))
+    ['Disabled']
+    >>> sorted(m.value for m in vecmode.supported_modes(gym.wrappers.vector.ClipReward))
+    ['Disabled', 'NextStep', 'SameStep']
+    """
+    found = declaration(cls_or_instance)
+    return None if found is None else found.modes
+
+
+def _alive(refs: list[weakref.ref[type]]) -> list[type]:
+    classes = [ref() for ref in refs]
+    return [cls for cls in classes if cls is not None]
+
+
+def _public_path(cls: type) -> str:
+    package = cls.__module__.split(".")[0]
+    if getattr(sys.modules.get(package), cls.__qualname__, None) is cls:
+        return f"{package}.{cls.__qualname__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def declarations() -> list[tuple[str, Declaration]]:
+    """Every declaration known to this process: ``(class path, declaration)``.
+
+    vecmode's own wrappers first, then Gymnasium's, then those registered here.
+    """
+    rows = [(_public_path(cls), cls.__dict__[_ATTRIBUTE]) for cls in _alive(_decorated)]
+    for name, found in _gymnasium_entries().items():
+        module, qualname = name.split(":")
+        public = (
+            "gymnasium.wrappers.vector" if ".wrappers.vector." in module else module
+        )
+        rows.append((f"{public}.{qualname}", found))
+    rows.extend(
+        (_name(cls).replace(":", "."), found) for cls, found in _registered.items()
+    )
+    rows.extend(
+        (name.replace(":", "."), found) for name, found in _registered_by_name.items()
+    )
+    return rows
+
+
+_TABLE_LEGEND = (
+    "ok: correct in that mode. refused: raises IncompatibleModeError (vecmode's "
+    "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
+    "built. WRONG: Gymnasium's class accepts the mode but is wrong there (silently, "
+    "or failing at a later step); "
+    "vecmode.guard() refuses it. produces: the mode a mode-changing wrapper outputs."
+)
+
+
+def _reasons(entries: list[tuple[str, Declaration]]) -> list[str]:
+    lines = []
+    for name, found in entries:
+        for mode in MODES:
+            text = found.wrong.get(mode) or found.reasons.get(mode)
+            if text:
+                verdict = found.behaviour(mode).replace("wrong", "WRONG")
+                lines.append(f"{name} in {mode.value} ({verdict}): {text}")
+    return lines
+
+
+def format_table(*, markdown: bool = False, why: bool = False) -> str:
+    """The registry as a wrapper x mode matrix (what ``vecmode table`` prints).
+
+    ``why`` adds, below the matrix, the recorded reason for every mode that is
+    not ok.
+
+    >>> from vecmode.registry import format_table
+    >>> print(format_table())  # doctest: +ELLIPSIS
+    wrapper                    NextStep  SameStep  Disabled  produces
+    -------...
+    vecmode.NextStepAutoreset  refused   refused   ok        NextStep
+    ...
+    """
+    entries = declarations()
+    header = ("wrapper", *(mode.value for mode in MODES), "produces")
+    rows = [
+        (
+            f"`{name}`" if markdown else name,
+            *(found.behaviour(mode).replace("wrong", "WRONG") for mode in MODES),
+            found.output.value if found.output else "",
+        )
+        for name, found in entries
+    ]
+    reasons = _reasons(entries) if why else []
+    if markdown:
+        lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
+        lines.insert(1, "|" + "---|" * len(header))
+        notes = [_TABLE_LEGEND, *[f"* {reason}" for reason in reasons]]
+    else:
+        lines = _aligned(header, rows)
+        notes = [*textwrap.wrap(_TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
+    return "\n".join([*lines, "", *notes])
+
+
+def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as left-aligned columns under a header and a rule of dashes."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    rule = tuple("-" * width for width in widths)
+    return [
+        "  ".join(
+            text.ljust(width) for text, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in [header, rule, *rows]
+    ]
+
+
+# --- strictness -------------------------------------------------------------------
+
+_strict: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "vecmode_strict", default=False
+)
+
+
+class Strict:
+    """Handle returned by :func:`strict`; restores the previous setting on exit."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._token: contextvars.Token[bool] | None = _strict.set(enabled)
+
+    def restore(self) -> None:
+        """Put back the setting in force before :func:`strict` was called."""
+        if self._token is not None:
+            _strict.reset(self._token)
+            self._token = None
+
+    def __enter__(self) -> Strict:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+
+def strict(enabled: bool = True) -> Strict:
+    """Treat an env that declares no mode as an error, not a warning.
+
+    By default a declared wrapper built on an env with no
+    ``metadata["autoreset_mode"]`` warns with :class:`~vecmode.UndeclaredModeWarning`
+    and assumes NEXT_STEP (Gymnasium's convention), and :func:`check` counts such a
+    layer as a warning. Under ``strict`` both raise / fail instead. Works as a call
+    (for the rest of the current thread or task) and as a context manager.
+
+    >>> import vecmode
+    >>> with vecmode.strict():
+    ...     pass
+    """
+    return Strict(enabled)
+
+
+def _is_strict(override: bool | None) -> bool:
+    return _strict.get() if override is None else override
+
+
+def _mode_or_assumed(env: Any, who: str, strict_override: bool | None) -> AutoresetMode:
+    mode = mode_of(env)
+    if mode is not None:
+        return mode
+    message = errors.undeclared_mode(who, env, _is_strict(strict_override))
+    if _is_strict(strict_override):
+        raise IncompatibleModeError(message)
+    warnings.warn(message, UndeclaredModeWarning, stacklevel=4)
+    return ASSUMED_MODE
+
+
+# --- checking at construction -------------------------------------------------------
+
+#: Instrumented class -> (its own __init__ before we wrapped it, or None).
+_instrumented: dict[type, Any] = {}
+#: Why each class is instrumented: "supports", "register", "guard".
+_because: dict[type, set[str]] = {}
+#: Objects whose construction is being checked (a subclass's __init__ calling its
+#: base's checked __init__ is checked once, with the subclass's declaration).
+_constructing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "vecmode_constructing", default=frozenset()
+)
+
+
+def _env_parameter(init: Callable[..., Any]) -> str:
+    try:
+        parameters = list(inspect.signature(init).parameters)
+    except (TypeError, ValueError):
+        return "env"
+    return parameters[1] if len(parameters) > 1 else "env"
+
+
+def check_construction(cls: type, env: Any) -> None:
+    """Raise if a ``cls`` wrapper may not be built on ``env``; vecmode calls this."""
+    found = declaration(cls)
+    if found is None or not hasattr(env, "metadata"):
+        return
+    mode = _mode_or_assumed(env, cls.__name__, None)
+    if mode not in found.modes:
+        raise IncompatibleModeError(
+            errors.incompatible_mode(
+                cls.__name__,
+                mode,
+                found.modes,
+                found.why(mode),
+                found.instead or errors.use_supported_modes(found.modes),
+            )
+        )
+
+
+def _instrument(cls: type, because: str) -> None:
+    _because.setdefault(cls, set()).add(because)
+    if cls in _instrumented:
+        return
+    own = cls.__dict__.get("__init__")
+    env_parameter = _env_parameter(inspect.getattr_static(cls, "__init__"))
+
+    def checked_init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        building = _constructing.get()
+        if cls not in _instrumented or id(instance) in building:
+            return wrapped(*args, **kwargs)
+        env = args[0] if args else kwargs.get(env_parameter)
+        check_construction(type(instance), env)
+        token = _constructing.set(building | {id(instance)})
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            _constructing.reset(token)
+
+    wrapt.wrap_function_wrapper(cls, "__init__", checked_init)
+    _instrumented[cls] = own
+
+
+def _release(cls: type, because: str) -> None:
+    reasons = _because.get(cls, set())
+    reasons.discard(because)
+    if reasons or cls not in _instrumented:
+        return
+    own = _instrumented.pop(cls)
+    del _because[cls]
+    if own is None:
+        delattr(cls, "__init__")
+    else:
+        type.__setattr__(cls, "__init__", own)
+
+
+def instrumented() -> frozenset[type]:
+    """The classes whose construction vecmode currently checks."""
+    return frozenset(_instrumented)
+
+
+# --- declaring ----------------------------------------------------------------------
+
+
+def _vector_wrapper_class(cls: Any, caller: str) -> type:
+    if not (isinstance(cls, type) and issubclass(cls, VectorWrapper)):
+        raise TypeError(errors.not_a_wrapper_class(caller, cls))
+    return cls
+
+
+def supports(
+    *modes: ModeLike,
+    output: ModeLike | None = None,
+    why: Mapping[ModeLike, str] | None = None,
+    instead: str | None = None,
+) -> Callable[[W], W]:
+    """Class decorator: the modes of the wrapped env a ``VectorWrapper`` supports.
+
+    Building the wrapper on an env whose ``metadata["autoreset_mode"]`` is not one
+    of ``modes`` raises :class:`~vecmode.IncompatibleModeError` before its
+    ``__init__`` runs. A wrapper that changes the mode passes ``output`` (the mode
+    it produces, which it must also put in its ``metadata``). ``why`` maps an
+    unsupported mode to the reason, ``instead`` says what to do; both go into the
+    error message. Subclasses inherit the declaration until they declare their own.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> @vecmode.supports("NextStep", "Disabled", why={"SameStep": "It skips final_obs."})
+    ... class MyWrapper(gym.vector.VectorWrapper):
+    ...     pass
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> MyWrapper(envs)
+    Traceback (most recent call last):
+    ...
+    vecmode.errors.IncompatibleModeError: MyWrapper cannot wrap an env in mode SameStep: it supports NextStep, Disabled. It skips final_obs. ...
+    >>> envs.close()
+    """
+
+    found = _declare(modes, output, None, why, instead, "supports")
+
+    def decorate(cls: W) -> W:
+        _vector_wrapper_class(cls, "@vecmode.supports")
+        type.__setattr__(cls, _ATTRIBUTE, found)
+        _decorated.append(weakref.ref(cls))
+        _instrument(cls, "supports")
+        return cls
+
+    return decorate
+
+
+def register(
+    cls: type | str,
+    modes: ModeLike | Iterable[ModeLike],
+    *,
+    output: ModeLike | None = None,
+    wrong: Mapping[ModeLike, str] | None = None,
+    why: Mapping[ModeLike, str] | None = None,
+    instead: str | None = None,
+) -> None:
+    """Declare the modes of a wrapper class you don't own, and check it from now on.
+
+    ``cls`` is the class, or ``"package.module:ClassName"`` for a class whose
+    package may not be imported yet (it is checked from when it is imported).
+    ``modes`` are the modes it supports; ``wrong`` records modes it accepts but gets
+    wrong (with what goes wrong), which :func:`check` reports as
+    known-wrong. ``output``, ``why`` and ``instead`` are as for :func:`supports`.
+    Registering again replaces the declaration; :func:`unregister` removes it and
+    the check.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> class Legacy(gym.vector.VectorWrapper):
+    ...     pass
+    >>> vecmode.register(Legacy, ["NextStep"])
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled")
+    >>> Legacy(envs)
+    Traceback (most recent call last):
+    ...
+    vecmode.errors.IncompatibleModeError: Legacy cannot wrap an env in mode Disabled: it supports NextStep. ...
+    >>> vecmode.unregister(Legacy)
+    True
+    >>> Legacy(envs)
+    <Legacy, SyncVectorEnv(CartPole-v1, num_envs=2)>
+    >>> envs.close()
+    """
+    found = _declare(_modes_argument(modes), output, wrong, why, instead, "register")
+    if isinstance(cls, str):
+        module, _, qualname = cls.partition(":")
+        if not module or not qualname:
+            raise ValueError(errors.class_path(cls))
+        _registered_by_name[cls] = found
+        _when_imported(module)
+        return
+    _registered[_vector_wrapper_class(cls, "vecmode.register")] = found
+    _instrument(cls, "register")
+
+
+def unregister(cls: type | str) -> bool:
+    """Remove a :func:`register` declaration and its check; True if there was one.
+
+    A class's own :func:`supports` declaration (and vecmode's entry for a
+    Gymnasium class, enforced under :func:`guard`) applies again afterwards.
+    """
+    if isinstance(cls, str):
+        found = _registered_by_name.pop(cls, None) is not None
+        target = _resolve(cls)
+        if target is not None:
+            _release(target, "register")
+        return found
+    found = _registered.pop(cls, None) is not None
+    _release(cls, "register")
+    return found
+
+
+def _resolve(name: str) -> type | None:
+    module, _, qualname = name.partition(":")
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return target if isinstance(target, type) else None
+
+
+#: Modules with an import hook installed (one per module, for the process).
+_hooked: set[str] = set()
+
+
+def _when_imported(module: str) -> None:
+    """Instrument what is declared by name in ``module`` once it is imported."""
+    if module in sys.modules:
+        _instrument_named(sys.modules[module])
+    elif module not in _hooked:
+        _hooked.add(module)
+        wrapt.register_post_import_hook(_instrument_named, module)
+
+
+def _instrument_named(module: Any) -> None:
+    prefix = module.__name__ + ":"
+    for name in [n for n in _registered_by_name if n.startswith(prefix)]:
+        target = _resolve(name)
+        if target is not None:
+            _instrument(target, "register")
+    if _guards:
+        for name in [n for n in _gymnasium_entries() if n.startswith(prefix)]:
+            target = _resolve(name)
+            if target is not None:
+                _instrument(target, "guard")
+
+
+# --- guard ----------------------------------------------------------------------------
+
+_guards: list[Guard] = []
+
+
+class Guard:
+    """Handle returned by :func:`guard`; :meth:`release` (or leaving a ``with``
+    block) stops the checks it started."""
+
+    def __init__(self) -> None:
+        self.active = True
+        _guards.append(self)
+        if len(_guards) == 1:
+            for module in sorted(
+                {name.partition(":")[0] for name in _gymnasium_entries()}
+            ):
+                _when_imported(module)
+
+    def release(self) -> None:
+        """Stop checking Gymnasium's wrappers (unless another guard is active)."""
+        if not self.active:
+            return
+        self.active = False
+        _guards.remove(self)
+        if not _guards:
+            for cls in [c for c, why in _because.items() if "guard" in why]:
+                _release(cls, "guard")
+
+    def __enter__(self) -> Guard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def guard() -> Guard:
+    """Check Gymnasium's own vector wrappers against their registry entries.
+
+    Until the returned handle is released (or its ``with`` block ends), building a
+    ``gymnasium.wrappers.vector`` wrapper on an env whose mode it does not support
+    (one it refuses, or accepts but gets wrong) raises
+    :class:`~vecmode.IncompatibleModeError`. Modules not imported yet (the array
+    conversion wrappers need optional packages) are checked from when they are.
+    Importing vecmode does none of this; only ``guard()`` does.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> with vecmode.guard():
+    ...     gym.wrappers.vector.NormalizeReward(envs)
+    Traceback (most recent call last):
+    ...
+    vecmode.errors.IncompatibleModeError: NormalizeReward cannot wrap an env in mode SameStep: ...
+    >>> gym.wrappers.vector.NormalizeReward(envs)  # unchecked again
+    <NormalizeReward, <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=2)>>
+    >>> envs.close()
+    """
+    return Guard()
+
+
+# --- checking a stack -------------------------------------------------------------------
+
+
+class Verdict(str, Enum):
+    """One layer's verdict in a :class:`CompatibilityReport`."""
+
+    #: The layer supports the mode it gets.
+    OK = "ok"
+    #: The layer's declaration does not include the mode it gets.
+    REFUSED = "refused"
+    #: The layer accepts the mode but is known to be wrong in it (silently, or
+    #: by failing at a later step or reset).
+    KNOWN_WRONG = "known-wrong"
+    #: No mode is declared: the env has no ``metadata["autoreset_mode"]``, or the
+    #: wrapper class has no declaration.
+    UNDECLARED = "undeclared"
+    #: The layer's ``metadata["autoreset_mode"]`` disagrees with its declaration.
+    MISMATCH = "mismatch"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """One layer of a checked stack.
+
+    Attributes:
+        name: the layer's class name.
+        origin: the package it comes from (``"vecmode"``, ``"gymnasium"``, ...).
+        mode_in: the mode of the env it wraps (None for the innermost env).
+        accepts: the modes it supports (None: innermost env, or undeclared).
+        mode_out: the mode it runs in (None: unknown).
+        verdict: see :class:`Verdict`.
+        note: why, for any verdict but ok.
+        layer: the layer object itself.
+    """
+
+    name: str
+    origin: str
+    mode_in: AutoresetMode | None
+    accepts: frozenset[AutoresetMode] | None
+    mode_out: AutoresetMode | None
+    verdict: Verdict
+    note: str = ""
+    layer: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class CompatibilityReport:
+    """The result of :func:`check`: one :class:`LayerReport` per layer, innermost
+    first. ``str(report)`` is an aligned table for a terminal."""
+
+    rows: tuple[LayerReport, ...]
+    strict: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Every layer supports the mode it gets (undeclared ones count as failures
+        only under ``strict``)."""
+        return not self.problems
+
+    @property
+    def problems(self) -> tuple[LayerReport, ...]:
+        """The layers that make the report not ok."""
+        allowed = {Verdict.OK} if self.strict else {Verdict.OK, Verdict.UNDECLARED}
+        return tuple(row for row in self.rows if row.verdict not in allowed)
+
+    @property
+    def mode(self) -> AutoresetMode | None:
+        """The mode the whole stack runs in (the outermost layer's)."""
+        return self.rows[-1].mode_out
+
+    def __iter__(self) -> Iterator[LayerReport]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> LayerReport:
+        return self.rows[index]
+
+    def __str__(self) -> str:
+        return _format_report(self)
+
+
+def _cell(modes: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
+    if modes is None:
+        return "-"
+    if isinstance(modes, AutoresetMode):
+        return modes.value
+    if modes == frozenset(MODES):
+        return "all"
+    return ", ".join(mode.value for mode in MODES if mode in modes)
+
+
+def _summary(report: CompatibilityReport) -> str:
+    if report.ok:
+        undeclared = sum(row.verdict is Verdict.UNDECLARED for row in report)
+        caveat = f", {undeclared} undeclared (see notes)" if undeclared else ""
+        return f"ok: the stack runs {_cell(report.mode)}{caveat}"
+    failing = "; ".join(
+        f"layer {report.rows.index(row)} {row.name} is {row.verdict.value}"
+        f" in {_cell(row.mode_in or row.mode_out)}"
+        for row in report.problems
+    )
+    return f"NOT OK: {failing}"
+
+
+def _format_report(report: CompatibilityReport) -> str:
+    header = ("#", "layer", "mode in", "supports", "mode out", "verdict")
+    rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for position, row in enumerate(report):
+        verdict = row.verdict.value
+        if row.note:
+            notes.append(
+                textwrap.fill(
+                    f"[{len(notes) + 1}] {row.name}: {row.note}",
+                    88,
+                    subsequent_indent="    ",
+                )
+            )
+            verdict += f" [{len(notes)}]"
+        rows.append(
+            (
+                str(position),
+                f"{row.name} ({row.origin})",
+                _cell(row.mode_in),
+                _cell(row.accepts),
+                _cell(row.mode_out),
+                verdict,
+            )
+        )
+    table = _aligned(header, rows)
+    summary = _summary(report)
+    return "\n".join([summary, "", *table, *(["", *notes] if notes else [])])
+
+
+def _origin(obj: Any) -> str:
+    return type(obj).__module__.split(".")[0]
+
+
+def _layers(env: Any) -> list[Any]:
+    if not isinstance(env, VectorEnv):
+        raise TypeError(errors.not_a_vector_env("vecmode.check", env))
+    layers: list[Any] = [env]
+    while (
+        isinstance(getattr(layers[-1], "env", None), VectorEnv) and len(layers) < 10_000
+    ):
+        layers.append(layers[-1].env)
+    return layers[::-1]
+
+
+def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
+    """Check every layer of a vector env stack against the modes it supports.
+
+    Walks ``env.env.env...`` down to the innermost vector env and back out,
+    propagating the mode through mode-changing layers, and reports one row per
+    layer: ok, refused, known-wrong (a Gymnasium wrapper that accepts the mode but
+    is wrong in it), undeclared, or mismatch (a layer's metadata disagrees
+    with its declaration). ``strict`` (default: :func:`vecmode.strict`'s setting)
+    makes undeclared layers failures.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> report = vecmode.check(gym.wrappers.vector.NormalizeReward(envs))
+    >>> report.ok, [row.verdict.value for row in report]
+    (False, ['ok', 'ok', 'known-wrong'])
+    >>> envs.close()
+    """
+    rows: list[LayerReport] = []
+    mode: AutoresetMode | None = None
+    for position, layer in enumerate(_layers(env)):
+        name, origin = type(layer).__name__, _origin(layer)
+        declared = mode_of(layer)
+        if position == 0:
+            if declared is None:
+                rows.append(
+                    LayerReport(
+                        name,
+                        origin,
+                        None,
+                        None,
+                        ASSUMED_MODE,
+                        Verdict.UNDECLARED,
+                        errors.report_undeclared_env(ASSUMED_MODE),
+                        layer,
+                    )
+                )
+                mode = ASSUMED_MODE
+            else:
+                rows.append(
+                    LayerReport(
+                        name, origin, None, None, declared, Verdict.OK, "", layer
+                    )
+                )
+                mode = declared
+            continue
+        found = declaration(layer)
+        mode_in = mode
+        if found is None:
+            mode = declared or mode_in
+            rows.append(
+                LayerReport(
+                    name,
+                    origin,
+                    mode_in,
+                    None,
+                    mode,
+                    Verdict.UNDECLARED,
+                    errors.report_undeclared_wrapper(name),
+                    layer,
+                )
+            )
+            continue
+        mode = found.output or mode_in
+        verdict, note = Verdict.OK, ""
+        if mode_in is not None and mode_in in found.wrong:
+            verdict, note = Verdict.KNOWN_WRONG, found.wrong[mode_in]
+        elif mode_in is not None and mode_in not in found.modes:
+            verdict, note = (
+                Verdict.REFUSED,
+                found.why(mode_in) or errors.report_refused(name),
+            )
+        elif declared is not None and mode is not None and declared is not mode:
+            verdict, note = Verdict.MISMATCH, errors.report_mismatch(declared, mode)
+        rows.append(
+            LayerReport(name, origin, mode_in, found.modes, mode, verdict, note, layer)
+        )
+    return CompatibilityReport(tuple(rows), _is_strict(strict))
+
+
+def assert_compatible(
+    env: VectorEnv, *, strict: bool | None = None
+) -> CompatibilityReport:
+    """:func:`check` the stack; raise :class:`~vecmode.IncompatibleModeError` with the
+    report's table if it is not ok, else return the report."""
+    report = check(env, strict=strict)
+    if not report.ok:
+        raise IncompatibleModeError(errors.stack_not_compatible(str(report)))
+    return report
+
+
+def require_mode(
+    env: VectorEnv,
+    *modes: ModeLike,
+    who: str | None = None,
+    strict: bool | None = None,
+) -> AutoresetMode:
+    """Return ``env``'s mode if it is one of ``modes``; raise otherwise.
+
+    For training code written for some modes only. An env that declares no mode
+    warns (:class:`~vecmode.UndeclaredModeWarning`) and is taken as NEXT_STEP, or
+    raises under ``strict``. ``who`` names the caller in the message.
+
+    >>> import vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled")
+    >>> vecmode.require_mode(envs, "NextStep", "SameStep", who="my_ppo")
+    Traceback (most recent call last):
+    ...
+    vecmode.errors.IncompatibleModeError: my_ppo needs a vector env in NextStep, SameStep, got one in Disabled. ...
+    >>> envs.close()
+    """
+    wanted = frozenset(as_mode(mode) for mode in modes)
+    if not wanted:
+        raise ValueError(errors.no_modes_declared())
+    caller = who or "This code"
+    mode = _mode_or_assumed(env, caller, strict)
+    if mode not in wanted:
+        raise IncompatibleModeError(errors.mode_required(caller, mode, wanted))
+    return mode

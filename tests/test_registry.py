@@ -1,0 +1,593 @@
+"""The compatibility registry: declarations, checks at construction, stack reports."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+from importlib import import_module
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.wrappers import vector as gym_wrappers
+
+import vecmode
+from vecmode import errors, registry
+from vecmode.registry import Verdict
+
+from .helpers import scheduled_fns
+
+NS, SS, D = AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED
+
+
+def core(num_envs: int = 2) -> vecmode.SyncVectorEnv:
+    return vecmode.SyncVectorEnv(scheduled_fns(num_envs, lengths=[(2,), (3,)]))
+
+
+def in_mode(mode, num_envs: int = 2):
+    return vecmode.with_autoreset(core(num_envs), mode)
+
+
+def gym_env(mode, num_envs: int = 2):
+    return gym.vector.SyncVectorEnv(
+        scheduled_fns(num_envs, lengths=[(2,), (3,)]), autoreset_mode=mode
+    )
+
+
+def undeclared_env(num_envs: int = 2):
+    envs = gym_env(NS, num_envs)
+    envs.metadata = {k: v for k, v in envs.metadata.items() if k != "autoreset_mode"}
+    return envs
+
+
+def usable(envs) -> None:
+    """The env still resets and steps (a refused wrapper left it untouched)."""
+    envs.reset(seed=0)
+    envs.step(np.zeros(envs.num_envs, dtype=int))
+
+
+@pytest.fixture
+def clean_registry():
+    """Undo what a test registers, so tests don't leak declarations."""
+    before = (dict(registry._registered), dict(registry._registered_by_name))
+    yield
+    for cls in list(registry._registered):
+        if cls not in before[0]:
+            registry.unregister(cls)
+    for name in list(registry._registered_by_name):
+        if name not in before[1]:
+            registry.unregister(name)
+
+
+class Recorder(VectorWrapper):
+    """A wrapper we "don't own": it records that its __init__ ran."""
+
+    built = 0
+
+    def __init__(self, env, scale: float = 1.0) -> None:
+        type(self).built += 1
+        super().__init__(env)
+        self.scale = scale
+
+
+# ------------------------------------------------------------------ @supports
+@vecmode.supports(NS, "Disabled", why={SS: "It ignores info['final_obs']."})
+class NoSameStep(VectorWrapper):
+    built = 0
+
+    def __init__(self, env) -> None:
+        type(self).built += 1
+        super().__init__(env)
+
+
+def test_supports_declares_and_checks_before_init_runs():
+    assert vecmode.supported_modes(NoSameStep) == frozenset({NS, D})
+    envs = in_mode(SS)
+    NoSameStep.built = 0
+    with pytest.raises(vecmode.IncompatibleModeError) as info:
+        NoSameStep(envs)
+    assert NoSameStep.built == 0, "the check runs before the wrapper's __init__"
+    assert isinstance(info.value, ValueError)
+    message = str(info.value)
+    for needed in (
+        "NoSameStep",
+        "mode SameStep",
+        "NextStep, Disabled",
+        "It ignores info['final_obs'].",
+        "with_autoreset",
+    ):
+        assert needed in message, (needed, message)
+    usable(envs)
+    for mode in (NS, D):
+        wrapped = NoSameStep(in_mode(mode))
+        assert vecmode.supported_modes(wrapped) == frozenset({NS, D})
+        wrapped.close()
+    envs.close()
+
+
+def test_the_message_is_the_one_built_in_errors():
+    envs = in_mode(SS)
+    with pytest.raises(vecmode.IncompatibleModeError) as info:
+        NoSameStep(envs)
+    expected = errors.incompatible_mode(
+        "NoSameStep",
+        SS,
+        {NS, D},
+        "It ignores info['final_obs'].",
+        errors.use_supported_modes({NS, D}),
+    )
+    assert str(info.value) == expected
+    envs.close()
+
+
+def test_supports_accepts_only_vector_wrapper_classes_and_real_modes():
+    with pytest.raises(
+        TypeError, match=r"subclass of gymnasium\.vector\.VectorWrapper"
+    ):
+        vecmode.supports(NS)(object)
+    with pytest.raises(ValueError, match="not an autoreset mode"):
+        vecmode.supports("Sometimes")
+    with pytest.raises(ValueError, match="at least one mode"):
+        vecmode.supports()
+
+
+def test_vecmode_policies_declare_through_supports():
+    assert vecmode.declaration(vecmode.SameStepAutoreset).output is SS
+    assert vecmode.declaration(vecmode.NextStepAutoreset).output is NS
+    assert vecmode.supported_modes(vecmode.DisableAutoreset) == frozenset({NS, D})
+    with pytest.raises(vecmode.IncompatibleModeError, match="SameStepAutoreset cannot"):
+        vecmode.SameStepAutoreset(gym_env(SS))
+
+
+# ------------------------------------------------------------------ inheritance
+def test_subclasses_inherit_a_declaration_and_can_override_it():
+    class Child(NoSameStep):
+        pass
+
+    @vecmode.supports(SS)
+    class OnlySameStep(NoSameStep):
+        pass
+
+    assert vecmode.supported_modes(Child) == frozenset({NS, D})
+    with pytest.raises(vecmode.IncompatibleModeError, match="Child cannot"):
+        Child(in_mode(SS))
+    assert vecmode.supported_modes(OnlySameStep) == frozenset({SS})
+    OnlySameStep(in_mode(SS)).close()
+    with pytest.raises(vecmode.IncompatibleModeError, match="OnlySameStep cannot"):
+        OnlySameStep(in_mode(NS))
+
+
+def test_a_subclass_is_checked_once_with_its_own_declaration():
+    """Its __init__ calls the checked base __init__: one check, one warning."""
+
+    @vecmode.supports(NS)
+    class Outer(NoSameStep):
+        def __init__(self, env) -> None:
+            super().__init__(env)
+
+    with pytest.warns(vecmode.UndeclaredModeWarning) as record:
+        Outer(undeclared_env()).close()
+    assert len(record) == 1
+    # the base would accept Disabled, the subclass does not: the subclass decides
+    with pytest.raises(vecmode.IncompatibleModeError, match="Outer cannot"):
+        Outer(in_mode(D))
+
+
+# ------------------------------------------------------------------ register
+def test_register_checks_a_class_we_dont_own_and_unregister_removes_it(clean_registry):
+    own_init = Recorder.__dict__["__init__"]
+    vecmode.register(Recorder, [NS, SS])
+    assert vecmode.supported_modes(Recorder) == frozenset({NS, SS})
+    assert Recorder in registry.instrumented()
+    Recorder.built = 0
+    with pytest.raises(vecmode.IncompatibleModeError, match="Recorder cannot wrap"):
+        Recorder(in_mode(D))
+    assert Recorder.built == 0
+    wrapped = Recorder(in_mode(SS), scale=2.0)  # arguments pass through
+    assert wrapped.scale == 2.0 and Recorder.built == 1
+    wrapped = Recorder(env=in_mode(NS))  # env as a keyword is checked too
+    with pytest.raises(vecmode.IncompatibleModeError):
+        Recorder(env=in_mode(D))
+
+    assert vecmode.unregister(Recorder) is True
+    assert Recorder.__dict__["__init__"] is own_init
+    assert Recorder not in registry.instrumented()
+    assert vecmode.supported_modes(Recorder) is None
+    Recorder(in_mode(D)).close()
+    assert vecmode.unregister(Recorder) is False
+
+
+def test_register_is_idempotent_and_replaces_the_declaration(clean_registry):
+    own_init = Recorder.__dict__["__init__"]
+    vecmode.register(Recorder, NS)
+    wrapper = Recorder.__dict__["__init__"]
+    vecmode.register(Recorder, [NS, D])
+    assert Recorder.__dict__["__init__"] is wrapper, "wrapped once, not twice"
+    assert wrapper.__wrapped__ is own_init
+    assert vecmode.supported_modes(Recorder) == frozenset({NS, D})
+    Recorder(in_mode(D)).close()
+    vecmode.unregister(Recorder)
+    assert Recorder.__dict__["__init__"] is own_init
+
+
+def test_unregister_restores_an_inherited_init(clean_registry):
+    class NoInit(Recorder):
+        pass
+
+    vecmode.register(NoInit, SS)
+    assert "__init__" in NoInit.__dict__
+    vecmode.unregister(NoInit)
+    assert "__init__" not in NoInit.__dict__
+    assert NoInit.__init__ is Recorder.__init__
+
+
+def test_register_overrides_the_decorator_until_unregistered(clean_registry):
+    vecmode.register(NoSameStep, [SS])
+    assert vecmode.supported_modes(NoSameStep) == frozenset({SS})
+    NoSameStep(in_mode(SS)).close()
+    with pytest.raises(vecmode.IncompatibleModeError):
+        NoSameStep(in_mode(NS))
+    vecmode.unregister(NoSameStep)
+    assert vecmode.supported_modes(NoSameStep) == frozenset({NS, D})
+    assert NoSameStep in registry.instrumented(), "its own declaration still checks"
+    with pytest.raises(vecmode.IncompatibleModeError):
+        NoSameStep(in_mode(SS))
+
+
+def test_register_records_known_wrong_modes(clean_registry):
+    vecmode.register(Recorder, NS, wrong={SS: "it counts the reset step."})
+    found = vecmode.declaration(Recorder)
+    assert [found.behaviour(m) for m in (NS, SS, D)] == ["ok", "wrong", "refused"]
+    with pytest.raises(vecmode.IncompatibleModeError) as info:
+        Recorder(in_mode(SS))
+    assert "known to be wrong there: it counts the reset step." in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "text"),
+    [
+        ((Recorder, []), {}, ValueError, "at least one mode"),
+        ((Recorder, ["NextStep"]), {"wrong": {"NextStep": "x"}}, ValueError, "both"),
+        ((Recorder, ["Often"]), {}, ValueError, "'Often' is not an autoreset mode"),
+        ((Recorder(core()), [NS]), {}, TypeError, "not an instance"),
+        ((gym.Wrapper, [NS]), {}, TypeError, "VectorWrapper"),
+        (("no_colon", [NS]), {}, ValueError, "'package.module:ClassName'"),
+        ((Recorder, [NS]), {"output": "Later"}, ValueError, "'Later'"),
+    ],
+)
+def test_register_rejects_bad_declarations_clearly(args, kwargs, error, text):
+    with pytest.raises(error, match=re.escape(text)):
+        vecmode.register(*args, **kwargs)
+    assert Recorder not in registry.instrumented()
+
+
+def test_register_by_name_checks_the_class_once_its_module_is_imported(
+    tmp_path, monkeypatch, clean_registry
+):
+    (tmp_path / "vm_later.py").write_text(
+        textwrap.dedent(
+            """
+            import gymnasium as gym
+
+            class Later(gym.vector.VectorWrapper):
+                pass
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "vm_later", raising=False)
+    vecmode.register("vm_later:Later", [NS])
+    assert "vm_later" not in sys.modules, "registering by name imports nothing"
+    import vm_later
+
+    assert vm_later.Later in registry.instrumented()
+    assert vecmode.supported_modes(vm_later.Later) == frozenset({NS})
+    with pytest.raises(vecmode.IncompatibleModeError, match="Later cannot"):
+        vm_later.Later(in_mode(SS))
+    assert vecmode.unregister("vm_later:Later") is True
+    assert "__init__" not in vm_later.Later.__dict__
+    vm_later.Later(in_mode(SS)).close()
+
+
+# ------------------------------------------------------------------ undeclared
+def test_undeclared_env_warns_and_assumes_next_step():
+    envs = undeclared_env()
+    with pytest.warns(vecmode.UndeclaredModeWarning, match="assuming NextStep"):
+        wrapped = NoSameStep(envs)
+    wrapped.close()
+
+    @vecmode.supports(D)
+    class DisabledOnly(VectorWrapper):
+        pass
+
+    with (
+        pytest.warns(vecmode.UndeclaredModeWarning),
+        pytest.raises(vecmode.IncompatibleModeError, match="mode NextStep"),
+    ):
+        DisabledOnly(undeclared_env())
+
+
+def test_strict_turns_an_undeclared_mode_into_an_error():
+    with vecmode.strict(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(vecmode.IncompatibleModeError, match="strict"):
+            NoSameStep(undeclared_env())
+    with pytest.warns(vecmode.UndeclaredModeWarning):
+        NoSameStep(undeclared_env())  # back to a warning after the block
+    handle = vecmode.strict()
+    try:
+        with pytest.raises(vecmode.IncompatibleModeError):
+            NoSameStep(undeclared_env())
+    finally:
+        handle.restore()
+    assert not registry._is_strict(None)
+
+
+# ------------------------------------------------------------------ check()
+def test_check_walks_a_stack_with_a_mode_changing_layer():
+    envs = gym_wrappers.RecordEpisodeStatistics(vecmode.SameStepAutoreset(core()))
+    report = vecmode.check(envs)
+    assert report.ok and report.mode is SS
+    assert len(report) == 3
+    assert [row.name for row in report] == [
+        "SyncVectorEnv",
+        "SameStepAutoreset",
+        "RecordEpisodeStatistics",
+    ]
+    assert [(r.mode_in, r.mode_out) for r in report] == [(None, D), (D, SS), (SS, SS)]
+    assert [r.verdict for r in report] == [Verdict.OK] * 3
+    assert report[1].accepts == frozenset({D})
+    assert report[2].layer is envs
+    envs.close()
+
+
+def test_check_propagates_the_mode_through_a_foreign_conversion():
+    envs = NoSameStep(vecmode.DisableAutoreset(gym_env(NS)))
+    report = vecmode.check(envs)
+    assert [(r.mode_in, r.mode_out) for r in report] == [(None, NS), (NS, D), (D, D)]
+    assert report.ok
+    assert [r.origin for r in report] == ["gymnasium", "vecmode", "tests"]
+
+
+def test_report_prints_an_aligned_table_with_notes():
+    envs = gym_wrappers.NormalizeReward(gym_wrappers.ClipReward(in_mode(SS), 0, 1))
+    report = vecmode.check(envs)
+    text = str(report)
+    lines = text.splitlines()
+    assert lines[0].startswith("NOT OK: layer 3 NormalizeReward is known-wrong")
+    table = lines[2:8]
+    header, rule, *rows = table
+    assert header.split()[:3] == ["#", "layer", "mode"]
+    # every column starts where its header starts
+    starts = [
+        i for i, ch in enumerate(rule) if ch == "-" and (i == 0 or rule[i - 1] == " ")
+    ]
+    for row in rows:
+        for start in starts[1:]:
+            assert row[start - 1] == " " and row[start] != " ", (row, start)
+    assert "known-wrong [1]" in rows[-1]
+    notes = lines[lines.index("", 3) + 1 :]
+    assert notes[0].startswith("[1] NormalizeReward: ")
+    assert all(len(line) <= 88 and line.startswith("    ") for line in notes[1:])
+    envs.close()
+
+
+def test_known_wrong_refused_undeclared_and_mismatch_rows(clean_registry):
+    class Plain(VectorWrapper):
+        pass
+
+    envs = Plain(in_mode(SS))  # no declaration
+    report = vecmode.check(envs)
+    assert report[-1].verdict is Verdict.UNDECLARED and report.ok
+    assert "vecmode.register" in report[-1].note
+    assert not vecmode.check(envs, strict=True).ok
+
+    vecmode.register(Plain, [NS])  # declared after it was built: refused
+    report = vecmode.check(envs)
+    assert report[-1].verdict is Verdict.REFUSED and not report.ok
+
+    class Liar(VectorWrapper):
+        """Claims to produce NextStep but leaves the metadata at SameStep."""
+
+    vecmode.register(Liar, [SS], output=NS)
+    report = vecmode.check(Liar(in_mode(SS)))
+    assert report[-1].verdict is Verdict.MISMATCH
+    assert "SameStep" in report[-1].note and "NextStep" in report[-1].note
+
+
+def test_undeclared_base_env_is_reported_and_strict_fails_it():
+    envs = gym_wrappers.ClipReward(undeclared_env(), 0, 1)
+    report = vecmode.check(envs)
+    assert report[0].verdict is Verdict.UNDECLARED
+    assert report[0].mode_out is NS and report[1].mode_in is NS
+    assert report.ok and "1 undeclared" in str(report).splitlines()[0]
+    assert not vecmode.check(envs, strict=True).ok
+    with vecmode.strict():
+        assert not vecmode.check(envs).ok
+
+
+def test_assert_compatible_raises_with_the_table():
+    good = gym_wrappers.ClipReward(in_mode(SS), 0, 1)
+    assert vecmode.assert_compatible(good).ok
+    bad = gym_wrappers.NormalizeReward(in_mode(SS))
+    with pytest.raises(vecmode.IncompatibleModeError) as info:
+        vecmode.assert_compatible(bad)
+    assert str(vecmode.check(bad)) in str(info.value)
+    assert "NormalizeReward" in str(info.value)
+
+
+def test_check_refuses_what_is_not_a_vector_env():
+    with pytest.raises(TypeError, match=r"gymnasium\.vector\.VectorEnv"):
+        vecmode.check(gym.make("CartPole-v1"))
+
+
+# ------------------------------------------------------------------ require_mode
+def test_require_mode():
+    envs = in_mode(D)
+    assert vecmode.require_mode(envs, "Disabled", NS) is D
+    with pytest.raises(vecmode.IncompatibleModeError) as info:
+        vecmode.require_mode(envs, NS, SS, who="my_dqn")
+    message = str(info.value)
+    for needed in ("my_dqn", "NextStep, SameStep", "Disabled", "with_autoreset"):
+        assert needed in message
+    with pytest.warns(vecmode.UndeclaredModeWarning):
+        assert vecmode.require_mode(undeclared_env(), NS) is NS
+    with pytest.raises(vecmode.IncompatibleModeError):
+        vecmode.require_mode(undeclared_env(), NS, strict=True)
+    with pytest.raises(ValueError, match="at least one mode"):
+        vecmode.require_mode(envs)
+
+
+# ------------------------------------------------------------------ guard()
+def test_gymnasium_wrappers_are_unchecked_unless_guarded():
+    envs = in_mode(SS)
+    gym_wrappers.NormalizeReward(envs)  # Gymnasium accepts it, silently wrong
+    with vecmode.guard() as handle:
+        assert handle.active
+        assert gym_wrappers.NormalizeReward in registry.instrumented()
+        with pytest.raises(vecmode.IncompatibleModeError) as info:
+            gym_wrappers.NormalizeReward(envs)
+        assert "known to be wrong there" in str(info.value)
+        gym_wrappers.NormalizeReward(in_mode(NS))  # its supported mode
+        # a class Gymnasium itself refuses gets vecmode's message, not Gymnasium's
+        with pytest.raises(vecmode.IncompatibleModeError, match="TransformObservation"):
+            gym_wrappers.TransformObservation(envs, lambda o: o)
+    assert not handle.active
+    assert not registry.instrumented() & {gym_wrappers.NormalizeReward}
+    gym_wrappers.NormalizeReward(envs)
+    usable(envs)
+
+
+def test_guard_as_a_function_nests_and_restores_gymnasiums_classes():
+    classes = [
+        getattr(gym_wrappers, n)
+        for n in ("NormalizeReward", "ClipReward", "RecordEpisodeStatistics")
+    ]
+    before = [cls.__dict__.get("__init__") for cls in classes]
+    outer = vecmode.guard()
+    inner = vecmode.guard()
+    inner.release()
+    with pytest.raises(vecmode.IncompatibleModeError):
+        gym_wrappers.NormalizeReward(in_mode(SS))  # outer still active
+    outer.release()
+    outer.release()  # idempotent
+    assert [cls.__dict__.get("__init__") for cls in classes] == before
+    gym_wrappers.NormalizeReward(in_mode(SS)).close()
+
+
+def test_guard_checks_user_subclasses_of_gymnasium_wrappers():
+    class MyNorm(gym_wrappers.NormalizeReward):
+        pass
+
+    with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError, match="MyNorm"):
+        MyNorm(in_mode(SS))
+
+
+def test_guard_also_covers_modules_imported_later(tmp_path, monkeypatch):
+    """Gymnasium's optional modules are checked from when they are imported."""
+    name = "gymnasium.wrappers.vector.stateful_reward"
+    monkeypatch.delitem(sys.modules, name)
+    with vecmode.guard():
+        assert gym_wrappers.NormalizeReward not in registry.instrumented()
+        import importlib
+
+        module = importlib.import_module(name)
+        assert module.NormalizeReward in registry.instrumented()
+        with pytest.raises(vecmode.IncompatibleModeError):
+            module.NormalizeReward(in_mode(SS))
+    assert "__init__" in module.NormalizeReward.__dict__
+    assert module.NormalizeReward not in registry.instrumented()
+
+
+# ------------------------------------------------------------------ isolation
+def test_importing_vecmode_patches_nothing():
+    code = textwrap.dedent(
+        """
+        import importlib, pkgutil, sys
+        import gymnasium, gymnasium.vector, gymnasium.wrappers, gymnasium.wrappers.vector
+
+        def snapshot():
+            seen = {}
+            for name, module in list(sys.modules.items()):
+                if not name.startswith(("gymnasium", "numpy", "wrapt")):
+                    continue
+                for attr, value in list(vars(module).items()):
+                    if isinstance(value, type):
+                        seen[(name, attr)] = (id(value), dict(vars(value)))
+            return seen
+
+        before = snapshot()
+        meta_path = list(sys.meta_path)
+        import vecmode, vecmode.cli, vecmode.registry
+        after = snapshot()
+        changed = [key for key in before if after.get(key) != before[key]]
+        print("changed", changed)
+        print("meta_path", sys.meta_path == meta_path)
+        print("instrumented", sorted(c.__module__ for c in vecmode.registry.instrumented()))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "changed []"
+    assert out[1] == "meta_path True"
+    # only vecmode's own classes are checked at construction
+    assert set(eval(out[2].partition(" ")[2])) <= {"vecmode.autoreset"}
+
+
+def test_checks_run_under_python_dash_o():
+    code = textwrap.dedent(
+        """
+        import gymnasium as gym, vecmode
+        envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+        try:
+            vecmode.DisableAutoreset(envs)
+        except vecmode.IncompatibleModeError:
+            print("refused")
+        with vecmode.guard():
+            try:
+                gym.wrappers.vector.NormalizeReward(envs)
+            except vecmode.IncompatibleModeError:
+                print("guarded")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["refused", "guarded"], out.stderr
+
+
+def test_table_lists_every_declaration():
+    names = [name for name, _ in registry.declarations()]
+    for expected in (
+        "vecmode.NextStepAutoreset",
+        "vecmode.SameStepAutoreset",
+        "vecmode.DisableAutoreset",
+        "gymnasium.wrappers.vector.NormalizeReward",
+    ):
+        assert expected in names
+    assert len(names) == len(set(names))
+
+
+def test_gymnasium_entries_are_the_established_verdicts():
+    """The registry reads tests/test_gymnasium_verdicts.py's table, nothing else."""
+    from vecmode._gymnasium import GYMNASIUM_VERDICTS
+
+    import_module("gymnasium.wrappers.vector.array_conversion")  # a test extra
+    names = {name.rpartition(":")[2] for name in GYMNASIUM_VERDICTS}
+    assert names == set(gym_wrappers.__all__)
+    as_registry = {"ok": "ok", "refuses": "refused", "wrong": "wrong"}
+    for name, verdicts in GYMNASIUM_VERDICTS.items():
+        module, _, qualname = name.partition(":")
+        if module not in sys.modules:
+            continue  # an optional module (torch, jax) that is not imported
+        found = vecmode.declaration(getattr(sys.modules[module], qualname))
+        assert found.source == "gymnasium"
+        for mode, (verdict, reason) in verdicts.items():
+            assert found.behaviour(mode) == as_registry[verdict], (name, mode)
+            if verdict != "ok":
+                assert reason in found.why(vecmode.as_mode(mode)), (name, mode)
