@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from vecmode import MODES
 from vecmode.cli import main
 
 
@@ -58,3 +59,35 @@ def test_version(capsys):
         main(["--version"])
     assert info.value.code == 0
     assert capsys.readouterr().out.startswith("vecmode 0.")
+
+
+def test_table_prints_the_registry_as_a_matrix(capsys):
+    from vecmode.registry import declarations
+
+    assert main(["table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "wrapper",
+        "NextStep",
+        "SameStep",
+        "Disabled",
+        "produces",
+    ]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:] if line.strip()}
+    assert rows["vecmode.SameStepAutoreset"] == ["refused", "refused", "ok", "SameStep"]
+    assert rows["vecmode.DisableAutoreset"] == ["ok", "refused", "ok", "Disabled"]
+    for name, found in declarations():
+        cells = [found.behaviour(m).replace("wrong", "WRONG") for m in MODES]
+        assert rows[name][:3] == cells, name
+
+
+def test_table_why_and_markdown(capsys):
+    assert main(["table", "--why"]) == 0
+    out = capsys.readouterr().out
+    assert "vecmode.DisableAutoreset in SameStep (refused): A SAME_STEP env" in out
+    assert main(["table", "--markdown"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| wrapper | NextStep | SameStep | Disabled | produces |"
+    assert (
+        out[2] == "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |"
+    )

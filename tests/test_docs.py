@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,39 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_second():
     assert commands[0].endswith("vecmode")
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == commands[1]
+
+
+SHOWN = [
+    pytest.param(code, shown, id=f"{page.relative_to(ROOT)}:{n}")
+    for page in PAGES
+    for n, (code, shown) in enumerate(
+        re.findall(
+            r"```python\n((?:(?!```).)*)```\n\n(?:[^\n`]*:\n\n)?```text\n(.*?)```",
+            page.read_text(),
+            re.S,
+        )
+    )
+]
+
+
+@pytest.mark.parametrize(("code", "shown"), SHOWN)
+def test_shown_output_is_what_the_example_prints(code, shown, capsys):
+    """A python block followed by a text block prints exactly that text."""
+    exec(compile(code, "<example>", "exec"), {})
+    assert capsys.readouterr().out == shown
+
+
+def test_readme_shows_a_checked_stack():
+    assert any("vecmode.check(" in param.values[0] for param in SHOWN)
+
+
+def test_registry_page_table_is_the_registry():
+    """In a fresh process: the tests' own declarations are not in the table."""
+    printed = subprocess.run(
+        [sys.executable, "-m", "vecmode", "table", "--markdown", "--why"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    page = (ROOT / "docs" / "registry.md").read_text()
+    assert printed in page

@@ -1,7 +1,8 @@
 """The ``vecmode`` command line (also ``python -m vecmode``).
 
 ``vecmode`` alone shows what each autoreset mode returns around an episode's end
-for CartPole-v1 (``vecmode timeline CartPole-v1``).
+for CartPole-v1 (``vecmode timeline CartPole-v1``); ``vecmode table`` prints which
+modes each wrapper supports.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 import gymnasium as gym
 
 from vecmode import __version__
+from vecmode.registry import format_table
 from vecmode.timeline import format_timeline, timeline
 
 __all__ = ["main"]
@@ -47,12 +49,25 @@ def _parser() -> argparse.ArgumentParser:
         help="truncate episodes after this many steps (3); 0 keeps the env's own",
     )
     show.add_argument("--action", type=int, default=1, help="the action taken (1)")
+    table = commands.add_parser(
+        "table",
+        help="print the registry: which autoreset modes each wrapper supports",
+        description="Every wrapper vecmode knows (its own, Gymnasium's, and any "
+        "registered), and what it does in each autoreset mode.",
+    )
+    table.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    table.add_argument(
+        "--why", action="store_true", help="add the reason for every mode not ok"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "table":
+        print(format_table(markdown=args.markdown, why=args.why))
+        return 0
     if args.command in (None, "timeline"):
         env_id = getattr(args, "env_id", "CartPole-v1")
         max_steps = getattr(args, "max_episode_steps", 3)
