@@ -265,32 +265,62 @@ def test_register_rejects_bad_declarations_clearly(args, kwargs, error, text):
     assert Recorder not in registry.instrumented()
 
 
+@pytest.mark.parametrize("forget_by", ["name", "class"])
 def test_register_by_name_checks_the_class_once_its_module_is_imported(
-    tmp_path, monkeypatch, clean_registry
+    forget_by, tmp_path, monkeypatch, clean_registry
 ):
-    (tmp_path / "vm_later.py").write_text(
+    module = f"vm_later_{forget_by}"
+    (tmp_path / f"{module}.py").write_text(
         textwrap.dedent(
             """
             import gymnasium as gym
 
             class Later(gym.vector.VectorWrapper):
                 pass
+
+            NOT_A_CLASS = 3
             """
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "vm_later", raising=False)
-    vecmode.register("vm_later:Later", [NS])
-    assert "vm_later" not in sys.modules, "registering by name imports nothing"
-    import vm_later
+    vecmode.register(f"{module}:Later", [NS])
+    vecmode.register(f"{module}:NOT_A_CLASS", [NS])
+    assert module not in sys.modules, "registering by name imports nothing"
+    with pytest.warns(RuntimeWarning, match="NOT_A_CLASS"):
+        later = import_module(module).Later
+    monkeypatch.delitem(sys.modules, module)
 
-    assert vm_later.Later in registry.instrumented()
-    assert vecmode.supported_modes(vm_later.Later) == frozenset({NS})
+    assert later in registry.instrumented()
+    assert vecmode.supported_modes(later) == frozenset({NS})
     with pytest.raises(vecmode.IncompatibleModeError, match="Later cannot"):
-        vm_later.Later(in_mode(SS))
-    assert vecmode.unregister("vm_later:Later") is True
-    assert "__init__" not in vm_later.Later.__dict__
-    vm_later.Later(in_mode(SS)).close()
+        later(in_mode(SS))
+    target = f"{module}:Later" if forget_by == "name" else later
+    assert vecmode.unregister(target) is True
+    assert "__init__" not in later.__dict__
+    assert vecmode.supported_modes(later) is None
+    assert f"{module}:Later" not in registry._registered_by_name
+    later(in_mode(SS)).close()
+
+
+def test_register_by_a_public_path_that_is_not_the_defining_module(clean_registry):
+    """Users write gymnasium.wrappers.vector:ClipReward, where the class is exported."""
+    own_init = gym_wrappers.ClipReward.__dict__["__init__"]
+    vecmode.register("gymnasium.wrappers.vector:ClipReward", [NS])
+    assert vecmode.declaration(gym_wrappers.ClipReward).source == "register"
+    with pytest.raises(vecmode.IncompatibleModeError, match="ClipReward cannot"):
+        gym_wrappers.ClipReward(in_mode(SS), 0, 1)
+    names = [name for name, _ in registry.declarations()]
+    assert names.count("gymnasium.wrappers.vector.stateful_reward.ClipReward") == 0
+    assert vecmode.unregister("gymnasium.wrappers.vector:ClipReward") is True
+    assert gym_wrappers.ClipReward.__dict__["__init__"] is own_init
+    assert vecmode.declaration(gym_wrappers.ClipReward).source == "gymnasium"
+    gym_wrappers.ClipReward(in_mode(SS), 0, 1).close()
+
+
+def test_register_by_name_of_something_that_is_not_a_wrapper():
+    with pytest.raises(TypeError, match="VectorWrapper"):
+        vecmode.register("gymnasium.vector:AutoresetMode", [NS])
+    assert "gymnasium.vector:AutoresetMode" not in registry._registered_by_name
 
 
 # ------------------------------------------------------------------ undeclared

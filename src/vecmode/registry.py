@@ -63,6 +63,7 @@ __all__ = [
     "declarations",
     "format_table",
     "guard",
+    "instrumented",
     "register",
     "require_mode",
     "strict",
@@ -154,6 +155,8 @@ def _modes_argument(modes: ModeLike | Iterable[ModeLike]) -> list[ModeLike]:
 _registered: dict[type, Declaration] = {}
 #: Classes declared by register("module:Class", ...), possibly not imported yet.
 _registered_by_name: dict[str, Declaration] = {}
+#: Those of them whose module was imported, and the class each name resolved to.
+_resolved: dict[str, type] = {}
 #: Classes declared by @supports, in declaration order (for the table).
 _decorated: list[weakref.ref[type]] = []
 #: vecmode's entries for Gymnasium's wrappers, by "module:QualName".
@@ -181,11 +184,7 @@ def _name(cls: type) -> str:
 
 
 def _own_declaration(cls: type) -> Declaration | None:
-    found = (
-        _registered.get(cls)
-        or _registered_by_name.get(_name(cls))
-        or cls.__dict__.get(_ATTRIBUTE)
-    )
+    found = _registered.get(cls) or cls.__dict__.get(_ATTRIBUTE)
     if found is None and cls.__module__.startswith("gymnasium."):
         found = _gymnasium_entries().get(_name(cls))
     return found
@@ -251,7 +250,9 @@ def declarations() -> list[tuple[str, Declaration]]:
         (_name(cls).replace(":", "."), found) for cls, found in _registered.items()
     )
     rows.extend(
-        (name.replace(":", "."), found) for name, found in _registered_by_name.items()
+        (name.replace(":", "."), found)
+        for name, found in _registered_by_name.items()
+        if name not in _resolved
     )
     return rows
 
@@ -400,7 +401,7 @@ def _env_parameter(init: Callable[..., Any]) -> str:
     return parameters[1] if len(parameters) > 1 else "env"
 
 
-def check_construction(cls: type, env: Any) -> None:
+def _check_construction(cls: type, env: Any) -> None:
     """Raise if a ``cls`` wrapper may not be built on ``env``; vecmode calls this."""
     found = declaration(cls)
     if found is None or not hasattr(env, "metadata"):
@@ -430,7 +431,7 @@ def _instrument(cls: type, because: str) -> None:
         if cls not in _instrumented or id(instance) in building:
             return wrapped(*args, **kwargs)
         env = args[0] if args else kwargs.get(env_parameter)
-        check_construction(type(instance), env)
+        _check_construction(type(instance), env)
         token = _constructing.set(building | {id(instance)})
         try:
             return wrapped(*args, **kwargs)
@@ -548,6 +549,8 @@ def register(
         module, _, qualname = cls.partition(":")
         if not module or not qualname:
             raise ValueError(errors.class_path(cls))
+        if module in sys.modules:
+            _vector_wrapper_class(_resolve(cls), f"vecmode.register({cls!r})")
         _registered_by_name[cls] = found
         _when_imported(module)
         return
@@ -562,22 +565,26 @@ def unregister(cls: type | str) -> bool:
     Gymnasium class, enforced under :func:`guard`) applies again afterwards.
     """
     if isinstance(cls, str):
-        found = _registered_by_name.pop(cls, None) is not None
-        target = _resolve(cls)
+        had = _registered_by_name.pop(cls, None) is not None
+        target = _resolved.pop(cls, None)
         if target is not None:
+            _registered.pop(target, None)
             _release(target, "register")
-        return found
-    found = _registered.pop(cls, None) is not None
+        return had
+    for name in [n for n, target in _resolved.items() if target is cls]:
+        del _resolved[name], _registered_by_name[name]
+    had = _registered.pop(cls, None) is not None
     _release(cls, "register")
-    return found
+    return had
 
 
-def _resolve(name: str) -> type | None:
+def _resolve(name: str) -> Any:
+    """The object ``"module:Qual.Name"`` names in an imported module, or None."""
     module, _, qualname = name.partition(":")
     target: Any = sys.modules.get(module)
     for part in qualname.split("."):
         target = getattr(target, part, None)
-    return target if isinstance(target, type) else None
+    return target
 
 
 #: Modules with an import hook installed (one per module, for the process).
@@ -597,12 +604,17 @@ def _instrument_named(module: Any) -> None:
     prefix = module.__name__ + ":"
     for name in [n for n in _registered_by_name if n.startswith(prefix)]:
         target = _resolve(name)
-        if target is not None:
-            _instrument(target, "register")
+        if not (isinstance(target, type) and issubclass(target, VectorWrapper)):
+            message = errors.not_a_wrapper_class(f"vecmode.register({name!r})", target)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            continue
+        _resolved[name] = target
+        _registered[target] = _registered_by_name[name]
+        _instrument(target, "register")
     if _guards:
         for name in [n for n in _gymnasium_entries() if n.startswith(prefix)]:
             target = _resolve(name)
-            if target is not None:
+            if isinstance(target, type):
                 _instrument(target, "guard")
 
 
