@@ -326,8 +326,9 @@ def test_register_by_name_of_something_that_is_not_a_wrapper():
 # ------------------------------------------------------------------ undeclared
 def test_undeclared_env_warns_and_assumes_next_step():
     envs = undeclared_env()
-    with pytest.warns(vecmode.UndeclaredModeWarning, match="assuming NextStep"):
+    with pytest.warns(vecmode.UndeclaredModeWarning, match="assuming NextStep") as rec:
         wrapped = NoSameStep(envs)
+    assert rec[0].filename == __file__, "the warning points at the user's line"
     wrapped.close()
 
     @vecmode.supports(D)
@@ -464,8 +465,9 @@ def test_require_mode():
     message = str(info.value)
     for needed in ("my_dqn", "NextStep, SameStep", "Disabled", "with_autoreset"):
         assert needed in message
-    with pytest.warns(vecmode.UndeclaredModeWarning):
+    with pytest.warns(vecmode.UndeclaredModeWarning) as rec:
         assert vecmode.require_mode(undeclared_env(), NS) is NS
+    assert rec[0].filename == __file__
     with pytest.raises(vecmode.IncompatibleModeError):
         vecmode.require_mode(undeclared_env(), NS, strict=True)
     with pytest.raises(ValueError, match="at least one mode"):

@@ -94,7 +94,7 @@ def mode_required(who: str, got: AutoresetMode, wanted: Iterable[AutoresetMode])
     )
 
 
-def silently_wrong(mode: AutoresetMode, what: str) -> str:
+def known_wrong(mode: AutoresetMode, what: str) -> str:
     return f"It accepts {mode.value} but is known to be wrong there: {what}"
 
 

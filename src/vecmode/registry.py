@@ -72,7 +72,7 @@ __all__ = [
     "unregister",
 ]
 
-W = TypeVar("W", bound=type)
+_W = TypeVar("_W", bound=type)
 
 #: Gymnasium's convention for an env that declares no mode.
 ASSUMED_MODE = AutoresetMode.NEXT_STEP
@@ -89,8 +89,8 @@ class Declaration:
         output: the mode it produces, for a wrapper that changes the mode; None
             when its mode is the wrapped env's.
         wrong: modes the class itself accepts but gets wrong (silently, or by
-            failing at a later step or reset), with what
-            goes wrong (recorded for classes vecmode does not own).
+            failing at a later step or reset), with what goes wrong (recorded
+            for classes vecmode does not own).
         reasons: why a mode is not supported, where that is known.
         instead: what to do when the mode is not supported.
         source: ``"supports"`` (the decorator), ``"register"`` or ``"gymnasium"``
@@ -114,7 +114,7 @@ class Declaration:
     def why(self, mode: AutoresetMode) -> str:
         """Why ``mode`` is not supported, as a sentence for an error message."""
         if mode in self.wrong:
-            return errors.silently_wrong(mode, self.wrong[mode])
+            return errors.known_wrong(mode, self.wrong[mode])
         return self.reasons.get(mode, "")
 
 
@@ -228,9 +228,12 @@ def _alive(refs: list[weakref.ref[type]]) -> list[type]:
 
 
 def _public_path(cls: type) -> str:
-    package = cls.__module__.split(".")[0]
-    if getattr(sys.modules.get(package), cls.__qualname__, None) is cls:
-        return f"{package}.{cls.__qualname__}"
+    """The shortest ``package.module.Class`` path that gives ``cls``."""
+    parts = cls.__module__.split(".")
+    for end in range(1, len(parts)):
+        module = ".".join(parts[:end])
+        if getattr(sys.modules.get(module), cls.__qualname__, None) is cls:
+            return f"{module}.{cls.__qualname__}"
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
@@ -246,9 +249,7 @@ def declarations() -> list[tuple[str, Declaration]]:
             "gymnasium.wrappers.vector" if ".wrappers.vector." in module else module
         )
         rows.append((f"{public}.{qualname}", found))
-    rows.extend(
-        (_name(cls).replace(":", "."), found) for cls, found in _registered.items()
-    )
+    rows.extend((_public_path(cls), found) for cls, found in _registered.items())
     rows.extend(
         (name.replace(":", "."), found)
         for name, found in _registered_by_name.items()
@@ -369,14 +370,21 @@ def _is_strict(override: bool | None) -> bool:
     return _strict.get() if override is None else override
 
 
-def _mode_or_assumed(env: Any, who: str, strict_override: bool | None) -> AutoresetMode:
+def _mode_or_assumed(
+    env: Any, who: str, strict_override: bool | None, stacklevel: int
+) -> AutoresetMode:
+    """``env``'s mode; NEXT_STEP with a warning (or an error, strict) if undeclared.
+
+    ``stacklevel`` is counted from the caller of this function's caller, so that
+    the warning points at the user's line.
+    """
     mode = mode_of(env)
     if mode is not None:
         return mode
     message = errors.undeclared_mode(who, env, _is_strict(strict_override))
     if _is_strict(strict_override):
         raise IncompatibleModeError(message)
-    warnings.warn(message, UndeclaredModeWarning, stacklevel=4)
+    warnings.warn(message, UndeclaredModeWarning, stacklevel=stacklevel + 2)
     return ASSUMED_MODE
 
 
@@ -406,7 +414,7 @@ def _check_construction(cls: type, env: Any) -> None:
     found = declaration(cls)
     if found is None or not hasattr(env, "metadata"):
         return
-    mode = _mode_or_assumed(env, cls.__name__, None)
+    mode = _mode_or_assumed(env, cls.__name__, None, stacklevel=2)
     if mode not in found.modes:
         raise IncompatibleModeError(
             errors.incompatible_mode(
@@ -474,7 +482,7 @@ def supports(
     output: ModeLike | None = None,
     why: Mapping[ModeLike, str] | None = None,
     instead: str | None = None,
-) -> Callable[[W], W]:
+) -> Callable[[_W], _W]:
     """Class decorator: the modes of the wrapped env a ``VectorWrapper`` supports.
 
     Building the wrapper on an env whose ``metadata["autoreset_mode"]`` is not one
@@ -499,7 +507,7 @@ def supports(
 
     found = _declare(modes, output, None, why, instead, "supports")
 
-    def decorate(cls: W) -> W:
+    def decorate(cls: _W) -> _W:
         _vector_wrapper_class(cls, "@vecmode.supports")
         type.__setattr__(cls, _ATTRIBUTE, found)
         _decorated.append(weakref.ref(cls))
@@ -946,8 +954,8 @@ def require_mode(
     wanted = frozenset(as_mode(mode) for mode in modes)
     if not wanted:
         raise ValueError(errors.no_modes_declared())
-    caller = who or "This code"
-    mode = _mode_or_assumed(env, caller, strict)
+    caller = who or "vecmode.require_mode"
+    mode = _mode_or_assumed(env, caller, strict, stacklevel=1)
     if mode not in wanted:
         raise IncompatibleModeError(errors.mode_required(caller, mode, wanted))
     return mode
