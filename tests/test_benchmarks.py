@@ -29,3 +29,14 @@ def test_bench_sync_quick_runs_and_reports_ratios():
         if line.startswith(("| NextStep", "| SameStep", "| Disabled"))
     ]
     assert len(rows) == 6, out
+
+
+def test_bench_registry_quick_runs_and_reports_ratios():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_registry.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "guarded/unguarded:" in out and "vecmode.check()" in out

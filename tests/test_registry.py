@@ -342,6 +342,14 @@ def test_undeclared_env_warns_and_assumes_next_step():
         DisabledOnly(undeclared_env())
 
 
+def test_vecmode_policies_warn_on_an_undeclared_env_and_assume_next_step():
+    with (
+        pytest.warns(vecmode.UndeclaredModeWarning, match="SameStepAutoreset"),
+        pytest.raises(vecmode.IncompatibleModeError, match="in mode NextStep"),
+    ):
+        vecmode.SameStepAutoreset(undeclared_env())
+
+
 def test_strict_turns_an_undeclared_mode_into_an_error():
     with vecmode.strict(), warnings.catch_warnings():
         warnings.simplefilter("error")

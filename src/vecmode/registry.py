@@ -34,6 +34,7 @@ import contextvars
 import inspect
 import sys
 import textwrap
+import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -388,6 +389,11 @@ def _mode_or_assumed(
     return ASSUMED_MODE
 
 
+#: Held while declarations or instrumentation change (import hooks run in
+#: whichever thread imports the module).
+_lock = threading.RLock()
+
+
 # --- checking at construction -------------------------------------------------------
 
 #: Instrumented class -> (its own __init__ before we wrapped it, or None).
@@ -509,14 +515,16 @@ def supports(
 
     def decorate(cls: _W) -> _W:
         _vector_wrapper_class(cls, "@vecmode.supports")
-        type.__setattr__(cls, _ATTRIBUTE, found)
-        _decorated.append(weakref.ref(cls))
-        _instrument(cls, "supports")
+        with _lock:
+            type.__setattr__(cls, _ATTRIBUTE, found)
+            _decorated.append(weakref.ref(cls))
+            _instrument(cls, "supports")
         return cls
 
     return decorate
 
 
+@wrapt.synchronized(_lock)
 def register(
     cls: type | str,
     modes: ModeLike | Iterable[ModeLike],
@@ -566,6 +574,7 @@ def register(
     _instrument(cls, "register")
 
 
+@wrapt.synchronized(_lock)
 def unregister(cls: type | str) -> bool:
     """Remove a :func:`register` declaration and its check; True if there was one.
 
@@ -608,6 +617,7 @@ def _when_imported(module: str) -> None:
         wrapt.register_post_import_hook(_instrument_named, module)
 
 
+@wrapt.synchronized(_lock)
 def _instrument_named(module: Any) -> None:
     prefix = module.__name__ + ":"
     for name in [n for n in _registered_by_name if n.startswith(prefix)]:
@@ -635,6 +645,7 @@ class Guard:
     """Handle returned by :func:`guard`; :meth:`release` (or leaving a ``with``
     block) stops the checks it started."""
 
+    @wrapt.synchronized(_lock)
     def __init__(self) -> None:
         self.active = True
         _guards.append(self)
@@ -644,6 +655,7 @@ class Guard:
             ):
                 _when_imported(module)
 
+    @wrapt.synchronized(_lock)
     def release(self) -> None:
         """Stop checking Gymnasium's wrappers (unless another guard is active)."""
         if not self.active:
