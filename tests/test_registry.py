@@ -348,6 +348,11 @@ def test_vecmode_policies_warn_on_an_undeclared_env_and_assume_next_step():
         pytest.raises(vecmode.IncompatibleModeError, match="in mode NextStep"),
     ):
         vecmode.SameStepAutoreset(undeclared_env())
+    with (
+        pytest.warns(vecmode.UndeclaredModeWarning, match="DisableAutoreset"),
+        pytest.raises(vecmode.IncompatibleModeError, match="declares no mode"),
+    ):
+        vecmode.DisableAutoreset(undeclared_env())
 
 
 def test_strict_turns_an_undeclared_mode_into_an_error():

@@ -332,7 +332,9 @@ class DisableAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
         super().__init__(env)
         if not honours_reset_mask(env):
             raise self._refuse(
-                f"{type(env.unwrapped).__name__} is not known to clear a pending "
+                "It declares no mode, so what its reset with a mask does is unknown."
+                if mode_of(env) is None
+                else f"{type(env.unwrapped).__name__} is not known to clear a pending "
                 "autoreset on reset(options={'reset_mask': mask}) (Gymnasium's numpy "
                 "CartPoleVectorEnv, for one, resets every sub-env whatever the mask).",
                 _BUILD_DISABLED,

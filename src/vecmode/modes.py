@@ -22,6 +22,7 @@ from gymnasium.vector import AutoresetMode
 from vecmode import errors
 
 __all__ = [
+    "ASSUMED_MODE",
     "MODES",
     "AutoresetMode",
     "Boundary",
@@ -40,6 +41,11 @@ MODES: tuple[AutoresetMode, ...] = (
     AutoresetMode.SAME_STEP,
     AutoresetMode.DISABLED,
 )
+
+
+#: The mode Gymnasium assumes for a vector env that declares none (its wrappers
+#: warn and treat it as NEXT_STEP); vecmode's checks do the same, with a warning.
+ASSUMED_MODE = AutoresetMode.NEXT_STEP
 
 
 def _normalise(text: str) -> str:

@@ -49,7 +49,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from vecmode import errors
 from vecmode._gymnasium import GYMNASIUM_VERDICTS
 from vecmode.errors import IncompatibleModeError, UndeclaredModeWarning
-from vecmode.modes import MODES, ModeLike, as_mode, mode_of
+from vecmode.modes import ASSUMED_MODE, MODES, ModeLike, as_mode, mode_of
 
 __all__ = [
     "CompatibilityReport",
@@ -74,9 +74,6 @@ __all__ = [
 ]
 
 _W = TypeVar("_W", bound=type)
-
-#: Gymnasium's convention for an env that declares no mode.
-ASSUMED_MODE = AutoresetMode.NEXT_STEP
 
 _ATTRIBUTE = "__vecmode_declaration__"
 
