@@ -636,3 +636,14 @@ def test_gymnasium_entries_are_the_established_verdicts():
             assert found.behaviour(mode) == as_registry[verdict], (name, mode)
             if verdict != "ok":
                 assert reason in found.why(vecmode.as_mode(mode)), (name, mode)
+
+
+def test_an_autoreset_policy_without_an_output_mode_is_a_clear_error():
+    from vecmode.autoreset import _AutoresetWrapper
+
+    @vecmode.supports(D)
+    class NoOutput(_AutoresetWrapper):
+        pass
+
+    with pytest.raises(TypeError, match=r"NoOutput .* output="):
+        NoOutput(core())

@@ -84,21 +84,25 @@ class _AutoresetWrapper(VectorWrapper):
         super().__init__(env)
         self.metadata = {**env.metadata, "autoreset_mode": self.autoreset_mode}
 
+    @property
+    def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
+        """The modes this policy accepts, and the mode it produces."""
+        found = declaration(self)
+        if found is None or found.output is None:
+            raise TypeError(errors.undeclared_policy(type(self).__name__))
+        return found.modes, found.output
+
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
         return IncompatibleModeError(
             errors.incompatible_mode(
-                type(self).__name__,
-                mode_of(self.env),
-                declaration(self).modes,  # type: ignore[union-attr]
-                why,
-                instead,
+                type(self).__name__, mode_of(self.env), self._declared[0], why, instead
             )
         )
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
         """The mode, as Gymnasium's vector envs expose it (also in ``metadata``)."""
-        return declaration(self).output  # type: ignore[union-attr,return-value]
+        return self._declared[1]
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""

@@ -116,16 +116,23 @@ def convert_to(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
-def undeclared_mode(who: str, env: Any, strict: bool) -> str:
+def undeclared_mode(who: str, env: Any, strict: bool, assumed: AutoresetMode) -> str:
     consequence = (
         "vecmode.strict() is on, so this is an error"
         if strict
-        else "assuming NextStep (Gymnasium's convention)"
+        else f"assuming {assumed.value} (Gymnasium's convention)"
     )
     return (
         f"{who}: {env} declares no metadata['autoreset_mode']; {consequence}. "
         f"Set metadata['autoreset_mode'] to the gymnasium.vector.AutoresetMode the "
         f"env really uses."
+    )
+
+
+def undeclared_policy(name: str) -> str:
+    return (
+        f"{name} is an autoreset policy but declares no output mode; decorate it with "
+        f"@vecmode.supports(..., output=<the mode it produces>)."
     )
 
 

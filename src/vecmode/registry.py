@@ -379,7 +379,9 @@ def _mode_or_assumed(
     mode = mode_of(env)
     if mode is not None:
         return mode
-    message = errors.undeclared_mode(who, env, _is_strict(strict_override))
+    message = errors.undeclared_mode(
+        who, env, _is_strict(strict_override), ASSUMED_MODE
+    )
     if _is_strict(strict_override):
         raise IncompatibleModeError(message)
     warnings.warn(message, UndeclaredModeWarning, stacklevel=stacklevel + 2)
