@@ -1056,3 +1056,30 @@ def test_checks_tell_broken_wrappers(label: str):
     case, mode, expected = BROKEN[label]
     observed, detail = observe(case, mode)
     assert observed == expected, f"{label}: observed {observed!r}: {detail}"
+
+
+def test_record_episode_statistics_is_right_in_disabled_over_vecmode_core():
+    """The Disabled verdict's caveat: the bug needs an env that pops reset_mask."""
+    import vecmode
+    from tests.helpers import scheduled_fns
+
+    lengths = {}
+    for name, base in {
+        "vecmode": vecmode.SyncVectorEnv(scheduled_fns(2, lengths=[(2,), (3,)])),
+        "gymnasium": gym.vector.SyncVectorEnv(
+            scheduled_fns(2, lengths=[(2,), (3,)]), autoreset_mode="Disabled"
+        ),
+    }.items():
+        envs = gwv.RecordEpisodeStatistics(base)
+        envs.reset(seed=0)
+        seen = []
+        for _ in range(8):
+            _, _, terminated, truncated, info = envs.step(np.zeros(2, dtype=int))
+            if "episode" in info:
+                seen += info["episode"]["l"][info["_episode"]].tolist()
+            ended = terminated | truncated
+            if ended.any():
+                envs.reset(options={"reset_mask": ended})
+        lengths[name] = seen
+    assert lengths["vecmode"] == [2, 3, 2, 2, 3, 2]
+    assert lengths["gymnasium"] != lengths["vecmode"]

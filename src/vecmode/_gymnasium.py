@@ -127,7 +127,9 @@ GYMNASIUM_VERDICTS = {
             "A partial reset (reset_mask) clears every sub-env's episode return and "
             "length, not only the reset ones', because Gymnasium's vector env pops "
             "reset_mask from the options dict before the wrapper reads it; the "
-            "other sub-envs then report too small a return and length.",
+            "other sub-envs then report too small a return and length. (Directly "
+            "over vecmode's envs, which never mutate options, it is right; the entry "
+            "records the case of Gymnasium's envs.)",
         ),
     },
     "gymnasium.wrappers.vector.dict_info_to_list:DictInfoToList": dict(_ALL_OK),
