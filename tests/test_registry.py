@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.wrappers import vector as gym_wrappers
+from hypothesis import given
+from hypothesis import strategies as st
 
 import vecmode
 from vecmode import errors, registry
@@ -647,3 +649,123 @@ def test_an_autoreset_policy_without_an_output_mode_is_a_clear_error():
 
     with pytest.raises(TypeError, match=r"NoOutput .* output="):
         NoOutput(core())
+
+
+# ------------------------------------------------------------------ properties
+class _Bare(gym.vector.VectorEnv):
+    """The cheapest vector env: only metadata and num_envs (nothing is stepped)."""
+
+    def __init__(self, mode) -> None:
+        self.num_envs = 1
+        self.metadata = {} if mode is None else {"autoreset_mode": mode}
+
+
+_MODE_SETS = st.sets(st.sampled_from(list(vecmode.MODES)), min_size=1)
+
+
+@st.composite
+def layer_specs(draw):
+    declared = draw(st.booleans())
+    accepts = draw(_MODE_SETS)
+    others = [m for m in vecmode.MODES if m not in accepts]
+    return {
+        "declared": declared,
+        "accepts": accepts,
+        "wrong": draw(st.sets(st.sampled_from(others))) if others else set(),
+        "output": draw(st.none() | st.sampled_from(list(vecmode.MODES))),
+        "honest": draw(st.booleans()),  # sets its metadata to its output
+    }
+
+
+def _layer_class(spec):
+    class Layer(VectorWrapper):
+        def __init__(self, env) -> None:
+            super().__init__(env)
+            if spec["output"] is not None and spec["honest"]:
+                self.metadata = {**env.metadata, "autoreset_mode": spec["output"]}
+
+    return Layer
+
+
+@given(
+    base=st.none() | st.sampled_from(list(vecmode.MODES)),
+    specs=st.lists(layer_specs(), min_size=1, max_size=5),
+)
+def test_check_agrees_with_a_model_of_declarations(base, specs):
+    """Built unchecked, then declared: check() propagates modes as the model does."""
+    envs = _Bare(base)
+    classes = []
+    for spec in specs:
+        classes.append(_layer_class(spec))
+        envs = classes[-1](envs)
+    try:
+        for cls, spec in zip(classes, specs, strict=True):
+            if spec["declared"]:
+                vecmode.register(
+                    cls,
+                    spec["accepts"],
+                    output=spec["output"],
+                    wrong={m: "x" for m in spec["wrong"]},
+                )
+        report = vecmode.check(envs)
+    finally:
+        for cls in classes:
+            vecmode.unregister(cls)
+
+    # the model
+    mode = NS if base is None else base
+    meta = base
+    expected = [(None, mode, Verdict.UNDECLARED if base is None else Verdict.OK)]
+    for spec in specs:
+        if spec["output"] is not None and spec["honest"]:
+            meta = spec["output"]
+        mode_in = mode
+        if not spec["declared"]:
+            mode = meta or mode_in
+            expected.append((mode_in, mode, Verdict.UNDECLARED))
+            continue
+        mode = spec["output"] or mode_in
+        if mode_in in spec["wrong"]:
+            verdict = Verdict.KNOWN_WRONG
+        elif mode_in not in spec["accepts"]:
+            verdict = Verdict.REFUSED
+        elif meta is not None and meta is not mode:
+            verdict = Verdict.MISMATCH
+        else:
+            verdict = Verdict.OK
+        expected.append((mode_in, mode, verdict))
+    assert [(r.mode_in, r.mode_out, r.verdict) for r in report] == expected
+    assert report.ok == all(v in (Verdict.OK, Verdict.UNDECLARED) for *_, v in expected)
+
+
+@given(
+    base=st.none() | st.sampled_from(list(vecmode.MODES)),
+    specs=st.lists(layer_specs(), min_size=1, max_size=4),
+)
+def test_construction_is_refused_exactly_when_the_mode_is_not_declared(base, specs):
+    envs = _Bare(base)
+    classes = [_layer_class(spec) for spec in specs]
+    try:
+        for cls, spec in zip(classes, specs, strict=True):
+            if spec["declared"]:
+                vecmode.register(cls, spec["accepts"], output=spec["output"])
+        for cls, spec in zip(classes, specs, strict=True):
+            mode = vecmode.mode_of(envs)
+            refused = spec["declared"] and (mode or NS) not in spec["accepts"]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    envs = cls(envs)
+                    built = True
+                except vecmode.IncompatibleModeError:
+                    built = False
+            assert built is not refused, (mode, spec)
+            undeclared = [
+                w for w in caught if w.category is vecmode.UndeclaredModeWarning
+            ]
+            assert len(undeclared) == int(spec["declared"] and mode is None)
+            if not built:
+                break
+    finally:
+        for cls in classes:
+            vecmode.unregister(cls)
