@@ -36,7 +36,7 @@ SHOWN = [
     for page in PAGES
     for n, (code, shown) in enumerate(
         re.findall(
-            r"```python\n((?:(?!```).)*)```\n\n(?:[^\n`]*:\n\n)?```text\n(.*?)```",
+            r"```python\n((?:(?!```).)*)```\n\n(?:(?!```)[^\n]*:\n\n)?```text\n(.*?)```",
             page.read_text(),
             re.S,
         )
