@@ -769,3 +769,17 @@ def test_construction_is_refused_exactly_when_the_mode_is_not_declared(base, spe
     finally:
         for cls in classes:
             vecmode.unregister(cls)
+
+
+def test_a_class_declared_again_under_the_same_path_replaces_the_old_row():
+    """As when a notebook cell defining a wrapper is run twice."""
+    kept = []
+    for modes in ([NS], [SS]):
+
+        @vecmode.supports(*modes)
+        class Twice(VectorWrapper):
+            pass
+
+        kept.append(Twice)
+    rows = [found for name, found in registry.declarations() if name.endswith(".Twice")]
+    assert [found.modes for found in rows] == [frozenset({SS})]

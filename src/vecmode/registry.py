@@ -240,7 +240,10 @@ def declarations() -> list[tuple[str, Declaration]]:
 
     vecmode's own wrappers first, then Gymnasium's, then those registered here.
     """
-    rows = [(_public_path(cls), cls.__dict__[_ATTRIBUTE]) for cls in _alive(_decorated)]
+    # a class defined again under the same path (a re-run notebook cell) replaces
+    # the earlier one
+    latest = {_public_path(cls): cls.__dict__[_ATTRIBUTE] for cls in _alive(_decorated)}
+    rows = list(latest.items())
     for name, found in _gymnasium_entries().items():
         module, qualname = name.split(":")
         public = (
