@@ -16,7 +16,7 @@ Sub-envs get episodes of different lengths, so DISABLED's resets really are part
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from tests.helpers import ScheduledEnv, assert_same
+from vecmode.modes import Boundary, boundary
 
 NEXT_STEP = AutoresetMode.NEXT_STEP
 SAME_STEP = AutoresetMode.SAME_STEP
@@ -238,8 +239,9 @@ def run(
                 raw_obs=obs,
             )
         )
-        ended = terms | truncs
-        if mode is DISABLED and ended.any():
+        # the caller's duty in DISABLED (vecmode's one mode module says when)
+        ended = boundary(mode, terms, truncs, np.zeros_like(terms)).needs_reset
+        if ended.any():
             obs, info = envs.reset(options={"reset_mask": ended.copy()})
             record(Call("reset_mask", to_numpy(obs), to_numpy(info), mask=ended))
     return calls
@@ -266,49 +268,57 @@ class Event:
     truncated: bool = False
 
 
+def boundaries(
+    calls: Sequence[Call], mode: AutoresetMode, n: int
+) -> Iterator[tuple[int, Call, Boundary | None]]:
+    """Each call with what it means per sub-env (vecmode's one mode module);
+    ``None`` for resets, whose ``mask`` (all sub-envs for a full reset) starts
+    episodes."""
+    ended_before = np.zeros(n, dtype=bool)
+    for c, call in enumerate(calls):
+        if call.kind != "step":
+            reset = np.ones(n, dtype=bool) if call.mask is None else call.mask
+            ended_before &= ~reset
+            yield c, call, None
+            continue
+        assert call.terminations is not None and call.truncations is not None
+        b = boundary(mode, call.terminations, call.truncations, ended_before)
+        yield c, call, b
+        ended_before = b.ended
+
+
 def real_events(
     calls: Sequence[Call], mode: AutoresetMode, n: int
 ) -> list[list[Event]]:
     """Per sub-env (``n`` of them), its real episode starts and transitions."""
     events: list[list[Event]] = [[] for _ in range(n)]
-    reset_step = np.zeros(n, dtype=bool)  # NEXT_STEP: this step is a reset step
-    for c, call in enumerate(calls):
-        if call.kind == "reset":
-            for i in range(n):
-                events[i].append(Event("start", c, sub(call.obs, i)))
-            reset_step[:] = False
-            continue
-        if call.kind == "reset_mask":
-            assert call.mask is not None
-            for i in np.flatnonzero(call.mask):
+    for c, call, b in boundaries(calls, mode, n):
+        if b is None:
+            reset = range(n) if call.mask is None else np.flatnonzero(call.mask)
+            for i in reset:
                 events[i].append(Event("start", c, sub(call.obs, i)))
             continue
-        assert call.terminations is not None and call.truncations is not None
         assert call.rewards is not None
-        ended = call.terminations | call.truncations
         for i in range(n):
-            if mode is NEXT_STEP and reset_step[i]:
-                events[i].append(Event("start", c, sub(call.obs, i)))
-                continue
-            next_obs = sub(call.obs, i)
-            if mode is SAME_STEP and ended[i]:
-                assert "final_obs" in call.info, (
-                    f"call {c}: sub-env {i} ended but info has no 'final_obs'"
+            if b.real[i]:
+                next_obs = sub(call.obs, i)
+                if b.final_in_info[i]:
+                    assert "final_obs" in call.info, (
+                        f"call {c}: sub-env {i} ended but info has no 'final_obs'"
+                    )
+                    next_obs = call.info["final_obs"][i]
+                events[i].append(
+                    Event(
+                        "step",
+                        c,
+                        next_obs,
+                        float(call.rewards[i]),
+                        bool(call.terminations[i]),
+                        bool(call.truncations[i]),
+                    )
                 )
-                next_obs = call.info["final_obs"][i]
-            events[i].append(
-                Event(
-                    "step",
-                    c,
-                    next_obs,
-                    float(call.rewards[i]),
-                    bool(call.terminations[i]),
-                    bool(call.truncations[i]),
-                )
-            )
-            if mode is SAME_STEP and ended[i]:
+            if b.starts[i]:
                 events[i].append(Event("start", c, sub(call.obs, i)))
-        reset_step = ended.copy() if mode is NEXT_STEP else reset_step
     return events
 
 

@@ -71,6 +71,7 @@ from tests.gym_verdict_helpers import (
     NumericEnv,
     RenderEnv,
     assert_events,
+    boundaries,
     first_difference,
     frame_code,
     make_actions,
@@ -262,15 +263,14 @@ def lazy(name: str) -> Callable[[VectorEnv, Any], VectorEnv]:
 # NormalizeObservation --------------------------------------------------------
 def real_obs_batches(calls: list[Call], mode: AutoresetMode) -> Iterator[np.ndarray]:
     """Per call, the real observations it brought that were not seen before."""
-    for call in calls:
-        if call.kind == "reset_mask":
-            assert call.mask is not None
+    for _, call, b in boundaries(calls, mode, N):
+        if call.mask is not None:
             rows = [sub(call.obs, i) for i in np.flatnonzero(call.mask)]
         else:
             rows = [sub(call.obs, i) for i in range(N)]
-            if call.kind == "step" and mode is SAME_STEP and "final_obs" in call.info:
-                final = call.info["final_obs"]
-                rows += [final[i] for i in np.flatnonzero(call.info["_final_obs"])]
+            if b is not None:
+                final = call.info.get("final_obs")
+                rows += [final[i] for i in np.flatnonzero(b.final_in_info)]
         yield np.stack(rows)
 
 
@@ -301,21 +301,17 @@ def normalize_reward_oracle(
     ret = np.zeros(n)
     rms = RunningMeanStd(shape=())
     out: dict[tuple[int, int], float] = {}
-    reset_step = np.zeros(n, dtype=bool)
-    for c, call in enumerate(calls):
-        if call.kind != "step":
+    for c, call, b in boundaries(calls, mode, n):
+        if b is None:
             continue
         assert call.rewards is not None and call.terminations is not None
-        assert call.truncations is not None
-        active = ~reset_step if mode is NEXT_STEP else np.ones(n, dtype=bool)
+        active = b.real
         for i in np.flatnonzero(active):
             ret[i] = ret[i] * GAMMA * (1 - call.terminations[i]) + call.rewards[i]
         if active.any():
             rms.update(ret[active])
         for i in np.flatnonzero(active):
             out[c, i] = call.rewards[i] / np.sqrt(rms.var + EPSILON)
-        if mode is NEXT_STEP:
-            reset_step = call.terminations | call.truncations
     return out
 
 
