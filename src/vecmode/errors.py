@@ -262,3 +262,66 @@ def sub_env_spaces(what: str, index: int, got: Any, expected: Any, hint: str) ->
         f"sub-env {index}'s {what} {got} differs from the first sub-env's {expected}. "
         f"{hint}"
     )
+
+
+def infos_not_dict(who: str, got: Any) -> str:
+    return (
+        f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
+        f"{type(got).__name__}. A DictInfoToList wrapper (or similar) is probably "
+        f"inside it: make DictInfoToList the outermost wrapper."
+    )
+
+
+def final_obs_missing(who: str, indices: list[int]) -> str:
+    subs = ", ".join(str(i) for i in indices)
+    return (
+        f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but info['final_obs'] / "
+        f"info['_final_obs'] does not hold their final observation. The env (or a "
+        f"wrapper under {who}) does not follow Gymnasium's SAME_STEP contract; check "
+        f"it with vecmode.check(env) and declare its real mode."
+    )
+
+
+def opencv_missing() -> str:
+    return (
+        "ResizeObservation needs OpenCV, which is not installed: run "
+        'pip install "vecmode[opencv]" (or pip install opencv-python-headless).'
+    )
+
+
+def needs_box(who: str, space: Any) -> str:
+    return (
+        f"{who} needs a Box single observation space, got {space}. Flatten the "
+        f"observations first (vecmode.wrappers.FlattenObservation) or normalise "
+        f"the Box parts yourself."
+    )
+
+
+def not_stackable(space: Any, leaf: Any) -> str:
+    return (
+        f"FrameStackObservation cannot stack observations of {space}: {leaf} is not "
+        f"a Box, Discrete, MultiDiscrete or MultiBinary space (nor a Dict / Tuple of "
+        f"them). Transform the observations into such a space first."
+    )
+
+
+def padding_type(value: Any, space: Any) -> str:
+    return (
+        f"Unexpected `padding_type` {value!r}: use 'reset', 'zero', or an "
+        f"observation of the env's single observation space ({space})."
+    )
+
+
+def stats_key_taken(key: str, keys: list[str]) -> str:
+    return (
+        f"RecordEpisodeStatistics cannot add episode statistics under info[{key!r}]: "
+        f"the key is already in the info ({keys}). Pass another stats_key."
+    )
+
+
+def info_length(key: str, got: Any, num_envs: int) -> str:
+    return (
+        f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
+        f"batched infos hold one entry per sub-env (Gymnasium's VectorEnv._add_info "
+        f"builds them that way)."
+    )

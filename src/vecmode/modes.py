@@ -26,6 +26,7 @@ __all__ = [
     "MODES",
     "AutoresetMode",
     "Boundary",
+    "BoundaryTracker",
     "ModeLike",
     "as_mode",
     "boundary",
@@ -145,8 +146,14 @@ def boundary(
     >>> b.starts, b.real, b.final_in_info
     (array([ True]), array([ True]), array([ True]))
     """
-    mode = as_mode(mode)
-    ended = np.logical_or(terminations, truncations)
+    return _boundary(
+        as_mode(mode), np.logical_or(terminations, truncations), ended_before
+    )
+
+
+def _boundary(
+    mode: AutoresetMode, ended: np.ndarray, ended_before: np.ndarray
+) -> Boundary:
     never = np.zeros_like(ended)
     if mode is AutoresetMode.NEXT_STEP:
         starts = np.asarray(ended_before, dtype=np.bool_)
@@ -154,3 +161,73 @@ def boundary(
     if mode is AutoresetMode.SAME_STEP:
         return Boundary(ended, ended, ~never, ended, never)
     return Boundary(ended, never, ~never, never, ended)
+
+
+class BoundaryTracker:
+    """Follows one vector env's calls and gives the :class:`Boundary` of each.
+
+    A wrapper holds one, made from the mode of the env it wraps, and tells it about
+    every ``reset`` and ``step``; it remembers which sub-envs ended on the previous
+    step, the one fact a single step does not carry. Don't write into the arrays
+    it returns: they may be shared between calls.
+
+    Build it before the first ``reset``: it assumes no sub-env awaits a reset.
+
+    >>> import numpy as np
+    >>> from vecmode.modes import BoundaryTracker
+    >>> tracker = BoundaryTracker("NextStep", num_envs=2)
+    >>> tracker.reset(None).starts
+    array([ True,  True])
+    >>> tracker.step(np.array([True, False]), np.array([False, False])).ended
+    array([ True, False])
+    >>> b = tracker.step(np.array([False, False]), np.array([False, False]))
+    >>> b.starts, b.real
+    (array([ True, False]), array([False,  True]))
+    """
+
+    __slots__ = ("_ended", "_false", "_true", "mode", "num_envs", "quiet")
+
+    def __init__(self, mode: ModeLike | None, num_envs: int) -> None:
+        """``mode``: the env's mode (None: not declared, so :data:`ASSUMED_MODE`)."""
+        self.mode = ASSUMED_MODE if mode is None else as_mode(mode)
+        self.num_envs = num_envs
+        self._true = np.ones(num_envs, dtype=np.bool_)
+        self._false = np.zeros(num_envs, dtype=np.bool_)
+        for array in (self._true, self._false):
+            array.flags.writeable = False
+        #: The boundary of a step where no episode ends or starts (the same in
+        #: every mode); returned as this very object, so ``b is tracker.quiet``
+        #: is a fast test.
+        self.quiet = Boundary(
+            self._false, self._false, self._true, self._false, self._false
+        )
+        self._ended = self._false
+
+    @property
+    def awaiting_reset(self) -> np.ndarray:
+        """The sub-envs whose episode ended on the last step and were not reset."""
+        return self._ended
+
+    def reset(self, mask: np.ndarray | None) -> Boundary:
+        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
+        false = self._false
+        if mask is None:
+            self._ended = false
+            return Boundary(false, self._true, false, false, false)
+        starts = np.asarray(mask, dtype=np.bool_)
+        if self._ended is not false:
+            self._ended = self._ended & ~starts
+        pending = self._ended if self.mode is AutoresetMode.DISABLED else false
+        return Boundary(false, starts, false, false, pending)
+
+    def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
+        """The boundary of a ``step`` that returned these flags."""
+        ended = np.logical_or(terminations, truncations)
+        before = self._ended
+        if ended.any():
+            self._ended = ended
+        else:
+            self._ended = self._false
+            if before is self._false or not before.any():
+                return self.quiet
+        return _boundary(self.mode, ended, before)

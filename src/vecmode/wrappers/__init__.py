@@ -1,0 +1,81 @@
+"""Vector wrappers that are right in every autoreset mode.
+
+Same names and arguments as :mod:`gymnasium.wrappers.vector`, so switching is an
+import change::
+
+    from gymnasium.wrappers.vector import NormalizeObservation   # before
+    from vecmode.wrappers import NormalizeObservation            # after
+
+Each one declares NEXT_STEP, SAME_STEP and DISABLED in the registry, transforms
+``info["final_obs"]`` like the observations, passes ``reset_mask`` down intact and
+keeps per-sub-env state right across partial resets. :class:`FrameStackObservation`
+is new (Gymnasium has no vector frame stack).
+
+For wrapper authors: :class:`ObservationWrapper`, :class:`ActionWrapper`,
+:class:`RewardWrapper` and :class:`StatefulWrapper` make a new wrapper right in
+every mode by default.
+"""
+
+from vecmode.wrappers.base import (
+    ActionWrapper,
+    ObservationWrapper,
+    RewardWrapper,
+    StatefulWrapper,
+)
+from vecmode.wrappers.common import RecordEpisodeStatistics
+from vecmode.wrappers.dict_info_to_list import DictInfoToList
+from vecmode.wrappers.stateful_observation import (
+    FrameStackObservation,
+    NormalizeObservation,
+)
+from vecmode.wrappers.stateful_reward import NormalizeReward
+from vecmode.wrappers.vectorize_action import (
+    ClipAction,
+    RescaleAction,
+    TransformAction,
+    VectorizeTransformAction,
+)
+from vecmode.wrappers.vectorize_observation import (
+    DtypeObservation,
+    FilterObservation,
+    FlattenObservation,
+    GrayscaleObservation,
+    RescaleObservation,
+    ReshapeObservation,
+    ResizeObservation,
+    TransformObservation,
+    VectorizeTransformObservation,
+)
+from vecmode.wrappers.vectorize_reward import (
+    ClipReward,
+    TransformReward,
+    VectorizeTransformReward,
+)
+
+__all__ = [
+    "ActionWrapper",
+    "ClipAction",
+    "ClipReward",
+    "DictInfoToList",
+    "DtypeObservation",
+    "FilterObservation",
+    "FlattenObservation",
+    "FrameStackObservation",
+    "GrayscaleObservation",
+    "NormalizeObservation",
+    "NormalizeReward",
+    "ObservationWrapper",
+    "RecordEpisodeStatistics",
+    "RescaleAction",
+    "RescaleObservation",
+    "ReshapeObservation",
+    "ResizeObservation",
+    "RewardWrapper",
+    "StatefulWrapper",
+    "TransformAction",
+    "TransformObservation",
+    "TransformReward",
+    "VectorizeTransformAction",
+    "VectorizeTransformObservation",
+    "VectorizeTransformReward",
+]

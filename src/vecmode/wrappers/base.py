@@ -1,0 +1,417 @@
+"""Base classes that make a vector wrapper correct in every autoreset mode.
+
+Subclass one and implement one method; the base does the mode-dependent part:
+
+* :class:`ObservationWrapper`: implement ``observations(batch)``; the base applies
+  it to every returned batch AND to the ended episodes' ``info["final_obs"]``
+  entries (batched, as a full-size batch), keeping ``_final_obs`` and the object
+  array layout.
+* :class:`ActionWrapper`: implement ``actions(batch)``.
+* :class:`RewardWrapper`: implement ``rewards(batch)``; NEXT_STEP's reset-step
+  reward (whose action was ignored) stays 0, whatever the transform.
+* :class:`StatefulWrapper`: implement the hooks ``episode_start(obs, mask)`` and
+  ``transition(obs, rewards, terminations, truncations, mask)``; the base calls
+  them exactly once per episode start and per real transition, with the masks of
+  the sub-envs concerned, in every mode and across partial resets.
+
+Every base declares all three modes in the registry (:func:`vecmode.supports`), so
+subclasses do too, unless they declare otherwise. All of them pass
+``reset(options={"reset_mask": mask})`` down with the mask intact, validated, and
+without mutating the caller's ``options``.
+
+What a step means for each sub-env comes from :mod:`vecmode.modes`
+(:class:`~vecmode.modes.BoundaryTracker`); nothing here branches on the mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Box
+from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.vector.utils import (
+    batch_space,
+    concatenate,
+    create_empty_array,
+    iterate,
+)
+
+from vecmode import errors
+from vecmode.core import StepResult, copy_batch, validate_reset_mask
+from vecmode.modes import MODES, Boundary, BoundaryTracker, mode_of
+from vecmode.registry import supports
+
+__all__ = [
+    "ActionWrapper",
+    "ObservationWrapper",
+    "RewardWrapper",
+    "StatefulWrapper",
+    "check_infos",
+    "empty_batch",
+    "forward_reset",
+    "iterate_batch",
+    "map_final_observations",
+    "merge_final_observations",
+    "replace_final_observations",
+]
+
+
+def forward_reset(
+    env: VectorEnv, seed: Any, options: dict[str, Any] | None, who: str = "wrapper"
+) -> tuple[Any, dict[str, Any], np.ndarray | None]:
+    """Reset ``env``; return ``(obs, infos, mask)``, ``mask`` None for a full reset.
+
+    ``options["reset_mask"]`` is validated (a clear error before anything resets)
+    and passed down as a bool array; ``env`` gets a copy of ``options``, so the
+    caller's dict is never mutated (Gymnasium's envs pop the mask from it).
+    """
+    mask = None
+    if options is not None:
+        options = dict(options)
+        if "reset_mask" in options:
+            mask = validate_reset_mask(options["reset_mask"], env.num_envs)
+            options["reset_mask"] = mask
+    obs, infos = env.reset(seed=seed, options=options)
+    check_infos(infos, who)
+    return obs, infos, mask
+
+
+def check_infos(infos: Any, who: str) -> None:
+    """Raise a clear error when ``infos`` is not Gymnasium's batched dict."""
+    if type(infos) is not dict and not isinstance(infos, dict):
+        raise TypeError(errors.infos_not_dict(who, infos))
+
+
+def _final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndarray:
+    final = infos.get("final_obs")
+    mask = infos.get("_final_obs")
+    if final is None or mask is None or not np.all(np.asarray(mask)[rows]):
+        raise ValueError(errors.final_obs_missing(who, np.flatnonzero(rows).tolist()))
+    return final
+
+
+def merge_final_observations(
+    space: Space,
+    observations: Any,
+    infos: dict[str, Any],
+    rows: np.ndarray,
+    who: str = "wrapper",
+) -> Any:
+    """A copy of the batch ``observations`` whose ``rows`` hold ``info["final_obs"]``.
+
+    ``space`` is the single-observation space of the env that returned them. The
+    result is a full-size batch, so a transform written for ``num_envs`` rows
+    applies to it.
+    """
+    final = _final_entries(infos, rows, who)
+    indices = np.flatnonzero(rows)
+    if type(space) is Box and type(observations) is np.ndarray:
+        merged = observations.copy()
+        for i in indices:
+            merged[i] = final[i]
+        return merged
+    singles = list(iterate_batch(space, observations, len(rows)))
+    for i in indices:
+        singles[i] = final[i]
+    return concatenate(space, singles, empty_batch(space, len(singles)))
+
+
+def empty_batch(space: Space, num_envs: int) -> Any:
+    """A new batch of ``num_envs`` items of ``space`` to concatenate into."""
+    return create_empty_array(space, num_envs)
+
+
+def iterate_batch(space: Space, batch: Any, num_envs: int) -> Any:
+    """The single items of ``batch``, a batch of ``num_envs`` items of ``space``."""
+    if type(space) is Box and type(batch) is np.ndarray:
+        return iter(batch)
+    return iterate(batch_space(space, num_envs), batch)
+
+
+def map_final_observations(
+    infos: dict[str, Any],
+    observations: Any,
+    transform: Any,
+    in_space: Space,
+    out_space: Space,
+    who: str = "wrapper",
+) -> dict[str, Any]:
+    """``infos`` with each ``final_obs`` entry replaced by its transform.
+
+    ``observations`` is the raw returned batch; the ended sub-envs' rows are
+    replaced by their final observations (:func:`merge_final_observations`),
+    ``transform`` maps that full-size batch, and the transformed rows go into a new
+    ``final_obs`` object array (same layout, ``_final_obs`` untouched, the inner
+    env's arrays not modified). ``in_space`` / ``out_space``: the single spaces
+    before and after the transform. Returns ``infos`` unchanged when no sub-env
+    has a final observation.
+    """
+    mask = infos.get("_final_obs")
+    if mask is None or not mask.any():
+        return infos
+    rows = np.asarray(mask, dtype=np.bool_)
+    transformed = transform(
+        merge_final_observations(in_space, observations, infos, rows, who)
+    )
+    return replace_final_observations(infos, rows, transformed, out_space)
+
+
+def replace_final_observations(
+    infos: dict[str, Any], rows: np.ndarray, batch: Any, space: Space
+) -> dict[str, Any]:
+    """``infos`` with ``final_obs[i]`` = item ``i`` of ``batch`` for the ``rows``."""
+    final = np.array(infos["final_obs"], dtype=object, copy=True)
+    singles = list(iterate_batch(space, batch, len(rows)))
+    for i in np.flatnonzero(rows):
+        final[i] = copy_batch(singles[i])
+    return {**infos, "final_obs": final}
+
+
+# ---------------------------------------------------------------------------- bases
+@supports(*MODES)
+class ObservationWrapper(VectorWrapper):
+    """Base for a wrapper that transforms observations, right in every mode.
+
+    Implement :meth:`observations` (a batch in, a batch out) and set
+    ``single_observation_space`` / ``observation_space`` if they change. The
+    transform is applied to the batch returned by ``reset`` and ``step`` and to
+    the final observations in ``info["final_obs"]`` (SAME_STEP): those are put in
+    a full-size batch in place of the returned rows, transformed together, and
+    written into a new ``final_obs`` array (``_final_obs`` kept).
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import ObservationWrapper
+    >>> class Double(ObservationWrapper):
+    ...     def observations(self, observations):
+    ...         return observations * 2
+    >>> envs = Double(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="SameStep", max_episode_steps=1))
+    >>> obs, _ = envs.reset(seed=0)
+    >>> _, _, _, _, infos = envs.step(np.array([0, 1]))
+    >>> infos["_final_obs"], infos["final_obs"][0].shape
+    (array([ True,  True]), (4,))
+    >>> envs.close()
+    """
+
+    def observations(self, observations: Any) -> Any:
+        """Transform a batch of observations (``num_envs`` rows)."""
+        raise NotImplementedError
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset, transforming the returned observations."""
+        obs, infos, _ = forward_reset(self.env, seed, options, type(self).__name__)
+        return self.observations(obs), infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step, transforming the returned and the final observations."""
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        check_infos(infos, type(self).__name__)
+        if "_final_obs" in infos and infos["_final_obs"].any():
+            infos = self.final_observations(infos, obs)
+        return self.observations(obs), rewards, terminations, truncations, infos
+
+    def final_observations(
+        self, infos: dict[str, Any], observations: Any
+    ) -> dict[str, Any]:
+        """``infos`` with its ``final_obs`` entries transformed (a new dict).
+
+        By default the final observations replace their rows of the returned batch
+        ``observations`` and the full-size batch goes through :meth:`observations`.
+        """
+        return map_final_observations(
+            infos,
+            observations,
+            self.observations,
+            self.env.single_observation_space,
+            self.single_observation_space,
+            type(self).__name__,
+        )
+
+
+@supports(*MODES)
+class ActionWrapper(VectorWrapper):
+    """Base for a wrapper that transforms actions (the same in every mode).
+
+    Implement :meth:`actions` (a batch in, a batch out; don't write into the
+    caller's batch) and set ``single_action_space`` / ``action_space`` if they
+    change.
+    """
+
+    def actions(self, actions: Any) -> Any:
+        """Transform a batch of actions (``num_envs`` rows) for the wrapped env."""
+        raise NotImplementedError
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset (``options`` passed down intact, never mutated)."""
+        obs, infos, _ = forward_reset(self.env, seed, options, type(self).__name__)
+        return obs, infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step with the transformed actions."""
+        return self.env.step(self.actions(actions))
+
+
+class _Tracked(VectorWrapper):
+    """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
+
+    #: What the last ``reset`` / ``step`` meant for each sub-env.
+    boundary: Boundary
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        self.boundaries = BoundaryTracker(mode_of(env), self.num_envs)
+        self.boundary = self.boundaries.reset(None)
+
+    def _reset_tracked(
+        self, seed: Any, options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any], Boundary]:
+        obs, infos, mask = forward_reset(self.env, seed, options, type(self).__name__)
+        self.boundary = self.boundaries.reset(mask)
+        return obs, infos, self.boundary
+
+    def _step_tracked(self, actions: Any) -> tuple[StepResult, Boundary]:
+        result = self.env.step(actions)
+        check_infos(result[4], type(self).__name__)
+        self.boundary = self.boundaries.step(result[2], result[3])
+        return result, self.boundary
+
+
+@supports(*MODES)
+class RewardWrapper(_Tracked):
+    """Base for a wrapper that transforms rewards, right in every mode.
+
+    Implement :meth:`rewards` (a batch in, a batch out). The transform applies to
+    the rewards of real transitions; NEXT_STEP's reset step (the step after an
+    episode ended, whose action the env ignored) keeps reward 0 whatever the
+    transform, so ``TransformReward(env, lambda r: r + 1)`` does not invent a
+    reward for a step that did not happen. In the other modes every step is real.
+    """
+
+    def rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Transform a batch of rewards (``num_envs`` entries)."""
+        raise NotImplementedError
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset (``options`` passed down intact, never mutated)."""
+        obs, infos, _ = self._reset_tracked(seed, options)
+        return obs, infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step, transforming the rewards of real transitions."""
+        (obs, rewards, terminations, truncations, infos), b = self._step_tracked(
+            actions
+        )
+        out = self.rewards(rewards)
+        if b is not self.boundaries.quiet and not b.real.all():
+            out = np.array(out, copy=True)
+            out[~b.real] = 0
+        return obs, out, terminations, truncations, infos
+
+
+@supports(*MODES)
+class StatefulWrapper(_Tracked):
+    """Base for a wrapper that keeps per-sub-env state across steps.
+
+    Override the hooks; the base calls them in every mode, exactly once per event:
+
+    * :meth:`episode_start` with the returned observations and the mask of the
+      sub-envs whose returned observation is the first of a new episode (after
+      ``reset``, a masked ``reset``, or an autoreset);
+    * :meth:`transition` with the observations the sub-envs moved to (for an
+      ended episode, its final observation, wherever the mode puts it), the
+      rewards and flags, and the mask of the sub-envs that made a real
+      transition (not NEXT_STEP's reset step).
+
+    Within one ``step``, ``transition`` runs before ``episode_start`` (in SAME_STEP
+    a sub-env can end an episode and start the next in the same call). After each
+    call, :attr:`boundary` says what it meant for every sub-env. ``reset`` and
+    ``step`` return the wrapped env's results unchanged; override them (calling
+    ``super()``) to change what is returned.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import StatefulWrapper
+    >>> class CountEpisodes(StatefulWrapper):
+    ...     def __init__(self, env):
+    ...         super().__init__(env)
+    ...         self.episodes = np.zeros(self.num_envs, dtype=int)
+    ...     def episode_start(self, observations, mask):
+    ...         self.episodes[mask] += 1
+    >>> for mode in vecmode.MODES:
+    ...     envs = CountEpisodes(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...         autoreset_mode=mode, max_episode_steps=2))
+    ...     _ = envs.reset(seed=0)
+    ...     for _ in range(3):
+    ...         _ = envs.step(np.array([0, 1]))
+    ...         if envs.boundary.needs_reset.any():
+    ...             _ = envs.reset(options={"reset_mask": envs.boundary.needs_reset})
+    ...     print(mode.value, envs.episodes)
+    NextStep [2 2]
+    SameStep [2 2]
+    Disabled [2 2]
+    """
+
+    def episode_start(self, observations: Any, mask: np.ndarray) -> None:
+        """Sub-envs in ``mask`` start an episode; ``observations[i]`` is its first."""
+
+    def transition(
+        self,
+        observations: Any,
+        rewards: np.ndarray,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        mask: np.ndarray,
+    ) -> None:
+        """Sub-envs in ``mask`` made a real transition to ``observations[i]``."""
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset; the reset sub-envs start an episode."""
+        obs, infos, b = self._reset_tracked(seed, options)
+        if b.starts.any():
+            self.episode_start(obs, b.starts)
+        return obs, infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step; call :meth:`transition` then :meth:`episode_start` where due."""
+        result, b = self._step_tracked(actions)
+        obs, rewards, terminations, truncations, infos = result
+        if b is self.boundaries.quiet:
+            self.transition(obs, rewards, terminations, truncations, b.real)
+            return result
+        if b.real.any():
+            self.transition(
+                self.last_observations(obs, infos),
+                rewards,
+                terminations,
+                truncations,
+                b.real,
+            )
+        if b.starts.any():
+            self.episode_start(obs, b.starts)
+        return result
+
+    def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
+        """The observations the last step moved to: the final ones where ended.
+
+        The returned batch, except for sub-envs whose final observation is in
+        ``info["final_obs"]`` (a copy is made then).
+        """
+        rows = self.boundary.final_in_info
+        if not rows.any():
+            return observations
+        return merge_final_observations(
+            self.env.single_observation_space,
+            observations,
+            infos,
+            rows,
+            type(self).__name__,
+        )

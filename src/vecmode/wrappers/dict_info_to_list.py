@@ -1,0 +1,91 @@
+"""Infos as a list of per-sub-env dicts, ``final_info`` / ``final_obs`` included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+from vecmode import errors
+from vecmode.modes import MODES
+from vecmode.registry import supports
+from vecmode.wrappers.base import check_infos, forward_reset
+
+__all__ = ["DictInfoToList", "infos_to_list"]
+
+
+def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
+    """Gymnasium's batched info dict as one dict per sub-env.
+
+    Each sub-env's dict holds the keys its ``_key`` mask marks (every key without
+    a mask); nested dicts such as ``final_info`` become that sub-env's own dict,
+    and ``final_obs`` its own final observation.
+
+    >>> import numpy as np
+    >>> infos_to_list({"x": np.array([1, 2]), "_x": np.array([True, False])}, 2)
+    [{'x': np.int64(1)}, {}]
+    """
+    out: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+    for key, value in infos.items():
+        if key.startswith("_"):  # masks (and private keys), as Gymnasium
+            continue
+        mask = infos.get(f"_{key}")
+        if mask is not None and len(mask) != num_envs:
+            raise ValueError(errors.info_length(f"_{key}", len(mask), num_envs))
+        if isinstance(value, dict):
+            items: Any = infos_to_list(value, num_envs)
+        elif isinstance(value, np.ndarray) and value.ndim and len(value) == num_envs:
+            items = value
+        else:
+            length = len(value) if hasattr(value, "__len__") else None
+            raise ValueError(errors.info_length(key, length, num_envs))
+        for i in range(num_envs) if mask is None else np.flatnonzero(mask):
+            out[i][key] = items[i]
+    return out
+
+
+@supports(*MODES)
+class DictInfoToList(VectorWrapper):
+    """Return infos as a list with one dict per sub-env, in every mode.
+
+    Same as :class:`gymnasium.wrappers.vector.DictInfoToList`: sub-env ``i``'s
+    dict holds the keys it reported. In SAME_STEP its ``final_obs`` and its own
+    ``final_info`` dict are in it too. Other wrappers read Gymnasium's dict
+    layout, so this one goes outermost.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import DictInfoToList
+    >>> envs = DictInfoToList(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="SameStep", max_episode_steps=1))
+    >>> _ = envs.reset(seed=0)
+    >>> infos = envs.step(np.array([0, 1]))[4]
+    >>> sorted(infos[0]), infos[0]["final_info"]
+    (['final_info', 'final_obs'], {})
+    >>> envs.close()
+    """
+
+    def __init__(self, env: VectorEnv) -> None:
+        """Wrap ``env``; it must return Gymnasium's batched info dicts."""
+        super().__init__(env)
+
+    def reset(  # type: ignore[override]
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """Reset; infos as a list."""
+        obs, infos, _ = forward_reset(self.env, seed, options, type(self).__name__)
+        return obs, infos_to_list(infos, self.num_envs)
+
+    def step(  # type: ignore[override]
+        self, actions: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """Step; infos as a list."""
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        check_infos(infos, type(self).__name__)
+        return (
+            obs,
+            rewards,
+            terminations,
+            truncations,
+            infos_to_list(infos, self.num_envs),
+        )

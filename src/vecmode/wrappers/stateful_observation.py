@@ -1,0 +1,301 @@
+"""Observation wrappers with state: normalisation and frame stacking.
+
+Both are right in every mode and across partial resets: statistics see every
+real observation exactly once (the final ones in ``info["final_obs"]`` included,
+a masked reset's untouched rows not again), and every episode starts a fresh
+frame stack whose final stacked observation is where the mode puts final
+observations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from gymnasium import Space
+from gymnasium.error import InvalidBound
+from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space, create_empty_array
+from gymnasium.wrappers.utils import RunningMeanStd
+
+from vecmode import errors
+from vecmode.core import StepResult, copy_batch
+from vecmode.wrappers.base import (
+    StatefulWrapper,
+    map_final_observations,
+)
+
+__all__ = ["FrameStackObservation", "NormalizeObservation"]
+
+
+class NormalizeObservation(StatefulWrapper):
+    """Normalise Box observations to mean 0 and variance 1, per dimension.
+
+    Same arguments and statistics as
+    :class:`gymnasium.wrappers.vector.NormalizeObservation` (over a NEXT_STEP env
+    it returns exactly what Gymnasium's does), and right in every mode: the running
+    statistics (``obs_rms``) are updated once per call with every observation it
+    revealed, each exactly once: after ``reset``, the reset sub-envs' observations
+    (not the untouched rows of a masked reset); after ``step``, every returned
+    observation and the final observations in ``info["final_obs"]``. Those final
+    observations are normalised too.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import NormalizeObservation
+    >>> envs = NormalizeObservation(vecmode.make_vec("CartPole-v1", num_envs=4,
+    ...     autoreset_mode="SameStep"))
+    >>> obs, _ = envs.reset(seed=0)
+    >>> for _ in range(100):
+    ...     obs, *_ = envs.step(envs.action_space.sample())
+    >>> bool(abs(obs.mean()) < 1), envs.obs_rms.count > 400
+    (True, True)
+    >>> envs.close()
+    """
+
+    def __init__(self, env: VectorEnv, epsilon: float = 1e-8) -> None:
+        """``epsilon``: added to the variance before its square root."""
+        super().__init__(env)
+        space = self.env.single_observation_space
+        if not isinstance(space, Box):
+            raise TypeError(errors.needs_box(type(self).__name__, space))
+        if epsilon <= 0:
+            raise InvalidBound(
+                f"`epsilon` should be strictly positive. Received {epsilon}"
+            )
+        self.single_observation_space = Box(
+            low=-np.inf, high=np.inf, shape=space.shape, dtype=np.float32
+        )
+        self.observation_space = batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.obs_rms = RunningMeanStd(shape=space.shape, dtype=space.dtype)
+        self.epsilon = epsilon
+        self._update_running_mean = True
+
+    @property
+    def update_running_mean(self) -> bool:
+        """Whether the statistics are updated (set False to freeze them)."""
+        return self._update_running_mean
+
+    @update_running_mean.setter
+    def update_running_mean(self, setting: bool) -> None:
+        self._update_running_mean = setting
+
+    def normalize(self, observations: np.ndarray) -> np.ndarray:
+        """Normalise a batch with the current statistics (no update)."""
+        return (
+            (observations - self.obs_rms.mean)
+            / np.sqrt(self.obs_rms.var + self.epsilon)
+        ).astype(np.float32)
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset; the reset sub-envs' observations update the statistics."""
+        obs, infos = super().reset(seed=seed, options=options)
+        if self._update_running_mean:
+            starts = self.boundary.starts
+            if starts.all():
+                self.obs_rms.update(obs)
+            elif starts.any():
+                self.obs_rms.update(obs[starts])
+        return self.normalize(obs), infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step; returned and final observations update the statistics, in one go."""
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        finals = self.boundary.final_in_info
+        ended = finals.any()
+        if self._update_running_mean:
+            if ended:
+                final = infos["final_obs"]
+                seen = np.concatenate(
+                    [obs, np.stack([final[i] for i in np.flatnonzero(finals)])]
+                )
+                self.obs_rms.update(seen)
+            else:
+                self.obs_rms.update(obs)
+        if ended:
+            infos = map_final_observations(
+                infos,
+                obs,
+                self.normalize,
+                self.env.single_observation_space,
+                self.single_observation_space,
+                type(self).__name__,
+            )
+        return self.normalize(obs), rewards, terminations, truncations, infos
+
+
+_STACKABLE = (Box, Discrete, MultiDiscrete, MultiBinary)
+
+
+def _leaves(space: Space, *values: Any) -> Iterator[tuple[Any, ...]]:
+    """The leaves of values structured like ``space`` (Dict / Tuple), in order."""
+    if isinstance(space, Dict):
+        for key, sub in space.spaces.items():
+            yield from _leaves(sub, *(value[key] for value in values))
+    elif isinstance(space, Tuple):
+        for j, sub in enumerate(space.spaces):
+            yield from _leaves(sub, *(value[j] for value in values))
+    else:
+        yield values
+
+
+def _tree_map(space: Space, fn: Callable[[Any], Any], value: Any) -> Any:
+    if isinstance(space, Dict):
+        return {
+            key: _tree_map(sub, fn, value[key]) for key, sub in space.spaces.items()
+        }
+    if isinstance(space, Tuple):
+        return tuple(_tree_map(sub, fn, value[j]) for j, sub in enumerate(space.spaces))
+    return fn(value)
+
+
+def _leaf_spaces(space: Space) -> Iterator[Space]:
+    if isinstance(space, Dict):
+        for sub in space.spaces.values():
+            yield from _leaf_spaces(sub)
+    elif isinstance(space, Tuple):
+        for sub in space.spaces:
+            yield from _leaf_spaces(sub)
+    else:
+        yield space
+
+
+class FrameStackObservation(StatefulWrapper):
+    """Stack each sub-env's last ``stack_size`` observations (Gymnasium has none).
+
+    A vector version of :class:`gymnasium.wrappers.FrameStackObservation`, with
+    its arguments: each sub-env returns what that single-env wrapper would return
+    on it, in every mode. Every episode starts a fresh stack, padded with
+    ``padding_type``: ``"reset"`` (the first observation), ``"zero"``, or a
+    custom observation of the env's single observation space. The final stacked
+    observation of every ended episode is where the mode puts final observations
+    (the returned observation, or ``info["final_obs"]`` in SAME_STEP).
+
+    Observations may be Box, Discrete, MultiDiscrete, MultiBinary or Dict / Tuple
+    spaces of those; the stacked space is ``batch_space(single_space, stack_size)``
+    per sub-env.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import FrameStackObservation
+    >>> envs = FrameStackObservation(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="SameStep", max_episode_steps=2), stack_size=3)
+    >>> obs, _ = envs.reset(seed=0)
+    >>> obs.shape
+    (2, 3, 4)
+    >>> _ = envs.step(np.array([0, 1]))
+    >>> obs, _, _, truncations, infos = envs.step(np.array([0, 1]))
+    >>> truncations, infos["final_obs"][0].shape
+    (array([ True,  True]), (3, 4))
+    >>> bool((obs[0] == obs[0][0]).all())  # a fresh stack of the new first obs
+    True
+    >>> envs.close()
+    """
+
+    def __init__(
+        self, env: VectorEnv, stack_size: int, *, padding_type: Any = "reset"
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.FrameStackObservation`.
+
+        Args:
+            env: the vector env to wrap.
+            stack_size: how many observations to stack (> 0).
+            padding_type: ``"reset"``, ``"zero"``, or an observation of the env's
+                single observation space to pad new stacks with.
+        """
+        super().__init__(env)
+        space = self.env.single_observation_space
+        if not np.issubdtype(type(stack_size), np.integer):
+            raise TypeError(
+                f"The stack_size is expected to be an integer, actual type: "
+                f"{type(stack_size)}"
+            )
+        if not stack_size > 0:
+            raise ValueError(
+                f"The stack_size needs to be greater than zero, actual value: "
+                f"{stack_size}"
+            )
+        unstackable = [s for s in _leaf_spaces(space) if not isinstance(s, _STACKABLE)]
+        if unstackable:
+            raise TypeError(errors.not_stackable(space, unstackable[0]))
+        if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
+            self.padding_value: Any = None
+        elif not isinstance(padding_type, str) and padding_type in space:
+            self.padding_value = padding_type
+            padding_type = "_custom"
+        else:
+            raise ValueError(errors.padding_type(padding_type, space))
+        self.stack_size = int(stack_size)
+        self.padding_type = padding_type
+        self.single_observation_space = batch_space(space, n=self.stack_size)
+        self.observation_space = batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self._space = space
+        self.stacks = create_empty_array(
+            self.single_observation_space, self.num_envs, fn=np.zeros
+        )
+        self._finals: dict[int, Any] = {}
+
+    def episode_start(self, observations: Any, mask: np.ndarray) -> None:
+        """A fresh stack, padded, ending with the first observation."""
+        every = mask.all()
+        rows: Any = slice(None) if every else mask
+        pad = self.padding_type
+        if pad == "_custom":
+            leaves = _leaves(self._space, self.stacks, observations, self.padding_value)
+            for stack, obs, value in leaves:
+                stack[rows, :-1] = value
+                stack[rows, -1] = obs[rows]
+            return
+        for stack, obs in _leaves(self._space, self.stacks, observations):
+            new = obs[rows]
+            if pad == "reset":
+                stack[rows] = np.expand_dims(new, 1)
+            else:
+                stack[rows, :-1] = 0
+                stack[rows, -1] = new
+
+    def transition(
+        self,
+        observations: Any,
+        rewards: np.ndarray,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        mask: np.ndarray,
+    ) -> None:
+        """Push each sub-env's new observation; keep the final stacks aside."""
+        rows: Any = slice(None) if mask.all() else mask
+        for stack, obs in _leaves(self._space, self.stacks, observations):
+            stack[rows, :-1] = stack[rows, 1:]
+            stack[rows, -1] = obs[rows]
+        finals = self.boundary.final_in_info
+        if finals.any():
+            self._finals = {int(i): self._row(int(i)) for i in np.flatnonzero(finals)}
+
+    def _row(self, i: int) -> Any:
+        return _tree_map(
+            self.single_observation_space, lambda leaf: leaf[i].copy(), self.stacks
+        )
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset; reset sub-envs get a fresh stack, the others keep theirs."""
+        _, infos = super().reset(seed=seed, options=options)
+        return copy_batch(self.stacks), infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step; returns the stacks (final stacks in ``final_obs`` where ended)."""
+        _, rewards, terminations, truncations, infos = super().step(actions)
+        if self._finals:
+            finals, self._finals = self._finals, {}
+            final_obs = np.array(infos["final_obs"], dtype=object, copy=True)
+            for i, stacked in finals.items():
+                final_obs[i] = stacked
+            infos = {**infos, "final_obs": final_obs}
+        return copy_batch(self.stacks), rewards, terminations, truncations, infos

@@ -1,0 +1,100 @@
+"""Reward normalisation with state, right in every mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.error import InvalidBound
+from gymnasium.vector import VectorEnv
+from gymnasium.wrappers.utils import RunningMeanStd
+
+from vecmode.core import StepResult
+from vecmode.wrappers.base import StatefulWrapper
+
+__all__ = ["NormalizeReward"]
+
+
+class NormalizeReward(StatefulWrapper):
+    """Scale rewards so that their discounted sum has roughly unit variance.
+
+    Same arguments and statistics as
+    :class:`gymnasium.wrappers.vector.NormalizeReward` (over a NEXT_STEP env it
+    returns exactly what Gymnasium's does) and right in every mode: on each real
+    transition, and only then, sub-env ``i``'s discounted sum is updated,
+    ``accumulated_reward[i] = accumulated_reward[i] * gamma * (1 - terminated[i])
+    + reward[i]``, and the running variance (``return_rms``) takes the updated
+    sums of the sub-envs that moved. Rewards are divided by
+    ``sqrt(return_rms.var + epsilon)``. As in Gymnasium (and its single-env
+    ``NormalizeReward``), the sum runs on across episodes, cut by a termination
+    only; ``reset()`` without a mask restarts it for every sub-env, a masked
+    reset (DISABLED's way to start the next episode) leaves it as it is, exactly
+    as an autoreset does in the other modes.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import NormalizeReward
+    >>> envs = NormalizeReward(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="Disabled"), gamma=0.9)
+    >>> _ = envs.reset(seed=0)
+    >>> _, rewards, *_ = envs.step(np.array([0, 1]))
+    >>> envs.accumulated_reward, envs.return_rms.count
+    (array([1., 1.], dtype=float32), 2.0001)
+    >>> envs.close()
+    """
+
+    def __init__(
+        self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
+    ) -> None:
+        """Args as Gymnasium's (``gamma`` in [0, 1], ``epsilon`` > 0)."""
+        if not 0 <= gamma <= 1:
+            raise InvalidBound(
+                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
+            )
+        if epsilon <= 0:
+            raise InvalidBound(
+                f"`epsilon` should be strictly positive. Received {epsilon}"
+            )
+        super().__init__(env)
+        self.return_rms = RunningMeanStd(shape=())
+        self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
+        self.gamma = gamma
+        self.epsilon = epsilon
+        self._update_running_mean = True
+
+    @property
+    def update_running_mean(self) -> bool:
+        """Whether the statistics are updated (set False to freeze them)."""
+        return self._update_running_mean
+
+    @update_running_mean.setter
+    def update_running_mean(self, setting: bool) -> None:
+        self._update_running_mean = setting
+
+    def transition(
+        self,
+        observations: Any,
+        rewards: np.ndarray,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        mask: np.ndarray,
+    ) -> None:
+        """Update the discounted sums and their statistics for the moving sub-envs."""
+        acc = self.accumulated_reward
+        acc[mask] = acc[mask] * self.gamma * (1 - terminations[mask]) + rewards[mask]
+        if self._update_running_mean:
+            self.return_rms.update(acc[mask])
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset; a reset without a mask restarts every discounted sum."""
+        obs, infos = super().reset(seed=seed, options=options)
+        if options is None or "reset_mask" not in options:
+            self.accumulated_reward[:] = 0
+        return obs, infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step, scaling the rewards (NEXT_STEP's reset-step reward stays 0)."""
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        scaled = rewards / np.sqrt(self.return_rms.var + self.epsilon)
+        return obs, scaled, terminations, truncations, infos

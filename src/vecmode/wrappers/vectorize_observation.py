@@ -1,0 +1,260 @@
+"""Observation transforms, right in every mode (``final_obs`` transformed too).
+
+Same names and arguments as :mod:`gymnasium.wrappers.vector`'s, so switching is an
+import change; unlike Gymnasium's, these accept SAME_STEP envs, transform
+``info["final_obs"]`` like the observations, and never write into the wrapped
+env's arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import Env, Space
+from gymnasium.error import DependencyNotInstalled
+from gymnasium.logger import warn
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate
+from gymnasium.wrappers import transform_observation
+
+from vecmode import errors
+from vecmode.wrappers.base import (
+    ObservationWrapper,
+    empty_batch,
+    iterate_batch,
+)
+
+__all__ = [
+    "DtypeObservation",
+    "FilterObservation",
+    "FlattenObservation",
+    "GrayscaleObservation",
+    "RescaleObservation",
+    "ReshapeObservation",
+    "ResizeObservation",
+    "TransformObservation",
+    "VectorizeTransformObservation",
+]
+
+
+class TransformObservation(ObservationWrapper):
+    """Apply ``func`` to each batch of observations (and to final observations).
+
+    ``func`` maps a batch of ``num_envs`` observations to a batch; the final
+    observations of ended episodes (SAME_STEP) are transformed in a full-size
+    batch too, so ``func`` may assume ``num_envs`` rows.
+
+    >>> import numpy as np, vecmode
+    >>> from gymnasium.spaces import Box
+    >>> from vecmode.wrappers import TransformObservation
+    >>> envs = TransformObservation(
+    ...     vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
+    ...                      max_episode_steps=1),
+    ...     func=lambda obs: obs[:, :2],  # keep the cart's position and velocity
+    ...     single_observation_space=Box(-5, 5, (2,)))
+    >>> _ = envs.reset(seed=0)
+    >>> obs, _, _, _, infos = envs.step(np.array([0, 1]))
+    >>> obs.shape, infos["final_obs"][0].shape
+    ((2, 2), (2,))
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        func: Callable[[Any], Any],
+        observation_space: Space | None = None,
+        single_observation_space: Space | None = None,
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.vector.TransformObservation`.
+
+        Args:
+            env: the vector env to wrap.
+            func: maps a batch of observations to a batch.
+            observation_space: the batched space of the result; by default
+                computed from ``single_observation_space``, or the env's.
+            single_observation_space: the space of one result; by default the env's.
+        """
+        super().__init__(env)
+        set_spaces(self, "observation", observation_space, single_observation_space)
+        self.func = func
+
+    def observations(self, observations: Any) -> Any:
+        """Apply ``func``."""
+        return self.func(observations)
+
+
+def set_spaces(
+    wrapper: Any, kind: str, space: Space | None, single_space: Space | None
+) -> None:
+    """Set ``{kind}_space`` / ``single_{kind}_space`` as Gymnasium's transforms do."""
+    if space is None:
+        if single_space is not None:
+            setattr(wrapper, f"single_{kind}_space", single_space)
+            setattr(
+                wrapper, f"{kind}_space", batch_space(single_space, wrapper.num_envs)
+            )
+    else:
+        setattr(wrapper, f"{kind}_space", space)
+        if single_space is not None:
+            setattr(wrapper, f"single_{kind}_space", single_space)
+    batched = batch_space(getattr(wrapper, f"single_{kind}_space"), wrapper.num_envs)
+    if getattr(wrapper, f"{kind}_space") != batched:
+        warn(
+            f"For {wrapper.env}, the {kind} space and the batched single {kind} "
+            f"space don't match as expected, {kind}_space="
+            f"{getattr(wrapper, f'{kind}_space')}, batched single_{kind}_space="
+            f"{batched}"
+        )
+
+
+class _SingleEnv(Env):
+    """A stand-in single env, so a single-env wrapper can be built on a space."""
+
+    def __init__(
+        self, observation_space: Space | None = None, action_space: Space | None = None
+    ) -> None:
+        if observation_space is not None:
+            self.observation_space = observation_space
+        if action_space is not None:
+            self.action_space = action_space
+
+
+class VectorizeTransformObservation(ObservationWrapper):
+    """Vectorize a single-env observation wrapper (a ``TransformObservation``).
+
+    The single-env wrapper's function is applied to each sub-env's observation,
+    and to each final observation in ``info["final_obs"]``.
+
+    >>> import numpy as np, vecmode
+    >>> from gymnasium.spaces import Box
+    >>> from gymnasium.wrappers import TransformObservation as SingleTransform
+    >>> from vecmode.wrappers import VectorizeTransformObservation
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2)
+    >>> envs = VectorizeTransformObservation(envs, wrapper=SingleTransform,
+    ...     func=lambda o: o[:2], observation_space=Box(-5, 5, (2,)))
+    >>> envs.reset(seed=0)[0].shape
+    (2, 2)
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        wrapper: type[transform_observation.TransformObservation],
+        **kwargs: Any,
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformObservation`.
+
+        Args:
+            env: the vector env to wrap.
+            wrapper: the single-env wrapper class to vectorize.
+            **kwargs: its arguments.
+        """
+        super().__init__(env)
+        self.wrapper = wrapper(_SingleEnv(self.env.single_observation_space), **kwargs)
+        self.single_observation_space = self.wrapper.observation_space
+        self.observation_space = batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self._func = self.wrapper.func
+
+    def observations(self, observations: Any) -> Any:
+        """Apply the single-env function to each sub-env's observation."""
+        func = self._func
+        return concatenate(
+            self.single_observation_space,
+            [
+                func(obs)
+                for obs in iterate_batch(
+                    self.env.single_observation_space, observations, self.num_envs
+                )
+            ],
+            empty_batch(self.single_observation_space, self.num_envs),
+        )
+
+    def final_observations(
+        self, infos: dict[str, Any], observations: Any
+    ) -> dict[str, Any]:
+        """Apply the single-env function to each final observation."""
+        rows = np.asarray(infos["_final_obs"], dtype=np.bool_)
+        final = infos["final_obs"]
+        out = np.array(final, dtype=object, copy=True)
+        for i in np.flatnonzero(rows):
+            out[i] = self._func(final[i])
+        return {**infos, "final_obs": out}
+
+
+class FilterObservation(VectorizeTransformObservation):
+    """Keep some keys (Dict) or indices (Tuple) of the observations."""
+
+    def __init__(self, env: VectorEnv, filter_keys: Sequence[str | int]) -> None:
+        """``filter_keys``: the keys (Dict) or indices (Tuple) to keep."""
+        super().__init__(
+            env, transform_observation.FilterObservation, filter_keys=filter_keys
+        )
+
+
+class FlattenObservation(VectorizeTransformObservation):
+    """Flatten each observation (``gymnasium.spaces.utils.flatten``)."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        """Flatten the observations of ``env``."""
+        super().__init__(env, transform_observation.FlattenObservation)
+
+
+class GrayscaleObservation(VectorizeTransformObservation):
+    """Convert RGB image observations to grayscale."""
+
+    def __init__(self, env: VectorEnv, keep_dim: bool = False) -> None:
+        """``keep_dim``: keep a channel axis of size 1."""
+        super().__init__(
+            env, transform_observation.GrayscaleObservation, keep_dim=keep_dim
+        )
+
+
+class ResizeObservation(VectorizeTransformObservation):
+    """Resize image observations (needs OpenCV: ``pip install "vecmode[opencv]"``)."""
+
+    def __init__(self, env: VectorEnv, shape: tuple[int, ...]) -> None:
+        """``shape``: the new ``(height, width)``."""
+        try:
+            super().__init__(env, transform_observation.ResizeObservation, shape=shape)
+        except DependencyNotInstalled as error:
+            raise DependencyNotInstalled(errors.opencv_missing()) from error
+
+
+class ReshapeObservation(VectorizeTransformObservation):
+    """Reshape Box observations."""
+
+    def __init__(self, env: VectorEnv, shape: int | tuple[int, ...]) -> None:
+        """``shape``: the new shape of one observation."""
+        super().__init__(env, transform_observation.ReshapeObservation, shape=shape)
+
+
+class RescaleObservation(VectorizeTransformObservation):
+    """Affinely rescale Box observations to ``[min_obs, max_obs]``."""
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        min_obs: float | np.floating | np.integer | np.ndarray,
+        max_obs: float | np.floating | np.integer | np.ndarray,
+    ) -> None:
+        """``min_obs`` / ``max_obs``: the new bounds (scalars or arrays)."""
+        super().__init__(
+            env,
+            transform_observation.RescaleObservation,
+            min_obs=min_obs,
+            max_obs=max_obs,
+        )
+
+
+class DtypeObservation(VectorizeTransformObservation):
+    """Cast observations to ``dtype``."""
+
+    def __init__(self, env: VectorEnv, dtype: Any) -> None:
+        """``dtype``: the new dtype."""
+        super().__init__(env, transform_observation.DtypeObservation, dtype=dtype)

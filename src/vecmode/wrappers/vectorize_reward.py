@@ -1,0 +1,99 @@
+"""Reward transforms, right in every mode.
+
+Same names and arguments as :mod:`gymnasium.wrappers.vector`'s. The transform
+applies to real transitions only: NEXT_STEP's reset step (after an episode ended;
+the env ignored its action) keeps reward 0, whatever the transform (see
+:class:`vecmode.wrappers.RewardWrapper`). They never write into the wrapped env's
+reward array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from gymnasium import Env
+from gymnasium.vector import VectorEnv
+from gymnasium.wrappers import transform_reward
+
+from vecmode.wrappers.base import RewardWrapper
+
+__all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
+
+
+class TransformReward(RewardWrapper):
+    """Apply ``func`` to each batch of rewards.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import TransformReward
+    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", num_envs=2),
+    ...                        func=lambda rewards: rewards * 10)
+    >>> _ = envs.reset(seed=0)
+    >>> envs.step(np.array([0, 1]))[1]
+    array([10., 10.])
+    >>> envs.close()
+    """
+
+    def __init__(
+        self, env: VectorEnv, func: Callable[[np.ndarray], np.ndarray]
+    ) -> None:
+        """``func`` maps a batch of rewards to a batch."""
+        super().__init__(env)
+        self.func = func
+
+    def rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Apply ``func``."""
+        return self.func(rewards)
+
+
+class VectorizeTransformReward(RewardWrapper):
+    """Vectorize a single-env reward wrapper (a ``TransformReward``)."""
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        wrapper: type[transform_reward.TransformReward],
+        **kwargs: Any,
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformReward`.
+
+        Args:
+            env: the vector env to wrap.
+            wrapper: the single-env wrapper class to vectorize.
+            **kwargs: its arguments.
+        """
+        super().__init__(env)
+        self.wrapper = wrapper(Env(), **kwargs)
+        self._func = self.wrapper.func
+
+    def rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Apply the single-env function to each reward (into a new array)."""
+        out = np.array(rewards, copy=True)
+        func = self._func
+        for i, r in enumerate(out):
+            out[i] = func(r)
+        return out
+
+
+class ClipReward(VectorizeTransformReward):
+    """Clip rewards to ``[min_reward, max_reward]``."""
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        min_reward: float | np.ndarray | None = None,
+        max_reward: float | np.ndarray | None = None,
+    ) -> None:
+        """The bounds (one may be None); Gymnasium's checks apply."""
+        super().__init__(
+            env,
+            transform_reward.ClipReward,
+            min_reward=min_reward,
+            max_reward=max_reward,
+        )
+        self._bounds = (min_reward, max_reward)
+
+    def rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Clip the whole batch at once (a new array)."""
+        return np.clip(rewards, *self._bounds)

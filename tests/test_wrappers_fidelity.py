@@ -1,0 +1,147 @@
+"""vecmode's wrappers against Gymnasium itself, call by call, in every mode.
+
+* Per-sub-env reference: ``SyncVectorEnv([single_wrapper(env_i) ...], mode)`` is
+  what each sub-env must see; the vecmode vector wrapper returns exactly that, in
+  every mode, over vecmode's core and over Gymnasium's own vector envs, with
+  partial resets (DISABLED's resets of ended sub-envs, and extra random masks).
+* Gymnasium's vector wrapper, where it is right (NEXT_STEP): exactly the same.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecmode
+from tests.helpers import assert_same_run, drive, make_script
+from tests.wrapper_cases import (
+    GYM_CASES,
+    MODES,
+    SINGLE_CASES,
+    Case,
+    env_fns,
+    reference,
+    vecmode_base,
+)
+from vecmode import AutoresetMode
+from vecmode.wrappers import RecordEpisodeStatistics
+
+STEPS = 14
+
+
+class Snapshot(gym.vector.VectorWrapper):
+    """Deep-copies every result when it is returned (a later call may mutate it)."""
+
+    def reset(self, **kwargs):
+        return copy.deepcopy(self.env.reset(**kwargs))
+
+    def step(self, actions):
+        return copy.deepcopy(self.env.step(actions))
+
+
+def _run(envs, script, mode):
+    try:
+        return drive(Snapshot(envs), script, disabled=mode is AutoresetMode.DISABLED)
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("case", SINGLE_CASES, ids=str)
+def test_each_sub_env_sees_the_single_env_wrapper(case: Case, mode, base):
+    expected_envs = reference(case.env, mode, case)
+    script = make_script(expected_envs, STEPS, seed=3, mask_prob=0.4)
+    expected = _run(expected_envs, script, mode)
+    got = _run(case.wrap(vecmode_base(case.env, mode, base)), script, mode)
+    assert_same_run(expected, got)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize(
+    "name", ["FrameStackObservation", "TransformObservation", "ClipAction"]
+)
+def test_over_gymnasium_async(name, mode):
+    case = next(c for c in SINGLE_CASES if c.name == name)
+    expected_envs = reference(case.env, mode, case)
+    script = make_script(expected_envs, 8, seed=5, mask_prob=0.4)
+    expected = _run(expected_envs, script, mode)
+    got = _run(case.wrap(vecmode_base(case.env, mode, "gymnasium-async")), script, mode)
+    assert_same_run(expected, got)
+
+
+def _without_time(run):
+    """Drop RecordEpisodeStatistics' wall-clock ``t`` (the one non-deterministic value)."""
+    for _, result in run:
+        infos = result[-1]
+        if isinstance(infos, dict) and "episode" in infos:
+            infos["episode"].pop("t")
+    return run
+
+
+@pytest.mark.parametrize("case", GYM_CASES, ids=str)
+def test_same_as_gymnasiums_wrapper_in_next_step(case: Case):
+    mode = AutoresetMode.NEXT_STEP
+    # Gymnasium's NormalizeObservation refuses partial resets and its
+    # NormalizeReward clears every sub-env on one: compare without extra masks.
+    mask_prob = 0.0 if case.stateful else 0.4
+    expected_envs = case.gym_vector(
+        vecmode.SyncVectorEnv.__mro__[2](env_fns(case.env), autoreset_mode=mode)
+    )
+    script = make_script(expected_envs, STEPS, seed=4, mask_prob=mask_prob)
+    expected = _without_time(_run(expected_envs, script, mode))
+    got = _without_time(_run(case.wrap(vecmode_base(case.env, mode)), script, mode))
+    assert_same_run(expected, got)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_record_episode_statistics_where_gymnasiums_is_right(mode):
+    """SAME_STEP: Gymnasium's is right; DISABLED: Gymnasium's is right directly over
+    vecmode's core (whose reset leaves the options alone), so compare there."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics as GymStats
+
+    script = make_script(vecmode_base("box", mode), STEPS, seed=6, mask_prob=0.4)
+    expected = _without_time(_run(GymStats(vecmode_base("box", mode)), script, mode))
+    got = _without_time(
+        _run(RecordEpisodeStatistics(vecmode_base("box", mode)), script, mode)
+    )
+    assert_same_run(expected, got)
+
+
+def test_reward_transform_leaves_next_steps_reset_step_at_zero():
+    from vecmode.wrappers import TransformReward
+
+    envs = TransformReward(vecmode_base("box", AutoresetMode.NEXT_STEP), lambda r: r + 100)
+    envs.reset(seed=0)
+    rewards = []
+    for _ in range(4):
+        _, r, _, _, _ = envs.step(np.zeros(3, dtype=np.int64))
+        rewards.append(r.tolist())
+    # sub-env 2's first episode lasts 1 step: its second call is the reset step
+    assert rewards[1][2] == 0.0
+    assert all(r >= 100 for r in rewards[0])
+    envs.close()
+
+
+def test_episode_mask_is_not_changed_by_a_later_partial_reset():
+    """Gymnasium 1.4's RecordEpisodeStatistics returns its own ``prev_dones`` as
+    ``info["_episode"]``, so a later masked reset rewrites the info the caller
+    holds; vecmode's returns a fresh array."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics as GymStats
+
+    results = {}
+    for name, wrapper in (("gymnasium", GymStats), ("vecmode", RecordEpisodeStatistics)):
+        envs = wrapper(vecmode_base("box", AutoresetMode.NEXT_STEP))
+        envs.reset(seed=0)
+        _, _, _, _, infos = envs.step(np.zeros(3, dtype=np.int64))
+        held = infos["_episode"].copy()
+        envs.reset(options={"reset_mask": np.array([False, False, True])})
+        results[name] = (held, infos["_episode"])
+        envs.close()
+    held, later = results["vecmode"]
+    assert held.tolist() == later.tolist() == [False, False, True]
+    held, later = results["gymnasium"]
+    assert held.tolist() == [False, False, True] and later.tolist() == [False] * 3

@@ -1,0 +1,320 @@
+"""The catalogue of vecmode wrappers under test, with their references.
+
+Each :class:`Case` builds one vecmode wrapper (or stack) on a vector env, and says
+what it must agree with:
+
+* ``single``: the single-env Gymnasium wrapper whose per-sub-env behaviour the
+  vector wrapper must reproduce: ``SyncVectorEnv([single(env_i) ...], mode)``
+  returns exactly what the vector wrapper returns, in every mode (``final_obs``
+  included), which is Gymnasium's own definition of the right answer;
+* ``gym_vector``: Gymnasium's vector counterpart, where Gymnasium's is right
+  (NEXT_STEP): the vecmode wrapper returns exactly the same there.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium import wrappers as single_wrappers
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.wrappers import vector as gym_vector
+
+import vecmode
+from tests.gym_verdict_helpers import BoxActionEnv, ImageEnv, NumericEnv
+from tests.helpers import ScheduledEnv
+from vecmode import wrappers as vw
+
+MODES = tuple(AutoresetMode)
+
+#: Sub-env i's episode lengths and how they end (ends fall on different steps).
+LENGTHS: tuple[tuple[int, ...], ...] = ((2, 3), (3,), (1, 4))
+TRUNCATE: tuple[tuple[bool, ...], ...] = ((True, False), (False,), (False, True))
+
+
+class DictEnv(NumericEnv):
+    """Dict observations {"pos": Box(3), "step": Discrete}."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, obs_type="dict", **kwargs)
+
+
+class DiscreteEnv(NumericEnv):
+    """Discrete observations."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, obs_type="discrete", **kwargs)
+
+
+class TupleEnv(NumericEnv):
+    """Tuple observations (Box(3), Discrete)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, obs_type="tuple", **kwargs)
+
+
+ENVS: dict[str, Callable[..., gym.Env]] = {
+    "box": NumericEnv,
+    "rich": ScheduledEnv,  # rich infos (nested dicts, keys on some steps)
+    "dict": DictEnv,
+    "tuple": TupleEnv,
+    "discrete": DiscreteEnv,
+    "image": ImageEnv,
+    "box_action": BoxActionEnv,
+}
+
+
+def env_fns(
+    kind: str,
+    lengths: Sequence[Sequence[int]] = LENGTHS,
+    truncate: Sequence[Sequence[bool]] = TRUNCATE,
+    single: Callable[[gym.Env], gym.Env] | None = None,
+) -> list[Callable[[], gym.Env]]:
+    """One factory per sub-env, each optionally wrapped by ``single``."""
+    cls = ENVS[kind]
+
+    def make(i: int, ls: tuple[int, ...], ts: tuple[bool, ...]) -> gym.Env:
+        env = cls(i, ls, ts)
+        return env if single is None else single(env)
+
+    return [
+        functools.partial(make, i, tuple(ls), tuple(ts))
+        for i, (ls, ts) in enumerate(zip(lengths, truncate, strict=True))
+    ]
+
+
+def vecmode_base(
+    kind: str, mode: AutoresetMode, base: str = "vecmode", **kwargs: Any
+) -> VectorEnv:
+    """A vector env in ``mode``: vecmode's core with its policy, or Gymnasium's."""
+    fns = env_fns(kind, **kwargs)
+    if base == "vecmode":
+        return vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), mode)
+    if base == "gymnasium":
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+    if base == "gymnasium-async":
+        return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, context="fork")
+    raise ValueError(base)
+
+
+def reference(kind: str, mode: AutoresetMode, case: Case, **kwargs: Any) -> VectorEnv:
+    """Gymnasium's SyncVectorEnv in ``mode`` over the single-env wrapper per sub-env."""
+    assert case.single is not None
+    return gym.vector.SyncVectorEnv(
+        env_fns(kind, single=case.single, **kwargs), autoreset_mode=mode
+    )
+
+
+def _double(x: Any) -> Any:
+    return x * 2 + 1
+
+
+_BIG = spaces.Box(-1e7, 1e7, shape=(3,), dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One vecmode wrapper under test."""
+
+    name: str
+    env: str
+    wrap: Callable[[VectorEnv], VectorEnv]
+    single: Callable[[gym.Env], gym.Env] | None = None
+    gym_vector: Callable[[VectorEnv], VectorEnv] | None = None
+    #: the wrapped env's per-step statistics depend on batch composition
+    stateful: bool = False
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _single_transform_action(env: gym.Env) -> gym.Env:
+    return single_wrappers.TransformAction(env, lambda a: a * 0.5, env.action_space)
+
+
+CASES: tuple[Case, ...] = (
+    Case(
+        "TransformObservation",
+        "box",
+        lambda e: vw.TransformObservation(
+            e, _double, single_observation_space=_BIG
+        ),
+        single=lambda e: single_wrappers.TransformObservation(e, _double, _BIG),
+    ),
+    Case(
+        "VectorizeTransformObservation",
+        "box",
+        lambda e: vw.VectorizeTransformObservation(
+            e,
+            single_wrappers.TransformObservation,
+            func=lambda o: o[:2],
+            observation_space=spaces.Box(-1e6, 1e6, (2,), np.float32),
+        ),
+        single=lambda e: single_wrappers.TransformObservation(
+            e, lambda o: o[:2], spaces.Box(-1e6, 1e6, (2,), np.float32)
+        ),
+    ),
+    Case(
+        "FilterObservation",
+        "dict",
+        lambda e: vw.FilterObservation(e, ["pos"]),
+        single=lambda e: single_wrappers.FilterObservation(e, ["pos"]),
+        gym_vector=lambda e: gym_vector.FilterObservation(e, ["pos"]),
+    ),
+    Case(
+        "FlattenObservation",
+        "dict",
+        vw.FlattenObservation,
+        single=single_wrappers.FlattenObservation,
+        gym_vector=gym_vector.FlattenObservation,
+    ),
+    Case(
+        "GrayscaleObservation",
+        "image",
+        lambda e: vw.GrayscaleObservation(e, keep_dim=True),
+        single=lambda e: single_wrappers.GrayscaleObservation(e, keep_dim=True),
+        gym_vector=lambda e: gym_vector.GrayscaleObservation(e, keep_dim=True),
+    ),
+    Case(
+        "ResizeObservation",
+        "image",
+        lambda e: vw.ResizeObservation(e, (2, 3)),
+        single=lambda e: single_wrappers.ResizeObservation(e, (2, 3)),
+        gym_vector=lambda e: gym_vector.ResizeObservation(e, (2, 3)),
+    ),
+    Case(
+        "ReshapeObservation",
+        "box",
+        lambda e: vw.ReshapeObservation(e, (3, 1)),
+        single=lambda e: single_wrappers.ReshapeObservation(e, (3, 1)),
+        gym_vector=lambda e: gym_vector.ReshapeObservation(e, (3, 1)),
+    ),
+    Case(
+        "RescaleObservation",
+        "image",
+        lambda e: vw.RescaleObservation(e, 0.0, 1.0),
+        single=lambda e: single_wrappers.RescaleObservation(e, 0.0, 1.0),
+        gym_vector=lambda e: gym_vector.RescaleObservation(e, 0.0, 1.0),
+    ),
+    Case(
+        "DtypeObservation",
+        "box",
+        lambda e: vw.DtypeObservation(e, np.float64),
+        single=lambda e: single_wrappers.DtypeObservation(e, np.float64),
+        gym_vector=lambda e: gym_vector.DtypeObservation(e, np.float64),
+    ),
+    Case(
+        "NormalizeObservation",
+        "box",
+        vw.NormalizeObservation,
+        gym_vector=gym_vector.NormalizeObservation,
+        stateful=True,
+    ),
+    Case(
+        "FrameStackObservation",
+        "box",
+        lambda e: vw.FrameStackObservation(e, 3),
+        single=lambda e: single_wrappers.FrameStackObservation(e, 3),
+    ),
+    Case(
+        "FrameStackObservation-zero-dict",
+        "dict",
+        lambda e: vw.FrameStackObservation(e, 2, padding_type="zero"),
+        single=lambda e: single_wrappers.FrameStackObservation(
+            e, 2, padding_type="zero"
+        ),
+    ),
+    Case(
+        "FrameStackObservation-custom-discrete",
+        "discrete",
+        lambda e: vw.FrameStackObservation(e, 4, padding_type=7),
+        single=lambda e: single_wrappers.FrameStackObservation(
+            e, 4, padding_type=7
+        ),
+    ),
+    Case(
+        "FrameStackObservation-tuple",
+        "tuple",
+        lambda e: vw.FrameStackObservation(e, 2),
+        single=lambda e: single_wrappers.FrameStackObservation(e, 2),
+    ),
+    Case(
+        "TransformAction",
+        "box_action",
+        lambda e: vw.TransformAction(e, lambda a: a * 0.5),
+        single=_single_transform_action,
+        gym_vector=lambda e: gym_vector.TransformAction(e, lambda a: a * 0.5),
+    ),
+    Case(
+        "VectorizeTransformAction",
+        "box_action",
+        lambda e: vw.VectorizeTransformAction(
+            e, single_wrappers.TransformAction, func=lambda a: a * 0.5,
+            action_space=spaces.Box(-1.0, 1.0, (1,), np.float32),
+        ),
+        single=_single_transform_action,
+    ),
+    Case(
+        "ClipAction",
+        "box_action",
+        vw.ClipAction,
+        single=single_wrappers.ClipAction,
+        gym_vector=gym_vector.ClipAction,
+    ),
+    Case(
+        "RescaleAction",
+        "box_action",
+        lambda e: vw.RescaleAction(e, -0.5, 0.5),
+        single=lambda e: single_wrappers.RescaleAction(e, -0.5, 0.5),
+        gym_vector=lambda e: gym_vector.RescaleAction(e, -0.5, 0.5),
+    ),
+    Case(
+        "TransformReward",
+        "box",
+        lambda e: vw.TransformReward(e, lambda r: r * 3 + 1),
+        single=lambda e: single_wrappers.TransformReward(e, lambda r: r * 3 + 1),
+    ),
+    Case(
+        "VectorizeTransformReward",
+        "box",
+        lambda e: vw.VectorizeTransformReward(
+            e, single_wrappers.TransformReward, func=lambda r: r * 3 + 1
+        ),
+        single=lambda e: single_wrappers.TransformReward(e, lambda r: r * 3 + 1),
+    ),
+    Case(
+        "ClipReward",
+        "box",
+        lambda e: vw.ClipReward(e, 0.5, 2.0),
+        single=lambda e: single_wrappers.ClipReward(e, 0.5, 2.0),
+    ),
+    Case(
+        "NormalizeReward",
+        "box",
+        lambda e: vw.NormalizeReward(e, gamma=0.9),
+        gym_vector=lambda e: gym_vector.NormalizeReward(e, gamma=0.9),
+        stateful=True,
+    ),
+    Case(
+        "RecordEpisodeStatistics",
+        "box",
+        vw.RecordEpisodeStatistics,
+        gym_vector=gym_vector.RecordEpisodeStatistics,
+        stateful=True,
+    ),
+    Case(
+        "DictInfoToList",
+        "rich",
+        vw.DictInfoToList,
+        gym_vector=gym_vector.DictInfoToList,
+    ),
+)
+
+BY_NAME = {case.name: case for case in CASES}
+SINGLE_CASES = tuple(case for case in CASES if case.single is not None)
+GYM_CASES = tuple(case for case in CASES if case.gym_vector is not None)
