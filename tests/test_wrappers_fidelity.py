@@ -114,7 +114,9 @@ def test_record_episode_statistics_where_gymnasiums_is_right(mode):
 def test_reward_transform_leaves_next_steps_reset_step_at_zero():
     from vecmode.wrappers import TransformReward
 
-    envs = TransformReward(vecmode_base("box", AutoresetMode.NEXT_STEP), lambda r: r + 100)
+    envs = TransformReward(
+        vecmode_base("box", AutoresetMode.NEXT_STEP), lambda r: r + 100
+    )
     envs.reset(seed=0)
     rewards = []
     for _ in range(4):
@@ -133,7 +135,10 @@ def test_episode_mask_is_not_changed_by_a_later_partial_reset():
     from gymnasium.wrappers.vector import RecordEpisodeStatistics as GymStats
 
     results = {}
-    for name, wrapper in (("gymnasium", GymStats), ("vecmode", RecordEpisodeStatistics)):
+    for name, wrapper in (
+        ("gymnasium", GymStats),
+        ("vecmode", RecordEpisodeStatistics),
+    ):
         envs = wrapper(vecmode_base("box", AutoresetMode.NEXT_STEP))
         envs.reset(seed=0)
         _, _, _, _, infos = envs.step(np.zeros(3, dtype=np.int64))

@@ -141,9 +141,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "TransformObservation",
         "box",
-        lambda e: vw.TransformObservation(
-            e, _double, single_observation_space=_BIG
-        ),
+        lambda e: vw.TransformObservation(e, _double, single_observation_space=_BIG),
         single=lambda e: single_wrappers.TransformObservation(e, _double, _BIG),
     ),
     Case(
@@ -233,9 +231,7 @@ CASES: tuple[Case, ...] = (
         "FrameStackObservation-custom-discrete",
         "discrete",
         lambda e: vw.FrameStackObservation(e, 4, padding_type=7),
-        single=lambda e: single_wrappers.FrameStackObservation(
-            e, 4, padding_type=7
-        ),
+        single=lambda e: single_wrappers.FrameStackObservation(e, 4, padding_type=7),
     ),
     Case(
         "FrameStackObservation-tuple",
@@ -254,7 +250,9 @@ CASES: tuple[Case, ...] = (
         "VectorizeTransformAction",
         "box_action",
         lambda e: vw.VectorizeTransformAction(
-            e, single_wrappers.TransformAction, func=lambda a: a * 0.5,
+            e,
+            single_wrappers.TransformAction,
+            func=lambda a: a * 0.5,
             action_space=spaces.Box(-1.0, 1.0, (1,), np.float32),
         ),
         single=_single_transform_action,

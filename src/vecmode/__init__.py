@@ -6,12 +6,16 @@
   and :func:`with_autoreset`: the autoreset policy as wrappers.
 * :func:`make_vec`: core + policy, mirroring ``gymnasium.make_vec``.
 * :func:`as_mode`, :func:`mode_of`: read and parse modes.
+* :mod:`vecmode.wrappers`: Gymnasium's vector wrappers (same names and
+  arguments) right in every mode, base classes for new ones, and a vector
+  ``FrameStackObservation``.
 * the registry: :func:`supports`, :func:`register`, :func:`supported_modes`,
   :func:`check`, :func:`assert_compatible`, :func:`require_mode`, :func:`guard`.
 """
 
 from gymnasium.vector import AutoresetMode
 
+from vecmode import wrappers
 from vecmode.autoreset import (
     DisableAutoreset,
     NextStepAutoreset,
@@ -82,4 +86,5 @@ __all__ = [
     "supports",
     "unregister",
     "with_autoreset",
+    "wrappers",
 ]

@@ -20,6 +20,33 @@ episode, each sub-env's own info, every frame of every episode shown or recorded
   wrapper raises at the first step or reset that uses the mode's features.
 """
 
+#: Gymnasium's vector wrappers that ``vecmode.wrappers`` offers under the same name
+#: and arguments, right in every mode (what vecmode suggests instead).
+VECMODE_EQUIVALENTS: frozenset[str] = frozenset(
+    {
+        "ClipAction",
+        "ClipReward",
+        "DictInfoToList",
+        "DtypeObservation",
+        "FilterObservation",
+        "FlattenObservation",
+        "GrayscaleObservation",
+        "NormalizeObservation",
+        "NormalizeReward",
+        "RecordEpisodeStatistics",
+        "RescaleAction",
+        "RescaleObservation",
+        "ReshapeObservation",
+        "ResizeObservation",
+        "TransformAction",
+        "TransformObservation",
+        "TransformReward",
+        "VectorizeTransformAction",
+        "VectorizeTransformObservation",
+        "VectorizeTransformReward",
+    }
+)
+
 #: "module:QualName" -> {"NextStep": (verdict, reason), "SameStep": (...),
 #: "Disabled": (...)}; verdict is "ok", "refuses" or "wrong"; reason is "" for "ok".
 GYMNASIUM_VERDICTS: dict[str, dict[str, tuple[str, str]]]

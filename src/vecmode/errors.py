@@ -108,6 +108,13 @@ def use_supported_modes(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
+def use_vecmode_wrapper(name: str, modes: Iterable[AutoresetMode]) -> str:
+    return (
+        f"Use vecmode.wrappers.{name} instead (same arguments, right in every mode), "
+        f"or build the vector env in {_mode_names(modes)}."
+    )
+
+
 def convert_to(modes: Iterable[AutoresetMode]) -> str:
     first = _mode_names(modes).split(", ")[0]
     return (

@@ -47,7 +47,7 @@ import wrapt
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors
-from vecmode._gymnasium import GYMNASIUM_VERDICTS
+from vecmode._gymnasium import GYMNASIUM_VERDICTS, VECMODE_EQUIVALENTS
 from vecmode.errors import IncompatibleModeError, UndeclaredModeWarning
 from vecmode.modes import ASSUMED_MODE, MODES, ModeLike, as_mode, mode_of
 
@@ -166,12 +166,18 @@ def _gymnasium_entries() -> dict[str, Declaration]:
         for name, verdicts in GYMNASIUM_VERDICTS.items():
             by_mode = {as_mode(mode): verdict for mode, verdict in verdicts.items()}
             ok = [mode for mode in MODES if by_mode[mode][0] == "ok"]
+            short = name.rpartition(".")[2].rpartition(":")[2]
+            instead = (
+                errors.use_vecmode_wrapper(short, ok)
+                if short in VECMODE_EQUIVALENTS
+                else errors.use_supported_modes(ok)
+            )
             _gymnasium[name] = _declare(
                 ok,
                 None,
                 {m: text for m, (v, text) in by_mode.items() if v == "wrong"},
                 {m: text for m, (v, text) in by_mode.items() if v == "refuses"},
-                errors.use_supported_modes(ok),
+                instead,
                 "gymnasium",
             )
     return _gymnasium
@@ -238,12 +244,20 @@ def _public_path(cls: type) -> str:
 def declarations() -> list[tuple[str, Declaration]]:
     """Every declaration known to this process: ``(class path, declaration)``.
 
-    vecmode's own wrappers first, then Gymnasium's, then those registered here.
+    vecmode's own wrappers first (with the public vecmode subclasses that inherit
+    a declaration), then Gymnasium's, then those registered here.
     """
     # a class defined again under the same path (a re-run notebook cell) replaces
     # the earlier one
-    latest = {_public_path(cls): cls.__dict__[_ATTRIBUTE] for cls in _alive(_decorated)}
-    rows = list(latest.items())
+    latest: dict[str, Declaration] = {}
+    for cls in _alive(_decorated):
+        latest[_public_path(cls)] = cls.__dict__[_ATTRIBUTE]
+        for heir in _vecmode_heirs(cls):
+            found = declaration(heir)
+            if found is not None:
+                latest.setdefault(_public_path(heir), found)
+    # the autoreset policies first, then the wrappers (whatever the import order)
+    rows = sorted(latest.items(), key=lambda row: row[0].startswith("vecmode.wrappers"))
     for name, found in _gymnasium_entries().items():
         module, qualname = name.split(":")
         public = (
@@ -257,6 +271,19 @@ def declarations() -> list[tuple[str, Declaration]]:
         if name not in _resolved
     )
     return rows
+
+
+def _vecmode_heirs(cls: type) -> list[type]:
+    """vecmode's public subclasses of ``cls`` that declare nothing themselves."""
+    heirs: list[type] = []
+    sub: type
+    for sub in cls.__subclasses__():
+        if _ATTRIBUTE in sub.__dict__ or sub in _registered:
+            continue
+        if sub.__module__.startswith("vecmode.") and not sub.__name__.startswith("_"):
+            heirs.append(sub)
+        heirs.extend(_vecmode_heirs(sub))
+    return heirs
 
 
 _TABLE_LEGEND = (
