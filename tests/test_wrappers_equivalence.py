@@ -326,3 +326,31 @@ def test_mode_equivalence_property(case, num_envs, lengths, truncate, seed):
     reference = result[AutoresetMode.DISABLED].cut()
     for mode, run in result.items():
         assert_same_events(reference, run.cut(), f"{case} in {mode.value}")
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_normalize_observation_normalises_final_observations_like_the_others(mode):
+    class Keep(vw.ActionWrapper):
+        def actions(self, actions):
+            return actions
+
+        def step(self, actions):
+            self.raw = self.env.step(actions)
+            return self.raw
+
+    inner = Keep(vecmode_base("box", mode))
+    envs = vw.NormalizeObservation(inner)
+    envs.reset(seed=0)
+    finals = 0
+    for _ in range(8):
+        obs, *_, infos = envs.step(np.zeros(3, dtype=np.int64))
+        raw_obs, *_, raw_infos = inner.raw
+        np.testing.assert_array_equal(obs, envs.normalize(raw_obs))
+        for i in np.flatnonzero(raw_infos.get("_final_obs", [])):
+            expected = envs.normalize(raw_infos["final_obs"][i][None])[0]
+            np.testing.assert_array_equal(infos["final_obs"][i], expected)
+            finals += 1
+        if envs.boundary.needs_reset.any():
+            envs.reset(options={"reset_mask": envs.boundary.needs_reset})
+    assert finals > 0 if mode is AutoresetMode.SAME_STEP else finals == 0
+    envs.close()
