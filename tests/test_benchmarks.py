@@ -40,3 +40,45 @@ def test_bench_registry_quick_runs_and_reports_ratios():
         timeout=120,
     ).stdout
     assert "guarded/unguarded:" in out and "vecmode.check()" in out
+
+
+def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_wrappers.py"),
+            "--quick",
+            "--markdown",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    lines = out.splitlines()
+    headers = [line for line in lines if line.startswith("| wrapper |")]
+    assert len(headers) == 1, out
+    assert "vecmode/gym" in headers[0] and "overhead us" in headers[0]
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in lines
+        if line.startswith("| ") and not line.startswith(("| wrapper", "| stack |"))
+    }
+    for name in (
+        "TransformObservation",
+        "NormalizeObservation",
+        "FrameStackObservation",
+        "TransformAction",
+        "ClipAction",
+        "TransformReward",
+        "NormalizeReward",
+        "RecordEpisodeStatistics",
+        "DictInfoToList",
+        "stack of 5",
+    ):
+        assert name in rows, out
+        assert rows[name].count("|") == 9, rows[name]  # 8 columns
+    stacks = [
+        line for line in lines if line.startswith(("| Gymnasium's", "| vecmode's"))
+    ]
+    assert len(stacks) == 2 and all(line.count("|") == 6 for line in stacks), out

@@ -369,3 +369,37 @@ def test_checks_run_under_python_dash_o():
         [sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["TypeError", "ValueError", "ValueError"]
+
+
+# ------------------------------------------------------- performance shortcuts
+def test_stateful_hooks_overridden_on_the_class_or_the_instance_are_called():
+    class OnlyStarts(vw.StatefulWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.starts = 0
+
+        def episode_start(self, observations, mask):
+            self.starts += int(mask.sum())
+
+    for mode in MODES:
+        envs = OnlyStarts(
+            vecmode.make_vec(
+                "CartPole-v1", num_envs=2, autoreset_mode=mode, max_episode_steps=2
+            )
+        )
+        moves: list[np.ndarray] = []
+        envs.transition = lambda obs, r, te, tr, mask, moves=moves: moves.append(
+            mask.copy()
+        )
+        envs.reset(seed=0)
+        starts, real = int(envs.boundary.starts.sum()), 0
+        for _ in range(5):
+            envs.step(np.array([0, 1]))
+            starts += int(envs.boundary.starts.sum())
+            real += int(envs.boundary.real.sum())
+            if envs.boundary.needs_reset.any():
+                envs.reset(options={"reset_mask": envs.boundary.needs_reset})
+                starts += int(envs.boundary.starts.sum())
+        assert envs.starts == starts > 2, mode
+        assert sum(int(m.sum()) for m in moves) == real > 0, mode
+        envs.close()

@@ -32,7 +32,6 @@ from gymnasium import Space
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import (
-    batch_space,
     concatenate,
     create_empty_array,
     iterate,
@@ -93,7 +92,7 @@ def _final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndar
 
 
 def merge_final_observations(
-    space: Space,
+    env: VectorEnv,
     observations: Any,
     infos: dict[str, Any],
     rows: np.ndarray,
@@ -101,20 +100,21 @@ def merge_final_observations(
 ) -> Any:
     """A copy of the batch ``observations`` whose ``rows`` hold ``info["final_obs"]``.
 
-    ``space`` is the single-observation space of the env that returned them. The
+    ``env`` is the env that returned them (its observation spaces are used). The
     result is a full-size batch, so a transform written for ``num_envs`` rows
     applies to it.
     """
     final = _final_entries(infos, rows, who)
     indices = np.flatnonzero(rows)
-    if type(space) is Box and type(observations) is np.ndarray:
+    if type(observations) is np.ndarray and type(env.observation_space) is Box:
         merged = observations.copy()
         for i in indices:
             merged[i] = final[i]
         return merged
-    singles = list(iterate_batch(space, observations, len(rows)))
+    singles = list(iterate_batch(env.observation_space, observations))
     for i in indices:
         singles[i] = final[i]
+    space = env.single_observation_space
     return concatenate(space, singles, empty_batch(space, len(singles)))
 
 
@@ -123,53 +123,62 @@ def empty_batch(space: Space, num_envs: int) -> Any:
     return create_empty_array(space, num_envs)
 
 
-def iterate_batch(space: Space, batch: Any, num_envs: int) -> Any:
-    """The single items of ``batch``, a batch of ``num_envs`` items of ``space``."""
-    if type(space) is Box and type(batch) is np.ndarray:
+def iterate_batch(batched_space: Space, batch: Any) -> Any:
+    """The single items of ``batch``, an element of ``batched_space``.
+
+    Pass the batched space the env already holds (``env.observation_space``):
+    building one with ``batch_space`` costs more than a whole wrapper step.
+    """
+    if type(batch) is np.ndarray and type(batched_space) is Box:
         return iter(batch)
-    return iterate(batch_space(space, num_envs), batch)
+    return iterate(batched_space, batch)
 
 
 def map_final_observations(
     infos: dict[str, Any],
     observations: Any,
     transform: Any,
-    in_space: Space,
-    out_space: Space,
+    inner: VectorEnv,
+    outer: VectorEnv,
     who: str = "wrapper",
 ) -> dict[str, Any]:
     """``infos`` with each ``final_obs`` entry replaced by its transform.
 
-    ``observations`` is the raw returned batch; the ended sub-envs' rows are
-    replaced by their final observations (:func:`merge_final_observations`),
-    ``transform`` maps that full-size batch, and the transformed rows go into a new
-    ``final_obs`` object array (same layout, ``_final_obs`` untouched, the inner
-    env's arrays not modified). ``in_space`` / ``out_space``: the single spaces
-    before and after the transform. Returns ``infos`` unchanged when no sub-env
-    has a final observation.
+    ``observations`` is the raw batch ``inner`` returned; the ended sub-envs' rows
+    are replaced by their final observations (:func:`merge_final_observations`),
+    ``transform`` maps that full-size batch into ``outer``'s observation space,
+    and the transformed rows go into a new ``final_obs`` object array (same
+    layout, ``_final_obs`` untouched, the inner env's arrays not modified).
+    Returns ``infos`` unchanged when no sub-env has a final observation.
     """
     mask = infos.get("_final_obs")
-    if mask is None or not mask.any():
+    if mask is None or not np.count_nonzero(mask):
         return infos
     rows = np.asarray(mask, dtype=np.bool_)
     transformed = transform(
-        merge_final_observations(in_space, observations, infos, rows, who)
+        merge_final_observations(inner, observations, infos, rows, who)
     )
-    return replace_final_observations(infos, rows, transformed, out_space)
+    return replace_final_observations(infos, rows, transformed, outer)
 
 
 def replace_final_observations(
-    infos: dict[str, Any], rows: np.ndarray, batch: Any, space: Space
+    infos: dict[str, Any], rows: np.ndarray, batch: Any, env: VectorEnv
 ) -> dict[str, Any]:
-    """``infos`` with ``final_obs[i]`` = item ``i`` of ``batch`` for the ``rows``."""
+    """``infos`` with ``final_obs[i]`` = item ``i`` of ``batch`` for the ``rows``.
+
+    ``batch`` is an element of ``env.observation_space``.
+    """
     final = np.array(infos["final_obs"], dtype=object, copy=True)
-    singles = list(iterate_batch(space, batch, len(rows)))
+    singles = list(iterate_batch(env.observation_space, batch))
     for i in np.flatnonzero(rows):
         final[i] = copy_batch(singles[i])
     return {**infos, "final_obs": final}
 
 
 # ---------------------------------------------------------------------------- bases
+# Performance: on the step path, masks are tested with np.count_nonzero (one C
+# call) rather than ndarray.any() / .all(), which go through numpy's Python-level
+# wrappers and cost several times more on arrays of num_envs flags.
 @supports(*MODES)
 class ObservationWrapper(VectorWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
@@ -210,7 +219,7 @@ class ObservationWrapper(VectorWrapper):
         """Step, transforming the returned and the final observations."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         check_infos(infos, type(self).__name__)
-        if "_final_obs" in infos and infos["_final_obs"].any():
+        if "_final_obs" in infos and np.count_nonzero(infos["_final_obs"]):
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 
@@ -223,12 +232,7 @@ class ObservationWrapper(VectorWrapper):
         ``observations`` and the full-size batch goes through :meth:`observations`.
         """
         return map_final_observations(
-            infos,
-            observations,
-            self.observations,
-            self.env.single_observation_space,
-            self.single_observation_space,
-            type(self).__name__,
+            infos, observations, self.observations, self.env, self, type(self).__name__
         )
 
 
@@ -310,7 +314,7 @@ class RewardWrapper(_Tracked):
             actions
         )
         out = self.rewards(rewards)
-        if b is not self.boundaries.quiet and not b.real.all():
+        if b is not self.boundaries.quiet and np.count_nonzero(b.real) < len(b.real):
             out = np.array(out, copy=True)
             out[~b.real] = 0
         return obs, out, terminations, truncations, infos
@@ -384,19 +388,30 @@ class StatefulWrapper(_Tracked):
         """Step; call :meth:`transition` then :meth:`episode_start` where due."""
         result, b = self._step_tracked(actions)
         obs, rewards, terminations, truncations, infos = result
+        # Performance: a hook still the base's no-op (overridden neither on the
+        # class nor on the instance) is not called, and its arguments (the final
+        # observations merged into a copy of the batch) are not built.
+        transition: Any = self.transition
+        if getattr(transition, "__func__", None) is StatefulWrapper.transition:
+            transition = None
         if b is self.boundaries.quiet:
-            self.transition(obs, rewards, terminations, truncations, b.real)
+            if transition is not None:
+                transition(obs, rewards, terminations, truncations, b.real)
             return result
-        if b.real.any():
-            self.transition(
+        if transition is not None and np.count_nonzero(b.real):
+            transition(
                 self.last_observations(obs, infos),
                 rewards,
                 terminations,
                 truncations,
                 b.real,
             )
-        if b.starts.any():
-            self.episode_start(obs, b.starts)
+        if np.count_nonzero(b.starts):
+            episode_start = self.episode_start
+            if getattr(episode_start, "__func__", None) is not (
+                StatefulWrapper.episode_start
+            ):
+                episode_start(obs, b.starts)
         return result
 
     def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
@@ -406,10 +421,10 @@ class StatefulWrapper(_Tracked):
         ``info["final_obs"]`` (a copy is made then).
         """
         rows = self.boundary.final_in_info
-        if not rows.any():
+        if not np.count_nonzero(rows):
             return observations
         return merge_final_observations(
-            self.env.single_observation_space,
+            self.env,
             observations,
             infos,
             rows,

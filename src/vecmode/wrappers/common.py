@@ -79,7 +79,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.episode_returns[mask] += rewards[mask]
         self.episode_lengths[mask] += 1
         dones = self.boundary.ended & mask
-        if not dones.any():
+        if not np.count_nonzero(dones):
             return
         seconds = np.round(time.perf_counter() - self.episode_start_times, 6)
         self._ended = {

@@ -107,7 +107,7 @@ class NormalizeObservation(StatefulWrapper):
         """Step; returned and final observations update the statistics, in one go."""
         obs, rewards, terminations, truncations, infos = super().step(actions)
         finals = self.boundary.final_in_info
-        ended = finals.any()
+        ended = np.count_nonzero(finals) > 0
         if self._update_running_mean:
             if ended:
                 final = infos["final_obs"]
@@ -119,12 +119,7 @@ class NormalizeObservation(StatefulWrapper):
                 self.obs_rms.update(obs)
         if ended:
             infos = map_final_observations(
-                infos,
-                obs,
-                self.normalize,
-                self.env.single_observation_space,
-                self.single_observation_space,
-                type(self).__name__,
+                infos, obs, self.normalize, self.env, self, type(self).__name__
             )
         return self.normalize(obs), rewards, terminations, truncations, infos
 
@@ -243,8 +238,7 @@ class FrameStackObservation(StatefulWrapper):
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """A fresh stack, padded, ending with the first observation."""
-        every = mask.all()
-        rows: Any = slice(None) if every else mask
+        rows: Any = slice(None) if np.count_nonzero(mask) == len(mask) else mask
         pad = self.padding_type
         if pad == "_custom":
             leaves = _leaves(self._space, self.stacks, observations, self.padding_value)
@@ -269,12 +263,12 @@ class FrameStackObservation(StatefulWrapper):
         mask: np.ndarray,
     ) -> None:
         """Push each sub-env's new observation; keep the final stacks aside."""
-        rows: Any = slice(None) if mask.all() else mask
+        rows: Any = slice(None) if np.count_nonzero(mask) == len(mask) else mask
         for stack, obs in _leaves(self._space, self.stacks, observations):
             stack[rows, :-1] = stack[rows, 1:]
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
-        if finals.any():
+        if np.count_nonzero(finals):
             self._finals = {int(i): self._row(int(i)) for i in np.flatnonzero(finals)}
 
     def _row(self, i: int) -> Any:

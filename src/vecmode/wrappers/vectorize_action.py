@@ -95,10 +95,7 @@ class VectorizeTransformAction(ActionWrapper):
         space = self.env.single_action_space
         return concatenate(
             space,
-            [
-                func(a)
-                for a in iterate_batch(self.single_action_space, actions, self.num_envs)
-            ],
+            [func(a) for a in iterate_batch(self.action_space, actions)],
             empty_batch(space, self.num_envs),
         )
 

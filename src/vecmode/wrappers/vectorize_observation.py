@@ -168,9 +168,7 @@ class VectorizeTransformObservation(ObservationWrapper):
             self.single_observation_space,
             [
                 func(obs)
-                for obs in iterate_batch(
-                    self.env.single_observation_space, observations, self.num_envs
-                )
+                for obs in iterate_batch(self.env.observation_space, observations)
             ],
             empty_batch(self.single_observation_space, self.num_envs),
         )
