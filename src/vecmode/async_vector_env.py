@@ -678,7 +678,7 @@ class AsyncVectorEnv(VectorCore):
         options: dict[str, Any] | None,
     ) -> list[_Worker]:
         """Send each worker with work its slice of the call; return those workers."""
-        self._usable("step or reset")
+        self._usable("a step or reset")
         rows = self._action_rows
         if actions is None:
             split: Any = None
@@ -700,14 +700,16 @@ class AsyncVectorEnv(VectorCore):
             mine = cmds[start:stop]
             if _KEEP in mine and mine.count(_KEEP) == len(mine):
                 continue  # nothing to do there; its results are filled in below
-            worker.conn.send(
+            self._send(
+                worker,
                 (
                     _EXECUTE,
                     mine,
                     split if split is None or split is _SHARED else split[start:stop],
                     None if seeds is None else seeds[start:stop],
                     options,
-                )
+                ),
+                "a step or reset",
             )
             busy.append(worker)
         return busy
@@ -741,6 +743,16 @@ class AsyncVectorEnv(VectorCore):
                 dead = []
                 for fd in ready:
                     worker, is_pipe = by_fd[fd]
+                    if worker.index not in waiting:
+                        # It answered already: this is its exit (EOF, sentinel) or
+                        # a stale answer to an abandoned call.
+                        try:
+                            if not is_pipe:
+                                raise EOFError
+                            worker.conn.recv()
+                        except (EOFError, OSError):
+                            self._forget(worker, during)
+                        continue
                     if not is_pipe:
                         dead.append(worker)
                         continue
@@ -748,14 +760,10 @@ class AsyncVectorEnv(VectorCore):
                         answer = worker.conn.recv()
                     except (EOFError, OSError):
                         self._died(worker, during)
-                    n = waiting.pop(worker.index, None)
-                    if n is not None:
-                        answers[n] = answer
-                    # else: a stale answer to an abandoned call (dropped)
+                    answers[waiting.pop(worker.index)] = answer
                 for worker in dead:
-                    if worker.index in waiting and worker.conn.poll():
-                        continue  # it answered before it died: read that first
-                    self._died(worker, during)
+                    if worker.index in waiting and not worker.conn.poll():
+                        self._died(worker, during)  # else: read its answer first
         except BaseException as exc:
             if self._broken is None:
                 # interrupted (Ctrl-C) or a pipe error: the pipes may be out of step
@@ -775,6 +783,25 @@ class AsyncVectorEnv(VectorCore):
             obj if isinstance(obj, int) else obj.fileno()
             for obj in wait(objects, timeout)
         ]
+
+    def _forget(self, worker: _Worker, during: str) -> None:
+        """A worker died after it answered: this call stands, the next fails."""
+        if self._poller is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._poller.unregister(worker.sentinel)
+                self._poller.unregister(worker.conn.fileno())
+        worker.process.join(1.0)
+        if self._broken is None:
+            self._broken = (
+                f"worker process {worker.index} died during {during}"
+                f" (exit code {worker.process.exitcode})"
+            )
+
+    def _send(self, worker: _Worker, message: Any, during: str) -> None:
+        try:
+            worker.conn.send(message)
+        except OSError:  # the worker is gone (EPIPE)
+            self._died(worker, during)
 
     def _died(self, worker: _Worker, during: str) -> NoReturn:
         worker.process.join(1.0)
@@ -811,7 +838,7 @@ class AsyncVectorEnv(VectorCore):
         options: dict[str, Any] | None,
     ) -> tuple[StepResult, list[int]]:
         busy = self._send_execute(commands, actions, seeds, options)
-        return self._finish(commands, busy, self.timeout, "step or reset")
+        return self._finish(commands, busy, self.timeout, "a step or reset")
 
     def _finish(
         self,
@@ -951,7 +978,7 @@ class AsyncVectorEnv(VectorCore):
         if name in _FORBIDDEN_CALLS:
             raise ValueError(errors.forbidden_call(name))
         for worker in self._workers:
-            worker.conn.send((_CALL, name, args, kwargs))
+            self._send(worker, (_CALL, name, args, kwargs), f"call({name!r})")
         self._pending = ("call", name)
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
@@ -973,7 +1000,7 @@ class AsyncVectorEnv(VectorCore):
         a method is returned, not called)."""
         self._usable("get_attr")
         for worker in self._workers:
-            worker.conn.send((_GET_ATTR, name))
+            self._send(worker, (_GET_ATTR, name), f"get_attr({name!r})")
         return self._results(self.timeout, f"get_attr({name!r})")
 
     def set_attr(self, name: str, values: Any) -> None:
@@ -985,8 +1012,10 @@ class AsyncVectorEnv(VectorCore):
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
         for worker in self._workers:
-            worker.conn.send(
-                (_SET_ATTR, name, list(values[worker.start : worker.stop]))
+            self._send(
+                worker,
+                (_SET_ATTR, name, list(values[worker.start : worker.stop])),
+                f"set_attr({name!r})",
             )
         answers = self._collect(self._workers, self.timeout, f"set_attr({name!r})")
         failures = [a for a in answers if a is not None and a[0] == _FAILED]
@@ -1094,6 +1123,14 @@ class AsyncVectorEnv(VectorCore):
         if getattr(self, "_workers", None) and not getattr(self, "closed", True):
             with contextlib.suppress(Exception):
                 self.close(terminate=True)
+
+    def __enter__(self) -> AsyncVectorEnv:
+        """Use as a context manager: the env is closed on exit."""
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        """Close the env."""
+        self.close()
 
     def __repr__(self) -> str:
         """``AsyncVectorEnv(num_envs=..., num_workers=...)``, with the env id if known."""
