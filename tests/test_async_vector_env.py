@@ -421,24 +421,57 @@ def test_stepping_an_ended_sub_env_raises_before_anything_is_stepped():
 
 
 def test_execute_one_command_per_sub_env_and_idle_workers_are_not_asked():
-    envs = make_async(scheduled_fns(4, lengths=[(5,)] * 4), num_workers=2)
+    envs = make_async(scheduled_fns(4, lengths=[(5,), (5,), (5,), (1,)]))
     obs0, _ = envs.reset(seed=0)
-    obs, rewards, _, _, infos = envs.execute(
-        [Command.STEP, Command.KEEP, Command.RESET, Command.KEEP], np.full(4, 2)
+    obs, rewards, terminations, _, infos = envs.execute(
+        [Command.STEP, Command.KEEP, Command.RESET, Command.STEP], np.full(4, 2)
     )
-    assert rewards.tolist() == [2.5, 0.0, 0.0, 0.0]
+    assert rewards.tolist() == [2.5, 0.0, 0.0, 2.53]
+    assert terminations.tolist() == [False, False, False, True]
     assert obs[1].tolist() == obs0[1].tolist() and obs[2].tolist() == [2, 1, 0]
-    assert infos["_step"].tolist() == [True, False, False, False]
-    # only the first worker has work: the second is not asked, its rewards are 0
-    obs, rewards, _, _, _ = envs.execute(
+    assert infos["_step"].tolist() == [True, False, False, True]
+    # only the first worker (sub-envs 0, 1) has work: the second is not asked, and
+    # its sub-envs get reward 0 and False flags, not what it wrote last time
+    obs, rewards, terminations, truncations, _ = envs.execute(
         [Command.STEP, Command.STEP, Command.KEEP, Command.KEEP], np.full(4, 1)
     )
     assert rewards.tolist() == [2.0, 1.51, 0.0, 0.0]
-    _, infos = envs.reset(options={"reset_mask": np.array([False, True, False, False])})
-    assert infos["_episode"].tolist() == [False, True, False, False]
+    assert not terminations.any() and not truncations.any()
+    _, infos = envs.reset(options={"reset_mask": np.array([False, True, False, True])})
+    assert infos["_episode"].tolist() == [False, True, False, True]
     _, infos = envs.reset(options={"reset_mask": np.zeros(4, dtype=bool)})
     assert infos == {}
     envs.close()
+
+
+class QuirkyInfo(ScheduledEnv):
+    """Odd sub-envs put a float in info["x"], even ones an int: Gymnasium's
+    _add_info makes the array's dtype that of the first sub-env with the key."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        x = self.index if self.index % 2 == 0 else self.index + 0.5
+        if (self.t + self.index) % 3:
+            info = {**info, "x": x}
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_info_casting_quirks_are_gymnasiums(mode):
+    """Infos are merged in sub-env order across workers, so the first sub-env that
+    has a key decides its dtype, exactly as in Gymnasium's envs."""
+    fns = functools.partial(
+        lambda: [functools.partial(QuirkyInfo, i, (4, 2)) for i in range(5)]
+    )
+    gym_run, sync_run, async_run = run_three(fns, mode, steps=15, num_workers=3)
+    assert_same_run(gym_run, async_run)
+    assert_same_run(sync_run, async_run)
+    dtypes = {
+        str(result[-1]["x"].dtype)
+        for kind, result in async_run
+        if kind == "step" and "x" in result[-1]
+    }
+    assert dtypes == {"int64", "float64"}, dtypes
 
 
 @pytest.mark.parametrize(
@@ -467,21 +500,26 @@ def test_bad_input_is_the_sync_envs_error_and_leaves_the_env_usable(mask, error,
 
 
 def test_options_are_not_mutated_and_each_sub_env_gets_its_own_copy():
-    class Popper(ScheduledEnv):
-        def reset(self, *, seed=None, options=None):
-            if options:
-                options.pop("tag", None)
-            return super().reset(seed=seed, options=options)
-
-    envs = make_async([lambda: Popper(0), lambda: Popper(1), lambda: Popper(2)])
+    envs = make_async([functools.partial(Popper, i) for i in range(3)], num_workers=1)
     options = {"tag": "z"}
-    envs.reset(options=options)
+    _, infos = envs.reset(options=options)
     assert options == {"tag": "z"}
+    assert infos["had_tag"].tolist() == [True, True, True]
     mask = np.array([True, False, True])
     options = {"reset_mask": mask, "tag": "x"}
-    envs.reset(options=options)
+    _, infos = envs.reset(options=options)
     assert options["reset_mask"] is mask and options["tag"] == "x"
+    assert infos["had_tag"].tolist() == [True, False, True]
     envs.close()
+
+
+class Popper(ScheduledEnv):
+    """Pops "tag" from the reset options it gets, and says whether it was there."""
+
+    def reset(self, *, seed=None, options=None):
+        had_tag = bool(options) and options.pop("tag", None) is not None
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, {**info, "had_tag": had_tag}
 
 
 # --------------------------------------------------- Gymnasium's async surface
@@ -662,6 +700,38 @@ def test_a_killed_worker_is_reported_at_once_even_without_a_timeout():
         envs.close()
     envs.close()  # idempotent
     assert gone(pids)
+
+
+def test_a_killed_worker_whose_pipe_is_held_open_is_still_reported():
+    """A sub-env that forked a process of its own: the worker's end of the pipe
+    stays open after the worker is killed, so only its process sentinel tells."""
+    envs = make_async([functools.partial(Forking, i) for i in range(2)])
+    envs.reset(seed=0)
+    grandchildren = envs.get_attr("grandchild")
+    try:
+        os.kill(envs.processes[0].pid, signal.SIGKILL)
+        started = time.monotonic()
+        with deadline(20), pytest.raises(WorkerError, match="worker process 0"):
+            envs.step(np.zeros(2, dtype=int))
+        assert time.monotonic() - started < 5
+    finally:
+        for pid in grandchildren:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    with deadline(20):
+        envs.close()
+
+
+class Forking(ScheduledEnv):
+    """Forks a process that sleeps (holding copies of the worker's pipe)."""
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index, lengths=(100,))
+        pid = os.fork()
+        if pid == 0:  # the grandchild
+            time.sleep(30)
+            os._exit(0)
+        self.grandchild = pid
 
 
 def test_a_worker_killed_during_a_call_is_reported():

@@ -87,6 +87,9 @@ _STATS_SPACE = Tuple(
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 #: ``call`` may not run these: they would bypass the core's bookkeeping.
 _FORBIDDEN_CALLS = frozenset(("step", "reset", "close"))
+#: Seconds between checks that the workers being waited for are alive, beyond what
+#: their pipes and sentinels say.
+_LIVENESS = 0.5
 #: Sent instead of the actions when they are in shared memory.
 _SHARED = "shared"
 
@@ -733,8 +736,20 @@ class AsyncVectorEnv(VectorCore):
                 remaining = (
                     None if deadline is None else max(0.0, deadline - time.monotonic())
                 )
-                ready = self._ready(remaining)
+                ready = self._ready(
+                    _LIVENESS if remaining is None else min(remaining, _LIVENESS)
+                )
                 if not ready:
+                    for n in waiting.values():
+                        worker = workers[n]
+                        # A process it forked may hold its pipe and sentinel open:
+                        # ask the OS whether the worker itself is still there.
+                        if worker.process.exitcode is not None and not (
+                            worker.conn.poll()
+                        ):
+                            self._died(worker, during)
+                    if deadline is None or time.monotonic() < deadline:
+                        continue
                     late = [workers[n].index for n in waiting.values()]
                     self._broken = f"{during} timed out"
                     raise WorkerTimeoutError(
@@ -1085,10 +1100,16 @@ class AsyncVectorEnv(VectorCore):
                     None if deadline is None else max(0.0, deadline - time.monotonic())
                 )
                 ready = wait(
-                    [*waiting, *(w.sentinel for w in waiting.values())], remaining
+                    [*waiting, *(w.sentinel for w in waiting.values())],
+                    _LIVENESS if remaining is None else min(remaining, _LIVENESS),
                 )
                 if not ready:
-                    break
+                    for conn, w in list(waiting.items()):
+                        if w.process.exitcode is not None and not conn.poll():
+                            del waiting[conn]  # gone (its pipe may be held open)
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break
+                    continue
                 for obj in ready:
                     if isinstance(obj, int):
                         for conn, w in list(waiting.items()):
