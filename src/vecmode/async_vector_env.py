@@ -90,6 +90,7 @@ _FORBIDDEN_CALLS = frozenset(("step", "reset", "close"))
 #: Seconds between checks that the workers being waited for are alive, beyond what
 #: their pipes and sentinels say.
 _LIVENESS = 0.5
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 #: Sent instead of the actions when they are in shared memory.
 _SHARED = "shared"
 
@@ -225,7 +226,22 @@ def _serve(
         None if action_memory is None else _view(action_space, action_memory, num_envs)
     )
     stop = first + len(envs)
-    recv, send = conn.recv, conn.send
+    # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
+    # a ForkingPickler per message, which costs more than these small messages.
+    recv_bytes, send_bytes, loads, dumps = (
+        conn.recv_bytes,
+        conn.send_bytes,
+        pickle.loads,
+        pickle.dumps,
+    )
+    nothing = dumps(None, _PROTOCOL)
+
+    def recv() -> Any:
+        return loads(recv_bytes())
+
+    def send(answer: Any) -> None:
+        send_bytes(nothing if answer is None else dumps(answer, _PROTOCOL))
+
     while True:
         message = recv()
         op = message[0]
@@ -772,7 +788,7 @@ class AsyncVectorEnv(VectorCore):
                         dead.append(worker)
                         continue
                     try:
-                        answer = worker.conn.recv()
+                        answer = pickle.loads(worker.conn.recv_bytes())
                     except (EOFError, OSError):
                         self._died(worker, during)
                     answers[waiting.pop(worker.index)] = answer
@@ -814,7 +830,7 @@ class AsyncVectorEnv(VectorCore):
 
     def _send(self, worker: _Worker, message: Any, during: str) -> None:
         try:
-            worker.conn.send(message)
+            worker.conn.send_bytes(pickle.dumps(message, _PROTOCOL))
         except OSError:  # the worker is gone (EPIPE)
             self._died(worker, during)
 
