@@ -12,6 +12,7 @@ import functools
 import multiprocessing
 import os
 import signal
+import threading
 import time
 
 import gymnasium as gym
@@ -533,7 +534,7 @@ def test_step_async_step_wait_reset_async_reset_wait_call_async_call_wait():
     obs, infos = envs.reset_wait()
     assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode"].all()
     envs.step_async(np.ones(3, dtype=int))
-    with pytest.raises(AlreadyPendingCallError):
+    with pytest.raises(AlreadyPendingCallError, match="cannot step or reset while"):
         envs.step(np.ones(3, dtype=int))
     obs, rewards, *_ = envs.step_wait(timeout=5)
     assert rewards.tolist() == [1.5, 1.51, 1.52]
@@ -857,3 +858,10 @@ def test_spawn_and_forkserver(context):
     envs.close()
     with pytest.raises(SubEnvError, match="sub-env 1's env_fn"):
         make_async([*scheduled_fns(1), env_fn_that_raises], context=context)
+    before = set(multiprocessing.active_children())
+    lock = threading.Lock()  # cannot be pickled, even by cloudpickle
+    with pytest.raises(TypeError, match="could not start the worker of sub-env 1"):
+        make_async(
+            [*scheduled_fns(1), lambda: lock and ScheduledEnv(1)], context=context
+        )
+    assert set(multiprocessing.active_children()) == before

@@ -631,6 +631,14 @@ class AsyncVectorEnv(VectorCore):
                     )
                     try:
                         process.start()
+                    except Exception as exc:
+                        if fork:
+                            raise
+                        raise TypeError(
+                            errors.unpicklable_env_fns(
+                                start, stop, ctx.get_start_method(), exc
+                            )
+                        ) from exc
                     finally:
                         child_end.close()
                     worker = _Worker(w, start, stop, process, parent_end)
@@ -697,7 +705,7 @@ class AsyncVectorEnv(VectorCore):
         options: dict[str, Any] | None,
     ) -> list[_Worker]:
         """Send each worker with work its slice of the call; return those workers."""
-        self._usable("a step or reset")
+        self._usable("step or reset")
         rows = self._action_rows
         if actions is None:
             split: Any = None

@@ -438,3 +438,12 @@ def shared_memory_space(space: Any) -> str:
         f"the observation space {space} cannot be put in shared memory; pass "
         f"shared_memory=False (observations then travel by pipe)."
     )
+
+
+def unpicklable_env_fns(start: int, stop: int, method: str, exc: BaseException) -> str:
+    return (
+        f"could not start the worker of {_sub_envs(range(start, stop))} with the "
+        f"{method!r} start method: {type(exc).__name__}: {exc}. With 'spawn' and "
+        f"'forkserver' the env_fns are pickled (by cloudpickle): make them and the "
+        f"env classes they use importable and picklable, or use context='fork'."
+    )
