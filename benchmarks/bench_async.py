@@ -134,6 +134,45 @@ class HeavyEnv(gym.Env):
         return self._frame(), float(action), False, self.t >= HEAVY_EPISODE, {}
 
 
+# ------------------------------------------------------------- the latency floor
+def _echo(conn: Any, work: float) -> None:
+    while True:
+        message = conn.recv_bytes()
+        if not message:
+            return
+        until = time.perf_counter() + work
+        while time.perf_counter() < until:
+            pass
+        conn.send_bytes(message)
+
+
+def pipe_round_trip_us(trips: int = 2000, work: float = 0.0) -> float:
+    """Median microseconds of a round trip of a tiny message to a worker process
+    that works ``work`` seconds before it answers, minus that work.
+
+    What any multi-process vector env pays at least once per call on this machine
+    (on virtual machines, waking a processor that went idle is most of it, which is
+    why the cost grows when the worker takes a while).
+    """
+    import multiprocessing
+
+    parent, child = multiprocessing.Pipe()
+    process = multiprocessing.Process(target=_echo, args=(child, work), daemon=True)
+    process.start()
+    child.close()
+    times = []
+    try:
+        for _ in range(trips):
+            start = time.perf_counter()
+            parent.send_bytes(b"x")
+            parent.recv_bytes()
+            times.append(time.perf_counter() - start)
+    finally:
+        parent.send_bytes(b"")
+        process.join()
+    return (statistics.median(times) - work) * 1e6
+
+
 # --------------------------------------------------------------------- contestants
 def env_fns(kind: str, num_envs: int, work: int) -> list[Callable[[], gym.Env]]:
     if kind == CARTPOLE:
@@ -207,8 +246,10 @@ def benchmark(
     seed: int,
     num_workers: int | None,
     progress: bool,
-) -> tuple[list[Row], int]:
+) -> tuple[list[Row], int, tuple[float, ...]]:
     work = calibrate(HEAVY_WORK_SECONDS)
+    trips = 200 if rounds == 1 else 1000
+    floor = [(pipe_round_trip_us(trips), pipe_round_trip_us(trips, 100e-6))]
     groups: dict[tuple[str, int], list[Contestant]] = {}
     actions: dict[tuple[str, int], np.ndarray] = {}
     try:
@@ -227,6 +268,7 @@ def benchmark(
                 shift = r % len(group)
                 for contestant in group[shift:] + group[:shift]:
                     contestant.rates.append(contestant.run(actions[key], seed))
+            floor.append((pipe_round_trip_us(trips), pipe_round_trip_us(trips, 100e-6)))
             if progress:
                 print(
                     f"  round {r + 1}/{rounds} done in "
@@ -256,7 +298,7 @@ def benchmark(
                 vs_vm_sync_range=(min(vs_sync), max(vs_sync)),
             )
         )
-    return rows, work
+    return rows, work, tuple(statistics.median(f) for f in zip(*floor, strict=True))
 
 
 def crossover(rows: Sequence[Row], kind: str) -> str:
@@ -298,7 +340,7 @@ def cells(row: Row) -> list[str]:
 
 
 def environment_lines(
-    steps: dict[str, int], rounds: int, seed: int, work: int
+    steps: dict[str, int], rounds: int, seed: int, work: int, floor: tuple[float, ...]
 ) -> list[str]:
     import multiprocessing
 
@@ -316,6 +358,9 @@ def environment_lines(
         f"and an 84x84x3 uint8 frame per step, episodes of {HEAVY_EPISODE} steps",
         "steps/s = sub-env steps per second (vector steps x num_envs / s); "
         "ratios = median of per-round ratios",
+        f"latency floor: a tiny message to a worker process and back costs "
+        f"{floor[0]:.0f} us, or {floor[1]:.0f} us beyond the work when the worker "
+        f"works 100 us before answering (medians, measured between rounds)",
     ]
 
 
@@ -430,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
-    rows, work = benchmark(
+    rows, work, floor = benchmark(
         args.sizes,
         args.step_counts,
         rounds=args.rounds,
@@ -438,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         num_workers=args.num_workers,
         progress=True,
     )
-    header = environment_lines(args.step_counts, args.rounds, args.seed, work)
+    header = environment_lines(args.step_counts, args.rounds, args.seed, work, floor)
     tail = [crossover(rows, kind) for kind in args.sizes]
     formatter = format_markdown if args.markdown else format_text
     print(formatter(rows, header, tail))
