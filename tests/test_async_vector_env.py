@@ -865,3 +865,36 @@ def test_spawn_and_forkserver(context):
             [*scheduled_fns(1), lambda: lock and ScheduledEnv(1)], context=context
         )
     assert set(multiprocessing.active_children()) == before
+
+
+class SequenceObs(gym.Env):
+    """Observations of a Sequence space: no shared memory can hold them."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Sequence(gym.spaces.Discrete(5))
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return (1, 2), {}
+
+    def step(self, action):
+        self.t += 1
+        return tuple(range(self.t % 4)), float(action), False, self.t > 3, {}
+
+
+def test_a_space_shared_memory_cannot_hold_needs_shared_memory_false():
+    with pytest.raises(ValueError, match="pass shared_memory=False"):
+        make_async([SequenceObs] * 2)
+    assert multiprocessing.active_children() == []
+    gym_run, sync_run, async_run = run_three(
+        lambda: [SequenceObs] * 3,
+        AutoresetMode.SAME_STEP,
+        steps=10,
+        mask_prob=0.0,
+        shared_memory=False,
+    )
+    assert_same_run(gym_run, async_run)
+    assert_same_run(sync_run, async_run)
