@@ -667,6 +667,29 @@ def test_a_sub_env_raising_in_reset_and_several_failures_in_one_call():
     envs.close()
 
 
+class LockInInfo(ScheduledEnv):
+    """Puts something that cannot be pickled in its info on its second step."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.t == 2 and self.index == 1:
+            info = {**info, "lock": threading.Lock()}
+        return obs, reward, terminated, truncated, info
+
+
+def test_an_info_that_cannot_be_pickled_is_reported_naming_the_sub_env():
+    envs = make_async([functools.partial(LockInInfo, i, (10,)) for i in range(3)])
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=int))
+    with pytest.raises(SubEnvError) as info:
+        envs.step(np.zeros(3, dtype=int))
+    assert info.value.index == 1 and info.value.method == "pickling its info"
+    assert "lock" in str(info.value) and envs.awaiting_reset.all()
+    envs.reset()  # the worker is alive and answers
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
 def test_a_sub_env_raising_in_call_get_attr_set_attr_leaves_the_env_as_it_was():
     envs = make_async(faulty_fns(3))
     envs.reset(seed=0)
@@ -833,6 +856,11 @@ def test_close_with_a_pending_call_terminate_and_context_manager():
     envs = make_async(scheduled_fns(3))
     pids = [p.pid for p in envs.processes]
     envs.close(terminate=True)
+    assert gone(pids)
+    envs = make_async(scheduled_fns(3), daemon=False)
+    assert not any(p.daemon for p in envs.processes)
+    pids = [p.pid for p in envs.processes]
+    envs.close()
     assert gone(pids)
 
 

@@ -143,6 +143,20 @@ def _failure(index: int, method: str, exc: BaseException) -> tuple[Any, ...]:
     )
 
 
+def _unpicklable(
+    infos: list[tuple[int, Any]], sent_obs: list[tuple[int, Any]] | None, exc: Exception
+) -> tuple[Any, ...]:
+    """The failure to report when an answer cannot be pickled: whose info or
+    observation it is."""
+    for what, entries in (("info", infos), ("observation", sent_obs or [])):
+        for i, value in entries:
+            try:
+                pickle.dumps(value, _PROTOCOL)
+            except Exception as error:
+                return _failure(i, f"pickling its {what}", error)
+    return _failure(infos[0][0] if infos else 0, "pickling its answer", exc)
+
+
 def _worker(
     first: int,
     env_fns: list[CloudpickleWrapper],
@@ -300,7 +314,14 @@ def _serve(
             except BaseException as exc:
                 send(_failure(i, method, exc))
                 continue
-            send((_OK, done, infos, sent_obs) if done or infos or not shared else None)
+            try:
+                send(
+                    (_OK, done, infos, sent_obs)
+                    if done or infos or not shared
+                    else None
+                )
+            except Exception as exc:  # something in it cannot be pickled
+                send(_unpicklable(infos, sent_obs, exc))
         elif op == _CALL:
             _, name, args, kwargs = message
             results = []

@@ -347,8 +347,9 @@ def sub_env_failed(
     if method == "env_fn":
         what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
         todo = "Fix the env_fn; no worker process was left running."
-    elif method in ("step", "reset"):
-        what = f"sub-env {index} raised {exc_type} in {method}(): {message}"
+    elif method in ("step", "reset") or method.startswith("pickling"):
+        call = f"{method}()" if method in ("step", "reset") else method
+        what = f"sub-env {index} raised {exc_type} in {call}: {message}"
         todo = (
             "The call's results are lost, so every sub-env now awaits a reset: "
             "call reset() (or reset the sub-envs with a reset_mask) to go on, or "
