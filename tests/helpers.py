@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,3 +232,60 @@ def assert_same_run(expected: list[tuple], got: list[tuple], strict_types=True):
         )
         for name, a, b in zip(names, e, g, strict=True):
             assert_same(a, b, f"call {n} ({kind_e}) {name}", strict_types)
+
+
+# ------------------------------------------------- faulty envs (importable, so
+# they work with the spawn and forkserver start methods too)
+class FaultyEnv(ScheduledEnv):
+    """A ScheduledEnv that raises ``ValueError`` in its ``fail_step``-th call to
+    ``step`` or its ``fail_reset``-th call to ``reset`` (counted over its life)."""
+
+    def __init__(
+        self,
+        index: int = 0,
+        fail_step: int | None = None,
+        fail_reset: int | None = None,
+        lengths: Sequence[int] = (3,),
+    ) -> None:
+        super().__init__(index, lengths)
+        self.fail_step = fail_step
+        self.fail_reset = fail_reset
+        self.steps_taken = 0
+
+    def reset(self, *, seed=None, options=None):
+        if self.resets + 1 == self.fail_reset:
+            self.resets += 1
+            raise ValueError(f"reset of sub-env {self.index} failed on purpose")
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps_taken += 1
+        if self.steps_taken == self.fail_step:
+            raise ValueError(f"step of sub-env {self.index} failed on purpose")
+        return super().step(action)
+
+    def explode(self) -> None:
+        raise KeyError(f"explode() of sub-env {self.index}")
+
+
+class SlowEnv(ScheduledEnv):
+    """A ScheduledEnv whose ``step`` sleeps ``delay`` seconds."""
+
+    def __init__(self, index: int = 0, delay: float = 0.0) -> None:
+        super().__init__(index, lengths=(1000,))
+        self.delay = delay
+
+    def step(self, action):
+        time.sleep(self.delay)
+        return super().step(action)
+
+
+def env_fn_that_raises() -> gym.Env:
+    raise ValueError("this env_fn cannot build its env")
+
+
+def env_fn_that_exits_in_a_worker() -> gym.Env:
+    """Builds an env in the parent process, kills its process in a worker."""
+    if multiprocessing.parent_process() is not None:
+        os._exit(3)
+    return ScheduledEnv(0)

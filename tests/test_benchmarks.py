@@ -82,3 +82,29 @@ def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
         line for line in lines if line.startswith(("| Gymnasium's", "| vecmode's"))
     ]
     assert len(stacks) == 2 and all(line.count("|") == 6 for line in stacks), out
+
+
+def test_bench_async_quick_runs_and_reports_ratios_and_crossover():
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_async.py"),
+            "--quick",
+            "--markdown",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "vm async/gym async" in out and "vm async/vm sync" in out
+    rows = [
+        line for line in out.splitlines() if line.startswith(("| CartPole", "| heavy"))
+    ]
+    assert len(rows) == 2, out
+    crossovers = [
+        line
+        for line in out.splitlines()
+        if line.startswith(("- CartPole-v1:", "- heavy:"))
+    ]
+    assert len(crossovers) == 2 and all("vm sync" in line for line in crossovers), out

@@ -2,6 +2,9 @@
 
 * :class:`SyncVectorEnv`: a thin core with no autoreset policy (DISABLED mode) and
   one batched primitive, :meth:`VectorCore.execute`.
+* :class:`AsyncVectorEnv`: the same core with its sub-envs in worker processes,
+  one round trip per call; :class:`SubEnvError`, :class:`WorkerError` and
+  :class:`WorkerTimeoutError` report its faults.
 * :class:`NextStepAutoreset`, :class:`SameStepAutoreset`, :class:`DisableAutoreset`
   and :func:`with_autoreset`: the autoreset policy as wrappers.
 * :func:`make_vec`: core + policy, mirroring ``gymnasium.make_vec``.
@@ -16,6 +19,7 @@
 from gymnasium.vector import AutoresetMode
 
 from vecmode import wrappers
+from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import (
     DisableAutoreset,
     NextStepAutoreset,
@@ -27,7 +31,10 @@ from vecmode.core import Command, VectorCore
 from vecmode.errors import (
     EpisodeEndedError,
     IncompatibleModeError,
+    SubEnvError,
     UndeclaredModeWarning,
+    WorkerError,
+    WorkerTimeoutError,
 )
 from vecmode.make import make_vec
 from vecmode.modes import MODES, ModeLike, as_mode, mode_of
@@ -54,6 +61,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "MODES",
+    "AsyncVectorEnv",
     "AutoresetMode",
     "Command",
     "CompatibilityReport",
@@ -66,10 +74,13 @@ __all__ = [
     "ModeLike",
     "NextStepAutoreset",
     "SameStepAutoreset",
+    "SubEnvError",
     "SyncVectorEnv",
     "UndeclaredModeWarning",
     "VectorCore",
     "Verdict",
+    "WorkerError",
+    "WorkerTimeoutError",
     "__version__",
     "as_mode",
     "assert_compatible",

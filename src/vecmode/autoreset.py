@@ -50,7 +50,8 @@ _RESET, _STEP_THEN_RESET = int(Command.RESET), int(Command.STEP_THEN_RESET)
 def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly.
 
-    True for an env whose declared mode is DISABLED (the mode's contract) and for
+    True for an env whose declared mode is DISABLED (the mode's contract; vecmode's
+    ``SyncVectorEnv`` and ``AsyncVectorEnv`` are such envs) and for
     Gymnasium's NEXT_STEP envs whose masked reset clears the pending autoreset of
     the masked sub-envs: ``gymnasium.vector.SyncVectorEnv`` and
     ``gymnasium.vector.AsyncVectorEnv(shared_memory=True)``. Not for envs that

@@ -179,6 +179,13 @@ class VectorCore(VectorEnv):
         options: dict[str, Any] | None,
     ) -> StepResult:
         """Validated entry: check ended sub-envs and actions, run, track endings."""
+        self._validate(cmds, actions)
+        result, done = self._execute(cmds, actions, seeds, options)
+        self._track(cmds, done)
+        return result
+
+    def _validate(self, cmds: list[int], actions: Any) -> None:
+        """Raise before anything runs: an ended sub-env stepped, a wrong batch."""
         ended = self._ended
         if ended:
             stepped_ended = [i for i in sorted(ended) if cmds[i] in _STEPPING]
@@ -197,13 +204,15 @@ class VectorCore(VectorEnv):
                     else f"{type(actions).__name__} {actions!r}"
                 )
                 raise ValueError(errors.actions_batch(got, self.num_envs))
-        result, done = self._execute(cmds, actions, seeds, options)
+
+    def _track(self, cmds: list[int], done: list[int]) -> None:
+        """After a call ran: reset sub-envs are no longer ended, stepped ones may be."""
+        ended = self._ended
         if ended:
             ended.difference_update([i for i in ended if cmds[i] == _RESET])
         for i in done:
             if cmds[i] == _STEP:
                 ended.add(i)
-        return result
 
     def _execute(
         self,

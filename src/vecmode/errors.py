@@ -6,12 +6,20 @@ copying message text, the way dm_env's test mixin names its failure messages.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterable
 from typing import Any
 
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["EpisodeEndedError", "IncompatibleModeError", "UndeclaredModeWarning"]
+__all__ = [
+    "EpisodeEndedError",
+    "IncompatibleModeError",
+    "SubEnvError",
+    "UndeclaredModeWarning",
+    "WorkerError",
+    "WorkerTimeoutError",
+]
 
 
 class IncompatibleModeError(ValueError):
@@ -46,6 +54,62 @@ class EpisodeEndedError(RuntimeError):
     def __init__(self, indices: Iterable[int]) -> None:
         self.indices: tuple[int, ...] = tuple(int(i) for i in indices)
         super().__init__(episode_ended(self.indices))
+
+
+class SubEnvError(RuntimeError):
+    """A sub-env raised inside a worker process of :class:`vecmode.AsyncVectorEnv`.
+
+    Raised in the parent process, naming the sub-env and carrying the worker's
+    traceback text. The original exception is chained as ``__cause__`` when it can
+    be pickled. After a failed ``step``/``reset``/``execute`` every sub-env awaits
+    a reset (the call's results are lost, so no episode can go on); the workers are
+    alive and the env stays usable once reset. After a failed ``call``,
+    ``get_attr`` or ``set_attr`` nothing changes.
+
+    Attributes:
+        index: the sub-env that raised.
+        method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``, ...).
+        exc_type: the name of the original exception's type.
+        worker_traceback: the traceback text from the worker process.
+    """
+
+    def __init__(
+        self,
+        index: int,
+        method: str,
+        exc_type: str,
+        message: str,
+        worker_traceback: str,
+        others: Iterable[int] = (),
+    ) -> None:
+        self.index = int(index)
+        self.method = method
+        self.exc_type = exc_type
+        self.worker_traceback = worker_traceback
+        self.others: tuple[int, ...] = tuple(others)
+        super().__init__(
+            sub_env_failed(
+                self.index, method, exc_type, message, worker_traceback, self.others
+            )
+        )
+
+
+class WorkerError(RuntimeError):
+    """A worker process of :class:`vecmode.AsyncVectorEnv` died or cannot answer.
+
+    The env cannot be used after it (its sub-envs are lost or out of step); every
+    later call raises this error again. ``close()`` still works and leaves no
+    process behind; build a new env to go on.
+    """
+
+
+class WorkerTimeoutError(WorkerError, multiprocessing.TimeoutError):
+    """A call to :class:`vecmode.AsyncVectorEnv` did not finish within ``timeout``.
+
+    Also a ``multiprocessing.TimeoutError``, what Gymnasium's ``AsyncVectorEnv``
+    raises. Like every :class:`WorkerError` it leaves the env unusable (the workers
+    may still be running the call): ``close()`` terminates them.
+    """
 
 
 def _mode_names(modes: Iterable[AutoresetMode]) -> str:
@@ -331,4 +395,126 @@ def info_length(key: str, got: Any, num_envs: int) -> str:
         f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
         f"batched infos hold one entry per sub-env (Gymnasium's VectorEnv._add_info "
         f"builds them that way)."
+    )
+
+
+# ------------------------------------------------------------ the async core
+def _sub_envs(indices: Iterable[int]) -> str:
+    found = list(indices)
+    if len(found) == 1:
+        return f"sub-env {found[0]}"
+    return f"sub-envs {found[0]}-{found[-1]}"
+
+
+def sub_env_failed(
+    index: int,
+    method: str,
+    exc_type: str,
+    message: str,
+    worker_traceback: str,
+    others: tuple[int, ...] = (),
+) -> str:
+    if method == "env_fn":
+        what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
+        todo = "Fix the env_fn; no worker process was left running."
+    elif method in ("step", "reset") or method.startswith("pickling"):
+        call = f"{method}()" if method in ("step", "reset") else method
+        what = f"sub-env {index} raised {exc_type} in {call}: {message}"
+        todo = (
+            "The call's results are lost, so every sub-env now awaits a reset: "
+            "call reset() (or reset the sub-envs with a reset_mask) to go on, or "
+            "close() the env."
+        )
+    else:
+        what = f"sub-env {index} raised {exc_type} in {method}: {message}"
+        todo = "The env is unchanged and usable."
+    also = (
+        f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
+        if others
+        else ""
+    )
+    return f"{what}.{also} {todo}\nWorker traceback:\n{worker_traceback.rstrip()}"
+
+
+def worker_died(
+    worker: int, indices: Iterable[int], exitcode: int | None, during: str
+) -> str:
+    code = "" if exitcode is None else f" with exit code {exitcode}"
+    signal_note = (
+        f" (killed by signal {-exitcode})"
+        if exitcode is not None and exitcode < 0
+        else ""
+    )
+    return (
+        f"worker process {worker} ({_sub_envs(indices)}) died{code}{signal_note} "
+        f"during {during}. Its sub-envs are lost, so the env cannot be used any "
+        f"more: close() it and build a new one."
+    )
+
+
+def call_timed_out(during: str, timeout: float, workers: Iterable[int]) -> str:
+    return (
+        f"{during} did not finish within timeout={timeout} s (worker(s) "
+        f"{', '.join(map(str, workers))} had not answered). The workers may still be "
+        f"running it, so the env cannot be used any more: close() it (which "
+        f"terminates them) and build a new one, with a larger timeout if the "
+        f"sub-envs are slow."
+    )
+
+
+def env_unusable(reason: str) -> str:
+    return f"this AsyncVectorEnv cannot be used any more: {reason}"
+
+
+def env_closed(name: str) -> str:
+    return f"{name} was closed; build a new env to go on."
+
+
+def already_pending(what: str, pending: str) -> str:
+    return (
+        f"cannot {what} while {pending}_async() is pending; call {pending}_wait() "
+        f"first."
+    )
+
+
+def nothing_pending(what: str, pending: str | None) -> str:
+    had = f" (the pending call is {pending}_async())" if pending else ""
+    return f"{what}_wait() called without a pending {what}_async(){had}."
+
+
+def forbidden_call(name: str) -> str:
+    return (
+        f"call({name!r}) would run {name} behind the vector env's back; use the "
+        f"env's own {name}() instead."
+    )
+
+
+def num_workers(value: Any) -> str:
+    return f"num_workers must be None or an int >= 1, got {value!r}."
+
+
+def no_env_fns() -> str:
+    return "env_fns must hold at least one function that creates a sub-env."
+
+
+def set_attr_values(got: int, num_envs: int) -> str:
+    return (
+        f"values must be one value for every sub-env, or a list or tuple of "
+        f"{num_envs} values (one per sub-env), got {got}."
+    )
+
+
+def shared_memory_space(space: Any) -> str:
+    return (
+        f"the observation space {space} cannot be put in shared memory; pass "
+        f"shared_memory=False (observations then travel by pipe)."
+    )
+
+
+def unpicklable_env_fns(start: int, stop: int, method: str, exc: BaseException) -> str:
+    return (
+        f"could not start the worker of {_sub_envs(range(start, stop))} with the "
+        f"{method!r} start method: {type(exc).__name__}: {exc}. With 'spawn' and "
+        f"'forkserver' the env_fns are pickled (by cloudpickle): make them and the "
+        f"env classes they use importable and picklable, or use context='fork'."
     )

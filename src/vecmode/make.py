@@ -11,7 +11,8 @@ import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, VectorizeMode
 from gymnasium.vector import AutoresetMode
 
-from vecmode.autoreset import DisableAutoreset, with_autoreset
+from vecmode.async_vector_env import AsyncVectorEnv
+from vecmode.autoreset import with_autoreset
 from vecmode.modes import ModeLike, as_mode
 from vecmode.sync_vector_env import SyncVectorEnv
 
@@ -40,19 +41,20 @@ def make_vec(
         env_id: a registered id (``"CartPole-v1"``, ``"module:Env-v0"``), an
             ``EnvSpec``, or a callable returning a ``gymnasium.Env``.
         num_envs: the number of sub-envs.
-        vectorization_mode: ``"sync"`` (vecmode's core, every mode exact);
-            ``"async"`` (Gymnasium's ``AsyncVectorEnv`` in the requested mode, until
-            vecmode's own async core lands); ``"vector_entry_point"`` (the env's own
-            vector implementation); ``None``: the entry point where the env
-            registers one, else ``"sync"`` (Gymnasium's rule).
+        vectorization_mode: ``"sync"`` (:class:`vecmode.SyncVectorEnv`, every
+            mode exact); ``"async"`` (:class:`vecmode.AsyncVectorEnv`, the same
+            core in worker processes, every mode exact); ``"vector_entry_point"``
+            (the env's own vector implementation); ``None``: the entry point where
+            the env registers one, else ``"sync"`` (Gymnasium's rule).
         autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value.
             ``None``: ``vector_kwargs["autoreset_mode"]`` if given, else
             NEXT_STEP for ``sync``/``async`` (Gymnasium's default), and the env's
             own declared mode for a vector entry point. Asking a vector entry point
             for another mode applies an exact conversion or raises
             :class:`~vecmode.IncompatibleModeError`.
-        vector_kwargs: keyword arguments of the vector env (``copy``,
-            ``observation_mode``; for ``async`` also Gymnasium's).
+        vector_kwargs: keyword arguments of the core (``copy``,
+            ``observation_mode``; for ``async`` also ``num_workers``,
+            ``shared_memory``, ``context``, ``daemon`` and ``timeout``).
         wrappers: wrappers applied to each sub-env, innermost first.
         **env_kwargs: passed to each sub-env's constructor (``gym.make``).
 
@@ -129,12 +131,8 @@ def make_vec(
 
     env_fns = [make_one] * num_envs
     mode = AutoresetMode.NEXT_STEP if mode is None else mode
-    if vmode is VectorizeMode.ASYNC:
-        envs = gym.vector.AsyncVectorEnv(env_fns, autoreset_mode=mode, **vector_kwargs)
-        if mode is AutoresetMode.DISABLED:
-            envs = DisableAutoreset(envs)
-    else:
-        envs = with_autoreset(SyncVectorEnv(env_fns, **vector_kwargs), mode)
+    core_type = AsyncVectorEnv if vmode is VectorizeMode.ASYNC else SyncVectorEnv
+    envs = with_autoreset(core_type(env_fns, **vector_kwargs), mode)
     if spec is not None:
         made = copy.deepcopy(spec)
         made.kwargs = {

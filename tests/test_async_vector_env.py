@@ -1,0 +1,928 @@
+"""vecmode.AsyncVectorEnv: fidelity, one round trip per call, faults, start methods.
+
+Most tests use the ``fork`` start method (fast to start); a few run under ``spawn``
+and ``forkserver``, whose env_fns must be picklable (the env classes live in
+``tests.helpers``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import os
+import signal
+import threading
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import (
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    NoAsyncCallError,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vecmode
+from tests.helpers import (
+    OBS_TYPES,
+    FaultyEnv,
+    ScheduledEnv,
+    Script,
+    SlowEnv,
+    assert_same,
+    assert_same_run,
+    drive,
+    env_fn_that_exits_in_a_worker,
+    env_fn_that_raises,
+    make_script,
+    scheduled_fns,
+)
+from vecmode import (
+    AsyncVectorEnv,
+    AutoresetMode,
+    Command,
+    EpisodeEndedError,
+    IncompatibleModeError,
+    SubEnvError,
+    WorkerError,
+    WorkerTimeoutError,
+)
+from vecmode.async_vector_env import _slices, default_num_workers
+
+MODES = list(AutoresetMode)
+FORK = "fork"
+
+
+def make_async(fns, **kwargs) -> AsyncVectorEnv:
+    kwargs.setdefault("context", FORK)
+    kwargs.setdefault("num_workers", 2)
+    return AsyncVectorEnv(fns, **kwargs)
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """Fail (instead of hanging the suite) if the block takes too long."""
+
+    def alarm(signum, frame):
+        raise AssertionError(f"still running after {seconds} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def gone(pids) -> bool:
+    """Whether every process in ``pids`` has exited and been reaped."""
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        return False
+    children = {child.pid for child in multiprocessing.active_children()}
+    return not children & set(pids)
+
+
+def run_three(fns_factory, mode, steps=30, seed=1, mask_prob=0.3, **kwargs):
+    """Gymnasium's async env, vecmode's sync env and vecmode's async env, on one
+    script; return the three runs."""
+    reference = gym.vector.AsyncVectorEnv(
+        fns_factory(),
+        autoreset_mode=mode,
+        context=FORK,
+        shared_memory=kwargs.get("shared_memory", True),
+        copy=kwargs.get("copy", True),
+    )
+    sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns_factory()), mode)
+    ours = vecmode.with_autoreset(make_async(fns_factory(), **kwargs), mode)
+    try:
+        script = make_script(reference, steps, seed=seed, mask_prob=mask_prob)
+        disabled = mode is AutoresetMode.DISABLED
+        return (
+            drive(reference, script, disabled),
+            drive(sync, script, disabled),
+            drive(ours, script, disabled),
+        )
+    finally:
+        reference.close()
+        sync.close()
+        ours.close()
+
+
+# ------------------------------------------------------------------- fidelity
+@pytest.mark.parametrize("obs_type", OBS_TYPES)
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_same_as_gymnasium_async_and_vecmode_sync(mode, obs_type):
+    """5 sub-envs on 2 workers (3 + 2), masked resets on top of each mode."""
+    gym_run, sync_run, async_run = run_three(
+        functools.partial(scheduled_fns, 5, obs_type=obs_type), mode
+    )
+    assert_same_run(sync_run, async_run)
+    assert_same_run(gym_run, async_run)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_same_as_gymnasium_without_shared_memory(mode):
+    """Observations by pipe. No extra masks: Gymnasium's own shared_memory=False
+    env keeps a pending NEXT_STEP autoreset after a masked reset (a known bug)."""
+    fns = functools.partial(scheduled_fns, 4, obs_type="dict")
+    gym_run, sync_run, async_run = run_three(
+        fns, mode, mask_prob=0.0, shared_memory=False
+    )
+    assert_same_run(sync_run, async_run)
+    assert_same_run(gym_run, async_run)
+    # and with masked resets, against the sync env
+    for obs_type in ("box", "tuple"):
+        fns = functools.partial(scheduled_fns, 4, obs_type=obs_type)
+        _, sync_run, async_run = run_three(fns, mode, shared_memory=False)
+        assert_same_run(sync_run, async_run)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_same_as_gymnasium_on_gymnasium_envs(mode):
+    """Real envs: continuous actions (shared-memory actions of another dtype too)."""
+    pendulum = functools.partial(
+        lambda: [functools.partial(gym.make, "Pendulum-v1", max_episode_steps=5)] * 3
+    )
+    gym_run, sync_run, async_run = run_three(pendulum, mode, steps=12)
+    assert_same_run(gym_run, async_run)
+    assert_same_run(sync_run, async_run)
+    blackjack = functools.partial(
+        lambda: [functools.partial(gym.make, "Blackjack-v1")] * 3
+    )
+    gym_run, sync_run, async_run = run_three(blackjack, mode, steps=12)
+    assert_same_run(gym_run, async_run)
+    assert_same_run(sync_run, async_run)
+
+
+@pytest.mark.parametrize("num_workers", [1, 2, 3, 7])
+def test_any_number_of_workers_gives_the_same_run(num_workers):
+    """1 worker, uneven slices (3 + 2 + 2), one worker per sub-env."""
+    fns = functools.partial(scheduled_fns, 7, obs_type="dict")
+    for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+        sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns()), mode)
+        ours = vecmode.with_autoreset(make_async(fns(), num_workers=num_workers), mode)
+        assert ours.unwrapped.num_workers == num_workers
+        script = make_script(sync, 25, seed=num_workers, mask_prob=0.4)
+        assert_same_run(drive(sync, script, False), drive(ours, script, False))
+        sync.close()
+        ours.close()
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_copy_false_returns_the_shared_buffer_with_the_right_values(mode):
+    fns = functools.partial(scheduled_fns, 3)
+    sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns(), copy=False), mode)
+    ours = vecmode.with_autoreset(make_async(fns(), copy=False), mode)
+    script = make_script(sync, 15, mask_prob=0.3)
+    disabled = mode is AutoresetMode.DISABLED
+    expected, got = [], []
+    # compare each result as soon as it comes (the buffer is overwritten later)
+    for envs, out in ((sync, expected), (ours, got)):
+        for kind, result in drive_each(envs, script, disabled):
+            out.append((kind, tuple(np.copy(x) if kind else x for x in result)))
+            if envs is ours:
+                assert result[0] is ours.unwrapped._observations
+    assert_same_run(expected, got)
+    sync.close()
+    ours.close()
+
+
+def drive_each(envs, script, disabled):
+    """``drive``, yielding each call's result before the next call is made."""
+    yield "reset", envs.reset(seed=script.seed)
+    for t, actions in enumerate(script.actions):
+        result = envs.step(actions)
+        yield "step", result
+        mask = np.zeros(envs.num_envs, dtype=bool)
+        if disabled:
+            mask |= np.logical_or(result[2], result[3])
+        if script.masks[t] is not None:
+            mask |= script.masks[t]
+        if mask.any():
+            yield "reset_mask", envs.reset(options={"reset_mask": mask})
+
+
+def test_actions_of_another_dtype_and_lists_reach_the_sub_envs_as_in_sync():
+    """Actions not in the batch's dtype are pickled, not cast: like the sync env."""
+
+    def fns():
+        return [lambda: EchoAction(0), lambda: EchoAction(1), lambda: EchoAction(2)]
+
+    sync = vecmode.SyncVectorEnv(fns())
+    ours = make_async(fns())
+    sync.reset(seed=0)
+    ours.reset(seed=0)
+    for actions in (
+        np.array([0, 1, 2]),
+        np.array([0, 1, 2], dtype=np.int32),
+        np.array([2, 1, 0], dtype=np.uint8),
+        [1, 2, 0],
+    ):
+        assert_same(sync.step(actions), ours.step(actions))
+    sync.close()
+    ours.close()
+
+
+class EchoAction(ScheduledEnv):
+    """Puts the action it got, and its type, in the info."""
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index, lengths=(100,))
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return (
+            obs,
+            reward,
+            terminated,
+            truncated,
+            {
+                "action": action,
+                "type": type(action).__name__,
+            },
+        )
+
+
+def test_observation_mode_different_matches_gymnasium():
+    def fns():
+        return [
+            functools.partial(gym.make, "MountainCarContinuous-v0"),
+            functools.partial(gym.make, "MountainCarContinuous-v0"),
+        ]
+
+    reference = gym.vector.AsyncVectorEnv(
+        fns(), observation_mode="different", context=FORK
+    )
+    ours = vecmode.with_autoreset(
+        make_async(fns(), observation_mode="different"), "NextStep"
+    )
+    assert ours.observation_space == reference.observation_space
+    script = make_script(reference, 8)
+    assert_same_run(drive(reference, script, False), drive(ours, script, False))
+    reference.close()
+    ours.close()
+
+
+# ---------------------------------------------------------- property (hypothesis)
+@st.composite
+def scenarios(draw):
+    num_envs = draw(st.integers(1, 5))
+    steps = draw(st.integers(1, 20))
+    return {
+        "num_envs": num_envs,
+        "num_workers": draw(st.integers(1, 2)),
+        "shared_memory": draw(st.booleans()),
+        "lengths": [
+            draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+            for _ in range(num_envs)
+        ],
+        "truncate": [
+            draw(st.lists(st.booleans(), min_size=1, max_size=2))
+            for _ in range(num_envs)
+        ],
+        "obs_type": draw(st.sampled_from(OBS_TYPES)),
+        "mode": draw(st.sampled_from(MODES)),
+        "script": Script(
+            seed=draw(st.integers(0, 2**16)),
+            actions=[
+                np.array(
+                    draw(
+                        st.lists(
+                            st.integers(0, 2), min_size=num_envs, max_size=num_envs
+                        )
+                    )
+                )
+                for _ in range(steps)
+            ],
+            masks=[
+                draw(
+                    st.none()
+                    | st.lists(st.booleans(), min_size=num_envs, max_size=num_envs).map(
+                        lambda m: np.array(m, dtype=bool)
+                    )
+                )
+                for _ in range(steps)
+            ],
+            options=draw(st.none() | st.just({"tag": "x"})),
+        ),
+    }
+
+
+@settings(max_examples=50)
+@given(scenarios())
+def test_async_equals_sync_property(scenario):
+    """Random episode lengths, endings, actions, masks, options, modes, workers."""
+
+    def fns():
+        return scheduled_fns(
+            scenario["num_envs"],
+            scenario["lengths"],
+            scenario["truncate"],
+            scenario["obs_type"],
+        )
+
+    mode = scenario["mode"]
+    sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns()), mode)
+    ours = vecmode.with_autoreset(
+        make_async(
+            fns(),
+            num_workers=scenario["num_workers"],
+            shared_memory=scenario["shared_memory"],
+        ),
+        mode,
+    )
+    disabled = mode is AutoresetMode.DISABLED
+    try:
+        expected = drive(sync, scenario["script"], disabled)
+        got = drive(ours, scenario["script"], disabled)
+    finally:
+        sync.close()
+        ours.close()
+    assert_same_run(expected, got)
+
+
+# ------------------------------------------------------ the core's contract
+def test_is_a_disabled_vecmode_core_and_a_gymnasium_vector_env():
+    envs = make_async(scheduled_fns(3))
+    assert isinstance(envs, vecmode.VectorCore)
+    assert isinstance(envs, gym.vector.VectorEnv)
+    assert envs.metadata["autoreset_mode"] is AutoresetMode.DISABLED
+    assert envs.autoreset_mode is AutoresetMode.DISABLED
+    assert envs.num_envs == 3 and envs.num_workers == 2
+    assert envs.single_observation_space == ScheduledEnv().observation_space
+    assert envs.action_space == gym.vector.utils.batch_space(gym.spaces.Discrete(3), 3)
+    assert repr(envs) == "AsyncVectorEnv(num_envs=3, num_workers=2)"
+    envs.close()
+
+
+def test_refuses_another_mode_and_says_how_to_get_it():
+    with pytest.raises(IncompatibleModeError) as info:
+        make_async(scheduled_fns(2), autoreset_mode="SameStep")
+    assert "with_autoreset" in str(info.value) and "async" in str(info.value)
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        ({"num_workers": 0}, "num_workers must be None or an int >= 1"),
+        ({"num_workers": 1.5}, "num_workers must be None or an int >= 1"),
+        ({"observation_mode": "mixed"}, "observation_mode"),
+        ({"timeout": 0}, "timeout must be None or > 0"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(kwargs, text):
+    with pytest.raises(ValueError, match=text):
+        make_async(scheduled_fns(2), **kwargs)
+    with pytest.raises(ValueError, match="at least one function"):
+        make_async([])
+
+
+def test_default_num_workers_and_slices():
+    cpus = len(os.sched_getaffinity(0))
+    assert default_num_workers(100) == cpus
+    assert default_num_workers(1) == 1
+    envs = AsyncVectorEnv(scheduled_fns(3), context=FORK)
+    assert envs.num_workers == min(3, cpus)
+    envs.close()
+    assert make_async(scheduled_fns(2), num_workers=5).num_workers == 2
+    assert _slices(7, 3) == [(0, 3), (3, 5), (5, 7)]
+    assert _slices(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+
+
+def test_stepping_an_ended_sub_env_raises_before_anything_is_stepped():
+    envs = make_async(scheduled_fns(3, lengths=[(2,), (3,), (5,)]))
+    envs.reset(seed=0)
+    actions = np.zeros(3, dtype=int)
+    envs.step(actions)
+    _, _, terminations, truncations, _ = envs.step(actions)
+    assert np.logical_or(terminations, truncations).tolist() == [True, False, False]
+    before = envs.get_attr("t")
+    with pytest.raises(EpisodeEndedError) as info:
+        envs.step(actions)
+    assert info.value.indices == (0,)
+    with pytest.raises(EpisodeEndedError):
+        envs.step_async(actions)
+    with pytest.raises(EpisodeEndedError):
+        envs.execute([Command.STEP_THEN_RESET, Command.KEEP, Command.KEEP], actions)
+    assert envs.get_attr("t") == before, "something was stepped"
+    obs, _ = envs.reset(options={"reset_mask": np.array([True, False, False])})
+    assert obs[0].tolist() == [0, 1, 0]
+    envs.step(actions)
+    envs.close()
+
+
+def test_execute_one_command_per_sub_env_and_idle_workers_are_not_asked():
+    envs = make_async(scheduled_fns(4, lengths=[(5,), (5,), (5,), (1,)]))
+    obs0, _ = envs.reset(seed=0)
+    obs, rewards, terminations, _, infos = envs.execute(
+        [Command.STEP, Command.KEEP, Command.RESET, Command.STEP], np.full(4, 2)
+    )
+    assert rewards.tolist() == [2.5, 0.0, 0.0, 2.53]
+    assert terminations.tolist() == [False, False, False, True]
+    assert obs[1].tolist() == obs0[1].tolist() and obs[2].tolist() == [2, 1, 0]
+    assert infos["_step"].tolist() == [True, False, False, True]
+    # only the first worker (sub-envs 0, 1) has work: the second is not asked, and
+    # its sub-envs get reward 0 and False flags, not what it wrote last time
+    obs, rewards, terminations, truncations, _ = envs.execute(
+        [Command.STEP, Command.STEP, Command.KEEP, Command.KEEP], np.full(4, 1)
+    )
+    assert rewards.tolist() == [2.0, 1.51, 0.0, 0.0]
+    assert not terminations.any() and not truncations.any()
+    _, infos = envs.reset(options={"reset_mask": np.array([False, True, False, True])})
+    assert infos["_episode"].tolist() == [False, True, False, True]
+    _, infos = envs.reset(options={"reset_mask": np.zeros(4, dtype=bool)})
+    assert infos == {}
+    envs.close()
+
+
+class QuirkyInfo(ScheduledEnv):
+    """Odd sub-envs put a float in info["x"], even ones an int: Gymnasium's
+    _add_info makes the array's dtype that of the first sub-env with the key."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        x = self.index if self.index % 2 == 0 else self.index + 0.5
+        if (self.t + self.index) % 3:
+            info = {**info, "x": x}
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_info_casting_quirks_are_gymnasiums(mode):
+    """Infos are merged in sub-env order across workers, so the first sub-env that
+    has a key decides its dtype, exactly as in Gymnasium's envs."""
+    fns = functools.partial(
+        lambda: [functools.partial(QuirkyInfo, i, (4, 2)) for i in range(5)]
+    )
+    gym_run, sync_run, async_run = run_three(fns, mode, steps=15, num_workers=3)
+    assert_same_run(gym_run, async_run)
+    assert_same_run(sync_run, async_run)
+    dtypes = {
+        str(result[-1]["x"].dtype)
+        for kind, result in async_run
+        if kind == "step" and "x" in result[-1]
+    }
+    assert dtypes == {"int64", "float64"}, dtypes
+
+
+@pytest.mark.parametrize(
+    ("mask", "error", "text"),
+    [
+        (np.array([1, 0, 1]), TypeError, "dtype bool"),
+        (np.array([True, False]), ValueError, "shape (3,)"),
+        ("yes", TypeError, "numpy array of dtype bool"),
+    ],
+)
+def test_bad_input_is_the_sync_envs_error_and_leaves_the_env_usable(mask, error, text):
+    envs = make_async(scheduled_fns(3))
+    envs.reset(seed=0)
+    with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)")):
+        envs.reset(options={"reset_mask": mask})
+    with pytest.raises(error):
+        envs.reset_async(options={"reset_mask": mask})
+    with pytest.raises(ValueError, match="batch of 3 actions"):
+        envs.step(np.zeros(2, dtype=int))
+    with pytest.raises(ValueError, match="list of 3 seeds"):
+        envs.reset(seed=[1, 2])
+    with pytest.raises(ValueError, match=r"not a vecmode\.Command"):
+        envs.execute([1, 1, 9], np.zeros(3, dtype=int))
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
+def test_options_are_not_mutated_and_each_sub_env_gets_its_own_copy():
+    envs = make_async([functools.partial(Popper, i) for i in range(3)], num_workers=1)
+    options = {"tag": "z"}
+    _, infos = envs.reset(options=options)
+    assert options == {"tag": "z"}
+    assert infos["had_tag"].tolist() == [True, True, True]
+    mask = np.array([True, False, True])
+    options = {"reset_mask": mask, "tag": "x"}
+    _, infos = envs.reset(options=options)
+    assert options["reset_mask"] is mask and options["tag"] == "x"
+    assert infos["had_tag"].tolist() == [True, False, True]
+    envs.close()
+
+
+class Popper(ScheduledEnv):
+    """Pops "tag" from the reset options it gets, and says whether it was there."""
+
+    def reset(self, *, seed=None, options=None):
+        had_tag = bool(options) and options.pop("tag", None) is not None
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, {**info, "had_tag": had_tag}
+
+
+# --------------------------------------------------- Gymnasium's async surface
+def test_step_async_step_wait_reset_async_reset_wait_call_async_call_wait():
+    envs = make_async(scheduled_fns(3))
+    envs.reset_async(seed=0)
+    with pytest.raises(AlreadyPendingCallError, match="reset_wait"):
+        envs.step_async(np.zeros(3, dtype=int))
+    with pytest.raises(NoAsyncCallError):
+        envs.step_wait()
+    obs, infos = envs.reset_wait()
+    assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode"].all()
+    envs.step_async(np.ones(3, dtype=int))
+    with pytest.raises(AlreadyPendingCallError, match="cannot step or reset while"):
+        envs.step(np.ones(3, dtype=int))
+    obs, rewards, *_ = envs.step_wait(timeout=5)
+    assert rewards.tolist() == [1.5, 1.51, 1.52]
+    envs.call_async("_obs")
+    assert [o.tolist() for o in envs.call_wait()] == obs.tolist()
+    with pytest.raises(NoAsyncCallError):
+        envs.reset_wait()
+    envs.close()
+
+
+def test_call_get_attr_set_attr_render():
+    envs = make_async(scheduled_fns(3))
+    assert envs.get_attr("index") == (0, 1, 2)
+    envs.set_attr("index", [7, 8, 9])
+    assert envs.call("_obs")[0].tolist()[0] == 7
+    envs.set_attr("index", 4)
+    assert envs.get_attr("index") == (4, 4, 4)
+    assert callable(envs.get_attr("_obs")[0])  # like SyncVectorEnv: not called
+    with pytest.raises(ValueError, match="list or tuple of 3 values"):
+        envs.set_attr("index", [1, 2])
+    with pytest.raises(ValueError, match="use the env's own step"):
+        envs.call("step", 0)
+    assert envs.render() == (None, None, None)
+    assert len(envs.np_random_seed) == 3
+    wrapped = vecmode.with_autoreset(envs, "SameStep")
+    wrapped.set_attr("index", [1, 2, 3])
+    assert wrapped.get_attr("index") == (1, 2, 3)
+    wrapped.close()
+    assert envs.closed
+
+
+def test_make_vec_async_builds_vecmodes_async_core_in_every_mode():
+    for mode in MODES:
+        envs = vecmode.make_vec(
+            "CartPole-v1",
+            num_envs=3,
+            vectorization_mode="async",
+            autoreset_mode=mode,
+            vector_kwargs={"num_workers": 2, "context": FORK},
+        )
+        assert isinstance(envs.unwrapped, AsyncVectorEnv)
+        assert vecmode.mode_of(envs) is mode
+        assert envs.unwrapped.num_workers == 2
+        envs.close()
+
+
+def test_check_reports_a_stack_over_the_async_core():
+    envs = vecmode.with_autoreset(make_async(scheduled_fns(2)), "NextStep")
+    report = vecmode.check(envs)
+    assert report.ok
+    lines = str(report).splitlines()
+    assert lines[0] == "ok: the stack runs NextStep"
+    assert lines[4].split() == [
+        "0",
+        "AsyncVectorEnv",
+        "(vecmode)",
+        "-",
+        "-",
+        "Disabled",
+        "ok",
+    ]
+    assert lines[5].split()[1:3] == ["NextStepAutoreset", "(vecmode)"]
+    envs.close()
+
+
+# --------------------------------------------------------------------- faults
+def faulty_fns(n=4, faults=None):
+    """``faults[i]``: the FaultyEnv arguments of sub-env ``i``."""
+    faults = faults or {}
+    return [functools.partial(FaultyEnv, i, **faults.get(i, {})) for i in range(n)]
+
+
+def test_a_sub_env_raising_in_step_is_reported_with_its_index_and_traceback():
+    envs = make_async(faulty_fns(4, {2: {"fail_step": 2, "lengths": (10,)}}))
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, dtype=int))
+    with pytest.raises(SubEnvError) as info:
+        envs.step(np.zeros(4, dtype=int))
+    error = info.value
+    assert (
+        error.index == 2 and error.method == "step" and error.exc_type == "ValueError"
+    )
+    assert "sub-env 2 raised ValueError in step()" in str(error)
+    assert "step of sub-env 2 failed on purpose" in str(error)
+    assert "Traceback (most recent call last)" in error.worker_traceback
+    assert (
+        "in step" in error.worker_traceback and "helpers.py" in error.worker_traceback
+    )
+    assert isinstance(error.__cause__, ValueError)
+    assert isinstance(error, RuntimeError)
+    # the call's results are lost: every sub-env awaits a reset
+    assert envs.awaiting_reset.all()
+    with pytest.raises(EpisodeEndedError):
+        envs.step(np.zeros(4, dtype=int))
+    # the workers are alive; a reset makes the env usable again
+    obs, _ = envs.reset(seed=1)
+    assert obs[:, 2].tolist() == [0, 0, 0, 0]
+    envs.step(np.zeros(4, dtype=int))
+    pids = [p.pid for p in envs.processes]
+    envs.close()
+    assert gone(pids)
+
+
+def test_next_step_autoreset_resets_every_sub_env_after_a_failed_step():
+    envs = vecmode.with_autoreset(
+        make_async(faulty_fns(3, {0: {"fail_step": 1}})), "NextStep"
+    )
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError, match="sub-env 0 raised"):
+        envs.step(np.zeros(3, dtype=int))
+    obs, rewards, terminations, truncations, infos = envs.step(np.zeros(3, dtype=int))
+    assert obs[:, 2].tolist() == [0, 0, 0]  # all reset: the reset step of NEXT_STEP
+    assert not rewards.any() and not terminations.any() and not truncations.any()
+    assert infos["_episode"].all()
+    envs.close()
+
+
+def test_a_sub_env_raising_in_reset_and_several_failures_in_one_call():
+    envs = make_async(
+        faulty_fns(4, {1: {"fail_reset": 2}, 3: {"fail_reset": 2}}), num_workers=2
+    )
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as info:
+        envs.reset()
+    assert info.value.index == 1 and info.value.method == "reset"
+    assert info.value.others == (3,)
+    assert "Sub-env(s) 3 raised in the same call too" in str(info.value)
+    assert envs.awaiting_reset.all()
+    envs.reset()
+    envs.close()
+
+
+class LockInInfo(ScheduledEnv):
+    """Puts something that cannot be pickled in its info on its second step."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.t == 2 and self.index == 1:
+            info = {**info, "lock": threading.Lock()}
+        return obs, reward, terminated, truncated, info
+
+
+def test_an_info_that_cannot_be_pickled_is_reported_naming_the_sub_env():
+    envs = make_async([functools.partial(LockInInfo, i, (10,)) for i in range(3)])
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=int))
+    with pytest.raises(SubEnvError) as info:
+        envs.step(np.zeros(3, dtype=int))
+    assert info.value.index == 1 and info.value.method == "pickling its info"
+    assert "lock" in str(info.value) and envs.awaiting_reset.all()
+    envs.reset()  # the worker is alive and answers
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
+def test_a_sub_env_raising_in_call_get_attr_set_attr_leaves_the_env_as_it_was():
+    envs = make_async(faulty_fns(3))
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as info:
+        envs.call("explode")
+    assert info.value.index == 0 and isinstance(info.value.__cause__, KeyError)
+    assert "unchanged and usable" in str(info.value)
+    with pytest.raises(SubEnvError, match="get_attr\\('missing'\\)"):
+        envs.get_attr("missing")
+    assert not envs.awaiting_reset.any()
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
+def test_a_killed_worker_is_reported_at_once_even_without_a_timeout():
+    envs = make_async(scheduled_fns(4, lengths=[(50,)] * 4))
+    envs.reset(seed=0)
+    victim = envs.processes[1]
+    pids = [p.pid for p in envs.processes]
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(5)
+    started = time.monotonic()
+    with deadline(20), pytest.raises(WorkerError) as info:
+        envs.step(np.zeros(4, dtype=int))
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert "worker process 1 (sub-envs 2-3) died" in message
+    assert "killed by signal 9" in message and "close()" in message
+    with pytest.raises(WorkerError, match="cannot be used any more"):
+        envs.reset()
+    with deadline(20):
+        envs.close()
+    envs.close()  # idempotent
+    assert gone(pids)
+
+
+def test_a_killed_worker_whose_pipe_is_held_open_is_still_reported():
+    """A sub-env that forked a process of its own: the worker's end of the pipe
+    stays open after the worker is killed, so only its process sentinel tells."""
+    envs = make_async([functools.partial(Forking, i) for i in range(2)])
+    envs.reset(seed=0)
+    grandchildren = envs.get_attr("grandchild")
+    try:
+        os.kill(envs.processes[0].pid, signal.SIGKILL)
+        started = time.monotonic()
+        with deadline(20), pytest.raises(WorkerError, match="worker process 0"):
+            envs.step(np.zeros(2, dtype=int))
+        assert time.monotonic() - started < 5
+    finally:
+        for pid in grandchildren:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    with deadline(20):
+        envs.close()
+
+
+class Forking(ScheduledEnv):
+    """Forks a process that sleeps (holding copies of the worker's pipe)."""
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index, lengths=(100,))
+        pid = os.fork()
+        if pid == 0:  # the grandchild
+            time.sleep(30)
+            os._exit(0)
+        self.grandchild = pid
+
+
+def test_a_worker_killed_during_a_call_is_reported():
+    envs = make_async([functools.partial(SlowEnv, i, 0.5) for i in range(2)])
+    envs.reset(seed=0)
+    pids = [p.pid for p in envs.processes]
+    envs.step_async(np.zeros(2, dtype=int))
+    time.sleep(0.1)
+    os.kill(pids[0], signal.SIGKILL)
+    with deadline(20), pytest.raises(WorkerError, match="worker process 0"):
+        envs.step_wait()
+    with deadline(20):
+        envs.close()
+    assert gone(pids)
+
+
+def test_timeout_is_a_clear_error_and_close_terminates_the_stuck_workers():
+    envs = make_async([functools.partial(SlowEnv, i, 30.0) for i in range(2)])
+    envs.reset(seed=0)
+    pids = [p.pid for p in envs.processes]
+    started = time.monotonic()
+    with deadline(20), pytest.raises(WorkerTimeoutError) as info:
+        envs.step_async(np.zeros(2, dtype=int))
+        envs.step_wait(timeout=0.3)
+    assert 0.25 < time.monotonic() - started < 5
+    assert isinstance(info.value, multiprocessing.TimeoutError)
+    assert "did not finish within timeout=0.3 s" in str(info.value)
+    with pytest.raises(WorkerError, match="timed out"):
+        envs.step(np.zeros(2, dtype=int))
+    started = time.monotonic()
+    with deadline(20):
+        envs.close()
+    assert time.monotonic() - started < 5
+    assert gone(pids)
+
+
+def test_the_timeout_argument_applies_to_every_call():
+    envs = make_async([functools.partial(SlowEnv, 0, 30.0)], timeout=0.3)
+    envs.reset(seed=0)
+    with deadline(20), pytest.raises(WorkerTimeoutError):
+        envs.step(np.zeros(1, dtype=int))
+    with deadline(20):
+        envs.close()
+
+
+def test_an_env_fn_that_fails_is_reported_at_construction_and_leaves_no_process():
+    before = set(multiprocessing.active_children())
+    fns = scheduled_fns(4)
+    fns[3] = env_fn_that_raises
+    with pytest.raises(SubEnvError) as info:
+        make_async(fns)
+    assert info.value.index == 3 and info.value.method == "env_fn"
+    assert "sub-env 3's env_fn raised ValueError" in str(info.value)
+    assert "cannot build its env" in info.value.worker_traceback
+    assert set(multiprocessing.active_children()) == before
+    # sub-env 0 is also built in the parent, to read its spaces
+    with pytest.raises(SubEnvError, match="sub-env 0's env_fn raised"):
+        make_async([env_fn_that_raises, *scheduled_fns(1)])
+    assert set(multiprocessing.active_children()) == before
+
+
+def test_a_worker_dying_at_construction_is_reported_and_leaves_no_process():
+    before = set(multiprocessing.active_children())
+    with deadline(20), pytest.raises(WorkerError, match="died with exit code 3"):
+        make_async([env_fn_that_exits_in_a_worker, *scheduled_fns(2)])
+    assert set(multiprocessing.active_children()) == before
+
+
+def test_different_spaces_are_refused_at_construction():
+    class Other(ScheduledEnv):
+        def __init__(self):
+            super().__init__(obs_type="discrete")
+
+    with pytest.raises(RuntimeError, match="sub-env 2's observation space"):
+        make_async([*scheduled_fns(2), Other])
+    assert multiprocessing.active_children() == []
+
+
+def test_close_is_idempotent_and_leaves_no_process():
+    envs = make_async(scheduled_fns(3))
+    pids = [p.pid for p in envs.processes]
+    assert len(pids) == 2 and not gone(pids)
+    envs.close()
+    envs.close()
+    assert envs.closed and gone(pids)
+    with pytest.raises(ClosedEnvironmentError):
+        envs.step(np.zeros(3, dtype=int))
+    with pytest.raises(ClosedEnvironmentError):
+        envs.get_attr("index")
+
+
+def test_close_with_a_pending_call_terminate_and_context_manager():
+    with make_async(scheduled_fns(3)) as envs:
+        envs.reset(seed=0)
+        envs.step_async(np.zeros(3, dtype=int))
+        pids = [p.pid for p in envs.processes]
+    assert envs.closed and gone(pids)
+    envs = make_async(scheduled_fns(3))
+    pids = [p.pid for p in envs.processes]
+    envs.close(terminate=True)
+    assert gone(pids)
+    envs = make_async(scheduled_fns(3), daemon=False)
+    assert not any(p.daemon for p in envs.processes)
+    pids = [p.pid for p in envs.processes]
+    envs.close()
+    assert gone(pids)
+
+
+# ------------------------------------------------------------- start methods
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_spawn_and_forkserver(context):
+    def fns():
+        return scheduled_fns(3, obs_type="dict")
+
+    sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns()), "SameStep")
+    ours = vecmode.with_autoreset(make_async(fns(), context=context), "SameStep")
+    script = make_script(sync, 12, mask_prob=0.3)
+    assert_same_run(drive(sync, script, False), drive(ours, script, False))
+    pids = [p.pid for p in ours.unwrapped.processes]
+    ours.close()
+    sync.close()
+    assert gone(pids)
+    envs = make_async(faulty_fns(2, {1: {"fail_step": 1}}), context=context)
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as info:
+        envs.step(np.zeros(2, dtype=int))
+    assert info.value.index == 1 and "failed on purpose" in info.value.worker_traceback
+    envs.close()
+    with pytest.raises(SubEnvError, match="sub-env 1's env_fn"):
+        make_async([*scheduled_fns(1), env_fn_that_raises], context=context)
+    before = set(multiprocessing.active_children())
+    lock = threading.Lock()  # cannot be pickled, even by cloudpickle
+    with pytest.raises(TypeError, match="could not start the worker of sub-env 1"):
+        make_async(
+            [*scheduled_fns(1), lambda: lock and ScheduledEnv(1)], context=context
+        )
+    assert set(multiprocessing.active_children()) == before
+
+
+class SequenceObs(gym.Env):
+    """Observations of a Sequence space: no shared memory can hold them."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Sequence(gym.spaces.Discrete(5))
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return (1, 2), {}
+
+    def step(self, action):
+        self.t += 1
+        return tuple(range(self.t % 4)), float(action), False, self.t > 3, {}
+
+
+def test_a_space_shared_memory_cannot_hold_needs_shared_memory_false():
+    with pytest.raises(ValueError, match="pass shared_memory=False"):
+        make_async([SequenceObs] * 2)
+    assert multiprocessing.active_children() == []
+    gym_run, sync_run, async_run = run_three(
+        lambda: [SequenceObs] * 3,
+        AutoresetMode.SAME_STEP,
+        steps=10,
+        mask_prob=0.0,
+        shared_memory=False,
+    )
+    assert_same_run(gym_run, async_run)
+    assert_same_run(sync_run, async_run)
