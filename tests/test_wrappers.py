@@ -403,3 +403,27 @@ def test_stateful_hooks_overridden_on_the_class_or_the_instance_are_called():
         assert envs.starts == starts > 2, mode
         assert sum(int(m.sum()) for m in moves) == real > 0, mode
         envs.close()
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+def test_call_get_attr_set_attr_reach_the_sub_envs_through_a_stack(base):
+    """Gymnasium's VectorWrapper does not forward them; every vecmode wrapper does."""
+    envs = vw.DictInfoToList(
+        vw.RecordEpisodeStatistics(
+            vw.ClipReward(
+                vw.TransformAction(
+                    vw.FlattenObservation(
+                        vecmode_base("dict", AutoresetMode.SAME_STEP, base)
+                    ),
+                    lambda a: a,
+                ),
+                0.0,
+                1.0,
+            )
+        )
+    )
+    assert envs.get_attr("index") == (0, 1, 2)
+    envs.set_attr("lengths", [[5], [5], [5]])
+    assert envs.call("render") == (None, None, None)
+    assert [env.lengths for env in envs.envs] == [[5], [5], [5]]
+    envs.close()

@@ -20,7 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import iterate
 
 from vecmode import errors
@@ -32,6 +32,7 @@ from vecmode.core import (
     validate_reset_mask,
 )
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
+from vecmode.forwarding import ForwardingWrapper
 from vecmode.infos import merge_infos, select_infos
 from vecmode.modes import ModeLike, as_mode, mode_of
 from vecmode.registry import declaration, supports
@@ -70,16 +71,13 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     return isinstance(inner, gym.vector.SyncVectorEnv)
 
 
-class _AutoresetWrapper(VectorWrapper):
+class _AutoresetWrapper(ForwardingWrapper):
     """Shared base: sets the produced mode, forwards ``call``/``get_attr``/``set_attr``.
 
     Each policy declares the modes it accepts and the mode it produces with
     :func:`vecmode.supports`; the registry checks the wrapped env's mode before
     ``__init__`` runs, and ``__init__`` refuses what the mode alone cannot tell.
     """
-
-    #: The wrapped env (typed loosely: ``call`` & co. are not on ``VectorEnv``).
-    env: Any
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
@@ -104,23 +102,6 @@ class _AutoresetWrapper(VectorWrapper):
     def autoreset_mode(self) -> AutoresetMode:
         """The mode, as Gymnasium's vector envs expose it (also in ``metadata``)."""
         return self._declared[1]
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
-        return self.env.call(name, *args, **kwargs)
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Get attribute ``name`` of every sub-env."""
-        return self.env.get_attr(name)
-
-    def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env."""
-        self.env.set_attr(name, values)
-
-    @property
-    def envs(self) -> Any:
-        """The sub-envs of the wrapped vector env (where it has them)."""
-        return self.env.envs
 
 
 class _ResetsForeignEnv:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box
-from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import (
     concatenate,
     create_empty_array,
@@ -39,6 +39,7 @@ from gymnasium.vector.utils import (
 
 from vecmode import errors
 from vecmode.core import StepResult, copy_batch, validate_reset_mask
+from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import MODES, Boundary, BoundaryTracker, mode_of
 from vecmode.registry import supports
 
@@ -180,7 +181,7 @@ def replace_final_observations(
 # call) rather than ndarray.any() / .all(), which go through numpy's Python-level
 # wrappers and cost several times more on arrays of num_envs flags.
 @supports(*MODES)
-class ObservationWrapper(VectorWrapper):
+class ObservationWrapper(ForwardingWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
 
     Implement :meth:`observations` (a batch in, a batch out) and set
@@ -237,7 +238,7 @@ class ObservationWrapper(VectorWrapper):
 
 
 @supports(*MODES)
-class ActionWrapper(VectorWrapper):
+class ActionWrapper(ForwardingWrapper):
     """Base for a wrapper that transforms actions (the same in every mode).
 
     Implement :meth:`actions` (a batch in, a batch out; don't write into the
@@ -261,7 +262,7 @@ class ActionWrapper(VectorWrapper):
         return self.env.step(self.actions(actions))
 
 
-class _Tracked(VectorWrapper):
+class _Tracked(ForwardingWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
     #: What the last ``reset`` / ``step`` meant for each sub-env.

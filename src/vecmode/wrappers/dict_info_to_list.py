@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv
 
 from vecmode import errors
+from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import MODES
 from vecmode.registry import supports
 from vecmode.wrappers.base import check_infos, forward_reset
@@ -46,7 +47,7 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
 
 
 @supports(*MODES)
-class DictInfoToList(VectorWrapper):
+class DictInfoToList(ForwardingWrapper):
     """Return infos as a list with one dict per sub-env, in every mode.
 
     Same as :class:`gymnasium.wrappers.vector.DictInfoToList`: sub-env ``i``'s
