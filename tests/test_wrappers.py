@@ -427,3 +427,21 @@ def test_call_get_attr_set_attr_reach_the_sub_envs_through_a_stack(base):
     assert envs.call("render") == (None, None, None)
     assert [env.lengths for env in envs.envs] == [[5], [5], [5]]
     envs.close()
+
+
+@pytest.mark.parametrize("cls", [vw.NormalizeObservation, vw.NormalizeReward])
+def test_normalisers_check_epsilon_and_can_be_frozen(cls):
+    from gymnasium.error import InvalidBound
+
+    with pytest.raises(InvalidBound, match="epsilon"):
+        cls(vecmode_base("box", AutoresetMode.NEXT_STEP), epsilon=0.0)
+    envs = cls(vecmode_base("box", AutoresetMode.SAME_STEP))
+    rms = envs.obs_rms if cls is vw.NormalizeObservation else envs.return_rms
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=np.int64))
+    envs.update_running_mean = False
+    count = rms.count
+    for _ in range(4):
+        envs.step(np.zeros(3, dtype=np.int64))
+    assert rms.count == count and envs.update_running_mean is False
+    envs.close()

@@ -55,16 +55,16 @@ from vecmode.core import (
     Command,
     StepResult,
     VectorCore,
+    check_core_arguments,
     copy_batch,
     validate_reset_mask,
 )
 from vecmode.errors import (
-    IncompatibleModeError,
     SubEnvError,
     WorkerError,
     WorkerTimeoutError,
 )
-from vecmode.modes import ModeLike, as_mode
+from vecmode.modes import ModeLike
 
 __all__ = ["AsyncVectorEnv", "default_num_workers"]
 
@@ -491,24 +491,12 @@ class AsyncVectorEnv(VectorCore):
             RuntimeError: a sub-env's spaces differ from the first sub-env's.
             ValueError: bad arguments.
         """
-        mode = as_mode(autoreset_mode)
-        if mode is not AutoresetMode.DISABLED:
-            raise IncompatibleModeError(
-                errors.incompatible_mode(
-                    type(self).__name__,
-                    mode,
-                    (AutoresetMode.DISABLED,),
-                    "The core holds no autoreset policy; the policy is a wrapper.",
-                    f"Use vecmode.with_autoreset({type(self).__name__}(env_fns), "
-                    f"{mode.value!r}) or vecmode.make_vec(..., vectorization_mode="
-                    f"'async', autoreset_mode={mode.value!r}).",
-                )
-            )
-        if not (
-            observation_mode in ("same", "different")
-            or (isinstance(observation_mode, tuple) and len(observation_mode) == 2)
-        ):
-            raise ValueError(errors.observation_mode(observation_mode))
+        check_core_arguments(
+            type(self).__name__,
+            autoreset_mode,
+            observation_mode,
+            "vectorization_mode='async', ",
+        )
         env_fns = list(env_fns)
         if not env_fns:
             raise ValueError(errors.no_env_fns())

@@ -33,9 +33,16 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
-from vecmode.errors import EpisodeEndedError
+from vecmode.errors import EpisodeEndedError, IncompatibleModeError
+from vecmode.modes import as_mode
 
-__all__ = ["Command", "StepResult", "VectorCore", "validate_reset_mask"]
+__all__ = [
+    "Command",
+    "StepResult",
+    "VectorCore",
+    "check_core_arguments",
+    "validate_reset_mask",
+]
 
 #: What :meth:`VectorCore.execute` returns: Gymnasium's step tuple,
 #: ``(observations, rewards, terminations, truncations, infos)``.
@@ -78,6 +85,34 @@ def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
     if mask.shape != (num_envs,):
         raise ValueError(errors.reset_mask_shape(mask.shape, num_envs))
     return mask
+
+
+def check_core_arguments(
+    name: str, autoreset_mode: Any, observation_mode: Any, make_vec_args: str = ""
+) -> None:
+    """Refuse a mode other than DISABLED (saying how to get it) and a bad
+    ``observation_mode``: the checks every core's constructor starts with.
+
+    ``make_vec_args``: extra ``make_vec`` arguments that build this core (e.g.
+    ``"vectorization_mode='async', "``), for the message.
+    """
+    mode = as_mode(autoreset_mode)
+    if mode is not AutoresetMode.DISABLED:
+        raise IncompatibleModeError(
+            errors.incompatible_mode(
+                name,
+                mode,
+                (AutoresetMode.DISABLED,),
+                "The core holds no autoreset policy; the policy is a wrapper.",
+                f"Use vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
+                f"vecmode.make_vec(..., {make_vec_args}autoreset_mode={mode.value!r}).",
+            )
+        )
+    if not (
+        observation_mode in ("same", "different")
+        or (isinstance(observation_mode, tuple) and len(observation_mode) == 2)
+    ):
+        raise ValueError(errors.observation_mode(observation_mode))
 
 
 def batch_size(actions: Any) -> int | None:

@@ -13,10 +13,14 @@ from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import concatenate, iterate
 
-from vecmode import errors
-from vecmode.core import Command, StepResult, VectorCore, copy_batch
-from vecmode.errors import IncompatibleModeError
-from vecmode.modes import ModeLike, as_mode
+from vecmode.core import (
+    Command,
+    StepResult,
+    VectorCore,
+    check_core_arguments,
+    copy_batch,
+)
+from vecmode.modes import ModeLike
 
 __all__ = ["SyncVectorEnv"]
 
@@ -71,24 +75,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             autoreset_mode: only ``DISABLED`` (the default): a core has no
                 autoreset policy. Given another mode, the error says how to get it.
         """
-        mode = as_mode(autoreset_mode)
-        if mode is not AutoresetMode.DISABLED:
-            raise IncompatibleModeError(
-                errors.incompatible_mode(
-                    type(self).__name__,
-                    mode,
-                    (AutoresetMode.DISABLED,),
-                    "The core holds no autoreset policy; the policy is a wrapper.",
-                    f"Use vecmode.with_autoreset({type(self).__name__}(env_fns), "
-                    f"{mode.value!r}) or vecmode.make_vec(..., "
-                    f"autoreset_mode={mode.value!r}).",
-                )
-            )
-        if not (
-            observation_mode in ("same", "different")
-            or (isinstance(observation_mode, tuple) and len(observation_mode) == 2)
-        ):
-            raise ValueError(errors.observation_mode(observation_mode))
+        check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
         super().__init__(
             env_fns,
             copy=copy,

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import Space
+from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import (
@@ -47,6 +48,7 @@ __all__ = [
     "ActionWrapper",
     "ObservationWrapper",
     "RewardWrapper",
+    "RunningStatistics",
     "StatefulWrapper",
     "check_infos",
     "empty_batch",
@@ -431,3 +433,27 @@ class StatefulWrapper(_Tracked):
             rows,
             type(self).__name__,
         )
+
+
+class RunningStatistics:
+    """Mixin of Gymnasium's normalising wrappers: ``update_running_mean`` and the
+    check of ``epsilon``."""
+
+    _update_running_mean: bool = True
+
+    @staticmethod
+    def _checked_epsilon(epsilon: float) -> float:
+        if epsilon <= 0:
+            raise InvalidBound(
+                f"`epsilon` should be strictly positive. Received {epsilon}"
+            )
+        return epsilon
+
+    @property
+    def update_running_mean(self) -> bool:
+        """Whether the statistics are updated (set False to freeze them)."""
+        return self._update_running_mean
+
+    @update_running_mean.setter
+    def update_running_mean(self, setting: bool) -> None:
+        self._update_running_mean = setting

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
@@ -23,6 +22,7 @@ from gymnasium.wrappers.utils import RunningMeanStd
 from vecmode import errors
 from vecmode.core import StepResult, copy_batch
 from vecmode.wrappers.base import (
+    RunningStatistics,
     StatefulWrapper,
     map_final_observations,
 )
@@ -30,7 +30,7 @@ from vecmode.wrappers.base import (
 __all__ = ["FrameStackObservation", "NormalizeObservation"]
 
 
-class NormalizeObservation(StatefulWrapper):
+class NormalizeObservation(RunningStatistics, StatefulWrapper):
     """Normalise Box observations to mean 0 and variance 1, per dimension.
 
     Same arguments and statistics as
@@ -60,10 +60,6 @@ class NormalizeObservation(StatefulWrapper):
         space = self.env.single_observation_space
         if not isinstance(space, Box):
             raise TypeError(errors.needs_box(type(self).__name__, space))
-        if epsilon <= 0:
-            raise InvalidBound(
-                f"`epsilon` should be strictly positive. Received {epsilon}"
-            )
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=space.shape, dtype=np.float32
         )
@@ -71,17 +67,8 @@ class NormalizeObservation(StatefulWrapper):
             self.single_observation_space, self.num_envs
         )
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=space.dtype)
-        self.epsilon = epsilon
+        self.epsilon = self._checked_epsilon(epsilon)
         self._update_running_mean = True
-
-    @property
-    def update_running_mean(self) -> bool:
-        """Whether the statistics are updated (set False to freeze them)."""
-        return self._update_running_mean
-
-    @update_running_mean.setter
-    def update_running_mean(self, setting: bool) -> None:
-        self._update_running_mean = setting
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""

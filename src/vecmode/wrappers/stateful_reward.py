@@ -10,12 +10,12 @@ from gymnasium.vector import VectorEnv
 from gymnasium.wrappers.utils import RunningMeanStd
 
 from vecmode.core import StepResult
-from vecmode.wrappers.base import StatefulWrapper
+from vecmode.wrappers.base import RunningStatistics, StatefulWrapper
 
 __all__ = ["NormalizeReward"]
 
 
-class NormalizeReward(StatefulWrapper):
+class NormalizeReward(RunningStatistics, StatefulWrapper):
     """Scale rewards so that their discounted sum has roughly unit variance.
 
     Same arguments and statistics as
@@ -50,25 +50,12 @@ class NormalizeReward(StatefulWrapper):
             raise InvalidBound(
                 f"`gamma` should be in the interval [0, 1]. Received {gamma}"
             )
-        if epsilon <= 0:
-            raise InvalidBound(
-                f"`epsilon` should be strictly positive. Received {epsilon}"
-            )
         super().__init__(env)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
         self.gamma = gamma
-        self.epsilon = epsilon
+        self.epsilon = self._checked_epsilon(epsilon)
         self._update_running_mean = True
-
-    @property
-    def update_running_mean(self) -> bool:
-        """Whether the statistics are updated (set False to freeze them)."""
-        return self._update_running_mean
-
-    @update_running_mean.setter
-    def update_running_mean(self, setting: bool) -> None:
-        self._update_running_mean = setting
 
     def transition(
         self,
