@@ -61,6 +61,7 @@ import gymnasium as gym
 import numpy as np
 
 import vecmode
+from harness import markdown_table, positive_int, text_table
 from vecmode.async_vector_env import default_num_workers
 
 MODE = vecmode.AutoresetMode.NEXT_STEP
@@ -365,41 +366,20 @@ def environment_lines(
 
 
 def format_text(rows: Sequence[Row], header: Sequence[str], tail: Sequence[str]) -> str:
-    table = [list(HEADERS), *(cells(row) for row in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADERS))]
-
-    def fmt(line: Sequence[str]) -> str:
-        first = line[0].ljust(widths[0])
-        rest = (
-            text.rjust(width) for text, width in zip(line[1:], widths[1:], strict=True)
-        )
-        return "  ".join((first, *rest))
-
-    rule = "-" * len(fmt(table[0]))
-    return "\n".join(
-        [*header, "", fmt(table[0]), rule, *map(fmt, table[1:]), "", *tail]
-    )
+    table = text_table(HEADERS, [cells(row) for row in rows])
+    return "\n".join([*header, "", *table, "", *tail])
 
 
 def format_markdown(
     rows: Sequence[Row], header: Sequence[str], tail: Sequence[str]
 ) -> str:
-    align = ["---", "---:", "---:", *["---:"] * (len(HEADERS) - 3)]
     lines = [f"- {line}" for line in header]
-    lines += ["", "| " + " | ".join(HEADERS) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(cells(row)) + " |" for row in rows]
+    lines += ["", *markdown_table(HEADERS, [cells(row) for row in rows])]
     lines += ["", *(f"- {line}" for line in tail)]
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- CLI
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Steps/s of vecmode.AsyncVectorEnv vs gymnasium.vector."

@@ -61,6 +61,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 import vecmode
+from harness import markdown_table, positive_int, text_table
 
 ENV_ID = "CartPole-v1"
 DEFAULT_NUM_ENVS = (1, 4, 16, 64)
@@ -283,40 +284,16 @@ def cells(row: Row) -> list[str]:
 
 
 def format_text(rows: Sequence[Row], header: Sequence[str]) -> str:
-    table = [list(HEADERS), *(cells(row) for row in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADERS))]
-
-    def fmt(line: Sequence[str]) -> str:
-        first = line[0].ljust(widths[0])
-        rest = (
-            text.rjust(width) for text, width in zip(line[1:], widths[1:], strict=True)
-        )
-        return "  ".join((first, *rest))
-
-    rule = "-" * len(fmt(table[0]))
-    return "\n".join([*header, "", fmt(table[0]), rule, *map(fmt, table[1:])])
+    return "\n".join([*header, "", *text_table(HEADERS, [cells(r) for r in rows])])
 
 
 def format_markdown(rows: Sequence[Row], header: Sequence[str]) -> str:
-    align = ["---", "---:", *["---:"] * (len(HEADERS) - 2)]
     lines = [f"- {line}" for line in header]
-    lines += [
-        "",
-        "| " + " | ".join(HEADERS) + " |",
-        "| " + " | ".join(align) + " |",
-    ]
-    lines += ["| " + " | ".join(cells(row)) + " |" for row in rows]
+    lines += ["", *markdown_table(HEADERS, [cells(row) for row in rows])]
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- CLI
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def mode_arg(text: str) -> AutoresetMode:
     try:
         return vecmode.as_mode(text)

@@ -98,6 +98,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers import vector as gv
 
 import vecmode
+from harness import markdown_table, positive_int, text_table
 from vecmode import wrappers as vw
 
 NUM_ENVS = 16
@@ -556,27 +557,6 @@ def split(rows: Sequence[Row]) -> tuple[list[list[str]], list[list[str]]]:
     return per_wrapper, stacks
 
 
-def text_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
-    table = [list(headers), *lines]
-    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
-
-    def fmt(line: Sequence[str]) -> str:
-        first = line[0].ljust(widths[0])
-        rest = (t.rjust(w) for t, w in zip(line[1:], widths[1:], strict=True))
-        return "  ".join((first, *rest))
-
-    return [fmt(table[0]), "-" * len(fmt(table[0])), *map(fmt, table[1:])]
-
-
-def markdown_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
-    align = ["---", *["---:"] * (len(headers) - 1)]
-    return [
-        "| " + " | ".join(headers) + " |",
-        "| " + " | ".join(align) + " |",
-        *("| " + " | ".join(line) + " |" for line in lines),
-    ]
-
-
 def report(rows: Sequence[Row], header: Sequence[str], markdown: bool) -> str:
     per_wrapper, stacks = split(rows)
     if markdown:
@@ -592,13 +572,6 @@ def report(rows: Sequence[Row], header: Sequence[str], markdown: bool) -> str:
 
 
 # ---------------------------------------------------------------------------- CLI
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     names = [case.name for case in CASES]
     parser = argparse.ArgumentParser(

@@ -1,0 +1,42 @@
+"""What the benchmark scripts share: argument types and table printing.
+
+The scripts run as ``python benchmarks/bench_*.py``, so this folder is on
+``sys.path`` and they ``import harness``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an int >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def text_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
+    """Aligned columns (the first left-aligned, the others right), a rule under
+    the headers."""
+    table = [list(headers), *lines]
+    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
+
+    def fmt(line: Sequence[str]) -> str:
+        first = line[0].ljust(widths[0])
+        rest = (t.rjust(w) for t, w in zip(line[1:], widths[1:], strict=True))
+        return "  ".join((first, *rest))
+
+    return [fmt(table[0]), "-" * len(fmt(table[0])), *map(fmt, table[1:])]
+
+
+def markdown_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table, numbers (every column but the first) right-aligned."""
+    align = ["---", *["---:"] * (len(headers) - 1)]
+    return [
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join(align) + " |",
+        *("| " + " | ".join(line) + " |" for line in lines),
+    ]
