@@ -218,46 +218,45 @@ def _worker(
                 env.close()
 
 
-def _serve(
-    first: int,
-    envs: list[gym.Env],
-    conn: Connection,
-    memory: tuple[Any, Any, Any],
-    num_envs: int,
-    observation_space: Space,
-    action_space: Space,
-) -> None:
-    """The worker's loop: one answer per message."""
-    obs_memory, stats_memory, action_memory = memory
-    rewards, terminations, truncations = _view(_STATS_SPACE, stats_memory, num_envs)
-    shared = obs_memory is not None
-    rows = (
-        _view(observation_space, obs_memory, num_envs)
-        if shared and type(observation_space) is Box
-        else None
-    )
-    action_rows = (
-        None if action_memory is None else _view(action_space, action_memory, num_envs)
-    )
-    stop = first + len(envs)
-    # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
-    # a ForkingPickler per message, which costs more than these small messages.
-    recv_bytes, send_bytes, loads, dumps = (
-        conn.recv_bytes,
-        conn.send_bytes,
-        pickle.loads,
-        pickle.dumps,
-    )
-    nothing = dumps(None, _PROTOCOL)
+class _Server:
+    """Runs a slice of sub-envs: one answer per message (in a worker, or in the
+    parent for the slice it steps itself)."""
 
-    def recv() -> Any:
-        return loads(recv_bytes())
+    def __init__(
+        self,
+        first: int,
+        envs: list[gym.Env],
+        memory: tuple[Any, Any, Any],
+        num_envs: int,
+        observation_space: Space,
+        action_space: Space,
+    ) -> None:
+        obs_memory, stats_memory, action_memory = memory
+        self.first = first
+        self.stop = first + len(envs)
+        self.envs = envs
+        self.obs_memory = obs_memory
+        self.observation_space = observation_space
+        self.stats = _view(_STATS_SPACE, stats_memory, num_envs)
+        self.shared = obs_memory is not None
+        self.rows = (
+            _view(observation_space, obs_memory, num_envs)
+            if self.shared and type(observation_space) is Box
+            else None
+        )
+        self.action_rows = (
+            None
+            if action_memory is None
+            else _view(action_space, action_memory, num_envs)
+        )
+        self.closed = False
 
-    def send(answer: Any) -> None:
-        send_bytes(nothing if answer is None else dumps(answer, _PROTOCOL))
-
-    while True:
-        message = recv()
+    def handle(self, message: tuple[Any, ...]) -> Any:
+        """Carry out one message; return the answer."""
+        envs, first, stop = self.envs, self.first, self.stop
+        rewards, terminations, truncations = self.stats
+        rows, shared, action_rows = self.rows, self.shared, self.action_rows
+        obs_memory, observation_space = self.obs_memory, self.observation_space
         op = message[0]
         if op == _EXECUTE:
             _, cmds, actions, seeds, options = message
@@ -312,16 +311,8 @@ def _serve(
                         infos.append((i, info))
                     i += 1
             except BaseException as exc:
-                send(_failure(i, method, exc))
-                continue
-            try:
-                send(
-                    (_OK, done, infos, sent_obs)
-                    if done or infos or not shared
-                    else None
-                )
-            except Exception as exc:  # something in it cannot be pickled
-                send(_unpicklable(infos, sent_obs, exc))
+                return _failure(i, method, exc)
+            return (_OK, done, infos, sent_obs) if done or infos or not shared else None
         elif op == _CALL:
             _, name, args, kwargs = message
             results = []
@@ -332,9 +323,8 @@ def _serve(
                     results.append(attr(*args, **kwargs) if callable(attr) else attr)
                     i += 1
             except BaseException as exc:
-                send(_failure(i, f"call({name!r})", exc))
-                continue
-            send((_OK, results))
+                return _failure(i, f"call({name!r})", exc)
+            return (_OK, results)
         elif op == _GET_ATTR:
             _, name = message
             results = []
@@ -344,9 +334,8 @@ def _serve(
                     results.append(env.get_wrapper_attr(name))
                     i += 1
             except BaseException as exc:
-                send(_failure(i, f"get_attr({name!r})", exc))
-                continue
-            send((_OK, results))
+                return _failure(i, f"get_attr({name!r})", exc)
+            return (_OK, results)
         elif op == _SET_ATTR:
             _, name, values = message
             i = first
@@ -355,9 +344,8 @@ def _serve(
                     env.set_wrapper_attr(name, value)
                     i += 1
             except BaseException as exc:
-                send(_failure(i, f"set_attr({name!r})", exc))
-                continue
-            send(None)
+                return _failure(i, f"set_attr({name!r})", exc)
+            return None
         else:  # _CLOSE
             failures = []
             for k, env in enumerate(envs):
@@ -366,7 +354,47 @@ def _serve(
                 except BaseException as exc:
                     failures.append(_failure(first + k, "close", exc))
             envs.clear()
-            send((_CLOSED, failures))
+            self.closed = True
+            return (_CLOSED, failures)
+
+
+def _serve(
+    first: int,
+    envs: list[gym.Env],
+    conn: Connection,
+    memory: tuple[Any, Any, Any],
+    num_envs: int,
+    observation_space: Space,
+    action_space: Space,
+) -> None:
+    """The worker's loop: one answer per message."""
+    server = _Server(first, envs, memory, num_envs, observation_space, action_space)
+    # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
+    # a ForkingPickler per message, which costs more than these small messages.
+    recv_bytes, send_bytes, loads, dumps = (
+        conn.recv_bytes,
+        conn.send_bytes,
+        pickle.loads,
+        pickle.dumps,
+    )
+    nothing = dumps(None, _PROTOCOL)
+    handle = server.handle
+    while True:
+        message = loads(recv_bytes())
+        answer = handle(message)
+        if answer is None:
+            send_bytes(nothing)
+            continue
+        try:
+            send_bytes(dumps(answer, _PROTOCOL))
+        except Exception as exc:  # something in it cannot be pickled
+            failure = (
+                _unpicklable(answer[2], answer[3], exc)
+                if message[0] == _EXECUTE
+                else _failure(server.first, "pickling its answer", exc)
+            )
+            send_bytes(dumps(failure, _PROTOCOL))
+        if server.closed:
             return
 
 
