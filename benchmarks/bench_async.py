@@ -17,8 +17,9 @@ Contestants, all in NextStep mode over the same env functions:
 * ``gym sync``: ``gymnasium.vector.SyncVectorEnv(fns)``;
 * ``vm sync``: ``vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), "NextStep")``;
 * ``vm async``: ``vecmode.with_autoreset(vecmode.AsyncVectorEnv(fns), "NextStep")``
-  with its default ``num_workers`` (one per usable CPU; ``--num-workers`` to
-  change it).
+  with its default layout: one worker per usable CPU but one, the parent stepping
+  its share of the sub-envs (``--num-workers N``: N workers and no sub-env in
+  the parent).
 
 The main results are the RATIOS ``vm async / gym async`` and ``vm async / vm
 sync``, each the median of per-round ratios of repeats run back to back, and the
@@ -229,6 +230,7 @@ class Row:
     kind: str
     num_envs: int
     num_workers: int
+    in_parent: int
     rates: dict[str, float]
     vs_gym_async: float
     vs_vm_sync: float
@@ -292,6 +294,7 @@ def benchmark(
                 kind=kind,
                 num_envs=n,
                 num_workers=group[-1].envs.unwrapped.num_workers,
+                in_parent=group[-1].envs.unwrapped.in_parent,
                 rates={name: statistics.median(rs) for name, rs in rates.items()},
                 vs_gym_async=statistics.median(vs_gym),
                 vs_vm_sync=statistics.median(vs_sync),
@@ -331,7 +334,9 @@ def cells(row: Row) -> list[str]:
     return [
         row.kind,
         str(row.num_envs),
-        str(row.num_workers),
+        f"{row.num_workers} + {row.in_parent} in parent"
+        if row.in_parent
+        else str(row.num_workers),
         *(f"{row.rates[name]:,.0f}" for name in CONTESTANTS),
         f"{row.vs_gym_async:.2f}",
         f"{row.vs_vm_sync:.2f}",
@@ -418,7 +423,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--num-workers",
         type=positive_int,
         default=None,
-        help="vecmode async workers (default: one per usable CPU)",
+        help="vecmode async workers, none of the sub-envs in the parent (default: "
+        "vecmode's, one worker per usable CPU but one and a share in the parent)",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of actions and resets (default 0)"

@@ -51,7 +51,8 @@ from vecmode import (
     WorkerError,
     WorkerTimeoutError,
 )
-from vecmode.async_vector_env import _slices, default_num_workers
+from vecmode import async_vector_env as async_module
+from vecmode.async_vector_env import _slices, default_layout, default_num_workers
 
 MODES = list(AutoresetMode)
 FORK = "fork"
@@ -118,12 +119,16 @@ def run_three(fns_factory, mode, steps=30, seed=1, mask_prob=0.3, **kwargs):
 
 
 # ------------------------------------------------------------------- fidelity
+@pytest.mark.parametrize("in_parent", [0, 2])
 @pytest.mark.parametrize("obs_type", OBS_TYPES)
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-def test_same_as_gymnasium_async_and_vecmode_sync(mode, obs_type):
-    """5 sub-envs on 2 workers (3 + 2), masked resets on top of each mode."""
+def test_same_as_gymnasium_async_and_vecmode_sync(mode, obs_type, in_parent):
+    """5 sub-envs on 2 workers (3 + 2; with 2 in the parent: 2 + 1 + 2), masked
+    resets on top of each mode."""
     gym_run, sync_run, async_run = run_three(
-        functools.partial(scheduled_fns, 5, obs_type=obs_type), mode
+        functools.partial(scheduled_fns, 5, obs_type=obs_type),
+        mode,
+        in_parent=in_parent,
     )
     assert_same_run(sync_run, async_run)
     assert_same_run(gym_run, async_run)
@@ -211,14 +216,16 @@ def drive_each(envs, script, disabled):
             yield "reset_mask", envs.reset(options={"reset_mask": mask})
 
 
-def test_actions_of_another_dtype_and_lists_reach_the_sub_envs_as_in_sync():
-    """Actions not in the batch's dtype are pickled, not cast: like the sync env."""
+@pytest.mark.parametrize("in_parent", [0, 2])
+def test_actions_of_another_dtype_and_lists_reach_the_sub_envs_as_in_sync(in_parent):
+    """Actions not in the batch's dtype are pickled, not cast: like the sync env
+    (and handed over as they are to the parent's own sub-envs)."""
 
     def fns():
         return [lambda: EchoAction(0), lambda: EchoAction(1), lambda: EchoAction(2)]
 
     sync = vecmode.SyncVectorEnv(fns())
-    ours = make_async(fns())
+    ours = make_async(fns(), num_workers=1, in_parent=in_parent)
     sync.reset(seed=0)
     ours.reset(seed=0)
     for actions in (
@@ -280,6 +287,7 @@ def scenarios(draw):
     return {
         "num_envs": num_envs,
         "num_workers": draw(st.integers(1, 2)),
+        "in_parent": draw(st.integers(0, num_envs - 1)),
         "shared_memory": draw(st.booleans()),
         "lengths": [
             draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
@@ -336,6 +344,7 @@ def test_async_equals_sync_property(scenario):
         make_async(
             fns(),
             num_workers=scenario["num_workers"],
+            in_parent=scenario["in_parent"],
             shared_memory=scenario["shared_memory"],
         ),
         mode,
@@ -387,13 +396,24 @@ def test_bad_arguments_are_clear_errors(kwargs, text):
         make_async([])
 
 
-def test_default_num_workers_and_slices():
+def test_default_num_workers_and_slices(monkeypatch):
     cpus = len(os.sched_getaffinity(0))
     assert default_num_workers(100) == cpus
     assert default_num_workers(1) == 1
+    # by default one worker per CPU but one, and the parent steps its share
     envs = AsyncVectorEnv(scheduled_fns(3), context=FORK)
-    assert envs.num_workers == min(3, cpus)
+    assert (envs.num_workers, envs.in_parent) == default_layout(3, None, None)
     envs.close()
+    monkeypatch.setattr(async_module, "usable_cpus", lambda: 2)
+    assert default_layout(8, None, None) == (1, 4)
+    assert default_layout(3, None, None) == (1, 1)
+    assert default_layout(1, None, None) == (1, 0)
+    assert default_layout(8, 2, None) == (2, 0)  # workers given: none in the parent
+    assert default_layout(8, None, 2) == (1, 2)
+    assert default_layout(8, 3, 2) == (3, 2)
+    monkeypatch.setattr(async_module, "usable_cpus", lambda: 1)
+    assert default_layout(8, None, None) == (1, 0)
+    monkeypatch.undo()
     assert make_async(scheduled_fns(2), num_workers=5).num_workers == 2
     assert _slices(7, 3) == [(0, 3), (3, 5), (5, 7)]
     assert _slices(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
@@ -926,3 +946,83 @@ def test_a_space_shared_memory_cannot_hold_needs_shared_memory_false():
     )
     assert_same_run(gym_run, async_run)
     assert_same_run(sync_run, async_run)
+
+
+# ------------------------------------------------- sub-envs in the parent
+def test_the_default_steps_a_share_in_the_parent_and_matches_the_sync_env():
+    """make_vec's async env with default workers: the same run as the sync env,
+    with and without shared memory, whatever this machine's CPUs."""
+    for shared in (True, False):
+        for mode in MODES:
+            fns = functools.partial(scheduled_fns, 5, obs_type="dict")
+            sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns()), mode)
+            ours = vecmode.with_autoreset(
+                AsyncVectorEnv(fns(), context=FORK, shared_memory=shared), mode
+            )
+            script = make_script(sync, 20, seed=3, mask_prob=0.3)
+            disabled = mode is AutoresetMode.DISABLED
+            assert_same_run(
+                drive(sync, script, disabled), drive(ours, script, disabled)
+            )
+            sync.close()
+            ours.close()
+
+
+def test_parent_sub_envs_answer_call_get_attr_set_attr_and_close():
+    envs = make_async(scheduled_fns(4), num_workers=1, in_parent=2)
+    assert repr(envs) == "AsyncVectorEnv(num_envs=4, num_workers=1, in_parent=2)"
+    assert len(envs.processes) == 1
+    assert envs.get_attr("index") == (0, 1, 2, 3)
+    envs.set_attr("index", [5, 6, 7, 8])
+    assert [o.tolist()[0] for o in envs.call("_obs")] == [5, 6, 7, 8]
+    envs.call_async("_obs")
+    assert len(envs.call_wait()) == 4
+    envs.reset(seed=0)
+    envs.step_async(np.zeros(4, dtype=int))
+    before, rewards, *_ = envs.step_wait()
+    assert rewards.tolist() == [0.5 + 0.01 * i for i in (5, 6, 7, 8)]
+    # a masked reset that leaves the parent's sub-envs (2, 3) alone
+    obs, _ = envs.reset(options={"reset_mask": np.array([True, False, False, False])})
+    np.testing.assert_array_equal(obs[1:], before[1:])
+    assert obs[0].tolist()[2] == 0 and before[0].tolist()[2] == 1
+    pids = [p.pid for p in envs.processes]
+    envs.close()
+    envs.close()
+    assert gone(pids)
+
+
+def test_a_sub_env_in_the_parent_raising_is_reported_like_a_workers():
+    envs = make_async(
+        faulty_fns(4, {3: {"fail_step": 2, "lengths": (10,)}}),
+        num_workers=1,
+        in_parent=2,
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, dtype=int))
+    with pytest.raises(SubEnvError) as info:
+        envs.step(np.zeros(4, dtype=int))
+    assert info.value.index == 3 and info.value.method == "step"
+    assert "step of sub-env 3 failed on purpose" in str(info.value)
+    assert envs.awaiting_reset.all()
+    envs.reset(seed=1)  # usable again; the worker's answer was read
+    envs.step(np.zeros(4, dtype=int))
+    with pytest.raises(SubEnvError, match="sub-env 0 raised KeyError"):
+        envs.call("explode")
+    assert envs.get_attr("index") == (0, 1, 2, 3)
+    envs.close()
+
+
+def test_an_env_fn_failing_in_the_parent_leaves_no_process():
+    def broken():
+        raise OSError("no display")
+
+    fns = [*scheduled_fns(2), broken]
+    with pytest.raises(SubEnvError, match="sub-env 2's env_fn raised OSError"):
+        make_async(fns, num_workers=1, in_parent=1)
+    assert not [p for p in multiprocessing.active_children() if p.is_alive()]
+
+
+@pytest.mark.parametrize("bad", [-1, 4, 1.5, True])
+def test_in_parent_must_leave_a_sub_env_to_the_workers(bad):
+    with pytest.raises(ValueError, match="in_parent must be an int from 0 to 3"):
+        make_async(scheduled_fns(4), in_parent=bad)

@@ -91,6 +91,8 @@ _FORBIDDEN_CALLS = frozenset(("step", "reset", "close"))
 #: their pipes and sentinels say.
 _LIVENESS = 0.5
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+#: Seconds a worker spins on its pipe before it blocks, where it spins at all.
+_SPIN = 0.0003
 #: Sent instead of the actions when they are in shared memory.
 _SHARED = "shared"
 
@@ -105,14 +107,44 @@ def _view(space: Space, memory: Any, n: int) -> Any:
     return read_from_shared_memory(space, memory, n=n)
 
 
-def default_num_workers(num_envs: int) -> int:
-    """The default ``num_workers``: one per CPU this process may use, at most one
-    per sub-env."""
+def usable_cpus() -> int:
+    """The number of CPUs this process may use."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(num_envs, cpus))
+        return os.cpu_count() or 1
+
+
+def default_num_workers(num_envs: int) -> int:
+    """``num_workers`` when it is given and ``in_parent`` is not: one per CPU, at
+    most one per sub-env."""
+    return max(1, min(num_envs, usable_cpus()))
+
+
+def default_layout(
+    num_envs: int, num_workers: int | None, in_parent: int | None
+) -> tuple[int, int]:
+    """``(num_workers, in_parent)`` for the arguments given (None: not given).
+
+    With neither given, and more than one CPU and sub-env: one worker per CPU but
+    one, and the parent steps its share of the sub-envs itself on the CPU left
+    (the parent would otherwise sit idle waiting for the workers). Given
+    ``num_workers`` alone: no sub-env in the parent, as before.
+    """
+    cpus = usable_cpus()
+    if in_parent is None:
+        if num_workers is not None or cpus < 2 or num_envs < 2:
+            in_parent = 0
+            workers = (
+                default_num_workers(num_envs) if num_workers is None else num_workers
+            )
+            return min(num_envs, workers), in_parent
+        workers = min(num_envs - 1, cpus - 1)
+        return workers, num_envs // (workers + 1)
+    remote = num_envs - in_parent
+    if num_workers is None:
+        num_workers = max(1, min(remote, cpus - (1 if in_parent else 0)))
+    return min(remote, num_workers), in_parent
 
 
 def _slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
@@ -157,6 +189,27 @@ def _unpicklable(
     return _failure(infos[0][0] if infos else 0, "pickling its answer", exc)
 
 
+def _mismatch(
+    first: int,
+    envs: list[gym.Env],
+    observation_space: Space,
+    action_space: Space,
+    observation_mode: Any,
+) -> tuple[Any, ...] | None:
+    """The first sub-env whose spaces don't fit the vector env's, as an answer."""
+    for k, env in enumerate(envs):
+        same_obs = (
+            env.observation_space == observation_space
+            if observation_mode == "same"
+            else is_space_dtype_shape_equiv(env.observation_space, observation_space)
+        )
+        if not same_obs:
+            return (_MISMATCH, "observation space", first + k, env.observation_space)
+        if env.action_space != action_space:
+            return (_MISMATCH, "action space", first + k, env.action_space)
+    return None
+
+
 def _worker(
     first: int,
     env_fns: list[CloudpickleWrapper],
@@ -169,6 +222,7 @@ def _worker(
     observation_space: Space,
     action_space: Space,
     observation_mode: Any,
+    spin: float = 0.0,
 ) -> None:
     """Run sub-envs ``first .. first + len(env_fns) - 1`` until told to close."""
     # Ctrl-C is the parent's to handle (it closes the workers); a worker that died
@@ -184,22 +238,12 @@ def _worker(
             except BaseException as exc:
                 conn.send(_failure(first + k, "env_fn", exc))
                 return
-        for k, env in enumerate(envs):
-            same_obs = (
-                env.observation_space == observation_space
-                if observation_mode == "same"
-                else is_space_dtype_shape_equiv(
-                    env.observation_space, observation_space
-                )
-            )
-            if not same_obs:
-                conn.send(
-                    (_MISMATCH, "observation space", first + k, env.observation_space)
-                )
-                return
-            if env.action_space != action_space:
-                conn.send((_MISMATCH, "action space", first + k, env.action_space))
-                return
+        mismatch = _mismatch(
+            first, envs, observation_space, action_space, observation_mode
+        )
+        if mismatch is not None:
+            conn.send(mismatch)
+            return
         conn.send(None)
         _serve(
             first,
@@ -209,6 +253,7 @@ def _worker(
             num_envs,
             observation_space,
             action_space,
+            spin,
         )
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave
@@ -366,8 +411,10 @@ def _serve(
     num_envs: int,
     observation_space: Space,
     action_space: Space,
+    spin: float = 0.0,
 ) -> None:
-    """The worker's loop: one answer per message."""
+    """The worker's loop: one answer per message (spinning ``spin`` seconds on
+    the pipe before blocking on it)."""
     server = _Server(first, envs, memory, num_envs, observation_space, action_space)
     # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
     # a ForkingPickler per message, which costs more than these small messages.
@@ -379,7 +426,12 @@ def _serve(
     )
     nothing = dumps(None, _PROTOCOL)
     handle = server.handle
+    poll, clock = conn.poll, time.perf_counter
     while True:
+        if spin and not poll():
+            end = clock() + spin
+            while not poll() and clock() < end:
+                pass
         message = loads(recv_bytes())
         answer = handle(message)
         if answer is None:
@@ -436,9 +488,11 @@ class AsyncVectorEnv(VectorCore):
     or build it with ``vecmode.make_vec(..., vectorization_mode="async")``.
 
     Unlike Gymnasium's, it runs several sub-envs per worker process
-    (``num_workers``, by default one per CPU) and every call, whatever each sub-env
-    does in it (step, reset, or step then reset), is ONE message to each worker and
-    one answer back. Observations, rewards and flags come back through shared
+    (``num_workers``), steps a share of them in the parent process meanwhile
+    (``in_parent``; by default one worker per CPU but one, and the parent's
+    share on the CPU left), and every call, whatever each sub-env does in it
+    (step, reset, or step then reset), is ONE message to each worker and one
+    answer back. Observations, rewards and flags come back through shared
     memory; only non-empty infos are pickled.
 
     Faults:
@@ -478,6 +532,7 @@ class AsyncVectorEnv(VectorCore):
         env_fns: Sequence[Callable[[], gym.Env]],
         *,
         num_workers: int | None = None,
+        in_parent: int | None = None,
         shared_memory: bool = True,
         copy: bool = True,
         context: str | None = None,
@@ -494,9 +549,18 @@ class AsyncVectorEnv(VectorCore):
                 cloudpickle: lambdas are fine, but the env classes they use must be
                 importable in the worker).
             num_workers: the number of worker processes; each runs a contiguous
-                slice of the sub-envs. Default: one per CPU this process may use,
-                at most ``len(env_fns)``. More than ``len(env_fns)`` is reduced
-                to it.
+                slice of the sub-envs. Default: see ``in_parent``. More than the
+                sub-envs they run is reduced to that.
+            in_parent: how many sub-envs (the last ones) the parent process steps
+                itself, while the workers step theirs: the parent's CPU would
+                otherwise idle waiting for them. Default (neither argument
+                given): one worker per CPU this process may use but one, and the
+                parent its share (``len(env_fns) // (num_workers + 1)``); on one
+                CPU, one worker and none in the parent. Given ``num_workers``
+                alone: none in the parent. When the parent steps sub-envs and
+                every process has a CPU of its own, the workers spin for 0.3 ms
+                on their pipe before blocking, which halves a round trip on a
+                virtual machine (at the cost of that much CPU time per call).
             shared_memory: observations travel through shared memory (else they
                 are pickled through the pipes; needed for spaces that shared memory
                 cannot hold). Rewards and flags always use shared memory.
@@ -534,6 +598,12 @@ class AsyncVectorEnv(VectorCore):
             or num_workers < 1
         ):
             raise ValueError(errors.num_workers(num_workers))
+        if in_parent is not None and (
+            isinstance(in_parent, bool)
+            or not isinstance(in_parent, (int, np.integer))
+            or not 0 <= in_parent < len(env_fns)
+        ):
+            raise ValueError(errors.in_parent(in_parent, len(env_fns)))
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
 
@@ -546,13 +616,23 @@ class AsyncVectorEnv(VectorCore):
         self.observation_mode = observation_mode
         self.timeout = timeout
         self.autoreset_mode = AutoresetMode.DISABLED
-        self.num_workers = min(
+        self.num_workers, self.in_parent = default_layout(
             self.num_envs,
-            default_num_workers(self.num_envs)
-            if num_workers is None
-            else int(num_workers),
+            None if num_workers is None else int(num_workers),
+            None if in_parent is None else int(in_parent),
+        )
+        # Workers wait for their next message by spinning briefly before they
+        # block, when the parent steps sub-envs too and every process has a CPU:
+        # waking a blocked process costs 40-65 us on a virtual machine, more than
+        # a cheap sub-env's step (see docs/performance.md).
+        self._spin = (
+            _SPIN if self.in_parent and self.num_workers + 1 <= usable_cpus() else 0.0
         )
         self._workers: list[_Worker] = []
+        #: The sub-envs the parent steps itself (the last ``in_parent``), and the
+        #: message it has still to carry out for them.
+        self._local: _Server | None = None
+        self._local_message: tuple[Any, ...] | None = None
         # One poller over every pipe and process sentinel, built once: waiting on
         # it costs one system call (multiprocessing.connection.wait builds a
         # selector per call, which doubles a round trip's time).
@@ -644,7 +724,7 @@ class AsyncVectorEnv(VectorCore):
         try:
             with clear_mpi_env_vars():
                 for w, (start, stop) in enumerate(
-                    _slices(self.num_envs, self.num_workers)
+                    _slices(self.num_envs - self.in_parent, self.num_workers)
                 ):
                     parent_end, child_end = ctx.Pipe()
                     parent_ends.append(parent_end)
@@ -663,6 +743,7 @@ class AsyncVectorEnv(VectorCore):
                             self.single_observation_space,
                             self.single_action_space,
                             self.observation_mode,
+                            self._spin,
                         ),
                         daemon=self.daemon,
                     )
@@ -689,6 +770,10 @@ class AsyncVectorEnv(VectorCore):
             failures = [a for a in answers if a is not None and a[0] == _FAILED]
             if failures:
                 self._raise_failure(failures)
+            if self.in_parent:
+                answers.append(
+                    self._start_local(obs_memory, stats_memory, action_memory)
+                )
             for answer in answers:
                 if answer is None:
                     continue
@@ -716,12 +801,53 @@ class AsyncVectorEnv(VectorCore):
                     end.close()
             # Workers that built their sub-envs close them; anything else (a dead
             # or stuck worker, an interrupt) terminates them all.
+            self._close_local()
             graceful = isinstance(exc, (SubEnvError, RuntimeError)) and not isinstance(
                 exc, WorkerError
             )
             self._shutdown(terminate=not graceful, timeout=10.0)
             self.closed = True
             raise
+
+    def _start_local(
+        self, obs_memory: Any, stats_memory: Any, action_memory: Any
+    ) -> tuple[Any, ...] | None:
+        """Build the sub-envs the parent steps itself; a space mismatch, if any."""
+        first = self.num_envs - self.in_parent
+        envs: list[gym.Env] = []
+        self._local = _Server(
+            first,
+            envs,
+            (obs_memory, stats_memory, action_memory),
+            self.num_envs,
+            self.single_observation_space,
+            self.single_action_space,
+        )
+        for i in range(first, self.num_envs):
+            envs.append(self._build_in_parent(i))
+        self._local.stop = self.num_envs
+        return _mismatch(
+            first,
+            envs,
+            self.single_observation_space,
+            self.single_action_space,
+            self.observation_mode,
+        )
+
+    def _close_local(self) -> list[tuple[Any, ...]]:
+        """Close the sub-envs the parent steps; their close() failures."""
+        local, self._local = self._local, None
+        self._local_message = None
+        if local is None or local.closed:
+            return []
+        return list(local.handle((_CLOSE,))[1])
+
+    def _run_local(self) -> Any:
+        """Carry out the message pending for the parent's own sub-envs."""
+        message, self._local_message = self._local_message, None
+        if message is None or self._local is None:
+            return None
+        return self._local.handle(message)
 
     # ------------------------------------------------------------ round trips
     def _usable(self, what: str) -> None:
@@ -776,6 +902,17 @@ class AsyncVectorEnv(VectorCore):
                 "a step or reset",
             )
             busy.append(worker)
+        if self._local is not None:
+            start, stop = self._local.first, self.num_envs
+            mine = cmds[start:stop]
+            if mine.count(_KEEP) < len(mine):
+                self._local_message = (
+                    _EXECUTE,
+                    mine,
+                    split if split is None or split is _SHARED else split[start:stop],
+                    None if seeds is None else seeds[start:stop],
+                    options,
+                )
         return busy
 
     def _collect(
@@ -923,8 +1060,15 @@ class AsyncVectorEnv(VectorCore):
         timeout: float | None,
         during: str,
     ) -> tuple[StepResult, list[int]]:
-        """Collect the answers to an execute message; build the step tuple."""
+        """Collect the answers to an execute message; build the step tuple.
+
+        The parent's own sub-envs run first, while the workers run theirs.
+        """
+        local_busy = self._local_message is not None
+        local = self._run_local()
         answers = self._collect(busy, timeout, during)
+        if self._local is not None:
+            answers.append(local)
         failures = [a for a in answers if a is not None and a[0] == _FAILED]
         if failures:
             # The call's results are lost: no sub-env's episode can go on.
@@ -939,6 +1083,11 @@ class AsyncVectorEnv(VectorCore):
                     rewards[worker.start : worker.stop] = 0.0
                     terminations[worker.start : worker.stop] = False
                     truncations[worker.start : worker.stop] = False
+        if self._local is not None and not local_busy:
+            first = self._local.first
+            rewards[first:] = 0.0
+            terminations[first:] = False
+            truncations[first:] = False
         done: list[int] = []
         infos: dict[str, Any] = {}
         add_info = self._add_info
@@ -1055,6 +1204,8 @@ class AsyncVectorEnv(VectorCore):
             raise ValueError(errors.forbidden_call(name))
         for worker in self._workers:
             self._send(worker, (_CALL, name, args, kwargs), f"call({name!r})")
+        if self._local is not None:
+            self._local_message = (_CALL, name, args, kwargs)
         self._pending = ("call", name)
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
@@ -1065,7 +1216,7 @@ class AsyncVectorEnv(VectorCore):
         )
 
     def _results(self, timeout: float | None, during: str) -> tuple[Any, ...]:
-        answers = self._collect(self._workers, timeout, during)
+        answers = self._answers(timeout, during)
         failures = [a for a in answers if a is not None and a[0] == _FAILED]
         if failures:
             self._raise_failure(failures)
@@ -1077,6 +1228,8 @@ class AsyncVectorEnv(VectorCore):
         self._usable("get_attr")
         for worker in self._workers:
             self._send(worker, (_GET_ATTR, name), f"get_attr({name!r})")
+        if self._local is not None:
+            self._local_message = (_GET_ATTR, name)
         return self._results(self.timeout, f"get_attr({name!r})")
 
     def set_attr(self, name: str, values: Any) -> None:
@@ -1093,10 +1246,25 @@ class AsyncVectorEnv(VectorCore):
                 (_SET_ATTR, name, list(values[worker.start : worker.stop])),
                 f"set_attr({name!r})",
             )
-        answers = self._collect(self._workers, self.timeout, f"set_attr({name!r})")
+        if self._local is not None:
+            self._local_message = (
+                _SET_ATTR,
+                name,
+                list(values[self._local.first :]),
+            )
+        answers = self._answers(self.timeout, f"set_attr({name!r})")
         failures = [a for a in answers if a is not None and a[0] == _FAILED]
         if failures:
             self._raise_failure(failures)
+
+    def _answers(self, timeout: float | None, during: str) -> list[Any]:
+        """The answers of every worker, then the parent's for its own sub-envs
+        (run while the workers work)."""
+        local = self._run_local()
+        answers = self._collect(self._workers, timeout, during)
+        if self._local is not None:
+            answers.append(local)
+        return answers
 
     def render(self) -> tuple[Any, ...] | None:
         """The frames of every sub-env (``call("render")``)."""
@@ -1148,7 +1316,8 @@ class AsyncVectorEnv(VectorCore):
         workers, self._workers = self._workers, []
         self._poller = None
         self._by_fd = {}
-        failures: list[tuple[Any, ...]] = []
+        # the parent's own sub-envs are never stuck: close them in any case
+        failures: list[tuple[Any, ...]] = self._close_local()
         live = [w for w in workers if w.process.is_alive()]
         if not terminate:
             for worker in live:
@@ -1220,5 +1389,6 @@ class AsyncVectorEnv(VectorCore):
         head = f"{spec.id}, " if spec is not None else ""
         return (
             f"{type(self).__name__}({head}num_envs={self.num_envs}, "
-            f"num_workers={self.num_workers})"
+            f"num_workers={self.num_workers}"
+            + (f", in_parent={self.in_parent})" if self.in_parent else ")")
         )

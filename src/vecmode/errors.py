@@ -518,3 +518,11 @@ def unpicklable_env_fns(start: int, stop: int, method: str, exc: BaseException) 
         f"'forkserver' the env_fns are pickled (by cloudpickle): make them and the "
         f"env classes they use importable and picklable, or use context='fork'."
     )
+
+
+def in_parent(got: Any, num_envs: int) -> str:
+    return (
+        f"in_parent must be an int from 0 to {num_envs - 1} (the number of sub-envs "
+        f"the parent process steps itself; at least one sub-env runs in a worker), "
+        f"got {got!r}."
+    )
