@@ -65,3 +65,10 @@ def test_registry_page_table_is_the_registry():
     ).stdout
     page = (ROOT / "docs" / "registry.md").read_text()
     assert printed in page
+
+
+def test_performance_page_reports_every_benchmark():
+    """Each script in benchmarks/ has its numbers on docs/performance.md."""
+    page = (ROOT / "docs" / "performance.md").read_text()
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        assert f"benchmarks/{script.name}" in page, script.name
