@@ -890,14 +890,17 @@ def test_spawn_and_forkserver(context):
     def fns():
         return scheduled_fns(3, obs_type="dict")
 
-    sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns()), "SameStep")
-    ours = vecmode.with_autoreset(make_async(fns(), context=context), "SameStep")
-    script = make_script(sync, 12, mask_prob=0.3)
-    assert_same_run(drive(sync, script, False), drive(ours, script, False))
-    pids = [p.pid for p in ours.unwrapped.processes]
-    ours.close()
-    sync.close()
-    assert gone(pids)
+    for layout in ({}, {"num_workers": 1, "in_parent": 1}):
+        sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns()), "SameStep")
+        ours = vecmode.with_autoreset(
+            make_async(fns(), context=context, **layout), "SameStep"
+        )
+        script = make_script(sync, 12, mask_prob=0.3)
+        assert_same_run(drive(sync, script, False), drive(ours, script, False))
+        pids = [p.pid for p in ours.unwrapped.processes]
+        ours.close()
+        sync.close()
+        assert gone(pids)
     envs = make_async(faulty_fns(2, {1: {"fail_step": 1}}), context=context)
     envs.reset(seed=0)
     with pytest.raises(SubEnvError) as info:
