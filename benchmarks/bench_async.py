@@ -62,7 +62,13 @@ import gymnasium as gym
 import numpy as np
 
 import vecmode
-from harness import markdown_table, positive_int, text_table
+from harness import (
+    add_run_arguments,
+    markdown_table,
+    positive_int,
+    text_table,
+    versions,
+)
 from vecmode.async_vector_env import default_num_workers
 
 MODE = vecmode.AutoresetMode.NEXT_STEP
@@ -351,9 +357,7 @@ def environment_lines(
     import multiprocessing
 
     return [
-        f"Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"numpy {np.__version__}, gymnasium {gym.__version__}, "
-        f"vecmode {vecmode.__version__}",
+        versions(),
         f"os.cpu_count() = {os.cpu_count()}, usable CPUs = {default_num_workers(10**6)}"
         f", {platform.system()} {platform.machine()}, start method "
         f"{multiprocessing.get_start_method()}",
@@ -398,20 +402,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="which sub-envs (default both)",
     )
     parser.add_argument(
-        "--steps",
-        type=positive_int,
-        default=None,
-        help=f"vector steps per timed repeat (default {DEFAULT_STEPS[CARTPOLE]} for "
-        f"CartPole, {DEFAULT_STEPS[HEAVY]} for heavy; {QUICK_STEPS} with --quick)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=None,
-        help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
-        f"{QUICK_ROUNDS} with --quick)",
-    )
-    parser.add_argument(
         "--num-envs",
         type=positive_int,
         nargs="+",
@@ -426,14 +416,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="vecmode async workers, none of the sub-envs in the parent (default: "
         "vecmode's, one worker per usable CPU but one and a share in the parent)",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of actions and resets (default 0)"
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="a tiny run, for smoke tests"
-    )
-    parser.add_argument(
-        "--markdown", action="store_true", help="print a Markdown table instead"
+    add_run_arguments(
+        parser,
+        steps_help=f"vector steps per timed repeat (default {DEFAULT_STEPS[CARTPOLE]} for "
+        f"CartPole, {DEFAULT_STEPS[HEAVY]} for heavy; {QUICK_STEPS} with --quick)",
+        rounds_help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
+        f"{QUICK_ROUNDS} with --quick)",
     )
     args = parser.parse_args(argv)
     kinds = list(dict.fromkeys(args.envs))

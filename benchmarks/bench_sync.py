@@ -61,7 +61,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 import vecmode
-from harness import markdown_table, positive_int, text_table
+from harness import (
+    add_run_arguments,
+    markdown_table,
+    positive_int,
+    text_table,
+    versions,
+)
 
 ENV_ID = "CartPole-v1"
 DEFAULT_NUM_ENVS = (1, 4, 16, 64)
@@ -245,9 +251,7 @@ def benchmark(
 # ------------------------------------------------------------------------- output
 def environment_lines(steps: int, rounds: int, seed: int) -> list[str]:
     return [
-        f"Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"numpy {np.__version__}, gymnasium {gym.__version__}, "
-        f"vecmode {vecmode.__version__}",
+        versions(),
         f"os.cpu_count() = {os.cpu_count()}, {platform.system()} {platform.machine()}",
         f"{ENV_ID}, {steps} vector steps per timed repeat, {rounds} interleaved "
         f"rounds (median), action/reset seed {seed}",
@@ -307,20 +311,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "SyncVectorEnv per autoreset mode, and vs a raw loop over the sub-envs.",
     )
     parser.add_argument(
-        "--steps",
-        type=positive_int,
-        default=None,
-        help=f"vector steps per timed repeat (default {DEFAULT_STEPS}; "
-        f"{QUICK_STEPS} with --quick)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=None,
-        help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
-        f"{QUICK_ROUNDS} with --quick)",
-    )
-    parser.add_argument(
         "--num-envs",
         type=positive_int,
         nargs="+",
@@ -336,14 +326,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=list(vecmode.MODES),
         help="autoreset modes (default NextStep SameStep Disabled)",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of actions and resets (default 0)"
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="a tiny run, for smoke tests"
-    )
-    parser.add_argument(
-        "--markdown", action="store_true", help="print a Markdown table instead"
+    add_run_arguments(
+        parser,
+        steps_help=f"vector steps per timed repeat (default {DEFAULT_STEPS}; "
+        f"{QUICK_STEPS} with --quick)",
+        rounds_help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
+        f"{QUICK_ROUNDS} with --quick)",
     )
     args = parser.parse_args(argv)
     if args.steps is None:

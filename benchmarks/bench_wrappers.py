@@ -98,7 +98,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers import vector as gv
 
 import vecmode
-from harness import markdown_table, positive_int, text_table
+from harness import (
+    add_run_arguments,
+    markdown_table,
+    text_table,
+    versions,
+)
 from vecmode import wrappers as vw
 
 NUM_ENVS = 16
@@ -492,9 +497,7 @@ def environment_lines(base: str, steps: int, rounds: int, seed: int) -> list[str
         "(16 sub-envs, NextStep): times are the wrappers' own",
     }[base]
     return [
-        f"Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"numpy {np.__version__}, gymnasium {gym.__version__}, "
-        f"vecmode {vecmode.__version__}",
+        versions(),
         f"os.cpu_count() = {os.cpu_count()}, {platform.system()} {platform.machine()}",
         f"base env: {base_text}, a fresh one per contestant",
         f"{steps} vector steps per timed repeat, {rounds} interleaved rounds, "
@@ -579,20 +582,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(NEXT_STEP, 16 sub-envs), and of a five-wrapper stack vs the bare env.",
     )
     parser.add_argument(
-        "--steps",
-        type=positive_int,
-        default=None,
-        help=f"vector steps per timed repeat (default {DEFAULT_STEPS}; "
-        f"{QUICK_STEPS} with --quick)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=None,
-        help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
-        f"{QUICK_ROUNDS} with --quick)",
-    )
-    parser.add_argument(
         "--base",
         choices=(GYMNASIUM_BASE, VECMODE_BASE, REPLAY_BASE),
         default=GYMNASIUM_BASE,
@@ -607,14 +596,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="run only these wrappers ('stack' for the five-wrapper stack)",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of actions and resets (default 0)"
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="a tiny run, for smoke tests"
-    )
-    parser.add_argument(
-        "--markdown", action="store_true", help="print Markdown tables instead"
+    add_run_arguments(
+        parser,
+        steps_help=f"vector steps per timed repeat (default {DEFAULT_STEPS}; "
+        f"{QUICK_STEPS} with --quick)",
+        rounds_help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
+        f"{QUICK_ROUNDS} with --quick)",
     )
     args = parser.parse_args(argv)
     if args.steps is None:

@@ -7,6 +7,7 @@ The scripts run as ``python benchmarks/bench_*.py``, so this folder is on
 from __future__ import annotations
 
 import argparse
+import platform
 from collections.abc import Sequence
 
 
@@ -40,3 +41,38 @@ def markdown_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> li
         "| " + " | ".join(align) + " |",
         *("| " + " | ".join(line) + " |" for line in lines),
     ]
+
+
+def versions() -> str:
+    """The versions every report starts with."""
+    import gymnasium as gym
+    import numpy as np
+
+    import vecmode
+
+    return (
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"numpy {np.__version__}, gymnasium {gym.__version__}, "
+        f"vecmode {vecmode.__version__}"
+    )
+
+
+def add_run_arguments(
+    parser: argparse.ArgumentParser, steps_help: str, rounds_help: str
+) -> None:
+    """``--steps``, ``--rounds``, ``--seed``, ``--quick`` and ``--markdown``.
+
+    ``--steps`` and ``--rounds`` default to None: the script fills in its defaults
+    (which depend on ``--quick``).
+    """
+    parser.add_argument("--steps", type=positive_int, default=None, help=steps_help)
+    parser.add_argument("--rounds", type=positive_int, default=None, help=rounds_help)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of actions and resets (default 0)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a tiny run, for smoke tests"
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="print Markdown tables instead"
+    )
