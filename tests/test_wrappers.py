@@ -337,13 +337,12 @@ def test_a_same_step_env_without_final_obs_is_named():
             *head, infos = self.env.step(actions)
             return (*head, {k: v for k, v in infos.items() if "final_obs" not in k})
 
-    envs = vw.FrameStackObservation(
-        Lying(vecmode_base("box", AutoresetMode.SAME_STEP)), 2
-    )
-    envs.reset(seed=0)
-    with pytest.raises(ValueError, match=r"sub-env\(s\) 2 ended in a SAME_STEP env"):
-        for _ in range(3):
-            envs.step(np.zeros(3, dtype=np.int64))
+    for wrap in (lambda e: vw.FrameStackObservation(e, 2), vw.NormalizeObservation):
+        envs = wrap(Lying(vecmode_base("box", AutoresetMode.SAME_STEP)))
+        envs.reset(seed=0)
+        with pytest.raises(ValueError, match=r"sub-env\(s\) 2 ended in a SAME_STEP"):
+            for _ in range(3):
+                envs.step(np.zeros(3, dtype=np.int64))
 
 
 def test_checks_run_under_python_dash_o():

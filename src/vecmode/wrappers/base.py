@@ -52,6 +52,7 @@ __all__ = [
     "StatefulWrapper",
     "check_infos",
     "empty_batch",
+    "final_entries",
     "forward_reset",
     "iterate_batch",
     "map_final_observations",
@@ -86,7 +87,9 @@ def check_infos(infos: Any, who: str) -> None:
         raise TypeError(errors.infos_not_dict(who, infos))
 
 
-def _final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndarray:
+def final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndarray:
+    """``info["final_obs"]``, checked to hold the final observations of ``rows``
+    (else a ValueError naming the sub-envs and the broken contract)."""
     final = infos.get("final_obs")
     mask = infos.get("_final_obs")
     if final is None or mask is None or not np.all(np.asarray(mask)[rows]):
@@ -107,7 +110,7 @@ def merge_final_observations(
     result is a full-size batch, so a transform written for ``num_envs`` rows
     applies to it.
     """
-    final = _final_entries(infos, rows, who)
+    final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows)
     if type(observations) is np.ndarray and type(env.observation_space) is Box:
         merged = observations.copy()

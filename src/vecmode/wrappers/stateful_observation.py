@@ -24,6 +24,7 @@ from vecmode.core import StepResult, copy_batch
 from vecmode.wrappers.base import (
     RunningStatistics,
     StatefulWrapper,
+    final_entries,
     map_final_observations,
 )
 
@@ -97,7 +98,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         ended = np.count_nonzero(finals) > 0
         if self._update_running_mean:
             if ended:
-                final = infos["final_obs"]
+                final = final_entries(infos, finals, type(self).__name__)
                 seen = np.concatenate(
                     [obs, np.stack([final[i] for i in np.flatnonzero(finals)])]
                 )
