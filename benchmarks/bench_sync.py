@@ -63,8 +63,10 @@ from gymnasium.vector import AutoresetMode
 import vecmode
 from harness import (
     add_run_arguments,
+    fill_run_defaults,
     markdown_table,
     positive_int,
+    run_defaults_help,
     text_table,
     versions,
 )
@@ -326,18 +328,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=list(vecmode.MODES),
         help="autoreset modes (default NextStep SameStep Disabled)",
     )
-    add_run_arguments(
-        parser,
-        steps_help=f"vector steps per timed repeat (default {DEFAULT_STEPS}; "
-        f"{QUICK_STEPS} with --quick)",
-        rounds_help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
-        f"{QUICK_ROUNDS} with --quick)",
-    )
+    defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
+    add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
-    if args.steps is None:
-        args.steps = QUICK_STEPS if args.quick else DEFAULT_STEPS
-    if args.rounds is None:
-        args.rounds = QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS
+    fill_run_defaults(args, *defaults)
     if args.num_envs is None:
         args.num_envs = list(QUICK_NUM_ENVS if args.quick else DEFAULT_NUM_ENVS)
     args.modes = list(dict.fromkeys(args.modes))

@@ -100,7 +100,9 @@ from gymnasium.wrappers import vector as gv
 import vecmode
 from harness import (
     add_run_arguments,
+    fill_run_defaults,
     markdown_table,
+    run_defaults_help,
     text_table,
     versions,
 )
@@ -596,18 +598,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="run only these wrappers ('stack' for the five-wrapper stack)",
     )
-    add_run_arguments(
-        parser,
-        steps_help=f"vector steps per timed repeat (default {DEFAULT_STEPS}; "
-        f"{QUICK_STEPS} with --quick)",
-        rounds_help=f"interleaved rounds, median taken (default {DEFAULT_ROUNDS}; "
-        f"{QUICK_ROUNDS} with --quick)",
-    )
+    defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
+    add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
-    if args.steps is None:
-        args.steps = QUICK_STEPS if args.quick else DEFAULT_STEPS
-    if args.rounds is None:
-        args.rounds = QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS
+    fill_run_defaults(args, *defaults)
     return args
 
 

@@ -76,3 +76,29 @@ def add_run_arguments(
     parser.add_argument(
         "--markdown", action="store_true", help="print Markdown tables instead"
     )
+
+
+def run_defaults_help(
+    steps: int, quick_steps: int, rounds: int, quick_rounds: int
+) -> dict[str, str]:
+    """``steps_help`` / ``rounds_help`` for :func:`add_run_arguments`."""
+    return {
+        "steps_help": f"vector steps per timed repeat (default {steps}; "
+        f"{quick_steps} with --quick)",
+        "rounds_help": f"interleaved rounds, median taken (default {rounds}; "
+        f"{quick_rounds} with --quick)",
+    }
+
+
+def fill_run_defaults(
+    args: argparse.Namespace,
+    steps: int,
+    quick_steps: int,
+    rounds: int,
+    quick_rounds: int,
+) -> None:
+    """Set ``--steps`` / ``--rounds`` left out to the script's defaults."""
+    if args.steps is None:
+        args.steps = quick_steps if args.quick else steps
+    if args.rounds is None:
+        args.rounds = quick_rounds if args.quick else rounds

@@ -9,19 +9,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_bench_sync_quick_runs_and_reports_ratios():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_sync.py"),
-            "--quick",
-            "--markdown",
-        ],
+def run_benchmark(script: str, *flags: str, timeout: int = 120) -> str:
+    """Run ``benchmarks/<script>`` with ``flags``; its standard output."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *flags],
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=timeout,
     ).stdout
+
+
+def test_bench_sync_quick_runs_and_reports_ratios():
+    out = run_benchmark("bench_sync.py", "--quick", "--markdown")
     assert "vecmode/gym" in out
     rows = [
         line
@@ -32,29 +32,12 @@ def test_bench_sync_quick_runs_and_reports_ratios():
 
 
 def test_bench_registry_quick_runs_and_reports_ratios():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_registry.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    out = run_benchmark("bench_registry.py", "--quick")
     assert "guarded/unguarded:" in out and "vecmode.check()" in out
 
 
 def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_wrappers.py"),
-            "--quick",
-            "--markdown",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
+    out = run_benchmark("bench_wrappers.py", "--quick", "--markdown", timeout=300)
     lines = out.splitlines()
     headers = [line for line in lines if line.startswith("| wrapper |")]
     assert len(headers) == 1, out
@@ -85,18 +68,7 @@ def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
 
 
 def test_bench_async_quick_runs_and_reports_ratios_and_crossover():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_async.py"),
-            "--quick",
-            "--markdown",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    out = run_benchmark("bench_async.py", "--quick", "--markdown")
     assert "vm async/gym async" in out and "vm async/vm sync" in out
     rows = [
         line for line in out.splitlines() if line.startswith(("| CartPole", "| heavy"))
