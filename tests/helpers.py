@@ -5,106 +5,19 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
+
+from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 
 OBS_TYPES = ("box", "dict", "tuple", "discrete")
 
-
-class ScheduledEnv(gym.Env):
-    """Episodes of scheduled lengths; observations encode (sub-env, episode, step).
-
-    Episode ``k`` lasts ``lengths[k % len(lengths)]`` steps and ends by truncation
-    if ``truncate[k % len(truncate)]`` else by termination. Infos carry keys that
-    appear only on some steps, nested dicts, and several scalar types; reset infos
-    echo the reset options.
-    """
-
-    metadata: dict[str, Any] = {"render_modes": []}
-
-    def __init__(
-        self,
-        index: int = 0,
-        lengths: Sequence[int] = (3,),
-        truncate: Sequence[bool] = (False,),
-        obs_type: str = "box",
-    ) -> None:
-        self.index = index
-        self.lengths = list(lengths)
-        self.truncate = list(truncate)
-        self.obs_type = obs_type
-        self.action_space = spaces.Discrete(3)
-        box = spaces.Box(-1e6, 1e6, shape=(3,), dtype=np.float32)
-        self.observation_space = {
-            "box": box,
-            "dict": spaces.Dict({"pos": box, "step": spaces.Discrete(10_000)}),
-            "tuple": spaces.Tuple((box, spaces.Discrete(10_000))),
-            "discrete": spaces.Discrete(10_000),
-        }[obs_type]
-        self.episode = -1
-        self.t = 0
-        self.resets = 0
-
-    def _obs(self) -> Any:
-        vec = np.array([self.index, self.episode, self.t], dtype=np.float32)
-        code = int(self.index * 1000 + (self.episode % 10) * 100 + self.t) % 10_000
-        if self.obs_type == "box":
-            return vec
-        if self.obs_type == "dict":
-            return {"pos": vec, "step": code}
-        if self.obs_type == "tuple":
-            return (vec, code)
-        return code
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.episode += 1
-        self.resets += 1
-        self.t = 0
-        noise = float(self.np_random.random())
-        info: dict[str, Any] = {"episode": self.episode, "noise": noise}
-        if options:
-            info["options"] = dict(options)
-        return self._obs(), info
-
-    def render(self) -> None:
-        return None
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        self.t += 1
-        k = self.episode
-        ended = self.t >= self.lengths[k % len(self.lengths)]
-        truncated = ended and self.truncate[k % len(self.truncate)]
-        terminated = ended and not truncated
-        info: dict[str, Any] = {"step": self.t, "vec": np.array([self.t, k])}
-        if self.t % 2 == 0:
-            info["even"] = True
-        if self.t % 3 == 0:
-            info["nested"] = {"depth": np.float32(self.t / 3), "tag": f"e{k}s{self.t}"}
-        reward = float(action) + 0.5 * self.t + 0.01 * self.index
-        return self._obs(), reward, terminated, truncated, info
-
-
-def scheduled_fns(
-    num_envs: int,
-    lengths: Sequence[Sequence[int]] | None = None,
-    truncate: Sequence[Sequence[bool]] | None = None,
-    obs_type: str = "box",
-) -> list[Callable[[], gym.Env]]:
-    """One factory per sub-env; sub-env ``i`` gets ``lengths[i]`` and ``truncate[i]``."""
-    fns = []
-    for i in range(num_envs):
-        ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
-        ts = truncate[i] if truncate is not None else (i % 2 == 0, False)
-        fns.append(lambda i=i, ls=ls, ts=ts: ScheduledEnv(i, ls, ts, obs_type))
-    return fns
+#: the sub-env factories of vecmode's own test kit, under the tests' old name
+scheduled_fns = scheduled_env_fns
 
 
 # ---------------------------------------------------------------- comparison

@@ -1,0 +1,10 @@
+"""A conformance kit for wrapper and vector-env authors.
+
+* :class:`ScheduledEnv` and :func:`scheduled_env_fns`: deterministic sub-envs whose
+  observations encode sub-env, episode and step (Box, Dict, Tuple, Discrete and
+  image variants), ended by termination or truncation on a schedule.
+"""
+
+from vecmode.testing.envs import OBS_TYPES, ScheduledEnv, decode, scheduled_env_fns
+
+__all__ = ["OBS_TYPES", "ScheduledEnv", "decode", "scheduled_env_fns"]

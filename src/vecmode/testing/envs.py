@@ -1,0 +1,206 @@
+"""Deterministic test environments: episodes of scheduled lengths.
+
+Every observation says where it comes from: which sub-env, which episode and which
+step. A wrong final observation, a reset step counted as a real step, or a lost
+partial reset therefore shows up as a wrong *value*, not just a wrong shape.
+
+>>> from vecmode.testing import ScheduledEnv
+>>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
+>>> obs, _ = env.reset(seed=0)
+>>> obs.tolist()  # [sub-env, episode, step]
+[2.0, 0.0, 0.0]
+>>> obs, reward, terminated, truncated, _ = env.step(1)
+>>> obs, reward, terminated, truncated, _ = env.step(1)
+>>> obs.tolist(), terminated, truncated
+([2.0, 0.0, 2.0], False, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["OBS_TYPES", "ScheduledEnv", "decode", "scheduled_env_fns"]
+
+#: The observation variants of :class:`ScheduledEnv`.
+OBS_TYPES = ("box", "dict", "tuple", "discrete", "image")
+
+_IMAGE_SHAPE = (6, 8, 3)
+
+
+class ScheduledEnv(gym.Env):
+    """Episodes of scheduled lengths; observations encode (sub-env, episode, step).
+
+    Episode ``k`` lasts ``lengths[k % len(lengths)]`` steps and ends by truncation
+    if ``truncate[k % len(truncate)]`` else by termination. The reward is
+    ``action + 0.5 * step + 0.01 * index``, so it too tells which step and action
+    produced it.
+
+    Observation variants (``obs_type``):
+
+    * ``"box"``: ``float32[3]`` = ``[index, episode, step]``;
+    * ``"dict"``: ``{"pos": <the box>, "step": code}`` with
+      ``code = index * 1000 + (episode % 10) * 100 + step`` (mod 10 000);
+    * ``"tuple"``: ``(<the box>, code)``;
+    * ``"discrete"``: ``code``;
+    * ``"image"``: ``uint8[6, 8, 3]``, channels ``index``, ``episode`` and
+      ``step`` (mod 256) plus the pixel's row and column, so resizing and
+      grayscale conversions have something to work on.
+
+    :func:`decode` turns any of them back into ``(index, episode, step)``.
+
+    Infos carry keys that appear only on some steps, nested dicts and several
+    scalar types; reset infos echo the reset options. The action space is
+    ``Discrete(3)``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        index: int = 0,
+        lengths: Sequence[int] = (3,),
+        truncate: Sequence[bool] = (False,),
+        obs_type: str = "box",
+    ) -> None:
+        if obs_type not in OBS_TYPES:
+            raise ValueError(
+                f"obs_type must be one of {', '.join(map(repr, OBS_TYPES))}, "
+                f"not {obs_type!r}"
+            )
+        if not lengths or any(int(n) < 1 for n in lengths):
+            raise ValueError(
+                f"lengths must be a non-empty sequence of episode lengths >= 1, "
+                f"got {lengths!r}"
+            )
+        if not truncate:
+            raise ValueError("truncate must be a non-empty sequence of bools")
+        self.index = index
+        self.lengths = [int(n) for n in lengths]
+        self.truncate = [bool(t) for t in truncate]
+        self.obs_type = obs_type
+        self.action_space = spaces.Discrete(3)
+        box = spaces.Box(-1e6, 1e6, shape=(3,), dtype=np.float32)
+        self.observation_space = {
+            "box": box,
+            "dict": spaces.Dict({"pos": box, "step": spaces.Discrete(10_000)}),
+            "tuple": spaces.Tuple((box, spaces.Discrete(10_000))),
+            "discrete": spaces.Discrete(10_000),
+            "image": spaces.Box(0, 255, shape=_IMAGE_SHAPE, dtype=np.uint8),
+        }[obs_type]
+        self.episode = -1
+        self.t = 0
+        self.resets = 0
+
+    def _obs(self) -> Any:
+        vec = np.array([self.index, self.episode, self.t], dtype=np.float32)
+        code = int(self.index * 1000 + (self.episode % 10) * 100 + self.t) % 10_000
+        if self.obs_type == "box":
+            return vec
+        if self.obs_type == "dict":
+            return {"pos": vec, "step": code}
+        if self.obs_type == "tuple":
+            return (vec, code)
+        if self.obs_type == "image":
+            rows, cols, _ = _IMAGE_SHAPE
+            grid = np.add.outer(np.arange(rows), np.arange(cols))[..., None]
+            values = np.array([self.index, self.episode, self.t]) + 16 * grid
+            return (values % 256).astype(np.uint8)
+        return code
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.episode += 1
+        self.resets += 1
+        self.t = 0
+        noise = float(self.np_random.random())
+        info: dict[str, Any] = {"episode": self.episode, "noise": noise}
+        if options:
+            info["options"] = dict(options)
+        return self._obs(), info
+
+    def render(self) -> None:
+        return None
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        k = self.episode
+        ended = self.t >= self.lengths[k % len(self.lengths)]
+        truncated = ended and self.truncate[k % len(self.truncate)]
+        terminated = ended and not truncated
+        info: dict[str, Any] = {"step": self.t, "vec": np.array([self.t, k])}
+        if self.t % 2 == 0:
+            info["even"] = True
+        if self.t % 3 == 0:
+            info["nested"] = {"depth": np.float32(self.t / 3), "tag": f"e{k}s{self.t}"}
+        reward = float(action) + 0.5 * self.t + 0.01 * self.index
+        return self._obs(), reward, terminated, truncated, info
+
+
+def decode(obs: Any) -> tuple[int, int, int]:
+    """``(index, episode, step)`` of one :class:`ScheduledEnv` observation.
+
+    For ``"dict"``, ``"tuple"`` and ``"discrete"`` observations the code keeps
+    the episode mod 10 only.
+
+    >>> decode(ScheduledEnv(index=1, obs_type="image").reset()[0])
+    (1, 0, 0)
+    """
+    if isinstance(obs, dict):
+        obs = obs["pos"]
+    elif isinstance(obs, tuple):
+        obs = obs[0]
+    array = np.asarray(obs)
+    if array.ndim == 0:
+        code = int(array)
+        return code // 1000, (code // 100) % 10, code % 100
+    if array.ndim == 3:
+        array = array[0, 0]
+    index, episode, step = (int(v) for v in array[:3])
+    return index, episode, step
+
+
+def scheduled_env_fns(
+    num_envs: int,
+    lengths: Sequence[Sequence[int]] | None = None,
+    truncate: Sequence[Sequence[bool]] | None = None,
+    obs_type: str = "box",
+) -> list[Callable[[], gym.Env]]:
+    """One factory per sub-env; sub-env ``i`` gets ``lengths[i]`` and ``truncate[i]``.
+
+    By default sub-env ``i`` has episodes of ``2 + i % 3`` then 4 steps, and its
+    first episode is truncated when ``i`` is even: sub-envs end at different
+    calls, by both flags.
+
+    >>> import gymnasium as gym
+    >>> envs = gym.vector.SyncVectorEnv(scheduled_env_fns(3))
+    >>> envs.reset(seed=0)[0][:, 0].tolist()
+    [0.0, 1.0, 2.0]
+    """
+    fns = []
+    for i in range(num_envs):
+        ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
+        ts = truncate[i] if truncate is not None else (i % 2 == 0, False)
+        fns.append(_Factory(i, tuple(ls), tuple(ts), obs_type))
+    return fns
+
+
+class _Factory:
+    """A picklable env factory (works with every multiprocessing start method)."""
+
+    def __init__(
+        self, index: int, lengths: tuple, truncate: tuple, obs_type: str
+    ) -> None:
+        self.args = (index, lengths, truncate, obs_type)
+
+    def __call__(self) -> ScheduledEnv:
+        return ScheduledEnv(*self.args)
+
+    def __repr__(self) -> str:
+        return f"ScheduledEnv{self.args}"
