@@ -183,7 +183,7 @@ def scheduled_env_fns(
     >>> envs.reset(seed=0)[0][:, 0].tolist()
     [0.0, 1.0, 2.0]
     """
-    fns = []
+    fns: list[Callable[[], gym.Env]] = []
     for i in range(num_envs):
         ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
         ts = truncate[i] if truncate is not None else (i % 2 == 0, False)
