@@ -329,7 +329,11 @@ def test_mode_equivalence_property(case, num_envs, lengths, truncate, seed):
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-def test_normalize_observation_normalises_final_observations_like_the_others(mode):
+def test_normalize_observation_normalises_final_observations_in_time_order(mode):
+    """Final observations are normalised with the statistics that include them
+    but not yet the first observations of the episodes replacing them (as in
+    NEXT_STEP, where those come a call later); the returned batch with all."""
+
     class Keep(vw.ActionWrapper):
         def actions(self, actions):
             return actions
@@ -340,16 +344,35 @@ def test_normalize_observation_normalises_final_observations_like_the_others(mod
 
     inner = Keep(vecmode_base("box", mode))
     envs = vw.NormalizeObservation(inner)
+    updates: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    update = envs.obs_rms.update
+
+    def recording(batch):
+        update(batch)
+        updates.append((np.array(batch), envs.obs_rms.mean, envs.obs_rms.var))
+
+    envs.obs_rms.update = recording
+
+    def normalised(obs, stats):
+        _, mean, var = stats
+        return ((obs - mean) / np.sqrt(var + envs.epsilon)).astype(np.float32)
+
     envs.reset(seed=0)
     finals = 0
     for _ in range(8):
+        updates.clear()
         obs, *_, infos = envs.step(np.zeros(3, dtype=np.int64))
         raw_obs, *_, raw_infos = inner.raw
-        np.testing.assert_array_equal(obs, envs.normalize(raw_obs))
-        for i in np.flatnonzero(raw_infos.get("_final_obs", [])):
-            expected = envs.normalize(raw_infos["final_obs"][i][None])[0]
+        np.testing.assert_array_equal(obs, normalised(raw_obs, updates[-1]))
+        ended = np.flatnonzero(raw_infos.get("_final_obs", []))
+        assert len(updates) == (2 if len(ended) else 1)
+        for i in ended:
+            expected = normalised(raw_infos["final_obs"][i], updates[0])
             np.testing.assert_array_equal(infos["final_obs"][i], expected)
+            np.testing.assert_array_equal(updates[0][0][i], raw_infos["final_obs"][i])
             finals += 1
+        if len(ended):
+            np.testing.assert_array_equal(updates[1][0], raw_obs[ended])
         if envs.boundary.needs_reset.any():
             envs.reset(options={"reset_mask": envs.boundary.needs_reset})
     assert finals > 0 if mode is AutoresetMode.SAME_STEP else finals == 0

@@ -526,3 +526,231 @@ def in_parent(got: Any, num_envs: int) -> str:
         f"the parent process steps itself; at least one sub-env runs in a worker), "
         f"got {got!r}."
     )
+
+
+# ------ transition collector
+def collector_not_reset() -> str:
+    return (
+        "TransitionCollector.step() was called before reset(): call "
+        "collector.reset(seed=...) first, so that the collector knows the "
+        "observations the first actions are taken in."
+    )
+
+
+def collector_masked_reset_first() -> str:
+    return (
+        'TransitionCollector.reset(options={"reset_mask": mask}) needs a full '
+        "reset() first: until then the other sub-envs' observations are unknown. "
+        "Call collector.reset(seed=...) without a mask."
+    )
+
+
+def collector_call_failed(call: str) -> str:
+    return (
+        f"the env raised during the TransitionCollector's last {call}(), after it "
+        f"had started, so what the sub-envs hold now is unknown and stepping on "
+        f"could lose or invent transitions; call collector.reset() to go on."
+    )
+
+
+# ------------------------------------------------- conformance kit (check_wrapper)
+def conformance_factory(got: Any) -> str:
+    return (
+        f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
+        f"got {got!r}; e.g. check_wrapper(MyWrapper) or "
+        f"check_wrapper(lambda env: MyWrapper(env, k=3))"
+    )
+
+
+def conformance_not_a_vector_env(who: str, got: Any) -> str:
+    return (
+        f"check_wrapper({who}): the factory returned {type(got).__name__}, not a "
+        f"gymnasium.vector.VectorEnv; it must return the wrapped vector env"
+    )
+
+
+def conformance_count(name: str, got: Any, least: int) -> str:
+    return f"check_wrapper: {name} must be an int >= {least}, got {got!r}"
+
+
+def conformance_undeclared(who: str) -> str:
+    return (
+        f"check_wrapper({who}): the wrapper declares no autoreset modes, so there "
+        f"is nothing to prove; declare them with @vecmode.supports(...) (or "
+        f"vecmode.register for a class you don't own), or pass modes=[...]"
+    )
+
+
+def conformance_no_modes(who: str) -> str:
+    return (
+        f"check_wrapper({who}): no mode to prove (modes=[] or a declaration with "
+        f"no supported mode)"
+    )
+
+
+# ------ command line
+_WRAP_FORMS = (
+    "write NAME (a vecmode wrapper), gymnasium:NAME (one of "
+    "gymnasium.wrappers.vector) or module:Class, each optionally followed by "
+    ":key=value,... for its arguments"
+)
+
+
+def _did_you_mean(close: list[str]) -> str:
+    return (
+        f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+    )
+
+
+def cli_cannot_make(env_id: str, error: BaseException, unregistered: bool) -> str:
+    hint = (
+        " List the registered ids with python -c 'import gymnasium; "
+        "gymnasium.pprint_registry()'; write an id another package registers as "
+        "'package.module:Name-v0'."
+        if unregistered
+        else ""
+    )
+    return f"cannot make {env_id!r}: {error}{hint}"
+
+
+def cli_module_not_found(module: str, what: str, missing: str) -> str:
+    return (
+        f"cannot import module {module!r} for {what}: no module named {missing!r}. "
+        f"Check the spelling, that it is installed in this Python, or run vecmode "
+        f"from the directory that holds it (or add that directory to PYTHONPATH)."
+    )
+
+
+def cli_import_failed(module: str, what: str, error: BaseException) -> str:
+    return (
+        f"importing module {module!r} for {what} raised {type(error).__name__}: "
+        f"{str(error).rstrip('.')}. Fix the module (python -c 'import {module}' shows where), or "
+        f"rerun with --traceback."
+    )
+
+
+def cli_missing_attribute(module: str, name: str, close: list[str]) -> str:
+    return (
+        f"module {module!r} has no attribute {name!r}.{_did_you_mean(close)} Write "
+        f"module:attribute with the attribute's exact (case-sensitive) name."
+    )
+
+
+def cli_unknown_wrapper(name: str, close: list[str], gymnasium_has_it: bool) -> str:
+    also = (
+        f" Gymnasium has one: write gymnasium:{name}."
+        if gymnasium_has_it
+        else f" vecmode table lists the wrappers vecmode knows; {_WRAP_FORMS}."
+    )
+    return f"{name!r} is not a vecmode wrapper.{_did_you_mean(close)}{also}"
+
+
+def cli_unknown_gymnasium_wrapper(name: str, close: list[str]) -> str:
+    prefixed = [f"gymnasium:{n}" for n in close]
+    return (
+        f"gymnasium.wrappers.vector has no wrapper {name!r}.{_did_you_mean(prefixed)}"
+        f" vecmode table lists Gymnasium's vector wrappers."
+    )
+
+
+def cli_spec_syntax(option: str, spec: str, problem: str) -> str:
+    return f"bad {option} {spec!r}: {problem}; {_WRAP_FORMS} (e.g. NormalizeReward:gamma=0.9)."
+
+
+def cli_not_a_path(command: str, got: str, what: str) -> str:
+    return (
+        f"vecmode {command} takes module:name, the import path of {what}, got "
+        f"{got!r}; e.g. vecmode {command} my_package.my_module:name"
+    )
+
+
+def cli_wrapper_arguments(spec: str, signature: str, error: BaseException) -> str:
+    return (
+        f"{spec!r}: its arguments do not fit {signature}: {error}. Give them as "
+        f"NAME:key=value,... (values are Python literals; other text is a string)."
+    )
+
+
+def cli_single_env_wrapper(spec: str, cls: type) -> str:
+    return (
+        f"{spec!r} is {cls.__module__}.{cls.__qualname__}, a wrapper of a single "
+        f"gymnasium.Env, not of a vector env; use a vector wrapper (vecmode's "
+        f"wrappers, or gymnasium:NAME for gymnasium.wrappers.vector)."
+    )
+
+
+def cli_not_a_vector_env(spec: str, got: Any) -> str:
+    return (
+        f"{spec!r} returned {type(got).__name__}, not a gymnasium.vector.VectorEnv; "
+        f"a --wrap must name a vector wrapper class, or a callable that takes the "
+        f"vector env and returns the wrapped one."
+    )
+
+
+def cli_wrapper_refused(spec: str, mode: AutoresetMode | None, error: Exception) -> str:
+    got = (
+        "an env that declares no mode" if mode is None else f"the stack in {mode.value}"
+    )
+    kind = (
+        "" if isinstance(error, IncompatibleModeError) else f"{type(error).__name__}: "
+    )
+    return f"NOT OK: {spec!r} refused to wrap {got}: {kind}{error}"
+
+
+def cli_raised(what: str, error: BaseException) -> str:
+    return (
+        f"{what} raised {type(error).__name__}: {str(error).rstrip('.')} (rerun with "
+        f"--traceback to see where)."
+    )
+
+
+def cli_not_callable(spec: str, got: Any) -> str:
+    return (
+        f"{spec!r} names {type(got).__name__} {got!r}, which cannot be called; name "
+        f"a class or a function."
+    )
+
+
+def cli_make_refused(env_id: str, vectorization: str, error: Exception) -> str:
+    return f"NOT OK: {env_id} ({vectorization}) cannot run in the mode asked: {error}"
+
+
+def cli_undeclared_wrapper(spec: str) -> str:
+    return (
+        f"{spec!r} declares no autoreset modes, so there is nothing to prove: pass "
+        f"the modes it should be right in (--modes NextStep SameStep ...), or "
+        f"declare them (@vecmode.supports, or vecmode.register for a class you "
+        f"don't own)."
+    )
+
+
+def timeline_action(action: Any, space: Any) -> str:
+    return (
+        f"action {action!r} is not in the env's action space {space}; give one it "
+        f"holds (vecmode timeline --action A)."
+    )
+
+
+def cli_svg_directory(path: str, directory: str) -> str:
+    return (
+        f"cannot write {path!r}: the directory {directory!r} does not exist; create "
+        f"it first, or give another --svg path."
+    )
+
+
+def cli_svg_not_written(path: str, error: OSError) -> str:
+    return f"cannot write {path!r}: {error.strerror or error}; give another --svg path."
+
+
+def cli_unavailable(command: str, module: str, error: BaseException) -> str:
+    return (
+        f"vecmode {command} needs {module}, which cannot be imported here "
+        f"({type(error).__name__}: {error}); reinstall vecmode."
+    )
+
+
+def empty_timeline() -> str:
+    return (
+        "timeline_svg needs at least one mode with rows, e.g. "
+        "timeline_svg(vecmode.timeline.timeline('CartPole-v1'))."
+    )

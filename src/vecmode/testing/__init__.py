@@ -2,9 +2,19 @@
 
 * :class:`ScheduledEnv` and :func:`scheduled_env_fns`: deterministic sub-envs whose
   observations encode sub-env, episode and step (Box, Dict, Tuple, Discrete and
-  image variants), ended by termination or truncation on a schedule.
+  image variants), ended by termination or truncation on a schedule;
+* :func:`check_wrapper`: proves a vector wrapper right in every mode it declares
+  (mode equivalence) and refusing the others; one line in a test.
 """
 
+from vecmode.testing.conformance import WrapperReport, check_wrapper
 from vecmode.testing.envs import OBS_TYPES, ScheduledEnv, decode, scheduled_env_fns
 
-__all__ = ["OBS_TYPES", "ScheduledEnv", "decode", "scheduled_env_fns"]
+__all__ = [
+    "OBS_TYPES",
+    "ScheduledEnv",
+    "WrapperReport",
+    "check_wrapper",
+    "decode",
+    "scheduled_env_fns",
+]

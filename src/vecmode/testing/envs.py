@@ -24,10 +24,24 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["OBS_TYPES", "ScheduledEnv", "decode", "scheduled_env_fns"]
+__all__ = [
+    "ACTION_TYPES",
+    "INFO_TYPES",
+    "OBS_TYPES",
+    "ScheduledEnv",
+    "decode",
+    "scheduled_env_fns",
+]
 
 #: The observation variants of :class:`ScheduledEnv`.
 OBS_TYPES = ("box", "dict", "tuple", "discrete", "image")
+#: Its action spaces: ``Discrete(3)``, or ``Box(-1, 1, (1,), float32)``.
+ACTION_TYPES = ("discrete", "box")
+#: Its infos: rich ones (nested dicts, keys on some steps only, a reset key
+#: ``"episode"``), or numeric ones only (``{"ep": episode}`` from ``reset``,
+#: ``{"t": step}`` from ``step``), which array-converting wrappers and
+#: ``RecordEpisodeStatistics`` (it writes ``"episode"``) accept.
+INFO_TYPES = ("rich", "numeric")
 
 _IMAGE_SHAPE = (6, 8, 3)
 
@@ -38,7 +52,7 @@ class ScheduledEnv(gym.Env):
     Episode ``k`` lasts ``lengths[k % len(lengths)]`` steps and ends by truncation
     if ``truncate[k % len(truncate)]`` else by termination. The reward is
     ``action + 0.5 * step + 0.01 * index``, so it too tells which step and action
-    produced it.
+    produced it (a Box action counts as its one value, unclipped).
 
     Observation variants (``obs_type``):
 
@@ -53,9 +67,11 @@ class ScheduledEnv(gym.Env):
 
     :func:`decode` turns any of them back into ``(index, episode, step)``.
 
-    Infos carry keys that appear only on some steps, nested dicts and several
-    scalar types; reset infos echo the reset options. The action space is
-    ``Discrete(3)``.
+    ``info_type="rich"`` infos carry keys that appear only on some steps, nested
+    dicts and several scalar types, and reset infos echo the reset options;
+    ``"numeric"`` ones are ``{"ep": episode}`` and ``{"t": step}``. The action
+    space is ``Discrete(3)``, or ``Box(-1, 1, (1,), float32)`` with
+    ``action_type="box"``.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -66,12 +82,20 @@ class ScheduledEnv(gym.Env):
         lengths: Sequence[int] = (3,),
         truncate: Sequence[bool] = (False,),
         obs_type: str = "box",
+        *,
+        action_type: str = "discrete",
+        info_type: str = "rich",
     ) -> None:
-        if obs_type not in OBS_TYPES:
-            raise ValueError(
-                f"obs_type must be one of {', '.join(map(repr, OBS_TYPES))}, "
-                f"not {obs_type!r}"
-            )
+        for name, value, allowed in (
+            ("obs_type", obs_type, OBS_TYPES),
+            ("action_type", action_type, ACTION_TYPES),
+            ("info_type", info_type, INFO_TYPES),
+        ):
+            if value not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(map(repr, allowed))}, "
+                    f"not {value!r}"
+                )
         if not lengths or any(int(n) < 1 for n in lengths):
             raise ValueError(
                 f"lengths must be a non-empty sequence of episode lengths >= 1, "
@@ -83,7 +107,12 @@ class ScheduledEnv(gym.Env):
         self.lengths = [int(n) for n in lengths]
         self.truncate = [bool(t) for t in truncate]
         self.obs_type = obs_type
-        self.action_space = spaces.Discrete(3)
+        self.info_type = info_type
+        self.action_space: spaces.Space = (
+            spaces.Discrete(3)
+            if action_type == "discrete"
+            else spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        )
         box = spaces.Box(-1e6, 1e6, shape=(3,), dtype=np.float32)
         self.observation_space = {
             "box": box,
@@ -120,6 +149,8 @@ class ScheduledEnv(gym.Env):
         self.resets += 1
         self.t = 0
         noise = float(self.np_random.random())
+        if self.info_type == "numeric":
+            return self._obs(), {"ep": self.episode}
         info: dict[str, Any] = {"episode": self.episode, "noise": noise}
         if options:
             info["options"] = dict(options)
@@ -134,12 +165,15 @@ class ScheduledEnv(gym.Env):
         ended = self.t >= self.lengths[k % len(self.lengths)]
         truncated = ended and self.truncate[k % len(self.truncate)]
         terminated = ended and not truncated
+        value = float(np.asarray(action).reshape(-1)[0])
+        reward = value + 0.5 * self.t + 0.01 * self.index
+        if self.info_type == "numeric":
+            return self._obs(), reward, terminated, truncated, {"t": self.t}
         info: dict[str, Any] = {"step": self.t, "vec": np.array([self.t, k])}
         if self.t % 2 == 0:
             info["even"] = True
         if self.t % 3 == 0:
             info["nested"] = {"depth": np.float32(self.t / 3), "tag": f"e{k}s{self.t}"}
-        reward = float(action) + 0.5 * self.t + 0.01 * self.index
         return self._obs(), reward, terminated, truncated, info
 
 
@@ -171,8 +205,11 @@ def scheduled_env_fns(
     lengths: Sequence[Sequence[int]] | None = None,
     truncate: Sequence[Sequence[bool]] | None = None,
     obs_type: str = "box",
+    **kwargs: Any,
 ) -> list[Callable[[], gym.Env]]:
     """One factory per sub-env; sub-env ``i`` gets ``lengths[i]`` and ``truncate[i]``.
+
+    ``kwargs`` (``action_type``, ``info_type``) go to every :class:`ScheduledEnv`.
 
     By default sub-env ``i`` has episodes of ``2 + i % 3`` then 4 steps, and its
     first episode is truncated when ``i`` is even: sub-envs end at different
@@ -187,7 +224,7 @@ def scheduled_env_fns(
     for i in range(num_envs):
         ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
         ts = truncate[i] if truncate is not None else (i % 2 == 0, False)
-        fns.append(_Factory(i, tuple(ls), tuple(ts), obs_type))
+        fns.append(_Factory(i, tuple(ls), tuple(ts), obs_type, kwargs))
     return fns
 
 
@@ -195,12 +232,19 @@ class _Factory:
     """A picklable env factory (works with every multiprocessing start method)."""
 
     def __init__(
-        self, index: int, lengths: tuple, truncate: tuple, obs_type: str
+        self,
+        index: int,
+        lengths: tuple,
+        truncate: tuple,
+        obs_type: str,
+        kwargs: dict[str, Any],
     ) -> None:
         self.args = (index, lengths, truncate, obs_type)
+        self.kwargs = dict(kwargs)
 
     def __call__(self) -> ScheduledEnv:
-        return ScheduledEnv(*self.args)
+        return ScheduledEnv(*self.args, **self.kwargs)
 
     def __repr__(self) -> str:
-        return f"ScheduledEnv{self.args}"
+        extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
+        return f"ScheduledEnv({', '.join(map(repr, self.args))}{extra})"

@@ -443,6 +443,10 @@ class RunningStatistics:
     check of ``epsilon``."""
 
     _update_running_mean: bool = True
+    #: Its outputs depend on which sub-envs' steps share a call (the statistics
+    #: pool the batch): :func:`vecmode.testing.check_wrapper` compares their
+    #: values across modes only where episodes end together.
+    batch_dependent: bool = True
 
     @staticmethod
     def _checked_epsilon(epsilon: float) -> float:

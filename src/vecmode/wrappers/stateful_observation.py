@@ -24,7 +24,6 @@ from vecmode.core import StepResult, copy_batch
 from vecmode.wrappers.base import (
     RunningStatistics,
     StatefulWrapper,
-    final_entries,
     map_final_observations,
 )
 
@@ -41,7 +40,10 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     revealed, each exactly once: after ``reset``, the reset sub-envs' observations
     (not the untouched rows of a masked reset); after ``step``, every returned
     observation and the final observations in ``info["final_obs"]``. Those final
-    observations are normalised too.
+    observations are normalised too, in time order as NEXT_STEP reveals them: with
+    the statistics that include them but not yet the first observations of the
+    episodes that replace them (a second update follows for those), so episodes
+    that end together are normalised alike in every mode.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -96,19 +98,21 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         obs, rewards, terminations, truncations, infos = super().step(actions)
         finals = self.boundary.final_in_info
         ended = np.count_nonzero(finals) > 0
-        if self._update_running_mean:
-            if ended:
-                final = final_entries(infos, finals, type(self).__name__)
-                seen = np.concatenate(
-                    [obs, np.stack([final[i] for i in np.flatnonzero(finals)])]
-                )
-                self.obs_rms.update(seen)
-            else:
+        if not ended:
+            if self._update_running_mean:
                 self.obs_rms.update(obs)
-        if ended:
-            infos = map_final_observations(
-                infos, obs, self.normalize, self.env, self, type(self).__name__
-            )
+            return self.normalize(obs), rewards, terminations, truncations, infos
+        # In time order, as NEXT_STEP reveals them: the observations moved to
+        # (final ones included) first, normalising the final ones; then the new
+        # episodes' first observations. Episodes that end together thus get the
+        # same statistics, hence the same outputs, in every mode.
+        if self._update_running_mean:
+            self.obs_rms.update(self.last_observations(obs, infos))
+        infos = map_final_observations(
+            infos, obs, self.normalize, self.env, self, type(self).__name__
+        )
+        if self._update_running_mean:
+            self.obs_rms.update(obs[finals])
         return self.normalize(obs), rewards, terminations, truncations, infos
 
 

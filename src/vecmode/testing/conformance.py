@@ -1,0 +1,692 @@
+"""``check_wrapper``: prove that a vector wrapper is right in the modes it declares.
+
+The proof is mode equivalence. The wrapper is run over deterministic
+:class:`~vecmode.testing.ScheduledEnv` sub-envs in every mode it declares, over
+vecmode's core and over Gymnasium's ``SyncVectorEnv``, with the same seeds and the
+same per-sub-env actions (sub-env ``i``'s ``k``-th real transition always takes the
+``k``-th action of its own queue). Each run is read by the mode's rules
+(:class:`vecmode.modes.BoundaryTracker`) into per-sub-env *events*: an episode's
+first observation, and each real transition's action, reward, flags and the
+observation moved to (the final one for an ended episode, wherever the mode puts
+it). A wrapper right in every declared mode gives the same events in all of them.
+
+Two schedules are run:
+
+* **together**: all sub-envs' episodes end at the same calls (by termination or
+  truncation). Every call then reveals the same real observations and steps in
+  every mode, so even a wrapper whose statistics pool the sub-envs (running means,
+  reward normalisation) must give *exactly* the same events in every mode;
+* **staggered**: episodes of different lengths, ending at different calls, plus
+  partial resets (``reset(options={"reset_mask": ...})``) in the middle of
+  episodes. Compared exactly too, unless the wrapper pools statistics across
+  sub-envs (``batch_dependent``): its values then depend on which sub-envs'
+  events share a call, and only the events' kinds, actions and flags must agree
+  across modes (values must still agree between the two base envs of one mode).
+
+Every call is also checked on its own: the wrapper's ``metadata["autoreset_mode"]``
+is the mode it wraps; observations are in its observation spaces, final ones
+included; ``info["_final_obs"]`` marks exactly the sub-envs whose final
+observation the mode puts there; rewards and flags have the right shapes and
+types. Finally every mode the wrapper does *not* declare must be refused when it
+is built, with :class:`vecmode.IncompatibleModeError`.
+
+The first difference fails the check with an ``AssertionError`` naming the run,
+the call, the sub-env, the field, what was expected and what came instead.
+
+>>> from vecmode.testing import check_wrapper
+>>> from vecmode.wrappers import ClipReward
+>>> report = check_wrapper(lambda env: ClipReward(env, 0.0, 1.0))
+>>> print(report.summary)
+ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from vecmode import errors
+from vecmode.autoreset import with_autoreset
+from vecmode.errors import IncompatibleModeError
+from vecmode.modes import MODES, BoundaryTracker, ModeLike, as_mode, mode_of
+from vecmode.registry import supported_modes
+from vecmode.sync_vector_env import SyncVectorEnv
+from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
+
+__all__ = ["WrapperReport", "check_wrapper"]
+
+WrapperFactory = Callable[[VectorEnv], VectorEnv]
+
+#: The base vector envs a wrapper is run over, by name.
+BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEnv]] = {
+    "vecmode.SyncVectorEnv": lambda fns, mode: with_autoreset(SyncVectorEnv(fns), mode),
+    "gymnasium.vector.SyncVectorEnv": lambda fns, mode: gym.vector.SyncVectorEnv(
+        fns, autoreset_mode=mode
+    ),
+}
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """Sub-env ``i``'s episode lengths and endings, and where to cut episodes."""
+
+    name: str
+    lengths: tuple[tuple[int, ...], ...]
+    truncate: tuple[tuple[bool, ...], ...]
+    #: per sub-env, after which of its real transitions a masked reset cuts the
+    #: episode (only when that transition did not end it)
+    cuts: tuple[frozenset[int], ...]
+
+
+def _schedules(num_envs: int, wanted: int) -> tuple[_Schedule, ...]:
+    """The "together" and "staggered" schedules, and the staggered one with each
+    cut made by the env itself (a truncation) instead of a masked reset."""
+    staggered = _Schedule(
+        "staggered",
+        tuple(((2, 3), (3,), (1, 4), (4, 2))[i % 4] for i in range(num_envs)),
+        tuple(((i % 2 == 0), False, True) for i in range(num_envs)),
+        tuple(frozenset({3 + i, 8}) for i in range(num_envs)),
+    )
+    return (
+        _Schedule(
+            "together",
+            tuple((3, 1, 2, 4) for _ in range(num_envs)),
+            tuple(((i % 2 == 0), (i % 3 == 0)) for i in range(num_envs)),
+            tuple(frozenset() for _ in range(num_envs)),
+        ),
+        staggered,
+        _truncated_at_cuts(staggered, wanted),
+    )
+
+
+def _truncated_at_cuts(schedule: _Schedule, wanted: int) -> _Schedule:
+    """``schedule`` whose episodes the env truncates where it has cuts.
+
+    A wrapper must treat an episode cut by ``reset(options={"reset_mask": ...})``
+    like one the env truncated there: the same events follow.
+    """
+    lengths, truncate = [], []
+    for ls, ts, cuts in zip(
+        schedule.lengths, schedule.truncate, schedule.cuts, strict=True
+    ):
+        done, episode, ref_ls, ref_ts = 0, 0, [], []
+        while done < wanted + 8:
+            length, trunc = ls[episode % len(ls)], ts[episode % len(ts)]
+            cut = min((c for c in cuts if done < c < done + length), default=None)
+            if cut is None:
+                ref_ls.append(length)
+                ref_ts.append(trunc)
+                done += length
+            else:
+                ref_ls.append(cut - done)
+                ref_ts.append(True)
+                done = cut
+            episode += 1
+        lengths.append(tuple(ref_ls))
+        truncate.append(tuple(ref_ts))
+    return _Schedule(
+        "staggered, truncated where cut",
+        tuple(lengths),
+        tuple(truncate),
+        tuple(frozenset() for _ in schedule.cuts),
+    )
+
+
+# ------------------------------------------------------------------ events
+@dataclass(frozen=True)
+class _Event:
+    """One sub-env's real event, and the call that revealed it."""
+
+    kind: str  # "start" | "step"
+    call: int  # the call that revealed it (0: the first reset)
+    obs: Any  # the first observation, or the one moved to
+    action: Any = None
+    reward: Any = None
+    terminated: Any = None
+    truncated: Any = None
+
+    def fields(self, values: bool) -> dict[str, Any]:
+        """The fields compared; with ``values=False`` only kinds, actions, flags."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "step":
+            out.update(
+                action=self.action, terminated=self.terminated, truncated=self.truncated
+            )
+            if values:
+                out.update(reward=self.reward, next_obs=self.obs)
+        elif values:
+            out["obs"] = self.obs
+        return out
+
+
+def _row(batch: Any, i: int) -> Any:
+    if isinstance(batch, dict):
+        return {key: _row(value, i) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_row(value, i) for value in batch)
+    return batch[i]
+
+
+def _difference(expected: Any, got: Any) -> str | None:
+    """Why ``got`` is not exactly ``expected`` (values, dtypes, shapes), or None."""
+    if isinstance(expected, dict) or isinstance(got, dict):
+        if not (isinstance(expected, dict) and isinstance(got, dict)):
+            return f"a {type(got).__name__} instead of a {type(expected).__name__}"
+        if expected.keys() != got.keys():
+            return f"keys {sorted(got)} instead of {sorted(expected)}"
+        for key in expected:
+            why = _difference(expected[key], got[key])
+            if why is not None:
+                return f"[{key!r}]: {why}"
+        return None
+    if isinstance(expected, tuple) or isinstance(got, tuple):
+        if not (isinstance(expected, tuple) and isinstance(got, tuple)):
+            return f"a {type(got).__name__} instead of a {type(expected).__name__}"
+        if len(expected) != len(got):
+            return f"{len(got)} items instead of {len(expected)}"
+        for j, (e, g) in enumerate(zip(expected, got, strict=True)):
+            why = _difference(e, g)
+            if why is not None:
+                return f"[{j}]: {why}"
+        return None
+    e, g = np.asarray(expected), np.asarray(got)
+    if e.shape != g.shape:
+        return f"shape {g.shape} instead of {e.shape}"
+    if e.dtype != g.dtype and not (e.dtype.kind in "iub" and g.dtype.kind in "iub"):
+        return f"dtype {g.dtype} instead of {e.dtype}"
+    if not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
+        return f"expected {_show(expected)}, got {_show(got)}"
+    return None
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, precision=6, threshold=12)
+    return repr(value)
+
+
+class _Failure(AssertionError):
+    """A conformance failure (an ``AssertionError`` with a readable message)."""
+
+
+def _fail(who: str, where: str, what: str, hint: str = "") -> _Failure:
+    return _Failure(
+        f"check_wrapper({who}): {where}: {what}" + (f"\n{hint}" if hint else "")
+    )
+
+
+# ----------------------------------------------------------------- one run
+@dataclass
+class _Run:
+    """One run of the wrapped env: its per-sub-env events."""
+
+    label: str
+    events: list[list[_Event]] = field(default_factory=list)
+    transitions: int = 0
+
+
+def _final_rows(infos: Any, rows: np.ndarray, where: str, who: str) -> dict[int, Any]:
+    """The final observations of ``rows``, checking the ``_final_obs`` mask."""
+    if isinstance(infos, list):  # DictInfoToList: one dict per sub-env
+        finals = {}
+        for i, info in enumerate(infos):
+            if ("final_obs" in info) != bool(rows[i]):
+                raise _fail(
+                    who,
+                    f"{where}, sub-env {i}",
+                    f"info has {'a' if 'final_obs' in info else 'no'} 'final_obs', "
+                    f"but the mode puts {'one' if rows[i] else 'none'} there",
+                )
+            if rows[i]:
+                finals[i] = info["final_obs"]
+        return finals
+    mask = infos.get("_final_obs")
+    if mask is None:
+        if rows.any():
+            raise _fail(
+                who,
+                where,
+                f"info has no '_final_obs'/'final_obs', but sub-envs "
+                f"{np.flatnonzero(rows).tolist()} ended and the mode puts their final "
+                "observations there",
+                "The wrapper must keep info['final_obs'] and info['_final_obs'] "
+                "(transformed like the observations).",
+            )
+        return {}
+    mask = np.asarray(mask)
+    if (
+        mask.shape != rows.shape
+        or mask.dtype != np.bool_
+        or not np.array_equal(mask, rows)
+    ):
+        raise _fail(
+            who,
+            f"{where}, field _final_obs",
+            f"expected {_show(rows)}, got {_show(mask)}",
+            "info['_final_obs'] must mark exactly the sub-envs whose final "
+            "observation is in info['final_obs'].",
+        )
+    if "final_obs" not in infos:
+        raise _fail(who, where, "info has '_final_obs' but no 'final_obs'")
+    return {int(i): infos["final_obs"][i] for i in np.flatnonzero(rows)}
+
+
+def _drive(
+    envs: VectorEnv,
+    mode: AutoresetMode,
+    schedule: _Schedule,
+    queues: list[list[Any]],
+    wanted: int,
+    seed: int,
+    label: str,
+    who: str,
+) -> _Run:
+    n = envs.num_envs
+    run = _Run(label, [[] for _ in range(n)])
+    found = mode_of(envs)
+    if found is not mode:
+        raise _fail(
+            who,
+            label,
+            f"metadata['autoreset_mode'] is {found} over a {mode.value} env",
+            "A wrapper that does not change the autoreset policy must keep the "
+            "wrapped env's metadata['autoreset_mode'].",
+        )
+    single_space = envs.single_observation_space
+    tracker = BoundaryTracker(mode, n)
+    taken = [0] * n
+    calls = 0
+
+    def observe(obs: Any, where: str) -> None:
+        if not envs.observation_space.contains(obs):
+            raise _fail(
+                who,
+                where,
+                f"the observations {_show(obs)} are not in the wrapper's "
+                f"observation_space {envs.observation_space}",
+            )
+
+    def started(obs: Any, mask: np.ndarray) -> None:
+        for i in np.flatnonzero(mask).tolist():
+            run.events[i].append(_Event("start", calls, _row(obs, i)))
+
+    obs, _ = envs.reset(seed=seed)
+    observe(obs, f"{label}, call 0 (reset)")
+    started(obs, tracker.reset(None).starts)
+    while min(taken) < wanted:
+        calls += 1
+        if calls > 8 * wanted + 16:
+            raise _fail(
+                who,
+                label,
+                f"after {calls} calls some sub-envs made fewer than {wanted} real "
+                f"transitions ({taken})",
+            )
+        where = f"{label}, call {calls} (step)"
+        actions = np.stack(
+            [np.asarray(queues[i][taken[i] % len(queues[i])]) for i in range(n)]
+        )
+        obs, rewards, terminations, truncations, infos = envs.step(actions)
+        observe(obs, where)
+        for name, array, kinds in (
+            ("rewards", rewards, "fiub"),
+            ("terminations", terminations, "b"),
+            ("truncations", truncations, "b"),
+        ):
+            array = np.asarray(array)
+            if array.shape != (n,) or array.dtype.kind not in kinds:
+                raise _fail(
+                    who,
+                    f"{where}, field {name}",
+                    f"shape {array.shape} dtype {array.dtype}: expected shape ({n},) "
+                    f"of {'numbers' if kinds != 'b' else 'bools'}",
+                )
+        b = tracker.step(terminations, truncations)
+        finals = _final_rows(infos, b.final_in_info, where, who)
+        for i, final in finals.items():
+            if not single_space.contains(final):
+                raise _fail(
+                    who,
+                    f"{where}, sub-env {i}, field final_obs",
+                    f"{_show(final)} is not in the wrapper's single_observation_space "
+                    f"{single_space}",
+                    "The final observations must be transformed like the returned "
+                    "ones.",
+                )
+        cut = np.zeros(n, dtype=np.bool_)
+        for i in np.flatnonzero(b.real).tolist():
+            run.events[i].append(
+                _Event(
+                    "step",
+                    calls,
+                    finals[i] if b.final_in_info[i] else _row(obs, i),
+                    actions[i].tolist(),
+                    float(rewards[i]),
+                    bool(terminations[i]),
+                    bool(truncations[i]),
+                )
+            )
+            taken[i] += 1
+            run.transitions += 1
+            cut[i] = taken[i] in schedule.cuts[i] and not b.ended[i]
+            if cut[i]:  # the caller truncates the episode here
+                run.events[i][-1] = replace(run.events[i][-1], truncated=True)
+        started(obs, b.starts)
+        mask = b.needs_reset | cut
+        if mask.any():
+            calls += 1
+            where = f"{label}, call {calls} (reset with reset_mask={mask.tolist()})"
+            obs, _ = envs.reset(options={"reset_mask": mask.copy()})
+            observe(obs, where)
+            started(obs, tracker.reset(mask).starts)
+    return run
+
+
+def _cut(events: list[_Event], wanted: int) -> list[_Event]:
+    """The events up to the ``wanted``-th real transition."""
+    kept: list[_Event] = []
+    steps = 0
+    for event in events:
+        if steps == wanted:
+            break
+        kept.append(event)
+        steps += event.kind == "step"
+    return kept
+
+
+def _compare(
+    reference: _Run, run: _Run, wanted: int, values: bool, who: str, hint: str
+) -> int:
+    """Assert the two runs' events agree; return the transitions compared."""
+    compared = 0
+    for i, (expected, got) in enumerate(zip(reference.events, run.events, strict=True)):
+        expected, got = _cut(expected, wanted), _cut(got, wanted)
+        for k, (e, g) in enumerate(zip(expected, got, strict=False)):
+            e_fields, g_fields = e.fields(values), g.fields(values)
+            for name, value in e_fields.items():
+                why = _difference(value, g_fields[name])
+                if why is None:
+                    continue
+                if name == "kind":
+                    why = f"{g.kind!r} instead of {e.kind!r}"
+                raise _fail(
+                    who,
+                    f"{run.label} differs from {reference.label}",
+                    f"sub-env {i}, event {k} ({_describe(e)}, call {g.call} here, "
+                    f"call {e.call} there), field {name}: {why}",
+                    hint,
+                )
+            compared += e.kind == "step"
+        if len(expected) != len(got):
+            raise _fail(
+                who,
+                f"{run.label} differs from {reference.label}",
+                f"sub-env {i}: {len(got)} events instead of {len(expected)}",
+                hint,
+            )
+    return compared
+
+
+def _describe(event: _Event) -> str:
+    return "an episode start" if event.kind == "start" else "a real transition"
+
+
+# ------------------------------------------------------------------ report
+@dataclass(frozen=True)
+class WrapperReport:
+    """What :func:`check_wrapper` proved. ``str(report)`` shows it all."""
+
+    #: The wrapper's name.
+    wrapper: str
+    #: The modes proved right.
+    modes: tuple[AutoresetMode, ...]
+    #: The modes refused at construction, as declared.
+    refused: tuple[AutoresetMode, ...]
+    #: The runs made (mode, base env, schedule).
+    runs: tuple[str, ...]
+    #: Real transitions compared across runs.
+    transitions: int
+    #: Whether values were compared only where episodes end together.
+    batch_dependent: bool
+
+    @property
+    def summary(self) -> str:
+        """One line: the modes proved and how much was compared."""
+        modes = ", ".join(mode.value for mode in self.modes)
+        return (
+            f"{self.wrapper}: right in {modes} ({len(self.runs)} runs, "
+            f"{self.transitions} transitions compared)"
+        )
+
+    def __str__(self) -> str:
+        lines = [self.summary]
+        if self.refused:
+            refused = ", ".join(mode.value for mode in self.refused)
+            lines.append(f"refused at construction, as declared: {refused}")
+        if self.batch_dependent:
+            lines.append(
+                "batch-dependent: values compared across modes where episodes end "
+                "together; kinds, actions and flags everywhere"
+            )
+        lines += [f"  {run}" for run in self.runs]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------- check
+def _name(factory: Any) -> str:
+    """The class's name, a function's name; ``"<lambda>"`` is replaced by the
+    built wrapper's class name."""
+    if isinstance(factory, type):
+        return factory.__name__
+    return getattr(factory, "__name__", None) or type(factory).__name__
+
+
+def _build(factory: WrapperFactory, envs: VectorEnv, who: str) -> VectorEnv:
+    wrapped = factory(envs)
+    if not isinstance(wrapped, VectorEnv):
+        raise TypeError(errors.conformance_not_a_vector_env(who, wrapped))
+    return wrapped
+
+
+def check_wrapper(
+    factory: WrapperFactory,
+    *,
+    modes: Iterable[ModeLike] | None = None,
+    obs_type: str = "box",
+    action_type: str = "discrete",
+    info_type: str = "numeric",
+    num_envs: int = 3,
+    transitions: int = 9,
+    seed: int = 0,
+    batch_dependent: bool | None = None,
+) -> WrapperReport:
+    """Prove a vector wrapper right in every mode it declares; see the module doc.
+
+    Args:
+        factory: builds the wrapper over a vector env: the wrapper class itself,
+            or a callable such as ``lambda env: MyWrapper(env, k=3)``; it may
+            build a whole stack.
+        modes: the modes to prove. Default: the modes the wrapper declares
+            (``@vecmode.supports`` or ``vecmode.register``). Modes the wrapper
+            does not declare must be refused at construction either way.
+        obs_type: the test sub-envs' observations: ``"box"``, ``"dict"``,
+            ``"tuple"``, ``"discrete"`` or ``"image"`` (see
+            :class:`~vecmode.testing.ScheduledEnv`).
+        action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"``.
+        info_type: ``"numeric"`` or ``"rich"`` infos.
+        num_envs: sub-envs per run (at least 2, so batches mix sub-envs).
+        transitions: real transitions compared per sub-env and run.
+        seed: the reset seed and the seed of the action queues.
+        batch_dependent: whether the wrapper's values depend on which sub-envs'
+            events share a call (statistics pooled over the batch). Default: the
+            wrapper's ``batch_dependent`` attribute, else False.
+
+    Returns:
+        A :class:`WrapperReport`.
+
+    Raises:
+        AssertionError: the wrapper is not right in a declared mode, or accepts an
+            undeclared one; the message names the run, call, sub-env and field,
+            the expected value and the one found.
+        TypeError, ValueError: bad arguments (not a factory, an unknown
+            ``obs_type``, ``num_envs`` < 2, a wrapper declaring no modes with no
+            ``modes`` given).
+    """
+    who = _name(factory)
+    if not callable(factory):
+        raise TypeError(errors.conformance_factory(factory))
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 2:
+        raise ValueError(errors.conformance_count("num_envs", num_envs, 2))
+    if (
+        isinstance(transitions, bool)
+        or not isinstance(transitions, int)
+        or transitions < 1
+    ):
+        raise ValueError(errors.conformance_count("transitions", transitions, 1))
+    kinds = {"action_type": action_type, "info_type": info_type}
+    # bad kinds raise ValueError here, naming the choices
+    ScheduledEnv(obs_type=obs_type, action_type=action_type, info_type=info_type)
+    schedules = _schedules(num_envs, transitions)
+
+    def base(name: str, mode: AutoresetMode, schedule: _Schedule) -> VectorEnv:
+        fns = scheduled_env_fns(
+            num_envs, schedule.lengths, schedule.truncate, obs_type, **kinds
+        )
+        return BASES[name](fns, mode)
+
+    # Which modes does the wrapper accept when built, and which does it declare?
+    accepted: dict[AutoresetMode, VectorEnv] = {}
+    refusals: dict[AutoresetMode, IncompatibleModeError] = {}
+    declared: frozenset[AutoresetMode] | None = (
+        supported_modes(factory) if isinstance(factory, type) else None
+    )
+    for mode in MODES:
+        envs = base("vecmode.SyncVectorEnv", mode, schedules[0])
+        try:
+            wrapped = _build(factory, envs, who)
+        except IncompatibleModeError as error:
+            refusals[mode] = error
+            envs.close()
+            continue
+        accepted[mode] = wrapped
+        if declared is None:
+            declared = supported_modes(wrapped)
+    if declared is None and modes is None:
+        for wrapped in accepted.values():
+            wrapped.close()
+        raise ValueError(errors.conformance_undeclared(who))
+    to_prove = (
+        tuple(as_mode(m) for m in modes)
+        if modes is not None
+        else tuple(m for m in MODES if declared is not None and m in declared)
+    )
+    if not to_prove:
+        raise ValueError(errors.conformance_no_modes(who))
+    for wrapped in accepted.values():
+        if who == "<lambda>":
+            who = type(wrapped).__name__
+        wrapped.close()
+    for mode in to_prove:
+        if mode in refusals:
+            raise _fail(
+                who,
+                f"built over a {mode.value} env",
+                f"refused a mode to prove: {refusals[mode]}",
+            )
+
+    if batch_dependent is None:
+        probe = base("vecmode.SyncVectorEnv", to_prove[0], schedules[0])
+        wrapped = _build(factory, probe, who)
+        batch_dependent = bool(_attribute(wrapped, "batch_dependent"))
+        wrapped.close()
+
+    space = base("vecmode.SyncVectorEnv", to_prove[0], schedules[0])
+    action_space = _build(factory, space, who)
+    single = action_space.single_action_space
+    action_space.close()
+    single.seed(seed)
+    queues = [[single.sample() for _ in range(7)] for _ in range(num_envs)]
+
+    runs: list[str] = []
+    compared = 0
+    hint_modes = (
+        "The same real transitions must come out in every declared mode: final "
+        "observations (info['final_obs'] in SAME_STEP) transformed like the "
+        "others, statistics counting each real step once (not NEXT_STEP's reset "
+        "step), state cleared for the sub-envs of a masked reset."
+    )
+    hint_cuts = (
+        "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
+        "the same events as one the env truncated there: clear the sub-env's state "
+        "on a masked reset."
+    )
+    cut_runs: dict[AutoresetMode, _Run] = {}
+    for schedule in schedules:
+        reference: _Run | None = None
+        per_mode: dict[AutoresetMode, _Run] = {}
+        truncated = not any(schedule.cuts) and schedule.name != "together"
+        for mode in to_prove:
+            for name in BASES if not truncated else list(BASES)[:1]:
+                label = f"{mode.value} over {name} ({schedule.name} episodes)"
+                wrapped = _build(factory, base(name, mode, schedule), who)
+                try:
+                    run = _drive(
+                        wrapped, mode, schedule, queues, transitions, seed, label, who
+                    )
+                finally:
+                    wrapped.close()
+                runs.append(label)
+                values = schedule.name == "together" or not batch_dependent
+                if truncated:  # the same mode with cuts instead of truncations
+                    compared += _compare(
+                        run, cut_runs[mode], transitions, values, who, hint_cuts
+                    )
+                    continue
+                if mode in per_mode:  # same mode, other base: identical batching
+                    compared += _compare(
+                        per_mode[mode], run, transitions, True, who, hint_modes
+                    )
+                    continue
+                per_mode[mode] = run
+                if any(schedule.cuts):
+                    cut_runs[mode] = run
+                if reference is None:
+                    reference = run
+                    continue
+                compared += _compare(
+                    reference, run, transitions, values, who, hint_modes
+                )
+    if declared is not None:
+        for mode in accepted:
+            if mode not in declared:
+                raise _fail(
+                    who,
+                    f"built over a {mode.value} env",
+                    f"accepted {mode.value}, which it does not declare; an "
+                    "undeclared mode must be refused at construction",
+                    "Classes declared with @vecmode.supports or vecmode.register "
+                    "refuse other modes when built; Gymnasium's own wrappers do so "
+                    "only under vecmode.guard().",
+                )
+    return WrapperReport(
+        who,
+        to_prove,
+        tuple(m for m in MODES if m in refusals),
+        tuple(runs),
+        compared,
+        bool(batch_dependent),
+    )
+
+
+def _attribute(env: Any, name: str) -> Any:
+    """``name`` on the outermost wrapper that has it (without forwarding)."""
+    while env is not None:
+        if any(name in vars(cls) for cls in type(env).__mro__):
+            return getattr(env, name)
+        env = getattr(env, "env", None)
+    return None

@@ -1,0 +1,336 @@
+"""check_wrapper: it passes every vecmode wrapper and catches broken ones."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.wrappers import vector as gym_vector
+
+import vecmode
+from tests.wrapper_cases import CASES
+from vecmode import wrappers as vw
+from vecmode.testing import WrapperReport, check_wrapper
+
+#: the test-env options each catalogue case needs
+KINDS = {
+    "box": {},
+    "rich": {"info_type": "rich"},
+    "dict": {"obs_type": "dict"},
+    "tuple": {"obs_type": "tuple"},
+    "discrete": {"obs_type": "discrete"},
+    "image": {"obs_type": "image"},
+    "box_action": {"action_type": "box"},
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_every_vecmode_wrapper_conforms(case):
+    report = check_wrapper(case.wrap, **KINDS[case.env])
+    assert isinstance(report, WrapperReport)
+    assert report.modes == tuple(AutoresetMode)
+    assert report.refused == ()
+    # 2 schedules x 3 modes x 2 base envs, and the staggered one truncated by
+    # the env where the caller cuts it, x 3 modes; all but one compared
+    assert len(report.runs) == 15
+    assert report.transitions == 13 * 3 * 9
+    assert report.batch_dependent == (
+        case.name in ("NormalizeObservation", "NormalizeReward")
+    )
+
+
+def test_a_stack_conforms_and_the_report_reads_well():
+    report = check_wrapper(
+        lambda env: vw.NormalizeReward(vw.FrameStackObservation(env, 2), gamma=0.9)
+    )
+    assert report.wrapper == "NormalizeReward"
+    assert report.batch_dependent  # found on the outermost layer that says
+    text = str(report)
+    assert text.splitlines()[0] == report.summary
+    assert "NextStep over vecmode.SyncVectorEnv (together episodes)" in text
+    assert "SameStep over gymnasium.vector.SyncVectorEnv (staggered episodes)" in text
+    assert "batch-dependent" in text
+
+
+def test_declared_modes_only_and_refusals_reported():
+    @vecmode.supports("NextStep", "Disabled")
+    class Scale(vw.RewardWrapper):
+        def rewards(self, rewards):
+            return rewards * 2
+
+    report = check_wrapper(Scale)
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.refused == (AutoresetMode.SAME_STEP,)
+    assert "refused at construction, as declared: SameStep" in str(report)
+    one = check_wrapper(Scale, modes=["Disabled"])
+    assert one.modes == (AutoresetMode.DISABLED,)
+
+
+# ------------------------------------------------------------ broken wrappers
+@vecmode.supports(*vecmode.MODES)
+class ForgetsFinalObs(VectorWrapper):
+    """Doubles the observations, but not ``info["final_obs"]``."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return obs * 2, infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        return obs * 2, rewards, terms, truncs, infos
+
+
+@vecmode.supports(*vecmode.MODES)
+class CountsResetSteps(VectorWrapper):
+    """Scales rewards by the mean reward of every call's sub-envs: NEXT_STEP's
+    reset steps (reward 0) are counted as if they were real steps."""
+
+    batch_dependent = True
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.total, self.count = 0.0, 0
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.total += float(np.sum(rewards))
+        self.count += len(rewards)
+        return obs, rewards / (self.total / self.count), terms, truncs, infos
+
+
+@vecmode.supports("NextStep", "SameStep")
+class StepCounter(VectorWrapper):
+    """Appends each sub-env's step in its episode to the observation; written for
+    NEXT_STEP (a new episode starts the call after one ended) and declared for
+    SAME_STEP too, where it gets the first observations wrong."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (4,), np.float32)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
+
+    def _with(self, obs):
+        return np.concatenate([obs, self.t[:, None].astype(np.float32)], axis=1)
+
+    def reset(self, *, seed=None, options=None):
+        mask = (options or {}).get("reset_mask")  # Gymnasium's reset pops it
+        obs, infos = self.env.reset(seed=seed, options=options)
+        if mask is None:
+            self.t = np.zeros(self.num_envs)
+            self.ended = np.zeros(self.num_envs, dtype=bool)
+        else:
+            self.t[mask] = 0
+            self.ended[mask] = False
+        return self._with(obs), infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.t = np.where(self.ended, 0, self.t + 1)
+        self.ended = terms | truncs
+        if "final_obs" in infos:
+            infos = dict(infos)
+            finals = np.empty(self.num_envs, dtype=object)
+            for i, (o, t) in enumerate(zip(infos["final_obs"], self.t, strict=True)):
+                finals[i] = None if o is None else np.append(o, np.float32(t))
+            infos["final_obs"] = finals
+        return self._with(obs), rewards, terms, truncs, infos
+
+
+def test_catches_a_wrapper_that_forgets_final_obs():
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(ForgetsFinalObs)
+    message = str(caught.value)
+    assert message.startswith(
+        "check_wrapper(ForgetsFinalObs): SameStep over vecmode.SyncVectorEnv "
+        "(together episodes) differs from NextStep over vecmode.SyncVectorEnv "
+        "(together episodes): sub-env 0, event 3 (a real transition, call 3 here, "
+        "call 3 there), field next_obs: expected [0. 0. 6.], got [0. 0. 3.]"
+    ), message
+    assert "final observations (info['final_obs'] in SAME_STEP)" in message
+
+
+def test_catches_statistics_that_count_next_steps_reset_step():
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(CountsResetSteps)
+    message = str(caught.value)
+    assert "SameStep over vecmode.SyncVectorEnv (together episodes) differs from " in (
+        message
+    )
+    assert "field reward" in message
+    assert "not NEXT_STEP's reset step" in message
+    # the same wrapper is right where no reset step exists
+    report = check_wrapper(CountsResetSteps, modes=["SameStep", "Disabled"])
+    assert report.modes == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
+def test_catches_a_wrapper_that_declares_a_mode_it_gets_wrong():
+    check_wrapper(StepCounter, modes=["NextStep"])  # right where written for
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(StepCounter)
+    message = str(caught.value)
+    assert "SameStep over vecmode.SyncVectorEnv (together episodes) differs" in (
+        message
+    )
+    assert "an episode start" in message and "field obs" in message
+    assert "expected [0. 1. 0. 0.], got [0. 1. 0. 3.]" in message
+
+
+def test_catches_final_obs_outside_the_wrappers_space():
+    @vecmode.supports(*vecmode.MODES)
+    class Shrink(vw.ObservationWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (2,), np.float32)
+            self.observation_space = gym.vector.utils.batch_space(
+                self.single_observation_space, self.num_envs
+            )
+
+        def observations(self, observations):
+            return observations[:, :2]
+
+    check_wrapper(Shrink)
+
+    class ShrinkForgetting(ForgetsFinalObs):
+        def __init__(self, env):
+            super().__init__(env)
+            self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (2,), np.float32)
+            self.observation_space = gym.vector.utils.batch_space(
+                self.single_observation_space, self.num_envs
+            )
+
+        def reset(self, *, seed=None, options=None):
+            obs, infos = self.env.reset(seed=seed, options=options)
+            return obs[:, :2], infos
+
+        def step(self, actions):
+            obs, *rest = self.env.step(actions)
+            return obs[:, :2], *rest
+
+    with pytest.raises(AssertionError, match=r"field final_obs: .* is not in the"):
+        check_wrapper(ShrinkForgetting)
+
+
+def test_catches_a_broken_final_obs_mask():
+    @vecmode.supports(*vecmode.MODES)
+    class DropsMask(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            return *result, {k: v for k, v in infos.items() if k != "_final_obs"}
+
+    with pytest.raises(AssertionError, match="info has no '_final_obs'"):
+        check_wrapper(DropsMask)
+
+    @vecmode.supports(*vecmode.MODES)
+    class WidensMask(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            if "_final_obs" in infos:
+                infos = {**infos, "_final_obs": np.ones(self.num_envs, dtype=bool)}
+            return *result, infos
+
+    with pytest.raises(AssertionError, match="field _final_obs: expected"):
+        check_wrapper(WidensMask, num_envs=3)
+
+
+def test_catches_lost_partial_resets():
+    @vecmode.supports("NextStep")
+    class StackIgnoringCuts(vw.FrameStackObservation):
+        """Clears a sub-env's stack when its episode ended or at a full reset,
+        not when a masked reset cuts an episode short."""
+
+        def transition(self, observations, rewards, terms, truncs, mask):
+            super().transition(observations, rewards, terms, truncs, mask)
+            over = getattr(self, "over", np.zeros_like(mask))
+            self.over = np.where(mask, terms | truncs, over)
+
+        def episode_start(self, observations, mask):
+            over = getattr(self, "over", np.ones_like(mask))
+            super().episode_start(observations, mask if mask.all() else mask & over)
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(lambda env: StackIgnoringCuts(env, 2))
+    message = str(caught.value)
+    assert (
+        "NextStep over vecmode.SyncVectorEnv (staggered episodes) differs from "
+        "NextStep over vecmode.SyncVectorEnv (staggered, truncated where cut "
+        "episodes): sub-env 0, event"
+    ) in message, message
+    assert "(an episode start" in message and "field obs" in message
+    assert "clear the sub-env's state on a masked reset" in message
+
+
+def test_catches_wrong_metadata():
+    @vecmode.supports(*vecmode.MODES)
+    class Relabels(VectorWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    with pytest.raises(AssertionError, match=r"metadata\['autoreset_mode'\] is "):
+        check_wrapper(Relabels)
+
+
+def test_catches_an_undeclared_mode_accepted():
+    @vecmode.supports("NextStep")
+    class Declared(VectorWrapper):
+        pass
+
+    class Sneaky(VectorWrapper):
+        pass
+
+    def factory(env):  # builds the declared class without its construction check
+        wrapped = Sneaky(env)
+        wrapped.__class__ = Declared
+        return wrapped
+
+    with pytest.raises(AssertionError, match="accepted SameStep, which it does not"):
+        check_wrapper(factory)
+
+
+def test_gymnasium_wrappers_are_held_to_their_registry_entries():
+    """Gymnasium's NormalizeReward is right in NEXT_STEP; in SAME_STEP the kit
+    finds what the registry records, and Gymnasium's classes don't refuse modes
+    unless vecmode.guard() is on."""
+    kit = {"batch_dependent": True}  # its statistics pool the batch
+    with pytest.raises(AssertionError, match=r"SameStep over .* differs from NextStep"):
+        check_wrapper(gym_vector.NormalizeReward, modes=["NextStep", "SameStep"], **kit)
+    with pytest.raises(AssertionError, match="accepted SameStep, which it does not"):
+        check_wrapper(gym_vector.NormalizeReward, **kit)
+    with vecmode.guard():
+        report = check_wrapper(gym_vector.NormalizeReward, **kit)
+    assert report.modes == (AutoresetMode.NEXT_STEP,)
+    assert report.refused == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
+def test_batch_dependent_values_differ_when_episodes_are_staggered():
+    """Why the option exists: pooled statistics see different batches."""
+    with pytest.raises(AssertionError, match=r"\(staggered episodes\) differs"):
+        check_wrapper(vw.NormalizeObservation, batch_dependent=False)
+
+
+# -------------------------------------------------------------------- errors
+def test_bad_arguments_are_refused_clearly():
+    class Undeclared(VectorWrapper):
+        pass
+
+    with pytest.raises(ValueError, match=r"declares no autoreset modes.*supports"):
+        check_wrapper(Undeclared)
+    assert check_wrapper(Undeclared, modes=vecmode.MODES).modes == tuple(AutoresetMode)
+    with pytest.raises(TypeError, match="wrapper class or a callable"):
+        check_wrapper(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="num_envs must be an int >= 2"):
+        check_wrapper(vw.NormalizeReward, num_envs=1)
+    with pytest.raises(ValueError, match="transitions must be an int >= 1"):
+        check_wrapper(vw.NormalizeReward, transitions=0)
+    with pytest.raises(ValueError, match="obs_type must be one of"):
+        check_wrapper(vw.NormalizeReward, obs_type="video")
+    with pytest.raises(TypeError, match=r"returned int, not a gymnasium\.vector"):
+        check_wrapper(lambda env: 3, modes=["NextStep"])
+    with pytest.raises(ValueError, match="no mode to prove"):
+        check_wrapper(vw.NormalizeReward, modes=[])
+    NextStepOnly = vecmode.supports("NextStep")(type("NextStepOnly", (Undeclared,), {}))
+    with pytest.raises(AssertionError, match="refused a mode to prove: NextStepOnly"):
+        check_wrapper(NextStepOnly, modes=["SameStep"])
