@@ -311,6 +311,26 @@ def test_batch_dependent_values_differ_when_episodes_are_staggered():
         check_wrapper(vw.NormalizeObservation, batch_dependent=False)
 
 
+def test_autoreset_policies_conform_over_the_bases_they_accept():
+    """A policy produces its own mode (declared ``output``): events are read by it."""
+    assert check_wrapper(vecmode.SameStepAutoreset).modes == (AutoresetMode.DISABLED,)
+    assert check_wrapper(vecmode.DisableAutoreset).modes == (
+        AutoresetMode.NEXT_STEP,
+        AutoresetMode.DISABLED,
+    )
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(vecmode.NextStepAutoreset)
+    assert (
+        "Disabled over gymnasium.vector.SyncVectorEnv (together episodes): refused "
+        "to be built although it accepts Disabled over vecmode.SyncVectorEnv: "
+        "NextStepAutoreset cannot wrap this env, although it supports its mode "
+        "Disabled: NEXT_STEP must reset a sub-env without stepping it"
+    ) in str(caught.value)
+    report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
+    assert report.modes == (AutoresetMode.DISABLED,)
+    assert all("gymnasium" not in run for run in report.runs)
+
+
 # -------------------------------------------------------------------- errors
 def test_bad_arguments_are_refused_clearly():
     class Undeclared(VectorWrapper):
@@ -329,6 +349,8 @@ def test_bad_arguments_are_refused_clearly():
         check_wrapper(vw.NormalizeReward, obs_type="video")
     with pytest.raises(TypeError, match=r"returned int, not a gymnasium\.vector"):
         check_wrapper(lambda env: 3, modes=["NextStep"])
+    with pytest.raises(ValueError, match="bases must name one or more of"):
+        check_wrapper(vw.NormalizeReward, bases=["envpool"])
     with pytest.raises(ValueError, match="no mode to prove"):
         check_wrapper(vw.NormalizeReward, modes=[])
     NextStepOnly = vecmode.supports("NextStep")(type("NextStepOnly", (Undeclared,), {}))

@@ -147,7 +147,14 @@ def incompatible_mode(
     instead: str,
 ) -> str:
     got_text = "no declared mode" if got is None else f"mode {got.value}"
-    head = f"{wrapper} cannot wrap an env in {got_text}: it supports {_mode_names(accepts)}."
+    accepts = list(accepts)
+    if got is not None and got in accepts:  # the mode is fine, the env is not
+        head = f"{wrapper} cannot wrap this env, although it supports its {got_text}:"
+    else:
+        head = (
+            f"{wrapper} cannot wrap an env in {got_text}: it supports "
+            f"{_mode_names(accepts)}."
+        )
     return " ".join(part for part in (head, why, instead) if part)
 
 
@@ -742,6 +749,10 @@ def cli_svg_not_written(path: str, error: OSError) -> str:
     return f"cannot write {path!r}: {error.strerror or error}; give another --svg path."
 
 
+def cli_choice(option: str, got: str, choices: Iterable[str]) -> str:
+    return f"{option} {got!r} is not one of {', '.join(choices)}; pick one of them."
+
+
 def cli_unavailable(command: str, module: str, error: BaseException) -> str:
     return (
         f"vecmode {command} needs {module}, which cannot be imported here "
@@ -753,4 +764,11 @@ def empty_timeline() -> str:
     return (
         "timeline_svg needs at least one mode with rows, e.g. "
         "timeline_svg(vecmode.timeline.timeline('CartPole-v1'))."
+    )
+
+
+def conformance_bases(got: list[str], known: list[str]) -> str:
+    return (
+        f"check_wrapper: bases must name one or more of {', '.join(map(repr, known))}"
+        f", got {got!r}"
     )

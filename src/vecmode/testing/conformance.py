@@ -54,7 +54,7 @@ from vecmode import errors
 from vecmode.autoreset import with_autoreset
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES, BoundaryTracker, ModeLike, as_mode, mode_of
-from vecmode.registry import supported_modes
+from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 
@@ -293,9 +293,10 @@ def _drive(
         raise _fail(
             who,
             label,
-            f"metadata['autoreset_mode'] is {found} over a {mode.value} env",
-            "A wrapper that does not change the autoreset policy must keep the "
-            "wrapped env's metadata['autoreset_mode'].",
+            f"metadata['autoreset_mode'] is {found}, expected {mode}",
+            "A wrapper keeps the wrapped env's metadata['autoreset_mode'], unless "
+            "it declares another output mode (@vecmode.supports(..., output=...)) "
+            "and puts that one there.",
         )
     single_space = envs.single_observation_space
     tracker = BoundaryTracker(mode, n)
@@ -504,6 +505,7 @@ def check_wrapper(
     transitions: int = 9,
     seed: int = 0,
     batch_dependent: bool | None = None,
+    bases: Iterable[str] | None = None,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares; see the module doc.
 
@@ -525,6 +527,11 @@ def check_wrapper(
         batch_dependent: whether the wrapper's values depend on which sub-envs'
             events share a call (statistics pooled over the batch). Default: the
             wrapper's ``batch_dependent`` attribute, else False.
+        bases: the base vector envs to run over, by name (keys of
+            :data:`BASES`). Default: all: ``"vecmode.SyncVectorEnv"`` (with its
+            autoreset policy) and ``"gymnasium.vector.SyncVectorEnv"``. A wrapper
+            that needs vecmode's core (like :class:`vecmode.NextStepAutoreset`)
+            passes ``["vecmode.SyncVectorEnv"]``.
 
     Returns:
         A :class:`WrapperReport`.
@@ -549,6 +556,9 @@ def check_wrapper(
     ):
         raise ValueError(errors.conformance_count("transitions", transitions, 1))
     kinds = {"action_type": action_type, "info_type": info_type}
+    over = list(BASES) if bases is None else list(bases)
+    if not over or any(name not in BASES for name in over):
+        raise ValueError(errors.conformance_bases(over, list(BASES)))
     # bad kinds raise ValueError here, naming the choices
     ScheduledEnv(obs_type=obs_type, action_type=action_type, info_type=info_type)
     schedules = _schedules(num_envs, transitions)
@@ -566,7 +576,7 @@ def check_wrapper(
         supported_modes(factory) if isinstance(factory, type) else None
     )
     for mode in MODES:
-        envs = base("vecmode.SyncVectorEnv", mode, schedules[0])
+        envs = base(over[0], mode, schedules[0])
         try:
             wrapped = _build(factory, envs, who)
         except IncompatibleModeError as error:
@@ -600,12 +610,12 @@ def check_wrapper(
             )
 
     if batch_dependent is None:
-        probe = base("vecmode.SyncVectorEnv", to_prove[0], schedules[0])
+        probe = base(over[0], to_prove[0], schedules[0])
         wrapped = _build(factory, probe, who)
         batch_dependent = bool(_attribute(wrapped, "batch_dependent"))
         wrapped.close()
 
-    space = base("vecmode.SyncVectorEnv", to_prove[0], schedules[0])
+    space = base(over[0], to_prove[0], schedules[0])
     action_space = _build(factory, space, who)
     single = action_space.single_action_space
     action_space.close()
@@ -631,12 +641,29 @@ def check_wrapper(
         per_mode: dict[AutoresetMode, _Run] = {}
         truncated = not any(schedule.cuts) and schedule.name != "together"
         for mode in to_prove:
-            for name in BASES if not truncated else list(BASES)[:1]:
+            for name in over if not truncated else over[:1]:
                 label = f"{mode.value} over {name} ({schedule.name} episodes)"
-                wrapped = _build(factory, base(name, mode, schedule), who)
+                try:
+                    wrapped = _build(factory, base(name, mode, schedule), who)
+                except IncompatibleModeError as error:
+                    raise _fail(
+                        who,
+                        label,
+                        f"refused to be built although it accepts {mode.value} "
+                        f"over {over[0]}: {error}",
+                    ) from error
+                found = declaration(wrapped)
+                produces = found.output if found is not None else None
                 try:
                     run = _drive(
-                        wrapped, mode, schedule, queues, transitions, seed, label, who
+                        wrapped,
+                        produces or mode,
+                        schedule,
+                        queues,
+                        transitions,
+                        seed,
+                        label,
+                        who,
                     )
                 finally:
                     wrapped.close()
