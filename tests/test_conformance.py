@@ -11,7 +11,7 @@ from gymnasium.wrappers import vector as gym_vector
 import vecmode
 from tests.wrapper_cases import CASES
 from vecmode import wrappers as vw
-from vecmode.testing import WrapperReport, check_wrapper
+from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
 
 #: the test-env options each catalogue case needs
 KINDS = {
@@ -329,6 +329,31 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
     report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
     assert report.modes == (AutoresetMode.DISABLED,)
     assert all("gymnasium" not in run for run in report.runs)
+
+
+class TestTheMixin(WrapperConformance):
+    """Collected by pytest: the mixin's test runs on this class."""
+
+    check_options = {"obs_type": "image"}
+
+    def make_wrapper(self, env):
+        return vw.GrayscaleObservation(env)
+
+
+def test_the_mixin_reports_and_fails():
+    case = TestTheMixin()
+    case.test_wrapper_conforms()
+    assert case.conformance_report.wrapper == "GrayscaleObservation"
+    assert case.conformance_report.modes == tuple(AutoresetMode)
+
+    class Broken(WrapperConformance):
+        def make_wrapper(self, env):
+            return ForgetsFinalObs(env)
+
+    with pytest.raises(AssertionError, match=r"check_wrapper\(ForgetsFinalObs\)"):
+        Broken().test_wrapper_conforms()
+    with pytest.raises(NotImplementedError, match="must define make_wrapper"):
+        WrapperConformance().test_wrapper_conforms()
 
 
 # -------------------------------------------------------------------- errors

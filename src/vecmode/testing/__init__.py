@@ -4,15 +4,21 @@
   observations encode sub-env, episode and step (Box, Dict, Tuple, Discrete and
   image variants), ended by termination or truncation on a schedule;
 * :func:`check_wrapper`: proves a vector wrapper right in every mode it declares
-  (mode equivalence) and refusing the others; one line in a test.
+  (mode equivalence) and refusing the others; one line in a test, or
+  :class:`WrapperConformance`, a test mixin.
 """
 
-from vecmode.testing.conformance import WrapperReport, check_wrapper
+from vecmode.testing.conformance import (
+    WrapperConformance,
+    WrapperReport,
+    check_wrapper,
+)
 from vecmode.testing.envs import OBS_TYPES, ScheduledEnv, decode, scheduled_env_fns
 
 __all__ = [
     "OBS_TYPES",
     "ScheduledEnv",
+    "WrapperConformance",
     "WrapperReport",
     "check_wrapper",
     "decode",

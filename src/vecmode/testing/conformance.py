@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -58,7 +58,7 @@ from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 
-__all__ = ["WrapperReport", "check_wrapper"]
+__all__ = ["WrapperConformance", "WrapperReport", "check_wrapper"]
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 
@@ -480,8 +480,8 @@ class WrapperReport:
 
 # ------------------------------------------------------------------- check
 def _name(factory: Any) -> str:
-    """The class's name, a function's name; ``"<lambda>"`` is replaced by the
-    built wrapper's class name."""
+    """The class's name, or a function's (until it builds a wrapper: then the
+    wrapper's class name)."""
     if isinstance(factory, type):
         return factory.__name__
     return getattr(factory, "__name__", None) or type(factory).__name__
@@ -598,7 +598,7 @@ def check_wrapper(
     if not to_prove:
         raise ValueError(errors.conformance_no_modes(who))
     for wrapped in accepted.values():
-        if who == "<lambda>":
+        if not isinstance(factory, type):  # name a function by what it builds
             who = type(wrapped).__name__
         wrapped.close()
     for mode in to_prove:
@@ -717,3 +717,34 @@ def _attribute(env: Any, name: str) -> Any:
             return getattr(env, name)
         env = getattr(env, "env", None)
     return None
+
+
+class WrapperConformance:
+    """A test mixin, in the spirit of dm_env's ``EnvironmentTestMixin``.
+
+    Mix it into a pytest test class (or a ``unittest.TestCase``) and define
+    :meth:`make_wrapper`; ``check_options`` holds :func:`check_wrapper`'s other
+    arguments. The class gains ``test_wrapper_conforms``.
+
+    >>> import vecmode
+    >>> from vecmode.testing import WrapperConformance
+    >>> from vecmode.wrappers import ClipReward
+    >>> class TestClipReward(WrapperConformance):
+    ...     def make_wrapper(self, env):
+    ...         return ClipReward(env, 0.0, 1.0)
+    >>> TestClipReward().test_wrapper_conforms()  # what pytest runs
+    """
+
+    #: Keyword arguments for :func:`check_wrapper` (``modes``, ``obs_type``, ...).
+    check_options: ClassVar[dict[str, Any]] = {}
+
+    def make_wrapper(self, env: VectorEnv) -> VectorEnv:
+        """Build the wrapper (or stack) under test over ``env``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must define make_wrapper(self, env) returning "
+            "the wrapper under test built over env"
+        )
+
+    def test_wrapper_conforms(self) -> None:
+        """The wrapper is right in every mode it declares and refuses the others."""
+        self.conformance_report = check_wrapper(self.make_wrapper, **self.check_options)
