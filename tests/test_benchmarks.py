@@ -80,3 +80,15 @@ def test_bench_async_quick_runs_and_reports_ratios_and_crossover():
         if line.startswith(("- CartPole-v1:", "- heavy:"))
     ]
     assert len(crossovers) == 2 and all("vm sync" in line for line in crossovers), out
+
+
+def test_bench_transitions_quick_runs_and_reports_ratios():
+    out = run_benchmark("bench_transitions.py", "--quick", "--markdown")
+    assert "collector/raw" in out and "collector/by hand" in out
+    rows = [
+        line
+        for line in out.splitlines()
+        if line.startswith(("| vecmode |", "| gymnasium |"))
+    ]
+    assert len(rows) == 6, out
+    assert all(line.count("|") == 13 for line in rows), out  # 12 columns

@@ -92,7 +92,12 @@ def final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndarr
     (else a ValueError naming the sub-envs and the broken contract)."""
     final = infos.get("final_obs")
     mask = infos.get("_final_obs")
-    if final is None or mask is None or not np.all(np.asarray(mask)[rows]):
+    # np.count_nonzero: one C call, several times faster than np.all here
+    if (
+        final is None
+        or mask is None
+        or np.count_nonzero(np.asarray(mask)[rows]) != np.count_nonzero(rows)
+    ):
         raise ValueError(errors.final_obs_missing(who, np.flatnonzero(rows).tolist()))
     return final
 

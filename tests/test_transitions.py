@@ -1,0 +1,619 @@
+"""TransitionCollector: the same real transitions from every autoreset mode.
+
+The ground truth is the env itself: every ScheduledEnv observation says which
+sub-env, episode and step it is ([index, episode, step]), and its reward is
+``action + 0.5 * step + 0.01 * index``. So each sub-env's valid transitions are
+known in advance from its episode lengths and its action queue (advanced only on
+valid transitions): consecutive steps of consecutive episodes, nothing lost,
+nothing twice. Every run is checked against that, in every mode, and the runs of
+the three modes against each other (values, dtypes and order).
+
+Transitions are read only after the whole run, and compared with copies taken
+when they were returned, so a buffer that a later call overwrites shows up.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from copy import deepcopy
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import ResetNeeded
+from hypothesis import given
+from hypothesis import strategies as st
+
+import vecmode
+from tests.gym_verdict_helpers import sub
+from tests.helpers import assert_same
+from vecmode import errors
+from vecmode.modes import MODES, AutoresetMode
+from vecmode.testing.envs import decode, scheduled_env_fns
+from vecmode.transitions import Transition, TransitionCollector
+from vecmode.wrappers import DictInfoToList
+
+#: Sub-env i's episode lengths and how they end: ends on different calls, both
+#: flags, one-step episodes (an end right after a reset).
+LENGTHS = ((2, 3), (1, 4), (3,), (2, 1, 2))
+TRUNCATE = ((True, False), (False,), (False, True), (True,))
+N = len(LENGTHS)
+WANTED = 8
+
+BASES = ("vecmode", "vecmode-async", "gymnasium", "gymnasium-async")
+
+
+def make_envs(
+    base: str,
+    mode: AutoresetMode,
+    lengths: Any = LENGTHS,
+    truncate: Any = TRUNCATE,
+    obs_type: str = "box",
+    copy: bool = True,
+) -> gym.vector.VectorEnv:
+    fns = scheduled_env_fns(len(lengths), lengths, truncate, obs_type)
+    if base == "vecmode":
+        return vecmode.with_autoreset(vecmode.SyncVectorEnv(fns, copy=copy), mode)
+    if base == "vecmode-async":
+        core = vecmode.AsyncVectorEnv(fns, copy=copy, context="fork")
+        return vecmode.with_autoreset(core, mode)
+    if base == "gymnasium":
+        return gym.vector.SyncVectorEnv(fns, copy=copy, autoreset_mode=mode)
+    if base == "gymnasium-async":
+        return gym.vector.AsyncVectorEnv(
+            fns, copy=copy, autoreset_mode=mode, context="fork"
+        )
+    if base == "vecmode+DictInfoToList":
+        return DictInfoToList(
+            vecmode.with_autoreset(vecmode.SyncVectorEnv(fns, copy=copy), mode)
+        )
+    raise ValueError(base)
+
+
+def queues_for(n: int, seed: int = 0) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 3, size=5).tolist() for _ in range(n)]
+
+
+class Run:
+    """Drive a collector with per-sub-env action queues, advanced on valid rows."""
+
+    def __init__(self, collector, queues, wanted=WANTED, seed=0):
+        n = collector.num_envs
+        taken = [0] * n
+        obs, _ = collector.reset(seed=seed)
+        assert collector.obs is obs
+        self.kept: list[tuple[Transition, Transition, Any]] = []
+        for _ in range(3 * wanted + 3):
+            if min(taken) >= wanted:
+                break
+            actions = np.array([queues[i][taken[i] % len(queues[i])] for i in range(n)])
+            acted_on = collector.obs
+            t = collector.step(actions)
+            assert isinstance(t, Transition)
+            assert t.obs is acted_on, "obs is not what the collector said to act on"
+            assert t.actions is actions
+            self.kept.append((t, deepcopy(t), deepcopy(collector.obs)))
+            for i in np.flatnonzero(t.valid):
+                taken[i] += 1
+        assert min(taken) >= wanted, "ran out of calls"
+        self.n, self.wanted, self.mode = n, wanted, collector.mode
+
+    def assert_unchanged(self) -> None:
+        """Nothing returned earlier was changed by a later call."""
+        for k, (t, snapshot, _) in enumerate(self.kept):
+            assert_same(tuple(snapshot), tuple(t), f"transition {k}")
+        for k in range(len(self.kept) - 1):
+            following = self.kept[k + 1][0].obs
+            assert_same(self.kept[k][2], following, f"collector.obs after step {k}")
+
+    def valid(self) -> list[list[tuple]]:
+        """Per sub-env, its first ``wanted`` valid transitions, in order."""
+        out: list[list[tuple]] = [[] for _ in range(self.n)]
+        for t, _, _ in self.kept:
+            for i in np.flatnonzero(t.valid):
+                if len(out[i]) < self.wanted:
+                    out[i].append(
+                        (
+                            sub(t.obs, i),
+                            t.actions[i],
+                            t.rewards[i],
+                            t.terminations[i],
+                            t.truncations[i],
+                            sub(t.next_obs, i),
+                        )
+                    )
+        return out
+
+
+def expected(lengths, truncate, queues, wanted, i):
+    """Sub-env ``i``'s first ``wanted`` real transitions, from its schedule:
+    ``((i, episode, step), action, reward, terminated, truncated, next)``."""
+    out, k, step = [], 0, 0
+    for n in range(wanted):
+        action = queues[i][n % len(queues[i])]
+        after = step + 1
+        ended = after >= lengths[i][k % len(lengths[i])]
+        cut = ended and truncate[i][k % len(truncate[i])]
+        reward = float(action) + 0.5 * after + 0.01 * i
+        out.append(
+            ((i, k, step), action, reward, ended and not cut, cut, (i, k, after))
+        )
+        k, step = (k + 1, 0) if ended else (k, after)
+    return out
+
+
+def assert_ground_truth(run, lengths, truncate, queues, obs_type="box"):
+    """The valid transitions are exactly the schedule's; the only invalid rows
+    are NEXT_STEP's reset steps, right after an end, from the ended episode's
+    final observation to the next one's first, reward 0 and flags False."""
+    mod = 10 if obs_type == "discrete" else None  # the code keeps episode % 10
+
+    def norm(where):
+        return where if mod is None else (where[0], where[1] % mod, where[2])
+
+    for i, rows in enumerate(run.valid()):
+        want = [
+            (norm(o), a, r, te, tr, norm(x))
+            for o, a, r, te, tr, x in expected(lengths, truncate, queues, run.wanted, i)
+        ]
+        got = [
+            (decode(o), int(a), float(r), bool(te), bool(tr), decode(x))
+            for o, a, r, te, tr, x in rows
+        ]
+        assert got == want, f"sub-env {i}:\n got {got}\nwant {want}"
+        ended_before, n = False, 0  # n: valid rows so far
+        for k, (t, _, _) in enumerate(run.kept):
+            if n >= run.wanted:
+                break
+            reset_step = ended_before and run.mode is AutoresetMode.NEXT_STEP
+            assert bool(t.valid[i]) is not reset_step, f"call {k}, sub-env {i}"
+            if reset_step:
+                assert decode(sub(t.obs, i)) == want[n - 1][5], f"call {k}"
+                assert decode(sub(t.next_obs, i)) == want[n][0], f"call {k}"
+                flags = (t.rewards[i], t.terminations[i], t.truncations[i])
+                assert flags == (0, False, False), f"call {k}"
+                ended_before = False
+            else:
+                n += 1
+                ended_before = bool(t.terminations[i] or t.truncations[i])
+
+
+def run_all_modes(base, obs_type="box", copy=True, lengths=LENGTHS, truncate=TRUNCATE):
+    queues = queues_for(len(lengths))
+    runs = {}
+    for mode in MODES:
+        envs = make_envs(base, mode, lengths, truncate, obs_type, copy)
+        with TransitionCollector(envs) as collector:
+            assert collector.mode is mode
+            run = Run(collector, queues)
+        run.assert_unchanged()
+        assert_ground_truth(run, lengths, truncate, queues, obs_type)
+        runs[mode] = run
+    reference = runs[AutoresetMode.DISABLED].valid()
+    for mode, run in runs.items():
+        assert_same(reference, run.valid(), f"{base} {obs_type} {mode.value}")
+    return runs
+
+
+# ------------------------------------------------------------ mode equivalence
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "no-copy"])
+@pytest.mark.parametrize("base", BASES)
+def test_same_valid_transitions_in_every_mode(base, copy):
+    run_all_modes(base, copy=copy)
+
+
+@pytest.mark.parametrize("obs_type", ["dict", "tuple", "image", "discrete"])
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+def test_same_valid_transitions_for_every_observation_space(base, obs_type):
+    run_all_modes(base, obs_type, copy=False)
+
+
+def test_infos_as_a_list_carry_final_observations():
+    """DictInfoToList outermost: SAME_STEP's final observations are in each
+    sub-env's own dict, and found there."""
+    runs = run_all_modes("vecmode+DictInfoToList", copy=False)
+    assert isinstance(runs[AutoresetMode.SAME_STEP].kept[0][0].infos, list)
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+def test_collector_copies_only_what_a_later_call_could_change(base):
+    for env_copies, argument, copies in [
+        (True, None, False),  # the env returns fresh arrays
+        (False, None, True),  # the env reuses its buffer
+        (False, False, False),  # the caller's choice
+        (True, True, True),
+    ]:
+        envs = make_envs(base, AutoresetMode.SAME_STEP, copy=env_copies)
+        with TransitionCollector(envs, copy=argument) as collector:
+            assert collector.copy is copies
+
+
+def test_next_obs_never_aliases_the_env_buffer_without_copy():
+    """An env that reuses its buffer (copy=False): a kept transition (and the
+    observation acted on) is not changed by the next step or DISABLED's reset."""
+    for base in ("vecmode", "gymnasium"):
+        for mode in MODES:
+            envs = make_envs(base, mode, copy=False)
+            collector = TransitionCollector(envs)
+            collector.reset(seed=0)
+            kept = []
+            for _ in range(6):
+                t = collector.step(np.zeros(N, dtype=np.int64))
+                kept.append((t, t.obs.copy(), t.next_obs.copy()))
+            for k, (t, obs, next_obs) in enumerate(kept):
+                np.testing.assert_array_equal(t.obs, obs, f"{base} {mode} {k}")
+                np.testing.assert_array_equal(t.next_obs, next_obs, f"{base} {k}")
+            collector.close()
+
+
+# ------------------------------------------------------- Gymnasium's CartPole
+def _reference_next_step_loop(envs, actions, seed):
+    """The reference's NEXT_STEP replay-buffer loop, per sub-env."""
+    buffer: list[list[tuple]] = [[] for _ in range(envs.num_envs)]
+    obs, _ = envs.reset(seed=seed)
+    autoreset = np.zeros(envs.num_envs, dtype=bool)
+    for row in actions:
+        next_obs, rewards, terminations, truncations, _ = envs.step(row)
+        for j in range(envs.num_envs):
+            if not autoreset[j]:
+                buffer[j].append(
+                    (
+                        obs[j].copy(),
+                        row[j],
+                        rewards[j],
+                        terminations[j],
+                        truncations[j],
+                        next_obs[j].copy(),
+                    )
+                )
+        obs = next_obs
+        autoreset = np.logical_or(terminations, truncations)
+    return buffer
+
+
+def _collected(collector, actions, seed):
+    buffer: list[list[tuple]] = [[] for _ in range(collector.num_envs)]
+    collector.reset(seed=seed)
+    for row in actions:
+        t = collector.step(row)
+        for j in np.flatnonzero(t.valid):
+            buffer[j].append(
+                (
+                    t.obs[j],
+                    t.actions[j],
+                    t.rewards[j],
+                    t.terminations[j],
+                    t.truncations[j],
+                    t.next_obs[j],
+                )
+            )
+    return buffer
+
+
+def test_cartpole_vector_entry_point_matches_the_reference_loop():
+    """Gymnasium's own vectorised CartPole (NEXT_STEP, no ``copy`` attribute):
+    the collector's valid transitions are the reference loop's, and the
+    invalid rows are exactly its reset steps."""
+    actions = np.random.default_rng(0).integers(0, 2, size=(120, 4))
+
+    def make():
+        return gym.make_vec(
+            "CartPole-v1",
+            num_envs=4,
+            vectorization_mode="vector_entry_point",
+            max_episode_steps=9,
+        )
+
+    envs = make()
+    assert vecmode.mode_of(envs) is AutoresetMode.NEXT_STEP
+    want = _reference_next_step_loop(envs, actions, seed=3)
+    envs.close()
+    with TransitionCollector(make()) as collector:
+        assert collector.copy  # it declares nothing: copied to be safe
+        got = _collected(collector, actions, seed=3)
+    assert sum(map(len, want)) < 4 * len(actions)  # episodes did end
+    assert_same(want, got, "CartPoleVectorEnv")
+
+
+def test_cartpole_same_transitions_in_every_mode():
+    """Real physics (float observations) through Gymnasium's make_vec."""
+    actions = np.random.default_rng(1).integers(0, 2, size=(80, 4))
+    results = {}
+    for mode in MODES:
+        envs = gym.make_vec(
+            "CartPole-v1",
+            num_envs=4,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": mode},
+            max_episode_steps=7,
+        )
+        queues = actions.T.tolist()
+        with TransitionCollector(envs) as collector:
+            results[mode] = Run(collector, queues, wanted=30).valid()
+    for mode in MODES:
+        assert_same(results[AutoresetMode.DISABLED], results[mode], mode.value)
+
+
+# ------------------------------------------------------------- DISABLED resets
+class RecordResets(gym.vector.VectorWrapper):
+    """Records the options of every reset, and can make the next masked one fail."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.options: list[Any] = []  # copies: Gymnasium pops from them
+        self.given: list[Any] = []  # the dicts themselves
+        self.fail_masked = False
+
+    def reset(self, *, seed=None, options=None):
+        self.options.append(None if options is None else dict(options))
+        self.given.append(options)
+        if self.fail_masked and options and "reset_mask" in options:
+            raise RuntimeError("reset failed")
+        return self.env.reset(seed=seed, options=options)
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+def test_disabled_resets_ended_sub_envs_with_a_fresh_mask(base):
+    envs = RecordResets(make_envs(base, AutoresetMode.DISABLED))
+    collector = TransitionCollector(envs)
+    _, infos = collector.reset(seed=0)
+    assert collector.reset_infos is infos
+    assert list(infos["episode"]) == [0] * N
+    resets = 0
+    for _ in range(10):
+        t = collector.step(np.ones(N, dtype=np.int64))
+        ended = np.logical_or(t.terminations, t.truncations)
+        if ended.any():
+            resets += 1
+            options = envs.options[-1]
+            assert set(options) == {"reset_mask"}
+            np.testing.assert_array_equal(options["reset_mask"], ended)
+            assert all(envs.given[-1] is not o for o in envs.given[:-1])
+            np.testing.assert_array_equal(collector.reset_infos["_episode"], ended)
+            for i in np.flatnonzero(ended):
+                episode = decode(t.next_obs[i])[1]
+                assert decode(collector.obs[i]) == (i, episode + 1, 0)
+                assert collector.reset_infos["episode"][i] == episode + 1
+            for i in np.flatnonzero(~ended):
+                assert decode(collector.obs[i]) == decode(t.next_obs[i])
+        else:
+            assert collector.reset_infos == {}
+            assert_same(t.next_obs, collector.obs)
+    assert resets == len(envs.options) - 1 > 3
+    collector.close()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_autoreset_modes_make_no_reset_calls(mode):
+    envs = RecordResets(make_envs("vecmode", mode))
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    for _ in range(10):
+        collector.step(np.ones(N, dtype=np.int64))
+        assert collector.reset_infos == {}
+    assert len(envs.options) == 1
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_masked_reset_mid_episode_starts_a_new_episode(mode):
+    """collector.reset with a reset_mask: the masked sub-env's next transition
+    starts a new episode, the others go on, the caller's options untouched."""
+    lengths, truncate = ((5,), (5,)), ((False,), (False,))
+    for base in ("vecmode", "gymnasium"):
+        collector = TransitionCollector(make_envs(base, mode, lengths, truncate))
+        collector.reset(seed=0)
+        collector.step(np.zeros(2, dtype=np.int64))
+        options = {"reset_mask": np.array([True, False])}
+        obs, _ = collector.reset(options=options)
+        assert set(options) == {"reset_mask"}
+        assert obs is collector.obs
+        t = collector.step(np.zeros(2, dtype=np.int64))
+        assert t.valid.all()
+        assert [decode(o) for o in t.obs] == [(0, 1, 0), (1, 0, 1)]
+        assert [decode(o) for o in t.next_obs] == [(0, 1, 1), (1, 0, 2)]
+        collector.close()
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+@pytest.mark.parametrize("mask", [True, False], ids=["masked", "full"])
+def test_a_reset_after_an_end_clears_next_step_s_pending_reset(base, mask):
+    """NEXT_STEP: a sub-env that ended and is then reset by the caller (with a
+    mask or fully) makes a real transition on the next step, not a reset step."""
+    collector = TransitionCollector(
+        make_envs(base, AutoresetMode.NEXT_STEP, ((1,), (5,)), ((False,), (False,)))
+    )
+    collector.reset(seed=0)
+    t = collector.step(np.zeros(2, dtype=np.int64))
+    assert t.terminations.tolist() == [True, False]
+    options = {"reset_mask": np.array([True, False])} if mask else None
+    collector.reset(options=options)
+    t = collector.step(np.zeros(2, dtype=np.int64))
+    assert t.valid.tolist() == [True, True]
+    assert decode(t.obs[0]) == (0, 1, 0) and decode(t.next_obs[0]) == (0, 1, 1)
+    collector.close()
+
+
+def test_invalid_rows_are_only_next_step_reset_steps():
+    """The Boundary rows the collector marks: NEXT_STEP's step after an end."""
+    for mode in MODES:
+        collector = TransitionCollector(
+            make_envs("vecmode", mode, ((1,),), ((False,),))
+        )
+        collector.reset(seed=0)
+        valid = [bool(collector.step(np.zeros(1, np.int64)).valid[0]) for _ in range(4)]
+        assert valid == (
+            [True, False, True, False]
+            if mode is AutoresetMode.NEXT_STEP
+            else [True] * 4
+        )
+
+
+# ------------------------------------------------------------------- property
+@given(
+    num_envs=st.integers(1, 4),
+    lengths=st.lists(
+        st.lists(st.integers(1, 4), min_size=1, max_size=3), min_size=4, max_size=4
+    ),
+    truncate=st.lists(
+        st.lists(st.booleans(), min_size=1, max_size=3), min_size=4, max_size=4
+    ),
+    mode=st.sampled_from(MODES),
+    base=st.sampled_from(["vecmode", "gymnasium"]),
+    copy=st.booleans(),
+    obs_type=st.sampled_from(["box", "dict"]),
+    seed=st.integers(0, 1000),
+)
+def test_valid_transitions_are_the_schedule_property(
+    num_envs, lengths, truncate, mode, base, copy, obs_type, seed
+):
+    lengths, truncate = lengths[:num_envs], truncate[:num_envs]
+    queues = queues_for(num_envs, seed)
+    envs = make_envs(base, mode, lengths, truncate, obs_type, copy)
+    with TransitionCollector(envs) as collector:
+        run = Run(collector, queues, wanted=6, seed=seed)
+    run.assert_unchanged()
+    assert_ground_truth(run, lengths, truncate, queues, obs_type)
+
+
+# --------------------------------------------------------------------- errors
+def test_step_before_reset_is_a_clear_error_and_changes_nothing():
+    envs = make_envs("vecmode", AutoresetMode.DISABLED)
+    collector = TransitionCollector(envs)
+    with pytest.raises(ResetNeeded, match="before reset") as caught:
+        collector.step(np.zeros(N, dtype=np.int64))
+    assert str(caught.value) == errors.collector_not_reset()
+    with pytest.raises(ResetNeeded, match="before reset"):
+        collector.obs  # noqa: B018
+    with pytest.raises(ResetNeeded, match="full"):
+        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
+    collector.reset(seed=0)
+    with pytest.raises(TypeError, match="dtype bool"):
+        collector.reset(options={"reset_mask": np.ones(N, dtype=int)})
+    with pytest.raises(ValueError, match="shape"):
+        collector.reset(options={"reset_mask": np.ones(N + 1, dtype=bool)})
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert [decode(o) for o in t.next_obs] == [(i, 0, 1) for i in range(N)]
+    collector.close()
+
+
+def test_checks_raise_under_python_O():
+    code = (
+        "import numpy as np, vecmode\n"
+        "from gymnasium.error import ResetNeeded\n"
+        "from vecmode.transitions import TransitionCollector\n"
+        "c = TransitionCollector(vecmode.make_vec('CartPole-v1', num_envs=2))\n"
+        "try:\n"
+        "    c.step(np.zeros(2, dtype=np.int64))\n"
+        "except ResetNeeded:\n"
+        "    print('raised')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "raised\n"
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_bad_actions_are_the_env_s_error_and_the_collector_goes_on(mode):
+    collector = TransitionCollector(make_envs("vecmode", mode, ((5,),) * N))
+    collector.reset(seed=0)
+    collector.step(np.zeros(N, dtype=np.int64))
+    before = collector.obs
+    with pytest.raises(ValueError, match="batch of 4"):
+        collector.step(np.zeros(N + 1, dtype=np.int64))
+    assert collector.obs is before
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert t.obs is before
+    assert [decode(o) for o in t.next_obs] == [(i, 0, 2) for i in range(N)]
+    collector.close()
+
+
+def test_a_failed_reset_inside_step_needs_a_reset():
+    """DISABLED's masked reset raising: the step's outcome is unknown, so the
+    collector refuses to step on until reset, and works again after it."""
+    envs = RecordResets(make_envs("vecmode", AutoresetMode.DISABLED))
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    envs.fail_masked = True
+    with pytest.raises(RuntimeError, match="reset failed"):
+        for _ in range(5):
+            collector.step(np.zeros(N, dtype=np.int64))
+    with pytest.raises(ResetNeeded) as caught:
+        collector.step(np.zeros(N, dtype=np.int64))
+    assert str(caught.value) == errors.collector_call_failed("step")
+    envs.fail_masked = False
+    collector.reset(seed=1)
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert [decode(o)[2] for o in t.next_obs] == [1] * N
+
+
+class Undeclared(gym.vector.VectorWrapper):
+    """Hides the mode of a NEXT_STEP env."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.metadata = {k: v for k, v in env.metadata.items() if k != "autoreset_mode"}
+
+
+def test_undeclared_mode_warns_and_assumes_next_step():
+    envs = Undeclared(make_envs("gymnasium", AutoresetMode.NEXT_STEP))
+    with pytest.warns(vecmode.UndeclaredModeWarning, match="TransitionCollector") as w:
+        collector = TransitionCollector(envs)
+    assert w[0].filename == __file__
+    assert collector.mode is AutoresetMode.NEXT_STEP
+    queues = queues_for(N)
+    run = Run(collector, queues)
+    assert_ground_truth(run, LENGTHS, TRUNCATE, queues)
+    collector.close()
+
+
+def test_undeclared_mode_is_an_error_under_strict():
+    envs = Undeclared(make_envs("gymnasium", AutoresetMode.NEXT_STEP))
+    with vecmode.strict(), pytest.raises(vecmode.IncompatibleModeError, match="strict"):
+        TransitionCollector(envs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with vecmode.strict(False), pytest.raises(vecmode.UndeclaredModeWarning):
+            TransitionCollector(envs)
+    envs.close()
+
+
+def test_not_a_vector_env():
+    with pytest.raises(TypeError, match="VectorEnv"):
+        TransitionCollector(gym.make("CartPole-v1"))
+
+
+# ----------------------------------------------------------------- attributes
+def test_attributes_and_closing():
+    envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
+    with TransitionCollector(envs) as collector:
+        assert collector.envs is envs
+        assert collector.num_envs == N
+        assert collector.mode is AutoresetMode.SAME_STEP
+        assert collector.single_observation_space == envs.single_observation_space
+        assert collector.single_action_space == envs.single_action_space
+        assert collector.observation_space == envs.observation_space
+        assert collector.action_space == envs.action_space
+        assert repr(collector).startswith("TransitionCollector(<SameStepAutoreset")
+        assert repr(collector).endswith("mode=SameStep)")
+    assert envs.unwrapped.closed
+
+
+def test_same_step_infos_are_returned_unchanged():
+    collector = TransitionCollector(make_envs("vecmode", AutoresetMode.SAME_STEP))
+    collector.reset(seed=0)
+    for _ in range(4):
+        t = collector.step(np.zeros(N, dtype=np.int64))
+        if "final_obs" in t.infos:
+            break
+    rows = np.flatnonzero(t.infos["_final_obs"])
+    assert len(rows)
+    for i in rows:
+        # the env's final_obs entry is untouched and equals next_obs's row
+        np.testing.assert_array_equal(t.infos["final_obs"][i], t.next_obs[i])
+        assert decode(t.obs[i])[1] == decode(t.next_obs[i])[1]
+        assert decode(collector.obs[i]) == (i, decode(t.next_obs[i])[1] + 1, 0)
