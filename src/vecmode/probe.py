@@ -1,0 +1,876 @@
+"""``vecmode.probe_mode``: find out which autoreset mode a vector env behaves as.
+
+An env's ``metadata["autoreset_mode"]`` is a claim; :func:`probe_mode` tests it.
+It builds throwaway instances of the env, drives them with seeded random actions
+until an episode ends, and checks what they did against the predictions each mode
+makes (:func:`vecmode.modes.boundary`). The mode whose predictions all hold is the
+answer; the predictions are:
+
+* where ``final_in_info``: the ended episode's final observation is in
+  ``info["final_obs"]`` with ``info["_final_obs"]`` True, and nowhere else;
+* where a step is not ``real`` (NEXT_STEP's reset step): reward 0, terminated and
+  truncated False, and the action is ignored: another instance, replayed with the
+  same seed and actions but a different action there, returns the same;
+* where ``needs_reset`` (DISABLED): the caller resets the ended sub-envs with
+  ``reset(options={"reset_mask": mask})``, which must leave the other sub-envs as
+  they were; stepping an ended sub-env without that reset may raise (vecmode's
+  cores and Gymnasium's ``SyncVectorEnv`` do) but must not reset it.
+
+The machinery here (:class:`Runner` records calls, :func:`replay` repeats them on
+another instance, :func:`mode_differences` checks a mode's predictions,
+:func:`run_differences` compares two runs, :class:`Instances` builds and closes
+instances) is also what :func:`vecmode.testing.check_vector_env` proves a declared
+mode with.
+
+>>> import gymnasium as gym
+>>> from vecmode.probe import probe_mode
+>>> result = probe_mode(lambda: gym.vector.SyncVectorEnv(
+...     [lambda: gym.make("CartPole-v1", max_episode_steps=5)] * 2,
+...     autoreset_mode="SameStep"))
+>>> result.mode, result.agrees
+(<AutoresetMode.SAME_STEP: 'SameStep'>, True)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array
+
+from vecmode import errors
+from vecmode.modes import (
+    MODES,
+    AutoresetMode,
+    Boundary,
+    BoundaryTracker,
+    boundary,
+    mode_of,
+)
+from vecmode.testing._compare import (
+    MISSING,
+    Difference,
+    describe,
+    per_sub_env,
+    same,
+)
+
+__all__ = ["ProbeResult", "probe_mode"]
+
+#: How many samples :meth:`Runner.alternative` draws looking for a different action.
+_ALTERNATIVE_TRIES = 100
+
+
+# ------------------------------------------------------------- recording calls
+@dataclass
+class Call:
+    """One call to a vector env and what it returned (deep copies), or raised.
+
+    ``index`` counts calls from 0 (the first ``reset``); ``kind`` is ``"reset"``,
+    ``"step"`` or ``"reset(mask)"``. For a step, ``actions`` holds one action per
+    sub-env. ``raw`` is the returned tuple as it came; ``obs`` (one observation per
+    sub-env), ``rewards``, ``terminations`` and ``truncations`` are its parts as
+    arrays. ``error`` is what the call raised, or why its result could not be
+    read.
+    """
+
+    index: int
+    kind: str
+    seed: int | None = None
+    mask: np.ndarray | None = None
+    actions: list[Any] | None = None
+    raw: Any = None
+    obs: list[Any] | None = None
+    rewards: np.ndarray | None = None
+    terminations: np.ndarray | None = None
+    truncations: np.ndarray | None = None
+    infos: Any = None
+    error: Exception | None = None
+
+    @property
+    def flags(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(terminations, truncations)`` of a step (empty arrays otherwise)."""
+        if self.terminations is None or self.truncations is None:
+            empty = np.zeros(0, dtype=np.bool_)
+            return empty, empty
+        return self.terminations, self.truncations
+
+    @property
+    def ended(self) -> np.ndarray:
+        """terminated | truncated, per sub-env (empty for a call that is not a
+        step, or whose result could not be read)."""
+        return np.logical_or(*self.flags)
+
+
+class Runner:
+    """Drives one vector env and records every call as a :class:`Call`.
+
+    Actions are sampled per sub-env from a seeded copy of
+    ``env.single_action_space`` (the env's own spaces are not touched) and batched
+    with Gymnasium's ``concatenate``, so any action space works. Nothing a call
+    raises escapes: it is recorded in :attr:`Call.error`. ``inspect(call, result)``,
+    if given, sees each result as the env returned it, before it is copied (to
+    find out, say, which arrays share memory).
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        seed: int,
+        inspect: Callable[[Call, Any], None] | None = None,
+    ) -> None:
+        self.env = env
+        self.inspect = inspect
+        self.num_envs = int(env.num_envs)
+        self.calls: list[Call] = []
+        self._single = env.single_action_space
+        self._sampler = copy.deepcopy(self._single)
+        self._sampler.seed(seed)
+        self._others = copy.deepcopy(self._single)
+        self._others.seed(seed + 1)
+
+    def sample(self) -> list[Any]:
+        """One random action per sub-env."""
+        return [self._sampler.sample() for _ in range(self.num_envs)]
+
+    def alternative(self, action: Any) -> Any:
+        """A random action different from ``action``, or None if none is found."""
+        for _ in range(_ALTERNATIVE_TRIES):
+            other = self._others.sample()
+            if not same(other, action, strict=False):
+                return other
+        return None
+
+    def _batch(self, actions: Sequence[Any]) -> Any:
+        out: Any = create_empty_array(self._single, self.num_envs)
+        return concatenate(self._single, actions, out)
+
+    def reset(self, seed: int | None = None) -> Call:
+        """``env.reset(seed=seed)``."""
+        call = Call(len(self.calls), "reset", seed=seed)
+        return self._record(call, lambda: self.env.reset(seed=seed), 2)
+
+    def reset_mask(self, mask: np.ndarray) -> Call:
+        """``env.reset(options={"reset_mask": mask})``, always with a fresh dict
+        (Gymnasium pops the key out of the caller's options)."""
+        mask = np.array(mask, dtype=np.bool_)
+        call = Call(len(self.calls), "reset(mask)", mask=mask)
+        return self._record(
+            call, lambda: self.env.reset(options={"reset_mask": mask.copy()}), 2
+        )
+
+    def step(self, actions: Sequence[Any]) -> Call:
+        """``env.step`` with ``actions`` (one per sub-env), batched."""
+        call = Call(len(self.calls), "step", actions=list(actions))
+        return self._record(call, lambda: self.env.step(self._batch(actions)), 5)
+
+    def _record(self, call: Call, run: Callable[[], Any], size: int) -> Call:
+        self.calls.append(call)
+        try:
+            result = run()
+            if self.inspect is not None:
+                self.inspect(call, result)
+            result = copy.deepcopy(result)
+        except Exception as exc:
+            call.error = exc
+            return call
+        call.raw = result
+        try:
+            self._read(call, result, size)
+        except (TypeError, ValueError, IndexError) as exc:
+            call.error = ValueError(errors.probe_unreadable_result(call.kind, exc))
+        return call
+
+    def _read(self, call: Call, result: Any, size: int) -> None:
+        if not isinstance(result, tuple) or len(result) != size:
+            raise TypeError(errors.probe_result_tuple(size, result))
+        n = self.num_envs
+        call.infos = result[-1]
+        call.obs = per_sub_env(self.env.observation_space, result[0], n)
+        if size == 5:
+            call.rewards = np.asarray(result[1])
+            call.terminations = np.asarray(result[2], dtype=np.bool_)
+            call.truncations = np.asarray(result[3], dtype=np.bool_)
+            for array in (call.rewards, call.terminations, call.truncations):
+                if array.shape != (n,):
+                    raise ValueError(errors.diff_batch_entries(array.shape, n))
+
+
+def replay(
+    runner: Runner,
+    calls: Sequence[Call],
+    change: Callable[[Call], np.ndarray | None] | None = None,
+) -> list[Call]:
+    """Make the same calls as ``calls`` (seeds, masks, actions) on another env.
+
+    ``change(call)``: the sub-envs (a bool mask, or None) whose action to replace
+    with :meth:`Runner.alternative` at that step; the replay's calls record the
+    actions actually sent. Stops after a call that raised.
+    """
+    for call in calls:
+        if call.kind == "reset":
+            made = runner.reset(call.seed)
+        elif call.kind == "reset(mask)":
+            mask = call.mask if call.mask is not None else np.zeros(0, np.bool_)
+            made = runner.reset_mask(mask)
+        else:
+            actions = list(call.actions or [])
+            which = None if change is None else change(call)
+            if which is not None:
+                for i in np.flatnonzero(which).tolist():
+                    other = runner.alternative(actions[i])
+                    if other is not None:
+                        actions[i] = other
+            made = runner.step(actions)
+        if made.error is not None:
+            break
+    return runner.calls
+
+
+class Instances:
+    """Builds envs with a factory, and closes every one it built (also on errors).
+
+    >>> import gymnasium as gym
+    >>> def factory():
+    ...     return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])
+    >>> with Instances(factory, "demo") as made:
+    ...     env = made.new()
+    >>> env.closed
+    True
+    """
+
+    def __init__(self, factory: Callable[[], VectorEnv], caller: str) -> None:
+        if not callable(factory):
+            raise TypeError(errors.probe_factory_not_callable(caller, factory))
+        self.factory = factory
+        self.caller = caller
+        self._built: list[VectorEnv] = []
+        self._open: list[VectorEnv] = []
+
+    def new(self) -> VectorEnv:
+        """A new env from the factory (``TypeError`` if it is not a vector env,
+        ``ValueError`` if the factory returned an env it returned before)."""
+        env = self.factory()
+        if not isinstance(env, VectorEnv):
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+            raise TypeError(errors.probe_factory_not_vector_env(self.caller, env))
+        if any(env is built for built in self._built):
+            raise ValueError(errors.probe_factory_reused(self.caller))
+        self._built.append(env)
+        self._open.append(env)
+        return env
+
+    def close(self, env: VectorEnv) -> None:
+        """Close ``env`` now (it must come from :meth:`new`)."""
+        self._open = [other for other in self._open if other is not env]
+        env.close()
+
+    def __enter__(self) -> Instances:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        failure: Exception | None = None
+        for env in self._open:
+            try:
+                env.close()
+            except Exception as problem:
+                failure = failure or problem
+        self._open = []
+        if failure is not None and exc_type is None:
+            raise failure
+
+
+# ------------------------------------------------------------ a mode's predictions
+def at_an_end(mode: AutoresetMode) -> Boundary:
+    """The :class:`~vecmode.modes.Boundary` of a one-sub-env step in ``mode``
+    where the episode ends."""
+    yes = np.ones(1, dtype=np.bool_)
+    return boundary(mode, yes, ~yes, ~yes)
+
+
+def after_an_end(mode: AutoresetMode) -> Boundary:
+    """The :class:`~vecmode.modes.Boundary` of the step after that one."""
+    yes = np.ones(1, dtype=np.bool_)
+    return boundary(mode, ~yes, ~yes, yes)
+
+
+def caller_resets(mode: AutoresetMode) -> bool:
+    """Whether in ``mode`` the caller resets ended sub-envs with ``reset_mask``
+    (``Boundary.needs_reset``), so that masked resets are part of its contract."""
+    return bool(at_an_end(mode).needs_reset[0])
+
+
+def reset_steps(mode: AutoresetMode) -> bool:
+    """Whether in ``mode`` the step after an episode's end is a reset step (not
+    ``real``: its action ignored)."""
+    return not after_an_end(mode).real[0]
+
+
+def final_in_info(mode: AutoresetMode) -> bool:
+    """Whether ``mode`` puts final observations in ``info["final_obs"]``."""
+    return bool(at_an_end(mode).final_in_info[0])
+
+
+@dataclass(frozen=True)
+class View:
+    """One call seen through one mode: its boundary (steps only) and the sub-envs
+    that awaited the caller's reset when it was made."""
+
+    call: Call
+    boundary: Boundary | None
+    pending: np.ndarray
+
+
+def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator[View]:
+    """The calls of a run, each with its :class:`View` in ``mode``; stops after a
+    call that raised."""
+    tracker = BoundaryTracker(mode, num_envs)
+    pending = np.zeros(num_envs, dtype=np.bool_)
+    for call in calls:
+        if call.error is not None:
+            yield View(call, None, pending)
+            return
+        if call.kind == "step":
+            b = tracker.step(*call.flags)
+            yield View(call, b, pending)
+            pending = b.needs_reset
+        else:
+            yield View(call, None, pending)
+            pending = tracker.reset(call.mask).needs_reset
+
+
+def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
+    """The first of obs / reward / terminated / truncated that differs for sub-env
+    ``i`` between two calls: ``(field, first's, second's)``."""
+    pairs: list[tuple[str, Any, Any]] = []
+    if first.obs is not None and second.obs is not None:
+        pairs.append(("obs", first.obs[i], second.obs[i]))
+    for name, a, b in (
+        ("reward", first.rewards, second.rewards),
+        ("terminated", first.terminations, second.terminations),
+        ("truncated", first.truncations, second.truncations),
+    ):
+        if a is not None and b is not None:
+            pairs.append((name, a[i], b[i]))
+    for name, a, b in pairs:
+        if not same(a, b):
+            return name, a, b
+    return None
+
+
+def looks_reset(call: Call, other: Call, i: int) -> bool:
+    """Whether sub-env ``i``'s step in ``call`` looks like an autoreset step:
+    reward 0, flags False, and its action ignored (``other``, the same step with
+    another action for it, returned the same)."""
+    if call.rewards is None or call.terminations is None or call.truncations is None:
+        return False
+    return bool(
+        call.rewards[i] == 0
+        and not call.terminations[i]
+        and not call.truncations[i]
+        and other.error is None
+        and _action_changed(call, other, i)
+        and differs_at(call, other, i) is None
+    )
+
+
+def _action_changed(first: Call, second: Call, i: int) -> bool:
+    return (
+        first.actions is not None
+        and second.actions is not None
+        and not same(first.actions[i], second.actions[i])
+    )
+
+
+def mode_differences(
+    mode: AutoresetMode,
+    calls: Sequence[Call],
+    num_envs: int,
+    replay: Sequence[Call] | None = None,
+) -> Iterator[Difference]:
+    """Where a run contradicts ``mode``'s predictions, in call order.
+
+    ``replay``: the same calls made on another instance, with some actions
+    changed (see :func:`replay`); where a prediction says an action is ignored,
+    the two runs must agree there.
+    """
+    others = {call.index: call for call in replay or ()}
+    by_caller = caller_resets(mode)
+    last_obs: list[Any] | None = None
+    for view in views(mode, calls, num_envs):
+        call = view.call
+        if call.error is not None:
+            if call.kind == "step" and not view.pending.any():
+                yield Difference(
+                    call.index,
+                    call.kind,
+                    None,
+                    "step()",
+                    errors.diff_a_result(),
+                    errors.diff_raised(call.error),
+                    errors.note_step_raised(mode),
+                )
+            elif call.kind == "reset(mask)" and by_caller:
+                yield Difference(
+                    call.index,
+                    call.kind,
+                    None,
+                    "reset(options={'reset_mask': ...})",
+                    errors.diff_a_result(),
+                    errors.diff_raised(call.error),
+                    errors.note_masked_reset(mode),
+                )
+            return
+        if call.kind == "reset(mask)" and by_caller and last_obs is not None:
+            yield from _masked_reset_differences(mode, call, last_obs)
+        if view.boundary is not None:
+            other = others.get(call.index)
+            yield from _final_obs_differences(mode, call, view.boundary)
+            yield from _reset_step_differences(mode, call, view, other)
+            yield from _caller_reset_differences(mode, call, view, other)
+        last_obs = call.obs
+
+
+def _final_obs_differences(
+    mode: AutoresetMode, call: Call, b: Boundary
+) -> Iterator[Difference]:
+    """``final_in_info``: ``info["_final_obs"]`` is exactly that mask (and
+    ``info["final_obs"]`` is there); elsewhere neither key."""
+    infos = call.infos if isinstance(call.infos, dict) else {}
+    expected = b.final_in_info
+    if not expected.any():
+        for key in ("_final_obs", "final_obs"):
+            if key in infos:
+                value = infos[key]
+                sub_env = _first_true(value)
+                yield Difference(
+                    call.index,
+                    call.kind,
+                    sub_env,
+                    f"info[{key!r}]",
+                    errors.diff_no_key(),
+                    describe(value),
+                    errors.note_final_obs_absent(mode, final_in_info(mode)),
+                )
+                return
+        return
+    first_ended = int(np.argmax(expected))
+    if "_final_obs" not in infos:
+        yield Difference(
+            call.index,
+            call.kind,
+            first_ended,
+            "info['_final_obs']",
+            "True",
+            repr(MISSING),
+            errors.note_final_obs_present(mode),
+        )
+        return
+    got = np.asarray(infos["_final_obs"])
+    if got.shape != expected.shape:
+        yield Difference(
+            call.index,
+            call.kind,
+            None,
+            "info['_final_obs']",
+            errors.diff_mask(expected.shape),
+            describe(got),
+            errors.note_final_obs_present(mode),
+        )
+        return
+    for i in range(len(expected)):
+        if bool(got[i]) != bool(expected[i]):
+            yield Difference(
+                call.index,
+                call.kind,
+                i,
+                "info['_final_obs']",
+                str(bool(expected[i])),
+                str(bool(got[i])),
+                errors.note_final_obs_present(mode)
+                if expected[i]
+                else errors.note_final_obs_absent(mode, final_in_info(mode)),
+            )
+            return
+    if "final_obs" not in infos:
+        yield Difference(
+            call.index,
+            call.kind,
+            first_ended,
+            "info['final_obs']",
+            errors.diff_key_present(),
+            repr(MISSING),
+            errors.note_final_obs_present(mode),
+        )
+
+
+def _first_true(value: Any) -> int | None:
+    try:
+        mask = np.asarray(value, dtype=np.bool_)
+    except (TypeError, ValueError):
+        return None
+    return int(np.argmax(mask)) if mask.ndim == 1 and mask.any() else None
+
+
+def _reset_step_differences(
+    mode: AutoresetMode, call: Call, view: View, other: Call | None
+) -> Iterator[Difference]:
+    """Not ``real`` (and not awaiting the caller): a reset step, reward 0, flags
+    False, the action ignored."""
+    b = view.boundary
+    if b is None or call.rewards is None:
+        return
+    for i in np.flatnonzero(~b.real & ~view.pending).tolist():
+        note = errors.note_reset_step(mode)
+        for name, array, wanted in (
+            ("reward", call.rewards, 0),
+            ("terminated", call.terminations, False),
+            ("truncated", call.truncations, False),
+        ):
+            if array is not None and array[i] != wanted:
+                yield Difference(
+                    call.index,
+                    call.kind,
+                    i,
+                    name,
+                    repr(wanted if name != "reward" else 0.0),
+                    describe(array[i]),
+                    note,
+                )
+                return
+        if other is None or not _action_changed(call, other, i):
+            continue
+        base = (call.actions or [])[i]
+        changed = (other.actions or [])[i]
+        if other.error is not None:
+            yield Difference(
+                call.index,
+                call.kind,
+                i,
+                errors.diff_with_action("step()", changed, base),
+                errors.diff_a_result(),
+                errors.diff_raised(other.error),
+                errors.note_action_ignored(mode),
+            )
+            return
+        differs = differs_at(call, other, i)
+        if differs is not None:
+            name, expected, got = differs
+            yield Difference(
+                call.index,
+                call.kind,
+                i,
+                errors.diff_with_action(name, changed, base),
+                describe(expected),
+                describe(got),
+                errors.note_action_ignored(mode),
+            )
+            return
+
+
+def _caller_reset_differences(
+    mode: AutoresetMode, call: Call, view: View, other: Call | None
+) -> Iterator[Difference]:
+    """Stepped while awaiting the caller's reset (and it did not raise): the step
+    must not have reset the sub-env by itself."""
+    if call.rewards is None or call.terminations is None or call.truncations is None:
+        return
+    for i in np.flatnonzero(view.pending).tolist():
+        if other is not None and looks_reset(call, other, i):
+            yield Difference(
+                call.index,
+                call.kind,
+                i,
+                "step()",
+                errors.diff_no_autoreset(),
+                errors.diff_autoreset(),
+                errors.note_caller_resets(mode),
+            )
+            return
+
+
+def _masked_reset_differences(
+    mode: AutoresetMode, call: Call, last_obs: list[Any]
+) -> Iterator[Difference]:
+    """A masked reset leaves the sub-envs outside the mask as they were."""
+    if call.obs is None or call.mask is None:
+        return
+    for j in np.flatnonzero(~call.mask).tolist():
+        if not same(call.obs[j], last_obs[j]):
+            yield Difference(
+                call.index,
+                call.kind,
+                j,
+                "obs",
+                describe(last_obs[j]),
+                describe(call.obs[j]),
+                errors.note_masked_keeps(mode),
+            )
+            return
+
+
+# ----------------------------------------------------------------- two runs
+def run_differences(
+    first: Sequence[Call],
+    second: Sequence[Call],
+    *,
+    upto: int | None = None,
+    run: str = "",
+) -> Iterator[Difference]:
+    """Where ``second`` (a replay of ``first``) returned something else, in call
+    order, up to call ``upto`` (inclusive; None: to the end of the shorter).
+
+    Compared: whether the call raised; per sub-env the observation, reward and
+    flags, and ``info["_final_obs"]`` / ``info["final_obs"]``; the info's keys.
+    Info values are not compared (some wrappers put wall-clock times there).
+    """
+    for a, b in zip(first, second, strict=False):
+        if upto is not None and a.index > upto:
+            return
+        if (a.error is None) != (b.error is None):
+            yield Difference(
+                a.index,
+                a.kind,
+                None,
+                "result",
+                errors.diff_raised(a.error) if a.error else errors.diff_a_result(),
+                errors.diff_raised(b.error) if b.error else errors.diff_a_result(),
+                errors.note_replay(),
+                run,
+            )
+            return
+        if a.error is not None:
+            return
+        for i in range(len(a.obs or ())):
+            differs = differs_at(a, b, i) or _finaldiffers_at(a, b, i)
+            if differs is not None:
+                name, x, y = differs
+                yield Difference(
+                    a.index, a.kind, i, name, describe(x), describe(y), "", run
+                )
+        keys_a = sorted(a.infos) if isinstance(a.infos, dict) else a.infos
+        keys_b = sorted(b.infos) if isinstance(b.infos, dict) else b.infos
+        if keys_a != keys_b:
+            yield Difference(
+                a.index, a.kind, None, "info keys", str(keys_a), str(keys_b), "", run
+            )
+
+
+def _finaldiffers_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
+    a = first.infos if isinstance(first.infos, dict) else {}
+    b = second.infos if isinstance(second.infos, dict) else {}
+    for key in ("_final_obs", "final_obs"):
+        x = _entry(a.get(key, MISSING), i)
+        y = _entry(b.get(key, MISSING), i)
+        if not same(x, y):
+            return f"info[{key!r}]", x, y
+    return None
+
+
+def _entry(value: Any, i: int) -> Any:
+    if value is MISSING:
+        return MISSING
+    try:
+        return value[i]
+    except (TypeError, IndexError, KeyError):
+        return value
+
+
+# ------------------------------------------------------------------ the probe
+@dataclass(frozen=True)
+class ProbeResult:
+    """What :func:`probe_mode` found.
+
+    Attributes:
+        mode: the mode the env behaves as; None when the probe cannot tell.
+        declared: the mode the env declares in ``metadata["autoreset_mode"]``
+            (None: none, or not a mode).
+        reason: why this mode, or why the probe cannot tell.
+        ended_at: the call (0 is the first ``reset``, each ``step`` counts one)
+            where the first episode ended; None if none did.
+        ended: the sub-envs whose episode ended there.
+        rejected: for each mode ruled out, the first of its predictions that the
+            env contradicted.
+    """
+
+    mode: AutoresetMode | None
+    declared: AutoresetMode | None
+    reason: str
+    ended_at: int | None = None
+    ended: tuple[int, ...] = ()
+    rejected: Mapping[AutoresetMode, Difference] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    @property
+    def agrees(self) -> bool:
+        """The probe found a mode and it is the declared one."""
+        return self.mode is not None and self.mode is self.declared
+
+    def __str__(self) -> str:
+        return errors.probe_summary(
+            self.mode,
+            self.declared,
+            self.reason,
+            self.ended_at,
+            self.ended,
+            {mode: str(diff) for mode, diff in self.rejected.items()},
+        )
+
+
+def _declared(env: VectorEnv) -> AutoresetMode | None:
+    try:
+        return mode_of(env)
+    except ValueError:
+        return None
+
+
+def _until_an_end(runner: Runner, seed: int, max_steps: int) -> Call | None:
+    """Reset, then step until an episode ends; the call where one ended (or the
+    call that raised), None if none ended within ``max_steps`` steps."""
+    call = runner.reset(seed)
+    for _ in range(max_steps):
+        if call.error is not None:
+            return call
+        call = runner.step(runner.sample())
+        if call.error is None and call.ended.any():
+            return call
+    return call if call.error is not None else None
+
+
+def _replays(
+    instances: Instances, seed: int, calls: list[Call], ended: np.ndarray
+) -> tuple[list[Call], list[Call], list[Call]]:
+    """The three replays of the probe's first run (which ends with a step of the
+    ``ended`` sub-envs without a reset), each on a new instance:
+
+    * the same, but with other actions for the ended sub-envs at that last step;
+    * up to the end, then ``reset(options={"reset_mask": ended})`` and that step;
+    * the same calls exactly (the env must be deterministic up to there, or an
+      ignored action could not be told from chance).
+    """
+    last = calls[-1]
+    changed = Runner(instances.new(), seed)
+    replay(changed, calls, lambda call: ended if call is last else None)
+    instances.close(changed.env)
+    masked = Runner(instances.new(), seed)
+    if (
+        replay(masked, calls[:-1])[-1].error is None
+        and masked.reset_mask(ended).error is None
+    ):
+        masked.step(last.actions or [])
+    instances.close(masked.env)
+    again = Runner(instances.new(), seed)
+    replay(again, calls)
+    instances.close(again.env)
+    return changed.calls, masked.calls, again.calls
+
+
+def probe_mode(
+    env_factory: Callable[[], VectorEnv], *, max_steps: int = 1000, seed: int = 0
+) -> ProbeResult:
+    """The autoreset mode a vector env behaves as, whatever it declares.
+
+    ``env_factory`` builds a new instance of the env each time it is called; the
+    probe calls it up to four times and closes every instance it built (also
+    when something fails); it never touches any other env. The first instance is
+    reset with ``seed`` and stepped with seeded random actions until an episode
+    ends (at most ``max_steps`` steps), then stepped once more without a reset.
+    Three more instances replay those calls:
+
+    1. with other actions for the ended sub-envs at that last step;
+    2. up to the end, then ``reset(options={"reset_mask": ended})`` and the last
+       step;
+    3. exactly.
+
+    The runs must agree where their calls do (the env must be deterministic under
+    ``reset(seed=...)``); then every mode's predictions
+    (:func:`vecmode.modes.boundary`) are checked against them, and the mode whose
+    predictions all hold is the answer. The result's ``mode`` is None, and its
+    ``reason`` says why, when no episode ends within ``max_steps`` steps, the env
+    raises before one does, the runs disagree, or not exactly one mode fits (say,
+    with a single action, whether an action is ignored is unknown).
+
+    Raises:
+        TypeError: ``env_factory`` is not callable or does not return a
+            ``gymnasium.vector.VectorEnv``.
+        ValueError: ``max_steps`` is not a positive int, or the factory returned
+            the same env twice (it must build a new one each call).
+
+    >>> import gymnasium as gym
+    >>> from vecmode.probe import probe_mode
+    >>> result = probe_mode(lambda: gym.make_vec("CartPole-v1", num_envs=4))
+    >>> result.mode, result.declared
+    (<AutoresetMode.NEXT_STEP: 'NextStep'>, <AutoresetMode.NEXT_STEP: 'NextStep'>)
+    >>> print(result)  # doctest: +ELLIPSIS
+    behaves as NextStep (declares NextStep): only NextStep's predictions hold.
+    first episode end: call ..., sub-env(s) ...
+    not SameStep: call ... (step), sub-env ..., info['_final_obs']: expected True, got <no such key> (...)
+    not Disabled: call ... (step), sub-env ..., step(): expected ..., got an autoreset step ...
+    """
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
+        raise ValueError(errors.probe_max_steps(max_steps))
+    if max_steps < 1:
+        raise ValueError(errors.probe_max_steps(max_steps))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(errors.probe_seed(seed))
+    seed = int(seed)
+    with Instances(env_factory, "vecmode.probe_mode") as instances:
+        env = instances.new()
+        declared = _declared(env)
+        first = Runner(env, seed)
+        end = _until_an_end(first, seed, int(max_steps))
+        if end is None or end.error is not None:
+            last = first.calls[-1]
+            reason = (
+                errors.probe_no_end(max_steps, seed)
+                if last.error is None
+                else errors.probe_env_raised(last.index, last.kind, last.error)
+            )
+            return ProbeResult(None, declared, reason)
+        ended = end.ended.copy()
+        first.step(first.sample())  # step the ended sub-envs without a reset
+        instances.close(env)
+        runs = _replays(instances, seed, first.calls, ended)
+
+    ended_at, ended_subs = end.index, tuple(np.flatnonzero(ended).tolist())
+    changed, masked, same_again = runs
+    replays = ((changed, end.index), (masked, end.index), (same_again, None))
+    for number, (other, upto) in enumerate(replays, start=2):
+        label = errors.diff_instance(number)
+        diff = next(run_differences(first.calls, other, upto=upto, run=label), None)
+        if diff is not None:
+            reason = errors.probe_not_deterministic(seed, str(diff))
+            return ProbeResult(None, declared, reason, ended_at, ended_subs)
+
+    rejected: dict[AutoresetMode, Difference] = {}
+    for mode in MODES:
+        contradiction = next(
+            mode_differences(mode, first.calls, first.num_envs, changed), None
+        ) or next(mode_differences(mode, masked, first.num_envs), None)
+        if contradiction is not None:
+            rejected[mode] = contradiction
+    fitting = [mode for mode in MODES if mode not in rejected]
+    texts = {mode.value: str(diff) for mode, diff in rejected.items()}
+    found: AutoresetMode | None = fitting[0] if len(fitting) == 1 else None
+    if found is not None:
+        reason = errors.probe_found(found)
+    elif not fitting:
+        reason = errors.probe_no_mode(texts)
+    else:
+        reason = errors.probe_several(fitting)
+    return ProbeResult(
+        found, declared, reason, ended_at, ended_subs, MappingProxyType(rejected)
+    )

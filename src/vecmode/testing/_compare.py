@@ -1,0 +1,200 @@
+"""Exact comparison of env outputs, and a readable description of a difference.
+
+Shared by :func:`vecmode.probe_mode` and the conformance kit
+(:func:`vecmode.testing.check_vector_env`), and meant for any checker that compares
+what a vector env returned with what it should have returned:
+
+* :func:`same`: exact equality of observations (arrays, dicts, tuples, scalars,
+  NaN equal to NaN), optionally ignoring the difference between a NumPy scalar or
+  dtype and a Python one;
+* :func:`where_different`: the path of the first difference inside a nested value;
+* :func:`per_sub_env`: one entry per sub-env out of a batched value;
+* :func:`describe`: a short text for a value, for messages;
+* :class:`Difference`: "call N (kind), sub-env i, field: expected X, got Y".
+
+>>> import numpy as np
+>>> same({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0, np.nan])})
+True
+>>> same(np.float32(1.0), 1.0), same(np.float32(1.0), 1.0, strict=False)
+(False, True)
+>>> where_different({"pos": np.zeros(2), "n": 3}, {"pos": np.ones(2), "n": 3})
+"['pos']"
+>>> print(Difference(4, "step", 1, "reward", "0.0", "1.0", "a reset step"))
+call 4 (step), sub-env 1, reward: expected 0.0, got 1.0 (a reset step)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import Space
+from gymnasium.vector.utils import iterate
+
+from vecmode import errors
+
+__all__ = [
+    "MISSING",
+    "Difference",
+    "describe",
+    "per_sub_env",
+    "same",
+    "where_different",
+]
+
+
+class _Missing:
+    """The value of a key that is not there."""
+
+    def __repr__(self) -> str:
+        return errors.diff_missing()
+
+
+#: Stands for an absent dict key or attribute in a :class:`Difference`.
+MISSING: Any = _Missing()
+
+_NUMBER = (bool, int, float, complex, np.generic)
+
+
+def _arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    if a.dtype == object or b.dtype == object:
+        return a.dtype == b.dtype and all(
+            same(x, y) for x, y in zip(a.ravel(), b.ravel(), strict=True)
+        )
+    nan_equal = a.dtype.kind in "fc" and b.dtype.kind in "fc"
+    return bool(np.array_equal(a, b, equal_nan=nan_equal))
+
+
+def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
+    """The path of the first difference between ``a`` and ``b``; None if they are
+    :func:`same`. The root is ``""``, dict keys read ``['key']`` and sequence
+    entries ``[i]``.
+
+    Strict (the default): arrays must have the same dtype, tuples and lists the
+    same type, scalars the same type. Not strict: values only (``np.float32(1)``
+    equals ``1.0``, a float32 array equals a float64 one with the same values).
+    NaN equals NaN in both.
+    """
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
+            return ""
+        for key in a:
+            inner = where_different(a[key], b[key], strict=strict)
+            if inner is not None:
+                return f"[{key!r}]{inner}"
+        return None
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
+            return ""
+        if len(a) != len(b) or (strict and type(a) is not type(b)):
+            return ""
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            inner = where_different(x, y, strict=strict)
+            if inner is not None:
+                return f"[{i}]{inner}"
+        return None
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if strict and not (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+        ):
+            return ""
+        try:
+            x, y = np.asarray(a), np.asarray(b)
+        except (TypeError, ValueError):  # pragma: no cover - ragged values
+            return ""
+        return None if _arrays_equal(x, y) else ""
+    if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
+        if strict and type(a) is not type(b):
+            return ""
+        both_nan = bool(a != a) and bool(b != b)  # only NaN differs from itself
+        return None if bool(a == b) or both_nan else ""
+    if strict and type(a) is not type(b):
+        return ""
+    try:
+        return None if bool(a == b) else ""
+    except (TypeError, ValueError):  # pragma: no cover - exotic values
+        return ""
+
+
+def same(a: Any, b: Any, *, strict: bool = True) -> bool:
+    """Whether ``a`` and ``b`` are exactly equal (see :func:`where_different`)."""
+    return where_different(a, b, strict=strict) is None
+
+
+def per_sub_env(space: Space, batch: Any, num_envs: int) -> list[Any]:
+    """One entry per sub-env of ``batch``, an element of the batched ``space``.
+
+    Uses Gymnasium's :func:`~gymnasium.vector.utils.iterate`, so Box, Discrete,
+    MultiDiscrete, Dict, Tuple and the other batched spaces all work; a batch it
+    cannot split is indexed along its first axis. Raises ``ValueError`` if the batch
+    does not hold ``num_envs`` entries.
+    """
+    try:
+        items = list(iterate(space, batch))
+    except (TypeError, ValueError, NotImplementedError, IndexError):
+        items = [batch[i] for i in range(len(batch))]
+    if len(items) != num_envs:
+        raise ValueError(errors.diff_batch_entries(len(items), num_envs))
+    return items
+
+
+def describe(value: Any, limit: int = 160) -> str:
+    """A one-line text for ``value`` of at most about ``limit`` characters."""
+    if value is MISSING:
+        return repr(value)
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, threshold=12, edgeitems=3, separator=", ")
+        if value.dtype != object:
+            text += f" ({value.dtype})"
+    elif isinstance(value, np.generic):
+        text = f"{value.item()!r} ({value.dtype})"
+    else:
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Where a vector env's output differs from what it should be.
+
+    ``str(difference)`` reads "call N (kind), sub-env i, field: expected X, got Y
+    (note)".
+
+    Attributes:
+        call: the call's number: 0 is the first ``reset``, each later ``step`` or
+            ``reset`` counts one.
+        kind: ``"reset"``, ``"step"`` or ``"reset(mask)"``.
+        sub_env: the sub-env, or None where the difference is not one sub-env's.
+        field: what differs, e.g. ``"reward"`` or ``"info['_final_obs']"``.
+        expected: what should be there, as text.
+        got: what is there, as text.
+        note: why it should be so.
+        run: which run of the env, where several were compared (e.g. ``"run 2"``).
+    """
+
+    call: int
+    kind: str
+    sub_env: int | None
+    field: str
+    expected: str
+    got: str
+    note: str = ""
+    run: str = ""
+
+    def __str__(self) -> str:
+        return errors.diff_text(
+            self.call,
+            self.kind,
+            self.sub_env,
+            self.field,
+            self.expected,
+            self.got,
+            self.note,
+            self.run,
+        )

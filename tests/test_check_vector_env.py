@@ -1,0 +1,373 @@
+"""vecmode.testing.vector_env.check_vector_env: proves a vector env's declared mode.
+
+Correct envs (Gymnasium's, vecmode's, a hand-written numpy one) pass in each mode;
+deliberately broken ones fail with a message naming the first difference: the
+call, the sub-env, the field, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import gymnasium as gym
+import pytest
+
+import vecmode
+from tests.custom_vector_envs import CounterVectorEnv
+from vecmode import AutoresetMode, errors
+from vecmode.probe import ProbeResult
+from vecmode.testing import scheduled_env_fns
+from vecmode.testing.vector_env import VectorEnvReport, check_vector_env
+
+MODES = list(AutoresetMode)
+FORK = "fork"
+NEXT, SAME, DISABLED = MODES
+
+
+def _gym_sync(mode, obs_type="box"):
+    return gym.vector.SyncVectorEnv(
+        scheduled_env_fns(3, obs_type=obs_type), autoreset_mode=mode
+    )
+
+
+def _pendulum(mode):
+    fns = [functools.partial(gym.make, "Pendulum-v1", max_episode_steps=4)] * 2
+    return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+
+
+def _gym_async(mode):
+    fns = [functools.partial(gym.make, "CartPole-v1", max_episode_steps=6)] * 2
+    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, context=FORK)
+
+
+def _vecmode_make_vec(mode):
+    return vecmode.make_vec(
+        "CartPole-v1", num_envs=3, autoreset_mode=mode, max_episode_steps=5
+    )
+
+
+ENVS = {
+    "gymnasium-sync-dict-obs": functools.partial(_gym_sync, obs_type="dict"),
+    "gymnasium-sync-continuous-actions": _pendulum,
+    "vecmode-make_vec": _vecmode_make_vec,
+    "custom-numpy": functools.partial(CounterVectorEnv, 3),
+}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_correct_envs_pass(name, mode):
+    report = check_vector_env(functools.partial(ENVS[name], mode), steps=60)
+    assert isinstance(report, VectorEnvReport)
+    assert report.mode is mode
+    assert report.steps >= 60  # NEXT_STEP: a few more, to reset with episodes pending
+    assert report.episode_ends >= 2
+    assert isinstance(report.probe, ProbeResult) and report.probe.mode is mode
+    assert (report.masked_resets > 0) == (mode is DISABLED)
+    text = str(report)
+    assert text.startswith(
+        f"{report.env} conforms to {mode.value}: {report.steps} steps, "
+        f"{report.episode_ends} episode ends"
+    )
+    assert f"vecmode.probe_mode finds {mode.value}" in text
+
+
+def _vecmode_async(mode):
+    return vecmode.make_vec(
+        "CartPole-v1",
+        num_envs=2,
+        vectorization_mode="async",
+        autoreset_mode=mode,
+        max_episode_steps=5,
+        vector_kwargs={"context": FORK},
+    )
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize(
+    "factory", [_gym_async, _vecmode_async], ids=["gymnasium", "vecmode"]
+)
+def test_async_envs_pass(factory, mode):
+    """Gymnasium's AsyncVectorEnv in DISABLED mode steps an ended sub-env on
+    instead of raising; that is still DISABLED (the caller must not do it)."""
+    assert check_vector_env(functools.partial(factory, mode), steps=40).mode is mode
+
+
+def test_gymnasium_custom_cartpole_vector_env_passes():
+    report = check_vector_env(
+        functools.partial(gym.make_vec, "CartPole-v1", num_envs=4)
+    )
+    assert report.mode is NEXT
+    assert report.env.startswith("CartPoleVectorEnv(")
+
+
+# ------------------------------------------------------------------ failures
+def _failure(factory, **kwargs) -> str:
+    with pytest.raises(AssertionError) as caught:
+        check_vector_env(factory, **kwargs)
+    return str(caught.value)
+
+
+def test_declares_same_step_but_behaves_next_step():
+    """Sub-env 0's first episode ends at call 2: SAME_STEP would have put its final
+    observation in info there."""
+    message = _failure(lambda: CounterVectorEnv(3, NEXT, declared=SAME))
+    assert message.startswith(
+        "CounterVectorEnv(num_envs=3) does not behave as SameStep, the mode it "
+        "declares: call 2 (step), sub-env 0, info['_final_obs']: expected True, got "
+        f"{errors.diff_missing()} ({errors.note_final_obs_present(SAME)})."
+    )
+    assert message.endswith(errors.check_env_diagnosis(NEXT))
+
+
+def test_forgets_final_obs_mask():
+    message = _failure(lambda: CounterVectorEnv(3, SAME, bug="no_final_obs_mask"))
+    assert (
+        "call 2 (step), sub-env 0, info['_final_obs']: expected True, got "
+        f"{errors.diff_missing()}"
+    ) in message
+    # the env fits no mode, so the probe adds no diagnosis
+    assert "probe_mode finds" not in message
+
+
+def test_next_step_reset_step_with_a_reward():
+    """Sub-env 0 ends at call 2, so call 3 is its reset step."""
+    message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_step_reward"))
+    assert (
+        "does not behave as NextStep, the mode it declares: call 3 (step), sub-env 0, "
+        f"reward: expected 0.0, got 1.0 (float64) ({errors.note_reset_step(NEXT)})."
+    ) in message
+
+
+def test_next_step_reset_step_with_a_flag():
+    message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_step_truncated"))
+    assert (
+        "call 3 (step), sub-env 0, truncated: expected False, got True (bool) "
+        f"({errors.note_reset_step(NEXT)})."
+    ) in message
+
+
+def test_same_step_wrong_final_obs_mask():
+    message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_mask_all"))
+    assert (
+        "call 2 (step), sub-env 1, info['_final_obs']: expected False, got True "
+        f"({errors.note_final_obs_absent(SAME, True)})."
+    ) in message
+
+
+def test_same_step_final_obs_outside_the_single_space():
+    message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_float64"))
+    assert (
+        "call 2 (step), sub-env 0, info['final_obs']: expected an element of "
+        "Box(-1e+06, 1e+06, (3,), float32), got [0., 0., 2.] (float64)"
+    ) in message
+
+
+def test_disabled_masked_reset_info_for_other_sub_envs():
+    message = _failure(lambda: CounterVectorEnv(3, DISABLED, bug="reset_info_all"))
+    assert (
+        "call 2 (reset(mask)), sub-env 1, info['_episode']: expected False, got True "
+        f"({errors.note_masked_info(DISABLED)})."
+    ) in message
+
+
+def test_next_step_reset_step_that_uses_its_action():
+    """A NEXT_STEP env that steps (rather than resets) on the step after an end:
+    reward and flags are those of a reset step, but the observation depends on the
+    action, which the second instance changes."""
+
+    class ActsOnResetStep(CounterVectorEnv):
+        def step(self, actions):
+            resetting = self.ended.copy()
+            obs, rewards, terms, truncs, infos = super().step(actions)
+            obs[resetting, 2] = actions[resetting]  # the action leaks into obs
+            return obs, rewards, terms, truncs, infos
+
+    message = _failure(lambda: ActsOnResetStep(3, NEXT))
+    assert re.search(
+        r"call 3 \(step\), sub-env 0, obs with action \S+ instead of \S+: "
+        r"expected \[.*\] \(float32\), got \[.*\] \(float32\) \("
+        + re.escape(errors.note_action_ignored(NEXT)),
+        message,
+    ), message
+
+
+def test_reset_that_keeps_pending_autoresets():
+    """After its run the check steps on until an episode ends (sub-env 0's, at
+    some step k), resets with seed + 1 at call k + 1 and steps: that step must not
+    be sub-env 0's autoreset."""
+    message = _failure(lambda: CounterVectorEnv(2, NEXT, bug="reset_keeps_pending"))
+    found = re.search(r"call (\d+) \(step\), sub-env 0, obs: ", message)
+    assert found, message
+    reset_call = int(found.group(1)) - 1
+    assert message.endswith(
+        f"({errors.note_reset_clears_autoreset(NEXT, reset_call)})."
+    )
+
+
+def test_gymnasium_async_without_shared_memory_keeps_pending_autoresets():
+    """Gymnasium 1.4's AsyncVectorEnv(shared_memory=False) in NEXT_STEP mode clears
+    a worker's pending autoreset only when it writes to shared memory, so after
+    reset() the first step of a sub-env whose episode had ended is a reset step
+    (reward 0, action ignored). The check catches it; with shared memory it passes.
+    """
+
+    def factory(shared_memory):
+        fns = [functools.partial(gym.make, "CartPole-v1", max_episode_steps=6)] * 2
+        return gym.vector.AsyncVectorEnv(fns, shared_memory=shared_memory, context=FORK)
+
+    message = _failure(functools.partial(factory, False), steps=30)
+    assert "in NextStep mode reset() ends every episode, clearing pending" in message
+    assert check_vector_env(functools.partial(factory, True), steps=30).mode is NEXT
+
+
+def test_disabled_reset_mask_ignored():
+    """After the first step, the check resets sub-env 0 alone (in the middle of its
+    episode); that must leave sub-env 1 (observation [1, 0, 1]) alone, but this env
+    resets it to [1, 1, 0]."""
+    message = _failure(
+        lambda: CounterVectorEnv(3, DISABLED, bug="reset_mask_resets_all")
+    )
+    assert (
+        "call 2 (reset(mask)), sub-env 1, obs: expected [1., 0., 1.] (float32), got "
+        f"[1., 1., 0.] (float32) ({errors.note_masked_keeps(DISABLED)})."
+    ) in message
+
+
+def test_final_obs_is_a_copy_of_the_reset_obs():
+    message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_is_reset_obs"))
+    assert (
+        "call 2 (step), sub-env 0, info['final_obs']: expected "
+        f"{errors.diff_final_not_reset()}, got [0., 1., 0.] (float32)"
+    ) in message
+    assert "at all " in message and "episode ends" in message
+
+
+def test_final_obs_is_a_view_of_the_obs_buffer():
+    message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_view"))
+    assert (
+        f"call 2 (step), sub-env 0, info['final_obs']: expected "
+        f"{errors.diff_own_memory()}, got {errors.diff_shared_memory()} "
+        f"({errors.note_final_obs_overwritten(SAME)})"
+    ) in message
+
+
+def test_nondeterministic_env():
+    message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="unseeded"))
+    assert "instance 2, call 0 (reset), sub-env 0, obs: expected [" in message
+    assert errors.note_not_reproducible(0) in message
+
+
+def test_observation_outside_the_space():
+    class Escapes(CounterVectorEnv):
+        def step(self, actions):
+            obs, *rest = super().step(actions)
+            obs[1, 2] = 1e9
+            return (obs, *rest)
+
+    message = _failure(lambda: Escapes(3, NEXT))
+    assert "call 1 (step), sub-env 1, obs: expected an element of Box(" in message
+
+
+def test_wrong_flag_dtype():
+    class IntFlags(CounterVectorEnv):
+        def step(self, actions):
+            obs, rewards, terms, truncs, infos = super().step(actions)
+            return obs, rewards, terms.astype(int), truncs, infos
+
+    message = _failure(lambda: IntFlags(2, SAME))
+    assert (
+        "call 1 (step), terminations: expected an ndarray of shape (2,) and dtype "
+        "bool, got ndarray of shape (2,) and dtype int64"
+    ) in message
+
+
+def test_rewards_not_an_array():
+    class ListRewards(CounterVectorEnv):
+        def step(self, actions):
+            obs, rewards, terms, truncs, infos = super().step(actions)
+            return obs, rewards.tolist(), terms, truncs, infos
+
+    message = _failure(lambda: ListRewards(2, DISABLED))
+    assert (
+        "call 1 (step), rewards: expected an ndarray of shape (2,) and dtype float or "
+        "int, got list"
+    ) in message
+
+
+def test_final_info_in_a_mode_without_final_obs():
+    """DISABLED returns the final info as the step's info; a final_info key there
+    is a SAME_STEP habit. (The check resets sub-env 0 at call 2, after its first
+    step, so its episode ends at call 4.)"""
+
+    class FinalInfo(CounterVectorEnv):
+        def step(self, actions):
+            obs, rewards, terms, truncs, infos = super().step(actions)
+            ended = terms | truncs
+            if ended.any():
+                infos = {"final_info": {}, "_final_info": ended}
+            return obs, rewards, terms, truncs, infos
+
+    message = _failure(lambda: FinalInfo(3, DISABLED))
+    assert (
+        "call 4 (step), info['final_info']: expected no such key, got {} "
+        f"({errors.note_final_obs_absent(DISABLED, False)})."
+    ) in message
+
+
+def test_disabled_env_that_resets_by_itself_is_caught_by_the_probe():
+    """It declares DISABLED and honours reset_mask, but its step resets an ended
+    sub-env (NEXT_STEP): the contract run (which always resets ended sub-envs)
+    cannot see that, the probe can."""
+    message = _failure(lambda: CounterVectorEnv(3, NEXT, declared=DISABLED))
+    assert message.startswith(
+        "CounterVectorEnv(num_envs=3) declares Disabled, but vecmode.probe_mode does "
+        "not find it behaving so: behaves as NextStep (declares Disabled)"
+    )
+
+
+def test_undeclared_mode():
+    message = _failure(lambda: CounterVectorEnv(2, NEXT, declared=None))
+    assert message == errors.check_env_undeclared("CounterVectorEnv(num_envs=2)")
+    assert "Set metadata['autoreset_mode']" in message
+
+
+def test_declared_mode_that_is_not_a_mode():
+    message = _failure(lambda: CounterVectorEnv(2, NEXT, declared="sometimes"))
+    assert message.startswith(
+        "CounterVectorEnv(num_envs=2) declares metadata['autoreset_mode'] that is "
+        "not a mode: 'sometimes' is not an autoreset mode"
+    )
+
+
+def test_too_few_episode_ends():
+    message = _failure(
+        functools.partial(CounterVectorEnv, 2, SAME, lengths=[30, 40]), steps=35
+    )
+    assert message == errors.check_env_few_ends(
+        "CounterVectorEnv(num_envs=2)", 1, 35, 2
+    )
+
+
+def test_bad_arguments():
+    with pytest.raises(
+        TypeError, match="takes a function that builds a new vector env"
+    ):
+        check_vector_env(CounterVectorEnv(2))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="steps must be an int >= 1"):
+        check_vector_env(CounterVectorEnv, steps=0)
+    with pytest.raises(ValueError, match="min_episode_ends must be an int >= 1"):
+        check_vector_env(CounterVectorEnv, min_episode_ends=True)
+
+
+def test_every_instance_is_closed():
+    made: list[CounterVectorEnv] = []
+
+    def factory():
+        made.append(CounterVectorEnv(3, SAME, bug="final_obs_view"))
+        return made[-1]
+
+    with pytest.raises(AssertionError):
+        check_vector_env(factory, steps=20)
+    assert made and all(env.closed_count == 1 for env in made)

@@ -1,0 +1,405 @@
+"""vecmode.probe.probe_mode: the mode a vector env behaves as, whatever it declares.
+
+Each test builds the env through a factory (the probe makes several instances),
+and checks what the probe found against what the env is known to do.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecmode
+from tests.custom_vector_envs import CounterVectorEnv
+from vecmode import AutoresetMode, errors
+from vecmode.probe import ProbeResult, probe_mode
+from vecmode.testing import scheduled_env_fns
+from vecmode.testing._compare import Difference, describe, same, where_different
+
+MODES = list(AutoresetMode)
+NEXT, SAME, DISABLED = MODES
+FORK = "fork"
+
+
+def _cartpoles(num_envs: int = 3, steps: int = 6) -> list:
+    return [
+        functools.partial(gym.make, "CartPole-v1", max_episode_steps=steps + i)
+        for i in range(num_envs)
+    ]
+
+
+def _gym_sync(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return gym.vector.SyncVectorEnv(_cartpoles(), autoreset_mode=mode)
+
+
+def _gym_async(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return gym.vector.AsyncVectorEnv(_cartpoles(2), autoreset_mode=mode, context=FORK)
+
+
+def _vecmode_sync(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_env_fns(3)), mode)
+
+
+def _vecmode_make_vec(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return vecmode.make_vec(
+        "CartPole-v1", num_envs=3, autoreset_mode=mode, max_episode_steps=5
+    )
+
+
+def _vecmode_async(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return vecmode.with_autoreset(
+        vecmode.AsyncVectorEnv(scheduled_env_fns(3), num_workers=2, context=FORK),
+        mode,
+    )
+
+
+def _custom(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return CounterVectorEnv(3, mode)
+
+
+ENVS = {
+    "gymnasium-sync": _gym_sync,
+    "gymnasium-async": _gym_async,
+    "vecmode-sync": _vecmode_sync,
+    "vecmode-make_vec": _vecmode_make_vec,
+    "vecmode-async": _vecmode_async,
+    "custom-numpy": _custom,
+}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_probe_finds_the_mode(name, mode):
+    result = probe_mode(functools.partial(ENVS[name], mode))
+    assert result.mode is mode, str(result)
+    assert result.declared is mode
+    assert result.agrees
+    assert result.reason == errors.probe_found(mode)
+    assert set(result.rejected) == set(MODES) - {mode}
+    assert str(result).startswith(f"behaves as {mode.value} (declares {mode.value})")
+
+
+def test_probe_gymnasium_custom_cartpole_vector_env():
+    """gym.make_vec("CartPole-v1") uses the numpy CartPoleVectorEnv, which resets
+    every sub-env whatever reset_mask says; it is NEXT_STEP."""
+    factory = functools.partial(gym.make_vec, "CartPole-v1", num_envs=4)
+    envs = factory()
+    assert type(envs.unwrapped).__name__ == "CartPoleVectorEnv"
+    envs.close()
+    result = probe_mode(factory)
+    assert result.mode is AutoresetMode.NEXT_STEP, str(result)
+    assert result.agrees
+    # ruled out: SAME_STEP (no final_obs), DISABLED (the step after the end resets)
+    not_same = result.rejected[AutoresetMode.SAME_STEP]
+    assert (not_same.field, not_same.got) == (
+        "info['_final_obs']",
+        errors.diff_missing(),
+    )
+    not_disabled = result.rejected[AutoresetMode.DISABLED]
+    assert not_disabled.call == result.ended_at + 1
+    assert not_disabled.got == errors.diff_autoreset()
+
+
+def test_evidence_names_the_first_end():
+    """ScheduledEnv sub-env 0's first episode lasts 2 steps, sub-env 1's 3."""
+    result = probe_mode(functools.partial(_vecmode_sync, AutoresetMode.DISABLED))
+    assert (result.ended_at, result.ended) == (2, (0,))
+    assert "first episode end: call 2, sub-env(s) 0" in str(result)
+    # Disabled's core refuses to step the ended sub-env: NEXT_STEP is ruled out there
+    not_next = result.rejected[AutoresetMode.NEXT_STEP]
+    assert (not_next.call, not_next.field) == (3, "step()")
+    assert not_next.got.startswith("EpisodeEndedError")
+
+
+def test_gymnasium_sync_disabled_raises_assertion_error_and_async_steps_on():
+    """What Gymnasium's envs do when an ended sub-env is stepped without a reset in
+    DISABLED mode, as the probe records it: SyncVectorEnv raises AssertionError,
+    AsyncVectorEnv steps the ended episode on (TimeLimit truncates it again)."""
+    sync = probe_mode(functools.partial(_gym_sync, AutoresetMode.DISABLED))
+    assert sync.rejected[AutoresetMode.NEXT_STEP].got.startswith("AssertionError")
+    asynchronous = probe_mode(functools.partial(_gym_async, AutoresetMode.DISABLED))
+    not_next = asynchronous.rejected[AutoresetMode.NEXT_STEP]
+    assert (not_next.field, not_next.expected) == ("reward", "0.0")
+
+
+def test_undeclared_mode_is_found():
+    def factory():
+        envs = gym.vector.SyncVectorEnv(_cartpoles(), autoreset_mode="SameStep")
+        del envs.metadata["autoreset_mode"]
+        return envs
+
+    result = probe_mode(factory)
+    assert result.mode is AutoresetMode.SAME_STEP
+    assert result.declared is None
+    assert not result.agrees
+    assert "(declares no mode)" in str(result)
+
+
+@pytest.mark.parametrize(
+    ("behaves", "declares"),
+    [
+        (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP),
+        (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED),
+        (AutoresetMode.DISABLED, AutoresetMode.NEXT_STEP),
+    ],
+    ids=lambda m: m.value,
+)
+def test_wrong_declaration_probe_tells_the_truth(behaves, declares):
+    result = probe_mode(lambda: CounterVectorEnv(3, behaves, declared=declares))
+    assert (result.mode, result.declared, result.agrees) == (behaves, declares, False)
+    assert f"behaves as {behaves.value} (declares {declares.value})" in str(result)
+
+
+def test_metadata_mode_that_is_not_a_mode_counts_as_undeclared():
+    result = probe_mode(lambda: CounterVectorEnv(2, "SameStep", declared="sometimes"))
+    assert (result.mode, result.declared) == (AutoresetMode.SAME_STEP, None)
+
+
+def test_no_episode_end_within_max_steps():
+    factory = functools.partial(CounterVectorEnv, 2, lengths=[50, 60])
+    result = probe_mode(factory, max_steps=20)
+    assert result.mode is None and not result.agrees
+    assert result.reason == errors.probe_no_end(20, 0)
+    assert "no episode ended within 20 steps" in result.reason
+    assert "raise max_steps" in result.reason
+    assert result.ended_at is None
+    # with enough steps it can tell
+    assert probe_mode(factory, max_steps=50).mode is AutoresetMode.NEXT_STEP
+
+
+def test_nondeterministic_env_cannot_tell():
+    """The probe compares instances, so an env that ignores reset(seed=...) cannot
+    be probed; the reason says so and names the difference."""
+    result = probe_mode(lambda: CounterVectorEnv(2, "SameStep", bug="unseeded"))
+    assert result.mode is None
+    assert result.reason.startswith("the env is not deterministic under reset(seed=0)")
+    assert "instance 2, call 0 (reset), sub-env 0, obs" in result.reason
+
+
+def test_env_raising_before_an_end_cannot_tell():
+    class Failing(CounterVectorEnv):
+        def step(self, actions):
+            raise RuntimeError("boom")
+
+    made: list[CounterVectorEnv] = []
+
+    def factory():
+        made.append(Failing(2))
+        return made[-1]
+
+    result = probe_mode(factory)
+    assert result.mode is None
+    assert result.reason == (
+        "the env raised RuntimeError: boom in call 1 (step()), before any episode ended"
+    )
+    assert [env.closed_count for env in made] == [1]
+
+
+def test_single_action_cannot_tell_next_step_from_disabled():
+    """With one action, whether the step after an end ignored its action is
+    unknown: reward 0 and flags False fit NEXT_STEP's reset step and a DISABLED
+    env stepped past its end alike."""
+    result = probe_mode(lambda: CounterVectorEnv(2, "NextStep", num_actions=1))
+    assert result.mode is None
+    assert result.reason == errors.probe_several(
+        [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
+    )
+    assert set(result.rejected) == {AutoresetMode.SAME_STEP}
+
+
+def test_env_fitting_no_mode():
+    """final_obs without its _final_obs mask fits no mode."""
+    result = probe_mode(
+        lambda: CounterVectorEnv(2, "SameStep", bug="no_final_obs_mask")
+    )
+    assert result.mode is None
+    assert set(result.rejected) == set(MODES)
+    assert result.reason.startswith("the env contradicts every mode's predictions")
+    assert str(result).count("not ") >= 3  # the reason lists every mode
+
+
+def test_disabled_env_whose_masked_reset_resets_everyone_fits_no_mode():
+    """DISABLED's prediction: reset_mask leaves the other sub-envs alone."""
+    result = probe_mode(
+        lambda: CounterVectorEnv(3, DISABLED, bug="reset_mask_resets_all")
+    )
+    assert result.mode is None
+    not_disabled = result.rejected[DISABLED]
+    assert (not_disabled.kind, not_disabled.field) == ("reset(mask)", "obs")
+    assert not_disabled.note == errors.note_masked_keeps(DISABLED)
+
+
+def test_disabled_env_that_raises_on_ended_sub_envs():
+    """Like vecmode's cores: stepping an ended sub-env raises, a masked reset
+    clears it."""
+    result = probe_mode(lambda: CounterVectorEnv(3, DISABLED, raise_on_ended=True))
+    assert result.mode is DISABLED
+    assert result.rejected[NEXT].got.startswith("RuntimeError")
+
+
+def test_disabled_env_whose_masked_reset_does_nothing_fits_no_mode():
+    """After the masked reset no sub-env awaits a reset, so the step that follows
+    must work; this env still refuses it."""
+    result = probe_mode(
+        lambda: CounterVectorEnv(
+            3, DISABLED, bug="reset_mask_ignored", raise_on_ended=True
+        )
+    )
+    assert result.mode is None
+    not_disabled = result.rejected[DISABLED]
+    assert result.ended_at is not None
+    assert (not_disabled.call, not_disabled.field) == (result.ended_at + 2, "step()")
+    assert not_disabled.got.startswith("RuntimeError")
+    assert not_disabled.note == errors.note_step_raised(DISABLED)
+
+
+def test_nondeterministic_autoreset_cannot_tell():
+    """Deterministic up to the first end, but the reset step's observation is not:
+    the fourth instance (an exact replay) shows that a changed observation there
+    does not mean the action mattered."""
+    result = probe_mode(lambda: CounterVectorEnv(3, NEXT, bug="unseeded_autoreset"))
+    assert result.mode is None
+    assert result.ended_at == 2
+    assert result.reason.startswith("the env is not deterministic")
+    assert "instance 4, call 3 (step), sub-env 0, obs" in result.reason
+
+
+def test_wrong_final_obs_mask_fits_no_mode():
+    result = probe_mode(lambda: CounterVectorEnv(3, SAME, bug="final_obs_mask_all"))
+    assert result.mode is None
+    not_same = result.rejected[SAME]
+    assert (not_same.call, not_same.sub_env, not_same.field) == (
+        2,
+        1,
+        "info['_final_obs']",
+    )
+    assert (not_same.expected, not_same.got) == ("False", "True")
+
+
+def test_dict_observations():
+    for mode in MODES:
+
+        def factory(mode=mode):
+            fns = scheduled_env_fns(3, obs_type="dict")
+            return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+
+        assert probe_mode(factory).mode is mode
+
+
+def test_continuous_actions():
+    """Pendulum: Box actions, episodes ended by a TimeLimit of 4 steps."""
+    for mode in MODES:
+
+        def factory(mode=mode):
+            fns = [functools.partial(gym.make, "Pendulum-v1", max_episode_steps=4)] * 2
+            return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+
+        result = probe_mode(factory)
+        assert result.mode is mode, str(result)
+        assert result.ended_at == 4
+
+
+def test_every_instance_is_closed_and_fresh():
+    made: list[CounterVectorEnv] = []
+
+    def factory():
+        made.append(CounterVectorEnv(3, "Disabled"))
+        return made[-1]
+
+    probe_mode(factory)
+    assert len(made) == 4
+    assert len({id(env) for env in made}) == 4
+    assert [env.closed_count for env in made] == [1, 1, 1, 1]
+
+
+def test_instances_closed_when_the_factory_fails_later():
+    made: list[CounterVectorEnv] = []
+
+    def factory():
+        if len(made) == 2:
+            raise OSError("no more envs")
+        made.append(CounterVectorEnv(3, "Disabled"))
+        return made[-1]
+
+    with pytest.raises(OSError, match="no more envs"):
+        probe_mode(factory)
+    assert [env.closed_count for env in made] == [1, 1]
+
+
+def test_bad_arguments():
+    with pytest.raises(
+        TypeError, match="takes a function that builds a new vector env"
+    ):
+        probe_mode(gym.vector.SyncVectorEnv(_cartpoles()))  # an env, not a factory
+    with pytest.raises(TypeError, match=r"must return a gymnasium\.vector\.VectorEnv"):
+        probe_mode(lambda: gym.make("CartPole-v1"))
+    with pytest.raises(ValueError, match="max_steps must be an int >= 1"):
+        probe_mode(CounterVectorEnv, max_steps=0)
+    with pytest.raises(ValueError, match="max_steps must be an int >= 1"):
+        probe_mode(CounterVectorEnv, max_steps=2.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="seed must be an int"):
+        probe_mode(CounterVectorEnv, seed="0")  # type: ignore[arg-type]
+
+
+def test_factory_returning_the_same_env_is_refused():
+    env = CounterVectorEnv(2)
+    with pytest.raises(ValueError, match="must build a new env on each call"):
+        probe_mode(lambda: env)
+
+
+def test_the_callers_options_and_env_are_not_used():
+    """The probe only touches the instances it builds."""
+    caller_env = CounterVectorEnv(2, "Disabled")
+    caller_env.reset(seed=5)
+    before = caller_env.buffer.copy()
+    probe_mode(functools.partial(CounterVectorEnv, 2, "Disabled"))
+    assert caller_env.closed_count == 0
+    np.testing.assert_array_equal(caller_env.buffer, before)
+
+
+def test_result_is_frozen_and_printable():
+    result = probe_mode(functools.partial(CounterVectorEnv, 2, "SameStep"))
+    assert isinstance(result, ProbeResult)
+    with pytest.raises(AttributeError):
+        result.mode = None  # type: ignore[misc]
+    for mode, diff in result.rejected.items():
+        assert isinstance(diff, Difference)
+        assert f"not {mode.value}: {diff}" in str(result)
+
+
+def test_run_differences_compares_flags():
+    """Two runs that differ only in a termination flag differ there."""
+    from vecmode.probe import Call, run_differences
+
+    def run(terminated: bool) -> list[Call]:
+        flags = np.array([False, terminated])
+        step = Call(1, "step", obs=[0, 1], rewards=np.zeros(2), infos={})
+        step.terminations, step.truncations = flags, np.zeros(2, dtype=bool)
+        return [Call(0, "reset", obs=[0, 1], infos={}), step]
+
+    assert next(run_differences(run(False), run(False)), None) is None
+    diff = next(run_differences(run(False), run(True), run="instance 2"))
+    assert str(diff) == (
+        "instance 2, call 1 (step), sub-env 1, terminated: expected False (bool), "
+        "got True (bool)"
+    )
+
+
+# ------------------------------------------------------------- _compare helpers
+def test_same_is_exact():
+    assert same(np.array([1.0, np.nan]), np.array([1.0, np.nan]))
+    assert not same(np.array([1.0], np.float32), np.array([1.0], np.float64))
+    assert same(np.array([1.0], np.float32), np.array([1.0]), strict=False)
+    assert not same({"a": 1}, {"a": 1, "b": 2})
+    assert not same((1, 2), [1, 2])
+    assert same((1, 2), [1, 2], strict=False)
+    assert not same(np.float64(0.1), np.float32(0.1), strict=False)
+    assert same(float("nan"), np.float64("nan"), strict=False)
+    assert (
+        where_different({"a": (np.zeros(2), 3)}, {"a": (np.zeros(2), 4)}) == "['a'][1]"
+    )
+    assert describe(np.float64(1.0)) == "1.0 (float64)"
+    assert len(describe(np.arange(1000))) < 100
