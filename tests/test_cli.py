@@ -1,16 +1,60 @@
-"""The vecmode command line."""
+"""The vecmode command line: every command, exit code and error message.
+
+Most tests call ``main(argv)`` in-process; a few run ``python -m vecmode`` (and the
+console script) in a subprocess, for what only a real process shows: a closed
+stdout, the import path, identical behaviour of both entry points.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import types
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
-from vecmode import MODES
-from vecmode.cli import main
+import vecmode
+from vecmode import MODES, errors
+from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
+from vecmode.modes import AutoresetMode, as_mode
+
+NS, SS, DIS = MODES
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = "tests.cli_targets"
 
 
+def run(argv, capsys):
+    """``main(argv)``: (exit code, stdout, stderr)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    """The single ``vecmode:`` line an error prints (no traceback)."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("vecmode: "), err
+    return lines[0].removeprefix("vecmode: ")
+
+
+def flat(text: str) -> str:
+    """``text`` with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def subprocess_env():
+    """The environment for a subprocess: this one, with UTF-8 output."""
+    return {**os.environ, "PYTHONIOENCODING": "utf-8"}
+
+
+# ------------------------------------------------------------------ timeline
 def test_python_m_vecmode_prints_the_modes_side_by_side():
     out = subprocess.run(
         [sys.executable, "-m", "vecmode"], capture_output=True, text=True, check=True
@@ -27,20 +71,22 @@ def test_python_m_vecmode_prints_the_modes_side_by_side():
     assert "r=0" in step4 and "reset step" in step4
 
 
+def test_no_command_is_the_timeline_of_cartpole(capsys):
+    assert run([], capsys) == run(["timeline", "CartPole-v1"], capsys)
+    code, out, _ = run([], capsys)
+    assert code == EXIT_OK and out.startswith("CartPole-v1, one sub-env")
+
+
 def test_timeline_options(capsys):
-    assert (
-        main(["timeline", "CartPole-v1", "--steps", "4", "--max-episode-steps", "2"])
-        == 0
+    code, out, _ = run(
+        ["timeline", "CartPole-v1", "--steps", "4", "--max-episode-steps", "2"],
+        capsys,
     )
-    out = capsys.readouterr().out
+    assert code == EXIT_OK
     assert "truncated after 2 steps" in out
     step2 = next(line for line in out.splitlines() if line.startswith("step 2"))
     assert "final_obs=s2" in step2
-
-
-def test_unknown_env_is_exit_code_2(capsys):
-    assert main(["timeline", "NoSuchEnv-v0"]) == 2
-    assert "cannot make 'NoSuchEnv-v0'" in capsys.readouterr().err
+    assert not any(line.startswith("step 5") for line in out.splitlines())
 
 
 @pytest.mark.parametrize(
@@ -48,24 +94,128 @@ def test_unknown_env_is_exit_code_2(capsys):
 )
 def test_timeline_labels_are_confirmed_by_the_values(env_id, capsys):
     """Labels follow the modes' rules; ``!`` would flag a value that differs."""
-    assert main(["timeline", env_id, "--steps", "8", "--action", "0"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = run(["timeline", env_id, "--steps", "8", "--action", "0"], capsys)
+    assert code == EXIT_OK
     assert "!" not in out
     assert out.count("final_obs=") >= 1
 
 
+def test_timeline_svg_is_written_and_announced(tmp_path, capsys):
+    from vecmode.timeline import timeline, timeline_svg
+
+    path = tmp_path / "modes.svg"
+    code, out, err = run(["timeline", "--steps", "5", "--svg", str(path)], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert out.splitlines()[-1] == f"wrote the timeline as SVG to {path}"
+    assert "call    NextStep" in out  # the text table is printed too
+    expected = timeline_svg(
+        timeline("CartPole-v1", steps=5),
+        "CartPole-v1, one sub-env, episodes truncated after 3 steps, seed 0",
+    )
+    assert path.read_text(encoding="utf-8") == expected
+    ET.fromstring(path.read_bytes())
+
+
+def test_timeline_svg_dash_prints_only_the_svg(capsys):
+    code, out, _ = run(["timeline", "--svg", "-"], capsys)
+    assert code == EXIT_OK
+    assert out.startswith("<svg ") and out.endswith("</svg>\n")
+    root = ET.fromstring(out)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_timeline_svg_into_a_missing_directory_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "no" / "such" / "dir" / "modes.svg"
+    code, out, err = run(["timeline", "--svg", str(path)], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == errors.cli_svg_directory(str(path), str(path.parent))
+    assert not path.parent.exists()
+
+
+def test_timeline_svg_onto_a_directory_is_a_usage_error(tmp_path, capsys):
+    code, out, err = run(["timeline", "--svg", str(tmp_path)], capsys)
+    assert (code, out) == (EXIT_USAGE, "")  # nothing printed before the error
+    assert one_error_line(err).startswith(f"cannot write {str(tmp_path)!r}: ")
+
+
+def test_timeline_unknown_env_is_exit_code_2(capsys):
+    code, out, err = run(["timeline", "NoSuchEnv-v0"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    line = one_error_line(err)
+    assert line.startswith("cannot make 'NoSuchEnv-v0': Environment `NoSuchEnv`")
+    assert "gymnasium.pprint_registry()" in line
+
+
+def test_timeline_env_id_typo_gets_gymnasiums_suggestion(capsys):
+    code, _, err = run(["timeline", "CartPol-v1"], capsys)
+    assert code == EXIT_USAGE
+    assert "Did you mean: `CartPole`?" in one_error_line(err)
+
+
+def test_timeline_action_outside_the_action_space_is_a_usage_error(capsys):
+    code, out, err = run(["timeline", "--action", "5"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == errors.timeline_action(5, gym.spaces.Discrete(2))
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["timeline", "--steps", "0"], "--steps"),
+        (["timeline", "--max-episode-steps", "-1"], "--max-episode-steps"),
+        (["check", "CartPole-v1", "--num-envs", "zero"], "--num-envs"),
+        (["probe", "x:y", "--max-steps", "0"], "--max-steps"),
+    ],
+)
+def test_bad_numbers_are_one_line_usage_errors(argv, option, capsys):
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    line = one_error_line(err)
+    assert line.startswith(f"argument {option}: expected an int >= ")
+    assert line.endswith(f"(see: vecmode {argv[0]} --help)")
+
+
+# ------------------------------------------------------------------- version, help
 def test_version(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["--version"])
-    assert info.value.code == 0
-    assert capsys.readouterr().out.startswith("vecmode 0.")
+    code, out, _ = run(["--version"], capsys)
+    assert code == EXIT_OK
+    assert out == f"vecmode {vecmode.__version__}\n"
 
 
+@pytest.mark.parametrize(
+    "argv", [["--help"], *([command, "--help"] for command in ("timeline", "table",
+     "check", "conform", "probe"))]
+)  # fmt: skip
+def test_help_documents_the_exit_codes(argv, capsys):
+    code, out, _ = run(argv, capsys)
+    assert code == EXIT_OK
+    epilog = flat(out[out.index("exit codes:") :])
+    for part in ("0 ok;", "1 the check or conformance failed", "2 usage error",
+                 "141 stdout closed early"):  # fmt: skip
+        assert part in epilog
+
+
+def test_module_docstring_documents_the_exit_codes():
+    import vecmode.cli
+
+    doc = flat(vecmode.cli.__doc__ or "")
+    for code in ("* 0:", "* 1:", "* 2:", "141 (128 + SIGPIPE)"):
+        assert code in doc
+
+
+def test_unknown_command_is_a_one_line_usage_error(capsys):
+    code, out, err = run(["bogus"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "invalid choice: 'bogus'" in one_error_line(err)
+
+
+# ------------------------------------------------------------------- table
 def test_table_prints_the_registry_as_a_matrix(capsys):
     from vecmode.registry import declarations
 
-    assert main(["table"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    code, out, _ = run(["table"], capsys)
+    assert code == EXIT_OK
+    lines = out.splitlines()
     assert lines[0].split() == [
         "wrapper",
         "NextStep",
@@ -82,12 +232,643 @@ def test_table_prints_the_registry_as_a_matrix(capsys):
 
 
 def test_table_why_and_markdown(capsys):
-    assert main(["table", "--why"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = run(["table", "--why"], capsys)
+    assert code == EXIT_OK
     assert "vecmode.DisableAutoreset in SameStep (refused): A SAME_STEP env" in out
-    assert main(["table", "--markdown"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "| wrapper | NextStep | SameStep | Disabled | produces |"
+    code, out, _ = run(["table", "--markdown"], capsys)
+    lines = out.splitlines()
+    assert lines[0] == "| wrapper | NextStep | SameStep | Disabled | produces |"
     assert (
-        out[2] == "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |"
+        lines[2]
+        == "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |"
     )
+
+
+# ------------------------------------------------------------------- check
+@pytest.mark.parametrize(
+    ("spelling", "mode"),
+    [("NextStep", NS), ("same_step", SS), ("SAME_STEP", SS), ("disabled", DIS)],
+)
+def test_check_accepts_every_spelling_of_a_mode(spelling, mode, capsys):
+    code, out, err = run(["check", "CartPole-v1", "--mode", spelling], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert out.splitlines()[0] == f"ok: the stack runs {mode.value}"
+
+
+def test_check_default_mode_is_make_vecs(capsys):
+    code, out, _ = run(["check", "CartPole-v1"], capsys)
+    assert code == EXIT_OK
+    assert out.splitlines()[0] == "ok: the stack runs NextStep"
+
+
+def test_check_prints_the_report_of_the_stack_innermost_first(capsys):
+    code, out, err = run(
+        ["check", "CartPole-v1", "--mode", "SameStep", "--num-envs", "3",
+         "--wrap", "ClipReward:min_reward=0,max_reward=1",
+         "--wrap", "RecordEpisodeStatistics"],
+        capsys,
+    )  # fmt: skip
+    assert (code, err) == (EXIT_OK, "")
+    envs = vecmode.make_vec("CartPole-v1", num_envs=3, autoreset_mode="SameStep")
+    envs = vecmode.wrappers.ClipReward(envs, 0, 1)
+    envs = vecmode.wrappers.RecordEpisodeStatistics(envs)
+    assert out == f"{vecmode.check(envs)}\n"
+    envs.close()
+    layers = [line.split()[1] for line in out.splitlines()[4:]]
+    assert layers == [
+        "SyncVectorEnv",
+        "SameStepAutoreset",
+        "ClipReward",
+        "RecordEpisodeStatistics",
+    ]
+
+
+def test_check_passes_the_keyword_arguments(capsys):
+    """A wrapper's own validation sees the values: bounds reversed -> it raises."""
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--wrap",
+         "gymnasium:ClipReward:min_reward=1,max_reward=0"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_FAILED
+    assert "InvalidBound" in flat(out).partition("The stack built")[0]
+    code, _, _ = run(
+        ["check", "CartPole-v1", "--wrap",
+         "gymnasium:ClipReward:min_reward=0,max_reward=1"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK
+
+
+def test_check_async_and_vector_entry_point(capsys):
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--vectorization", "async", "--mode", "Disabled",
+         "--wrap", "FrameStackObservation:stack_size=3"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK
+    assert "AsyncVectorEnv (vecmode)" in out
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--vectorization", "vector_entry_point"], capsys
+    )
+    assert code == EXIT_OK
+    assert "CartPoleVectorEnv (gymnasium)" in out
+
+
+def test_check_a_mode_the_env_cannot_run_in_is_exit_code_1(capsys):
+    code, out, err = run(
+        ["check", "CartPole-v1", "--vectorization", "vector_entry_point",
+         "--mode", "Disabled"],
+        capsys,
+    )  # fmt: skip
+    assert (code, err) == (EXIT_FAILED, "")
+    assert flat(out).startswith(
+        "NOT OK: CartPole-v1 (vector_entry_point) cannot run in the mode asked: "
+    )
+
+
+def test_check_that_fails_is_exit_code_1_with_the_report(capsys):
+    code, out, err = run(
+        ["check", "CartPole-v1", "--mode", "SameStep",
+         "--wrap", "gymnasium:NormalizeReward:gamma=0.9"],
+        capsys,
+    )  # fmt: skip
+    assert (code, err) == (EXIT_FAILED, "")
+    assert out.splitlines()[0] == (
+        "NOT OK: layer 2 NormalizeReward is known-wrong in SameStep"
+    )
+
+
+def test_check_refusing_wrapper_reports_the_stack_built_before_it(capsys):
+    code, out, err = run(
+        ["check", "CartPole-v1", "--mode", "SameStep",
+         "--wrap", "RecordEpisodeStatistics", "--wrap", "NextStepAutoreset",
+         "--wrap", "NormalizeReward"],
+        capsys,
+    )  # fmt: skip
+    assert (code, err) == (EXIT_FAILED, "")
+    envs = vecmode.wrappers.RecordEpisodeStatistics(
+        vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    )
+    with pytest.raises(vecmode.IncompatibleModeError) as refusal:
+        vecmode.NextStepAutoreset(envs)
+    message = errors.cli_wrapper_refused("NextStepAutoreset", SS, refusal.value)
+    refused, _, built = out.partition("\n\nThe stack built before it:\n")
+    assert flat(refused) == flat(message)
+    assert "Wrap vecmode.SyncVectorEnv directly" in flat(refused)  # what to do
+    assert built == f"{vecmode.check(envs)}\n"  # no NormalizeReward: not built
+    envs.close()
+
+
+def test_check_wrapper_refusing_with_its_own_error(capsys):
+    code, out, err = run(
+        ["check", "CartPole-v1", "--wrap", f"{TARGETS}:RefusesByItself"], capsys
+    )
+    assert (code, err) == (EXIT_FAILED, "")
+    assert flat(out).startswith(
+        f"NOT OK: '{TARGETS}:RefusesByItself' raised ValueError when built on the "
+        "stack in NextStep: RefusesByItself works on no env at all"
+    )
+    code, out2, err = run(
+        ["check", "CartPole-v1", "--wrap", f"{TARGETS}:RefusesByItself", "--traceback"],
+        capsys,
+    )
+    assert (code, out2) == (EXIT_FAILED, out)
+    assert err.startswith("Traceback (most recent call last):")
+    assert 'raise ValueError("RefusesByItself works on no env at all")' in err
+
+
+def test_check_registry_refusal_of_a_users_wrapper(capsys):
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--mode", "Disabled",
+         "--wrap", f"{TARGETS}:NextStepOnly"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_FAILED
+    assert "NextStepOnly cannot wrap an env in mode Disabled" in flat(out)
+    code, _, _ = run(
+        ["check", "CartPole-v1", "--mode", "NextStep",
+         "--wrap", f"{TARGETS}:NextStepOnly"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK
+
+
+def test_check_strict_fails_undeclared_layers(capsys):
+    argv = ["check", "CartPole-v1", "--wrap", f"{TARGETS}:Undeclared"]
+    code, out, _ = run(argv, capsys)
+    assert code == EXIT_OK and "undeclared" in out
+    code, out, _ = run([*argv, "--strict"], capsys)
+    assert code == EXIT_FAILED
+    assert out.startswith("NOT OK: layer 2 Undeclared is undeclared")
+
+
+def test_check_wrapper_warnings_are_one_line(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        code, _, err = run(
+            ["check", "CartPole-v1", "--wrap", f"{TARGETS}:Warns"], capsys
+        )
+    assert code == EXIT_OK
+    assert err == "vecmode: warning: careful, this is a test (UserWarning)\n"
+
+
+def test_check_unknown_env_id(capsys):
+    code, out, err = run(["check", "NoSuchEnv-v0", "--wrap", "ClipReward"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err).startswith("cannot make 'NoSuchEnv-v0': ")
+
+
+def test_check_env_id_of_a_module_that_cannot_be_imported(capsys):
+    code, _, err = run(["check", "no_such_package_xyz:Thing-v0"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_module_not_found(
+        "no_such_package_xyz",
+        "env id 'no_such_package_xyz:Thing-v0'",
+        "no_such_package_xyz",
+    )
+
+
+def test_check_unknown_wrapper_name_suggests_close_names(capsys):
+    code, out, err = run(["check", "CartPole-v1", "--wrap", "NormaliseReward"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    line = one_error_line(err)
+    assert line.startswith(
+        "'NormaliseReward' is not a vecmode wrapper. Did you mean 'NormalizeReward'"
+    )
+    assert "vecmode table lists the wrappers" in line
+
+
+def test_check_unknown_wrapper_name_matches_case_insensitively(capsys):
+    code, _, err = run(["check", "CartPole-v1", "--wrap", "cliprewards"], capsys)
+    assert code == EXIT_USAGE
+    assert "Did you mean 'ClipReward'" in one_error_line(err)
+
+
+def test_check_name_that_only_gymnasium_has_points_there(capsys):
+    code, _, err = run(["check", "CartPole-v1", "--wrap", "RecordVideo"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_unknown_wrapper("RecordVideo", [], True)
+
+
+def test_check_unknown_gymnasium_wrapper(capsys):
+    code, _, err = run(
+        ["check", "CartPole-v1", "--wrap", "gymnasium:NormaliseReward"], capsys
+    )
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith(
+        "gymnasium.wrappers.vector has no wrapper 'NormaliseReward'. Did you mean "
+        "'gymnasium:NormalizeReward'"
+    )
+
+
+def test_check_policies_resolve_by_name(capsys):
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--mode", "SameStep", "--wrap", "DisableAutoreset"],
+        capsys,
+    )
+    assert code == EXIT_FAILED  # DisableAutoreset refuses SameStep
+    assert "DisableAutoreset cannot wrap an env in mode SameStep" in flat(out)
+
+
+def test_check_module_that_cannot_be_imported(capsys):
+    code, _, err = run(["check", "CartPole-v1", "--wrap", "no_such_mod.sub:W"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_module_not_found(
+        "no_such_mod.sub", "--wrap 'no_such_mod.sub:W'", "no_such_mod"
+    )
+
+
+def test_check_module_whose_import_raises(tmp_path, monkeypatch, capsys):
+    (tmp_path / "broken_cli_module.py").write_text("raise RuntimeError('at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["check", "CartPole-v1", "--wrap", "broken_cli_module:W"]
+    code, _, err = run(argv, capsys)
+    assert code == EXIT_USAGE
+    line = one_error_line(err)
+    assert line.startswith(
+        "importing module 'broken_cli_module' for --wrap 'broken_cli_module:W' "
+        "raised RuntimeError: at import. "
+    )
+    sys.modules.pop("broken_cli_module", None)
+    code, _, err = run(["--traceback", *argv], capsys)
+    assert code == EXIT_USAGE
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith(f"vecmode: {line}\n")
+
+
+def test_check_missing_attribute_suggests_close_names(capsys):
+    code, _, err = run(
+        ["check", "CartPole-v1", "--wrap", "vecmode.wrappers:NormalizeRewards"], capsys
+    )
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith(
+        "module 'vecmode.wrappers' has no attribute 'NormalizeRewards'. Did you mean "
+        "'NormalizeReward'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("NormalizeReward:gamma", "'gamma' is not key=value"),
+        ("ClipReward:min_reward=0,max_reward", "'max_reward' is not key=value"),
+        ("ClipReward:1min=0", "'1min' is not an argument name"),
+        ("NormalizeReward:gamma=0.9,gamma=0.5", "'gamma' given twice"),
+        ("a.b:C:D:k=1", "more than module:Class before the arguments"),
+        (":ClipReward", "a name is empty"),
+        ("my-module:Wrapper", "'my-module' is not a module path"),
+        ("gymnasium:Clip-Reward", "'Clip-Reward' is not a name"),
+    ],
+)
+def test_check_bad_wrapper_syntax(spec, problem, capsys):
+    code, out, err = run(["check", "CartPole-v1", "--wrap", spec], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == errors.cli_spec_syntax("--wrap", spec, problem)
+
+
+def test_check_wrapper_arguments_that_do_not_fit_its_signature(capsys):
+    code, _, err = run(
+        ["check", "CartPole-v1", "--wrap", "NormalizeReward:gama=0.9"], capsys
+    )
+    assert code == EXIT_USAGE
+    line = one_error_line(err)
+    assert line.startswith("'NormalizeReward:gama=0.9': its arguments do not fit ")
+    assert "NormalizeReward(env" in line
+    assert "unexpected keyword argument 'gama'" in line
+
+
+def test_check_single_env_wrapper_is_a_usage_error(capsys):
+    code, _, err = run(
+        ["check", "CartPole-v1", "--wrap", "gymnasium.wrappers:ClipReward"], capsys
+    )
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_single_env_wrapper(
+        "gymnasium.wrappers:ClipReward", gym.wrappers.ClipReward
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("NOT_CALLABLE", "names int 3, which cannot be called"),
+        ("not_a_vector_env", "returned ndarray, not a gymnasium.vector.VectorEnv"),
+    ],
+)
+def test_check_wrap_that_is_not_a_wrapper(name, message, capsys):
+    code, _, err = run(["check", "CartPole-v1", "--wrap", f"{TARGETS}:{name}"], capsys)
+    assert code == EXIT_USAGE
+    assert message in one_error_line(err)
+
+
+def test_check_wrap_with_a_factory_function(capsys):
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--wrap", f"{TARGETS}:clipped:high=2.5"], capsys
+    )
+    assert code == EXIT_OK
+    assert "ClipReward (vecmode)" in out
+
+
+# --------------------------------------------------------------- literal values
+def test_wrapper_argument_values_are_python_literals_or_strings():
+    from vecmode.cli import _split
+
+    names, kwargs = _split(
+        "pkg.mod:Cls:a=0.9,b=(1, 2),c=CartPole-v1,d=None,e=-inf,f='x,y:z',g=[1,2],h=",
+        "--wrap",
+    )
+    assert names == ["pkg.mod", "Cls"]
+    assert kwargs == {
+        "a": 0.9,
+        "b": (1, 2),
+        "c": "CartPole-v1",
+        "d": None,
+        "e": float("-inf"),
+        "f": "x,y:z",
+        "g": [1, 2],
+        "h": "",
+    }
+
+
+# ------------------------------------------------------------------ conform
+def test_conform_a_conforming_wrapper_is_exit_code_0(capsys):
+    from vecmode.testing import check_wrapper
+
+    code, out, err = run(["conform", "ClipReward:min_reward=0,max_reward=1"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert ": right in NextStep, SameStep, Disabled (" in out.splitlines()[0]
+    report = check_wrapper(lambda env: vecmode.wrappers.ClipReward(env, 0, 1))
+    assert out.splitlines()[1:] == str(report).splitlines()[1:]
+
+
+def test_conform_a_class_uses_its_declaration(capsys):
+    code, out, _ = run(["conform", f"{TARGETS}:NextStepOnly"], capsys)
+    assert code == EXIT_OK
+    assert out.splitlines()[0].startswith("NextStepOnly: right in NextStep (")
+    assert "refused at construction, as declared: SameStep, Disabled" in out
+
+
+def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
+    from tests.cli_targets import ShiftObservation
+    from vecmode.testing import check_wrapper
+    from vecmode.testing.conformance import WrapperReport
+
+    code, out, err = run(["conform", f"{TARGETS}:ShiftObservation"], capsys)
+    assert (code, err) == (EXIT_FAILED, "")
+    with pytest.raises(AssertionError) as failure:
+        check_wrapper(ShiftObservation)
+    assert out == (
+        f"NOT OK: {TARGETS}:ShiftObservation does not conform\n\n{failure.value}\n"
+    )
+    # right in the modes where the final observation is the returned one
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:ShiftObservation", "--modes", "next_step", "DISABLED"],
+        capsys,
+    )
+    assert code == EXIT_OK
+    report = check_wrapper(ShiftObservation, modes=["NextStep", "Disabled"])
+    assert isinstance(report, WrapperReport)
+    assert out == f"{report}\n"
+
+
+def test_conform_gymnasium_wrapper_by_name(capsys):
+    code, out, _ = run(["conform", "gymnasium:NormalizeReward"], capsys)
+    assert code == EXIT_FAILED
+    assert out.startswith("NOT OK: gymnasium:NormalizeReward does not conform")
+
+
+def test_conform_options_reach_check_wrapper(capsys):
+    code, out, _ = run(
+        ["conform", "FlattenObservation", "--obs-type", "dict", "--info-type", "rich",
+         "--action-type", "box"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK, out
+    code, _, err = run(
+        ["conform", "FlattenObservation", "--obs-type", "pixels"], capsys
+    )
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_choice(
+        "--obs-type", "pixels", ("box", "dict", "tuple", "discrete", "image")
+    )
+
+
+def test_conform_undeclared_class_needs_modes(capsys):
+    code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == errors.cli_undeclared_wrapper(f"{TARGETS}:Undeclared")
+
+
+def test_conform_factory_that_raises_is_exit_code_1(capsys):
+    spec = f"{TARGETS}:raises"
+    code, out, err = run(["conform", spec], capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    assert one_error_line(err) == errors.cli_raised(
+        f"check_wrapper({spec})", RuntimeError("the factory's own bug")
+    )
+    code, _, err = run(["conform", spec, "--traceback"], capsys)
+    assert code == EXIT_FAILED
+    assert "Traceback (most recent call last):" in err
+    assert 'raise RuntimeError("the factory\'s own bug")' in err
+
+
+def test_conform_bad_arguments_and_names(capsys):
+    code, _, err = run(["conform", f"{TARGETS}:clipped:low=0"], capsys)
+    assert code == EXIT_USAGE
+    assert "unexpected keyword argument 'low'" in one_error_line(err)
+    code, _, err = run(["conform", "ClipRewad"], capsys)
+    assert code == EXIT_USAGE
+    assert "Did you mean 'ClipReward'" in one_error_line(err)
+    code, _, err = run(["conform", f"{TARGETS}:Nope"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith(f"module '{TARGETS}' has no attribute")
+
+
+# ------------------------------------------------------------------- probe
+def test_probe_finds_the_declared_mode(capsys):
+    pytest.importorskip("vecmode.probe")
+    from tests.cli_targets import cartpole
+    from vecmode.probe import probe_mode
+
+    code, out, err = run(["probe", f"{TARGETS}:cartpole:mode=SameStep"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    expected = probe_mode(lambda: cartpole(mode="SameStep"))
+    assert expected.mode is SS
+    assert out == f"{expected}\n"
+
+
+def test_probe_gymnasium_make_vec(capsys):
+    pytest.importorskip("vecmode.probe")
+    code, out, _ = run(
+        ["probe", "gymnasium:make_vec:id=CartPole-v1,num_envs=3", "--seed", "3"],
+        capsys,
+    )
+    assert code == EXIT_OK
+    assert "NextStep" in out
+
+
+def test_probe_that_cannot_tell_is_exit_code_1(capsys):
+    pytest.importorskip("vecmode.probe")
+    from tests.cli_targets import never_ending
+    from vecmode.probe import probe_mode
+
+    code, out, _ = run(["probe", f"{TARGETS}:never_ending", "--max-steps", "5"], capsys)
+    assert code == EXIT_FAILED
+    expected = probe_mode(never_ending, max_steps=5)
+    assert expected.mode is None
+    assert out == f"{expected}\n"
+
+
+@pytest.mark.parametrize(
+    ("mode", "declared", "code"),
+    [(SS, SS, EXIT_OK), (None, SS, EXIT_FAILED), (NS, SS, EXIT_FAILED),
+     (NS, None, EXIT_OK)],
+)  # fmt: skip
+def test_probe_exit_codes(mode, declared, code, monkeypatch, capsys):
+    """What the command makes of a probe's result (a stand-in probe_mode)."""
+    calls = []
+
+    class Result:
+        def __init__(self):
+            self.mode, self.declared = mode, declared
+
+        def __str__(self):
+            return f"probed {mode} declared {declared}"
+
+    def probe_mode(factory, *, max_steps, seed):
+        calls.append((factory(), max_steps, seed))
+        return Result()
+
+    fake = types.ModuleType("vecmode.probe")
+    fake.probe_mode = probe_mode  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vecmode.probe", fake)
+    got, out, _ = run(
+        ["probe", f"{TARGETS}:cartpole:num_envs=3", "--max-steps", "7", "--seed", "4"],
+        capsys,
+    )
+    assert (got, out) == (code, f"probed {mode} declared {declared}\n")
+    [(envs, max_steps, seed)] = calls
+    assert (envs.num_envs, max_steps, seed) == (3, 7, 4)
+    envs.close()
+
+
+def test_probe_needs_a_module_path(capsys):
+    code, _, err = run(["probe", "CartPole-v1"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_not_a_path(
+        "probe", "CartPole-v1", "a callable returning a vector env"
+    )
+
+
+def test_probe_factory_that_raises_is_exit_code_1(capsys):
+    pytest.importorskip("vecmode.probe")
+    code, out, err = run(["probe", f"{TARGETS}:raises"], capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    line = one_error_line(err)
+    assert line.startswith(f"probing {TARGETS}:raises raised ")
+    assert "the factory's own bug" in line or "RuntimeError" in line
+
+
+def test_probe_module_that_cannot_be_imported(capsys):
+    code, _, err = run(["probe", "no_such_mod_xyz:make"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == errors.cli_module_not_found(
+        "no_such_mod_xyz", "probe FACTORY 'no_such_mod_xyz:make'", "no_such_mod_xyz"
+    )
+
+
+# ------------------------------------------------- closed stdout, Ctrl-C, entry points
+class _ClosedStdout:
+    """A stdout whose reader has gone: every write raises EPIPE."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["timeline", "--svg", "-"],
+        ["table"],
+        ["--help"],
+        ["check", "CartPole-v1"],
+        ["check", "CartPole-v1", "--mode", "SameStep", "--wrap", "NextStepAutoreset"],
+        ["conform", "ClipReward:min_reward=0,max_reward=1"],
+        ["probe", f"{TARGETS}:cartpole"],
+    ],
+)
+def test_closed_stdout_ends_every_command_quietly(argv, monkeypatch, capsys):
+    if argv[:1] == ["probe"]:
+        pytest.importorskip("vecmode.probe")
+    monkeypatch.setattr(sys, "stdout", _ClosedStdout())
+    code = main(argv)
+    assert code == EXIT_PIPE
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv", [["table"], ["timeline", "--steps", "400"]])
+def test_closed_pipe_in_a_real_process_has_no_traceback(argv):
+    """``vecmode table | head``: the reader is gone before vecmode writes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vecmode", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=subprocess_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # long before the interpreter has imported vecmode
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == EXIT_PIPE
+    assert err == ""
+
+
+def test_keyboard_interrupt_is_exit_code_130(monkeypatch, capsys):
+    from vecmode import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli._COMMANDS, "table", interrupted)
+    assert run(["table"], capsys) == (130, "", "")
+
+
+def _entry_points() -> list[list[str]]:
+    points = [[sys.executable, "-m", "vecmode"]]
+    script = shutil.which("vecmode", path=str(Path(sys.executable).parent))
+    if script is not None:
+        points.append([script])
+    return points
+
+
+def test_console_script_and_python_m_behave_identically(capsys):
+    """Both find modules in the current directory (``module:Class``), print the
+    same and exit with the same code as ``main`` in-process."""
+    argv = ["check", "CartPole-v1", "--mode", "Disabled",
+            "--wrap", f"{TARGETS}:NextStepOnly"]  # fmt: skip
+    expected = run(argv, capsys)
+    assert expected[0] == EXIT_FAILED
+    for command in _entry_points():
+        done = subprocess.run(
+            [*command, *argv],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=subprocess_env(),
+        )
+        assert (done.returncode, done.stdout, done.stderr) == expected, command
+
+
+def test_as_mode_spellings_match_the_check_option():
+    """The option takes what as_mode takes (and gives its error otherwise)."""
+    from vecmode.cli import _mode
+
+    for spelling in ("NextStep", "next_step", "NEXT-STEP", "SameStep", "Disabled"):
+        assert _mode(spelling) is as_mode(spelling)
+    with pytest.raises(Exception, match="is not an autoreset mode"):
+        _mode("sometimes")
+    assert AutoresetMode.SAME_STEP is _mode("same step")

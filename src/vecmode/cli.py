@@ -1,23 +1,91 @@
 """The ``vecmode`` command line (also ``python -m vecmode``).
 
-``vecmode`` alone shows what each autoreset mode returns around an episode's end
-for CartPole-v1 (``vecmode timeline CartPole-v1``); ``vecmode table`` prints which
-modes each wrapper supports.
+Commands::
+
+    vecmode                      the timeline of CartPole-v1 (= vecmode timeline)
+    vecmode timeline [ENV_ID]    what each autoreset mode returns, call by call,
+                                 side by side (--svg FILE draws it)
+    vecmode table                which autoreset modes each wrapper supports
+    vecmode check ENV_ID --mode M --wrap W [--wrap W2 ...]
+                                 build a stack (innermost wrapper first) and check it
+    vecmode conform module:Factory
+                                 prove a wrapper right in the modes it declares
+    vecmode probe module:factory find out which mode a vector env really runs in
+
+A wrapper ``W`` (``--wrap``, ``conform``) is written ``NAME`` (a vecmode wrapper
+or autoreset policy: ``NormalizeReward``, ``SameStepAutoreset``),
+``gymnasium:NAME`` (one of ``gymnasium.wrappers.vector``) or ``module:Class``
+(anything importable), each optionally followed by ``:key=value,...``, its
+keyword arguments as Python literals (other text is taken as a string)::
+
+    vecmode check CartPole-v1 --mode SameStep --wrap RecordEpisodeStatistics \\
+        --wrap gymnasium:NormalizeReward:gamma=0.9
+
+Exit codes:
+
+* 0: done, and the answer is yes (the stack is compatible, the wrapper conforms,
+  the probe found the mode the env declares, or found one for an env that
+  declares none);
+* 1: the answer is no: the check found a problem or a wrapper refused the mode,
+  the wrapper does not conform, the probe cannot tell or finds the env behaving
+  unlike the mode it declares; or the env's, wrapper's or factory's own code
+  raised (``--traceback`` shows where);
+* 2: a usage error: a bad option, an unknown env id or wrapper name, a module
+  that cannot be imported, a missing attribute, a bad ``key=value`` argument, an
+  ``--svg`` path that cannot be written;
+* 130: interrupted (Ctrl-C); 141 (128 + SIGPIPE): stdout was closed early (as in
+  ``vecmode table | head``), the rest of the output is dropped quietly.
+
+Errors are one line on stderr starting ``vecmode:``; results (reports, tables,
+failed checks) go to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import difflib
+import functools
+import importlib
+import inspect
+import os
 import sys
-from collections.abc import Sequence
+import textwrap
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 import gymnasium as gym
+from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import __version__
-from vecmode.registry import format_table
-from vecmode.timeline import format_timeline, timeline
+from vecmode import __version__, errors
+from vecmode.errors import IncompatibleModeError
+from vecmode.modes import AutoresetMode, as_mode, mode_of
+from vecmode.registry import supported_modes
 
-__all__ = ["main"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PIPE",
+    "EXIT_USAGE",
+    "main",
+]
+
+#: Done, and the answer is yes.
+EXIT_OK = 0
+#: The answer is no (check not ok, refused, not conforming, probe cannot tell or
+#: contradicts the declared mode), or the user's code raised.
+EXIT_FAILED = 1
+#: A usage error (argparse's code): bad option, unknown id / name / module.
+EXIT_USAGE = 2
+#: Ctrl-C.
+EXIT_INTERRUPTED = 130
+#: stdout was closed before everything was written (128 + SIGPIPE).
+EXIT_PIPE = 141
 
 _LEGEND = """\
 s3 = step 3 of the first episode, s0' = first observation of the second episode.
@@ -25,75 +93,730 @@ NextStep: the episode's end returns its final obs; the NEXT step resets (reward 
 SameStep: the reset happens in the same step; the final obs is in info["final_obs"].
 Disabled: nothing resets by itself; the caller resets with reset_mask."""
 
+_EPILOG = """\
+exit codes: 0 ok; 1 the check or conformance failed, a wrapper refused the mode,
+the probe cannot tell or the env behaves unlike its declared mode, or the env's /
+wrapper's own code raised; 2 usage error (unknown env id, wrapper, module or
+attribute, bad key=value argument, unwritable --svg path); 130 interrupted; 141
+stdout closed early (e.g. piped into head).
+"""
+
+_WRAP_HELP = """\
+a wrapper: NAME (vecmode.wrappers or an autoreset policy such as
+SameStepAutoreset), gymnasium:NAME (gymnasium.wrappers.vector) or module:Class,
+optionally followed by :key=value,... (Python literals; other text is a string)"""
+
+
+class _Fail(Exception):
+    """Ends the command: ``message`` on stderr (if any), exit ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Fills each paragraph of a description / epilog; keeps the examples'
+    lines (paragraphs starting with ``example``) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(
+            paragraph
+            if paragraph.startswith("example")
+            else textwrap.fill(
+                " ".join(paragraph.split()),
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent,
+            )
+            for paragraph in text.split("\n\n")
+        )
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one ``vecmode:`` line (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"vecmode: {message} (see: {self.prog} --help)\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
+    return value
+
+
+def _mode(text: str) -> AutoresetMode:
+    try:
+        return as_mode(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    formatter = _Formatter
+    parser = _Parser(
         prog="vecmode",
-        description="Gymnasium's vector autoreset modes, made safe.",
+        description="Gymnasium's vector autoreset modes, made safe. With no "
+        "command: the timeline of CartPole-v1 (vecmode timeline).",
+        epilog=_EPILOG,
+        formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"vecmode {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    show = commands.add_parser(
-        "timeline",
-        help="show what each autoreset mode returns around an episode's end",
-        description="For one sub-env, the observation, reward and flags returned "
-        "by each call in each autoreset mode, side by side.",
+    # --traceback is accepted before or after the command
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--traceback",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="on an error raised by the env's or wrapper's own code, show its "
+        "traceback",
     )
-    show.add_argument("env_id", nargs="?", default="CartPole-v1")
-    show.add_argument("--steps", type=int, default=7, help="steps to take (7)")
+    parser.add_argument(
+        "--traceback", action="store_true", default=False, help=argparse.SUPPRESS
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog=_EPILOG,
+            formatter_class=formatter,
+            parents=[common],
+        )
+
+    show = command(
+        "timeline",
+        "show what each autoreset mode returns around an episode's end",
+        "For one sub-env, the observation, reward and flags returned by each "
+        "call in each autoreset mode, side by side (s3 = step 3 of the first "
+        "episode, s0' = first observation of the second).",
+    )
+    show.add_argument("env_id", nargs="?", default="CartPole-v1", metavar="ENV_ID")
+    show.add_argument("--steps", type=_positive, default=7, help="steps to take (7)")
     show.add_argument("--seed", type=int, default=0, help="reset seed (0)")
     show.add_argument(
         "--max-episode-steps",
-        type=int,
+        type=_non_negative,
         default=3,
         help="truncate episodes after this many steps (3); 0 keeps the env's own",
     )
     show.add_argument("--action", type=int, default=1, help="the action taken (1)")
-    table = commands.add_parser(
+    show.add_argument(
+        "--svg",
+        metavar="FILE",
+        help="also draw the timeline as an SVG picture in FILE ('-': print only "
+        "the SVG)",
+    )
+
+    table = command(
         "table",
-        help="print the registry: which autoreset modes each wrapper supports",
-        description="Every wrapper vecmode knows (its own, Gymnasium's, and any "
-        "registered), and what it does in each autoreset mode.",
+        "print the registry: which autoreset modes each wrapper supports",
+        "Every wrapper vecmode knows (its own, Gymnasium's, and any registered), "
+        "and what it does in each autoreset mode.",
     )
     table.add_argument("--markdown", action="store_true", help="print a Markdown table")
     table.add_argument(
         "--why", action="store_true", help="add the reason for every mode not ok"
     )
+
+    check = command(
+        "check",
+        "build a wrapper stack on an env and check it against its autoreset mode",
+        "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers "
+        "(innermost first) and print vecmode.check's report, one row per layer. "
+        "A wrapper that refuses the mode when built is reported with the stack "
+        "built before it.\n\n"
+        "example: vecmode check CartPole-v1 --mode SameStep "
+        "--wrap gymnasium:NormalizeReward:gamma=0.9",
+    )
+    check.add_argument(
+        "env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"
+    )
+    check.add_argument(
+        "--mode",
+        type=_mode,
+        help="the autoreset mode (NextStep, SameStep, Disabled; also next_step, "
+        "SAME_STEP...); default: make_vec's (NextStep, or the env's own for "
+        "vector_entry_point)",
+    )
+    check.add_argument(
+        "--wrap",
+        action="append",
+        default=[],
+        metavar="W",
+        help=_WRAP_HELP + "; repeat for more, innermost first",
+    )
+    check.add_argument(
+        "--num-envs", type=_positive, default=2, help="number of sub-envs (2)"
+    )
+    check.add_argument(
+        "--vectorization",
+        choices=["sync", "async", "vector_entry_point"],
+        default="sync",
+        help="vecmode's sync or async core, or the env's own vector "
+        "implementation (sync)",
+    )
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="count layers that declare no mode as failures",
+    )
+
+    conform = command(
+        "conform",
+        "prove a wrapper right in the modes it declares (check_wrapper)",
+        "Run vecmode.testing.check_wrapper on a wrapper: mode equivalence over "
+        "deterministic test envs in every mode it declares, and refusal of the "
+        "others.\n\n"
+        "examples: vecmode conform NormalizeReward:gamma=0.9\n"
+        "          vecmode conform my_package.wrappers:MyWrapper",
+    )
+    conform.add_argument(
+        "factory",
+        metavar="FACTORY",
+        help=_WRAP_HELP + "; or module:function, a callable env -> wrapped env",
+    )
+    conform.add_argument(
+        "--modes",
+        type=_mode,
+        nargs="+",
+        metavar="MODE",
+        help="the modes to prove (default: the modes the wrapper declares)",
+    )
+    conform.add_argument(
+        "--obs-type",
+        help="the test envs' observations: box (default), dict, tuple, discrete, image",
+    )
+    conform.add_argument(
+        "--action-type", help="the test envs' actions: discrete (default), box"
+    )
+    conform.add_argument(
+        "--info-type", help="the test envs' infos: numeric (default), rich"
+    )
+
+    probe = command(
+        "probe",
+        "find out which autoreset mode a vector env really runs in",
+        "Call FACTORY (module:function[:key=value,...], returning a vector env), "
+        "run it with vecmode.probe_mode and print what it found: the mode the env "
+        "behaves in, and whether its metadata['autoreset_mode'] agrees.\n\n"
+        "example: vecmode probe gymnasium:make_vec:id=CartPole-v1,num_envs=2",
+    )
+    probe.add_argument(
+        "factory",
+        metavar="FACTORY",
+        help="module:function[:key=value,...], a callable returning a vector env",
+    )
+    probe.add_argument(
+        "--max-steps", type=_positive, default=1000, help="steps at most (1000)"
+    )
+    probe.add_argument("--seed", type=int, default=0, help="reset seed (0)")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
-    args = _parser().parse_args(argv)
-    if args.command == "table":
-        print(format_table(markdown=args.markdown, why=args.why))
-        return 0
-    if args.command in (None, "timeline"):
-        env_id = getattr(args, "env_id", "CartPole-v1")
-        max_steps = getattr(args, "max_episode_steps", 3)
-        try:
-            table = timeline(
-                env_id,
-                steps=getattr(args, "steps", 7),
-                seed=getattr(args, "seed", 0),
-                max_episode_steps=max_steps or None,
-                action=getattr(args, "action", 1),
+# --- resolving what the user names -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a ``NAME[:key=value,...]`` / ``module:attr[:...]`` names."""
+
+    spec: str
+    obj: Any
+    kwargs: dict[str, Any]
+    name: str
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets and quotes.
+
+    >>> _pieces("a=1,b=(1, 2),c='x,y',d=[3]")
+    ['a=1', 'b=(1, 2)', "c='x,y'", 'd=[3]']
+    """
+    pieces: list[str] = []
+    depth, quote, escaped, start = 0, "", False, 0
+    for i, char in enumerate(text):
+        if quote:
+            escaped, quote = (
+                (False, quote)
+                if escaped
+                else (char == "\\", "" if char == quote else quote)
             )
-        except gym.error.Error as error:
-            print(f"vecmode: cannot make {env_id!r}: {error}", file=sys.stderr)
-            return 2
-        ends = (
-            f"truncated after {max_steps} steps"
-            if max_steps
-            else "as the env ends them"
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            pieces.append(text[start:i])
+            start = i + 1
+    pieces.append(text[start:])
+    return pieces
+
+
+def _literal(text: str) -> Any:
+    """A Python literal, ``inf`` / ``nan`` as floats, else the text itself."""
+    if text.lower() in ("inf", "+inf", "-inf", "nan"):
+        return float(text)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _split(spec: str, option: str) -> tuple[list[str], dict[str, Any]]:
+    """``"a.b:C:k=1,j=x"`` -> ``(["a.b", "C"], {"k": 1, "j": "x"})``."""
+    parts = spec.split(":")
+    first_arg = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
+    names, arguments = parts[:first_arg], ":".join(parts[first_arg:])
+    if not names or not all(name.strip() for name in names):
+        raise _Fail(errors.cli_spec_syntax(option, spec, "a name is empty"))
+    if len(names) > 2:
+        raise _Fail(
+            errors.cli_spec_syntax(
+                option, spec, "more than module:Class before the arguments"
+            )
         )
-        header = (
-            f"{env_id}, one sub-env, episodes {ends}, seed {getattr(args, 'seed', 0)}\n"
+    dotted = names[0] if len(names) == 2 else ""
+    if dotted and not all(part.isidentifier() for part in dotted.split(".")):
+        raise _Fail(
+            errors.cli_spec_syntax(option, spec, f"{dotted!r} is not a module path")
         )
-        print(format_timeline(table, header))
-        print()
-        print(_LEGEND)
-    return 0
+    if not all(part.isidentifier() for part in names[-1].split(".")):
+        raise _Fail(
+            errors.cli_spec_syntax(option, spec, f"{names[-1]!r} is not a name")
+        )
+    kwargs: dict[str, Any] = {}
+    for piece in _pieces(arguments) if arguments else []:
+        key, equals, value = piece.partition("=")
+        key = key.strip()
+        if not equals:
+            raise _Fail(
+                errors.cli_spec_syntax(option, spec, f"{piece!r} is not key=value")
+            )
+        if not key.isidentifier():
+            raise _Fail(
+                errors.cli_spec_syntax(option, spec, f"{key!r} is not an argument name")
+            )
+        if key in kwargs:
+            raise _Fail(errors.cli_spec_syntax(option, spec, f"{key!r} given twice"))
+        kwargs[key] = _literal(value.strip())
+    return names, kwargs
+
+
+def _close(name: str, candidates: list[str]) -> list[str]:
+    """Up to three of ``candidates`` close to ``name``, ignoring case."""
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
+    return [by_lower[match] for match in found]
+
+
+def _on_path_here() -> None:
+    """Let ``module:...`` find modules in the current directory, as ``python -m``
+    does (a console script's ``sys.path`` starts at its own directory)."""
+    here = os.getcwd()
+    if "" not in sys.path and here not in sys.path:
+        sys.path.insert(0, here)
+
+
+def _import(module: str, what: str) -> Any:
+    _on_path_here()
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        missing = error.name or module
+        if module == missing or module.startswith(missing + "."):
+            raise _Fail(errors.cli_module_not_found(module, what, missing)) from error
+        raise _Fail(errors.cli_import_failed(module, what, error)) from error
+    except (Exception, SystemExit) as error:
+        raise _Fail(errors.cli_import_failed(module, what, error)) from error
+
+
+def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
+    target = owner
+    for part in qualname.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            public = [n for n in dir(target) if not n.startswith("_")]
+            raise _Fail(
+                errors.cli_missing_attribute(owner_name, qualname, _close(part, public))
+            ) from None
+    return target
+
+
+def _vecmode_wrappers() -> dict[str, type]:
+    """vecmode's wrapper classes by name: ``vecmode.wrappers``, then the policies."""
+    import vecmode
+    import vecmode.wrappers
+
+    found: dict[str, type] = {}
+    for module in (vecmode.wrappers, vecmode):
+        for name in module.__all__:
+            obj = getattr(module, name, None)
+            if isinstance(obj, type) and issubclass(obj, VectorWrapper):
+                found.setdefault(name, obj)
+    return found
+
+
+def _gymnasium_wrapper(name: str, spec: str) -> Any:
+    import gymnasium.wrappers.vector as vector
+
+    names = [n for n in vector.__all__ if n[:1].isupper()]
+    if name not in names:
+        raise _Fail(errors.cli_unknown_gymnasium_wrapper(name, _close(name, names)))
+    try:
+        return getattr(vector, name)
+    except (ImportError, gym.error.Error) as error:  # optional dependencies
+        raise _Fail(
+            errors.cli_import_failed(vector.__name__, repr(spec), error)
+        ) from error
+
+
+def _target(spec: str, option: str, *, names: bool = True) -> _Target:
+    """Resolve a wrapper / factory spec; ``names``: allow the vecmode-name and
+    ``gymnasium:NAME`` forms."""
+    if not names and ":" not in spec:
+        raise _Fail(
+            errors.cli_not_a_path("probe", spec, "a callable returning a vector env")
+        )
+    parts, kwargs = _split(spec, option)
+    if len(parts) == 1:
+        known = _vecmode_wrappers()
+        if parts[0] not in known:
+            import gymnasium.wrappers.vector as vector
+
+            raise _Fail(
+                errors.cli_unknown_wrapper(
+                    parts[0], _close(parts[0], list(known)), parts[0] in vector.__all__
+                )
+            )
+        return _Target(spec, known[parts[0]], kwargs, parts[0])
+    module, qualname = parts
+    if names and module in _vecmode_wrappers():  # NAME:args without the "="
+        raise _Fail(
+            errors.cli_spec_syntax(option, spec, f"{qualname!r} is not key=value")
+        )
+    if names and module == "gymnasium":
+        return _Target(
+            spec, _gymnasium_wrapper(qualname, spec), kwargs, f"gymnasium:{qualname}"
+        )
+    owner = _import(module, f"{option} {spec!r}")
+    return _Target(
+        spec, _attribute(owner, module, qualname), kwargs, f"{module}:{qualname}"
+    )
+
+
+def _bound(target: _Target, *args: Any) -> Callable[..., Any]:
+    """``target.obj(*args, **kwargs)`` as a thunk, once the arguments fit."""
+    _check_arguments(target, *args)
+    return functools.partial(target.obj, *args, **target.kwargs)
+
+
+def _check_arguments(target: _Target, *args: Any) -> None:
+    """Raise a usage error unless ``target.obj(*args, **target.kwargs)`` can bind."""
+    obj, spec = target.obj, target.spec
+    if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
+        raise _Fail(errors.cli_single_env_wrapper(spec, obj))
+    if not callable(obj):
+        raise _Fail(errors.cli_not_callable(spec, obj))
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # builtins without one: let the call decide
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*args, **target.kwargs)
+        except TypeError as error:
+            raise _Fail(
+                errors.cli_wrapper_arguments(spec, f"{target.name}{signature}", error)
+            ) from None
+
+
+# --- the commands ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _env_errors(env_id: str, doing: str) -> Iterator[None]:
+    """Make what making / running ``env_id`` raises a :class:`_Fail`."""
+    try:
+        yield
+    except _Fail:
+        raise
+    except gym.error.Error as error:
+        unregistered = isinstance(error, gym.error.UnregisteredEnv) or str(
+            error
+        ).startswith("No registered env")
+        raise _Fail(errors.cli_cannot_make(env_id, error, unregistered)) from error
+    except ImportError as error:  # the module of "module:Name-v0"
+        module = env_id.rpartition(":")[0] or env_id
+        missing = getattr(error, "name", None) or module
+        what = f"env id {env_id!r}"
+        if isinstance(error, ModuleNotFoundError) and (
+            module == missing or module.startswith(missing + ".")
+        ):
+            raise _Fail(errors.cli_module_not_found(module, what, missing)) from error
+        raise _Fail(errors.cli_import_failed(module, what, error)) from error
+    except Exception as error:
+        raise _Fail(
+            errors.cli_raised(f"{doing} {env_id!r}", error), EXIT_FAILED
+        ) from error
+
+
+def _timeline(args: argparse.Namespace) -> int:
+    from vecmode.timeline import format_timeline, timeline, timeline_svg
+
+    svg_path: str | None = args.svg
+    if svg_path and svg_path != "-":
+        directory = os.path.dirname(os.path.abspath(svg_path))
+        if not os.path.isdir(directory):
+            raise _Fail(errors.cli_svg_directory(svg_path, os.path.dirname(svg_path)))
+    max_steps = args.max_episode_steps
+    with _env_errors(args.env_id, "running"):
+        try:
+            rows = timeline(
+                args.env_id,
+                steps=args.steps,
+                seed=args.seed,
+                max_episode_steps=max_steps or None,
+                action=args.action,
+            )
+        except ValueError as error:  # timeline()'s check of --action
+            raise _Fail(str(error)) from error
+    ends = f"truncated after {max_steps} steps" if max_steps else "as the env ends them"
+    title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
+    if svg_path == "-":
+        sys.stdout.write(timeline_svg(rows, title))
+        return EXIT_OK
+    if svg_path:  # before printing anything: a path that fails is a usage error
+        try:
+            with open(svg_path, "w", encoding="utf-8", newline="\n") as file:
+                file.write(timeline_svg(rows, title))
+        except OSError as error:
+            raise _Fail(errors.cli_svg_not_written(svg_path, error)) from error
+    print(format_timeline(rows, title + "\n"))
+    print()
+    print(_LEGEND)
+    if svg_path:
+        print(f"\nwrote the timeline as SVG to {svg_path}")
+    return EXIT_OK
+
+
+def _table(args: argparse.Namespace) -> int:
+    from vecmode.registry import format_table
+
+    print(format_table(markdown=args.markdown, why=args.why))
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    import vecmode
+
+    targets = [_target(spec, "--wrap") for spec in args.wrap]  # all, before building
+    with _env_errors(args.env_id, "making"):
+        try:
+            envs = vecmode.make_vec(
+                args.env_id,
+                num_envs=args.num_envs,
+                vectorization_mode=args.vectorization,
+                autoreset_mode=args.mode,
+            )
+        except IncompatibleModeError as error:  # no exact conversion to --mode
+            print(
+                _filled(errors.cli_make_refused(args.env_id, args.vectorization, error))
+            )
+            return EXIT_FAILED
+    try:
+        for target in targets:
+            build = _bound(target, envs)
+            try:
+                wrapped = build()
+            except Exception as error:  # refused: IncompatibleModeError or its own
+                if args.traceback and not isinstance(error, IncompatibleModeError):
+                    traceback.print_exception(error)
+                print(
+                    _filled(
+                        errors.cli_wrapper_refused(target.spec, mode_of(envs), error)
+                    )
+                )
+                print("\nThe stack built before it:")
+                print(vecmode.check(envs, strict=args.strict))
+                return EXIT_FAILED
+            if not isinstance(wrapped, VectorEnv):
+                raise _Fail(errors.cli_not_a_vector_env(target.spec, wrapped))
+            envs = wrapped
+        report = vecmode.check(envs, strict=args.strict)
+        print(report)
+        return EXIT_OK if report.ok else EXIT_FAILED
+    finally:
+        envs.close()
+
+
+def _filled(text: str) -> str:
+    return textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def _conform(args: argparse.Namespace) -> int:
+    target = _target(args.factory, "conform FACTORY")
+    try:
+        from vecmode.testing import envs as test_envs
+        from vecmode.testing.conformance import check_wrapper
+    except ImportError as error:
+        raise _Fail(
+            errors.cli_unavailable("conform", "vecmode.testing", error)
+        ) from error
+    options: dict[str, Any] = {}
+    for option, value, choices in (
+        ("obs_type", args.obs_type, test_envs.OBS_TYPES),
+        ("action_type", args.action_type, test_envs.ACTION_TYPES),
+        ("info_type", args.info_type, test_envs.INFO_TYPES),
+    ):
+        if value is not None:
+            if value not in choices:
+                flag = "--" + option.replace("_", "-")
+                raise _Fail(errors.cli_choice(flag, value, choices))
+            options[option] = value
+    _check_arguments(target, None)  # an env comes first, then the key=values
+    factory: Any = target.obj
+    if target.kwargs:  # a callable env -> wrapped env, named after the spec
+        factory = _named_factory(target)
+    elif (
+        not args.modes
+        and isinstance(factory, type)
+        and supported_modes(factory) is None
+    ):
+        raise _Fail(errors.cli_undeclared_wrapper(target.spec))
+    if args.modes:
+        options["modes"] = args.modes
+    try:
+        report = check_wrapper(factory, **options)
+    except AssertionError as error:
+        print(f"NOT OK: {target.spec} does not conform\n\n{error}")
+        return EXIT_FAILED
+    except Exception as error:
+        raise _Fail(
+            errors.cli_raised(f"check_wrapper({target.spec})", error), EXIT_FAILED
+        ) from error
+    print(report)
+    return EXIT_OK
+
+
+def _named_factory(target: _Target) -> Callable[[VectorEnv], Any]:
+    """``env -> target.obj(env, **target.kwargs)``, named ``Name(k=v, ...)``."""
+
+    def factory(env: VectorEnv) -> Any:
+        return target.obj(env, **target.kwargs)
+
+    arguments = ", ".join(f"{key}={value!r}" for key, value in target.kwargs.items())
+    name = f"{target.name.rpartition(':')[2]}({arguments})"
+    factory.__name__ = factory.__qualname__ = name
+    return factory
+
+
+def _probe(args: argparse.Namespace) -> int:
+    target = _target(args.factory, "probe FACTORY", names=False)
+    try:
+        from vecmode.probe import probe_mode
+    except ImportError as error:
+        raise _Fail(errors.cli_unavailable("probe", "vecmode.probe", error)) from error
+    factory = _bound(target)
+    try:
+        result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
+    except Exception as error:
+        raise _Fail(
+            errors.cli_raised(f"probing {target.spec}", error), EXIT_FAILED
+        ) from error
+    print(result)
+    wrong = result.declared is not None and result.mode is not result.declared
+    return EXIT_FAILED if result.mode is None or wrong else EXIT_OK
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "timeline": _timeline,
+    "table": _table,
+    "check": _check,
+    "conform": _conform,
+    "probe": _probe,
+}
+
+
+# --- main ----------------------------------------------------------------------------------
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    text = " ".join(str(message).split())
+    print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
+
+
+def _stdout_to_devnull() -> None:
+    """After EPIPE: point stdout at devnull so the interpreter's final flush is
+    quiet (the recipe of Python's ``signal`` docs)."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
+
+
+def _run(argv: list[str]) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:  # vecmode alone: the timeline of CartPole-v1
+            args = parser.parse_args([*argv, "timeline"])
+    except SystemExit as exit_:  # --help, --version, usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _COMMANDS[args.command](args)
+    except _Fail as failure:
+        if args.traceback and failure.__cause__ is not None:
+            traceback.print_exception(failure.__cause__)
+        if str(failure):
+            print(f"vecmode: {failure}", file=sys.stderr)
+        return failure.code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the
+    exit code (see the module docstring)."""
+    try:
+        code = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

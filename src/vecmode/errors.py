@@ -667,7 +667,8 @@ def cli_spec_syntax(option: str, spec: str, problem: str) -> str:
 def cli_not_a_path(command: str, got: str, what: str) -> str:
     return (
         f"vecmode {command} takes module:name, the import path of {what}, got "
-        f"{got!r}; e.g. vecmode {command} my_package.my_module:name"
+        f"{got!r}; e.g. vecmode {command} my_package.my_module:make_envs (for a "
+        f"registered env id: vecmode {command} gymnasium:make_vec:id=CartPole-v1)."
     )
 
 
@@ -698,10 +699,11 @@ def cli_wrapper_refused(spec: str, mode: AutoresetMode | None, error: Exception)
     got = (
         "an env that declares no mode" if mode is None else f"the stack in {mode.value}"
     )
-    kind = (
-        "" if isinstance(error, IncompatibleModeError) else f"{type(error).__name__}: "
+    if isinstance(error, IncompatibleModeError):
+        return f"NOT OK: {spec!r} refused to wrap {got}: {error}"
+    return (
+        f"NOT OK: {spec!r} raised {type(error).__name__} when built on {got}: {error}"
     )
-    return f"NOT OK: {spec!r} refused to wrap {got}: {kind}{error}"
 
 
 def cli_raised(what: str, error: BaseException) -> str:
@@ -772,3 +774,425 @@ def conformance_bases(got: list[str], known: list[str]) -> str:
         f"check_wrapper: bases must name one or more of {', '.join(map(repr, known))}"
         f", got {got!r}"
     )
+
+
+# ------ probe and check_vector_env
+def _call_text(kind: str) -> str:
+    return {
+        "reset": "reset()",
+        "step": "step()",
+        "reset(mask)": "reset(options={'reset_mask': ...})",
+    }.get(kind, kind)
+
+
+def diff_missing() -> str:
+    return "<no such key>"
+
+
+def diff_instance(number: int) -> str:
+    return f"instance {number}"
+
+
+def diff_text(
+    call: int,
+    kind: str,
+    sub_env: int | None,
+    field: str,
+    expected: str,
+    got: str,
+    note: str,
+    run: str,
+) -> str:
+    where = f"{run}, call {call} ({kind})" if run else f"call {call} ({kind})"
+    if sub_env is not None:
+        where += f", sub-env {sub_env}"
+    text = f"{where}, {field}: expected {expected}, got {got}"
+    return f"{text} ({note})" if note else text
+
+
+def diff_batch_entries(got: Any, num_envs: int) -> str:
+    return f"expected one entry per sub-env ({num_envs}), got {got}"
+
+
+def diff_a_result() -> str:
+    return "a result"
+
+
+def diff_raised(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def diff_no_key() -> str:
+    return "no such key"
+
+
+def diff_key_present() -> str:
+    return "present"
+
+
+def diff_mask(shape: tuple[int, ...]) -> str:
+    return f"a bool array of shape {shape}"
+
+
+def diff_with_action(name: str, changed: str, base: str) -> str:
+    return f"{name} with action {changed} instead of {base}"
+
+
+def diff_no_autoreset() -> str:
+    return "an error, or a step of the ended episode"
+
+
+def diff_autoreset() -> str:
+    return (
+        "an autoreset step (reward 0, terminated and truncated False, action ignored)"
+    )
+
+
+def diff_array(num_envs: int, kinds: str) -> str:
+    dtype = "bool" if kinds == "b" else "float or int"
+    return f"an ndarray of shape ({num_envs},) and dtype {dtype}"
+
+
+def diff_got_array(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{type(value).__name__} of shape {value.shape} and dtype {value.dtype}"
+    return type(value).__name__
+
+
+def diff_dict() -> str:
+    return "a dict"
+
+
+def diff_element(space: Any) -> str:
+    return f"an element of {space}"
+
+
+def diff_object_array(shape: tuple[int, ...]) -> str:
+    return f"a numpy object array of shape {shape}"
+
+
+def diff_own_memory() -> str:
+    return "an array of its own"
+
+
+def diff_shared_memory() -> str:
+    return "an array sharing memory with the returned observations"
+
+
+def diff_final_not_reset() -> str:
+    return "the ended episode's last observation"
+
+
+def note_step_raised(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode no sub-env awaits a reset by the caller here, so "
+        f"step() must work"
+    )
+
+
+def note_masked_reset(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the caller resets ended sub-envs with "
+        f"reset(options={{'reset_mask': mask}}), so that must work"
+    )
+
+
+def note_env_raised() -> str:
+    return "the run makes only calls that the declared mode allows"
+
+
+def note_final_obs_absent(mode: AutoresetMode, final_in_info: bool) -> str:
+    if final_in_info:
+        return (
+            f"in {mode.value} mode info['final_obs'] / info['final_info'] are set only "
+            f"at the calls where episodes end, with the masks True exactly for the "
+            f"sub-envs whose episode ended"
+        )
+    return (
+        f"in {mode.value} mode an ended episode's final observation and info are "
+        f"the ones step() returns; info has no final_obs / final_info"
+    )
+
+
+def note_final_obs_present(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode a sub-env is reset within the step its episode ends, "
+        f"and the episode's final observation / info go in info['final_obs'] / "
+        f"info['final_info'], with info['_final_obs'] / info['_final_info'] True "
+        f"for it"
+    )
+
+
+def note_reset_step(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the step after an episode ends resets the sub-env: "
+        f"its action is ignored, the reward is 0, terminated and truncated are False"
+    )
+
+
+def note_action_ignored(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode a reset step ignores its action, so another action "
+        f"there must give the same result"
+    )
+
+
+def note_caller_resets(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode step() never resets a sub-env, the caller does with "
+        f"reset(options={{'reset_mask': mask}}); this sub-env's episode had ended "
+        f"and it was stepped without that reset, yet it was reset"
+    )
+
+
+def note_masked_keeps(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode reset(options={{'reset_mask': mask}}) resets only the "
+        f"masked sub-envs; the others' observations come back unchanged"
+    )
+
+
+def note_masked_info(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the info of reset(options={{'reset_mask': mask}}) "
+        f"holds data only for the reset sub-envs"
+    )
+
+
+def note_replay() -> str:
+    return "the same seed and actions"
+
+
+def note_final_obs_overwritten(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the final observation must outlive the reset; this "
+        f"one is a view of the observation buffer, which the reset and later calls "
+        f"overwrite"
+    )
+
+
+def note_final_obs_is_reset_obs(mode: AutoresetMode, count: int) -> str:
+    return (
+        f"at all {count} episode ends, info['final_obs'] equals the observation "
+        f"step() returned, which in {mode.value} mode starts the next episode, "
+        f"although the env's observations vary: the final observation was "
+        f"overwritten by the reset's"
+    )
+
+
+def note_not_reproducible(seed: int) -> str:
+    return (
+        f"a second instance, reset with seed={seed} and given the same actions, "
+        f"returned something else: the env must be deterministic under "
+        f"reset(seed=...)"
+    )
+
+
+def note_reset_clears_autoreset(mode: AutoresetMode, call: int) -> str:
+    return (
+        f"in {mode.value} mode reset() ends every episode, clearing pending "
+        f"autoresets: this sub-env's episode had ended before the reset at call "
+        f"{call}, and this step looks like its autoreset (reward 0, flags False, "
+        f"action ignored); a fresh instance, given the same reset and actions, "
+        f"returns the expected value"
+    )
+
+
+def note_ignored_action_mattered(call: int, base: str, changed: str) -> str:
+    return (
+        f"the second instance got action {changed} instead of {base} at call {call}, "
+        f"a reset step whose action is ignored, and that changed this"
+    )
+
+
+def probe_factory_not_callable(caller: str, got: Any) -> str:
+    return (
+        f"{caller} takes a function that builds a new vector env, e.g. "
+        f"lambda: gym.make_vec('CartPole-v1', num_envs=4), got "
+        f"{type(got).__name__}."
+    )
+
+
+def probe_factory_not_vector_env(caller: str, got: Any) -> str:
+    return (
+        f"{caller}: the factory must return a gymnasium.vector.VectorEnv, got "
+        f"{type(got).__name__}; for a single env's id use e.g. "
+        f"lambda: gym.make_vec(env_id, num_envs=2)."
+    )
+
+
+def probe_factory_reused(caller: str) -> str:
+    return (
+        f"{caller}: the factory returned an env it had returned before (and that "
+        f"{caller} has closed); it must build a new env on each call, e.g. "
+        f"lambda: gym.make_vec(...), not lambda: envs."
+    )
+
+
+def probe_unreadable_result(kind: str, error: BaseException) -> str:
+    return f"the result of {_call_text(kind)} cannot be read: {error}"
+
+
+def probe_result_tuple(size: int, got: Any) -> str:
+    parts = (
+        "(obs, infos)"
+        if size == 2
+        else "(obs, rewards, terminations, truncations, infos)"
+    )
+    return f"expected a tuple {parts}, got {type(got).__name__}"
+
+
+def probe_max_steps(got: Any) -> str:
+    return (
+        f"max_steps must be an int >= 1 (the most steps to wait for an episode to "
+        f"end), got {got!r}."
+    )
+
+
+def probe_seed(got: Any) -> str:
+    return f"seed must be an int, got {got!r}."
+
+
+def probe_env_raised(call: int, kind: str, error: BaseException) -> str:
+    return (
+        f"the env raised {diff_raised(error)} in call {call} ({_call_text(kind)}), "
+        f"before any episode ended"
+    )
+
+
+def probe_no_end(max_steps: int, seed: int) -> str:
+    return (
+        f"no episode ended within {max_steps} steps (seed {seed}, random actions): "
+        f"raise max_steps, or make the episodes shorter (e.g. max_episode_steps)"
+    )
+
+
+def probe_not_deterministic(seed: int, diff: str) -> str:
+    return (
+        f"the env is not deterministic under reset(seed={seed}) and the same "
+        f"actions, and the probe compares instances: {diff}"
+    )
+
+
+def probe_found(mode: AutoresetMode) -> str:
+    return f"only {mode.value}'s predictions hold."
+
+
+def probe_no_mode(rejected: dict[str, str]) -> str:
+    return "the env contradicts every mode's predictions: " + "; ".join(
+        f"not {mode}: {text}" for mode, text in rejected.items()
+    )
+
+
+def probe_several(modes: Iterable[AutoresetMode]) -> str:
+    return (
+        f"the runs fit {_mode_names(modes)} alike (e.g. the action space has a "
+        f"single action, so whether an action is ignored is unknown)"
+    )
+
+
+def probe_summary(
+    mode: AutoresetMode | None,
+    declared: AutoresetMode | None,
+    reason: str,
+    ended_at: int | None,
+    ended: tuple[int, ...],
+    rejected: dict[AutoresetMode, str],
+) -> str:
+    head = f"behaves as {mode.value}" if mode is not None else "cannot tell the mode"
+    claim = f"declares {declared.value}" if declared is not None else "declares no mode"
+    lines = [f"{head} ({claim}): {reason}"]
+    if ended_at is not None:
+        subs = ", ".join(str(i) for i in ended)
+        lines.append(f"first episode end: call {ended_at}, sub-env(s) {subs}")
+    if len(rejected) < len(AutoresetMode):  # else the reason lists them
+        lines += [f"not {other.value}: {text}" for other, text in rejected.items()]
+    return "\n".join(lines)
+
+
+def check_env_positive_int(name: str, got: Any) -> str:
+    return f"check_vector_env: {name} must be an int >= 1, got {got!r}."
+
+
+def check_env_undeclared(env: str) -> str:
+    return (
+        f"{env} declares no metadata['autoreset_mode'], and check_vector_env checks "
+        f"an env against the mode it declares. Set metadata['autoreset_mode'] to "
+        f"the gymnasium.vector.AutoresetMode the env implements "
+        f"(vecmode.probe_mode(factory) tells how it behaves)."
+    )
+
+
+def check_env_failed(env: str, mode: AutoresetMode, diff: str, diagnosis: str) -> str:
+    text = f"{env} does not behave as {mode.value}, the mode it declares: {diff}."
+    return f"{text} {diagnosis}" if diagnosis else text
+
+
+def check_env_bad_declaration(env: str, problem: str) -> str:
+    return f"{env} declares metadata['autoreset_mode'] that is not a mode: {problem}"
+
+
+def check_env_diagnosis(found: AutoresetMode) -> str:
+    return (
+        f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
+        f"mode, or fix the env."
+    )
+
+
+def check_env_few_ends(env: str, ends: int, steps: int, least: int) -> str:
+    return (
+        f"{env}: {ends} episode end(s) in {steps} steps, fewer than "
+        f"min_episode_ends={least}, and a mode's contract is about episode ends: "
+        f"raise steps, or make the episodes shorter."
+    )
+
+
+def check_env_probe_disagrees(env: str, mode: AutoresetMode, probe: str) -> str:
+    return (
+        f"{env} declares {mode.value}, but vecmode.probe_mode does not find it "
+        f"behaving so: {probe}"
+    )
+
+
+def check_env_checks(
+    mode: AutoresetMode, final_in_info: bool, reset_steps: bool, caller_resets: bool
+) -> tuple[str, ...]:
+    checks = [
+        "observations in the observation space; rewards, terminations and "
+        "truncations of shape (num_envs,) and the right dtypes; infos dicts",
+    ]
+    if final_in_info:
+        checks.append(
+            "final_obs / _final_obs and final_info / _final_info exactly at episode "
+            "ends, True exactly for the ended sub-envs; final observations in the "
+            "single observation space, not overwritten by the reset"
+        )
+    else:
+        checks.append("no final_obs / final_info in info")
+    if reset_steps:
+        checks.append(
+            "the step after an episode ends: reward 0, terminated and truncated "
+            "False, action ignored; reset() clears pending autoresets"
+        )
+    if caller_resets:
+        checks.append(
+            "reset_mask resets exactly the masked sub-envs (others' observations "
+            "unchanged, infos only for the masked ones); step does not reset an "
+            "ended sub-env"
+        )
+    checks += [
+        "the same seed and actions reproduce the run",
+        f"vecmode.probe_mode finds {mode.value}",
+    ]
+    return tuple(checks)
+
+
+def check_env_report(
+    env: str, mode: AutoresetMode, steps: int, ends: int, checks: Iterable[str]
+) -> str:
+    lines = [f"{env} conforms to {mode.value}: {steps} steps, {ends} episode ends"]
+    lines += [f"  - {check}" for check in checks]
+    return "\n".join(lines)

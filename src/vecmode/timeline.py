@@ -6,6 +6,8 @@ the first episode, ``s0'`` the first observation of the second, ``s0''`` of the
 third), the way the reference animation of the modes shows them. Labels follow the mode's
 rules (:func:`vecmode.modes.boundary`) and are checked against the values DISABLED
 mode returned; a label ending in ``!`` would mean the value differs.
+:func:`format_timeline` prints the rows as a table (``vecmode timeline``),
+:func:`timeline_svg` draws them (``vecmode timeline --svg FILE``).
 
 >>> from vecmode.timeline import timeline
 >>> rows = timeline("CartPole-v1", steps=5, max_episode_steps=3)
@@ -21,18 +23,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
+from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
+from vecmode import errors
 from vecmode.make import make_vec
 from vecmode.modes import MODES, AutoresetMode, Boundary, boundary
 
-__all__ = ["TimelineRow", "format_timeline", "timeline"]
+__all__ = ["TimelineRow", "format_timeline", "timeline", "timeline_svg"]
 
 
 @dataclass(frozen=True)
 class TimelineRow:
-    """One call of one mode: what sub-env 0 got back."""
+    """One call of one mode: what sub-env 0 got back.
+
+    Attributes:
+        call: ``"reset"`` or ``"step N"``.
+        obs: the returned observation's label (``s3``, ``s0'``...).
+        reward: the returned reward (None for the first ``reset``).
+        terminated, truncated: the returned flags.
+        note: the facts below, as text (what :func:`format_timeline` prints).
+        reset_step: NEXT_STEP's reset step: the action was ignored, the sub-env
+            reset instead (reward 0, no flags).
+        final_obs: the label of ``info["final_obs"]`` (SAME_STEP), else ``""``.
+        then_reset: the label a ``reset(options={"reset_mask": ...})`` returned
+            right after this step (DISABLED), else ``""``.
+    """
 
     call: str
     obs: str
@@ -40,6 +57,9 @@ class TimelineRow:
     terminated: bool = False
     truncated: bool = False
     note: str = ""
+    reset_step: bool = False
+    final_obs: str = ""
+    then_reset: str = ""
 
 
 def _first(batch: Any) -> Any:
@@ -74,6 +94,9 @@ def timeline(
     third step, as in the reference's animation); ``None`` keeps the env's own.
     In DISABLED mode the ended sub-env is reset with a ``reset_mask`` call, shown
     as its own row.
+
+    Raises:
+        ValueError: ``action`` is not in the env's action space.
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps
@@ -83,6 +106,9 @@ def timeline(
         envs = make_vec(env_id, num_envs=1, autoreset_mode=mode, **env_kwargs)
         space: Any = envs.action_space
         actions = np.full(space.shape, action, dtype=space.dtype)
+        if not space.contains(actions):
+            envs.close()
+            raise ValueError(errors.timeline_action(action, envs.single_action_space))
         calls: list[tuple[str, tuple, Boundary | None]] = [
             ("reset", envs.reset(seed=seed), None)
         ]
@@ -125,10 +151,12 @@ def timeline(
                 if not rows:
                     rows.append(TimelineRow("reset", obs))
                 else:
-                    rows[-1] = replace(rows[-1], note=f"then {call} -> {obs}")
+                    rows[-1] = replace(
+                        rows[-1], note=f"then {call} -> {obs}", then_reset=obs
+                    )
                 continue
             _, rewards, terminations, truncations, infos = result
-            note = ""
+            note = final = ""
             if bound.real[0]:
                 t += 1
             if bound.final_in_info[0]:
@@ -146,6 +174,8 @@ def timeline(
                     bool(terminations[0]),
                     bool(truncations[0]),
                     note,
+                    reset_step=not bound.real[0],
+                    final_obs=final,
                 )
             )
         table[mode_value] = rows
@@ -178,3 +208,230 @@ def format_timeline(table: dict[str, list[TimelineRow]], header: str = "") -> st
         if i == 0:
             lines.append("  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+# --- the picture ----------------------------------------------------------------------
+
+#: Fill colours of the episodes (the first, the second...; then they repeat).
+_EPISODE_FILLS = ("#dbeafe", "#dcfce7", "#fef3c7", "#fce7f3")
+_INK, _MUTED, _EDGE, _RULE = "#1e293b", "#64748b", "#475569", "#e2e8f0"
+_ENDED = "#dc2626"
+_FINAL = ("#ede9fe", "#6d28d9")  # fill, ink of the final_obs badge
+_MASKED = ("#ffedd5", "#c2410c")  # fill, ink of DISABLED's reset(mask) badge
+_FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', monospace"
+#: Under a lane's name: who resets an ended sub-env, and when.
+_CAPTIONS = {
+    AutoresetMode.NEXT_STEP.value: "reset: next step",
+    AutoresetMode.SAME_STEP.value: "reset: same step",
+    AutoresetMode.DISABLED.value: "reset: by caller",
+}
+#: Layout, in pixels: margin, lane name column, column pitch, cell, lane pitch.
+_PAD, _LABEL_W, _COL_W, _CELL_W, _CELL_H, _LANE_H = 16, 136, 104, 88, 62, 100
+#: A monospace glyph's width, in font sizes (to size badges and the legend).
+_CHAR_W = 0.62
+_LEGEND = (
+    ("episodes", "s3 = step 3 of an episode; ' marks the next one (s0' starts it)"),
+    ("ended", "term / trunc: the episode ends at this call"),
+    ("dashed", "reset step: the action is ignored, reward 0 (NextStep)"),
+    ("final", 'final_obs: the ended episode\'s last obs, in info["final_obs"]'),
+    ("masked", "reset(mask): the caller resets the ended sub-env (Disabled)"),
+)
+
+
+def _episode(obs: str) -> int:
+    """The episode (0: the first) an observation label names.
+
+    >>> [_episode(label) for label in ("s3", "s0'", "s2''", "s1'4", "s0'!")]
+    [0, 1, 2, 4, 1]
+    """
+    _, prime, rest = obs.rstrip("!").partition("'")
+    if not prime:
+        return 0
+    return int(rest) if rest.isdigit() else 1 + rest.count("'")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _text(x: float, y: float, text: str, size: int, fill: str, **style: str) -> str:
+    """A ``<text>``; ``style`` keys are SVG attributes with ``_`` for ``-``."""
+    attrs = "".join(
+        f" {key.replace('_', '-')}={quoteattr(v)}" for key, v in style.items()
+    )
+    return (
+        f'<text x="{_num(x)}" y="{_num(y)}" font-size="{size}" fill="{fill}"{attrs}>'
+        f"{escape(text)}</text>"
+    )
+
+
+def _rect(x: float, y: float, width: float, height: float, **style: str) -> str:
+    attrs = "".join(
+        f" {key.replace('_', '-')}={quoteattr(v)}" for key, v in style.items()
+    )
+    return (
+        f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(width)}" '
+        f'height="{_num(height)}"{attrs}/>'
+    )
+
+
+def _badge_width(text: str) -> int:
+    return round(len(text) * 11 * _CHAR_W + 14)
+
+
+def _badges(x: float, row: TimelineRow) -> list[tuple[float, str]]:
+    """The badges under the cell of ``row`` at ``x``: (centre, text)."""
+    found: list[tuple[float, str]] = []
+    if row.final_obs:
+        found.append((x + _CELL_W / 2, f"final_obs={row.final_obs}"))
+    if row.then_reset:
+        # between this call and the next: the caller's own reset call
+        found.append(
+            ((x + (_CELL_W + _COL_W) / 2), f"reset(mask) \u2192 {row.then_reset}")
+        )
+    return found
+
+
+def _badge(centre: float, y: float, text: str, colours: tuple[str, str]) -> list[str]:
+    """A pill holding ``text``, centred on ``centre``, its top at ``y``."""
+    width = _badge_width(text)
+    fill, ink = colours
+    return [
+        _rect(centre - width / 2, y, width, 20, rx="10", fill=fill, stroke=ink),
+        _text(centre, y + 14, text, 11, ink, text_anchor="middle"),
+    ]
+
+
+def _group(label: str, parts: list[str]) -> list[str]:
+    return [f"<g aria-label={quoteattr(label)}>", *(f"  {p}" for p in parts), "</g>"]
+
+
+def _svg_cell(x: float, y: float, row: TimelineRow) -> list[str]:
+    """One call's result: obs label, reward, flags, and the marks of its kind."""
+    differs = row.obs.endswith("!")
+    fill = _EPISODE_FILLS[_episode(row.obs) % len(_EPISODE_FILLS)]
+    dashed = {"stroke_dasharray": "5 3"} if row.reset_step else {}
+    edge = _ENDED if differs else _EDGE
+    parts = [
+        _rect(x, y, _CELL_W, _CELL_H, rx="6", fill=fill, stroke=edge,
+              stroke_width="1.5", **dashed),
+        _text(x + _CELL_W / 2, y + 24, row.obs, 18, _ENDED if differs else _INK,
+              font_weight="bold", text_anchor="middle"),
+    ]  # fmt: skip
+    if row.reward is not None:
+        parts.append(_text(x + 8, y + 43, f"r={row.reward:g}", 12, _INK))
+    flags = [
+        name for name, on in (("term", row.terminated), ("trunc", row.truncated)) if on
+    ]
+    if flags:
+        parts += [
+            _rect(x + _CELL_W - 5, y + 3, 4, _CELL_H - 6, fill=_ENDED),
+            _text(x + _CELL_W - 9, y + 43, " ".join(flags), 12, _ENDED,
+                  font_weight="bold", text_anchor="end"),
+        ]  # fmt: skip
+    if row.reset_step:
+        parts.append(
+            _text(x + _CELL_W / 2, y + 56, "action ignored", 9, _MUTED,
+                  text_anchor="middle")
+        )  # fmt: skip
+    for centre, text in _badges(x, row):
+        colours = _FINAL if text.startswith("final_obs") else _MASKED
+        parts += _badge(centre, y + _CELL_H + 6, text, colours)
+    return _group(f"{row.call}: {row.obs}", parts)
+
+
+def _swatch(kind: str, x: float, y: float) -> list[str]:
+    if kind == "episodes":
+        return [
+            _rect(x + 9 * i, y, 9, 14, fill=fill, stroke=_EDGE)
+            for i, fill in enumerate(_EPISODE_FILLS[:3])
+        ]
+    if kind == "ended":
+        return [_rect(x + 12, y, 4, 14, fill=_ENDED)]
+    if kind == "dashed":
+        return [
+            _rect(x, y, 27, 14, rx="3", fill="none", stroke=_EDGE,
+                  stroke_width="1.5", stroke_dasharray="5 3")
+        ]  # fmt: skip
+    fill, ink = _FINAL if kind == "final" else _MASKED
+    return [_rect(x, y, 27, 14, rx="7", fill=fill, stroke=ink)]
+
+
+def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
+    """The rows of :func:`timeline` as a picture: a self-contained SVG document.
+
+    One lane per mode (a ``<g>`` whose first text is the mode), one column per
+    call (a ``<g>`` per cell). A cell shows the returned observation's label
+    (filled with its episode's colour), the reward and the term / trunc flags;
+    NEXT_STEP's reset step is dashed ("action ignored"), ``info["final_obs"]``
+    and DISABLED's ``reset(mask)`` are badges under the cell, and a legend
+    explains the marks. No scripts, stylesheets, external fonts or ids (it can
+    be inlined in a page); the same table always gives the same text.
+
+    >>> from vecmode.timeline import timeline, timeline_svg
+    >>> svg = timeline_svg(timeline("CartPole-v1", steps=4), title="CartPole-v1")
+    >>> svg.startswith("<svg ") and "final_obs=s3" in svg
+    True
+    >>> "reset(mask) \u2192 s0'" in svg
+    True
+    """
+    lanes = [(mode, rows) for mode, rows in table.items() if rows]
+    if not lanes:
+        raise ValueError(errors.empty_timeline())
+    calls = [row.call for row in max((rows for _, rows in lanes), key=len)]
+    top = _PAD + (28 if title else 0)
+    lanes_top = top + 24
+    legend_top = lanes_top + len(lanes) * _LANE_H + 8
+    x0 = _PAD + _LABEL_W
+    legend_w = 40 + max(len(text) for _, text in _LEGEND) * 12 * _CHAR_W
+    badges_right = max(
+        (
+            centre + _badge_width(text) / 2
+            for _, rows in lanes
+            for column, row in enumerate(rows)
+            for centre, text in _badges(x0 + column * _COL_W, row)
+        ),
+        default=0,
+    )
+    width = round(
+        max(_PAD + max(_LABEL_W + len(calls) * _COL_W, legend_w), badges_right) + _PAD
+    )
+    height = legend_top + len(_LEGEND) * 22 + _PAD
+    body = [
+        f"<title>{escape(title or 'What each autoreset mode returns, call by call')}"
+        "</title>",
+        _rect(0, 0, width, height, fill="#ffffff"),
+    ]
+    if title:
+        body.append(_text(_PAD, _PAD + 16, title, 15, _INK, font_weight="bold"))
+    body += _group(
+        "calls",
+        [
+            _text(x0 + i * _COL_W + _CELL_W / 2, top + 14, call, 12, _MUTED,
+                  text_anchor="middle")
+            for i, call in enumerate(calls)
+        ],
+    )  # fmt: skip
+    for lane, (mode, rows) in enumerate(lanes):
+        y = lanes_top + lane * _LANE_H
+        parts = [_text(_PAD, y + 26, mode, 15, _INK, font_weight="bold")]
+        if mode in _CAPTIONS:
+            parts.append(_text(_PAD, y + 44, _CAPTIONS[mode], 11, _MUTED))
+        if lane:
+            parts.append(
+                f'<line x1="{_PAD}" y1="{y - 5}" x2="{width - _PAD}" y2="{y - 5}" '
+                f'stroke="{_RULE}"/>'
+            )
+        for column, row in enumerate(rows):
+            parts += _svg_cell(x0 + column * _COL_W, y, row)
+        body += _group(mode, parts)
+    legend: list[str] = []
+    for item, (kind, text) in enumerate(_LEGEND):
+        y = legend_top + item * 22
+        legend += [*_swatch(kind, _PAD, y), _text(_PAD + 40, y + 11, text, 12, _INK)]
+    body += _group("legend", legend)
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" font-family={quoteattr(_FONT)}>'
+    )
+    return "\n".join([head, *(f"  {part}" for part in body), "</svg>"]) + "\n"

@@ -1,0 +1,87 @@
+"""Importable things the command line's tests name (``tests.cli_targets:Name``).
+
+Wrappers and factories with a known behaviour: declared or not, refusing a mode
+(by the registry or by their own error), conforming or not, raising.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+import vecmode
+from vecmode import MODES
+
+#: Not callable.
+NOT_CALLABLE = 3
+
+
+class Undeclared(VectorWrapper):
+    """A vector wrapper that declares no modes."""
+
+
+@vecmode.supports("NextStep")
+class NextStepOnly(VectorWrapper):
+    """Declares NextStep only: the registry refuses the other modes when built."""
+
+
+class RefusesByItself(VectorWrapper):
+    """Undeclared, but raises its own error when built (as some of Gymnasium's do)."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        raise ValueError("RefusesByItself works on no env at all")
+
+
+@vecmode.supports(*MODES)
+class Warns(VectorWrapper):
+    """Warns when built."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        warnings.warn("careful,\n this is a test", UserWarning, stacklevel=2)
+        super().__init__(env)
+
+
+@vecmode.supports(*MODES)
+class ShiftObservation(VectorWrapper):
+    """Declares every mode but shifts only the returned observations, never
+    ``info["final_obs"]``: wrong in SameStep, and check_wrapper says so."""
+
+    def __init__(self, env: VectorEnv, shift: float = 1.0) -> None:
+        super().__init__(env)
+        self.shift = shift
+
+    def reset(self, **kwargs: Any) -> Any:
+        obs, infos = self.env.reset(**kwargs)
+        return obs + self.shift, infos
+
+    def step(self, actions: Any) -> Any:
+        obs, *rest = self.env.step(actions)
+        return (obs + self.shift, *rest)
+
+
+def clipped(env: VectorEnv, high: float = 1.0) -> VectorEnv:
+    """A factory ``env -> wrapped env``: vecmode's ClipReward, right in every mode."""
+    return vecmode.wrappers.ClipReward(env, 0.0, high)
+
+
+def not_a_vector_env(env: VectorEnv) -> Any:
+    """Returns something that is not a vector env."""
+    return np.zeros(3)
+
+
+def raises(*args: Any, **kwargs: Any) -> Any:
+    """A factory whose own code raises."""
+    raise RuntimeError("the factory's own bug")
+
+
+def cartpole(num_envs: int = 2, mode: str = "NextStep") -> VectorEnv:
+    """A zero-argument vector env factory (for probe)."""
+    return vecmode.make_vec("CartPole-v1", num_envs=num_envs, autoreset_mode=mode)
+
+
+def never_ending(num_envs: int = 2) -> VectorEnv:
+    """Episodes far longer than any probe here: nothing to tell the mode by."""
+    return vecmode.make_vec("CartPole-v1", num_envs=num_envs, max_episode_steps=100_000)

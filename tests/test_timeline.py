@@ -1,0 +1,184 @@
+"""The timeline of the modes: its rows, and its picture (``timeline_svg``)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import gymnasium as gym
+import pytest
+
+from vecmode import errors
+from vecmode.timeline import TimelineRow, timeline, timeline_svg
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return timeline("CartPole-v1", steps=7, max_episode_steps=3)
+
+
+def texts(element) -> list[str]:
+    return [node.text or "" for node in element.iter(f"{SVG}text")]
+
+
+def lanes(root) -> dict[str, ET.Element]:
+    """The lane groups, by their first text (the mode)."""
+    groups = [g for g in root.findall(f"{SVG}g") if g.get("aria-label") not in
+              ("calls", "legend")]  # fmt: skip
+    return {texts(g)[0]: g for g in groups}
+
+
+def cells(lane) -> list[ET.Element]:
+    return lane.findall(f"{SVG}g")
+
+
+# ------------------------------------------------------------------ the rows
+def test_rows_carry_the_marks_as_fields(rows):
+    """reset_step, final_obs and then_reset are set exactly where the notes say."""
+    for mode_rows in rows.values():
+        for row in mode_rows:
+            assert row.reset_step == (row.note == "reset step, action ignored")
+            assert row.final_obs == row.note.removeprefix("final_obs=") * (
+                row.note.startswith("final_obs=")
+            )
+            assert row.then_reset == row.note.removeprefix("then reset(mask) -> ") * (
+                row.note.startswith("then reset(mask)")
+            )
+    assert [r.call for r in rows["NextStep"] if r.reset_step] == ["step 4"]
+    assert [(r.call, r.final_obs) for r in rows["SameStep"] if r.final_obs] == [
+        ("step 3", "s3"),
+        ("step 6", "s3'"),
+    ]
+    assert [(r.call, r.then_reset) for r in rows["Disabled"] if r.then_reset] == [
+        ("step 3", "s0'"),
+        ("step 6", "s0''"),
+    ]
+
+
+def test_an_action_outside_the_space_is_refused():
+    with pytest.raises(ValueError) as refused:
+        timeline("CartPole-v1", action=2)
+    assert str(refused.value) == errors.timeline_action(2, gym.spaces.Discrete(2))
+
+
+# ------------------------------------------------------------------ the picture
+def test_svg_is_well_formed_and_self_contained(rows):
+    svg = timeline_svg(rows, title="CartPole-v1")
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    assert root.find(f"{SVG}title").text == "CartPole-v1"
+    for outside in ("<script", "href", "@import", "url(", "<style", " id="):
+        assert outside not in svg
+    assert not svg.startswith("<?xml")  # can be inlined in HTML as it is
+
+
+def test_svg_is_deterministic():
+    """Two separate runs give the same bytes (reproducible docs builds)."""
+    first = timeline_svg(timeline("CartPole-v1", steps=5), "t")
+    second = timeline_svg(timeline("CartPole-v1", steps=5), "t")
+    assert first.encode() == second.encode()
+    assert first != timeline_svg(timeline("CartPole-v1", steps=5), "u")
+
+
+def test_svg_has_one_lane_per_mode_with_each_calls_labels(rows):
+    root = ET.fromstring(timeline_svg(rows))
+    found = lanes(root)
+    assert list(found) == ["NextStep", "SameStep", "Disabled"]
+    for mode, lane in found.items():
+        lane_cells = cells(lane)
+        assert len(lane_cells) == len(rows[mode])
+        for cell, row in zip(lane_cells, rows[mode], strict=True):
+            shown = texts(cell)
+            assert shown[0] == row.obs
+            if row.reward is not None:
+                assert f"r={row.reward:g}" in shown
+            flags = " ".join(
+                f
+                for f, on in (("term", row.terminated), ("trunc", row.truncated))
+                if on
+            )
+            assert (flags in shown) == bool(flags)
+    calls = texts(next(g for g in root.findall(f"{SVG}g") if g.get("aria-label") ==
+                       "calls"))  # fmt: skip
+    assert calls == [row.call for row in rows["NextStep"]]
+
+
+def test_svg_marks_reset_steps_final_obs_and_masked_resets(rows):
+    found = lanes(ET.fromstring(timeline_svg(rows)))
+    for mode, lane in found.items():
+        for cell, row in zip(cells(lane), rows[mode], strict=True):
+            box = cell.find(f"{SVG}rect")
+            shown = texts(cell)
+            assert (box.get("stroke-dasharray") is not None) == row.reset_step
+            assert ("action ignored" in shown) == row.reset_step
+            assert (f"final_obs={row.final_obs}" in shown) == bool(row.final_obs)
+            assert (f"reset(mask) \u2192 {row.then_reset}" in shown) == bool(
+                row.then_reset
+            )
+    # where the reference puts them: NextStep's reset step after the end, the final
+    # obs of SameStep and the caller's reset in Disabled at the end
+    assert "action ignored" in texts(cells(found["NextStep"])[4])
+    assert "final_obs=s3" in texts(cells(found["SameStep"])[3])
+    assert "reset(mask) \u2192 s0'" in texts(cells(found["Disabled"])[3])
+
+
+def test_svg_colours_cells_by_episode(rows):
+    found = lanes(ET.fromstring(timeline_svg(rows)))
+    fills = {
+        mode: [cell.find(f"{SVG}rect").get("fill") for cell in cells(lane)]
+        for mode, lane in found.items()
+    }
+    # NextStep: s0 s1 s2 s3 | s0' s1' s2' s3'
+    assert len(set(fills["NextStep"][:4])) == 1
+    assert len(set(fills["NextStep"][4:])) == 1
+    assert fills["NextStep"][0] != fills["NextStep"][4]
+    # SameStep: s0 s1 s2 | s0' s1' s2' | s0'' s1''
+    assert fills["SameStep"][3] == fills["NextStep"][4]
+    assert fills["SameStep"][6] not in (fills["SameStep"][0], fills["SameStep"][3])
+
+
+def test_svg_has_a_legend(rows):
+    root = ET.fromstring(timeline_svg(rows))
+    legend = next(g for g in root.findall(f"{SVG}g") if g.get("aria-label") == "legend")
+    shown = " ".join(texts(legend))
+    for term in ("s0'", "term / trunc", "reset step", "final_obs", "reset(mask)"):
+        assert term in shown
+
+
+def test_svg_escapes_text():
+    rows = {"A<&>": [TimelineRow("reset", "s0"), TimelineRow("step 1", "s1<", 1.0)]}
+    svg = timeline_svg(rows, title='x < y & "z"')
+    root = ET.fromstring(svg)
+    assert root.find(f"{SVG}title").text == 'x < y & "z"'
+    assert "A<&>" in texts(root) and "s1<" in texts(root)
+
+
+def test_svg_flags_a_label_whose_value_differs():
+    rows = {"NextStep": [TimelineRow("reset", "s0"), TimelineRow("step 1", "s1!", 1.0)]}
+    root = ET.fromstring(timeline_svg(rows))
+    [lane] = lanes(root).values()
+    good, bad = (cell.find(f"{SVG}rect").get("stroke") for cell in cells(lane))
+    assert good != bad
+
+
+def test_svg_of_nothing_is_refused():
+    for empty in ({}, {"NextStep": []}):
+        with pytest.raises(ValueError) as refused:
+            timeline_svg(empty)
+        assert str(refused.value) == errors.empty_timeline()
+
+
+@pytest.mark.parametrize("steps", [2, 3, 6, 20])
+def test_svg_is_wide_enough_for_every_column_and_badge(steps):
+    """Also when the last call ends an episode (its badges stick out)."""
+    root = ET.fromstring(timeline_svg(timeline("CartPole-v1", steps=steps)))
+    width = int(root.get("width"))
+    right = max(
+        float(rect.get("x")) + float(rect.get("width"))
+        for rect in root.iter(f"{SVG}rect")
+        if rect.get("width") != str(width)  # the background
+    )
+    assert right <= width - 8
+    assert width >= 16 + 136 + (steps + 1) * 104
