@@ -48,8 +48,8 @@ def test_a_stack_conforms_and_the_report_reads_well():
     assert report.batch_dependent  # found on the outermost layer that says
     text = str(report)
     assert text.splitlines()[0] == report.summary
-    assert "NextStep over vecmode.SyncVectorEnv (together episodes)" in text
-    assert "SameStep over gymnasium.vector.SyncVectorEnv (staggered episodes)" in text
+    assert "[NextStep over vecmode.SyncVectorEnv, episodes ending together]" in text
+    assert "[SameStep over gymnasium.vector.SyncVectorEnv, staggered episodes]" in text
     assert "batch-dependent" in text
 
 
@@ -144,9 +144,10 @@ def test_catches_a_wrapper_that_forgets_final_obs():
         check_wrapper(ForgetsFinalObs)
     message = str(caught.value)
     assert message.startswith(
-        "check_wrapper(ForgetsFinalObs): SameStep over vecmode.SyncVectorEnv "
-        "(together episodes) differs from NextStep over vecmode.SyncVectorEnv "
-        "(together episodes): sub-env 0, event 3 (a real transition, call 3 here, "
+        "check_wrapper(ForgetsFinalObs): [SameStep over vecmode.SyncVectorEnv, "
+        "episodes ending together] differs from [NextStep over "
+        "vecmode.SyncVectorEnv, episodes ending together]: sub-env 0, event 3 (a "
+        "real transition, call 3 here, "
         "call 3 there), field next_obs: expected [0. 0. 6.], got [0. 0. 3.]"
     ), message
     assert "final observations (info['final_obs'] in SAME_STEP)" in message
@@ -156,8 +157,9 @@ def test_catches_statistics_that_count_next_steps_reset_step():
     with pytest.raises(AssertionError) as caught:
         check_wrapper(CountsResetSteps)
     message = str(caught.value)
-    assert "SameStep over vecmode.SyncVectorEnv (together episodes) differs from " in (
-        message
+    assert (
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] differs from "
+        in (message)
     )
     assert "field reward" in message
     assert "not NEXT_STEP's reset step" in message
@@ -171,8 +173,9 @@ def test_catches_a_wrapper_that_declares_a_mode_it_gets_wrong():
     with pytest.raises(AssertionError) as caught:
         check_wrapper(StepCounter)
     message = str(caught.value)
-    assert "SameStep over vecmode.SyncVectorEnv (together episodes) differs" in (
-        message
+    assert (
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] differs"
+        in (message)
     )
     assert "an episode start" in message and "field obs" in message
     assert "expected [0. 1. 0. 0.], got [0. 1. 0. 3.]" in message
@@ -254,9 +257,9 @@ def test_catches_lost_partial_resets():
         check_wrapper(lambda env: StackIgnoringCuts(env, 2))
     message = str(caught.value)
     assert (
-        "NextStep over vecmode.SyncVectorEnv (staggered episodes) differs from "
-        "NextStep over vecmode.SyncVectorEnv (staggered, truncated where cut "
-        "episodes): sub-env 0, event"
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes] differs from "
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes truncated by the "
+        "env where cut]: sub-env 0, event"
     ) in message, message
     assert "(an episode start" in message and "field obs" in message
     assert "clear the sub-env's state on a masked reset" in message
@@ -295,7 +298,9 @@ def test_gymnasium_wrappers_are_held_to_their_registry_entries():
     finds what the registry records, and Gymnasium's classes don't refuse modes
     unless vecmode.guard() is on."""
     kit = {"batch_dependent": True}  # its statistics pool the batch
-    with pytest.raises(AssertionError, match=r"SameStep over .* differs from NextStep"):
+    with pytest.raises(
+        AssertionError, match=r"SameStep over .* differs from \[NextStep"
+    ):
         check_wrapper(gym_vector.NormalizeReward, modes=["NextStep", "SameStep"], **kit)
     with pytest.raises(AssertionError, match="accepted SameStep, which it does not"):
         check_wrapper(gym_vector.NormalizeReward, **kit)
@@ -307,7 +312,7 @@ def test_gymnasium_wrappers_are_held_to_their_registry_entries():
 
 def test_batch_dependent_values_differ_when_episodes_are_staggered():
     """Why the option exists: pooled statistics see different batches."""
-    with pytest.raises(AssertionError, match=r"\(staggered episodes\) differs"):
+    with pytest.raises(AssertionError, match=r"staggered episodes\] differs"):
         check_wrapper(vw.NormalizeObservation, batch_dependent=False)
 
 
@@ -321,7 +326,8 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
     with pytest.raises(AssertionError) as caught:
         check_wrapper(vecmode.NextStepAutoreset)
     assert (
-        "Disabled over gymnasium.vector.SyncVectorEnv (together episodes): refused "
+        "[Disabled over gymnasium.vector.SyncVectorEnv, episodes ending together]: "
+        "refused "
         "to be built although it accepts Disabled over vecmode.SyncVectorEnv: "
         "NextStepAutoreset cannot wrap this env, although it supports its mode "
         "Disabled: NEXT_STEP must reset a sub-env without stepping it"

@@ -14,6 +14,11 @@
   ``FrameStackObservation``.
 * the registry: :func:`supports`, :func:`register`, :func:`supported_modes`,
   :func:`check`, :func:`assert_compatible`, :func:`require_mode`, :func:`guard`.
+* :class:`TransitionCollector`: one training loop for every mode; each step gives
+  a :class:`Transition` with the true next observation and a ``valid`` mask.
+* :func:`probe_mode`: the mode a vector env really behaves as (:class:`ProbeResult`).
+* :mod:`vecmode.testing`: the conformance kit (``check_wrapper``,
+  ``check_vector_env``, deterministic test envs).
 """
 
 from gymnasium.vector import AutoresetMode
@@ -38,6 +43,7 @@ from vecmode.errors import (
 )
 from vecmode.make import make_vec
 from vecmode.modes import MODES, ModeLike, as_mode, mode_of
+from vecmode.probe import ProbeResult, probe_mode
 from vecmode.registry import (
     CompatibilityReport,
     Declaration,
@@ -56,6 +62,7 @@ from vecmode.registry import (
     unregister,
 )
 from vecmode.sync_vector_env import SyncVectorEnv
+from vecmode.transitions import Transition, TransitionCollector
 
 __version__ = "0.1.0.dev0"
 
@@ -73,9 +80,12 @@ __all__ = [
     "LayerReport",
     "ModeLike",
     "NextStepAutoreset",
+    "ProbeResult",
     "SameStepAutoreset",
     "SubEnvError",
     "SyncVectorEnv",
+    "Transition",
+    "TransitionCollector",
     "UndeclaredModeWarning",
     "VectorCore",
     "Verdict",
@@ -90,6 +100,7 @@ __all__ = [
     "honours_reset_mask",
     "make_vec",
     "mode_of",
+    "probe_mode",
     "register",
     "require_mode",
     "strict",

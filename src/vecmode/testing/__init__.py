@@ -5,7 +5,9 @@
   image variants), ended by termination or truncation on a schedule;
 * :func:`check_wrapper`: proves a vector wrapper right in every mode it declares
   (mode equivalence) and refusing the others; one line in a test, or
-  :class:`WrapperConformance`, a test mixin.
+  :class:`WrapperConformance`, a test mixin;
+* :func:`check_vector_env`: proves a custom vector env behaves as the mode its
+  ``metadata["autoreset_mode"]`` declares.
 """
 
 from vecmode.testing.conformance import (
@@ -14,12 +16,15 @@ from vecmode.testing.conformance import (
     check_wrapper,
 )
 from vecmode.testing.envs import OBS_TYPES, ScheduledEnv, decode, scheduled_env_fns
+from vecmode.testing.vector_env import VectorEnvReport, check_vector_env
 
 __all__ = [
     "OBS_TYPES",
     "ScheduledEnv",
+    "VectorEnvReport",
     "WrapperConformance",
     "WrapperReport",
+    "check_vector_env",
     "check_wrapper",
     "decode",
     "scheduled_env_fns",

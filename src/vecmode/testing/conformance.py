@@ -87,14 +87,14 @@ def _schedules(num_envs: int, wanted: int) -> tuple[_Schedule, ...]:
     """The "together" and "staggered" schedules, and the staggered one with each
     cut made by the env itself (a truncation) instead of a masked reset."""
     staggered = _Schedule(
-        "staggered",
+        "staggered episodes",
         tuple(((2, 3), (3,), (1, 4), (4, 2))[i % 4] for i in range(num_envs)),
         tuple(((i % 2 == 0), False, True) for i in range(num_envs)),
         tuple(frozenset({3 + i, 8}) for i in range(num_envs)),
     )
     return (
         _Schedule(
-            "together",
+            "episodes ending together",
             tuple((3, 1, 2, 4) for _ in range(num_envs)),
             tuple(((i % 2 == 0), (i % 3 == 0)) for i in range(num_envs)),
             tuple(frozenset() for _ in range(num_envs)),
@@ -130,7 +130,7 @@ def _truncated_at_cuts(schedule: _Schedule, wanted: int) -> _Schedule:
         lengths.append(tuple(ref_ls))
         truncate.append(tuple(ref_ts))
     return _Schedule(
-        "staggered, truncated where cut",
+        "staggered episodes truncated by the env where cut",
         tuple(lengths),
         tuple(truncate),
         tuple(frozenset() for _ in schedule.cuts),
@@ -639,10 +639,10 @@ def check_wrapper(
     for schedule in schedules:
         reference: _Run | None = None
         per_mode: dict[AutoresetMode, _Run] = {}
-        truncated = not any(schedule.cuts) and schedule.name != "together"
+        truncated = schedule is schedules[2]
         for mode in to_prove:
             for name in over if not truncated else over[:1]:
-                label = f"{mode.value} over {name} ({schedule.name} episodes)"
+                label = f"[{mode.value} over {name}, {schedule.name}]"
                 try:
                     wrapped = _build(factory, base(name, mode, schedule), who)
                 except IncompatibleModeError as error:
@@ -668,7 +668,7 @@ def check_wrapper(
                 finally:
                     wrapped.close()
                 runs.append(label)
-                values = schedule.name == "together" or not batch_dependent
+                values = schedule is schedules[0] or not batch_dependent
                 if truncated:  # the same mode with cuts instead of truncations
                     compared += _compare(
                         run, cut_runs[mode], transitions, values, who, hint_cuts
