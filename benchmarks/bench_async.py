@@ -64,9 +64,12 @@ import numpy as np
 import vecmode
 from harness import (
     add_run_arguments,
+    interleaved,
     markdown_table,
     positive_int,
+    round_done,
     text_table,
+    time_steps,
     versions,
 )
 from vecmode.async_vector_env import default_num_workers
@@ -188,16 +191,6 @@ def env_fns(kind: str, num_envs: int, work: int) -> list[Callable[[], gym.Env]]:
     return [lambda: HeavyEnv(work)] * num_envs
 
 
-def run(envs: gym.vector.VectorEnv, actions: np.ndarray, seed: int) -> float:
-    """NextStep: the env resets ended sub-envs itself; just step."""
-    envs.reset(seed=seed)
-    step = envs.step
-    start = time.perf_counter()
-    for row in actions:
-        step(row)
-    return time.perf_counter() - start
-
-
 @dataclass
 class Contestant:
     name: str
@@ -206,7 +199,9 @@ class Contestant:
 
     def run(self, actions: np.ndarray, seed: int) -> float:
         gc.collect()
-        return actions.shape[0] * actions.shape[1] / run(self.envs, actions, seed)
+        return (
+            actions.shape[0] * actions.shape[1] / time_steps(self.envs, actions, seed)
+        )
 
 
 def build(
@@ -273,18 +268,12 @@ def benchmark(
                     contestant.run(actions[key][:WARMUP_STEPS], seed)
         for r in range(rounds):
             started = time.perf_counter()
-            for key, group in groups.items():
-                shift = r % len(group)
-                for contestant in group[shift:] + group[:shift]:
-                    contestant.rates.append(contestant.run(actions[key], seed))
+            for key, contestant in interleaved(
+                ([(key, c) for c in group] for key, group in groups.items()), r
+            ):
+                contestant.rates.append(contestant.run(actions[key], seed))
             floor.append((pipe_round_trip_us(trips), pipe_round_trip_us(trips, 100e-6)))
-            if progress:
-                print(
-                    f"  round {r + 1}/{rounds} done in "
-                    f"{time.perf_counter() - started:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            round_done(r, rounds, started, progress)
     finally:
         for group in groups.values():
             for contestant in group:

@@ -64,10 +64,14 @@ import vecmode
 from harness import (
     add_run_arguments,
     fill_run_defaults,
+    interleaved,
     markdown_table,
+    mode_arg,
     positive_int,
+    round_done,
     run_defaults_help,
     text_table,
+    time_steps,
     versions,
 )
 
@@ -99,16 +103,6 @@ def run_raw(envs: list[gym.Env], actions: np.ndarray, seed: int) -> float:
             _, _, terminated, truncated, _ = env.step(action)
             if terminated or truncated:
                 env.reset()
-    return time.perf_counter() - start
-
-
-def run_autoreset(envs: gym.vector.VectorEnv, actions: np.ndarray, seed: int) -> float:
-    """NextStep / SameStep: the env resets ended sub-envs itself; just step."""
-    envs.reset(seed=seed)
-    step = envs.step
-    start = time.perf_counter()
-    for row in actions:
-        step(row)
     return time.perf_counter() - start
 
 
@@ -156,7 +150,7 @@ def build_contestants(
     fns = [make_env] * num_envs
     out = [Contestant(RAW, None, num_envs, [make_env() for _ in fns], run_raw)]
     for mode in modes:
-        runner = run_disabled if mode is AutoresetMode.DISABLED else run_autoreset
+        runner = run_disabled if mode is AutoresetMode.DISABLED else time_steps
         ours = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), mode)
         theirs = gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
         for name, envs in ((VECMODE, ours), (GYMNASIUM, theirs)):
@@ -202,18 +196,11 @@ def benchmark(
     try:
         for r in range(rounds):
             started = time.perf_counter()
-            for n in num_envs_list:
-                group = by_n[n]
-                shift = r % len(group)
-                for contestant in group[shift:] + group[:shift]:
-                    contestant.rates.append(contestant.run(actions[n], seed))
-            if progress:
-                print(
-                    f"  round {r + 1}/{rounds} done in "
-                    f"{time.perf_counter() - started:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            for n, contestant in interleaved(
+                ([(n, c) for c in by_n[n]] for n in num_envs_list), r
+            ):
+                contestant.rates.append(contestant.run(actions[n], seed))
+            round_done(r, rounds, started, progress)
     finally:
         for group in by_n.values():
             for contestant in group:
@@ -300,13 +287,6 @@ def format_markdown(rows: Sequence[Row], header: Sequence[str]) -> str:
 
 
 # ---------------------------------------------------------------------------- CLI
-def mode_arg(text: str) -> AutoresetMode:
-    try:
-        return vecmode.as_mode(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Steps/s of vecmode.SyncVectorEnv vs gymnasium.vector."

@@ -72,9 +72,13 @@ import vecmode
 from harness import (
     add_run_arguments,
     fill_run_defaults,
+    interleaved,
     markdown_table,
+    mode_arg,
+    round_done,
     run_defaults_help,
     text_table,
+    time_steps,
     versions,
 )
 from vecmode.transitions import TransitionCollector
@@ -260,17 +264,6 @@ BY_HAND_RUNNERS: dict[AutoresetMode, Callable[[Any, np.ndarray, int], float]] = 
 }
 
 
-def run_collector(
-    collector: TransitionCollector, actions: np.ndarray, seed: int
-) -> float:
-    collector.reset(seed=seed)
-    step = collector.step
-    start = time.perf_counter()
-    for row in actions:
-        step(row)
-    return time.perf_counter() - start
-
-
 @dataclass
 class Contestant:
     name: str
@@ -293,8 +286,8 @@ def build_group(
     group = [
         Contestant(RAW, env(), run_raw),
         Contestant(BY_HAND, env(), BY_HAND_RUNNERS[mode]),
-        Contestant(COLLECTOR, TransitionCollector(env()), run_collector),
-        Contestant(NO_COPY, TransitionCollector(env(copy=False)), run_collector),
+        Contestant(COLLECTOR, TransitionCollector(env()), time_steps),
+        Contestant(NO_COPY, TransitionCollector(env(copy=False)), time_steps),
     ]
     if group[2].target.copy or not group[3].target.copy:
         raise RuntimeError("the collectors do not copy as expected")
@@ -336,17 +329,9 @@ def benchmark(
                 contestant.run(actions[:WARMUP_STEPS], seed)
         for r in range(rounds):
             started = time.perf_counter()
-            for group in groups.values():
-                shift = r % len(group)
-                for contestant in group[shift:] + group[:shift]:
-                    contestant.times.append(contestant.run(actions, seed))
-            if progress:
-                print(
-                    f"  round {r + 1}/{rounds} done in "
-                    f"{time.perf_counter() - started:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            for contestant in interleaved(groups.values(), r):
+                contestant.times.append(contestant.run(actions, seed))
+            round_done(r, rounds, started, progress)
     finally:
         for group in groups.values():
             for contestant in group:
@@ -445,13 +430,6 @@ def report(rows: Sequence[Row], header: Sequence[str], markdown: bool) -> str:
 
 
 # ---------------------------------------------------------------------------- CLI
-def mode_arg(text: str) -> AutoresetMode:
-    try:
-        return vecmode.as_mode(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Time per training-loop step through vecmode.TransitionCollector "

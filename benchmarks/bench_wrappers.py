@@ -101,7 +101,9 @@ import vecmode
 from harness import (
     add_run_arguments,
     fill_run_defaults,
+    interleaved,
     markdown_table,
+    round_done,
     run_defaults_help,
     text_table,
     versions,
@@ -443,18 +445,11 @@ def benchmark(
                 run(env, group.actions[:WARMUP_STEPS], seed)
         for r in range(rounds):
             started = time.perf_counter()
-            for group in groups:
-                names = list(group.envs)
-                shift = r % len(names)
-                for name in names[shift:] + names[:shift]:
-                    group.times[name].append(run(group.envs[name], group.actions, seed))
-            if progress:
-                print(
-                    f"  round {r + 1}/{rounds} done in "
-                    f"{time.perf_counter() - started:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            for group, name in interleaved(
+                ([(group, name) for name in group.envs] for group in groups), r
+            ):
+                group.times[name].append(run(group.envs[name], group.actions, seed))
+            round_done(r, rounds, started, progress)
     finally:
         for group in groups:
             for env in group.envs.values():

@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: argument types and table printing.
+"""What the benchmark scripts share: arguments, interleaved rounds, tables.
 
 The scripts run as ``python benchmarks/bench_*.py``, so this folder is on
 ``sys.path`` and they ``import harness``.
@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import argparse
 import platform
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def positive_int(text: str) -> int:
@@ -102,3 +107,48 @@ def fill_run_defaults(
         args.steps = quick_steps if args.quick else steps
     if args.rounds is None:
         args.rounds = quick_rounds if args.quick else rounds
+
+
+def interleaved(groups: Iterable[Sequence[T]], round_index: int) -> Iterator[T]:
+    """Every group's contestants in this round's order.
+
+    Contestants compared with each other run back to back, and each goes first in
+    turn (rotated by the round), so slow drifts of a shared machine hit all alike.
+    """
+    for group in groups:
+        shift = round_index % len(group)
+        yield from group[shift:]
+        yield from group[:shift]
+
+
+def round_done(round_index: int, rounds: int, started: float, progress: bool) -> None:
+    """Print a round's time to stderr when ``progress`` is on."""
+    if progress:
+        print(
+            f"  round {round_index + 1}/{rounds} done in "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def time_steps(target: Any, actions: Sequence[Any], seed: int) -> float:
+    """Seconds to ``step`` ``target`` through ``actions`` after an untimed
+    ``reset(seed=seed)``: a vector env in NEXT_STEP or SAME_STEP (it resets ended
+    sub-envs itself), or anything with the same ``reset`` / ``step``."""
+    target.reset(seed=seed)
+    step = target.step
+    start = time.perf_counter()
+    for row in actions:
+        step(row)
+    return time.perf_counter() - start
+
+
+def mode_arg(text: str) -> Any:
+    """An argparse type: an autoreset mode, as ``vecmode.as_mode`` reads it."""
+    import vecmode
+
+    try:
+        return vecmode.as_mode(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
