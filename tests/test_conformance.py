@@ -310,6 +310,44 @@ def test_gymnasium_wrappers_are_held_to_their_registry_entries():
     assert report.refused == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
 
 
+def episode_statistics(info):
+    """What RecordEpisodeStatistics reports at an episode's end (not its time)."""
+    episode = info.get("episode")
+    return None if episode is None else (float(episode["r"]), int(episode["l"]))
+
+
+def test_infos_are_compared_when_asked():
+    report = check_wrapper(vw.RecordEpisodeStatistics, compare_info=episode_statistics)
+    assert report.modes == tuple(AutoresetMode)
+    # Gymnasium's: right directly over vecmode's envs, in every mode (its registry
+    # entry says so); over Gymnasium's SyncVectorEnv, which pops reset_mask from the
+    # options before the wrapper reads them, a masked reset clears every sub-env's
+    # sums, and the statistics that follow are wrong (DISABLED's entry)
+    kit = {"compare_info": episode_statistics, "modes": vecmode.MODES}
+    check_wrapper(
+        gym_vector.RecordEpisodeStatistics, bases=["vecmode.SyncVectorEnv"], **kit
+    )
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(gym_vector.RecordEpisodeStatistics, **kit)
+    message = str(caught.value)
+    assert (
+        "[NextStep over gymnasium.vector.SyncVectorEnv, staggered episodes] differs "
+        "from [NextStep over vecmode.SyncVectorEnv, staggered episodes]"
+    ) in message
+    assert "field info: [0]: expected 1.5, got 1.0" in message
+
+    @vecmode.supports(*vecmode.MODES)
+    class CountsResetStepsInLength(vw.RecordEpisodeStatistics):
+        def step(self, actions):
+            result = super().step(actions)
+            self.episode_lengths[~self.boundary.real] += 1  # the reset step too
+            return result
+
+    with pytest.raises(AssertionError, match=r"field info: \[1\]: expected 2, got 1"):
+        check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
+    check_wrapper(CountsResetStepsInLength)  # infos unread: not caught
+
+
 def test_batch_dependent_values_differ_when_episodes_are_staggered():
     """Why the option exists: pooled statistics see different batches."""
     with pytest.raises(AssertionError, match=r"staggered episodes\] differs"):

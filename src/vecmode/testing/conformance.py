@@ -57,6 +57,7 @@ from vecmode.modes import MODES, BoundaryTracker, ModeLike, as_mode, mode_of
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
+from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 __all__ = ["WrapperConformance", "WrapperReport", "check_wrapper"]
 
@@ -149,6 +150,8 @@ class _Event:
     reward: Any = None
     terminated: Any = None
     truncated: Any = None
+    #: what ``compare_info`` took from the transition's info (``_SKIP``: nothing)
+    info: Any = None
 
     def fields(self, values: bool) -> dict[str, Any]:
         """The fields compared; with ``values=False`` only kinds, actions, flags."""
@@ -158,10 +161,33 @@ class _Event:
                 action=self.action, terminated=self.terminated, truncated=self.truncated
             )
             if values:
-                out.update(reward=self.reward, next_obs=self.obs)
+                out.update(reward=self.reward, next_obs=self.obs, info=self.info)
         elif values:
             out["obs"] = self.obs
         return out
+
+
+#: An info not compared: none was asked for, or the caller cut the episode (the
+#: env did not end it, so episode statistics differ from an env's truncation).
+_SKIP: Any = None
+
+
+def _transition_infos(
+    infos: Any, rows: np.ndarray, num_envs: int, pick: Callable[[dict], Any]
+) -> list[Any]:
+    """Per sub-env, ``pick`` of its info at a transition: the call's info, and
+    where the ended step's info is in ``final_info`` (SAME_STEP) that one merged
+    under the call's (the wrapper's own keys, like episode statistics, are there)."""
+    views = infos if isinstance(infos, list) else infos_to_list(infos, num_envs)
+    picked = []
+    for i, view in enumerate(views):
+        view = dict(view)
+        final = view.pop("final_info", None)
+        view.pop("final_obs", None)
+        if rows[i] and isinstance(final, dict):
+            view = {**final, **view}
+        picked.append(pick(view))
+    return picked
 
 
 def _row(batch: Any, i: int) -> Any:
@@ -285,6 +311,7 @@ def _drive(
     seed: int,
     label: str,
     who: str,
+    compare_info: Callable[[dict], Any] | None,
 ) -> _Run:
     n = envs.num_envs
     run = _Run(label, [[] for _ in range(n)])
@@ -359,6 +386,11 @@ def _drive(
                     "The final observations must be transformed like the returned "
                     "ones.",
                 )
+        picked = (
+            _transition_infos(infos, b.final_in_info, n, compare_info)
+            if compare_info is not None
+            else [_SKIP] * n
+        )
         cut = np.zeros(n, dtype=np.bool_)
         for i in np.flatnonzero(b.real).tolist():
             run.events[i].append(
@@ -370,13 +402,16 @@ def _drive(
                     float(rewards[i]),
                     bool(terminations[i]),
                     bool(truncations[i]),
+                    picked[i],
                 )
             )
             taken[i] += 1
             run.transitions += 1
             cut[i] = taken[i] in schedule.cuts[i] and not b.ended[i]
             if cut[i]:  # the caller truncates the episode here
-                run.events[i][-1] = replace(run.events[i][-1], truncated=True)
+                run.events[i][-1] = replace(
+                    run.events[i][-1], truncated=True, info=_SKIP
+                )
         started(obs, b.starts)
         mask = b.needs_reset | cut
         if mask.any():
@@ -410,6 +445,8 @@ def _compare(
         for k, (e, g) in enumerate(zip(expected, got, strict=False)):
             e_fields, g_fields = e.fields(values), g.fields(values)
             for name, value in e_fields.items():
+                if name == "info" and (value is _SKIP or g_fields[name] is _SKIP):
+                    continue
                 why = _difference(value, g_fields[name])
                 if why is None:
                     continue
@@ -506,6 +543,7 @@ def check_wrapper(
     seed: int = 0,
     batch_dependent: bool | None = None,
     bases: Iterable[str] | None = None,
+    compare_info: Callable[[dict[str, Any]], Any] | None = None,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares; see the module doc.
 
@@ -514,8 +552,8 @@ def check_wrapper(
             or a callable such as ``lambda env: MyWrapper(env, k=3)``; it may
             build a whole stack.
         modes: the modes to prove. Default: the modes the wrapper declares
-            (``@vecmode.supports`` or ``vecmode.register``). Modes the wrapper
-            does not declare must be refused at construction either way.
+            (``@vecmode.supports`` or ``vecmode.register``). Every other mode
+            the wrapper does not declare must be refused at construction.
         obs_type: the test sub-envs' observations: ``"box"``, ``"dict"``,
             ``"tuple"``, ``"discrete"`` or ``"image"`` (see
             :class:`~vecmode.testing.ScheduledEnv`).
@@ -532,6 +570,14 @@ def check_wrapper(
             autoreset policy) and ``"gymnasium.vector.SyncVectorEnv"``. A wrapper
             that needs vecmode's core (like :class:`vecmode.NextStepAutoreset`)
             passes ``["vecmode.SyncVectorEnv"]``.
+        compare_info: what of a sub-env's info must agree across modes at each
+            real transition, as a function of its info dict: the call's info for
+            that sub-env, merged over the ended step's ``final_info`` where the
+            mode puts it there (SAME_STEP), so the keys a wrapper writes at an
+            episode's end are found in every mode. For example
+            ``lambda info: info.get("episode", {}).get("l")`` for episode lengths.
+            Default: infos are not compared (their layout differs by mode). Not
+            compared at a transition the caller cut with a masked reset.
 
     Returns:
         A :class:`WrapperReport`.
@@ -664,6 +710,7 @@ def check_wrapper(
                         seed,
                         label,
                         who,
+                        compare_info,
                     )
                 finally:
                     wrapped.close()
@@ -690,7 +737,7 @@ def check_wrapper(
                 )
     if declared is not None:
         for mode in accepted:
-            if mode not in declared:
+            if mode not in declared and mode not in to_prove:
                 raise _fail(
                     who,
                     f"built over a {mode.value} env",
