@@ -130,6 +130,21 @@ def batch_size(actions: Any) -> int | None:
     return sizes.pop() if len(sizes) == 1 else None
 
 
+def batch_row(batch: Any, i: int) -> Any:
+    """Sub-env ``i``'s entry of a batched observation (Dict and Tuple batches
+    included).
+
+    >>> import numpy as np
+    >>> batch_row({"pos": np.array([[1, 2], [3, 4]]), "n": np.array([5, 6])}, 1)
+    {'pos': array([3, 4]), 'n': np.int64(6)}
+    """
+    if isinstance(batch, dict):
+        return {key: batch_row(value, i) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(batch_row(value, i) for value in batch)
+    return batch[i]
+
+
 def copy_batch(batch: Any) -> Any:
     """A copy of a batched observation (a plain copy for arrays, else deep)."""
     if type(batch) is np.ndarray:

@@ -28,8 +28,10 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from vecmode import errors
+from vecmode.core import batch_row
 from vecmode.make import make_vec
 from vecmode.modes import MODES, AutoresetMode, Boundary, boundary
+from vecmode.testing._compare import same
 
 __all__ = ["TimelineRow", "format_timeline", "timeline", "timeline_svg"]
 
@@ -64,19 +66,7 @@ class TimelineRow:
 
 def _first(batch: Any) -> Any:
     """Sub-env 0's observation out of a batch of one."""
-    if isinstance(batch, dict):
-        return {key: _first(value) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(_first(value) for value in batch)
-    return batch[0]
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(np.array_equal(a, b))
+    return batch_row(batch, 0)
 
 
 def timeline(
@@ -137,7 +127,7 @@ def timeline(
         name = f"s{step}" + ("'" * episode if episode <= 3 else f"'{episode}")
         known = catalogue[episode][step] if episode < len(catalogue) else None
         steps_known = episode < len(catalogue) and step < len(catalogue[episode])
-        return name if steps_known and _same(known, seen) else f"{name}!"
+        return name if steps_known and same(known, seen, strict=False) else f"{name}!"
 
     table: dict[str, list[TimelineRow]] = {}
     for mode_value, calls in runs.items():

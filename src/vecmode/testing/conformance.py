@@ -52,6 +52,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
 from vecmode.autoreset import with_autoreset
+from vecmode.core import batch_row
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES, BoundaryTracker, ModeLike, as_mode, mode_of
 from vecmode.registry import declaration, supported_modes
@@ -188,14 +189,6 @@ def _transition_infos(
             view = {**final, **view}
         picked.append(pick(view))
     return picked
-
-
-def _row(batch: Any, i: int) -> Any:
-    if isinstance(batch, dict):
-        return {key: _row(value, i) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(_row(value, i) for value in batch)
-    return batch[i]
 
 
 def _difference(expected: Any, got: Any) -> str | None:
@@ -341,7 +334,7 @@ def _drive(
 
     def started(obs: Any, mask: np.ndarray) -> None:
         for i in np.flatnonzero(mask).tolist():
-            run.events[i].append(_Event("start", calls, _row(obs, i)))
+            run.events[i].append(_Event("start", calls, batch_row(obs, i)))
 
     obs, _ = envs.reset(seed=seed)
     observe(obs, f"{label}, call 0 (reset)")
@@ -397,7 +390,7 @@ def _drive(
                 _Event(
                     "step",
                     calls,
-                    finals[i] if b.final_in_info[i] else _row(obs, i),
+                    finals[i] if b.final_in_info[i] else batch_row(obs, i),
                     actions[i].tolist(),
                     float(rewards[i]),
                     bool(terminations[i]),
