@@ -59,7 +59,12 @@ def main() -> None:
     rounds = 2 if args.quick else args.rounds
     builds, steps = (200, 300) if args.quick else (5000, 5000)
 
-    envs = vecmode.make_vec("CartPole-v1", num_envs=NUM_ENVS, autoreset_mode="NextStep")
+    envs = vecmode.make_vec(
+        "CartPole-v1",
+        num_envs=NUM_ENVS,
+        autoreset_mode="NextStep",
+        vectorization_mode="sync",
+    )
     envs.reset(seed=0)
     actions = np.random.default_rng(0).integers(0, 2, size=(steps, NUM_ENVS))
 

@@ -23,7 +23,7 @@ contestants, each over its own, fresh vector env:
   (one copy a step, two in Disabled on steps that reset).
 
 Every contestant runs over vecmode's env (``vecmode.make_vec(ENV, 16,
-autoreset_mode=mode)``) and, side by side, over Gymnasium's
+autoreset_mode=mode, vectorization_mode="sync")``) and, side by side, over Gymnasium's
 (``gymnasium.vector.SyncVectorEnv([make ENV] * 16, autoreset_mode=mode)``).
 ``--bases replay`` runs them over a replay of a recorded run of vecmode's env
 instead (stepping it costs about a microsecond), which measures the loops' own
@@ -188,7 +188,11 @@ def make_base(
         return ReplayVectorEnv(recording(mode, steps, seed), copy)
     if base == VECMODE_BASE:
         return vecmode.make_vec(
-            ENV_ID, NUM_ENVS, autoreset_mode=mode, vector_kwargs={"copy": copy}
+            ENV_ID,
+            NUM_ENVS,
+            autoreset_mode=mode,
+            vector_kwargs={"copy": copy},
+            vectorization_mode="sync",
         )
     return gym.vector.SyncVectorEnv(
         [make_env] * NUM_ENVS, autoreset_mode=mode, copy=copy

@@ -15,8 +15,8 @@ The base env (``--base gymnasium``, the default) is
 ``gymnasium.vector.SyncVectorEnv([lambda: gym.make(ENV)] * 16,
 autoreset_mode="NextStep")``: NEXT_STEP, the one mode where Gymnasium's wrappers
 are right, so both do the same job. ``--base vecmode`` uses
-``vecmode.make_vec(ENV, 16)`` instead (a faster core, so the wrappers' overhead is
-a larger share of the step). ENV is ``CartPole-v1`` (Box(4) observations,
+``vecmode.make_vec(ENV, 16, vectorization_mode="sync")`` instead (a faster core,
+so the wrappers' overhead is a larger share of the step). ENV is ``CartPole-v1`` (Box(4) observations,
 Discrete actions) except:
 
 * ``ClipAction``, ``RescaleAction`` and ``RescaleObservation``: ``Pendulum-v1``
@@ -489,7 +489,8 @@ def environment_lines(base: str, steps: int, rounds: int, seed: int) -> list[str
     base_text = {
         GYMNASIUM_BASE: "gymnasium.vector.SyncVectorEnv([make ENV] * 16, "
         'autoreset_mode="NextStep")',
-        VECMODE_BASE: 'vecmode.make_vec(ENV, 16, autoreset_mode="NextStep")',
+        VECMODE_BASE: 'vecmode.make_vec(ENV, 16, vectorization_mode="sync", '
+        'autoreset_mode="NextStep")',
         REPLAY_BASE: "a replay of a recorded run of Gymnasium's SyncVectorEnv "
         "(16 sub-envs, NextStep): times are the wrappers' own",
     }[base]

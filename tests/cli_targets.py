@@ -79,9 +79,16 @@ def raises(*args: Any, **kwargs: Any) -> Any:
 
 def cartpole(num_envs: int = 2, mode: str = "NextStep") -> VectorEnv:
     """A zero-argument vector env factory (for probe)."""
-    return vecmode.make_vec("CartPole-v1", num_envs=num_envs, autoreset_mode=mode)
+    return vecmode.make_vec(
+        "CartPole-v1", num_envs=num_envs, autoreset_mode=mode, vectorization_mode="sync"
+    )
 
 
 def never_ending(num_envs: int = 2) -> VectorEnv:
     """Episodes far longer than any probe here: nothing to tell the mode by."""
-    return vecmode.make_vec("CartPole-v1", num_envs=num_envs, max_episode_steps=100_000)
+    return vecmode.make_vec(
+        "CartPole-v1",
+        num_envs=num_envs,
+        max_episode_steps=100_000,
+        vectorization_mode="sync",
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import time
@@ -202,3 +203,108 @@ def env_fn_that_exits_in_a_worker() -> gym.Env:
     if multiprocessing.parent_process() is not None:
         os._exit(3)
     return ScheduledEnv(0)
+
+
+# ------------------------------------------- every space of gymnasium.spaces
+class StringSpace(gym.Space):
+    """A custom space (no batching of its own): short strings of digits."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return "s" + "".join(str(d) for d in self.np_random.integers(0, 10, 3))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and x.startswith("s")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StringSpace)
+
+
+def every_space() -> dict[str, gym.Space]:
+    """One space of each type of ``gymnasium.spaces`` (and a custom one), plain
+    and nested, as observation and action spaces of :class:`SpaceEnv`."""
+    from gymnasium import spaces
+
+    box = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    return {
+        "box": box,
+        "discrete": spaces.Discrete(5, start=-2),
+        "multidiscrete": spaces.MultiDiscrete([3, 4]),
+        "multibinary": spaces.MultiBinary(3),
+        "tuple": spaces.Tuple((spaces.Discrete(3), box)),
+        "dict": spaces.Dict({"a": spaces.Discrete(3), "b": box}),
+        "text": spaces.Text(5, min_length=1),
+        "graph": spaces.Graph(box, spaces.Discrete(3)),
+        "sequence": spaces.Sequence(spaces.Discrete(4)),
+        "sequence-stacked": spaces.Sequence(box, stack=True),
+        "oneof": spaces.OneOf((spaces.Discrete(3), box)),
+        "custom": StringSpace(),
+        "dict-of-graph-and-text": spaces.Dict(
+            {"g": spaces.Graph(box, None), "t": spaces.Text(4)}
+        ),
+        "tuple-of-text-and-box": spaces.Tuple((spaces.Text(3), box)),
+    }
+
+
+#: the spaces that gymnasium's shared memory can hold
+SHARED_MEMORY_SPACES = frozenset(
+    (
+        "box",
+        "discrete",
+        "multidiscrete",
+        "multibinary",
+        "tuple",
+        "dict",
+        "text",
+        "oneof",
+        "tuple-of-text-and-box",
+    )
+)
+
+
+class SpaceEnv(gym.Env):
+    """Observations and actions of any space; episodes of ``length`` steps.
+
+    Observations are samples of the observation space, whose generator is seeded
+    by ``reset(seed=...)``, so the same seeds give the same observations (final
+    ones included) in every vector env. ``step`` checks that its action belongs to
+    the action space, so a batch split wrongly fails loudly. The reward says which
+    step it is; infos carry the step (and, on reset, the episode).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, space: str, index: int = 0, length: int = 3) -> None:
+        self.observation_space = every_space()[space]
+        self.action_space = every_space()[space]
+        self.index, self.length = index, length
+        self.t, self.episode = 0, -1
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.observation_space.seed(seed)
+        self.t, self.episode = 0, self.episode + 1
+        return self.observation_space.sample(), {"episode": self.episode}
+
+    def step(self, action: Any):
+        if action not in self.action_space:
+            raise ValueError(f"sub-env {self.index} got {action!r}, not an action")
+        self.t += 1
+        ended = self.t >= self.length
+        return (
+            self.observation_space.sample(),
+            float(self.t + self.index / 10),
+            ended and self.episode % 2 == 0,
+            ended and self.episode % 2 == 1,
+            {"t": self.t},
+        )
+
+
+def space_fns(space: str, lengths: Sequence[int] = (2, 3, 4)) -> list:
+    return [
+        functools.partial(SpaceEnv, space, i, length)
+        for i, length in enumerate(lengths)
+    ]

@@ -43,7 +43,11 @@ def _gym_async(mode):
 
 def _vecmode_make_vec(mode):
     return vecmode.make_vec(
-        "CartPole-v1", num_envs=3, autoreset_mode=mode, max_episode_steps=5
+        "CartPole-v1",
+        num_envs=3,
+        autoreset_mode=mode,
+        max_episode_steps=5,
+        vectorization_mode="sync",
     )
 
 

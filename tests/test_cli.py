@@ -269,7 +269,9 @@ def test_check_prints_the_report_of_the_stack_innermost_first(capsys):
         capsys,
     )  # fmt: skip
     assert (code, err) == (EXIT_OK, "")
-    envs = vecmode.make_vec("CartPole-v1", num_envs=3, autoreset_mode="SameStep")
+    envs = vecmode.make_vec(
+        "CartPole-v1", num_envs=3, autoreset_mode="SameStep", vectorization_mode="sync"
+    )
     envs = vecmode.wrappers.ClipReward(envs, 0, 1)
     envs = vecmode.wrappers.RecordEpisodeStatistics(envs)
     assert out == f"{vecmode.check(envs)}\n"
@@ -348,7 +350,12 @@ def test_check_refusing_wrapper_reports_the_stack_built_before_it(capsys):
     )  # fmt: skip
     assert (code, err) == (EXIT_FAILED, "")
     envs = vecmode.wrappers.RecordEpisodeStatistics(
-        vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+        vecmode.make_vec(
+            "CartPole-v1",
+            num_envs=2,
+            autoreset_mode="SameStep",
+            vectorization_mode="sync",
+        )
     )
     with pytest.raises(vecmode.IncompatibleModeError) as refusal:
         vecmode.NextStepAutoreset(envs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -31,7 +33,7 @@ def test_make_vec_equals_gymnasium_make_vec(mode, vectorization):
     assert vecmode.mode_of(ours) is mode
     assert ours.unwrapped.spec.id == "CartPole-v1"
     assert ours.unwrapped.spec.kwargs["max_episode_steps"] == 8
-    assert ours.unwrapped.spec.kwargs["autoreset_mode"] == mode.value
+    assert ours.unwrapped.spec.kwargs["vector_kwargs"] == {"autoreset_mode": mode}
     core = vecmode.SyncVectorEnv if vectorization == "sync" else vecmode.AsyncVectorEnv
     assert isinstance(ours.unwrapped, core)
     script = make_script(reference, 30)
@@ -42,12 +44,13 @@ def test_make_vec_equals_gymnasium_make_vec(mode, vectorization):
 
 
 def test_default_mode_is_next_step_and_vector_kwargs_may_give_it():
-    envs = vecmode.make_vec("CartPole-v1", num_envs=2)
+    envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
     assert vecmode.mode_of(envs) is AutoresetMode.NEXT_STEP
     envs.close()
     envs = vecmode.make_vec(
         "CartPole-v1",
         num_envs=2,
+        vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": "SameStep", "copy": False},
     )
     assert vecmode.mode_of(envs) is AutoresetMode.SAME_STEP
@@ -123,12 +126,13 @@ def test_vector_entry_point_is_converted_where_exact():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="vectorization_mode='threads'"):
+    with pytest.raises(ValueError, match="Invalid vectorization mode: 'threads'"):
         vecmode.make_vec("CartPole-v1", vectorization_mode="threads")
     with pytest.raises(ValueError, match="not an autoreset mode"):
         vecmode.make_vec("CartPole-v1", autoreset_mode="Later")
-    with pytest.raises(TypeError, match="env_id must be"):
+    with pytest.raises(TypeError, match="Invalid id type") as info:
         vecmode.make_vec(42)
+    assert isinstance(info.value, gym.error.Error)  # what Gymnasium raises
     with pytest.raises(ValueError, match="needs a registered env id"):
         vecmode.make_vec(ScheduledEnv, vectorization_mode="vector_entry_point")
     with pytest.raises(gym.error.Error):
@@ -140,6 +144,82 @@ def test_spec_records_how_the_env_was_made():
     spec = envs.unwrapped.spec
     assert spec.kwargs["map_name"] == "4x4"  # the registered kwargs are kept
     assert spec.kwargs["is_slippery"] is False
-    assert spec.kwargs["num_envs"] == 2 and spec.kwargs["autoreset_mode"] == "NextStep"
+    assert spec.kwargs["num_envs"] == 2 and "vector_kwargs" not in spec.kwargs
     assert gym.spec("FrozenLake-v1").kwargs == {"map_name": "4x4"}  # not mutated
     envs.close()
+
+
+# ------------------------------------------------- gymnasium.make_vec's contract
+def test_signature_is_gymnasiums_plus_autoreset_mode():
+    ours = inspect.signature(vecmode.make_vec).parameters
+    theirs = inspect.signature(gym.make_vec).parameters
+    shared = [name for name in theirs if name != "kwargs"]
+    assert list(ours)[: len(shared)] == shared
+    for name in shared:
+        assert ours[name].kind == theirs[name].kind, name
+        assert ours[name].default == theirs[name].default, name
+    assert ours["autoreset_mode"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert ours["autoreset_mode"].default is None
+    assert list(ours)[-1] == "kwargs"
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("CartPole-v1", {}),  # a vector entry point: Gymnasium's default uses it
+        ("CartPole-v1", {"vectorization_mode": "sync"}),
+        ("FrozenLake-v1", {"is_slippery": False}),  # none: sync
+        ("FrozenLake-v1", {"vectorization_mode": "async"}),
+        ("Pendulum-v1", {"vector_kwargs": {"autoreset_mode": AutoresetMode.SAME_STEP}}),
+        (
+            "CartPole-v1",
+            {
+                "vectorization_mode": "sync",
+                "vector_kwargs": {"autoreset_mode": AutoresetMode.DISABLED},
+                "max_episode_steps": 5,
+            },
+        ),
+    ],
+)
+def test_same_env_and_spec_as_gymnasium_make_vec(env_id, kwargs):
+    """The same call, keyword for keyword (id= included), makes the same kind of
+    env: same class where Gymnasium's own is used, same mode, spaces and spec."""
+    reference = gym.make_vec(id=env_id, num_envs=2, **kwargs)
+    ours = vecmode.make_vec(id=env_id, num_envs=2, **kwargs)
+    try:
+        if kwargs.get("vectorization_mode") is None and env_id == "CartPole-v1":
+            assert type(ours) is type(reference)  # the entry point, untouched
+        else:
+            assert isinstance(
+                ours.unwrapped, (vecmode.SyncVectorEnv, vecmode.AsyncVectorEnv)
+            )
+        assert vecmode.mode_of(ours) is vecmode.mode_of(reference)
+        assert ours.observation_space == reference.observation_space
+        assert ours.action_space == reference.action_space
+        assert ours.unwrapped.spec == reference.unwrapped.spec
+    finally:
+        reference.close()
+        ours.close()
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_a_vector_envs_spec_makes_it_again(vectorization):
+    first = vecmode.make_vec(
+        "CartPole-v1",
+        num_envs=3,
+        vectorization_mode=vectorization,
+        autoreset_mode="SameStep",
+        max_episode_steps=4,
+    )
+    again = vecmode.make_vec(first.unwrapped.spec)
+    try:
+        assert type(again) is type(first) and type(again.unwrapped) is type(
+            first.unwrapped
+        )
+        assert again.num_envs == 3 and vecmode.mode_of(again) is AutoresetMode.SAME_STEP
+        assert again.unwrapped.spec == first.unwrapped.spec
+        script = make_script(first, 12)
+        assert_same_run(drive(first, script, False), drive(again, script, False))
+    finally:
+        first.close()
+        again.close()

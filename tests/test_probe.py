@@ -45,7 +45,11 @@ def _vecmode_sync(mode: AutoresetMode) -> gym.vector.VectorEnv:
 
 def _vecmode_make_vec(mode: AutoresetMode) -> gym.vector.VectorEnv:
     return vecmode.make_vec(
-        "CartPole-v1", num_envs=3, autoreset_mode=mode, max_episode_steps=5
+        "CartPole-v1",
+        num_envs=3,
+        autoreset_mode=mode,
+        max_episode_steps=5,
+        vectorization_mode="sync",
     )
 
 

@@ -592,7 +592,12 @@ def test_checks_run_under_python_dash_o():
     code = textwrap.dedent(
         """
         import gymnasium as gym, vecmode
-        envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+        envs = vecmode.make_vec(
+            "CartPole-v1",
+            vectorization_mode="sync",
+            num_envs=2,
+            autoreset_mode="SameStep",
+        )
         try:
             vecmode.DisableAutoreset(envs)
         except vecmode.IncompatibleModeError:

@@ -383,7 +383,11 @@ def test_stateful_hooks_overridden_on_the_class_or_the_instance_are_called():
     for mode in MODES:
         envs = OnlyStarts(
             vecmode.make_vec(
-                "CartPole-v1", num_envs=2, autoreset_mode=mode, max_episode_steps=2
+                "CartPole-v1",
+                num_envs=2,
+                autoreset_mode=mode,
+                max_episode_steps=2,
+                vectorization_mode="sync",
             )
         )
         moves: list[np.ndarray] = []

@@ -34,7 +34,7 @@ from gymnasium.error import (
     CustomSpaceError,
     NoAsyncCallError,
 )
-from gymnasium.spaces import Box, MultiBinary, MultiDiscrete, Tuple
+from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import (
@@ -57,9 +57,9 @@ from vecmode.core import (
     VectorCore,
     check_core_arguments,
     copy_batch,
-    validate_reset_mask,
 )
 from vecmode.errors import (
+    SharedMemorySpaceError,
     SubEnvError,
     WorkerError,
     WorkerTimeoutError,
@@ -107,6 +107,16 @@ def _view(space: Space, memory: Any, n: int) -> Any:
     return read_from_shared_memory(space, memory, n=n)
 
 
+def _viewed(space: Space) -> bool:
+    """Whether Gymnasium's ``read_from_shared_memory`` gives live NumPy views of
+    ``space`` (False for Text and OneOf, which it decodes into new objects)."""
+    if isinstance(space, Tuple):
+        return all(_viewed(sub) for sub in space.spaces)
+    if isinstance(space, Dict):
+        return all(_viewed(sub) for sub in space.spaces.values())
+    return isinstance(space, (Box, Discrete, MultiDiscrete, MultiBinary))
+
+
 def usable_cpus() -> int:
     """The number of CPUs this process may use."""
     try:
@@ -116,8 +126,7 @@ def usable_cpus() -> int:
 
 
 def default_num_workers(num_envs: int) -> int:
-    """``num_workers`` when it is given and ``in_parent`` is not: one per CPU, at
-    most one per sub-env."""
+    """The default ``num_workers``: one per CPU, at most one per sub-env."""
     return max(1, min(num_envs, usable_cpus()))
 
 
@@ -126,24 +135,18 @@ def default_layout(
 ) -> tuple[int, int]:
     """``(num_workers, in_parent)`` for the arguments given (None: not given).
 
-    With neither given, and more than one CPU and sub-env: one worker per CPU but
-    one, and the parent steps its share of the sub-envs itself on the CPU left
-    (the parent would otherwise sit idle waiting for the workers). Given
-    ``num_workers`` alone: no sub-env in the parent, as before.
+    By default every sub-env runs in a worker (one worker per CPU, at most one per
+    sub-env): a sub-env that hangs, crashes or is killed takes down a worker, not
+    the training process, and ``timeout`` covers every sub-env. Given
+    ``in_parent``, the parent steps that many sub-envs itself (the opt-in faster
+    layout), with ``num_workers`` (default: one per CPU but one) for the rest.
     """
-    cpus = usable_cpus()
-    if in_parent is None:
-        if num_workers is not None or cpus < 2 or num_envs < 2:
-            in_parent = 0
-            workers = (
-                default_num_workers(num_envs) if num_workers is None else num_workers
-            )
-            return min(num_envs, workers), in_parent
-        workers = min(num_envs - 1, cpus - 1)
-        return workers, num_envs // (workers + 1)
+    if not in_parent:
+        workers = default_num_workers(num_envs) if num_workers is None else num_workers
+        return min(num_envs, workers), 0
     remote = num_envs - in_parent
     if num_workers is None:
-        num_workers = max(1, min(remote, cpus - (1 if in_parent else 0)))
+        num_workers = max(1, min(remote, usable_cpus() - 1))
     return min(remote, num_workers), in_parent
 
 
@@ -488,12 +491,14 @@ class AsyncVectorEnv(VectorCore):
     or build it with ``vecmode.make_vec(..., vectorization_mode="async")``.
 
     Unlike Gymnasium's, it runs several sub-envs per worker process
-    (``num_workers``), steps a share of them in the parent process meanwhile
-    (``in_parent``; by default one worker per CPU but one, and the parent's
-    share on the CPU left), and every call, whatever each sub-env does in it
-    (step, reset, or step then reset), is ONE message to each worker and one
-    answer back. Observations, rewards and flags come back through shared
-    memory; only non-empty infos are pickled.
+    (``num_workers``, by default one per CPU), and every call, whatever each
+    sub-env does in it (step, reset, or step then reset), is ONE message to each
+    worker and one answer back. Observations, rewards and flags come back through
+    shared memory; only non-empty infos are pickled. By default every sub-env
+    runs in a worker, isolated from the training process; ``in_parent=k`` opts
+    into a faster layout where the parent steps the last ``k`` sub-envs itself
+    while the workers step theirs (giving up crash isolation and the timeout for
+    those ``k``).
 
     Faults:
 
@@ -549,18 +554,18 @@ class AsyncVectorEnv(VectorCore):
                 cloudpickle: lambdas are fine, but the env classes they use must be
                 importable in the worker).
             num_workers: the number of worker processes; each runs a contiguous
-                slice of the sub-envs. Default: see ``in_parent``. More than the
-                sub-envs they run is reduced to that.
-            in_parent: how many sub-envs (the last ones) the parent process steps
-                itself, while the workers step theirs: the parent's CPU would
-                otherwise idle waiting for them. Default (neither argument
-                given): one worker per CPU this process may use but one, and the
-                parent its share (``len(env_fns) // (num_workers + 1)``); on one
-                CPU, one worker and none in the parent. Given ``num_workers``
-                alone: none in the parent. When the parent steps sub-envs and
-                every process has a CPU of its own, the workers spin for 0.3 ms
-                on their pipe before blocking, which halves a round trip on a
-                virtual machine (at the cost of that much CPU time per call).
+                slice of the sub-envs. Default: one per CPU this process may use
+                (one per CPU but one with ``in_parent``), at most one per sub-env.
+            in_parent: opt-in: how many sub-envs (the last ones) the parent
+                process steps itself while the workers step theirs, so that the
+                parent's CPU does not idle waiting for them; faster for cheap
+                sub-envs, but those sub-envs are not isolated: a crash or
+                ``os._exit`` in one ends the training process, and ``timeout``
+                cannot interrupt them. Default 0: every sub-env in a worker.
+                When the parent steps sub-envs and every process has a CPU of its
+                own, the workers spin for 0.3 ms on their pipe before blocking,
+                which halves a round trip on a virtual machine (at the cost of
+                that much CPU time per call).
             shared_memory: observations travel through shared memory (else they
                 are pickled through the pipes; needed for spaces that shared memory
                 cannot hold). Rewards and flags always use shared memory.
@@ -639,6 +644,8 @@ class AsyncVectorEnv(VectorCore):
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[_Worker, bool]] = {}
         self._broken: str | None = None
+        #: The observations' shared memory, where they must be read after a call.
+        self._obs_memory: Any = None
         self._pending: tuple[str, Any] | None = None
         self.closed = False
 
@@ -674,9 +681,17 @@ class AsyncVectorEnv(VectorCore):
                 self._observations = _view(
                     self.single_observation_space, obs_memory, self.num_envs
                 )
+                # Text and OneOf are decoded from the memory when read, not
+                # viewed: read them again after every call (Gymnasium 1.4's
+                # AsyncVectorEnv does not, and returns its first, blank reading)
+                self._obs_memory = (
+                    None if _viewed(self.single_observation_space) else obs_memory
+                )
             except (CustomSpaceError, TypeError) as exc:
-                raise ValueError(
-                    errors.shared_memory_space(self.single_observation_space)
+                raise SharedMemorySpaceError(
+                    f"the observation space {self.single_observation_space} cannot be "
+                    f"put in shared memory ({exc}); pass shared_memory=False "
+                    f"(observations then travel by pipe)."
                 ) from exc
         else:
             obs_memory = None
@@ -783,17 +798,24 @@ class AsyncVectorEnv(VectorCore):
                     if what == "action space"
                     else self.single_observation_space
                 )
-                hint = (
-                    "All sub-envs need the same action space."
-                    if what == "action space"
-                    else "Use observation_mode='different' if the spaces differ on "
-                    "purpose (their shapes and dtypes must still agree)."
-                    if self.observation_mode == "same"
-                    else "Their shapes and dtypes must agree."
+                differs = (
+                    f"sub-env {index}'s {what} {got} differs from the first "
+                    f"sub-env's {expected}."
                 )
-                raise RuntimeError(
-                    errors.sub_env_spaces(what, index, got, expected, hint)
-                )
+                if what == "action space":
+                    message = f"{differs} All sub-envs need the same action space."
+                elif self.observation_mode == "same":
+                    # Gymnasium's wording around ours (code and tests match it)
+                    message = (
+                        f"{type(self).__name__}(..., observation_mode='same') "
+                        f"however the sub-environments observation spaces are not "
+                        f"equivalent. {differs} If this is intentional, use "
+                        f"`observation_mode='different'` instead (their shapes and "
+                        f"dtypes must still agree)."
+                    )
+                else:
+                    message = f"{differs} Their shapes and dtypes must agree."
+                raise RuntimeError(message)
         except BaseException as exc:
             started = [w.conn for w in self._workers]
             for end in parent_ends:
@@ -868,7 +890,6 @@ class AsyncVectorEnv(VectorCore):
         options: dict[str, Any] | None,
     ) -> list[_Worker]:
         """Send each worker with work its slice of the call; return those workers."""
-        self._usable("step or reset")
         rows = self._action_rows
         if actions is None:
             split: Any = None
@@ -1050,8 +1071,35 @@ class AsyncVectorEnv(VectorCore):
         seeds: list[int | None] | None,
         options: dict[str, Any] | None,
     ) -> tuple[StepResult, list[int]]:
+        self._usable(
+            "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
+        )
         busy = self._send_execute(commands, actions, seeds, options)
         return self._finish(commands, busy, self.timeout, "a step or reset")
+
+    def _execute_async(
+        self,
+        name: str,
+        commands: list[int],
+        actions: Any,
+        seeds: list[int | None] | None,
+        options: dict[str, Any] | None,
+    ) -> None:
+        self._usable(f"{name}_async")
+        busy = self._send_execute(commands, actions, seeds, options)
+        self._pending = (name, (commands, busy))
+
+    def _execute_wait(
+        self, name: str, timeout: float | None
+    ) -> tuple[StepResult, list[int], list[int]]:
+        commands, busy = self._take_pending(name)
+        result, done = self._finish(
+            commands,
+            busy,
+            self.timeout if timeout is None else timeout,
+            f"{name}_wait()",
+        )
+        return result, commands, done
 
     def _finish(
         self,
@@ -1107,6 +1155,10 @@ class AsyncVectorEnv(VectorCore):
             self._observations = concatenate(
                 self.single_observation_space, env_obs, self._observations
             )
+        elif self._obs_memory is not None:
+            self._observations = _view(
+                self.single_observation_space, self._obs_memory, self.num_envs
+            )
         result = (
             copy_batch(self._observations) if self.copy else self._observations,
             rewards,
@@ -1124,24 +1176,19 @@ class AsyncVectorEnv(VectorCore):
             EpisodeEndedError: a sub-env whose episode ended would be stepped.
             AlreadyPendingCallError: another ``*_async`` call is pending.
         """
-        self._usable("step_async")
-        cmds = self._all_step
-        self._validate(cmds, actions)
-        busy = self._send_execute(cmds, actions, None, None)
-        self._pending = ("step", (cmds, busy))
+        self._dispatch_async("step", self._all_step, actions, None, None)
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
         """Wait for the step sent by :meth:`step_async` and return its result.
 
         Args:
             timeout: seconds to wait; None: the env's ``timeout``.
+
+        Raises:
+            NoAsyncCallError: no :meth:`step_async` is pending.
+            WorkerTimeoutError: the step took longer than ``timeout``.
         """
-        cmds, busy = self._take_pending("step")
-        result, done = self._finish(
-            cmds, busy, self.timeout if timeout is None else timeout, "step_wait()"
-        )
-        self._track(cmds, done)
-        return result
+        return self._dispatch_wait("step", timeout)
 
     def reset_async(
         self,
@@ -1151,10 +1198,8 @@ class AsyncVectorEnv(VectorCore):
         """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""
         self._usable("reset_async")
         seeds = self._seeds(seed)
-        cmds, rest = self._reset_commands(options)
-        self._validate(cmds, None)
-        busy = self._send_execute(cmds, None, seeds, rest)
-        self._pending = ("reset", (cmds, busy))
+        commands, rest = self._reset_commands(options)
+        self._dispatch_async("reset", commands, None, seeds, rest)
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
         """Wait for the reset sent by :meth:`reset_async`; return ``(obs, infos)``.
@@ -1162,21 +1207,8 @@ class AsyncVectorEnv(VectorCore):
         Args:
             timeout: seconds to wait; None: the env's ``timeout``.
         """
-        cmds, busy = self._take_pending("reset")
-        (obs, _, _, _, infos), done = self._finish(
-            cmds, busy, self.timeout if timeout is None else timeout, "reset_wait()"
-        )
-        self._track(cmds, done)
+        obs, _, _, _, infos = self._dispatch_wait("reset", timeout)
         return obs, infos
-
-    def _reset_commands(
-        self, options: dict[str, Any] | None
-    ) -> tuple[list[int], dict[str, Any] | None]:
-        if options is not None and "reset_mask" in options:
-            mask = validate_reset_mask(options["reset_mask"], self.num_envs)
-            rest = {k: v for k, v in options.items() if k != "reset_mask"}
-            return [_RESET if m else _KEEP for m in mask.tolist()], rest
-        return self._all_reset, options
 
     def _take_pending(self, what: str) -> Any:
         if self.closed:
@@ -1301,7 +1333,13 @@ class AsyncVectorEnv(VectorCore):
             SubEnvError: a sub-env's ``close()`` raised (after every worker is
                 stopped).
         """
-        self._pending = None
+        if self._pending is not None:
+            # as Gymnasium's AsyncVectorEnv (its answers are read and dropped below)
+            gym.logger.warn(
+                f"Calling `close` while waiting for a pending call to "
+                f"`{self._pending[0]}` to complete."
+            )
+            self._pending = None
         if self._broken is not None and "timed out" in self._broken:
             terminate = True  # the workers may be stuck in the call
         failures = self._shutdown(

@@ -16,7 +16,7 @@ built, with :class:`~vecmode.IncompatibleModeError` saying why and what to use.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -77,7 +77,20 @@ class _AutoresetWrapper(ForwardingWrapper):
     Each policy declares the modes it accepts and the mode it produces with
     :func:`vecmode.supports`; the registry checks the wrapped env's mode before
     ``__init__`` runs, and ``__init__`` refuses what the mode alone cannot tell.
+
+    Over a vecmode core (:attr:`core` set), every ``step`` is one
+    :meth:`~vecmode.VectorCore.execute` with the policy's :meth:`_commands`, and
+    ``reset`` is the core's. Over a foreign env the policy works through the
+    wrapper halves (:class:`~vecmode.forwarding.ForwardingWrapper`), with vecmode's
+    ``reset_mask`` contract: validated, the caller's options never mutated, an
+    all-False mask a no-op. The split async API works on both paths wherever the
+    env below has it.
     """
+
+    #: The vecmode core this policy drives, or None (a foreign env).
+    core: VectorCore | None = None
+    #: The last observations returned (for a no-op masked reset of a foreign env).
+    _last_obs: Any = None
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
@@ -103,33 +116,105 @@ class _AutoresetWrapper(ForwardingWrapper):
         """The mode, as Gymnasium's vector envs expose it (also in ``metadata``)."""
         return self._declared[1]
 
+    def _commands(self) -> list[int]:
+        """The core's commands for a ``step`` (over a vecmode core)."""
+        raise NotImplementedError
 
-class _ResetsForeignEnv:
-    """``reset`` of a foreign env under vecmode's ``reset_mask`` contract."""
+    # ------------------------------------------------------------------ step
+    def step(self, actions: Any) -> StepResult:
+        """Step every sub-env, resetting where the policy says."""
+        if self.core is not None:
+            return self.core._dispatch(self._commands(), actions, None, None)
+        return super().step(actions)
 
-    env: Any
-    num_envs: int
-    _last_obs: Any = None
+    @property
+    def step_async(self) -> Callable[[Any], None]:
+        """Send a step (where the env below has the split async API)."""
+        core = self.core
+        if core is None:
+            return super().step_async
+        self._split("step_async", "step")
 
-    def _cleared(self, mask: np.ndarray | None) -> None:
-        """Hook: the sub-envs in ``mask`` (all when None) were just reset."""
+        def step_async(actions: Any) -> None:
+            core._dispatch_async("step", self._commands(), actions, None, None)
 
-    def _reset_inner(
-        self, seed: Any, options: dict[str, Any] | None
+        return step_async
+
+    @property
+    def step_wait(self) -> Callable[..., StepResult]:
+        """Wait for the step sent by :attr:`step_async`."""
+        core = self.core
+        if core is None:
+            return super().step_wait
+        self._split("step_wait", "step")
+
+        def step_wait(timeout: float | None = None) -> StepResult:
+            return core._dispatch_wait("step", timeout)
+
+        return step_wait
+
+    # ----------------------------------------------------------------- reset
+    def _noop(self, options: dict[str, Any] | None) -> bool:
+        """Whether ``options`` asks a foreign env for a masked reset of no sub-env
+        (checked: a bad mask raises here, before anything is sent)."""
+        if options is None or "reset_mask" not in options:
+            return False
+        return not validate_reset_mask(options["reset_mask"], self.num_envs).any()
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset the inner env, honouring vecmode's ``reset_mask`` contract."""
-        if options is not None and "reset_mask" in options:
-            mask = validate_reset_mask(options["reset_mask"], self.num_envs)
-            if not mask.any():
+        """Reset all sub-envs, or those in ``options["reset_mask"]``."""
+        if self.core is not None:
+            return self.core.reset(seed=seed, options=options)
+        if self._noop(options):
+            return copy_batch(self._last_obs), {}
+        return super().reset(seed=seed, options=options)
+
+    @property
+    def reset_async(self) -> Callable[..., None]:
+        """Send a reset (where the env below has the split async API)."""
+        if self.core is not None:
+            return self._split("reset_async", "reset")
+        send = super().reset_async
+
+        def reset_async(
+            seed: Any = None, options: dict[str, Any] | None = None
+        ) -> None:
+            if self._noop(options):
+                self._reset_state = _NOTHING_SENT
+            else:
+                send(seed=seed, options=options)
+
+        return reset_async
+
+    @property
+    def reset_wait(self) -> Callable[..., tuple[Any, dict[str, Any]]]:
+        """Wait for the reset sent by :attr:`reset_async`."""
+        if self.core is not None:
+            return self._split("reset_wait", "reset")
+        wait = super().reset_wait
+
+        def reset_wait(
+            timeout: float | None = None, **kwargs: Any
+        ) -> tuple[Any, dict[str, Any]]:
+            if self._reset_state is _NOTHING_SENT:
+                self._reset_state = None
                 return copy_batch(self._last_obs), {}
-            options = {**options, "reset_mask": mask}
-        else:
-            mask = None
-            options = None if options is None else dict(options)
-        obs, infos = self.env.reset(seed=seed, options=options)
-        self._cleared(mask)
+            return wait(timeout=timeout, **kwargs)
+
+        return reset_wait
+
+    # ------------------------------------------- halves, over a foreign env
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
         self._last_obs = obs
         return obs, infos
+
+
+#: The state of a foreign env's ``reset_async`` that sent nothing (an all-False mask).
+_NOTHING_SENT = object()
 
 
 _BUILD_DISABLED = (
@@ -189,29 +274,21 @@ class NextStepAutoreset(_AutoresetWrapper):
                 "foreign env in NEXT_STEP mode itself (Gymnasium: "
                 "autoreset_mode='NextStep'), or use vecmode.SameStepAutoreset.",
             )
-        self.core: VectorCore = env
+        self.core = env
 
-    def step(self, actions: Any) -> StepResult:
-        """Step; sub-envs whose episode ended on the previous step are reset."""
+    def _commands(self) -> list[int]:
+        """Step every sub-env but those whose episode ended on the previous step,
+        which are reset."""
         # The sub-envs that await a reset are exactly those that ended on the
         # previous step (or were reset by a masked reset since, which the core
         # already cleared), so the core's bookkeeping is the pending autoreset.
-        commands = self.core._all_step
-        ended = self.core._ended
-        if ended:
+        core = cast(VectorCore, self.core)
+        commands = core._all_step
+        if core._ended:
             commands = commands.copy()
-            for i in ended:
+            for i in core._ended:
                 commands[i] = _RESET
-        return self.core._dispatch(commands, actions, None, None)
-
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset all sub-envs, or those in ``options["reset_mask"]``.
-
-        A masked reset clears the masked sub-envs' pending autoreset.
-        """
-        return self.core.reset(seed=seed, options=options)
+        return commands
 
 
 @supports(
@@ -226,7 +303,7 @@ class NextStepAutoreset(_AutoresetWrapper):
     instead="Use vecmode.with_autoreset(env, 'SameStep'), which first converts the "
     "env to DISABLED where that is exact, or build it with autoreset_mode='Disabled'.",
 )
-class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
+class SameStepAutoreset(_AutoresetWrapper):
     """SAME_STEP autoreset: a sub-env is reset within the step its episode ends.
 
     The step returns the reset observation and info, the final step's reward and
@@ -252,23 +329,25 @@ class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        self.core: VectorCore | None = env if isinstance(env, VectorCore) else None
-        self._all_step_then_reset = (
-            [] if self.core is None else [_STEP_THEN_RESET] * env.num_envs
-        )
+        if isinstance(env, VectorCore):
+            self.core = env
+            self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
 
-    def step(self, actions: Any) -> StepResult:
-        """Step; sub-envs whose episode ends are reset within the same call."""
-        if self.core is not None:
-            return self.core._dispatch(self._all_step_then_reset, actions, None, None)
-        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+    def _commands(self) -> list[int]:
+        """Step every sub-env, resetting within the call those whose episode ends."""
+        return self._all_step_then_reset
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        """Over a foreign DISABLED env: reset the ended sub-envs with a mask, moving
+        their last observations and infos into ``final_obs`` / ``final_info``."""
+        obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
         if ended.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i, single in enumerate(iterate(self.env.observation_space, obs)):
                 if ended[i]:
                     final_obs[i] = copy_batch(single)
-            obs, reset_infos = self._reset_inner(None, {"reset_mask": ended})
+            obs, reset_infos = self.env.reset(options={"reset_mask": ended})
             infos = {
                 **merge_infos(select_infos(infos, ~ended), reset_infos),
                 "final_obs": final_obs,
@@ -279,14 +358,6 @@ class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
         self._last_obs = obs
         return obs, rewards, terminations, truncations, infos
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset all sub-envs, or those in ``options["reset_mask"]``."""
-        if self.core is not None:
-            return self.core.reset(seed=seed, options=options)
-        return self._reset_inner(seed, options)
-
 
 @supports(
     AutoresetMode.NEXT_STEP,
@@ -295,7 +366,7 @@ class SameStepAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
     why={AutoresetMode.SAME_STEP: _FOREIGN_SAME_STEP},
     instead=_BUILD_DISABLED,
 )
-class DisableAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
+class DisableAutoreset(_AutoresetWrapper):
     """DISABLED mode over a foreign vector env, with vecmode's checks.
 
     Accepts an env whose mode is DISABLED (adding the check Gymnasium's
@@ -327,26 +398,25 @@ class DisableAutoreset(_ResetsForeignEnv, _AutoresetWrapper):
             )
         self._ended = np.zeros(env.num_envs, dtype=np.bool_)
 
-    def _cleared(self, mask: np.ndarray | None) -> None:
-        if mask is None:
-            self._ended[:] = False
-        else:
-            self._ended[mask] = False
-
-    def step(self, actions: Any) -> StepResult:
-        """Step every sub-env; raises EpisodeEndedError if one has ended."""
+    def _step_actions(self, actions: Any) -> Any:
+        """Refuse to step a sub-env whose episode ended (before anything runs)."""
         if self._ended.any():
             raise EpisodeEndedError(np.flatnonzero(self._ended).tolist())
-        result = self.env.step(actions)
+        return actions
+
+    def _step_result(self, result: StepResult) -> StepResult:
         self._ended = np.logical_or(result[2], result[3])
         self._last_obs = result[0]
         return result
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset all sub-envs, or those in ``options["reset_mask"]``."""
-        return self._reset_inner(seed, options)
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        if state is None:
+            self._ended[:] = False
+        else:
+            self._ended[state] = False
+        return super()._reset_result(obs, infos, state)
 
 
 _POLICY: dict[AutoresetMode, Callable[[VectorEnv], VectorEnv]] = {
@@ -387,7 +457,8 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
                 "with_autoreset",
                 None,
                 tuple(AutoresetMode),
-                f"{env} has no metadata['autoreset_mode'], so what its step "
+                f"{errors.describe(env)} has no metadata['autoreset_mode'], so what "
+                "its step "
                 "returns at an episode's end is unknown.",
                 "Declare the mode the env really uses in its metadata.",
             )

@@ -25,15 +25,18 @@ sub-env is stepped come from :class:`VectorCore`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
 from vecmode import errors
-from vecmode.errors import EpisodeEndedError, IncompatibleModeError
+from vecmode.errors import ActionBatchError, EpisodeEndedError, IncompatibleModeError
 from vecmode.modes import as_mode
 
 __all__ = [
@@ -79,11 +82,22 @@ def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
         if mask.size == 0:
             mask = mask.astype(np.bool_)
     if not isinstance(mask, np.ndarray):
-        raise TypeError(errors.reset_mask_type(mask))
-    if mask.dtype != np.bool_:
-        raise TypeError(errors.reset_mask_dtype(mask.dtype))
+        raise TypeError(
+            f"`options['reset_mask']` must be a numpy array, got {type(mask)}: pass "
+            f"a bool array of shape ({num_envs},), e.g. "
+            f"np.logical_or(terminations, truncations)."
+        )
+    # Gymnasium's own wording first (code and tests match it), then what to do.
     if mask.shape != (num_envs,):
-        raise ValueError(errors.reset_mask_shape(mask.shape, num_envs))
+        raise ValueError(
+            f"`options['reset_mask']` must have shape `({num_envs},)`, got "
+            f"{mask.shape}: one flag per sub-env."
+        )
+    if mask.dtype != np.bool_:
+        raise TypeError(
+            f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}; "
+            f"convert it with mask.astype(bool) if its values are 0/1."
+        )
     return mask
 
 
@@ -112,22 +126,117 @@ def check_core_arguments(
         observation_mode in ("same", "different")
         or (isinstance(observation_mode, tuple) and len(observation_mode) == 2)
     ):
-        raise ValueError(errors.observation_mode(observation_mode))
+        raise ValueError(
+            # Gymnasium's wording (code and tests match it), then the fix
+            f"Invalid `observation_mode`, expected: 'same' or 'different' or tuple "
+            f"of single and batch observation space, actual got {observation_mode}. "
+            f"Pass observation_mode='same' (every sub-env has the first one's "
+            f"space), 'different' (same shapes and dtypes, other bounds) or a tuple "
+            f"(batched_space, single_space)."
+        )
 
 
-def batch_size(actions: Any) -> int | None:
-    """The leading dimension shared by every leaf of a batched action, or None."""
-    if isinstance(actions, np.ndarray):
-        return int(actions.shape[0]) if actions.ndim else None
-    if isinstance(actions, dict):
-        sizes = {batch_size(value) for value in actions.values()}
-    elif isinstance(actions, tuple):
-        sizes = {batch_size(value) for value in actions}
-    elif isinstance(actions, list):
-        return len(actions)
-    else:
+#: How ``gymnasium.vector.utils.batch_space`` batches each kind of space: the
+#: function it dispatches to tells the structure of a batch (so a subclass of Box
+#: is batched as a Box, and a space with a batching of its own is left alone).
+_BATCHED_AS_ARRAY = frozenset(
+    batch_space.dispatch(kind) for kind in (Box, Discrete, MultiDiscrete, MultiBinary)
+)
+_BATCHED_AS_TUPLE_OF_SPACES = batch_space.dispatch(Tuple)
+_BATCHED_AS_DICT = batch_space.dispatch(Dict)
+_BATCHED_AS_TUPLE_OF_SAMPLES = batch_space.dispatch(Space)
+
+
+def batch_problem(
+    space: Space, batch: Any, num_envs: int, where: str = "actions"
+) -> str | None:
+    """What keeps ``batch`` from being a batch of ``num_envs`` samples of
+    ``space``, structured as ``batch_space(space, num_envs)`` (and as Gymnasium's
+    ``iterate`` reads it); None if nothing does.
+
+    * Box, Discrete, MultiDiscrete, MultiBinary: an array (or a sequence) whose
+      leading dimension is ``num_envs``;
+    * Tuple: a tuple of one batch per subspace; Dict: a dict with exactly the
+      space's keys, one batch per key;
+    * Text, Graph, Sequence, OneOf and custom spaces: a tuple (or list) of
+      ``num_envs`` single samples;
+    * a space with a ``batch_space`` of its own: not checked (None).
+
+    Only the structure and the batch size are checked, not the samples' values.
+
+    >>> from gymnasium.spaces import Dict, Discrete, Text
+    >>> batch_problem(Text(5), ("ab", "c"), 2) is None
+    True
+    >>> batch_problem(Dict(a=Discrete(2)), {"a": [0, 1], "b": [0, 1]}, 2)
+    "actions has the key 'b', which the action space Dict('a': Discrete(2)) lacks"
+    """
+    kind = batch_space.dispatch(type(space))
+    if kind in _BATCHED_AS_ARRAY:
+        if type(batch) is np.ndarray:
+            size: int | None = int(batch.shape[0]) if batch.ndim else None
+        else:
+            try:
+                size = len(batch)
+            except TypeError:
+                size = None
+        if size == num_envs:
+            return None
+        got = (
+            f"{type(batch).__name__} {batch!r}"
+            if size is None
+            else f"a batch of {size}"
+        )
+        return (
+            f"{where} must be a batch of {num_envs} actions (one per sub-env, "
+            f"leading dimension {num_envs}), got {got}"
+        )
+    if kind is _BATCHED_AS_TUPLE_OF_SPACES:
+        subspaces = cast(Tuple, space).spaces
+        if not isinstance(batch, (tuple, list)) or len(batch) != len(subspaces):
+            return (
+                f"{where} must be a tuple of {len(subspaces)} batches, one per "
+                f"subspace of {space}, got {_short(batch)}"
+            )
+        for j, (subspace, sub) in enumerate(zip(subspaces, batch, strict=True)):
+            problem = batch_problem(subspace, sub, num_envs, f"{where}[{j}]")
+            if problem is not None:
+                return problem
         return None
-    return sizes.pop() if len(sizes) == 1 else None
+    if kind is _BATCHED_AS_DICT:
+        subspaces_by_key = cast(Dict, space).spaces
+        if not isinstance(batch, Mapping):
+            return (
+                f"{where} must be a dict with the keys {list(subspaces_by_key)}, got "
+                f"{_short(batch)}"
+            )
+        for key in subspaces_by_key:
+            if key not in batch:
+                return f"{where} lacks the key {key!r} of the action space {space}"
+        for key in batch:
+            if key not in subspaces_by_key:
+                return (
+                    f"{where} has the key {key!r}, which the action space {space} lacks"
+                )
+        for key, subspace in subspaces_by_key.items():
+            problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
+            if problem is not None:
+                return problem
+        return None
+    if kind is _BATCHED_AS_TUPLE_OF_SAMPLES:
+        if isinstance(batch, (tuple, list)) and len(batch) == num_envs:
+            return None
+        return (
+            f"{where} must be a tuple of {num_envs} samples of {space} (one per "
+            f"sub-env), got {_short(batch)}"
+        )
+    return None  # batched by a function of its own: its structure is unknown here
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{type(value).__name__} {text}"
 
 
 def batch_row(batch: Any, i: int) -> Any:
@@ -163,6 +272,9 @@ class VectorCore(VectorEnv):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._actions_are_arrays = (
+            batch_space.dispatch(type(self.single_action_space)) in _BATCHED_AS_ARRAY
+        )
         self._ended: set[int] = set()
         self._all_step: list[int] = [_STEP] * self.num_envs
         self._all_reset: list[int] = [_RESET] * self.num_envs
@@ -234,6 +346,26 @@ class VectorCore(VectorEnv):
         self._track(cmds, done)
         return result
 
+    def _dispatch_async(
+        self,
+        name: str,
+        cmds: list[int],
+        actions: Any,
+        seeds: list[int | None] | None,
+        options: dict[str, Any] | None,
+    ) -> None:
+        """Validated entry of the split API: check, then send the call ``name``
+        (``"step"`` or ``"reset"``) without waiting; :meth:`_dispatch_wait` ends it.
+        """
+        self._validate(cmds, actions)
+        self._execute_async(name, cmds, actions, seeds, options)
+
+    def _dispatch_wait(self, name: str, timeout: float | None) -> StepResult:
+        """Wait for the pending call ``name``; track endings; return its result."""
+        result, cmds, done = self._execute_wait(name, timeout)
+        self._track(cmds, done)
+        return result
+
     def _validate(self, cmds: list[int], actions: Any) -> None:
         """Raise before anything runs: an ended sub-env stepped, a wrong batch."""
         ended = self._ended
@@ -242,18 +374,20 @@ class VectorCore(VectorEnv):
             if stepped_ended:
                 raise EpisodeEndedError(stepped_ended)
         if actions is not None or _STEP in cmds or _STEP_THEN_RESET in cmds:
-            size = (
-                actions.shape[0]
-                if type(actions) is np.ndarray and actions.ndim
-                else batch_size(actions)
-            )
-            if size != self.num_envs:
-                got = (
-                    f"a batch of {size}"
-                    if size is not None
-                    else f"{type(actions).__name__} {actions!r}"
+            if (  # the common case, in O(1): an array batch of an array space
+                type(actions) is np.ndarray
+                and self._actions_are_arrays
+                and actions.ndim
+                and actions.shape[0] == self.num_envs
+            ):
+                return
+            problem = batch_problem(self.single_action_space, actions, self.num_envs)
+            if problem is not None:
+                raise ActionBatchError(
+                    f"{problem}; nothing was stepped. Pass one action per sub-env "
+                    f"({self.num_envs}), structured like env.action_space (sample "
+                    f"one with env.action_space.sample())."
                 )
-                raise ValueError(errors.actions_batch(got, self.num_envs))
 
     def _track(self, cmds: list[int], done: list[int]) -> None:
         """After a call ran: reset sub-envs are no longer ended, stepped ones may be."""
@@ -284,6 +418,14 @@ class VectorCore(VectorEnv):
         """
         raise NotImplementedError
 
+    #: Backends with a split API (send now, wait later) implement these two:
+    #: ``_execute_async(name, commands, actions, seeds, options)`` sends the call
+    #: ``name`` (``"step"``/``"reset"``) and ``_execute_wait(name, timeout)``
+    #: returns ``(result, commands, done)``; the policies' ``step_async`` /
+    #: ``step_wait`` / ``reset_async`` / ``reset_wait`` then work over the core.
+    _execute_async: Any
+    _execute_wait: Any
+
     # ------------------------------------------------------------ Gymnasium API
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env (DISABLED mode: nothing is reset).
@@ -308,14 +450,20 @@ class VectorCore(VectorEnv):
         masked sub-envs receive the other options.
         """
         seeds = self._seeds(seed)
+        cmds, rest = self._reset_commands(options)
+        obs, _, _, _, infos = self._dispatch(cmds, None, seeds, rest)
+        return obs, infos
+
+    def _reset_commands(
+        self, options: dict[str, Any] | None
+    ) -> tuple[list[int], dict[str, Any] | None]:
+        """The commands of a reset with ``options``, and the options the reset
+        sub-envs get (``reset_mask`` taken out, the caller's dict untouched)."""
         if options is not None and "reset_mask" in options:
             mask = validate_reset_mask(options["reset_mask"], self.num_envs)
             rest = {k: v for k, v in options.items() if k != "reset_mask"}
-            cmds = [_RESET if m else _KEEP for m in mask.tolist()]
-            obs, _, _, _, infos = self._dispatch(cmds, None, seeds, rest)
-        else:
-            obs, _, _, _, infos = self._dispatch(self._all_reset, None, seeds, options)
-        return obs, infos
+            return [_RESET if m else _KEEP for m in mask.tolist()], rest
+        return self._all_reset, options
 
     @property
     def awaiting_reset(self) -> np.ndarray:

@@ -13,8 +13,11 @@ from typing import Any
 from gymnasium.vector import AutoresetMode
 
 __all__ = [
+    "ActionBatchError",
     "EpisodeEndedError",
     "IncompatibleModeError",
+    "InfoLayoutError",
+    "SharedMemorySpaceError",
     "SubEnvError",
     "UndeclaredModeWarning",
     "WorkerError",
@@ -28,6 +31,37 @@ class IncompatibleModeError(ValueError):
     Raised when the wrapper is built, never later: vecmode refuses a mode it cannot
     serve exactly instead of approximating it. The message names the wrapper, the
     mode it got, the modes it accepts and what to do instead.
+    """
+
+
+class ActionBatchError(ValueError, TypeError):
+    """The actions passed to ``step`` are not a batch of ``num_envs`` actions
+    structured like the batched action space.
+
+    Raised before any sub-env is stepped, so the env is unchanged and usable. It is
+    both a ``ValueError`` and a ``TypeError``: Gymnasium's vector envs raise one or
+    the other for the same mistakes (a ``TypeError`` for a scalar, a ``ValueError``
+    for a wrong count), and code that catches either keeps working.
+    """
+
+
+class SharedMemorySpaceError(ValueError, TypeError):
+    """An observation space cannot be held in shared memory
+    (``AsyncVectorEnv(..., shared_memory=True)``); pass ``shared_memory=False``.
+
+    Both a ``ValueError`` (what Gymnasium raises for a custom space) and a
+    ``TypeError`` (what it raises for a space of dynamic shape: Graph, Text,
+    Sequence, OneOf), so code that catches Gymnasium's type keeps working.
+    """
+
+
+class InfoLayoutError(ValueError, AssertionError):
+    """An info dict is not Gymnasium's batched layout (one entry per sub-env,
+    ``_key`` masks of ``num_envs`` flags).
+
+    Also an ``AssertionError``, what Gymnasium's ``DictInfoToList`` raises for the
+    same input, so code that catches Gymnasium's type keeps working; unlike a bare
+    ``assert``, vecmode raises it under ``python -O`` too.
     """
 
 
@@ -110,6 +144,15 @@ class WorkerTimeoutError(WorkerError, multiprocessing.TimeoutError):
     raises. Like every :class:`WorkerError` it leaves the env unusable (the workers
     may still be running the call): ``close()`` terminates them.
     """
+
+
+def describe(env: Any) -> str:
+    """``repr(env)`` for a message, or its class name if its ``repr`` fails (an env
+    that is still being built, say, has no ``num_envs`` yet)."""
+    try:
+        return repr(env)
+    except Exception:
+        return f"{type(env).__name__} object"
 
 
 def _mode_names(modes: Iterable[AutoresetMode]) -> str:
@@ -201,7 +244,7 @@ def undeclared_mode(who: str, env: Any, strict: bool, assumed: AutoresetMode) ->
         else f"assuming {assumed.value} (Gymnasium's convention)"
     )
     return (
-        f"{who}: {env} declares no metadata['autoreset_mode']; {consequence}. "
+        f"{who}: {describe(env)} declares no metadata['autoreset_mode']; {consequence}. "
         f"Set metadata['autoreset_mode'] to the gymnasium.vector.AutoresetMode the "
         f"env really uses."
     )
@@ -278,35 +321,6 @@ def stack_not_compatible(table: str) -> str:
     return f"this vector env stack is not compatible with its autoreset mode:\n{table}"
 
 
-def reset_mask_type(got: Any) -> str:
-    return (
-        f'options["reset_mask"] must be a numpy array of dtype bool, got '
-        f"{type(got).__name__}; pass e.g. np.logical_or(terminations, truncations)."
-    )
-
-
-def reset_mask_dtype(dtype: Any) -> str:
-    return (
-        f'options["reset_mask"] must have dtype bool, got dtype {dtype}; '
-        f"convert it with mask.astype(bool) if its values are 0/1."
-    )
-
-
-def reset_mask_shape(shape: tuple[int, ...], num_envs: int) -> str:
-    return (
-        f'options["reset_mask"] must have shape ({num_envs},), one flag per '
-        f"sub-env, got shape {shape}."
-    )
-
-
-def actions_batch(got: Any, num_envs: int) -> str:
-    return (
-        f"actions must be a batch of {num_envs} actions (one per sub-env, leading "
-        f"dimension {num_envs}), got {got}; sample a batch with "
-        f"env.action_space.sample()."
-    )
-
-
 def seeds_length(got: int, num_envs: int) -> str:
     return (
         f"seed must be None, an int, or a list of {num_envs} seeds (one per sub-env), "
@@ -325,20 +339,6 @@ def unknown_command(value: Any) -> str:
     return (
         f"{value!r} is not a vecmode.Command; use Command.KEEP, Command.STEP, "
         f"Command.RESET or Command.STEP_THEN_RESET."
-    )
-
-
-def observation_mode(value: Any) -> str:
-    return (
-        f"observation_mode must be 'same', 'different' or a tuple "
-        f"(batched_space, single_space), got {value!r}."
-    )
-
-
-def sub_env_spaces(what: str, index: int, got: Any, expected: Any, hint: str) -> str:
-    return (
-        f"sub-env {index}'s {what} {got} differs from the first sub-env's {expected}. "
-        f"{hint}"
     )
 
 
@@ -478,15 +478,16 @@ def env_closed(name: str) -> str:
 
 
 def already_pending(what: str, pending: str) -> str:
+    # Gymnasium's wording first (code and tests match it), then what to do
     return (
-        f"cannot {what} while {pending}_async() is pending; call {pending}_wait() "
-        f"first."
+        f"Calling `{what}` while waiting for a pending call to `{pending}` to "
+        f"complete; call {pending}_wait() first."
     )
 
 
 def nothing_pending(what: str, pending: str | None) -> str:
     had = f" (the pending call is {pending}_async())" if pending else ""
-    return f"{what}_wait() called without a pending {what}_async(){had}."
+    return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
 
 
 def forbidden_call(name: str) -> str:
@@ -508,13 +509,6 @@ def set_attr_values(got: int, num_envs: int) -> str:
     return (
         f"values must be one value for every sub-env, or a list or tuple of "
         f"{num_envs} values (one per sub-env), got {got}."
-    )
-
-
-def shared_memory_space(space: Any) -> str:
-    return (
-        f"the observation space {space} cannot be put in shared memory; pass "
-        f"shared_memory=False (observations then travel by pipe)."
     )
 
 

@@ -1,34 +1,198 @@
-"""A vector wrapper that passes ``call``, ``get_attr``, ``set_attr`` and ``envs`` on.
+"""The base of every vecmode wrapper: forwarding, and each call in two halves.
 
-Gymnasium 1.4's ``VectorWrapper`` does not forward them, so
-``NormalizeObservation(envs).call("render")`` fails with an ``AttributeError``
-though ``envs.call`` exists. Every vecmode wrapper forwards them to the env it
-wraps, and so works wherever the innermost vector env offers them.
+Gymnasium 1.4's ``VectorWrapper`` does not forward ``call``, ``get_attr``,
+``set_attr`` or ``envs``, so ``NormalizeObservation(envs).call("render")`` fails with
+an ``AttributeError`` though ``envs.call`` exists. Every vecmode wrapper forwards
+them to the env it wraps, and so works wherever the innermost vector env offers them.
+
+A wrapper's ``step`` and ``reset`` are each written as two halves around the wrapped
+env's call: what goes down (:meth:`ForwardingWrapper._step_actions`,
+:meth:`ForwardingWrapper._reset_arguments`) and what comes back up
+(:meth:`ForwardingWrapper._step_result`, :meth:`ForwardingWrapper._reset_result`).
+The same halves then serve Gymnasium's split async API, ``step_async`` /
+``step_wait`` and ``reset_async`` / ``reset_wait``, which every vecmode wrapper
+offers whenever the env it wraps does (an async core, or a stack over one).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from gymnasium.vector import VectorWrapper
+import numpy as np
+from gymnasium.vector import VectorEnv, VectorWrapper
 
-__all__ = ["ForwardingWrapper"]
+from vecmode.core import StepResult, validate_reset_mask
+from vecmode.errors import describe
+
+__all__ = ["ForwardingWrapper", "reset_arguments"]
+
+
+def reset_arguments(
+    env: VectorEnv, seed: Any, options: dict[str, Any] | None
+) -> tuple[Any, dict[str, Any] | None, np.ndarray | None]:
+    """``(seed, options, mask)`` to reset ``env`` with; ``mask`` None for a full reset.
+
+    ``options["reset_mask"]`` is validated (a clear error before anything resets)
+    and passed down as a bool array; ``env`` gets a copy of ``options``, so the
+    caller's dict is never mutated (Gymnasium's envs pop the mask from it).
+    """
+    mask = None
+    if options is not None:
+        options = dict(options)
+        if "reset_mask" in options:
+            mask = validate_reset_mask(options["reset_mask"], env.num_envs)
+            options["reset_mask"] = mask
+    return seed, options, mask
+
+
+def _overridden(cls: type, method: str, split: str) -> bool:
+    """Whether a class below the one that defines ``split`` overrides ``method``
+    (so the split API, built on the halves, would skip what ``method`` adds)."""
+    for klass in cls.__mro__:
+        if split in vars(klass):
+            return False
+        if method in vars(klass):
+            return True
+    return False
 
 
 class ForwardingWrapper(VectorWrapper):
-    """A ``VectorWrapper`` forwarding ``call``, ``get_attr``, ``set_attr``, ``envs``.
+    """A ``VectorWrapper`` forwarding ``call``, ``get_attr``, ``set_attr``, ``envs``,
+    with ``step`` / ``reset`` written in halves and the split async API.
+
+    Subclasses override the halves, not ``step`` / ``reset`` themselves:
+
+    * :meth:`_step_actions` (actions in, actions for the wrapped env out) and
+      :meth:`_step_result` (the wrapped env's step tuple in, this wrapper's out);
+    * :meth:`_reset_arguments` (``seed``, ``options`` in; the wrapped env's, and a
+      state handed to the second half, out; by default ``reset_mask`` validated
+      and passed down in a copy of ``options``) and :meth:`_reset_result`.
+
+    The first halves must not change the wrapper's state (a call may still fail
+    below); the second halves update it.
 
     >>> import gymnasium as gym, vecmode
     >>> from vecmode.wrappers import ClipReward
-    >>> envs = ClipReward(vecmode.make_vec("CartPole-v1", num_envs=2), 0.0, 1.0)
+    >>> envs = ClipReward(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync"), 0.0, 1.0)
     >>> envs.get_attr("spec")[0].id
     'CartPole-v1'
+    >>> hasattr(envs, "step_async")  # a sync core: no split API
+    False
     >>> envs.close()
     """
 
     #: The wrapped env (typed loosely: ``call`` & co. are not on ``VectorEnv``).
     env: Any
+    #: What :meth:`reset_async`'s first half handed to :meth:`reset_wait`.
+    _reset_state: Any = None
 
+    # ------------------------------------------------------------- the halves
+    def _step_actions(self, actions: Any) -> Any:
+        """The actions to step the wrapped env with (default: ``actions``)."""
+        return actions
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        """This wrapper's step tuple from the wrapped env's (default: unchanged)."""
+        return result
+
+    def _reset_arguments(
+        self, seed: Any, options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any] | None, Any]:
+        """``(seed, options, state)``: the wrapped env's reset arguments, and a
+        state for :meth:`_reset_result` (default: :func:`reset_arguments`, whose
+        state is the validated ``reset_mask``, None for a full reset)."""
+        return reset_arguments(self.env, seed, options)
+
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: Any
+    ) -> tuple[Any, Any]:
+        """This wrapper's ``(obs, infos)`` from the wrapped env's."""
+        return obs, infos
+
+    # ------------------------------------------------------ Gymnasium's API
+    def step(self, actions: Any) -> StepResult:
+        """Step the wrapped env."""
+        return self._step_result(self.env.step(self._step_actions(actions)))
+
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, Any]:
+        """Reset the wrapped env."""
+        seed, options, state = self._reset_arguments(seed, options)
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return self._reset_result(obs, infos, state)
+
+    # ------------------------------------------------------ the split async API
+    def _split(self, name: str, method: str) -> Callable[..., Any]:
+        """The wrapped env's ``name`` (e.g. ``step_async``), or AttributeError:
+        it has none, or this class overrides ``method`` beside the halves."""
+        inner = getattr(self.env, name, None)
+        if inner is None:
+            raise AttributeError(
+                f"{type(self).__name__} has no {name}(): the env it wraps, "
+                f"{describe(self.env)}, has none (the split async API needs an "
+                f"async vector env below, e.g. vecmode.AsyncVectorEnv)."
+            )
+        if _overridden(type(self), method, name):
+            raise AttributeError(
+                f"{type(self).__name__} has no {name}(): it overrides {method}(), "
+                f"which {name}() would skip. Override the halves (_step_actions / "
+                f"_step_result, _reset_arguments / _reset_result) instead of "
+                f"{method}() to have both."
+            )
+        return inner
+
+    @property
+    def step_async(self) -> Callable[[Any], None]:
+        """Send a step; :attr:`step_wait` returns its result (where the wrapped
+        env has the split async API)."""
+        send = self._split("step_async", "step")
+
+        def step_async(actions: Any) -> None:
+            send(self._step_actions(actions))
+
+        return step_async
+
+    @property
+    def step_wait(self) -> Callable[..., StepResult]:
+        """Wait for the step sent by :attr:`step_async`; ``timeout`` as the
+        wrapped env's."""
+        wait = self._split("step_wait", "step")
+
+        def step_wait(timeout: float | None = None, **kwargs: Any) -> StepResult:
+            return self._step_result(wait(timeout=timeout, **kwargs))
+
+        return step_wait
+
+    @property
+    def reset_async(self) -> Callable[..., None]:
+        """Send a reset; :attr:`reset_wait` returns its result."""
+        send = self._split("reset_async", "reset")
+
+        def reset_async(
+            seed: Any = None, options: dict[str, Any] | None = None
+        ) -> None:
+            seed, options, state = self._reset_arguments(seed, options)
+            send(seed=seed, options=options)
+            self._reset_state = state
+
+        return reset_async
+
+    @property
+    def reset_wait(self) -> Callable[..., tuple[Any, Any]]:
+        """Wait for the reset sent by :attr:`reset_async`."""
+        wait = self._split("reset_wait", "reset")
+
+        def reset_wait(timeout: float | None = None, **kwargs: Any) -> tuple[Any, Any]:
+            obs, infos = wait(timeout=timeout, **kwargs)
+            state, self._reset_state = self._reset_state, None
+            return self._reset_result(obs, infos, state)
+
+        return reset_wait
+
+    # -------------------------------------------------------------- forwarding
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call ``name`` on every sub-env (see Gymnasium's ``SyncVectorEnv.call``)."""
         return self.env.call(name, *args, **kwargs)

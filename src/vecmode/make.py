@@ -1,14 +1,18 @@
-"""``vecmode.make_vec``: core + autoreset policy, mirroring ``gymnasium.make_vec``."""
+"""``vecmode.make_vec``: ``gymnasium.make_vec``'s signature and defaults, any mode."""
 
 from __future__ import annotations
 
 import copy
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import EnvSpec, VectorizeMode
+from gymnasium.envs.registration import (  # _find_spec: what gymnasium.make_vec uses
+    EnvSpec,
+    VectorizeMode,
+    _find_spec,
+)
+from gymnasium.error import Error
 from gymnasium.vector import AutoresetMode
 
 from vecmode.async_vector_env import AsyncVectorEnv
@@ -19,79 +23,90 @@ from vecmode.sync_vector_env import SyncVectorEnv
 __all__ = ["make_vec"]
 
 
-def _spec(env_id: str) -> EnvSpec:
-    module, _, name = env_id.rpartition(":")
-    if module:
-        importlib.import_module(module)
-    return gym.spec(name)
+class InvalidIdError(Error, TypeError):
+    """``make_vec``'s ``id`` is neither an env id, an ``EnvSpec`` nor a callable
+    (a ``gymnasium.error.Error``, as Gymnasium raises, and a ``TypeError``)."""
 
 
 def make_vec(
-    env_id: str | EnvSpec | Callable[..., gym.Env],
+    id: str | EnvSpec | Callable[..., gym.Env],
     num_envs: int = 1,
-    vectorization_mode: str | VectorizeMode | None = "sync",
-    autoreset_mode: ModeLike | None = None,
+    vectorization_mode: str | VectorizeMode | None = None,
     vector_kwargs: dict[str, Any] | None = None,
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] | None = None,
-    **env_kwargs: Any,
+    *,
+    autoreset_mode: ModeLike | None = None,
+    **kwargs: Any,
 ) -> gym.vector.VectorEnv:
-    """Create a vector env in the autoreset mode you ask for.
+    """Create a vector env, as ``gymnasium.make_vec`` does, in the mode you ask for.
+
+    The same parameters, defaults and spec bookkeeping as
+    :func:`gymnasium.make_vec` (switching is an import change), with vecmode's
+    cores under ``"sync"`` and ``"async"``, and one more keyword,
+    ``autoreset_mode``.
 
     Args:
-        env_id: a registered id (``"CartPole-v1"``, ``"module:Env-v0"``), an
-            ``EnvSpec``, or a callable returning a ``gymnasium.Env``.
+        id: a registered id (``"CartPole-v1"``, ``"module:Env-v0"``), an
+            ``EnvSpec`` (including a vector env's own ``spec``, which re-makes it),
+            or a callable returning a ``gymnasium.Env`` (a vecmode extension).
         num_envs: the number of sub-envs.
         vectorization_mode: ``"sync"`` (:class:`vecmode.SyncVectorEnv`, every
             mode exact); ``"async"`` (:class:`vecmode.AsyncVectorEnv`, the same
             core in worker processes, every mode exact); ``"vector_entry_point"``
-            (the env's own vector implementation); ``None``: the entry point where
-            the env registers one, else ``"sync"`` (Gymnasium's rule).
-        autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value.
-            ``None``: ``vector_kwargs["autoreset_mode"]`` if given, else
-            NEXT_STEP for ``sync``/``async`` (Gymnasium's default), and the env's
-            own declared mode for a vector entry point. Asking a vector entry point
-            for another mode applies an exact conversion or raises
-            :class:`~vecmode.IncompatibleModeError`.
+            (the env's own vector implementation, e.g. CartPole's numpy
+            ``CartPoleVectorEnv``); ``None`` (Gymnasium's default): the entry
+            point where the env registers one, else ``"sync"``.
         vector_kwargs: keyword arguments of the core (``copy``,
-            ``observation_mode``; for ``async`` also ``num_workers``,
-            ``shared_memory``, ``context``, ``daemon`` and ``timeout``).
+            ``observation_mode``, ``autoreset_mode``; for ``async`` also
+            ``num_workers``, ``in_parent``, ``shared_memory``, ``context``,
+            ``daemon`` and ``timeout``).
         wrappers: wrappers applied to each sub-env, innermost first.
-        **env_kwargs: passed to each sub-env's constructor (``gym.make``).
+        autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value; the
+            same as ``vector_kwargs["autoreset_mode"]``. ``None``: NEXT_STEP for
+            ``sync``/``async`` (Gymnasium's default), the env's own mode for a
+            vector entry point. Asking a vector entry point for another mode
+            applies an exact conversion or raises
+            :class:`~vecmode.IncompatibleModeError` saying what to use instead
+            (``vectorization_mode="sync"`` always works).
+        **kwargs: passed to each sub-env's constructor (``gym.make``).
 
     >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="SameStep")
     >>> envs
     <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=2)>
     >>> envs.metadata["autoreset_mode"]
     <AutoresetMode.SAME_STEP: 'SameStep'>
     >>> envs.close()
+    >>> vecmode.make_vec("CartPole-v1", num_envs=2)  # CartPole's own vector env
+    CartPoleVectorEnv(CartPole-v1, num_envs=2)
     """
     vector_kwargs = dict(vector_kwargs or {})
     wrappers = list(wrappers or [])
-    kwarg_mode = vector_kwargs.pop("autoreset_mode", None)
-    if (
-        autoreset_mode is not None
-        and kwarg_mode is not None
-        and as_mode(autoreset_mode) is not as_mode(kwarg_mode)
-    ):
-        raise ValueError(
-            f"autoreset_mode={autoreset_mode!r} and vector_kwargs['autoreset_mode']"
-            f"={kwarg_mode!r} disagree; give the mode once."
+    spec: EnvSpec | None
+    if isinstance(id, EnvSpec):
+        spec = id
+    elif isinstance(id, str):
+        spec = _find_spec(id)  # imports "module:" first, suggests versions
+    elif callable(id):
+        spec = None
+    else:
+        raise InvalidIdError(
+            f"Invalid id type: {type(id)}. Expected `str` or `EnvSpec` (or a "
+            f"callable returning a gymnasium.Env)."
         )
-    requested = autoreset_mode if autoreset_mode is not None else kwarg_mode
-    mode = None if requested is None else as_mode(requested)
+    env_kwargs: dict[str, Any] = {}
+    if spec is not None:
+        # as Gymnasium: what a vector env's spec records is taken back from it
+        spec = copy.deepcopy(spec)
+        env_kwargs, spec.kwargs = spec.kwargs, {}
+        num_envs = env_kwargs.pop("num_envs", num_envs)
+        vectorization_mode = env_kwargs.pop("vectorization_mode", vectorization_mode)
+        vector_kwargs = dict(env_kwargs.pop("vector_kwargs", vector_kwargs))
+        wrappers = list(env_kwargs.pop("wrappers", wrappers))
+    env_kwargs.update(kwargs)
 
-    spec: EnvSpec | None = None
-    if isinstance(env_id, EnvSpec):
-        spec = env_id
-    elif isinstance(env_id, str):
-        spec = _spec(env_id)
-    elif not callable(env_id):
-        raise TypeError(
-            f"env_id must be an env id, an EnvSpec or a callable returning a "
-            f"gymnasium.Env, got {type(env_id).__name__}."
-        )
-
+    mode = _requested_mode(autoreset_mode, vector_kwargs.pop("autoreset_mode", None))
     if vectorization_mode is None:
         has_entry = spec is not None and spec.vector_entry_point is not None
         vectorization_mode = (
@@ -101,8 +116,8 @@ def make_vec(
         vmode = VectorizeMode(vectorization_mode)
     except ValueError:
         raise ValueError(
-            f"vectorization_mode={vectorization_mode!r} is not one of "
-            f"{[m.value for m in VectorizeMode]}."
+            f"Invalid vectorization mode: {vectorization_mode!r}, "
+            f"valid modes: {[m.value for m in VectorizeMode]}"
         ) from None
 
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
@@ -121,26 +136,57 @@ def make_vec(
         )
         return envs if mode is None else with_autoreset(envs, mode)
 
-    def make_one() -> gym.Env:
-        env = (
-            gym.make(spec, **env_kwargs) if spec is not None else env_id(**env_kwargs)  # type: ignore[operator]
+    if spec is not None and spec.entry_point is None:
+        raise Error(
+            f"Cannot create vectorized environment for {spec.id} because it doesn't "
+            f"have an entry point defined."
         )
+
+    def make_one() -> gym.Env:
+        if spec is not None:
+            env = gym.make(spec, **env_kwargs.copy())
+        else:
+            env = id(**env_kwargs)  # type: ignore[operator]
         for wrapper in wrappers:
             env = wrapper(env)
         return env
 
-    env_fns = [make_one] * num_envs
-    mode = AutoresetMode.NEXT_STEP if mode is None else mode
     core_type = AsyncVectorEnv if vmode is VectorizeMode.ASYNC else SyncVectorEnv
-    envs = with_autoreset(core_type(env_fns, **vector_kwargs), mode)
+    core = core_type([make_one] * num_envs, **vector_kwargs)
+    try:
+        envs = with_autoreset(core, AutoresetMode.NEXT_STEP if mode is None else mode)
+    except BaseException:
+        core.close()
+        raise
     if spec is not None:
+        # Gymnasium's record of how the env was made (so make_vec(envs.spec)
+        # makes it again), the mode in vector_kwargs where one was asked for
         made = copy.deepcopy(spec)
-        made.kwargs = {
-            **spec.kwargs,
-            **env_kwargs,
-            "num_envs": num_envs,
-            "vectorization_mode": vmode.value,
-            "autoreset_mode": mode.value,
-        }
+        made.kwargs = env_kwargs.copy()
+        if num_envs != 1:
+            made.kwargs["num_envs"] = num_envs
+        made.kwargs["vectorization_mode"] = vmode.value
+        recorded = (
+            vector_kwargs if mode is None else {**vector_kwargs, "autoreset_mode": mode}
+        )
+        if recorded:
+            made.kwargs["vector_kwargs"] = recorded
+        if wrappers:
+            made.kwargs["wrappers"] = wrappers
         envs.unwrapped.spec = made
     return envs
+
+
+def _requested_mode(argument: Any, in_vector_kwargs: Any) -> AutoresetMode | None:
+    """The mode asked for, by ``autoreset_mode=`` or in ``vector_kwargs``."""
+    if (
+        argument is not None
+        and in_vector_kwargs is not None
+        and as_mode(argument) is not as_mode(in_vector_kwargs)
+    ):
+        raise ValueError(
+            f"autoreset_mode={argument!r} and vector_kwargs['autoreset_mode']"
+            f"={in_vector_kwargs!r} disagree; give the mode once."
+        )
+    requested = argument if argument is not None else in_vector_kwargs
+    return None if requested is None else as_mode(requested)

@@ -21,7 +21,8 @@ a :class:`CompatibilityReport`; :func:`assert_compatible` raises with that repor
 
 >>> import gymnasium as gym
 >>> import vecmode
->>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+>>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+...     autoreset_mode="SameStep")
 >>> envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
 >>> vecmode.check(envs).ok
 True
@@ -532,7 +533,8 @@ def supports(
     >>> @vecmode.supports("NextStep", "Disabled", why={"SameStep": "It skips final_obs."})
     ... class MyWrapper(gym.vector.VectorWrapper):
     ...     pass
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="SameStep")
     >>> MyWrapper(envs)
     Traceback (most recent call last):
     ...
@@ -578,7 +580,8 @@ def register(
     >>> class Legacy(gym.vector.VectorWrapper):
     ...     pass
     >>> vecmode.register(Legacy, ["NextStep"])
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="Disabled")
     >>> Legacy(envs)
     Traceback (most recent call last):
     ...
@@ -714,7 +717,8 @@ def guard() -> Guard:
 
     >>> import gymnasium as gym
     >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="SameStep")
     >>> with vecmode.guard():
     ...     gym.wrappers.vector.NormalizeReward(envs)
     Traceback (most recent call last):
@@ -893,7 +897,8 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
 
     >>> import gymnasium as gym
     >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="SameStep")
     >>> report = vecmode.check(gym.wrappers.vector.NormalizeReward(envs))
     >>> report.ok, [row.verdict.value for row in report]
     (False, ['ok', 'ok', 'known-wrong'])
@@ -985,7 +990,8 @@ def require_mode(
     raises under ``strict``. ``who`` names the caller in the message.
 
     >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="Disabled")
     >>> vecmode.require_mode(envs, "NextStep", "SameStep", who="my_ppo")
     Traceback (most recent call last):
     ...

@@ -93,7 +93,13 @@ def timeline(
     # per mode: (call, result, the step's boundary or None for a reset)
     runs: dict[str, list[tuple[str, tuple, Boundary | None]]] = {}
     for mode in MODES:
-        envs = make_vec(env_id, num_envs=1, autoreset_mode=mode, **env_kwargs)
+        envs = make_vec(
+            env_id,
+            num_envs=1,
+            vectorization_mode="sync",
+            autoreset_mode=mode,
+            **env_kwargs,
+        )
         space: Any = envs.action_space
         actions = np.full(space.shape, action, dtype=space.dtype)
         if not space.contains(actions):

@@ -12,7 +12,7 @@ transitions from a vector env in NEXT_STEP, SAME_STEP or DISABLED mode.
 >>> from vecmode import TransitionCollector
 >>> for mode in vecmode.MODES:
 ...     envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode=mode,
-...                             max_episode_steps=2)
+...                             max_episode_steps=2, vectorization_mode="sync")
 ...     with TransitionCollector(envs) as collector:
 ...         _ = collector.reset(seed=0)
 ...         valid = [collector.step(np.array([0, 1])).valid.tolist() for _ in range(4)]
@@ -146,7 +146,7 @@ class TransitionCollector:
     >>> import numpy as np, vecmode
     >>> from vecmode import TransitionCollector
     >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
-    ...                         max_episode_steps=1)
+    ...                         max_episode_steps=1, vectorization_mode="sync")
     >>> collector = TransitionCollector(envs)
     >>> obs, infos = collector.reset(seed=0)
     >>> t = collector.step(np.array([0, 1]))

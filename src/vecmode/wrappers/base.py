@@ -39,13 +39,14 @@ from gymnasium.vector.utils import (
 )
 
 from vecmode import errors
-from vecmode.core import StepResult, copy_batch, validate_reset_mask
-from vecmode.forwarding import ForwardingWrapper
+from vecmode.core import StepResult, copy_batch
+from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import MODES, Boundary, BoundaryTracker, mode_of
 from vecmode.registry import supports
 
 __all__ = [
     "ActionWrapper",
+    "MaskedResetWrapper",
     "ObservationWrapper",
     "RewardWrapper",
     "RunningStatistics",
@@ -58,24 +59,16 @@ __all__ = [
     "map_final_observations",
     "merge_final_observations",
     "replace_final_observations",
+    "reset_arguments",
 ]
 
 
 def forward_reset(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None, who: str = "wrapper"
 ) -> tuple[Any, dict[str, Any], np.ndarray | None]:
-    """Reset ``env``; return ``(obs, infos, mask)``, ``mask`` None for a full reset.
-
-    ``options["reset_mask"]`` is validated (a clear error before anything resets)
-    and passed down as a bool array; ``env`` gets a copy of ``options``, so the
-    caller's dict is never mutated (Gymnasium's envs pop the mask from it).
-    """
-    mask = None
-    if options is not None:
-        options = dict(options)
-        if "reset_mask" in options:
-            mask = validate_reset_mask(options["reset_mask"], env.num_envs)
-            options["reset_mask"] = mask
+    """Reset ``env``; return ``(obs, infos, mask)``, ``mask`` None for a full reset
+    (the arguments as :func:`reset_arguments` makes them, the infos checked)."""
+    seed, options, mask = reset_arguments(env, seed, options)
     obs, infos = env.reset(seed=seed, options=options)
     check_infos(infos, who)
     return obs, infos, mask
@@ -190,8 +183,24 @@ def replace_final_observations(
 # Performance: on the step path, masks are tested with np.count_nonzero (one C
 # call) rather than ndarray.any() / .all(), which go through numpy's Python-level
 # wrappers and cost several times more on arrays of num_envs flags.
+class MaskedResetWrapper(ForwardingWrapper):
+    """Passes ``reset(options={"reset_mask": mask})`` down validated, as a bool
+    array, in a copy of ``options`` (as every vecmode wrapper does); checks that
+    infos are Gymnasium's batched dict.
+
+    The shared base of every base below: :meth:`_reset_result` receives the mask
+    (None for a full reset) as its ``state``.
+    """
+
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        check_infos(infos, type(self).__name__)
+        return obs, infos
+
+
 @supports(*MODES)
-class ObservationWrapper(ForwardingWrapper):
+class ObservationWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
 
     Implement :meth:`observations` (a batch in, a batch out) and set
@@ -207,7 +216,7 @@ class ObservationWrapper(ForwardingWrapper):
     ...     def observations(self, observations):
     ...         return observations * 2
     >>> envs = Double(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1))
+    ...     autoreset_mode="SameStep", max_episode_steps=1, vectorization_mode="sync"))
     >>> obs, _ = envs.reset(seed=0)
     >>> _, _, _, _, infos = envs.step(np.array([0, 1]))
     >>> infos["_final_obs"], infos["final_obs"][0].shape
@@ -219,16 +228,14 @@ class ObservationWrapper(ForwardingWrapper):
         """Transform a batch of observations (``num_envs`` rows)."""
         raise NotImplementedError
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset, transforming the returned observations."""
-        obs, infos, _ = forward_reset(self.env, seed, options, type(self).__name__)
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._reset_result(obs, infos, state)
         return self.observations(obs), infos
 
-    def step(self, actions: Any) -> StepResult:
-        """Step, transforming the returned and the final observations."""
-        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+    def _step_result(self, result: StepResult) -> StepResult:
+        obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
         if "_final_obs" in infos and np.count_nonzero(infos["_final_obs"]):
             infos = self.final_observations(infos, obs)
@@ -248,7 +255,7 @@ class ObservationWrapper(ForwardingWrapper):
 
 
 @supports(*MODES)
-class ActionWrapper(ForwardingWrapper):
+class ActionWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms actions (the same in every mode).
 
     Implement :meth:`actions` (a batch in, a batch out; don't write into the
@@ -260,19 +267,11 @@ class ActionWrapper(ForwardingWrapper):
         """Transform a batch of actions (``num_envs`` rows) for the wrapped env."""
         raise NotImplementedError
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset (``options`` passed down intact, never mutated)."""
-        obs, infos, _ = forward_reset(self.env, seed, options, type(self).__name__)
-        return obs, infos
-
-    def step(self, actions: Any) -> StepResult:
-        """Step with the transformed actions."""
-        return self.env.step(self.actions(actions))
+    def _step_actions(self, actions: Any) -> Any:
+        return self.actions(actions)
 
 
-class _Tracked(ForwardingWrapper):
+class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
     #: What the last ``reset`` / ``step`` meant for each sub-env.
@@ -283,18 +282,17 @@ class _Tracked(ForwardingWrapper):
         self.boundaries = BoundaryTracker(mode_of(env), self.num_envs)
         self.boundary = self.boundaries.reset(None)
 
-    def _reset_tracked(
-        self, seed: Any, options: dict[str, Any] | None
-    ) -> tuple[Any, dict[str, Any], Boundary]:
-        obs, infos, mask = forward_reset(self.env, seed, options, type(self).__name__)
-        self.boundary = self.boundaries.reset(mask)
-        return obs, infos, self.boundary
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._reset_result(obs, infos, state)
+        self.boundary = self.boundaries.reset(state)
+        return obs, infos
 
-    def _step_tracked(self, actions: Any) -> tuple[StepResult, Boundary]:
-        result = self.env.step(actions)
+    def _step_result(self, result: StepResult) -> StepResult:
         check_infos(result[4], type(self).__name__)
         self.boundary = self.boundaries.step(result[2], result[3])
-        return result, self.boundary
+        return result
 
 
 @supports(*MODES)
@@ -312,18 +310,9 @@ class RewardWrapper(_Tracked):
         """Transform a batch of rewards (``num_envs`` entries)."""
         raise NotImplementedError
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset (``options`` passed down intact, never mutated)."""
-        obs, infos, _ = self._reset_tracked(seed, options)
-        return obs, infos
-
-    def step(self, actions: Any) -> StepResult:
-        """Step, transforming the rewards of real transitions."""
-        (obs, rewards, terminations, truncations, infos), b = self._step_tracked(
-            actions
-        )
+    def _step_result(self, result: StepResult) -> StepResult:
+        obs, rewards, terminations, truncations, infos = super()._step_result(result)
+        b = self.boundary
         out = self.rewards(rewards)
         if b is not self.boundaries.quiet and np.count_nonzero(b.real) < len(b.real):
             out = np.array(out, copy=True)
@@ -348,8 +337,10 @@ class StatefulWrapper(_Tracked):
     Within one ``step``, ``transition`` runs before ``episode_start`` (in SAME_STEP
     a sub-env can end an episode and start the next in the same call). After each
     call, :attr:`boundary` says what it meant for every sub-env. ``reset`` and
-    ``step`` return the wrapped env's results unchanged; override them (calling
-    ``super()``) to change what is returned.
+    ``step`` return the wrapped env's results unchanged; to change what they
+    return, override :meth:`_step_result` / :meth:`_reset_result` (calling
+    ``super()`` first, which runs the hooks), so that the split async API
+    (``step_async`` / ``step_wait``) gets the change too.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import StatefulWrapper
@@ -361,7 +352,7 @@ class StatefulWrapper(_Tracked):
     ...         self.episodes[mask] += 1
     >>> for mode in vecmode.MODES:
     ...     envs = CountEpisodes(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...         autoreset_mode=mode, max_episode_steps=2))
+    ...         autoreset_mode=mode, max_episode_steps=2, vectorization_mode="sync"))
     ...     _ = envs.reset(seed=0)
     ...     for _ in range(3):
     ...         _ = envs.step(np.array([0, 1]))
@@ -386,18 +377,18 @@ class StatefulWrapper(_Tracked):
     ) -> None:
         """Sub-envs in ``mask`` made a real transition to ``observations[i]``."""
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset; the reset sub-envs start an episode."""
-        obs, infos, b = self._reset_tracked(seed, options)
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._reset_result(obs, infos, state)
+        b = self.boundary
         if b.starts.any():
             self.episode_start(obs, b.starts)
         return obs, infos
 
-    def step(self, actions: Any) -> StepResult:
-        """Step; call :meth:`transition` then :meth:`episode_start` where due."""
-        result, b = self._step_tracked(actions)
+    def _step_result(self, result: StepResult) -> StepResult:
+        result = super()._step_result(result)
+        b = self.boundary
         obs, rewards, terminations, truncations, infos = result
         # Performance: a hook still the base's no-op (overridden neither on the
         # class nor on the instance) is not called, and its arguments (the final

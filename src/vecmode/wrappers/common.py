@@ -33,7 +33,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
     >>> envs = RecordEpisodeStatistics(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=3))
+    ...     autoreset_mode="SameStep", max_episode_steps=3, vectorization_mode="sync"))
     >>> _ = envs.reset(seed=0)
     >>> for _ in range(3):
     ...     _, _, _, _, infos = envs.step(np.array([0, 1]))
@@ -93,10 +93,10 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.return_queue.extend(self.episode_returns[dones])
         self.length_queue.extend(self.episode_lengths[dones])
 
-    def step(self, actions: Any) -> StepResult:
-        """Step; ``info[stats_key]`` reports the episodes that ended."""
+    def _step_result(self, result: StepResult) -> StepResult:
+        """``info[stats_key]`` reports the episodes that ended."""
         key = self._stats_key
-        obs, rewards, terminations, truncations, infos = super().step(actions)
+        obs, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._ended is not None:
             stats, self._ended = self._ended, None
             if key in infos or f"_{key}" in infos:

@@ -8,10 +8,11 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from vecmode import errors
-from vecmode.forwarding import ForwardingWrapper
+from vecmode.core import StepResult
+from vecmode.errors import InfoLayoutError
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.base import check_infos, forward_reset
+from vecmode.wrappers.base import MaskedResetWrapper, check_infos
 
 __all__ = ["DictInfoToList", "infos_to_list"]
 
@@ -33,21 +34,21 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             continue
         mask = infos.get(f"_{key}")
         if mask is not None and len(mask) != num_envs:
-            raise ValueError(errors.info_length(f"_{key}", len(mask), num_envs))
+            raise InfoLayoutError(errors.info_length(f"_{key}", len(mask), num_envs))
         if isinstance(value, dict):
             items: Any = infos_to_list(value, num_envs)
         elif isinstance(value, np.ndarray) and value.ndim and len(value) == num_envs:
             items = value
         else:
             length = len(value) if hasattr(value, "__len__") else None
-            raise ValueError(errors.info_length(key, length, num_envs))
+            raise InfoLayoutError(errors.info_length(key, length, num_envs))
         for i in range(num_envs) if mask is None else np.flatnonzero(mask):
             out[i][key] = items[i]
     return out
 
 
 @supports(*MODES)
-class DictInfoToList(ForwardingWrapper):
+class DictInfoToList(MaskedResetWrapper):
     """Return infos as a list with one dict per sub-env, in every mode.
 
     Same as :class:`gymnasium.wrappers.vector.DictInfoToList`: sub-env ``i``'s
@@ -58,7 +59,7 @@ class DictInfoToList(ForwardingWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import DictInfoToList
     >>> envs = DictInfoToList(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1))
+    ...     autoreset_mode="SameStep", max_episode_steps=1, vectorization_mode="sync"))
     >>> _ = envs.reset(seed=0)
     >>> infos = envs.step(np.array([0, 1]))[4]
     >>> sorted(infos[0]), infos[0]["final_info"]
@@ -70,18 +71,18 @@ class DictInfoToList(ForwardingWrapper):
         """Wrap ``env``; it must return Gymnasium's batched info dicts."""
         super().__init__(env)
 
-    def reset(  # type: ignore[override]
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, list[dict[str, Any]]]:
-        """Reset; infos as a list."""
-        obs, infos, _ = forward_reset(self.env, seed, options, type(self).__name__)
+        """Infos as a list."""
+        obs, infos = super()._reset_result(obs, infos, state)
         return obs, infos_to_list(infos, self.num_envs)
 
-    def step(  # type: ignore[override]
-        self, actions: Any
+    def _step_result(  # type: ignore[override]
+        self, result: StepResult
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """Step; infos as a list."""
-        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        """Infos as a list."""
+        obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
         return (
             obs,

@@ -48,7 +48,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
     >>> envs = NormalizeObservation(vecmode.make_vec("CartPole-v1", num_envs=4,
-    ...     autoreset_mode="SameStep"))
+    ...     autoreset_mode="SameStep", vectorization_mode="sync"))
     >>> obs, _ = envs.reset(seed=0)
     >>> for _ in range(100):
     ...     obs, *_ = envs.step(envs.action_space.sample())
@@ -80,11 +80,11 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
             / np.sqrt(self.obs_rms.var + self.epsilon)
         ).astype(np.float32)
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset; the reset sub-envs' observations update the statistics."""
-        obs, infos = super().reset(seed=seed, options=options)
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        """The reset sub-envs' observations update the statistics."""
+        obs, infos = super()._reset_result(obs, infos, state)
         if self._update_running_mean:
             starts = self.boundary.starts
             if starts.all():
@@ -93,9 +93,9 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
                 self.obs_rms.update(obs[starts])
         return self.normalize(obs), infos
 
-    def step(self, actions: Any) -> StepResult:
-        """Step; returned and final observations update the statistics, in one go."""
-        obs, rewards, terminations, truncations, infos = super().step(actions)
+    def _step_result(self, result: StepResult) -> StepResult:
+        """Returned and final observations update the statistics, in one go."""
+        obs, rewards, terminations, truncations, infos = super()._step_result(result)
         finals = self.boundary.final_in_info
         ended = np.count_nonzero(finals) > 0
         if not ended:
@@ -170,7 +170,8 @@ class FrameStackObservation(StatefulWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation
     >>> envs = FrameStackObservation(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=2), stack_size=3)
+    ...     autoreset_mode="SameStep", max_episode_steps=2,
+    ...     vectorization_mode="sync"), stack_size=3)
     >>> obs, _ = envs.reset(seed=0)
     >>> obs.shape
     (2, 3, 4)
@@ -268,16 +269,16 @@ class FrameStackObservation(StatefulWrapper):
             self.single_observation_space, lambda leaf: leaf[i].copy(), self.stacks
         )
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset; reset sub-envs get a fresh stack, the others keep theirs."""
-        _, infos = super().reset(seed=seed, options=options)
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        """Reset sub-envs get a fresh stack, the others keep theirs."""
+        _, infos = super()._reset_result(obs, infos, state)
         return copy_batch(self.stacks), infos
 
-    def step(self, actions: Any) -> StepResult:
-        """Step; returns the stacks (final stacks in ``final_obs`` where ended)."""
-        _, rewards, terminations, truncations, infos = super().step(actions)
+    def _step_result(self, result: StepResult) -> StepResult:
+        """The stacks (final stacks in ``final_obs`` where ended)."""
+        _, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._finals:
             finals, self._finals = self._finals, {}
             final_obs = np.array(infos["final_obs"], dtype=object, copy=True)

@@ -34,7 +34,7 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
     >>> envs = NormalizeReward(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="Disabled"), gamma=0.9)
+    ...     autoreset_mode="Disabled", vectorization_mode="sync"), gamma=0.9)
     >>> _ = envs.reset(seed=0)
     >>> _, rewards, *_ = envs.step(np.array([0, 1]))
     >>> envs.accumulated_reward, envs.return_rms.count
@@ -71,17 +71,17 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         if self._update_running_mean:
             self.return_rms.update(acc[mask])
 
-    def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
-        """Reset; a reset without a mask restarts every discounted sum."""
-        obs, infos = super().reset(seed=seed, options=options)
-        if options is None or "reset_mask" not in options:
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        """A reset without a mask restarts every discounted sum."""
+        obs, infos = super()._reset_result(obs, infos, state)
+        if state is None:
             self.accumulated_reward[:] = 0
         return obs, infos
 
-    def step(self, actions: Any) -> StepResult:
-        """Step, scaling the rewards (NEXT_STEP's reset-step reward stays 0)."""
-        obs, rewards, terminations, truncations, infos = super().step(actions)
+    def _step_result(self, result: StepResult) -> StepResult:
+        """Scale the rewards (NEXT_STEP's reset-step reward stays 0)."""
+        obs, rewards, terminations, truncations, infos = super()._step_result(result)
         scaled = rewards / np.sqrt(self.return_rms.var + self.epsilon)
         return obs, scaled, terminations, truncations, infos

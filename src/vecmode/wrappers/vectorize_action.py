@@ -27,7 +27,8 @@ class TransformAction(ActionWrapper):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformAction
-    >>> envs = TransformAction(vecmode.make_vec("CartPole-v1", num_envs=2),
+    >>> envs = TransformAction(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync"),
     ...                        func=lambda actions: 1 - actions)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]

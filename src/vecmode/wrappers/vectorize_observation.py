@@ -51,7 +51,7 @@ class TransformObservation(ObservationWrapper):
     >>> from vecmode.wrappers import TransformObservation
     >>> envs = TransformObservation(
     ...     vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
-    ...                      max_episode_steps=1),
+    ...                      max_episode_steps=1, vectorization_mode="sync"),
     ...     func=lambda obs: obs[:, :2],  # keep the cart's position and velocity
     ...     single_observation_space=Box(-5, 5, (2,)))
     >>> _ = envs.reset(seed=0)
@@ -132,7 +132,7 @@ class VectorizeTransformObservation(ObservationWrapper):
     >>> from gymnasium.spaces import Box
     >>> from gymnasium.wrappers import TransformObservation as SingleTransform
     >>> from vecmode.wrappers import VectorizeTransformObservation
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2)
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
     >>> envs = VectorizeTransformObservation(envs, wrapper=SingleTransform,
     ...     func=lambda o: o[:2], observation_space=Box(-5, 5, (2,)))
     >>> envs.reset(seed=0)[0].shape

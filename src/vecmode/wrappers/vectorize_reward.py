@@ -27,7 +27,8 @@ class TransformReward(RewardWrapper):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformReward
-    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", num_envs=2),
+    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync"),
     ...                        func=lambda rewards: rewards * 10)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
