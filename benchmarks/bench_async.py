@@ -72,7 +72,7 @@ from harness import (
     time_steps,
     versions,
 )
-from vecmode.async_vector_env import default_num_workers
+from vecmode.layout import default_num_workers
 
 MODE = vecmode.AutoresetMode.NEXT_STEP
 CARTPOLE, HEAVY = "CartPole-v1", "heavy"

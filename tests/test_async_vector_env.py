@@ -52,8 +52,8 @@ from vecmode import (
     WorkerError,
     WorkerTimeoutError,
 )
-from vecmode import async_vector_env as async_module
-from vecmode.async_vector_env import _slices, default_layout, default_num_workers
+from vecmode import layout as layout_module
+from vecmode.layout import default_layout, default_num_workers, slices
 
 MODES = list(AutoresetMode)
 FORK = "fork"
@@ -406,7 +406,7 @@ def test_default_num_workers_and_slices(monkeypatch):
     assert (envs.num_workers, envs.in_parent) == default_layout(3, None, None)
     assert envs.in_parent == 0
     envs.close()
-    monkeypatch.setattr(async_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 2)
     assert default_layout(8, None, None) == (2, 0)
     assert default_layout(3, None, None) == (2, 0)
     assert default_layout(1, None, None) == (1, 0)
@@ -415,12 +415,12 @@ def test_default_num_workers_and_slices(monkeypatch):
     # the parent's share is an opt-in; one worker per CPU but one then
     assert default_layout(8, None, 2) == (1, 2)
     assert default_layout(8, 3, 2) == (3, 2)
-    monkeypatch.setattr(async_module, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 1)
     assert default_layout(8, None, None) == (1, 0)
     monkeypatch.undo()
     assert make_async(scheduled_fns(2), num_workers=5).num_workers == 2
-    assert _slices(7, 3) == [(0, 3), (3, 5), (5, 7)]
-    assert _slices(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert slices(7, 3) == [(0, 3), (3, 5), (5, 7)]
+    assert slices(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
 
 
 def test_stepping_an_ended_sub_env_raises_before_anything_is_stepped():
@@ -448,16 +448,17 @@ def test_stepping_an_ended_sub_env_raises_before_anything_is_stepped():
 def test_execute_one_command_per_sub_env_and_idle_workers_are_not_asked():
     envs = make_async(scheduled_fns(4, lengths=[(5,), (5,), (5,), (1,)]))
     obs0, _ = envs.reset(seed=0)
-    obs, rewards, terminations, _, infos = envs.execute(
+    obs, rewards, terminations, _, infos, ended, finals = envs.execute(
         [Command.STEP, Command.KEEP, Command.RESET, Command.STEP], np.full(4, 2)
     )
+    assert ended == [3] and finals == []
     assert rewards.tolist() == [2.5, 0.0, 0.0, 2.53]
     assert terminations.tolist() == [False, False, False, True]
     assert obs[1].tolist() == obs0[1].tolist() and obs[2].tolist() == [2, 1, 0]
     assert infos["_step"].tolist() == [True, False, False, True]
     # only the first worker (sub-envs 0, 1) has work: the second is not asked, and
     # its sub-envs get reward 0 and False flags, not what it wrote last time
-    obs, rewards, terminations, truncations, _ = envs.execute(
+    obs, rewards, terminations, truncations, *_ = envs.execute(
         [Command.STEP, Command.STEP, Command.KEEP, Command.KEEP], np.full(4, 1)
     )
     assert rewards.tolist() == [2.0, 1.51, 0.0, 0.0]

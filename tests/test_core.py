@@ -19,6 +19,7 @@ from vecmode import (
     IncompatibleModeError,
     errors,
 )
+from vecmode.modes import same_step_infos
 
 
 def core(num_envs=3, **kwargs):
@@ -55,9 +56,10 @@ def test_bad_observation_mode():
 def test_execute_runs_one_command_per_sub_env():
     envs = core()
     obs0, _ = envs.reset(seed=0)
-    obs, rewards, terminations, truncations, infos = envs.execute(
+    obs, rewards, terminations, truncations, infos, ended, finals = envs.execute(
         [Command.STEP, Command.KEEP, Command.RESET], np.array([2, 2, 2])
     )
+    assert ended == [] and finals == []
     # sub-env 0 stepped: t=1, reward = action + 0.5 * t
     assert obs[0].tolist() == [0, 0, 1] and rewards[0] == 2.5
     # sub-env 1 kept: same observation as before, reward 0, no info
@@ -74,17 +76,22 @@ def test_execute_step_then_reset_matches_same_step_output():
     envs = core()
     envs.reset(seed=0)
     envs.execute([Command.STEP] * 3, np.zeros(3, dtype=int))
-    obs, _, terminations, truncations, infos = envs.execute(
-        np.full(3, Command.STEP_THEN_RESET), np.zeros(3, dtype=int)
-    )
+    executed = envs.execute(np.full(3, Command.STEP_THEN_RESET), np.zeros(3, dtype=int))
     # sub-env 0 has episodes of 2 steps (the first truncated): it ended and was
-    # reset in the same call
-    assert truncations.tolist() == [True, False, False] and not terminations.any()
+    # reset in the same call; its last observation and info are in the record
+    assert executed.truncations.tolist() == [True, False, False]
+    assert not executed.terminations.any()
+    assert executed.ended == [0] and [i for i, _, _ in executed.finals] == [0]
+    _, final_obs, final_info = executed.finals[0]
+    assert final_obs.tolist() == [0, 0, 2] and final_info["step"] == 2
+    assert executed.observations[0].tolist() == [0, 1, 0]
+    assert "final_obs" not in executed.infos  # no mode's layout: the record's
+    assert envs.awaiting_reset.tolist() == [False, False, False]
+    # SAME_STEP's layout is built from the record, by the boundary module
+    infos = same_step_infos(executed.infos, executed.finals, 3, envs._add_info)
     assert infos["_final_obs"].tolist() == [True, False, False]
     assert infos["final_obs"][0].tolist() == [0, 0, 2]
-    assert obs[0].tolist() == [0, 1, 0]
     assert infos["final_info"]["step"][0] == 2
-    assert envs.awaiting_reset.tolist() == [False, False, False]
     envs.close()
 
 

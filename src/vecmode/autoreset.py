@@ -26,6 +26,7 @@ from gymnasium.vector.utils import iterate
 from vecmode import errors
 from vecmode.core import (
     Command,
+    Executed,
     StepResult,
     VectorCore,
     copy_batch,
@@ -34,7 +35,14 @@ from vecmode.core import (
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.infos import merge_infos, select_infos
-from vecmode.modes import ModeLike, as_mode, mode_of
+from vecmode.modes import (
+    EndedTracker,
+    ModeLike,
+    as_mode,
+    mode_of,
+    same_step_infos,
+    with_finals,
+)
 from vecmode.registry import declaration, supports
 
 __all__ = [
@@ -45,7 +53,11 @@ __all__ = [
     "with_autoreset",
 ]
 
-_RESET, _STEP_THEN_RESET = int(Command.RESET), int(Command.STEP_THEN_RESET)
+_STEP, _RESET, _STEP_THEN_RESET = (
+    int(Command.STEP),
+    int(Command.RESET),
+    int(Command.STEP_THEN_RESET),
+)
 
 
 def honours_reset_mask(env: VectorEnv) -> bool:
@@ -120,11 +132,15 @@ class _AutoresetWrapper(ForwardingWrapper):
         """The core's commands for a ``step`` (over a vecmode core)."""
         raise NotImplementedError
 
+    def _result(self, executed: Executed) -> StepResult:
+        """The step tuple of this mode from the core's record (over a core)."""
+        return executed[:5]  # type: ignore[return-value]
+
     # ------------------------------------------------------------------ step
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env, resetting where the policy says."""
         if self.core is not None:
-            return self.core._dispatch(self._commands(), actions, None, None)
+            return self._result(self.core.execute(self._commands(), actions))
         return super().step(actions)
 
     @property
@@ -133,10 +149,10 @@ class _AutoresetWrapper(ForwardingWrapper):
         core = self.core
         if core is None:
             return super().step_async
-        self._split("step_async", "step")
+        send = self._split("step_async", "step", "execute_async")
 
         def step_async(actions: Any) -> None:
-            core._dispatch_async("step", self._commands(), actions, None, None)
+            send(self._commands(), actions, name="step")
 
         return step_async
 
@@ -146,10 +162,10 @@ class _AutoresetWrapper(ForwardingWrapper):
         core = self.core
         if core is None:
             return super().step_wait
-        self._split("step_wait", "step")
+        wait = self._split("step_wait", "step", "execute_wait")
 
         def step_wait(timeout: float | None = None) -> StepResult:
-            return core._dispatch_wait("step", timeout)
+            return self._result(wait(timeout, name="step"))
 
         return step_wait
 
@@ -275,19 +291,20 @@ class NextStepAutoreset(_AutoresetWrapper):
                 "autoreset_mode='NextStep'), or use vecmode.SameStepAutoreset.",
             )
         self.core = env
+        self._all_step = [_STEP] * env.num_envs
 
     def _commands(self) -> list[int]:
         """Step every sub-env but those whose episode ended on the previous step,
         which are reset."""
         # The sub-envs that await a reset are exactly those that ended on the
         # previous step (or were reset by a masked reset since, which the core
-        # already cleared), so the core's bookkeeping is the pending autoreset.
-        core = cast(VectorCore, self.core)
-        commands = core._all_step
-        if core._ended:
-            commands = commands.copy()
-            for i in core._ended:
-                commands[i] = _RESET
+        # already cleared), so the core's record is the pending autoreset.
+        ended = cast(VectorCore, self.core).ended
+        if not ended.count:
+            return self._all_step
+        commands = self._all_step.copy()
+        for i in ended.indices():
+            commands[i] = _RESET
         return commands
 
 
@@ -337,6 +354,14 @@ class SameStepAutoreset(_AutoresetWrapper):
         """Step every sub-env, resetting within the call those whose episode ends."""
         return self._all_step_then_reset
 
+    def _result(self, executed: Executed) -> StepResult:
+        """The record in SAME_STEP's layout (final observations and infos)."""
+        core = cast(VectorCore, self.core)
+        infos = same_step_infos(
+            executed.infos, executed.finals, self.num_envs, core._add_info
+        )
+        return (*executed[:4], infos)  # type: ignore[return-value]
+
     def _step_result(self, result: StepResult) -> StepResult:
         """Over a foreign DISABLED env: reset the ended sub-envs with a mask, moving
         their last observations and infos into ``final_obs`` / ``final_info``."""
@@ -348,13 +373,12 @@ class SameStepAutoreset(_AutoresetWrapper):
                 if ended[i]:
                     final_obs[i] = copy_batch(single)
             obs, reset_infos = self.env.reset(options={"reset_mask": ended})
-            infos = {
-                **merge_infos(select_infos(infos, ~ended), reset_infos),
-                "final_obs": final_obs,
-                "_final_obs": ended.copy(),
-                "final_info": select_infos(infos, ended),
-                "_final_info": ended.copy(),
-            }
+            infos = with_finals(
+                merge_infos(select_infos(infos, ~ended), reset_infos),
+                ended,
+                final_obs,
+                select_infos(infos, ended),
+            )
         self._last_obs = obs
         return obs, rewards, terminations, truncations, infos
 
@@ -396,16 +420,16 @@ class DisableAutoreset(_AutoresetWrapper):
                 "CartPoleVectorEnv, for one, resets every sub-env whatever the mask).",
                 _BUILD_DISABLED,
             )
-        self._ended = np.zeros(env.num_envs, dtype=np.bool_)
+        self.ended = EndedTracker(env.num_envs)
 
     def _step_actions(self, actions: Any) -> Any:
         """Refuse to step a sub-env whose episode ended (before anything runs)."""
-        if self._ended.any():
-            raise EpisodeEndedError(np.flatnonzero(self._ended).tolist())
+        if self.ended.count:
+            raise EpisodeEndedError(self.ended.indices())
         return actions
 
     def _step_result(self, result: StepResult) -> StepResult:
-        self._ended = np.logical_or(result[2], result[3])
+        self.ended.set(np.logical_or(result[2], result[3]))
         self._last_obs = result[0]
         return result
 
@@ -413,9 +437,9 @@ class DisableAutoreset(_AutoresetWrapper):
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
         if state is None:
-            self._ended[:] = False
+            self.ended.clear()
         else:
-            self._ended[state] = False
+            self.ended.update(cleared=state)
         return super()._reset_result(obs, infos, state)
 
 

@@ -9,15 +9,17 @@ sub-env in a single call (for a multi-process backend: a single round trip):
 * ``Command.STEP``: step it with its action.
 * ``Command.RESET``: reset it (with the call's seed and options).
 * ``Command.STEP_THEN_RESET``: step it, and if that ended its episode reset it
-  within the same call, putting the final observation and info in
-  ``info["final_obs"]`` / ``info["final_info"]`` exactly as Gymnasium's SAME_STEP
-  mode does.
+  within the same call; its last observation and info are returned apart, in the
+  record's ``finals``.
 
-The autoreset policies (:class:`vecmode.NextStepAutoreset`,
-:class:`vecmode.SameStepAutoreset`) are nothing but a choice of commands per step.
+It returns what happened per sub-env as an :class:`Executed` record, not any
+mode's info layout: the autoreset policies (:class:`vecmode.NextStepAutoreset`,
+:class:`vecmode.SameStepAutoreset`) are a choice of commands per step, and
+:mod:`vecmode.modes` turns a record into SAME_STEP's layout.
 
 For backend authors: subclass :class:`VectorCore` next to a
-:class:`gymnasium.vector.VectorEnv` and implement :meth:`VectorCore._execute`;
+:class:`gymnasium.vector.VectorEnv`, run your sub-envs with
+:class:`vecmode.runner.Runner`, and implement :meth:`VectorCore._execute`;
 ``reset``, ``step``, input validation and the DISABLED-mode check that no ended
 sub-env is stepped come from :class:`VectorCore`.
 """
@@ -27,29 +29,53 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import errors
 from vecmode.errors import ActionBatchError, EpisodeEndedError, IncompatibleModeError
-from vecmode.modes import as_mode
+from vecmode.modes import CORE_MODE, EndedTracker, as_mode
 
 __all__ = [
     "Command",
+    "Executed",
     "StepResult",
     "VectorCore",
     "check_core_arguments",
     "validate_reset_mask",
 ]
 
-#: What :meth:`VectorCore.execute` returns: Gymnasium's step tuple,
-#: ``(observations, rewards, terminations, truncations, infos)``.
+#: Gymnasium's step tuple, ``(observations, rewards, terminations, truncations,
+#: infos)``.
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+
+
+class Executed(NamedTuple):
+    """What one :meth:`VectorCore.execute` call did, per sub-env.
+
+    The first five fields are Gymnasium's step tuple in DISABLED mode
+    (``executed[:5]``); sub-envs that did not step have reward 0 and flags False.
+    """
+
+    #: The batch of observations: the new one of each sub-env that ran (its reset
+    #: observation where it was reset), the last one of the others.
+    observations: Any
+    rewards: np.ndarray
+    terminations: np.ndarray
+    truncations: np.ndarray
+    #: The infos of the sub-envs that ran, batched with ``_key`` masks
+    #: (Gymnasium's ``_add_info``): the step's info, or the reset's.
+    infos: dict[str, Any]
+    #: The sub-envs whose step ended their episode, in order.
+    ended: list[int]
+    #: The ``STEP_THEN_RESET`` sub-envs reset within the call:
+    #: ``(index, last observation, last info)``, in order.
+    finals: list[tuple[int, Any, dict[str, Any]]]
 
 
 class Command(enum.IntEnum):
@@ -111,12 +137,12 @@ def check_core_arguments(
     ``"vectorization_mode='async', "``), for the message.
     """
     mode = as_mode(autoreset_mode)
-    if mode is not AutoresetMode.DISABLED:
+    if mode is not CORE_MODE:
         raise IncompatibleModeError(
             errors.incompatible_mode(
                 name,
                 mode,
-                (AutoresetMode.DISABLED,),
+                (CORE_MODE,),
                 "The core holds no autoreset policy; the policy is a wrapper.",
                 f"Use vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
                 f"vecmode.make_vec(..., {make_vec_args}autoreset_mode={mode.value!r}).",
@@ -275,7 +301,10 @@ class VectorCore(VectorEnv):
         self._actions_are_arrays = (
             batch_space.dispatch(type(self.single_action_space)) in _BATCHED_AS_ARRAY
         )
-        self._ended: set[int] = set()
+        #: The sub-envs whose episode ended (in a ``STEP``) and that were not reset
+        #: since; stepping one raises :class:`~vecmode.EpisodeEndedError`. Read it,
+        #: don't change it (NEXT_STEP's policy resets exactly these).
+        self.ended = EndedTracker(self.num_envs)
         self._all_step: list[int] = [_STEP] * self.num_envs
         self._all_reset: list[int] = [_RESET] * self.num_envs
 
@@ -287,7 +316,7 @@ class VectorCore(VectorEnv):
         *,
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
-    ) -> StepResult:
+    ) -> Executed:
         """Run ``commands[i]`` on sub-env ``i``, for every sub-env, in one call.
 
         Args:
@@ -298,29 +327,36 @@ class VectorCore(VectorEnv):
             options: options for the sub-envs that reset (never mutated).
 
         Returns:
-            ``(observations, rewards, terminations, truncations, infos)`` in
-            Gymnasium's format. Sub-envs that did not step have reward 0 and
-            flags False; ``infos`` holds what the sub-envs that ran returned,
-            batched with ``_key`` masks, and for ``STEP_THEN_RESET`` sub-envs whose
-            episode ended, ``final_obs`` / ``final_info`` (with masks).
+            An :class:`Executed` record: the observations, rewards, flags and
+            batched infos of the call, the sub-envs whose episode ended, and the
+            last observation and info of those reset within the call.
 
         Raises:
             EpisodeEndedError: a sub-env whose episode ended would be stepped (use
                 ``RESET`` or ``STEP_THEN_RESET`` for it, or reset it first).
             ValueError: wrong number of commands, an unknown command, or actions
-                whose batch size isn't ``num_envs``.
+                that are not a batch of ``num_envs`` actions.
 
         >>> import numpy as np, gymnasium as gym
-        >>> from vecmode import Command, SyncVectorEnv
+        >>> from vecmode import SyncVectorEnv
+        >>> from vecmode.core import Command
         >>> envs = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
         >>> _ = envs.reset(seed=0)
-        >>> obs, rewards, terminations, truncations, infos = envs.execute(
-        ...     [Command.STEP, Command.RESET], np.array([1, 1]))
-        >>> rewards
-        array([1., 0.])
+        >>> done = envs.execute([Command.STEP, Command.RESET], np.array([1, 1]))
+        >>> done.rewards, done.ended, done.finals
+        (array([1., 0.]), [], [])
         >>> envs.close()
         """
-        if isinstance(commands, np.ndarray):
+        return self._dispatch(
+            self._commands(commands), actions, self._seeds(seed), options
+        )
+
+    def _commands(self, commands: Sequence[int] | np.ndarray) -> list[int]:
+        """``commands`` checked, as a list of ints."""
+        if type(commands) is list and len(commands) == self.num_envs:
+            cmds = commands
+            shape: tuple[int, ...] = (len(cmds),)
+        elif isinstance(commands, np.ndarray):
             shape = commands.shape
             cmds = commands.tolist()
         else:
@@ -328,10 +364,10 @@ class VectorCore(VectorEnv):
             shape = (len(cmds),)
         if shape != (self.num_envs,):
             raise ValueError(errors.commands_shape(shape, self.num_envs))
-        unknown = set(cmds) - _VALID_COMMANDS
-        if unknown:
+        if not _VALID_COMMANDS.issuperset(cmds):
+            unknown = set(cmds) - _VALID_COMMANDS
             raise ValueError(errors.unknown_command(sorted(unknown)[0]))
-        return self._dispatch(cmds, actions, self._seeds(seed), options)
+        return cmds
 
     def _dispatch(
         self,
@@ -339,12 +375,12 @@ class VectorCore(VectorEnv):
         actions: Any,
         seeds: list[int | None] | None,
         options: dict[str, Any] | None,
-    ) -> StepResult:
+    ) -> Executed:
         """Validated entry: check ended sub-envs and actions, run, track endings."""
         self._validate(cmds, actions)
-        result, done = self._execute(cmds, actions, seeds, options)
-        self._track(cmds, done)
-        return result
+        executed = self._execute(cmds, actions, seeds, options)
+        self._track(cmds, executed.ended)
+        return executed
 
     def _dispatch_async(
         self,
@@ -360,17 +396,16 @@ class VectorCore(VectorEnv):
         self._validate(cmds, actions)
         self._execute_async(name, cmds, actions, seeds, options)
 
-    def _dispatch_wait(self, name: str, timeout: float | None) -> StepResult:
-        """Wait for the pending call ``name``; track endings; return its result."""
-        result, cmds, done = self._execute_wait(name, timeout)
-        self._track(cmds, done)
-        return result
+    def _dispatch_wait(self, name: str, timeout: float | None) -> Executed:
+        """Wait for the pending call ``name``; track endings; return its record."""
+        executed, cmds = self._execute_wait(name, timeout)
+        self._track(cmds, executed.ended)
+        return executed
 
     def _validate(self, cmds: list[int], actions: Any) -> None:
         """Raise before anything runs: an ended sub-env stepped, a wrong batch."""
-        ended = self._ended
-        if ended:
-            stepped_ended = [i for i in sorted(ended) if cmds[i] in _STEPPING]
+        if self.ended.count:
+            stepped_ended = [i for i in self.ended.indices() if cmds[i] in _STEPPING]
             if stepped_ended:
                 raise EpisodeEndedError(stepped_ended)
         if actions is not None or _STEP in cmds or _STEP_THEN_RESET in cmds:
@@ -390,13 +425,13 @@ class VectorCore(VectorEnv):
                 )
 
     def _track(self, cmds: list[int], done: list[int]) -> None:
-        """After a call ran: reset sub-envs are no longer ended, stepped ones may be."""
-        ended = self._ended
-        if ended:
-            ended.difference_update([i for i in ended if cmds[i] == _RESET])
-        for i in done:
-            if cmds[i] == _STEP:
-                ended.add(i)
+        """After a call ran: reset sub-envs are no longer ended, stepped ones may be
+        (those reset within the call are not)."""
+        tracker = self.ended
+        cleared = (
+            [i for i in tracker.indices() if cmds[i] == _RESET] if tracker.count else ()
+        )
+        tracker.update(cleared, [i for i in done if cmds[i] == _STEP])
 
     def _execute(
         self,
@@ -404,24 +439,21 @@ class VectorCore(VectorEnv):
         actions: Any,
         seeds: list[int | None] | None,
         options: dict[str, Any] | None,
-    ) -> tuple[StepResult, list[int]]:
+    ) -> Executed:
         """Run the (validated) commands. Backends implement this.
 
         ``commands`` is a list of ``int(Command)`` of length ``num_envs``;
         ``actions`` the batched actions, or None when no command steps;
         ``seeds`` None or one seed (or None) per sub-env; ``options`` the options
-        for resetting sub-envs (pass each a copy).
-
-        Returns Gymnasium's step tuple, and the indices of the sub-envs whose step
-        in this call ended their episode (terminated or truncated), in order; the
-        core tracks from them which sub-envs await a reset.
+        for resetting sub-envs (pass each a copy). :class:`vecmode.runner.Runner`
+        does all of that for a slice of sub-envs.
         """
         raise NotImplementedError
 
     #: Backends with a split API (send now, wait later) implement these two:
     #: ``_execute_async(name, commands, actions, seeds, options)`` sends the call
     #: ``name`` (``"step"``/``"reset"``) and ``_execute_wait(name, timeout)``
-    #: returns ``(result, commands, done)``; the policies' ``step_async`` /
+    #: returns ``(executed, commands)``; the policies' ``step_async`` /
     #: ``step_wait`` / ``reset_async`` / ``reset_wait`` then work over the core.
     _execute_async: Any
     _execute_wait: Any
@@ -433,7 +465,7 @@ class VectorCore(VectorEnv):
         Raises:
             EpisodeEndedError: a sub-env's episode ended and it was not reset.
         """
-        return self._dispatch(self._all_step, actions, None, None)
+        return self._dispatch(self._all_step, actions, None, None)[:5]  # type: ignore[return-value]
 
     def reset(
         self,
@@ -451,8 +483,8 @@ class VectorCore(VectorEnv):
         """
         seeds = self._seeds(seed)
         cmds, rest = self._reset_commands(options)
-        obs, _, _, _, infos = self._dispatch(cmds, None, seeds, rest)
-        return obs, infos
+        executed = self._dispatch(cmds, None, seeds, rest)
+        return executed.observations, executed.infos
 
     def _reset_commands(
         self, options: dict[str, Any] | None
@@ -472,9 +504,7 @@ class VectorCore(VectorEnv):
         In NEXT_STEP mode (:class:`vecmode.NextStepAutoreset`) these are the
         sub-envs that the next step resets.
         """
-        mask = np.zeros(self.num_envs, dtype=np.bool_)
-        mask[list(self._ended)] = True
-        return mask
+        return self.ended.mask.copy()
 
     def _seeds(
         self, seed: int | Sequence[int | None] | None
@@ -487,7 +517,3 @@ class VectorCore(VectorEnv):
         if len(seeds) != self.num_envs:
             raise ValueError(errors.seeds_length(len(seeds), self.num_envs))
         return seeds
-
-
-#: The mode every core runs in.
-CORE_MODE = AutoresetMode.DISABLED

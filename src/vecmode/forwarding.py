@@ -125,10 +125,13 @@ class ForwardingWrapper(VectorWrapper):
         return self._reset_result(obs, infos, state)
 
     # ------------------------------------------------------ the split async API
-    def _split(self, name: str, method: str) -> Callable[..., Any]:
-        """The wrapped env's ``name`` (e.g. ``step_async``), or AttributeError:
-        it has none, or this class overrides ``method`` beside the halves."""
-        inner = getattr(self.env, name, None)
+    def _split(
+        self, name: str, method: str, inner_name: str | None = None
+    ) -> Callable[..., Any]:
+        """The wrapped env's ``inner_name`` (default ``name``, e.g.
+        ``step_async``) for this wrapper's ``name``, or AttributeError: the env has
+        none, or this class overrides ``method`` beside the halves."""
+        inner = getattr(self.env, inner_name or name, None)
         if inner is None:
             raise AttributeError(
                 f"{type(self).__name__} has no {name}(): the env it wraps, "

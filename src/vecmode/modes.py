@@ -1,8 +1,18 @@
-"""The autoreset modes: parsing them and reading them off an env.
+"""The boundary module: the one place that knows the autoreset modes.
 
-This is the one module that knows what the three
-:class:`gymnasium.vector.AutoresetMode` values are called and where an env records
-its mode (``metadata["autoreset_mode"]``). Everything else in vecmode asks here.
+* parsing modes and reading them off an env (:func:`as_mode`, :func:`mode_of`);
+* what each ``step`` means for each sub-env in each mode (:class:`Boundary`,
+  :func:`boundary`, :class:`BoundaryTracker`), and the mode predicates derived from
+  it (:func:`resets_on_next_step`, :func:`final_in_info`, :func:`caller_resets`);
+* the one record of which sub-envs ended and were not reset since
+  (:class:`EndedTracker`), which the core, the policies and the wrappers share;
+* SAME_STEP's info layout: the only writer (:func:`same_step_infos`,
+  :func:`with_finals`) and reader (:func:`final_observations`,
+  :func:`with_final_observations`, :func:`final_of`) of ``info["final_obs"]``,
+  ``info["_final_obs"]``, ``info["final_info"]`` and ``info["_final_info"]``.
+
+Everything else in vecmode asks here: no other module names those keys or branches
+on a mode (``tests/test_architecture.py`` keeps it so).
 
 >>> from vecmode import as_mode
 >>> as_mode("SameStep")
@@ -13,6 +23,7 @@ its mode (``metadata["autoreset_mode"]``). Everything else in vecmode asks here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +34,29 @@ from vecmode import errors
 
 __all__ = [
     "ASSUMED_MODE",
+    "CORE_MODE",
+    "DEFAULT_MODE",
+    "FINAL_INFO",
+    "FINAL_KEYS",
+    "FINAL_OBS",
     "MODES",
     "AutoresetMode",
     "Boundary",
     "BoundaryTracker",
+    "EndedTracker",
     "ModeLike",
     "as_mode",
     "boundary",
+    "caller_resets",
+    "final_in_info",
+    "final_observations",
+    "final_of",
     "mode_of",
+    "resets_on_next_step",
+    "same_step_infos",
+    "with_final_observations",
+    "with_finals",
+    "without_finals",
 ]
 
 #: A mode as an :class:`~gymnasium.vector.AutoresetMode` or its string value.
@@ -47,6 +73,22 @@ MODES: tuple[AutoresetMode, ...] = (
 #: The mode Gymnasium assumes for a vector env that declares none (its wrappers
 #: warn and treat it as NEXT_STEP); vecmode's checks do the same, with a warning.
 ASSUMED_MODE = AutoresetMode.NEXT_STEP
+
+#: The mode Gymnasium's vector envs run in unless asked otherwise (and so
+#: ``vecmode.make_vec``'s sync and async envs).
+DEFAULT_MODE = AutoresetMode.NEXT_STEP
+
+#: The mode every vecmode core runs in: no autoreset policy, the caller resets.
+CORE_MODE = AutoresetMode.DISABLED
+
+#: SAME_STEP's info keys: the final observations (a NumPy object array indexed by
+#: sub-env) and the final infos (batched like the step's info), each with a mask.
+FINAL_OBS = "final_obs"
+FINAL_INFO = "final_info"
+_FINAL_OBS_MASK = "_" + FINAL_OBS
+_FINAL_INFO_MASK = "_" + FINAL_INFO
+#: Every key of SAME_STEP's layout, masks included.
+FINAL_KEYS = (FINAL_OBS, _FINAL_OBS_MASK, FINAL_INFO, _FINAL_INFO_MASK)
 
 
 def _normalise(text: str) -> str:
@@ -167,6 +209,156 @@ def _boundary(
     return Boundary(ended, never, always, never, ended)
 
 
+def resets_on_next_step(mode: ModeLike) -> bool:
+    """Whether in ``mode`` the step after an episode's end resets the sub-env
+    instead of stepping it (its action ignored: not a real transition)."""
+    return as_mode(mode) is AutoresetMode.NEXT_STEP
+
+
+def final_in_info(mode: ModeLike) -> bool:
+    """Whether ``mode`` puts an ended episode's last observation and info in
+    ``info["final_obs"]`` / ``info["final_info"]``."""
+    return as_mode(mode) is AutoresetMode.SAME_STEP
+
+
+def caller_resets(mode: ModeLike) -> bool:
+    """Whether in ``mode`` the caller resets ended sub-envs, with
+    ``reset(options={"reset_mask": mask})`` (nothing resets them otherwise)."""
+    return as_mode(mode) is AutoresetMode.DISABLED
+
+
+class EndedTracker:
+    """Which sub-envs' episodes ended and were not reset since.
+
+    The one record of it, shared by the core (its DISABLED check: such a sub-env
+    must not be stepped), the NEXT_STEP policy (they are the sub-envs its next
+    step resets), :class:`BoundaryTracker` (what the previous step ended) and the
+    DISABLED policy over a foreign env.
+
+    >>> import numpy as np
+    >>> ended = EndedTracker(3)
+    >>> ended.update(ended=[0, 2])
+    >>> ended.mask, ended.count
+    (array([ True, False,  True]), 2)
+    >>> ended.update(cleared=[0])
+    >>> ended.indices()
+    [2]
+    """
+
+    __slots__ = ("count", "mask")
+
+    def __init__(self, num_envs: int) -> None:
+        #: The bool mask of those sub-envs (don't write into it).
+        self.mask = np.zeros(num_envs, dtype=np.bool_)
+        #: How many there are (0 is the common case: a fast test).
+        self.count = 0
+
+    def update(
+        self,
+        cleared: Sequence[int] | np.ndarray | None = None,
+        ended: Sequence[int] | np.ndarray | None = None,
+    ) -> None:
+        """The sub-envs in ``cleared`` were reset, those in ``ended`` ended (and
+        were not reset within the same call); both are indices or bool masks."""
+        if (cleared is None or not len(cleared)) and (ended is None or not len(ended)):
+            return
+        mask = self.mask.copy()
+        if cleared is not None and len(cleared):
+            mask[cleared] = False
+        if ended is not None and len(ended):
+            mask[ended] = True
+        self.mask = mask
+        self.count = int(np.count_nonzero(mask))
+
+    def clear(self) -> None:
+        """Every sub-env was reset."""
+        if self.count:
+            self.mask = np.zeros_like(self.mask)
+            self.count = 0
+
+    def set(self, mask: np.ndarray) -> None:
+        """Exactly the sub-envs in ``mask`` (after a step that ended them)."""
+        self.mask = np.asarray(mask, dtype=np.bool_)
+        self.count = int(np.count_nonzero(self.mask))
+
+    def indices(self) -> list[int]:
+        """The indices of those sub-envs, in order."""
+        return np.flatnonzero(self.mask).tolist() if self.count else []
+
+
+# ------------------------------------------------------- SAME_STEP's info layout
+def same_step_infos(
+    infos: dict[str, Any],
+    finals: Sequence[tuple[int, Any, dict[str, Any]]],
+    num_envs: int,
+    add_info: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]],
+) -> dict[str, Any]:
+    """``infos`` with SAME_STEP's final observations and infos, from the sub-envs
+    reset within the step: ``finals`` holds ``(index, final obs, final info)`` in
+    sub-env order, ``add_info`` is the env's ``VectorEnv._add_info``. Exactly
+    Gymnasium's layout; ``infos`` itself unchanged when ``finals`` is empty."""
+    if not finals:
+        return infos
+    final_obs = np.full(num_envs, None, dtype=object)
+    mask = np.zeros(num_envs, dtype=np.bool_)
+    final_info: dict[str, Any] = {}
+    for i, obs, info in finals:
+        final_obs[i] = obs
+        mask[i] = True
+        final_info = add_info(final_info, info, i)
+    return with_finals(infos, mask, final_obs, final_info)
+
+
+def with_finals(
+    infos: dict[str, Any],
+    mask: np.ndarray,
+    final_obs: np.ndarray,
+    final_info: dict[str, Any],
+) -> dict[str, Any]:
+    """A new ``infos`` holding the final observations (an object array), the final
+    infos (a batched dict) and their ``mask`` (SAME_STEP's layout)."""
+    return {
+        **infos,
+        FINAL_OBS: final_obs,
+        _FINAL_OBS_MASK: mask,
+        FINAL_INFO: final_info,
+        _FINAL_INFO_MASK: mask.copy(),
+    }
+
+
+def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
+    """``(mask, final_obs)`` of a step's infos: the sub-envs whose ended episode's
+    last observation is in the info, and the object array holding them; None when
+    there is none (no such key, or no sub-env in its mask)."""
+    if not isinstance(infos, dict):
+        return None
+    mask = infos.get(_FINAL_OBS_MASK)
+    if mask is None or not np.count_nonzero(mask):
+        return None
+    return np.asarray(mask, dtype=np.bool_), infos.get(FINAL_OBS)
+
+
+def with_final_observations(
+    infos: dict[str, Any], final_obs: np.ndarray
+) -> dict[str, Any]:
+    """A new ``infos`` whose final observations are ``final_obs`` (same mask)."""
+    return {**infos, FINAL_OBS: final_obs}
+
+
+def final_of(info: Any) -> tuple[bool, Any]:
+    """``(found, final obs)`` in ONE sub-env's info dict (infos as a list of dicts,
+    as ``DictInfoToList`` makes them)."""
+    if isinstance(info, dict) and FINAL_OBS in info:
+        return True, info[FINAL_OBS]
+    return False, None
+
+
+def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """``(the infos without SAME_STEP's keys, their final_info or None)``."""
+    rest = {k: v for k, v in infos.items() if k not in FINAL_KEYS}
+    return rest, infos.get(FINAL_INFO)
+
+
 class BoundaryTracker:
     """Follows one vector env's calls and gives the :class:`Boundary` of each.
 
@@ -189,12 +381,21 @@ class BoundaryTracker:
     (array([ True, False]), array([False,  True]))
     """
 
-    __slots__ = ("_ended", "_false", "_true", "mode", "num_envs", "quiet")
+    __slots__ = (
+        "_caller_resets",
+        "_false",
+        "_true",
+        "ended",
+        "mode",
+        "num_envs",
+        "quiet",
+    )
 
     def __init__(self, mode: ModeLike | None, num_envs: int) -> None:
         """``mode``: the env's mode (None: not declared, so :data:`ASSUMED_MODE`)."""
         self.mode = ASSUMED_MODE if mode is None else as_mode(mode)
         self.num_envs = num_envs
+        self._caller_resets = caller_resets(self.mode)
         self._true = np.ones(num_envs, dtype=np.bool_)
         self._false = np.zeros(num_envs, dtype=np.bool_)
         for array in (self._true, self._false):
@@ -205,23 +406,24 @@ class BoundaryTracker:
         self.quiet = Boundary(
             self._false, self._false, self._true, self._false, self._false
         )
-        self._ended = self._false
+        #: The sub-envs whose episode ended and that were not reset since.
+        self.ended = EndedTracker(num_envs)
 
     @property
     def awaiting_reset(self) -> np.ndarray:
-        """The sub-envs whose episode ended on the last step and were not reset."""
-        return self._ended
+        """The sub-envs whose episode ended and that were not reset since (in
+        NEXT_STEP, the next step resets them; in DISABLED, the caller must)."""
+        return self.ended.mask
 
     def reset(self, mask: np.ndarray | None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
         false = self._false
         if mask is None:
-            self._ended = false
+            self.ended.clear()
             return Boundary(false, self._true, false, false, false)
         starts = np.asarray(mask, dtype=np.bool_)
-        if self._ended is not false:
-            self._ended = self._ended & ~starts
-        pending = self._ended if self.mode is AutoresetMode.DISABLED else false
+        self.ended.update(cleared=starts)
+        pending = self.ended.mask if self._caller_resets else false
         return Boundary(false, starts, false, false, pending)
 
     def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
@@ -232,11 +434,14 @@ class BoundaryTracker:
         # all-False / all-True fields are the tracker's shared read-only arrays
         # rather than new ones.
         ended = np.logical_or(terminations, truncations)
-        before = self._ended
-        if np.count_nonzero(ended):
-            self._ended = ended
-        else:
-            self._ended = self._false
-            if before is self._false or not np.count_nonzero(before):
+        tracked = self.ended
+        if not np.count_nonzero(ended):
+            if not tracked.count:
                 return self.quiet
-        return _boundary(self.mode, ended, before, self._false, self._true)
+            b = _boundary(self.mode, ended, tracked.mask, self._false, self._true)
+            tracked.clear()
+            return b
+        b = _boundary(self.mode, ended, tracked.mask, self._false, self._true)
+        # ended here and not reset within this very call after it (SAME_STEP's are)
+        tracked.set(ended & ~b.final_in_info)
+        return b

@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
-from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import concatenate, iterate
 
 from vecmode.core import (
-    Command,
-    StepResult,
+    Executed,
     VectorCore,
     check_core_arguments,
     copy_batch,
 )
-from vecmode.modes import ModeLike
+from vecmode.modes import CORE_MODE, ModeLike
+from vecmode.runner import Runner
 
 __all__ = ["SyncVectorEnv"]
-
-_KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 
 
 class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
@@ -62,7 +58,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         *,
         copy: bool = True,
         observation_mode: str | tuple[Space, Space] = "same",
-        autoreset_mode: ModeLike = AutoresetMode.DISABLED,
+        autoreset_mode: ModeLike = CORE_MODE,
     ) -> None:
         """Create the sub-envs.
 
@@ -80,7 +76,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             env_fns,
             copy=copy,
             observation_mode=observation_mode,
-            autoreset_mode=AutoresetMode.DISABLED,
+            autoreset_mode=CORE_MODE,
         )
         # Box observations are written straight into their row of the batch
         # (what ``concatenate`` does, without re-stacking every sub-env each call).
@@ -95,6 +91,11 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             MultiDiscrete,
             MultiBinary,
         )
+        self._runner = Runner(
+            self.envs,
+            0,
+            self._env_obs.__setitem__ if self._rows is None else self._rows.__setitem__,
+        )
 
     def _execute(
         self,
@@ -102,59 +103,30 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         actions: Any,
         seeds: list[int | None] | None,
         options: dict[str, Any] | None,
-    ) -> tuple[StepResult, list[int]]:
-        envs = self.envs
-        env_obs = self._env_obs
-        rows = self._rows
-        n = self.num_envs
-        rewards: list[Any] = [0.0] * n
-        terminations = [False] * n
-        truncations = [False] * n
-        done: list[int] = []
-        infos: dict[str, Any] = {}
-        add_info = self._add_info
+    ) -> Executed:
         if actions is None:
-            acts: Any = repeat(None)
+            acts = None
         elif self._array_actions and type(actions) is np.ndarray:
             acts = iter(actions)  # what gymnasium's ``iterate`` does for these
         else:
             acts = iterate(self.action_space, actions)
-        for i, (cmd, action) in enumerate(zip(commands, acts, strict=False)):
-            if cmd == _KEEP:
-                continue
-            reset = cmd == _RESET
-            if not reset:  # STEP or STEP_THEN_RESET
-                obs, rewards[i], terminations[i], truncations[i], info = envs[i].step(
-                    action
-                )
-                if terminations[i] or truncations[i]:
-                    done.append(i)
-                    if cmd == _STEP_THEN_RESET:
-                        infos = add_info(
-                            infos, {"final_obs": obs, "final_info": info}, i
-                        )
-                        reset = True
-            if reset:
-                obs, info = envs[i].reset(
-                    seed=None if seeds is None else seeds[i],
-                    options=None if options is None else dict(options),
-                )
-            if rows is None:
-                env_obs[i] = obs
-            else:
-                rows[i] = obs
-            if info:
-                infos = add_info(infos, info, i)
-
-        if rows is None:
+        out = self._runner.run(commands, acts, seeds, options)
+        if out.failure is not None:
+            raise out.failure.error
+        infos: dict[str, Any] = {}
+        add_info = self._add_info
+        for i, info in out.infos:
+            infos = add_info(infos, info, i)
+        if self._rows is None:
             self._observations = concatenate(
-                self.single_observation_space, env_obs, self._observations
+                self.single_observation_space, self._env_obs, self._observations
             )
-        result = (
+        return Executed(
             copy_batch(self._observations) if self.copy else self._observations,
-            np.array(rewards, dtype=np.float64),
-            np.array(terminations, dtype=np.bool_),
-            np.array(truncations, dtype=np.bool_),
+            np.array(out.rewards, dtype=np.float64),
+            np.array(out.terminations, dtype=np.bool_),
+            np.array(out.truncations, dtype=np.bool_),
             infos,
+            out.ended,
+            out.finals,
         )
-        return result, done

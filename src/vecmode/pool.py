@@ -1,0 +1,314 @@
+"""The async core's process plumbing: starting worker processes, one message and
+one answer per worker per call, waiting (with a timeout, noticing deaths at once)
+and stopping them without leaving a process behind.
+
+Nothing here knows what a sub-env or a mode is: :mod:`vecmode.worker` is what
+runs in the processes, :class:`vecmode.AsyncVectorEnv` what drives them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import select
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any, NoReturn
+
+from gymnasium.vector.utils import clear_mpi_env_vars
+
+from vecmode import errors
+from vecmode.errors import WorkerError, WorkerTimeoutError
+from vecmode.worker import CLOSE, CLOSED, PROTOCOL
+
+__all__ = ["LIVENESS", "Worker", "WorkerPool"]
+
+#: Seconds between checks that the workers being waited for are alive, beyond what
+#: their pipes and sentinels say.
+LIVENESS = 0.5
+
+
+class Worker:
+    """The parent's handle on one worker process (running sub-envs start..stop-1)."""
+
+    __slots__ = ("conn", "index", "process", "sentinel", "start", "stop")
+
+    def __init__(
+        self, index: int, start: int, stop: int, process: Any, conn: Connection
+    ) -> None:
+        self.index = index
+        self.start = start
+        self.stop = stop
+        self.process = process
+        self.conn = conn
+        self.sentinel: int = process.sentinel
+
+    @property
+    def indices(self) -> range:
+        return range(self.start, self.stop)
+
+
+class WorkerPool:
+    """Worker processes, each serving a contiguous slice of sub-envs.
+
+    Once a worker died, or a call timed out or was interrupted, the pool is
+    *broken* (:attr:`broken` says why): the pipes may be out of step, so every
+    later call raises :class:`~vecmode.WorkerError`; :meth:`shutdown` still works.
+    """
+
+    def __init__(self) -> None:
+        self.workers: list[Worker] = []
+        #: Why the pool cannot be used any more, or None.
+        self.broken: str | None = None
+        # One poller over every pipe and process sentinel, built once: waiting on
+        # it costs one system call (multiprocessing.connection.wait builds a
+        # selector per call, which doubles a round trip's time).
+        self._poller: Any = select.poll() if hasattr(select, "poll") else None
+        self._by_fd: dict[int, tuple[Worker, bool]] = {}
+
+    # ------------------------------------------------------------------ start
+    def start(
+        self,
+        ctx: Any,
+        slices: Sequence[tuple[int, int]],
+        target: Callable[..., None],
+        args: Callable[[int, int, Connection, list[Connection]], tuple[Any, ...]],
+        name: str,
+        daemon: bool,
+    ) -> None:
+        """Start one process per ``(start, stop)`` slice, running
+        ``target(*args(start, stop, child_end, inherited))``; ``inherited`` are the
+        parent's ends of the pipes so far (with fork the child closes them)."""
+        fork = ctx.get_start_method() == "fork"
+        parent_ends: list[Connection] = []
+        try:
+            with clear_mpi_env_vars():
+                for w, (start, stop) in enumerate(slices):
+                    parent_end, child_end = ctx.Pipe()
+                    parent_ends.append(parent_end)
+                    process = ctx.Process(
+                        target=target,
+                        name=f"Worker<{name}>-{w}",
+                        args=args(
+                            start, stop, child_end, list(parent_ends) if fork else []
+                        ),
+                        daemon=daemon,
+                    )
+                    try:
+                        process.start()
+                    except Exception as exc:
+                        if fork:
+                            raise
+                        raise TypeError(
+                            errors.unpicklable_env_fns(
+                                start, stop, ctx.get_start_method(), exc
+                            )
+                        ) from exc
+                    finally:
+                        child_end.close()
+                    self._add(Worker(w, start, stop, process, parent_end))
+        except BaseException:
+            started = [w.conn for w in self.workers]
+            for end in parent_ends:
+                if end not in started:
+                    end.close()
+            raise
+
+    def _add(self, worker: Worker) -> None:
+        self.workers.append(worker)
+        self._by_fd[worker.conn.fileno()] = (worker, True)
+        self._by_fd[worker.sentinel] = (worker, False)
+        if self._poller is not None:
+            self._poller.register(worker.conn.fileno(), select.POLLIN)
+            self._poller.register(worker.sentinel, select.POLLIN)
+
+    # ------------------------------------------------------------- round trips
+    def send(self, worker: Worker, message: Any, during: str) -> None:
+        """Send ``message`` to ``worker`` (a dead worker is a WorkerError)."""
+        try:
+            worker.conn.send_bytes(pickle.dumps(message, PROTOCOL))
+        except OSError:  # the worker is gone (EPIPE)
+            self._died(worker, during)
+
+    def collect(
+        self, workers: Sequence[Worker], timeout: float | None, during: str
+    ) -> list[Any]:
+        """One answer from each of ``workers`` (in their order), or a WorkerError.
+
+        Waits on the pipes and on the process sentinels together, so a worker that
+        dies is reported at once whatever the timeout.
+        """
+        answers: list[Any] = [None] * len(workers)
+        if not workers:
+            return answers
+        waiting = {worker.index: n for n, worker in enumerate(workers)}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while waiting:
+                remaining = (
+                    None if deadline is None else max(0.0, deadline - time.monotonic())
+                )
+                ready = self._ready(
+                    LIVENESS if remaining is None else min(remaining, LIVENESS)
+                )
+                if not ready:
+                    self._check_alive([workers[n] for n in waiting.values()], during)
+                    if deadline is None or time.monotonic() < deadline:
+                        continue
+                    late = [workers[n].index for n in waiting.values()]
+                    self.broken = f"{during} timed out"
+                    raise WorkerTimeoutError(
+                        errors.call_timed_out(during, timeout or 0.0, late)
+                    )
+                self._read(ready, waiting, answers, during)
+        except BaseException as exc:
+            if self.broken is None:
+                # interrupted (Ctrl-C) or a pipe error: the pipes may be out of step
+                self.broken = f"{during} was interrupted by {type(exc).__name__}"
+            raise
+        return answers
+
+    def _read(
+        self, ready: list[int], waiting: dict[int, int], answers: list[Any], during: str
+    ) -> None:
+        """Read the answers that arrived; note the workers that died."""
+        dead = []
+        for fd in ready:
+            worker, is_pipe = self._by_fd[fd]
+            if worker.index not in waiting:
+                # It answered already: this is its exit (EOF, sentinel) or a stale
+                # answer to an abandoned call.
+                try:
+                    if not is_pipe:
+                        raise EOFError
+                    worker.conn.recv_bytes()
+                except (EOFError, OSError):
+                    self._forget(worker, during)
+                continue
+            if not is_pipe:
+                dead.append(worker)
+                continue
+            try:
+                answer = pickle.loads(worker.conn.recv_bytes())
+            except (EOFError, OSError):
+                self._died(worker, during)
+            answers[waiting.pop(worker.index)] = answer
+        for worker in dead:
+            if worker.index in waiting and not worker.conn.poll():
+                self._died(worker, during)  # else: read its answer first
+
+    def _check_alive(self, workers: list[Worker], during: str) -> None:
+        """A process a worker forked may hold its pipe and sentinel open: ask the
+        OS whether the worker itself is still there."""
+        for worker in workers:
+            if worker.process.exitcode is not None and not worker.conn.poll():
+                self._died(worker, during)
+
+    def _ready(self, timeout: float | None) -> list[int]:
+        """The file descriptors (pipes, process sentinels) ready to read."""
+        poller = self._poller
+        if poller is not None:
+            return [
+                fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)
+            ]
+        objects = [obj for w in self.workers for obj in (w.conn, w.sentinel)]
+        return [
+            obj if isinstance(obj, int) else obj.fileno()
+            for obj in wait(objects, timeout)
+        ]
+
+    def _forget(self, worker: Worker, during: str) -> None:
+        """A worker died after it answered: this call stands, the next fails."""
+        if self._poller is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._poller.unregister(worker.sentinel)
+                self._poller.unregister(worker.conn.fileno())
+        worker.process.join(1.0)
+        if self.broken is None:
+            self.broken = (
+                f"worker process {worker.index} died during {during}"
+                f" (exit code {worker.process.exitcode})"
+            )
+
+    def _died(self, worker: Worker, during: str) -> NoReturn:
+        worker.process.join(1.0)
+        self.broken = (
+            f"worker process {worker.index} died during {during}"
+            f" (exit code {worker.process.exitcode})"
+        )
+        raise WorkerError(
+            errors.worker_died(
+                worker.index, worker.indices, worker.process.exitcode, during
+            )
+        )
+
+    # ---------------------------------------------------------------- shutdown
+    def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
+        """Stop every worker; return the failures of the sub-envs' ``close()``.
+
+        Unless ``terminate``, each worker is asked to close its sub-envs, and
+        waited for up to ``timeout`` seconds (None: no limit); then whatever is
+        still alive is terminated, then killed. No process is left either way.
+        """
+        workers, self.workers = self.workers, []
+        self._poller = None
+        self._by_fd = {}
+        live = [w for w in workers if w.process.is_alive()]
+        failures: list[Any] = []
+        if not terminate:
+            for worker in live:
+                with contextlib.suppress(OSError):
+                    worker.conn.send_bytes(pickle.dumps((CLOSE,), PROTOCOL))
+            failures = self._closed_answers(live, timeout)
+        for worker in workers:
+            worker.process.join(0 if terminate else 1.0)
+            if worker.process.is_alive():
+                worker.process.terminate()
+                worker.process.join(1.0)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+            worker.process.close()
+        return failures
+
+    @staticmethod
+    def _closed_answers(live: list[Worker], timeout: float | None) -> list[Any]:
+        """Wait for each live worker's answer to CLOSE: their close() failures."""
+        failures: list[Any] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
+        waiting = {w.conn: w for w in live}
+        while waiting:
+            remaining = (
+                None if deadline is None else max(0.0, deadline - time.monotonic())
+            )
+            ready = wait(
+                [*waiting, *(w.sentinel for w in waiting.values())],
+                LIVENESS if remaining is None else min(remaining, LIVENESS),
+            )
+            if not ready:
+                for conn, w in list(waiting.items()):
+                    if w.process.exitcode is not None and not conn.poll():
+                        del waiting[conn]  # gone (its pipe may be held open)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                continue
+            for obj in ready:
+                if isinstance(obj, int):
+                    for conn, w in list(waiting.items()):
+                        if w.sentinel == obj and not conn.poll():
+                            del waiting[conn]
+                    continue
+                if obj not in waiting:
+                    continue
+                try:
+                    answer = pickle.loads(obj.recv_bytes())  # type: ignore[union-attr]
+                except (EOFError, OSError):
+                    del waiting[obj]  # type: ignore[arg-type]
+                    continue
+                if answer is not None and answer[0] == CLOSED:
+                    failures += answer[1]
+                    del waiting[obj]  # type: ignore[arg-type]
+                # else: a stale answer to an abandoned call; keep reading
+        return failures

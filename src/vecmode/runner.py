@@ -1,0 +1,182 @@
+"""The command runner: a slice of sub-envs through one call's commands.
+
+Every backend runs its sub-envs with this one loop: the sync core (all of them),
+each worker of the async core (its slice), the async parent's own share (the
+``in_parent`` layout). A sub-env therefore behaves, and fails, the same wherever it
+runs: what it returned lands in an :class:`Outcome`, and the first exception a
+sub-env raises stops the slice there and is reported as a :class:`Failure` naming
+the sub-env and what it was doing. Only ``Exception`` is caught: ``KeyboardInterrupt``
+and ``SystemExit`` go straight up.
+
+>>> import gymnasium as gym
+>>> from vecmode.core import Command
+>>> from vecmode.runner import Runner
+>>> envs = [gym.make("CartPole-v1", max_episode_steps=1) for _ in range(2)]
+>>> observations = [None, None]
+>>> runner = Runner(envs, first=0, write=observations.__setitem__)
+>>> outcome = runner.run([Command.RESET, Command.RESET], None, [0, 1], None)
+>>> outcome = runner.run([Command.STEP, Command.STEP_THEN_RESET], iter([0, 1]))
+>>> outcome.ended, [i for i, _, _ in outcome.finals], outcome.rewards
+([0, 1], [1], [1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
+
+import gymnasium as gym
+
+from vecmode.core import Command
+
+__all__ = ["Failure", "Outcome", "Runner"]
+
+_KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+
+
+@dataclass
+class Failure:
+    """A sub-env raised: which one, doing what, and the exception."""
+
+    #: The sub-env's index in the vector env.
+    index: int
+    #: What it was doing: ``"step"``, ``"reset"``, ``"close"``, ``"call('name')"``...
+    method: str
+    #: The exception it raised.
+    error: Exception
+    #: Its traceback, as text.
+    traceback: str
+
+
+@dataclass
+class Outcome:
+    """What a slice of sub-envs did in one call (indices are the vector env's)."""
+
+    #: One entry per sub-env of the slice, 0.0 / False where it did not step.
+    rewards: list[Any]
+    terminations: list[Any]
+    truncations: list[Any]
+    #: The non-empty infos, ``(index, info)`` in order: the step's info, or the
+    #: reset's where the sub-env was reset (within a step too).
+    infos: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    #: The sub-envs whose step ended their episode, in order.
+    ended: list[int] = field(default_factory=list)
+    #: The sub-envs reset within the call after their step ended the episode:
+    #: ``(index, last observation, last info)``, in order.
+    finals: list[tuple[int, Any, dict[str, Any]]] = field(default_factory=list)
+    #: The sub-envs that ran (stepped or reset) before a failure, if any.
+    ran: list[int] = field(default_factory=list)
+    #: The first failure; the slice stopped there (None: none).
+    failure: Failure | None = None
+
+
+class Runner:
+    """Runs the sub-envs ``envs`` (the vector env's ``first`` .. ``first + len - 1``).
+
+    ``write(index, observation)`` stores each new observation where the backend
+    keeps them: a row of a batch, a slot of a list, shared memory, or a list of
+    observations to send.
+    """
+
+    __slots__ = ("envs", "first", "write")
+
+    def __init__(
+        self, envs: list[gym.Env], first: int, write: Callable[[int, Any], Any]
+    ) -> None:
+        self.envs = envs
+        self.first = first
+        self.write = write
+
+    def run(
+        self,
+        commands: Sequence[int],
+        actions: Iterator[Any] | None = None,
+        seeds: Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Outcome:
+        """Carry out ``commands[k]`` on sub-env ``first + k``.
+
+        ``actions``: an iterator over the slice's actions (one per sub-env; those
+        of sub-envs that don't step are skipped), None when nothing steps;
+        ``seeds``: one per sub-env of the slice, or None; ``options``: for the
+        sub-envs that reset (each gets a copy).
+        """
+        n = len(commands)
+        out = Outcome([0.0] * n, [False] * n, [False] * n)
+        rewards, terminations, truncations = (
+            out.rewards,
+            out.terminations,
+            out.truncations,
+        )
+        infos, ended, finals = out.infos, out.ended, out.finals
+        write = self.write
+        acts: Iterator[Any] = repeat(None) if actions is None else actions
+        i = self.first
+        method = "step"
+        try:
+            for k, (cmd, env, action) in enumerate(
+                zip(commands, self.envs, acts, strict=False)
+            ):
+                i = self.first + k
+                if cmd == _KEEP:
+                    continue
+                if cmd == _RESET:
+                    reset = True
+                else:  # STEP or STEP_THEN_RESET
+                    method = "step"
+                    obs, rewards[k], terminations[k], truncations[k], info = env.step(
+                        action
+                    )
+                    reset = False
+                    if terminations[k] or truncations[k]:
+                        ended.append(i)
+                        if cmd == _STEP_THEN_RESET:
+                            finals.append((i, obs, info))
+                            reset = True
+                if reset:
+                    method = "reset"
+                    obs, info = env.reset(
+                        seed=None if seeds is None else seeds[k],
+                        options=None if options is None else dict(options),
+                    )
+                method = "writing its observation"
+                write(i, obs)
+                if info:
+                    infos.append((i, info))
+        except Exception as exc:
+            out.ran = [
+                self.first + k for k in range(i - self.first) if commands[k] != _KEEP
+            ]
+            out.failure = Failure(i, method, exc, traceback.format_exc())
+        return out
+
+    def each(
+        self, method: str, fn: Callable[[gym.Env], Any]
+    ) -> tuple[list[Any], Failure | None]:
+        """``fn(env)`` for every sub-env, in order: the results, and the first
+        failure (after which nothing more runs)."""
+        results = []
+        i = self.first
+        try:
+            for k, env in enumerate(self.envs):
+                i = self.first + k
+                results.append(fn(env))
+        except Exception as exc:
+            return results, Failure(i, method, exc, traceback.format_exc())
+        return results, None
+
+    def close(self) -> list[Failure]:
+        """Close every sub-env (all of them, whatever fails): the failures."""
+        failures = []
+        for k, env in enumerate(self.envs):
+            try:
+                env.close()
+            except Exception as exc:
+                failures.append(
+                    Failure(self.first + k, "close", exc, traceback.format_exc())
+                )
+        self.envs = []
+        return failures

@@ -1,0 +1,380 @@
+"""The worker side of the async core.
+
+A worker process builds its slice of sub-envs and serves the parent's messages
+(:func:`worker_main`): one message per call, one answer back. A
+:class:`SliceServer` carries out each message with the command runner
+(:class:`vecmode.runner.Runner`); the parent runs one for the sub-envs it steps
+itself, so a sub-env behaves and fails the same in either place.
+
+The protocol: a message is a tuple starting with :data:`EXECUTE`, :data:`CALL`,
+:data:`GET_ATTR`, :data:`SET_ATTR` or :data:`CLOSE`; an answer is None (done,
+nothing to report) or a tuple starting with :data:`OK`, :data:`FAILED`,
+:data:`CLOSED` or :data:`MISMATCH`. Observations, rewards, flags and array actions
+travel through shared memory (Gymnasium's helpers); the rest is pickled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
+from gymnasium.vector.utils import (
+    CloudpickleWrapper,
+    create_shared_memory,
+    read_from_shared_memory,
+    write_to_shared_memory,
+)
+
+from vecmode.errors import SubEnvError
+from vecmode.runner import Failure, Runner
+
+__all__ = [
+    "CALL",
+    "CLOSE",
+    "CLOSED",
+    "EXECUTE",
+    "FAILED",
+    "GET_ATTR",
+    "MISMATCH",
+    "OK",
+    "PROTOCOL",
+    "SET_ATTR",
+    "SHARED",
+    "STATS_SPACE",
+    "RemoteFailure",
+    "SliceServer",
+    "create",
+    "view",
+    "viewed",
+    "worker_main",
+]
+
+# Messages to a worker: a tuple whose first item is one of these.
+EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE = range(5)
+# A worker's answer: None (done, nothing to report) or a tuple starting with one
+# of these.
+OK, FAILED, CLOSED, MISMATCH = range(4)
+#: Sent instead of the actions when they are in shared memory.
+SHARED = "shared"
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+#: Where a worker writes each sub-env's reward and flags (Gymnasium's shared memory).
+STATS_SPACE = Tuple(
+    (
+        Box(-np.inf, np.inf, (), np.float64),
+        Box(0, 1, (), cast(Any, np.bool_)),
+        Box(0, 1, (), cast(Any, np.bool_)),
+    )
+)
+
+
+def create(space: Space, n: int, ctx: Any) -> Any:
+    """Gymnasium's ``create_shared_memory`` (typed loosely)."""
+    return create_shared_memory(space, n=n, ctx=ctx)
+
+
+def view(space: Space, memory: Any, n: int) -> Any:
+    """Gymnasium's ``read_from_shared_memory``: NumPy views of the memory (Text
+    and OneOf excepted: see :func:`viewed`)."""
+    return read_from_shared_memory(space, memory, n=n)
+
+
+def viewed(space: Space) -> bool:
+    """Whether :func:`view` gives live NumPy views of ``space`` (False for Text and
+    OneOf, which Gymnasium decodes into new objects: read them after each call)."""
+    if isinstance(space, Tuple):
+        return all(viewed(sub) for sub in space.spaces)
+    if isinstance(space, Dict):
+        return all(viewed(sub) for sub in space.spaces.values())
+    return isinstance(space, (Box, Discrete, MultiDiscrete, MultiBinary))
+
+
+@dataclass(frozen=True)
+class RemoteFailure:
+    """A :class:`~vecmode.runner.Failure` that crosses a pipe (picklable)."""
+
+    index: int
+    method: str
+    exc_type: str
+    message: str
+    traceback: str
+    #: The pickled exception, or None if it cannot be pickled.
+    original: bytes | None
+
+    @classmethod
+    def of(cls, failure: Failure) -> RemoteFailure:
+        return cls.caught(
+            failure.index, failure.method, failure.error, failure.traceback
+        )
+
+    @classmethod
+    def caught(
+        cls, index: int, method: str, error: BaseException, trace: str | None = None
+    ) -> RemoteFailure:
+        try:
+            original: bytes | None = pickle.dumps(error, PROTOCOL)
+        except Exception:
+            original = None
+        return cls(
+            index,
+            method,
+            type(error).__name__,
+            str(error),
+            traceback.format_exc() if trace is None else trace,
+            original,
+        )
+
+    def error(self, others: tuple[int, ...] = ()) -> SubEnvError:
+        """The :class:`~vecmode.SubEnvError` to raise, the original exception as
+        its ``__cause__`` where it could be unpickled."""
+        error = SubEnvError(
+            self.index, self.method, self.exc_type, self.message, self.traceback, others
+        )
+        if self.original is not None:
+            with contextlib.suppress(Exception):
+                error.__cause__ = pickle.loads(self.original)
+        return error
+
+
+def space_mismatch(
+    first: int,
+    envs: list[gym.Env],
+    observation_space: Space,
+    action_space: Space,
+    observation_mode: Any,
+) -> tuple[Any, ...] | None:
+    """The first sub-env whose spaces don't fit the vector env's, as an answer."""
+    for k, env in enumerate(envs):
+        same_obs = (
+            env.observation_space == observation_space
+            if observation_mode == "same"
+            else is_space_dtype_shape_equiv(env.observation_space, observation_space)
+        )
+        if not same_obs:
+            return (MISMATCH, "observation space", first + k, env.observation_space)
+        if env.action_space != action_space:
+            return (MISMATCH, "action space", first + k, env.action_space)
+    return None
+
+
+class SliceServer:
+    """Carries out the parent's messages for a slice of sub-envs: in a worker, or
+    in the parent for the share it steps itself."""
+
+    def __init__(
+        self,
+        first: int,
+        envs: list[gym.Env],
+        memory: tuple[Any, Any, Any],
+        num_envs: int,
+        observation_space: Space,
+        action_space: Space,
+    ) -> None:
+        obs_memory, stats_memory, action_memory = memory
+        self.first = first
+        self.stats = view(STATS_SPACE, stats_memory, num_envs)
+        self.action_rows = (
+            None
+            if action_memory is None
+            else view(action_space, action_memory, num_envs)
+        )
+        #: Observations sent with the answer (no shared memory), this call's.
+        self._sent: list[tuple[int, Any]] | None = None
+        write: Callable[[int, Any], Any]
+        if obs_memory is None:
+            write = self._send
+            self._sent = []
+        elif type(observation_space) is Box:
+            write = view(observation_space, obs_memory, num_envs).__setitem__
+        else:
+
+            def write(i: int, obs: Any) -> None:
+                write_to_shared_memory(observation_space, i, obs, obs_memory)
+
+        self.runner = Runner(envs, first, write)
+        self.closed = False
+
+    @property
+    def stop(self) -> int:
+        return self.first + len(self.runner.envs)
+
+    def _send(self, i: int, obs: Any) -> None:
+        cast(list, self._sent).append((i, obs))
+
+    def handle(self, message: tuple[Any, ...]) -> Any:
+        """Carry out one message; return the answer."""
+        op = message[0]
+        if op == EXECUTE:
+            return self._execute(*message[1:])
+        if op == CLOSE:
+            failures = [RemoteFailure.of(f) for f in self.runner.close()]
+            self.closed = True
+            return (CLOSED, failures)
+        if op == CALL:
+            _, name, args, kwargs = message
+
+            def call(env: gym.Env) -> Any:
+                attr = env.get_wrapper_attr(name)
+                return attr(*args, **kwargs) if callable(attr) else attr
+
+            return self._each(f"call({name!r})", call)
+        if op == GET_ATTR:
+            name = message[1]
+            return self._each(
+                f"get_attr({name!r})", lambda env: env.get_wrapper_attr(name)
+            )
+        _, name, values = message  # SET_ATTR
+        it = iter(values)
+        answer = self._each(
+            f"set_attr({name!r})", lambda env: env.set_wrapper_attr(name, next(it))
+        )
+        return None if answer[0] == OK else answer
+
+    def _each(self, method: str, fn: Callable[[gym.Env], Any]) -> tuple[Any, ...]:
+        results, failure = self.runner.each(method, fn)
+        if failure is not None:
+            return (FAILED, [RemoteFailure.of(failure)], ())
+        return (OK, results)
+
+    def _execute(
+        self,
+        commands: list[int],
+        actions: Any,
+        seeds: list[int | None] | None,
+        options: dict[str, Any] | None,
+    ) -> tuple[Any, ...] | None:
+        first, stop = self.first, self.stop
+        if type(actions) is str:  # SHARED: the parent wrote them to shared memory
+            mine = cast(np.ndarray, self.action_rows)[first:stop]
+            acts: Any = iter(mine if mine.ndim == 1 else mine.copy())
+        else:
+            acts = None if actions is None else iter(actions)
+        sent = self._sent
+        if sent is not None:
+            sent = self._sent = []
+        out = self.runner.run(commands, acts, seeds, options)
+        if out.failure is not None:
+            return (FAILED, [RemoteFailure.of(out.failure)], out.ran)
+        rewards, terminations, truncations = self.stats
+        rewards[first:stop] = out.rewards
+        terminations[first:stop] = out.terminations
+        truncations[first:stop] = out.truncations
+        if out.ended or out.infos or sent is not None:
+            return (OK, out.ended, out.infos, out.finals, sent)
+        return None
+
+
+def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
+    """The failure to send when ``answer`` cannot be pickled: whose info,
+    observation or final observation it is (as precisely as can be told)."""
+    if answer[0] == OK and len(answer) == 5:
+        _, _, infos, finals, sent = answer
+        entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
+        entries += [("final observation", i, obs) for i, obs, _ in finals]
+        entries += [("final info", i, info) for i, _, info in finals]
+        entries += [("observation", i, obs) for i, obs in sent or ()]
+        for what, i, value in sorted(entries, key=lambda e: e[1]):
+            try:
+                pickle.dumps(value, PROTOCOL)
+            except Exception as error:
+                return (
+                    FAILED,
+                    [RemoteFailure.caught(i, f"pickling its {what}", error)],
+                    (),
+                )
+    return (FAILED, [RemoteFailure.caught(0, "pickling its answer", exc)], ())
+
+
+def serve(conn: Connection, server: SliceServer, spin: float = 0.0) -> None:
+    """The worker's loop: one answer per message, until told to close (spinning
+    ``spin`` seconds on the pipe before blocking on it)."""
+    # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
+    # a ForkingPickler per message, which costs more than these small messages.
+    recv_bytes, send_bytes, loads, dumps = (
+        conn.recv_bytes,
+        conn.send_bytes,
+        pickle.loads,
+        pickle.dumps,
+    )
+    nothing = dumps(None, PROTOCOL)
+    handle = server.handle
+    poll, clock = conn.poll, time.perf_counter
+    while True:
+        if spin and not poll():
+            end = clock() + spin
+            while not poll() and clock() < end:
+                pass
+        answer = handle(loads(recv_bytes()))
+        if answer is None:
+            send_bytes(nothing)
+            continue
+        try:
+            data = dumps(answer, PROTOCOL)
+        except Exception as exc:  # something in it cannot be pickled
+            data = dumps(unpicklable(answer, exc), PROTOCOL)
+        send_bytes(data)
+        if server.closed:
+            return
+
+
+def worker_main(
+    first: int,
+    env_fns: list[CloudpickleWrapper],
+    conn: Connection,
+    inherited: list[Connection],
+    memory: tuple[Any, Any, Any],
+    num_envs: int,
+    observation_space: Space,
+    action_space: Space,
+    observation_mode: Any,
+    spin: float = 0.0,
+) -> None:
+    """A worker process: build sub-envs ``first ..`` and serve until told to close.
+
+    Answers the parent once built: None, a failure (an ``env_fn`` raised) or a
+    space mismatch.
+    """
+    # Ctrl-C is the parent's to handle (it closes the workers); a worker that died
+    # of it would lose its sub-envs in the middle of a call.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for other in inherited:  # with fork: the parent's ends of every pipe so far
+        other.close()
+    envs: list[gym.Env] = []
+    try:
+        for k, env_fn in enumerate(env_fns):
+            try:
+                envs.append(env_fn())
+            except Exception as exc:
+                conn.send(
+                    (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
+                )
+                return
+        mismatch = space_mismatch(
+            first, envs, observation_space, action_space, observation_mode
+        )
+        if mismatch is not None:
+            conn.send(mismatch)
+            return
+        conn.send(None)
+        server = SliceServer(
+            first, envs, memory, num_envs, observation_space, action_space
+        )
+        serve(conn, server, spin)
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the parent is gone: just leave
+    finally:
+        for env in envs:
+            with contextlib.suppress(Exception):
+                env.close()
