@@ -39,7 +39,9 @@ from vecmode.modes import (
     EndedTracker,
     ModeLike,
     as_mode,
+    caller_resets,
     mode_of,
+    resets_on_next_step,
     same_step_infos,
     with_finals,
 )
@@ -73,9 +75,11 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     autoreset after a masked reset.
     """
     mode = mode_of(env)
-    if mode is AutoresetMode.DISABLED:
+    if mode is None:
+        return False
+    if caller_resets(mode):
         return True
-    if mode is not AutoresetMode.NEXT_STEP:
+    if not resets_on_next_step(mode):
         return False
     inner = env.unwrapped
     if isinstance(inner, gym.vector.AsyncVectorEnv):
@@ -443,11 +447,34 @@ class DisableAutoreset(_AutoresetWrapper):
         return super()._reset_result(obs, infos, state)
 
 
-_POLICY: dict[AutoresetMode, Callable[[VectorEnv], VectorEnv]] = {
-    AutoresetMode.NEXT_STEP: NextStepAutoreset,
-    AutoresetMode.SAME_STEP: SameStepAutoreset,
-    AutoresetMode.DISABLED: DisableAutoreset,
-}
+#: The policies :func:`with_autoreset` composes, by their declarations: each
+#: accepts some modes and produces one.
+POLICIES: tuple[type[_AutoresetWrapper], ...] = (
+    NextStepAutoreset,
+    SameStepAutoreset,
+    DisableAutoreset,
+)
+
+
+def _conversion(
+    current: AutoresetMode, target: AutoresetMode
+) -> list[type[_AutoresetWrapper]] | None:
+    """The shortest chain of policies from ``current`` to ``target``, by what each
+    declares it accepts and produces (None: no chain)."""
+    chains: dict[AutoresetMode, list[type[_AutoresetWrapper]]] = {current: []}
+    frontier = [current]
+    while frontier:
+        following = []
+        for mode in frontier:
+            for policy in POLICIES:
+                found = declaration(policy)
+                if found is None or found.output is None or mode not in found.modes:
+                    continue
+                if found.output not in chains:
+                    chains[found.output] = [*chains[mode], policy]
+                    following.append(found.output)
+        frontier = following
+    return chains.get(target)
 
 
 def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
@@ -487,8 +514,9 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
                 "Declare the mode the env really uses in its metadata.",
             )
         )
-    if current is AutoresetMode.NEXT_STEP:
-        env = DisableAutoreset(env)
-        if target is AutoresetMode.DISABLED:
-            return env
-    return _POLICY[target](env)
+    chain = _conversion(current, target)
+    if chain is None:  # the policy producing the target refuses, saying why
+        chain = [p for p in POLICIES if cast(Any, declaration(p)).output is target]
+    for policy in chain:
+        env = policy(env)
+    return env

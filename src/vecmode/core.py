@@ -198,56 +198,11 @@ def batch_problem(
     """
     kind = batch_space.dispatch(type(space))
     if kind in _BATCHED_AS_ARRAY:
-        if type(batch) is np.ndarray:
-            size: int | None = int(batch.shape[0]) if batch.ndim else None
-        else:
-            try:
-                size = len(batch)
-            except TypeError:
-                size = None
-        if size == num_envs:
-            return None
-        got = (
-            f"{type(batch).__name__} {batch!r}"
-            if size is None
-            else f"a batch of {size}"
-        )
-        return (
-            f"{where} must be a batch of {num_envs} actions (one per sub-env, "
-            f"leading dimension {num_envs}), got {got}"
-        )
+        return _array_batch_problem(batch, num_envs, where)
     if kind is _BATCHED_AS_TUPLE_OF_SPACES:
-        subspaces = cast(Tuple, space).spaces
-        if not isinstance(batch, (tuple, list)) or len(batch) != len(subspaces):
-            return (
-                f"{where} must be a tuple of {len(subspaces)} batches, one per "
-                f"subspace of {space}, got {_short(batch)}"
-            )
-        for j, (subspace, sub) in enumerate(zip(subspaces, batch, strict=True)):
-            problem = batch_problem(subspace, sub, num_envs, f"{where}[{j}]")
-            if problem is not None:
-                return problem
-        return None
+        return _tuple_batch_problem(cast(Tuple, space), batch, num_envs, where)
     if kind is _BATCHED_AS_DICT:
-        subspaces_by_key = cast(Dict, space).spaces
-        if not isinstance(batch, Mapping):
-            return (
-                f"{where} must be a dict with the keys {list(subspaces_by_key)}, got "
-                f"{_short(batch)}"
-            )
-        for key in subspaces_by_key:
-            if key not in batch:
-                return f"{where} lacks the key {key!r} of the action space {space}"
-        for key in batch:
-            if key not in subspaces_by_key:
-                return (
-                    f"{where} has the key {key!r}, which the action space {space} lacks"
-                )
-        for key, subspace in subspaces_by_key.items():
-            problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
-            if problem is not None:
-                return problem
-        return None
+        return _dict_batch_problem(cast(Dict, space), batch, num_envs, where)
     if kind is _BATCHED_AS_TUPLE_OF_SAMPLES:
         if isinstance(batch, (tuple, list)) and len(batch) == num_envs:
             return None
@@ -256,6 +211,61 @@ def batch_problem(
             f"sub-env), got {_short(batch)}"
         )
     return None  # batched by a function of its own: its structure is unknown here
+
+
+def _array_batch_problem(batch: Any, num_envs: int, where: str) -> str | None:
+    if type(batch) is np.ndarray:
+        size: int | None = int(batch.shape[0]) if batch.ndim else None
+    else:
+        try:
+            size = len(batch)
+        except TypeError:
+            size = None
+    if size == num_envs:
+        return None
+    got = f"{type(batch).__name__} {batch!r}" if size is None else f"a batch of {size}"
+    return (
+        f"{where} must be a batch of {num_envs} actions (one per sub-env, "
+        f"leading dimension {num_envs}), got {got}"
+    )
+
+
+def _tuple_batch_problem(
+    space: Tuple, batch: Any, num_envs: int, where: str
+) -> str | None:
+    subspaces = space.spaces
+    if not isinstance(batch, (tuple, list)) or len(batch) != len(subspaces):
+        return (
+            f"{where} must be a tuple of {len(subspaces)} batches, one per "
+            f"subspace of {space}, got {_short(batch)}"
+        )
+    for j, (subspace, sub) in enumerate(zip(subspaces, batch, strict=True)):
+        problem = batch_problem(subspace, sub, num_envs, f"{where}[{j}]")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _dict_batch_problem(
+    space: Dict, batch: Any, num_envs: int, where: str
+) -> str | None:
+    subspaces = space.spaces
+    if not isinstance(batch, Mapping):
+        return (
+            f"{where} must be a dict with the keys {list(subspaces)}, got "
+            f"{_short(batch)}"
+        )
+    for key in subspaces:
+        if key not in batch:
+            return f"{where} lacks the key {key!r} of the action space {space}"
+    for key in batch:
+        if key not in subspaces:
+            return f"{where} has the key {key!r}, which the action space {space} lacks"
+    for key, subspace in subspaces.items():
+        problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _short(value: Any) -> str:

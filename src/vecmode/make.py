@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
-from vecmode.modes import ModeLike, as_mode
+from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode
 from vecmode.sync_vector_env import SyncVectorEnv
 
 __all__ = ["make_vec"]
@@ -81,44 +81,18 @@ def make_vec(
     >>> vecmode.make_vec("CartPole-v1", num_envs=2)  # CartPole's own vector env
     CartPoleVectorEnv(CartPole-v1, num_envs=2)
     """
+    spec, env_kwargs = _spec_of(id)
     vector_kwargs = dict(vector_kwargs or {})
     wrappers = list(wrappers or [])
-    spec: EnvSpec | None
-    if isinstance(id, EnvSpec):
-        spec = id
-    elif isinstance(id, str):
-        spec = _find_spec(id)  # imports "module:" first, suggests versions
-    elif callable(id):
-        spec = None
-    else:
-        raise InvalidIdError(
-            f"Invalid id type: {type(id)}. Expected `str` or `EnvSpec` (or a "
-            f"callable returning a gymnasium.Env)."
-        )
-    env_kwargs: dict[str, Any] = {}
     if spec is not None:
         # as Gymnasium: what a vector env's spec records is taken back from it
-        spec = copy.deepcopy(spec)
-        env_kwargs, spec.kwargs = spec.kwargs, {}
         num_envs = env_kwargs.pop("num_envs", num_envs)
         vectorization_mode = env_kwargs.pop("vectorization_mode", vectorization_mode)
         vector_kwargs = dict(env_kwargs.pop("vector_kwargs", vector_kwargs))
         wrappers = list(env_kwargs.pop("wrappers", wrappers))
     env_kwargs.update(kwargs)
-
     mode = _requested_mode(autoreset_mode, vector_kwargs.pop("autoreset_mode", None))
-    if vectorization_mode is None:
-        has_entry = spec is not None and spec.vector_entry_point is not None
-        vectorization_mode = (
-            VectorizeMode.VECTOR_ENTRY_POINT if has_entry else VectorizeMode.SYNC
-        )
-    try:
-        vmode = VectorizeMode(vectorization_mode)
-    except ValueError:
-        raise ValueError(
-            f"Invalid vectorization mode: {vectorization_mode!r}, "
-            f"valid modes: {[m.value for m in VectorizeMode]}"
-        ) from None
+    vmode = _vectorize_mode(vectorization_mode, spec)
 
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
         if spec is None:
@@ -154,27 +128,76 @@ def make_vec(
     core_type = AsyncVectorEnv if vmode is VectorizeMode.ASYNC else SyncVectorEnv
     core = core_type([make_one] * num_envs, **vector_kwargs)
     try:
-        envs = with_autoreset(core, AutoresetMode.NEXT_STEP if mode is None else mode)
+        envs = with_autoreset(core, DEFAULT_MODE if mode is None else mode)
     except BaseException:
         core.close()
         raise
     if spec is not None:
-        # Gymnasium's record of how the env was made (so make_vec(envs.spec)
-        # makes it again), the mode in vector_kwargs where one was asked for
-        made = copy.deepcopy(spec)
-        made.kwargs = env_kwargs.copy()
-        if num_envs != 1:
-            made.kwargs["num_envs"] = num_envs
-        made.kwargs["vectorization_mode"] = vmode.value
         recorded = (
             vector_kwargs if mode is None else {**vector_kwargs, "autoreset_mode": mode}
         )
-        if recorded:
-            made.kwargs["vector_kwargs"] = recorded
-        if wrappers:
-            made.kwargs["wrappers"] = wrappers
-        envs.unwrapped.spec = made
+        envs.unwrapped.spec = _made_spec(
+            spec, env_kwargs, num_envs, vmode, recorded, wrappers
+        )
     return envs
+
+
+def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
+    """``id``'s spec (a copy, its kwargs taken out) and those kwargs; None and
+    ``{}`` for a callable."""
+    if isinstance(id, EnvSpec):
+        spec = id
+    elif isinstance(id, str):
+        spec = _find_spec(id)  # imports "module:" first, suggests versions
+    elif callable(id):
+        return None, {}
+    else:
+        raise InvalidIdError(
+            f"Invalid id type: {type(id)}. Expected `str` or `EnvSpec` (or a "
+            f"callable returning a gymnasium.Env)."
+        )
+    spec = copy.deepcopy(spec)
+    env_kwargs, spec.kwargs = dict(spec.kwargs), {}
+    return spec, env_kwargs
+
+
+def _vectorize_mode(
+    vectorization_mode: str | VectorizeMode | None, spec: EnvSpec | None
+) -> VectorizeMode:
+    """Gymnasium's rule: None is the vector entry point where the env registers
+    one, else sync."""
+    if vectorization_mode is None:
+        has_entry = spec is not None and spec.vector_entry_point is not None
+        return VectorizeMode.VECTOR_ENTRY_POINT if has_entry else VectorizeMode.SYNC
+    try:
+        return VectorizeMode(vectorization_mode)
+    except ValueError:
+        raise ValueError(
+            f"Invalid vectorization mode: {vectorization_mode!r}, "
+            f"valid modes: {[m.value for m in VectorizeMode]}"
+        ) from None
+
+
+def _made_spec(
+    spec: EnvSpec,
+    env_kwargs: dict[str, Any],
+    num_envs: int,
+    vmode: VectorizeMode,
+    vector_kwargs: dict[str, Any],
+    wrappers: list[Any],
+) -> EnvSpec:
+    """Gymnasium's record of how a vector env was made (``make_vec(envs.spec)``
+    makes it again)."""
+    made = copy.deepcopy(spec)
+    made.kwargs = env_kwargs.copy()
+    if num_envs != 1:
+        made.kwargs["num_envs"] = num_envs
+    made.kwargs["vectorization_mode"] = vmode.value
+    if vector_kwargs:
+        made.kwargs["vector_kwargs"] = vector_kwargs
+    if wrappers:
+        made.kwargs["wrappers"] = wrappers
+    return made
 
 
 def _requested_mode(argument: Any, in_vector_kwargs: Any) -> AutoresetMode | None:

@@ -23,7 +23,7 @@ on a mode (``tests/test_architecture.py`` keeps it so).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +44,16 @@ __all__ = [
     "Boundary",
     "BoundaryTracker",
     "EndedTracker",
+    "LayoutProblem",
     "ModeLike",
     "as_mode",
     "boundary",
     "caller_resets",
+    "final_entries_of",
     "final_in_info",
+    "final_layout_problem",
     "final_observations",
+    "final_observations_of",
     "final_of",
     "mode_of",
     "resets_on_next_step",
@@ -209,22 +213,36 @@ def _boundary(
     return Boundary(ended, never, always, never, ended)
 
 
+def _at_an_end(mode: ModeLike) -> Boundary:
+    """The boundary of a one-sub-env step in ``mode`` where the episode ends."""
+    yes = np.ones(1, dtype=np.bool_)
+    return boundary(mode, yes, ~yes, ~yes)
+
+
+def _after_an_end(mode: ModeLike) -> Boundary:
+    """The boundary of the step after that one."""
+    yes = np.ones(1, dtype=np.bool_)
+    return boundary(mode, ~yes, ~yes, yes)
+
+
+# The mode predicates, read off the boundary table (so they cannot disagree with it).
 def resets_on_next_step(mode: ModeLike) -> bool:
     """Whether in ``mode`` the step after an episode's end resets the sub-env
     instead of stepping it (its action ignored: not a real transition)."""
-    return as_mode(mode) is AutoresetMode.NEXT_STEP
+    return not _after_an_end(mode).real[0]
 
 
 def final_in_info(mode: ModeLike) -> bool:
     """Whether ``mode`` puts an ended episode's last observation and info in
     ``info["final_obs"]`` / ``info["final_info"]``."""
-    return as_mode(mode) is AutoresetMode.SAME_STEP
+    return bool(_at_an_end(mode).final_in_info[0])
 
 
 def caller_resets(mode: ModeLike) -> bool:
     """Whether in ``mode`` the caller resets ended sub-envs, with
-    ``reset(options={"reset_mask": mask})`` (nothing resets them otherwise)."""
-    return as_mode(mode) is AutoresetMode.DISABLED
+    ``reset(options={"reset_mask": mask})`` (nothing resets them otherwise), so
+    that masked resets are part of its contract."""
+    return bool(_at_an_end(mode).needs_reset[0])
 
 
 class EndedTracker:
@@ -339,9 +357,13 @@ def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
 
 
 def with_final_observations(
-    infos: dict[str, Any], final_obs: np.ndarray
+    infos: dict[str, Any], replacements: Mapping[int, Any]
 ) -> dict[str, Any]:
-    """A new ``infos`` whose final observations are ``final_obs`` (same mask)."""
+    """A new ``infos`` whose final observation of sub-env ``i`` is
+    ``replacements[i]`` (a new object array; the mask and ``infos`` untouched)."""
+    final_obs = np.array(infos[FINAL_OBS], dtype=object, copy=True)
+    for i, obs in replacements.items():
+        final_obs[i] = obs
     return {**infos, FINAL_OBS: final_obs}
 
 
@@ -351,6 +373,132 @@ def final_of(info: Any) -> tuple[bool, Any]:
     if isinstance(info, dict) and FINAL_OBS in info:
         return True, info[FINAL_OBS]
     return False, None
+
+
+def final_observations_of(infos: Any, num_envs: int) -> tuple[np.ndarray, Any] | None:
+    """:func:`final_observations` of infos in Gymnasium's batched dict, or in a list
+    of one dict per sub-env (``DictInfoToList``)."""
+    if isinstance(infos, (list, tuple)) and len(infos) == num_envs:
+        final_obs = np.full(num_envs, None, dtype=object)
+        mask = np.zeros(num_envs, dtype=np.bool_)
+        for i, info in enumerate(infos):
+            mask[i], final_obs[i] = final_of(info)
+        return (mask, final_obs) if mask.any() else None
+    return final_observations(infos)
+
+
+@dataclass(frozen=True)
+class LayoutProblem:
+    """Where a step's info breaks SAME_STEP's layout (see
+    :func:`final_layout_problem`)."""
+
+    #: The info key at fault.
+    key: str
+    #: The sub-env concerned, where one is.
+    sub_env: int | None
+    #: What should be there (``"no such key"``, ``"present"``, ``"True"``, ...).
+    expected: str
+    #: Whether the key is there, and its value (or its entry for ``sub_env``).
+    present: bool
+    got: Any
+
+    @property
+    def field(self) -> str:
+        """``info['key']``, for messages."""
+        return f"info[{self.key!r}]"
+
+
+def final_layout_problem(
+    infos: dict[str, Any], expected: np.ndarray, *, complete: bool = True
+) -> LayoutProblem | None:
+    """The first way ``infos`` breaks SAME_STEP's layout for a step whose final
+    observations belong to the sub-envs in ``expected`` (all False: none), or None.
+
+    No key of the layout when nothing ended; else the final observations and their
+    mask (and with ``complete``, the final infos and their mask): masks are bool
+    arrays equal to ``expected``, the final observations an object array (with
+    ``complete``, the final infos a dict).
+    """
+    keys = FINAL_KEYS if complete else (_FINAL_OBS_MASK, FINAL_OBS)
+    if not expected.any():
+        return next(
+            (
+                LayoutProblem(
+                    key, _first_true(infos[key]), errors.diff_no_key(), True, infos[key]
+                )
+                for key in keys
+                if key in infos
+            ),
+            None,
+        )
+    masks = (_FINAL_OBS_MASK, _FINAL_INFO_MASK) if complete else (_FINAL_OBS_MASK,)
+    first = int(np.argmax(expected))
+    for key in keys if complete else masks:
+        if key not in infos:  # a missing mask: its entry for ``first`` is missing
+            what = "True" if key in masks else errors.diff_key_present()
+            return LayoutProblem(key, first, what, False, None)
+    for key in masks:
+        problem = _mask_problem(key, infos[key], expected)
+        if problem is not None:
+            return problem
+    if FINAL_OBS not in infos:
+        return LayoutProblem(FINAL_OBS, first, errors.diff_key_present(), False, None)
+    return _contents_problem(infos, expected) if complete else None
+
+
+def _mask_problem(key: str, mask: Any, expected: np.ndarray) -> LayoutProblem | None:
+    """A mask that is not a bool array equal to ``expected``."""
+    if not (
+        isinstance(mask, np.ndarray)
+        and mask.shape == expected.shape
+        and mask.dtype == np.bool_
+    ):
+        return LayoutProblem(key, None, errors.diff_mask(expected.shape), True, mask)
+    for i in np.flatnonzero(mask != expected).tolist():
+        return LayoutProblem(key, i, str(bool(expected[i])), True, bool(mask[i]))
+    return None
+
+
+def _contents_problem(
+    infos: dict[str, Any], expected: np.ndarray
+) -> LayoutProblem | None:
+    """Final observations that are not an object array, final infos not a dict."""
+    obs = infos[FINAL_OBS]
+    if not (
+        isinstance(obs, np.ndarray)
+        and obs.dtype == object
+        and obs.shape == expected.shape
+    ):
+        return LayoutProblem(
+            FINAL_OBS, None, errors.diff_object_array(expected.shape), True, obs
+        )
+    if not isinstance(infos[FINAL_INFO], dict):
+        return LayoutProblem(
+            FINAL_INFO, None, errors.diff_dict(), True, infos[FINAL_INFO]
+        )
+    return None
+
+
+def _first_true(value: Any) -> int | None:
+    """The first True of a 1-d mask-like value, or None."""
+    try:
+        mask = np.asarray(value, dtype=np.bool_)
+    except (TypeError, ValueError):
+        return None
+    return int(np.argmax(mask)) if mask.ndim == 1 and mask.any() else None
+
+
+def final_entries_of(infos: Any, i: int) -> dict[str, Any]:
+    """Sub-env ``i``'s entries of the final-observation mask and object array in
+    ``infos``, by key (None where a key is missing), to compare two runs."""
+    out: dict[str, Any] = {}
+    for key in (_FINAL_OBS_MASK, FINAL_OBS):
+        value = infos.get(key) if isinstance(infos, dict) else None
+        try:
+            out[key] = None if value is None else value[i]
+        except (TypeError, IndexError, KeyError):
+            out[key] = value
+    return out
 
 
 def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:

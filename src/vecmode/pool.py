@@ -295,20 +295,26 @@ class WorkerPool:
                     break
                 continue
             for obj in ready:
-                if isinstance(obj, int):
-                    for conn, w in list(waiting.items()):
-                        if w.sentinel == obj and not conn.poll():
-                            del waiting[conn]
-                    continue
-                if obj not in waiting:
-                    continue
-                try:
-                    answer = pickle.loads(obj.recv_bytes())  # type: ignore[union-attr]
-                except (EOFError, OSError):
-                    del waiting[obj]  # type: ignore[arg-type]
-                    continue
-                if answer is not None and answer[0] == CLOSED:
-                    failures += answer[1]
-                    del waiting[obj]  # type: ignore[arg-type]
-                # else: a stale answer to an abandoned call; keep reading
+                failures += _closed_answer(obj, waiting)
         return failures
+
+
+def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
+    """Read what ``obj`` (a pipe or a sentinel that is ready) says during shutdown;
+    drop the worker from ``waiting`` once it answered CLOSE or is gone."""
+    if isinstance(obj, int):  # a sentinel: the process ended
+        for conn, w in list(waiting.items()):
+            if w.sentinel == obj and not conn.poll():
+                del waiting[conn]
+        return []
+    if obj not in waiting:
+        return []
+    try:
+        answer = pickle.loads(obj.recv_bytes())
+    except (EOFError, OSError):
+        del waiting[obj]
+        return []
+    if answer is not None and answer[0] == CLOSED:
+        del waiting[obj]
+        return list(answer[1])
+    return []  # a stale answer to an abandoned call; keep reading

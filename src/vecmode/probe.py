@@ -49,7 +49,10 @@ from vecmode.modes import (
     AutoresetMode,
     Boundary,
     BoundaryTracker,
-    boundary,
+    caller_resets,
+    final_entries_of,
+    final_in_info,
+    final_layout_problem,
     mode_of,
 )
 from vecmode.testing._compare import (
@@ -293,36 +296,6 @@ class Instances:
 
 
 # ------------------------------------------------------------ a mode's predictions
-def at_an_end(mode: AutoresetMode) -> Boundary:
-    """The :class:`~vecmode.modes.Boundary` of a one-sub-env step in ``mode``
-    where the episode ends."""
-    yes = np.ones(1, dtype=np.bool_)
-    return boundary(mode, yes, ~yes, ~yes)
-
-
-def after_an_end(mode: AutoresetMode) -> Boundary:
-    """The :class:`~vecmode.modes.Boundary` of the step after that one."""
-    yes = np.ones(1, dtype=np.bool_)
-    return boundary(mode, ~yes, ~yes, yes)
-
-
-def caller_resets(mode: AutoresetMode) -> bool:
-    """Whether in ``mode`` the caller resets ended sub-envs with ``reset_mask``
-    (``Boundary.needs_reset``), so that masked resets are part of its contract."""
-    return bool(at_an_end(mode).needs_reset[0])
-
-
-def reset_steps(mode: AutoresetMode) -> bool:
-    """Whether in ``mode`` the step after an episode's end is a reset step (not
-    ``real``: its action ignored)."""
-    return not after_an_end(mode).real[0]
-
-
-def final_in_info(mode: AutoresetMode) -> bool:
-    """Whether ``mode`` puts final observations in ``info["final_obs"]``."""
-    return bool(at_an_end(mode).final_in_info[0])
-
-
 @dataclass(frozen=True)
 class View:
     """One call seen through one mode: its boundary (steps only) and the sub-envs
@@ -446,82 +419,24 @@ def mode_differences(
 def _final_obs_differences(
     mode: AutoresetMode, call: Call, b: Boundary
 ) -> Iterator[Difference]:
-    """``final_in_info``: ``info["_final_obs"]`` is exactly that mask (and
-    ``info["final_obs"]`` is there); elsewhere neither key."""
+    """``final_in_info``: the final observations and their mask mark exactly those
+    sub-envs; elsewhere neither key (SAME_STEP's layout, per ``vecmode.modes``)."""
     infos = call.infos if isinstance(call.infos, dict) else {}
-    expected = b.final_in_info
-    if not expected.any():
-        for key in ("_final_obs", "final_obs"):
-            if key in infos:
-                value = infos[key]
-                sub_env = _first_true(value)
-                yield Difference(
-                    call.index,
-                    call.kind,
-                    sub_env,
-                    f"info[{key!r}]",
-                    errors.diff_no_key(),
-                    describe(value),
-                    errors.note_final_obs_absent(mode, final_in_info(mode)),
-                )
-                return
+    problem = final_layout_problem(infos, b.final_in_info, complete=False)
+    if problem is None:
         return
-    first_ended = int(np.argmax(expected))
-    if "_final_obs" not in infos:
-        yield Difference(
-            call.index,
-            call.kind,
-            first_ended,
-            "info['_final_obs']",
-            "True",
-            repr(MISSING),
-            errors.note_final_obs_present(mode),
-        )
-        return
-    got = np.asarray(infos["_final_obs"])
-    if got.shape != expected.shape:
-        yield Difference(
-            call.index,
-            call.kind,
-            None,
-            "info['_final_obs']",
-            errors.diff_mask(expected.shape),
-            describe(got),
-            errors.note_final_obs_present(mode),
-        )
-        return
-    for i in range(len(expected)):
-        if bool(got[i]) != bool(expected[i]):
-            yield Difference(
-                call.index,
-                call.kind,
-                i,
-                "info['_final_obs']",
-                str(bool(expected[i])),
-                str(bool(got[i])),
-                errors.note_final_obs_present(mode)
-                if expected[i]
-                else errors.note_final_obs_absent(mode, final_in_info(mode)),
-            )
-            return
-    if "final_obs" not in infos:
-        yield Difference(
-            call.index,
-            call.kind,
-            first_ended,
-            "info['final_obs']",
-            errors.diff_key_present(),
-            repr(MISSING),
-            errors.note_final_obs_present(mode),
-        )
-
-
-def _first_true(value: Any) -> int | None:
-    try:
-        mask = np.asarray(value, dtype=np.bool_)
-    except (TypeError, ValueError):
-        return None
-    return int(np.argmax(mask)) if mask.ndim == 1 and mask.any() else None
+    absent = problem.expected in (errors.diff_no_key(), "False")
+    yield Difference(
+        call.index,
+        call.kind,
+        problem.sub_env,
+        problem.field,
+        problem.expected,
+        describe(problem.got) if problem.present else repr(MISSING),
+        errors.note_final_obs_absent(mode, final_in_info(mode))
+        if absent
+        else errors.note_final_obs_present(mode),
+    )
 
 
 def _reset_step_differences(
@@ -669,23 +584,12 @@ def run_differences(
 
 
 def _finaldiffers_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
-    a = first.infos if isinstance(first.infos, dict) else {}
-    b = second.infos if isinstance(second.infos, dict) else {}
-    for key in ("_final_obs", "final_obs"):
-        x = _entry(a.get(key, MISSING), i)
-        y = _entry(b.get(key, MISSING), i)
-        if not same(x, y):
-            return f"info[{key!r}]", x, y
+    a = final_entries_of(first.infos, i)
+    b = final_entries_of(second.infos, i)
+    for key in a:
+        if not same(a[key], b[key]):
+            return f"info[{key!r}]", a[key], b[key]
     return None
-
-
-def _entry(value: Any, i: int) -> Any:
-    if value is MISSING:
-        return MISSING
-    try:
-        return value[i]
-    except (TypeError, IndexError, KeyError):
-        return value
 
 
 # ------------------------------------------------------------------ the probe

@@ -22,7 +22,7 @@ mode returned; a label ending in ``!`` would mean the value differs.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
@@ -30,7 +30,7 @@ import numpy as np
 from vecmode import errors
 from vecmode.core import batch_row
 from vecmode.make import make_vec
-from vecmode.modes import MODES, AutoresetMode, Boundary, boundary
+from vecmode.modes import MODES, AutoresetMode, Boundary, boundary, final_observations
 from vecmode.testing._compare import same
 
 __all__ = ["TimelineRow", "format_timeline", "timeline", "timeline_svg"]
@@ -156,7 +156,7 @@ def timeline(
             if bound.real[0]:
                 t += 1
             if bound.final_in_info[0]:
-                final = label(episode, t, infos["final_obs"][0])
+                final = label(episode, t, cast(tuple, final_observations(infos))[1][0])
                 note = f"final_obs={final}"
             if bound.starts[0]:
                 episode, t = episode + 1, 0

@@ -263,8 +263,10 @@ class TransitionCollector:
         if b is not self._boundaries.quiet:
             rows = b.final_in_info
             if np.count_nonzero(rows):
+                if not isinstance(infos, (dict, list, tuple)):
+                    check_infos(infos, _WHO)
                 moved_to = merge_final_observations(
-                    self.envs, stepped, self._batched_infos(infos, rows), rows, _WHO
+                    self.envs, stepped, infos, rows, _WHO
                 )
             rows = b.needs_reset
             if np.count_nonzero(rows):
@@ -277,25 +279,6 @@ class TransitionCollector:
         return Transition(
             obs, actions, rewards, terminations, truncations, moved_to, b.real, infos
         )
-
-    def _batched_infos(self, infos: Any, rows: np.ndarray) -> dict[str, Any]:
-        """``infos`` as Gymnasium's batched dict, at least its ``final_obs``.
-
-        Infos as a list of per-sub-env dicts (``DictInfoToList``) carry each
-        ended sub-env's final observation in its own dict.
-        """
-        if isinstance(infos, dict):
-            return infos
-        if isinstance(infos, (list, tuple)) and len(infos) == self.num_envs:
-            final = np.full(self.num_envs, None, dtype=object)
-            found = np.zeros(self.num_envs, dtype=np.bool_)
-            for i in np.flatnonzero(rows):
-                entry = infos[i]
-                if isinstance(entry, dict) and "final_obs" in entry:
-                    final[i], found[i] = entry["final_obs"], True
-            return {"final_obs": final, "_final_obs": found}
-        check_infos(infos, _WHO)
-        return infos
 
     # ---------------------------------------------------------------- closing
     def close(self) -> None:

@@ -79,35 +79,11 @@ def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
     NaN equals NaN in both.
     """
     if isinstance(a, dict) or isinstance(b, dict):
-        if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
-            return ""
-        for key in a:
-            inner = where_different(a[key], b[key], strict=strict)
-            if inner is not None:
-                return f"[{key!r}]{inner}"
-        return None
+        return _dicts_differ(a, b, strict)
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
-            return ""
-        if len(a) != len(b) or (strict and type(a) is not type(b)):
-            return ""
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            inner = where_different(x, y, strict=strict)
-            if inner is not None:
-                return f"[{i}]{inner}"
-        return None
+        return _sequences_differ(a, b, strict)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        if strict and not (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
-            and a.dtype == b.dtype
-        ):
-            return ""
-        try:
-            x, y = np.asarray(a), np.asarray(b)
-        except (TypeError, ValueError):  # pragma: no cover - ragged values
-            return ""
-        return None if _arrays_equal(x, y) else ""
+        return _arrays_differ(a, b, strict)
     if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
         if strict and type(a) is not type(b):
             return ""
@@ -119,6 +95,40 @@ def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
         return None if bool(a == b) else ""
     except (TypeError, ValueError):  # pragma: no cover - exotic values
         return ""
+
+
+def _dicts_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
+        return ""
+    for key in a:
+        inner = where_different(a[key], b[key], strict=strict)
+        if inner is not None:
+            return f"[{key!r}]{inner}"
+    return None
+
+
+def _sequences_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
+        return ""
+    if len(a) != len(b) or (strict and type(a) is not type(b)):
+        return ""
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        inner = where_different(x, y, strict=strict)
+        if inner is not None:
+            return f"[{i}]{inner}"
+    return None
+
+
+def _arrays_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if strict and not (
+        isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+    ):
+        return ""
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except (TypeError, ValueError):  # pragma: no cover - ragged values
+        return ""
+    return None if _arrays_equal(x, y) else ""
 
 
 def same(a: Any, b: Any, *, strict: bool = True) -> bool:

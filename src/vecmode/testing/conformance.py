@@ -54,7 +54,17 @@ from vecmode import errors
 from vecmode.autoreset import with_autoreset
 from vecmode.core import batch_row
 from vecmode.errors import IncompatibleModeError
-from vecmode.modes import MODES, BoundaryTracker, ModeLike, as_mode, mode_of
+from vecmode.modes import (
+    MODES,
+    BoundaryTracker,
+    ModeLike,
+    as_mode,
+    final_layout_problem,
+    final_observations,
+    final_of,
+    mode_of,
+    without_finals,
+)
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
@@ -182,9 +192,7 @@ def _transition_infos(
     views = infos if isinstance(infos, list) else infos_to_list(infos, num_envs)
     picked = []
     for i, view in enumerate(views):
-        view = dict(view)
-        final = view.pop("final_info", None)
-        view.pop("final_obs", None)
+        view, final = without_finals(view)
         if rows[i] and isinstance(final, dict):
             view = {**final, **view}
         picked.append(pick(view))
@@ -250,49 +258,38 @@ class _Run:
 
 
 def _final_rows(infos: Any, rows: np.ndarray, where: str, who: str) -> dict[int, Any]:
-    """The final observations of ``rows``, checking the ``_final_obs`` mask."""
+    """The final observations of ``rows``, checking SAME_STEP's layout (its mask
+    marks exactly ``rows``)."""
     if isinstance(infos, list):  # DictInfoToList: one dict per sub-env
         finals = {}
         for i, info in enumerate(infos):
-            if ("final_obs" in info) != bool(rows[i]):
+            found, final = final_of(info)
+            if found != bool(rows[i]):
                 raise _fail(
                     who,
                     f"{where}, sub-env {i}",
-                    f"info has {'a' if 'final_obs' in info else 'no'} 'final_obs', "
-                    f"but the mode puts {'one' if rows[i] else 'none'} there",
+                    f"info has {'a' if found else 'no'} final observation, but the "
+                    f"mode puts {'one' if rows[i] else 'none'} there",
                 )
-            if rows[i]:
-                finals[i] = info["final_obs"]
+            if found:
+                finals[i] = final
         return finals
-    mask = infos.get("_final_obs")
-    if mask is None:
-        if rows.any():
-            raise _fail(
-                who,
-                where,
-                f"info has no '_final_obs'/'final_obs', but sub-envs "
-                f"{np.flatnonzero(rows).tolist()} ended and the mode puts their final "
-                "observations there",
-                "The wrapper must keep info['final_obs'] and info['_final_obs'] "
-                "(transformed like the observations).",
-            )
-        return {}
-    mask = np.asarray(mask)
-    if (
-        mask.shape != rows.shape
-        or mask.dtype != np.bool_
-        or not np.array_equal(mask, rows)
-    ):
+    problem = final_layout_problem(infos, rows, complete=False)
+    if problem is not None:
+        got = _show(problem.got) if problem.present else "nothing"
         raise _fail(
             who,
-            f"{where}, field _final_obs",
-            f"expected {_show(rows)}, got {_show(mask)}",
-            "info['_final_obs'] must mark exactly the sub-envs whose final "
-            "observation is in info['final_obs'].",
+            f"{where}, field {problem.field}"
+            + ("" if problem.sub_env is None else f", sub-env {problem.sub_env}"),
+            f"expected {problem.expected}, got {got}",
+            "The wrapper must keep the final observations and their mask, as "
+            "SAME_STEP puts them (transformed like the observations), marking "
+            "exactly the sub-envs whose episode ended.",
         )
-    if "final_obs" not in infos:
-        raise _fail(who, where, "info has '_final_obs' but no 'final_obs'")
-    return {int(i): infos["final_obs"][i] for i in np.flatnonzero(rows)}
+    present = final_observations(infos)
+    if present is None:
+        return {}
+    return {int(i): present[1][i] for i in np.flatnonzero(rows)}
 
 
 def _drive(
@@ -584,6 +581,57 @@ def check_wrapper(
             ``modes`` given).
     """
     who = _name(factory)
+    _check_arguments(factory, num_envs, transitions, bases)
+    # bad kinds raise ValueError here, naming the choices
+    ScheduledEnv(obs_type=obs_type, action_type=action_type, info_type=info_type)
+    checker = _Checker(
+        factory,
+        who,
+        list(BASES) if bases is None else list(bases),
+        _schedules(num_envs, transitions),
+        {
+            "num_envs": num_envs,
+            "obs_type": obs_type,
+            "action_type": action_type,
+            "info_type": info_type,
+        },
+    )
+    checker.build_in_every_mode()
+    to_prove = checker.modes_to_prove(modes)
+    checker.check_modes_to_prove_are_accepted(to_prove)
+    if batch_dependent is None:
+        batch_dependent = checker.batch_dependent(to_prove[0])
+    queues = checker.action_queues(to_prove[0], seed)
+    runs, compared = checker.check_same_transitions_in_every_mode(
+        to_prove, queues, transitions, seed, batch_dependent, compare_info
+    )
+    checker.check_undeclared_modes_are_refused(to_prove)
+    return WrapperReport(
+        checker.who,
+        to_prove,
+        tuple(m for m in MODES if m in checker.refusals),
+        tuple(runs),
+        compared,
+        bool(batch_dependent),
+    )
+
+
+_HINT_MODES = (
+    "The same real transitions must come out in every declared mode: final "
+    "observations (info['final_obs'] in SAME_STEP) transformed like the "
+    "others, statistics counting each real step once (not NEXT_STEP's reset "
+    "step), state cleared for the sub-envs of a masked reset."
+)
+_HINT_CUTS = (
+    "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
+    "the same events as one the env truncated there: clear the sub-env's state "
+    "on a masked reset."
+)
+
+
+def _check_arguments(
+    factory: Any, num_envs: Any, transitions: Any, bases: Iterable[str] | None
+) -> None:
     if not callable(factory):
         raise TypeError(errors.conformance_factory(factory))
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 2:
@@ -594,145 +642,206 @@ def check_wrapper(
         or transitions < 1
     ):
         raise ValueError(errors.conformance_count("transitions", transitions, 1))
-    kinds = {"action_type": action_type, "info_type": info_type}
     over = list(BASES) if bases is None else list(bases)
     if not over or any(name not in BASES for name in over):
         raise ValueError(errors.conformance_bases(over, list(BASES)))
-    # bad kinds raise ValueError here, naming the choices
-    ScheduledEnv(obs_type=obs_type, action_type=action_type, info_type=info_type)
-    schedules = _schedules(num_envs, transitions)
 
-    def base(name: str, mode: AutoresetMode, schedule: _Schedule) -> VectorEnv:
+
+class _Checker:
+    """The property checks :func:`check_wrapper` makes, each with its own failure
+    message (in the spirit of dm_env's ``EnvironmentTestMixin``)."""
+
+    def __init__(
+        self,
+        factory: WrapperFactory,
+        who: str,
+        over: list[str],
+        schedules: tuple[_Schedule, ...],
+        kinds: dict[str, Any],
+    ) -> None:
+        self.factory = factory
+        self.who = who
+        self.over = over
+        self.schedules = schedules
+        self.kinds = kinds
+        #: the wrapper as built over each mode it accepts, and its refusals
+        self.accepted: dict[AutoresetMode, VectorEnv] = {}
+        self.refusals: dict[AutoresetMode, IncompatibleModeError] = {}
+        self.declared: frozenset[AutoresetMode] | None = (
+            supported_modes(factory) if isinstance(factory, type) else None
+        )
+
+    def base(self, name: str, mode: AutoresetMode, schedule: _Schedule) -> VectorEnv:
+        kinds = dict(self.kinds)
+        num_envs, obs_type = kinds.pop("num_envs"), kinds.pop("obs_type")
         fns = scheduled_env_fns(
             num_envs, schedule.lengths, schedule.truncate, obs_type, **kinds
         )
         return BASES[name](fns, mode)
 
-    # Which modes does the wrapper accept when built, and which does it declare?
-    accepted: dict[AutoresetMode, VectorEnv] = {}
-    refusals: dict[AutoresetMode, IncompatibleModeError] = {}
-    declared: frozenset[AutoresetMode] | None = (
-        supported_modes(factory) if isinstance(factory, type) else None
-    )
-    for mode in MODES:
-        envs = base(over[0], mode, schedules[0])
-        try:
-            wrapped = _build(factory, envs, who)
-        except IncompatibleModeError as error:
-            refusals[mode] = error
-            envs.close()
-            continue
-        accepted[mode] = wrapped
-        if declared is None:
-            declared = supported_modes(wrapped)
-    if declared is None and modes is None:
-        for wrapped in accepted.values():
+    def build(
+        self, mode: AutoresetMode, schedule: _Schedule | None = None
+    ) -> VectorEnv:
+        """The wrapper over the first base in ``mode``."""
+        schedule = self.schedules[0] if schedule is None else schedule
+        return _build(self.factory, self.base(self.over[0], mode, schedule), self.who)
+
+    def build_in_every_mode(self) -> None:
+        """Which modes the wrapper accepts when built, and which it declares."""
+        for mode in MODES:
+            envs = self.base(self.over[0], mode, self.schedules[0])
+            try:
+                wrapped = _build(self.factory, envs, self.who)
+            except IncompatibleModeError as error:
+                self.refusals[mode] = error
+                envs.close()
+                continue
+            self.accepted[mode] = wrapped
+            if self.declared is None:
+                self.declared = supported_modes(wrapped)
+        for wrapped in self.accepted.values():
+            if not isinstance(self.factory, type):  # a function: by what it builds
+                self.who = type(wrapped).__name__
             wrapped.close()
-        raise ValueError(errors.conformance_undeclared(who))
-    to_prove = (
-        tuple(as_mode(m) for m in modes)
-        if modes is not None
-        else tuple(m for m in MODES if declared is not None and m in declared)
-    )
-    if not to_prove:
-        raise ValueError(errors.conformance_no_modes(who))
-    for wrapped in accepted.values():
-        if not isinstance(factory, type):  # name a function by what it builds
-            who = type(wrapped).__name__
-        wrapped.close()
-    for mode in to_prove:
-        if mode in refusals:
-            raise _fail(
-                who,
-                f"built over a {mode.value} env",
-                f"refused a mode to prove: {refusals[mode]}",
-            )
 
-    if batch_dependent is None:
-        probe = base(over[0], to_prove[0], schedules[0])
-        wrapped = _build(factory, probe, who)
-        batch_dependent = bool(_attribute(wrapped, "batch_dependent"))
-        wrapped.close()
+    def modes_to_prove(
+        self, modes: Iterable[ModeLike] | None
+    ) -> tuple[AutoresetMode, ...]:
+        if self.declared is None and modes is None:
+            raise ValueError(errors.conformance_undeclared(self.who))
+        to_prove = (
+            tuple(as_mode(m) for m in modes)
+            if modes is not None
+            else tuple(m for m in MODES if self.declared and m in self.declared)
+        )
+        if not to_prove:
+            raise ValueError(errors.conformance_no_modes(self.who))
+        return to_prove
 
-    space = base(over[0], to_prove[0], schedules[0])
-    action_space = _build(factory, space, who)
-    single = action_space.single_action_space
-    action_space.close()
-    single.seed(seed)
-    queues = [[single.sample() for _ in range(7)] for _ in range(num_envs)]
-
-    runs: list[str] = []
-    compared = 0
-    hint_modes = (
-        "The same real transitions must come out in every declared mode: final "
-        "observations (info['final_obs'] in SAME_STEP) transformed like the "
-        "others, statistics counting each real step once (not NEXT_STEP's reset "
-        "step), state cleared for the sub-envs of a masked reset."
-    )
-    hint_cuts = (
-        "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
-        "the same events as one the env truncated there: clear the sub-env's state "
-        "on a masked reset."
-    )
-    cut_runs: dict[AutoresetMode, _Run] = {}
-    for schedule in schedules:
-        reference: _Run | None = None
-        per_mode: dict[AutoresetMode, _Run] = {}
-        truncated = schedule is schedules[2]
+    def check_modes_to_prove_are_accepted(
+        self, to_prove: tuple[AutoresetMode, ...]
+    ) -> None:
         for mode in to_prove:
-            for name in over if not truncated else over[:1]:
-                label = f"[{mode.value} over {name}, {schedule.name}]"
-                try:
-                    wrapped = _build(factory, base(name, mode, schedule), who)
-                except IncompatibleModeError as error:
-                    raise _fail(
-                        who,
-                        label,
-                        f"refused to be built although it accepts {mode.value} "
-                        f"over {over[0]}: {error}",
-                    ) from error
-                found = declaration(wrapped)
-                produces = found.output if found is not None else None
-                try:
-                    run = _drive(
-                        wrapped,
-                        produces or mode,
-                        schedule,
-                        queues,
-                        transitions,
-                        seed,
-                        label,
-                        who,
-                        compare_info,
-                    )
-                finally:
-                    wrapped.close()
-                runs.append(label)
-                values = schedule is schedules[0] or not batch_dependent
-                if truncated:  # the same mode with cuts instead of truncations
-                    compared += _compare(
-                        run, cut_runs[mode], transitions, values, who, hint_cuts
-                    )
-                    continue
-                if mode in per_mode:  # same mode, other base: identical batching
-                    compared += _compare(
-                        per_mode[mode], run, transitions, True, who, hint_modes
-                    )
-                    continue
-                per_mode[mode] = run
-                if any(schedule.cuts):
-                    cut_runs[mode] = run
-                if reference is None:
-                    reference = run
-                    continue
-                compared += _compare(
-                    reference, run, transitions, values, who, hint_modes
-                )
-    if declared is not None:
-        for mode in accepted:
-            if mode not in declared and mode not in to_prove:
+            if mode in self.refusals:
                 raise _fail(
-                    who,
+                    self.who,
+                    f"built over a {mode.value} env",
+                    f"refused a mode to prove: {self.refusals[mode]}",
+                )
+
+    def batch_dependent(self, mode: AutoresetMode) -> bool:
+        wrapped = self.build(mode)
+        try:
+            return bool(_attribute(wrapped, "batch_dependent"))
+        finally:
+            wrapped.close()
+
+    def action_queues(self, mode: AutoresetMode, seed: int) -> list[list[Any]]:
+        """Seven actions per sub-env, sampled from the wrapper's action space."""
+        wrapped = self.build(mode)
+        single = wrapped.single_action_space
+        wrapped.close()
+        single.seed(seed)
+        return [
+            [single.sample() for _ in range(7)] for _ in range(self.kinds["num_envs"])
+        ]
+
+    def run(
+        self,
+        name: str,
+        mode: AutoresetMode,
+        schedule: _Schedule,
+        label: str,
+        drive_args: tuple[Any, ...],
+    ) -> _Run:
+        try:
+            wrapped = _build(self.factory, self.base(name, mode, schedule), self.who)
+        except IncompatibleModeError as error:
+            raise _fail(
+                self.who,
+                label,
+                f"refused to be built although it accepts {mode.value} over "
+                f"{self.over[0]}: {error}",
+            ) from error
+        found = declaration(wrapped)
+        produces = found.output if found is not None else None
+        try:
+            queues, transitions, seed, compare_info = drive_args
+            return _drive(
+                wrapped,
+                produces or mode,
+                schedule,
+                queues,
+                transitions,
+                seed,
+                label,
+                self.who,
+                compare_info,
+            )
+        finally:
+            wrapped.close()
+
+    def check_same_transitions_in_every_mode(
+        self,
+        to_prove: tuple[AutoresetMode, ...],
+        queues: list[list[Any]],
+        transitions: int,
+        seed: int,
+        batch_dependent: bool,
+        compare_info: Callable[[dict[str, Any]], Any] | None,
+    ) -> tuple[list[str], int]:
+        """Mode equivalence: every declared mode, over every base and schedule,
+        gives the same real transitions; an episode cut by a masked reset gives
+        what one the env truncated there gives."""
+        runs: list[str] = []
+        compared = 0
+        cut_runs: dict[AutoresetMode, _Run] = {}
+        who = self.who
+        for schedule in self.schedules:
+            reference: _Run | None = None
+            per_mode: dict[AutoresetMode, _Run] = {}
+            truncated = schedule is self.schedules[2]
+            values = schedule is self.schedules[0] or not batch_dependent
+            for mode in to_prove:
+                for name in self.over if not truncated else self.over[:1]:
+                    label = f"[{mode.value} over {name}, {schedule.name}]"
+                    run = self.run(
+                        name,
+                        mode,
+                        schedule,
+                        label,
+                        (queues, transitions, seed, compare_info),
+                    )
+                    runs.append(label)
+                    if truncated:  # the same mode with cuts instead of truncations
+                        compared += _compare(
+                            run, cut_runs[mode], transitions, values, who, _HINT_CUTS
+                        )
+                    elif mode in per_mode:  # same mode, other base: same batching
+                        compared += _compare(
+                            per_mode[mode], run, transitions, True, who, _HINT_MODES
+                        )
+                    else:
+                        per_mode[mode] = run
+                        if any(schedule.cuts):
+                            cut_runs[mode] = run
+                        if reference is None:
+                            reference = run
+                        else:
+                            compared += _compare(
+                                reference, run, transitions, values, who, _HINT_MODES
+                            )
+        return runs, compared
+
+    def check_undeclared_modes_are_refused(
+        self, to_prove: tuple[AutoresetMode, ...]
+    ) -> None:
+        if self.declared is None:
+            return
+        for mode in self.accepted:
+            if mode not in self.declared and mode not in to_prove:
+                raise _fail(
+                    self.who,
                     f"built over a {mode.value} env",
                     f"accepted {mode.value}, which it does not declare; an "
                     "undeclared mode must be refused at construction",
@@ -740,14 +849,6 @@ def check_wrapper(
                     "refuse other modes when built; Gymnasium's own wrappers do so "
                     "only under vecmode.guard().",
                 )
-    return WrapperReport(
-        who,
-        to_prove,
-        tuple(m for m in MODES if m in refusals),
-        tuple(runs),
-        compared,
-        bool(batch_dependent),
-    )
 
 
 def _attribute(env: Any, name: str) -> Any:

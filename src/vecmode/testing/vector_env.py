@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium.spaces import Space
@@ -37,12 +37,20 @@ from gymnasium.vector import VectorEnv
 # keeps ``import vecmode`` working whichever of the two is imported first.
 from vecmode import errors
 from vecmode import probe as _probe
-from vecmode.modes import AutoresetMode, BoundaryTracker, mode_of
+from vecmode.modes import (
+    FINAL_OBS,
+    AutoresetMode,
+    BoundaryTracker,
+    caller_resets,
+    final_in_info,
+    final_layout_problem,
+    final_observations,
+    mode_of,
+    resets_on_next_step,
+)
 from vecmode.testing._compare import MISSING, Difference, describe, per_sub_env, same
 
 __all__ = ["VectorEnvReport", "check_vector_env"]
-
-_FINAL_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
 
 
 @dataclass(frozen=True)
@@ -200,9 +208,9 @@ def check_vector_env(
         masked_resets=sum(call.kind == "reset(mask)" for call in first.calls),
         checks=errors.check_env_checks(
             mode,
-            _probe.final_in_info(mode),
-            _probe.reset_steps(mode),
-            _probe.caller_resets(mode),
+            final_in_info(mode),
+            resets_on_next_step(mode),
+            caller_resets(mode),
         ),
         probe=found,
     )
@@ -239,7 +247,7 @@ def _drive(runner: _probe.Runner, mode: AutoresetMode, steps: int, seed: int) ->
     n = runner.num_envs
     tracker = BoundaryTracker(mode, n)
     plan = _Plan()
-    extra_reset_done = not _probe.caller_resets(mode) or n < 2
+    extra_reset_done = not caller_resets(mode) or n < 2
     if runner.reset(seed).error is not None:
         return plan
     tracker.reset(None)
@@ -256,9 +264,7 @@ def _drive(runner: _probe.Runner, mode: AutoresetMode, steps: int, seed: int) ->
     for _ in range(steps):
         if not step():
             return plan
-        mask = (
-            tracker.awaiting_reset if _probe.caller_resets(mode) else np.zeros(n, bool)
-        )
+        mask = tracker.awaiting_reset if caller_resets(mode) else np.zeros(n, bool)
         if not mask.any() and not extra_reset_done:
             # once, reset a sub-env in the middle of its episode
             mask = np.zeros(n, dtype=np.bool_)
@@ -268,7 +274,7 @@ def _drive(runner: _probe.Runner, mode: AutoresetMode, steps: int, seed: int) ->
             if runner.reset_mask(mask).error is not None:
                 return plan
             tracker.reset(mask)
-    if not _probe.reset_steps(mode):
+    if not resets_on_next_step(mode):
         return plan
     for _ in range(steps):
         if tracker.awaiting_reset.any():
@@ -289,8 +295,8 @@ def _final_obs_sharing_memory(result: Any) -> list[int]:
     returned observations (so the next call may overwrite it)."""
     if not (isinstance(result, tuple) and len(result) == 5):
         return []
-    infos = result[4]
-    final = infos.get("final_obs") if isinstance(infos, dict) else None
+    found = final_observations(result[4])
+    final = None if found is None else found[1]
     if not isinstance(final, np.ndarray) or final.dtype != object:
         return []
     returned = _leaves(result[0])
@@ -435,7 +441,7 @@ def _detail_differences(
     """What the mode's contract says beyond the probe's predictions: the
     ``final_info`` keys, the final observations themselves, and the infos of a
     masked reset."""
-    by_caller = _probe.caller_resets(mode)
+    by_caller = caller_resets(mode)
     ends: list[tuple[_probe.Call, int]] = []
     for view in _probe.views(mode, calls, spaces.num_envs):
         call = view.call
@@ -446,20 +452,22 @@ def _detail_differences(
         if view.boundary is None:
             continue
         final = view.boundary.final_in_info
-        infos = call.infos
+        problem = final_layout_problem(call.infos, final)
+        if problem is not None:
+            absent = problem.expected in (errors.diff_no_key(), "False")
+            yield Difference(
+                call.index,
+                call.kind,
+                None if absent and problem.expected != "False" else problem.sub_env,
+                problem.field,
+                problem.expected,
+                describe(problem.got if problem.present else MISSING),
+                errors.note_final_obs_absent(mode, final_in_info(mode))
+                if absent
+                else errors.note_final_obs_present(mode),
+            )
+            return
         if not final.any():
-            for key in _FINAL_KEYS:
-                if key in infos:
-                    yield Difference(
-                        call.index,
-                        call.kind,
-                        None,
-                        f"info[{key!r}]",
-                        errors.diff_no_key(),
-                        describe(infos[key]),
-                        errors.note_final_obs_absent(mode, _probe.final_in_info(mode)),
-                    )
-                    return
             continue
         yield from _final_differences(mode, spaces, call, final, aliased)
         ends.extend((call, i) for i in np.flatnonzero(final).tolist())
@@ -473,70 +481,8 @@ def _final_differences(
     final: np.ndarray,
     aliased: dict[int, list[int]],
 ) -> Iterator[Difference]:
-    infos = call.infos
-    first_ended = int(np.argmax(final))
     note = errors.note_final_obs_present(mode)
-    for key in _FINAL_KEYS:
-        if key not in infos:
-            yield Difference(
-                call.index,
-                call.kind,
-                first_ended,
-                f"info[{key!r}]",
-                errors.diff_key_present(),
-                describe(MISSING),
-                note,
-            )
-            return
-    masks = infos["_final_info"], infos["_final_obs"]
-    for key, mask in zip(("_final_info", "_final_obs"), masks, strict=True):
-        if not (isinstance(mask, np.ndarray) and mask.shape == final.shape):
-            yield Difference(
-                call.index,
-                call.kind,
-                None,
-                f"info[{key!r}]",
-                errors.diff_mask(final.shape),
-                describe(mask),
-                note,
-            )
-            return
-        for i in np.flatnonzero(mask.astype(np.bool_) != final).tolist():
-            yield Difference(
-                call.index,
-                call.kind,
-                i,
-                f"info[{key!r}]",
-                str(bool(final[i])),
-                str(bool(mask[i])),
-                note,
-            )
-            return
-    obs = infos["final_obs"]
-    if not (
-        isinstance(obs, np.ndarray) and obs.dtype == object and obs.shape == final.shape
-    ):
-        yield Difference(
-            call.index,
-            call.kind,
-            None,
-            "info['final_obs']",
-            errors.diff_object_array(final.shape),
-            describe(obs),
-            note,
-        )
-        return
-    if not isinstance(infos["final_info"], dict):
-        yield Difference(
-            call.index,
-            call.kind,
-            None,
-            "info['final_info']",
-            errors.diff_dict(),
-            type(infos["final_info"]).__name__,
-            note,
-        )
-        return
+    obs = cast(tuple, final_observations(call.infos))[1]
     shared = set(aliased.get(call.index, ()))
     for i in np.flatnonzero(final).tolist():
         if not _contains(spaces.single_observation_space, obs[i]):
@@ -544,7 +490,7 @@ def _final_differences(
                 call.index,
                 call.kind,
                 i,
-                "info['final_obs']",
+                _FINAL_OBS_FIELD,
                 errors.diff_element(spaces.single_observation_space),
                 describe(obs[i]),
                 note,
@@ -555,12 +501,21 @@ def _final_differences(
                 call.index,
                 call.kind,
                 i,
-                "info['final_obs']",
+                _FINAL_OBS_FIELD,
                 errors.diff_own_memory(),
                 errors.diff_shared_memory(),
                 errors.note_final_obs_overwritten(mode),
             )
             return
+
+
+#: How a difference in the final observations is labelled.
+_FINAL_OBS_FIELD = f"info[{FINAL_OBS!r}]"
+
+
+def _final_obs(call: _probe.Call) -> Any:
+    """The final observations (object array) of a step whose layout was checked."""
+    return cast(tuple, final_observations(call.infos))[1]
 
 
 def _final_obs_overwritten(
@@ -575,9 +530,7 @@ def _final_obs_overwritten(
     if len(ends) < 3:
         return
     for call, i in ends:
-        if call.obs is None or not same(
-            call.infos["final_obs"][i], call.obs[i], strict=False
-        ):
+        if call.obs is None or not same(_final_obs(call)[i], call.obs[i], strict=False):
             return
     seen = [obs for call in calls if call.obs is not None for obs in call.obs]
     if all(same(obs, seen[0], strict=False) for obs in seen):
@@ -587,9 +540,9 @@ def _final_obs_overwritten(
         call.index,
         call.kind,
         i,
-        "info['final_obs']",
+        _FINAL_OBS_FIELD,
         errors.diff_final_not_reset(),
-        describe(call.infos["final_obs"][i]),
+        describe(_final_obs(call)[i]),
         errors.note_final_obs_is_reset_obs(mode, len(ends)),
     )
 

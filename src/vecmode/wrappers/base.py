@@ -41,7 +41,15 @@ from gymnasium.vector.utils import (
 from vecmode import errors
 from vecmode.core import StepResult, copy_batch
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
-from vecmode.modes import MODES, Boundary, BoundaryTracker, mode_of
+from vecmode.modes import (
+    MODES,
+    Boundary,
+    BoundaryTracker,
+    final_observations,
+    final_observations_of,
+    mode_of,
+    with_final_observations,
+)
 from vecmode.registry import supports
 
 __all__ = [
@@ -80,29 +88,30 @@ def check_infos(infos: Any, who: str) -> None:
         raise TypeError(errors.infos_not_dict(who, infos))
 
 
-def final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndarray:
-    """``info["final_obs"]``, checked to hold the final observations of ``rows``
-    (else a ValueError naming the sub-envs and the broken contract)."""
-    final = infos.get("final_obs")
-    mask = infos.get("_final_obs")
+def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
+    """The final observations of a step's ``infos`` (an object array), checked to
+    hold those of ``rows`` (else a ValueError naming the sub-envs and the broken
+    contract). ``infos`` may be a list of per-sub-env dicts."""
+    found = final_observations_of(infos, len(rows))
     # np.count_nonzero: one C call, several times faster than np.all here
     if (
-        final is None
-        or mask is None
-        or np.count_nonzero(np.asarray(mask)[rows]) != np.count_nonzero(rows)
+        found is None
+        or found[1] is None
+        or np.count_nonzero(found[0][rows]) != np.count_nonzero(rows)
     ):
         raise ValueError(errors.final_obs_missing(who, np.flatnonzero(rows).tolist()))
-    return final
+    return found[1]
 
 
 def merge_final_observations(
     env: VectorEnv,
     observations: Any,
-    infos: dict[str, Any],
+    infos: Any,
     rows: np.ndarray,
     who: str = "wrapper",
 ) -> Any:
-    """A copy of the batch ``observations`` whose ``rows`` hold ``info["final_obs"]``.
+    """A copy of the batch ``observations`` whose ``rows`` hold the final
+    observations of ``infos``.
 
     ``env`` is the env that returned them (its observation spaces are used). The
     result is a full-size batch, so a transform written for ``num_envs`` rows
@@ -146,19 +155,19 @@ def map_final_observations(
     outer: VectorEnv,
     who: str = "wrapper",
 ) -> dict[str, Any]:
-    """``infos`` with each ``final_obs`` entry replaced by its transform.
+    """``infos`` with each final observation replaced by its transform.
 
     ``observations`` is the raw batch ``inner`` returned; the ended sub-envs' rows
     are replaced by their final observations (:func:`merge_final_observations`),
     ``transform`` maps that full-size batch into ``outer``'s observation space,
-    and the transformed rows go into a new ``final_obs`` object array (same
-    layout, ``_final_obs`` untouched, the inner env's arrays not modified).
-    Returns ``infos`` unchanged when no sub-env has a final observation.
+    and the transformed rows go into a new object array (same layout, the mask
+    untouched, the inner env's arrays not modified). Returns ``infos`` unchanged
+    when no sub-env has a final observation.
     """
-    mask = infos.get("_final_obs")
-    if mask is None or not np.count_nonzero(mask):
+    found = final_observations(infos)
+    if found is None:
         return infos
-    rows = np.asarray(mask, dtype=np.bool_)
+    rows = found[0]
     transformed = transform(
         merge_final_observations(inner, observations, infos, rows, who)
     )
@@ -168,15 +177,13 @@ def map_final_observations(
 def replace_final_observations(
     infos: dict[str, Any], rows: np.ndarray, batch: Any, env: VectorEnv
 ) -> dict[str, Any]:
-    """``infos`` with ``final_obs[i]`` = item ``i`` of ``batch`` for the ``rows``.
-
-    ``batch`` is an element of ``env.observation_space``.
-    """
-    final = np.array(infos["final_obs"], dtype=object, copy=True)
+    """``infos`` whose final observation of sub-env ``i`` is item ``i`` of
+    ``batch``, for the ``rows`` (``batch`` is an element of
+    ``env.observation_space``)."""
     singles = list(iterate_batch(env.observation_space, batch))
-    for i in np.flatnonzero(rows):
-        final[i] = copy_batch(singles[i])
-    return {**infos, "final_obs": final}
+    return with_final_observations(
+        infos, {i: copy_batch(singles[i]) for i in np.flatnonzero(rows).tolist()}
+    )
 
 
 # ---------------------------------------------------------------------------- bases
@@ -237,7 +244,7 @@ class ObservationWrapper(MaskedResetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
-        if "_final_obs" in infos and np.count_nonzero(infos["_final_obs"]):
+        if final_observations(infos) is not None:
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 

@@ -21,6 +21,7 @@ from gymnasium.wrappers.utils import RunningMeanStd
 
 from vecmode import errors
 from vecmode.core import StepResult, copy_batch
+from vecmode.modes import with_final_observations
 from vecmode.wrappers.base import (
     RunningStatistics,
     StatefulWrapper,
@@ -281,8 +282,5 @@ class FrameStackObservation(StatefulWrapper):
         _, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._finals:
             finals, self._finals = self._finals, {}
-            final_obs = np.array(infos["final_obs"], dtype=object, copy=True)
-            for i, stacked in finals.items():
-                final_obs[i] = stacked
-            infos = {**infos, "final_obs": final_obs}
+            infos = with_final_observations(infos, finals)
         return copy_batch(self.stacks), rewards, terminations, truncations, infos

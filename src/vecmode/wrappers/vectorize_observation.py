@@ -9,7 +9,7 @@ env's arrays.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import Env, Space
@@ -20,6 +20,7 @@ from gymnasium.vector.utils import batch_space, concatenate
 from gymnasium.wrappers import transform_observation
 
 from vecmode import errors
+from vecmode.modes import final_observations, with_final_observations
 from vecmode.wrappers.base import (
     ObservationWrapper,
     empty_batch,
@@ -177,12 +178,10 @@ class VectorizeTransformObservation(ObservationWrapper):
         self, infos: dict[str, Any], observations: Any
     ) -> dict[str, Any]:
         """Apply the single-env function to each final observation."""
-        rows = np.asarray(infos["_final_obs"], dtype=np.bool_)
-        final = infos["final_obs"]
-        out = np.array(final, dtype=object, copy=True)
-        for i in np.flatnonzero(rows):
-            out[i] = self._func(final[i])
-        return {**infos, "final_obs": out}
+        rows, final = cast(tuple, final_observations(infos))
+        return with_final_observations(
+            infos, {i: self._func(final[i]) for i in np.flatnonzero(rows).tolist()}
+        )
 
 
 class FilterObservation(VectorizeTransformObservation):
