@@ -68,9 +68,7 @@ def test_the_scan_sees_what_it_must():
 @pytest.mark.parametrize(
     "path",
     sorted(
-        p
-        for p in SRC.rglob("*.py")
-        if p != BOUNDARY_MODULE and p not in PRESENTATION
+        p for p in SRC.rglob("*.py") if p != BOUNDARY_MODULE and p not in PRESENTATION
     ),
     ids=lambda p: str(p.relative_to(SRC)),
 )
@@ -84,6 +82,7 @@ def test_only_the_boundary_module_knows_the_modes(path):
 
 def test_no_function_is_too_complex():
     from radon import complexity as radon
+
     too_complex = []
     for path in sorted(SRC.rglob("*.py")):
         for block in radon.cc_visit(path.read_text()):

@@ -14,6 +14,9 @@ import gymnasium as gym
 import pytest
 
 import vecmode
+import vecmode.probe
+import vecmode.testing._compare
+import vecmode.testing.vector_env
 from tests.custom_vector_envs import CounterVectorEnv
 from vecmode import AutoresetMode, errors
 from vecmode.probe import ProbeResult
@@ -120,16 +123,16 @@ def test_declares_same_step_but_behaves_next_step():
     assert message.startswith(
         "CounterVectorEnv(num_envs=3) does not behave as SameStep, the mode it "
         "declares: call 2 (step), sub-env 0, info['_final_obs']: expected True, got "
-        f"{errors.diff_missing()} ({errors.note_final_obs_present(SAME)})."
+        f"{vecmode.testing._compare.diff_missing()} ({errors.note_final_obs_present(SAME)})."
     )
-    assert message.endswith(errors.check_env_diagnosis(NEXT))
+    assert message.endswith(vecmode.testing.vector_env.check_env_diagnosis(NEXT))
 
 
 def test_forgets_final_obs_mask():
     message = _failure(lambda: CounterVectorEnv(3, SAME, bug="no_final_obs_mask"))
     assert (
         "call 2 (step), sub-env 0, info['_final_obs']: expected True, got "
-        f"{errors.diff_missing()}"
+        f"{vecmode.testing._compare.diff_missing()}"
     ) in message
     # the env fits no mode, so the probe adds no diagnosis
     assert "probe_mode finds" not in message
@@ -140,7 +143,7 @@ def test_next_step_reset_step_with_a_reward():
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_step_reward"))
     assert (
         "does not behave as NextStep, the mode it declares: call 3 (step), sub-env 0, "
-        f"reward: expected 0.0, got 1.0 (float64) ({errors.note_reset_step(NEXT)})."
+        f"reward: expected 0.0, got 1.0 (float64) ({vecmode.probe.note_reset_step(NEXT)})."
     ) in message
 
 
@@ -148,7 +151,7 @@ def test_next_step_reset_step_with_a_flag():
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_step_truncated"))
     assert (
         "call 3 (step), sub-env 0, truncated: expected False, got True (bool) "
-        f"({errors.note_reset_step(NEXT)})."
+        f"({vecmode.probe.note_reset_step(NEXT)})."
     ) in message
 
 
@@ -172,7 +175,7 @@ def test_disabled_masked_reset_info_for_other_sub_envs():
     message = _failure(lambda: CounterVectorEnv(3, DISABLED, bug="reset_info_all"))
     assert (
         "call 2 (reset(mask)), sub-env 1, info['_episode']: expected False, got True "
-        f"({errors.note_masked_info(DISABLED)})."
+        f"({vecmode.testing.vector_env.note_masked_info(DISABLED)})."
     ) in message
 
 
@@ -192,7 +195,7 @@ def test_next_step_reset_step_that_uses_its_action():
     assert re.search(
         r"call 3 \(step\), sub-env 0, obs with action \S+ instead of \S+: "
         r"expected \[.*\] \(float32\), got \[.*\] \(float32\) \("
-        + re.escape(errors.note_action_ignored(NEXT)),
+        + re.escape(vecmode.probe.note_action_ignored(NEXT)),
         message,
     ), message
 
@@ -206,7 +209,7 @@ def test_reset_that_keeps_pending_autoresets():
     assert found, message
     reset_call = int(found.group(1)) - 1
     assert message.endswith(
-        f"({errors.note_reset_clears_autoreset(NEXT, reset_call)})."
+        f"({vecmode.testing.vector_env.note_reset_clears_autoreset(NEXT, reset_call)})."
     )
 
 
@@ -235,7 +238,7 @@ def test_disabled_reset_mask_ignored():
     )
     assert (
         "call 2 (reset(mask)), sub-env 1, obs: expected [1., 0., 1.] (float32), got "
-        f"[1., 1., 0.] (float32) ({errors.note_masked_keeps(DISABLED)})."
+        f"[1., 1., 0.] (float32) ({vecmode.probe.note_masked_keeps(DISABLED)})."
     ) in message
 
 
@@ -243,7 +246,7 @@ def test_final_obs_is_a_copy_of_the_reset_obs():
     message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_is_reset_obs"))
     assert (
         "call 2 (step), sub-env 0, info['final_obs']: expected "
-        f"{errors.diff_final_not_reset()}, got [0., 1., 0.] (float32)"
+        f"{vecmode.testing.vector_env.diff_final_not_reset()}, got [0., 1., 0.] (float32)"
     ) in message
     assert "at all " in message and "episode ends" in message
 
@@ -252,15 +255,15 @@ def test_final_obs_is_a_view_of_the_obs_buffer():
     message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_view"))
     assert (
         f"call 2 (step), sub-env 0, info['final_obs']: expected "
-        f"{errors.diff_own_memory()}, got {errors.diff_shared_memory()} "
-        f"({errors.note_final_obs_overwritten(SAME)})"
+        f"{vecmode.testing.vector_env.diff_own_memory()}, got {vecmode.testing.vector_env.diff_shared_memory()} "
+        f"({vecmode.testing.vector_env.note_final_obs_overwritten(SAME)})"
     ) in message
 
 
 def test_nondeterministic_env():
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="unseeded"))
     assert "instance 2, call 0 (reset), sub-env 0, obs: expected [" in message
-    assert errors.note_not_reproducible(0) in message
+    assert vecmode.testing.vector_env.note_not_reproducible(0) in message
 
 
 def test_observation_outside_the_space():
@@ -333,7 +336,9 @@ def test_disabled_env_that_resets_by_itself_is_caught_by_the_probe():
 
 def test_undeclared_mode():
     message = _failure(lambda: CounterVectorEnv(2, NEXT, declared=None))
-    assert message == errors.check_env_undeclared("CounterVectorEnv(num_envs=2)")
+    assert message == vecmode.testing.vector_env.check_env_undeclared(
+        "CounterVectorEnv(num_envs=2)"
+    )
     assert "Set metadata['autoreset_mode']" in message
 
 
@@ -349,7 +354,7 @@ def test_too_few_episode_ends():
     message = _failure(
         functools.partial(CounterVectorEnv, 2, SAME, lengths=[30, 40]), steps=35
     )
-    assert message == errors.check_env_few_ends(
+    assert message == vecmode.testing.vector_env.check_env_few_ends(
         "CounterVectorEnv(num_envs=2)", 1, 35, 2
     )
 

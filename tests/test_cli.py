@@ -20,7 +20,8 @@ import gymnasium as gym
 import pytest
 
 import vecmode
-from vecmode import MODES, errors
+import vecmode.timeline
+from vecmode import MODES
 from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
 from vecmode.modes import AutoresetMode, as_mode
 
@@ -128,7 +129,9 @@ def test_timeline_svg_into_a_missing_directory_is_a_usage_error(tmp_path, capsys
     path = tmp_path / "no" / "such" / "dir" / "modes.svg"
     code, out, err = run(["timeline", "--svg", str(path)], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == errors.cli_svg_directory(str(path), str(path.parent))
+    assert one_error_line(err) == vecmode.cli.cli_svg_directory(
+        str(path), str(path.parent)
+    )
     assert not path.parent.exists()
 
 
@@ -155,7 +158,9 @@ def test_timeline_env_id_typo_gets_gymnasiums_suggestion(capsys):
 def test_timeline_action_outside_the_action_space_is_a_usage_error(capsys):
     code, out, err = run(["timeline", "--action", "5"], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == errors.timeline_action(5, gym.spaces.Discrete(2))
+    assert one_error_line(err) == vecmode.timeline.timeline_action(
+        5, gym.spaces.Discrete(2)
+    )
 
 
 @pytest.mark.parametrize(
@@ -359,7 +364,7 @@ def test_check_refusing_wrapper_reports_the_stack_built_before_it(capsys):
     )
     with pytest.raises(vecmode.IncompatibleModeError) as refusal:
         vecmode.NextStepAutoreset(envs)
-    message = errors.cli_wrapper_refused("NextStepAutoreset", SS, refusal.value)
+    message = vecmode.cli.cli_wrapper_refused("NextStepAutoreset", SS, refusal.value)
     refused, _, built = out.partition("\n\nThe stack built before it:\n")
     assert flat(refused) == flat(message)
     assert "Wrap vecmode.SyncVectorEnv directly" in flat(refused)  # what to do
@@ -429,7 +434,7 @@ def test_check_unknown_env_id(capsys):
 def test_check_env_id_of_a_module_that_cannot_be_imported(capsys):
     code, _, err = run(["check", "no_such_package_xyz:Thing-v0"], capsys)
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_module_not_found(
+    assert one_error_line(err) == vecmode.cli.cli_module_not_found(
         "no_such_package_xyz",
         "env id 'no_such_package_xyz:Thing-v0'",
         "no_such_package_xyz",
@@ -455,7 +460,9 @@ def test_check_unknown_wrapper_name_matches_case_insensitively(capsys):
 def test_check_name_that_only_gymnasium_has_points_there(capsys):
     code, _, err = run(["check", "CartPole-v1", "--wrap", "RecordVideo"], capsys)
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_unknown_wrapper("RecordVideo", [], True)
+    assert one_error_line(err) == vecmode.cli.cli_unknown_wrapper(
+        "RecordVideo", [], True
+    )
 
 
 def test_check_unknown_gymnasium_wrapper(capsys):
@@ -481,7 +488,7 @@ def test_check_policies_resolve_by_name(capsys):
 def test_check_module_that_cannot_be_imported(capsys):
     code, _, err = run(["check", "CartPole-v1", "--wrap", "no_such_mod.sub:W"], capsys)
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_module_not_found(
+    assert one_error_line(err) == vecmode.cli.cli_module_not_found(
         "no_such_mod.sub", "--wrap 'no_such_mod.sub:W'", "no_such_mod"
     )
 
@@ -531,7 +538,7 @@ def test_check_missing_attribute_suggests_close_names(capsys):
 def test_check_bad_wrapper_syntax(spec, problem, capsys):
     code, out, err = run(["check", "CartPole-v1", "--wrap", spec], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == errors.cli_spec_syntax("--wrap", spec, problem)
+    assert one_error_line(err) == vecmode.cli.cli_spec_syntax("--wrap", spec, problem)
 
 
 def test_check_wrapper_arguments_that_do_not_fit_its_signature(capsys):
@@ -550,7 +557,7 @@ def test_check_single_env_wrapper_is_a_usage_error(capsys):
         ["check", "CartPole-v1", "--wrap", "gymnasium.wrappers:ClipReward"], capsys
     )
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_single_env_wrapper(
+    assert one_error_line(err) == vecmode.cli.cli_single_env_wrapper(
         "gymnasium.wrappers:ClipReward", gym.wrappers.ClipReward
     )
 
@@ -655,7 +662,7 @@ def test_conform_options_reach_check_wrapper(capsys):
         ["conform", "FlattenObservation", "--obs-type", "pixels"], capsys
     )
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_choice(
+    assert one_error_line(err) == vecmode.cli.cli_choice(
         "--obs-type", "pixels", ("box", "dict", "tuple", "discrete", "image")
     )
 
@@ -663,14 +670,16 @@ def test_conform_options_reach_check_wrapper(capsys):
 def test_conform_undeclared_class_needs_modes(capsys):
     code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == errors.cli_undeclared_wrapper(f"{TARGETS}:Undeclared")
+    assert one_error_line(err) == vecmode.cli.cli_undeclared_wrapper(
+        f"{TARGETS}:Undeclared"
+    )
 
 
 def test_conform_factory_that_raises_is_exit_code_1(capsys):
     spec = f"{TARGETS}:raises"
     code, out, err = run(["conform", spec], capsys)
     assert (code, out) == (EXIT_FAILED, "")
-    assert one_error_line(err) == errors.cli_raised(
+    assert one_error_line(err) == vecmode.cli.cli_raised(
         f"check_wrapper({spec})", RuntimeError("the factory's own bug")
     )
     code, _, err = run(["conform", spec, "--traceback"], capsys)
@@ -762,7 +771,7 @@ def test_probe_exit_codes(mode, declared, code, monkeypatch, capsys):
 def test_probe_needs_a_module_path(capsys):
     code, _, err = run(["probe", "CartPole-v1"], capsys)
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_not_a_path(
+    assert one_error_line(err) == vecmode.cli.cli_not_a_path(
         "probe", "CartPole-v1", "a callable returning a vector env"
     )
 
@@ -779,7 +788,7 @@ def test_probe_factory_that_raises_is_exit_code_1(capsys):
 def test_probe_module_that_cannot_be_imported(capsys):
     code, _, err = run(["probe", "no_such_mod_xyz:make"], capsys)
     assert code == EXIT_USAGE
-    assert one_error_line(err) == errors.cli_module_not_found(
+    assert one_error_line(err) == vecmode.cli.cli_module_not_found(
         "no_such_mod_xyz", "probe FACTORY 'no_such_mod_xyz:make'", "no_such_mod_xyz"
     )
 

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 import vecmode
+import vecmode.probe
+import vecmode.testing._compare
 from tests.custom_vector_envs import CounterVectorEnv
-from vecmode import AutoresetMode, errors
+from vecmode import AutoresetMode
 from vecmode.probe import ProbeResult, probe_mode
 from vecmode.testing import scheduled_env_fns
 from vecmode.testing._compare import Difference, describe, same, where_different
@@ -81,7 +83,7 @@ def test_probe_finds_the_mode(name, mode):
     assert result.mode is mode, str(result)
     assert result.declared is mode
     assert result.agrees
-    assert result.reason == errors.probe_found(mode)
+    assert result.reason == vecmode.probe.probe_found(mode)
     assert set(result.rejected) == set(MODES) - {mode}
     assert str(result).startswith(f"behaves as {mode.value} (declares {mode.value})")
 
@@ -100,11 +102,11 @@ def test_probe_gymnasium_custom_cartpole_vector_env():
     not_same = result.rejected[AutoresetMode.SAME_STEP]
     assert (not_same.field, not_same.got) == (
         "info['_final_obs']",
-        errors.diff_missing(),
+        vecmode.testing._compare.diff_missing(),
     )
     not_disabled = result.rejected[AutoresetMode.DISABLED]
     assert not_disabled.call == result.ended_at + 1
-    assert not_disabled.got == errors.diff_autoreset()
+    assert not_disabled.got == vecmode.probe.diff_autoreset()
 
 
 def test_evidence_names_the_first_end():
@@ -166,7 +168,7 @@ def test_no_episode_end_within_max_steps():
     factory = functools.partial(CounterVectorEnv, 2, lengths=[50, 60])
     result = probe_mode(factory, max_steps=20)
     assert result.mode is None and not result.agrees
-    assert result.reason == errors.probe_no_end(20, 0)
+    assert result.reason == vecmode.probe.probe_no_end(20, 0)
     assert "no episode ended within 20 steps" in result.reason
     assert "raise max_steps" in result.reason
     assert result.ended_at is None
@@ -208,7 +210,7 @@ def test_single_action_cannot_tell_next_step_from_disabled():
     env stepped past its end alike."""
     result = probe_mode(lambda: CounterVectorEnv(2, "NextStep", num_actions=1))
     assert result.mode is None
-    assert result.reason == errors.probe_several(
+    assert result.reason == vecmode.probe.probe_several(
         [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
     )
     assert set(result.rejected) == {AutoresetMode.SAME_STEP}
@@ -233,7 +235,7 @@ def test_disabled_env_whose_masked_reset_resets_everyone_fits_no_mode():
     assert result.mode is None
     not_disabled = result.rejected[DISABLED]
     assert (not_disabled.kind, not_disabled.field) == ("reset(mask)", "obs")
-    assert not_disabled.note == errors.note_masked_keeps(DISABLED)
+    assert not_disabled.note == vecmode.probe.note_masked_keeps(DISABLED)
 
 
 def test_disabled_env_that_raises_on_ended_sub_envs():
@@ -257,7 +259,7 @@ def test_disabled_env_whose_masked_reset_does_nothing_fits_no_mode():
     assert result.ended_at is not None
     assert (not_disabled.call, not_disabled.field) == (result.ended_at + 2, "step()")
     assert not_disabled.got.startswith("RuntimeError")
-    assert not_disabled.note == errors.note_step_raised(DISABLED)
+    assert not_disabled.note == vecmode.probe.note_step_raised(DISABLED)
 
 
 def test_nondeterministic_autoreset_cannot_tell():

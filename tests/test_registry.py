@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vecmode
+import vecmode.registry
 from vecmode import errors, registry
 from vecmode.registry import Verdict
 
@@ -120,7 +121,7 @@ def test_the_message_is_the_one_built_in_errors():
         SS,
         {NS, D},
         "It ignores info['final_obs'].",
-        errors.use_supported_modes({NS, D}),
+        vecmode.registry.use_supported_modes({NS, D}),
     )
     assert str(info.value) == expected
     envs.close()

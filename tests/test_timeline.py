@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import gymnasium as gym
 import pytest
 
-from vecmode import errors
+import vecmode.timeline
 from vecmode.timeline import TimelineRow, timeline, timeline_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -59,7 +59,9 @@ def test_rows_carry_the_marks_as_fields(rows):
 def test_an_action_outside_the_space_is_refused():
     with pytest.raises(ValueError) as refused:
         timeline("CartPole-v1", action=2)
-    assert str(refused.value) == errors.timeline_action(2, gym.spaces.Discrete(2))
+    assert str(refused.value) == vecmode.timeline.timeline_action(
+        2, gym.spaces.Discrete(2)
+    )
 
 
 # ------------------------------------------------------------------ the picture
@@ -167,7 +169,7 @@ def test_svg_of_nothing_is_refused():
     for empty in ({}, {"NextStep": []}):
         with pytest.raises(ValueError) as refused:
             timeline_svg(empty)
-        assert str(refused.value) == errors.empty_timeline()
+        assert str(refused.value) == vecmode.timeline.empty_timeline()
 
 
 @pytest.mark.parametrize("steps", [2, 3, 6, 20])

@@ -29,9 +29,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vecmode
+import vecmode.transitions
 from tests.gym_verdict_helpers import sub
 from tests.helpers import assert_same
-from vecmode import errors
 from vecmode.modes import MODES, AutoresetMode
 from vecmode.testing.envs import decode, scheduled_env_fns
 from vecmode.transitions import Transition, TransitionCollector
@@ -486,7 +486,7 @@ def test_step_before_reset_is_a_clear_error_and_changes_nothing():
     collector = TransitionCollector(envs)
     with pytest.raises(ResetNeeded, match="before reset") as caught:
         collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == errors.collector_not_reset()
+    assert str(caught.value) == vecmode.transitions.collector_not_reset()
     with pytest.raises(ResetNeeded, match="before reset"):
         collector.obs  # noqa: B018
     with pytest.raises(ResetNeeded, match="full"):
@@ -546,7 +546,7 @@ def test_a_failed_reset_inside_step_needs_a_reset():
             collector.step(np.zeros(N, dtype=np.int64))
     with pytest.raises(ResetNeeded) as caught:
         collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == errors.collector_call_failed("step")
+    assert str(caught.value) == vecmode.transitions.collector_call_failed("step")
     envs.fail_masked = False
     collector.reset(seed=1)
     t = collector.step(np.zeros(N, dtype=np.int64))

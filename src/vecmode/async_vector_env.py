@@ -40,7 +40,6 @@ from gymnasium.vector.utils import (
     iterate,
 )
 
-from vecmode import errors
 from vecmode.core import (
     Command,
     Executed,
@@ -207,19 +206,19 @@ class AsyncVectorEnv(VectorCore):
         )
         env_fns = list(env_fns)
         if not env_fns:
-            raise ValueError(errors.no_env_fns())
+            raise ValueError(no_env_fns())
         if num_workers is not None and (
             isinstance(num_workers, bool)
             or not isinstance(num_workers, (int, np.integer))
             or num_workers < 1
         ):
-            raise ValueError(errors.num_workers(num_workers))
+            raise ValueError(num_workers_message(num_workers))
         if in_parent is not None and (
             isinstance(in_parent, bool)
             or not isinstance(in_parent, (int, np.integer))
             or not 0 <= in_parent < len(env_fns)
         ):
-            raise ValueError(errors.in_parent(in_parent, len(env_fns)))
+            raise ValueError(in_parent_message(in_parent, len(env_fns)))
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
 
@@ -446,12 +445,12 @@ class AsyncVectorEnv(VectorCore):
 
     def _usable(self, what: str) -> None:
         if self.closed:
-            raise ClosedEnvironmentError(errors.env_closed(type(self).__name__))
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
         if self._pool.broken is not None:
-            raise WorkerError(errors.env_unusable(self._pool.broken))
+            raise WorkerError(env_unusable(self._pool.broken))
         if self._pending is not None:
             raise AlreadyPendingCallError(
-                errors.already_pending(what, self._pending[0]), self._pending[0]
+                already_pending(what, self._pending[0]), self._pending[0]
             )
 
     def _send_to_all(self, message: tuple[Any, ...], during: str) -> None:
@@ -705,13 +704,13 @@ class AsyncVectorEnv(VectorCore):
 
     def _take_pending(self, what: str) -> Any:
         if self.closed:
-            raise ClosedEnvironmentError(errors.env_closed(type(self).__name__))
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
         if self._pool.broken is not None:
-            raise WorkerError(errors.env_unusable(self._pool.broken))
+            raise WorkerError(env_unusable(self._pool.broken))
         pending = self._pending
         if pending is None or pending[0] != what:
             raise NoAsyncCallError(
-                errors.nothing_pending(what, None if pending is None else pending[0]),
+                nothing_pending(what, None if pending is None else pending[0]),
                 what,
             )
         self._pending = None
@@ -726,7 +725,7 @@ class AsyncVectorEnv(VectorCore):
         """Send a :meth:`call` to the workers; :meth:`call_wait` returns the results."""
         self._usable("call_async")
         if name in _FORBIDDEN_CALLS:
-            raise ValueError(errors.forbidden_call(name))
+            raise ValueError(forbidden_call(name))
         self._send_to_all((CALL, name, args, kwargs), f"call({name!r})")
         self._pending = ("call", name)
 
@@ -756,7 +755,7 @@ class AsyncVectorEnv(VectorCore):
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
-            raise ValueError(errors.set_attr_values(len(values), self.num_envs))
+            raise ValueError(set_attr_values(len(values), self.num_envs))
         during = f"set_attr({name!r})"
         for worker in self._pool.workers:
             message = (SET_ATTR, name, list(values[worker.start : worker.stop]))
@@ -849,3 +848,55 @@ class AsyncVectorEnv(VectorCore):
             f"num_workers={self.num_workers}"
             + (f", in_parent={self.in_parent})" if self.in_parent else ")")
         )
+
+
+# ------------------------------------------------------------------ messages
+def env_unusable(reason: str) -> str:
+    return f"this AsyncVectorEnv cannot be used any more: {reason}"
+
+
+def env_closed(name: str) -> str:
+    return f"{name} was closed; build a new env to go on."
+
+
+def already_pending(what: str, pending: str) -> str:
+    # Gymnasium's wording first (code and tests match it), then what to do
+    return (
+        f"Calling `{what}` while waiting for a pending call to `{pending}` to "
+        f"complete; call {pending}_wait() first."
+    )
+
+
+def nothing_pending(what: str, pending: str | None) -> str:
+    had = f" (the pending call is {pending}_async())" if pending else ""
+    return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
+
+
+def forbidden_call(name: str) -> str:
+    return (
+        f"call({name!r}) would run {name} behind the vector env's back; use the "
+        f"env's own {name}() instead."
+    )
+
+
+def num_workers_message(value: Any) -> str:
+    return f"num_workers must be None or an int >= 1, got {value!r}."
+
+
+def no_env_fns() -> str:
+    return "env_fns must hold at least one function that creates a sub-env."
+
+
+def set_attr_values(got: int, num_envs: int) -> str:
+    return (
+        f"values must be one value for every sub-env, or a list or tuple of "
+        f"{num_envs} values (one per sub-env), got {got}."
+    )
+
+
+def in_parent_message(got: Any, num_envs: int) -> str:
+    return (
+        f"in_parent must be an int from 0 to {num_envs - 1} (the number of sub-envs "
+        f"the parent process steps itself; at least one sub-env runs in a worker), "
+        f"got {got!r}."
+    )

@@ -117,7 +117,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         """The modes this policy accepts, and the mode it produces."""
         found = declaration(self)
         if found is None or found.output is None:
-            raise TypeError(errors.undeclared_policy(type(self).__name__))
+            raise TypeError(undeclared_policy(type(self).__name__))
         return found.modes, found.output
 
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
@@ -520,3 +520,11 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     for policy in chain:
         env = policy(env)
     return env
+
+
+# ------------------------------------------------------------------ messages
+def undeclared_policy(name: str) -> str:
+    return (
+        f"{name} is an autoreset policy but declares no output mode; decorate it with "
+        f"@vecmode.supports(..., output=<the mode it produces>)."
+    )

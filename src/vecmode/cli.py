@@ -54,15 +54,15 @@ import sys
 import textwrap
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import gymnasium as gym
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import __version__, errors
-from vecmode.errors import IncompatibleModeError
+from vecmode import __version__
+from vecmode.errors import WRAP_FORMS, IncompatibleModeError, did_you_mean
 from vecmode.modes import AutoresetMode, as_mode, mode_of
 from vecmode.registry import supported_modes
 
@@ -388,36 +388,28 @@ def _split(spec: str, option: str) -> tuple[list[str], dict[str, Any]]:
     first_arg = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
     names, arguments = parts[:first_arg], ":".join(parts[first_arg:])
     if not names or not all(name.strip() for name in names):
-        raise _Fail(errors.cli_spec_syntax(option, spec, "a name is empty"))
+        raise _Fail(cli_spec_syntax(option, spec, "a name is empty"))
     if len(names) > 2:
         raise _Fail(
-            errors.cli_spec_syntax(
-                option, spec, "more than module:Class before the arguments"
-            )
+            cli_spec_syntax(option, spec, "more than module:Class before the arguments")
         )
     dotted = names[0] if len(names) == 2 else ""
     if dotted and not all(part.isidentifier() for part in dotted.split(".")):
-        raise _Fail(
-            errors.cli_spec_syntax(option, spec, f"{dotted!r} is not a module path")
-        )
+        raise _Fail(cli_spec_syntax(option, spec, f"{dotted!r} is not a module path"))
     if not all(part.isidentifier() for part in names[-1].split(".")):
-        raise _Fail(
-            errors.cli_spec_syntax(option, spec, f"{names[-1]!r} is not a name")
-        )
+        raise _Fail(cli_spec_syntax(option, spec, f"{names[-1]!r} is not a name"))
     kwargs: dict[str, Any] = {}
     for piece in _pieces(arguments) if arguments else []:
         key, equals, value = piece.partition("=")
         key = key.strip()
         if not equals:
-            raise _Fail(
-                errors.cli_spec_syntax(option, spec, f"{piece!r} is not key=value")
-            )
+            raise _Fail(cli_spec_syntax(option, spec, f"{piece!r} is not key=value"))
         if not key.isidentifier():
             raise _Fail(
-                errors.cli_spec_syntax(option, spec, f"{key!r} is not an argument name")
+                cli_spec_syntax(option, spec, f"{key!r} is not an argument name")
             )
         if key in kwargs:
-            raise _Fail(errors.cli_spec_syntax(option, spec, f"{key!r} given twice"))
+            raise _Fail(cli_spec_syntax(option, spec, f"{key!r} given twice"))
         kwargs[key] = _literal(value.strip())
     return names, kwargs
 
@@ -444,10 +436,10 @@ def _import(module: str, what: str) -> Any:
     except ModuleNotFoundError as error:
         missing = error.name or module
         if module == missing or module.startswith(missing + "."):
-            raise _Fail(errors.cli_module_not_found(module, what, missing)) from error
-        raise _Fail(errors.cli_import_failed(module, what, error)) from error
+            raise _Fail(cli_module_not_found(module, what, missing)) from error
+        raise _Fail(cli_import_failed(module, what, error)) from error
     except (Exception, SystemExit) as error:
-        raise _Fail(errors.cli_import_failed(module, what, error)) from error
+        raise _Fail(cli_import_failed(module, what, error)) from error
 
 
 def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
@@ -458,7 +450,7 @@ def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
         except AttributeError:
             public = [n for n in dir(target) if not n.startswith("_")]
             raise _Fail(
-                errors.cli_missing_attribute(owner_name, qualname, _close(part, public))
+                cli_missing_attribute(owner_name, qualname, _close(part, public))
             ) from None
     return target
 
@@ -482,22 +474,18 @@ def _gymnasium_wrapper(name: str, spec: str) -> Any:
 
     names = [n for n in vector.__all__ if n[:1].isupper()]
     if name not in names:
-        raise _Fail(errors.cli_unknown_gymnasium_wrapper(name, _close(name, names)))
+        raise _Fail(cli_unknown_gymnasium_wrapper(name, _close(name, names)))
     try:
         return getattr(vector, name)
     except (ImportError, gym.error.Error) as error:  # optional dependencies
-        raise _Fail(
-            errors.cli_import_failed(vector.__name__, repr(spec), error)
-        ) from error
+        raise _Fail(cli_import_failed(vector.__name__, repr(spec), error)) from error
 
 
 def _target(spec: str, option: str, *, names: bool = True) -> _Target:
     """Resolve a wrapper / factory spec; ``names``: allow the vecmode-name and
     ``gymnasium:NAME`` forms."""
     if not names and ":" not in spec:
-        raise _Fail(
-            errors.cli_not_a_path("probe", spec, "a callable returning a vector env")
-        )
+        raise _Fail(cli_not_a_path("probe", spec, "a callable returning a vector env"))
     parts, kwargs = _split(spec, option)
     if len(parts) == 1:
         known = _vecmode_wrappers()
@@ -505,16 +493,14 @@ def _target(spec: str, option: str, *, names: bool = True) -> _Target:
             import gymnasium.wrappers.vector as vector
 
             raise _Fail(
-                errors.cli_unknown_wrapper(
+                cli_unknown_wrapper(
                     parts[0], _close(parts[0], list(known)), parts[0] in vector.__all__
                 )
             )
         return _Target(spec, known[parts[0]], kwargs, parts[0])
     module, qualname = parts
     if names and module in _vecmode_wrappers():  # NAME:args without the "="
-        raise _Fail(
-            errors.cli_spec_syntax(option, spec, f"{qualname!r} is not key=value")
-        )
+        raise _Fail(cli_spec_syntax(option, spec, f"{qualname!r} is not key=value"))
     if names and module == "gymnasium":
         return _Target(
             spec, _gymnasium_wrapper(qualname, spec), kwargs, f"gymnasium:{qualname}"
@@ -535,9 +521,9 @@ def _check_arguments(target: _Target, *args: Any) -> None:
     """Raise a usage error unless ``target.obj(*args, **target.kwargs)`` can bind."""
     obj, spec = target.obj, target.spec
     if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
-        raise _Fail(errors.cli_single_env_wrapper(spec, obj))
+        raise _Fail(cli_single_env_wrapper(spec, obj))
     if not callable(obj):
-        raise _Fail(errors.cli_not_callable(spec, obj))
+        raise _Fail(cli_not_callable(spec, obj))
     try:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):  # builtins without one: let the call decide
@@ -547,7 +533,7 @@ def _check_arguments(target: _Target, *args: Any) -> None:
             signature.bind(*args, **target.kwargs)
         except TypeError as error:
             raise _Fail(
-                errors.cli_wrapper_arguments(spec, f"{target.name}{signature}", error)
+                cli_wrapper_arguments(spec, f"{target.name}{signature}", error)
             ) from None
 
 
@@ -565,7 +551,7 @@ def _env_errors(env_id: str, doing: str) -> Iterator[None]:
         unregistered = isinstance(error, gym.error.UnregisteredEnv) or str(
             error
         ).startswith("No registered env")
-        raise _Fail(errors.cli_cannot_make(env_id, error, unregistered)) from error
+        raise _Fail(cli_cannot_make(env_id, error, unregistered)) from error
     except ImportError as error:  # the module of "module:Name-v0"
         module = env_id.rpartition(":")[0] or env_id
         missing = getattr(error, "name", None) or module
@@ -573,12 +559,10 @@ def _env_errors(env_id: str, doing: str) -> Iterator[None]:
         if isinstance(error, ModuleNotFoundError) and (
             module == missing or module.startswith(missing + ".")
         ):
-            raise _Fail(errors.cli_module_not_found(module, what, missing)) from error
-        raise _Fail(errors.cli_import_failed(module, what, error)) from error
+            raise _Fail(cli_module_not_found(module, what, missing)) from error
+        raise _Fail(cli_import_failed(module, what, error)) from error
     except Exception as error:
-        raise _Fail(
-            errors.cli_raised(f"{doing} {env_id!r}", error), EXIT_FAILED
-        ) from error
+        raise _Fail(cli_raised(f"{doing} {env_id!r}", error), EXIT_FAILED) from error
 
 
 def _timeline(args: argparse.Namespace) -> int:
@@ -588,7 +572,7 @@ def _timeline(args: argparse.Namespace) -> int:
     if svg_path and svg_path != "-":
         directory = os.path.dirname(os.path.abspath(svg_path))
         if not os.path.isdir(directory):
-            raise _Fail(errors.cli_svg_directory(svg_path, os.path.dirname(svg_path)))
+            raise _Fail(cli_svg_directory(svg_path, os.path.dirname(svg_path)))
     max_steps = args.max_episode_steps
     with _env_errors(args.env_id, "running"):
         try:
@@ -611,7 +595,7 @@ def _timeline(args: argparse.Namespace) -> int:
             with open(svg_path, "w", encoding="utf-8", newline="\n") as file:
                 file.write(timeline_svg(rows, title))
         except OSError as error:
-            raise _Fail(errors.cli_svg_not_written(svg_path, error)) from error
+            raise _Fail(cli_svg_not_written(svg_path, error)) from error
     print(format_timeline(rows, title + "\n"))
     print()
     print(_LEGEND)
@@ -640,9 +624,7 @@ def _check(args: argparse.Namespace) -> int:
                 autoreset_mode=args.mode,
             )
         except IncompatibleModeError as error:  # no exact conversion to --mode
-            print(
-                _filled(errors.cli_make_refused(args.env_id, args.vectorization, error))
-            )
+            print(_filled(cli_make_refused(args.env_id, args.vectorization, error)))
             return EXIT_FAILED
     try:
         for target in targets:
@@ -652,16 +634,12 @@ def _check(args: argparse.Namespace) -> int:
             except Exception as error:  # refused: IncompatibleModeError or its own
                 if args.traceback and not isinstance(error, IncompatibleModeError):
                     traceback.print_exception(error)
-                print(
-                    _filled(
-                        errors.cli_wrapper_refused(target.spec, mode_of(envs), error)
-                    )
-                )
+                print(_filled(cli_wrapper_refused(target.spec, mode_of(envs), error)))
                 print("\nThe stack built before it:")
                 print(vecmode.check(envs, strict=args.strict))
                 return EXIT_FAILED
             if not isinstance(wrapped, VectorEnv):
-                raise _Fail(errors.cli_not_a_vector_env(target.spec, wrapped))
+                raise _Fail(cli_not_a_vector_env(target.spec, wrapped))
             envs = wrapped
         report = vecmode.check(envs, strict=args.strict)
         print(report)
@@ -680,9 +658,7 @@ def _conform(args: argparse.Namespace) -> int:
         from vecmode.testing import envs as test_envs
         from vecmode.testing.conformance import check_wrapper
     except ImportError as error:
-        raise _Fail(
-            errors.cli_unavailable("conform", "vecmode.testing", error)
-        ) from error
+        raise _Fail(cli_unavailable("conform", "vecmode.testing", error)) from error
     options: dict[str, Any] = {}
     for option, value, choices in (
         ("obs_type", args.obs_type, test_envs.OBS_TYPES),
@@ -692,7 +668,7 @@ def _conform(args: argparse.Namespace) -> int:
         if value is not None:
             if value not in choices:
                 flag = "--" + option.replace("_", "-")
-                raise _Fail(errors.cli_choice(flag, value, choices))
+                raise _Fail(cli_choice(flag, value, choices))
             options[option] = value
     _check_arguments(target, None)  # an env comes first, then the key=values
     factory: Any = target.obj
@@ -703,7 +679,7 @@ def _conform(args: argparse.Namespace) -> int:
         and isinstance(factory, type)
         and supported_modes(factory) is None
     ):
-        raise _Fail(errors.cli_undeclared_wrapper(target.spec))
+        raise _Fail(cli_undeclared_wrapper(target.spec))
     if args.modes:
         options["modes"] = args.modes
     try:
@@ -713,7 +689,7 @@ def _conform(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     except Exception as error:
         raise _Fail(
-            errors.cli_raised(f"check_wrapper({target.spec})", error), EXIT_FAILED
+            cli_raised(f"check_wrapper({target.spec})", error), EXIT_FAILED
         ) from error
     print(report)
     return EXIT_OK
@@ -736,14 +712,12 @@ def _probe(args: argparse.Namespace) -> int:
     try:
         from vecmode.probe import probe_mode
     except ImportError as error:
-        raise _Fail(errors.cli_unavailable("probe", "vecmode.probe", error)) from error
+        raise _Fail(cli_unavailable("probe", "vecmode.probe", error)) from error
     factory = _bound(target)
     try:
         result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
     except Exception as error:
-        raise _Fail(
-            errors.cli_raised(f"probing {target.spec}", error), EXIT_FAILED
-        ) from error
+        raise _Fail(cli_raised(f"probing {target.spec}", error), EXIT_FAILED) from error
     print(result)
     wrong = result.declared is not None and result.mode is not result.declared
     return EXIT_FAILED if result.mode is None or wrong else EXIT_OK
@@ -821,3 +795,150 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+# ------------------------------------------------------------------ messages
+def cli_cannot_make(env_id: str, error: BaseException, unregistered: bool) -> str:
+    hint = (
+        " List the registered ids with python -c 'import gymnasium; "
+        "gymnasium.pprint_registry()'; write an id another package registers as "
+        "'package.module:Name-v0'."
+        if unregistered
+        else ""
+    )
+    return f"cannot make {env_id!r}: {error}{hint}"
+
+
+def cli_module_not_found(module: str, what: str, missing: str) -> str:
+    return (
+        f"cannot import module {module!r} for {what}: no module named {missing!r}. "
+        f"Check the spelling, that it is installed in this Python, or run vecmode "
+        f"from the directory that holds it (or add that directory to PYTHONPATH)."
+    )
+
+
+def cli_import_failed(module: str, what: str, error: BaseException) -> str:
+    return (
+        f"importing module {module!r} for {what} raised {type(error).__name__}: "
+        f"{str(error).rstrip('.')}. Fix the module (python -c 'import {module}' shows where), or "
+        f"rerun with --traceback."
+    )
+
+
+def cli_missing_attribute(module: str, name: str, close: list[str]) -> str:
+    return (
+        f"module {module!r} has no attribute {name!r}.{did_you_mean(close)} Write "
+        f"module:attribute with the attribute's exact (case-sensitive) name."
+    )
+
+
+def cli_unknown_wrapper(name: str, close: list[str], gymnasium_has_it: bool) -> str:
+    also = (
+        f" Gymnasium has one: write gymnasium:{name}."
+        if gymnasium_has_it
+        else f" vecmode table lists the wrappers vecmode knows; {WRAP_FORMS}."
+    )
+    return f"{name!r} is not a vecmode wrapper.{did_you_mean(close)}{also}"
+
+
+def cli_unknown_gymnasium_wrapper(name: str, close: list[str]) -> str:
+    prefixed = [f"gymnasium:{n}" for n in close]
+    return (
+        f"gymnasium.wrappers.vector has no wrapper {name!r}.{did_you_mean(prefixed)}"
+        f" vecmode table lists Gymnasium's vector wrappers."
+    )
+
+
+def cli_spec_syntax(option: str, spec: str, problem: str) -> str:
+    return f"bad {option} {spec!r}: {problem}; {WRAP_FORMS} (e.g. NormalizeReward:gamma=0.9)."
+
+
+def cli_not_a_path(command: str, got: str, what: str) -> str:
+    return (
+        f"vecmode {command} takes module:name, the import path of {what}, got "
+        f"{got!r}; e.g. vecmode {command} my_package.my_module:make_envs (for a "
+        f"registered env id: vecmode {command} gymnasium:make_vec:id=CartPole-v1)."
+    )
+
+
+def cli_wrapper_arguments(spec: str, signature: str, error: BaseException) -> str:
+    return (
+        f"{spec!r}: its arguments do not fit {signature}: {error}. Give them as "
+        f"NAME:key=value,... (values are Python literals; other text is a string)."
+    )
+
+
+def cli_single_env_wrapper(spec: str, cls: type) -> str:
+    return (
+        f"{spec!r} is {cls.__module__}.{cls.__qualname__}, a wrapper of a single "
+        f"gymnasium.Env, not of a vector env; use a vector wrapper (vecmode's "
+        f"wrappers, or gymnasium:NAME for gymnasium.wrappers.vector)."
+    )
+
+
+def cli_not_a_vector_env(spec: str, got: Any) -> str:
+    return (
+        f"{spec!r} returned {type(got).__name__}, not a gymnasium.vector.VectorEnv; "
+        f"a --wrap must name a vector wrapper class, or a callable that takes the "
+        f"vector env and returns the wrapped one."
+    )
+
+
+def cli_wrapper_refused(spec: str, mode: AutoresetMode | None, error: Exception) -> str:
+    got = (
+        "an env that declares no mode" if mode is None else f"the stack in {mode.value}"
+    )
+    if isinstance(error, IncompatibleModeError):
+        return f"NOT OK: {spec!r} refused to wrap {got}: {error}"
+    return (
+        f"NOT OK: {spec!r} raised {type(error).__name__} when built on {got}: {error}"
+    )
+
+
+def cli_raised(what: str, error: BaseException) -> str:
+    return (
+        f"{what} raised {type(error).__name__}: {str(error).rstrip('.')} (rerun with "
+        f"--traceback to see where)."
+    )
+
+
+def cli_not_callable(spec: str, got: Any) -> str:
+    return (
+        f"{spec!r} names {type(got).__name__} {got!r}, which cannot be called; name "
+        f"a class or a function."
+    )
+
+
+def cli_make_refused(env_id: str, vectorization: str, error: Exception) -> str:
+    return f"NOT OK: {env_id} ({vectorization}) cannot run in the mode asked: {error}"
+
+
+def cli_undeclared_wrapper(spec: str) -> str:
+    return (
+        f"{spec!r} declares no autoreset modes, so there is nothing to prove: pass "
+        f"the modes it should be right in (--modes NextStep SameStep ...), or "
+        f"declare them (@vecmode.supports, or vecmode.register for a class you "
+        f"don't own)."
+    )
+
+
+def cli_svg_directory(path: str, directory: str) -> str:
+    return (
+        f"cannot write {path!r}: the directory {directory!r} does not exist; create "
+        f"it first, or give another --svg path."
+    )
+
+
+def cli_svg_not_written(path: str, error: OSError) -> str:
+    return f"cannot write {path!r}: {error.strerror or error}; give another --svg path."
+
+
+def cli_choice(option: str, got: str, choices: Iterable[str]) -> str:
+    return f"{option} {got!r} is not one of {', '.join(choices)}; pick one of them."
+
+
+def cli_unavailable(command: str, module: str, error: BaseException) -> str:
+    return (
+        f"vecmode {command} needs {module}, which cannot be imported here "
+        f"({type(error).__name__}: {error}); reinstall vecmode."
+    )

@@ -373,10 +373,10 @@ class VectorCore(VectorEnv):
             cmds = [int(c) for c in commands]
             shape = (len(cmds),)
         if shape != (self.num_envs,):
-            raise ValueError(errors.commands_shape(shape, self.num_envs))
+            raise ValueError(commands_shape(shape, self.num_envs))
         if not _VALID_COMMANDS.issuperset(cmds):
             unknown = set(cmds) - _VALID_COMMANDS
-            raise ValueError(errors.unknown_command(sorted(unknown)[0]))
+            raise ValueError(unknown_command(sorted(unknown)[0]))
         return cmds
 
     def _dispatch(
@@ -525,5 +525,27 @@ class VectorCore(VectorEnv):
             return [int(seed) + i for i in range(self.num_envs)]
         seeds = list(seed)
         if len(seeds) != self.num_envs:
-            raise ValueError(errors.seeds_length(len(seeds), self.num_envs))
+            raise ValueError(seeds_length(len(seeds), self.num_envs))
         return seeds
+
+
+# ------------------------------------------------------------------ messages
+def seeds_length(got: int, num_envs: int) -> str:
+    return (
+        f"seed must be None, an int, or a list of {num_envs} seeds (one per sub-env), "
+        f"got a list of {got}."
+    )
+
+
+def commands_shape(shape: tuple[int, ...], num_envs: int) -> str:
+    return (
+        f"commands must be a sequence of {num_envs} vecmode.Command values (one per "
+        f"sub-env), got shape {shape}."
+    )
+
+
+def unknown_command(value: Any) -> str:
+    return (
+        f"{value!r} is not a vecmode.Command; use Command.KEEP, Command.STEP, "
+        f"Command.RESET or Command.STEP_THEN_RESET."
+    )

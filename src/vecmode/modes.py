@@ -128,7 +128,7 @@ def as_mode(value: ModeLike) -> AutoresetMode:
         mode = _BY_SPELLING.get(_normalise(value))
         if mode is not None:
             return mode
-    raise ValueError(errors.not_a_mode(value))
+    raise ValueError(not_a_mode(value))
 
 
 def mode_of(env: Any) -> AutoresetMode | None:
@@ -435,14 +435,14 @@ def final_layout_problem(
     first = int(np.argmax(expected))
     for key in keys if complete else masks:
         if key not in infos:  # a missing mask: its entry for ``first`` is missing
-            what = "True" if key in masks else errors.diff_key_present()
+            what = "True" if key in masks else diff_key_present()
             return LayoutProblem(key, first, what, False, None)
     for key in masks:
         problem = _mask_problem(key, infos[key], expected)
         if problem is not None:
             return problem
     if FINAL_OBS not in infos:
-        return LayoutProblem(FINAL_OBS, first, errors.diff_key_present(), False, None)
+        return LayoutProblem(FINAL_OBS, first, diff_key_present(), False, None)
     return _contents_problem(infos, expected) if complete else None
 
 
@@ -453,7 +453,7 @@ def _mask_problem(key: str, mask: Any, expected: np.ndarray) -> LayoutProblem | 
         and mask.shape == expected.shape
         and mask.dtype == np.bool_
     ):
-        return LayoutProblem(key, None, errors.diff_mask(expected.shape), True, mask)
+        return LayoutProblem(key, None, diff_mask(expected.shape), True, mask)
     for i in np.flatnonzero(mask != expected).tolist():
         return LayoutProblem(key, i, str(bool(expected[i])), True, bool(mask[i]))
     return None
@@ -470,7 +470,7 @@ def _contents_problem(
         and obs.shape == expected.shape
     ):
         return LayoutProblem(
-            FINAL_OBS, None, errors.diff_object_array(expected.shape), True, obs
+            FINAL_OBS, None, diff_object_array(expected.shape), True, obs
         )
     if not isinstance(infos[FINAL_INFO], dict):
         return LayoutProblem(
@@ -593,3 +593,26 @@ class BoundaryTracker:
         # ended here and not reset within this very call after it (SAME_STEP's are)
         tracked.set(ended & ~b.final_in_info)
         return b
+
+
+# ------------------------------------------------------------------ messages
+def not_a_mode(value: Any) -> str:
+    return (
+        f"{value!r} is not an autoreset mode; use one of "
+        + ", ".join(f"AutoresetMode.{mode.name}" for mode in AutoresetMode)
+        + " or their values "
+        + ", ".join(repr(mode.value) for mode in AutoresetMode)
+        + "."
+    )
+
+
+def diff_key_present() -> str:
+    return "present"
+
+
+def diff_mask(shape: tuple[int, ...]) -> str:
+    return f"a bool array of shape {shape}"
+
+
+def diff_object_array(shape: tuple[int, ...]) -> str:
+    return f"a numpy object array of shape {shape}"

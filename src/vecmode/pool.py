@@ -12,14 +12,13 @@ import contextlib
 import pickle
 import select
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 from gymnasium.vector.utils import clear_mpi_env_vars
 
-from vecmode import errors
-from vecmode.errors import WorkerError, WorkerTimeoutError
+from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL
 
 __all__ = ["LIVENESS", "Worker", "WorkerPool"]
@@ -101,7 +100,7 @@ class WorkerPool:
                         if fork:
                             raise
                         raise TypeError(
-                            errors.unpicklable_env_fns(
+                            unpicklable_env_fns(
                                 start, stop, ctx.get_start_method(), exc
                             )
                         ) from exc
@@ -159,7 +158,7 @@ class WorkerPool:
                     late = [workers[n].index for n in waiting.values()]
                     self.broken = f"{during} timed out"
                     raise WorkerTimeoutError(
-                        errors.call_timed_out(during, timeout or 0.0, late)
+                        call_timed_out(during, timeout or 0.0, late)
                     )
                 self._read(ready, waiting, answers, during)
         except BaseException as exc:
@@ -238,9 +237,7 @@ class WorkerPool:
             f" (exit code {worker.process.exitcode})"
         )
         raise WorkerError(
-            errors.worker_died(
-                worker.index, worker.indices, worker.process.exitcode, during
-            )
+            worker_died(worker.index, worker.indices, worker.process.exitcode, during)
         )
 
     # ---------------------------------------------------------------- shutdown
@@ -318,3 +315,39 @@ def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
         del waiting[obj]
         return list(answer[1])
     return []  # a stale answer to an abandoned call; keep reading
+
+
+# ------------------------------------------------------------------ messages
+def worker_died(
+    worker: int, indices: Iterable[int], exitcode: int | None, during: str
+) -> str:
+    code = "" if exitcode is None else f" with exit code {exitcode}"
+    signal_note = (
+        f" (killed by signal {-exitcode})"
+        if exitcode is not None and exitcode < 0
+        else ""
+    )
+    return (
+        f"worker process {worker} ({sub_envs(indices)}) died{code}{signal_note} "
+        f"during {during}. Its sub-envs are lost, so the env cannot be used any "
+        f"more: close() it and build a new one."
+    )
+
+
+def call_timed_out(during: str, timeout: float, workers: Iterable[int]) -> str:
+    return (
+        f"{during} did not finish within timeout={timeout} s (worker(s) "
+        f"{', '.join(map(str, workers))} had not answered). The workers may still be "
+        f"running it, so the env cannot be used any more: close() it (which "
+        f"terminates them) and build a new one, with a larger timeout if the "
+        f"sub-envs are slow."
+    )
+
+
+def unpicklable_env_fns(start: int, stop: int, method: str, exc: BaseException) -> str:
+    return (
+        f"could not start the worker of {sub_envs(range(start, stop))} with the "
+        f"{method!r} start method: {type(exc).__name__}: {exc}. With 'spawn' and "
+        f"'forkserver' the env_fns are pickled (by cloudpickle): make them and the "
+        f"env classes they use importable and picklable, or use context='fork'."
+    )

@@ -34,7 +34,7 @@ mode with.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -44,6 +44,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from vecmode import errors
+from vecmode.errors import call_text, diff_raised, mode_names
 from vecmode.modes import (
     MODES,
     AutoresetMode,
@@ -186,12 +187,12 @@ class Runner:
         try:
             self._read(call, result, size)
         except (TypeError, ValueError, IndexError) as exc:
-            call.error = ValueError(errors.probe_unreadable_result(call.kind, exc))
+            call.error = ValueError(probe_unreadable_result(call.kind, exc))
         return call
 
     def _read(self, call: Call, result: Any, size: int) -> None:
         if not isinstance(result, tuple) or len(result) != size:
-            raise TypeError(errors.probe_result_tuple(size, result))
+            raise TypeError(probe_result_tuple(size, result))
         n = self.num_envs
         call.infos = result[-1]
         call.obs = per_sub_env(self.env.observation_space, result[0], n)
@@ -249,7 +250,7 @@ class Instances:
 
     def __init__(self, factory: Callable[[], VectorEnv], caller: str) -> None:
         if not callable(factory):
-            raise TypeError(errors.probe_factory_not_callable(caller, factory))
+            raise TypeError(probe_factory_not_callable(caller, factory))
         self.factory = factory
         self.caller = caller
         self._built: list[VectorEnv] = []
@@ -263,9 +264,9 @@ class Instances:
             close = getattr(env, "close", None)
             if callable(close):
                 close()
-            raise TypeError(errors.probe_factory_not_vector_env(self.caller, env))
+            raise TypeError(probe_factory_not_vector_env(self.caller, env))
         if any(env is built for built in self._built):
-            raise ValueError(errors.probe_factory_reused(self.caller))
+            raise ValueError(probe_factory_reused(self.caller))
         self._built.append(env)
         self._open.append(env)
         return env
@@ -393,7 +394,7 @@ def mode_differences(
                     "step()",
                     errors.diff_a_result(),
                     errors.diff_raised(call.error),
-                    errors.note_step_raised(mode),
+                    note_step_raised(mode),
                 )
             elif call.kind == "reset(mask)" and by_caller:
                 yield Difference(
@@ -403,7 +404,7 @@ def mode_differences(
                     "reset(options={'reset_mask': ...})",
                     errors.diff_a_result(),
                     errors.diff_raised(call.error),
-                    errors.note_masked_reset(mode),
+                    note_masked_reset(mode),
                 )
             return
         if call.kind == "reset(mask)" and by_caller and last_obs is not None:
@@ -448,7 +449,7 @@ def _reset_step_differences(
     if b is None or call.rewards is None:
         return
     for i in np.flatnonzero(~b.real & ~view.pending).tolist():
-        note = errors.note_reset_step(mode)
+        note = note_reset_step(mode)
         for name, array, wanted in (
             ("reward", call.rewards, 0),
             ("terminated", call.terminations, False),
@@ -474,10 +475,10 @@ def _reset_step_differences(
                 call.index,
                 call.kind,
                 i,
-                errors.diff_with_action("step()", changed, base),
+                diff_with_action("step()", changed, base),
                 errors.diff_a_result(),
                 errors.diff_raised(other.error),
-                errors.note_action_ignored(mode),
+                note_action_ignored(mode),
             )
             return
         differs = differs_at(call, other, i)
@@ -487,10 +488,10 @@ def _reset_step_differences(
                 call.index,
                 call.kind,
                 i,
-                errors.diff_with_action(name, changed, base),
+                diff_with_action(name, changed, base),
                 describe(expected),
                 describe(got),
-                errors.note_action_ignored(mode),
+                note_action_ignored(mode),
             )
             return
 
@@ -509,9 +510,9 @@ def _caller_reset_differences(
                 call.kind,
                 i,
                 "step()",
-                errors.diff_no_autoreset(),
-                errors.diff_autoreset(),
-                errors.note_caller_resets(mode),
+                diff_no_autoreset(),
+                diff_autoreset(),
+                note_caller_resets(mode),
             )
             return
 
@@ -531,7 +532,7 @@ def _masked_reset_differences(
                 "obs",
                 describe(last_obs[j]),
                 describe(call.obs[j]),
-                errors.note_masked_keeps(mode),
+                note_masked_keeps(mode),
             )
             return
 
@@ -562,7 +563,7 @@ def run_differences(
                 "result",
                 errors.diff_raised(a.error) if a.error else errors.diff_a_result(),
                 errors.diff_raised(b.error) if b.error else errors.diff_a_result(),
-                errors.note_replay(),
+                note_replay(),
                 run,
             )
             return
@@ -624,7 +625,7 @@ class ProbeResult:
         return self.mode is not None and self.mode is self.declared
 
     def __str__(self) -> str:
-        return errors.probe_summary(
+        return probe_summary(
             self.mode,
             self.declared,
             self.reason,
@@ -725,11 +726,11 @@ def probe_mode(
     not Disabled: call ... (step), sub-env ..., step(): expected ..., got an autoreset step ...
     """
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
-        raise ValueError(errors.probe_max_steps(max_steps))
+        raise ValueError(probe_max_steps(max_steps))
     if max_steps < 1:
-        raise ValueError(errors.probe_max_steps(max_steps))
+        raise ValueError(probe_max_steps(max_steps))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(errors.probe_seed(seed))
+        raise TypeError(probe_seed(seed))
     seed = int(seed)
     with Instances(env_factory, "vecmode.probe_mode") as instances:
         env = instances.new()
@@ -739,9 +740,9 @@ def probe_mode(
         if end is None or end.error is not None:
             last = first.calls[-1]
             reason = (
-                errors.probe_no_end(max_steps, seed)
+                probe_no_end(max_steps, seed)
                 if last.error is None
-                else errors.probe_env_raised(last.index, last.kind, last.error)
+                else probe_env_raised(last.index, last.kind, last.error)
             )
             return ProbeResult(None, declared, reason)
         ended = end.ended.copy()
@@ -756,7 +757,7 @@ def probe_mode(
         label = errors.diff_instance(number)
         diff = next(run_differences(first.calls, other, upto=upto, run=label), None)
         if diff is not None:
-            reason = errors.probe_not_deterministic(seed, str(diff))
+            reason = probe_not_deterministic(seed, str(diff))
             return ProbeResult(None, declared, reason, ended_at, ended_subs)
 
     rejected: dict[AutoresetMode, Difference] = {}
@@ -770,11 +771,178 @@ def probe_mode(
     texts = {mode.value: str(diff) for mode, diff in rejected.items()}
     found: AutoresetMode | None = fitting[0] if len(fitting) == 1 else None
     if found is not None:
-        reason = errors.probe_found(found)
+        reason = probe_found(found)
     elif not fitting:
-        reason = errors.probe_no_mode(texts)
+        reason = probe_no_mode(texts)
     else:
-        reason = errors.probe_several(fitting)
+        reason = probe_several(fitting)
     return ProbeResult(
         found, declared, reason, ended_at, ended_subs, MappingProxyType(rejected)
     )
+
+
+# ------------------------------------------------------------------ messages
+def diff_with_action(name: str, changed: str, base: str) -> str:
+    return f"{name} with action {changed} instead of {base}"
+
+
+def diff_no_autoreset() -> str:
+    return "an error, or a step of the ended episode"
+
+
+def diff_autoreset() -> str:
+    return (
+        "an autoreset step (reward 0, terminated and truncated False, action ignored)"
+    )
+
+
+def note_step_raised(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode no sub-env awaits a reset by the caller here, so "
+        f"step() must work"
+    )
+
+
+def note_masked_reset(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the caller resets ended sub-envs with "
+        f"reset(options={{'reset_mask': mask}}), so that must work"
+    )
+
+
+def note_reset_step(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the step after an episode ends resets the sub-env: "
+        f"its action is ignored, the reward is 0, terminated and truncated are False"
+    )
+
+
+def note_action_ignored(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode a reset step ignores its action, so another action "
+        f"there must give the same result"
+    )
+
+
+def note_caller_resets(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode step() never resets a sub-env, the caller does with "
+        f"reset(options={{'reset_mask': mask}}); this sub-env's episode had ended "
+        f"and it was stepped without that reset, yet it was reset"
+    )
+
+
+def note_masked_keeps(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode reset(options={{'reset_mask': mask}}) resets only the "
+        f"masked sub-envs; the others' observations come back unchanged"
+    )
+
+
+def note_replay() -> str:
+    return "the same seed and actions"
+
+
+def probe_factory_not_callable(caller: str, got: Any) -> str:
+    return (
+        f"{caller} takes a function that builds a new vector env, e.g. "
+        f"lambda: gym.make_vec('CartPole-v1', num_envs=4), got "
+        f"{type(got).__name__}."
+    )
+
+
+def probe_factory_not_vector_env(caller: str, got: Any) -> str:
+    return (
+        f"{caller}: the factory must return a gymnasium.vector.VectorEnv, got "
+        f"{type(got).__name__}; for a single env's id use e.g. "
+        f"lambda: gym.make_vec(env_id, num_envs=2)."
+    )
+
+
+def probe_factory_reused(caller: str) -> str:
+    return (
+        f"{caller}: the factory returned an env it had returned before (and that "
+        f"{caller} has closed); it must build a new env on each call, e.g. "
+        f"lambda: gym.make_vec(...), not lambda: envs."
+    )
+
+
+def probe_unreadable_result(kind: str, error: BaseException) -> str:
+    return f"the result of {call_text(kind)} cannot be read: {error}"
+
+
+def probe_result_tuple(size: int, got: Any) -> str:
+    parts = (
+        "(obs, infos)"
+        if size == 2
+        else "(obs, rewards, terminations, truncations, infos)"
+    )
+    return f"expected a tuple {parts}, got {type(got).__name__}"
+
+
+def probe_max_steps(got: Any) -> str:
+    return (
+        f"max_steps must be an int >= 1 (the most steps to wait for an episode to "
+        f"end), got {got!r}."
+    )
+
+
+def probe_seed(got: Any) -> str:
+    return f"seed must be an int, got {got!r}."
+
+
+def probe_env_raised(call: int, kind: str, error: BaseException) -> str:
+    return (
+        f"the env raised {diff_raised(error)} in call {call} ({call_text(kind)}), "
+        f"before any episode ended"
+    )
+
+
+def probe_no_end(max_steps: int, seed: int) -> str:
+    return (
+        f"no episode ended within {max_steps} steps (seed {seed}, random actions): "
+        f"raise max_steps, or make the episodes shorter (e.g. max_episode_steps)"
+    )
+
+
+def probe_not_deterministic(seed: int, diff: str) -> str:
+    return (
+        f"the env is not deterministic under reset(seed={seed}) and the same "
+        f"actions, and the probe compares instances: {diff}"
+    )
+
+
+def probe_found(mode: AutoresetMode) -> str:
+    return f"only {mode.value}'s predictions hold."
+
+
+def probe_no_mode(rejected: dict[str, str]) -> str:
+    return "the env contradicts every mode's predictions: " + "; ".join(
+        f"not {mode}: {text}" for mode, text in rejected.items()
+    )
+
+
+def probe_several(modes: Iterable[AutoresetMode]) -> str:
+    return (
+        f"the runs fit {mode_names(modes)} alike (e.g. the action space has a "
+        f"single action, so whether an action is ignored is unknown)"
+    )
+
+
+def probe_summary(
+    mode: AutoresetMode | None,
+    declared: AutoresetMode | None,
+    reason: str,
+    ended_at: int | None,
+    ended: tuple[int, ...],
+    rejected: dict[AutoresetMode, str],
+) -> str:
+    head = f"behaves as {mode.value}" if mode is not None else "cannot tell the mode"
+    claim = f"declares {declared.value}" if declared is not None else "declares no mode"
+    lines = [f"{head} ({claim}): {reason}"]
+    if ended_at is not None:
+        subs = ", ".join(str(i) for i in ended)
+        lines.append(f"first episode end: call {ended_at}, sub-env(s) {subs}")
+    if len(rejected) < len(AutoresetMode):  # else the reason lists them
+        lines += [f"not {other.value}: {text}" for other, text in rejected.items()]
+    return "\n".join(lines)

@@ -49,7 +49,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors
 from vecmode._gymnasium import GYMNASIUM_VERDICTS, VECMODE_EQUIVALENTS
-from vecmode.errors import IncompatibleModeError, UndeclaredModeWarning
+from vecmode.errors import (
+    IncompatibleModeError,
+    UndeclaredModeWarning,
+    convert_to,
+    describe,
+    mode_names,
+)
 from vecmode.modes import ASSUMED_MODE, MODES, ModeLike, as_mode, mode_of
 
 __all__ = [
@@ -113,7 +119,7 @@ class Declaration:
     def why(self, mode: AutoresetMode) -> str:
         """Why ``mode`` is not supported, as a sentence for an error message."""
         if mode in self.wrong:
-            return errors.known_wrong(mode, self.wrong[mode])
+            return known_wrong(mode, self.wrong[mode])
         return self.reasons.get(mode, "")
 
 
@@ -127,11 +133,11 @@ def _declare(
 ) -> Declaration:
     accepted = frozenset(as_mode(mode) for mode in modes)
     if not accepted:
-        raise ValueError(errors.no_modes_declared())
+        raise ValueError(no_modes_declared())
     wrong_modes = {as_mode(mode): text for mode, text in (wrong or {}).items()}
     overlap = accepted & wrong_modes.keys()
     if overlap:
-        raise ValueError(errors.declared_both_ways(overlap))
+        raise ValueError(declared_both_ways(overlap))
     return Declaration(
         modes=accepted,
         output=None if output is None else as_mode(output),
@@ -169,9 +175,9 @@ def _gymnasium_entries() -> dict[str, Declaration]:
             ok = [mode for mode in MODES if by_mode[mode][0] == "ok"]
             short = name.rpartition(".")[2].rpartition(":")[2]
             instead = (
-                errors.use_vecmode_wrapper(short, ok)
+                use_vecmode_wrapper(short, ok)
                 if short in VECMODE_EQUIVALENTS
-                else errors.use_supported_modes(ok)
+                else use_supported_modes(ok)
             )
             _gymnasium[name] = _declare(
                 ok,
@@ -410,9 +416,7 @@ def _mode_or_assumed(
     mode = mode_of(env)
     if mode is not None:
         return mode
-    message = errors.undeclared_mode(
-        who, env, _is_strict(strict_override), ASSUMED_MODE
-    )
+    message = undeclared_mode(who, env, _is_strict(strict_override), ASSUMED_MODE)
     if _is_strict(strict_override):
         raise IncompatibleModeError(message)
     warnings.warn(message, UndeclaredModeWarning, stacklevel=stacklevel + 2)
@@ -458,7 +462,7 @@ def _check_construction(cls: type, env: Any) -> None:
                 mode,
                 found.modes,
                 found.why(mode),
-                found.instead or errors.use_supported_modes(found.modes),
+                found.instead or use_supported_modes(found.modes),
             )
         )
 
@@ -509,7 +513,7 @@ def instrumented() -> frozenset[type]:
 
 def _vector_wrapper_class(cls: Any, caller: str) -> type:
     if not (isinstance(cls, type) and issubclass(cls, VectorWrapper)):
-        raise TypeError(errors.not_a_wrapper_class(caller, cls))
+        raise TypeError(not_a_wrapper_class(caller, cls))
     return cls
 
 
@@ -596,7 +600,7 @@ def register(
     if isinstance(cls, str):
         module, _, qualname = cls.partition(":")
         if not module or not qualname:
-            raise ValueError(errors.class_path(cls))
+            raise ValueError(class_path(cls))
         if module in sys.modules:
             _vector_wrapper_class(_resolve(cls), f"vecmode.register({cls!r})")
         _registered_by_name[cls] = found
@@ -655,7 +659,7 @@ def _instrument_named(module: Any) -> None:
     for name in [n for n in _registered_by_name if n.startswith(prefix)]:
         target = _resolve(name)
         if not (isinstance(target, type) and issubclass(target, VectorWrapper)):
-            message = errors.not_a_wrapper_class(f"vecmode.register({name!r})", target)
+            message = not_a_wrapper_class(f"vecmode.register({name!r})", target)
             warnings.warn(message, RuntimeWarning, stacklevel=2)
             continue
         _resolved[name] = target
@@ -919,7 +923,7 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
                         None,
                         ASSUMED_MODE,
                         Verdict.UNDECLARED,
-                        errors.report_undeclared_env(ASSUMED_MODE),
+                        report_undeclared_env(ASSUMED_MODE),
                         layer,
                     )
                 )
@@ -944,7 +948,7 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
                     None,
                     mode,
                     Verdict.UNDECLARED,
-                    errors.report_undeclared_wrapper(name),
+                    report_undeclared_wrapper(name),
                     layer,
                 )
             )
@@ -956,10 +960,10 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
         elif mode_in is not None and mode_in not in found.modes:
             verdict, note = (
                 Verdict.REFUSED,
-                found.why(mode_in) or errors.report_refused(name),
+                found.why(mode_in) or report_refused(name),
             )
         elif declared is not None and mode is not None and declared is not mode:
-            verdict, note = Verdict.MISMATCH, errors.report_mismatch(declared, mode)
+            verdict, note = Verdict.MISMATCH, report_mismatch(declared, mode)
         rows.append(
             LayerReport(name, origin, mode_in, found.modes, mode, verdict, note, layer)
         )
@@ -973,7 +977,7 @@ def assert_compatible(
     report's table if it is not ok, else return the report."""
     report = check(env, strict=strict)
     if not report.ok:
-        raise IncompatibleModeError(errors.stack_not_compatible(str(report)))
+        raise IncompatibleModeError(stack_not_compatible(str(report)))
     return report
 
 
@@ -1000,9 +1004,108 @@ def require_mode(
     """
     wanted = frozenset(as_mode(mode) for mode in modes)
     if not wanted:
-        raise ValueError(errors.no_modes_declared())
+        raise ValueError(no_modes_declared())
     caller = who or "vecmode.require_mode"
     mode = _mode_or_assumed(env, caller, strict, stacklevel=1)
     if mode not in wanted:
-        raise IncompatibleModeError(errors.mode_required(caller, mode, wanted))
+        raise IncompatibleModeError(mode_required(caller, mode, wanted))
     return mode
+
+
+# ------------------------------------------------------------------ messages
+def mode_required(who: str, got: AutoresetMode, wanted: Iterable[AutoresetMode]) -> str:
+    return (
+        f"{who} needs a vector env in {mode_names(wanted)}, got one in {got.value}. "
+        f"{convert_to(wanted)}"
+    )
+
+
+def known_wrong(mode: AutoresetMode, what: str) -> str:
+    return f"It accepts {mode.value} but is known to be wrong there: {what}"
+
+
+def use_supported_modes(modes: Iterable[AutoresetMode]) -> str:
+    names = mode_names(modes)
+    first = names.split(", ")[0]
+    return (
+        f"Build the vector env in {names} (e.g. vecmode.make_vec(..., "
+        f"autoreset_mode={first!r}), or vecmode.with_autoreset(env, {first!r})), or "
+        f"use a wrapper that supports the env's mode."
+    )
+
+
+def use_vecmode_wrapper(name: str, modes: Iterable[AutoresetMode]) -> str:
+    return (
+        f"Use vecmode.wrappers.{name} instead (same arguments, right in every mode), "
+        f"or build the vector env in {mode_names(modes)}."
+    )
+
+
+def undeclared_mode(who: str, env: Any, strict: bool, assumed: AutoresetMode) -> str:
+    consequence = (
+        "vecmode.strict() is on, so this is an error"
+        if strict
+        else f"assuming {assumed.value} (Gymnasium's convention)"
+    )
+    return (
+        f"{who}: {describe(env)} declares no metadata['autoreset_mode']; {consequence}. "
+        f"Set metadata['autoreset_mode'] to the gymnasium.vector.AutoresetMode the "
+        f"env really uses."
+    )
+
+
+def no_modes_declared() -> str:
+    return (
+        "declare at least one mode: NextStep, SameStep or Disabled "
+        "(AutoresetMode values or their strings)."
+    )
+
+
+def declared_both_ways(modes: Iterable[AutoresetMode]) -> str:
+    return (
+        f"{mode_names(modes)} cannot be both supported and silently wrong; list each "
+        f"mode in modes or in wrong, not both."
+    )
+
+
+def not_a_wrapper_class(caller: str, got: Any) -> str:
+    return (
+        f"{caller} takes a subclass of gymnasium.vector.VectorWrapper, got {got!r}; "
+        f"declare the wrapper class itself (not an instance)."
+    )
+
+
+def class_path(got: str) -> str:
+    return (
+        f"{got!r} is not a class path; write 'package.module:ClassName' "
+        f"(e.g. 'gymnasium.wrappers.vector:NormalizeReward')."
+    )
+
+
+def report_undeclared_env(assumed: AutoresetMode) -> str:
+    return (
+        f"declares no metadata['autoreset_mode']; {assumed.value} assumed "
+        f"(Gymnasium's convention)"
+    )
+
+
+def report_undeclared_wrapper(name: str) -> str:
+    return (
+        f"no modes declared for {name}; declare them with @vecmode.supports or "
+        f"vecmode.register"
+    )
+
+
+def report_refused(name: str) -> str:
+    return f"{name} does not declare this mode"
+
+
+def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
+    return (
+        f"its metadata['autoreset_mode'] is {declared.value}, but its declaration "
+        f"and the layers below give {expected.value}"
+    )
+
+
+def stack_not_compatible(table: str) -> str:
+    return f"this vector env stack is not compatible with its autoreset mode:\n{table}"

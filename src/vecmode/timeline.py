@@ -27,7 +27,6 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from vecmode import errors
 from vecmode.core import batch_row
 from vecmode.make import make_vec
 from vecmode.modes import MODES, AutoresetMode, Boundary, boundary, final_observations
@@ -104,7 +103,7 @@ def timeline(
         actions = np.full(space.shape, action, dtype=space.dtype)
         if not space.contains(actions):
             envs.close()
-            raise ValueError(errors.timeline_action(action, envs.single_action_space))
+            raise ValueError(timeline_action(action, envs.single_action_space))
         calls: list[tuple[str, tuple, Boundary | None]] = [
             ("reset", envs.reset(seed=seed), None)
         ]
@@ -373,7 +372,7 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     """
     lanes = [(mode, rows) for mode, rows in table.items() if rows]
     if not lanes:
-        raise ValueError(errors.empty_timeline())
+        raise ValueError(empty_timeline())
     calls = [row.call for row in max((rows for _, rows in lanes), key=len)]
     top = _PAD + (28 if title else 0)
     lanes_top = top + 24
@@ -431,3 +430,18 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
         f'viewBox="0 0 {width} {height}" role="img" font-family={quoteattr(_FONT)}>'
     )
     return "\n".join([head, *(f"  {part}" for part in body), "</svg>"]) + "\n"
+
+
+# ------------------------------------------------------------------ messages
+def timeline_action(action: Any, space: Any) -> str:
+    return (
+        f"action {action!r} is not in the env's action space {space}; give one it "
+        f"holds (vecmode timeline --action A)."
+    )
+
+
+def empty_timeline() -> str:
+    return (
+        "timeline_svg needs at least one mode with rows, e.g. "
+        "timeline_svg(vecmode.timeline.timeline('CartPole-v1'))."
+    )

@@ -177,7 +177,7 @@ class TransitionCollector:
         self._boundaries = BoundaryTracker(self.mode, self.num_envs)
         self._obs: Any = None
         #: Why :meth:`step` cannot run: not reset yet, or a call failed midway.
-        self._blocked: str = errors.collector_not_reset()
+        self._blocked: str = collector_not_reset()
 
     # ------------------------------------------------------------------ state
     @property
@@ -226,10 +226,10 @@ class TransitionCollector:
             if "reset_mask" in options:
                 mask = validate_reset_mask(options["reset_mask"], self.num_envs)
                 if self._obs is None:
-                    raise ResetNeeded(errors.collector_masked_reset_first())
+                    raise ResetNeeded(collector_masked_reset_first())
                 options["reset_mask"] = mask
         self._obs = None
-        self._blocked = errors.collector_call_failed("reset")
+        self._blocked = collector_call_failed("reset")
         obs, infos = self.envs.reset(seed=seed, options=options)
         self._boundaries.reset(mask)
         self._obs = _fresh(obs) if self.copy else obs
@@ -255,7 +255,7 @@ class TransitionCollector:
         stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
         # The env has moved on: if anything below raises, only a reset is safe.
         self._obs = None
-        self._blocked = errors.collector_call_failed("step")
+        self._blocked = collector_call_failed("step")
         b = self._boundaries.step(terminations, truncations)
         following = _fresh(stepped) if self.copy else stepped
         moved_to = following
@@ -293,3 +293,28 @@ class TransitionCollector:
 
     def __repr__(self) -> str:
         return f"TransitionCollector({self.envs}, mode={self.mode.value})"
+
+
+# ------------------------------------------------------------------ messages
+def collector_not_reset() -> str:
+    return (
+        "TransitionCollector.step() was called before reset(): call "
+        "collector.reset(seed=...) first, so that the collector knows the "
+        "observations the first actions are taken in."
+    )
+
+
+def collector_masked_reset_first() -> str:
+    return (
+        'TransitionCollector.reset(options={"reset_mask": mask}) needs a full '
+        "reset() first: until then the other sub-envs' observations are unknown. "
+        "Call collector.reset(seed=...) without a mask."
+    )
+
+
+def collector_call_failed(call: str) -> str:
+    return (
+        f"the env raised during the TransitionCollector's last {call}(), after it "
+        f"had started, so what the sub-envs hold now is unknown and stepping on "
+        f"could lose or invent transitions; call collector.reset() to go on."
+    )

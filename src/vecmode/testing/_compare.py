@@ -48,7 +48,7 @@ class _Missing:
     """The value of a key that is not there."""
 
     def __repr__(self) -> str:
-        return errors.diff_missing()
+        return diff_missing()
 
 
 #: Stands for an absent dict key or attribute in a :class:`Difference`.
@@ -198,7 +198,7 @@ class Difference:
     run: str = ""
 
     def __str__(self) -> str:
-        return errors.diff_text(
+        return diff_text(
             self.call,
             self.kind,
             self.sub_env,
@@ -208,3 +208,25 @@ class Difference:
             self.note,
             self.run,
         )
+
+
+# ------------------------------------------------------------------ messages
+def diff_missing() -> str:
+    return "<no such key>"
+
+
+def diff_text(
+    call: int,
+    kind: str,
+    sub_env: int | None,
+    field: str,
+    expected: str,
+    got: str,
+    note: str,
+    run: str,
+) -> str:
+    where = f"{run}, call {call} ({kind})" if run else f"call {call} ({kind})"
+    if sub_env is not None:
+        where += f", sub-env {sub_env}"
+    text = f"{where}, {field}: expected {expected}, got {got}"
+    return f"{text} ({note})" if note else text

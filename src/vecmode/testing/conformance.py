@@ -50,7 +50,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors
 from vecmode.autoreset import with_autoreset
 from vecmode.core import batch_row
 from vecmode.errors import IncompatibleModeError
@@ -517,7 +516,7 @@ def _name(factory: Any) -> str:
 def _build(factory: WrapperFactory, envs: VectorEnv, who: str) -> VectorEnv:
     wrapped = factory(envs)
     if not isinstance(wrapped, VectorEnv):
-        raise TypeError(errors.conformance_not_a_vector_env(who, wrapped))
+        raise TypeError(conformance_not_a_vector_env(who, wrapped))
     return wrapped
 
 
@@ -633,18 +632,18 @@ def _check_arguments(
     factory: Any, num_envs: Any, transitions: Any, bases: Iterable[str] | None
 ) -> None:
     if not callable(factory):
-        raise TypeError(errors.conformance_factory(factory))
+        raise TypeError(conformance_factory(factory))
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 2:
-        raise ValueError(errors.conformance_count("num_envs", num_envs, 2))
+        raise ValueError(conformance_count("num_envs", num_envs, 2))
     if (
         isinstance(transitions, bool)
         or not isinstance(transitions, int)
         or transitions < 1
     ):
-        raise ValueError(errors.conformance_count("transitions", transitions, 1))
+        raise ValueError(conformance_count("transitions", transitions, 1))
     over = list(BASES) if bases is None else list(bases)
     if not over or any(name not in BASES for name in over):
-        raise ValueError(errors.conformance_bases(over, list(BASES)))
+        raise ValueError(conformance_bases(over, list(BASES)))
 
 
 class _Checker:
@@ -708,14 +707,14 @@ class _Checker:
         self, modes: Iterable[ModeLike] | None
     ) -> tuple[AutoresetMode, ...]:
         if self.declared is None and modes is None:
-            raise ValueError(errors.conformance_undeclared(self.who))
+            raise ValueError(conformance_undeclared(self.who))
         to_prove = (
             tuple(as_mode(m) for m in modes)
             if modes is not None
             else tuple(m for m in MODES if self.declared and m in self.declared)
         )
         if not to_prove:
-            raise ValueError(errors.conformance_no_modes(self.who))
+            raise ValueError(conformance_no_modes(self.who))
         return to_prove
 
     def check_modes_to_prove_are_accepted(
@@ -889,3 +888,45 @@ class WrapperConformance:
     def test_wrapper_conforms(self) -> None:
         """The wrapper is right in every mode it declares and refuses the others."""
         self.conformance_report = check_wrapper(self.make_wrapper, **self.check_options)
+
+
+# ------------------------------------------------------------------ messages
+def conformance_factory(got: Any) -> str:
+    return (
+        f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
+        f"got {got!r}; e.g. check_wrapper(MyWrapper) or "
+        f"check_wrapper(lambda env: MyWrapper(env, k=3))"
+    )
+
+
+def conformance_not_a_vector_env(who: str, got: Any) -> str:
+    return (
+        f"check_wrapper({who}): the factory returned {type(got).__name__}, not a "
+        f"gymnasium.vector.VectorEnv; it must return the wrapped vector env"
+    )
+
+
+def conformance_count(name: str, got: Any, least: int) -> str:
+    return f"check_wrapper: {name} must be an int >= {least}, got {got!r}"
+
+
+def conformance_undeclared(who: str) -> str:
+    return (
+        f"check_wrapper({who}): the wrapper declares no autoreset modes, so there "
+        f"is nothing to prove; declare them with @vecmode.supports(...) (or "
+        f"vecmode.register for a class you don't own), or pass modes=[...]"
+    )
+
+
+def conformance_no_modes(who: str) -> str:
+    return (
+        f"check_wrapper({who}): no mode to prove (modes=[] or a declaration with "
+        f"no supported mode)"
+    )
+
+
+def conformance_bases(got: list[str], known: list[str]) -> str:
+    return (
+        f"check_wrapper: bases must name one or more of {', '.join(map(repr, known))}"
+        f", got {got!r}"
+    )

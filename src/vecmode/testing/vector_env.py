@@ -24,7 +24,7 @@ CartPoleVectorEnv(CartPole-v1, num_envs=3) conforms to NextStep: ... steps, ... 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -80,7 +80,7 @@ class VectorEnvReport:
     probe: _probe.ProbeResult
 
     def __str__(self) -> str:
-        return errors.check_env_report(
+        return check_env_report(
             self.env, self.mode, self.steps, self.episode_ends, self.checks
         )
 
@@ -144,9 +144,9 @@ def check_vector_env(
     """
     for name, value in (("steps", steps), ("min_episode_ends", min_episode_ends)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(errors.check_env_positive_int(name, value))
+            raise ValueError(check_env_positive_int(name, value))
         if value < 1:
-            raise ValueError(errors.check_env_positive_int(name, value))
+            raise ValueError(check_env_positive_int(name, value))
     aliased: dict[int, list[int]] = {}
 
     def inspect(call: _probe.Call, result: Any) -> None:
@@ -158,11 +158,9 @@ def check_vector_env(
         try:
             mode = mode_of(env)
         except ValueError as exc:
-            raise AssertionError(
-                errors.check_env_bad_declaration(name, str(exc))
-            ) from None
+            raise AssertionError(check_env_bad_declaration(name, str(exc))) from None
         if mode is None:
-            raise AssertionError(errors.check_env_undeclared(name))
+            raise AssertionError(check_env_undeclared(name))
         spaces = _Spaces(
             int(env.num_envs), env.observation_space, env.single_observation_space
         )
@@ -186,18 +184,16 @@ def check_vector_env(
         )
     if diff is not None:
         raise AssertionError(
-            errors.check_env_failed(
+            check_env_failed(
                 name, mode, str(diff), _diagnosis(factory, steps, seed, mode)
             )
         )
     ends = sum(int(call.ended.sum()) for call in first.calls if call.kind == "step")
     if ends < min_episode_ends:
-        raise AssertionError(
-            errors.check_env_few_ends(name, ends, steps, min_episode_ends)
-        )
+        raise AssertionError(check_env_few_ends(name, ends, steps, min_episode_ends))
     found = _probe.probe_mode(factory, max_steps=steps, seed=seed)
     if found.mode is not mode:
-        raise AssertionError(errors.check_env_probe_disagrees(name, mode, str(found)))
+        raise AssertionError(check_env_probe_disagrees(name, mode, str(found)))
     return VectorEnvReport(
         env=name,
         mode=mode,
@@ -206,7 +202,7 @@ def check_vector_env(
         calls=len(first.calls),
         episode_ends=ends,
         masked_resets=sum(call.kind == "reset(mask)" for call in first.calls),
-        checks=errors.check_env_checks(
+        checks=check_env_checks(
             mode,
             final_in_info(mode),
             resets_on_next_step(mode),
@@ -370,8 +366,8 @@ def _structure_differences(
                             call.kind,
                             None,
                             name,
-                            errors.diff_array(n, kinds),
-                            errors.diff_got_array(value),
+                            diff_array(n, kinds),
+                            diff_got_array(value),
                         )
             if not isinstance(raw[-1], dict):
                 yield Difference(
@@ -390,7 +386,7 @@ def _structure_differences(
                 "result",
                 errors.diff_a_result(),
                 errors.diff_raised(call.error),
-                errors.note_env_raised(),
+                note_env_raised(),
             )
             return
 
@@ -411,7 +407,7 @@ def _observation_differences(
                 kind,
                 i,
                 "obs",
-                errors.diff_element(spaces.single_observation_space),
+                diff_element(spaces.single_observation_space),
                 describe(item),
             )
             return
@@ -420,7 +416,7 @@ def _observation_differences(
         kind,
         None,
         "obs",
-        errors.diff_element(spaces.observation_space),
+        diff_element(spaces.observation_space),
         describe(batch),
     )
 
@@ -491,7 +487,7 @@ def _final_differences(
                 call.kind,
                 i,
                 _FINAL_OBS_FIELD,
-                errors.diff_element(spaces.single_observation_space),
+                diff_element(spaces.single_observation_space),
                 describe(obs[i]),
                 note,
             )
@@ -502,9 +498,9 @@ def _final_differences(
                 call.kind,
                 i,
                 _FINAL_OBS_FIELD,
-                errors.diff_own_memory(),
-                errors.diff_shared_memory(),
-                errors.note_final_obs_overwritten(mode),
+                diff_own_memory(),
+                diff_shared_memory(),
+                note_final_obs_overwritten(mode),
             )
             return
 
@@ -541,9 +537,9 @@ def _final_obs_overwritten(
         call.kind,
         i,
         _FINAL_OBS_FIELD,
-        errors.diff_final_not_reset(),
+        diff_final_not_reset(),
         describe(_final_obs(call)[i]),
-        errors.note_final_obs_is_reset_obs(mode, len(ends)),
+        note_final_obs_is_reset_obs(mode, len(ends)),
     )
 
 
@@ -569,7 +565,7 @@ def _masked_info_differences(
                 f"info[{key!r}]",
                 "False",
                 "True",
-                errors.note_masked_info(mode),
+                note_masked_info(mode),
             )
             return
 
@@ -584,7 +580,7 @@ def _reproducibility_difference(
     diff = next(_probe.run_differences(first, second, upto=upto, run=label), None)
     if diff is None:
         return None
-    note = errors.note_not_reproducible(seed)
+    note = note_not_reproducible(seed)
     if diff.sub_env is not None:
         for a, b in zip(first, second, strict=False):
             if a.index > diff.call:
@@ -593,7 +589,7 @@ def _reproducibility_difference(
             if actions_a is None or actions_b is None:
                 continue
             if not same(actions_a[diff.sub_env], actions_b[diff.sub_env]):
-                note = errors.note_ignored_action_mattered(
+                note = note_ignored_action_mattered(
                     a.index,
                     describe(actions_a[diff.sub_env]),
                     describe(actions_b[diff.sub_env]),
@@ -633,7 +629,7 @@ def _reseed_differences(
                 name,
                 describe(expected),
                 describe(got),
-                errors.note_reset_clears_autoreset(mode, plan.reseeded),
+                note_reset_clears_autoreset(mode, plan.reseeded),
             )
             return
 
@@ -649,4 +645,170 @@ def _diagnosis(
         return ""
     if found.mode is None or found.mode is mode:
         return ""
-    return errors.check_env_diagnosis(found.mode)
+    return check_env_diagnosis(found.mode)
+
+
+# ------------------------------------------------------------------ messages
+def diff_array(num_envs: int, kinds: str) -> str:
+    dtype = "bool" if kinds == "b" else "float or int"
+    return f"an ndarray of shape ({num_envs},) and dtype {dtype}"
+
+
+def diff_got_array(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{type(value).__name__} of shape {value.shape} and dtype {value.dtype}"
+    return type(value).__name__
+
+
+def diff_element(space: Any) -> str:
+    return f"an element of {space}"
+
+
+def diff_own_memory() -> str:
+    return "an array of its own"
+
+
+def diff_shared_memory() -> str:
+    return "an array sharing memory with the returned observations"
+
+
+def diff_final_not_reset() -> str:
+    return "the ended episode's last observation"
+
+
+def note_env_raised() -> str:
+    return "the run makes only calls that the declared mode allows"
+
+
+def note_masked_info(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the info of reset(options={{'reset_mask': mask}}) "
+        f"holds data only for the reset sub-envs"
+    )
+
+
+def note_final_obs_overwritten(mode: AutoresetMode) -> str:
+    return (
+        f"in {mode.value} mode the final observation must outlive the reset; this "
+        f"one is a view of the observation buffer, which the reset and later calls "
+        f"overwrite"
+    )
+
+
+def note_final_obs_is_reset_obs(mode: AutoresetMode, count: int) -> str:
+    return (
+        f"at all {count} episode ends, info['final_obs'] equals the observation "
+        f"step() returned, which in {mode.value} mode starts the next episode, "
+        f"although the env's observations vary: the final observation was "
+        f"overwritten by the reset's"
+    )
+
+
+def note_not_reproducible(seed: int) -> str:
+    return (
+        f"a second instance, reset with seed={seed} and given the same actions, "
+        f"returned something else: the env must be deterministic under "
+        f"reset(seed=...)"
+    )
+
+
+def note_reset_clears_autoreset(mode: AutoresetMode, call: int) -> str:
+    return (
+        f"in {mode.value} mode reset() ends every episode, clearing pending "
+        f"autoresets: this sub-env's episode had ended before the reset at call "
+        f"{call}, and this step looks like its autoreset (reward 0, flags False, "
+        f"action ignored); a fresh instance, given the same reset and actions, "
+        f"returns the expected value"
+    )
+
+
+def note_ignored_action_mattered(call: int, base: str, changed: str) -> str:
+    return (
+        f"the second instance got action {changed} instead of {base} at call {call}, "
+        f"a reset step whose action is ignored, and that changed this"
+    )
+
+
+def check_env_positive_int(name: str, got: Any) -> str:
+    return f"check_vector_env: {name} must be an int >= 1, got {got!r}."
+
+
+def check_env_undeclared(env: str) -> str:
+    return (
+        f"{env} declares no metadata['autoreset_mode'], and check_vector_env checks "
+        f"an env against the mode it declares. Set metadata['autoreset_mode'] to "
+        f"the gymnasium.vector.AutoresetMode the env implements "
+        f"(vecmode.probe_mode(factory) tells how it behaves)."
+    )
+
+
+def check_env_failed(env: str, mode: AutoresetMode, diff: str, diagnosis: str) -> str:
+    text = f"{env} does not behave as {mode.value}, the mode it declares: {diff}."
+    return f"{text} {diagnosis}" if diagnosis else text
+
+
+def check_env_bad_declaration(env: str, problem: str) -> str:
+    return f"{env} declares metadata['autoreset_mode'] that is not a mode: {problem}"
+
+
+def check_env_diagnosis(found: AutoresetMode) -> str:
+    return (
+        f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
+        f"mode, or fix the env."
+    )
+
+
+def check_env_few_ends(env: str, ends: int, steps: int, least: int) -> str:
+    return (
+        f"{env}: {ends} episode end(s) in {steps} steps, fewer than "
+        f"min_episode_ends={least}, and a mode's contract is about episode ends: "
+        f"raise steps, or make the episodes shorter."
+    )
+
+
+def check_env_probe_disagrees(env: str, mode: AutoresetMode, probe: str) -> str:
+    return (
+        f"{env} declares {mode.value}, but vecmode.probe_mode does not find it "
+        f"behaving so: {probe}"
+    )
+
+
+def check_env_checks(
+    mode: AutoresetMode, final_in_info: bool, reset_steps: bool, caller_resets: bool
+) -> tuple[str, ...]:
+    checks = [
+        "observations in the observation space; rewards, terminations and "
+        "truncations of shape (num_envs,) and the right dtypes; infos dicts",
+    ]
+    if final_in_info:
+        checks.append(
+            "final_obs / _final_obs and final_info / _final_info exactly at episode "
+            "ends, True exactly for the ended sub-envs; final observations in the "
+            "single observation space, not overwritten by the reset"
+        )
+    else:
+        checks.append("no final_obs / final_info in info")
+    if reset_steps:
+        checks.append(
+            "the step after an episode ends: reward 0, terminated and truncated "
+            "False, action ignored; reset() clears pending autoresets"
+        )
+    if caller_resets:
+        checks.append(
+            "reset_mask resets exactly the masked sub-envs (others' observations "
+            "unchanged, infos only for the masked ones); step does not reset an "
+            "ended sub-env"
+        )
+    checks += [
+        "the same seed and actions reproduce the run",
+        f"vecmode.probe_mode finds {mode.value}",
+    ]
+    return tuple(checks)
+
+
+def check_env_report(
+    env: str, mode: AutoresetMode, steps: int, ends: int, checks: Iterable[str]
+) -> str:
+    lines = [f"{env} conforms to {mode.value}: {steps} steps, {ends} episode ends"]
+    lines += [f"  - {check}" for check in checks]
+    return "\n".join(lines)

@@ -38,7 +38,6 @@ from gymnasium.vector.utils import (
     iterate,
 )
 
-from vecmode import errors
 from vecmode.core import StepResult, copy_batch
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import (
@@ -85,7 +84,7 @@ def forward_reset(
 def check_infos(infos: Any, who: str) -> None:
     """Raise a clear error when ``infos`` is not Gymnasium's batched dict."""
     if type(infos) is not dict and not isinstance(infos, dict):
-        raise TypeError(errors.infos_not_dict(who, infos))
+        raise TypeError(infos_not_dict(who, infos))
 
 
 def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
@@ -99,7 +98,7 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
         or found[1] is None
         or np.count_nonzero(found[0][rows]) != np.count_nonzero(rows)
     ):
-        raise ValueError(errors.final_obs_missing(who, np.flatnonzero(rows).tolist()))
+        raise ValueError(final_obs_missing(who, np.flatnonzero(rows).tolist()))
     return found[1]
 
 
@@ -467,3 +466,22 @@ class RunningStatistics:
     @update_running_mean.setter
     def update_running_mean(self, setting: bool) -> None:
         self._update_running_mean = setting
+
+
+# ------------------------------------------------------------------ messages
+def infos_not_dict(who: str, got: Any) -> str:
+    return (
+        f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
+        f"{type(got).__name__}. A DictInfoToList wrapper (or similar) is probably "
+        f"inside it: make DictInfoToList the outermost wrapper."
+    )
+
+
+def final_obs_missing(who: str, indices: list[int]) -> str:
+    subs = ", ".join(str(i) for i in indices)
+    return (
+        f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but info['final_obs'] / "
+        f"info['_final_obs'] does not hold their final observation. The env (or a "
+        f"wrapper under {who}) does not follow Gymnasium's SAME_STEP contract; check "
+        f"it with vecmode.check(env) and declare its real mode."
+    )

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from vecmode import errors
 from vecmode.core import StepResult
 from vecmode.wrappers.base import StatefulWrapper
 
@@ -100,7 +99,15 @@ class RecordEpisodeStatistics(StatefulWrapper):
         if self._ended is not None:
             stats, self._ended = self._ended, None
             if key in infos or f"_{key}" in infos:
-                raise ValueError(errors.stats_key_taken(key, list(infos)))
+                raise ValueError(stats_key_taken(key, list(infos)))
             mask = stats.pop("mask")
             infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
+
+
+# ------------------------------------------------------------------ messages
+def stats_key_taken(key: str, keys: list[str]) -> str:
+    return (
+        f"RecordEpisodeStatistics cannot add episode statistics under info[{key!r}]: "
+        f"the key is already in the info ({keys}). Pass another stats_key."
+    )

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from vecmode import errors
 from vecmode.core import StepResult
 from vecmode.errors import InfoLayoutError
 from vecmode.modes import MODES
@@ -34,14 +33,14 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             continue
         mask = infos.get(f"_{key}")
         if mask is not None and len(mask) != num_envs:
-            raise InfoLayoutError(errors.info_length(f"_{key}", len(mask), num_envs))
+            raise InfoLayoutError(info_length(f"_{key}", len(mask), num_envs))
         if isinstance(value, dict):
             items: Any = infos_to_list(value, num_envs)
         elif isinstance(value, np.ndarray) and value.ndim and len(value) == num_envs:
             items = value
         else:
             length = len(value) if hasattr(value, "__len__") else None
-            raise InfoLayoutError(errors.info_length(key, length, num_envs))
+            raise InfoLayoutError(info_length(key, length, num_envs))
         for i in range(num_envs) if mask is None else np.flatnonzero(mask):
             out[i][key] = items[i]
     return out
@@ -91,3 +90,12 @@ class DictInfoToList(MaskedResetWrapper):
             truncations,
             infos_to_list(infos, self.num_envs),
         )
+
+
+# ------------------------------------------------------------------ messages
+def info_length(key: str, got: Any, num_envs: int) -> str:
+    return (
+        f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
+        f"batched infos hold one entry per sub-env (Gymnasium's VectorEnv._add_info "
+        f"builds them that way)."
+    )

@@ -19,7 +19,6 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import RunningMeanStd
 
-from vecmode import errors
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import with_final_observations
 from vecmode.wrappers.base import (
@@ -63,7 +62,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         super().__init__(env)
         space = self.env.single_observation_space
         if not isinstance(space, Box):
-            raise TypeError(errors.needs_box(type(self).__name__, space))
+            raise TypeError(needs_box(type(self).__name__, space))
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=space.shape, dtype=np.float32
         )
@@ -210,14 +209,14 @@ class FrameStackObservation(StatefulWrapper):
             )
         unstackable = [s for s in _leaf_spaces(space) if not isinstance(s, _STACKABLE)]
         if unstackable:
-            raise TypeError(errors.not_stackable(space, unstackable[0]))
+            raise TypeError(not_stackable(space, unstackable[0]))
         if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
             self.padding_value: Any = None
         elif not isinstance(padding_type, str) and padding_type in space:
             self.padding_value = padding_type
             padding_type = "_custom"
         else:
-            raise ValueError(errors.padding_type(padding_type, space))
+            raise ValueError(padding_type_message(padding_type, space))
         self.stack_size = int(stack_size)
         self.padding_type = padding_type
         self.single_observation_space = batch_space(space, n=self.stack_size)
@@ -284,3 +283,27 @@ class FrameStackObservation(StatefulWrapper):
             finals, self._finals = self._finals, {}
             infos = with_final_observations(infos, finals)
         return copy_batch(self.stacks), rewards, terminations, truncations, infos
+
+
+# ------------------------------------------------------------------ messages
+def needs_box(who: str, space: Any) -> str:
+    return (
+        f"{who} needs a Box single observation space, got {space}. Flatten the "
+        f"observations first (vecmode.wrappers.FlattenObservation) or normalise "
+        f"the Box parts yourself."
+    )
+
+
+def not_stackable(space: Any, leaf: Any) -> str:
+    return (
+        f"FrameStackObservation cannot stack observations of {space}: {leaf} is not "
+        f"a Box, Discrete, MultiDiscrete or MultiBinary space (nor a Dict / Tuple of "
+        f"them). Transform the observations into such a space first."
+    )
+
+
+def padding_type_message(value: Any, space: Any) -> str:
+    return (
+        f"Unexpected `padding_type` {value!r}: use 'reset', 'zero', or an "
+        f"observation of the env's single observation space ({space})."
+    )

@@ -19,7 +19,6 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate
 from gymnasium.wrappers import transform_observation
 
-from vecmode import errors
 from vecmode.modes import final_observations, with_final_observations
 from vecmode.wrappers.base import (
     ObservationWrapper,
@@ -220,7 +219,7 @@ class ResizeObservation(VectorizeTransformObservation):
         try:
             super().__init__(env, transform_observation.ResizeObservation, shape=shape)
         except DependencyNotInstalled as error:
-            raise DependencyNotInstalled(errors.opencv_missing()) from error
+            raise DependencyNotInstalled(opencv_missing()) from error
 
 
 class ReshapeObservation(VectorizeTransformObservation):
@@ -255,3 +254,11 @@ class DtypeObservation(VectorizeTransformObservation):
     def __init__(self, env: VectorEnv, dtype: Any) -> None:
         """``dtype``: the new dtype."""
         super().__init__(env, transform_observation.DtypeObservation, dtype=dtype)
+
+
+# ------------------------------------------------------------------ messages
+def opencv_missing() -> str:
+    return (
+        "ResizeObservation needs OpenCV, which is not installed: run "
+        'pip install "vecmode[opencv]" (or pip install opencv-python-headless).'
+    )
