@@ -43,6 +43,7 @@ from gymnasium.vector.utils import (
 from vecmode.core import (
     Command,
     Executed,
+    Request,
     StepResult,
     VectorCore,
     check_core_arguments,
@@ -126,18 +127,16 @@ class AsyncVectorEnv(VectorCore):
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
     >>> envs = vecmode.AsyncVectorEnv(
-    ...     [lambda: gym.make("CartPole-v1", max_episode_steps=1)] * 2,
-    ...     num_workers=1, context="fork")
-    >>> envs.metadata["autoreset_mode"]
-    <AutoresetMode.DISABLED: 'Disabled'>
-    >>> _ = envs.reset(seed=0)
-    >>> _, rewards, _, truncations, _ = envs.step(np.array([1, 1]))
-    >>> rewards, truncations
-    (array([1., 1.]), array([ True,  True]))
-    >>> envs.step(np.array([1, 1]))
-    Traceback (most recent call last):
-    ...
-    vecmode.errors.EpisodeEndedError: sub-env(s) 0, 1 ended their episode ...
+    ...     [lambda: gym.make("CartPole-v1", max_episode_steps=1)] * 4,
+    ...     num_workers=2, context="fork")
+    >>> envs  # sub-envs 0-1 in one worker process, 2-3 in the other
+    AsyncVectorEnv(num_envs=4, num_workers=2)
+    >>> envs.reset_async(seed=0)
+    >>> obs, infos = envs.reset_wait(timeout=10)
+    >>> envs.step_async(np.ones(4, dtype=int))
+    >>> truncations = envs.step_wait(timeout=10)[3]
+    >>> envs.awaiting_reset.tolist()  # DISABLED: the caller resets them
+    [True, True, True, True]
     >>> obs, infos = envs.reset(options={"reset_mask": truncations})
     >>> envs.close()
     """
@@ -460,14 +459,9 @@ class AsyncVectorEnv(VectorCore):
         if self._local is not None:
             self._local_message = message
 
-    def _send_execute(
-        self,
-        cmds: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> list[Worker]:
+    def _send_execute(self, request: Request) -> list[Worker]:
         """Send each worker with work its slice of the call; return those workers."""
+        cmds, actions, seeds, options = request
         split = self._split_actions(actions)
         busy = []
         for worker in self._pool.workers:
@@ -523,30 +517,18 @@ class AsyncVectorEnv(VectorCore):
         )
 
     # --------------------------------------------------------------- the core
-    def _execute(
-        self,
-        commands: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> Executed:
+    def _execute(self, request: Request) -> Executed:
+        commands = request.commands
         self._usable(
             "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
         )
-        busy = self._send_execute(commands, actions, seeds, options)
+        busy = self._send_execute(request)
         return self._finish(commands, busy, self.timeout, "a step or reset")
 
-    def _execute_async(
-        self,
-        name: str,
-        commands: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> None:
+    def _execute_async(self, name: str, request: Request) -> None:
         self._usable(f"{name}_async")
-        busy = self._send_execute(commands, actions, seeds, options)
-        self._pending = (name, (commands, busy))
+        busy = self._send_execute(request)
+        self._pending = (name, (request.commands, busy))
 
     def _execute_wait(
         self, name: str, timeout: float | None
@@ -647,7 +629,7 @@ class AsyncVectorEnv(VectorCore):
         caller sees it (``"step"``, ``"reset"``), for the pending-call errors."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
-        self._dispatch_async(name, cmds, actions, self._seeds(seed), options)
+        self._dispatch_async(name, Request(cmds, actions, self._seeds(seed), options))
 
     def execute_wait(
         self, timeout: float | None = None, *, name: str = "execute"
@@ -668,7 +650,7 @@ class AsyncVectorEnv(VectorCore):
             EpisodeEndedError: a sub-env whose episode ended would be stepped.
             AlreadyPendingCallError: another ``*_async`` call is pending.
         """
-        self._dispatch_async("step", self._all_step, actions, None, None)
+        self._dispatch_async("step", Request(self._all_step, actions))
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
         """Wait for the step sent by :meth:`step_async` and return its result.
@@ -691,7 +673,7 @@ class AsyncVectorEnv(VectorCore):
         self._usable("reset_async")
         seeds = self._seeds(seed)
         commands, rest = self._reset_commands(options)
-        self._dispatch_async("reset", commands, None, seeds, rest)
+        self._dispatch_async("reset", Request(commands, None, seeds, rest))
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
         """Wait for the reset sent by :meth:`reset_async`; return ``(obs, infos)``.

@@ -44,6 +44,7 @@ from vecmode.modes import CORE_MODE, EndedTracker, as_mode
 __all__ = [
     "Command",
     "Executed",
+    "Request",
     "StepResult",
     "VectorCore",
     "check_core_arguments",
@@ -53,6 +54,20 @@ __all__ = [
 #: Gymnasium's step tuple, ``(observations, rewards, terminations, truncations,
 #: infos)``.
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+
+
+class Request(NamedTuple):
+    """One call's work: a command per sub-env, and what the commands need."""
+
+    #: One ``int(Command)`` per sub-env.
+    commands: list[int]
+    #: The batched actions (entries of sub-envs that don't step are ignored), or
+    #: None when no command steps.
+    actions: Any = None
+    #: One seed (or None) per sub-env, for those that reset; or None.
+    seeds: list[int | None] | None = None
+    #: The options of the sub-envs that reset (each gets a copy), or None.
+    options: dict[str, Any] | None = None
 
 
 class Executed(NamedTuple):
@@ -358,7 +373,7 @@ class VectorCore(VectorEnv):
         >>> envs.close()
         """
         return self._dispatch(
-            self._commands(commands), actions, self._seeds(seed), options
+            Request(self._commands(commands), actions, self._seeds(seed), options)
         )
 
     def _commands(self, commands: Sequence[int] | np.ndarray) -> list[int]:
@@ -379,32 +394,19 @@ class VectorCore(VectorEnv):
             raise ValueError(unknown_command(sorted(unknown)[0]))
         return cmds
 
-    def _dispatch(
-        self,
-        cmds: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> Executed:
+    def _dispatch(self, request: Request) -> Executed:
         """Validated entry: check ended sub-envs and actions, run, track endings."""
-        self._validate(cmds, actions)
-        executed = self._execute(cmds, actions, seeds, options)
-        self._track(cmds, executed.ended)
+        self._validate(request.commands, request.actions)
+        executed = self._execute(request)
+        self._track(request.commands, executed.ended)
         return executed
 
-    def _dispatch_async(
-        self,
-        name: str,
-        cmds: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> None:
+    def _dispatch_async(self, name: str, request: Request) -> None:
         """Validated entry of the split API: check, then send the call ``name``
         (``"step"`` or ``"reset"``) without waiting; :meth:`_dispatch_wait` ends it.
         """
-        self._validate(cmds, actions)
-        self._execute_async(name, cmds, actions, seeds, options)
+        self._validate(request.commands, request.actions)
+        self._execute_async(name, request)
 
     def _dispatch_wait(self, name: str, timeout: float | None) -> Executed:
         """Wait for the pending call ``name``; track endings; return its record."""
@@ -443,25 +445,18 @@ class VectorCore(VectorEnv):
         )
         tracker.update(cleared, [i for i in done if cmds[i] == _STEP])
 
-    def _execute(
-        self,
-        commands: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> Executed:
-        """Run the (validated) commands. Backends implement this.
+    def _execute(self, request: Request) -> Executed:
+        """Run a (validated) :class:`Request`. Backends implement this.
 
-        ``commands`` is a list of ``int(Command)`` of length ``num_envs``;
-        ``actions`` the batched actions, or None when no command steps;
-        ``seeds`` None or one seed (or None) per sub-env; ``options`` the options
-        for resetting sub-envs (pass each a copy). :class:`vecmode.runner.Runner`
-        does all of that for a slice of sub-envs.
+        ``request.commands`` is a list of ``int(Command)`` of length ``num_envs``;
+        :class:`vecmode.runner.Runner` carries a request out for a slice of
+        sub-envs (seeds and options as given, each reset sub-env a copy of the
+        options).
         """
         raise NotImplementedError
 
     #: Backends with a split API (send now, wait later) implement these two:
-    #: ``_execute_async(name, commands, actions, seeds, options)`` sends the call
+    #: ``_execute_async(name, request)`` sends the call
     #: ``name`` (``"step"``/``"reset"``) and ``_execute_wait(name, timeout)``
     #: returns ``(executed, commands)``; the policies' ``step_async`` /
     #: ``step_wait`` / ``reset_async`` / ``reset_wait`` then work over the core.
@@ -475,7 +470,7 @@ class VectorCore(VectorEnv):
         Raises:
             EpisodeEndedError: a sub-env's episode ended and it was not reset.
         """
-        return self._dispatch(self._all_step, actions, None, None)[:5]  # type: ignore[return-value]
+        return self._dispatch(Request(self._all_step, actions))[:5]  # type: ignore[return-value]
 
     def reset(
         self,
@@ -493,7 +488,7 @@ class VectorCore(VectorEnv):
         """
         seeds = self._seeds(seed)
         cmds, rest = self._reset_commands(options)
-        executed = self._dispatch(cmds, None, seeds, rest)
+        executed = self._dispatch(Request(cmds, None, seeds, rest))
         return executed.observations, executed.infos
 
     def _reset_commands(

@@ -13,6 +13,7 @@ from gymnasium.vector.utils import concatenate, iterate
 
 from vecmode.core import (
     Executed,
+    Request,
     VectorCore,
     check_core_arguments,
     copy_batch,
@@ -97,13 +98,8 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self._env_obs.__setitem__ if self._rows is None else self._rows.__setitem__,
         )
 
-    def _execute(
-        self,
-        commands: list[int],
-        actions: Any,
-        seeds: list[int | None] | None,
-        options: dict[str, Any] | None,
-    ) -> Executed:
+    def _execute(self, request: Request) -> Executed:
+        commands, actions, seeds, options = request
         if actions is None:
             acts = None
         elif self._array_actions and type(actions) is np.ndarray:
