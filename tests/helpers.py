@@ -182,6 +182,12 @@ class FaultyEnv(ScheduledEnv):
         raise KeyError(f"explode() of sub-env {self.index}")
 
 
+def faulty_fns(n: int = 4, faults: dict[int, dict[str, Any]] | None = None) -> list:
+    """``faults[i]``: the :class:`FaultyEnv` arguments of sub-env ``i``."""
+    faults = faults or {}
+    return [functools.partial(FaultyEnv, i, **faults.get(i, {})) for i in range(n)]
+
+
 class SlowEnv(ScheduledEnv):
     """A ScheduledEnv whose ``step`` sleeps ``delay`` seconds."""
 

@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 import vecmode
 from tests.helpers import (
     OBS_TYPES,
-    FaultyEnv,
     ScheduledEnv,
     Script,
     SlowEnv,
@@ -39,6 +38,7 @@ from tests.helpers import (
     drive,
     env_fn_that_exits_in_a_worker,
     env_fn_that_raises,
+    faulty_fns,
     make_script,
     scheduled_fns,
 )
@@ -629,12 +629,6 @@ def test_check_reports_a_stack_over_the_async_core():
 
 
 # --------------------------------------------------------------------- faults
-def faulty_fns(n=4, faults=None):
-    """``faults[i]``: the FaultyEnv arguments of sub-env ``i``."""
-    faults = faults or {}
-    return [functools.partial(FaultyEnv, i, **faults.get(i, {})) for i in range(n)]
-
-
 def test_a_sub_env_raising_in_step_is_reported_with_its_index_and_traceback():
     envs = make_async(faulty_fns(4, {2: {"fail_step": 2, "lengths": (10,)}}))
     envs.reset(seed=0)
@@ -666,17 +660,25 @@ def test_a_sub_env_raising_in_step_is_reported_with_its_index_and_traceback():
     assert gone(pids)
 
 
-def test_next_step_autoreset_resets_every_sub_env_after_a_failed_step():
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_after_a_failed_step_the_lost_sub_envs_must_be_reset_in_every_mode(mode):
+    """No policy invents a transition for a sub-env whose step was lost (NEXT_STEP
+    would otherwise show a reset step the caller never saw an episode end for)."""
     envs = vecmode.with_autoreset(
-        make_async(faulty_fns(3, {0: {"fail_step": 1}})), "NextStep"
+        make_async(faulty_fns(3, {0: {"fail_step": 1}})), mode
     )
     envs.reset(seed=0)
-    with pytest.raises(SubEnvError, match="sub-env 0 raised"):
+    with pytest.raises(SubEnvError, match="sub-env 0 raised") as info:
         envs.step(np.zeros(3, dtype=int))
-    obs, rewards, terminations, truncations, infos = envs.step(np.zeros(3, dtype=int))
-    assert obs[:, 2].tolist() == [0, 0, 0]  # all reset: the reset step of NEXT_STEP
-    assert not rewards.any() and not terminations.any() and not truncations.any()
-    assert infos["_episode"].all()
+    assert info.value.lost == (0, 1, 2)
+    with pytest.raises(EpisodeEndedError, match="lost their state") as ended:
+        envs.step(np.zeros(3, dtype=int))
+    assert ended.value.indices == (0, 1, 2) and ended.value.lost
+    assert envs.unwrapped.awaiting_reset.all()
+    obs, infos = envs.reset(options={"reset_mask": envs.unwrapped.awaiting_reset})
+    assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode"].all()
+    _, rewards, *_ = envs.step(np.zeros(3, dtype=int))
+    assert rewards.tolist() == [0.5, 0.51, 0.52]  # real steps again
     envs.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import vecmode
-from tests.helpers import ScheduledEnv, assert_same, scheduled_fns
+from tests.helpers import ScheduledEnv, assert_same, faulty_fns, scheduled_fns
 from vecmode import (
     AutoresetMode,
     Command,
@@ -327,3 +328,127 @@ def test_awaiting_reset_after_full_reset():
 
 def test_error_messages_are_built_in_one_place():
     assert errors.episode_ended((1, 3)).startswith("sub-env(s) 1, 3 ")
+
+
+# ----------------------------------------------- input checks, closed envs, faults
+@pytest.mark.parametrize("backend", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "says"),
+    [
+        ({"options": "foo"}, TypeError, "options must be a dict or None, got str"),
+        ({"options": 5}, TypeError, "options must be a dict or None, got int"),
+        ({"seed": 1.5}, TypeError, "seed must be an int or None, got float 1.5"),
+        ({"seed": "7"}, TypeError, "seed must be an int or None, got str"),
+        ({"seed": True}, TypeError, "seed must be an int or None, got bool"),
+        ({"seed": [1, 2.5, 3]}, TypeError, "each seed in the list must be an int"),
+        ({"seed": [1, 2]}, ValueError, "list of 3 seeds"),
+    ],
+)
+def test_bad_seeds_and_options_are_clear_errors_before_anything_runs(
+    backend, kwargs, error, says
+):
+    envs = (
+        core()
+        if backend == "sync"
+        else vecmode.AsyncVectorEnv(scheduled_fns(3), context="fork", num_workers=1)
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=int))
+    with pytest.raises(error, match=re.escape(says)):
+        envs.reset(**kwargs)
+    obs, _, *_ = envs.step(np.zeros(3, dtype=int))  # nothing was reset: step 2
+    assert obs[:, 2].tolist() == [2, 2, 2]
+    envs.close()
+
+
+def test_numpy_integer_seeds_reach_the_sub_envs_as_ints():
+    envs = core()
+    seeds = []
+    for env in envs.envs:
+        original = env.reset
+
+        def reset(*, seed=None, options=None, original=original):
+            seeds.append(seed)
+            return original(seed=seed, options=options)
+
+        env.reset = reset
+    envs.reset(seed=np.arange(3))
+    envs.reset(seed=np.int64(10))
+    assert seeds == [0, 1, 2, 10, 11, 12]
+    assert all(type(seed) is int for seed in seeds)
+    envs.close()
+
+
+def test_a_closed_sync_core_refuses_every_call():
+    envs = core()
+    envs.reset(seed=0)
+    envs.close()
+    for call in (
+        lambda: envs.step(np.zeros(3, dtype=int)),
+        lambda: envs.reset(),
+        lambda: envs.execute([Command.STEP] * 3, np.zeros(3, dtype=int)),
+        lambda: envs.call("_obs"),
+        lambda: envs.get_attr("index"),
+        lambda: envs.set_attr("index", 1),
+    ):
+        with pytest.raises(gym.error.ClosedEnvironmentError, match="was closed"):
+            call()
+    envs.close()  # idempotent
+
+
+@pytest.mark.parametrize("name", ["step", "reset", "close"])
+def test_call_refuses_what_would_bypass_the_core(name):
+    envs = core()
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=f"use the env's own {name}"):
+        envs.call(name)
+    envs.step(np.zeros(3, dtype=int))  # unchanged, usable
+    envs.close()
+
+
+def test_a_sync_sub_env_fault_names_it_and_its_lost_state_must_be_reset():
+    """As in the async core: SubEnvError with the index, method and cause; the
+    sub-envs the failed call ran must be reset (the others go on)."""
+    envs = vecmode.with_autoreset(
+        vecmode.SyncVectorEnv(faulty_fns(4, {2: {"fail_step": 2}})), "NextStep"
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, dtype=int))
+    with pytest.raises(vecmode.SubEnvError) as info:
+        envs.step(np.zeros(4, dtype=int))
+    error = info.value
+    assert (error.index, error.method, error.lost) == (2, "step", (0, 1, 2))
+    assert isinstance(error.__cause__, ValueError)
+    with pytest.raises(vecmode.EpisodeEndedError, match="lost their state") as ended:
+        envs.step(np.zeros(4, dtype=int))
+    assert ended.value.indices == (0, 1, 2)
+    assert envs.unwrapped.awaiting_reset.tolist() == [True, True, True, False]
+    obs, _ = envs.reset(options={"reset_mask": envs.unwrapped.awaiting_reset})
+    assert obs[:, 1].tolist() == [1, 1, 1, 0] and obs[3, 2] == 1  # 3 went on
+    obs, *_ = envs.step(np.zeros(4, dtype=int))
+    assert obs[:, 2].tolist() == [1, 1, 1, 2]
+    envs.close()
+
+
+def test_a_failing_close_closes_every_sub_env_and_names_each_failure():
+    class CloseFails(ScheduledEnv):
+        closed_here = []
+
+        def close(self):
+            CloseFails.closed_here.append(self.index)
+            if self.index in (0, 2):
+                raise RuntimeError(f"close {self.index} failed")
+
+    envs = vecmode.SyncVectorEnv([lambda i=i: CloseFails(i) for i in range(3)])
+    with pytest.raises(vecmode.SubEnvError) as info:
+        envs.close()
+    assert CloseFails.closed_here == [0, 1, 2]
+    assert (info.value.index, info.value.method, info.value.others) == (
+        0,
+        "close",
+        (2,),
+    )
+    assert envs.closed
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.reset()
+    envs.close()  # no second error

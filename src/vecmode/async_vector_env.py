@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import pickle
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -46,8 +47,10 @@ from vecmode.core import (
     Request,
     StepResult,
     VectorCore,
+    check_call,
     check_core_arguments,
     copy_batch,
+    env_closed,
 )
 from vecmode.errors import SharedMemorySpaceError, SubEnvError, WorkerError
 from vecmode.layout import default_layout, slices, spin_seconds
@@ -59,6 +62,8 @@ from vecmode.worker import (
     EXECUTE,
     FAILED,
     GET_ATTR,
+    OK,
+    PROTOCOL,
     SET_ATTR,
     SHARED,
     STATS_SPACE,
@@ -66,6 +71,7 @@ from vecmode.worker import (
     SliceServer,
     create,
     space_mismatch,
+    unpicklable,
     view,
     viewed,
     worker_main,
@@ -76,18 +82,29 @@ __all__ = ["AsyncVectorEnv"]
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 #: ``call`` may not run these: they would bypass the core's bookkeeping.
-_FORBIDDEN_CALLS = frozenset(("step", "reset", "close"))
 
 
-def _raise_failure(answers: Sequence[Any]) -> None:
+def _raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
     """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env among
-    the answers (naming the others), if any failed."""
+    the answers (naming the others and the sub-envs whose state was ``lost``), if
+    any failed."""
     failures: list[RemoteFailure] = sorted(
         (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
         key=lambda f: f.index,
     )
     if failures:
-        raise failures[0].error(tuple(f.index for f in failures[1:]))
+        raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
+
+
+#: Seconds the workers may take to build their sub-envs when ``timeout`` is set
+#: (the larger of the two counts); with no ``timeout``, as long as they need (a
+#: worker that dies is reported at once all the same).
+BUILD_GRACE = 60.0
+
+#: Seconds ``close()`` gives the workers to close their sub-envs (when neither
+#: ``close(timeout=...)`` nor the env's ``timeout`` says otherwise), before it
+#: terminates them.
+CLOSE_GRACE = 5.0
 
 
 class AsyncVectorEnv(VectorCore):
@@ -187,8 +204,9 @@ class AsyncVectorEnv(VectorCore):
             observation_mode: ``"same"``, ``"different"`` or a tuple
                 ``(batched_space, single_space)``, as Gymnasium's.
             timeout: seconds any call may take before it fails with
-                :class:`vecmode.WorkerTimeoutError`; None: no limit (a worker that
-                dies is still reported at once).
+                :class:`vecmode.WorkerTimeoutError` (building the sub-envs may take
+                :data:`BUILD_GRACE`, a minute, if that is more); None: no limit (a
+                worker that dies is still reported at once).
             autoreset_mode: only ``DISABLED`` (the default): a core has no
                 autoreset policy. Given another mode, the error says how to get it.
 
@@ -358,9 +376,10 @@ class AsyncVectorEnv(VectorCore):
                 type(self).__name__,
                 self.daemon,
             )
-            answers = self._pool.collect(
-                self._pool.workers, self.timeout, "construction"
-            )
+            # building sub-envs (and, with spawn, importing their modules) may take
+            # longer than a step: the timeout grants construction at least a minute
+            limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
+            answers = self._pool.collect(self._pool.workers, limit, "construction")
             _raise_failure(answers)
             if self.in_parent:
                 answers.append(self._start_local(memory))
@@ -430,12 +449,28 @@ class AsyncVectorEnv(VectorCore):
             return []
         return list(local.handle((CLOSE,))[1])
 
-    def _run_local(self) -> Any:
-        """Carry out the message pending for the parent's own sub-envs."""
+    def _run_local(self, during: str = "a call") -> Any:
+        """Carry out the message pending for the parent's own sub-envs.
+
+        Its answer is pickled as a worker's would be, so that the same fault gives
+        the same error wherever a sub-env runs. An interrupt (Ctrl-C) here leaves
+        the workers' answers unread: the env cannot be used any more.
+        """
         message, self._local_message = self._local_message, None
         if message is None or self._local is None:
             return None
-        return self._local.handle(message)
+        try:
+            answer = self._local.handle(message)
+        except BaseException as exc:
+            if self._pool.broken is None:
+                self._pool.broken = f"{during} was interrupted by {type(exc).__name__}"
+            raise
+        if answer is not None and answer[0] == OK:
+            try:
+                pickle.dumps(answer, PROTOCOL)
+            except Exception as exc:
+                answer = unpicklable(answer, exc)
+        return answer
 
     # ------------------------------------------------------------ round trips
     @property
@@ -464,13 +499,20 @@ class AsyncVectorEnv(VectorCore):
         cmds, actions, seeds, options = request
         split = self._split_actions(actions)
         busy = []
-        for worker in self._pool.workers:
-            message = self._slice_message(
-                worker.start, worker.stop, cmds, split, seeds, options
-            )
-            if message is not None:
-                self._pool.send(worker, message, "a step or reset")
-                busy.append(worker)
+        try:
+            for worker in self._pool.workers:
+                message = self._slice_message(
+                    worker.start, worker.stop, cmds, split, seeds, options
+                )
+                if message is not None:
+                    self._pool.send(worker, message, "a step or reset")
+                    busy.append(worker)
+        except BaseException as exc:  # some workers have the call, others not
+            if self._pool.broken is None:
+                self._pool.broken = (
+                    f"sending a call was interrupted by {type(exc).__name__}"
+                )
+            raise
         if self._local is not None:
             self._local_message = self._slice_message(
                 self._local.first, self.num_envs, cmds, split, seeds, options
@@ -554,14 +596,12 @@ class AsyncVectorEnv(VectorCore):
         The parent's own sub-envs run first, while the workers run theirs.
         """
         local_busy = self._local_message is not None
-        local = self._run_local()
+        local = self._run_local(during)
         answers = self._pool.collect(busy, timeout, during)
         if self._local is not None:
             answers.append(local)
-        if any(a is not None and a[0] == FAILED for a in answers):
-            # The call's results are lost: no sub-env's episode can go on.
-            self.ended.update(ended=range(self.num_envs))
-            _raise_failure(answers)
+        # A failure: the call's results are lost, for every sub-env it ran.
+        _raise_failure(answers, [i for i, c in enumerate(commands) if c != _KEEP])
         rewards, terminations, truncations = self._stats(busy, local_busy)
         ended: list[int] = []
         finals: list[tuple[int, Any, dict[str, Any]]] = []
@@ -706,8 +746,7 @@ class AsyncVectorEnv(VectorCore):
     def call_async(self, name: str, *args: Any, **kwargs: Any) -> None:
         """Send a :meth:`call` to the workers; :meth:`call_wait` returns the results."""
         self._usable("call_async")
-        if name in _FORBIDDEN_CALLS:
-            raise ValueError(forbidden_call(name))
+        check_call(name)
         self._send_to_all((CALL, name, args, kwargs), f"call({name!r})")
         self._pending = ("call", name)
 
@@ -776,18 +815,36 @@ class AsyncVectorEnv(VectorCore):
         return [worker.process for worker in self._pool.workers]
 
     # ----------------------------------------------------------------- closing
+    def close(self, **kwargs: Any) -> None:
+        """Close the sub-envs and stop the workers (see :meth:`close_extras`).
+
+        Leaves no process behind, even when interrupted (Ctrl-C) or when a
+        sub-env's ``close()`` raises: the env is closed then, every later call
+        raises the closed-env error, and a second ``close()`` terminates whatever
+        an interrupted first one left.
+        """
+        if self.closed:
+            if self._pool.workers:  # an interrupted close left some: end them
+                self._pool.shutdown(terminate=True)
+            return
+        super().close(**kwargs)
+
     def close_extras(
         self, timeout: float | None = None, terminate: bool = False, **kwargs: Any
     ) -> None:
         """Close the sub-envs and stop the workers; leaves no process behind.
 
         Args:
-            timeout: seconds to wait for the workers to close their sub-envs before
-                they are terminated; None: the env's ``timeout``, else no limit.
+            timeout: seconds to wait for the workers to close their sub-envs
+                before they are terminated; None: the env's ``timeout`` if set,
+                else :data:`CLOSE_GRACE` (5 s). A worker still busy with an
+                interrupted or timed-out call is given the same grace, then
+                terminated.
             terminate: terminate the workers at once, without closing the sub-envs.
 
         Raises:
-            SubEnvError: a sub-env's ``close()`` raised (after every worker is
+            SubEnvError: a sub-env's ``close()`` raised, naming every sub-env whose
+                close failed (after every sub-env was closed and every worker
                 stopped).
         """
         if self._pending is not None:
@@ -799,11 +856,14 @@ class AsyncVectorEnv(VectorCore):
             self._pending = None
         if self._pool.broken is not None and "timed out" in self._pool.broken:
             terminate = True  # the workers may be stuck in the call
+        if timeout is None:
+            timeout = CLOSE_GRACE if self.timeout is None else self.timeout
         # the parent's own sub-envs are never stuck: close them in any case
-        failures = self._close_local()
-        failures += self._pool.shutdown(
-            terminate=terminate, timeout=self.timeout if timeout is None else timeout
-        )
+        try:
+            failures = self._close_local()
+        finally:
+            failures_in_workers = self._pool.shutdown(terminate, timeout)
+        failures += failures_in_workers
         _raise_failure([(FAILED, failures)] if failures else [])
 
     def __del__(self) -> None:
@@ -837,10 +897,6 @@ def env_unusable(reason: str) -> str:
     return f"this AsyncVectorEnv cannot be used any more: {reason}"
 
 
-def env_closed(name: str) -> str:
-    return f"{name} was closed; build a new env to go on."
-
-
 def already_pending(what: str, pending: str) -> str:
     # Gymnasium's wording first (code and tests match it), then what to do
     return (
@@ -852,13 +908,6 @@ def already_pending(what: str, pending: str) -> str:
 def nothing_pending(what: str, pending: str | None) -> str:
     had = f" (the pending call is {pending}_async())" if pending else ""
     return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
-
-
-def forbidden_call(name: str) -> str:
-    return (
-        f"call({name!r}) would run {name} behind the vector env's back; use the "
-        f"env's own {name}() instead."
-    )
 
 
 def num_workers_message(value: Any) -> str:

@@ -27,18 +27,24 @@ sub-env is stepped come from :class:`VectorCore`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 from gymnasium import Space
+from gymnasium.error import ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import errors
-from vecmode.errors import ActionBatchError, EpisodeEndedError, IncompatibleModeError
+from vecmode.errors import (
+    ActionBatchError,
+    EpisodeEndedError,
+    IncompatibleModeError,
+    SubEnvError,
+)
 from vecmode.modes import CORE_MODE, EndedTracker, as_mode
 
 __all__ = [
@@ -330,6 +336,8 @@ class VectorCore(VectorEnv):
         #: since; stepping one raises :class:`~vecmode.EpisodeEndedError`. Read it,
         #: don't change it (NEXT_STEP's policy resets exactly these).
         self.ended = EndedTracker(self.num_envs)
+        #: Sub-envs whose state a failed call left unknown (reset them to go on).
+        self._lost: set[int] = set()
         self._all_step: list[int] = [_STEP] * self.num_envs
         self._all_reset: list[int] = [_RESET] * self.num_envs
 
@@ -372,8 +380,14 @@ class VectorCore(VectorEnv):
         (array([1., 0.]), [], [])
         >>> envs.close()
         """
+        self._open()
         return self._dispatch(
-            Request(self._commands(commands), actions, self._seeds(seed), options)
+            Request(
+                self._commands(commands),
+                actions,
+                self._seeds(seed),
+                check_options(options),
+            )
         )
 
     def _commands(self, commands: Sequence[int] | np.ndarray) -> list[int]:
@@ -395,9 +409,20 @@ class VectorCore(VectorEnv):
         return cmds
 
     def _dispatch(self, request: Request) -> Executed:
-        """Validated entry: check ended sub-envs and actions, run, track endings."""
+        """Validated entry: check ended sub-envs and actions, run, track endings.
+
+        If the call fails (a sub-env raised, or it was interrupted), the sub-envs
+        whose state it left unknown must be reset before they are stepped again.
+        """
         self._validate(request.commands, request.actions)
-        executed = self._execute(request)
+        try:
+            executed = self._execute(request)
+        except SubEnvError as exc:
+            self._lose(exc.lost or _ran(request.commands))
+            raise
+        except BaseException:
+            self._lose(_ran(request.commands))
+            raise
         self._track(request.commands, executed.ended)
         return executed
 
@@ -410,12 +435,45 @@ class VectorCore(VectorEnv):
 
     def _dispatch_wait(self, name: str, timeout: float | None) -> Executed:
         """Wait for the pending call ``name``; track endings; return its record."""
-        executed, cmds = self._execute_wait(name, timeout)
+        try:
+            executed, cmds = self._execute_wait(name, timeout)
+        except SubEnvError as exc:
+            self._lose(exc.lost)
+            raise
         self._track(cmds, executed.ended)
         return executed
 
+    def close(self, **kwargs: Any) -> None:
+        """Close the sub-envs and release every resource; closing twice is a no-op.
+
+        The env is closed even when a sub-env's ``close()`` raises: every other
+        sub-env is closed too, then a :class:`~vecmode.SubEnvError` names the
+        sub-envs whose ``close()`` failed; later calls raise the closed-env error.
+        """
+        if self.closed:
+            return
+        try:
+            self.close_extras(**kwargs)
+        finally:
+            self.closed = True
+
+    def _lose(self, indices: Iterable[int]) -> None:
+        """These sub-envs' state is unknown: they must be reset to go on."""
+        self._lost.update(int(i) for i in indices)
+
+    def _open(self) -> None:
+        """Raise the closed-env error if the env was closed."""
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+
     def _validate(self, cmds: list[int], actions: Any) -> None:
         """Raise before anything runs: an ended sub-env stepped, a wrong batch."""
+        if self._lost:
+            stepped_lost = [
+                i for i in sorted(self._lost) if cmds[i] != _RESET and cmds[i] != _KEEP
+            ]
+            if stepped_lost:
+                raise EpisodeEndedError(stepped_lost, lost=True)
         if self.ended.count:
             stepped_ended = [i for i in self.ended.indices() if cmds[i] in _STEPPING]
             if stepped_ended:
@@ -444,6 +502,8 @@ class VectorCore(VectorEnv):
             [i for i in tracker.indices() if cmds[i] == _RESET] if tracker.count else ()
         )
         tracker.update(cleared, [i for i in done if cmds[i] == _STEP])
+        if self._lost:
+            self._lost.difference_update([i for i in self._lost if cmds[i] == _RESET])
 
     def _execute(self, request: Request) -> Executed:
         """Run a (validated) :class:`Request`. Backends implement this.
@@ -470,6 +530,7 @@ class VectorCore(VectorEnv):
         Raises:
             EpisodeEndedError: a sub-env's episode ended and it was not reset.
         """
+        self._open()
         return self._dispatch(Request(self._all_step, actions))[:5]  # type: ignore[return-value]
 
     def reset(
@@ -486,6 +547,7 @@ class VectorCore(VectorEnv):
         mask is a no-op rather than an error, and ``options`` is never mutated: the
         masked sub-envs receive the other options.
         """
+        self._open()
         seeds = self._seeds(seed)
         cmds, rest = self._reset_commands(options)
         executed = self._dispatch(Request(cmds, None, seeds, rest))
@@ -496,6 +558,7 @@ class VectorCore(VectorEnv):
     ) -> tuple[list[int], dict[str, Any] | None]:
         """The commands of a reset with ``options``, and the options the reset
         sub-envs get (``reset_mask`` taken out, the caller's dict untouched)."""
+        options = check_options(options)
         if options is not None and "reset_mask" in options:
             mask = validate_reset_mask(options["reset_mask"], self.num_envs)
             rest = {k: v for k, v in options.items() if k != "reset_mask"}
@@ -504,27 +567,95 @@ class VectorCore(VectorEnv):
 
     @property
     def awaiting_reset(self) -> np.ndarray:
-        """Bool mask of the sub-envs whose episode ended and that were not reset.
+        """Bool mask of the sub-envs that must be reset before they are stepped:
+        their episode ended and they were not reset (or a failed call lost their
+        state).
 
         In NEXT_STEP mode (:class:`vecmode.NextStepAutoreset`) these are the
         sub-envs that the next step resets.
         """
-        return self.ended.mask.copy()
+        mask = self.ended.mask.copy()
+        if self._lost:
+            mask[sorted(self._lost)] = True
+        return mask
 
     def _seeds(
         self, seed: int | Sequence[int | None] | None
     ) -> list[int | None] | None:
+        """One seed (or None) per sub-env, as Python ints: an int gives
+        ``seed + i`` to sub-env ``i`` (as Gymnasium); NumPy integers are accepted."""
         if seed is None:
             return None
-        if isinstance(seed, (int, np.integer)):
-            return [int(seed) + i for i in range(self.num_envs)]
+        if _is_int(seed):
+            return [int(cast(int, seed)) + i for i in range(self.num_envs)]
+        if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):
+            raise TypeError(seed_type(seed, self.num_envs))
         seeds = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(seeds_length(len(seeds), self.num_envs))
-        return seeds
+        bad = [s for s in seeds if s is not None and not _is_int(s)]
+        if bad:
+            raise TypeError(seed_type(bad[0], self.num_envs, in_list=True))
+        return [None if s is None else int(s) for s in seeds]
+
+
+def _ran(commands: list[int]) -> list[int]:
+    """The sub-envs a call ran (all but KEEP)."""
+    return [i for i, c in enumerate(commands) if c != _KEEP]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def check_options(options: Any) -> dict[str, Any] | None:
+    """``options`` if it is a dict or None, else a clear TypeError."""
+    if options is None or isinstance(options, dict):
+        return options
+    raise TypeError(options_type(options))
+
+
+#: ``call`` may not run these: they would bypass the core's bookkeeping.
+FORBIDDEN_CALLS = frozenset(("step", "reset", "close"))
+
+
+def check_call(name: str) -> None:
+    """Refuse ``call("step")`` and the like, pointing to the env's own method."""
+    if name in FORBIDDEN_CALLS:
+        raise ValueError(forbidden_call(name))
 
 
 # ------------------------------------------------------------------ messages
+def env_closed(name: str) -> str:
+    return f"{name} was closed; build a new env to go on."
+
+
+def forbidden_call(name: str) -> str:
+    return (
+        f"call({name!r}) would run {name} behind the vector env's back (its "
+        f"bookkeeping of ended sub-envs would be wrong); use the env's own "
+        f"{name}() instead."
+    )
+
+
+def seed_type(got: Any, num_envs: int, in_list: bool = False) -> str:
+    where = "each seed in the list" if in_list else "seed"
+    return (
+        f"{where} must be an int or None, got {type(got).__name__} {got!r}; pass "
+        f"seed=None, an int (sub-env i gets seed + i), or a list of {num_envs} ints "
+        f"or Nones (NumPy integers are fine)."
+    )
+
+
+def options_type(got: Any) -> str:
+    return (
+        f"options must be a dict or None, got {type(got).__name__} {got!r}; pass e.g. "
+        f'options={{"reset_mask": mask}}.'
+    )
+
+
 def seeds_length(got: int, num_envs: int) -> str:
     return (
         f"seed must be None, an int, or a list of {num_envs} seeds (one per sub-env), "

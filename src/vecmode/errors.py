@@ -76,36 +76,49 @@ class UndeclaredModeWarning(UserWarning):
 
 
 class EpisodeEndedError(RuntimeError):
-    """A sub-env whose episode ended was stepped before it was reset.
+    """A sub-env whose episode ended (or whose state a failed call lost) was
+    stepped before it was reset.
 
     In DISABLED mode the caller resets ended sub-envs with
-    ``reset(options={"reset_mask": mask})``. The check runs before any sub-env is
-    stepped, so the env is unchanged and usable after the error.
+    ``reset(options={"reset_mask": mask})``; after a call that failed (a sub-env
+    raised, the call was interrupted), the sub-envs whose state is unknown must be
+    reset that way in every mode. The check runs before any sub-env is stepped, so
+    the env is unchanged and usable after the error.
 
     Attributes:
-        indices: the indices of the ended sub-envs that were asked to step.
+        indices: the indices of those sub-envs that were asked to step.
+        lost: True when they lost their state in a failed call (not an episode
+            end).
     """
 
-    def __init__(self, indices: Iterable[int]) -> None:
+    def __init__(self, indices: Iterable[int], *, lost: bool = False) -> None:
         self.indices: tuple[int, ...] = tuple(int(i) for i in indices)
-        super().__init__(episode_ended(self.indices))
+        self.lost = lost
+        super().__init__(
+            state_lost(self.indices) if lost else episode_ended(self.indices)
+        )
 
 
 class SubEnvError(RuntimeError):
-    """A sub-env raised inside a worker process of :class:`vecmode.AsyncVectorEnv`.
+    """A sub-env raised, in any vecmode core (in the training process or in a
+    worker process).
 
-    Raised in the parent process, naming the sub-env and carrying the worker's
-    traceback text. The original exception is chained as ``__cause__`` when it can
-    be pickled. After a failed ``step``/``reset``/``execute`` every sub-env awaits
-    a reset (the call's results are lost, so no episode can go on); the workers are
-    alive and the env stays usable once reset. After a failed ``call``,
-    ``get_attr`` or ``set_attr`` nothing changes.
+    It names the sub-env and what it was doing, and carries the traceback text; the
+    original exception is chained as ``__cause__`` (when it crossed a process, when
+    it could be pickled). After a failed ``step``/``reset``/``execute`` the
+    sub-envs whose state is unknown (``lost``: those the call ran; their results
+    are lost) must be reset before they are stepped again, in every mode; the
+    others go on, and the env stays usable. After a failed ``call``, ``get_attr``
+    or ``set_attr`` nothing changes; after a failed ``close`` the env is closed.
 
     Attributes:
         index: the sub-env that raised.
-        method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``, ...).
+        method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``,
+            ``"close"``, ...).
         exc_type: the name of the original exception's type.
-        worker_traceback: the traceback text from the worker process.
+        worker_traceback: the traceback text.
+        others: the other sub-envs that raised in the same call.
+        lost: the sub-envs whose state the failed call lost (they must be reset).
     """
 
     def __init__(
@@ -116,7 +129,9 @@ class SubEnvError(RuntimeError):
         message: str,
         worker_traceback: str,
         others: Iterable[int] = (),
+        lost: Iterable[int] = (),
     ) -> None:
+        self.lost: tuple[int, ...] = tuple(int(i) for i in lost)
         self.index = int(index)
         self.method = method
         self.exc_type = exc_type
@@ -124,7 +139,13 @@ class SubEnvError(RuntimeError):
         self.others: tuple[int, ...] = tuple(others)
         super().__init__(
             sub_env_failed(
-                self.index, method, exc_type, message, worker_traceback, self.others
+                self.index,
+                method,
+                exc_type,
+                message,
+                worker_traceback,
+                self.others,
+                self.lost,
             )
         )
 
@@ -170,6 +191,16 @@ def episode_ended(indices: tuple[int, ...]) -> str:
         f"ended sub-envs (terminations | truncations), or wrap the env with "
         f"vecmode.NextStepAutoreset / vecmode.SameStepAutoreset to reset them "
         f"automatically."
+    )
+
+
+def state_lost(indices: tuple[int, ...]) -> str:
+    which = ", ".join(str(i) for i in indices)
+    return (
+        f"sub-env(s) {which} lost their state in a call that failed (a sub-env "
+        f"raised, or the call was interrupted) and must be reset before they are "
+        f"stepped again; nothing was stepped. Reset them with env.reset() or "
+        f'env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
     )
 
 
@@ -222,17 +253,23 @@ def sub_env_failed(
     message: str,
     worker_traceback: str,
     others: tuple[int, ...] = (),
+    lost: tuple[int, ...] = (),
 ) -> str:
     if method == "env_fn":
         what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
         todo = "Fix the env_fn; no worker process was left running."
-    elif method in ("step", "reset") or method.startswith("pickling"):
+    elif method == "close":
+        what = f"sub-env {index} raised {exc_type} in close(): {message}"
+        todo = "The env is closed all the same (every other sub-env was closed, no process is left)."
+    elif lost or method in ("step", "reset"):
         call = f"{method}()" if method in ("step", "reset") else method
         what = f"sub-env {index} raised {exc_type} in {call}: {message}"
+        which = ", ".join(map(str, lost)) or "the sub-envs of the call"
         todo = (
-            "The call's results are lost, so every sub-env now awaits a reset: "
-            "call reset() (or reset the sub-envs with a reset_mask) to go on, or "
-            "close() the env."
+            f"The call's results are lost, so sub-env(s) {which} must be reset "
+            f"before they are stepped again: call reset(), or "
+            f"reset(options={{'reset_mask': mask}}) with them in the mask "
+            f"(envs.unwrapped.awaiting_reset), or close() the env."
         )
     else:
         what = f"sub-env {index} raised {exc_type} in {method}: {message}"

@@ -246,28 +246,32 @@ class WorkerPool:
 
         Unless ``terminate``, each worker is asked to close its sub-envs, and
         waited for up to ``timeout`` seconds (None: no limit); then whatever is
-        still alive is terminated, then killed. No process is left either way.
+        still alive is terminated, then killed. No process is left either way,
+        even if the wait is interrupted (the interrupt then goes on up); a worker
+        that could not be ended stays in :attr:`workers` for the next call.
         """
-        workers, self.workers = self.workers, []
+        workers = list(self.workers)
         self._poller = None
         self._by_fd = {}
-        live = [w for w in workers if w.process.is_alive()]
         failures: list[Any] = []
-        if not terminate:
-            for worker in live:
-                with contextlib.suppress(OSError):
-                    worker.conn.send_bytes(pickle.dumps((CLOSE,), PROTOCOL))
-            failures = self._closed_answers(live, timeout)
-        for worker in workers:
-            worker.process.join(0 if terminate else 1.0)
-            if worker.process.is_alive():
-                worker.process.terminate()
-                worker.process.join(1.0)
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join()
-            worker.conn.close()
-            worker.process.close()
+        try:
+            if not terminate:
+                live = [w for w in workers if w.process.is_alive()]
+                for worker in live:
+                    with contextlib.suppress(OSError):
+                        worker.conn.send_bytes(pickle.dumps((CLOSE,), PROTOCOL))
+                failures = self._closed_answers(live, timeout)
+        except BaseException:
+            terminate = True  # interrupted: end them all at once
+            raise
+        finally:
+            remaining = list(workers)
+            try:
+                for worker in workers:
+                    _end(worker, terminate)
+                    remaining.remove(worker)
+            finally:
+                self.workers = remaining
         return failures
 
     @staticmethod
@@ -294,6 +298,21 @@ class WorkerPool:
             for obj in ready:
                 failures += _closed_answer(obj, waiting)
         return failures
+
+
+def _end(worker: Worker, terminate: bool) -> None:
+    """Wait a moment for ``worker`` to exit (none if ``terminate``), then terminate
+    it, then kill it; release its pipe."""
+    process = worker.process
+    process.join(0 if terminate else 1.0)
+    if process.is_alive():
+        process.terminate()
+        process.join(1.0)
+    if process.is_alive():
+        process.kill()
+        process.join()
+    worker.conn.close()
+    process.close()
 
 
 def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:

@@ -15,9 +15,11 @@ from vecmode.core import (
     Executed,
     Request,
     VectorCore,
+    check_call,
     check_core_arguments,
     copy_batch,
 )
+from vecmode.errors import SubEnvError
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.runner import Runner
 
@@ -98,6 +100,38 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self._env_obs.__setitem__ if self._rows is None else self._rows.__setitem__,
         )
 
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every sub-env (or get it, if not callable), as
+        Gymnasium's; ``call("step")`` and the like are refused (use ``step``)."""
+        self._open()
+        check_call(name)
+        return super().call(name, *args, **kwargs)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute ``name`` of every sub-env."""
+        self._open()
+        return super().get_attr(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every sub-env (one value, or one per sub-env)."""
+        self._open()
+        super().set_attr(name, values)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every sub-env, even if one's ``close()`` raises (then a
+        :class:`~vecmode.SubEnvError` names every sub-env whose close failed)."""
+        failures = self._runner.close()
+        if failures:
+            first = failures[0]
+            raise SubEnvError(
+                first.index,
+                "close",
+                type(first.error).__name__,
+                str(first.error),
+                first.traceback,
+                [f.index for f in failures[1:]],
+            ) from first.error
+
     def _execute(self, request: Request) -> Executed:
         commands, actions, seeds, options = request
         if actions is None:
@@ -107,8 +141,17 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         else:
             acts = iterate(self.action_space, actions)
         out = self._runner.run(commands, acts, seeds, options)
-        if out.failure is not None:
-            raise out.failure.error
+        failure = out.failure
+        if failure is not None:
+            error = failure.error
+            raise SubEnvError(
+                failure.index,
+                failure.method,
+                type(error).__name__,
+                str(error),
+                failure.traceback,
+                lost=[*out.ran, failure.index],
+            ) from error
         infos: dict[str, Any] = {}
         add_info = self._add_info
         for i, info in out.infos:

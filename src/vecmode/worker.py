@@ -136,11 +136,20 @@ class RemoteFailure:
             original,
         )
 
-    def error(self, others: tuple[int, ...] = ()) -> SubEnvError:
-        """The :class:`~vecmode.SubEnvError` to raise, the original exception as
-        its ``__cause__`` where it could be unpickled."""
+    def error(
+        self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
+    ) -> SubEnvError:
+        """The :class:`~vecmode.SubEnvError` to raise (``others``: the other
+        sub-envs that failed; ``lost``: those whose state the call lost), the
+        original exception as its ``__cause__`` where it could be unpickled."""
         error = SubEnvError(
-            self.index, self.method, self.exc_type, self.message, self.traceback, others
+            self.index,
+            self.method,
+            self.exc_type,
+            self.message,
+            self.traceback,
+            others,
+            lost,
         )
         if self.original is not None:
             with contextlib.suppress(Exception):

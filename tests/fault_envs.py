@@ -1,0 +1,93 @@
+"""Sub-envs that fail on purpose, for the fault-injection tests.
+
+Importable (not defined in a test), so they also work with the ``spawn`` and
+``forkserver`` start methods. Each fails at its ``at``-th call to ``step`` (counted
+over its life) when it is the faulty sub-env; the others are ``ScheduledEnv``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import pickle
+import threading
+import time
+from typing import Any
+
+from vecmode.testing.envs import ScheduledEnv
+
+FAULTS = (
+    "raise_step",
+    "raise_reset",
+    "hang",
+    "slow",
+    "exit",
+    "segfault",
+    "close_raises",
+    "unpicklable_info",
+    "unpicklable_obs",
+)
+
+
+class Unpicklable:
+    """A value pickle refuses (a lock inside)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __reduce__(self) -> Any:
+        raise pickle.PicklingError("this value cannot be pickled, on purpose")
+
+
+class FaultyEnv(ScheduledEnv):
+    """A ScheduledEnv (episodes of 1000 steps) that fails as ``fault`` says at its
+    ``at``-th step (``raise_reset``: its ``at``-th reset; ``close_raises``: in
+    ``close``)."""
+
+    def __init__(self, index: int = 0, fault: str = "raise_step", at: int = 2) -> None:
+        super().__init__(index, lengths=(1000,))
+        self.fault, self.at = fault, at
+        self.steps_taken = 0
+
+    def reset(self, *, seed=None, options=None):
+        if self.fault == "raise_reset" and self.resets + 1 == self.at:
+            self.resets += 1
+            raise ValueError(f"reset of sub-env {self.index} failed on purpose")
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps_taken += 1
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.steps_taken != self.at:
+            return obs, reward, terminated, truncated, info
+        if self.fault == "raise_step":
+            raise ValueError(f"step of sub-env {self.index} failed on purpose")
+        if self.fault == "hang":
+            time.sleep(3600)
+        if self.fault == "slow":
+            time.sleep(1.0)
+        if self.fault == "exit":
+            os._exit(3)
+        if self.fault == "segfault":
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        if self.fault == "unpicklable_info":
+            info = {**info, "bad": Unpicklable()}
+        if self.fault == "unpicklable_obs":
+            obs = Unpicklable()
+        return obs, reward, terminated, truncated, info
+
+    def close(self):
+        super().close()
+        if self.fault == "close_raises":
+            raise RuntimeError(f"close of sub-env {self.index} failed on purpose")
+
+
+def env_fns(num_envs: int, faulty: dict[int, str], at: int = 2) -> list:
+    """``num_envs`` sub-env factories; sub-env ``i`` in ``faulty`` fails as said."""
+    return [
+        functools.partial(FaultyEnv, i, faulty[i], at)
+        if i in faulty
+        else functools.partial(ScheduledEnv, i, (1000,))
+        for i in range(num_envs)
+    ]

@@ -1,0 +1,444 @@
+"""Fault injection: every fault, interrupt and bad input accounted for, in every layout.
+
+Each case runs in a child process (``tests/fault_driver.py``) in a session of its
+own, under a hard time limit: a sub-env that raises, hangs (with and without a
+timeout, interrupted by Ctrl-C), exits, crashes, is killed from outside, fails to
+close, or returns what cannot be pickled; over the sync core, the async core's
+default layout (every sub-env in a worker), its opt-in layout with sub-envs in the
+parent, and ``make_vec``; with ``fork``, and ``spawn`` / ``forkserver`` on a
+subset. Each case asserts the exception (type and sub-env), the time to it, whether
+the env is usable afterwards or closed as specified, and that no process of the
+session and no file descriptor is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Seconds a case may take before it counts as a hang.
+HARD_LIMIT = 40.0
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Case:
+    name: str
+    fault: str
+    backend: str  # sync, async, async-parent, make_vec
+    #: sub-env index -> fault
+    faulty: dict[int, str]
+    #: the expected exception's class name (in its MRO), None: no error
+    error: str | None
+    index: int | None = None
+    method: str | None = None
+    context: str = "fork"
+    mode: str = "SameStep"
+    options: dict[str, Any] = field(default_factory=dict)
+    #: "usable", "unusable: ...", or None (not checked)
+    after: str | None = None
+    #: the error must come within this many seconds of the call
+    within: float = 5.0
+    #: send Ctrl-C to the session this long after the child is ready
+    sigint_after: float | None = None
+    kill_worker: int | None = None
+    call: str = "step"
+    #: the child itself dies (a crash in a sub-env stepped in the training process)
+    child_dies: bool = False
+    #: what close() raises (class name), None: nothing
+    close_error: str | None = None
+    num_envs: int = 4
+
+    def as_json(self) -> str:
+        return json.dumps(
+            {
+                "backend": self.backend,
+                "faulty": self.faulty,
+                "context": self.context,
+                "mode": self.mode,
+                "options": self.options,
+                "num_envs": self.num_envs,
+                "check_usable": self.after is not None,
+                "kill_worker": self.kill_worker,
+                "call": self.call,
+            }
+        )
+
+
+def _cases() -> list[Case]:
+    cases: list[Case] = []
+    # a sub-env raises: SubEnvError naming it, the env usable once reset, anywhere
+    for backend in ("sync", "async", "async-parent"):
+        for faulty in (1, 3):  # in async-parent, sub-env 3 is stepped in the parent
+            cases.append(
+                Case(
+                    f"raise_step-{backend}-{faulty}",
+                    "raise_step",
+                    backend,
+                    {faulty: "raise_step"},
+                    "SubEnvError",
+                    faulty,
+                    "step",
+                    after="usable",
+                )
+            )
+        cases.append(
+            Case(
+                f"raise_reset-{backend}",
+                "raise_reset",
+                backend,
+                {2: "raise_reset"},
+                "SubEnvError",
+                2,
+                "reset",
+                after="usable",
+                call="reset",
+            )
+        )
+    cases.append(
+        # (make_vec builds every sub-env alike, so all are faulty: not reused after)
+        Case(
+            "raise_step-make_vec",
+            "raise_step",
+            "make_vec",
+            {0: "raise_step"},
+            "SubEnvError",
+            0,
+            "step",
+        )
+    )
+    for mode in ("NextStep", "Disabled"):
+        cases.append(
+            Case(
+                f"raise_step-async-{mode}",
+                "raise_step",
+                "async",
+                {2: "raise_step"},
+                "SubEnvError",
+                2,
+                "step",
+                mode=mode,
+                after="usable",
+            )
+        )
+    # a hang with a timeout: WorkerTimeoutError (a multiprocessing.TimeoutError)
+    for backend in ("async", "async-parent", "make_vec"):
+        cases.append(
+            Case(
+                f"hang-timeout-{backend}",
+                "hang",
+                backend,
+                {1: "hang"},
+                "TimeoutError",
+                options={"timeout": 0.5},
+                within=2.0,
+                after="unusable: WorkerError",
+            )
+        )
+    cases.append(
+        Case(
+            "slow-timeout-async",
+            "slow",
+            "async",
+            {0: "slow"},
+            "TimeoutError",
+            options={"timeout": 0.3},
+            within=1.5,
+            after="unusable: WorkerError",
+        )
+    )
+    # a hang and Ctrl-C: KeyboardInterrupt reaches the caller at once, in every layout
+    for backend, faulty in (
+        ("sync", 1),
+        ("async", 1),
+        ("async-parent", 1),
+        ("async-parent", 3),
+        ("make_vec", 0),
+    ):
+        cases.append(
+            Case(
+                f"hang-ctrl-c-{backend}-{faulty}",
+                "hang",
+                backend,
+                {faulty: "hang"},
+                "KeyboardInterrupt",
+                sigint_after=0.5,
+                within=2.0,
+            )
+        )
+    # a sub-env's process dies (exit, segfault, SIGKILL): WorkerError, the trainer lives
+    for backend in ("async", "async-parent", "make_vec"):
+        cases.append(
+            Case(
+                f"exit-{backend}",
+                "exit",
+                backend,
+                {0: "exit"},
+                "WorkerError",
+                within=2.0,
+                after="unusable: WorkerError",
+            )
+        )
+    cases.append(
+        Case(
+            "segfault-async",
+            "segfault",
+            "async",
+            {2: "segfault"},
+            "WorkerError",
+            within=2.0,
+            after="unusable: WorkerError",
+        )
+    )
+    cases.append(
+        Case(
+            "sigkill-async",
+            "none",
+            "async",
+            {},
+            "WorkerError",
+            kill_worker=1,
+            within=2.0,
+            after="unusable: WorkerError",
+        )
+    )
+    # ... and where the sub-env runs in the training process, it dies with it
+    # (the sync core; the opt-in parent share): documented, not the default
+    cases.append(Case("exit-sync", "exit", "sync", {1: "exit"}, None, child_dies=True))
+    cases.append(
+        Case(
+            "exit-async-parent-share",
+            "exit",
+            "async-parent",
+            {3: "exit"},
+            None,
+            child_dies=True,
+        )
+    )
+    # close() raises: the env is closed all the same, the error names each sub-env
+    for backend in ("sync", "async", "async-parent"):
+        cases.append(
+            Case(
+                f"close_raises-{backend}",
+                "close_raises",
+                backend,
+                {1: "close_raises", 3: "close_raises"},
+                None,
+                close_error="SubEnvError",
+            )
+        )
+    # what cannot be pickled: the same SubEnvError in a worker and in the parent
+    for backend, faulty in (("async", 1), ("async-parent", 3)):
+        cases.append(
+            Case(
+                f"unpicklable_info-{backend}",
+                "unpicklable_info",
+                backend,
+                {faulty: "unpicklable_info"},
+                "SubEnvError",
+                faulty,
+                "pickling its info",
+                after="usable",
+            )
+        )
+        cases.append(
+            Case(
+                f"unpicklable_obs-{backend}",
+                "unpicklable_obs",
+                backend,
+                {faulty: "unpicklable_obs"},
+                "SubEnvError",
+                faulty,
+                "pickling its observation",
+                options={"shared_memory": False},
+                after="usable",
+            )
+        )
+    cases.append(
+        Case(
+            "unpicklable_info-sync",
+            "unpicklable_info",
+            "sync",
+            {1: "unpicklable_info"},
+            None,
+            after="usable",
+        )
+    )
+    # the other start methods, on a subset
+    for context in ("spawn", "forkserver"):
+        cases += [
+            Case(
+                f"raise_step-async-{context}",
+                "raise_step",
+                "async",
+                {1: "raise_step"},
+                "SubEnvError",
+                1,
+                "step",
+                context=context,
+                after="usable",
+            ),
+            Case(
+                f"exit-async-{context}",
+                "exit",
+                "async",
+                {2: "exit"},
+                "WorkerError",
+                context=context,
+                within=2.0,
+                after="unusable: WorkerError",
+            ),
+            Case(
+                f"hang-timeout-async-{context}",
+                "hang",
+                "async",
+                {0: "hang"},
+                "TimeoutError",
+                context=context,
+                options={"timeout": 0.5},
+                within=2.0,
+                after="unusable: WorkerError",
+            ),
+            Case(
+                f"hang-ctrl-c-async-{context}",
+                "hang",
+                "async",
+                {0: "hang"},
+                "KeyboardInterrupt",
+                context=context,
+                sigint_after=0.5,
+                within=2.0,
+            ),
+        ]
+    return cases
+
+
+CASES = _cases()
+
+
+def _alive_in_session(sid: int) -> list[int]:
+    """Processes of session ``sid`` that still run (zombies excluded)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        state, session = fields[0], int(fields[3])
+        if session == sid and state != "Z":
+            alive.append(int(entry))
+    return alive
+
+
+def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
+    """Run ``case`` in a child process of its own session; return its report
+    (None if it died), its exit code and its stderr."""
+    with tempfile.TemporaryFile("w+") as errors:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.fault_driver", case.as_json()],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"},
+        )
+        sid = child.pid
+        deadline = time.monotonic() + HARD_LIMIT
+        stdout = child.stdout
+        assert stdout is not None
+        try:
+            line = stdout.readline()
+            if line.strip() == "READY" and case.sigint_after is not None:
+                time.sleep(case.sigint_after)
+                os.killpg(sid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+            child.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(sid, signal.SIGKILL)
+            child.wait()
+            pytest.fail(f"{case.name}: HANG, no result within {HARD_LIMIT} s")
+        out = stdout.read()
+        stdout.close()
+        errors.seek(0)
+        err = errors.read()
+    time.sleep(0.2)
+    left = _alive_in_session(sid)
+    if left:
+        os.killpg(sid, signal.SIGKILL)
+        pytest.fail(f"{case.name}: LEAK, processes {left} of the case still run")
+    if child.returncode != 0:
+        return None, child.returncode, err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["fds_left"] == [], f"{case.name}: file descriptors left"
+    return report, child.returncode, err
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_fault(case: Case):
+    report, code, err = run_case(case)
+    if case.child_dies:
+        assert report is None and code != 0, f"{case.name}: the child survived"
+        return
+    assert report is not None, f"{case.name}: the child died ({code}): {err[-2000:]}"
+    error = report["error"]
+    if case.error is None:
+        assert error is None, f"{case.name}: unexpected {error}"
+    else:
+        assert error is not None, f"{case.name}: no error (a silent wrong result)"
+        assert case.error in error["classes"], f"{case.name}: got {error}"
+        if case.index is not None:
+            assert error["index"] == case.index, error
+        if case.method is not None:
+            assert error["method"] == case.method, error
+        started = case.sigint_after or 0.0
+        assert report["seconds"] <= started + case.within, (
+            f"{case.name}: the error took {report['seconds']} s"
+        )
+        if case.error == "KeyboardInterrupt":
+            assert error["type"] == "KeyboardInterrupt", error  # never wrapped
+    if case.after is not None:
+        assert report["after"] == case.after, report
+    if case.close_error is None:
+        assert report["close"] == "ok", report["close"]
+    else:
+        assert case.close_error in report["close"]["classes"], report["close"]
+        assert report["close"]["method"] == "close"
+        assert "Sub-env(s) 3 raised in the same call too" in report["close"]["message"]
+    assert report["closed"] is True
+    assert report["after_close"] == "ClosedEnvironmentError", report
+
+
+def test_the_cases_cover_every_fault_backend_and_start_method():
+    faults = {c.fault for c in CASES}
+    assert faults >= {
+        "raise_step",
+        "raise_reset",
+        "hang",
+        "slow",
+        "exit",
+        "segfault",
+        "close_raises",
+        "unpicklable_info",
+        "unpicklable_obs",
+        "none",
+    }
+    assert {c.backend for c in CASES} == {"sync", "async", "async-parent", "make_vec"}
+    assert {c.context for c in CASES} == {"fork", "spawn", "forkserver"}
+    assert any(c.sigint_after for c in CASES) and any(c.kill_worker for c in CASES)
+    # in the default layout, no fault kills the training process
+    assert not any(c.child_dies for c in CASES if c.backend in ("async", "make_vec"))
