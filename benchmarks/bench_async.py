@@ -17,14 +17,17 @@ Contestants, all in NextStep mode over the same env functions:
 * ``gym sync``: ``gymnasium.vector.SyncVectorEnv(fns)``;
 * ``vm sync``: ``vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), "NextStep")``;
 * ``vm async``: ``vecmode.with_autoreset(vecmode.AsyncVectorEnv(fns), "NextStep")``
-  with its default layout: one worker per usable CPU but one, the parent stepping
-  its share of the sub-envs (``--num-workers N``: N workers and no sub-env in
-  the parent).
+  with its default layout: every sub-env in a worker, one worker per usable CPU
+  (``--num-workers N``: N workers);
+* ``vm async+parent``: the opt-in layout, ``AsyncVectorEnv(fns, in_parent=k)``
+  with ``k = num_envs // usable CPUs``: one worker per usable CPU but one, the
+  parent stepping the last ``k`` sub-envs meanwhile (faster for cheap sub-envs; no
+  crash isolation or timeout for those ``k``).
 
 The main results are the RATIOS ``vm async / gym async`` and ``vm async / vm
-sync``, each the median of per-round ratios of repeats run back to back, and the
-sync/async crossover: the smallest ``num_envs`` from which vecmode's async env
-beats its sync env. Absolute steps/s (medians) depend on the machine.
+sync`` (and the same for ``vm async+parent``), each the median of per-round ratios
+of repeats run back to back, and the sync/async crossover: the smallest
+``num_envs`` from which vecmode's async env beats its sync env. Absolute steps/s (medians) depend on the machine.
 
 How
 ---
@@ -86,8 +89,9 @@ WARMUP_STEPS = 20
 HEAVY_WORK_SECONDS = 50e-6
 HEAVY_EPISODE = 200
 
-GYM_ASYNC, GYM_SYNC, VM_SYNC, VM_ASYNC = "gym async", "gym sync", "vm sync", "vm async"
-CONTESTANTS = (GYM_ASYNC, GYM_SYNC, VM_SYNC, VM_ASYNC)
+GYM_ASYNC, GYM_SYNC, VM_SYNC = "gym async", "gym sync", "vm sync"
+VM_ASYNC, VM_PARENT = "vm async", "vm async+parent"
+CONTESTANTS = (GYM_ASYNC, GYM_SYNC, VM_SYNC, VM_ASYNC, VM_PARENT)
 
 
 # ------------------------------------------------------------------- the heavy env
@@ -204,6 +208,11 @@ class Contestant:
         )
 
 
+def parent_share(num_envs: int) -> int:
+    """The opt-in layout's share of sub-envs stepped in the parent."""
+    return max(1, num_envs // default_num_workers(10**6)) if num_envs > 1 else 0
+
+
 def build(
     kind: str, num_envs: int, work: int, num_workers: int | None
 ) -> list[Contestant]:
@@ -214,6 +223,9 @@ def build(
         VM_SYNC: lambda: vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), MODE),
         VM_ASYNC: lambda: vecmode.with_autoreset(
             vecmode.AsyncVectorEnv(fns, num_workers=num_workers), MODE
+        ),
+        VM_PARENT: lambda: vecmode.with_autoreset(
+            vecmode.AsyncVectorEnv(fns, in_parent=parent_share(num_envs)), MODE
         ),
     }
     out = []
@@ -237,6 +249,9 @@ class Row:
     vs_vm_sync: float
     vs_gym_async_range: tuple[float, float]
     vs_vm_sync_range: tuple[float, float]
+    parent_vs_gym_async: float
+    parent_vs_vm_sync: float
+    parent_layout: str
 
 
 def ratios(a: list[float], b: list[float]) -> list[float]:
@@ -284,17 +299,25 @@ def benchmark(
         rates = {c.name: c.rates for c in group}
         vs_gym = ratios(rates[VM_ASYNC], rates[GYM_ASYNC])
         vs_sync = ratios(rates[VM_ASYNC], rates[VM_SYNC])
+        parent = group[-1].envs.unwrapped
         rows.append(
             Row(
                 kind=kind,
                 num_envs=n,
-                num_workers=group[-1].envs.unwrapped.num_workers,
-                in_parent=group[-1].envs.unwrapped.in_parent,
+                num_workers=group[-2].envs.unwrapped.num_workers,
+                in_parent=group[-2].envs.unwrapped.in_parent,
                 rates={name: statistics.median(rs) for name, rs in rates.items()},
                 vs_gym_async=statistics.median(vs_gym),
                 vs_vm_sync=statistics.median(vs_sync),
                 vs_gym_async_range=(min(vs_gym), max(vs_gym)),
                 vs_vm_sync_range=(min(vs_sync), max(vs_sync)),
+                parent_vs_gym_async=statistics.median(
+                    ratios(rates[VM_PARENT], rates[GYM_ASYNC])
+                ),
+                parent_vs_vm_sync=statistics.median(
+                    ratios(rates[VM_PARENT], rates[VM_SYNC])
+                ),
+                parent_layout=f"{parent.num_workers} + {parent.in_parent} in parent",
             )
         )
     return rows, work, tuple(statistics.median(f) for f in zip(*floor, strict=True))
@@ -322,6 +345,9 @@ HEADERS = (
     "vm async/vm sync",
     "vm async/gym async min-max",
     "vm async/vm sync min-max",
+    "+parent layout",
+    "+parent/gym async",
+    "+parent/vm sync",
 )
 
 
@@ -337,6 +363,9 @@ def cells(row: Row) -> list[str]:
         f"{row.vs_vm_sync:.2f}",
         f"{row.vs_gym_async_range[0]:.2f}-{row.vs_gym_async_range[1]:.2f}",
         f"{row.vs_vm_sync_range[0]:.2f}-{row.vs_vm_sync_range[1]:.2f}",
+        row.parent_layout,
+        f"{row.parent_vs_gym_async:.2f}",
+        f"{row.parent_vs_vm_sync:.2f}",
     ]
 
 
@@ -402,8 +431,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--num-workers",
         type=positive_int,
         default=None,
-        help="vecmode async workers, none of the sub-envs in the parent (default: "
-        "vecmode's, one worker per usable CPU but one and a share in the parent)",
+        help="vecmode async workers in the default layout (default: vecmode's, one "
+        "worker per usable CPU)",
     )
     add_run_arguments(
         parser,
