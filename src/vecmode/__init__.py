@@ -33,6 +33,7 @@ from vecmode.autoreset import (
     with_autoreset,
 )
 from vecmode.core import Command, VectorCore
+from vecmode.env_classes import register_vector_env, unregister_vector_env
 from vecmode.errors import (
     EpisodeEndedError,
     IncompatibleModeError,
@@ -102,11 +103,13 @@ __all__ = [
     "mode_of",
     "probe_mode",
     "register",
+    "register_vector_env",
     "require_mode",
     "strict",
     "supported_modes",
     "supports",
     "unregister",
+    "unregister_vector_env",
     "with_autoreset",
     "wrappers",
 ]

@@ -49,6 +49,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors
 from vecmode._gymnasium import GYMNASIUM_VERDICTS, VECMODE_EQUIVALENTS
+from vecmode.env_classes import final_obs_layout
 from vecmode.errors import (
     IncompatibleModeError,
     UndeclaredModeWarning,
@@ -56,7 +57,14 @@ from vecmode.errors import (
     describe,
     mode_names,
 )
-from vecmode.modes import ASSUMED_MODE, MODES, ModeLike, as_mode, mode_of
+from vecmode.modes import (
+    ASSUMED_MODE,
+    MODES,
+    ModeLike,
+    as_mode,
+    final_in_info,
+    mode_of,
+)
 
 __all__ = [
     "CompatibilityReport",
@@ -465,6 +473,12 @@ def _check_construction(cls: type, env: Any) -> None:
                 found.instead or use_supported_modes(found.modes),
             )
         )
+    if (
+        final_in_info(mode)
+        and "final_obs_layout" not in vars(cls)
+        and final_obs_layout(env) != "gymnasium"
+    ):
+        raise IncompatibleModeError(own_final_obs_layout(cls.__name__, env))
 
 
 def _instrument(cls: type, because: str) -> None:
@@ -1109,3 +1123,14 @@ def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
 
 def stack_not_compatible(table: str) -> str:
     return f"this vector env stack is not compatible with its autoreset mode:\n{table}"
+
+
+def own_final_obs_layout(wrapper: str, env: Any) -> str:
+    name = type(getattr(env, "unwrapped", env)).__name__
+    return (
+        f"{wrapper} cannot wrap this {name} as it is: in SameStep, {name} reports "
+        f"final observations its own way (one dense array, no mask, no final "
+        f"infos), not in Gymnasium's layout, which {wrapper} reads. Translate it "
+        f"once, at the edge of the stack: vecmode.with_autoreset(env, 'SameStep') "
+        f"(it adds vecmode.autoreset.GymnasiumFinalObs), then wrap that."
+    )
