@@ -885,6 +885,7 @@ def test_close_with_a_pending_call_terminate_and_context_manager():
 
 
 # ------------------------------------------------------------- start methods
+@pytest.mark.slow
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_spawn_and_forkserver(context):
     def fns():

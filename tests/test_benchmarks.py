@@ -6,7 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+
+#: every test here runs a benchmark script in a subprocess
+pytestmark = pytest.mark.slow
 
 
 def run_benchmark(script: str, *flags: str, timeout: int = 120) -> str:

@@ -55,6 +55,7 @@ def subprocess_env():
 
 
 # ------------------------------------------------------------------ timeline
+@pytest.mark.slow
 def test_python_m_vecmode_prints_the_modes_side_by_side():
     out = subprocess.run(
         [sys.executable, "-m", "vecmode"], capture_output=True, text=True, check=True
@@ -810,6 +811,7 @@ def test_closed_stdout_ends_every_command_quietly(argv, monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["table"], ["timeline", "--steps", "400"]])
 def test_closed_pipe_in_a_real_process_has_no_traceback(argv):
     """``vecmode table | head``: the reader is gone before vecmode writes."""
@@ -845,6 +847,7 @@ def _entry_points() -> list[list[str]]:
     return points
 
 
+@pytest.mark.slow
 def test_console_script_and_python_m_behave_identically(capsys):
     """Both find modules in the current directory (``module:Class``), print the
     same and exit with the same code as ``main`` in-process."""

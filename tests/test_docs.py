@@ -78,6 +78,7 @@ def _vecmode(*args):
     ).stdout
 
 
+@pytest.mark.slow
 def test_registry_page_table_is_generated_from_the_registry():
     """docs/registry.md holds the marker, and the site has the registry's table there."""
     hooks = _hooks()
@@ -91,6 +92,7 @@ def test_registry_page_table_is_generated_from_the_registry():
     assert "<!-- vecmode:" not in built
 
 
+@pytest.mark.slow
 def test_every_marker_in_the_docs_is_filled_in():
     """An unknown marker fails the build; every known one is replaced."""
     hooks = _hooks()
@@ -113,6 +115,7 @@ def test_modes_page_has_the_timeline_picture():
     assert "\n\n" not in picture  # a blank line would end Markdown's raw HTML block
 
 
+@pytest.mark.slow
 def test_cli_marker_shows_the_command_and_what_it_prints():
     hooks = _hooks()
     built = hooks.render("before\n<!-- vecmode:cli timeline --steps 4 -->\nafter")
@@ -122,6 +125,7 @@ def test_cli_marker_shows_the_command_and_what_it_prints():
     )
 
 
+@pytest.mark.slow
 def test_readme_shows_what_vecmode_prints():
     """The README's copy of the output of ``vecmode``, cut at ``...``, is its start."""
     readme = (ROOT / "README.md").read_text()

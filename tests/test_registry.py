@@ -551,6 +551,7 @@ def test_guard_also_covers_modules_imported_later(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ isolation
+@pytest.mark.slow
 def test_importing_vecmode_patches_nothing():
     code = textwrap.dedent(
         """
@@ -588,6 +589,7 @@ def test_importing_vecmode_patches_nothing():
     assert all(m.startswith("vecmode.") for m in modules), modules
 
 
+@pytest.mark.slow
 def test_checks_run_under_python_dash_o():
     code = textwrap.dedent(
         """
