@@ -295,14 +295,15 @@ _TABLE_LEGEND = (
 )
 
 
-def _reasons(entries: list[tuple[str, Declaration]]) -> list[str]:
+def _reasons(entries: list[tuple[str, Declaration]], markdown: bool) -> list[str]:
     lines = []
     for name, found in entries:
         for mode in MODES:
             text = found.wrong.get(mode) or found.reasons.get(mode)
             if text:
                 verdict = found.behaviour(mode).replace("wrong", "WRONG")
-                lines.append(f"{name} in {mode.value} ({verdict}): {text}")
+                shown = f"`{name}`" if markdown else name
+                lines.append(f"{shown} in {mode.value} ({verdict}): {text}")
     return lines
 
 
@@ -329,11 +330,13 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         )
         for name, found in entries
     ]
-    reasons = _reasons(entries) if why else []
+    reasons = _reasons(entries, markdown) if why else []
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))
-        notes = [_TABLE_LEGEND, *[f"* {reason}" for reason in reasons]]
+        # a blank line before the list: Markdown runs a list on into the
+        # paragraph above it otherwise
+        notes = [_TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
     else:
         lines = _aligned(header, rows)
         notes = [*textwrap.wrap(_TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
