@@ -615,6 +615,7 @@ def test_check_reports_a_stack_over_the_async_core():
         "-",
         "Disabled",
         "ok",
+        "verified",
     ]
     assert lines[5].split()[1:3] == ["NextStepAutoreset", "(vecmode)"]
     envs.close()

@@ -223,10 +223,25 @@ def test_table_prints_the_registry_as_a_matrix(capsys):
         "SameStep",
         "Disabled",
         "produces",
+        "evidence",
     ]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:] if line.strip()}
-    assert rows["vecmode.SameStepAutoreset"] == ["refused", "refused", "ok", "SameStep"]
-    assert rows["vecmode.DisableAutoreset"] == ["ok", "refused", "ok", "Disabled"]
+    assert rows["vecmode.SameStepAutoreset"] == [
+        "refused",
+        "refused",
+        "ok",
+        "SameStep",
+        "verified",
+    ]
+    assert rows["vecmode.DisableAutoreset"] == [
+        "ok",
+        "refused",
+        "ok",
+        "Disabled",
+        "verified",
+    ]
+    assert rows["vecmode.wrappers.StatefulWrapper"] == ["ok", "ok", "ok", "declared"]
+    assert rows["gymnasium.wrappers.vector.NormalizeReward"][-1] == "verified"
     for name, found in declarations():
         cells = [found.behaviour(m).replace("wrong", "WRONG") for m in MODES]
         assert rows[name][:3] == cells, name
@@ -238,10 +253,11 @@ def test_table_why_and_markdown(capsys):
     assert "vecmode.DisableAutoreset in SameStep (refused): A SAME_STEP env" in out
     code, out, _ = run(["table", "--markdown"], capsys)
     lines = out.splitlines()
-    assert lines[0] == "| wrapper | NextStep | SameStep | Disabled | produces |"
-    assert (
-        lines[2]
-        == "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |"
+    assert lines[0] == (
+        "| wrapper | NextStep | SameStep | Disabled | produces | evidence |"
+    )
+    assert lines[2] == (
+        "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep | verified |"
     )
 
 

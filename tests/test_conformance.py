@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from gymnasium.wrappers import vector as gym_vector
 import vecmode
 from tests.wrapper_cases import CASES
 from vecmode import wrappers as vw
+from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
 
 #: the test-env options each catalogue case needs
@@ -25,10 +28,61 @@ KINDS = {
 }
 
 
+def _key(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+#: the autoreset policies test_autoreset_policies_conform_over_the_bases_they_accept
+#: proves
+POLICIES = (
+    vecmode.NextStepAutoreset,
+    vecmode.SameStepAutoreset,
+    vecmode.DisableAutoreset,
+)
+
+
+def _case_class(case) -> type:
+    """The class a catalogue case builds."""
+    from tests.wrapper_cases import vecmode_base
+
+    wrapped = case.wrap(vecmode_base(case.env, AutoresetMode.NEXT_STEP))
+    wrapped.close()
+    return type(wrapped)
+
+
+def test_the_verified_claim_is_what_the_conformance_tests_prove():
+    """vecmode.check reports vecmode's own wrappers as verified because the
+    tests here prove them: the classes it names are exactly those the catalogue
+    and the policy test run check_wrapper on, and every public wrapper of
+    vecmode is one of them (the base classes, for subclassing, are not)."""
+    proven = {_key(_case_class(case)) for case in CASES} | {_key(p) for p in POLICIES}
+    assert proven == CONFORMANCE_TESTED
+    bases = {
+        vw.ObservationWrapper,
+        vw.ActionWrapper,
+        vw.RewardWrapper,
+        vw.StatefulWrapper,
+    }
+    public = {
+        _key(obj)
+        for module in (vecmode, vw)
+        for obj in (getattr(module, name) for name in module.__all__)
+        if isinstance(obj, type) and issubclass(obj, VectorWrapper) and obj not in bases
+    }
+    assert public <= CONFORMANCE_TESTED, sorted(public - CONFORMANCE_TESTED)
+    for key in CONFORMANCE_TESTED:
+        module, _, name = key.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        assert vecmode.evidence(cls) is vecmode.Evidence.VERIFIED, key
+    for base in bases:
+        assert vecmode.evidence(base) is vecmode.Evidence.DECLARED, base
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_every_vecmode_wrapper_conforms(case):
     report = check_wrapper(case.wrap, **KINDS[case.env])
     assert isinstance(report, WrapperReport)
+    assert _key(report.wrapper_class) in CONFORMANCE_TESTED
     assert report.modes == tuple(AutoresetMode)
     assert report.refused == ()
     # 2 schedules x 3 modes x 2 base envs, and the staggered one truncated by
@@ -302,8 +356,15 @@ def test_gymnasium_wrappers_are_held_to_their_registry_entries():
         AssertionError, match=r"SameStep over .* differs from \[NextStep"
     ):
         check_wrapper(gym_vector.NormalizeReward, modes=["NextStep", "SameStep"], **kit)
-    with pytest.raises(AssertionError, match="accepted SameStep, which it does not"):
+    # accepting a mode it is known to get wrong fails, for the recorded reason
+    with pytest.raises(AssertionError) as caught:
         check_wrapper(gym_vector.NormalizeReward, **kit)
+    message = str(caught.value)
+    assert (
+        "built over a SameStep env: accepted SameStep, in which vecmode's registry "
+        "records it as wrong: It restarts the discounted return"
+    ) in message
+    assert "Use vecmode.wrappers.NormalizeReward instead" in message
     with vecmode.guard():
         report = check_wrapper(gym_vector.NormalizeReward, **kit)
     assert report.modes == (AutoresetMode.NEXT_STEP,)
@@ -356,11 +417,12 @@ def test_batch_dependent_values_differ_when_episodes_are_staggered():
 
 def test_autoreset_policies_conform_over_the_bases_they_accept():
     """A policy produces its own mode (declared ``output``): events are read by it."""
-    assert check_wrapper(vecmode.SameStepAutoreset).modes == (AutoresetMode.DISABLED,)
-    assert check_wrapper(vecmode.DisableAutoreset).modes == (
-        AutoresetMode.NEXT_STEP,
-        AutoresetMode.DISABLED,
-    )
+    report = check_wrapper(vecmode.SameStepAutoreset)
+    assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.wrapper_class is vecmode.SameStepAutoreset
+    report = check_wrapper(vecmode.DisableAutoreset)
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.wrapper_class is vecmode.DisableAutoreset
     with pytest.raises(AssertionError) as caught:
         check_wrapper(vecmode.NextStepAutoreset)
     assert (
@@ -372,6 +434,7 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
     ) in str(caught.value)
     report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
     assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.wrapper_class is vecmode.NextStepAutoreset
     assert all("gymnasium" not in run for run in report.runs)
 
 

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,8 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# one build, on one xdist worker, for every test here
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("docs-site")]
+pytestmark = pytest.mark.slow
 
 #: Elements whose text is code or markup, not prose.
 CODE = {"code", "pre", "kbd", "samp", "script", "style", "svg", "textarea"}
@@ -28,9 +28,8 @@ CODE = {"code", "pre", "kbd", "samp", "script", "style", "svg", "textarea"}
 VOID = {"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"}
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
+def build(out: Path) -> None:
+    """``mkdocs build --strict`` into ``out``."""
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
@@ -40,6 +39,35 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built once per test run: under pytest-xdist the first worker to
+    get here builds it into the run's shared temporary directory, the others
+    wait for it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        out = tmp_path_factory.mktemp("site")
+        build(out)
+        return out
+    shared = tmp_path_factory.getbasetemp().parent  # this run's, all workers'
+    out, done = shared / "docs-site", shared / "docs-site.done"
+    try:
+        (shared / "docs-site.lock").mkdir()
+    except FileExistsError:  # another worker builds it
+        deadline = time.monotonic() + 300
+        while not done.exists():
+            assert time.monotonic() < deadline, "the docs site was not built"
+            time.sleep(0.1)
+        failure = done.read_text(encoding="utf-8")
+        assert failure == "", failure
+        return out
+    try:
+        build(out)
+    except AssertionError as error:
+        done.write_text(str(error) or "mkdocs build failed", encoding="utf-8")
+        raise
+    done.write_text("", encoding="utf-8")
     return out
 
 

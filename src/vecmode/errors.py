@@ -1196,3 +1196,101 @@ def check_env_report(
     lines = [f"{env} conforms to {mode.value}: {steps} steps, {ends} episode ends"]
     lines += [f"  - {check}" for check in checks]
     return "\n".join(lines)
+
+
+# ------ evidence (vecmode.check's reports, WrapperReport.record)
+def evidence_gymnasium() -> str:
+    return "established by runs of it in each mode (vecmode's entries for Gymnasium)"
+
+
+def evidence_conformance_tested() -> str:
+    return "proven by the conformance kit (check_wrapper) in vecmode's test suite"
+
+
+def evidence_recorded(summary: str) -> str:
+    return f"proven by check_wrapper in this process ({summary})"
+
+
+def evidence_declared(name: str, source: str) -> str:
+    how = "@vecmode.supports" if source == "supports" else "vecmode.register"
+    return f"its modes are declared by {name} itself ({how}) and not proven here"
+
+
+def evidence_inherited(base: str, base_verified: bool) -> str:
+    if base_verified:
+        return (
+            f"its modes are inherited from {base}, which is verified; nothing "
+            "proves this subclass's own code"
+        )
+    return (
+        f"its modes are {base}'s declaration, inherited: nothing proves this "
+        "class's own code"
+    )
+
+
+def how_to_verify(name: str, path: str | None) -> str:
+    run = (
+        f"run `vecmode conform {path}`"
+        if path
+        else f"run vecmode.testing.check_wrapper({name})"
+    )
+    return (
+        f"{run} to prove them, and record a passing run "
+        f"(check_wrapper({name}).record(), e.g. in your tests) to have it reported "
+        f"verified."
+    )
+
+
+def evidence_env_declared(name: str) -> str:
+    return (
+        f"{name}'s metadata['autoreset_mode'] declares its mode, and nothing here "
+        "proved that it behaves so: run `vecmode probe module:factory` "
+        "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory "
+        "of it."
+    )
+
+
+def record_undeclared(name: str) -> str:
+    return (
+        f"{name} declares no autoreset modes, so there is nothing to record as "
+        f"verified; declare them with @vecmode.supports (or vecmode.register) "
+        f"first."
+    )
+
+
+def record_not_one_class(who: str, layers: int) -> str:
+    return (
+        f"check_wrapper({who}) proved a stack of {layers} wrappers, not one class; "
+        f"record a check_wrapper run of each class alone."
+    )
+
+
+def stack_not_verified(table: str) -> str:
+    return (
+        f"this vector env stack has layers whose modes nothing here proved "
+        f"(assert_compatible(..., verified=True)):\n{table}"
+    )
+
+
+# ------ conformance kit: construction
+def conformance_build_raised(mode: AutoresetMode, error: BaseException) -> str:
+    return (
+        f"raised {type(error).__name__} when built over a {mode.value} env, a mode "
+        f"it declares (or was asked to prove): {error}"
+    )
+
+
+def conformance_known_wrong(mode: AutoresetMode, what: str) -> str:
+    return (
+        f"accepted {mode.value}, in which vecmode's registry records it as wrong: "
+        f"{what} (Gymnasium's own wrappers refuse such a mode only under "
+        f"vecmode.guard())"
+    )
+
+
+def conformance_partial_reset_hint() -> str:
+    return (
+        "A wrapper must handle reset(options={'reset_mask': mask}), a partial "
+        "reset, in every mode it declares: DISABLED relies on it, and NEXT_STEP "
+        "and SAME_STEP envs accept it too; clear only the masked sub-envs' state."
+    )

@@ -42,15 +42,17 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors
+from vecmode import errors, registry
+from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.autoreset import with_autoreset
 from vecmode.core import batch_row
 from vecmode.errors import IncompatibleModeError
@@ -60,7 +62,7 @@ from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
-__all__ = ["WrapperConformance", "WrapperReport", "check_wrapper"]
+__all__ = ["WrapperConformance", "WrapperReport", "check_wrapper", "episode_statistics"]
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 
@@ -336,7 +338,20 @@ def _drive(
         for i in np.flatnonzero(mask).tolist():
             run.events[i].append(_Event("start", calls, batch_row(obs, i)))
 
-    obs, _ = envs.reset(seed=seed)
+    def call(where: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``method(*args, **kwargs)``; what it raises is a failure at ``where``."""
+        try:
+            return method(*args, **kwargs)
+        except Exception as error:
+            masked = "reset_mask" in (kwargs.get("options") or {})
+            raise _fail(
+                who,
+                where,
+                f"raised {type(error).__name__}: {error}",
+                errors.conformance_partial_reset_hint() if masked else "",
+            ) from error
+
+    obs, _ = call(f"{label}, call 0 (reset)", envs.reset, seed=seed)
     observe(obs, f"{label}, call 0 (reset)")
     started(obs, tracker.reset(None).starts)
     while min(taken) < wanted:
@@ -352,7 +367,7 @@ def _drive(
         actions = np.stack(
             [np.asarray(queues[i][taken[i] % len(queues[i])]) for i in range(n)]
         )
-        obs, rewards, terminations, truncations, infos = envs.step(actions)
+        obs, rewards, terminations, truncations, infos = call(where, envs.step, actions)
         observe(obs, where)
         for name, array, kinds in (
             ("rewards", rewards, "fiub"),
@@ -410,7 +425,7 @@ def _drive(
         if mask.any():
             calls += 1
             where = f"{label}, call {calls} (reset with reset_mask={mask.tolist()})"
-            obs, _ = envs.reset(options={"reset_mask": mask.copy()})
+            obs, _ = call(where, envs.reset, options={"reset_mask": mask.copy()})
             observe(obs, where)
             started(obs, tracker.reset(mask).starts)
     return run
@@ -470,7 +485,8 @@ def _describe(event: _Event) -> str:
 # ------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class WrapperReport:
-    """What :func:`check_wrapper` proved. ``str(report)`` shows it all."""
+    """What :func:`check_wrapper` proved. ``str(report)`` shows it all;
+    :meth:`record` makes :func:`vecmode.check` report the class as verified."""
 
     #: The wrapper's name.
     wrapper: str
@@ -484,6 +500,53 @@ class WrapperReport:
     transitions: int
     #: Whether values were compared only where episodes end together.
     batch_dependent: bool
+    #: The class proved: the factory built one wrapper of it over the base env
+    #: (None when it built a stack of several).
+    wrapper_class: type | None = field(default=None, compare=False, repr=False)
+    #: How each refused mode was refused: vecmode's IncompatibleModeError, or the
+    #: class's own constructor (its error, for an undeclared mode).
+    refusals: Mapping[AutoresetMode, str] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
+    )
+    #: The wrappers the factory stacked over the base env.
+    layers: int = field(default=1, compare=False, repr=False)
+
+    def record(self) -> WrapperReport:
+        """Record this proof for :attr:`wrapper_class`, in this process: from now
+        on :func:`vecmode.check` reports its layers as *verified* in the modes
+        proved right or refused (instead of *declared* / *inherited*).
+
+        The evidence belongs to that exact class, not to its subclasses, and
+        lapses if the class's declaration changes (``vecmode.register``). Record
+        where the stack is checked, e.g. in your test suite before
+        ``vecmode.assert_compatible(envs, verified=True)``.
+
+        >>> import gymnasium as gym
+        >>> import vecmode
+        >>> from vecmode.testing import check_wrapper
+        >>> @vecmode.supports(*vecmode.MODES)
+        ... class Twice(gym.vector.VectorWrapper):
+        ...     pass
+        >>> vecmode.evidence(Twice).value
+        'declared'
+        >>> check_wrapper(Twice).record().summary
+        'Twice: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)'
+        >>> vecmode.evidence(Twice).value
+        'verified'
+
+        Returns:
+            The report itself.
+
+        Raises:
+            ValueError: the factory built a stack of several wrappers (record a
+                check of each class alone), or the class declares no modes.
+        """
+        if self.wrapper_class is None:
+            raise ValueError(errors.record_not_one_class(self.wrapper, self.layers))
+        registry._record_verified(
+            self.wrapper_class, (*self.modes, *self.refused), self.summary
+        )
+        return self
 
     @property
     def summary(self) -> str:
@@ -496,9 +559,14 @@ class WrapperReport:
 
     def __str__(self) -> str:
         lines = [self.summary]
-        if self.refused:
-            refused = ", ".join(mode.value for mode in self.refused)
+        declared = [m for m in self.refused if m not in self.refusals]
+        if declared:
+            refused = ", ".join(mode.value for mode in declared)
             lines.append(f"refused at construction, as declared: {refused}")
+        for mode, why in self.refusals.items():
+            lines.append(
+                f"refused {mode.value} at construction, by its own constructor: {why}"
+            )
         if self.batch_dependent:
             lines.append(
                 "batch-dependent: values compared across modes where episodes end "
@@ -610,10 +678,13 @@ def check_wrapper(
 
     # Which modes does the wrapper accept when built, and which does it declare?
     accepted: dict[AutoresetMode, VectorEnv] = {}
-    refusals: dict[AutoresetMode, IncompatibleModeError] = {}
+    refusals: dict[AutoresetMode, Exception] = {}
+    raised: dict[AutoresetMode, Exception] = {}  # the class's own errors
     declared: frozenset[AutoresetMode] | None = (
         supported_modes(factory) if isinstance(factory, type) else None
     )
+    built: type | None = None
+    layers = 1
     for mode in MODES:
         envs = base(over[0], mode, schedules[0])
         try:
@@ -622,9 +693,17 @@ def check_wrapper(
             refusals[mode] = error
             envs.close()
             continue
+        except Exception as error:  # a bad argument, or its own refusal of mode
+            raised[mode] = error
+            envs.close()
+            continue
         accepted[mode] = wrapped
         if declared is None:
             declared = supported_modes(wrapped)
+        layers = _layers_over(wrapped, envs)
+        built = type(wrapped) if layers == 1 else None
+    if not accepted and raised:  # it cannot be built at all: the caller's error
+        raise next(iter(raised.values()))
     if declared is None and modes is None:
         for wrapped in accepted.values():
             wrapped.close()
@@ -640,6 +719,16 @@ def check_wrapper(
         if not isinstance(factory, type):  # name a function by what it builds
             who = type(wrapped).__name__
         wrapped.close()
+    own_refusals: dict[AutoresetMode, str] = {}
+    for mode, own in raised.items():
+        if mode in to_prove or (declared is not None and mode in declared):
+            raise _fail(
+                who,
+                f"built over a {mode.value} env",
+                errors.conformance_build_raised(mode, own),
+            ) from own
+        refusals[mode] = own  # an undeclared mode: refused by its own code
+        own_refusals[mode] = f"{type(own).__name__}: {own}"
     for mode in to_prove:
         if mode in refusals:
             raise _fail(
@@ -651,7 +740,14 @@ def check_wrapper(
     if batch_dependent is None:
         probe = base(over[0], to_prove[0], schedules[0])
         wrapped = _build(factory, probe, who)
-        batch_dependent = bool(_attribute(wrapped, "batch_dependent"))
+        found = _attribute(wrapped, "batch_dependent")
+        # Gymnasium's statistics wrappers pool the batch but do not say so
+        batch_dependent = (
+            bool(found)
+            if found is not None
+            else f"{type(wrapped).__module__}:{type(wrapped).__qualname__}"
+            in BATCH_DEPENDENT
+        )
         wrapped.close()
 
     space = base(over[0], to_prove[0], schedules[0])
@@ -673,6 +769,13 @@ def check_wrapper(
         "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
         "the same events as one the env truncated there: clear the sub-env's state "
         "on a masked reset."
+    )
+    hint_bases = (
+        "The same mode over two base envs must give the same events. One known "
+        "difference between them: Gymnasium's vector envs pop 'reset_mask' from "
+        "the options dict passed to reset(), vecmode's leave it there, so a "
+        "wrapper that reads options['reset_mask'] after passing the options down "
+        "sees a partial reset as a full one over Gymnasium's envs: read it before."
     )
     cut_runs: dict[AutoresetMode, _Run] = {}
     for schedule in schedules:
@@ -716,7 +819,7 @@ def check_wrapper(
                     continue
                 if mode in per_mode:  # same mode, other base: identical batching
                     compared += _compare(
-                        per_mode[mode], run, transitions, True, who, hint_modes
+                        per_mode[mode], run, transitions, True, who, hint_bases
                     )
                     continue
                 per_mode[mode] = run
@@ -731,6 +834,16 @@ def check_wrapper(
     if declared is not None:
         for mode in accepted:
             if mode not in declared and mode not in to_prove:
+                found = declaration(type(accepted[mode]))
+                if found is not None and mode in found.wrong:
+                    # a class vecmode does not own, accepting a mode it is
+                    # known to get wrong (Gymnasium's: refused under guard())
+                    raise _fail(
+                        who,
+                        f"built over a {mode.value} env",
+                        errors.conformance_known_wrong(mode, found.wrong[mode]),
+                        found.instead,
+                    )
                 raise _fail(
                     who,
                     f"built over a {mode.value} env",
@@ -747,7 +860,36 @@ def check_wrapper(
         tuple(runs),
         compared,
         bool(batch_dependent),
+        built,
+        MappingProxyType(own_refusals),
+        layers,
     )
+
+
+def _layers_over(wrapped: VectorEnv, base: VectorEnv) -> int:
+    """How many wrappers ``wrapped`` stacks over ``base``."""
+    count = 0
+    env: Any = wrapped
+    while env is not base and env is not None and count < 10_000:
+        count += 1
+        env = getattr(env, "env", None)
+    return count
+
+
+def episode_statistics(info: dict[str, Any]) -> tuple[float, int] | None:
+    """The episode statistics of a transition's info, for ``compare_info``:
+    ``(return, length)`` from ``info["episode"]`` (what ``RecordEpisodeStatistics``
+    writes at an episode's end, Gymnasium's and vecmode's), None elsewhere.
+
+    >>> from vecmode.testing import check_wrapper, episode_statistics
+    >>> from vecmode.wrappers import RecordEpisodeStatistics
+    >>> check_wrapper(RecordEpisodeStatistics, compare_info=episode_statistics).modes
+    (<AutoresetMode.NEXT_STEP: 'NextStep'>, <AutoresetMode.SAME_STEP: 'SameStep'>, <AutoresetMode.DISABLED: 'Disabled'>)
+    """
+    episode = info.get("episode")
+    if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:
+        return None
+    return float(np.asarray(episode["r"])), int(np.asarray(episode["l"]))
 
 
 def _attribute(env: Any, name: str) -> Any:
