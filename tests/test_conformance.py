@@ -12,6 +12,7 @@ from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
 from tests.wrapper_cases import CASES
+from vecmode import errors
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
@@ -369,6 +370,57 @@ def test_gymnasium_wrappers_are_held_to_their_registry_entries():
         report = check_wrapper(gym_vector.NormalizeReward, **kit)
     assert report.modes == (AutoresetMode.NEXT_STEP,)
     assert report.refused == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
+def test_a_classs_own_error_in_an_undeclared_mode_is_its_refusal():
+    """Gymnasium's TransformObservation raises ValueError when built in SameStep,
+    which vecmode's entry records as its refusal: the kit reports it, with the
+    error, and proves the other modes."""
+    report = check_wrapper(
+        lambda env: gym_vector.TransformObservation(
+            env, lambda o: o * 2, env.observation_space
+        )
+    )
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.refused == (AutoresetMode.SAME_STEP,)
+    assert report.refusals[AutoresetMode.SAME_STEP].startswith(
+        "ValueError: Expected autoreset_mode to be NEXT_STEP or DISABLED"
+    )
+    assert (
+        "refused SameStep at construction, by its own constructor: ValueError: "
+    ) in str(report)
+    # asked to prove that mode, the same error is a failure
+    with pytest.raises(AssertionError, match=r"raised ValueError when built over a"):
+        check_wrapper(
+            lambda env: gym_vector.TransformObservation(
+                env, lambda o: o * 2, env.observation_space
+            ),
+            modes=["SameStep"],
+        )
+
+
+def test_a_factory_that_cannot_be_built_raises_its_own_error():
+    with pytest.raises(gym.error.InvalidBound):
+        check_wrapper(vw.ClipReward)  # no bounds: the constructor's own error
+
+
+def test_an_error_while_running_names_the_call():
+    @vecmode.supports(*vecmode.MODES)
+    class NoPartialResets(VectorWrapper):
+        def reset(self, *, seed=None, options=None):
+            if options and "reset_mask" in options:
+                raise ValueError("no partial resets here")
+            return self.env.reset(seed=seed, options=options)
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(NoPartialResets)
+    message = str(caught.value)
+    assert message.startswith(  # DISABLED resets ended sub-envs with a mask
+        "check_wrapper(NoPartialResets): [Disabled over vecmode.SyncVectorEnv, "
+        "episodes ending together], call 4 (reset with reset_mask="
+    )
+    assert "raised ValueError: no partial resets here" in message
+    assert errors.conformance_partial_reset_hint() in message
 
 
 def episode_statistics(info):

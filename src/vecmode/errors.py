@@ -1294,3 +1294,29 @@ def conformance_partial_reset_hint() -> str:
         "reset, in every mode it declares: DISABLED relies on it, and NEXT_STEP "
         "and SAME_STEP envs accept it too; clear only the masked sub-envs' state."
     )
+
+
+# ------ command line: building a wrapper
+def cli_cannot_build(spec: str, mode: str | None, error: BaseException) -> str:
+    on = f"on the stack in {mode}" if mode else "on a test env in any mode"
+    return (
+        f"cannot build {spec!r} {on}: its constructor raised "
+        f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
+        f"(NAME:key=value,...; values are Python literals, other text is a string) "
+        f"and that it fits the env (rerun with --traceback to see where)."
+    )
+
+
+def cli_own_refusal(
+    spec: str, mode: AutoresetMode, error: BaseException, why: str, instead: str
+) -> str:
+    return " ".join(
+        part
+        for part in (
+            f"{spec!r} refuses {mode.value}: its constructor raised "
+            f"{type(error).__name__}: {str(error).rstrip('.')}.",
+            why,
+            instead,
+        )
+        if part
+    )

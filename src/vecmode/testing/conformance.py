@@ -876,10 +876,11 @@ def _layers_over(wrapped: VectorEnv, base: VectorEnv) -> int:
     return count
 
 
-def episode_statistics(info: dict[str, Any]) -> tuple[float, int] | None:
+def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
     """The episode statistics of a transition's info, for ``compare_info``:
-    ``(return, length)`` from ``info["episode"]`` (what ``RecordEpisodeStatistics``
-    writes at an episode's end, Gymnasium's and vecmode's), None elsewhere.
+    ``{"return": r, "length": l}`` from ``info["episode"]`` (what
+    ``RecordEpisodeStatistics`` writes at an episode's end, Gymnasium's and
+    vecmode's), None elsewhere.
 
     >>> from vecmode.testing import check_wrapper, episode_statistics
     >>> from vecmode.wrappers import RecordEpisodeStatistics
@@ -889,7 +890,10 @@ def episode_statistics(info: dict[str, Any]) -> tuple[float, int] | None:
     episode = info.get("episode")
     if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:
         return None
-    return float(np.asarray(episode["r"])), int(np.asarray(episode["l"]))
+    return {
+        "return": float(np.asarray(episode["r"])),
+        "length": int(np.asarray(episode["l"])),
+    }
 
 
 def _attribute(env: Any, name: str) -> Any:
