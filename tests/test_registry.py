@@ -545,6 +545,10 @@ def test_report_shows_the_evidence_behind_each_verdict():
     )
     for verified in report[:4]:
         assert verified.evidence_note == ""
+    # an undeclared layer: how to find the modes it is right in
+    assert report[4].evidence_note == errors.how_to_find_modes(
+        "VectorWrapper", "gymnasium.vector.vector_env:VectorWrapper"
+    )
     envs.close()
 
 
@@ -580,6 +584,7 @@ def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
     assert "vecmode probe" in row.evidence_note
     row = vecmode.check(undeclared_env())[0]
     assert row.evidence is vecmode.Evidence.NONE
+    assert row.evidence_note == errors.evidence_env_undeclared("SyncVectorEnv")
     for env in (gym_env(SS), core()):
         assert vecmode.check(env)[0].evidence is vecmode.Evidence.VERIFIED
         env.close()

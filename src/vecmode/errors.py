@@ -1320,3 +1320,19 @@ def cli_own_refusal(
         )
         if part
     )
+
+
+def how_to_find_modes(name: str, path: str | None) -> str:
+    run = (
+        f"`vecmode conform {path} --modes NextStep SameStep Disabled`"
+        if path
+        else f"vecmode.testing.check_wrapper({name}, modes=vecmode.MODES)"
+    )
+    return f"{run} shows which modes it is right in."
+
+
+def evidence_env_undeclared(name: str) -> str:
+    return (
+        f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode a "
+        f"{name} really behaves as."
+    )

@@ -337,13 +337,14 @@ def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
     return _proof(cls, None if mode is None else as_mode(mode))[0]
 
 
-def _conform_hint(cls: type) -> str:
+def _conform_hint(cls: type, declared: bool = True) -> str:
     """How to prove ``cls``: the command when it has an import path, else the
-    function."""
+    function; for an undeclared class, how to find its modes."""
     local = "<locals>" in cls.__qualname__ or cls.__module__ == "__main__"
-    return errors.how_to_verify(
-        cls.__name__, None if local else f"{cls.__module__}:{cls.__qualname__}"
-    )
+    path = None if local else f"{cls.__module__}:{cls.__qualname__}"
+    if not declared:
+        return errors.how_to_find_modes(cls.__name__, path)
+    return errors.how_to_verify(cls.__name__, path)
 
 
 def _alive(refs: list[weakref.ref[type]]) -> list[type]:
@@ -1008,7 +1009,8 @@ def _format_report(report: CompatibilityReport) -> str:
     notes: list[str] = []
     for position, row in enumerate(report):
         verdict = row.verdict.value
-        text = " ".join(part for part in (row.note, row.evidence_note) if part)
+        note = row.note + ("." if row.note and not row.note.endswith(".") else "")
+        text = " ".join(part for part in (note, row.evidence_note) if part)
         if text:
             notes.append(
                 textwrap.fill(
@@ -1053,7 +1055,7 @@ def _layers(env: Any) -> list[Any]:
 def _env_evidence(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
     """The innermost env's evidence: its class's, for the mode it declares."""
     if declared is None:
-        return Evidence.NONE, ""
+        return Evidence.NONE, errors.evidence_env_undeclared(type(env).__name__)
     if _name(type(env)) in VERIFIED_ENVS:
         return Evidence.VERIFIED, ""
     return Evidence.DECLARED, errors.evidence_env_declared(type(env).__name__)
@@ -1143,6 +1145,8 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
                     Verdict.UNDECLARED,
                     errors.report_undeclared_wrapper(name),
                     layer,
+                    Evidence.NONE,
+                    _conform_hint(type(layer), declared=False),
                 )
             )
             continue
