@@ -1299,11 +1299,17 @@ def conformance_partial_reset_hint() -> str:
 # ------ command line: building a wrapper
 def cli_cannot_build(spec: str, mode: str | None, error: BaseException) -> str:
     on = f"on the stack in {mode}" if mode else "on a test env in any mode"
+    fits = (
+        "that it fits the env"
+        if mode
+        else "that it fits the test envs (pick them with --obs-type, --action-type, "
+        "--info-type)"
+    )
     return (
         f"cannot build {spec!r} {on}: its constructor raised "
         f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
         f"(NAME:key=value,...; values are Python literals, other text is a string) "
-        f"and that it fits the env (rerun with --traceback to see where)."
+        f"and {fits} (rerun with --traceback to see where)."
     )
 
 
