@@ -136,6 +136,26 @@ def test_cli_region_shows_the_command_and_what_it_prints():
     )
 
 
+@pytest.mark.slow
+def test_the_docs_build_fails_while_a_generated_part_is_stale(tmp_path, monkeypatch):
+    from mkdocs.exceptions import PluginError
+
+    hooks = _hooks()
+    docs = tmp_path / "docs"
+    (docs / "assets").mkdir(parents=True)
+    svg = (ROOT / "docs" / hooks.TIMELINE_FILE).read_text(encoding="utf-8")
+    (docs / hooks.TIMELINE_FILE).write_text(svg, encoding="utf-8")
+    page = "<!-- vecmode:cli table -->\nan old table\n<!-- /vecmode:cli -->\n"
+    (docs / "page.md").write_text(page, encoding="utf-8")
+    with pytest.raises(PluginError, match=r"out of date in docs/page\.md: run"):
+        hooks.on_pre_build({"docs_dir": str(docs)})
+    assert hooks.update(docs) == ["docs/page.md"]
+    hooks.on_pre_build({"docs_dir": str(docs)})  # current now
+    (docs / "page.md").write_text(page, encoding="utf-8")
+    monkeypatch.setenv(hooks.SKIP_CHECK, "1")  # what tests/test_docs_site.py does
+    hooks.on_pre_build({"docs_dir": str(docs)})
+
+
 def test_broken_markers_are_errors():
     hooks = _hooks()
     with pytest.raises(hooks.MarkerError, match="unknown marker"):

@@ -33,7 +33,12 @@ def build(out: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        # tests/test_docs.py checks that the generated parts are current
+        env={
+            **os.environ,
+            "NO_MKDOCS_2_WARNING": "1",
+            "VECMODE_DOCS_CURRENCY_CHECKED": "1",
+        },
         capture_output=True,
         text=True,
         check=False,
