@@ -283,8 +283,7 @@ def _dict_batch_problem(
         for key in batch:
             if key not in subspaces:
                 return (
-                    f"{where} has the key {key!r}, which the action space {space} "
-                    f"lacks"
+                    f"{where} has the key {key!r}, which the action space {space} lacks"
                 )
     for key, subspace in subspaces.items():
         problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
