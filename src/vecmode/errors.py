@@ -390,6 +390,21 @@ def padding_type(value: Any, space: Any) -> str:
     )
 
 
+def running_stats_batch(
+    got: tuple[int, ...], shape: tuple[int, ...], var_shape: tuple[int, ...]
+) -> str:
+    if var_shape != shape:
+        return (
+            f"RunningMeanStd.update: mean has shape {shape} but var has shape "
+            f"{var_shape}; set both to arrays of the statistic's shape."
+        )
+    wanted = "(n, " + ", ".join(map(str, shape)) + ")" if shape else "(n,)"
+    return (
+        f"RunningMeanStd.update takes a batch of values of shape {shape}: an array "
+        f"of shape {wanted}, one value per row; got an array of shape {got}."
+    )
+
+
 def stats_key_taken(key: str, keys: list[str]) -> str:
     return (
         f"RecordEpisodeStatistics cannot add episode statistics under info[{key!r}]: "
