@@ -17,7 +17,6 @@ from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
-from gymnasium.wrappers.utils import RunningMeanStd
 
 from vecmode import errors
 from vecmode.core import StepResult, copy_batch
@@ -26,6 +25,7 @@ from vecmode.wrappers.base import (
     StatefulWrapper,
     map_final_observations,
 )
+from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 __all__ = ["FrameStackObservation", "NormalizeObservation"]
 
@@ -35,7 +35,8 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
 
     Same arguments and statistics as
     :class:`gymnasium.wrappers.vector.NormalizeObservation` (over a NEXT_STEP env
-    it returns exactly what Gymnasium's does), and right in every mode: the running
+    it returns exactly what Gymnasium's does given the same statistics, see
+    below), and right in every mode: the running
     statistics (``obs_rms``) are updated once per call with every observation it
     revealed, each exactly once: after ``reset``, the reset sub-envs' observations
     (not the untouched rows of a masked reset); after ``step``, every returned
@@ -44,6 +45,14 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     the statistics that include them but not yet the first observations of the
     episodes that replace them (a second update follows for those), so episodes
     that end together are normalised alike in every mode.
+
+    ``obs_rms`` is a :class:`vecmode.wrappers.running_stats.RunningMeanStd`:
+    Gymnasium's class, with float32 statistics as Gymnasium's wrapper keeps them
+    (for float32 observations; float64 ones make them float64, in both), updated
+    in float64 at a fraction of the cost (Gymnasium's arithmetic is float32
+    there, so the two agree to float32 rounding); any object with ``mean``,
+    ``var`` and ``update`` may replace it, Gymnasium's ``RunningMeanStd``
+    included, e.g. to load saved statistics into an evaluation env.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -69,16 +78,18 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         self.observation_space = batch_space(
             self.single_observation_space, self.num_envs
         )
-        self.obs_rms = RunningMeanStd(shape=space.shape, dtype=space.dtype)
+        # float32, as Gymnasium's (the dtype of the normalised observations)
+        self.obs_rms = RunningMeanStd(
+            shape=space.shape, dtype=self.single_observation_space.dtype
+        )
         self.epsilon = self._checked_epsilon(epsilon)
         self._update_running_mean = True
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
-        """Normalise a batch with the current statistics (no update)."""
-        return (
-            (observations - self.obs_rms.mean)
-            / np.sqrt(self.obs_rms.var + self.epsilon)
-        ).astype(np.float32)
+        """Normalise a batch with the current statistics (no update): float32
+        ``(observations - mean) / sqrt(var + epsilon)``, Gymnasium's arithmetic."""
+        rms = self.obs_rms
+        return normalize(observations, rms.mean, rms.var, self.epsilon)
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
@@ -87,9 +98,10 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         obs, infos = super()._reset_result(obs, infos, state)
         if self._update_running_mean:
             starts = self.boundary.starts
-            if starts.all():
+            started = np.count_nonzero(starts)
+            if started == len(starts):
                 self.obs_rms.update(obs)
-            elif starts.any():
+            elif started:
                 self.obs_rms.update(obs[starts])
         return self.normalize(obs), infos
 
