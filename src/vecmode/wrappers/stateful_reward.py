@@ -12,7 +12,40 @@ from vecmode.core import StepResult
 from vecmode.wrappers.base import RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
-__all__ = ["NormalizeReward"]
+__all__ = ["NormalizeReward", "discount"]
+
+
+def discount(
+    sums: np.ndarray,
+    gamma: float,
+    rewards: np.ndarray,
+    terminations: np.ndarray,
+    mask: np.ndarray,
+) -> np.ndarray:
+    """Advance the discounted sums of the sub-envs in ``mask``, in place:
+    ``sums[i] = sums[i] * gamma * (1 - terminated[i]) + reward[i]`` (Gymnasium's
+    arithmetic: float32 sums, each step's float64 result rounded into them).
+
+    Returns the updated sums of those sub-envs, for the statistics: ``sums``
+    itself when every sub-env moved, else a new array.
+
+    >>> import numpy as np
+    >>> from vecmode.wrappers.stateful_reward import discount
+    >>> sums = np.array([1.0, 1.0], dtype=np.float32)
+    >>> discount(sums, 0.5, np.array([1.0, 1.0]), np.array([True, False]),
+    ...          np.array([True, True]))
+    array([1. , 1.5], dtype=float32)
+    """
+    if np.count_nonzero(mask) < len(mask):
+        sums[mask] = sums[mask] * gamma * (1 - terminations[mask]) + rewards[mask]
+        return sums[mask]
+    # Every sub-env moved: the same arithmetic on whole arrays; without
+    # terminations the factor (1 - terminated), all ones, changes nothing.
+    if np.count_nonzero(terminations):
+        sums[...] = sums * gamma * (1 - terminations) + rewards
+    else:
+        np.add(np.multiply(sums, gamma), rewards, sums, dtype=np.float64)
+    return sums
 
 
 class NormalizeReward(RunningStatistics, StatefulWrapper):
@@ -72,23 +105,11 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         mask: np.ndarray,
     ) -> None:
         """Update the discounted sums and their statistics for the moving sub-envs."""
-        acc = self.accumulated_reward
-        if np.count_nonzero(mask) < len(mask):
-            acc[mask] = (
-                acc[mask] * self.gamma * (1 - terminations[mask]) + rewards[mask]
-            )
-            if self._update_running_mean:
-                self.return_rms.update(acc[mask])
-            return
-        # every sub-env moved: the same arithmetic on whole arrays (float32 sums,
-        # the step's float64 result rounded into them); without terminations the
-        # factor (1 - terminated), all ones, changes nothing and is left out
-        if np.count_nonzero(terminations):
-            acc[...] = acc * self.gamma * (1 - terminations) + rewards
-        else:
-            np.add(np.multiply(acc, self.gamma), rewards, acc, dtype=np.float64)
+        moved = discount(
+            self.accumulated_reward, self.gamma, rewards, terminations, mask
+        )
         if self._update_running_mean:
-            self.return_rms.update(acc)
+            self.return_rms.update(moved)
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
