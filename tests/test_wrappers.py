@@ -30,7 +30,8 @@ from vecmode import wrappers as vw
 from vecmode._gymnasium import VECMODE_EQUIVALENTS
 from vecmode.modes import BoundaryTracker, boundary
 
-PUBLIC = [getattr(vw, name) for name in vw.__all__]
+#: every wrapper class (``ppo_stack`` is a function building wrappers)
+PUBLIC = [getattr(vw, name) for name in vw.__all__ if name != "ppo_stack"]
 
 
 # ------------------------------------------------------------------ the API

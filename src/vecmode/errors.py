@@ -405,6 +405,13 @@ def running_stats_batch(
     )
 
 
+def clip_bound(name: str, value: Any) -> str:
+    return (
+        f"`{name}` should be a number >= 0 (observations or rewards are clipped to "
+        f"[-{name}, {name}]; inf for no clipping). Received {value!r}"
+    )
+
+
 def stats_key_taken(key: str, keys: list[str]) -> str:
     return (
         f"RecordEpisodeStatistics cannot add episode statistics under info[{key!r}]: "
