@@ -12,6 +12,7 @@ import pytest
 from gymnasium.error import InvalidBound
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import vecmode
 from tests.helpers import assert_same_run, drive, make_script
@@ -20,6 +21,7 @@ from tests.wrapper_cases import MODES, env_fns, vecmode_base
 from vecmode import AutoresetMode
 from vecmode import wrappers as vw
 from vecmode.testing import check_wrapper
+from vecmode.wrappers.ppo_stack import clip_symmetric
 
 
 class Snapshot(gym.vector.VectorWrapper):
@@ -314,3 +316,25 @@ def test_gamma_is_required():
     with pytest.raises(TypeError, match="gamma"):
         vw.ppo_stack(envs)  # type: ignore[call-arg]
     envs.close()
+
+
+@given(
+    x=hnp.arrays(
+        st.sampled_from([np.float32, np.float64]),
+        hnp.array_shapes(max_dims=2, max_side=5),
+        elements=st.floats(allow_nan=True, width=32),
+    ),
+    bound=st.sampled_from([0.0, -0.0, 1e-3, 0.5, 10.0, float("inf")]),
+)
+def test_clip_symmetric_is_np_clip_bit_for_bit(x, bound):
+    want = np.clip(x, -bound, bound)
+    got = clip_symmetric(x, bound)
+    assert got.dtype == want.dtype
+    # the same bits: signed zeros and NaNs included
+    assert want.tobytes() == got.tobytes() or (
+        np.array_equal(np.isnan(want), np.isnan(got))
+        and np.array_equal(want[~np.isnan(want)], got[~np.isnan(got)])
+        and np.array_equal(np.signbit(want), np.signbit(got))
+    )
+    out = x.copy()
+    assert clip_symmetric(out, bound, out) is out

@@ -34,7 +34,7 @@ from vecmode.wrappers.stateful_reward import NormalizeReward, discount
 from vecmode.wrappers.vectorize_observation import TransformObservation
 from vecmode.wrappers.vectorize_reward import ClipReward
 
-__all__ = ["PPOStack", "ppo_stack"]
+__all__ = ["PPOStack", "clip_symmetric", "ppo_stack"]
 
 
 def ppo_stack(
@@ -113,6 +113,26 @@ def _clipped_space(env: VectorEnv, clip: float) -> Box:
     return Box(-clip, clip, env.single_observation_space.shape, np.float32)
 
 
+def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -> Any:
+    """``np.clip(x, -bound, bound, out=out)``, bit for bit, on two ufunc calls.
+
+    ``np.clip`` goes through two Python layers before its ufunc, which cost more
+    than the clipping of a batch; for ``bound > 0`` it is ``minimum(maximum(x,
+    -bound), bound)`` exactly (NaN kept, signed zeros untouched: they lie strictly
+    inside the bounds). A zero bound, whose two bounds are signed zeros that the
+    two compare differently, takes ``np.clip`` itself.
+
+    >>> import numpy as np
+    >>> from vecmode.wrappers.ppo_stack import clip_symmetric
+    >>> clip_symmetric(np.array([-3.0, 0.5, np.nan, 12.0]), 1.0)
+    array([-1. ,  0.5,  nan,  1. ])
+    """
+    if not bound > 0:
+        return np.clip(x, -bound, bound, out=out)
+    out = np.maximum(x, -bound, out=out)
+    return np.minimum(out, bound, out=out)
+
+
 class _Clip:
     """``np.clip(x, -bound, bound)`` (a named, picklable function)."""
 
@@ -120,7 +140,7 @@ class _Clip:
         self.bound = bound
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(x, -self.bound, self.bound)
+        return clip_symmetric(x, self.bound)
 
     def __repr__(self) -> str:
         return f"clip to [-{self.bound}, {self.bound}]"
@@ -189,7 +209,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         """Normalised and clipped, into a new float32 array (in place)."""
         rms = self.obs_rms
         out = normalize(observations, rms.mean, rms.var, self.epsilon)
-        return np.clip(out, -self.clip_obs, self.clip_obs, out=out)
+        return clip_symmetric(out, self.clip_obs, out)
 
     def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
         """As the base's, kept for the rest of the step (merged once)."""
@@ -272,7 +292,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
             if self._update_running_mean:
                 self.return_rms.update(sums)
         out = scale_by_std(rewards, self.return_rms.var, self.epsilon)
-        out = np.clip(out, -self.clip_reward, self.clip_reward, out=out)
+        out = clip_symmetric(out, self.clip_reward, out)
         if moving < len(real):
             out[~real] = 0
         return out_obs, out, terminations, truncations, infos
@@ -281,5 +301,5 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         self, infos: dict[str, Any], obs: np.ndarray, rows: np.ndarray
     ) -> dict[str, Any]:
         merged = merge_final_observations(self, obs, infos, rows, type(self).__name__)
-        clipped = np.clip(merged, -self.clip_obs, self.clip_obs)
+        clipped = clip_symmetric(merged, self.clip_obs)
         return replace_final_observations(infos, rows, clipped, self)

@@ -94,16 +94,36 @@ def _operand(value: Any) -> Any:
 
 
 class _Scratch:
-    """The float64 work buffers of one statistic shape."""
+    """The float64 work buffers of a statistic of ``k`` values, for batches of
+    up to ``rows``: deviations and their squares side by side in one block, so
+    one matrix-vector product sums both."""
 
-    __slots__ = ("deviations", "m2", "shape", "step", "sums")
+    __slots__ = (
+        "both",
+        "deviations",
+        "k",
+        "ones",
+        "rows",
+        "s1",
+        "s2",
+        "shape",
+        "squares",
+        "step",
+        "sums",
+    )
 
     def __init__(self, shape: tuple[int, ...], rows: int) -> None:
         self.shape = shape
-        self.sums = np.empty(shape, _F64)
-        self.m2 = np.empty(shape, _F64)
-        self.step = np.empty(shape, _F64)
-        self.deviations = np.empty((rows, *shape), _F64)
+        self.rows = rows
+        self.k = k = math.prod(shape)
+        self.both = np.empty((rows, 2 * k), _F64)
+        self.deviations = self.both[:, :k]
+        self.squares = self.both[:, k:]
+        self.ones = np.ones(rows, _F64)
+        self.sums = np.empty(2 * k, _F64)
+        self.s1 = self.sums[:k]
+        self.s2 = self.sums[k:]
+        self.step = np.empty(k, _F64)
 
 
 class RunningMeanStd(gym_utils.RunningMeanStd):
@@ -183,38 +203,74 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         mean_dtype: np.dtype,
         var_dtype: np.dtype,
     ) -> None:
-        """The batch moments and the merge in NumPy, float64, in place."""
+        """The batch moments and the merge in NumPy, float64, in place.
+
+        Chan et al.'s merge of (mean, var, count) with a batch of n values of
+        sum of squared deviations m2 from its mean, delta = batch mean - mean,
+        tot = count + n:
+
+            mean' = mean + delta * n / tot
+            var' = (count * var + m2 + delta^2 * count * n / tot) / tot
+
+        Once ``count >= n`` the batch is taken about the running mean, d = x -
+        mean, S1 = sum(d) = n delta, S2 = sum(d^2) = m2 + n delta^2, which gives
+        the same two on fewer calls (one matrix-vector product sums d and d^2):
+
+            mean' = mean + S1 / tot
+            var' = (count * var + S2 - S1^2 / tot) / tot
+
+        where S2 - S1^2 / tot = m2 + n delta^2 count / tot is at least half of
+        S2, so it loses nothing to cancellation. Before that (the first update,
+        from Gymnasium's count of 1e-4) the batch's own mean comes first.
+        """
         work = self._scratch
-        if work is None or work.shape != shape or len(work.deviations) < n:
-            rows = n if work is None or work.shape != shape else 2 * n
-            work = self._scratch = _Scratch(shape, rows)
+        if work is None or work.shape != shape or work.rows < n:
+            work = self._scratch = _Scratch(shape, n)
+        k = work.k
         mean, var, count = self.mean, self.var, self.count
-        sums, m2, step = work.sums, work.m2, work.step
-        deviations = work.deviations[:n]
-        # the batch's moments: its mean, and the sum of squared deviations from it
-        np.add.reduce(batch, 0, _F64, out=sums)
-        np.divide(sums, n, sums)
-        np.subtract(batch, sums, deviations)
-        np.multiply(deviations, deviations, deviations)
-        np.add.reduce(deviations, 0, out=m2)
-        # Chan et al.: delta = batch mean - mean, tot = count + n,
-        #   mean' = mean + delta * n / tot
-        #   var' = (count * var + m2 + delta^2 * count * n / tot) / tot
+        if len(shape) != 1:  # all in flat views: (n, k) and (k,)
+            batch = batch.reshape(n, k)
+            mean, var = np.reshape(mean, k), np.reshape(var, k)
         total = count + n
-        delta = np.subtract(sums, mean, sums)
-        np.multiply(delta, n / total, step)
-        new_mean = np.add(mean, step)
-        np.multiply(delta, step, delta)  # delta^2 * n / tot
-        np.add(delta, var, delta)
-        np.multiply(delta, count, delta)
-        np.add(delta, m2, delta)
-        new_var = np.divide(delta, total)
+        if n == work.rows:
+            deviations, squares = work.deviations, work.squares
+        else:
+            deviations, squares = work.deviations[:n], work.squares[:n]
+        s1, s2, step = work.s1, work.s2, work.step
+        if count >= n:
+            np.subtract(batch, mean, out=deviations, dtype=_F64)
+            np.multiply(deviations, deviations, out=squares)
+            if n == work.rows:
+                np.dot(work.ones, work.both, out=work.sums)
+            else:
+                np.dot(work.ones[:n], work.both[:n], out=work.sums)
+            np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
+            new_mean = np.add(mean, step)
+            np.multiply(s1, step, out=s1)  # S1^2 / tot
+            np.subtract(s2, s1, out=s2)
+        else:
+            np.add.reduce(batch, 0, _F64, out=s1)
+            np.divide(s1, n, out=s1)  # the batch mean
+            np.subtract(batch, s1, out=deviations)
+            np.multiply(deviations, deviations, out=squares)
+            np.add.reduce(squares, 0, out=s2)  # m2
+            delta = np.subtract(s1, mean, out=s1)
+            np.multiply(delta, n / total, out=step)
+            new_mean = np.add(mean, step)
+            np.multiply(delta, step, out=delta)  # delta^2 n / tot
+            np.multiply(delta, count, out=delta)
+            np.add(s2, delta, out=s2)
+        np.multiply(var, count, out=s1, dtype=_F64)
+        np.add(s1, s2, out=s1)
+        new_var = np.divide(s1, total)
+        if len(shape) > 1:
+            new_mean, new_var = new_mean.reshape(shape), new_var.reshape(shape)
         if shape:
             self.mean = new_mean.astype(mean_dtype, copy=False)
             self.var = new_var.astype(var_dtype, copy=False)
         else:  # numpy scalars, as Gymnasium's 0-d arithmetic gives
-            self.mean = mean_dtype.type(new_mean)
-            self.var = var_dtype.type(new_var)
+            self.mean = mean_dtype.type(new_mean[0])
+            self.var = var_dtype.type(new_var[0])
         self.count = total
 
 
