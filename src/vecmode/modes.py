@@ -167,15 +167,44 @@ def _boundary(
     return Boundary(ended, never, always, never, ended)
 
 
+_CONSTANTS: dict[int, tuple[np.ndarray, np.ndarray, Boundary]] = {}
+
+
+def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary]:
+    """The read-only all-False and all-True arrays of ``num_envs`` flags and the
+    quiet boundary, one set per size shared by every tracker (never written to),
+    so that trackers that saw the same calls hold the very same objects."""
+    found = _CONSTANTS.get(num_envs)
+    if found is None:
+        false = np.zeros(num_envs, dtype=np.bool_)
+        true = np.ones(num_envs, dtype=np.bool_)
+        for array in (true, false):
+            array.flags.writeable = False
+        found = (false, true, Boundary(false, false, true, false, false))
+        _CONSTANTS[num_envs] = found
+    return found
+
+
 class BoundaryTracker:
     """Follows one vector env's calls and gives the :class:`Boundary` of each.
 
     A wrapper holds one, made from the mode of the env it wraps, and tells it about
     every ``reset`` and ``step``; it remembers which sub-envs ended on the previous
     step, the one fact a single step does not carry. Don't write into the arrays
-    it returns: they may be shared between calls.
+    it returns: they are shared between calls and trackers.
 
     Build it before the first ``reset``: it assumes no sub-env awaits a reset.
+
+    ``source``: the tracker of a wrapper further down the same stack, in the same
+    mode. A boundary is a function of the mode, the call's arguments (the step's
+    flags, the reset's mask) and the state before the call; when this tracker is
+    handed the very objects its source was handed for its latest call, from the
+    very state its source was in, it takes its source's boundary and state
+    instead of computing them again. Stacked wrappers thus compute each call's
+    boundary once (the arrays a wrapper is handed are never written into, by
+    vecmode's wrappers nor by the tracker), and a tracker whose calls differ from
+    its source's (a layer between that changes the flags, or calls of its own)
+    computes its own, as without a source.
 
     >>> import numpy as np
     >>> from vecmode.modes import BoundaryTracker
@@ -189,54 +218,101 @@ class BoundaryTracker:
     (array([ True, False]), array([False,  True]))
     """
 
-    __slots__ = ("_ended", "_false", "_true", "mode", "num_envs", "quiet")
+    __slots__ = (
+        "_ended",
+        "_false",
+        "_last",
+        "_source",
+        "_true",
+        "mode",
+        "num_envs",
+        "quiet",
+    )
 
-    def __init__(self, mode: ModeLike | None, num_envs: int) -> None:
-        """``mode``: the env's mode (None: not declared, so :data:`ASSUMED_MODE`)."""
+    def __init__(
+        self,
+        mode: ModeLike | None,
+        num_envs: int,
+        source: BoundaryTracker | None = None,
+    ) -> None:
+        """``mode``: the env's mode (None: not declared, so :data:`ASSUMED_MODE`);
+        ``source``: a tracker to share boundaries with (see above; ignored unless
+        it has the same mode and size)."""
         self.mode = ASSUMED_MODE if mode is None else as_mode(mode)
         self.num_envs = num_envs
-        self._true = np.ones(num_envs, dtype=np.bool_)
-        self._false = np.zeros(num_envs, dtype=np.bool_)
-        for array in (self._true, self._false):
-            array.flags.writeable = False
         #: The boundary of a step where no episode ends or starts (the same in
         #: every mode); returned as this very object, so ``b is tracker.quiet``
         #: is a fast test.
-        self.quiet = Boundary(
-            self._false, self._false, self._true, self._false, self._false
-        )
+        self._false, self._true, self.quiet = _constants(num_envs)
         self._ended = self._false
+        same = source is not None and (source.mode, source.num_envs) == (
+            self.mode,
+            num_envs,
+        )
+        self._source = source if same else None
+        #: (what the latest call was handed, the state before, its boundary,
+        #: the state after)
+        self._last: tuple[Any, Any, Any, Boundary, np.ndarray] | None = None
 
     @property
     def awaiting_reset(self) -> np.ndarray:
         """The sub-envs whose episode ended on the last step and were not reset."""
         return self._ended
 
+    def _shared(self, first: Any, second: Any) -> Boundary | None:
+        """The source's boundary of this very call, if it had it (see above)."""
+        last = self._source._last  # type: ignore[union-attr]
+        if (
+            last is None
+            or last[0] is not first
+            or last[1] is not second
+            or last[2] is not self._ended
+        ):
+            return None
+        self._ended = last[4]
+        self._last = last
+        return last[3]
+
     def reset(self, mask: np.ndarray | None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
-        false = self._false
+        if self._source is not None:
+            shared = self._shared(mask, None)
+            if shared is not None:
+                return shared
+        false, before = self._false, self._ended
         if mask is None:
             self._ended = false
-            return Boundary(false, self._true, false, false, false)
-        starts = np.asarray(mask, dtype=np.bool_)
-        if self._ended is not false:
-            self._ended = self._ended & ~starts
-        pending = self._ended if self.mode is AutoresetMode.DISABLED else false
-        return Boundary(false, starts, false, false, pending)
+            b = Boundary(false, self._true, false, false, false)
+        else:
+            starts = np.asarray(mask, dtype=np.bool_)
+            if before is not false:
+                self._ended = before & ~starts
+            pending = self._ended if self.mode is AutoresetMode.DISABLED else false
+            b = Boundary(false, starts, false, false, pending)
+        self._last = (mask, None, before, b, self._ended)
+        return b
 
     def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
         """The boundary of a ``step`` that returned these flags."""
         # Performance (this runs on every step of every tracked wrapper):
         # np.count_nonzero is one C call, several times faster than ndarray.any()
         # on small arrays (which goes through numpy's Python-level wrapper); the
-        # all-False / all-True fields are the tracker's shared read-only arrays
-        # rather than new ones.
+        # all-False / all-True fields are shared read-only arrays rather than new
+        # ones; a tracker below that saw this very step did the work already.
+        if self._source is not None:
+            shared = self._shared(terminations, truncations)
+            if shared is not None:
+                return shared
         ended = np.logical_or(terminations, truncations)
         before = self._ended
         if np.count_nonzero(ended):
             self._ended = ended
+            b = _boundary(self.mode, ended, before, self._false, self._true)
         else:
             self._ended = self._false
             if before is self._false or not np.count_nonzero(before):
-                return self.quiet
-        return _boundary(self.mode, ended, before, self._false, self._true)
+                b = self.quiet
+            else:
+                b = _boundary(self.mode, ended, before, self._false, self._true)
+        self._last = (terminations, truncations, before, b, self._ended)
+        return b

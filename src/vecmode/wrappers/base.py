@@ -271,6 +271,20 @@ class ActionWrapper(MaskedResetWrapper):
         return self.actions(actions)
 
 
+def _tracker_below(env: Any) -> BoundaryTracker | None:
+    """The boundary tracker of the nearest tracked vecmode wrapper in ``env``'s
+    stack (through any wrappers between), to share boundaries with: it computes
+    each call's boundary once per stack, where the calls are the same (see
+    :class:`~vecmode.modes.BoundaryTracker`)."""
+    seen = 0
+    while env is not None and seen < 64:
+        if isinstance(env, _Tracked):
+            return env.boundaries
+        env = env.__dict__.get("env") if hasattr(env, "__dict__") else None
+        seen += 1
+    return None
+
+
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
@@ -279,7 +293,9 @@ class _Tracked(MaskedResetWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        self.boundaries = BoundaryTracker(mode_of(env), self.num_envs)
+        self.boundaries = BoundaryTracker(
+            mode_of(env), self.num_envs, source=_tracker_below(env)
+        )
         self.boundary = self.boundaries.reset(None)
 
     def _reset_result(

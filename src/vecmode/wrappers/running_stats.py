@@ -56,6 +56,8 @@ def _moment_dtype(dtype: np.dtype) -> np.dtype:
 
 
 _DTYPES: dict[tuple[Any, ...], tuple[np.dtype, np.dtype]] = {}
+#: Whether normalising computes in the output's dtype, by the operands' dtypes.
+_IN_PLACE: dict[tuple[Any, ...], bool] = {}
 
 
 def _result_dtypes(
@@ -64,13 +66,11 @@ def _result_dtypes(
     """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give:
     NumPy's promotion through its arithmetic (``count`` a Python float is weak, a
     NumPy scalar is not; so are Python scalars for ``mean`` and ``var``)."""
-    key = (
-        getattr(mean, "dtype", None),
-        getattr(var, "dtype", None),
-        batch,
-        getattr(count, "dtype", None),
-    )
-    dtypes = _DTYPES.get(key)
+    try:  # arrays or NumPy scalars, a Python or NumPy count: the cache
+        key: tuple[Any, ...] | None = (mean.dtype, var.dtype, batch, type(count))
+        dtypes = _DTYPES.get(key)  # type: ignore[arg-type]
+    except AttributeError:  # Python scalars or lists: no cache
+        key = dtypes = None
     if dtypes is None:
         moment = _moment_dtype(batch)
         strong = (count.dtype,) if isinstance(count, np.generic) else ()
@@ -80,9 +80,15 @@ def _result_dtypes(
             var_term = _moment_dtype(var_term)
         var_dtype = np.result_type(var_term, moment, mean_dtype, *strong)
         dtypes = (mean_dtype, var_dtype)
-        if key[0] is not None and key[1] is not None and len(_DTYPES) < 256:
+        if key is not None and len(_DTYPES) < 256:
             _DTYPES[key] = dtypes
     return dtypes
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    """``np.shape(value)``, without its dispatch for arrays and NumPy scalars."""
+    shape = getattr(value, "shape", None)
+    return shape if type(shape) is tuple else np.shape(value)
 
 
 def _operand(value: Any) -> Any:
@@ -171,10 +177,10 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         """Update the mean, var and count from a batch of samples (first axis)."""
         batch = x if type(x) is np.ndarray else np.asarray(x)
         mean, var = self.mean, self.var
-        shape = np.shape(mean)
-        if batch.shape[1:] != shape or batch.ndim == 0 or np.shape(var) != shape:
+        shape = _shape(mean)
+        if batch.shape[1:] != shape or batch.ndim == 0 or _shape(var) != shape:
             raise ValueError(
-                errors.running_stats_batch(batch.shape, shape, np.shape(var))
+                errors.running_stats_batch(batch.shape, shape, _shape(var))
             )
         n = batch.shape[0]
         if n == 0:
@@ -307,8 +313,17 @@ def normalize(
     array([[-0.5,  1. ]], dtype=float32)
     """
     std = np.sqrt(var + epsilon)
-    out = np.empty(np.shape(x), dtype)
-    if np.result_type(x, mean, std) == out.dtype:
+    out = np.empty(_shape(x), dtype)
+    try:
+        key: tuple[Any, ...] | None = (x.dtype, mean.dtype, std.dtype, out.dtype)
+        in_place = _IN_PLACE.get(key)  # type: ignore[arg-type]
+    except AttributeError:
+        key = in_place = None
+    if in_place is None:
+        in_place = np.result_type(x, mean, std) == out.dtype
+        if key is not None and len(_IN_PLACE) < 256:
+            _IN_PLACE[key] = in_place
+    if in_place:
         np.subtract(x, mean, out)
         return np.divide(out, std, out)
     centred = np.subtract(x, mean)
