@@ -103,3 +103,11 @@ def test_bench_transitions_quick_runs_and_reports_ratios():
     ]
     assert len(rows) == 6, out
     assert all(line.count("|") == 13 for line in rows), out  # 12 columns
+
+
+def test_profile_stack_runs_and_reports_areas():
+    out = run_benchmark("profile_stack.py", "--stack", "ppo_stack", "--steps", "60")
+    assert "running statistics" in out and "| total" not in out
+    lines = out.splitlines()
+    assert any(line.startswith("total") and "100.0 %" in line for line in lines), out
+    assert any("running_stats.py" in line for line in lines), out

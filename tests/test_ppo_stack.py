@@ -21,7 +21,7 @@ from tests.wrapper_cases import MODES, env_fns, vecmode_base
 from vecmode import AutoresetMode
 from vecmode import wrappers as vw
 from vecmode.testing import check_wrapper
-from vecmode.wrappers.ppo_stack import clip_symmetric
+from vecmode.wrappers.clipping import clip, clip_symmetric, fast_bounds
 
 
 class Snapshot(gym.vector.VectorWrapper):
@@ -338,3 +338,21 @@ def test_clip_symmetric_is_np_clip_bit_for_bit(x, bound):
     )
     out = x.copy()
     assert clip_symmetric(out, bound, out) is out
+
+
+@given(
+    x=hnp.arrays(
+        st.sampled_from([np.float32, np.float64, np.int64]),
+        hnp.array_shapes(max_dims=2, max_side=5),
+        elements=st.integers(-20, 20),
+    ),
+    low=st.sampled_from([-10.0, -0.5, 0.0, -0.0, 1, np.float32(-2.5), None]),
+    high=st.sampled_from([10.0, 0.5, 0.0, 3, np.float32(2.5), float("inf")]),
+)
+def test_clip_is_np_clip_bit_for_bit(x, low, high):
+    if low is not None and low > high:
+        return
+    want = np.clip(x, low, high)
+    got = clip(x, low, high, fast=fast_bounds(low, high))
+    assert got.dtype == want.dtype and want.tobytes() == got.tobytes()
+    assert fast_bounds(low, high) == (low not in (None, 0.0) and high != 0)

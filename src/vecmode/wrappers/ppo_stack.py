@@ -27,6 +27,7 @@ from vecmode.wrappers.base import (
     merge_final_observations,
     replace_final_observations,
 )
+from vecmode.wrappers.clipping import clip_symmetric
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
 from vecmode.wrappers.stateful_observation import NormalizeObservation
@@ -34,7 +35,7 @@ from vecmode.wrappers.stateful_reward import NormalizeReward, discount
 from vecmode.wrappers.vectorize_observation import TransformObservation
 from vecmode.wrappers.vectorize_reward import ClipReward
 
-__all__ = ["PPOStack", "clip_symmetric", "ppo_stack"]
+__all__ = ["PPOStack", "ppo_stack"]
 
 
 def ppo_stack(
@@ -111,26 +112,6 @@ def _bound(name: str, value: float) -> float:
 
 def _clipped_space(env: VectorEnv, clip: float) -> Box:
     return Box(-clip, clip, env.single_observation_space.shape, np.float32)
-
-
-def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -> Any:
-    """``np.clip(x, -bound, bound, out=out)``, bit for bit, on two ufunc calls.
-
-    ``np.clip`` goes through two Python layers before its ufunc, which cost more
-    than the clipping of a batch; for ``bound > 0`` it is ``minimum(maximum(x,
-    -bound), bound)`` exactly (NaN kept, signed zeros untouched: they lie strictly
-    inside the bounds). A zero bound, whose two bounds are signed zeros that the
-    two compare differently, takes ``np.clip`` itself.
-
-    >>> import numpy as np
-    >>> from vecmode.wrappers.ppo_stack import clip_symmetric
-    >>> clip_symmetric(np.array([-3.0, 0.5, np.nan, 12.0]), 1.0)
-    array([-1. ,  0.5,  nan,  1. ])
-    """
-    if not bound > 0:
-        return np.clip(x, -bound, bound, out=out)
-    out = np.maximum(x, -bound, out=out)
-    return np.minimum(out, bound, out=out)
 
 
 class _Clip:
