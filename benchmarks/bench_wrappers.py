@@ -51,7 +51,8 @@ and Gymnasium's sync envs (``--stack-bases``): ``stack/bare`` says what the stac
 adds to a step. Gymnasium's stack runs in NEXT_STEP only (its
 ``NormalizeObservation`` refuses the other modes); Gymnasium's shows how much of
 the cost is the wrappers' own work (running statistics, ...) rather than vecmode's
-mode machinery. In Disabled mode every contestant, the bare env included, is
+mode machinery. ``vecmode.wrappers.ppo_stack(env, gamma=0.99)``, the same five as
+one layer, runs beside them. In Disabled mode every contestant, the bare env included, is
 given ``reset(options={"reset_mask": ended})`` after a step where episodes ended.
 
 Reported per wrapper: steps/s (sub-env steps per second, vector steps x 16 / s,
@@ -455,11 +456,17 @@ def build_group(case: Case, base: str, steps: int, seed: int) -> Group:
 MODES = tuple(AutoresetMode)
 STACK_BASES = (VECMODE_BASE, GYMNASIUM_BASE)
 GYM_STACK, VM_STACK = "Gymnasium's 5 wrappers", "vecmode's 5 wrappers"
+FUSED = "vecmode.wrappers.ppo_stack"
+
+
+def fused_stack(env: VectorEnv) -> VectorEnv:
+    """The same five as one layer (clips of 10, gamma 0.99)."""
+    return vw.ppo_stack(env, gamma=0.99)
 
 
 def stack_contestants(mode: AutoresetMode) -> dict[str, Wrap]:
     """The stacks timed in ``mode`` (Gymnasium's refuses all but NEXT_STEP)."""
-    out = {VM_STACK: make_stack(vw)}
+    out = {VM_STACK: make_stack(vw), FUSED: fused_stack}
     if mode is AutoresetMode.NEXT_STEP:
         out = {GYM_STACK: make_stack(gv), **out}
     return out
