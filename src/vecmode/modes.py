@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from vecmode import errors
+from vecmode._numpy import count_nonzero
 
 __all__ = [
     "ASSUMED_MODE",
@@ -305,12 +306,12 @@ class BoundaryTracker:
                 return shared
         ended = np.logical_or(terminations, truncations)
         before = self._ended
-        if np.count_nonzero(ended):
+        if count_nonzero(ended):
             self._ended = ended
             b = _boundary(self.mode, ended, before, self._false, self._true)
         else:
             self._ended = self._false
-            if before is self._false or not np.count_nonzero(before):
+            if before is self._false or not count_nonzero(before):
                 b = self.quiet
             else:
                 b = _boundary(self.mode, ended, before, self._false, self._true)

@@ -39,6 +39,7 @@ from gymnasium.vector.utils import (
 )
 
 from vecmode import errors
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import MODES, Boundary, BoundaryTracker, mode_of
@@ -89,7 +90,7 @@ def final_entries(infos: dict[str, Any], rows: np.ndarray, who: str) -> np.ndarr
     if (
         final is None
         or mask is None
-        or np.count_nonzero(np.asarray(mask)[rows]) != np.count_nonzero(rows)
+        or count_nonzero(np.asarray(mask)[rows]) != count_nonzero(rows)
     ):
         raise ValueError(errors.final_obs_missing(who, np.flatnonzero(rows).tolist()))
     return final
@@ -156,7 +157,7 @@ def map_final_observations(
     Returns ``infos`` unchanged when no sub-env has a final observation.
     """
     mask = infos.get("_final_obs")
-    if mask is None or not np.count_nonzero(mask):
+    if mask is None or not count_nonzero(mask):
         return infos
     rows = np.asarray(mask, dtype=np.bool_)
     transformed = transform(
@@ -237,7 +238,7 @@ class ObservationWrapper(MaskedResetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
-        if "_final_obs" in infos and np.count_nonzero(infos["_final_obs"]):
+        if "_final_obs" in infos and count_nonzero(infos["_final_obs"]):
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 
@@ -330,7 +331,7 @@ class RewardWrapper(_Tracked):
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         b = self.boundary
         out = self.rewards(rewards)
-        if b is not self.boundaries.quiet and np.count_nonzero(b.real) < len(b.real):
+        if b is not self.boundaries.quiet and count_nonzero(b.real) < len(b.real):
             out = np.array(out, copy=True)
             out[~b.real] = 0
         return obs, out, terminations, truncations, infos
@@ -416,7 +417,7 @@ class StatefulWrapper(_Tracked):
             if transition is not None:
                 transition(obs, rewards, terminations, truncations, b.real)
             return result
-        if transition is not None and np.count_nonzero(b.real):
+        if transition is not None and count_nonzero(b.real):
             transition(
                 self.last_observations(obs, infos),
                 rewards,
@@ -424,7 +425,7 @@ class StatefulWrapper(_Tracked):
                 truncations,
                 b.real,
             )
-        if np.count_nonzero(b.starts):
+        if count_nonzero(b.starts):
             episode_start = self.episode_start
             if getattr(episode_start, "__func__", None) is not (
                 StatefulWrapper.episode_start
@@ -439,7 +440,7 @@ class StatefulWrapper(_Tracked):
         ``info["final_obs"]`` (a copy is made then).
         """
         rows = self.boundary.final_in_info
-        if not np.count_nonzero(rows):
+        if not count_nonzero(rows):
             return observations
         return merge_final_observations(
             self.env,

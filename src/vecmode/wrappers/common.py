@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from vecmode import errors
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import StatefulWrapper
 
@@ -73,7 +74,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
     ) -> None:
         """Count the step; record the episodes that it ended."""
         b = self.boundary
-        if b is self.boundaries.quiet or np.count_nonzero(mask) == len(mask):
+        if b is self.boundaries.quiet or count_nonzero(mask) == len(mask):
             self.episode_returns += rewards
             self.episode_lengths += 1
             if b is self.boundaries.quiet:

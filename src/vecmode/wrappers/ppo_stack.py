@@ -21,6 +21,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import errors
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import (
     RunningStatistics,
@@ -234,7 +235,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         obs, infos = super()._reset_result(obs, infos, state)
         if self._update_running_mean:
             starts = self.boundary.starts
-            started = np.count_nonzero(starts)
+            started = count_nonzero(starts)
             if started == len(starts):
                 self.obs_rms.update(obs)
             elif started:
@@ -251,13 +252,13 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         quiet = b is self.boundaries.quiet
         # observations (NormalizeObservation, then the clip)
         finals = b.final_in_info
-        if quiet or not np.count_nonzero(finals):
+        if quiet or not count_nonzero(finals):
             self._merged = None
             if self._update_running_mean:
                 self.obs_rms.update(obs)
             out_obs = self._normalised(obs)
             mask = infos.get("_final_obs")
-            if mask is not None and np.count_nonzero(mask):
+            if mask is not None and count_nonzero(mask):
                 # final observations no layer normalised: the clip alone
                 rows = np.asarray(mask, np.bool_)
                 infos = self._clipped_finals(infos, out_obs, rows)
@@ -265,7 +266,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
             out_obs, infos = self._final_observations(obs, infos, finals)
         # rewards (NormalizeReward, then the clip; NEXT_STEP's reset step: 0)
         real = b.real
-        moving = np.count_nonzero(real)
+        moving = count_nonzero(real)
         if moving:
             sums = discount(
                 self.accumulated_reward, self.gamma, rewards, terminations, real

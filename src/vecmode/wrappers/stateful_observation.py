@@ -19,6 +19,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 
 from vecmode import errors
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.wrappers.base import (
     RunningStatistics,
@@ -98,7 +99,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         obs, infos = super()._reset_result(obs, infos, state)
         if self._update_running_mean:
             starts = self.boundary.starts
-            started = np.count_nonzero(starts)
+            started = count_nonzero(starts)
             if started == len(starts):
                 self.obs_rms.update(obs)
             elif started:
@@ -109,7 +110,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         """Returned and final observations update the statistics, in one go."""
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         finals = self.boundary.final_in_info
-        ended = np.count_nonzero(finals) > 0
+        ended = count_nonzero(finals) > 0
         if not ended:
             if self._update_running_mean:
                 self.obs_rms.update(obs)
@@ -243,7 +244,7 @@ class FrameStackObservation(StatefulWrapper):
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """A fresh stack, padded, ending with the first observation."""
-        rows: Any = slice(None) if np.count_nonzero(mask) == len(mask) else mask
+        rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         pad = self.padding_type
         if pad == "_custom":
             leaves = _leaves(self._space, self.stacks, observations, self.padding_value)
@@ -268,12 +269,12 @@ class FrameStackObservation(StatefulWrapper):
         mask: np.ndarray,
     ) -> None:
         """Push each sub-env's new observation; keep the final stacks aside."""
-        rows: Any = slice(None) if np.count_nonzero(mask) == len(mask) else mask
+        rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         for stack, obs in _leaves(self._space, self.stacks, observations):
             stack[rows, :-1] = stack[rows, 1:]
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
-        if np.count_nonzero(finals):
+        if count_nonzero(finals):
             self._finals = {int(i): self._row(int(i)) for i in np.flatnonzero(finals)}
 
     def _row(self, i: int) -> Any:

@@ -8,6 +8,7 @@ import numpy as np
 from gymnasium.error import InvalidBound
 from gymnasium.vector import VectorEnv
 
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
@@ -36,12 +37,12 @@ def discount(
     ...          np.array([True, True]))
     array([1. , 1.5], dtype=float32)
     """
-    if np.count_nonzero(mask) < len(mask):
+    if count_nonzero(mask) < len(mask):
         sums[mask] = sums[mask] * gamma * (1 - terminations[mask]) + rewards[mask]
         return sums[mask]
     # Every sub-env moved: the same arithmetic on whole arrays; without
     # terminations the factor (1 - terminated), all ones, changes nothing.
-    if np.count_nonzero(terminations):
+    if count_nonzero(terminations):
         sums[...] = sums * gamma * (1 - terminations) + rewards
     else:
         np.add(np.multiply(sums, gamma), rewards, sums, dtype=np.float64)
