@@ -15,8 +15,8 @@ The base env (``--base gymnasium``, the default) is
 ``gymnasium.vector.SyncVectorEnv([lambda: gym.make(ENV)] * 16,
 autoreset_mode="NextStep")``: NEXT_STEP, the one mode where Gymnasium's wrappers
 are right, so both do the same job. ``--base vecmode`` uses
-``vecmode.make_vec(ENV, 16, vectorization_mode="sync")`` instead (a faster core,
-so the wrappers' overhead is a larger share of the step). ENV is ``CartPole-v1`` (Box(4) observations,
+``vecmode.make_vec(ENV, 16, vectorization_mode="sync", autoreset_mode="NextStep")``
+instead (a faster core, so the wrappers' overhead is a larger share of the step). ENV is ``CartPole-v1`` (Box(4) observations,
 Discrete actions) except:
 
 * ``ClipAction``, ``RescaleAction`` and ``RescaleObservation``: ``Pendulum-v1``
@@ -44,14 +44,23 @@ And a training stack of five wrappers (CleanRL's PPO recipe)::
     ClipReward(NormalizeReward(TransformObservation(NormalizeObservation(
         RecordEpisodeStatistics(env)), clip10), gamma=0.99), -10, 10)
 
-built from vecmode's wrappers and from Gymnasium's, each against the bare env:
-``stack/bare`` says what the stack adds to a step; Gymnasium's shows how much of
-that is the wrappers' own work (running statistics, ...) rather than vecmode's
-mode machinery.
+built from vecmode's wrappers and from Gymnasium's: a row of the per-wrapper
+table (vecmode/gym over the chosen base, NEXT_STEP), and a table of its own, the
+stack against the bare env under it in every mode (``--modes``) over vecmode's
+and Gymnasium's sync envs (``--stack-bases``): ``stack/bare`` says what the stack
+adds to a step. Gymnasium's stack runs in NEXT_STEP only (its
+``NormalizeObservation`` refuses the other modes); Gymnasium's shows how much of
+the cost is the wrappers' own work (running statistics, ...) rather than vecmode's
+mode machinery. ``vecmode.wrappers.ppo_stack(env, gamma=0.99)``, the same five as
+one layer, runs beside them. In Disabled mode every contestant, the bare env included, is
+given ``reset(options={"reset_mask": ended})`` after a step where episodes ended.
 
 Reported per wrapper: steps/s (sub-env steps per second, vector steps x 16 / s,
 medians) of each side, the ratio ``vecmode time / gymnasium time`` (goal: <= 1.05)
-and each side's overhead over the bare env in microseconds per vector step.
+and each side's overhead over the bare env in microseconds per vector step. Per
+stack and mode: steps/s of the bare env and of the stack, ``stack/bare`` (goal:
+<= 1.5 over vecmode's env), the overhead in microseconds per vector step, and the
+spread of the per-round ``stack/bare``.
 
 How
 ---
@@ -61,7 +70,8 @@ in [-1, 1]) and are the same for every contestant; every timed repeat starts wit
 every round. Building the envs and a short warm-up are not timed.
 
 Contestants are interleaved: each round runs, for every wrapper, one timed repeat
-of bare, gymnasium and vecmode back to back, in an order rotated from round to
+of bare, gymnasium and vecmode back to back (for the stack table: the bare env
+and the stacks over it, per base and mode), in an order rotated from round to
 round. Ratios and overheads are medians of the per-round values (each from
 repeats run back to back); steps/s are medians over rounds.
 
@@ -75,6 +85,8 @@ Run
     python benchmarks/bench_wrappers.py --only NormalizeObservation stack --rounds 9
     python benchmarks/bench_wrappers.py --base vecmode   # over vecmode.make_vec
     python benchmarks/bench_wrappers.py --base replay    # wrapper overheads alone
+    python benchmarks/bench_wrappers.py --only stack --modes NextStep \
+        --stack-bases vecmode                        # the stack's goal, quickly
 """
 
 from __future__ import annotations
@@ -103,6 +115,7 @@ from harness import (
     fill_run_defaults,
     interleaved,
     markdown_table,
+    mode_arg,
     round_done,
     run_defaults_help,
     text_table,
@@ -234,7 +247,10 @@ def make_base(env_name: str, base: str, steps: int = 0, seed: int = 0) -> Vector
         return ReplayVectorEnv(recording(env_name, steps, seed))
     if base == VECMODE_BASE:
         if fn is cartpole or fn is pendulum:
-            return vecmode.make_vec(env_name, NUM_ENVS, autoreset_mode=MODE)
+            # "sync": without it CartPole gets Gymnasium's numpy CartPoleVectorEnv
+            return vecmode.make_vec(
+                env_name, NUM_ENVS, vectorization_mode="sync", autoreset_mode=MODE
+            )
         return vecmode.with_autoreset(vecmode.SyncVectorEnv([fn] * NUM_ENVS), MODE)
     return gym.vector.SyncVectorEnv([fn] * NUM_ENVS, autoreset_mode=MODE)
 
@@ -381,14 +397,25 @@ def make_actions(env_name: str, steps: int, seed: int) -> np.ndarray:
     return rng.integers(0, 2, size=(steps, NUM_ENVS), dtype=np.int64)
 
 
-def run(envs: VectorEnv, actions: np.ndarray, seed: int) -> float:
-    """Seconds per vector step over ``actions`` (after an untimed reset)."""
+def run(
+    envs: VectorEnv, actions: np.ndarray, seed: int, disabled: bool = False
+) -> float:
+    """Seconds per vector step over ``actions`` (after an untimed reset); with
+    ``disabled``, ended sub-envs are reset with a mask after the step (timed)."""
     envs.reset(seed=seed)
     step = envs.step
     gc.collect()
     start = time.perf_counter()
-    for row in actions:
-        step(row)
+    if not disabled:
+        for row in actions:
+            step(row)
+    else:
+        reset, logical_or = envs.reset, np.logical_or
+        for row in actions:
+            _, _, terminations, truncations, _ = step(row)
+            ended = logical_or(terminations, truncations)
+            if ended.any():
+                reset(options={"reset_mask": ended})
     return (time.perf_counter() - start) / len(actions)
 
 
@@ -397,14 +424,17 @@ BARE, GYM, VM = "bare", "gymnasium", "vecmode"
 
 @dataclass
 class Group:
-    """The three contestants of one case, and their times per round."""
+    """Contestants timed back to back (a case's three, or a stack table's row
+    group), and their times per round."""
 
-    case: Case
     envs: dict[str, VectorEnv]
     actions: np.ndarray
-    times: dict[str, list[float]] = field(
-        default_factory=lambda: {BARE: [], GYM: [], VM: []}
-    )
+    case: Case | None = None
+    disabled: bool = False  # the timed loop resets ended sub-envs
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.times = {name: [] for name in self.envs}
 
 
 def build_group(case: Case, base: str, steps: int, seed: int) -> Group:
@@ -419,7 +449,63 @@ def build_group(case: Case, base: str, steps: int, seed: int) -> Group:
         declared = env.metadata.get("autoreset_mode")
         if declared is not MODE:
             raise RuntimeError(f"{case.name} {name} declares {declared!r}")
-    return Group(case, envs, make_actions(case.env, steps, seed))
+    return Group(envs, make_actions(case.env, steps, seed), case)
+
+
+# ------------------------------------------------------------ the stack per mode
+MODES = tuple(AutoresetMode)
+STACK_BASES = (VECMODE_BASE, GYMNASIUM_BASE)
+GYM_STACK, VM_STACK = "Gymnasium's 5 wrappers", "vecmode's 5 wrappers"
+FUSED = "vecmode.wrappers.ppo_stack"
+
+
+def fused_stack(env: VectorEnv) -> VectorEnv:
+    """The same five as one layer (clips of 10, gamma 0.99)."""
+    return vw.ppo_stack(env, gamma=0.99)
+
+
+def stack_contestants(mode: AutoresetMode) -> dict[str, Wrap]:
+    """The stacks timed in ``mode`` (Gymnasium's refuses all but NEXT_STEP)."""
+    out = {VM_STACK: make_stack(vw), FUSED: fused_stack}
+    if mode is AutoresetMode.NEXT_STEP:
+        out = {GYM_STACK: make_stack(gv), **out}
+    return out
+
+
+def mode_base(base: str, mode: AutoresetMode) -> VectorEnv:
+    """A fresh CartPole-v1 sync env of 16 sub-envs in ``mode``."""
+    if base == VECMODE_BASE:
+        return vecmode.make_vec(
+            "CartPole-v1", NUM_ENVS, vectorization_mode="sync", autoreset_mode=mode
+        )
+    return gym.vector.SyncVectorEnv([cartpole] * NUM_ENVS, autoreset_mode=mode)
+
+
+@dataclass
+class StackGroup(Group):
+    """The bare env and the stacks over it, in one mode, over one base."""
+
+    base: str = VECMODE_BASE
+    mode: AutoresetMode = MODE
+
+
+def build_stack_group(
+    base: str, mode: AutoresetMode, steps: int, seed: int
+) -> StackGroup:
+    envs = {BARE: mode_base(base, mode)}
+    for name, wrap in stack_contestants(mode).items():
+        envs[name] = wrap(mode_base(base, mode))
+    for name, env in envs.items():
+        declared = env.metadata.get("autoreset_mode")
+        if declared is not mode:
+            raise RuntimeError(f"{name} over {base} declares {declared!r}")
+    return StackGroup(
+        envs,
+        make_actions("CartPole-v1", steps, seed),
+        disabled=mode is AutoresetMode.DISABLED,
+        base=base,
+        mode=mode,
+    )
 
 
 # ------------------------------------------------------------------------- running
@@ -435,34 +521,100 @@ class Row:
     overhead_us: dict[str, float]  # median per-round (time - bare time), us
 
 
-def benchmark(
-    cases: Sequence[Case], base: str, steps: int, rounds: int, seed: int, progress: bool
-) -> list[Row]:
-    groups = [build_group(case, base, steps, seed) for case in cases]
+@dataclass
+class StackRow:
+    base: str
+    mode: AutoresetMode
+    name: str
+    rate: float  # sub-env steps per second, median
+    bare_rate: float
+    over_bare: float  # median per-round stack time / bare time
+    over_bare_min: float
+    over_bare_max: float
+    overhead_us: float  # median per-round (time - bare time), us
+
+
+def time_groups(
+    groups: Sequence[Group], steps: int, rounds: int, seed: int, progress: bool
+) -> None:
+    """Time every group's contestants in interleaved rounds (into ``times``)."""
     try:
         for group in groups:  # warm-up: first-call checks, caches
             for env in group.envs.values():
-                run(env, group.actions[:WARMUP_STEPS], seed)
+                run(env, group.actions[:WARMUP_STEPS], seed, group.disabled)
         for r in range(rounds):
             started = time.perf_counter()
             for group, name in interleaved(
                 ([(group, name) for name in group.envs] for group in groups), r
             ):
-                group.times[name].append(run(group.envs[name], group.actions, seed))
+                group.times[name].append(
+                    run(group.envs[name], group.actions, seed, group.disabled)
+                )
             round_done(r, rounds, started, progress)
     finally:
         for group in groups:
             for env in group.envs.values():
                 env.close()
 
+
+def benchmark(
+    cases: Sequence[Case],
+    base: str,
+    steps: int,
+    rounds: int,
+    seed: int,
+    progress: bool,
+    stack_bases: Sequence[str] = (),
+    modes: Sequence[AutoresetMode] = (),
+) -> tuple[list[Row], list[StackRow]]:
+    """The per-wrapper rows (``cases`` over ``base``) and the stack table's rows
+    (every mode in ``modes`` over every base in ``stack_bases``)."""
+    groups = [build_group(case, base, steps, seed) for case in cases]
+    stack_groups = [
+        build_stack_group(b, mode, steps, seed) for b in stack_bases for mode in modes
+    ]
+    time_groups([*groups, *stack_groups], steps, rounds, seed, progress)
+    return case_rows(groups), stack_rows(stack_groups)
+
+
+def stack_rows(groups: Sequence[StackGroup]) -> list[StackRow]:
     rows = []
     for group in groups:
+        t = group.times
+        for name in group.envs:
+            if name == BARE:
+                continue
+            ratios = [a / b for a, b in zip(t[name], t[BARE], strict=True)]
+            rows.append(
+                StackRow(
+                    base=group.base,
+                    mode=group.mode,
+                    name=name,
+                    rate=NUM_ENVS / statistics.median(t[name]),
+                    bare_rate=NUM_ENVS / statistics.median(t[BARE]),
+                    over_bare=statistics.median(ratios),
+                    over_bare_min=min(ratios),
+                    over_bare_max=max(ratios),
+                    overhead_us=statistics.median(
+                        1e6 * (a - b) for a, b in zip(t[name], t[BARE], strict=True)
+                    ),
+                )
+            )
+    return rows
+
+
+def case_rows(groups: Sequence[Group]) -> list[Row]:
+    rows = []
+    for group in groups:
+        case = group.case
+        if case is None:
+            raise TypeError("a case group without its case")
         t = group.times
         vm_gym = [a / b for a, b in zip(t[VM], t[GYM], strict=True)]
         rows.append(
             Row(
-                name=group.case.name,
-                env=group.case.env,
+                name=case.name,
+                env=case.env,
                 rate={k: NUM_ENVS / statistics.median(v) for k, v in t.items()},
                 vm_gym=statistics.median(vm_gym),
                 vm_gym_min=min(vm_gym),
@@ -518,11 +670,14 @@ HEADERS = (
 )
 
 STACK_HEADERS = (
+    "base",
+    "mode",
     "stack",
     "bare steps/s",
     "stack steps/s",
     "stack/bare",
     "overhead us",
+    "stack/bare min-max",
 )
 
 
@@ -539,36 +694,43 @@ def cells(row: Row) -> list[str]:
     ]
 
 
-def stack_cells(row: Row) -> list[list[str]]:
+def stack_cells(row: StackRow) -> list[str]:
     return [
-        [
-            f"{label}'s 5 wrappers",
-            f"{row.rate[BARE]:,.0f}",
-            f"{row.rate[key]:,.0f}",
-            f"{row.over_bare[key]:.2f}",
-            f"{row.overhead_us[key]:.1f}",
-        ]
-        for label, key in (("Gymnasium", GYM), ("vecmode", VM))
+        row.base,
+        row.mode.value,
+        row.name,
+        f"{row.bare_rate:,.0f}",
+        f"{row.rate:,.0f}",
+        f"{row.over_bare:.2f}",
+        f"{row.overhead_us:.1f}",
+        f"{row.over_bare_min:.2f}-{row.over_bare_max:.2f}",
     ]
 
 
-def split(rows: Sequence[Row]) -> tuple[list[list[str]], list[list[str]]]:
+STACK_LINE = (
+    "stack table: the five-wrapper stack over a fresh CartPole-v1 sync env of 16 "
+    "sub-envs per contestant (vecmode: vecmode.make_vec(..., "
+    'vectorization_mode="sync"); gymnasium: gymnasium.vector.SyncVectorEnv), in '
+    "each mode; stack/bare = stack time / bare time per step (goal <= 1.5 over "
+    "vecmode's env), medians of per-round values"
+)
+
+
+def report(
+    rows: Sequence[Row],
+    stacks: Sequence[StackRow],
+    header: Sequence[str],
+    markdown: bool,
+) -> str:
     per_wrapper = [cells(row) for row in rows]
-    stacks = [line for row in rows if row.name == STACK for line in stack_cells(row)]
-    return per_wrapper, stacks
-
-
-def report(rows: Sequence[Row], header: Sequence[str], markdown: bool) -> str:
-    per_wrapper, stacks = split(rows)
-    if markdown:
-        out = [f"- {line}" for line in header]
-        out += ["", *markdown_table(HEADERS, per_wrapper)]
-        if stacks:
-            out += ["", *markdown_table(STACK_HEADERS, stacks)]
-    else:
-        out = [*header, "", *text_table(HEADERS, per_wrapper)]
-        if stacks:
-            out += ["", *text_table(STACK_HEADERS, stacks)]
+    stack_lines = [stack_cells(row) for row in stacks]
+    table = markdown_table if markdown else text_table
+    lines = [*header, STACK_LINE] if stacks else list(header)
+    out = [f"- {line}" for line in lines] if markdown else lines
+    if per_wrapper:
+        out += ["", *table(HEADERS, per_wrapper)]
+    if stack_lines:
+        out += ["", *table(STACK_HEADERS, stack_lines)]
     return "\n".join(out)
 
 
@@ -593,6 +755,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         choices=[*names, "stack"],
         default=None,
         help="run only these wrappers ('stack' for the five-wrapper stack)",
+    )
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        type=mode_arg,
+        default=list(MODES),
+        metavar="MODE",
+        help="the stack table's modes (default NextStep SameStep Disabled)",
+    )
+    parser.add_argument(
+        "--stack-bases",
+        nargs="*",
+        choices=STACK_BASES,
+        default=list(STACK_BASES),
+        metavar="BASE",
+        help="the stack table's base envs: vecmode and/or gymnasium (default "
+        "both; none: no stack table)",
     )
     defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
     add_run_arguments(parser, **run_defaults_help(*defaults))
@@ -623,16 +802,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
-    rows = benchmark(
+    stack_bases = args.stack_bases if wanted is None or STACK in wanted else []
+    rows, stacks = benchmark(
         cases,
         args.base,
         steps=args.steps,
         rounds=args.rounds,
         seed=args.seed,
         progress=True,
+        stack_bases=stack_bases,
+        modes=args.modes,
     )
     header = environment_lines(args.base, args.steps, args.rounds, args.seed)
-    print(report(rows, header, args.markdown))
+    print(report(rows, stacks, header, args.markdown))
     return 0
 
 

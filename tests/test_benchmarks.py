@@ -76,10 +76,25 @@ def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
     ):
         assert name in rows, out
         assert rows[name].count("|") == 9, rows[name]  # 8 columns
+    # the stack table: every mode over both bases, Gymnasium's stack in NextStep
+    assert sum(line.startswith("| base | mode | stack |") for line in lines) == 1
     stacks = [
-        line for line in lines if line.startswith(("| Gymnasium's", "| vecmode's"))
+        [cell.strip() for cell in line.split("|")[1:-1]]
+        for line in lines
+        if line.startswith(("| vecmode |", "| gymnasium |"))
     ]
-    assert len(stacks) == 2 and all(line.count("|") == 6 for line in stacks), out
+    assert all(len(cells) == 8 for cells in stacks), out
+    assert sorted((base, mode, name) for base, mode, name, *_ in stacks) == sorted(
+        (base, mode, name)
+        for base in ("vecmode", "gymnasium")
+        for mode in ("NextStep", "SameStep", "Disabled")
+        for name in (
+            "vecmode's 5 wrappers",
+            "vecmode.wrappers.ppo_stack",
+            "Gymnasium's 5 wrappers",
+        )
+        if mode == "NextStep" or name.startswith("vecmode")
+    ), out
 
 
 def test_bench_async_quick_runs_and_reports_ratios_and_crossover():
@@ -107,3 +122,11 @@ def test_bench_transitions_quick_runs_and_reports_ratios():
     ]
     assert len(rows) == 6, out
     assert all(line.count("|") == 13 for line in rows), out  # 12 columns
+
+
+def test_profile_stack_runs_and_reports_areas():
+    out = run_benchmark("profile_stack.py", "--stack", "ppo_stack", "--steps", "60")
+    assert "running statistics" in out and "| total" not in out
+    lines = out.splitlines()
+    assert any(line.startswith("total") and "100.0 %" in line for line in lines), out
+    assert any("running_stats.py" in line for line in lines), out

@@ -96,3 +96,17 @@ def test_boundary_describes_what_each_mode_really_returns(mode):
         AutoresetMode.DISABLED: (),
     }[mode]
     assert {k for k, v in seen.items() if v} == set(expected)
+
+
+def test_the_undispatched_count_nonzero_is_numpys():
+    from vecmode._numpy import count_nonzero
+
+    rng = np.random.default_rng(0)
+    for value in (
+        rng.random(16) < 0.5,
+        np.zeros(3, dtype=bool),
+        rng.integers(-2, 3, size=(4, 5)),
+        [True, False, True],
+        np.array([np.nan, 0.0, -0.0, 1.0]),
+    ):
+        assert count_nonzero(value) == np.count_nonzero(value)

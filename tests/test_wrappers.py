@@ -30,7 +30,8 @@ from vecmode import wrappers as vw
 from vecmode._gymnasium import VECMODE_EQUIVALENTS
 from vecmode.modes import BoundaryTracker, boundary
 
-PUBLIC = [getattr(vw, name) for name in vw.__all__]
+#: every wrapper class (``ppo_stack`` is a function building wrappers)
+PUBLIC = [getattr(vw, name) for name in vw.__all__ if name != "ppo_stack"]
 
 
 # ------------------------------------------------------------------ the API
@@ -129,6 +130,115 @@ def test_tracker_agrees_with_the_boundary_of_each_step(mode, calls):
         for field in ("ended", "starts", "real", "final_in_info", "needs_reset"):
             assert (getattr(got, field) == getattr(want, field)).all(), field
         ended_before = want.ended
+
+
+FIELDS = ("ended", "starts", "real", "final_in_info", "needs_reset")
+
+
+@settings(max_examples=150)
+@given(
+    mode=st.sampled_from(MODES),
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(["step", "reset", "full reset"]),
+            st.lists(st.booleans(), min_size=6, max_size=6),
+            st.sampled_from(
+                ["same", "copy", "changed", "truncations changed", "source only"]
+            ),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+)
+def test_a_tracker_sharing_its_sources_boundaries_is_never_wrong(mode, calls):
+    """A tracker over a source tracker (a wrapper over a wrapper) gives the
+    boundaries of its own calls, whatever its source saw: the same objects
+    (shared), copies of them, other flags (a layer between changed them), or
+    calls it never saw (a layer between calling down on its own)."""
+    source = BoundaryTracker(mode, 3)
+    follower = BoundaryTracker(mode, 3, source=source)
+    alone = BoundaryTracker(mode, 3)
+    for tracker in (source, follower, alone):
+        tracker.reset(None)
+    shared = 0
+    for kind, flags, how in calls:
+        flags = np.array(flags)
+        if kind == "step":
+            args = (flags[:3], flags[3:])
+        else:
+            args = (None if kind == "full reset" else flags[:3],)
+        got_source = getattr(source, "step" if kind == "step" else "reset")(*args)
+        if how == "source only":
+            continue
+        if how == "copy":
+            args = tuple(None if a is None else a.copy() for a in args)
+        elif how == "changed":
+            args = tuple(None if a is None else ~a for a in args)
+        elif how == "truncations changed" and kind == "step":
+            args = (args[0], ~args[1])
+        call = "step" if kind == "step" else "reset"
+        got = getattr(follower, call)(*args)
+        want = getattr(alone, call)(*args)
+        for field in FIELDS:
+            assert (getattr(got, field) == getattr(want, field)).all(), (kind, field)
+        assert (follower.awaiting_reset == alone.awaiting_reset).all()
+        shared += got is got_source
+    if all(how == "same" for _, _, how in calls):  # in step: always shared
+        assert shared == len(calls)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_stacked_wrappers_compute_each_boundary_once(mode):
+    """In a stack of tracked wrappers every layer holds the same boundary object
+    after each call (computed once); a layer between that hands up new flags
+    makes the layer above compute its own, and right."""
+
+    class Relabel(gym.vector.VectorWrapper):
+        """Terminations become truncations: new flag arrays."""
+
+        def step(self, actions):
+            obs, rewards, terms, truncs, infos = self.env.step(actions)
+            return obs, rewards, np.zeros_like(terms), terms | truncs, infos
+
+    inner = vw.RecordEpisodeStatistics(vecmode_base("box", mode))
+    middle = vw.NormalizeReward(vw.TransformObservation(inner, lambda o: o))
+    outer = vw.ClipReward(Relabel(middle), 0.0, 1.0)
+    layers = (inner, middle, outer)
+    script = make_script(outer, 12, seed=1, mask_prob=0.5)
+    disabled = mode is AutoresetMode.DISABLED
+    same = 0  # the probe checks every call
+    for kind, _ in drive(_Probe(outer, layers, mode), script, disabled):
+        same += kind == "step"
+    assert same == 12
+    outer.close()
+
+
+class _Probe(gym.vector.VectorWrapper):
+    """After each call: the inner two layers share one boundary; the outer one
+    (above a layer that relabels the flags) computes its own, right."""
+
+    def __init__(self, env, layers, mode):
+        super().__init__(env)
+        self.layers, self.mode = layers, mode
+        self.reference = BoundaryTracker(mode, env.num_envs)
+        self.ended = np.zeros(env.num_envs, dtype=bool)
+
+    def _check(self, want):
+        inner, middle, outer = self.layers
+        assert middle.boundary is inner.boundary
+        for field in FIELDS:
+            assert (getattr(outer.boundary, field) == getattr(want, field)).all(), field
+
+    def reset(self, **kwargs):
+        result = self.env.reset(**kwargs)
+        mask = (kwargs.get("options") or {}).get("reset_mask")
+        self._check(self.reference.reset(mask))
+        return result
+
+    def step(self, actions):
+        result = self.env.step(actions)
+        self._check(self.reference.step(result[2], result[3]))
+        return result
 
 
 # ----------------------------------------------------------- partial resets

@@ -14,6 +14,8 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.wrappers import vector as gym_vector
+from gymnasium.wrappers.utils import RunningMeanStd as GymRunningMeanStd
 
 import vecmode
 from tests.helpers import assert_same_run, drive, make_script
@@ -156,3 +158,66 @@ def test_episode_mask_is_not_changed_by_a_later_partial_reset():
     assert held.tolist() == later.tolist() == [False, False, True]
     held, later = results["gymnasium"]
     assert held.tolist() == [False, False, True] and later.tolist() == [False] * 3
+
+
+NORMALISERS = {
+    "NormalizeObservation": (
+        gym_vector.NormalizeObservation,
+        vecmode.wrappers.NormalizeObservation,
+        "obs_rms",
+    ),
+    "NormalizeReward": (
+        lambda e: gym_vector.NormalizeReward(e, gamma=0.9),
+        lambda e: vecmode.wrappers.NormalizeReward(e, gamma=0.9),
+        "return_rms",
+    ),
+}
+
+
+def _normaliser_runs(name, load_gymnasium_statistics):
+    """Gymnasium's normaliser and vecmode's over the same NEXT_STEP steps."""
+    gym_wrap, vm_wrap, field = NORMALISERS[name]
+    mode = AutoresetMode.NEXT_STEP
+    theirs = gym_wrap(gym.vector.SyncVectorEnv(env_fns("box"), autoreset_mode=mode))
+    ours = vm_wrap(vecmode_base("box", mode))
+    if load_gymnasium_statistics:  # as users load saved statistics
+        stats = getattr(theirs, field)
+        setattr(
+            ours, field, type(stats)(shape=stats.mean.shape, dtype=stats.mean.dtype)
+        )
+    script = make_script(theirs, 40, seed=4, mask_prob=0.0)
+    expected = _run(theirs, script, mode)
+    got = drive(Snapshot(ours), script, disabled=False)
+    ours_stats = getattr(ours, field)
+    ours.close()
+    return expected, got, getattr(theirs, field), ours_stats
+
+
+@pytest.mark.parametrize("name", NORMALISERS)
+def test_normalisers_given_gymnasiums_statistics_are_gymnasiums_bit_for_bit(name):
+    """With Gymnasium's RunningMeanStd loaded in, vecmode's normaliser is
+    Gymnasium's wrapper exactly: its own arithmetic (what it feeds the statistics,
+    the normalising, the discounted sums) is unchanged."""
+    expected, got, _, _ = _normaliser_runs(name, load_gymnasium_statistics=True)
+    assert_same_run(expected, got)
+
+
+@pytest.mark.parametrize("name", NORMALISERS)
+def test_normalisers_agree_with_gymnasiums_to_float32_rounding(name):
+    """vecmode's own statistics (float64 arithmetic) against Gymnasium's
+    (float32 arithmetic on float32 data): the same values to float32 rounding,
+    and statistics of the same types, dtypes and shapes."""
+    expected, got, theirs, ours = _normaliser_runs(
+        name, load_gymnasium_statistics=False
+    )
+    assert len(expected) == len(got)
+    for (kind, e), (_, g) in zip(expected, got, strict=True):
+        for index in (0, 1) if kind == "step" else (0,):
+            assert e[index].dtype == g[index].dtype
+            np.testing.assert_allclose(g[index], e[index], rtol=2e-5, atol=1e-6)
+    assert isinstance(ours, GymRunningMeanStd)
+    for field in ("mean", "var"):
+        a, b = getattr(ours, field), getattr(theirs, field)
+        assert type(a) is type(b) and np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    assert ours.count == theirs.count

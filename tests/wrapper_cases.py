@@ -8,7 +8,11 @@ what it must agree with:
   returns exactly what the vector wrapper returns, in every mode (``final_obs``
   included), which is Gymnasium's own definition of the right answer;
 * ``gym_vector``: Gymnasium's vector counterpart, where Gymnasium's is right
-  (NEXT_STEP): the vecmode wrapper returns exactly the same there.
+  (NEXT_STEP): the vecmode wrapper returns exactly the same there. For the
+  normalisers, Gymnasium's wrapper runs with vecmode's running statistics (same
+  state, updated in float64, see :func:`with_vecmode_statistics`), so their own
+  arithmetic is compared bit for bit; the statistics are held to Gymnasium's
+  ``RunningMeanStd`` in ``tests/test_running_stats.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import vecmode
 from tests.gym_verdict_helpers import BoxActionEnv, ImageEnv, NumericEnv
 from tests.helpers import ScheduledEnv, without_box_warnings
 from vecmode import wrappers as vw
+from vecmode.wrappers.running_stats import RunningMeanStd
 
 MODES = tuple(AutoresetMode)
 
@@ -108,6 +113,24 @@ def reference(kind: str, mode: AutoresetMode, case: Case, **kwargs: Any) -> Vect
     return gym.vector.SyncVectorEnv(
         env_fns(kind, single=case.single, **kwargs), autoreset_mode=mode
     )
+
+
+def with_vecmode_statistics(
+    wrapper: Callable[[VectorEnv], VectorEnv],
+) -> Callable[[VectorEnv], VectorEnv]:
+    """Gymnasium's normalising ``wrapper`` with its ``obs_rms`` / ``return_rms``
+    replaced by vecmode's ``RunningMeanStd`` of the same shape and dtype."""
+
+    def build(env: VectorEnv) -> VectorEnv:
+        envs = wrapper(env)
+        for name in ("obs_rms", "return_rms"):
+            theirs = getattr(envs, name, None)
+            if theirs is not None:
+                ours = RunningMeanStd(shape=theirs.mean.shape, dtype=theirs.mean.dtype)
+                setattr(envs, name, ours)
+        return envs
+
+    return build
 
 
 def _double(x: Any) -> Any:
@@ -214,7 +237,7 @@ CASES: tuple[Case, ...] = (
         "NormalizeObservation",
         "box",
         vw.NormalizeObservation,
-        gym_vector=gym_vector.NormalizeObservation,
+        gym_vector=with_vecmode_statistics(gym_vector.NormalizeObservation),
         stateful=True,
     ),
     Case(
@@ -303,7 +326,9 @@ CASES: tuple[Case, ...] = (
         "NormalizeReward",
         "box",
         lambda e: vw.NormalizeReward(e, gamma=0.9),
-        gym_vector=lambda e: gym_vector.NormalizeReward(e, gamma=0.9),
+        gym_vector=with_vecmode_statistics(
+            lambda e: gym_vector.NormalizeReward(e, gamma=0.9)
+        ),
         stateful=True,
     ),
     Case(

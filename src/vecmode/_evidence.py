@@ -9,8 +9,9 @@ user's class by recording a :func:`vecmode.testing.check_wrapper` report
 
 The tests hold these sets to what they prove, so the claim cannot drift:
 ``tests/test_conformance.py`` runs ``check_wrapper`` on every class of
-:data:`CONFORMANCE_TESTED` and fails if a public vecmode wrapper is missing from
-it or a class in it has no conformance run; ``tests/test_probe.py`` runs
+:data:`CONFORMANCE_TESTED` (``PPOStack``'s is in ``tests/test_ppo_stack.py``) and
+fails if a public vecmode wrapper is missing from it or a class in it has no
+conformance run; ``tests/test_probe.py`` runs
 ``vecmode.probe_mode`` on every env class of :data:`VERIFIED_ENVS` in every mode.
 """
 
@@ -43,6 +44,7 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
         "vecmode.wrappers.stateful_reward:NormalizeReward",
         "vecmode.wrappers.common:RecordEpisodeStatistics",
         "vecmode.wrappers.dict_info_to_list:DictInfoToList",
+        "vecmode.wrappers.ppo_stack:PPOStack",
     }
 )
 

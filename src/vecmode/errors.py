@@ -358,3 +358,11 @@ def note_final_obs_present(mode: AutoresetMode) -> str:
         f"info['final_info'], with info['_final_obs'] / info['_final_info'] True "
         f"for it"
     )
+
+
+def needs_box(who: str, space: Any) -> str:
+    return (
+        f"{who} needs a Box single observation space, got {space}. Flatten the "
+        f"observations first (vecmode.wrappers.FlattenObservation) or normalise "
+        f"the Box parts yourself."
+    )

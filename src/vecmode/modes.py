@@ -31,6 +31,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
+from vecmode._numpy import count_nonzero
 
 __all__ = [
     "ASSUMED_MODE",
@@ -271,11 +272,14 @@ class EndedTracker:
     [2]
     """
 
-    __slots__ = ("count", "mask")
+    __slots__ = ("_none", "count", "mask")
 
     def __init__(self, num_envs: int) -> None:
-        #: The bool mask of those sub-envs (don't write into it).
-        self.mask = np.zeros(num_envs, dtype=np.bool_)
+        #: the read-only all-False mask every tracker of this size shares
+        self._none = _constants(num_envs)[0]
+        #: The bool mask of those sub-envs. It is replaced, never written into
+        #: (don't write into it either): a mask seen once stays what it was.
+        self.mask = self._none
         #: How many there are (0 is the common case: a fast test).
         self.count = 0
 
@@ -293,19 +297,22 @@ class EndedTracker:
             mask[cleared] = False
         if ended is not None and len(ended):
             mask[ended] = True
-        self.mask = mask
-        self.count = int(np.count_nonzero(mask))
+        self.set(mask)
 
     def clear(self) -> None:
         """Every sub-env was reset."""
-        if self.count:
-            self.mask = np.zeros_like(self.mask)
-            self.count = 0
+        self.mask, self.count = self._none, 0
 
     def set(self, mask: np.ndarray) -> None:
-        """Exactly the sub-envs in ``mask`` (after a step that ended them)."""
-        self.mask = np.asarray(mask, dtype=np.bool_)
-        self.count = int(np.count_nonzero(self.mask))
+        """Exactly the sub-envs in ``mask`` (after a step that ended them); the
+        tracker keeps ``mask`` itself, so don't write into it afterwards."""
+        mask = np.asarray(mask, dtype=np.bool_)
+        count = int(count_nonzero(mask))
+        self.mask, self.count = (mask, count) if count else (self._none, 0)
+
+    def adopt(self, mask: np.ndarray, count: int) -> None:
+        """The very state of another tracker that saw the same calls."""
+        self.mask, self.count = mask, count
 
     def indices(self) -> list[int]:
         """The indices of those sub-envs, in order."""
@@ -375,7 +382,7 @@ def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
     if not isinstance(infos, dict):
         return None
     mask = infos.get(_FINAL_OBS_MASK)
-    if mask is None or not np.count_nonzero(mask):
+    if mask is None or not count_nonzero(mask):
         return None
     return np.asarray(mask, dtype=np.bool_), infos.get(FINAL_OBS)
 
@@ -531,15 +538,46 @@ def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return rest, infos.get(FINAL_INFO)
 
 
+_CONSTANTS: dict[int, tuple[np.ndarray, np.ndarray, Boundary]] = {}
+
+
+def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary]:
+    """The read-only all-False and all-True arrays of ``num_envs`` flags and the
+    quiet boundary, one set per size shared by every tracker (never written to),
+    so that trackers that saw the same calls hold the very same objects."""
+    found = _CONSTANTS.get(num_envs)
+    if found is None:
+        false = np.zeros(num_envs, dtype=np.bool_)
+        true = np.ones(num_envs, dtype=np.bool_)
+        for array in (true, false):
+            array.flags.writeable = False
+        found = (false, true, Boundary(false, false, true, false, false))
+        _CONSTANTS[num_envs] = found
+    return found
+
+
 class BoundaryTracker:
     """Follows one vector env's calls and gives the :class:`Boundary` of each.
 
     A wrapper holds one, made from the mode of the env it wraps, and tells it about
-    every ``reset`` and ``step``; it remembers which sub-envs ended on the previous
-    step, the one fact a single step does not carry. Don't write into the arrays
-    it returns: they may be shared between calls.
+    every ``reset`` and ``step``; it remembers which sub-envs ended and were not
+    reset since (its :class:`EndedTracker`), the one fact a single step does not
+    carry. Don't write into the arrays it returns: they are shared between calls
+    and trackers.
 
     Build it before the first ``reset``: it assumes no sub-env awaits a reset.
+
+    ``source``: the tracker of a wrapper further down the same stack, in the same
+    mode. A boundary is a function of the mode, the call's arguments (the step's
+    flags, the reset's mask) and the state before the call; when this tracker is
+    handed the very objects its source was handed for its latest call, from the
+    very state its source was in, it takes its source's boundary and state
+    instead of computing them again. Stacked wrappers thus compute each call's
+    boundary once (the arrays a wrapper is handed are never written into, by
+    vecmode's wrappers nor by the tracker, and a state is replaced, never
+    changed), and a tracker whose calls differ from its source's (a layer between
+    that changes the flags, or calls of its own) computes its own, as without a
+    source.
 
     >>> import numpy as np
     >>> from vecmode.modes import BoundaryTracker
@@ -556,6 +594,8 @@ class BoundaryTracker:
     __slots__ = (
         "_caller_resets",
         "_false",
+        "_last",
+        "_source",
         "_true",
         "ended",
         "mode",
@@ -563,23 +603,32 @@ class BoundaryTracker:
         "quiet",
     )
 
-    def __init__(self, mode: ModeLike | None, num_envs: int) -> None:
-        """``mode``: the env's mode (None: not declared, so :data:`ASSUMED_MODE`)."""
+    def __init__(
+        self,
+        mode: ModeLike | None,
+        num_envs: int,
+        source: BoundaryTracker | None = None,
+    ) -> None:
+        """``mode``: the env's mode (None: not declared, so :data:`ASSUMED_MODE`);
+        ``source``: a tracker to share boundaries with (see above; ignored unless
+        it has the same mode and size)."""
         self.mode = ASSUMED_MODE if mode is None else as_mode(mode)
         self.num_envs = num_envs
         self._caller_resets = caller_resets(self.mode)
-        self._true = np.ones(num_envs, dtype=np.bool_)
-        self._false = np.zeros(num_envs, dtype=np.bool_)
-        for array in (self._true, self._false):
-            array.flags.writeable = False
         #: The boundary of a step where no episode ends or starts (the same in
         #: every mode); returned as this very object, so ``b is tracker.quiet``
         #: is a fast test.
-        self.quiet = Boundary(
-            self._false, self._false, self._true, self._false, self._false
-        )
+        self._false, self._true, self.quiet = _constants(num_envs)
         #: The sub-envs whose episode ended and that were not reset since.
         self.ended = EndedTracker(num_envs)
+        same = source is not None and (source.mode, source.num_envs) == (
+            self.mode,
+            num_envs,
+        )
+        self._source = source if same else None
+        #: (what the latest call was handed (two objects), the state before, its
+        #: boundary, the state after, its count)
+        self._last: tuple[Any, Any, np.ndarray, Boundary, np.ndarray, int] | None = None
 
     @property
     def awaiting_reset(self) -> np.ndarray:
@@ -587,36 +636,71 @@ class BoundaryTracker:
         NEXT_STEP, the next step resets them; in DISABLED, the caller must)."""
         return self.ended.mask
 
+    def _shared(self, first: Any, second: Any) -> Boundary | None:
+        """The source's boundary of this very call, if it had it (see above)."""
+        last = self._source._last  # type: ignore[union-attr]
+        if (
+            last is None
+            or last[0] is not first
+            or last[1] is not second
+            or last[2] is not self.ended.mask
+        ):
+            return None
+        self.ended.adopt(last[4], last[5])
+        self._last = last
+        return last[3]
+
+    def _remember(
+        self, first: Any, second: Any, before: np.ndarray, b: Boundary
+    ) -> Boundary:
+        ended = self.ended
+        self._last = (first, second, before, b, ended.mask, ended.count)
+        return b
+
     def reset(self, mask: np.ndarray | None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
-        false = self._false
+        if self._source is not None:
+            shared = self._shared(mask, None)
+            if shared is not None:
+                return shared
+        false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
-            return Boundary(false, self._true, false, false, false)
+            return self._remember(
+                mask, None, before, Boundary(false, self._true, false, false, false)
+            )
         starts = np.asarray(mask, dtype=np.bool_)
         self.ended.update(cleared=starts)
         pending = self.ended.mask if self._caller_resets else false
-        return Boundary(false, starts, false, false, pending)
+        return self._remember(
+            mask, None, before, Boundary(false, starts, false, false, pending)
+        )
 
     def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
         """The boundary of a ``step`` that returned these flags."""
         # Performance (this runs on every step of every tracked wrapper):
-        # np.count_nonzero is one C call, several times faster than ndarray.any()
+        # count_nonzero is one C call, several times faster than ndarray.any()
         # on small arrays (which goes through numpy's Python-level wrapper); the
-        # all-False / all-True fields are the tracker's shared read-only arrays
-        # rather than new ones.
+        # all-False / all-True fields are shared read-only arrays rather than new
+        # ones; a tracker below that saw this very step did the work already.
+        if self._source is not None:
+            shared = self._shared(terminations, truncations)
+            if shared is not None:
+                return shared
         ended = np.logical_or(terminations, truncations)
         tracked = self.ended
-        if not np.count_nonzero(ended):
+        before = tracked.mask
+        if not count_nonzero(ended):
             if not tracked.count:
-                return self.quiet
-            b = _boundary(self.mode, ended, tracked.mask, self._false, self._true)
-            tracked.clear()
-            return b
-        b = _boundary(self.mode, ended, tracked.mask, self._false, self._true)
-        # ended here and not reset within this very call after it (SAME_STEP's are)
-        tracked.set(ended & ~b.final_in_info)
-        return b
+                b = self.quiet
+            else:
+                b = _boundary(self.mode, ended, before, self._false, self._true)
+                tracked.clear()
+        else:
+            b = _boundary(self.mode, ended, before, self._false, self._true)
+            # ended here and not reset within this very call (SAME_STEP's are)
+            tracked.set(ended & ~b.final_in_info)
+        return self._remember(terminations, truncations, before, b)
 
 
 # ------------------------------------------------------------------ messages

@@ -11,6 +11,10 @@ Each one declares NEXT_STEP, SAME_STEP and DISABLED in the registry, transforms
 keeps per-sub-env state right across partial resets. :class:`FrameStackObservation`
 is new (Gymnasium has no vector frame stack).
 
+:func:`ppo_stack` builds CleanRL's PPO stack (episode statistics, observation
+normalisation and clip, reward normalisation and clip), by default as one
+:class:`PPOStack` layer returning exactly what the five layers return.
+
 For wrapper authors: :class:`ObservationWrapper`, :class:`ActionWrapper`,
 :class:`RewardWrapper` and :class:`StatefulWrapper` make a new wrapper right in
 every mode by default.
@@ -24,6 +28,7 @@ from vecmode.wrappers.base import (
 )
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.dict_info_to_list import DictInfoToList
+from vecmode.wrappers.ppo_stack import PPOStack, ppo_stack
 from vecmode.wrappers.stateful_observation import (
     FrameStackObservation,
     NormalizeObservation,
@@ -65,6 +70,7 @@ __all__ = [
     "NormalizeObservation",
     "NormalizeReward",
     "ObservationWrapper",
+    "PPOStack",
     "RecordEpisodeStatistics",
     "RescaleAction",
     "RescaleObservation",
@@ -78,4 +84,5 @@ __all__ = [
     "VectorizeTransformAction",
     "VectorizeTransformObservation",
     "VectorizeTransformReward",
+    "ppo_stack",
 ]

@@ -38,6 +38,7 @@ from gymnasium.vector.utils import (
     iterate,
 )
 
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import (
@@ -96,7 +97,7 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
     if (
         found is None
         or found[1] is None
-        or np.count_nonzero(found[0][rows]) != np.count_nonzero(rows)
+        or count_nonzero(found[0][rows]) != count_nonzero(rows)
     ):
         raise ValueError(final_obs_missing(who, np.flatnonzero(rows).tolist()))
     return found[1]
@@ -277,6 +278,20 @@ class ActionWrapper(MaskedResetWrapper):
         return self.actions(actions)
 
 
+def _tracker_below(env: Any) -> BoundaryTracker | None:
+    """The boundary tracker of the nearest tracked vecmode wrapper in ``env``'s
+    stack (through any wrappers between), to share boundaries with: it computes
+    each call's boundary once per stack, where the calls are the same (see
+    :class:`~vecmode.modes.BoundaryTracker`)."""
+    seen = 0
+    while env is not None and seen < 64:
+        if isinstance(env, _Tracked):
+            return env.boundaries
+        env = env.__dict__.get("env") if hasattr(env, "__dict__") else None
+        seen += 1
+    return None
+
+
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
@@ -285,7 +300,9 @@ class _Tracked(MaskedResetWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        self.boundaries = BoundaryTracker(mode_of(env), self.num_envs)
+        self.boundaries = BoundaryTracker(
+            mode_of(env), self.num_envs, source=_tracker_below(env)
+        )
         self.boundary = self.boundaries.reset(None)
 
     def _reset_result(
@@ -320,7 +337,7 @@ class RewardWrapper(_Tracked):
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         b = self.boundary
         out = self.rewards(rewards)
-        if b is not self.boundaries.quiet and np.count_nonzero(b.real) < len(b.real):
+        if b is not self.boundaries.quiet and count_nonzero(b.real) < len(b.real):
             out = np.array(out, copy=True)
             out[~b.real] = 0
         return obs, out, terminations, truncations, infos
@@ -406,7 +423,7 @@ class StatefulWrapper(_Tracked):
             if transition is not None:
                 transition(obs, rewards, terminations, truncations, b.real)
             return result
-        if transition is not None and np.count_nonzero(b.real):
+        if transition is not None and count_nonzero(b.real):
             transition(
                 self.last_observations(obs, infos),
                 rewards,
@@ -414,7 +431,7 @@ class StatefulWrapper(_Tracked):
                 truncations,
                 b.real,
             )
-        if np.count_nonzero(b.starts):
+        if count_nonzero(b.starts):
             episode_start = self.episode_start
             if getattr(episode_start, "__func__", None) is not (
                 StatefulWrapper.episode_start
@@ -429,7 +446,7 @@ class StatefulWrapper(_Tracked):
         ``info["final_obs"]`` (a copy is made then).
         """
         rows = self.boundary.final_in_info
-        if not np.count_nonzero(rows):
+        if not count_nonzero(rows):
             return observations
         return merge_final_observations(
             self.env,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import StatefulWrapper
 
@@ -71,14 +72,18 @@ class RecordEpisodeStatistics(StatefulWrapper):
         mask: np.ndarray,
     ) -> None:
         """Count the step; record the episodes that it ended."""
-        if self.boundary is self.boundaries.quiet:
+        b = self.boundary
+        if b is self.boundaries.quiet or count_nonzero(mask) == len(mask):
             self.episode_returns += rewards
             self.episode_lengths += 1
-            return
-        self.episode_returns[mask] += rewards[mask]
-        self.episode_lengths[mask] += 1
-        dones = self.boundary.ended & mask
-        if not np.count_nonzero(dones):
+            if b is self.boundaries.quiet:
+                return
+        else:
+            self.episode_returns[mask] += rewards[mask]
+            self.episode_lengths[mask] += 1
+        dones = b.ended & mask  # a new array: it goes out in the info
+        ended = np.flatnonzero(dones)
+        if not len(ended):
             return
         seconds = np.round(time.perf_counter() - self.episode_start_times, 6)
         self._ended = {
@@ -87,10 +92,10 @@ class RecordEpisodeStatistics(StatefulWrapper):
             "t": np.where(dones, seconds, 0.0),
             "mask": dones,
         }
-        self.episode_count += int(dones.sum())
-        self.time_queue.extend(seconds[dones])
-        self.return_queue.extend(self.episode_returns[dones])
-        self.length_queue.extend(self.episode_lengths[dones])
+        self.episode_count += len(ended)
+        self.time_queue.extend(seconds[ended])
+        self.return_queue.extend(self.episode_returns[ended])
+        self.length_queue.extend(self.episode_lengths[ended])
 
     def _step_result(self, result: StepResult) -> StepResult:
         """``info[stats_key]`` reports the episodes that ended."""

@@ -17,8 +17,9 @@ from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
-from gymnasium.wrappers.utils import RunningMeanStd
 
+from vecmode import errors
+from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import with_final_observations
 from vecmode.wrappers.base import (
@@ -26,6 +27,7 @@ from vecmode.wrappers.base import (
     StatefulWrapper,
     map_final_observations,
 )
+from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 __all__ = ["FrameStackObservation", "NormalizeObservation"]
 
@@ -35,7 +37,8 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
 
     Same arguments and statistics as
     :class:`gymnasium.wrappers.vector.NormalizeObservation` (over a NEXT_STEP env
-    it returns exactly what Gymnasium's does), and right in every mode: the running
+    it returns exactly what Gymnasium's does given the same statistics, see
+    below), and right in every mode: the running
     statistics (``obs_rms``) are updated once per call with every observation it
     revealed, each exactly once: after ``reset``, the reset sub-envs' observations
     (not the untouched rows of a masked reset); after ``step``, every returned
@@ -44,6 +47,14 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     the statistics that include them but not yet the first observations of the
     episodes that replace them (a second update follows for those), so episodes
     that end together are normalised alike in every mode.
+
+    ``obs_rms`` is a :class:`vecmode.wrappers.running_stats.RunningMeanStd`:
+    Gymnasium's class, with float32 statistics as Gymnasium's wrapper keeps them
+    (for float32 observations; float64 ones make them float64, in both), updated
+    in float64 at a fraction of the cost (Gymnasium's arithmetic is float32
+    there, so the two agree to float32 rounding); any object with ``mean``,
+    ``var`` and ``update`` may replace it, Gymnasium's ``RunningMeanStd``
+    included, e.g. to load saved statistics into an evaluation env.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -62,23 +73,25 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         super().__init__(env)
         space = self.env.single_observation_space
         if not isinstance(space, Box):
-            raise TypeError(needs_box(type(self).__name__, space))
+            raise TypeError(errors.needs_box(type(self).__name__, space))
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=space.shape, dtype=np.float32
         )
         self.observation_space = batch_space(
             self.single_observation_space, self.num_envs
         )
-        self.obs_rms = RunningMeanStd(shape=space.shape, dtype=space.dtype)
+        # float32, as Gymnasium's (the dtype of the normalised observations)
+        self.obs_rms = RunningMeanStd(
+            shape=space.shape, dtype=self.single_observation_space.dtype
+        )
         self.epsilon = self._checked_epsilon(epsilon)
         self._update_running_mean = True
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
-        """Normalise a batch with the current statistics (no update)."""
-        return (
-            (observations - self.obs_rms.mean)
-            / np.sqrt(self.obs_rms.var + self.epsilon)
-        ).astype(np.float32)
+        """Normalise a batch with the current statistics (no update): float32
+        ``(observations - mean) / sqrt(var + epsilon)``, Gymnasium's arithmetic."""
+        rms = self.obs_rms
+        return normalize(observations, rms.mean, rms.var, self.epsilon)
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
@@ -87,9 +100,10 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         obs, infos = super()._reset_result(obs, infos, state)
         if self._update_running_mean:
             starts = self.boundary.starts
-            if starts.all():
+            started = count_nonzero(starts)
+            if started == len(starts):
                 self.obs_rms.update(obs)
-            elif starts.any():
+            elif started:
                 self.obs_rms.update(obs[starts])
         return self.normalize(obs), infos
 
@@ -97,7 +111,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         """Returned and final observations update the statistics, in one go."""
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         finals = self.boundary.final_in_info
-        ended = np.count_nonzero(finals) > 0
+        ended = count_nonzero(finals) > 0
         if not ended:
             if self._update_running_mean:
                 self.obs_rms.update(obs)
@@ -231,7 +245,7 @@ class FrameStackObservation(StatefulWrapper):
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """A fresh stack, padded, ending with the first observation."""
-        rows: Any = slice(None) if np.count_nonzero(mask) == len(mask) else mask
+        rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         pad = self.padding_type
         if pad == "_custom":
             leaves = _leaves(self._space, self.stacks, observations, self.padding_value)
@@ -256,12 +270,12 @@ class FrameStackObservation(StatefulWrapper):
         mask: np.ndarray,
     ) -> None:
         """Push each sub-env's new observation; keep the final stacks aside."""
-        rows: Any = slice(None) if np.count_nonzero(mask) == len(mask) else mask
+        rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         for stack, obs in _leaves(self._space, self.stacks, observations):
             stack[rows, :-1] = stack[rows, 1:]
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
-        if np.count_nonzero(finals):
+        if count_nonzero(finals):
             self._finals = {int(i): self._row(int(i)) for i in np.flatnonzero(finals)}
 
     def _row(self, i: int) -> Any:
@@ -286,12 +300,6 @@ class FrameStackObservation(StatefulWrapper):
 
 
 # ------------------------------------------------------------------ messages
-def needs_box(who: str, space: Any) -> str:
-    return (
-        f"{who} needs a Box single observation space, got {space}. Flatten the "
-        f"observations first (vecmode.wrappers.FlattenObservation) or normalise "
-        f"the Box parts yourself."
-    )
 
 
 def not_stackable(space: Any, leaf: Any) -> str:

@@ -18,6 +18,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_reward
 
 from vecmode.wrappers.base import RewardWrapper
+from vecmode.wrappers.clipping import clip, fast_bounds
 
 __all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
 
@@ -94,7 +95,9 @@ class ClipReward(VectorizeTransformReward):
             max_reward=max_reward,
         )
         self._bounds = (min_reward, max_reward)
+        self._fast = fast_bounds(min_reward, max_reward)
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Clip the whole batch at once (a new array)."""
-        return np.clip(rewards, *self._bounds)
+        """Clip the whole batch at once (a new array; ``np.clip``'s result)."""
+        low, high = self._bounds
+        return clip(rewards, low, high, fast=self._fast)

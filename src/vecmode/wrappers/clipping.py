@@ -1,0 +1,56 @@
+"""Clipping: ``np.clip``, bit for bit, on the ufuncs themselves.
+
+``np.clip`` reaches its ufunc through two Python layers, which cost more than
+clipping a batch of a few dozen numbers. For bounds that are not zero,
+``minimum(maximum(x, low), high)`` is exactly what ``np.clip`` computes: NaN
+kept, and signed zeros, which lie strictly between such bounds, untouched. A zero
+bound (signed zeros compare equal, and ``np.clip`` and ``np.maximum`` break that
+tie differently) takes ``np.clip`` itself.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["clip", "clip_symmetric", "fast_bounds"]
+
+
+def fast_bounds(low: Any, high: Any) -> bool:
+    """Whether ``clip(x, low, high)`` may take the two ufuncs: scalar bounds,
+    neither zero nor NaN, ``low <= high``."""
+    for bound in (low, high):
+        if isinstance(bound, bool) or not isinstance(bound, (int, float, np.number)):
+            return False
+        if bound == 0 or math.isnan(bound):
+            return False
+    return bool(low <= high)
+
+
+def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> Any:
+    """``np.clip(x, low, high, out=out)``; ``fast``: :func:`fast_bounds` holds.
+
+    >>> import numpy as np
+    >>> from vecmode.wrappers.clipping import clip, fast_bounds
+    >>> clip(np.array([-3.0, 0.5, np.nan, 12.0]), -1.0, 2.0, fast=fast_bounds(-1.0, 2.0))
+    array([-1. ,  0.5,  nan,  2. ])
+    """
+    if not fast:
+        return np.clip(x, low, high, out=out)
+    if out is None:  # the dtype np.clip gives: of x, low and high together
+        return np.minimum(np.maximum(x, low), high)
+    np.maximum(x, low, out=out)
+    return np.minimum(out, high, out=out)
+
+
+def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -> Any:
+    """``np.clip(x, -bound, bound, out=out)``, bit for bit (``bound >= 0``).
+
+    >>> import numpy as np
+    >>> from vecmode.wrappers.clipping import clip_symmetric
+    >>> clip_symmetric(np.array([-3.0, 0.5, np.nan, 12.0]), 1.0)
+    array([-1. ,  0.5,  nan,  1. ])
+    """
+    return clip(x, -bound, bound, out, fast=bound > 0)

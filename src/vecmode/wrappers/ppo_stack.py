@@ -1,0 +1,296 @@
+"""The PPO training stack (CleanRL's recipe), as one layer.
+
+CleanRL's PPO wraps its vector env in five wrappers: episode statistics,
+observation normalisation, an observation clip, reward normalisation and a
+reward clip. :func:`ppo_stack` builds that stack, right in every mode, either as
+the five :mod:`vecmode.wrappers` layers or, by default, as :class:`PPOStack`: one
+layer doing the same work in one pass (one boundary tracker, one check of the
+infos, the final observations merged once, normalising and clipping in place),
+whose outputs are the five layers' outputs exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from gymnasium.error import InvalidBound
+from gymnasium.spaces import Box
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from vecmode import errors
+from vecmode._numpy import count_nonzero
+from vecmode.core import StepResult
+from vecmode.modes import final_observations
+from vecmode.wrappers.base import (
+    RunningStatistics,
+    merge_final_observations,
+    replace_final_observations,
+)
+from vecmode.wrappers.clipping import clip_symmetric
+from vecmode.wrappers.common import RecordEpisodeStatistics
+from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
+from vecmode.wrappers.stateful_observation import NormalizeObservation
+from vecmode.wrappers.stateful_reward import NormalizeReward, discount
+from vecmode.wrappers.vectorize_observation import TransformObservation
+from vecmode.wrappers.vectorize_reward import ClipReward
+
+__all__ = ["PPOStack", "ppo_stack"]
+
+
+def ppo_stack(
+    env: VectorEnv,
+    *,
+    gamma: float,
+    clip_obs: float = 10.0,
+    clip_reward: float = 10.0,
+    fused: bool = True,
+) -> VectorEnv:
+    """CleanRL's PPO stack over ``env``, right in every mode.
+
+    The five layers, innermost first::
+
+        RecordEpisodeStatistics(env)
+        NormalizeObservation(...)
+        TransformObservation(..., clip to [-clip_obs, clip_obs],
+                             single_observation_space=Box(-clip_obs, clip_obs))
+        NormalizeReward(..., gamma=gamma)
+        ClipReward(..., -clip_reward, clip_reward)
+
+    With ``fused`` (the default) they are one :class:`PPOStack` layer, which
+    returns exactly what the five return, in less time; ``fused=False`` builds
+    the five layers themselves.
+
+    Args:
+        env: a Box-observation vector env declaring its autoreset mode.
+        gamma: ``NormalizeReward``'s discount, in [0, 1].
+        clip_obs: normalised observations are clipped to ``[-clip_obs, clip_obs]``
+            (>= 0).
+        clip_reward: normalised rewards are clipped to
+            ``[-clip_reward, clip_reward]`` (>= 0).
+        fused: one layer (True) or the five (False).
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import ppo_stack
+    >>> envs = ppo_stack(vecmode.make_vec("CartPole-v1", num_envs=4,
+    ...     vectorization_mode="sync", autoreset_mode="SameStep"), gamma=0.99)
+    >>> envs
+    <PPOStack, <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=4)>>
+    >>> obs, _ = envs.reset(seed=0)
+    >>> for _ in range(100):
+    ...     obs, rewards, *_ = envs.step(envs.action_space.sample())
+    >>> obs.dtype, bool(np.abs(obs).max() <= 10), envs.obs_rms.count > 400
+    (dtype('float32'), True, True)
+    >>> envs.close()
+    """
+    clip_obs, clip_reward = (
+        _bound("clip_obs", clip_obs),
+        _bound("clip_reward", clip_reward),
+    )
+    if fused:
+        return PPOStack(env, gamma=gamma, clip_obs=clip_obs, clip_reward=clip_reward)
+    env = RecordEpisodeStatistics(env)
+    env = NormalizeObservation(env)
+    env = TransformObservation(
+        env,
+        _Clip(clip_obs),
+        single_observation_space=_clipped_space(env, clip_obs),
+    )
+    env = NormalizeReward(env, gamma=gamma)
+    return ClipReward(env, -clip_reward, clip_reward)
+
+
+def _bound(name: str, value: float) -> float:
+    """A clip bound: a number >= 0 (inf: no clipping)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(clip_bound(name, value))
+    value = float(value)
+    if math.isnan(value) or value < 0:
+        raise InvalidBound(clip_bound(name, value))
+    return value
+
+
+def _clipped_space(env: VectorEnv, clip: float) -> Box:
+    return Box(-clip, clip, env.single_observation_space.shape, np.float32)
+
+
+class _Clip:
+    """``np.clip(x, -bound, bound)`` (a named, picklable function)."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return clip_symmetric(x, self.bound)
+
+    def __repr__(self) -> str:
+        return f"clip to [-{self.bound}, {self.bound}]"
+
+
+class PPOStack(RunningStatistics, RecordEpisodeStatistics):
+    """CleanRL's five PPO wrappers as one layer: what :func:`ppo_stack` builds.
+
+    Episode statistics of the raw rewards (a :class:`RecordEpisodeStatistics`:
+    ``info["episode"]``, ``return_queue``, ...), observations normalised
+    (``obs_rms``) and clipped to ``[-clip_obs, clip_obs]``, rewards scaled by the
+    deviation of their discounted sums (``return_rms``, ``accumulated_reward``)
+    and clipped to ``[-clip_reward, clip_reward]``: step by step, exactly what
+    the five layers return (:func:`ppo_stack` with ``fused=False``), in every
+    mode and across partial resets. ``update_running_mean = False`` freezes both
+    statistics.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import PPOStack
+    >>> envs = PPOStack(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync"), gamma=0.99)
+    >>> envs.single_observation_space
+    Box(-10.0, 10.0, (4,), float32)
+    >>> _ = envs.reset(seed=0)
+    >>> _, rewards, *_ = envs.step(np.array([0, 1]))
+    >>> rewards.dtype, envs.return_rms.count, envs.obs_rms.count
+    (dtype('float64'), 2.0001, 4.0001)
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        *,
+        gamma: float,
+        clip_obs: float = 10.0,
+        clip_reward: float = 10.0,
+    ) -> None:
+        """Args as :func:`ppo_stack`'s."""
+        if not 0 <= gamma <= 1:  # NormalizeReward's check and message
+            raise InvalidBound(
+                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
+            )
+        clip_obs = _bound("clip_obs", clip_obs)
+        clip_reward = _bound("clip_reward", clip_reward)
+        space = env.single_observation_space
+        if not isinstance(space, Box):
+            raise TypeError(errors.needs_box(type(self).__name__, space))
+        super().__init__(env)
+        self.single_observation_space = _clipped_space(self, clip_obs)
+        self.observation_space = batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.clip_obs = clip_obs
+        self.clip_reward = clip_reward
+        self.gamma = gamma
+        self.epsilon = 1e-8  # both normalisers' default
+        self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
+        self.return_rms = RunningMeanStd(shape=())
+        self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
+        self._update_running_mean = True
+        self._merged: tuple[Any, Any, Any] | None = None
+
+    # --------------------------------------------------------- observations
+    def _normalised(self, observations: np.ndarray) -> np.ndarray:
+        """Normalised and clipped, into a new float32 array (in place)."""
+        rms = self.obs_rms
+        out = normalize(observations, rms.mean, rms.var, self.epsilon)
+        return clip_symmetric(out, self.clip_obs, out)
+
+    def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
+        """As the base's, kept for the rest of the step (merged once)."""
+        merged = super().last_observations(observations, infos)
+        self._merged = (observations, infos, merged)
+        return merged
+
+    def _final_observations(
+        self, obs: np.ndarray, infos: dict[str, Any], finals: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """SAME_STEP's final observations: the statistics take the observations
+        moved to (final ones included), the final ones are normalised with them,
+        then the statistics take the new episodes' first observations
+        (NormalizeObservation's time order)."""
+        merged = None
+        if self._merged is not None and self._merged[0] is obs:
+            merged = self._merged[2]
+        self._merged = None
+        if merged is None:
+            merged = self.last_observations(obs, infos)
+            self._merged = None
+        if self._update_running_mean:
+            self.obs_rms.update(merged)
+        found = final_observations(infos)
+        rows = found[0] if found is not None else np.zeros_like(finals)
+        if not np.array_equal(rows, finals):
+            merged = merge_final_observations(
+                self.env, obs, infos, rows, type(self).__name__
+            )
+        infos = replace_final_observations(infos, rows, self._normalised(merged), self)
+        if self._update_running_mean:
+            self.obs_rms.update(obs[finals])
+        return self._normalised(obs), infos
+
+    # ----------------------------------------------------------------- halves
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        """Episode statistics restart where episodes start; the reset
+        observations update the statistics; a full reset restarts the
+        discounted sums."""
+        obs, infos = super()._reset_result(obs, infos, state)
+        if self._update_running_mean:
+            starts = self.boundary.starts
+            started = count_nonzero(starts)
+            if started == len(starts):
+                self.obs_rms.update(obs)
+            elif started:
+                self.obs_rms.update(obs[starts])
+        if state is None:
+            self.accumulated_reward[:] = 0
+        return self._normalised(obs), infos
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        """The five layers' step, in one pass."""
+        self._merged = None
+        obs, rewards, terminations, truncations, infos = super()._step_result(result)
+        b = self.boundary
+        quiet = b is self.boundaries.quiet
+        # observations (NormalizeObservation, then the clip)
+        finals = b.final_in_info
+        if quiet or not count_nonzero(finals):
+            self._merged = None
+            if self._update_running_mean:
+                self.obs_rms.update(obs)
+            out_obs = self._normalised(obs)
+            found = final_observations(infos)
+            if found is not None:
+                # final observations no layer normalised: the clip alone
+                infos = self._clipped_finals(infos, out_obs, found[0])
+        else:
+            out_obs, infos = self._final_observations(obs, infos, finals)
+        # rewards (NormalizeReward, then the clip; NEXT_STEP's reset step: 0)
+        real = b.real
+        moving = count_nonzero(real)
+        if moving:
+            sums = discount(
+                self.accumulated_reward, self.gamma, rewards, terminations, real
+            )
+            if self._update_running_mean:
+                self.return_rms.update(sums)
+        out = scale_by_std(rewards, self.return_rms.var, self.epsilon)
+        out = clip_symmetric(out, self.clip_reward, out)
+        if moving < len(real):
+            out[~real] = 0
+        return out_obs, out, terminations, truncations, infos
+
+    def _clipped_finals(
+        self, infos: dict[str, Any], obs: np.ndarray, rows: np.ndarray
+    ) -> dict[str, Any]:
+        merged = merge_final_observations(self, obs, infos, rows, type(self).__name__)
+        clipped = clip_symmetric(merged, self.clip_obs)
+        return replace_final_observations(infos, rows, clipped, self)
+
+
+# ------------------------------------------------------------------ messages
+def clip_bound(name: str, value: Any) -> str:
+    return (
+        f"`{name}` should be a number >= 0 (observations or rewards are clipped to "
+        f"[-{name}, {name}]; inf for no clipping). Received {value!r}"
+    )

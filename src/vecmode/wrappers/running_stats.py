@@ -1,0 +1,357 @@
+"""Running mean and variance: Gymnasium's ``RunningMeanStd`` at the cost of its
+arithmetic, and normalising with it.
+
+:class:`RunningMeanStd` is a drop-in for
+:class:`gymnasium.wrappers.utils.RunningMeanStd` (a subclass of it): the same
+``mean``, ``var`` and ``count`` attributes, of the same types, shapes and dtypes,
+replaced by new objects at every update (so a reference taken before an update
+still holds the values from before), ``update(batch)`` and
+``update_from_moments``; it pickles, copies and loads the same way. What differs
+is how ``update`` computes: Gymnasium's runs ``np.mean`` and ``np.var`` (a dozen
+NumPy calls between them, each paying NumPy's per-call overhead) and merges in the
+state's dtype; this one takes the batch's sum and its squared deviations from the
+batch mean into preallocated float64 buffers and merges them (Chan et al.'s
+parallel variance) in a few in-place calls, all in float64, rounding once into the
+state's dtype at the end. A scalar statistic (``shape=()``, as
+``NormalizeReward``'s) fed a small batch is merged in Python floats (float64),
+with exactly rounded sums (:func:`math.fsum`).
+
+The results are Gymnasium's formulas evaluated in float64, to float64 rounding:
+for float64 batches and state, what Gymnasium computes, to a few units in the
+last place; for float32 ones, closer to the exact value than Gymnasium's float32
+arithmetic (the state is still stored in its float32 dtype, as Gymnasium's is).
+
+>>> import numpy as np
+>>> from vecmode.wrappers.running_stats import RunningMeanStd
+>>> rms = RunningMeanStd(shape=(2,))
+>>> rms.update(np.array([[1.0, 10.0], [3.0, 30.0]]))
+>>> rms.mean, rms.var, rms.count
+(array([ 1.9999    , 19.99900005]), array([  1.00019998, 100.01504825]), 2.0001)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from gymnasium.wrappers import utils as gym_utils
+from numpy.typing import ArrayLike, DTypeLike
+
+__all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
+
+#: A scalar statistic fed at most this many values is merged in Python floats
+#: (cheaper than any NumPy call on so few); larger batches go through NumPy.
+_PYTHON_MAX = 64
+
+_F64 = np.dtype(np.float64)
+
+
+def _moment_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of ``np.mean`` of a batch of ``dtype``: Gymnasium's batch moments
+    (also of an integer array times a Python float)."""
+    return dtype if dtype.kind == "f" else _F64
+
+
+_DTYPES: dict[tuple[Any, ...], tuple[np.dtype, np.dtype]] = {}
+#: Whether normalising computes in the output's dtype, by the operands' dtypes.
+_IN_PLACE: dict[tuple[Any, ...], bool] = {}
+
+
+def _result_dtypes(
+    mean: Any, var: Any, count: Any, batch: np.dtype
+) -> tuple[np.dtype, np.dtype]:
+    """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give:
+    NumPy's promotion through its arithmetic (``count`` a Python float is weak, a
+    NumPy scalar is not; so are Python scalars for ``mean`` and ``var``)."""
+    try:  # arrays or NumPy scalars, a Python or NumPy count: the cache
+        key: tuple[Any, ...] | None = (mean.dtype, var.dtype, batch, type(count))
+        dtypes = _DTYPES.get(key)  # type: ignore[arg-type]
+    except AttributeError:  # Python scalars or lists: no cache
+        key = dtypes = None
+    if dtypes is None:
+        moment = _moment_dtype(batch)
+        strong = (count.dtype,) if isinstance(count, np.generic) else ()
+        mean_dtype = np.result_type(moment, _operand(mean), *strong)
+        var_term = _operand(var)  # var * count
+        if isinstance(var_term, np.dtype):
+            var_term = _moment_dtype(var_term)
+        var_dtype = np.result_type(var_term, moment, mean_dtype, *strong)
+        dtypes = (mean_dtype, var_dtype)
+        if key is not None and len(_DTYPES) < 256:
+            _DTYPES[key] = dtypes
+    return dtypes
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    """``np.shape(value)``, without its dispatch for arrays and NumPy scalars."""
+    shape = getattr(value, "shape", None)
+    return shape if type(shape) is tuple else np.shape(value)
+
+
+def _operand(value: Any) -> Any:
+    """``value`` as NumPy's promotion sees it: its dtype, or a Python scalar."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    dtype = getattr(value, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) else np.asarray(value).dtype
+
+
+class _Scratch:
+    """The float64 work buffers of a statistic of ``k`` values, for batches of
+    up to ``rows``: deviations and their squares side by side in one block, so
+    one matrix-vector product sums both."""
+
+    __slots__ = (
+        "both",
+        "deviations",
+        "k",
+        "ones",
+        "rows",
+        "s1",
+        "s2",
+        "shape",
+        "squares",
+        "step",
+        "sums",
+    )
+
+    def __init__(self, shape: tuple[int, ...], rows: int) -> None:
+        self.shape = shape
+        self.rows = rows
+        self.k = k = math.prod(shape)
+        self.both = np.empty((rows, 2 * k), _F64)
+        self.deviations = self.both[:, :k]
+        self.squares = self.both[:, k:]
+        self.ones = np.ones(rows, _F64)
+        self.sums = np.empty(2 * k, _F64)
+        self.s1 = self.sums[:k]
+        self.s2 = self.sums[k:]
+        self.step = np.empty(k, _F64)
+
+
+class RunningMeanStd(gym_utils.RunningMeanStd):
+    """Tracks the mean, variance and count of values, as Gymnasium's does.
+
+    Same constructor, attributes and methods as
+    :class:`gymnasium.wrappers.utils.RunningMeanStd` (it is a subclass, so
+    ``isinstance`` checks and code written for Gymnasium's keep working); ``update``
+    computes in float64 on few NumPy calls (see the module's doc). An empty batch
+    leaves the statistics as they are (Gymnasium's turns them into NaN).
+
+    >>> import numpy as np, pickle
+    >>> from vecmode.wrappers.running_stats import RunningMeanStd
+    >>> rms = RunningMeanStd(shape=(), dtype=np.float64)
+    >>> rms.update(np.array([1.0, 2.0, 3.0], dtype=np.float32))
+    >>> rms.mean, rms.var, rms.count  # numpy scalars, as Gymnasium's
+    (np.float64(1.99993333...), np.float64(0.66681110...), 3.0001)
+    >>> pickle.loads(pickle.dumps(rms)).mean == rms.mean
+    np.True_
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1e-4,
+        shape: tuple[int, ...] = (),
+        dtype: DTypeLike = np.float64,
+    ) -> None:
+        """``epsilon``: the initial count; ``shape``: of one value; ``dtype``: of
+        ``mean`` and ``var`` (updates promote it as Gymnasium's do: float32
+        statistics of float64 or integer batches become float64)."""
+        super().__init__(epsilon=epsilon, shape=shape, dtype=dtype)
+        self._scratch: _Scratch | None = None
+
+    # The work buffers are not state: pickles and copies carry mean, var, count.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_scratch", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._scratch = None
+
+    def update(self, x: ArrayLike) -> None:
+        """Update the mean, var and count from a batch of samples (first axis)."""
+        batch = x if type(x) is np.ndarray else np.asarray(x)
+        mean, var = self.mean, self.var
+        shape = _shape(mean)
+        if batch.shape[1:] != shape or batch.ndim == 0 or _shape(var) != shape:
+            raise ValueError(running_stats_batch(batch.shape, shape, _shape(var)))
+        n = batch.shape[0]
+        if n == 0:
+            return
+        count = self.count
+        mean_dtype, var_dtype = _result_dtypes(mean, var, count, batch.dtype)
+        if not shape and n <= _PYTHON_MAX:
+            try:
+                new_mean, new_var = _merge_scalar(
+                    float(mean), float(var), count, batch.tolist(), n
+                )
+            except (OverflowError, ValueError):  # fsum: inf - inf, or overflow
+                pass
+            else:
+                self.mean = mean_dtype.type(new_mean)
+                self.var = var_dtype.type(new_var)
+                self.count = count + n
+                return
+        self._merge_array(batch, n, shape, mean_dtype, var_dtype)
+
+    def _merge_array(
+        self,
+        batch: np.ndarray,
+        n: int,
+        shape: tuple[int, ...],
+        mean_dtype: np.dtype,
+        var_dtype: np.dtype,
+    ) -> None:
+        """The batch moments and the merge in NumPy, float64, in place.
+
+        Chan et al.'s merge of (mean, var, count) with a batch of n values of
+        sum of squared deviations m2 from its mean, delta = batch mean - mean,
+        tot = count + n:
+
+            mean' = mean + delta * n / tot
+            var' = (count * var + m2 + delta^2 * count * n / tot) / tot
+
+        Once ``count >= n`` the batch is taken about the running mean, d = x -
+        mean, S1 = sum(d) = n delta, S2 = sum(d^2) = m2 + n delta^2, which gives
+        the same two on fewer calls (one matrix-vector product sums d and d^2):
+
+            mean' = mean + S1 / tot
+            var' = (count * var + S2 - S1^2 / tot) / tot
+
+        where S2 - S1^2 / tot = m2 + n delta^2 count / tot is at least half of
+        S2, so it loses nothing to cancellation. Before that (the first update,
+        from Gymnasium's count of 1e-4) the batch's own mean comes first.
+        """
+        work = self._scratch
+        if work is None or work.shape != shape or work.rows < n:
+            work = self._scratch = _Scratch(shape, n)
+        k = work.k
+        mean, var, count = self.mean, self.var, self.count
+        if len(shape) != 1:  # all in flat views: (n, k) and (k,)
+            batch = batch.reshape(n, k)
+            mean, var = np.reshape(mean, k), np.reshape(var, k)
+        total = count + n
+        if n == work.rows:
+            deviations, squares = work.deviations, work.squares
+        else:
+            deviations, squares = work.deviations[:n], work.squares[:n]
+        s1, s2, step = work.s1, work.s2, work.step
+        if count >= n:
+            np.subtract(batch, mean, out=deviations, dtype=_F64)
+            np.multiply(deviations, deviations, out=squares)
+            if n == work.rows:
+                np.dot(work.ones, work.both, out=work.sums)
+            else:
+                np.dot(work.ones[:n], work.both[:n], out=work.sums)
+            np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
+            new_mean = np.add(mean, step)
+            np.multiply(s1, step, out=s1)  # S1^2 / tot
+            np.subtract(s2, s1, out=s2)
+        else:
+            np.add.reduce(batch, 0, _F64, out=s1)
+            np.divide(s1, n, out=s1)  # the batch mean
+            np.subtract(batch, s1, out=deviations)
+            np.multiply(deviations, deviations, out=squares)
+            np.add.reduce(squares, 0, out=s2)  # m2
+            delta = np.subtract(s1, mean, out=s1)
+            np.multiply(delta, n / total, out=step)
+            new_mean = np.add(mean, step)
+            np.multiply(delta, step, out=delta)  # delta^2 n / tot
+            np.multiply(delta, count, out=delta)
+            np.add(s2, delta, out=s2)
+        np.multiply(var, count, out=s1, dtype=_F64)
+        np.add(s1, s2, out=s1)
+        new_var = np.divide(s1, total)
+        if len(shape) > 1:
+            new_mean, new_var = new_mean.reshape(shape), new_var.reshape(shape)
+        if shape:
+            self.mean = new_mean.astype(mean_dtype, copy=False)
+            self.var = new_var.astype(var_dtype, copy=False)
+        else:  # numpy scalars, as Gymnasium's 0-d arithmetic gives
+            self.mean = mean_dtype.type(new_mean[0])
+            self.var = var_dtype.type(new_var[0])
+        self.count = total
+
+
+def _merge_scalar(
+    mean: float, var: float, count: float, values: list[Any], n: int
+) -> tuple[float, float]:
+    """``(mean, var)`` merged with ``values`` (a scalar statistic), in floats."""
+    batch_mean = math.fsum(values) / n
+    m2 = math.fsum([(v - batch_mean) * (v - batch_mean) for v in values])
+    total = count + n
+    delta = batch_mean - mean
+    step = delta * (n / total)
+    return mean + step, ((var + delta * step) * count + m2) / total
+
+
+def normalize(
+    x: np.ndarray,
+    mean: Any,
+    var: Any,
+    epsilon: float,
+    dtype: DTypeLike = np.float32,
+) -> np.ndarray:
+    """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)`` into one new array.
+
+    The same arithmetic, hence bit for bit the same result, as that expression:
+    computed in the dtype NumPy promotes ``x``, ``mean`` and ``var`` to, rounded
+    once into ``dtype``; done in place in the output where the two dtypes agree
+    (float32 observations and statistics), through one float64 buffer otherwise.
+
+    >>> import numpy as np
+    >>> from vecmode.wrappers.running_stats import normalize
+    >>> normalize(np.array([[1.0, 4.0]], dtype=np.float32), np.float32(2.0),
+    ...           np.float32(4.0), 1e-8)
+    array([[-0.5,  1. ]], dtype=float32)
+    """
+    std = np.sqrt(var + epsilon)
+    out = np.empty(_shape(x), dtype)
+    try:
+        key: tuple[Any, ...] | None = (x.dtype, mean.dtype, std.dtype, out.dtype)
+        in_place = _IN_PLACE.get(key)  # type: ignore[arg-type]
+    except AttributeError:
+        key = in_place = None
+    if in_place is None:
+        in_place = np.result_type(x, mean, std) == out.dtype
+        if key is not None and len(_IN_PLACE) < 256:
+            _IN_PLACE[key] = in_place
+    if in_place:
+        np.subtract(x, mean, out)
+        return np.divide(out, std, out)
+    centred = np.subtract(x, mean)
+    return np.divide(centred, std, out, casting="unsafe")
+
+
+def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
+    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 ``var``'s square
+    root taken with :func:`math.sqrt`, as exact and cheaper than NumPy's on one
+    number).
+
+    >>> import numpy as np
+    >>> from vecmode.wrappers.running_stats import scale_by_std
+    >>> scale_by_std(np.array([1.0, -2.0]), np.float64(4.0), 0.0)
+    array([ 0.5, -1. ])
+    """
+    if type(var) is np.float64:
+        return np.divide(x, np.float64(math.sqrt(var + epsilon)))
+    return np.divide(x, np.sqrt(var + epsilon))
+
+
+# ------------------------------------------------------------------ messages
+def running_stats_batch(
+    got: tuple[int, ...], shape: tuple[int, ...], var_shape: tuple[int, ...]
+) -> str:
+    if var_shape != shape:
+        return (
+            f"RunningMeanStd.update: mean has shape {shape} but var has shape "
+            f"{var_shape}; set both to arrays of the statistic's shape."
+        )
+    wanted = "(n, " + ", ".join(map(str, shape)) + ")" if shape else "(n,)"
+    return (
+        f"RunningMeanStd.update takes a batch of values of shape {shape}: an array "
+        f"of shape {wanted}, one value per row; got an array of shape {got}."
+    )
