@@ -431,3 +431,37 @@ def test_bad_arguments_are_refused_clearly():
     NextStepOnly = vecmode.supports("NextStep")(type("NextStepOnly", (Undeclared,), {}))
     with pytest.raises(AssertionError, match="refused a mode to prove: NextStepOnly"):
         check_wrapper(NextStepOnly, modes=["SameStep"])
+
+
+def test_sub_envs_that_render_and_wrappers_around_them():
+    """render_mode gives frames that say which sub-env, episode and step they
+    show; wrappers wrap every test sub-env."""
+    from vecmode.testing import decode
+
+    seen: list = []
+
+    class Tag(gym.Wrapper):
+        def step(self, action):
+            *result, info = self.env.step(action)
+            return *result, {**info, "tag": self.env.render()[0, 0, 2]}
+
+    @vecmode.supports(*vecmode.MODES)
+    class Frames(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            seen.append((self.env.render(), infos))
+            return *result, infos
+
+    check_wrapper(Frames, render_mode="rgb_array", wrappers=[Tag])
+    frames = [frame for frames, _ in seen for frame in frames]
+    assert {decode(frame)[0] for frame in frames} == {0, 1, 2}
+    tags = {
+        int(tag)
+        for _, infos in seen
+        if "tag" in infos
+        for tag, there in zip(infos["tag"], infos["_tag"], strict=True)
+        if there
+    }
+    assert tags == {1, 2, 3, 4}  # each step's number, from the wrapped sub-envs
+    with pytest.raises(ValueError, match="render_mode must be one of None, 'rgb_a"):
+        check_wrapper(vw.NormalizeReward, render_mode="human")
