@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
-from tests.wrapper_cases import CASES
+from tests.wrapper_cases import CASES, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
 
@@ -22,11 +22,14 @@ KINDS = {
     "discrete": {"obs_type": "discrete"},
     "image": {"obs_type": "image"},
     "box_action": {"action_type": "box"},
+    "render": {"render_mode": "rgb_array", "wrappers": [vw.FinalFrameInfo]},
+    "jax": {"wrappers": [to_jax]},
 }
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_every_vecmode_wrapper_conforms(case):
+    skip_unless_runnable(case)
     report = check_wrapper(case.wrap, **KINDS[case.env])
     assert isinstance(report, WrapperReport)
     assert report.modes == tuple(AutoresetMode)
