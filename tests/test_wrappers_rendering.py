@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -392,11 +394,11 @@ def test_render_modes_without_one_frame_are_refused(cls, render_mode, tmp_path):
 
 
 def test_missing_moviepy_or_pygame_names_the_extra(monkeypatch, tmp_path):
-    monkeypatch.setitem(__import__("sys").modules, "moviepy", None)
+    monkeypatch.setitem(sys.modules, "moviepy", None)
     envs = make_base(DISABLED, "vecmode", make_fns())
     with pytest.raises(DependencyNotInstalled, match=r"vecmode\[video\]"):
         RecordVideo(envs, str(tmp_path))
-    monkeypatch.setitem(__import__("sys").modules, "pygame", None)
+    monkeypatch.setitem(sys.modules, "pygame", None)
     shown = HumanRendering(envs)
     with pytest.raises(DependencyNotInstalled, match=r"vecmode\[video\]"):
         shown.reset(seed=0)
@@ -469,3 +471,27 @@ def test_the_window_shows_the_grid():
     assert envs.render_mode == "human" and "human" in envs.metadata["render_modes"]
     envs.close()
     assert envs.window is None
+
+
+def test_refusals_hold_under_python_dash_o(tmp_path):
+    code = (
+        "import numpy as np, vecmode\n"
+        "from vecmode.testing import scheduled_env_fns\n"
+        "from vecmode.wrappers import HumanRendering, RecordVideo\n"
+        "fns = scheduled_env_fns(2, render_mode='rgb_array')\n"
+        "for make in (lambda e: RecordVideo(e, 'never-made'), HumanRendering):\n"
+        "    envs = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), 'SameStep')\n"
+        "    try:\n"
+        "        make(envs)\n"
+        "    except vecmode.IncompatibleModeError as error:\n"
+        "        print('FinalFrameInfo' in str(error))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert out.stdout.split() == ["True", "True"], out.stderr
+    assert not (tmp_path / "never-made").exists()

@@ -264,6 +264,10 @@ class RecordVideo(_Rendering):
             gc_trigger: ``episode -> bool``: collect garbage after saving a video.
         """
         _check_render_mode(type(self).__name__, env.render_mode)
+        try:  # before anything is made (Gymnasium's schedule needs it too)
+            import moviepy  # noqa: F401
+        except ImportError as error:
+            raise DependencyNotInstalled(moviepy_missing()) from error
         super().__init__(env)
         if episode_trigger is None and step_trigger is None:
             from gymnasium.utils.save_video import capped_cubic_video_schedule
@@ -305,10 +309,6 @@ class RecordVideo(_Rendering):
         self._queues: list[deque[np.ndarray]] = [deque() for _ in self._tiles]
         self._events: deque[tuple[bool, int | None]] = deque()
         self._shown: list[np.ndarray | None] = [None for _ in self._tiles]
-        try:
-            import moviepy  # noqa: F401
-        except ImportError as error:
-            raise DependencyNotInstalled(moviepy_missing()) from error
 
     # ---------------------------------------------------------------- calls
     def _reset_result(
