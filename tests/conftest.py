@@ -7,10 +7,13 @@ derandomized with a bounded number of examples, so a landing never depends on lu
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.wrapper_cases import FRESH
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,3 +43,41 @@ settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+# pygame (HumanRendering) draws into no window, and says nothing when imported
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+#: Doctests that need optional libraries (by the names pytest gives them): skipped
+#: where one is missing. The jax ones also run only in a fresh interpreter, from
+#: tests/test_isolated.py (once jax is imported, a later os.fork() in the session,
+#: as async envs' workers do, risks a deadlock).
+OPTIONAL_DOCTESTS = {
+    "vecmode.wrappers.array_conversion.ArrayConversion": ("array_api_compat",),
+    "vecmode.wrappers.array_conversion.NumpyToTorch": ("array_api_compat", "torch"),
+    "vecmode.wrappers.array_conversion.JaxToNumpy": ("array_api_compat", "jax"),
+    "vecmode.wrappers.array_conversion.JaxToTorch": (
+        "array_api_compat",
+        "jax",
+        "torch",
+    ),
+    "vecmode.wrappers.rendering.FinalFrameInfo": ("pygame",),
+    "vecmode.wrappers.rendering.RecordVideo": ("moviepy", "pygame"),
+}
+ISOLATED_DOCTESTS = frozenset(name for name in OPTIONAL_DOCTESTS if ".Jax" in name)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        needs = OPTIONAL_DOCTESTS.get(item.name)
+        if needs is None:
+            continue
+        missing = [m for m in needs if importlib.util.find_spec(m) is None]
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(missing)}"))
+        elif item.name in ISOLATED_DOCTESTS and not os.environ.get(FRESH):
+            item.add_marker(
+                pytest.mark.skip(reason="imports jax: runs in tests/test_isolated.py")
+            )

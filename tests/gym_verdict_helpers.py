@@ -15,18 +15,25 @@ Sub-envs get episodes of different lengths, so DISABLED's resets really are part
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
+import tempfile
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from tests.helpers import ScheduledEnv, assert_same
 from vecmode.modes import Boundary, boundary
+from vecmode.testing._compare import as_numpy
 
 NEXT_STEP = AutoresetMode.NEXT_STEP
 SAME_STEP = AutoresetMode.SAME_STEP
@@ -154,27 +161,6 @@ def pendulums(mode: AutoresetMode, max_steps: Sequence[int] = (3, 4)) -> SyncVec
 
 
 # -------------------------------------------------------------------- driving
-def to_numpy(value: Any) -> Any:
-    """Torch tensors and jax arrays (also nested, also in object arrays) as NumPy."""
-    if isinstance(value, dict):
-        return {k: to_numpy(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_numpy(v) for v in value)
-    if isinstance(value, np.ndarray):
-        if value.dtype != object:
-            return value
-        out = np.empty(value.shape, dtype=object)
-        for idx, v in np.ndenumerate(value):
-            out[idx] = to_numpy(v)
-        return out
-    module = type(value).__module__
-    if module.startswith("torch"):
-        return value.detach().cpu().numpy()
-    if module.startswith(("jax", "jaxlib")):
-        return np.asarray(value)
-    return value
-
-
 @dataclass
 class Call:
     """One call of a run, its outputs converted to NumPy."""
@@ -223,17 +209,17 @@ def run(
             on_call(call)
 
     obs, info = envs.reset(seed=seed)
-    record(Call("reset", to_numpy(obs), to_numpy(info), raw_obs=obs))
+    record(Call("reset", as_numpy(obs), as_numpy(info), raw_obs=obs))
     for action in actions:
         obs, rewards, terminations, truncations, info = envs.step(to_env(action))
-        terms = np.asarray(to_numpy(terminations), dtype=bool)
-        truncs = np.asarray(to_numpy(truncations), dtype=bool)
+        terms = np.asarray(as_numpy(terminations), dtype=bool)
+        truncs = np.asarray(as_numpy(truncations), dtype=bool)
         record(
             Call(
                 "step",
-                to_numpy(obs),
-                to_numpy(info),
-                np.asarray(to_numpy(rewards)),
+                as_numpy(obs),
+                as_numpy(info),
+                np.asarray(as_numpy(rewards)),
                 terms,
                 truncs,
                 raw_obs=obs,
@@ -243,7 +229,7 @@ def run(
         ended = boundary(mode, terms, truncs, np.zeros_like(terms)).needs_reset
         if ended.any():
             obs, info = envs.reset(options={"reset_mask": ended.copy()})
-            record(Call("reset_mask", to_numpy(obs), to_numpy(info), mask=ended))
+            record(Call("reset_mask", as_numpy(obs), as_numpy(info), mask=ended))
     return calls
 
 
@@ -349,3 +335,35 @@ def assert_events(
         assert len(exp) == len(act), (
             f"sub-env {i}: {len(act)} real events, expected {len(exp)}"
         )
+
+
+# ------------------------------------------------------------------ videos
+@contextlib.contextmanager
+def fake_moviepy() -> Iterator[types.SimpleNamespace]:
+    """A stand-in ``moviepy`` keeping each video's frames, and a video folder."""
+    videos: list[tuple[str, list[np.ndarray]]] = []
+
+    class ImageSequenceClip:
+        def __init__(self, frames: list, fps: int) -> None:
+            self.frames = [np.array(f) for f in frames]
+
+        def with_duration(self, duration: float) -> ImageSequenceClip:
+            return self
+
+        def write_videofile(self, path: str, logger: Any = None) -> None:
+            videos.append((os.path.basename(path), self.frames))
+
+    modules = {
+        name: types.ModuleType(name)
+        for name in (
+            "moviepy",
+            "moviepy.video",
+            "moviepy.video.io",
+            "moviepy.video.io.ImageSequenceClip",
+        )
+    }
+    modules["moviepy.video.io.ImageSequenceClip"].ImageSequenceClip = ImageSequenceClip  # type: ignore[attr-defined]
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
+        for name, module in modules.items():
+            mp.setitem(sys.modules, name, module)
+        yield types.SimpleNamespace(videos=videos, folder=os.path.join(tmp, "videos"))

@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from vecmode.testing._compare import as_numpy
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 
 OBS_TYPES = ("box", "dict", "tuple", "discrete")
@@ -60,6 +61,15 @@ def assert_same(expected: Any, got: Any, path: str = "", strict_types: bool = Tr
     a final observation from a batched one.
     """
     where = path or "<root>"
+    if _library_array(expected) or _library_array(got):
+        assert type(expected) is type(got), (
+            f"{where}: expected {type(expected).__name__}, got {type(got).__name__}"
+        )
+        assert str(expected.dtype) == str(got.dtype), (
+            f"{where}: dtype {expected.dtype} != {got.dtype}"
+        )
+        assert_same(as_numpy(expected), as_numpy(got), where, strict_types)
+        return
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         assert isinstance(expected, np.ndarray) and isinstance(got, np.ndarray), (
             f"{where}: expected {type(expected).__name__}, got {type(got).__name__}"
@@ -108,6 +118,11 @@ def assert_same(expected: Any, got: Any, path: str = "", strict_types: bool = Tr
             f"{where}: type {type(expected).__name__} != {type(got).__name__}"
         )
     assert expected == got, f"{where}: {expected!r} != {got!r}"
+
+
+def _library_array(value: Any) -> bool:
+    """A torch tensor or a jax array."""
+    return type(value).__module__.split(".")[0] in ("torch", "jax", "jaxlib")
 
 
 # ------------------------------------------------------------------- driving

@@ -530,11 +530,17 @@ def test_check_unknown_wrapper_name_matches_case_insensitively(capsys):
     assert "Did you mean 'ClipReward'" in one_error_line(err)
 
 
-def test_check_name_that_only_gymnasium_has_points_there(capsys):
-    code, _, err = run(["check", "CartPole-v1", "--wrap", "RecordVideo"], capsys)
+def test_check_name_that_only_gymnasium_has_points_there(capsys, monkeypatch):
+    """vecmode has every vector wrapper of Gymnasium 1.4; one that a later
+    Gymnasium adds is pointed to."""
+    import gymnasium.wrappers.vector as vector
+
+    assert set(vector.__all__) <= set(vecmode.wrappers.__all__)
+    monkeypatch.setattr(vector, "__all__", [*vector.__all__, "CollectFrames"])
+    code, _, err = run(["check", "CartPole-v1", "--wrap", "CollectFrames"], capsys)
     assert code == EXIT_USAGE
     assert one_error_line(err) == vecmode.cli.cli_unknown_wrapper(
-        "RecordVideo", [], True
+        "CollectFrames", [], True
     )
 
 

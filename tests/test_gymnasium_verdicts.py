@@ -44,8 +44,6 @@ import pkgutil
 import re
 import subprocess
 import sys
-import tempfile
-import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,6 +70,7 @@ from tests.gym_verdict_helpers import (
     RenderEnv,
     assert_events,
     boundaries,
+    fake_moviepy,
     first_difference,
     frame_code,
     make_actions,
@@ -451,34 +450,6 @@ def check_human_rendering(
         seen = [frames[i] for frames in shown]
         seen = [s for k, s in enumerate(seen) if k == 0 or s != seen[k - 1]]
         assert_same_sequence(states, seen, f"sub-env {i}'s shown frames")
-
-
-@contextlib.contextmanager
-def fake_moviepy() -> Iterator[types.SimpleNamespace]:
-    """A stand-in ``moviepy`` keeping each video's frames, and a video folder."""
-    videos: list[tuple[str, list[np.ndarray]]] = []
-
-    class ImageSequenceClip:
-        def __init__(self, frames: list, fps: int) -> None:
-            self.frames = [np.array(f) for f in frames]
-
-        def write_videofile(self, path: str, logger: Any = None) -> None:
-            videos.append((os.path.basename(path), self.frames))
-
-    modules = {
-        name: types.ModuleType(name)
-        for name in (
-            "moviepy",
-            "moviepy.video",
-            "moviepy.video.io",
-            "moviepy.video.io.ImageSequenceClip",
-        )
-    }
-    modules["moviepy.video.io.ImageSequenceClip"].ImageSequenceClip = ImageSequenceClip  # type: ignore[attr-defined]
-    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
-        for name, module in modules.items():
-            mp.setitem(sys.modules, name, module)
-        yield types.SimpleNamespace(videos=videos, folder=os.path.join(tmp, "videos"))
 
 
 def wrap_video(env: VectorEnv, ctx: Any) -> VectorEnv:

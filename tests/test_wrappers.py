@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import copy
+import importlib.util
 import inspect
+import pathlib
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,6 +23,7 @@ from hypothesis import strategies as st
 
 import vecmode
 from tests.helpers import assert_same_run, drive, make_script, without_box_warnings
+from tests.test_gymnasium_verdicts import gymnasium_key
 from tests.wrapper_cases import (
     MODES,
     SINGLE_CASES,
@@ -30,21 +35,111 @@ from vecmode import wrappers as vw
 from vecmode._gymnasium import VECMODE_EQUIVALENTS
 from vecmode.modes import BoundaryTracker, boundary
 
-#: every wrapper class (``ppo_stack`` is a function building wrappers)
-PUBLIC = [getattr(vw, name) for name in vw.__all__ if name != "ppo_stack"]
+#: the vector wrappers (vw.FinalFrameInfo, for sub-envs, is a single-env wrapper)
+#: (``ppo_stack`` is a function building wrappers)
+PUBLIC = [
+    getattr(vw, name)
+    for name in vw.__all__
+    if isinstance(getattr(vw, name), type)
+    and issubclass(getattr(vw, name), gym.vector.VectorWrapper)
+]
+
+
+def test_the_one_single_env_wrapper_is_final_frame_info():
+    singles = [
+        name
+        for name in vw.__all__
+        if isinstance(getattr(vw, name), type) and getattr(vw, name) not in PUBLIC
+    ]
+    assert singles == ["FinalFrameInfo"]
+    assert issubclass(vw.FinalFrameInfo, gym.Wrapper)
 
 
 # ------------------------------------------------------------------ the API
+#: Gymnasium's wrappers that need torch or jax, which its package loads lazily
+LAZY = frozenset(("ArrayConversion", "NumpyToTorch", "JaxToNumpy", "JaxToTorch"))
+
+
+def gymnasium_parameters(name: str) -> list[tuple[str, inspect._ParameterKind, Any]]:
+    """``(name, kind, default)`` of each parameter of Gymnasium's
+    ``gymnasium.wrappers.vector.<name>.__init__``; for the lazily loaded ones read
+    from the source, so neither torch nor jax is imported (jax must not be: see
+    tests/test_isolated.py)."""
+    if name not in LAZY:
+        init = getattr(gym_vector, name).__init__
+        return [
+            (p.name, p.kind, p.default)
+            for p in inspect.signature(init).parameters.values()
+        ]
+    spec = importlib.util.find_spec(gymnasium_key(name).partition(":")[0])
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(pathlib.Path(spec.origin).read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    init = next(
+        n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"
+    )
+    args = init.args
+    assert not (args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg)
+    defaults = [inspect.Parameter.empty] * (len(args.args) - len(args.defaults))
+    defaults += [ast.literal_eval(d) for d in args.defaults]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return [(a.arg, kind, d) for a, d in zip(args.args, defaults, strict=True)]
+
+
 def test_every_mirrored_gymnasium_wrapper_is_here_with_its_arguments():
     mirrored = set(gym_vector.__all__) & set(vw.__all__)
     assert mirrored == VECMODE_EQUIVALENTS
     for name in sorted(mirrored):
-        theirs = inspect.signature(getattr(gym_vector, name).__init__).parameters
+        theirs = gymnasium_parameters(name)
         ours = inspect.signature(getattr(vw, name).__init__).parameters
-        assert list(ours) == list(theirs), name
-        for key, param in theirs.items():
-            assert ours[key].default == param.default, f"{name}({key}=...)"
-            assert ours[key].kind == param.kind, f"{name}({key}=...)"
+        assert list(ours) == [key for key, _, _ in theirs], name
+        for key, kind, default in theirs:
+            assert ours[key].default == default, f"{name}({key}=...)"
+            assert ours[key].kind == kind, f"{name}({key}=...)"
+
+
+def test_the_registry_table_marks_ours_right_and_gymnasiums_as_measured():
+    from vecmode._gymnasium import GYMNASIUM_VERDICTS
+    from vecmode.registry import declarations
+
+    rows = dict(declarations())
+    for name in sorted(VECMODE_EQUIVALENTS):
+        ours = rows[f"vecmode.wrappers.{name}"]
+        assert ours.modes == frozenset(MODES) and not ours.wrong, name
+        theirs = rows[f"gymnasium.wrappers.vector.{name}"]
+        verdicts = GYMNASIUM_VERDICTS[gymnasium_key(name)]
+        for mode in MODES:
+            verdict = verdicts[mode.value][0]
+            assert (mode in theirs.modes) == (verdict == "ok"), (name, mode)
+            assert (mode in theirs.wrong) == (verdict == "wrong"), (name, mode)
+        if len(theirs.modes) < len(MODES):
+            assert f"vecmode.wrappers.{name}" in theirs.instead, name
+
+
+def test_the_source_reading_agrees_with_inspect():
+    """Where both work, reading Gymnasium's source gives what inspect does."""
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    for name in ("ArrayConversion", "NumpyToTorch"):
+        init = getattr(gym_vector, name).__init__
+        expected = [
+            (p.name, p.kind, p.default)
+            for p in inspect.signature(init).parameters.values()
+        ]
+        assert gymnasium_parameters(name) == expected
+        assert name in LAZY
+
+
+def test_importing_the_wrappers_imports_no_optional_library():
+    code = (
+        "import sys, vecmode, vecmode.wrappers\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'torch', 'jax', 'jaxlib', 'array_api_compat', 'moviepy', 'pygame', 'cv2'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("cls", PUBLIC, ids=lambda c: c.__name__)

@@ -13,17 +13,27 @@ what it must agree with:
   state, updated in float64, see :func:`with_vecmode_statistics`), so their own
   arithmetic is compared bit for bit; the statistics are held to Gymnasium's
   ``RunningMeanStd`` in ``tests/test_running_stats.py``.
+
+Wrappers that need an optional dependency name it (``requires``); the jax ones run
+in a fresh interpreter (``isolated``: once jax is imported, a later ``os.fork()``
+in the test session, as async envs' workers do, risks a deadlock), from
+``tests/test_isolated.py``. :func:`skip_unless_runnable` skips them elsewhere.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import itertools
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from gymnasium import spaces
 from gymnasium import wrappers as single_wrappers
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -33,6 +43,7 @@ import vecmode
 from tests.gym_verdict_helpers import BoxActionEnv, ImageEnv, NumericEnv
 from tests.helpers import ScheduledEnv, without_box_warnings
 from vecmode import wrappers as vw
+from vecmode.testing import ScheduledEnv as KitEnv
 from vecmode.wrappers.running_stats import RunningMeanStd
 
 MODES = tuple(AutoresetMode)
@@ -63,8 +74,28 @@ class TupleEnv(NumericEnv):
         super().__init__(*args, obs_type="tuple", **kwargs)
 
 
+def rendered_env(index: int, lengths: Any, truncate: Any) -> gym.Env:
+    """Numeric infos, frames that say (sub-env, episode, step), and the last frame
+    of each episode in the info of the step that ends it (SAME_STEP needs it)."""
+    env = KitEnv(index, lengths, truncate, info_type="numeric", render_mode="rgb_array")
+    return vw.FinalFrameInfo(env)
+
+
+def to_jax(env: gym.Env) -> gym.Env:
+    """A sub-env returning jax array observations (its infos stay numbers)."""
+    import jax.numpy as jnp
+
+    return single_wrappers.TransformObservation(env, jnp.asarray, env.observation_space)
+
+
+def jax_env(index: int, lengths: Any, truncate: Any) -> gym.Env:
+    return to_jax(NumericEnv(index, lengths, truncate))
+
+
 ENVS: dict[str, Callable[..., gym.Env]] = {
     "box": NumericEnv,
+    "render": rendered_env,
+    "jax": jax_env,
     "rich": ScheduledEnv,  # rich infos (nested dicts, keys on some steps)
     "dict": DictEnv,
     "tuple": TupleEnv,
@@ -151,9 +182,56 @@ class Case:
     gym_vector: Callable[[VectorEnv], VectorEnv] | None = None
     #: the wrapped env's per-step statistics depend on batch composition
     stateful: bool = False
+    #: Gymnasium's vector counterpart takes partial resets (``reset_mask``)
+    gym_vector_masks: bool = True
+    #: modules it needs (optional dependencies)
+    requires: tuple[str, ...] = ()
+    #: it imports jax: run only in a fresh interpreter (tests/test_isolated.py)
+    isolated: bool = False
 
     def __str__(self) -> str:
         return self.name
+
+
+#: Set in the fresh interpreter that runs the isolated cases.
+FRESH = "VECMODE_FRESH_INTERPRETER"
+
+
+def why_not_runnable(case: Case) -> str | None:
+    """Why ``case`` cannot run in this process (None: it can)."""
+    missing = [m for m in case.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"needs {', '.join(missing)}"
+    if case.isolated and not os.environ.get(FRESH):
+        return "imports jax: runs in a fresh interpreter (tests/test_isolated.py)"
+    return None
+
+
+def skip_unless_runnable(case: Case) -> None:
+    why = why_not_runnable(case)
+    if why is not None:
+        pytest.skip(f"{case}: {why}")
+
+
+#: Every run writes its videos into a new folder here (removed at exit).
+_VIDEOS = tempfile.TemporaryDirectory(prefix="vecmode-test-videos-")
+_video_runs = itertools.count()
+
+
+def video_folder() -> str:
+    return os.path.join(_VIDEOS.name, str(next(_video_runs)))
+
+
+def _record_video(env: VectorEnv) -> VectorEnv:
+    # the second episode of sub-env 0: frames are captured from its start, and
+    # the other tiles' frames queue across their own episode ends
+    return vw.RecordVideo(env, video_folder(), episode_trigger=lambda e: e == 1)
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
 
 
 def _single_transform_action(env: gym.Env) -> gym.Env:
@@ -343,6 +421,44 @@ CASES: tuple[Case, ...] = (
         "rich",
         vw.DictInfoToList,
         gym_vector=gym_vector.DictInfoToList,
+    ),
+    Case("RecordVideo", "render", _record_video, requires=("moviepy",)),
+    Case("HumanRendering", "render", vw.HumanRendering, requires=("pygame",)),
+    Case(
+        "ArrayConversion",
+        "box",
+        lambda e: vw.ArrayConversion(e, env_xp=np, target_xp=_torch()),
+        gym_vector=lambda e: gym_vector.ArrayConversion(
+            e, env_xp=np, target_xp=_torch()
+        ),
+        requires=("array_api_compat", "torch"),
+    ),
+    Case(
+        "NumpyToTorch",
+        "box",
+        vw.NumpyToTorch,
+        gym_vector=lambda e: gym_vector.NumpyToTorch(e),
+        requires=("array_api_compat", "torch"),
+    ),
+    Case(
+        "JaxToNumpy",
+        "jax",
+        vw.JaxToNumpy,
+        gym_vector=lambda e: gym_vector.JaxToNumpy(e),
+        # Gymnasium's makes reset_mask a jax array, which the envs reject
+        gym_vector_masks=False,
+        requires=("array_api_compat", "jax"),
+        isolated=True,
+    ),
+    Case(
+        "JaxToTorch",
+        "jax",
+        vw.JaxToTorch,
+        gym_vector=lambda e: gym_vector.JaxToTorch(e),
+        # Gymnasium's makes reset_mask a jax array, which the envs reject
+        gym_vector_masks=False,
+        requires=("array_api_compat", "jax", "torch"),
+        isolated=True,
     ),
 )
 

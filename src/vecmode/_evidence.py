@@ -45,6 +45,12 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
         "vecmode.wrappers.common:RecordEpisodeStatistics",
         "vecmode.wrappers.dict_info_to_list:DictInfoToList",
         "vecmode.wrappers.ppo_stack:PPOStack",
+        "vecmode.wrappers.rendering:RecordVideo",
+        "vecmode.wrappers.rendering:HumanRendering",
+        "vecmode.wrappers.array_conversion:ArrayConversion",
+        "vecmode.wrappers.array_conversion:NumpyToTorch",
+        "vecmode.wrappers.array_conversion:JaxToNumpy",
+        "vecmode.wrappers.array_conversion:JaxToTorch",
     }
 )
 

@@ -24,6 +24,7 @@ episode, each sub-env's own info, every frame of every episode shown or recorded
 #: and arguments, right in every mode (what vecmode suggests instead).
 VECMODE_EQUIVALENTS: frozenset[str] = frozenset(
     {
+        "ArrayConversion",
         "ClipAction",
         "ClipReward",
         "DictInfoToList",
@@ -31,9 +32,14 @@ VECMODE_EQUIVALENTS: frozenset[str] = frozenset(
         "FilterObservation",
         "FlattenObservation",
         "GrayscaleObservation",
+        "HumanRendering",
+        "JaxToNumpy",
+        "JaxToTorch",
         "NormalizeObservation",
         "NormalizeReward",
+        "NumpyToTorch",
         "RecordEpisodeStatistics",
+        "RecordVideo",
         "RescaleAction",
         "RescaleObservation",
         "ReshapeObservation",

@@ -7,8 +7,8 @@
 * the one record of which sub-envs ended and were not reset since
   (:class:`EndedTracker`), which the core, the policies and the wrappers share;
 * SAME_STEP's info layout: the only writer (:func:`same_step_infos`,
-  :func:`with_finals`) and reader (:func:`final_observations`,
-  :func:`with_final_observations`, :func:`final_of`) of ``info["final_obs"]``,
+  :func:`with_finals`, :func:`with_final_observations`, :func:`map_infos`) and
+  reader (:func:`final_observations`, :func:`final_of`, :func:`final_frames`) of ``info["final_obs"]``,
   ``info["_final_obs"]``, ``info["final_info"]`` and ``info["_final_info"]``.
 
 Everything else in vecmode asks here: no other module names those keys or branches
@@ -51,12 +51,14 @@ __all__ = [
     "boundary",
     "caller_resets",
     "final_entries_of",
+    "final_frames",
     "final_in_info",
     "final_layout_problem",
     "final_observations",
     "final_observations_of",
     "final_of",
     "from_dense_finals",
+    "map_infos",
     "mode_of",
     "resets_on_next_step",
     "same_step_infos",
@@ -396,6 +398,60 @@ def with_final_observations(
     for i, obs in replacements.items():
         final_obs[i] = obs
     return {**infos, FINAL_OBS: final_obs}
+
+
+def map_infos(
+    infos: dict[str, Any],
+    *,
+    others: Callable[[dict[str, Any]], dict[str, Any]],
+    observation: Callable[[Any], Any],
+    final_info: Callable[[dict[str, Any]], Any],
+) -> dict[str, Any]:
+    """A new ``infos`` for a wrapper that maps everything it returns (to another
+    array library, say): the keys outside SAME_STEP's layout through ``others`` (one
+    dict in, one out), each final observation through ``observation`` (into a new
+    object array; entries outside the mask stay as they are), the final infos
+    through ``final_info``; both masks exactly as they are (NumPy bool arrays).
+
+    >>> import numpy as np
+    >>> infos = {"t": np.array([1, 2]), "final_obs": np.array([None, 5.0]),
+    ...          "_final_obs": np.array([False, True]), "final_info": {},
+    ...          "_final_info": np.array([False, True])}
+    >>> out = map_infos(infos, others=lambda d: {k: v * 10 for k, v in d.items()},
+    ...                 observation=lambda o: -o, final_info=dict)
+    >>> out["t"], out["final_obs"], out["_final_obs"] is infos["_final_obs"]
+    (array([10, 20]), array([None, -5.0], dtype=object), True)
+    """
+    rest, finals = without_finals(infos)
+    out = dict(others(rest))
+    if FINAL_OBS in infos:
+        mask = infos.get(_FINAL_OBS_MASK)
+        entries = np.array(infos[FINAL_OBS], dtype=object, copy=True)
+        rows = range(len(entries)) if mask is None else np.flatnonzero(mask).tolist()
+        for i in rows:
+            if entries[i] is not None:
+                entries[i] = observation(entries[i])
+        out[FINAL_OBS] = entries
+    if finals is not None:
+        out[FINAL_INFO] = final_info(finals)
+    for key in (_FINAL_OBS_MASK, _FINAL_INFO_MASK):
+        if key in infos:
+            out[key] = infos[key]
+    return out
+
+
+def final_frames(infos: Any, key: str) -> tuple[np.ndarray, Any] | None:
+    """``(mask, frames)`` of ``infos["final_info"][key]`` and its ``_key`` mask:
+    what the sub-envs put under ``key`` in the info of the step that ended their
+    episode, where SAME_STEP keeps it (None when the final infos hold no ``key``)."""
+    _, finals = without_finals(infos) if isinstance(infos, dict) else ({}, None)
+    if not isinstance(finals, dict) or key not in finals:
+        return None
+    mask = finals.get(f"_{key}")
+    frames = finals[key]
+    if mask is None:
+        mask = np.ones(len(frames), dtype=np.bool_)
+    return np.asarray(mask, dtype=np.bool_), frames
 
 
 def final_of(info: Any) -> tuple[bool, Any]:

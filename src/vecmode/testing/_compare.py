@@ -37,6 +37,7 @@ from vecmode import errors
 __all__ = [
     "MISSING",
     "Difference",
+    "as_numpy",
     "describe",
     "per_sub_env",
     "same",
@@ -55,6 +56,31 @@ class _Missing:
 MISSING: Any = _Missing()
 
 _NUMBER = (bool, int, float, complex, np.generic)
+
+
+def as_numpy(value: Any) -> Any:
+    """``value`` with every array of another library (a torch tensor, a jax array)
+    made a NumPy array, through dicts, tuples, lists and object arrays; NumPy
+    arrays and scalars as they are.
+
+    >>> as_numpy({"a": (np.float32(1.0), [np.zeros(1)])})
+    {'a': (np.float32(1.0), [array([0.])])}
+    """
+    if isinstance(value, dict):
+        return {key: as_numpy(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(as_numpy(item) for item in value)
+    if isinstance(value, np.ndarray):
+        if value.dtype != object:
+            return value
+        out = np.empty(value.shape, dtype=object)
+        for index, item in np.ndenumerate(value):
+            out[index] = as_numpy(item)
+        return out
+    if isinstance(value, _NUMBER) or not hasattr(value, "__array__"):
+        return value
+    cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives
+    return np.asarray(cpu() if callable(cpu) else value)
 
 
 def _arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:

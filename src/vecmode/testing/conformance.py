@@ -28,7 +28,9 @@ is the mode it wraps; observations are in its observation spaces, final ones
 included; ``info["_final_obs"]`` marks exactly the sub-envs whose final
 observation the mode puts there; rewards and flags have the right shapes and
 types. Finally every mode the wrapper does *not* declare must be refused when it
-is built, with :class:`vecmode.IncompatibleModeError`.
+is built, with :class:`vecmode.IncompatibleModeError`. What an array-converting
+wrapper returns (torch tensors, jax arrays) is read as NumPy, but the final
+observations' layout must stay SAME_STEP's (a NumPy object array, NumPy bool masks).
 
 The first difference fails the check with an ``AssertionError`` naming the run,
 the call, the sub-env, the field, what was expected and what came instead.
@@ -42,7 +44,7 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -69,6 +71,7 @@ from vecmode.modes import (
 )
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
+from vecmode.testing._compare import as_numpy
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
@@ -348,7 +351,7 @@ def _drive(
                 conformance_partial_reset_hint() if masked else "",
             ) from error
 
-    obs, _ = call(f"{label}, call 0 (reset)", envs.reset, seed=seed)
+    obs = as_numpy(call(f"{label}, call 0 (reset)", envs.reset, seed=seed)[0])
     observe(obs, f"{label}, call 0 (reset)")
     started(obs, tracker.reset(None).starts)
     while min(taken) < wanted:
@@ -365,6 +368,10 @@ def _drive(
             [np.asarray(queues[i][taken[i] % len(queues[i])]) for i in range(n)]
         )
         obs, rewards, terminations, truncations, infos = call(where, envs.step, actions)
+        # what an array-converting wrapper returns (torch, jax) is read as NumPy
+        obs, rewards, terminations, truncations = as_numpy(
+            (obs, rewards, terminations, truncations)
+        )
         observe(obs, where)
         for name, array, kinds in (
             ("rewards", rewards, "fiub"),
@@ -380,7 +387,7 @@ def _drive(
                     f"of {'numbers' if kinds != 'b' else 'bools'}",
                 )
         b = tracker.step(terminations, truncations)
-        finals = _final_rows(infos, b.final_in_info, where, who)
+        finals = as_numpy(_final_rows(infos, b.final_in_info, where, who))
         for i, final in finals.items():
             if not single_space.contains(final):
                 raise _fail(
@@ -422,7 +429,9 @@ def _drive(
         if mask.any():
             calls += 1
             where = f"{label}, call {calls} (reset with reset_mask={mask.tolist()})"
-            obs, _ = call(where, envs.reset, options={"reset_mask": mask.copy()})
+            obs = as_numpy(
+                call(where, envs.reset, options={"reset_mask": mask.copy()})[0]
+            )
             observe(obs, where)
             started(obs, tracker.reset(mask).starts)
     return run
@@ -596,6 +605,8 @@ def check_wrapper(
     obs_type: str = "box",
     action_type: str = "discrete",
     info_type: str = "numeric",
+    render_mode: str | None = None,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
     num_envs: int = 3,
     transitions: int = 9,
     seed: int = 0,
@@ -617,6 +628,11 @@ def check_wrapper(
             :class:`~vecmode.testing.ScheduledEnv`).
         action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"``.
         info_type: ``"numeric"`` or ``"rich"`` infos.
+        render_mode: the test sub-envs' render mode: None, or ``"rgb_array"``
+            (frames that say which sub-env, episode and step they show), for
+            wrappers that render.
+        wrappers: single-env wrappers around each test sub-env, innermost first
+            (as ``make_vec``'s), e.g. ``[vecmode.wrappers.FinalFrameInfo]``.
         num_envs: sub-envs per run (at least 2, so batches mix sub-envs).
         transitions: real transitions compared per sub-env and run.
         seed: the reset seed and the seed of the action queues.
@@ -651,7 +667,12 @@ def check_wrapper(
     who = _name(factory)
     _check_arguments(factory, num_envs, transitions, bases)
     # bad kinds raise ValueError here, naming the choices
-    ScheduledEnv(obs_type=obs_type, action_type=action_type, info_type=info_type)
+    ScheduledEnv(
+        obs_type=obs_type,
+        action_type=action_type,
+        info_type=info_type,
+        render_mode=render_mode,
+    )
     checker = _Checker(
         factory,
         who,
@@ -662,6 +683,8 @@ def check_wrapper(
             "obs_type": obs_type,
             "action_type": action_type,
             "info_type": info_type,
+            "render_mode": render_mode,
+            "wrappers": tuple(wrappers),
         },
     )
     checker.build_in_every_mode()

@@ -28,6 +28,7 @@ __all__ = [
     "ACTION_TYPES",
     "INFO_TYPES",
     "OBS_TYPES",
+    "RENDER_MODES",
     "ScheduledEnv",
     "decode",
     "scheduled_env_fns",
@@ -37,6 +38,9 @@ __all__ = [
 OBS_TYPES = ("box", "dict", "tuple", "discrete", "image")
 #: Its action spaces: ``Discrete(3)``, or ``Box(-1, 1, (1,), float32)``.
 ACTION_TYPES = ("discrete", "box")
+#: Its render modes: none (``render()`` returns None), or ``"rgb_array"``: an image
+#: like the ``"image"`` observation, which :func:`decode` reads.
+RENDER_MODES = (None, "rgb_array")
 #: Its infos: rich ones (nested dicts, keys on some steps only, a reset key
 #: ``"episode"``), or numeric ones only (``{"ep": episode}`` from ``reset``,
 #: ``{"t": step}`` from ``step``), which array-converting wrappers and
@@ -71,10 +75,12 @@ class ScheduledEnv(gym.Env):
     dicts and several scalar types, and reset infos echo the reset options;
     ``"numeric"`` ones are ``{"ep": episode}`` and ``{"t": step}``. The action
     space is ``Discrete(3)``, or ``Box(-1, 1, (1,), float32)`` with
-    ``action_type="box"``.
+    ``action_type="box"``. With ``render_mode="rgb_array"``, ``render()`` returns
+    the ``"image"`` observation of the current state (whatever ``obs_type``), so
+    every frame says which sub-env, episode and step it shows.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1000}
 
     def __init__(
         self,
@@ -85,11 +91,13 @@ class ScheduledEnv(gym.Env):
         *,
         action_type: str = "discrete",
         info_type: str = "rich",
+        render_mode: str | None = None,
     ) -> None:
         for name, value, allowed in (
             ("obs_type", obs_type, OBS_TYPES),
             ("action_type", action_type, ACTION_TYPES),
             ("info_type", info_type, INFO_TYPES),
+            ("render_mode", render_mode, RENDER_MODES),
         ):
             if value not in allowed:
                 raise ValueError(
@@ -108,6 +116,7 @@ class ScheduledEnv(gym.Env):
         self.truncate = [bool(t) for t in truncate]
         self.obs_type = obs_type
         self.info_type = info_type
+        self.render_mode = render_mode
         self.action_space: spaces.Space = (
             spaces.Discrete(3)
             if action_type == "discrete"
@@ -125,6 +134,12 @@ class ScheduledEnv(gym.Env):
         self.t = 0
         self.resets = 0
 
+    def _image(self) -> np.ndarray:
+        rows, cols, _ = _IMAGE_SHAPE
+        grid = np.add.outer(np.arange(rows), np.arange(cols))[..., None]
+        values = np.array([self.index, self.episode, self.t]) + 16 * grid
+        return (values % 256).astype(np.uint8)
+
     def _obs(self) -> Any:
         vec = np.array([self.index, self.episode, self.t], dtype=np.float32)
         code = int(self.index * 1000 + (self.episode % 10) * 100 + self.t) % 10_000
@@ -135,10 +150,7 @@ class ScheduledEnv(gym.Env):
         if self.obs_type == "tuple":
             return (vec, code)
         if self.obs_type == "image":
-            rows, cols, _ = _IMAGE_SHAPE
-            grid = np.add.outer(np.arange(rows), np.arange(cols))[..., None]
-            values = np.array([self.index, self.episode, self.t]) + 16 * grid
-            return (values % 256).astype(np.uint8)
+            return self._image()
         return code
 
     def reset(
@@ -156,8 +168,9 @@ class ScheduledEnv(gym.Env):
             info["options"] = dict(options)
         return self._obs(), info
 
-    def render(self) -> None:
-        return None
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        """The current state as an image (``render_mode="rgb_array"``), else None."""
+        return None if self.render_mode is None else self._image()
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self.t += 1
@@ -205,11 +218,14 @@ def scheduled_env_fns(
     lengths: Sequence[Sequence[int]] | None = None,
     truncate: Sequence[Sequence[bool]] | None = None,
     obs_type: str = "box",
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
     **kwargs: Any,
 ) -> list[Callable[[], gym.Env]]:
     """One factory per sub-env; sub-env ``i`` gets ``lengths[i]`` and ``truncate[i]``.
 
-    ``kwargs`` (``action_type``, ``info_type``) go to every :class:`ScheduledEnv`.
+    ``kwargs`` (``action_type``, ``info_type``, ``render_mode``) go to every
+    :class:`ScheduledEnv`; ``wrappers`` (single-env wrappers, innermost first) wrap
+    each, as ``gymnasium.make_vec``'s do.
 
     By default sub-env ``i`` has episodes of ``2 + i % 3`` then 4 steps, and its
     first episode is truncated when ``i`` is even: sub-envs end at different
@@ -224,7 +240,7 @@ def scheduled_env_fns(
     for i in range(num_envs):
         ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
         ts = truncate[i] if truncate is not None else (i % 2 == 0, False)
-        fns.append(_Factory(i, tuple(ls), tuple(ts), obs_type, kwargs))
+        fns.append(_Factory(i, tuple(ls), tuple(ts), obs_type, kwargs, wrappers))
     return fns
 
 
@@ -238,13 +254,21 @@ class _Factory:
         truncate: tuple,
         obs_type: str,
         kwargs: dict[str, Any],
+        wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
     ) -> None:
         self.args = (index, lengths, truncate, obs_type)
         self.kwargs = dict(kwargs)
+        self.wrappers = tuple(wrappers)
 
-    def __call__(self) -> ScheduledEnv:
-        return ScheduledEnv(*self.args, **self.kwargs)
+    def __call__(self) -> gym.Env:
+        env: gym.Env = ScheduledEnv(*self.args, **self.kwargs)
+        for wrapper in self.wrappers:
+            env = wrapper(env)
+        return env
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
-        return f"ScheduledEnv({', '.join(map(repr, self.args))}{extra})"
+        text = f"ScheduledEnv({', '.join(map(repr, self.args))}{extra})"
+        for wrapper in self.wrappers:
+            text = f"{getattr(wrapper, '__name__', wrapper)}({text})"
+        return text

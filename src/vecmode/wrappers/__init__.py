@@ -20,6 +20,12 @@ For wrapper authors: :class:`ObservationWrapper`, :class:`ActionWrapper`,
 every mode by default.
 """
 
+from vecmode.wrappers.array_conversion import (
+    ArrayConversion,
+    JaxToNumpy,
+    JaxToTorch,
+    NumpyToTorch,
+)
 from vecmode.wrappers.base import (
     ActionWrapper,
     ObservationWrapper,
@@ -29,6 +35,7 @@ from vecmode.wrappers.base import (
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.dict_info_to_list import DictInfoToList
 from vecmode.wrappers.ppo_stack import PPOStack, ppo_stack
+from vecmode.wrappers.rendering import FinalFrameInfo, HumanRendering, RecordVideo
 from vecmode.wrappers.stateful_observation import (
     FrameStackObservation,
     NormalizeObservation,
@@ -59,19 +66,26 @@ from vecmode.wrappers.vectorize_reward import (
 
 __all__ = [
     "ActionWrapper",
+    "ArrayConversion",
     "ClipAction",
     "ClipReward",
     "DictInfoToList",
     "DtypeObservation",
     "FilterObservation",
+    "FinalFrameInfo",
     "FlattenObservation",
     "FrameStackObservation",
     "GrayscaleObservation",
+    "HumanRendering",
+    "JaxToNumpy",
+    "JaxToTorch",
     "NormalizeObservation",
     "NormalizeReward",
+    "NumpyToTorch",
     "ObservationWrapper",
     "PPOStack",
     "RecordEpisodeStatistics",
+    "RecordVideo",
     "RescaleAction",
     "RescaleObservation",
     "ReshapeObservation",

@@ -1,0 +1,264 @@
+"""Array-library conversions, right in every mode: ``ArrayConversion``,
+``NumpyToTorch``, ``JaxToNumpy`` and ``JaxToTorch``.
+
+Same names and arguments as :mod:`gymnasium.wrappers.vector`'s, and the same
+conversion (Gymnasium's ``array_conversion``, through DLPack), with what Gymnasium's
+get wrong in SAME_STEP and DISABLED made right:
+
+* ``info["final_obs"]`` (SAME_STEP) is converted entry by entry, like the
+  observations, in a new NumPy object array; ``final_info`` like the infos; the
+  masks ``_final_obs`` / ``_final_info`` stay NumPy bool arrays (Gymnasium's raise
+  ``BufferError`` on the object array at the first episode end);
+* ``options["reset_mask"]`` reaches the env as a NumPy bool array, whatever array
+  the caller passed (Gymnasium's jax wrappers turn it into a jax array, which the
+  vector envs reject); the other options are converted for the env, as Gymnasium's.
+
+Torch and jax are optional: ``pip install "vecmode[torch]"`` / ``"vecmode[jax]"``.
+Importing :mod:`vecmode.wrappers` imports neither; building a wrapper that needs a
+missing one raises ``DependencyNotInstalled`` naming the extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from gymnasium.error import DependencyNotInstalled
+from gymnasium.vector import VectorEnv
+
+from vecmode.core import StepResult
+from vecmode.modes import MODES, map_infos
+from vecmode.registry import supports
+from vecmode.wrappers.base import MaskedResetWrapper, check_infos
+
+__all__ = ["ArrayConversion", "JaxToNumpy", "JaxToTorch", "NumpyToTorch"]
+
+#: What each optional module is installed by.
+_EXTRAS = {
+    "torch": ("PyTorch", "vecmode[torch]"),
+    "jax.numpy": ("jax", "vecmode[jax]"),
+    "array_api_compat": ("array-api-compat", "vecmode[torch]"),
+}
+
+
+def _require(module: str, who: str) -> ModuleType:
+    """Import ``module`` for ``who``, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise DependencyNotInstalled(dependency_missing(who, module)) from error
+
+
+def _converter(who: str) -> Callable[..., Any]:
+    """Gymnasium's ``array_conversion`` (it needs array-api-compat)."""
+    _require("array_api_compat", who)
+    found = _require("gymnasium.wrappers.array_conversion", who)
+    return found.array_conversion  # type: ignore[no-any-return]
+
+
+def _host_array(value: Any) -> Any:
+    """``value`` (a NumPy array, a list, or any library's array) as NumPy or as is."""
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return value
+    cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives
+    return np.asarray(cpu() if callable(cpu) else value)
+
+
+@supports(*MODES)
+class ArrayConversion(MaskedResetWrapper):
+    """Convert what a vector env returns to another array library, and actions back.
+
+    Same arguments and conversion as
+    :class:`gymnasium.wrappers.vector.ArrayConversion` (observations, rewards,
+    flags and infos to ``target_xp`` on ``target_device``; actions and reset
+    options to ``env_xp`` on ``env_device``), right in every mode: the final
+    observations of SAME_STEP are converted one by one and kept in a NumPy object
+    array with their NumPy bool masks, and ``reset_mask`` reaches the env as a
+    NumPy bool array. Needs array-api-compat (in ``vecmode[torch]`` and
+    ``vecmode[jax]``).
+
+    >>> import numpy as np, vecmode
+    >>> import array_api_compat.numpy as xp
+    >>> from vecmode.wrappers import ArrayConversion
+    >>> envs = ArrayConversion(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="SameStep", max_episode_steps=1,
+    ...     vectorization_mode="sync"), env_xp=xp, target_xp=xp)
+    >>> _ = envs.reset(seed=0)
+    >>> *_, infos = envs.step(np.array([0, 1]))
+    >>> infos["_final_obs"], infos["final_obs"][0].shape
+    (array([ True,  True]), (4,))
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        env_xp: ModuleType,
+        target_xp: ModuleType,
+        env_device: Any | None = None,
+        target_device: Any | None = None,
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.vector.ArrayConversion`.
+
+        Args:
+            env: the vector env to wrap.
+            env_xp: the array library the env takes and returns.
+            target_xp: the array library to return (and take actions in).
+            env_device: the device of the env's arrays.
+            target_device: the device of the returned arrays.
+        """
+        super().__init__(env)
+        self._convert = _converter(type(self).__name__)
+        self._env_xp = env_xp
+        self._target_xp = target_xp
+        self._env_device = env_device
+        self._target_device = target_device
+
+    def _to_env(self, value: Any) -> Any:
+        return self._convert(value, xp=self._env_xp, device=self._env_device)
+
+    def _to_target(self, value: Any) -> Any:
+        return self._convert(value, xp=self._target_xp, device=self._target_device)
+
+    def _infos(self, infos: dict[str, Any]) -> dict[str, Any]:
+        """Converted infos: SAME_STEP's final observations one by one, their
+        object array and masks kept."""
+        check_infos(infos, type(self).__name__)
+        convert = self._to_target
+        return map_infos(infos, others=convert, observation=convert, final_info=convert)
+
+    def _step_actions(self, actions: Any) -> Any:
+        """The actions in the env's library."""
+        return self._to_env(actions)
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        """Everything in the target library (final observations one by one)."""
+        obs, rewards, terminations, truncations, infos = result
+        convert = self._to_target
+        return (
+            convert(obs),
+            convert(rewards),
+            convert(terminations),
+            convert(truncations),
+            self._infos(infos),
+        )
+
+    def _reset_arguments(
+        self, seed: Any, options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any] | None, Any]:
+        """The options in the env's library, but ``reset_mask`` a NumPy bool array
+        (validated: a clear error before anything resets)."""
+        if options:
+            rest = dict(options)
+            has_mask = "reset_mask" in rest
+            mask = rest.pop("reset_mask", None)
+            options = dict(self._to_env(rest)) if rest else {}
+            if has_mask:
+                options["reset_mask"] = _host_array(mask)
+        return super()._reset_arguments(seed, options)
+
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        """Observations and infos in the target library."""
+        obs, infos = super()._reset_result(obs, infos, state)
+        return self._to_target(obs), self._infos(infos)
+
+
+class NumpyToTorch(ArrayConversion):
+    """Take and return PyTorch tensors over a NumPy vector env, in every mode.
+
+    Same arguments as :class:`gymnasium.wrappers.vector.NumpyToTorch`; needs
+    ``pip install "vecmode[torch]"``. In SAME_STEP, ``info["final_obs"]`` holds a
+    tensor for each ended sub-env (in a NumPy object array, with its NumPy mask).
+
+    >>> import numpy as np, torch, vecmode
+    >>> from vecmode.wrappers import NumpyToTorch
+    >>> envs = NumpyToTorch(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="SameStep", max_episode_steps=1,
+    ...     vectorization_mode="sync"))
+    >>> obs, _ = envs.reset(seed=0)
+    >>> obs, rewards, terminations, truncations, infos = envs.step(torch.tensor([0, 1]))
+    >>> type(obs).__name__, type(infos["final_obs"][0]).__name__, infos["_final_obs"]
+    ('Tensor', 'Tensor', array([ True,  True]))
+    >>> obs, _ = envs.reset(options={"reset_mask": truncations})  # a tensor mask
+    >>> envs.close()
+    """
+
+    def __init__(self, env: VectorEnv, device: Any | None = None) -> None:
+        """``device``: the torch device of the returned tensors."""
+        torch = _require("torch", type(self).__name__)
+        super().__init__(env, env_xp=np, target_xp=torch, target_device=device)
+        self.device = device
+
+
+class JaxToNumpy(ArrayConversion):
+    """Take and return NumPy arrays over a jax vector env, in every mode.
+
+    Same arguments as :class:`gymnasium.wrappers.vector.JaxToNumpy`; needs
+    ``pip install "vecmode[jax]"``. ``reset_mask`` reaches the env as a NumPy bool
+    array (Gymnasium's makes it a jax array).
+
+    CartPole with jax observations (Gymnasium's single-env ``ArrayConversion``),
+    in DISABLED mode:
+
+    >>> import gymnasium as gym, jax.numpy as jnp, numpy as np, vecmode
+    >>> from vecmode.wrappers import JaxToNumpy
+    >>> def jax_cartpole(env):
+    ...     return gym.wrappers.ArrayConversion(env, env_xp=np, target_xp=jnp)
+    >>> envs = JaxToNumpy(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="Disabled", max_episode_steps=1,
+    ...     vectorization_mode="sync", wrappers=[jax_cartpole]))
+    >>> _ = envs.reset(seed=0)
+    >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1]))
+    >>> obs, _ = envs.reset(options={"reset_mask": truncations})
+    >>> type(obs).__name__, obs.dtype
+    ('ndarray', dtype('float32'))
+    >>> envs.close()
+    """
+
+    def __init__(self, env: VectorEnv) -> None:
+        """Wrap ``env``, whose observations are jax arrays."""
+        jnp = _require("jax.numpy", type(self).__name__)
+        super().__init__(env, env_xp=jnp, target_xp=np)
+
+
+class JaxToTorch(ArrayConversion):
+    """Take and return PyTorch tensors over a jax vector env, in every mode.
+
+    Same arguments as :class:`gymnasium.wrappers.vector.JaxToTorch`; needs
+    ``pip install "vecmode[jax,torch]"``. In SAME_STEP, ``info["final_obs"]`` holds
+    a tensor for each ended sub-env (in a NumPy object array, with its NumPy mask).
+
+    >>> import gymnasium as gym, jax.numpy as jnp, numpy as np, vecmode
+    >>> from vecmode.wrappers import JaxToTorch
+    >>> def jax_cartpole(env):
+    ...     return gym.wrappers.ArrayConversion(env, env_xp=np, target_xp=jnp)
+    >>> envs = JaxToTorch(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     autoreset_mode="SameStep", max_episode_steps=1,
+    ...     vectorization_mode="sync", wrappers=[jax_cartpole]))
+    >>> _ = envs.reset(seed=0)
+    >>> *_, infos = envs.step(np.array([0, 1]))
+    >>> type(infos["final_obs"][0]).__name__, infos["_final_obs"]
+    ('Tensor', array([ True,  True]))
+    >>> envs.close()
+    """
+
+    def __init__(self, env: VectorEnv, device: Any | None = None) -> None:
+        """``device``: the torch device of the returned tensors."""
+        jnp = _require("jax.numpy", type(self).__name__)
+        torch = _require("torch", type(self).__name__)
+        super().__init__(env, env_xp=jnp, target_xp=torch, target_device=device)
+        self.device = device
+
+
+# ------------------------------------------------------------------ messages
+def dependency_missing(who: str, module: str) -> str:
+    name, extra = _EXTRAS.get(module, (module, "vecmode"))
+    return (
+        f"{who} needs {name}, which is not installed: run "
+        f'pip install "{extra}" (or pip install {name}).'
+    )

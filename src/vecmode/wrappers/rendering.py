@@ -1,0 +1,670 @@
+"""Rendering, right in every mode: ``RecordVideo``, ``HumanRendering``, and the
+single-env ``FinalFrameInfo`` they need in SAME_STEP.
+
+What each sub-env showed, frame by frame, is what these wrappers must record or
+show. Where each frame comes from, in every mode (from :mod:`vecmode.modes`' view of
+each call, never from the mode itself):
+
+* after ``reset``: the first frame of each sub-env that was reset (all of them, or
+  those of ``reset_mask``; the others have not moved, so they add no frame);
+* after ``step``: every sub-env moved, so each adds the frame it renders now (in
+  NEXT_STEP's reset step, its new episode's first frame). Where the mode puts an
+  ended episode's last observation in ``info["final_obs"]`` (SAME_STEP), the
+  sub-env was reset *within* the step: what it renders now is its new episode's
+  first frame, and the ended episode's last frame must come from before that
+  reset. Rendering from the final observation is impossible in general, so the
+  sub-env itself renders it: :class:`FinalFrameInfo` (a single-env wrapper) puts
+  ``env.render()`` in the info of the step that ends an episode, which SAME_STEP
+  carries in ``info["final_info"]``, over any vector env and backend. The last
+  frame comes first, then the first frame of the next episode.
+
+A video then holds each frame once (:class:`RecordVideo`), and a live view shows each
+one (:class:`HumanRendering`).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+from copy import deepcopy
+from inspect import signature
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import logger
+from gymnasium.error import DependencyNotInstalled
+from gymnasium.vector import VectorEnv
+from gymnasium.wrappers.vector import rendering as gymnasium_rendering
+
+from vecmode.core import StepResult
+from vecmode.errors import IncompatibleModeError, incompatible_mode
+from vecmode.modes import final_frames, final_in_info
+from vecmode.wrappers.base import StatefulWrapper
+
+__all__ = ["FinalFrameInfo", "HumanRendering", "RecordVideo"]
+
+#: The info key :class:`FinalFrameInfo` writes by default.
+FINAL_FRAME = "final_frame"
+
+#: Render modes whose ``render()`` returns one frame per call.
+_ONE_FRAME = ("rgb_array", "depth_array")
+
+
+class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Put the frame an episode ends on in the info of the step that ends it.
+
+    A single-env wrapper for the sub-envs of a SAME_STEP vector env, whose step
+    resets an ended sub-env before returning: its last frame is then in
+    ``info["final_info"][key]``, where :class:`RecordVideo` and
+    :class:`HumanRendering` take it. It renders once per episode, at its end (the
+    env's ``render_mode`` must return a frame, e.g. ``"rgb_array"``). Pass it as a
+    sub-env wrapper: ``make_vec(..., wrappers=[FinalFrameInfo])`` (vecmode's or
+    Gymnasium's). Other modes don't need it.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import FinalFrameInfo
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=1, render_mode="rgb_array",
+    ...     wrappers=[FinalFrameInfo])
+    >>> _ = envs.reset(seed=0)
+    >>> *_, infos = envs.step(np.array([0, 1]))
+    >>> infos["final_info"]["final_frame"].shape, infos["final_info"]["_final_frame"]
+    ((2, 400, 600, 3), array([ True,  True]))
+    >>> envs.close()
+    """
+
+    def __init__(self, env: gym.Env, key: str = FINAL_FRAME) -> None:
+        """``key``: the info key of the frame."""
+        gym.utils.RecordConstructorArgs.__init__(self, key=key)
+        gym.Wrapper.__init__(self, env)
+        if env.render_mode not in _ONE_FRAME:
+            raise ValueError(final_frame_render_mode(env.render_mode))
+        #: The info key of the frame (vector wrappers read it with ``get_attr``).
+        self.final_frame_key = key
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """Step; at an episode's end, add its last frame to the info."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info = {**info, self.final_frame_key: self.env.render()}
+        return obs, reward, terminated, truncated, info
+
+
+#: Per sub-env, the frames a call added; and every sub-env's frame now.
+Frames = tuple[list[list[np.ndarray]], list[np.ndarray]]
+
+
+class _Rendering(StatefulWrapper):
+    """The frames each call added, per sub-env, in every mode (see the module)."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        #: Where the final frames are in ``final_info`` (None: the mode does not
+        #: reset within a step, so nothing is needed there).
+        self._final_key: str | None = None
+        if final_in_info(self.boundaries.mode):
+            self._final_key = self._final_frame_key()
+
+    def _final_frame_key(self) -> str:
+        """The key :class:`FinalFrameInfo` writes under, asked of every sub-env;
+        refused when a sub-env has no :class:`FinalFrameInfo`."""
+        get_attr = getattr(self.env, "get_attr", None) or getattr(
+            self.env.unwrapped, "get_attr", None
+        )
+        if get_attr is None:  # nothing to ask: the frames are checked as they come
+            return FINAL_FRAME
+        try:
+            keys = set(get_attr("final_frame_key"))
+        except Exception:  # a sub-env without the attribute (in any backend)
+            keys = set()
+        if len(keys) != 1:
+            who = type(self).__name__
+            raise IncompatibleModeError(
+                incompatible_mode(
+                    who,
+                    self.boundaries.mode,
+                    [self.boundaries.mode],
+                    final_frames_needed(who),
+                    final_frames_instead(),
+                )
+            )
+        return str(keys.pop())
+
+    def _render(self) -> list[np.ndarray]:
+        """Every sub-env's frame now (checked: one image array each)."""
+        frames = self.env.render()
+        if frames is None or len(frames) != self.num_envs:
+            raise ValueError(not_frames(type(self).__name__, frames, self.num_envs))
+        out = []
+        for frame in frames:
+            if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+                raise ValueError(not_frames(type(self).__name__, frames, self.num_envs))
+            out.append(np.array(frame, copy=True))
+        return out
+
+    def _final_frames(self, infos: Any, rows: np.ndarray) -> dict[int, np.ndarray]:
+        """The last frames of the episodes that ``rows`` ended, from the final
+        infos (a clear error where one is missing)."""
+        found = final_frames(infos, self._final_key or FINAL_FRAME)
+        missing = [
+            i for i in np.flatnonzero(rows).tolist() if found is None or not found[0][i]
+        ]
+        if found is None or missing:
+            raise ValueError(final_frame_missing(type(self).__name__, missing))
+        return {i: np.asarray(found[1][i]) for i in np.flatnonzero(rows).tolist()}
+
+    def _step_frames(self, infos: Any) -> Frames:
+        """Per sub-env, the frames a step added: the ended episode's last frame
+        where the mode moved it to the final infos, then the frame now; and every
+        sub-env's frame now."""
+        b = self.boundary
+        now = self._render()
+        frames: list[list[np.ndarray]] = [[frame] for frame in now]
+        if self._final_key is not None and np.count_nonzero(b.final_in_info):
+            for i, frame in self._final_frames(infos, b.final_in_info).items():
+                frames[i].insert(0, frame)
+        return frames, now
+
+    def _reset_frames(self) -> Frames:
+        """Per sub-env, the frames a reset added (the reset sub-envs' first), and
+        every sub-env's frame now (empty when none was reset)."""
+        starts = self.boundary.starts
+        if not np.count_nonzero(starts):
+            return [[] for _ in range(self.num_envs)], []
+        now = self._render()
+        return [[now[i]] if starts[i] else [] for i in range(self.num_envs)], now
+
+
+def _check_render_mode(who: str, render_mode: Any) -> None:
+    if render_mode not in _ONE_FRAME:
+        raise ValueError(render_mode_unsupported(who, render_mode))
+
+
+# -------------------------------------------------------------------- RecordVideo
+#: Gymnasium's default ``gc_trigger`` (the same object, so the signatures agree).
+_GC_TRIGGER = (
+    signature(gymnasium_rendering.RecordVideo.__init__).parameters["gc_trigger"].default
+)
+
+
+class RecordVideo(_Rendering):
+    """Record videos of a vector env's sub-envs, each frame exactly once, in every
+    mode.
+
+    Same arguments and files as :class:`gymnasium.wrappers.vector.RecordVideo`:
+    each video frame is a grid of the sub-envs' frames (``video_aspect_ratio``;
+    sub-env 0 only with ``record_first_only``); episodes are counted on sub-env 0
+    and a video holds one of its episodes (``episode_trigger``), or starts at a
+    ``step`` call (``step_trigger``) and holds ``video_length`` frames.
+
+    Right in every mode, where Gymnasium's is not:
+
+    * each episode's frames are recorded exactly once, from its first frame to its
+      last, the last one included: in SAME_STEP it comes from the sub-env's
+      :class:`FinalFrameInfo` (required there; refused at construction without);
+    * a partial reset adds a frame for the reset sub-envs only: the others, which
+      did not move, are not recorded again.
+
+    Each tile of the grid shows its sub-env's frames in order, each once, from
+    where the recording starts: a sub-env whose episodes end more often than
+    sub-env 0's gets ahead (in SAME_STEP and DISABLED an episode's end adds a frame
+    within the call), and its next frames wait for the next video frame, as
+    NEXT_STEP's reset steps make them wait. A video that is still being recorded
+    when the wrapper is closed ends there; tiles waiting for a frame then show
+    their last one.
+
+    >>> import os, tempfile, numpy as np, vecmode
+    >>> from vecmode.wrappers import FinalFrameInfo, RecordVideo
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> envs = RecordVideo(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync", autoreset_mode="SameStep", max_episode_steps=3,
+    ...     render_mode="rgb_array", wrappers=[FinalFrameInfo]),
+    ...     os.path.join(folder.name, "videos"), episode_trigger=lambda e: e == 0)
+    >>> _ = envs.reset(seed=0)
+    >>> for _ in range(4):
+    ...     _ = envs.step(np.array([0, 1]))
+    >>> os.listdir(envs.video_folder), envs.frames_per_video  # first frame, 3 steps
+    (['rl-video-episode-0.mp4'], [4])
+    >>> envs.close()
+    >>> folder.cleanup()
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        video_folder: str,
+        video_aspect_ratio: tuple[int, int] = (1, 1),
+        record_first_only: bool = False,
+        episode_trigger: Callable[[int], bool] | None = None,
+        step_trigger: Callable[[int], bool] | None = None,
+        video_length: int = 0,
+        name_prefix: str = "rl-video",
+        fps: int | None = None,
+        disable_logger: bool = True,
+        gc_trigger: Callable[[int], bool] | None = _GC_TRIGGER,
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.vector.RecordVideo`.
+
+        Args:
+            env: the vector env; its sub-envs render frames (``"rgb_array"``).
+            video_folder: where the videos are written.
+            video_aspect_ratio: the aspect ratio of the grid of sub-env frames.
+            record_first_only: record sub-env 0 only.
+            episode_trigger: ``episode -> bool``: record that episode of sub-env
+                0 (default, without ``step_trigger``: Gymnasium's
+                ``capped_cubic_video_schedule``).
+            step_trigger: ``step -> bool``: start a video at that ``step`` call.
+            video_length: frames per video (0: whole episodes).
+            name_prefix: the start of the video file names.
+            fps: frames per second (default: the env's ``render_fps``, else 30).
+            disable_logger: silence moviepy's logger.
+            gc_trigger: ``episode -> bool``: collect garbage after saving a video.
+        """
+        _check_render_mode(type(self).__name__, env.render_mode)
+        try:  # before anything is made (Gymnasium's schedule needs it too)
+            import moviepy  # noqa: F401
+        except ImportError as error:
+            raise DependencyNotInstalled(moviepy_missing()) from error
+        super().__init__(env)
+        if episode_trigger is None and step_trigger is None:
+            from gymnasium.utils.save_video import capped_cubic_video_schedule
+
+            episode_trigger = capped_cubic_video_schedule
+        self.episode_trigger = episode_trigger
+        self.step_trigger = step_trigger
+        self.disable_logger = disable_logger
+        self.gc_trigger = gc_trigger
+        self.record_first_only = record_first_only
+        self.video_aspect_ratio = video_aspect_ratio
+        self.frame_cols = -1
+        self.frame_rows = -1
+        self.video_folder = os.path.abspath(video_folder)
+        if os.path.isdir(self.video_folder):
+            logger.warn(
+                f"Overwriting existing videos at {self.video_folder} folder (try "
+                f"specifying a different `video_folder` for the `RecordVideo` "
+                f"wrapper if this is not desired)"
+            )
+        os.makedirs(self.video_folder, exist_ok=True)
+        self.frames_per_sec = (
+            self.metadata.get("render_fps", 30) if fps is None else fps
+        )
+        self.name_prefix = name_prefix
+        self._video_name: str | None = None
+        self.video_length = video_length if video_length != 0 else float("inf")
+        self.recording = False
+        self.recorded_frames: list[np.ndarray] = []
+        #: The number of frames of each video saved so far.
+        self.frames_per_video: list[int] = []
+        self.step_id = -1
+        self.episode_id = -1
+        #: The sub-envs in the grid; the first one's episodes are counted.
+        self._tiles = [0] if record_first_only else list(range(self.num_envs))
+        #: While capturing: each tile's frames not yet in a video frame, and the
+        #: events of sub-env 0's (episode start, step call).
+        self._capturing = False
+        self._queues: list[deque[np.ndarray]] = [deque() for _ in self._tiles]
+        self._events: deque[tuple[bool, int | None]] = deque()
+        self._shown: list[np.ndarray | None] = [None for _ in self._tiles]
+
+    # ---------------------------------------------------------------- calls
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._reset_result(obs, infos, state)
+        starts = self.boundary.starts
+        events: list[tuple[bool, int | None]] = [(True, None)] if starts[0] else []
+        self._advance(events, self._reset_frames)
+        return obs, infos
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        result = super()._step_result(result)
+        self.step_id += 1
+        b = self.boundary
+        # sub-env 0's frames: the ended episode's last (SAME_STEP), then the frame
+        # now, where its episode starts (if it does) and where the step call is
+        events: list[tuple[bool, int | None]] = []
+        if self._final_key is not None and b.final_in_info[0]:
+            events.append((False, None))
+        events.append((bool(b.starts[0]), self.step_id))
+        self._advance(events, lambda: self._step_frames(result[4]))
+        return result
+
+    def _advance(
+        self,
+        events: list[tuple[bool, int | None]],
+        frames: Callable[[], Frames],
+    ) -> None:
+        """Take a call's events of sub-env 0 (and its frames, rendered only while
+        capturing or when a recording starts) into the videos."""
+        if not self._capturing:
+            for event in events:
+                self._on_event(*event)
+            # only the frame now can start a recording (the last frame of an
+            # ended episode has no event): the other tiles start with theirs
+            if self.recording:
+                now = frames()[1]
+                self._capturing = True
+                self._add_row([now[i] for i in self._tiles])
+            return
+        added = frames()[0]
+        for queue, i in zip(self._queues, self._tiles, strict=True):
+            queue.extend(added[i])
+        self._events.extend(events)
+        self._emit()
+
+    def _emit(self) -> None:
+        """Make video frames while every tile has a frame waiting."""
+        queues = self._queues
+        while all(queues):
+            row = [queue.popleft() for queue in queues]
+            self._on_event(*self._events.popleft())
+            if self.recording:
+                self._add_row(row)
+            elif not self._events:  # nothing more to record: stop capturing
+                self._stop_capturing()
+                return
+
+    def _on_event(self, starts: bool, step: int | None) -> None:
+        """Gymnasium's triggers, at one frame of sub-env 0."""
+        if starts:
+            self.episode_id += 1
+            if self.recording and self.video_length == float("inf"):
+                self.stop_recording()
+            if self.episode_trigger and self.episode_trigger(self.episode_id):
+                self.start_recording(f"{self.name_prefix}-episode-{self.episode_id}")
+        if step is not None and self.step_trigger and self.step_trigger(step):
+            self.start_recording(f"{self.name_prefix}-step-{step}")
+
+    def _add_row(self, row: list[np.ndarray]) -> None:
+        self._shown = list(row)
+        self.recorded_frames.append(self._concat_frames(row))
+        if len(self.recorded_frames) > self.video_length:
+            self.stop_recording()
+            if not self._events:
+                self._stop_capturing()
+
+    def _stop_capturing(self) -> None:
+        if not self.recording:
+            self._capturing = False
+            for queue in self._queues:
+                queue.clear()
+            self._events.clear()
+
+    # ---------------------------------------------------------------- grid
+    def _concat_frames(self, frames: Sequence[np.ndarray]) -> np.ndarray:
+        """The grid of the tiles' frames (its shape chosen on the first one)."""
+        array = np.array(frames)
+        n, h, w, c = array.shape
+        if self.frame_cols == -1 or self.frame_rows == -1:
+            self.frame_rows, self.frame_cols = _grid_shape(
+                n, h, w, self.video_aspect_ratio
+            )
+        grid = np.zeros((self.frame_rows * h, self.frame_cols * w, c), array.dtype)
+        for idx in range(n):
+            r, col = divmod(idx, self.frame_cols)
+            grid[r * h : (r + 1) * h, col * w : (col + 1) * w] = array[idx]
+        return grid
+
+    # ----------------------------------------------------------- recordings
+    def start_recording(self, video_name: str) -> None:
+        """Start a video (stopping the one being recorded, if any)."""
+        if self.recording:
+            self.stop_recording()
+        self.recording = True
+        self._video_name = video_name
+
+    def stop_recording(self) -> None:
+        """Stop the video being recorded and save it."""
+        if not self.recording:
+            raise RuntimeError(
+                "stop_recording was called, but no recording was started"
+            )
+        if not self.recorded_frames:
+            logger.warn("Ignored saving a video as there were zero frames to save.")
+        else:
+            from moviepy.video.io.ImageSequenceClip import ImageSequenceClip
+
+            frames, fps = self.recorded_frames, self.frames_per_sec
+            clip = ImageSequenceClip(frames, fps=fps)
+            # moviepy writes int(duration * fps) frames, its duration a sum of 1 /
+            # fps that can fall just short (6 frames at 30 fps make 5): half a
+            # frame more keeps the last one
+            set_duration = getattr(clip, "with_duration", None) or clip.set_duration
+            clip = set_duration((len(frames) + 0.5) / fps)
+            path = os.path.join(self.video_folder, f"{self._video_name}.mp4")
+            clip.write_videofile(path, logger=None if self.disable_logger else "bar")
+            self.frames_per_video.append(len(self.recorded_frames))
+            del clip
+        self.recorded_frames = []
+        self.recording = False
+        self._video_name = None
+        if self.gc_trigger and self.gc_trigger(self.episode_id):
+            gc.collect()
+
+    def close(self, **kwargs: Any) -> None:
+        """Save the video being recorded (its waiting frames of sub-env 0 with the
+        other tiles' last frames), then close the env."""
+        while self.recording and self._events and self._queues[0]:
+            row = [
+                queue.popleft() if queue else shown
+                for queue, shown in zip(self._queues, self._shown, strict=True)
+            ]
+            self._on_event(*self._events.popleft())
+            if self.recording:
+                self._add_row([frame for frame in row if frame is not None])
+        super().close(**kwargs)
+        if self.recording:
+            self.stop_recording()
+
+    def __del__(self) -> None:
+        """Warn if the last video was not saved."""
+        if getattr(self, "recorded_frames", None):
+            logger.warn("Unable to save last video! Did you call close()?")
+
+
+def _grid_shape(
+    n: int, h: int, w: int, aspect_ratio: tuple[int, int]
+) -> tuple[int, int]:
+    """Gymnasium's grid of ``n`` frames of ``h`` x ``w``: ``(rows, cols)`` closest to
+    the aspect ratio."""
+    target = aspect_ratio[0] / aspect_ratio[1]
+    best, best_diff = (1, n), np.inf
+    for rows in range(1, int(n**0.5) + 1):
+        if n % rows == 0:
+            cols = n // rows
+            diff = abs(cols * w / (rows * h) - target)
+            if diff < best_diff:
+                best, best_diff = (rows, cols), diff
+    return best
+
+
+# ----------------------------------------------------------------- HumanRendering
+class HumanRendering(_Rendering):
+    """Show a vector env's sub-envs in a window, every frame, in every mode.
+
+    Same arguments as :class:`gymnasium.wrappers.vector.HumanRendering` (the
+    sub-envs' frames in a grid in a pygame window of ``screen_size``, by default
+    one sub-env's frame size, at the env's ``render_fps``), right in every mode:
+    every frame of every episode is shown, the last one included (in SAME_STEP it
+    comes from the sub-env's :class:`FinalFrameInfo`, required there), then the
+    next episode's first. After a partial reset, the sub-envs that were not reset
+    show the frame they showed. Needs pygame; :meth:`show` draws one grid (override
+    it to send the frames elsewhere).
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.wrappers import HumanRendering
+    >>> class Count(HumanRendering):
+    ...     shown = 0
+    ...     def show(self, frames):
+    ...         self.shown += 1
+    >>> envs = Count(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync", autoreset_mode="Disabled",
+    ...     render_mode="rgb_array"))
+    >>> _ = envs.reset(seed=0)
+    >>> _ = envs.step(np.array([0, 1]))
+    >>> envs.shown
+    2
+    >>> envs.close()
+    """
+
+    ACCEPTED_RENDER_MODES = list(_ONE_FRAME)
+
+    def __init__(
+        self, env: VectorEnv, screen_size: tuple[int, int] | None = None
+    ) -> None:
+        """Args as :class:`gymnasium.wrappers.vector.HumanRendering`.
+
+        Args:
+            env: the vector env; its sub-envs render frames (``"rgb_array"``), and
+                its metadata has ``render_fps``.
+            screen_size: the window's ``(width, height)``; default: one sub-env
+                frame's.
+        """
+        _check_render_mode(type(self).__name__, env.render_mode)
+        if "render_fps" not in env.metadata:
+            raise ValueError(
+                "The base environment must specify 'render_fps' to be used with "
+                "the HumanRendering wrapper"
+            )
+        super().__init__(env)
+        self.screen_size = screen_size
+        self.window: Any = None
+        self.clock: Any = None
+        self._last: list[np.ndarray | None] = [None] * self.num_envs
+        if "human" not in self.metadata.get("render_modes", []):
+            self.metadata = deepcopy(self.metadata)
+            self.metadata["render_modes"] = [*self.metadata["render_modes"], "human"]
+
+    @property
+    def render_mode(self) -> str:  # type: ignore[override]
+        """Always ``"human"``."""
+        return "human"
+
+    def _reset_result(
+        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._reset_result(obs, infos, state)
+        self._show_all(self._reset_frames()[0])
+        return obs, infos
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        result = super()._step_result(result)
+        self._show_all(self._step_frames(result[4])[0])
+        return result
+
+    def _show_all(self, frames: list[list[np.ndarray]]) -> None:
+        """Show each new frame in turn; sub-envs with no new one keep theirs."""
+        for k in range(max(len(new) for new in frames)):
+            for i, new in enumerate(frames):
+                if new:
+                    self._last[i] = new[min(k, len(new) - 1)]
+            self.show([frame for frame in self._last if frame is not None])
+
+    def show(self, frames: Sequence[np.ndarray]) -> None:
+        """Draw one grid of the sub-envs' frames in the window."""
+        try:
+            import pygame
+        except ImportError as error:
+            raise DependencyNotInstalled(pygame_missing()) from error
+        height, width = frames[0].shape[:2]
+        if self.screen_size is None:
+            self.screen_size = (width, height)
+        if self.window is None:
+            pygame.display.init()
+            self.window = pygame.display.set_mode(self.screen_size)
+            self.clock = pygame.time.Clock()
+        rows, cols = _grid_shape(len(frames), height, width, self.screen_size)
+        scale = min(
+            self.screen_size[0] / (cols * width), self.screen_size[1] / (rows * height)
+        )
+        tile = (max(int(width * scale), 1), max(int(height * scale), 1))
+        self.window.fill((0, 0, 0))
+        for i, frame in enumerate(frames):
+            r, c = divmod(i, cols)
+            rgb = np.ascontiguousarray(np.asarray(frame, dtype=np.uint8)[..., :3])
+            surface = pygame.surfarray.make_surface(rgb.transpose(1, 0, 2))
+            self.window.blit(
+                pygame.transform.scale(surface, tile), (c * tile[0], r * tile[1])
+            )
+        pygame.event.pump()
+        self.clock.tick(self.metadata["render_fps"])
+        pygame.display.flip()
+
+    def close(self, **kwargs: Any) -> None:
+        """Close the window, then the env."""
+        if self.window is not None:
+            import pygame
+
+            pygame.display.quit()
+            pygame.quit()
+            self.window = None
+        super().close(**kwargs)
+
+
+# ------------------------------------------------------------------ messages
+def render_mode_unsupported(who: str, render_mode: Any) -> str:
+    return (
+        f"{who} needs sub-envs that render one frame per render() call, "
+        f"render_mode {' or '.join(map(repr, _ONE_FRAME))}; got {render_mode!r}. "
+        f'Build the env with render_mode="rgb_array".'
+    )
+
+
+def final_frame_render_mode(render_mode: Any) -> str:
+    return (
+        f"FinalFrameInfo renders the env's last frame, so the env's render_mode must "
+        f"be {' or '.join(map(repr, _ONE_FRAME))}, not {render_mode!r}."
+    )
+
+
+def final_frames_needed(who: str) -> str:
+    return (
+        f"In this mode a sub-env is reset within the step that ends its episode, so "
+        f"by the time the step returns its last frame is gone, and {who} must get "
+        f"it from the sub-env: its sub-envs must be wrapped in "
+        f"vecmode.wrappers.FinalFrameInfo (which puts the last frame in "
+        f"info['final_info']), and not all are."
+    )
+
+
+def final_frames_instead() -> str:
+    return (
+        "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo] (vecmode's or "
+        "Gymnasium's make_vec), or in NextStep or Disabled mode, which need nothing."
+    )
+
+
+def final_frame_missing(who: str, indices: list[int]) -> str:
+    subs = ", ".join(str(i) for i in indices)
+    return (
+        f"{who}: sub-env(s) {subs} ended and were reset within the step, but their "
+        f"final info has no last frame. Wrap each sub-env in "
+        f"vecmode.wrappers.FinalFrameInfo (make_vec(..., wrappers=[FinalFrameInfo]))."
+    )
+
+
+def not_frames(who: str, got: Any, num_envs: int) -> str:
+    return (
+        f"{who} needs env.render() to return {num_envs} frames, one image array "
+        f"(height, width, channels) per sub-env; got {type(got).__name__}"
+        + ("" if got is None else f" of {[type(f).__name__ for f in got]}")
+        + "."
+    )
+
+
+def moviepy_missing() -> str:
+    return (
+        'RecordVideo needs MoviePy, which is not installed: run pip install "vecmode'
+        '[video]" (or pip install moviepy).'
+    )
+
+
+def pygame_missing() -> str:
+    return (
+        'HumanRendering needs pygame, which is not installed: run pip install "vecmode'
+        '[video]" (or pip install pygame).'
+    )

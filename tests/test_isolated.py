@@ -1,0 +1,54 @@
+"""The jax wrappers' tests, in a fresh interpreter.
+
+Once jax is imported, a later ``os.fork()`` in the same process (as the workers of
+async vector envs are started) risks a deadlock, so no test of this session
+imports jax: the jax cases of the catalogue (``tests/wrapper_cases.py``, marked
+``isolated``) and the jax doctests are skipped here, and this test runs them, and
+only them, in a new pytest process. Without jax (``pip install "vecmode[jax]"``)
+it is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.wrapper_cases import FRESH
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+FILES = [
+    "tests/test_conformance.py",
+    "tests/test_wrappers_conversion.py",
+    "tests/test_wrappers_fidelity.py",
+    "tests/test_wrappers_equivalence.py",
+    "src/vecmode/wrappers/array_conversion.py",
+]
+
+
+def test_the_jax_wrappers_in_a_fresh_interpreter():
+    missing = [
+        m for m in ("jax", "array_api_compat") if not importlib.util.find_spec(m)
+    ]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (pip install 'vecmode[jax]')")
+    out = subprocess.run(
+        [*PYTEST, "-k", "JaxToNumpy or JaxToTorch", *FILES],
+        cwd=ROOT,
+        env={**os.environ, FRESH: "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    summary = out.stdout.strip().splitlines()[-1]
+    passed = re.search(r"(\d+) passed", summary)
+    # conformance, 6 conversion checks, 2 equivalence runs and Gymnasium's
+    # NextStep per wrapper, and the two doctests
+    assert passed is not None and int(passed.group(1)) >= 2 * 10 + 2, summary

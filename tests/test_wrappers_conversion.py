@@ -1,0 +1,192 @@
+"""ArrayConversion, NumpyToTorch, JaxToNumpy, JaxToTorch: right in every mode.
+
+Reference: Gymnasium's own conversion (``gymnasium.wrappers.array_conversion``'s
+``array_conversion``, what its single-env wrappers apply) of what the unwrapped env
+returns, call by call, over the same script (partial resets included): each
+observation, reward, flag and info converted; in SAME_STEP each final observation
+converted on its own, in a NumPy object array, and both masks the env's NumPy bool
+arrays. The jax cases run in a fresh interpreter (``tests/test_isolated.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import DependencyNotInstalled
+
+from tests.helpers import assert_same, make_script
+from tests.wrapper_cases import BY_NAME, MODES, skip_unless_runnable, vecmode_base
+from vecmode import AutoresetMode
+from vecmode import wrappers as vw
+
+NAMES = ("ArrayConversion", "NumpyToTorch", "JaxToNumpy", "JaxToTorch")
+#: the library each returns, and the one it takes actions in
+TARGET = {
+    "ArrayConversion": "torch",
+    "NumpyToTorch": "torch",
+    "JaxToNumpy": "numpy",
+    "JaxToTorch": "torch",
+}
+LAYOUT = ("final_obs", "_final_obs", "final_info", "_final_info")
+
+
+def _xp(name: str) -> Any:
+    return __import__(name)
+
+
+def expected_step(raw: tuple, convert: Any) -> tuple:
+    """Gymnasium's conversion of an unwrapped step, SAME_STEP's layout kept."""
+    obs, rewards, terminations, truncations, infos = raw
+    return (
+        convert(obs),
+        convert(rewards),
+        convert(terminations),
+        convert(truncations),
+        expected_infos(infos, convert),
+    )
+
+
+def expected_infos(infos: dict, convert: Any) -> dict:
+    out = convert({k: v for k, v in infos.items() if k not in LAYOUT})
+    if "final_obs" in infos:
+        finals = np.array(infos["final_obs"], dtype=object, copy=True)
+        for i in np.flatnonzero(infos["_final_obs"]):
+            finals[i] = convert(finals[i])
+        out["final_obs"] = finals
+        out["_final_obs"] = infos["_final_obs"]
+        out["final_info"] = convert(infos["final_info"])
+        out["_final_info"] = infos["_final_info"]
+    return out
+
+
+class Spy(gym.vector.VectorWrapper):
+    """Keeps the options each reset got."""
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        super().__init__(env)
+        self.options: list[Any] = []
+
+    def reset(self, **kwargs: Any) -> Any:
+        # a copy: Gymnasium's vector envs pop reset_mask from the dict
+        self.options.append(dict(kwargs.get("options") or {}))
+        return self.env.reset(**kwargs)
+
+
+def check_conversion(
+    wrap: Any, kind: str, target_name: str, mode: AutoresetMode, base: str
+) -> None:
+    """The wrapper's outputs are the conversion of the unwrapped env's, over the
+    same script; the env gets each reset_mask as a NumPy bool array."""
+    from gymnasium.wrappers.array_conversion import array_conversion
+
+    target = _xp(target_name)
+
+    def convert(value: Any) -> Any:
+        return array_conversion(value, xp=target)
+
+    raw = vecmode_base(kind, mode, base)
+    spy = Spy(vecmode_base(kind, mode, base))
+    envs = wrap(spy)
+    script = make_script(raw, 14, seed=2, mask_prob=0.5)
+    assert_same(expected_infos(raw.reset(seed=0)[1], convert), envs.reset(seed=0)[1])
+    final_obs_seen = 0
+    for t, actions in enumerate(script.actions):
+        raw_step = raw.step(actions)
+        expected = expected_step(raw_step, convert)
+        got = envs.step(convert(actions))  # actions in the caller's library
+        assert_same(expected, got, f"step {t}")
+        final_obs_seen += int(np.count_nonzero(got[-1].get("_final_obs", [])))
+        ended = np.logical_or(raw_step[2], raw_step[3])
+        extra = script.masks[t]
+        mask = ended | (False if extra is None else extra)
+        if mode is AutoresetMode.SAME_STEP or not mask.any():
+            continue
+        raw_obs, raw_infos = raw.reset(options={"reset_mask": mask})
+        # the caller's mask in its own library, and another option to convert
+        options = {"reset_mask": convert(mask), "other": convert(np.arange(2))}
+        obs, infos = envs.reset(options=options)
+        assert_same(convert(raw_obs), obs, f"reset after step {t}")
+        assert_same(expected_infos(raw_infos, convert), infos)
+        passed = spy.options[-1]
+        assert type(passed["reset_mask"]) is np.ndarray
+        assert passed["reset_mask"].dtype == np.bool_
+        assert np.array_equal(passed["reset_mask"], mask)
+        library = type(passed["other"]).__module__.split(".")[0]
+        assert library == "numpy" if kind == "box" else library in ("jax", "jaxlib")
+        assert set(options) == {"reset_mask", "other"}  # the caller's, untouched
+    assert (final_obs_seen > 0) == (mode is AutoresetMode.SAME_STEP)
+    raw.close()
+    envs.close()
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("name", NAMES)
+def test_outputs_are_gymnasiums_conversion_of_the_envs(name, mode, base):
+    case = BY_NAME[name]
+    skip_unless_runnable(case)
+    check_conversion(case.wrap, case.env, TARGET[name], mode, base)
+
+
+def test_the_check_fails_gymnasiums_numpy_to_torch_in_same_step():
+    """The check can fail: Gymnasium's own wrapper raises at the first episode end."""
+    pytest.importorskip("torch")
+    pytest.importorskip("array_api_compat")
+    from gymnasium.wrappers.vector import NumpyToTorch
+
+    check_conversion(NumpyToTorch, "box", "torch", AutoresetMode.NEXT_STEP, "vecmode")
+    with pytest.raises(BufferError):
+        check_conversion(
+            NumpyToTorch, "box", "torch", AutoresetMode.SAME_STEP, "vecmode"
+        )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_final_observations_stay_an_object_array_with_numpy_masks(name):
+    case = BY_NAME[name]
+    skip_unless_runnable(case)
+    envs = case.wrap(vecmode_base(case.env, AutoresetMode.SAME_STEP))
+    envs.reset(seed=0)
+    *_, infos = envs.step(np.zeros(3, dtype=np.int64))  # sub-env 2 ends
+    assert infos["_final_obs"].tolist() == [False, False, True]
+    assert type(infos["_final_obs"]) is np.ndarray
+    assert type(infos["_final_info"]) is np.ndarray
+    assert infos["final_obs"].dtype == object and infos["final_obs"][0] is None
+    assert type(infos["final_obs"][2]).__module__.split(".")[0] == TARGET[name]
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "extra"),
+    [
+        ("NumpyToTorch", "torch", "torch"),
+        ("JaxToNumpy", "jax.numpy", "jax"),
+        ("JaxToTorch", "jax.numpy", "jax"),
+        ("ArrayConversion", "array_api_compat", "torch"),
+    ],
+)
+def test_a_missing_library_names_the_extra(name, module, extra, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)
+    envs = vecmode_base("box", AutoresetMode.NEXT_STEP)
+    args = {"env_xp": np, "target_xp": np} if name == "ArrayConversion" else {}
+    with pytest.raises(DependencyNotInstalled, match=rf"vecmode\[{extra}\]"):
+        getattr(vw, name)(envs, **args)
+    envs.close()
+
+
+def test_a_bad_reset_mask_is_refused_before_anything_resets():
+    pytest.importorskip("torch")
+    envs = vw.NumpyToTorch(vecmode_base("box", AutoresetMode.DISABLED))
+    envs.reset(seed=0)
+    import torch
+
+    with pytest.raises(TypeError, match="reset_mask"):
+        envs.reset(options={"reset_mask": torch.tensor([1, 0, 0])})
+    with pytest.raises(ValueError, match="reset_mask"):
+        envs.reset(options={"reset_mask": torch.tensor([True, False])})
+    envs.step(torch.zeros(3, dtype=torch.int64))
+    envs.close()
