@@ -156,7 +156,16 @@ class WorkerError(RuntimeError):
     The env cannot be used after it (its sub-envs are lost or out of step); every
     later call raises this error again. ``close()`` still works and leaves no
     process behind; build a new env to go on.
+
+    Attributes:
+        lost: the sub-envs that were lost: those of the worker that died, or
+            that did not answer in time; empty
+            when this error only repeats that the env cannot be used.
     """
+
+    def __init__(self, message: str = "", lost: Iterable[int] = ()) -> None:
+        self.lost: tuple[int, ...] = tuple(int(i) for i in lost)
+        super().__init__(message)
 
 
 class WorkerTimeoutError(WorkerError, multiprocessing.TimeoutError):
