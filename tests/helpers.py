@@ -12,6 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from hypothesis import strategies as st
 
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 
@@ -105,6 +106,54 @@ def make_script(
         else:
             masks.append(None)
     return Script(seed=seed, actions=actions, masks=masks)
+
+
+#: The numbers of sub-envs :func:`scenarios` draws by default.
+NUM_ENVS = st.integers(1, 5)
+
+
+@st.composite
+def scenarios(
+    draw: Any,
+    num_envs: st.SearchStrategy[int] = NUM_ENVS,
+    obs_types: Sequence[str] = OBS_TYPES,
+    max_steps: int = 25,
+) -> dict[str, Any]:
+    """A random run of :func:`scheduled_fns` sub-envs: episode lengths and
+    endings per sub-env, the observation type, the mode, and a :class:`Script`
+    (seed, actions, extra reset masks, reset options)."""
+    n = draw(num_envs)
+    lengths = [
+        draw(st.lists(st.integers(1, 6), min_size=1, max_size=4)) for _ in range(n)
+    ]
+    truncate = [draw(st.lists(st.booleans(), min_size=1, max_size=3)) for _ in range(n)]
+    steps = draw(st.integers(1, max_steps))
+    actions = [
+        np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
+        for _ in range(steps)
+    ]
+    masks = [
+        draw(
+            st.none()
+            | st.lists(st.booleans(), min_size=n, max_size=n).map(
+                lambda m: np.array(m, dtype=bool)
+            )
+        )
+        for _ in range(steps)
+    ]
+    return {
+        "num_envs": n,
+        "lengths": lengths,
+        "truncate": truncate,
+        "obs_type": draw(st.sampled_from(list(obs_types))),
+        "mode": draw(st.sampled_from(list(gym.vector.AutoresetMode))),
+        "script": Script(
+            seed=draw(st.integers(0, 2**16)),
+            actions=actions,
+            masks=masks,
+            options=draw(st.none() | st.just({"tag": "x"})),
+        ),
+    }
 
 
 def drive(envs: gym.vector.VectorEnv, script: Script, disabled: bool) -> list[tuple]:
