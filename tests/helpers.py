@@ -197,6 +197,23 @@ def assert_same_run(expected: list[tuple], got: list[tuple], strict_types=True):
             assert_same(a, b, f"call {n} ({kind_e}) {name}", strict_types)
 
 
+def alive_in_session(sid: int) -> list[int]:
+    """Processes of session ``sid`` that still run (zombies excluded)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        state, session = fields[0], int(fields[3])
+        if session == sid and state != "Z":
+            alive.append(int(entry))
+    return alive
+
+
 # ------------------------------------------------- faulty envs (importable, so
 # they work with the spawn and forkserver start methods too)
 class FaultyEnv(ScheduledEnv):
