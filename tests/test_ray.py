@@ -10,6 +10,7 @@ multi-node test is ``tests/test_ray_cluster.py``.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import functools
 import json
@@ -723,3 +724,16 @@ def test_the_docstring_examples_run():
     for test in tests:
         runner.run(test)
     assert runner.tries > 10 and runner.failures == 0
+
+
+def test_the_examples_of_the_scaling_page_run(capsys):
+    """docs/scaling.md's ``py`` blocks need Ray (``python`` blocks run in
+    tests/test_docs.py without it); those that connect to a cluster
+    (``address=``) are shown, not run."""
+    page = (ROOT / "docs" / "scaling.md").read_text()
+    blocks = re.findall(r"```py\n(.*?)```", page, re.S)
+    runnable = [code for code in blocks if "address=" not in code]
+    assert runnable
+    for code in runnable:
+        with contextlib.redirect_stdout(sys.stderr):
+            exec(compile(code, "<docs/scaling.md>", "exec"), {})
