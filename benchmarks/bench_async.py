@@ -66,7 +66,11 @@ import numpy as np
 
 import vecmode
 from harness import (
+    HEAVY_EPISODE,
+    HEAVY_WORK_SECONDS,
+    HeavyEnv,
     add_run_arguments,
+    calibrate,
     interleaved,
     markdown_table,
     positive_int,
@@ -86,67 +90,10 @@ QUICK_STEPS = 40
 QUICK_ROUNDS = 1
 QUICK_NUM_ENVS = (2,)
 WARMUP_STEPS = 20
-HEAVY_WORK_SECONDS = 50e-6
-HEAVY_EPISODE = 200
 
 GYM_ASYNC, GYM_SYNC, VM_SYNC = "gym async", "gym sync", "vm sync"
 VM_ASYNC, VM_PARENT = "vm async", "vm async+parent"
 CONTESTANTS = (GYM_ASYNC, GYM_SYNC, VM_SYNC, VM_ASYNC, VM_PARENT)
-
-
-# ------------------------------------------------------------------- the heavy env
-def calibrate(seconds: float) -> int:
-    """Iterations of :func:`busy` that take about ``seconds`` on this machine."""
-    n = 1000
-    while True:
-        times = []
-        for _ in range(7):
-            start = time.perf_counter()
-            busy(n)
-            times.append(time.perf_counter() - start)
-        took = statistics.median(times)
-        if took > 2e-4 or n > 10**7:
-            return max(1, round(n * seconds / took))
-        n *= 4
-
-
-def busy(n: int) -> int:
-    """Plain CPU work: no allocation, no system call."""
-    x = 0
-    for i in range(n):
-        x += i & 7
-    return x
-
-
-class HeavyEnv(gym.Env):
-    """About 50 us of CPU work per step and an 84x84x3 uint8 frame per observation.
-
-    Episodes are truncated after 200 steps. ``work`` is the number of iterations of
-    :func:`busy` per step, calibrated once in the parent process.
-    """
-
-    metadata: dict[str, Any] = {"render_modes": []}
-
-    def __init__(self, work: int) -> None:
-        self.work = work
-        self.observation_space = gym.spaces.Box(0, 255, (84, 84, 3), np.uint8)
-        self.action_space = gym.spaces.Discrete(4)
-        self.t = 0
-
-    def _frame(self) -> np.ndarray:
-        return np.full((84, 84, 3), self.t % 256, dtype=np.uint8)
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.t = int(self.np_random.integers(0, 50))
-        return self._frame(), {}
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        busy(self.work)
-        self.t += 1
-        return self._frame(), float(action), False, self.t >= HEAVY_EPISODE, {}
 
 
 # ------------------------------------------------------------- the latency floor

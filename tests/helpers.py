@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from hypothesis import strategies as st
 
 from vecmode.testing._compare import as_numpy
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
@@ -152,6 +153,54 @@ def make_script(
     return Script(seed=seed, actions=actions, masks=masks)
 
 
+#: The numbers of sub-envs :func:`scenarios` draws by default.
+NUM_ENVS = st.integers(1, 5)
+
+
+@st.composite
+def scenarios(
+    draw: Any,
+    num_envs: st.SearchStrategy[int] = NUM_ENVS,
+    obs_types: Sequence[str] = OBS_TYPES,
+    max_steps: int = 25,
+) -> dict[str, Any]:
+    """A random run of :func:`scheduled_fns` sub-envs: episode lengths and
+    endings per sub-env, the observation type, the mode, and a :class:`Script`
+    (seed, actions, extra reset masks, reset options)."""
+    n = draw(num_envs)
+    lengths = [
+        draw(st.lists(st.integers(1, 6), min_size=1, max_size=4)) for _ in range(n)
+    ]
+    truncate = [draw(st.lists(st.booleans(), min_size=1, max_size=3)) for _ in range(n)]
+    steps = draw(st.integers(1, max_steps))
+    actions = [
+        np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
+        for _ in range(steps)
+    ]
+    masks = [
+        draw(
+            st.none()
+            | st.lists(st.booleans(), min_size=n, max_size=n).map(
+                lambda m: np.array(m, dtype=bool)
+            )
+        )
+        for _ in range(steps)
+    ]
+    return {
+        "num_envs": n,
+        "lengths": lengths,
+        "truncate": truncate,
+        "obs_type": draw(st.sampled_from(list(obs_types))),
+        "mode": draw(st.sampled_from(list(gym.vector.AutoresetMode))),
+        "script": Script(
+            seed=draw(st.integers(0, 2**16)),
+            actions=actions,
+            masks=masks,
+            options=draw(st.none() | st.just({"tag": "x"})),
+        ),
+    }
+
+
 def drive(envs: gym.vector.VectorEnv, script: Script, disabled: bool) -> list[tuple]:
     """Run ``script`` and return every call's result.
 
@@ -191,6 +240,23 @@ def assert_same_run(expected: list[tuple], got: list[tuple], strict_types=True):
         )
         for name, a, b in zip(names, e, g, strict=True):
             assert_same(a, b, f"call {n} ({kind_e}) {name}", strict_types)
+
+
+def alive_in_session(sid: int) -> list[int]:
+    """Processes of session ``sid`` that still run (zombies excluded)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        state, session = fields[0], int(fields[3])
+        if session == sid and state != "Z":
+            alive.append(int(entry))
+    return alive
 
 
 # ------------------------------------------------- faulty envs (importable, so

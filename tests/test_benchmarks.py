@@ -130,3 +130,20 @@ def test_profile_stack_runs_and_reports_areas():
     lines = out.splitlines()
     assert any(line.startswith("total") and "100.0 %" in line for line in lines), out
     assert any("running_stats.py" in line for line in lines), out
+
+
+def test_bench_ray_quick_runs_and_reports_the_floor_ratios_and_the_computed_table():
+    pytest.importorskip("ray")
+    out = run_benchmark("bench_ray.py", "--quick", "--markdown", timeout=300)
+    lines = out.splitlines()
+    headers = [line for line in lines if line.startswith("| env |")]
+    assert len(headers) == 1, out
+    for column in ("ray/async", "floor us", "overhead/floor", "floor per actor us"):
+        assert column in headers[0], headers[0]
+    rows = [line for line in lines if line.startswith(("| CartPole", "| heavy"))]
+    assert len(rows) == 4 and all(r.count("|") == 15 for r in rows), out  # 14 columns
+    assert any(line.startswith("- goal overhead/floor <= 1.5:") for line in lines)
+    assert any("COMPUTED (not measured)" in line for line in lines)
+    nodes = [line.split("|")[1].strip() for line in lines if line.startswith("| 1")]
+    assert nodes == ["1", "10", "100"], out
+    assert "10,000 us env, 8/actor" in out

@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import alive_in_session
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds a case may take before it counts as a hang.
 HARD_LIMIT = 40.0
@@ -356,23 +358,6 @@ def _cases() -> list[Case]:
 CASES = _cases()
 
 
-def _alive_in_session(sid: int) -> list[int]:
-    """Processes of session ``sid`` that still run (zombies excluded)."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        state, session = fields[0], int(fields[3])
-        if session == sid and state != "Z":
-            alive.append(int(entry))
-    return alive
-
-
 def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
     """Run ``case`` in a child process of its own session; return its report
     (None if it died), its exit code and its stderr."""
@@ -410,7 +395,7 @@ def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
         errors.seek(0)
         err = errors.read()
     time.sleep(0.2)
-    left = _alive_in_session(sid)
+    left = alive_in_session(sid)
     if left:
         os.killpg(sid, signal.SIGKILL)
         pytest.fail(f"{case.name}: LEAK, processes {left} of the case still run")

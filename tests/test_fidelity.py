@@ -13,15 +13,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 import vecmode
 from tests.helpers import (
     OBS_TYPES,
-    Script,
     assert_same_run,
     drive,
     make_script,
+    scenarios,
     scheduled_fns,
 )
 from vecmode import AutoresetMode
@@ -129,47 +128,6 @@ def test_observation_mode_different_matches_gymnasium():
 
 
 # ------------------------------------------------------------------ hypothesis
-@st.composite
-def scenarios(draw):
-    num_envs = draw(st.integers(1, 5))
-    lengths = [
-        draw(st.lists(st.integers(1, 6), min_size=1, max_size=4))
-        for _ in range(num_envs)
-    ]
-    truncate = [
-        draw(st.lists(st.booleans(), min_size=1, max_size=3)) for _ in range(num_envs)
-    ]
-    steps = draw(st.integers(1, 25))
-    actions = [
-        np.array(
-            draw(st.lists(st.integers(0, 2), min_size=num_envs, max_size=num_envs))
-        )
-        for _ in range(steps)
-    ]
-    masks = [
-        draw(
-            st.none()
-            | st.lists(st.booleans(), min_size=num_envs, max_size=num_envs).map(
-                lambda m: np.array(m, dtype=bool)
-            )
-        )
-        for _ in range(steps)
-    ]
-    return {
-        "num_envs": num_envs,
-        "lengths": lengths,
-        "truncate": truncate,
-        "obs_type": draw(st.sampled_from(OBS_TYPES)),
-        "mode": draw(st.sampled_from(MODES)),
-        "script": Script(
-            seed=draw(st.integers(0, 2**16)),
-            actions=actions,
-            masks=masks,
-            options=draw(st.none() | st.just({"tag": "x"})),
-        ),
-    }
-
-
 @given(scenarios())
 def test_same_as_gymnasium_property(scenario):
     """Random episode lengths, endings, actions, reset masks and options."""

@@ -126,7 +126,10 @@ def test_vector_entry_point_is_converted_where_exact():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="Invalid vectorization mode: 'threads'"):
+    with pytest.raises(
+        ValueError,
+        match=r"Invalid vectorization mode: 'threads'.*'vector_entry_point', 'ray'\]",
+    ):
         vecmode.make_vec("CartPole-v1", vectorization_mode="threads")
     with pytest.raises(ValueError, match="not an autoreset mode"):
         vecmode.make_vec("CartPole-v1", autoreset_mode="Later")

@@ -5,6 +5,9 @@
 * :class:`AsyncVectorEnv`: the same core with its sub-envs in worker processes,
   one round trip per call; :class:`SubEnvError`, :class:`WorkerError` and
   :class:`WorkerTimeoutError` report its faults.
+* :class:`RayVectorEnv`: the same core with its sub-envs in Ray actors, on one
+  machine or a cluster (``pip install "vecmode[ray]"``; Ray is imported only when
+  one is built).
 * :class:`NextStepAutoreset`, :class:`SameStepAutoreset`, :class:`DisableAutoreset`
   and :func:`with_autoreset`: the autoreset policy as wrappers.
 * :func:`make_vec`: core + policy, mirroring ``gymnasium.make_vec``.
@@ -46,6 +49,7 @@ from vecmode.errors import (
 from vecmode.make import make_vec
 from vecmode.modes import MODES, ModeLike, as_mode, mode_of
 from vecmode.probe import ProbeResult, probe_mode
+from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.registry import (
     CompatibilityReport,
     Declaration,
@@ -86,6 +90,7 @@ __all__ = [
     "ModeLike",
     "NextStepAutoreset",
     "ProbeResult",
+    "RayVectorEnv",
     "SameStepAutoreset",
     "SubEnvError",
     "SyncVectorEnv",

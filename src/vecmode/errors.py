@@ -151,16 +151,27 @@ class SubEnvError(RuntimeError):
 
 
 class WorkerError(RuntimeError):
-    """A worker process of :class:`vecmode.AsyncVectorEnv` died or cannot answer.
+    """A worker process of :class:`vecmode.AsyncVectorEnv` (or a Ray actor of
+    :class:`vecmode.RayVectorEnv`) died or cannot answer.
 
     The env cannot be used after it (its sub-envs are lost or out of step); every
     later call raises this error again. ``close()`` still works and leaves no
-    process behind; build a new env to go on.
+    process (or actor) behind; build a new env to go on.
+
+    Attributes:
+        lost: the sub-envs that were lost: those of the worker or actor that died
+            (or of the node it ran on), or that did not answer in time; empty
+            when this error only repeats that the env cannot be used.
     """
+
+    def __init__(self, message: str = "", lost: Iterable[int] = ()) -> None:
+        self.lost: tuple[int, ...] = tuple(int(i) for i in lost)
+        super().__init__(message)
 
 
 class WorkerTimeoutError(WorkerError, multiprocessing.TimeoutError):
-    """A call to :class:`vecmode.AsyncVectorEnv` did not finish within ``timeout``.
+    """A call to :class:`vecmode.AsyncVectorEnv` (or :class:`vecmode.RayVectorEnv`)
+    did not finish within ``timeout``.
 
     Also a ``multiprocessing.TimeoutError``, what Gymnasium's ``AsyncVectorEnv``
     raises. Like every :class:`WorkerError` it leaves the env unusable (the workers

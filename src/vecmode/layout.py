@@ -1,4 +1,5 @@
-"""The async core's layout: how many worker processes, which sub-envs each runs,
+"""The layouts of the cores whose sub-envs run elsewhere: how many worker
+processes (the async core) or Ray actors (the Ray core), which sub-envs each runs,
 how many the parent steps itself, and whether workers spin while they wait.
 
 >>> from vecmode.layout import slices
@@ -12,6 +13,7 @@ import os
 
 __all__ = [
     "SPIN",
+    "actor_count",
     "default_layout",
     "default_num_workers",
     "slices",
@@ -75,3 +77,22 @@ def spin_seconds(num_workers: int, in_parent: int) -> float:
     sub-env's step), else 0 (spinning processes would then steal each other's
     CPU)."""
     return SPIN if in_parent and num_workers + 1 <= usable_cpus() else 0.0
+
+
+def actor_count(
+    num_envs: int, num_actors: int | None, envs_per_actor: int | None, cpus: int
+) -> int:
+    """The Ray core's number of actors: ``num_actors`` (at most one per sub-env),
+    or enough actors for ``envs_per_actor`` sub-envs each at most, or by default
+    one per CPU of the cluster (``cpus``), at most one per sub-env. The sub-envs
+    are then shared out by :func:`slices`.
+
+    >>> actor_count(10, None, 4, cpus=2), slices(10, 3)  # at most 4 per actor
+    (3, [(0, 4), (4, 7), (7, 10)])
+    >>> actor_count(10, None, None, cpus=64), actor_count(3, 8, None, cpus=2)
+    (10, 3)
+    """
+    if envs_per_actor is not None:
+        return -(-num_envs // envs_per_actor)
+    wanted = cpus if num_actors is None else num_actors
+    return max(1, min(num_envs, wanted))

@@ -18,9 +18,15 @@ from gymnasium.vector import AutoresetMode
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
 from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode
+from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
 
-__all__ = ["make_vec"]
+__all__ = ["RAY", "make_vec"]
+
+#: ``vectorization_mode="ray"``: :class:`vecmode.RayVectorEnv`. Gymnasium's
+#: ``VectorizeMode`` enum has no member for it, so ``make_vec`` reads the string
+#: itself (and records it in the spec, so ``make_vec(envs.spec)`` makes it again).
+RAY = "ray"
 
 
 class InvalidIdError(Error, TypeError):
@@ -31,7 +37,7 @@ class InvalidIdError(Error, TypeError):
 def make_vec(
     id: str | EnvSpec | Callable[..., gym.Env],
     num_envs: int = 1,
-    vectorization_mode: str | VectorizeMode | None = None,
+    vectorization_mode: str | VectorizeMode | None = None,  # or "ray"
     vector_kwargs: dict[str, Any] | None = None,
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] | None = None,
     *,
@@ -42,8 +48,8 @@ def make_vec(
 
     The same parameters, defaults and spec bookkeeping as
     :func:`gymnasium.make_vec` (switching is an import change), with vecmode's
-    cores under ``"sync"`` and ``"async"``, and one more keyword,
-    ``autoreset_mode``.
+    cores under ``"sync"`` and ``"async"``, one more vectorization mode,
+    ``"ray"``, and one more keyword, ``autoreset_mode``.
 
     Args:
         id: a registered id (``"CartPole-v1"``, ``"module:Env-v0"``), an
@@ -59,7 +65,8 @@ def make_vec(
         vector_kwargs: keyword arguments of the core (``copy``,
             ``observation_mode``, ``autoreset_mode``; for ``async`` also
             ``num_workers``, ``in_parent``, ``shared_memory``, ``context``,
-            ``daemon`` and ``timeout``).
+            ``daemon`` and ``timeout``; for ``ray`` also ``num_actors``,
+            ``envs_per_actor``, ``actor_options`` and ``timeout``).
         wrappers: wrappers applied to each sub-env, innermost first.
         autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value; the
             same as ``vector_kwargs["autoreset_mode"]``. ``None``: NEXT_STEP for
@@ -125,7 +132,7 @@ def make_vec(
             env = wrapper(env)
         return env
 
-    core_type = AsyncVectorEnv if vmode is VectorizeMode.ASYNC else SyncVectorEnv
+    core_type = _CORES[vmode]
     core = core_type([make_one] * num_envs, **vector_kwargs)
     try:
         envs = with_autoreset(core, DEFAULT_MODE if mode is None else mode)
@@ -161,20 +168,30 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
     return spec, env_kwargs
 
 
+#: The core each vectorization mode builds.
+_CORES: dict[VectorizeMode | str, Callable[..., gym.vector.VectorEnv]] = {
+    VectorizeMode.SYNC: SyncVectorEnv,
+    VectorizeMode.ASYNC: AsyncVectorEnv,
+    RAY: RayVectorEnv,
+}
+
+
 def _vectorize_mode(
     vectorization_mode: str | VectorizeMode | None, spec: EnvSpec | None
-) -> VectorizeMode:
+) -> VectorizeMode | str:
     """Gymnasium's rule: None is the vector entry point where the env registers
-    one, else sync."""
+    one, else sync; and vecmode's :data:`RAY`."""
     if vectorization_mode is None:
         has_entry = spec is not None and spec.vector_entry_point is not None
         return VectorizeMode.VECTOR_ENTRY_POINT if has_entry else VectorizeMode.SYNC
+    if vectorization_mode == RAY:
+        return RAY
     try:
         return VectorizeMode(vectorization_mode)
     except ValueError:
         raise ValueError(
             f"Invalid vectorization mode: {vectorization_mode!r}, "
-            f"valid modes: {[m.value for m in VectorizeMode]}"
+            f"valid modes: {[m.value for m in VectorizeMode] + [RAY]}"
         ) from None
 
 
@@ -182,7 +199,7 @@ def _made_spec(
     spec: EnvSpec,
     env_kwargs: dict[str, Any],
     num_envs: int,
-    vmode: VectorizeMode,
+    vmode: VectorizeMode | str,
     vector_kwargs: dict[str, Any],
     wrappers: list[Any],
 ) -> EnvSpec:
@@ -192,7 +209,7 @@ def _made_spec(
     made.kwargs = env_kwargs.copy()
     if num_envs != 1:
         made.kwargs["num_envs"] = num_envs
-    made.kwargs["vectorization_mode"] = vmode.value
+    made.kwargs["vectorization_mode"] = getattr(vmode, "value", vmode)
     if vector_kwargs:
         made.kwargs["vector_kwargs"] = vector_kwargs
     if wrappers:

@@ -155,10 +155,11 @@ class WorkerPool:
                     self._check_alive([workers[n] for n in waiting.values()], during)
                     if deadline is None or time.monotonic() < deadline:
                         continue
-                    late = [workers[n].index for n in waiting.values()]
+                    late = [workers[n] for n in waiting.values()]
                     self.broken = f"{during} timed out"
                     raise WorkerTimeoutError(
-                        call_timed_out(during, timeout or 0.0, late)
+                        call_timed_out(during, timeout or 0.0, [w.index for w in late]),
+                        [i for w in late for i in w.indices],
                     )
                 self._read(ready, waiting, answers, during)
         except BaseException as exc:
@@ -237,7 +238,8 @@ class WorkerPool:
             f" (exit code {worker.process.exitcode})"
         )
         raise WorkerError(
-            worker_died(worker.index, worker.indices, worker.process.exitcode, during)
+            worker_died(worker.index, worker.indices, worker.process.exitcode, during),
+            worker.indices,
         )
 
     # ---------------------------------------------------------------- shutdown

@@ -20,7 +20,7 @@ import pickle
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, cast
@@ -55,7 +55,9 @@ __all__ = [
     "STATS_SPACE",
     "RemoteFailure",
     "SliceServer",
+    "build_slice",
     "create",
+    "encode",
     "view",
     "viewed",
     "worker_main",
@@ -193,7 +195,10 @@ class SliceServer:
     ) -> None:
         obs_memory, stats_memory, action_memory = memory
         self.first = first
-        self.stats = view(STATS_SPACE, stats_memory, num_envs)
+        #: Where rewards and flags go: shared memory, or (None) the answer.
+        self.stats = (
+            None if stats_memory is None else view(STATS_SPACE, stats_memory, num_envs)
+        )
         self.action_rows = (
             None
             if action_memory is None
@@ -276,6 +281,9 @@ class SliceServer:
         out = self.runner.run(commands, acts, seeds, options)
         if out.failure is not None:
             return (FAILED, [RemoteFailure.of(out.failure)], out.ran)
+        if self.stats is None:  # no shared memory: everything in the answer
+            stats = (out.rewards, out.terminations, out.truncations)
+            return (OK, out.ended, out.infos, out.finals, sent, stats)
         rewards, terminations, truncations = self.stats
         rewards[first:stop] = out.rewards
         terminations[first:stop] = out.terminations
@@ -288,8 +296,8 @@ class SliceServer:
 def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
     """The failure to send when ``answer`` cannot be pickled: whose info,
     observation or final observation it is (as precisely as can be told)."""
-    if answer[0] == OK and len(answer) == 5:
-        _, _, infos, finals, sent = answer
+    if answer[0] == OK and len(answer) >= 5:
+        _, _, infos, finals, sent = answer[:5]
         entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
         entries += [("final observation", i, obs) for i, obs, _ in finals]
         entries += [("final info", i, info) for i, _, info in finals]
@@ -306,18 +314,43 @@ def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
     return (FAILED, [RemoteFailure.caught(0, "pickling its answer", exc)], ())
 
 
+def build_slice(
+    first: int,
+    env_fns: Sequence[Callable[[], gym.Env]],
+    envs: list[gym.Env],
+    observation_space: Space,
+    action_space: Space,
+    observation_mode: Any,
+) -> tuple[Any, ...] | None:
+    """Build sub-envs ``first ..`` into ``envs``: the answer to the parent once
+    built, None (done), a failure (an ``env_fn`` raised; the sub-envs built
+    before it are in ``envs``) or a space mismatch."""
+    for k, env_fn in enumerate(env_fns):
+        try:
+            envs.append(env_fn())
+        except Exception as exc:
+            return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
+    return space_mismatch(
+        first, envs, observation_space, action_space, observation_mode
+    )
+
+
+def encode(answer: Any) -> bytes:
+    """An answer as it is sent: pickled; one that cannot be pickled becomes the
+    failure naming the sub-env whose value it was (:func:`unpicklable`)."""
+    try:
+        return pickle.dumps(answer, PROTOCOL)
+    except Exception as exc:  # something in it cannot be pickled
+        return pickle.dumps(unpicklable(answer, exc), PROTOCOL)
+
+
 def serve(conn: Connection, server: SliceServer, spin: float = 0.0) -> None:
     """The worker's loop: one answer per message, until told to close (spinning
     ``spin`` seconds on the pipe before blocking on it)."""
     # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
     # a ForkingPickler per message, which costs more than these small messages.
-    recv_bytes, send_bytes, loads, dumps = (
-        conn.recv_bytes,
-        conn.send_bytes,
-        pickle.loads,
-        pickle.dumps,
-    )
-    nothing = dumps(None, PROTOCOL)
+    recv_bytes, send_bytes, loads = conn.recv_bytes, conn.send_bytes, pickle.loads
+    nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
     poll, clock = conn.poll, time.perf_counter
     while True:
@@ -329,11 +362,7 @@ def serve(conn: Connection, server: SliceServer, spin: float = 0.0) -> None:
         if answer is None:
             send_bytes(nothing)
             continue
-        try:
-            data = dumps(answer, PROTOCOL)
-        except Exception as exc:  # something in it cannot be pickled
-            data = dumps(unpicklable(answer, exc), PROTOCOL)
-        send_bytes(data)
+        send_bytes(encode(answer))
         if server.closed:
             return
 
@@ -362,21 +391,12 @@ def worker_main(
         other.close()
     envs: list[gym.Env] = []
     try:
-        for k, env_fn in enumerate(env_fns):
-            try:
-                envs.append(env_fn())
-            except Exception as exc:
-                conn.send(
-                    (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
-                )
-                return
-        mismatch = space_mismatch(
-            first, envs, observation_space, action_space, observation_mode
+        built = build_slice(
+            first, env_fns, envs, observation_space, action_space, observation_mode
         )
-        if mismatch is not None:
-            conn.send(mismatch)
+        conn.send(built)
+        if built is not None:
             return
-        conn.send(None)
         server = SliceServer(
             first, envs, memory, num_envs, observation_space, action_space
         )

@@ -1,0 +1,670 @@
+"""The Ray core: sub-envs in Ray actors, on one machine or across a cluster.
+
+Each actor holds a contiguous slice of the sub-envs (:func:`vecmode.layout.slices`)
+and serves it with the same :class:`~vecmode.worker.SliceServer` (so the same
+command runner, :mod:`vecmode.runner`) as a worker process of the async core. A
+call to :meth:`~vecmode.VectorCore.execute` (so every ``step`` and ``reset``,
+whatever the autoreset policy on top) is one remote call per actor with work,
+gathered with one ``ray.wait`` and one ``ray.get``; an actor whose sub-envs are
+all ``KEEP`` is not called.
+
+Messages and answers are the async core's (:mod:`vecmode.worker`), pickled as a
+worker pickles them for its pipe, with the observations, rewards and flags in the
+answer. They travel through Ray's object store as bytes, where a large answer is
+a read-only, zero-copy view of Ray's buffer: unpickling it (:meth:`RayVectorEnv.
+_collect`) copies every array out of it into objects of the env's own, and the
+observations are then copied into the env's batch (row by row for a Box batch,
+by ``concatenate`` otherwise). Pickling them ourselves rather than handing Ray
+the NumPy arrays halves Ray's cost per call (its out-of-band path for arrays
+costs more than the copies, for observations up to Atari frames), and nothing
+read-only from Ray's store reaches the caller.
+
+Ray is imported only when a :class:`RayVectorEnv` is built (``pip install
+"vecmode[ray]"``); importing vecmode never imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import Space
+
+from vecmode.core import check_core_arguments
+from vecmode.errors import SubEnvError, WorkerError, WorkerTimeoutError, sub_envs
+from vecmode.layout import actor_count, slices
+from vecmode.modes import CORE_MODE, ModeLike
+from vecmode.remote import (
+    BUILD_GRACE,
+    CLOSE_GRACE,
+    MessageFor,
+    RemoteCore,
+)
+from vecmode.worker import (
+    CLOSE,
+    CLOSED,
+    PROTOCOL,
+    SliceServer,
+    build_slice,
+    encode,
+)
+
+__all__ = ["RayVectorEnv", "SliceActor"]
+
+#: Seconds construction waits for actors (without ``timeout``) before it warns
+#: that some are not placed yet (the cluster may lack the resources they ask).
+PLACEMENT_WARNING = 30.0
+
+#: Seconds between looks at the calls that answered, while others still run.
+LIVENESS = 0.5
+
+#: Seconds a WorkerError waits to learn which other actors died too.
+PROBE_SECONDS = 2.0
+
+#: ``actor_options`` that would break the core's contract, with the value they
+#: must keep and why.
+REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
+    "max_restarts": (
+        0,
+        "a restarted actor builds new sub-envs, so the env would go on with "
+        "sub-envs that silently lost their state (vecmode reports a dead actor as "
+        "a WorkerError instead)",
+    ),
+    "max_task_retries": (0, "a retried call would run the sub-envs' commands twice"),
+    "max_concurrency": (1, "an actor's sub-envs must run one call at a time"),
+    "lifetime": (None, "a detached actor would outlive a driver that dies"),
+}
+
+_said_ray_started = False
+
+
+# ---------------------------------------------------------------- Ray itself
+def import_ray() -> Any:
+    """``ray``, or an ImportError saying how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError(ray_missing()) from exc
+    return ray
+
+
+def ensure_ray(ray: Any) -> None:
+    """Leave Ray as the user set it up; if it is not initialised, call
+    ``ray.init()`` (Ray's own rule: the cluster in ``RAY_ADDRESS``, else one
+    started with ``ray start`` on this machine, else a new local instance), and
+    say so once per process."""
+    global _said_ray_started
+    if ray.is_initialized():
+        return
+    ray.init()
+    if not _said_ray_started:
+        _said_ray_started = True
+        address = ray.get_runtime_context().gcs_address
+        warnings.warn(ray_started(address), stacklevel=3)
+
+
+def check_actor_options(
+    actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+    num_actors: int,
+) -> list[dict[str, Any]]:
+    """One dict of Ray actor options per actor: ``actor_options`` for every
+    actor, or one of a list per actor; refuses the options in
+    :data:`REFUSED_OPTIONS`.
+
+    >>> check_actor_options({"num_cpus": 1}, 2)
+    [{'num_cpus': 1}, {'num_cpus': 1}]
+    >>> check_actor_options({"max_restarts": 3}, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: actor_options['max_restarts']=3 is not allowed: a restarted actor ...
+    """
+    if actor_options is None:
+        options: list[Mapping[str, Any]] = [{}] * num_actors
+    elif isinstance(actor_options, Mapping):
+        options = [actor_options] * num_actors
+    elif isinstance(actor_options, Sequence) and not isinstance(actor_options, str):
+        options = list(actor_options)
+        if len(options) != num_actors or not all(
+            isinstance(o, Mapping) for o in options
+        ):
+            raise ValueError(actor_options_list(len(options), num_actors))
+    else:
+        raise TypeError(actor_options_type(actor_options))
+    for one in options:
+        for key, (allowed, why) in REFUSED_OPTIONS.items():
+            if key in one and one[key] != allowed and not _same_lifetime(key, one[key]):
+                raise ValueError(refused_option(key, one[key], allowed, why))
+    return [dict(one) for one in options]
+
+
+def _same_lifetime(key: str, value: Any) -> bool:
+    return key == "lifetime" and value == "non_detached"
+
+
+def _positive_count(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(count_message(name, value))
+    return int(value)
+
+
+# ------------------------------------------------------------------- the actor
+class SliceActor:
+    """What runs in a Ray actor: builds its slice of sub-envs (the vector env's
+    ``first ..``) and carries out the driver's messages with a
+    :class:`~vecmode.worker.SliceServer`, the observations, rewards and flags in
+    each answer; messages and answers are pickled (:func:`vecmode.worker.encode`)."""
+
+    def __init__(
+        self,
+        first: int,
+        env_fns: list[Callable[[], gym.Env]],
+        num_envs: int,
+        observation_space: Space,
+        action_space: Space,
+        observation_mode: Any,
+    ) -> None:
+        envs: list[gym.Env] = []
+        #: The answer to the driver once built: None, a failure or a mismatch.
+        self.built_answer = build_slice(
+            first, env_fns, envs, observation_space, action_space, observation_mode
+        )
+        # what it answers is pickled, as a worker's answers (see the module doc)
+        self.server = SliceServer(
+            first, envs, (None, None, None), num_envs, observation_space, action_space
+        )
+
+    def built(self) -> tuple[Any, str, int]:
+        """The answer once built, this actor's node id and process id."""
+        import ray
+
+        return self.built_answer, ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def handle(self, message: bytes) -> bytes:
+        """Carry out one pickled message; return the pickled answer."""
+        return encode(self.server.handle(pickle.loads(message)))
+
+
+_remote_classes: dict[int, Any] = {}
+
+
+def remote_actor_class(ray: Any) -> Any:
+    """``ray.remote(SliceActor)``, made once per Ray session."""
+    key = id(ray)
+    if key not in _remote_classes:
+        _remote_classes[key] = ray.remote(SliceActor)
+    return _remote_classes[key]
+
+
+# ------------------------------------------------------------------- the core
+class RayVectorEnv(RemoteCore):
+    """A vecmode core whose sub-envs run in Ray actors (DISABLED mode).
+
+    Behaves exactly like :class:`vecmode.SyncVectorEnv` (the same observations,
+    rewards, flags and info dicts for the same calls), with the async core's
+    surface (``execute_async``/``execute_wait``, ``step_async``/``step_wait``,
+    ``reset_async``/``reset_wait``, ``call``, ``call_async``/``call_wait``,
+    ``get_attr``, ``set_attr``, ``render``, ``close(terminate=...)``, use as a
+    context manager) and its faults (:class:`vecmode.SubEnvError`,
+    :class:`vecmode.WorkerError`, :class:`vecmode.WorkerTimeoutError`). Give it
+    an autoreset policy with :func:`vecmode.with_autoreset` or build it with
+    ``vecmode.make_vec(..., vectorization_mode="ray")``.
+
+    Each actor runs a slice of the sub-envs one after the other; one call is one
+    remote call per actor with work, all gathered with one ``ray.wait``.
+
+    Ray as you run it: connect first (``ray.init(address="auto")`` on a cluster,
+    or ``ray.init(num_cpus=...)`` locally); vecmode never calls ``ray.init`` when
+    Ray is initialised, and calls a plain ``ray.init()`` (with a warning, once)
+    when it is not.
+
+    >>> import numpy as np, gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.RayVectorEnv(
+    ...     [lambda: gym.make("CartPole-v1", max_episode_steps=1)] * 4, num_actors=2)
+    >>> envs  # sub-envs 0-1 in one actor, 2-3 in the other
+    RayVectorEnv(num_envs=4, num_actors=2)
+    >>> obs, infos = envs.reset(seed=0)
+    >>> truncations = envs.step(np.ones(4, dtype=int))[3]
+    >>> envs.awaiting_reset.tolist()  # DISABLED: the caller resets them
+    [True, True, True, True]
+    >>> obs, infos = envs.reset(options={"reset_mask": truncations})
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        *,
+        num_actors: int | None = None,
+        envs_per_actor: int | None = None,
+        actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        timeout: float | None = None,
+        copy: bool = True,
+        observation_mode: str | tuple[Space, Space] = "same",
+        autoreset_mode: ModeLike = CORE_MODE,
+    ) -> None:
+        """Start the actors and build the sub-envs in them.
+
+        Args:
+            env_fns: one function per sub-env that creates it. Ray pickles them
+                (with cloudpickle: lambdas are fine, but the env classes they use
+                must be importable where the actors run).
+            num_actors: the number of actors; each runs a contiguous slice of the
+                sub-envs. Default: one per CPU of the Ray cluster, at most one per
+                sub-env.
+            envs_per_actor: instead of ``num_actors``: at most this many sub-envs
+                per actor (the sub-envs are shared out evenly).
+            actor_options: Ray's options for each actor (``actor.options(...)``):
+                ``num_cpus``, ``num_gpus``, ``resources``, ``memory``,
+                ``scheduling_strategy``, ``runtime_env``, ...; one dict for every
+                actor, or a list of one dict per actor (e.g. a
+                ``NodeAffinitySchedulingStrategy`` each). Ray's defaults
+                otherwise (an actor takes no CPU once placed). Restarts, retries,
+                concurrency and detached actors are refused
+                (:data:`REFUSED_OPTIONS`).
+            timeout: seconds any call may take before it fails with
+                :class:`vecmode.WorkerTimeoutError` (building the sub-envs may take
+                :data:`~vecmode.remote.BUILD_GRACE`, a minute, if that is more);
+                None: no limit (an actor or node that dies is still reported as
+                soon as Ray knows).
+            copy: return a copy of the observations from ``reset`` and ``step``
+                (otherwise the same buffer, overwritten by the next call).
+            observation_mode: ``"same"``, ``"different"`` or a tuple
+                ``(batched_space, single_space)``, as Gymnasium's.
+            autoreset_mode: only ``DISABLED`` (the default): a core has no
+                autoreset policy. Given another mode, the error says how to get it.
+
+        Raises:
+            ImportError: Ray is not installed.
+            SubEnvError: an ``env_fn`` raised (naming the sub-env).
+            RuntimeError: a sub-env's spaces differ from the first sub-env's.
+            ValueError: bad arguments.
+        """
+        check_core_arguments(
+            type(self).__name__,
+            autoreset_mode,
+            observation_mode,
+            "vectorization_mode='ray', ",
+        )
+        num_actors = _positive_count("num_actors", num_actors)
+        envs_per_actor = _positive_count("envs_per_actor", envs_per_actor)
+        if num_actors is not None and envs_per_actor is not None:
+            raise ValueError(actors_twice(num_actors, envs_per_actor))
+        self._ray = ray = import_ray()
+        self._actors: list[Any] = []
+        self._reason: str | None = None
+        self._setup(
+            env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
+        )
+        ensure_ray(ray)
+        self.num_actors = actor_count(
+            self.num_envs,
+            num_actors,
+            envs_per_actor,
+            int(ray.cluster_resources().get("CPU", 1)),
+        )
+        #: The ``(start, stop)`` of each actor's sub-envs.
+        self.slices: list[tuple[int, int]] = slices(self.num_envs, self.num_actors)
+        #: The node id and process id of each actor, once built.
+        self.nodes: list[str] = []
+        self.pids: list[int] = []
+        options = check_actor_options(actor_options, self.num_actors)
+        self._batch_buffers()
+        self._start(options)
+
+    def _start(self, options: list[dict[str, Any]]) -> None:
+        """Start the actors; check what they built. On any error, no actor is
+        left."""
+        actor_class = remote_actor_class(self._ray)
+        try:
+            for (start, stop), one in zip(self.slices, options, strict=True):
+                self._actors.append(
+                    actor_class.options(**one).remote(
+                        start,
+                        self.env_fns[start:stop],
+                        self.num_envs,
+                        self.single_observation_space,
+                        self.single_action_space,
+                        self.observation_mode,
+                    )
+                )
+            token = [(a, actor.built.remote()) for a, actor in enumerate(self._actors)]
+            limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
+            built = self._gather(token, limit, "construction")
+            self.nodes = [node for _, node, _ in built]
+            self.pids = [pid for _, _, pid in built]
+            self._check_built([answer for answer, _, _ in built])
+        except BaseException as exc:
+            # Actors that built their sub-envs close them; anything else (a dead
+            # or stuck actor, an interrupt) kills them all at once.
+            graceful = isinstance(exc, (SubEnvError, RuntimeError)) and not isinstance(
+                exc, WorkerError
+            )
+            self._shutdown(terminate=not graceful, timeout=10.0)
+            self.closed = True
+            raise
+
+    # --------------------------------------------------------- the transport
+    @property
+    def _broken(self) -> str | None:
+        if self._reason is None and not self._ray.is_initialized():
+            self._reason = "Ray was shut down (ray.shutdown()), its actors with it"
+        return self._reason
+
+    def _break(self, reason: str) -> None:
+        if self._reason is None:
+            self._reason = reason
+
+    def _send_each(self, message_for: MessageFor, during: str) -> list[tuple[int, Any]]:
+        """Call each actor with a message; ``(actor, the answer's ref)`` each."""
+        calls = []
+        for a, (start, stop) in enumerate(self.slices):
+            message = message_for(start, stop)
+            if message is not None:
+                data = pickle.dumps(message, PROTOCOL)
+                calls.append((a, self._actors[a].handle.remote(data)))
+        return calls
+
+    def _collect(
+        self, token: list[tuple[int, Any]], timeout: float | None, during: str
+    ) -> list[Any]:
+        # Unpickling copies the answers out of Ray's read-only buffers.
+        return [pickle.loads(data) for data in self._gather(token, timeout, during)]
+
+    def _stats(
+        self, token: list[tuple[int, Any]], answers: list[Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rewards and flags the answers carried; zero where nothing ran."""
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        for (a, _), answer in zip(token, answers, strict=True):
+            start, stop = self.slices[a]
+            rewards[start:stop], terminations[start:stop], truncations[start:stop] = (
+                answer[5]
+            )
+        return rewards, terminations, truncations
+
+    def _gather(
+        self, token: list[tuple[int, Any]], timeout: float | None, during: str
+    ) -> list[Any]:
+        """The results of the calls in ``token`` (one ``ray.wait`` and one
+        ``ray.get`` when they answer within :data:`LIVENESS`), in order; a dead
+        actor or node is a WorkerError, a call that takes longer than
+        ``timeout`` a WorkerTimeoutError."""
+        if not token:
+            return []
+        ray = self._ray
+        refs = [ref for _, ref in token]
+        try:
+            late = self._wait(token, timeout, during)
+            if late:
+                self._timed_out(late, timeout, during)
+            try:
+                return list(ray.get(refs))
+            except ray.exceptions.RayError:
+                return self._diagnose(token, during)
+        except BaseException as exc:
+            self._break(f"{during} was interrupted by {type(exc).__name__}")
+            raise
+
+    def _wait(
+        self, token: list[tuple[int, Any]], timeout: float | None, during: str
+    ) -> list[int]:
+        """Wait until every call answered (at most ``timeout`` seconds); the
+        actors that had not.
+
+        Every :data:`LIVENESS` seconds, the calls that answered are looked at, so
+        that an actor that died is reported at once, not when the slowest call
+        ends. Building waits as long as it takes without a timeout, but warns
+        once after :data:`PLACEMENT_WARNING` seconds: Ray may be unable to place
+        actors that ask for more than the cluster has."""
+        wait, refs = self._ray.wait, [ref for _, ref in token]
+        now = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        warn_at = now + PLACEMENT_WARNING if during == "construction" else None
+        looked: set[Any] = set()
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, pending = wait(
+                refs,
+                num_returns=len(refs),
+                timeout=LIVENESS if left is None else min(left, LIVENESS),
+            )
+            if not pending:
+                return []
+            self._look(token, [ref for ref in ready if ref not in looked], during)
+            looked.update(ready)
+            if warn_at is not None and time.monotonic() >= warn_at:
+                warn_at = None
+                late = [a for a, ref in token if ref in pending]
+                warnings.warn(not_placed(late, PLACEMENT_WARNING), stacklevel=5)
+            if deadline is not None and time.monotonic() >= deadline:
+                return [a for a, ref in token if ref in pending]
+
+    def _look(
+        self, token: list[tuple[int, Any]], ready: list[Any], during: str
+    ) -> None:
+        """Raise the WorkerError of the actors among ``ready`` whose call failed."""
+        ray = self._ray
+        dead: list[tuple[int, BaseException]] = []
+        for a, ref in token:
+            if ref in ready:
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    dead.append((a, exc))
+        if dead:
+            self._died(dead, during)
+
+    def _timed_out(self, late: list[int], timeout: float | None, during: str) -> None:
+        self._break(f"{during} timed out")
+        lost = [i for a in late for i in range(*self.slices[a])]
+        raise WorkerTimeoutError(
+            actors_timed_out(during, timeout or 0.0, late, lost), lost
+        )
+
+    def _diagnose(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
+        """The results, one call at a time, after one failed: a dead actor (or
+        node), or an actor whose call failed, is a WorkerError naming the
+        sub-envs lost. (A sub-env's exception, or a value that cannot be
+        pickled, is an answer, not a failed call.)"""
+        ray = self._ray
+        answers: list[Any] = []
+        dead: list[tuple[int, BaseException]] = []
+        for a, ref in token:
+            try:
+                answers.append(ray.get(ref))
+            except ray.exceptions.RayError as exc:
+                dead.append((a, exc))
+        if dead:
+            self._died(dead, during)
+        return answers
+
+    def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
+        """Raise the WorkerError for the actors in ``dead`` and every other actor
+        that Ray knows dead too (one on a dead node may have answered before
+        the node died: it is lost all the same)."""
+        known = dict(dead)
+        known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
+        lost = [i for a in sorted(known) for i in range(*self.slices[a])]
+        which = "; ".join(
+            f"actor {a} ({sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
+            f"Ray says: {_reason(known[a])})"
+            for a in sorted(known)
+        )
+        self._break(f"Ray actor(s) died during {during}")
+        raise WorkerError(actors_died(which, during, lost), lost)
+
+    def _probe(self, actors: list[int]) -> dict[int, BaseException]:
+        """Those of ``actors`` that a call now finds dead (waiting at most
+        :data:`PROBE_SECONDS`; one still busy with its call counts as alive)."""
+        ray = self._ray
+        dead: dict[int, BaseException] = {}
+        with contextlib.suppress(ray.exceptions.RayError):
+            refs = {a: self._actors[a].built.remote() for a in actors}
+            ready, _ = ray.wait(
+                list(refs.values()), num_returns=len(refs), timeout=PROBE_SECONDS
+            )
+            for a, ref in refs.items():
+                if ref in ready:
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        dead[a] = exc
+        return dead
+
+    def _on_node(self, actor: int) -> str:
+        return f", on node {self.nodes[actor][:12]}" if self.nodes else ""
+
+    # ----------------------------------------------------------------- closing
+    @property
+    def actors(self) -> list[Any]:
+        """The Ray actor handles, in sub-env order (see :attr:`slices`)."""
+        return list(self._actors)
+
+    def _leftovers(self) -> bool:
+        return bool(self._actors)
+
+    def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
+        """Unless ``terminate``, ask each actor to close its sub-envs (waiting at
+        most ``timeout`` seconds); then kill every actor, whatever happened, and
+        wait (briefly, :data:`~vecmode.remote.CLOSE_GRACE` at most) until Ray
+        reports them dead. The close() failures."""
+        failures: list[Any] = []
+        try:
+            if not terminate and self._ray.is_initialized():
+                failures = self._close_sub_envs(timeout)
+        finally:
+            self._kill_actors()
+        return failures
+
+    def _close_sub_envs(self, timeout: float | None) -> list[Any]:
+        ray = self._ray
+        close = pickle.dumps((CLOSE,), PROTOCOL)
+        refs = [actor.handle.remote(close) for actor in self._actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        failures: list[Any] = []
+        for ref in ready:
+            with contextlib.suppress(ray.exceptions.RayError):
+                answer = pickle.loads(ray.get(ref))
+                if answer is not None and answer[0] == CLOSED:
+                    failures += answer[1]
+        return failures
+
+    def _kill_actors(self) -> None:
+        ray = sys.modules.get("ray")
+        actors = self._actors
+        if ray is None or not actors or not ray.is_initialized():
+            self._actors = []
+            return
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        self._actors = []
+        # a call after the kill fails once Ray has the actor dead: wait for that
+        with contextlib.suppress(Exception):
+            probes = [actor.built.remote() for actor in actors]
+            ray.wait(probes, num_returns=len(probes), timeout=CLOSE_GRACE)
+
+    def _layout(self) -> str:
+        return f"num_actors={self.num_actors}"
+
+
+def _reason(exc: BaseException) -> str:
+    """Ray's account of a death, in a sentence or two: its first line, and the
+    first sentence of the line that says why."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    because = [line for line in lines[1:] if "because" in line]
+    why = [because[0].split(". ")[0].rstrip(".") + "."] if because else []
+    return " ".join([lines[0], *why])
+
+
+# ------------------------------------------------------------------ messages
+def ray_missing() -> str:
+    return (
+        "vecmode.RayVectorEnv needs Ray: pip install 'vecmode[ray]' (plain ray; "
+        "not ray[rllib], which pins an older Gymnasium)."
+    )
+
+
+def ray_started(address: str) -> str:
+    return (
+        f"Ray was not initialised, so vecmode called ray.init() (Ray's defaults: "
+        f"the cluster in RAY_ADDRESS, else one started with `ray start` on this "
+        f"machine, else a new local instance) and is connected to {address}. Call "
+        f"ray.init(...) yourself before building the env to choose, e.g. "
+        f"ray.init(address='auto') on a cluster."
+    )
+
+
+def count_message(name: str, value: Any) -> str:
+    return f"{name} must be None or an int >= 1, got {value!r}."
+
+
+def actors_twice(num_actors: int, envs_per_actor: int) -> str:
+    return (
+        f"give num_actors ({num_actors}) or envs_per_actor ({envs_per_actor}), not "
+        f"both: either one decides how the sub-envs are shared out."
+    )
+
+
+def actor_options_type(got: Any) -> str:
+    return (
+        f"actor_options must be a dict of Ray actor options (for every actor) or a "
+        f"list of one dict per actor, got {type(got).__name__} {got!r}."
+    )
+
+
+def actor_options_list(got: int, num_actors: int) -> str:
+    return (
+        f"actor_options as a list must hold one dict per actor ({num_actors}), got "
+        f"{got} entries; or pass one dict for every actor."
+    )
+
+
+def refused_option(key: str, value: Any, allowed: Any, why: str) -> str:
+    return (
+        f"actor_options[{key!r}]={value!r} is not allowed: {why}. Leave it out "
+        f"(or {allowed!r})."
+    )
+
+
+def not_placed(actors: list[int], seconds: float) -> str:
+    return (
+        f"Ray actor(s) {', '.join(map(str, actors))} of RayVectorEnv are not built "
+        f"after {seconds:.0f} s: the cluster may lack the resources they ask for "
+        f"(actor_options). Still waiting; pass timeout=... to give up instead."
+    )
+
+
+def actors_died(which: str, during: str, lost: list[int]) -> str:
+    return (
+        f"Ray {which} died during {during}. Sub-env(s) "
+        f"{', '.join(map(str, lost))} are lost, so the env cannot be used any "
+        f"more: close() it and build a new one."
+    )
+
+
+def actors_timed_out(
+    during: str, timeout: float, actors: list[int], lost: list[int]
+) -> str:
+    return (
+        f"{during} did not finish within timeout={timeout} s (Ray actor(s) "
+        f"{', '.join(map(str, actors))}, with sub-env(s) {', '.join(map(str, lost))}, "
+        f"had not answered). The actors may still be running it, so the env cannot "
+        f"be used any more: close() it (which kills them) and build a new one, with "
+        f"a larger timeout if the sub-envs are slow."
+    )

@@ -1,0 +1,636 @@
+"""What the cores whose sub-envs run elsewhere share: the async core (worker
+processes, :class:`vecmode.AsyncVectorEnv`) and the Ray core (actors,
+:class:`vecmode.RayVectorEnv`).
+
+Both hold contiguous slices of sub-envs (:func:`vecmode.layout.slices`), each
+served by a :class:`vecmode.worker.SliceServer` that runs the command runner; both
+send ONE message per busy slice per call (:mod:`vecmode.worker`'s protocol) and
+read one answer back. :class:`RemoteCore` turns that into the core's API and
+Gymnasium's async surface; a backend supplies the transport (:meth:`_send_each`,
+:meth:`_collect`) and where rewards, flags and observations land
+(:meth:`_stats`, :meth:`_read_observations`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.error import (
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    NoAsyncCallError,
+)
+from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
+from gymnasium.vector.utils import (
+    batch_differing_spaces,
+    batch_space,
+    concatenate,
+    create_empty_array,
+)
+from gymnasium.vector.utils import iterate as iterate_batch
+
+from vecmode.core import (
+    Command,
+    Executed,
+    Request,
+    StepResult,
+    VectorCore,
+    check_call,
+    copy_batch,
+    env_closed,
+)
+from vecmode.errors import SubEnvError, WorkerError
+from vecmode.modes import CORE_MODE
+from vecmode.worker import CALL, EXECUTE, FAILED, GET_ATTR, SET_ATTR, RemoteFailure
+
+__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "raise_failure"]
+
+_KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+_ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
+
+#: Seconds the workers (or actors) may take to build their sub-envs when
+#: ``timeout`` is set (the larger of the two counts); with no ``timeout``, as long
+#: as they need (one that dies is reported at once all the same).
+BUILD_GRACE = 60.0
+
+#: Seconds ``close()`` gives the workers (or actors) to close their sub-envs (when neither
+#: ``close(timeout=...)`` nor the env's ``timeout`` says otherwise), before it
+#: terminates them.
+CLOSE_GRACE = 5.0
+
+
+#: Builds the message for the sub-envs ``start .. stop - 1`` (None: nothing to send).
+MessageFor = Callable[[int, int], "tuple[Any, ...] | None"]
+
+
+def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
+    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env among
+    the answers (naming the others and the sub-envs whose state was ``lost``), if
+    any failed."""
+    failures: list[RemoteFailure] = sorted(
+        (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
+        key=lambda f: f.index,
+    )
+    if failures:
+        raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
+
+
+def slice_message(
+    start: int,
+    stop: int,
+    cmds: list[int],
+    split: Any,
+    seeds: list[int | None] | None,
+    options: dict[str, Any] | None,
+) -> tuple[Any, ...] | None:
+    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
+
+    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them (a
+    string stands for actions already in shared memory)."""
+    mine = cmds[start:stop]
+    if mine.count(_KEEP) == len(mine):
+        return None  # nothing to do there; its results are filled in later
+    return (
+        EXECUTE,
+        mine,
+        split if split is None or type(split) is str else split[start:stop],
+        None if seeds is None else seeds[start:stop],
+        options,
+    )
+
+
+class RemoteCore(VectorCore):
+    """A vecmode core whose sub-envs run in slices elsewhere, one message per busy
+    slice per call.
+
+    A subclass sets the attributes :meth:`_setup` sets, builds its slices and
+    implements the transport: :meth:`_send_each`, :meth:`_collect`, :meth:`_stats`
+    and :attr:`_broken` (why the env cannot be used any more, or None).
+    """
+
+    env_fns: list[Callable[[], gym.Env]]
+    timeout: float | None
+    observation_mode: Any
+    #: The observations of each sub-env (where they are not written into
+    #: :attr:`_rows`), and the batch they are concatenated into.
+    _env_obs: list[Any]
+    _rows: np.ndarray | None
+    _observations: Any
+    #: The pending ``*_async`` call: ``(name, what its ``*_wait`` needs)``.
+    _pending: tuple[str, Any] | None
+
+    def _setup(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        *,
+        copy: bool,
+        observation_mode: Any,
+        timeout: float | None,
+    ) -> None:
+        """Check the shared arguments, set the shared attributes, read the spaces
+        from sub-env 0 built here; then :class:`VectorCore`'s own set-up."""
+        env_fns = list(env_fns)
+        if not env_fns:
+            raise ValueError(no_env_fns())
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
+        self.env_fns = env_fns
+        self.num_envs = len(env_fns)
+        self.copy = copy
+        self.observation_mode = observation_mode
+        self.timeout = timeout
+        self.autoreset_mode = CORE_MODE
+        self._pending = None
+        self.closed = False
+        self._read_spaces(observation_mode)
+        self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
+        self._env_obs = [None] * self.num_envs
+        VectorCore.__init__(self)
+
+    # ------------------------------------------------------------ construction
+    def _build_in_parent(self, index: int) -> gym.Env:
+        """Build sub-env ``index`` here, to read its spaces (as Gymnasium does)."""
+        try:
+            return self.env_fns[index]()
+        except Exception as exc:
+            raise SubEnvError(
+                index, "env_fn", type(exc).__name__, str(exc), traceback.format_exc()
+            ) from exc
+
+    def _read_spaces(self, observation_mode: Any) -> None:
+        """The spaces and metadata, from sub-env 0 built here (as Gymnasium does)."""
+        dummy = self._build_in_parent(0)
+        try:
+            self.metadata = {**dummy.metadata, "autoreset_mode": CORE_MODE}
+            self.render_mode = dummy.render_mode
+            self.single_action_space = dummy.action_space
+            self.action_space = batch_space(self.single_action_space, self.num_envs)
+            if isinstance(observation_mode, tuple):
+                self.observation_space, self.single_observation_space = observation_mode
+            elif observation_mode == "same":
+                self.single_observation_space = dummy.observation_space
+                self.observation_space = batch_space(
+                    self.single_observation_space, self.num_envs
+                )
+            else:  # "different": as Gymnasium, build each sub-env to read its space
+                env_spaces = [dummy.observation_space]
+                for i in range(1, self.num_envs):
+                    env = self._build_in_parent(i)
+                    env_spaces.append(env.observation_space)
+                    env.close()
+                self.single_observation_space = env_spaces[0]
+                self.observation_space = batch_differing_spaces(env_spaces)
+        finally:
+            dummy.close()
+
+    def _check_built(self, answers: Sequence[Any]) -> None:
+        """Raise what the slices' answers to their construction report: an
+        ``env_fn`` that raised (:class:`~vecmode.SubEnvError`), or a sub-env
+        whose spaces differ (``RuntimeError``)."""
+        raise_failure(answers)
+        for answer in answers:
+            if answer is not None:
+                raise RuntimeError(self._mismatch_message(*answer[1:]))
+
+    def _mismatch_message(self, what: str, index: int, got: Any) -> str:
+        expected = (
+            self.single_action_space
+            if what == "action space"
+            else self.single_observation_space
+        )
+        differs = (
+            f"sub-env {index}'s {what} {got} differs from the first sub-env's "
+            f"{expected}."
+        )
+        if what == "action space":
+            return f"{differs} All sub-envs need the same action space."
+        if self.observation_mode == "same":
+            # Gymnasium's wording around ours (code and tests match it)
+            return (
+                f"{type(self).__name__}(..., observation_mode='same') however the "
+                f"sub-environments observation spaces are not equivalent. {differs} "
+                f"If this is intentional, use `observation_mode='different'` instead "
+                f"(their shapes and dtypes must still agree)."
+            )
+        return f"{differs} Their shapes and dtypes must agree."
+
+    # --------------------------------------------------------- the transport
+    @property
+    def _broken(self) -> str | None:
+        """Why the env cannot be used any more (a slice died, a call timed out or
+        was interrupted), or None."""
+        raise NotImplementedError
+
+    def _break(self, reason: str) -> None:
+        """Record why the env cannot be used any more (the first reason stays)."""
+        raise NotImplementedError
+
+    def _send_each(self, message_for: MessageFor, during: str) -> Any:
+        """Send each slice ``message_for(start, stop)`` (unless None); return what
+        :meth:`_collect` needs to read the answers."""
+        raise NotImplementedError
+
+    def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
+        """The answers to what :meth:`_send_each` sent, in sub-env order (None:
+        done, nothing to report); a :class:`~vecmode.WorkerError` if a slice died
+        or (:class:`~vecmode.WorkerTimeoutError`) did not answer in ``timeout``."""
+        raise NotImplementedError
+
+    def _stats(
+        self, token: Any, answers: list[Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The call's rewards, terminations and truncations (new arrays), zero
+        where nothing ran."""
+        raise NotImplementedError
+
+    def _read_observations(self) -> None:
+        """Bring :attr:`_observations` up to date after a call: concatenate the
+        observations the answers carried (a Box batch was written row by row)."""
+        if self._rows is None:
+            self._observations = concatenate(
+                self.single_observation_space, self._env_obs, self._observations
+            )
+
+    def _batch_buffers(self) -> None:
+        """The batch that the observations the answers carry are concatenated
+        into (a Box batch: written row by row)."""
+        space, n = self.single_observation_space, self.num_envs
+        self._observations = create_empty_array(space, n=n, fn=np.zeros)
+        self._rows = (
+            self._observations
+            if type(self.observation_space) is Box and self._observations.shape[0] == n
+            else None
+        )
+
+    def _send(self, message_for: MessageFor, during: str) -> Any:
+        """:meth:`_send_each`; an interrupted send leaves slices out of step, so
+        the env cannot be used any more."""
+        try:
+            return self._send_each(message_for, during)
+        except BaseException as exc:
+            self._break(f"sending {during} was interrupted by {type(exc).__name__}")
+            raise
+
+    def _validate(self, cmds: list[int], actions: Any) -> None:
+        """An env that cannot be used any more says so first (before the lost
+        sub-envs of the call that broke it)."""
+        self._check_not_broken()
+        super()._validate(cmds, actions)
+
+    def _check_not_broken(self) -> None:
+        broken = self._broken
+        if broken is not None:
+            raise WorkerError(env_unusable(type(self).__name__, broken))
+
+    def _usable(self, what: str) -> None:
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+        self._check_not_broken()
+        if self._pending is not None:
+            raise AlreadyPendingCallError(
+                already_pending(what, self._pending[0]), self._pending[0]
+            )
+
+    def _split_actions(self, actions: Any) -> Any:
+        """The actions as sent: None, the array, or one action per sub-env."""
+        if actions is None:
+            return None
+        if self._array_actions and type(actions) is np.ndarray:
+            return actions
+        return list(iterate_batch(self.action_space, actions))
+
+    # --------------------------------------------------------------- the core
+    def _send_execute(self, request: Request) -> Any:
+        """Send each slice with work its part of the call."""
+        cmds, actions, seeds, options = request
+        split = self._split_actions(actions)
+        return self._send(
+            lambda start, stop: slice_message(start, stop, cmds, split, seeds, options),
+            "a step or reset",
+        )
+
+    def _execute(self, request: Request) -> Executed:
+        commands = request.commands
+        self._usable(
+            "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
+        )
+        token = self._send_execute(request)
+        return self._finish(commands, token, self.timeout, "a step or reset")
+
+    def _execute_async(self, name: str, request: Request) -> None:
+        self._usable(f"{name}_async")
+        token = self._send_execute(request)
+        self._pending = (name, (request.commands, token))
+
+    def _execute_wait(
+        self, name: str, timeout: float | None
+    ) -> tuple[Executed, list[int]]:
+        commands, token = self._take_pending(name)
+        executed = self._finish(
+            commands,
+            token,
+            self.timeout if timeout is None else timeout,
+            f"{name}_wait()",
+        )
+        return executed, commands
+
+    def _finish(
+        self, commands: list[int], token: Any, timeout: float | None, during: str
+    ) -> Executed:
+        """Collect the answers to an execute message; build the record."""
+        answers = self._collect(token, timeout, during)
+        # A failure: the call's results are lost, for every sub-env it ran.
+        raise_failure(answers, [i for i, c in enumerate(commands) if c != _KEEP])
+        rewards, terminations, truncations = self._stats(token, answers)
+        ended: list[int] = []
+        finals: list[tuple[int, Any, dict[str, Any]]] = []
+        infos: dict[str, Any] = {}
+        add_info = self._add_info
+        env_obs = self._rows if self._rows is not None else self._env_obs
+        for answer in answers:
+            if answer is None:
+                continue
+            slice_ended, slice_infos, slice_finals, sent_obs = answer[1:5]
+            ended += slice_ended
+            finals += slice_finals
+            for i, info in slice_infos:
+                infos = add_info(infos, info, i)
+            if sent_obs:
+                for i, obs in sent_obs:
+                    env_obs[i] = obs
+        self._read_observations()
+        return Executed(
+            copy_batch(self._observations) if self.copy else self._observations,
+            rewards,
+            terminations,
+            truncations,
+            infos,
+            ended,
+            finals,
+        )
+
+    # ------------------------------------------------ the split primitive
+    def execute_async(
+        self,
+        commands: Sequence[int] | np.ndarray,
+        actions: Any = None,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+        name: str = "execute",
+    ) -> None:
+        """Send :meth:`~vecmode.VectorCore.execute`'s call without waiting;
+        :meth:`execute_wait` returns its record. ``name`` is the call as the
+        caller sees it (``"step"``, ``"reset"``), for the pending-call errors."""
+        cmds = self._commands(commands)
+        self._usable(f"{name}_async")
+        self._dispatch_async(name, Request(cmds, actions, self._seeds(seed), options))
+
+    def execute_wait(
+        self, timeout: float | None = None, *, name: str = "execute"
+    ) -> Executed:
+        """Wait for the call sent by :meth:`execute_async`; return its record.
+
+        Args:
+            timeout: seconds to wait; None: the env's ``timeout``.
+            name: as given to :meth:`execute_async`.
+        """
+        return self._dispatch_wait(name, timeout)
+
+    # ------------------------------------------------ Gymnasium's async surface
+    def step_async(self, actions: Any) -> None:
+        """Send the actions; :meth:`step_wait` returns the result.
+
+        Raises:
+            EpisodeEndedError: a sub-env whose episode ended would be stepped.
+            AlreadyPendingCallError: another ``*_async`` call is pending.
+        """
+        self._dispatch_async("step", Request(self._all_step, actions))
+
+    def step_wait(self, timeout: float | None = None) -> StepResult:
+        """Wait for the step sent by :meth:`step_async` and return its result.
+
+        Args:
+            timeout: seconds to wait; None: the env's ``timeout``.
+
+        Raises:
+            NoAsyncCallError: no :meth:`step_async` is pending.
+            WorkerTimeoutError: the step took longer than ``timeout``.
+        """
+        return self._dispatch_wait("step", timeout)[:5]  # type: ignore[return-value]
+
+    def reset_async(
+        self,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""
+        self._usable("reset_async")
+        seeds = self._seeds(seed)
+        commands, rest = self._reset_commands(options)
+        self._dispatch_async("reset", Request(commands, None, seeds, rest))
+
+    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+        """Wait for the reset sent by :meth:`reset_async`; return ``(obs, infos)``.
+
+        Args:
+            timeout: seconds to wait; None: the env's ``timeout``.
+        """
+        executed = self._dispatch_wait("reset", timeout)
+        return executed.observations, executed.infos
+
+    def _take_pending(self, what: str) -> Any:
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+        self._check_not_broken()
+        pending = self._pending
+        if pending is None or pending[0] != what:
+            raise NoAsyncCallError(
+                nothing_pending(what, None if pending is None else pending[0]),
+                what,
+            )
+        self._pending = None
+        return pending[1]
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every sub-env (or get it, if not callable)."""
+        self.call_async(name, *args, **kwargs)
+        return self.call_wait()
+
+    def call_async(self, name: str, *args: Any, **kwargs: Any) -> None:
+        """Send a :meth:`call`; :meth:`call_wait` returns the results."""
+        self._usable("call_async")
+        check_call(name)
+        message = (CALL, name, args, kwargs)
+        token = self._send(lambda start, stop: message, f"call({name!r})")
+        self._pending = ("call", (name, token))
+
+    def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
+        """Wait for the results of :meth:`call_async`, one per sub-env."""
+        name, token = self._take_pending("call")
+        return self._results(
+            token, self.timeout if timeout is None else timeout, f"call({name!r})"
+        )
+
+    def _results(
+        self, token: Any, timeout: float | None, during: str
+    ) -> tuple[Any, ...]:
+        answers = self._collect(token, timeout, during)
+        raise_failure(answers)
+        return tuple(result for answer in answers for result in answer[1])
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute ``name`` of every sub-env (like ``SyncVectorEnv.get_attr``:
+        a method is returned, not called)."""
+        self._usable("get_attr")
+        during = f"get_attr({name!r})"
+        token = self._send(lambda start, stop: (GET_ATTR, name), during)
+        return self._results(token, self.timeout, during)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every sub-env: one value for all, or a list or
+        tuple of ``num_envs`` values."""
+        self._usable("set_attr")
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(set_attr_values(len(values), self.num_envs))
+        during = f"set_attr({name!r})"
+        token = self._send(
+            lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
+        )
+        raise_failure(self._collect(token, self.timeout, during))
+
+    def render(self) -> tuple[Any, ...] | None:
+        """The frames of every sub-env (``call("render")``)."""
+        return self.call("render")
+
+    @property  # type: ignore[misc]
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
+        """The ``np_random_seed`` of every sub-env."""
+        return self.get_attr("np_random_seed")
+
+    @property  # type: ignore[misc]
+    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
+        """The ``np_random`` generator of every sub-env (copies: they live
+        elsewhere)."""
+        return self.get_attr("np_random")
+
+    # ----------------------------------------------------------------- closing
+    def _leftovers(self) -> bool:
+        """Whether workers (or actors) are left to stop."""
+        raise NotImplementedError
+
+    def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
+        """Unless ``terminate``, have the sub-envs closed (waiting at most
+        ``timeout`` seconds); then stop every worker (or actor), whatever
+        happened, even when interrupted. The sub-envs' close() failures."""
+        raise NotImplementedError
+
+    def close(self, **kwargs: Any) -> None:
+        """Close the sub-envs and stop the workers (see :meth:`close_extras`).
+
+        Leaves no process (or actor) behind, even when interrupted (Ctrl-C) or
+        when a sub-env's ``close()`` raises: the env is closed then, every later
+        call raises the closed-env error, and a second ``close()`` ends whatever
+        an interrupted first one left.
+        """
+        if self.closed:
+            if self._leftovers():  # an interrupted close left some: end them
+                self._shutdown(terminate=True)
+            return
+        super().close(**kwargs)
+
+    def close_extras(
+        self, timeout: float | None = None, terminate: bool = False, **kwargs: Any
+    ) -> None:
+        """Close the sub-envs and stop the workers (processes, or Ray actors);
+        leaves none behind.
+
+        Args:
+            timeout: seconds to wait for the sub-envs to be closed before the
+                workers are ended; None: the env's ``timeout`` if set, else
+                :data:`CLOSE_GRACE` (5 s). A worker still busy with an interrupted
+                call is given the same grace, then ended; one in a call that timed
+                out is ended at once.
+            terminate: end the workers at once, without closing the sub-envs.
+
+        Raises:
+            SubEnvError: a sub-env's ``close()`` raised, naming every sub-env whose
+                close failed (after every sub-env was closed and every worker
+                stopped).
+        """
+        if self._pending is not None:
+            # as Gymnasium's AsyncVectorEnv (its answers are dropped)
+            gym.logger.warn(
+                f"Calling `close` while waiting for a pending call to "
+                f"`{self._pending[0]}` to complete."
+            )
+            self._pending = None
+        broken = self._broken
+        if broken is not None and "timed out" in broken:
+            terminate = True  # the workers may be stuck in the call
+        if timeout is None:
+            timeout = CLOSE_GRACE if self.timeout is None else self.timeout
+        failures = self._shutdown(terminate, timeout)
+        raise_failure([(FAILED, failures)] if failures else [])
+
+    def __del__(self) -> None:
+        """End the workers of an env that was never closed."""
+        with contextlib.suppress(Exception):
+            if not self.closed and self._leftovers():
+                self.close(terminate=True)
+
+    def _layout(self) -> str:
+        """``num_workers=...`` (or the like), for :meth:`__repr__`."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        """``Name(num_envs=..., <layout>)``, with the env id if known."""
+        spec = getattr(self, "spec", None)
+        head = f"{spec.id}, " if spec is not None else ""
+        return (
+            f"{type(self).__name__}({head}num_envs={self.num_envs}, {self._layout()})"
+        )
+
+    def __enter__(self) -> RemoteCore:
+        """Use as a context manager: the env is closed on exit."""
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        """Close the env."""
+        self.close()
+
+
+# ------------------------------------------------------------------ messages
+def env_unusable(name: str, reason: str) -> str:
+    return f"this {name} cannot be used any more: {reason}"
+
+
+def already_pending(what: str, pending: str) -> str:
+    # Gymnasium's wording first (code and tests match it), then what to do
+    return (
+        f"Calling `{what}` while waiting for a pending call to `{pending}` to "
+        f"complete; call {pending}_wait() first."
+    )
+
+
+def nothing_pending(what: str, pending: str | None) -> str:
+    had = f" (the pending call is {pending}_async())" if pending else ""
+    return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
+
+
+def no_env_fns() -> str:
+    return "env_fns must hold at least one function that creates a sub-env."
+
+
+def set_attr_values(got: int, num_envs: int) -> str:
+    return (
+        f"values must be one value for every sub-env, or a list or tuple of "
+        f"{num_envs} values (one per sub-env), got {got}."
+    )
