@@ -594,6 +594,45 @@ def test_call_get_attr_set_attr_render():
     assert envs.closed
 
 
+def _where(env, tag):
+    """Which process runs ``env``, with the sub-env's index and a tag."""
+    return os.getpid(), env.unwrapped.index, tag
+
+
+@pytest.mark.parametrize("in_parent", [None, 2], ids=["workers", "in-parent"])
+def test_each_runs_a_function_on_the_chosen_sub_envs_where_they_run(in_parent):
+    """Only the sub-envs asked for, in the order asked (repeats too), each in its
+    own process; the same in the sync core, and the same errors."""
+    fns = scheduled_fns(5)
+    envs = make_async(fns, in_parent=in_parent)
+    sync = vecmode.SyncVectorEnv(fns)
+    order = [4, 0, 3, 3, 1]
+    got = envs.each(_where, "x", indices=order)
+    assert [(i, tag) for _, i, tag in got] == [(i, "x") for i in order]
+    pids = {i: pid for pid, i, _ in envs.each(_where, "y")}
+    assert len(set(pids.values())) == 3 if in_parent else 2
+    assert (pids[4] == os.getpid()) == bool(in_parent)
+    assert envs.each(lambda env: env.unwrapped.index, indices=-1) == (4,)
+    for core in (envs, sync):
+        core.each(lambda env: setattr(env.unwrapped, "mark", True), indices=(1, 3))
+        assert core.each(lambda env: hasattr(env.unwrapped, "mark")) == (
+            False,
+            True,
+            False,
+            True,
+            False,
+        )
+        with pytest.raises(vecmode.SubEnvError) as info:
+            core.each(lambda env: 1 / (env.unwrapped.index - 2), indices=[0, 2, 4])
+        assert info.value.index == 2 and "ZeroDivisionError" in str(info.value)
+        with pytest.raises(IndexError, match="out of range for 5 sub-envs"):
+            core.each(_where, "z", indices=[5])
+        with pytest.raises(TypeError, match="indices must be"):
+            core.each(_where, "z", indices="all")
+        assert core.each(_where, "ok", indices=[])[:0] == ()  # still usable
+        core.close()
+
+
 def test_make_vec_async_builds_vecmodes_async_core_in_every_mode():
     for mode in MODES:
         envs = vecmode.make_vec(

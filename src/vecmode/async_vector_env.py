@@ -49,6 +49,7 @@ from vecmode.core import (
     VectorCore,
     check_call,
     check_core_arguments,
+    check_indices,
     copy_batch,
     env_closed,
 )
@@ -59,6 +60,7 @@ from vecmode.pool import Worker, WorkerPool
 from vecmode.worker import (
     CALL,
     CLOSE,
+    EACH,
     EXECUTE,
     FAILED,
     GET_ATTR,
@@ -784,6 +786,57 @@ class AsyncVectorEnv(VectorCore):
         if self._local is not None:
             self._local_message = (SET_ATTR, name, list(values[self._local.first :]))
         _raise_failure(self._answers(self.timeout, during))
+
+    def each(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        indices: int | Sequence[int] | None = None,
+    ) -> tuple[Any, ...]:
+        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
+        in the order given), in the process that runs it; the results in that order.
+
+        ``fn`` travels with cloudpickle (a lambda is fine); ``args`` and the results
+        are pickled. Only the workers holding one of the sub-envs are asked. A
+        sub-env that raises gives a :class:`~vecmode.SubEnvError`, as in
+        :meth:`call`.
+
+        >>> import gymnasium as gym, vecmode
+        >>> envs = vecmode.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3,
+        ...                               num_workers=1, context="fork")
+        >>> envs.each(lambda env, name: env.get_wrapper_attr(name), "spec",
+        ...           indices=[2, 0])[0].id
+        'CartPole-v1'
+        >>> envs.close()
+        """
+        self._usable("each")
+        order = check_indices(indices, self.num_envs)
+        during = f"each({getattr(fn, '__name__', 'fn')})"
+        wrapped = CloudpickleWrapper(fn)
+        parts: list[tuple[int, int]] = []  # the (start, stop) of each answer
+        busy = []
+        for worker in self._pool.workers:
+            mine = [i - worker.start for i in order if worker.start <= i < worker.stop]
+            if mine:
+                self._pool.send(worker, (EACH, during, wrapped, args, mine), during)
+                busy.append(worker)
+                parts.append((worker.start, worker.stop))
+        local = self._local
+        if local is not None:
+            mine = [i - local.first for i in order if i >= local.first]
+            if mine:
+                self._local_message = (EACH, during, wrapped, args, mine)
+                parts.append((local.first, self.num_envs))
+        answer = self._run_local(during)
+        answers = self._pool.collect(busy, self.timeout, during)
+        if answer is not None:
+            answers.append(answer)
+        _raise_failure(answers)
+        results = [iter(a[1]) for a in answers]
+        return tuple(
+            next(results[next(n for n, (a, b) in enumerate(parts) if a <= i < b)])
+            for i in order
+        )
 
     def _answers(self, timeout: float | None, during: str) -> list[Any]:
         """The answers of every worker, then the parent's for its own sub-envs

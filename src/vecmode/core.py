@@ -54,6 +54,8 @@ __all__ = [
     "StepResult",
     "VectorCore",
     "check_core_arguments",
+    "check_indices",
+    "reuses_buffers",
     "validate_reset_mask",
 ]
 
@@ -309,6 +311,15 @@ def batch_row(batch: Any, i: int) -> Any:
     if isinstance(batch, tuple):
         return tuple(batch_row(value, i) for value in batch)
     return batch[i]
+
+
+def reuses_buffers(envs: VectorEnv) -> bool:
+    """Whether ``envs`` may hand out observation arrays that later calls overwrite.
+
+    Gymnasium's and vecmode's vector envs say so with ``copy=False``; an env
+    that says nothing (a custom vector env) is assumed to.
+    """
+    return getattr(envs.unwrapped, "copy", None) is not True
 
 
 def copy_batch(batch: Any) -> Any:
@@ -627,7 +638,50 @@ def check_call(name: str) -> None:
         raise ValueError(forbidden_call(name))
 
 
+def check_indices(indices: Any, num_envs: int) -> list[int]:
+    """``indices`` of sub-envs as a list of ints in ``range(num_envs)``, in the
+    order given (repeats kept): None means every sub-env, an int that one;
+    negative indices count from the end, as in a list.
+
+    >>> check_indices(None, 3), check_indices(-1, 3), check_indices((2, 0), 3)
+    ([0, 1, 2], [2], [2, 0])
+    >>> check_indices([3], 3)
+    Traceback (most recent call last):
+    ...
+    IndexError: sub-env index 3 is out of range for 3 sub-envs; pass indices in range(3) (or -3..-1), an int, or None for every sub-env.
+    """
+    if indices is None:
+        return list(range(num_envs))
+    if _is_int(indices):
+        indices = [indices]
+    if isinstance(indices, (str, bytes, Mapping)) or not isinstance(indices, Iterable):
+        raise TypeError(indices_type(indices))
+    out = []
+    for i in indices:
+        if not _is_int(i):
+            raise TypeError(indices_type(i))
+        if not -num_envs <= int(i) < num_envs:
+            raise IndexError(index_range(int(i), num_envs))
+        out.append(int(i) % num_envs)
+    return out
+
+
 # ------------------------------------------------------------------ messages
+def indices_type(got: Any) -> str:
+    return (
+        f"indices must be None (every sub-env), an int or an iterable of ints, got "
+        f"{type(got).__name__} {got!r}."
+    )
+
+
+def index_range(index: int, num_envs: int) -> str:
+    return (
+        f"sub-env index {index} is out of range for {num_envs} sub-envs; pass "
+        f"indices in range({num_envs}) (or -{num_envs}..-1), an int, or None for "
+        f"every sub-env."
+    )
+
+
 def env_closed(name: str) -> str:
     return f"{name} was closed; build a new env to go on."
 
