@@ -66,7 +66,9 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly.
 
     True for an env whose declared mode is DISABLED (the mode's contract; vecmode's
-    ``SyncVectorEnv`` and ``AsyncVectorEnv`` are such envs) and for
+    ``SyncVectorEnv`` and ``AsyncVectorEnv`` are such envs), for a NEXT_STEP stack
+    over a vecmode core (its :class:`NextStepAutoreset` resets exactly the core's
+    ended sub-envs, which a masked reset clears), and for
     Gymnasium's NEXT_STEP envs whose masked reset clears the pending autoreset of
     the masked sub-envs: ``gymnasium.vector.SyncVectorEnv`` and
     ``gymnasium.vector.AsyncVectorEnv(shared_memory=True)``. Not for envs that
@@ -82,6 +84,8 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     if not resets_on_next_step(mode):
         return False
     inner = env.unwrapped
+    if isinstance(inner, VectorCore):
+        return True
     if isinstance(inner, gym.vector.AsyncVectorEnv):
         return bool(inner.shared_memory)
     return isinstance(inner, gym.vector.SyncVectorEnv)
