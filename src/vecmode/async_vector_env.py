@@ -41,6 +41,7 @@ from gymnasium.vector.utils import (
     iterate,
 )
 
+from vecmode import errors
 from vecmode.core import (
     Command,
     Executed,
@@ -778,7 +779,7 @@ class AsyncVectorEnv(VectorCore):
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
-            raise ValueError(set_attr_values(len(values), self.num_envs))
+            raise ValueError(errors.set_attr_values(len(values), self.num_envs))
         during = f"set_attr({name!r})"
         for worker in self._pool.workers:
             message = (SET_ATTR, name, list(values[worker.start : worker.stop]))
@@ -969,13 +970,6 @@ def num_workers_message(value: Any) -> str:
 
 def no_env_fns() -> str:
     return "env_fns must hold at least one function that creates a sub-env."
-
-
-def set_attr_values(got: int, num_envs: int) -> str:
-    return (
-        f"values must be one value for every sub-env, or a list or tuple of "
-        f"{num_envs} values (one per sub-env), got {got}."
-    )
 
 
 def in_parent_message(got: Any, num_envs: int) -> str:

@@ -55,6 +55,7 @@ __all__ = [
     "VectorCore",
     "check_core_arguments",
     "check_indices",
+    "is_int",
     "reuses_buffers",
     "validate_reset_mask",
 ]
@@ -597,14 +598,14 @@ class VectorCore(VectorEnv):
         ``seed + i`` to sub-env ``i`` (as Gymnasium); NumPy integers are accepted."""
         if seed is None:
             return None
-        if _is_int(seed):
+        if is_int(seed):
             return [int(cast(int, seed)) + i for i in range(self.num_envs)]
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):
             raise TypeError(seed_type(seed, self.num_envs))
         seeds = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(seeds_length(len(seeds), self.num_envs))
-        bad = [s for s in seeds if s is not None and not _is_int(s)]
+        bad = [s for s in seeds if s is not None and not is_int(s)]
         if bad:
             raise TypeError(seed_type(bad[0], self.num_envs, in_list=True))
         return [None if s is None else int(s) for s in seeds]
@@ -615,7 +616,8 @@ def _ran(commands: list[int]) -> list[int]:
     return [i for i, c in enumerate(commands) if c != _KEEP]
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int or a NumPy integer, and not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(
         value, (bool, np.bool_)
     )
@@ -652,13 +654,13 @@ def check_indices(indices: Any, num_envs: int) -> list[int]:
     """
     if indices is None:
         return list(range(num_envs))
-    if _is_int(indices):
+    if is_int(indices):
         indices = [indices]
     if isinstance(indices, (str, bytes, Mapping)) or not isinstance(indices, Iterable):
         raise TypeError(indices_type(indices))
     out = []
     for i in indices:
-        if not _is_int(i):
+        if not is_int(i):
             raise TypeError(indices_type(i))
         if not -num_envs <= int(i) < num_envs:
             raise IndexError(index_range(int(i), num_envs))

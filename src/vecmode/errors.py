@@ -231,6 +231,13 @@ def convert_to(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
+def set_attr_values(got: int, num_envs: int) -> str:
+    return (
+        f"values must be one value for every sub-env, or a list or tuple of "
+        f"{num_envs} values (one per sub-env), got {got}."
+    )
+
+
 def missing_extra(module: str, package: str, extra: str) -> str:
     return (
         f"{module} needs {package}, which is not installed: install vecmode's "

@@ -54,12 +54,16 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate
 
 from vecmode import errors, sb3_subenv
-from vecmode.autoreset import with_autoreset
+from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.core import (
+    Command,
+    Executed,
     StepResult,
+    VectorCore,
     check_call,
     check_indices,
     copy_batch,
+    is_int,
     reuses_buffers,
 )
 from vecmode.errors import SubEnvError
@@ -217,7 +221,10 @@ class ToSB3VecEnv(VecEnv):
     Infos come through Gymnasium's batched dicts: a value a sub-env gives as a
     Python ``int``, ``float`` or ``bool`` comes back as the NumPy scalar of that
     type (equal to it), and where sub-envs report one key with different types in
-    the same step, Gymnasium has cast them to the first sub-env's. In SAME_STEP
+    the same step, Gymnasium has cast them to the first sub-env's. Over SAME_STEP's
+    policy directly on a vecmode core (what ``to_sb3`` makes of a vecmode env in
+    SameStep or Disabled) the bridge runs the core's commands itself, and the ended
+    episodes' last infos are the sub-envs' own, from the core's record. In SAME_STEP
     the row of an ended sub-env at the top of a step's info is its reset info
     (it goes to ``reset_infos``), so keys that a vector wrapper adds there for the
     ended episode (``RecordEpisodeStatistics``'s ``"episode"``) end up in
@@ -244,10 +251,25 @@ class ToSB3VecEnv(VecEnv):
         self._copy_obs = reuses_buffers(same)
         space = same.single_observation_space
         self._dict_keys = list(space.spaces) if isinstance(space, Dict) else None
+        # SAME_STEP's policy directly over a vecmode core: the bridge runs its
+        # commands on the core itself and reads the core's record (the ended
+        # sub-envs' last observations and infos as the sub-envs gave them),
+        # instead of building SAME_STEP's info layout to read it back.
+        core = getattr(same, "core", None)
+        self._core: VectorCore | None = (
+            core
+            if type(same) is SameStepAutoreset and isinstance(core, VectorCore)
+            else None
+        )
+        self._commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
         # The split API where the stack offers it (a property that raises
         # AttributeError where the env below has none).
-        self._send = getattr(same, "step_async", None)
-        self._wait = getattr(same, "step_wait", None)
+        below = same if self._core is None else self._core
+        self._send = getattr(below, "step_async", None)
+        self._wait = getattr(below, "step_wait", None)
+        if self._core is not None and self._send is not None:
+            self._send = getattr(self._core, "execute_async", None)
+            self._wait = getattr(self._core, "execute_wait", None)
         self._actions: Any = None
         super().__init__(same.num_envs, space, same.single_action_space)
         self.metadata = dict(same.metadata)
@@ -268,20 +290,28 @@ class ToSB3VecEnv(VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         """Send the actions (to the vector env's ``step_async`` where it has one)."""
-        if self._send is not None:
+        if self._send is None:
+            self._actions = actions
+        elif self._core is None:
             self._send(actions)
         else:
-            self._actions = actions
+            self._send(self._commands, actions, name="step")
 
     def step_wait(self) -> VecEnvStepReturn:
         """The step sent by :meth:`step_async`, in SB3's layout."""
         if self._wait is not None:
-            result = self._wait()
+            result = self._wait() if self._core is None else self._wait(name="step")
         else:
             actions, self._actions = self._actions, None
             if actions is None:
                 raise RuntimeError(no_step_sent())
-            result = self.vector_env.step(actions)
+            result = (
+                self.vector_env.step(actions)
+                if self._core is None
+                else self._core.execute(self._commands, actions)
+            )
+        if self._core is not None:
+            return self._sb3_record(result)
         return self._sb3_step(result)
 
     def _sb3_obs(self, obs: Any) -> Any:
@@ -294,21 +324,40 @@ class ToSB3VecEnv(VecEnv):
     def _sb3_step(self, result: StepResult) -> VecEnvStepReturn:
         obs, rewards, terminations, truncations, infos = result
         dones = np.logical_or(terminations, truncations)
-        limit = np.logical_and(truncations, np.logical_not(terminations)).tolist()
         if not infos and not np.count_nonzero(dones):  # the common case, fast
             sb3_infos: list[dict[str, Any]] = [
-                {TIME_LIMIT_TRUNCATED: flag} for flag in limit
+                {TIME_LIMIT_TRUNCATED: False} for _ in range(self.num_envs)
             ]
         else:
             sb3_infos = self._sb3_infos(infos, dones)
-            for info, flag in zip(sb3_infos, limit, strict=True):
+            limit = np.logical_and(truncations, np.logical_not(terminations))
+            for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
                 info[TIME_LIMIT_TRUNCATED] = flag
-        return (
-            self._sb3_obs(obs),
-            np.asarray(rewards, dtype=np.float32).copy(),
-            dones,
-            sb3_infos,
-        )
+        # rewards as DummyVecEnv's float32 buffer holds them (a new array)
+        return self._sb3_obs(obs), np.array(rewards, dtype=np.float32), dones, sb3_infos
+
+    def _sb3_record(self, executed: Executed) -> VecEnvStepReturn:
+        """SB3's step from a vecmode core's record of a SAME_STEP step."""
+        obs, rewards, terminations, truncations, infos, _, finals = executed
+        dones = np.logical_or(terminations, truncations)
+        n = self.num_envs
+        if not infos and not finals:  # the common case, fast
+            sb3_infos: list[dict[str, Any]] = [
+                {TIME_LIMIT_TRUNCATED: False} for _ in range(n)
+            ]
+        else:
+            sb3_infos = (
+                _copied(infos_to_list(infos, n)) if infos else [{} for _ in range(n)]
+            )
+            for i, final_obs, final_info in finals:
+                self.reset_infos[i] = sb3_infos[i]
+                info = copy.deepcopy(final_info) if final_info else {}
+                info[TERMINAL_OBSERVATION] = copy_batch(final_obs)
+                sb3_infos[i] = info
+            limit = np.logical_and(truncations, np.logical_not(terminations))
+            for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
+                info[TIME_LIMIT_TRUNCATED] = flag
+        return self._sb3_obs(obs), np.array(rewards, dtype=np.float32), dones, sb3_infos
 
     def _sb3_infos(self, infos: Any, dones: np.ndarray) -> list[dict[str, Any]]:
         """One dict per sub-env: the step's info, or for the ended sub-envs the
@@ -317,15 +366,15 @@ class ToSB3VecEnv(VecEnv):
         check_infos(infos, _TO)
         n = self.num_envs
         rest, final_info = without_finals(infos)
-        out = _copied(infos_to_list(rest, n))
+        out = _copied(infos_to_list(rest, n)) if rest else [{} for _ in range(n)]
         if not np.count_nonzero(dones):
             return out
         final_obs = final_entries(infos, dones, _TO)
-        finals = infos_to_list(final_info or {}, n)
+        finals = _copied(infos_to_list(final_info, n)) if final_info else None
         for i in np.flatnonzero(dones).tolist():
             self.reset_infos[i] = out[i]
-            info = copy.deepcopy(finals[i])
-            info[TERMINAL_OBSERVATION] = copy.deepcopy(final_obs[i])
+            info = {} if finals is None else finals[i]
+            info[TERMINAL_OBSERVATION] = copy_batch(final_obs[i])
             out[i] = info
         return out
 
@@ -513,9 +562,9 @@ class FromSB3VectorEnv(VectorEnv):
     def _seeds(self, seed: Any) -> list[int | None] | None:
         if seed is None:
             return None
-        if _is_int(seed):
+        if is_int(seed):
             return [int(seed) + i for i in range(self.num_envs)]
-        if isinstance(seed, (list, tuple)) and len(seed) and _is_int(seed[0]):
+        if isinstance(seed, (list, tuple)) and len(seed) and is_int(seed[0]):
             first = int(seed[0])
             if list(seed) == [first + i for i in range(self.num_envs)]:
                 return list(seed)
@@ -612,7 +661,7 @@ class FromSB3VectorEnv(VectorEnv):
             self.venv.set_attr(name, values)
             return
         if len(values) != self.num_envs:
-            raise ValueError(set_attr_values(len(values), self.num_envs))
+            raise ValueError(errors.set_attr_values(len(values), self.num_envs))
         for i, value in enumerate(values):
             self.venv.set_attr(name, value, indices=[i])
 
@@ -626,12 +675,6 @@ class FromSB3VectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         return f"FromSB3VectorEnv({type(self.venv).__name__}, num_envs={self.num_envs})"
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(
-        value, (bool, np.bool_)
-    )
 
 
 def _as_batch(space: Space, obs: Any) -> Any:
@@ -726,11 +769,4 @@ def no_terminal_observation(i: int) -> str:
         f"the SB3 VecEnv reported sub-env {i} done without "
         f"info['{TERMINAL_OBSERVATION}'] (SB3's VecEnvs put the ended episode's last "
         f"observation there), so its final observation is lost."
-    )
-
-
-def set_attr_values(got: int, num_envs: int) -> str:
-    return (
-        f"set_attr() got {got} values for {num_envs} sub-envs: pass one value for "
-        f"all, or a list or tuple of {num_envs}."
     )
