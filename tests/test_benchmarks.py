@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -92,3 +94,12 @@ def test_bench_transitions_quick_runs_and_reports_ratios():
     ]
     assert len(rows) == 6, out
     assert all(line.count("|") == 13 for line in rows), out  # 12 columns
+
+
+def test_bench_interop_quick_runs_and_reports_ratios():
+    pytest.importorskip("stable_baselines3")
+    out = run_benchmark("bench_interop.py", "--quick", "--markdown", timeout=300)
+    assert "bridge sync/dummy" in out and "subproc/bridge async" in out
+    assert "stable-baselines3" in out and "load average" in out
+    rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
+    assert len(rows) == 1 and rows[0].count("|") == 14, out  # 13 columns
