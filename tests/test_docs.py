@@ -23,6 +23,8 @@ def _needs_extras(code: str) -> None:
     """Skip an example that uses an optional extra which is not installed."""
     if "vecmode.sb3" in code or "stable_baselines3" in code:
         pytest.importorskip("stable_baselines3")
+    if "import torch" in code:
+        pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize("code", BLOCKS)
