@@ -497,15 +497,19 @@ def test_to_sb3_refuses_what_it_cannot_do_exactly():
     ours.close()
 
 
+def python_prints(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def test_importing_vecmode_imports_neither_sb3_nor_torch():
     code = (
         "import sys, vecmode, vecmode.sb3_subenv\n"
         "print(sorted(m for m in ('stable_baselines3', 'torch') if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "[]"
+    assert python_prints(code).strip() == "[]"
 
 
 def test_without_sb3_the_error_names_the_extra():
@@ -513,10 +517,7 @@ def test_without_sb3_the_error_names_the_extra():
         "import sys\nsys.modules['stable_baselines3'] = None\n"
         "try:\n    import vecmode.sb3\nexcept ImportError as error:\n    print(error)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert 'pip install "vecmode[sb3]"' in out.stdout, out
+    assert 'pip install "vecmode[sb3]"' in python_prints(code)
 
 
 def test_workers_run_sb3_calls_without_importing_sb3():
