@@ -22,9 +22,10 @@ by default). Contestants, over the same env functions:
 
 The main results are the RATIOS ``bridge sync / dummy`` (goal: <= 1, at least as
 fast as DummyVecEnv; also in this process's CPU time, which other processes on a
-busy machine disturb less: the sync contestants do all their work in it) and ``subproc / bridge async`` (goal: >= 3, at least three
-times SubprocVecEnv's speed), each the median of the per-round ratios of repeats
-run back to back. Absolute times (medians) depend on the machine.
+busy machine disturb less: the sync contestants do all their work in it) and
+``subproc / bridge async`` (goal: >= 3, at least three times SubprocVecEnv's
+speed), each the median of the per-round ratios of repeats run back to back.
+Absolute times (medians) depend on the machine.
 
 How
 ---

@@ -1,50 +1,70 @@
-"""mkdocs hook: fills in the generated parts of the pages at build time.
+"""The generated parts of the docs: kept current in the pages, checked by the build.
 
-Registered in ``mkdocs.yml`` (``hooks:``). A page holds a marker, an HTML comment
-alone on its line, where generated content goes; nothing generated is typed into
-the pages by hand:
+Some parts of the pages are what vecmode itself prints: the command line's output,
+the compatibility table and the picture of the modes. They are committed, so that
+the pages read on GitHub show them too, between a pair of markers (HTML comments,
+each alone on its line) that name what generates them:
 
-``<!-- vecmode:registry-table -->``
-    the compatibility table, ``vecmode.registry.format_table(markdown=True,
-    why=True)`` (what ``vecmode table --markdown --why`` prints);
-``<!-- vecmode:timeline-svg -->``
-    the picture of the three modes, ``vecmode.timeline.timeline_svg`` of
-    ``vecmode.timeline.timeline("CartPole-v1", ...)``, inlined as SVG;
-``<!-- vecmode:cli ARGS -->``
-    the command ``vecmode ARGS`` and what it prints, as a ``console`` block.
+``<!-- vecmode:cli ARGS -->`` ... ``<!-- /vecmode:cli -->``
+    the command ``vecmode ARGS`` and what it prints, as a ``console`` block;
+``<!-- vecmode:registry-table -->`` ... ``<!-- /vecmode:registry-table -->``
+    the compatibility table, what ``vecmode table --markdown --why`` prints;
+``<!-- vecmode:timeline-svg -->`` ... ``<!-- /vecmode:timeline-svg -->``
+    a link to ``docs/assets/modes-timeline.svg``, the picture of the three modes
+    that ``vecmode timeline --steps 5 --svg -`` draws (a generated file).
 
-The registry table and the command line's output come from a fresh interpreter
-(``python -m vecmode ...``), so they show exactly what a user gets, whatever the
-build process has imported or declared. An unknown ``vecmode:`` marker fails the
-build.
+Everything is produced by a fresh interpreter (``python -m vecmode ...``), so it is
+exactly what a user gets, whatever the build process has imported or declared.
 
-This file lives in ``docs/`` (excluded from the site by ``exclude_docs``), outside
-the paths pytest collects; ``tests/test_docs.py`` imports it by path.
+* ``python docs/hooks.py`` rewrites every generated part (run it after changing
+  what vecmode prints); ``python docs/hooks.py --check`` only reports the stale
+  ones (exit status 1).
+* As an mkdocs hook (``hooks:`` in ``mkdocs.yml``) it fails the build when a
+  generated part is stale, an unknown marker is used or a marker is not closed,
+  and it marks the compatibility table's ``refused`` and ``WRONG`` cells with the
+  classes ``vecmode-refused`` and ``vecmode-wrong`` (coloured by
+  ``docs/stylesheets/extra.css``).
+
+``tests/test_docs.py`` imports this file by path (``docs/`` is not a package and
+is excluded from the site by ``exclude_docs``) and fails while anything is stale.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+DOCS = Path(__file__).resolve().parent
 
 
 class MarkerError(ValueError):
     """A marker that cannot be filled in (mkdocs reports it as a build error)."""
 
 
-REGISTRY_MARKER = "<!-- vecmode:registry-table -->"
-TIMELINE_MARKER = "<!-- vecmode:timeline-svg -->"
-#: Any vecmode marker: a comment alone on its line.
-MARKER = re.compile(r"^<!-- vecmode:(?P<name>[\w-]+)(?P<args>[^\n]*?) -->$", re.M)
+#: A generated region: the opening marker, the generated body, the closing marker.
+REGION = re.compile(
+    r"^<!-- vecmode:(?P<name>[\w-]+)(?P<args>[^\n]*?) -->\n"
+    r"(?P<body>.*?)"
+    r"^<!-- /vecmode:(?P=name) -->$",
+    re.M | re.S,
+)
+#: Any opening marker (to find the ones that are not closed).
+OPENING = re.compile(r"^<!-- vecmode:(?P<name>[\w-]+)[^\n]*? -->$", re.M)
 
-#: The run the picture of the modes shows: an episode truncated after its third
-#: step (as in Gymnasium's animation of the modes), then the next episode.
-TIMELINE_ENV = "CartPole-v1"
-TIMELINE_STEPS = 5
-TIMELINE_MAX_EPISODE_STEPS = 3
+#: The picture of the modes: an episode truncated after its third step (as in
+#: Gymnasium's animation of the modes), then the next episode.
+TIMELINE_ARGS = ("timeline", "--steps", "5", "--svg", "-")
+TIMELINE_FILE = "assets/modes-timeline.svg"
+TIMELINE_ALT = (
+    "What each autoreset mode returns, call by call, for one CartPole-v1 sub-env "
+    "whose episode is truncated after its third step"
+)
 
 
 def vecmode_cli(*args: str) -> str:
@@ -74,48 +94,145 @@ def registry_table() -> str:
     return vecmode_cli("table", "--markdown", "--why")
 
 
-def timeline_picture() -> str:
-    """The timeline of the three modes as an inline SVG figure."""
-    from vecmode.timeline import timeline, timeline_svg
-
-    table = timeline(
-        TIMELINE_ENV,
-        steps=TIMELINE_STEPS,
-        max_episode_steps=TIMELINE_MAX_EPISODE_STEPS,
-    )
-    title = (
-        f"{TIMELINE_ENV}, one sub-env, episodes truncated after "
-        f"{TIMELINE_MAX_EPISODE_STEPS} steps"
-    )
-    svg = timeline_svg(table, title=title)
-    # inline: drop an XML declaration / doctype, and blank lines, which would end
-    # Markdown's raw HTML block
-    svg = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>", "", svg)
-    svg = "\n".join(line for line in svg.splitlines() if line.strip())
-    return f'<figure class="vecmode-timeline" markdown="0">\n{svg}\n</figure>'
+def timeline_svg() -> str:
+    """The picture of the three modes (the content of :data:`TIMELINE_FILE`)."""
+    return vecmode_cli(*TIMELINE_ARGS) + "\n"
 
 
-def _replacement(match: re.Match[str], page: str) -> str:
-    name, args = match["name"], match["args"].strip()
+def timeline_link() -> str:
+    """The picture, as a Markdown image (GitHub and mkdocs both show it)."""
+    return f"![{TIMELINE_ALT}]({TIMELINE_FILE})"
+
+
+#: The generated files, relative to ``docs/``.
+FILES: dict[str, Callable[[], str]] = {TIMELINE_FILE: timeline_svg}
+
+
+def body(name: str, args: str, page: str) -> str:
+    """What the region ``<!-- vecmode:NAME ARGS -->`` holds (no final newline)."""
     if name == "registry-table" and not args:
         return registry_table()
     if name == "timeline-svg" and not args:
-        return timeline_picture()
+        return timeline_link()
     if name == "cli":
         return cli_block(*shlex.split(args))
-    raise MarkerError(f"{page}: unknown marker {match[0]!r}")
+    raise MarkerError(
+        f"{page}: unknown marker <!-- vecmode:{name}{' ' + args if args else ''} -->"
+    )
+
+
+def _check_markers(markdown: str, page: str) -> None:
+    closed = {match.start() for match in REGION.finditer(markdown)}
+    for match in OPENING.finditer(markdown):
+        if match.start() not in closed:
+            raise MarkerError(
+                f"{page}: {match[0]} has no closing <!-- /vecmode:{match['name']} --> "
+                "on a line of its own"
+            )
 
 
 def render(markdown: str, page: str = "<page>") -> str:
-    """``markdown`` with every vecmode marker replaced by what it stands for."""
-    return MARKER.sub(lambda match: _replacement(match, page), markdown)
+    """``markdown`` with every generated region's body made current."""
+    _check_markers(markdown, page)
+
+    def current(match: re.Match[str]) -> str:
+        name, args = match["name"], match["args"].strip()
+        opening = match[0].partition("\n")[0]
+        return f"{opening}\n{body(name, args, page)}\n<!-- /vecmode:{name} -->"
+
+    return REGION.sub(current, markdown)
 
 
-def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
-    """mkdocs event: fill in the page's markers."""
+def stale(docs: Path = DOCS) -> list[str]:
+    """The pages and generated files under ``docs`` that are not current."""
+    found = []
+    for page in sorted(docs.glob("**/*.md")):
+        text = page.read_text(encoding="utf-8")
+        if "<!-- vecmode:" in text and render(text, page.name) != text:
+            found.append(str(page.relative_to(docs.parent)))
+    for name, make in FILES.items():
+        path = docs / name
+        if not path.exists() or path.read_text(encoding="utf-8") != make():
+            found.append(str(path.relative_to(docs.parent)))
+    return found
+
+
+def update(docs: Path = DOCS) -> list[str]:
+    """Rewrite every stale page and generated file under ``docs``; what changed."""
+    changed = []
+    for page in sorted(docs.glob("**/*.md")):
+        text = page.read_text(encoding="utf-8")
+        if "<!-- vecmode:" in text:
+            fresh = render(text, page.name)
+            if fresh != text:
+                page.write_text(fresh, encoding="utf-8", newline="\n")
+                changed.append(str(page.relative_to(docs.parent)))
+    for name, make in FILES.items():
+        path = docs / name
+        fresh = make()
+        if not path.exists() or path.read_text(encoding="utf-8") != fresh:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(fresh, encoding="utf-8", newline="\n")
+            changed.append(str(path.relative_to(docs.parent)))
+    return changed
+
+
+#: The compatibility table's cells that are not ok, and their classes.
+_CELL = re.compile(r"<td>(refused|WRONG)</td>")
+
+
+def colour_cells(html: str) -> str:
+    """``<td>refused</td>`` / ``<td>WRONG</td>`` with a class the stylesheet colours."""
+    return _CELL.sub(lambda m: f'<td class="vecmode-{m[1].lower()}">{m[1]}</td>', html)
+
+
+# --- mkdocs events ----------------------------------------------------------------
+
+
+#: Set to 1 by ``tests/test_docs_site.py``, whose run of the test suite checks
+#: the generated parts already (``tests/test_docs.py``): the build skips it.
+SKIP_CHECK = "VECMODE_DOCS_CURRENCY_CHECKED"
+
+
+def on_pre_build(config: Any, **kwargs: Any) -> None:
+    """Fail the build while a generated part is stale (or a marker is broken)."""
     from mkdocs.exceptions import PluginError  # only under mkdocs: tests import this
 
+    if os.environ.get(SKIP_CHECK) == "1":
+        return
     try:
-        return render(markdown, page.file.src_uri)
+        found = stale(Path(config["docs_dir"]))
     except MarkerError as error:
         raise PluginError(str(error)) from error
+    if found:
+        raise PluginError(
+            f"generated parts are out of date in {', '.join(found)}: run "
+            "`python docs/hooks.py` to update them"
+        )
+
+
+def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
+    """Colour the compatibility table's refused and WRONG cells."""
+    if page.file.src_uri == "registry.md":
+        return colour_cells(html)
+    return html
+
+
+def main(argv: list[str]) -> int:
+    """``python docs/hooks.py [--check]``: update (or only check) the generated
+    parts; exit status 1 if ``--check`` finds any stale."""
+    if argv not in ([], ["--check"]):
+        print("usage: python docs/hooks.py [--check]", file=sys.stderr)
+        return 2
+    if argv == ["--check"]:
+        found = stale()
+        for name in found:
+            print(f"stale: {name}")
+        return 1 if found else 0
+    for name in update():
+        print(f"updated: {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

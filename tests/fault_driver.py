@@ -114,11 +114,17 @@ def main() -> None:
         report["error"] = describe_error(exc)
     report["seconds"] = round(time.monotonic() - started, 3)
     report["after"] = usable(envs, n) if case.get("check_usable") else "not checked"
+    print("CLOSING", flush=True)
+    started = time.monotonic()
     try:
         envs.close()
         report["close"] = "ok"
+    except KeyboardInterrupt as exc:  # Ctrl-C during close: close again
+        report["close"] = describe_error(exc)
+        envs.close()
     except Exception as exc:
         report["close"] = describe_error(exc)
+    report["close_seconds"] = round(time.monotonic() - started, 3)
     report["closed"] = bool(envs.unwrapped.closed)
     try:
         envs.step(np.zeros(n, dtype=int))

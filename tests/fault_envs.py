@@ -25,6 +25,7 @@ FAULTS = (
     "exit",
     "segfault",
     "close_raises",
+    "close_hangs",
     "unpicklable_info",
     "unpicklable_obs",
 )
@@ -81,6 +82,8 @@ class FaultyEnv(ScheduledEnv):
         super().close()
         if self.fault == "close_raises":
             raise RuntimeError(f"close of sub-env {self.index} failed on purpose")
+        if self.fault == "close_hangs":
+            time.sleep(3600)
 
 
 def env_fns(num_envs: int, faulty: dict[int, str], at: int = 2) -> list:

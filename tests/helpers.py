@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,34 @@ OBS_TYPES = ("box", "dict", "tuple", "discrete")
 
 #: the sub-env factories of vecmode's own test kit, under the tests' old name
 scheduled_fns = scheduled_env_fns
+
+
+# ------------------------------------------------ Gymnasium's known warnings
+@contextlib.contextmanager
+def gymnasium_box_warnings_ignored() -> Iterator[None]:
+    """Silence the warnings Gymnasium's ``Box`` gives when a wrapper derives a
+    space of another dtype from the env's (``DtypeObservation(env, np.float64)``
+    over a float32 Box): its bounds check casts the bounds ("overflow encountered
+    in cast") and it warns that their precision is lowered. Known and harmless;
+    every other warning still shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", "overflow encountered in cast", RuntimeWarning
+        )
+        warnings.filterwarnings("ignore", ".*precision lowered by casting", UserWarning)
+        yield
+
+
+def without_box_warnings(build: Callable[..., Any]) -> Callable[..., Any]:
+    """``build`` (a wrapper class or factory), called under
+    :func:`gymnasium_box_warnings_ignored`."""
+
+    def quiet(*args: Any, **kwargs: Any) -> Any:
+        with gymnasium_box_warnings_ignored():
+            return build(*args, **kwargs)
+
+    quiet.__name__ = getattr(build, "__name__", type(build).__name__)
+    return quiet
 
 
 # ---------------------------------------------------------------- comparison

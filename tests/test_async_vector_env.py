@@ -662,6 +662,7 @@ def test_check_reports_a_stack_over_the_async_core():
         "-",
         "Disabled",
         "ok",
+        "verified",
     ]
     assert lines[5].split()[1:3] == ["NextStepAutoreset", "(vecmode)"]
     envs.close()
@@ -943,6 +944,7 @@ def test_close_with_a_pending_call_terminate_and_context_manager():
 
 
 # ------------------------------------------------------------- start methods
+@pytest.mark.slow
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_spawn_and_forkserver(context):
     def fns():

@@ -10,6 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: every test here runs a benchmark script in a subprocess
+pytestmark = pytest.mark.slow
+
 
 def run_benchmark(script: str, *flags: str, timeout: int = 120) -> str:
     """Run ``benchmarks/<script>`` with ``flags``; its standard output."""
@@ -39,7 +42,17 @@ def test_bench_registry_quick_runs_and_reports_ratios():
 
 
 def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
-    out = run_benchmark("bench_wrappers.py", "--quick", "--markdown", timeout=300)
+    # one round of a few steps: the smoke test is about the report, not speed
+    out = run_benchmark(
+        "bench_wrappers.py",
+        "--quick",
+        "--markdown",
+        "--steps",
+        "10",
+        "--rounds",
+        "1",
+        timeout=300,
+    )
     lines = out.splitlines()
     headers = [line for line in lines if line.startswith("| wrapper |")]
     assert len(headers) == 1, out

@@ -56,6 +56,7 @@ def subprocess_env():
 
 
 # ------------------------------------------------------------------ timeline
+@pytest.mark.slow
 def test_python_m_vecmode_prints_the_modes_side_by_side():
     out = subprocess.run(
         [sys.executable, "-m", "vecmode"], capture_output=True, text=True, check=True
@@ -187,17 +188,22 @@ def test_version(capsys):
     assert out == f"vecmode {vecmode.__version__}\n"
 
 
-@pytest.mark.parametrize(
-    "argv", [["--help"], *([command, "--help"] for command in ("timeline", "table",
-     "check", "conform", "probe"))]
-)  # fmt: skip
-def test_help_documents_the_exit_codes(argv, capsys):
-    code, out, _ = run(argv, capsys)
+def test_help_documents_the_exit_codes_once(capsys):
+    code, out, _ = run(["--help"], capsys)
     assert code == EXIT_OK
     epilog = flat(out[out.index("exit codes:") :])
     for part in ("0 ok;", "1 the check or conformance failed", "2 usage error",
-                 "141 stdout closed early"):  # fmt: skip
+                 "a wrapper that cannot be built", "141 stdout closed early"):  # fmt: skip
         assert part in epilog
+
+
+@pytest.mark.parametrize("command", ["timeline", "table", "check", "conform", "probe"])
+def test_command_help_points_to_the_exit_codes(command, capsys):
+    """Not the whole paragraph again in every command's help."""
+    code, out, _ = run([command, "--help"], capsys)
+    assert code == EXIT_OK
+    assert out.count("exit codes") == 1
+    assert flat(out).endswith("exit codes: see vecmode --help.")
 
 
 def test_module_docstring_documents_the_exit_codes():
@@ -227,10 +233,25 @@ def test_table_prints_the_registry_as_a_matrix(capsys):
         "SameStep",
         "Disabled",
         "produces",
+        "evidence",
     ]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:] if line.strip()}
-    assert rows["vecmode.SameStepAutoreset"] == ["refused", "refused", "ok", "SameStep"]
-    assert rows["vecmode.DisableAutoreset"] == ["ok", "refused", "ok", "Disabled"]
+    assert rows["vecmode.SameStepAutoreset"] == [
+        "refused",
+        "refused",
+        "ok",
+        "SameStep",
+        "verified",
+    ]
+    assert rows["vecmode.DisableAutoreset"] == [
+        "ok",
+        "refused",
+        "ok",
+        "Disabled",
+        "verified",
+    ]
+    assert rows["vecmode.wrappers.StatefulWrapper"] == ["ok", "ok", "ok", "declared"]
+    assert rows["gymnasium.wrappers.vector.NormalizeReward"][-1] == "verified"
     for name, found in declarations():
         cells = [found.behaviour(m).replace("wrong", "WRONG") for m in MODES]
         assert rows[name][:3] == cells, name
@@ -242,10 +263,11 @@ def test_table_why_and_markdown(capsys):
     assert "vecmode.DisableAutoreset in SameStep (refused): A SAME_STEP env" in out
     code, out, _ = run(["table", "--markdown"], capsys)
     lines = out.splitlines()
-    assert lines[0] == "| wrapper | NextStep | SameStep | Disabled | produces |"
-    assert (
-        lines[2]
-        == "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |"
+    assert lines[0] == (
+        "| wrapper | NextStep | SameStep | Disabled | produces | evidence |"
+    )
+    assert lines[2] == (
+        "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep | verified |"
     )
 
 
@@ -291,20 +313,73 @@ def test_check_prints_the_report_of_the_stack_innermost_first(capsys):
 
 
 def test_check_passes_the_keyword_arguments(capsys):
-    """A wrapper's own validation sees the values: bounds reversed -> it raises."""
-    code, out, _ = run(
+    """A wrapper's own validation sees the values: bounds reversed -> it raises
+    when built, a usage error with its constructor's message."""
+    code, out, err = run(
         ["check", "CartPole-v1", "--wrap",
          "gymnasium:ClipReward:min_reward=1,max_reward=0"],
         capsys,
     )  # fmt: skip
-    assert code == EXIT_FAILED
-    assert "InvalidBound" in flat(out).partition("The stack built")[0]
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err).startswith(
+        "cannot build 'gymnasium:ClipReward:min_reward=1,max_reward=0' on the stack "
+        "in NextStep: its constructor raised InvalidBound: "
+    )
     code, _, _ = run(
         ["check", "CartPole-v1", "--wrap",
          "gymnasium:ClipReward:min_reward=0,max_reward=1"],
         capsys,
     )  # fmt: skip
     assert code == EXIT_OK
+
+
+@pytest.mark.parametrize(
+    ("wrap", "error"),
+    [
+        ("ClipAction", TypeError("ClipAction requires a Box action space, got "
+                                 "<class 'gymnasium.spaces.discrete.Discrete'>")),
+        ("gymnasium:NormalizeReward:gamma=abc",
+         TypeError("'<=' not supported between instances of 'int' and 'str'")),
+        ("ClipReward", gym.error.InvalidBound(
+            "Both `min_reward` and `max_reward` cannot be None")),
+    ],
+)  # fmt: skip
+def test_check_a_wrapper_that_cannot_be_built_is_a_usage_error(wrap, error, capsys):
+    """Not "NOT OK" and exit 1, as if the mode were the problem: exit 2 with what
+    its constructor said."""
+    code, out, err = run(["check", "CartPole-v1", "--wrap", wrap], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == vecmode.cli.cli_cannot_build(wrap, "NextStep", error)
+    code, out, err = run(["check", "CartPole-v1", "--wrap", wrap, "--json"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")  # nothing on stdout for a usage error
+
+
+def test_check_gymnasiums_own_refusal_suggests_vecmodes_wrapper(capsys):
+    """Gymnasium's NormalizeObservation raises ValueError in SameStep: the class
+    refusing the mode (vecmode's entry says so), not a usage error."""
+    argv = ["check", "CartPole-v1", "--mode", "SameStep",
+            "--wrap", "gymnasium:NormalizeObservation"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert (code, err) == (EXIT_FAILED, "")
+    refused = flat(out.partition("The stack built before it:")[0])
+    assert refused.startswith(
+        "NOT OK: 'gymnasium:NormalizeObservation' refuses SameStep: its constructor "
+        "raised ValueError: Expected autoreset_mode to be NEXT_STEP or DISABLED"
+    )
+    assert "Use vecmode.wrappers.NormalizeObservation instead" in refused
+    # the same wrapper in a mode it supports
+    code, _, _ = run([*argv[:3], "NextStep", *argv[4:]], capsys)
+    assert code == EXIT_OK
+
+
+def test_check_known_wrong_gymnasium_wrapper_suggests_vecmodes(capsys):
+    code, out, _ = run(
+        ["check", "CartPole-v1", "--mode", "SameStep",
+         "--wrap", "gymnasium:NormalizeReward"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_FAILED
+    assert "Use vecmode.wrappers.NormalizeReward instead" in flat(out)
 
 
 def test_check_async_and_vector_entry_point(capsys):
@@ -372,20 +447,18 @@ def test_check_refusing_wrapper_reports_the_stack_built_before_it(capsys):
     envs.close()
 
 
-def test_check_wrapper_refusing_with_its_own_error(capsys):
+def test_check_undeclared_wrapper_raising_when_built_is_a_usage_error(capsys):
+    """Nothing says the class refuses the mode: its error is a build error."""
+    spec = f"{TARGETS}:RefusesByItself"
+    code, out, err = run(["check", "CartPole-v1", "--wrap", spec], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == vecmode.cli.cli_cannot_build(
+        spec, "NextStep", ValueError("RefusesByItself works on no env at all")
+    )
     code, out, err = run(
-        ["check", "CartPole-v1", "--wrap", f"{TARGETS}:RefusesByItself"], capsys
+        ["check", "CartPole-v1", "--wrap", spec, "--traceback"], capsys
     )
-    assert (code, err) == (EXIT_FAILED, "")
-    assert flat(out).startswith(
-        f"NOT OK: '{TARGETS}:RefusesByItself' raised ValueError when built on the "
-        "stack in NextStep: RefusesByItself works on no env at all"
-    )
-    code, out2, err = run(
-        ["check", "CartPole-v1", "--wrap", f"{TARGETS}:RefusesByItself", "--traceback"],
-        capsys,
-    )
-    assert (code, out2) == (EXIT_FAILED, out)
+    assert (code, out) == (EXIT_USAGE, "")
     assert err.startswith("Traceback (most recent call last):")
     assert 'raise ValueError("RefusesByItself works on no env at all")' in err
 
@@ -675,17 +748,62 @@ def test_conform_undeclared_class_needs_modes(capsys):
     )
 
 
-def test_conform_factory_that_raises_is_exit_code_1(capsys):
+def test_conform_factory_that_cannot_build_is_a_usage_error(capsys):
     spec = f"{TARGETS}:raises"
     code, out, err = run(["conform", spec], capsys)
-    assert (code, out) == (EXIT_FAILED, "")
-    assert one_error_line(err) == vecmode.cli.cli_raised(
-        f"check_wrapper({spec})", RuntimeError("the factory's own bug")
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == vecmode.cli.cli_cannot_build(
+        spec, None, RuntimeError("the factory's own bug")
     )
     code, _, err = run(["conform", spec, "--traceback"], capsys)
-    assert code == EXIT_FAILED
+    assert code == EXIT_USAGE
     assert "Traceback (most recent call last):" in err
     assert 'raise RuntimeError("the factory\'s own bug")' in err
+    code, _, err = run(["conform", "ClipReward"], capsys)  # no bounds
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith(
+        "cannot build 'ClipReward' on a test env in any mode: its constructor raised "
+        "InvalidBound: Both `min_reward` and `max_reward` cannot be None."
+    )
+
+
+def test_conform_gymnasium_normalize_observation_says_what_and_why(capsys):
+    """Its refusals of SameStep and Disabled are its own (reported with its
+    error), and in NextStep it raises on the kit's partial resets: the failure
+    names the call, the error and what partial resets require."""
+    code, out, err = run(["conform", "gymnasium:NormalizeObservation"], capsys)
+    assert (code, err) == (EXIT_FAILED, "")
+    text = flat(out)
+    assert text.startswith("NOT OK: gymnasium:NormalizeObservation does not conform")
+    assert (
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes], call 5 (reset "
+        "with reset_mask=[True, False, False]): raised ValueError: "
+        "NormalizeObservation does not support partial resets."
+    ) in text
+    assert flat(vecmode.testing.conformance.conformance_partial_reset_hint()) in text
+
+
+def test_conform_gymnasium_record_episode_statistics_fails_for_partial_resets(capsys):
+    """Its real flaw: over Gymnasium's envs, which pop reset_mask, a partial
+    reset clears every sub-env's sums (not: "it does not refuse Disabled")."""
+    code, out, _ = run(["conform", "gymnasium:RecordEpisodeStatistics"], capsys)
+    assert code == EXIT_FAILED
+    text = flat(out)
+    assert (
+        "[NextStep over gymnasium.vector.SyncVectorEnv, staggered episodes] differs "
+        "from [NextStep over vecmode.SyncVectorEnv, staggered episodes]"
+    ) in text
+    assert "field info: ['return']: expected 1.5, got 1.0" in text
+    assert "pop 'reset_mask' from the options dict" in text
+    assert "does not declare" not in text
+    # vecmode's is right, episode statistics compared (the default)
+    code, out, _ = run(["conform", "RecordEpisodeStatistics"], capsys)
+    assert code == EXIT_OK
+    code, _, _ = run(
+        ["conform", "gymnasium:RecordEpisodeStatistics", "--compare-info", "none"],
+        capsys,
+    )
+    assert code == EXIT_FAILED  # then: accepts Disabled, recorded as wrong
 
 
 def test_conform_bad_arguments_and_names(capsys):
@@ -826,6 +944,7 @@ def test_closed_stdout_ends_every_command_quietly(argv, monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["table"], ["timeline", "--steps", "400"]])
 def test_closed_pipe_in_a_real_process_has_no_traceback(argv):
     """``vecmode table | head``: the reader is gone before vecmode writes."""
@@ -861,6 +980,7 @@ def _entry_points() -> list[list[str]]:
     return points
 
 
+@pytest.mark.slow
 def test_console_script_and_python_m_behave_identically(capsys):
     """Both find modules in the current directory (``module:Class``), print the
     same and exit with the same code as ``main`` in-process."""

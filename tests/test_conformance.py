@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from gymnasium.wrappers import vector as gym_vector
 import vecmode
 from tests.wrapper_cases import CASES
 from vecmode import wrappers as vw
+from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
 
 #: the test-env options each catalogue case needs
@@ -25,10 +28,61 @@ KINDS = {
 }
 
 
+def _key(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+#: the autoreset policies test_autoreset_policies_conform_over_the_bases_they_accept
+#: proves
+POLICIES = (
+    vecmode.NextStepAutoreset,
+    vecmode.SameStepAutoreset,
+    vecmode.DisableAutoreset,
+)
+
+
+def _case_class(case) -> type:
+    """The class a catalogue case builds."""
+    from tests.wrapper_cases import vecmode_base
+
+    wrapped = case.wrap(vecmode_base(case.env, AutoresetMode.NEXT_STEP))
+    wrapped.close()
+    return type(wrapped)
+
+
+def test_the_verified_claim_is_what_the_conformance_tests_prove():
+    """vecmode.check reports vecmode's own wrappers as verified because the
+    tests here prove them: the classes it names are exactly those the catalogue
+    and the policy test run check_wrapper on, and every public wrapper of
+    vecmode is one of them (the base classes, for subclassing, are not)."""
+    proven = {_key(_case_class(case)) for case in CASES} | {_key(p) for p in POLICIES}
+    assert proven == CONFORMANCE_TESTED
+    bases = {
+        vw.ObservationWrapper,
+        vw.ActionWrapper,
+        vw.RewardWrapper,
+        vw.StatefulWrapper,
+    }
+    public = {
+        _key(obj)
+        for module in (vecmode, vw)
+        for obj in (getattr(module, name) for name in module.__all__)
+        if isinstance(obj, type) and issubclass(obj, VectorWrapper) and obj not in bases
+    }
+    assert public <= CONFORMANCE_TESTED, sorted(public - CONFORMANCE_TESTED)
+    for key in CONFORMANCE_TESTED:
+        module, _, name = key.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        assert vecmode.evidence(cls) is vecmode.Evidence.VERIFIED, key
+    for base in bases:
+        assert vecmode.evidence(base) is vecmode.Evidence.DECLARED, base
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_every_vecmode_wrapper_conforms(case):
     report = check_wrapper(case.wrap, **KINDS[case.env])
     assert isinstance(report, WrapperReport)
+    assert _key(report.wrapper_class) in CONFORMANCE_TESTED
     assert report.modes == tuple(AutoresetMode)
     assert report.refused == ()
     # 2 schedules x 3 modes x 2 base envs, and the staggered one truncated by
@@ -308,12 +362,70 @@ def test_gymnasium_wrappers_are_held_to_their_registry_entries():
         AssertionError, match=r"SameStep over .* differs from \[NextStep"
     ):
         check_wrapper(gym_vector.NormalizeReward, modes=["NextStep", "SameStep"], **kit)
-    with pytest.raises(AssertionError, match="accepted SameStep, which it does not"):
+    # accepting a mode it is known to get wrong fails, for the recorded reason
+    with pytest.raises(AssertionError) as caught:
         check_wrapper(gym_vector.NormalizeReward, **kit)
+    message = str(caught.value)
+    assert (
+        "built over a SameStep env: accepted SameStep, in which vecmode's registry "
+        "records it as wrong: It restarts the discounted return"
+    ) in message
+    assert "Use vecmode.wrappers.NormalizeReward instead" in message
     with vecmode.guard():
         report = check_wrapper(gym_vector.NormalizeReward, **kit)
     assert report.modes == (AutoresetMode.NEXT_STEP,)
     assert report.refused == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
+def test_a_classs_own_error_in_an_undeclared_mode_is_its_refusal():
+    """Gymnasium's TransformObservation raises ValueError when built in SameStep,
+    which vecmode's entry records as its refusal: the kit reports it, with the
+    error, and proves the other modes."""
+    report = check_wrapper(
+        lambda env: gym_vector.TransformObservation(
+            env, lambda o: o * 2, env.observation_space
+        )
+    )
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.refused == (AutoresetMode.SAME_STEP,)
+    assert report.refusals[AutoresetMode.SAME_STEP].startswith(
+        "ValueError: Expected autoreset_mode to be NEXT_STEP or DISABLED"
+    )
+    assert (
+        "refused SameStep at construction, by its own constructor: ValueError: "
+    ) in str(report)
+    # asked to prove that mode, the same error is a failure
+    with pytest.raises(AssertionError, match=r"raised ValueError when built over a"):
+        check_wrapper(
+            lambda env: gym_vector.TransformObservation(
+                env, lambda o: o * 2, env.observation_space
+            ),
+            modes=["SameStep"],
+        )
+
+
+def test_a_factory_that_cannot_be_built_raises_its_own_error():
+    with pytest.raises(gym.error.InvalidBound):
+        check_wrapper(vw.ClipReward)  # no bounds: the constructor's own error
+
+
+def test_an_error_while_running_names_the_call():
+    @vecmode.supports(*vecmode.MODES)
+    class NoPartialResets(VectorWrapper):
+        def reset(self, *, seed=None, options=None):
+            if options and "reset_mask" in options:
+                raise ValueError("no partial resets here")
+            return self.env.reset(seed=seed, options=options)
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(NoPartialResets)
+    message = str(caught.value)
+    assert message.startswith(  # DISABLED resets ended sub-envs with a mask
+        "check_wrapper(NoPartialResets): [Disabled over vecmode.SyncVectorEnv, "
+        "episodes ending together], call 4 (reset with reset_mask="
+    )
+    assert "raised ValueError: no partial resets here" in message
+    assert vecmode.testing.conformance.conformance_partial_reset_hint() in message
 
 
 def episode_statistics(info):
@@ -362,11 +474,12 @@ def test_batch_dependent_values_differ_when_episodes_are_staggered():
 
 def test_autoreset_policies_conform_over_the_bases_they_accept():
     """A policy produces its own mode (declared ``output``): events are read by it."""
-    assert check_wrapper(vecmode.SameStepAutoreset).modes == (AutoresetMode.DISABLED,)
-    assert check_wrapper(vecmode.DisableAutoreset).modes == (
-        AutoresetMode.NEXT_STEP,
-        AutoresetMode.DISABLED,
-    )
+    report = check_wrapper(vecmode.SameStepAutoreset)
+    assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.wrapper_class is vecmode.SameStepAutoreset
+    report = check_wrapper(vecmode.DisableAutoreset)
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.wrapper_class is vecmode.DisableAutoreset
     with pytest.raises(AssertionError) as caught:
         check_wrapper(vecmode.NextStepAutoreset)
     assert (
@@ -378,6 +491,7 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
     ) in str(caught.value)
     report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
     assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.wrapper_class is vecmode.NextStepAutoreset
     assert all("gymnasium" not in run for run in report.runs)
 
 

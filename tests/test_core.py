@@ -148,6 +148,7 @@ def test_episode_ended_error_names_every_ended_sub_env():
     envs.close()
 
 
+@pytest.mark.slow
 def test_episode_ended_error_is_raised_under_python_O():
     code = textwrap.dedent(
         """

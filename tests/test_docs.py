@@ -6,6 +6,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -67,8 +68,9 @@ def test_readme_shows_a_checked_stack():
 
 
 def _hooks():
-    """docs/hooks.py, the mkdocs hook that fills in the generated parts of the site
-    (imported by path: docs/ is not a package, and pytest does not collect it)."""
+    """docs/hooks.py, which keeps the generated parts of the pages current (and,
+    as an mkdocs hook, fails the build while one is stale); imported by path:
+    docs/ is not a package, and pytest does not collect it."""
     spec = importlib.util.spec_from_file_location(
         "vecmode_docs_hooks", ROOT / "docs" / "hooks.py"
     )
@@ -88,50 +90,93 @@ def _vecmode(*args):
     ).stdout
 
 
-def test_registry_page_table_is_generated_from_the_registry():
-    """docs/registry.md holds the marker, and the site has the registry's table there."""
+def _region(page: str, name: str) -> tuple[str, str]:
+    """The one generated region ``name`` on ``docs/<page>``: (its args, its body)."""
     hooks = _hooks()
-    page = (ROOT / "docs" / "registry.md").read_text()
-    assert page.count(hooks.REGISTRY_MARKER) == 1
-    assert "| `vecmode.NextStepAutoreset` |" not in page  # no table typed by hand
-    built = hooks.render(page)
-    printed = _vecmode("table", "--markdown", "--why")
-    assert printed in built + "\n"
-    assert hooks.registry_table() == printed.rstrip("\n")
-    assert "<!-- vecmode:" not in built
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    found = [m for m in hooks.REGION.finditer(text) if m["name"] == name]
+    assert len(found) == 1, f"{page}: {len(found)} {name} regions"
+    return found[0]["args"].strip(), found[0]["body"]
 
 
-def test_every_marker_in_the_docs_is_filled_in():
-    """An unknown marker fails the build; every known one is replaced."""
+@pytest.mark.slow
+def test_generated_parts_of_the_docs_are_current():
+    """What the pages show of vecmode's output is what it prints now (they are
+    committed so that GitHub shows them; the docs build fails while stale)."""
+    stale = _hooks().stale()
+    assert stale == [], f"run `python docs/hooks.py` to update {stale}"
+
+
+@pytest.mark.slow
+def test_registry_page_holds_the_registry_table():
+    args, body = _region("registry.md", "registry-table")
+    assert args == ""
+    assert body == _vecmode("table", "--markdown", "--why")
+    assert "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |" in body
+
+
+def test_the_markdown_table_has_a_blank_line_before_its_reasons():
+    """Markdown runs a list on into the paragraph above it without one."""
+    from vecmode.registry import format_table
+
+    lines = format_table(markdown=True, why=True).splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("* "))
+    assert lines[first - 1] == "" and lines[first - 2].startswith("ok: correct")
+    assert lines[first].startswith("* `vecmode.")
+
+
+def test_modes_page_shows_the_timeline_picture():
     hooks = _hooks()
-    for page in sorted((ROOT / "docs").glob("**/*.md")):
-        text = page.read_text()
-        if "<!-- vecmode:" in text:
-            built = hooks.render(text, page.name)
-            assert "<!-- vecmode:" not in built, page.name
-    with pytest.raises(ValueError, match="unknown marker"):
-        hooks.render("<!-- vecmode:no-such-thing -->")
+    args, body = _region("modes.md", "timeline-svg")
+    assert (args, body) == ("", hooks.timeline_link() + "\n")
+    picture = (ROOT / "docs" / hooks.TIMELINE_FILE).read_text(encoding="utf-8")
+    root = ET.fromstring(picture)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "final_obs=s3" in picture and "reset(mask) \u2192 s0'" in picture
 
 
-def test_modes_page_has_the_timeline_picture():
+@pytest.mark.slow
+def test_cli_region_shows_the_command_and_what_it_prints():
     hooks = _hooks()
-    page = (ROOT / "docs" / "modes.md").read_text()
-    assert page.count(hooks.TIMELINE_MARKER) == 1
-    picture = hooks.timeline_picture()
-    assert picture.startswith('<figure class="vecmode-timeline"')
-    assert "<svg " in picture and "final_obs=s3" in picture
-    assert "\n\n" not in picture  # a blank line would end Markdown's raw HTML block
-
-
-def test_cli_marker_shows_the_command_and_what_it_prints():
-    hooks = _hooks()
-    built = hooks.render("before\n<!-- vecmode:cli timeline --steps 4 -->\nafter")
+    page = "before\n<!-- vecmode:cli timeline --steps 4 -->\nold\n<!-- /vecmode:cli -->\nafter"
     printed = _vecmode("timeline", "--steps", "4").rstrip("\n")
-    assert built == (
-        f"before\n```console\n$ vecmode timeline --steps 4\n{printed}\n```\nafter"
+    assert hooks.render(page) == (
+        "before\n<!-- vecmode:cli timeline --steps 4 -->\n```console\n"
+        f"$ vecmode timeline --steps 4\n{printed}\n```\n<!-- /vecmode:cli -->\nafter"
     )
 
 
+@pytest.mark.slow
+def test_the_docs_build_fails_while_a_generated_part_is_stale(tmp_path, monkeypatch):
+    from mkdocs.exceptions import PluginError
+
+    hooks = _hooks()
+    docs = tmp_path / "docs"
+    (docs / "assets").mkdir(parents=True)
+    svg = (ROOT / "docs" / hooks.TIMELINE_FILE).read_text(encoding="utf-8")
+    (docs / hooks.TIMELINE_FILE).write_text(svg, encoding="utf-8")
+    page = "<!-- vecmode:cli table -->\nan old table\n<!-- /vecmode:cli -->\n"
+    (docs / "page.md").write_text(page, encoding="utf-8")
+    with pytest.raises(PluginError, match=r"out of date in docs/page\.md: run"):
+        hooks.on_pre_build({"docs_dir": str(docs)})
+    assert hooks.update(docs) == ["docs/page.md"]
+    hooks.on_pre_build({"docs_dir": str(docs)})  # current now
+    (docs / "page.md").write_text(page, encoding="utf-8")
+    monkeypatch.setenv(hooks.SKIP_CHECK, "1")  # what tests/test_docs_site.py does
+    hooks.on_pre_build({"docs_dir": str(docs)})
+
+
+def test_broken_markers_are_errors():
+    hooks = _hooks()
+    with pytest.raises(hooks.MarkerError, match="unknown marker"):
+        hooks.render("<!-- vecmode:no-such-thing -->\n<!-- /vecmode:no-such-thing -->")
+    with pytest.raises(hooks.MarkerError, match="has no closing"):
+        hooks.render("<!-- vecmode:registry-table -->\n| a |\n")
+    with pytest.raises(hooks.MarkerError, match="has no closing"):  # another's end
+        hooks.render("<!-- vecmode:cli -->\nx\n<!-- /vecmode:registry-table -->\n")
+
+
+@pytest.mark.slow
 def test_readme_shows_what_vecmode_prints():
     """The README's copy of the output of ``vecmode``, cut at ``...``, is its start."""
     readme = (ROOT / "README.md").read_text()
@@ -146,3 +191,64 @@ def test_performance_page_reports_every_benchmark():
     page = (ROOT / "docs" / "performance.md").read_text()
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         assert f"benchmarks/{script.name}" in page, script.name
+
+
+def _table_after(page: str, marker: str) -> list[dict[str, str]]:
+    """The rows of the first Markdown table after ``marker`` on ``page``."""
+    text = page[page.index(marker) :]
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    end = next(
+        (i for i in range(1, len(lines)) if lines[i].startswith("| env |")), len(lines)
+    )
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [
+        dict(
+            zip(
+                header,
+                (cell.strip() for cell in line.strip("|").split("|")),
+                strict=True,
+            )
+        )
+        for line in lines[2:end]
+    ]
+
+
+def test_readmes_async_claim_is_the_measured_range_at_every_size():
+    """The README's speed-up of the async env over Gymnasium's is the range
+    docs/performance.md measured, and holds at every size measured between."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    claim = re.search(
+        r"on\s+CartPole, ([\d.]+)x \((\d+) sub-envs\) to ([\d.]+)x \((\d+) sub-envs\)"
+        r"\s+Gymnasium's `AsyncVectorEnv`",
+        readme,
+    )
+    assert claim is not None
+    low, low_n, high, high_n = claim.groups()
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    rows = [
+        row
+        for row in _table_after(page, "vecmode's default layout on 2 CPUs")
+        if row["env"] == "CartPole-v1"
+    ]
+    ratios = {
+        int(row["num_envs"]): float(row["vm async / gym async (min-max)"].split()[0])
+        for row in rows
+    }
+    assert (int(low_n), int(high_n)) == (min(ratios), max(ratios))
+    assert float(low) == round(ratios[int(low_n)], 1)
+    assert float(high) == round(ratios[int(high_n)], 1)
+    assert all(float(low) <= round(r, 1) <= float(high) for r in ratios.values())
+    # the page's own summary says the same
+    assert f"{low}x ({low_n} sub-envs) to" in " ".join(page.split())
+    assert f"{high}x ({high_n} sub-envs)" in " ".join(page.split())
+
+
+def test_performance_page_speaks_to_users():
+    """What was measured, how to rerun it, what it means; no project-internal
+    goals or estimates."""
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    for heading in ("## In short", "## Rerun it"):
+        assert heading in page
+    assert page.count("What it means") == 6
+    for internal in ("the issue", "target", "goal", "Goal"):
+        assert internal not in page, internal

@@ -59,6 +59,10 @@ class Case:
     child_dies: bool = False
     #: what close() raises (class name), None: nothing
     close_error: str | None = None
+    #: close() must return within this many seconds
+    close_within: float = 10.0
+    #: send Ctrl-C to the session this long after close() starts
+    sigint_in_close: float | None = None
     num_envs: int = 4
 
     def as_json(self) -> str:
@@ -239,6 +243,30 @@ def _cases() -> list[Case]:
                 close_error="SubEnvError",
             )
         )
+    # close() that hangs: bounded by the grace period; interrupted: a second close
+    # ends what the first left
+    cases.append(
+        Case(
+            "close_hangs-async",
+            "close_hangs",
+            "async",
+            {1: "close_hangs"},
+            None,
+            options={"timeout": 1.0},
+            close_within=4.0,
+        )
+    )
+    cases.append(
+        Case(
+            "close_hangs-ctrl-c-async",
+            "close_hangs",
+            "async",
+            {1: "close_hangs"},
+            None,
+            sigint_in_close=0.5,
+            close_within=4.0,
+        )
+    )
     # what cannot be pickled: the same SubEnvError in a worker and in the parent
     for backend, faulty in (("async", 1), ("async-parent", 3)):
         cases.append(
@@ -367,6 +395,11 @@ def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
             if line.strip() == "READY" and case.sigint_after is not None:
                 time.sleep(case.sigint_after)
                 os.killpg(sid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+            if case.sigint_in_close is not None:
+                while line and line.strip() != "CLOSING":
+                    line = stdout.readline()
+                time.sleep(case.sigint_in_close)
+                os.killpg(sid, signal.SIGINT)
             child.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             os.killpg(sid, signal.SIGKILL)
@@ -413,7 +446,10 @@ def test_fault(case: Case):
             assert error["type"] == "KeyboardInterrupt", error  # never wrapped
     if case.after is not None:
         assert report["after"] == case.after, report
-    if case.close_error is None:
+    assert report["close_seconds"] <= case.close_within, report
+    if case.sigint_in_close is not None:
+        assert report["close"]["type"] == "KeyboardInterrupt", report["close"]
+    elif case.close_error is None:
         assert report["close"] == "ok", report["close"]
     else:
         assert case.close_error in report["close"]["classes"], report["close"]
@@ -433,6 +469,7 @@ def test_the_cases_cover_every_fault_backend_and_start_method():
         "exit",
         "segfault",
         "close_raises",
+        "close_hangs",
         "unpicklable_info",
         "unpicklable_obs",
         "none",

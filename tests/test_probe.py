@@ -88,6 +88,22 @@ def test_probe_finds_the_mode(name, mode):
     assert str(result).startswith(f"behaves as {mode.value} (declares {mode.value})")
 
 
+def test_the_verified_env_classes_are_the_ones_probed_here():
+    """vecmode.check reports these env classes' modes as verified because
+    test_probe_finds_the_mode proves them in every mode."""
+    from vecmode._evidence import VERIFIED_ENVS
+
+    probed = set()
+    for name, make in ENVS.items():
+        if name.startswith("custom"):
+            continue
+        envs = make(AutoresetMode.NEXT_STEP)
+        cls = type(envs.unwrapped)
+        probed.add(f"{cls.__module__}:{cls.__qualname__}")
+        envs.close()
+    assert probed == VERIFIED_ENVS
+
+
 def test_probe_gymnasium_custom_cartpole_vector_env():
     """gym.make_vec("CartPole-v1") uses the numpy CartPoleVectorEnv, which resets
     every sub-env whatever reset_mask says; it is NEXT_STEP."""

@@ -467,6 +467,228 @@ def test_assert_compatible_raises_with_the_table():
     assert "NormalizeReward" in str(info.value)
 
 
+# ------------------------------------------------------------------ evidence
+class CountsEveryCall(vecmode.wrappers.StatefulWrapper):
+    """Scales rewards by the mean reward of every call's sub-envs, NEXT_STEP's
+    reset steps (reward 0) included: a real bug in every mode but NEXT_STEP-free
+    ones, hidden by StatefulWrapper's all-modes declaration, which it inherits."""
+
+    def __init__(self, env) -> None:
+        super().__init__(env)
+        self.total, self.count = 0.0, 0
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = super().step(actions)
+        self.total += float(np.sum(rewards))
+        self.count += len(rewards)
+        return obs, rewards / (self.total / self.count), terms, truncs, infos
+
+
+class MyNormalizeReward(vecmode.wrappers.NormalizeReward):
+    """A user's subclass of a verified vecmode wrapper."""
+
+
+class MyRecordEpisodeStatistics(gym_wrappers.RecordEpisodeStatistics):
+    """A user's subclass of a Gymnasium wrapper vecmode has an entry for."""
+
+
+def test_report_shows_the_evidence_behind_each_verdict():
+    envs = in_mode(SS)
+    envs = vecmode.wrappers.NormalizeReward(envs)
+    envs = gym_wrappers.ClipReward(envs, 0, 1)
+    envs = NoSameStep.__mro__[1](envs)  # VectorWrapper: undeclared
+    envs = CountsEveryCall(envs)
+    envs = MyNormalizeReward(envs)
+    envs = MyRecordEpisodeStatistics(envs)
+    report = vecmode.check(envs)
+    assert report.ok and not report.verified
+    assert [row.evidence.value for row in report] == [
+        "verified",  # vecmode's core
+        "verified",  # SameStepAutoreset: vecmode's conformance tests
+        "verified",  # NormalizeReward: vecmode's conformance tests
+        "verified",  # Gymnasium's ClipReward: vecmode's runs of it
+        "none",  # undeclared
+        "inherited",  # StatefulWrapper's declaration
+        "inherited",  # a verified class's subclass is not verified
+        "inherited",  # nor is a subclass of Gymnasium's
+    ]
+    assert report.unverified == report.rows[4:]
+    text = str(report)
+    assert text.splitlines()[0] == (
+        "ok: the stack runs SameStep, 1 undeclared (see notes); not verified: "
+        "layer 5 CountsEveryCall (inherited), layer 6 MyNormalizeReward (inherited), "
+        "layer 7 MyRecordEpisodeStatistics (inherited) (see notes)"
+    )
+    assert text.splitlines()[2].split()[-1] == "evidence"
+    assert [line.split()[-1] for line in text.splitlines()[4:12]] == [
+        "verified",
+        "verified",
+        "verified",
+        "verified",
+        "none",
+        "inherited",
+        "inherited",
+        "inherited",
+    ]
+    row = report[5]
+    assert row.evidence_note == (
+        f"{vecmode.registry.evidence_inherited('StatefulWrapper', False)}; "
+        + vecmode.registry.how_to_verify(
+            "CountsEveryCall", "tests.test_registry:CountsEveryCall"
+        )
+    )
+    assert (
+        "run `vecmode conform tests.test_registry:CountsEveryCall`" in row.evidence_note
+    )
+    assert report[6].evidence_note.startswith(
+        vecmode.registry.evidence_inherited("NormalizeReward", True)
+    )
+    assert report[7].evidence_note.startswith(
+        vecmode.registry.evidence_inherited("RecordEpisodeStatistics", True)
+    )
+    for verified in report[:4]:
+        assert verified.evidence_note == ""
+    # an undeclared layer: how to find the modes it is right in
+    assert report[4].evidence_note == vecmode.registry.how_to_find_modes(
+        "VectorWrapper", "gymnasium.vector.vector_env:VectorWrapper"
+    )
+    envs.close()
+
+
+def test_own_and_registered_declarations_are_declared(clean_registry):
+    envs = NoSameStep(in_mode(NS))
+    row = vecmode.check(envs)[-1]
+    assert row.evidence is vecmode.Evidence.DECLARED
+    assert "declared by NoSameStep itself (@vecmode.supports)" in row.evidence_note
+    assert "vecmode conform tests.test_registry:NoSameStep" in row.evidence_note
+
+    class Theirs(VectorWrapper):
+        pass
+
+    vecmode.register(Theirs, [NS])
+    row = vecmode.check(Theirs(in_mode(NS)))[-1]
+    assert row.evidence is vecmode.Evidence.DECLARED
+    assert "(vecmode.register)" in row.evidence_note
+    # a local class has no import path: the function to run instead
+    assert "run vecmode.testing.check_wrapper(Theirs)" in row.evidence_note
+    # registering one of vecmode's verified wrappers anew: only declared now
+    vecmode.register(vecmode.wrappers.ClipReward, [NS])
+    assert vecmode.evidence(vecmode.wrappers.ClipReward) is vecmode.Evidence.DECLARED
+    vecmode.unregister(vecmode.wrappers.ClipReward)
+    assert vecmode.evidence(vecmode.wrappers.ClipReward) is vecmode.Evidence.VERIFIED
+
+
+def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
+    from tests.custom_vector_envs import CounterVectorEnv
+
+    row = vecmode.check(CounterVectorEnv(2, "SameStep"))[0]
+    assert (row.verdict, row.evidence) == (Verdict.OK, vecmode.Evidence.DECLARED)
+    assert row.evidence_note == vecmode.registry.evidence_env_declared(
+        "CounterVectorEnv"
+    )
+    assert "vecmode probe" in row.evidence_note
+    row = vecmode.check(undeclared_env())[0]
+    assert row.evidence is vecmode.Evidence.NONE
+    assert row.evidence_note == vecmode.registry.evidence_env_undeclared(
+        "SyncVectorEnv"
+    )
+    for env in (gym_env(SS), core()):
+        assert vecmode.check(env)[0].evidence is vecmode.Evidence.VERIFIED
+        env.close()
+
+
+def test_a_recorded_check_wrapper_run_makes_exactly_that_class_verified(
+    clean_registry,
+):
+    from vecmode.testing import check_wrapper
+
+    @vecmode.supports(NS, SS, D)
+    class Scale(vecmode.wrappers.RewardWrapper):
+        def rewards(self, rewards):
+            return rewards * 2
+
+    class SubScale(Scale):
+        pass
+
+    assert vecmode.evidence(Scale) is vecmode.Evidence.DECLARED
+    report = check_wrapper(Scale)
+    assert report.wrapper_class is Scale
+    assert vecmode.evidence(Scale) is vecmode.Evidence.DECLARED  # not yet recorded
+    assert report.record() is report
+    assert vecmode.evidence(Scale) is vecmode.Evidence.VERIFIED
+    row = vecmode.check(Scale(in_mode(SS)))[-1]
+    assert (row.evidence, row.evidence_note) == (vecmode.Evidence.VERIFIED, "")
+    assert vecmode.check(Scale(in_mode(SS))).verified
+    # not inherited by subclasses
+    assert vecmode.evidence(SubScale) is vecmode.Evidence.INHERITED
+    # a changed declaration lapses the evidence
+    vecmode.register(Scale, [NS])
+    assert vecmode.evidence(Scale) is vecmode.Evidence.DECLARED
+    vecmode.unregister(Scale)
+    assert vecmode.evidence(Scale) is vecmode.Evidence.VERIFIED
+
+
+def test_a_partial_proof_verifies_only_its_modes():
+    from vecmode.testing import check_wrapper
+
+    @vecmode.supports(NS, SS, D)
+    class Halve(vecmode.wrappers.RewardWrapper):
+        def rewards(self, rewards):
+            return rewards / 2
+
+    check_wrapper(Halve, modes=["Disabled"]).record()  # SameStep, NextStep unproven
+    assert vecmode.evidence(Halve, "Disabled") is vecmode.Evidence.VERIFIED
+    assert vecmode.evidence(Halve, "SameStep") is vecmode.Evidence.DECLARED
+    assert vecmode.evidence(Halve) is vecmode.Evidence.DECLARED
+    assert vecmode.check(Halve(in_mode(D)))[-1].evidence is vecmode.Evidence.VERIFIED
+    assert vecmode.check(Halve(in_mode(SS)))[-1].evidence is vecmode.Evidence.DECLARED
+
+
+def test_a_check_of_a_stack_cannot_be_recorded_for_one_class():
+    from vecmode.testing import check_wrapper
+
+    report = check_wrapper(
+        lambda env: vecmode.wrappers.ClipReward(
+            vecmode.wrappers.TransformReward(env, lambda r: r + 1), 0, 2
+        )
+    )
+    assert (report.wrapper_class, report.layers) == (None, 2)
+    with pytest.raises(ValueError, match=r"proved a stack of 2 wrappers"):
+        report.record()
+
+
+def test_the_inherited_bug_is_found_by_the_kit_and_cannot_be_recorded():
+    """The issue's case: the report says ok (inherited, not verified); the
+    conformance kit finds the bug, so there is no passing run to record."""
+    from vecmode.testing import check_wrapper
+
+    report = vecmode.check(CountsEveryCall(in_mode(SS)))
+    assert report.ok and report[-1].evidence is vecmode.Evidence.INHERITED
+    with pytest.raises(AssertionError, match="field reward"):
+        check_wrapper(CountsEveryCall)
+    assert vecmode.evidence(CountsEveryCall) is vecmode.Evidence.INHERITED
+
+
+def test_assert_compatible_can_require_every_layer_verified():
+    from vecmode.testing import check_wrapper
+
+    @vecmode.supports(NS, SS, D)
+    class Plus(vecmode.wrappers.RewardWrapper):
+        def rewards(self, rewards):
+            return rewards + 1
+
+    envs = Plus(in_mode(SS))
+    vecmode.assert_compatible(envs)  # ok, declared
+    with pytest.raises(vecmode.IncompatibleModeError) as caught:
+        vecmode.assert_compatible(envs, verified=True)
+    assert str(caught.value) == vecmode.registry.stack_not_verified(
+        str(vecmode.check(envs))
+    )
+    check_wrapper(Plus).record()
+    assert vecmode.assert_compatible(envs, verified=True).verified
+    envs.close()
+
+
 def test_check_refuses_what_is_not_a_vector_env():
     with pytest.raises(TypeError, match=r"gymnasium\.vector\.VectorEnv"):
         vecmode.check(gym.make("CartPole-v1"))
@@ -552,6 +774,7 @@ def test_guard_also_covers_modules_imported_later(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ isolation
+@pytest.mark.slow
 def test_importing_vecmode_patches_nothing():
     code = textwrap.dedent(
         """
@@ -589,6 +812,7 @@ def test_importing_vecmode_patches_nothing():
     assert all(m.startswith("vecmode.") for m in modules), modules
 
 
+@pytest.mark.slow
 def test_checks_run_under_python_dash_o():
     code = textwrap.dedent(
         """

@@ -501,6 +501,7 @@ def test_step_before_reset_is_a_clear_error_and_changes_nothing():
     collector.close()
 
 
+@pytest.mark.slow
 def test_checks_raise_under_python_O():
     code = (
         "import numpy as np, vecmode\n"

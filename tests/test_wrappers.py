@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vecmode
-from tests.helpers import assert_same_run, drive, make_script
+from tests.helpers import assert_same_run, drive, make_script, without_box_warnings
 from tests.wrapper_cases import (
     MODES,
     SINGLE_CASES,
@@ -227,7 +227,7 @@ def test_inner_arrays_and_caller_actions_are_not_written_into():
     inner = Keep(vecmode_base("box_action", AutoresetMode.SAME_STEP))
     envs = vw.ClipReward(
         vw.NormalizeObservation(
-            vw.DtypeObservation(
+            without_box_warnings(vw.DtypeObservation)(
                 vw.ClipAction(
                     vw.VectorizeTransformAction(
                         inner,
@@ -345,6 +345,7 @@ def test_a_same_step_env_without_final_obs_is_named():
                 envs.step(np.zeros(3, dtype=np.int64))
 
 
+@pytest.mark.slow
 def test_checks_run_under_python_dash_o():
     code = textwrap.dedent(
         """

@@ -27,7 +27,7 @@ from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
 from tests.gym_verdict_helpers import BoxActionEnv, ImageEnv, NumericEnv
-from tests.helpers import ScheduledEnv
+from tests.helpers import ScheduledEnv, without_box_warnings
 from vecmode import wrappers as vw
 
 MODES = tuple(AutoresetMode)
@@ -199,12 +199,16 @@ CASES: tuple[Case, ...] = (
         single=lambda e: single_wrappers.RescaleObservation(e, 0.0, 1.0),
         gym_vector=lambda e: gym_vector.RescaleObservation(e, 0.0, 1.0),
     ),
-    Case(
+    Case(  # Gymnasium's Box warns about the float64 space it derives: known
         "DtypeObservation",
         "box",
-        lambda e: vw.DtypeObservation(e, np.float64),
-        single=lambda e: single_wrappers.DtypeObservation(e, np.float64),
-        gym_vector=lambda e: gym_vector.DtypeObservation(e, np.float64),
+        without_box_warnings(lambda e: vw.DtypeObservation(e, np.float64)),
+        single=without_box_warnings(
+            lambda e: single_wrappers.DtypeObservation(e, np.float64)
+        ),
+        gym_vector=without_box_warnings(
+            lambda e: gym_vector.DtypeObservation(e, np.float64)
+        ),
     ),
     Case(
         "NormalizeObservation",
@@ -264,12 +268,16 @@ CASES: tuple[Case, ...] = (
         single=single_wrappers.ClipAction,
         gym_vector=gym_vector.ClipAction,
     ),
-    Case(
+    Case(  # Gymnasium's Box warns about the float64 bounds it is given: known
         "RescaleAction",
         "box_action",
-        lambda e: vw.RescaleAction(e, -0.5, 0.5),
-        single=lambda e: single_wrappers.RescaleAction(e, -0.5, 0.5),
-        gym_vector=lambda e: gym_vector.RescaleAction(e, -0.5, 0.5),
+        without_box_warnings(lambda e: vw.RescaleAction(e, -0.5, 0.5)),
+        single=without_box_warnings(
+            lambda e: single_wrappers.RescaleAction(e, -0.5, 0.5)
+        ),
+        gym_vector=without_box_warnings(
+            lambda e: gym_vector.RescaleAction(e, -0.5, 0.5)
+        ),
     ),
     Case(
         "TransformReward",

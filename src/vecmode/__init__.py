@@ -13,7 +13,8 @@
   arguments) right in every mode, base classes for new ones, and a vector
   ``FrameStackObservation``.
 * the registry: :func:`supports`, :func:`register`, :func:`supported_modes`,
-  :func:`check`, :func:`assert_compatible`, :func:`require_mode`, :func:`guard`.
+  :func:`check`, :func:`assert_compatible`, :func:`require_mode`, :func:`guard`;
+  :func:`evidence` (:class:`Evidence`): what a class's declared modes rest on.
 * :class:`TransitionCollector`: one training loop for every mode; each step gives
   a :class:`Transition` with the true next observation and a ``valid`` mask.
 * :func:`probe_mode`: the mode a vector env really behaves as (:class:`ProbeResult`).
@@ -33,6 +34,7 @@ from vecmode.autoreset import (
     with_autoreset,
 )
 from vecmode.core import Command, VectorCore
+from vecmode.env_classes import register_vector_env, unregister_vector_env
 from vecmode.errors import (
     EpisodeEndedError,
     IncompatibleModeError,
@@ -47,12 +49,14 @@ from vecmode.probe import ProbeResult, probe_mode
 from vecmode.registry import (
     CompatibilityReport,
     Declaration,
+    Evidence,
     Guard,
     LayerReport,
     Verdict,
     assert_compatible,
     check,
     declaration,
+    evidence,
     guard,
     register,
     require_mode,
@@ -75,6 +79,7 @@ __all__ = [
     "Declaration",
     "DisableAutoreset",
     "EpisodeEndedError",
+    "Evidence",
     "Guard",
     "IncompatibleModeError",
     "LayerReport",
@@ -96,17 +101,20 @@ __all__ = [
     "assert_compatible",
     "check",
     "declaration",
+    "evidence",
     "guard",
     "honours_reset_mask",
     "make_vec",
     "mode_of",
     "probe_mode",
     "register",
+    "register_vector_env",
     "require_mode",
     "strict",
     "supported_modes",
     "supports",
     "unregister",
+    "unregister_vector_env",
     "with_autoreset",
     "wrappers",
 ]

@@ -207,3 +207,13 @@ GYMNASIUM_VERDICTS = {
         "Disabled": _JAX_MASK_CRASH,
     },
 }
+
+#: Gymnasium's vector wrappers whose statistics pool the sub-envs of a batch, so
+#: that their values depend on which sub-envs' events share a call (what
+#: ``check_wrapper(..., batch_dependent=...)`` is about); they do not say so.
+BATCH_DEPENDENT: frozenset[str] = frozenset(
+    {
+        "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation",
+        "gymnasium.wrappers.vector.stateful_reward:NormalizeReward",
+    }
+)

@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import iterate
+from gymnasium.vector.utils import batch_space, iterate
 
 from vecmode import errors
 from vecmode.core import (
@@ -32,14 +31,17 @@ from vecmode.core import (
     copy_batch,
     validate_reset_mask,
 )
+from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper
-from vecmode.infos import merge_infos, select_infos
+from vecmode.infos import expand_infos, merge_infos, select_infos
 from vecmode.modes import (
     EndedTracker,
     ModeLike,
     as_mode,
     caller_resets,
+    final_in_info,
+    from_dense_finals,
     mode_of,
     resets_on_next_step,
     same_step_infos,
@@ -49,6 +51,7 @@ from vecmode.registry import declaration, supports
 
 __all__ = [
     "DisableAutoreset",
+    "GymnasiumFinalObs",
     "NextStepAutoreset",
     "SameStepAutoreset",
     "honours_reset_mask",
@@ -66,29 +69,41 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly.
 
     True for an env whose declared mode is DISABLED (the mode's contract; vecmode's
-    ``SyncVectorEnv`` and ``AsyncVectorEnv`` are such envs), for a NEXT_STEP stack
-    over a vecmode core (its :class:`NextStepAutoreset` resets exactly the core's
-    ended sub-envs, which a masked reset clears), and for
-    Gymnasium's NEXT_STEP envs whose masked reset clears the pending autoreset of
-    the masked sub-envs: ``gymnasium.vector.SyncVectorEnv`` and
-    ``gymnasium.vector.AsyncVectorEnv(shared_memory=True)``. Not for envs that
-    reset every sub-env whatever the mask (Gymnasium's numpy ``CartPoleVectorEnv``)
-    nor for ``AsyncVectorEnv(shared_memory=False)``, whose workers keep a pending
-    autoreset after a masked reset.
+    cores are such envs) and for a NEXT_STEP env whose class is declared (see
+    :mod:`vecmode.env_classes`) to clear the pending autoreset of the sub-envs a
+    masked reset resets: Gymnasium's ``SyncVectorEnv``, its ``AsyncVectorEnv`` with
+    shared memory, ALE's ``AtariVectorEnv``, EnvPool. Not for envs that reset every
+    sub-env whatever the mask (Gymnasium's numpy ``CartPoleVectorEnv``), nor for
+    Gymnasium's ``AsyncVectorEnv(shared_memory=False)``, nor for undeclared classes.
     """
     mode = mode_of(env)
     if mode is None:
         return False
     if caller_resets(mode):
         return True
-    if not resets_on_next_step(mode):
-        return False
-    inner = env.unwrapped
-    if isinstance(inner, VectorCore):
-        return True
-    if isinstance(inner, gym.vector.AsyncVectorEnv):
-        return bool(inner.shared_memory)
-    return isinstance(inner, gym.vector.SyncVectorEnv)
+    found = vector_env_declaration(env)
+    return (
+        resets_on_next_step(mode)
+        and found is not None
+        and found.masked_reset(env) == "clears"
+    )
+
+
+def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
+    """Why ``env``'s masked reset cannot drive it as DISABLED, and the remedy."""
+    name = type(env.unwrapped).__name__
+    if mode_of(env) is None:
+        return (
+            "It declares no mode, so what its reset with a mask does is unknown.",
+            "Declare the mode it runs in in metadata['autoreset_mode'].",
+        )
+    found = vector_env_declaration(env)
+    if found is None:
+        return unknown_masked_reset(name), declare_vector_env(name)
+    return (
+        found.why.format(name=name),
+        found.remedy.format(name=name) or _BUILD_DISABLED,
+    )
 
 
 class _AutoresetWrapper(ForwardingWrapper):
@@ -115,6 +130,12 @@ class _AutoresetWrapper(ForwardingWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         self.metadata = {**env.metadata, "autoreset_mode": self.autoreset_mode}
+        found = vector_env_declaration(env)
+        if found is not None and not found.batched_spaces and env.unwrapped is env:
+            # the env's spaces are the single-env ones (EnvPool): batch them here
+            n = env.num_envs
+            self.observation_space = batch_space(env.single_observation_space, n)
+            self.action_space = batch_space(env.single_action_space, n)
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
@@ -125,11 +146,13 @@ class _AutoresetWrapper(ForwardingWrapper):
         return found.modes, found.output
 
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
-        return IncompatibleModeError(
+        error = IncompatibleModeError(
             errors.incompatible_mode(
                 type(self).__name__, mode_of(self.env), self._declared[0], why, instead
             )
         )
+        error.why, error.instead = why, instead  # type: ignore[attr-defined]
+        return error
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -233,8 +256,44 @@ class _AutoresetWrapper(ForwardingWrapper):
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
+        if state is not None:
+            obs, infos = self._whole_batch(obs, infos, state)
         self._last_obs = obs
         return obs, infos
+
+    def _masked_reset(self, mask: np.ndarray) -> tuple[Any, dict[str, Any]]:
+        """Reset the masked sub-envs of the foreign env; the whole batch back."""
+        obs, infos = self.env.reset(options={"reset_mask": mask})
+        return self._whole_batch(obs, infos, mask)
+
+    def _whole_batch(
+        self, obs: Any, infos: dict[str, Any], mask: np.ndarray
+    ) -> tuple[Any, dict[str, Any]]:
+        """A masked reset's result as the whole batch, for an env declared to
+        return only the masked sub-envs' rows (EnvPool): the others keep their
+        last observations, the infos are spread over the sub-envs with masks."""
+        # (only directly over the declared env: a vecmode layer between returns all)
+        found = (
+            vector_env_declaration(self.env) if self.env.unwrapped is self.env else None
+        )
+        if found is None or found.reset_returns == "all" or self._last_obs is None:
+            return obs, infos
+        whole = copy_batch(self._last_obs)
+        _place_rows(whole, np.flatnonzero(mask), obs)
+        return whole, expand_infos(infos, mask, self.num_envs)
+
+
+def _place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
+    """Write the rows of batch ``part`` (one per index in ``rows``) into the batch
+    ``whole`` at those indices (Dict and Tuple batches included)."""
+    if isinstance(whole, dict):
+        for key in whole:
+            _place_rows(whole[key], rows, part[key])
+    elif isinstance(whole, tuple):
+        for sub_whole, sub_part in zip(whole, part, strict=True):
+            _place_rows(sub_whole, rows, sub_part)
+    else:
+        whole[rows] = part
 
 
 #: The state of a foreign env's ``reset_async`` that sent nothing (an all-False mask).
@@ -380,7 +439,7 @@ class SameStepAutoreset(_AutoresetWrapper):
             for i, single in enumerate(iterate(self.env.observation_space, obs)):
                 if ended[i]:
                     final_obs[i] = copy_batch(single)
-            obs, reset_infos = self.env.reset(options={"reset_mask": ended})
+            obs, reset_infos = self._masked_reset(ended)
             infos = with_finals(
                 merge_infos(select_infos(infos, ~ended), reset_infos),
                 ended,
@@ -420,14 +479,7 @@ class DisableAutoreset(_AutoresetWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         if not honours_reset_mask(env):
-            raise self._refuse(
-                "It declares no mode, so what its reset with a mask does is unknown."
-                if mode_of(env) is None
-                else f"{type(env.unwrapped).__name__} is not known to clear a pending "
-                "autoreset on reset(options={'reset_mask': mask}) (Gymnasium's numpy "
-                "CartPoleVectorEnv, for one, resets every sub-env whatever the mask).",
-                _BUILD_DISABLED,
-            )
+            raise self._refuse(*_why_not_masked(env))
         self.ended = EndedTracker(env.num_envs)
 
     def _step_actions(self, actions: Any) -> Any:
@@ -505,6 +557,8 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     target = as_mode(mode)
     current = mode_of(env)
     if current is target:
+        if final_in_info(target) and final_obs_layout(env) != "gymnasium":
+            return GymnasiumFinalObs(env)
         return env
     if current is None:
         raise IncompatibleModeError(
@@ -521,9 +575,48 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     chain = _conversion(current, target)
     if chain is None:  # the policy producing the target refuses, saying why
         chain = [p for p in POLICIES if cast(Any, declaration(p)).output is target]
+    original = env
     for policy in chain:
-        env = policy(env)
+        try:
+            env = policy(env)
+        except IncompatibleModeError as error:
+            if len(chain) == 1 or not hasattr(error, "why"):
+                raise
+            # a step on the way refused: say so in terms of what was asked
+            raise IncompatibleModeError(
+                conversion_refused(original, current, target, policy.__name__, error)
+            ) from error
     return env
+
+
+@supports(
+    AutoresetMode.SAME_STEP,
+    output=AutoresetMode.SAME_STEP,
+    why={
+        AutoresetMode.NEXT_STEP: "It only rewrites SameStep's final observations.",
+        AutoresetMode.DISABLED: "It only rewrites SameStep's final observations.",
+    },
+    instead="Use vecmode.with_autoreset(env, 'SameStep').",
+)
+class GymnasiumFinalObs(_AutoresetWrapper):
+    """SAME_STEP's final observations in Gymnasium's layout, over an env that
+    reports them its own way (ALE's ``AtariVectorEnv``: one dense array with a row
+    for every sub-env, no mask, no final infos).
+
+    Translated once, at the edge of the stack, so that every layer above reads
+    Gymnasium's layout (``final_obs`` an object array, ``_final_obs`` /
+    ``final_info`` / ``_final_info``; the final infos are empty: the env reports
+    none). :func:`with_autoreset` adds it where a declared env class needs it;
+    vecmode's wrappers refuse such an env without it.
+    """
+
+    #: What the layers above read (see :func:`vecmode.env_classes.final_obs_layout`).
+    final_obs_layout = "gymnasium"
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        obs, rewards, terminations, truncations, infos = result
+        ended = np.logical_or(terminations, truncations)
+        return obs, rewards, terminations, truncations, from_dense_finals(infos, ended)
 
 
 # ------------------------------------------------------------------ messages
@@ -531,4 +624,35 @@ def undeclared_policy(name: str) -> str:
     return (
         f"{name} is an autoreset policy but declares no output mode; decorate it with "
         f"@vecmode.supports(..., output=<the mode it produces>)."
+    )
+
+
+def conversion_refused(
+    env: VectorEnv,
+    current: AutoresetMode,
+    target: AutoresetMode,
+    policy: str,
+    error: IncompatibleModeError,
+) -> str:
+    name = type(env.unwrapped).__name__
+    return (
+        f"with_autoreset cannot turn {name} ({current.value}) into {target.value}: "
+        f"the way there goes through {policy}, and {cast(Any, error).why} "
+        f"{cast(Any, error).instead}"
+    )
+
+
+def unknown_masked_reset(name: str) -> str:
+    return (
+        f"vecmode does not know what {name}'s reset(options={{'reset_mask': mask}}) "
+        f"does: it must reset only the masked sub-envs and clear their pending "
+        f"autoreset for the conversion to be exact."
+    )
+
+
+def declare_vector_env(name: str) -> str:
+    return (
+        f"If it does (vecmode.testing.check_vector_env and a masked reset after an "
+        f"episode end show it), declare it: vecmode.register_vector_env({name}, "
+        f"masked_reset='clears'); or build it in Disabled mode."
     )

@@ -29,15 +29,19 @@ Exit codes:
 * 1: the answer is no: the check found a problem or a wrapper refused the mode,
   the wrapper does not conform, the probe cannot tell or finds the env behaving
   unlike the mode it declares; or the env's, wrapper's or factory's own code
-  raised (``--traceback`` shows where);
+  raised while running (``--traceback`` shows where);
 * 2: a usage error: a bad option, an unknown env id or wrapper name, a module
-  that cannot be imported, a missing attribute, a bad ``key=value`` argument, an
-  ``--svg`` path that cannot be written;
+  that cannot be imported, a missing attribute, a bad ``key=value`` argument, a
+  wrapper that cannot be built with the arguments given or on the env given (its
+  constructor's message is shown), an ``--svg`` path that cannot be written;
 * 130: interrupted (Ctrl-C); 141 (128 + SIGPIPE): stdout was closed early (as in
   ``vecmode table | head``), the rest of the output is dropped quietly.
 
 Errors are one line on stderr starting ``vecmode:``; results (reports, tables,
-failed checks) go to stdout.
+failed checks) go to stdout. ``--json`` (``table``, ``check``, ``conform``,
+``probe``) prints one JSON document instead, for CI (the schema is in the docs'
+command line page); exit codes are the same, and on exit code 2 nothing is printed
+on stdout.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import difflib
 import functools
 import importlib
 import inspect
+import json
 import os
 import sys
 import textwrap
@@ -63,8 +68,8 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode import __version__
 from vecmode.errors import WRAP_FORMS, IncompatibleModeError, did_you_mean
-from vecmode.modes import AutoresetMode, as_mode, mode_of
-from vecmode.registry import supported_modes
+from vecmode.modes import MODES, AutoresetMode, as_mode, mode_of
+from vecmode.registry import declaration, supported_modes
 
 __all__ = [
     "EXIT_FAILED",
@@ -72,6 +77,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_PIPE",
     "EXIT_USAGE",
+    "JSON_SCHEMA_VERSION",
     "main",
 ]
 
@@ -87,6 +93,10 @@ EXIT_INTERRUPTED = 130
 #: stdout was closed before everything was written (128 + SIGPIPE).
 EXIT_PIPE = 141
 
+#: The version of the ``--json`` documents' schema (docs/cli.md); it changes
+#: only when a field is removed or changes meaning.
+JSON_SCHEMA_VERSION = 1
+
 _LEGEND = """\
 s3 = step 3 of the first episode, s0' = first observation of the second episode.
 NextStep: the episode's end returns its final obs; the NEXT step resets (reward 0).
@@ -96,10 +106,14 @@ Disabled: nothing resets by itself; the caller resets with reset_mask."""
 _EPILOG = """\
 exit codes: 0 ok; 1 the check or conformance failed, a wrapper refused the mode,
 the probe cannot tell or the env behaves unlike its declared mode, or the env's /
-wrapper's own code raised; 2 usage error (unknown env id, wrapper, module or
-attribute, bad key=value argument, unwritable --svg path); 130 interrupted; 141
+wrapper's own code raised while running; 2 usage error (unknown env id, wrapper,
+module or attribute, bad key=value argument, a wrapper that cannot be built with
+those arguments or on that env, unwritable --svg path); 130 interrupted; 141
 stdout closed early (e.g. piped into head).
 """
+
+#: Each command's help points to the exit codes instead of repeating them.
+_COMMAND_EPILOG = "exit codes: see vecmode --help."
 
 _WRAP_HELP = """\
 a wrapper: NAME (vecmode.wrappers or an autoreset policy such as
@@ -196,9 +210,17 @@ def _parser() -> argparse.ArgumentParser:
             name,
             help=summary,
             description=description,
-            epilog=_EPILOG,
+            epilog=_COMMAND_EPILOG,
             formatter_class=formatter,
             parents=[common],
+        )
+
+    def json_option(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON document instead (for CI; schema version "
+            f"{JSON_SCHEMA_VERSION}, see the docs' command line page)",
         )
 
     show = command(
@@ -235,6 +257,7 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument(
         "--why", action="store_true", help="add the reason for every mode not ok"
     )
+    json_option(table)
 
     check = command(
         "check",
@@ -278,6 +301,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count layers that declare no mode as failures",
     )
+    json_option(check)
 
     conform = command(
         "conform",
@@ -310,6 +334,15 @@ def _parser() -> argparse.ArgumentParser:
     conform.add_argument(
         "--info-type", help="the test envs' infos: numeric (default), rich"
     )
+    conform.add_argument(
+        "--compare-info",
+        choices=["episode", "none"],
+        default="episode",
+        help="what of the infos must agree across modes: episode, the episode "
+        "statistics (info['episode'] return and length) where the wrapper writes "
+        "them (default); none",
+    )
+    json_option(conform)
 
     probe = command(
         "probe",
@@ -328,6 +361,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-steps", type=_positive, default=1000, help="steps at most (1000)"
     )
     probe.add_argument("--seed", type=int, default=0, help="reset seed (0)")
+    json_option(probe)
     return parser
 
 
@@ -604,11 +638,75 @@ def _timeline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _table(args: argparse.Namespace) -> int:
-    from vecmode.registry import format_table
+def _print_json(command: str, document: dict[str, Any]) -> None:
+    """One ``--json`` document: the command, the schema version, then the rest."""
+    head = {"command": command, "schema_version": JSON_SCHEMA_VERSION}
+    print(json.dumps({**head, **document}, indent=2))
 
-    print(format_table(markdown=args.markdown, why=args.why))
+
+def _mode_value(mode: AutoresetMode | None) -> str | None:
+    return None if mode is None else mode.value
+
+
+def _table(args: argparse.Namespace) -> int:
+    from vecmode.registry import _TABLE_LEGEND, _entries, format_table
+
+    if not args.json:
+        print(format_table(markdown=args.markdown, why=args.why))
+        return EXIT_OK
+    wrappers = [
+        {
+            "name": name,
+            "modes": {
+                mode.value: {
+                    "verdict": found.behaviour(mode),
+                    "why": found.wrong.get(mode) or found.reasons.get(mode) or None,
+                }
+                for mode in MODES
+            },
+            "produces": _mode_value(found.output),
+            "evidence": proof.value,
+        }
+        for name, found, proof in _entries()
+    ]
+    _print_json(
+        "table",
+        {
+            "ok": True,
+            "error": None,
+            "modes": [mode.value for mode in MODES],
+            "wrappers": wrappers,
+            "legend": _TABLE_LEGEND,
+        },
+    )
     return EXIT_OK
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    """A :class:`vecmode.CompatibilityReport` as the ``check`` document's fields."""
+    return {
+        "ok": report.ok,
+        "verified": report.verified,
+        "mode": _mode_value(report.mode),
+        "summary": str(report).splitlines()[0],
+        "layers": [
+            {
+                "index": position,
+                "name": row.name,
+                "origin": row.origin,
+                "mode_in": _mode_value(row.mode_in),
+                "supports": None
+                if row.accepts is None
+                else [mode.value for mode in MODES if mode in row.accepts],
+                "mode_out": _mode_value(row.mode_out),
+                "verdict": row.verdict.value,
+                "note": row.note or None,
+                "evidence": row.evidence.value,
+                "evidence_note": row.evidence_note or None,
+            }
+            for position, row in enumerate(report)
+        ],
+    }
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -624,39 +722,143 @@ def _check(args: argparse.Namespace) -> int:
                 autoreset_mode=args.mode,
             )
         except IncompatibleModeError as error:  # no exact conversion to --mode
-            print(_filled(cli_make_refused(args.env_id, args.vectorization, error)))
+            message = cli_make_refused(args.env_id, args.vectorization, error)
+            if args.json:
+                _print_json(
+                    "check",
+                    {
+                        "ok": False,
+                        "error": None,
+                        "verified": False,
+                        "mode": None,
+                        "summary": message,
+                        "layers": [],
+                        "refused": {
+                            "wrapper": None,
+                            "mode": _mode_value(args.mode),
+                            "message": str(error),
+                        },
+                    },
+                )
+            else:
+                print(_filled(message))
             return EXIT_FAILED
     try:
         for target in targets:
             build = _bound(target, envs)
             try:
                 wrapped = build()
-            except Exception as error:  # refused: IncompatibleModeError or its own
-                if args.traceback and not isinstance(error, IncompatibleModeError):
+            except IncompatibleModeError as error:  # the registry's refusal
+                return _refused(args, target, envs, error, str(error))
+            except Exception as error:
+                why = _own_refusal(target, mode_of(envs), error)
+                if why is None:  # not the mode: the arguments, or the env
+                    raise _Fail(
+                        cli_cannot_build(target.spec, _mode_value(mode_of(envs)), error)
+                    ) from error
+                if args.traceback:
                     traceback.print_exception(error)
-                print(_filled(cli_wrapper_refused(target.spec, mode_of(envs), error)))
-                print("\nThe stack built before it:")
-                print(vecmode.check(envs, strict=args.strict))
-                return EXIT_FAILED
+                return _refused(args, target, envs, error, why)
             if not isinstance(wrapped, VectorEnv):
                 raise _Fail(cli_not_a_vector_env(target.spec, wrapped))
             envs = wrapped
         report = vecmode.check(envs, strict=args.strict)
-        print(report)
+        if args.json:
+            _print_json(
+                "check", {**_report_json(report), "error": None, "refused": None}
+            )
+        else:
+            print(report)
         return EXIT_OK if report.ok else EXIT_FAILED
     finally:
         envs.close()
+
+
+def _own_refusal(
+    target: _Target, mode: AutoresetMode | None, error: Exception
+) -> str | None:
+    """Why ``error``, raised by building ``target`` on an env in ``mode``, is the
+    class refusing that mode (vecmode's registry says it does not support it),
+    or None: then it is not about the mode."""
+    found = declaration(target.obj) if isinstance(target.obj, type) else None
+    if found is None or mode is None or mode in found.modes or mode in found.wrong:
+        return None
+    return cli_own_refusal(target.spec, mode, error, found.why(mode), found.instead)
+
+
+def _refused(
+    args: argparse.Namespace,
+    target: _Target,
+    envs: VectorEnv,
+    error: Exception,
+    why: str,
+) -> int:
+    """Report a wrapper that refused the stack's mode, and the stack before it."""
+    import vecmode
+
+    report = vecmode.check(envs, strict=args.strict)
+    message = (
+        cli_wrapper_refused(target.spec, mode_of(envs), error)
+        if isinstance(error, IncompatibleModeError)
+        else f"NOT OK: {why}"
+    )
+    if args.json:
+        fields = _report_json(report)
+        _print_json(
+            "check",
+            {
+                **fields,
+                "ok": False,
+                "error": None,
+                "summary": message,
+                "refused": {
+                    "wrapper": target.spec,
+                    "mode": _mode_value(mode_of(envs)),
+                    "message": why,
+                },
+            },
+        )
+        return EXIT_FAILED
+    print(_filled(message))
+    print("\nThe stack built before it:")
+    print(report)
+    return EXIT_FAILED
 
 
 def _filled(text: str) -> str:
     return textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False)
 
 
+def _cannot_build(factory: Any, options: dict[str, Any]) -> Exception | None:
+    """What building ``factory`` raises over check_wrapper's test env in each
+    mode, if it cannot be built in any (a bad argument, an env it cannot
+    wrap); None if it builds in one, or only vecmode's registry refuses it."""
+    from vecmode.autoreset import with_autoreset
+    from vecmode.sync_vector_env import SyncVectorEnv
+    from vecmode.testing.envs import scheduled_env_fns
+
+    kinds = {
+        k: options[k] for k in ("obs_type", "action_type", "info_type") if k in options
+    }
+    first: Exception | None = None
+    for mode in MODES:
+        envs = with_autoreset(SyncVectorEnv(scheduled_env_fns(3, **kinds)), mode)
+        try:
+            factory(envs).close()
+            return None
+        except IncompatibleModeError:
+            pass
+        except Exception as error:
+            first = first or error
+        envs.close()
+    return first
+
+
 def _conform(args: argparse.Namespace) -> int:
     target = _target(args.factory, "conform FACTORY")
     try:
         from vecmode.testing import envs as test_envs
-        from vecmode.testing.conformance import check_wrapper
+        from vecmode.testing.conformance import check_wrapper, episode_statistics
     except ImportError as error:
         raise _Fail(cli_unavailable("conform", "vecmode.testing", error)) from error
     options: dict[str, Any] = {}
@@ -680,19 +882,62 @@ def _conform(args: argparse.Namespace) -> int:
         and supported_modes(factory) is None
     ):
         raise _Fail(cli_undeclared_wrapper(target.spec))
+    unbuildable = _cannot_build(factory, options)
+    if unbuildable is not None:
+        raise _Fail(cli_cannot_build(target.spec, None, unbuildable)) from (unbuildable)
     if args.modes:
         options["modes"] = args.modes
+    if args.compare_info == "episode":
+        options["compare_info"] = episode_statistics
     try:
         report = check_wrapper(factory, **options)
     except AssertionError as error:
-        print(f"NOT OK: {target.spec} does not conform\n\n{error}")
+        if args.json:
+            _print_json("conform", _conform_json(target.spec, None, str(error)))
+        else:
+            print(f"NOT OK: {target.spec} does not conform\n\n{error}")
         return EXIT_FAILED
     except Exception as error:
         raise _Fail(
             cli_raised(f"check_wrapper({target.spec})", error), EXIT_FAILED
         ) from error
-    print(report)
+    if args.json:
+        _print_json("conform", _conform_json(target.spec, report, None))
+    else:
+        print(report)
     return EXIT_OK
+
+
+def _conform_json(spec: str, report: Any, failure: str | None) -> dict[str, Any]:
+    """The ``conform`` document: the report's fields, or the failure."""
+    if report is None:
+        return {
+            "ok": False,
+            "error": None,
+            "wrapper": spec,
+            "summary": None,
+            "failure": failure,
+            "modes": None,
+            "refused": None,
+            "runs": None,
+            "transitions": None,
+            "batch_dependent": None,
+        }
+    return {
+        "ok": True,
+        "error": None,
+        "wrapper": spec,
+        "summary": report.summary,
+        "failure": None,
+        "modes": [mode.value for mode in report.modes],
+        "refused": {
+            mode.value: report.refusals.get(mode, "IncompatibleModeError")
+            for mode in report.refused
+        },
+        "runs": list(report.runs),
+        "transitions": report.transitions,
+        "batch_dependent": report.batch_dependent,
+    }
 
 
 def _named_factory(target: _Target) -> Callable[[VectorEnv], Any]:
@@ -718,9 +963,30 @@ def _probe(args: argparse.Namespace) -> int:
         result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
     except Exception as error:
         raise _Fail(cli_raised(f"probing {target.spec}", error), EXIT_FAILED) from error
-    print(result)
     wrong = result.declared is not None and result.mode is not result.declared
-    return EXIT_FAILED if result.mode is None or wrong else EXIT_OK
+    code = EXIT_FAILED if result.mode is None or wrong else EXIT_OK
+    if args.json:
+        _print_json(
+            "probe",
+            {
+                "ok": code == EXIT_OK,
+                "error": None,
+                "factory": target.spec,
+                "mode": _mode_value(result.mode),
+                "declared": _mode_value(result.declared),
+                "agrees": result.agrees,
+                "reason": result.reason,
+                "ended_at": result.ended_at,
+                "ended": list(result.ended),
+                "rejected": {
+                    mode.value: str(diff) for mode, diff in result.rejected.items()
+                },
+                "summary": str(result),
+            },
+        )
+    else:
+        print(result)
+    return code
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -776,6 +1042,9 @@ def _run(argv: list[str]) -> int:
             traceback.print_exception(failure.__cause__)
         if str(failure):
             print(f"vecmode: {failure}", file=sys.stderr)
+        if getattr(args, "json", False) and failure.code == EXIT_FAILED:
+            # the user's code raised: still one document on stdout
+            _print_json(args.command, {"ok": False, "error": str(failure)})
         return failure.code
 
 
@@ -941,4 +1210,35 @@ def cli_unavailable(command: str, module: str, error: BaseException) -> str:
     return (
         f"vecmode {command} needs {module}, which cannot be imported here "
         f"({type(error).__name__}: {error}); reinstall vecmode."
+    )
+
+
+def cli_cannot_build(spec: str, mode: str | None, error: BaseException) -> str:
+    on = f"on the stack in {mode}" if mode else "on a test env in any mode"
+    fits = (
+        "that it fits the env"
+        if mode
+        else "that it fits the test envs (pick them with --obs-type, --action-type, "
+        "--info-type)"
+    )
+    return (
+        f"cannot build {spec!r} {on}: its constructor raised "
+        f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
+        f"(NAME:key=value,...; values are Python literals, other text is a string) "
+        f"and {fits} (rerun with --traceback to see where)."
+    )
+
+
+def cli_own_refusal(
+    spec: str, mode: AutoresetMode, error: BaseException, why: str, instead: str
+) -> str:
+    return " ".join(
+        part
+        for part in (
+            f"{spec!r} refuses {mode.value}: its constructor raised "
+            f"{type(error).__name__}: {str(error).rstrip('.')}.",
+            why,
+            instead,
+        )
+        if part
     )

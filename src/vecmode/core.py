@@ -274,17 +274,20 @@ def _dict_batch_problem(
     space: Dict, batch: Any, num_envs: int, where: str
 ) -> str | None:
     subspaces = space.spaces
-    if not isinstance(batch, Mapping):
+    if type(batch) is not dict and not isinstance(batch, Mapping):
         return (
             f"{where} must be a dict with the keys {list(subspaces)}, got "
             f"{_short(batch)}"
         )
-    for key in subspaces:
-        if key not in batch:
-            return f"{where} lacks the key {key!r} of the action space {space}"
-    for key in batch:
-        if key not in subspaces:
-            return f"{where} has the key {key!r}, which the action space {space} lacks"
+    if batch.keys() != subspaces.keys():  # one set comparison when all is well
+        for key in subspaces:
+            if key not in batch:
+                return f"{where} lacks the key {key!r} of the action space {space}"
+        for key in batch:
+            if key not in subspaces:
+                return (
+                    f"{where} has the key {key!r}, which the action space {space} lacks"
+                )
     for key, subspace in subspaces.items():
         problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
         if problem is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["merge_infos", "select_infos"]
+__all__ = ["expand_infos", "merge_infos", "select_infos"]
 
 
 def _blank_like(array: np.ndarray) -> np.ndarray:
@@ -76,4 +76,35 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
             merged[other_mask] = other[other_mask]
             out[key] = merged
         out[mask_key] = np.logical_or(mask_a, mask_b)
+    return out
+
+
+def expand_infos(
+    infos: dict[str, Any], rows: np.ndarray, num_envs: int
+) -> dict[str, Any]:
+    """Batched infos about the sub-envs in ``rows`` only (one entry per True of
+    ``rows``, as EnvPool's masked reset returns them) as infos about all
+    ``num_envs`` sub-envs: each array placed at those rows, zero (None) elsewhere,
+    with a ``_key`` mask of the rows (combined with the key's own mask, if any)."""
+    out: dict[str, Any] = {}
+    indices = np.flatnonzero(rows)
+    for key in _masked_keys(infos):
+        value = infos[key]
+        own = infos.get(f"_{key}")
+        if isinstance(value, dict):
+            out[key] = expand_infos(value, rows, num_envs)
+        elif (
+            isinstance(value, np.ndarray) and value.ndim and len(value) == len(indices)
+        ):
+            full = np.zeros((num_envs, *value.shape[1:]), dtype=value.dtype)
+            if value.dtype == object:
+                full = np.full((num_envs, *value.shape[1:]), None, dtype=object)
+            full[indices] = value
+            out[key] = full
+        else:
+            out[key] = value
+            continue
+        mask = np.zeros(num_envs, dtype=np.bool_)
+        mask[indices] = True if own is None else np.asarray(own, dtype=np.bool_)
+        out[f"_{key}"] = mask
     return out

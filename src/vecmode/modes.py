@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
 
@@ -55,6 +55,7 @@ __all__ = [
     "final_observations",
     "final_observations_of",
     "final_of",
+    "from_dense_finals",
     "mode_of",
     "resets_on_next_step",
     "same_step_infos",
@@ -145,6 +146,13 @@ def mode_of(env: Any) -> AutoresetMode | None:
     >>> envs.close()
     """
     metadata = getattr(env, "metadata", None)
+    if metadata is VectorEnv.metadata:
+        # the dict every VectorEnv class shares: an env wrote its mode there (ALE's
+        # AtariVectorEnv does), so it says the mode of the last such env built,
+        # not this one's; the env's own attribute says what it runs
+        own = getattr(getattr(env, "unwrapped", env), "autoreset_mode", None)
+        if own is not None:
+            return as_mode(own)
     if not isinstance(metadata, dict) or metadata.get("autoreset_mode") is None:
         return None
     return as_mode(metadata["autoreset_mode"])
@@ -342,6 +350,22 @@ def with_finals(
         FINAL_INFO: final_info,
         _FINAL_INFO_MASK: mask.copy(),
     }
+
+
+def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any]:
+    """SAME_STEP's layout from a *dense* one (ALE's ``AtariVectorEnv``: one array
+    with a row for every sub-env, stale where nothing ended, and no mask nor final
+    infos): the rows of the ``ended`` sub-envs, with their masks, and empty final
+    infos (the env reports none)."""
+    rest = {k: v for k, v in infos.items() if k not in FINAL_KEYS}
+    dense = infos.get(FINAL_OBS)
+    if dense is None or not np.count_nonzero(ended):
+        return rest
+    final_obs = np.full(len(ended), None, dtype=object)
+    for i in np.flatnonzero(ended).tolist():
+        final_obs[i] = np.array(dense[i], copy=True)
+    mask = np.asarray(ended, dtype=np.bool_).copy()
+    return with_finals(rest, mask, final_obs, {})
 
 
 def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:

@@ -19,6 +19,13 @@ Gymnasium's classes are opt-in (:func:`guard`); importing vecmode patches nothin
 a :class:`CompatibilityReport`; :func:`assert_compatible` raises with that report;
 :func:`require_mode` is for training code that supports only some modes.
 
+Each verdict comes with its :class:`Evidence`: *verified* when runs proved the
+class's modes (vecmode's own wrappers, by the conformance kit in vecmode's test
+suite; Gymnasium's, by the runs behind their entries; a class of yours, by a
+``check_wrapper(YourWrapper).record()`` in this process), *declared* when the
+class declares them and nothing here proved it, *inherited* when the
+declaration is a base class's.
+
 >>> import gymnasium as gym
 >>> import vecmode
 >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
@@ -48,7 +55,9 @@ import wrapt
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors
+from vecmode._evidence import CONFORMANCE_TESTED, VERIFIED_ENVS
 from vecmode._gymnasium import GYMNASIUM_VERDICTS, VECMODE_EQUIVALENTS
+from vecmode.env_classes import final_obs_layout
 from vecmode.errors import (
     IncompatibleModeError,
     UndeclaredModeWarning,
@@ -56,11 +65,19 @@ from vecmode.errors import (
     describe,
     mode_names,
 )
-from vecmode.modes import ASSUMED_MODE, MODES, ModeLike, as_mode, mode_of
+from vecmode.modes import (
+    ASSUMED_MODE,
+    MODES,
+    ModeLike,
+    as_mode,
+    final_in_info,
+    mode_of,
+)
 
 __all__ = [
     "CompatibilityReport",
     "Declaration",
+    "Evidence",
     "Guard",
     "LayerReport",
     "Strict",
@@ -69,6 +86,7 @@ __all__ = [
     "check",
     "declaration",
     "declarations",
+    "evidence",
     "format_table",
     "guard",
     "instrumented",
@@ -233,6 +251,117 @@ def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:
     return None if found is None else found.modes
 
 
+# --- evidence ------------------------------------------------------------------------
+
+
+class Evidence(str, Enum):
+    """What a class's declared modes rest on (a :class:`LayerReport`'s ``evidence``)."""
+
+    #: Runs proved them: vecmode's own wrappers and policies by the conformance
+    #: kit in vecmode's test suite; Gymnasium's wrappers by the runs behind
+    #: vecmode's entries for them; a class of yours by
+    #: ``check_wrapper(YourClass).record()`` in this process. For the innermost
+    #: env: vecmode's and Gymnasium's sync and async vector envs.
+    VERIFIED = "verified"
+    #: The class declares its modes (``@vecmode.supports``, ``vecmode.register``;
+    #: an env, its ``metadata["autoreset_mode"]``), and nothing here proved them.
+    DECLARED = "declared"
+    #: The class declares nothing itself: the modes are a base class's declaration,
+    #: which says nothing about the subclass's own code.
+    INHERITED = "inherited"
+    #: Nothing is declared.
+    NONE = "none"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """A :func:`vecmode.testing.check_wrapper` result recorded for one class."""
+
+    declaration: Declaration
+    #: the modes it proved right and those it proved refused
+    modes: frozenset[AutoresetMode]
+    summary: str
+
+
+#: Classes proven by check_wrapper in this process (the exact class, not its
+#: subclasses); an entry lapses when the class's declaration changes.
+_recorded: weakref.WeakKeyDictionary[type, _Recorded] = weakref.WeakKeyDictionary()
+
+
+def _record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) -> None:
+    """Record that check_wrapper proved ``cls`` right or refusing in ``modes``
+    (what ``WrapperReport.record()`` calls)."""
+    found = declaration(cls)
+    if found is None:
+        raise ValueError(record_undeclared(cls.__name__))
+    with _lock:
+        _recorded[cls] = _Recorded(found, frozenset(modes), summary)
+
+
+def _proof(cls: type, mode: AutoresetMode | None = None) -> tuple[Evidence, str]:
+    """The evidence for ``cls``'s declaration (in ``mode``, or in every mode), and
+    where it comes from, as a phrase."""
+    found = declaration(cls)
+    if found is None:
+        return Evidence.NONE, ""
+    own = _own_declaration(cls)
+    if own is not None and own.source == "gymnasium":
+        return Evidence.VERIFIED, evidence_gymnasium()
+    if _name(cls) in CONFORMANCE_TESTED and found.source == "supports":
+        return Evidence.VERIFIED, evidence_conformance_tested()
+    recorded = _recorded.get(cls)
+    if recorded is not None and recorded.declaration is found:
+        wanted = frozenset(MODES) if mode is None else frozenset({mode})
+        if wanted <= recorded.modes:
+            return Evidence.VERIFIED, evidence_recorded(recorded.summary)
+    if own is not None:
+        return Evidence.DECLARED, evidence_declared(cls.__name__, own.source)
+    # the nearest base whose modes are proven (a subclass of one of vecmode's
+    # wrappers), else the base that declares them
+    for base in cls.__mro__[1:]:
+        if declaration(base) is found and _proof(base, mode)[0] is Evidence.VERIFIED:
+            return Evidence.INHERITED, evidence_inherited(base.__name__, True)
+    base = next(k for k in cls.__mro__[1:] if _own_declaration(k) is found)
+    return Evidence.INHERITED, evidence_inherited(base.__name__, False)
+
+
+def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
+    """What the declared modes of a wrapper class (or instance) rest on.
+
+    ``mode``: in that mode only (a recorded ``check_wrapper`` run may have proved
+    some modes and not others); default: in every mode.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> from vecmode.wrappers import NormalizeReward, StatefulWrapper
+    >>> vecmode.evidence(NormalizeReward).value  # vecmode's tests prove it
+    'verified'
+    >>> vecmode.evidence(gym.wrappers.vector.NormalizeReward).value
+    'verified'
+    >>> class Mine(StatefulWrapper):
+    ...     pass
+    >>> vecmode.evidence(Mine).value  # StatefulWrapper's declaration, not Mine's
+    'inherited'
+    """
+    cls = (
+        cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
+    )
+    return _proof(cls, None if mode is None else as_mode(mode))[0]
+
+
+def _conform_hint(cls: type, declared: bool = True) -> str:
+    """How to prove ``cls``: the command when it has an import path, else the
+    function; for an undeclared class, how to find its modes."""
+    local = "<locals>" in cls.__qualname__ or cls.__module__ == "__main__"
+    path = None if local else f"{cls.__module__}:{cls.__qualname__}"
+    if not declared:
+        return how_to_find_modes(cls.__name__, path)
+    return how_to_verify(cls.__name__, path)
+
+
 def _alive(refs: list[weakref.ref[type]]) -> list[type]:
     classes = [ref() for ref in refs]
     return [cls for cls in classes if cls is not None]
@@ -254,26 +383,38 @@ def declarations() -> list[tuple[str, Declaration]]:
     vecmode's own wrappers first (with the public vecmode subclasses that inherit
     a declaration), then Gymnasium's, then those registered here.
     """
+    return [(name, found) for name, found, _ in _entries()]
+
+
+def _entries() -> list[tuple[str, Declaration, Evidence]]:
+    """:func:`declarations`, with the evidence behind each."""
     # a class defined again under the same path (a re-run notebook cell) replaces
     # the earlier one
-    latest: dict[str, Declaration] = {}
+    latest: dict[str, tuple[Declaration, Evidence]] = {}
     for cls in _alive(_decorated):
-        latest[_public_path(cls)] = cls.__dict__[_ATTRIBUTE]
+        latest[_public_path(cls)] = (cls.__dict__[_ATTRIBUTE], evidence(cls))
         for heir in _vecmode_heirs(cls):
             found = declaration(heir)
             if found is not None:
-                latest.setdefault(_public_path(heir), found)
+                latest.setdefault(_public_path(heir), (found, evidence(heir)))
     # the autoreset policies first, then the wrappers (whatever the import order)
-    rows = sorted(latest.items(), key=lambda row: row[0].startswith("vecmode.wrappers"))
+    rows = [
+        (name, found, proof)
+        for name, (found, proof) in sorted(
+            latest.items(), key=lambda row: row[0].startswith("vecmode.wrappers")
+        )
+    ]
     for name, found in _gymnasium_entries().items():
         module, qualname = name.split(":")
         public = (
             "gymnasium.wrappers.vector" if ".wrappers.vector." in module else module
         )
-        rows.append((f"{public}.{qualname}", found))
-    rows.extend((_public_path(cls), found) for cls, found in _registered.items())
+        rows.append((f"{public}.{qualname}", found, Evidence.VERIFIED))
     rows.extend(
-        (name.replace(":", "."), found)
+        (_public_path(cls), found, evidence(cls)) for cls, found in _registered.items()
+    )
+    rows.extend(
+        (name.replace(":", "."), found, Evidence.DECLARED)
         for name, found in _registered_by_name.items()
         if name not in _resolved
     )
@@ -298,18 +439,23 @@ _TABLE_LEGEND = (
     "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
     "built. WRONG: Gymnasium's class accepts the mode but is wrong there (silently, "
     "or failing at a later step); "
-    "vecmode.guard() refuses it. produces: the mode a mode-changing wrapper outputs."
+    "vecmode.guard() refuses it. produces: the mode a mode-changing wrapper outputs. "
+    "evidence: verified (runs proved it: vecmode's wrappers by the conformance kit in "
+    "vecmode's tests, Gymnasium's by the runs behind their entries, yours by a "
+    "recorded check_wrapper), declared (the class says so; nothing here proved it: "
+    "run vecmode conform) or inherited (from a base class's declaration)."
 )
 
 
-def _reasons(entries: list[tuple[str, Declaration]]) -> list[str]:
+def _reasons(entries: list[tuple[str, Declaration]], markdown: bool) -> list[str]:
     lines = []
     for name, found in entries:
         for mode in MODES:
             text = found.wrong.get(mode) or found.reasons.get(mode)
             if text:
                 verdict = found.behaviour(mode).replace("wrong", "WRONG")
-                lines.append(f"{name} in {mode.value} ({verdict}): {text}")
+                shown = f"`{name}`" if markdown else name
+                lines.append(f"{shown} in {mode.value} ({verdict}): {text}")
     return lines
 
 
@@ -321,26 +467,31 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
 
     >>> from vecmode.registry import format_table
     >>> print(format_table())  # doctest: +ELLIPSIS
-    wrapper                    NextStep  SameStep  Disabled  produces
+    wrapper                    NextStep  SameStep  Disabled  produces  evidence
     -------...
-    vecmode.NextStepAutoreset  refused   refused   ok        NextStep
+    vecmode.NextStepAutoreset  refused   refused   ok        NextStep  verified
     ...
     """
-    entries = declarations()
-    header = ("wrapper", *(mode.value for mode in MODES), "produces")
+    entries = _entries()
+    header = ("wrapper", *(mode.value for mode in MODES), "produces", "evidence")
     rows = [
         (
             f"`{name}`" if markdown else name,
             *(found.behaviour(mode).replace("wrong", "WRONG") for mode in MODES),
             found.output.value if found.output else "",
+            proof.value,
         )
-        for name, found in entries
+        for name, found, proof in entries
     ]
-    reasons = _reasons(entries) if why else []
+    reasons = (
+        _reasons([(name, found) for name, found, _ in entries], markdown) if why else []
+    )
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))
-        notes = [_TABLE_LEGEND, *[f"* {reason}" for reason in reasons]]
+        # a blank line before the list: Markdown runs a list on into the
+        # paragraph above it otherwise
+        notes = [_TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
     else:
         lines = _aligned(header, rows)
         notes = [*textwrap.wrap(_TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
@@ -465,6 +616,12 @@ def _check_construction(cls: type, env: Any) -> None:
                 found.instead or use_supported_modes(found.modes),
             )
         )
+    if (
+        final_in_info(mode)
+        and "final_obs_layout" not in vars(cls)
+        and final_obs_layout(env) != "gymnasium"
+    ):
+        raise IncompatibleModeError(own_final_obs_layout(cls.__name__, env))
 
 
 def _instrument(cls: type, because: str) -> None:
@@ -771,6 +928,9 @@ class LayerReport:
         verdict: see :class:`Verdict`.
         note: why, for any verdict but ok.
         layer: the layer object itself.
+        evidence: what the verdict rests on (see :class:`Evidence`).
+        evidence_note: where the evidence comes from, and, unless it is
+            verified, how to prove it (``vecmode conform``).
     """
 
     name: str
@@ -781,6 +941,8 @@ class LayerReport:
     verdict: Verdict
     note: str = ""
     layer: Any = field(default=None, repr=False, compare=False)
+    evidence: Evidence = Evidence.NONE
+    evidence_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -802,6 +964,18 @@ class CompatibilityReport:
         """The layers that make the report not ok."""
         allowed = {Verdict.OK} if self.strict else {Verdict.OK, Verdict.UNDECLARED}
         return tuple(row for row in self.rows if row.verdict not in allowed)
+
+    @property
+    def verified(self) -> bool:
+        """Every layer's verdict rests on runs that proved it (see
+        :class:`Evidence`)."""
+        return not self.unverified
+
+    @property
+    def unverified(self) -> tuple[LayerReport, ...]:
+        """The layers whose verdict rests on a declaration only (their own, a
+        base class's), or on nothing."""
+        return tuple(row for row in self.rows if row.evidence is not Evidence.VERIFIED)
 
     @property
     def mode(self) -> AutoresetMode | None:
@@ -835,6 +1009,13 @@ def _summary(report: CompatibilityReport) -> str:
     if report.ok:
         undeclared = sum(row.verdict is Verdict.UNDECLARED for row in report)
         caveat = f", {undeclared} undeclared (see notes)" if undeclared else ""
+        unproven = [
+            f"layer {position} {row.name} ({row.evidence.value})"
+            for position, row in enumerate(report)
+            if row.evidence in (Evidence.DECLARED, Evidence.INHERITED)
+        ]
+        if unproven:
+            caveat += f"; not verified: {', '.join(unproven)} (see notes)"
         return f"ok: the stack runs {_cell(report.mode)}{caveat}"
     failing = "; ".join(
         f"layer {report.rows.index(row)} {row.name} is {row.verdict.value}"
@@ -845,17 +1026,20 @@ def _summary(report: CompatibilityReport) -> str:
 
 
 def _format_report(report: CompatibilityReport) -> str:
-    header = ("#", "layer", "mode in", "supports", "mode out", "verdict")
+    header = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for position, row in enumerate(report):
         verdict = row.verdict.value
-        if row.note:
+        note = row.note + ("." if row.note and not row.note.endswith(".") else "")
+        text = " ".join(part for part in (note, row.evidence_note) if part)
+        if text:
             notes.append(
                 textwrap.fill(
-                    f"[{len(notes) + 1}] {row.name}: {row.note}",
+                    f"[{len(notes) + 1}] {row.name}: {text}",
                     88,
                     subsequent_indent="    ",
+                    break_on_hyphens=False,
                 )
             )
             verdict += f" [{len(notes)}]"
@@ -867,6 +1051,7 @@ def _format_report(report: CompatibilityReport) -> str:
                 _cell(row.accepts),
                 _cell(row.mode_out),
                 verdict,
+                row.evidence.value,
             )
         )
     table = _aligned(header, rows)
@@ -889,6 +1074,24 @@ def _layers(env: Any) -> list[Any]:
     return layers[::-1]
 
 
+def _env_evidence(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
+    """The innermost env's evidence: its class's, for the mode it declares."""
+    if declared is None:
+        return Evidence.NONE, evidence_env_undeclared(type(env).__name__)
+    if _name(type(env)) in VERIFIED_ENVS:
+        return Evidence.VERIFIED, ""
+    return Evidence.DECLARED, evidence_env_declared(type(env).__name__)
+
+
+def _wrapper_evidence(layer: Any, mode: AutoresetMode | None) -> tuple[Evidence, str]:
+    """A wrapper's evidence in ``mode``, with a note unless it is verified."""
+    cls = type(layer)
+    proof, source = _proof(cls, mode)
+    if proof in (Evidence.VERIFIED, Evidence.NONE):
+        return proof, ""
+    return proof, f"{source}; {_conform_hint(cls)}"
+
+
 def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     """Check every layer of a vector env stack against the modes it supports.
 
@@ -896,7 +1099,8 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     propagating the mode through mode-changing layers, and reports one row per
     layer: ok, refused, known-wrong (a Gymnasium wrapper that accepts the mode but
     is wrong in it), undeclared, or mismatch (a layer's metadata disagrees
-    with its declaration). ``strict`` (default: :func:`vecmode.strict`'s setting)
+    with its declaration); and the :class:`Evidence` behind it: verified,
+    declared or inherited. ``strict`` (default: :func:`vecmode.strict`'s setting)
     makes undeclared layers failures.
 
     >>> import gymnasium as gym
@@ -906,6 +1110,8 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     >>> report = vecmode.check(gym.wrappers.vector.NormalizeReward(envs))
     >>> report.ok, [row.verdict.value for row in report]
     (False, ['ok', 'ok', 'known-wrong'])
+    >>> [row.evidence.value for row in report]
+    ['verified', 'verified', 'verified']
     >>> envs.close()
     """
     rows: list[LayerReport] = []
@@ -914,6 +1120,7 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
         name, origin = type(layer).__name__, _origin(layer)
         declared = mode_of(layer)
         if position == 0:
+            proof, proof_note = _env_evidence(layer, declared)
             if declared is None:
                 rows.append(
                     LayerReport(
@@ -925,13 +1132,24 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
                         Verdict.UNDECLARED,
                         report_undeclared_env(ASSUMED_MODE),
                         layer,
+                        proof,
+                        proof_note,
                     )
                 )
                 mode = ASSUMED_MODE
             else:
                 rows.append(
                     LayerReport(
-                        name, origin, None, None, declared, Verdict.OK, "", layer
+                        name,
+                        origin,
+                        None,
+                        None,
+                        declared,
+                        Verdict.OK,
+                        "",
+                        layer,
+                        proof,
+                        proof_note,
                     )
                 )
                 mode = declared
@@ -950,34 +1168,66 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
                     Verdict.UNDECLARED,
                     report_undeclared_wrapper(name),
                     layer,
+                    Evidence.NONE,
+                    _conform_hint(type(layer), declared=False),
                 )
             )
             continue
         mode = found.output or mode_in
         verdict, note = Verdict.OK, ""
         if mode_in is not None and mode_in in found.wrong:
-            verdict, note = Verdict.KNOWN_WRONG, found.wrong[mode_in]
+            verdict, note = (
+                Verdict.KNOWN_WRONG,
+                " ".join(
+                    part for part in (found.wrong[mode_in], found.instead) if part
+                ),
+            )
         elif mode_in is not None and mode_in not in found.modes:
             verdict, note = (
                 Verdict.REFUSED,
-                found.why(mode_in) or report_refused(name),
+                " ".join(
+                    part
+                    for part in (
+                        found.why(mode_in) or report_refused(name),
+                        found.instead,
+                    )
+                    if part
+                ),
             )
         elif declared is not None and mode is not None and declared is not mode:
             verdict, note = Verdict.MISMATCH, report_mismatch(declared, mode)
+        proof, proof_note = _wrapper_evidence(layer, mode_in)
         rows.append(
-            LayerReport(name, origin, mode_in, found.modes, mode, verdict, note, layer)
+            LayerReport(
+                name,
+                origin,
+                mode_in,
+                found.modes,
+                mode,
+                verdict,
+                note,
+                layer,
+                proof,
+                proof_note,
+            )
         )
     return CompatibilityReport(tuple(rows), _is_strict(strict))
 
 
 def assert_compatible(
-    env: VectorEnv, *, strict: bool | None = None
+    env: VectorEnv, *, strict: bool | None = None, verified: bool = False
 ) -> CompatibilityReport:
     """:func:`check` the stack; raise :class:`~vecmode.IncompatibleModeError` with the
-    report's table if it is not ok, else return the report."""
+    report's table if it is not ok, else return the report.
+
+    ``verified=True`` also raises when a layer's verdict is not verified (its
+    modes only declared, or inherited from a base class): for a CI that wants
+    every layer proven (``check_wrapper(YourWrapper).record()`` first)."""
     report = check(env, strict=strict)
     if not report.ok:
         raise IncompatibleModeError(stack_not_compatible(str(report)))
+    if verified and not report.verified:
+        raise IncompatibleModeError(stack_not_verified(str(report)))
     return report
 
 
@@ -1109,3 +1359,96 @@ def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
 
 def stack_not_compatible(table: str) -> str:
     return f"this vector env stack is not compatible with its autoreset mode:\n{table}"
+
+
+def own_final_obs_layout(wrapper: str, env: Any) -> str:
+    name = type(getattr(env, "unwrapped", env)).__name__
+    return (
+        f"{wrapper} cannot wrap this {name} as it is: in SameStep, {name} reports "
+        f"final observations its own way (one dense array, no mask, no final "
+        f"infos), not in Gymnasium's layout, which {wrapper} reads. Translate it "
+        f"once, at the edge of the stack: vecmode.with_autoreset(env, 'SameStep') "
+        f"(it adds vecmode.autoreset.GymnasiumFinalObs), then wrap that."
+    )
+
+
+def evidence_gymnasium() -> str:
+    return "established by runs of it in each mode (vecmode's entries for Gymnasium)"
+
+
+def evidence_conformance_tested() -> str:
+    return "proven by the conformance kit (check_wrapper) in vecmode's test suite"
+
+
+def evidence_recorded(summary: str) -> str:
+    return f"proven by check_wrapper in this process ({summary})"
+
+
+def evidence_declared(name: str, source: str) -> str:
+    how = "@vecmode.supports" if source == "supports" else "vecmode.register"
+    return f"its modes are declared by {name} itself ({how}) and not proven here"
+
+
+def evidence_inherited(base: str, base_verified: bool) -> str:
+    if base_verified:
+        return (
+            f"its modes are inherited from {base}, which is verified; nothing "
+            "proves this subclass's own code"
+        )
+    return (
+        f"its modes are {base}'s declaration, inherited: nothing proves this "
+        "class's own code"
+    )
+
+
+def how_to_verify(name: str, path: str | None) -> str:
+    run = (
+        f"run `vecmode conform {path}`"
+        if path
+        else f"run vecmode.testing.check_wrapper({name})"
+    )
+    return (
+        f"{run} to prove them, and record a passing run "
+        f"(check_wrapper({name}).record(), e.g. in your tests) to have it reported "
+        f"verified."
+    )
+
+
+def evidence_env_declared(name: str) -> str:
+    return (
+        f"{name}'s metadata['autoreset_mode'] declares its mode, and nothing here "
+        "proved that it behaves so: run `vecmode probe module:factory` "
+        "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory "
+        "of it."
+    )
+
+
+def record_undeclared(name: str) -> str:
+    return (
+        f"{name} declares no autoreset modes, so there is nothing to record as "
+        f"verified; declare them with @vecmode.supports (or vecmode.register) "
+        f"first."
+    )
+
+
+def stack_not_verified(table: str) -> str:
+    return (
+        f"this vector env stack has layers whose modes nothing here proved "
+        f"(assert_compatible(..., verified=True)):\n{table}"
+    )
+
+
+def how_to_find_modes(name: str, path: str | None) -> str:
+    run = (
+        f"`vecmode conform {path} --modes NextStep SameStep Disabled`"
+        if path
+        else f"vecmode.testing.check_wrapper({name}, modes=vecmode.MODES)"
+    )
+    return f"{run} shows which modes it is right in."
+
+
+def evidence_env_undeclared(name: str) -> str:
+    return (
+        f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode a "
+        f"{name} really behaves as."
+    )

@@ -138,12 +138,8 @@ def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
     >>> from stable_baselines3.common.vec_env import DummyVecEnv
     >>> from vecmode.sb3 import from_sb3
     >>> envs = from_sb3(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
-    >>> print(vecmode.check(envs))
-    ok: the stack runs SameStep
-    <BLANKLINE>
-    #  layer                       mode in  supports  mode out  verdict
-    -  --------------------------  -------  --------  --------  -------
-    0  FromSB3VectorEnv (vecmode)  -        -         SameStep  ok
+    >>> envs.metadata["autoreset_mode"], vecmode.check(envs).ok
+    (<AutoresetMode.SAME_STEP: 'SameStep'>, True)
     >>> envs.close()
     """
     return FromSB3VectorEnv(venv)

@@ -5,7 +5,8 @@
   image variants), ended by termination or truncation on a schedule;
 * :func:`check_wrapper`: proves a vector wrapper right in every mode it declares
   (mode equivalence) and refusing the others; one line in a test, or
-  :class:`WrapperConformance`, a test mixin;
+  :class:`WrapperConformance`, a test mixin; ``check_wrapper(W).record()``
+  makes :func:`vecmode.check` report ``W`` as verified;
 * :func:`check_vector_env`: proves a custom vector env behaves as the mode its
   ``metadata["autoreset_mode"]`` declares.
 """
@@ -14,6 +15,7 @@ from vecmode.testing.conformance import (
     WrapperConformance,
     WrapperReport,
     check_wrapper,
+    episode_statistics,
 )
 from vecmode.testing.envs import OBS_TYPES, ScheduledEnv, decode, scheduled_env_fns
 from vecmode.testing.vector_env import VectorEnvReport, check_vector_env
@@ -27,5 +29,6 @@ __all__ = [
     "check_vector_env",
     "check_wrapper",
     "decode",
+    "episode_statistics",
     "scheduled_env_fns",
 ]

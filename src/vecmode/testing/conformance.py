@@ -42,14 +42,17 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from vecmode import registry
+from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.autoreset import with_autoreset
 from vecmode.core import batch_row
 from vecmode.errors import IncompatibleModeError
@@ -69,7 +72,7 @@ from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
-__all__ = ["WrapperConformance", "WrapperReport", "check_wrapper"]
+__all__ = ["WrapperConformance", "WrapperReport", "check_wrapper", "episode_statistics"]
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 
@@ -332,7 +335,20 @@ def _drive(
         for i in np.flatnonzero(mask).tolist():
             run.events[i].append(_Event("start", calls, batch_row(obs, i)))
 
-    obs, _ = envs.reset(seed=seed)
+    def call(where: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``method(*args, **kwargs)``; what it raises is a failure at ``where``."""
+        try:
+            return method(*args, **kwargs)
+        except Exception as error:
+            masked = "reset_mask" in (kwargs.get("options") or {})
+            raise _fail(
+                who,
+                where,
+                f"raised {type(error).__name__}: {error}",
+                conformance_partial_reset_hint() if masked else "",
+            ) from error
+
+    obs, _ = call(f"{label}, call 0 (reset)", envs.reset, seed=seed)
     observe(obs, f"{label}, call 0 (reset)")
     started(obs, tracker.reset(None).starts)
     while min(taken) < wanted:
@@ -348,7 +364,7 @@ def _drive(
         actions = np.stack(
             [np.asarray(queues[i][taken[i] % len(queues[i])]) for i in range(n)]
         )
-        obs, rewards, terminations, truncations, infos = envs.step(actions)
+        obs, rewards, terminations, truncations, infos = call(where, envs.step, actions)
         observe(obs, where)
         for name, array, kinds in (
             ("rewards", rewards, "fiub"),
@@ -406,7 +422,7 @@ def _drive(
         if mask.any():
             calls += 1
             where = f"{label}, call {calls} (reset with reset_mask={mask.tolist()})"
-            obs, _ = envs.reset(options={"reset_mask": mask.copy()})
+            obs, _ = call(where, envs.reset, options={"reset_mask": mask.copy()})
             observe(obs, where)
             started(obs, tracker.reset(mask).starts)
     return run
@@ -466,7 +482,8 @@ def _describe(event: _Event) -> str:
 # ------------------------------------------------------------------ report
 @dataclass(frozen=True)
 class WrapperReport:
-    """What :func:`check_wrapper` proved. ``str(report)`` shows it all."""
+    """What :func:`check_wrapper` proved. ``str(report)`` shows it all;
+    :meth:`record` makes :func:`vecmode.check` report the class as verified."""
 
     #: The wrapper's name.
     wrapper: str
@@ -480,6 +497,53 @@ class WrapperReport:
     transitions: int
     #: Whether values were compared only where episodes end together.
     batch_dependent: bool
+    #: The class proved: the factory built one wrapper of it over the base env
+    #: (None when it built a stack of several).
+    wrapper_class: type | None = field(default=None, compare=False, repr=False)
+    #: How each refused mode was refused: vecmode's IncompatibleModeError, or the
+    #: class's own constructor (its error, for an undeclared mode).
+    refusals: Mapping[AutoresetMode, str] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
+    )
+    #: The wrappers the factory stacked over the base env.
+    layers: int = field(default=1, compare=False, repr=False)
+
+    def record(self) -> WrapperReport:
+        """Record this proof for :attr:`wrapper_class`, in this process: from now
+        on :func:`vecmode.check` reports its layers as *verified* in the modes
+        proved right or refused (instead of *declared* / *inherited*).
+
+        The evidence belongs to that exact class, not to its subclasses, and
+        lapses if the class's declaration changes (``vecmode.register``). Record
+        where the stack is checked, e.g. in your test suite before
+        ``vecmode.assert_compatible(envs, verified=True)``.
+
+        >>> import gymnasium as gym
+        >>> import vecmode
+        >>> from vecmode.testing import check_wrapper
+        >>> @vecmode.supports(*vecmode.MODES)
+        ... class Twice(gym.vector.VectorWrapper):
+        ...     pass
+        >>> vecmode.evidence(Twice).value
+        'declared'
+        >>> check_wrapper(Twice).record().summary
+        'Twice: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)'
+        >>> vecmode.evidence(Twice).value
+        'verified'
+
+        Returns:
+            The report itself.
+
+        Raises:
+            ValueError: the factory built a stack of several wrappers (record a
+                check of each class alone), or the class declares no modes.
+        """
+        if self.wrapper_class is None:
+            raise ValueError(record_not_one_class(self.wrapper, self.layers))
+        registry._record_verified(
+            self.wrapper_class, (*self.modes, *self.refused), self.summary
+        )
+        return self
 
     @property
     def summary(self) -> str:
@@ -492,9 +556,14 @@ class WrapperReport:
 
     def __str__(self) -> str:
         lines = [self.summary]
-        if self.refused:
-            refused = ", ".join(mode.value for mode in self.refused)
+        declared = [m for m in self.refused if m not in self.refusals]
+        if declared:
+            refused = ", ".join(mode.value for mode in declared)
             lines.append(f"refused at construction, as declared: {refused}")
+        for mode, why in self.refusals.items():
+            lines.append(
+                f"refused {mode.value} at construction, by its own constructor: {why}"
+            )
         if self.batch_dependent:
             lines.append(
                 "batch-dependent: values compared across modes where episodes end "
@@ -612,6 +681,9 @@ def check_wrapper(
         tuple(runs),
         compared,
         bool(batch_dependent),
+        checker.built,
+        MappingProxyType(checker.own_refusals),
+        checker.layers,
     )
 
 
@@ -625,6 +697,13 @@ _HINT_CUTS = (
     "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
     "the same events as one the env truncated there: clear the sub-env's state "
     "on a masked reset."
+)
+_HINT_BASES = (
+    "The same mode over two base envs must give the same events. One known "
+    "difference between them: Gymnasium's vector envs pop 'reset_mask' from "
+    "the options dict passed to reset(), vecmode's leave it there, so a "
+    "wrapper that reads options['reset_mask'] after passing the options down "
+    "sees a partial reset as a full one over Gymnasium's envs: read it before."
 )
 
 
@@ -665,10 +744,17 @@ class _Checker:
         self.kinds = kinds
         #: the wrapper as built over each mode it accepts, and its refusals
         self.accepted: dict[AutoresetMode, VectorEnv] = {}
-        self.refusals: dict[AutoresetMode, IncompatibleModeError] = {}
+        self.refusals: dict[AutoresetMode, Exception] = {}
+        #: the class's own errors when built (a bad argument, or its own refusal)
+        self.raised: dict[AutoresetMode, Exception] = {}
+        #: how the undeclared modes it raised in were refused, for the report
+        self.own_refusals: dict[AutoresetMode, str] = {}
         self.declared: frozenset[AutoresetMode] | None = (
             supported_modes(factory) if isinstance(factory, type) else None
         )
+        #: the one class the factory builds over the base env (None: a stack)
+        self.built: type | None = None
+        self.layers = 1
 
     def base(self, name: str, mode: AutoresetMode, schedule: _Schedule) -> VectorEnv:
         kinds = dict(self.kinds)
@@ -695,9 +781,17 @@ class _Checker:
                 self.refusals[mode] = error
                 envs.close()
                 continue
+            except Exception as error:  # a bad argument, or its own refusal of mode
+                self.raised[mode] = error
+                envs.close()
+                continue
             self.accepted[mode] = wrapped
             if self.declared is None:
                 self.declared = supported_modes(wrapped)
+            self.layers = _layers_over(wrapped, envs)
+            self.built = type(wrapped) if self.layers == 1 else None
+        if not self.accepted and self.raised:  # it cannot be built: caller's error
+            raise next(iter(self.raised.values()))
         for wrapped in self.accepted.values():
             if not isinstance(self.factory, type):  # a function: by what it builds
                 self.who = type(wrapped).__name__
@@ -720,6 +814,19 @@ class _Checker:
     def check_modes_to_prove_are_accepted(
         self, to_prove: tuple[AutoresetMode, ...]
     ) -> None:
+        """A declared mode, or one to prove, is built without error; the class's
+        own error in another mode counts as its refusal of that mode."""
+        for mode, own in self.raised.items():
+            if mode in to_prove or (
+                self.declared is not None and mode in self.declared
+            ):
+                raise _fail(
+                    self.who,
+                    f"built over a {mode.value} env",
+                    conformance_build_raised(mode, own),
+                ) from own
+            self.refusals[mode] = own
+            self.own_refusals[mode] = f"{type(own).__name__}: {own}"
         for mode in to_prove:
             if mode in self.refusals:
                 raise _fail(
@@ -731,7 +838,12 @@ class _Checker:
     def batch_dependent(self, mode: AutoresetMode) -> bool:
         wrapped = self.build(mode)
         try:
-            return bool(_attribute(wrapped, "batch_dependent"))
+            found = _attribute(wrapped, "batch_dependent")
+            if found is not None:
+                return bool(found)
+            # Gymnasium's statistics wrappers pool the batch but do not say so
+            cls = type(wrapped)
+            return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
         finally:
             wrapped.close()
 
@@ -818,7 +930,7 @@ class _Checker:
                         )
                     elif mode in per_mode:  # same mode, other base: same batching
                         compared += _compare(
-                            per_mode[mode], run, transitions, True, who, _HINT_MODES
+                            per_mode[mode], run, transitions, True, who, _HINT_BASES
                         )
                     else:
                         per_mode[mode] = run
@@ -839,6 +951,16 @@ class _Checker:
             return
         for mode in self.accepted:
             if mode not in self.declared and mode not in to_prove:
+                found = declaration(type(self.accepted[mode]))
+                if found is not None and mode in found.wrong:
+                    # a class vecmode does not own, accepting a mode it is
+                    # known to get wrong (Gymnasium's: refused under guard())
+                    raise _fail(
+                        self.who,
+                        f"built over a {mode.value} env",
+                        conformance_known_wrong(mode, found.wrong[mode]),
+                        found.instead,
+                    )
                 raise _fail(
                     self.who,
                     f"built over a {mode.value} env",
@@ -848,6 +970,36 @@ class _Checker:
                     "refuse other modes when built; Gymnasium's own wrappers do so "
                     "only under vecmode.guard().",
                 )
+
+
+def _layers_over(wrapped: VectorEnv, base: VectorEnv) -> int:
+    """How many wrappers ``wrapped`` stacks over ``base``."""
+    count = 0
+    env: Any = wrapped
+    while env is not base and env is not None and count < 10_000:
+        count += 1
+        env = getattr(env, "env", None)
+    return count
+
+
+def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
+    """The episode statistics of a transition's info, for ``compare_info``:
+    ``{"return": r, "length": l}`` from ``info["episode"]`` (what
+    ``RecordEpisodeStatistics`` writes at an episode's end, Gymnasium's and
+    vecmode's), None elsewhere.
+
+    >>> from vecmode.testing import check_wrapper, episode_statistics
+    >>> from vecmode.wrappers import RecordEpisodeStatistics
+    >>> check_wrapper(RecordEpisodeStatistics, compare_info=episode_statistics).modes
+    (<AutoresetMode.NEXT_STEP: 'NextStep'>, <AutoresetMode.SAME_STEP: 'SameStep'>, <AutoresetMode.DISABLED: 'Disabled'>)
+    """
+    episode = info.get("episode")
+    if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:
+        return None
+    return {
+        "return": float(np.asarray(episode["r"])),
+        "length": int(np.asarray(episode["l"])),
+    }
 
 
 def _attribute(env: Any, name: str) -> Any:
@@ -929,4 +1081,34 @@ def conformance_bases(got: list[str], known: list[str]) -> str:
     return (
         f"check_wrapper: bases must name one or more of {', '.join(map(repr, known))}"
         f", got {got!r}"
+    )
+
+
+def record_not_one_class(who: str, layers: int) -> str:
+    return (
+        f"check_wrapper({who}) proved a stack of {layers} wrappers, not one class; "
+        f"record a check_wrapper run of each class alone."
+    )
+
+
+def conformance_build_raised(mode: AutoresetMode, error: BaseException) -> str:
+    return (
+        f"raised {type(error).__name__} when built over a {mode.value} env, a mode "
+        f"it declares (or was asked to prove): {error}"
+    )
+
+
+def conformance_known_wrong(mode: AutoresetMode, what: str) -> str:
+    return (
+        f"accepted {mode.value}, in which vecmode's registry records it as wrong: "
+        f"{what} (Gymnasium's own wrappers refuse such a mode only under "
+        f"vecmode.guard())"
+    )
+
+
+def conformance_partial_reset_hint() -> str:
+    return (
+        "A wrapper must handle reset(options={'reset_mask': mask}), a partial "
+        "reset, in every mode it declares: DISABLED relies on it, and NEXT_STEP "
+        "and SAME_STEP envs accept it too; clear only the masked sub-envs' state."
     )

@@ -1,0 +1,60 @@
+"""Which classes' declarations vecmode's own test suite proves (pure data).
+
+:func:`vecmode.check` reports a layer's modes as *verified* when something ran
+the class and proved them; this module names the classes of vecmode itself whose
+proof is in vecmode's test suite, run by its CI. Gymnasium's wrappers are verified
+by ``vecmode._gymnasium``'s entries (``tests/test_gymnasium_verdicts.py``), and a
+user's class by recording a :func:`vecmode.testing.check_wrapper` report
+(``check_wrapper(MyWrapper).record()``).
+
+The tests hold these sets to what they prove, so the claim cannot drift:
+``tests/test_conformance.py`` runs ``check_wrapper`` on every class of
+:data:`CONFORMANCE_TESTED` and fails if a public vecmode wrapper is missing from
+it or a class in it has no conformance run; ``tests/test_probe.py`` runs
+``vecmode.probe_mode`` on every env class of :data:`VERIFIED_ENVS` in every mode.
+"""
+
+#: vecmode's wrappers and autoreset policies (``"module:QualName"``) whose declared
+#: modes ``tests/test_conformance.py`` proves with ``check_wrapper``: mode
+#: equivalence in every mode they support and refusal of the others.
+CONFORMANCE_TESTED: frozenset[str] = frozenset(
+    {
+        "vecmode.autoreset:NextStepAutoreset",
+        "vecmode.autoreset:SameStepAutoreset",
+        "vecmode.autoreset:DisableAutoreset",
+        "vecmode.wrappers.vectorize_observation:TransformObservation",
+        "vecmode.wrappers.vectorize_observation:VectorizeTransformObservation",
+        "vecmode.wrappers.vectorize_observation:FilterObservation",
+        "vecmode.wrappers.vectorize_observation:FlattenObservation",
+        "vecmode.wrappers.vectorize_observation:GrayscaleObservation",
+        "vecmode.wrappers.vectorize_observation:ResizeObservation",
+        "vecmode.wrappers.vectorize_observation:ReshapeObservation",
+        "vecmode.wrappers.vectorize_observation:RescaleObservation",
+        "vecmode.wrappers.vectorize_observation:DtypeObservation",
+        "vecmode.wrappers.stateful_observation:NormalizeObservation",
+        "vecmode.wrappers.stateful_observation:FrameStackObservation",
+        "vecmode.wrappers.vectorize_action:TransformAction",
+        "vecmode.wrappers.vectorize_action:VectorizeTransformAction",
+        "vecmode.wrappers.vectorize_action:ClipAction",
+        "vecmode.wrappers.vectorize_action:RescaleAction",
+        "vecmode.wrappers.vectorize_reward:TransformReward",
+        "vecmode.wrappers.vectorize_reward:VectorizeTransformReward",
+        "vecmode.wrappers.vectorize_reward:ClipReward",
+        "vecmode.wrappers.stateful_reward:NormalizeReward",
+        "vecmode.wrappers.common:RecordEpisodeStatistics",
+        "vecmode.wrappers.dict_info_to_list:DictInfoToList",
+    }
+)
+
+#: Vector env classes (``"module:QualName"``) that behave as the mode their
+#: ``metadata["autoreset_mode"]`` declares, in every mode they can be built in:
+#: proven by ``vecmode.probe_mode`` runs (``tests/test_probe.py``) and, for
+#: vecmode's, by the differential tests against Gymnasium's.
+VERIFIED_ENVS: frozenset[str] = frozenset(
+    {
+        "vecmode.sync_vector_env:SyncVectorEnv",
+        "vecmode.async_vector_env:AsyncVectorEnv",
+        "gymnasium.vector.sync_vector_env:SyncVectorEnv",
+        "gymnasium.vector.async_vector_env:AsyncVectorEnv",
+    }
+)

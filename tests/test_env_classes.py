@@ -1,0 +1,394 @@
+"""Declared vector env classes: each declaration of a library's class is
+established by running the class, and the conversions it allows are exact.
+
+For each class: after an episode ends, a masked reset of the ended sub-envs (a)
+returns the whole batch or only the masked rows, (b) resets only the masked
+sub-envs or every one ("ignores"), and (c) clears their pending autoreset or keeps
+it (the step after it then ignores the sub-env's action: "keeps-pending"), found
+by twin runs whose only difference is that sub-env's action on that step.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecmode
+from tests.helpers import assert_same_run, drive, make_script, scheduled_fns
+from vecmode import AutoresetMode, IncompatibleModeError
+from vecmode.autoreset import GymnasiumFinalObs
+from vecmode.env_classes import final_obs_layout, vector_env_declaration
+from vecmode.wrappers import RecordEpisodeStatistics
+
+
+def _until_an_end(envs: Any, actions: Callable[[int], np.ndarray], limit: int = 500):
+    """Step until a sub-env's episode ends; the ended mask."""
+    for t in range(limit):
+        _, _, terminations, truncations, _ = envs.step(actions(t))
+        ended = np.logical_or(terminations, truncations)
+        if ended.any():
+            return ended
+    raise AssertionError(f"no episode ended in {limit} steps")
+
+
+def measure(
+    factory: Callable[[], Any],
+    actions: Callable[[int], np.ndarray],
+    other: np.ndarray,
+) -> dict[str, str]:
+    """What a masked reset does (see the module doc). ``other``: actions that
+    differ from ``actions(10_000)`` for every sub-env, for the twin run."""
+    envs = factory()
+    try:  # (a) and (b): a masked reset of sub-env 0 alone, mid-episode
+        envs.reset(seed=3)
+        last = np.array(envs.step(actions(0))[0], copy=True)
+        n = len(last)
+        mask = np.zeros(n, dtype=bool)
+        mask[0] = True
+        obs, _ = envs.reset(options={"reset_mask": mask})
+    finally:
+        envs.close()
+    returns = "all" if len(obs) == n else "masked"
+    if returns == "all" and not np.array_equal(obs[1:], last[1:]):
+        return {"returns": returns, "masked_reset": "ignores"}
+    after = []
+    for step in (actions(10_000), other):  # (c): twin runs
+        envs = factory()
+        try:
+            envs.reset(seed=3)
+            ended = _until_an_end(envs, actions)
+            envs.reset(options={"reset_mask": ended.copy()})
+            after.append((ended, np.array(envs.step(step)[0], copy=True)))
+        finally:
+            envs.close()
+    (ended, a), (_, b) = after
+    i = int(np.flatnonzero(ended)[0])
+    # the same observation whatever its action: the action was ignored, a reset step
+    pending = "keeps-pending" if np.array_equal(a[i], b[i]) else "clears"
+    return {"returns": returns, "masked_reset": pending}
+
+
+def _cartpole_fns(n: int, steps: int) -> list:
+    return [functools.partial(gym.make, "CartPole-v1", max_episode_steps=steps)] * n
+
+
+def _alternating(n: int) -> Callable[[int], np.ndarray]:
+    return lambda t: np.full(n, t % 2, dtype=np.int64)
+
+
+GYMNASIUM_CASES = {
+    "SyncVectorEnv": (
+        lambda: gym.vector.SyncVectorEnv(_cartpole_fns(3, 4)),
+        "clears",
+        "all",
+    ),
+    "AsyncVectorEnv(shared_memory=True)": (
+        lambda: gym.vector.AsyncVectorEnv(_cartpole_fns(3, 4), context="fork"),
+        "clears",
+        "all",
+    ),
+    "AsyncVectorEnv(shared_memory=False)": (
+        lambda: gym.vector.AsyncVectorEnv(
+            _cartpole_fns(3, 4), shared_memory=False, context="fork"
+        ),
+        "keeps-pending",
+        "all",
+    ),
+    "CartPoleVectorEnv": (
+        lambda: gym.make_vec("CartPole-v1", num_envs=3, max_episode_steps=4),
+        "ignores",
+        "all",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GYMNASIUM_CASES))
+def test_gymnasium_classes_behave_as_declared(name):
+    factory, masked_reset, returns = GYMNASIUM_CASES[name]
+    measured = measure(factory, _alternating(3), np.ones(3, dtype=np.int64))
+    assert measured == {"returns": returns, "masked_reset": masked_reset}
+    envs = factory()
+    try:
+        found = vector_env_declaration(envs)
+        assert found is not None and found.masked_reset(envs) == masked_reset
+        assert found.reset_returns == returns
+    finally:
+        envs.close()
+
+
+# --------------------------------------------------------------------- ALE
+ale_py = pytest.importorskip("ale_py") if False else None
+
+
+def _ale(mode: str = "NextStep", **kwargs: Any):
+    from ale_py.vector_env import AtariVectorEnv
+
+    return AtariVectorEnv(
+        game="pong",
+        num_envs=2,
+        autoreset_mode=mode,
+        max_num_frames_per_episode=40,
+        noop_max=0,
+        repeat_action_probability=0.0,
+        **kwargs,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _shared_metadata():
+    """ALE's AtariVectorEnv writes its mode into gymnasium.vector.VectorEnv.metadata,
+    a dict every VectorEnv class without its own shares: undo that after a test."""
+    before = dict(gym.vector.VectorEnv.metadata)
+    yield
+    gym.vector.VectorEnv.metadata.clear()
+    gym.vector.VectorEnv.metadata.update(before)
+
+
+def test_an_ale_env_keeps_its_own_mode_when_another_is_built():
+    """Building an AtariVectorEnv in SameStep rewrites the metadata of one built
+    before in NextStep (they share the dict); vecmode reads each one's own mode."""
+    pytest.importorskip("ale_py")
+    first = _ale("NextStep")
+    second = _ale("SameStep")
+    try:
+        assert first.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP  # ALE's bug
+        assert vecmode.mode_of(first) is AutoresetMode.NEXT_STEP
+        assert vecmode.mode_of(second) is AutoresetMode.SAME_STEP
+        converted = vecmode.with_autoreset(first, "SameStep")
+        assert isinstance(converted.env, vecmode.DisableAutoreset)  # a real conversion
+    finally:
+        first.close()
+        second.close()
+
+
+def test_ale_behaves_as_declared():
+    pytest.importorskip("ale_py")
+    measured = measure(
+        _ale,
+        lambda t: np.full(2, 2 + t % 2, dtype=np.int64),
+        np.array([3, 3]),
+    )
+    assert measured == {"returns": "all", "masked_reset": "clears"}
+    envs = _ale("SameStep")
+    try:
+        found = vector_env_declaration(envs)
+        assert found is not None and found.final_obs_layout == "dense"
+        assert found.modes == {AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP}
+        envs.reset(seed=0)
+        ended = _until_an_end(envs, lambda t: np.zeros(2, dtype=np.int64))
+        assert ended.all()  # (the frame limit truncates both together)
+    finally:
+        envs.close()
+    with pytest.raises(ValueError):
+        _ale("Disabled")  # the one mode it cannot be built in
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_ale_converted_equals_its_own_same_step(mode):
+    """NextStep ALE converted to SameStep is exactly ALE's own SameStep (final
+    observations in Gymnasium's layout); converted to Disabled, exactly what
+    SameStep's steps show."""
+    pytest.importorskip("ale_py")
+    ours = vecmode.with_autoreset(_ale("NextStep"), mode)
+    theirs = vecmode.with_autoreset(_ale("SameStep"), "SameStep")
+    assert isinstance(theirs, GymnasiumFinalObs)
+    assert vecmode.mode_of(ours) is vecmode.as_mode(mode)
+    try:
+        ours.reset(seed=0)
+        theirs.reset(seed=0)
+        for t in range(25):
+            actions = np.array([t % 4, (t + 1) % 4], dtype=np.int64)
+            got = ours.step(actions)
+            want = theirs.step(actions)
+            ended = np.logical_or(want[2], want[3])
+            for a, b in zip(got[1:4], want[1:4], strict=True):
+                np.testing.assert_array_equal(a, b)
+            if mode == "SameStep":
+                np.testing.assert_array_equal(got[0], want[0])
+                _same_finals(got[4], want[4])
+            elif ended.any():
+                # Disabled: the step returns the final observations; the caller resets
+                finals = vecmode.modes.final_observations(want[4])
+                for i in np.flatnonzero(ended):
+                    np.testing.assert_array_equal(got[0][i], finals[1][i])
+                obs, _ = ours.reset(options={"reset_mask": ended})
+                np.testing.assert_array_equal(obs, want[0])
+            else:
+                np.testing.assert_array_equal(got[0], want[0])
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def _same_finals(got: dict, want: dict) -> None:
+    a = vecmode.modes.final_observations(got)
+    b = vecmode.modes.final_observations(want)
+    assert (a is None) == (b is None)
+    if a is not None:
+        np.testing.assert_array_equal(a[0], b[0])
+        for i in np.flatnonzero(a[0]):
+            np.testing.assert_array_equal(a[1][i], b[1][i])
+
+
+def test_wrappers_over_ale_same_step_read_its_final_observations_right():
+    """Refused over the raw dense layout (saying what to do); right once
+    translated at the edge of the stack."""
+    pytest.importorskip("ale_py")
+    raw = _ale("SameStep")
+    with pytest.raises(IncompatibleModeError, match="GymnasiumFinalObs"):
+        RecordEpisodeStatistics(raw)
+    envs = RecordEpisodeStatistics(vecmode.with_autoreset(raw, "SameStep"))
+    assert final_obs_layout(envs) == "gymnasium"
+    envs.reset(seed=0)
+    for _ in range(12):
+        _, _, terms, truncs, infos = envs.step(np.zeros(2, dtype=np.int64))
+        if np.logical_or(terms, truncs).any():
+            break
+    finals = vecmode.modes.final_observations(infos)
+    assert finals is not None and finals[0].all()
+    assert finals[1][0].shape == (4, 84, 84) and finals[1][0].dtype == np.uint8
+    assert infos["_episode"].all()
+    envs.close()
+
+
+# ------------------------------------------------------------------ EnvPool
+def _envpool(num_envs: int = 3):
+    envpool = pytest.importorskip("envpool")
+    return envpool.make(
+        "CartPole-v1",
+        env_type="gymnasium",
+        num_envs=num_envs,
+        seed=0,
+        max_episode_steps=4,
+    )
+
+
+def test_envpool_behaves_as_declared():
+    pytest.importorskip("envpool")
+    measured = measure(_envpool, _alternating(3), np.ones(3, dtype=np.int64))
+    assert measured == {"returns": "masked", "masked_reset": "clears"}
+    envs = _envpool()
+    try:
+        found = vector_env_declaration(envs)
+        assert found is not None and found.reset_returns == "masked"
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_envpool_converted_behaves_as_the_mode_it_declares(mode):
+    """check_vector_env proves the converted env against the mode's rules (masked
+    resets included), and the whole batch comes back from a masked reset."""
+    pytest.importorskip("envpool")
+    from vecmode.testing import check_vector_env
+
+    report = check_vector_env(lambda: vecmode.with_autoreset(_envpool(), mode))
+    assert report.mode is vecmode.as_mode(mode)
+    envs = vecmode.with_autoreset(_envpool(), mode)
+    obs, _ = envs.reset(seed=0)
+    obs2, infos = envs.reset(options={"reset_mask": np.array([False, True, False])})
+    assert obs2.shape == obs.shape
+    np.testing.assert_array_equal(obs2[[0, 2]], obs[[0, 2]])
+    assert infos["_elapsed_step"].tolist() == [False, True, False]
+    envs.close()
+
+
+# ---------------------------------------------------------- refusals, per class
+@pytest.mark.parametrize(
+    ("factory", "says"),
+    [
+        (
+            lambda: gym.vector.AsyncVectorEnv(
+                scheduled_fns(2), shared_memory=False, context="fork"
+            ),
+            [
+                "AsyncVectorEnv(shared_memory=False)",
+                "shared_memory=True",
+                "vectorization_mode='async'",
+            ],
+        ),
+        (
+            lambda: gym.make_vec("CartPole-v1", num_envs=2),
+            [
+                "CartPoleVectorEnv resets every sub-env whatever the mask",
+                "vectorization_mode='sync'",
+            ],
+        ),
+    ],
+)
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_refusals_name_the_class_the_reason_and_the_remedy(factory, says, mode):
+    """Asked for SameStep, the message speaks of SameStep (not of the
+    DisableAutoreset on the way), names the real class and its real reason, and
+    a remedy that works for that class."""
+    envs = factory()
+    try:
+        with pytest.raises(IncompatibleModeError) as info:
+            vecmode.with_autoreset(envs, mode)
+        message = str(info.value)
+        for part in says:
+            assert part in message, message
+        if mode == "SameStep":
+            assert message.startswith(
+                f"with_autoreset cannot turn {type(envs.unwrapped).__name__} "
+                "(NextStep) into SameStep"
+            ), message
+        assert "Build the env in DISABLED mode itself" not in message
+    finally:
+        envs.close()
+
+
+def test_an_undeclared_class_is_refused_with_how_to_declare_it():
+    class MyVecEnv(gym.vector.SyncVectorEnv):
+        pass
+
+    vecmode.register_vector_env(MyVecEnv, masked_reset="ignores")  # measured wrong
+    vecmode.unregister_vector_env(MyVecEnv)
+    envs = MyVecEnv(scheduled_fns(2))
+    # it inherits Gymnasium's SyncVectorEnv declaration: converted
+    assert vecmode.mode_of(vecmode.with_autoreset(envs, "Disabled")) is (
+        AutoresetMode.DISABLED
+    )
+
+    class Foreign(gym.vector.VectorEnv):
+        metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+        num_envs = 2
+
+    with pytest.raises(IncompatibleModeError) as info:
+        vecmode.with_autoreset(Foreign(), "Disabled")
+    assert "vecmode.register_vector_env(Foreign, masked_reset='clears')" in str(
+        info.value
+    )
+    vecmode.register_vector_env(Foreign, masked_reset="clears")
+    try:
+        assert vecmode.honours_reset_mask(Foreign())
+    finally:
+        vecmode.unregister_vector_env(Foreign)
+    envs.close()
+
+
+def test_register_vector_env_checks_its_arguments():
+    with pytest.raises(ValueError, match="masked_reset must be one of"):
+        vecmode.register_vector_env("x:Y", masked_reset="sometimes")
+    with pytest.raises(ValueError, match="reset_returns must be one of"):
+        vecmode.register_vector_env("x:Y", masked_reset="clears", reset_returns="no")
+    with pytest.raises(ValueError, match="not an autoreset mode"):
+        vecmode.register_vector_env("x:Y", masked_reset="clears", modes=["Later"])
+
+
+def test_conversions_over_gymnasium_envs_still_equal_gymnasium():
+    """Over Gymnasium's SyncVectorEnv in NextStep, converted to SameStep: as
+    Gymnasium's own SameStep env (the declarations changed nothing there)."""
+    reference = gym.vector.SyncVectorEnv(scheduled_fns(3), autoreset_mode="SameStep")
+    ours = vecmode.with_autoreset(
+        gym.vector.SyncVectorEnv(scheduled_fns(3)), "SameStep"
+    )
+    script = make_script(reference, 20, seed=1)
+    assert_same_run(drive(reference, script, False), drive(ours, script, False))
+    reference.close()
+    ours.close()
