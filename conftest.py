@@ -1,4 +1,8 @@
-"""Collection rules for the whole suite (tests/ and the doctests of src/vecmode).
+"""Collection rules for the whole suite (tests/ and the doctests of src/vecmode);
+tests/conftest.py holds the test settings.
+
+A module whose optional dependency is not installed is not collected for its
+doctests: ``vecmode.sb3`` needs the ``sb3`` extra (its tests skip the same way).
 
 The examples in ``vecmode.RayVectorEnv``'s docstring need a Ray session: rather
 than start one of its own for them (half a minute on a small machine), pytest's
@@ -9,7 +13,13 @@ not installed. The module's other doctests need no Ray and run as usual.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
+
+collect_ignore: list[str] = []
+if importlib.util.find_spec("stable_baselines3") is None:
+    collect_ignore.append("src/vecmode/sb3.py")
 
 #: Doctest items run by tests/test_ray.py instead, in its Ray session.
 NEED_A_RAY_SESSION = frozenset({"vecmode.ray_vector_env.RayVectorEnv"})

@@ -62,15 +62,15 @@ from gymnasium.vector import AutoresetMode
 
 import vecmode
 from harness import (
+    add_num_envs_argument,
     add_run_arguments,
+    fill_num_envs,
     fill_run_defaults,
+    format_report,
     interleaved,
-    markdown_table,
     mode_arg,
-    positive_int,
     round_done,
     run_defaults_help,
-    text_table,
     time_steps,
     versions,
 )
@@ -276,31 +276,13 @@ def cells(row: Row) -> list[str]:
     ]
 
 
-def format_text(rows: Sequence[Row], header: Sequence[str]) -> str:
-    return "\n".join([*header, "", *text_table(HEADERS, [cells(r) for r in rows])])
-
-
-def format_markdown(rows: Sequence[Row], header: Sequence[str]) -> str:
-    lines = [f"- {line}" for line in header]
-    lines += ["", *markdown_table(HEADERS, [cells(row) for row in rows])]
-    return "\n".join(lines)
-
-
 # ---------------------------------------------------------------------------- CLI
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Steps/s of vecmode.SyncVectorEnv vs gymnasium.vector."
         "SyncVectorEnv per autoreset mode, and vs a raw loop over the sub-envs.",
     )
-    parser.add_argument(
-        "--num-envs",
-        type=positive_int,
-        nargs="+",
-        default=None,
-        help="numbers of sub-envs (default "
-        f"{' '.join(map(str, DEFAULT_NUM_ENVS))}; "
-        f"{' '.join(map(str, QUICK_NUM_ENVS))} with --quick)",
-    )
+    add_num_envs_argument(parser, DEFAULT_NUM_ENVS, QUICK_NUM_ENVS)
     parser.add_argument(
         "--modes",
         type=mode_arg,
@@ -312,10 +294,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
     fill_run_defaults(args, *defaults)
-    if args.num_envs is None:
-        args.num_envs = list(QUICK_NUM_ENVS if args.quick else DEFAULT_NUM_ENVS)
+    fill_num_envs(args, DEFAULT_NUM_ENVS, QUICK_NUM_ENVS)
     args.modes = list(dict.fromkeys(args.modes))
-    args.num_envs = list(dict.fromkeys(args.num_envs))
     return args
 
 
@@ -336,8 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress=True,
     )
     header = environment_lines(args.steps, args.rounds, args.seed)
-    formatter = format_markdown if args.markdown else format_text
-    print(formatter(rows, header))
+    print(format_report(HEADERS, [cells(r) for r in rows], header, args.markdown))
     return 0
 
 

@@ -52,6 +52,45 @@ def markdown_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> li
     ]
 
 
+def format_report(
+    headers: Sequence[str],
+    lines: Sequence[Sequence[str]],
+    header: Sequence[str],
+    markdown: bool,
+) -> str:
+    """The header lines, then the table: aligned text, or Markdown (the header as
+    a list) for docs/performance.md."""
+    if markdown:
+        return "\n".join(
+            [*(f"- {line}" for line in header), "", *markdown_table(headers, lines)]
+        )
+    return "\n".join([*header, "", *text_table(headers, lines)])
+
+
+def add_num_envs_argument(
+    parser: argparse.ArgumentParser, default: Sequence[int], quick: Sequence[int]
+) -> None:
+    """``--num-envs N [N ...]``; :func:`fill_num_envs` fills in the default."""
+    parser.add_argument(
+        "--num-envs",
+        type=positive_int,
+        nargs="+",
+        default=None,
+        help=f"numbers of sub-envs (default {' '.join(map(str, default))}; "
+        f"{' '.join(map(str, quick))} with --quick)",
+    )
+
+
+def fill_num_envs(
+    args: argparse.Namespace, default: Sequence[int], quick: Sequence[int]
+) -> None:
+    """``--num-envs`` left out: the script's default (which depends on
+    ``--quick``); repeated sizes once."""
+    if args.num_envs is None:
+        args.num_envs = list(quick if args.quick else default)
+    args.num_envs = list(dict.fromkeys(args.num_envs))
+
+
 def versions() -> str:
     """The versions every report starts with."""
     import vecmode

@@ -54,13 +54,30 @@ def without_box_warnings(build: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------- comparison
-def assert_same(expected: Any, got: Any, path: str = "", strict_types: bool = True):
+def assert_same(
+    expected: Any,
+    got: Any,
+    path: str = "",
+    strict_types: bool = True,
+    batched_scalars: bool = False,
+):
     """Assert two step/reset results are identical: values, dtypes, keys, masks.
 
     With ``strict_types=False`` a NumPy scalar equals the Python scalar of the same
     value (and a tuple of them), the one difference allowed where vecmode recovers
-    a final observation from a batched one.
+    a final observation from a batched one. With ``batched_scalars``, where
+    ``expected`` is a Python ``int``, ``float`` or ``bool``, ``got`` may be exactly
+    the NumPy scalar Gymnasium's info batching makes of it (``np.int64``,
+    ``np.float64``, ``np.bool_``), of the same value; nothing else differs.
     """
+    if batched_scalars and type(expected) in (int, float, bool):
+        batched = np.dtype(type(expected)).type
+        assert type(got) in (type(expected), batched), (
+            f"{path or '<root>'}: type {type(got).__name__} is neither "
+            f"{type(expected).__name__} nor {batched.__name__}"
+        )
+        assert expected == got, f"{path or '<root>'}: {expected!r} != {got!r}"
+        return
     where = path or "<root>"
     if _library_array(expected) or _library_array(got):
         assert type(expected) is type(got), (
@@ -83,7 +100,7 @@ def assert_same(expected: Any, got: Any, path: str = "", strict_types: bool = Tr
         )
         if expected.dtype == object:
             for i, (e, g) in enumerate(zip(expected.ravel(), got.ravel(), strict=True)):
-                assert_same(e, g, f"{where}[{i}]", strict_types)
+                assert_same(e, g, f"{where}[{i}]", strict_types, batched_scalars)
         else:
             assert np.array_equal(
                 expected, got, equal_nan=expected.dtype.kind == "f"
@@ -95,7 +112,9 @@ def assert_same(expected: Any, got: Any, path: str = "", strict_types: bool = Tr
             f"{where}: keys {sorted(expected)} != {sorted(got)}"
         )
         for key in expected:
-            assert_same(expected[key], got[key], f"{where}.{key}", strict_types)
+            assert_same(
+                expected[key], got[key], f"{where}.{key}", strict_types, batched_scalars
+            )
         return
     if isinstance(expected, (tuple, list)):
         assert isinstance(got, (tuple, list)), (
@@ -109,7 +128,7 @@ def assert_same(expected: Any, got: Any, path: str = "", strict_types: bool = Tr
             f"{where}: length {len(expected)} != {len(got)}"
         )
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
-            assert_same(e, g, f"{where}[{i}]", strict_types)
+            assert_same(e, g, f"{where}[{i}]", strict_types, batched_scalars)
         return
     if strict_types or not (
         isinstance(expected, (int, float, bool, np.generic))

@@ -594,6 +594,45 @@ def test_call_get_attr_set_attr_render():
     assert envs.closed
 
 
+def _where(env, tag):
+    """Which process runs ``env``, with the sub-env's index and a tag."""
+    return os.getpid(), env.unwrapped.index, tag
+
+
+@pytest.mark.parametrize("in_parent", [None, 2], ids=["workers", "in-parent"])
+def test_each_runs_a_function_on_the_chosen_sub_envs_where_they_run(in_parent):
+    """Only the sub-envs asked for, in the order asked (repeats too), each in its
+    own process; the same in the sync core, and the same errors."""
+    fns = scheduled_fns(5)
+    envs = make_async(fns, in_parent=in_parent)
+    sync = vecmode.SyncVectorEnv(fns)
+    order = [4, 0, 3, 3, 1]
+    got = envs.each(_where, "x", indices=order)
+    assert [(i, tag) for _, i, tag in got] == [(i, "x") for i in order]
+    pids = {i: pid for pid, i, _ in envs.each(_where, "y")}
+    assert len(set(pids.values())) == 3 if in_parent else 2
+    assert (pids[4] == os.getpid()) == bool(in_parent)
+    assert envs.each(lambda env: env.unwrapped.index, indices=-1) == (4,)
+    for core in (envs, sync):
+        core.each(lambda env: setattr(env.unwrapped, "mark", True), indices=(1, 3))
+        assert core.each(lambda env: hasattr(env.unwrapped, "mark")) == (
+            False,
+            True,
+            False,
+            True,
+            False,
+        )
+        with pytest.raises(vecmode.SubEnvError) as info:
+            core.each(lambda env: 1 / (env.unwrapped.index - 2), indices=[0, 2, 4])
+        assert info.value.index == 2 and "ZeroDivisionError" in str(info.value)
+        with pytest.raises(IndexError, match="out of range for 5 sub-envs"):
+            core.each(_where, "z", indices=[5])
+        with pytest.raises(TypeError, match="indices must be"):
+            core.each(_where, "z", indices="all")
+        assert core.each(_where, "ok", indices=[])[:0] == ()  # still usable
+        core.close()
+
+
 def test_make_vec_async_builds_vecmodes_async_core_in_every_mode():
     for mode in MODES:
         envs = vecmode.make_vec(
@@ -1050,3 +1089,50 @@ def test_an_env_fn_failing_in_the_parent_leaves_no_process():
 def test_in_parent_must_leave_a_sub_env_to_the_workers(bad):
     with pytest.raises(ValueError, match="in_parent must be an int from 0 to 3"):
         make_async(scheduled_fns(4), in_parent=bad)
+
+
+def test_processes_spin_only_where_each_has_a_cpu(monkeypatch):
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 4)
+    assert layout_module.spin_seconds(3) == layout_module.SPIN  # 3 workers + parent
+    assert layout_module.spin_seconds(2, in_parent=2) == layout_module.SPIN
+    assert layout_module.spin_seconds(4) == 0.0  # a worker per CPU: none to spare
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 1)
+    assert layout_module.spin_seconds(1) == 0.0
+
+
+@pytest.mark.skipif(layout_module.usable_cpus() < 2, reason="needs a CPU to spare")
+def test_a_spinning_parent_still_sees_timeouts_deaths_and_the_right_results():
+    """With one worker and a CPU to spare, the parent polls the pipes without
+    blocking before it blocks: the results are the sync core's, and a timeout
+    or a dead worker is reported as when it blocks."""
+    fns = scheduled_fns(3, lengths=[(2, 3), (4,), (1, 5)])
+    spinning = make_async(fns, num_workers=1)
+    assert spinning._pool.spin == layout_module.SPIN
+    sync = vecmode.SyncVectorEnv(fns)
+    script = make_script(sync, 12, seed=4, mask_prob=0.2)
+    assert_same_run(drive(sync, script, True), drive(spinning, script, True))
+    sync.close()
+    spinning.close()
+
+    slow = make_async([functools.partial(SlowEnv, 0, 30.0)], num_workers=1)
+    assert slow._pool.spin == layout_module.SPIN
+    slow.reset(seed=0)
+    started = time.monotonic()
+    with deadline(20), pytest.raises(WorkerTimeoutError):
+        slow.step_async(np.zeros(1, dtype=int))
+        slow.step_wait(timeout=0.3)
+    assert 0.25 < time.monotonic() - started < 5
+    with deadline(20):
+        slow.close()
+
+    envs = make_async(scheduled_fns(2, lengths=[(50,)] * 2), num_workers=1)
+    envs.reset(seed=0)
+    pid = envs.processes[0].pid
+    os.kill(pid, signal.SIGKILL)
+    started = time.monotonic()
+    with deadline(20), pytest.raises(WorkerError, match="worker process 0"):
+        envs.step(np.zeros(2, dtype=int))
+    assert time.monotonic() - started < 5
+    with deadline(20):
+        envs.close()
+    assert gone([pid])

@@ -132,6 +132,27 @@ def test_converted_gymnasium_async_env_with_shared_memory(inner, target):
     assert_same_run(expected, got)
 
 
+@pytest.mark.parametrize("target", [SAME, DISABLED], ids=lambda m: m.value)
+@pytest.mark.parametrize("vectorization_mode", ["sync", "async"])
+def test_a_vecmode_next_step_stack_converts_exactly(vectorization_mode, target):
+    """NextStepAutoreset resets exactly the core's ended sub-envs, which a masked
+    reset clears: a NEXT_STEP stack over a vecmode core (here with a wrapper on
+    top, so it is not the bare policy) honours reset_mask, in both cores."""
+
+    def build(fns):
+        core = (
+            vecmode.SyncVectorEnv(fns())
+            if vectorization_mode == "sync"
+            else vecmode.AsyncVectorEnv(fns(), num_workers=1, context="fork")
+        )
+        stack = vecmode.wrappers.ClipReward(NextStepAutoreset(core), -100, 100)
+        assert vecmode.honours_reset_mask(stack)
+        return vecmode.with_autoreset(stack, target)
+
+    expected, got = _foreign_run(target, build, FOREIGN_ENVS["scheduled-box"])
+    assert_same_run(expected, got)
+
+
 @given(
     num_envs=st.integers(1, 4),
     lengths=st.lists(

@@ -147,3 +147,12 @@ def test_bench_ray_quick_runs_and_reports_the_floor_ratios_and_the_computed_tabl
     nodes = [line.split("|")[1].strip() for line in lines if line.startswith("| 1")]
     assert nodes == ["1", "10", "100"], out
     assert "10,000 us env, 8/actor" in out
+
+
+def test_bench_interop_quick_runs_and_reports_ratios():
+    pytest.importorskip("stable_baselines3")
+    out = run_benchmark("bench_interop.py", "--quick", "--markdown", timeout=300)
+    assert "bridge sync/dummy" in out and "subproc/bridge async" in out
+    assert "stable-baselines3" in out and "load average" in out
+    rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
+    assert len(rows) == 1 and rows[0].count("|") == 14, out  # 13 columns

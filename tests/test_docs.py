@@ -21,10 +21,14 @@ BLOCKS = [
 
 
 def run_example(code: str) -> None:
-    """Run an example; one that needs a missing optional library (moviepy, pygame,
-    torch...) is skipped, saying which."""
+    """Run an example; one that needs a missing optional library (SB3, torch,
+    moviepy, pygame...) is skipped, saying which."""
     from gymnasium.error import DependencyNotInstalled
 
+    if "vecmode.sb3" in code or "stable_baselines3" in code:
+        pytest.importorskip("stable_baselines3")
+    if "import torch" in code:
+        pytest.importorskip("torch")
     try:
         exec(compile(code, "<example>", "exec"), {})
     except DependencyNotInstalled as missing:

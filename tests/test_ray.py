@@ -320,6 +320,14 @@ def test_call_get_attr_set_attr_render_and_seeds_as_the_sync_core(shared):
         core.set_attr("t", [1, 2])
     with pytest.raises(ValueError, match=r"use the env's own step\(\)"):
         core.call("step", 0)
+    # each: where the sub-envs run, in the order asked (twice: run twice)
+    bump = lambda env, k: setattr(env, "t", env.t + k) or (env.index, env.t)  # noqa: E731
+    for envs in (core, sync):
+        envs.set_attr("t", 0)
+    asked = [4, 0, 4, 2]
+    assert core.each(bump, 3, indices=asked) == sync.each(bump, 3, indices=asked)
+    assert core.each(bump, 1, indices=asked)[2] == sync.each(bump, 1, indices=asked)[2]
+    assert core.get_attr("t") == sync.get_attr("t") == (4, 0, 4, 0, 8)
     sync.close()
 
 

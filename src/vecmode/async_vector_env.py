@@ -137,8 +137,9 @@ class AsyncVectorEnv(RemoteCore):
                 sub-envs, but those sub-envs are not isolated: a crash or
                 ``os._exit`` in one ends the training process, and ``timeout``
                 cannot interrupt them. Default 0: every sub-env in a worker.
-                When the parent steps sub-envs and every process has a CPU of its
-                own, the workers spin for 0.3 ms on their pipe before blocking,
+                When every process (the workers and the parent) has a CPU of its
+                own, e.g. ``num_workers=1`` on 2 CPUs, the workers spin for 0.3 ms
+                on their pipe before blocking and the parent on their answers,
                 which halves a round trip on a virtual machine (at the cost of
                 that much CPU time per call).
             shared_memory: observations travel through shared memory (else they
@@ -244,6 +245,7 @@ class AsyncVectorEnv(RemoteCore):
         """Start the workers, build the parent's own sub-envs; check what they
         built. On any error, nothing is left running."""
         spin = spin_seconds(self.num_workers, self.in_parent)
+        self._pool.spin = spin
 
         def args(
             start: int, stop: int, conn: Connection, inherited: list[Connection]

@@ -54,6 +54,9 @@ __all__ = [
     "StepResult",
     "VectorCore",
     "check_core_arguments",
+    "check_indices",
+    "is_int",
+    "reuses_buffers",
     "validate_reset_mask",
 ]
 
@@ -312,6 +315,15 @@ def batch_row(batch: Any, i: int) -> Any:
     if isinstance(batch, tuple):
         return tuple(batch_row(value, i) for value in batch)
     return batch[i]
+
+
+def reuses_buffers(envs: VectorEnv) -> bool:
+    """Whether ``envs`` may hand out observation arrays that later calls overwrite.
+
+    Gymnasium's and vecmode's vector envs say so with ``copy=False``; an env
+    that says nothing (a custom vector env) is assumed to.
+    """
+    return getattr(envs.unwrapped, "copy", None) is not True
 
 
 def copy_batch(batch: Any) -> Any:
@@ -589,14 +601,14 @@ class VectorCore(VectorEnv):
         ``seed + i`` to sub-env ``i`` (as Gymnasium); NumPy integers are accepted."""
         if seed is None:
             return None
-        if _is_int(seed):
+        if is_int(seed):
             return [int(cast(int, seed)) + i for i in range(self.num_envs)]
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):
             raise TypeError(seed_type(seed, self.num_envs))
         seeds = list(seed)
         if len(seeds) != self.num_envs:
             raise ValueError(seeds_length(len(seeds), self.num_envs))
-        bad = [s for s in seeds if s is not None and not _is_int(s)]
+        bad = [s for s in seeds if s is not None and not is_int(s)]
         if bad:
             raise TypeError(seed_type(bad[0], self.num_envs, in_list=True))
         return [None if s is None else int(s) for s in seeds]
@@ -607,7 +619,8 @@ def _ran(commands: list[int]) -> list[int]:
     return [i for i, c in enumerate(commands) if c != _KEEP]
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int or a NumPy integer, and not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(
         value, (bool, np.bool_)
     )
@@ -630,7 +643,50 @@ def check_call(name: str) -> None:
         raise ValueError(forbidden_call(name))
 
 
+def check_indices(indices: Any, num_envs: int) -> list[int]:
+    """``indices`` of sub-envs as a list of ints in ``range(num_envs)``, in the
+    order given (repeats kept): None means every sub-env, an int that one;
+    negative indices count from the end, as in a list.
+
+    >>> check_indices(None, 3), check_indices(-1, 3), check_indices((2, 0), 3)
+    ([0, 1, 2], [2], [2, 0])
+    >>> check_indices([3], 3)
+    Traceback (most recent call last):
+    ...
+    IndexError: sub-env index 3 is out of range for 3 sub-envs; pass indices in range(3) (or -3..-1), an int, or None for every sub-env.
+    """
+    if indices is None:
+        return list(range(num_envs))
+    if is_int(indices):
+        indices = [indices]
+    if isinstance(indices, (str, bytes, Mapping)) or not isinstance(indices, Iterable):
+        raise TypeError(indices_type(indices))
+    out = []
+    for i in indices:
+        if not is_int(i):
+            raise TypeError(indices_type(i))
+        if not -num_envs <= int(i) < num_envs:
+            raise IndexError(index_range(int(i), num_envs))
+        out.append(int(i) % num_envs)
+    return out
+
+
 # ------------------------------------------------------------------ messages
+def indices_type(got: Any) -> str:
+    return (
+        f"indices must be None (every sub-env), an int or an iterable of ints, got "
+        f"{type(got).__name__} {got!r}."
+    )
+
+
+def index_range(index: int, num_envs: int) -> str:
+    return (
+        f"sub-env index {index} is out of range for {num_envs} sub-envs; pass "
+        f"indices in range({num_envs}) (or -{num_envs}..-1), an int, or None for "
+        f"every sub-env."
+    )
+
+
 def env_closed(name: str) -> str:
     return f"{name} was closed; build a new env to go on."
 

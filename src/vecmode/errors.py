@@ -242,6 +242,21 @@ def convert_to(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
+def set_attr_values(got: int, num_envs: int) -> str:
+    return (
+        f"values must be one value for every sub-env, or a list or tuple of "
+        f"{num_envs} values (one per sub-env), got {got}."
+    )
+
+
+def missing_extra(module: str, package: str, extra: str) -> str:
+    return (
+        f"{module} needs {package}, which is not installed: install vecmode's "
+        f'{extra!r} extra, pip install "vecmode[{extra}]" (in a fresh env, install '
+        f"a CPU build of torch first if you don't want CUDA's wheels)."
+    )
+
+
 def not_a_vector_env(caller: str, got: Any) -> str:
     return (
         f"{caller} takes a gymnasium.vector.VectorEnv (or a stack of VectorWrappers "

@@ -70,13 +70,20 @@ def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
     return out
 
 
-def spin_seconds(num_workers: int, in_parent: int) -> float:
-    """How long workers spin on their pipe before blocking: :data:`SPIN` when the
-    parent steps sub-envs too and every process has a CPU of its own (waking a
-    blocked process costs 40-65 us on a virtual machine, more than a cheap
-    sub-env's step), else 0 (spinning processes would then steal each other's
-    CPU)."""
-    return SPIN if in_parent and num_workers + 1 <= usable_cpus() else 0.0
+def spin_seconds(num_workers: int, in_parent: int = 0) -> float:
+    """How long the workers spin on their pipe before blocking, and the parent on
+    the workers' answers: :data:`SPIN` when every process (the workers and the
+    parent) has a CPU of its own (waking a blocked process costs 40-65 us on a
+    virtual machine, more than a cheap sub-env's step), else 0 (spinning
+    processes would then steal each other's CPU). ``in_parent`` is accepted for
+    the layouts that step a share in the parent; the rule is the same.
+
+    >>> from vecmode.layout import usable_cpus
+    >>> spin_seconds(usable_cpus()) == 0.0  # a worker per CPU: no CPU to spare
+    True
+    """
+    del in_parent  # the parent is one process whether it steps sub-envs or not
+    return SPIN if num_workers + 1 <= usable_cpus() else 0.0
 
 
 def actor_count(

@@ -56,7 +56,10 @@ class WorkerPool:
     later call raises :class:`~vecmode.WorkerError`; :meth:`shutdown` still works.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, spin: float = 0.0) -> None:
+        #: Seconds :meth:`collect` polls the pipes without blocking before it
+        #: blocks on them (see :func:`vecmode.layout.spin_seconds`).
+        self.spin = spin
         self.workers: list[Worker] = []
         #: Why the pool cannot be used any more, or None.
         self.broken: str | None = None
@@ -206,9 +209,16 @@ class WorkerPool:
                 self._died(worker, during)
 
     def _ready(self, timeout: float | None) -> list[int]:
-        """The file descriptors (pipes, process sentinels) ready to read."""
+        """The file descriptors (pipes, process sentinels) ready to read (after
+        polling without blocking for :attr:`spin` seconds, where it spins)."""
         poller = self._poller
         if poller is not None:
+            if self.spin:
+                end = time.perf_counter() + self.spin
+                while time.perf_counter() < end:
+                    found = poller.poll(0)
+                    if found:
+                        return [fd for fd, _ in found]
             return [
                 fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)
             ]

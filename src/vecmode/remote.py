@@ -27,6 +27,7 @@ from gymnasium.error import (
 )
 from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
 from gymnasium.vector.utils import (
+    CloudpickleWrapper,
     batch_differing_spaces,
     batch_space,
     concatenate,
@@ -34,6 +35,7 @@ from gymnasium.vector.utils import (
 )
 from gymnasium.vector.utils import iterate as iterate_batch
 
+from vecmode import errors
 from vecmode.core import (
     Command,
     Executed,
@@ -41,12 +43,21 @@ from vecmode.core import (
     StepResult,
     VectorCore,
     check_call,
+    check_indices,
     copy_batch,
     env_closed,
 )
 from vecmode.errors import SubEnvError, WorkerError
 from vecmode.modes import CORE_MODE
-from vecmode.worker import CALL, EXECUTE, FAILED, GET_ATTR, SET_ATTR, RemoteFailure
+from vecmode.worker import (
+    CALL,
+    EACH,
+    EXECUTE,
+    FAILED,
+    GET_ATTR,
+    SET_ATTR,
+    RemoteFailure,
+)
 
 __all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "raise_failure"]
 
@@ -499,12 +510,57 @@ class RemoteCore(VectorCore):
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
-            raise ValueError(set_attr_values(len(values), self.num_envs))
+            raise ValueError(errors.set_attr_values(len(values), self.num_envs))
         during = f"set_attr({name!r})"
         token = self._send(
             lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
         )
         raise_failure(self._collect(token, self.timeout, during))
+
+    def each(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        indices: int | Sequence[int] | None = None,
+    ) -> tuple[Any, ...]:
+        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
+        in the order given), where the sub-env runs; the results in that order.
+
+        ``fn`` travels with cloudpickle (a lambda is fine); ``args`` and the results
+        are pickled. Only the slices holding one of the sub-envs are asked. A
+        sub-env that raises gives a :class:`~vecmode.SubEnvError`, as in
+        :meth:`call`.
+
+        >>> import gymnasium as gym, vecmode
+        >>> envs = vecmode.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3,
+        ...                               num_workers=1, context="fork")
+        >>> envs.each(lambda env, name: env.get_wrapper_attr(name), "spec",
+        ...           indices=[2, 0])[0].id
+        'CartPole-v1'
+        >>> envs.close()
+        """
+        self._usable("each")
+        order = check_indices(indices, self.num_envs)
+        during = f"each({getattr(fn, '__name__', 'fn')})"
+        wrapped = CloudpickleWrapper(fn)
+        asked: list[list[int]] = []  # the sub-envs of each message sent, in order
+
+        def message_for(start: int, stop: int) -> tuple[Any, ...] | None:
+            mine = [i for i in order if start <= i < stop]
+            if not mine:
+                return None
+            asked.append(mine)
+            return (EACH, during, wrapped, args, [i - start for i in mine])
+
+        token = self._send(message_for, during)
+        answers = [a for a in self._collect(token, self.timeout, during) if a]
+        raise_failure(answers)
+        # a sub-env asked twice ran twice: its results in the order asked
+        results: dict[int, list[Any]] = {}
+        for mine, answer in zip(asked, answers, strict=True):
+            for i, result in zip(mine, answer[1], strict=True):
+                results.setdefault(i, []).append(result)
+        return tuple(results[i].pop(0) for i in order)
 
     def render(self) -> tuple[Any, ...] | None:
         """The frames of every sub-env (``call("render")``)."""
@@ -627,10 +683,3 @@ def nothing_pending(what: str, pending: str | None) -> str:
 
 def no_env_fns() -> str:
     return "env_fns must hold at least one function that creates a sub-env."
-
-
-def set_attr_values(got: int, num_envs: int) -> str:
-    return (
-        f"values must be one value for every sub-env, or a list or tuple of "
-        f"{num_envs} values (one per sub-env), got {got}."
-    )

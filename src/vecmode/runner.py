@@ -154,16 +154,21 @@ class Runner:
         return out
 
     def each(
-        self, method: str, fn: Callable[[gym.Env], Any]
+        self,
+        method: str,
+        fn: Callable[[gym.Env], Any],
+        positions: Sequence[int] | None = None,
     ) -> tuple[list[Any], Failure | None]:
-        """``fn(env)`` for every sub-env, in order: the results, and the first
-        failure (after which nothing more runs)."""
+        """``fn(env)`` for every sub-env in order, or for those at ``positions`` in
+        the slice (0 is sub-env ``first``), in that order: the results, and the
+        first failure (after which nothing more runs)."""
         results = []
         i = self.first
+        envs = self.envs
         try:
-            for k, env in enumerate(self.envs):
+            for k in range(len(envs)) if positions is None else positions:
                 i = self.first + k
-                results.append(fn(env))
+                results.append(fn(envs[k]))
         except Exception as exc:
             return results, Failure(i, method, exc, traceback.format_exc())
         return results, None

@@ -17,6 +17,7 @@ from vecmode.core import (
     VectorCore,
     check_call,
     check_core_arguments,
+    check_indices,
     copy_batch,
 )
 from vecmode.errors import SubEnvError
@@ -116,6 +117,36 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         """Set attribute ``name`` of every sub-env (one value, or one per sub-env)."""
         self._open()
         super().set_attr(name, values)
+
+    def each(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        indices: int | Sequence[int] | None = None,
+    ) -> tuple[Any, ...]:
+        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
+        in the order given); the results in that order. A sub-env that raises
+        gives a :class:`~vecmode.SubEnvError` naming it, as in the async core.
+
+        >>> import gymnasium as gym, vecmode
+        >>> envs = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
+        >>> envs.each(lambda env: env.spec.id, indices=[2])
+        ('CartPole-v1',)
+        >>> envs.close()
+        """
+        self._open()
+        order = check_indices(indices, self.num_envs)
+        during = f"each({getattr(fn, '__name__', 'fn')})"
+        results, failure = self._runner.each(during, lambda env: fn(env, *args), order)
+        if failure is not None:
+            raise SubEnvError(
+                failure.index,
+                failure.method,
+                type(failure.error).__name__,
+                str(failure.error),
+                failure.traceback,
+            ) from failure.error
+        return tuple(results)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every sub-env, even if one's ``close()`` raises (then a

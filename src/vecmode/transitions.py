@@ -35,7 +35,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
-from vecmode.core import validate_reset_mask
+from vecmode.core import reuses_buffers, validate_reset_mask
 from vecmode.modes import BoundaryTracker
 from vecmode.registry import _mode_or_assumed
 from vecmode.wrappers.base import check_infos, merge_final_observations
@@ -104,15 +104,6 @@ def _fresh(batch: Any) -> Any:
     return _copy.deepcopy(batch)
 
 
-def _reuses_buffers(envs: VectorEnv) -> bool:
-    """Whether ``envs`` may hand out observation arrays that later calls overwrite.
-
-    Gymnasium's and vecmode's vector envs say so with ``copy=False``; an env
-    that says nothing (a custom vector env) is assumed to.
-    """
-    return getattr(envs.unwrapped, "copy", None) is not True
-
-
 class TransitionCollector:
     """Steps a vector env and returns real transitions, the same in every mode.
 
@@ -169,7 +160,7 @@ class TransitionCollector:
         #: The number of sub-envs.
         self.num_envs: int = envs.num_envs
         #: Whether returned observations are copied (see the ``copy`` argument).
-        self.copy: bool = _reuses_buffers(envs) if copy is None else bool(copy)
+        self.copy: bool = reuses_buffers(envs) if copy is None else bool(copy)
         #: The infos of the last reset: those :meth:`reset` returned, then, after
         #: each :meth:`step`, those of the masked reset it made (DISABLED mode,
         #: when episodes ended), or ``{}`` when it made none.

@@ -7,7 +7,7 @@ A worker process builds its slice of sub-envs and serves the parent's messages
 itself, so a sub-env behaves and fails the same in either place.
 
 The protocol: a message is a tuple starting with :data:`EXECUTE`, :data:`CALL`,
-:data:`GET_ATTR`, :data:`SET_ATTR` or :data:`CLOSE`; an answer is None (done,
+:data:`GET_ATTR`, :data:`SET_ATTR`, :data:`EACH` or :data:`CLOSE`; an answer is None (done,
 nothing to report) or a tuple starting with :data:`OK`, :data:`FAILED`,
 :data:`CLOSED` or :data:`MISMATCH`. Observations, rewards, flags and array actions
 travel through shared memory (Gymnasium's helpers); the rest is pickled.
@@ -44,6 +44,7 @@ __all__ = [
     "CALL",
     "CLOSE",
     "CLOSED",
+    "EACH",
     "EXECUTE",
     "FAILED",
     "GET_ATTR",
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 # Messages to a worker: a tuple whose first item is one of these.
-EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE = range(5)
+EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
 # A worker's answer: None (done, nothing to report) or a tuple starting with one
 # of these.
 OK, FAILED, CLOSED, MISMATCH = range(4)
@@ -244,6 +245,10 @@ class SliceServer:
                 return attr(*args, **kwargs) if callable(attr) else attr
 
             return self._each(f"call({name!r})", call)
+        if op == EACH:  # (EACH, label, CloudpickleWrapper(fn), args, positions)
+            _, label, wrapped, args, positions = message
+            fn = wrapped.fn
+            return self._each(label, lambda env: fn(env, *args), positions)
         if op == GET_ATTR:
             name = message[1]
             return self._each(
@@ -256,8 +261,13 @@ class SliceServer:
         )
         return None if answer[0] == OK else answer
 
-    def _each(self, method: str, fn: Callable[[gym.Env], Any]) -> tuple[Any, ...]:
-        results, failure = self.runner.each(method, fn)
+    def _each(
+        self,
+        method: str,
+        fn: Callable[[gym.Env], Any],
+        positions: list[int] | None = None,
+    ) -> tuple[Any, ...]:
+        results, failure = self.runner.each(method, fn, positions)
         if failure is not None:
             return (FAILED, [RemoteFailure.of(failure)], ())
         return (OK, results)

@@ -1,0 +1,768 @@
+"""Stable-Baselines3 both ways: :func:`to_sb3` and :func:`from_sb3`.
+
+Needs the ``sb3`` extra (``pip install "vecmode[sb3]"``); ``import vecmode`` never
+imports SB3 or torch, only ``import vecmode.sb3`` does.
+
+* :func:`to_sb3` gives any vector env that declares its mode to SB3 as a
+  ``stable_baselines3.common.vec_env.VecEnv``, following SB3's contract as
+  ``DummyVecEnv`` does: the env is converted to SAME_STEP with
+  :func:`vecmode.with_autoreset` where that is exact (and refused, with the
+  reason, where it is not); each step's infos are a list of dicts with
+  ``"terminal_observation"`` and ``"TimeLimit.truncated"``.
+* :func:`from_sb3` gives an SB3 ``VecEnv`` (``DummyVecEnv``, ``SubprocVecEnv``,
+  any stack of SB3's wrappers) to Gymnasium as a SAME_STEP
+  ``gymnasium.vector.VectorEnv`` in Gymnasium's layout, so vecmode's wrappers,
+  :func:`vecmode.check` and :class:`vecmode.TransitionCollector` work over it.
+
+The one thing SB3's encoding cannot carry is a step that is both terminated and
+truncated: SB3 reports ``TimeLimit.truncated = truncated and not terminated``, so
+:func:`from_sb3` reads such a step as terminated only (Gymnasium's own env says
+both); everything else comes through unchanged.
+
+SB3's ``terminal_observation`` and ``TimeLimit.truncated`` are translated here,
+at the edge, to and from SAME_STEP's layout with :mod:`vecmode.modes`' readers and
+writers: nothing else in vecmode knows SB3's encoding.
+
+>>> import gymnasium as gym, numpy as np, vecmode
+>>> from vecmode.sb3 import from_sb3, to_sb3
+>>> venv = to_sb3(vecmode.make_vec("CartPole-v1", num_envs=2,
+...     vectorization_mode="sync", max_episode_steps=1))  # NextStep, converted
+>>> _ = venv.seed(0)
+>>> obs = venv.reset()
+>>> obs, rewards, dones, infos = venv.step(np.array([1, 0]))
+>>> dones, infos[0]["TimeLimit.truncated"], infos[0]["terminal_observation"].shape
+(array([ True,  True]), True, (4,))
+>>> envs = from_sb3(venv)  # and back: a SAME_STEP Gymnasium vector env
+>>> envs.metadata["autoreset_mode"]
+<AutoresetMode.SAME_STEP: 'SameStep'>
+>>> envs.close()
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate
+
+from vecmode import errors, sb3_subenv
+from vecmode.autoreset import SameStepAutoreset, with_autoreset
+from vecmode.core import (
+    Command,
+    Executed,
+    StepResult,
+    VectorCore,
+    check_call,
+    check_indices,
+    copy_batch,
+    is_int,
+    reuses_buffers,
+)
+from vecmode.errors import SubEnvError
+from vecmode.forwarding import reset_arguments
+from vecmode.modes import same_step_infos, without_finals
+from vecmode.wrappers.base import (
+    check_infos,
+    empty_batch,
+    final_entries,
+    iterate_batch,
+)
+from vecmode.wrappers.dict_info_to_list import infos_to_list
+
+try:
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnvIndices,
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        errors.missing_extra("vecmode.sb3", "Stable-Baselines3", "sb3")
+    ) from exc
+
+__all__ = ["FromSB3VectorEnv", "ToSB3VecEnv", "from_sb3", "to_sb3"]
+
+#: SB3's info keys: the ended episode's last observation, and whether the episode
+#: was cut short rather than terminated (``truncated and not terminated``).
+TERMINAL_OBSERVATION = "terminal_observation"
+TIME_LIMIT_TRUNCATED = "TimeLimit.truncated"
+_SB3_KEYS = frozenset((TERMINAL_OBSERVATION, TIME_LIMIT_TRUNCATED))
+
+_TO = "vecmode.sb3.to_sb3"
+_FROM = "vecmode.sb3.from_sb3"
+
+
+def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
+    """``envs`` as a Stable-Baselines3 ``VecEnv`` (a :class:`ToSB3VecEnv`).
+
+    ``envs`` is any ``gymnasium.vector.VectorEnv`` that declares its mode in
+    ``metadata["autoreset_mode"]``: a vecmode env in any mode, Gymnasium's sync
+    and async envs, a stack of wrappers. It is converted to SAME_STEP with
+    :func:`vecmode.with_autoreset`, which refuses (raising
+    :class:`~vecmode.IncompatibleModeError` with the reason) where the conversion
+    would not be exact.
+
+    Raises:
+        TypeError: ``envs`` is not a Gymnasium vector env.
+        vecmode.IncompatibleModeError: ``envs`` declares no mode, or one that
+            cannot be turned into SAME_STEP exactly.
+
+    >>> import vecmode
+    >>> from vecmode.sb3 import to_sb3
+    >>> venv = to_sb3(vecmode.make_vec("CartPole-v1", num_envs=4,
+    ...                                vectorization_mode="sync"))
+    >>> venv.num_envs, venv.observation_space.shape
+    (4, (4,))
+    >>> venv.close()
+    """
+    return ToSB3VecEnv(envs)
+
+
+def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
+    """``venv``, a Stable-Baselines3 ``VecEnv``, as a SAME_STEP Gymnasium vector
+    env (a :class:`FromSB3VectorEnv`).
+
+    Raises:
+        TypeError: ``venv`` is not an SB3 ``VecEnv``.
+
+    >>> import gymnasium as gym, vecmode
+    >>> from stable_baselines3.common.vec_env import DummyVecEnv
+    >>> from vecmode.sb3 import from_sb3
+    >>> envs = from_sb3(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
+    >>> envs.metadata["autoreset_mode"], vecmode.check(envs).ok
+    (<AutoresetMode.SAME_STEP: 'SameStep'>, True)
+    >>> envs.close()
+    """
+    return FromSB3VectorEnv(venv)
+
+
+# ----------------------------------------------------------------- sub-envs
+class _SubEnvs:
+    """Runs a function on the sub-envs at some indices of a vector env, where it
+    can reach them: vecmode's cores (``each``, in their workers too) and any env
+    holding its sub-envs in ``envs`` (Gymnasium's ``SyncVectorEnv``). ``run`` is
+    None for an env that offers neither (Gymnasium's ``AsyncVectorEnv``)."""
+
+    def __init__(self, envs: VectorEnv) -> None:
+        self.inner: Any = envs.unwrapped
+        self.num_envs = envs.num_envs
+        each = getattr(self.inner, "each", None)
+        local = getattr(self.inner, "envs", None)
+        self.run: Callable[..., tuple[Any, ...]] | None = None
+        if callable(each):
+            self.run = lambda fn, args, order: each(fn, *args, indices=order)
+        elif (
+            isinstance(local, (list, tuple))
+            and len(local) == self.num_envs
+            and all(isinstance(env, gym.Env) for env in local)
+        ):
+            self.run = lambda fn, args, order: tuple(fn(local[i], *args) for i in order)
+
+    def __call__(
+        self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
+    ) -> list[Any]:
+        """``fn(sub_env, *args)`` for the sub-envs in ``order``; ``what`` names the
+        SB3 call for the error when they are out of reach."""
+        if self.run is None:
+            raise AttributeError(out_of_reach(what, self.inner, order))
+        try:
+            return list(self.run(fn, args, order))
+        except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
+            if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
+                "AttributeError"
+            ):
+                raise AttributeError(str(exc)) from exc
+            raise
+
+    def every(self, order: list[int]) -> bool:
+        return sorted(order) == list(range(self.num_envs))
+
+
+# ------------------------------------------------------------------ to SB3
+class ToSB3VecEnv(VecEnv):
+    """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv``; see :func:`to_sb3`.
+
+    It follows SB3's contract as ``DummyVecEnv`` does, call for call:
+
+    * ``reset()`` returns the observations only; the sub-envs' reset infos are in
+      ``reset_infos`` (a list of dicts, updated for the sub-envs that were reset
+      within a step, too). The seeds of :meth:`seed` and the options of
+      :meth:`set_options` apply at the next ``reset()`` and only to it.
+    * ``step`` returns ``(observations, rewards, dones, infos)``: rewards as
+      float32, ``dones = terminated or truncated``, ``infos`` a list of one dict
+      per sub-env, each with ``"TimeLimit.truncated"`` (``truncated and not
+      terminated``); for a sub-env whose episode ended, the dict is the ended
+      step's info with ``"terminal_observation"`` (a copy of the episode's last
+      observation), and the returned observation is the next episode's first.
+      Dict observations are ``OrderedDict`` batches, as ``DummyVecEnv``'s.
+    * ``step_async`` / ``step_wait`` use the vector env's own split API where it
+      has one (vecmode's async core, and every vecmode layer over it), so the
+      sub-envs step while the caller goes on.
+    * ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` act on
+      the sub-envs at ``indices`` only (all by default), in their own processes
+      for vecmode's async core, doing what ``DummyVecEnv`` does (``set_attr`` is
+      a plain ``setattr`` on the sub-env). ``env_method("step")`` (``reset``,
+      ``close``) is refused: it would run behind the vector env's back.
+    * ``render`` / ``get_images`` and ``close``.
+
+    Infos come through Gymnasium's batched dicts: a value a sub-env gives as a
+    Python ``int``, ``float`` or ``bool`` comes back as the NumPy scalar of that
+    type (equal to it), and where sub-envs report one key with different types in
+    the same step, Gymnasium has cast them to the first sub-env's. Over SAME_STEP's
+    policy directly on a vecmode core (what ``to_sb3`` makes of a vecmode env in
+    SameStep or Disabled) the bridge runs the core's commands itself, and the ended
+    episodes' last infos are the sub-envs' own, from the core's record. In SAME_STEP
+    the row of an ended sub-env at the top of a step's info is its reset info
+    (it goes to ``reset_infos``), so keys that a vector wrapper adds there for the
+    ended episode (``RecordEpisodeStatistics``'s ``"episode"``) end up in
+    ``reset_infos``: for SB3's episode statistics, wrap the result in SB3's
+    ``VecMonitor`` instead, or the sub-envs in ``Monitor``.
+
+    Over an env whose sub-envs it cannot reach one by one (Gymnasium's
+    ``AsyncVectorEnv``): ``get_attr`` asks every sub-env and keeps those asked
+    for, ``env_method`` works for every sub-env at once, and ``set_attr`` and
+    ``env_is_wrapped`` raise ``AttributeError`` saying why.
+
+    Attributes:
+        vector_env: the SAME_STEP vector env it steps (``envs`` itself, or
+            ``envs`` under the autoreset policy :func:`vecmode.with_autoreset`
+            added).
+    """
+
+    def __init__(self, envs: VectorEnv) -> None:
+        if not isinstance(envs, VectorEnv):
+            raise TypeError(errors.not_a_vector_env(_TO, envs))
+        same = with_autoreset(envs, AutoresetMode.SAME_STEP)
+        self.vector_env = same
+        self._sub_envs = _SubEnvs(same)
+        self._copy_obs = reuses_buffers(same)
+        space = same.single_observation_space
+        self._dict_keys = list(space.spaces) if isinstance(space, Dict) else None
+        # SAME_STEP's policy directly over a vecmode core: the bridge runs its
+        # commands on the core itself and reads the core's record (the ended
+        # sub-envs' last observations and infos as the sub-envs gave them),
+        # instead of building SAME_STEP's info layout to read it back.
+        core = getattr(same, "core", None)
+        self._core: VectorCore | None = (
+            core
+            if type(same) is SameStepAutoreset and isinstance(core, VectorCore)
+            else None
+        )
+        self._commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
+        # The split API where the stack offers it (a property that raises
+        # AttributeError where the env below has none).
+        below = same if self._core is None else self._core
+        self._send = getattr(below, "step_async", None)
+        self._wait = getattr(below, "step_wait", None)
+        if self._core is not None and self._send is not None:
+            self._send = getattr(self._core, "execute_async", None)
+            self._wait = getattr(self._core, "execute_wait", None)
+        self._actions: Any = None
+        super().__init__(same.num_envs, space, same.single_action_space)
+        self.metadata = dict(same.metadata)
+
+    # ------------------------------------------------------------- stepping
+    def reset(self) -> VecEnvObs:
+        """Reset every sub-env, with the seeds of :meth:`seed` and the options of
+        :meth:`set_options` if given since the last reset; the observations (the
+        reset infos are in ``reset_infos``)."""
+        options = self._options[0] if self._options else None
+        seed: Any = _as_vector_seed(self._seeds)
+        obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+        self._reset_seeds()
+        self._reset_options()
+        check_infos(infos, _TO)
+        self.reset_infos = _copied(infos_to_list(infos, self.num_envs))
+        return self._sb3_obs(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Send the actions (to the vector env's ``step_async`` where it has one)."""
+        if self._send is None:
+            self._actions = actions
+        elif self._core is None:
+            self._send(actions)
+        else:
+            self._send(self._commands, actions, name="step")
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """The step sent by :meth:`step_async`, in SB3's layout."""
+        if self._wait is not None:
+            result = self._wait() if self._core is None else self._wait(name="step")
+        else:
+            actions, self._actions = self._actions, None
+            if actions is None:
+                raise RuntimeError(no_step_sent())
+            result = (
+                self.vector_env.step(actions)
+                if self._core is None
+                else self._core.execute(self._commands, actions)
+            )
+        if self._core is not None:
+            return self._sb3_record(result)
+        return self._sb3_step(result)
+
+    def _sb3_obs(self, obs: Any) -> Any:
+        if self._copy_obs:
+            obs = copy_batch(obs)
+        if self._dict_keys is not None:
+            return OrderedDict((key, obs[key]) for key in self._dict_keys)
+        return obs
+
+    def _sb3_step(self, result: StepResult) -> VecEnvStepReturn:
+        obs, rewards, terminations, truncations, infos = result
+        dones = np.logical_or(terminations, truncations)
+        if not infos and not np.count_nonzero(dones):  # the common case, fast
+            sb3_infos: list[dict[str, Any]] = [
+                {TIME_LIMIT_TRUNCATED: False} for _ in range(self.num_envs)
+            ]
+        else:
+            sb3_infos = self._sb3_infos(infos, dones)
+            limit = np.logical_and(truncations, np.logical_not(terminations))
+            for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
+                info[TIME_LIMIT_TRUNCATED] = flag
+        # rewards as DummyVecEnv's float32 buffer holds them (a new array)
+        return self._sb3_obs(obs), np.array(rewards, dtype=np.float32), dones, sb3_infos
+
+    def _sb3_record(self, executed: Executed) -> VecEnvStepReturn:
+        """SB3's step from a vecmode core's record of a SAME_STEP step."""
+        obs, rewards, terminations, truncations, infos, _, finals = executed
+        dones = np.logical_or(terminations, truncations)
+        n = self.num_envs
+        if not infos and not finals:  # the common case, fast
+            sb3_infos: list[dict[str, Any]] = [
+                {TIME_LIMIT_TRUNCATED: False} for _ in range(n)
+            ]
+        else:
+            sb3_infos = (
+                _copied(infos_to_list(infos, n)) if infos else [{} for _ in range(n)]
+            )
+            for i, final_obs, final_info in finals:
+                self.reset_infos[i] = sb3_infos[i]
+                info = copy.deepcopy(final_info) if final_info else {}
+                info[TERMINAL_OBSERVATION] = copy_batch(final_obs)
+                sb3_infos[i] = info
+            limit = np.logical_and(truncations, np.logical_not(terminations))
+            for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
+                info[TIME_LIMIT_TRUNCATED] = flag
+        return self._sb3_obs(obs), np.array(rewards, dtype=np.float32), dones, sb3_infos
+
+    def _sb3_infos(self, infos: Any, dones: np.ndarray) -> list[dict[str, Any]]:
+        """One dict per sub-env: the step's info, or for the ended sub-envs the
+        ended step's with the terminal observation (their reset infos go to
+        ``reset_infos``)."""
+        check_infos(infos, _TO)
+        n = self.num_envs
+        rest, final_info = without_finals(infos)
+        out = _copied(infos_to_list(rest, n)) if rest else [{} for _ in range(n)]
+        if not np.count_nonzero(dones):
+            return out
+        final_obs = final_entries(infos, dones, _TO)
+        finals = _copied(infos_to_list(final_info, n)) if final_info else None
+        for i in np.flatnonzero(dones).tolist():
+            self.reset_infos[i] = out[i]
+            info = {} if finals is None else finals[i]
+            info[TERMINAL_OBSERVATION] = copy_batch(final_obs[i])
+            out[i] = info
+        return out
+
+    # ------------------------------------------------------- seeds, options
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Options for every sub-env at the next ``reset()``: one dict for all, or
+        a list of one per sub-env that are all equal (a vector env's reset passes
+        one options dict to every sub-env)."""
+        super().set_options(options)
+        if len(self._options) != self.num_envs or not all(
+            _same_options(o, self._options[0]) for o in self._options
+        ):
+            got = self._options
+            self._reset_options()
+            raise ValueError(options_differ(got, self.num_envs))
+
+    # ------------------------------------------------------------- sub-envs
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The attribute of the sub-envs at ``indices`` (all by default)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sub_envs.run is None:  # ask them all, keep those asked for
+            values = self._sub_envs.inner.get_attr(attr_name)
+            return [values[i] for i in order]
+        return self._sub_envs("get_attr", sb3_subenv.get_attr, (attr_name,), order)
+
+    def set_attr(
+        self, attr_name: str, value: Any, indices: VecEnvIndices = None
+    ) -> None:
+        """Set the attribute of the sub-envs at ``indices`` (all by default) to
+        ``value`` (a plain ``setattr`` on each, as ``DummyVecEnv``)."""
+        order = check_indices(indices, self.num_envs)
+        self._sub_envs("set_attr", setattr, (attr_name, value), order)
+
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        """Call the method on the sub-envs at ``indices`` (all by default)."""
+        check_call(method_name)
+        order = check_indices(indices, self.num_envs)
+        if self._sub_envs.run is None and self._sub_envs.every(order):
+            results = self._sub_envs.inner.call(
+                method_name, *method_args, **method_kwargs
+            )
+            return [results[i] for i in order]
+        return self._sub_envs(
+            "env_method",
+            sb3_subenv.call_method,
+            (method_name, method_args, method_kwargs),
+            order,
+        )
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        """Whether the sub-envs at ``indices`` (all by default) are wrapped with
+        ``wrapper_class``."""
+        order = check_indices(indices, self.num_envs)
+        return self._sub_envs(
+            "env_is_wrapped", sb3_subenv.is_wrapped, (wrapper_class,), order
+        )
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """Each sub-env's ``render()`` (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it "
+                f"is `rgb_array` to obtain images.",
+                stacklevel=2,
+            )
+            return [None] * self.num_envs
+        return self.env_method("render")
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.vector_env.close()
+
+    def __repr__(self) -> str:
+        return f"ToSB3VecEnv({errors.describe(self.vector_env)})"
+
+
+def _as_vector_seed(seeds: Sequence[int | None]) -> int | list[int | None] | None:
+    """SB3's per-sub-env seeds as a vector env's ``reset(seed=...)`` takes them:
+    None for none, ``s`` for ``s, s + 1, ...`` (what SB3's ``seed(s)`` sets), else
+    the list."""
+    if all(s is None for s in seeds):
+        return None
+    first = seeds[0]
+    if first is not None and list(seeds) == [first + i for i in range(len(seeds))]:
+        return int(first)
+    return list(seeds)
+
+
+def _copied(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Deep copies of the non-empty dicts (``DummyVecEnv`` hands out copies, so no
+    info shares an object with a sub-env)."""
+    return [copy.deepcopy(info) if info else info for info in infos]
+
+
+def _same_options(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except (ValueError, TypeError):  # e.g. arrays inside: cannot tell, so differ
+        return False
+
+
+# ---------------------------------------------------------------- from SB3
+class FromSB3VectorEnv(VectorEnv):
+    """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env; see
+    :func:`from_sb3`.
+
+    * ``step`` returns Gymnasium's five-tuple: ``terminations = done and not
+      info["TimeLimit.truncated"]``, ``truncations = done and
+      info["TimeLimit.truncated"]``, rewards as float64 (a ``DummyVecEnv`` has
+      already rounded them to float32), and the info dict in SAME_STEP's layout:
+      an ended sub-env's ``"terminal_observation"`` in ``info["final_obs"]``, the
+      rest of its step info in ``info["final_info"]`` (both masked), its reset
+      info (SB3's ``reset_infos``) at the top. ``"TimeLimit.truncated"`` is not
+      kept in the info: the flags carry it.
+    * A step that is both terminated and truncated reaches SB3 as
+      ``TimeLimit.truncated = False``, so it comes back as terminated only:
+      Gymnasium's own env reports it truncated too. That is the one difference.
+    * ``reset(seed=...)`` seeds sub-env ``i`` with ``seed + i`` (SB3's
+      ``seed()``, as Gymnasium's vector envs); a list of seeds other than
+      ``[s, s + 1, ...]`` is refused (SB3's ``seed()`` takes one int).
+      ``options`` go to every sub-env (SB3's ``set_options``).
+    * ``reset(options={"reset_mask": mask})`` resets only the masked sub-envs
+      where that is exact: over a bare ``DummyVecEnv`` or ``SubprocVecEnv``,
+      which reset a sub-env by itself (``env_method("reset")``) and keep nothing
+      else about it that a reset changes. Over SB3's wrappers (``VecNormalize``,
+      ``VecFrameStack``, ``VecMonitor``...) it is refused: their state follows
+      their own ``reset`` and ``step`` only. DISABLED and NEXT_STEP cannot be had
+      at all: SB3 resets an ended sub-env within the step, without asking
+      (``with_autoreset`` refuses, as for any SAME_STEP env).
+    * ``step_async`` / ``step_wait`` are SB3's own; ``call`` is SB3's
+      ``env_method`` (a method is called), ``get_attr`` / ``set_attr`` SB3's.
+
+    Attributes:
+        venv: the SB3 ``VecEnv`` it steps.
+    """
+
+    def __init__(self, venv: VecEnv) -> None:
+        if not isinstance(venv, VecEnv):
+            raise TypeError(not_an_sb3_vec_env(venv))
+        self.venv = venv
+        self.num_envs = venv.num_envs
+        self.single_observation_space = venv.observation_space
+        self.single_action_space = venv.action_space
+        self.observation_space = batch_space(venv.observation_space, self.num_envs)
+        self.action_space = batch_space(venv.action_space, self.num_envs)
+        self.metadata = {
+            **(getattr(venv, "metadata", None) or {}),
+            "autoreset_mode": AutoresetMode.SAME_STEP,
+        }
+        self.render_mode = venv.render_mode
+        self._last_obs: Any = None
+        #: Why a masked reset cannot be exact over ``venv`` (None: it can).
+        self._no_masked_reset = masked_reset_refused(venv)
+
+    # ------------------------------------------------------------- stepping
+    def reset(
+        self, *, seed: Any = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every sub-env, or those in ``options["reset_mask"]``."""
+        seed, options, mask = reset_arguments(self, seed, options)
+        seeds = self._seeds(seed)
+        rest = {k: v for k, v in (options or {}).items() if k != "reset_mask"}
+        if mask is not None:
+            return self._masked_reset(seeds, rest, mask)
+        if seeds is not None:
+            self.venv.seed(seeds[0])
+        if rest:
+            self.venv.set_options(rest)
+        obs = self._gym_obs(self.venv.reset())
+        infos: dict[str, Any] = {}
+        for i, info in enumerate(self.venv.unwrapped.reset_infos):
+            if info:
+                infos = self._add_info(infos, info, i)
+        self._last_obs = obs
+        return obs, infos
+
+    def _seeds(self, seed: Any) -> list[int | None] | None:
+        if seed is None:
+            return None
+        if is_int(seed):
+            return [int(seed) + i for i in range(self.num_envs)]
+        if isinstance(seed, (list, tuple)) and len(seed) and is_int(seed[0]):
+            first = int(seed[0])
+            if list(seed) == [first + i for i in range(self.num_envs)]:
+                return list(seed)
+        raise TypeError(one_seed(seed, self.num_envs))
+
+    def _masked_reset(
+        self, seeds: list[int | None] | None, rest: dict[str, Any], mask: np.ndarray
+    ) -> tuple[Any, dict[str, Any]]:
+        if self._no_masked_reset is not None:
+            raise ValueError(self._no_masked_reset)
+        if self._last_obs is None:
+            raise gym.error.ResetNeeded(masked_reset_first())
+        if not np.count_nonzero(mask):  # vecmode's convention: a no-op
+            return copy_batch(self._last_obs), {}
+        singles = list(iterate_batch(self.observation_space, self._last_obs))
+        infos: dict[str, Any] = {}
+        for i in np.flatnonzero(mask).tolist():
+            ((singles[i], info),) = self.venv.env_method(
+                "reset",
+                seed=None if seeds is None else seeds[i],
+                options=rest,
+                indices=[i],
+            )
+            if info:
+                infos = self._add_info(infos, info, i)
+        space = self.single_observation_space
+        obs = concatenate(space, singles, empty_batch(space, self.num_envs))
+        self._last_obs = obs
+        return obs, infos
+
+    def step(self, actions: Any) -> StepResult:
+        """Step every sub-env; SB3 resets those whose episode ends."""
+        return self._gym_step(self.venv.step(actions))
+
+    def step_async(self, actions: Any) -> None:
+        """Send a step (SB3's ``step_async``)."""
+        self.venv.step_async(actions)
+
+    def step_wait(self, timeout: float | None = None) -> StepResult:
+        """The step sent by :meth:`step_async` (SB3's ``step_wait`` has no
+        timeout: pass None)."""
+        if timeout is not None:
+            raise ValueError(no_timeout(timeout))
+        return self._gym_step(self.venv.step_wait())
+
+    def _gym_obs(self, obs: Any) -> Any:
+        return _as_batch(self.observation_space, obs)
+
+    def _gym_step(self, result: Any) -> StepResult:
+        obs, rewards, dones, sb3_infos = result
+        n = self.num_envs
+        dones = np.asarray(dones, dtype=np.bool_)
+        limit = np.fromiter(
+            (bool(info.get(TIME_LIMIT_TRUNCATED, False)) for info in sb3_infos),
+            dtype=np.bool_,
+            count=n,
+        )
+        reset_infos = self.venv.unwrapped.reset_infos
+        infos: dict[str, Any] = {}
+        finals = []
+        for i, sb3_info in enumerate(sb3_infos):
+            info = {k: v for k, v in sb3_info.items() if k not in _SB3_KEYS}
+            if dones[i]:
+                if TERMINAL_OBSERVATION not in sb3_info:
+                    raise ValueError(no_terminal_observation(i))
+                finals.append((i, sb3_info[TERMINAL_OBSERVATION], info))
+                info = reset_infos[i]
+            if info:
+                infos = self._add_info(infos, info, i)
+        obs = self._gym_obs(obs)
+        self._last_obs = obs
+        return (
+            obs,
+            np.asarray(rewards, dtype=np.float64),
+            dones & ~limit,
+            dones & limit,
+            same_step_infos(infos, finals, n, self._add_info),
+        )
+
+    # ------------------------------------------------------------- sub-envs
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every sub-env (SB3's ``env_method``)."""
+        check_call(name)
+        return tuple(self.venv.env_method(name, *args, **kwargs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute ``name`` of every sub-env (SB3's ``get_attr``)."""
+        return tuple(self.venv.get_attr(name))
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every sub-env: one value for all, or a list or
+        tuple of one per sub-env (as Gymnasium's)."""
+        if not isinstance(values, (list, tuple)):
+            self.venv.set_attr(name, values)
+            return
+        if len(values) != self.num_envs:
+            raise ValueError(errors.set_attr_values(len(values), self.num_envs))
+        for i, value in enumerate(values):
+            self.venv.set_attr(name, value, indices=[i])
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each sub-env's frame (``render()`` on each)."""
+        return self.call("render")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the SB3 ``VecEnv``."""
+        self.venv.close()
+
+    def __repr__(self) -> str:
+        return f"FromSB3VectorEnv({type(self.venv).__name__}, num_envs={self.num_envs})"
+
+
+def _as_batch(space: Space, obs: Any) -> Any:
+    """SB3's batch in Gymnasium's layout: plain dicts, the space's dtypes (a
+    ``SubprocVecEnv`` stacks what the sub-envs return, as they return it)."""
+    if isinstance(space, Dict):
+        return {key: _as_batch(sub, obs[key]) for key, sub in space.spaces.items()}
+    if isinstance(space, Tuple):
+        return tuple(
+            _as_batch(sub, part) for sub, part in zip(space.spaces, obs, strict=True)
+        )
+    if isinstance(space, (Box, Discrete, MultiBinary, MultiDiscrete)):
+        return np.asarray(obs, dtype=space.dtype)
+    return obs
+
+
+def masked_reset_refused(venv: VecEnv) -> str | None:
+    """Why ``reset(options={"reset_mask": ...})`` cannot be exact over ``venv``,
+    or None: it can over a bare ``DummyVecEnv`` or ``SubprocVecEnv``."""
+    if isinstance(venv, (DummyVecEnv, SubprocVecEnv)):
+        return None
+    return masked_reset_not_exact(type(venv).__name__)
+
+
+# ------------------------------------------------------------------ messages
+def out_of_reach(what: str, inner: Any, order: list[int]) -> str:
+    return (
+        f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of "
+        f"{type(inner).__name__}: it offers no way to run a call on chosen sub-envs "
+        f"(Gymnasium's AsyncVectorEnv only gets attributes and calls methods on "
+        f"every sub-env at once). Build the env with vecmode.AsyncVectorEnv "
+        f"(vecmode.make_vec(..., vectorization_mode='async')), whose workers run "
+        f"SB3's calls on the sub-envs asked for."
+    )
+
+
+def no_step_sent() -> str:
+    return "step_wait() was called without step_async(actions) first."
+
+
+def options_differ(got: Any, num_envs: int) -> str:
+    return (
+        f"set_options() got {got!r}: a vector env's reset passes one options dict to "
+        f"every sub-env, so pass one dict (or a list of {num_envs} equal dicts)."
+    )
+
+
+def not_an_sb3_vec_env(got: Any) -> str:
+    return (
+        f"{_FROM} takes a stable_baselines3 VecEnv (DummyVecEnv, SubprocVecEnv, or "
+        f"SB3's wrappers around one), got {type(got).__name__}; for a Gymnasium "
+        f"vector env, use it as it is."
+    )
+
+
+def one_seed(got: Any, num_envs: int) -> str:
+    return (
+        f"seed must be None or an int for an SB3 VecEnv (sub-env i gets seed + i: "
+        f"SB3's seed() takes one), or the list of {num_envs} seeds that makes, got "
+        f"{type(got).__name__} {got!r}."
+    )
+
+
+def masked_reset_first() -> str:
+    return (
+        'reset(options={"reset_mask": mask}) needs a full reset() first: until '
+        "then the other sub-envs' observations are unknown."
+    )
+
+
+def masked_reset_not_exact(name: str) -> str:
+    return (
+        f'reset(options={{"reset_mask": ...}}) cannot be exact over {name}: SB3\'s '
+        f"VecEnv API has no reset of some sub-envs, and resetting one behind an "
+        f"SB3 wrapper (VecNormalize, VecFrameStack, VecMonitor, ...) would leave "
+        f"the wrapper's state for it stale (statistics, the frame stack, episode "
+        f"counters). Reset every sub-env with reset(), or do the masked reset over "
+        f"from_sb3(DummyVecEnv(...)) or from_sb3(SubprocVecEnv(...)) and put the "
+        f"wrappers on the vecmode side (vecmode.wrappers)."
+    )
+
+
+def no_timeout(got: Any) -> str:
+    return (
+        f"step_wait(timeout={got!r}): an SB3 VecEnv's step_wait() takes no timeout; "
+        f"pass None."
+    )
+
+
+def no_terminal_observation(i: int) -> str:
+    return (
+        f"the SB3 VecEnv reported sub-env {i} done without "
+        f"info['{TERMINAL_OBSERVATION}'] (SB3's VecEnvs put the ended episode's last "
+        f"observation there), so its final observation is lost."
+    )

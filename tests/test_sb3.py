@@ -1,0 +1,754 @@
+"""vecmode.sb3: Stable-Baselines3 both ways, proven against SB3 and Gymnasium.
+
+* ``to_sb3(env)`` against SB3's own ``DummyVecEnv`` over the same sub-envs, call
+  by call (observations, rewards, dones, infos, ``reset_infos``), in every mode,
+  over the sync and async cores, under SB3's wrappers, and for every other point
+  of SB3's ``VecEnv`` contract (seeds, options, ``indices``, rendering, the split
+  API, closing).
+* ``from_sb3(venv)`` against Gymnasium's SAME_STEP ``SyncVectorEnv`` over the same
+  sub-envs: identical but for the steps that are both terminated and truncated.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sb3 = pytest.importorskip("stable_baselines3")
+
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import (  # noqa: E402
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecFrameStack,
+    VecMonitor,
+    VecNormalize,
+)
+
+import vecmode  # noqa: E402
+from tests.helpers import assert_same  # noqa: E402
+from vecmode import AutoresetMode, IncompatibleModeError  # noqa: E402
+from vecmode.sb3 import from_sb3, to_sb3  # noqa: E402
+from vecmode.testing import ScheduledEnv  # noqa: E402
+
+NEXT, SAME, DISABLED = (
+    AutoresetMode.NEXT_STEP,
+    AutoresetMode.SAME_STEP,
+    AutoresetMode.DISABLED,
+)
+MODES = (NEXT, SAME, DISABLED)
+FORK = "fork"
+
+
+# ------------------------------------------------------------------ sub-envs
+def _limited(fn: Any, steps: int) -> gym.Env:
+    return gym.wrappers.TimeLimit(fn(), max_episode_steps=steps)
+
+
+def scheduled(obs_type: str = "box", action_type: str = "discrete") -> list:
+    """Four scheduled sub-envs with rich infos (reset infos drawn from the
+    sub-env's seeded generator): 0 and 1 end their first episodes together, then
+    apart (1 is cut by a TimeLimit); 2 ends apart from the others; 3 ends every
+    episode both terminated and truncated (its own end and its TimeLimit agree)."""
+    kw = {"action_type": action_type}
+    se = functools.partial
+    return [
+        se(ScheduledEnv, 0, (3, 5), (True, False), obs_type, **kw),
+        se(_limited, se(ScheduledEnv, 1, (3, 5), (False,), obs_type, **kw), 4),
+        se(ScheduledEnv, 2, (2, 6), (False, True), obs_type, **kw),
+        se(_limited, se(ScheduledEnv, 3, (4,), (False,), obs_type, **kw), 4),
+    ]
+
+
+def cartpoles(n: int = 4, limit: int = 30) -> list:
+    """CartPoles cut at ``limit`` steps: random episodes (seeded), TimeLimit."""
+    return [functools.partial(gym.make, "CartPole-v1", max_episode_steps=limit)] * n
+
+
+SUB_ENVS = {
+    "box": scheduled,
+    "discrete": functools.partial(scheduled, "discrete"),
+    "dict": functools.partial(scheduled, "dict"),
+    "tuple": functools.partial(scheduled, "tuple"),
+    "image": functools.partial(scheduled, "image"),
+    "box-actions": functools.partial(scheduled, "box", "box"),
+    "cartpole": cartpoles,
+}
+
+
+def vecmode_env(fns: list, mode: AutoresetMode, core: str = "sync") -> Any:
+    base = (
+        vecmode.SyncVectorEnv(fns)
+        if core == "sync"
+        else vecmode.AsyncVectorEnv(fns, num_workers=2, context=FORK)
+    )
+    return vecmode.with_autoreset(base, mode)
+
+
+def actions_for(space: gym.Space, steps: int, n: int, seed: int) -> np.ndarray:
+    """``steps`` batches of ``n`` random actions, as SB3 passes them."""
+    rng = np.random.default_rng(seed)
+    if isinstance(space, gym.spaces.Discrete):
+        return rng.integers(0, int(space.n), size=(steps, n))
+    return rng.uniform(-1, 1, size=(steps, n, *space.shape)).astype(space.dtype)
+
+
+# --------------------------------------------------------- the differential
+def assert_same_obs(expected: Any, got: Any, where: str) -> None:
+    assert type(got) is type(expected), f"{where}: {type(got)} != {type(expected)}"
+    assert_same(expected, got, where)
+
+
+def assert_same_infos(expected: list, got: list, where: str, ignore=()) -> None:
+    """SB3's infos, with Gymnasium's batching of Python scalars (documented) as the
+    only difference allowed; ``ignore``: ``(key, subkey)`` pairs left out (the
+    wall-clock time VecMonitor adds)."""
+    assert type(got) is list and len(got) == len(expected), where
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+        e, g = dict(e), dict(g)
+        for key, sub in ignore:
+            for info in (e, g):
+                if key in info:
+                    info[key] = {k: v for k, v in info[key].items() if k != sub}
+        assert_same(e, g, f"{where}[{i}]", batched_scalars=True)
+
+
+def sb3_run(
+    ours: Any, theirs: Any, steps: int, seed: int = 0, ignore=(), reseed_every=0
+) -> int:
+    """Drive an SB3 VecEnv of ours and SB3's own with the same calls, comparing
+    every result; returns how many sub-env episodes ended."""
+    ours.seed(seed)
+    theirs.seed(seed)
+    assert_same_obs(theirs.reset(), ours.reset(), "reset")
+    assert_same_infos(theirs.reset_infos, ours.reset_infos, "reset_infos")
+    ended = 0
+    actions = actions_for(theirs.action_space, steps, theirs.num_envs, seed)
+    for t, batch in enumerate(actions):
+        expected, got = theirs.step(batch), ours.step(batch)
+        where = f"step {t}"
+        assert_same_obs(expected[0], got[0], f"{where} obs")
+        assert_same(expected[1], got[1], f"{where} rewards")
+        assert_same(expected[2], got[2], f"{where} dones")
+        assert_same_infos(expected[3], got[3], f"{where} infos", ignore)
+        assert_same_infos(theirs.reset_infos, ours.reset_infos, f"{where} reset_infos")
+        ended += int(expected[2].sum())
+        if reseed_every and t % reseed_every == reseed_every - 1:
+            # seed() and set_options() apply at the next reset, and only to it
+            for venv in (ours, theirs):
+                venv.seed(seed + t)
+                venv.set_options({"level": t})
+            assert_same_obs(theirs.reset(), ours.reset(), f"{where} reset")
+            assert_same_infos(theirs.reset_infos, ours.reset_infos, f"{where} ri")
+    return ended
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("sub_envs", sorted(SUB_ENVS))
+def test_to_sb3_is_dummy_vec_env_in_every_mode(sub_envs, mode):
+    fns = SUB_ENVS[sub_envs]()
+    ours, theirs = to_sb3(vecmode_env(fns, mode)), DummyVecEnv(fns)
+    ended = sb3_run(ours, theirs, steps=1200, seed=3, reseed_every=400)
+    assert ended > 100  # the run crossed many episode ends
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("mode", [NEXT, SAME], ids=lambda m: m.value)
+@pytest.mark.parametrize("sub_envs", ["box", "dict", "cartpole"])
+def test_to_sb3_over_the_async_core_is_dummy_vec_env(sub_envs, mode):
+    fns = SUB_ENVS[sub_envs]()
+    ours, theirs = to_sb3(vecmode_env(fns, mode, "async")), DummyVecEnv(fns)
+    assert ours._send is not None  # it steps through the split API
+    assert sb3_run(ours, theirs, steps=800, seed=5, reseed_every=300) > 100
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("mode", [NEXT, SAME], ids=lambda m: m.value)
+def test_to_sb3_over_gymnasiums_own_envs_is_dummy_vec_env(mode):
+    fns = SUB_ENVS["box"]()
+    envs = gym.vector.SyncVectorEnv(fns, autoreset_mode=mode)
+    ours, theirs = to_sb3(envs), DummyVecEnv(fns)
+    assert sb3_run(ours, theirs, steps=600, seed=1, reseed_every=200) > 100
+    ours.close()
+    theirs.close()
+
+
+WRAPPERS = {
+    "VecNormalize": (VecNormalize, ("box", "cartpole")),
+    "VecFrameStack": (functools.partial(VecFrameStack, n_stack=3), ("box", "image")),
+    "VecMonitor": (VecMonitor, ("box", "discrete", "cartpole")),
+}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize(
+    ("wrapper", "sub_envs"),
+    [(w, s) for w, (_, kinds) in WRAPPERS.items() for s in kinds],
+)
+def test_to_sb3_under_sb3s_wrappers_is_dummy_vec_env(wrapper, sub_envs, mode):
+    wrap = WRAPPERS[wrapper][0]
+    fns = SUB_ENVS[sub_envs]()
+    ours = wrap(to_sb3(vecmode_env(fns, mode)))
+    theirs = wrap(DummyVecEnv(fns))
+    ignore = [("episode", "t")]  # VecMonitor's wall-clock time
+    ended = sb3_run(ours, theirs, steps=1000, seed=7, ignore=ignore)
+    assert ended > 100
+    ours.close()
+    theirs.close()
+
+
+@settings(max_examples=40)
+@given(
+    lengths=st.lists(
+        st.lists(st.integers(1, 6), min_size=1, max_size=3), min_size=1, max_size=4
+    ),
+    truncate=st.lists(st.booleans(), min_size=1, max_size=3),
+    limit=st.integers(1, 8),
+    obs_type=st.sampled_from(["box", "discrete", "dict"]),
+    mode=st.sampled_from(MODES),
+    seed=st.integers(0, 2**16),
+)
+def test_to_sb3_is_dummy_vec_env_for_any_schedule(
+    lengths, truncate, limit, obs_type, mode, seed
+):
+    """Any episode lengths, ends by either flag or by a TimeLimit (sub-env 0),
+    together or apart."""
+    fns = [
+        functools.partial(ScheduledEnv, i, ls, truncate, obs_type)
+        for i, ls in enumerate(lengths)
+    ]
+    fns[0] = functools.partial(_limited, fns[0], limit)
+    ours, theirs = to_sb3(vecmode_env(fns, mode)), DummyVecEnv(fns)
+    sb3_run(ours, theirs, steps=40, seed=seed, reseed_every=17)
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("mode", [SAME, NEXT], ids=lambda m: m.value)
+def test_infos_come_back_as_gymnasium_batches_them(mode):
+    """The documented difference, shown: a Python int in a sub-env's info comes
+    back as np.int64 (equal to it) when it went through Gymnasium's batched info;
+    arrays, nested dicts and strings as they were. Over SAME_STEP's policy directly
+    on a vecmode core, the ended step's info is the sub-env's own."""
+    fns = SUB_ENVS["box"]()
+    ours, theirs = to_sb3(vecmode_env(fns, mode)), DummyVecEnv(fns)
+    for venv in (ours, theirs):
+        venv.seed(0)
+        venv.reset()
+    batch = np.zeros(4, dtype=np.int64)
+    (*_, expected), (*_, got) = theirs.step(batch), ours.step(batch)
+    assert type(expected[0]["step"]) is int and type(got[0]["step"]) is np.int64
+    for _ in range(2):  # sub-env 0's first episode ends at its third step
+        (*_, expected), (*_, got) = theirs.step(batch), ours.step(batch)
+    assert "terminal_observation" in got[0]
+    assert got[0]["step"] == expected[0]["step"] == 3
+    batched = int if mode is SAME else np.int64
+    assert type(got[0]["step"]) is batched
+    assert type(got[0]["nested"]["tag"]) is str
+    assert type(got[0]["TimeLimit.truncated"]) is bool  # ours, not batched
+    ours.close()
+    theirs.close()
+
+
+# ------------------------------------------------ SB3's contract, point by point
+class Tagged(ScheduledEnv):
+    """A scheduled env with a method that changes it and frames to render."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, index: int = 0, render_mode: str | None = None) -> None:
+        super().__init__(index, lengths=(3, 4))
+        self.render_mode = render_mode
+        self.bumps = 0
+
+    def bump(self, by: int = 1) -> tuple[int, int]:
+        self.bumps += by
+        return self.index, self.bumps
+
+    def render(self) -> np.ndarray:  # type: ignore[override]
+        return np.full((4, 6, 3), 10 * self.index + self.t, dtype=np.uint8)
+
+
+def tagged_fns(render_mode: str | None = None) -> list:
+    """Four Tagged sub-envs, 1 wrapped in SB3's Monitor, 3 in a TimeLimit."""
+    se = functools.partial
+    return [
+        se(Tagged, 0, render_mode),
+        se(lambda i: Monitor(Tagged(i, render_mode)), 1),
+        se(Tagged, 2, render_mode),
+        se(_limited, se(Tagged, 3, render_mode), 50),
+    ]
+
+
+CORES = {
+    "vecmode-sync": lambda fns: to_sb3(vecmode_env(fns, SAME)),
+    "vecmode-async": lambda fns: to_sb3(vecmode_env(fns, NEXT, "async")),
+    "gymnasium-sync": lambda fns: to_sb3(gym.vector.SyncVectorEnv(fns)),
+}
+
+#: SB3 calls on sub-envs, each with its ``indices``; run on ours and on DummyVecEnv
+SUB_ENV_CALLS = [
+    ("set_attr", ("label", "x"), {"indices": [1, 3]}),
+    ("get_attr", ("label",), {"indices": [3, 1]}),
+    ("get_attr", ("label",), {"indices": 0}),  # AttributeError: 0 was not set
+    ("has_attr", ("label",), {}),
+    ("set_attr", ("label", "y"), {}),
+    ("has_attr", ("label",), {}),
+    ("get_attr", ("label",), {"indices": -1}),
+    ("env_method", ("bump",), {"indices": [2]}),
+    ("env_method", ("bump", 5), {"indices": [0, 2, 2]}),
+    ("env_method", ("bump",), {"by": 2}),
+    ("get_attr", ("bumps",), {}),
+    ("get_attr", ("index",), {"indices": range(1, 3)}),
+    ("env_is_wrapped", (Monitor,), {}),
+    ("env_is_wrapped", (gym.wrappers.TimeLimit,), {"indices": [3, 0]}),
+    ("env_method", ("no_such_method",), {"indices": [1]}),  # AttributeError
+]
+
+
+def _outcome(venv: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    try:
+        return getattr(venv, name)(*args, **kwargs)
+    except AttributeError:
+        return AttributeError
+
+
+@pytest.mark.parametrize("core", sorted(CORES))
+def test_sub_env_calls_honour_indices_as_dummy_vec_env(core):
+    """get_attr, set_attr, env_method and env_is_wrapped act on the sub-envs at
+    ``indices`` only (the bump counts tell), in each sub-env's own process for the
+    async core, with DummyVecEnv's results and errors."""
+    fns = tagged_fns()
+    ours, theirs = CORES[core](fns), DummyVecEnv(fns)
+    for name, args, kwargs in SUB_ENV_CALLS:
+        expected = _outcome(theirs, name, args, kwargs)
+        assert _outcome(ours, name, args, kwargs) == expected, (name, args, kwargs)
+    assert ours.env_method("bump", indices=[1])[0] == (1, 3)  # 1 bumped once before
+    ours.close()
+    theirs.close()
+
+
+def test_sub_env_calls_over_an_env_whose_sub_envs_are_out_of_reach():
+    """Gymnasium's AsyncVectorEnv calls every sub-env or none: what can be done
+    exactly is, the rest raises AttributeError saying why (SB3's VecMonitor
+    treats that as "not wrapped", as it does for its own envs)."""
+    fns = tagged_fns()
+    envs = gym.vector.AsyncVectorEnv(fns, context=FORK)
+    ours, theirs = to_sb3(envs), DummyVecEnv(fns)
+    assert ours.get_attr("index", indices=[2, 0]) == [2, 0]
+    assert ours.env_method("bump") == theirs.env_method("bump")
+    for call in (
+        lambda: ours.set_attr("label", "x", indices=[1]),
+        lambda: ours.env_method("bump", indices=[1]),
+        lambda: ours.env_is_wrapped(Monitor),
+    ):
+        with pytest.raises(AttributeError, match=r"vecmode\.AsyncVectorEnv"):
+            call()
+    VecMonitor(ours).close()
+
+
+@pytest.mark.parametrize("core", sorted(CORES))
+def test_seed_and_options_apply_at_the_next_reset_only(core):
+    fns = tagged_fns()
+    ours, theirs = CORES[core](fns), DummyVecEnv(fns)
+    for venv in (ours, theirs):
+        venv.reset()
+        assert venv.seed(11) == list(range(11, 15))
+        venv.set_options({"level": 2})
+        venv.step(np.zeros(4, dtype=np.int64))  # not a reset: nothing applied
+    assert ours.reset_infos[0].get("options") is None
+    assert_same_obs(theirs.reset(), ours.reset(), "seeded reset")
+    assert_same_infos(theirs.reset_infos, ours.reset_infos, "seeded reset")
+    assert ours.reset_infos[2]["options"] == {"level": 2}
+    seeded = [info["noise"] for info in ours.reset_infos]
+    assert_same_obs(theirs.reset(), ours.reset(), "next reset")
+    assert_same_infos(theirs.reset_infos, ours.reset_infos, "next reset")
+    assert "options" not in ours.reset_infos[2]
+    again = to_sb3(vecmode_env(fns, SAME))  # the same seeds give the same noise
+    again.seed(11)
+    again.reset()
+    assert [info["noise"] for info in again.reset_infos] == seeded
+    assert [info["noise"] for info in ours.reset_infos] != seeded
+    for venv in (ours, theirs, again):
+        venv.close()
+
+
+def test_set_options_takes_one_dict_for_every_sub_env():
+    ours = to_sb3(vecmode_env(tagged_fns(), SAME))
+    ours.set_options([{"level": 1}] * 4)  # equal dicts: fine
+    with pytest.raises(ValueError, match="one options dict to every sub-env"):
+        ours.set_options([{"level": 1}, {"level": 2}, {}, {}])
+    with pytest.raises(ValueError, match="list of 4 equal dicts"):
+        ours.set_options([{"level": 1}])
+    ours.reset()  # the refused options were dropped
+    assert "options" not in ours.reset_infos[0]
+    ours.close()
+
+
+@pytest.mark.parametrize("core", sorted(CORES))
+def test_render_and_get_images_as_dummy_vec_env(core):
+    fns = tagged_fns("rgb_array")
+    ours, theirs = CORES[core](fns), DummyVecEnv(fns)
+    for venv in (ours, theirs):
+        venv.seed(0)
+        venv.reset()
+        venv.step(np.ones(4, dtype=np.int64))
+    assert ours.render_mode == theirs.render_mode == "rgb_array"
+    assert_same(theirs.get_images(), ours.get_images(), "images")
+    assert_same(theirs.render(), ours.render(), "tiled")
+    assert_same(theirs.render("rgb_array"), ours.render("rgb_array"), "tiled")
+    ours.close()
+    theirs.close()
+    ours = CORES[core](tagged_fns())
+    with pytest.warns(UserWarning, match="rgb_array"):
+        assert ours.get_images() == [None] * 4
+    ours.close()
+
+
+@pytest.mark.parametrize("core", ["vecmode-sync", "vecmode-async"])
+def test_close_closes_the_vector_env(core):
+    ours = CORES[core](tagged_fns())
+    ours.reset()
+    ours.close()
+    assert ours.vector_env.unwrapped.closed
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        ours.reset()
+
+
+def test_step_async_sends_through_the_split_api_where_there_is_one():
+    """Over the async core the sub-envs step while the caller goes on; over the
+    sync core step_wait does the work."""
+    from tests.helpers import SlowEnv
+
+    delay = 0.4
+    fns = [functools.partial(SlowEnv, i, delay) for i in range(2)]
+    waits = {}
+    for core in ("sync", "async"):
+        venv = to_sb3(vecmode_env(fns, SAME, core))
+        venv.reset()
+        started = time.perf_counter()
+        venv.step_async(np.zeros(2, dtype=np.int64))
+        assert time.perf_counter() - started < delay / 2
+        time.sleep(delay * 2.5)
+        started = time.perf_counter()
+        venv.step_wait()
+        waits[core] = time.perf_counter() - started
+        venv.close()
+    assert waits["sync"] >= delay and waits["async"] < delay / 2, waits
+
+
+class Remembering(ScheduledEnv):
+    """Puts the same list object, which it keeps changing, in every info."""
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index, lengths=(2,))
+        self.seen: list[int] = []
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self.seen.append(self.t)
+        return obs, reward, terminated, truncated, {**info, "seen": self.seen}
+
+
+def test_infos_share_no_object_with_the_sub_envs():
+    """DummyVecEnv hands out deep copies of the infos; so does to_sb3."""
+    fns = [functools.partial(Remembering, i) for i in range(2)]
+    for venv in (to_sb3(vecmode_env(fns, SAME)), DummyVecEnv(fns)):
+        venv.reset()
+        for seen in ([1], [1, 2]):  # the second step ends the episodes
+            *_, infos = venv.step(np.zeros(2, dtype=np.int64))
+            assert infos[0]["seen"] == seen
+            infos[0]["seen"].append(99)
+            assert venv.get_attr("seen")[0] == seen
+        venv.close()
+
+
+def test_to_sb3_refuses_what_it_cannot_do_exactly():
+    with pytest.raises(TypeError, match=r"gymnasium\.vector\.VectorEnv"):
+        to_sb3(DummyVecEnv(tagged_fns()))
+    numpy_cartpole = gym.make_vec(
+        "CartPole-v1", 2, vectorization_mode="vector_entry_point"
+    )
+    with pytest.raises(IncompatibleModeError, match="CartPoleVectorEnv"):
+        to_sb3(numpy_cartpole)  # it resets every sub-env whatever the mask
+    undeclared = gym.vector.SyncVectorEnv(tagged_fns())
+    undeclared.metadata.pop("autoreset_mode")
+    with pytest.raises(IncompatibleModeError, match="autoreset_mode"):
+        to_sb3(undeclared)
+    ours = to_sb3(vecmode_env(tagged_fns(), SAME))
+    for name in ("step", "reset", "close"):
+        with pytest.raises(ValueError, match="behind the vector env's back"):
+            ours.env_method(name)
+    with pytest.raises(IndexError, match="out of range for 4 sub-envs"):
+        ours.get_attr("index", indices=[4])
+    with pytest.raises(RuntimeError, match="step_async"):
+        ours.step_wait()
+    ours.close()
+
+
+def python_prints(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.mark.slow
+def test_importing_vecmode_imports_neither_sb3_nor_torch():
+    code = (
+        "import sys, vecmode, vecmode.sb3_subenv\n"
+        "print(sorted(m for m in ('stable_baselines3', 'torch') if m in sys.modules))"
+    )
+    assert python_prints(code).strip() == "[]"
+
+
+@pytest.mark.slow
+def test_without_sb3_the_error_names_the_extra():
+    code = (
+        "import sys\nsys.modules['stable_baselines3'] = None\n"
+        "try:\n    import vecmode.sb3\nexcept ImportError as error:\n    print(error)"
+    )
+    assert 'pip install "vecmode[sb3]"' in python_prints(code)
+
+
+@pytest.mark.slow
+def test_workers_run_sb3_calls_without_importing_sb3():
+    """The functions sent to the workers live in vecmode.sb3_subenv (no SB3)."""
+    fns = [functools.partial(ScheduledEnv, i) for i in range(2)]
+    core = vecmode.AsyncVectorEnv(fns, num_workers=1, context="spawn")
+    ours = to_sb3(vecmode.with_autoreset(core, SAME))
+    assert ours.get_attr("index") == [0, 1]
+    assert ours.env_is_wrapped(gym.Wrapper) == [False, False]
+    loaded = core.each(
+        lambda env: sorted(
+            m for m in ("stable_baselines3", "torch") if m in sys.modules
+        )
+    )
+    assert loaded == ([], [])
+    ours.close()
+
+
+# ------------------------------------------------------------------ from SB3
+def sb3_vec_env(kind: str, fns: list) -> Any:
+    if kind == "DummyVecEnv":
+        return DummyVecEnv(fns)
+    return SubprocVecEnv(fns, start_method=FORK)
+
+
+def drive_gym(envs: Any, steps: int, seed: int, options=None, mask_prob=0.0) -> list:
+    """Every result of a run of ``envs``: resets (full, with ``options``, and
+    masked), steps with seeded actions."""
+    rng = np.random.default_rng(seed)
+    envs.action_space.seed(seed)
+    records = [("reset", envs.reset(seed=seed, options=options))]
+    for t in range(steps):
+        records.append(("step", envs.step(envs.action_space.sample())))
+        mask = rng.random(envs.num_envs) < mask_prob
+        if mask.any():
+            reset_seed = int(rng.integers(100)) if t % 2 else None
+            records.append(
+                (
+                    "reset_mask",
+                    envs.reset(seed=reset_seed, options={"reset_mask": mask}),
+                )
+            )
+    return records
+
+
+def assert_same_but_both_flags(expected: list, got: list, float32=False) -> int:
+    """The runs are identical, except that a step Gymnasium reports both
+    terminated and truncated comes back terminated only (SB3's encoding); with
+    ``float32``, rewards are Gymnasium's rounded to float32 (DummyVecEnv's
+    buffer). Returns how many sub-env steps were both."""
+    assert len(expected) == len(got)
+    both_seen = 0
+    for n, ((kind, e), (kind_g, g)) in enumerate(zip(expected, got, strict=True)):
+        assert kind == kind_g
+        if kind == "step":
+            obs, rewards, terminations, truncations, infos = e
+            both = terminations & truncations
+            both_seen += int(both.sum())
+            if float32:
+                rewards = rewards.astype(np.float32).astype(np.float64)
+            e = (obs, rewards, terminations, truncations & ~both, infos)
+        assert_same(e, g, f"call {n} ({kind})")
+    return both_seen
+
+
+@pytest.mark.parametrize("kind", ["SubprocVecEnv", "DummyVecEnv"])
+@pytest.mark.parametrize("sub_envs", ["box", "discrete", "dict", "cartpole"])
+def test_from_sb3_is_gymnasiums_same_step_env_but_for_both_flags(sub_envs, kind):
+    fns = SUB_ENVS[sub_envs]()
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    ours = from_sb3(sb3_vec_env(kind, fns))
+    assert vecmode.mode_of(ours) is SAME
+    assert ours.single_observation_space == reference.single_observation_space
+    assert ours.observation_space == reference.observation_space
+    assert ours.action_space == reference.action_space
+    options = {"level": 3} if sub_envs == "box" else None
+    expected = drive_gym(reference, 1000, seed=2, options=options, mask_prob=0.03)
+    got = drive_gym(ours, 1000, seed=2, options=options, mask_prob=0.03)
+    both = assert_same_but_both_flags(expected, got, float32=kind == "DummyVecEnv")
+    assert both > 50 or sub_envs == "cartpole"  # sub-env 3 ends with both flags
+    reference.close()
+    ours.close()
+
+
+def test_vecmode_works_over_from_sb3():
+    """vecmode's wrappers, check and TransitionCollector over SB3's envs: the same
+    as over Gymnasium's SAME_STEP env, but for the both-flags steps."""
+    from vecmode.wrappers import NormalizeObservation, NormalizeReward
+
+    fns = SUB_ENVS["box"]()
+
+    def stack(envs):
+        return NormalizeReward(NormalizeObservation(envs))
+
+    ours = stack(from_sb3(SubprocVecEnv(fns, start_method=FORK)))
+    reference = stack(gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME))
+    assert vecmode.check(ours).ok
+    both = assert_same_but_both_flags(
+        drive_gym(reference, 300, seed=4), drive_gym(ours, 300, seed=4)
+    )
+    assert both > 10
+    ours.close()
+    reference.close()
+    collected = []
+    for envs in (
+        from_sb3(DummyVecEnv(SUB_ENVS["cartpole"]())),
+        gym.vector.SyncVectorEnv(SUB_ENVS["cartpole"](), autoreset_mode=SAME),
+    ):
+        with vecmode.TransitionCollector(envs) as collector:
+            collector.reset(seed=1)
+            envs.action_space.seed(1)
+            steps = [collector.step(envs.action_space.sample()) for _ in range(200)]
+        collected.append(
+            [
+                (t.obs, t.next_obs, t.terminations | t.truncations, t.valid)
+                for t in steps
+            ]
+        )
+    assert_same(collected[1], collected[0], "transitions")
+
+
+def test_from_sb3_refuses_what_it_cannot_do_exactly():
+    venv = VecNormalize(DummyVecEnv(tagged_fns()))
+    envs = from_sb3(venv)
+    for mode in (NEXT, DISABLED):  # SB3 has already reset an ended sub-env
+        with pytest.raises(IncompatibleModeError, match="SameStep"):
+            vecmode.with_autoreset(envs, mode)
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="VecNormalize"):  # its statistics
+        envs.reset(options={"reset_mask": np.array([True, False, False, False])})
+    with pytest.raises(TypeError, match="SB3's seed"):
+        envs.reset(seed=[1, 5, 2, 3])
+    with pytest.raises(ValueError, match="takes no timeout"):
+        envs.step_async(np.zeros(4, dtype=np.int64))
+        envs.step_wait(timeout=1.0)
+    with pytest.raises(TypeError, match="stable_baselines3 VecEnv"):
+        from_sb3(gym.vector.SyncVectorEnv(tagged_fns()))
+    envs.close()
+    envs = from_sb3(DummyVecEnv(tagged_fns()))
+    with pytest.raises(gym.error.ResetNeeded):
+        envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
+    envs.close()
+
+
+def test_from_sb3_sub_env_calls_and_render():
+    fns = tagged_fns("rgb_array")
+    ours = from_sb3(DummyVecEnv(fns))
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    for envs in (ours, reference):
+        envs.reset(seed=0)
+        envs.step(np.ones(4, dtype=np.int64))
+    assert_same(reference.render(), ours.render(), "frames")
+    assert ours.call("bump", 2) == reference.call("bump", 2)
+    assert ours.get_attr("bumps") == reference.get_attr("bumps") == (2, 2, 2, 2)
+    ours.set_attr("label", ["a", "b", "c", "d"])
+    assert ours.get_attr("label") == ("a", "b", "c", "d")
+    ours.set_attr("label", "z")
+    assert ours.get_attr("label") == ("z",) * 4
+    with pytest.raises(ValueError, match="list or tuple of 4 values"):
+        ours.set_attr("label", ["a"])
+    ours.close()
+    reference.close()
+
+
+def test_to_sb3_of_from_sb3_is_the_sb3_env_itself():
+    """The round trip changes nothing SB3 sees (terminated-and-truncated steps
+    included: SB3 encodes them as terminated, both ways)."""
+    fns = SUB_ENVS["box"]()
+    ours, theirs = to_sb3(from_sb3(DummyVecEnv(fns))), DummyVecEnv(fns)
+    assert sb3_run(ours, theirs, steps=400, seed=6, reseed_every=150) > 50
+    ours.close()
+    theirs.close()
+
+
+# ------------------------------------------------------------------ training
+def _train(algo: str, venv: Any, steps: int) -> tuple[list, list, int]:
+    import torch
+    from stable_baselines3 import DQN, PPO
+
+    torch.set_num_threads(1)  # a small network: one thread is fastest
+    kwargs = {"policy_kwargs": {"net_arch": [16]}, "seed": 0, "device": "cpu"}
+    if algo == "PPO":
+        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=2, **kwargs)
+    else:
+        model = DQN(
+            "MlpPolicy",
+            venv,
+            learning_starts=300,
+            buffer_size=2000,
+            train_freq=4,
+            target_update_interval=200,
+            **kwargs,
+        )
+    initial = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(total_timesteps=steps)
+    params = [p.detach().clone() for p in model.policy.parameters()]
+    assert not all(torch.equal(a, b) for a, b in zip(initial, params, strict=True))
+    episodes = [(e["r"], e["l"]) for e in model.ep_info_buffer]
+    venv.close()
+    return params, episodes, model.num_timesteps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("core", ["sync", "async"])
+@pytest.mark.parametrize("algo", ["PPO", "DQN"])
+def test_training_on_to_sb3_is_training_on_dummy_vec_env(algo, core):
+    """PPO and DQN train on to_sb3(vecmode env) exactly as on DummyVecEnv: the same
+    seeds give the same episodes and the same weights after 2000 steps."""
+    import torch
+
+    fns = cartpoles(4, limit=60)
+    ours = _train(algo, VecMonitor(to_sb3(vecmode_env(fns, NEXT, core))), 2000)
+    theirs = _train(algo, VecMonitor(DummyVecEnv(fns)), 2000)
+    assert ours[2] == theirs[2] >= 2000
+    assert len(ours[1]) > 20 and ours[1] == theirs[1]
+    assert all(torch.equal(a, b) for a, b in zip(ours[0], theirs[0], strict=True))
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
+def test_from_sb3_behaves_as_the_mode_it_declares(kind):
+    """vecmode's own proof of an env's declared mode: check_vector_env drives
+    throwaway instances across many episode ends, probe_mode finds the mode."""
+    from vecmode.testing import check_vector_env
+
+    def factory():
+        return from_sb3(sb3_vec_env(kind, SUB_ENVS["box"]()))
+
+    report = check_vector_env(factory)
+    assert report.mode is SAME and report.episode_ends > 10
+    result = vecmode.probe_mode(factory)
+    assert result.mode is SAME and result.agrees, str(result)
