@@ -235,6 +235,23 @@ def _same_finals(got: dict, want: dict) -> None:
             np.testing.assert_array_equal(a[1][i], b[1][i])
 
 
+def test_wrappers_over_ale_converted_to_same_step_read_its_final_observations():
+    """ALE's NextStep env converted to SameStep by the policies: the policy writes
+    Gymnasium's layout itself, so the wrappers above accept it."""
+    pytest.importorskip("ale_py")
+    envs = RecordEpisodeStatistics(vecmode.with_autoreset(_ale(), "SameStep"))
+    assert final_obs_layout(envs) == final_obs_layout(envs.env) == "gymnasium"
+    envs.reset(seed=0)
+    for _ in range(12):
+        _, _, terms, truncs, infos = envs.step(np.zeros(2, dtype=np.int64))
+        if np.logical_or(terms, truncs).any():
+            break
+    finals = vecmode.modes.final_observations(infos)
+    assert finals is not None and finals[0].all()
+    assert finals[1][0].shape == (4, 84, 84) and infos["_episode"].all()
+    envs.close()
+
+
 def test_wrappers_over_ale_same_step_read_its_final_observations_right():
     """Refused over the raw dense layout (saying what to do); right once
     translated at the edge of the stack."""
@@ -366,7 +383,7 @@ def test_an_undeclared_class_is_refused_with_how_to_declare_it():
     )
     vecmode.register_vector_env(Foreign, masked_reset="clears")
     try:
-        assert vecmode.honours_reset_mask(Foreign())
+        assert vecmode.autoreset.honours_reset_mask(Foreign())
     finally:
         vecmode.unregister_vector_env(Foreign)
     envs.close()

@@ -114,7 +114,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     ``__init__`` runs, and ``__init__`` refuses what the mode alone cannot tell.
 
     Over a vecmode core (:attr:`core` set), every ``step`` is one
-    :meth:`~vecmode.VectorCore.execute` with the policy's :meth:`_commands`, and
+    :meth:`~vecmode.core.VectorCore.execute` with the policy's :meth:`_commands`, and
     ``reset`` is the core's. Over a foreign env the policy works through the
     wrapper halves (:class:`~vecmode.forwarding.ForwardingWrapper`), with vecmode's
     ``reset_mask`` contract: validated, the caller's options never mutated, an
@@ -122,6 +122,10 @@ class _AutoresetWrapper(ForwardingWrapper):
     env below has it.
     """
 
+    #: A policy writes what its mode returns itself (SAME_STEP's final
+    #: observations in Gymnasium's layout, none in the other modes), whatever the
+    #: env below reports (see :func:`vecmode.env_classes.final_obs_layout`).
+    final_obs_layout = "gymnasium"
     #: The vecmode core this policy drives, or None (a foreign env).
     core: VectorCore | None = None
     #: The last observations returned (for a no-op masked reset of a foreign env).
@@ -330,7 +334,7 @@ class NextStepAutoreset(_AutoresetWrapper):
     with ``autoreset_mode="NextStep"``.
 
     It needs to reset a sub-env without stepping the others, which only a vecmode
-    core offers (:meth:`vecmode.VectorCore.execute`), so it must wrap the core
+    core offers (:meth:`vecmode.core.VectorCore.execute`), so it must wrap the core
     directly; anything else is refused when the wrapper is built.
 
     >>> import numpy as np, gymnasium as gym
@@ -394,7 +398,7 @@ class SameStepAutoreset(_AutoresetWrapper):
     flags, and ``info["final_obs"]`` / ``info["final_info"]`` with their masks,
     exactly as Gymnasium's vector envs do with ``autoreset_mode="SameStep"``.
 
-    Over a vecmode core this is one :meth:`~vecmode.VectorCore.execute` call per
+    Over a vecmode core this is one :meth:`~vecmode.core.VectorCore.execute` call per
     step. Over any other vector env whose mode is DISABLED (e.g.
     ``gymnasium.vector.SyncVectorEnv(..., autoreset_mode="Disabled")``) it steps,
     then resets the ended sub-envs with ``reset_mask``. A NEXT_STEP env is refused;

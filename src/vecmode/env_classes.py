@@ -230,9 +230,10 @@ def final_obs_layout(env: Any) -> str:
     declaration, else Gymnasium's."""
     layer = env
     while layer is not None:
-        said = type(layer).__dict__.get("final_obs_layout")
-        if isinstance(said, str):
-            return said
+        for cls in type(layer).__mro__:  # a class attribute (not forwarded)
+            said = cls.__dict__.get("final_obs_layout")
+            if isinstance(said, str):
+                return said
         inner = getattr(layer, "env", None)
         if inner is None or inner is layer:
             break
