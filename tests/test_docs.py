@@ -9,6 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,14 +26,21 @@ def run_example(code: str) -> None:
     moviepy, pygame...) is skipped, saying which."""
     from gymnasium.error import DependencyNotInstalled
 
-    if "vecmode.sb3" in code or "stable_baselines3" in code:
+    if "vecmode.sb3" in code:
         pytest.importorskip("stable_baselines3")
-    if "import torch" in code:
-        pytest.importorskip("torch")
+    for module in ("torch", "torchrl", "stable_baselines3", "ale_py", "envpool"):
+        if re.search(rf"^\s*(import|from) {module}\b", code, re.M):
+            pytest.importorskip(module)
+    # ALE's AtariVectorEnv writes its mode into the metadata dict every
+    # gymnasium VectorEnv class shares: leave it as it was for the next test
+    shared = dict(gym.vector.VectorEnv.metadata)
     try:
         exec(compile(code, "<example>", "exec"), {})
     except DependencyNotInstalled as missing:
         pytest.skip(str(missing))
+    finally:
+        gym.vector.VectorEnv.metadata.clear()
+        gym.vector.VectorEnv.metadata.update(shared)
 
 
 @pytest.mark.parametrize("code", BLOCKS)
@@ -69,7 +77,7 @@ def test_shown_output_is_what_the_example_prints(code, shown, capsys):
 
 
 def test_readme_shows_a_checked_stack():
-    assert any("vecmode.check(" in param.values[0] for param in SHOWN)
+    assert any("vecmode.check_stack(" in param.values[0] for param in SHOWN)
 
 
 def _hooks():

@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import (
     concatenate,
     create_empty_array,
@@ -204,6 +204,14 @@ class MaskedResetWrapper(ForwardingWrapper):
     ) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)
         return obs, infos
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode | None:
+        """The mode of what this layer returns (its ``metadata["autoreset_mode"]``)
+        as an attribute, as Gymnasium's vector envs have it: a library that reads
+        ``envs.autoreset_mode`` (TorchRL's ``GymWrapper``) finds it on a stack of
+        vecmode's wrappers too (Gymnasium's wrappers have no such attribute)."""
+        return mode_of(self)
 
 
 @supports(*MODES)
@@ -484,6 +492,17 @@ class RunningStatistics:
     def update_running_mean(self, setting: bool) -> None:
         self._update_running_mean = setting
 
+    def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
+        """Update ``rms`` with the rows of ``batch`` in ``mask`` (the whole batch
+        when every row is, nothing when none is), unless frozen."""
+        if not self._update_running_mean:
+            return
+        count = count_nonzero(mask)
+        if count == len(mask):
+            rms.update(batch)
+        elif count:
+            rms.update(batch[mask])
+
 
 # ------------------------------------------------------------------ messages
 def infos_not_dict(who: str, got: Any) -> str:
@@ -500,5 +519,5 @@ def final_obs_missing(who: str, indices: list[int]) -> str:
         f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but info['final_obs'] / "
         f"info['_final_obs'] does not hold their final observation. The env (or a "
         f"wrapper under {who}) does not follow Gymnasium's SAME_STEP contract; check "
-        f"it with vecmode.check(env) and declare its real mode."
+        f"it with vecmode.check_stack(env) and declare its real mode."
     )
