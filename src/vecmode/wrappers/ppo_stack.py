@@ -235,13 +235,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         observations update the statistics; a full reset restarts the
         discounted sums."""
         obs, infos = super()._reset_result(obs, infos, state)
-        if self._update_running_mean:
-            starts = self.boundary.starts
-            started = count_nonzero(starts)
-            if started == len(starts):
-                self.obs_rms.update(obs)
-            elif started:
-                self.obs_rms.update(obs[starts])
+        self._update_rows(self.obs_rms, obs, self.boundary.starts)
         if state is None:
             self.accumulated_reward[:] = 0
         return self._normalised(obs), infos

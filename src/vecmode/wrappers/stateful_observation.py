@@ -98,13 +98,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     ) -> tuple[Any, Any]:
         """The reset sub-envs' observations update the statistics."""
         obs, infos = super()._reset_result(obs, infos, state)
-        if self._update_running_mean:
-            starts = self.boundary.starts
-            started = count_nonzero(starts)
-            if started == len(starts):
-                self.obs_rms.update(obs)
-            elif started:
-                self.obs_rms.update(obs[starts])
+        self._update_rows(self.obs_rms, obs, self.boundary.starts)
         return self.normalize(obs), infos
 
     def _step_result(self, result: StepResult) -> StepResult:
