@@ -8,7 +8,7 @@ What is measured
 * stepping: steps/s of the same ``ClipReward(RecordEpisodeStatistics(env))`` stack
   built unchecked and built under ``vecmode.guard()`` (the check wraps ``__init__``
   only, so the ratio should be 1.0 within noise).
-* ``vecmode.check(envs)`` on that 3-layer stack, in microseconds, and relative to
+* ``vecmode.check_stack(envs)`` on that 3-layer stack, in microseconds, and relative to
   one vector step of it.
 
 Rounds are interleaved and the result is the median of per-round ratios, as in
@@ -90,7 +90,7 @@ def main() -> None:
         a, b = run(plain), run(guarded)
         step_ratios.append(b / a)
         step_us.append(1e6 / a)
-        check_us.append(1e6 * per_call(lambda: vecmode.check(plain), builds))
+        check_us.append(1e6 * per_call(lambda: vecmode.check_stack(plain), builds))
     unchecked_us = 1e6 * per_call(build, builds)
     print(f"CartPole-v1, {NUM_ENVS} sub-envs, NextStep, {rounds} rounds, medians")
     print(
@@ -104,7 +104,7 @@ def main() -> None:
     check = statistics.median(check_us)
     step = statistics.median(step_us)
     print(
-        f"vecmode.check() of the 3-layer stack: {check:.1f} us "
+        f"vecmode.check_stack() of the 3-layer stack: {check:.1f} us "
         f"= {check / step:.2f} vector steps ({step:.1f} us each)"
     )
     envs.close()

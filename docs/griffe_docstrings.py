@@ -7,7 +7,7 @@ renders them as Markdown, this
 * puts every doctest example (a ``>>>`` line up to the next blank line) in a
   ``pycon`` code block, so its output is shown as it is and not read as Markdown
   (``infos["final_obs"][0]`` would be a reference link);
-* turns Sphinx roles (``:class:`~vecmode.check```, ``:func:`x```) into inline code
+* turns Sphinx roles (``:class:`~vecmode.check_stack```, ``:func:`x```) into inline code
   (``check``, ``x``), the name shortened where the role says ``~``.
 
 The docstrings themselves are not changed. This file lives in ``docs/``, outside

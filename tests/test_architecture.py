@@ -95,3 +95,54 @@ def test_no_function_is_too_complex():
         f"cyclomatic complexity above {MAX_COMPLEXITY}: {', '.join(too_complex)}; "
         f"split it into named steps."
     )
+
+
+# ------------------------------------------------------------- the public API
+#: What a user types every day; the rest lives in named submodules.
+TOP_LEVEL = {
+    # the envs, make_vec, the policies
+    "SyncVectorEnv", "AsyncVectorEnv", "RayVectorEnv", "make_vec",
+    "NextStepAutoreset", "SameStepAutoreset", "DisableAutoreset", "with_autoreset",
+    # the modes
+    "MODES", "AutoresetMode", "ModeLike", "as_mode", "mode_of", "probe_mode",
+    # the registry's verbs
+    "supports", "register", "unregister", "supported_modes", "check_stack",
+    "assert_compatible", "require_mode", "guard", "strict",
+    "register_vector_env", "unregister_vector_env",
+    # the training loop
+    "TransitionCollector", "Transition",
+    # the exceptions and the warning
+    "IncompatibleModeError", "EpisodeEndedError", "SubEnvError", "WorkerError",
+    "WorkerTimeoutError", "UndeclaredModeWarning",
+    "wrappers", "__version__",
+}  # fmt: skip
+
+
+def test_the_top_level_is_what_users_type_every_day():
+    import vecmode
+
+    assert set(vecmode.__all__) == TOP_LEVEL
+    for name in vecmode.__all__:
+        assert getattr(vecmode, name) is not None, name
+
+
+def test_names_that_moved_still_resolve_saying_where_they_live_now():
+    import importlib
+    import warnings
+
+    import vecmode
+
+    for old, new in vecmode._MOVED.items():
+        module, _, attr = new.partition(":")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            found = getattr(vecmode, old)
+        assert found is getattr(importlib.import_module(module), attr), old
+        assert [w.category for w in caught] == [DeprecationWarning], old
+        assert f"{module}.{attr}" in str(caught[0].message), old
+    try:
+        vecmode.no_such_name  # noqa: B018
+    except AttributeError as error:
+        assert "no_such_name" in str(error)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")

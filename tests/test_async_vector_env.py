@@ -45,7 +45,6 @@ from tests.helpers import (
 from vecmode import (
     AsyncVectorEnv,
     AutoresetMode,
-    Command,
     EpisodeEndedError,
     IncompatibleModeError,
     SubEnvError,
@@ -53,6 +52,7 @@ from vecmode import (
     WorkerTimeoutError,
 )
 from vecmode import layout as layout_module
+from vecmode.core import Command
 from vecmode.layout import default_layout, default_num_workers, slices
 
 MODES = list(AutoresetMode)
@@ -363,7 +363,7 @@ def test_async_equals_sync_property(scenario):
 # ------------------------------------------------------ the core's contract
 def test_is_a_disabled_vecmode_core_and_a_gymnasium_vector_env():
     envs = make_async(scheduled_fns(3))
-    assert isinstance(envs, vecmode.VectorCore)
+    assert isinstance(envs, vecmode.core.VectorCore)
     assert isinstance(envs, gym.vector.VectorEnv)
     assert envs.metadata["autoreset_mode"] is AutoresetMode.DISABLED
     assert envs.autoreset_mode is AutoresetMode.DISABLED
@@ -519,7 +519,7 @@ def test_bad_input_is_the_sync_envs_error_and_leaves_the_env_usable(mask, error,
         envs.step(np.zeros(2, dtype=int))
     with pytest.raises(ValueError, match="list of 3 seeds"):
         envs.reset(seed=[1, 2])
-    with pytest.raises(ValueError, match=r"not a vecmode\.Command"):
+    with pytest.raises(ValueError, match=r"not a vecmode\.core\.Command"):
         envs.execute([1, 1, 9], np.zeros(3, dtype=int))
     envs.step(np.zeros(3, dtype=int))
     envs.close()
@@ -650,7 +650,7 @@ def test_make_vec_async_builds_vecmodes_async_core_in_every_mode():
 
 def test_check_reports_a_stack_over_the_async_core():
     envs = vecmode.with_autoreset(make_async(scheduled_fns(2)), "NextStep")
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report.ok
     lines = str(report).splitlines()
     assert lines[0] == "ok: the stack runs NextStep"

@@ -146,7 +146,7 @@ def test_a_vecmode_next_step_stack_converts_exactly(vectorization_mode, target):
             else vecmode.AsyncVectorEnv(fns(), num_workers=1, context="fork")
         )
         stack = vecmode.wrappers.ClipReward(NextStepAutoreset(core), -100, 100)
-        assert vecmode.honours_reset_mask(stack)
+        assert vecmode.autoreset.honours_reset_mask(stack)
         return vecmode.with_autoreset(stack, target)
 
     expected, got = _foreign_run(target, build, FOREIGN_ENVS["scheduled-box"])
@@ -258,7 +258,7 @@ def test_envs_that_ignore_reset_mask_are_refused():
     envs = gym.make_vec(
         "CartPole-v1", num_envs=3, vectorization_mode="vector_entry_point"
     )
-    assert not vecmode.honours_reset_mask(envs)
+    assert not vecmode.autoreset.honours_reset_mask(envs)
     with pytest.raises(IncompatibleModeError) as info:
         vecmode.with_autoreset(envs, SAME)
     assert "CartPoleVectorEnv" in str(info.value)
@@ -275,7 +275,7 @@ def test_async_without_shared_memory_keeps_a_pending_autoreset_and_is_refused():
     envs.reset(options={"reset_mask": np.array([True, False])})
     _, rewards, *_ = envs.step(np.ones(2, dtype=int))
     assert rewards[0] == 0.0
-    assert not vecmode.honours_reset_mask(envs)
+    assert not vecmode.autoreset.honours_reset_mask(envs)
     with pytest.raises(IncompatibleModeError, match="AsyncVectorEnv"):
         DisableAutoreset(envs)
     envs.close()

@@ -38,7 +38,7 @@ def test_bench_sync_quick_runs_and_reports_ratios():
 
 def test_bench_registry_quick_runs_and_reports_ratios():
     out = run_benchmark("bench_registry.py", "--quick")
-    assert "guarded/unguarded:" in out and "vecmode.check()" in out
+    assert "guarded/unguarded:" in out and "vecmode.check_stack()" in out
 
 
 def test_bench_wrappers_quick_runs_and_reports_every_wrapper():

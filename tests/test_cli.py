@@ -301,7 +301,7 @@ def test_check_prints_the_report_of_the_stack_innermost_first(capsys):
     )
     envs = vecmode.wrappers.ClipReward(envs, 0, 1)
     envs = vecmode.wrappers.RecordEpisodeStatistics(envs)
-    assert out == f"{vecmode.check(envs)}\n"
+    assert out == f"{vecmode.check_stack(envs)}\n"
     envs.close()
     layers = [line.split()[1] for line in out.splitlines()[4:]]
     assert layers == [
@@ -443,7 +443,7 @@ def test_check_refusing_wrapper_reports_the_stack_built_before_it(capsys):
     refused, _, built = out.partition("\n\nThe stack built before it:\n")
     assert flat(refused) == flat(message)
     assert "Wrap vecmode.SyncVectorEnv directly" in flat(refused)  # what to do
-    assert built == f"{vecmode.check(envs)}\n"  # no NormalizeReward: not built
+    assert built == f"{vecmode.check_stack(envs)}\n"  # no NormalizeReward: not built
     envs.close()
 
 
@@ -1014,3 +1014,41 @@ def test_as_mode_spellings_match_the_check_option():
     with pytest.raises(Exception, match="is not an autoreset mode"):
         _mode("sometimes")
     assert AutoresetMode.SAME_STEP is _mode("same step")
+
+
+@pytest.mark.slow
+def test_every_command_imports_module_names_from_the_current_directory(tmp_path):
+    """`module:...` names a module in the folder the command runs in, for an env
+    id (`timeline`, `check`), a wrapper (`check --wrap`, `conform`) and a factory
+    (`probe`), from the console script as from `python -m vecmode`."""
+    (tmp_path / "here_mod.py").write_text(
+        "import gymnasium as gym\n"
+        "import vecmode\n"
+        "from vecmode.wrappers import ClipReward\n"
+        "gym.register('HereCartPole-v0', entry_point='gymnasium.envs.classic_control"
+        ".cartpole:CartPoleEnv', max_episode_steps=5)\n"
+        "class HereClip(ClipReward):\n"
+        "    def __init__(self, env):\n"
+        "        super().__init__(env, 0.0, 1.0)\n"
+        "def factory():\n"
+        "    return vecmode.make_vec('CartPole-v1', 2, vectorization_mode='sync',"
+        " max_episode_steps=5)\n"
+    )
+    commands = [
+        ["timeline", "here_mod:HereCartPole-v0", "--steps", "3"],
+        ["check", "here_mod:HereCartPole-v0", "--mode", "SameStep"],
+        ["check", "CartPole-v1", "--wrap", "here_mod:HereClip"],
+        ["conform", "here_mod:HereClip"],
+        ["probe", "here_mod:factory"],
+    ]
+    for entry in _entry_points():
+        for argv in commands:
+            done = subprocess.run(
+                [*entry, *argv],
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                env={**subprocess_env(), "PYTHONPATH": ""},
+                timeout=300,
+            )
+            assert done.returncode == EXIT_OK, (entry, argv, done.stderr)

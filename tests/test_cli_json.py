@@ -171,7 +171,7 @@ def test_the_json_matches_the_text_output(capsys):
             autoreset_mode="SameStep",
         )
     )
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     envs.close()
     assert document["summary"] == str(report).splitlines()[0]
     assert [row["name"] for row in document["layers"]] == [row.name for row in report]

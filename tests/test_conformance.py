@@ -63,7 +63,7 @@ def _case_class(case) -> type:
 
 
 def test_the_verified_claim_is_what_the_conformance_tests_prove():
-    """vecmode.check reports vecmode's own wrappers as verified because the
+    """vecmode.check_stack reports vecmode's own wrappers as verified because the
     tests here prove them: the classes it names are exactly those the catalogue
     and the policy test run check_wrapper on, and every public wrapper of
     vecmode is one of them (the base classes, for subclassing, are not)."""
@@ -87,9 +87,11 @@ def test_the_verified_claim_is_what_the_conformance_tests_prove():
     for key in CONFORMANCE_TESTED:
         module, _, name = key.partition(":")
         cls = getattr(importlib.import_module(module), name)
-        assert vecmode.evidence(cls) is vecmode.Evidence.VERIFIED, key
+        assert vecmode.registry.evidence(cls) is vecmode.registry.Evidence.VERIFIED, key
     for base in bases:
-        assert vecmode.evidence(base) is vecmode.Evidence.DECLARED, base
+        assert vecmode.registry.evidence(base) is vecmode.registry.Evidence.DECLARED, (
+            base
+        )
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

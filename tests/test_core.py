@@ -15,11 +15,11 @@ import vecmode
 from tests.helpers import ScheduledEnv, assert_same, faulty_fns, scheduled_fns
 from vecmode import (
     AutoresetMode,
-    Command,
     EpisodeEndedError,
     IncompatibleModeError,
     errors,
 )
+from vecmode.core import Command
 from vecmode.modes import same_step_infos
 
 
@@ -31,7 +31,7 @@ def core(num_envs=3, **kwargs):
 def test_core_is_a_disabled_gymnasium_sync_vector_env():
     envs = core()
     assert isinstance(envs, gym.vector.SyncVectorEnv)
-    assert isinstance(envs, vecmode.VectorCore)
+    assert isinstance(envs, vecmode.core.VectorCore)
     assert envs.metadata["autoreset_mode"] is AutoresetMode.DISABLED
     assert vecmode.mode_of(envs) is AutoresetMode.DISABLED
     assert len(envs.envs) == 3
@@ -100,7 +100,7 @@ def test_execute_step_then_reset_matches_same_step_output():
     ("commands", "message"),
     [
         ([Command.STEP, Command.STEP], "commands must be a sequence of 3"),
-        ([1, 1, 7], "not a vecmode.Command"),
+        ([1, 1, 7], "not a vecmode.core.Command"),
         (np.ones((3, 1), dtype=int), "got shape (3, 1)"),
     ],
 )

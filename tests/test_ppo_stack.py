@@ -234,7 +234,7 @@ def test_conforms_in_every_mode(fused):
     assert report.modes == tuple(AutoresetMode)
     assert report.batch_dependent
     assert report.wrapper == ("PPOStack" if fused else "ClipReward")
-    if fused:  # the proof vecmode.check's "verified" for PPOStack stands on
+    if fused:  # the proof vecmode.check_stack's "verified" for PPOStack stands on
         key = f"{vw.PPOStack.__module__}:{vw.PPOStack.__qualname__}"
         assert report.wrapper_class is vw.PPOStack
         assert key in CONFORMANCE_TESTED
@@ -242,7 +242,7 @@ def test_conforms_in_every_mode(fused):
 
 def test_the_registry_reads_it():
     envs = vw.ppo_stack(vecmode_base("box", AutoresetMode.SAME_STEP), gamma=0.9)
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report.ok and report.mode is AutoresetMode.SAME_STEP, str(report)
     assert vecmode.supported_modes(vw.PPOStack) == frozenset(MODES)
     envs.close()

@@ -89,7 +89,7 @@ def test_probe_finds_the_mode(name, mode):
 
 
 def test_the_verified_env_classes_are_the_ones_probed_here():
-    """vecmode.check reports these env classes' modes as verified because
+    """vecmode.check_stack reports these env classes' modes as verified because
     test_probe_finds_the_mode proves them in every mode."""
     from vecmode._evidence import VERIFIED_ENVS
 

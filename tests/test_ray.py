@@ -50,7 +50,6 @@ from tests.helpers import (
 )
 from vecmode import (
     AutoresetMode,
-    Command,
     EpisodeEndedError,
     IncompatibleModeError,
     RayVectorEnv,
@@ -58,6 +57,7 @@ from vecmode import (
     WorkerError,
     WorkerTimeoutError,
 )
+from vecmode.core import Command
 
 ray = pytest.importorskip("ray")
 

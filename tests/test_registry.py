@@ -139,8 +139,8 @@ def test_supports_accepts_only_vector_wrapper_classes_and_real_modes():
 
 
 def test_vecmode_policies_declare_through_supports():
-    assert vecmode.declaration(vecmode.SameStepAutoreset).output is SS
-    assert vecmode.declaration(vecmode.NextStepAutoreset).output is NS
+    assert vecmode.registry.declaration(vecmode.SameStepAutoreset).output is SS
+    assert vecmode.registry.declaration(vecmode.NextStepAutoreset).output is NS
     assert vecmode.supported_modes(vecmode.DisableAutoreset) == frozenset({NS, D})
     with pytest.raises(vecmode.IncompatibleModeError, match="SameStepAutoreset cannot"):
         vecmode.SameStepAutoreset(gym_env(SS))
@@ -243,7 +243,7 @@ def test_register_overrides_the_decorator_until_unregistered(clean_registry):
 
 def test_register_records_known_wrong_modes(clean_registry):
     vecmode.register(Recorder, NS, wrong={SS: "it counts the reset step."})
-    found = vecmode.declaration(Recorder)
+    found = vecmode.registry.declaration(Recorder)
     assert [found.behaviour(m) for m in (NS, SS, D)] == ["ok", "wrong", "refused"]
     with pytest.raises(vecmode.IncompatibleModeError) as info:
         Recorder(in_mode(SS))
@@ -309,14 +309,14 @@ def test_register_by_a_public_path_that_is_not_the_defining_module(clean_registr
     """Users write gymnasium.wrappers.vector:ClipReward, where the class is exported."""
     own_init = gym_wrappers.ClipReward.__dict__["__init__"]
     vecmode.register("gymnasium.wrappers.vector:ClipReward", [NS])
-    assert vecmode.declaration(gym_wrappers.ClipReward).source == "register"
+    assert vecmode.registry.declaration(gym_wrappers.ClipReward).source == "register"
     with pytest.raises(vecmode.IncompatibleModeError, match="ClipReward cannot"):
         gym_wrappers.ClipReward(in_mode(SS), 0, 1)
     names = [name for name, _ in registry.declarations()]
     assert names.count("gymnasium.wrappers.vector.stateful_reward.ClipReward") == 0
     assert vecmode.unregister("gymnasium.wrappers.vector:ClipReward") is True
     assert gym_wrappers.ClipReward.__dict__["__init__"] is own_init
-    assert vecmode.declaration(gym_wrappers.ClipReward).source == "gymnasium"
+    assert vecmode.registry.declaration(gym_wrappers.ClipReward).source == "gymnasium"
     gym_wrappers.ClipReward(in_mode(SS), 0, 1).close()
 
 
@@ -377,7 +377,7 @@ def test_strict_turns_an_undeclared_mode_into_an_error():
 # ------------------------------------------------------------------ check()
 def test_check_walks_a_stack_with_a_mode_changing_layer():
     envs = gym_wrappers.RecordEpisodeStatistics(vecmode.SameStepAutoreset(core()))
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report.ok and report.mode is SS
     assert len(report) == 3
     assert [row.name for row in report] == [
@@ -394,7 +394,7 @@ def test_check_walks_a_stack_with_a_mode_changing_layer():
 
 def test_check_propagates_the_mode_through_a_foreign_conversion():
     envs = NoSameStep(vecmode.DisableAutoreset(gym_env(NS)))
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert [(r.mode_in, r.mode_out) for r in report] == [(None, NS), (NS, D), (D, D)]
     assert report.ok
     assert [r.origin for r in report] == ["gymnasium", "vecmode", "tests"]
@@ -402,7 +402,7 @@ def test_check_propagates_the_mode_through_a_foreign_conversion():
 
 def test_report_prints_an_aligned_table_with_notes():
     envs = gym_wrappers.NormalizeReward(gym_wrappers.ClipReward(in_mode(SS), 0, 1))
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     text = str(report)
     lines = text.splitlines()
     assert lines[0].startswith("NOT OK: layer 3 NormalizeReward is known-wrong")
@@ -428,33 +428,33 @@ def test_known_wrong_refused_undeclared_and_mismatch_rows(clean_registry):
         pass
 
     envs = Plain(in_mode(SS))  # no declaration
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report[-1].verdict is Verdict.UNDECLARED and report.ok
     assert "vecmode.register" in report[-1].note
-    assert not vecmode.check(envs, strict=True).ok
+    assert not vecmode.check_stack(envs, strict=True).ok
 
     vecmode.register(Plain, [NS])  # declared after it was built: refused
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report[-1].verdict is Verdict.REFUSED and not report.ok
 
     class Liar(VectorWrapper):
         """Claims to produce NextStep but leaves the metadata at SameStep."""
 
     vecmode.register(Liar, [SS], output=NS)
-    report = vecmode.check(Liar(in_mode(SS)))
+    report = vecmode.check_stack(Liar(in_mode(SS)))
     assert report[-1].verdict is Verdict.MISMATCH
     assert "SameStep" in report[-1].note and "NextStep" in report[-1].note
 
 
 def test_undeclared_base_env_is_reported_and_strict_fails_it():
     envs = gym_wrappers.ClipReward(undeclared_env(), 0, 1)
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report[0].verdict is Verdict.UNDECLARED
     assert report[0].mode_out is NS and report[1].mode_in is NS
     assert report.ok and "1 undeclared" in str(report).splitlines()[0]
-    assert not vecmode.check(envs, strict=True).ok
+    assert not vecmode.check_stack(envs, strict=True).ok
     with vecmode.strict():
-        assert not vecmode.check(envs).ok
+        assert not vecmode.check_stack(envs).ok
 
 
 def test_assert_compatible_raises_with_the_table():
@@ -463,7 +463,7 @@ def test_assert_compatible_raises_with_the_table():
     bad = gym_wrappers.NormalizeReward(in_mode(SS))
     with pytest.raises(vecmode.IncompatibleModeError) as info:
         vecmode.assert_compatible(bad)
-    assert str(vecmode.check(bad)) in str(info.value)
+    assert str(vecmode.check_stack(bad)) in str(info.value)
     assert "NormalizeReward" in str(info.value)
 
 
@@ -500,7 +500,7 @@ def test_report_shows_the_evidence_behind_each_verdict():
     envs = CountsEveryCall(envs)
     envs = MyNormalizeReward(envs)
     envs = MyRecordEpisodeStatistics(envs)
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report.ok and not report.verified
     assert [row.evidence.value for row in report] == [
         "verified",  # vecmode's core
@@ -557,8 +557,8 @@ def test_report_shows_the_evidence_behind_each_verdict():
 
 def test_own_and_registered_declarations_are_declared(clean_registry):
     envs = NoSameStep(in_mode(NS))
-    row = vecmode.check(envs)[-1]
-    assert row.evidence is vecmode.Evidence.DECLARED
+    row = vecmode.check_stack(envs)[-1]
+    assert row.evidence is vecmode.registry.Evidence.DECLARED
     assert "declared by NoSameStep itself (@vecmode.supports)" in row.evidence_note
     assert "vecmode conform tests.test_registry:NoSameStep" in row.evidence_note
 
@@ -566,34 +566,45 @@ def test_own_and_registered_declarations_are_declared(clean_registry):
         pass
 
     vecmode.register(Theirs, [NS])
-    row = vecmode.check(Theirs(in_mode(NS)))[-1]
-    assert row.evidence is vecmode.Evidence.DECLARED
+    row = vecmode.check_stack(Theirs(in_mode(NS)))[-1]
+    assert row.evidence is vecmode.registry.Evidence.DECLARED
     assert "(vecmode.register)" in row.evidence_note
     # a local class has no import path: the function to run instead
     assert "run vecmode.testing.check_wrapper(Theirs)" in row.evidence_note
     # registering one of vecmode's verified wrappers anew: only declared now
     vecmode.register(vecmode.wrappers.ClipReward, [NS])
-    assert vecmode.evidence(vecmode.wrappers.ClipReward) is vecmode.Evidence.DECLARED
+    assert (
+        vecmode.registry.evidence(vecmode.wrappers.ClipReward)
+        is vecmode.registry.Evidence.DECLARED
+    )
     vecmode.unregister(vecmode.wrappers.ClipReward)
-    assert vecmode.evidence(vecmode.wrappers.ClipReward) is vecmode.Evidence.VERIFIED
+    assert (
+        vecmode.registry.evidence(vecmode.wrappers.ClipReward)
+        is vecmode.registry.Evidence.VERIFIED
+    )
 
 
 def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
     from tests.custom_vector_envs import CounterVectorEnv
 
-    row = vecmode.check(CounterVectorEnv(2, "SameStep"))[0]
-    assert (row.verdict, row.evidence) == (Verdict.OK, vecmode.Evidence.DECLARED)
+    row = vecmode.check_stack(CounterVectorEnv(2, "SameStep"))[0]
+    assert (row.verdict, row.evidence) == (
+        Verdict.OK,
+        vecmode.registry.Evidence.DECLARED,
+    )
     assert row.evidence_note == vecmode.registry.evidence_env_declared(
         "CounterVectorEnv"
     )
     assert "vecmode probe" in row.evidence_note
-    row = vecmode.check(undeclared_env())[0]
-    assert row.evidence is vecmode.Evidence.NONE
+    row = vecmode.check_stack(undeclared_env())[0]
+    assert row.evidence is vecmode.registry.Evidence.NONE
     assert row.evidence_note == vecmode.registry.evidence_env_undeclared(
         "SyncVectorEnv"
     )
     for env in (gym_env(SS), core()):
-        assert vecmode.check(env)[0].evidence is vecmode.Evidence.VERIFIED
+        assert (
+            vecmode.check_stack(env)[0].evidence is vecmode.registry.Evidence.VERIFIED
+        )
         env.close()
 
 
@@ -610,22 +621,24 @@ def test_a_recorded_check_wrapper_run_makes_exactly_that_class_verified(
     class SubScale(Scale):
         pass
 
-    assert vecmode.evidence(Scale) is vecmode.Evidence.DECLARED
+    assert vecmode.registry.evidence(Scale) is vecmode.registry.Evidence.DECLARED
     report = check_wrapper(Scale)
     assert report.wrapper_class is Scale
-    assert vecmode.evidence(Scale) is vecmode.Evidence.DECLARED  # not yet recorded
+    assert (
+        vecmode.registry.evidence(Scale) is vecmode.registry.Evidence.DECLARED
+    )  # not yet recorded
     assert report.record() is report
-    assert vecmode.evidence(Scale) is vecmode.Evidence.VERIFIED
-    row = vecmode.check(Scale(in_mode(SS)))[-1]
-    assert (row.evidence, row.evidence_note) == (vecmode.Evidence.VERIFIED, "")
-    assert vecmode.check(Scale(in_mode(SS))).verified
+    assert vecmode.registry.evidence(Scale) is vecmode.registry.Evidence.VERIFIED
+    row = vecmode.check_stack(Scale(in_mode(SS)))[-1]
+    assert (row.evidence, row.evidence_note) == (vecmode.registry.Evidence.VERIFIED, "")
+    assert vecmode.check_stack(Scale(in_mode(SS))).verified
     # not inherited by subclasses
-    assert vecmode.evidence(SubScale) is vecmode.Evidence.INHERITED
+    assert vecmode.registry.evidence(SubScale) is vecmode.registry.Evidence.INHERITED
     # a changed declaration lapses the evidence
     vecmode.register(Scale, [NS])
-    assert vecmode.evidence(Scale) is vecmode.Evidence.DECLARED
+    assert vecmode.registry.evidence(Scale) is vecmode.registry.Evidence.DECLARED
     vecmode.unregister(Scale)
-    assert vecmode.evidence(Scale) is vecmode.Evidence.VERIFIED
+    assert vecmode.registry.evidence(Scale) is vecmode.registry.Evidence.VERIFIED
 
 
 def test_a_partial_proof_verifies_only_its_modes():
@@ -637,11 +650,23 @@ def test_a_partial_proof_verifies_only_its_modes():
             return rewards / 2
 
     check_wrapper(Halve, modes=["Disabled"]).record()  # SameStep, NextStep unproven
-    assert vecmode.evidence(Halve, "Disabled") is vecmode.Evidence.VERIFIED
-    assert vecmode.evidence(Halve, "SameStep") is vecmode.Evidence.DECLARED
-    assert vecmode.evidence(Halve) is vecmode.Evidence.DECLARED
-    assert vecmode.check(Halve(in_mode(D)))[-1].evidence is vecmode.Evidence.VERIFIED
-    assert vecmode.check(Halve(in_mode(SS)))[-1].evidence is vecmode.Evidence.DECLARED
+    assert (
+        vecmode.registry.evidence(Halve, "Disabled")
+        is vecmode.registry.Evidence.VERIFIED
+    )
+    assert (
+        vecmode.registry.evidence(Halve, "SameStep")
+        is vecmode.registry.Evidence.DECLARED
+    )
+    assert vecmode.registry.evidence(Halve) is vecmode.registry.Evidence.DECLARED
+    assert (
+        vecmode.check_stack(Halve(in_mode(D)))[-1].evidence
+        is vecmode.registry.Evidence.VERIFIED
+    )
+    assert (
+        vecmode.check_stack(Halve(in_mode(SS)))[-1].evidence
+        is vecmode.registry.Evidence.DECLARED
+    )
 
 
 def test_a_check_of_a_stack_cannot_be_recorded_for_one_class():
@@ -662,11 +687,14 @@ def test_the_inherited_bug_is_found_by_the_kit_and_cannot_be_recorded():
     conformance kit finds the bug, so there is no passing run to record."""
     from vecmode.testing import check_wrapper
 
-    report = vecmode.check(CountsEveryCall(in_mode(SS)))
-    assert report.ok and report[-1].evidence is vecmode.Evidence.INHERITED
+    report = vecmode.check_stack(CountsEveryCall(in_mode(SS)))
+    assert report.ok and report[-1].evidence is vecmode.registry.Evidence.INHERITED
     with pytest.raises(AssertionError, match="field reward"):
         check_wrapper(CountsEveryCall)
-    assert vecmode.evidence(CountsEveryCall) is vecmode.Evidence.INHERITED
+    assert (
+        vecmode.registry.evidence(CountsEveryCall)
+        is vecmode.registry.Evidence.INHERITED
+    )
 
 
 def test_assert_compatible_can_require_every_layer_verified():
@@ -682,7 +710,7 @@ def test_assert_compatible_can_require_every_layer_verified():
     with pytest.raises(vecmode.IncompatibleModeError) as caught:
         vecmode.assert_compatible(envs, verified=True)
     assert str(caught.value) == vecmode.registry.stack_not_verified(
-        str(vecmode.check(envs))
+        str(vecmode.check_stack(envs))
     )
     check_wrapper(Plus).record()
     assert vecmode.assert_compatible(envs, verified=True).verified
@@ -691,7 +719,7 @@ def test_assert_compatible_can_require_every_layer_verified():
 
 def test_check_refuses_what_is_not_a_vector_env():
     with pytest.raises(TypeError, match=r"gymnasium\.vector\.VectorEnv"):
-        vecmode.check(gym.make("CartPole-v1"))
+        vecmode.check_stack(gym.make("CartPole-v1"))
 
 
 # ------------------------------------------------------------------ require_mode
@@ -864,7 +892,7 @@ def test_gymnasium_entries_are_the_established_verdicts():
         module, _, qualname = name.partition(":")
         if module not in sys.modules:
             continue  # an optional module (torch, jax) that is not imported
-        found = vecmode.declaration(getattr(sys.modules[module], qualname))
+        found = vecmode.registry.declaration(getattr(sys.modules[module], qualname))
         assert found.source == "gymnasium"
         for mode, (verdict, reason) in verdicts.items():
             assert found.behaviour(mode) == as_registry[verdict], (name, mode)
@@ -939,7 +967,7 @@ def test_check_agrees_with_a_model_of_declarations(base, specs):
                     output=spec["output"],
                     wrong={m: "x" for m in spec["wrong"]},
                 )
-        report = vecmode.check(envs)
+        report = vecmode.check_stack(envs)
     finally:
         for cls in classes:
             vecmode.unregister(cls)

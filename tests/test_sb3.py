@@ -617,7 +617,7 @@ def test_vecmode_works_over_from_sb3():
 
     ours = stack(from_sb3(SubprocVecEnv(fns, start_method=FORK)))
     reference = stack(gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME))
-    assert vecmode.check(ours).ok
+    assert vecmode.check_stack(ours).ok
     both = assert_same_but_both_flags(
         drive_gym(reference, 300, seed=4), drive_gym(ours, 300, seed=4)
     )

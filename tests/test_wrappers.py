@@ -152,7 +152,7 @@ def test_a_stack_checks_ok_in_every_mode(mode):
     envs = vw.RecordEpisodeStatistics(
         vw.NormalizeReward(vw.FrameStackObservation(vecmode_base("box", mode), 2))
     )
-    report = vecmode.check(envs)
+    report = vecmode.check_stack(envs)
     assert report.ok and report.mode is mode, str(report)
     envs.close()
 

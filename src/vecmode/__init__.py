@@ -1,7 +1,7 @@
 """vecmode: Gymnasium's vector autoreset modes, made safe.
 
 * :class:`SyncVectorEnv`: a thin core with no autoreset policy (DISABLED mode) and
-  one batched primitive, :meth:`VectorCore.execute`.
+  one batched primitive, :meth:`vecmode.core.VectorCore.execute`.
 * :class:`AsyncVectorEnv`: the same core with its sub-envs in worker processes,
   one round trip per call; :class:`SubEnvError`, :class:`WorkerError` and
   :class:`WorkerTimeoutError` report its faults.
@@ -15,15 +15,26 @@
 * :mod:`vecmode.wrappers`: Gymnasium's vector wrappers (same names and
   arguments) right in every mode, base classes for new ones, and a vector
   ``FrameStackObservation``.
-* the registry: :func:`supports`, :func:`register`, :func:`supported_modes`,
-  :func:`check`, :func:`assert_compatible`, :func:`require_mode`, :func:`guard`;
-  :func:`evidence` (:class:`Evidence`): what a class's declared modes rest on.
+* the registry's verbs: :func:`supports`, :func:`register`,
+  :func:`supported_modes`, :func:`check_stack` (a whole stack, as a report),
+  :func:`assert_compatible`, :func:`require_mode`, :func:`guard`, :func:`strict`;
+  :mod:`vecmode.registry` holds the rest (the report's classes,
+  ``declaration``, ``evidence``); :func:`register_vector_env` declares a vector
+  env class (:mod:`vecmode.env_classes`).
 * :class:`TransitionCollector`: one training loop for every mode; each step gives
   a :class:`Transition` with the true next observation and a ``valid`` mask.
-* :func:`probe_mode`: the mode a vector env really behaves as (:class:`ProbeResult`).
+* :func:`probe_mode`: the mode a vector env really behaves as
+  (:class:`vecmode.probe.ProbeResult`).
+* :mod:`vecmode.core`: the core's primitive (``VectorCore``, ``Command``) for
+  backends and policies.
 * :mod:`vecmode.testing`: the conformance kit (``check_wrapper``,
   ``check_vector_env``, deterministic test envs).
 """
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
 
 from gymnasium.vector import AutoresetMode
 
@@ -33,10 +44,8 @@ from vecmode.autoreset import (
     DisableAutoreset,
     NextStepAutoreset,
     SameStepAutoreset,
-    honours_reset_mask,
     with_autoreset,
 )
-from vecmode.core import Command, VectorCore
 from vecmode.env_classes import register_vector_env, unregister_vector_env
 from vecmode.errors import (
     EpisodeEndedError,
@@ -48,19 +57,11 @@ from vecmode.errors import (
 )
 from vecmode.make import make_vec
 from vecmode.modes import MODES, ModeLike, as_mode, mode_of
-from vecmode.probe import ProbeResult, probe_mode
+from vecmode.probe import probe_mode
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.registry import (
-    CompatibilityReport,
-    Declaration,
-    Evidence,
-    Guard,
-    LayerReport,
-    Verdict,
     assert_compatible,
-    check,
-    declaration,
-    evidence,
+    check_stack,
     guard,
     register,
     require_mode,
@@ -78,18 +79,11 @@ __all__ = [
     "MODES",
     "AsyncVectorEnv",
     "AutoresetMode",
-    "Command",
-    "CompatibilityReport",
-    "Declaration",
     "DisableAutoreset",
     "EpisodeEndedError",
-    "Evidence",
-    "Guard",
     "IncompatibleModeError",
-    "LayerReport",
     "ModeLike",
     "NextStepAutoreset",
-    "ProbeResult",
     "RayVectorEnv",
     "SameStepAutoreset",
     "SubEnvError",
@@ -97,18 +91,13 @@ __all__ = [
     "Transition",
     "TransitionCollector",
     "UndeclaredModeWarning",
-    "VectorCore",
-    "Verdict",
     "WorkerError",
     "WorkerTimeoutError",
     "__version__",
     "as_mode",
     "assert_compatible",
-    "check",
-    "declaration",
-    "evidence",
+    "check_stack",
     "guard",
-    "honours_reset_mask",
     "make_vec",
     "mode_of",
     "probe_mode",
@@ -123,3 +112,38 @@ __all__ = [
     "with_autoreset",
     "wrappers",
 ]
+
+#: Names that left the top level in 0.1 (old name: where it lives now).
+_MOVED = {
+    "check": "vecmode.registry:check_stack",
+    "Command": "vecmode.core:Command",
+    "VectorCore": "vecmode.core:VectorCore",
+    "CompatibilityReport": "vecmode.registry:CompatibilityReport",
+    "LayerReport": "vecmode.registry:LayerReport",
+    "Verdict": "vecmode.registry:Verdict",
+    "Declaration": "vecmode.registry:Declaration",
+    "Evidence": "vecmode.registry:Evidence",
+    "Guard": "vecmode.registry:Guard",
+    "declaration": "vecmode.registry:declaration",
+    "evidence": "vecmode.registry:evidence",
+    "honours_reset_mask": "vecmode.autoreset:honours_reset_mask",
+    "ProbeResult": "vecmode.probe:ProbeResult",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The names that moved still resolve, with a DeprecationWarning saying where
+    they live now."""
+    target = _MOVED.get(name)
+    if target is None:
+        raise AttributeError(f"module 'vecmode' has no attribute {name!r}")
+    import importlib
+
+    module, _, attr = target.partition(":")
+    new = f"{module}.{attr}"
+    warnings.warn(
+        f"vecmode.{name} moved to {new} (vecmode 0.1); use {new}.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(module), attr)

@@ -1,6 +1,6 @@
 """Which classes' declarations vecmode's own test suite proves (pure data).
 
-:func:`vecmode.check` reports a layer's modes as *verified* when something ran
+:func:`vecmode.check_stack` reports a layer's modes as *verified* when something ran
 the class and proved them; this module names the classes of vecmode itself whose
 proof is in vecmode's test suite, run by its CI. Gymnasium's wrappers are verified
 by ``vecmode._gymnasium``'s entries (``tests/test_gymnasium_verdicts.py``), and a

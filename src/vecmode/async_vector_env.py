@@ -2,7 +2,7 @@
 
 Each worker process holds a contiguous slice of the sub-envs (:mod:`vecmode.layout`)
 and runs it with the same command runner as the sync core (:mod:`vecmode.worker`).
-A call to :meth:`~vecmode.VectorCore.execute` (so every ``step`` and ``reset``,
+A call to :meth:`~vecmode.core.VectorCore.execute` (so every ``step`` and ``reset``,
 whatever the autoreset policy on top) sends each worker that has work one message
 with its slice's commands, actions, seeds and options (:mod:`vecmode.pool`); the
 worker writes observations, rewards and flags to shared memory and answers with one

@@ -263,7 +263,7 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         "build a wrapper stack on an env and check it against its autoreset mode",
         "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers "
-        "(innermost first) and print vecmode.check's report, one row per layer. "
+        "(innermost first) and print vecmode.check_stack's report, one row per layer. "
         "A wrapper that refuses the mode when built is reported with the stack "
         "built before it.\n\n"
         "example: vecmode check CartPole-v1 --mode SameStep "
@@ -464,7 +464,6 @@ def _on_path_here() -> None:
 
 
 def _import(module: str, what: str) -> Any:
-    _on_path_here()
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as error:
@@ -683,7 +682,7 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _report_json(report: Any) -> dict[str, Any]:
-    """A :class:`vecmode.CompatibilityReport` as the ``check`` document's fields."""
+    """A :class:`vecmode.registry.CompatibilityReport` as the ``check`` document's fields."""
     return {
         "ok": report.ok,
         "verified": report.verified,
@@ -762,7 +761,7 @@ def _check(args: argparse.Namespace) -> int:
             if not isinstance(wrapped, VectorEnv):
                 raise _Fail(cli_not_a_vector_env(target.spec, wrapped))
             envs = wrapped
-        report = vecmode.check(envs, strict=args.strict)
+        report = vecmode.check_stack(envs, strict=args.strict)
         if args.json:
             _print_json(
                 "check", {**_report_json(report), "error": None, "refused": None}
@@ -796,7 +795,7 @@ def _refused(
     """Report a wrapper that refused the stack's mode, and the stack before it."""
     import vecmode
 
-    report = vecmode.check(envs, strict=args.strict)
+    report = vecmode.check_stack(envs, strict=args.strict)
     message = (
         cli_wrapper_refused(target.spec, mode_of(envs), error)
         if isinstance(error, IncompatibleModeError)
@@ -1033,6 +1032,9 @@ def _run(argv: list[str]) -> int:
             args = parser.parse_args([*argv, "timeline"])
     except SystemExit as exit_:  # --help, --version, usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    # every command finds `module:...` (a wrapper, a factory, an env id's
+    # module) in the current directory, as `python -m vecmode` does
+    _on_path_here()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -724,13 +724,13 @@ def seeds_length(got: int, num_envs: int) -> str:
 
 def commands_shape(shape: tuple[int, ...], num_envs: int) -> str:
     return (
-        f"commands must be a sequence of {num_envs} vecmode.Command values (one per "
+        f"commands must be a sequence of {num_envs} vecmode.core.Command values (one per "
         f"sub-env), got shape {shape}."
     )
 
 
 def unknown_command(value: Any) -> str:
     return (
-        f"{value!r} is not a vecmode.Command; use Command.KEEP, Command.STEP, "
+        f"{value!r} is not a vecmode.core.Command; use Command.KEEP, Command.STEP, "
         f"Command.RESET or Command.STEP_THEN_RESET."
     )

@@ -3,7 +3,7 @@
 Each actor holds a contiguous slice of the sub-envs (:func:`vecmode.layout.slices`)
 and serves it with the same :class:`~vecmode.worker.SliceServer` (so the same
 command runner, :mod:`vecmode.runner`) as a worker process of the async core. A
-call to :meth:`~vecmode.VectorCore.execute` (so every ``step`` and ``reset``,
+call to :meth:`~vecmode.core.VectorCore.execute` (so every ``step`` and ``reset``,
 whatever the autoreset policy on top) is one remote call per actor with work,
 gathered with one ``ray.wait`` and one ``ray.get``; an actor whose sub-envs are
 all ``KEEP`` is not called.

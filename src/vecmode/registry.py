@@ -31,7 +31,7 @@ declaration is a base class's.
 >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
 ...     autoreset_mode="SameStep")
 >>> envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
->>> vecmode.check(envs).ok
+>>> vecmode.check_stack(envs).ok
 True
 >>> envs.close()
 """
@@ -83,7 +83,7 @@ __all__ = [
     "Strict",
     "Verdict",
     "assert_compatible",
-    "check",
+    "check_stack",
     "declaration",
     "declarations",
     "evidence",
@@ -337,13 +337,13 @@ def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
     >>> import gymnasium as gym
     >>> import vecmode
     >>> from vecmode.wrappers import NormalizeReward, StatefulWrapper
-    >>> vecmode.evidence(NormalizeReward).value  # vecmode's tests prove it
+    >>> vecmode.registry.evidence(NormalizeReward).value  # vecmode's tests prove it
     'verified'
-    >>> vecmode.evidence(gym.wrappers.vector.NormalizeReward).value
+    >>> vecmode.registry.evidence(gym.wrappers.vector.NormalizeReward).value
     'verified'
     >>> class Mine(StatefulWrapper):
     ...     pass
-    >>> vecmode.evidence(Mine).value  # StatefulWrapper's declaration, not Mine's
+    >>> vecmode.registry.evidence(Mine).value  # StatefulWrapper's declaration, not Mine's
     'inherited'
     """
     cls = (
@@ -1065,7 +1065,7 @@ def _origin(obj: Any) -> str:
 
 def _layers(env: Any) -> list[Any]:
     if not isinstance(env, VectorEnv):
-        raise TypeError(errors.not_a_vector_env("vecmode.check", env))
+        raise TypeError(errors.not_a_vector_env("vecmode.check_stack", env))
     layers: list[Any] = [env]
     while (
         isinstance(getattr(layers[-1], "env", None), VectorEnv) and len(layers) < 10_000
@@ -1092,7 +1092,7 @@ def _wrapper_evidence(layer: Any, mode: AutoresetMode | None) -> tuple[Evidence,
     return proof, f"{source}; {_conform_hint(cls)}"
 
 
-def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
+def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     """Check every layer of a vector env stack against the modes it supports.
 
     Walks ``env.env.env...`` down to the innermost vector env and back out,
@@ -1107,7 +1107,7 @@ def check(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     >>> import vecmode
     >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
     ...     autoreset_mode="SameStep")
-    >>> report = vecmode.check(gym.wrappers.vector.NormalizeReward(envs))
+    >>> report = vecmode.check_stack(gym.wrappers.vector.NormalizeReward(envs))
     >>> report.ok, [row.verdict.value for row in report]
     (False, ['ok', 'ok', 'known-wrong'])
     >>> [row.evidence.value for row in report]
@@ -1223,7 +1223,7 @@ def assert_compatible(
     ``verified=True`` also raises when a layer's verdict is not verified (its
     modes only declared, or inherited from a base class): for a CI that wants
     every layer proven (``check_wrapper(YourWrapper).record()`` first)."""
-    report = check(env, strict=strict)
+    report = check_stack(env, strict=strict)
     if not report.ok:
         raise IncompatibleModeError(stack_not_compatible(str(report)))
     if verified and not report.verified:

@@ -395,7 +395,7 @@ class RemoteCore(VectorCore):
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
-        """Send :meth:`~vecmode.VectorCore.execute`'s call without waiting;
+        """Send :meth:`~vecmode.core.VectorCore.execute`'s call without waiting;
         :meth:`execute_wait` returns its record. ``name`` is the call as the
         caller sees it (``"step"``, ``"reset"``), for the pending-call errors."""
         cmds = self._commands(commands)

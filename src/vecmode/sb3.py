@@ -12,7 +12,7 @@ imports SB3 or torch, only ``import vecmode.sb3`` does.
 * :func:`from_sb3` gives an SB3 ``VecEnv`` (``DummyVecEnv``, ``SubprocVecEnv``,
   any stack of SB3's wrappers) to Gymnasium as a SAME_STEP
   ``gymnasium.vector.VectorEnv`` in Gymnasium's layout, so vecmode's wrappers,
-  :func:`vecmode.check` and :class:`vecmode.TransitionCollector` work over it.
+  :func:`vecmode.check_stack` and :class:`vecmode.TransitionCollector` work over it.
 
 The one thing SB3's encoding cannot carry is a step that is both terminated and
 truncated: SB3 reports ``TimeLimit.truncated = truncated and not terminated``, so
@@ -138,7 +138,7 @@ def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
     >>> from stable_baselines3.common.vec_env import DummyVecEnv
     >>> from vecmode.sb3 import from_sb3
     >>> envs = from_sb3(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
-    >>> envs.metadata["autoreset_mode"], vecmode.check(envs).ok
+    >>> envs.metadata["autoreset_mode"], vecmode.check_stack(envs).ok
     (<AutoresetMode.SAME_STEP: 'SameStep'>, True)
     >>> envs.close()
     """

@@ -6,7 +6,7 @@
 * :func:`check_wrapper`: proves a vector wrapper right in every mode it declares
   (mode equivalence) and refusing the others; one line in a test, or
   :class:`WrapperConformance`, a test mixin; ``check_wrapper(W).record()``
-  makes :func:`vecmode.check` report ``W`` as verified;
+  makes :func:`vecmode.check_stack` report ``W`` as verified;
 * :func:`check_vector_env`: proves a custom vector env behaves as the mode its
   ``metadata["autoreset_mode"]`` declares.
 """

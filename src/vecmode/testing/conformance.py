@@ -492,7 +492,7 @@ def _describe(event: _Event) -> str:
 @dataclass(frozen=True)
 class WrapperReport:
     """What :func:`check_wrapper` proved. ``str(report)`` shows it all;
-    :meth:`record` makes :func:`vecmode.check` report the class as verified."""
+    :meth:`record` makes :func:`vecmode.check_stack` report the class as verified."""
 
     #: The wrapper's name.
     wrapper: str
@@ -519,7 +519,7 @@ class WrapperReport:
 
     def record(self) -> WrapperReport:
         """Record this proof for :attr:`wrapper_class`, in this process: from now
-        on :func:`vecmode.check` reports its layers as *verified* in the modes
+        on :func:`vecmode.check_stack` reports its layers as *verified* in the modes
         proved right or refused (instead of *declared* / *inherited*).
 
         The evidence belongs to that exact class, not to its subclasses, and
@@ -533,11 +533,11 @@ class WrapperReport:
         >>> @vecmode.supports(*vecmode.MODES)
         ... class Twice(gym.vector.VectorWrapper):
         ...     pass
-        >>> vecmode.evidence(Twice).value
+        >>> vecmode.registry.evidence(Twice).value
         'declared'
         >>> check_wrapper(Twice).record().summary
         'Twice: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)'
-        >>> vecmode.evidence(Twice).value
+        >>> vecmode.registry.evidence(Twice).value
         'verified'
 
         Returns:
