@@ -206,6 +206,26 @@ def test_performance_page_reports_every_benchmark():
         assert f"benchmarks/{script.name}" in page, script.name
 
 
+def test_the_rerun_list_runs_every_benchmark():
+    """The performance page's "Rerun it" block has a command for each script."""
+    page = (ROOT / "docs" / "performance.md").read_text()
+    block = page[page.index("## Rerun it") :]
+    block = block[: block.index("```", block.index("```bash") + 3)]
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        assert f"python benchmarks/{script.name}" in block, script.name
+
+
+def test_the_home_page_links_every_page_of_the_site():
+    """A newcomer finds every page from the home page's list, not only the nav."""
+    home = (ROOT / "docs" / "index.md").read_text()
+    nav = re.findall(
+        r"^\s*- [^:]+: (\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), re.M
+    )
+    assert len(nav) > 10, nav
+    missing = [page for page in nav if page != "index.md" and f"]({page})" not in home]
+    assert not missing, f"docs/index.md does not link {missing}"
+
+
 def _table_after(page: str, marker: str) -> list[dict[str, str]]:
     """The rows of the first Markdown table after ``marker`` on ``page``."""
     text = page[page.index(marker) :]
