@@ -235,12 +235,9 @@ def _same_finals(got: dict, want: dict) -> None:
             np.testing.assert_array_equal(a[1][i], b[1][i])
 
 
-def test_wrappers_over_ale_converted_to_same_step_read_its_final_observations():
-    """ALE's NextStep env converted to SameStep by the policies: the policy writes
-    Gymnasium's layout itself, so the wrappers above accept it."""
-    pytest.importorskip("ale_py")
-    envs = RecordEpisodeStatistics(vecmode.with_autoreset(_ale(), "SameStep"))
-    assert final_obs_layout(envs) == final_obs_layout(envs.env) == "gymnasium"
+def _first_final_observations(envs) -> None:
+    """Step ``envs`` (2 ALE sub-envs) until both episodes end, and check that
+    step's infos hold both final frames and both episodes' statistics."""
     envs.reset(seed=0)
     for _ in range(12):
         _, _, terms, truncs, infos = envs.step(np.zeros(2, dtype=np.int64))
@@ -248,8 +245,18 @@ def test_wrappers_over_ale_converted_to_same_step_read_its_final_observations():
             break
     finals = vecmode.modes.final_observations(infos)
     assert finals is not None and finals[0].all()
-    assert finals[1][0].shape == (4, 84, 84) and infos["_episode"].all()
+    assert finals[1][0].shape == (4, 84, 84) and finals[1][0].dtype == np.uint8
+    assert infos["_episode"].all()
     envs.close()
+
+
+def test_wrappers_over_ale_converted_to_same_step_read_its_final_observations():
+    """ALE's NextStep env converted to SameStep by the policies: the policy writes
+    Gymnasium's layout itself, so the wrappers above accept it."""
+    pytest.importorskip("ale_py")
+    envs = RecordEpisodeStatistics(vecmode.with_autoreset(_ale(), "SameStep"))
+    assert final_obs_layout(envs) == final_obs_layout(envs.env) == "gymnasium"
+    _first_final_observations(envs)
 
 
 def test_wrappers_over_ale_same_step_read_its_final_observations_right():
@@ -261,16 +268,7 @@ def test_wrappers_over_ale_same_step_read_its_final_observations_right():
         RecordEpisodeStatistics(raw)
     envs = RecordEpisodeStatistics(vecmode.with_autoreset(raw, "SameStep"))
     assert final_obs_layout(envs) == "gymnasium"
-    envs.reset(seed=0)
-    for _ in range(12):
-        _, _, terms, truncs, infos = envs.step(np.zeros(2, dtype=np.int64))
-        if np.logical_or(terms, truncs).any():
-            break
-    finals = vecmode.modes.final_observations(infos)
-    assert finals is not None and finals[0].all()
-    assert finals[1][0].shape == (4, 84, 84) and finals[1][0].dtype == np.uint8
-    assert infos["_episode"].all()
-    envs.close()
+    _first_final_observations(envs)
 
 
 # ------------------------------------------------------------------ EnvPool
