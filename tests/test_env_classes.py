@@ -272,6 +272,14 @@ def test_wrappers_over_ale_same_step_read_its_final_observations_right():
 
 
 # ------------------------------------------------------------------ EnvPool
+#: EnvPool's own warnings, known here: its spaces' float64 bounds (Gymnasium
+#: casts them), and ``reset(seed=...)``, which the measurements call on purpose.
+envpool_warnings = pytest.mark.filterwarnings(
+    "ignore:EnvPool seeds are fixed:UserWarning",
+    "ignore:.*Box (low|high)'s precision lowered by casting to float32:UserWarning",
+)
+
+
 def _envpool(num_envs: int = 3):
     envpool = pytest.importorskip("envpool")
     return envpool.make(
@@ -283,6 +291,7 @@ def _envpool(num_envs: int = 3):
     )
 
 
+@envpool_warnings
 def test_envpool_behaves_as_declared():
     pytest.importorskip("envpool")
     measured = measure(_envpool, _alternating(3), np.ones(3, dtype=np.int64))
@@ -295,6 +304,7 @@ def test_envpool_behaves_as_declared():
         envs.close()
 
 
+@envpool_warnings
 @pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
 def test_envpool_converted_behaves_as_the_mode_it_declares(mode):
     """check_vector_env proves the converted env against the mode's rules (masked
