@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import os
 import sys
 import tempfile
@@ -338,6 +339,14 @@ def assert_events(
 
 
 # ------------------------------------------------------------------ videos
+#: The modules whose RecordVideo collects garbage after each video.
+_RENDERING_MODULES = (
+    "gymnasium.wrappers.rendering",
+    "gymnasium.wrappers.vector.rendering",
+    "vecmode.wrappers.rendering",
+)
+
+
 @contextlib.contextmanager
 def fake_moviepy() -> Iterator[types.SimpleNamespace]:
     """A stand-in ``moviepy`` keeping each video's frames, and a video folder."""
@@ -366,4 +375,9 @@ def fake_moviepy() -> Iterator[types.SimpleNamespace]:
     with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
         for name, module in modules.items():
             mp.setitem(sys.modules, name, module)
+        # RecordVideo runs a full gc.collect() after each video (gc_trigger): in a
+        # test session holding torch and jax that is up to half a second a video
+        no_gc = types.SimpleNamespace(collect=lambda *args: 0)
+        for name in _RENDERING_MODULES:
+            mp.setattr(importlib.import_module(name), "gc", no_gc)
         yield types.SimpleNamespace(videos=videos, folder=os.path.join(tmp, "videos"))
