@@ -328,8 +328,10 @@ def test_envpool_converted_behaves_as_the_mode_it_declares(mode):
     ("factory", "says"),
     [
         (
+            # forkserver: a child forked from this test process, which may hold
+            # the threads of Ray, torch or jax by now, can die at start (EOFError)
             lambda: gym.vector.AsyncVectorEnv(
-                scheduled_fns(2), shared_memory=False, context="fork"
+                scheduled_fns(2), shared_memory=False, context="forkserver"
             ),
             [
                 "AsyncVectorEnv(shared_memory=False)",
