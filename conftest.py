@@ -2,7 +2,8 @@
 tests/conftest.py holds the test settings.
 
 A module whose optional dependency is not installed is not collected for its
-doctests: ``vecmode.sb3`` needs the ``sb3`` extra (its tests skip the same way).
+doctests: ``vecmode.sb3`` needs the ``sb3`` extra, ``tests/ray_cluster_driver.py``
+Ray (their tests skip the same way).
 
 The examples in ``vecmode.RayVectorEnv``'s docstring need a Ray session: rather
 than start one of its own for them (half a minute on a small machine), pytest's
@@ -20,6 +21,8 @@ import pytest
 collect_ignore: list[str] = []
 if importlib.util.find_spec("stable_baselines3") is None:
     collect_ignore.append("src/vecmode/sb3.py")
+if importlib.util.find_spec("ray") is None:  # the multi-node test's child process
+    collect_ignore.append("tests/ray_cluster_driver.py")
 
 #: Doctest items run by tests/test_ray.py instead, in its Ray session.
 NEED_A_RAY_SESSION = frozenset({"vecmode.ray_vector_env.RayVectorEnv"})

@@ -32,6 +32,7 @@ FILES = [
 ]
 
 
+@pytest.mark.slow
 def test_the_jax_wrappers_in_a_fresh_interpreter():
     missing = [
         m for m in ("jax", "array_api_compat") if not importlib.util.find_spec(m)
