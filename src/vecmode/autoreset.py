@@ -611,11 +611,9 @@ class GymnasiumFinalObs(_AutoresetWrapper):
     Gymnasium's layout (``final_obs`` an object array, ``_final_obs`` /
     ``final_info`` / ``_final_info``; the final infos are empty: the env reports
     none). :func:`with_autoreset` adds it where a declared env class needs it;
-    vecmode's wrappers refuse such an env without it.
+    vecmode's wrappers refuse such an env without it (it reports Gymnasium's
+    layout above, as every policy does: :attr:`final_obs_layout`).
     """
-
-    #: What the layers above read (see :func:`vecmode.env_classes.final_obs_layout`).
-    final_obs_layout = "gymnasium"
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result

@@ -230,10 +230,9 @@ def final_obs_layout(env: Any) -> str:
     declaration, else Gymnasium's."""
     layer = env
     while layer is not None:
-        for cls in type(layer).__mro__:  # a class attribute (not forwarded)
-            said = cls.__dict__.get("final_obs_layout")
-            if isinstance(said, str):
-                return said
+        said = getattr(type(layer), "final_obs_layout", None)  # not forwarded
+        if isinstance(said, str):
+            return said
         inner = getattr(layer, "env", None)
         if inner is None or inner is layer:
             break

@@ -618,7 +618,7 @@ def _check_construction(cls: type, env: Any) -> None:
         )
     if (
         final_in_info(mode)
-        and "final_obs_layout" not in vars(cls)
+        and not isinstance(getattr(cls, "final_obs_layout", None), str)
         and final_obs_layout(env) != "gymnasium"
     ):
         raise IncompatibleModeError(own_final_obs_layout(cls.__name__, env))

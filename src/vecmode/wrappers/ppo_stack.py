@@ -223,8 +223,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
                 self.env, obs, infos, rows, type(self).__name__
             )
         infos = replace_final_observations(infos, rows, self._normalised(merged), self)
-        if self._update_running_mean:
-            self.obs_rms.update(obs[finals])
+        self._update_rows(self.obs_rms, obs, finals)
         return self._normalised(obs), infos
 
     # ----------------------------------------------------------------- halves

@@ -119,8 +119,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         infos = map_final_observations(
             infos, obs, self.normalize, self.env, self, type(self).__name__
         )
-        if self._update_running_mean:
-            self.obs_rms.update(obs[finals])
+        self._update_rows(self.obs_rms, obs, finals)
         return self.normalize(obs), rewards, terminations, truncations, infos
 
 
