@@ -20,11 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from vecmode.wrappers import running_stats
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 EPS = float(np.finfo(np.float64).eps)
 
-SHAPES = [(), (1,), (3,), (2, 2)]
+# (3, 7): more values than the merge finishes in Python floats (the NumPy path)
+SHAPES = [(), (1,), (3,), (2, 2), (3, 7)]
 
 
 def exact_update(mean, var, count, batch):
@@ -173,6 +175,34 @@ def test_a_sequence_of_updates_stays_with_gymnasium(shape, batches, seed, offset
         np.testing.assert_allclose(ours.mean, gym.mean, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(ours.var, gym.var, rtol=1e-12)
         assert ours.count == gym.count
+
+
+@given(
+    shape=st.sampled_from([(1,), (4,), (2, 3), (16,)]),
+    state=st.sampled_from([np.float32, np.float64]),
+    batches=st.lists(st.integers(1, 40), min_size=1, max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_python_float_merge_is_the_numpy_merge_bit_for_bit(
+    shape, state, batches, seed
+):
+    """A statistic of few values finishes its merge in Python floats: the very
+    operations of the NumPy path, so the very same bits."""
+    rng = np.random.default_rng(seed)
+    python, numpy = (RunningMeanStd(shape=shape, dtype=state) for _ in range(2))
+    for n in batches:
+        batch = (rng.normal(size=(n, *shape)) * rng.uniform(0.1, 1e3)).astype(state)
+        python.update(batch)
+        tail, running_stats._PYTHON_TAIL = running_stats._PYTHON_TAIL, 0
+        try:
+            numpy.update(batch)
+        finally:
+            running_stats._PYTHON_TAIL = tail
+        for field in ("mean", "var"):
+            a, b = getattr(python, field), getattr(numpy, field)
+            assert a.dtype == b.dtype and a.shape == b.shape == shape, field
+            assert a.tobytes() == b.tobytes(), (field, a, b)
+        assert python.count == numpy.count
 
 
 # ------------------------------------------------------- what users see

@@ -122,6 +122,27 @@ def test_record_episode_statistics_where_gymnasiums_is_right(mode):
     assert_same_run(expected, got)
 
 
+def test_record_episode_statistics_queues_hold_what_gymnasiums_hold():
+    """The queues of ended episodes: the same values, as the same NumPy scalar
+    types, as Gymnasium's (SAME_STEP, where Gymnasium's is right)."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics as GymStats
+
+    mode = AutoresetMode.SAME_STEP
+    script = make_script(vecmode_base("box", mode), STEPS, seed=7)
+    expected, got = (
+        GymStats(vecmode_base("box", mode)),
+        RecordEpisodeStatistics(vecmode_base("box", mode)),
+    )
+    _run(expected, script, mode)
+    _run(got, script, mode)
+    assert got.episode_count == expected.episode_count > 5
+    for name in ("return_queue", "length_queue", "time_queue"):
+        ours, theirs = list(getattr(got, name)), list(getattr(expected, name))
+        assert [type(v) for v in ours] == [type(v) for v in theirs], name
+        if name != "time_queue":  # wall-clock seconds differ
+            assert ours == theirs, name
+
+
 def test_reward_transform_leaves_next_steps_reset_step_at_zero():
     from vecmode.wrappers import TransformReward
 

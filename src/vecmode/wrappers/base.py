@@ -118,7 +118,7 @@ def merge_final_observations(
     applies to it.
     """
     final = final_entries(infos, rows, who)
-    indices = np.flatnonzero(rows)
+    indices = np.flatnonzero(rows).tolist()
     if type(observations) is np.ndarray and type(env.observation_space) is Box:
         merged = observations.copy()
         for i in indices:
@@ -180,10 +180,12 @@ def replace_final_observations(
     """``infos`` whose final observation of sub-env ``i`` is item ``i`` of
     ``batch``, for the ``rows`` (``batch`` is an element of
     ``env.observation_space``)."""
-    singles = list(iterate_batch(env.observation_space, batch))
-    return with_final_observations(
-        infos, {i: copy_batch(singles[i]) for i in np.flatnonzero(rows).tolist()}
-    )
+    indices = np.flatnonzero(rows).tolist()
+    if type(batch) is np.ndarray and type(env.observation_space) is Box:
+        singles = batch  # its rows, without splitting the whole batch
+    else:
+        singles = list(iterate_batch(env.observation_space, batch))
+    return with_final_observations(infos, {i: copy_batch(singles[i]) for i in indices})
 
 
 # ---------------------------------------------------------------------------- bases

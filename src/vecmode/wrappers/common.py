@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from typing import Any
@@ -72,30 +73,45 @@ class RecordEpisodeStatistics(StatefulWrapper):
         mask: np.ndarray,
     ) -> None:
         """Count the step; record the episodes that it ended."""
+        # Performance: ufuncs with ``where=`` and ndarray methods, one C call
+        # each, rather than fancy indexing and numpy's Python-level functions.
         b = self.boundary
-        if b is self.boundaries.quiet or count_nonzero(mask) == len(mask):
-            self.episode_returns += rewards
-            self.episode_lengths += 1
-            if b is self.boundaries.quiet:
+        returns, lengths = self.episode_returns, self.episode_lengths
+        quiet = b is self.boundaries.quiet
+        if quiet or count_nonzero(mask) == len(mask):
+            returns += rewards
+            lengths += 1
+            if quiet:
                 return
         else:
-            self.episode_returns[mask] += rewards[mask]
-            self.episode_lengths[mask] += 1
+            np.add(returns, rewards, out=returns, where=mask)
+            np.add(lengths, 1, out=lengths, where=mask)
         dones = b.ended & mask  # a new array: it goes out in the info
-        ended = np.flatnonzero(dones)
-        if not len(ended):
+        ended = dones.nonzero()[0].tolist()
+        if not ended:
             return
-        seconds = np.round(time.perf_counter() - self.episode_start_times, 6)
-        self._ended = {
-            "r": np.where(dones, self.episode_returns, 0.0),
-            "l": np.where(dones, self.episode_lengths, 0),
-            "t": np.where(dones, seconds, 0.0),
+        # Gymnasium's np.where(dones, ..., 0) and rounded seconds, row by row for
+        # the few sub-envs that ended (a NumPy call per array costs more); the
+        # queues get NumPy scalars, as Gymnasium's do.
+        now = time.perf_counter()
+        starts = self.episode_start_times
+        n = len(dones)
+        stats = {
+            "r": np.zeros(n, returns.dtype),
+            "l": np.zeros(n, lengths.dtype),
+            "t": np.zeros(n, starts.dtype),
             "mask": dones,
         }
+        out_returns, out_lengths, out_seconds = stats["r"], stats["l"], stats["t"]
+        for i in ended:
+            out_returns[i] = value = returns[i]
+            self.return_queue.append(value)
+            out_lengths[i] = value = lengths[i]
+            self.length_queue.append(value)
+            out_seconds[i] = value = round_seconds(now - starts[i])
+            self.time_queue.append(value)
+        self._ended = stats
         self.episode_count += len(ended)
-        self.time_queue.extend(seconds[ended])
-        self.return_queue.extend(self.episode_returns[ended])
-        self.length_queue.extend(self.episode_lengths[ended])
 
     def _step_result(self, result: StepResult) -> StepResult:
         """``info[stats_key]`` reports the episodes that ended."""
@@ -108,6 +124,19 @@ class RecordEpisodeStatistics(StatefulWrapper):
             mask = stats.pop("mask")
             infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
+
+
+def round_seconds(seconds: np.float64) -> np.float64:
+    """``np.round(seconds, 6)`` (NumPy's rounding: ``rint(x * 1e6) / 1e6``) of
+    one value, without a NumPy call.
+
+    >>> import numpy as np
+    >>> round_seconds(np.float64(0.12345650000000001)) == np.round(0.12345650000000001, 6)
+    np.True_
+    """
+    if not math.isfinite(seconds):
+        return np.float64(seconds)
+    return np.float64(round(float(seconds) * 1e6) / 1e6)
 
 
 # ------------------------------------------------------------------ messages

@@ -32,6 +32,7 @@ arithmetic (the state is still stored in its float32 dtype, as Gymnasium's is).
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,14 @@ __all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
 _PYTHON_MAX = 64
 
 _F64 = np.dtype(np.float64)
+
+#: A statistic of at most this many values finishes its merge in Python floats
+#: (:meth:`RunningMeanStd._merge_tail`), cheaper than a NumPy call per operation.
+_PYTHON_TAIL = 16
+
+#: Whether a dtype's values convert to Python floats exactly, and back.
+_F32_F64: defaultdict[np.dtype, bool] = defaultdict(bool)
+_F32_F64[np.dtype(np.float32)] = _F32_F64[_F64] = True
 
 
 def _moment_dtype(dtype: np.dtype) -> np.dtype:
@@ -99,8 +108,10 @@ def _operand(value: Any) -> Any:
 
 class _Scratch:
     """The float64 work buffers of a statistic of ``k`` values, for batches of
-    up to ``rows``: deviations and their squares side by side in one block, so
-    one matrix-vector product sums both."""
+    up to ``rows``: deviations and their squares in one ``(2, rows, k)`` block
+    (each half contiguous, so the elementwise operations run on contiguous
+    memory), so one matrix product sums both into ``sums`` (``s1`` over
+    ``s2``)."""
 
     __slots__ = (
         "both",
@@ -120,13 +131,13 @@ class _Scratch:
         self.shape = shape
         self.rows = rows
         self.k = k = math.prod(shape)
-        self.both = np.empty((rows, 2 * k), _F64)
-        self.deviations = self.both[:, :k]
-        self.squares = self.both[:, k:]
+        self.both = np.empty((2, rows, k), _F64)
+        self.deviations = self.both[0]
+        self.squares = self.both[1]
         self.ones = np.ones(rows, _F64)
-        self.sums = np.empty(2 * k, _F64)
-        self.s1 = self.sums[:k]
-        self.s2 = self.sums[k:]
+        self.sums = np.empty((2, k), _F64)
+        self.s1 = self.sums[0]
+        self.s2 = self.sums[1]
         self.step = np.empty(k, _F64)
 
 
@@ -216,7 +227,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
 
         Once ``count >= n`` the batch is taken about the running mean, d = x -
         mean, S1 = sum(d) = n delta, S2 = sum(d^2) = m2 + n delta^2, which gives
-        the same two on fewer calls (one matrix-vector product sums d and d^2):
+        the same two on fewer calls (one matrix product sums d and d^2):
 
             mean' = mean + S1 / tot
             var' = (count * var + S2 - S1^2 / tot) / tot
@@ -243,9 +254,17 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             np.subtract(batch, mean, out=deviations, dtype=_F64)
             np.multiply(deviations, deviations, out=squares)
             if n == work.rows:
-                np.dot(work.ones, work.both, out=work.sums)
+                np.matmul(work.ones, work.both, out=work.sums)
             else:
-                np.dot(work.ones[:n], work.both[:n], out=work.sums)
+                np.matmul(work.ones[:n], work.both[:, :n], out=work.sums)
+            if (
+                k <= _PYTHON_TAIL
+                and shape
+                and _F32_F64[mean.dtype]
+                and _F32_F64[var.dtype]
+            ):
+                self._merge_tail(work, mean, var, count, total, mean_dtype, var_dtype)
+                return
             np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
             new_mean = np.add(mean, step)
             np.multiply(s1, step, out=s1)  # S1^2 / tot
@@ -273,6 +292,35 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         else:  # numpy scalars, as Gymnasium's 0-d arithmetic gives
             self.mean = mean_dtype.type(new_mean[0])
             self.var = var_dtype.type(new_var[0])
+        self.count = total
+
+    def _merge_tail(
+        self,
+        work: _Scratch,
+        mean: np.ndarray,
+        var: np.ndarray,
+        count: Any,
+        total: Any,
+        mean_dtype: np.dtype,
+        var_dtype: np.dtype,
+    ) -> None:
+        """The merge's last steps (after the sums S1, S2) for a few values, in
+        Python floats: the NumPy path's very operations, in its order, each on
+        float64 values (so bit for bit its results), without a NumPy call per
+        operation."""
+        first, second = work.sums.tolist()
+        inverse = 1.0 / total
+        count = float(count)
+        new_mean, new_var = [], []
+        for m, v, s1, s2 in zip(
+            mean.tolist(), var.tolist(), first, second, strict=True
+        ):
+            step = s1 * inverse  # S1 / tot
+            new_mean.append(m + step)
+            new_var.append((v * count + (s2 - s1 * step)) / total)
+        shape = work.shape
+        self.mean = np.array(new_mean, mean_dtype).reshape(shape)
+        self.var = np.array(new_var, var_dtype).reshape(shape)
         self.count = total
 
 

@@ -269,7 +269,7 @@ class FrameStackObservation(StatefulWrapper):
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
         if count_nonzero(finals):
-            self._finals = {int(i): self._row(int(i)) for i in np.flatnonzero(finals)}
+            self._finals = {i: self._row(i) for i in np.flatnonzero(finals).tolist()}
 
     def _row(self, i: int) -> Any:
         return _tree_map(
