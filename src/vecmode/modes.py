@@ -755,7 +755,13 @@ class BoundaryTracker:
         else:
             b = _boundary(self.mode, ended, before, self._false, self._true)
             # ended here and not reset within this very call (SAME_STEP's are)
-            tracked.set(ended & ~b.final_in_info)
+            reset_within = b.final_in_info
+            if reset_within is self._false:  # none: no NumPy call
+                tracked.set(ended)
+            elif reset_within is ended:  # all that ended
+                tracked.clear()
+            else:
+                tracked.set(ended & ~reset_within)
         return self._remember(terminations, truncations, before, b)
 
 

@@ -1,11 +1,13 @@
 """Clipping: ``np.clip``, bit for bit, on the ufuncs themselves.
 
-``np.clip`` reaches its ufunc through two Python layers, which cost more than
-clipping a batch of a few dozen numbers. For bounds that are not zero,
-``minimum(maximum(x, low), high)`` is exactly what ``np.clip`` computes: NaN
-kept, and signed zeros, which lie strictly between such bounds, untouched. A zero
-bound (signed zeros compare equal, and ``np.clip`` and ``np.maximum`` break that
-tie differently) takes ``np.clip`` itself.
+``np.clip`` reaches its ufunc (``clip``, in NumPy's ``umath``) through two Python
+layers, which cost more than clipping a batch of a few dozen numbers. For scalar
+bounds the ufunc is called directly: what ``np.clip`` computes, as it computes
+it. Where a NumPy does not expose it, ``minimum(maximum(x, low), high)`` takes
+its place for bounds that are not zero (NaN kept, and signed zeros, which lie
+strictly between such bounds, untouched); a zero bound (signed zeros compare
+equal, and ``np.clip`` and ``np.maximum`` break that tie differently) takes
+``np.clip`` itself.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from typing import Any
 import numpy as np
 
 __all__ = ["clip", "clip_symmetric", "fast_bounds"]
+
+try:  # the ufunc np.clip calls (NumPy 2; NumPy 1.17+ has it in numpy.core)
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:  # pragma: no cover - NumPy 1
+    try:
+        from numpy.core.umath import clip as _clip_ufunc
+    except ImportError:
+        _clip_ufunc = None
 
 
 def fast_bounds(low: Any, high: Any) -> bool:
@@ -39,6 +49,8 @@ def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> An
     """
     if not fast:
         return np.clip(x, low, high, out=out)
+    if _clip_ufunc is not None:
+        return _clip_ufunc(x, low, high, out=out)
     if out is None:  # the dtype np.clip gives: of x, low and high together
         return np.minimum(np.maximum(x, low), high)
     np.maximum(x, low, out=out)

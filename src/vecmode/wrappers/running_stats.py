@@ -318,9 +318,11 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             step = s1 * inverse  # S1 / tot
             new_mean.append(m + step)
             new_var.append((v * count + (s2 - s1 * step)) / total)
+        self.mean = np.array(new_mean, mean_dtype)
+        self.var = np.array(new_var, var_dtype)
         shape = work.shape
-        self.mean = np.array(new_mean, mean_dtype).reshape(shape)
-        self.var = np.array(new_var, var_dtype).reshape(shape)
+        if len(shape) > 1:
+            self.mean, self.var = self.mean.reshape(shape), self.var.reshape(shape)
         self.count = total
 
 
