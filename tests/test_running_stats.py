@@ -1,4 +1,5 @@
-"""vecmode.wrappers.running_stats: Gymnasium's RunningMeanStd, to float64 rounding.
+"""vecmode.wrappers.running_stats: Gymnasium's RunningMeanStd, to float64 rounding
+(and NormalizeReward's discounted sums, bit for bit).
 
 Each update is checked against the exact value of Gymnasium's formulas (rational
 arithmetic on the same floats), within a bound of float64 rounding that
@@ -22,6 +23,7 @@ from hypothesis.extra import numpy as hnp
 
 from vecmode.wrappers import running_stats
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
+from vecmode.wrappers.stateful_reward import discount
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -380,3 +382,30 @@ def test_normalize_is_gymnasiums_expression_bit_for_bit(x, stats, epsilon, seed)
     assert got.dtype == np.float32 and got.shape == x.shape
     np.testing.assert_array_equal(got, want)
     assert got is not x
+
+
+# ------------------------------------------------------------ discounted sums
+@given(
+    n=st.integers(1, 20),
+    seed=st.integers(0, 2**32 - 1),
+    gamma=st.sampled_from([0.0, 0.5, 0.99, 1.0]),
+    sums_dtype=st.sampled_from([np.float32, np.float64]),
+    rewards_dtype=st.sampled_from([np.float64, np.float32, np.int64]),
+    moved=st.sampled_from([0.0, 0.5, 1.0]),
+)
+def test_discount_is_the_row_formula_bit_for_bit(
+    n, seed, gamma, sums_dtype, rewards_dtype, moved
+):
+    """``sums[i] = sums[i] * gamma * (1 - terminated[i]) + reward[i]`` for the
+    sub-envs in the mask, others untouched, whichever path computes it; the
+    returned sums are those of the masked sub-envs."""
+    rng = np.random.default_rng(seed)
+    sums = (rng.normal(size=n) * 100).astype(sums_dtype)
+    rewards = (rng.normal(size=n) * 10).astype(rewards_dtype)
+    terminations = rng.random(n) < 0.3
+    mask = rng.random(n) < moved if moved < 1 else np.ones(n, dtype=bool)
+    want = sums.copy()
+    want[mask] = want[mask] * gamma * (1 - terminations[mask]) + rewards[mask]
+    got = discount(sums, gamma, rewards, terminations, mask)
+    assert sums.dtype == want.dtype and sums.tobytes() == want.tobytes()
+    assert got.tobytes() == want[mask].tobytes()
