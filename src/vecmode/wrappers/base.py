@@ -181,9 +181,8 @@ def replace_final_observations(
     ``batch``, for the ``rows`` (``batch`` is an element of
     ``env.observation_space``)."""
     indices = np.flatnonzero(rows).tolist()
-    if type(batch) is np.ndarray and type(env.observation_space) is Box:
-        singles = batch  # its rows, without splitting the whole batch
-    else:
+    singles: Any = batch  # an array's rows, without splitting the whole batch
+    if type(batch) is not np.ndarray or type(env.observation_space) is not Box:
         singles = list(iterate_batch(env.observation_space, batch))
     return with_final_observations(infos, {i: copy_batch(singles[i]) for i in indices})
 

@@ -12,6 +12,7 @@ equal, and ``np.clip`` and ``np.maximum`` break that tie differently) takes
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
@@ -19,13 +20,21 @@ import numpy as np
 
 __all__ = ["clip", "clip_symmetric", "fast_bounds"]
 
-try:  # the ufunc np.clip calls (NumPy 2; NumPy 1.17+ has it in numpy.core)
-    from numpy._core.umath import clip as _clip_ufunc
-except ImportError:  # pragma: no cover - NumPy 1
-    try:
-        from numpy.core.umath import clip as _clip_ufunc
-    except ImportError:
-        _clip_ufunc = None
+
+def _find_clip_ufunc() -> Any:
+    """The ufunc ``np.clip`` calls (``numpy._core.umath.clip`` in NumPy 2,
+    ``numpy.core.umath.clip`` in NumPy 1.17+), or None."""
+    for module in ("numpy._core.umath", "numpy.core.umath"):
+        try:
+            found = getattr(importlib.import_module(module), "clip", None)
+        except ImportError:
+            continue
+        if isinstance(found, np.ufunc):
+            return found
+    return None
+
+
+_clip_ufunc = _find_clip_ufunc()
 
 
 def fast_bounds(low: Any, high: Any) -> bool:
