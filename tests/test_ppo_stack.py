@@ -342,19 +342,38 @@ def test_clip_symmetric_is_np_clip_bit_for_bit(x, bound):
     assert clip_symmetric(out, bound, out) is out
 
 
+@pytest.mark.parametrize(
+    ("dtype", "low", "high"),
+    [
+        (np.uint8, 1, 1000),
+        (np.uint8, -5, 100),
+        (np.int8, -1000, 5),
+        (np.int64, 1, 2**70),
+    ],
+)
+def test_clip_takes_integer_bounds_beyond_the_dtype_as_np_clip(dtype, low, high):
+    """A uint8 reward clipped to [1, 1000]: np.clip drops the bound no uint8
+    reaches; the ufuncs would raise OverflowError."""
+    x = np.array([0, 1, 7, 100], dtype=dtype)
+    want = np.clip(x, low, high)
+    got = clip(x, low, high, fast=fast_bounds(low, high))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
 @given(
     x=hnp.arrays(
-        st.sampled_from([np.float32, np.float64, np.int64]),
+        st.sampled_from([np.float32, np.float64, np.int64, np.uint8, np.int8]),
         hnp.array_shapes(max_dims=2, max_side=5),
-        elements=st.integers(-20, 20),
+        elements=st.integers(0, 20),
     ),
-    low=st.sampled_from([-10.0, -0.5, 0.0, -0.0, 1, np.float32(-2.5), None]),
-    high=st.sampled_from([10.0, 0.5, 0.0, 3, np.float32(2.5), float("inf")]),
+    low=st.sampled_from([-10.0, -0.5, 0.0, -0.0, 1, -1000, np.float32(-2.5), None]),
+    high=st.sampled_from([10.0, 0.5, 0.0, 3, 1000, np.float32(2.5), float("inf")]),
 )
 @pytest.mark.parametrize("ufunc", [True, False], ids=["ufunc", "maximum-minimum"])
 def test_clip_is_np_clip_bit_for_bit(x, low, high, ufunc):
     """Bit for bit through the clip ufunc, and through the fallback for NumPy
-    versions that do not expose it."""
+    versions that do not expose it; integer arrays with bounds beyond their
+    dtype's range (-1000 and 1000 for uint8 and int8) clip as np.clip does."""
     if low is not None and low > high:
         return
     want = np.clip(x, low, high)

@@ -1,9 +1,10 @@
 """Clipping: ``np.clip``, bit for bit, on the ufuncs themselves.
 
 ``np.clip`` reaches its ufunc (``clip``, in NumPy's ``umath``) through two Python
-layers, which cost more than clipping a batch of a few dozen numbers. For scalar
-bounds the ufunc is called directly: what ``np.clip`` computes, as it computes
-it. Where a NumPy does not expose it, ``minimum(maximum(x, low), high)`` takes
+layers, which cost more than clipping a batch of a few dozen numbers. For a float
+array and scalar bounds the ufunc is called directly: what ``np.clip`` computes,
+as it computes it (integer arrays go through ``np.clip``, which first drops a
+bound beyond the dtype's range). Where a NumPy does not expose it, ``minimum(maximum(x, low), high)`` takes
 its place for bounds that are not zero (NaN kept, and signed zeros, which lie
 strictly between such bounds, untouched); a zero bound (signed zeros compare
 equal, and ``np.clip`` and ``np.maximum`` break that tie differently) takes
@@ -56,7 +57,9 @@ def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> An
     >>> clip(np.array([-3.0, 0.5, np.nan, 12.0]), -1.0, 2.0, fast=fast_bounds(-1.0, 2.0))
     array([-1. ,  0.5,  nan,  2. ])
     """
-    if not fast:
+    if not fast or type(x) is not np.ndarray or x.dtype.kind != "f":
+        # np.clip itself: for integer arrays it first drops a Python-int bound
+        # beyond the dtype's range (which the ufuncs would refuse)
         return np.clip(x, low, high, out=out)
     if _clip_ufunc is not None:
         return _clip_ufunc(x, low, high, out=out)
