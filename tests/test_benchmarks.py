@@ -156,3 +156,22 @@ def test_bench_interop_quick_runs_and_reports_ratios():
     assert "stable-baselines3" in out and "load average" in out
     rows = [line for line in out.splitlines() if line.startswith("| 2 |")]
     assert len(rows) == 1 and rows[0].count("|") == 14, out  # 13 columns
+
+
+@pytest.mark.parametrize("stack", ["ppo_stack", "five", "bare"])
+def test_instructions_stack_child_runs_each_stack(stack):
+    """What callgrind counts: the child run (the count itself needs valgrind and
+    minutes, so it is not run here)."""
+    run_benchmark("instructions_stack.py", "--child", "SameStep", stack, "30")
+
+
+def test_instructions_stack_says_when_valgrind_is_missing():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "instructions_stack.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": ""},
+    )
+    assert done.returncode != 0
+    assert "valgrind is not on the PATH" in done.stderr
