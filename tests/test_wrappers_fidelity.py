@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from gymnasium.wrappers import vector as gym_vector
 from gymnasium.wrappers.utils import RunningMeanStd as GymRunningMeanStd
+from hypothesis import given
+from hypothesis import strategies as st
 
 import vecmode
 from tests.helpers import assert_same_run, drive, make_script
@@ -31,6 +33,7 @@ from tests.wrapper_cases import (
 )
 from vecmode import AutoresetMode
 from vecmode.wrappers import RecordEpisodeStatistics
+from vecmode.wrappers.common import round_seconds
 
 STEPS = 14
 
@@ -141,6 +144,21 @@ def test_record_episode_statistics_queues_hold_what_gymnasiums_hold():
         assert [type(v) for v in ours] == [type(v) for v in theirs], name
         if name != "time_queue":  # wall-clock seconds differ
             assert ours == theirs, name
+
+
+@given(
+    st.one_of(
+        st.floats(-1e7, 1e7),
+        st.integers(0, 10**9).map(lambda k: k / 1e6 + 5e-7),  # near the ties
+        st.sampled_from([float("inf"), float("-inf"), -0.0, 2.5e-6]),
+    )
+)
+def test_episode_seconds_round_as_np_round(seconds):
+    """The seconds RecordEpisodeStatistics reports: ``np.round(t, 6)`` exactly
+    (NumPy's rint(t * 1e6) / 1e6, ties to even), computed without NumPy."""
+    got = round_seconds(np.float64(seconds))
+    assert type(got) is np.float64
+    assert got.tobytes() == np.round(np.float64(seconds), 6).tobytes()
 
 
 def test_reward_transform_leaves_next_steps_reset_step_at_zero():

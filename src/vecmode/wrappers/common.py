@@ -136,7 +136,9 @@ def round_seconds(seconds: np.float64) -> np.float64:
     """
     if not math.isfinite(seconds):
         return np.float64(seconds)
-    return np.float64(round(float(seconds) * 1e6) / 1e6)
+    scaled = float(seconds) * 1e6
+    # round() gives an int (ties to even, as rint); rint keeps the sign of a zero
+    return np.float64(math.copysign(round(scaled), scaled) / 1e6)
 
 
 # ------------------------------------------------------------------ messages
