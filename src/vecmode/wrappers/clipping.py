@@ -1,14 +1,11 @@
-"""Clipping: ``np.clip``, bit for bit, on the ufuncs themselves.
+"""Clipping: ``np.clip``, bit for bit, on its ufunc itself.
 
 ``np.clip`` reaches its ufunc (``clip``, in NumPy's ``umath``) through two Python
 layers, which cost more than clipping a batch of a few dozen numbers. For a float
-array and scalar bounds the ufunc is called directly: what ``np.clip`` computes,
-as it computes it (integer arrays go through ``np.clip``, which first drops a
-bound beyond the dtype's range). Where a NumPy does not expose it, ``minimum(maximum(x, low), high)`` takes
-its place for bounds that are not zero (NaN kept, and signed zeros, which lie
-strictly between such bounds, untouched); a zero bound (signed zeros compare
-equal, and ``np.clip`` and ``np.maximum`` break that tie differently) takes
-``np.clip`` itself.
+array and scalar bounds (:func:`fast_bounds`) the ufunc is called directly: what
+``np.clip`` computes, as it computes it. Everything else (integer arrays, for
+which ``np.clip`` first drops a Python-int bound beyond the dtype's range; array
+or None bounds) goes through ``np.clip``.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ __all__ = ["clip", "clip_symmetric", "fast_bounds"]
 
 def _find_clip_ufunc() -> Any:
     """The ufunc ``np.clip`` calls (``numpy._core.umath.clip`` in NumPy 2,
-    ``numpy.core.umath.clip`` in NumPy 1.17+), or None."""
+    ``numpy.core.umath.clip`` in NumPy 1), or None (then ``np.clip`` serves)."""
     for module in ("numpy._core.umath", "numpy.core.umath"):
         try:
             found = getattr(importlib.import_module(module), "clip", None)
@@ -39,8 +36,8 @@ _clip_ufunc = _find_clip_ufunc()
 
 
 def fast_bounds(low: Any, high: Any) -> bool:
-    """Whether ``clip(x, low, high)`` may take the two ufuncs: scalar bounds,
-    neither zero nor NaN, ``low <= high``."""
+    """Whether ``clip(x, low, high)`` may call the clip ufunc directly: scalar
+    bounds, neither zero nor NaN, ``low <= high``."""
     for bound in (low, high):
         if isinstance(bound, bool) or not isinstance(bound, (int, float, np.number)):
             return False
@@ -57,16 +54,16 @@ def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> An
     >>> clip(np.array([-3.0, 0.5, np.nan, 12.0]), -1.0, 2.0, fast=fast_bounds(-1.0, 2.0))
     array([-1. ,  0.5,  nan,  2. ])
     """
-    if not fast or type(x) is not np.ndarray or x.dtype.kind != "f":
-        # np.clip itself: for integer arrays it first drops a Python-int bound
-        # beyond the dtype's range (which the ufuncs would refuse)
-        return np.clip(x, low, high, out=out)
-    if _clip_ufunc is not None:
+    if (
+        fast
+        and _clip_ufunc is not None
+        and type(x) is np.ndarray
+        and x.dtype.kind == "f"
+    ):
         return _clip_ufunc(x, low, high, out=out)
-    if out is None:  # the dtype np.clip gives: of x, low and high together
-        return np.minimum(np.maximum(x, low), high)
-    np.maximum(x, low, out=out)
-    return np.minimum(out, high, out=out)
+    # np.clip itself: for integer arrays it first drops a Python-int bound beyond
+    # the dtype's range (which the ufunc would refuse)
+    return np.clip(x, low, high, out=out)
 
 
 def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -> Any:

@@ -32,7 +32,6 @@ arithmetic (the state is still stored in its float32 dtype, as Gymnasium's is).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -51,9 +50,8 @@ _F64 = np.dtype(np.float64)
 #: (:meth:`RunningMeanStd._merge_tail`), cheaper than a NumPy call per operation.
 _PYTHON_TAIL = 16
 
-#: Whether a dtype's values convert to Python floats exactly, and back.
-_F32_F64: defaultdict[np.dtype, bool] = defaultdict(bool)
-_F32_F64[np.dtype(np.float32)] = _F32_F64[_F64] = True
+#: The dtypes whose values convert to Python floats exactly, and back.
+_EXACT_IN_FLOATS = frozenset({np.dtype(np.float32), _F64})
 
 
 def _moment_dtype(dtype: np.dtype) -> np.dtype:
@@ -260,8 +258,8 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             if (
                 k <= _PYTHON_TAIL
                 and shape
-                and _F32_F64[mean.dtype]
-                and _F32_F64[var.dtype]
+                and mean.dtype in _EXACT_IN_FLOATS
+                and var.dtype in _EXACT_IN_FLOATS
             ):
                 self._merge_tail(work, mean, var, count, total, mean_dtype, var_dtype)
                 return
@@ -318,12 +316,13 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             step = s1 * inverse  # S1 / tot
             new_mean.append(m + step)
             new_var.append((v * count + (s2 - s1 * step)) / total)
-        self.mean = np.array(new_mean, mean_dtype)
-        self.var = np.array(new_var, var_dtype)
-        shape = work.shape
-        if len(shape) > 1:
-            self.mean, self.var = self.mean.reshape(shape), self.var.reshape(shape)
-        self.count = total
+        mean_out, var_out = np.array(new_mean, mean_dtype), np.array(new_var, var_dtype)
+        if len(work.shape) > 1:
+            mean_out, var_out = (
+                mean_out.reshape(work.shape),
+                var_out.reshape(work.shape),
+            )
+        self.mean, self.var, self.count = mean_out, var_out, total
 
 
 def _merge_scalar(
