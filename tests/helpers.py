@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from vecmode.testing._compare import as_numpy
@@ -39,6 +40,28 @@ def gymnasium_box_warnings_ignored() -> Iterator[None]:
         )
         warnings.filterwarnings("ignore", ".*precision lowered by casting", UserWarning)
         yield
+
+
+@contextlib.contextmanager
+def vector_env_metadata_kept() -> Iterator[None]:
+    """Leave ``gymnasium.vector.VectorEnv.metadata`` as it was: ALE's
+    ``AtariVectorEnv`` writes its mode into that dict, which every VectorEnv class
+    without a metadata of its own shares (an ALE bug), so a test that builds one
+    would change what later tests' envs declare."""
+    shared = dict(gym.vector.VectorEnv.metadata)
+    try:
+        yield
+    finally:
+        gym.vector.VectorEnv.metadata.clear()
+        gym.vector.VectorEnv.metadata.update(shared)
+
+
+#: EnvPool's own warnings, known here: its spaces' float64 bounds (Gymnasium
+#: casts them), and ``reset(seed=...)``, which the measurements call on purpose.
+envpool_warnings = pytest.mark.filterwarnings(
+    "ignore:EnvPool seeds are fixed:UserWarning",
+    "ignore:.*Box (low|high)'s precision lowered by casting to float32:UserWarning",
+)
 
 
 def without_box_warnings(build: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,8 +10,9 @@ import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import gymnasium as gym
 import pytest
+
+from tests.helpers import vector_env_metadata_kept
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
@@ -32,11 +33,8 @@ def run_example(code: str) -> None:
     for module in ("torch", "torchrl", "stable_baselines3", "ale_py", "envpool"):
         if re.search(rf"^\s*(import|from) {module}\b", code, re.M):
             pytest.importorskip(module)
-    # ALE's AtariVectorEnv writes its mode into the metadata dict every
-    # gymnasium VectorEnv class shares: leave it as it was for the next test
-    shared = dict(gym.vector.VectorEnv.metadata)
     try:
-        with warnings.catch_warnings():
+        with vector_env_metadata_kept(), warnings.catch_warnings():
             if "envpool" in code:  # its float64 space bounds, cast by Gymnasium
                 warnings.filterwarnings(
                     "ignore", r".*Box (low|high)'s precision lowered", UserWarning
@@ -44,9 +42,6 @@ def run_example(code: str) -> None:
             exec(compile(code, "<example>", "exec"), {})
     except DependencyNotInstalled as missing:
         pytest.skip(str(missing))
-    finally:
-        gym.vector.VectorEnv.metadata.clear()
-        gym.vector.VectorEnv.metadata.update(shared)
 
 
 @pytest.mark.parametrize("code", BLOCKS)

@@ -19,7 +19,14 @@ import numpy as np
 import pytest
 
 import vecmode
-from tests.helpers import assert_same_run, drive, make_script, scheduled_fns
+from tests.helpers import (
+    assert_same_run,
+    drive,
+    envpool_warnings,
+    make_script,
+    scheduled_fns,
+    vector_env_metadata_kept,
+)
 from vecmode import AutoresetMode, IncompatibleModeError
 from vecmode.autoreset import GymnasiumFinalObs
 from vecmode.env_classes import final_obs_layout, vector_env_declaration
@@ -143,10 +150,8 @@ def _ale(mode: str = "NextStep", **kwargs: Any):
 def _shared_metadata():
     """ALE's AtariVectorEnv writes its mode into gymnasium.vector.VectorEnv.metadata,
     a dict every VectorEnv class without its own shares: undo that after a test."""
-    before = dict(gym.vector.VectorEnv.metadata)
-    yield
-    gym.vector.VectorEnv.metadata.clear()
-    gym.vector.VectorEnv.metadata.update(before)
+    with vector_env_metadata_kept():
+        yield
 
 
 def test_an_ale_env_keeps_its_own_mode_when_another_is_built():
@@ -271,15 +276,26 @@ def test_wrappers_over_ale_same_step_read_its_final_observations_right():
     _first_final_observations(envs)
 
 
+def test_gymnasium_final_obs_over_gymnasium_s_layout_changes_nothing():
+    """Put by hand over an env already in Gymnasium's layout, the translation is the
+    identity: every step's result, final infos included, is the env's own (it
+    once rebuilt them, losing final_info)."""
+    fns = scheduled_fns(3)
+    plain = gym.vector.SyncVectorEnv(fns, autoreset_mode="SameStep")
+    translated = GymnasiumFinalObs(
+        gym.vector.SyncVectorEnv(fns, autoreset_mode="SameStep")
+    )
+    script = make_script(plain, 30, seed=3)
+    expected, got = drive(plain, script, False), drive(translated, script, False)
+    steps = [result for kind, result in expected if kind == "step"]
+    finals = [r[4]["final_info"] for r in steps if "final_info" in r[4]]
+    assert finals and all(finals), "the run has final infos to keep"
+    assert_same_run(expected, got)
+    plain.close()
+    translated.close()
+
+
 # ------------------------------------------------------------------ EnvPool
-#: EnvPool's own warnings, known here: its spaces' float64 bounds (Gymnasium
-#: casts them), and ``reset(seed=...)``, which the measurements call on purpose.
-envpool_warnings = pytest.mark.filterwarnings(
-    "ignore:EnvPool seeds are fixed:UserWarning",
-    "ignore:.*Box (low|high)'s precision lowered by casting to float32:UserWarning",
-)
-
-
 def _envpool(num_envs: int = 3):
     envpool = pytest.importorskip("envpool")
     return envpool.make(

@@ -365,7 +365,10 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
     """SAME_STEP's layout from a *dense* one (ALE's ``AtariVectorEnv``: one array
     with a row for every sub-env, stale where nothing ended, and no mask nor final
     infos): the rows of the ``ended`` sub-envs, with their masks, and empty final
-    infos (the env reports none)."""
+    infos (the env reports none). Infos already in Gymnasium's layout (a
+    ``_final_obs`` mask) are returned as they are."""
+    if _FINAL_OBS_MASK in infos:
+        return infos
     rest = {k: v for k, v in infos.items() if k not in FINAL_KEYS}
     dense = infos.get(FINAL_OBS)
     if dense is None or not np.count_nonzero(ended):
