@@ -15,7 +15,8 @@ import pytest
 import vecmode
 import vecmode.probe
 import vecmode.testing._compare
-from tests.custom_vector_envs import CounterVectorEnv
+from tests.custom_vector_envs import CounterVectorEnv, DenseFinalObsVectorEnv
+from tests.helpers import envpool_warnings, vector_env_metadata_kept
 from vecmode import AutoresetMode
 from vecmode.probe import ProbeResult, probe_mode
 from vecmode.testing import scheduled_env_fns
@@ -88,9 +89,101 @@ def test_probe_finds_the_mode(name, mode):
     assert str(result).startswith(f"behaves as {mode.value} (declares {mode.value})")
 
 
+# ------------------------------------------------- other libraries' vector envs
+def _cartpole_vector_env(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    return gym.make_vec("CartPole-v1", num_envs=3, max_episode_steps=5)
+
+
+def _ale(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    from ale_py.vector_env import AtariVectorEnv
+
+    return AtariVectorEnv(
+        game="pong",
+        num_envs=2,
+        autoreset_mode=mode.value,
+        max_num_frames_per_episode=40,
+        noop_max=0,
+        repeat_action_probability=0.0,
+    )
+
+
+def _envpool(mode: AutoresetMode) -> gym.vector.VectorEnv:
+    import envpool
+
+    return envpool.make(
+        "CartPole-v1", env_type="gymnasium", num_envs=3, seed=0, max_episode_steps=4
+    )
+
+
+#: Vector env classes of other libraries, probed in every mode they can be built
+#: in: name -> (the class as "module:QualName" (EnvPool's envs are subclasses it
+#: builds per task, of this one), the library, those modes, a factory).
+LIBRARY_ENVS = {
+    "gymnasium-CartPoleVectorEnv": (
+        "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv",
+        "gymnasium",
+        (NEXT,),
+        _cartpole_vector_env,
+    ),
+    "ale_py-AtariVectorEnv": (
+        "ale_py.vector_env:AtariVectorEnv",
+        "ale_py",
+        (NEXT, SAME),
+        _ale,
+    ),
+    "envpool": (
+        "envpool.python.gymnasium_envpool:GymnasiumEnvPoolMixin",
+        "envpool",
+        (NEXT,),
+        _envpool,
+    ),
+}
+
+#: Verified env classes whose probe runs in another module (it needs that module's
+#: Ray session, or SB3's envs): the file and the test that runs it.
+PROBED_ELSEWHERE = {
+    "vecmode.ray_vector_env:RayVectorEnv": (
+        "test_ray.py",
+        "test_probe_finds_the_mode_it_declares",
+    ),
+    "vecmode.sb3:FromSB3VectorEnv": (
+        "test_sb3.py",
+        "test_from_sb3_behaves_as_the_mode_it_declares",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"),
+    [(name, mode) for name, case in LIBRARY_ENVS.items() for mode in case[2]],
+    ids=str,
+)
+@envpool_warnings
+def test_probe_finds_the_mode_of_other_libraries_envs(name, mode):
+    """ALE reports SameStep's final observations in a dense array of its own: the
+    probe reads them as vecmode.with_autoreset does, and says so."""
+    key, library, _, make = LIBRARY_ENVS[name]
+    pytest.importorskip(library)
+    with vector_env_metadata_kept():
+        envs = make(mode)
+        assert key in {_key(cls) for cls in type(envs.unwrapped).__mro__}
+        envs.close()
+        result = probe_mode(functools.partial(make, mode))
+    assert result.mode is mode and result.agrees, str(result)
+    dense = library == "ale_py" and mode is SAME
+    through = "vecmode.autoreset.GymnasiumFinalObs" if dense else None
+    assert result.read_through == through
+    assert ("read through vecmode.autoreset.GymnasiumFinalObs" in str(result)) is dense
+
+
 def test_the_verified_env_classes_are_the_ones_probed_here():
     """vecmode.check_stack reports these env classes' modes as verified because
-    test_probe_finds_the_mode proves them in every mode."""
+    test_probe_finds_the_mode and test_probe_finds_the_mode_of_other_libraries_envs
+    prove them in every mode they are built in (and the tests named in
+    PROBED_ELSEWHERE, the Ray core's and the SB3 bridge's)."""
+    import ast
+    from pathlib import Path
+
     from vecmode._evidence import VERIFIED_ENVS
 
     probed = set()
@@ -98,10 +191,52 @@ def test_the_verified_env_classes_are_the_ones_probed_here():
         if name.startswith("custom"):
             continue
         envs = make(AutoresetMode.NEXT_STEP)
-        cls = type(envs.unwrapped)
-        probed.add(f"{cls.__module__}:{cls.__qualname__}")
+        probed.add(_key(type(envs.unwrapped)))
         envs.close()
+    probed |= {case[0] for case in LIBRARY_ENVS.values()}
+    for key, (module, test) in PROBED_ELSEWHERE.items():
+        source = (Path(__file__).parent / module).read_text()
+        defined = {
+            node.name
+            for node in ast.parse(source).body
+            if isinstance(node, ast.FunctionDef)
+        }
+        assert test in defined, f"{key}: no {test} in {module}"
+        probed.add(key)
     assert probed == VERIFIED_ENVS
+
+
+def _key(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def test_an_env_class_reporting_final_observations_its_own_way_is_read_as_declared():
+    """A class declared (vecmode.register_vector_env) to report SameStep's final
+    observations in one dense array is probed and checked through
+    GymnasiumFinalObs, as with_autoreset reads it; undeclared, its layout is a
+    contradiction the probe names."""
+    from vecmode.testing import check_vector_env
+
+    factory = functools.partial(DenseFinalObsVectorEnv, _cartpoles(3, 4))
+    undeclared = probe_mode(factory)
+    assert undeclared.mode is None and undeclared.read_through is None
+    assert "info['_final_obs']: expected True, got <no such key>" in str(undeclared)
+    vecmode.register_vector_env(
+        DenseFinalObsVectorEnv, masked_reset="clears", final_obs_layout="dense"
+    )
+    try:
+        result = probe_mode(factory)
+        assert result.mode is SAME and result.agrees, str(result)
+        assert result.read_through == "vecmode.autoreset.GymnasiumFinalObs"
+        report = check_vector_env(factory)
+        assert report.mode is SAME
+        assert report.probe.read_through == result.read_through
+        assert any(
+            "read through vecmode.autoreset.GymnasiumFinalObs" in c
+            for c in report.checks
+        )
+    finally:
+        vecmode.unregister_vector_env(DenseFinalObsVectorEnv)
 
 
 def test_probe_gymnasium_custom_cartpole_vector_env():

@@ -208,6 +208,21 @@ def test_same_as_the_sync_core(shared, name, mode):
         assert writeable_arrays(result) == [], f"call {n}"
 
 
+def test_probe_finds_the_mode_it_declares():
+    """vecmode.probe_mode on throwaway Ray cores (over two actors) finds the mode
+    the class declares, Disabled: the proof behind its "verified" evidence
+    (vecmode._evidence.VERIFIED_ENVS)."""
+    result = vecmode.probe_mode(
+        lambda: RayVectorEnv(scheduled_fns(3, obs_type="box"), num_actors=2)
+    )
+    assert result.mode is AutoresetMode.DISABLED and result.agrees, str(result)
+    core = RayVectorEnv(scheduled_fns(2, obs_type="box"), num_actors=1)
+    try:
+        assert vecmode.check_stack(core).rows[0].evidence.value == "verified"
+    finally:
+        core.close()
+
+
 @settings(max_examples=25)
 @given(scenarios(num_envs=st.just(5), obs_types=("dict", "box"), max_steps=20))
 def test_same_as_the_sync_core_property(shared, scenario):

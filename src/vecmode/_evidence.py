@@ -12,7 +12,8 @@ The tests hold these sets to what they prove, so the claim cannot drift:
 :data:`CONFORMANCE_TESTED` (``PPOStack``'s is in ``tests/test_ppo_stack.py``) and
 fails if a public vecmode wrapper is missing from it or a class in it has no
 conformance run; ``tests/test_probe.py`` runs
-``vecmode.probe_mode`` on every env class of :data:`VERIFIED_ENVS` in every mode.
+``vecmode.probe_mode`` on every env class of :data:`VERIFIED_ENVS` in every mode it
+can be built in (or names the test that does).
 """
 
 #: vecmode's wrappers and autoreset policies (``"module:QualName"``) whose declared
@@ -56,13 +57,22 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
 
 #: Vector env classes (``"module:QualName"``) that behave as the mode their
 #: ``metadata["autoreset_mode"]`` declares, in every mode they can be built in:
-#: proven by ``vecmode.probe_mode`` runs (``tests/test_probe.py``) and, for
-#: vecmode's, by the differential tests against Gymnasium's.
+#: proven by ``vecmode.probe_mode`` runs (``tests/test_probe.py``; the Ray core's
+#: in ``tests/test_ray.py``, the SB3 bridge's in ``tests/test_sb3.py``) and, for
+#: vecmode's, by the differential tests against Gymnasium's. ALE's SameStep is
+#: proven as vecmode reads it (its dense final observations through
+#: ``vecmode.autoreset.GymnasiumFinalObs``); EnvPool builds a subclass of its
+#: mixin per task, which ``check_stack`` therefore reports as *inherited*.
 VERIFIED_ENVS: frozenset[str] = frozenset(
     {
         "vecmode.sync_vector_env:SyncVectorEnv",
         "vecmode.async_vector_env:AsyncVectorEnv",
+        "vecmode.ray_vector_env:RayVectorEnv",
+        "vecmode.sb3:FromSB3VectorEnv",
         "gymnasium.vector.sync_vector_env:SyncVectorEnv",
         "gymnasium.vector.async_vector_env:AsyncVectorEnv",
+        "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv",
+        "ale_py.vector_env:AtariVectorEnv",
+        "envpool.python.gymnasium_envpool:GymnasiumEnvPoolMixin",
     }
 )

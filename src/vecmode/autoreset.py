@@ -54,6 +54,7 @@ __all__ = [
     "GymnasiumFinalObs",
     "NextStepAutoreset",
     "SameStepAutoreset",
+    "gymnasium_layout",
     "honours_reset_mask",
     "with_autoreset",
 ]
@@ -561,9 +562,7 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     target = as_mode(mode)
     current = mode_of(env)
     if current is target:
-        if final_in_info(target) and final_obs_layout(env) != "gymnasium":
-            return GymnasiumFinalObs(env)
-        return env
+        return gymnasium_layout(env)
     if current is None:
         raise IncompatibleModeError(
             errors.incompatible_mode(
@@ -590,6 +589,31 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
             raise IncompatibleModeError(
                 conversion_refused(original, current, target, policy.__name__, error)
             ) from error
+    return env
+
+
+def gymnasium_layout(env: VectorEnv) -> VectorEnv:
+    """``env`` with its SAME_STEP final observations in Gymnasium's layout: ``env``
+    itself, or :class:`GymnasiumFinalObs` over it where its class reports them its
+    own way (a declared ``final_obs_layout``, as ALE's ``AtariVectorEnv``'s dense
+    one). What :func:`with_autoreset`, :func:`vecmode.probe_mode` and
+    :func:`vecmode.testing.check_vector_env` read such an env through.
+
+    >>> import gymnasium as gym
+    >>> from vecmode.autoreset import gymnasium_layout
+    >>> envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")],
+    ...     autoreset_mode="SameStep")
+    >>> gymnasium_layout(envs) is envs  # Gymnasium's own layout already
+    True
+    >>> envs.close()
+    """
+    mode = mode_of(env)
+    if (
+        mode is not None
+        and final_in_info(mode)
+        and final_obs_layout(env) != "gymnasium"
+    ):
+        return GymnasiumFinalObs(env)
     return env
 
 

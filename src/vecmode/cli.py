@@ -980,6 +980,7 @@ def _probe(args: argparse.Namespace) -> int:
                 "rejected": {
                     mode.value: str(diff) for mode, diff in result.rejected.items()
                 },
+                "read_through": result.read_through,
                 "summary": str(result),
             },
         )

@@ -44,6 +44,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from vecmode import errors
+from vecmode.autoreset import gymnasium_layout
 from vecmode.errors import call_text, diff_raised, mode_names
 from vecmode.modes import (
     MODES,
@@ -255,10 +256,15 @@ class Instances:
         self.caller = caller
         self._built: list[VectorEnv] = []
         self._open: list[VectorEnv] = []
+        #: The layer the envs are read through where their class reports SAME_STEP
+        #: final observations its own way (:func:`vecmode.autoreset.
+        #: gymnasium_layout`): its class, else None.
+        self.read_through: type | None = None
 
     def new(self) -> VectorEnv:
         """A new env from the factory (``TypeError`` if it is not a vector env,
-        ``ValueError`` if the factory returned an env it returned before)."""
+        ``ValueError`` if the factory returned an env it returned before), in
+        Gymnasium's layout of final observations (see :attr:`read_through`)."""
         env = self.factory()
         if not isinstance(env, VectorEnv):
             close = getattr(env, "close", None)
@@ -268,8 +274,14 @@ class Instances:
         if any(env is built for built in self._built):
             raise ValueError(probe_factory_reused(self.caller))
         self._built.append(env)
-        self._open.append(env)
-        return env
+        try:
+            readable = gymnasium_layout(env)
+        except ValueError:  # no mode in its metadata: the callers say so
+            readable = env
+        if readable is not env:
+            self.read_through = type(readable)
+        self._open.append(readable)
+        return readable
 
     def close(self, env: VectorEnv) -> None:
         """Close ``env`` now (it must come from :meth:`new`)."""
@@ -608,6 +620,10 @@ class ProbeResult:
         ended: the sub-envs whose episode ended there.
         rejected: for each mode ruled out, the first of its predictions that the
             env contradicted.
+        read_through: where the env's class reports SAME_STEP final
+            observations its own way (ALE's ``AtariVectorEnv``: one dense array),
+            the layer they were read through, as :func:`vecmode.with_autoreset`
+            reads them (``vecmode.autoreset.GymnasiumFinalObs``); else None.
     """
 
     mode: AutoresetMode | None
@@ -618,6 +634,7 @@ class ProbeResult:
     rejected: Mapping[AutoresetMode, Difference] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    read_through: str | None = None
 
     @property
     def agrees(self) -> bool:
@@ -632,6 +649,7 @@ class ProbeResult:
             self.ended_at,
             self.ended,
             {mode: str(diff) for mode, diff in self.rejected.items()},
+            self.read_through,
         )
 
 
@@ -744,7 +762,7 @@ def probe_mode(
                 if last.error is None
                 else probe_env_raised(last.index, last.kind, last.error)
             )
-            return ProbeResult(None, declared, reason)
+            return ProbeResult(None, declared, reason, read_through=_through(instances))
         ended = end.ended.copy()
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
@@ -758,7 +776,14 @@ def probe_mode(
         diff = next(run_differences(first.calls, other, upto=upto, run=label), None)
         if diff is not None:
             reason = probe_not_deterministic(seed, str(diff))
-            return ProbeResult(None, declared, reason, ended_at, ended_subs)
+            return ProbeResult(
+                None,
+                declared,
+                reason,
+                ended_at,
+                ended_subs,
+                read_through=_through(instances),
+            )
 
     rejected: dict[AutoresetMode, Difference] = {}
     for mode in MODES:
@@ -777,8 +802,20 @@ def probe_mode(
     else:
         reason = probe_several(fitting)
     return ProbeResult(
-        found, declared, reason, ended_at, ended_subs, MappingProxyType(rejected)
+        found,
+        declared,
+        reason,
+        ended_at,
+        ended_subs,
+        MappingProxyType(rejected),
+        _through(instances),
     )
+
+
+def _through(instances: Instances) -> str | None:
+    """The qualified name of the layer ``instances`` read the envs through."""
+    cls = instances.read_through
+    return None if cls is None else f"{cls.__module__}.{cls.__qualname__}"
 
 
 # ------------------------------------------------------------------ messages
@@ -936,10 +973,16 @@ def probe_summary(
     ended_at: int | None,
     ended: tuple[int, ...],
     rejected: dict[AutoresetMode, str],
+    read_through: str | None = None,
 ) -> str:
     head = f"behaves as {mode.value}" if mode is not None else "cannot tell the mode"
     claim = f"declares {declared.value}" if declared is not None else "declares no mode"
     lines = [f"{head} ({claim}): {reason}"]
+    if read_through is not None:
+        lines.append(
+            f"final observations: the env's class reports them its own way; read "
+            f"through {read_through}, as vecmode.with_autoreset reads them"
+        )
     if ended_at is not None:
         subs = ", ".join(str(i) for i in ended)
         lines.append(f"first episode end: call {ended_at}, sub-env(s) {subs}")

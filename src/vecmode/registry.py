@@ -261,13 +261,16 @@ class Evidence(str, Enum):
     #: kit in vecmode's test suite; Gymnasium's wrappers by the runs behind
     #: vecmode's entries for them; a class of yours by
     #: ``check_wrapper(YourClass).record()`` in this process. For the innermost
-    #: env: vecmode's and Gymnasium's sync and async vector envs.
+    #: env: the classes vecmode's test suite probes in every mode they can be
+    #: built in (vecmode's cores and SB3 bridge, Gymnasium's sync, async and
+    #: CartPole vector envs, ALE's, EnvPool's).
     VERIFIED = "verified"
     #: The class declares its modes (``@vecmode.supports``, ``vecmode.register``;
     #: an env, its ``metadata["autoreset_mode"]``), and nothing here proved them.
     DECLARED = "declared"
     #: The class declares nothing itself: the modes are a base class's declaration,
-    #: which says nothing about the subclass's own code.
+    #: which says nothing about the subclass's own code. For the innermost env: a
+    #: subclass of a verified env class (EnvPool's envs are such).
     INHERITED = "inherited"
     #: Nothing is declared.
     NONE = "none"
@@ -1078,9 +1081,15 @@ def _env_evidence(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, s
     """The innermost env's evidence: its class's, for the mode it declares."""
     if declared is None:
         return Evidence.NONE, evidence_env_undeclared(type(env).__name__)
-    if _name(type(env)) in VERIFIED_ENVS:
+    cls = type(env)
+    if _name(cls) in VERIFIED_ENVS:
         return Evidence.VERIFIED, ""
-    return Evidence.DECLARED, evidence_env_declared(type(env).__name__)
+    # a subclass of a verified class (EnvPool builds one per task): its base's
+    # behaviour is proven, not the subclass's own code
+    base = next((k for k in cls.__mro__[1:] if _name(k) in VERIFIED_ENVS), None)
+    if base is not None:
+        return Evidence.INHERITED, evidence_env_inherited(cls.__name__, base.__name__)
+    return Evidence.DECLARED, evidence_env_declared(cls.__name__)
 
 
 def _wrapper_evidence(layer: Any, mode: AutoresetMode | None) -> tuple[Evidence, str]:
@@ -1420,6 +1429,14 @@ def evidence_env_declared(name: str) -> str:
         "proved that it behaves so: run `vecmode probe module:factory` "
         "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory "
         "of it."
+    )
+
+
+def evidence_env_inherited(name: str, base: str) -> str:
+    return (
+        f"{name} is a {base}, whose mode vecmode's tests prove; nothing proves "
+        f"this subclass's own code: run `vecmode probe module:factory` "
+        "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory of it."
     )
 
 

@@ -207,9 +207,18 @@ def check_vector_env(
             final_in_info(mode),
             resets_on_next_step(mode),
             caller_resets(mode),
-        ),
+        )
+        + _read_through(found),
         probe=found,
     )
+
+
+def _read_through(found: _probe.ProbeResult) -> tuple[str, ...]:
+    """The check line saying which layer the final observations were read
+    through, where the env's class reports them its own way."""
+    if found.read_through is None:
+        return ()
+    return (check_env_read_through(found.read_through),)
 
 
 @dataclass
@@ -812,3 +821,10 @@ def check_env_report(
     lines = [f"{env} conforms to {mode.value}: {steps} steps, {ends} episode ends"]
     lines += [f"  - {check}" for check in checks]
     return "\n".join(lines)
+
+
+def check_env_read_through(layer: str) -> str:
+    return (
+        f"final observations in the layout the env's class declares, read through "
+        f"{layer} (as vecmode.with_autoreset reads them)"
+    )
