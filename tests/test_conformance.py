@@ -16,6 +16,7 @@ from tests.wrapper_cases import CASES, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
+from vecmode.testing.conformance import STEP_INFO_KEYS
 
 #: the test-env options each catalogue case needs
 KINDS = {
@@ -473,7 +474,7 @@ def test_infos_are_compared_when_asked():
         "[NextStep over gymnasium.vector.SyncVectorEnv, staggered episodes] differs "
         "from [NextStep over vecmode.SyncVectorEnv, staggered episodes]"
     ) in message
-    assert "field info: [0]: expected 1.5, got 1.0" in message
+    assert "field info: ['compare_info']: [0]: expected 1.5, got 1.0" in message
 
     @vecmode.supports(*vecmode.MODES)
     class CountsResetStepsInLength(vw.RecordEpisodeStatistics):
@@ -482,9 +483,35 @@ def test_infos_are_compared_when_asked():
             self.episode_lengths[~self.boundary.real] += 1  # the reset step too
             return result
 
-    with pytest.raises(AssertionError, match=r"field info: \[1\]: expected 2, got 1"):
+    with pytest.raises(
+        AssertionError,
+        match=r"field info: \['compare_info'\]: \[1\]: expected 2, got 1",
+    ):
         check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
-    check_wrapper(CountsResetStepsInLength)  # infos unread: not caught
+    check_wrapper(CountsResetStepsInLength)  # its own info key unread: not caught
+
+
+@pytest.mark.parametrize("info_type", ["numeric", "rich"])
+def test_a_wrapper_losing_the_env_s_infos_fails_without_compare_info(info_type):
+    """The sub-envs' own infos are compared whatever compare_info says: a wrapper
+    that drops SameStep's final_info (where the ended step's info is) loses the
+    env's info at every episode end."""
+
+    @vecmode.supports(*vecmode.MODES)
+    class DropsFinalInfo(gym.vector.VectorWrapper):
+        def step(self, actions):
+            obs, rewards, terminations, truncations, infos = self.env.step(actions)
+            kept = {k: v for k, v in infos.items() if "final_info" not in k}
+            return obs, rewards, terminations, truncations, kept
+
+    key = STEP_INFO_KEYS[info_type]
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(DropsFinalInfo, info_type=info_type)
+    message = str(caught.value)
+    assert "[SameStep over" in message, message
+    assert f'field info: ["the sub-env\'s info[{key!r}]"]: expected' in message
+    assert 'got "<missing: the sub-env\'s info did not reach the caller>"' in message
+    check_wrapper(DropsFinalInfo, modes=["NextStep", "Disabled"], info_type=info_type)
 
 
 def test_batch_dependent_values_differ_when_episodes_are_staggered():

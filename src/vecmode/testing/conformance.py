@@ -75,7 +75,13 @@ from vecmode.testing._compare import as_numpy
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
-__all__ = ["WrapperConformance", "WrapperReport", "check_wrapper", "episode_statistics"]
+__all__ = [
+    "STEP_INFO_KEYS",
+    "WrapperConformance",
+    "WrapperReport",
+    "check_wrapper",
+    "episode_statistics",
+]
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 
@@ -194,6 +200,7 @@ def _transition_infos(
     """Per sub-env, ``pick`` of its info at a transition: the call's info, and
     where the ended step's info is in ``final_info`` (SAME_STEP) that one merged
     under the call's (the wrapper's own keys, like episode statistics, are there)."""
+    infos = as_numpy(infos)  # an array-converting wrapper's tensors, as NumPy
     views = infos if isinstance(infos, list) else infos_to_list(infos, num_envs)
     picked = []
     for i, view in enumerate(views):
@@ -202,6 +209,29 @@ def _transition_infos(
             view = {**final, **view}
         picked.append(pick(view))
     return picked
+
+
+#: The key of the test sub-envs' step count in their step infos, by ``info_type``:
+#: compared at every transition, so a wrapper that loses the env's infos (say,
+#: ``final_info`` in SAME_STEP) fails the check.
+STEP_INFO_KEYS = MappingProxyType({"numeric": "t", "rich": "step"})
+#: What a transition's info holds where the env's step count is missing.
+_NO_STEP_INFO = "<missing: the sub-env's info did not reach the caller>"
+
+
+def _with_env_info(
+    key: str, compare_info: Callable[[dict], Any] | None
+) -> Callable[[dict], Any]:
+    """What is compared of a transition's info: the sub-env's own step count (the
+    env's info reached the caller), and what ``compare_info`` takes, if given."""
+
+    def pick(info: dict) -> Any:
+        own = {f"the sub-env's info[{key!r}]": info.get(key, _NO_STEP_INFO)}
+        if compare_info is None:
+            return own
+        return {**own, "compare_info": compare_info(info)}
+
+    return pick
 
 
 def _difference(expected: Any, got: Any) -> str | None:
@@ -226,10 +256,17 @@ def _difference(expected: Any, got: Any) -> str | None:
             if why is not None:
                 return f"[{j}]: {why}"
         return None
+    return _array_difference(expected, got)
+
+
+def _array_difference(expected: Any, got: Any) -> str | None:
+    """:func:`_difference` of two values that are neither dicts nor tuples."""
     e, g = np.asarray(expected), np.asarray(got)
     if e.shape != g.shape:
         return f"shape {g.shape} instead of {e.shape}"
     if e.dtype != g.dtype and not (e.dtype.kind in "iub" and g.dtype.kind in "iub"):
+        if e.dtype.kind in "OSU" or g.dtype.kind in "OSU":  # not two numbers' types
+            return f"expected {_show(expected)}, got {_show(got)}"
         return f"dtype {g.dtype} instead of {e.dtype}"
     if not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
         return f"expected {_show(expected)}, got {_show(got)}"
@@ -650,8 +687,10 @@ def check_wrapper(
             mode puts it there (SAME_STEP), so the keys a wrapper writes at an
             episode's end are found in every mode. For example
             ``lambda info: info.get("episode", {}).get("l")`` for episode lengths.
-            Default: infos are not compared (their layout differs by mode). Not
-            compared at a transition the caller cut with a masked reset.
+            Whatever it is, the sub-envs' own step count (their info's
+            :data:`STEP_INFO_KEYS` key) is compared too: a wrapper must pass the
+            env's infos on, ``final_info`` included, in every mode. Not compared
+            at a transition the caller cut with a masked reset.
 
     Returns:
         A :class:`WrapperReport`.
@@ -694,7 +733,12 @@ def check_wrapper(
         batch_dependent = checker.batch_dependent(to_prove[0])
     queues = checker.action_queues(to_prove[0], seed)
     runs, compared = checker.check_same_transitions_in_every_mode(
-        to_prove, queues, transitions, seed, batch_dependent, compare_info
+        to_prove,
+        queues,
+        transitions,
+        seed,
+        batch_dependent,
+        _with_env_info(STEP_INFO_KEYS[info_type], compare_info),
     )
     checker.check_undeclared_modes_are_refused(to_prove)
     return WrapperReport(
