@@ -62,6 +62,17 @@ class ShiftObservation(VectorWrapper):
         return (obs + self.shift, *rest)
 
 
+@vecmode.supports(*MODES)
+class DropsInfos(VectorWrapper):
+    """Declares every mode and returns none of the env's infos (on purpose, say)
+    but SameStep's final observations."""
+
+    def step(self, actions: Any) -> Any:
+        *result, infos = self.env.step(actions)
+        kept = {k: v for k, v in infos.items() if k in ("final_obs", "_final_obs")}
+        return (*result, kept)
+
+
 def clipped(env: VectorEnv, high: float = 1.0) -> VectorEnv:
     """A factory ``env -> wrapped env``: vecmode's ClipReward, right in every mode."""
     return vecmode.wrappers.ClipReward(env, 0.0, high)

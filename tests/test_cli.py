@@ -746,6 +746,20 @@ def test_conform_options_reach_check_wrapper(capsys):
     )
 
 
+def test_conform_compares_the_sub_envs_infos_unless_told_not_to(capsys):
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:DropsInfos", "--compare-info", "none"], capsys
+    )
+    assert code == EXIT_FAILED
+    assert "field info: the sub-env's info['t'] is missing" in flat(out)
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:DropsInfos", "--compare-info", "none",
+         "--no-env-infos"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK, out
+
+
 def test_conform_undeclared_class_needs_modes(capsys):
     code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
     assert (code, out) == (EXIT_USAGE, "")

@@ -340,7 +340,14 @@ def _parser() -> argparse.ArgumentParser:
         default="episode",
         help="what of the infos must agree across modes: episode, the episode "
         "statistics (info['episode'] return and length) where the wrapper writes "
-        "them (default); none",
+        "them (default); none. The sub-envs' own infos are compared too, unless "
+        "--no-env-infos",
+    )
+    conform.add_argument(
+        "--no-env-infos",
+        action="store_true",
+        help="do not require the sub-envs' own infos to reach the caller (for a "
+        "wrapper that removes or rewrites them on purpose)",
     )
     json_option(conform)
 
@@ -888,6 +895,8 @@ def _conform(args: argparse.Namespace) -> int:
         options["modes"] = args.modes
     if args.compare_info == "episode":
         options["compare_info"] = episode_statistics
+    if args.no_env_infos:
+        options["env_infos"] = False
     try:
         report = check_wrapper(factory, **options)
     except AssertionError as error:

@@ -216,7 +216,7 @@ def _transition_infos(
 #: ``final_info`` in SAME_STEP) fails the check.
 STEP_INFO_KEYS = MappingProxyType({"numeric": "t", "rich": "step"})
 #: What a transition's info holds where the env's step count is missing.
-_NO_STEP_INFO = "<missing: the sub-env's info did not reach the caller>"
+_NO_STEP_INFO = "<the sub-env's info did not reach the caller>"
 
 
 def _with_env_info(
@@ -232,6 +232,21 @@ def _with_env_info(
         return {**own, "compare_info": compare_info(info)}
 
     return pick
+
+
+def _check_env_info(picked: list[Any], real: np.ndarray, where: str, who: str) -> None:
+    """Fail where a real transition's info lacks the sub-env's own step count."""
+    for i in np.flatnonzero(real).tolist():
+        found = picked[i]
+        if isinstance(found, dict):
+            for name, value in found.items():
+                if isinstance(value, str) and value == _NO_STEP_INFO:
+                    raise _fail(
+                        who,
+                        f"{where}, sub-env {i}, field info",
+                        f"{name} is missing: {_NO_STEP_INFO[1:-1]}",
+                        _HINT_ENV_INFOS,
+                    )
 
 
 def _difference(expected: Any, got: Any) -> str | None:
@@ -440,6 +455,7 @@ def _drive(
             if compare_info is not None
             else [_SKIP] * n
         )
+        _check_env_info(picked, b.real, where, who)
         cut = np.zeros(n, dtype=np.bool_)
         for i in np.flatnonzero(b.real).tolist():
             run.events[i].append(
@@ -650,6 +666,7 @@ def check_wrapper(
     batch_dependent: bool | None = None,
     bases: Iterable[str] | None = None,
     compare_info: Callable[[dict[str, Any]], Any] | None = None,
+    env_infos: bool = True,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares; see the module doc.
 
@@ -688,9 +705,12 @@ def check_wrapper(
             episode's end are found in every mode. For example
             ``lambda info: info.get("episode", {}).get("l")`` for episode lengths.
             Whatever it is, the sub-envs' own step count (their info's
-            :data:`STEP_INFO_KEYS` key) is compared too: a wrapper must pass the
-            env's infos on, ``final_info`` included, in every mode. Not compared
-            at a transition the caller cut with a masked reset.
+            :data:`STEP_INFO_KEYS` key) is compared too (see ``env_infos``). Not
+            compared at a transition the caller cut with a masked reset.
+        env_infos: compare the sub-envs' own step count at every real transition
+            (default): a wrapper must pass the env's infos on, ``final_info``
+            included, in every mode. False for a wrapper that removes or
+            rewrites the env's infos on purpose.
 
     Returns:
         A :class:`WrapperReport`.
@@ -738,7 +758,9 @@ def check_wrapper(
         transitions,
         seed,
         batch_dependent,
-        _with_env_info(STEP_INFO_KEYS[info_type], compare_info),
+        _with_env_info(STEP_INFO_KEYS[info_type], compare_info)
+        if env_infos
+        else compare_info,
     )
     checker.check_undeclared_modes_are_refused(to_prove)
     return WrapperReport(
@@ -759,6 +781,12 @@ _HINT_MODES = (
     "observations (info['final_obs'] in SAME_STEP) transformed like the "
     "others, statistics counting each real step once (not NEXT_STEP's reset "
     "step), state cleared for the sub-envs of a masked reset."
+)
+_HINT_ENV_INFOS = (
+    "A wrapper passes the env's infos on, in every mode: in SAME_STEP the ended "
+    "step's info is in info['final_info'] (with info['_final_info']). A wrapper "
+    "that removes or rewrites the infos on purpose: check_wrapper(..., "
+    "env_infos=False) (vecmode conform --no-env-infos)."
 )
 _HINT_CUTS = (
     "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
