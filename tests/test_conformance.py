@@ -16,7 +16,7 @@ from tests.wrapper_cases import CASES, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
-from vecmode.testing.conformance import STEP_INFO_KEYS
+from vecmode.testing.envs import STEP_INFO_KEYS
 
 #: the test-env options each catalogue case needs
 KINDS = {

@@ -72,11 +72,10 @@ from vecmode.modes import (
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing._compare import as_numpy
-from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
+from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv, scheduled_env_fns
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 __all__ = [
-    "STEP_INFO_KEYS",
     "WrapperConformance",
     "WrapperReport",
     "check_wrapper",
@@ -211,12 +210,10 @@ def _transition_infos(
     return picked
 
 
-#: The key of the test sub-envs' step count in their step infos, by ``info_type``:
-#: compared at every transition, so a wrapper that loses the env's infos (say,
-#: ``final_info`` in SAME_STEP) fails the check.
-STEP_INFO_KEYS = MappingProxyType({"numeric": "t", "rich": "step"})
-#: What a transition's info holds where the env's step count is missing.
-_NO_STEP_INFO = "<the sub-env's info did not reach the caller>"
+#: Why a transition's info lacks the sub-env's step count (the key of
+#: :data:`STEP_INFO_KEYS`), and the value compared in its place.
+_NOT_REACHED = "the sub-env's info did not reach the caller"
+_NO_STEP_INFO = f"<{_NOT_REACHED}>"
 
 
 def _with_env_info(
@@ -244,7 +241,7 @@ def _check_env_info(picked: list[Any], real: np.ndarray, where: str, who: str) -
                     raise _fail(
                         who,
                         f"{where}, sub-env {i}, field info",
-                        f"{name} is missing: {_NO_STEP_INFO[1:-1]}",
+                        f"{name} is missing: {_NOT_REACHED}",
                         _HINT_ENV_INFOS,
                     )
 
@@ -705,7 +702,7 @@ def check_wrapper(
             episode's end are found in every mode. For example
             ``lambda info: info.get("episode", {}).get("l")`` for episode lengths.
             Whatever it is, the sub-envs' own step count (their info's
-            :data:`STEP_INFO_KEYS` key) is compared too (see ``env_infos``). Not
+            :data:`vecmode.testing.envs.STEP_INFO_KEYS` key) is compared too (see ``env_infos``). Not
             compared at a transition the caller cut with a masked reset.
         env_infos: compare the sub-envs' own step count at every real transition
             (default): a wrapper must pass the env's infos on, ``final_info``

@@ -18,6 +18,7 @@ partial reset therefore shows up as a wrong *value*, not just a wrong shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import gymnasium as gym
@@ -29,6 +30,7 @@ __all__ = [
     "INFO_TYPES",
     "OBS_TYPES",
     "RENDER_MODES",
+    "STEP_INFO_KEYS",
     "ScheduledEnv",
     "decode",
     "scheduled_env_fns",
@@ -46,6 +48,9 @@ RENDER_MODES = (None, "rgb_array")
 #: ``{"t": step}`` from ``step``), which array-converting wrappers and
 #: ``RecordEpisodeStatistics`` (it writes ``"episode"``) accept.
 INFO_TYPES = ("rich", "numeric")
+#: The key of its step count in its step infos, by info type (the conformance kit
+#: requires it at every real transition: the env's infos reached the caller).
+STEP_INFO_KEYS = MappingProxyType({"rich": "step", "numeric": "t"})
 
 _IMAGE_SHAPE = (6, 8, 3)
 
@@ -181,8 +186,17 @@ class ScheduledEnv(gym.Env):
         value = float(np.asarray(action).reshape(-1)[0])
         reward = value + 0.5 * self.t + 0.01 * self.index
         if self.info_type == "numeric":
-            return self._obs(), reward, terminated, truncated, {"t": self.t}
-        info: dict[str, Any] = {"step": self.t, "vec": np.array([self.t, k])}
+            return (
+                self._obs(),
+                reward,
+                terminated,
+                truncated,
+                {STEP_INFO_KEYS["numeric"]: self.t},
+            )
+        info: dict[str, Any] = {
+            STEP_INFO_KEYS["rich"]: self.t,
+            "vec": np.array([self.t, k]),
+        }
         if self.t % 2 == 0:
             info["even"] = True
         if self.t % 3 == 0:
