@@ -1,6 +1,6 @@
 """A hand-written (numpy-batched) vector env in each autoreset mode, with optional
-bugs, for the tests of ``probe_mode`` and ``check_vector_env``; and a sync env
-reporting final observations in a dense layout of its own, as ALE's does.
+bugs, for the tests of ``probe_mode`` and ``check_vector_env`` (the sync env in
+ALE's dense layout is public: ``vecmode.testing.DenseFinalObsVectorEnv``).
 
 Like Gymnasium's ``CartPoleVectorEnv`` it steps every sub-env in one numpy
 operation rather than holding ``gymnasium.Env`` sub-envs. Observation ``i`` is
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import as_mode
@@ -165,29 +165,3 @@ class CounterVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self.closed_count += 1
-
-
-class DenseFinalObsVectorEnv(SyncVectorEnv):
-    """Gymnasium's sync env in SAME_STEP, reporting final observations as ALE's
-    ``AtariVectorEnv`` does: ``info["final_obs"]`` one dense array with a row for
-    every sub-env (the last observation where an episode ended, a stale row
-    elsewhere), no ``_final_obs`` mask, no ``final_info``."""
-
-    def __init__(self, env_fns: list[Any]) -> None:
-        super().__init__(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
-        self._dense = np.zeros(
-            (self.num_envs, *self.single_observation_space.shape),
-            self.single_observation_space.dtype,
-        )
-
-    def step(self, actions: Any) -> Any:
-        obs, rewards, terminations, truncations, infos = super().step(actions)
-        mask = infos.pop("_final_obs", None)
-        final_obs = infos.pop("final_obs", None)
-        for key in ("final_info", "_final_info"):
-            infos.pop(key, None)
-        if mask is not None:
-            for i in np.flatnonzero(mask):
-                self._dense[i] = final_obs[i]
-            infos["final_obs"] = self._dense.copy()
-        return obs, rewards, terminations, truncations, infos

@@ -760,6 +760,31 @@ def test_conform_compares_the_sub_envs_infos_unless_told_not_to(capsys):
     assert code == EXIT_OK, out
 
 
+def test_conform_runs_over_the_bases_asked_for(capsys):
+    """A wrapper that needs vecmode's core fails over the default bases with a
+    hint naming --bases, and conforms over vecmode's alone; the dense-layout
+    adapter is proven over ALE's layout."""
+    code, out, _ = run(["conform", "NextStepAutoreset"], capsys)
+    assert code == EXIT_FAILED
+    assert "(vecmode conform --bases vecmode.SyncVectorEnv)" in flat(out)
+    code, out, _ = run(
+        ["conform", "NextStepAutoreset", "--bases", "vecmode.SyncVectorEnv"], capsys
+    )
+    assert code == EXIT_OK, out
+    assert "over gymnasium" not in out
+    dense = "vecmode.testing.DenseFinalObsVectorEnv"
+    code, out, _ = run(
+        ["conform", "vecmode.autoreset:GymnasiumFinalObs", "--bases",
+         "gymnasium.vector.SyncVectorEnv", dense],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK, out
+    assert f"[SameStep over {dense}, staggered episodes]" in out
+    code, _, err = run(["conform", "ClipReward", "--bases", "envpool"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith("--bases 'envpool' is not one of")
+
+
 def test_conform_undeclared_class_needs_modes(capsys):
     code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
     assert (code, out) == (EXIT_USAGE, "")

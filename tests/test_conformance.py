@@ -15,6 +15,7 @@ import vecmode
 from tests.wrapper_cases import CASES, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
+from vecmode.modes import from_dense_finals
 from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
 from vecmode.testing.envs import STEP_INFO_KEYS
 
@@ -49,6 +50,8 @@ POLICIES = (
 #: case: no Gymnasium counterpart), which asserts it is in CONFORMANCE_TESTED
 PROVEN_ELSEWHERE = (
     vw.PPOStack,  # tests/test_ppo_stack.py::test_conforms_in_every_mode
+    # test_the_dense_layout_adapter_conforms_over_the_dense_base (below)
+    vecmode.autoreset.GymnasiumFinalObs,
 )
 
 
@@ -547,6 +550,91 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
     assert all("gymnasium" not in run for run in report.runs)
 
 
+DENSE_BASES = [
+    "gymnasium.vector.SyncVectorEnv",
+    "vecmode.testing.DenseFinalObsVectorEnv",
+]
+
+
+@pytest.mark.parametrize("obs_type", ["box", "image"])
+def test_the_dense_layout_adapter_conforms_over_the_dense_base(obs_type):
+    """GymnasiumFinalObs over ALE's dense layout gives the same transitions (final
+    observations included) as Gymnasium's env in its own layout; the infos of an
+    ended step are not compared over the dense base (it drops them), the others
+    are."""
+    report = check_wrapper(
+        vecmode.autoreset.GymnasiumFinalObs,
+        bases=DENSE_BASES,
+        obs_type=obs_type,
+        info_type="rich",
+    )
+    assert report.modes == (AutoresetMode.SAME_STEP,)
+    assert report.refused == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert sum("DenseFinalObsVectorEnv" in run for run in report.runs) == 2
+    # a vecmode wrapper reads Gymnasium's layout: over the dense base, it refuses
+    with pytest.raises(AssertionError, match="reports final observations its own"):
+        check_wrapper(vw.NormalizeObservation, bases=DENSE_BASES)
+
+
+@vecmode.supports("SameStep", output="SameStep")
+class ReadsDenseRowsOfEverySubEnv(vecmode.autoreset.GymnasiumFinalObs):
+    """A wrong adapter: every row of the dense array as a final observation."""
+
+    def _step_result(self, result):
+        obs, rewards, terminations, truncations, infos = result
+        everyone = np.ones_like(terminations)
+        return (
+            obs,
+            rewards,
+            terminations,
+            truncations,
+            from_dense_finals(infos, everyone),
+        )
+
+
+@vecmode.supports("SameStep", output="SameStep")
+class ReadsResetObsAsFinal(vecmode.autoreset.GymnasiumFinalObs):
+    """A wrong adapter: the returned (reset) observations as final ones."""
+
+    def _step_result(self, result):
+        obs, rewards, terminations, truncations, infos = result
+        if "final_obs" in infos and "_final_obs" not in infos:  # the dense layout
+            infos = {**infos, "final_obs": np.array(obs, copy=True)}
+        return super()._step_result((obs, rewards, terminations, truncations, infos))
+
+
+@pytest.mark.parametrize(
+    ("adapter", "found"),
+    [
+        (
+            ReadsDenseRowsOfEverySubEnv,
+            (
+                "field info['_final_obs'], sub-env 0: expected False, got True",
+                "marking exactly the sub-envs whose episode ended",
+            ),
+        ),
+        (
+            ReadsResetObsAsFinal,
+            (
+                "field next_obs: expected [0. 0. 3.], got [0. 1. 0.]",
+                "vecmode.modes.from_dense_finals does it",
+            ),
+        ),
+    ],
+)
+def test_a_wrong_dense_layout_adapter_fails_over_the_dense_base(adapter, found):
+    """Each wrong translation is caught over the dense base, naming the field and
+    what to do; it passes over Gymnasium's layout alone, where the adapter is the
+    identity."""
+    check_wrapper(adapter, bases=["gymnasium.vector.SyncVectorEnv"])
+    with pytest.raises(
+        AssertionError, match=r"over vecmode\.testing\.DenseFinalObs"
+    ) as caught:
+        check_wrapper(adapter, bases=DENSE_BASES)
+    for text in found:
+        assert text in str(caught.value), str(caught.value)
+
+
 class TestTheMixin(WrapperConformance):
     """Collected by pytest: the mixin's test runs on this class."""
 
@@ -590,8 +678,10 @@ def test_bad_arguments_are_refused_clearly():
         check_wrapper(vw.NormalizeReward, obs_type="video")
     with pytest.raises(TypeError, match=r"returned int, not a gymnasium\.vector"):
         check_wrapper(lambda env: 3, modes=["NextStep"])
-    with pytest.raises(ValueError, match="bases must name one or more of"):
+    with pytest.raises(ValueError, match="bases must be a list naming one or more"):
         check_wrapper(vw.NormalizeReward, bases=["envpool"])
+    with pytest.raises(ValueError, match=r"got \['vecmode.SyncVectorEnv'\]"):
+        check_wrapper(vw.NormalizeReward, bases="vecmode.SyncVectorEnv")
     with pytest.raises(ValueError, match="no mode to prove"):
         check_wrapper(vw.NormalizeReward, modes=[])
     NextStepOnly = vecmode.supports("NextStep")(type("NextStepOnly", (Undeclared,), {}))

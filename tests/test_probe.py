@@ -15,11 +15,11 @@ import pytest
 import vecmode
 import vecmode.probe
 import vecmode.testing._compare
-from tests.custom_vector_envs import CounterVectorEnv, DenseFinalObsVectorEnv
+from tests.custom_vector_envs import CounterVectorEnv
 from tests.helpers import envpool_warnings, vector_env_metadata_kept
 from vecmode import AutoresetMode
 from vecmode.probe import ProbeResult, probe_mode
-from vecmode.testing import scheduled_env_fns
+from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
 from vecmode.testing._compare import Difference, describe, same, where_different
 
 MODES = list(AutoresetMode)
@@ -211,32 +211,38 @@ def _key(cls: type) -> str:
 
 
 def test_an_env_class_reporting_final_observations_its_own_way_is_read_as_declared():
-    """A class declared (vecmode.register_vector_env) to report SameStep's final
-    observations in one dense array is probed and checked through
-    GymnasiumFinalObs, as with_autoreset reads it; undeclared, its layout is a
-    contradiction the probe names."""
+    """A class declared (vecmode.register_vector_env; vecmode declares its test
+    env DenseFinalObsVectorEnv) to report SameStep's final observations in one
+    dense array is probed and checked through GymnasiumFinalObs, as with_autoreset
+    reads it; undeclared, its layout is a contradiction the probe names."""
     from vecmode.testing import check_vector_env
 
     factory = functools.partial(DenseFinalObsVectorEnv, _cartpoles(3, 4))
-    undeclared = probe_mode(factory)
-    assert undeclared.mode is None and undeclared.read_through is None
-    assert "info['_final_obs']: expected True, got <no such key>" in str(undeclared)
-    vecmode.register_vector_env(
-        DenseFinalObsVectorEnv, masked_reset="clears", final_obs_layout="dense"
+    result = probe_mode(factory)
+    assert result.mode is SAME and result.agrees, str(result)
+    assert result.read_through == "vecmode.autoreset.GymnasiumFinalObs"
+    report = check_vector_env(factory)
+    assert report.mode is SAME
+    assert report.probe.read_through == result.read_through
+    assert any(
+        "read through vecmode.autoreset.GymnasiumFinalObs" in c for c in report.checks
     )
+    declared = vecmode.env_classes.vector_env_declaration(factory())
+    assert declared is not None and declared.final_obs_layout == "dense"
+    vecmode.unregister_vector_env(declared.path)
     try:
-        result = probe_mode(factory)
-        assert result.mode is SAME and result.agrees, str(result)
-        assert result.read_through == "vecmode.autoreset.GymnasiumFinalObs"
-        report = check_vector_env(factory)
-        assert report.mode is SAME
-        assert report.probe.read_through == result.read_through
-        assert any(
-            "read through vecmode.autoreset.GymnasiumFinalObs" in c
-            for c in report.checks
-        )
+        undeclared = probe_mode(factory)
+        assert undeclared.mode is None and undeclared.read_through is None
+        assert "info['_final_obs']: expected True, got <no such key>" in str(undeclared)
     finally:
-        vecmode.unregister_vector_env(DenseFinalObsVectorEnv)
+        vecmode.register_vector_env(
+            declared.path,
+            masked_reset=declared.masked_reset_of,
+            modes=declared.modes,
+            final_obs_layout=declared.final_obs_layout,
+            why=declared.why,
+        )
+    assert vecmode.env_classes.vector_env_declaration(factory()) == declared
 
 
 def test_probe_gymnasium_custom_cartpole_vector_env():

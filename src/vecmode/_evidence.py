@@ -11,7 +11,8 @@ The tests hold these sets to what they prove, so the claim cannot drift:
 ``tests/test_conformance.py`` runs ``check_wrapper`` on every class of
 :data:`CONFORMANCE_TESTED` (``PPOStack``'s is in ``tests/test_ppo_stack.py``) and
 fails if a public vecmode wrapper is missing from it or a class in it has no
-conformance run; ``tests/test_probe.py`` runs
+conformance run (``GymnasiumFinalObs``'s is over the dense-layout base,
+:class:`vecmode.testing.DenseFinalObsVectorEnv`); ``tests/test_probe.py`` runs
 ``vecmode.probe_mode`` on every env class of :data:`VERIFIED_ENVS` in every mode it
 can be built in (or names the test that does).
 """
@@ -24,6 +25,7 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
         "vecmode.autoreset:NextStepAutoreset",
         "vecmode.autoreset:SameStepAutoreset",
         "vecmode.autoreset:DisableAutoreset",
+        "vecmode.autoreset:GymnasiumFinalObs",
         "vecmode.wrappers.vectorize_observation:TransformObservation",
         "vecmode.wrappers.vectorize_observation:VectorizeTransformObservation",
         "vecmode.wrappers.vectorize_observation:FilterObservation",

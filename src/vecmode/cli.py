@@ -344,6 +344,16 @@ def _parser() -> argparse.ArgumentParser:
         "--no-env-infos",
     )
     conform.add_argument(
+        "--bases",
+        nargs="+",
+        metavar="BASE",
+        help="the base vector envs to run over (default: vecmode.SyncVectorEnv "
+        "gymnasium.vector.SyncVectorEnv); vecmode.SyncVectorEnv alone for a "
+        "wrapper that needs vecmode's core (NextStepAutoreset); "
+        "vecmode.testing.DenseFinalObsVectorEnv, ALE's dense final observations, "
+        "for an adapter of that layout",
+    )
+    conform.add_argument(
         "--no-env-infos",
         action="store_true",
         help="do not require the sub-envs' own infos to reach the caller (for a "
@@ -845,7 +855,7 @@ def _cannot_build(factory: Any, options: dict[str, Any]) -> Exception | None:
 
     kinds = {
         k: options[k] for k in ("obs_type", "action_type", "info_type") if k in options
-    }
+    }  # over vecmode's base: one a wrapper cannot be built over is its refusal
     first: Exception | None = None
     for mode in MODES:
         envs = with_autoreset(SyncVectorEnv(scheduled_env_fns(3, **kinds)), mode)
@@ -860,14 +870,17 @@ def _cannot_build(factory: Any, options: dict[str, Any]) -> Exception | None:
     return first
 
 
-def _conform(args: argparse.Namespace) -> int:
-    target = _target(args.factory, "conform FACTORY")
-    try:
-        from vecmode.testing import envs as test_envs
-        from vecmode.testing.conformance import check_wrapper, episode_statistics
-    except ImportError as error:
-        raise _Fail(cli_unavailable("conform", "vecmode.testing", error)) from error
+def _kit_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``check_wrapper``'s test envs and bases, as ``conform``'s options give them."""
+    from vecmode.testing import envs as test_envs
+    from vecmode.testing.conformance import BASES
+
     options: dict[str, Any] = {}
+    for base in args.bases or ():
+        if base not in BASES:
+            raise _Fail(cli_choice("--bases", base, BASES))
+    if args.bases:
+        options["bases"] = args.bases
     for option, value, choices in (
         ("obs_type", args.obs_type, test_envs.OBS_TYPES),
         ("action_type", args.action_type, test_envs.ACTION_TYPES),
@@ -878,6 +891,16 @@ def _conform(args: argparse.Namespace) -> int:
                 flag = "--" + option.replace("_", "-")
                 raise _Fail(cli_choice(flag, value, choices))
             options[option] = value
+    return options
+
+
+def _conform(args: argparse.Namespace) -> int:
+    target = _target(args.factory, "conform FACTORY")
+    try:
+        from vecmode.testing.conformance import check_wrapper, episode_statistics
+    except ImportError as error:
+        raise _Fail(cli_unavailable("conform", "vecmode.testing", error)) from error
+    options = _kit_options(args)
     _check_arguments(target, None)  # an env comes first, then the key=values
     factory: Any = target.obj
     if target.kwargs:  # a callable env -> wrapped env, named after the spec

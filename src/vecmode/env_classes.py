@@ -216,6 +216,14 @@ register_vector_env(
 
 
 register_vector_env(
+    "vecmode.testing.envs:DenseFinalObsVectorEnv",
+    masked_reset="clears",
+    final_obs_layout="dense",
+    why="{name} is Gymnasium's SyncVectorEnv with ALE's dense final observations.",
+)
+
+
+register_vector_env(
     "vecmode.core:VectorCore",
     modes=["Disabled"],
     masked_reset="clears",

@@ -62,6 +62,7 @@ __all__ = [
     "mode_of",
     "resets_on_next_step",
     "same_step_infos",
+    "to_dense_finals",
     "with_final_observations",
     "with_finals",
     "without_finals",
@@ -378,6 +379,21 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
         final_obs[i] = np.array(dense[i], copy=True)
     mask = np.asarray(ended, dtype=np.bool_).copy()
     return with_finals(rest, mask, final_obs, {})
+
+
+def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
+    """ALE's *dense* layout from SAME_STEP's (:func:`from_dense_finals` undone,
+    for test envs that report as ALE does): the infos without the final keys,
+    and, where some sub-env's episode ended, ``final_obs`` a copy of ``dense``
+    (one row per sub-env, kept between calls) with the ended rows written in."""
+    rest, _ = without_finals(infos)
+    found = final_observations(infos)
+    if found is None:
+        return rest
+    mask, final_obs = found
+    for i in np.flatnonzero(mask).tolist():
+        dense[i] = final_obs[i]
+    return {**rest, FINAL_OBS: dense.copy()}
 
 
 def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:

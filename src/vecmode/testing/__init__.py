@@ -3,6 +3,8 @@
 * :class:`ScheduledEnv` and :func:`scheduled_env_fns`: deterministic sub-envs whose
   observations encode sub-env, episode and step (Box, Dict, Tuple, Discrete and
   image variants), ended by termination or truncation on a schedule;
+  :class:`DenseFinalObsVectorEnv`, Gymnasium's sync env reporting SAME_STEP's
+  final observations in ALE's dense layout (a base for layout adapters);
 * :func:`check_wrapper`: proves a vector wrapper right in every mode it declares
   (mode equivalence) and refusing the others; one line in a test, or
   :class:`WrapperConformance`, a test mixin; ``check_wrapper(W).record()``
@@ -17,11 +19,18 @@ from vecmode.testing.conformance import (
     check_wrapper,
     episode_statistics,
 )
-from vecmode.testing.envs import OBS_TYPES, ScheduledEnv, decode, scheduled_env_fns
+from vecmode.testing.envs import (
+    OBS_TYPES,
+    DenseFinalObsVectorEnv,
+    ScheduledEnv,
+    decode,
+    scheduled_env_fns,
+)
 from vecmode.testing.vector_env import VectorEnvReport, check_vector_env
 
 __all__ = [
     "OBS_TYPES",
+    "DenseFinalObsVectorEnv",
     "ScheduledEnv",
     "VectorEnvReport",
     "WrapperConformance",

@@ -72,7 +72,12 @@ from vecmode.modes import (
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing._compare import as_numpy
-from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv, scheduled_env_fns
+from vecmode.testing.envs import (
+    STEP_INFO_KEYS,
+    DenseFinalObsVectorEnv,
+    ScheduledEnv,
+    scheduled_env_fns,
+)
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 __all__ = [
@@ -84,13 +89,24 @@ __all__ = [
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 
-#: The base vector envs a wrapper is run over, by name.
+#: The base vector envs a wrapper can be run over, by name.
 BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEnv]] = {
     "vecmode.SyncVectorEnv": lambda fns, mode: with_autoreset(SyncVectorEnv(fns), mode),
     "gymnasium.vector.SyncVectorEnv": lambda fns, mode: gym.vector.SyncVectorEnv(
         fns, autoreset_mode=mode
     ),
+    # ALE's dense SAME_STEP final observations: for adapters of that layout
+    # (every other wrapper needs Gymnasium's layout, and refuses it)
+    "vecmode.testing.DenseFinalObsVectorEnv": lambda fns, mode: DenseFinalObsVectorEnv(
+        fns, autoreset_mode=mode
+    ),
 }
+#: The bases a wrapper is run over by default: those in Gymnasium's layout.
+DEFAULT_BASES = ("vecmode.SyncVectorEnv", "gymnasium.vector.SyncVectorEnv")
+#: The bases in ALE's dense layout. Their SAME_STEP steps report no final infos,
+#: so the infos of an ended step are not compared over them (the env dropped
+#: them, not the wrapper).
+_DENSE_LAYOUT = frozenset({"vecmode.testing.DenseFinalObsVectorEnv"})
 
 
 @dataclass(frozen=True)
@@ -356,6 +372,7 @@ def _drive(
     label: str,
     who: str,
     compare_info: Callable[[dict], Any] | None,
+    final_infos: bool = True,
 ) -> _Run:
     n = envs.num_envs
     run = _Run(label, [[] for _ in range(n)])
@@ -452,6 +469,9 @@ def _drive(
             if compare_info is not None
             else [_SKIP] * n
         )
+        if not final_infos:  # the base dropped the ended steps' infos
+            for i in np.flatnonzero(b.final_in_info).tolist():
+                picked[i] = _SKIP
         _check_env_info(picked, b.real, where, who)
         cut = np.zeros(n, dtype=np.bool_)
         for i in np.flatnonzero(b.real).tolist():
@@ -691,10 +711,15 @@ def check_wrapper(
             events share a call (statistics pooled over the batch). Default: the
             wrapper's ``batch_dependent`` attribute, else False.
         bases: the base vector envs to run over, by name (keys of
-            :data:`BASES`). Default: all: ``"vecmode.SyncVectorEnv"`` (with its
-            autoreset policy) and ``"gymnasium.vector.SyncVectorEnv"``. A wrapper
-            that needs vecmode's core (like :class:`vecmode.NextStepAutoreset`)
-            passes ``["vecmode.SyncVectorEnv"]``.
+            :data:`BASES`). Default: :data:`DEFAULT_BASES`, the two in
+            Gymnasium's layout: ``"vecmode.SyncVectorEnv"`` (with its autoreset
+            policy) and ``"gymnasium.vector.SyncVectorEnv"``. A wrapper that
+            needs vecmode's core (like :class:`vecmode.NextStepAutoreset`) passes
+            ``["vecmode.SyncVectorEnv"]``; an adapter of ALE's dense final
+            observations adds ``"vecmode.testing.DenseFinalObsVectorEnv"``
+            (:class:`vecmode.testing.DenseFinalObsVectorEnv`; it reports no final
+            infos, so also ``env_infos=False``): the same runs over it and over
+            Gymnasium's env prove the translation.
         compare_info: what of a sub-env's info must agree across modes at each
             real transition, as a function of its info dict: the call's info for
             that sub-env, merged over the ended step's ``final_info`` where the
@@ -732,7 +757,7 @@ def check_wrapper(
     checker = _Checker(
         factory,
         who,
-        list(BASES) if bases is None else list(bases),
+        list(DEFAULT_BASES) if bases is None else list(bases),
         _schedules(num_envs, transitions),
         {
             "num_envs": num_envs,
@@ -798,6 +823,15 @@ _HINT_BASES = (
     "sees a partial reset as a full one over Gymnasium's envs: read it before."
 )
 
+_HINT_DENSE = (
+    "Over vecmode.testing.DenseFinalObsVectorEnv, SameStep's final observations "
+    "come as ALE's: one dense array in info['final_obs'], a row for every sub-env "
+    "(stale where no episode ended), no mask, no final infos. An adapter takes the "
+    "rows of the sub-envs whose episode ended in this step (terminated or "
+    "truncated) into Gymnasium's layout: final_obs, _final_obs, final_info, "
+    "_final_info (vecmode.modes.from_dense_finals does it)."
+)
+
 
 def _check_arguments(
     factory: Any, num_envs: Any, transitions: Any, bases: Iterable[str] | None
@@ -812,8 +846,14 @@ def _check_arguments(
         or transitions < 1
     ):
         raise ValueError(conformance_count("transitions", transitions, 1))
-    over = list(BASES) if bases is None else list(bases)
-    if not over or any(name not in BASES for name in over):
+    over = (
+        list(DEFAULT_BASES)
+        if bases is None
+        else [bases]
+        if isinstance(bases, str)
+        else list(bases)
+    )
+    if isinstance(bases, str) or not over or any(name not in BASES for name in over):
         raise ValueError(conformance_bases(over, list(BASES)))
 
 
@@ -965,6 +1005,7 @@ class _Checker:
                 label,
                 f"refused to be built although it accepts {mode.value} over "
                 f"{self.over[0]}: {error}",
+                conformance_bases_hint(self.over[0]),
             ) from error
         found = declaration(wrapped)
         produces = found.output if found is not None else None
@@ -980,6 +1021,7 @@ class _Checker:
                 label,
                 self.who,
                 compare_info,
+                name not in _DENSE_LAYOUT,
             )
         finally:
             wrapped.close()
@@ -1021,8 +1063,9 @@ class _Checker:
                             run, cut_runs[mode], transitions, values, who, _HINT_CUTS
                         )
                     elif mode in per_mode:  # same mode, other base: same batching
+                        hint = _HINT_DENSE if name in _DENSE_LAYOUT else _HINT_BASES
                         compared += _compare(
-                            per_mode[mode], run, transitions, True, who, _HINT_BASES
+                            per_mode[mode], run, transitions, True, who, hint
                         )
                     else:
                         per_mode[mode] = run
@@ -1171,8 +1214,8 @@ def conformance_no_modes(who: str) -> str:
 
 def conformance_bases(got: list[str], known: list[str]) -> str:
     return (
-        f"check_wrapper: bases must name one or more of {', '.join(map(repr, known))}"
-        f", got {got!r}"
+        f"check_wrapper: bases must be a list naming one or more of "
+        f"{', '.join(map(repr, known))}; got {got!r}"
     )
 
 
@@ -1195,6 +1238,14 @@ def conformance_known_wrong(mode: AutoresetMode, what: str) -> str:
         f"accepted {mode.value}, in which vecmode's registry records it as wrong: "
         f"{what} (Gymnasium's own wrappers refuse such a mode only under "
         f"vecmode.guard())"
+    )
+
+
+def conformance_bases_hint(accepted: str) -> str:
+    return (
+        f"If the wrapper can wrap only some base envs, run it over those: "
+        f"check_wrapper(..., bases=[{accepted!r}]) (vecmode conform --bases "
+        f"{accepted})."
     )
 
 

@@ -24,6 +24,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from vecmode.modes import to_dense_finals
 
 __all__ = [
     "ACTION_TYPES",
@@ -31,6 +34,7 @@ __all__ = [
     "OBS_TYPES",
     "RENDER_MODES",
     "STEP_INFO_KEYS",
+    "DenseFinalObsVectorEnv",
     "ScheduledEnv",
     "decode",
     "scheduled_env_fns",
@@ -286,3 +290,57 @@ class _Factory:
         for wrapper in self.wrappers:
             text = f"{getattr(wrapper, '__name__', wrapper)}({text})"
         return text
+
+
+class DenseFinalObsVectorEnv(SyncVectorEnv):
+    """Gymnasium's ``SyncVectorEnv``, reporting SAME_STEP's final observations the
+    way ALE's ``AtariVectorEnv`` does: a test base for adapters of that layout.
+
+    In SAME_STEP, a step where an episode ends has ``info["final_obs"]`` as one
+    dense array with a row for every sub-env (the ended episode's last
+    observation where one ended, a stale row elsewhere), and no ``_final_obs``
+    mask, ``final_info`` nor ``_final_info``; in the other modes it is
+    Gymnasium's env as it is. vecmode declares the class with that layout
+    (``final_obs_layout="dense"``, :func:`vecmode.register_vector_env`), so
+    vecmode reads it through :class:`vecmode.autoreset.GymnasiumFinalObs`, as it
+    reads ALE's env; :func:`vecmode.testing.check_wrapper` runs a layout adapter
+    over it with ``bases=[..., "vecmode.testing.DenseFinalObsVectorEnv"]``.
+    Observations must be arrays of one shape (a ``Box``).
+
+    >>> import numpy as np
+    >>> from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
+    >>> fns = scheduled_env_fns(3, info_type="numeric")
+    >>> envs = DenseFinalObsVectorEnv(fns, autoreset_mode="SameStep")
+    >>> _ = envs.reset(seed=0)
+    >>> for _ in range(2):
+    ...     obs, _, terminated, truncated, info = envs.step(np.zeros(3, dtype=int))
+    >>> (terminated | truncated).tolist(), sorted(info), info["final_obs"].shape
+    ([True, False, False], ['_ep', '_t', 'ep', 'final_obs', 't'], (3, 3))
+    >>> info["final_obs"][0].tolist()  # sub-env 0's last observation
+    [0.0, 0.0, 2.0]
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        **kwargs: Any,
+    ) -> None:
+        """``env_fns`` and ``kwargs`` as Gymnasium's ``SyncVectorEnv``'s."""
+        super().__init__(env_fns, autoreset_mode=autoreset_mode, **kwargs)
+        space = self.single_observation_space
+        if not isinstance(space, spaces.Box):
+            self.close()
+            raise TypeError(
+                f"DenseFinalObsVectorEnv reports final observations as one array, "
+                f"so its sub-envs must have Box observations, not {space} (with "
+                f"scheduled_env_fns: obs_type 'box' or 'image')."
+            )
+        self._dense = np.zeros((self.num_envs, *space.shape), space.dtype)
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        infos = to_dense_finals(infos, self._dense)
+        return obs, rewards, terminations, truncations, infos
