@@ -771,7 +771,8 @@ def test_conform_runs_over_the_bases_asked_for(capsys):
         ["conform", "NextStepAutoreset", "--bases", "vecmode.SyncVectorEnv"], capsys
     )
     assert code == EXIT_OK, out
-    assert "over gymnasium" not in out
+    assert "[Disabled over gymnasium" not in out
+    assert "limits: run over vecmode.SyncVectorEnv only" in out
     dense = "vecmode.testing.DenseFinalObsVectorEnv"
     code, out, _ = run(
         ["conform", "vecmode.autoreset:GymnasiumFinalObs", "--bases",

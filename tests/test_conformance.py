@@ -16,7 +16,12 @@ from tests.wrapper_cases import CASES, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.modes import from_dense_finals
-from vecmode.testing import WrapperConformance, WrapperReport, check_wrapper
+from vecmode.testing import (
+    WrapperConformance,
+    WrapperReport,
+    check_wrapper,
+    conformance,
+)
 from vecmode.testing.envs import STEP_INFO_KEYS
 
 #: the test-env options each catalogue case needs
@@ -633,6 +638,109 @@ def test_a_wrong_dense_layout_adapter_fails_over_the_dense_base(adapter, found):
         check_wrapper(adapter, bases=DENSE_BASES)
     for text in found:
         assert text in str(caught.value), str(caught.value)
+
+
+@vecmode.supports(*vecmode.MODES)
+class ReusesItsBuffer(VectorWrapper):
+    """Right: returns the same array at every call, written over (as copy=False
+    vector envs do)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.buffer = np.zeros(env.observation_space.shape, np.float32)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.buffer[...] = obs
+        return self.buffer, info
+
+    def step(self, actions):
+        obs, *rest = self.env.step(actions)
+        self.buffer[...] = obs
+        return self.buffer, *rest
+
+
+def test_a_wrapper_returning_one_buffer_again_conforms():
+    """The kit keeps copies of what it is given: an earlier call's observations
+    are not what a later call wrote over them."""
+    report = check_wrapper(ReusesItsBuffer)
+    assert report.modes == tuple(AutoresetMode)
+    assert report.limits == ()
+
+
+@vecmode.supports("Disabled")
+class KeepsEpisodeCountsOverMaskedResets(VectorWrapper):
+    """Wrong: reward + 0.001 x the steps of the episode, whose count only a full
+    reset() clears."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.steps = np.zeros(env.num_envs)
+
+    def reset(self, *, seed=None, options=None):
+        if not (options and "reset_mask" in options):
+            self.steps[:] = 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        self.steps += 1
+        return obs, rewards + 0.001 * self.steps, *rest
+
+
+def test_a_proof_in_one_mode_says_what_it_cannot_see():
+    """A wrapper declaring Disabled alone compares masked resets only with masked
+    resets: its state kept over them is not seen, and the report says so (the same
+    wrapper declaring every mode fails)."""
+    report = check_wrapper(KeepsEpisodeCountsOverMaskedResets)
+    assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.limits == (
+        conformance.limit_one_mode(AutoresetMode.DISABLED),
+        conformance.limit_masked_resets(),
+    )
+    assert "limits: every mode proved has the caller reset" in str(report)
+    every_mode = vecmode.supports(*vecmode.MODES)(
+        type("EveryMode", (KeepsEpisodeCountsOverMaskedResets,), {})
+    )
+    with pytest.raises(AssertionError, match="field reward"):
+        check_wrapper(every_mode)
+
+
+@vecmode.supports("Disabled")
+class ReadsTheMaskTooLate(VectorWrapper):
+    """Wrong over Gymnasium's envs, which pop options['reset_mask']: reward + 0.001
+    x the steps of the episode, the count cleared where the mask says, read after
+    the env has seen the options."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.steps = np.zeros(env.num_envs)
+
+    def reset(self, *, seed=None, options=None):
+        result = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        self.steps[slice(None) if mask is None else mask] = 0
+        return result
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        self.steps += 1
+        return obs, rewards + 0.001 * self.steps, *rest
+
+
+def test_record_refuses_a_proof_that_left_out_a_base_the_wrapper_builds_over():
+    with pytest.raises(AssertionError, match=r"over gymnasium\.vector\.SyncVec"):
+        check_wrapper(ReadsTheMaskTooLate)
+    report = check_wrapper(ReadsTheMaskTooLate, bases=["vecmode.SyncVectorEnv"])
+    assert report.limits[-1] == conformance.limit_bases(
+        ("vecmode.SyncVectorEnv",), ["gymnasium.vector.SyncVectorEnv"]
+    )
+    with pytest.raises(ValueError, match="can also be built over gymnasium"):
+        report.record()
+    assert vecmode.registry.evidence(ReadsTheMaskTooLate).value == "declared"
+    # a policy that cannot wrap Gymnasium's env is proved where it can
+    report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
+    assert report.record() is report
 
 
 class TestTheMixin(WrapperConformance):

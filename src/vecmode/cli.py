@@ -953,6 +953,7 @@ def _conform_json(spec: str, report: Any, failure: str | None) -> dict[str, Any]
             "runs": None,
             "transitions": None,
             "batch_dependent": None,
+            "limits": None,
         }
     return {
         "ok": True,
@@ -968,6 +969,7 @@ def _conform_json(spec: str, report: Any, failure: str | None) -> dict[str, Any]
         "runs": list(report.runs),
         "transitions": report.transitions,
         "batch_dependent": report.batch_dependent,
+        "limits": list(report.limits),
     }
 
 

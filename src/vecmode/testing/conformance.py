@@ -44,6 +44,7 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -63,6 +64,7 @@ from vecmode.modes import (
     BoundaryTracker,
     ModeLike,
     as_mode,
+    caller_resets,
     final_layout_problem,
     final_observations,
     final_of,
@@ -402,7 +404,7 @@ def _drive(
 
     def started(obs: Any, mask: np.ndarray) -> None:
         for i in np.flatnonzero(mask).tolist():
-            run.events[i].append(_Event("start", calls, batch_row(obs, i)))
+            run.events[i].append(_Event("start", calls, _kept(batch_row(obs, i))))
 
     def call(where: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``method(*args, **kwargs)``; what it raises is a failure at ``where``."""
@@ -479,7 +481,7 @@ def _drive(
                 _Event(
                     "step",
                     calls,
-                    finals[i] if b.final_in_info[i] else batch_row(obs, i),
+                    _kept(finals[i] if b.final_in_info[i] else batch_row(obs, i)),
                     actions[i].tolist(),
                     float(rewards[i]),
                     bool(terminations[i]),
@@ -505,6 +507,12 @@ def _drive(
             observe(obs, where)
             started(obs, tracker.reset(mask).starts)
     return run
+
+
+def _kept(obs: Any) -> Any:
+    """A copy of an observation to keep: a wrapper may return the same buffer
+    again, written over, at the next call (as ``copy=False`` vector envs do)."""
+    return copy.deepcopy(obs)
 
 
 def _cut(events: list[_Event], wanted: int) -> list[_Event]:
@@ -586,6 +594,29 @@ class WrapperReport:
     )
     #: The wrappers the factory stacked over the base env.
     layers: int = field(default=1, compare=False, repr=False)
+    #: The base envs the runs were made over (keys of :data:`BASES`).
+    bases: tuple[str, ...] = field(default=DEFAULT_BASES, compare=False, repr=False)
+    #: The factory that was checked, and the test envs' kinds (for :meth:`record`).
+    _factory: Any = field(default=None, compare=False, repr=False)
+    _kinds: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
+    )
+
+    @property
+    def limits(self) -> tuple[str, ...]:
+        """What this proof cannot see, for the run it was (empty when it was
+        run in several modes, over the default bases): a proof in one mode
+        compares that mode's runs only with each other, so an error they share
+        goes unseen."""
+        found = []
+        if len(self.modes) == 1:
+            found.append(limit_one_mode(self.modes[0]))
+        if self.modes and all(caller_resets(mode) for mode in self.modes):
+            found.append(limit_masked_resets())
+        left_out = [base for base in DEFAULT_BASES if base not in self.bases]
+        if left_out:
+            found.append(limit_bases(self.bases, left_out))
+        return tuple(found)
 
     def record(self) -> WrapperReport:
         """Record this proof for :attr:`wrapper_class`, in this process: from now
@@ -619,10 +650,32 @@ class WrapperReport:
         """
         if self.wrapper_class is None:
             raise ValueError(record_not_one_class(self.wrapper, self.layers))
+        for base in DEFAULT_BASES:
+            if base not in self.bases and self._builds_over(base):
+                raise ValueError(record_left_out_base(self.wrapper, base))
         registry._record_verified(
             self.wrapper_class, (*self.modes, *self.refused), self.summary
         )
         return self
+
+    def _builds_over(self, base: str) -> bool:
+        """Whether the factory builds its wrapper over ``base`` in a proved mode
+        (where it does, a proof that left that base out does not cover it)."""
+        if self._factory is None:
+            return False
+        kinds = dict(self._kinds)
+        num_envs, obs_type = kinds.pop("num_envs"), kinds.pop("obs_type")
+        for mode in self.modes:
+            envs = BASES[base](
+                scheduled_env_fns(num_envs, None, None, obs_type, **kinds), mode
+            )
+            try:
+                self._factory(envs).close()
+            except Exception:  # refused there, or cannot wrap it
+                envs.close()
+                continue
+            return True
+        return False
 
     @property
     def summary(self) -> str:
@@ -648,6 +701,7 @@ class WrapperReport:
                 "batch-dependent: values compared across modes where episodes end "
                 "together; kinds, actions and flags everywhere"
             )
+        lines += [f"limits: {limit}" for limit in self.limits]
         lines += [f"  {run}" for run in self.runs]
         return "\n".join(lines)
 
@@ -795,6 +849,9 @@ def check_wrapper(
         checker.built,
         MappingProxyType(checker.own_refusals),
         checker.layers,
+        tuple(checker.over),
+        factory,
+        MappingProxyType(checker.kinds),
     )
 
 
@@ -1216,6 +1273,39 @@ def conformance_bases(got: list[str], known: list[str]) -> str:
     return (
         f"check_wrapper: bases must be a list naming one or more of "
         f"{', '.join(map(repr, known))}; got {got!r}"
+    )
+
+
+def limit_one_mode(mode: AutoresetMode) -> str:
+    return (
+        f"proved in {mode.value} alone: its runs are compared with each other "
+        f"(over two base envs, episodes cut against the same ones truncated by the "
+        f"env), not with another mode's, so an error common to them all is not "
+        f"seen; declare and prove more modes for a stronger proof."
+    )
+
+
+def limit_masked_resets() -> str:
+    return (
+        "every mode proved has the caller reset ended sub-envs: a masked reset "
+        "is compared only with another masked reset, so state that "
+        "reset(options={'reset_mask': m}) should clear and the wrapper keeps is "
+        "not seen; test that yourself, or prove a mode where the env resets."
+    )
+
+
+def limit_bases(bases: tuple[str, ...], left_out: list[str]) -> str:
+    return (
+        f"run over {', '.join(bases)} only, not over {', '.join(left_out)}; record() "
+        f"refuses this proof if the wrapper can be built over those."
+    )
+
+
+def record_left_out_base(who: str, base: str) -> str:
+    return (
+        f"{who} was proved over some base envs only, but it can also be built over "
+        f"{base}: record a proof that covers it (check_wrapper(..., bases=None), "
+        f"or name {base!r} in bases), or do not record."
     )
 
 
