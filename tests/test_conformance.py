@@ -232,7 +232,7 @@ def test_catches_a_wrapper_that_forgets_final_obs():
         "episodes ending together] differs from [NextStep over "
         "vecmode.SyncVectorEnv, episodes ending together]: sub-env 0, event 3 (a "
         "real transition, call 3 here, "
-        "call 3 there), field next_obs: expected [0. 0. 6.], got [0. 0. 3.]"
+        "call 3 there), field next_obs: [0. 0. 3.] here, [0. 0. 6.] there"
     ), message
     assert "final observations (info['final_obs'] in SAME_STEP)" in message
 
@@ -262,7 +262,7 @@ def test_catches_a_wrapper_that_declares_a_mode_it_gets_wrong():
         in (message)
     )
     assert "an episode start" in message and "field obs" in message
-    assert "expected [0. 1. 0. 0.], got [0. 1. 0. 3.]" in message
+    assert "[0. 1. 0. 3.] here, [0. 1. 0. 0.] there" in message
 
 
 def test_catches_final_obs_outside_the_wrappers_space():
@@ -482,7 +482,7 @@ def test_infos_are_compared_when_asked():
         "[NextStep over gymnasium.vector.SyncVectorEnv, staggered episodes] differs "
         "from [NextStep over vecmode.SyncVectorEnv, staggered episodes]"
     ) in message
-    assert "field info: ['compare_info']: [0]: expected 1.5, got 1.0" in message
+    assert "field info: ['compare_info']: [0]: 1.0 here, 1.5 there" in message
 
     @vecmode.supports(*vecmode.MODES)
     class CountsResetStepsInLength(vw.RecordEpisodeStatistics):
@@ -493,7 +493,7 @@ def test_infos_are_compared_when_asked():
 
     with pytest.raises(
         AssertionError,
-        match=r"field info: \['compare_info'\]: \[1\]: expected 2, got 1",
+        match=r"field info: \['compare_info'\]: \[1\]: 1 here, 2 there",
     ):
         check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
     check_wrapper(CountsResetStepsInLength)  # its own info key unread: not caught
@@ -621,7 +621,7 @@ class ReadsResetObsAsFinal(vecmode.autoreset.GymnasiumFinalObs):
         (
             ReadsResetObsAsFinal,
             (
-                "field next_obs: expected [0. 0. 3.], got [0. 1. 0.]",
+                "field next_obs: [0. 1. 0.] here, [0. 0. 3.] there",
                 "vecmode.modes.from_dense_finals does it",
             ),
         ),

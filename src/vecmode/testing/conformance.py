@@ -265,12 +265,14 @@ def _check_env_info(picked: list[Any], real: np.ndarray, where: str, who: str) -
 
 
 def _difference(expected: Any, got: Any) -> str | None:
-    """Why ``got`` is not exactly ``expected`` (values, dtypes, shapes), or None."""
+    """How ``got`` (this run's) differs from ``expected`` (the run it is compared
+    with), in values, dtypes or shapes, or None. Neither run is known to be the
+    right one, so the message says which is which, not which is wrong."""
     if isinstance(expected, dict) or isinstance(got, dict):
         if not (isinstance(expected, dict) and isinstance(got, dict)):
-            return f"a {type(got).__name__} instead of a {type(expected).__name__}"
+            return f"a {type(got).__name__} here, a {type(expected).__name__} there"
         if expected.keys() != got.keys():
-            return f"keys {sorted(got)} instead of {sorted(expected)}"
+            return f"keys {sorted(got)} here, {sorted(expected)} there"
         for key in expected:
             why = _difference(expected[key], got[key])
             if why is not None:
@@ -278,9 +280,9 @@ def _difference(expected: Any, got: Any) -> str | None:
         return None
     if isinstance(expected, tuple) or isinstance(got, tuple):
         if not (isinstance(expected, tuple) and isinstance(got, tuple)):
-            return f"a {type(got).__name__} instead of a {type(expected).__name__}"
+            return f"a {type(got).__name__} here, a {type(expected).__name__} there"
         if len(expected) != len(got):
-            return f"{len(got)} items instead of {len(expected)}"
+            return f"{len(got)} items here, {len(expected)} there"
         for j, (e, g) in enumerate(zip(expected, got, strict=True)):
             why = _difference(e, g)
             if why is not None:
@@ -293,13 +295,13 @@ def _array_difference(expected: Any, got: Any) -> str | None:
     """:func:`_difference` of two values that are neither dicts nor tuples."""
     e, g = np.asarray(expected), np.asarray(got)
     if e.shape != g.shape:
-        return f"shape {g.shape} instead of {e.shape}"
+        return f"shape {g.shape} here, {e.shape} there"
     if e.dtype != g.dtype and not (e.dtype.kind in "iub" and g.dtype.kind in "iub"):
         if e.dtype.kind in "OSU" or g.dtype.kind in "OSU":  # not two numbers' types
-            return f"expected {_show(expected)}, got {_show(got)}"
-        return f"dtype {g.dtype} instead of {e.dtype}"
+            return f"{_show(got)} here, {_show(expected)} there"
+        return f"dtype {g.dtype} here, {e.dtype} there"
     if not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
-        return f"expected {_show(expected)}, got {_show(got)}"
+        return f"{_show(got)} here, {_show(expected)} there"
     return None
 
 
@@ -543,7 +545,7 @@ def _compare(
                 if why is None:
                     continue
                 if name == "kind":
-                    why = f"{g.kind!r} instead of {e.kind!r}"
+                    why = f"{g.kind!r} here, {e.kind!r} there"
                 raise _fail(
                     who,
                     f"{run.label} differs from {reference.label}",
@@ -556,7 +558,7 @@ def _compare(
             raise _fail(
                 who,
                 f"{run.label} differs from {reference.label}",
-                f"sub-env {i}: {len(got)} events instead of {len(expected)}",
+                f"sub-env {i}: {len(got)} events here, {len(expected)} there",
                 hint,
             )
     return compared
@@ -869,8 +871,11 @@ _HINT_ENV_INFOS = (
 )
 _HINT_CUTS = (
     "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
-    "the same events as one the env truncated there: clear the sub-env's state "
-    "on a masked reset."
+    "the same events as one the env truncated there. A difference at the cut "
+    "itself (the episode's last observation) is a final observation "
+    "(info['final_obs'] in SAME_STEP, where the env truncated) not transformed "
+    "like the observations; one after it is state the wrapper keeps across the "
+    "masked reset: clear the sub-env's state on a masked reset."
 )
 _HINT_BASES = (
     "The same mode over two base envs must give the same events. One known "
