@@ -53,6 +53,7 @@ from vecmode import (
 )
 from vecmode import layout as layout_module
 from vecmode.core import Command
+from vecmode.errors import InfoBatchError
 from vecmode.layout import default_layout, default_num_workers, slices
 
 MODES = list(AutoresetMode)
@@ -1136,3 +1137,49 @@ def test_a_spinning_parent_still_sees_timeouts_deaths_and_the_right_results():
     with deadline(20):
         envs.close()
     assert gone([pid])
+
+
+class ShapedInfo(gym.Env):
+    """Sub-env ``k``'s step info: ``{"events": k events}`` (a nested copy too)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        events = np.arange(self.k)
+        return np.zeros(1, np.float32), 0.0, False, False, {"events": events}
+
+
+@pytest.mark.parametrize("in_parent", [None, 1])
+@pytest.mark.parametrize("core", ["sync", "async"])
+def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
+    """Sub-envs whose info arrays differ in shape in one step: Gymnasium raises
+    NumPy's bare ValueError; vecmode names the sub-env and the key, the call's
+    sub-envs await a reset, and a reset makes the env usable again."""
+    if core == "sync" and in_parent is not None:
+        pytest.skip("no parent share in the sync core")
+    fns = [functools.partial(ShapedInfo, k) for k in (2, 0)]
+    envs = (
+        vecmode.SyncVectorEnv(fns)
+        if core == "sync"
+        else AsyncVectorEnv(fns, in_parent=in_parent, context=FORK)
+    )
+    envs.reset(seed=0)
+    with pytest.raises(InfoBatchError) as caught:
+        envs.step(np.zeros(2, np.int64))
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value).startswith(
+        "sub-env 1's info['events'] cannot be batched with the other sub-envs' "
+        "(ValueError: could not broadcast input array from shape (0,) into shape (2,))"
+    )
+    with pytest.raises(EpisodeEndedError, match=r"sub-env\(s\) 0, 1 lost their state"):
+        envs.step(np.zeros(2, np.int64))
+    envs.reset()
+    envs.close()

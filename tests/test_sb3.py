@@ -35,7 +35,7 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 )
 
 import vecmode  # noqa: E402
-from tests.helpers import assert_same  # noqa: E402
+from tests.helpers import assert_same, envpool_warnings  # noqa: E402
 from vecmode import AutoresetMode, IncompatibleModeError  # noqa: E402
 from vecmode.sb3 import from_sb3, to_sb3  # noqa: E402
 from vecmode.testing import ScheduledEnv  # noqa: E402
@@ -358,6 +358,52 @@ def test_sub_env_calls_over_an_env_whose_sub_envs_are_out_of_reach():
     VecMonitor(ours).close()
 
 
+@envpool_warnings
+def test_sub_env_calls_over_an_env_with_no_python_sub_envs():
+    """EnvPool's C++ sub-envs: nothing a gymnasium.Wrapper could wrap, so
+    env_is_wrapped is False for each (SB3's evaluate_policy asks it), and the
+    attribute calls say why they cannot be made."""
+    envpool = pytest.importorskip("envpool")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    pool = envpool.make(
+        "CartPole-v1", env_type="gymnasium", num_envs=2, seed=0, max_episode_steps=5
+    )
+    venv = to_sb3(pool)
+    assert venv.env_is_wrapped(Monitor) == [False, False]
+    assert venv.env_is_wrapped(Monitor, indices=[1]) == [False]
+    for call in (
+        lambda: venv.get_attr("spec"),
+        lambda: venv.set_attr("label", "x", indices=[1]),
+        lambda: venv.env_method("render"),
+    ):
+        with pytest.raises(AttributeError, match="runs its sub-envs outside Python"):
+            call()
+    model = PPO("MlpPolicy", venv, n_steps=8, batch_size=8, device="cpu")
+    with pytest.warns(UserWarning, match="not wrapped with a ``Monitor`` wrapper"):
+        mean, _ = evaluate_policy(model, venv, n_eval_episodes=2)
+    assert 1 <= mean <= 5
+    venv.close()
+
+
+def test_sub_env_calls_over_from_sb3_are_the_sb3_vec_envs_own():
+    """to_sb3(from_sb3(venv)): SB3's calls reach venv's sub-envs, at the indices
+    asked for, as venv answers them."""
+    fns = tagged_fns()
+    wrapped = [lambda fn=fn: Monitor(fn()) for fn in fns]
+    inner = DummyVecEnv(wrapped)
+    ours = to_sb3(from_sb3(inner))
+    assert ours.env_is_wrapped(Monitor) == [True] * 4
+    assert ours.env_is_wrapped(Monitor, indices=[2]) == [True]
+    assert ours.get_attr("index", indices=[2, 0]) == [2, 0]
+    ours.set_attr("label", "x", indices=[1])
+    assert inner.get_attr("label", indices=[1]) == ["x"]
+    assert ours.env_method("bump", 2, indices=[3]) == [(3, 2)]
+    assert inner.env_method("bump", indices=[3]) == [(3, 3)]
+    ours.close()
+
+
 @pytest.mark.parametrize("core", sorted(CORES))
 def test_seed_and_options_apply_at_the_next_reset_only(core):
     fns = tagged_fns()
@@ -387,6 +433,13 @@ def test_seed_and_options_apply_at_the_next_reset_only(core):
 def test_set_options_takes_one_dict_for_every_sub_env():
     ours = to_sb3(vecmode_env(tagged_fns(), SAME))
     ours.set_options([{"level": 1}] * 4)  # equal dicts: fine
+    # equal dicts, not the same objects, with arrays and sequences inside: fine
+    ours.set_options([{"start": np.array([0.5, 0.5]), "n": [1, (2,)]} for _ in "abcd"])
+    ours.reset()
+    assert_same(ours.reset_infos[3]["options"]["start"], np.array([0.5, 0.5]))
+    for other in ({"start": np.array([0.5, 0.4])}, {"start": np.array([0.5])}):
+        with pytest.raises(ValueError, match="one options dict to every sub-env"):
+            ours.set_options([{"start": np.array([0.5, 0.5])}] * 3 + [other])
     with pytest.raises(ValueError, match="one options dict to every sub-env"):
         ours.set_options([{"level": 1}, {"level": 2}, {}, {}])
     with pytest.raises(ValueError, match="list of 4 equal dicts"):

@@ -17,6 +17,7 @@ __all__ = [
     "ActionBatchError",
     "EpisodeEndedError",
     "IncompatibleModeError",
+    "InfoBatchError",
     "InfoLayoutError",
     "SharedMemorySpaceError",
     "SubEnvError",
@@ -53,6 +54,18 @@ class SharedMemorySpaceError(ValueError, TypeError):
     Both a ``ValueError`` (what Gymnasium raises for a custom space) and a
     ``TypeError`` (what it raises for a space of dynamic shape: Graph, Text,
     Sequence, OneOf), so code that catches Gymnasium's type keeps working.
+    """
+
+
+class InfoBatchError(ValueError, TypeError):
+    """A sub-env's info cannot be batched with the others' in Gymnasium's layout:
+    Gymnasium's ``_add_info`` puts a key's values into one array shaped like the
+    first sub-env's value, so arrays of different shapes in one call cannot go
+    together (Gymnasium raises a bare ``ValueError`` for some, and silently
+    broadcasts others). The message names the key and the sub-envs.
+
+    The call's results are lost for every sub-env it ran (they must be reset).
+    Both a ``ValueError`` (what Gymnasium raises) and a ``TypeError``.
     """
 
 
@@ -209,8 +222,9 @@ def state_lost(indices: tuple[int, ...]) -> str:
     which = ", ".join(str(i) for i in indices)
     return (
         f"sub-env(s) {which} lost their state in a call that failed (a sub-env "
-        f"raised, or the call was interrupted) and must be reset before they are "
-        f"stepped again; nothing was stepped. Reset them with env.reset() or "
+        f"raised, its results could not be batched, or the call was interrupted) and "
+        f"must be reset before they are stepped again; nothing was stepped. Reset "
+        f"them with env.reset() or "
         f'env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
     )
 

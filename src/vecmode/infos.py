@@ -13,11 +13,14 @@ values into one dtype, and the split keeps that dtype).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["expand_infos", "merge_infos", "select_infos"]
+from vecmode.errors import InfoBatchError
+
+__all__ = ["add_infos", "expand_infos", "merge_infos", "select_infos"]
 
 
 def _blank_like(array: np.ndarray) -> np.ndarray:
@@ -108,3 +111,54 @@ def expand_infos(
         mask[indices] = True if own is None else np.asarray(own, dtype=np.bool_)
         out[f"_{key}"] = mask
     return out
+
+
+def add_infos(
+    add_info: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]],
+    infos: dict[str, Any],
+    pairs: Iterable[tuple[int, dict[str, Any]]],
+) -> dict[str, Any]:
+    """``infos`` with each ``(i, info)`` of ``pairs`` added in turn by
+    ``add_info`` (a vector env's ``_add_info``, Gymnasium's batching); where it
+    cannot batch a value, an :class:`~vecmode.errors.InfoBatchError` naming the
+    key and the sub-envs instead of NumPy's bare error."""
+    i, info = -1, {}
+    try:
+        for i, info in pairs:
+            infos = add_info(infos, info, i)
+    except (ValueError, TypeError) as error:
+        raise InfoBatchError(info_not_batchable(infos, i, info, error)) from error
+    return infos
+
+
+def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    """The path of the first key of ``info`` (nested dicts included) whose value
+    does not fit the array ``infos`` holds for it; empty if none is found."""
+    for key, value in info.items():
+        batch = infos.get(key)
+        if isinstance(batch, dict) and isinstance(value, dict):
+            inner = _unbatchable_key(batch, value)
+            if inner:
+                return [key, *inner]
+        elif (
+            isinstance(batch, np.ndarray)
+            and batch.dtype != object
+            and np.shape(value) != batch.shape[1:]
+        ):
+            return [key]
+    return []
+
+
+# ------------------------------------------------------------------ messages
+def info_not_batchable(
+    infos: dict[str, Any], index: int, info: dict[str, Any], error: BaseException
+) -> str:
+    where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
+    return (
+        f"sub-env {index}'s {where} cannot be batched with the other sub-envs' "
+        f"({type(error).__name__}: {error}): Gymnasium's info batching puts a key's "
+        f"values into one array shaped like the first sub-env's, so arrays of "
+        f"different shapes cannot go together in one call. Give such a value as a "
+        f"list or a tuple (batched as objects), or one shape for every sub-env. The "
+        f"call's results are lost: reset the sub-envs it ran."
+    )

@@ -48,6 +48,7 @@ from vecmode.core import (
     env_closed,
 )
 from vecmode.errors import SubEnvError, WorkerError
+from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.worker import (
     CALL,
@@ -369,8 +370,7 @@ class RemoteCore(VectorCore):
             slice_ended, slice_infos, slice_finals, sent_obs = answer[1:5]
             ended += slice_ended
             finals += slice_finals
-            for i, info in slice_infos:
-                infos = add_info(infos, info, i)
+            infos = add_infos(add_info, infos, slice_infos)
             if sent_obs:
                 for i, obs in sent_obs:
                     env_obs[i] = obs

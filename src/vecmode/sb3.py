@@ -157,6 +157,19 @@ class _SubEnvs:
         self.num_envs = envs.num_envs
         each = getattr(self.inner, "each", None)
         local = getattr(self.inner, "envs", None)
+        #: the SB3 VecEnv under a from_sb3 env: SB3's calls go to it
+        self.sb3: VecEnv | None = (
+            self.inner.venv if isinstance(self.inner, FromSB3VectorEnv) else None
+        )
+        #: no sub-envs as Python objects at all (EnvPool's and ALE's C++ envs)
+        self.native = (
+            not any(
+                callable(getattr(self.inner, name, None))
+                for name in ("each", "call", "get_attr")
+            )
+            and not isinstance(local, (list, tuple))
+            and self.sb3 is None
+        )
         self.run: Callable[..., tuple[Any, ...]] | None = None
         if callable(each):
             self.run = lambda fn, args, order: each(fn, *args, indices=order)
@@ -172,6 +185,8 @@ class _SubEnvs:
     ) -> list[Any]:
         """``fn(sub_env, *args)`` for the sub-envs in ``order``; ``what`` names the
         SB3 call for the error when they are out of reach."""
+        if self.native:
+            raise AttributeError(no_python_sub_envs(what, self.inner))
         if self.run is None:
             raise AttributeError(out_of_reach(what, self.inner, order))
         try:
@@ -217,7 +232,10 @@ class ToSB3VecEnv(VecEnv):
     Infos come through Gymnasium's batched dicts: a value a sub-env gives as a
     Python ``int``, ``float`` or ``bool`` comes back as the NumPy scalar of that
     type (equal to it), and where sub-envs report one key with different types in
-    the same step, Gymnasium has cast them to the first sub-env's. Over SAME_STEP's
+    the same step, Gymnasium has cast them to the first sub-env's. Keys starting
+    with ``_`` are the batches' masks, so a sub-env's own such keys are not
+    passed on; arrays of one key with different shapes in one step are batched
+    by Gymnasium into the first one's shape (broadcast, or an error). Over SAME_STEP's
     policy directly on a vecmode core (what ``to_sb3`` makes of a vecmode env in
     SameStep or Disabled) the bridge runs the core's commands itself, and the ended
     episodes' last infos are the sub-envs' own, from the core's record. In SAME_STEP
@@ -230,7 +248,11 @@ class ToSB3VecEnv(VecEnv):
     Over an env whose sub-envs it cannot reach one by one (Gymnasium's
     ``AsyncVectorEnv``): ``get_attr`` asks every sub-env and keeps those asked
     for, ``env_method`` works for every sub-env at once, and ``set_attr`` and
-    ``env_is_wrapped`` raise ``AttributeError`` saying why.
+    ``env_is_wrapped`` raise ``AttributeError`` saying why. Over an env with no
+    sub-envs as Python objects (EnvPool's, ALE's ``AtariVectorEnv``),
+    ``env_is_wrapped`` is False for each (nothing a ``gymnasium.Wrapper`` could
+    wrap) and the other three raise ``AttributeError`` saying why. Over
+    :func:`from_sb3`'s env, the four are the SB3 ``VecEnv``'s own.
 
     Attributes:
         vector_env: the SAME_STEP vector env it steps (``envs`` itself, or
@@ -391,7 +413,10 @@ class ToSB3VecEnv(VecEnv):
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
         order = check_indices(indices, self.num_envs)
-        if self._sub_envs.run is None:  # ask them all, keep those asked for
+        if self._sub_envs.sb3 is not None:
+            return list(self._sub_envs.sb3.get_attr(attr_name, order))
+        if self._sub_envs.run is None and not self._sub_envs.native:
+            # ask them all, keep those asked for
             values = self._sub_envs.inner.get_attr(attr_name)
             return [values[i] for i in order]
         return self._sub_envs("get_attr", sb3_subenv.get_attr, (attr_name,), order)
@@ -402,6 +427,9 @@ class ToSB3VecEnv(VecEnv):
         """Set the attribute of the sub-envs at ``indices`` (all by default) to
         ``value`` (a plain ``setattr`` on each, as ``DummyVecEnv``)."""
         order = check_indices(indices, self.num_envs)
+        if self._sub_envs.sb3 is not None:
+            self._sub_envs.sb3.set_attr(attr_name, value, order)
+            return
         self._sub_envs("set_attr", setattr, (attr_name, value), order)
 
     def env_method(
@@ -414,7 +442,17 @@ class ToSB3VecEnv(VecEnv):
         """Call the method on the sub-envs at ``indices`` (all by default)."""
         check_call(method_name)
         order = check_indices(indices, self.num_envs)
-        if self._sub_envs.run is None and self._sub_envs.every(order):
+        if self._sub_envs.sb3 is not None:
+            return list(
+                self._sub_envs.sb3.env_method(
+                    method_name, *method_args, indices=order, **method_kwargs
+                )
+            )
+        if (
+            self._sub_envs.run is None
+            and not self._sub_envs.native
+            and self._sub_envs.every(order)
+        ):
             results = self._sub_envs.inner.call(
                 method_name, *method_args, **method_kwargs
             )
@@ -430,8 +468,14 @@ class ToSB3VecEnv(VecEnv):
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
         """Whether the sub-envs at ``indices`` (all by default) are wrapped with
-        ``wrapper_class``."""
+        ``wrapper_class``: False for each over an env that has no sub-envs as
+        Python objects (EnvPool, ALE: nothing a ``gymnasium.Wrapper`` could
+        wrap)."""
         order = check_indices(indices, self.num_envs)
+        if self._sub_envs.sb3 is not None:
+            return list(self._sub_envs.sb3.env_is_wrapped(wrapper_class, order))
+        if self._sub_envs.native:
+            return [False] * len(order)
         return self._sub_envs(
             "env_is_wrapped", sb3_subenv.is_wrapped, (wrapper_class,), order
         )
@@ -474,9 +518,18 @@ def _copied(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _same_options(a: Any, b: Any) -> bool:
+    """Whether two options (dicts, sequences, arrays inside) are equal."""
+    if a is b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_options(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and type(a) is type(b):
+        return len(a) == len(b) and all(map(_same_options, a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
     try:
-        return a is b or bool(a == b)
-    except (ValueError, TypeError):  # e.g. arrays inside: cannot tell, so differ
+        return bool(a == b)
+    except (ValueError, TypeError):  # cannot tell: differ
         return False
 
 
@@ -700,10 +753,19 @@ def out_of_reach(what: str, inner: Any, order: list[int]) -> str:
     return (
         f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of "
         f"{type(inner).__name__}: it offers no way to run a call on chosen sub-envs "
-        f"(Gymnasium's AsyncVectorEnv only gets attributes and calls methods on "
-        f"every sub-env at once). Build the env with vecmode.AsyncVectorEnv "
-        f"(vecmode.make_vec(..., vectorization_mode='async')), whose workers run "
-        f"SB3's calls on the sub-envs asked for."
+        f"(it only gets attributes and calls methods on every sub-env at once, as "
+        f"Gymnasium's AsyncVectorEnv does). Build the env with "
+        f"vecmode.AsyncVectorEnv (vecmode.make_vec(..., vectorization_mode="
+        f"'async')), whose workers run SB3's calls on the sub-envs asked for."
+    )
+
+
+def no_python_sub_envs(what: str, inner: Any) -> str:
+    return (
+        f"ToSB3VecEnv.{what}() has no sub-env to reach in {type(inner).__name__}: "
+        f"it runs its sub-envs outside Python (no gymnasium.Env objects, no "
+        f"get_attr or call), so there is no attribute or method of a sub-env to "
+        f"get, set or call. Ask the vector env itself instead."
     )
 
 

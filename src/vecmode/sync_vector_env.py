@@ -21,6 +21,7 @@ from vecmode.core import (
     copy_batch,
 )
 from vecmode.errors import SubEnvError
+from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.runner import Runner
 
@@ -183,10 +184,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
                 failure.traceback,
                 lost=[*out.ran, failure.index],
             ) from error
-        infos: dict[str, Any] = {}
-        add_info = self._add_info
-        for i, info in out.infos:
-            infos = add_info(infos, info, i)
+        infos = add_infos(self._add_info, {}, out.infos)
         if self._rows is None:
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
