@@ -122,7 +122,7 @@ def add_infos(
     ``add_info`` (a vector env's ``_add_info``, Gymnasium's batching); where it
     cannot batch a value, an :class:`~vecmode.errors.InfoBatchError` naming the
     key and the sub-envs instead of NumPy's bare error."""
-    i, info = -1, {}
+    i, info = -1, dict[str, Any]()
     try:
         for i, info in pairs:
             infos = add_info(infos, info, i)
