@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
@@ -103,3 +104,15 @@ def never_ending(num_envs: int = 2) -> VectorEnv:
         max_episode_steps=100_000,
         vectorization_mode="sync",
     )
+
+
+class CrashesOnStep(gym.Wrapper):
+    """CartPole whose step raises (registered as ``CrashesOnStep-v0``)."""
+
+    def step(self, action: Any) -> Any:
+        raise RuntimeError("the env's own bug")
+
+
+gym.register(
+    "CrashesOnStep-v0", entry_point=lambda **kw: CrashesOnStep(gym.make("CartPole-v1"))
+)

@@ -140,9 +140,19 @@ def test_names_that_moved_still_resolve_saying_where_they_live_now():
         assert found is getattr(importlib.import_module(module), attr), old
         assert [w.category for w in caught] == [DeprecationWarning], old
         assert f"{module}.{attr}" in str(caught[0].message), old
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vecmode.check  # noqa: B018
+    assert str(caught[0].message).endswith("; use vecmode.check_stack.")
     try:
         vecmode.no_such_name  # noqa: B018
     except AttributeError as error:
-        assert "no_such_name" in str(error)
+        assert str(error) == "module 'vecmode' has no attribute 'no_such_name'"
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+    try:
+        vecmode.check_wrapper  # noqa: B018
+    except AttributeError as error:
+        assert str(error).endswith("; it is vecmode.testing.check_wrapper")
+    else:
+        raise AssertionError("vecmode.check_wrapper is not a top-level name")

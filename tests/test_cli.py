@@ -79,6 +79,24 @@ def test_no_command_is_the_timeline_of_cartpole(capsys):
     assert code == EXIT_OK and out.startswith("CartPole-v1, one sub-env")
 
 
+def test_timeline_of_an_env_that_raises_is_one_line_or_the_traceback(capsys):
+    """The sub-env's error in one line (its traceback is in the SubEnvError's
+    text, not for the command line); --traceback shows it, without the hint."""
+    argv = ["timeline", f"{TARGETS}:CrashesOnStep-v0"]
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    assert one_error_line(err) == (
+        f"running '{TARGETS}:CrashesOnStep-v0' raised SubEnvError: sub-env 0 raised "
+        f"RuntimeError in step(): the env's own bug{vecmode.cli.RERUN}."
+    )
+    code, _, err = run([*argv, "--traceback"], capsys)
+    assert code == EXIT_FAILED
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith("raised RuntimeError in step(): the env's own bug.\n"), err[
+        -300:
+    ]
+
+
 def test_timeline_options(capsys):
     code, out, _ = run(
         ["timeline", "CartPole-v1", "--steps", "4", "--max-episode-steps", "2"],
@@ -161,6 +179,18 @@ def test_timeline_action_outside_the_action_space_is_a_usage_error(capsys):
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == vecmode.timeline.timeline_action(
         5, gym.spaces.Discrete(2)
+    )
+
+
+@pytest.mark.parametrize(
+    "argv", [["check", "CartPole-v1", "--bogus"], ["table", "--bogus"], ["--bogus"]]
+)
+def test_an_unknown_option_points_at_its_commands_help(argv, capsys):
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    where = "vecmode" if argv[0] == "--bogus" else f"vecmode {argv[0]}"
+    assert (
+        one_error_line(err) == f"unrecognized arguments: --bogus (see: {where} --help)"
     )
 
 

@@ -136,6 +136,17 @@ def test_supports_accepts_only_vector_wrapper_classes_and_real_modes():
         vecmode.supports("Sometimes")
     with pytest.raises(ValueError, match="at least one mode"):
         vecmode.supports()
+    with pytest.raises(TypeError, match=r"without its modes on Bare: write @vecmode"):
+
+        @vecmode.supports  # no parentheses, no modes
+        class Bare(VectorWrapper):
+            pass
+
+    @vecmode.supports([NS, "Disabled"])  # one list of modes, as register takes
+    class Listed(VectorWrapper):
+        pass
+
+    assert vecmode.supported_modes(Listed) == frozenset({NS, D})
 
 
 def test_vecmode_policies_declare_through_supports():
@@ -324,6 +335,11 @@ def test_register_by_name_of_something_that_is_not_a_wrapper():
     with pytest.raises(TypeError, match="VectorWrapper"):
         vecmode.register("gymnasium.vector:AutoresetMode", [NS])
     assert "gymnasium.vector:AutoresetMode" not in registry._registered_by_name
+    with pytest.raises(
+        AttributeError, match=r"module 'json' has no attribute 'Nope'; name the class"
+    ):
+        vecmode.register("json:Nope", [NS])
+    assert "json:Nope" not in registry._registered_by_name
 
 
 # ------------------------------------------------------------------ undeclared
@@ -371,6 +387,8 @@ def test_strict_turns_an_undeclared_mode_into_an_error():
             NoSameStep(undeclared_env())
     finally:
         handle.restore()
+    assert not registry._is_strict(None)
+    vecmode.strict().release()  # a guard's handle's name, too
     assert not registry._is_strict(None)
 
 

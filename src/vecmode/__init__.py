@@ -31,10 +31,8 @@
   ``check_vector_env``, deterministic test envs).
 """
 
-from __future__ import annotations
-
 import warnings
-from typing import Any
+from typing import Any as _Any
 
 from gymnasium.vector import AutoresetMode
 
@@ -131,18 +129,29 @@ _MOVED = {
 }
 
 
-def __getattr__(name: str) -> Any:
+#: The modules a name missing at the top level may live in (for the error).
+_SUBMODULES = ("vecmode.wrappers", "vecmode.testing", "vecmode.modes", "vecmode.errors")
+
+
+def __getattr__(name: str) -> _Any:
     """The names that moved still resolve, with a DeprecationWarning saying where
-    they live now."""
-    target = _MOVED.get(name)
-    if target is None:
-        raise AttributeError(f"module 'vecmode' has no attribute {name!r}")
+    they live now (the top-level name, where there is one); a name of a
+    submodule is an AttributeError naming it."""
     import importlib
 
+    target = _MOVED.get(name)
+    if target is None:
+        where = [
+            module
+            for module in _SUBMODULES
+            if name in getattr(importlib.import_module(module), "__all__", ())
+        ]
+        hint = f"; it is {where[0]}.{name}" if where else ""
+        raise AttributeError(f"module 'vecmode' has no attribute {name!r}{hint}")
     module, _, attr = target.partition(":")
-    new = f"{module}.{attr}"
+    new = f"vecmode.{attr}" if attr in __all__ else f"{module}.{attr}"
     warnings.warn(
-        f"vecmode.{name} moved to {new} (vecmode 0.1); use {new}.",
+        f"vecmode.{name} moved to {module}.{attr} (vecmode 0.1); use {new}.",
         DeprecationWarning,
         stacklevel=2,
     )

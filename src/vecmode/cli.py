@@ -67,7 +67,12 @@ import gymnasium as gym
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode import __version__
-from vecmode.errors import WRAP_FORMS, IncompatibleModeError, did_you_mean
+from vecmode.errors import (
+    WRAP_FORMS,
+    IncompatibleModeError,
+    SubEnvError,
+    did_you_mean,
+)
 from vecmode.modes import MODES, AutoresetMode, as_mode, mode_of
 from vecmode.registry import declaration, supported_modes
 
@@ -1059,12 +1064,26 @@ def _stdout_to_devnull() -> None:
     os.close(devnull)
 
 
+def _subparser(
+    parser: argparse.ArgumentParser, name: str | None
+) -> argparse.ArgumentParser | None:
+    """The parser of the command ``name``, or None."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser | None = action.choices.get(name or "")
+            return found
+    return None
+
+
 def _run(argv: list[str]) -> int:
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
-        if args.command is None:  # vecmode alone: the timeline of CartPole-v1
-            args = parser.parse_args([*argv, "timeline"])
+        args, extra = parser.parse_known_args(argv)
+        if args.command is None and not extra:  # vecmode alone: CartPole's timeline
+            args, extra = parser.parse_known_args([*argv, "timeline"])
+        if extra:  # the command's parser says so, pointing at its own --help
+            helper = _subparser(parser, args.command) or parser
+            helper.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exit_:  # --help, --version, usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     # every command finds `module:...` (a wrapper, a factory, an env id's
@@ -1075,10 +1094,12 @@ def _run(argv: list[str]) -> int:
             warnings.showwarning = _show_warning
             return _COMMANDS[args.command](args)
     except _Fail as failure:
+        text = str(failure)
         if args.traceback and failure.__cause__ is not None:
             traceback.print_exception(failure.__cause__)
-        if str(failure):
-            print(f"vecmode: {failure}", file=sys.stderr)
+            text = text.replace(RERUN, "")  # shown above
+        if text:
+            print(f"vecmode: {text}", file=sys.stderr)
         if getattr(args, "json", False) and failure.code == EXIT_FAILED:
             # the user's code raised: still one document on stdout
             _print_json(args.command, {"ok": False, "error": str(failure)})
@@ -1201,11 +1222,20 @@ def cli_wrapper_refused(spec: str, mode: AutoresetMode | None, error: Exception)
     )
 
 
+#: The hint of a message about the user's code raising (left out under
+#: --traceback, which shows where).
+RERUN = " (rerun with --traceback to see where)"
+
+
 def cli_raised(what: str, error: BaseException) -> str:
-    return (
-        f"{what} raised {type(error).__name__}: {str(error).rstrip('.')} (rerun with "
-        f"--traceback to see where)."
-    )
+    if isinstance(error, SubEnvError):  # its text carries the sub-env's traceback
+        text = (
+            f"sub-env {error.index} raised {error.exc_type} in {error.method}(): "
+            f"{error.message}"
+        )
+    else:
+        text = str(error)
+    return f"{what} raised {type(error).__name__}: {text.rstrip('.')}{RERUN}."
 
 
 def cli_not_callable(spec: str, got: Any) -> str:
@@ -1262,7 +1292,7 @@ def cli_cannot_build(spec: str, mode: str | None, error: BaseException) -> str:
         f"cannot build {spec!r} {on}: its constructor raised "
         f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
         f"(NAME:key=value,...; values are Python literals, other text is a string) "
-        f"and {fits} (rerun with --traceback to see where)."
+        f"and {fits}{RERUN}."
     )
 
 

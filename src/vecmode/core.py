@@ -38,7 +38,6 @@ from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tu
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecmode import errors
 from vecmode.errors import (
     ActionBatchError,
     EpisodeEndedError,
@@ -162,16 +161,7 @@ def check_core_arguments(
     """
     mode = as_mode(autoreset_mode)
     if mode is not CORE_MODE:
-        raise IncompatibleModeError(
-            errors.incompatible_mode(
-                name,
-                mode,
-                (CORE_MODE,),
-                "The core holds no autoreset policy; the policy is a wrapper.",
-                f"Use vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
-                f"vecmode.make_vec(..., {make_vec_args}autoreset_mode={mode.value!r}).",
-            )
-        )
+        raise IncompatibleModeError(core_mode(name, mode, make_vec_args))
     if not (
         observation_mode in ("same", "different")
         or (isinstance(observation_mode, tuple) and len(observation_mode) == 2)
@@ -733,4 +723,13 @@ def unknown_command(value: Any) -> str:
     return (
         f"{value!r} is not a vecmode.core.Command; use Command.KEEP, Command.STEP, "
         f"Command.RESET or Command.STEP_THEN_RESET."
+    )
+
+
+def core_mode(name: str, mode: Any, make_vec_args: str) -> str:
+    return (
+        f"{name} runs in {CORE_MODE.value} mode only, not {mode.value}: the core "
+        f"holds no autoreset policy; the policy is a wrapper. Use "
+        f"vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
+        f"vecmode.make_vec(..., {make_vec_args}autoreset_mode={mode.value!r})."
     )

@@ -129,6 +129,7 @@ class SubEnvError(RuntimeError):
         method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``,
             ``"close"``, ...).
         exc_type: the name of the original exception's type.
+        message: the original exception's message.
         worker_traceback: the traceback text.
         others: the other sub-envs that raised in the same call.
         lost: the sub-envs whose state the failed call lost (they must be reset).
@@ -148,6 +149,7 @@ class SubEnvError(RuntimeError):
         self.index = int(index)
         self.method = method
         self.exc_type = exc_type
+        self.message = message
         self.worker_traceback = worker_traceback
         self.others: tuple[int, ...] = tuple(others)
         super().__init__(

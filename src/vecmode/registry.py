@@ -15,7 +15,7 @@ A declared class is checked when it is constructed: an env whose
 :class:`~vecmode.IncompatibleModeError` before the wrapper is built. Checks on
 Gymnasium's classes are opt-in (:func:`guard`); importing vecmode patches nothing.
 
-:func:`check` walks a built stack from the innermost vector env outwards and returns
+:func:`check_stack` walks a built stack from the innermost vector env outwards and returns
 a :class:`CompatibilityReport`; :func:`assert_compatible` raises with that report;
 :func:`require_mode` is for training code that supports only some modes.
 
@@ -532,6 +532,9 @@ class Strict:
             _strict.reset(self._token)
             self._token = None
 
+    #: As :meth:`Guard.release`: the same, under the name a guard's handle has.
+    release = restore
+
     def __enter__(self) -> Strict:
         return self
 
@@ -544,7 +547,7 @@ def strict(enabled: bool = True) -> Strict:
 
     By default a declared wrapper built on an env with no
     ``metadata["autoreset_mode"]`` warns with :class:`~vecmode.UndeclaredModeWarning`
-    and assumes NEXT_STEP (Gymnasium's convention), and :func:`check` counts such a
+    and assumes NEXT_STEP (Gymnasium's convention), and :func:`check_stack` counts such a
     layer as a warning. Under ``strict`` both raise / fail instead. Works as a call
     (for the rest of the current thread or task) and as a context manager.
 
@@ -691,6 +694,8 @@ def supports(
     it produces, which it must also put in its ``metadata``). ``why`` maps an
     unsupported mode to the reason, ``instead`` says what to do; both go into the
     error message. Subclasses inherit the declaration until they declare their own.
+    The modes are given one by one (``@supports("NextStep", "Disabled")``) or as
+    one list, as :func:`register` takes them.
 
     >>> import gymnasium as gym
     >>> import vecmode
@@ -706,6 +711,10 @@ def supports(
     >>> envs.close()
     """
 
+    if len(modes) == 1 and isinstance(modes[0], type):  # @supports, no modes
+        raise TypeError(supports_without_modes(modes[0]))
+    if len(modes) == 1 and isinstance(modes[0], list | tuple | set | frozenset):
+        modes = tuple(modes[0])  # one collection of modes, as register takes
     found = _declare(modes, output, None, why, instead, "supports")
 
     def decorate(cls: _W) -> _W:
@@ -734,7 +743,7 @@ def register(
     ``cls`` is the class, or ``"package.module:ClassName"`` for a class whose
     package may not be imported yet (it is checked from when it is imported).
     ``modes`` are the modes it supports; ``wrong`` records modes it accepts but gets
-    wrong (with what goes wrong), which :func:`check` reports as
+    wrong (with what goes wrong), which :func:`check_stack` reports as
     known-wrong. ``output``, ``why`` and ``instead`` are as for :func:`supports`.
     Registering again replaces the declaration; :func:`unregister` removes it and
     the check.
@@ -762,7 +771,7 @@ def register(
         if not module or not qualname:
             raise ValueError(class_path(cls))
         if module in sys.modules:
-            _vector_wrapper_class(_resolve(cls), f"vecmode.register({cls!r})")
+            _vector_wrapper_class(_named(cls), f"vecmode.register({cls!r})")
         _registered_by_name[cls] = found
         _when_imported(module)
         return
@@ -789,6 +798,15 @@ def unregister(cls: type | str) -> bool:
     had = _registered.pop(cls, None) is not None
     _release(cls, "register")
     return had
+
+
+def _named(name: str) -> Any:
+    """What ``"module:Qual.Name"`` names in an imported module; AttributeError
+    naming what is missing if nothing."""
+    target = _resolve(name)
+    if target is None:
+        raise AttributeError(no_such_name(name))
+    return target
 
 
 def _resolve(name: str) -> Any:
@@ -819,7 +837,11 @@ def _instrument_named(module: Any) -> None:
     for name in [n for n in _registered_by_name if n.startswith(prefix)]:
         target = _resolve(name)
         if not (isinstance(target, type) and issubclass(target, VectorWrapper)):
-            message = not_a_wrapper_class(f"vecmode.register({name!r})", target)
+            message = (
+                no_such_name(name)
+                if target is None
+                else not_a_wrapper_class(f"vecmode.register({name!r})", target)
+            )
             warnings.warn(message, RuntimeWarning, stacklevel=2)
             continue
         _resolved[name] = target
@@ -950,7 +972,7 @@ class LayerReport:
 
 @dataclass(frozen=True)
 class CompatibilityReport:
-    """The result of :func:`check`: one :class:`LayerReport` per layer, innermost
+    """The result of :func:`check_stack`: one :class:`LayerReport` per layer, innermost
     first. ``str(report)`` is an aligned table for a terminal."""
 
     rows: tuple[LayerReport, ...]
@@ -1226,7 +1248,7 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
 def assert_compatible(
     env: VectorEnv, *, strict: bool | None = None, verified: bool = False
 ) -> CompatibilityReport:
-    """:func:`check` the stack; raise :class:`~vecmode.IncompatibleModeError` with the
+    """:func:`check_stack` the stack; raise :class:`~vecmode.IncompatibleModeError` with the
     report's table if it is not ok, else return the report.
 
     ``verified=True`` also raises when a layer's verdict is not verified (its
@@ -1324,6 +1346,21 @@ def declared_both_ways(modes: Iterable[AutoresetMode]) -> str:
     return (
         f"{mode_names(modes)} cannot be both supported and silently wrong; list each "
         f"mode in modes or in wrong, not both."
+    )
+
+
+def no_such_name(name: str) -> str:
+    module, _, qualname = name.partition(":")
+    return (
+        f"vecmode.register({name!r}): module {module!r} has no attribute "
+        f"{qualname!r}; name the class as 'package.module:ClassName'."
+    )
+
+
+def supports_without_modes(cls: type) -> str:
+    return (
+        f"@vecmode.supports was used without its modes on {cls.__name__}: write "
+        f"@vecmode.supports('NextStep', 'SameStep', ...) with the modes it supports."
     )
 
 
