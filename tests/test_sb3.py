@@ -359,6 +359,7 @@ def test_sub_env_calls_over_an_env_whose_sub_envs_are_out_of_reach():
 
 
 @envpool_warnings
+@pytest.mark.filterwarnings("ignore:The `render_mode` attribute is not defined")
 def test_sub_env_calls_over_an_env_with_no_python_sub_envs():
     """EnvPool's C++ sub-envs: nothing a gymnasium.Wrapper could wrap, so
     env_is_wrapped is False for each (SB3's evaluate_policy asks it), and the
