@@ -1182,3 +1182,55 @@ def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
         envs.step(np.zeros(2, np.int64))
     envs.reset()
     envs.close()
+
+
+class ArrayReward(gym.Env):
+    """Returns its reward as a one-element array, as some custom envs do."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), np.array([1.5]), False, False, {}
+
+
+@pytest.mark.parametrize(
+    ("core", "in_parent"), [("sync", None), ("async", None), ("async", 1)]
+)
+def test_a_reward_that_is_not_one_number_is_the_sub_env_s_error(core, in_parent):
+    """Gymnasium's envs return a (num_envs, 1) reward batch for it; a worker
+    writing it into its (num_envs,) rewards died (WorkerError, env lost). Now
+    every layout raises SubEnvError naming the sub-env, and a reset recovers."""
+    fns = [ArrayReward] * 2
+    envs = (
+        vecmode.SyncVectorEnv(fns)
+        if core == "sync"
+        else AsyncVectorEnv(fns, num_workers=1, in_parent=in_parent, context=FORK)
+    )
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as caught:
+        envs.step(np.zeros(2, np.int64))
+    assert (caught.value.index, caught.value.method) == (0, "step")
+    assert caught.value.message == vecmode.runner.reward_not_a_number(np.array([1.5]))
+    envs.reset(seed=0)
+    assert multiprocessing.active_children() or core == "sync"  # workers alive
+    envs.close()
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_call_async_goes_through_every_layer(mode):
+    """docs/core.md: the split calls work through every layer on top."""
+    envs = vecmode.wrappers.RecordEpisodeStatistics(
+        vecmode.with_autoreset(make_async(scheduled_fns(3)), mode)
+    )
+    envs.reset(seed=0)
+    envs.call_async("get_wrapper_attr", "index")
+    assert envs.call_wait() == envs.call("get_wrapper_attr", "index")
+    envs.close()
+    sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), mode)
+    assert not hasattr(sync, "call_async")  # no split API below
+    sync.close()

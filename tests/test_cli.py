@@ -284,7 +284,19 @@ def test_table_prints_the_registry_as_a_matrix(capsys):
     assert rows["gymnasium.wrappers.vector.NormalizeReward"][-1] == "verified"
     for name, found in declarations():
         cells = [found.behaviour(m).replace("wrong", "WRONG") for m in MODES]
+        for i, mode in enumerate(MODES):  # ok with a caveat (a partial reset)
+            if cells[i] == "ok" and mode in found.caveats:
+                cells[i] = vecmode.registry.OK_WITH_CAVEAT
         assert rows[name][:3] == cells, name
+    assert rows["gymnasium.wrappers.vector.RecordEpisodeStatistics"][:3] == [
+        "ok\u2020",
+        "ok\u2020",
+        "WRONG",
+    ]
+    assert (
+        "gymnasium.wrappers.vector.RecordEpisodeStatistics in NextStep (ok\u2020): "
+        "after a partial reset"
+    ) in run(["table", "--why"], capsys)[1]
 
 
 def test_table_why_and_markdown(capsys):

@@ -681,7 +681,10 @@ def _table(args: argparse.Namespace) -> int:
             "modes": {
                 mode.value: {
                     "verdict": found.behaviour(mode),
-                    "why": found.wrong.get(mode) or found.reasons.get(mode) or None,
+                    "why": found.wrong.get(mode)
+                    or found.reasons.get(mode)
+                    or found.caveats.get(mode)
+                    or None,
                 }
                 for mode in MODES
             },

@@ -34,6 +34,7 @@ __all__ = [
     "RESET_RETURNS",
     "VectorEnvDeclaration",
     "final_obs_layout",
+    "keeps_options",
     "register_vector_env",
     "unregister_vector_env",
     "vector_env_declaration",
@@ -69,6 +70,10 @@ class VectorEnvDeclaration:
     #: Whether ``observation_space`` / ``action_space`` are the batched spaces
     #: (Gymnasium's convention) or, like EnvPool's, the single-env ones.
     batched_spaces: bool = True
+    #: Whether ``reset`` leaves the caller's options dict as it is (vecmode's
+    #: cores); Gymnasium's vector envs pop ``reset_mask`` from it, so a wrapper
+    #: that reads it after passing the options down no longer finds it.
+    keeps_options: bool = False
     #: Why the masked reset is what it is, for messages (may use ``{name}``).
     why: str = ""
     #: What to use instead when a conversion is refused (may use ``{name}``).
@@ -98,6 +103,7 @@ def register_vector_env(
     reset_returns: str = "all",
     final_obs_layout: str = "gymnasium",
     batched_spaces: bool = True,
+    keeps_options: bool = False,
     why: str = "",
     remedy: str = "",
 ) -> VectorEnvDeclaration:
@@ -112,6 +118,8 @@ def register_vector_env(
         final_obs_layout: one of :data:`FINAL_OBS_LAYOUTS`.
         batched_spaces: False if its ``observation_space`` and ``action_space``
             are the single-env spaces (EnvPool's), not the batched ones.
+        keeps_options: True if its ``reset`` leaves the caller's options dict as
+            it is (Gymnasium's pop ``reset_mask`` from it).
         why: why its masked reset is what it is (shown when a conversion is
             refused).
         remedy: what to use instead when a conversion is refused.
@@ -137,6 +145,7 @@ def register_vector_env(
         reset_returns,
         final_obs_layout,
         bool(batched_spaces),
+        bool(keeps_options),
         why,
         remedy,
     )
@@ -227,8 +236,17 @@ register_vector_env(
     "vecmode.core:VectorCore",
     modes=["Disabled"],
     masked_reset="clears",
+    keeps_options=True,
     why="{name} is a vecmode core: a masked reset resets exactly the masked sub-envs.",
 )
+
+
+def keeps_options(env: Any) -> bool:
+    """Whether ``env``'s innermost vector env leaves the caller's reset options
+    as they are (a declared ``keeps_options``; an undeclared class is assumed to
+    pop ``reset_mask``, as Gymnasium's do)."""
+    found = vector_env_declaration(env)
+    return found is not None and found.keeps_options
 
 
 def final_obs_layout(env: Any) -> str:

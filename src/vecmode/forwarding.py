@@ -10,7 +10,8 @@ env's call: what goes down (:meth:`ForwardingWrapper._step_actions`,
 :meth:`ForwardingWrapper._reset_arguments`) and what comes back up
 (:meth:`ForwardingWrapper._step_result`, :meth:`ForwardingWrapper._reset_result`).
 The same halves then serve Gymnasium's split async API, ``step_async`` /
-``step_wait`` and ``reset_async`` / ``reset_wait``, which every vecmode wrapper
+``step_wait`` and ``reset_async`` / ``reset_wait`` (and ``call_async`` /
+``call_wait``, forwarded as they are), which every vecmode wrapper
 offers whenever the env it wraps does (an async core, or a stack over one).
 """
 
@@ -194,6 +195,17 @@ class ForwardingWrapper(VectorWrapper):
             return self._reset_result(obs, infos, state)
 
         return reset_wait
+
+    @property
+    def call_async(self) -> Callable[..., None]:
+        """Send a call to every sub-env; :attr:`call_wait` returns its results
+        (where the wrapped env has the split async API)."""
+        return self._split("call_async", "call")
+
+    @property
+    def call_wait(self) -> Callable[..., tuple[Any, ...]]:
+        """Wait for the call sent by :attr:`call_async`."""
+        return self._split("call_wait", "call")
 
     # -------------------------------------------------------------- forwarding
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

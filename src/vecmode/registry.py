@@ -46,7 +46,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -56,8 +56,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors
 from vecmode._evidence import CONFORMANCE_TESTED, VERIFIED_ENVS
-from vecmode._gymnasium import GYMNASIUM_VERDICTS, VECMODE_EQUIVALENTS
-from vecmode.env_classes import final_obs_layout
+from vecmode._gymnasium import (
+    GYMNASIUM_VERDICTS,
+    PARTIAL_RESET_CAVEATS,
+    RIGHT_WHERE_OPTIONS_KEPT,
+    VECMODE_EQUIVALENTS,
+)
+from vecmode.env_classes import final_obs_layout, keeps_options
 from vecmode.errors import (
     IncompatibleModeError,
     UndeclaredModeWarning,
@@ -118,6 +123,9 @@ class Declaration:
         instead: what to do when the mode is not supported.
         source: ``"supports"`` (the decorator), ``"register"`` or ``"gymnasium"``
             (vecmode's entries for Gymnasium's own wrappers).
+        caveats: for a supported mode, what the class still gets wrong in a use
+            the mode allows but does not need (a partial reset), where that is
+            known; the mode stays ok, and :func:`check_stack` notes the caveat.
     """
 
     modes: frozenset[AutoresetMode]
@@ -126,6 +134,24 @@ class Declaration:
     reasons: Mapping[AutoresetMode, str] = field(default_factory=dict)
     instead: str = ""
     source: str = "register"
+    caveats: Mapping[AutoresetMode, str] = field(default_factory=dict)
+    #: Whether its ``wrong`` modes and caveats come from the env below popping
+    #: ``reset_mask`` from the options (see :meth:`over`).
+    needs_popped_options: bool = False
+
+    def over(self, env: Any) -> Declaration:
+        """This declaration for a wrapper built over ``env``: where what it gets
+        wrong comes from an env that pops ``reset_mask`` from the options
+        (Gymnasium's) and ``env`` keeps them (vecmode's cores), it is right in
+        every mode it accepts, with no caveat."""
+        if not self.needs_popped_options or not keeps_options(env):
+            return self
+        return replace(
+            self,
+            modes=self.modes | frozenset(self.wrong),
+            wrong=MappingProxyType({}),
+            caveats=MappingProxyType({}),
+        )
 
     def behaviour(self, mode: ModeLike) -> str:
         """``"ok"``, ``"refused"`` or ``"wrong"`` (accepted, but known to be wrong)."""
@@ -197,7 +223,7 @@ def _gymnasium_entries() -> dict[str, Declaration]:
                 if short in VECMODE_EQUIVALENTS
                 else use_supported_modes(ok)
             )
-            _gymnasium[name] = _declare(
+            found = _declare(
                 ok,
                 None,
                 {m: text for m, (v, text) in by_mode.items() if v == "wrong"},
@@ -205,6 +231,13 @@ def _gymnasium_entries() -> dict[str, Declaration]:
                 instead,
                 "gymnasium",
             )
+            caveat = PARTIAL_RESET_CAVEATS.get(name)
+            if caveat is not None:
+                caveats = MappingProxyType(dict.fromkeys(ok, caveat))
+                found = replace(found, caveats=caveats)
+            if name in RIGHT_WHERE_OPTIONS_KEPT:
+                found = replace(found, needs_popped_options=True)
+            _gymnasium[name] = found
     return _gymnasium
 
 
@@ -437,8 +470,13 @@ def _vecmode_heirs(cls: type) -> list[type]:
     return heirs
 
 
+#: A table cell: ok in that mode, with a caveat listed below the table.
+OK_WITH_CAVEAT = "ok\u2020"
+
 _TABLE_LEGEND = (
-    "ok: correct in that mode. refused: raises IncompatibleModeError (vecmode's "
+    f"ok: correct in that mode ({OK_WITH_CAVEAT}: except after a partial reset, "
+    "see below). "
+    "refused: raises IncompatibleModeError (vecmode's "
     "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
     "built. WRONG: Gymnasium's class accepts the mode but is wrong there (silently, "
     "or failing at a later step); "
@@ -450,13 +488,25 @@ _TABLE_LEGEND = (
 )
 
 
+def _verdict_cell(found: Declaration, mode: AutoresetMode) -> str:
+    """A cell of the table: the verdict, :data:`OK_WITH_CAVEAT` for ok with a
+    caveat."""
+    if mode in found.caveats and mode in found.modes:
+        return OK_WITH_CAVEAT
+    return found.behaviour(mode).replace("wrong", "WRONG")
+
+
 def _reasons(entries: list[tuple[str, Declaration]], markdown: bool) -> list[str]:
     lines = []
     for name, found in entries:
         for mode in MODES:
-            text = found.wrong.get(mode) or found.reasons.get(mode)
+            text = (
+                found.wrong.get(mode)
+                or found.reasons.get(mode)
+                or (found.caveats.get(mode) if mode in found.modes else None)
+            )
             if text:
-                verdict = found.behaviour(mode).replace("wrong", "WRONG")
+                verdict = _verdict_cell(found, mode)
                 shown = f"`{name}`" if markdown else name
                 lines.append(f"{shown} in {mode.value} ({verdict}): {text}")
     return lines
@@ -480,7 +530,7 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     rows = [
         (
             f"`{name}`" if markdown else name,
-            *(found.behaviour(mode).replace("wrong", "WRONG") for mode in MODES),
+            *(_verdict_cell(found, mode) for mode in MODES),
             found.output.value if found.output else "",
             proof.value,
         )
@@ -611,6 +661,7 @@ def _check_construction(cls: type, env: Any) -> None:
     found = declaration(cls)
     if found is None or not hasattr(env, "metadata"):
         return
+    found = found.over(env)
     mode = _mode_or_assumed(env, cls.__name__, None, stacklevel=2)
     if mode not in found.modes:
         raise IncompatibleModeError(
@@ -951,7 +1002,8 @@ class LayerReport:
         accepts: the modes it supports (None: innermost env, or undeclared).
         mode_out: the mode it runs in (None: unknown).
         verdict: see :class:`Verdict`.
-        note: why, for any verdict but ok.
+        note: why, for any verdict but ok; for ok, a caveat where one is known
+            (what a partial reset gets wrong).
         layer: the layer object itself.
         evidence: what the verdict rests on (see :class:`Evidence`).
         evidence_note: where the evidence comes from, and, unless it is
@@ -1186,6 +1238,8 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
                 mode = declared
             continue
         found = declaration(layer)
+        if found is not None:
+            found = found.over(layer.env)
         mode_in = mode
         if found is None:
             mode = declared or mode_in
@@ -1205,7 +1259,7 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
             )
             continue
         mode = found.output or mode_in
-        verdict, note = Verdict.OK, ""
+        verdict, note = Verdict.OK, found.caveats.get(mode_in, "") if mode_in else ""
         if mode_in is not None and mode_in in found.wrong:
             verdict, note = (
                 Verdict.KNOWN_WRONG,

@@ -9,6 +9,7 @@ the sub-env and what it was doing. Only ``Exception`` is caught: ``KeyboardInter
 and ``SystemExit`` go straight up.
 
 >>> import gymnasium as gym
+import numpy as np
 >>> from vecmode.core import Command
 >>> from vecmode.runner import Runner
 >>> envs = [gym.make("CartPole-v1", max_episode_steps=1) for _ in range(2)]
@@ -29,12 +30,15 @@ from itertools import repeat
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from vecmode.core import Command
 
 __all__ = ["Failure", "Outcome", "Runner"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+#: The types of a reward that need no check that it is one number.
+_NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
 
 
 @dataclass
@@ -127,9 +131,12 @@ class Runner:
                     reset = True
                 else:  # STEP or STEP_THEN_RESET
                     method = "step"
-                    obs, rewards[k], terminations[k], truncations[k], info = env.step(
+                    obs, reward, terminations[k], truncations[k], info = env.step(
                         action
                     )
+                    if type(reward) not in _NUMBERS and np.ndim(reward) != 0:  # type: ignore[arg-type]
+                        raise ValueError(reward_not_a_number(reward))
+                    rewards[k] = reward
                     reset = False
                     if terminations[k] or truncations[k]:
                         ended.append(i)
@@ -185,3 +192,11 @@ class Runner:
                 )
         self.envs = []
         return failures
+
+
+# ------------------------------------------------------------------ messages
+def reward_not_a_number(reward: Any) -> str:
+    return (
+        f"step() returned a reward of shape {np.shape(reward)} ({reward!r}): a "
+        f"reward is one number (a Python or NumPy scalar): return float(reward)"
+    )
