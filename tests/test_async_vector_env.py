@@ -1234,3 +1234,22 @@ def test_call_async_goes_through_every_layer(mode):
     sync = vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), mode)
     assert not hasattr(sync, "call_async")  # no split API below
     sync.close()
+
+
+@pytest.mark.parametrize("in_parent", [None, 1])
+def test_a_missing_attribute_is_an_attribute_error_in_every_core(in_parent):
+    """Code probing attributes with `except AttributeError` (as over Gymnasium's
+    vector envs) works over the async core: its SubEnvError is then a
+    SubEnvAttributeError, an AttributeError too, naming the sub-env."""
+    envs = make_async(scheduled_fns(3), in_parent=in_parent)
+    sync = vecmode.SyncVectorEnv(scheduled_fns(3))
+    for core in (envs, sync):
+        for call in (core.get_attr, core.call):
+            with pytest.raises(AttributeError, match="no_such_name"):
+                call("no_such_name")
+    with pytest.raises(vecmode.errors.SubEnvAttributeError) as caught:
+        envs.get_attr("no_such_name")
+    assert isinstance(caught.value, SubEnvError) and caught.value.index == 0
+    assert envs.get_attr("index") == (0, 1, 2)  # unchanged and usable
+    envs.close()
+    sync.close()

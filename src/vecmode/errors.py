@@ -20,6 +20,7 @@ __all__ = [
     "InfoBatchError",
     "InfoLayoutError",
     "SharedMemorySpaceError",
+    "SubEnvAttributeError",
     "SubEnvError",
     "UndeclaredModeWarning",
     "WorkerError",
@@ -135,6 +136,14 @@ class SubEnvError(RuntimeError):
         lost: the sub-envs whose state the failed call lost (they must be reset).
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> SubEnvError:
+        # a sub-env's AttributeError is a SubEnvAttributeError, also an
+        # AttributeError (exc_type is the third argument)
+        exc_type = args[2] if len(args) > 2 else kwargs.get("exc_type")
+        if cls is SubEnvError and exc_type == "AttributeError":
+            cls = SubEnvAttributeError
+        return super().__new__(cls, *args, **kwargs)
+
     def __init__(
         self,
         index: int,
@@ -163,6 +172,14 @@ class SubEnvError(RuntimeError):
                 self.lost,
             )
         )
+
+
+class SubEnvAttributeError(SubEnvError, AttributeError):
+    """A :class:`SubEnvError` whose sub-env raised ``AttributeError`` (a
+    ``get_attr`` or ``call`` of a name it lacks): also an ``AttributeError``, as
+    Gymnasium's vector envs raise, so code that probes attributes with
+    ``except AttributeError`` works over every core. ``SubEnvError(...)`` builds
+    one for ``exc_type="AttributeError"``."""
 
 
 class WorkerError(RuntimeError):
