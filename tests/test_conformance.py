@@ -660,6 +660,28 @@ class ReusesItsBuffer(VectorWrapper):
         return self.buffer, *rest
 
 
+@vecmode.supports(*vecmode.MODES)
+class RewardPlusOne(VectorWrapper):
+    """Wrong in NextStep only at its reset step: r + 1 there invents a reward."""
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        return obs, rewards + 1, *rest
+
+
+def test_next_step_s_reset_step_must_stay_empty():
+    """Its reward and flags are compared with nothing (it is no transition), so
+    the kit checks them on their own: reward 0, both flags False."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(RewardPlusOne)
+    message = str(caught.value)
+    assert "[NextStep over vecmode.SyncVectorEnv, episodes ending together]" in message
+    assert conformance.conformance_reset_step(1.0, False, False) in message
+    assert "vecmode.wrappers.RewardWrapper leaves those rows alone" in message
+    report = check_wrapper(RewardPlusOne, modes=["SameStep", "Disabled"])
+    assert report.modes == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
 def test_a_wrapper_returning_one_buffer_again_conforms():
     """The kit keeps copies of what it is given: an earlier call's observations
     are not what a later call wrote over them."""
@@ -702,7 +724,7 @@ def test_a_proof_in_one_mode_says_what_it_cannot_see():
     every_mode = vecmode.supports(*vecmode.MODES)(
         type("EveryMode", (KeepsEpisodeCountsOverMaskedResets,), {})
     )
-    with pytest.raises(AssertionError, match="field reward"):
+    with pytest.raises(AssertionError, match="NEXT_STEP's reset step"):
         check_wrapper(every_mode)
 
 

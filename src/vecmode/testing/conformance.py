@@ -457,6 +457,7 @@ def _drive(
                     f"of {'numbers' if kinds != 'b' else 'bools'}",
                 )
         b = tracker.step(terminations, truncations)
+        _check_reset_steps(b.real, rewards, terminations, truncations, where, who)
         finals = as_numpy(_final_rows(infos, b.final_in_info, where, who))
         for i, final in finals.items():
             if not single_space.contains(final):
@@ -509,6 +510,28 @@ def _drive(
             observe(obs, where)
             started(obs, tracker.reset(mask).starts)
     return run
+
+
+def _check_reset_steps(
+    real: np.ndarray,
+    rewards: Any,
+    terminations: Any,
+    truncations: Any,
+    where: str,
+    who: str,
+) -> None:
+    """Fail where a step that is no transition (NEXT_STEP's reset step: the
+    sub-env is reset, the action ignored) returns a reward or an ended flag."""
+    for i in np.flatnonzero(~real).tolist():
+        if rewards[i] != 0 or terminations[i] or truncations[i]:
+            raise _fail(
+                who,
+                f"{where}, sub-env {i}",
+                conformance_reset_step(
+                    rewards[i], bool(terminations[i]), bool(truncations[i])
+                ),
+                _HINT_RESET_STEP,
+            )
 
 
 def _kept(obs: Any) -> Any:
@@ -885,6 +908,12 @@ _HINT_BASES = (
     "sees a partial reset as a full one over Gymnasium's envs: read it before."
 )
 
+_HINT_RESET_STEP = (
+    "NEXT_STEP's reset step is no transition: the env returns reward 0 and both "
+    "flags False there, and a wrapper keeps them so (a reward transform like "
+    "r + 1 would invent a reward for it; vecmode.wrappers.RewardWrapper leaves "
+    "those rows alone, and vecmode.modes.BoundaryTracker tells which they are)."
+)
 _HINT_DENSE = (
     "Over vecmode.testing.DenseFinalObsVectorEnv, SameStep's final observations "
     "come as ALE's: one dense array in info['final_obs'], a row for every sub-env "
@@ -1341,6 +1370,14 @@ def conformance_bases_hint(accepted: str) -> str:
         f"If the wrapper can wrap only some base envs, run it over those: "
         f"check_wrapper(..., bases=[{accepted!r}]) (vecmode conform --bases "
         f"{accepted})."
+    )
+
+
+def conformance_reset_step(reward: Any, terminated: bool, truncated: bool) -> str:
+    return (
+        f"NEXT_STEP's reset step (the call after the sub-env's episode ended) "
+        f"returned reward {reward}, terminated {terminated}, truncated "
+        f"{truncated}: expected reward 0, terminated False, truncated False"
     )
 
 
