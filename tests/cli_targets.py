@@ -116,3 +116,8 @@ class CrashesOnStep(gym.Wrapper):
 gym.register(
     "CrashesOnStep-v0", entry_point=lambda **kw: CrashesOnStep(gym.make("CartPole-v1"))
 )
+
+
+def no_arguments() -> VectorEnv:
+    """A zero-argument vector env factory (what probe takes, not conform)."""
+    return cartpole()

@@ -828,6 +828,14 @@ def test_conform_runs_over_the_bases_asked_for(capsys):
     assert one_error_line(err).startswith("--bases 'envpool' is not one of")
 
 
+def test_conform_of_a_zero_argument_factory_says_what_conform_takes(capsys):
+    code, out, err = run(["conform", f"{TARGETS}:no_arguments"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == vecmode.cli.cli_takes_no_env(
+        f"{TARGETS}:no_arguments"
+    )
+
+
 def test_conform_undeclared_class_needs_modes(capsys):
     code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
     assert (code, out) == (EXIT_USAGE, "")

@@ -587,9 +587,19 @@ def _check_arguments(target: _Target, *args: Any) -> None:
         try:
             signature.bind(*args, **target.kwargs)
         except TypeError as error:
+            if args and _binds(signature, target.kwargs):  # no room for the env
+                raise _Fail(cli_takes_no_env(spec)) from None
             raise _Fail(
                 cli_wrapper_arguments(spec, f"{target.name}{signature}", error)
             ) from None
+
+
+def _binds(signature: inspect.Signature, kwargs: dict[str, Any]) -> bool:
+    try:
+        signature.bind(**kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 # --- the commands ------------------------------------------------------------------------
@@ -1188,6 +1198,14 @@ def cli_not_a_path(command: str, got: str, what: str) -> str:
         f"vecmode {command} takes module:name, the import path of {what}, got "
         f"{got!r}; e.g. vecmode {command} my_package.my_module:make_envs (for a "
         f"registered env id: vecmode {command} gymnasium:make_vec:id=CartPole-v1)."
+    )
+
+
+def cli_takes_no_env(spec: str) -> str:
+    return (
+        f"{spec!r} takes no argument, but it is given the vector env to wrap: name "
+        f"a wrapper class, or a function env -> wrapped env (a zero-argument "
+        f"factory of a vector env is what vecmode probe takes)."
     )
 
 

@@ -1352,8 +1352,8 @@ def record_not_one_class(who: str, layers: int) -> str:
 
 def conformance_build_raised(mode: AutoresetMode, error: BaseException) -> str:
     return (
-        f"raised {type(error).__name__} when built over a {mode.value} env, a mode "
-        f"it declares (or was asked to prove): {error}"
+        f"raised {type(error).__name__} there, in {mode.value}, a mode it declares "
+        f"(or was asked to prove): {error}"
     )
 
 
