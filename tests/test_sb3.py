@@ -806,3 +806,25 @@ def test_from_sb3_behaves_as_the_mode_it_declares(kind):
     assert report.mode is SAME and report.episode_ends > 10
     result = vecmode.probe_mode(factory)
     assert result.mode is SAME and result.agrees, str(result)
+
+
+@pytest.mark.parametrize("venv_cls", [DummyVecEnv, SubprocVecEnv])
+def test_from_sb3_refuses_calls_once_closed(venv_cls):
+    """Over DummyVecEnv a closed bridge went on stepping; over SubprocVecEnv it
+    raised OSError: both raise Gymnasium's ClosedEnvironmentError now."""
+    from gymnasium.error import ClosedEnvironmentError
+
+    kwargs = {"start_method": "fork"} if venv_cls is SubprocVecEnv else {}
+    envs = from_sb3(venv_cls(tagged_fns(), **kwargs))
+    envs.reset(seed=0)
+    envs.close()
+    envs.close()  # twice: fine
+    for call in (
+        lambda: envs.reset(),
+        lambda: envs.step(np.zeros(4, dtype=np.int64)),
+        lambda: envs.get_attr("index"),
+        lambda: envs.call("bump"),
+        lambda: envs.set_attr("label", "x"),
+    ):
+        with pytest.raises(ClosedEnvironmentError, match="was closed"):
+            call()

@@ -49,6 +49,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import Space
+from gymnasium.error import ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate
@@ -63,6 +64,7 @@ from vecmode.core import (
     check_call,
     check_indices,
     copy_batch,
+    env_closed,
     is_int,
     reuses_buffers,
 )
@@ -586,11 +588,18 @@ class FromSB3VectorEnv(VectorEnv):
         #: Why a masked reset cannot be exact over ``venv`` (None: it can).
         self._no_masked_reset = masked_reset_refused(venv)
 
+    def _open(self) -> None:
+        """Refuse a call on a closed env (SB3's own VecEnvs differ: a
+        ``DummyVecEnv`` goes on, a ``SubprocVecEnv`` raises ``OSError``)."""
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+
     # ------------------------------------------------------------- stepping
     def reset(
         self, *, seed: Any = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-env, or those in ``options["reset_mask"]``."""
+        self._open()
         seed, options, mask = reset_arguments(self, seed, options)
         seeds = self._seeds(seed)
         rest = {k: v for k, v in (options or {}).items() if k != "reset_mask"}
@@ -646,10 +655,12 @@ class FromSB3VectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env; SB3 resets those whose episode ends."""
+        self._open()
         return self._gym_step(self.venv.step(actions))
 
     def step_async(self, actions: Any) -> None:
         """Send a step (SB3's ``step_async``)."""
+        self._open()
         self.venv.step_async(actions)
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
@@ -696,16 +707,19 @@ class FromSB3VectorEnv(VectorEnv):
     # ------------------------------------------------------------- sub-envs
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every sub-env (SB3's ``env_method``)."""
+        self._open()
         check_call(name)
         return tuple(self.venv.env_method(name, *args, **kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env (SB3's ``get_attr``)."""
+        self._open()
         return tuple(self.venv.get_attr(name))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env: one value for all, or a list or
         tuple of one per sub-env (as Gymnasium's)."""
+        self._open()
         if not isinstance(values, (list, tuple)):
             self.venv.set_attr(name, values)
             return
