@@ -527,9 +527,34 @@ def test_a_wrapper_losing_the_env_s_infos_fails_without_compare_info(info_type):
 
 
 def test_batch_dependent_values_differ_when_episodes_are_staggered():
-    """Why the option exists: pooled statistics see different batches."""
-    with pytest.raises(AssertionError, match=r"staggered episodes\] differs"):
+    """Why the option exists: pooled statistics see different batches (and a
+    masked reset re-normalises the rows of the sub-envs it did not reset)."""
+    with pytest.raises(AssertionError, match=r"staggered episodes\]") as caught:
         check_wrapper(vw.NormalizeObservation, batch_dependent=False)
+    assert "batch_dependent = True" in str(caught.value)
+
+
+@vecmode.supports(*vecmode.MODES)
+class ZeroesTheOthersOnAMaskedReset(VectorWrapper):
+    """Wrong: a masked reset returns zeros for the sub-envs it did not reset."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        if mask is not None:
+            obs = np.where(np.asarray(mask)[:, None], obs, 0).astype(obs.dtype)
+        return obs, infos
+
+
+def test_a_masked_reset_keeps_the_other_sub_envs_observations():
+    """A Disabled loop feeds a masked reset's whole batch to its policy: the rows
+    of the sub-envs not reset must be their last observations, as returned."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(ZeroesTheOthersOnAMaskedReset)
+    message = str(caught.value)
+    assert "(reset with reset_mask=" in message
+    assert "(not reset), field obs: [0. 0. 0.] here" in message
+    assert "there the call before's" in message
 
 
 def test_autoreset_policies_conform_over_the_bases_they_accept():

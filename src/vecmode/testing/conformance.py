@@ -377,6 +377,7 @@ def _drive(
     who: str,
     compare_info: Callable[[dict], Any] | None,
     final_infos: bool = True,
+    others_kept: bool = True,
 ) -> _Run:
     n = envs.num_envs
     run = _Run(label, [[] for _ in range(n)])
@@ -423,6 +424,7 @@ def _drive(
 
     obs = as_numpy(call(f"{label}, call 0 (reset)", envs.reset, seed=seed)[0])
     observe(obs, f"{label}, call 0 (reset)")
+    last = obs  # the observations last returned (a copy: see _kept)
     started(obs, tracker.reset(None).starts)
     while min(taken) < wanted:
         calls += 1
@@ -500,6 +502,7 @@ def _drive(
                     run.events[i][-1], truncated=True, info=_SKIP
                 )
         started(obs, b.starts)
+        last = _kept(obs)
         mask = b.needs_reset | cut
         if mask.any():
             calls += 1
@@ -508,8 +511,27 @@ def _drive(
                 call(where, envs.reset, options={"reset_mask": mask.copy()})[0]
             )
             observe(obs, where)
+            if others_kept:
+                _check_others_kept(last, obs, mask, where, who)
             started(obs, tracker.reset(mask).starts)
+            last = _kept(obs)
     return run
+
+
+def _check_others_kept(
+    last: Any, obs: Any, mask: np.ndarray, where: str, who: str
+) -> None:
+    """Fail where a masked reset returns, for a sub-env it did not reset, other
+    than the observation last returned for it."""
+    for i in np.flatnonzero(~mask).tolist():
+        why = _difference(batch_row(last, i), batch_row(obs, i))
+        if why is not None:
+            raise _fail(
+                who,
+                f"{where}, sub-env {i} (not reset), field obs",
+                f"{why}: here the masked reset's, there the call before's",
+                _HINT_OTHERS_KEPT,
+            )
 
 
 def _check_reset_steps(
@@ -908,6 +930,12 @@ _HINT_BASES = (
     "sees a partial reset as a full one over Gymnasium's envs: read it before."
 )
 
+_HINT_OTHERS_KEPT = (
+    "A masked reset returns the whole batch, the sub-envs it did not reset at the "
+    "observation last returned for them (as Gymnasium's vector envs do): "
+    "transform every row the env returns, as after a step. (A wrapper whose "
+    "values depend on the batch declares batch_dependent = True: not checked.)"
+)
 _HINT_RESET_STEP = (
     "NEXT_STEP's reset step is no transition: the env returns reward 0 and both "
     "flags False there, and a wrapper keeps them so (a reward transform like "
@@ -978,6 +1006,9 @@ class _Checker:
         #: the one class the factory builds over the base env (None: a stack)
         self.built: type | None = None
         self.layers = 1
+        #: whether its values depend on the batch (then a masked reset's rows of
+        #: the other sub-envs may differ from the call before's)
+        self.pooled = False
 
     def base(self, name: str, mode: AutoresetMode, schedule: _Schedule) -> VectorEnv:
         kinds = dict(self.kinds)
@@ -1113,6 +1144,7 @@ class _Checker:
                 self.who,
                 compare_info,
                 name not in _DENSE_LAYOUT,
+                not self.pooled,
             )
         finally:
             wrapped.close()
@@ -1129,6 +1161,7 @@ class _Checker:
         """Mode equivalence: every declared mode, over every base and schedule,
         gives the same real transitions; an episode cut by a masked reset gives
         what one the env truncated there gives."""
+        self.pooled = batch_dependent
         runs: list[str] = []
         compared = 0
         cut_runs: dict[AutoresetMode, _Run] = {}
