@@ -1175,6 +1175,38 @@ def _wrapper_evidence(layer: Any, mode: AutoresetMode | None) -> tuple[Evidence,
     return proof, f"{source}; {_conform_hint(cls)}"
 
 
+def _layer_verdict(
+    name: str,
+    found: Declaration,
+    mode_in: AutoresetMode | None,
+    mode: AutoresetMode | None,
+    declared: AutoresetMode | None,
+) -> tuple[Verdict, str]:
+    """A declared layer's verdict and note: it gets ``mode_in``, produces
+    ``mode``, and says (metadata) it runs in ``declared``."""
+    verdict, note = Verdict.OK, found.caveats.get(mode_in, "") if mode_in else ""
+    if mode_in is not None and mode_in in found.wrong:
+        verdict, note = (
+            Verdict.KNOWN_WRONG,
+            " ".join(part for part in (found.wrong[mode_in], found.instead) if part),
+        )
+    elif mode_in is not None and mode_in not in found.modes:
+        verdict, note = (
+            Verdict.REFUSED,
+            " ".join(
+                part
+                for part in (
+                    found.why(mode_in) or report_refused(name),
+                    found.instead,
+                )
+                if part
+            ),
+        )
+    elif declared is not None and mode is not None and declared is not mode:
+        verdict, note = Verdict.MISMATCH, report_mismatch(declared, mode)
+    return verdict, note
+
+
 def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     """Check every layer of a vector env stack against the modes it supports.
 
@@ -1259,28 +1291,7 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
             )
             continue
         mode = found.output or mode_in
-        verdict, note = Verdict.OK, found.caveats.get(mode_in, "") if mode_in else ""
-        if mode_in is not None and mode_in in found.wrong:
-            verdict, note = (
-                Verdict.KNOWN_WRONG,
-                " ".join(
-                    part for part in (found.wrong[mode_in], found.instead) if part
-                ),
-            )
-        elif mode_in is not None and mode_in not in found.modes:
-            verdict, note = (
-                Verdict.REFUSED,
-                " ".join(
-                    part
-                    for part in (
-                        found.why(mode_in) or report_refused(name),
-                        found.instead,
-                    )
-                    if part
-                ),
-            )
-        elif declared is not None and mode is not None and declared is not mode:
-            verdict, note = Verdict.MISMATCH, report_mismatch(declared, mode)
+        verdict, note = _layer_verdict(name, found, mode_in, mode, declared)
         proof, proof_note = _wrapper_evidence(layer, mode_in)
         rows.append(
             LayerReport(

@@ -9,7 +9,6 @@ the sub-env and what it was doing. Only ``Exception`` is caught: ``KeyboardInter
 and ``SystemExit`` go straight up.
 
 >>> import gymnasium as gym
-import numpy as np
 >>> from vecmode.core import Command
 >>> from vecmode.runner import Runner
 >>> envs = [gym.make("CartPole-v1", max_episode_steps=1) for _ in range(2)]
