@@ -828,3 +828,29 @@ def test_from_sb3_refuses_calls_once_closed(venv_cls):
     ):
         with pytest.raises(ClosedEnvironmentError, match="was closed"):
             call()
+
+
+class RaisesAtItsThirdStep(ScheduledEnv):
+    def step(self, action: Any) -> Any:
+        if self.t == 2:
+            raise RuntimeError("the sub-env's own bug")
+        return super().step(action)
+
+
+@pytest.mark.parametrize("core", ["vecmode-sync", "vecmode-async"])
+def test_a_sub_env_fault_tells_an_sb3_caller_what_to_do(core):
+    """The SubEnvError names the sub-env; its note says what an SB3 VecEnv can do
+    (reset(), not the masked reset the message offers); reset() recovers."""
+    fns = [functools.partial(RaisesAtItsThirdStep, i, (9,)) for i in range(2)]
+    venv = CORES[core](fns)
+    venv.reset()
+    venv.step(np.zeros(2, dtype=np.int64))
+    venv.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(vecmode.SubEnvError) as caught:
+        venv.step(np.zeros(2, dtype=np.int64))
+    assert caught.value.index == 0
+    if sys.version_info >= (3, 11):
+        assert caught.value.__notes__ == [vecmode.sb3.sb3_after_fault()]
+    venv.reset()
+    venv.step(np.zeros(2, dtype=np.int64))
+    venv.close()

@@ -40,10 +40,11 @@ writers: nothing else in vecmode knows SB3's encoding.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -68,7 +69,7 @@ from vecmode.core import (
     is_int,
     reuses_buffers,
 )
-from vecmode.errors import SubEnvError
+from vecmode.errors import EpisodeEndedError, SubEnvError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos, without_finals
 from vecmode.wrappers.base import (
@@ -310,15 +311,20 @@ class ToSB3VecEnv(VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         """Send the actions (to the vector env's ``step_async`` where it has one)."""
-        if self._send is None:
-            self._actions = actions
-        elif self._core is None:
-            self._send(actions)
-        else:
-            self._send(self._commands, actions, name="step")
+        with _sb3_advice():
+            if self._send is None:
+                self._actions = actions
+            elif self._core is None:
+                self._send(actions)
+            else:
+                self._send(self._commands, actions, name="step")
 
     def step_wait(self) -> VecEnvStepReturn:
         """The step sent by :meth:`step_async`, in SB3's layout."""
+        with _sb3_advice():
+            return self._step_wait()
+
+    def _step_wait(self) -> VecEnvStepReturn:
         if self._wait is not None:
             result = self._wait() if self._core is None else self._wait(name="step")
         else:
@@ -499,6 +505,19 @@ class ToSB3VecEnv(VecEnv):
 
     def __repr__(self) -> str:
         return f"ToSB3VecEnv({errors.describe(self.vector_env)})"
+
+
+@contextlib.contextmanager
+def _sb3_advice() -> Iterator[None]:
+    """A sub-env's fault, with a note on what an SB3 caller can do about it (the
+    message's advice names calls SB3's ``VecEnv`` does not have)."""
+    try:
+        yield
+    except (SubEnvError, EpisodeEndedError) as error:
+        add_note = getattr(error, "add_note", None)  # Python >= 3.11
+        if add_note is not None:
+            add_note(sb3_after_fault())
+        raise
 
 
 def _as_vector_seed(seeds: Sequence[int | None]) -> int | list[int | None] | None:
@@ -780,6 +799,13 @@ def no_python_sub_envs(what: str, inner: Any) -> str:
         f"it runs its sub-envs outside Python (no gymnasium.Env objects, no "
         f"get_attr or call), so there is no attribute or method of a sub-env to "
         f"get, set or call. Ask the vector env itself instead."
+    )
+
+
+def sb3_after_fault() -> str:
+    return (
+        "Through to_sb3: call reset() on the VecEnv (it resets every sub-env; SB3's "
+        "VecEnv has no masked reset), or close() it."
     )
 
 
