@@ -620,3 +620,42 @@ def test_same_step_infos_are_returned_unchanged():
         np.testing.assert_array_equal(t.infos["final_obs"][i], t.next_obs[i])
         assert decode(t.obs[i])[1] == decode(t.next_obs[i])[1]
         assert decode(collector.obs[i]) == (i, decode(t.next_obs[i])[1] + 1, 0)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_the_collector_over_numpy_to_torch_gives_the_numpy_transitions(mode):
+    """Over NumpyToTorch (torch flags and observations): the same transitions as
+    over the NumPy env, episodes ending apart and masked resets included, the
+    observations moved to as tensors at every step (SAME_STEP's merged ones too),
+    and a torch reset_mask taken as the env takes it. (Torch's flags made the
+    boundaries uint8 index arrays: a false contract error in SAME_STEP, a refused
+    reset in DISABLED.)"""
+    torch = pytest.importorskip("torch")
+    from vecmode.wrappers import NumpyToTorch
+
+    def collector(convert: bool) -> TransitionCollector:
+        envs = vecmode.with_autoreset(
+            vecmode.SyncVectorEnv(scheduled_env_fns(3, info_type="numeric")), mode
+        )
+        return TransitionCollector(NumpyToTorch(envs) if convert else envs)
+
+    rng = np.random.default_rng(0)
+    with collector(True) as ours, collector(False) as plain:
+        for c in (ours, plain):
+            c.reset(seed=0)
+        cuts = 0
+        for k in range(40):
+            actions = rng.integers(0, 3, size=3)
+            got, expected = ours.step(actions), plain.step(actions)
+            assert isinstance(got.next_obs, torch.Tensor), k
+            assert_same(got.next_obs.numpy(), expected.next_obs)
+            for name in ("rewards", "terminations", "truncations"):
+                assert_same(getattr(got, name).numpy(), getattr(expected, name))
+            assert_same(got.valid, expected.valid)
+            if k % 7 == 3:  # a cut, the mask as each env takes it
+                mask = np.array([k % 2 == 0, False, True])
+                ours.reset(options={"reset_mask": torch.tensor(mask)})
+                plain.reset(options={"reset_mask": mask})
+                cuts += 1
+            assert_same(ours.obs.numpy(), plain.obs)
+        assert cuts > 3

@@ -762,7 +762,14 @@ class BoundaryTracker:
             shared = self._shared(terminations, truncations)
             if shared is not None:
                 return shared
-        ended = np.logical_or(terminations, truncations)
+        if type(terminations) is np.ndarray:
+            ended = np.logical_or(terminations, truncations)
+        else:  # another library's flags (torch's, whose logical_or through NumPy
+            # gives uint8, no bool mask): as NumPy bools
+            ended = np.logical_or(
+                np.asarray(terminations, dtype=np.bool_),
+                np.asarray(truncations, dtype=np.bool_),
+            )
         tracked = self.ended
         before = tracked.mask
         if not count_nonzero(ended):
