@@ -707,6 +707,25 @@ def test_next_step_s_reset_step_must_stay_empty():
     assert report.modes == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
 
 
+@vecmode.supports(*vecmode.MODES)
+class FlipsActionsInPlace(VectorWrapper):
+    """Wrong: maps action a to 2 - a in the caller's own array."""
+
+    def step(self, actions):
+        actions[...] = 2 - actions
+        return self.env.step(actions)
+
+
+def test_a_wrapper_writing_into_the_caller_s_actions_fails():
+    """The same in every mode, so no comparison sees it; the caller's buffer
+    (a rollout's stored actions) is corrupted all the same."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(FlipsActionsInPlace)
+    message = str(caught.value)
+    assert "call 1 (step), field actions: step() wrote into the caller's" in message
+    assert "never write into them" in message
+
+
 def test_a_wrapper_returning_one_buffer_again_conforms():
     """The kit keeps copies of what it is given: an earlier call's observations
     are not what a later call wrote over them."""

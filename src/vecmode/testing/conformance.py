@@ -439,7 +439,9 @@ def _drive(
         actions = np.stack(
             [np.asarray(queues[i][taken[i] % len(queues[i])]) for i in range(n)]
         )
+        given = actions.copy()
         obs, rewards, terminations, truncations, infos = call(where, envs.step, actions)
+        _check_actions_untouched(given, actions, where, who)
         # what an array-converting wrapper returns (torch, jax) is read as NumPy
         obs, rewards, terminations, truncations = as_numpy(
             (obs, rewards, terminations, truncations)
@@ -504,6 +506,21 @@ def _drive(
             started(obs, tracker.reset(mask).starts)
             last = _kept(obs)
     return run
+
+
+def _check_actions_untouched(
+    given: np.ndarray, actions: np.ndarray, where: str, who: str
+) -> None:
+    """Fail where ``step`` wrote into the caller's action array."""
+    if not np.array_equal(given, actions):
+        raise _fail(
+            who,
+            f"{where}, field actions",
+            f"step() wrote into the caller's actions: {_show(given)} became "
+            f"{_show(actions)}",
+            "A wrapper transforms a copy of the actions it is given (the caller "
+            "keeps them, e.g. in a rollout buffer); never write into them.",
+        )
 
 
 def _check_step_arrays(
