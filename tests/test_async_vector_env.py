@@ -15,6 +15,7 @@ import re
 import signal
 import threading
 import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -1139,37 +1140,42 @@ def test_a_spinning_parent_still_sees_timeouts_deaths_and_the_right_results():
     assert gone([pid])
 
 
-class ShapedInfo(gym.Env):
-    """Sub-env ``k``'s step info: ``{"events": k events}`` (a nested copy too)."""
+class OddStep(gym.Env):
+    """A sub-env whose step returns the ``reward`` and ``info`` it was given, as
+    some custom envs do (a one-element array reward, info arrays whose shape
+    differs between sub-envs)."""
 
-    observation_space = gym.spaces.Box(-1, 1, (1,))
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
     action_space = gym.spaces.Discrete(2)
 
-    def __init__(self, k: int) -> None:
-        self.k = k
+    def __init__(self, reward: Any = 0.0, info: dict | None = None) -> None:
+        self.reward, self.info = reward, info or {}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        return np.zeros(1, np.float32), {}
+        return np.zeros(2, np.float32), {}
 
     def step(self, action):
-        events = np.arange(self.k)
-        return np.zeros(1, np.float32), 0.0, False, False, {"events": events}
+        return np.zeros(2, np.float32), self.reward, False, False, dict(self.info)
 
 
-@pytest.mark.parametrize(
-    ("core", "in_parent"), [("sync", None), ("async", None), ("async", 1)]
-)
+#: The layouts a sub-env's fault is the same in: (core, in_parent).
+LAYOUTS = [("sync", None), ("async", None), ("async", 1)]
+
+
+def _core(core: str, fns: list, in_parent: int | None):
+    if core == "sync":
+        return vecmode.SyncVectorEnv(fns)
+    return AsyncVectorEnv(fns, num_workers=1, in_parent=in_parent, context=FORK)
+
+
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
 def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
     """Sub-envs whose info arrays differ in shape in one step: Gymnasium raises
     NumPy's bare ValueError; vecmode names the sub-env and the key, the call's
     sub-envs await a reset, and a reset makes the env usable again."""
-    fns = [functools.partial(ShapedInfo, k) for k in (2, 0)]
-    envs = (
-        vecmode.SyncVectorEnv(fns)
-        if core == "sync"
-        else AsyncVectorEnv(fns, in_parent=in_parent, context=FORK)
-    )
+    fns = [functools.partial(OddStep, info={"events": np.arange(k)}) for k in (2, 0)]
+    envs = _core(core, fns, in_parent)
     envs.reset(seed=0)
     with pytest.raises(InfoBatchError) as caught:
         envs.step(np.zeros(2, np.int64))
@@ -1184,33 +1190,12 @@ def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
     envs.close()
 
 
-class ArrayReward(gym.Env):
-    """Returns its reward as a one-element array, as some custom envs do."""
-
-    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        return np.zeros(2, np.float32), np.array([1.5]), False, False, {}
-
-
-@pytest.mark.parametrize(
-    ("core", "in_parent"), [("sync", None), ("async", None), ("async", 1)]
-)
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
 def test_a_reward_that_is_not_one_number_is_the_sub_env_s_error(core, in_parent):
     """Gymnasium's envs return a (num_envs, 1) reward batch for it; a worker
     writing it into its (num_envs,) rewards died (WorkerError, env lost). Now
     every layout raises SubEnvError naming the sub-env, and a reset recovers."""
-    fns = [ArrayReward] * 2
-    envs = (
-        vecmode.SyncVectorEnv(fns)
-        if core == "sync"
-        else AsyncVectorEnv(fns, num_workers=1, in_parent=in_parent, context=FORK)
-    )
+    envs = _core(core, [functools.partial(OddStep, np.array([1.5]))] * 2, in_parent)
     envs.reset(seed=0)
     with pytest.raises(SubEnvError) as caught:
         envs.step(np.zeros(2, np.int64))

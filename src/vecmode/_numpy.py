@@ -1,4 +1,5 @@
-"""NumPy functions without NumPy's Python-level dispatch.
+"""NumPy functions without NumPy's Python-level dispatch, and other libraries'
+arrays as NumPy.
 
 ``np.count_nonzero(a)`` is two Python calls (the function and its
 ``__array_function__`` dispatcher) around one C call; on a mask of a few dozen
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["count_nonzero"]
+__all__ = ["count_nonzero", "host_array"]
 
 
 def _undispatched() -> Callable[[Any], int]:
@@ -34,3 +35,12 @@ def _undispatched() -> Callable[[Any], int]:
 
 
 count_nonzero: Callable[[Any], int] = _undispatched()
+
+
+def host_array(value: Any) -> Any:
+    """``value`` (a NumPy array, a list, or any library's array) as NumPy or as
+    is: a torch tensor, wherever it lives, or a jax array, as a NumPy array."""
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return value
+    cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives
+    return np.asarray(cpu() if callable(cpu) else value)

@@ -59,8 +59,9 @@ import sys
 import textwrap
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 import gymnasium as gym
@@ -155,6 +156,9 @@ class _Formatter(argparse.HelpFormatter):
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors as one ``vecmode:`` line (exit code 2)."""
 
+    #: The parsers of the commands, by name (the top-level parser's).
+    commands: Mapping[str, argparse.ArgumentParser] = MappingProxyType({})
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"vecmode: {message} (see: {self.prog} --help)\n")
 
@@ -186,7 +190,7 @@ def _mode(text: str) -> AutoresetMode:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     formatter = _Formatter
     parser = _Parser(
         prog="vecmode",
@@ -384,6 +388,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--seed", type=int, default=0, help="reset seed (0)")
     json_option(probe)
+    parser.commands = commands.choices
     return parser
 
 
@@ -691,10 +696,7 @@ def _table(args: argparse.Namespace) -> int:
             "modes": {
                 mode.value: {
                     "verdict": found.behaviour(mode),
-                    "why": found.wrong.get(mode)
-                    or found.reasons.get(mode)
-                    or found.caveats.get(mode)
-                    or None,
+                    "why": found.note(mode) or None,
                 }
                 for mode in MODES
             },
@@ -1077,17 +1079,6 @@ def _stdout_to_devnull() -> None:
     os.close(devnull)
 
 
-def _subparser(
-    parser: argparse.ArgumentParser, name: str | None
-) -> argparse.ArgumentParser | None:
-    """The parser of the command ``name``, or None."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            found: argparse.ArgumentParser | None = action.choices.get(name or "")
-            return found
-    return None
-
-
 def _run(argv: list[str]) -> int:
     parser = _parser()
     try:
@@ -1095,7 +1086,7 @@ def _run(argv: list[str]) -> int:
         if args.command is None and not extra:  # vecmode alone: CartPole's timeline
             args, extra = parser.parse_known_args([*argv, "timeline"])
         if extra:  # the command's parser says so, pointing at its own --help
-            helper = _subparser(parser, args.command) or parser
+            helper = parser.commands.get(args.command or "", parser)
             helper.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exit_:  # --help, --version, usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE

@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
-from vecmode._numpy import count_nonzero
+from vecmode._numpy import count_nonzero, host_array
 
 __all__ = [
     "ASSUMED_MODE",
@@ -766,10 +766,7 @@ class BoundaryTracker:
             ended = np.logical_or(terminations, truncations)
         else:  # another library's flags (torch's, whose logical_or through NumPy
             # gives uint8, no bool mask): as NumPy bools
-            ended = np.logical_or(
-                np.asarray(terminations, dtype=np.bool_),
-                np.asarray(truncations, dtype=np.bool_),
-            )
+            ended = np.logical_or(host_array(terminations), host_array(truncations))
         tracked = self.ended
         before = tracked.mask
         if not count_nonzero(ended):

@@ -160,6 +160,13 @@ class Declaration:
             return "ok"
         return "wrong" if mode in self.wrong else "refused"
 
+    def note(self, mode: AutoresetMode) -> str:
+        """What is recorded of ``mode``: why it is wrong or not supported, or
+        the caveat of a supported one; empty if nothing."""
+        return (
+            self.wrong.get(mode) or self.reasons.get(mode) or self.caveats.get(mode, "")
+        )
+
     def why(self, mode: AutoresetMode) -> str:
         """Why ``mode`` is not supported, as a sentence for an error message."""
         if mode in self.wrong:
@@ -491,7 +498,7 @@ _TABLE_LEGEND = (
 def _verdict_cell(found: Declaration, mode: AutoresetMode) -> str:
     """A cell of the table: the verdict, :data:`OK_WITH_CAVEAT` for ok with a
     caveat."""
-    if mode in found.caveats and mode in found.modes:
+    if mode in found.caveats:  # only supported modes have one
         return OK_WITH_CAVEAT
     return found.behaviour(mode).replace("wrong", "WRONG")
 
@@ -500,11 +507,7 @@ def _reasons(entries: list[tuple[str, Declaration]], markdown: bool) -> list[str
     lines = []
     for name, found in entries:
         for mode in MODES:
-            text = (
-                found.wrong.get(mode)
-                or found.reasons.get(mode)
-                or (found.caveats.get(mode) if mode in found.modes else None)
-            )
+            text = found.note(mode)
             if text:
                 verdict = _verdict_cell(found, mode)
                 shown = f"`{name}`" if markdown else name

@@ -35,14 +35,11 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
+from vecmode._numpy import host_array
 from vecmode.core import reuses_buffers, validate_reset_mask
 from vecmode.modes import BoundaryTracker
 from vecmode.registry import _mode_or_assumed
-from vecmode.wrappers.base import (
-    check_infos,
-    final_entries,
-    merge_final_observations,
-)
+from vecmode.wrappers.base import check_infos, merge_final_observations
 
 __all__ = ["Transition", "TransitionCollector"]
 
@@ -219,11 +216,8 @@ class TransitionCollector:
         if options is not None:
             options = dict(options)
             if "reset_mask" in options:
-                mask = options["reset_mask"]
-                if not isinstance(mask, np.ndarray | list | tuple) and hasattr(
-                    mask, "__array__"
-                ):  # another library's array (a torch tensor), as the env takes it
-                    mask = np.asarray(mask)
+                # another library's array (a torch tensor), as the env takes it
+                mask = host_array(options["reset_mask"])
                 mask = validate_reset_mask(mask, self.num_envs)
                 if self._obs is None:
                     raise ResetNeeded(collector_masked_reset_first())
@@ -265,7 +259,9 @@ class TransitionCollector:
             if np.count_nonzero(rows):
                 if not isinstance(infos, (dict, list, tuple)):
                     check_infos(infos, _WHO)
-                moved_to = _merged(self.envs, stepped, infos, rows)
+                moved_to = merge_final_observations(
+                    self.envs, stepped, infos, rows, _WHO
+                )
             rows = b.needs_reset
             if np.count_nonzero(rows):
                 following, reset_infos = self.envs.reset(options={"reset_mask": rows})
@@ -291,24 +287,6 @@ class TransitionCollector:
 
     def __repr__(self) -> str:
         return f"TransitionCollector({self.envs}, mode={self.mode.value})"
-
-
-def _merged(envs: Any, stepped: Any, infos: Any, rows: np.ndarray) -> Any:
-    """The observations moved to: ``stepped`` with the final observations of
-    ``rows`` written in, a batch of the same kind (a torch tensor from
-    ``NumpyToTorch``, cloned; a jax array, updated; else NumPy)."""
-    if type(stepped) is np.ndarray or not (
-        hasattr(stepped, "clone") or hasattr(stepped, "at")
-    ):
-        return merge_final_observations(envs, stepped, infos, rows, _WHO)
-    final = final_entries(infos, rows, _WHO)
-    merged = stepped.clone() if hasattr(stepped, "clone") else stepped
-    for i in np.flatnonzero(rows).tolist():
-        if hasattr(merged, "clone"):
-            merged[i] = final[i]
-        else:  # jax arrays are immutable
-            merged = merged.at[i].set(final[i])
-    return merged
 
 
 # ------------------------------------------------------------------ messages

@@ -734,12 +734,8 @@ class WrapperReport:
         (where it does, a proof that left that base out does not cover it)."""
         if self._factory is None:
             return False
-        kinds = dict(self._kinds)
-        num_envs, obs_type = kinds.pop("num_envs"), kinds.pop("obs_type")
         for mode in self.modes:
-            envs = BASES[base](
-                scheduled_env_fns(num_envs, None, None, obs_type, **kinds), mode
-            )
+            envs = _base(base, mode, self._kinds)
             try:
                 self._factory(envs).close()
             except Exception:  # refused there, or cannot wrap it
@@ -843,8 +839,8 @@ def check_wrapper(
             ``["vecmode.SyncVectorEnv"]``; an adapter of ALE's dense final
             observations adds ``"vecmode.testing.DenseFinalObsVectorEnv"``
             (:class:`vecmode.testing.DenseFinalObsVectorEnv`; it reports no final
-            infos, so also ``env_infos=False``): the same runs over it and over
-            Gymnasium's env prove the translation.
+            infos, so an ended step's infos are not compared over it): the same
+            runs over it and over Gymnasium's env prove the translation.
         compare_info: what of a sub-env's info must agree across modes at each
             real transition, as a function of its info dict: the call's info for
             that sub-env, merged over the ended step's ``final_info`` where the
@@ -976,6 +972,23 @@ _HINT_DENSE = (
 )
 
 
+def _base(
+    name: str,
+    mode: AutoresetMode,
+    kinds: Mapping[str, Any],
+    schedule: _Schedule | None = None,
+) -> VectorEnv:
+    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds`` (as
+    ``check_wrapper`` was given them) on ``schedule`` (default: theirs)."""
+    rest = dict(kinds)
+    num_envs, obs_type = rest.pop("num_envs"), rest.pop("obs_type")
+    lengths, truncate = (
+        (None, None) if schedule is None else (schedule.lengths, schedule.truncate)
+    )
+    fns = scheduled_env_fns(num_envs, lengths, truncate, obs_type, **rest)
+    return BASES[name](fns, mode)
+
+
 def _check_arguments(
     factory: Any, num_envs: Any, transitions: Any, bases: Iterable[str] | None
 ) -> None:
@@ -989,14 +1002,10 @@ def _check_arguments(
         or transitions < 1
     ):
         raise ValueError(conformance_count("transitions", transitions, 1))
-    over = (
-        list(DEFAULT_BASES)
-        if bases is None
-        else [bases]
-        if isinstance(bases, str)
-        else list(bases)
-    )
-    if isinstance(bases, str) or not over or any(name not in BASES for name in over):
+    if isinstance(bases, str):  # one name, not a list of them
+        raise ValueError(conformance_bases([bases], list(BASES)))
+    over = list(DEFAULT_BASES) if bases is None else list(bases)
+    if not over or any(name not in BASES for name in over):
         raise ValueError(conformance_bases(over, list(BASES)))
 
 
@@ -1030,17 +1039,9 @@ class _Checker:
         #: the one class the factory builds over the base env (None: a stack)
         self.built: type | None = None
         self.layers = 1
-        #: whether its values depend on the batch (then a masked reset's rows of
-        #: the other sub-envs may differ from the call before's)
-        self.pooled = False
 
     def base(self, name: str, mode: AutoresetMode, schedule: _Schedule) -> VectorEnv:
-        kinds = dict(self.kinds)
-        num_envs, obs_type = kinds.pop("num_envs"), kinds.pop("obs_type")
-        fns = scheduled_env_fns(
-            num_envs, schedule.lengths, schedule.truncate, obs_type, **kinds
-        )
-        return BASES[name](fns, mode)
+        return _base(name, mode, self.kinds, schedule)
 
     def build(
         self, mode: AutoresetMode, schedule: _Schedule | None = None
@@ -1156,7 +1157,7 @@ class _Checker:
         found = declaration(wrapped)
         produces = found.output if found is not None else None
         try:
-            queues, transitions, seed, compare_info = drive_args
+            queues, transitions, seed, compare_info, pooled = drive_args
             return _drive(
                 wrapped,
                 produces or mode,
@@ -1168,7 +1169,7 @@ class _Checker:
                 self.who,
                 compare_info,
                 name not in _DENSE_LAYOUT,
-                not self.pooled,
+                not pooled,
             )
         finally:
             wrapped.close()
@@ -1185,7 +1186,6 @@ class _Checker:
         """Mode equivalence: every declared mode, over every base and schedule,
         gives the same real transitions; an episode cut by a masked reset gives
         what one the env truncated there gives."""
-        self.pooled = batch_dependent
         runs: list[str] = []
         compared = 0
         cut_runs: dict[AutoresetMode, _Run] = {}
@@ -1203,7 +1203,7 @@ class _Checker:
                         mode,
                         schedule,
                         label,
-                        (queues, transitions, seed, compare_info),
+                        (queues, transitions, seed, compare_info, batch_dependent),
                     )
                     runs.append(label)
                     if truncated:  # the same mode with cuts instead of truncations

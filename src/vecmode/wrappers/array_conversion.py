@@ -29,6 +29,7 @@ import numpy as np
 from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import VectorEnv
 
+from vecmode._numpy import host_array
 from vecmode.core import StepResult
 from vecmode.modes import MODES, map_infos
 from vecmode.registry import supports
@@ -57,14 +58,6 @@ def _converter(who: str) -> Callable[..., Any]:
     _require("array_api_compat", who)
     found = _require("gymnasium.wrappers.array_conversion", who)
     return found.array_conversion  # type: ignore[no-any-return]
-
-
-def _host_array(value: Any) -> Any:
-    """``value`` (a NumPy array, a list, or any library's array) as NumPy or as is."""
-    if isinstance(value, (np.ndarray, list, tuple)):
-        return value
-    cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives
-    return np.asarray(cpu() if callable(cpu) else value)
 
 
 @supports(*MODES)
@@ -157,7 +150,7 @@ class ArrayConversion(MaskedResetWrapper):
             mask = rest.pop("reset_mask", None)
             options = dict(self._to_env(rest)) if rest else {}
             if has_mask:
-                options["reset_mask"] = _host_array(mask)
+                options["reset_mask"] = host_array(mask)
         return super()._reset_arguments(seed, options)
 
     def _reset_result(

@@ -111,7 +111,8 @@ def merge_final_observations(
     who: str = "wrapper",
 ) -> Any:
     """A copy of the batch ``observations`` whose ``rows`` hold the final
-    observations of ``infos``.
+    observations of ``infos``, a batch of the same kind (a torch tensor stays
+    one, as ``NumpyToTorch`` returns them).
 
     ``env`` is the env that returned them (its observation spaces are used). The
     result is a full-size batch, so a transform written for ``num_envs`` rows
@@ -121,14 +122,17 @@ def merge_final_observations(
     indices = np.flatnonzero(rows).tolist()
     if type(observations) is np.ndarray and type(env.observation_space) is Box:
         merged = observations.copy()
+    elif callable(getattr(observations, "clone", None)):  # a torch tensor
+        merged = observations.clone()
+    else:
+        singles = list(iterate_batch(env.observation_space, observations))
         for i in indices:
-            merged[i] = final[i]
-        return merged
-    singles = list(iterate_batch(env.observation_space, observations))
+            singles[i] = final[i]
+        space = env.single_observation_space
+        return concatenate(space, singles, empty_batch(space, len(singles)))
     for i in indices:
-        singles[i] = final[i]
-    space = env.single_observation_space
-    return concatenate(space, singles, empty_batch(space, len(singles)))
+        merged[i] = final[i]
+    return merged
 
 
 def empty_batch(space: Space, num_envs: int) -> Any:
