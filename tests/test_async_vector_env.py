@@ -864,6 +864,21 @@ def test_timeout_is_a_clear_error_and_close_terminates_the_stuck_workers():
     assert gone(pids)
 
 
+def test_close_ends_a_busy_worker_when_its_timeout_is_up():
+    """close(timeout=...) after an interrupted call (here: a pending one) waits
+    that long for the busy worker, then ends it; it used to wait a second more
+    (the wait for a worker that answered), past the documented limit."""
+    envs = make_async([functools.partial(SlowEnv, i, 30.0) for i in range(2)])
+    envs.reset(seed=0)
+    pids = [p.pid for p in envs.processes]
+    envs.step_async(np.zeros(2, dtype=int))
+    started = time.monotonic()
+    with deadline(20), pytest.warns(UserWarning, match="pending call"):
+        envs.close(timeout=0.2)
+    assert time.monotonic() - started < 1.0  # 0.2 s, not 0.2 + 1
+    assert gone(pids)
+
+
 def test_the_timeout_argument_applies_to_every_call():
     envs = make_async([functools.partial(SlowEnv, 0, 30.0)], timeout=0.3)
     envs.reset(seed=0)
@@ -1163,10 +1178,50 @@ class OddStep(gym.Env):
 LAYOUTS = [("sync", None), ("async", None), ("async", 1)]
 
 
-def _core(core: str, fns: list, in_parent: int | None):
+def _core(core: str, fns: list, in_parent: int | None, **kwargs: Any):
     if core == "sync":
         return vecmode.SyncVectorEnv(fns)
-    return AsyncVectorEnv(fns, num_workers=1, in_parent=in_parent, context=FORK)
+    return AsyncVectorEnv(
+        fns, num_workers=1, in_parent=in_parent, context=FORK, **kwargs
+    )
+
+
+class WrongShape(OddStep):
+    """Steps to an observation of 5 values in a Box of 2."""
+
+    def step(self, action):
+        _, *rest = super().step(action)
+        return (np.zeros(5, np.float32), *rest)
+
+
+@pytest.mark.parametrize("shared_memory", [True, False], ids=["shm", "no-shm"])
+@pytest.mark.parametrize("bad", [0, 1])
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_an_observation_of_the_wrong_shape_is_the_sub_env_s_error(
+    core, in_parent, bad, shared_memory
+):
+    """Without shared memory the parent wrote a worker's observation into the
+    batch and raised NumPy's bare ValueError; now every layout names the
+    sub-env, the call's sub-envs await a reset, and a reset recovers."""
+    if core == "sync" and not shared_memory:
+        pytest.skip("the sync core has no shared memory to go without")
+    fns: list[Any] = [OddStep, OddStep]
+    fns[bad] = WrongShape
+    kwargs = {} if core == "sync" else {"shared_memory": shared_memory}
+    envs = _core(core, fns, in_parent, **kwargs)
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as caught:
+        envs.step(np.zeros(2, np.int64))
+    assert (caught.value.index, caught.value.method, caught.value.exc_type) == (
+        bad,
+        "writing its observation",
+        "ValueError",
+    )
+    # the sub-envs whose step was lost (the sync core stops at the fault)
+    assert envs.awaiting_reset[bad]
+    assert np.flatnonzero(envs.awaiting_reset).tolist() == sorted(caught.value.lost)
+    envs.reset(seed=0)
+    envs.close()
 
 
 @pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
@@ -1190,17 +1245,91 @@ def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
     envs.close()
 
 
+class RaisingAccess(OddStep):
+    """A sub-env whose method, property, attribute setter and render raise
+    (``fail``) or work."""
+
+    render_mode = "rgb_array"
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def _maybe(self, what: str) -> int:
+        if self.fail:
+            raise ValueError(f"{what} failed on purpose")
+        return 0
+
+    def poke(self) -> int:
+        return self._maybe("poke")
+
+    @property
+    def prop(self) -> int:
+        return self._maybe("prop")
+
+    @property
+    def knob(self) -> int:
+        return 0
+
+    @knob.setter
+    def knob(self, value: int) -> None:
+        self._maybe("knob")
+
+    def render(self) -> Any:
+        self._maybe("render")
+        return np.zeros((2, 2, 3), np.uint8)
+
+
+@pytest.mark.parametrize("bad", [0, 1])  # one in the parent's share, one not
 @pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
-def test_a_reward_that_is_not_one_number_is_the_sub_env_s_error(core, in_parent):
-    """Gymnasium's envs return a (num_envs, 1) reward batch for it; a worker
-    writing it into its (num_envs,) rewards died (WorkerError, env lost). Now
-    every layout raises SubEnvError naming the sub-env, and a reset recovers."""
-    envs = _core(core, [functools.partial(OddStep, np.array([1.5]))] * 2, in_parent)
+def test_a_sub_env_raising_in_call_get_attr_set_attr_render_is_named(
+    core, in_parent, bad
+):
+    """The sync core raised what the sub-env raised, with no index (as
+    Gymnasium's); now every layout raises the same SubEnvError naming the sub-env
+    and the call, and the env goes on."""
+    fns: list[Any] = [RaisingAccess, RaisingAccess]
+    fns[bad] = functools.partial(RaisingAccess, fail=True)
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    calls = {
+        "call('poke')": lambda: envs.call("poke"),
+        "get_attr('prop')": lambda: envs.get_attr("prop"),
+        "set_attr('knob')": lambda: envs.set_attr("knob", 1),
+        "call('render')": envs.render,
+    }
+    for method, make_the_call in calls.items():
+        with pytest.raises(SubEnvError) as caught:
+            make_the_call()
+        assert (caught.value.index, caught.value.method) == (bad, method)
+        assert caught.value.exc_type == "ValueError"
+        assert "failed on purpose" in str(caught.value), str(caught.value)
+        assert not envs.awaiting_reset.any()
+    with pytest.raises(AttributeError):  # a SubEnvAttributeError in every layout
+        envs.get_attr("missing")
+    envs.step(np.zeros(2, np.int64))  # usable
+    envs.close()
+
+
+@pytest.mark.parametrize("bad", [0, 1])  # one in the parent's share, one not
+@pytest.mark.parametrize("reward", [np.array([1.5]), "abc", None], ids=repr)
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_a_reward_that_is_not_one_number_is_the_sub_env_s_error(
+    core, in_parent, reward, bad
+):
+    """Gymnasium's envs return a (num_envs, 1) reward batch for an array, raise a
+    bare ValueError for a string and make None a NaN; a worker writing them into
+    its (num_envs,) rewards died (WorkerError, env lost), the parent's share
+    broke the env for good. Now every layout raises SubEnvError naming the
+    sub-env, and a reset recovers."""
+    fns = [OddStep, OddStep]
+    fns[bad] = functools.partial(OddStep, reward)
+    envs = _core(core, fns, in_parent)
     envs.reset(seed=0)
     with pytest.raises(SubEnvError) as caught:
         envs.step(np.zeros(2, np.int64))
-    assert (caught.value.index, caught.value.method) == (0, "step")
-    assert caught.value.message == vecmode.runner.reward_not_a_number(np.array([1.5]))
+    assert (caught.value.index, caught.value.method) == (bad, "step")
+    assert caught.value.message == vecmode.runner.reward_not_a_number(reward)
     envs.reset(seed=0)
     assert multiprocessing.active_children() or core == "sync"  # workers alive
     envs.close()

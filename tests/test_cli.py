@@ -174,6 +174,29 @@ def test_timeline_env_id_typo_gets_gymnasiums_suggestion(capsys):
     assert "Did you mean: `CartPole`?" in one_error_line(err)
 
 
+def test_an_env_id_naming_a_class_says_ids_are_registered(capsys):
+    """module:Class (the --wrap form) as ENV_ID: the module is imported, but an
+    ENV_ID is an id it registers; the hint used to describe what was typed."""
+    code, out, err = run(["timeline", f"{TARGETS}:ShiftObservation"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    line = one_error_line(err)
+    assert (
+        f"ENV_ID is an id a module registers, not a class: {TARGETS!r} was imported "
+        "but registered no 'ShiftObservation'. Register it there "
+        "(gymnasium.register('ShiftObservation', entry_point=...))"
+    ) in line, line
+
+
+def test_an_unknown_namespace_says_how_to_import_its_package(capsys):
+    code, out, err = run(["timeline", "NoSuchSpace/Game-v5"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    line = one_error_line(err)
+    assert (
+        "If an installed package registers the 'NoSuchSpace' namespace when "
+        "imported, name it first: 'package:NoSuchSpace/Game-v5'"
+    ) in line, line
+
+
 def test_timeline_action_outside_the_action_space_is_a_usage_error(capsys):
     code, out, err = run(["timeline", "--action", "5"], capsys)
     assert (code, out) == (EXIT_USAGE, "")
@@ -650,6 +673,11 @@ def test_check_missing_attribute_suggests_close_names(capsys):
         ("ClipReward:min_reward=0,max_reward", "'max_reward' is not key=value"),
         ("ClipReward:1min=0", "'1min' is not an argument name"),
         ("NormalizeReward:gamma=0.9,gamma=0.5", "'gamma' given twice"),
+        ("NormalizeReward:gamma=", "'gamma' has no value (write gamma='' for '')"),
+        (
+            "ClipReward:min_reward= ,max_reward=1",
+            "'min_reward' has no value (write min_reward='' for '')",
+        ),
         ("a.b:C:D:k=1", "more than module:Class before the arguments"),
         (":ClipReward", "a name is empty"),
         ("my-module:Wrapper", "'my-module' is not a module path"),
@@ -709,7 +737,7 @@ def test_wrapper_argument_values_are_python_literals_or_strings():
     from vecmode.cli import _split
 
     names, kwargs = _split(
-        "pkg.mod:Cls:a=0.9,b=(1, 2),c=CartPole-v1,d=None,e=-inf,f='x,y:z',g=[1,2],h=",
+        "pkg.mod:Cls:a=0.9,b=(1, 2),c=CartPole-v1,d=None,e=-inf,f='x,y:z',g=[1,2],h=''",
         "--wrap",
     )
     assert names == ["pkg.mod", "Cls"]
@@ -912,6 +940,10 @@ def test_conform_bad_arguments_and_names(capsys):
     code, _, err = run(["conform", f"{TARGETS}:Nope"], capsys)
     assert code == EXIT_USAGE
     assert one_error_line(err).startswith(f"module '{TARGETS}' has no attribute")
+    # a module the target's module imports is no suggestion ('np' for 'nope')
+    code, _, err = run(["probe", f"{TARGETS}:nop"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == vecmode.cli.cli_missing_attribute(TARGETS, "nop", [])
 
 
 # ------------------------------------------------------------------- probe
@@ -997,6 +1029,23 @@ def test_probe_factory_that_raises_is_exit_code_1(capsys):
     line = one_error_line(err)
     assert line.startswith(f"probing {TARGETS}:raises raised ")
     assert "the factory's own bug" in line or "RuntimeError" in line
+
+
+@pytest.mark.parametrize("json", [False, True])
+def test_probe_factory_returning_no_vector_env_is_a_usage_error(json, capsys):
+    """A FACTORY that is no vector env factory (an env class, a function
+    returning something else) is the command's misuse: exit code 2 and a hint in
+    the command's terms (it was exit code 1 and a Python lambda)."""
+    pytest.importorskip("vecmode.probe")
+    spec = f"{TARGETS}:not_a_vector_env:env=1"
+    code, out, err = run(["probe", spec, *(["--json"] if json else [])], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        f"probe FACTORY must build a vector env, but {spec} returned ndarray. Name "
+        "a function returning one, with its arguments, e.g. vecmode probe "
+        "gymnasium:make_vec:id=CartPole-v1,num_envs=2 (for an env id a module "
+        "registers: id=module:Name-v0)."
+    )
 
 
 def test_probe_module_that_cannot_be_imported(capsys):

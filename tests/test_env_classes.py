@@ -321,6 +321,19 @@ def test_envpool_behaves_as_declared():
 
 
 @envpool_warnings
+def test_check_stack_names_envpool_as_the_package_of_its_env():
+    """EnvPool makes its classes at run time (their __module__ is 'abc'): the
+    report named the package 'abc'."""
+    pytest.importorskip("envpool")
+    envs = _envpool()
+    try:
+        report = str(vecmode.check_stack(envs))
+    finally:
+        envs.close()
+    assert f"{type(envs).__name__} (envpool)" in report, report
+
+
+@envpool_warnings
 @pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
 def test_envpool_converted_behaves_as_the_mode_it_declares(mode):
     """check_vector_env proves the converted env against the mode's rules (masked
@@ -382,6 +395,56 @@ def test_refusals_name_the_class_the_reason_and_the_remedy(factory, says, mode):
                 "(NextStep) into SameStep"
             ), message
         assert "Build the env in DISABLED mode itself" not in message
+    finally:
+        envs.close()
+
+
+def _ale_if_installed(mode: str) -> Any:
+    pytest.importorskip("ale_py")
+    return _ale(mode)
+
+
+@pytest.mark.parametrize(
+    ("build", "target", "remedy"),
+    [
+        # ALE cannot be built in Disabled, but its NextStep converts exactly
+        (_ale_if_installed, "Disabled", "NextStep"),
+        (
+            lambda mode: gym.vector.SyncVectorEnv(
+                scheduled_fns(2), autoreset_mode=mode
+            ),
+            "Disabled",
+            "Disabled",
+        ),
+        (
+            lambda mode: gym.vector.SyncVectorEnv(
+                scheduled_fns(2), autoreset_mode=mode
+            ),
+            "NextStep",
+            "NextStep",
+        ),
+    ],
+)
+def test_a_same_step_env_is_told_how_its_class_gets_there(build, target, remedy):
+    """Nothing converts SameStep to another mode; when the env's declared class
+    can be built in a mode that gets there, the refusal says so (it used to say
+    "Build the env in DISABLED mode itself", which ALE refuses), and the advice
+    works."""
+    envs = build("SameStep")
+    try:
+        with pytest.raises(IncompatibleModeError) as info:
+            vecmode.with_autoreset(envs, target)
+    finally:
+        envs.close()
+    name = type(envs).__name__
+    message = str(info.value)
+    assert f"Build {name} with autoreset_mode={remedy!r} instead" in message, message
+    assert "cannot be recovered exactly" in message, message  # the reason stays
+    assert "Build the env in DISABLED mode itself" not in message
+    envs = build(remedy)  # the advice, followed
+    try:
+        converted = vecmode.with_autoreset(envs, target)
+        assert vecmode.mode_of(converted) is AutoresetMode(target)
     finally:
         envs.close()
 

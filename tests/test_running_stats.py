@@ -392,9 +392,10 @@ def test_normalize_is_gymnasiums_expression_bit_for_bit(x, stats, epsilon, seed)
     sums_dtype=st.sampled_from([np.float32, np.float64]),
     rewards_dtype=st.sampled_from([np.float64, np.float32, np.int64]),
     moved=st.sampled_from([0.0, 0.5, 1.0]),
+    terminated=st.sampled_from([0.0, 0.3]),
 )
 def test_discount_is_the_row_formula_bit_for_bit(
-    n, seed, gamma, sums_dtype, rewards_dtype, moved
+    n, seed, gamma, sums_dtype, rewards_dtype, moved, terminated
 ):
     """``sums[i] = sums[i] * gamma * (1 - terminated[i]) + reward[i]`` for the
     sub-envs in the mask, others untouched, whichever path computes it; the
@@ -402,7 +403,7 @@ def test_discount_is_the_row_formula_bit_for_bit(
     rng = np.random.default_rng(seed)
     sums = (rng.normal(size=n) * 100).astype(sums_dtype)
     rewards = (rng.normal(size=n) * 10).astype(rewards_dtype)
-    terminations = rng.random(n) < 0.3
+    terminations = rng.random(n) < terminated
     mask = rng.random(n) < moved if moved < 1 else np.ones(n, dtype=bool)
     want = sums.copy()
     want[mask] = want[mask] * gamma * (1 - terminations[mask]) + rewards[mask]

@@ -33,7 +33,7 @@ import vecmode.transitions
 from tests.gym_verdict_helpers import sub
 from tests.helpers import assert_same
 from vecmode.modes import MODES, AutoresetMode
-from vecmode.testing.envs import decode, scheduled_env_fns
+from vecmode.testing.envs import DenseFinalObsVectorEnv, decode, scheduled_env_fns
 from vecmode.transitions import Transition, TransitionCollector
 from vecmode.wrappers import DictInfoToList
 
@@ -67,6 +67,8 @@ def make_envs(
         return gym.vector.AsyncVectorEnv(
             fns, copy=copy, autoreset_mode=mode, context="fork"
         )
+    if base == "dense":  # SAME_STEP's final observations as ALE reports them
+        return DenseFinalObsVectorEnv(fns, copy=copy, autoreset_mode=mode)
     if base == "vecmode+DictInfoToList":
         return DictInfoToList(
             vecmode.with_autoreset(vecmode.SyncVectorEnv(fns, copy=copy), mode)
@@ -84,6 +86,7 @@ class Run:
 
     def __init__(self, collector, queues, wanted=WANTED, seed=0):
         n = collector.num_envs
+        self.collector = collector
         taken = [0] * n
         obs, _ = collector.reset(seed=seed)
         assert collector.obs is obs
@@ -218,6 +221,15 @@ def test_infos_as_a_list_carry_final_observations():
     sub-env's own dict, and found there."""
     runs = run_all_modes("vecmode+DictInfoToList", copy=False)
     assert isinstance(runs[AutoresetMode.SAME_STEP].kept[0][0].infos, list)
+
+
+def test_an_env_reporting_final_observations_its_own_way_is_read_through():
+    """ALE's layout (one dense final_obs array, no mask): the collector reads it
+    through GymnasiumFinalObs, so SAME_STEP's final observations are found (it
+    used to raise a contract error at the first episode end)."""
+    runs = run_all_modes("dense", copy=False)
+    envs = runs[AutoresetMode.SAME_STEP].collector.envs
+    assert isinstance(envs, vecmode.autoreset.GymnasiumFinalObs)
 
 
 @pytest.mark.parametrize("base", ["vecmode", "gymnasium"])

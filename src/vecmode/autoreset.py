@@ -36,6 +36,7 @@ from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.infos import expand_infos, merge_infos, select_infos
 from vecmode.modes import (
+    MODES,
     EndedTracker,
     ModeLike,
     as_mode,
@@ -578,6 +579,14 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     chain = _conversion(current, target)
     if chain is None:  # the policy producing the target refuses, saying why
         chain = [p for p in POLICIES if cast(Any, declaration(p)).output is target]
+        rebuild = _rebuild_in(env, current, target)
+        if rebuild is not None:  # ... and the env's class can be built otherwise
+            found = cast(Any, declaration(chain[0]))
+            raise IncompatibleModeError(
+                errors.incompatible_mode(
+                    chain[0].__name__, current, found.modes, found.why(current), rebuild
+                )
+            )
     original = env
     for policy in chain:
         try:
@@ -590,6 +599,28 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
                 conversion_refused(original, current, target, policy.__name__, error)
             ) from error
     return env
+
+
+def _rebuild_in(
+    env: VectorEnv, current: AutoresetMode, target: AutoresetMode
+) -> str | None:
+    """How to get ``target`` from a declared env class that can be built in
+    another mode than ``current`` (ALE's SAME_STEP env cannot become DISABLED,
+    but the same class built in NEXT_STEP can), or None."""
+    found = vector_env_declaration(env) if env.unwrapped is env else None
+    if found is None:
+        return None
+    name = type(env).__name__
+    if target in found.modes:
+        return rebuilt_in(name, target, None)
+    for mode in MODES:
+        chain = _conversion(mode, target) if mode in found.modes else None
+        if not chain or mode is current:
+            continue
+        if DisableAutoreset in chain and found.masked_reset_of != "clears":
+            continue  # the way there needs a masked reset the class lacks
+        return rebuilt_in(name, mode, target)
+    return None
 
 
 def gymnasium_layout(env: VectorEnv) -> VectorEnv:
@@ -665,6 +696,16 @@ def conversion_refused(
         f"with_autoreset cannot turn {name} ({current.value}) into {target.value}: "
         f"the way there goes through {policy}, and {cast(Any, error).why} "
         f"{cast(Any, error).instead}"
+    )
+
+
+def rebuilt_in(name: str, mode: AutoresetMode, target: AutoresetMode | None) -> str:
+    build = f"Build {name} with autoreset_mode={mode.value!r}"
+    if target is None:
+        return f"{build} instead."
+    return (
+        f"{build} instead and convert that: vecmode.with_autoreset(env, "
+        f"{target.value!r}) is exact from {mode.value}."
     )
 
 

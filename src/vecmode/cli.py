@@ -58,6 +58,7 @@ import os
 import sys
 import textwrap
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from vecmode import __version__
 from vecmode.errors import (
     WRAP_FORMS,
     IncompatibleModeError,
+    NotAVectorEnvError,
     SubEnvError,
     did_you_mean,
 )
@@ -471,6 +473,12 @@ def _split(spec: str, option: str) -> tuple[list[str], dict[str, Any]]:
             )
         if key in kwargs:
             raise _Fail(cli_spec_syntax(option, spec, f"{key!r} given twice"))
+        if not value.strip():  # '' would reach the class as a value
+            raise _Fail(
+                cli_spec_syntax(
+                    option, spec, f"{key!r} has no value (write {key}='' for '')"
+                )
+            )
         kwargs[key] = _literal(value.strip())
     return names, kwargs
 
@@ -508,7 +516,12 @@ def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
         try:
             target = getattr(target, part)
         except AttributeError:
-            public = [n for n in dir(target) if not n.startswith("_")]
+            public = [  # what could be meant: not a module imported there
+                n
+                for n in dir(target)
+                if not n.startswith("_")
+                and not isinstance(getattr(target, n, None), types.ModuleType)
+            ]
             raise _Fail(
                 cli_missing_attribute(owner_name, qualname, _close(part, public))
             ) from None
@@ -1014,6 +1027,8 @@ def _probe(args: argparse.Namespace) -> int:
     factory = _bound(target)
     try:
         result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
+    except NotAVectorEnvError as error:  # the FACTORY given is not one
+        raise _Fail(cli_not_a_vector_env_factory(target.spec, error)) from error
     except Exception as error:
         raise _Fail(cli_raised(f"probing {target.spec}", error), EXIT_FAILED) from error
     wrong = result.declared is not None and result.mode is not result.declared
@@ -1130,13 +1145,31 @@ if __name__ == "__main__":  # pragma: no cover
 
 # ------------------------------------------------------------------ messages
 def cli_cannot_make(env_id: str, error: BaseException, unregistered: bool) -> str:
-    hint = (
-        " List the registered ids with python -c 'import gymnasium; "
-        "gymnasium.pprint_registry()'; write an id another package registers as "
-        "'package.module:Name-v0'."
-        if unregistered
-        else ""
+    listing = (
+        "List the registered ids with python -c 'import gymnasium; "
+        "gymnasium.pprint_registry()'"
     )
+    module, _, name = env_id.rpartition(":")
+    if not unregistered:
+        hint = ""
+    elif module:
+        hint = (
+            f" ENV_ID is an id a module registers, not a class: {module!r} was "
+            f"imported but registered no {name!r}. Register it there "
+            f"(gymnasium.register({name!r}, entry_point=...)), or write an id it "
+            f"registers. {listing}."
+        )
+    elif "/" in name:
+        hint = (
+            f" If an installed package registers the {name.partition('/')[0]!r} "
+            f"namespace when imported, name it first: 'package:{name}' (e.g. "
+            f"'ale_py:ALE/Pong-v5'). {listing}."
+        )
+    else:
+        hint = (
+            f" {listing}; write an id another package registers as "
+            "'package.module:Name-v0'."
+        )
     return f"cannot make {env_id!r}: {error}{hint}"
 
 
@@ -1237,6 +1270,16 @@ def cli_wrapper_refused(spec: str, mode: AutoresetMode | None, error: Exception)
 #: The hint of a message about the user's code raising (left out under
 #: --traceback, which shows where).
 RERUN = " (rerun with --traceback to see where)"
+
+
+def cli_not_a_vector_env_factory(spec: str, error: BaseException) -> str:
+    got = str(error).partition(", got ")[2].partition(";")[0] or "something else"
+    return (
+        f"probe FACTORY must build a vector env, but {spec} returned {got}. Name a "
+        "function returning one, with its arguments, e.g. vecmode probe "
+        "gymnasium:make_vec:id=CartPole-v1,num_envs=2 (for an env id a module "
+        "registers: id=module:Name-v0)."
+    )
 
 
 def cli_raised(what: str, error: BaseException) -> str:

@@ -19,6 +19,7 @@ __all__ = [
     "IncompatibleModeError",
     "InfoBatchError",
     "InfoLayoutError",
+    "NotAVectorEnvError",
     "SharedMemorySpaceError",
     "SubEnvAttributeError",
     "SubEnvError",
@@ -35,6 +36,11 @@ class IncompatibleModeError(ValueError):
     serve exactly instead of approximating it. The message names the wrapper, the
     mode it got, the modes it accepts and what to do instead.
     """
+
+
+class NotAVectorEnvError(TypeError):
+    """A function given to build a vector env (``vecmode.probe_mode``'s factory,
+    ``vecmode probe FACTORY``) returned something else."""
 
 
 class ActionBatchError(ValueError, TypeError):

@@ -266,13 +266,15 @@ class WorkerPool:
         self._poller = None
         self._by_fd = {}
         failures: list[Any] = []
+        #: the workers that did not answer CLOSE in time: ended at once
+        silent: list[Worker] = []
         try:
             if not terminate:
                 live = [w for w in workers if w.process.is_alive()]
                 for worker in live:
                     with contextlib.suppress(OSError):
                         worker.conn.send_bytes(pickle.dumps((CLOSE,), PROTOCOL))
-                failures = self._closed_answers(live, timeout)
+                failures = self._closed_answers(live, timeout, silent)
         except BaseException:
             terminate = True  # interrupted: end them all at once
             raise
@@ -280,15 +282,18 @@ class WorkerPool:
             remaining = list(workers)
             try:
                 for worker in workers:
-                    _end(worker, terminate)
+                    _end(worker, terminate or worker in silent)
                     remaining.remove(worker)
             finally:
                 self.workers = remaining
         return failures
 
     @staticmethod
-    def _closed_answers(live: list[Worker], timeout: float | None) -> list[Any]:
-        """Wait for each live worker's answer to CLOSE: their close() failures."""
+    def _closed_answers(
+        live: list[Worker], timeout: float | None, silent: list[Worker]
+    ) -> list[Any]:
+        """Wait for each live worker's answer to CLOSE: their close() failures;
+        those that did not answer by the ``timeout`` are added to ``silent``."""
         failures: list[Any] = []
         deadline = None if timeout is None else time.monotonic() + timeout
         waiting = {w.conn: w for w in live}
@@ -305,6 +310,7 @@ class WorkerPool:
                     if w.process.exitcode is not None and not conn.poll():
                         del waiting[conn]  # gone (its pipe may be held open)
                 if deadline is not None and time.monotonic() >= deadline:
+                    silent += waiting.values()
                     break
                 continue
             for obj in ready:

@@ -270,7 +270,9 @@ class Instances:
             close = getattr(env, "close", None)
             if callable(close):
                 close()
-            raise TypeError(probe_factory_not_vector_env(self.caller, env))
+            raise errors.NotAVectorEnvError(
+                probe_factory_not_vector_env(self.caller, env)
+            )
         if any(env is built for built in self._built):
             raise ValueError(probe_factory_reused(self.caller))
         self._built.append(env)

@@ -1140,7 +1140,17 @@ def _format_report(report: CompatibilityReport) -> str:
 
 
 def _origin(obj: Any) -> str:
+    """The package ``obj``'s class comes from (a class made at run time in
+    ``abc`` or the like, as EnvPool's are: the first base's that is not)."""
+    for cls in type(obj).__mro__:
+        package = cls.__module__.split(".")[0]
+        if package not in _NOT_AN_ORIGIN:
+            return package
     return type(obj).__module__.split(".")[0]
+
+
+#: Modules where classes made at run time say they come from.
+_NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
 
 
 def _layers(env: Any) -> list[Any]:

@@ -357,7 +357,8 @@ class RemoteCore(VectorCore):
         """Collect the answers to an execute message; build the record."""
         answers = self._collect(token, timeout, during)
         # A failure: the call's results are lost, for every sub-env it ran.
-        raise_failure(answers, [i for i, c in enumerate(commands) if c != _KEEP])
+        lost = [i for i, c in enumerate(commands) if c != _KEEP]
+        raise_failure(answers, lost)
         rewards, terminations, truncations = self._stats(token, answers)
         ended: list[int] = []
         finals: list[tuple[int, Any, dict[str, Any]]] = []
@@ -373,7 +374,17 @@ class RemoteCore(VectorCore):
             infos = add_infos(add_info, infos, slice_infos)
             if sent_obs:
                 for i, obs in sent_obs:
-                    env_obs[i] = obs
+                    try:
+                        env_obs[i] = obs
+                    except (ValueError, TypeError) as exc:  # as the runner's write
+                        raise SubEnvError(
+                            i,
+                            "writing its observation",
+                            type(exc).__name__,
+                            str(exc),
+                            traceback.format_exc(),
+                            lost=lost,
+                        ) from exc
         self._read_observations()
         return Executed(
             copy_batch(self._observations) if self.copy else self._observations,

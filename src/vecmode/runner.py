@@ -22,6 +22,7 @@ and ``SystemExit`` go straight up.
 
 from __future__ import annotations
 
+import numbers
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,18 @@ __all__ = ["Failure", "Outcome", "Runner"]
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
+
+
+def _one_number(reward: Any) -> bool:
+    """Whether ``reward`` is one real number (a scalar of any numeric type, a 0-d
+    array or tensor): what a batch of float rewards can hold."""
+    if isinstance(reward, numbers.Real):
+        return True
+    try:
+        found = np.asarray(reward)
+    except Exception:
+        return False
+    return found.ndim == 0 and found.dtype.kind in "biuf"
 
 
 @dataclass
@@ -133,7 +146,7 @@ class Runner:
                     obs, reward, terminations[k], truncations[k], info = env.step(
                         action
                     )
-                    if type(reward) not in _NUMBERS and np.ndim(reward) != 0:  # type: ignore[arg-type]
+                    if type(reward) not in _NUMBERS and not _one_number(reward):
                         raise ValueError(reward_not_a_number(reward))
                     rewards[k] = reward
                     reset = False
@@ -195,7 +208,13 @@ class Runner:
 
 # ------------------------------------------------------------------ messages
 def reward_not_a_number(reward: Any) -> str:
+    try:
+        what = (
+            f"of shape {np.shape(reward)}" if np.ndim(reward) else "that is no number"
+        )
+    except Exception:
+        what = "that is no number"
     return (
-        f"step() returned a reward of shape {np.shape(reward)} ({reward!r}): a "
+        f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
         f"reward is one number (a Python or NumPy scalar): return float(reward)"
     )

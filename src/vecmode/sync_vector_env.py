@@ -11,6 +11,7 @@ from gymnasium import Space
 from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
 from gymnasium.vector.utils import concatenate, iterate
 
+from vecmode import errors
 from vecmode.core import (
     Executed,
     Request,
@@ -102,22 +103,41 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self._env_obs.__setitem__ if self._rows is None else self._rows.__setitem__,
         )
 
+    # A sub-env that raises in call / get_attr / set_attr / render / each gives
+    # a SubEnvError naming it (an AttributeError stays one), as in the async core.
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every sub-env (or get it, if not callable), as
         Gymnasium's; ``call("step")`` and the like are refused (use ``step``)."""
         self._open()
         check_call(name)
-        return super().call(name, *args, **kwargs)
+
+        def call(env: gym.Env) -> Any:
+            attr = env.get_wrapper_attr(name)
+            return attr(*args, **kwargs) if callable(attr) else attr
+
+        return self._each(f"call({name!r})", call)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env."""
         self._open()
-        return super().get_attr(name)
+        return self._each(f"get_attr({name!r})", lambda env: env.get_wrapper_attr(name))
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env (one value, or one per sub-env)."""
+        """Set attribute ``name`` of every sub-env: one value for all, or a list or
+        tuple of ``num_envs`` values."""
         self._open()
-        super().set_attr(name, values)
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(errors.set_attr_values(len(values), self.num_envs))
+        it = iter(values)
+        self._each(
+            f"set_attr({name!r})", lambda env: env.set_wrapper_attr(name, next(it))
+        )
+
+    def render(self) -> tuple[Any, ...]:
+        """The frames of every sub-env (``call("render")``)."""
+        return self.call("render")
 
     def each(
         self,
@@ -138,7 +158,17 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         self._open()
         order = check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
-        results, failure = self._runner.each(during, lambda env: fn(env, *args), order)
+        return self._each(during, lambda env: fn(env, *args), order)
+
+    def _each(
+        self,
+        during: str,
+        fn: Callable[[gym.Env], Any],
+        order: list[int] | None = None,
+    ) -> tuple[Any, ...]:
+        """``fn`` of each sub-env (all, or those in ``order``), as a tuple; the
+        first that raises stops it, with a :class:`~vecmode.SubEnvError`."""
+        results, failure = self._runner.each(during, fn, order)
         if failure is not None:
             raise SubEnvError(
                 failure.index,

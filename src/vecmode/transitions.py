@@ -36,6 +36,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
 from vecmode._numpy import host_array
+from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, validate_reset_mask
 from vecmode.modes import BoundaryTracker
 from vecmode.registry import _mode_or_assumed
@@ -156,8 +157,10 @@ class TransitionCollector:
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         #: The mode the collector steps ``envs`` in (NEXT_STEP if undeclared).
         self.mode: AutoresetMode = _mode_or_assumed(envs, _WHO, None, stacklevel=1)
-        #: The wrapped vector env.
-        self.envs = envs
+        #: The wrapped vector env: ``envs``, read through
+        #: :class:`vecmode.autoreset.GymnasiumFinalObs` where its class reports
+        #: SAME_STEP's final observations its own way (ALE's ``AtariVectorEnv``).
+        self.envs = gymnasium_layout(envs)
         #: The number of sub-envs.
         self.num_envs: int = envs.num_envs
         #: Whether returned observations are copied (see the ``copy`` argument).

@@ -37,19 +37,24 @@ def discount(
     ...          np.array([True, True]))
     array([1. , 1.5], dtype=float32)
     """
-    if count_nonzero(mask) < len(mask):
+    every = count_nonzero(mask) == len(mask)
+    if count_nonzero(terminations):
+        moved = np.multiply(sums, gamma) * (1 - terminations) + rewards
+        if every:
+            sums[...] = moved
+            return sums
         # the arithmetic on whole arrays, kept where ``mask``: the same values
         # as on the masked rows alone, on fewer NumPy calls than indexing each
-        moved = np.multiply(sums, gamma) * (1 - terminations) + rewards
         np.copyto(sums, moved, casting="same_kind", where=mask)
         return sums[mask]
-    # Every sub-env moved: the same arithmetic on whole arrays; without
-    # terminations the factor (1 - terminated), all ones, changes nothing.
-    if count_nonzero(terminations):
-        sums[...] = sums * gamma * (1 - terminations) + rewards
-    else:
-        np.add(np.multiply(sums, gamma), rewards, sums, dtype=np.float64)
-    return sums
+    # Without terminations the factor (1 - terminated), all ones, changes
+    # nothing: the product, then the sum in float64 rounded into ``sums``.
+    scaled = np.multiply(sums, gamma)
+    if every:
+        np.add(scaled, rewards, sums, dtype=np.float64)
+        return sums
+    np.add(scaled, rewards, sums, dtype=np.float64, casting="same_kind", where=mask)
+    return sums[mask]
 
 
 class NormalizeReward(RunningStatistics, StatefulWrapper):
