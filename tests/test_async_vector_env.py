@@ -790,8 +790,12 @@ def test_a_killed_worker_is_reported_at_once_even_without_a_timeout():
     message = str(info.value)
     assert "worker process 1 (sub-envs 2-3) died" in message
     assert "killed by signal 9" in message and "close()" in message
-    with pytest.raises(WorkerError, match="cannot be used any more"):
+    assert "during a step" in message  # the call it was found in, named
+    with pytest.raises(WorkerError, match="cannot be used any more") as info:
         envs.reset()
+    assert str(info.value).endswith(
+        "close() it (which ends what is left of it) and build a new one."
+    )
     with deadline(20):
         envs.close()
     envs.close()  # idempotent
@@ -901,6 +905,22 @@ def test_an_env_fn_that_fails_is_reported_at_construction_and_leaves_no_process(
     # sub-env 0 is also built in the parent, to read its spaces
     with pytest.raises(SubEnvError, match="sub-env 0's env_fn raised"):
         make_async([env_fn_that_raises, *scheduled_fns(1)])
+    assert set(multiprocessing.active_children()) == before
+
+
+class CloseRaises(ScheduledEnv):
+    def close(self):
+        raise ValueError("this close fails on purpose")
+
+
+def test_a_close_that_raises_at_construction_is_the_sub_env_s_error():
+    """Sub-env 0 is also built in the parent, to read the spaces, and closed:
+    its close() raising was a bare ValueError out of the constructor."""
+    before = set(multiprocessing.active_children())
+    with pytest.raises(SubEnvError) as info:
+        make_async([CloseRaises, *scheduled_fns(1)])
+    assert (info.value.index, info.value.method) == (0, vecmode.errors.BUILDING_CLOSE)
+    assert "No env was built" in str(info.value)
     assert set(multiprocessing.active_children()) == before
 
 

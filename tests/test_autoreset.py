@@ -52,6 +52,28 @@ def test_policies_set_the_mode_and_keep_the_rest_of_the_metadata():
     core.close()
 
 
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+@pytest.mark.parametrize("mode", [NEXT, SAME, DISABLED], ids=lambda m: m.value)
+def test_cores_policies_and_wrappers_close_on_leaving_a_with_block(mode, vectorization):
+    """Only the async core was a context manager: `with make_vec(...) as envs`
+    raised TypeError for the sync core and for every policy or wrapper on top."""
+    envs = vecmode.make_vec(
+        "CartPole-v1", 2, vectorization_mode=vectorization, autoreset_mode=mode
+    )
+    with vecmode.wrappers.RecordEpisodeStatistics(envs) as stack:
+        assert stack.env is envs
+        stack.reset(seed=0)
+    assert envs.unwrapped.closed
+    with (
+        pytest.raises(RuntimeError, match="goes on up"),  # not swallowed
+        vecmode.make_vec(
+            "CartPole-v1", 2, vectorization_mode=vectorization, autoreset_mode=mode
+        ) as envs,
+    ):
+        raise RuntimeError("goes on up")
+    assert envs.unwrapped.closed
+
+
 @pytest.mark.parametrize("mode", [NEXT, SAME, DISABLED], ids=lambda m: m.value)
 def test_with_autoreset_accepts_strings_and_enums(mode):
     for spelling in (mode, mode.value, mode.name.lower()):
@@ -192,11 +214,15 @@ def test_converted_foreign_env_checks_ended_sub_envs():
         )
     )
     envs.reset(seed=0)
+    assert envs.awaiting_reset.tolist() == [False, False]
     envs.step(np.zeros(2, dtype=int))
+    # the mask to reset with, as on vecmode's cores (it had none)
+    assert envs.awaiting_reset.tolist() == [True, False]
     with pytest.raises(EpisodeEndedError) as info:
         envs.step(np.zeros(2, dtype=int))
     assert info.value.indices == (0,)
-    obs, _ = envs.reset(options={"reset_mask": np.array([True, False])})
+    obs, _ = envs.reset(options={"reset_mask": envs.awaiting_reset})
+    assert envs.awaiting_reset.tolist() == [False, False]
     envs.step(np.zeros(2, dtype=int))
     # all-False mask: a no-op (Gymnasium would raise)
     last = envs.step(np.zeros(2, dtype=int))[0]

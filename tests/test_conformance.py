@@ -57,6 +57,9 @@ PROVEN_ELSEWHERE = (
     vw.PPOStack,  # tests/test_ppo_stack.py::test_conforms_in_every_mode
     # test_the_dense_layout_adapter_conforms_over_the_dense_base (below)
     vecmode.autoreset.GymnasiumFinalObs,
+    # test_the_batch_adapter_conforms_in_every_mode (below; over EnvPool, whose
+    # conventions it changes: tests/test_env_classes.py)
+    vecmode.autoreset.GymnasiumBatch,
 )
 
 
@@ -578,6 +581,14 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
     assert report.modes == (AutoresetMode.DISABLED,)
     assert report.wrapper_class is vecmode.NextStepAutoreset
     assert all("gymnasium" not in run for run in report.runs)
+
+
+def test_the_batch_adapter_conforms_in_every_mode():
+    """GymnasiumBatch over envs already in Gymnasium's conventions changes
+    nothing, in every mode: the same transitions, masked resets included."""
+    report = check_wrapper(vecmode.autoreset.GymnasiumBatch)
+    assert report.modes == tuple(AutoresetMode)
+    assert report.refused == ()
 
 
 DENSE_BASES = [

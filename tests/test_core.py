@@ -343,6 +343,9 @@ def test_error_messages_are_built_in_one_place():
         ({"seed": True}, TypeError, "seed must be an int or None, got bool"),
         ({"seed": [1, 2.5, 3]}, TypeError, "each seed in the list must be an int"),
         ({"seed": [1, 2]}, ValueError, "list of 3 seeds"),
+        # Gymnasium's seeding refused them in the sub-envs (all lost)
+        ({"seed": -1}, ValueError, "seed must be >= 0"),
+        ({"seed": [0, None, -3]}, ValueError, "each seed in the list must be >= 0"),
     ],
 )
 def test_bad_seeds_and_options_are_clear_errors_before_anything_runs(

@@ -334,6 +334,34 @@ def test_check_stack_names_envpool_as_the_package_of_its_env():
 
 
 @envpool_warnings
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_envpool_has_gymnasium_s_spaces_and_masked_resets_in_every_mode(mode):
+    """with_autoreset(pool, "NextStep") returned the pool itself (a single env's
+    spaces, a masked reset returning the masked rows only) while the other modes
+    had Gymnasium's conventions: code switching the mode by name broke. Now every
+    mode has them (NextStep through GymnasiumBatch, in the pool's own mode)."""
+    pytest.importorskip("envpool")
+    envs = vecmode.with_autoreset(_envpool(), mode)
+    try:
+        assert vecmode.mode_of(envs) is vecmode.as_mode(mode)
+        assert envs.observation_space.shape == (3, 4)
+        assert envs.action_space == gym.spaces.MultiDiscrete([2, 2, 2])
+        obs, _ = envs.reset(seed=0)
+        mask = np.array([False, True, False])
+        obs2, infos = envs.reset(options={"reset_mask": mask})
+        assert obs2.shape == obs.shape
+        np.testing.assert_array_equal(obs2[[0, 2]], obs[[0, 2]])
+        assert infos["_elapsed_step"].tolist() == mask.tolist()
+        # an all-False mask: nothing reset, the last observations again
+        obs3, infos = envs.reset(options={"reset_mask": np.zeros(3, dtype=bool)})
+        assert infos == {} and np.array_equal(obs3, obs2)
+    finally:
+        envs.close()
+    if mode == "NextStep":
+        assert isinstance(envs, vecmode.autoreset.GymnasiumBatch)
+
+
+@envpool_warnings
 @pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
 def test_envpool_converted_behaves_as_the_mode_it_declares(mode):
     """check_vector_env proves the converted env against the mode's rules (masked

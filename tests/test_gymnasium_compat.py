@@ -392,6 +392,18 @@ def test_a_wrapper_that_overrides_step_has_no_split_api():
             "has the key 'c'",
         ),
         ("dict-of-graph-and-text", {"g": (None,) * 3, "t": ("a",)}, r"actions\['t'\]"),
+        # the shape of each action (these reached the sub-envs)
+        (
+            "discrete",
+            np.zeros((3, 2), dtype=int),
+            r"must have shape \(3,\) .*got shape",
+        ),
+        ("discrete", [[0], [1], [0]], r"must have shape \(3,\) .*got shape \(3, 1\)"),
+        (
+            "dict",
+            {"a": np.zeros(3, dtype=int), "b": np.zeros((3, 5))},
+            r"actions\['b'\] must have shape \(3, 2\)",
+        ),
     ],
 )
 def test_bad_actions_are_both_gymnasium_types_and_leave_the_env_usable(

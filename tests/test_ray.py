@@ -717,16 +717,27 @@ def test_actors_ray_cannot_place_time_out_at_construction(monkeypatch):
     import vecmode.ray_vector_env as module
 
     monkeypatch.setattr(module, "BUILD_GRACE", 0.5)
+    monkeypatch.setattr(module, "PLACEMENT_WARNING", 0.2)
     before = live_actors()
     started = time.monotonic()
-    with pytest.raises(WorkerTimeoutError, match="construction did not finish"):
+    with (
+        pytest.raises(WorkerTimeoutError, match="construction did not finish") as info,
+        pytest.warns(UserWarning, match="not built after") as warned,
+    ):
         RayVectorEnv(
             scheduled_fns(2),
             num_actors=1,
-            timeout=0.5,
+            timeout=1.0,
             actor_options={"resources": {"no_node_has_it": 1}},
         )
     assert time.monotonic() - started < 5.0
+    # the warning knows the timeout given; the error, that no env exists to close
+    [warning] = [str(w.message) for w in warned if "not built" in str(w.message)]
+    assert "Still waiting, for 1 s in all" in warning, warning
+    assert "pass timeout=" not in warning, warning
+    message = str(info.value)
+    assert "No env was built and the actors were ended" in message, message
+    assert "`ray status`" in message and "close()" not in message, message
     deadline = time.monotonic() + 5.0
     while live_actors() - before and time.monotonic() < deadline:
         time.sleep(0.05)

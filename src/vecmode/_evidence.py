@@ -26,6 +26,7 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
         "vecmode.autoreset:SameStepAutoreset",
         "vecmode.autoreset:DisableAutoreset",
         "vecmode.autoreset:GymnasiumFinalObs",
+        "vecmode.autoreset:GymnasiumBatch",
         "vecmode.wrappers.vectorize_observation:TransformObservation",
         "vecmode.wrappers.vectorize_observation:VectorizeTransformObservation",
         "vecmode.wrappers.vectorize_observation:FilterObservation",

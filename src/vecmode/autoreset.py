@@ -52,6 +52,7 @@ from vecmode.registry import declaration, supports
 
 __all__ = [
     "DisableAutoreset",
+    "GymnasiumBatch",
     "GymnasiumFinalObs",
     "NextStepAutoreset",
     "SameStepAutoreset",
@@ -488,6 +489,13 @@ class DisableAutoreset(_AutoresetWrapper):
             raise self._refuse(*_why_not_masked(env))
         self.ended = EndedTracker(env.num_envs)
 
+    @property
+    def awaiting_reset(self) -> np.ndarray:
+        """The sub-envs whose episode ended and that were not reset since: reset
+        them with ``reset(options={"reset_mask": envs.awaiting_reset})`` before
+        stepping them (as vecmode's cores' ``awaiting_reset``)."""
+        return self.ended.mask
+
     def _step_actions(self, actions: Any) -> Any:
         """Refuse to step a sub-env whose episode ended (before anything runs)."""
         if self.ended.count:
@@ -563,7 +571,7 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     target = as_mode(mode)
     current = mode_of(env)
     if current is target:
-        return gymnasium_layout(env)
+        return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
         raise IncompatibleModeError(
             errors.incompatible_mode(
@@ -674,6 +682,46 @@ class GymnasiumFinalObs(_AutoresetWrapper):
         obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
         return obs, rewards, terminations, truncations, from_dense_finals(infos, ended)
+
+
+def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
+    """``env``, or :class:`GymnasiumBatch` over it where its declared class keeps
+    batch conventions of its own (EnvPool's single-env spaces and masked rows)."""
+    found = vector_env_declaration(env) if env.unwrapped is env else None
+    if found is not None and (not found.batched_spaces or found.reset_returns != "all"):
+        return GymnasiumBatch(env)
+    return env
+
+
+@supports(*MODES)
+class GymnasiumBatch(_AutoresetWrapper):
+    """Gymnasium's batch conventions over an env, in the env's own mode, whose
+    class keeps others (EnvPool: a single env's spaces, a masked reset returning
+    only the masked rows): the spaces batched, a masked reset returning the whole
+    batch (the other rows as last returned), an all-False mask a no-op.
+
+    :func:`with_autoreset` adds it where such an env is already in the mode asked
+    for, so that ``with_autoreset(pool, mode)`` has the same spaces and masked
+    resets in every mode (each conversion does the same work itself). Over any
+    other env it changes nothing.
+
+    >>> import numpy as np, gymnasium as gym
+    >>> from vecmode.autoreset import GymnasiumBatch
+    >>> envs = GymnasiumBatch(gym.vector.SyncVectorEnv(
+    ...     [lambda: gym.make("CartPole-v1")] * 2))
+    >>> envs.metadata["autoreset_mode"], envs.observation_space.shape
+    (<AutoresetMode.NEXT_STEP: 'NextStep'>, (2, 4))
+    >>> envs.close()
+    """
+
+    @property
+    def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
+        """Every mode; it produces the env's own."""
+        return frozenset(MODES), cast(AutoresetMode, mode_of(self.env))
+
+    def _step_result(self, result: StepResult) -> StepResult:
+        self._last_obs = result[0]  # the rows a masked reset keeps
+        return result
 
 
 # ------------------------------------------------------------------ messages

@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from copy import deepcopy
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from gymnasium import Space
@@ -133,8 +133,8 @@ def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
     if not isinstance(mask, np.ndarray):
         raise TypeError(
             f"`options['reset_mask']` must be a numpy array, got {type(mask)}: pass "
-            f"a bool array of shape ({num_envs},), e.g. "
-            f"np.logical_or(terminations, truncations)."
+            f"a bool array of shape ({num_envs},) (or a list of {num_envs} bools), "
+            f"e.g. np.logical_or(terminations, truncations)."
         )
     # Gymnasium's own wording first (code and tests match it), then what to do.
     if mask.shape != (num_envs,):
@@ -212,7 +212,7 @@ def batch_problem(
     """
     kind = batch_space.dispatch(type(space))
     if kind in _BATCHED_AS_ARRAY:
-        return _array_batch_problem(batch, num_envs, where)
+        return _array_batch_problem(space, batch, num_envs, where)
     if kind is _BATCHED_AS_TUPLE_OF_SPACES:
         return _tuple_batch_problem(cast(Tuple, space), batch, num_envs, where)
     if kind is _BATCHED_AS_DICT:
@@ -227,21 +227,44 @@ def batch_problem(
     return None  # batched by a function of its own: its structure is unknown here
 
 
-def _array_batch_problem(batch: Any, num_envs: int, where: str) -> str | None:
-    if type(batch) is np.ndarray:
-        size: int | None = int(batch.shape[0]) if batch.ndim else None
-    else:
-        try:
+def _array_batch_problem(
+    space: Space, batch: Any, num_envs: int, where: str
+) -> str | None:
+    shape = _shape_of(batch)
+    size: int | None = int(shape[0]) if shape else None
+    if size is None and type(batch) is not np.ndarray:
+        try:  # a ragged sequence: its length
             size = len(batch)
         except TypeError:
             size = None
-    if size == num_envs:
+    if size != num_envs:
+        got = (
+            f"{type(batch).__name__} {batch!r}"
+            if size is None
+            else f"a batch of {size}"
+        )
+        return (
+            f"{where} must be a batch of {num_envs} actions (one per sub-env, "
+            f"leading dimension {num_envs}), got {got}"
+        )
+    single = space.shape
+    if shape is not None and single is not None and tuple(shape[1:]) != single:
+        return (
+            f"{where} must have shape {(num_envs, *single)} ({num_envs} samples of "
+            f"{space}, each of shape {single}), got shape {tuple(shape)}"
+        )
+    return None
+
+
+def _shape_of(batch: Any) -> tuple[int, ...] | None:
+    """The shape of an array (any library's) or of a regular nested sequence."""
+    shape = getattr(batch, "shape", None)
+    if isinstance(shape, tuple):
+        return shape
+    try:
+        return np.shape(batch)
+    except (ValueError, TypeError):  # ragged, or not a sequence at all
         return None
-    got = f"{type(batch).__name__} {batch!r}" if size is None else f"a batch of {size}"
-    return (
-        f"{where} must be a batch of {num_envs} actions (one per sub-env, "
-        f"leading dimension {num_envs}), got {got}"
-    )
 
 
 def _tuple_batch_problem(
@@ -323,7 +346,24 @@ def copy_batch(batch: Any) -> Any:
     return deepcopy(batch)
 
 
-class VectorCore(VectorEnv):
+_Env = TypeVar("_Env", bound="ClosesOnExit")
+
+
+class ClosesOnExit:
+    """``with env: ...`` closes ``env`` on leaving the block, as Gymnasium's
+    single envs do (its vector envs and wrappers are no context managers):
+    vecmode's cores and wrappers have it."""
+
+    def __enter__(self: _Env) -> _Env:
+        """The env itself."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the env (an exception in the block goes on up)."""
+        self.close()  # type: ignore[attr-defined]
+
+
+class VectorCore(ClosesOnExit, VectorEnv):
     """A vector env in DISABLED mode built on one batched primitive, :meth:`execute`.
 
     Subclasses implement :meth:`_execute`. This class turns it into Gymnasium's
@@ -336,6 +376,11 @@ class VectorCore(VectorEnv):
         super().__init__(*args, **kwargs)
         self._actions_are_arrays = (
             batch_space.dispatch(type(self.single_action_space)) in _BATCHED_AS_ARRAY
+        )
+        self._action_batch_shape = (
+            (self.num_envs, *self.single_action_space.shape)
+            if self._actions_are_arrays and self.single_action_space.shape is not None
+            else None
         )
         #: The sub-envs whose episode ended (in a ``STEP``) and that were not reset
         #: since; stepping one raises :class:`~vecmode.EpisodeEndedError`. Read it,
@@ -487,8 +532,7 @@ class VectorCore(VectorEnv):
             if (  # the common case, in O(1): an array batch of an array space
                 type(actions) is np.ndarray
                 and self._actions_are_arrays
-                and actions.ndim
-                and actions.shape[0] == self.num_envs
+                and actions.shape == self._action_batch_shape
             ):
                 return
             problem = batch_problem(self.single_action_space, actions, self.num_envs)
@@ -592,6 +636,8 @@ class VectorCore(VectorEnv):
         if seed is None:
             return None
         if is_int(seed):
+            if seed < 0:  # type: ignore[operator]
+                raise ValueError(seed_negative(seed))
             return [int(cast(int, seed)) + i for i in range(self.num_envs)]
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):
             raise TypeError(seed_type(seed, self.num_envs))
@@ -601,6 +647,9 @@ class VectorCore(VectorEnv):
         bad = [s for s in seeds if s is not None and not is_int(s)]
         if bad:
             raise TypeError(seed_type(bad[0], self.num_envs, in_list=True))
+        negative = [s for s in seeds if s is not None and s < 0]
+        if negative:  # Gymnasium's seeding refuses them in every sub-env
+            raise ValueError(seed_negative(negative[0], in_list=True))
         return [None if s is None else int(s) for s in seeds]
 
 
@@ -702,6 +751,14 @@ def options_type(got: Any) -> str:
     return (
         f"options must be a dict or None, got {type(got).__name__} {got!r}; pass e.g. "
         f'options={{"reset_mask": mask}}.'
+    )
+
+
+def seed_negative(got: Any, in_list: bool = False) -> str:
+    where = "each seed in the list" if in_list else "seed"
+    return (
+        f"{where} must be >= 0 (Gymnasium's seeding takes no negative seed), got "
+        f"{got!r}; nothing was reset."
     )
 
 

@@ -281,6 +281,25 @@ def convert_to(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
+def timed_out_remedy(
+    during: str, workers: str, ended: str, slow: str, cause: str = ""
+) -> str:
+    """What to do after a call timed out: ``workers`` ("the workers"), how they
+    are ``ended`` ("terminates"), what is ``slow`` ("the sub-envs"); ``cause``:
+    another reason construction may time out, with its remedy."""
+    if during == "construction":
+        return (
+            f"No env was built and {workers} were ended: {cause}if {slow} build "
+            f"slowly, pass a larger timeout (building may take the larger of "
+            f"timeout and 60 s)."
+        )
+    return (
+        f"{workers.capitalize()} may still be running it, so the env cannot be used "
+        f"any more: close() it (which {ended} them) and build a new one, with a "
+        f"larger timeout if {slow} are slow."
+    )
+
+
 def set_attr_values(got: int, num_envs: int) -> str:
     return (
         f"values must be one value for every sub-env, or a list or tuple of "
@@ -311,6 +330,11 @@ def sub_envs(indices: Iterable[int]) -> str:
     return f"sub-envs {found[0]}-{found[-1]}"
 
 
+#: The ``method`` of a SubEnvError raised by the ``close()`` of the copy of a
+#: sub-env that a core builds in this process to read the spaces.
+BUILDING_CLOSE = "close (at construction)"
+
+
 def sub_env_failed(
     index: int,
     method: str,
@@ -322,7 +346,13 @@ def sub_env_failed(
 ) -> str:
     if method == "env_fn":
         what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
-        todo = "Fix the env_fn; no worker process was left running."
+        todo = "Fix the env_fn; nothing was left running (no worker, no actor)."
+    elif method == BUILDING_CLOSE:
+        what = (
+            f"sub-env {index} raised {exc_type} in close() of the copy built to read "
+            f"the spaces: {message}"
+        )
+        todo = "No env was built and nothing was left running; fix its close()."
     elif method == "close":
         what = f"sub-env {index} raised {exc_type} in close(): {message}"
         todo = "The env is closed all the same (every other sub-env was closed, no process is left)."

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode.core import StepResult, validate_reset_mask
+from vecmode.core import ClosesOnExit, StepResult, validate_reset_mask
 from vecmode.errors import describe
 
 __all__ = ["ForwardingWrapper", "reset_arguments"]
@@ -58,7 +58,7 @@ def _overridden(cls: type, method: str, split: str) -> bool:
     return False
 
 
-class ForwardingWrapper(VectorWrapper):
+class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     """A ``VectorWrapper`` forwarding ``call``, ``get_attr``, ``set_attr``, ``envs``,
     with ``step`` / ``reset`` written in halves and the split async API.
 

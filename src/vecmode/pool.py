@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from gymnasium.vector.utils import clear_mpi_env_vars
 
-from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs
+from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs, timed_out_remedy
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL
 
 __all__ = ["LIVENESS", "Worker", "WorkerPool"]
@@ -372,12 +372,10 @@ def worker_died(
 
 
 def call_timed_out(during: str, timeout: float, workers: Iterable[int]) -> str:
+    remedy = timed_out_remedy(during, "the workers", "terminates", "the sub-envs")
     return (
         f"{during} did not finish within timeout={timeout} s (worker(s) "
-        f"{', '.join(map(str, workers))} had not answered). The workers may still be "
-        f"running it, so the env cannot be used any more: close() it (which "
-        f"terminates them) and build a new one, with a larger timeout if the "
-        f"sub-envs are slow."
+        f"{', '.join(map(str, workers))} had not answered). {remedy}"
     )
 
 

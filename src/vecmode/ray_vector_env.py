@@ -39,7 +39,13 @@ import numpy as np
 from gymnasium import Space
 
 from vecmode.core import check_core_arguments
-from vecmode.errors import SubEnvError, WorkerError, WorkerTimeoutError, sub_envs
+from vecmode.errors import (
+    SubEnvError,
+    WorkerError,
+    WorkerTimeoutError,
+    sub_envs,
+    timed_out_remedy,
+)
 from vecmode.layout import actor_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.remote import (
@@ -260,8 +266,8 @@ class RayVectorEnv(RemoteCore):
                 (with cloudpickle: lambdas are fine, but the env classes they use
                 must be importable where the actors run).
             num_actors: the number of actors; each runs a contiguous slice of the
-                sub-envs. Default: one per CPU of the Ray cluster, at most one per
-                sub-env.
+                sub-envs. Default: one per CPU of the Ray cluster. Never more than
+                one per sub-env (a larger number is capped at ``num_envs``).
             envs_per_actor: instead of ``num_actors``: at most this many sub-envs
                 per actor (the sub-envs are shared out evenly).
             actor_options: Ray's options for each actor (``actor.options(...)``):
@@ -448,7 +454,9 @@ class RayVectorEnv(RemoteCore):
             if warn_at is not None and time.monotonic() >= warn_at:
                 warn_at = None
                 late = [a for a, ref in token if ref in pending]
-                warnings.warn(not_placed(late, PLACEMENT_WARNING), stacklevel=5)
+                warnings.warn(
+                    not_placed(late, PLACEMENT_WARNING, timeout), stacklevel=5
+                )
             if deadline is not None and time.monotonic() >= deadline:
                 return [a for a, ref in token if ref in pending]
 
@@ -642,11 +650,17 @@ def refused_option(key: str, value: Any, allowed: Any, why: str) -> str:
     )
 
 
-def not_placed(actors: list[int], seconds: float) -> str:
+def not_placed(actors: list[int], seconds: float, limit: float | None) -> str:
+    waiting = (
+        "Still waiting; pass timeout=... to give up instead."
+        if limit is None
+        else f"Still waiting, for {limit:.0f} s in all (building may take the larger "
+        f"of timeout and 60 s)."
+    )
     return (
         f"Ray actor(s) {', '.join(map(str, actors))} of RayVectorEnv are not built "
         f"after {seconds:.0f} s: the cluster may lack the resources they ask for "
-        f"(actor_options). Still waiting; pass timeout=... to give up instead."
+        f"(actor_options; `ray status` shows what it has). {waiting}"
     )
 
 
@@ -661,10 +675,17 @@ def actors_died(which: str, during: str, lost: list[int]) -> str:
 def actors_timed_out(
     during: str, timeout: float, actors: list[int], lost: list[int]
 ) -> str:
+    remedy = timed_out_remedy(
+        during,
+        "the actors",
+        "kills",
+        "the sub-envs",
+        # at construction, most often: actors Ray cannot place
+        "Ray may lack the resources they ask for (actor_options; `ray status` "
+        "shows what the cluster has), or, ",
+    )
     return (
         f"{during} did not finish within timeout={timeout} s (Ray actor(s) "
         f"{', '.join(map(str, actors))}, with sub-env(s) {', '.join(map(str, lost))}, "
-        f"had not answered). The actors may still be running it, so the env cannot "
-        f"be used any more: close() it (which kills them) and build a new one, with "
-        f"a larger timeout if the sub-envs are slow."
+        f"had not answered). {remedy}"
     )

@@ -92,6 +92,26 @@ def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
         raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
 
 
+def _call_name(commands: Sequence[int]) -> str:
+    """``"step"`` for a call that steps a sub-env, else ``"reset"``."""
+    return "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
+
+
+def _close_copy(env: gym.Env, index: int) -> None:
+    """Close the copy of sub-env ``index`` built here to read its spaces; what its
+    ``close()`` raises is that sub-env's :class:`~vecmode.SubEnvError`."""
+    try:
+        env.close()
+    except Exception as exc:
+        raise SubEnvError(
+            index,
+            errors.BUILDING_CLOSE,
+            type(exc).__name__,
+            str(exc),
+            traceback.format_exc(),
+        ) from exc
+
+
 def slice_message(
     start: int,
     stop: int,
@@ -194,11 +214,11 @@ class RemoteCore(VectorCore):
                 for i in range(1, self.num_envs):
                     env = self._build_in_parent(i)
                     env_spaces.append(env.observation_space)
-                    env.close()
+                    _close_copy(env, i)
                 self.single_observation_space = env_spaces[0]
                 self.observation_space = batch_differing_spaces(env_spaces)
         finally:
-            dummy.close()
+            _close_copy(dummy, 0)
 
     def _check_built(self, answers: Sequence[Any]) -> None:
         """Raise what the slices' answers to their construction report: an
@@ -323,16 +343,15 @@ class RemoteCore(VectorCore):
         split = self._split_actions(actions)
         return self._send(
             lambda start, stop: slice_message(start, stop, cmds, split, seeds, options),
-            "a step or reset",
+            f"a {_call_name(cmds)}",
         )
 
     def _execute(self, request: Request) -> Executed:
         commands = request.commands
-        self._usable(
-            "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
-        )
+        name = _call_name(commands)
+        self._usable(name)
         token = self._send_execute(request)
-        return self._finish(commands, token, self.timeout, "a step or reset")
+        return self._finish(commands, token, self.timeout, f"a {name}")
 
     def _execute_async(self, name: str, request: Request) -> None:
         self._usable(f"{name}_async")
@@ -665,18 +684,13 @@ class RemoteCore(VectorCore):
             f"{type(self).__name__}({head}num_envs={self.num_envs}, {self._layout()})"
         )
 
-    def __enter__(self) -> RemoteCore:
-        """Use as a context manager: the env is closed on exit."""
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        """Close the env."""
-        self.close()
-
 
 # ------------------------------------------------------------------ messages
 def env_unusable(name: str, reason: str) -> str:
-    return f"this {name} cannot be used any more: {reason}"
+    return (
+        f"this {name} cannot be used any more: {reason}. close() it (which ends "
+        f"what is left of it) and build a new one."
+    )
 
 
 def already_pending(what: str, pending: str) -> str:
