@@ -103,7 +103,7 @@ def test_same_as_gymnasiums_wrapper_in_next_step(case: Case):
     # jax reset_mask, which the envs reject: compare those without extra masks.
     mask_prob = 0.4 if case.gym_vector_masks and not case.stateful else 0.0
     expected_envs = case.gym_vector(
-        vecmode.SyncVectorEnv.__mro__[2](env_fns(case.env), autoreset_mode=mode)
+        gym.vector.SyncVectorEnv(env_fns(case.env), autoreset_mode=mode)
     )
     script = make_script(expected_envs, STEPS, seed=4, mask_prob=mask_prob)
     expected = _without_time(_run(expected_envs, script, mode))

@@ -53,6 +53,33 @@ def _one_number(reward: Any) -> bool:
     return found.ndim == 0 and found.dtype.kind in "biuf"
 
 
+# What call / get_attr / set_attr do to each sub-env (in the sync core and in a
+# worker alike): the label a failure is reported under, and the function.
+def call_each(
+    name: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+) -> tuple[str, Callable[[gym.Env], Any]]:
+    """``call(name, *args, **kwargs)``: the method's result, or the attribute."""
+
+    def call(env: gym.Env) -> Any:
+        attr = env.get_wrapper_attr(name)
+        return attr(*args, **(kwargs or {})) if callable(attr) else attr
+
+    return f"call({name!r})", call
+
+
+def get_attr_each(name: str) -> tuple[str, Callable[[gym.Env], Any]]:
+    """``get_attr(name)``."""
+    return f"get_attr({name!r})", lambda env: env.get_wrapper_attr(name)
+
+
+def set_attr_each(
+    name: str, values: Sequence[Any]
+) -> tuple[str, Callable[[gym.Env], Any]]:
+    """``set_attr(name, values)``: one value per sub-env, in order."""
+    it = iter(values)
+    return f"set_attr({name!r})", lambda env: env.set_wrapper_attr(name, next(it))
+
+
 @dataclass
 class Failure:
     """A sub-env raised: which one, doing what, and the exception."""

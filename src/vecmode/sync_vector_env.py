@@ -24,7 +24,7 @@ from vecmode.core import (
 from vecmode.errors import SubEnvError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.runner import Runner
+from vecmode.runner import Runner, call_each, get_attr_each, set_attr_each
 
 __all__ = ["SyncVectorEnv"]
 
@@ -110,17 +110,12 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         Gymnasium's; ``call("step")`` and the like are refused (use ``step``)."""
         self._open()
         check_call(name)
-
-        def call(env: gym.Env) -> Any:
-            attr = env.get_wrapper_attr(name)
-            return attr(*args, **kwargs) if callable(attr) else attr
-
-        return self._each(f"call({name!r})", call)
+        return self._each(*call_each(name, args, kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env."""
         self._open()
-        return self._each(f"get_attr({name!r})", lambda env: env.get_wrapper_attr(name))
+        return self._each(*get_attr_each(name))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env: one value for all, or a list or
@@ -130,10 +125,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
-        it = iter(values)
-        self._each(
-            f"set_attr({name!r})", lambda env: env.set_wrapper_attr(name, next(it))
-        )
+        self._each(*set_attr_each(name, values))
 
     def render(self) -> tuple[Any, ...]:
         """The frames of every sub-env (``call("render")``)."""

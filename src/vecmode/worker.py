@@ -38,7 +38,13 @@ from gymnasium.vector.utils import (
 )
 
 from vecmode.errors import SubEnvError
-from vecmode.runner import Failure, Runner
+from vecmode.runner import (
+    Failure,
+    Runner,
+    call_each,
+    get_attr_each,
+    set_attr_each,
+)
 
 __all__ = [
     "CALL",
@@ -239,26 +245,15 @@ class SliceServer:
             return (CLOSED, failures)
         if op == CALL:
             _, name, args, kwargs = message
-
-            def call(env: gym.Env) -> Any:
-                attr = env.get_wrapper_attr(name)
-                return attr(*args, **kwargs) if callable(attr) else attr
-
-            return self._each(f"call({name!r})", call)
+            return self._each(*call_each(name, args, kwargs))
         if op == EACH:  # (EACH, label, CloudpickleWrapper(fn), args, positions)
             _, label, wrapped, args, positions = message
             fn = wrapped.fn
             return self._each(label, lambda env: fn(env, *args), positions)
         if op == GET_ATTR:
-            name = message[1]
-            return self._each(
-                f"get_attr({name!r})", lambda env: env.get_wrapper_attr(name)
-            )
+            return self._each(*get_attr_each(message[1]))
         _, name, values = message  # SET_ATTR
-        it = iter(values)
-        answer = self._each(
-            f"set_attr({name!r})", lambda env: env.set_wrapper_attr(name, next(it))
-        )
+        answer = self._each(*set_attr_each(name, values))
         return None if answer[0] == OK else answer
 
     def _each(
