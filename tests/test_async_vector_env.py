@@ -908,6 +908,26 @@ def test_an_env_fn_that_fails_is_reported_at_construction_and_leaves_no_process(
     assert set(multiprocessing.active_children()) == before
 
 
+def env_fn_slow_in_a_worker() -> gym.Env:
+    """Builds at once in the parent (sub-env 0's copy), in 30 s in a worker."""
+    if multiprocessing.parent_process() is not None:
+        time.sleep(30)
+    return ScheduledEnv(0)
+
+
+def test_an_env_fn_that_fails_is_reported_without_waiting_for_slower_builds():
+    """One worker's env_fn raised while another was still building: the error
+    came when the slowest build ended (30 s here); now at once, and the busy
+    worker is ended."""
+    before = set(multiprocessing.active_children())
+    started = time.monotonic()
+    with deadline(25), pytest.raises(SubEnvError) as info:
+        make_async([*scheduled_fns(1), env_fn_slow_in_a_worker, env_fn_that_raises])
+    assert time.monotonic() - started < 10
+    assert (info.value.index, info.value.method) == (2, "env_fn")
+    assert set(multiprocessing.active_children()) == before
+
+
 class CloseRaises(ScheduledEnv):
     def close(self):
         raise ValueError("this close fails on purpose")

@@ -345,6 +345,8 @@ def test_error_messages_are_built_in_one_place():
         ({"seed": [1, 2]}, ValueError, "list of 3 seeds"),
         # Gymnasium's seeding refused them in the sub-envs (all lost)
         ({"seed": -1}, ValueError, "seed must be >= 0"),
+        # a 0-d array (or tensor) was "iteration over a 0-d array"
+        ({"seed": np.array(3)}, TypeError, "seed must be an int or None, got ndarray"),
         ({"seed": [0, None, -3]}, ValueError, "each seed in the list must be >= 0"),
     ],
 )

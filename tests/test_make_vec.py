@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -33,7 +34,8 @@ def test_make_vec_equals_gymnasium_make_vec(mode, vectorization):
     assert vecmode.mode_of(ours) is mode
     assert ours.unwrapped.spec.id == "CartPole-v1"
     assert ours.unwrapped.spec.kwargs["max_episode_steps"] == 8
-    assert ours.unwrapped.spec.kwargs["vector_kwargs"] == {"autoreset_mode": mode}
+    # the mode as given (a string here), as Gymnasium's spec keeps it
+    assert ours.unwrapped.spec.kwargs["vector_kwargs"] == {"autoreset_mode": mode.value}
     core = vecmode.SyncVectorEnv if vectorization == "sync" else vecmode.AsyncVectorEnv
     assert isinstance(ours.unwrapped, core)
     script = make_script(reference, 30)
@@ -140,6 +142,57 @@ def test_bad_arguments():
         vecmode.make_vec(ScheduledEnv, vectorization_mode="vector_entry_point")
     with pytest.raises(gym.error.Error):
         vecmode.make_vec("NoSuchEnv-v0")
+    # num_envs: Gymnasium's were an IndexError, or a message about env_fns
+    for bad, error in ((0, ValueError), (-1, ValueError), (2.0, TypeError)):
+        for vectorization in ("sync", "async", "vector_entry_point"):
+            with pytest.raises(error, match=r"^num_envs must be"):
+                vecmode.make_vec(
+                    "CartPole-v1", num_envs=bad, vectorization_mode=vectorization
+                )
+    # no vector entry point: the id (not the whole spec), and what to use
+    with pytest.raises(gym.error.Error) as info:
+        vecmode.make_vec("Pendulum-v1", vectorization_mode="vector_entry_point")
+    assert str(info.value) == (
+        "Cannot create vectorized environment for Pendulum-v1 because it doesn't "
+        "have a vector entry point defined. Use vectorization_mode='sync' or "
+        "'async' (vecmode's cores, which run every mode)."
+    )
+    # Gymnasium's AsyncVectorEnv arguments vecmode's has no use for: what instead
+    for name, says in (
+        ("worker", "takes no worker="),
+        ("max_concurrency", "num_workers=2"),
+    ):
+        with pytest.raises(TypeError, match=re.escape(says)):
+            vecmode.make_vec(
+                "CartPole-v1",
+                vectorization_mode="async",
+                vector_kwargs={name: 2 if name == "max_concurrency" else print},
+            )
+
+
+@pytest.mark.parametrize(
+    "given", ["SameStep", AutoresetMode.SAME_STEP], ids=["string", "enum"]
+)
+def test_the_spec_keeps_the_mode_as_given_as_gymnasium_s_does(given):
+    """The spec recorded the enum where Gymnasium's keeps the string given."""
+    ours = vecmode.make_vec(
+        "CartPole-v1",
+        2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": given},
+    )
+    theirs = gym.make_vec(
+        "CartPole-v1",
+        2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": given},
+    )
+    try:
+        assert ours.spec.kwargs == theirs.spec.kwargs
+        assert type(ours.spec.kwargs["vector_kwargs"]["autoreset_mode"]) is type(given)
+    finally:
+        ours.close()
+        theirs.close()
 
 
 def test_spec_records_how_the_env_was_made():

@@ -161,21 +161,70 @@ def test_final_observations_stay_an_object_array_with_numpy_masks(name):
 
 
 @pytest.mark.parametrize(
-    ("name", "module", "extra"),
+    ("name", "module", "install"),
     [
-        ("NumpyToTorch", "torch", "torch"),
-        ("JaxToNumpy", "jax.numpy", "jax"),
-        ("JaxToTorch", "jax.numpy", "jax"),
-        ("ArrayConversion", "array_api_compat", "torch"),
+        (
+            "NumpyToTorch",
+            "torch",
+            'pip install "vecmode[torch]" (or pip install torch)',
+        ),
+        ("JaxToNumpy", "jax.numpy", 'pip install "vecmode[jax]" (or pip install jax)'),
+        ("JaxToTorch", "jax.numpy", 'pip install "vecmode[jax]" (or pip install jax)'),
+        (
+            "NumpyToTorch",
+            "array_api_compat",
+            'pip install "vecmode[torch]" (or pip install array-api-compat)',
+        ),
+        ("ArrayConversion", "array_api_compat", "pip install array-api-compat."),
     ],
 )
-def test_a_missing_library_names_the_extra(name, module, extra, monkeypatch):
+def test_a_missing_library_names_the_extra(name, module, install, monkeypatch):
+    """The extra for the wrapper's library, and the package's pip name (it said
+    "pip install PyTorch", and sent jax users to vecmode[torch])."""
     monkeypatch.setitem(sys.modules, module, None)
     envs = vecmode_base("box", AutoresetMode.NEXT_STEP)
     args = {"env_xp": np, "target_xp": np} if name == "ArrayConversion" else {}
-    with pytest.raises(DependencyNotInstalled, match=rf"vecmode\[{extra}\]"):
+    with pytest.raises(DependencyNotInstalled) as info:
         getattr(vw, name)(envs, **args)
+    assert install in str(info.value), str(info.value)
     envs.close()
+
+
+def test_a_jax_user_missing_array_api_compat_is_sent_to_the_jax_extra():
+    """(Built, JaxToNumpy would import jax, which this process must not.)"""
+    from vecmode.wrappers.array_conversion import dependency_missing
+
+    assert dependency_missing("JaxToNumpy", "array_api_compat").endswith(
+        'run pip install "vecmode[jax]" (or pip install array-api-compat).'
+    )
+
+
+@pytest.mark.parametrize("conversion", ["vecmode", "gymnasium"])
+def test_a_numpy_reading_wrapper_over_a_conversion_is_refused(conversion):
+    """docs/wrappers.md: conversions go outermost. Over one, check_stack said ok
+    and the first step failed deep inside (`returns += rewards` on tensors)."""
+    pytest.importorskip("torch")
+    from gymnasium.wrappers import vector as gv
+
+    envs = vecmode_base("box", AutoresetMode.SAME_STEP)
+    convert = vw.NumpyToTorch if conversion == "vecmode" else gv.NumpyToTorch
+    torch_envs = convert(envs)
+    for wrapper in (vw.RecordEpisodeStatistics, vw.NormalizeReward, vw.ClipReward):
+        with pytest.raises(TypeError) as info:
+            wrapper(
+                torch_envs, **({"min_reward": 0} if wrapper is vw.ClipReward else {})
+            )
+        assert str(info.value) == (
+            f"{wrapper.__name__} reads NumPy arrays, but NumpyToTorch below it "
+            f"returns torch arrays. Put the conversion outermost: "
+            f"NumpyToTorch({wrapper.__name__}(env)), so that vecmode's wrappers "
+            f"see NumPy and your code gets torch."
+        )
+    # the right order, and a conversion over a conversion, are fine
+    vw.NumpyToTorch(vw.RecordEpisodeStatistics(envs)).close()
+    numpy_envs = vw.ArrayConversion(envs, env_xp=np, target_xp=np)
+    vw.RecordEpisodeStatistics(numpy_envs)  # NumPy in, NumPy out
+    vw.NumpyToTorch(numpy_envs).close()
 
 
 def test_a_bad_reset_mask_is_refused_before_anything_resets():

@@ -39,6 +39,7 @@ from vecmode.remote import (
 )
 from vecmode.worker import (
     CLOSE,
+    FAILED,
     OK,
     PROTOCOL,
     SHARED,
@@ -120,6 +121,8 @@ class AsyncVectorEnv(RemoteCore):
         observation_mode: str | tuple[Space, Space] = "same",
         timeout: float | None = None,
         autoreset_mode: ModeLike = CORE_MODE,
+        worker: Any = None,
+        max_concurrency: int | None = None,
     ) -> None:
         """Start the worker processes and build the sub-envs in them.
 
@@ -159,6 +162,11 @@ class AsyncVectorEnv(RemoteCore):
                 worker that dies is still reported at once).
             autoreset_mode: only ``DISABLED`` (the default): a core has no
                 autoreset policy. Given another mode, the error says how to get it.
+            worker, max_concurrency: Gymnasium's ``AsyncVectorEnv`` arguments,
+                refused with what to use instead: vecmode's workers run its own
+                command runner (a custom ``worker`` cannot drive them), and
+                ``num_workers=k`` already steps at most ``k`` sub-envs at once
+                (plus the parent's share, with ``in_parent``).
 
         Raises:
             SubEnvError: an ``env_fn`` raised (naming the sub-env).
@@ -171,6 +179,10 @@ class AsyncVectorEnv(RemoteCore):
             observation_mode,
             "vectorization_mode='async', ",
         )
+        if worker is not None:
+            raise TypeError(custom_worker_refused())
+        if max_concurrency is not None:
+            raise TypeError(max_concurrency_refused(max_concurrency))
         env_fns = list(env_fns)
         if num_workers is not None and (
             isinstance(num_workers, bool)
@@ -263,6 +275,7 @@ class AsyncVectorEnv(RemoteCore):
                 spin,
             )
 
+        answers: list[Any] = []
         try:
             self._pool.start(
                 ctx,
@@ -275,7 +288,13 @@ class AsyncVectorEnv(RemoteCore):
             # building sub-envs (and, with spawn, importing their modules) may take
             # longer than a step: the timeout grants construction at least a minute
             limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
-            answers = self._pool.collect(self._pool.workers, limit, "construction")
+            answers = self._pool.collect(
+                self._pool.workers,
+                limit,
+                "construction",
+                # a failed env_fn is reported at once, not after the slowest build
+                enough=lambda answer: answer[0] == FAILED,
+            )
             raise_failure(answers)
             if self.in_parent:
                 answers.append(self._start_local(memory))
@@ -286,7 +305,11 @@ class AsyncVectorEnv(RemoteCore):
             graceful = isinstance(exc, (SubEnvError, RuntimeError)) and not isinstance(
                 exc, WorkerError
             )
-            self._shutdown(terminate=not graceful, timeout=10.0)
+            # (a worker still building when another failed does not answer: it
+            # is ended when the wait is up)
+            self._shutdown(
+                terminate=not graceful, timeout=10.0 if all(answers) else 1.0
+            )
             self.closed = True
             raise
 
@@ -450,4 +473,21 @@ def in_parent_message(got: Any, num_envs: int) -> str:
         f"in_parent must be an int from 0 to {num_envs - 1} (the number of sub-envs "
         f"the parent process steps itself; at least one sub-env runs in a worker), "
         f"got {got!r}."
+    )
+
+
+def custom_worker_refused() -> str:
+    return (
+        "vecmode.AsyncVectorEnv takes no worker=: its workers run vecmode's command "
+        "runner, which a custom Gymnasium worker function cannot stand in for. Put "
+        "the custom behaviour in the sub-env (a gymnasium.Wrapper in its env_fn), "
+        "or use gymnasium.vector.AsyncVectorEnv for a custom worker."
+    )
+
+
+def max_concurrency_refused(value: Any) -> str:
+    return (
+        f"vecmode.AsyncVectorEnv takes no max_concurrency= (got {value!r}): each "
+        f"worker steps its sub-envs one after the other, so num_workers={value!r} "
+        f"steps at most {value!r} sub-env(s) at once; pass that instead."
     )

@@ -145,7 +145,8 @@ def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
     if mask.dtype != np.bool_:
         raise TypeError(
             f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}; "
-            f"convert it with mask.astype(bool) if its values are 0/1."
+            f"if its values are 0/1, pass them as bools (mask.astype(bool); "
+            f"mask.bool() for a torch tensor)."
         )
     return mask
 
@@ -639,7 +640,11 @@ class VectorCore(ClosesOnExit, VectorEnv):
             if seed < 0:  # type: ignore[operator]
                 raise ValueError(seed_negative(seed))
             return [int(cast(int, seed)) + i for i in range(self.num_envs)]
-        if isinstance(seed, (str, bytes)) or not isinstance(seed, Iterable):
+        if (
+            isinstance(seed, (str, bytes))
+            or not isinstance(seed, Iterable)
+            or getattr(seed, "ndim", None) == 0  # a 0-d array or tensor
+        ):
             raise TypeError(seed_type(seed, self.num_envs))
         seeds = list(seed)
         if len(seeds) != self.num_envs:
@@ -743,7 +748,7 @@ def seed_type(got: Any, num_envs: int, in_list: bool = False) -> str:
     return (
         f"{where} must be an int or None, got {type(got).__name__} {got!r}; pass "
         f"seed=None, an int (sub-env i gets seed + i), or a list of {num_envs} ints "
-        f"or Nones (NumPy integers are fine)."
+        f"or Nones (NumPy integers are fine; int(seed) for a 0-d array or tensor)."
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.envs.registration import (  # _find_spec: what gymnasium.make_vec uses
     EnvSpec,
     VectorizeMode,
@@ -68,7 +69,8 @@ def make_vec(
             ``daemon`` and ``timeout``; for ``ray`` also ``num_actors``,
             ``envs_per_actor``, ``actor_options`` and ``timeout``).
         wrappers: wrappers applied to each sub-env, innermost first.
-        autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value; the
+        autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value
+            (also spelled ``"same_step"`` and the like: ``vecmode.as_mode``); the
             same as ``vector_kwargs["autoreset_mode"]``. ``None``: NEXT_STEP for
             ``sync``/``async`` (Gymnasium's default), the env's own mode for a
             vector entry point. Asking a vector entry point for another mode
@@ -98,8 +100,13 @@ def make_vec(
         vector_kwargs = dict(env_kwargs.pop("vector_kwargs", vector_kwargs))
         wrappers = list(env_kwargs.pop("wrappers", wrappers))
     env_kwargs.update(kwargs)
-    mode = _requested_mode(autoreset_mode, vector_kwargs.pop("autoreset_mode", None))
+    given = vector_kwargs.pop("autoreset_mode", None)
+    mode = _requested_mode(autoreset_mode, given)
     vmode = _vectorize_mode(vectorization_mode, spec)
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
+        raise TypeError(num_envs_type(num_envs))
+    if num_envs < 1:
+        raise ValueError(num_envs_value(num_envs))
 
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
         if spec is None:
@@ -107,6 +114,8 @@ def make_vec(
                 "vectorization_mode='vector_entry_point' needs a registered env id "
                 "or EnvSpec, not a callable."
             )
+        if spec.vector_entry_point is None:  # Gymnasium's words, then what to do
+            raise Error(no_vector_entry_point(spec.id))
         envs = gym.make_vec(
             spec,
             num_envs=num_envs,
@@ -140,8 +149,12 @@ def make_vec(
         core.close()
         raise
     if spec is not None:
+        # the mode as given (a string or the enum), as Gymnasium's spec keeps it
+        as_given = given if given is not None else autoreset_mode
         recorded = (
-            vector_kwargs if mode is None else {**vector_kwargs, "autoreset_mode": mode}
+            vector_kwargs
+            if mode is None
+            else {**vector_kwargs, "autoreset_mode": as_given}
         )
         envs.unwrapped.spec = _made_spec(
             spec, env_kwargs, num_envs, vmode, recorded, wrappers
@@ -230,3 +243,19 @@ def _requested_mode(argument: Any, in_vector_kwargs: Any) -> AutoresetMode | Non
         )
     requested = argument if argument is not None else in_vector_kwargs
     return None if requested is None else as_mode(requested)
+
+
+def num_envs_type(got: Any) -> str:
+    return f"num_envs must be an int >= 1, got {type(got).__name__} {got!r}."
+
+
+def num_envs_value(got: Any) -> str:
+    return f"num_envs must be >= 1 (the number of sub-envs), got {got!r}."
+
+
+def no_vector_entry_point(env_id: str) -> str:
+    return (
+        f"Cannot create vectorized environment for {env_id} because it doesn't have "
+        f"a vector entry point defined. Use vectorization_mode='sync' or 'async' "
+        f"(vecmode's cores, which run every mode)."
+    )

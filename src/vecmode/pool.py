@@ -134,12 +134,18 @@ class WorkerPool:
             self._died(worker, during)
 
     def collect(
-        self, workers: Sequence[Worker], timeout: float | None, during: str
+        self,
+        workers: Sequence[Worker],
+        timeout: float | None,
+        during: str,
+        enough: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
         """One answer from each of ``workers`` (in their order), or a WorkerError.
 
         Waits on the pipes and on the process sentinels together, so a worker that
-        dies is reported at once whatever the timeout.
+        dies is reported at once whatever the timeout. ``enough``: an answer after
+        which the others are not waited for (they are None then): a worker that
+        failed to build its sub-envs, while the others are still building theirs.
         """
         answers: list[Any] = [None] * len(workers)
         if not workers:
@@ -165,6 +171,11 @@ class WorkerPool:
                         [i for w in late for i in w.indices],
                     )
                 self._read(ready, waiting, answers, during)
+                if enough is not None and any(
+                    a is not None and enough(a) for a in answers
+                ):
+                    self.broken = f"{during} failed"  # the others' answers are unread
+                    break
         except BaseException as exc:
             if self.broken is None:
                 # interrupted (Ctrl-C) or a pipe error: the pipes may be out of step

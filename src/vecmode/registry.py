@@ -682,6 +682,29 @@ def _check_construction(cls: type, env: Any) -> None:
         and final_obs_layout(env) != "gymnasium"
     ):
         raise IncompatibleModeError(own_final_obs_layout(cls.__name__, env))
+    library = _converted_to(env)
+    if (
+        library is not None
+        and any(k.__module__ == "vecmode.forwarding" for k in cls.__mro__)
+        and not getattr(cls, "converts_arrays", False)
+    ):
+        raise TypeError(converted_below(cls.__name__, library))
+
+
+def _converted_to(env: Any) -> tuple[str, str] | None:
+    """The array library ``env`` returns if a conversion layer in it (vecmode's or
+    Gymnasium's ``ArrayConversion`` and its subclasses) makes it other than
+    NumPy: ``(the layer's class name, the library)``; else None."""
+    seen = 0
+    while env is not None and seen < 64:
+        target = env.__dict__.get("_target_xp") if hasattr(env, "__dict__") else None
+        if target is not None:
+            name = getattr(target, "__name__", str(target))
+            name = name.replace("array_api_compat.", "")
+            return None if name == "numpy" else (type(env).__name__, name)
+        env = env.__dict__.get("env") if hasattr(env, "__dict__") else None
+        seen += 1
+    return None
 
 
 def _instrument(cls: type, because: str) -> None:
@@ -1483,6 +1506,15 @@ def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
 
 def stack_not_compatible(table: str) -> str:
     return f"this vector env stack is not compatible with its autoreset mode:\n{table}"
+
+
+def converted_below(wrapper: str, below: tuple[str, str]) -> str:
+    layer, library = below
+    return (
+        f"{wrapper} reads NumPy arrays, but {layer} below it returns {library} "
+        f"arrays. Put the conversion outermost: {layer}({wrapper}(env)), so that "
+        f"vecmode's wrappers see NumPy and your code gets {library}."
+    )
 
 
 def own_final_obs_layout(wrapper: str, env: Any) -> str:

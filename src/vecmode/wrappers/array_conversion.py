@@ -37,11 +37,12 @@ from vecmode.wrappers.base import MaskedResetWrapper, check_infos
 
 __all__ = ["ArrayConversion", "JaxToNumpy", "JaxToTorch", "NumpyToTorch"]
 
-#: What each optional module is installed by.
-_EXTRAS = {
-    "torch": ("PyTorch", "vecmode[torch]"),
-    "jax.numpy": ("jax", "vecmode[jax]"),
-    "array_api_compat": ("array-api-compat", "vecmode[torch]"),
+#: Each optional module: its name, its pip name, vecmode's extra that installs
+#: it (None: both extras do; the one for the wrapper's library is named).
+_EXTRAS: dict[str, tuple[str, str, str | None]] = {
+    "torch": ("PyTorch", "torch", "vecmode[torch]"),
+    "jax.numpy": ("jax", "jax", "vecmode[jax]"),
+    "array_api_compat": ("array-api-compat", "array-api-compat", None),
 }
 
 
@@ -85,6 +86,10 @@ class ArrayConversion(MaskedResetWrapper):
     (array([ True,  True]), (4,))
     >>> envs.close()
     """
+
+    #: It takes another library's arrays itself (the registry lets it wrap a
+    #: conversion; vecmode's other wrappers read NumPy and refuse one).
+    converts_arrays = True
 
     def __init__(
         self,
@@ -250,8 +255,14 @@ class JaxToTorch(ArrayConversion):
 
 # ------------------------------------------------------------------ messages
 def dependency_missing(who: str, module: str) -> str:
-    name, extra = _EXTRAS.get(module, (module, "vecmode"))
-    return (
-        f"{who} needs {name}, which is not installed: run "
-        f'pip install "{extra}" (or pip install {name}).'
+    name, pip_name, extra = _EXTRAS.get(module, (module, module, None))
+    if extra is None:  # the extra of the wrapper's own library, if it has one
+        extra = next(
+            (f"vecmode[{lib}]" for lib in ("jax", "torch") if lib in who.lower()), None
+        )
+    install = (
+        f'pip install "{extra}" (or pip install {pip_name})'
+        if extra
+        else (f"pip install {pip_name}")
     )
+    return f"{who} needs {name}, which is not installed: run {install}."
