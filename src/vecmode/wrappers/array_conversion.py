@@ -200,16 +200,17 @@ class JaxToNumpy(ArrayConversion):
     ``pip install "vecmode[jax]"``. ``reset_mask`` reaches the env as a NumPy bool
     array (Gymnasium's makes it a jax array).
 
-    CartPole with jax observations (Gymnasium's single-env ``ArrayConversion``),
-    in DISABLED mode:
+    A vector env returning jax arrays (here CartPole, converted to jax by
+    :class:`ArrayConversion`), in DISABLED mode:
 
-    >>> import gymnasium as gym, jax.numpy as jnp, numpy as np, vecmode
-    >>> from vecmode.wrappers import JaxToNumpy
-    >>> def jax_cartpole(env):
-    ...     return gym.wrappers.ArrayConversion(env, env_xp=np, target_xp=jnp)
-    >>> envs = JaxToNumpy(vecmode.make_vec("CartPole-v1", num_envs=2,
+    >>> import jax.numpy as jnp, numpy as np, vecmode
+    >>> from vecmode.wrappers import ArrayConversion, JaxToNumpy
+    >>> jax_envs = ArrayConversion(vecmode.make_vec("CartPole-v1", num_envs=2,
     ...     autoreset_mode="Disabled", max_episode_steps=1,
-    ...     vectorization_mode="sync", wrappers=[jax_cartpole]))
+    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp)
+    >>> type(jax_envs.reset(seed=0)[0]).__name__
+    'ArrayImpl'
+    >>> envs = JaxToNumpy(jax_envs)
     >>> _ = envs.reset(seed=0)
     >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1]))
     >>> obs, _ = envs.reset(options={"reset_mask": truncations})
@@ -231,13 +232,12 @@ class JaxToTorch(ArrayConversion):
     ``pip install "vecmode[jax,torch]"``. In SAME_STEP, ``info["final_obs"]`` holds
     a tensor for each ended sub-env (in a NumPy object array, with its NumPy mask).
 
-    >>> import gymnasium as gym, jax.numpy as jnp, numpy as np, vecmode
-    >>> from vecmode.wrappers import JaxToTorch
-    >>> def jax_cartpole(env):
-    ...     return gym.wrappers.ArrayConversion(env, env_xp=np, target_xp=jnp)
-    >>> envs = JaxToTorch(vecmode.make_vec("CartPole-v1", num_envs=2,
+    >>> import jax.numpy as jnp, numpy as np, vecmode
+    >>> from vecmode.wrappers import ArrayConversion, JaxToTorch
+    >>> jax_envs = ArrayConversion(vecmode.make_vec("CartPole-v1", num_envs=2,
     ...     autoreset_mode="SameStep", max_episode_steps=1,
-    ...     vectorization_mode="sync", wrappers=[jax_cartpole]))
+    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp)
+    >>> envs = JaxToTorch(jax_envs)
     >>> _ = envs.reset(seed=0)
     >>> *_, infos = envs.step(np.array([0, 1]))
     >>> type(infos["final_obs"][0]).__name__, infos["_final_obs"]
