@@ -162,11 +162,12 @@ class AsyncVectorEnv(RemoteCore):
                 worker that dies is still reported at once).
             autoreset_mode: only ``DISABLED`` (the default): a core has no
                 autoreset policy. Given another mode, the error says how to get it.
-            worker, max_concurrency: Gymnasium's ``AsyncVectorEnv`` arguments,
-                refused with what to use instead: vecmode's workers run its own
-                command runner (a custom ``worker`` cannot drive them), and
-                ``num_workers=k`` already steps at most ``k`` sub-envs at once
-                (plus the parent's share, with ``in_parent``).
+            worker: Gymnasium's argument, refused with what to do instead:
+                vecmode's workers run its own command runner, which a custom
+                worker function cannot stand in for.
+            max_concurrency: Gymnasium's argument, refused with what to use
+                instead: ``num_workers=k`` already steps at most ``k`` sub-envs
+                at once (plus the parent's share, with ``in_parent``).
 
         Raises:
             SubEnvError: an ``env_fn`` raised (naming the sub-env).

@@ -171,10 +171,7 @@ class WorkerPool:
                         [i for w in late for i in w.indices],
                     )
                 self._read(ready, waiting, answers, during)
-                if enough is not None and any(
-                    a is not None and enough(a) for a in answers
-                ):
-                    self.broken = f"{during} failed"  # the others' answers are unread
+                if enough is not None and self._enough(enough, answers, during):
                     break
         except BaseException as exc:
             if self.broken is None:
@@ -182,6 +179,16 @@ class WorkerPool:
                 self.broken = f"{during} was interrupted by {type(exc).__name__}"
             raise
         return answers
+
+    def _enough(
+        self, enough: Callable[[Any], bool], answers: list[Any], during: str
+    ) -> bool:
+        """Whether an answer so far is ``enough``; then the others' answers stay
+        unread, so the pool cannot be used for another call."""
+        if not any(answer is not None and enough(answer) for answer in answers):
+            return False
+        self.broken = f"{during} failed"
+        return True
 
     def _read(
         self, ready: list[int], waiting: dict[int, int], answers: list[Any], during: str
