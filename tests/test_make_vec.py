@@ -175,17 +175,14 @@ def test_bad_arguments():
 )
 def test_the_spec_keeps_the_mode_as_given_as_gymnasium_s_does(given):
     """The spec recorded the enum where Gymnasium's keeps the string given."""
-    ours = vecmode.make_vec(
-        "CartPole-v1",
-        2,
-        vectorization_mode="sync",
-        vector_kwargs={"autoreset_mode": given},
-    )
-    theirs = gym.make_vec(
-        "CartPole-v1",
-        2,
-        vectorization_mode="sync",
-        vector_kwargs={"autoreset_mode": given},
+    ours, theirs = (
+        make(
+            "CartPole-v1",
+            2,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": given},
+        )
+        for make in (vecmode.make_vec, gym.make_vec)
     )
     try:
         assert ours.spec.kwargs == theirs.spec.kwargs
