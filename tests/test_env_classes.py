@@ -513,6 +513,15 @@ def test_register_vector_env_checks_its_arguments():
         vecmode.register_vector_env("x:Y", masked_reset="clears", reset_returns="no")
     with pytest.raises(ValueError, match="not an autoreset mode"):
         vecmode.register_vector_env("x:Y", masked_reset="clears", modes=["Later"])
+    # what register() checks, register_vector_env now checks too (it accepted a
+    # wrapper, a path without a colon and no modes; 42 was an AttributeError)
+    with pytest.raises(ValueError, match="needs at least one mode"):
+        vecmode.register_vector_env("x:Y", masked_reset="clears", modes=[])
+    with pytest.raises(ValueError, match=r"'module:QualName', got 'x\.Y'"):
+        vecmode.register_vector_env("x.Y", masked_reset="clears")
+    for not_a_class in (42, gym.Wrapper, gym.vector.VectorWrapper):
+        with pytest.raises(TypeError, match="takes a vector env class"):
+            vecmode.register_vector_env(not_a_class, masked_reset="clears")
 
 
 def test_conversions_over_gymnasium_envs_still_equal_gymnasium():

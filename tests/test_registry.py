@@ -392,6 +392,108 @@ def test_strict_turns_an_undeclared_mode_into_an_error():
     assert not registry._is_strict(None)
 
 
+def test_a_declared_wrapper_is_checked_wherever_its_env_argument_is():
+    """The env was looked for as the first argument (or the second parameter's
+    keyword) only: a wrapper taking it second, or through **kwargs, was built
+    in a mode it does not support, silently."""
+
+    @vecmode.supports("NextStep")
+    class EnvSecond(VectorWrapper):
+        def __init__(self, scale: float, env: gym.vector.VectorEnv) -> None:
+            super().__init__(env)
+
+    @vecmode.supports("NextStep")
+    class Passthrough(VectorWrapper):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+
+    envs = in_mode(SS)
+    for build in (
+        lambda: EnvSecond(2.0, envs),
+        lambda: EnvSecond(scale=2.0, env=envs),
+        lambda: Passthrough(env=envs),
+        lambda: Passthrough(envs),
+    ):
+        with pytest.raises(vecmode.IncompatibleModeError, match="supports NextStep"):
+            build()
+    envs.close()
+
+
+def test_gymnasium_s_record_episode_statistics_over_another_is_known_wrong():
+    """Over vecmode's core (which keeps the caller's options) Gymnasium's
+    RecordEpisodeStatistics is right in Disabled, but it pops reset_mask after
+    its reset: one above it finds no mask and clears every sub-env's statistics.
+    check_stack said ok for both (it looked at the innermost env only)."""
+    base = vecmode.make_vec(
+        "CartPole-v1", 2, vectorization_mode="sync", autoreset_mode="Disabled"
+    )
+    inner = gym_wrappers.RecordEpisodeStatistics(base)
+    outer = gym_wrappers.RecordEpisodeStatistics(inner)
+    report = vecmode.check_stack(outer)
+    assert [row.verdict for row in report][1:] == [Verdict.OK, Verdict.KNOWN_WRONG]
+    # what the verdict stands for
+    outer.reset(seed=0)
+    for _ in range(3):
+        outer.step(np.array([0, 0]))
+    outer.reset(options={"reset_mask": np.array([True, False])})
+    assert inner.episode_lengths.tolist() == [0, 3]  # right
+    assert outer.episode_lengths.tolist() == [0, 0]  # sub-env 1's count lost
+    outer.close()
+
+
+def test_a_mode_that_is_no_mode_names_its_layer():
+    envs = gym.vector.SyncVectorEnv(scheduled_fns(2))
+    envs.metadata = {**envs.metadata, "autoreset_mode": "Bogus"}
+    stack = gym_wrappers.ClipReward(envs, 0, 1)
+    with pytest.raises(
+        ValueError, match=r"^layer 0 SyncVectorEnv \(gymnasium\): 'Bogus'"
+    ):
+        vecmode.check_stack(stack)
+    envs.close()
+
+
+def test_strict_handles_may_be_released_in_any_order():
+    """A session fixture's strict() released before a test's strict(False): the
+    last released restored what it had seen, leaving strict on for good."""
+    first = vecmode.strict()
+    second = vecmode.strict(False)  # the newer handle decides while held
+    assert not registry._is_strict(None)
+    first.release()
+    assert not registry._is_strict(None)
+    second.release()
+    assert not registry._is_strict(None)  # strict was on before neither
+    outer = vecmode.strict()
+    inner = vecmode.strict(False)
+    inner.release()
+    assert registry._is_strict(None)  # the outer one holds again
+    outer.release()
+    outer.release()  # a second release does nothing
+    assert not registry._is_strict(None)
+
+
+def test_a_strict_handle_is_released_in_its_own_thread():
+    """Strict mode holds in the thread that turns it on: releasing its handle
+    elsewhere was contextvars' bare "created in a different Context"."""
+    import threading
+
+    handle = vecmode.strict()
+    caught: list[BaseException] = []
+
+    def release() -> None:
+        try:
+            handle.release()
+        except RuntimeError as error:
+            caught.append(error)
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    thread.join()
+    assert [str(e) for e in caught] == [registry.strict_elsewhere()]
+    assert registry._is_strict(None)  # still on here
+    handle.release()
+    assert not registry._is_strict(None)
+
+
 # ------------------------------------------------------------------ check()
 def test_check_walks_a_stack_with_a_mode_changing_layer():
     envs = gym_wrappers.RecordEpisodeStatistics(vecmode.SameStepAutoreset(core()))
@@ -756,6 +858,10 @@ def test_require_mode():
         vecmode.require_mode(undeclared_env(), NS, strict=True)
     with pytest.raises(ValueError, match="at least one mode"):
         vecmode.require_mode(envs)
+    # not a vector env: an error, as check_stack's (it assumed NextStep)
+    for not_one in (None, gym.make("CartPole-v1")):
+        with pytest.raises(TypeError, match=r"takes a gymnasium\.vector\.VectorEnv"):
+            vecmode.require_mode(not_one, NS, who="my_dqn")
 
 
 # ------------------------------------------------------------------ guard()

@@ -26,6 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
+from gymnasium.vector import VectorWrapper
+from gymnasium.wrappers.vector import (
+    RecordEpisodeStatistics as GymRecordEpisodeStatistics,
+)
+
 from vecmode.modes import MODES, ModeLike, as_mode
 
 __all__ = [
@@ -95,6 +101,19 @@ def _path(cls: type | str) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+def _checked_path(cls: Any) -> str:
+    """``"module:QualName"`` of a class to declare: a class (a vector env, or a
+    mixin of one, as EnvPool's; not a wrapper), or a path with a colon."""
+    if isinstance(cls, str):
+        module, colon, name = cls.partition(":")
+        if not (colon and module and name):
+            raise ValueError(not_a_class_path(cls))
+        return cls
+    if not isinstance(cls, type) or issubclass(cls, (gym.Wrapper, VectorWrapper)):
+        raise TypeError(not_a_vector_env_class(cls))
+    return _path(cls)
+
+
 def register_vector_env(
     cls: type | str,
     *,
@@ -138,9 +157,14 @@ def register_vector_env(
             raise ValueError(not_one_of(name, value, allowed))
     if not callable(masked_reset) and masked_reset not in MASKED_RESETS:
         raise ValueError(not_one_of("masked_reset", masked_reset, MASKED_RESETS))
+    declared_modes = frozenset(
+        MODES if modes is None else (as_mode(m) for m in _modes(modes))
+    )
+    if not declared_modes:
+        raise ValueError(no_modes(cls))
     found = VectorEnvDeclaration(
-        _path(cls),
-        frozenset(MODES if modes is None else (as_mode(m) for m in _modes(modes))),
+        _checked_path(cls),
+        declared_modes,
         masked_reset,
         reset_returns,
         final_obs_layout,
@@ -242,11 +266,22 @@ register_vector_env(
 
 
 def keeps_options(env: Any) -> bool:
-    """Whether ``env``'s innermost vector env leaves the caller's reset options
-    as they are (a declared ``keeps_options``; an undeclared class is assumed to
-    pop ``reset_mask``, as Gymnasium's do)."""
+    """Whether the caller's reset options come back from ``env.reset`` as they
+    were: its innermost vector env leaves them (a declared ``keeps_options``; an
+    undeclared class is assumed to pop ``reset_mask``, as Gymnasium's do) and no
+    layer on the way pops ``reset_mask`` (Gymnasium's vector
+    ``RecordEpisodeStatistics`` does, after its own reset)."""
     found = vector_env_declaration(env)
-    return found is not None and found.keeps_options
+    if found is None or not found.keeps_options:
+        return False
+    layer, seen = env, 0
+    while layer is not None and seen < 64:
+        if isinstance(layer, GymRecordEpisodeStatistics):
+            return False
+        inner = getattr(layer, "env", None)
+        layer = None if inner is layer else inner
+        seen += 1
+    return True
 
 
 def final_obs_layout(env: Any) -> str:
@@ -268,5 +303,32 @@ def final_obs_layout(env: Any) -> str:
 
 
 # ------------------------------------------------------------------ messages
+def not_a_class_path(got: str) -> str:
+    return (
+        f"register_vector_env takes a vector env class or its path "
+        f"'module:QualName', got {got!r}."
+    )
+
+
+def not_a_vector_env_class(got: Any) -> str:
+    what = got.__name__ if isinstance(got, type) else f"{type(got).__name__} {got!r}"
+    return (
+        f"register_vector_env takes a vector env class (or its path "
+        f"'module:QualName'), got {what}; wrappers are declared with "
+        f"vecmode.register or @vecmode.supports."
+    )
+
+
+def no_modes(cls: Any) -> str:
+    return (
+        f"register_vector_env({_shown(cls)}, modes=...) needs at least one mode the "
+        f"class can be built in (leave modes out for all three)."
+    )
+
+
+def _shown(cls: Any) -> str:
+    return cls if isinstance(cls, str) else getattr(cls, "__name__", repr(cls))
+
+
 def not_one_of(name: str, got: Any, allowed: tuple[str, ...]) -> str:
     return f"{name} must be one of {', '.join(map(repr, allowed))}, got {got!r}."

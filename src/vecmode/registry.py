@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import itertools
 import sys
 import textwrap
 import threading
@@ -568,22 +569,34 @@ def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 
 # --- strictness -------------------------------------------------------------------
 
-_strict: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "vecmode_strict", default=False
+#: The strict handles in force in this thread or task, oldest first: (handle
+#: number, enabled). The newest decides; releasing one removes it wherever it
+#: is, so handles may be released in any order.
+_strict: contextvars.ContextVar[tuple[tuple[int, bool], ...]] = contextvars.ContextVar(
+    "vecmode_strict", default=()
 )
+_strict_numbers = itertools.count()
 
 
 class Strict:
-    """Handle returned by :func:`strict`; restores the previous setting on exit."""
+    """Handle returned by :func:`strict`; its setting holds until it is released
+    (handles made later take precedence while they are held)."""
 
     def __init__(self, enabled: bool) -> None:
-        self._token: contextvars.Token[bool] | None = _strict.set(enabled)
+        self._number: int | None = next(_strict_numbers)
+        _strict.set((*_strict.get(), (self._number, bool(enabled))))
 
     def restore(self) -> None:
-        """Put back the setting in force before :func:`strict` was called."""
-        if self._token is not None:
-            _strict.reset(self._token)
-            self._token = None
+        """End this handle's setting (the setting in force before it comes back,
+        unless a handle made since still holds); a second call does nothing."""
+        if self._number is None:
+            return
+        held = _strict.get()
+        kept = tuple(entry for entry in held if entry[0] != self._number)
+        if len(kept) == len(held):
+            raise RuntimeError(strict_elsewhere())
+        _strict.set(kept)
+        self._number = None
 
     #: As :meth:`Guard.release`: the same, under the name a guard's handle has.
     release = restore
@@ -612,7 +625,10 @@ def strict(enabled: bool = True) -> Strict:
 
 
 def _is_strict(override: bool | None) -> bool:
-    return _strict.get() if override is None else override
+    if override is not None:
+        return override
+    held = _strict.get()
+    return held[-1][1] if held else False
 
 
 def _mode_or_assumed(
@@ -649,6 +665,16 @@ _because: dict[type, set[str]] = {}
 _constructing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "vecmode_constructing", default=frozenset()
 )
+
+
+def _env_argument(args: Any, kwargs: Any, env_parameter: str) -> Any:
+    """The env a wrapper is being built on: the first argument that is a vector
+    env (whatever its position or keyword, ``*args`` / ``**kwargs`` included),
+    else the one in the env's place in the signature."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, VectorEnv):
+            return value
+    return args[0] if args else kwargs.get(env_parameter)
 
 
 def _env_parameter(init: Callable[..., Any]) -> str:
@@ -718,7 +744,7 @@ def _instrument(cls: type, because: str) -> None:
         building = _constructing.get()
         if cls not in _instrumented or id(instance) in building:
             return wrapped(*args, **kwargs)
-        env = args[0] if args else kwargs.get(env_parameter)
+        env = _env_argument(args, kwargs, env_parameter)
         _check_construction(type(instance), env)
         token = _constructing.set(building | {id(instance)})
         try:
@@ -1269,7 +1295,10 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
     mode: AutoresetMode | None = None
     for position, layer in enumerate(_layers(env)):
         name, origin = type(layer).__name__, _origin(layer)
-        declared = mode_of(layer)
+        try:
+            declared = mode_of(layer)
+        except ValueError as error:  # metadata["autoreset_mode"] is no mode
+            raise ValueError(f"layer {position} {name} ({origin}): {error}") from None
         if position == 0:
             proof, proof_note = _env_evidence(layer, declared)
             if declared is None:
@@ -1388,6 +1417,8 @@ def require_mode(
     if not wanted:
         raise ValueError(no_modes_declared())
     caller = who or "vecmode.require_mode"
+    if not isinstance(env, VectorEnv):  # as check_stack: no mode to assume
+        raise TypeError(errors.not_a_vector_env(caller, env))
     mode = _mode_or_assumed(env, caller, strict, stacklevel=1)
     if mode not in wanted:
         raise IncompatibleModeError(mode_required(caller, mode, wanted))
@@ -1501,6 +1532,13 @@ def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
     return (
         f"its metadata['autoreset_mode'] is {declared.value}, but its declaration "
         f"and the layers below give {expected.value}"
+    )
+
+
+def strict_elsewhere() -> str:
+    return (
+        "this vecmode.strict() handle was made in another thread or task (strict "
+        "mode holds in the thread or task that turns it on): release it there."
     )
 
 
