@@ -556,6 +556,8 @@ def test_known_wrong_refused_undeclared_and_mismatch_rows(clean_registry):
     vecmode.register(Plain, [NS])  # declared after it was built: refused
     report = vecmode.check_stack(envs)
     assert report[-1].verdict is Verdict.REFUSED and not report.ok
+    # the note names the mode, as sentences ("does not declare this mode. its ...")
+    assert "[1] Plain: Plain does not declare SameStep. Its modes are" in str(report)
 
     class Liar(VectorWrapper):
         """Claims to produce NextStep but leaves the metadata at SameStep."""
@@ -564,6 +566,7 @@ def test_known_wrong_refused_undeclared_and_mismatch_rows(clean_registry):
     report = vecmode.check_stack(Liar(in_mode(SS)))
     assert report[-1].verdict is Verdict.MISMATCH
     assert "SameStep" in report[-1].note and "NextStep" in report[-1].note
+    assert str(report).startswith("NOT OK: layer 2 Liar is mismatched in SameStep")
 
 
 def test_undeclared_base_env_is_reported_and_strict_fails_it():

@@ -1043,6 +1043,16 @@ class Verdict(str, Enum):
         return self.value
 
 
+#: How a summary says each verdict ("layer 1 X is ...").
+_VERDICT_WORDS = {
+    Verdict.OK: "ok",
+    Verdict.REFUSED: "refused",
+    Verdict.KNOWN_WRONG: "known-wrong",
+    Verdict.UNDECLARED: "undeclared",
+    Verdict.MISMATCH: "mismatched",
+}
+
+
 @dataclass(frozen=True)
 class LayerReport:
     """One layer of a checked stack.
@@ -1147,11 +1157,17 @@ def _summary(report: CompatibilityReport) -> str:
             caveat += f"; not verified: {', '.join(unproven)} (see notes)"
         return f"ok: the stack runs {_cell(report.mode)}{caveat}"
     failing = "; ".join(
-        f"layer {report.rows.index(row)} {row.name} is {row.verdict.value}"
+        f"layer {report.rows.index(row)} {row.name} is {_VERDICT_WORDS[row.verdict]}"
         f" in {_cell(row.mode_in or row.mode_out)}"
         for row in report.problems
     )
     return f"NOT OK: {failing}"
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first letter, a full stop at the end."""
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def _format_report(report: CompatibilityReport) -> str:
@@ -1160,8 +1176,9 @@ def _format_report(report: CompatibilityReport) -> str:
     notes: list[str] = []
     for position, row in enumerate(report):
         verdict = row.verdict.value
-        note = row.note + ("." if row.note and not row.note.endswith(".") else "")
-        text = " ".join(part for part in (note, row.evidence_note) if part)
+        text = " ".join(
+            _sentence(part) for part in (row.note, row.evidence_note) if part
+        )
         if text:
             notes.append(
                 textwrap.fill(
@@ -1258,7 +1275,7 @@ def _layer_verdict(
             " ".join(
                 part
                 for part in (
-                    found.why(mode_in) or report_refused(name),
+                    found.why(mode_in) or report_refused(name, mode_in),
                     found.instead,
                 )
                 if part
@@ -1524,8 +1541,8 @@ def report_undeclared_wrapper(name: str) -> str:
     )
 
 
-def report_refused(name: str) -> str:
-    return f"{name} does not declare this mode"
+def report_refused(name: str, mode: AutoresetMode) -> str:
+    return f"{name} does not declare {mode.value}"
 
 
 def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
