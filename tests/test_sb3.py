@@ -542,7 +542,7 @@ def test_to_sb3_refuses_what_it_cannot_do_exactly():
         to_sb3(undeclared)
     ours = to_sb3(vecmode_env(tagged_fns(), SAME))
     for name in ("step", "reset", "close"):
-        with pytest.raises(ValueError, match="behind the vector env's back"):
+        with pytest.raises(ValueError, match="behind the VecEnv's back"):
             ours.env_method(name)
     with pytest.raises(IndexError, match="out of range for 4 sub-envs"):
         ours.get_attr("index", indices=[4])
@@ -707,6 +707,9 @@ def test_from_sb3_refuses_what_it_cannot_do_exactly():
         envs.reset(options={"reset_mask": np.array([True, False, False, False])})
     with pytest.raises(TypeError, match="SB3's seed"):
         envs.reset(seed=[1, 5, 2, 3])
+    # no seed for any sub-env: as seed=None (Gymnasium's envs take it)
+    first, _ = envs.reset(seed=[None] * 4)
+    assert first.shape[0] == 4
     with pytest.raises(ValueError, match="takes no timeout"):
         envs.step_async(np.zeros(4, dtype=np.int64))
         envs.step_wait(timeout=1.0)
@@ -717,6 +720,20 @@ def test_from_sb3_refuses_what_it_cannot_do_exactly():
     with pytest.raises(gym.error.ResetNeeded):
         envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
     envs.close()
+
+
+@pytest.mark.parametrize("name", ["reset", "close", "step"])
+def test_env_method_refuses_the_vec_env_s_own_calls_in_sb3_s_words(name):
+    """DummyVecEnv runs env_method("reset") behind its own back; to_sb3 refuses
+    it (its record of ended sub-envs would be wrong), and said so in
+    Gymnasium's words, call('reset'), with a remedy an SB3 user cannot use."""
+    venv = to_sb3(vecmode.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
+    with pytest.raises(ValueError) as info:
+        venv.env_method(name, indices=[0])
+    assert str(info.value) == vecmode.sb3.forbidden_env_method(name)
+    assert str(info.value).startswith(f"env_method({name!r}) would run")
+    venv.reset()  # usable
+    venv.close()
 
 
 def test_from_sb3_sub_env_calls_and_render():

@@ -374,7 +374,7 @@ def sub_env_failed(
         if others
         else ""
     )
-    return f"{what}.{also} {todo}\nWorker traceback:\n{worker_traceback.rstrip()}"
+    return f"{what}.{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
 
 
 # ------ transition collector

@@ -58,6 +58,7 @@ from gymnasium.vector.utils import batch_space, concatenate
 from vecmode import errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.core import (
+    FORBIDDEN_CALLS,
     Command,
     Executed,
     StepResult,
@@ -448,6 +449,8 @@ class ToSB3VecEnv(VecEnv):
         **method_kwargs: Any,
     ) -> list[Any]:
         """Call the method on the sub-envs at ``indices`` (all by default)."""
+        if method_name in FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
+            raise ValueError(forbidden_env_method(method_name))
         check_call(method_name)
         order = check_indices(indices, self.num_envs)
         if self._sub_envs.sb3 is not None:
@@ -639,6 +642,12 @@ class FromSB3VectorEnv(VectorEnv):
     def _seeds(self, seed: Any) -> list[int | None] | None:
         if seed is None:
             return None
+        if (
+            isinstance(seed, (list, tuple))
+            and len(seed) == self.num_envs
+            and all(s is None for s in seed)
+        ):  # no seed for any sub-env (Gymnasium's envs take it)
+            return None
         if is_int(seed):
             return [int(seed) + i for i in range(self.num_envs)]
         if isinstance(seed, (list, tuple)) and len(seed) and is_int(seed[0]):
@@ -825,6 +834,18 @@ def not_an_sb3_vec_env(got: Any) -> str:
         f"{_FROM} takes a stable_baselines3 VecEnv (DummyVecEnv, SubprocVecEnv, or "
         f"SB3's wrappers around one), got {type(got).__name__}; for a Gymnasium "
         f"vector env, use it as it is."
+    )
+
+
+def forbidden_env_method(name: str) -> str:
+    instead = (
+        "venv.step_async(actions) / venv.step_wait()"
+        if name == "step"
+        else f"venv.{name}() (all sub-envs: SB3's VecEnv has no {name} of some)"
+    )
+    return (
+        f"env_method({name!r}) would run the sub-envs' {name} behind the VecEnv's "
+        f"back (its record of ended sub-envs would be wrong); use {instead}."
     )
 
 

@@ -14,6 +14,7 @@
 """
 
 from vecmode.testing.conformance import (
+    ConformanceError,
     WrapperConformance,
     WrapperReport,
     check_wrapper,
@@ -30,6 +31,7 @@ from vecmode.testing.vector_env import VectorEnvReport, check_vector_env
 
 __all__ = [
     "OBS_TYPES",
+    "ConformanceError",
     "DenseFinalObsVectorEnv",
     "ScheduledEnv",
     "VectorEnvReport",

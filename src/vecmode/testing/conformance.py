@@ -311,12 +311,14 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-class _Failure(AssertionError):
-    """A conformance failure (an ``AssertionError`` with a readable message)."""
+class ConformanceError(AssertionError):
+    """What :func:`check_wrapper` raises for a wrapper that does not conform: an
+    ``AssertionError`` (so pytest shows it as a failed check) naming the run, the
+    call, the sub-env and the field that differ."""
 
 
-def _fail(who: str, where: str, what: str, hint: str = "") -> _Failure:
-    return _Failure(
+def _fail(who: str, where: str, what: str, hint: str = "") -> ConformanceError:
+    return ConformanceError(
         f"check_wrapper({who}): {where}: {what}" + (f"\n{hint}" if hint else "")
     )
 
