@@ -1166,6 +1166,9 @@ def test_every_command_imports_module_names_from_the_current_directory(tmp_path)
         "from vecmode.wrappers import ClipReward\n"
         "gym.register('HereCartPole-v0', entry_point='gymnasium.envs.classic_control"
         ".cartpole:CartPoleEnv', max_episode_steps=5)\n"
+        "@vecmode.supports('NextStep')\n"
+        "class HereOnlyNextStep(gym.vector.VectorWrapper):\n"
+        "    pass\n"
         "class HereClip(ClipReward):\n"
         "    def __init__(self, env):\n"
         "        super().__init__(env, 0.0, 1.0)\n"
@@ -1179,6 +1182,8 @@ def test_every_command_imports_module_names_from_the_current_directory(tmp_path)
         ["check", "CartPole-v1", "--wrap", "here_mod:HereClip"],
         ["conform", "here_mod:HereClip"],
         ["probe", "here_mod:factory"],
+        # a fresh process knew none of a user's declarations: --import them
+        ["table", "--import", "here_mod"],
     ]
     for entry in _entry_points():
         for argv in commands:
@@ -1191,3 +1196,5 @@ def test_every_command_imports_module_names_from_the_current_directory(tmp_path)
                 timeout=300,
             )
             assert done.returncode == EXIT_OK, (entry, argv, done.stderr)
+            if argv[0] == "table":
+                assert "here_mod.HereOnlyNextStep " in done.stdout, done.stdout

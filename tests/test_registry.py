@@ -452,6 +452,26 @@ def test_a_mode_that_is_no_mode_names_its_layer():
     envs.close()
 
 
+def test_a_registered_name_its_module_lacks_is_warned_about_and_not_listed(
+    tmp_path, monkeypatch
+):
+    """Registered before its module is imported: listed as declared until then;
+    once imported without the name, warned about, and no longer listed (the
+    table went on listing it as "declared")."""
+    (tmp_path / "late_registry_mod.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = "late_registry_mod:NoSuchWrapperHere"
+    vecmode.register(name, [NS])
+    try:
+        assert "late_registry_mod.NoSuchWrapperHere" in registry.format_table()
+        with pytest.warns(RuntimeWarning, match="has no attribute 'NoSuchWrapperHere'"):
+            import_module("late_registry_mod")
+        assert "NoSuchWrapperHere" not in registry.format_table()
+    finally:
+        vecmode.unregister(name)
+        sys.modules.pop("late_registry_mod", None)
+
+
 def test_strict_handles_may_be_released_in_any_order():
     """A session fixture's strict() released before a test's strict(False): the
     last released restored what it had seen, leaving strict on for good."""

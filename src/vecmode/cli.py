@@ -261,8 +261,18 @@ def _parser() -> _Parser:
     table = command(
         "table",
         "print the registry: which autoreset modes each wrapper supports",
-        "Every wrapper vecmode knows (its own, Gymnasium's, and any registered), "
-        "and what it does in each autoreset mode.",
+        "Every wrapper vecmode knows (its own, Gymnasium's, and those the modules "
+        "given with --import declare), and what it does in each autoreset mode.\n\n"
+        "example: vecmode table --import my_package.wrappers",
+    )
+    table.add_argument(
+        "--import",
+        dest="imports",
+        metavar="MODULE",
+        action="append",
+        default=[],
+        help="import MODULE first, so that the wrappers it declares are listed "
+        "(repeatable; from the current folder too)",
     )
     table.add_argument("--markdown", action="store_true", help="print a Markdown table")
     table.add_argument(
@@ -700,6 +710,8 @@ def _mode_value(mode: AutoresetMode | None) -> str | None:
 def _table(args: argparse.Namespace) -> int:
     from vecmode.registry import _TABLE_LEGEND, _entries, format_table
 
+    for module in args.imports:
+        _import(module, f"--import {module}")
     if not args.json:
         print(format_table(markdown=args.markdown, why=args.why))
         return EXIT_OK

@@ -457,10 +457,11 @@ def _entries() -> list[tuple[str, Declaration, Evidence]]:
     rows.extend(
         (_public_path(cls), found, evidence(cls)) for cls, found in _registered.items()
     )
-    rows.extend(
+    rows.extend(  # not imported yet (once imported, a name that did not resolve
+        # to a wrapper class was warned about, and is not a row)
         (name.replace(":", "."), found, Evidence.DECLARED)
         for name, found in _registered_by_name.items()
-        if name not in _resolved
+        if name not in _resolved and name.partition(":")[0] not in sys.modules
     )
     return rows
 
