@@ -72,15 +72,24 @@ RESOURCE, RESOURCE_TOTAL = "vecmode_test", 4.0
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
     """One local Ray for the module (``address="local"``: never a cluster that
-    happens to run on this machine)."""
+    happens to run on this machine). Its autoscaler's events (the tip about
+    ``ray status``, a resource request no node can fulfil) are turned off: they
+    reach this process's stdout at any later moment, a doctest's output too."""
+    events = os.environ.get("RAY_SCHEDULER_EVENTS")
+    os.environ["RAY_SCHEDULER_EVENTS"] = "0"
     ray.init(
         address="local",
         num_cpus=2,
         include_dashboard=False,
         resources={RESOURCE: RESOURCE_TOTAL},
+        log_to_driver=False,  # nor the actors' output
     )
     yield
     ray.shutdown()
+    if events is None:
+        os.environ.pop("RAY_SCHEDULER_EVENTS", None)
+    else:
+        os.environ["RAY_SCHEDULER_EVENTS"] = events
 
 
 @pytest.fixture(scope="module")
