@@ -22,7 +22,7 @@ hierarchy, so declaring a class imports nothing (nor does importing vecmode).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "VectorEnvDeclaration",
     "final_obs_layout",
     "keeps_options",
+    "layers",
     "register_vector_env",
     "unregister_vector_env",
     "vector_env_declaration",
@@ -274,14 +275,9 @@ def keeps_options(env: Any) -> bool:
     found = vector_env_declaration(env)
     if found is None or not found.keeps_options:
         return False
-    layer, seen = env, 0
-    while layer is not None and seen < 64:
-        if isinstance(layer, GymRecordEpisodeStatistics):
-            return False
-        inner = getattr(layer, "env", None)
-        layer = None if inner is layer else inner
-        seen += 1
-    return True
+    return not any(
+        isinstance(layer, GymRecordEpisodeStatistics) for layer in layers(env)
+    )
 
 
 def final_obs_layout(env: Any) -> str:
@@ -289,17 +285,23 @@ def final_obs_layout(env: Any) -> str:
     what the outermost layer that says so declares (a layer normalising the layout
     has a ``final_obs_layout`` class attribute), else the innermost env's class
     declaration, else Gymnasium's."""
-    layer = env
-    while layer is not None:
+    for layer in layers(env):
         said = getattr(type(layer), "final_obs_layout", None)  # not forwarded
         if isinstance(said, str):
             return said
-        inner = getattr(layer, "env", None)
-        if inner is None or inner is layer:
-            break
-        layer = inner
     found = vector_env_declaration(env)
     return "gymnasium" if found is None else found.final_obs_layout
+
+
+def layers(env: Any, limit: int = 64) -> Iterator[Any]:
+    """``env``, then the env each layer wraps (its own ``env`` attribute, not a
+    forwarded one), down to the innermost: at most ``limit`` layers."""
+    for _ in range(limit):
+        if env is None:
+            return
+        yield env
+        inner = env.__dict__.get("env") if hasattr(env, "__dict__") else None
+        env = None if inner is env else inner
 
 
 # ------------------------------------------------------------------ messages

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.envs.registration import (  # _find_spec: what gymnasium.make_vec uses
     EnvSpec,
     VectorizeMode,
@@ -18,6 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
+from vecmode.core import is_int
 from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
@@ -103,7 +103,7 @@ def make_vec(
     given = vector_kwargs.pop("autoreset_mode", None)
     mode = _requested_mode(autoreset_mode, given)
     vmode = _vectorize_mode(vectorization_mode, spec)
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
+    if not is_int(num_envs):
         raise TypeError(num_envs_type(num_envs))
     if num_envs < 1:
         raise ValueError(num_envs_value(num_envs))
@@ -150,7 +150,7 @@ def make_vec(
         raise
     if spec is not None:
         # the mode as given (a string or the enum), as Gymnasium's spec keeps it
-        as_given = given if given is not None else autoreset_mode
+        as_given = autoreset_mode if autoreset_mode is not None else given
         recorded = (
             vector_kwargs
             if mode is None

@@ -63,7 +63,7 @@ from vecmode._gymnasium import (
     RIGHT_WHERE_OPTIONS_KEPT,
     VECMODE_EQUIVALENTS,
 )
-from vecmode.env_classes import final_obs_layout, keeps_options
+from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import (
     IncompatibleModeError,
     UndeclaredModeWarning,
@@ -722,15 +722,12 @@ def _converted_to(env: Any) -> tuple[str, str] | None:
     """The array library ``env`` returns if a conversion layer in it (vecmode's or
     Gymnasium's ``ArrayConversion`` and its subclasses) makes it other than
     NumPy: ``(the layer's class name, the library)``; else None."""
-    seen = 0
-    while env is not None and seen < 64:
-        target = env.__dict__.get("_target_xp") if hasattr(env, "__dict__") else None
+    for layer in layers(env):
+        target = getattr(layer, "__dict__", {}).get("_target_xp")
         if target is not None:
             name = getattr(target, "__name__", str(target))
             name = name.replace("array_api_compat.", "")
-            return None if name == "numpy" else (type(env).__name__, name)
-        env = env.__dict__.get("env") if hasattr(env, "__dict__") else None
-        seen += 1
+            return None if name == "numpy" else (type(layer).__name__, name)
     return None
 
 
@@ -1044,16 +1041,6 @@ class Verdict(str, Enum):
         return self.value
 
 
-#: How a summary says each verdict ("layer 1 X is ...").
-_VERDICT_WORDS = {
-    Verdict.OK: "ok",
-    Verdict.REFUSED: "refused",
-    Verdict.KNOWN_WRONG: "known-wrong",
-    Verdict.UNDECLARED: "undeclared",
-    Verdict.MISMATCH: "mismatched",
-}
-
-
 @dataclass(frozen=True)
 class LayerReport:
     """One layer of a checked stack.
@@ -1158,7 +1145,8 @@ def _summary(report: CompatibilityReport) -> str:
             caveat += f"; not verified: {', '.join(unproven)} (see notes)"
         return f"ok: the stack runs {_cell(report.mode)}{caveat}"
     failing = "; ".join(
-        f"layer {report.rows.index(row)} {row.name} is {_VERDICT_WORDS[row.verdict]}"
+        f"layer {report.rows.index(row)} {row.name} is "
+        f"{'mismatched' if row.verdict is Verdict.MISMATCH else row.verdict.value}"
         f" in {_cell(row.mode_in or row.mode_out)}"
         for row in report.problems
     )
@@ -1223,12 +1211,10 @@ _NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
 def _layers(env: Any) -> list[Any]:
     if not isinstance(env, VectorEnv):
         raise TypeError(errors.not_a_vector_env("vecmode.check_stack", env))
-    layers: list[Any] = [env]
-    while (
-        isinstance(getattr(layers[-1], "env", None), VectorEnv) and len(layers) < 10_000
-    ):
-        layers.append(layers[-1].env)
-    return layers[::-1]
+    stack = itertools.takewhile(
+        lambda layer: isinstance(layer, VectorEnv), layers(env, limit=10_000)
+    )
+    return list(stack)[::-1]
 
 
 def _env_evidence(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:

@@ -14,7 +14,6 @@ Gymnasium's async surface; a backend supplies the transport (:meth:`_send_each`,
 from __future__ import annotations
 
 import contextlib
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,9 +46,10 @@ from vecmode.core import (
     copy_batch,
     env_closed,
 )
-from vecmode.errors import SubEnvError, WorkerError
+from vecmode.errors import WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
+from vecmode.runner import Failure
 from vecmode.worker import (
     CALL,
     EACH,
@@ -103,13 +103,7 @@ def _close_copy(env: gym.Env, index: int) -> None:
     try:
         env.close()
     except Exception as exc:
-        raise SubEnvError(
-            index,
-            errors.BUILDING_CLOSE,
-            type(exc).__name__,
-            str(exc),
-            traceback.format_exc(),
-        ) from exc
+        raise Failure.caught(index, errors.BUILDING_CLOSE, exc).as_error() from exc
 
 
 def slice_message(
@@ -190,9 +184,7 @@ class RemoteCore(VectorCore):
         try:
             return self.env_fns[index]()
         except Exception as exc:
-            raise SubEnvError(
-                index, "env_fn", type(exc).__name__, str(exc), traceback.format_exc()
-            ) from exc
+            raise Failure.caught(index, "env_fn", exc).as_error() from exc
 
     def _read_spaces(self, observation_mode: Any) -> None:
         """The spaces and metadata, from sub-env 0 built here (as Gymnasium does)."""
@@ -396,14 +388,8 @@ class RemoteCore(VectorCore):
                     try:
                         env_obs[i] = obs
                     except (ValueError, TypeError) as exc:  # as the runner's write
-                        raise SubEnvError(
-                            i,
-                            "writing its observation",
-                            type(exc).__name__,
-                            str(exc),
-                            traceback.format_exc(),
-                            lost=lost,
-                        ) from exc
+                        failure = Failure.caught(i, "writing its observation", exc)
+                        raise failure.as_error(lost=lost) from exc
         self._read_observations()
         return Executed(
             copy_batch(self._observations) if self.copy else self._observations,

@@ -10,6 +10,7 @@ and ``SystemExit`` go straight up.
 
 >>> import gymnasium as gym
 >>> from vecmode.core import Command
+from vecmode.errors import SubEnvError
 >>> from vecmode.runner import Runner
 >>> envs = [gym.make("CartPole-v1", max_episode_steps=1) for _ in range(2)]
 >>> observations = [None, None]
@@ -33,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from vecmode.core import Command
+from vecmode.errors import SubEnvError
 
 __all__ = ["Failure", "Outcome", "Runner"]
 
@@ -92,6 +94,29 @@ class Failure:
     error: Exception
     #: Its traceback, as text.
     traceback: str
+
+    @classmethod
+    def caught(cls, index: int, method: str, error: Exception) -> Failure:
+        """The failure of an exception being handled (its traceback taken now)."""
+        return cls(index, method, error, traceback.format_exc())
+
+    def as_error(
+        self, others: Sequence[int] = (), lost: Sequence[int] = ()
+    ) -> SubEnvError:
+        """The :class:`~vecmode.SubEnvError` the cores raise for it (``others``:
+        the other sub-envs that failed; ``lost``: those whose state the call
+        lost), with the exception as its ``__cause__``."""
+        error = SubEnvError(
+            self.index,
+            self.method,
+            type(self.error).__name__,
+            str(self.error),
+            self.traceback,
+            others,
+            lost,
+        )
+        error.__cause__ = self.error
+        return error
 
 
 @dataclass

@@ -21,7 +21,6 @@ from vecmode.core import (
     check_indices,
     copy_batch,
 )
-from vecmode.errors import SubEnvError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.runner import Runner, call_each, get_attr_each, set_attr_each
@@ -162,13 +161,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         first that raises stops it, with a :class:`~vecmode.SubEnvError`."""
         results, failure = self._runner.each(during, fn, order)
         if failure is not None:
-            raise SubEnvError(
-                failure.index,
-                failure.method,
-                type(failure.error).__name__,
-                str(failure.error),
-                failure.traceback,
-            ) from failure.error
+            raise failure.as_error()
         return tuple(results)
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -176,15 +169,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         :class:`~vecmode.SubEnvError` names every sub-env whose close failed)."""
         failures = self._runner.close()
         if failures:
-            first = failures[0]
-            raise SubEnvError(
-                first.index,
-                "close",
-                type(first.error).__name__,
-                str(first.error),
-                first.traceback,
-                [f.index for f in failures[1:]],
-            ) from first.error
+            raise failures[0].as_error(others=[f.index for f in failures[1:]])
 
     def _execute(self, request: Request) -> Executed:
         commands, actions, seeds, options = request
@@ -197,15 +182,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         out = self._runner.run(commands, acts, seeds, options)
         failure = out.failure
         if failure is not None:
-            error = failure.error
-            raise SubEnvError(
-                failure.index,
-                failure.method,
-                type(error).__name__,
-                str(error),
-                failure.traceback,
-                lost=[*out.ran, failure.index],
-            ) from error
+            raise failure.as_error(lost=[*out.ran, failure.index])
         infos = add_infos(self._add_info, {}, out.infos)
         if self._rows is None:
             self._observations = concatenate(

@@ -40,6 +40,7 @@ from gymnasium.vector.utils import (
 
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
+from vecmode.env_classes import layers
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import (
     MODES,
@@ -296,13 +297,10 @@ def _tracker_below(env: Any) -> BoundaryTracker | None:
     stack (through any wrappers between), to share boundaries with: it computes
     each call's boundary once per stack, where the calls are the same (see
     :class:`~vecmode.modes.BoundaryTracker`)."""
-    seen = 0
-    while env is not None and seen < 64:
-        if isinstance(env, _Tracked):
-            return env.boundaries
-        env = env.__dict__.get("env") if hasattr(env, "__dict__") else None
-        seen += 1
-    return None
+    return next(
+        (layer.boundaries for layer in layers(env) if isinstance(layer, _Tracked)),
+        None,
+    )
 
 
 class _Tracked(MaskedResetWrapper):
