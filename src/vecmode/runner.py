@@ -10,7 +10,6 @@ and ``SystemExit`` go straight up.
 
 >>> import gymnasium as gym
 >>> from vecmode.core import Command
-from vecmode.errors import SubEnvError
 >>> from vecmode.runner import Runner
 >>> envs = [gym.make("CartPole-v1", max_episode_steps=1) for _ in range(2)]
 >>> observations = [None, None]
