@@ -770,6 +770,7 @@ def test_to_sb3_of_from_sb3_is_the_sb3_env_itself():
 def _train(algo: str, venv: Any, steps: int) -> tuple[list, list, int]:
     import torch
     from stable_baselines3 import DQN, PPO
+    from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)  # a small network: one thread is fastest
     kwargs = {"policy_kwargs": {"net_arch": [16]}, "seed": 0, "device": "cpu"}
@@ -785,6 +786,8 @@ def _train(algo: str, venv: Any, steps: int) -> tuple[list, list, int]:
             target_update_interval=200,
             **kwargs,
         )
+    # SB3's default logger makes a folder in the system's temp dir per learn()
+    model.set_logger(Logger(folder=None, output_formats=[]))
     initial = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(total_timesteps=steps)
     params = [p.detach().clone() for p in model.policy.parameters()]
