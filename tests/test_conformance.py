@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
-from tests.wrapper_cases import CASES, skip_unless_runnable, to_jax
+from tests.wrapper_cases import CASES, ToOffset, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.modes import from_dense_finals
@@ -35,6 +35,7 @@ KINDS = {
     "box_action": {"action_type": "box"},
     "render": {"render_mode": "rgb_array", "wrappers": [vw.FinalFrameInfo]},
     "jax": {"wrappers": [to_jax]},
+    "offset": {"wrappers": [ToOffset]},
 }
 
 

@@ -74,6 +74,38 @@ class TupleEnv(NumericEnv):
         super().__init__(*args, obs_type="tuple", **kwargs)
 
 
+class ToOffset(gym.ObservationWrapper):
+    """A sub-env's box observation ``[sub-env, episode, step]`` as a Dict in
+    spaces that do not hold 0: each leaf's element closest to zero (what
+    FrameStackObservation's "zero" pads with) is a bound or a start, and each
+    leaf still says where it comes from."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = spaces.Dict(
+            {
+                "above": spaces.Box(1.0, 100.0, shape=(3,), dtype=np.float32),
+                "below": spaces.Box(-100.0, -1.0, shape=(3,), dtype=np.float32),
+                "discrete": spaces.Discrete(40, start=3),
+                "multi": spaces.MultiDiscrete([10, 10], start=[2, -4]),
+            }
+        )
+
+    def observation(self, observation: Any) -> Any:
+        code = np.asarray(observation, dtype=np.float32) % 90
+        index, _, step = (int(v) for v in code)
+        return {
+            "above": 1.0 + code,
+            "below": -1.0 - code,
+            "discrete": 3 + (10 * index + step) % 40,
+            "multi": np.array([2 + index % 10, -4 + step % 10], dtype=np.int64),
+        }
+
+
+def offset_env(index: int, lengths: Any, truncate: Any) -> gym.Env:
+    return ToOffset(NumericEnv(index, lengths, truncate))
+
+
 def rendered_env(index: int, lengths: Any, truncate: Any) -> gym.Env:
     """Numeric infos, frames that say (sub-env, episode, step), and the last frame
     of each episode in the info of the step that ends it (SAME_STEP needs it)."""
@@ -100,6 +132,7 @@ ENVS: dict[str, Callable[..., gym.Env]] = {
     "dict": DictEnv,
     "tuple": TupleEnv,
     "discrete": DiscreteEnv,
+    "offset": offset_env,
     "image": ImageEnv,
     "box_action": BoxActionEnv,
 }
@@ -330,6 +363,14 @@ CASES: tuple[Case, ...] = (
         lambda e: vw.FrameStackObservation(e, 2, padding_type="zero"),
         single=lambda e: single_wrappers.FrameStackObservation(
             e, 2, padding_type="zero"
+        ),
+    ),
+    Case(  # "zero" pads with each space's element closest to zero, not 0
+        "FrameStackObservation-zero-offset",
+        "offset",
+        lambda e: vw.FrameStackObservation(e, 3, padding_type="zero"),
+        single=lambda e: single_wrappers.FrameStackObservation(
+            e, 3, padding_type="zero"
         ),
     ),
     Case(

@@ -17,6 +17,7 @@ from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
+from gymnasium.wrappers.utils import create_zero_array
 
 from vecmode import errors
 from vecmode._numpy import count_nonzero
@@ -218,7 +219,9 @@ class FrameStackObservation(StatefulWrapper):
         if unstackable:
             raise TypeError(not_stackable(space, unstackable[0]))
         if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
-            self.padding_value: Any = None
+            # "zero": the space's element closest to zero (a Box's low where it is
+            # above 0, a Discrete's start ...), as Gymnasium pads
+            self.padding_value: Any = create_zero_array(space)
         elif not isinstance(padding_type, str) and padding_type in space:
             self.padding_value = padding_type
             padding_type = "_custom"
@@ -239,20 +242,14 @@ class FrameStackObservation(StatefulWrapper):
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """A fresh stack, padded, ending with the first observation."""
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
-        pad = self.padding_type
-        if pad == "_custom":
-            leaves = _leaves(self._space, self.stacks, observations, self.padding_value)
-            for stack, obs, value in leaves:
-                stack[rows, :-1] = value
-                stack[rows, -1] = obs[rows]
+        if self.padding_type == "reset":
+            for stack, obs in _leaves(self._space, self.stacks, observations):
+                stack[rows] = np.expand_dims(obs[rows], 1)
             return
-        for stack, obs in _leaves(self._space, self.stacks, observations):
-            new = obs[rows]
-            if pad == "reset":
-                stack[rows] = np.expand_dims(new, 1)
-            else:
-                stack[rows, :-1] = 0
-                stack[rows, -1] = new
+        leaves = _leaves(self._space, self.stacks, observations, self.padding_value)
+        for stack, obs, value in leaves:
+            stack[rows, :-1] = value
+            stack[rows, -1] = obs[rows]
 
     def transition(
         self,
