@@ -238,7 +238,14 @@ FIELDS = ("ended", "starts", "real", "final_in_info", "needs_reset")
             st.sampled_from(["step", "reset", "full reset"]),
             st.lists(st.booleans(), min_size=6, max_size=6),
             st.sampled_from(
-                ["same", "copy", "changed", "truncations changed", "source only"]
+                [
+                    "same",
+                    "copy",
+                    "changed",
+                    "truncations changed",
+                    "written into",
+                    "source only",
+                ]
             ),
         ),
         min_size=1,
@@ -248,7 +255,8 @@ FIELDS = ("ended", "starts", "real", "final_in_info", "needs_reset")
 def test_a_tracker_sharing_its_sources_boundaries_is_never_wrong(mode, calls):
     """A tracker over a source tracker (a wrapper over a wrapper) gives the
     boundaries of its own calls, whatever its source saw: the same objects
-    (shared), copies of them, other flags (a layer between changed them), or
+    (shared), copies of them, other flags (a layer between changed them), the
+    same objects written into since (a layer between set flags in place), or
     calls it never saw (a layer between calling down on its own)."""
     source = BoundaryTracker(mode, 3)
     follower = BoundaryTracker(mode, 3, source=source)
@@ -271,6 +279,8 @@ def test_a_tracker_sharing_its_sources_boundaries_is_never_wrong(mode, calls):
             args = tuple(None if a is None else ~a for a in args)
         elif how == "truncations changed" and kind == "step":
             args = (args[0], ~args[1])
+        elif how == "written into" and kind == "step":
+            np.logical_not(args[1], out=args[1])  # the objects the source had
         call = "step" if kind == "step" else "reset"
         got = getattr(follower, call)(*args)
         want = getattr(alone, call)(*args)

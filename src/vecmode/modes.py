@@ -651,8 +651,8 @@ class BoundaryTracker:
     boundary once (the arrays a wrapper is handed are never written into, by
     vecmode's wrappers nor by the tracker, and a state is replaced, never
     changed), and a tracker whose calls differ from its source's (a layer between
-    that changes the flags, or calls of its own) computes its own, as without a
-    source.
+    that changes the flags, in new arrays or by writing into the ones it was
+    handed, or calls of its own) computes its own, as without a source.
 
     >>> import numpy as np
     >>> from vecmode.modes import BoundaryTracker
@@ -721,6 +721,8 @@ class BoundaryTracker:
             or last[2] is not self.ended.mask
         ):
             return None
+        if second is not None and not _same_ended(last[3], first, second):
+            return None  # a layer between wrote into the step's flags
         self.ended.adopt(last[4], last[5])
         self._last = last
         return last[3]
@@ -786,6 +788,18 @@ class BoundaryTracker:
             else:
                 tracked.set(ended & ~reset_within)
         return self._remember(terminations, truncations, before, b)
+
+
+def _same_ended(b: Boundary, terminations: Any, truncations: Any) -> bool:
+    """Whether a step's flags still say which episodes ended in ``b``, the
+    boundary computed from these very arrays: a layer between two trackers may
+    have written into them since (two C calls where none ended)."""
+    if type(terminations) is not np.ndarray or type(truncations) is not np.ndarray:
+        terminations, truncations = host_array(terminations), host_array(truncations)
+    ended = b.ended
+    if not count_nonzero(ended):
+        return not (count_nonzero(terminations) or count_nonzero(truncations))
+    return not count_nonzero(np.logical_or(terminations, truncations) != ended)
 
 
 # ------------------------------------------------------------------ messages
