@@ -63,6 +63,12 @@ def ppo_stack(
     returns exactly what the five return, in less time; ``fused=False`` builds
     the five layers themselves.
 
+    To freeze the statistics (for evaluation), set ``update_running_mean =
+    False`` on the fused layer, which freezes both; on the five layers, set it on
+    the ``NormalizeObservation`` and the ``NormalizeReward`` layer, as on
+    Gymnasium's stack (``envs.env.env.env`` and ``envs.env``): an attribute set
+    on the outer ``ClipReward`` reaches neither.
+
     Args:
         env: a Box-observation vector env declaring its autoreset mode.
         gamma: ``NormalizeReward``'s discount, in [0, 1].
