@@ -31,6 +31,7 @@
   ``check_vector_env``, deterministic test envs).
 """
 
+import typing as _typing
 import warnings
 from typing import Any as _Any
 
@@ -133,26 +134,30 @@ _MOVED = {
 _SUBMODULES = ("vecmode.wrappers", "vecmode.testing", "vecmode.modes", "vecmode.errors")
 
 
-def __getattr__(name: str) -> _Any:
-    """The names that moved still resolve, with a DeprecationWarning saying where
-    they live now (the top-level name, where there is one); a name of a
-    submodule is an AttributeError naming it."""
-    import importlib
+# Hidden from type checkers: with a module-level __getattr__ in sight they take
+# any name (a typo included) as an attribute of vecmode, typed Any.
+if not _typing.TYPE_CHECKING:
 
-    target = _MOVED.get(name)
-    if target is None:
-        where = [
-            module
-            for module in _SUBMODULES
-            if name in getattr(importlib.import_module(module), "__all__", ())
-        ]
-        hint = f"; it is {where[0]}.{name}" if where else ""
-        raise AttributeError(f"module 'vecmode' has no attribute {name!r}{hint}")
-    module, _, attr = target.partition(":")
-    new = f"vecmode.{attr}" if attr in __all__ else f"{module}.{attr}"
-    warnings.warn(
-        f"vecmode.{name} moved to {module}.{attr} (vecmode 0.1); use {new}.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(module), attr)
+    def __getattr__(name: str) -> _Any:
+        """The names that moved still resolve, with a DeprecationWarning saying where
+        they live now (the top-level name, where there is one); a name of a
+        submodule is an AttributeError naming it."""
+        import importlib
+
+        target = _MOVED.get(name)
+        if target is None:
+            where = [
+                module
+                for module in _SUBMODULES
+                if name in getattr(importlib.import_module(module), "__all__", ())
+            ]
+            hint = f"; it is {where[0]}.{name}" if where else ""
+            raise AttributeError(f"module 'vecmode' has no attribute {name!r}{hint}")
+        module, _, attr = target.partition(":")
+        new = f"vecmode.{attr}" if attr in __all__ else f"{module}.{attr}"
+        warnings.warn(
+            f"vecmode.{name} moved to {module}.{attr} (vecmode 0.1); use {new}.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(module), attr)

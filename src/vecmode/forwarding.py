@@ -17,7 +17,7 @@ offers whenever the env it wraps does (an async core, or a stack over one).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,7 +108,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: Any
-    ) -> tuple[Any, Any]:
+    ) -> tuple[Any, dict[str, Any]]:
         """This wrapper's ``(obs, infos)`` from the wrapped env's."""
         return obs, infos
 
@@ -118,8 +118,11 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         return self._step_result(self.env.step(self._step_actions(actions)))
 
     def reset(
-        self, *, seed: Any = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, Any]:
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
         """Reset the wrapped env."""
         seed, options, state = self._reset_arguments(seed, options)
         obs, infos = self.env.reset(seed=seed, options=options)

@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import wrapt
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
@@ -79,6 +79,10 @@ from vecmode.modes import (
     final_in_info,
     mode_of,
 )
+
+#: Reasons keyed by mode, as ``why=`` and ``wrong=`` take them: a dict keyed by
+#: mode names (``{"SameStep": "..."}``) or by ``AutoresetMode`` members.
+ModeReasons = Mapping[AutoresetMode, str] | Mapping[str, str] | Mapping[ModeLike, str]
 
 __all__ = [
     "CompatibilityReport",
@@ -178,8 +182,8 @@ class Declaration:
 def _declare(
     modes: Iterable[ModeLike],
     output: ModeLike | None,
-    wrong: Mapping[ModeLike, str] | None,
-    why: Mapping[ModeLike, str] | None,
+    wrong: ModeReasons | None,
+    why: ModeReasons | None,
     instead: str | None,
     source: str,
 ) -> Declaration:
@@ -782,9 +786,9 @@ def _vector_wrapper_class(cls: Any, caller: str) -> type:
 
 
 def supports(
-    *modes: ModeLike,
+    *modes: ModeLike | Iterable[ModeLike],
     output: ModeLike | None = None,
-    why: Mapping[ModeLike, str] | None = None,
+    why: ModeReasons | None = None,
     instead: str | None = None,
 ) -> Callable[[_W], _W]:
     """Class decorator: the modes of the wrapped env a ``VectorWrapper`` supports.
@@ -814,9 +818,10 @@ def supports(
 
     if len(modes) == 1 and isinstance(modes[0], type):  # @supports, no modes
         raise TypeError(supports_without_modes(modes[0]))
+    given: Iterable[Any] = modes
     if len(modes) == 1 and isinstance(modes[0], list | tuple | set | frozenset):
-        modes = tuple(modes[0])  # one collection of modes, as register takes
-    found = _declare(modes, output, None, why, instead, "supports")
+        given = modes[0]  # one collection of modes, as register takes
+    found = _declare(given, output, None, why, instead, "supports")
 
     def decorate(cls: _W) -> _W:
         _vector_wrapper_class(cls, "@vecmode.supports")
@@ -835,8 +840,8 @@ def register(
     modes: ModeLike | Iterable[ModeLike],
     *,
     output: ModeLike | None = None,
-    wrong: Mapping[ModeLike, str] | None = None,
-    why: Mapping[ModeLike, str] | None = None,
+    wrong: ModeReasons | None = None,
+    why: ModeReasons | None = None,
     instead: str | None = None,
 ) -> None:
     """Declare the modes of a wrapper class you don't own, and check it from now on.
@@ -1115,7 +1120,13 @@ class CompatibilityReport:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index: int) -> LayerReport:
+    @overload
+    def __getitem__(self, index: int) -> LayerReport: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[LayerReport, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> LayerReport | tuple[LayerReport, ...]:
         return self.rows[index]
 
     def __str__(self) -> str:

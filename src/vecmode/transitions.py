@@ -92,7 +92,7 @@ class Transition(NamedTuple):
     truncations: np.ndarray
     next_obs: Any
     valid: np.ndarray
-    infos: Any
+    infos: dict[str, Any]
 
 
 def _fresh(batch: Any) -> Any:
@@ -168,7 +168,7 @@ class TransitionCollector:
         #: The infos of the last reset: those :meth:`reset` returned, then, after
         #: each :meth:`step`, those of the masked reset it made (DISABLED mode,
         #: when episodes ended), or ``{}`` when it made none.
-        self.reset_infos: Any = {}
+        self.reset_infos: dict[str, Any] = {}
         self._boundaries = BoundaryTracker(self.mode, self.num_envs)
         self._obs: Any = None
         #: Why :meth:`step` cannot run: not reset yet, or a call failed midway.
@@ -256,7 +256,7 @@ class TransitionCollector:
         b = self._boundaries.step(terminations, truncations)
         following = _fresh(stepped) if self.copy else stepped
         moved_to = following
-        reset_infos: Any = {}
+        reset_infos: dict[str, Any] = {}
         if b is not self._boundaries.quiet:
             rows = b.final_in_info
             if np.count_nonzero(rows):

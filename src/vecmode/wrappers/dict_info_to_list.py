@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,16 @@ class DictInfoToList(MaskedResetWrapper):
         """Wrap ``env``; it must return Gymnasium's batched info dicts."""
         super().__init__(env)
 
-    def _reset_result(
+    def reset(  # type: ignore[override]
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """Reset the wrapped env; the infos as a list, one dict per sub-env."""
+        return super().reset(seed=seed, options=options)  # type: ignore[return-value]
+
+    def _reset_result(  # type: ignore[override]
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, list[dict[str, Any]]]:
         """Infos as a list."""

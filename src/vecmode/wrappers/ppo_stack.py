@@ -12,7 +12,7 @@ whose outputs are the five layers' outputs exactly.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from gymnasium.error import InvalidBound
@@ -40,6 +40,39 @@ from vecmode.wrappers.vectorize_reward import ClipReward
 __all__ = ["PPOStack", "ppo_stack"]
 
 
+@overload
+def ppo_stack(
+    env: VectorEnv,
+    *,
+    gamma: float,
+    clip_obs: float = ...,
+    clip_reward: float = ...,
+    fused: Literal[True] = ...,
+) -> PPOStack: ...
+
+
+@overload
+def ppo_stack(
+    env: VectorEnv,
+    *,
+    gamma: float,
+    clip_obs: float = ...,
+    clip_reward: float = ...,
+    fused: Literal[False],
+) -> ClipReward: ...
+
+
+@overload
+def ppo_stack(
+    env: VectorEnv,
+    *,
+    gamma: float,
+    clip_obs: float = ...,
+    clip_reward: float = ...,
+    fused: bool,
+) -> PPOStack | ClipReward: ...
+
+
 def ppo_stack(
     env: VectorEnv,
     *,
@@ -47,7 +80,7 @@ def ppo_stack(
     clip_obs: float = 10.0,
     clip_reward: float = 10.0,
     fused: bool = True,
-) -> VectorEnv:
+) -> PPOStack | ClipReward:
     """CleanRL's PPO stack over ``env``, right in every mode.
 
     The five layers, innermost first::
