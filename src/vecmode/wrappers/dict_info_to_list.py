@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv
@@ -71,14 +71,15 @@ class DictInfoToList(MaskedResetWrapper):
         """Wrap ``env``; it must return Gymnasium's batched info dicts."""
         super().__init__(env)
 
-    def reset(  # type: ignore[override]
-        self,
-        *,
-        seed: int | Sequence[int | None] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> tuple[Any, list[dict[str, Any]]]:
-        """Reset the wrapped env; the infos as a list, one dict per sub-env."""
-        return super().reset(seed=seed, options=options)  # type: ignore[return-value]
+    if TYPE_CHECKING:  # reset's infos, typed (not overridden: the split API
+        # would be lost, see ForwardingWrapper)
+
+        def reset(  # type: ignore[override]
+            self,
+            *,
+            seed: int | Sequence[int | None] | None = None,
+            options: dict[str, Any] | None = None,
+        ) -> tuple[Any, list[dict[str, Any]]]: ...
 
     def _reset_result(  # type: ignore[override]
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
