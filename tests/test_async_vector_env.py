@@ -7,6 +7,7 @@ and ``forkserver``, whose env_fns must be picklable (the env classes live in
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import multiprocessing
@@ -1226,27 +1227,54 @@ def _core(core: str, fns: list, in_parent: int | None, **kwargs: Any):
     )
 
 
-class WrongShape(OddStep):
-    """Steps to an observation of 5 values in a Box of 2."""
+class WrongObservation(OddStep):
+    """Steps to ``obs`` (in a Box(-1, 1, (2,), float32))."""
+
+    def __init__(self, obs: Any) -> None:
+        super().__init__()
+        self.obs = obs
 
     def step(self, action):
         _, *rest = super().step(action)
-        return (np.zeros(5, np.float32), *rest)
+        return (self.obs, *rest)
 
 
+#: Observations that do not fit a Box(2,) float32 batch, and the exception
+#: Gymnasium's sync env raises for each: a wrong size, shapes NumPy would
+#: broadcast into the row (a bug, not a batch to fill), a dtype that does not
+#: cast within its kind.
+WRONG_OBSERVATIONS = {
+    "5 values": (np.zeros(5, np.float32), "ValueError"),
+    "1 value": (np.zeros(1, np.float32), "ValueError"),
+    "a scalar": (np.float32(0.5), "ValueError"),
+    "a row of a 1x2 array": (np.zeros((1, 2), np.float32), "ValueError"),
+    "complex values": (np.zeros(2, np.complex64), "TypeError"),
+}
+
+
+@pytest.mark.parametrize("wrong", WRONG_OBSERVATIONS)
 @pytest.mark.parametrize("shared_memory", [True, False], ids=["shm", "no-shm"])
 @pytest.mark.parametrize("bad", [0, 1])
 @pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
-def test_an_observation_of_the_wrong_shape_is_the_sub_env_s_error(
-    core, in_parent, bad, shared_memory
+def test_an_observation_that_does_not_fit_is_the_sub_env_s_error(
+    core, in_parent, bad, shared_memory, wrong
 ):
     """Without shared memory the parent wrote a worker's observation into the
-    batch and raised NumPy's bare ValueError; now every layout names the
-    sub-env, the call's sub-envs await a reset, and a reset recovers."""
+    batch and raised NumPy's bare ValueError, and a shape NumPy broadcasts (or
+    a dtype it casts unsafely) filled the row silently; now every layout refuses
+    what Gymnasium's sync env refuses, names the sub-env, the call's sub-envs
+    await a reset, and a reset recovers."""
     if core == "sync" and not shared_memory:
         pytest.skip("the sync core has no shared memory to go without")
+    obs, exc_type = WRONG_OBSERVATIONS[wrong]
     fns: list[Any] = [OddStep, OddStep]
-    fns[bad] = WrongShape
+    fns[bad] = functools.partial(WrongObservation, obs)
+    gym_envs = gym.vector.SyncVectorEnv(fns)
+    gym_envs.reset(seed=0)
+    with pytest.raises(Exception) as theirs:
+        gym_envs.step(np.zeros(2, np.int64))
+    assert isinstance(theirs.value, getattr(builtins, exc_type))
+    gym_envs.close()
     kwargs = {} if core == "sync" else {"shared_memory": shared_memory}
     envs = _core(core, fns, in_parent, **kwargs)
     envs.reset(seed=0)
@@ -1255,7 +1283,7 @@ def test_an_observation_of_the_wrong_shape_is_the_sub_env_s_error(
     assert (caught.value.index, caught.value.method, caught.value.exc_type) == (
         bad,
         "writing its observation",
-        "ValueError",
+        exc_type,
     )
     # the sub-envs whose step was lost (the sync core stops at the fault)
     assert envs.awaiting_reset[bad]

@@ -49,7 +49,7 @@ from vecmode.core import (
 from vecmode.errors import WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
-from vecmode.runner import Failure
+from vecmode.runner import Failure, row_writer
 from vecmode.worker import (
     CALL,
     EACH,
@@ -176,6 +176,8 @@ class RemoteCore(VectorCore):
         self._read_spaces(observation_mode)
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
         self._env_obs = [None] * self.num_envs
+        #: Where an observation an answer carries goes (see _batch_buffers).
+        self._write_obs: Callable[[int, Any], None] = self._env_obs.__setitem__
         VectorCore.__init__(self)
 
     # ------------------------------------------------------------ construction
@@ -290,6 +292,9 @@ class RemoteCore(VectorCore):
             if type(self.observation_space) is Box and self._observations.shape[0] == n
             else None
         )
+        self._write_obs = (
+            self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows)
+        )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
         """:meth:`_send_each`; an interrupted send leaves slices out of step, so
@@ -375,7 +380,7 @@ class RemoteCore(VectorCore):
         finals: list[tuple[int, Any, dict[str, Any]]] = []
         infos: dict[str, Any] = {}
         add_info = self._add_info
-        env_obs = self._rows if self._rows is not None else self._env_obs
+        write = self._write_obs
         for answer in answers:
             if answer is None:
                 continue
@@ -386,7 +391,7 @@ class RemoteCore(VectorCore):
             if sent_obs:
                 for i, obs in sent_obs:
                     try:
-                        env_obs[i] = obs
+                        write(i, obs)
                     except (ValueError, TypeError) as exc:  # as the runner's write
                         failure = Failure.caught(i, "writing its observation", exc)
                         raise failure.as_error(lost=lost) from exc

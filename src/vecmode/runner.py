@@ -54,6 +54,39 @@ def _one_number(reward: Any) -> bool:
     return found.ndim == 0 and found.dtype.kind in "biuf"
 
 
+def row_writer(rows: np.ndarray) -> Callable[[int, Any], None]:
+    """``write(i, obs)``: a Box observation into row ``i`` of ``rows``, checked as
+    Gymnasium's ``concatenate`` checks it: of the row's very shape (not
+    broadcast: a wrong shape is an env's bug, not a batch to fill) and of a dtype
+    that casts to the row's within its kind (float64 into float32, not 300 into
+    uint8 nor 1.7 into int64: NumPy's "same_kind" rule, so not a list of Python
+    ints into uint8 either). An observation of the row's shape and dtype is
+    written at once.
+
+    >>> import numpy as np
+    >>> rows = np.zeros((2, 2), dtype=np.uint8)
+    >>> write = row_writer(rows)
+    >>> write(0, np.array([3, 4], dtype=np.uint8)); rows.tolist()
+    [[3, 4], [0, 0]]
+    >>> write(1, np.array([300, 1]))
+    Traceback (most recent call last):
+    ...
+    TypeError: an observation of dtype int64 does not fit the batch of the observation space's dtype uint8 ...
+    """
+    shape, dtype, setitem = rows.shape[1:], rows.dtype, rows.__setitem__
+
+    def write(i: int, obs: Any) -> None:
+        if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype != dtype:
+            obs = np.asarray(obs)
+            if obs.shape != shape:
+                raise ValueError(observation_shape(obs.shape, shape))
+            if not np.can_cast(obs.dtype, dtype, "same_kind"):
+                raise TypeError(observation_dtype(obs.dtype, dtype))
+        setitem(i, obs)
+
+    return write
+
+
 # What call / get_attr / set_attr do to each sub-env (in the sync core and in a
 # worker alike): the label a failure is reported under, and the function.
 def call_each(
@@ -258,6 +291,22 @@ class Runner:
 
 
 # ------------------------------------------------------------------ messages
+def observation_shape(got: tuple[int, ...], want: tuple[int, ...]) -> str:
+    return (
+        f"an observation of shape {got} does not fit the batch of the observation "
+        f"space's shape {want}: return observations of the space's shape (a "
+        f"wrong shape is not broadcast, as Gymnasium's sync env does not)"
+    )
+
+
+def observation_dtype(got: np.dtype, want: np.dtype) -> str:
+    return (
+        f"an observation of dtype {got} does not fit the batch of the observation "
+        f"space's dtype {want} (NumPy's 'same_kind' casting, as Gymnasium's sync "
+        f"env casts): return observations of the space's dtype"
+    )
+
+
 def reward_not_a_number(reward: Any) -> str:
     try:
         what = (

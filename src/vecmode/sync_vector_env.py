@@ -23,7 +23,13 @@ from vecmode.core import (
 )
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.runner import Runner, call_each, get_attr_each, set_attr_each
+from vecmode.runner import (
+    Runner,
+    call_each,
+    get_attr_each,
+    row_writer,
+    set_attr_each,
+)
 
 __all__ = ["SyncVectorEnv"]
 
@@ -99,7 +105,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         self._runner = Runner(
             self.envs,
             0,
-            self._env_obs.__setitem__ if self._rows is None else self._rows.__setitem__,
+            self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows),
         )
 
     # A sub-env that raises in call / get_attr / set_attr / render / each gives

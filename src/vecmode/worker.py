@@ -43,6 +43,7 @@ from vecmode.runner import (
     Runner,
     call_each,
     get_attr_each,
+    row_writer,
     set_attr_each,
 )
 
@@ -218,7 +219,7 @@ class SliceServer:
             write = self._send
             self._sent = []
         elif type(observation_space) is Box:
-            write = view(observation_space, obs_memory, num_envs).__setitem__
+            write = row_writer(view(observation_space, obs_memory, num_envs))
         else:
 
             def write(i: int, obs: Any) -> None:
