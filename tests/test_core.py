@@ -360,8 +360,11 @@ def test_bad_seeds_and_options_are_clear_errors_before_anything_runs(
     )
     envs.reset(seed=0)
     envs.step(np.zeros(3, dtype=int))
-    with pytest.raises(error, match=re.escape(says)):
+    with pytest.raises(error, match=re.escape(says)) as caught:
         envs.reset(**kwargs)
+    if "seed" in kwargs:  # every type Gymnasium raises for bad seeds
+        for kind in (errors.SeedError, ValueError, TypeError, gym.error.Error):
+            assert isinstance(caught.value, kind), kind
     obs, _, *_ = envs.step(np.zeros(3, dtype=int))  # nothing was reset: step 2
     assert obs[:, 2].tolist() == [2, 2, 2]
     envs.close()

@@ -42,6 +42,7 @@ from vecmode.errors import (
     ActionBatchError,
     EpisodeEndedError,
     IncompatibleModeError,
+    SeedError,
     SubEnvError,
 )
 from vecmode.modes import CORE_MODE, EndedTracker, as_mode
@@ -638,23 +639,23 @@ class VectorCore(ClosesOnExit, VectorEnv):
             return None
         if is_int(seed):
             if seed < 0:  # type: ignore[operator]
-                raise ValueError(seed_negative(seed))
+                raise SeedError(seed_negative(seed))
             return [int(cast(int, seed)) + i for i in range(self.num_envs)]
         if (
             isinstance(seed, (str, bytes))
             or not isinstance(seed, Iterable)
             or getattr(seed, "ndim", None) == 0  # a 0-d array or tensor
         ):
-            raise TypeError(seed_type(seed, self.num_envs))
+            raise SeedError(seed_type(seed, self.num_envs))
         seeds = list(seed)
         if len(seeds) != self.num_envs:
-            raise ValueError(seeds_length(len(seeds), self.num_envs))
+            raise SeedError(seeds_length(len(seeds), self.num_envs))
         bad = [s for s in seeds if s is not None and not is_int(s)]
         if bad:
-            raise TypeError(seed_type(bad[0], self.num_envs, in_list=True))
+            raise SeedError(seed_type(bad[0], self.num_envs, in_list=True))
         negative = [s for s in seeds if s is not None and s < 0]
         if negative:  # Gymnasium's seeding refuses them in every sub-env
-            raise ValueError(seed_negative(negative[0], in_list=True))
+            raise SeedError(seed_negative(negative[0], in_list=True))
         return [None if s is None else int(s) for s in seeds]
 
 

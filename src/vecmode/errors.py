@@ -11,6 +11,7 @@ import multiprocessing
 from collections.abc import Iterable
 from typing import Any
 
+from gymnasium.error import Error as GymnasiumError
 from gymnasium.vector import AutoresetMode
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "InfoBatchError",
     "InfoLayoutError",
     "NotAVectorEnvError",
+    "SeedError",
     "SharedMemorySpaceError",
     "SubEnvAttributeError",
     "SubEnvError",
@@ -51,6 +53,18 @@ class ActionBatchError(ValueError, TypeError):
     both a ``ValueError`` and a ``TypeError``: Gymnasium's vector envs raise one or
     the other for the same mistakes (a ``TypeError`` for a scalar, a ``ValueError``
     for a wrong count), and code that catches either keeps working.
+    """
+
+
+class SeedError(ValueError, TypeError, GymnasiumError):
+    """The ``seed`` passed to ``reset`` is not an int >= 0, None, or a sequence of
+    ``num_envs`` of those.
+
+    Raised before any sub-env is reset, so the env is unchanged and usable. It is
+    a ``ValueError``, a ``TypeError`` and a ``gymnasium.error.Error``: Gymnasium's
+    vector envs and its seeding raise one or another for the same mistakes (its
+    seeding raises ``gymnasium.error.Error`` for a negative seed), and code that
+    catches any of them keeps working.
     """
 
 
