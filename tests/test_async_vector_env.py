@@ -567,8 +567,14 @@ def test_step_async_step_wait_reset_async_reset_wait_call_async_call_wait():
         match=re.escape("Calling `step` while waiting for a pending call to `step`"),
     ):
         envs.step(np.ones(3, dtype=int))
+    with pytest.raises(AlreadyPendingCallError):
+        envs.reset(seed=1)
     obs, rewards, *_ = envs.step_wait(timeout=5)
     assert rewards.tolist() == [1.5, 1.51, 1.52]
+    # the refused calls ran nothing: no sub-env lost its state, the env goes on
+    assert not envs.awaiting_reset.any()
+    obs = envs.step(np.ones(3, dtype=int))[0]
+    assert obs[:, 2].tolist() == [2, 2, 2]
     envs.call_async("_obs")
     assert [o.tolist() for o in envs.call_wait()] == obs.tolist()
     with pytest.raises(NoAsyncCallError):

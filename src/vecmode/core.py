@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import ClosedEnvironmentError
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -472,6 +472,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
         except SubEnvError as exc:
             self._lose(exc.lost or _ran(request.commands))
             raise
+        except _REFUSED:  # the backend refused the call before it ran anything
+            raise
         except BaseException:
             self._lose(_ran(request.commands))
             raise
@@ -657,6 +659,11 @@ class VectorCore(ClosesOnExit, VectorEnv):
         if negative:  # Gymnasium's seeding refuses them in every sub-env
             raise SeedError(seed_negative(negative[0], in_list=True))
         return [None if s is None else int(s) for s in seeds]
+
+
+#: What a backend raises for a call it refuses before running anything (a call
+#: of the split API pending, the env closed): no sub-env's state is lost.
+_REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError)
 
 
 def _ran(commands: list[int]) -> list[int]:
