@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import copy
 import functools
+import gc
 import multiprocessing
 import os
+import pickle
 import re
 import signal
 import threading
@@ -1441,3 +1444,33 @@ def test_a_missing_attribute_is_an_attribute_error_in_every_core(in_parent):
     assert envs.get_attr("index") == (0, 1, 2)  # unchanged and usable
     envs.close()
     sync.close()
+
+
+@pytest.mark.parametrize(
+    "how", ["copy", "deepcopy", "pickle", "deepcopy of a wrapper stack"]
+)
+def test_a_copy_is_refused_and_the_env_goes_on(how):
+    """A shallow copy shared the workers (closing it left the original reading
+    stale shared memory, with no error); a deep copy failed half-way on the
+    pipes, whose duplicates, collected, closed the original's. Now each is a
+    TypeError saying what to do, and the original is untouched."""
+    envs = make_async(scheduled_fns(2))
+    stack = vecmode.wrappers.ClipReward(
+        vecmode.with_autoreset(envs, "SameStep"), 0.0, 1.0
+    )
+    stack.reset(seed=0)
+    attempt = {
+        "copy": lambda: copy.copy(envs),
+        "deepcopy": lambda: copy.deepcopy(envs),
+        "pickle": lambda: pickle.dumps(envs),
+        "deepcopy of a wrapper stack": lambda: copy.deepcopy(stack),
+    }[how]
+    with pytest.raises(TypeError, match=r"AsyncVectorEnv\(envs.env_fns, ...\)"):
+        attempt()
+    gc.collect()  # half-built copies, if any, are collected now
+    obs = stack.step(np.zeros(2, dtype=int))[0]
+    assert obs[:, 2].tolist() == [1, 1]  # step 1 of each episode, fresh data
+    obs = stack.step(np.zeros(2, dtype=int))[0]
+    assert obs[:, 2].tolist() == [0, 2]  # sub-env 0's episode ended and restarted
+    stack.close()
+    assert envs.closed

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -149,6 +149,17 @@ class RemoteCore(VectorCore):
     _observations: Any
     #: The pending ``*_async`` call: ``(name, what its ``*_wait`` needs)``.
     _pending: tuple[str, Any] | None
+
+    # A copy would share the workers (closing one leaves the other reading stale
+    # shared memory) or, deep, duplicate their pipes (closing the originals').
+    def __copy__(self) -> NoReturn:
+        raise TypeError(not_copyable(type(self).__name__, "copied"))
+
+    def __deepcopy__(self, memo: Any) -> NoReturn:
+        raise TypeError(not_copyable(type(self).__name__, "copied"))
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError(not_copyable(type(self).__name__, "pickled"))
 
     def _setup(
         self,
@@ -695,6 +706,14 @@ def already_pending(what: str, pending: str) -> str:
 def nothing_pending(what: str, pending: str | None) -> str:
     had = f" (the pending call is {pending}_async())" if pending else ""
     return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
+
+
+def not_copyable(name: str, how: str) -> str:
+    return (
+        f"{name} cannot be {how}: it owns processes (or actors) running its "
+        f"sub-envs, which a copy would share or break. Build another one from the "
+        f"same factories: {name}(envs.env_fns, ...)."
+    )
 
 
 def no_env_fns() -> str:
