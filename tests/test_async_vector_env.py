@@ -19,6 +19,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -1003,6 +1004,43 @@ def test_close_with_a_pending_call_terminate_and_context_manager():
     pids = [p.pid for p in envs.processes]
     envs.close(terminate=True)
     assert gone(pids)
+
+
+def test_close_with_a_pending_call_under_warnings_as_errors_leaks_nothing():
+    """The warning came before the shutdown: raised as an error (pytest's -W
+    error, python -W error), it left the workers running, closed=True."""
+    envs = make_async(scheduled_fns(3))
+    envs.reset(seed=0)
+    envs.step_async(np.zeros(3, dtype=int))
+    pids = [p.pid for p in envs.processes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="Calling `close` while waiting"):
+            envs.close()
+    assert envs.closed and gone(pids)
+
+
+def test_close_in_a_forked_child_leaves_the_parents_workers():
+    """A child forked from the training process (os.fork) holds a copy of the
+    env, not its workers: its close() ended nothing but raised an
+    AssertionError from multiprocessing; now it returns, and the parent's env
+    steps on."""
+    envs = make_async(scheduled_fns(2))
+    envs.reset(seed=0)
+    pid = os.fork()
+    if pid == 0:  # the child: close the copy, and leave without atexit handlers
+        code = 0
+        try:
+            envs.close()
+            code = 0 if envs.closed else 2
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    obs = envs.step(np.zeros(2, dtype=int))[0]
+    assert obs[:, 2].tolist() == [1, 1]
+    envs.close()
     envs = make_async(scheduled_fns(3), daemon=False)
     assert not any(p.daemon for p in envs.processes)
     pids = [p.pid for p in envs.processes]

@@ -14,6 +14,7 @@ Gymnasium's async surface; a backend supplies the transport (:meth:`_send_each`,
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -178,6 +179,7 @@ class RemoteCore(VectorCore):
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
+        self._owner = os.getpid()
         self.copy = copy
         self.observation_mode = observation_mode
         self.timeout = timeout
@@ -653,25 +655,35 @@ class RemoteCore(VectorCore):
                 close failed (after every sub-env was closed and every worker
                 stopped).
         """
-        if self._pending is not None:
-            # as Gymnasium's AsyncVectorEnv (its answers are dropped)
-            gym.logger.warn(
-                f"Calling `close` while waiting for a pending call to "
-                f"`{self._pending[0]}` to complete."
-            )
-            self._pending = None
+        if not self._owned():
+            return  # a forked child's copy: the workers are the parent's to end
+        pending, self._pending = self._pending, None
         broken = self._broken
         if broken is not None and "timed out" in broken:
             terminate = True  # the workers may be stuck in the call
         if timeout is None:
             timeout = CLOSE_GRACE if self.timeout is None else self.timeout
         failures = self._shutdown(terminate, timeout)
-        raise_failure([(FAILED, failures)] if failures else [])
+        try:
+            if pending is not None:
+                # as Gymnasium's AsyncVectorEnv (its answers are dropped); after
+                # the shutdown, so a warning turned into an error leaks nothing
+                gym.logger.warn(
+                    f"Calling `close` while waiting for a pending call to "
+                    f"`{pending[0]}` to complete."
+                )
+        finally:
+            raise_failure([(FAILED, failures)] if failures else [])
+
+    def _owned(self) -> bool:
+        """Whether this process built the env (not a child forked from it, which
+        holds a copy of the env but not its workers)."""
+        return getattr(self, "_owner", None) in (None, os.getpid())
 
     def __del__(self) -> None:
         """End the workers of an env that was never closed."""
         with contextlib.suppress(Exception):
-            if not self.closed and self._leftovers():
+            if not self.closed and self._owned() and self._leftovers():
                 self.close(terminate=True)
 
     def _layout(self) -> str:
