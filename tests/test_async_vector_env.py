@@ -846,7 +846,7 @@ class Forking(ScheduledEnv):
 
 
 def test_a_worker_killed_during_a_call_is_reported():
-    envs = make_async([functools.partial(SlowEnv, i, 0.5) for i in range(2)])
+    envs = make_async([functools.partial(SlowEnv, i, 1.0) for i in range(2)])
     envs.reset(seed=0)
     pids = [p.pid for p in envs.processes]
     envs.step_async(np.zeros(2, dtype=int))
@@ -1512,3 +1512,28 @@ def test_a_copy_is_refused_and_the_env_goes_on(how):
     assert obs[:, 2].tolist() == [0, 2]  # sub-env 0's episode ended and restarted
     stack.close()
     assert envs.closed
+
+
+def test_close_from_another_thread_during_a_step_is_the_closed_env_error():
+    """A thread waiting in step() while another closed the env got a bare
+    KeyError from the pool's table of pipes; now the closed-env error, saying
+    the results are lost. close() itself waits for the step, then ends all."""
+    envs = make_async([functools.partial(SlowEnv, i, 1.0) for i in range(2)])
+    envs.reset(seed=0)
+    pids = [p.pid for p in envs.processes]
+    caught: list[BaseException] = []
+
+    def step() -> None:
+        try:
+            envs.step(np.zeros(2, dtype=int))
+        except BaseException as exc:
+            caught.append(exc)
+
+    stepping = threading.Thread(target=step)
+    stepping.start()
+    time.sleep(0.1)
+    envs.close()
+    stepping.join(30)
+    assert not stepping.is_alive() and gone(pids)
+    assert len(caught) == 1 and isinstance(caught[0], ClosedEnvironmentError)
+    assert "its results are lost" in str(caught[0])

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
+from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils import clear_mpi_env_vars
 
 from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs, timed_out_remedy
@@ -196,7 +197,10 @@ class WorkerPool:
         """Read the answers that arrived; note the workers that died."""
         dead = []
         for fd in ready:
-            worker, is_pipe = self._by_fd[fd]
+            found = self._by_fd.get(fd)
+            if found is None:  # shut down meanwhile, from another thread
+                raise ClosedEnvironmentError(closed_during(during))
+            worker, is_pipe = found
             if worker.index not in waiting:
                 # It answered already: this is its exit (EOF, sentinel) or a stale
                 # answer to an abandoned call.
@@ -373,6 +377,13 @@ def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
 
 
 # ------------------------------------------------------------------ messages
+def closed_during(during: str) -> str:
+    return (
+        f"the env was closed (from another thread, or a signal handler) while "
+        f"{during} waited for its workers; its results are lost"
+    )
+
+
 def worker_died(
     worker: int, indices: Iterable[int], exitcode: int | None, during: str
 ) -> str:
