@@ -846,7 +846,7 @@ class Forking(ScheduledEnv):
 
 
 def test_a_worker_killed_during_a_call_is_reported():
-    envs = make_async([functools.partial(SlowEnv, i, 1.0) for i in range(2)])
+    envs = make_async([functools.partial(SlowEnv, i, 0.5) for i in range(2)])
     envs.reset(seed=0)
     pids = [p.pid for p in envs.processes]
     envs.step_async(np.zeros(2, dtype=int))
