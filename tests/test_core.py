@@ -327,6 +327,12 @@ def test_awaiting_reset_after_full_reset():
     envs.close()
 
 
+def test_no_env_fns_is_a_clear_error_as_in_the_async_core():
+    """Gymnasium's SyncVectorEnv([]) fails with an IndexError."""
+    with pytest.raises(ValueError, match="at least one function"):
+        vecmode.SyncVectorEnv([])
+
+
 def test_error_messages_are_built_in_one_place():
     assert errors.episode_ended((1, 3)).startswith("sub-env(s) 1, 3 ")
 

@@ -475,3 +475,7 @@ def needs_box(who: str, space: Any) -> str:
         f"observations first (vecmode.wrappers.FlattenObservation) or normalise "
         f"the Box parts yourself."
     )
+
+
+def no_env_fns() -> str:
+    return "env_fns must hold at least one function that creates a sub-env."

@@ -174,7 +174,7 @@ class RemoteCore(VectorCore):
         from sub-env 0 built here; then :class:`VectorCore`'s own set-up."""
         env_fns = list(env_fns)
         if not env_fns:
-            raise ValueError(no_env_fns())
+            raise ValueError(errors.no_env_fns())
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
@@ -726,7 +726,3 @@ def not_copyable(name: str, how: str) -> str:
         f"sub-envs, which a copy would share or break. Build another one from the "
         f"same factories: {name}(envs.env_fns, ...)."
     )
-
-
-def no_env_fns() -> str:
-    return "env_fns must hold at least one function that creates a sub-env."

@@ -83,6 +83,8 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
                 autoreset policy. Given another mode, the error says how to get it.
         """
         check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
+        if not env_fns:  # Gymnasium's gives an IndexError
+            raise ValueError(errors.no_env_fns())
         super().__init__(
             env_fns,
             copy=copy,
