@@ -108,6 +108,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self.envs,
             0,
             self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows),
+            self._rows,
         )
 
     # A sub-env that raises in call / get_attr / set_attr / render / each gives

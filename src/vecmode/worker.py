@@ -215,17 +215,19 @@ class SliceServer:
         #: Observations sent with the answer (no shared memory), this call's.
         self._sent: list[tuple[int, Any]] | None = None
         write: Callable[[int, Any], Any]
+        rows = None
         if obs_memory is None:
             write = self._send
             self._sent = []
         elif type(observation_space) is Box:
-            write = row_writer(view(observation_space, obs_memory, num_envs))
+            rows = view(observation_space, obs_memory, num_envs)
+            write = row_writer(rows)
         else:
 
             def write(i: int, obs: Any) -> None:
                 write_to_shared_memory(observation_space, i, obs, obs_memory)
 
-        self.runner = Runner(envs, first, write)
+        self.runner = Runner(envs, first, write, rows)
         self.closed = False
 
     @property
