@@ -1537,3 +1537,35 @@ def test_close_from_another_thread_during_a_step_is_the_closed_env_error():
     assert not stepping.is_alive() and gone(pids)
     assert len(caught) == 1 and isinstance(caught[0], ClosedEnvironmentError)
     assert "its results are lost" in str(caught[0])
+
+
+class ClosesTheVectorEnv(OddStep):
+    """Closes ``vector`` (the vector env it is a sub-env of) in its second step,
+    as an early-stopping hook might."""
+
+    vector: Any = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = 0
+
+    def step(self, action):
+        self.t += 1
+        if self.t == 2:
+            type(self).vector.close()
+        return super().step(action)
+
+
+def test_a_sub_env_in_the_parent_closing_the_env_ends_its_step_clearly():
+    """A sub-env of the parent's share that closed the env in its step left the
+    call to read the ended workers: multiprocessing's "process object is
+    closed" ValueError; now the closed-env error, with nothing left running."""
+    envs = make_async([ClosesTheVectorEnv] * 3, in_parent=1)
+    ClosesTheVectorEnv.vector = envs
+    pids = [p.pid for p in envs.processes]
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=int))
+    with pytest.raises(ClosedEnvironmentError, match="its results are lost"):
+        envs.step(np.zeros(3, dtype=int))
+    assert envs.closed and gone(pids)
+    ClosesTheVectorEnv.vector = None

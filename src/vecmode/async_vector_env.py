@@ -23,14 +23,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import CustomSpaceError
+from gymnasium.error import ClosedEnvironmentError, CustomSpaceError
 from gymnasium.vector.utils import CloudpickleWrapper
 
 from vecmode.core import check_core_arguments
 from vecmode.errors import SharedMemorySpaceError, SubEnvError, WorkerError
 from vecmode.layout import default_layout, slices, spin_seconds
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.pool import Worker, WorkerPool
+from vecmode.pool import Worker, WorkerPool, closed_during
 from vecmode.remote import (
     BUILD_GRACE,
     MessageFor,
@@ -396,6 +396,8 @@ class AsyncVectorEnv(RemoteCore):
         """The answers of the busy workers, then the parent's for its own
         sub-envs (run while the workers work)."""
         local = self._run_local(during)
+        if self.closed:  # a sub-env of the parent's share closed the env
+            raise ClosedEnvironmentError(closed_during(during))
         answers = self._pool.collect(token[0], timeout, during)
         if self._local is not None:
             answers.append(local)

@@ -379,8 +379,8 @@ def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
 # ------------------------------------------------------------------ messages
 def closed_during(during: str) -> str:
     return (
-        f"the env was closed (from another thread, or a signal handler) while "
-        f"{during} waited for its workers; its results are lost"
+        f"the env was closed during {during} (from another thread, a signal "
+        f"handler, or a sub-env stepped in this process); its results are lost"
     )
 
 
