@@ -148,6 +148,12 @@ def test_supports_accepts_only_vector_wrapper_classes_and_real_modes():
 
     assert vecmode.supported_modes(Listed) == frozenset({NS, D})
 
+    @vecmode.supports(mode for mode in (NS, "SameStep"))  # any one iterable
+    class Generated(VectorWrapper):
+        pass
+
+    assert vecmode.supported_modes(Generated) == frozenset({NS, SS})
+
 
 def test_vecmode_policies_declare_through_supports():
     assert vecmode.registry.declaration(vecmode.SameStepAutoreset).output is SS

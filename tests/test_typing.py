@@ -33,6 +33,11 @@ class MyWrapper(VectorWrapper):
 vecmode.register("some.module:Other", ["NextStep"], wrong=reasons)
 
 
+@vecmode.supports(mode for mode in ("NextStep", "SameStep"))
+class FromAGenerator(VectorWrapper):
+    pass
+
+
 def train(envs: VectorEnv) -> None:
     fused: PPOStack = ppo_stack(envs, gamma=0.99)
     fused.update_running_mean = False
@@ -42,6 +47,8 @@ def train(envs: VectorEnv) -> None:
     print(first.verdict, len(rest))
     listed = DictInfoToList(envs)
     obs, infos = listed.reset(seed=[0, None])
+    obs, infos = listed.reset(seed=np.arange(envs.num_envs))
+    obs, infos = listed.reset(seed=np.int64(3))
     print(infos[0].get("final_obs"), layered.num_envs)
     collector = vecmode.TransitionCollector(envs)
     collector.reset(seed=0)

@@ -51,6 +51,7 @@ __all__ = [
     "Command",
     "Executed",
     "Request",
+    "SeedLike",
     "StepResult",
     "VectorCore",
     "check_core_arguments",
@@ -63,6 +64,9 @@ __all__ = [
 #: Gymnasium's step tuple, ``(observations, rewards, terminations, truncations,
 #: infos)``.
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+#: What ``reset(seed=...)`` takes: an int (sub-env ``i`` gets ``seed + i``), None,
+#: or one seed (or None) per sub-env; NumPy integers and arrays of them too.
+SeedLike = int | np.integer | Sequence[int | np.integer | None] | np.ndarray | None
 
 
 class Request(NamedTuple):
@@ -399,7 +403,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         commands: Sequence[int] | np.ndarray,
         actions: Any = None,
         *,
-        seed: int | Sequence[int | None] | None = None,
+        seed: SeedLike = None,
         options: dict[str, Any] | None = None,
     ) -> Executed:
         """Run ``commands[i]`` on sub-env ``i``, for every sub-env, in one call.
@@ -589,7 +593,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
     def reset(
         self,
         *,
-        seed: int | Sequence[int | None] | None = None,
+        seed: SeedLike = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs, or only those in ``options["reset_mask"]``.
@@ -632,9 +636,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
             mask[sorted(self._lost)] = True
         return mask
 
-    def _seeds(
-        self, seed: int | Sequence[int | None] | None
-    ) -> list[int | None] | None:
+    def _seeds(self, seed: SeedLike) -> list[int | None] | None:
         """One seed (or None) per sub-env, as Python ints: an int gives
         ``seed + i`` to sub-env ``i`` (as Gymnasium); NumPy integers are accepted."""
         if seed is None:

@@ -17,13 +17,13 @@ offers whenever the env it wraps does (an async core, or a stack over one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode.core import ClosesOnExit, StepResult, validate_reset_mask
+from vecmode.core import ClosesOnExit, SeedLike, StepResult, validate_reset_mask
 from vecmode.errors import describe
 
 __all__ = ["ForwardingWrapper", "reset_arguments"]
@@ -120,7 +120,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     def reset(
         self,
         *,
-        seed: int | Sequence[int | None] | None = None,
+        seed: SeedLike = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the wrapped env."""

@@ -793,7 +793,7 @@ class BoundaryTracker:
 def _same_ended(b: Boundary, terminations: Any, truncations: Any) -> bool:
     """Whether a step's flags still say which episodes ended in ``b``, the
     boundary computed from these very arrays: a layer between two trackers may
-    have written into them since (two C calls where none ended)."""
+    have written into them since (three C calls where none ended)."""
     if type(terminations) is not np.ndarray or type(truncations) is not np.ndarray:
         terminations, truncations = host_array(terminations), host_array(truncations)
     ended = b.ended

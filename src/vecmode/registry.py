@@ -785,8 +785,28 @@ def _vector_wrapper_class(cls: Any, caller: str) -> type:
     return cls
 
 
+@overload
 def supports(
-    *modes: ModeLike | Iterable[ModeLike],
+    *modes: ModeLike,
+    output: ModeLike | None = None,
+    why: ModeReasons | None = None,
+    instead: str | None = None,
+) -> Callable[[_W], _W]: ...
+
+
+@overload
+def supports(
+    modes: Iterable[ModeLike],
+    /,
+    *,
+    output: ModeLike | None = None,
+    why: ModeReasons | None = None,
+    instead: str | None = None,
+) -> Callable[[_W], _W]: ...
+
+
+def supports(
+    *modes: Any,
     output: ModeLike | None = None,
     why: ModeReasons | None = None,
     instead: str | None = None,
@@ -819,8 +839,12 @@ def supports(
     if len(modes) == 1 and isinstance(modes[0], type):  # @supports, no modes
         raise TypeError(supports_without_modes(modes[0]))
     given: Iterable[Any] = modes
-    if len(modes) == 1 and isinstance(modes[0], list | tuple | set | frozenset):
-        given = modes[0]  # one collection of modes, as register takes
+    if (
+        len(modes) == 1
+        and isinstance(modes[0], Iterable)
+        and not isinstance(modes[0], (str, AutoresetMode))
+    ):
+        given = modes[0]  # one collection of modes (any iterable), as register takes
     found = _declare(given, output, None, why, instead, "supports")
 
     def decorate(cls: _W) -> _W:

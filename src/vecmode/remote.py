@@ -40,6 +40,7 @@ from vecmode.core import (
     Command,
     Executed,
     Request,
+    SeedLike,
     StepResult,
     VectorCore,
     check_call,
@@ -425,7 +426,7 @@ class RemoteCore(VectorCore):
         commands: Sequence[int] | np.ndarray,
         actions: Any = None,
         *,
-        seed: int | Sequence[int | None] | None = None,
+        seed: SeedLike = None,
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
@@ -471,7 +472,7 @@ class RemoteCore(VectorCore):
 
     def reset_async(
         self,
-        seed: int | Sequence[int | None] | None = None,
+        seed: SeedLike = None,
         options: dict[str, Any] | None = None,
     ) -> None:
         """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""

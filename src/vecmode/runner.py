@@ -38,7 +38,6 @@ from vecmode.errors import SubEnvError
 __all__ = ["Failure", "Outcome", "Runner"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
-_ARRAY = np.ndarray
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
 
@@ -198,8 +197,17 @@ class Runner:
         self.first = first
         self.write = write
         self.rows = rows
-        #: (dtype, shape) of a row of ``rows``: what is written at once
-        self._row = (None, None) if rows is None else (rows.dtype, rows.shape[1:])
+        #: (dtype, shape) of a row of ``rows``: what is written at once. The
+        #: dtype is NumPy's own object for the type (compared by identity): one
+        #: that came through pickle (a worker's, with spawn) is an equal copy.
+        self._row = (
+            (None, None)
+            if rows is None
+            else (
+                np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype,
+                rows.shape[1:],
+            )
+        )
 
     def run(
         self,
@@ -227,6 +235,7 @@ class Runner:
         # the common case, an observation of the row's very shape and dtype (as
         # row_writer checks it, inline: one call less per sub-env)
         dtype, shape = self._row
+        array = np.ndarray
         acts: Iterator[Any] = repeat(None) if actions is None else actions
         i = self.first
         method = "step"
@@ -260,7 +269,7 @@ class Runner:
                         options=None if options is None else dict(options),
                     )
                 method = "writing its observation"
-                if type(obs) is _ARRAY and obs.dtype is dtype and obs.shape == shape:
+                if type(obs) is array and obs.dtype is dtype and obs.shape == shape:
                     rows[i] = obs  # type: ignore[index]
                 else:
                     write(i, obs)

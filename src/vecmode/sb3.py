@@ -70,7 +70,7 @@ from vecmode.core import (
     is_int,
     reuses_buffers,
 )
-from vecmode.errors import EpisodeEndedError, SubEnvError
+from vecmode.errors import EpisodeEndedError, SeedError, SubEnvError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos, without_finals
 from vecmode.wrappers.base import (
@@ -654,7 +654,7 @@ class FromSB3VectorEnv(VectorEnv):
             first = int(seed[0])
             if list(seed) == [first + i for i in range(self.num_envs)]:
                 return list(seed)
-        raise TypeError(one_seed(seed, self.num_envs))
+        raise SeedError(one_seed(seed, self.num_envs))
 
     def _masked_reset(
         self, seeds: list[int | None] | None, rest: dict[str, Any], mask: np.ndarray

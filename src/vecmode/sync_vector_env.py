@@ -83,6 +83,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
                 autoreset policy. Given another mode, the error says how to get it.
         """
         check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
+        env_fns = list(env_fns)  # a generator, too, is taken once
         if not env_fns:  # Gymnasium's gives an IndexError
             raise ValueError(errors.no_env_fns())
         super().__init__(

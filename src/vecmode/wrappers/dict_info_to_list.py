@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from vecmode.core import StepResult
+from vecmode.core import SeedLike, StepResult
 from vecmode.errors import InfoLayoutError
 from vecmode.modes import MODES
 from vecmode.registry import supports
@@ -77,7 +76,7 @@ class DictInfoToList(MaskedResetWrapper):
         def reset(  # type: ignore[override]
             self,
             *,
-            seed: int | Sequence[int | None] | None = None,
+            seed: SeedLike = None,
             options: dict[str, Any] | None = None,
         ) -> tuple[Any, list[dict[str, Any]]]: ...
 

@@ -219,8 +219,9 @@ class FrameStackObservation(StatefulWrapper):
         if unstackable:
             raise TypeError(not_stackable(space, unstackable[0]))
         if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
-            # "zero": the space's element closest to zero (a Box's low where it is
-            # above 0, a Discrete's start ...), as Gymnasium pads
+            # "zero": Gymnasium's create_zero_array, as its wrapper pads: 0 where
+            # the space holds it, else a Box's bound nearest 0, a Discrete's or
+            # MultiDiscrete's start
             self.padding_value: Any = create_zero_array(space)
         elif not isinstance(padding_type, str) and padding_type in space:
             self.padding_value = padding_type
