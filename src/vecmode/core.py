@@ -27,7 +27,7 @@ sub-env is stepped come from :class:`VectorCore`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -44,6 +44,7 @@ from vecmode.errors import (
     IncompatibleModeError,
     SeedError,
     SubEnvError,
+    no_env_fns,
 )
 from vecmode.modes import CORE_MODE, EndedTracker, as_mode
 
@@ -56,6 +57,7 @@ __all__ = [
     "VectorCore",
     "check_core_arguments",
     "check_indices",
+    "env_fn_list",
     "is_int",
     "reuses_buffers",
     "validate_reset_mask",
@@ -154,6 +156,14 @@ def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
             f"mask.bool() for a torch tensor)."
         )
     return mask
+
+
+def env_fn_list(env_fns: Iterable[Callable[[], Any]]) -> list[Callable[[], Any]]:
+    """``env_fns`` as a list (a generator, too, is taken once), refusing none."""
+    found = list(env_fns)
+    if not found:  # Gymnasium's sync env gives an IndexError
+        raise ValueError(no_env_fns())
+    return found
 
 
 def check_core_arguments(

@@ -47,6 +47,7 @@ from vecmode.core import (
     check_indices,
     copy_batch,
     env_closed,
+    env_fn_list,
 )
 from vecmode.errors import WorkerError
 from vecmode.infos import add_infos
@@ -173,9 +174,7 @@ class RemoteCore(VectorCore):
     ) -> None:
         """Check the shared arguments, set the shared attributes, read the spaces
         from sub-env 0 built here; then :class:`VectorCore`'s own set-up."""
-        env_fns = list(env_fns)
-        if not env_fns:
-            raise ValueError(errors.no_env_fns())
+        env_fns = env_fn_list(env_fns)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns

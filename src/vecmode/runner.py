@@ -187,15 +187,20 @@ class Runner:
         self,
         envs: list[gym.Env],
         first: int,
-        write: Callable[[int, Any], Any],
+        write: Callable[[int, Any], Any] | None = None,
+        *,
         rows: np.ndarray | None = None,
     ) -> None:
-        """``rows``: the Box batch ``write`` writes into (:func:`row_writer`),
-        where the runner writes an observation of the row's very shape and dtype
-        itself, at once."""
+        """``write`` stores each observation, or, for a Box batch, ``rows`` is
+        the batch: an observation of the row's very shape and dtype is written
+        at once, any other checked first (:func:`row_writer`)."""
+        if rows is not None:
+            write = row_writer(rows)
+        elif write is None:
+            raise TypeError("Runner takes write, or rows for a Box batch")
         self.envs = envs
         self.first = first
-        self.write = write
+        self.write: Callable[[int, Any], Any] = write
         self.rows = rows
         #: (dtype, shape) of a row of ``rows``: what is written at once. The
         #: dtype is NumPy's own object for the type (compared by identity): one

@@ -20,6 +20,7 @@ from vecmode.core import (
     check_core_arguments,
     check_indices,
     copy_batch,
+    env_fn_list,
 )
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
@@ -27,7 +28,6 @@ from vecmode.runner import (
     Runner,
     call_each,
     get_attr_each,
-    row_writer,
     set_attr_each,
 )
 
@@ -83,9 +83,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
                 autoreset policy. Given another mode, the error says how to get it.
         """
         check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
-        env_fns = list(env_fns)  # a generator, too, is taken once
-        if not env_fns:  # Gymnasium's gives an IndexError
-            raise ValueError(errors.no_env_fns())
+        env_fns = env_fn_list(env_fns)
         super().__init__(
             env_fns,
             copy=copy,
@@ -105,11 +103,10 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             MultiDiscrete,
             MultiBinary,
         )
-        self._runner = Runner(
-            self.envs,
-            0,
-            self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows),
-            self._rows,
+        self._runner = (
+            Runner(self.envs, 0, self._env_obs.__setitem__)
+            if self._rows is None
+            else Runner(self.envs, 0, rows=self._rows)
         )
 
     # A sub-env that raises in call / get_attr / set_attr / render / each gives

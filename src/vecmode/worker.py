@@ -43,7 +43,6 @@ from vecmode.runner import (
     Runner,
     call_each,
     get_attr_each,
-    row_writer,
     set_attr_each,
 )
 
@@ -214,20 +213,18 @@ class SliceServer:
         )
         #: Observations sent with the answer (no shared memory), this call's.
         self._sent: list[tuple[int, Any]] | None = None
-        write: Callable[[int, Any], Any]
-        rows = None
         if obs_memory is None:
-            write = self._send
             self._sent = []
+            self.runner = Runner(envs, first, self._send)
         elif type(observation_space) is Box:
             rows = view(observation_space, obs_memory, num_envs)
-            write = row_writer(rows)
+            self.runner = Runner(envs, first, rows=rows)
         else:
 
             def write(i: int, obs: Any) -> None:
                 write_to_shared_memory(observation_space, i, obs, obs_memory)
 
-        self.runner = Runner(envs, first, write, rows)
+            self.runner = Runner(envs, first, write)
         self.closed = False
 
     @property
