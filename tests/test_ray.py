@@ -512,6 +512,43 @@ def test_without_ray_initialised_it_calls_ray_init_and_says_so_once():
     assert len(report["said"]) == 1 and address in report["said"][0]
 
 
+def test_with_warnings_as_errors_the_ray_init_warning_leaves_ray_as_it_was():
+    """``-W error``: the warning is the error, no env is built and Ray is shut
+    down again; the next env (warnings as usual) says so and works."""
+    code = """if True:
+        import json, warnings
+        import gymnasium as gym
+        import ray, vecmode
+        fns = [lambda: gym.make("CartPole-v1")]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                vecmode.RayVectorEnv(fns, num_actors=1)
+            except UserWarning as exc:
+                raised = str(exc)
+        after = ray.is_initialized()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            envs = vecmode.RayVectorEnv(fns, num_actors=1)
+            envs.reset(seed=0)
+            envs.close()
+        said = [str(w.message) for w in caught if "vecmode called ray.init" in str(w.message)]
+        print(json.dumps({"raised": raised, "after": after, "said": said}))
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address},
+        check=True,
+    ).stdout
+    report = json.loads(out.strip().splitlines()[-1])
+    assert "vecmode called ray.init" in report["raised"]
+    assert report["after"] is False, "Ray was left initialised by a failed build"
+    assert len(report["said"]) == 1
+
+
 def test_importing_vecmode_does_not_import_ray():
     code = "import sys, vecmode, vecmode.ray_vector_env; print('ray' in sys.modules)"
     out = subprocess.run(

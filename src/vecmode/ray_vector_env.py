@@ -112,9 +112,15 @@ def ensure_ray(ray: Any) -> None:
         return
     ray.init()
     if not _said_ray_started:
-        _said_ray_started = True
         address = ray.get_runtime_context().gcs_address
-        warnings.warn(ray_started(address), stacklevel=3)
+        try:
+            warnings.warn(ray_started(address), stacklevel=3)
+        except BaseException:
+            # Warnings turned into errors (``-W error``): the env is not built,
+            # so leave Ray as it was, not started behind the user's back.
+            ray.shutdown()
+            raise
+        _said_ray_started = True
 
 
 def check_actor_options(
