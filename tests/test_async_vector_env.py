@@ -1048,6 +1048,54 @@ def test_close_in_a_forked_child_leaves_the_parents_workers():
     assert gone(pids)
 
 
+FORK_AND_EXIT = """if True:
+    import os, sys
+    import numpy as np
+    import vecmode
+    envs = vecmode.make_vec("CartPole-v1", 2, vectorization_mode="async",
+                            autoreset_mode="SameStep", {layout})
+    envs.reset(seed=0)
+    pid = os.fork()
+    if pid == 0:  # the child: try the copy, then exit normally (atexit runs)
+        try:
+            envs.step(np.array([0, 1]))
+            print("the child stepped the parent's workers")
+        except vecmode.WorkerError as exc:
+            print("child:", exc)
+        sys.exit(0)
+    _, status = os.waitpid(pid, 0)
+    print("child exit", os.waitstatus_to_exitcode(status))
+    for _ in range(3):
+        rewards = envs.step(np.array([0, 1]))[1]
+    print("parent", rewards.tolist())
+    envs.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["", "vector_kwargs={'in_parent': 1}"])
+def test_a_child_forked_with_os_fork_leaves_the_parents_env_working(layout):
+    """A child forked from the training process (os.fork) that exits normally:
+    multiprocessing's atexit handler in the child listed the parent's workers
+    as its own and terminated them (WorkerError in the parent). Stepping the
+    copy in the child is refused, naming os.fork(), not sent to the parent's
+    workers."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", FORK_AND_EXIT.format(layout=layout)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("child:") and "os.fork()" in lines[0], run.stdout
+    assert lines[1:] == ["child exit 0", "parent [1.0, 1.0]"], run.stdout + run.stderr
+    assert "Exception ignored" not in run.stderr, run.stderr
+
+
 # ------------------------------------------------------------- start methods
 @pytest.mark.slow
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])

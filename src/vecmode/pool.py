@@ -9,9 +9,12 @@ runs in the processes, :class:`vecmode.AsyncVectorEnv` what drives them.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing.process
+import os
 import pickle
 import select
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
@@ -27,6 +30,25 @@ __all__ = ["LIVENESS", "Worker", "WorkerPool"]
 #: Seconds between checks that the workers being waited for are alive, beyond what
 #: their pipes and sentinels say.
 LIVENESS = 0.5
+
+#: The worker processes started in this process and not yet shut down.
+_STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _forget_workers_in_forked_child() -> None:
+    """In a child forked with ``os.fork()``: the parent's workers are not its
+    children. multiprocessing still lists them, so at the child's exit its atexit
+    handler terminated them (daemonic workers) or waited for them, breaking the
+    parent's env. (A process multiprocessing starts resets the list itself.)"""
+    children = getattr(multiprocessing.process, "_children", None)
+    for process in list(_STARTED):
+        if children is not None:
+            children.discard(process)
+    _STARTED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers_in_forked_child)
 
 
 class Worker:
@@ -110,6 +132,7 @@ class WorkerPool:
                         ) from exc
                     finally:
                         child_end.close()
+                    _STARTED.add(process)
                     self._add(Worker(w, start, stop, process, parent_end))
         except BaseException:
             started = [w.conn for w in self.workers]

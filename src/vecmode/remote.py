@@ -326,6 +326,8 @@ class RemoteCore(VectorCore):
 
     def _check_not_broken(self) -> None:
         broken = self._broken
+        if broken is None and not self._owned():
+            broken = forked_copy(self._owner)
         if broken is not None:
             raise WorkerError(env_unusable(type(self).__name__, broken))
 
@@ -704,6 +706,14 @@ def env_unusable(name: str, reason: str) -> str:
     return (
         f"this {name} cannot be used any more: {reason}. close() it (which ends "
         f"what is left of it) and build a new one."
+    )
+
+
+def forked_copy(owner: int) -> str:
+    return (
+        f"it belongs to process {owner}, and this process ({os.getpid()}) holds "
+        f"only a copy forked from it (os.fork()), whose workers are the parent's: "
+        f"calling them from here would break the parent's env"
     )
 
 
