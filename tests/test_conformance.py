@@ -531,8 +531,7 @@ def test_a_wrapper_losing_the_env_s_infos_fails_without_compare_info(info_type):
 
 
 def test_batch_dependent_values_differ_when_episodes_are_staggered():
-    """Why the option exists: pooled statistics see different batches (and a
-    masked reset re-normalises the rows of the sub-envs it did not reset)."""
+    """Why the option exists: pooled statistics see different batches."""
     with pytest.raises(AssertionError, match=r"staggered episodes\]") as caught:
         check_wrapper(vw.NormalizeObservation, batch_dependent=False)
     assert "batch_dependent = True" in str(caught.value)

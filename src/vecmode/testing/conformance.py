@@ -379,7 +379,6 @@ def _drive(
     who: str,
     compare_info: Callable[[dict], Any] | None,
     final_infos: bool = True,
-    others_kept: bool = True,
 ) -> _Run:
     n = envs.num_envs
     run = _Run(label, [[] for _ in range(n)])
@@ -504,7 +503,7 @@ def _drive(
                 call(where, envs.reset, options={"reset_mask": mask.copy()})[0]
             )
             observe(obs, where)
-            _check_others_kept(last, obs, mask, where, who, others_kept)
+            _check_others_kept(last, obs, mask, where, who)
             started(obs, tracker.reset(mask).starts)
             last = _kept(obs)
     return run
@@ -545,11 +544,11 @@ def _check_step_arrays(
 
 
 def _check_others_kept(
-    last: Any, obs: Any, mask: np.ndarray, where: str, who: str, check: bool
+    last: Any, obs: Any, mask: np.ndarray, where: str, who: str
 ) -> None:
     """Fail where a masked reset returns, for a sub-env it did not reset, other
-    than the observation last returned for it (if ``check``)."""
-    for i in np.flatnonzero(~mask).tolist() if check else ():
+    than the observation last returned for it."""
+    for i in np.flatnonzero(~mask).tolist():
         why = _difference(batch_row(last, i), batch_row(obs, i))
         if why is not None:
             raise _fail(
@@ -928,7 +927,10 @@ _HINT_MODES = (
     "The same real transitions must come out in every declared mode: final "
     "observations (info['final_obs'] in SAME_STEP) transformed like the "
     "others, statistics counting each real step once (not NEXT_STEP's reset "
-    "step), state cleared for the sub-envs of a masked reset."
+    "step), state cleared for the sub-envs of a masked reset. (A wrapper whose "
+    "values depend on which sub-envs share a call, such as statistics pooled "
+    "over the batch, declares batch_dependent = True: its values are then "
+    "compared only where episodes end together.)"
 )
 _HINT_ENV_INFOS = (
     "A wrapper passes the env's infos on, in every mode: in SAME_STEP the ended "
@@ -955,8 +957,10 @@ _HINT_BASES = (
 _HINT_OTHERS_KEPT = (
     "A masked reset returns the whole batch, the sub-envs it did not reset at the "
     "observation last returned for them (as Gymnasium's vector envs do): "
-    "transform every row the env returns, as after a step. (A wrapper whose "
-    "values depend on the batch declares batch_dependent = True: not checked.)"
+    "transform every row the env returns, as after a step, and give the rows it "
+    "did not reset the values the call before gave them (a wrapper whose "
+    "statistics the reset rows update normalises the others as before the "
+    "update), so that a sub-env acts on the observation it was last given."
 )
 _HINT_RESET_STEP = (
     "NEXT_STEP's reset step is no transition: the env returns reward 0 and both "
@@ -1159,7 +1163,7 @@ class _Checker:
         found = declaration(wrapped)
         produces = found.output if found is not None else None
         try:
-            queues, transitions, seed, compare_info, pooled = drive_args
+            queues, transitions, seed, compare_info, _ = drive_args
             return _drive(
                 wrapped,
                 produces or mode,
@@ -1171,7 +1175,6 @@ class _Checker:
                 self.who,
                 compare_info,
                 name not in _DENSE_LAYOUT,
-                not pooled,
             )
         finally:
             wrapped.close()

@@ -25,6 +25,7 @@ What a step means for each sub-env comes from :mod:`vecmode.modes`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -505,6 +506,27 @@ class RunningStatistics:
             rms.update(batch)
         elif count:
             rms.update(batch[mask])
+
+    def _reset_normalised(
+        self,
+        rms: Any,
+        observations: np.ndarray,
+        starts: np.ndarray,
+        normalised: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """A reset's observations, normalised: the reset rows update ``rms`` and
+        are normalised with it. The others (the untouched rows of a masked
+        reset) stay as the call before returned them, normalised with the
+        statistics before this update, so that a sub-env acts on the observation
+        it was last given (``next_obs`` of its step is ``obs`` of the next)."""
+        count = count_nonzero(starts)
+        if count == len(starts) or not count or not self._update_running_mean:
+            self._update_rows(rms, observations, starts)
+            return normalised(observations)
+        out = normalised(observations)
+        self._update_rows(rms, observations, starts)
+        out[starts] = normalised(observations[starts])
+        return out
 
 
 # ------------------------------------------------------------------ messages

@@ -276,10 +276,12 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         observations update the statistics; a full reset restarts the
         discounted sums."""
         obs, infos = super()._reset_result(obs, infos, state)
-        self._update_rows(self.obs_rms, obs, self.boundary.starts)
+        out = self._reset_normalised(
+            self.obs_rms, obs, self.boundary.starts, self._normalised
+        )
         if state is None:
             self.accumulated_reward[:] = 0
-        return self._normalised(obs), infos
+        return out, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
         """The five layers' step, in one pass."""

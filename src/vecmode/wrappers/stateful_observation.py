@@ -42,7 +42,8 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     below), and right in every mode: the running
     statistics (``obs_rms``) are updated once per call with every observation it
     revealed, each exactly once: after ``reset``, the reset sub-envs' observations
-    (not the untouched rows of a masked reset); after ``step``, every returned
+    (not the untouched rows of a masked reset, which it returns as the call
+    before did); after ``step``, every returned
     observation and the final observations in ``info["final_obs"]``. Those final
     observations are normalised too, in time order as NEXT_STEP reveals them: with
     the statistics that include them but not yet the first observations of the
@@ -97,10 +98,13 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """The reset sub-envs' observations update the statistics."""
+        """The reset sub-envs' observations update the statistics and are
+        normalised with them; a masked reset's other rows stay as returned."""
         obs, infos = super()._reset_result(obs, infos, state)
-        self._update_rows(self.obs_rms, obs, self.boundary.starts)
-        return self.normalize(obs), infos
+        out = self._reset_normalised(
+            self.obs_rms, obs, self.boundary.starts, self.normalize
+        )
+        return out, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
         """Returned and final observations update the statistics, in one go."""
