@@ -1143,24 +1143,40 @@ def test_every_partial_reset_caveat_is_established():
 
 def test_record_episode_statistics_verdicts_follow_the_env_below():
     """Its Disabled verdict and its partial-reset caveat need an env that pops
-    reset_mask (Gymnasium's): over vecmode's core, check_stack says ok with no
-    note in every mode and guard() lets it be built; over Gymnasium's env, it is
-    known-wrong in Disabled (refused under guard) and ok with the caveat in
+    reset_mask (Gymnasium's): over vecmode's core, check_stack says ok in every
+    mode with the caveat of its in-place info['_episode'] (shown happening) and
+    guard() lets it be built; over Gymnasium's env, it is known-wrong in
+    Disabled (refused under guard) and ok with the partial-reset caveat in
     NextStep."""
     import vecmode
     from tests.helpers import scheduled_fns
-    from vecmode._gymnasium import PARTIAL_RESET_CAVEATS
+    from vecmode._gymnasium import CAVEATS_WHERE_OPTIONS_KEPT, PARTIAL_RESET_CAVEATS
     from vecmode.registry import Verdict
 
-    caveat = PARTIAL_RESET_CAVEATS[
-        "gymnasium.wrappers.vector.common:RecordEpisodeStatistics"
-    ]
+    name = "gymnasium.wrappers.vector.common:RecordEpisodeStatistics"
+    caveat = PARTIAL_RESET_CAVEATS[name]
     for mode in AutoresetMode:
         ours = gwv.RecordEpisodeStatistics(
             vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), mode)
         )
         row = vecmode.check_stack(ours).rows[-1]
-        assert (row.verdict, row.note) == (Verdict.OK, ""), mode
+        assert (row.verdict, row.note) == (
+            Verdict.OK,
+            CAVEATS_WHERE_OPTIONS_KEPT[name],
+        ), mode
+        # the caveat: the step's info["_episode"] is cleared by the reset after
+        short = [lambda: gym.make("CartPole-v1", max_episode_steps=1)] * 2
+        shown = gwv.RecordEpisodeStatistics(
+            vecmode.with_autoreset(vecmode.SyncVectorEnv(short), mode)
+        )
+        shown.reset(seed=0)
+        infos = shown.step(np.zeros(2, dtype=int))[-1]
+        assert infos["_episode"].tolist() == [True, True]
+        shown.reset(options={"reset_mask": np.array([True, False])})
+        assert infos["_episode"].tolist() == [False, True], (
+            "Gymnasium no longer clears it in place: drop the caveat"
+        )
+        shown.close()
         with vecmode.guard():
             gwv.RecordEpisodeStatistics(ours.env).close()
         theirs = gwv.RecordEpisodeStatistics(

@@ -400,6 +400,23 @@ def test_disabled_resets_ended_sub_envs_with_a_fresh_mask(base):
     collector.close()
 
 
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_the_step_s_infos_as_returned_whatever_the_collector_s_reset_does(mode):
+    """Gymnasium's RecordEpisodeStatistics returns its own array as
+    info["_episode"] and clears it in place when the sub-envs are reset: in
+    DISABLED the collector's reset dropped every episode's statistics."""
+    fns = [lambda: gym.make("CartPole-v1", max_episode_steps=2)] * 2
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(
+        vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), mode)
+    )
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        ended = [collector.step(np.array([1, 0])) for _ in range(2)][-1]
+        assert ended.truncations.tolist() == [True, True]
+        assert ended.infos["_episode"].tolist() == [True, True]
+        assert ended.infos["episode"]["l"].tolist() == [2, 2]
+
+
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_autoreset_modes_make_no_reset_calls(mode):
     envs = RecordResets(make_envs("vecmode", mode))

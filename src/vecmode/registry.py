@@ -58,9 +58,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from vecmode import errors
 from vecmode._evidence import CONFORMANCE_TESTED, VERIFIED_ENVS
 from vecmode._gymnasium import (
+    CAVEATS_WHERE_OPTIONS_KEPT,
     GYMNASIUM_VERDICTS,
     PARTIAL_RESET_CAVEATS,
-    RIGHT_WHERE_OPTIONS_KEPT,
     VECMODE_EQUIVALENTS,
 )
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
@@ -143,19 +143,24 @@ class Declaration:
     #: Whether its ``wrong`` modes and caveats come from the env below popping
     #: ``reset_mask`` from the options (see :meth:`over`).
     needs_popped_options: bool = False
+    #: Its caveat (for every mode) over an env that keeps the options, if any.
+    kept_options_caveat: str = ""
 
     def over(self, env: Any) -> Declaration:
         """This declaration for a wrapper built over ``env``: where what it gets
         wrong comes from an env that pops ``reset_mask`` from the options
         (Gymnasium's) and ``env`` keeps them (vecmode's cores), it is right in
-        every mode it accepts, with no caveat."""
+        every mode it accepts, with :attr:`kept_options_caveat` (if any) as the
+        caveat of each."""
         if not self.needs_popped_options or not keeps_options(env):
             return self
+        modes = self.modes | frozenset(self.wrong)
+        caveat = self.kept_options_caveat
         return replace(
             self,
-            modes=self.modes | frozenset(self.wrong),
+            modes=modes,
             wrong=MappingProxyType({}),
-            caveats=MappingProxyType({}),
+            caveats=MappingProxyType(dict.fromkeys(modes, caveat) if caveat else {}),
         )
 
     def behaviour(self, mode: ModeLike) -> str:
@@ -247,8 +252,12 @@ def _gymnasium_entries() -> dict[str, Declaration]:
             if caveat is not None:
                 caveats = MappingProxyType(dict.fromkeys(ok, caveat))
                 found = replace(found, caveats=caveats)
-            if name in RIGHT_WHERE_OPTIONS_KEPT:
-                found = replace(found, needs_popped_options=True)
+            if name in CAVEATS_WHERE_OPTIONS_KEPT:
+                found = replace(
+                    found,
+                    needs_popped_options=True,
+                    kept_options_caveat=CAVEATS_WHERE_OPTIONS_KEPT[name],
+                )
             _gymnasium[name] = found
     return _gymnasium
 

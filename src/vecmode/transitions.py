@@ -106,6 +106,18 @@ def _fresh(batch: Any) -> Any:
     return _copy.deepcopy(batch)
 
 
+def _unshared(infos: Any) -> Any:
+    """``infos`` with every array (in nested dicts too) copied: what the step
+    returned, whatever a later reset does to arrays a wrapper kept (Gymnasium's
+    ``RecordEpisodeStatistics`` clears its ``info["_episode"]`` in place when
+    the sub-envs are reset)."""
+    if isinstance(infos, dict):
+        return {key: _unshared(value) for key, value in infos.items()}
+    if type(infos) is np.ndarray:
+        return infos.copy()
+    return infos
+
+
 class TransitionCollector:
     """Steps a vector env and returns real transitions, the same in every mode.
 
@@ -267,6 +279,7 @@ class TransitionCollector:
                 )
             rows = b.needs_reset
             if np.count_nonzero(rows):
+                infos = _unshared(infos)  # as the step returned them
                 following, reset_infos = self.envs.reset(options={"reset_mask": rows})
                 self._boundaries.reset(rows)
                 if self.copy:
