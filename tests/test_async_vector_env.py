@@ -1048,6 +1048,34 @@ def test_close_in_a_forked_child_leaves_the_parents_workers():
     assert gone(pids)
 
 
+@pytest.mark.parametrize("in_parent", [0, 1])
+@pytest.mark.parametrize(
+    "send",
+    [
+        lambda envs, lock: envs.reset(options={"lock": lock}),
+        lambda envs, lock: envs.call("get_wrapper_attr", lock),
+        lambda envs, lock: envs.call_async("get_wrapper_attr", lock),
+        lambda envs, lock: envs.set_attr("lock", [lock] * 3),
+    ],
+    ids=["reset-options", "call", "call_async", "set_attr"],
+)
+def test_a_message_that_does_not_pickle_is_refused_and_the_env_goes_on(send, in_parent):
+    """Nothing is sent: a NotPicklableError (a TypeError, as Gymnasium's), and
+    the env is unchanged (it was broken for good: the failure counted as an
+    interrupted send)."""
+    envs = make_async(scheduled_fns(3), in_parent=in_parent)
+    envs.reset(seed=0)
+    before = envs.step(np.zeros(3, dtype=int))[0].copy()
+    with pytest.raises(vecmode.errors.NotPicklableError, match="cannot be pickled"):
+        send(envs, threading.Lock())
+    assert isinstance(vecmode.errors.NotPicklableError("x"), TypeError)
+    assert not envs.awaiting_reset.any()
+    obs = envs.step(np.zeros(3, dtype=int))[0]
+    np.testing.assert_array_equal(obs[:, 2], before[:, 2] + 1)
+    assert len(envs.get_attr("spec")) == 3
+    envs.close()
+
+
 FORK_AND_EXIT = """if True:
     import os, sys
     import numpy as np
@@ -1585,6 +1613,28 @@ def test_close_from_another_thread_during_a_step_is_the_closed_env_error():
     assert not stepping.is_alive() and gone(pids)
     assert len(caught) == 1 and isinstance(caught[0], ClosedEnvironmentError)
     assert "its results are lost" in str(caught[0])
+
+
+def test_close_from_a_signal_handler_during_a_step_is_the_closed_env_error():
+    """A signal handler (SIGUSR1 here) closing the env while the main thread
+    waits in step(): the step read the ended processes and raised
+    multiprocessing's "process object is closed" ValueError (or, from a thread,
+    now and then an OSError "handle is closed"); now the closed-env error."""
+    envs = make_async([functools.partial(SlowEnv, i, 1.0) for i in range(2)])
+    envs.reset(seed=0)
+    pids = [p.pid for p in envs.processes]
+    previous = signal.signal(signal.SIGUSR1, lambda *_: envs.close())
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR1))
+    try:
+        timer.start()
+        with deadline(30), pytest.raises(ClosedEnvironmentError, match="are lost"):
+            envs.step(np.zeros(2, dtype=int))
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, previous)
+    assert envs.closed and gone(pids)
+    with pytest.raises(ClosedEnvironmentError):
+        envs.step(np.zeros(2, dtype=int))
 
 
 class ClosesTheVectorEnv(OddStep):

@@ -355,6 +355,21 @@ def test_call_get_attr_set_attr_render_and_seeds_as_the_sync_core(shared):
     sync.close()
 
 
+def test_a_message_that_does_not_pickle_is_refused_and_the_env_goes_on(shared):
+    """As in the async core: nothing is sent, the env is unchanged."""
+    import threading
+
+    core = shared_core(shared, "scheduled-box")
+    restart(core, scheduled_fns(5))
+    core.reset(seed=0)
+    with pytest.raises(vecmode.errors.NotPicklableError, match="cannot be pickled"):
+        core.reset(options={"lock": threading.Lock()})
+    with pytest.raises(vecmode.errors.NotPicklableError):
+        core.set_attr("t", threading.Lock())
+    assert not core.awaiting_reset.any()
+    assert core.step(np.zeros(5, dtype=int))[0].shape[0] == 5
+
+
 def test_the_split_api_through_a_policy(shared):
     core = shared_core(shared, "scheduled-box")
     restart(core, scheduled_fns(5))

@@ -375,16 +375,20 @@ class AsyncVectorEnv(RemoteCore):
         if self._pool.broken is None:
             self._pool.broken = reason
 
+    @property
+    def _remote_slices(self) -> list[tuple[int, int]]:
+        return [(worker.start, worker.stop) for worker in self._pool.workers]
+
     def _send_each(
-        self, message_for: MessageFor, during: str
+        self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> tuple[list[Worker], bool]:
         """Send each worker its message; queue the parent share's. The busy
         workers, and whether the parent share has work."""
         busy = []
         for worker in self._pool.workers:
-            message = message_for(worker.start, worker.stop)
-            if message is not None:
-                self._pool.send(worker, message, during)
+            data = encoded.get(worker.start)
+            if data is not None:
+                self._pool.send_data(worker, data, during)
                 busy.append(worker)
         if self._local is not None:
             self._local_message = message_for(self._local.first, self.num_envs)

@@ -42,6 +42,7 @@ from vecmode.errors import (
     ActionBatchError,
     EpisodeEndedError,
     IncompatibleModeError,
+    NotPicklableError,
     SeedError,
     SubEnvError,
     no_env_fns,
@@ -674,8 +675,9 @@ class VectorCore(ClosesOnExit, VectorEnv):
 
 
 #: What a backend raises for a call it refuses before running anything (a call
-#: of the split API pending, the env closed): no sub-env's state is lost.
-_REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError)
+#: of the split API pending, the env closed, a message that does not pickle): no
+#: sub-env's state is lost.
+_REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, NotPicklableError)
 
 
 def _ran(commands: list[int]) -> list[int]:

@@ -21,6 +21,7 @@ __all__ = [
     "InfoBatchError",
     "InfoLayoutError",
     "NotAVectorEnvError",
+    "NotPicklableError",
     "SeedError",
     "SharedMemorySpaceError",
     "SubEnvAttributeError",
@@ -65,6 +66,17 @@ class SeedError(ValueError, TypeError, GymnasiumError):
     vector envs and its seeding raise one or another for the same mistakes (its
     seeding raises ``gymnasium.error.Error`` for a negative seed), and code that
     catches any of them keeps working.
+    """
+
+
+class NotPicklableError(TypeError):
+    """What a call sends to the sub-envs' processes (``reset``'s options,
+    ``call``'s arguments, ``set_attr``'s values) cannot be pickled.
+
+    Raised before anything is sent, so the env is unchanged and usable. A
+    ``TypeError``, as pickling raises for most such values (Gymnasium's async env
+    raises pickling's own error, and stays usable too); the original error is
+    chained as ``__cause__``.
     """
 
 

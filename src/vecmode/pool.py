@@ -91,6 +91,9 @@ class WorkerPool:
         # selector per call, which doubles a round trip's time).
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[Worker, bool]] = {}
+        #: Shutdowns begun so far (a wait sees one begin from another thread or
+        #: a signal handler).
+        self._shutdowns = 0
 
     # ------------------------------------------------------------------ start
     def start(
@@ -152,8 +155,12 @@ class WorkerPool:
     # ------------------------------------------------------------- round trips
     def send(self, worker: Worker, message: Any, during: str) -> None:
         """Send ``message`` to ``worker`` (a dead worker is a WorkerError)."""
+        self.send_data(worker, pickle.dumps(message, PROTOCOL), during)
+
+    def send_data(self, worker: Worker, data: bytes, during: str) -> None:
+        """Send a pickled message to ``worker`` (a dead worker is a WorkerError)."""
         try:
-            worker.conn.send_bytes(pickle.dumps(message, PROTOCOL))
+            worker.conn.send_bytes(data)
         except OSError:  # the worker is gone (EPIPE)
             self._died(worker, during)
 
@@ -176,6 +183,7 @@ class WorkerPool:
             return answers
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout
+        shutdowns = self._shutdowns
         try:
             while waiting:
                 remaining = (
@@ -201,6 +209,14 @@ class WorkerPool:
             if self.broken is None:
                 # interrupted (Ctrl-C) or a pipe error: the pipes may be out of step
                 self.broken = f"{during} was interrupted by {type(exc).__name__}"
+            if (
+                self._shutdowns != shutdowns
+                and isinstance(exc, Exception)
+                and not isinstance(exc, ClosedEnvironmentError)
+            ):
+                # shut down meanwhile (another thread, a signal handler): what
+                # failed was reading the pipes and processes it closed
+                raise ClosedEnvironmentError(closed_during(during)) from exc
             raise
         return answers
 
@@ -308,6 +324,7 @@ class WorkerPool:
         that could not be ended stays in :attr:`workers` for the next call.
         """
         workers = list(self.workers)
+        self._shutdowns += 1
         self._poller = None
         self._by_fd = {}
         failures: list[Any] = []

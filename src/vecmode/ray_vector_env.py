@@ -377,13 +377,18 @@ class RayVectorEnv(RemoteCore):
         if self._reason is None:
             self._reason = reason
 
-    def _send_each(self, message_for: MessageFor, during: str) -> list[tuple[int, Any]]:
-        """Call each actor with a message; ``(actor, the answer's ref)`` each."""
+    @property
+    def _remote_slices(self) -> list[tuple[int, int]]:
+        return self.slices
+
+    def _send_each(
+        self, encoded: dict[int, bytes], message_for: MessageFor, during: str
+    ) -> list[tuple[int, Any]]:
+        """Call each actor with its message; ``(actor, the answer's ref)`` each."""
         calls = []
-        for a, (start, stop) in enumerate(self.slices):
-            message = message_for(start, stop)
-            if message is not None:
-                data = pickle.dumps(message, PROTOCOL)
+        for a, (start, _) in enumerate(self.slices):
+            data = encoded.get(start)
+            if data is not None:
                 calls.append((a, self._actors[a].handle.remote(data)))
         return calls
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -49,7 +50,7 @@ from vecmode.core import (
     env_closed,
     env_fn_list,
 )
-from vecmode.errors import WorkerError
+from vecmode.errors import NotPicklableError, WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.runner import Failure, row_writer
@@ -59,6 +60,7 @@ from vecmode.worker import (
     EXECUTE,
     FAILED,
     GET_ATTR,
+    PROTOCOL,
     SET_ATTR,
     RemoteFailure,
 )
@@ -269,9 +271,18 @@ class RemoteCore(VectorCore):
         """Record why the env cannot be used any more (the first reason stays)."""
         raise NotImplementedError
 
-    def _send_each(self, message_for: MessageFor, during: str) -> Any:
-        """Send each slice ``message_for(start, stop)`` (unless None); return what
-        :meth:`_collect` needs to read the answers."""
+    @property
+    def _remote_slices(self) -> Sequence[tuple[int, int]]:
+        """The ``(start, stop)`` slices run elsewhere (a message each is pickled)."""
+        raise NotImplementedError
+
+    def _send_each(
+        self, encoded: dict[int, bytes], message_for: MessageFor, during: str
+    ) -> Any:
+        """Send each remote slice its pickled message, ``encoded[start]`` (a slice
+        with none has no work); ``message_for(start, stop)`` gives a slice's
+        message unpickled (the parent's share). Return what :meth:`_collect`
+        needs to read the answers."""
         raise NotImplementedError
 
     def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
@@ -310,10 +321,20 @@ class RemoteCore(VectorCore):
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`; an interrupted send leaves slices out of step, so
-        the env cannot be used any more."""
+        """:meth:`_send_each`, every message pickled first: a message that cannot
+        be pickled is a TypeError with nothing sent, the env unchanged; an
+        interrupted send leaves slices out of step, so the env cannot be used any
+        more."""
+        encoded = {}
+        for start, stop in self._remote_slices:
+            message = message_for(start, stop)
+            if message is not None:
+                try:
+                    encoded[start] = pickle.dumps(message, PROTOCOL)
+                except Exception as exc:
+                    raise NotPicklableError(unpicklable_message(during, exc)) from exc
         try:
-            return self._send_each(message_for, during)
+            return self._send_each(encoded, message_for, during)
         except BaseException as exc:
             self._break(f"sending {during} was interrupted by {type(exc).__name__}")
             raise
@@ -706,6 +727,15 @@ def env_unusable(name: str, reason: str) -> str:
     return (
         f"this {name} cannot be used any more: {reason}. close() it (which ends "
         f"what is left of it) and build a new one."
+    )
+
+
+def unpicklable_message(during: str, exc: Exception) -> str:
+    return (
+        f"what {during} sends to the sub-envs' processes cannot be pickled "
+        f"({type(exc).__name__}: {exc}). Nothing was sent and the env is "
+        f"unchanged: pass values that pickle (no locks or open files, no classes "
+        f"or functions defined inside a function)."
     )
 
 
