@@ -1076,6 +1076,84 @@ def test_a_message_that_does_not_pickle_is_refused_and_the_env_goes_on(send, in_
     envs.close()
 
 
+def _explode() -> None:
+    raise AttributeError("Can't get attribute 'Stats' on <module '__main__'>")
+
+
+class LoadsBadly:
+    """Pickles here, fails to unpickle in the worker (as an object of a class
+    defined in the main script does under spawn)."""
+
+    def __reduce__(self):
+        return (_explode, ())
+
+
+@pytest.mark.parametrize(
+    "send, usable",
+    [
+        (lambda envs: envs.reset(options={"x": LoadsBadly()}), False),
+        (lambda envs: envs.call("get_wrapper_attr", LoadsBadly()), True),
+        (lambda envs: envs.set_attr("x", LoadsBadly()), True),
+    ],
+    ids=["reset", "call", "set_attr"],
+)
+def test_a_message_the_worker_cannot_unpickle_is_the_sub_env_s_error(send, usable):
+    """The worker died of it (WorkerError, exit code 1, the reason only on its
+    standard error); now a SubEnvError naming what failed, and the env goes on
+    (after a reset where the call was a reset)."""
+    envs = make_async(scheduled_fns(3))
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError, match="unpickling what the parent sent") as caught:
+        send(envs)
+    assert "Can't get attribute 'Stats'" in str(caught.value)
+    assert envs.awaiting_reset.any() is not usable
+    envs.reset(seed=0)
+    assert envs.step(np.zeros(3, dtype=int))[0].shape[0] == 3
+    envs.close()
+
+
+def _build_async_in_a_daemonic_worker(_: int) -> str:
+    try:
+        AsyncVectorEnv([lambda: gym.make("CartPole-v1")], context="fork").close()
+    except AssertionError as exc:
+        return str(exc)
+    return "built"
+
+
+def test_a_daemonic_parent_is_told_what_to_build_instead():
+    """In a multiprocessing.Pool (or DataLoader) worker no process can be
+    started: multiprocessing's AssertionError, with what to do."""
+    with multiprocessing.get_context(FORK).Pool(1) as pool:
+        said = pool.map(_build_async_in_a_daemonic_worker, [0])[0]
+    assert "daemonic processes are not allowed to have children" in said
+    assert "vecmode.SyncVectorEnv" in said
+
+
+NO_MAIN_GUARD = """
+import gymnasium as gym
+import vecmode
+envs = vecmode.AsyncVectorEnv([lambda: gym.make("CartPole-v1")], context="spawn")
+envs.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_spawned_worker_that_dies_at_construction_says_why_it_may(tmp_path):
+    """A script with no main guard under spawn: the worker's re-import of it
+    fails, and the parent's WorkerError points at the guard."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(NO_MAIN_GUARD)
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode != 0
+    raised = [line for line in run.stderr.splitlines() if "WorkerError:" in line]
+    assert raised and "starts by importing the main module" in raised[-1], run.stderr
+
+
 FORK_AND_EXIT = """if True:
     import os, sys
     import numpy as np

@@ -400,7 +400,8 @@ def sub_env_failed(
         if others
         else ""
     )
-    return f"{what}.{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
+    stop = "" if what.endswith((".", "!", "?")) else "."
+    return f"{what}{stop}{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
 
 
 # ------ transition collector

@@ -94,6 +94,8 @@ class WorkerPool:
         #: Shutdowns begun so far (a wait sees one begin from another thread or
         #: a signal handler).
         self._shutdowns = 0
+        #: The start method of the workers (set by :meth:`start`).
+        self.method = "fork"
 
     # ------------------------------------------------------------------ start
     def start(
@@ -109,6 +111,7 @@ class WorkerPool:
         ``target(*args(start, stop, child_end, inherited))``; ``inherited`` are the
         parent's ends of the pipes so far (with fork the child closes them)."""
         fork = ctx.get_start_method() == "fork"
+        self.method = ctx.get_start_method()
         parent_ends: list[Connection] = []
         try:
             with clear_mpi_env_vars():
@@ -126,13 +129,10 @@ class WorkerPool:
                     try:
                         process.start()
                     except Exception as exc:
-                        if fork:
+                        clearer = _start_error(exc, start, stop, ctx.get_start_method())
+                        if clearer is None:
                             raise
-                        raise TypeError(
-                            unpicklable_env_fns(
-                                start, stop, ctx.get_start_method(), exc
-                            )
-                        ) from exc
+                        raise clearer from exc
                     finally:
                         child_end.close()
                     _STARTED.add(process)
@@ -308,10 +308,12 @@ class WorkerPool:
             f"worker process {worker.index} died during {during}"
             f" (exit code {worker.process.exitcode})"
         )
-        raise WorkerError(
-            worker_died(worker.index, worker.indices, worker.process.exitcode, during),
-            worker.indices,
+        message = worker_died(
+            worker.index, worker.indices, worker.process.exitcode, during
         )
+        if during == "construction" and self.method != "fork":
+            message += started_by_import(self.method)
+        raise WorkerError(message, worker.indices)
 
     # ---------------------------------------------------------------- shutdown
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
@@ -448,10 +450,49 @@ def call_timed_out(during: str, timeout: float, workers: Iterable[int]) -> str:
     )
 
 
+def _start_error(
+    exc: Exception, start: int, stop: int, method: str
+) -> Exception | None:
+    """A clearer error for a worker that could not be started (None: ``exc`` says
+    it well enough): a daemonic parent, or what the start method pickles."""
+    text = str(exc)
+    if "daemonic processes are not allowed to have children" in text:
+        # multiprocessing's own type, whatever the start method
+        return AssertionError(daemonic_parent(start, stop, text))
+    pickling = isinstance(exc, pickle.PicklingError) or "pickle" in text.lower()
+    if method != "fork" and pickling:
+        return TypeError(unpicklable_env_fns(start, stop, method, exc))
+    return None
+
+
+def daemonic_parent(start: int, stop: int, text: str) -> str:
+    return (
+        f"could not start the worker of {sub_envs(range(start, stop))}: {text}. "
+        f"This process is daemonic (a multiprocessing.Pool worker, a torch "
+        f"DataLoader worker, ...), and may not start processes of its own: build "
+        f"a vecmode.SyncVectorEnv here instead, or the async env in a process that "
+        f"is not daemonic (the main process, a concurrent.futures."
+        f"ProcessPoolExecutor worker)."
+    )
+
+
 def unpicklable_env_fns(start: int, stop: int, method: str, exc: BaseException) -> str:
     return (
         f"could not start the worker of {sub_envs(range(start, stop))} with the "
         f"{method!r} start method: {type(exc).__name__}: {exc}. With 'spawn' and "
-        f"'forkserver' the env_fns are pickled (by cloudpickle): make them and the "
-        f"env classes they use importable and picklable, or use context='fork'."
+        f"'forkserver' a worker is sent its env_fns (pickled by cloudpickle) and "
+        f"the env's spaces (pickled): make the env_fns, the env classes and any "
+        f"custom space class importable and picklable (defined at the top level of "
+        f"a module, not inside a function), or use context='fork'."
+    )
+
+
+def started_by_import(method: str) -> str:
+    return (
+        f" With the {method!r} start method a worker starts by importing the main "
+        f"module, then unpickling what it is sent; its error is printed on its "
+        f"standard error. If that says the process was started before the current "
+        f"one finished bootstrapping, run the script's top-level code under "
+        f"`if __name__ == '__main__':`; if it cannot find a class or function, "
+        f"define it in an importable module, not in the main script or interactively."
     )

@@ -75,6 +75,11 @@ EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
 # A worker's answer: None (done, nothing to report) or a tuple starting with one
 # of these.
 OK, FAILED, CLOSED, MISMATCH = range(4)
+#: The ``method`` of a failure to read a message the parent sent.
+UNPICKLING = (
+    "unpickling what the parent sent (a class or function it needs must be "
+    "importable in the worker)"
+)
 #: Sent instead of the actions when they are in shared memory.
 SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -363,7 +368,14 @@ def serve(conn: Connection, server: SliceServer, spin: float = 0.0) -> None:
             end = clock() + spin
             while not poll() and clock() < end:
                 pass
-        answer = handle(loads(recv_bytes()))
+        data = recv_bytes()
+        try:
+            message = loads(data)
+        except Exception as exc:  # e.g. a class the worker cannot import (spawn)
+            failure = RemoteFailure.caught(server.first, UNPICKLING, exc)
+            send_bytes(encode((FAILED, [failure], ())))
+            continue
+        answer = handle(message)
         if answer is None:
             send_bytes(nothing)
             continue
