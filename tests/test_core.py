@@ -333,6 +333,35 @@ def test_no_env_fns_is_a_clear_error_as_in_the_async_core():
         vecmode.SyncVectorEnv([])
 
 
+def test_the_same_env_object_from_two_env_fns_is_refused():
+    """SB3's DummyVecEnv refuses it (its issue #1151); Gymnasium's SyncVectorEnv
+    takes it and steps the one env once per sub-env each step. Nothing the user
+    owns is closed."""
+    shared = ScheduledEnv(0, (5,))
+    closed = []
+    shared.close = lambda: closed.append("shared")  # type: ignore[method-assign]
+    wrapped = gym.wrappers.TimeLimit(shared, max_episode_steps=9)
+    fns = [
+        lambda: ScheduledEnv(1),
+        lambda: shared,
+        lambda: wrapped,  # another wrapper around the same env: the same env
+        lambda: ScheduledEnv(3),
+        lambda: shared,
+    ]
+    with pytest.raises(ValueError, match=r"sub-envs 1, 2, 4: ") as info:
+        vecmode.SyncVectorEnv(fns)
+    assert "Return a new env from each env_fn (e.g. lambda: gym.make(" in str(
+        info.value
+    )
+    assert closed == []
+    shared.reset(seed=0)  # still the user's to use
+    other = ScheduledEnv(5)
+    with pytest.raises(ValueError, match=r"sub-envs 0, 1; 2, 3: "):
+        vecmode.SyncVectorEnv([lambda: other] * 2 + [lambda: shared] * 2)
+    # a new env from each env_fn: fine
+    vecmode.SyncVectorEnv([lambda: ScheduledEnv(0)] * 2).close()
+
+
 def test_error_messages_are_built_in_one_place():
     assert errors.episode_ended((1, 3)).startswith("sub-env(s) 1, 3 ")
 

@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector.utils import batch_space
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,6 +38,7 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 import vecmode  # noqa: E402
 from tests.helpers import assert_same, envpool_warnings  # noqa: E402
 from vecmode import AutoresetMode, IncompatibleModeError  # noqa: E402
+from vecmode.errors import ActionBatchError  # noqa: E402
 from vecmode.sb3 import from_sb3, to_sb3  # noqa: E402
 from vecmode.testing import ScheduledEnv  # noqa: E402
 
@@ -764,6 +766,214 @@ def test_to_sb3_of_from_sb3_is_the_sb3_env_itself():
     assert sb3_run(ours, theirs, steps=400, seed=6, reseed_every=150) > 50
     ours.close()
     theirs.close()
+
+
+# ------------------------------------------------- Dict and Tuple actions
+ACTION_SPACES = {
+    "tuple": gym.spaces.Tuple((gym.spaces.Discrete(5), gym.spaces.Discrete(5))),
+    "dict": gym.spaces.Dict(
+        {
+            "x": gym.spaces.Discrete(3),
+            "y": gym.spaces.Box(0, 1, (2,), np.float32),
+            "z": gym.spaces.Tuple((gym.spaces.MultiBinary(2), gym.spaces.Discrete(4))),
+        }
+    ),
+}
+
+
+class ActionRecorder(gym.Env):
+    """Keeps every action it is given (in ``received``); episodes of 3 steps."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+    def __init__(self, space: str = "tuple") -> None:
+        self.action_space = ACTION_SPACES[space]
+        self.received: list[Any] = []
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.received.append(action)
+        self.t += 1
+        return np.zeros(1, np.float32), 1.0, self.t == 3, False, {}
+
+
+def recorders(space: str, n: int = 3) -> list:
+    return [functools.partial(ActionRecorder, space)] * n
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
+@pytest.mark.parametrize("space", sorted(ACTION_SPACES))
+def test_from_sb3_gives_each_sub_env_its_own_dict_or_tuple_action(space, kind):
+    """from_sb3 takes Gymnasium's batch (a tuple or dict of batches) and hands SB3
+    one action per sub-env: each sub-env receives what it receives under
+    Gymnasium's SyncVectorEnv. (Sub-env 0 got the first component's batch, [1 2],
+    for Tuple actions; Dict actions raised KeyError: 0.)"""
+    fns = recorders(space)
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    ours = from_sb3(sb3_vec_env(kind, fns))
+    assert ours.action_space == reference.action_space
+    ours.action_space.seed(3)
+    batches = [ours.action_space.sample() for _ in range(7)]
+    if space == "tuple":
+        batches[0] = (np.array([1, 2, 0]), np.array([3, 4, 0]))
+    for envs in (reference, ours):
+        envs.reset(seed=0)
+        for batch in batches:
+            envs.step(batch)
+    ours.step_async(batches[0])  # the split API, too
+    ours.step_wait()
+    reference.step(batches[0])
+    expected, got = reference.get_attr("received"), ours.get_attr("received")
+    assert_same(expected, got, "received")
+    if space == "tuple":
+        assert [r[0] for r in got] == [(1, 3), (2, 4), (0, 0)]
+    with pytest.raises(ActionBatchError, match="Gymnasium's batch layout"):
+        ours.step([ours.single_action_space.sample() for _ in range(3)])
+    assert_same(got, ours.get_attr("received"), "nothing was stepped")
+    reference.close()
+    ours.close()
+
+
+DICT_TUPLE_BRIDGES = {
+    **CORES,
+    "gymnasium-async": lambda fns: to_sb3(gym.vector.AsyncVectorEnv(fns, context=FORK)),
+    "from_sb3-dummy": lambda fns: to_sb3(from_sb3(DummyVecEnv(fns))),
+}
+
+
+@pytest.mark.parametrize("space", sorted(ACTION_SPACES))
+@pytest.mark.parametrize("bridge", sorted(DICT_TUPLE_BRIDGES))
+def test_to_sb3_takes_sb3s_per_env_list_of_dict_or_tuple_actions(bridge, space):
+    """SB3's VecEnv takes a list of one action per sub-env (DummyVecEnv's
+    actions[i]; SB3's tests pass them so); to_sb3 takes it too, and Gymnasium's
+    batch layout as before. Vecmode's cores raised ActionBatchError, Gymnasium's
+    SyncVectorEnv a TypeError or IndexError."""
+    fns = recorders(space)
+    ours, theirs = DICT_TUPLE_BRIDGES[bridge](fns), DummyVecEnv(fns)
+    sampler = ACTION_SPACES[space]
+    sampler.seed(5)
+    per_env = [[sampler.sample() for _ in range(3)] for _ in range(7)]
+    per_env[0] = (
+        [(1, 3), (2, 4), (0, 1)]
+        if space == "tuple"
+        else [
+            {
+                "x": i,
+                "y": np.full(2, i / 4, np.float32),
+                "z": (np.array([i % 2, 1], np.int8), i),
+            }
+            for i in range(3)
+        ]
+    )
+    for venv in (ours, theirs):
+        venv.reset()
+        for actions in per_env:
+            venv.step(actions)
+    expected, got = theirs.get_attr("received"), ours.get_attr("received")
+    assert_same(expected, got, "received", batched_scalars=True)
+    # Gymnasium's batch layout is taken as well
+    batch = batch_space(sampler, 3).sample()
+    ours.step(batch)
+    assert_same(
+        list(gym.vector.utils.iterate(batch_space(sampler, 3), batch)),
+        [received[-1] for received in ours.get_attr("received")],
+        "Gymnasium's batch",
+    )
+    before = ours.get_attr("received")
+    wrong = [
+        per_env[0][:2],  # too few
+        tuple(per_env[0]),  # SB3's per-env actions, but not in a list
+        [per_env[0][0], per_env[0][1], 7],  # not an action
+        np.zeros(3, dtype=np.int64),
+    ]
+    if space == "dict":
+        wrong.append([{**a, "extra": 1} for a in per_env[0]])
+        wrong.append([{"x": 1, "y": a["y"], "z": a["z"]} for a in per_env[0][:2]])
+    for actions in wrong:
+        with pytest.raises(ActionBatchError) as info:
+            ours.step(actions)
+        message = str(info.value)
+        assert "nothing was stepped" in message, message
+        assert "SB3's layout, a list of 3 actions" in message, message
+        assert "Gymnasium's batch layout" in message, message
+    assert_same(before, ours.get_attr("received"), "nothing stepped")
+    ours.step(per_env[1])  # still usable
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize(
+    "wrap", [lambda venv: venv, VecNormalize], ids=["bare", "VecNormalize"]
+)
+def test_has_attr_over_from_sb3_of_subproc_vec_env_keeps_its_workers(wrap):
+    """SB3's base has_attr calls get_attr, which a SubprocVecEnv's worker does
+    not survive for a missing attribute (its own has_attr is a safe command):
+    to_sb3(from_sb3(...)).has_attr is the SB3 VecEnv's own."""
+    fns = tagged_fns()
+    inner = wrap(SubprocVecEnv(fns, start_method=FORK))
+    ours = to_sb3(from_sb3(inner))
+    assert ours.has_attr("no_such_attribute") is False
+    assert ours.has_attr("bumps") is True
+    ours.reset()
+    ours.step(np.zeros(4, dtype=np.int64))  # the workers are alive
+    assert ours.get_attr("index") == [0, 1, 2, 3]
+    ours.close()
+
+
+@pytest.mark.parametrize("core", sorted(DICT_TUPLE_BRIDGES))
+def test_has_attr_is_dummy_vec_envs_over_every_source(core):
+    fns = tagged_fns()
+    ours, theirs = DICT_TUPLE_BRIDGES[core](fns), DummyVecEnv(fns)
+    for name in ("bumps", "no_such_attribute", "index"):
+        assert ours.has_attr(name) is theirs.has_attr(name), name
+    ours.reset()
+    ours.step(np.zeros(4, dtype=np.int64))
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["vecmode-sync", "gymnasium-sync", "from_sb3-dummy"],
+)
+def test_envs_are_the_sub_envs_where_they_are_in_this_process(source):
+    """SB3 code reaches venv.envs[0] (DummyVecEnv's list of sub-envs)."""
+    fns = tagged_fns()
+    ours = DICT_TUPLE_BRIDGES[source](fns)
+    holder = (
+        ours.vector_env.unwrapped.venv
+        if source == "from_sb3-dummy"
+        else ours.vector_env.unwrapped
+    )
+    assert ours.envs is holder.envs
+    assert [env.unwrapped.index for env in ours.envs] == [0, 1, 2, 3]
+    ours.envs[2].unwrapped.bumps = 7  # the very sub-env the calls reach
+    assert ours.get_attr("bumps") == [0, 0, 7, 0]
+    assert isinstance(ours.envs[1], Monitor)
+    assert VecMonitor(ours).envs is ours.envs  # through SB3's wrappers
+    ours.close()
+
+
+@pytest.mark.parametrize(
+    "source", ["vecmode-async", "gymnasium-async", "from_sb3-subproc"]
+)
+def test_envs_says_where_the_sub_envs_are_elsewhere(source):
+    fns = tagged_fns()
+    ours = (
+        to_sb3(from_sb3(SubprocVecEnv(fns, start_method=FORK)))
+        if source == "from_sb3-subproc"
+        else DICT_TUPLE_BRIDGES[source](fns)
+    )
+    with pytest.raises(AttributeError, match="in other processes") as info:
+        ours.envs  # noqa: B018
+    assert "get_attr" in str(info.value) and "env_method" in str(info.value)
+    assert not hasattr(ours, "envs")
+    ours.close()
 
 
 # ------------------------------------------------------------------ training

@@ -44,7 +44,7 @@ import contextlib
 import copy
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -53,7 +53,7 @@ from gymnasium import Space
 from gymnasium.error import ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate
+from gymnasium.vector.utils import batch_space, concatenate, iterate
 
 from vecmode import errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
@@ -63,6 +63,7 @@ from vecmode.core import (
     Executed,
     StepResult,
     VectorCore,
+    batch_problem,
     check_call,
     check_indices,
     copy_batch,
@@ -70,7 +71,7 @@ from vecmode.core import (
     is_int,
     reuses_buffers,
 )
-from vecmode.errors import EpisodeEndedError, SeedError, SubEnvError
+from vecmode.errors import ActionBatchError, EpisodeEndedError, SeedError, SubEnvError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos, without_finals
 from vecmode.wrappers.base import (
@@ -165,6 +166,17 @@ class _SubEnvs:
         self.sb3: VecEnv | None = (
             self.inner.venv if isinstance(self.inner, FromSB3VectorEnv) else None
         )
+        #: the sub-envs as objects in this process (the ``envs`` list of vecmode's
+        #: and Gymnasium's sync cores, or of a ``DummyVecEnv`` under from_sb3)
+        holder = self.inner if self.sb3 is None else self.sb3.unwrapped
+        held = getattr(holder, "envs", None)
+        self.local: list[gym.Env] | None = (
+            held
+            if isinstance(held, list)
+            and len(held) == self.num_envs
+            and all(isinstance(env, gym.Env) for env in held)
+            else None
+        )
         #: no sub-envs as Python objects at all (EnvPool's and ALE's C++ envs)
         self.native = (
             not any(
@@ -231,6 +243,19 @@ class ToSB3VecEnv(VecEnv):
       for vecmode's async core, doing what ``DummyVecEnv`` does (``set_attr`` is
       a plain ``setattr`` on the sub-env). ``env_method("step")`` (``reset``,
       ``close``) is refused: it would run behind the vector env's back.
+    * ``has_attr`` as SB3's, safe over every env: over :func:`from_sb3`'s env it
+      is the SB3 ``VecEnv``'s own (``SubprocVecEnv``'s workers do not survive a
+      ``get_attr`` of a missing attribute), over Gymnasium's ``AsyncVectorEnv``
+      each sub-env's ``has_wrapper_attr`` (nor does it).
+    * ``envs``, the list of sub-envs (``DummyVecEnv``'s), where they are objects
+      in this process: over vecmode's and Gymnasium's sync cores and
+      ``from_sb3(DummyVecEnv(...))``; elsewhere it raises ``AttributeError``
+      (use ``get_attr`` / ``env_method``).
+    * Dict and Tuple actions in SB3's layout, a list of ``num_envs`` actions (one
+      per sub-env, as ``DummyVecEnv`` takes them), or in Gymnasium's (a dict of
+      batches, a tuple of batches); anything else is an
+      :class:`~vecmode.errors.ActionBatchError` naming both, raised before
+      anything is stepped.
     * ``render`` / ``get_images`` and ``close``.
 
     Infos come through Gymnasium's batched dicts: a value a sub-env gives as a
@@ -293,6 +318,8 @@ class ToSB3VecEnv(VecEnv):
             self._send = getattr(self._core, "execute_async", None)
             self._wait = getattr(self._core, "execute_wait", None)
         self._actions: Any = None
+        #: Dict and Tuple actions: SB3's per-env list is turned into a batch
+        self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
         super().__init__(same.num_envs, space, same.single_action_space)
         self.metadata = dict(same.metadata)
 
@@ -312,6 +339,8 @@ class ToSB3VecEnv(VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         """Send the actions (to the vector env's ``step_async`` where it has one)."""
+        if self._structured_actions:
+            actions = self._gym_actions(actions)
         with _sb3_advice():
             if self._send is None:
                 self._actions = actions
@@ -319,6 +348,24 @@ class ToSB3VecEnv(VecEnv):
                 self._send(actions)
             else:
                 self._send(self._commands, actions, name="step")
+
+    def _gym_actions(self, actions: Any) -> Any:
+        """Dict or Tuple actions as Gymnasium's batch: SB3's list of one action per
+        sub-env is concatenated, Gymnasium's batch passed on; anything else is an
+        :class:`~vecmode.errors.ActionBatchError` naming both layouts."""
+        space, n = self.action_space, self.num_envs
+        if isinstance(actions, list):  # SB3's layout (a list is never a batch here)
+            problem = _per_env_problem(space, actions, n)
+            if problem is None:
+                try:
+                    return concatenate(space, actions, empty_batch(space, n))
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    problem = f"actions could not be batched ({exc})"
+        else:
+            problem = batch_problem(space, actions, n)
+            if problem is None:
+                return actions
+        raise ActionBatchError(structured_actions(problem, space, n))
 
     def step_wait(self) -> VecEnvStepReturn:
         """The step sent by :meth:`step_async`, in SB3's layout."""
@@ -419,6 +466,42 @@ class ToSB3VecEnv(VecEnv):
             raise ValueError(options_differ(got, self.num_envs))
 
     # ------------------------------------------------------------- sub-envs
+    @property
+    def envs(self) -> list[gym.Env]:
+        """The sub-envs (``DummyVecEnv``'s ``envs``), where they are objects in this
+        process: the ``envs`` list of vecmode's or Gymnasium's sync core, or of the
+        ``DummyVecEnv`` under :func:`from_sb3`.
+
+        Raises:
+            AttributeError: the sub-envs run in other processes (or outside
+                Python): use ``get_attr`` / ``set_attr`` / ``env_method``.
+        """
+        local = self._sub_envs.local
+        if local is None:
+            raise AttributeError(no_envs_list(self._sub_envs))
+        return local
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether every sub-env has the attribute (SB3's ``has_attr``): over
+        :func:`from_sb3`'s env the SB3 ``VecEnv``'s own (a ``SubprocVecEnv``'s
+        workers end at a ``get_attr`` of a missing attribute, not at its
+        ``has_attr``), over an env whose sub-envs are out of reach (Gymnasium's
+        ``AsyncVectorEnv``, broken for good by such a ``get_attr``) each
+        sub-env's ``has_wrapper_attr``, elsewhere ``get_attr`` raising no
+        ``AttributeError``, as SB3's base ``VecEnv``."""
+        sub_envs = self._sub_envs
+        if sub_envs.sb3 is not None:
+            return bool(sub_envs.sb3.has_attr(attr_name))
+        if sub_envs.run is None and not sub_envs.native:
+            # Gymnasium's AsyncVectorEnv: a get_attr of a missing attribute leaves
+            # it broken for good (it drops the pipe of the worker that raised)
+            return all(sub_envs.inner.call("has_wrapper_attr", attr_name))
+        try:
+            self.get_attr(attr_name)
+        except AttributeError:
+            return False
+        return True
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
         order = check_indices(indices, self.num_envs)
@@ -535,6 +618,52 @@ def _as_vector_seed(seeds: Sequence[int | None]) -> int | list[int | None] | Non
     return list(seeds)
 
 
+def _per_env_problem(space: Space, actions: list[Any], num_envs: int) -> str | None:
+    """What keeps ``actions`` from being SB3's list of ``num_envs`` Dict or Tuple
+    actions (each structured as ``space``); None if nothing does."""
+    if len(actions) != num_envs:
+        return f"actions is a list of {len(actions)} actions, not {num_envs}"
+    for i, action in enumerate(actions):
+        problem = _sample_problem(space, action, f"actions[{i}]")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
+    """What keeps ``sample`` from being structured as one sample of ``space`` (its
+    dicts' keys, its tuples' lengths; not its values); None if nothing does."""
+    if isinstance(space, Dict):
+        if not isinstance(sample, Mapping):
+            return (
+                f"{where} must be a dict with the keys {list(space.spaces)}, got "
+                f"{type(sample).__name__}"
+            )
+        if sample.keys() != space.spaces.keys():
+            return (
+                f"{where} has the keys {list(sample)}, where the action space has "
+                f"{list(space.spaces)}"
+            )
+        pairs = [(sub, sample[key], f"{where}[{key!r}]") for key, sub in space.items()]
+    elif isinstance(space, Tuple):
+        if not isinstance(sample, (tuple, list)) or len(sample) != len(space.spaces):
+            return (
+                f"{where} must be a tuple of {len(space.spaces)} actions (one per "
+                f"subspace), got {type(sample).__name__}"
+            )
+        pairs = [
+            (sub, part, f"{where}[{j}]")
+            for j, (sub, part) in enumerate(zip(space.spaces, sample, strict=True))
+        ]
+    else:
+        return None
+    for sub, part, at in pairs:
+        problem = _sample_problem(sub, part, at)
+        if problem is not None:
+            return problem
+    return None
+
+
 def _copied(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Deep copies of the non-empty dicts (``DummyVecEnv`` hands out copies, so no
     info shares an object with a sub-env)."""
@@ -585,6 +714,10 @@ class FromSB3VectorEnv(VectorEnv):
       their own ``reset`` and ``step`` only. DISABLED and NEXT_STEP cannot be had
       at all: SB3 resets an ended sub-env within the step, without asking
       (``with_autoreset`` refuses, as for any SAME_STEP env).
+    * Dict and Tuple actions are taken in Gymnasium's batch layout (a dict of
+      batches, a tuple of batches) and handed to SB3 as its list of one action
+      per sub-env; Box, Discrete, MultiDiscrete and MultiBinary batches as they
+      are.
     * ``step_async`` / ``step_wait`` are SB3's own; ``call`` is SB3's
       ``env_method`` (a method is called), ``get_attr`` / ``set_attr`` SB3's.
 
@@ -607,6 +740,8 @@ class FromSB3VectorEnv(VectorEnv):
         }
         self.render_mode = venv.render_mode
         self._last_obs: Any = None
+        #: Dict and Tuple actions: Gymnasium's batch is turned into SB3's list
+        self._structured_actions = isinstance(venv.action_space, (Dict, Tuple))
         #: Why a masked reset cannot be exact over ``venv`` (None: it can).
         self._no_masked_reset = masked_reset_refused(venv)
 
@@ -684,12 +819,23 @@ class FromSB3VectorEnv(VectorEnv):
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env; SB3 resets those whose episode ends."""
         self._open()
-        return self._gym_step(self.venv.step(actions))
+        return self._gym_step(self.venv.step(self._sb3_actions(actions)))
 
     def step_async(self, actions: Any) -> None:
         """Send a step (SB3's ``step_async``)."""
         self._open()
-        self.venv.step_async(actions)
+        self.venv.step_async(self._sb3_actions(actions))
+
+    def _sb3_actions(self, actions: Any) -> Any:
+        """Gymnasium's batch of Dict or Tuple actions as SB3's list of one action
+        per sub-env (Gymnasium's ``iterate``); array batches as they are."""
+        if not self._structured_actions:
+            return actions
+        space = self.single_action_space
+        problem = batch_problem(space, actions, self.num_envs)
+        if problem is not None:
+            raise ActionBatchError(gym_actions_only(problem, space, self.num_envs))
+        return list(iterate(self.action_space, actions))
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
         """The step sent by :meth:`step_async` (SB3's ``step_wait`` has no
@@ -808,6 +954,54 @@ def no_python_sub_envs(what: str, inner: Any) -> str:
         f"it runs its sub-envs outside Python (no gymnasium.Env objects, no "
         f"get_attr or call), so there is no attribute or method of a sub-env to "
         f"get, set or call. Ask the vector env itself instead."
+    )
+
+
+def no_envs_list(sub_envs: _SubEnvs) -> str:
+    inner = type(sub_envs.inner).__name__
+    if sub_envs.sb3 is not None:
+        inner = f"from_sb3({type(sub_envs.sb3.unwrapped).__name__})"
+    where = (
+        "outside Python (no gymnasium.Env objects)"
+        if sub_envs.native
+        else "in other processes"
+    )
+    return (
+        f"ToSB3VecEnv.envs (DummyVecEnv's list of sub-envs) is only there when the "
+        f"sub-envs are objects in this process; {inner} runs its sub-envs {where}. "
+        f"Use get_attr / set_attr / env_method (with indices=...) to reach them."
+    )
+
+
+def _layouts(space: Space, num_envs: int) -> str:
+    """Gymnasium's batch layout of Dict or Tuple actions, in words."""
+    if isinstance(space, Dict):
+        return (
+            f"a dict with the keys {list(space.spaces)}, each a batch of "
+            f"{num_envs} (as env.action_space.sample() of the vector env)"
+        )
+    parts = len(space.spaces) if isinstance(space, Tuple) else "its"
+    return (
+        f"a tuple of {parts} batches of {num_envs}, one per subspace "
+        f"(as env.action_space.sample() of the vector env)"
+    )
+
+
+def structured_actions(problem: str, space: Space, num_envs: int) -> str:
+    return (
+        f"{problem}; nothing was stepped. For the action space {space}, pass "
+        f"either SB3's layout, a list of {num_envs} actions (one per sub-env, each "
+        f"like venv.action_space.sample()), or Gymnasium's batch layout, "
+        f"{_layouts(space, num_envs)}."
+    )
+
+
+def gym_actions_only(problem: str, space: Space, num_envs: int) -> str:
+    return (
+        f"{problem}; nothing was stepped. from_sb3's env is a Gymnasium vector "
+        f"env: for the action space {space}, pass Gymnasium's batch layout, "
+        f"{_layouts(space, num_envs)} (SB3's list of one action per sub-env is "
+        f"for the SB3 VecEnv itself, envs.venv)."
     )
 
 

@@ -34,6 +34,26 @@ from vecmode.runner import (
 __all__ = ["SyncVectorEnv"]
 
 
+def shared_sub_envs(envs: Sequence[gym.Env]) -> list[list[int]]:
+    """The groups of sub-env indices whose envs are one object (compared by
+    ``unwrapped``, as SB3's ``DummyVecEnv`` does: two wrappers around one env
+    step it twice too); empty when every sub-env is its own."""
+    groups: dict[int, list[int]] = {}
+    for i, env in enumerate(envs):
+        groups.setdefault(id(getattr(env, "unwrapped", env)), []).append(i)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def same_env_instance(groups: list[list[int]]) -> str:
+    named = "; ".join(", ".join(map(str, group)) for group in groups)
+    return (
+        f"the env_fns returned the same env object for sub-envs {named}: one step of "
+        f"the vector env would step it once for each. Return a new env from each "
+        f"env_fn (e.g. lambda: gym.make(...), not lambda: env for an env made "
+        f"once); nothing was closed."
+    )
+
+
 class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
     """Gymnasium's ``SyncVectorEnv`` without an autoreset policy (DISABLED mode).
 
@@ -81,6 +101,11 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
                 ``(batched_space, single_space)``, as Gymnasium's.
             autoreset_mode: only ``DISABLED`` (the default): a core has no
                 autoreset policy. Given another mode, the error says how to get it.
+
+        Raises:
+            ValueError: two env_fns returned the same env object (it would be
+                stepped once per sub-env each step; SB3's DummyVecEnv refuses
+                it too).
         """
         check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
         env_fns = env_fn_list(env_fns)
@@ -90,6 +115,12 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             observation_mode=observation_mode,
             autoreset_mode=CORE_MODE,
         )
+        # One env object behind two sub-envs would be stepped twice a step. As for
+        # Gymnasium's construction errors (spaces that differ), nothing is closed:
+        # the shared env is the caller's own.
+        shared = shared_sub_envs(self.envs)
+        if shared:
+            raise ValueError(same_env_instance(shared))
         # Box observations are written straight into their row of the batch
         # (what ``concatenate`` does, without re-stacking every sub-env each call).
         self._rows: np.ndarray | None = (
