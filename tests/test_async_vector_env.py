@@ -1693,6 +1693,31 @@ def test_close_from_another_thread_during_a_step_is_the_closed_env_error():
     assert "its results are lost" in str(caught[0])
 
 
+def test_a_call_from_another_thread_during_a_step_is_refused_and_the_step_goes_on():
+    """Two threads on one env: the second call's messages went to the busy
+    workers ("concurrent poll() invocation", then the env broken for both). Now
+    the second call is refused before anything is sent, and the first ends as
+    if alone."""
+    envs = make_async([functools.partial(SlowEnv, i, 0.5) for i in range(2)])
+    envs.reset(seed=0)
+    done: list[Any] = []
+    stepping = threading.Thread(
+        target=lambda: done.append(envs.step(np.zeros(2, dtype=int)))
+    )
+    stepping.start()
+    time.sleep(0.1)
+    with pytest.raises(AlreadyPendingCallError, match="while a step was in progress"):
+        envs.get_attr("index")
+    with pytest.raises(AlreadyPendingCallError, match="another thread"):
+        envs.step(np.zeros(2, dtype=int))
+    stepping.join(30)
+    assert len(done) == 1 and not envs.awaiting_reset.any()
+    assert done[0][0][:, 2].tolist() == [1, 1]
+    assert envs.get_attr("index") == (0, 1)
+    envs.step(np.zeros(2, dtype=int))
+    envs.close()
+
+
 def test_close_from_a_signal_handler_during_a_step_is_the_closed_env_error():
     """A signal handler (SIGUSR1 here) closing the env while the main thread
     waits in step(): the step read the ended processes and raised

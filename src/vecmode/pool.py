@@ -206,19 +206,24 @@ class WorkerPool:
                 if enough is not None and self._enough(enough, answers, during):
                     break
         except BaseException as exc:
-            if self.broken is None:
-                # interrupted (Ctrl-C) or a pipe error: the pipes may be out of step
-                self.broken = f"{during} was interrupted by {type(exc).__name__}"
-            if (
-                self._shutdowns != shutdowns
-                and isinstance(exc, Exception)
-                and not isinstance(exc, ClosedEnvironmentError)
-            ):
-                # shut down meanwhile (another thread, a signal handler): what
-                # failed was reading the pipes and processes it closed
-                raise ClosedEnvironmentError(closed_during(during)) from exc
+            closed = self._failed_wait(exc, shutdowns, during)
+            if closed is not None:
+                raise closed from exc
             raise
         return answers
+
+    def _failed_wait(
+        self, exc: BaseException, shutdowns: int, during: str
+    ) -> ClosedEnvironmentError | None:
+        """A wait for answers raised ``exc``: the pool is broken (interrupted, a
+        pipe error: the pipes may be out of step). If it was shut down meanwhile
+        (from another thread, a signal handler), ``exc`` came from reading what
+        that closed: the closed-env error to raise instead."""
+        if self.broken is None:
+            self.broken = f"{during} was interrupted by {type(exc).__name__}"
+        if self._shutdowns != shutdowns and _read_what_was_closed(exc):
+            return ClosedEnvironmentError(closed_during(during))
+        return None
 
     def _enough(
         self, enough: Callable[[Any], bool], answers: list[Any], during: str
@@ -448,6 +453,12 @@ def call_timed_out(during: str, timeout: float, workers: Iterable[int]) -> str:
         f"{during} did not finish within timeout={timeout} s (worker(s) "
         f"{', '.join(map(str, workers))} had not answered). {remedy}"
     )
+
+
+def _read_what_was_closed(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a wait during which the pool was shut down, is
+    what reading the pipes and processes it closed raises (not an interrupt)."""
+    return isinstance(exc, Exception) and not isinstance(exc, ClosedEnvironmentError)
 
 
 def _start_error(

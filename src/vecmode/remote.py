@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -182,6 +183,10 @@ class RemoteCore(VectorCore):
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = os.getpid()
+        #: Held from a call's send to the end of its collect (a call pending in
+        #: the split API holds it until its wait): one call at a time.
+        self._in_call = threading.Lock()
+        self._in_flight = ""
         self.copy = copy
         self.observation_mode = observation_mode
         self.timeout = timeout
@@ -320,24 +325,50 @@ class RemoteCore(VectorCore):
             self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows)
         )
 
-    def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`, every message pickled first: a message that cannot
-        be pickled is a TypeError with nothing sent, the env unchanged; an
-        interrupted send leaves slices out of step, so the env cannot be used any
-        more."""
-        encoded = {}
-        for start, stop in self._remote_slices:
-            message = message_for(start, stop)
-            if message is not None:
-                try:
-                    encoded[start] = pickle.dumps(message, PROTOCOL)
-                except Exception as exc:
-                    raise NotPicklableError(unpicklable_message(during, exc)) from exc
+    def _begin(self, during: str) -> None:
+        """Begin a call (ended by :meth:`_answers`, or by :meth:`_send` failing):
+        a call while another is in progress, from another thread, is refused."""
+        if not self._in_call.acquire(blocking=False):
+            raise AlreadyPendingCallError(
+                concurrent_call(type(self).__name__, during, self._in_flight), during
+            )
+        self._in_flight = during
+
+    def _send(self, message_for: MessageFor, during: str, begun: bool = False) -> Any:
+        """:meth:`_send_each`, every message pickled first (the call begun by
+        :meth:`_begin` unless ``begun``): a message that cannot be pickled is a
+        :class:`~vecmode.errors.NotPicklableError` with nothing sent, the env
+        unchanged; an interrupted send leaves slices out of step, so the env
+        cannot be used any more."""
+        if not begun:
+            self._begin(during)
+        try:
+            encoded = {}
+            for start, stop in self._remote_slices:
+                message = message_for(start, stop)
+                if message is not None:
+                    try:
+                        encoded[start] = pickle.dumps(message, PROTOCOL)
+                    except Exception as exc:
+                        raise NotPicklableError(
+                            unpicklable_message(during, exc)
+                        ) from exc
+        except BaseException:
+            self._in_call.release()
+            raise
         try:
             return self._send_each(encoded, message_for, during)
         except BaseException as exc:
+            self._in_call.release()
             self._break(f"sending {during} was interrupted by {type(exc).__name__}")
             raise
+
+    def _answers(self, token: Any, timeout: float | None, during: str) -> list[Any]:
+        """:meth:`_collect`, ending the call :meth:`_send` began."""
+        try:
+            return self._collect(token, timeout, during)
+        finally:
+            self._in_call.release()
 
     def _validate(self, cmds: list[int], actions: Any) -> None:
         """An env that cannot be used any more says so first (before the lost
@@ -373,10 +404,17 @@ class RemoteCore(VectorCore):
     def _send_execute(self, request: Request) -> Any:
         """Send each slice with work its part of the call."""
         cmds, actions, seeds, options = request
-        split = self._split_actions(actions)
+        during = f"a {_call_name(cmds)}"
+        self._begin(during)  # before the actions are written to shared memory
+        try:
+            split = self._split_actions(actions)
+        except BaseException:
+            self._in_call.release()
+            raise
         return self._send(
             lambda start, stop: slice_message(start, stop, cmds, split, seeds, options),
-            f"a {_call_name(cmds)}",
+            during,
+            begun=True,
         )
 
     def _execute(self, request: Request) -> Executed:
@@ -407,7 +445,7 @@ class RemoteCore(VectorCore):
         self, commands: list[int], token: Any, timeout: float | None, during: str
     ) -> Executed:
         """Collect the answers to an execute message; build the record."""
-        answers = self._collect(token, timeout, during)
+        answers = self._answers(token, timeout, during)
         # A failure: the call's results are lost, for every sub-env it ran.
         lost = [i for i, c in enumerate(commands) if c != _KEEP]
         raise_failure(answers, lost)
@@ -548,7 +586,7 @@ class RemoteCore(VectorCore):
     def _results(
         self, token: Any, timeout: float | None, during: str
     ) -> tuple[Any, ...]:
-        answers = self._collect(token, timeout, during)
+        answers = self._answers(token, timeout, during)
         raise_failure(answers)
         return tuple(result for answer in answers for result in answer[1])
 
@@ -572,7 +610,7 @@ class RemoteCore(VectorCore):
         token = self._send(
             lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
         )
-        raise_failure(self._collect(token, self.timeout, during))
+        raise_failure(self._answers(token, self.timeout, during))
 
     def each(
         self,
@@ -610,7 +648,7 @@ class RemoteCore(VectorCore):
             return (EACH, during, wrapped, args, [i - start for i in mine])
 
         token = self._send(message_for, during)
-        answers = [a for a in self._collect(token, self.timeout, during) if a]
+        answers = [a for a in self._answers(token, self.timeout, during) if a]
         raise_failure(answers)
         # a sub-env asked twice ran twice: its results in the order asked
         results: dict[int, list[Any]] = {}
@@ -727,6 +765,15 @@ def env_unusable(name: str, reason: str) -> str:
     return (
         f"this {name} cannot be used any more: {reason}. close() it (which ends "
         f"what is left of it) and build a new one."
+    )
+
+
+def concurrent_call(name: str, during: str, in_flight: str) -> str:
+    return (
+        f"{name} got {during} while {in_flight} was in progress, from another "
+        f"thread (or from a sub-env it steps in this process): an env serves one "
+        f"call at a time. Give each thread an env of its own, or guard the env "
+        f"with a lock. Nothing was sent; the other call goes on."
     )
 
 
