@@ -14,11 +14,14 @@ when they were returned, so a buffer that a later call overwrites shows up.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import subprocess
 import sys
 import warnings
 from copy import deepcopy
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -32,6 +35,7 @@ import vecmode
 import vecmode.transitions
 from tests.gym_verdict_helpers import sub
 from tests.helpers import assert_same
+from tests.wrapper_cases import FRESH
 from vecmode.modes import MODES, AutoresetMode
 from vecmode.testing.envs import DenseFinalObsVectorEnv, decode, scheduled_env_fns
 from vecmode.transitions import Transition, TransitionCollector
@@ -688,3 +692,114 @@ def test_the_collector_over_numpy_to_torch_gives_the_numpy_transitions(mode):
                 cuts += 1
             assert_same(ours.obs.numpy(), plain.obs)
         assert cuts > 3
+
+
+#: Conversions the collector runs over, from a NumPy env: NumpyToTorch; and
+#: ArrayConversion to jax, JaxToNumpy and JaxToTorch over it. The jax ones run
+#: only in a fresh interpreter (see the test after this one): once jax is
+#: imported, the "fork" start method of this session's async envs risks a deadlock.
+CONVERSIONS = ("NumpyToTorch", "ArrayConversion-to-jax", "JaxToNumpy", "JaxToTorch")
+
+
+def _converted(name: str, envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
+    from vecmode import wrappers as vw
+
+    if name == "NumpyToTorch":
+        return vw.NumpyToTorch(envs)
+    jax_envs = vw.ArrayConversion(
+        envs, env_xp=np, target_xp=importlib.import_module("jax.numpy")
+    )
+    if name == "ArrayConversion-to-jax":
+        return jax_envs
+    return getattr(vw, name)(jax_envs)
+
+
+def _layout(batch: Any) -> Any:
+    """A batch's structure, and each leaf's library, dtype, device and shape."""
+    if isinstance(batch, dict):
+        return {key: _layout(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_layout(value) for value in batch)
+    return (
+        type(batch).__module__.split(".")[0],
+        str(batch.dtype),
+        str(getattr(batch, "device", None)),
+        tuple(batch.shape),
+    )
+
+
+def _values(batch: Any) -> Any:
+    """A batch's values, as lists."""
+    if isinstance(batch, dict):
+        return {key: _values(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_values(value) for value in batch)
+    return np.asarray(batch).tolist()
+
+
+@pytest.mark.parametrize("obs_type", ["box", "dict", "tuple", "discrete"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("name", CONVERSIONS)
+def test_next_obs_is_batched_like_obs_over_a_conversion(name, mode, obs_type):
+    """next_obs at every step: the same structure, array library, dtype and
+    device as obs, and the values of the same collector over the NumPy env (the
+    final observations where episodes end). In SAME_STEP, over jax arrays it
+    raised TypeError (JAX arrays are immutable); over torch, Dict / Tuple leaves
+    became NumPy arrays at episode ends; over JaxToNumpy, Discrete leaves int64
+    where obs is int32."""
+    needs = ["array_api_compat"]
+    needs += ["torch"] if "Torch" in name else []
+    needs += ["jax"] if "jax" in name.lower() else []
+    missing = [m for m in needs if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    if "jax" in name.lower() and not os.environ.get(FRESH):
+        pytest.skip("imports jax: runs in a fresh interpreter (test below)")
+
+    def collector(convert: bool) -> TransitionCollector:
+        fns = scheduled_env_fns(N, LENGTHS, TRUNCATE, obs_type, info_type="numeric")
+        envs = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), mode)
+        return TransitionCollector(_converted(name, envs) if convert else envs)
+
+    rng = np.random.default_rng(0)
+    with collector(True) as ours, collector(False) as plain:
+        obs, _ = ours.reset(seed=0)
+        plain.reset(seed=0)
+        layout = _layout(obs)
+        ends = 0
+        for k in range(12):
+            actions = rng.integers(0, 3, size=N)
+            got, expected = ours.step(actions), plain.step(actions)
+            for batch in (got.obs, got.next_obs, ours.obs):
+                assert _layout(batch) == layout, (k, _layout(batch))
+            assert _values(got.next_obs) == _values(expected.next_obs), k
+            assert _values(ours.obs) == _values(plain.obs), k
+            ends += int(np.count_nonzero(expected.terminations | expected.truncations))
+        assert ends >= 4
+
+
+@pytest.mark.slow
+def test_the_collector_over_jax_conversions_in_a_fresh_interpreter():
+    """The jax cases of the test above, in a new pytest process."""
+    missing = [
+        m for m in ("jax", "array_api_compat") if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (pip install 'vecmode[jax]')")
+    out = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            *("-n", "0", "-k", "batched_like_obs and jax", __file__),
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, FRESH: "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    summary = out.stdout.strip().splitlines()[-1]
+    passed = re.search(r"(\d+) passed", summary)
+    # 3 modes x 4 observation spaces, for each jax conversion that can run here
+    runnable = 2 + (importlib.util.find_spec("torch") is not None)
+    assert passed is not None and int(passed.group(1)) == 12 * runnable, summary

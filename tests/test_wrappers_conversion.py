@@ -10,6 +10,7 @@ arrays. The jax cases run in a fresh interpreter (``tests/test_isolated.py``).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -241,4 +242,76 @@ def test_a_bad_reset_mask_is_refused_before_anything_resets():
     with pytest.raises(ValueError, match="reset_mask"):
         envs.reset(options={"reset_mask": torch.tensor([True, False])})
     envs.step(torch.zeros(3, dtype=torch.int64))
+    envs.close()
+
+
+def _layout(batch: Any) -> Any:
+    """A batch's structure, and each leaf's library, dtype, device and shape."""
+    if isinstance(batch, dict):
+        return {key: _layout(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_layout(value) for value in batch)
+    return (
+        type(batch).__module__.split(".")[0],
+        str(batch.dtype),
+        str(getattr(batch, "device", None)),
+        tuple(batch.shape),
+    )
+
+
+def _host(batch: Any) -> Any:
+    """The batch's leaves as NumPy arrays."""
+    if isinstance(batch, dict):
+        return {key: _host(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_host(value) for value in batch)
+    return np.asarray(batch)
+
+
+def _row(batch: Any, i: int | None = None) -> Any:
+    """Row ``i`` of a batch on the host (``None``: a whole single item), as lists."""
+    if isinstance(batch, dict):
+        return {key: _row(value, i) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_row(value, i) for value in batch)
+    return np.asarray(batch if i is None else batch[i]).tolist()
+
+
+@pytest.mark.parametrize("kind", ["box", "dict", "tuple", "discrete"])
+@pytest.mark.parametrize("name", ["NumpyToTorch", "JaxToNumpy", "JaxToTorch"])
+def test_final_observations_merge_into_a_batch_like_the_observations(name, kind):
+    """merge_final_observations over a conversion: the ended rows hold their
+    final observations, in a batch like the returned one (structure, library,
+    dtype, device), the returned batch unchanged. For the jax wrappers, also over
+    the env they wrap (ArrayConversion to jax). It wrote into the jax array
+    (TypeError: JAX arrays are immutable), rebuilt Dict / Tuple / Discrete
+    batches as NumPy arrays of the spaces' dtypes (int64 where jax gave int32)."""
+    case = BY_NAME[name]
+    skip_unless_runnable(case)
+    from vecmode.wrappers.base import merge_final_observations
+
+    envs = vecmode_base(kind, AutoresetMode.SAME_STEP)
+    if name == "NumpyToTorch":
+        stack = [vw.NumpyToTorch(envs)]
+    else:
+        jnp = importlib.import_module("jax.numpy")
+        jax_envs = vw.ArrayConversion(envs, env_xp=np, target_xp=jnp)
+        stack = [case.wrap(jax_envs), jax_envs]
+    for env in stack:
+        env.reset(seed=0)
+        merges = 0
+        for _ in range(6):  # ends on several steps, one sub-env or more
+            obs, *_, infos = env.step(np.zeros(3, dtype=np.int64))
+            if "_final_obs" not in infos or not infos["_final_obs"].any():
+                continue
+            rows = infos["_final_obs"]
+            before = _host(obs)
+            merged = merge_final_observations(env, obs, infos, rows)
+            assert _layout(merged) == _layout(obs), (name, kind, type(env).__name__)
+            assert_same(before, _host(obs))  # not written into
+            for i in range(3):
+                want = _row(infos["final_obs"][i]) if rows[i] else _row(obs, i)
+                assert _row(merged, i) == want, (name, kind, i)
+            merges += 1
+        assert merges >= 2
     envs.close()
