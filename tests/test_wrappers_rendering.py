@@ -161,12 +161,22 @@ def check_videos(videos: list, logs: list[list]) -> None:
         assert recorded == [(0, e, t) for e, t in states], f"video {k}"
         # the count: the first frame and one per step, the last one included
         assert len(recorded) == 1 + states[-1][1]
-    # each tile: its sub-env's states in order, each once, up to where the last
-    # video was cut by close() (there, tiles that wait show their last frame)
-    complete = sum(len(video[0]) for video in videos[:-1])
     for i in range(1, len(videos[0])):
-        shown = [decode(frame) for video in videos for frame in video[i]]
-        assert shown[:complete] == [(i, e, t) for e, t in logs[i][:complete]], i
+        codes = [(i, e, t) for e, t in logs[i]]
+        assert_tile_in_order([[decode(f) for f in video[i]] for video in videos], codes)
+
+
+def assert_tile_in_order(videos: list[list], stream: list) -> None:
+    """A tile after the first, video by video: its sub-env's frames (``stream``,
+    each one unique) in order, none skipped, a frame repeated where the sub-env
+    had no new one; each video from where the previous one ended, or later."""
+    start = 0
+    for k, shown in enumerate(videos):
+        run = [f for j, f in enumerate(shown) if j == 0 or f != shown[j - 1]]
+        assert run[0] in stream[start:], (k, run[0], start)
+        at = stream.index(run[0], start)
+        assert run == stream[at : at + len(run)], (k, run, stream[at : at + len(run)])
+        start = at + len(run) - 1
 
 
 @pytest.mark.parametrize("first_only", [False, True], ids=["grid", "first-only"])
@@ -221,18 +231,24 @@ def test_each_tile_is_what_gymnasiums_single_env_wrapper_records(mode):
             if name.startswith(f"single-{i}-episode-")
         ]
         expected = [frame for frames in theirs for frame in frames]
-        got = [frame for video in videos for frame in video[i]]
-        assert len(got) >= complete > 10
-        for k in range(complete):
-            assert np.array_equal(got[k], expected[k]), (i, k, decode(got[k]))
         if i == 0:  # sub-env 0's episodes are the videos: the same, one by one
+            got = [frame for video in videos for frame in video[0]]
+            assert len(got) >= complete > 10
+            for k in range(complete):
+                assert np.array_equal(got[k], expected[k]), (k, decode(got[k]))
             for video, frames in zip(videos[:-1], theirs, strict=False):
                 assert len(video[0]) == len(frames)
+        else:  # the others: its frames in order, a frame shown again at most
+            stream = [decode(frame) for frame in expected]
+            assert len(set(stream)) == len(stream) > 10
+            assert_tile_in_order([[decode(f) for f in v[i]] for v in videos], stream)
 
 
-def test_videos_are_the_same_in_every_mode():
+def test_sub_env_0s_videos_are_the_same_in_every_mode():
     """NEXT_STEP spends a call on each reset (the reset step), SAME_STEP and
-    DISABLED do not, yet each episode's video is the same grid in every mode."""
+    DISABLED do not, yet each episode's video is the same, frame by frame, in every
+    mode (sub-env 0's tile: the other tiles show what their sub-envs show then,
+    and the modes do not reset them at the same calls)."""
     recorded = {}
     for mode in MODES:
         with fake_moviepy() as ctx:
@@ -256,7 +272,11 @@ def test_videos_are_the_same_in_every_mode():
         ):
             assert name == ref_name, mode
             assert len(frames) == len(ref), (mode, name)
-            assert all(map(np.array_equal, frames, ref)), (mode, name)
+            # sub-env 0's tile: the first of the grid's row of 3
+            assert all(
+                np.array_equal(f[:H, :W], r[:H, :W])
+                for f, r in zip(frames, ref, strict=True)
+            )
 
 
 @pytest.mark.parametrize(
@@ -335,6 +355,110 @@ def test_the_video_files_hold_every_frame(tmp_path):
         path = os.path.join(envs.video_folder, name)
         frames, _ = imageio_ffmpeg.count_frames_and_secs(path)
         assert frames == len(states) == 1 + states[-1][1], name
+
+
+# ------------------------------------------- sub-envs whose episodes end apart
+def uneven_fns(lengths: tuple[int, ...], single: Any = None) -> list:
+    """Sub-envs of one episode length each, with FinalFrameInfo (and ``single``)."""
+
+    def make(i: int) -> gym.Env:
+        env: gym.Env = FinalFrameInfo(LoggedEnv(i, (lengths[i],), []))
+        return env if single is None else single(i, env)
+
+    return [functools.partial(make, i) for i in range(len(lengths))]
+
+
+def play(envs: gym.vector.VectorEnv, mode: AutoresetMode, steps: int) -> None:
+    """Reset, step; reset the ended sub-envs where the mode leaves it to us."""
+    envs.reset(seed=0)
+    for _ in range(steps):
+        *_, terminations, truncations, _ = envs.step(np.zeros(envs.num_envs, int))
+        ended = vecmode.modes.boundary(
+            mode, terminations, truncations, np.zeros(envs.num_envs, bool)
+        ).needs_reset
+        if ended.any():
+            envs.reset(options={"reset_mask": ended})
+
+
+@pytest.mark.parametrize("first_only", [False, True], ids=["grid", "first-only"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_every_triggered_episode_is_recorded_whatever_the_other_tiles(mode, first_only):
+    """Sub-env 0's episodes end every step, sub-env 1's never: the grid's videos
+    are sub-env 0's episodes all the same, as Gymnasium's single-env RecordVideo
+    on sub-env 0 records them, the last one cut by close() included (sub-env 0's
+    frames used to wait for sub-env 1's, and its last triggers never came)."""
+    with fake_moviepy() as ctx:
+
+        def single(i: int, env: gym.Env) -> gym.Env:
+            if i:
+                return env
+            return gym.wrappers.RecordVideo(
+                env,
+                ctx.folder,
+                name_prefix="single",
+                episode_trigger=lambda e: e % 2 == 0,
+            )
+
+        envs = RecordVideo(
+            vecmode.with_autoreset(
+                vecmode.SyncVectorEnv(uneven_fns((1, 100), single)), mode
+            ),
+            ctx.folder,
+            record_first_only=first_only,
+            episode_trigger=lambda e: e % 2 == 0,
+        )
+        play(envs, mode, 10)
+        envs.close()
+    theirs = [(n, f) for n, f in ctx.videos if n.startswith("single")]
+    ours = [(n, f) for n, f in ctx.videos if not n.startswith("single")]
+    n = 1 if first_only else 2
+    videos = tiles(ours, envs.frame_rows, envs.frame_cols, n)
+    assert [name[6:] for name, _ in theirs] == [name[8:] for name, _ in ours]
+    for (name, frames), video in zip(theirs, videos, strict=True):
+        assert [decode(f) for f in video[0]] == [decode(f) for f in frames], name
+    assert envs.frames_per_video == [len(frames) for _, frames in theirs]
+    if mode != AutoresetMode.NEXT_STEP:  # episodes 0, 2, ..., 8 and 10 begun
+        assert envs.frames_per_video == [2, 2, 2, 2, 2, 1]
+    if not first_only:  # sub-env 1 beside each: its frames at that time
+        assert_tile_in_order(
+            [[decode(f) for f in video[1]] for video in videos],
+            [(1, 0, t) for t in range(11)],
+        )
+
+
+@pytest.mark.parametrize("lengths", [(1, 10**6), (5, 1)], ids=["0-faster", "1-faster"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_nothing_accumulates(mode, lengths, monkeypatch):
+    """Frames wait only for the video being recorded: after the one video (of
+    episode 0), nothing is rendered nor kept, however often sub-env 0's episodes
+    end; and while every episode is recorded, a sub-env whose episodes end more
+    often than sub-env 0's does not pile frames up from video to video."""
+    with fake_moviepy() as ctx:
+        renders = []
+        trigger = (lambda e: e == 0) if lengths[0] == 1 else (lambda e: True)
+        envs = RecordVideo(
+            vecmode.with_autoreset(vecmode.SyncVectorEnv(uneven_fns(lengths)), mode),
+            ctx.folder,
+            episode_trigger=trigger,
+        )
+        render = envs.env.render
+        monkeypatch.setattr(envs.env, "render", lambda: renders.append(1) or render())
+        envs.reset(seed=0)
+        most = 0
+        for _ in range(300):
+            envs.step(np.zeros(2, int))
+            ended = envs.boundary.needs_reset
+            if ended.any():
+                envs.reset(options={"reset_mask": ended})
+            most = max(most, sum(map(len, envs._queues)))
+        envs.close()
+    if lengths[0] == 1:
+        assert envs.frames_per_video == [2]
+        assert len(renders) <= 3 and most == 0
+    else:  # videos of 6 frames, sub-env 1 adding up to 2 a step: 5 wait at most
+        assert len(envs.frames_per_video) > 40
+        assert envs.frames_per_video[:-1] == [6] * (len(envs.frames_per_video) - 1)
+        assert most <= 5
 
 
 # ---------------------------------------------------- SAME_STEP's last frame

@@ -18,8 +18,9 @@ each call, never from the mode itself):
   carries in ``info["final_info"]``, over any vector env and backend. The last
   frame comes first, then the first frame of the next episode.
 
-A video then holds each frame once (:class:`RecordVideo`), and a live view shows each
-one (:class:`HumanRendering`).
+A video then holds each of sub-env 0's frames once, its other tiles their
+sub-envs' frames in order (:class:`RecordVideo`), and a live view shows each one
+(:class:`HumanRendering`).
 """
 
 from __future__ import annotations
@@ -208,13 +209,16 @@ class RecordVideo(_Rendering):
     * a partial reset adds a frame for the reset sub-envs only: the others, which
       did not move, are not recorded again.
 
-    Each tile of the grid shows its sub-env's frames in order, each once, from
-    where the recording starts: a sub-env whose episodes end more often than
-    sub-env 0's gets ahead (in SAME_STEP and DISABLED an episode's end adds a frame
-    within the call), and its next frames wait for the next video frame, as
-    NEXT_STEP's reset steps make them wait. A video that is still being recorded
-    when the wrapper is closed ends there; tiles waiting for a frame then show
-    their last one.
+    Each of sub-env 0's frames is a video frame when it comes, so its videos are
+    what Gymnasium's single-env ``RecordVideo`` records of sub-env 0, in every
+    mode, each triggered episode included. The other tiles start with their
+    sub-env's frame when the video starts, then show its frames in order, none
+    skipped: a tile with no new frame shows its last one again (an episode's end
+    adds a frame within the call in SAME_STEP and DISABLED, so sub-env 0 gets one
+    more when its episode ends), and one with more falls behind until the video
+    ends, its frames not shown by then not recorded. Frames wait only for the
+    video being recorded: between videos nothing is rendered or kept. A video
+    still being recorded when the wrapper is closed ends there.
 
     >>> import os, tempfile, numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo, RecordVideo
@@ -303,12 +307,13 @@ class RecordVideo(_Rendering):
         self.episode_id = -1
         #: The sub-envs in the grid; the first one's episodes are counted.
         self._tiles = [0] if record_first_only else list(range(self.num_envs))
-        #: While capturing: each tile's frames not yet in a video frame, and the
-        #: events of sub-env 0's (episode start, step call).
-        self._capturing = False
-        self._queues: list[deque[np.ndarray]] = [deque() for _ in self._tiles]
-        self._events: deque[tuple[bool, int | None]] = deque()
-        self._shown: list[np.ndarray | None] = [None for _ in self._tiles]
+        #: While recording, for each tile after the first: its frames not yet in a
+        #: video frame, and the frame it showed last. Sub-env 0's frames are video
+        #: frames at once: nothing of it waits.
+        self._queues: list[deque[np.ndarray]] = [deque() for _ in self._tiles[1:]]
+        self._shown: list[np.ndarray] = []
+        #: A video started: its first video frame shows every tile's frame now.
+        self._fresh = False
 
     # ---------------------------------------------------------------- calls
     def _reset_result(
@@ -338,35 +343,27 @@ class RecordVideo(_Rendering):
         events: list[tuple[bool, int | None]],
         frames: Callable[[], Frames],
     ) -> None:
-        """Take a call's events of sub-env 0 (and its frames, rendered only while
-        capturing or when a recording starts) into the videos."""
-        if not self._capturing:
-            for event in events:
-                self._on_event(*event)
-            # only the frame now can start a recording (the last frame of an
-            # ended episode has no event): the other tiles start with theirs
-            if self.recording:
-                now = frames()[1]
-                self._capturing = True
-                self._add_row([now[i] for i in self._tiles])
-            return
-        added = frames()[0]
-        for queue, i in zip(self._queues, self._tiles, strict=True):
-            queue.extend(added[i])
-        self._events.extend(events)
-        self._emit()
+        """Take a call's events of sub-env 0, one per frame of sub-env 0, into the
+        videos, each frame a video frame while recording (the frames are rendered
+        only while recording or when a recording starts)."""
+        added: Frames | None = frames() if self.recording else None
+        if added is not None:
+            self._enqueue(added[0])
+        for k, event in enumerate(events):
+            self._on_event(*event)
+            if not self.recording:
+                continue
+            if added is None:  # a recording starts: the frames of this call
+                added = frames()
+                self._enqueue(added[0])
+            self._add_row(added[0][0][k], added[1])
+        if not self.recording:  # nothing waits for a video that is not recorded
+            self._clear()
 
-    def _emit(self) -> None:
-        """Make video frames while every tile has a frame waiting."""
-        queues = self._queues
-        while all(queues):
-            row = [queue.popleft() for queue in queues]
-            self._on_event(*self._events.popleft())
-            if self.recording:
-                self._add_row(row)
-            elif not self._events:  # nothing more to record: stop capturing
-                self._stop_capturing()
-                return
+    def _enqueue(self, added: list[list[np.ndarray]]) -> None:
+        """Queue the other tiles' new frames for the next video frames."""
+        for queue, i in zip(self._queues, self._tiles[1:], strict=True):
+            queue.extend(added[i])
 
     def _on_event(self, starts: bool, step: int | None) -> None:
         """Gymnasium's triggers, at one frame of sub-env 0."""
@@ -379,20 +376,28 @@ class RecordVideo(_Rendering):
         if step is not None and self.step_trigger and self.step_trigger(step):
             self.start_recording(f"{self.name_prefix}-step-{step}")
 
-    def _add_row(self, row: list[np.ndarray]) -> None:
-        self._shown = list(row)
-        self.recorded_frames.append(self._concat_frames(row))
+    def _add_row(self, first: np.ndarray, now: list[np.ndarray]) -> None:
+        """Add a video frame: sub-env 0's ``first``, and each other tile's next
+        frame, or its last one again when it has no new one (a new video starts
+        with every tile's frame ``now``)."""
+        if self._fresh or len(self._shown) != len(self._queues):
+            self._fresh = False
+            self._clear()
+            self._shown = [now[i] for i in self._tiles[1:]]
+        else:
+            self._shown = [
+                queue.popleft() if queue else shown
+                for queue, shown in zip(self._queues, self._shown, strict=True)
+            ]
+        self.recorded_frames.append(self._concat_frames([first, *self._shown]))
         if len(self.recorded_frames) > self.video_length:
             self.stop_recording()
-            if not self._events:
-                self._stop_capturing()
 
-    def _stop_capturing(self) -> None:
-        if not self.recording:
-            self._capturing = False
-            for queue in self._queues:
-                queue.clear()
-            self._events.clear()
+    def _clear(self) -> None:
+        """Keep no frame of the other tiles (no video is recorded, or one starts)."""
+        for queue in self._queues:
+            queue.clear()
+        self._shown = []
 
     # ---------------------------------------------------------------- grid
     def _concat_frames(self, frames: Sequence[np.ndarray]) -> np.ndarray:
@@ -416,6 +421,7 @@ class RecordVideo(_Rendering):
             self.stop_recording()
         self.recording = True
         self._video_name = video_name
+        self._fresh = True
 
     def stop_recording(self) -> None:
         """Stop the video being recorded and save it."""
@@ -446,19 +452,11 @@ class RecordVideo(_Rendering):
             gc.collect()
 
     def close(self, **kwargs: Any) -> None:
-        """Save the video being recorded (its waiting frames of sub-env 0 with the
-        other tiles' last frames), then close the env."""
-        while self.recording and self._events and self._queues[0]:
-            row = [
-                queue.popleft() if queue else shown
-                for queue, shown in zip(self._queues, self._shown, strict=True)
-            ]
-            self._on_event(*self._events.popleft())
-            if self.recording:
-                self._add_row([frame for frame in row if frame is not None])
+        """Close the env, then save the video being recorded (as Gymnasium's)."""
         super().close(**kwargs)
         if self.recording:
             self.stop_recording()
+        self._clear()
 
     def __del__(self) -> None:
         """Warn if the last video was not saved."""
