@@ -467,3 +467,17 @@ def space_fns(space: str, lengths: Sequence[int] = (2, 3, 4)) -> list:
         functools.partial(SpaceEnv, space, i, length)
         for i, length in enumerate(lengths)
     ]
+
+
+def array_layout(batch: Any) -> Any:
+    """A batch's structure, and each leaf's library, dtype, device and shape."""
+    if isinstance(batch, dict):
+        return {key: array_layout(value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(array_layout(value) for value in batch)
+    return (
+        type(batch).__module__.split(".")[0],
+        str(batch.dtype),
+        str(getattr(batch, "device", None)),
+        tuple(batch.shape),
+    )

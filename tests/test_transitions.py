@@ -21,7 +21,6 @@ import subprocess
 import sys
 import warnings
 from copy import deepcopy
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -34,7 +33,7 @@ from hypothesis import strategies as st
 import vecmode
 import vecmode.transitions
 from tests.gym_verdict_helpers import sub
-from tests.helpers import assert_same
+from tests.helpers import array_layout, assert_same
 from tests.wrapper_cases import FRESH
 from vecmode.modes import MODES, AutoresetMode
 from vecmode.testing.envs import DenseFinalObsVectorEnv, decode, scheduled_env_fns
@@ -714,20 +713,6 @@ def _converted(name: str, envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
     return getattr(vw, name)(jax_envs)
 
 
-def _layout(batch: Any) -> Any:
-    """A batch's structure, and each leaf's library, dtype, device and shape."""
-    if isinstance(batch, dict):
-        return {key: _layout(value) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(_layout(value) for value in batch)
-    return (
-        type(batch).__module__.split(".")[0],
-        str(batch.dtype),
-        str(getattr(batch, "device", None)),
-        tuple(batch.shape),
-    )
-
-
 def _values(batch: Any) -> Any:
     """A batch's values, as lists."""
     if isinstance(batch, dict):
@@ -765,41 +750,14 @@ def test_next_obs_is_batched_like_obs_over_a_conversion(name, mode, obs_type):
     with collector(True) as ours, collector(False) as plain:
         obs, _ = ours.reset(seed=0)
         plain.reset(seed=0)
-        layout = _layout(obs)
+        layout = array_layout(obs)
         ends = 0
         for k in range(12):
             actions = rng.integers(0, 3, size=N)
             got, expected = ours.step(actions), plain.step(actions)
             for batch in (got.obs, got.next_obs, ours.obs):
-                assert _layout(batch) == layout, (k, _layout(batch))
+                assert array_layout(batch) == layout, (k, array_layout(batch))
             assert _values(got.next_obs) == _values(expected.next_obs), k
             assert _values(ours.obs) == _values(plain.obs), k
             ends += int(np.count_nonzero(expected.terminations | expected.truncations))
         assert ends >= 4
-
-
-@pytest.mark.slow
-def test_the_collector_over_jax_conversions_in_a_fresh_interpreter():
-    """The jax cases of the test above, in a new pytest process."""
-    missing = [
-        m for m in ("jax", "array_api_compat") if importlib.util.find_spec(m) is None
-    ]
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} (pip install 'vecmode[jax]')")
-    out = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
-            *("-n", "0", "-k", "batched_like_obs and jax", __file__),
-        ],
-        cwd=Path(__file__).resolve().parent.parent,
-        env={**os.environ, FRESH: "1"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
-    summary = out.stdout.strip().splitlines()[-1]
-    passed = re.search(r"(\d+) passed", summary)
-    # 3 modes x 4 observation spaces, for each jax conversion that can run here
-    runnable = 2 + (importlib.util.find_spec("torch") is not None)
-    assert passed is not None and int(passed.group(1)) == 12 * runnable, summary

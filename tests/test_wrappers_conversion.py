@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from gymnasium.error import DependencyNotInstalled
 
-from tests.helpers import assert_same, make_script
+from tests.helpers import array_layout, assert_same, make_script
 from tests.wrapper_cases import BY_NAME, MODES, skip_unless_runnable, vecmode_base
 from vecmode import AutoresetMode
 from vecmode import wrappers as vw
@@ -245,20 +245,6 @@ def test_a_bad_reset_mask_is_refused_before_anything_resets():
     envs.close()
 
 
-def _layout(batch: Any) -> Any:
-    """A batch's structure, and each leaf's library, dtype, device and shape."""
-    if isinstance(batch, dict):
-        return {key: _layout(value) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(_layout(value) for value in batch)
-    return (
-        type(batch).__module__.split(".")[0],
-        str(batch.dtype),
-        str(getattr(batch, "device", None)),
-        tuple(batch.shape),
-    )
-
-
 def _host(batch: Any) -> Any:
     """The batch's leaves as NumPy arrays."""
     if isinstance(batch, dict):
@@ -307,7 +293,11 @@ def test_final_observations_merge_into_a_batch_like_the_observations(name, kind)
             rows = infos["_final_obs"]
             before = _host(obs)
             merged = merge_final_observations(env, obs, infos, rows)
-            assert _layout(merged) == _layout(obs), (name, kind, type(env).__name__)
+            assert array_layout(merged) == array_layout(obs), (
+                name,
+                kind,
+                type(env).__name__,
+            )
             assert_same(before, _host(obs))  # not written into
             for i in range(3):
                 want = _row(infos["final_obs"][i]) if rows[i] else _row(obs, i)
