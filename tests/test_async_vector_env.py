@@ -1706,7 +1706,9 @@ def test_a_call_from_another_thread_during_a_step_is_refused_and_the_step_goes_o
     )
     stepping.start()
     time.sleep(0.1)
-    with pytest.raises(AlreadyPendingCallError, match="while a step was in progress"):
+    with pytest.raises(
+        AlreadyPendingCallError, match=r"while step\(\) was in progress"
+    ):
         envs.get_attr("index")
     with pytest.raises(AlreadyPendingCallError, match="another thread"):
         envs.step(np.zeros(2, dtype=int))
@@ -1716,6 +1718,60 @@ def test_a_call_from_another_thread_during_a_step_is_refused_and_the_step_goes_o
     assert envs.get_attr("index") == (0, 1)
     envs.step(np.zeros(2, dtype=int))
     envs.close()
+
+
+def test_a_call_from_another_thread_waits_for_the_whole_of_the_first(monkeypatch):
+    """The first call is one until its record is built and its episodes
+    tracked: a second thread coming in after its answers were read, while its
+    results were still being copied out of shared memory, was let in and gave
+    the first thread its own step's rewards and observations."""
+    envs = make_async(scheduled_fns(2))
+    envs.reset(seed=0)
+    stats = envs._stats
+
+    def slowly(token, answers):  # the first thread preempted right there
+        time.sleep(0.5)
+        return stats(token, answers)
+
+    monkeypatch.setattr(envs, "_stats", slowly)
+    done: list[Any] = []
+    first = threading.Thread(
+        target=lambda: done.append(envs.step(np.zeros(2, dtype=int)))
+    )
+    first.start()
+    time.sleep(0.2)
+    monkeypatch.setattr(envs, "_stats", stats)
+    with pytest.raises(AlreadyPendingCallError, match="another thread"):
+        envs.step(np.ones(2, dtype=int))
+    first.join(30)
+    obs = done[0][0]
+    assert obs[:, 2].tolist() == [1, 1]  # one step, the first thread's
+    assert envs.step(np.zeros(2, dtype=int))[0][:, 2].tolist() == [2, 2]
+    envs.close()
+
+
+def test_an_interrupt_between_sending_and_reading_breaks_the_env_clearly(
+    monkeypatch,
+):
+    """Ctrl-C after a call's messages went out but before its answers were
+    read: the next call read those stale answers (a TypeError, or wrong data);
+    now it is the WorkerError saying so, and close() ends all."""
+    envs = make_async(scheduled_fns(2))
+    envs.reset(seed=0)
+    pids = [p.pid for p in envs.processes]
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(envs, "_finish", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        envs.step(np.zeros(2, dtype=int))
+    monkeypatch.undo()
+    for call in (envs.reset, lambda: envs.get_attr("index")):
+        with pytest.raises(WorkerError, match="interrupted before its answers"):
+            call()
+    envs.close()
+    assert gone(pids)
 
 
 def test_close_from_a_signal_handler_during_a_step_is_the_closed_env_error():

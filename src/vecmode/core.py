@@ -675,8 +675,10 @@ class VectorCore(ClosesOnExit, VectorEnv):
 
 
 #: What a backend raises for a call it refuses before running anything (a call
-#: of the split API pending, the env closed, a message that does not pickle): no
-#: sub-env's state is lost.
+#: of the split API pending or one from another thread in progress, the env
+#: closed, a message that does not pickle): no sub-env's state is lost. (The
+#: closed-env error also ends a call the env was closed during: closed, it has
+#: no state left to keep.)
 _REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, NotPicklableError)
 
 

@@ -31,7 +31,8 @@ __all__ = ["LIVENESS", "Worker", "WorkerPool"]
 #: their pipes and sentinels say.
 LIVENESS = 0.5
 
-#: The worker processes started in this process and not yet shut down.
+#: The worker processes started in this process (held weakly: forgotten when
+#: their pools are).
 _STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -91,9 +92,9 @@ class WorkerPool:
         # selector per call, which doubles a round trip's time).
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[Worker, bool]] = {}
-        #: Shutdowns begun so far (a wait sees one begin from another thread or
-        #: a signal handler).
-        self._shutdowns = 0
+        #: Whether a shutdown began (a wait sees one from another thread or a
+        #: signal handler, or one that came between a call's send and its wait).
+        self._shut_down = False
         #: The start method of the workers (set by :meth:`start`).
         self.method = "fork"
 
@@ -153,10 +154,6 @@ class WorkerPool:
             self._poller.register(worker.sentinel, select.POLLIN)
 
     # ------------------------------------------------------------- round trips
-    def send(self, worker: Worker, message: Any, during: str) -> None:
-        """Send ``message`` to ``worker`` (a dead worker is a WorkerError)."""
-        self.send_data(worker, pickle.dumps(message, PROTOCOL), during)
-
     def send_data(self, worker: Worker, data: bytes, during: str) -> None:
         """Send a pickled message to ``worker`` (a dead worker is a WorkerError)."""
         try:
@@ -183,7 +180,6 @@ class WorkerPool:
             return answers
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout
-        shutdowns = self._shutdowns
         try:
             while waiting:
                 remaining = (
@@ -206,14 +202,14 @@ class WorkerPool:
                 if enough is not None and self._enough(enough, answers, during):
                     break
         except BaseException as exc:
-            closed = self._failed_wait(exc, shutdowns, during)
+            closed = self._failed_wait(exc, during)
             if closed is not None:
                 raise closed from exc
             raise
         return answers
 
     def _failed_wait(
-        self, exc: BaseException, shutdowns: int, during: str
+        self, exc: BaseException, during: str
     ) -> ClosedEnvironmentError | None:
         """A wait for answers raised ``exc``: the pool is broken (interrupted, a
         pipe error: the pipes may be out of step). If it was shut down meanwhile
@@ -221,7 +217,7 @@ class WorkerPool:
         that closed: the closed-env error to raise instead."""
         if self.broken is None:
             self.broken = f"{during} was interrupted by {type(exc).__name__}"
-        if self._shutdowns != shutdowns and _read_what_was_closed(exc):
+        if self._shut_down and _read_what_was_closed(exc):
             return ClosedEnvironmentError(closed_during(during))
         return None
 
@@ -331,7 +327,7 @@ class WorkerPool:
         that could not be ended stays in :attr:`workers` for the next call.
         """
         workers = list(self.workers)
-        self._shutdowns += 1
+        self._shut_down = True
         self._poller = None
         self._by_fd = {}
         failures: list[Any] = []

@@ -183,10 +183,12 @@ class RemoteCore(VectorCore):
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = os.getpid()
-        #: Held from a call's send to the end of its collect (a call pending in
-        #: the split API holds it until its wait): one call at a time.
+        #: Held for the whole of a call (a call of the split API holds it from its
+        #: ``*_async`` to the end of its ``*_wait``): one call at a time.
         self._in_call = threading.Lock()
         self._in_flight = ""
+        #: The call whose messages were sent and whose answers are not read yet.
+        self._outstanding = ""
         self.copy = copy
         self.observation_mode = observation_mode
         self.timeout = timeout
@@ -325,50 +327,33 @@ class RemoteCore(VectorCore):
             self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows)
         )
 
-    def _begin(self, during: str) -> None:
-        """Begin a call (ended by :meth:`_answers`, or by :meth:`_send` failing):
-        a call while another is in progress, from another thread, is refused."""
-        if not self._in_call.acquire(blocking=False):
-            raise AlreadyPendingCallError(
-                concurrent_call(type(self).__name__, during, self._in_flight), during
-            )
-        self._in_flight = during
-
-    def _send(self, message_for: MessageFor, during: str, begun: bool = False) -> Any:
-        """:meth:`_send_each`, every message pickled first (the call begun by
-        :meth:`_begin` unless ``begun``): a message that cannot be pickled is a
-        :class:`~vecmode.errors.NotPicklableError` with nothing sent, the env
-        unchanged; an interrupted send leaves slices out of step, so the env
-        cannot be used any more."""
-        if not begun:
-            self._begin(during)
+    def _send(self, message_for: MessageFor, during: str) -> Any:
+        """:meth:`_send_each`, every message pickled first: a message that cannot
+        be pickled is a TypeError with nothing sent, the env unchanged; an
+        interrupted send leaves slices out of step, so the env cannot be used any
+        more."""
+        encoded = {}
+        for start, stop in self._remote_slices:
+            message = message_for(start, stop)
+            if message is not None:
+                try:
+                    encoded[start] = pickle.dumps(message, PROTOCOL)
+                except Exception as exc:
+                    raise NotPicklableError(unpicklable_message(during, exc)) from exc
         try:
-            encoded = {}
-            for start, stop in self._remote_slices:
-                message = message_for(start, stop)
-                if message is not None:
-                    try:
-                        encoded[start] = pickle.dumps(message, PROTOCOL)
-                    except Exception as exc:
-                        raise NotPicklableError(
-                            unpicklable_message(during, exc)
-                        ) from exc
-        except BaseException:
-            self._in_call.release()
-            raise
-        try:
-            return self._send_each(encoded, message_for, during)
+            token = self._send_each(encoded, message_for, during)
         except BaseException as exc:
-            self._in_call.release()
             self._break(f"sending {during} was interrupted by {type(exc).__name__}")
             raise
+        self._outstanding = during  # until its answers are read
+        return token
 
     def _answers(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """:meth:`_collect`, ending the call :meth:`_send` began."""
-        try:
-            return self._collect(token, timeout, during)
-        finally:
-            self._in_call.release()
+        """:meth:`_collect` the answers to what :meth:`_send` sent (then none is
+        outstanding: the slices are in step again)."""
+        answers = self._collect(token, timeout, during)
+        self._outstanding = ""
+        return answers
 
     def _validate(self, cmds: list[int], actions: Any) -> None:
         """An env that cannot be used any more says so first (before the lost
@@ -382,6 +367,56 @@ class RemoteCore(VectorCore):
             broken = forked_copy(self._owner)
         if broken is not None:
             raise WorkerError(env_unusable(type(self).__name__, broken))
+
+    # ------------------------------------------------- one call at a time
+    def _begin(self, what: str) -> None:
+        """Begin a call: the env's own refusals first (closed, broken, a call of
+        the split API pending), then a call from another thread in progress."""
+        self._usable(what)
+        if not self._in_call.acquire(blocking=False):
+            raise AlreadyPendingCallError(
+                concurrent_call(type(self).__name__, what, self._in_flight), what
+            )
+        self._in_flight = what
+        try:
+            if self._outstanding and self._pending is None:
+                # the last call was interrupted between sending and reading
+                self._break(
+                    f"{self._outstanding} was interrupted before its answers were read"
+                )
+            self._usable(what)  # it may have broken or closed meanwhile
+        except BaseException:
+            self._in_call.release()
+            raise
+
+    def _end_pending(self, pending: Any) -> None:
+        """End the call of the split API ``pending`` was, if this wait took it."""
+        if pending is not None and self._pending is None and self._in_call.locked():
+            self._in_call.release()
+
+    def _dispatch(self, request: Request) -> Executed:
+        """The core's validated call, whole (validation to the tracking of the
+        episodes it ended), as the one call in progress."""
+        self._begin(_call_name(request.commands))
+        try:
+            return super()._dispatch(request)
+        finally:
+            self._in_call.release()
+
+    def _dispatch_async(self, name: str, request: Request) -> None:
+        self._begin(f"{name}_async")
+        try:
+            super()._dispatch_async(name, request)
+        except BaseException:
+            self._in_call.release()
+            raise
+
+    def _dispatch_wait(self, name: str, timeout: float | None) -> Executed:
+        pending = self._pending
+        try:
+            return super()._dispatch_wait(name, timeout)
+        finally:
+            self._end_pending(pending)
 
     def _usable(self, what: str) -> None:
         if self.closed:
@@ -404,17 +439,10 @@ class RemoteCore(VectorCore):
     def _send_execute(self, request: Request) -> Any:
         """Send each slice with work its part of the call."""
         cmds, actions, seeds, options = request
-        during = f"a {_call_name(cmds)}"
-        self._begin(during)  # before the actions are written to shared memory
-        try:
-            split = self._split_actions(actions)
-        except BaseException:
-            self._in_call.release()
-            raise
+        split = self._split_actions(actions)
         return self._send(
             lambda start, stop: slice_message(start, stop, cmds, split, seeds, options),
-            during,
-            begun=True,
+            f"a {_call_name(cmds)}",
         )
 
     def _execute(self, request: Request) -> Executed:
@@ -570,18 +598,26 @@ class RemoteCore(VectorCore):
 
     def call_async(self, name: str, *args: Any, **kwargs: Any) -> None:
         """Send a :meth:`call`; :meth:`call_wait` returns the results."""
-        self._usable("call_async")
-        check_call(name)
-        message = (CALL, name, args, kwargs)
-        token = self._send(lambda start, stop: message, f"call({name!r})")
+        self._begin("call_async")
+        try:
+            check_call(name)
+            message = (CALL, name, args, kwargs)
+            token = self._send(lambda start, stop: message, f"call({name!r})")
+        except BaseException:
+            self._in_call.release()
+            raise
         self._pending = ("call", (name, token))
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
         """Wait for the results of :meth:`call_async`, one per sub-env."""
-        name, token = self._take_pending("call")
-        return self._results(
-            token, self.timeout if timeout is None else timeout, f"call({name!r})"
-        )
+        pending = self._pending
+        try:
+            name, token = self._take_pending("call")
+            return self._results(
+                token, self.timeout if timeout is None else timeout, f"call({name!r})"
+            )
+        finally:
+            self._end_pending(pending)
 
     def _results(
         self, token: Any, timeout: float | None, during: str
@@ -593,24 +629,30 @@ class RemoteCore(VectorCore):
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env (like ``SyncVectorEnv.get_attr``:
         a method is returned, not called)."""
-        self._usable("get_attr")
-        during = f"get_attr({name!r})"
-        token = self._send(lambda start, stop: (GET_ATTR, name), during)
-        return self._results(token, self.timeout, during)
+        self._begin("get_attr")
+        try:
+            during = f"get_attr({name!r})"
+            token = self._send(lambda start, stop: (GET_ATTR, name), during)
+            return self._results(token, self.timeout, during)
+        finally:
+            self._in_call.release()
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env: one value for all, or a list or
         tuple of ``num_envs`` values."""
-        self._usable("set_attr")
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
-        during = f"set_attr({name!r})"
-        token = self._send(
-            lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
-        )
-        raise_failure(self._answers(token, self.timeout, during))
+        self._begin("set_attr")
+        try:
+            during = f"set_attr({name!r})"
+            token = self._send(
+                lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
+            )
+            raise_failure(self._answers(token, self.timeout, during))
+        finally:
+            self._in_call.release()
 
     def each(
         self,
@@ -634,7 +676,6 @@ class RemoteCore(VectorCore):
         'CartPole-v1'
         >>> envs.close()
         """
-        self._usable("each")
         order = check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
         wrapped = CloudpickleWrapper(fn)
@@ -647,8 +688,12 @@ class RemoteCore(VectorCore):
             asked.append(mine)
             return (EACH, during, wrapped, args, [i - start for i in mine])
 
-        token = self._send(message_for, during)
-        answers = [a for a in self._answers(token, self.timeout, during) if a]
+        self._begin("each")
+        try:
+            token = self._send(message_for, during)
+            answers = [a for a in self._answers(token, self.timeout, during) if a]
+        finally:
+            self._in_call.release()
         raise_failure(answers)
         # a sub-env asked twice ran twice: its results in the order asked
         results: dict[int, list[Any]] = {}
@@ -768,12 +813,12 @@ def env_unusable(name: str, reason: str) -> str:
     )
 
 
-def concurrent_call(name: str, during: str, in_flight: str) -> str:
+def concurrent_call(name: str, what: str, in_flight: str) -> str:
     return (
-        f"{name} got {during} while {in_flight} was in progress, from another "
-        f"thread (or from a sub-env it steps in this process): an env serves one "
-        f"call at a time. Give each thread an env of its own, or guard the env "
-        f"with a lock. Nothing was sent; the other call goes on."
+        f"{name} got {what}() while {in_flight}() was in progress, from another "
+        f"thread (or from a sub-env it steps in this process): an env serves one call at "
+        f"a time. Give each thread an env of its own, or guard the env with a "
+        f"lock. Nothing was sent; the other call goes on."
     )
 
 
