@@ -1112,6 +1112,22 @@ def test_a_message_the_worker_cannot_unpickle_is_the_sub_env_s_error(send, usabl
     envs.close()
 
 
+@pytest.mark.parametrize(
+    "layout, shared",
+    [({}, "0, 1, 2"), ({"in_parent": 2}, "1, 2")],
+    ids=["workers", "in_parent"],
+)
+def test_the_same_env_object_behind_two_sub_envs_is_refused(layout, shared):
+    """As in the sync core: one env object from two env_fns of a slice (a
+    worker's, or the parent's share) was stepped twice a step."""
+    env = ScheduledEnv(0)
+    before = set(multiprocessing.active_children())
+    with pytest.raises(ValueError, match=f"same env object for sub-envs {shared}:"):
+        make_async([lambda: env] * 3, num_workers=1, **layout)
+    time.sleep(0.1)
+    assert set(multiprocessing.active_children()) <= before
+
+
 def _build_async_in_a_daemonic_worker(_: int) -> str:
     try:
         AsyncVectorEnv([lambda: gym.make("CartPole-v1")], context="fork").close()

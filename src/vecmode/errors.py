@@ -404,6 +404,16 @@ def sub_env_failed(
     return f"{what}{stop}{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
 
 
+def same_env_instance(groups: list[list[int]]) -> str:
+    named = "; ".join(", ".join(map(str, group)) for group in groups)
+    return (
+        f"the env_fns returned the same env object for sub-envs {named}: one step of "
+        f"the vector env would step it once for each. Return a new env from each "
+        f"env_fn (e.g. lambda: gym.make(...), not lambda: env for an env made "
+        f"once); nothing was closed."
+    )
+
+
 # ------ transition collector
 
 

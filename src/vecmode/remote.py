@@ -63,6 +63,7 @@ from vecmode.worker import (
     GET_ATTR,
     PROTOCOL,
     SET_ATTR,
+    SHARED_ENV,
     RemoteFailure,
 )
 
@@ -242,6 +243,8 @@ class RemoteCore(VectorCore):
         whose spaces differ (``RuntimeError``)."""
         raise_failure(answers)
         for answer in answers:
+            if answer is not None and answer[0] == SHARED_ENV:
+                raise ValueError(errors.same_env_instance(answer[1]))
             if answer is not None:
                 raise RuntimeError(self._mismatch_message(*answer[1:]))
 

@@ -349,3 +349,13 @@ def reward_not_a_number(reward: Any) -> str:
         f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
         f"reward is one number (a Python or NumPy scalar): return float(reward)"
     )
+
+
+def shared_sub_envs(envs: Sequence[gym.Env]) -> list[list[int]]:
+    """The groups of sub-env indices whose envs are one object (compared by
+    ``unwrapped``, as SB3's ``DummyVecEnv`` does: two wrappers around one env
+    step it twice too); empty when every sub-env is its own."""
+    groups: dict[int, list[int]] = {}
+    for i, env in enumerate(envs):
+        groups.setdefault(id(getattr(env, "unwrapped", env)), []).append(i)
+    return [group for group in groups.values() if len(group) > 1]

@@ -22,6 +22,7 @@ from vecmode.core import (
     copy_batch,
     env_fn_list,
 )
+from vecmode.errors import same_env_instance
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.runner import (
@@ -29,29 +30,10 @@ from vecmode.runner import (
     call_each,
     get_attr_each,
     set_attr_each,
+    shared_sub_envs,
 )
 
 __all__ = ["SyncVectorEnv"]
-
-
-def shared_sub_envs(envs: Sequence[gym.Env]) -> list[list[int]]:
-    """The groups of sub-env indices whose envs are one object (compared by
-    ``unwrapped``, as SB3's ``DummyVecEnv`` does: two wrappers around one env
-    step it twice too); empty when every sub-env is its own."""
-    groups: dict[int, list[int]] = {}
-    for i, env in enumerate(envs):
-        groups.setdefault(id(getattr(env, "unwrapped", env)), []).append(i)
-    return [group for group in groups.values() if len(group) > 1]
-
-
-def same_env_instance(groups: list[list[int]]) -> str:
-    named = "; ".join(", ".join(map(str, group)) for group in groups)
-    return (
-        f"the env_fns returned the same env object for sub-envs {named}: one step of "
-        f"the vector env would step it once for each. Return a new env from each "
-        f"env_fn (e.g. lambda: gym.make(...), not lambda: env for an env made "
-        f"once); nothing was closed."
-    )
 
 
 class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):

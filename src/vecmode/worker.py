@@ -44,6 +44,7 @@ from vecmode.runner import (
     call_each,
     get_attr_each,
     set_attr_each,
+    shared_sub_envs,
 )
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "PROTOCOL",
     "SET_ATTR",
     "SHARED",
+    "SHARED_ENV",
     "STATS_SPACE",
     "RemoteFailure",
     "SliceServer",
@@ -74,7 +76,7 @@ __all__ = [
 EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
 # A worker's answer: None (done, nothing to report) or a tuple starting with one
 # of these.
-OK, FAILED, CLOSED, MISMATCH = range(4)
+OK, FAILED, CLOSED, MISMATCH, SHARED_ENV = range(5)
 #: The ``method`` of a failure to read a message the parent sent.
 UNPICKLING = (
     "unpickling what the parent sent (a class or function it needs must be "
@@ -178,7 +180,12 @@ def space_mismatch(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """The first sub-env whose spaces don't fit the vector env's, as an answer."""
+    """What is wrong with the built sub-envs, as an answer: one env object
+    behind several sub-envs (``SHARED_ENV``, their groups), or the first sub-env
+    whose spaces don't fit the vector env's (``MISMATCH``); None if nothing."""
+    shared = shared_sub_envs(envs)
+    if shared:
+        return (SHARED_ENV, [[first + k for k in group] for group in shared])
     for k, env in enumerate(envs):
         same_obs = (
             env.observation_space == observation_space
