@@ -171,11 +171,7 @@ class _SubEnvs:
         holder = self.inner if self.sb3 is None else self.sb3.unwrapped
         held = getattr(holder, "envs", None)
         self.local: list[gym.Env] | None = (
-            held
-            if isinstance(held, list)
-            and len(held) == self.num_envs
-            and all(isinstance(env, gym.Env) for env in held)
-            else None
+            held if isinstance(held, list) and self._all_envs(held) else None
         )
         #: no sub-envs as Python objects at all (EnvPool's and ALE's C++ envs)
         self.native = (
@@ -189,12 +185,14 @@ class _SubEnvs:
         self.run: Callable[..., tuple[Any, ...]] | None = None
         if callable(each):
             self.run = lambda fn, args, order: each(fn, *args, indices=order)
-        elif (
-            isinstance(local, (list, tuple))
-            and len(local) == self.num_envs
-            and all(isinstance(env, gym.Env) for env in local)
-        ):
+        elif isinstance(local, (list, tuple)) and self._all_envs(local):
             self.run = lambda fn, args, order: tuple(fn(local[i], *args) for i in order)
+
+    def _all_envs(self, envs: Sequence[Any]) -> bool:
+        """Whether ``envs`` holds the ``num_envs`` sub-envs as Gymnasium envs."""
+        return len(envs) == self.num_envs and all(
+            isinstance(env, gym.Env) for env in envs
+        )
 
     def __call__(
         self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
