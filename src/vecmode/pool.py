@@ -111,8 +111,8 @@ class WorkerPool:
         """Start one process per ``(start, stop)`` slice, running
         ``target(*args(start, stop, child_end, inherited))``; ``inherited`` are the
         parent's ends of the pipes so far (with fork the child closes them)."""
-        fork = ctx.get_start_method() == "fork"
         self.method = ctx.get_start_method()
+        fork = self.method == "fork"
         parent_ends: list[Connection] = []
         try:
             with clear_mpi_env_vars():
@@ -130,7 +130,7 @@ class WorkerPool:
                     try:
                         process.start()
                     except Exception as exc:
-                        clearer = _start_error(exc, start, stop, ctx.get_start_method())
+                        clearer = _start_error(exc, start, stop, self.method)
                         if clearer is None:
                             raise
                         raise clearer from exc
