@@ -266,6 +266,126 @@ def test_next_obs_never_aliases_the_env_buffer_without_copy():
             collector.close()
 
 
+class _OneBuffer(vecmode.wrappers.ObservationWrapper):
+    """A wrapper of the kind an author may write: its observations (obs * 2) go
+    into one buffer, written again by every call (a right wrapper, in every mode:
+    the conformance kit proves it, but a caller must copy what it keeps)."""
+
+    def observations(self, observations):
+        if getattr(self, "_buffer", None) is None:
+            self._buffer = np.empty_like(observations)
+        return np.multiply(observations, 2, out=self._buffer)
+
+
+def _gym_reward_identity(envs):
+    return gym.wrappers.vector.TransformReward(envs, lambda rewards: rewards)
+
+
+def test_a_wrapper_not_known_to_return_new_arrays_is_copied():
+    """The innermost env returning fresh arrays is not enough: a wrapper over it
+    may reuse one buffer (any but vecmode's own classes, subclasses included)."""
+    kinds = {
+        "vecmode's only": (lambda e: vecmode.wrappers.ClipReward(e, -1, 1), False),
+        "a subclass reusing a buffer": (_OneBuffer, True),
+        "Gymnasium's": (_gym_reward_identity, True),
+        "vecmode's over Gymnasium's": (
+            lambda e: vecmode.wrappers.ClipReward(_gym_reward_identity(e), -1, 1),
+            True,
+        ),
+    }
+    for name, (wrap, copies) in kinds.items():
+        for mode in MODES:
+            envs = wrap(make_envs("vecmode", mode, copy=True))
+            with TransitionCollector(envs) as collector:
+                assert collector.copy is copies, name
+                collector.reset(seed=0)
+                kept = []
+                for _ in range(6):
+                    t = collector.step(np.zeros(N, dtype=np.int64))
+                    kept.append((t, deepcopy(t.obs), deepcopy(t.next_obs)))
+                for k, (t, obs, next_obs) in enumerate(kept):
+                    assert_same(t.obs, obs, f"{name} {mode} {k}: obs")
+                    assert_same(t.next_obs, next_obs, f"{name} {mode} {k}")
+
+
+def _fresh_cases():
+    """Every wrapper case (tests/wrapper_cases.py), and the fused PPO stack."""
+    from tests.wrapper_cases import CASES, Case, why_not_runnable
+
+    ppo = Case("PPOStack", "box", lambda e: vecmode.wrappers.ppo_stack(e, gamma=0.9))
+    return [
+        pytest.param(
+            case,
+            marks=pytest.mark.skipif(
+                why_not_runnable(case) is not None,
+                reason=str(why_not_runnable(case)),
+            ),
+            id=case.name,
+        )
+        for case in (*CASES, ppo)
+    ]
+
+
+def test_every_class_said_to_return_new_arrays_is_held_to_it_below():
+    """Each class of ``FRESH_OBSERVATION_WRAPPERS`` is the outer layer of a
+    case of the next test (named after it), or an autoreset policy (every base
+    there has one)."""
+    cases = {param.values[0].name.split("-")[0] for param in _fresh_cases()}
+    policies = {
+        vecmode.NextStepAutoreset,
+        vecmode.SameStepAutoreset,
+        vecmode.DisableAutoreset,
+        vecmode.autoreset.GymnasiumFinalObs,
+        vecmode.autoreset.GymnasiumBatch,
+    }
+    named = {cls.__name__ for cls in vecmode.core.FRESH_OBSERVATION_WRAPPERS - policies}
+    assert named <= cases, f"no case builds {sorted(named - cases)}"
+
+
+@pytest.mark.parametrize("case", _fresh_cases())
+def test_wrappers_said_to_return_new_arrays_never_change_what_they_returned(case):
+    """What a layer of ``FRESH_OBSERVATION_WRAPPERS`` returned (observations and
+    final observations) is the same after later steps and masked resets, in
+    every mode: a collector over such a stack does not copy."""
+    from tests.wrapper_cases import vecmode_base
+
+    for mode in MODES:
+        envs = case.wrap(vecmode_base(case.env, mode))
+        layers, layer = [], envs
+        while isinstance(layer, gym.vector.VectorWrapper):
+            layers.append(type(layer))
+            layer = layer.env
+        if not set(layers) <= vecmode.core.FRESH_OBSERVATION_WRAPPERS:
+            assert vecmode.core.reuses_buffers(envs), case.name  # copied
+            envs.close()
+            continue
+        assert not vecmode.core.reuses_buffers(envs), case.name
+        envs.action_space.seed(0)
+        kept = [(envs.reset(seed=0), None)]
+        kept[-1] = (kept[-1][0], deepcopy(kept[-1][0]))
+        for k in range(10):
+            returned = envs.step(envs.action_space.sample())
+            kept.append((returned, deepcopy(returned)))
+            # a masked reset: of the ended sub-envs in Disabled, and of sub-env 0
+            # every third step
+            mask = np.zeros(envs.num_envs, dtype=bool)
+            if mode is AutoresetMode.DISABLED:
+                mask = np.asarray(returned[2], bool) | np.asarray(returned[3], bool)
+            mask[0] |= k % 3 == 2
+            if mask.any():
+                reset = envs.reset(options={"reset_mask": mask})
+                kept.append((reset, deepcopy(reset)))
+        for k, (returned, copied) in enumerate(kept):
+            assert_same(copied[0], returned[0], f"{case.name} {mode} call {k}: obs")
+            infos = [copied[-1], returned[-1]]
+            if isinstance(copied[-1], list):  # DictInfoToList: a dict per sub-env
+                infos = [[i.get("final_obs") for i in each] for each in infos]
+            else:
+                infos = [each.get("final_obs") for each in infos]
+            assert_same(infos[0], infos[1], f"{case.name} {mode} call {k}: final")
+        envs.close()
+
+
 # ------------------------------------------------------- Gymnasium's CartPole
 def _reference_next_step_loop(envs, actions, seed):
     """The reference's NEXT_STEP replay-buffer loop, per sub-env."""

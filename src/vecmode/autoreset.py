@@ -24,6 +24,7 @@ from gymnasium.vector.utils import batch_space, iterate
 
 from vecmode import errors
 from vecmode.core import (
+    FRESH_OBSERVATION_WRAPPERS,
     Command,
     Executed,
     StepResult,
@@ -722,6 +723,19 @@ class GymnasiumBatch(_AutoresetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         self._last_obs = result[0]  # the rows a masked reset keeps
         return result
+
+
+# Each returns the wrapped env's observations or new arrays (a collector over
+# them need not copy what a copying core returns).
+FRESH_OBSERVATION_WRAPPERS.update(
+    {
+        NextStepAutoreset,
+        SameStepAutoreset,
+        DisableAutoreset,
+        GymnasiumFinalObs,
+        GymnasiumBatch,
+    }
+)
 
 
 # ------------------------------------------------------------------ messages

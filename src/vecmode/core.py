@@ -35,7 +35,7 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from vecmode.errors import (
@@ -50,6 +50,7 @@ from vecmode.errors import (
 from vecmode.modes import CORE_MODE, EndedTracker, as_mode
 
 __all__ = [
+    "FRESH_OBSERVATION_WRAPPERS",
     "Command",
     "Executed",
     "Request",
@@ -347,13 +348,27 @@ def batch_row(batch: Any, i: int) -> Any:
     return batch[i]
 
 
+#: The wrapper classes whose observations (``final_obs`` included) are new
+#: arrays or the wrapped env's own, never a buffer that a later call writes into:
+#: vecmode's, each module adding its own. Exact classes: a subclass (or any
+#: other wrapper) may keep one buffer and return it every call.
+FRESH_OBSERVATION_WRAPPERS: set[type] = set()
+
+
 def reuses_buffers(envs: VectorEnv) -> bool:
     """Whether ``envs`` may hand out observation arrays that later calls overwrite.
 
-    Gymnasium's and vecmode's vector envs say so with ``copy=False``; an env
-    that says nothing (a custom vector env) is assumed to.
+    The innermost env says it does not with ``copy=True`` (Gymnasium's and
+    vecmode's vector envs, their default), and every wrapper over it must be one
+    of :data:`FRESH_OBSERVATION_WRAPPERS`. An env that says nothing (a custom
+    vector env), and any other wrapper (yours, Gymnasium's), are assumed to.
     """
-    return getattr(envs.unwrapped, "copy", None) is not True
+    env = envs
+    while isinstance(env, VectorWrapper):
+        if type(env) not in FRESH_OBSERVATION_WRAPPERS:
+            return True
+        env = env.env
+    return getattr(env, "copy", None) is not True
 
 
 def copy_batch(batch: Any) -> Any:

@@ -53,10 +53,10 @@ class Transition(NamedTuple):
     Every field is batched like the env's own ``step`` results: row ``i`` (or
     ``[key][i]`` / ``[k][i]`` for Dict / Tuple observations) belongs to sub-env
     ``i``. The arrays are never changed by later calls of the collector (over an
-    env that reuses its buffers, ``copy=False``, the collector copies the
-    observations); don't write into them yourself, they may be shared with the
-    next transition (``next_obs`` of one step is ``obs`` of the next) and some
-    are read-only.
+    env that may reuse its buffers, the collector copies the observations: see
+    its ``copy`` argument); don't write into them yourself, they may be shared
+    with the next transition (``next_obs`` of one step is ``obs`` of the next)
+    and some are read-only.
 
     Attributes:
         obs: the observations the actions were taken in (the collector's
@@ -146,7 +146,8 @@ class TransitionCollector:
         copy: copy the observations the env returns, so that later calls cannot
             change them. ``None`` (default): copy unless the env is known to
             return fresh arrays (Gymnasium's and vecmode's envs built with
-            ``copy=True``, their default).
+            ``copy=True``, their default, bare or under vecmode's own wrappers;
+            ``vecmode.core.reuses_buffers``).
 
     >>> import numpy as np, vecmode
     >>> from vecmode import TransitionCollector

@@ -20,6 +20,7 @@ For wrapper authors: :class:`ObservationWrapper`, :class:`ActionWrapper`,
 every mode by default.
 """
 
+from vecmode.core import FRESH_OBSERVATION_WRAPPERS
 from vecmode.wrappers.array_conversion import (
     ArrayConversion,
     JaxToNumpy,
@@ -62,6 +63,42 @@ from vecmode.wrappers.vectorize_reward import (
     ClipReward,
     TransformReward,
     VectorizeTransformReward,
+)
+
+# Each returns the wrapped env's observations or new arrays, never a buffer it
+# writes again (tests/test_transitions.py holds them to it): a collector over them
+# need not copy what a copying core returns. Not TransformObservation (it returns
+# what its function returns), nor the bases (a subclass may keep a buffer).
+FRESH_OBSERVATION_WRAPPERS.update(
+    {
+        ArrayConversion,
+        ClipAction,
+        ClipReward,
+        DictInfoToList,
+        DtypeObservation,
+        FilterObservation,
+        FlattenObservation,
+        FrameStackObservation,
+        GrayscaleObservation,
+        HumanRendering,
+        JaxToNumpy,
+        JaxToTorch,
+        NormalizeObservation,
+        NormalizeReward,
+        NumpyToTorch,
+        PPOStack,
+        RecordEpisodeStatistics,
+        RecordVideo,
+        RescaleAction,
+        RescaleObservation,
+        ReshapeObservation,
+        ResizeObservation,
+        TransformAction,
+        TransformReward,
+        VectorizeTransformAction,
+        VectorizeTransformObservation,
+        VectorizeTransformReward,
+    }
 )
 
 __all__ = [
