@@ -266,6 +266,60 @@ def test_next_obs_never_aliases_the_env_buffer_without_copy():
             collector.close()
 
 
+class _InPlaceGraphEnv(gym.Env):
+    """Graph observations whose node array the env updates in place: an env
+    batched as a tuple of items, whose items a ``copy=False`` env hands out."""
+
+    observation_space = gym.spaces.Graph(
+        gym.spaces.Box(-100, 100, (1,), np.float32), None
+    )
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length):
+        self.length, self.nodes = length, np.zeros((2, 1), np.float32)
+
+    def _obs(self):
+        return gym.spaces.GraphInstance(self.nodes, None, np.zeros((0, 2), np.int64))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.nodes[:] = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        self.nodes[:] = self.t
+        return self._obs(), 0.0, False, self.t >= self.length, {}
+
+
+def test_next_obs_of_the_sub_envs_that_did_not_end_is_copied_too():
+    """A step where one sub-env ends merges its final observation into the
+    others' next observations: from the collector's copy, not the env's items
+    (which a later step changes in place)."""
+    for mode in MODES:
+        envs = vecmode.with_autoreset(
+            vecmode.SyncVectorEnv(
+                [lambda: _InPlaceGraphEnv(2), lambda: _InPlaceGraphEnv(100)],
+                copy=False,
+            ),
+            mode,
+        )
+        with TransitionCollector(envs) as collector:
+            assert collector.copy
+            collector.reset(seed=0)
+            kept = []
+            for _ in range(5):
+                t = collector.step(np.array([0, 0]))
+                kept.append((t, deepcopy(t.next_obs), deepcopy(t.obs)))
+            # sub-env 1 (sub-env 0's final observations are its env's own array,
+            # which its reset changes in place: wrong at once, whatever a caller
+            # does, as in Gymnasium's env)
+            for k, (t, next_obs, obs) in enumerate(kept):
+                assert_same(next_obs[1].nodes, t.next_obs[1].nodes, f"{mode} {k}")
+                assert_same(obs[1].nodes, t.obs[1].nodes, f"{mode} {k}")
+
+
 class _OneBuffer(vecmode.wrappers.ObservationWrapper):
     """A wrapper of the kind an author may write: its observations (obs * 2) go
     into one buffer, written again by every call (a right wrapper, in every mode:

@@ -275,8 +275,8 @@ class TransitionCollector:
             if np.count_nonzero(rows):
                 if not isinstance(infos, (dict, list, tuple)):
                     check_infos(infos, _WHO)
-                moved_to = merge_final_observations(
-                    self.envs, stepped, infos, rows, _WHO
+                moved_to = merge_final_observations(  # into the copy, if any
+                    self.envs, following, infos, rows, _WHO
                 )
             rows = b.needs_reset
             if np.count_nonzero(rows):
