@@ -1509,6 +1509,106 @@ def test_an_observation_that_does_not_fit_is_the_sub_env_s_error(
     envs.close()
 
 
+class SpacedObservation(gym.Env):
+    """Resets to ``space.sample()``, steps to ``obs``."""
+
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, space: gym.Space, obs: Any) -> None:
+        self.observation_space, self.obs = space, obs
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(0)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.obs, 0.0, False, False, {}
+
+
+_U8 = gym.spaces.Box(0, 255, (2,), np.uint8)
+#: Observations that do not fit other spaces' batches (every array leaf is
+#: checked, in Dicts and Tuples too): space, observation, vecmode's exception,
+#: where the message says it is (None: the top level).
+WRONG_NESTED = {
+    "Dict: 300 into uint8": (
+        gym.spaces.Dict(x=_U8),
+        {"x": np.array([300, 1])},
+        "TypeError",
+        "observation['x']",
+    ),
+    "Dict: shape (1,) into (2,)": (
+        gym.spaces.Dict(x=_U8),
+        {"x": np.array([7], np.uint8)},
+        "ValueError",
+        "observation['x']",
+    ),
+    "Dict: a key missing": (
+        gym.spaces.Dict(x=_U8, y=gym.spaces.Discrete(3)),
+        {"x": np.array([7, 7], np.uint8)},
+        "ValueError",
+        "has no key 'y'",
+    ),
+    "Tuple: 2.7 into Discrete": (
+        gym.spaces.Tuple((_U8, gym.spaces.Discrete(3))),
+        (np.array([7, 7], np.uint8), 2.7),
+        "TypeError",
+        "observation[1]",
+    ),
+    "Discrete: 2.7": (gym.spaces.Discrete(5), 2.7, "TypeError", None),
+    "MultiDiscrete: 3 values for 2": (
+        gym.spaces.MultiDiscrete([3, 3]),
+        np.array([1, 1, 1]),
+        "ValueError",
+        None,
+    ),
+    "MultiBinary: floats": (
+        gym.spaces.MultiBinary(2),
+        np.array([0.5, 1.0]),
+        "TypeError",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("wrong", WRONG_NESTED)
+@pytest.mark.parametrize("shared_memory", [True, False], ids=["shm", "no-shm"])
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_an_observation_of_any_space_that_does_not_fit_is_the_sub_env_s_error(
+    core, in_parent, shared_memory, wrong
+):
+    """Only a Box batch was checked: shared memory wrote 300 into uint8 as 44,
+    2.7 as 2 and broadcast a wrong shape, silently; the sync core and the
+    parent raised NumPy's bare error later, naming no sub-env. Every layout now
+    refuses what Gymnasium's sync env refuses, naming the sub-env and the leaf."""
+    if core == "sync" and not shared_memory:
+        pytest.skip("the sync core has no shared memory to go without")
+    space, obs, exc_type, where = WRONG_NESTED[wrong]
+    fns = [
+        functools.partial(SpacedObservation, space, space.sample()),
+        functools.partial(SpacedObservation, space, obs),
+    ]
+    gym_envs = gym.vector.SyncVectorEnv(fns)
+    gym_envs.reset(seed=0)
+    with pytest.raises((ValueError, TypeError, KeyError)):  # theirs, unnamed
+        gym_envs.step(np.zeros(2, np.int64))
+    gym_envs.close()
+    kwargs = {} if core == "sync" else {"shared_memory": shared_memory}
+    envs = _core(core, fns, in_parent, **kwargs)
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as caught:
+        envs.step(np.zeros(2, np.int64))
+    assert (caught.value.index, caught.value.method, caught.value.exc_type) == (
+        1,
+        "writing its observation",
+        exc_type,
+    )
+    if where is not None:
+        assert where in str(caught.value)
+    envs.reset(seed=0)  # usable again
+    envs.close()
+
+
 @pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
 def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
     """Sub-envs whose info arrays differ in shape in one step: Gymnasium raises

@@ -506,6 +506,40 @@ def test_an_undeclared_class_is_refused_with_how_to_declare_it():
     envs.close()
 
 
+@pytest.mark.parametrize(
+    ("masked_reset", "what"),
+    [
+        ("ignores", "ignores the mask and resets every sub-env"),
+        (
+            "keeps-pending",
+            "keeps a masked sub-env's pending autoreset, so the next step would "
+            "reset it once more",
+        ),
+    ],
+)
+def test_a_declaration_without_why_still_says_why_it_is_refused(masked_reset, what):
+    """register_vector_env's ``why`` defaults to "": the refusal read "... goes
+    through DisableAutoreset, and  Build the env ...", saying nothing."""
+
+    class MyVec(gym.vector.SyncVectorEnv):
+        pass
+
+    vecmode.register_vector_env(MyVec, masked_reset=masked_reset)
+    envs = MyVec(scheduled_fns(2))
+    try:
+        with pytest.raises(IncompatibleModeError) as info:
+            vecmode.with_autoreset(envs, "Disabled")
+        message = str(info.value)
+        assert (
+            f"MyVec's reset(options={{'reset_mask': mask}}) {what} (declared "
+            f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
+        ) in message, message
+        assert "and  " not in message
+    finally:
+        vecmode.unregister_vector_env(MyVec)
+        envs.close()
+
+
 def test_register_vector_env_checks_its_arguments():
     with pytest.raises(ValueError, match="masked_reset must be one of"):
         vecmode.register_vector_env("x:Y", masked_reset="sometimes")

@@ -524,6 +524,14 @@ def test_dict_info_to_list_over_a_minimal_vector_env():
             envs.reset(options=bad)
         assert isinstance(info.value, AssertionError)
         assert isinstance(info.value, ValueError)
+    # a list of one entry per sub-env: the length is right, the type is not (it
+    # said "has 2 entries where the env has 2 sub-envs")
+    with pytest.raises(InfoLayoutError) as info:
+        envs.reset(options={"tag": ["a", "b"]})
+    assert str(info.value).startswith(
+        "info['tag'] is a list of 2 entries, not a NumPy array: batched infos hold "
+        "a NumPy array with one entry per sub-env (2 here)"
+    ), info.value
 
 
 def test_errors_are_raised_under_python_O():

@@ -104,10 +104,12 @@ def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
     found = vector_env_declaration(env)
     if found is None:
         return unknown_masked_reset(name), declare_vector_env(name)
-    return (
-        found.why.format(name=name),
-        found.remedy.format(name=name) or _BUILD_DISABLED,
+    why = (
+        found.why.format(name=name)
+        if found.why
+        else declared_masked_reset(name, found.masked_reset(env))
     )
+    return why, found.remedy.format(name=name) or _BUILD_DISABLED
 
 
 class _AutoresetWrapper(ForwardingWrapper):
@@ -776,6 +778,20 @@ def unknown_masked_reset(name: str) -> str:
         f"vecmode does not know what {name}'s reset(options={{'reset_mask': mask}}) "
         f"does: it must reset only the masked sub-envs and clear their pending "
         f"autoreset for the conversion to be exact."
+    )
+
+
+def declared_masked_reset(name: str, masked_reset: str) -> str:
+    """Why a declared masked reset cannot drive the env, where the declaration
+    gives no ``why``."""
+    what = {
+        "keeps-pending": "keeps a masked sub-env's pending autoreset, so the next "
+        "step would reset it once more",
+        "ignores": "ignores the mask and resets every sub-env",
+    }.get(masked_reset, "does not reset only the masked sub-envs")
+    return (
+        f"{name}'s reset(options={{'reset_mask': mask}}) {what} (declared "
+        f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
     )
 
 

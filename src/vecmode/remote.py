@@ -54,7 +54,7 @@ from vecmode.core import (
 from vecmode.errors import NotPicklableError, WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
-from vecmode.runner import Failure, row_writer
+from vecmode.runner import Failure, checked_writer, row_writer
 from vecmode.worker import (
     CALL,
     EACH,
@@ -200,7 +200,9 @@ class RemoteCore(VectorCore):
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
         self._env_obs = [None] * self.num_envs
         #: Where an observation an answer carries goes (see _batch_buffers).
-        self._write_obs: Callable[[int, Any], None] = self._env_obs.__setitem__
+        self._write_obs: Callable[[int, Any], None] = checked_writer(
+            self.single_observation_space, self._env_obs.__setitem__
+        )
         VectorCore.__init__(self)
 
     # ------------------------------------------------------------ construction
@@ -327,7 +329,9 @@ class RemoteCore(VectorCore):
             else None
         )
         self._write_obs = (
-            self._env_obs.__setitem__ if self._rows is None else row_writer(self._rows)
+            checked_writer(self.single_observation_space, self._env_obs.__setitem__)
+            if self._rows is None
+            else row_writer(self._rows)
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numbers
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -73,18 +73,107 @@ def row_writer(rows: np.ndarray) -> Callable[[int, Any], None]:
     ...
     TypeError: an observation of dtype int64 does not fit the batch of the observation space's dtype uint8 ...
     """
-    shape, dtype, setitem = rows.shape[1:], rows.dtype, rows.__setitem__
+    check, setitem = _leaf_check(rows.shape[1:], rows.dtype, ""), rows.__setitem__
 
     def write(i: int, obs: Any) -> None:
-        if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype != dtype:
-            obs = np.asarray(obs)
-            if obs.shape != shape:
-                raise ValueError(observation_shape(obs.shape, shape))
-            if not np.can_cast(obs.dtype, dtype, "same_kind"):
-                raise TypeError(observation_dtype(obs.dtype, dtype))
+        check(obs)
         setitem(i, obs)
 
     return write
+
+
+def checked_writer(
+    space: gym.Space[Any], store: Callable[[int, Any], Any]
+) -> Callable[[int, Any], Any]:
+    """``write(i, obs)``: ``store(i, obs)`` once ``obs`` is checked to fit a batch
+    of ``space`` as Gymnasium's ``concatenate`` checks it (:func:`row_writer`'s
+    rule for each Box, Discrete, MultiDiscrete and MultiBinary leaf, in Dicts and
+    Tuples too; a Dict observation needs the space's keys, a Tuple one its
+    length): for the stores that do not check (a list the batch is concatenated
+    from later, shared memory, which casts and broadcasts). ``store`` itself where
+    there is nothing to check (Text, Graph, Sequence, OneOf).
+
+    >>> from gymnasium.spaces import Box, Dict, Discrete
+    >>> kept = {}
+    >>> write = checked_writer(Dict(x=Box(0, 9, (2,)), n=Discrete(3)), kept.__setitem__)
+    >>> write(0, {"x": np.zeros(2, np.float32), "n": 2}); sorted(kept[0])
+    ['n', 'x']
+    >>> write(1, {"x": np.zeros(2, np.float32), "n": 2.7})
+    Traceback (most recent call last):
+    ...
+    TypeError: observation['n']: an observation of dtype float64 does not fit ...
+    """
+    check = _fit_check(space, "")
+    if check is None:
+        return store
+
+    def write(i: int, obs: Any) -> None:
+        check(obs)
+        store(i, obs)
+
+    return write
+
+
+_ARRAY_LEAVES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
+
+
+def _fit_check(space: gym.Space[Any], path: str) -> Callable[[Any], None] | None:
+    """The check of :func:`checked_writer` for ``space`` at ``path`` (None:
+    nothing to check)."""
+    if isinstance(space, _ARRAY_LEAVES):
+        return _leaf_check(
+            cast(tuple[int, ...], space.shape), cast(np.dtype, space.dtype), path
+        )
+    if isinstance(space, gym.spaces.Dict):
+        return _parts_check(space.spaces.items(), path, "key")
+    if isinstance(space, gym.spaces.Tuple):
+        return _parts_check(enumerate(space.spaces), path, "index")
+    return None
+
+
+def _parts_check(
+    parts: Iterable[tuple[Any, gym.Space[Any]]], path: str, what: str
+) -> Callable[[Any], None] | None:
+    """A Dict's or Tuple's check: each part's, at its key or index."""
+    checks = []
+    for key, sub in parts:
+        check = _fit_check(sub, f"{path}[{key!r}]")
+        if check is not None:
+            checks.append((key, check))
+    if not checks:
+        return None
+
+    def check_parts(obs: Any) -> None:
+        for key, check in checks:
+            try:
+                part = obs[key]
+            except (KeyError, IndexError, TypeError) as exc:
+                raise ValueError(observation_part(path, what, key, obs)) from exc
+            check(part)
+
+    return check_parts
+
+
+def _leaf_check(
+    shape: tuple[int, ...], dtype: np.dtype, path: str
+) -> Callable[[Any], None]:
+    """:func:`row_writer`'s check of one array of ``shape`` and ``dtype``."""
+    where = f"observation{path}: " if path else ""
+
+    def check(obs: Any) -> None:
+        if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype != dtype:
+            obs = np.asarray(obs)
+            if obs.shape != shape:
+                raise ValueError(where + observation_shape(obs.shape, shape))
+            if not np.can_cast(obs.dtype, dtype, "same_kind"):
+                raise TypeError(where + observation_dtype(obs.dtype, dtype))
+
+    return check
 
 
 # What call / get_attr / set_attr do to each sub-env (in the sync core and in a
@@ -327,6 +416,14 @@ def observation_shape(got: tuple[int, ...], want: tuple[int, ...]) -> str:
         f"an observation of shape {got} does not fit the batch of the observation "
         f"space's shape {want}: return observations of the space's shape (a "
         f"wrong shape is not broadcast, as Gymnasium's sync env does not)"
+    )
+
+
+def observation_part(path: str, what: str, key: Any, obs: Any) -> str:
+    return (
+        f"an observation{path} of type {type(obs).__name__} has no {what} {key!r}, "
+        f"which the observation space has: return observations of the space's "
+        f"structure"
     )
 
 

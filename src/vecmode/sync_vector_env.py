@@ -28,6 +28,7 @@ from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.runner import (
     Runner,
     call_each,
+    checked_writer,
     get_attr_each,
     set_attr_each,
     shared_sub_envs,
@@ -117,7 +118,13 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             MultiBinary,
         )
         self._runner = (
-            Runner(self.envs, 0, self._env_obs.__setitem__)
+            Runner(
+                self.envs,
+                0,
+                checked_writer(
+                    self.single_observation_space, self._env_obs.__setitem__
+                ),
+            )
             if self._rows is None
             else Runner(self.envs, 0, rows=self._rows)
         )

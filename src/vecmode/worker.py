@@ -42,6 +42,7 @@ from vecmode.runner import (
     Failure,
     Runner,
     call_each,
+    checked_writer,
     get_attr_each,
     set_attr_each,
     shared_sub_envs,
@@ -231,12 +232,12 @@ class SliceServer:
         elif type(observation_space) is Box:
             rows = view(observation_space, obs_memory, num_envs)
             self.runner = Runner(envs, first, rows=rows)
-        else:
+        else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
                 write_to_shared_memory(observation_space, i, obs, obs_memory)
 
-            self.runner = Runner(envs, first, write)
+            self.runner = Runner(envs, first, checked_writer(observation_space, write))
         self.closed = False
 
     @property

@@ -38,9 +38,12 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             items: Any = infos_to_list(value, num_envs)
         elif isinstance(value, np.ndarray) and value.ndim and len(value) == num_envs:
             items = value
+        elif isinstance(value, np.ndarray):
+            raise InfoLayoutError(
+                info_length(key, len(value) if value.ndim else None, num_envs)
+            )
         else:
-            length = len(value) if hasattr(value, "__len__") else None
-            raise InfoLayoutError(info_length(key, length, num_envs))
+            raise InfoLayoutError(info_not_an_array(key, value, num_envs))
         for i in range(num_envs) if mask is None else np.flatnonzero(mask):
             out[i][key] = items[i]
     return out
@@ -103,6 +106,16 @@ class DictInfoToList(MaskedResetWrapper):
 
 
 # ------------------------------------------------------------------ messages
+def info_not_an_array(key: str, got: Any, num_envs: int) -> str:
+    length = f" of {len(got)} entries" if hasattr(got, "__len__") else ""
+    return (
+        f"info[{key!r}] is a {type(got).__name__}{length}, not a NumPy array: "
+        f"batched infos hold a NumPy array with one entry per sub-env ({num_envs} "
+        f"here) and a bool mask under '_{key}' (Gymnasium's VectorEnv._add_info "
+        f"builds them that way); build yours with it, or with np.array(...)."
+    )
+
+
 def info_length(key: str, got: Any, num_envs: int) -> str:
     return (
         f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
