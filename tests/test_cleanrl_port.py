@@ -107,7 +107,8 @@ def test_same_step_and_the_collector_store_none(mode):
     steps = 2_000
     reference = collector_rollout(make("SameStep"), steps, seed=1)
     assert sum(map(len, reference)) == steps * NUM_ENVS  # every call is real
-    for other in ("NextStep", mode):
+    # the modes other than the reference's (SameStep against itself proves nothing)
+    for other in [m for m in ("NextStep", mode) if m != "SameStep"]:
         got = collector_rollout(make(other), steps, seed=1)
         for rows, expected in zip(got, reference, strict=True):
             assert all(row[2] == 1.0 for row in rows)  # no reset step kept

@@ -754,6 +754,14 @@ def test_a_failed_reset_inside_step_needs_a_reset():
     with pytest.raises(ResetNeeded) as caught:
         collector.step(np.zeros(N, dtype=np.int64))
     assert str(caught.value) == vecmode.transitions.collector_call_failed("step")
+    # the env's error advises a masked reset: through the collector it is
+    # refused, saying why (it said no full reset had been done)
+    with pytest.raises(ResetNeeded) as caught:
+        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
+    assert str(caught.value).startswith(
+        'TransitionCollector.reset(options={"reset_mask": mask}) cannot follow a '
+        "call of the collector that failed midway"
+    ), caught.value
     envs.fail_masked = False
     collector.reset(seed=1)
     t = collector.step(np.zeros(N, dtype=np.int64))

@@ -54,6 +54,64 @@ def _one_number(reward: Any) -> bool:
     return found.ndim == 0 and found.dtype.kind in "biuf"
 
 
+# The writers and checks below are small classes, not closures: a sync core
+# holding them deep-copies and pickles as Gymnasium's does (a copy writes into
+# its own batch, not the original's).
+class _LeafCheck:
+    """:func:`row_writer`'s check of one array of ``shape`` and ``dtype``."""
+
+    __slots__ = ("dtype", "shape", "where")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, path: str) -> None:
+        self.shape, self.dtype = shape, dtype
+        self.where = f"observation{path}: " if path else ""
+
+    def __call__(self, obs: Any) -> None:
+        shape, dtype = self.shape, self.dtype
+        if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype != dtype:
+            obs = np.asarray(obs)
+            if obs.shape != shape:
+                raise ValueError(self.where + observation_shape(obs.shape, shape))
+            if not np.can_cast(obs.dtype, dtype, "same_kind"):
+                raise TypeError(self.where + observation_dtype(obs.dtype, dtype))
+
+
+class _PartsCheck:
+    """A Dict's or Tuple's check: each part's (``checks``: key or index, check)."""
+
+    __slots__ = ("checks", "path", "what")
+
+    def __init__(
+        self, checks: list[tuple[Any, Callable[[Any], None]]], path: str, what: str
+    ) -> None:
+        self.checks, self.path, self.what = checks, path, what
+
+    def __call__(self, obs: Any) -> None:
+        for key, check in self.checks:
+            try:
+                part = obs[key]
+            except (KeyError, IndexError, TypeError) as exc:
+                raise ValueError(
+                    observation_part(self.path, self.what, key, obs)
+                ) from exc
+            check(part)
+
+
+class _CheckedWriter:
+    """``store(i, obs)`` once ``check(obs)`` passed."""
+
+    __slots__ = ("check", "store")
+
+    def __init__(
+        self, check: Callable[[Any], None], store: Callable[[int, Any], Any]
+    ) -> None:
+        self.check, self.store = check, store
+
+    def __call__(self, i: int, obs: Any) -> None:
+        self.check(obs)
+        self.store(i, obs)
+
+
 def row_writer(rows: np.ndarray) -> Callable[[int, Any], None]:
     """``write(i, obs)``: a Box observation into row ``i`` of ``rows``, checked as
     Gymnasium's ``concatenate`` checks it: of the row's very shape (not
@@ -73,13 +131,7 @@ def row_writer(rows: np.ndarray) -> Callable[[int, Any], None]:
     ...
     TypeError: an observation of dtype int64 does not fit the batch of the observation space's dtype uint8 ...
     """
-    check, setitem = _leaf_check(rows.shape[1:], rows.dtype, ""), rows.__setitem__
-
-    def write(i: int, obs: Any) -> None:
-        check(obs)
-        setitem(i, obs)
-
-    return write
+    return _CheckedWriter(_LeafCheck(rows.shape[1:], rows.dtype, ""), rows.__setitem__)
 
 
 def checked_writer(
@@ -104,14 +156,7 @@ def checked_writer(
     TypeError: observation['n']: an observation of dtype float64 does not fit ...
     """
     check = _fit_check(space, "")
-    if check is None:
-        return store
-
-    def write(i: int, obs: Any) -> None:
-        check(obs)
-        store(i, obs)
-
-    return write
+    return store if check is None else _CheckedWriter(check, store)
 
 
 _ARRAY_LEAVES = (
@@ -126,54 +171,22 @@ def _fit_check(space: gym.Space[Any], path: str) -> Callable[[Any], None] | None
     """The check of :func:`checked_writer` for ``space`` at ``path`` (None:
     nothing to check)."""
     if isinstance(space, _ARRAY_LEAVES):
-        return _leaf_check(
+        return _LeafCheck(
             cast(tuple[int, ...], space.shape), cast(np.dtype, space.dtype), path
         )
     if isinstance(space, gym.spaces.Dict):
-        return _parts_check(space.spaces.items(), path, "key")
-    if isinstance(space, gym.spaces.Tuple):
-        return _parts_check(enumerate(space.spaces), path, "index")
-    return None
-
-
-def _parts_check(
-    parts: Iterable[tuple[Any, gym.Space[Any]]], path: str, what: str
-) -> Callable[[Any], None] | None:
-    """A Dict's or Tuple's check: each part's, at its key or index."""
+        parts: Iterable[tuple[Any, gym.Space[Any]]] = space.spaces.items()
+        what = "key"
+    elif isinstance(space, gym.spaces.Tuple):
+        parts, what = enumerate(space.spaces), "index"
+    else:
+        return None
     checks = []
     for key, sub in parts:
         check = _fit_check(sub, f"{path}[{key!r}]")
         if check is not None:
             checks.append((key, check))
-    if not checks:
-        return None
-
-    def check_parts(obs: Any) -> None:
-        for key, check in checks:
-            try:
-                part = obs[key]
-            except (KeyError, IndexError, TypeError) as exc:
-                raise ValueError(observation_part(path, what, key, obs)) from exc
-            check(part)
-
-    return check_parts
-
-
-def _leaf_check(
-    shape: tuple[int, ...], dtype: np.dtype, path: str
-) -> Callable[[Any], None]:
-    """:func:`row_writer`'s check of one array of ``shape`` and ``dtype``."""
-    where = f"observation{path}: " if path else ""
-
-    def check(obs: Any) -> None:
-        if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype != dtype:
-            obs = np.asarray(obs)
-            if obs.shape != shape:
-                raise ValueError(where + observation_shape(obs.shape, shape))
-            if not np.can_cast(obs.dtype, dtype, "same_kind"):
-                raise TypeError(where + observation_dtype(obs.dtype, dtype))
-
-    return check
+    return _PartsCheck(checks, path, what) if checks else None
 
 
 # What call / get_attr / set_attr do to each sub-env (in the sync core and in a
@@ -262,6 +275,16 @@ class Outcome:
     failure: Failure | None = None
 
 
+def _row_of(rows: np.ndarray | None) -> tuple[Any, Any]:
+    """(dtype, shape) of a row of ``rows``: what :class:`Runner` writes at once.
+    The dtype is NumPy's own object for the type (compared by identity): one
+    that came through pickle (a worker's, with spawn) is an equal copy."""
+    if rows is None:
+        return None, None
+    dtype = np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype
+    return dtype, rows.shape[1:]
+
+
 class Runner:
     """Runs the sub-envs ``envs`` (the vector env's ``first`` .. ``first + len - 1``).
 
@@ -291,17 +314,20 @@ class Runner:
         self.first = first
         self.write: Callable[[int, Any], Any] = write
         self.rows = rows
-        #: (dtype, shape) of a row of ``rows``: what is written at once. The
-        #: dtype is NumPy's own object for the type (compared by identity): one
-        #: that came through pickle (a worker's, with spawn) is an equal copy.
-        self._row = (
-            (None, None)
-            if rows is None
-            else (
-                np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype,
-                rows.shape[1:],
-            )
-        )
+        self._row = _row_of(rows)
+
+    # A copy (copy.deepcopy, pickle) writes into the copy's batch (the writer
+    # holds its rows) and finds its dtype again (a copied dtype object is equal
+    # but not NumPy's own, which the fast path compares by identity).
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            name: getattr(self, name) for name in ("envs", "first", "rows", "write")
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._row = _row_of(self.rows)
 
     def run(
         self,

@@ -236,7 +236,8 @@ class TransitionCollector:
                 mask = host_array(options["reset_mask"])
                 mask = validate_reset_mask(mask, self.num_envs)
                 if self._obs is None:
-                    raise ResetNeeded(collector_masked_reset_first())
+                    failed = self._blocked != collector_not_reset()
+                    raise ResetNeeded(collector_masked_reset_first(failed))
                 options["reset_mask"] = mask
         self._obs = None
         self._blocked = collector_call_failed("reset")
@@ -315,7 +316,15 @@ def collector_not_reset() -> str:
     )
 
 
-def collector_masked_reset_first() -> str:
+def collector_masked_reset_first(after_failure: bool = False) -> str:
+    if after_failure:  # the env's own error may have advised a masked reset
+        return (
+            'TransitionCollector.reset(options={"reset_mask": mask}) cannot follow '
+            "a call of the collector that failed midway: the collector no longer "
+            "knows the other sub-envs' observations. Call collector.reset(seed=...) "
+            "without a mask (the env's advice to reset the sub-envs with a mask is "
+            "for stepping the env itself)."
+        )
     return (
         'TransitionCollector.reset(options={"reset_mask": mask}) needs a full '
         "reset() first: until then the other sub-envs' observations are unknown. "
