@@ -1456,6 +1456,23 @@ class WrongObservation(OddStep):
         return (self.obs, *rest)
 
 
+def _refused_as_gymnasium_refuses(fns, theirs, core, in_parent, shared_memory):
+    """Step ``fns`` (one of them returns an observation that does not fit) in
+    Gymnasium's sync env, which raises ``theirs``, then in vecmode's core; return
+    that core (reset, to go on with) and the SubEnvError its step raised."""
+    gym_envs = gym.vector.SyncVectorEnv(fns)
+    gym_envs.reset(seed=0)
+    with pytest.raises(theirs):
+        gym_envs.step(np.zeros(2, np.int64))
+    gym_envs.close()
+    kwargs = {} if core == "sync" else {"shared_memory": shared_memory}
+    envs = _core(core, fns, in_parent, **kwargs)
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as caught:
+        envs.step(np.zeros(2, np.int64))
+    return envs, caught.value
+
+
 #: Observations that do not fit a Box(2,) float32 batch, and the exception
 #: Gymnasium's sync env raises for each: a wrong size, shapes NumPy would
 #: broadcast into the row (a bug, not a batch to fill), a dtype that does not
@@ -1486,25 +1503,17 @@ def test_an_observation_that_does_not_fit_is_the_sub_env_s_error(
     obs, exc_type = WRONG_OBSERVATIONS[wrong]
     fns: list[Any] = [OddStep, OddStep]
     fns[bad] = functools.partial(WrongObservation, obs)
-    gym_envs = gym.vector.SyncVectorEnv(fns)
-    gym_envs.reset(seed=0)
-    with pytest.raises(Exception) as theirs:
-        gym_envs.step(np.zeros(2, np.int64))
-    assert isinstance(theirs.value, getattr(builtins, exc_type))
-    gym_envs.close()
-    kwargs = {} if core == "sync" else {"shared_memory": shared_memory}
-    envs = _core(core, fns, in_parent, **kwargs)
-    envs.reset(seed=0)
-    with pytest.raises(SubEnvError) as caught:
-        envs.step(np.zeros(2, np.int64))
-    assert (caught.value.index, caught.value.method, caught.value.exc_type) == (
+    envs, caught = _refused_as_gymnasium_refuses(
+        fns, getattr(builtins, exc_type), core, in_parent, shared_memory
+    )
+    assert (caught.index, caught.method, caught.exc_type) == (
         bad,
         "writing its observation",
         exc_type,
     )
     # the sub-envs whose step was lost (the sync core stops at the fault)
     assert envs.awaiting_reset[bad]
-    assert np.flatnonzero(envs.awaiting_reset).tolist() == sorted(caught.value.lost)
+    assert np.flatnonzero(envs.awaiting_reset).tolist() == sorted(caught.lost)
     envs.reset(seed=0)
     envs.close()
 
@@ -1588,23 +1597,16 @@ def test_an_observation_of_any_space_that_does_not_fit_is_the_sub_env_s_error(
         functools.partial(SpacedObservation, space, space.sample()),
         functools.partial(SpacedObservation, space, obs),
     ]
-    gym_envs = gym.vector.SyncVectorEnv(fns)
-    gym_envs.reset(seed=0)
-    with pytest.raises((ValueError, TypeError, KeyError)):  # theirs, unnamed
-        gym_envs.step(np.zeros(2, np.int64))
-    gym_envs.close()
-    kwargs = {} if core == "sync" else {"shared_memory": shared_memory}
-    envs = _core(core, fns, in_parent, **kwargs)
-    envs.reset(seed=0)
-    with pytest.raises(SubEnvError) as caught:
-        envs.step(np.zeros(2, np.int64))
-    assert (caught.value.index, caught.value.method, caught.value.exc_type) == (
+    envs, caught = _refused_as_gymnasium_refuses(
+        fns, (ValueError, TypeError, KeyError), core, in_parent, shared_memory
+    )
+    assert (caught.index, caught.method, caught.exc_type) == (
         1,
         "writing its observation",
         exc_type,
     )
     if where is not None:
-        assert where in str(caught.value)
+        assert where in str(caught)
     envs.reset(seed=0)  # usable again
     envs.close()
 
