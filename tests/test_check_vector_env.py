@@ -11,6 +11,7 @@ import functools
 import re
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import vecmode
@@ -71,7 +72,7 @@ def test_correct_envs_pass(name, mode):
     assert report.steps >= 60  # NEXT_STEP: a few more, to reset with episodes pending
     assert report.episode_ends >= 2
     assert isinstance(report.probe, ProbeResult) and report.probe.mode is mode
-    assert (report.masked_resets > 0) == (mode is DISABLED)
+    assert report.masked_resets > 0  # in every mode (a strict subset each time)
     text = str(report)
     assert text.startswith(
         f"{report.env} conforms to {mode.value}: {report.steps} steps, "
@@ -202,10 +203,20 @@ def test_next_step_reset_step_that_uses_its_action():
     ), message
 
 
-def test_reset_that_keeps_pending_autoresets():
+@pytest.fixture
+def declared_keeps_pending():
+    """CounterVectorEnv declared as keeping pending autoresets over a masked reset
+    (as Gymnasium's AsyncVectorEnv(shared_memory=False) is)."""
+    vecmode.register_vector_env(CounterVectorEnv, masked_reset="keeps-pending")
+    yield
+    vecmode.unregister_vector_env(CounterVectorEnv)
+
+
+def test_reset_that_keeps_pending_autoresets(declared_keeps_pending):
     """After its run the check steps on until an episode ends (sub-env 0's, at
     some step k), resets with seed + 1 at call k + 1 and steps: that step must not
-    be sub-env 0's autoreset."""
+    be sub-env 0's autoreset. (Its masked reset keeps them too, and is declared
+    so: the check's masked resets expect it.)"""
     message = _failure(lambda: CounterVectorEnv(2, NEXT, bug="reset_keeps_pending"))
     found = re.search(r"call (\d+) \(step\), sub-env 0, obs: ", message)
     assert found, message
@@ -253,8 +264,15 @@ def test_final_obs_is_a_copy_of_the_reset_obs():
     assert "at all " in message and "episode ends" in message
 
 
+class SaysCopyFalse(CounterVectorEnv):
+    """Says it reuses its observation buffer, as copy=False vector envs do."""
+
+    copy = False
+
+
 def test_final_obs_is_a_view_of_the_obs_buffer():
-    message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_view"))
+    """(The env reuses its observation buffer too, which copy=False allows.)"""
+    message = _failure(lambda: SaysCopyFalse(3, SAME, bug="final_obs_view"))
     assert (
         f"call 2 (step), sub-env 0, info['final_obs']: expected "
         f"{vecmode.testing.vector_env.diff_own_memory()}, got {vecmode.testing.vector_env.diff_shared_memory()} "
@@ -382,3 +400,212 @@ def test_every_instance_is_closed():
     with pytest.raises(AssertionError):
         check_vector_env(factory, steps=20)
     assert made and all(env.closed_count == 1 for env in made)
+
+
+# ------------------------------------------- what a call returned, kept
+class ReusesItsBuffer(CounterVectorEnv):
+    """Returns its observation buffer at every call, written over."""
+
+    def _out(self, obs):
+        return obs
+
+
+class AliasedTruncations(CounterVectorEnv):
+    """Returns its own truncations array, which the next step writes into."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        if not hasattr(self, "flags"):
+            self.flags = np.zeros(self.num_envs, dtype=np.bool_)
+        self.flags[...] = truncations
+        return obs, rewards, terminations, self.flags, infos
+
+
+def test_a_returned_array_changed_by_a_later_call_fails():
+    """Sub-env 0's first episode is truncated at call 2: the truncations returned
+    by call 1 (all False) are written over then."""
+    message = _failure(lambda: AliasedTruncations(3, NEXT))
+    assert (
+        "call 1 (step), truncations: expected "
+        f"{vecmode.testing.vector_env.diff_unchanged()}, got "
+        f"{vecmode.testing.vector_env.diff_changed_by(2)} "
+        f"({vecmode.testing.vector_env.note_return_new_arrays(False)})."
+    ) in message, message
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_a_reused_observation_buffer_fails_unless_the_env_says_copy_false(mode):
+    message = _failure(lambda: ReusesItsBuffer(3, mode))
+    assert (
+        "call 0 (reset), observations: expected "
+        f"{vecmode.testing.vector_env.diff_unchanged()}, got "
+        f"{vecmode.testing.vector_env.diff_changed_by(1)}"
+    ) in message, message
+
+    class CopyFalse(ReusesItsBuffer):
+        copy = False
+
+    report = check_vector_env(lambda: CopyFalse(3, mode), steps=40)
+    assert vecmode.testing.vector_env.check_env_returned_kept(True) in report.checks
+    # never the other arrays
+    message = _failure(
+        lambda: type("Both", (CopyFalse, AliasedTruncations), {})(3, mode)
+    )
+    assert "call 1 (step), truncations: expected" in message, message
+
+
+def test_gymnasium_copy_false_envs_pass():
+    """Gymnasium's vector envs built with copy=False reuse their observation
+    buffer: allowed, and said in the report."""
+    fns = [functools.partial(gym.make, "CartPole-v1", max_episode_steps=5)] * 2
+    report = check_vector_env(
+        lambda: gym.vector.SyncVectorEnv(fns, copy=False), steps=30
+    )
+    assert vecmode.testing.vector_env.check_env_returned_kept(True) in report.checks
+
+
+# ------------------------------------------- masked resets in every mode
+@pytest.mark.parametrize(
+    ("mode", "last"),
+    [(NEXT, "[0., 1., 0.]"), (SAME, "[0., 1., 1.]")],
+    ids=["NextStep", "SameStep"],
+)
+def test_a_masked_reset_that_resets_every_sub_env_fails_in_every_mode(mode, last):
+    """The second step where an episode ends is call 3 (sub-env 1's first end):
+    the check then resets sub-env 1 alone, which must leave sub-env 0 (observation
+    [sub-env, episode, step]) alone."""
+    message = _failure(lambda: CounterVectorEnv(3, mode, bug="reset_mask_resets_all"))
+    assert (
+        f"call 4 (reset(mask)), sub-env 0, obs: expected {last} (float32), got "
+        "[0., 2., 0.] (float32) "
+        f"({vecmode.testing.vector_env.note_masked_keeps_optional(mode)})."
+    ) in message, message
+    assert "masked_reset='ignores'" in message
+
+
+@pytest.mark.parametrize("mode", [NEXT, SAME], ids=lambda m: m.value)
+def test_a_class_declared_to_ignore_the_mask_gets_no_masked_reset(mode):
+    """A class declared with masked_reset='ignores' (Gymnasium's
+    CartPoleVectorEnv is) is not reset with a mask where the caller need not."""
+    vecmode.register_vector_env(CounterVectorEnv, masked_reset="ignores")
+    try:
+        report = check_vector_env(
+            lambda: CounterVectorEnv(3, mode, bug="reset_mask_resets_all"), steps=40
+        )
+    finally:
+        vecmode.unregister_vector_env(CounterVectorEnv)
+    assert report.masked_resets == 0
+    reset_steps = vecmode.modes.resets_on_next_step(mode)
+    assert (
+        vecmode.testing.vector_env.check_env_masked_resets("ignores", reset_steps)
+        in report.checks
+    )
+
+
+def test_a_masked_reset_that_keeps_the_pending_autoreset_fails():
+    """Sub-env 1's first episode ends at call 3; the check resets it alone at
+    call 4: the step at call 5 must be its new episode's first, not its
+    autoreset (another instance, sent another action there, gets the same)."""
+    message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_keeps_pending"))
+    assert (
+        "call 5 (step), sub-env 1, step(): expected "
+        f"{vecmode.testing.vector_env.diff_real_step()}, got "
+        f"{vecmode.probe.diff_autoreset()} "
+        f"({vecmode.testing.vector_env.note_masked_reset_clears(NEXT, 4)})."
+    ) in message, message
+
+
+def test_a_masked_reset_declared_to_keep_pending_autoresets_passes(
+    declared_keeps_pending,
+):
+    class KeepsPendingOnMaskedResets(CounterVectorEnv):
+        def reset(self, *, seed=None, options=None):
+            pending = self.ended.copy()
+            result = super().reset(seed=seed, options=options)
+            if options and "reset_mask" in options:
+                self.ended = pending
+            return result
+
+    report = check_vector_env(lambda: KeepsPendingOnMaskedResets(3, NEXT), steps=40)
+    assert report.masked_resets > 0
+    assert (
+        vecmode.testing.vector_env.check_env_masked_resets("keeps-pending", True)
+        in report.checks
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "found"),
+    [
+        (NEXT, "call 5 (step), sub-env 1, step(): expected "),
+        (SAME, "call 6 (reset(mask)), sub-env 1, obs: expected "),
+        (DISABLED, "call 2 (reset(mask)), sub-env 0, obs: expected "),
+    ],
+    ids=lambda value: getattr(value, "value", ""),
+)
+def test_a_masked_reset_that_resets_nobody_fails(mode, found):
+    """NextStep: the sub-env reset after its episode ended is autoreset at the
+    next step all the same. SameStep, Disabled: the sub-env reset in the middle
+    of its episode comes back unchanged and goes on as in a run without that
+    reset, up to its episode's end."""
+    message = _failure(lambda: CounterVectorEnv(3, mode, bug="reset_mask_ignored"))
+    assert found in message, message
+    if mode is not NEXT:
+        assert vecmode.testing.vector_env.diff_new_episode() in message
+        assert "it was not reset" in message
+
+
+# ------------------------------------------- advice, and record()
+class SilentAutoreset(CounterVectorEnv):
+    """Resets an ended sub-env inside the step that ends its episode (as SameStep)
+    but reports no final observation: they are lost."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, _ = super().step(actions)
+        return obs, rewards, terminations, truncations, {}
+
+
+def test_an_env_resetting_inside_the_ending_step_is_told_to_report_final_obs():
+    """Declared NextStep, it behaves as Disabled to the probe; the advice is not
+    just to declare Disabled (which would lose every final observation)."""
+    message = _failure(lambda: SilentAutoreset(3, SAME, declared=NEXT))
+    diagnosis = vecmode.testing.vector_env.check_env_diagnosis(DISABLED, True)
+    assert message.endswith(diagnosis)
+    assert "info['final_obs']" in diagnosis and "declare SameStep" in diagnosis
+    assert vecmode.testing.vector_env.check_env_diagnosis(NEXT, False) == (
+        "vecmode.probe_mode finds that it behaves as NextStep: declare that mode, "
+        "or fix the env."
+    )
+
+
+def test_record_reports_the_class_verified_in_the_mode_proved():
+    class MyCounter(CounterVectorEnv):
+        pass
+
+    envs, other_mode = MyCounter(3, NEXT), MyCounter(3, SAME)
+    assert vecmode.check_stack(envs)[0].evidence.value == "declared"
+    report = check_vector_env(lambda: MyCounter(3, NEXT), steps=40)
+    assert report.env_class is MyCounter
+    assert report.record() is report
+    row = vecmode.check_stack(envs)[0]
+    assert row.evidence.value == "verified"
+    assert row.evidence_note == vecmode.registry.evidence_env_recorded(report.summary)
+    vecmode.assert_compatible(envs, verified=True)
+    # that mode only, that class only
+    assert vecmode.check_stack(other_mode)[0].evidence.value == "declared"
+    subclass = type("Sub", (MyCounter,), {})(3, NEXT)
+    assert vecmode.check_stack(subclass)[0].evidence.value == "declared"
+
+
+def test_record_refuses_a_stack():
+    report = check_vector_env(
+        lambda: vecmode.wrappers.ClipReward(CounterVectorEnv(3, NEXT), 0.0, 1.0),
+        steps=40,
+    )
+    assert report.env_class is None
+    assert report.stack == ("ClipReward", "CounterVectorEnv")
+    with pytest.raises(ValueError) as caught:
+        report.record()
+    assert str(caught.value) == vecmode.testing.vector_env.record_env_stack(
+        report.env, report.stack
+    )

@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import vecmode
@@ -202,6 +203,79 @@ def test_timeline_action_outside_the_action_space_is_a_usage_error(capsys):
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == vecmode.timeline.timeline_action(
         5, gym.spaces.Discrete(2)
+    )
+
+
+class _SpacesEnv(gym.Env):
+    """Observations of ``obs`` (Box or Graph), actions of ``act`` (a Discrete(2),
+    or Text(4)); ``init_error``: its constructor raises ValueError."""
+
+    def __init__(self, obs="Box", act="Discrete", init_error=False):
+        if init_error:
+            raise ValueError("the env's own bad value")
+        node = gym.spaces.Box(0, 1, (2,), np.float32)
+        self.observation_space = (
+            gym.spaces.Graph(node, None) if obs == "Graph" else node
+        )
+        self.action_space = (
+            gym.spaces.Text(4) if act == "Text" else gym.spaces.Discrete(2)
+        )
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"{action!r} is not in {self.action_space}")
+        return self.observation_space.sample(), 1.0, False, False, {}
+
+
+for _id, _kwargs in (
+    ("CliTextAction-v0", {"act": "Text"}),
+    ("CliGraphObs-v0", {"obs": "Graph"}),
+    ("CliInitError-v0", {"init_error": True}),
+):
+    if _id not in gym.registry:
+        gym.register(_id, entry_point=_SpacesEnv, kwargs=_kwargs)
+
+
+def test_timeline_takes_any_action_space(capsys):
+    """A Text action space has no shape: a sample of it is taken (vecmode's own
+    np.full(space.shape, 1) raised TypeError, exit code 1, blaming the env)."""
+    code, out, err = run(["timeline", "CliTextAction-v0"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert "final_obs=s3" in out
+    code, out, err = run(["timeline", "CliTextAction-v0", "--action", "'ab'"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    code, out, err = run(
+        ["timeline", "CliTextAction-v0", "--action", "toolong"], capsys
+    )
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == vecmode.timeline.timeline_action(
+        "toolong", gym.spaces.Text(4)
+    )
+
+
+@pytest.mark.parametrize("action", ["1.5", "push", "[0, 1]"])
+def test_timeline_action_of_the_wrong_kind_is_a_usage_error(action, capsys):
+    """--action is a Python literal: one CartPole cannot take is refused."""
+    code, out, err = run(["timeline", "--action", action], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == vecmode.timeline.timeline_action(
+        vecmode.cli._literal(action), gym.spaces.Discrete(2)
+    )
+
+
+def test_timeline_env_raising_value_error_is_exit_code_1(capsys):
+    """Only an --action that does not fit is a usage error: a ValueError of the
+    env's own code is the env's (it was exit code 2, without saying who raised)."""
+    code, out, err = run(["timeline", "CliInitError-v0"], capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    assert one_error_line(err) == (
+        "running 'CliInitError-v0' raised ValueError: the env's own bad value"
+        f"{vecmode.cli.RERUN}."
     )
 
 
@@ -460,6 +534,21 @@ def test_check_async_and_vector_entry_point(capsys):
     )
     assert code == EXIT_OK
     assert "CartPoleVectorEnv (gymnasium)" in out
+
+
+def test_check_async_over_observations_shared_memory_cannot_hold(capsys):
+    """A Graph observation space cannot be held in shared memory: the async env
+    is made with shared_memory=False, and stderr says so (the error said "pass
+    shared_memory=False", which the command line had no way to)."""
+    argv = ["check", "CliGraphObs-v0", "--vectorization", "async", "--mode", "SameStep"]
+    code, out, err = run(argv, capsys)
+    assert code == EXIT_OK, err
+    assert "AsyncVectorEnv (vecmode)" in out
+    space = gym.make("CliGraphObs-v0").observation_space
+    assert one_error_line(err) == f"note: {vecmode.cli.cli_no_shared_memory(space)}"
+    code, out, err = run([*argv, "--json"], capsys)
+    assert code == EXIT_OK and '"ok": true' in out
+    assert one_error_line(err).startswith("note: the observation space Graph(")
 
 
 def test_check_a_mode_the_env_cannot_run_in_is_exit_code_1(capsys):
@@ -908,17 +997,18 @@ def test_conform_gymnasium_normalize_observation_says_what_and_why(capsys):
 
 
 def test_conform_gymnasium_record_episode_statistics_fails_for_partial_resets(capsys):
-    """Its real flaw: over Gymnasium's envs, which pop reset_mask, a partial
-    reset clears every sub-env's sums (not: "it does not refuse Disabled")."""
+    """Its real flaw: it pops reset_mask from the caller's options (over
+    Gymnasium's envs, which pop it too, a partial reset then clears every
+    sub-env's sums), not: "it does not refuse Disabled"."""
     code, out, _ = run(["conform", "gymnasium:RecordEpisodeStatistics"], capsys)
     assert code == EXIT_FAILED
     text = flat(out)
     assert (
-        "[NextStep over gymnasium.vector.SyncVectorEnv, staggered episodes] differs "
-        "from [NextStep over vecmode.SyncVectorEnv, staggered episodes]"
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes], call 5 (reset "
+        "with reset_mask=[True, False, False]), field options: reset() changed the "
+        "caller's options: {'reset_mask': array([ True, False, False])} became {}"
     ) in text
-    assert "field info: ['compare_info']: ['return']: 1.0 here, 1.5 there" in text
-    assert "pop 'reset_mask' from the options dict" in text
+    assert "Pass a copy down, options = dict(options)" in text
     assert "does not declare" not in text
     # vecmode's is right, episode statistics compared (the default)
     code, out, _ = run(["conform", "RecordEpisodeStatistics"], capsys)

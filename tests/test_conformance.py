@@ -471,22 +471,40 @@ def episode_statistics(info):
 def test_infos_are_compared_when_asked():
     report = check_wrapper(vw.RecordEpisodeStatistics, compare_info=episode_statistics)
     assert report.modes == tuple(AutoresetMode)
-    # Gymnasium's: right directly over vecmode's envs, in every mode (its registry
-    # entry says so); over Gymnasium's SyncVectorEnv, which pops reset_mask from the
-    # options before the wrapper reads them, a masked reset clears every sub-env's
-    # sums, and the statistics that follow are wrong (DISABLED's entry)
+    # Gymnasium's: its statistics are right directly over vecmode's envs, in every
+    # mode (its registry entry says so), but the step's info['_episode'] is its own
+    # array, which the reset of the sub-envs that ended there clears in place (the
+    # entry's caveat): the kit, which keeps what was returned, catches that where
+    # such a reset comes (Disabled); and it pops reset_mask out of the caller's
+    # options after its own reset, which the kit catches over vecmode's env (which
+    # leaves them alone) at the first masked reset (NextStep's first cut). Over
+    # Gymnasium's SyncVectorEnv, which pops reset_mask from the options before the
+    # wrapper reads them, its statistics are wrong after a masked reset
+    # (tests/test_gymnasium_verdicts.py shows it)
     kit = {"compare_info": episode_statistics, "modes": vecmode.MODES}
-    check_wrapper(
-        gym_vector.RecordEpisodeStatistics, bases=["vecmode.SyncVectorEnv"], **kit
-    )
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(
+            gym_vector.RecordEpisodeStatistics, bases=["vecmode.SyncVectorEnv"], **kit
+        )
+    message = str(caught.value)
+    assert (
+        "[Disabled over vecmode.SyncVectorEnv, episodes ending together], call 3 "
+        "(step), field infos['_episode']: what was returned here "
+        "(infos['_episode']) was changed by a later call ([Disabled over "
+        "vecmode.SyncVectorEnv, episodes ending together], call 4 (reset with "
+        "reset_mask=[True, True, True]))"
+    ) in message, message
+    kit["modes"] = ["NextStep"]
     with pytest.raises(AssertionError) as caught:
         check_wrapper(gym_vector.RecordEpisodeStatistics, **kit)
     message = str(caught.value)
     assert (
-        "[NextStep over gymnasium.vector.SyncVectorEnv, staggered episodes] differs "
-        "from [NextStep over vecmode.SyncVectorEnv, staggered episodes]"
-    ) in message
-    assert "field info: ['compare_info']: [0]: 1.0 here, 1.5 there" in message
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes], call 5 (reset "
+        "with reset_mask=[True, False, False]), field options: "
+        + conformance.conformance_options_changed(
+            "{'reset_mask': array([ True, False, False])}", "{}"
+        )
+    ) in message, message
 
     @vecmode.supports(*vecmode.MODES)
     class CountsResetStepsInLength(vw.RecordEpisodeStatistics):
@@ -737,12 +755,180 @@ def test_a_wrapper_writing_into_the_caller_s_actions_fails():
     assert "never write into them" in message
 
 
-def test_a_wrapper_returning_one_buffer_again_conforms():
-    """The kit keeps copies of what it is given: an earlier call's observations
-    are not what a later call wrote over them."""
-    report = check_wrapper(ReusesItsBuffer)
+def test_a_wrapper_returning_one_buffer_again_fails_unless_it_says_copy_false():
+    """The kit keeps what the wrapper returns (the base envs return new arrays):
+    observations that a later call writes over fail, since a caller keeps them;
+    a wrapper that says it reuses its buffer (copy = False, as copy=False vector
+    envs do) conforms, its observations copied by the kit."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(ReusesItsBuffer)
+    message = str(caught.value)
+    assert (
+        "[NextStep over vecmode.SyncVectorEnv, episodes ending together], call 0 "
+        "(reset), field observations: "
+        + conformance.conformance_changed_later(
+            "observations",
+            "[NextStep over vecmode.SyncVectorEnv, episodes ending together], "
+            "call 1 (step)",
+        )
+    ) in message, message
+    assert conformance.conformance_changed_later_hint() in message
+    says_so = type("SaysCopyFalse", (ReusesItsBuffer,), {"copy": False})
+    report = check_wrapper(says_so)
     assert report.modes == tuple(AutoresetMode)
     assert report.limits == ()
+
+
+class DoublesIntoOneBuffer(vw.ObservationWrapper):
+    """Wrong: obs * 2 into one preallocated buffer, returned at every call (the
+    final observations, transformed as a batch, too)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.buffer = None
+
+    def observations(self, observations):
+        if self.buffer is None:
+            self.buffer = np.empty_like(observations)
+        np.multiply(observations, 2, out=self.buffer)
+        return self.buffer
+
+
+@vecmode.supports(*vecmode.MODES)
+class ReturnsItsFlagsArray(VectorWrapper):
+    """Wrong: returns its own array as the terminations, written into by the
+    next step."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.flags = np.zeros(env.num_envs, dtype=np.bool_)
+
+    def step(self, actions):
+        obs, rewards, terminations, *rest = self.env.step(actions)
+        self.flags[...] = terminations
+        return obs, rewards, self.flags, *rest
+
+
+@vecmode.supports(*vecmode.MODES)
+class ClearsItsInfoMaskOnReset(VectorWrapper):
+    """Wrong (as Gymnasium's RecordEpisodeStatistics is): puts its own mask of
+    the ended sub-envs in the step's info, and clears it in place when they are
+    reset."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.ended = np.zeros(env.num_envs, dtype=np.bool_)
+
+    def reset(self, *, seed=None, options=None):
+        mask = (options or {}).get("reset_mask")
+        self.ended[slice(None) if mask is None else mask] = False
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        self.ended = terminations | truncations
+        return obs, rewards, terminations, truncations, {**infos, "ended": self.ended}
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "found"),
+    [
+        (DoublesIntoOneBuffer, "call 0 (reset), field observations: "),
+        (ReturnsItsFlagsArray, "call 2 (step), field terminations"),
+        (ClearsItsInfoMaskOnReset, "(step), field infos['ended']"),
+    ],
+)
+def test_a_result_that_a_later_call_changes_fails(wrapper, found):
+    """What step() and reset() return is kept by the caller (a rollout buffer,
+    a collector's transitions): an array the wrapper writes into again fails,
+    naming the call, the part, and the call that changed it."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(wrapper)
+    message = str(caught.value)
+    assert found in message, message
+    assert "was changed by a later call" in message
+    assert conformance.conformance_changed_later_hint() in message
+
+
+@vecmode.supports(*vecmode.MODES)
+class PopsTheResetMask(VectorWrapper):
+    """Wrong: pops reset_mask out of the caller's options (a layer above that
+    reads it after its own reset, as Gymnasium's RecordEpisodeStatistics does,
+    then sees a full reset)."""
+
+    def reset(self, *, seed=None, options=None):
+        if options and "reset_mask" in options:
+            mask = options.pop("reset_mask")
+            return self.env.reset(seed=seed, options={"reset_mask": mask})
+        return self.env.reset(seed=seed, options=options)
+
+
+@vecmode.supports(*vecmode.MODES)
+class WritesIntoTheResetMask(VectorWrapper):
+    """Wrong: resets sub-env 0 too, by writing into the caller's mask array."""
+
+    def reset(self, *, seed=None, options=None):
+        if options and "reset_mask" in options:
+            options["reset_mask"][0] = True
+        return self.env.reset(seed=seed, options=options)
+
+
+@vecmode.supports(*vecmode.MODES)
+class PassesTheOptionsDown(VectorWrapper):
+    """Right: passes the caller's options down as they are (Gymnasium's base
+    then pops reset_mask from them, which the kit does not blame on it)."""
+
+
+def test_a_wrapper_changing_the_caller_s_options_fails():
+    """reset() leaves the caller's options dict, and the reset_mask array in it,
+    as they were: checked after every masked reset (the kit already checks the
+    caller's actions after every step)."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(PopsTheResetMask)
+    message = str(caught.value)
+    assert (
+        "[Disabled over vecmode.SyncVectorEnv, episodes ending together], call 4 "
+        "(reset with reset_mask=[True, True, True]), field options: "
+        + conformance.conformance_options_changed(
+            "{'reset_mask': array([ True,  True,  True])}", "{}"
+        )
+    ) in message, message
+    assert conformance.conformance_options_hint() in message
+    assert "Pass a copy down, options = dict(options)" in message
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(WritesIntoTheResetMask)
+    message = str(caught.value)
+    assert "field options['reset_mask']: " in message, message
+    assert (
+        conformance.conformance_mask_written(
+            "[False  True False]", "[ True  True False]"
+        )
+        in message
+    ), message
+    # over Gymnasium's base, which pops reset_mask itself, the key may go
+    assert check_wrapper(PassesTheOptionsDown).modes == tuple(AutoresetMode)
+
+
+@pytest.mark.parametrize("dtype", [float, int, np.uint8])
+def test_a_final_info_mask_that_is_not_bool_fails(dtype):
+    """Like a non-bool _final_obs mask: SAME_STEP's masks are bool arrays."""
+
+    @vecmode.supports(*vecmode.MODES)
+    class NotBoolFinalInfoMask(VectorWrapper):
+        def step(self, actions):
+            obs, rewards, terminations, truncations, infos = self.env.step(actions)
+            if "_final_info" in infos:
+                infos = {**infos, "_final_info": infos["_final_info"].astype(dtype)}
+            return obs, rewards, terminations, truncations, infos
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(NotBoolFinalInfoMask)
+    message = str(caught.value)
+    assert (
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together], call 3 "
+        "(step), field info['_final_info']: expected a bool array of shape (3,), "
+        "got "
+    ) in message, message
 
 
 @vecmode.supports("Disabled")
@@ -906,3 +1092,23 @@ def test_sub_envs_that_render_and_wrappers_around_them():
     assert tags == {1, 2, 3, 4}  # each step's number, from the wrapped sub-envs
     with pytest.raises(ValueError, match="render_mode must be one of None, 'rgb_a"):
         check_wrapper(vw.NormalizeReward, render_mode="human")
+
+
+@pytest.mark.parametrize("modes", [None, [AutoresetMode.DISABLED]])
+def test_a_wrapper_with_text_observations_conforms(modes):
+    """Text observations are batched as a tuple of strings, not as a Tuple
+    space's batch: the kit reads sub-env i's whole string (it read character i of
+    every string, and reported this correct wrapper as not conforming; in
+    DISABLED alone, the masked resets' check of the sub-envs not reset did)."""
+
+    def to_text(env):
+        return vw.TransformObservation(
+            env,
+            lambda batch: tuple(f"{int(x):05d}" for x in np.asarray(batch)),
+            single_observation_space=gym.spaces.Text(
+                5, min_length=5, charset="0123456789"
+            ),
+        )
+
+    report = check_wrapper(to_text, obs_type="discrete", modes=modes)
+    assert report.modes == tuple(modes or vecmode.MODES)

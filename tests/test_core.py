@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 import vecmode
-from tests.helpers import ScheduledEnv, assert_same, faulty_fns, scheduled_fns
+from tests.helpers import (
+    ScheduledEnv,
+    assert_same,
+    faulty_fns,
+    scheduled_fns,
+    space_fns,
+)
 from vecmode import (
     AutoresetMode,
     EpisodeEndedError,
@@ -496,3 +502,111 @@ def test_a_failing_close_closes_every_sub_env_and_names_each_failure():
     with pytest.raises(gym.error.ClosedEnvironmentError):
         envs.reset()
     envs.close()  # no second error
+
+
+# ------------------------------------------------------- one sub-env's row of a batch
+class _Custom(gym.spaces.Space):
+    """A space Gymnasium knows nothing of: batched as a tuple of samples."""
+
+    def __init__(self) -> None:
+        super().__init__(None, None, seed=0)
+
+    def sample(self, mask=None, probability=None):
+        return {"id": int(self.np_random.integers(9)), "word": "x" * 2}
+
+    def contains(self, x) -> bool:
+        return isinstance(x, dict)
+
+
+_TEXT = gym.spaces.Text(6, min_length=1, charset="abc")
+_ROW_SPACES = {
+    "Box": gym.spaces.Box(-1, 1, (2, 3), np.float32),
+    "Discrete": gym.spaces.Discrete(4, start=2),
+    "MultiDiscrete": gym.spaces.MultiDiscrete([3, 4]),
+    "MultiBinary": gym.spaces.MultiBinary((2, 2)),
+    "Text": _TEXT,
+    "Graph": gym.spaces.Graph(gym.spaces.Box(0, 1, (2,)), gym.spaces.Discrete(3)),
+    "Sequence": gym.spaces.Sequence(gym.spaces.Discrete(5)),
+    "Sequence(stack)": gym.spaces.Sequence(gym.spaces.Box(0, 1, (2,)), stack=True),
+    "OneOf": gym.spaces.OneOf([gym.spaces.Discrete(2), _TEXT]),
+    "custom": _Custom(),
+    # as many Text subspaces as sub-envs: a tuple of 3 strings either way
+    "Tuple(Text x3)": gym.spaces.Tuple((_TEXT, _TEXT, _TEXT)),
+    "Tuple(Box, Text)": gym.spaces.Tuple((gym.spaces.Box(0, 1, (2,)), _TEXT)),
+    "Dict(Text, Tuple(Discrete, Graph))": gym.spaces.Dict(
+        word=_TEXT,
+        pair=gym.spaces.Tuple(
+            (
+                gym.spaces.Discrete(3),
+                gym.spaces.Graph(gym.spaces.Box(0, 1, (1,)), None),
+            )
+        ),
+    ),
+    "Dict(Dict(Text), Sequence)": gym.spaces.Dict(
+        inner=gym.spaces.Dict(word=_TEXT, n=gym.spaces.Discrete(2)),
+        seq=gym.spaces.Sequence(_TEXT),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_ROW_SPACES))
+def test_space_row_is_each_sub_envs_sample_for_every_kind_of_space(name):
+    """space_row(space, batch, i) is the i-th sample batched (Gymnasium's
+    concatenate): Text, Graph, Sequence and OneOf batches are tuples of samples,
+    a Tuple space's batch a tuple of batches, told apart by the space."""
+    from gymnasium.vector.utils import concatenate, create_empty_array
+
+    from vecmode.core import space_row
+    from vecmode.testing._compare import same
+
+    space = _ROW_SPACES[name]
+    space.seed(1)
+    samples = [space.sample() for _ in range(3)]
+    batch = concatenate(space, samples, create_empty_array(space, 3))
+    for i, sample in enumerate(samples):
+        row = space_row(space, batch, i)
+        assert same(row, sample, strict=False), (i, row, sample)
+        assert space.contains(row)
+
+
+def _advance(envs, actions):
+    """A step, and in Disabled a masked reset of the sub-envs it ended."""
+    result = envs.step(actions)
+    ended = np.logical_or(result[2], result[3])
+    if vecmode.mode_of(envs) is AutoresetMode.DISABLED and ended.any():
+        return result, envs.reset(options={"reset_mask": ended})
+    return result, None
+
+
+@pytest.mark.parametrize("space", ["box", "dict", "discrete", "text"])
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_sync_env_steps_on_its_own_as_gymnasiums_does(space, mode, how):
+    """copy.deepcopy (an evaluation env, a checkpoint) or a pickle round trip of
+    the sync core: the copy steps as the original would, and neither writes
+    into the other's batch (the copy's writer wrote into the original's rows,
+    and the copy returned one stale observation every step; pickling failed)."""
+    import copy
+    import pickle
+
+    def make():
+        return vecmode.with_autoreset(vecmode.SyncVectorEnv(space_fns(space)), mode)
+
+    envs, twin = make(), make()
+    envs.action_space.seed(0)
+    actions = [envs.action_space.sample() for _ in range(9)]
+    for each in (envs, twin):
+        each.reset(seed=0)
+        for k in range(2):
+            _advance(each, actions[k])
+    clone = (
+        copy.deepcopy(envs) if how == "deepcopy" else pickle.loads(pickle.dumps(envs))
+    )
+    for k in range(2, 9):
+        cloned = _advance(clone, actions[k])
+        original = _advance(envs, actions[k])
+        expected = _advance(twin, actions[k])
+        assert_same(expected, cloned, f"the copy, step {k}")
+        assert_same(expected, original, f"the original, step {k}")
+    for each in (envs, twin, clone):
+        each.close()

@@ -566,3 +566,22 @@ def test_same_is_exact():
     )
     assert describe(np.float64(1.0)) == "1.0 (float64)"
     assert len(describe(np.arange(1000))) < 100
+
+
+def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():
+    """An env that resets a sub-env inside the step that ends its episode and
+    reports no final observation fits Disabled's predictions; the reason says it
+    loses every final observation, and what to do, rather than only the mode."""
+
+    class SilentAutoreset(CounterVectorEnv):
+        def step(self, actions):
+            obs, rewards, terminations, truncations, _ = super().step(actions)
+            return obs, rewards, terminations, truncations, {}
+
+    result = probe_mode(lambda: SilentAutoreset(3, SAME, declared=DISABLED))
+    assert result.mode is DISABLED
+    assert result.reason == vecmode.probe.probe_found(DISABLED)
+    assert "loses every final observation" in result.reason
+    assert "info['final_obs']" in result.reason and "declare SameStep" in result.reason
+    # the other modes' reason is as it was
+    assert vecmode.probe.probe_found(NEXT) == "only NextStep's predictions hold."

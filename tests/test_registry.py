@@ -745,6 +745,7 @@ def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
         "CounterVectorEnv"
     )
     assert "vecmode probe" in row.evidence_note
+    assert "check_vector_env(factory).record()" in row.evidence_note
     row = vecmode.check_stack(undeclared_env())[0]
     assert row.evidence is vecmode.registry.Evidence.NONE
     assert row.evidence_note == vecmode.registry.evidence_env_undeclared(
@@ -755,6 +756,29 @@ def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
             vecmode.check_stack(env)[0].evidence is vecmode.registry.Evidence.VERIFIED
         )
         env.close()
+
+
+def test_a_recorded_check_vector_env_run_makes_the_env_class_verified():
+    """check_stack's note pointed a custom env's author to check_vector_env, but
+    its result changed nothing: now recording it makes the innermost env verified
+    (in the mode proved, for that exact class), and assert_compatible(verified=
+    True) passes."""
+    from tests.custom_vector_envs import CounterVectorEnv
+    from vecmode.testing import check_vector_env
+
+    class Recorded(CounterVectorEnv):
+        pass
+
+    envs = vecmode.wrappers.ClipReward(Recorded(2, "SameStep"), 0.0, 1.0)
+    with pytest.raises(vecmode.IncompatibleModeError):
+        vecmode.assert_compatible(envs, verified=True)
+    report = check_vector_env(lambda: Recorded(2, "SameStep"), steps=30).record()
+    row = vecmode.check_stack(envs)[0]
+    assert row.evidence is vecmode.registry.Evidence.VERIFIED
+    assert row.evidence_note == vecmode.registry.evidence_env_recorded(report.summary)
+    assert vecmode.assert_compatible(envs, verified=True).verified
+    row = vecmode.check_stack(Recorded(2, "NextStep"))[0]  # not proved in NextStep
+    assert row.evidence is vecmode.registry.Evidence.DECLARED
 
 
 def test_a_recorded_check_wrapper_run_makes_exactly_that_class_verified(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import vecmode.timeline
+from vecmode.testing._compare import same
 from vecmode.timeline import TimelineRow, timeline, timeline_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -184,3 +186,129 @@ def test_svg_is_wide_enough_for_every_column_and_badge(steps):
     )
     assert right <= width - 8
     assert width >= 16 + 136 + (steps + 1) * 104
+
+
+# ------------------------------------------------------- any observation, any action
+_TEXT = gym.spaces.Text(8, charset="abcdefgh")
+_SMALL = gym.spaces.Box(0, 9, (1,), np.float32)
+
+
+def _observation(kind: str, t: int):
+    """Step ``t``'s observation: a different one at every step."""
+    if kind == "Text":
+        return "h" * t + "cafe"
+    if kind == "Graph":
+        nodes = np.full((t + 1, 2), t, dtype=np.float32)
+        return gym.spaces.GraphInstance(nodes, None, None)
+    if kind == "Sequence":
+        return (t % 5,) * (t + 1)
+    if kind == "Dict(Text)":
+        return {"n": np.array([t], np.float32), "word": "a" * (t + 1)}
+    return np.array([t], np.float32)
+
+
+_OBSERVATION_SPACES = {
+    "Text": _TEXT,
+    "Graph": gym.spaces.Graph(gym.spaces.Box(0, 9, (2,), np.float32), None),
+    "Sequence": gym.spaces.Sequence(gym.spaces.Discrete(5)),
+    "Dict(Text)": gym.spaces.Dict(n=_SMALL, word=_TEXT),
+}
+_ACTION_SPACES = {
+    "Text": gym.spaces.Text(4),
+    "Dict": gym.spaces.Dict(a=gym.spaces.Discrete(2), b=gym.spaces.Text(3)),
+    "Tuple": gym.spaces.Tuple(
+        (gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(3))
+    ),
+    "Graph": gym.spaces.Graph(gym.spaces.Box(0, 1, (1,), np.float32), None),
+    "Discrete(start=5)": gym.spaces.Discrete(2, start=5),
+}
+#: The actions the action-space envs were given, in order.
+_TAKEN: list = []
+
+
+class _KindsEnv(gym.Env):
+    """Observations of ``obs`` kind, actions of ``act`` kind (refusing any other)."""
+
+    def __init__(self, obs: str = "Box", act: str = "Discrete"):
+        self.kind = obs
+        self.observation_space = _OBSERVATION_SPACES.get(obs, _SMALL)
+        self.action_space = _ACTION_SPACES.get(act, gym.spaces.Discrete(2))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return _observation(self.kind, 0), {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"{action!r} is not in {self.action_space}")
+        _TAKEN.append(action)
+        self.t += 1
+        return _observation(self.kind, self.t), 1.0, False, False, {}
+
+
+def _env_id(role: str, kind: str) -> str:
+    """The id ``_KindsEnv`` is registered under, with ``kind`` as ``role``."""
+    return f"Timeline{role.title()}{''.join(c for c in kind if c.isalnum())}-v0"
+
+
+for _role, _kinds in (("obs", _OBSERVATION_SPACES), ("act", _ACTION_SPACES)):
+    for _kind in _kinds:
+        if _env_id(_role, _kind) not in gym.registry:
+            gym.register(
+                _env_id(_role, _kind), entry_point=_KindsEnv, kwargs={_role: _kind}
+            )
+
+
+@pytest.mark.parametrize("kind", list(_OBSERVATION_SPACES))
+def test_observations_batched_as_tuples_get_no_false_marks(kind, rows):
+    """Text, Graph, Sequence (and a Dict holding Text) observations are batched
+    as tuples of samples: each label is checked against the right value, so
+    SameStep's final_obs is s3, not s3! (it was read as a Tuple space's batch)."""
+    found = timeline(_env_id("obs", kind), steps=7, max_episode_steps=3)
+    for mode, mode_rows in found.items():
+        labels = [(r.obs, r.final_obs, r.then_reset) for r in mode_rows]
+        assert labels == [(r.obs, r.final_obs, r.then_reset) for r in rows[mode]]
+    assert not any("!" in r.obs + r.final_obs for rs in found.values() for r in rs)
+
+
+@pytest.mark.parametrize("kind", list(_ACTION_SPACES))
+def test_any_action_space_gets_one_fixed_action_by_default(kind, rows):
+    """Without ``action``: a sample of the action space seeded with ``seed``
+    (where the all-1 action is not in it), the same in every mode and run."""
+    _TAKEN.clear()
+    found = timeline(_env_id("act", kind), steps=7, max_episode_steps=3)
+    assert [r.obs for r in found["SameStep"]] == [r.obs for r in rows["SameStep"]]
+    taken = list(_TAKEN)
+    assert len(taken) == 3 * 7 - 1  # NextStep's reset step (step 4) takes none
+    assert all(same(a, taken[0]) for a in taken)
+    _TAKEN.clear()
+    timeline(_env_id("act", kind), steps=2)
+    assert same(_TAKEN[0], taken[0])
+
+
+def test_an_action_of_any_space_can_be_given():
+    _TAKEN.clear()
+    timeline(_env_id("act", "Text"), steps=2, action="ab")
+    timeline(_env_id("act", "Dict"), steps=2, action={"a": 1, "b": "xyz"})
+    assert _TAKEN[0] == "ab" and _TAKEN[-1] == {"a": 1, "b": "xyz"}
+    timeline("CartPole-v1", steps=2, action=np.int64(0))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "action"),
+    [
+        (_env_id("act", "Text"), "too long"),
+        (_env_id("act", "Text"), 3),
+        (_env_id("act", "Dict"), {"a": 1}),
+        ("CartPole-v1", 0.5),  # would be 0 as an int
+        ("CartPole-v1", "push"),
+        ("Pendulum-v1", "push"),
+    ],
+)
+def test_an_action_that_does_not_fit_the_space_is_refused(env_id, action):
+    with pytest.raises(vecmode.timeline.TimelineActionError) as refused:
+        timeline(env_id, steps=2, action=action)
+    space = gym.make(env_id).action_space
+    assert str(refused.value) == vecmode.timeline.timeline_action(action, space)
+    assert isinstance(refused.value, ValueError)

@@ -33,7 +33,8 @@ Exit codes:
 * 2: a usage error: a bad option, an unknown env id or wrapper name, a module
   that cannot be imported, a missing attribute, a bad ``key=value`` argument, a
   wrapper that cannot be built with the arguments given or on the env given (its
-  constructor's message is shown), an ``--svg`` path that cannot be written;
+  constructor's message is shown), a ``timeline --action`` that is not in the
+  env's action space, an ``--svg`` path that cannot be written;
 * 130: interrupted (Ctrl-C); 141 (128 + SIGPIPE): stdout was closed early (as in
   ``vecmode table | head``), the rest of the output is dropped quietly.
 
@@ -73,6 +74,7 @@ from vecmode.errors import (
     WRAP_FORMS,
     IncompatibleModeError,
     NotAVectorEnvError,
+    SharedMemorySpaceError,
     SubEnvError,
     did_you_mean,
 )
@@ -116,7 +118,8 @@ exit codes: 0 ok; 1 the check or conformance failed, a wrapper refused the mode,
 the probe cannot tell or the env behaves unlike its declared mode, or the env's /
 wrapper's own code raised while running; 2 usage error (unknown env id, wrapper,
 module or attribute, bad key=value argument, a wrapper that cannot be built with
-those arguments or on that env, unwritable --svg path); 130 interrupted; 141
+those arguments or on that env, a timeline --action the env cannot take,
+unwritable --svg path); 130 interrupted; 141
 stdout closed early (e.g. piped into head).
 """
 
@@ -250,7 +253,17 @@ def _parser() -> _Parser:
         default=3,
         help="truncate episodes after this many steps (3); 0 keeps the env's own",
     )
-    show.add_argument("--action", type=int, default=1, help="the action taken (1)")
+    show.add_argument(
+        "--action",
+        type=_literal,
+        default=None,
+        metavar="A",
+        help="the action taken at every step, a Python literal: a sample of the "
+        "action space ('abc' for Text, \"{'k': 1}\" for Dict) or, for a Box, "
+        "Discrete, MultiDiscrete or MultiBinary space, a number filling every "
+        "entry; default: 1 where the action space holds it, else a sample of the "
+        "action space seeded with --seed",
+    )
     show.add_argument(
         "--svg",
         metavar="FILE",
@@ -659,7 +672,12 @@ def _env_errors(env_id: str, doing: str) -> Iterator[None]:
 
 
 def _timeline(args: argparse.Namespace) -> int:
-    from vecmode.timeline import format_timeline, timeline, timeline_svg
+    from vecmode.timeline import (
+        TimelineActionError,
+        format_timeline,
+        timeline,
+        timeline_svg,
+    )
 
     svg_path: str | None = args.svg
     if svg_path and svg_path != "-":
@@ -676,7 +694,7 @@ def _timeline(args: argparse.Namespace) -> int:
                 max_episode_steps=max_steps or None,
                 action=args.action,
             )
-        except ValueError as error:  # timeline()'s check of --action
+        except TimelineActionError as error:  # --action does not fit the env
             raise _Fail(str(error)) from error
     ends = f"truncated after {max_steps} steps" if max_steps else "as the env ends them"
     title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
@@ -776,12 +794,7 @@ def _check(args: argparse.Namespace) -> int:
     targets = [_target(spec, "--wrap") for spec in args.wrap]  # all, before building
     with _env_errors(args.env_id, "making"):
         try:
-            envs = vecmode.make_vec(
-                args.env_id,
-                num_envs=args.num_envs,
-                vectorization_mode=args.vectorization,
-                autoreset_mode=args.mode,
-            )
+            envs = _make_checked(args)
         except IncompatibleModeError as error:  # no exact conversion to --mode
             message = cli_make_refused(args.env_id, args.vectorization, error)
             if args.json:
@@ -833,6 +846,32 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_OK if report.ok else EXIT_FAILED
     finally:
         envs.close()
+
+
+def _make_checked(args: argparse.Namespace) -> VectorEnv:
+    """``check``'s env; ``--vectorization async`` over observations that cannot
+    be held in shared memory (Graph, Text, Sequence, OneOf, custom spaces) is
+    made with ``shared_memory=False``, saying so on stderr."""
+    import vecmode
+
+    def make(**vector_kwargs: Any) -> VectorEnv:
+        return vecmode.make_vec(
+            args.env_id,
+            num_envs=args.num_envs,
+            vectorization_mode=args.vectorization,
+            vector_kwargs=vector_kwargs,
+            autoreset_mode=args.mode,
+        )
+
+    try:
+        return make()
+    except SharedMemorySpaceError:
+        if args.vectorization != "async":  # only vecmode's async env raises it
+            raise
+        envs = make(shared_memory=False)
+        note = cli_no_shared_memory(envs.single_observation_space)
+        print(f"vecmode: note: {note}", file=sys.stderr)
+        return envs
 
 
 def _own_refusal(
@@ -1360,6 +1399,13 @@ def cli_cannot_build(spec: str, mode: str | None, error: BaseException) -> str:
         f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
         f"(NAME:key=value,...; values are Python literals, other text is a string) "
         f"and {fits}{RERUN}."
+    )
+
+
+def cli_no_shared_memory(space: Any) -> str:
+    return (
+        f"the observation space {space} cannot be held in shared memory, so the "
+        f"async env is made with shared_memory=False (observations travel by pipe)."
     )
 
 

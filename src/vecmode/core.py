@@ -62,6 +62,7 @@ __all__ = [
     "env_fn_list",
     "is_int",
     "reuses_buffers",
+    "space_row",
     "validate_reset_mask",
 ]
 
@@ -333,19 +334,39 @@ def _short(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-def batch_row(batch: Any, i: int) -> Any:
-    """Sub-env ``i``'s entry of a batched observation (Dict and Tuple batches
-    included).
+def space_row(space: Space, batch: Any, i: int) -> Any:
+    """Sub-env ``i``'s entry of ``batch``, a batch of samples of ``space`` (the
+    single space, e.g. ``envs.single_observation_space``), read by the structure
+    ``batch_space(space, n)`` gives it (as Gymnasium's ``iterate`` reads it):
+
+    * Box, Discrete, MultiDiscrete, MultiBinary: row ``i`` of the array;
+    * Tuple: a tuple of the rows of each subspace's batch; Dict: a dict of them;
+    * Text, Graph, Sequence, OneOf and custom spaces: item ``i`` of the tuple of
+      samples;
+    * a space with a ``batch_space`` of its own: ``batch[i]``.
 
     >>> import numpy as np
-    >>> batch_row({"pos": np.array([[1, 2], [3, 4]]), "n": np.array([5, 6])}, 1)
-    {'pos': array([3, 4]), 'n': np.int64(6)}
+    >>> from gymnasium.spaces import Box, Dict, Discrete, Text, Tuple
+    >>> space_row(Text(8), ("hcafe", "hhcafe"), 0)
+    'hcafe'
+    >>> space = Dict(pos=Box(0, 9, (2,), int), tag=Tuple((Discrete(7), Text(3))))
+    >>> pos, tag = np.array([[1, 2], [3, 4]]), (np.array([5, 6]), ("a", "bc"))
+    >>> space_row(space, {"pos": pos, "tag": tag}, 1)
+    {'pos': array([3, 4]), 'tag': (np.int64(6), 'bc')}
     """
-    if isinstance(batch, dict):
-        return {key: batch_row(value, i) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(batch_row(value, i) for value in batch)
-    return batch[i]
+    kind = batch_space.dispatch(type(space))
+    if kind is _BATCHED_AS_TUPLE_OF_SPACES:
+        subspaces = cast(Tuple, space).spaces
+        return tuple(
+            space_row(subspace, sub, i)
+            for subspace, sub in zip(subspaces, batch, strict=True)
+        )
+    if kind is _BATCHED_AS_DICT:
+        return {
+            key: space_row(subspace, batch[key], i)
+            for key, subspace in cast(Dict, space).spaces.items()
+        }
+    return batch[i]  # an array's row, or the i-th of a tuple of samples
 
 
 #: The wrapper classes whose observations (``final_obs`` included) are new

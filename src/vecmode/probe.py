@@ -952,7 +952,16 @@ def probe_not_deterministic(seed: int, diff: str) -> str:
 
 
 def probe_found(mode: AutoresetMode) -> str:
-    return f"only {mode.value}'s predictions hold."
+    text = f"only {mode.value}'s predictions hold."
+    if not caller_resets(mode):
+        return text
+    return (
+        f"{text} (An env whose step() resets a sub-env inside the step that ends "
+        f"its episode, and reports no info['final_obs'], looks the same to the "
+        f"probe, but loses every final observation: no mode describes it; it must "
+        f"report them in info['final_obs'] / info['_final_obs'] and declare "
+        f"SameStep.)"
+    )
 
 
 def probe_no_mode(rejected: dict[str, str]) -> str:

@@ -317,7 +317,8 @@ class Evidence(str, Enum):
     #: ``check_wrapper(YourClass).record()`` in this process. For the innermost
     #: env: the classes vecmode's test suite probes in every mode they can be
     #: built in (vecmode's cores and SB3 bridge, Gymnasium's sync, async and
-    #: CartPole vector envs, ALE's, EnvPool's).
+    #: CartPole vector envs, ALE's, EnvPool's), and a class of yours in the mode
+    #: it declares by ``check_vector_env(factory).record()`` in this process.
     VERIFIED = "verified"
     #: The class declares its modes (``@vecmode.supports``, ``vecmode.register``;
     #: an env, its ``metadata["autoreset_mode"]``), and nothing here proved them.
@@ -356,6 +357,20 @@ def _record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) ->
         raise ValueError(record_undeclared(cls.__name__))
     with _lock:
         _recorded[cls] = _Recorded(found, frozenset(modes), summary)
+
+
+#: Vector env classes proven by check_vector_env in this process (the exact
+#: class, not its subclasses): per mode proved, the proof's summary.
+_recorded_envs: weakref.WeakKeyDictionary[type, dict[AutoresetMode, str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _record_env_verified(cls: type, mode: AutoresetMode, summary: str) -> None:
+    """Record that check_vector_env proved that envs of ``cls`` behave as ``mode``
+    (what ``VectorEnvReport.record()`` calls)."""
+    with _lock:
+        _recorded_envs.setdefault(cls, {})[mode] = summary
 
 
 def _proof(cls: type, mode: AutoresetMode | None = None) -> tuple[Evidence, str]:
@@ -1268,6 +1283,10 @@ def _env_evidence(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, s
     cls = type(env)
     if _name(cls) in VERIFIED_ENVS:
         return Evidence.VERIFIED, ""
+    with _lock:
+        recorded = _recorded_envs.get(cls, {}).get(declared)
+    if recorded is not None:
+        return Evidence.VERIFIED, evidence_env_recorded(recorded)
     # a subclass of a verified class (EnvPool builds one per task): its base's
     # behaviour is proven, not the subclass's own code
     base = next((k for k in cls.__mro__[1:] if _name(k) in VERIFIED_ENVS), None)
@@ -1661,7 +1680,9 @@ def evidence_env_declared(name: str) -> str:
         f"{name}'s metadata['autoreset_mode'] declares its mode, and nothing here "
         "proved that it behaves so: run `vecmode probe module:factory` "
         "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory "
-        "of it."
+        f"of it, and record a passing check "
+        f"(vecmode.testing.check_vector_env(factory).record(), e.g. in your "
+        f"tests) to have it reported verified."
     )
 
 
@@ -1669,8 +1690,15 @@ def evidence_env_inherited(name: str, base: str) -> str:
     return (
         f"{name} is a {base}, whose mode vecmode's tests prove; nothing proves "
         f"this subclass's own code: run `vecmode probe module:factory` "
-        "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory of it."
+        "(vecmode.probe_mode) or vecmode.testing.check_vector_env on a factory of "
+        "it, and record a passing check "
+        "(vecmode.testing.check_vector_env(factory).record()) to have it reported "
+        "verified."
     )
+
+
+def evidence_env_recorded(summary: str) -> str:
+    return f"verified: proven by check_vector_env in this process ({summary})"
 
 
 def record_undeclared(name: str) -> str:

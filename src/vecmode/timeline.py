@@ -21,18 +21,33 @@ mode returned; a label ending in ``!`` would mean the value differs.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass, replace
 from typing import Any, cast
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
+from gymnasium.vector.utils import concatenate, create_empty_array
 
-from vecmode.core import batch_row
+from vecmode.core import space_row
 from vecmode.make import make_vec
 from vecmode.modes import MODES, AutoresetMode, Boundary, boundary, final_observations
 from vecmode.testing._compare import same
 
-__all__ = ["TimelineRow", "format_timeline", "timeline", "timeline_svg"]
+__all__ = [
+    "TimelineActionError",
+    "TimelineRow",
+    "format_timeline",
+    "timeline",
+    "timeline_svg",
+]
+
+
+class TimelineActionError(ValueError):
+    """:func:`timeline`'s ``action`` is not an action of the env (a
+    ``ValueError``); the message says what the action space holds."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +78,57 @@ class TimelineRow:
     then_reset: str = ""
 
 
-def _first(batch: Any) -> Any:
-    """Sub-env 0's observation out of a batch of one."""
-    return batch_row(batch, 0)
+def _first(space: Space, batch: Any) -> Any:
+    """Sub-env 0's observation out of a batch of one, of samples of ``space``."""
+    return space_row(space, batch, 0)
+
+
+#: The spaces whose samples are arrays: an action of them can be one number
+#: filling every entry (``np.full``).
+_ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
+
+
+def _action_batch(space: Space, action: Any, seed: int) -> Any:
+    """The batch of one (``batch_space(space, 1)``'s structure) of the action
+    :func:`timeline` takes at every step; ``space`` is the single action space.
+
+    ``action`` None: 1 in every entry where ``space`` holds that, else a sample
+    of ``space`` seeded with ``seed``. Raises :class:`TimelineActionError` for an
+    ``action`` that is not in ``space``.
+
+    >>> from gymnasium.spaces import Box, Discrete, Text
+    >>> _action_batch(Discrete(2), None, 0)
+    array([1])
+    >>> _action_batch(Box(-1, 1, (2,)), 0.5, 0)
+    array([[0.5, 0.5]], dtype=float32)
+    >>> _action_batch(Text(4), "ab", 0)
+    ('ab',)
+    """
+    value = _action_value(space, action)
+    if action is None and not space.contains(value):
+        sampler = deepcopy(space)  # the env's own space keeps its generator
+        sampler.seed(seed)
+        value = sampler.sample()
+    if not space.contains(value):
+        raise TimelineActionError(timeline_action(action, space))
+    return concatenate(space, [value], cast(Any, create_empty_array(space, 1)))
+
+
+def _action_value(space: Space, action: Any) -> Any:
+    """``action`` as a sample of ``space``: a number filling an array space's
+    every entry, anything else as given; None for 1 filling an array space."""
+    if not isinstance(space, _ARRAY_SPACES):
+        return action
+    given = np.asarray(1 if action is None else action)
+    integral = np.dtype(space.dtype).kind in "biu"
+    if integral and given.dtype.kind not in "biu":  # 1.5 would become 1
+        raise TimelineActionError(timeline_action(action, space))
+    try:
+        if given.ndim == 0:
+            return np.full(space.shape, given, dtype=space.dtype)
+        return np.asarray(given, dtype=space.dtype)
+    except (TypeError, ValueError) as error:
+        raise TimelineActionError(timeline_action(action, space)) from error
 
 
 def timeline(
@@ -74,7 +137,7 @@ def timeline(
     steps: int = 7,
     seed: int = 0,
     max_episode_steps: int | None = 3,
-    action: int = 1,
+    action: Any = None,
     **env_kwargs: Any,
 ) -> dict[str, list[TimelineRow]]:
     """Per mode value, the rows of calls (reset, then ``steps`` steps).
@@ -84,8 +147,21 @@ def timeline(
     In DISABLED mode the ended sub-env is reset with a ``reset_mask`` call, shown
     as its own row.
 
+    ``action`` is taken at every step, in every mode: a sample of the env's
+    (single) action space (a string for Text, a dict for Dict, a tuple for
+    Tuple...), or for a Box, Discrete, MultiDiscrete or MultiBinary space also a
+    number that fills every entry. ``None`` (the default): 1 in every entry where
+    the action space holds that (CartPole's "push right"), else a sample of the
+    action space seeded with ``seed``, so any action space works.
+
+    >>> from vecmode.timeline import timeline
+    >>> rows = timeline("CartPole-v1", steps=4, action=0)
+    >>> [row.obs for row in rows["SameStep"]]
+    ['s0', 's1', 's2', "s0'", "s1'"]
+
     Raises:
-        ValueError: ``action`` is not in the env's action space.
+        TimelineActionError: ``action`` is not in the env's action space (a
+            ``ValueError``).
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps
@@ -99,11 +175,12 @@ def timeline(
             autoreset_mode=mode,
             **env_kwargs,
         )
-        space: Any = envs.action_space
-        actions = np.full(space.shape, action, dtype=space.dtype)
-        if not space.contains(actions):
+        obs_space = envs.single_observation_space
+        try:
+            actions = _action_batch(envs.single_action_space, action, seed)
+        except TimelineActionError:
             envs.close()
-            raise ValueError(timeline_action(action, envs.single_action_space))
+            raise
         calls: list[tuple[str, tuple, Boundary | None]] = [
             ("reset", envs.reset(seed=seed), None)
         ]
@@ -125,7 +202,7 @@ def timeline(
     for call, result, _ in runs[AutoresetMode.DISABLED.value]:
         if call != "step" and catalogue[-1]:
             catalogue.append([])
-        catalogue[-1].append(_first(result[0]))
+        catalogue[-1].append(_first(obs_space, result[0]))
 
     def label(episode: int, step: int, seen: Any) -> str:
         """``s{step}``, a prime per episode (``'4`` from the 4th), ``!`` if the value differs."""
@@ -142,7 +219,7 @@ def timeline(
             if bound is None:  # reset (all, or DISABLED's masked reset)
                 if rows:
                     episode, t = episode + 1, 0
-                obs = label(episode, t, _first(result[0]))
+                obs = label(episode, t, _first(obs_space, result[0]))
                 if not rows:
                     rows.append(TimelineRow("reset", obs))
                 else:
@@ -164,7 +241,7 @@ def timeline(
             rows.append(
                 TimelineRow(
                     f"step {len(rows)}",
-                    label(episode, t, _first(result[0])),
+                    label(episode, t, _first(obs_space, result[0])),
                     float(rewards[0]),
                     bool(terminations[0]),
                     bool(truncations[0]),
@@ -436,7 +513,9 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
 def timeline_action(action: Any, space: Any) -> str:
     return (
         f"action {action!r} is not in the env's action space {space}; give one it "
-        f"holds (vecmode timeline --action A)."
+        f"holds (vecmode timeline --action A, A a Python literal: a number for "
+        f"Discrete or Box, 'abc' for Text, {{'key': ...}} for Dict), or leave it "
+        f"out for the default (1 where the space holds it, else a sample of it)."
     )
 
 

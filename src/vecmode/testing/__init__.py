@@ -10,7 +10,8 @@
   :class:`WrapperConformance`, a test mixin; ``check_wrapper(W).record()``
   makes :func:`vecmode.check_stack` report ``W`` as verified;
 * :func:`check_vector_env`: proves a custom vector env behaves as the mode its
-  ``metadata["autoreset_mode"]`` declares.
+  ``metadata["autoreset_mode"]`` declares; ``check_vector_env(factory).record()``
+  makes :func:`vecmode.check_stack` report its class as verified in that mode.
 """
 
 from vecmode.testing.conformance import (

@@ -25,9 +25,14 @@ Two schedules are run:
 
 Every call is also checked on its own: the wrapper's ``metadata["autoreset_mode"]``
 is the mode it wraps; observations are in its observation spaces, final ones
-included; ``info["_final_obs"]`` marks exactly the sub-envs whose final
+included; ``info["_final_obs"]`` (and ``info["_final_info"]``, where the final
+infos are there) is a bool mask marking exactly the sub-envs whose final
 observation the mode puts there; rewards and flags have the right shapes and
-types. Finally every mode the wrapper does *not* declare must be refused when it
+types; ``step`` leaves the caller's actions, and ``reset`` the caller's
+``options`` (its ``reset_mask`` array too), as they were; and nothing a call
+returned is changed by a later call (the kit keeps every result of a run; a
+wrapper with a ``copy = False`` attribute may reuse its observation buffer).
+Finally every mode the wrapper does *not* declare must be refused when it
 is built, with :class:`vecmode.IncompatibleModeError`. What an array-converting
 wrapper returns (torch tensors, jax arrays) is read as NumPy, but the final
 observations' layout must stay SAME_STEP's (a NumPy object array, NumPy bool masks).
@@ -57,9 +62,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import registry
 from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.autoreset import with_autoreset
-from vecmode.core import batch_row
+from vecmode.core import space_row
+from vecmode.env_classes import keeps_options, layers
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import (
+    FINAL_INFO,
     MODES,
     BoundaryTracker,
     ModeLike,
@@ -73,13 +80,14 @@ from vecmode.modes import (
 )
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
-from vecmode.testing._compare import as_numpy
+from vecmode.testing._compare import as_numpy, where_different
 from vecmode.testing.envs import (
     STEP_INFO_KEYS,
     DenseFinalObsVectorEnv,
     ScheduledEnv,
     scheduled_env_fns,
 )
+from vecmode.testing.vector_env import changed_part
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 __all__ = [
@@ -350,7 +358,10 @@ def _final_rows(infos: Any, rows: np.ndarray, where: str, who: str) -> dict[int,
             if found:
                 finals[i] = final
         return finals
-    problem = final_layout_problem(infos, rows, complete=False)
+    # the final infos and their mask too, where they are there (an env or a
+    # wrapper may drop the infos: the dense layout has none)
+    complete = any(key in infos for key in (FINAL_INFO, f"_{FINAL_INFO}"))
+    problem = final_layout_problem(infos, rows, complete=complete)
     if problem is not None:
         got = _show(problem.got) if problem.present else "nothing"
         raise _fail(
@@ -379,9 +390,13 @@ def _drive(
     who: str,
     compare_info: Callable[[dict], Any] | None,
     final_infos: bool = True,
+    base_keeps_options: bool = True,
+    reuses_observations: bool = False,
 ) -> _Run:
     n = envs.num_envs
     run = _Run(label, [[] for _ in range(n)])
+    # what the wrapper returned, kept through the run
+    held = _Held(who, reuses_observations)
     found = mode_of(envs)
     if found is not mode:
         raise _fail(
@@ -408,12 +423,13 @@ def _drive(
 
     def started(obs: Any, mask: np.ndarray) -> None:
         for i in np.flatnonzero(mask).tolist():
-            run.events[i].append(_Event("start", calls, _kept(batch_row(obs, i))))
+            row = space_row(single_space, obs, i)
+            run.events[i].append(_Event("start", calls, _kept(row)))
 
     def call(where: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``method(*args, **kwargs)``; what it raises is a failure at ``where``."""
         try:
-            return method(*args, **kwargs)
+            result = method(*args, **kwargs)
         except Exception as error:
             masked = "reset_mask" in (kwargs.get("options") or {})
             raise _fail(
@@ -422,6 +438,8 @@ def _drive(
                 f"raised {type(error).__name__}: {error}",
                 conformance_partial_reset_hint() if masked else "",
             ) from error
+        held.keep(where, result)
+        return result
 
     obs = as_numpy(call(f"{label}, call 0 (reset)", envs.reset, seed=seed)[0])
     observe(obs, f"{label}, call 0 (reset)")
@@ -478,7 +496,11 @@ def _drive(
                 _Event(
                     "step",
                     calls,
-                    _kept(finals[i] if b.final_in_info[i] else batch_row(obs, i)),
+                    _kept(
+                        finals[i]
+                        if b.final_in_info[i]
+                        else space_row(single_space, obs, i)
+                    ),
                     actions[i].tolist(),
                     float(rewards[i]),
                     bool(terminations[i]),
@@ -499,14 +521,84 @@ def _drive(
         if mask.any():
             calls += 1
             where = f"{label}, call {calls} (reset with reset_mask={mask.tolist()})"
-            obs = as_numpy(
-                call(where, envs.reset, options={"reset_mask": mask.copy()})[0]
-            )
+            options = _Options(mask, base_keeps_options)
+            obs = as_numpy(call(where, envs.reset, options=options.given)[0])
+            options.check(where, who)
             observe(obs, where)
-            _check_others_kept(last, obs, mask, where, who)
+            _check_others_kept(single_space, last, obs, mask, where, who)
             started(obs, tracker.reset(mask).starts)
             last = _kept(obs)
+    held.check_all()
     return run
+
+
+class _Options:
+    """The options of a masked reset, as given to the wrapper, and a copy to
+    check that ``reset`` left them (and the mask array in them) as they were."""
+
+    def __init__(self, mask: np.ndarray, base_keeps: bool) -> None:
+        self.mask = mask.copy()
+        self.given: dict[str, Any] = {"reset_mask": self.mask}
+        self.copy = copy.deepcopy(self.given)
+        #: whether the base env leaves the caller's options as they were
+        #: (Gymnasium's pop ``reset_mask``, so a wrapper passing them down loses it)
+        self.base_keeps = base_keeps
+
+    def check(self, where: str, who: str) -> None:
+        """Fail where ``reset`` wrote into the caller's options or mask."""
+        if not np.array_equal(self.mask, self.copy["reset_mask"]):
+            raise _fail(
+                who,
+                f"{where}, field options['reset_mask']",
+                conformance_mask_written(
+                    _show(self.copy["reset_mask"]), _show(self.mask)
+                ),
+                conformance_options_hint(),
+            )
+        expected = dict(self.copy)
+        if not self.base_keeps and "reset_mask" not in self.given:
+            del expected["reset_mask"]  # the base env popped it
+        if where_different(expected, self.given) is not None:
+            raise _fail(
+                who,
+                f"{where}, field options",
+                conformance_options_changed(_show(self.copy), _show(self.given)),
+                conformance_options_hint(),
+            )
+
+
+class _Held:
+    """What the wrapper returned in one run, as returned, and deep copies made
+    then: a result that a later call changes is a failure (the kit's base envs
+    return new arrays, so any change is the wrapper's doing), the observations
+    excepted for a wrapper that says it reuses its buffer (``copy = False``)."""
+
+    def __init__(self, who: str, reuses_observations: bool = False) -> None:
+        self.who = who
+        self.results: list[tuple[str, Any, Any]] = []
+        self.skip = ("observations",) if reuses_observations else ()
+
+    def keep(self, where: str, result: Any) -> None:
+        """Keep ``result`` (returned at ``where``), after checking that the call
+        left the result before it as it was."""
+        if self.results:
+            self._check(*self.results[-1], by=where)
+        self.results.append((where, result, copy.deepcopy(result)))
+
+    def check_all(self) -> None:
+        """Fail where a result kept is no longer what was returned."""
+        for where, result, kept in self.results:
+            self._check(where, result, kept, by=None)
+
+    def _check(self, where: str, result: Any, kept: Any, by: str | None) -> None:
+        part = changed_part(result, kept, self.skip)
+        if part is not None:
+            raise _fail(
+                self.who,
+                f"{where}, field {part}",
+                conformance_changed_later(part, by),
+                conformance_changed_later_hint(),
+            )
 
 
 def _check_actions_untouched(
@@ -544,12 +636,12 @@ def _check_step_arrays(
 
 
 def _check_others_kept(
-    last: Any, obs: Any, mask: np.ndarray, where: str, who: str
+    space: gym.Space, last: Any, obs: Any, mask: np.ndarray, where: str, who: str
 ) -> None:
     """Fail where a masked reset returns, for a sub-env it did not reset, other
     than the observation last returned for it."""
     for i in np.flatnonzero(~mask).tolist():
-        why = _difference(batch_row(last, i), batch_row(obs, i))
+        why = _difference(space_row(space, last, i), space_row(space, obs, i))
         if why is not None:
             raise _fail(
                 who,
@@ -1150,8 +1242,10 @@ class _Checker:
         label: str,
         drive_args: tuple[Any, ...],
     ) -> _Run:
+        base = self.base(name, mode, schedule)
+        base_keeps_options = keeps_options(base)
         try:
-            wrapped = _build(self.factory, self.base(name, mode, schedule), self.who)
+            wrapped = _build(self.factory, base, self.who)
         except IncompatibleModeError as error:
             raise _fail(
                 self.who,
@@ -1175,6 +1269,8 @@ class _Checker:
                 self.who,
                 compare_info,
                 name not in _DENSE_LAYOUT,
+                base_keeps_options,
+                _says_copy_false(wrapped, base),
             )
         finally:
             wrapped.close()
@@ -1258,6 +1354,18 @@ class _Checker:
                     "refuse other modes when built; Gymnasium's own wrappers do so "
                     "only under vecmode.guard().",
                 )
+
+
+def _says_copy_false(wrapped: VectorEnv, base: VectorEnv) -> bool:
+    """Whether a layer the factory built over ``base`` says that it hands out
+    its observation buffer, which later calls write into: ``copy = False``, as
+    Gymnasium's vector envs say it."""
+    for layer in layers(wrapped, limit=10_000):
+        if layer is base:
+            return False
+        if getattr(layer, "copy", None) is False:
+            return True
+    return False
 
 
 def _layers_over(wrapped: VectorEnv, base: VectorEnv) -> int:
@@ -1448,4 +1556,35 @@ def conformance_partial_reset_hint() -> str:
         "A wrapper must handle reset(options={'reset_mask': mask}), a partial "
         "reset, in every mode it declares: DISABLED relies on it, and NEXT_STEP "
         "and SAME_STEP envs accept it too; clear only the masked sub-envs' state."
+    )
+
+
+def conformance_options_changed(given: str, now: str) -> str:
+    return f"reset() changed the caller's options: {given} became {now}"
+
+
+def conformance_mask_written(given: str, now: str) -> str:
+    return f"reset() wrote into the caller's reset_mask array: {given} became {now}"
+
+
+def conformance_options_hint() -> str:
+    return (
+        "A wrapper leaves the options it is given as they were: the caller keeps "
+        "them and may use them again (a layer above may read reset_mask after "
+        "its own reset). Pass a copy down, options = dict(options), and never "
+        "write into options['reset_mask']."
+    )
+
+
+def conformance_changed_later(part: str, by: str | None) -> str:
+    later = "a later call" if by is None else f"a later call ({by})"
+    return f"what was returned here ({part}) was changed by {later}"
+
+
+def conformance_changed_later_hint() -> str:
+    return (
+        "Return new arrays (and a new info dict), not a buffer or an array of "
+        "the wrapper's state that a later call writes into: a caller keeps what "
+        "step() and reset() return (a rollout buffer, "
+        "vecmode.TransitionCollector's transitions)."
     )
