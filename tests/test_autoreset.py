@@ -14,6 +14,7 @@ import vecmode
 from tests.helpers import (
     OBS_TYPES,
     Script,
+    assert_same,
     assert_same_run,
     drive,
     make_script,
@@ -230,6 +231,44 @@ def test_converted_foreign_env_checks_ended_sub_envs():
     assert infos == {}
     np.testing.assert_array_equal(obs, last)
     envs.close()
+
+
+def test_converted_foreign_env_keeps_the_ended_sub_envs_a_masked_reset_left():
+    """A masked reset clears only the masked sub-envs' episode ends, a full
+    reset every one (a mutant that swapped the two went unseen: the test above
+    resets with the whole mask)."""
+    envs = DisableAutoreset(
+        gym.vector.SyncVectorEnv(scheduled_fns(2, lengths=[(2,), (2,)]))
+    )
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, dtype=int))
+    envs.step(np.zeros(2, dtype=int))  # both end
+    assert envs.awaiting_reset.tolist() == [True, True]
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    assert envs.awaiting_reset.tolist() == [False, True]
+    with pytest.raises(EpisodeEndedError) as info:  # not autoreset silently
+        envs.step(np.zeros(2, dtype=int))
+    assert info.value.indices == (1,)
+    envs.reset()
+    assert envs.awaiting_reset.tolist() == [False, False]
+    envs.step(np.zeros(2, dtype=int))  # a full reset cleared both
+    envs.close()
+
+
+@pytest.mark.parametrize("mode", [NEXT, SAME], ids=lambda m: m.value)
+def test_split_reset_over_the_async_core_equals_reset(mode):
+    """``reset_async`` / ``reset_wait`` of a policy over vecmode's async core."""
+
+    def make():
+        return vecmode.with_autoreset(
+            vecmode.AsyncVectorEnv(scheduled_fns(2), context="fork"), mode
+        )
+
+    split, blocking = make(), make()
+    split.reset_async(seed=0)
+    assert_same(blocking.reset(seed=0), split.reset_wait())
+    split.close()
+    blocking.close()
 
 
 def test_foreign_policies_do_not_mutate_options():

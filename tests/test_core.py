@@ -610,3 +610,54 @@ def test_a_copied_sync_env_steps_on_its_own_as_gymnasiums_does(space, mode, how)
         assert_same(expected, original, f"the original, step {k}")
     for each in (envs, twin, clone):
         each.close()
+
+
+class _RewardOf(gym.Env):
+    """Steps with the reward ``make()`` builds (a number of some type)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, make):
+        self.make = make
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), self.make(), False, False, {}
+
+
+def _torch_scalar():
+    torch = pytest.importorskip("torch")
+    return torch.tensor(2.5)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.int32(3),
+        lambda: np.float16(1.5),
+        lambda: np.array(0.25),
+        _torch_scalar,
+    ],
+    ids=["np.int32", "np.float16", "0-d array", "0-d tensor"],
+)
+@pytest.mark.parametrize("core", ["sync", "async"])
+def test_a_reward_that_is_one_number_of_any_type_is_accepted(make, core):
+    """As Gymnasium's envs accept them (only rewards that are no single number
+    are refused)."""
+    import functools
+
+    expected = float(make())
+    fns = [functools.partial(_RewardOf, make)] * 2
+    envs = (
+        vecmode.SyncVectorEnv(fns)
+        if core == "sync"
+        else vecmode.AsyncVectorEnv(fns, context="fork")
+    )
+    envs.reset(seed=0)
+    rewards = envs.step(np.zeros(2, np.int64))[1]
+    assert rewards.tolist() == [expected, expected]
+    envs.close()

@@ -110,3 +110,19 @@ def test_the_undispatched_count_nonzero_is_numpys():
         np.array([np.nan, 0.0, -0.0, 1.0]),
     ):
         assert count_nonzero(value) == np.count_nonzero(value)
+
+
+def test_the_shared_quiet_boundary_cannot_be_written_into():
+    """Every tracker of a size shares the quiet boundary's arrays: writing into
+    one (``envs.boundary.ended[1] = True``) must fail, not change them all."""
+    from vecmode.modes import BoundaryTracker
+
+    one = BoundaryTracker(AutoresetMode.SAME_STEP, 3)
+    other = BoundaryTracker(AutoresetMode.NEXT_STEP, 3)
+    import dataclasses
+
+    for field in dataclasses.fields(one.quiet):
+        array = getattr(one.quiet, field.name)
+        with pytest.raises(ValueError, match="read-only"):
+            array[1] = not array[1]
+    assert not other.quiet.ended.any() and other.quiet.real.all()

@@ -223,7 +223,32 @@ def test_infos_as_a_list_carry_final_observations():
     """DictInfoToList outermost: SAME_STEP's final observations are in each
     sub-env's own dict, and found there."""
     runs = run_all_modes("vecmode+DictInfoToList", copy=False)
-    assert isinstance(runs[AutoresetMode.SAME_STEP].kept[0][0].infos, list)
+    for mode in MODES:  # every transition's infos: the list of per-sub-env dicts
+        for t, *_ in runs[mode].kept:
+            assert isinstance(t.infos, list) and len(t.infos) == N, (mode, t.infos)
+            assert all(isinstance(info, dict) for info in t.infos), mode
+
+
+def test_a_copying_collector_over_torch_tensors_keeps_them_tensors():
+    """copy=True over NumpyToTorch: the copies are tensors of the batch's shape
+    (a tensor is no tuple to copy item by item)."""
+    torch = pytest.importorskip("torch")
+    envs = vecmode.wrappers.NumpyToTorch(
+        vecmode.make_vec(
+            "CartPole-v1",
+            num_envs=N,
+            vectorization_mode="sync",
+            autoreset_mode="SameStep",
+            max_episode_steps=2,
+        )
+    )
+    with TransitionCollector(envs, copy=True) as collector:
+        obs, _ = collector.reset(seed=0)
+        assert isinstance(obs, torch.Tensor) and obs.shape == (N, 4)
+        for _ in range(4):  # episode ends included
+            t = collector.step(torch.zeros(N, dtype=torch.int64))
+            for batch in (t.obs, t.next_obs):
+                assert isinstance(batch, torch.Tensor) and batch.shape == (N, 4)
 
 
 def test_an_env_reporting_final_observations_its_own_way_is_read_through():
