@@ -609,3 +609,20 @@ def test_record_refuses_a_stack():
     assert str(caught.value) == vecmode.testing.vector_env.record_env_stack(
         report.env, report.stack
     )
+
+
+class _FinalInfoAsList(gym.vector.VectorWrapper):
+    """SAME_STEP's ``info["final_info"]`` as a list of per-sub-env dicts, not
+    Gymnasium's batched dict."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        if "final_info" in infos:
+            infos = dict(infos)
+            infos["final_info"] = [infos["final_info"]] * self.num_envs
+        return obs, rewards, terminations, truncations, infos
+
+
+def test_same_step_final_info_not_a_batched_dict():
+    message = _failure(lambda: _FinalInfoAsList(_gym_sync(SAME)))
+    assert "info['final_info']" in message, message

@@ -352,7 +352,17 @@ def test_envpool_has_gymnasium_s_spaces_and_masked_resets_in_every_mode(mode):
         assert obs2.shape == obs.shape
         np.testing.assert_array_equal(obs2[[0, 2]], obs[[0, 2]])
         assert infos["_elapsed_step"].tolist() == mask.tolist()
+        # the infos batched as Gymnasium batches them: the pool's dtype, zero
+        # outside the mask (not an object array of None)
+        assert infos["elapsed_step"].dtype == np.int32, infos
+        assert infos["elapsed_step"][[0, 2]].tolist() == [0, 0]
+        # after a step too: the rows not reset are the step's observations
+        stepped = envs.step(np.zeros(3, dtype=np.int64))[0]
+        obs4, _ = envs.reset(options={"reset_mask": mask})
+        np.testing.assert_array_equal(obs4[[0, 2]], stepped[[0, 2]])
+        assert not np.array_equal(obs4[1], stepped[1])
         # an all-False mask: nothing reset, the last observations again
+        obs2 = obs4
         obs3, infos = envs.reset(options={"reset_mask": np.zeros(3, dtype=bool)})
         assert infos == {} and np.array_equal(obs3, obs2)
     finally:

@@ -664,3 +664,28 @@ def test_normalisers_check_epsilon_and_can_be_frozen(cls):
         envs.step(np.zeros(3, dtype=np.int64))
     assert rms.count == count and envs.update_running_mean is False
     envs.close()
+
+
+def test_a_reward_transform_returning_a_read_only_array_still_zeroes_reset_steps():
+    """NEXT_STEP's reset step keeps reward 0, written into a copy of what
+    ``rewards`` returned (read-only, or a buffer the wrapper keeps)."""
+
+    class ReadOnlyPlusOne(vw.RewardWrapper):
+        def rewards(self, rewards):
+            out = rewards + 1
+            out.flags.writeable = False
+            return out
+
+    envs = ReadOnlyPlusOne(
+        vecmode.make_vec(
+            "CartPole-v1",
+            num_envs=2,
+            vectorization_mode="sync",
+            autoreset_mode="NextStep",
+            max_episode_steps=2,
+        )
+    )
+    envs.reset(seed=0)
+    got = [envs.step(np.array([0, 1]))[1].tolist() for _ in range(3)]
+    assert got == [[2.0, 2.0], [2.0, 2.0], [0.0, 0.0]]  # the third: reset steps
+    envs.close()

@@ -440,6 +440,8 @@ def map_infos(
     ...                 observation=lambda o: -o, final_info=dict)
     >>> out["t"], out["final_obs"], out["_final_obs"] is infos["_final_obs"]
     (array([10, 20]), array([None, -5.0], dtype=object), True)
+    >>> infos["final_obs"]  # untouched: a layer below may have kept it
+    array([None, 5.0], dtype=object)
     """
     rest, finals = without_finals(infos)
     out = dict(others(rest))
