@@ -579,3 +579,34 @@ def test_conversions_over_gymnasium_envs_still_equal_gymnasium():
     assert_same_run(drive(reference, script, False), drive(ours, script, False))
     reference.close()
     ours.close()
+
+
+class _MaskedRowsVecEnv(gym.vector.SyncVectorEnv):
+    """Gymnasium's sync env whose masked reset returns only the masked rows (as
+    EnvPool's does), with Gymnasium's batched spaces."""
+
+    def reset(self, *, seed=None, options=None):
+        mask = None if options is None else options.get("reset_mask")
+        obs, infos = super().reset(seed=seed, options=options)
+        return (obs, infos) if mask is None else (obs[mask], infos)
+
+
+def test_a_class_declaring_masked_rows_gets_the_whole_batch_back():
+    """Declared ``reset_returns="masked"`` with batched spaces: wrapped in
+    GymnasiumBatch all the same (not only for EnvPool's single-env spaces), so a
+    masked reset returns the whole batch, the other rows kept."""
+    vecmode.register_vector_env(
+        _MaskedRowsVecEnv, masked_reset="clears", reset_returns="masked"
+    )
+    try:
+        envs = vecmode.with_autoreset(_MaskedRowsVecEnv(scheduled_fns(3)), "NextStep")
+        assert isinstance(envs, vecmode.autoreset.GymnasiumBatch)
+        obs, _ = envs.reset(seed=0)
+        stepped = envs.step(np.zeros(3, dtype=np.int64))[0]
+        mask = np.array([False, True, False])
+        again, _ = envs.reset(options={"reset_mask": mask})
+        assert again.shape == obs.shape
+        np.testing.assert_array_equal(again[[0, 2]], stepped[[0, 2]])
+        envs.close()
+    finally:
+        vecmode.unregister_vector_env(_MaskedRowsVecEnv)
