@@ -87,7 +87,7 @@ from vecmode.testing.envs import (
     ScheduledEnv,
     scheduled_env_fns,
 )
-from vecmode.testing.vector_env import changed_part
+from vecmode.testing.vector_env import HeldResults
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 __all__ = [
@@ -575,30 +575,28 @@ class _Held:
 
     def __init__(self, who: str, reuses_observations: bool = False) -> None:
         self.who = who
-        self.results: list[tuple[str, Any, Any]] = []
-        self.skip = ("observations",) if reuses_observations else ()
+        self.results: HeldResults[str] = HeldResults(reuses_observations)
 
     def keep(self, where: str, result: Any) -> None:
         """Keep ``result`` (returned at ``where``), after checking that the call
         left the result before it as it was."""
-        if self.results:
-            self._check(*self.results[-1], by=where)
-        self.results.append((where, result, copy.deepcopy(result)))
+        found = self.results.keep(where, result)
+        if found is not None:
+            raise self._fail(*found, by=where)
 
     def check_all(self) -> None:
         """Fail where a result kept is no longer what was returned."""
-        for where, result, kept in self.results:
-            self._check(where, result, kept, by=None)
+        found = self.results.first_changed()
+        if found is not None:
+            raise self._fail(*found)
 
-    def _check(self, where: str, result: Any, kept: Any, by: str | None) -> None:
-        part = changed_part(result, kept, self.skip)
-        if part is not None:
-            raise _fail(
-                self.who,
-                f"{where}, field {part}",
-                conformance_changed_later(part, by),
-                conformance_changed_later_hint(),
-            )
+    def _fail(self, where: str, part: str, by: str | None) -> ConformanceError:
+        return _fail(
+            self.who,
+            f"{where}, field {part}",
+            conformance_changed_later(part, by),
+            conformance_changed_later_hint(),
+        )
 
 
 def _check_actions_untouched(

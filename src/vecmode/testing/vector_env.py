@@ -26,10 +26,11 @@ CartPoleVectorEnv(CartPole-v1, num_envs=3) conforms to NextStep: ... steps, ... 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 from gymnasium.spaces import Space
@@ -234,7 +235,7 @@ def check_vector_env(
         name = repr(env)
         mode = _declared_mode(env, name)
         built = _as_built(env, instances)
-        returned.reuses_observations = _copies_no_observations(built)
+        returned.results.reuses_observations = _copies_no_observations(built)
         spaces = _Spaces(
             int(env.num_envs), env.observation_space, env.single_observation_space
         )
@@ -272,7 +273,7 @@ def check_vector_env(
             resets_on_next_step(mode),
             caller_resets(mode),
             optional,
-            returned.reuses_observations,
+            returned.results.reuses_observations,
         )
         + _read_through(found),
         probe=found,
@@ -344,7 +345,7 @@ def changed_part(returned: Any, kept: Any, skip: Container[str] = ()) -> str | N
     it (e.g. ``"infos['_episode']"``), or None if none changed (or the result is
     not a ``reset`` / ``step`` tuple). A later call changed it: the result holds
     an array that the env (or wrapper) writes into again. Parts named in ``skip``
-    are not compared. Shared with :func:`vecmode.testing.check_wrapper`.
+    are not compared. What :class:`HeldResults` compares.
 
     >>> import copy
     >>> import numpy as np
@@ -374,6 +375,92 @@ def changed_part(returned: Any, kept: Any, skip: Container[str] = ()) -> str | N
     return None
 
 
+#: What names a call in :class:`HeldResults` (a :class:`vecmode.probe.Call`, a
+#: place in the conformance kit's run).
+_Label = TypeVar("_Label")
+
+
+class HeldResults(Generic[_Label]):
+    """A run's results as the env (or wrapper) returned them, each beside a deep
+    copy made then, to find one that a later call changed: the result holds an
+    array that the env writes into again. Each result is compared with its copy
+    when the next call has returned (that call changed it) and at the end of the
+    run (some later call did), the observations excepted where
+    ``reuses_observations`` (an env built with ``copy=False`` may reuse its
+    observation buffer). Shared by :func:`check_vector_env` and
+    :func:`vecmode.testing.check_wrapper`, which report what it finds their ways.
+
+    >>> import numpy as np
+    >>> flags = np.array([True, False])
+    >>> held = HeldResults()
+    >>> held.keep("call 0", (np.zeros(2), {}))
+    >>> held.keep("call 1", (np.zeros(2), np.ones(2), flags, flags, {})) is None
+    True
+    >>> flags[0] = False  # the env clears its own array, which it returned
+    >>> held.keep("call 2", (np.zeros(2), {}))
+    ('call 1', 'terminations')
+    >>> held.first_changed()
+    ('call 1', 'terminations', 'call 2')
+    """
+
+    def __init__(self, reuses_observations: bool = False) -> None:
+        #: whether the env says it reuses its observation buffer (``copy=False``):
+        #: the observations may change then, nothing else
+        self.reuses_observations = reuses_observations
+        #: each call's label, its result as returned, and how to read the copy
+        self._results: list[tuple[_Label, Any, Callable[[], Any]]] = []
+        #: per result (by its place in ``_results``) that a later call changed:
+        #: the part, and the label of the call that changed it (None where only
+        #: the end of the run found it)
+        self._changed: dict[int, tuple[str, _Label | None]] = {}
+
+    def keep(
+        self, label: _Label, result: Any, kept: Callable[[], Any] | None = None
+    ) -> tuple[_Label, str] | None:
+        """Keep ``result``, returned by the call ``label``, after comparing the
+        result before it with its copy: that result's label and the part this
+        call changed (see :func:`changed_part`), or None. ``kept`` reads the deep
+        copy of ``result`` made when it was returned (it is read only when the
+        next call has returned); by default a deep copy is made here."""
+        found = None
+        if self._results:
+            part = self._check(len(self._results) - 1, by=label)
+            if part is not None:
+                found = (self._results[-1][0], part)
+        if kept is None:
+            copied = copy.deepcopy(result)
+
+            def kept() -> Any:
+                return copied
+
+        self._results.append((label, result, kept))
+        return found
+
+    def first_changed(self) -> tuple[_Label, str, _Label | None] | None:
+        """Compare every result kept with its copy: the first result that a later
+        call changed, as its label, the part, and the label of the call that
+        changed it (None where only now is it found); None if none changed."""
+        for index in range(len(self._results)):
+            self._check(index, by=None)
+        for index, (label, _, _) in enumerate(self._results):
+            if index in self._changed:
+                part, by = self._changed[index]
+                return label, part, by
+        return None
+
+    def _check(self, index: int, by: _Label | None) -> str | None:
+        """The part of the result at ``index`` found changed now (recorded, with
+        ``by``), or None (unchanged, or its change was found before)."""
+        if index in self._changed:
+            return None
+        _, result, kept = self._results[index]
+        skip = ("observations",) if self.reuses_observations else ()
+        part = changed_part(result, kept(), skip)
+        if part is not None:
+            self._changed[index] = (part, by)
+        return part
+
+
 class _Returned:
     """The checked run's results as the env returned them (before the runner
     copied them), to find one that a later call changed; and, per call, the
@@ -381,47 +468,30 @@ class _Returned:
     observations."""
 
     def __init__(self) -> None:
-        self.results: list[tuple[_probe.Call, Any]] = []
-        #: whether the env says it reuses its observation buffer (``copy=False``):
-        #: the observations may change then, nothing else
-        self.reuses_observations = False
-        #: per call whose result changed: (the part, the call that changed it,
-        #: None where only the end of the run found it)
-        self.changed: dict[int, tuple[str, int | None]] = {}
+        #: compared with the runner's copies (``call.raw``)
+        self.results: HeldResults[_probe.Call] = HeldResults()
         self.aliased: dict[int, list[int]] = {}
 
     def inspect(self, call: _probe.Call, result: Any) -> None:
-        """What :class:`vecmode.probe.Runner` calls with each result."""
+        """What :class:`vecmode.probe.Runner` calls with each result (before it
+        copies it into ``call.raw``)."""
         self.aliased[call.index] = _final_obs_sharing_memory(result)
-        if self.results:
-            self._check(*self.results[-1], by=call.index)
-        self.results.append((call, result))
-
-    def _check(self, call: _probe.Call, result: Any, by: int | None) -> None:
-        if call.index in self.changed:
-            return
-        skip = ("observations",) if self.reuses_observations else ()
-        part = changed_part(result, call.raw, skip)
-        if part is not None:
-            self.changed[call.index] = (part, by)
+        self.results.keep(call, result, lambda: call.raw)
 
     def differences(self) -> Iterator[Difference]:
         """The first result that a later call changed."""
-        for call, result in self.results:
-            self._check(call, result, None)
-        for call, _ in self.results:
-            if call.index in self.changed:
-                part, by = self.changed[call.index]
-                yield Difference(
-                    call.index,
-                    call.kind,
-                    None,
-                    part,
-                    diff_unchanged(),
-                    diff_changed_by(by),
-                    note_return_new_arrays(self.reuses_observations),
-                )
-                return
+        found = self.results.first_changed()
+        if found is not None:
+            call, part, by = found
+            yield Difference(
+                call.index,
+                call.kind,
+                None,
+                part,
+                diff_unchanged(),
+                diff_changed_by(None if by is None else by.index),
+                note_return_new_arrays(self.results.reuses_observations),
+            )
 
 
 @dataclass
