@@ -1413,6 +1413,61 @@ def test_a_spinning_parent_still_sees_timeouts_deaths_and_the_right_results():
     assert gone([pid])
 
 
+def bell_counts(envs) -> list[int]:
+    doorbell = envs._pool.doorbell
+    return [] if doorbell is None else doorbell.counts.tolist()
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_spinning_processes_ring_the_doorbell_for_every_message(monkeypatch, context):
+    """Where the processes spin, they watch counters in shared memory, not the
+    pipes: the parent counts every message it sent to a worker, the worker every
+    answer, and the counts agree after each call (a message or answer left
+    uncounted would make its reader spin the whole spin time on every call).
+    Results stay the sync core's, with several spinning workers."""
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 8)
+    fns = scheduled_fns(5, lengths=[(2, 3), (4,), (1, 5), (3,), (2,)])
+    spinning = make_async(fns, num_workers=3, context=context)
+    assert spinning._pool.spin == layout_module.SPIN
+    assert bell_counts(spinning) == [0] * 6  # the build answers are not counted
+    sync = vecmode.SyncVectorEnv(fns)
+    script = make_script(sync, 12, seed=4, mask_prob=0.2)
+    assert_same_run(drive(sync, script, True), drive(spinning, script, True))
+    counts = bell_counts(spinning)
+    sent, answered = counts[0::2], counts[1::2]
+    assert sent == answered, counts
+    assert min(sent) >= 1, counts
+    spinning.get_attr("spec")  # every worker: one message, one answer each
+    assert [c - 1 for c in bell_counts(spinning)] == counts
+    pids = [p.pid for p in spinning.processes]
+    sync.close()
+    spinning.close()
+    assert gone(pids)
+
+
+def test_a_miscounted_doorbell_costs_time_not_results(monkeypatch):
+    """The counters only say "look now": one the parent rang with nothing sent
+    (or one that is torn) makes a worker read its pipe, where it blocks for the
+    message; the results are unchanged."""
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 4)
+    fns = scheduled_fns(3, lengths=[(2, 3), (4,), (1, 5)])
+    spinning = make_async(fns, num_workers=1)
+    sync = vecmode.SyncVectorEnv(fns)
+    script = make_script(sync, 10, seed=2, mask_prob=0.2)
+    spinning._pool.doorbell.rang(0)  # a ring with no message
+    assert_same_run(drive(sync, script, True), drive(spinning, script, True))
+    sync.close()
+    spinning.close()
+
+
+def test_blocking_layouts_have_no_doorbell(monkeypatch):
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 2)
+    envs = make_async(scheduled_fns(2), num_workers=2)
+    assert envs._pool.spin == 0.0
+    assert envs._pool.doorbell is None
+    envs.close()
+
+
 class OddStep(gym.Env):
     """A sub-env whose step returns the ``reward`` and ``info`` it was given, as
     some custom envs do (a one-element array reward, info arrays whose shape

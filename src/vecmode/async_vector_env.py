@@ -30,7 +30,7 @@ from vecmode.core import check_core_arguments
 from vecmode.errors import SharedMemorySpaceError, SubEnvError, WorkerError
 from vecmode.layout import default_layout, slices, spin_seconds
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.pool import Worker, WorkerPool, closed_during
+from vecmode.pool import Doorbell, Worker, WorkerPool, closed_during
 from vecmode.remote import (
     BUILD_GRACE,
     MessageFor,
@@ -259,6 +259,10 @@ class AsyncVectorEnv(RemoteCore):
         built. On any error, nothing is left running."""
         spin = spin_seconds(self.num_workers, self.in_parent)
         self._pool.spin = spin
+        parts = slices(self.num_envs - self.in_parent, self.num_workers)
+        doorbell = Doorbell(ctx, len(parts)) if spin else None
+        self._pool.doorbell = doorbell
+        firsts = [start for start, _ in parts]
 
         def args(
             start: int, stop: int, conn: Connection, inherited: list[Connection]
@@ -274,13 +278,14 @@ class AsyncVectorEnv(RemoteCore):
                 self.single_action_space,
                 self.observation_mode,
                 spin,
+                None if doorbell is None else (doorbell.array, firsts.index(start)),
             )
 
         answers: list[Any] = []
         try:
             self._pool.start(
                 ctx,
-                slices(self.num_envs - self.in_parent, self.num_workers),
+                parts,
                 worker_main,
                 args,
                 type(self).__name__,

@@ -66,6 +66,7 @@ __all__ = [
     "RemoteFailure",
     "SliceServer",
     "build_slice",
+    "counters",
     "create",
     "encode",
     "view",
@@ -362,20 +363,24 @@ def encode(answer: Any) -> bytes:
         return pickle.dumps(unpicklable(answer, exc), PROTOCOL)
 
 
-def serve(conn: Connection, server: SliceServer, spin: float = 0.0) -> None:
-    """The worker's loop: one answer per message, until told to close (spinning
-    ``spin`` seconds on the pipe before blocking on it)."""
+def serve(
+    conn: Connection, server: SliceServer, spin: float = 0.0, bell: Any = None
+) -> None:
+    """The worker's loop: one answer per message, until told to close.
+
+    ``bell``: ``(counters, w)``, this worker's slots in the pool's
+    :class:`~vecmode.pool.Doorbell`, where it spins ``spin`` seconds for the next
+    message before it blocks on the pipe (watching a counter, not polling the
+    pipe: no system call while it spins).
+    """
     # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
     # a ForkingPickler per message, which costs more than these small messages.
-    recv_bytes, send_bytes, loads = conn.recv_bytes, conn.send_bytes, pickle.loads
+    recv_bytes, loads = conn.recv_bytes, pickle.loads
     nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
-    poll, clock = conn.poll, time.perf_counter
+    wait, send_bytes = _doorbell(conn, spin, bell)
     while True:
-        if spin and not poll():
-            end = clock() + spin
-            while not poll() and clock() < end:
-                pass
+        wait()
         data = recv_bytes()
         try:
             message = loads(data)
@@ -392,6 +397,39 @@ def serve(conn: Connection, server: SliceServer, spin: float = 0.0) -> None:
             return
 
 
+def counters(array: Any) -> memoryview:
+    """A ``RawArray("q")``'s counters (a :class:`vecmode.pool.Doorbell`'s) as a
+    memoryview of int64s."""
+    return memoryview(array).cast("B").cast("q")
+
+
+def _doorbell(
+    conn: Connection, spin: float, bell: Any
+) -> tuple[Callable[[], None], Callable[[bytes], None]]:
+    """How :func:`serve` waits for a message (spinning on its counter of messages
+    sent, if it spins) and sends an answer (then counting it)."""
+    if not spin or bell is None:
+        return (lambda: None), conn.send_bytes
+    counts, w = counters(bell[0]), bell[1]
+    sent, answered = 2 * w, 2 * w + 1
+    clock, send = time.perf_counter, conn.send_bytes
+    seen = [0]  # messages received so far; the parent counts those it sent
+
+    def wait() -> None:
+        mine = seen[0]
+        if counts[sent] == mine:
+            end = clock() + spin
+            while counts[sent] == mine and clock() < end:
+                pass
+        seen[0] = mine + 1  # the next recv_bytes reads it (blocking if need be)
+
+    def send_answer(data: bytes) -> None:
+        send(data)
+        counts[answered] += 1  # after the send: the answer is there to read
+
+    return wait, send_answer
+
+
 def worker_main(
     first: int,
     env_fns: list[CloudpickleWrapper],
@@ -403,8 +441,10 @@ def worker_main(
     action_space: Space,
     observation_mode: Any,
     spin: float = 0.0,
+    bell: Any = None,
 ) -> None:
-    """A worker process: build sub-envs ``first ..`` and serve until told to close.
+    """A worker process: build sub-envs ``first ..`` and serve until told to close
+    (``spin``, ``bell``: see :func:`serve`).
 
     Answers the parent once built: None, a failure (an ``env_fn`` raised) or a
     space mismatch.
@@ -425,7 +465,7 @@ def worker_main(
         server = SliceServer(
             first, envs, memory, num_envs, observation_space, action_space
         )
-        serve(conn, server, spin)
+        serve(conn, server, spin, bell)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave
     finally:
