@@ -1,4 +1,5 @@
-"""Test configuration: hypothesis profiles, and a warning xdist causes.
+"""Test configuration: hypothesis profiles, a warning xdist causes, and SB3's log
+folders kept in pytest's temp dir.
 
 ``CI`` set in the environment (as ``.ci/run`` does) selects the ``ci`` profile:
 derandomized with a bounded number of examples, so a landing never depends on luck.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -43,6 +45,20 @@ settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sb3_log_folders_in_pytest_tmp(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """SB3's default logger (``learn()`` with no logger of the caller's, as the
+    docs' SB3 example trains) makes its folder, ``$SB3_LOGDIR`` or else a new
+    ``SB3-<date>`` one per call in the system's temp dir, where it stays: this
+    session's is in pytest's temp dir (its subprocesses' too, by the environment)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(tmp_path_factory.getbasetemp() / "sb3-logs"))
+        yield
+
 
 # pygame (HumanRendering) draws into no window, and says nothing when imported
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
