@@ -353,6 +353,38 @@ class SlowEnv(ScheduledEnv):
         return super().step(action)
 
 
+class UserFault(Exception):
+    """A user's own exception class (importable: a worker's pickle names it)."""
+
+
+class RaisesIn(gym.Env):
+    """A sub-env that raises ``error`` (None: never) in ``where``: its ``step``,
+    its ``reset``, or ``"call"``: its ``poke()`` (``call("poke")``)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, error: Exception | None = None, where: str = "step") -> None:
+        self.error, self.where = error, where
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._fail("reset")
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self._fail("step")
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+    def poke(self) -> str:
+        self._fail("call")
+        return "poked"
+
+    def _fail(self, where: str) -> None:
+        if self.error is not None and self.where == where:
+            raise self.error
+
+
 def env_fn_that_raises() -> gym.Env:
     raise ValueError("this env_fn cannot build its env")
 

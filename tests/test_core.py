@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import functools
+import pathlib
+import pickle
 import re
 import subprocess
 import sys
 import textwrap
+import traceback
+import typing
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +19,9 @@ import pytest
 
 import vecmode
 from tests.helpers import (
+    RaisesIn,
     ScheduledEnv,
+    UserFault,
     assert_same,
     faulty_fns,
     scheduled_fns,
@@ -27,6 +35,8 @@ from vecmode import (
 )
 from vecmode.core import Command
 from vecmode.modes import same_step_infos
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def core(num_envs=3, **kwargs):
@@ -502,6 +512,228 @@ def test_a_failing_close_closes_every_sub_env_and_names_each_failure():
     with pytest.raises(gym.error.ClosedEnvironmentError):
         envs.reset()
     envs.close()  # no second error
+
+
+# ------------------------------------------ a sub-env's error, of the original's class
+class _QuotedKey(KeyError):
+    """A class with its own __new__, __init__, __str__ and __repr__."""
+
+    def __new__(cls, a, b):
+        return super().__new__(cls, a)
+
+    def __init__(self, a, b):
+        super().__init__(a)
+        self.b = b
+
+    def __str__(self):
+        return "its own text"
+
+    def __repr__(self):
+        return "its own repr"
+
+
+class _Meta(type):
+    """A metaclass of an exception class."""
+
+
+class _WithMeta(ValueError, metaclass=_Meta):
+    pass
+
+
+class _Refuses(ValueError):
+    """A class that refuses subclasses."""
+
+    def __init_subclass__(cls, **kwargs):
+        raise TypeError("no subclass of _Refuses")
+
+
+class _Shadows(ValueError):
+    """A class whose property has the name of a SubEnvError attribute."""
+
+    @property
+    def index(self):
+        return -1
+
+
+@typing.final
+class _Final(ValueError):
+    """Final to type checkers only (a subclass made at run time is no error)."""
+
+
+class _MissingAttribute(AttributeError):
+    pass
+
+
+#: The original classes whose SubEnvError is an instance of them too.
+DUAL = [
+    ValueError,
+    KeyError,
+    LookupError,
+    gym.error.ResetNeeded,
+    gym.error.Error,
+    UserFault,
+    NotImplementedError,
+    RecursionError,
+    StopIteration,
+    ImportError,
+    UnicodeDecodeError,
+    _QuotedKey,
+    _WithMeta,
+    _Final,
+]
+#: Those whose SubEnvError is a plain one (a RuntimeError, Exception already; an
+#: OSError's instances are built by OSError's own __new__; a SyntaxError's
+#: traceback shows its own fields, not the message; what cannot be subclassed or
+#: shadows an attribute; what the cores never wrap).
+PLAIN = [
+    RuntimeError,
+    Exception,
+    OSError,
+    FileNotFoundError,
+    TimeoutError,
+    SyntaxError,
+    IndentationError,
+    _Refuses,
+    _Shadows,
+    KeyboardInterrupt,
+    SystemExit,
+    BaseException,
+    errors.SubEnvError,
+]
+FIELDS = ("index", "method", "exc_type", "message", "worker_traceback", "others")
+
+
+def _fields(error):
+    return [getattr(error, name) for name in (*FIELDS, "lost")]
+
+
+@pytest.mark.parametrize("original", DUAL + PLAIN, ids=lambda cls: cls.__name__)
+def test_a_sub_env_error_is_of_the_original_class_wherever_python_allows(original):
+    """Else a plain SubEnvError; either way its message, attributes and repr are
+    a plain SubEnvError's (KeyError's __str__ would quote the message)."""
+    args = (
+        3,
+        "step",
+        original.__name__,
+        "it failed",
+        "Traceback (...)\n",
+        (4,),
+        (3, 4),
+    )
+    error = errors.sub_env_error_class(original)(*args)
+    plain = errors.SubEnvError(*args)
+    assert isinstance(error, errors.SubEnvError) and isinstance(error, RuntimeError)
+    if original in DUAL:
+        assert isinstance(error, original) and type(error) is not errors.SubEnvError
+        assert type(error).__qualname__ == f"SubEnvError[{original.__name__}]"
+        assert errors.sub_env_error_class(original) is type(error)  # made once
+    else:
+        assert type(error) is errors.SubEnvError
+    assert str(error) == str(plain) == errors.sub_env_failed(*args)
+    assert repr(error) == repr(plain) and error.args == plain.args
+    assert _fields(error) == _fields(plain)
+    shown = traceback.format_exception_only(type(error), error)[-1]
+    assert shown.endswith(f"{str(plain).splitlines()[-1]}\n")
+
+
+def test_a_sub_env_attribute_error_stays_one():
+    """By class (a subclass too), or by name alone (a worker's AttributeError that
+    could not be unpickled)."""
+    by_name = errors.SubEnvError(0, "get_attr('x')", "AttributeError", "no x", "")
+    assert type(by_name) is errors.SubEnvAttributeError
+    assert errors.sub_env_error_class(AttributeError) is errors.SubEnvAttributeError
+    sub = errors.sub_env_error_class(_MissingAttribute)(0, "call", "_M", "", "")
+    assert isinstance(sub, errors.SubEnvAttributeError)
+    assert isinstance(sub, _MissingAttribute)
+    assert type(errors.SubEnvError(0, "call", "ValueError", "", "")) is (
+        errors.SubEnvError
+    )  # a name alone makes no other class
+
+
+def _sync_fault(original):
+    """The SubEnvError of a sync core whose sub-env 1 raises ``original`` in step."""
+    envs = vecmode.SyncVectorEnv([RaisesIn, functools.partial(RaisesIn, original)])
+    envs.reset(seed=0)
+    with pytest.raises(errors.SubEnvError) as info:
+        envs.step(np.zeros(2, dtype=int))
+    envs.close()
+    return info.value
+
+
+def test_every_kind_of_sub_env_error_pickles_and_copies_as_it_was():
+    """Pickling (every protocol), copy and deepcopy keep the class, the attributes,
+    the message and what was added to the error (a note); a class pickling
+    cannot name (defined in a function) is pickled as a plain SubEnvError (copies
+    keep it). Before, unpickling or copying any SubEnvError raised TypeError."""
+
+    class LocalFault(ValueError):
+        pass
+
+    value_error = _sync_fault(ValueError("a bad value"))
+    kinds = {
+        "plain": _sync_fault(OSError(28, "No space left on device")),
+        "attribute": _sync_fault(AttributeError("no such attribute")),
+        "attribute, by name": errors.SubEnvError(
+            0, "get_attr('x')", "AttributeError", "no x", "Traceback\n", (1,)
+        ),
+        "ValueError": value_error,
+        "KeyError": _sync_fault(KeyError("a key")),
+        "ResetNeeded": _sync_fault(gym.error.ResetNeeded("reset first")),
+        "UserFault": _sync_fault(UserFault("the user's own")),
+        "NotImplementedError": _sync_fault(NotImplementedError("not yet")),
+        "nested": _sync_fault(value_error),  # a vecmode env's error, in a sub-env
+        "local": _sync_fault(LocalFault("local")),
+    }
+    assert type(kinds["plain"]) is errors.SubEnvError
+    assert type(kinds["attribute"]) is errors.SubEnvAttributeError
+    assert type(kinds["nested"]) is type(value_error)  # the same class
+    assert type(_sync_fault(ValueError("again"))) is type(value_error)
+    assert isinstance(kinds["local"], LocalFault)
+    for kind, error in kinds.items():
+        error.add_note("a note")
+        error.extra = {"nested": [1]}
+        clones = [("copy", copy.copy(error)), ("deepcopy", copy.deepcopy(error))]
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            data = pickle.dumps(error, protocol)
+            clones.append((f"pickle {protocol}", pickle.loads(data)))
+        for how, clone in clones:
+            local_pickle = kind == "local" and how.startswith("pickle")
+            expected = errors.SubEnvError if local_pickle else type(error)
+            assert type(clone) is expected, (kind, how)
+            assert _fields(clone) == _fields(error), (kind, how)
+            assert str(clone) == str(error) and repr(clone) == repr(error), (kind, how)
+            assert clone.args == error.args, (kind, how)
+            assert clone.__notes__ == ["a note"], (kind, how)
+            assert clone.extra == {"nested": [1]}, (kind, how)
+        assert copy.copy(error).extra is error.extra
+        assert copy.deepcopy(error).extra is not error.extra
+
+
+def test_a_pickled_sub_env_error_is_of_its_class_in_another_process():
+    """The class is made again there (it is no module attribute to import)."""
+    error = _sync_fault(KeyError("a key"))
+    code = textwrap.dedent(
+        """
+        import pickle, sys
+        import gymnasium, vecmode
+        from tests.helpers import UserFault
+        for error, kind in zip(pickle.load(sys.stdin.buffer), (KeyError, UserFault)):
+            assert isinstance(error, kind) and isinstance(error, vecmode.SubEnvError)
+            print(error.index, error.exc_type, error.message)
+        """
+    )
+    both = [error, _sync_fault(UserFault("the user's own"))]
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=pickle.dumps(both),
+        capture_output=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert out.stdout.decode().splitlines() == [
+        "1 KeyError 'a key'",
+        "1 UserFault the user's own",
+    ], out.stderr.decode()
 
 
 # ------------------------------------------------------- one sub-env's row of a batch

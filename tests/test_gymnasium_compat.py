@@ -16,6 +16,7 @@ vecmode found) for each class of incompatibility:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import re
@@ -32,9 +33,11 @@ from hypothesis import strategies as st
 import vecmode
 from tests.helpers import (
     SHARED_MEMORY_SPACES,
+    RaisesIn,
     ScheduledEnv,
     Script,
     SlowEnv,
+    UserFault,
     assert_same_run,
     drive,
     every_space,
@@ -42,7 +45,7 @@ from tests.helpers import (
     scheduled_fns,
     space_fns,
 )
-from vecmode import AutoresetMode, as_mode
+from vecmode import AutoresetMode, SubEnvError, as_mode
 from vecmode.errors import ActionBatchError, InfoLayoutError, SharedMemorySpaceError
 from vecmode.wrappers import (
     ClipReward,
@@ -495,6 +498,145 @@ def test_observation_mode_and_space_messages_contain_gymnasiums(core):
     ):
         build([ScheduledEnv, Wider])
     assert multiprocessing.active_children() == before
+
+
+#: A sub-env's exceptions (class, message) whose type Gymnasium's vector envs
+#: raise again: its sync env the exception itself, its async env a new one of
+#: the same class.
+ORIGINALS = [
+    (ValueError, "Error in reset"),
+    (KeyError, "no such key"),
+    (gym.error.ResetNeeded, "reset first"),
+    (UserFault, "the user's own"),
+    (NotImplementedError, "not yet"),  # a RuntimeError already
+    (AttributeError, "no such attribute"),
+]
+
+
+def _raised(envs, where):
+    """What ``envs`` raises when its sub-envs raise in ``where`` ("step",
+    "reset" or "call"); closes ``envs``."""
+    try:
+        if where != "reset":
+            envs.reset(seed=0)
+        with pytest.raises(Exception) as caught:
+            if where == "step":
+                envs.step(np.zeros(2, dtype=np.int64))
+            elif where == "reset":
+                envs.reset(seed=0)
+            else:
+                envs.call("poke")
+        return caught.value
+    finally:
+        with contextlib.suppress(Exception):
+            envs.close()
+
+
+# Gymnasium's AsyncVectorEnv logs the sub-env's traceback, as a UserWarning
+@pytest.mark.filterwarnings("ignore:.*ERROR.*:UserWarning")
+@pytest.mark.parametrize("where", ["step", "reset", "call"])
+@pytest.mark.parametrize(("kind", "text"), ORIGINALS, ids=lambda v: str(v))
+def test_a_sub_env_s_exception_is_caught_by_what_catches_gymnasiums(kind, text, where):
+    """Gymnasium's sync env lets a sub-env's exception through and its async env
+    raises its type again, so user code catches ``ValueError`` or
+    ``gymnasium.error.ResetNeeded`` around a step: every ``except`` clause that
+    catches theirs catches vecmode's SubEnvError, in every core and through
+    make_vec, with SubEnvError's own message and the original as ``__cause__``."""
+    fns = [RaisesIn, functools.partial(RaisesIn, kind(text), where)]
+    theirs = [
+        _raised(gym.vector.SyncVectorEnv(fns), where),
+        _raised(gym.vector.AsyncVectorEnv(fns, context=FORK), where),
+    ]
+    caught_by = {cls for error in theirs for cls in type(error).__mro__}
+    assert kind in caught_by
+    ours = {
+        "sync": vecmode.SyncVectorEnv(fns),
+        "async": vecmode.AsyncVectorEnv(fns, context=FORK),
+        "async, no shared memory": vecmode.AsyncVectorEnv(
+            fns, context=FORK, shared_memory=False
+        ),
+        "async, in the parent": vecmode.AsyncVectorEnv(
+            fns, context=FORK, num_workers=1, in_parent=1
+        ),
+        "make_vec": vecmode.make_vec(
+            fns[1], 2, "async", vector_kwargs={"context": FORK}
+        ),  # both sub-envs raise: 0 is named
+    }
+    for name, envs in ours.items():
+        error = _raised(envs, where)
+        assert isinstance(error, SubEnvError) and isinstance(error, RuntimeError)
+        missed = [cls.__name__ for cls in caught_by if not isinstance(error, cls)]
+        assert not missed, f"{name}: {type(error).__qualname__} is no {missed}"
+        assert (error.method, error.exc_type) == (
+            "call('poke')" if where == "call" else where,
+            kind.__name__,
+        ), name
+        assert error.index == (0 if name == "make_vec" else 1), name
+        assert error.message == str(kind(text)), name
+        assert str(error) == vecmode.errors.sub_env_failed(
+            error.index,
+            error.method,
+            error.exc_type,
+            error.message,
+            error.worker_traceback,
+            error.others,
+            error.lost,
+        ), name
+        assert repr(error).startswith(type(error).__name__ + "("), name
+        assert type(error.__cause__) is kind and error.__cause__.args == (text,), name
+
+
+def test_an_async_sub_env_s_error_in_reset_is_its_type_as_gymnasiums_own_test_says():
+    """Gymnasium's tests/vector/test_async_vector_env.py::
+    test_async_vector_subenv_error, over vecmode's async core."""
+    fns = [RaisesIn, functools.partial(RaisesIn, ValueError("Error in reset"), "reset")]
+    envs = vecmode.AsyncVectorEnv(fns, context=FORK)
+    with pytest.raises(ValueError, match="Error in reset"):
+        envs.reset()
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    ("core", "in_parent"), [("sync", None), ("async", None), ("async", 1)]
+)
+def test_where_no_subclass_can_be_made_it_is_a_plain_sub_env_error(core, in_parent):
+    """An OSError's instances are built by OSError's own __new__, which a
+    subclass of RuntimeError cannot call: a plain SubEnvError, in every core. A
+    class defined in a function cannot be pickled: from a worker (or the
+    parent's share, which pickles as a worker does) only its name arrives, so a
+    plain SubEnvError; the sync core has the exception itself."""
+
+    class LocalFault(ValueError):
+        """Pickling cannot name it."""
+
+    for original in (OSError(28, "No space left on device"), LocalFault("local")):
+        fns = [RaisesIn, functools.partial(RaisesIn, original, "step")]
+        if core == "sync":
+            envs = vecmode.SyncVectorEnv(fns)
+        else:
+            envs = vecmode.AsyncVectorEnv(
+                fns, context=FORK, num_workers=1, in_parent=in_parent
+            )
+        error = _raised(envs, "step")
+        name = type(original).__name__
+        crossed = core != "sync"
+        if isinstance(original, OSError) or crossed:
+            assert type(error) is SubEnvError, name
+            assert not isinstance(error, type(original)), name
+        else:
+            assert isinstance(error, LocalFault) and isinstance(error, SubEnvError)
+        assert (error.index, error.method, error.exc_type) == (1, "step", name)
+        assert error.message == str(original) and error.lost == (0, 1)
+        assert "raise self.error" in error.worker_traceback
+        assert str(error) == vecmode.errors.sub_env_failed(
+            1, "step", name, str(original), error.worker_traceback, (), (0, 1)
+        )
+        if isinstance(original, OSError):
+            assert isinstance(error.__cause__, OSError) and error.__cause__.errno == 28
+        elif crossed:
+            assert error.__cause__ is None  # only its name crossed
+        else:
+            assert error.__cause__ is original
 
 
 class _BareVectorEnv(VectorEnv):

@@ -40,6 +40,8 @@ from hypothesis import strategies as st
 import vecmode
 from tests import fault_envs
 from tests.helpers import (
+    RaisesIn,
+    UserFault,
     assert_same,
     assert_same_run,
     drive,
@@ -610,6 +612,7 @@ def test_faults_a_usable_env_survives(shared):
             envs.step(zeros)
         error = caught.value
         assert (error.index, error.method, error.exc_type) == (2, "step", "ValueError")
+        assert isinstance(error, ValueError)  # as Gymnasium's envs raise
         assert "step of sub-env 2 failed on purpose" in error.worker_traceback
         assert isinstance(error.__cause__, ValueError)
         assert error.lost == (0, 1, 2, 3) and core.awaiting_reset.all()
@@ -644,6 +647,41 @@ def test_faults_a_usable_env_survives(shared):
         core.reset(seed=2)
     arm(core, {})
     core.step(zeros)  # usable
+
+
+def test_a_sub_env_s_exception_is_of_its_class_as_in_the_other_cores(shared):
+    """As over the sync and async cores (tests/test_gymnasium_compat.py): the
+    SubEnvError is an instance of the sub-env's exception class too, so the
+    ``except`` clause that catches Gymnasium's exception catches it; an OSError
+    gives a plain SubEnvError."""
+    core = shared("raises", lambda: RayVectorEnv([RaisesIn, RaisesIn], num_actors=1))
+    for original in (
+        ValueError("a bad value"),
+        KeyError("a key"),
+        gym.error.ResetNeeded("reset first"),
+        UserFault("the user's own"),
+        NotImplementedError("not yet"),
+        AttributeError("no such attribute"),
+        OSError(28, "No space left on device"),
+    ):
+        kind = type(original)
+        core.reset(seed=0)
+        core.set_attr("error", [None, original])
+        for where in ("call", "step"):
+            core.set_attr("where", where)
+            with pytest.raises(SubEnvError) as caught:
+                core.call("poke") if where == "call" else core.step(np.zeros(2, int))
+            error = caught.value
+            assert isinstance(error, kind) == (kind is not OSError), (kind, where)
+            assert (error.index, error.exc_type, error.message) == (
+                1,
+                kind.__name__,
+                str(original),
+            )
+            assert type(error.__cause__) is kind and error.__cause__.args == (
+                original.args
+            )
+    core.set_attr("error", None)
 
 
 def test_a_failing_close_still_closes_and_leaves_no_actor():

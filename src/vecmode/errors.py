@@ -7,9 +7,15 @@ checks; tests and docs refer to those builders rather than copying message text.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import multiprocessing
+import pickle
+import traceback
+import types
+import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar, SupportsIndex
 
 from gymnasium.error import Error as GymnasiumError
 from gymnasium.vector import AutoresetMode
@@ -157,6 +163,27 @@ class SubEnvError(RuntimeError):
     others go on, and the env stays usable. After a failed ``call``, ``get_attr``
     or ``set_attr`` nothing changes; after a failed ``close`` the env is closed.
 
+    It is also an instance of the original exception's class, as Gymnasium's
+    vector envs raise that class (its sync env the exception itself, its async
+    env one of the same type): ``except ValueError`` or ``except
+    gymnasium.error.ResetNeeded`` around ``envs.step(...)`` catches it over every
+    core, and so do ``except SubEnvError`` and ``except RuntimeError``. Its class
+    is then a subclass of both, made once per original class, shown as
+    ``SubEnvError[ValueError]`` in a traceback (an ``AttributeError`` gives
+    :class:`~vecmode.errors.SubEnvAttributeError`); its message, attributes and
+    ``repr`` are a plain SubEnvError's. It is a plain SubEnvError where Python
+    cannot make such a class (``OSError`` and its subclasses, whose instances
+    are built differently; a class that refuses subclasses) or where it would
+    not read as one (a ``SyntaxError``, whose traceback shows its own fields; a
+    class with a property named as one of the attributes below), for an
+    original that is a ``RuntimeError`` itself, and in a worker's fault when the
+    original did not cross the process (it could not be pickled or unpickled:
+    only its name is known, in ``exc_type``; an ``AttributeError`` is still a
+    SubEnvAttributeError). ``pickle``, ``copy.copy`` and ``copy.deepcopy`` keep
+    its class and attributes (pickling gives a plain SubEnvError for an original
+    class pickling cannot name, such as one defined in a function); like any
+    exception's, its ``__cause__`` is not pickled or copied.
+
     Attributes:
         index: the sub-env that raised.
         method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``,
@@ -168,13 +195,19 @@ class SubEnvError(RuntimeError):
         lost: the sub-envs whose state the failed call lost (they must be reset).
     """
 
+    #: The sub-env's exception class this class is also a subclass of (None: a
+    #: plain SubEnvError).
+    _original: ClassVar[type[Exception] | None] = None
+
     def __new__(cls, *args: Any, **kwargs: Any) -> SubEnvError:
         # a sub-env's AttributeError is a SubEnvAttributeError, also an
-        # AttributeError (exc_type is the third argument)
+        # AttributeError, even when only its name is known (exc_type is the
+        # third argument). RuntimeError's __new__ and __init__, named, never the
+        # original class's (which follows in a dual class's MRO).
         exc_type = args[2] if len(args) > 2 else kwargs.get("exc_type")
         if cls is SubEnvError and exc_type == "AttributeError":
             cls = SubEnvAttributeError
-        return super().__new__(cls, *args, **kwargs)
+        return RuntimeError.__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
@@ -193,7 +226,8 @@ class SubEnvError(RuntimeError):
         self.message = message
         self.worker_traceback = worker_traceback
         self.others: tuple[int, ...] = tuple(others)
-        super().__init__(
+        RuntimeError.__init__(
+            self,
             sub_env_failed(
                 self.index,
                 method,
@@ -202,8 +236,52 @@ class SubEnvError(RuntimeError):
                 worker_traceback,
                 self.others,
                 self.lost,
-            )
+            ),
         )
+
+    # What follows is defined here so that a dual class's MRO finds it before the
+    # original class's own (KeyError's __str__ quotes its argument, say).
+    def __str__(self) -> str:
+        return RuntimeError.__str__(self)
+
+    def __repr__(self) -> str:
+        return RuntimeError.__repr__(self)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.index,
+            self.method,
+            self.exc_type,
+            self.message,
+            self.worker_traceback,
+            self.others,
+            self.lost,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        original = self._original
+        try:  # pickling names the class (it cannot, for a class made in a function)
+            pickle.dumps(original, pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            original = None
+        return (_unpickle_sub_env_error, (original, *self._fields()), self.__dict__)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        return self.__reduce__()
+
+    def __setstate__(self, state: dict[str, Any] | None) -> None:
+        self.__dict__.update(state or {})
+
+    def __copy__(self) -> SubEnvError:
+        error = _unpickle_sub_env_error(self._original, *self._fields())
+        error.__setstate__(dict(self.__dict__))
+        return error
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SubEnvError:
+        error = _unpickle_sub_env_error(self._original, *self._fields())
+        memo[id(self)] = error
+        error.__setstate__(copy.deepcopy(self.__dict__, memo))
+        return error
 
 
 class SubEnvAttributeError(SubEnvError, AttributeError):
@@ -211,7 +289,103 @@ class SubEnvAttributeError(SubEnvError, AttributeError):
     ``get_attr`` or ``call`` of a name it lacks): also an ``AttributeError``, as
     Gymnasium's vector envs raise, so code that probes attributes with
     ``except AttributeError`` works over every core. ``SubEnvError(...)`` builds
-    one for ``exc_type="AttributeError"``."""
+    one for ``exc_type="AttributeError"``; the SubEnvError of a subclass of
+    ``AttributeError`` is one too."""
+
+    _original = AttributeError
+
+
+#: The dual classes made so far, by original class: each lives as long as it is
+#: used (an error, or anyone holding the class), so classes made in functions are
+#: not kept.
+_DUALS: weakref.WeakValueDictionary[type, type[SubEnvError]] = (
+    weakref.WeakValueDictionary()
+)
+_DUALS[AttributeError] = SubEnvAttributeError
+#: The original classes no dual class can be made for.
+_NO_DUAL: weakref.WeakSet[type] = weakref.WeakSet()
+#: The arguments of the SubEnvError each new dual class is tried with.
+_PROBE = (7, "step", "ProbeError", "a probe", "Traceback: a probe\n", (8,), (7, 8))
+
+
+def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvError]:
+    """The class of the :class:`SubEnvError` for a sub-env's exception of class
+    ``original`` (None: unknown): a subclass of SubEnvError and ``original``,
+    made once per class, where Python allows it and ``original`` is an
+    ``Exception`` the plain SubEnvError is not already an instance of; else
+    SubEnvError."""
+    if original is None or not issubclass(original, Exception):
+        return SubEnvError  # (the cores never wrap what is no Exception)
+    if issubclass(original, SubEnvError):  # a nested vecmode env's failure
+        return sub_env_error_class(original._original)
+    try:
+        if issubclass(SubEnvError, original):  # RuntimeError, Exception: one already
+            return SubEnvError
+        found = _DUALS.get(original)
+        if found is None and original not in _NO_DUAL:
+            found = _DUALS.setdefault(original, _dual(original))
+    except Exception:  # its dual cannot be made, or the class cannot be hashed
+        with contextlib.suppress(Exception):
+            _NO_DUAL.add(original)
+        found = None
+    return SubEnvError if found is None else found
+
+
+def _dual(original: type[Exception]) -> type[SubEnvError]:
+    """A new subclass of SubEnvError (or SubEnvAttributeError) and ``original``;
+    raises if there is none that builds and reads as a plain SubEnvError."""
+    base = SubEnvAttributeError if issubclass(original, AttributeError) else SubEnvError
+    name = base.__name__
+    body = {
+        "__module__": __name__,
+        "__qualname__": f"{name}[{original.__name__}]",
+        "__doc__": f"A {name} whose sub-env raised {original.__name__}: also one.",
+        "_original": original,
+    }
+    dual = types.new_class(name, (base, original), exec_body=lambda ns: ns.update(body))
+    error, plain = dual(*_PROBE), SubEnvError(*_PROBE)
+    shown = "".join(traceback.format_exception_only(dual, error))
+    same = (
+        str(error) == str(plain)
+        and error.args == plain.args
+        and error._fields() == plain._fields()
+        and isinstance(error, original)
+        and shown.rstrip().endswith(str(plain).rstrip())
+    )
+    if not same:  # the original's properties in the way, or a SyntaxError's
+        # traceback, which shows its own fields instead of the message
+        raise TypeError(f"{name}[{original.__name__}] does not read as a {name}")
+    return dual
+
+
+def sub_env_error(
+    index: int,
+    method: str,
+    exc_type: str,
+    message: str,
+    worker_traceback: str,
+    others: Iterable[int] = (),
+    lost: Iterable[int] = (),
+    *,
+    cause: object = None,
+) -> SubEnvError:
+    """The :class:`SubEnvError` the cores raise for a sub-env's fault, of the
+    class :func:`sub_env_error_class` gives for ``cause`` (the original
+    exception, None where it is not known), with ``cause`` as its ``__cause__``."""
+    original = type(cause) if isinstance(cause, BaseException) else None
+    error = sub_env_error_class(original)(
+        index, method, exc_type, message, worker_traceback, others, lost
+    )
+    if isinstance(cause, BaseException):
+        error.__cause__ = cause
+    return error
+
+
+def _unpickle_sub_env_error(
+    original: type[BaseException] | None, *fields: Any
+) -> SubEnvError:
+    """A SubEnvError again, from what :meth:`SubEnvError.__reduce__` gives."""
+    return sub_env_error_class(original)(*fields)
 
 
 class WorkerError(RuntimeError):

@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from vecmode.core import Command
-from vecmode.errors import SubEnvError
+from vecmode.errors import SubEnvError, sub_env_error
 
 __all__ = ["Failure", "Outcome", "Runner"]
 
@@ -239,8 +239,9 @@ class Failure:
     ) -> SubEnvError:
         """The :class:`~vecmode.SubEnvError` the cores raise for it (``others``:
         the other sub-envs that failed; ``lost``: those whose state the call
-        lost), with the exception as its ``__cause__``."""
-        error = SubEnvError(
+        lost), with the exception as its ``__cause__``; also an instance of the
+        exception's class, where Python allows it."""
+        return sub_env_error(
             self.index,
             self.method,
             type(self.error).__name__,
@@ -248,9 +249,8 @@ class Failure:
             self.traceback,
             others,
             lost,
+            cause=self.error,
         )
-        error.__cause__ = self.error
-        return error
 
 
 @dataclass

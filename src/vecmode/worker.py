@@ -37,7 +37,7 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
-from vecmode.errors import SubEnvError
+from vecmode.errors import SubEnvError, sub_env_error
 from vecmode.runner import (
     Failure,
     Runner,
@@ -159,8 +159,13 @@ class RemoteFailure:
     ) -> SubEnvError:
         """The :class:`~vecmode.SubEnvError` to raise (``others``: the other
         sub-envs that failed; ``lost``: those whose state the call lost), the
-        original exception as its ``__cause__`` where it could be unpickled."""
-        error = SubEnvError(
+        original exception as its ``__cause__`` where it could be unpickled (and
+        the error then also an instance of its class, where Python allows it)."""
+        original = None
+        if self.original is not None:
+            with contextlib.suppress(Exception):
+                original = pickle.loads(self.original)
+        return sub_env_error(
             self.index,
             self.method,
             self.exc_type,
@@ -168,11 +173,8 @@ class RemoteFailure:
             self.traceback,
             others,
             lost,
+            cause=original,
         )
-        if self.original is not None:
-            with contextlib.suppress(Exception):
-                error.__cause__ = pickle.loads(self.original)
-        return error
 
 
 def space_mismatch(
