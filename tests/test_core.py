@@ -709,6 +709,29 @@ def test_every_kind_of_sub_env_error_pickles_and_copies_as_it_was():
         assert copy.deepcopy(error).extra is not error.extra
 
 
+def test_every_vecmode_error_pickles_with_its_fields():
+    """The errors with fields of their own (the others take one message) pickle
+    and copy back to an equal error: an error crosses processes (Ray, a pool of
+    evaluation workers) and is deep-copied with what holds it. Before,
+    unpickling an EpisodeEndedError raised ValueError."""
+    made = [
+        errors.EpisodeEndedError([1, 3]),
+        errors.EpisodeEndedError([0], lost=True),
+        errors.WorkerError("worker 0 died", lost=[0, 1]),
+        errors.WorkerTimeoutError("too slow", lost=[2]),
+        errors.InfoBatchError("bad info"),
+    ]
+    for error in made:
+        for clone in (
+            pickle.loads(pickle.dumps(error)),
+            copy.copy(error),
+            copy.deepcopy(error),
+        ):
+            assert type(clone) is type(error)
+            assert str(clone) == str(error) and clone.args == error.args
+            assert vars(clone) == vars(error)
+
+
 def test_a_pickled_sub_env_error_is_of_its_class_in_another_process():
     """The class is made again there (it is no module attribute to import)."""
     error = _sync_fault(KeyError("a key"))

@@ -150,6 +150,14 @@ class EpisodeEndedError(RuntimeError):
             state_lost(self.indices) if lost else episode_ended(self.indices)
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its fields (the default would pass the message as indices)
+        return (_episode_ended_error, (self.indices, self.lost), self.__dict__)
+
+
+def _episode_ended_error(indices: tuple[int, ...], lost: bool) -> EpisodeEndedError:
+    return EpisodeEndedError(indices, lost=lost)
+
 
 class SubEnvError(RuntimeError):
     """A sub-env raised, in any vecmode core (in the training process or in a
