@@ -1371,8 +1371,12 @@ def test_processes_spin_only_where_each_has_a_cpu(monkeypatch):
     assert layout_module.spin_seconds(3) == layout_module.SPIN  # 3 workers + parent
     assert layout_module.spin_seconds(2, in_parent=2) == layout_module.SPIN
     assert layout_module.spin_seconds(4) == 0.0  # a worker per CPU: none to spare
+    assert layout_module.worker_spin_seconds() == layout_module.SPIN
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 2)
+    assert layout_module.worker_spin_seconds() == layout_module.SPIN  # they yield
     monkeypatch.setattr(layout_module, "usable_cpus", lambda: 1)
     assert layout_module.spin_seconds(1) == 0.0
+    assert layout_module.worker_spin_seconds() == 0.0
 
 
 @pytest.mark.skipif(layout_module.usable_cpus() < 2, reason="needs a CPU to spare")
@@ -1460,11 +1464,25 @@ def test_a_miscounted_doorbell_costs_time_not_results(monkeypatch):
     spinning.close()
 
 
-def test_blocking_layouts_have_no_doorbell(monkeypatch):
+def test_with_a_worker_per_cpu_the_workers_spin_and_the_parent_blocks(monkeypatch):
+    """No CPU to spare: the parent blocks for the answers, the workers spin
+    (yielding) for the next message; the counters still agree and the results
+    are the sync core's. On one CPU nothing spins: no doorbell."""
     monkeypatch.setattr(layout_module, "usable_cpus", lambda: 2)
-    envs = make_async(scheduled_fns(2), num_workers=2)
+    fns = scheduled_fns(4, lengths=[(2, 3), (4,), (1, 5), (3,)])
+    envs = make_async(fns, num_workers=2)
     assert envs._pool.spin == 0.0
-    assert envs._pool.doorbell is None
+    assert envs._pool.doorbell is not None
+    sync = vecmode.SyncVectorEnv(fns)
+    script = make_script(sync, 12, seed=5, mask_prob=0.2)
+    assert_same_run(drive(sync, script, True), drive(envs, script, True))
+    counts = bell_counts(envs)
+    assert counts[0::2] == counts[1::2] and min(counts) >= 1, counts
+    sync.close()
+    envs.close()
+    monkeypatch.setattr(layout_module, "usable_cpus", lambda: 1)
+    envs = make_async(scheduled_fns(2), num_workers=2)
+    assert envs._pool.spin == 0.0 and envs._pool.doorbell is None
     envs.close()
 
 

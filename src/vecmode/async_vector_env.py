@@ -28,7 +28,7 @@ from gymnasium.vector.utils import CloudpickleWrapper
 
 from vecmode.core import check_core_arguments
 from vecmode.errors import SharedMemorySpaceError, SubEnvError, WorkerError
-from vecmode.layout import default_layout, slices, spin_seconds
+from vecmode.layout import default_layout, slices, spin_seconds, worker_spin_seconds
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import Doorbell, Worker, WorkerPool, closed_during
 from vecmode.remote import (
@@ -140,11 +140,12 @@ class AsyncVectorEnv(RemoteCore):
                 sub-envs, but those sub-envs are not isolated: a crash or
                 ``os._exit`` in one ends the training process, and ``timeout``
                 cannot interrupt them. Default 0: every sub-env in a worker.
-                When every process (the workers and the parent) has a CPU of its
-                own, e.g. ``num_workers=1`` on 2 CPUs, the workers spin for 0.3 ms
-                on their pipe before blocking and the parent on their answers,
-                which halves a round trip on a virtual machine (at the cost of
-                that much CPU time per call).
+                The workers spin up to 0.3 ms for the next message before
+                blocking (yielding the CPU at each turn), and when every process
+                has a CPU of its own, e.g. ``num_workers=1`` on 2 CPUs, the parent
+                spins for their answers too (both watching counters in shared
+                memory), which saves a round trip's wake-ups on a virtual machine
+                (at the cost of up to that much CPU time per call).
             shared_memory: observations travel through shared memory (else they
                 are pickled through the pipes; needed for spaces that shared memory
                 cannot hold). Rewards and flags always use shared memory.
@@ -257,8 +258,8 @@ class AsyncVectorEnv(RemoteCore):
     def _start(self, ctx: Any, memory: tuple[Any, Any, Any]) -> None:
         """Start the workers, build the parent's own sub-envs; check what they
         built. On any error, nothing is left running."""
-        spin = spin_seconds(self.num_workers, self.in_parent)
-        self._pool.spin = spin
+        self._pool.spin = spin_seconds(self.num_workers, self.in_parent)
+        spin = worker_spin_seconds()
         parts = slices(self.num_envs - self.in_parent, self.num_workers)
         doorbell = Doorbell(ctx, len(parts)) if spin else None
         self._pool.doorbell = doorbell

@@ -19,9 +19,11 @@ __all__ = [
     "slices",
     "spin_seconds",
     "usable_cpus",
+    "worker_spin_seconds",
 ]
 
-#: Seconds a worker spins on its pipe before it blocks, where it spins at all.
+#: Seconds a process spins for the next message or answer before it blocks, where
+#: it spins at all.
 SPIN = 0.0003
 
 
@@ -71,12 +73,12 @@ def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
 
 
 def spin_seconds(num_workers: int, in_parent: int = 0) -> float:
-    """How long the workers spin on their pipe before blocking, and the parent on
-    the workers' answers: :data:`SPIN` when every process (the workers and the
-    parent) has a CPU of its own (waking a blocked process costs 40-65 us on a
-    virtual machine, more than a cheap sub-env's step), else 0 (spinning
-    processes would then steal each other's CPU). ``in_parent`` is accepted for
-    the layouts that step a share in the parent; the rule is the same.
+    """How long the parent spins for the workers' answers before it blocks:
+    :data:`SPIN` when every process (the workers and the parent) has a CPU of its
+    own (waking a blocked process costs 40-65 us on a virtual machine, more than a
+    cheap sub-env's step), else 0: a spinning parent would take a CPU from a
+    worker that works. ``in_parent`` is accepted for the layouts that step a
+    share in the parent; the rule is the same.
 
     >>> from vecmode.layout import usable_cpus
     >>> spin_seconds(usable_cpus()) == 0.0  # a worker per CPU: no CPU to spare
@@ -84,6 +86,18 @@ def spin_seconds(num_workers: int, in_parent: int = 0) -> float:
     """
     del in_parent  # the parent is one process whether it steps sub-envs or not
     return SPIN if num_workers + 1 <= usable_cpus() else 0.0
+
+
+def worker_spin_seconds() -> float:
+    """How long a worker spins for the parent's next message before it blocks:
+    :data:`SPIN` wherever there are two CPUs or more, even with a worker per CPU.
+    A worker spins only between its answer and the next message, while the
+    parent works; it yields its CPU at every turn of the loop
+    (``os.sched_yield``), so the parent or anything else that is ready runs
+    first. The parent's message then reaches a worker that is awake: no wake-up,
+    which on a virtual machine costs the parent 20-50 us per worker per call. On
+    one CPU nothing spins."""
+    return SPIN if usable_cpus() > 1 else 0.0
 
 
 def actor_count(

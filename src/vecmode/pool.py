@@ -61,8 +61,10 @@ class Doorbell:
     costs the pipes' reads and writes only.
 
     The pipes stay the only channel: a counter says "look now", never what was
-    said, so a counter that is stale or torn only costs time. Built only for
-    layouts that spin (:func:`vecmode.layout.spin_seconds`).
+    said, so a counter that is stale or torn only costs time. Built wherever
+    the workers spin (:func:`vecmode.layout.worker_spin_seconds`); the parent
+    spins on it where it has a CPU of its own
+    (:func:`vecmode.layout.spin_seconds`).
     """
 
     __slots__ = ("array", "counts")

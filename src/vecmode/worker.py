@@ -16,6 +16,7 @@ travel through shared memory (Gymnasium's helpers); the rest is pickled.
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import signal
 import time
@@ -409,12 +410,16 @@ def _doorbell(
     conn: Connection, spin: float, bell: Any
 ) -> tuple[Callable[[], None], Callable[[bytes], None]]:
     """How :func:`serve` waits for a message (spinning on its counter of messages
-    sent, if it spins) and sends an answer (then counting it)."""
+    sent, yielding the CPU at each turn, if it spins: see
+    :func:`vecmode.layout.worker_spin_seconds`) and sends an answer (then
+    counting it)."""
     if not spin or bell is None:
         return (lambda: None), conn.send_bytes
     counts, w = counters(bell[0]), bell[1]
     sent, answered = 2 * w, 2 * w + 1
     clock, send = time.perf_counter, conn.send_bytes
+    # the CPU to whatever else is ready (the parent, another worker) first
+    yield_cpu = getattr(os, "sched_yield", lambda: None)
     seen = [0]  # messages received so far; the parent counts those it sent
 
     def wait() -> None:
@@ -422,7 +427,7 @@ def _doorbell(
         if counts[sent] == mine:
             end = clock() + spin
             while counts[sent] == mine and clock() < end:
-                pass
+                yield_cpu()
         seen[0] = mine + 1  # the next recv_bytes reads it (blocking if need be)
 
     def send_answer(data: bytes) -> None:
