@@ -1,5 +1,5 @@
 """Test configuration: hypothesis profiles, a warning xdist causes, and SB3's log
-folders kept in pytest's temp dir.
+folders and Ray's session folders kept out of the system's temp dir.
 
 ``CI`` set in the environment (as ``.ci/run`` does) selects the ``ci`` profile:
 derandomized with a bounded number of examples, so a landing never depends on luck.
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -58,6 +60,20 @@ def sb3_log_folders_in_pytest_tmp(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SB3_LOGDIR", str(tmp_path_factory.getbasetemp() / "sb3-logs"))
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_sessions_removed() -> Iterator[None]:
+    """Ray keeps every session's folder (``<temp>/ray/session_*``, logs and
+    sockets; about 0.7 MB each, several per run) in the system's temp dir:
+    ``$RAY_TMPDIR`` puts this run's (its subprocesses' too) in a folder removed at
+    the end. A short one: Ray's sockets live in it, and a socket's path is limited
+    to 107 bytes."""
+    folder = tempfile.mkdtemp(prefix="vmray")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_TMPDIR", folder)
+        yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # pygame (HumanRendering) draws into no window, and says nothing when imported
