@@ -30,7 +30,7 @@ from vecmode.core import check_core_arguments
 from vecmode.errors import SharedMemorySpaceError, SubEnvError, WorkerError
 from vecmode.layout import default_layout, slices, spin_seconds, worker_spin_seconds
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.pool import Doorbell, Worker, WorkerPool, closed_during
+from vecmode.pool import Worker, WorkerPool, closed_during
 from vecmode.remote import (
     BUILD_GRACE,
     MessageFor,
@@ -44,6 +44,7 @@ from vecmode.worker import (
     PROTOCOL,
     SHARED,
     STATS_SPACE,
+    Doorbell,
     RemoteFailure,
     SliceServer,
     create,
@@ -261,7 +262,7 @@ class AsyncVectorEnv(RemoteCore):
         self._pool.spin = spin_seconds(self.num_workers, self.in_parent)
         spin = worker_spin_seconds()
         parts = slices(self.num_envs - self.in_parent, self.num_workers)
-        doorbell = Doorbell(ctx, len(parts)) if spin else None
+        doorbell = Doorbell.create(ctx, len(parts)) if spin else None
         self._pool.doorbell = doorbell
         firsts = [start for start, _ in parts]
 
@@ -279,7 +280,7 @@ class AsyncVectorEnv(RemoteCore):
                 self.single_action_space,
                 self.observation_mode,
                 spin,
-                None if doorbell is None else (doorbell.array, firsts.index(start)),
+                None if doorbell is None else (doorbell, firsts.index(start)),
             )
 
         answers: list[Any] = []

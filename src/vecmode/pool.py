@@ -23,9 +23,9 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils import clear_mpi_env_vars
 
 from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs, timed_out_remedy
-from vecmode.worker import CLOSE, CLOSED, PROTOCOL, counters
+from vecmode.worker import CLOSE, CLOSED, PROTOCOL, Doorbell
 
-__all__ = ["LIVENESS", "Doorbell", "Worker", "WorkerPool"]
+__all__ = ["LIVENESS", "Worker", "WorkerPool"]
 
 #: Seconds between checks that the workers being waited for are alive, beyond what
 #: their pipes and sentinels say.
@@ -50,37 +50,6 @@ def _forget_workers_in_forked_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_workers_in_forked_child)
-
-
-class Doorbell:
-    """Two counters per worker in shared memory, beside the pipes: messages sent
-    to it (the parent adds one after each send) and answers sent back (the worker
-    adds one after each). A process that spins while it waits watches these
-    instead of polling its pipes: reading memory costs a few nanoseconds where a
-    poll is a system call (1-6 us on a virtual machine), so a spinning round trip
-    costs the pipes' reads and writes only.
-
-    The pipes stay the only channel: a counter says "look now", never what was
-    said, so a counter that is stale or torn only costs time. Built wherever
-    the workers spin (:func:`vecmode.layout.worker_spin_seconds`); the parent
-    spins on it where it has a CPU of its own
-    (:func:`vecmode.layout.spin_seconds`).
-    """
-
-    __slots__ = ("array", "counts")
-
-    def __init__(self, ctx: Any, num_workers: int) -> None:
-        #: Passed to the workers (``RawArray``: shareable with any start method).
-        self.array = ctx.RawArray("q", 2 * num_workers)
-        self.counts = counters(self.array)
-
-    def rang(self, worker: int) -> None:
-        """A message was sent to ``worker``."""
-        self.counts[2 * worker] += 1
-
-    def answers(self) -> bytes:
-        """Every counter's value, to compare with a later reading."""
-        return self.counts.tobytes()
 
 
 class Worker:
@@ -421,7 +390,7 @@ class WorkerPool:
 
 def _spin(poller: Any, doorbell: Doorbell, seconds: float) -> list[int]:
     """Spin up to ``seconds`` on the answer counters (not on the pipes: see
-    :class:`Doorbell`); the file descriptors ready then, or none."""
+    :class:`~vecmode.worker.Doorbell`); the file descriptors ready then, or none."""
     before = doorbell.answers()  # read first: a later answer changes it
     found = poller.poll(0)
     clock = time.perf_counter

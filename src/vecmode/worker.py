@@ -64,10 +64,10 @@ __all__ = [
     "SHARED",
     "SHARED_ENV",
     "STATS_SPACE",
+    "Doorbell",
     "RemoteFailure",
     "SliceServer",
     "build_slice",
-    "counters",
     "create",
     "encode",
     "view",
@@ -367,14 +367,16 @@ def encode(answer: Any) -> bytes:
 
 
 def serve(
-    conn: Connection, server: SliceServer, spin: float = 0.0, bell: Any = None
+    conn: Connection,
+    server: SliceServer,
+    spin: float = 0.0,
+    bell: tuple[Doorbell, int] | None = None,
 ) -> None:
     """The worker's loop: one answer per message, until told to close.
 
-    ``bell``: ``(counters, w)``, this worker's slots in the pool's
-    :class:`~vecmode.pool.Doorbell`, where it spins ``spin`` seconds for the next
-    message before it blocks on the pipe (watching a counter, not polling the
-    pipe: no system call while it spins).
+    ``bell``: the pool's :class:`Doorbell` and this worker's place in it, where
+    it spins ``spin`` seconds for the next message before it blocks on the pipe
+    (watching a counter, not polling the pipe: no system call while it spins).
     """
     # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
     # a ForkingPickler per message, which costs more than these small messages.
@@ -400,39 +402,78 @@ def serve(
             return
 
 
-def counters(array: Any) -> memoryview:
-    """A ``RawArray("q")``'s counters (a :class:`vecmode.pool.Doorbell`'s) as a
-    memoryview of int64s."""
-    return memoryview(array).cast("B").cast("q")
+class Doorbell:
+    """Two counters per worker in shared memory, beside the pipes: messages sent
+    to it (the parent adds one after each send: :meth:`rang`) and answers sent
+    back (the worker adds one after each: :meth:`answered`). A process that spins
+    while it waits watches these instead of polling its pipes: reading memory
+    costs a few nanoseconds where a poll is a system call (1-6 us on a virtual
+    machine), so a spinning round trip costs the pipes' reads and writes only.
+
+    The pipes stay the only channel: a counter says "look now", never what was
+    said, so a counter that is stale or torn only costs time. Built wherever the
+    workers spin (:func:`vecmode.layout.worker_spin_seconds`); the parent spins
+    on it where it has a CPU of its own (:func:`vecmode.layout.spin_seconds`).
+    """
+
+    __slots__ = ("array", "counts")
+
+    def __init__(self, array: Any) -> None:
+        #: The shared memory (a ``RawArray("q")``: shareable with any start
+        #: method), and its counters as int64s.
+        self.array = array
+        self.counts = memoryview(array).cast("B").cast("q")
+
+    @classmethod
+    def create(cls, ctx: Any, num_workers: int) -> Doorbell:
+        return cls(ctx.RawArray("q", 2 * num_workers))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # to a worker (spawn): the memory
+        return (Doorbell, (self.array,))
+
+    def rang(self, worker: int) -> None:
+        """A message was sent to ``worker``."""
+        self.counts[2 * worker] += 1
+
+    def sent(self, worker: int) -> int:
+        """The number of messages sent to ``worker``."""
+        return self.counts[2 * worker]
+
+    def answered(self, worker: int) -> None:
+        """``worker`` sent an answer."""
+        self.counts[2 * worker + 1] += 1
+
+    def answers(self) -> bytes:
+        """Every counter's value, to compare with a later reading."""
+        return self.counts.tobytes()
 
 
 def _doorbell(
-    conn: Connection, spin: float, bell: Any
+    conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
 ) -> tuple[Callable[[], None], Callable[[bytes], None]]:
-    """How :func:`serve` waits for a message (spinning on its counter of messages
+    """How :func:`serve` waits for a message (spinning on its count of messages
     sent, yielding the CPU at each turn, if it spins: see
     :func:`vecmode.layout.worker_spin_seconds`) and sends an answer (then
     counting it)."""
     if not spin or bell is None:
         return (lambda: None), conn.send_bytes
-    counts, w = counters(bell[0]), bell[1]
-    sent, answered = 2 * w, 2 * w + 1
-    clock, send = time.perf_counter, conn.send_bytes
+    doorbell, w = bell
+    sent, clock, send = doorbell.sent, time.perf_counter, conn.send_bytes
     # the CPU to whatever else is ready (the parent, another worker) first
     yield_cpu = getattr(os, "sched_yield", lambda: None)
-    seen = [0]  # messages received so far; the parent counts those it sent
+    seen = 0  # messages received so far; the parent counts those it sent
 
     def wait() -> None:
-        mine = seen[0]
-        if counts[sent] == mine:
+        nonlocal seen
+        if sent(w) == seen:
             end = clock() + spin
-            while counts[sent] == mine and clock() < end:
+            while sent(w) == seen and clock() < end:
                 yield_cpu()
-        seen[0] = mine + 1  # the next recv_bytes reads it (blocking if need be)
+        seen += 1  # the next recv_bytes reads it (blocking if need be)
 
     def send_answer(data: bytes) -> None:
         send(data)
-        counts[answered] += 1  # after the send: the answer is there to read
+        doorbell.answered(w)  # after the send: the answer is there to read
 
     return wait, send_answer
 
@@ -448,7 +489,7 @@ def worker_main(
     action_space: Space,
     observation_mode: Any,
     spin: float = 0.0,
-    bell: Any = None,
+    bell: tuple[Doorbell, int] | None = None,
 ) -> None:
     """A worker process: build sub-envs ``first ..`` and serve until told to close
     (``spin``, ``bell``: see :func:`serve`).
