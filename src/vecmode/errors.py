@@ -15,7 +15,7 @@ import traceback
 import types
 import weakref
 from collections.abc import Iterable
-from typing import Any, ClassVar, SupportsIndex
+from typing import Any, ClassVar
 
 from gymnasium.error import Error as GymnasiumError
 from gymnasium.vector import AutoresetMode
@@ -274,21 +274,15 @@ class SubEnvError(RuntimeError):
             original = None
         return (_unpickle_sub_env_error, (original, *self._fields()), self.__dict__)
 
-    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
-        return self.__reduce__()
-
-    def __setstate__(self, state: dict[str, Any] | None) -> None:
-        self.__dict__.update(state or {})
-
     def __copy__(self) -> SubEnvError:
         error = _unpickle_sub_env_error(self._original, *self._fields())
-        error.__setstate__(dict(self.__dict__))
+        error.__dict__.update(self.__dict__)
         return error
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SubEnvError:
         error = _unpickle_sub_env_error(self._original, *self._fields())
         memo[id(self)] = error
-        error.__setstate__(copy.deepcopy(self.__dict__, memo))
+        error.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return error
 
 
