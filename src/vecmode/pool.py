@@ -23,6 +23,7 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils import clear_mpi_env_vars
 
 from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs, timed_out_remedy
+from vecmode.frames import FrameReader, frame_sender
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL, Doorbell
 
 __all__ = ["LIVENESS", "Worker", "WorkerPool"]
@@ -55,7 +56,16 @@ if hasattr(os, "register_at_fork"):
 class Worker:
     """The parent's handle on one worker process (running sub-envs start..stop-1)."""
 
-    __slots__ = ("conn", "index", "process", "sentinel", "start", "stop")
+    __slots__ = (
+        "conn",
+        "index",
+        "process",
+        "reader",
+        "send",
+        "sentinel",
+        "start",
+        "stop",
+    )
 
     def __init__(
         self, index: int, start: int, stop: int, process: Any, conn: Connection
@@ -65,6 +75,10 @@ class Worker:
         self.stop = stop
         self.process = process
         self.conn = conn
+        #: Reads the worker's answers from ``conn`` (see :mod:`vecmode.frames`).
+        self.reader = FrameReader(conn)
+        #: Sends a pickled message on ``conn`` (see :mod:`vecmode.frames`).
+        self.send = frame_sender(conn)
         self.sentinel: int = process.sentinel
 
     @property
@@ -94,6 +108,9 @@ class WorkerPool:
         # selector per call, which doubles a round trip's time).
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[Worker, bool]] = {}
+        #: The pipes whose reader holds a whole answer already read (its pipe
+        #: may look empty to a poll): ready, before any poll.
+        self._buffered: set[int] = set()
         #: Whether a shutdown began (a wait sees one from another thread or a
         #: signal handler, or one that came between a call's send and its wait).
         self._shut_down = False
@@ -164,7 +181,7 @@ class WorkerPool:
             self._died(worker, during)
 
     def _send(self, worker: Worker, data: bytes) -> None:
-        worker.conn.send_bytes(data)
+        worker.send(data)
         if self.doorbell is not None:  # after the send: the data is there to read
             self.doorbell.rang(worker.index)
 
@@ -254,7 +271,8 @@ class WorkerPool:
                 try:
                     if not is_pipe:
                         raise EOFError
-                    worker.conn.recv_bytes()
+                    worker.reader.recv()
+                    self._note_buffered(worker)
                 except (EOFError, OSError):
                     self._forget(worker, during)
                 continue
@@ -262,24 +280,34 @@ class WorkerPool:
                 dead.append(worker)
                 continue
             try:
-                answer = pickle.loads(worker.conn.recv_bytes())
+                answer = pickle.loads(worker.reader.recv())
             except (EOFError, OSError):
                 self._died(worker, during)
             answers[waiting.pop(worker.index)] = answer
+            self._note_buffered(worker)
         for worker in dead:
-            if worker.index in waiting and not worker.conn.poll():
+            if worker.index in waiting and not worker.reader.pending():
                 self._died(worker, during)  # else: read its answer first
+
+    def _note_buffered(self, worker: Worker) -> None:
+        """Keep :attr:`_buffered` up to date after reading from ``worker``."""
+        if worker.reader.ready():
+            self._buffered.add(worker.conn.fileno())
+        elif self._buffered:
+            self._buffered.discard(worker.conn.fileno())
 
     def _check_alive(self, workers: list[Worker], during: str) -> None:
         """A process a worker forked may hold its pipe and sentinel open: ask the
         OS whether the worker itself is still there."""
         for worker in workers:
-            if worker.process.exitcode is not None and not worker.conn.poll():
+            if worker.process.exitcode is not None and not worker.reader.pending():
                 self._died(worker, during)
 
     def _ready(self, timeout: float | None) -> list[int]:
         """The file descriptors (pipes, process sentinels) ready to read (after
         polling without blocking for :attr:`spin` seconds, where it spins)."""
+        if self._buffered:
+            return list(self._buffered)
         poller = self._poller
         if poller is not None:
             if self.spin and self.doorbell is not None:
@@ -335,6 +363,7 @@ class WorkerPool:
         self._shut_down = True
         self._poller = None
         self._by_fd = {}
+        self._buffered = set()
         failures: list[Any] = []
         #: the workers that did not answer CLOSE in time: ended at once
         silent: list[Worker] = []
@@ -371,13 +400,13 @@ class WorkerPool:
             remaining = (
                 None if deadline is None else max(0.0, deadline - time.monotonic())
             )
-            ready = wait(
+            ready = [conn for conn, w in waiting.items() if w.reader.ready()] or wait(
                 [*waiting, *(w.sentinel for w in waiting.values())],
                 LIVENESS if remaining is None else min(remaining, LIVENESS),
             )
             if not ready:
                 for conn, w in list(waiting.items()):
-                    if w.process.exitcode is not None and not conn.poll():
+                    if w.process.exitcode is not None and not w.reader.pending():
                         del waiting[conn]  # gone (its pipe may be held open)
                 if deadline is not None and time.monotonic() >= deadline:
                     silent += waiting.values()
@@ -423,13 +452,13 @@ def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
     drop the worker from ``waiting`` once it answered CLOSE or is gone."""
     if isinstance(obj, int):  # a sentinel: the process ended
         for conn, w in list(waiting.items()):
-            if w.sentinel == obj and not conn.poll():
+            if w.sentinel == obj and not w.reader.pending():
                 del waiting[conn]
         return []
     if obj not in waiting:
         return []
     try:
-        answer = pickle.loads(obj.recv_bytes())
+        answer = pickle.loads(waiting[obj].reader.recv())
     except (EOFError, OSError):
         del waiting[obj]
         return []

@@ -39,6 +39,7 @@ from gymnasium.vector.utils import (
 )
 
 from vecmode.errors import SubEnvError, sub_env_error
+from vecmode.frames import FrameReader, frame_sender
 from vecmode.runner import (
     Failure,
     Runner,
@@ -378,9 +379,10 @@ def serve(
     it spins ``spin`` seconds for the next message before it blocks on the pipe
     (watching a counter, not polling the pipe: no system call while it spins).
     """
-    # Plain pickle through send_bytes/recv_bytes: multiprocessing's send/recv build
-    # a ForkingPickler per message, which costs more than these small messages.
-    recv_bytes, loads = conn.recv_bytes, pickle.loads
+    # Plain pickle in frames (:mod:`vecmode.frames`): multiprocessing's send/recv
+    # build a ForkingPickler per message and read it in two system calls, which
+    # costs more than these small messages.
+    recv_bytes, loads = FrameReader(conn).recv, pickle.loads
     nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
     wait, send_bytes = _doorbell(conn, spin, bell)
@@ -455,10 +457,11 @@ def _doorbell(
     sent, yielding the CPU at each turn, if it spins: see
     :func:`vecmode.layout.worker_spin_seconds`) and sends an answer (then
     counting it)."""
+    send = frame_sender(conn)
     if not spin or bell is None:
-        return (lambda: None), conn.send_bytes
+        return (lambda: None), send
     doorbell, w = bell
-    sent, clock, send = doorbell.sent, time.perf_counter, conn.send_bytes
+    sent, clock = doorbell.sent, time.perf_counter
     # the CPU to whatever else is ready (the parent, another worker) first
     yield_cpu = getattr(os, "sched_yield", lambda: None)
     seen = 0  # messages received so far; the parent counts those it sent
