@@ -521,12 +521,12 @@ class VectorCore(ClosesOnExit, VectorEnv):
         try:
             executed = self._execute(request)
         except SubEnvError as exc:
-            self._lose(exc.lost or _ran(request.commands))
+            self._lose(exc.lost or ran_by(request.commands))
             raise
         except _REFUSED:  # the backend refused the call before it ran anything
             raise
         except BaseException:
-            self._lose(_ran(request.commands))
+            self._lose(ran_by(request.commands))
             raise
         self._track(request.commands, executed.ended)
         return executed
@@ -718,7 +718,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
 _REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, NotPicklableError)
 
 
-def _ran(commands: list[int]) -> list[int]:
+def ran_by(commands: list[int]) -> list[int]:
     """The sub-envs a call ran (all but KEEP)."""
     return [i for i, c in enumerate(commands) if c != _KEEP]
 

@@ -50,6 +50,7 @@ from vecmode.core import (
     copy_batch,
     env_closed,
     env_fn_list,
+    ran_by,
 )
 from vecmode.errors import NotPicklableError, WorkerError
 from vecmode.infos import add_infos
@@ -81,6 +82,19 @@ BUILD_GRACE = 60.0
 #: ``close(timeout=...)`` nor the env's ``timeout`` says otherwise), before it
 #: terminates them.
 CLOSE_GRACE = 5.0
+
+
+#: This process's id (``os.getpid()`` is a system call; a forked child updates it).
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 #: Builds the message for the sub-envs ``start .. stop - 1`` (None: nothing to send).
@@ -183,7 +197,7 @@ class RemoteCore(VectorCore):
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
-        self._owner = os.getpid()
+        self._owner = _pid
         #: Held for the whole of a call (a call of the split API holds it from its
         #: ``*_async`` to the end of its ``*_wait``): one call at a time.
         self._in_call = threading.Lock()
@@ -362,12 +376,6 @@ class RemoteCore(VectorCore):
         self._outstanding = ""
         return answers
 
-    def _validate(self, cmds: list[int], actions: Any) -> None:
-        """An env that cannot be used any more says so first (before the lost
-        sub-envs of the call that broke it)."""
-        self._check_not_broken()
-        super()._validate(cmds, actions)
-
     def _check_not_broken(self) -> None:
         broken = self._broken
         if broken is None and not self._owned():
@@ -453,14 +461,12 @@ class RemoteCore(VectorCore):
         )
 
     def _execute(self, request: Request) -> Executed:
+        # _dispatch began the call (_begin): the env is usable, and the lock held
         commands = request.commands
-        name = _call_name(commands)
-        self._usable(name)
         token = self._send_execute(request)
-        return self._finish(commands, token, self.timeout, f"a {name}")
+        return self._finish(commands, token, self.timeout, f"a {_call_name(commands)}")
 
     def _execute_async(self, name: str, request: Request) -> None:
-        self._usable(f"{name}_async")
         token = self._send_execute(request)
         self._pending = (name, (request.commands, token))
 
@@ -481,9 +487,10 @@ class RemoteCore(VectorCore):
     ) -> Executed:
         """Collect the answers to an execute message; build the record."""
         answers = self._answers(token, timeout, during)
-        # A failure: the call's results are lost, for every sub-env it ran.
-        lost = [i for i, c in enumerate(commands) if c != _KEEP]
-        raise_failure(answers, lost)
+        for answer in answers:
+            if answer is not None and answer[0] == FAILED:
+                # the call's results are lost, for every sub-env it ran
+                raise_failure(answers, ran_by(commands))
         rewards, terminations, truncations = self._stats(token, answers)
         ended: list[int] = []
         finals: list[tuple[int, Any, dict[str, Any]]] = []
@@ -494,16 +501,19 @@ class RemoteCore(VectorCore):
             if answer is None:
                 continue
             slice_ended, slice_infos, slice_finals, sent_obs = answer[1:5]
-            ended += slice_ended
-            finals += slice_finals
-            infos = add_infos(add_info, infos, slice_infos)
+            if slice_ended:
+                ended += slice_ended
+            if slice_finals:
+                finals += slice_finals
+            if slice_infos:
+                infos = add_infos(add_info, infos, slice_infos)
             if sent_obs:
                 for i, obs in sent_obs:
                     try:
                         write(i, obs)
                     except (ValueError, TypeError) as exc:  # as the runner's write
                         failure = Failure.caught(i, "writing its observation", exc)
-                        raise failure.as_error(lost=lost) from exc
+                        raise failure.as_error(lost=ran_by(commands)) from exc
         self._read_observations()
         return Executed(
             copy_batch(self._observations) if self.copy else self._observations,
@@ -791,7 +801,7 @@ class RemoteCore(VectorCore):
     def _owned(self) -> bool:
         """Whether this process built the env (not a child forked from it, which
         holds a copy of the env but not its workers)."""
-        return getattr(self, "_owner", None) in (None, os.getpid())
+        return getattr(self, "_owner", None) in (None, _pid)
 
     def __del__(self) -> None:
         """End the workers of an env that was never closed."""
