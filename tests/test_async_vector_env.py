@@ -1496,6 +1496,57 @@ def test_with_a_worker_per_cpu_the_workers_spin_and_the_parent_blocks(monkeypatc
     envs.close()
 
 
+def test_a_worker_spins_only_while_messages_come_within_the_spin(monkeypatch):
+    """A worker whose last message came later than the spin after its answer
+    (a training loop computing between steps) blocks at once for the next one;
+    one message that comes within the spin and it spins again."""
+    from vecmode.frames import frame_sender
+    from vecmode.worker import Doorbell, _doorbell
+
+    yields = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1), raising=False)
+    spin = 0.2
+    parent, child = multiprocessing.Pipe()
+    bell = Doorbell(multiprocessing.RawArray("q", 2))
+    receive, send_answer = _doorbell(child, spin, (bell, 0))
+    send = frame_sender(parent)
+
+    def message_after(seconds: float) -> threading.Thread:
+        def later() -> None:
+            time.sleep(seconds)
+            send(b"m")
+            bell.rang(0)
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        return thread
+
+    def yields_while_receiving(seconds: float | None) -> int:
+        """Answer, then receive a message sent ``seconds`` later (None: sent
+        before the worker looks)."""
+        send_answer(b"a")
+        assert parent.recv_bytes() == b"a"
+        thread = None
+        if seconds is None:
+            send(b"m")
+            bell.rang(0)
+        else:
+            thread = message_after(seconds)
+        before = len(yields)
+        assert receive() == b"m"
+        if thread is not None:
+            thread.join()
+        return len(yields) - before
+
+    assert yields_while_receiving(2 * spin) > 0  # spins the whole spin in vain
+    assert yields_while_receiving(2 * spin) == 0  # so it blocks at once
+    assert yields_while_receiving(None) == 0  # this one came at once...
+    assert yields_while_receiving(spin / 4) > 0  # ...so it spins again
+    assert bell.counts.tolist() == [4, 4]  # every message and answer counted
+    parent.close()
+    child.close()
+
+
 class OddStep(gym.Env):
     """A sub-env whose step returns the ``reward`` and ``info`` it was given, as
     some custom envs do (a one-element array reward, info arrays whose shape

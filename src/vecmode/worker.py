@@ -376,19 +376,19 @@ def serve(
     """The worker's loop: one answer per message, until told to close.
 
     ``bell``: the pool's :class:`Doorbell` and this worker's place in it, where
-    it spins ``spin`` seconds for the next message before it blocks on the pipe
-    (watching a counter, not polling the pipe: no system call while it spins).
+    it spins up to ``spin`` seconds after each answer for the next message before
+    it blocks on the pipe (watching a counter, not polling the pipe: no system
+    call while it spins), as long as messages come within that time.
     """
     # Plain pickle in frames (:mod:`vecmode.frames`): multiprocessing's send/recv
     # build a ForkingPickler per message and read it in two system calls, which
     # costs more than these small messages.
-    recv_bytes, loads = FrameReader(conn).recv, pickle.loads
+    loads = pickle.loads
     nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
-    wait, send_bytes = _doorbell(conn, spin, bell)
+    receive, send_bytes = _doorbell(conn, spin, bell)
     while True:
-        wait()
-        data = recv_bytes()
+        data = receive()
         try:
             message = loads(data)
         except Exception as exc:  # e.g. a class the worker cannot import (spawn)
@@ -452,33 +452,45 @@ class Doorbell:
 
 def _doorbell(
     conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
-) -> tuple[Callable[[], None], Callable[[bytes], None]]:
-    """How :func:`serve` waits for a message (spinning on its count of messages
-    sent, yielding the CPU at each turn, if it spins: see
+) -> tuple[Callable[[], bytes | bytearray], Callable[[bytes], None]]:
+    """How :func:`serve` receives a message (spinning on its count of messages
+    sent first, yielding the CPU at each turn, where it spins: see
     :func:`vecmode.layout.worker_spin_seconds`) and sends an answer (then
-    counting it)."""
-    send = frame_sender(conn)
+    counting it).
+
+    The spin adapts: a worker whose last message came later than ``spin``
+    seconds after its answer (a training loop that computes between steps)
+    blocks at once for the next one instead of spinning in vain, and spins again
+    once a message comes within ``spin`` seconds."""
+    recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
-        return (lambda: None), send
+        return recv, send
     doorbell, w = bell
     sent, clock = doorbell.sent, time.perf_counter
     # the CPU to whatever else is ready (the parent, another worker) first
     yield_cpu = getattr(os, "sched_yield", lambda: None)
     seen = 0  # messages received so far; the parent counts those it sent
+    answered_at = clock()  # when the last answer was sent
+    spinning = True  # whether the last message came within the spin
 
-    def wait() -> None:
-        nonlocal seen
-        if sent(w) == seen:
-            end = clock() + spin
+    def receive() -> bytes | bytearray:
+        nonlocal seen, spinning
+        if spinning and sent(w) == seen:
+            end = answered_at + spin
             while sent(w) == seen and clock() < end:
                 yield_cpu()
-        seen += 1  # the next recv_bytes reads it (blocking if need be)
+        seen += 1
+        data = recv()  # blocking if it has not come
+        spinning = clock() - answered_at <= spin
+        return data
 
     def send_answer(data: bytes) -> None:
+        nonlocal answered_at
         send(data)
         doorbell.answered(w)  # after the send: the answer is there to read
+        answered_at = clock()
 
-    return wait, send_answer
+    return receive, send_answer
 
 
 def worker_main(
