@@ -1501,11 +1501,11 @@ def test_a_worker_spins_only_while_messages_come_within_the_spin(monkeypatch):
     (a training loop computing between steps) blocks at once for the next one;
     one message that comes within the spin and it spins again."""
     from vecmode.frames import frame_sender
-    from vecmode.worker import Doorbell, _doorbell
+    from vecmode.worker import SPIN_AGAIN, Doorbell, _doorbell
 
     yields = []
     monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1), raising=False)
-    spin = 0.2
+    spin = 0.1
     parent, child = multiprocessing.Pipe()
     bell = Doorbell(multiprocessing.RawArray("q", 2))
     receive, send_answer = _doorbell(child, spin, (bell, 0))
@@ -1538,8 +1538,9 @@ def test_a_worker_spins_only_while_messages_come_within_the_spin(monkeypatch):
             thread.join()
         return len(yields) - before
 
-    assert yields_while_receiving(2 * spin) > 0  # spins the whole spin in vain
-    assert yields_while_receiving(2 * spin) == 0  # so it blocks at once
+    late = 2 * SPIN_AGAIN * spin
+    assert yields_while_receiving(late) > 0  # spins the whole spin in vain
+    assert yields_while_receiving(late) == 0  # so it blocks at once
     assert yields_while_receiving(None) == 0  # this one came at once...
     assert yields_while_receiving(spin / 4) > 0  # ...so it spins again
     assert bell.counts.tolist() == [4, 4]  # every message and answer counted

@@ -64,6 +64,7 @@ __all__ = [
     "SET_ATTR",
     "SHARED",
     "SHARED_ENV",
+    "SPIN_AGAIN",
     "STATS_SPACE",
     "Doorbell",
     "RemoteFailure",
@@ -86,6 +87,11 @@ UNPICKLING = (
     "unpickling what the parent sent (a class or function it needs must be "
     "importable in the worker)"
 )
+#: A worker whose last message came more than this many spins after its answer
+#: does not spin for the next one (see :func:`serve`); a message that just
+#: missed the spin (a slower step of another worker delayed the call) does not
+#: stop it.
+SPIN_AGAIN = 2.0
 #: Sent instead of the actions when they are in shared memory.
 SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -458,10 +464,10 @@ def _doorbell(
     :func:`vecmode.layout.worker_spin_seconds`) and sends an answer (then
     counting it).
 
-    The spin adapts: a worker whose last message came later than ``spin``
-    seconds after its answer (a training loop that computes between steps)
-    blocks at once for the next one instead of spinning in vain, and spins again
-    once a message comes within ``spin`` seconds."""
+    The spin adapts: a worker whose last message came more than
+    :data:`SPIN_AGAIN` times ``spin`` seconds after its answer (a training loop
+    that computes between steps) blocks at once for the next one instead of
+    spinning in vain, and spins again once a message comes sooner."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
@@ -481,7 +487,9 @@ def _doorbell(
                 yield_cpu()
         seen += 1
         data = recv()  # blocking if it has not come
-        spinning = clock() - answered_at <= spin
+        # far later than the spin (not just missed): the caller computes between
+        # calls, so spinning would be in vain next time too
+        spinning = clock() - answered_at <= SPIN_AGAIN * spin
         return data
 
     def send_answer(data: bytes) -> None:
