@@ -13,8 +13,9 @@ work and an 84x84x3 uint8 frame per step).
 In the same rounds, the floor: Ray's own bare actor-call round trip, one call to
 each of ``k`` actors whose method does nothing, gathered with one ``ray.wait`` and
 one ``ray.get`` (what any vector env over ``k`` Ray actors pays per step, at the
-least), and the sub-envs' own step cost, stepped in this process by vecmode's sync
-core.
+least); the floor with data: the same calls carrying a message and an answer
+of a step's size (what any vector env over Ray pays for moving a step's data);
+and the sub-envs' own step cost, stepped in this process by vecmode's sync core.
 
 Derived, each the median of per-round values:
 
@@ -22,7 +23,9 @@ Derived, each the median of per-round values:
 * ``overhead``: the Ray core's step time minus the work of its busiest actor's
   sub-envs (``ceil(num_envs / k)`` sub-env steps);
 * ``overhead/floor``: the goal is at most 1.5; ``per busy actor``: overhead and
-  floor divided by ``k``.
+  floor divided by ``k``;
+* ``overhead/floor+data``: the overhead over the floor with data, so what is
+  vecmode's own beyond what Ray charges for the data.
 
 Then, COMPUTED from those figures (not measured): a line fit of the overhead
 against the number of actors (a fixed part plus a part per busy actor, the
@@ -55,6 +58,7 @@ import argparse
 import gc
 import math
 import os
+import pickle
 import statistics
 import sys
 import time
@@ -91,7 +95,7 @@ DEFAULT_STEPS, QUICK_STEPS = 400, 20
 DEFAULT_ROUNDS, QUICK_ROUNDS = 5, 1
 WARMUP_STEPS = 20
 GOAL = 1.5
-RAY, ASYNC, FLOOR = "ray", "async", "floor"
+RAY, ASYNC, FLOOR, FLOOR_DATA = "ray", "async", "floor", "floor+data"
 #: What the computed throughput table assumes of a cluster node.
 NODES = (1, 10, 100)
 DEFAULT_CORES_PER_NODE = 32
@@ -101,26 +105,41 @@ SIM_PER_ACTOR = 8
 
 # --------------------------------------------------------------------- the floor
 class Bare:
-    """An actor that does nothing: its call's round trip is Ray's floor."""
+    """An actor that does nothing: its call's round trip is Ray's floor. With
+    ``answer_bytes``, :meth:`echo` takes a message and returns that many bytes."""
+
+    def __init__(self, answer_bytes: int = 0) -> None:
+        self.answer = bytes(answer_bytes)
 
     def ping(self) -> None:
         return None
 
+    def echo(self, message: bytes) -> bytes:
+        return self.answer
+
 
 class Floor:
     """One call to each of ``k`` bare actors per step, gathered as the Ray core
-    gathers its calls (one ``ray.wait``, one ``ray.get``)."""
+    gathers its calls (one ``ray.wait``, one ``ray.get``). With a ``message``,
+    each call carries it and returns ``answer_bytes`` bytes (the floor with the
+    data of a step)."""
 
-    def __init__(self, ray: Any, k: int) -> None:
+    def __init__(
+        self, ray: Any, k: int, message: bytes | None = None, answer_bytes: int = 0
+    ) -> None:
         self.ray = ray
-        self.actors = [ray.remote(Bare).remote() for _ in range(k)]
+        self.message = message
+        self.actors = [ray.remote(Bare).remote(answer_bytes) for _ in range(k)]
         ray.get([actor.ping.remote() for actor in self.actors])
 
     def reset(self, seed: int | None = None) -> None:
         return None
 
     def step(self, row: Any) -> Any:
-        refs = [actor.ping.remote() for actor in self.actors]
+        if self.message is None:
+            refs = [actor.ping.remote() for actor in self.actors]
+        else:
+            refs = [actor.echo.remote(self.message) for actor in self.actors]
         self.ray.wait(refs, num_returns=len(refs))
         return self.ray.get(refs)
 
@@ -155,8 +174,25 @@ class Contestant:
         self.target.close()
 
 
+def step_data(kind: str, per_actor: int, work: int) -> tuple[bytes, int]:
+    """About what one step sends an actor holding ``per_actor`` sub-envs (their
+    commands and actions, pickled) and what it answers (their observations,
+    rewards and flags, pickled), for the floor with data."""
+    env = env_fns(kind, 1, work)[0]()
+    obs_bytes = np.asarray(env.observation_space.sample()).nbytes
+    env.close()
+    actions = np.zeros(per_actor, dtype=np.int64)
+    message = pickle.dumps(
+        (0, [1] * per_actor, actions, None, None), pickle.HIGHEST_PROTOCOL
+    )
+    # each observation as an array (about 150 bytes of pickle besides its data),
+    # then a reward and two flags per sub-env
+    return message, per_actor * (obs_bytes + 150 + 10) + 300
+
+
 def build(ray: Any, kind: str, k: int, num_envs: int, work: int) -> list[Contestant]:
     fns = env_fns(kind, num_envs, work)
+    message, answer_bytes = step_data(kind, math.ceil(num_envs / k), work)
     return [
         Contestant(
             RAY,
@@ -167,6 +203,7 @@ def build(ray: Any, kind: str, k: int, num_envs: int, work: int) -> list[Contest
             vecmode.with_autoreset(vecmode.AsyncVectorEnv(fns, num_workers=k), MODE),
         ),
         Contestant(FLOOR, Floor(ray, k)),
+        Contestant(FLOOR_DATA, Floor(ray, k, message, answer_bytes)),
     ]
 
 
@@ -184,6 +221,9 @@ class Row:
     ray_vs_async: float
     overhead_vs_floor: float
     overhead_vs_floor_range: tuple[float, float]
+    #: the floor with a step's data (message and answer of a step's size)
+    data_floor_us: float
+    overhead_vs_data_floor: float
     #: the driver's CPU time per step (all its threads, Ray's included)
     driver_cpu_us: float
 
@@ -232,7 +272,7 @@ def benchmark(args: argparse.Namespace, ray: Any) -> tuple[list[Row], int]:
 
 
 def row(kind: str, k: int, n: int, group: list[Contestant], sync: Contestant) -> Row:
-    ray_t, async_t, floor_t = (c.times for c in group)
+    ray_t, async_t, floor_t, data_floor_t = (c.times for c in group)
     sub_env = [t / n for t in sync.times]  # one sub-env step (sync core, in-process)
     busiest = math.ceil(n / k)
     overhead = [t - busiest * s for t, s in zip(ray_t, sub_env, strict=True)]
@@ -249,6 +289,10 @@ def row(kind: str, k: int, n: int, group: list[Contestant], sync: Contestant) ->
         ray_vs_async=median_of([a / b for a, b in zip(ray_t, async_t, strict=True)]),
         overhead_vs_floor=median_of(vs_floor),
         overhead_vs_floor_range=(min(vs_floor), max(vs_floor)),
+        data_floor_us=median_of(data_floor_t) * 1e6,
+        overhead_vs_data_floor=median_of(
+            [o / f for o, f in zip(overhead, data_floor_t, strict=True)]
+        ),
         driver_cpu_us=median_of(group[0].cpu) * 1e6,
     )
 
@@ -337,6 +381,8 @@ HEADERS = (
     "overhead/floor min-max",
     "overhead per actor us",
     "floor per actor us",
+    "floor+data us",
+    "overhead/floor+data",
     "driver CPU us",
 )
 
@@ -356,6 +402,8 @@ def cells(r: Row) -> list[str]:
         f"{r.overhead_vs_floor_range[0]:.2f}-{r.overhead_vs_floor_range[1]:.2f}",
         f"{r.overhead_us / r.actors:,.0f}",
         f"{r.floor_us / r.actors:,.0f}",
+        f"{r.data_floor_us:,.0f}",
+        f"{r.overhead_vs_data_floor:.2f}",
         f"{r.driver_cpu_us:,.0f}",
     ]
 
@@ -422,6 +470,10 @@ def header_lines(
         "floor = Ray's bare actor-call round trip: one call to each of k actors that "
         "do nothing, one ray.wait + ray.get; overhead = ray us/step minus the busiest "
         f"actor's sub-env work; goal: overhead/floor <= {GOAL}",
+        "floor+data = the same calls carrying a step's data: a message of the "
+        "size of the step's (commands and actions, pickled), an answer of the size "
+        "of the actor's (observations, rewards and flags, pickled); what any "
+        "vector env over Ray pays for the data alone",
     ]
 
 
