@@ -6,6 +6,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -355,6 +356,23 @@ class SlowEnv(ScheduledEnv):
 
 class UserFault(Exception):
     """A user's own exception class (importable: a worker's pickle names it)."""
+
+
+class CodedFault(ValueError):
+    """A user's exception whose ``__init__`` takes other args than it passes to
+    ``Exception``: its instances pickle, but do not unpickle."""
+
+    def __init__(self, code: int, detail: str) -> None:
+        super().__init__(f"fault {code}: {detail}")
+        self.code = code
+
+
+class LockedFault(LookupError):
+    """A user's exception holding a lock: its instances do not pickle."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
 
 
 class RaisesIn(gym.Env):

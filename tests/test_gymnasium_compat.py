@@ -33,6 +33,8 @@ from hypothesis import strategies as st
 import vecmode
 from tests.helpers import (
     SHARED_MEMORY_SPACES,
+    CodedFault,
+    LockedFault,
     RaisesIn,
     ScheduledEnv,
     Script,
@@ -584,6 +586,37 @@ def test_a_sub_env_s_exception_is_caught_by_what_catches_gymnasiums(kind, text, 
         ), name
         assert repr(error).startswith(type(error).__name__ + "("), name
         assert type(error.__cause__) is kind and error.__cause__.args == (text,), name
+
+
+@pytest.mark.parametrize(
+    "error",
+    [CodedFault(7, "bad gear"), LockedFault("no such tool")],
+    ids=["does not unpickle", "does not pickle"],
+)
+def test_a_worker_s_exception_that_cannot_cross_is_still_of_its_class(error):
+    """An exception that cannot be rebuilt in the parent (its ``__init__`` takes
+    other args; it holds a lock) still makes the SubEnvError an instance of its
+    class, named by its class alone, in every remote layout: ``except`` clauses
+    catch it as they catch the sync core's (which raises the exception itself as
+    the cause). Only the original object, as ``__cause__``, is missing."""
+    fns = [RaisesIn, functools.partial(RaisesIn, error, "step")]
+    kind = type(error)
+    sync = _raised(vecmode.SyncVectorEnv(fns), "step")
+    assert isinstance(sync, kind) and sync.__cause__ is error
+    for envs in (
+        vecmode.AsyncVectorEnv(fns, context=FORK),
+        vecmode.AsyncVectorEnv(fns, context=FORK, shared_memory=False),
+    ):
+        raised = _raised(envs, "step")
+        assert isinstance(raised, SubEnvError) and isinstance(raised, kind)
+        assert type(raised).__qualname__ == f"SubEnvError[{kind.__name__}]"
+        assert (raised.index, raised.exc_type, raised.message) == (
+            1,
+            kind.__name__,
+            str(error),
+        )
+        assert raised.__cause__ is None
+        assert f"{kind.__name__}: {error}" in raised.worker_traceback
 
 
 def test_an_async_sub_env_s_error_in_reset_is_its_type_as_gymnasiums_own_test_says():

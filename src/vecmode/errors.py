@@ -370,11 +370,14 @@ def sub_env_error(
     lost: Iterable[int] = (),
     *,
     cause: object = None,
+    original_class: type[BaseException] | None = None,
 ) -> SubEnvError:
     """The :class:`SubEnvError` the cores raise for a sub-env's fault, of the
     class :func:`sub_env_error_class` gives for ``cause`` (the original
-    exception, None where it is not known), with ``cause`` as its ``__cause__``."""
-    original = type(cause) if isinstance(cause, BaseException) else None
+    exception, None where it is not known) or, without one, ``original_class``
+    (the original's class, where only that crossed from a worker), with
+    ``cause`` as its ``__cause__``."""
+    original = type(cause) if isinstance(cause, BaseException) else original_class
     error = sub_env_error_class(original)(
         index, method, exc_type, message, worker_traceback, others, lost
     )

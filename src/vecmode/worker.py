@@ -138,6 +138,10 @@ class RemoteFailure:
     traceback: str
     #: The pickled exception, or None if it cannot be pickled.
     original: bytes | None
+    #: The pickled class of the exception (a class pickles by its name), or None:
+    #: the error is an instance of it even when the exception itself does not
+    #: pickle or unpickle (it holds a lock, or its ``__init__`` takes other args).
+    original_class: bytes | None = None
 
     @classmethod
     def of(cls, failure: Failure) -> RemoteFailure:
@@ -149,17 +153,14 @@ class RemoteFailure:
     def caught(
         cls, index: int, method: str, error: BaseException, trace: str | None = None
     ) -> RemoteFailure:
-        try:
-            original: bytes | None = pickle.dumps(error, PROTOCOL)
-        except Exception:
-            original = None
         return cls(
             index,
             method,
             type(error).__name__,
             str(error),
             traceback.format_exc() if trace is None else trace,
-            original,
+            _pickled(error),
+            _pickled(type(error)),
         )
 
     def error(
@@ -169,10 +170,12 @@ class RemoteFailure:
         sub-envs that failed; ``lost``: those whose state the call lost), the
         original exception as its ``__cause__`` where it could be unpickled (and
         the error then also an instance of its class, where Python allows it)."""
-        original = None
-        if self.original is not None:
-            with contextlib.suppress(Exception):
-                original = pickle.loads(self.original)
+        original, original_class = _unpickled(self.original), None
+        if not isinstance(original, BaseException):
+            original = None
+            found = _unpickled(self.original_class)
+            if isinstance(found, type) and issubclass(found, BaseException):
+                original_class = found
         return sub_env_error(
             self.index,
             self.method,
@@ -182,7 +185,27 @@ class RemoteFailure:
             others,
             lost,
             cause=original,
+            original_class=original_class,
         )
+
+
+def _pickled(value: Any) -> bytes | None:
+    """``value`` pickled, or None where it cannot be."""
+    try:
+        return pickle.dumps(value, PROTOCOL)
+    except Exception:
+        return None
+
+
+def _unpickled(data: bytes | None) -> Any:
+    """``data`` unpickled, or None where it cannot be (a class this process
+    cannot import, an ``__init__`` that does not take the exception's args)."""
+    if data is None:
+        return None
+    try:
+        return pickle.loads(data)
+    except Exception:
+        return None
 
 
 def space_mismatch(
