@@ -11,8 +11,8 @@ processes dominates) and ``heavy`` (:class:`harness.HeavyEnv`: about 50 us of CP
 work and an 84x84x3 uint8 frame per step).
 
 In the same rounds, the floor: Ray's own bare actor-call round trip, one call to
-each of ``k`` actors whose method does nothing, gathered with one ``ray.wait`` and
-one ``ray.get`` (what any vector env over ``k`` Ray actors pays per step, at the
+each of ``k`` actors whose method does nothing, gathered with one ``ray.get``
+(what any vector env over ``k`` Ray actors pays per step, at the
 least); the floor with data: the same calls carrying a message and an answer
 of a step's size (what any vector env over Ray pays for moving a step's data);
 and the sub-envs' own step cost, stepped in this process by vecmode's sync core.
@@ -86,6 +86,7 @@ from harness import (
     versions,
 )
 from vecmode.layout import usable_cpus
+from vecmode.ray_vector_env import LIVENESS
 
 MODE = vecmode.AutoresetMode.NEXT_STEP
 CARTPOLE, HEAVY = "CartPole-v1", "heavy"
@@ -120,7 +121,7 @@ class Bare:
 
 class Floor:
     """One call to each of ``k`` bare actors per step, gathered as the Ray core
-    gathers its calls (one ``ray.wait``, one ``ray.get``). With a ``message``,
+    gathers its calls (one ``ray.get``, with a timeout). With a ``message``,
     each call carries it and returns ``answer_bytes`` bytes (the floor with the
     data of a step)."""
 
@@ -140,8 +141,7 @@ class Floor:
             refs = [actor.ping.remote() for actor in self.actors]
         else:
             refs = [actor.echo.remote(self.message) for actor in self.actors]
-        self.ray.wait(refs, num_returns=len(refs))
-        return self.ray.get(refs)
+        return self.ray.get(refs, timeout=LIVENESS)
 
     def close(self) -> None:
         for actor in self.actors:
@@ -468,7 +468,7 @@ def header_lines(
         f"heavy env: {work} busy-loop iterations (~{HEAVY_WORK_SECONDS * 1e6:.0f} us) "
         f"and an 84x84x3 uint8 frame per step",
         "floor = Ray's bare actor-call round trip: one call to each of k actors that "
-        "do nothing, one ray.wait + ray.get; overhead = ray us/step minus the busiest "
+        "do nothing, one ray.get; overhead = ray us/step minus the busiest "
         f"actor's sub-env work; goal: overhead/floor <= {GOAL}",
         "floor+data = the same calls carrying a step's data: a message of the "
         "size of the step's (commands and actions, pickled), an answer of the size "

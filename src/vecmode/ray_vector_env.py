@@ -5,8 +5,9 @@ and serves it with the same :class:`~vecmode.worker.SliceServer` (so the same
 command runner, :mod:`vecmode.runner`) as a worker process of the async core. A
 call to :meth:`~vecmode.core.VectorCore.execute` (so every ``step`` and ``reset``,
 whatever the autoreset policy on top) is one remote call per actor with work,
-gathered with one ``ray.wait`` and one ``ray.get``; an actor whose sub-envs are
-all ``KEEP`` is not called.
+gathered with one ``ray.get`` (with a timeout: a call that takes longer is then
+watched with ``ray.wait``); an actor whose sub-envs are all ``KEEP`` is not
+called.
 
 Messages and answers are the async core's (:mod:`vecmode.worker`), pickled as a
 worker pickles them for its pipe, with the observations, rewards and flags in the
@@ -232,7 +233,7 @@ class RayVectorEnv(RemoteCore):
     ``vecmode.make_vec(..., vectorization_mode="ray")``.
 
     Each actor runs a slice of the sub-envs one after the other; one call is one
-    remote call per actor with work, all gathered with one ``ray.wait``.
+    remote call per actor with work, all gathered with one ``ray.get``.
 
     Ray as you run it: connect first (``ray.init(address="auto")`` on a cluster,
     or ``ray.init(num_cpus=...)`` locally); vecmode never calls ``ray.init`` when
@@ -415,16 +416,27 @@ class RayVectorEnv(RemoteCore):
     def _gather(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[Any]:
-        """The results of the calls in ``token`` (one ``ray.wait`` and one
-        ``ray.get`` when they answer within :data:`LIVENESS`), in order; a dead
+        """The results of the calls in ``token`` (one ``ray.get`` when they
+        answer within :data:`LIVENESS`; then :meth:`_wait`), in order; a dead
         actor or node is a WorkerError, a call that takes longer than
         ``timeout`` a WorkerTimeoutError."""
         if not token:
             return []
         ray = self._ray
         refs = [ref for _, ref in token]
+        left = timeout
         try:
-            late = self._wait(token, timeout, during)
+            if during != "construction":  # the usual case: one ray.get
+                first = LIVENESS if timeout is None else min(timeout, LIVENESS)
+                started = time.monotonic()
+                try:
+                    return list(ray.get(refs, timeout=first))
+                except ray.exceptions.RayError:
+                    # not all answered in time, or one failed (others may still
+                    # be running): watch them as below
+                    if timeout is not None:
+                        left = max(0.0, timeout - (time.monotonic() - started))
+            late = self._wait(token, left, during)
             if late:
                 self._timed_out(late, timeout, during)
             try:
