@@ -77,7 +77,7 @@ def _write_rest(fd: int, rest: memoryview) -> None:
 
 
 class FrameReader:
-    """Reads the messages sent on one pipe (by :func:`send_frame` or by the
+    """Reads the messages sent on one pipe (by :func:`frame_sender` or by the
     ``Connection``'s own methods), one ``read`` for a small one."""
 
     __slots__ = ("_buffer", "conn", "fd")
