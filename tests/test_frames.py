@@ -7,6 +7,7 @@ messages read ahead (two in one read) are neither lost nor waited for.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -17,6 +18,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vecmode import frames
 from vecmode.frames import FrameReader, frame_sender
@@ -193,3 +196,47 @@ def test_an_answer_read_ahead_is_ready_without_waiting() -> None:
         failures = pool.shutdown(terminate=False, timeout=5.0)
     assert failures == ["done"]
     assert pool.workers == []
+
+
+@settings(deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 70_000), min_size=1, max_size=6),
+    cuts=st.lists(st.integers(1, 90_000), max_size=8),
+    long_header=st.booleans(),
+)
+def test_any_messages_in_any_pieces_come_out_whole_and_in_order(
+    sizes: list, cuts: list, long_header: bool
+) -> None:
+    """Messages (with Connection's short header, or its long one) written in
+    arbitrary pieces, each piece its own write: the reader gives back exactly the
+    messages, in order, whatever the reads it takes."""
+    a, b = multiprocessing.Pipe()
+    try:
+        messages = [payload(n)[::-1] + bytes([i]) for i, n in enumerate(sizes)]
+        stream = b"".join(
+            (
+                struct.pack("!iQ", -1, len(m))
+                if long_header
+                else struct.pack("!i", len(m))
+            )
+            + m
+            for m in messages
+        )
+        points = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+        pieces = [stream[x:y] for x, y in itertools.pairwise(points)]
+
+        def write() -> None:
+            for piece in pieces:
+                os.write(a.fileno(), piece)
+            a.close()  # then the end of the pipe: a reader never waits forever
+
+        thread = in_thread(write)
+        reader = FrameReader(b)
+        assert [bytes(reader.recv()) for _ in messages] == messages
+        thread.join()
+        assert not reader.ready()
+        with pytest.raises(EOFError):  # nothing was left over
+            reader.recv()
+    finally:
+        a.close()
+        b.close()
