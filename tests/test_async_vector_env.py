@@ -1501,7 +1501,8 @@ def test_a_worker_spins_only_while_messages_come_within_the_spin(monkeypatch):
     (a training loop computing between steps) blocks at once for the next one;
     one message that comes within the spin and it spins again."""
     from vecmode.frames import frame_sender
-    from vecmode.worker import SPIN_AGAIN, Doorbell, _doorbell
+    from vecmode.layout import SPIN_AGAIN
+    from vecmode.worker import Doorbell, _doorbell
 
     yields = []
     monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1), raising=False)

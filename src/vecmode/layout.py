@@ -13,6 +13,7 @@ import os
 
 __all__ = [
     "SPIN",
+    "SPIN_AGAIN",
     "actor_count",
     "default_layout",
     "default_num_workers",
@@ -25,6 +26,11 @@ __all__ = [
 #: Seconds a process spins for the next message or answer before it blocks, where
 #: it spins at all.
 SPIN = 0.0003
+#: A worker whose last message came more than this many spins after its answer
+#: does not spin for the next one (see :func:`vecmode.worker.serve`); a message
+#: that just missed the spin (a slower step of another worker delayed the call)
+#: does not stop it.
+SPIN_AGAIN = 2.0
 
 
 def usable_cpus() -> int:
@@ -96,8 +102,8 @@ def worker_spin_seconds() -> float:
     (``os.sched_yield``), so the parent or anything else that is ready runs
     first. The parent's message then reaches a worker that is awake: no wake-up,
     which on a virtual machine costs the parent 20-50 us per worker per call. A
-    worker whose last message came more than twice that after its answer
-    blocks at once for the next one (see :func:`vecmode.worker.serve`). On one CPU nothing
+    worker whose last message came more than :data:`SPIN_AGAIN` times that after
+    its answer blocks at once for the next one (see :func:`vecmode.worker.serve`). On one CPU nothing
     spins."""
     return SPIN if usable_cpus() > 1 else 0.0
 

@@ -40,6 +40,7 @@ from gymnasium.vector.utils import (
 
 from vecmode.errors import SubEnvError, sub_env_error
 from vecmode.frames import FrameReader, frame_sender
+from vecmode.layout import SPIN_AGAIN
 from vecmode.runner import (
     Failure,
     Runner,
@@ -64,7 +65,6 @@ __all__ = [
     "SET_ATTR",
     "SHARED",
     "SHARED_ENV",
-    "SPIN_AGAIN",
     "STATS_SPACE",
     "Doorbell",
     "RemoteFailure",
@@ -87,11 +87,6 @@ UNPICKLING = (
     "unpickling what the parent sent (a class or function it needs must be "
     "importable in the worker)"
 )
-#: A worker whose last message came more than this many spins after its answer
-#: does not spin for the next one (see :func:`serve`); a message that just
-#: missed the spin (a slower step of another worker delayed the call) does not
-#: stop it.
-SPIN_AGAIN = 2.0
 #: Sent instead of the actions when they are in shared memory.
 SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -488,9 +483,9 @@ def _doorbell(
     counting it).
 
     The spin adapts: a worker whose last message came more than
-    :data:`SPIN_AGAIN` times ``spin`` seconds after its answer (a training loop
-    that computes between steps) blocks at once for the next one instead of
-    spinning in vain, and spins again once a message comes sooner."""
+    :data:`vecmode.layout.SPIN_AGAIN` times ``spin`` seconds after its answer (a
+    training loop that computes between steps) blocks at once for the next one
+    instead of spinning in vain, and spins again once a message comes sooner."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
