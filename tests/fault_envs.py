@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any
 
+import gymnasium as gym
+
 from vecmode.testing.envs import ScheduledEnv
 
 FAULTS = (
@@ -84,6 +86,26 @@ class FaultyEnv(ScheduledEnv):
             raise RuntimeError(f"close of sub-env {self.index} failed on purpose")
         if self.fault == "close_hangs":
             time.sleep(3600)
+
+
+class DictFaultyEnv(FaultyEnv):
+    """A FaultyEnv whose observations are dicts, ``{"obs": ...}`` (a batch that
+    is not a Box: an actor or a worker without shared memory pickles them); an
+    unpicklable observation is returned as it is."""
+
+    def __init__(self, index: int = 0, fault: str = "raise_step", at: int = 2) -> None:
+        super().__init__(index, fault, at)
+        self.observation_space = gym.spaces.Dict({"obs": self.observation_space})
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return {"obs": obs}, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if not isinstance(obs, Unpicklable):
+            obs = {"obs": obs}
+        return obs, reward, terminated, truncated, info
 
 
 def env_fns(num_envs: int, faulty: dict[int, str], at: int = 2) -> list:

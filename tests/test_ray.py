@@ -323,6 +323,40 @@ def test_one_remote_call_per_busy_actor_and_idle_actors_are_not_called(shared):
         core._actors = actors
 
 
+def test_a_box_batch_s_observations_follow_the_answer_as_raw_rows():
+    """An actor of a Box batch answers a step or reset with ROWS, its slice's
+    rows following the pickle; anything else (a call, or a batch that is not a
+    Box) is a plain pickled answer; the driver copies only the rows of the
+    sub-envs that ran."""
+    from vecmode.ray_vector_env import SliceActor
+    from vecmode.remote import SliceRows
+    from vecmode.worker import CALL, EXECUTE, OK, ROWS
+
+    fns = [lambda: gym.make("CartPole-v1")] * 2
+    single = gym.make("CartPole-v1")
+    space, action_space = single.observation_space, single.action_space
+    reset = pickle.dumps((EXECUTE, [int(Command.RESET)] * 2, None, [0, 1], None))
+    actor = SliceActor(3, fns, 5, space, action_space, "same", ((4,), np.float32))
+    data = actor.handle(reset)
+    answer = pickle.loads(data)
+    assert answer[0] == ROWS and answer[4] is None
+    rows = np.frombuffer(data, np.float32, offset=len(data) - 32).reshape(2, 4)
+    first = [gym.make("CartPole-v1").reset(seed=seed)[0] for seed in (0, 1)]
+    np.testing.assert_array_equal(rows, first)
+    assert pickle.loads(actor.handle(pickle.dumps((CALL, "reset", (), {}))))[0] == OK
+    pickled = SliceActor(3, fns, 5, space, action_space, "same")
+    answer = pickle.loads(pickled.handle(reset))
+    assert answer[0] == OK and [i for i, _ in answer[4]] == [3, 4]
+
+    batch = np.zeros((5, 4), np.float32)
+    new = SliceRows(3, np.ones((2, 4), np.float32))
+    keep, step = int(Command.KEEP), int(Command.STEP)
+    new.copy_into(batch, [step] * 3 + [keep, step])
+    assert batch[:, 0].tolist() == [0, 0, 0, 0, 1], "a KEEP sub-env's row is kept"
+    new.copy_into(batch, [keep] * 3 + [step, step])
+    assert batch[:, 0].tolist() == [0, 0, 0, 1, 1]
+
+
 def test_call_get_attr_set_attr_render_and_seeds_as_the_sync_core(shared):
     core = shared_core(shared, "scheduled-box")
     restart(core, scheduled_fns(5))
@@ -637,7 +671,10 @@ def test_faults_a_usable_env_survives(shared):
         core.call("no_such_method")
     for fault, what in (
         ("unpicklable_info", "pickling its info"),
-        ("unpicklable_obs", "pickling its observation"),
+        # a Box batch: the actor writes each observation into its rows, which
+        # it does not fit (as in the other cores); see the next test for one
+        # that is pickled
+        ("unpicklable_obs", "writing its observation"),
     ):
         arm(core, {2: fault})
         with pytest.raises(SubEnvError) as caught:
@@ -647,6 +684,26 @@ def test_faults_a_usable_env_survives(shared):
         core.reset(seed=2)
     arm(core, {})
     core.step(zeros)  # usable
+
+
+def test_an_observation_that_cannot_be_pickled_names_its_sub_env():
+    """Observations that are not a Box batch travel pickled in the answer: one
+    that cannot be pickled is a SubEnvError naming its sub-env; the env goes on."""
+    fns = [functools.partial(fault_envs.DictFaultyEnv, i, "none") for i in range(3)]
+    with RayVectorEnv(fns, num_actors=1) as core:
+        core.reset(seed=0)
+        arm(core, {1: "unpicklable_obs"})
+        with pytest.raises(SubEnvError) as caught:
+            core.step(np.zeros(3, dtype=int))
+        assert (caught.value.index, caught.value.method) == (
+            1,
+            "pickling its observation",
+        )
+        assert caught.value.lost == (0, 1, 2)
+        core.reset(seed=1)
+        arm(core, {})
+        obs = core.step(np.zeros(3, dtype=int))[0]
+        assert obs["obs"].shape[0] == 3
 
 
 def test_a_sub_env_s_exception_is_of_its_class_as_in_the_other_cores(shared):

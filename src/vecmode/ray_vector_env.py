@@ -10,15 +10,19 @@ watched with ``ray.wait``); an actor whose sub-envs are all ``KEEP`` is not
 called.
 
 Messages and answers are the async core's (:mod:`vecmode.worker`), pickled as a
-worker pickles them for its pipe, with the observations, rewards and flags in the
-answer. They travel through Ray's object store as bytes, where a large answer is
-a read-only, zero-copy view of Ray's buffer: unpickling it (:meth:`RayVectorEnv.
-_collect`) copies every array out of it into objects of the env's own, and the
-observations are then copied into the env's batch (row by row for a Box batch,
-by ``concatenate`` otherwise). Pickling them ourselves rather than handing Ray
-the NumPy arrays halves Ray's cost per call (its out-of-band path for arrays
-costs more than the copies, for observations up to Atari frames), and nothing
-read-only from Ray's store reaches the caller.
+worker pickles them for its pipe. They travel through Ray's object store as
+bytes, where a large answer is a read-only, zero-copy view of Ray's buffer. For a
+Box batch, an actor writes its sub-envs' observations into rows of its own
+(checked as every core checks them) and sends those rows, raw, after the pickled
+answer to a step or reset (a ``ROWS`` answer): :meth:`RayVectorEnv._decode` reads
+them in place and the rows of the sub-envs that ran are copied from there straight
+into the env's batch (:class:`~vecmode.remote.SliceRows`). Other observations are
+pickled in the answer: unpickling copies them (and every other array, final
+observations and infos included) out of Ray's buffer before ``concatenate`` builds
+the batch. So nothing read-only from Ray's store reaches the caller. Pickling
+ourselves rather than handing Ray the NumPy arrays halves Ray's cost per call (its
+out-of-band path for arrays costs more than the copies, for observations up to
+Atari frames), and raw rows spare pickling and unpickling each observation.
 
 Ray is imported only when a :class:`RayVectorEnv` is built (``pip install
 "vecmode[ray]"``); importing vecmode never imports it.
@@ -27,13 +31,14 @@ Ray is imported only when a :class:`RayVectorEnv` is built (``pip install
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import pickle
 import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -54,11 +59,15 @@ from vecmode.remote import (
     CLOSE_GRACE,
     MessageFor,
     RemoteCore,
+    SliceRows,
 )
 from vecmode.worker import (
     CLOSE,
     CLOSED,
+    EXECUTE,
+    OK,
     PROTOCOL,
+    ROWS,
     SliceServer,
     build_slice,
     encode,
@@ -185,15 +194,26 @@ class SliceActor:
         observation_space: Space,
         action_space: Space,
         observation_mode: Any,
+        row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
         #: The answer to the driver once built: None, a failure or a mismatch.
         self.built_answer = build_slice(
             first, env_fns, envs, observation_space, action_space, observation_mode
         )
-        # what it answers is pickled, as a worker's answers (see the module doc)
+        #: For a Box batch (``row``: the shape and dtype of its rows), the slice's
+        #: rows, sent after each answer to a step or reset (see the module doc).
+        self.rows = (
+            None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
+        )
         self.server = SliceServer(
-            first, envs, (None, None, None), num_envs, observation_space, action_space
+            first,
+            envs,
+            (None, None, None),
+            num_envs,
+            observation_space,
+            action_space,
+            rows=self.rows,
         )
 
     def built(self) -> tuple[Any, str, int]:
@@ -203,8 +223,13 @@ class SliceActor:
         return self.built_answer, ray.get_runtime_context().get_node_id(), os.getpid()
 
     def handle(self, message: bytes) -> bytes:
-        """Carry out one pickled message; return the pickled answer."""
-        return encode(self.server.handle(pickle.loads(message)))
+        """Carry out one pickled message; return the pickled answer (and, after an
+        OK answer to a step or reset of a Box batch, the slice's rows)."""
+        decoded = pickle.loads(message)
+        answer = self.server.handle(decoded)
+        if self.rows is not None and decoded[0] == EXECUTE and answer[0] == OK:
+            return b"".join((encode((ROWS, *answer[1:])), self.rows.data))
+        return encode(answer)
 
 
 _remote_classes: dict[int, Any] = {}
@@ -339,6 +364,8 @@ class RayVectorEnv(RemoteCore):
         """Start the actors; check what they built. On any error, no actor is
         left."""
         actor_class = remote_actor_class(self._ray)
+        batch = self._rows
+        row = None if batch is None else (batch.shape[1:], batch.dtype)
         try:
             for (start, stop), one in zip(self.slices, options, strict=True):
                 self._actors.append(
@@ -349,6 +376,7 @@ class RayVectorEnv(RemoteCore):
                         self.single_observation_space,
                         self.single_action_space,
                         self.observation_mode,
+                        row,
                     )
                 )
             token = [(a, actor.built.remote()) for a, actor in enumerate(self._actors)]
@@ -396,8 +424,24 @@ class RayVectorEnv(RemoteCore):
     def _collect(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[Any]:
-        # Unpickling copies the answers out of Ray's read-only buffers.
-        return [pickle.loads(data) for data in self._gather(token, timeout, during)]
+        datas = self._gather(token, timeout, during)
+        return [
+            self._decode(a, data) for (a, _), data in zip(token, datas, strict=True)
+        ]
+
+    def _decode(self, actor: int, data: bytes) -> Any:
+        """An actor's answer. Unpickling copies it out of Ray's read-only buffer;
+        the rows that follow a ROWS answer stay there, read in place, until
+        :meth:`~vecmode.remote.RemoteCore._finish` copies them into the batch."""
+        answer = pickle.loads(data)
+        if answer is None or answer[0] != ROWS:
+            return answer
+        batch = cast(np.ndarray, self._rows)
+        start, stop = self.slices[actor]
+        shape = (stop - start, *batch.shape[1:])
+        nbytes = math.prod(shape) * batch.itemsize
+        rows = np.ndarray(shape, batch.dtype, data, offset=len(data) - nbytes)
+        return (OK, *answer[1:4], SliceRows(start, rows), *answer[5:])
 
     def _stats(
         self, token: list[tuple[int, Any]], answers: list[Any]

@@ -18,7 +18,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
@@ -68,7 +68,7 @@ from vecmode.worker import (
     RemoteFailure,
 )
 
-__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "raise_failure"]
+__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "SliceRows", "raise_failure"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
@@ -95,6 +95,26 @@ def _forked() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
+
+
+class SliceRows(NamedTuple):
+    """The observations of the sub-envs ``start ..`` of a call, sent as their rows
+    of a Box batch (row ``k``: sub-env ``start + k``'s; only those of the sub-envs
+    that ran are new)."""
+
+    start: int
+    rows: np.ndarray
+
+    def copy_into(self, batch: np.ndarray, commands: Sequence[int]) -> None:
+        """Copy the new rows into ``batch``, the call's ``commands`` telling which."""
+        start, rows = self.start, self.rows
+        mine = commands[start : start + len(rows)]
+        if _KEEP not in mine:
+            batch[start : start + len(rows)] = rows
+            return
+        for k, command in enumerate(mine):
+            if command != _KEEP:
+                batch[start + k] = rows[k]
 
 
 #: Builds the message for the sub-envs ``start .. stop - 1`` (None: nothing to send).
@@ -507,7 +527,9 @@ class RemoteCore(VectorCore):
                 finals += slice_finals
             if slice_infos:
                 infos = add_infos(add_info, infos, slice_infos)
-            if sent_obs:
+            if type(sent_obs) is SliceRows:
+                sent_obs.copy_into(cast(np.ndarray, self._rows), commands)
+            elif sent_obs:
                 for i, obs in sent_obs:
                     try:
                         write(i, obs)

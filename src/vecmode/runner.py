@@ -112,8 +112,9 @@ class _CheckedWriter:
         self.store(i, obs)
 
 
-def row_writer(rows: np.ndarray) -> Callable[[int, Any], None]:
-    """``write(i, obs)``: a Box observation into row ``i`` of ``rows``, checked as
+def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
+    """``write(i, obs)``: a Box observation into row ``i - first`` of ``rows`` (the
+    rows of sub-envs ``first ..``), checked as
     Gymnasium's ``concatenate`` checks it: of the row's very shape (not
     broadcast: a wrong shape is an env's bug, not a batch to fill) and of a dtype
     that casts to the row's within its kind (float64 into float32, not 300 into
@@ -131,7 +132,20 @@ def row_writer(rows: np.ndarray) -> Callable[[int, Any], None]:
     ...
     TypeError: an observation of dtype int64 does not fit the batch of the observation space's dtype uint8 ...
     """
-    return _CheckedWriter(_LeafCheck(rows.shape[1:], rows.dtype, ""), rows.__setitem__)
+    check = _LeafCheck(rows.shape[1:], rows.dtype, "")
+    return _CheckedWriter(check, _RowStore(rows, first) if first else rows.__setitem__)
+
+
+class _RowStore:
+    """``store(i, obs)``: ``obs`` into row ``i - first`` of ``rows``."""
+
+    __slots__ = ("first", "rows")
+
+    def __init__(self, rows: np.ndarray, first: int) -> None:
+        self.rows, self.first = rows, first
+
+    def __call__(self, i: int, obs: Any) -> None:
+        self.rows[i - self.first] = obs
 
 
 def checked_writer(
@@ -303,11 +317,12 @@ class Runner:
         *,
         rows: np.ndarray | None = None,
     ) -> None:
-        """``write`` stores each observation, or, for a Box batch, ``rows`` is
-        the batch: an observation of the row's very shape and dtype is written
-        at once, any other checked first (:func:`row_writer`)."""
+        """``write`` stores each observation, or, for a Box batch, ``rows`` are
+        the slice's rows of the batch (row ``k`` is sub-env ``first + k``'s): an
+        observation of the row's very shape and dtype is written at once, any
+        other checked first (:func:`row_writer`)."""
         if rows is not None:
-            write = row_writer(rows)
+            write = row_writer(rows, first)
         elif write is None:
             raise TypeError("Runner takes write, or rows for a Box batch")
         self.envs = envs
@@ -390,7 +405,7 @@ class Runner:
                     )
                 method = "writing its observation"
                 if type(obs) is array and obs.dtype is dtype and obs.shape == shape:
-                    rows[i] = obs  # type: ignore[index]
+                    rows[k] = obs  # type: ignore[index]
                 else:
                     write(i, obs)
                 if info:

@@ -62,6 +62,7 @@ __all__ = [
     "MISMATCH",
     "OK",
     "PROTOCOL",
+    "ROWS",
     "SET_ATTR",
     "SHARED",
     "SHARED_ENV",
@@ -80,8 +81,9 @@ __all__ = [
 # Messages to a worker: a tuple whose first item is one of these.
 EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
 # A worker's answer: None (done, nothing to report) or a tuple starting with one
-# of these.
-OK, FAILED, CLOSED, MISMATCH, SHARED_ENV = range(5)
+# of these. ROWS: an OK answer to EXECUTE that the slice's observation rows follow
+# (after the pickle; the Ray transport: see vecmode.ray_vector_env).
+OK, FAILED, CLOSED, MISMATCH, SHARED_ENV, ROWS = range(6)
 #: The ``method`` of a failure to read a message the parent sent.
 UNPICKLING = (
     "unpickling what the parent sent (a class or function it needs must be "
@@ -241,7 +243,13 @@ class SliceServer:
         num_envs: int,
         observation_space: Space,
         action_space: Space,
+        rows: np.ndarray | None = None,
     ) -> None:
+        """``memory``: the shared memory of the observations, of the rewards and
+        flags and of the actions, each None where they travel in the messages.
+        ``rows``: without observation memory, the slice's own rows of a Box
+        batch, where the observations are written (for the transport to send
+        them); else they are sent in the answer."""
         obs_memory, stats_memory, action_memory = memory
         self.first = first
         #: Where rewards and flags go: shared memory, or (None) the answer.
@@ -255,12 +263,14 @@ class SliceServer:
         )
         #: Observations sent with the answer (no shared memory), this call's.
         self._sent: list[tuple[int, Any]] | None = None
-        if obs_memory is None:
+        if rows is not None:
+            self.runner = Runner(envs, first, rows=rows)
+        elif obs_memory is None:
             self._sent = []
             self.runner = Runner(envs, first, self._send)
         elif type(observation_space) is Box:
-            rows = view(observation_space, obs_memory, num_envs)
-            self.runner = Runner(envs, first, rows=rows)
+            batch = view(observation_space, obs_memory, num_envs)
+            self.runner = Runner(envs, first, rows=batch[first:])
         else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
@@ -343,7 +353,7 @@ class SliceServer:
 def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
     """The failure to send when ``answer`` cannot be pickled: whose info,
     observation or final observation it is (as precisely as can be told)."""
-    if answer[0] == OK and len(answer) >= 5:
+    if answer[0] in (OK, ROWS) and len(answer) >= 5:
         _, _, infos, finals, sent = answer[:5]
         entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
         entries += [("final observation", i, obs) for i, obs, _ in finals]
