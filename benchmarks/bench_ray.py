@@ -15,7 +15,10 @@ each of ``k`` actors whose method does nothing, gathered with one ``ray.get``
 (what any vector env over ``k`` Ray actors pays per step, at the
 least); the floor with data: the same calls carrying a message and an answer
 of a step's size (what any vector env over Ray pays for moving a step's data);
-and the sub-envs' own step cost, stepped in this process by vecmode's sync core.
+the lean env (:class:`Lean`, the leanest vector env over Ray one could write for
+these steps: what any vector env over Ray pays for them, its sub-envs' work in
+actors included); and the sub-envs' own step cost, stepped in this process by
+vecmode's sync core.
 
 Derived, each the median of per-round values:
 
@@ -25,7 +28,9 @@ Derived, each the median of per-round values:
 * ``overhead/floor``: the goal is at most 1.5; ``per busy actor``: overhead and
   floor divided by ``k``;
 * ``overhead/floor+data``: the overhead over the floor with data, so what is
-  vecmode's own beyond what Ray charges for the data.
+  vecmode's own beyond what Ray charges for the data;
+* ``lean overhead/floor``: the lean env's step minus the same sub-env work, over
+  the floor: the Ray core's overhead/floor less this is vecmode's own share.
 
 Then, COMPUTED from those figures (not measured): a line fit of the overhead
 against the number of actors (a fixed part plus a part per busy actor, the
@@ -85,7 +90,7 @@ from harness import (
     time_steps,
     versions,
 )
-from vecmode.layout import usable_cpus
+from vecmode.layout import slices, usable_cpus
 from vecmode.ray_vector_env import LIVENESS
 
 MODE = vecmode.AutoresetMode.NEXT_STEP
@@ -96,7 +101,7 @@ DEFAULT_STEPS, QUICK_STEPS = 400, 20
 DEFAULT_ROUNDS, QUICK_ROUNDS = 5, 1
 WARMUP_STEPS = 20
 GOAL = 1.5
-RAY, ASYNC, FLOOR, FLOOR_DATA = "ray", "async", "floor", "floor+data"
+RAY, ASYNC, FLOOR, FLOOR_DATA, LEAN = "ray", "async", "floor", "floor+data", "lean"
 #: What the computed throughput table assumes of a cluster node.
 NODES = (1, 10, 100)
 DEFAULT_CORES_PER_NODE = 32
@@ -142,6 +147,89 @@ class Floor:
         else:
             refs = [actor.echo.remote(self.message) for actor in self.actors]
         return self.ray.get(refs, timeout=LIVENESS)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+
+
+# --------------------------------------------------------------- the lean env
+class LeanSlice:
+    """An actor of :class:`Lean`: steps its sub-envs (resetting one whose episode
+    ended, in the same step) and answers their rewards and flags, pickled, then
+    their observations as raw rows."""
+
+    def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
+        self.envs = [fn() for fn in env_fns]
+        space = self.envs[0].observation_space
+        self.rows = np.zeros((len(self.envs), *space.shape), dtype=space.dtype)
+
+    def ping(self) -> None:
+        return None
+
+    def reset(self, seed: int) -> bytes:
+        for k, env in enumerate(self.envs):
+            self.rows[k] = env.reset(seed=seed + k)[0]
+        return b"".join((pickle.dumps(None), self.rows.data))
+
+    def step(self, message: bytes) -> bytes:
+        actions = pickle.loads(message)
+        n = len(self.envs)
+        rewards, terminations, truncations = [0.0] * n, [False] * n, [False] * n
+        for k, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
+            obs, rewards[k], terminations[k], truncations[k], _ = env.step(action)
+            if terminations[k] or truncations[k]:
+                obs, _ = env.reset()
+            self.rows[k] = obs
+        head = pickle.dumps((rewards, terminations, truncations))
+        return b"".join((head, self.rows.data))
+
+
+class Lean:
+    """The leanest vector env over Ray one could write for these steps, as a
+    reference: one call per actor with its slice of the actions (pickled: Ray
+    carries bytes cheaper than arrays), gathered with one ``ray.get``; each
+    answer's rows copied into the batch. No checks, no infos, no
+    failure handling, no autoreset policy to choose (an actor resets a sub-env
+    whose episode ended in the same step): what any vector env over Ray pays for
+    the step, its data and its sub-envs' work."""
+
+    def __init__(self, ray: Any, fns: list[Callable[[], gym.Env]], k: int) -> None:
+        self.ray = ray
+        self.slices = slices(len(fns), k)
+        actor = ray.remote(LeanSlice)
+        self.actors = [actor.remote(fns[start:stop]) for start, stop in self.slices]
+        ray.get([a.ping.remote() for a in self.actors])
+        env = fns[0]()
+        space = env.observation_space
+        env.close()
+        self.batch = np.zeros((len(fns), *space.shape), dtype=space.dtype)
+
+    def _gather(self, refs: list[Any]) -> Any:
+        batch = self.batch
+        for (start, stop), data in zip(
+            self.slices, self.ray.get(refs, timeout=LIVENESS), strict=True
+        ):
+            rows = batch[start:stop]
+            raw = np.frombuffer(data, batch.dtype, offset=len(data) - rows.nbytes)
+            rows[...] = raw.reshape(rows.shape)
+            head = pickle.loads(data)
+        return batch.copy(), head
+
+    def reset(self, seed: int | None = None) -> Any:
+        start = 0 if seed is None else seed
+        return self._gather([a.reset.remote(start + s) for a, (s, _) in self._each()])
+
+    def step(self, row: Any) -> Any:
+        return self._gather(
+            [
+                a.step.remote(pickle.dumps(row[start:stop]))
+                for a, (start, stop) in self._each()
+            ]
+        )
+
+    def _each(self) -> list[tuple[Any, tuple[int, int]]]:
+        return list(zip(self.actors, self.slices, strict=True))
 
     def close(self) -> None:
         for actor in self.actors:
@@ -204,6 +292,7 @@ def build(ray: Any, kind: str, k: int, num_envs: int, work: int) -> list[Contest
         ),
         Contestant(FLOOR, Floor(ray, k)),
         Contestant(FLOOR_DATA, Floor(ray, k, message, answer_bytes)),
+        Contestant(LEAN, Lean(ray, fns, k)),
     ]
 
 
@@ -226,6 +315,9 @@ class Row:
     overhead_vs_data_floor: float
     #: the driver's CPU time per step (all its threads, Ray's included)
     driver_cpu_us: float
+    #: the lean env's step and its overhead over the floor (as the Ray core's)
+    lean_us: float
+    lean_vs_floor: float
 
 
 def median_of(values: Sequence[float]) -> float:
@@ -272,11 +364,12 @@ def benchmark(args: argparse.Namespace, ray: Any) -> tuple[list[Row], int]:
 
 
 def row(kind: str, k: int, n: int, group: list[Contestant], sync: Contestant) -> Row:
-    ray_t, async_t, floor_t, data_floor_t = (c.times for c in group)
+    ray_t, async_t, floor_t, data_floor_t, lean_t = (c.times for c in group)
     sub_env = [t / n for t in sync.times]  # one sub-env step (sync core, in-process)
     busiest = math.ceil(n / k)
     overhead = [t - busiest * s for t, s in zip(ray_t, sub_env, strict=True)]
     vs_floor = [o / f for o, f in zip(overhead, floor_t, strict=True)]
+    lean = [t - busiest * s for t, s in zip(lean_t, sub_env, strict=True)]
     return Row(
         kind=kind,
         actors=k,
@@ -294,6 +387,8 @@ def row(kind: str, k: int, n: int, group: list[Contestant], sync: Contestant) ->
             [o / f for o, f in zip(overhead, data_floor_t, strict=True)]
         ),
         driver_cpu_us=median_of(group[0].cpu) * 1e6,
+        lean_us=median_of(lean_t) * 1e6,
+        lean_vs_floor=median_of([o / f for o, f in zip(lean, floor_t, strict=True)]),
     )
 
 
@@ -384,6 +479,8 @@ HEADERS = (
     "floor+data us",
     "overhead/floor+data",
     "driver CPU us",
+    "lean us",
+    "lean overhead/floor",
 )
 
 
@@ -405,6 +502,8 @@ def cells(r: Row) -> list[str]:
         f"{r.data_floor_us:,.0f}",
         f"{r.overhead_vs_data_floor:.2f}",
         f"{r.driver_cpu_us:,.0f}",
+        f"{r.lean_us:,.0f}",
+        f"{r.lean_vs_floor:.2f}",
     ]
 
 
@@ -474,6 +573,10 @@ def header_lines(
         "size of the step's (commands and actions, pickled), an answer of the size "
         "of the actor's (observations, rewards and flags, pickled); what any "
         "vector env over Ray pays for the data alone",
+        "lean = the leanest vector env over Ray for these steps (one call per "
+        "actor, its sub-envs' rewards and flags pickled and observations sent raw, "
+        "copied into a batch; no checks, infos, failure handling or autoreset "
+        "policy): its overhead/floor is what any vector env over Ray pays here",
     ]
 
 

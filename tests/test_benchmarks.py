@@ -149,10 +149,11 @@ def test_bench_ray_quick_runs_and_reports_the_floor_ratios_and_the_computed_tabl
         "floor per actor us",
         "floor+data us",
         "overhead/floor+data",
+        "lean overhead/floor",
     ):
         assert column in headers[0], headers[0]
     rows = [line for line in lines if line.startswith(("| CartPole", "| heavy"))]
-    assert len(rows) == 4 and all(r.count("|") == 17 for r in rows), out  # 16 columns
+    assert len(rows) == 4 and all(r.count("|") == 19 for r in rows), out  # 18 columns
     assert any(line.startswith("- goal overhead/floor <= 1.5:") for line in lines)
     assert any("COMPUTED (not measured)" in line for line in lines)
     nodes = [line.split("|")[1].strip() for line in lines if line.startswith("| 1")]
