@@ -403,6 +403,22 @@ class RaisesIn(gym.Env):
             raise self.error
 
 
+class InPlaceActionEnv(gym.Env):
+    """Adds 1 to its (Box) action in place, then observes it: an action array
+    must be the sub-env's own and writable."""
+
+    observation_space = gym.spaces.Box(-100, 100, (2, 2), np.float32)
+    action_space = gym.spaces.Box(-10, 10, (2, 2), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros((2, 2), np.float32), {}
+
+    def step(self, action):
+        action += 1
+        return np.asarray(action, np.float32), 0.0, False, False, {}
+
+
 def env_fn_that_raises() -> gym.Env:
     raise ValueError("this env_fn cannot build its env")
 

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 import vecmode
 from tests.helpers import (
     OBS_TYPES,
+    InPlaceActionEnv,
     ScheduledEnv,
     Script,
     SlowEnv,
@@ -1269,6 +1270,33 @@ class SequenceObs(gym.Env):
     def step(self, action):
         self.t += 1
         return tuple(range(self.t % 4)), float(action), False, self.t > 3, {}
+
+
+@pytest.mark.parametrize("shared_memory", [True, False])
+def test_array_actions_travel_packed_and_each_sub_env_gets_a_row_of_its_own(
+    shared_memory,
+):
+    """Actions of an array of numbers are packed into each slice's message
+    (actions of the batch's own dtype go through shared memory); every sub-env
+    gets a writable row of its own, as from shared memory."""
+    from vecmode.remote import slice_message
+    from vecmode.worker import unpack_rows
+
+    actions = np.arange(16, dtype=np.float64).reshape(4, 2, 2)
+    message = slice_message(1, 3, [1] * 4, actions, None, None)
+    assert message is not None and type(message[2]) is tuple
+    np.testing.assert_array_equal(unpack_rows(message[2]), actions[1:3])
+    objects = np.empty(4, dtype=object)
+    message = slice_message(1, 3, [1] * 4, objects, None, None)
+    assert message is not None and message[2] is not objects  # not packed
+    assert type(message[2]) is np.ndarray and len(message[2]) == 2
+    fns = [InPlaceActionEnv] * 4
+    with AsyncVectorEnv(fns, shared_memory=shared_memory) as envs:
+        envs.reset(seed=0)
+        for batch in (actions, actions.astype(np.float32)):  # packed, shared
+            obs = envs.step(batch)[0]
+            np.testing.assert_array_equal(obs, batch + 1)
+        np.testing.assert_array_equal(actions, np.arange(16).reshape(4, 2, 2))
 
 
 def test_a_space_shared_memory_cannot_hold_needs_shared_memory_false():

@@ -66,6 +66,7 @@ from vecmode.worker import (
     SET_ATTR,
     SHARED_ENV,
     RemoteFailure,
+    pack_rows,
 )
 
 __all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "SliceRows", "raise_failure"]
@@ -158,14 +159,22 @@ def slice_message(
     """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
 
     ``split``: the actions as :meth:`RemoteCore._split_actions` gives them (a
-    string stands for actions already in shared memory)."""
+    string stands for actions already in shared memory; the rows of an array of
+    numbers are packed, :func:`~vecmode.worker.pack_rows`)."""
     mine = cmds[start:stop]
     if mine.count(_KEEP) == len(mine):
         return None  # nothing to do there; its results are filled in later
+    actions: Any
+    if split is None or type(split) is str:
+        actions = split
+    elif type(split) is np.ndarray and not split.dtype.hasobject:
+        actions = pack_rows(split[start:stop])
+    else:
+        actions = split[start:stop]
     return (
         EXECUTE,
         mine,
-        split if split is None or type(split) is str else split[start:stop],
+        actions,
         None if seeds is None else seeds[start:stop],
         options,
     )

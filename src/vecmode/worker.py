@@ -73,6 +73,8 @@ __all__ = [
     "build_slice",
     "create",
     "encode",
+    "pack_rows",
+    "unpack_rows",
     "view",
     "viewed",
     "worker_main",
@@ -101,6 +103,18 @@ STATS_SPACE = Tuple(
         Box(0, 1, (), cast(Any, np.bool_)),
     )
 )
+
+
+def pack_rows(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    """An array of numbers (the actions of a slice) as a message carries it: its
+    dtype, shape and bytes, which pickle several times faster than the array."""
+    return (array.dtype.str, array.shape, array.tobytes())
+
+
+def unpack_rows(packed: tuple[str, tuple[int, ...], bytes]) -> np.ndarray:
+    """The array :func:`pack_rows` packed (read-only: it is the message's bytes)."""
+    dtype, shape, data = packed
+    return np.frombuffer(data, dtype).reshape(shape)
 
 
 def create(space: Space, n: int, ctx: Any) -> Any:
@@ -329,9 +343,16 @@ class SliceServer:
         first, stop = self.first, self.stop
         if type(actions) is str:  # SHARED: the parent wrote them to shared memory
             mine = cast(np.ndarray, self.action_rows)[first:stop]
-            acts: Any = iter(mine if mine.ndim == 1 else mine.copy())
-        else:
-            acts = None if actions is None else iter(actions)
+        elif type(actions) is tuple:  # an array's rows, packed (pack_rows)
+            mine = unpack_rows(actions)
+        else:  # None, or one action per sub-env
+            mine = None
+        acts: Any = (
+            (None if actions is None else iter(actions))
+            if mine is None
+            # each sub-env's row of its own (scalars are anyway)
+            else iter(mine if mine.ndim == 1 else mine.copy())
+        )
         sent = self._sent
         if sent is not None:
             sent = self._sent = []
