@@ -105,6 +105,7 @@ def test_timeline_options(capsys):
     )
     assert code == EXIT_OK
     assert "truncated after 2 steps" in out
+    assert out.splitlines()[0].endswith(", action 1 at every step")  # the default
     step2 = next(line for line in out.splitlines() if line.startswith("step 2"))
     assert "final_obs=s2" in step2
     assert not any(line.startswith("step 5") for line in out.splitlines())
@@ -131,7 +132,8 @@ def test_timeline_svg_is_written_and_announced(tmp_path, capsys):
     assert "call    NextStep" in out  # the text table is printed too
     expected = timeline_svg(
         timeline("CartPole-v1", steps=5),
-        "CartPole-v1, one sub-env, episodes truncated after 3 steps, seed 0",
+        "CartPole-v1, one sub-env, episodes truncated after 3 steps, seed 0, "
+        "action 1 at every step",
     )
     assert path.read_text(encoding="utf-8") == expected
     ET.fromstring(path.read_bytes())
@@ -247,8 +249,14 @@ def test_timeline_takes_any_action_space(capsys):
     code, out, err = run(["timeline", "CliTextAction-v0"], capsys)
     assert (code, err) == (EXIT_OK, "")
     assert "final_obs=s3" in out
+    sampled = vecmode.timeline.timeline("CliTextAction-v0")["NextStep"][1].action
+    assert sampled.startswith("'") and sampled != "''", sampled  # a sample, seed 0
+    assert out.splitlines()[0].endswith(f", action {sampled} at every step")
     code, out, err = run(["timeline", "CliTextAction-v0", "--action", "'ab'"], capsys)
     assert (code, err) == (EXIT_OK, "")
+    assert out.splitlines()[0].endswith(", action 'ab' at every step")
+    code, out, err = run(["timeline", "Pendulum-v1", "--action", "0.5"], capsys)
+    assert out.splitlines()[0].endswith(", action [0.5] at every step")
     code, out, err = run(
         ["timeline", "CliTextAction-v0", "--action", "toolong"], capsys
     )

@@ -188,6 +188,13 @@ def test_svg_is_wide_enough_for_every_column_and_badge(steps):
     assert width >= 16 + 136 + (steps + 1) * 104
 
 
+def test_svg_is_wide_enough_for_its_title():
+    """The CLI's title names the env, the episodes, the seed and the action."""
+    title = "SomeEnvironment-v0, " + "a long title " * 12
+    root = ET.fromstring(timeline_svg(timeline("CartPole-v1", steps=2), title))
+    assert int(root.get("width")) >= 2 * 16 + len(title) * 15 * 0.62
+
+
 # ------------------------------------------------------- any observation, any action
 _TEXT = gym.spaces.Text(8, charset="abcdefgh")
 _SMALL = gym.spaces.Box(0, 9, (1,), np.float32)

@@ -697,7 +697,10 @@ def _timeline(args: argparse.Namespace) -> int:
         except TimelineActionError as error:  # --action does not fit the env
             raise _Fail(str(error)) from error
     ends = f"truncated after {max_steps} steps" if max_steps else "as the env ends them"
+    taken = next((row.action for row in next(iter(rows.values())) if row.action), "")
     title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
+    if taken:
+        title += f", action {taken} at every step"
     if svg_path == "-":
         sys.stdout.write(timeline_svg(rows, title))
         return EXIT_OK

@@ -65,6 +65,7 @@ class TimelineRow:
         final_obs: the label of ``info["final_obs"]`` (SAME_STEP), else ``""``.
         then_reset: the label a ``reset(options={"reset_mask": ...})`` returned
             right after this step (DISABLED), else ``""``.
+        action: the action the step took, as text (``""`` for a reset).
     """
 
     call: str
@@ -76,6 +77,7 @@ class TimelineRow:
     reset_step: bool = False
     final_obs: str = ""
     then_reset: str = ""
+    action: str = ""
 
 
 def _first(space: Space, batch: Any) -> Any:
@@ -112,6 +114,20 @@ def _action_batch(space: Space, action: Any, seed: int) -> Any:
     if not space.contains(value):
         raise TimelineActionError(timeline_action(action, space))
     return concatenate(space, [value], cast(Any, create_empty_array(space, 1)))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NumPy arrays and scalars as lists and Python numbers (for
+    :func:`repr`), in dicts and tuples too."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {key: _plain(part) for key, part in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_plain(part) for part in value)
+    return value
 
 
 def _action_value(space: Space, action: Any) -> Any:
@@ -181,6 +197,8 @@ def timeline(
         except TimelineActionError:
             envs.close()
             raise
+        # the same action in every mode, at every step
+        taken = repr(_plain(space_row(envs.single_action_space, actions, 0)))
         calls: list[tuple[str, tuple, Boundary | None]] = [
             ("reset", envs.reset(seed=seed), None)
         ]
@@ -248,6 +266,7 @@ def timeline(
                     note,
                     reset_step=not bound.real[0],
                     final_obs=final,
+                    action=taken,
                 )
             )
         table[mode_value] = rows
@@ -465,8 +484,13 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
         ),
         default=0,
     )
+    title_w = len(title) * 15 * _CHAR_W  # bold, 15 px
     width = round(
-        max(_PAD + max(_LABEL_W + len(calls) * _COL_W, legend_w), badges_right) + _PAD
+        max(
+            _PAD + max(_LABEL_W + len(calls) * _COL_W, legend_w, title_w),
+            badges_right,
+        )
+        + _PAD
     )
     height = legend_top + len(_LEGEND) * 22 + _PAD
     body = [
