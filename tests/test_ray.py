@@ -219,6 +219,32 @@ def test_same_as_the_sync_core(shared, name, mode):
         assert writeable_arrays(result) == [], f"call {n}"
 
 
+def _scaled_pendulum(k: float) -> gym.Env:
+    """Pendulum whose observations (and their Box's bounds) are scaled by ``k``."""
+    space = gym.spaces.Box(-8.0 * k, 8.0 * k, (3,), np.float32)
+    return gym.wrappers.TransformObservation(
+        gym.make("Pendulum-v1"), lambda obs: obs * np.float32(k), space
+    )
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_observation_mode_different_as_the_sync_core(mode):
+    """Sub-envs of different Box bounds ("different"): still a Box batch, sent as
+    raw rows; the same as the sync core's, masked resets included."""
+    fns = [functools.partial(_scaled_pendulum, k) for k in (1.0, 2.0, 3.0)]
+    sync = vecmode.with_autoreset(
+        vecmode.SyncVectorEnv(fns, observation_mode="different"), mode
+    )
+    core = RayVectorEnv(fns, num_actors=2, observation_mode="different")
+    with vecmode.with_autoreset(core, mode) as ours:
+        assert ours.observation_space == sync.observation_space
+        script = make_script(sync, 12, seed=3, mask_prob=0.4)
+        disabled = mode is AutoresetMode.DISABLED
+        expected, got = drive(sync, script, disabled), drive(ours, script, disabled)
+    sync.close()
+    assert_same_run(expected, got)
+
+
 def test_probe_finds_the_mode_it_declares():
     """vecmode.probe_mode on throwaway Ray cores (over two actors) finds the mode
     the class declares, Disabled: the proof behind its "verified" evidence
