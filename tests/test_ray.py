@@ -841,6 +841,37 @@ def test_a_timeout_is_a_worker_timeout_error_and_close_kills_the_stuck_actor():
     assert_no_actor_left(core, before)
 
 
+def test_close_from_another_thread_during_a_step_ends_it_with_the_closed_error():
+    """A thread steps a sub-env that hangs; close() from the main thread gives
+    the actors its grace, kills them, returns; the step raises the closed-env
+    error, as the async core's does (it raised IndexError); no actor is left."""
+    before = live_actors()
+    core = faulty_core(n=2, num_actors=2)
+    core.reset(seed=0)
+    arm(core, {1: "hang"})
+    outcome: list = []
+
+    def step() -> None:
+        try:
+            core.step(np.zeros(2, dtype=int))
+            outcome.append("returned")
+        except BaseException as exc:  # what the stepping thread got
+            outcome.append(exc)
+
+    stepping = threading.Thread(target=step, daemon=True)
+    stepping.start()
+    time.sleep(0.5)  # the step is under way
+    started = time.monotonic()
+    core.close(timeout=1.0)
+    assert time.monotonic() - started < 4.0
+    stepping.join(10.0)
+    assert not stepping.is_alive(), "the step still waits after close()"
+    assert len(outcome) == 1, outcome  # as the async core says it:
+    assert isinstance(outcome[0], ClosedEnvironmentError), outcome
+    assert "its results are lost" in str(outcome[0])
+    assert_no_actor_left(core, before)
+
+
 def test_ctrl_c_in_the_driver_surfaces_at_once():
     before = live_actors()
     core = faulty_core(n=2, num_actors=1)

@@ -43,6 +43,7 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 from gymnasium import Space
+from gymnasium.error import ClosedEnvironmentError
 
 from vecmode.core import check_core_arguments
 from vecmode.errors import (
@@ -54,6 +55,7 @@ from vecmode.errors import (
 )
 from vecmode.layout import actor_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
+from vecmode.pool import closed_during
 from vecmode.remote import (
     BUILD_GRACE,
     CLOSE_GRACE,
@@ -569,7 +571,10 @@ class RayVectorEnv(RemoteCore):
     def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
         """Raise the WorkerError for the actors in ``dead`` and every other actor
         that Ray knows dead too (one on a dead node may have answered before
-        the node died: it is lost all the same)."""
+        the node died: it is lost all the same). If close() (from another
+        thread) killed them: the closed-env error."""
+        if len(self._actors) != self.num_actors:  # as the async core says it
+            raise ClosedEnvironmentError(closed_during(during))
         known = dict(dead)
         known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
@@ -586,8 +591,9 @@ class RayVectorEnv(RemoteCore):
         :data:`PROBE_SECONDS`; one still busy with its call counts as alive)."""
         ray = self._ray
         dead: dict[int, BaseException] = {}
-        with contextlib.suppress(ray.exceptions.RayError):
-            refs = {a: self._actors[a].built.remote() for a in actors}
+        handles = self._actors  # [] once closed, from another thread
+        with contextlib.suppress(ray.exceptions.RayError, IndexError):
+            refs = {a: handles[a].built.remote() for a in actors}
             ready, _ = ray.wait(
                 list(refs.values()), num_returns=len(refs), timeout=PROBE_SECONDS
             )
@@ -639,14 +645,14 @@ class RayVectorEnv(RemoteCore):
 
     def _kill_actors(self) -> None:
         ray = sys.modules.get("ray")
-        actors = self._actors
+        # gone before they are killed: a call that fails because of the kill (in
+        # another thread) finds the env closed (_died)
+        actors, self._actors = self._actors, []
         if ray is None or not actors or not ray.is_initialized():
-            self._actors = []
             return
         for actor in actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
-        self._actors = []
         # a call after the kill fails once Ray has the actor dead: wait for that
         with contextlib.suppress(Exception):
             probes = [actor.built.remote() for actor in actors]
