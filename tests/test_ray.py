@@ -924,6 +924,31 @@ def test_construction_faults_leave_no_actor():
     assert live_actors() - before == set()
 
 
+def test_an_env_the_actors_cannot_import_is_named_with_what_to_do(
+    tmp_path, monkeypatch
+):
+    """env_fns whose module the driver imports but the actors cannot: the
+    WorkerError names the ModuleNotFoundError (Ray buries it in a traceback) and
+    says how to ship the code; no actor is left."""
+    (tmp_path / "only_in_the_driver.py").write_text(
+        "import gymnasium as gym\ndef make():\n    return gym.make('CartPole-v1')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import only_in_the_driver  # type: ignore[import-not-found]
+
+    before = live_actors()
+    with pytest.raises(WorkerError) as caught:
+        RayVectorEnv([only_in_the_driver.make] * 2, num_actors=1)
+    message = str(caught.value)
+    assert "ModuleNotFoundError: No module named 'only_in_the_driver'" in message
+    assert "runtime_env" in message and "The env is not built" in message
+    assert "\x1b[" not in message  # no terminal colours
+    deadline = time.monotonic() + 5.0
+    while live_actors() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_actors() - before == set()
+
+
 def test_actors_ray_cannot_place_time_out_at_construction(monkeypatch):
     """Asking for a resource no node has: with a timeout, a WorkerTimeoutError
     (after BUILD_GRACE, a minute, shortened here) and no actor left."""

@@ -34,6 +34,7 @@ import contextlib
 import math
 import os
 import pickle
+import re
 import sys
 import time
 import warnings
@@ -662,15 +663,26 @@ class RayVectorEnv(RemoteCore):
         return f"num_actors={self.num_actors}"
 
 
+#: Terminal colours in Ray's messages.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The last line of a Python traceback: ``SomeError: what``.
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
 def _reason(exc: BaseException) -> str:
-    """Ray's account of a death, in a sentence or two: its first line, and the
-    first sentence of the line that says why."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    """Ray's account of a death, in a sentence or two: its first line, the first
+    sentence of the line that says why, and the exception the actor raised (the
+    last line of its traceback, e.g. ``ModuleNotFoundError: ...``), if any."""
+    lines = [
+        _ANSI.sub("", line).strip() for line in str(exc).splitlines() if line.strip()
+    ]
     if not lines:
         return type(exc).__name__
     because = [line for line in lines[1:] if "because" in line]
     why = [because[0].split(". ")[0].rstrip(".") + "."] if because else []
-    return " ".join([lines[0], *why])
+    raised = [line for line in lines[1:] if _RAISED.match(line)]
+    said = [lines[0].rstrip(".") + ".", *why]
+    return " ".join(said + [f"It raised {raised[-1]}" for _ in raised[:1]])
 
 
 # ------------------------------------------------------------------ messages
@@ -738,10 +750,20 @@ def not_placed(actors: list[int], seconds: float, limit: float | None) -> str:
 
 
 def actors_died(which: str, during: str, lost: list[int]) -> str:
-    return (
-        f"Ray {which} died during {during}. Sub-env(s) "
-        f"{', '.join(map(str, lost))} are lost, so the env cannot be used any "
-        f"more: close() it and build a new one."
+    # an actor that cannot import what its env_fns use dies building
+    cannot_import = "ModuleNotFoundError" in which or "ImportError" in which
+    lost_text = (
+        "The env is not built (no actor is left)."
+        if during == "construction"
+        else f"Sub-env(s) {', '.join(map(str, lost))} are lost, so the env cannot "
+        f"be used any more: close() it and build a new one."
+    )
+    return f"Ray {which} died during {during}. {lost_text}" + (
+        " The code the env_fns use must be importable where the actors run: "
+        "install it there, or ship it with actor_options={'runtime_env': "
+        "{'py_modules': [...]}} (or {'working_dir': ...})."
+        if cannot_import
+        else ""
     )
 
 
