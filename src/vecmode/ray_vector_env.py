@@ -680,9 +680,11 @@ def _reason(exc: BaseException) -> str:
         return type(exc).__name__
     because = [line for line in lines[1:] if "because" in line]
     why = [because[0].split(". ")[0].rstrip(".") + "."] if because else []
-    raised = [line for line in lines[1:] if _RAISED.match(line)]
     said = [lines[0].rstrip(".") + ".", *why]
-    return " ".join(said + [f"It raised {raised[-1]}" for _ in raised[:1]])
+    raised = [line for line in lines[1:] if _RAISED.match(line)]
+    if raised:
+        said.append(f"It raised {raised[-1]}")
+    return " ".join(said)
 
 
 # ------------------------------------------------------------------ messages
