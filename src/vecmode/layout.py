@@ -103,8 +103,8 @@ def worker_spin_seconds() -> float:
     first. The parent's message then reaches a worker that is awake: no wake-up,
     which on a virtual machine costs the parent 20-50 us per worker per call. A
     worker whose last message came more than :data:`SPIN_AGAIN` times that after
-    its answer blocks at once for the next one (see :func:`vecmode.worker.serve`). On one CPU nothing
-    spins."""
+    its answer blocks at once for the next one (see :func:`vecmode.worker.serve`).
+    On one CPU nothing spins."""
     return SPIN if usable_cpus() > 1 else 0.0
 
 

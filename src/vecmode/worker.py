@@ -347,12 +347,11 @@ class SliceServer:
             mine = unpack_rows(actions)
         else:  # None, or one action per sub-env
             mine = None
-        acts: Any = (
-            (None if actions is None else iter(actions))
-            if mine is None
-            # each sub-env's row of its own (scalars are anyway)
-            else iter(mine if mine.ndim == 1 else mine.copy())
-        )
+        acts: Any
+        if mine is not None:  # each sub-env a row of its own (scalars are anyway)
+            acts = iter(mine if mine.ndim == 1 else mine.copy())
+        else:
+            acts = None if actions is None else iter(actions)
         sent = self._sent
         if sent is not None:
             sent = self._sent = []
