@@ -416,8 +416,8 @@ class RemoteCore(VectorCore):
     def _begin(self, what: str) -> None:
         """Begin a call: the env's own refusals first (closed, broken, a call of
         the split API pending), then a call from another thread in progress."""
-        self._usable(what)
         if not self._in_call.acquire(blocking=False):
+            self._usable(what)  # the env's own refusal comes first
             raise AlreadyPendingCallError(
                 concurrent_call(type(self).__name__, what, self._in_flight), what
             )
@@ -428,7 +428,7 @@ class RemoteCore(VectorCore):
                 self._break(
                     f"{self._outstanding} was interrupted before its answers were read"
                 )
-            self._usable(what)  # it may have broken or closed meanwhile
+            self._usable(what)
         except BaseException:
             self._in_call.release()
             raise
