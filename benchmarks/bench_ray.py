@@ -42,7 +42,9 @@ How
 ---
 As ``bench_async.py``: actions from a fixed seed (not timed), every timed repeat
 starts with ``reset(seed=SEED)`` (untimed), construction and a warm-up untimed,
-contestants interleaved (rotated every round), medians over rounds. Ray runs a
+contestants interleaved (rotated every round), medians over rounds. Each row's
+contestants run with nothing else of the benchmark alive (an idle Ray actor
+wakes up now and then: 45 of them took a fifth of a core here). Ray runs a
 new local instance (``ray.init(address="local", num_cpus=<usable CPUs>)``) unless
 ``--address`` names a cluster (``--address auto`` after ``ray start --head``).
 The load average is printed before and after: the machine may be shared.
@@ -325,42 +327,51 @@ def median_of(values: Sequence[float]) -> float:
 
 
 def benchmark(args: argparse.Namespace, ray: Any) -> tuple[list[Row], int]:
+    """Each (kind, k)'s contestants measured together, with nothing else alive:
+    an idle Ray actor wakes up now and then (45 of them took a fifth of a core
+    here), so keeping every group's actors for the whole run would load the
+    machine as no user's run does."""
     work = calibrate(HEAVY_WORK_SECONDS)
-    kinds, n = args.envs, args.num_envs
-    groups: dict[tuple[str, int], list[Contestant]] = {}
-    sync: dict[str, Contestant] = {}
-    actions: dict[str, np.ndarray] = {}
+    n, rows = args.num_envs, []
+    for kind in args.envs:
+        rng = np.random.default_rng(args.seed)
+        high = 2 if kind == CARTPOLE else 4
+        actions = rng.integers(0, high, size=(args.steps, n))
+        for k in args.actors:
+            print(f"{kind}, {k} actor(s):", file=sys.stderr, flush=True)
+            rows.append(measure(args, ray, kind, k, work, actions))
+    return rows, work
+
+
+def measure(
+    args: argparse.Namespace,
+    ray: Any,
+    kind: str,
+    k: int,
+    work: int,
+    actions: np.ndarray,
+) -> Row:
+    """The row of ``kind`` on ``k`` actors: its contestants and the sub-envs in
+    this process (vecmode's sync core), interleaved over the rounds."""
+    n = args.num_envs
+    sync = Contestant(
+        "sync",
+        vecmode.with_autoreset(vecmode.SyncVectorEnv(env_fns(kind, n, work)), MODE),
+    )
+    group = [sync]
     try:
-        for kind in kinds:
-            rng = np.random.default_rng(args.seed)
-            high = 2 if kind == CARTPOLE else 4
-            actions[kind] = rng.integers(0, high, size=(args.steps, n))
-            fns = env_fns(kind, n, work)
-            sync[kind] = Contestant(
-                "sync", vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), MODE)
-            )
-            for k in args.actors:
-                groups[(kind, k)] = build(ray, kind, k, n, work)
-            warm = [sync[kind], *(c for k in args.actors for c in groups[(kind, k)])]
-            for contestant in warm:
-                contestant.run(actions[kind][:WARMUP_STEPS], args.seed)
-        # each kind's sync core alone; each (kind, k)'s three side by side
-        everyone = [[(kind, sync[kind])] for kind in kinds] + [
-            [(kind, c) for c in group] for (kind, _), group in groups.items()
-        ]
+        group += build(ray, kind, k, n, work)
+        for contestant in group:
+            contestant.run(actions[:WARMUP_STEPS], args.seed)
         for r in range(args.rounds):
             started = time.perf_counter()
-            for kind, contestant in interleaved(everyone, r):
-                contestant.times.append(contestant.run(actions[kind], args.seed))
+            for contestant in interleaved([group], r):
+                contestant.times.append(contestant.run(actions, args.seed))
             round_done(r, args.rounds, started, progress=True)
     finally:
-        for contestant in [*sync.values(), *(c for g in groups.values() for c in g)]:
+        for contestant in group:
             contestant.close()
-    return [
-        row(kind, k, n, groups[(kind, k)], sync[kind])
-        for kind in kinds
-        for k in args.actors
-    ], work
+    return row(kind, k, n, group[1:], sync)
 
 
 def row(kind: str, k: int, n: int, group: list[Contestant], sync: Contestant) -> Row:
