@@ -851,6 +851,116 @@ def test_a_result_that_a_later_call_changes_fails(wrapper, found):
 
 
 @vecmode.supports(*vecmode.MODES)
+class DoublesRewardsInPlace(VectorWrapper):
+    """Wrong: doubles the rewards in the array the env below returned (the
+    caller sees the right values; a layer below that keeps its array does not)."""
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        rewards *= 2
+        return obs, rewards, *rest
+
+
+@vecmode.supports(*vecmode.MODES)
+class ShiftsObservationsInPlace(VectorWrapper):
+    """Wrong: shifts the observations (and the final ones) in the env's arrays."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        np.add(obs, 1, out=obs)
+        return obs, infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        np.add(obs, 1, out=obs)
+        for final in infos.get("final_obs", ()):
+            if final is not None:
+                final += 1
+        return obs, rewards, terms, truncs, infos
+
+
+@vecmode.supports(*vecmode.MODES)
+class ReplacesFinalObsEntries(VectorWrapper):
+    """Wrong: doubles the final observations by replacing the entries of the
+    env's own info['final_obs'] array (right values, in the env's array)."""
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        finals = infos.get("final_obs")
+        if finals is not None:
+            for i in np.flatnonzero(infos["_final_obs"]):
+                finals[i] = finals[i] * 2
+        return obs * 2, rewards, terms, truncs, infos
+
+
+@vecmode.supports(*vecmode.MODES)
+class ZeroesLastRewardsLater(VectorWrapper):
+    """Wrong: keeps the rewards array the env returned, and zeroes it at the
+    next call."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.last = None
+
+    def step(self, actions):
+        if self.last is not None:
+            self.last[...] = 0
+        obs, rewards, *rest = self.env.step(actions)
+        self.last = rewards
+        return obs, rewards.copy(), *rest
+
+
+@vecmode.supports(*vecmode.MODES)
+class AddsAndDropsInfoKeys(VectorWrapper):
+    """Right: a new key in the env's info dict, and one taken out, are no write
+    into its arrays."""
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        infos["mine"] = rewards * 0
+        infos["_mine"] = np.ones(self.num_envs, dtype=np.bool_)
+        infos.pop("unused", None)
+        return obs, rewards, terms, truncs, infos
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "found"),
+    [
+        (
+            DoublesRewardsInPlace,
+            "call 1 (step), field rewards: the wrapper wrote into what the env "
+            "below returned to it (rewards): ",
+        ),
+        (ShiftsObservationsInPlace, "call 0 (reset), field observations: "),
+        (
+            ReplacesFinalObsEntries,
+            "(step), field infos['final_obs']: the wrapper wrote into what the env "
+            "below returned to it (infos['final_obs']): ",
+        ),
+        (ZeroesLastRewardsLater, "call 1 (step), field rewards: "),
+    ],
+)
+def test_a_wrapper_writing_into_what_the_env_below_returned_fails(wrapper, found):
+    """The env below (or a layer under the wrapper) may keep what it returned
+    (a copy=False core reuses its observation buffer; a logger keeps its
+    arrays): a wrapper writing into any of its arrays fails, naming the call
+    the array came from, the part, and the values before and after; a write at
+    a later call is found too."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(wrapper)
+    message = str(caught.value)
+    assert found in message, message
+    when = "in a later call" if wrapper is ZeroesLastRewardsLater else "in this call"
+    assert " became " in message and f" {when}\n" in message, message
+    assert conformance.conformance_wrote_below_hint() in message
+
+
+def test_new_or_dropped_info_keys_are_no_write_into_the_env_below():
+    report = check_wrapper(AddsAndDropsInfoKeys)
+    assert report.modes == tuple(AutoresetMode)
+
+
+@vecmode.supports(*vecmode.MODES)
 class PopsTheResetMask(VectorWrapper):
     """Wrong: pops reset_mask out of the caller's options (a layer above that
     reads it after its own reset, as Gymnasium's RecordEpisodeStatistics does,

@@ -1067,6 +1067,12 @@ _KIT_BUILT = {
         {},
     ),
     "vectorize_reward:ClipReward": (lambda env: gwv.ClipReward(env, 0, 1.2), {}),
+    "vectorize_reward:VectorizeTransformReward": (
+        lambda env: gwv.VectorizeTransformReward(
+            env, gym.wrappers.TransformReward, func=lambda r: r * 2
+        ),
+        {},
+    ),
     "common:RecordEpisodeStatistics": (gwv.RecordEpisodeStatistics, {"episode": True}),
     "dict_info_to_list:DictInfoToList": (gwv.DictInfoToList, {"env_infos": False}),
 }
@@ -1079,7 +1085,7 @@ def test_the_partial_reset_caveats_are_what_the_kit_finds(short):
     classes with a partial-reset caveat fail there, at a masked reset or right
     after one; the others conform."""
     import vecmode
-    from vecmode._gymnasium import PARTIAL_RESET_CAVEATS
+    from vecmode._gymnasium import PARTIAL_RESET_CAVEATS, WRITES_BELOW_CAVEATS
     from vecmode.testing import check_wrapper, episode_statistics
 
     name = f"gymnasium.wrappers.vector.{short}"
@@ -1096,6 +1102,10 @@ def test_the_partial_reset_caveats_are_what_the_kit_finds(short):
         **kit,
     )
     with vecmode.guard():  # Gymnasium's classes refuse the modes they get wrong
+        if name in WRITES_BELOW_CAVEATS:  # found at the first step, before any cut
+            with pytest.raises(AssertionError, match=_WROTE_REWARDS):
+                run()
+            return
         if name not in PARTIAL_RESET_CAVEATS:
             run()
             return
@@ -1128,6 +1138,61 @@ def test_normalize_reward_s_partial_reset_caveat():
     envs.close()
 
 
+_WROTE_REWARDS = (
+    r"call 1 \(step\), field rewards: the wrapper wrote into what the env below "
+    r"returned to it \(rewards\)"
+)
+
+
+class KeepsItsRewards(gym.vector.VectorWrapper):
+    """A layer that keeps the rewards array it returned (as a logger or a buffer
+    does), to read it after the step."""
+
+    def step(self, actions: Any) -> Any:
+        result = self.env.step(actions)
+        self.kept = result[1]
+        self.seen = result[1].copy()
+        return result
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.value)
+@pytest.mark.parametrize(
+    "short",
+    ["VectorizeTransformReward", "ClipReward"],
+)
+def test_the_reward_transforms_write_into_the_rewards_below(short, mode):
+    """The caveat of Gymnasium's VectorizeTransformReward and ClipReward, in every
+    mode: they write their rewards into the array the env below returned, so a
+    layer below that keeps it holds their rewards, not its own; vecmode's
+    classes of the same names leave it alone. The kit finds it (above)."""
+    import vecmode
+    from tests.helpers import scheduled_fns
+    from vecmode._gymnasium import WRITES_BELOW_CAVEATS
+    from vecmode.registry import Verdict
+
+    name = f"gymnasium.wrappers.vector.vectorize_reward:{short}"
+    args, kwargs = (
+        ((gym.wrappers.TransformReward,), {"func": lambda r: r + 10.0})
+        if short == "VectorizeTransformReward"
+        else ((10.0, 20.0), {})
+    )
+    for module, writes in ((gwv, True), (vecmode.wrappers, False)):
+        below = KeepsItsRewards(
+            vecmode.with_autoreset(vecmode.SyncVectorEnv(scheduled_fns(2)), mode)
+        )
+        envs = getattr(module, short)(below, *args, **kwargs)
+        envs.reset(seed=0)
+        rewards = envs.step(np.zeros(2, dtype=int))[1]
+        assert (rewards >= 10.0).all()
+        assert (below.seen < 10.0).all()
+        assert np.array_equal(below.kept, rewards if writes else below.seen), module
+        assert (below.kept is rewards) == writes
+        row = vecmode.check_stack(envs).rows[-1]
+        assert row.verdict is Verdict.OK
+        assert row.note == (WRITES_BELOW_CAVEATS[name] if writes else ""), module
+        envs.close()
+
+
 def test_every_partial_reset_caveat_is_established():
     """Each caveat is shown by a test here, and belongs to an entry that is ok in
     NextStep."""
@@ -1139,6 +1204,19 @@ def test_every_partial_reset_caveat_is_established():
     assert set(PARTIAL_RESET_CAVEATS) <= shown
     for name in PARTIAL_RESET_CAVEATS:
         assert GYMNASIUM_VERDICTS[name]["NextStep"][0] == "ok", name
+
+
+def test_every_write_caveat_is_established():
+    """Each class with a write caveat is run by the kit (which finds it) and by
+    the test above (which shows it), and is ok in every mode; no class has both
+    kinds of caveat (an entry holds one)."""
+    from vecmode._gymnasium import PARTIAL_RESET_CAVEATS, WRITES_BELOW_CAVEATS
+
+    kit = {f"gymnasium.wrappers.vector.{short}" for short in _KIT_BUILT}
+    assert set(WRITES_BELOW_CAVEATS) <= kit
+    assert not set(WRITES_BELOW_CAVEATS) & set(PARTIAL_RESET_CAVEATS)
+    for name in WRITES_BELOW_CAVEATS:
+        assert {v for v, _ in GYMNASIUM_VERDICTS[name].values()} == {"ok"}, name
 
 
 def test_record_episode_statistics_verdicts_follow_the_env_below():

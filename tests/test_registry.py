@@ -562,10 +562,15 @@ def test_report_prints_an_aligned_table_with_notes():
     for row in rows:
         for start in starts[1:]:
             assert row[start - 1] == " " and row[start] != " ", (row, start)
-    assert "known-wrong [1]" in rows[-1]
+    assert "ok [1]" in rows[-2]  # Gymnasium's ClipReward: its caveat
+    assert "known-wrong [2]" in rows[-1]
     notes = lines[lines.index("", 3) + 1 :]
-    assert notes[0].startswith("[1] NormalizeReward: ")
-    assert all(len(line) <= 88 and line.startswith("    ") for line in notes[1:])
+    assert notes[0].startswith("[1] ClipReward: It writes its rewards into the array")
+    assert [n[:4] for n in notes if not n.startswith(" ")] == ["[1] ", "[2] "]
+    assert notes[4].startswith("[2] NormalizeReward: ")
+    assert all(
+        len(line) <= 88 and line.startswith(("    ", "[2] ")) for line in notes[1:]
+    )
     envs.close()
 
 

@@ -237,6 +237,22 @@ PARTIAL_RESET_CAVEATS: dict[str, str] = {
     ),
 }
 
+#: Gymnasium's vector wrappers that write into what the env below returned to
+#: them, in every mode (a caveat of each mode marked "ok" above): a layer below
+#: that keeps what it returned (a logger, a buffer) then holds the wrapper's
+#: values, not its own (``tests/test_gymnasium_verdicts.py`` establishes each;
+#: the conformance kit finds it).
+WRITES_BELOW_CAVEATS: dict[str, str] = {
+    f"gymnasium.wrappers.vector.vectorize_reward:{short}": (
+        "it writes its rewards into the array the env below returned "
+        "(rewards[i] = func(rewards[i])): a layer below that keeps that array (a "
+        "logger, a buffer) then holds the wrapper's rewards, not its own "
+        "(Gymnasium's and vecmode's vector envs return a new one each call; "
+        f"vecmode.wrappers.{short} returns a new array)."
+    )
+    for short in ("VectorizeTransformReward", "ClipReward")
+}
+
 #: Gymnasium's vector wrappers whose "wrong" verdicts and partial-reset caveats
 #: all come from the env below popping ``reset_mask`` from the options dict
 #: before the wrapper reads it (Gymnasium's vector envs do): directly over an env

@@ -62,6 +62,7 @@ from vecmode._gymnasium import (
     GYMNASIUM_VERDICTS,
     PARTIAL_RESET_CAVEATS,
     VECMODE_EQUIVALENTS,
+    WRITES_BELOW_CAVEATS,
 )
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import (
@@ -248,7 +249,7 @@ def _gymnasium_entries() -> dict[str, Declaration]:
                 instead,
                 "gymnasium",
             )
-            caveat = PARTIAL_RESET_CAVEATS.get(name)
+            caveat = PARTIAL_RESET_CAVEATS.get(name) or WRITES_BELOW_CAVEATS.get(name)
             if caveat is not None:
                 caveats = MappingProxyType(dict.fromkeys(ok, caveat))
                 found = replace(found, caveats=caveats)
@@ -511,8 +512,7 @@ def _vecmode_heirs(cls: type) -> list[type]:
 OK_WITH_CAVEAT = "ok\u2020"
 
 _TABLE_LEGEND = (
-    f"ok: correct in that mode ({OK_WITH_CAVEAT}: except after a partial reset, "
-    "see below). "
+    f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
     "refused: raises IncompatibleModeError (vecmode's "
     "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
     "built. WRONG: Gymnasium's class accepts the mode but is wrong there (silently, "

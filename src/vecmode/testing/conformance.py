@@ -31,7 +31,9 @@ observation the mode puts there; rewards and flags have the right shapes and
 types; ``step`` leaves the caller's actions, and ``reset`` the caller's
 ``options`` (its ``reset_mask`` array too), as they were; and nothing a call
 returned is changed by a later call (the kit keeps every result of a run; a
-wrapper with a ``copy = False`` attribute may reuse its observation buffer).
+wrapper with a ``copy = False`` attribute may reuse its observation buffer), nor
+anything the env below returned to the wrapper (no array of it written into, in
+that call or later; a new key in its info dict is no write).
 Finally every mode the wrapper does *not* declare must be refused when it
 is built, with :class:`vecmode.IncompatibleModeError`. What an array-converting
 wrapper returns (torch tensors, jax arrays) is read as NumPy, but the final
@@ -50,13 +52,14 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+import wrapt
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import registry
@@ -87,7 +90,7 @@ from vecmode.testing.envs import (
     ScheduledEnv,
     scheduled_env_fns,
 )
-from vecmode.testing.vector_env import HeldResults
+from vecmode.testing.vector_env import RESULT_PARTS, HeldResults
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 __all__ = [
@@ -392,11 +395,12 @@ def _drive(
     final_infos: bool = True,
     base_keeps_options: bool = True,
     reuses_observations: bool = False,
+    below: _Below | None = None,
 ) -> _Run:
     n = envs.num_envs
     run = _Run(label, [[] for _ in range(n)])
-    # what the wrapper returned, kept through the run
-    held = _Held(who, reuses_observations)
+    # what the wrapper returned (and the env below returned to it), kept
+    held = _Held(who, reuses_observations, below)
     found = mode_of(envs)
     if found is not mode:
         raise _fail(
@@ -571,21 +575,35 @@ class _Held:
     """What the wrapper returned in one run, as returned, and deep copies made
     then: a result that a later call changes is a failure (the kit's base envs
     return new arrays, so any change is the wrapper's doing), the observations
-    excepted for a wrapper that says it reuses its buffer (``copy = False``)."""
+    excepted for a wrapper that says it reuses its buffer (``copy = False``).
+    With ``below``, what the env below returned to the wrapper is held to the
+    same: the wrapper writes into none of it."""
 
-    def __init__(self, who: str, reuses_observations: bool = False) -> None:
+    def __init__(
+        self,
+        who: str,
+        reuses_observations: bool = False,
+        below: _Below | None = None,
+    ) -> None:
         self.who = who
         self.results: HeldResults[str] = HeldResults(reuses_observations)
+        self.below = below
 
     def keep(self, where: str, result: Any) -> None:
         """Keep ``result`` (returned at ``where``), after checking that the call
-        left the result before it as it was."""
+        left the result before it, and what the env below returned to it in the
+        call, as they were."""
+        if self.below is not None:
+            self.below.check_call(where, self.who)
         found = self.results.keep(where, result)
         if found is not None:
             raise self._fail(*found, by=where)
 
     def check_all(self) -> None:
-        """Fail where a result kept is no longer what was returned."""
+        """Fail where a result kept, or one the env below returned, is no longer
+        what was returned."""
+        if self.below is not None:
+            self.below.check_all(self.who)
         found = self.results.first_changed()
         if found is not None:
             raise self._fail(*found)
@@ -597,6 +615,91 @@ class _Held:
             conformance_changed_later(part, by),
             conformance_changed_later_hint(),
         )
+
+
+class _Below:
+    """What the env below the wrapper returned to it in one run (each array of
+    its ``reset`` and ``step`` results, an object array's entries too) beside a
+    copy made then. The wrapper writes into none of them: the env below may
+    keep what it returned (a core built with ``copy=False`` reuses its
+    observation buffer; a layer that logs or stores transitions holds them), so
+    a wrapper writing into them changes that env's data. A new key in an info
+    dict is no write: only arrays are compared.
+
+    The env's ``reset`` and ``step`` are wrapped (with ``wrapt``) on the
+    instance itself, so the wrapper finds no extra layer under it."""
+
+    def __init__(self, envs: VectorEnv) -> None:
+        #: each array returned, its part, the call it was returned in (set when
+        #: that call is checked) and its copy
+        self._arrays: list[list[Any]] = []
+        self._checked = 0
+        for method in ("reset", "step"):
+            setattr(
+                envs, method, wrapt.FunctionWrapper(getattr(envs, method), self._record)
+            )
+
+    def _record(
+        self,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        result = wrapped(*args, **kwargs)
+        if isinstance(result, tuple) and len(result) in RESULT_PARTS:
+            parts = RESULT_PARTS[len(result)]
+            for part, value in zip(parts, result, strict=True):
+                for path, array in _arrays_in(value, part):
+                    self._arrays.append([path, "", array, array.copy()])
+        return result
+
+    def check_call(self, where: str, who: str) -> None:
+        """Fail where the wrapper's call ``where`` wrote into what the env below
+        returned to it within that call."""
+        new = self._arrays[self._checked :]
+        self._checked = len(self._arrays)
+        for entry in new:
+            entry[1] = where
+        self._check(new, who, by=where)
+
+    def check_all(self, who: str) -> None:
+        """Fail where a later call of the wrapper wrote into what the env below
+        returned to it before."""
+        self._check(self._arrays, who, by=None)
+
+    @staticmethod
+    def _check(arrays: list[list[Any]], who: str, by: str | None) -> None:
+        for path, where, array, copied in arrays:
+            if array.dtype == object:  # its entries are held on their own
+                changed = array.shape != copied.shape or any(
+                    a is not b for a, b in zip(array.flat, copied.flat, strict=True)
+                )
+            else:
+                changed = where_different(copied, array) is not None
+            if changed:
+                raise _fail(
+                    who,
+                    f"{where}, field {path}",
+                    conformance_wrote_below(path, _show(copied), _show(array), by),
+                    conformance_wrote_below_hint(),
+                )
+
+
+def _arrays_in(value: Any, path: str) -> Iterator[tuple[str, np.ndarray]]:
+    """Every NumPy array in ``value`` (through dicts, tuples, lists and object
+    arrays), with its path from ``path``."""
+    if isinstance(value, np.ndarray):
+        yield path, value
+        if value.dtype == object:
+            for i, entry in enumerate(value.flat):
+                yield from _arrays_in(entry, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, entry in value.items():
+            yield from _arrays_in(entry, f"{path}[{key!r}]")
+    elif isinstance(value, (tuple, list)):
+        for i, entry in enumerate(value):
+            yield from _arrays_in(entry, f"{path}[{i}]")
 
 
 def _check_actions_untouched(
@@ -1242,6 +1345,7 @@ class _Checker:
     ) -> _Run:
         base = self.base(name, mode, schedule)
         base_keeps_options = keeps_options(base)
+        below = _Below(base)
         try:
             wrapped = _build(self.factory, base, self.who)
         except IncompatibleModeError as error:
@@ -1269,6 +1373,7 @@ class _Checker:
                 name not in _DENSE_LAYOUT,
                 base_keeps_options,
                 _says_copy_false(wrapped, base),
+                below,
             )
         finally:
             wrapped.close()
@@ -1577,6 +1682,25 @@ def conformance_options_hint() -> str:
 def conformance_changed_later(part: str, by: str | None) -> str:
     later = "a later call" if by is None else f"a later call ({by})"
     return f"what was returned here ({part}) was changed by {later}"
+
+
+def conformance_wrote_below(
+    part: str, returned: str, found: str, by: str | None
+) -> str:
+    when = "in this call" if by is not None else "in a later call"
+    return (
+        f"the wrapper wrote into what the env below returned to it ({part}): "
+        f"{returned} became {found} {when}"
+    )
+
+
+def conformance_wrote_below_hint() -> str:
+    return (
+        "Transform into a new array (np.clip(x, lo, hi), x * 2), never into the "
+        "one the wrapped env returned (x *= 2, x[i] = ..., out=x): the env below "
+        "may keep it (a core built with copy=False reuses its observation buffer; "
+        "a layer that logs or stores transitions holds what it returned)."
+    )
 
 
 def conformance_changed_later_hint() -> str:
