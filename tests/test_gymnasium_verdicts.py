@@ -1053,7 +1053,7 @@ def test_record_episode_statistics_is_right_in_disabled_over_vecmode_core():
 
 
 #: Gymnasium's wrappers the conformance kit can build over its test envs, with the
-#: kit's options: the partial-reset caveats are established over them.
+#: kit's options: the partial-reset and write caveats are established over them.
 _KIT_BUILT = {
     "vectorize_observation:TransformObservation": (
         lambda env: gwv.TransformObservation(env, lambda obs: obs * 2),
@@ -1083,7 +1083,8 @@ def test_the_partial_reset_caveats_are_what_the_kit_finds(short):
     """In NextStep, where the entries' own runs make no partial reset, the
     conformance kit cuts episodes by masked resets over Gymnasium's env: the
     classes with a partial-reset caveat fail there, at a masked reset or right
-    after one; the others conform."""
+    after one; those with a write caveat fail at the first step, writing into
+    the env's rewards; the others conform."""
     import vecmode
     from vecmode._gymnasium import PARTIAL_RESET_CAVEATS, WRITES_BELOW_CAVEATS
     from vecmode.testing import check_wrapper, episode_statistics
