@@ -7,6 +7,7 @@ with final_obs / final_info and every mask) must be identical, dtypes included.
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import gymnasium as gym
@@ -105,8 +106,60 @@ def test_same_as_gymnasium_without_copy(mode):
         if mode is AutoresetMode.DISABLED and done.any():
             reference.reset(options={"reset_mask": done})
             ours.reset(options={"reset_mask": done})
-        assert ours.unwrapped._observations is ours.unwrapped._observations
+        assert got[0] is ours.unwrapped._observations  # the buffer, handed out
         ref_obs, our_obs = ref[0], got[0]
+    reference.close()
+    ours.close()
+
+
+class DoublesInPlace(gym.vector.VectorWrapper):
+    """Doubles the observations in the array the env below returned (as
+    Gymnasium's VectorizeTransformObservation does when the space stays the
+    same: it concatenates the transformed observations into the env's array)."""
+
+    def reset(self, **kwargs):
+        obs, infos = self.env.reset(**kwargs)
+        obs *= 2
+        return obs, infos
+
+    def step(self, actions):
+        obs, *rest = self.env.step(actions)
+        obs *= 2
+        return (obs, *rest)
+
+
+class Snapshots(gym.vector.VectorWrapper):
+    """Returns a deep copy of each result, so a run's records keep what each call
+    returned when the env below hands out one buffer (copy=False)."""
+
+    def reset(self, **kwargs):
+        return copy.deepcopy(self.env.reset(**kwargs))
+
+    def step(self, actions):
+        return copy.deepcopy(self.env.step(actions))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_without_copy_what_a_layer_writes_into_the_buffer_stays_there(mode):
+    """copy=False hands out the env's buffer, and a layer above may write into
+    it: Gymnasium's SyncVectorEnv refills the whole buffer every call, so the
+    sub-envs a masked reset leaves alone are still returned as they were; so
+    are ours (before, a kept sub-env's row came back doubled twice)."""
+    make = ENVS["cartpole-box-discrete-act"]
+    reference = Snapshots(
+        DoublesInPlace(
+            gym.vector.SyncVectorEnv(make(), copy=False, autoreset_mode=mode)
+        )
+    )
+    ours = Snapshots(
+        DoublesInPlace(
+            vecmode.with_autoreset(vecmode.SyncVectorEnv(make(), copy=False), mode)
+        )
+    )
+    script = make_script(reference, 40, seed=3, mask_prob=0.5)
+    disabled = mode is AutoresetMode.DISABLED
+    assert sum(m is not None for m in script.masks) >= 10
+    assert_same_run(drive(reference, script, disabled), drive(ours, script, disabled))
     reference.close()
     ours.close()
 

@@ -243,14 +243,26 @@ PARTIAL_RESET_CAVEATS: dict[str, str] = {
 #: values, not its own (``tests/test_gymnasium_verdicts.py`` establishes each;
 #: the conformance kit finds it).
 WRITES_BELOW_CAVEATS: dict[str, str] = {
-    f"gymnasium.wrappers.vector.vectorize_reward:{short}": (
-        "it writes its rewards into the array the env below returned "
-        "(rewards[i] = func(rewards[i])): a layer below that keeps that array (a "
-        "logger, a buffer) then holds the wrapper's rewards, not its own "
-        "(Gymnasium's and vecmode's vector envs return a new one each call; "
-        f"vecmode.wrappers.{short} returns a new array)."
-    )
-    for short in ("VectorizeTransformReward", "ClipReward")
+    **{
+        f"gymnasium.wrappers.vector.vectorize_reward:{short}": (
+            "it writes its rewards into the array the env below returned "
+            "(rewards[i] = func(rewards[i])): a layer below that keeps that array "
+            "(a logger, a buffer) then holds the wrapper's rewards, not its own "
+            "(Gymnasium's and vecmode's vector envs return a new one each call; "
+            f"vecmode.wrappers.{short} returns a new array)."
+        )
+        for short in ("VectorizeTransformReward", "ClipReward")
+    },
+    "gymnasium.wrappers.vector.vectorize_observation:VectorizeTransformObservation": (
+        "where its observation space is the env's (a transform that keeps it: the "
+        "default; its subclasses too, where they keep it), it writes its "
+        "observations into the array the env below returned (concatenate(..., "
+        "observations)): over an env built with copy=False that hands out its "
+        "own batch (Gymnasium's AsyncVectorEnv; vecmode's async and Ray cores), a "
+        "masked reset then returns the other sub-envs' observations transformed "
+        "twice (vecmode.wrappers.VectorizeTransformObservation returns a new "
+        "array)."
+    ),
 }
 
 #: Gymnasium's vector wrappers whose "wrong" verdicts and partial-reset caveats

@@ -79,7 +79,8 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         Args:
             env_fns: one function per sub-env that creates it.
             copy: return a copy of the observations from ``reset`` and ``step``
-                (otherwise the same buffer, overwritten by the next call).
+                (otherwise the same buffer, refilled by the next call: what the
+                caller writes into it reaches no sub-env, as with Gymnasium's).
             observation_mode: ``"same"``, ``"different"`` or a tuple
                 ``(batched_space, single_space)``, as Gymnasium's.
             autoreset_mode: only ``DISABLED`` (the default): a core has no
@@ -106,8 +107,12 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             raise ValueError(same_env_instance(shared))
         # Box observations are written straight into their row of the batch
         # (what ``concatenate`` does, without re-stacking every sub-env each call).
+        # With copy=False the caller gets ``_observations`` itself, so the rows
+        # are a batch of the env's own, copied into it every call (as Gymnasium's
+        # concatenate refills it every call): what the caller, or a wrapper,
+        # writes into it never becomes a kept sub-env's observation.
         self._rows: np.ndarray | None = (
-            self._observations
+            (self._observations if copy else self._observations.copy())
             if type(self.observation_space) is Box
             and self._observations.shape[0] == self.num_envs
             else None
@@ -215,6 +220,8 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
+        elif self._rows is not self._observations:  # copy=False: refill it
+            np.copyto(self._observations, self._rows)
         return Executed(
             copy_batch(self._observations) if self.copy else self._observations,
             np.array(out.rewards, dtype=np.float64),
