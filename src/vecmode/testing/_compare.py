@@ -25,6 +25,7 @@ call 4 (step), sub-env 1, reward: expected 0.0, got 1.0 (a reset step)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from vecmode import errors
 __all__ = [
     "MISSING",
     "Difference",
+    "arrays_in",
     "as_numpy",
     "describe",
     "per_sub_env",
@@ -155,6 +157,29 @@ def _arrays_differ(a: Any, b: Any, strict: bool) -> str | None:
     except (TypeError, ValueError):  # pragma: no cover - ragged values
         return ""
     return None if _arrays_equal(x, y) else ""
+
+
+def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
+    """Every NumPy array in ``value`` (through dicts, tuples, lists and an object
+    array's entries), with its path from ``path`` (as :func:`where_different`
+    writes it).
+
+    >>> import numpy as np
+    >>> finals = np.empty(2, dtype=object); finals[1] = np.zeros(2)
+    >>> [path for path, _ in arrays_in({"final_obs": finals, "n": 3}, "infos")]
+    ["infos['final_obs']", "infos['final_obs'][1]"]
+    """
+    if isinstance(value, np.ndarray):
+        yield path, value
+        if value.dtype == object:
+            for i, entry in enumerate(value.flat):
+                yield from arrays_in(entry, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, entry in value.items():
+            yield from arrays_in(entry, f"{path}[{key!r}]")
+    elif isinstance(value, (tuple, list)):
+        for i, entry in enumerate(value):
+            yield from arrays_in(entry, f"{path}[{i}]")
 
 
 def same(a: Any, b: Any, *, strict: bool = True) -> bool:

@@ -52,7 +52,7 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -83,7 +83,7 @@ from vecmode.modes import (
 )
 from vecmode.registry import declaration, supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
-from vecmode.testing._compare import as_numpy, where_different
+from vecmode.testing._compare import arrays_in, as_numpy, where_different
 from vecmode.testing.envs import (
     STEP_INFO_KEYS,
     DenseFinalObsVectorEnv,
@@ -650,7 +650,7 @@ class _Below:
         if isinstance(result, tuple) and len(result) in RESULT_PARTS:
             parts = RESULT_PARTS[len(result)]
             for part, value in zip(parts, result, strict=True):
-                for path, array in _arrays_in(value, part):
+                for path, array in arrays_in(value, part):
                     self._arrays.append([path, "", array, array.copy()])
         return result
 
@@ -684,22 +684,6 @@ class _Below:
                     conformance_wrote_below(path, _show(copied), _show(array), by),
                     conformance_wrote_below_hint(),
                 )
-
-
-def _arrays_in(value: Any, path: str) -> Iterator[tuple[str, np.ndarray]]:
-    """Every NumPy array in ``value`` (through dicts, tuples, lists and object
-    arrays), with its path from ``path``."""
-    if isinstance(value, np.ndarray):
-        yield path, value
-        if value.dtype == object:
-            for i, entry in enumerate(value.flat):
-                yield from _arrays_in(entry, f"{path}[{i}]")
-    elif isinstance(value, dict):
-        for key, entry in value.items():
-            yield from _arrays_in(entry, f"{path}[{key!r}]")
-    elif isinstance(value, (tuple, list)):
-        for i, entry in enumerate(value):
-            yield from _arrays_in(entry, f"{path}[{i}]")
 
 
 def _check_actions_untouched(

@@ -57,6 +57,7 @@ from vecmode.modes import (
 from vecmode.testing._compare import (
     MISSING,
     Difference,
+    arrays_in,
     as_numpy,
     describe,
     per_sub_env,
@@ -736,13 +737,7 @@ def _final_obs_sharing_memory(result: Any) -> list[int]:
 
 
 def _leaves(value: Any) -> list[np.ndarray]:
-    if isinstance(value, np.ndarray):
-        return [value]
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in _leaves(item)]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return []
+    return [array for _, array in arrays_in(value)]
 
 
 def _first_failure(
