@@ -25,7 +25,7 @@ exactly what a user gets, whatever the build process has imported or declared.
   classes ``vecmode-refused`` and ``vecmode-wrong`` (coloured by
   ``docs/stylesheets/extra.css``).
 
-``tests/test_docs.py`` imports this file by path (``docs/`` is not a package and
+``tests/docs/test_docs.py`` imports this file by path (``docs/`` is not a package and
 is excluded from the site by ``exclude_docs``) and fails while anything is stale.
 """
 
@@ -189,8 +189,8 @@ def colour_cells(html: str) -> str:
 # --- mkdocs events ----------------------------------------------------------------
 
 
-#: Set to 1 by ``tests/test_docs_site.py``, whose run of the test suite checks
-#: the generated parts already (``tests/test_docs.py``): the build skips it.
+#: Set to 1 by ``tests/docs/test_docs_site.py``, whose run of the test suite checks
+#: the generated parts already (``tests/docs/test_docs.py``): the build skips it.
 SKIP_CHECK = "VECMODE_DOCS_CURRENCY_CHECKED"
 
 

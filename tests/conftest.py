@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.wrapper_cases import FRESH
+from tests.wrappers.cases import FRESH
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,7 +2,7 @@
 
 Once jax is imported, a later ``os.fork()`` in the same process (as the workers of
 async vector envs are started) risks a deadlock, so no test of this session
-imports jax: the jax cases of the catalogue (``tests/wrapper_cases.py``, marked
+imports jax: the jax cases of the catalogue (``tests/wrappers/cases.py``, marked
 ``isolated``) and the jax doctests are skipped here, and this test runs them, and
 only them, in a new pytest process. Without jax (``pip install "vecmode[jax]"``)
 it is skipped.
@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.wrapper_cases import FRESH
+from tests.wrappers.cases import FRESH
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 FILES = [
-    "tests/test_conformance.py",
-    "tests/test_wrappers_conversion.py",
+    "tests/testing/test_conformance.py",
+    "tests/wrappers/test_array_conversion.py",
     "tests/test_transitions.py",
-    "tests/test_wrappers_fidelity.py",
-    "tests/test_wrappers_equivalence.py",
+    "tests/wrappers/test_fidelity.py",
+    "tests/wrappers/test_equivalence.py",
     "src/vecmode/wrappers/array_conversion.py",
 ]
 

@@ -143,11 +143,11 @@ LIBRARY_ENVS = {
 #: Ray session, or SB3's envs): the file and the test that runs it.
 PROBED_ELSEWHERE = {
     "vecmode.ray_vector_env:RayVectorEnv": (
-        "test_ray.py",
+        "cores/test_ray.py",
         "test_probe_finds_the_mode_it_declares",
     ),
     "vecmode.sb3:FromSB3VectorEnv": (
-        "test_sb3.py",
+        "integrations/test_sb3.py",
         "test_from_sb3_behaves_as_the_mode_it_declares",
     ),
 }

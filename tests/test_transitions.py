@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 
 import vecmode
 import vecmode.transitions
-from tests.gym_verdict_helpers import sub
 from tests.helpers import array_layout, assert_same
-from tests.wrapper_cases import FRESH
+from tests.registry.gym_verdict_helpers import sub
+from tests.wrappers.cases import FRESH
 from vecmode.modes import MODES, AutoresetMode
 from vecmode.testing.envs import DenseFinalObsVectorEnv, decode, scheduled_env_fns
 from vecmode.transitions import Transition, TransitionCollector
@@ -388,8 +388,8 @@ def test_a_wrapper_not_known_to_return_new_arrays_is_copied():
 
 
 def _fresh_cases():
-    """Every wrapper case (tests/wrapper_cases.py), and the fused PPO stack."""
-    from tests.wrapper_cases import CASES, Case, why_not_runnable
+    """Every wrapper case (tests/wrappers/cases.py), and the fused PPO stack."""
+    from tests.wrappers.cases import CASES, Case, why_not_runnable
 
     ppo = Case("PPOStack", "box", lambda e: vecmode.wrappers.ppo_stack(e, gamma=0.9))
     return [
@@ -426,7 +426,7 @@ def test_wrappers_said_to_return_new_arrays_never_change_what_they_returned(case
     """What a layer of ``FRESH_OBSERVATION_WRAPPERS`` returned (observations and
     final observations) is the same after later steps and masked resets, in
     every mode: a collector over such a stack does not copy."""
-    from tests.wrapper_cases import vecmode_base
+    from tests.wrappers.cases import vecmode_base
 
     for mode in MODES:
         envs = case.wrap(vecmode_base(case.env, mode))

@@ -32,7 +32,6 @@
 """
 
 import typing as _typing
-import warnings
 from typing import Any as _Any
 
 from gymnasium.vector import AutoresetMode
@@ -112,24 +111,6 @@ __all__ = [
     "wrappers",
 ]
 
-#: Names that left the top level in 0.1 (old name: where it lives now).
-_MOVED = {
-    "check": "vecmode.registry:check_stack",
-    "Command": "vecmode.core:Command",
-    "VectorCore": "vecmode.core:VectorCore",
-    "CompatibilityReport": "vecmode.registry:CompatibilityReport",
-    "LayerReport": "vecmode.registry:LayerReport",
-    "Verdict": "vecmode.registry:Verdict",
-    "Declaration": "vecmode.registry:Declaration",
-    "Evidence": "vecmode.registry:Evidence",
-    "Guard": "vecmode.registry:Guard",
-    "declaration": "vecmode.registry:declaration",
-    "evidence": "vecmode.registry:evidence",
-    "honours_reset_mask": "vecmode.autoreset:honours_reset_mask",
-    "ProbeResult": "vecmode.probe:ProbeResult",
-}
-
-
 #: The modules a name missing at the top level may live in (for the error).
 _SUBMODULES = ("vecmode.wrappers", "vecmode.testing", "vecmode.modes", "vecmode.errors")
 
@@ -139,25 +120,13 @@ _SUBMODULES = ("vecmode.wrappers", "vecmode.testing", "vecmode.modes", "vecmode.
 if not _typing.TYPE_CHECKING:
 
     def __getattr__(name: str) -> _Any:
-        """The names that moved still resolve, with a DeprecationWarning saying where
-        they live now (the top-level name, where there is one); a name of a
-        submodule is an AttributeError naming it."""
+        """A name of a submodule is an AttributeError naming where it lives."""
         import importlib
 
-        target = _MOVED.get(name)
-        if target is None:
-            where = [
-                module
-                for module in _SUBMODULES
-                if name in getattr(importlib.import_module(module), "__all__", ())
-            ]
-            hint = f"; it is {where[0]}.{name}" if where else ""
-            raise AttributeError(f"module 'vecmode' has no attribute {name!r}{hint}")
-        module, _, attr = target.partition(":")
-        new = f"vecmode.{attr}" if attr in __all__ else f"{module}.{attr}"
-        warnings.warn(
-            f"vecmode.{name} moved to {module}.{attr} (vecmode 0.1); use {new}.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(module), attr)
+        where = [
+            module
+            for module in _SUBMODULES
+            if name in getattr(importlib.import_module(module), "__all__", ())
+        ]
+        hint = f"; it is {where[0]}.{name}" if where else ""
+        raise AttributeError(f"module 'vecmode' has no attribute {name!r}{hint}")

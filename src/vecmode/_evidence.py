@@ -3,13 +3,13 @@
 :func:`vecmode.check_stack` reports a layer's modes as *verified* when something ran
 the class and proved them; this module names the classes of vecmode itself whose
 proof is in vecmode's test suite, run by its CI. Gymnasium's wrappers are verified
-by ``vecmode._gymnasium``'s entries (``tests/test_gymnasium_verdicts.py``), and a
+by ``vecmode._gymnasium``'s entries (``tests/registry/test_gymnasium_verdicts.py``), and a
 user's class by recording a :func:`vecmode.testing.check_wrapper` report
 (``check_wrapper(MyWrapper).record()``).
 
 The tests hold these sets to what they prove, so the claim cannot drift:
-``tests/test_conformance.py`` runs ``check_wrapper`` on every class of
-:data:`CONFORMANCE_TESTED` (``PPOStack``'s is in ``tests/test_ppo_stack.py``) and
+``tests/testing/test_conformance.py`` runs ``check_wrapper`` on every class of
+:data:`CONFORMANCE_TESTED` (``PPOStack``'s is in ``tests/wrappers/test_ppo_stack.py``) and
 fails if a public vecmode wrapper is missing from it or a class in it has no
 conformance run (``GymnasiumFinalObs``'s is over the dense-layout base,
 :class:`vecmode.testing.DenseFinalObsVectorEnv`); ``tests/test_probe.py`` runs
@@ -18,7 +18,7 @@ can be built in (or names the test that does).
 """
 
 #: vecmode's wrappers and autoreset policies (``"module:QualName"``) whose declared
-#: modes ``tests/test_conformance.py`` proves with ``check_wrapper``: mode
+#: modes ``tests/testing/test_conformance.py`` proves with ``check_wrapper``: mode
 #: equivalence in every mode they support and refusal of the others.
 CONFORMANCE_TESTED: frozenset[str] = frozenset(
     {
@@ -61,7 +61,7 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
 #: Vector env classes (``"module:QualName"``) that behave as the mode their
 #: ``metadata["autoreset_mode"]`` declares, in every mode they can be built in:
 #: proven by ``vecmode.probe_mode`` runs (``tests/test_probe.py``; the Ray core's
-#: in ``tests/test_ray.py``, the SB3 bridge's in ``tests/test_sb3.py``) and, for
+#: in ``tests/cores/test_ray.py``, the SB3 bridge's in ``tests/integrations/test_sb3.py``) and, for
 #: vecmode's, by the differential tests against Gymnasium's. ALE's SameStep is
 #: proven as vecmode reads it (its dense final observations through
 #: ``vecmode.autoreset.GymnasiumFinalObs``); EnvPool builds a subclass of its

@@ -4,7 +4,7 @@ Pure data: this module imports nothing, so importing vecmode imports or patches 
 Gymnasium wrapper module.
 
 Each verdict was established by running the wrapper, not by reading its docs
-(``tests/test_gymnasium_verdicts.py`` re-establishes every one and fails if the
+(``tests/registry/test_gymnasium_verdicts.py`` re-establishes every one and fails if the
 table disagrees): every class in ``gymnasium.wrappers.vector.__all__`` is built
 over a ``SyncVectorEnv`` in each mode and driven by that mode's rules, with
 sub-envs whose episodes have different lengths (so DISABLED's ``reset_mask``
@@ -219,7 +219,7 @@ GYMNASIUM_VERDICTS = {
 #: ...})``) over Gymnasium's vector envs: what goes wrong after one. The entries'
 #: runs make partial resets in DISABLED only, where they are how episodes restart;
 #: in NEXT_STEP and SAME_STEP they are optional, so the verdict stays "ok" there,
-#: with this caveat (``tests/test_gymnasium_verdicts.py`` establishes each with
+#: with this caveat (``tests/registry/test_gymnasium_verdicts.py`` establishes each with
 #: the conformance kit, which cuts episodes by masked resets in every mode).
 PARTIAL_RESET_CAVEATS: dict[str, str] = {
     "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation": (
@@ -240,7 +240,7 @@ PARTIAL_RESET_CAVEATS: dict[str, str] = {
 #: Gymnasium's vector wrappers that write into what the env below returned to
 #: them, in every mode (a caveat of each mode marked "ok" above): a layer below
 #: that keeps what it returned (a logger, a buffer) then holds the wrapper's
-#: values, not its own (``tests/test_gymnasium_verdicts.py`` establishes each;
+#: values, not its own (``tests/registry/test_gymnasium_verdicts.py`` establishes each;
 #: the conformance kit finds it).
 WRITES_BELOW_CAVEATS: dict[str, str] = {
     **{
@@ -270,7 +270,7 @@ WRITES_BELOW_CAVEATS: dict[str, str] = {
 #: before the wrapper reads it (Gymnasium's vector envs do): directly over an env
 #: that keeps the options as they are (vecmode's cores), they are right in every
 #: mode, with the caveat given here instead, which :func:`vecmode.check_stack` and
-#: :func:`vecmode.guard` take into account (``tests/test_gymnasium_verdicts.py``
+#: :func:`vecmode.guard` take into account (``tests/registry/test_gymnasium_verdicts.py``
 #: and the conformance kit's runs over vecmode's core establish it).
 CAVEATS_WHERE_OPTIONS_KEPT: dict[str, str] = {
     "gymnasium.wrappers.vector.common:RecordEpisodeStatistics": (

@@ -435,7 +435,7 @@ class SameStepAutoreset(_AutoresetWrapper):
         """The record in SAME_STEP's layout (final observations and infos)."""
         core = cast(VectorCore, self.core)
         infos = same_step_infos(
-            executed.infos, executed.finals, self.num_envs, core._add_info
+            executed.infos, executed.finals, self.num_envs, core.add_info
         )
         return (*executed[:4], infos)  # type: ignore[return-value]
 

@@ -445,6 +445,12 @@ class VectorCore(ClosesOnExit, VectorEnv):
         self._all_reset: list[int] = [_RESET] * self.num_envs
 
     # ------------------------------------------------------------------ primitive
+    def add_info(
+        self, infos: dict[str, Any], info: dict[str, Any], index: int
+    ) -> dict[str, Any]:
+        """Gymnasium's info batching: sub-env ``index``'s ``info`` into ``infos``."""
+        return self._add_info(infos, info, index)
+
     def execute(
         self,
         commands: Sequence[int] | np.ndarray,

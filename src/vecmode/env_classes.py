@@ -5,7 +5,7 @@ to another mode needs more: whether ``reset(options={"reset_mask": mask})`` rese
 only the masked sub-envs and clears their pending autoreset, what that reset
 returns, and how the env reports final observations. vecmode's autoreset policies
 decide from these declarations, not from ``isinstance`` checks; each entry for a
-library's class was established by running it (``tests/test_env_classes.py``).
+library's class was established by running it (``tests/registry/test_env_classes.py``).
 Declare your own class with :func:`register_vector_env`.
 
 Classes are named as ``"module:QualName"`` and matched along the env's class

@@ -23,6 +23,9 @@ on a mode (``tests/test_architecture.py`` keeps it so).
 
 from __future__ import annotations
 
+import contextvars
+import itertools
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +50,7 @@ __all__ = [
     "EndedTracker",
     "LayoutProblem",
     "ModeLike",
+    "Strict",
     "as_mode",
     "boundary",
     "caller_resets",
@@ -58,10 +62,13 @@ __all__ = [
     "final_observations_of",
     "final_of",
     "from_dense_finals",
+    "is_strict",
     "map_infos",
     "mode_of",
+    "mode_or_assumed",
     "resets_on_next_step",
     "same_step_infos",
+    "strict",
     "to_dense_finals",
     "with_final_observations",
     "with_finals",
@@ -160,6 +167,104 @@ def mode_of(env: Any) -> AutoresetMode | None:
     if not isinstance(metadata, dict) or metadata.get("autoreset_mode") is None:
         return None
     return as_mode(metadata["autoreset_mode"])
+
+
+# ------------------------------------------------ an env that declares no mode
+
+#: The strict handles in force in this thread or task, oldest first: (handle
+#: number, enabled). The newest decides; releasing one removes it wherever it
+#: is, so handles may be released in any order.
+_strict: contextvars.ContextVar[tuple[tuple[int, bool], ...]] = contextvars.ContextVar(
+    "vecmode_strict", default=()
+)
+_strict_numbers = itertools.count()
+
+
+class Strict:
+    """Handle returned by :func:`strict`; its setting holds until it is released
+    (handles made later take precedence while they are held)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._number: int | None = next(_strict_numbers)
+        _strict.set((*_strict.get(), (self._number, bool(enabled))))
+
+    def restore(self) -> None:
+        """End this handle's setting (the setting in force before it comes back,
+        unless a handle made since still holds); a second call does nothing."""
+        if self._number is None:
+            return
+        held = _strict.get()
+        kept = tuple(entry for entry in held if entry[0] != self._number)
+        if len(kept) == len(held):
+            raise RuntimeError(
+                "this vecmode.strict() handle was made in another thread or task "
+                "(strict mode holds in the thread or task that turns it on): "
+                "release it there."
+            )
+        _strict.set(kept)
+        self._number = None
+
+    #: As :meth:`Guard.release`: the same, under the name a guard's handle has.
+    release = restore
+
+    def __enter__(self) -> Strict:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.restore()
+
+
+def strict(enabled: bool = True) -> Strict:
+    """Treat an env that declares no mode as an error, not a warning.
+
+    By default a declared wrapper built on an env with no
+    ``metadata["autoreset_mode"]`` warns with :class:`~vecmode.UndeclaredModeWarning`
+    and assumes NEXT_STEP (Gymnasium's convention), and :func:`check_stack` counts such a
+    layer as a warning. Under ``strict`` both raise / fail instead. Works as a call
+    (for the rest of the current thread or task) and as a context manager.
+
+    >>> import vecmode
+    >>> with vecmode.strict():
+    ...     pass
+    """
+    return Strict(enabled)
+
+
+def is_strict(override: bool | None = None) -> bool:
+    """Whether an undeclared mode is an error here: ``override``, else the
+    :func:`strict` setting in force."""
+    if override is not None:
+        return override
+    held = _strict.get()
+    return held[-1][1] if held else False
+
+
+def mode_or_assumed(
+    env: Any, who: str, strict_override: bool | None, stacklevel: int
+) -> AutoresetMode:
+    """``env``'s mode; NEXT_STEP with a warning (or an error, strict) if undeclared.
+
+    ``stacklevel`` is counted from the caller of this function's caller, so that
+    the warning points at the user's line.
+    """
+    mode = mode_of(env)
+    if mode is not None:
+        return mode
+    strict = is_strict(strict_override)
+    consequence = (
+        "vecmode.strict() is on, so this is an error"
+        if strict
+        else f"assuming {ASSUMED_MODE.value} (Gymnasium's convention)"
+    )
+    message = (
+        f"{who}: {errors.describe(env)} declares no metadata['autoreset_mode']; "
+        f"{consequence}. Set metadata['autoreset_mode'] to the "
+        f"gymnasium.vector.AutoresetMode the env really uses."
+    )
+    if strict:
+        raise errors.IncompatibleModeError(message)
+    warnings.warn(message, errors.UndeclaredModeWarning, stacklevel=stacklevel + 2)
+    return ASSUMED_MODE
 
 
 @dataclass(frozen=True)

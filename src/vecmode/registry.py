@@ -8,7 +8,7 @@ mode, the mode it produces):
   another library's, Gymnasium's), without editing them;
 * Gymnasium 1.4's own vector wrappers come with entries that record what each
   really does in each mode (correct, refused by the class itself, or accepted but
-  wrong: silently, or by failing later), established by running them (``tests/test_gymnasium_verdicts.py``).
+  wrong: silently, or by failing later), established by running them (``tests/registry/test_gymnasium_verdicts.py``).
 
 A declared class is checked when it is constructed: an env whose
 ``metadata["autoreset_mode"]`` it does not support raises
@@ -67,18 +67,20 @@ from vecmode._gymnasium import (
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import (
     IncompatibleModeError,
-    UndeclaredModeWarning,
     convert_to,
-    describe,
     mode_names,
 )
 from vecmode.modes import (
     ASSUMED_MODE,
     MODES,
     ModeLike,
+    Strict,
     as_mode,
     final_in_info,
+    is_strict,
     mode_of,
+    mode_or_assumed,
+    strict,
 )
 
 #: Reasons keyed by mode, as ``why=`` and ``wrong=`` take them: a dict keyed by
@@ -596,88 +598,6 @@ def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     ]
 
 
-# --- strictness -------------------------------------------------------------------
-
-#: The strict handles in force in this thread or task, oldest first: (handle
-#: number, enabled). The newest decides; releasing one removes it wherever it
-#: is, so handles may be released in any order.
-_strict: contextvars.ContextVar[tuple[tuple[int, bool], ...]] = contextvars.ContextVar(
-    "vecmode_strict", default=()
-)
-_strict_numbers = itertools.count()
-
-
-class Strict:
-    """Handle returned by :func:`strict`; its setting holds until it is released
-    (handles made later take precedence while they are held)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._number: int | None = next(_strict_numbers)
-        _strict.set((*_strict.get(), (self._number, bool(enabled))))
-
-    def restore(self) -> None:
-        """End this handle's setting (the setting in force before it comes back,
-        unless a handle made since still holds); a second call does nothing."""
-        if self._number is None:
-            return
-        held = _strict.get()
-        kept = tuple(entry for entry in held if entry[0] != self._number)
-        if len(kept) == len(held):
-            raise RuntimeError(strict_elsewhere())
-        _strict.set(kept)
-        self._number = None
-
-    #: As :meth:`Guard.release`: the same, under the name a guard's handle has.
-    release = restore
-
-    def __enter__(self) -> Strict:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.restore()
-
-
-def strict(enabled: bool = True) -> Strict:
-    """Treat an env that declares no mode as an error, not a warning.
-
-    By default a declared wrapper built on an env with no
-    ``metadata["autoreset_mode"]`` warns with :class:`~vecmode.UndeclaredModeWarning`
-    and assumes NEXT_STEP (Gymnasium's convention), and :func:`check_stack` counts such a
-    layer as a warning. Under ``strict`` both raise / fail instead. Works as a call
-    (for the rest of the current thread or task) and as a context manager.
-
-    >>> import vecmode
-    >>> with vecmode.strict():
-    ...     pass
-    """
-    return Strict(enabled)
-
-
-def _is_strict(override: bool | None) -> bool:
-    if override is not None:
-        return override
-    held = _strict.get()
-    return held[-1][1] if held else False
-
-
-def _mode_or_assumed(
-    env: Any, who: str, strict_override: bool | None, stacklevel: int
-) -> AutoresetMode:
-    """``env``'s mode; NEXT_STEP with a warning (or an error, strict) if undeclared.
-
-    ``stacklevel`` is counted from the caller of this function's caller, so that
-    the warning points at the user's line.
-    """
-    mode = mode_of(env)
-    if mode is not None:
-        return mode
-    message = undeclared_mode(who, env, _is_strict(strict_override), ASSUMED_MODE)
-    if _is_strict(strict_override):
-        raise IncompatibleModeError(message)
-    warnings.warn(message, UndeclaredModeWarning, stacklevel=stacklevel + 2)
-    return ASSUMED_MODE
-
-
 #: Held while declarations or instrumentation change (import hooks run in
 #: whichever thread imports the module).
 _lock = threading.RLock()
@@ -720,7 +640,7 @@ def _check_construction(cls: type, env: Any) -> None:
     if found is None or not hasattr(env, "metadata"):
         return
     found = found.over(env)
-    mode = _mode_or_assumed(env, cls.__name__, None, stacklevel=2)
+    mode = mode_or_assumed(env, cls.__name__, None, stacklevel=2)
     if mode not in found.modes:
         raise IncompatibleModeError(
             errors.incompatible_mode(
@@ -1439,7 +1359,7 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
                 proof_note,
             )
         )
-    return CompatibilityReport(tuple(rows), _is_strict(strict))
+    return CompatibilityReport(tuple(rows), is_strict(strict))
 
 
 def assert_compatible(
@@ -1486,7 +1406,7 @@ def require_mode(
     caller = who or "vecmode.require_mode"
     if not isinstance(env, VectorEnv):  # as check_stack: no mode to assume
         raise TypeError(errors.not_a_vector_env(caller, env))
-    mode = _mode_or_assumed(env, caller, strict, stacklevel=1)
+    mode = mode_or_assumed(env, caller, strict, stacklevel=1)
     if mode not in wanted:
         raise IncompatibleModeError(mode_required(caller, mode, wanted))
     return mode
@@ -1518,19 +1438,6 @@ def use_vecmode_wrapper(name: str, modes: Iterable[AutoresetMode]) -> str:
     return (
         f"Use vecmode.wrappers.{name} instead (same arguments, right in every mode), "
         f"or build the vector env in {mode_names(modes)}."
-    )
-
-
-def undeclared_mode(who: str, env: Any, strict: bool, assumed: AutoresetMode) -> str:
-    consequence = (
-        "vecmode.strict() is on, so this is an error"
-        if strict
-        else f"assuming {assumed.value} (Gymnasium's convention)"
-    )
-    return (
-        f"{who}: {describe(env)} declares no metadata['autoreset_mode']; {consequence}. "
-        f"Set metadata['autoreset_mode'] to the gymnasium.vector.AutoresetMode the "
-        f"env really uses."
     )
 
 
@@ -1599,13 +1506,6 @@ def report_mismatch(declared: AutoresetMode, expected: AutoresetMode) -> str:
     return (
         f"its metadata['autoreset_mode'] is {declared.value}, but its declaration "
         f"and the layers below give {expected.value}"
-    )
-
-
-def strict_elsewhere() -> str:
-    return (
-        "this vecmode.strict() handle was made in another thread or task (strict "
-        "mode holds in the thread or task that turns it on): release it there."
     )
 
 

@@ -38,8 +38,7 @@ from vecmode import errors
 from vecmode._numpy import host_array
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, validate_reset_mask
-from vecmode.modes import BoundaryTracker
-from vecmode.registry import _mode_or_assumed
+from vecmode.modes import BoundaryTracker, mode_or_assumed
 from vecmode.wrappers.base import check_infos, merge_final_observations
 
 __all__ = ["Transition", "TransitionCollector"]
@@ -169,7 +168,7 @@ class TransitionCollector:
         if not isinstance(envs, VectorEnv):
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         #: The mode the collector steps ``envs`` in (NEXT_STEP if undeclared).
-        self.mode: AutoresetMode = _mode_or_assumed(envs, _WHO, None, stacklevel=1)
+        self.mode: AutoresetMode = mode_or_assumed(envs, _WHO, None, stacklevel=1)
         #: The wrapped vector env: ``envs``, read through
         #: :class:`vecmode.autoreset.GymnasiumFinalObs` where its class reports
         #: SAME_STEP's final observations its own way (ALE's ``AtariVectorEnv``).

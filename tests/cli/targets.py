@@ -1,4 +1,4 @@
-"""Importable things the command line's tests name (``tests.cli_targets:Name``).
+"""Importable things the command line's tests name (``tests.cli.targets:Name``).
 
 Wrappers and factories with a known behaviour: declared or not, refusing a mode
 (by the registry or by their own error), conforming or not, raising.

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 
 import vecmode
 import vecmode.registry
-from vecmode import errors, registry
+from tests.helpers import scheduled_fns
+from vecmode import errors, modes, registry
 from vecmode.registry import Verdict
-
-from .helpers import scheduled_fns
 
 NS, SS, D = AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED
 
@@ -393,9 +392,9 @@ def test_strict_turns_an_undeclared_mode_into_an_error():
             NoSameStep(undeclared_env())
     finally:
         handle.restore()
-    assert not registry._is_strict(None)
+    assert not modes.is_strict()
     vecmode.strict().release()  # a guard's handle's name, too
-    assert not registry._is_strict(None)
+    assert not modes.is_strict()
 
 
 def test_a_declared_wrapper_is_checked_wherever_its_env_argument_is():
@@ -483,18 +482,18 @@ def test_strict_handles_may_be_released_in_any_order():
     last released restored what it had seen, leaving strict on for good."""
     first = vecmode.strict()
     second = vecmode.strict(False)  # the newer handle decides while held
-    assert not registry._is_strict(None)
+    assert not modes.is_strict()
     first.release()
-    assert not registry._is_strict(None)
+    assert not modes.is_strict()
     second.release()
-    assert not registry._is_strict(None)  # strict was on before neither
+    assert not modes.is_strict()  # strict was on before neither
     outer = vecmode.strict()
     inner = vecmode.strict(False)
     inner.release()
-    assert registry._is_strict(None)  # the outer one holds again
+    assert modes.is_strict()  # the outer one holds again
     outer.release()
     outer.release()  # a second release does nothing
-    assert not registry._is_strict(None)
+    assert not modes.is_strict()
 
 
 def test_a_strict_handle_is_released_in_its_own_thread():
@@ -514,10 +513,13 @@ def test_a_strict_handle_is_released_in_its_own_thread():
     thread = threading.Thread(target=release)
     thread.start()
     thread.join()
-    assert [str(e) for e in caught] == [registry.strict_elsewhere()]
-    assert registry._is_strict(None)  # still on here
+    assert [str(e) for e in caught] == [
+        "this vecmode.strict() handle was made in another thread or task (strict "
+        "mode holds in the thread or task that turns it on): release it there."
+    ]
+    assert modes.is_strict()  # still on here
     handle.release()
-    assert not registry._is_strict(None)
+    assert not modes.is_strict()
 
 
 # ------------------------------------------------------------------ check()
@@ -688,11 +690,12 @@ def test_report_shows_the_evidence_behind_each_verdict():
     assert row.evidence_note == (
         f"{vecmode.registry.evidence_inherited('StatefulWrapper', False)}; "
         + vecmode.registry.how_to_verify(
-            "CountsEveryCall", "tests.test_registry:CountsEveryCall"
+            "CountsEveryCall", "tests.registry.test_registry:CountsEveryCall"
         )
     )
     assert (
-        "run `vecmode conform tests.test_registry:CountsEveryCall`" in row.evidence_note
+        "run `vecmode conform tests.registry.test_registry:CountsEveryCall`"
+        in row.evidence_note
     )
     assert report[6].evidence_note.startswith(
         vecmode.registry.evidence_inherited("NormalizeReward", True)
@@ -714,7 +717,9 @@ def test_own_and_registered_declarations_are_declared(clean_registry):
     row = vecmode.check_stack(envs)[-1]
     assert row.evidence is vecmode.registry.Evidence.DECLARED
     assert "declared by NoSameStep itself (@vecmode.supports)" in row.evidence_note
-    assert "vecmode conform tests.test_registry:NoSameStep" in row.evidence_note
+    assert (
+        "vecmode conform tests.registry.test_registry:NoSameStep" in row.evidence_note
+    )
 
     class Theirs(VectorWrapper):
         pass
@@ -1063,7 +1068,7 @@ def test_table_lists_every_declaration():
 
 
 def test_gymnasium_entries_are_the_established_verdicts():
-    """The registry reads tests/test_gymnasium_verdicts.py's table, nothing else."""
+    """The registry reads tests/registry/test_gymnasium_verdicts.py's table, nothing else."""
     from vecmode._gymnasium import GYMNASIUM_VERDICTS
 
     import_module("gymnasium.wrappers.vector.array_conversion")  # a test extra
@@ -1216,9 +1221,9 @@ def test_construction_is_refused_exactly_when_the_mode_is_not_declared(base, spe
 def test_a_class_declared_again_under_the_same_path_replaces_the_old_row():
     """As when a notebook cell defining a wrapper is run twice."""
     kept = []
-    for modes in ([NS], [SS]):
+    for declared in ([NS], [SS]):
 
-        @vecmode.supports(*modes)
+        @vecmode.supports(*declared)
         class Twice(VectorWrapper):
             pass
 

@@ -5,7 +5,7 @@ Ray starts slowly (10-20 s here) and each actor is a new Python process (1-3 s
 on a loaded 2-core machine), so the module shares ONE Ray session and reuses a few
 envs across tests: between runs, their sub-envs' counters are put back with
 ``set_attr`` (:func:`restart`), which the tests of ``set_attr`` itself check. The
-multi-node test is ``tests/test_ray_cluster.py``.
+multi-node test is ``tests/cores/test_ray_cluster.py``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vecmode
-from tests import fault_envs
+from tests.cores import fault_envs
 from tests.helpers import (
     RaisesIn,
     UserFault,
@@ -65,7 +65,7 @@ ray = pytest.importorskip("ray")
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODES = list(AutoresetMode)
 #: A custom resource of the test session, to see actor_options reach Ray.
 RESOURCE, RESOURCE_TOTAL = "vecmode_test", 4.0
@@ -733,7 +733,7 @@ def test_an_observation_that_cannot_be_pickled_names_its_sub_env():
 
 
 def test_a_sub_env_s_exception_is_of_its_class_as_in_the_other_cores(shared):
-    """As over the sync and async cores (tests/test_gymnasium_compat.py): the
+    """As over the sync and async cores (tests/cores/test_gymnasium_compat.py): the
     SubEnvError is an instance of the sub-env's exception class too, so the
     ``except`` clause that catches Gymnasium's exception catches it; an OSError
     gives a plain SubEnvError."""
@@ -1000,7 +1000,7 @@ def test_the_docstring_examples_run():
 
 def test_the_examples_of_the_scaling_page_run(capsys):
     """docs/scaling.md's ``py`` blocks need Ray (``python`` blocks run in
-    tests/test_docs.py without it); those that connect to a cluster
+    tests/docs/test_docs.py without it); those that connect to a cluster
     (``address=``) are shown, not run."""
     page = (ROOT / "docs" / "scaling.md").read_text()
     blocks = re.findall(r"```py\n(.*?)```", page, re.S)

@@ -9,7 +9,7 @@ Every class in ``gymnasium.wrappers.vector.__all__`` is built over a
 * ``"wrong"``: it runs but its output differs from the reference (or it raises
   while running), for the reason ``EVIDENCE`` names.
 
-The runs follow each mode's rules (see ``tests/gym_verdict_helpers.py``): NEXT_STEP
+The runs follow each mode's rules (see ``tests/registry/gym_verdict_helpers.py``): NEXT_STEP
 skips the reset step, SAME_STEP takes an ended sub-env's next observation from
 ``info["final_obs"]``, DISABLED resets only the ended sub-envs with a ``reset_mask``
 (episodes have different lengths, so those resets are partial). References:
@@ -56,7 +56,7 @@ import pytest
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.utils import RunningMeanStd
 
-from tests.gym_verdict_helpers import (
+from tests.registry.gym_verdict_helpers import (
     DISABLED,
     MODES,
     NEXT_STEP,
@@ -754,12 +754,12 @@ def test_every_wrapper_has_one_entry_with_three_modes():
             assert not reason.lower().startswith(("ok", "refuse", "wrong")), reason
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _ISOLATED_RUN = """
 import json, sys, warnings
 warnings.simplefilter("ignore")
 import gymnasium.wrappers.vector as gwv
-from tests.test_gymnasium_verdicts import CASES, MODES, observe
+from tests.registry.test_gymnasium_verdicts import CASES, MODES, observe
 keys, verdicts = {}, {}
 for name in sys.argv[1:]:
     cls = getattr(gwv, name)

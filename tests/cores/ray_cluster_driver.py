@@ -3,7 +3,7 @@ machine (``ray.cluster_utils.Cluster``), sub-envs placed on both with a
 scheduling strategy, one node killed while the env steps; what happened is
 written as JSON to the file named on the command line.
 
-    python -m tests.ray_cluster_driver REPORT.json
+    python -m tests.cores.ray_cluster_driver REPORT.json
 
 (A file, not stdout: the raylet of a killed node writes its state dump there.)
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def build(out: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
-        # tests/test_docs.py checks that the generated parts are current
+        # tests/docs/test_docs.py checks that the generated parts are current
         env={
             **os.environ,
             "NO_MKDOCS_2_WARNING": "1",

@@ -20,7 +20,7 @@ import pytest
 from gymnasium.error import DependencyNotInstalled
 
 from tests.helpers import array_layout, assert_same, make_script
-from tests.wrapper_cases import BY_NAME, MODES, skip_unless_runnable, vecmode_base
+from tests.wrappers.cases import BY_NAME, MODES, skip_unless_runnable, vecmode_base
 from vecmode import AutoresetMode
 from vecmode import wrappers as vw
 

@@ -2,7 +2,7 @@
 of which dies mid-run.
 
 The cluster (``ray.cluster_utils.Cluster``: two raylets on this machine) runs in
-a child process of its own session (``tests/ray_cluster_driver.py``) under a hard
+a child process of its own session (``tests/cores/ray_cluster_driver.py``) under a hard
 time limit, so a hang fails the test instead of the suite, and every process it
 started can be accounted for afterwards.
 """
@@ -26,7 +26,7 @@ pytest.importorskip("ray")
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Seconds the whole child may take (a cluster starts in 15-30 s here).
 HARD_LIMIT = 240.0
 
@@ -35,7 +35,7 @@ def test_a_dead_node_is_a_worker_error_naming_its_sub_envs_and_nothing_hangs():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.json"
         child = subprocess.Popen(
-            [sys.executable, "-m", "tests.ray_cluster_driver", str(path)],
+            [sys.executable, "-m", "tests.cores.ray_cluster_driver", str(path)],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -118,7 +118,7 @@ def test_same_step_and_the_collector_store_none(mode):
 
 
 # ------------------------------------------------------------ the docs' diff
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 
 def apply_diff(code: str, diff: str) -> str:

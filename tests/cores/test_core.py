@@ -36,7 +36,7 @@ from vecmode import (
 from vecmode.core import Command
 from vecmode.modes import same_step_infos
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def core(num_envs=3, **kwargs):

@@ -1,6 +1,6 @@
 """Test-only envs, a mode-aware driver and real-transition extraction.
 
-Used by ``tests/test_gymnasium_verdicts.py`` to run Gymnasium's own vector wrappers
+Used by ``tests/registry/test_gymnasium_verdicts.py`` to run Gymnasium's own vector wrappers
 in each autoreset mode and compare what they return with what they should return.
 
 The driver follows each mode's rules (Gymnasium's autoreset documentation):

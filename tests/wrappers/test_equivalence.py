@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.gym_verdict_helpers import sub
 from tests.helpers import assert_same
-from tests.wrapper_cases import (
+from tests.registry.gym_verdict_helpers import sub
+from tests.wrappers.cases import (
     BY_NAME,
     CASES,
     LENGTHS,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import vecmode
 from tests.helpers import assert_same_run, drive, make_script
-from tests.wrapper_cases import (
+from tests.wrappers.cases import (
     GYM_CASES,
     MODES,
     SINGLE_CASES,

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import vecmode
 from tests.helpers import assert_same_run, drive, make_script, without_box_warnings
-from tests.test_gymnasium_verdicts import gymnasium_key
-from tests.wrapper_cases import (
+from tests.registry.test_gymnasium_verdicts import gymnasium_key
+from tests.wrappers.cases import (
     MODES,
     SINGLE_CASES,
     reference,
@@ -565,7 +565,7 @@ def test_checks_run_under_python_dash_o():
     code = textwrap.dedent(
         """
         import numpy as np
-        from tests.wrapper_cases import vecmode_base
+        from tests.wrappers.cases import vecmode_base
         from vecmode import AutoresetMode, wrappers as vw
         envs = vw.NormalizeReward(vecmode_base("box", AutoresetMode.DISABLED))
         envs.reset(seed=0)

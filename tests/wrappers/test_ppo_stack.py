@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import vecmode
+from tests.cores.test_gymnasium_compat import FORK, drive_split
 from tests.helpers import assert_same_run, drive, make_script
-from tests.test_gymnasium_compat import FORK, drive_split
-from tests.wrapper_cases import MODES, env_fns, vecmode_base
+from tests.wrappers.cases import MODES, env_fns, vecmode_base
 from vecmode import AutoresetMode
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED

@@ -12,7 +12,7 @@ what it must agree with:
   normalisers, Gymnasium's wrapper runs with vecmode's running statistics (same
   state, updated in float64, see :func:`with_vecmode_statistics`), so their own
   arithmetic is compared bit for bit; the statistics are held to Gymnasium's
-  ``RunningMeanStd`` in ``tests/test_running_stats.py``.
+  ``RunningMeanStd`` in ``tests/wrappers/test_running_stats.py``.
 
 Wrappers that need an optional dependency name it (``requires``); the jax ones run
 in a fresh interpreter (``isolated``: once jax is imported, a later ``os.fork()``
@@ -40,8 +40,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
-from tests.gym_verdict_helpers import BoxActionEnv, ImageEnv, NumericEnv
 from tests.helpers import ScheduledEnv, without_box_warnings
+from tests.registry.gym_verdict_helpers import BoxActionEnv, ImageEnv, NumericEnv
 from vecmode import wrappers as vw
 from vecmode.testing import ScheduledEnv as KitEnv
 from vecmode.wrappers.running_stats import RunningMeanStd

@@ -28,7 +28,7 @@ from gymnasium.error import DependencyNotInstalled
 from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
-from tests.gym_verdict_helpers import fake_moviepy
+from tests.registry.gym_verdict_helpers import fake_moviepy
 from vecmode import AutoresetMode
 from vecmode.testing import ScheduledEnv, decode, scheduled_env_fns
 from vecmode.wrappers import FinalFrameInfo, HumanRendering, RecordVideo

@@ -1,7 +1,7 @@
 """The child process of a fault-injection case: build an env, provoke the fault,
 report what happened as one line of JSON on stdout.
 
-    python -m tests.fault_driver '{"backend": "async", "fault": "raise_step", ...}'
+    python -m tests.cores.fault_driver '{"backend": "async", "fault": "raise_step", ...}'
 
 The report: the exception (type, index, method, lost), seconds from the call to
 the error, whether the env is usable afterwards or closed, the pids of its worker
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import vecmode
-from tests.fault_envs import FaultyEnv, env_fns
+from tests.cores.fault_envs import FaultyEnv, env_fns
 
 
 def _fds() -> set[str]:

@@ -1,6 +1,6 @@
 """Fault injection: every fault, interrupt and bad input accounted for, in every layout.
 
-Each case runs in a child process (``tests/fault_driver.py``) in a session of its
+Each case runs in a child process (``tests/cores/fault_driver.py``) in a session of its
 own, under a hard time limit: a sub-env that raises, hangs (with and without a
 timeout, interrupted by Ctrl-C), exits, crashes, is killed from outside, fails to
 close, or returns what cannot be pickled; over the sync core, the async core's
@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from tests.fault_envs import FAULTS
+from tests.cores.fault_envs import FAULTS
 from tests.helpers import alive_in_session
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Seconds a case may take before it counts as a hang.
 HARD_LIMIT = 40.0
 
@@ -368,7 +368,7 @@ def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
     sigint_at = None
     with tempfile.TemporaryFile("w+") as errors:
         child = subprocess.Popen(
-            [sys.executable, "-m", "tests.fault_driver", case.as_json()],
+            [sys.executable, "-m", "tests.cores.fault_driver", case.as_json()],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=errors,

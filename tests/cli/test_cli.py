@@ -27,8 +27,8 @@ from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, main
 from vecmode.modes import AutoresetMode, as_mode
 
 NS, SS, DIS = MODES
-ROOT = Path(__file__).resolve().parents[1]
-TARGETS = "tests.cli_targets"
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = "tests.cli.targets"
 
 
 def run(argv, capsys):
@@ -869,7 +869,7 @@ def test_conform_a_class_uses_its_declaration(capsys):
 
 
 def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
-    from tests.cli_targets import ShiftObservation
+    from tests.cli.targets import ShiftObservation
     from vecmode.testing import check_wrapper
     from vecmode.testing.conformance import WrapperReport
 
@@ -1047,7 +1047,7 @@ def test_conform_bad_arguments_and_names(capsys):
 # ------------------------------------------------------------------- probe
 def test_probe_finds_the_declared_mode(capsys):
     pytest.importorskip("vecmode.probe")
-    from tests.cli_targets import cartpole
+    from tests.cli.targets import cartpole
     from vecmode.probe import probe_mode
 
     code, out, err = run(["probe", f"{TARGETS}:cartpole:mode=SameStep"], capsys)
@@ -1069,7 +1069,7 @@ def test_probe_gymnasium_make_vec(capsys):
 
 def test_probe_that_cannot_tell_is_exit_code_1(capsys):
     pytest.importorskip("vecmode.probe")
-    from tests.cli_targets import never_ending
+    from tests.cli.targets import never_ending
     from vecmode.probe import probe_mode
 
     code, out, _ = run(["probe", f"{TARGETS}:never_ending", "--max-steps", "5"], capsys)

@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
-from tests.wrapper_cases import CASES, ToOffset, skip_unless_runnable, to_jax
+from tests.wrappers.cases import CASES, ToOffset, skip_unless_runnable, to_jax
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.modes import from_dense_finals
@@ -55,11 +55,11 @@ POLICIES = (
 #: classes whose check_wrapper run is in another test module (not a catalogue
 #: case: no Gymnasium counterpart), which asserts it is in CONFORMANCE_TESTED
 PROVEN_ELSEWHERE = (
-    vw.PPOStack,  # tests/test_ppo_stack.py::test_conforms_in_every_mode
+    vw.PPOStack,  # tests/wrappers/test_ppo_stack.py::test_conforms_in_every_mode
     # test_the_dense_layout_adapter_conforms_over_the_dense_base (below)
     vecmode.autoreset.GymnasiumFinalObs,
     # test_the_batch_adapter_conforms_in_every_mode (below; over EnvPool, whose
-    # conventions it changes: tests/test_env_classes.py)
+    # conventions it changes: tests/registry/test_env_classes.py)
     vecmode.autoreset.GymnasiumBatch,
 )
 
@@ -72,7 +72,7 @@ def _case_class(case) -> type:
         return case.wrap
     if any(importlib.util.find_spec(m) is None for m in case.requires):
         return getattr(vw, case.name)
-    from tests.wrapper_cases import vecmode_base
+    from tests.wrappers.cases import vecmode_base
 
     wrapped = case.wrap(vecmode_base(case.env, AutoresetMode.NEXT_STEP))
     wrapped.close()
@@ -480,7 +480,7 @@ def test_infos_are_compared_when_asked():
     # leaves them alone) at the first masked reset (NextStep's first cut). Over
     # Gymnasium's SyncVectorEnv, which pops reset_mask from the options before the
     # wrapper reads them, its statistics are wrong after a masked reset
-    # (tests/test_gymnasium_verdicts.py shows it)
+    # (tests/registry/test_gymnasium_verdicts.py shows it)
     kit = {"compare_info": episode_statistics, "modes": vecmode.MODES}
     with pytest.raises(AssertionError) as caught:
         check_wrapper(

@@ -14,8 +14,8 @@ import pytest
 from vecmode import MODES
 from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, JSON_SCHEMA_VERSION, main
 
-ROOT = Path(__file__).resolve().parents[1]
-TARGETS = "tests.cli_targets"
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = "tests.cli.targets"
 MODE_NAMES = {mode.value for mode in MODES}
 
 #: The runs whose documents are checked, per command: (argv, exit code); they

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import vector_env_metadata_kept
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 BLOCKS = [
     pytest.param(code, id=f"{page.relative_to(ROOT)}:{n}")
@@ -176,7 +176,7 @@ def test_the_docs_build_fails_while_a_generated_part_is_stale(tmp_path, monkeypa
     assert hooks.update(docs) == ["docs/page.md"]
     hooks.on_pre_build({"docs_dir": str(docs)})  # current now
     (docs / "page.md").write_text(page, encoding="utf-8")
-    monkeypatch.setenv(hooks.SKIP_CHECK, "1")  # what tests/test_docs_site.py does
+    monkeypatch.setenv(hooks.SKIP_CHECK, "1")  # what tests/docs/test_docs_site.py does
     hooks.on_pre_build({"docs_dir": str(docs)})
 
 
