@@ -729,7 +729,7 @@ def _mode_value(mode: AutoresetMode | None) -> str | None:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from vecmode.registry import _TABLE_LEGEND, _entries, format_table
+    from vecmode.registry import TABLE_LEGEND, format_table, table_entries
 
     for module in args.imports:
         _import(module, f"--import {module}")
@@ -749,7 +749,7 @@ def _table(args: argparse.Namespace) -> int:
             "produces": _mode_value(found.output),
             "evidence": proof.value,
         }
-        for name, found, proof in _entries()
+        for name, found, proof in table_entries()
     ]
     _print_json(
         "table",
@@ -758,7 +758,7 @@ def _table(args: argparse.Namespace) -> int:
             "error": None,
             "modes": [mode.value for mode in MODES],
             "wrappers": wrappers,
-            "legend": _TABLE_LEGEND,
+            "legend": TABLE_LEGEND,
         },
     )
     return EXIT_OK

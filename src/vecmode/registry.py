@@ -88,6 +88,7 @@ from vecmode.modes import (
 ModeReasons = Mapping[AutoresetMode, str] | Mapping[str, str] | Mapping[ModeLike, str]
 
 __all__ = [
+    "TABLE_LEGEND",
     "CompatibilityReport",
     "Declaration",
     "Evidence",
@@ -103,11 +104,14 @@ __all__ = [
     "format_table",
     "guard",
     "instrumented",
+    "record_env_verified",
+    "record_verified",
     "register",
     "require_mode",
     "strict",
     "supported_modes",
     "supports",
+    "table_entries",
     "unregister",
 ]
 
@@ -352,7 +356,7 @@ class _Recorded:
 _recorded: weakref.WeakKeyDictionary[type, _Recorded] = weakref.WeakKeyDictionary()
 
 
-def _record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) -> None:
+def record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) -> None:
     """Record that check_wrapper proved ``cls`` right or refusing in ``modes``
     (what ``WrapperReport.record()`` calls)."""
     found = declaration(cls)
@@ -369,7 +373,7 @@ _recorded_envs: weakref.WeakKeyDictionary[type, dict[AutoresetMode, str]] = (
 )
 
 
-def _record_env_verified(cls: type, mode: AutoresetMode, summary: str) -> None:
+def record_env_verified(cls: type, mode: AutoresetMode, summary: str) -> None:
     """Record that check_vector_env proved that envs of ``cls`` behave as ``mode``
     (what ``VectorEnvReport.record()`` calls)."""
     with _lock:
@@ -458,11 +462,12 @@ def declarations() -> list[tuple[str, Declaration]]:
     vecmode's own wrappers first (with the public vecmode subclasses that inherit
     a declaration), then Gymnasium's, then those registered here.
     """
-    return [(name, found) for name, found, _ in _entries()]
+    return [(name, found) for name, found, _ in table_entries()]
 
 
-def _entries() -> list[tuple[str, Declaration, Evidence]]:
-    """:func:`declarations`, with the evidence behind each."""
+def table_entries() -> list[tuple[str, Declaration, Evidence]]:
+    """:func:`declarations`, with the :class:`Evidence` behind each: the rows of
+    :func:`format_table` (``(class path, declaration, evidence)``)."""
     # a class defined again under the same path (a re-run notebook cell) replaces
     # the earlier one
     latest: dict[str, tuple[Declaration, Evidence]] = {}
@@ -513,7 +518,7 @@ def _vecmode_heirs(cls: type) -> list[type]:
 #: A table cell: ok in that mode, with a caveat listed below the table.
 OK_WITH_CAVEAT = "ok\u2020"
 
-_TABLE_LEGEND = (
+TABLE_LEGEND = (
     f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
     "refused: raises IncompatibleModeError (vecmode's "
     "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
@@ -560,7 +565,7 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     vecmode.NextStepAutoreset  refused   refused   ok        NextStep  verified
     ...
     """
-    entries = _entries()
+    entries = table_entries()
     header = ("wrapper", *(mode.value for mode in MODES), "produces", "evidence")
     rows = [
         (
@@ -579,10 +584,10 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         lines.insert(1, "|" + "---|" * len(header))
         # a blank line before the list: Markdown runs a list on into the
         # paragraph above it otherwise
-        notes = [_TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
+        notes = [TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
     else:
         lines = _aligned(header, rows)
-        notes = [*textwrap.wrap(_TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
+        notes = [*textwrap.wrap(TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
     return "\n".join([*lines, "", *notes])
 
 

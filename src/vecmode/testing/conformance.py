@@ -902,7 +902,7 @@ class WrapperReport:
         for base in DEFAULT_BASES:
             if base not in self.bases and self._builds_over(base):
                 raise ValueError(record_left_out_base(self.wrapper, base))
-        registry._record_verified(
+        registry.record_verified(
             self.wrapper_class, (*self.modes, *self.refused), self.summary
         )
         return self

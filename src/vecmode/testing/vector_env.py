@@ -143,7 +143,7 @@ class VectorEnvReport:
         """
         if self.env_class is None:
             raise ValueError(record_env_stack(self.env, self.stack))
-        registry._record_env_verified(self.env_class, self.mode, self.summary)
+        registry.record_env_verified(self.env_class, self.mode, self.summary)
         return self
 
     def __str__(self) -> str:
