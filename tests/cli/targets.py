@@ -121,3 +121,39 @@ gym.register(
 def no_arguments() -> VectorEnv:
     """A zero-argument vector env factory (what probe takes, not conform)."""
     return cartpole()
+
+
+class SpacesEnv(gym.Env):
+    """Observations of ``obs`` (Box or Graph), actions of ``act`` (a Discrete(2),
+    or Text(4)); ``init_error``: its constructor raises ValueError. Registered
+    as ``CliTextAction-v0``, ``CliGraphObs-v0`` and ``CliInitError-v0``."""
+
+    def __init__(self, obs="Box", act="Discrete", init_error=False):
+        if init_error:
+            raise ValueError("the env's own bad value")
+        node = gym.spaces.Box(0, 1, (2,), np.float32)
+        self.observation_space = (
+            gym.spaces.Graph(node, None) if obs == "Graph" else node
+        )
+        self.action_space = (
+            gym.spaces.Text(4) if act == "Text" else gym.spaces.Discrete(2)
+        )
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        if not self.action_space.contains(action):
+            raise ValueError(f"{action!r} is not in {self.action_space}")
+        return self.observation_space.sample(), 1.0, False, False, {}
+
+
+for _id, _kwargs in (
+    ("CliTextAction-v0", {"act": "Text"}),
+    ("CliGraphObs-v0", {"obs": "Graph"}),
+    ("CliInitError-v0", {"init_error": True}),
+):
+    if _id not in gym.registry:
+        gym.register(_id, entry_point=SpacesEnv, kwargs=_kwargs)

@@ -1,0 +1,234 @@
+"""``vecmode check``: build a wrapper stack on an env and check it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import traceback
+from typing import Any
+
+from gymnasium.vector import VectorEnv
+
+from vecmode.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JSON_OPTION,
+    WRAP_HELP,
+    Command,
+    CommandError,
+    arg,
+    cannot_build_message,
+    env_errors,
+    mode_option,
+    mode_value,
+    positive,
+    print_json,
+)
+from vecmode.cli.spec import Target, bind, resolve
+from vecmode.errors import IncompatibleModeError, SharedMemorySpaceError
+from vecmode.make import make_vec
+from vecmode.modes import MODES, mode_of
+from vecmode.registry import check_stack, declaration
+
+
+def run(args: argparse.Namespace) -> int:
+    """Make the env, wrap it with ``args.wrap`` and print the stack's report."""
+    targets = [resolve(spec, "--wrap") for spec in args.wrap]  # all, before building
+    with env_errors(args.env_id, "making"):
+        try:
+            envs = _make(args)
+        except IncompatibleModeError as error:  # no exact conversion to --mode
+            message = (
+                f"NOT OK: {args.env_id} ({args.vectorization}) cannot run in the "
+                f"mode asked: {error}"
+            )
+            refused = {"wrapper": None, "mode": mode_value(args.mode)}
+            return _refused(args, None, message, {**refused, "message": str(error)})
+    try:
+        for target in targets:
+            build = bind(target, envs)
+            try:
+                wrapped = build()
+            except Exception as error:
+                return _refusal(args, target, envs, error)
+            if not isinstance(wrapped, VectorEnv):
+                raise CommandError(
+                    f"{target.spec!r} returned {type(wrapped).__name__}, not a "
+                    f"gymnasium.vector.VectorEnv; a --wrap must name a vector "
+                    f"wrapper class, or a callable that takes the vector env and "
+                    f"returns the wrapped one."
+                )
+            envs = wrapped
+        report = check_stack(envs, strict=args.strict)
+        if args.json:
+            print_json("check", _document(report, None))
+        else:
+            print(report)
+        return EXIT_OK if report.ok else EXIT_FAILED
+    finally:
+        envs.close()
+
+
+def _make(args: argparse.Namespace) -> VectorEnv:
+    """``check``'s env; ``--vectorization async`` over observations that shared
+    memory cannot hold is made with ``shared_memory=False``, saying so."""
+
+    def make(**vector_kwargs: Any) -> VectorEnv:
+        return make_vec(
+            args.env_id,
+            num_envs=args.num_envs,
+            vectorization_mode=args.vectorization,
+            vector_kwargs=vector_kwargs,
+            autoreset_mode=args.mode,
+        )
+
+    try:
+        return make()
+    except SharedMemorySpaceError:
+        if args.vectorization != "async":  # only vecmode's async env raises it
+            raise
+        envs = make(shared_memory=False)
+        print(
+            f"vecmode: note: the observation space {envs.single_observation_space} "
+            f"cannot be held in shared memory, so the async env is made with "
+            f"shared_memory=False (observations travel by pipe).",
+            file=sys.stderr,
+        )
+        return envs
+
+
+def _refusal(
+    args: argparse.Namespace, target: Target, envs: VectorEnv, error: Exception
+) -> int:
+    """Report ``target`` refusing the stack's mode (the registry's refusal, or
+    its own error where vecmode records that it does not support the mode);
+    any other error building it is a usage error."""
+    got = mode_of(envs)
+    if isinstance(error, IncompatibleModeError):
+        on = (
+            "an env that declares no mode"
+            if got is None
+            else f"the stack in {got.value}"
+        )
+        message = f"NOT OK: {target.spec!r} refused to wrap {on}: {error}"
+        why = str(error)
+    else:
+        found = declaration(target.obj) if isinstance(target.obj, type) else None
+        if found is None or got is None or got in found.modes or got in found.wrong:
+            spec, value = target.spec, mode_value(got)
+            raise CommandError(cannot_build_message(spec, value, error)) from error
+        why = " ".join(
+            part
+            for part in (
+                f"{target.spec!r} refuses {got.value}: its constructor raised "
+                f"{type(error).__name__}: {str(error).rstrip('.')}.",
+                found.why(got),
+                found.instead,
+            )
+            if part
+        )
+        message = f"NOT OK: {why}"
+        if args.traceback:
+            traceback.print_exception(error)
+    refused = {"wrapper": target.spec, "mode": mode_value(got), "message": why}
+    return _refused(args, envs, message, refused)
+
+
+def _refused(
+    args: argparse.Namespace,
+    envs: VectorEnv | None,
+    message: str,
+    refused: dict[str, Any],
+) -> int:
+    """Print a refusal, and the report of the stack built before it (``envs``;
+    None: the env itself refused the mode)."""
+    report = None if envs is None else check_stack(envs, strict=args.strict)
+    if args.json:
+        print_json("check", {**_document(report, refused), "summary": message})
+        return EXIT_FAILED
+    print(textwrap.fill(message, 88, subsequent_indent="  ", break_on_hyphens=False))
+    if report is not None:
+        print(f"\nThe stack built before it:\n{report}")
+    return EXIT_FAILED
+
+
+def _document(report: Any, refused: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``check`` document of a report (None: no stack was built)."""
+    if report is None:
+        fields = ("verified", "mode", "summary", "layers")
+        return {
+            "ok": False,
+            "error": None,
+            **dict.fromkeys(fields),
+            "refused": refused,
+        } | {"verified": False, "layers": []}
+    return {
+        "ok": report.ok and refused is None,
+        "error": None,
+        "verified": report.verified,
+        "mode": mode_value(report.mode),
+        "summary": str(report).splitlines()[0],
+        "layers": [
+            {
+                "index": position,
+                "name": row.name,
+                "origin": row.origin,
+                "mode_in": mode_value(row.mode_in),
+                "supports": None
+                if row.accepts is None
+                else [mode.value for mode in MODES if mode in row.accepts],
+                "mode_out": mode_value(row.mode_out),
+                "verdict": row.verdict.value,
+                "note": row.note or None,
+                "evidence": row.evidence.value,
+                "evidence_note": row.evidence_note or None,
+            }
+            for position, row in enumerate(report)
+        ],
+        "refused": refused,
+    }
+
+
+COMMAND = Command(
+    "check",
+    "build a wrapper stack on an env and check it against its autoreset mode",
+    "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers "
+    "(innermost first) and print vecmode.check_stack's report, one row per layer. "
+    "A wrapper that refuses the mode when built is reported with the stack built "
+    "before it.\n\n"
+    "example: vecmode check CartPole-v1 --mode SameStep "
+    "--wrap gymnasium:NormalizeReward:gamma=0.9",
+    (
+        arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
+        arg(
+            "--mode",
+            type=mode_option,
+            help="the autoreset mode (NextStep, SameStep, Disabled; also next_step, "
+            "SAME_STEP...); default: make_vec's (NextStep, or the env's own for "
+            "vector_entry_point)",
+        ),
+        arg(
+            "--wrap",
+            action="append",
+            default=[],
+            metavar="W",
+            help=WRAP_HELP + "; repeat for more, innermost first",
+        ),
+        arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
+        arg(
+            "--vectorization",
+            choices=["sync", "async", "vector_entry_point"],
+            default="sync",
+            help="vecmode's sync or async core, or the env's own vector "
+            "implementation (sync)",
+        ),
+        arg(
+            "--strict",
+            action="store_true",
+            help="count layers that declare no mode as failures",
+        ),
+        JSON_OPTION,
+    ),
+    run,
+)

@@ -1,0 +1,240 @@
+"""``vecmode conform``: prove a wrapper right in the modes it declares."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gymnasium.vector import VectorEnv
+
+from vecmode.autoreset import with_autoreset
+from vecmode.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JSON_OPTION,
+    WRAP_HELP,
+    Command,
+    CommandError,
+    arg,
+    cannot_build_message,
+    mode_option,
+    print_json,
+    raised_message,
+    unavailable_message,
+)
+from vecmode.cli.spec import Target, bind, resolve
+from vecmode.errors import IncompatibleModeError
+from vecmode.modes import MODES
+from vecmode.registry import supported_modes
+from vecmode.sync_vector_env import SyncVectorEnv
+
+#: The fields of the ``conform`` document, in order.
+FIELDS = ("ok", "error", "wrapper", "summary", "failure", "modes", "refused", "runs",
+          "transitions", "batch_dependent", "limits")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``check_wrapper`` on ``args.factory`` and print its report."""
+    target = resolve(args.factory, "conform FACTORY")
+    try:
+        from vecmode.testing import (
+            OBS_TYPES,
+            check_wrapper,
+            episode_statistics,
+            scheduled_env_fns,
+        )
+
+        # not exported by vecmode.testing yet: import them from there once they are
+        from vecmode.testing.conformance import BASES
+        from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
+    except ImportError as error:
+        message = unavailable_message("conform", "vecmode.testing", error)
+        raise CommandError(message) from error
+    kinds = {
+        "obs_type": OBS_TYPES,
+        "action_type": ACTION_TYPES,
+        "info_type": INFO_TYPES,
+    }
+    options = _kit_options(args, BASES, kinds)
+    factory = _factory(target, args.modes)
+    unbuildable = _cannot_build(factory, options, scheduled_env_fns)
+    if unbuildable is not None:
+        message = cannot_build_message(target.spec, None, unbuildable)
+        raise CommandError(message) from unbuildable
+    if args.modes:
+        options["modes"] = args.modes
+    if args.compare_info == "episode":
+        options["compare_info"] = episode_statistics
+    if args.no_env_infos:
+        options["env_infos"] = False
+    try:
+        report = check_wrapper(factory, **options)
+    except AssertionError as error:
+        if args.json:
+            failure = {"ok": False, "wrapper": target.spec, "failure": str(error)}
+            print_json("conform", {**dict.fromkeys(FIELDS), **failure})
+        else:
+            print(f"NOT OK: {target.spec} does not conform\n\n{error}")
+        return EXIT_FAILED
+    except Exception as error:
+        what = f"check_wrapper({target.spec})"
+        raise CommandError(raised_message(what, error), EXIT_FAILED) from error
+    if args.json:
+        print_json("conform", _document(target.spec, report))
+    else:
+        print(report)
+    return EXIT_OK
+
+
+def _kit_options(
+    args: argparse.Namespace,
+    bases: Mapping[str, Any],
+    kinds: Mapping[str, Sequence[str]],
+) -> dict[str, Any]:
+    """``check_wrapper``'s bases and test envs, as the options give them."""
+    given = [("--bases", base, bases) for base in args.bases or ()]
+    given += [
+        ("--" + name.replace("_", "-"), getattr(args, name), choices)
+        for name, choices in kinds.items()
+        if getattr(args, name) is not None
+    ]
+    for option, value, choices in given:
+        if value not in choices:
+            raise CommandError(
+                f"{option} {value!r} is not one of {', '.join(choices)}; pick one "
+                f"of them."
+            )
+    options: dict[str, Any] = {"bases": args.bases} if args.bases else {}
+    return options | {
+        name: getattr(args, name) for name in kinds if getattr(args, name) is not None
+    }
+
+
+def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:
+    """``env -> wrapped env``: the class itself, or a function named
+    ``Name(k=v, ...)`` that passes the arguments."""
+    bind(target, None)  # an env comes first, then the key=values
+    if not target.kwargs:
+        if (
+            not modes
+            and isinstance(target.obj, type)
+            and supported_modes(target.obj) is None
+        ):
+            raise CommandError(
+                f"{target.spec!r} declares no autoreset modes, so there is nothing "
+                f"to prove: pass the modes it should be right in (--modes NextStep "
+                f"SameStep ...), or declare them (@vecmode.supports, or "
+                f"vecmode.register for a class you don't own)."
+            )
+        return target.obj  # type: ignore[no-any-return]
+
+    def factory(env: VectorEnv) -> Any:
+        return target.obj(env, **target.kwargs)
+
+    arguments = ", ".join(f"{key}={value!r}" for key, value in target.kwargs.items())
+    name = f"{target.name.rpartition(':')[2]}({arguments})"
+    factory.__name__ = factory.__qualname__ = name
+    return factory
+
+
+def _cannot_build(
+    factory: Callable[[VectorEnv], Any],
+    options: Mapping[str, Any],
+    env_fns: Callable[..., Any],
+) -> Exception | None:
+    """What building ``factory`` over the kit's test env raises in each mode,
+    if it builds in none (a bad argument, an env it cannot wrap); None if it
+    builds in one, or only vecmode's registry refuses it."""
+    kinds = {k: v for k, v in options.items() if k != "bases"}
+    first: Exception | None = None
+    for mode in MODES:  # over vecmode's base: one it cannot be built over refuses
+        envs = with_autoreset(SyncVectorEnv(env_fns(3, **kinds)), mode)
+        try:
+            factory(envs).close()
+            return None
+        except IncompatibleModeError:
+            pass
+        except Exception as error:
+            first = first or error
+        envs.close()
+    return first
+
+
+def _document(spec: str, report: Any) -> dict[str, Any]:
+    """The ``conform`` document of a report."""
+    return {
+        "ok": True,
+        "error": None,
+        "wrapper": spec,
+        "summary": report.summary,
+        "failure": None,
+        "modes": [mode.value for mode in report.modes],
+        "refused": {
+            mode.value: report.refusals.get(mode, "IncompatibleModeError")
+            for mode in report.refused
+        },
+        "runs": list(report.runs),
+        "transitions": report.transitions,
+        "batch_dependent": report.batch_dependent,
+        "limits": list(report.limits),
+    }
+
+
+COMMAND = Command(
+    "conform",
+    "prove a wrapper right in the modes it declares (check_wrapper)",
+    "Run vecmode.testing.check_wrapper on a wrapper: mode equivalence over "
+    "deterministic test envs in every mode it declares, and refusal of the "
+    "others.\n\n"
+    "examples: vecmode conform NormalizeReward:gamma=0.9\n"
+    "          vecmode conform my_package.wrappers:MyWrapper",
+    (
+        arg(
+            "factory",
+            metavar="FACTORY",
+            help=WRAP_HELP + "; or module:function, a callable env -> wrapped env",
+        ),
+        arg(
+            "--modes",
+            type=mode_option,
+            nargs="+",
+            metavar="MODE",
+            help="the modes to prove (default: the modes the wrapper declares)",
+        ),
+        arg(
+            "--obs-type",
+            help="the test envs' observations: box (default), dict, tuple, "
+            "discrete, image",
+        ),
+        arg("--action-type", help="the test envs' actions: discrete (default), box"),
+        arg("--info-type", help="the test envs' infos: numeric (default), rich"),
+        arg(
+            "--compare-info",
+            choices=["episode", "none"],
+            default="episode",
+            help="what of the infos must agree across modes: episode, the episode "
+            "statistics (info['episode'] return and length) where the wrapper "
+            "writes them (default); none. The sub-envs' own infos are compared "
+            "too, unless --no-env-infos",
+        ),
+        arg(
+            "--bases",
+            nargs="+",
+            metavar="BASE",
+            help="the base vector envs to run over (default: vecmode.SyncVectorEnv "
+            "gymnasium.vector.SyncVectorEnv); vecmode.SyncVectorEnv alone for a "
+            "wrapper that needs vecmode's core (NextStepAutoreset); "
+            "vecmode.testing.DenseFinalObsVectorEnv, ALE's dense final "
+            "observations, for an adapter of that layout",
+        ),
+        arg(
+            "--no-env-infos",
+            action="store_true",
+            help="do not require the sub-envs' own infos to reach the caller (for "
+            "a wrapper that removes or rewrites them on purpose)",
+        ),
+        JSON_OPTION,
+    ),
+    run,
+)

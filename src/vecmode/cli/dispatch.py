@@ -1,0 +1,174 @@
+"""The parser, built from the table of commands, and :func:`main`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+import traceback
+import warnings
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from vecmode import __version__
+from vecmode.cli import check, conform, probe, table, timeline
+from vecmode.cli.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_PIPE,
+    EXIT_USAGE,
+    RERUN,
+    CommandError,
+    print_json,
+)
+
+#: The commands, in the order of ``vecmode --help``.
+COMMANDS = {
+    command.name: command
+    for command in (
+        timeline.COMMAND,
+        table.COMMAND,
+        check.COMMAND,
+        conform.COMMAND,
+        probe.COMMAND,
+    )
+}
+
+EPILOG = """\
+exit codes: 0 ok; 1 the check or conformance failed, a wrapper refused the mode,
+the probe cannot tell or the env behaves unlike its declared mode, or the env's /
+wrapper's own code raised while running; 2 usage error (unknown env id, wrapper,
+module or attribute, bad key=value argument, a wrapper that cannot be built with
+those arguments or on that env, a timeline --action the env cannot take,
+unwritable --svg path); 130 interrupted; 141 stdout closed early (e.g. piped into
+head)."""
+
+
+class Formatter(argparse.HelpFormatter):
+    """Fills each paragraph of a description or epilog; keeps the lines of the
+    examples (paragraphs starting with ``example``) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(
+            paragraph
+            if paragraph.startswith("example")
+            else textwrap.fill(
+                " ".join(paragraph.split()),
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent,
+            )
+            for paragraph in text.split("\n\n")
+        )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one ``vecmode:`` line (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"vecmode: {message} (see: {self.prog} --help)\n")
+
+
+def build_parser() -> tuple[Parser, dict[str, Parser]]:
+    """The ``vecmode`` parser, and the parser of each command by name."""
+    parser = Parser(
+        prog="vecmode",
+        description="Gymnasium's vector autoreset modes, made safe. With no "
+        "command: the timeline of CartPole-v1 (vecmode timeline).",
+        epilog=EPILOG,
+        formatter_class=Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"vecmode {__version__}")
+    # --traceback is accepted before or after the command
+    parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    common = Parser(add_help=False)
+    common.add_argument(
+        "--traceback",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="on an error raised by the env's or wrapper's own code, show its traceback",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parsers = {}
+    for command in COMMANDS.values():
+        parsers[command.name] = subparsers.add_parser(
+            command.name,
+            help=command.summary,
+            description=command.description,
+            epilog="exit codes: see vecmode --help.",
+            formatter_class=Formatter,
+            parents=[common],
+        )
+        for flags, options in command.arguments:
+            parsers[command.name].add_argument(*flags, **options)
+    return parser, parsers
+
+
+def _show_warning(
+    message: Warning | str, category: type[Warning], *_: Any, **__: Any
+) -> None:
+    text = " ".join(str(message).split())
+    print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; ``vecmode`` alone is ``vecmode timeline``."""
+    parser, parsers = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None and not extra:
+        args, extra = parser.parse_known_args([*argv, "timeline"])
+    if extra:  # the command's parser says so, pointing at its own --help
+        parsers.get(args.command, parser).error(
+            f"unrecognized arguments: {' '.join(extra)}"
+        )
+    return args
+
+
+def _run(argv: list[str]) -> int:
+    try:
+        args = _parse(argv)
+    except SystemExit as exit_:  # --help, --version, usage errors
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    # `module:...` (a wrapper, a factory, an env id's module) is found in the
+    # current directory, as `python -m vecmode` does (a console script's
+    # sys.path starts at its own directory)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return COMMANDS[args.command].run(args)
+    except CommandError as failure:
+        text = str(failure)
+        if args.traceback and failure.__cause__ is not None:
+            traceback.print_exception(failure.__cause__)
+            text = text.replace(RERUN, "")  # shown above
+        if text:
+            print(f"vecmode: {text}", file=sys.stderr)
+        if getattr(args, "json", False) and failure.code == EXIT_FAILED:
+            # the user's code raised: still one document on stdout
+            print_json(args.command, {"ok": False, "error": str(failure)})
+        return failure.code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return
+    the exit code (docs/cli.md)."""
+    try:
+        code = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # point stdout at devnull, so that the interpreter's final flush is quiet
+        # (the recipe of Python's signal docs)
+        try:
+            fileno = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):  # not a real file (tests)
+            return EXIT_PIPE
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fileno)
+        os.close(devnull)
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return code

@@ -1,0 +1,99 @@
+"""``vecmode probe``: which autoreset mode a vector env really runs in."""
+
+from __future__ import annotations
+
+import argparse
+
+from vecmode.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JSON_OPTION,
+    Command,
+    CommandError,
+    arg,
+    mode_value,
+    positive,
+    print_json,
+    raised_message,
+    unavailable_message,
+)
+from vecmode.cli.spec import bind, resolve
+from vecmode.errors import NotAVectorEnvError
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe the env ``args.factory`` builds and print what the probe found."""
+    spec = args.factory
+    if ":" not in spec:
+        raise CommandError(
+            f"vecmode probe takes module:name, the import path of a callable "
+            f"returning a vector env, got {spec!r}; e.g. vecmode probe "
+            f"my_package.my_module:make_envs (for a registered env id: vecmode "
+            f"probe gymnasium:make_vec:id=CartPole-v1)."
+        )
+    target = resolve(spec, "probe FACTORY", names=False)
+    try:
+        from vecmode.probe import probe_mode
+    except ImportError as error:
+        message = unavailable_message("probe", "vecmode.probe", error)
+        raise CommandError(message) from error
+    factory = bind(target)
+    try:
+        result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
+    except NotAVectorEnvError as error:  # the FACTORY given is not one
+        got = str(error).partition(", got ")[2].partition(";")[0] or "something else"
+        raise CommandError(
+            f"probe FACTORY must build a vector env, but {spec} returned {got}. Name "
+            f"a function returning one, with its arguments, e.g. vecmode probe "
+            f"gymnasium:make_vec:id=CartPole-v1,num_envs=2 (for an env id a module "
+            f"registers: id=module:Name-v0)."
+        ) from error
+    except Exception as error:
+        raise CommandError(
+            raised_message(f"probing {spec}", error), EXIT_FAILED
+        ) from error
+    wrong = result.declared is not None and result.mode is not result.declared
+    code = EXIT_FAILED if result.mode is None or wrong else EXIT_OK
+    if not args.json:
+        print(result)
+        return code
+    rejected = {mode.value: str(diff) for mode, diff in result.rejected.items()}
+    print_json(
+        "probe",
+        {
+            "ok": code == EXIT_OK,
+            "error": None,
+            "factory": spec,
+            "mode": mode_value(result.mode),
+            "declared": mode_value(result.declared),
+            "agrees": result.agrees,
+            "reason": result.reason,
+            "ended_at": result.ended_at,
+            "ended": list(result.ended),
+            "rejected": rejected,
+            "read_through": result.read_through,
+            "summary": str(result),
+        },
+    )
+    return code
+
+
+COMMAND = Command(
+    "probe",
+    "find out which autoreset mode a vector env really runs in",
+    "Call FACTORY (module:function[:key=value,...], returning a vector env), run "
+    "it with vecmode.probe_mode and print what it found: the mode the env behaves "
+    "in, and whether its metadata['autoreset_mode'] agrees.\n\n"
+    "example: vecmode probe gymnasium:make_vec:id=CartPole-v1,num_envs=2",
+    (
+        arg(
+            "factory",
+            metavar="FACTORY",
+            help="module:function[:key=value,...], a callable returning a vector env",
+        ),
+        arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
+        arg("--seed", type=int, default=0, help="reset seed (0)"),
+        JSON_OPTION,
+    ),
+    run,
+)

@@ -1,0 +1,276 @@
+"""The names of wrappers and factories on the command line.
+
+A spec is ``NAME`` (a vecmode wrapper), ``gymnasium:NAME`` (one of
+``gymnasium.wrappers.vector``) or ``module:attr``, each optionally followed by
+``:key=value,...``: keyword arguments as Python literals (other text is a string).
+:func:`parse` reads one; :func:`resolve` finds what it names.
+
+>>> parse("gymnasium:NormalizeReward:gamma=0.9,epsilon=1e-8")
+(['gymnasium', 'NormalizeReward'], {'gamma': 0.9, 'epsilon': 1e-08})
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import VectorWrapper
+
+from vecmode.cli.common import CommandError, import_error, import_module
+from vecmode.errors import WRAP_FORMS, did_you_mean
+
+
+class SpecError(ValueError):
+    """A spec that does not parse; the message says what is wrong in it."""
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets and quotes.
+
+    >>> pieces("a=1,b=(1, 2),c='x,y',d=[3]")
+    ['a=1', 'b=(1, 2)', "c='x,y'", 'd=[3]']
+    """
+    found: list[str] = []
+    depth, quote, escaped, start = 0, "", False, 0
+    for i, char in enumerate(text):
+        if quote:
+            escaped, quote = (
+                (False, quote)
+                if escaped
+                else (char == "\\", "" if char == quote else quote)
+            )
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            found.append(text[start:i])
+            start = i + 1
+    found.append(text[start:])
+    return found
+
+
+def literal(text: str) -> Any:
+    """A Python literal, ``inf`` / ``nan`` as floats, else the text itself.
+
+    >>> literal("(1, 2)"), literal("-inf"), literal("CartPole-v1")
+    ((1, 2), -inf, 'CartPole-v1')
+    """
+    if text.lower() in ("inf", "+inf", "-inf", "nan"):
+        return float(text)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
+    """A spec's names (one, or module and attribute) and keyword arguments.
+
+    Raises:
+        SpecError: a name is empty or not an identifier, or an argument is not
+            ``key=value``, or is given twice, or has no value.
+    """
+    parts = spec.split(":")
+    first = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
+    names, arguments = parts[:first], ":".join(parts[first:])
+    if not names or not all(name.strip() for name in names):
+        raise SpecError("a name is empty")
+    if len(names) > 2:
+        raise SpecError("more than module:Class before the arguments")
+    if len(names) == 2 and not all(p.isidentifier() for p in names[0].split(".")):
+        raise SpecError(f"{names[0]!r} is not a module path")
+    if not all(part.isidentifier() for part in names[-1].split(".")):
+        raise SpecError(f"{names[-1]!r} is not a name")
+    return names, _keywords(arguments) if arguments else {}
+
+
+def _keywords(text: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for piece in pieces(text):
+        key, equals, value = piece.partition("=")
+        key = key.strip()
+        if not equals:
+            raise SpecError(f"{piece!r} is not key=value")
+        if not key.isidentifier():
+            raise SpecError(f"{key!r} is not an argument name")
+        if key in kwargs:
+            raise SpecError(f"{key!r} given twice")
+        if not value.strip():  # '' would reach the class as a value
+            raise SpecError(f"{key!r} has no value (write {key}='' for '')")
+        kwargs[key] = literal(value.strip())
+    return kwargs
+
+
+def close_names(name: str, candidates: list[str]) -> list[str]:
+    """Up to three of ``candidates`` close to ``name``, ignoring case.
+
+    >>> close_names("cliprewards", ["ClipReward", "ClipAction", "TimeLimit"])
+    ['ClipReward']
+    """
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
+    return [by_lower[match] for match in found]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a spec names: ``obj``, to call with ``kwargs``; ``name`` is the spec
+    without its arguments."""
+
+    spec: str
+    obj: Any
+    kwargs: dict[str, Any]
+    name: str
+
+
+def vecmode_wrappers() -> dict[str, type]:
+    """vecmode's wrapper classes by name: ``vecmode.wrappers``, then the policies."""
+    import vecmode
+    import vecmode.wrappers
+
+    found: dict[str, type] = {}
+    for module in (vecmode.wrappers, vecmode):
+        for name in module.__all__:
+            obj = getattr(module, name, None)
+            if isinstance(obj, type) and issubclass(obj, VectorWrapper):
+                found.setdefault(name, obj)
+    return found
+
+
+def resolve(spec: str, option: str, *, names: bool = True) -> Target:
+    """What ``spec``, given as ``option``, names. ``names``: the ``NAME`` and
+    ``gymnasium:NAME`` forms name wrappers (else ``gymnasium:`` is a module).
+
+    Raises:
+        CommandError: a usage error that says what is wrong and what to write.
+    """
+    try:
+        parts, kwargs = parse(spec)
+        known = vecmode_wrappers()
+        if len(parts) == 1:
+            return Target(spec, _vecmode_wrapper(parts[0], known), kwargs, parts[0])
+        module, qualname = parts
+        if names and module in known:  # NAME:args without the "="
+            raise SpecError(f"{qualname!r} is not key=value")
+    except SpecError as error:
+        raise CommandError(
+            f"bad {option} {spec!r}: {error}; {WRAP_FORMS} (e.g. "
+            f"NormalizeReward:gamma=0.9)."
+        ) from None
+    if names and module == "gymnasium":
+        wrapper = _gymnasium_wrapper(qualname, spec)
+        return Target(spec, wrapper, kwargs, f"gymnasium:{qualname}")
+    owner = import_module(module, f"{option} {spec!r}")
+    return Target(
+        spec, _attribute(owner, module, qualname), kwargs, f"{module}:{qualname}"
+    )
+
+
+def _vecmode_wrapper(name: str, known: dict[str, type]) -> type:
+    if name in known:
+        return known[name]
+    import gymnasium.wrappers.vector as vector
+
+    also = (
+        f" Gymnasium has one: write gymnasium:{name}."
+        if name in vector.__all__
+        else f" vecmode table lists the wrappers vecmode knows; {WRAP_FORMS}."
+    )
+    close = did_you_mean(close_names(name, list(known)))
+    raise CommandError(f"{name!r} is not a vecmode wrapper.{close}{also}")
+
+
+def _gymnasium_wrapper(name: str, spec: str) -> Any:
+    import gymnasium.wrappers.vector as vector
+
+    known = [n for n in vector.__all__ if n[:1].isupper()]
+    if name not in known:
+        close = did_you_mean([f"gymnasium:{n}" for n in close_names(name, known)])
+        raise CommandError(
+            f"gymnasium.wrappers.vector has no wrapper {name!r}.{close} vecmode "
+            f"table lists Gymnasium's vector wrappers."
+        )
+    try:
+        return getattr(vector, name)
+    except (ImportError, gym.error.Error) as error:  # optional dependencies
+        raise import_error(vector.__name__, repr(spec), error) from error
+
+
+def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
+    target = owner
+    for part in qualname.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            public = [  # what could be meant: not a module imported there
+                n
+                for n in dir(target)
+                if not n.startswith("_")
+                and not isinstance(getattr(target, n, None), types.ModuleType)
+            ]
+            close = did_you_mean(close_names(part, public))
+            raise CommandError(
+                f"module {owner_name!r} has no attribute {qualname!r}.{close} Write "
+                f"module:attribute with the attribute's exact (case-sensitive) name."
+            ) from None
+    return target
+
+
+def bind(target: Target, *args: Any) -> Callable[..., Any]:
+    """``target.obj(*args, **target.kwargs)`` as a thunk, once the arguments fit
+    its signature.
+
+    Raises:
+        CommandError: ``target.obj`` is a single-env wrapper, not callable, or
+            its signature does not fit the arguments.
+    """
+    obj, spec = target.obj, target.spec
+    if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
+        raise CommandError(
+            f"{spec!r} is {obj.__module__}.{obj.__qualname__}, a wrapper of a single "
+            f"gymnasium.Env, not of a vector env; use a vector wrapper (vecmode's "
+            f"wrappers, or gymnasium:NAME for gymnasium.wrappers.vector)."
+        )
+    if not callable(obj):
+        raise CommandError(
+            f"{spec!r} names {type(obj).__name__} {obj!r}, which cannot be called; "
+            f"name a class or a function."
+        )
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # builtins without one: let the call decide
+        return functools.partial(obj, *args, **target.kwargs)
+    try:
+        signature.bind(*args, **target.kwargs)
+    except TypeError as error:
+        if args and _binds(signature, target.kwargs):  # no room for the env
+            raise CommandError(
+                f"{spec!r} takes no argument, but it is given the vector env to "
+                f"wrap: name a wrapper class, or a function env -> wrapped env (a "
+                f"zero-argument factory of a vector env is what vecmode probe "
+                f"takes)."
+            ) from None
+        raise CommandError(
+            f"{spec!r}: its arguments do not fit {target.name}{signature}: {error}. "
+            f"Give them as NAME:key=value,... (values are Python literals; other "
+            f"text is a string)."
+        ) from None
+    return functools.partial(obj, *args, **target.kwargs)
+
+
+def _binds(signature: inspect.Signature, kwargs: dict[str, Any]) -> bool:
+    try:
+        signature.bind(**kwargs)
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,77 @@
+"""``vecmode table``: which autoreset modes each wrapper supports."""
+
+from __future__ import annotations
+
+import argparse
+
+from vecmode.cli.common import (
+    EXIT_OK,
+    JSON_OPTION,
+    Command,
+    arg,
+    import_module,
+    mode_value,
+    print_json,
+)
+from vecmode.modes import MODES
+from vecmode.registry import TABLE_LEGEND, format_table, table_entries
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the registry, after importing the modules of ``--import``."""
+    for module in args.imports:
+        import_module(module, f"--import {module}")
+    if not args.json:
+        print(format_table(markdown=args.markdown, why=args.why))
+        return EXIT_OK
+    wrappers = [
+        {
+            "name": name,
+            "modes": {
+                mode.value: {
+                    "verdict": found.behaviour(mode),
+                    "why": found.note(mode) or None,
+                }
+                for mode in MODES
+            },
+            "produces": mode_value(found.output),
+            "evidence": proof.value,
+        }
+        for name, found, proof in table_entries()
+    ]
+    modes = [mode.value for mode in MODES]
+    print_json(
+        "table",
+        {
+            "ok": True,
+            "error": None,
+            "modes": modes,
+            "wrappers": wrappers,
+            "legend": TABLE_LEGEND,
+        },
+    )
+    return EXIT_OK
+
+
+COMMAND = Command(
+    "table",
+    "print the registry: which autoreset modes each wrapper supports",
+    "Every wrapper vecmode knows (its own, Gymnasium's, and those the modules given "
+    "with --import declare), and what it does in each autoreset mode.\n\n"
+    "example: vecmode table --import my_package.wrappers",
+    (
+        arg(
+            "--import",
+            dest="imports",
+            metavar="MODULE",
+            action="append",
+            default=[],
+            help="import MODULE first, so that the wrappers it declares are listed "
+            "(repeatable; from the current folder too)",
+        ),
+        arg("--markdown", action="store_true", help="print a Markdown table"),
+        arg("--why", action="store_true", help="add the reason for every mode not ok"),
+        JSON_OPTION,
+    ),
+    run,
+)

@@ -1,0 +1,212 @@
+"""``vecmode conform``: check_wrapper from the command line."""
+
+from __future__ import annotations
+
+import pytest
+
+import vecmode
+from tests.cli.helpers import TARGETS, flat, one_error_line, run
+from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from vecmode.cli.common import cannot_build_message
+
+
+def test_conform_a_conforming_wrapper_is_exit_code_0(capsys):
+    from vecmode.testing import check_wrapper
+
+    code, out, err = run(["conform", "ClipReward:min_reward=0,max_reward=1"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert ": right in NextStep, SameStep, Disabled (" in out.splitlines()[0]
+    report = check_wrapper(lambda env: vecmode.wrappers.ClipReward(env, 0, 1))
+    assert out.splitlines()[1:] == str(report).splitlines()[1:]
+
+
+def test_conform_a_class_uses_its_declaration(capsys):
+    code, out, _ = run(["conform", f"{TARGETS}:NextStepOnly"], capsys)
+    assert code == EXIT_OK
+    assert out.splitlines()[0].startswith("NextStepOnly: right in NextStep (")
+    assert "refused at construction, as declared: SameStep, Disabled" in out
+
+
+def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
+    from tests.cli.targets import ShiftObservation
+    from vecmode.testing import check_wrapper
+    from vecmode.testing.conformance import WrapperReport
+
+    code, out, err = run(["conform", f"{TARGETS}:ShiftObservation"], capsys)
+    assert (code, err) == (EXIT_FAILED, "")
+    with pytest.raises(AssertionError) as failure:
+        check_wrapper(ShiftObservation)
+    assert out == (
+        f"NOT OK: {TARGETS}:ShiftObservation does not conform\n\n{failure.value}\n"
+    )
+    # right in the modes where the final observation is the returned one
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:ShiftObservation", "--modes", "next_step", "DISABLED"],
+        capsys,
+    )
+    assert code == EXIT_OK
+    report = check_wrapper(ShiftObservation, modes=["NextStep", "Disabled"])
+    assert isinstance(report, WrapperReport)
+    assert out == f"{report}\n"
+
+
+def test_conform_gymnasium_wrapper_by_name(capsys):
+    code, out, _ = run(["conform", "gymnasium:NormalizeReward"], capsys)
+    assert code == EXIT_FAILED
+    assert out.startswith("NOT OK: gymnasium:NormalizeReward does not conform")
+
+
+def test_conform_options_reach_check_wrapper(capsys):
+    code, out, _ = run(
+        ["conform", "FlattenObservation", "--obs-type", "dict", "--info-type", "rich",
+         "--action-type", "box"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK, out
+    code, _, err = run(
+        ["conform", "FlattenObservation", "--obs-type", "pixels"], capsys
+    )
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == (
+        "--obs-type 'pixels' is not one of box, dict, tuple, discrete, image; pick "
+        "one of them."
+    )
+
+
+def test_conform_compares_the_sub_envs_infos_unless_told_not_to(capsys):
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:DropsInfos", "--compare-info", "none"], capsys
+    )
+    assert code == EXIT_FAILED
+    assert "field info: the sub-env's info['t'] is missing" in flat(out)
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:DropsInfos", "--compare-info", "none",
+         "--no-env-infos"],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK, out
+
+
+def test_conform_runs_over_the_bases_asked_for(capsys):
+    """A wrapper that needs vecmode's core fails over the default bases with a
+    hint naming --bases, and conforms over vecmode's alone; the dense-layout
+    adapter is proven over ALE's layout."""
+    code, out, _ = run(["conform", "NextStepAutoreset"], capsys)
+    assert code == EXIT_FAILED
+    assert "(vecmode conform --bases vecmode.SyncVectorEnv)" in flat(out)
+    code, out, _ = run(
+        ["conform", "NextStepAutoreset", "--bases", "vecmode.SyncVectorEnv"], capsys
+    )
+    assert code == EXIT_OK, out
+    assert "[Disabled over gymnasium" not in out
+    assert "limits: run over vecmode.SyncVectorEnv only" in out
+    dense = "vecmode.testing.DenseFinalObsVectorEnv"
+    code, out, _ = run(
+        ["conform", "vecmode.autoreset:GymnasiumFinalObs", "--bases",
+         "gymnasium.vector.SyncVectorEnv", dense],
+        capsys,
+    )  # fmt: skip
+    assert code == EXIT_OK, out
+    assert f"[SameStep over {dense}, staggered episodes]" in out
+    code, _, err = run(["conform", "ClipReward", "--bases", "envpool"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith("--bases 'envpool' is not one of")
+
+
+def test_conform_of_a_zero_argument_factory_says_what_conform_takes(capsys):
+    code, out, err = run(["conform", f"{TARGETS}:no_arguments"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        f"'{TARGETS}:no_arguments' takes no argument, but it is given the vector "
+        "env to wrap: name a wrapper class, or a function env -> wrapped env (a "
+        "zero-argument factory of a vector env is what vecmode probe takes)."
+    )
+
+
+def test_conform_undeclared_class_needs_modes(capsys):
+    code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        f"'{TARGETS}:Undeclared' declares no autoreset modes, so there is nothing "
+        "to prove: pass the modes it should be right in (--modes NextStep SameStep "
+        "...), or declare them (@vecmode.supports, or vecmode.register for a class "
+        "you don't own)."
+    )
+
+
+def test_conform_factory_that_cannot_build_is_a_usage_error(capsys):
+    spec = f"{TARGETS}:raises"
+    code, out, err = run(["conform", spec], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == cannot_build_message(
+        spec, None, RuntimeError("the factory's own bug")
+    )
+    code, _, err = run(["conform", spec, "--traceback"], capsys)
+    assert code == EXIT_USAGE
+    assert "Traceback (most recent call last):" in err
+    assert 'raise RuntimeError("the factory\'s own bug")' in err
+    code, _, err = run(["conform", "ClipReward"], capsys)  # no bounds
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith(
+        "cannot build 'ClipReward' on a test env in any mode: its constructor raised "
+        "InvalidBound: Both `min_reward` and `max_reward` cannot be None."
+    )
+
+
+def test_conform_gymnasium_normalize_observation_says_what_and_why(capsys):
+    """Its refusals of SameStep and Disabled are its own (reported with its
+    error), and in NextStep it raises on the kit's partial resets: the failure
+    names the call, the error and what partial resets require."""
+    code, out, err = run(["conform", "gymnasium:NormalizeObservation"], capsys)
+    assert (code, err) == (EXIT_FAILED, "")
+    text = flat(out)
+    assert text.startswith("NOT OK: gymnasium:NormalizeObservation does not conform")
+    assert (
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes], call 5 (reset "
+        "with reset_mask=[True, False, False]): raised ValueError: "
+        "NormalizeObservation does not support partial resets."
+    ) in text
+    assert flat(vecmode.testing.conformance.conformance_partial_reset_hint()) in text
+
+
+def test_conform_gymnasium_record_episode_statistics_fails_for_partial_resets(capsys):
+    """Its real flaw: it pops reset_mask from the caller's options (over
+    Gymnasium's envs, which pop it too, a partial reset then clears every
+    sub-env's sums), not: "it does not refuse Disabled"."""
+    code, out, _ = run(["conform", "gymnasium:RecordEpisodeStatistics"], capsys)
+    assert code == EXIT_FAILED
+    text = flat(out)
+    assert (
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes], call 5 (reset "
+        "with reset_mask=[True, False, False]), field options: reset() changed the "
+        "caller's options: {'reset_mask': array([ True, False, False])} became {}"
+    ) in text
+    assert "Pass a copy down, options = dict(options)" in text
+    assert "does not declare" not in text
+    # vecmode's is right, episode statistics compared (the default)
+    code, out, _ = run(["conform", "RecordEpisodeStatistics"], capsys)
+    assert code == EXIT_OK
+    code, _, _ = run(
+        ["conform", "gymnasium:RecordEpisodeStatistics", "--compare-info", "none"],
+        capsys,
+    )
+    assert code == EXIT_FAILED  # then: accepts Disabled, recorded as wrong
+
+
+def test_conform_bad_arguments_and_names(capsys):
+    code, _, err = run(["conform", f"{TARGETS}:clipped:low=0"], capsys)
+    assert code == EXIT_USAGE
+    assert "unexpected keyword argument 'low'" in one_error_line(err)
+    code, _, err = run(["conform", "ClipRewad"], capsys)
+    assert code == EXIT_USAGE
+    assert "Did you mean 'ClipReward'" in one_error_line(err)
+    code, _, err = run(["conform", f"{TARGETS}:Nope"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err).startswith(f"module '{TARGETS}' has no attribute")
+    # a module the target's module imports is no suggestion ('np' for 'nope')
+    code, _, err = run(["probe", f"{TARGETS}:nop"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err) == (
+        f"module {TARGETS!r} has no attribute 'nop'. Write module:attribute with "
+        "the attribute's exact (case-sensitive) name."
+    )
