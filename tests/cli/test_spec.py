@@ -140,13 +140,14 @@ def test_unknown_names_get_close_suggestions():
     assert "Did you mean 'ClipReward' or" in resolve_error("cliprewards")
     assert resolve_error("gymnasium:NormaliseReward") == (
         "gymnasium.wrappers.vector has no wrapper 'NormaliseReward'. Did you mean "
-        "'gymnasium:NormalizeReward'? vecmode table lists Gymnasium's vector "
+        "'gymnasium:NormalizeReward' or 'gymnasium:TransformReward' or "
+        "'gymnasium:ClipReward'? vecmode table lists Gymnasium's vector "
         "wrappers."
     )
     assert resolve_error("vecmode.wrappers:NormalizeRewards") == (
         "module 'vecmode.wrappers' has no attribute 'NormalizeRewards'. Did you "
-        "mean 'NormalizeReward'? Write module:attribute with the attribute's exact "
-        "(case-sensitive) name."
+        "mean 'NormalizeReward' or 'TransformReward' or 'ClipReward'? Write "
+        "module:attribute with the attribute's exact (case-sensitive) name."
     )
 
 
