@@ -11,9 +11,6 @@ from typing import Any
 from gymnasium.vector import VectorEnv
 
 from vecmode.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    JSON_OPTION,
     WRAP_HELP,
     Command,
     CommandError,
@@ -21,7 +18,6 @@ from vecmode.cli.common import (
     cannot_build_message,
     env_errors,
     mode_option,
-    mode_value,
     positive,
     print_json,
 )
@@ -32,19 +28,18 @@ from vecmode.modes import MODES, mode_of
 from vecmode.registry import check_stack, declaration
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> bool:
     """Make the env, wrap it with ``args.wrap`` and print the stack's report."""
     targets = [resolve(spec, "--wrap") for spec in args.wrap]  # all, before building
     with env_errors(args.env_id, "making"):
         try:
             envs = _make(args)
         except IncompatibleModeError as error:  # no exact conversion to --mode
+            refused = {"wrapper": None, "mode": args.mode, "message": str(error)}
             message = (
-                f"NOT OK: {args.env_id} ({args.vectorization}) cannot run in the "
-                f"mode asked: {error}"
+                f"{args.env_id} ({args.vectorization}) cannot run in the mode asked"
             )
-            refused = {"wrapper": None, "mode": mode_value(args.mode)}
-            return _refused(args, None, message, {**refused, "message": str(error)})
+            return _refused(args, None, f"NOT OK: {message}: {error}", refused)
     try:
         for target in targets:
             build = bind(target, envs)
@@ -65,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             print_json("check", _document(report, None))
         else:
             print(report)
-        return EXIT_OK if report.ok else EXIT_FAILED
+        return report.ok
     finally:
         envs.close()
 
@@ -100,10 +95,10 @@ def _make(args: argparse.Namespace) -> VectorEnv:
 
 def _refusal(
     args: argparse.Namespace, target: Target, envs: VectorEnv, error: Exception
-) -> int:
-    """Report ``target`` refusing the stack's mode (the registry's refusal, or
-    its own error where vecmode records that it does not support the mode);
-    any other error building it is a usage error."""
+) -> bool:
+    """Report ``target`` refusing the stack's mode: the registry's refusal, or
+    its own error where the registry records that it does not support the mode.
+    Any other error building it is a usage error."""
     got = mode_of(envs)
     if isinstance(error, IncompatibleModeError):
         on = (
@@ -111,27 +106,24 @@ def _refusal(
             if got is None
             else f"the stack in {got.value}"
         )
-        message = f"NOT OK: {target.spec!r} refused to wrap {on}: {error}"
-        why = str(error)
+        message, why = (
+            f"NOT OK: {target.spec!r} refused to wrap {on}: {error}",
+            str(error),
+        )
     else:
         found = declaration(target.obj) if isinstance(target.obj, type) else None
         if found is None or got is None or got in found.modes or got in found.wrong:
-            spec, value = target.spec, mode_value(got)
-            raise CommandError(cannot_build_message(spec, value, error)) from error
-        why = " ".join(
-            part
-            for part in (
-                f"{target.spec!r} refuses {got.value}: its constructor raised "
-                f"{type(error).__name__}: {str(error).rstrip('.')}.",
-                found.why(got),
-                found.instead,
-            )
-            if part
-        )
+            value = None if got is None else got.value
+            raise CommandError(
+                cannot_build_message(target.spec, value, error)
+            ) from error
+        own = f"{type(error).__name__}: {str(error).rstrip('.')}."
+        why = f"{target.spec!r} refuses {got.value}: its constructor raised {own}"
+        why = " ".join(part for part in (why, found.why(got), found.instead) if part)
         message = f"NOT OK: {why}"
         if args.traceback:
             traceback.print_exception(error)
-    refused = {"wrapper": target.spec, "mode": mode_value(got), "message": why}
+    refused = {"wrapper": target.spec, "mode": got, "message": why}
     return _refused(args, envs, message, refused)
 
 
@@ -140,52 +132,50 @@ def _refused(
     envs: VectorEnv | None,
     message: str,
     refused: dict[str, Any],
-) -> int:
+) -> bool:
     """Print a refusal, and the report of the stack built before it (``envs``;
     None: the env itself refused the mode)."""
     report = None if envs is None else check_stack(envs, strict=args.strict)
     if args.json:
         print_json("check", {**_document(report, refused), "summary": message})
-        return EXIT_FAILED
-    print(textwrap.fill(message, 88, subsequent_indent="  ", break_on_hyphens=False))
-    if report is not None:
-        print(f"\nThe stack built before it:\n{report}")
-    return EXIT_FAILED
+    else:
+        print(
+            textwrap.fill(message, 88, subsequent_indent="  ", break_on_hyphens=False)
+        )
+        if report is not None:
+            print(f"\nThe stack built before it:\n{report}")
+    return False
 
 
 def _document(report: Any, refused: dict[str, Any] | None) -> dict[str, Any]:
     """The ``check`` document of a report (None: no stack was built)."""
     if report is None:
-        fields = ("verified", "mode", "summary", "layers")
-        return {
-            "ok": False,
-            "error": None,
-            **dict.fromkeys(fields),
-            "refused": refused,
-        } | {"verified": False, "layers": []}
+        nothing = {"verified": False, "mode": None, "summary": None, "layers": []}
+        return {"ok": False, "error": None, **nothing, "refused": refused}
+    layers = [
+        {
+            "index": position,
+            "name": row.name,
+            "origin": row.origin,
+            "mode_in": row.mode_in,
+            "supports": None
+            if row.accepts is None
+            else [mode for mode in MODES if mode in row.accepts],
+            "mode_out": row.mode_out,
+            "verdict": row.verdict,
+            "note": row.note or None,
+            "evidence": row.evidence,
+            "evidence_note": row.evidence_note or None,
+        }
+        for position, row in enumerate(report)
+    ]
     return {
         "ok": report.ok and refused is None,
         "error": None,
         "verified": report.verified,
-        "mode": mode_value(report.mode),
+        "mode": report.mode,
         "summary": str(report).splitlines()[0],
-        "layers": [
-            {
-                "index": position,
-                "name": row.name,
-                "origin": row.origin,
-                "mode_in": mode_value(row.mode_in),
-                "supports": None
-                if row.accepts is None
-                else [mode.value for mode in MODES if mode in row.accepts],
-                "mode_out": mode_value(row.mode_out),
-                "verdict": row.verdict.value,
-                "note": row.note or None,
-                "evidence": row.evidence.value,
-                "evidence_note": row.evidence_note or None,
-            }
-            for position, row in enumerate(report)
-        ],
+        "layers": layers,
         "refused": refused,
     }
 
@@ -224,11 +214,8 @@ COMMAND = Command(
             "implementation (sync)",
         ),
         arg(
-            "--strict",
-            action="store_true",
-            help="count layers that declare no mode as failures",
+            "--strict", action="store_true", help="count undeclared layers as failures"
         ),
-        JSON_OPTION,
     ),
     run,
 )

@@ -1,5 +1,5 @@
-"""What the commands share: exit codes, the error that ends a command, the
-option types, the ``--json`` document and the messages two commands raise."""
+"""What the commands share: exit codes, the command table's rows, the errors
+that end a command, the option types and the ``--json`` document."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import importlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import gymnasium as gym
@@ -26,32 +27,38 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 #: stdout was closed before everything was written (128 + SIGPIPE).
 EXIT_PIPE = 141
-#: The version of the ``--json`` documents' schema (docs/cli.md); it changes
-#: only when a field is removed or changes meaning.
+#: The version of the ``--json`` documents' schema; it changes only when a field
+#: is removed or changes meaning.
 JSON_SCHEMA_VERSION = 1
 
 #: The hint of a message about the user's code raising (left out under
 #: ``--traceback``, which shows where).
 RERUN = " (rerun with --traceback to see where)"
+WRAP_HELP = (
+    "a wrapper: NAME (vecmode.wrappers or an autoreset policy such as "
+    "SameStepAutoreset), gymnasium:NAME (gymnasium.wrappers.vector) or "
+    "module:Class, optionally followed by :key=value,... (Python literals; other "
+    "text is a string)"
+)
 
-#: An argument of a command: ``add_argument``'s flags and options.
-Argument = tuple[tuple[str, ...], dict[str, Any]]
 
-
-def arg(*flags: str, **options: Any) -> Argument:
-    """An :data:`Argument` of a command's table."""
+def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """An argument of a command: ``add_argument``'s flags and options."""
     return flags, options
 
 
 @dataclass(frozen=True)
 class Command:
-    """A command: its name, help, arguments, and the function that runs it."""
+    """A row of the command table: the command's name, help and arguments (it
+    takes ``--json`` if ``json``), and ``run``, which returns whether the answer
+    is yes (exit code 0) or no (1)."""
 
     name: str
     summary: str
     description: str
-    arguments: tuple[Argument, ...]
-    run: Callable[[argparse.Namespace], int]
+    arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+    run: Callable[[argparse.Namespace], bool]
+    json: bool = True
 
 
 class CommandError(Exception):
@@ -60,6 +67,22 @@ class CommandError(Exception):
     def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.code = code
+
+
+class RaisedError(CommandError):
+    """The env's, wrapper's or factory's own code raised ``error`` (exit code 1)."""
+
+    def __init__(self, what: str, error: BaseException) -> None:
+        text = str(error)
+        if isinstance(error, SubEnvError):  # its text has the sub-env's traceback
+            text = (
+                f"sub-env {error.index} raised {error.exc_type} in {error.method}(): "
+            )
+            text += error.message
+        name = type(error).__name__
+        super().__init__(
+            f"{what} raised {name}: {text.rstrip('.')}{RERUN}.", EXIT_FAILED
+        )
 
 
 def _at_least(low: int) -> Callable[[str], int]:
@@ -75,50 +98,30 @@ def _at_least(low: int) -> Callable[[str], int]:
     return convert
 
 
-#: argparse types: an int >= 1, an int >= 0.
+#: Option types: an int >= 1, an int >= 0.
 positive, non_negative = _at_least(1), _at_least(0)
 
 
 def mode_option(text: str) -> AutoresetMode:
-    """A mode in any spelling :func:`vecmode.as_mode` takes, for argparse."""
+    """The option type of a mode, in any spelling :func:`vecmode.as_mode` takes."""
     try:
         return as_mode(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-JSON_OPTION = arg(
-    "--json",
-    action="store_true",
-    help=f"print one JSON document instead (for CI; schema version "
-    f"{JSON_SCHEMA_VERSION}, see the docs' command line page)",
-)
-WRAP_HELP = (
-    "a wrapper: NAME (vecmode.wrappers or an autoreset policy such as "
-    "SameStepAutoreset), gymnasium:NAME (gymnasium.wrappers.vector) or "
-    "module:Class, optionally followed by :key=value,... (Python literals; other "
-    "text is a string)"
-)
-
-
 def print_json(command: str, document: dict[str, Any]) -> None:
-    """One ``--json`` document: the command, the schema version, then the rest."""
+    """One ``--json`` document: the command, the schema version, then the rest
+    (a mode as its name)."""
     head = {"command": command, "schema_version": JSON_SCHEMA_VERSION}
-    print(json.dumps({**head, **document}, indent=2))
+    text = json.dumps({**head, **document}, indent=2, default=_enum_value)
+    print(text)
 
 
-def mode_value(mode: AutoresetMode | None) -> str | None:
-    """The mode's name in a ``--json`` document."""
-    return None if mode is None else mode.value
-
-
-def raised_message(what: str, error: BaseException) -> str:
-    """``what`` (the user's code) raised ``error``."""
-    text = str(error)
-    if isinstance(error, SubEnvError):  # its text carries the sub-env's traceback
-        text = f"sub-env {error.index} raised {error.exc_type} in {error.method}(): "
-        text += error.message
-    return f"{what} raised {type(error).__name__}: {text.rstrip('.')}{RERUN}."
+def _enum_value(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def cannot_build_message(spec: str, mode: str | None, error: BaseException) -> str:
@@ -147,8 +150,16 @@ def unavailable_message(command: str, module: str, error: BaseException) -> str:
     )
 
 
+def import_module(module: str, what: str) -> Any:
+    """``importlib.import_module(module)``, or a usage error naming ``what``."""
+    try:
+        return importlib.import_module(module)
+    except (Exception, SystemExit) as error:
+        raise import_error(module, what, error) from error
+
+
 def import_error(module: str, what: str, error: BaseException) -> CommandError:
-    """The usage error for importing ``module`` (named for ``what``) failing."""
+    """The usage error for importing ``module`` (for ``what``) failing."""
     missing = getattr(error, "name", None) or module
     if isinstance(error, ModuleNotFoundError) and (
         module == missing or module.startswith(missing + ".")
@@ -164,38 +175,6 @@ def import_error(module: str, what: str, error: BaseException) -> CommandError:
         f"{str(error).rstrip('.')}. Fix the module (python -c 'import {module}' "
         f"shows where), or rerun with --traceback."
     )
-
-
-def import_module(module: str, what: str) -> Any:
-    """``importlib.import_module(module)``; a usage error naming ``what`` if
-    it fails."""
-    try:
-        return importlib.import_module(module)
-    except (Exception, SystemExit) as error:
-        raise import_error(module, what, error) from error
-
-
-def _unregistered_hint(env_id: str) -> str:
-    """What to do about an id that Gymnasium does not know."""
-    listing = (
-        "List the registered ids with python -c 'import gymnasium; "
-        "gymnasium.pprint_registry()'"
-    )
-    module, _, name = env_id.rpartition(":")
-    if module:
-        return (
-            f" ENV_ID is an id a module registers, not a class: {module!r} was "
-            f"imported but registered no {name!r}. Register it there "
-            f"(gymnasium.register({name!r}, entry_point=...)), or write an id it "
-            f"registers. {listing}."
-        )
-    if "/" in name:
-        return (
-            f" If an installed package registers the {name.partition('/')[0]!r} "
-            f"namespace when imported, name it first: 'package:{name}' (e.g. "
-            f"'ale_py:ALE/Pong-v5'). {listing}."
-        )
-    return f" {listing}; write an id another package registers as 'package.module:Name-v0'."
 
 
 @contextlib.contextmanager
@@ -215,5 +194,26 @@ def env_errors(env_id: str, doing: str) -> Iterator[None]:
         module = env_id.rpartition(":")[0] or env_id
         raise import_error(module, f"env id {env_id!r}", error) from error
     except Exception as error:
-        what = f"{doing} {env_id!r}"
-        raise CommandError(raised_message(what, error), EXIT_FAILED) from error
+        raise RaisedError(f"{doing} {env_id!r}", error) from error
+
+
+def _unregistered_hint(env_id: str) -> str:
+    listing = (
+        "List the registered ids with python -c 'import gymnasium; "
+        "gymnasium.pprint_registry()'"
+    )
+    module, _, name = env_id.rpartition(":")
+    if module:
+        return (
+            f" ENV_ID is an id a module registers, not a class: {module!r} was "
+            f"imported but registered no {name!r}. Register it there "
+            f"(gymnasium.register({name!r}, entry_point=...)), or write an id it "
+            f"registers. {listing}."
+        )
+    if "/" in name:
+        return (
+            f" If an installed package registers the {name.partition('/')[0]!r} "
+            f"namespace when imported, name it first: 'package:{name}' (e.g. "
+            f"'ale_py:ALE/Pong-v5'). {listing}."
+        )
+    return f" {listing}; write an id another package registers as 'package.module:Name-v0'."

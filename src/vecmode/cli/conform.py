@@ -10,17 +10,14 @@ from gymnasium.vector import VectorEnv
 
 from vecmode.autoreset import with_autoreset
 from vecmode.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    JSON_OPTION,
     WRAP_HELP,
     Command,
     CommandError,
+    RaisedError,
     arg,
     cannot_build_message,
     mode_option,
     print_json,
-    raised_message,
     unavailable_message,
 )
 from vecmode.cli.spec import Target, bind, resolve
@@ -34,7 +31,7 @@ FIELDS = ("ok", "error", "wrapper", "summary", "failure", "modes", "refused", "r
           "transitions", "batch_dependent", "limits")  # fmt: skip
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> bool:
     """Run ``check_wrapper`` on ``args.factory`` and print its report."""
     target = resolve(args.factory, "conform FACTORY")
     try:
@@ -76,15 +73,14 @@ def run(args: argparse.Namespace) -> int:
             print_json("conform", {**dict.fromkeys(FIELDS), **failure})
         else:
             print(f"NOT OK: {target.spec} does not conform\n\n{error}")
-        return EXIT_FAILED
+        return False
     except Exception as error:
-        what = f"check_wrapper({target.spec})"
-        raise CommandError(raised_message(what, error), EXIT_FAILED) from error
+        raise RaisedError(f"check_wrapper({target.spec})", error) from error
     if args.json:
         print_json("conform", _document(target.spec, report))
     else:
         print(report)
-    return EXIT_OK
+    return True
 
 
 def _kit_options(
@@ -169,7 +165,7 @@ def _document(spec: str, report: Any) -> dict[str, Any]:
         "wrapper": spec,
         "summary": report.summary,
         "failure": None,
-        "modes": [mode.value for mode in report.modes],
+        "modes": list(report.modes),
         "refused": {
             mode.value: report.refusals.get(mode, "IncompatibleModeError")
             for mode in report.refused
@@ -234,7 +230,6 @@ COMMAND = Command(
             help="do not require the sub-envs' own infos to reach the caller (for "
             "a wrapper that removes or rewrites them on purpose)",
         ),
-        JSON_OPTION,
     ),
     run,
 )

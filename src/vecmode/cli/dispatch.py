@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import textwrap
@@ -16,14 +17,17 @@ from vecmode.cli import check, conform, probe, table, timeline
 from vecmode.cli.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_OK,
     EXIT_PIPE,
     EXIT_USAGE,
+    JSON_SCHEMA_VERSION,
     RERUN,
     CommandError,
+    arg,
     print_json,
 )
 
-#: The commands, in the order of ``vecmode --help``.
+#: The table of commands, in the order of ``vecmode --help``.
 COMMANDS = {
     command.name: command
     for command in (
@@ -45,9 +49,16 @@ unwritable --svg path); 130 interrupted; 141 stdout closed early (e.g. piped int
 head)."""
 
 
+JSON = arg(
+    "--json",
+    action="store_true",
+    help=f"print one JSON document instead (for CI; schema version "
+    f"{JSON_SCHEMA_VERSION}, see the docs' command line page)",
+)
+
+
 class Formatter(argparse.HelpFormatter):
-    """Fills each paragraph of a description or epilog; keeps the lines of the
-    examples (paragraphs starting with ``example``) as written."""
+    """Fills each paragraph of a description or epilog, but those of examples."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n\n".join(
@@ -91,25 +102,18 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     parsers = {}
-    for command in COMMANDS.values():
-        parsers[command.name] = subparsers.add_parser(
-            command.name,
+    for name, command in COMMANDS.items():
+        parsers[name] = subparsers.add_parser(
+            name,
             help=command.summary,
             description=command.description,
             epilog="exit codes: see vecmode --help.",
             formatter_class=Formatter,
             parents=[common],
         )
-        for flags, options in command.arguments:
-            parsers[command.name].add_argument(*flags, **options)
+        for flags, options in command.arguments + ((JSON,) if command.json else ()):
+            parsers[name].add_argument(*flags, **options)
     return parser, parsers
-
-
-def _show_warning(
-    message: Warning | str, category: type[Warning], *_: Any, **__: Any
-) -> None:
-    text = " ".join(str(message).split())
-    print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -119,10 +123,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if args.command is None and not extra:
         args, extra = parser.parse_known_args([*argv, "timeline"])
     if extra:  # the command's parser says so, pointing at its own --help
-        parsers.get(args.command, parser).error(
-            f"unrecognized arguments: {' '.join(extra)}"
-        )
+        where = parsers.get(args.command, parser)
+        where.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any) -> None:
+    text = " ".join(str(message).split())
+    print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
 
 
 def _run(argv: list[str]) -> int:
@@ -130,15 +138,15 @@ def _run(argv: list[str]) -> int:
         args = _parse(argv)
     except SystemExit as exit_:  # --help, --version, usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    # `module:...` (a wrapper, a factory, an env id's module) is found in the
-    # current directory, as `python -m vecmode` does (a console script's
-    # sys.path starts at its own directory)
+    # module:... (a wrapper, a factory, an env id's module) is found in the
+    # current directory, as with python -m vecmode (a console script's sys.path
+    # starts at its own directory)
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            return COMMANDS[args.command].run(args)
+            return EXIT_OK if COMMANDS[args.command].run(args) else EXIT_FAILED
     except CommandError as failure:
         text = str(failure)
         if args.traceback and failure.__cause__ is not None:
@@ -158,16 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()
-    except BrokenPipeError:
-        # point stdout at devnull, so that the interpreter's final flush is quiet
-        # (the recipe of Python's signal docs)
-        try:
+    except BrokenPipeError:  # stdout to devnull: the interpreter's last flush is quiet
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # not a file
             fileno = sys.stdout.fileno()
-        except (AttributeError, OSError, ValueError):  # not a real file (tests)
-            return EXIT_PIPE
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fileno)
-        os.close(devnull)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fileno)
+            os.close(devnull)
         return EXIT_PIPE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

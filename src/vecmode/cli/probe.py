@@ -5,23 +5,19 @@ from __future__ import annotations
 import argparse
 
 from vecmode.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
-    JSON_OPTION,
     Command,
     CommandError,
+    RaisedError,
     arg,
-    mode_value,
     positive,
     print_json,
-    raised_message,
     unavailable_message,
 )
 from vecmode.cli.spec import bind, resolve
 from vecmode.errors import NotAVectorEnvError
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> bool:
     """Probe the env ``args.factory`` builds and print what the probe found."""
     spec = args.factory
     if ":" not in spec:
@@ -49,23 +45,21 @@ def run(args: argparse.Namespace) -> int:
             f"registers: id=module:Name-v0)."
         ) from error
     except Exception as error:
-        raise CommandError(
-            raised_message(f"probing {spec}", error), EXIT_FAILED
-        ) from error
+        raise RaisedError(f"probing {spec}", error) from error
     wrong = result.declared is not None and result.mode is not result.declared
-    code = EXIT_FAILED if result.mode is None or wrong else EXIT_OK
+    ok = result.mode is not None and not wrong
     if not args.json:
         print(result)
-        return code
+        return ok
     rejected = {mode.value: str(diff) for mode, diff in result.rejected.items()}
     print_json(
         "probe",
         {
-            "ok": code == EXIT_OK,
+            "ok": ok,
             "error": None,
             "factory": spec,
-            "mode": mode_value(result.mode),
-            "declared": mode_value(result.declared),
+            "mode": result.mode,
+            "declared": result.declared,
             "agrees": result.agrees,
             "reason": result.reason,
             "ended_at": result.ended_at,
@@ -75,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             "summary": str(result),
         },
     )
-    return code
+    return ok
 
 
 COMMAND = Command(
@@ -93,7 +87,6 @@ COMMAND = Command(
         ),
         arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
         arg("--seed", type=int, default=0, help="reset seed (0)"),
-        JSON_OPTION,
     ),
     run,
 )

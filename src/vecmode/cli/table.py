@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from vecmode.cli.common import (
-    EXIT_OK,
-    JSON_OPTION,
-    Command,
-    arg,
-    import_module,
-    mode_value,
-    print_json,
-)
+from vecmode.cli.common import Command, arg, import_module, print_json
 from vecmode.modes import MODES
 from vecmode.registry import TABLE_LEGEND, format_table, table_entries
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> bool:
     """Print the registry, after importing the modules of ``--import``."""
     for module in args.imports:
         import_module(module, f"--import {module}")
     if not args.json:
         print(format_table(markdown=args.markdown, why=args.why))
-        return EXIT_OK
+        return True
     wrappers = [
         {
             "name": name,
@@ -34,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
                 }
                 for mode in MODES
             },
-            "produces": mode_value(found.output),
+            "produces": found.output,
             "evidence": proof.value,
         }
         for name, found, proof in table_entries()
@@ -50,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             "legend": TABLE_LEGEND,
         },
     )
-    return EXIT_OK
+    return True
 
 
 COMMAND = Command(
@@ -71,7 +63,6 @@ COMMAND = Command(
         ),
         arg("--markdown", action="store_true", help="print a Markdown table"),
         arg("--why", action="store_true", help="add the reason for every mode not ok"),
-        JSON_OPTION,
     ),
     run,
 )

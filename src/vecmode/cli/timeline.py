@@ -7,7 +7,6 @@ import os
 import sys
 
 from vecmode.cli.common import (
-    EXIT_OK,
     Command,
     CommandError,
     arg,
@@ -24,7 +23,7 @@ SameStep: the reset happens in the same step; the final obs is in info["final_ob
 Disabled: nothing resets by itself; the caller resets with reset_mask."""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> bool:
     """Print (or draw) the timeline of ``args.env_id``."""
     from vecmode.timeline import TimelineActionError, format_timeline, timeline
     from vecmode.timeline import timeline_svg as svg
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     title += f", action {taken} at every step" if taken else ""
     if path == "-":
         sys.stdout.write(svg(rows, title))
-        return EXIT_OK
+        return True
     if path:  # before printing anything: a path that fails is a usage error
         try:
             with open(path, "w", encoding="utf-8", newline="\n") as file:
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_timeline(rows, f"{title}\n"), LEGEND, sep="\n\n")
     if path:
         print(f"\nwrote the timeline as SVG to {path}")
-    return EXIT_OK
+    return True
 
 
 COMMAND = Command(
@@ -107,4 +106,5 @@ COMMAND = Command(
         ),
     ),
     run,
+    json=False,
 )
