@@ -150,7 +150,12 @@ def _refused(
 def _document(report: Any, refused: dict[str, Any] | None) -> dict[str, Any]:
     """The ``check`` document of a report (None: no stack was built)."""
     if report is None:
-        nothing = {"verified": False, "mode": None, "summary": None, "layers": []}
+        nothing: dict[str, Any] = {
+            "verified": False,
+            "mode": None,
+            "summary": None,
+            "layers": [],
+        }
         return {"ok": False, "error": None, **nothing, "refused": refused}
     layers = [
         {

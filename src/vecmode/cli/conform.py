@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gymnasium.vector import VectorEnv
@@ -48,12 +48,16 @@ def run(args: argparse.Namespace) -> bool:
     except ImportError as error:
         message = unavailable_message("conform", "vecmode.testing", error)
         raise CommandError(message) from error
-    kinds = {
-        "obs_type": OBS_TYPES,
-        "action_type": ACTION_TYPES,
-        "info_type": INFO_TYPES,
-    }
-    options = _kit_options(args, BASES, kinds)
+    kinds = {"bases": BASES, "obs_type": OBS_TYPES, "action_type": ACTION_TYPES,
+             "info_type": INFO_TYPES}  # fmt: skip
+    options = {k: getattr(args, k) for k in kinds if getattr(args, k) is not None}
+    for kind, given in options.items():
+        for value in given if kind == "bases" else [given]:
+            if value not in kinds[kind]:
+                raise CommandError(
+                    f"--{kind.replace('_', '-')} {value!r} is not one of "
+                    f"{', '.join(kinds[kind])}; pick one of them."
+                )
     factory = _factory(target, args.modes)
     unbuildable = _cannot_build(factory, options, scheduled_env_fns)
     if unbuildable is not None:
@@ -81,30 +85,6 @@ def run(args: argparse.Namespace) -> bool:
     else:
         print(report)
     return True
-
-
-def _kit_options(
-    args: argparse.Namespace,
-    bases: Mapping[str, Any],
-    kinds: Mapping[str, Sequence[str]],
-) -> dict[str, Any]:
-    """``check_wrapper``'s bases and test envs, as the options give them."""
-    given = [("--bases", base, bases) for base in args.bases or ()]
-    given += [
-        ("--" + name.replace("_", "-"), getattr(args, name), choices)
-        for name, choices in kinds.items()
-        if getattr(args, name) is not None
-    ]
-    for option, value, choices in given:
-        if value not in choices:
-            raise CommandError(
-                f"{option} {value!r} is not one of {', '.join(choices)}; pick one "
-                f"of them."
-            )
-    options: dict[str, Any] = {"bases": args.bases} if args.bases else {}
-    return options | {
-        name: getattr(args, name) for name in kinds if getattr(args, name) is not None
-    }
 
 
 def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:
@@ -142,7 +122,7 @@ def _cannot_build(
     """What building ``factory`` over the kit's test env raises in each mode,
     if it builds in none (a bad argument, an env it cannot wrap); None if it
     builds in one, or only vecmode's registry refuses it."""
-    kinds = {k: v for k, v in options.items() if k != "bases"}
+    kinds = {k: v for k, v in options.items() if k != "bases"}  # the test envs'
     first: Exception | None = None
     for mode in MODES:  # over vecmode's base: one it cannot be built over refuses
         envs = with_autoreset(SyncVectorEnv(env_fns(3, **kinds)), mode)

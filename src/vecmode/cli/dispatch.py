@@ -128,7 +128,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _show_warning(message: Warning | str, category: type[Warning], *_: Any) -> None:
+def _show_warning(
+    message: Warning | str, category: type[Warning], *_: Any, **__: Any
+) -> None:
     text = " ".join(str(message).split())
     print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
 

@@ -27,21 +27,12 @@ def run(args: argparse.Namespace) -> bool:
                 for mode in MODES
             },
             "produces": found.output,
-            "evidence": proof.value,
+            "evidence": proof,
         }
         for name, found, proof in table_entries()
     ]
-    modes = [mode.value for mode in MODES]
-    print_json(
-        "table",
-        {
-            "ok": True,
-            "error": None,
-            "modes": modes,
-            "wrappers": wrappers,
-            "legend": TABLE_LEGEND,
-        },
-    )
+    document = {"modes": MODES, "wrappers": wrappers, "legend": TABLE_LEGEND}
+    print_json("table", {"ok": True, "error": None, **document})
     return True
 
 

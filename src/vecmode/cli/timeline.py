@@ -28,11 +28,9 @@ def run(args: argparse.Namespace) -> bool:
     from vecmode.timeline import TimelineActionError, format_timeline, timeline
     from vecmode.timeline import timeline_svg as svg
 
-    path: str | None = args.svg
-    if (
-        path
-        and path != "-"
-        and not os.path.isdir(os.path.dirname(os.path.abspath(path)))
+    path: str = args.svg or ""
+    if path not in ("", "-") and not os.path.isdir(
+        os.path.dirname(os.path.abspath(path))
     ):
         raise CommandError(
             f"cannot write {path!r}: the directory {os.path.dirname(path)!r} does not "
