@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from gymnasium.vector import VectorEnv
@@ -50,14 +50,7 @@ def run(args: argparse.Namespace) -> bool:
         raise CommandError(message) from error
     kinds = {"bases": BASES, "obs_type": OBS_TYPES, "action_type": ACTION_TYPES,
              "info_type": INFO_TYPES}  # fmt: skip
-    options = {k: getattr(args, k) for k in kinds if getattr(args, k) is not None}
-    for kind, given in options.items():
-        for value in given if kind == "bases" else [given]:
-            if value not in kinds[kind]:
-                raise CommandError(
-                    f"--{kind.replace('_', '-')} {value!r} is not one of "
-                    f"{', '.join(kinds[kind])}; pick one of them."
-                )
+    options = _kit_options(args, kinds)
     factory = _factory(target, args.modes)
     unbuildable = _cannot_build(factory, options, scheduled_env_fns)
     if unbuildable is not None:
@@ -85,6 +78,21 @@ def run(args: argparse.Namespace) -> bool:
     else:
         print(report)
     return True
+
+
+def _kit_options(
+    args: argparse.Namespace, kinds: Mapping[str, Collection[str]]
+) -> dict[str, Any]:
+    """``check_wrapper``'s bases and test envs, as given: each one of its kind's."""
+    options = {k: getattr(args, k) for k in kinds if getattr(args, k) is not None}
+    for kind, given in options.items():
+        for value in given if kind == "bases" else [given]:
+            if value not in kinds[kind]:
+                raise CommandError(
+                    f"--{kind.replace('_', '-')} {value!r} is not one of "
+                    f"{', '.join(kinds[kind])}; pick one of them."
+                )
+    return options
 
 
 def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:

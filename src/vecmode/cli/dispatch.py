@@ -29,14 +29,8 @@ from vecmode.cli.common import (
 
 #: The table of commands, in the order of ``vecmode --help``.
 COMMANDS = {
-    command.name: command
-    for command in (
-        timeline.COMMAND,
-        table.COMMAND,
-        check.COMMAND,
-        conform.COMMAND,
-        probe.COMMAND,
-    )
+    module.COMMAND.name: module.COMMAND
+    for module in (timeline, table, check, conform, probe)
 }
 
 EPILOG = """\

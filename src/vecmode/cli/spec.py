@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import gymnasium.wrappers.vector as vector
 from gymnasium.vector import VectorWrapper
 
 from vecmode.cli.common import CommandError, import_error, import_module
@@ -179,8 +180,6 @@ def resolve(spec: str, option: str, *, names: bool = True) -> Target:
 def _vecmode_wrapper(name: str, known: dict[str, type]) -> type:
     if name in known:
         return known[name]
-    import gymnasium.wrappers.vector as vector
-
     also = (
         f" Gymnasium has one: write gymnasium:{name}."
         if name in vector.__all__
@@ -191,8 +190,6 @@ def _vecmode_wrapper(name: str, known: dict[str, type]) -> type:
 
 
 def _gymnasium_wrapper(name: str, spec: str) -> Any:
-    import gymnasium.wrappers.vector as vector
-
     known = [n for n in vector.__all__ if n[:1].isupper()]
     if name not in known:
         close = did_you_mean([f"gymnasium:{n}" for n in close_names(name, known)])
