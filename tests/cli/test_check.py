@@ -95,7 +95,7 @@ def test_check_a_wrapper_that_cannot_be_built_is_a_usage_error(wrap, error, caps
     its constructor said."""
     code, out, err = run(["check", "CartPole-v1", "--wrap", wrap], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == cannot_build_message(wrap, "NextStep", error)
+    assert one_error_line(err) == cannot_build_message(wrap, NS, error)
     code, out, err = run(["check", "CartPole-v1", "--wrap", wrap, "--json"], capsys)
     assert (code, out) == (EXIT_USAGE, "")  # nothing on stdout for a usage error
 
@@ -221,7 +221,7 @@ def test_check_undeclared_wrapper_raising_when_built_is_a_usage_error(capsys):
     code, out, err = run(["check", "CartPole-v1", "--wrap", spec], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == cannot_build_message(
-        spec, "NextStep", ValueError("RefusesByItself works on no env at all")
+        spec, NS, ValueError("RefusesByItself works on no env at all")
     )
     code, out, err = run(
         ["check", "CartPole-v1", "--wrap", spec, "--traceback"], capsys

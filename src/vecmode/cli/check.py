@@ -106,17 +106,12 @@ def _refusal(
             if got is None
             else f"the stack in {got.value}"
         )
-        message, why = (
-            f"NOT OK: {target.spec!r} refused to wrap {on}: {error}",
-            str(error),
-        )
+        message = f"NOT OK: {target.spec!r} refused to wrap {on}: {error}"
+        why = str(error)
     else:
         found = declaration(target.obj) if isinstance(target.obj, type) else None
         if found is None or got is None or got in found.modes or got in found.wrong:
-            value = None if got is None else got.value
-            raise CommandError(
-                cannot_build_message(target.spec, value, error)
-            ) from error
+            raise CommandError(cannot_build_message(target.spec, got, error)) from error
         own = f"{type(error).__name__}: {str(error).rstrip('.')}."
         why = f"{target.spec!r} refuses {got.value}: its constructor raised {own}"
         why = " ".join(part for part in (why, found.why(got), found.instead) if part)

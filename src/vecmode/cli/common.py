@@ -118,10 +118,12 @@ def print_json(command: str, document: dict[str, Any]) -> None:
     print(json.dumps({**head, **document}, indent=2, default=enum))
 
 
-def cannot_build_message(spec: str, mode: str | None, error: BaseException) -> str:
+def cannot_build_message(
+    spec: str, mode: AutoresetMode | None, error: BaseException
+) -> str:
     """``spec``'s constructor raised ``error`` on the stack in ``mode``, or (None)
     on the conformance kit's test env in every mode."""
-    on = f"on the stack in {mode}" if mode else "on a test env in any mode"
+    on = f"on the stack in {mode.value}" if mode else "on a test env in any mode"
     fits = (
         "that it fits the env"
         if mode
@@ -133,14 +135,6 @@ def cannot_build_message(spec: str, mode: str | None, error: BaseException) -> s
         f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
         f"(NAME:key=value,...; values are Python literals, other text is a string) "
         f"and {fits}{RERUN}."
-    )
-
-
-def unavailable_message(command: str, module: str, error: BaseException) -> str:
-    """``vecmode command`` cannot import the part of vecmode it runs."""
-    return (
-        f"vecmode {command} needs {module}, which cannot be imported here "
-        f"({type(error).__name__}: {error}); reinstall vecmode."
     )
 
 

@@ -18,7 +18,6 @@ from vecmode.cli.common import (
     cannot_build_message,
     mode_option,
     print_json,
-    unavailable_message,
 )
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError
@@ -34,20 +33,17 @@ FIELDS = ("ok", "error", "wrapper", "summary", "failure", "modes", "refused", "r
 def run(args: argparse.Namespace) -> bool:
     """Run ``check_wrapper`` on ``args.factory`` and print its report."""
     target = resolve(args.factory, "conform FACTORY")
-    try:
-        from vecmode.testing import (
-            OBS_TYPES,
-            check_wrapper,
-            episode_statistics,
-            scheduled_env_fns,
-        )
+    from vecmode.testing import (
+        OBS_TYPES,
+        check_wrapper,
+        episode_statistics,
+        scheduled_env_fns,
+    )
 
-        # not exported by vecmode.testing yet: import them from there once they are
-        from vecmode.testing.conformance import BASES
-        from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
-    except ImportError as error:
-        message = unavailable_message("conform", "vecmode.testing", error)
-        raise CommandError(message) from error
+    # not exported by vecmode.testing yet: import them from there once they are
+    from vecmode.testing.conformance import BASES
+    from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
+
     kinds = {"bases": BASES, "obs_type": OBS_TYPES, "action_type": ACTION_TYPES,
              "info_type": INFO_TYPES}  # fmt: skip
     options = _kit_options(args, kinds)

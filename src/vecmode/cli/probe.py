@@ -11,7 +11,6 @@ from vecmode.cli.common import (
     arg,
     positive,
     print_json,
-    unavailable_message,
 )
 from vecmode.cli.spec import bind, resolve
 from vecmode.errors import NotAVectorEnvError
@@ -28,11 +27,8 @@ def run(args: argparse.Namespace) -> bool:
             f"probe gymnasium:make_vec:id=CartPole-v1)."
         )
     target = resolve(spec, "probe FACTORY", names=False)
-    try:
-        from vecmode.probe import probe_mode
-    except ImportError as error:
-        message = unavailable_message("probe", "vecmode.probe", error)
-        raise CommandError(message) from error
+    from vecmode.probe import probe_mode
+
     factory = bind(target)
     try:
         result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
