@@ -100,15 +100,20 @@ def proof(cls: type, mode: AutoresetMode | None = None) -> tuple[Evidence, str]:
             f"its modes are declared by {cls.__name__} itself ({how}) and not "
             f"proven here"
         )
-    # the nearest base whose modes are proven, else the base that declares them
+    return Evidence.INHERITED, _inherited(cls, found, mode)
+
+
+def _inherited(cls: type, found: Declaration, mode: AutoresetMode | None) -> str:
+    """Where ``cls``'s inherited declaration comes from: the nearest base whose
+    modes are proven, else the base that declares them."""
     for base in cls.__mro__[1:]:
         if declaration(base) is found and proof(base, mode)[0] is Evidence.VERIFIED:
-            return Evidence.INHERITED, (
+            return (
                 f"its modes are inherited from {base.__name__}, which is verified; "
                 f"nothing proves this subclass's own code"
             )
     base = next(k for k in cls.__mro__[1:] if own_declaration(k) is found)
-    return Evidence.INHERITED, (
+    return (
         f"its modes are {base.__name__}'s declaration, inherited: nothing proves "
         f"this class's own code"
     )
