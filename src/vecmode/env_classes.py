@@ -151,7 +151,7 @@ def register_vector_env(
     >>> _ = vecmode.register_vector_env(MyVecEnv, masked_reset="clears")
     >>> vecmode.unregister_vector_env(MyVecEnv)
     """
-    checks = [
+    checks: list[tuple[str, str, tuple[str, ...]]] = [
         ("reset_returns", reset_returns, RESET_RETURNS),
         ("final_obs_layout", final_obs_layout, FINAL_OBS_LAYOUTS),
     ]
@@ -162,18 +162,9 @@ def register_vector_env(
             raise ValueError(
                 f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}."
             )
-    if isinstance(modes, str):
-        modes = [modes]
-    declared_modes = frozenset(MODES if modes is None else map(as_mode, modes))
-    if not declared_modes:
-        shown = cls if isinstance(cls, str) else getattr(cls, "__name__", repr(cls))
-        raise ValueError(
-            f"register_vector_env({shown}, modes=...) needs at least one mode the "
-            f"class can be built in (leave modes out for all three)."
-        )
     found = VectorEnvDeclaration(
         _checked_path(cls),
-        declared_modes,
+        _declared_modes(cls, modes),
         masked_reset,
         reset_returns,
         final_obs_layout,
@@ -185,6 +176,22 @@ def register_vector_env(
     with _lock:
         _declared[found.path] = found
     return found
+
+
+def _declared_modes(cls: Any, modes: Any) -> frozenset[Any]:
+    """The modes a class to declare can be built in (default: all three)."""
+    declared = frozenset(
+        MODES
+        if modes is None
+        else map(as_mode, [modes] if isinstance(modes, str) else modes)
+    )
+    if not declared:
+        shown = cls if isinstance(cls, str) else getattr(cls, "__name__", repr(cls))
+        raise ValueError(
+            f"register_vector_env({shown}, modes=...) needs at least one mode the "
+            f"class can be built in (leave modes out for all three)."
+        )
+    return declared
 
 
 def unregister_vector_env(cls: type | str) -> None:

@@ -86,6 +86,17 @@ class LayerReport:
     evidence_note: str = ""
 
 
+_REPORT_HEADER = (
+    "#",
+    "layer",
+    "mode in",
+    "supports",
+    "mode out",
+    "verdict",
+    "evidence",
+)
+
+
 @dataclass(frozen=True)
 class CompatibilityReport:
     """The result of :func:`check_stack`: one :class:`LayerReport` per layer,
@@ -136,15 +147,6 @@ class CompatibilityReport:
         return self.rows[index]
 
     def __str__(self) -> str:
-        header = (
-            "#",
-            "layer",
-            "mode in",
-            "supports",
-            "mode out",
-            "verdict",
-            "evidence",
-        )
         rows: list[tuple[str, ...]] = []
         notes: list[str] = []
         for position, row in enumerate(self):
@@ -170,7 +172,7 @@ class CompatibilityReport:
                     row.evidence.value,
                 )
             )
-        table = aligned(header, rows)
+        table = aligned(_REPORT_HEADER, rows)
         return "\n".join([_summary(self), "", *table, *(["", *notes] if notes else [])])
 
 
