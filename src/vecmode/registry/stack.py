@@ -276,23 +276,14 @@ def _wrapper(
             f"no modes declared for {cls.__name__}; declare them with "
             f"@vecmode.supports or vecmode.register"
         )
-        mode = declared or mode_in
-        return (
-            None,
-            mode,
-            Verdict.UNDECLARED,
-            note,
-            Evidence.NONE,
-            how_to_find_modes(cls),
-        )
+        hint = how_to_find_modes(cls)
+        return None, declared or mode_in, Verdict.UNDECLARED, note, Evidence.NONE, hint
     found = found.over(layer.env)
     mode = found.output or mode_in
     verdict, note = _verdict(cls.__name__, found, mode_in, mode, declared)
     evidence, evidence_note = proof(cls, mode_in)
-    if evidence in (Evidence.DECLARED, Evidence.INHERITED):
-        evidence_note = f"{evidence_note}; {how_to_verify(cls)}"
-    else:
-        evidence_note = ""
+    unproven = evidence in (Evidence.DECLARED, Evidence.INHERITED)
+    evidence_note = f"{evidence_note}; {how_to_verify(cls)}" if unproven else ""
     return found.modes, mode, verdict, note, evidence, evidence_note
 
 
