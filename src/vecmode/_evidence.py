@@ -1,25 +1,13 @@
-"""Which classes' declarations vecmode's own test suite proves (pure data).
+"""The classes whose declarations vecmode's own test suite proves (pure data).
 
-:func:`vecmode.check_stack` reports a layer's modes as *verified* when something ran
-the class and proved them; this module names the classes of vecmode itself whose
-proof is in vecmode's test suite, run by its CI. Gymnasium's wrappers are verified
-by ``vecmode._gymnasium``'s entries (``tests/registry/test_gymnasium_verdicts.py``), and a
-user's class by recording a :func:`vecmode.testing.check_wrapper` report
-(``check_wrapper(MyWrapper).record()``).
-
-The tests hold these sets to what they prove, so the claim cannot drift:
-``tests/testing/test_conformance.py`` runs ``check_wrapper`` on every class of
-:data:`CONFORMANCE_TESTED` (``PPOStack``'s is in ``tests/wrappers/test_ppo_stack.py``) and
-fails if a public vecmode wrapper is missing from it or a class in it has no
-conformance run (``GymnasiumFinalObs``'s is over the dense-layout base,
-:class:`vecmode.testing.DenseFinalObsVectorEnv`); ``tests/test_probe.py`` runs
-``vecmode.probe_mode`` on every env class of :data:`VERIFIED_ENVS` in every mode it
-can be built in (or names the test that does).
+:func:`vecmode.check_stack` reports them as *verified*. The tests hold these sets
+to what they prove: ``tests/testing/test_conformance.py`` runs ``check_wrapper``
+on every class of :data:`CONFORMANCE_TESTED`, ``tests/test_probe.py`` runs
+``vecmode.probe_mode`` on every class of :data:`VERIFIED_ENVS`.
 """
 
-#: vecmode's wrappers and autoreset policies (``"module:QualName"``) whose declared
-#: modes ``tests/testing/test_conformance.py`` proves with ``check_wrapper``: mode
-#: equivalence in every mode they support and refusal of the others.
+#: vecmode's wrappers and policies (``"module:QualName"``) that ``check_wrapper``
+#: proves right in every mode they declare and refusing the others.
 CONFORMANCE_TESTED: frozenset[str] = frozenset(
     {
         "vecmode.autoreset:NextStepAutoreset",
@@ -58,14 +46,9 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
     }
 )
 
-#: Vector env classes (``"module:QualName"``) that behave as the mode their
-#: ``metadata["autoreset_mode"]`` declares, in every mode they can be built in:
-#: proven by ``vecmode.probe_mode`` runs (``tests/test_probe.py``; the Ray core's
-#: in ``tests/cores/test_ray.py``, the SB3 bridge's in ``tests/integrations/test_sb3.py``) and, for
-#: vecmode's, by the differential tests against Gymnasium's. ALE's SameStep is
-#: proven as vecmode reads it (its dense final observations through
-#: ``vecmode.autoreset.GymnasiumFinalObs``); EnvPool builds a subclass of its
-#: mixin per task, which ``check_stack`` therefore reports as *inherited*.
+#: Vector env classes that behave as the mode their metadata declares, in every
+#: mode they can be built in (``vecmode.probe_mode`` runs; EnvPool builds a
+#: subclass of its mixin per task, reported as *inherited*).
 VERIFIED_ENVS: frozenset[str] = frozenset(
     {
         "vecmode.sync_vector_env:SyncVectorEnv",

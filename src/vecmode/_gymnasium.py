@@ -1,57 +1,15 @@
 """What Gymnasium 1.4's own vector wrappers really do in each autoreset mode.
 
-Pure data: this module imports nothing, so importing vecmode imports or patches no
-Gymnasium wrapper module.
-
-Each verdict was established by running the wrapper, not by reading its docs
-(``tests/registry/test_gymnasium_verdicts.py`` re-establishes every one and fails if the
-table disagrees): every class in ``gymnasium.wrappers.vector.__all__`` is built
-over a ``SyncVectorEnv`` in each mode and driven by that mode's rules, with
-sub-envs whose episodes have different lengths (so DISABLED's ``reset_mask``
-resets are partial). What it returns is compared with what it should return,
-computed from the real transitions of the unwrapped env run with the same seed and
-actions: the transform applied to them for stateless transforms, statistics fed
-each real observation or return exactly once, the exact return and length of every
-episode, each sub-env's own info, every frame of every episode shown or recorded.
+Pure data (importing it imports no Gymnasium wrapper module). Each verdict was
+established by running the wrapper in each mode and comparing what it returns
+with what it should return (``tests/registry/test_gymnasium_verdicts.py``
+re-establishes every one):
 
 * ``"ok"``: the constructor accepts the mode and the output is correct;
 * ``"refuses"``: the class itself raises at construction in that mode;
-* ``"wrong"``: the constructor accepts the mode but the output is wrong, or the
-  wrapper raises at the first step or reset that uses the mode's features.
+* ``"wrong"``: it accepts the mode, but the output is wrong, or it raises at the
+  first step or reset that uses the mode's features.
 """
-
-#: Gymnasium's vector wrappers that ``vecmode.wrappers`` offers under the same name
-#: and arguments, right in every mode (what vecmode suggests instead).
-VECMODE_EQUIVALENTS: frozenset[str] = frozenset(
-    {
-        "ArrayConversion",
-        "ClipAction",
-        "ClipReward",
-        "DictInfoToList",
-        "DtypeObservation",
-        "FilterObservation",
-        "FlattenObservation",
-        "GrayscaleObservation",
-        "HumanRendering",
-        "JaxToNumpy",
-        "JaxToTorch",
-        "NormalizeObservation",
-        "NormalizeReward",
-        "NumpyToTorch",
-        "RecordEpisodeStatistics",
-        "RecordVideo",
-        "RescaleAction",
-        "RescaleObservation",
-        "ReshapeObservation",
-        "ResizeObservation",
-        "TransformAction",
-        "TransformObservation",
-        "TransformReward",
-        "VectorizeTransformAction",
-        "VectorizeTransformObservation",
-        "VectorizeTransformReward",
-    }
-)
 
 #: "module:QualName" -> {"NextStep": (verdict, reason), "SameStep": (...),
 #: "Disabled": (...)}; verdict is "ok", "refuses" or "wrong"; reason is "" for "ok".
@@ -214,13 +172,13 @@ GYMNASIUM_VERDICTS = {
     },
 }
 
+#: Gymnasium's vector wrappers that ``vecmode.wrappers`` offers under the same name
+#: and arguments, right in every mode: all of them.
+VECMODE_EQUIVALENTS = frozenset(name.rpartition(":")[2] for name in GYMNASIUM_VERDICTS)
+
 #: Gymnasium's vector wrappers that are right in a mode marked "ok" above only
-#: while the caller makes no partial reset (``reset(options={"reset_mask":
-#: ...})``) over Gymnasium's vector envs: what goes wrong after one. The entries'
-#: runs make partial resets in DISABLED only, where they are how episodes restart;
-#: in NEXT_STEP and SAME_STEP they are optional, so the verdict stays "ok" there,
-#: with this caveat (``tests/registry/test_gymnasium_verdicts.py`` establishes each with
-#: the conformance kit, which cuts episodes by masked resets in every mode).
+#: while the caller makes no partial reset (``reset_mask``) over Gymnasium's vector
+#: envs: what goes wrong after one (the verdict stays "ok", with this caveat).
 PARTIAL_RESET_CAVEATS: dict[str, str] = {
     "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation": (
         "a partial reset (reset_mask) raises ValueError: it does not support them."
@@ -237,11 +195,8 @@ PARTIAL_RESET_CAVEATS: dict[str, str] = {
     ),
 }
 
-#: Gymnasium's vector wrappers that write into what the env below returned to
-#: them, in every mode (a caveat of each mode marked "ok" above): a layer below
-#: that keeps what it returned (a logger, a buffer) then holds the wrapper's
-#: values, not its own (``tests/registry/test_gymnasium_verdicts.py`` establishes each;
-#: the conformance kit finds it).
+#: Gymnasium's vector wrappers that write into what the env below returned, in
+#: every mode (a caveat of each mode marked "ok").
 WRITES_BELOW_CAVEATS: dict[str, str] = {
     **{
         f"gymnasium.wrappers.vector.vectorize_reward:{short}": (
@@ -265,13 +220,9 @@ WRITES_BELOW_CAVEATS: dict[str, str] = {
     ),
 }
 
-#: Gymnasium's vector wrappers whose "wrong" verdicts and partial-reset caveats
-#: all come from the env below popping ``reset_mask`` from the options dict
-#: before the wrapper reads it (Gymnasium's vector envs do): directly over an env
-#: that keeps the options as they are (vecmode's cores), they are right in every
-#: mode, with the caveat given here instead, which :func:`vecmode.check_stack` and
-#: :func:`vecmode.guard` take into account (``tests/registry/test_gymnasium_verdicts.py``
-#: and the conformance kit's runs over vecmode's core establish it).
+#: Gymnasium's vector wrappers whose "wrong" verdicts and caveats all come from
+#: the env below popping ``reset_mask`` from the options: over an env that keeps
+#: the options (vecmode's cores), they are right in every mode, with this caveat.
 CAVEATS_WHERE_OPTIONS_KEPT: dict[str, str] = {
     "gymnasium.wrappers.vector.common:RecordEpisodeStatistics": (
         "The step's info['_episode'] is the wrapper's own array, which a reset "
@@ -282,8 +233,7 @@ CAVEATS_WHERE_OPTIONS_KEPT: dict[str, str] = {
     )
 }
 
-#: Gymnasium's vector wrappers whose statistics pool the sub-envs of a batch, so
-#: that their values depend on which sub-envs' events share a call (what
+#: Gymnasium's vector wrappers whose statistics pool the sub-envs of a batch (what
 #: ``check_wrapper(..., batch_dependent=...)`` is about); they do not say so.
 BATCH_DEPENDENT: frozenset[str] = frozenset(
     {

@@ -1,15 +1,12 @@
 """Declared vector env classes: how each foreign vector env really behaves.
 
-A vector env declares its mode in ``metadata["autoreset_mode"]``, but a conversion
-to another mode needs more: whether ``reset(options={"reset_mask": mask})`` resets
-only the masked sub-envs and clears their pending autoreset, what that reset
-returns, and how the env reports final observations. vecmode's autoreset policies
-decide from these declarations, not from ``isinstance`` checks; each entry for a
-library's class was established by running it (``tests/registry/test_env_classes.py``).
-Declare your own class with :func:`register_vector_env`.
-
-Classes are named as ``"module:QualName"`` and matched along the env's class
-hierarchy, so declaring a class imports nothing (nor does importing vecmode).
+A conversion to another mode needs more than ``metadata["autoreset_mode"]``: what
+``reset(options={"reset_mask": mask})`` does, what it returns, and how the env
+reports final observations. vecmode's autoreset policies decide from these
+declarations (each library's entry was established by running it:
+``tests/registry/test_env_classes.py``). Classes are named ``"module:QualName"``
+and matched along the env's MRO, so declaring one imports nothing. Declare yours
+with :func:`register_vector_env`.
 
 >>> import gymnasium as gym
 >>> from vecmode.env_classes import vector_env_declaration
@@ -32,7 +29,7 @@ from gymnasium.wrappers.vector import (
     RecordEpisodeStatistics as GymRecordEpisodeStatistics,
 )
 
-from vecmode.modes import MODES, ModeLike, as_mode
+from vecmode.modes import MODES, as_mode
 
 __all__ = [
     "FINAL_OBS_LAYOUTS",
@@ -63,27 +60,22 @@ FINAL_OBS_LAYOUTS = ("gymnasium", "dense")
 
 @dataclass(frozen=True)
 class VectorEnvDeclaration:
-    """How a vector env class behaves (see the module doc)."""
+    """How a vector env class behaves (the arguments of :func:`register_vector_env`).
 
-    #: The class, as ``"module:QualName"``.
+    Attributes:
+        path: the class, as ``"module:QualName"``.
+        modes: the modes it can be built in.
+        masked_reset_of: one of :data:`MASKED_RESETS`, or a function of the env.
+    """
+
     path: str
-    #: The modes it can be built in (its own ``autoreset_mode`` argument).
     modes: frozenset[Any]
-    #: One of :data:`MASKED_RESETS`, or a function of the env (for classes whose
-    #: behaviour depends on how the instance was built).
     masked_reset_of: str | Callable[[Any], str]
     reset_returns: str = "all"
     final_obs_layout: str = "gymnasium"
-    #: Whether ``observation_space`` / ``action_space`` are the batched spaces
-    #: (Gymnasium's convention) or, like EnvPool's, the single-env ones.
     batched_spaces: bool = True
-    #: Whether ``reset`` leaves the caller's options dict as it is (vecmode's
-    #: cores); Gymnasium's vector envs pop ``reset_mask`` from it, so a wrapper
-    #: that reads it after passing the options down no longer finds it.
     keeps_options: bool = False
-    #: Why the masked reset is what it is, for messages (may use ``{name}``).
     why: str = ""
-    #: What to use instead when a conversion is refused (may use ``{name}``).
     remedy: str = ""
 
     def masked_reset(self, env: Any) -> str:
@@ -103,15 +95,24 @@ def _path(cls: type | str) -> str:
 
 
 def _checked_path(cls: Any) -> str:
-    """``"module:QualName"`` of a class to declare: a class (a vector env, or a
-    mixin of one, as EnvPool's; not a wrapper), or a path with a colon."""
+    """``"module:QualName"`` of a vector env class (or a mixin of one) to declare."""
     if isinstance(cls, str):
         module, colon, name = cls.partition(":")
         if not (colon and module and name):
-            raise ValueError(not_a_class_path(cls))
+            raise ValueError(
+                f"register_vector_env takes a vector env class or its path "
+                f"'module:QualName', got {cls!r}."
+            )
         return cls
     if not isinstance(cls, type) or issubclass(cls, (gym.Wrapper, VectorWrapper)):
-        raise TypeError(not_a_vector_env_class(cls))
+        what = (
+            cls.__name__ if isinstance(cls, type) else f"{type(cls).__name__} {cls!r}"
+        )
+        raise TypeError(
+            f"register_vector_env takes a vector env class (or its path "
+            f"'module:QualName'), got {what}; wrappers are declared with "
+            f"vecmode.register or @vecmode.supports."
+        )
     return _path(cls)
 
 
@@ -150,22 +151,20 @@ def register_vector_env(
     >>> _ = vecmode.register_vector_env(MyVecEnv, masked_reset="clears")
     >>> vecmode.unregister_vector_env(MyVecEnv)
     """
-    for name, value, allowed in (
+    checks: list[tuple[str, str, tuple[str, ...]]] = [
         ("reset_returns", reset_returns, RESET_RETURNS),
         ("final_obs_layout", final_obs_layout, FINAL_OBS_LAYOUTS),
-    ):
+    ]
+    if not callable(masked_reset):
+        checks.insert(0, ("masked_reset", masked_reset, MASKED_RESETS))
+    for name, value, allowed in checks:
         if value not in allowed:
-            raise ValueError(not_one_of(name, value, allowed))
-    if not callable(masked_reset) and masked_reset not in MASKED_RESETS:
-        raise ValueError(not_one_of("masked_reset", masked_reset, MASKED_RESETS))
-    declared_modes = frozenset(
-        MODES if modes is None else (as_mode(m) for m in _modes(modes))
-    )
-    if not declared_modes:
-        raise ValueError(no_modes(cls))
+            raise ValueError(
+                f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}."
+            )
     found = VectorEnvDeclaration(
         _checked_path(cls),
-        declared_modes,
+        _declared_modes(cls, modes),
         masked_reset,
         reset_returns,
         final_obs_layout,
@@ -179,8 +178,20 @@ def register_vector_env(
     return found
 
 
-def _modes(modes: Any) -> list[ModeLike]:
-    return [modes] if isinstance(modes, str) else list(modes)
+def _declared_modes(cls: Any, modes: Any) -> frozenset[Any]:
+    """The modes a class to declare can be built in (default: all three)."""
+    declared = frozenset(
+        MODES
+        if modes is None
+        else map(as_mode, [modes] if isinstance(modes, str) else modes)
+    )
+    if not declared:
+        shown = cls if isinstance(cls, str) else getattr(cls, "__name__", repr(cls))
+        raise ValueError(
+            f"register_vector_env({shown}, modes=...) needs at least one mode the "
+            f"class can be built in (leave modes out for all three)."
+        )
+    return declared
 
 
 def unregister_vector_env(cls: type | str) -> None:
@@ -302,35 +313,3 @@ def layers(env: Any, limit: int = 64) -> Iterator[Any]:
         yield env
         inner = env.__dict__.get("env") if hasattr(env, "__dict__") else None
         env = None if inner is env else inner
-
-
-# ------------------------------------------------------------------ messages
-def not_a_class_path(got: str) -> str:
-    return (
-        f"register_vector_env takes a vector env class or its path "
-        f"'module:QualName', got {got!r}."
-    )
-
-
-def not_a_vector_env_class(got: Any) -> str:
-    what = got.__name__ if isinstance(got, type) else f"{type(got).__name__} {got!r}"
-    return (
-        f"register_vector_env takes a vector env class (or its path "
-        f"'module:QualName'), got {what}; wrappers are declared with "
-        f"vecmode.register or @vecmode.supports."
-    )
-
-
-def no_modes(cls: Any) -> str:
-    return (
-        f"register_vector_env({_shown(cls)}, modes=...) needs at least one mode the "
-        f"class can be built in (leave modes out for all three)."
-    )
-
-
-def _shown(cls: Any) -> str:
-    return cls if isinstance(cls, str) else getattr(cls, "__name__", repr(cls))
-
-
-def not_one_of(name: str, got: Any, allowed: tuple[str, ...]) -> str:
-    return f"{name} must be one of {', '.join(map(repr, allowed))}, got {got!r}."

@@ -1,0 +1,83 @@
+"""The compatibility registry: which autoreset modes each wrapper supports.
+
+Declare a wrapper's modes with :func:`supports` (your classes) or :func:`register`
+(classes you don't own); vecmode has entries for Gymnasium's vector wrappers. A
+declared class is checked when it is built; :func:`guard` checks Gymnasium's in
+this thread or task. :func:`check_stack` reports on a built stack. See
+``docs/registry.md``.
+
+>>> import gymnasium as gym
+>>> import vecmode
+>>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+...     autoreset_mode="SameStep")
+>>> vecmode.check_stack(gym.wrappers.vector.RecordEpisodeStatistics(envs)).ok
+True
+>>> envs.close()
+"""
+
+from vecmode.modes import Strict, strict
+from vecmode.registry.construction import (
+    Guard,
+    guard,
+    instrumented,
+    register,
+    supports,
+    unregister,
+)
+from vecmode.registry.declare import (
+    Declaration,
+    ModeReasons,
+    declaration,
+    supported_modes,
+)
+from vecmode.registry.proof import (
+    Evidence,
+    evidence,
+    record_env_verified,
+    record_verified,
+)
+from vecmode.registry.stack import (
+    CompatibilityReport,
+    LayerReport,
+    Verdict,
+    assert_compatible,
+    check_stack,
+    require_mode,
+)
+from vecmode.registry.table import (
+    OK_WITH_CAVEAT,
+    TABLE_LEGEND,
+    declarations,
+    format_table,
+    table_entries,
+)
+
+__all__ = [
+    "OK_WITH_CAVEAT",
+    "TABLE_LEGEND",
+    "CompatibilityReport",
+    "Declaration",
+    "Evidence",
+    "Guard",
+    "LayerReport",
+    "ModeReasons",
+    "Strict",
+    "Verdict",
+    "assert_compatible",
+    "check_stack",
+    "declaration",
+    "declarations",
+    "evidence",
+    "format_table",
+    "guard",
+    "instrumented",
+    "record_env_verified",
+    "record_verified",
+    "register",
+    "require_mode",
+    "strict",
+    "supported_modes",
+    "supports",
+    "table_entries",
+    "unregister",
+]

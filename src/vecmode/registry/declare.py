@@ -1,0 +1,301 @@
+"""What is declared: :class:`Declaration`, where declarations live, the lookup.
+
+A class registered by name (``"module:Class"``) is resolved when vecmode first
+meets it: at :func:`~vecmode.register` if its module is imported, else at the
+first lookup or construction after the import.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from gymnasium.vector import AutoresetMode, VectorWrapper
+
+from vecmode import _gymnasium
+from vecmode.env_classes import keeps_options
+from vecmode.errors import mode_names
+from vecmode.modes import MODES, ModeLike, as_mode
+
+#: Reasons keyed by mode, as ``why=`` and ``wrong=`` take them: a dict keyed by
+#: mode names (``{"SameStep": "..."}``) or by ``AutoresetMode`` members.
+ModeReasons = Mapping[AutoresetMode, str] | Mapping[str, str] | Mapping[ModeLike, str]
+
+#: The class attribute where :func:`~vecmode.supports` puts its declaration.
+ATTRIBUTE = "__vecmode_declaration__"
+NO_MODES = (
+    "declare at least one mode: NextStep, SameStep or Disabled "
+    "(AutoresetMode values or their strings)."
+)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a wrapper class declares about the autoreset modes.
+
+    Attributes:
+        modes: the modes of the wrapped env it supports (correctly).
+        output: the mode it produces, for a wrapper that changes the mode.
+        wrong: modes it accepts but gets wrong, with what goes wrong.
+        reasons: why a mode is not supported, where that is known.
+        instead: what to do when the mode is not supported.
+        source: ``"supports"``, ``"register"`` or ``"gymnasium"``.
+        caveats: what it gets wrong in a supported mode's optional use (a partial
+            reset); the mode stays ok.
+        needs_popped_options: ``wrong`` and the caveats come from the env below
+            popping ``reset_mask`` from the options (see :meth:`over`).
+        kept_options_caveat: the caveat over an env that keeps the options.
+    """
+
+    modes: frozenset[AutoresetMode]
+    output: AutoresetMode | None = None
+    wrong: Mapping[AutoresetMode, str] = field(default_factory=dict)
+    reasons: Mapping[AutoresetMode, str] = field(default_factory=dict)
+    instead: str = ""
+    source: str = "register"
+    caveats: Mapping[AutoresetMode, str] = field(default_factory=dict)
+    needs_popped_options: bool = False
+    kept_options_caveat: str = ""
+
+    def over(self, env: Any) -> Declaration:
+        """This declaration over ``env``: right in every mode it accepts if its
+        faults come from popped options and ``env`` keeps them (vecmode's cores)."""
+        if not self.needs_popped_options or not keeps_options(env):
+            return self
+        modes = self.modes | frozenset(self.wrong)
+        caveat = self.kept_options_caveat
+        return replace(
+            self,
+            modes=modes,
+            wrong=MappingProxyType({}),
+            caveats=MappingProxyType(dict.fromkeys(modes, caveat) if caveat else {}),
+        )
+
+    def behaviour(self, mode: ModeLike) -> str:
+        """``"ok"``, ``"refused"`` or ``"wrong"`` (accepted, but known to be wrong)."""
+        mode = as_mode(mode)
+        if mode in self.modes:
+            return "ok"
+        return "wrong" if mode in self.wrong else "refused"
+
+    def note(self, mode: AutoresetMode) -> str:
+        """Why ``mode`` is wrong or not supported, or its caveat; empty if nothing."""
+        return (
+            self.wrong.get(mode) or self.reasons.get(mode) or self.caveats.get(mode, "")
+        )
+
+    def why(self, mode: AutoresetMode) -> str:
+        """Why ``mode`` is not supported, as a sentence for an error message."""
+        if mode in self.wrong:
+            return (
+                f"It accepts {mode.value} but is known to be wrong there: "
+                f"{self.wrong[mode]}"
+            )
+        return self.reasons.get(mode, "")
+
+
+def declare(
+    modes: Iterable[ModeLike],
+    output: ModeLike | None = None,
+    wrong: ModeReasons | None = None,
+    why: ModeReasons | None = None,
+    instead: str | None = None,
+    source: str = "register",
+) -> Declaration:
+    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes."""
+    accepted = frozenset(as_mode(mode) for mode in modes)
+    if not accepted:
+        raise ValueError(NO_MODES)
+    wrong_modes = {as_mode(mode): text for mode, text in (wrong or {}).items()}
+    overlap = accepted & wrong_modes.keys()
+    if overlap:
+        raise ValueError(
+            f"{mode_names(overlap)} cannot be both supported and silently wrong; "
+            f"list each mode in modes or in wrong, not both."
+        )
+    return Declaration(
+        modes=accepted,
+        output=None if output is None else as_mode(output),
+        wrong=MappingProxyType(wrong_modes),
+        reasons=MappingProxyType({as_mode(m): text for m, text in (why or {}).items()}),
+        instead=instead or "",
+        source=source,
+    )
+
+
+def use_supported_modes_message(modes: Iterable[AutoresetMode]) -> str:
+    """What to do about a refused mode, where the declaration does not say."""
+    names = mode_names(modes)
+    first = names.split(", ")[0]
+    return (
+        f"Build the vector env in {names} (e.g. vecmode.make_vec(..., "
+        f"autoreset_mode={first!r}), or vecmode.with_autoreset(env, {first!r})), or "
+        f"use a wrapper that supports the env's mode."
+    )
+
+
+# --- where declarations live: change them under the lock --------------------------
+lock = threading.RLock()
+#: register(cls, ...), and the classes that registered names resolved to.
+registered: dict[type, Declaration] = {}
+#: register("module:Class", ...) not resolved yet; the names resolved.
+pending: dict[str, Declaration] = {}
+resolved: dict[str, type] = {}
+#: Pending names already warned about (their module has no such wrapper class).
+_warned: set[str] = set()
+#: Classes declared by @supports, in declaration order (for the table).
+decorated: list[weakref.ref[type]] = []
+#: vecmode's entries for Gymnasium's wrappers, by "module:QualName".
+_gymnasium_entries: dict[str, Declaration] = {}
+
+
+def gymnasium_entries() -> dict[str, Declaration]:
+    """vecmode's declarations of Gymnasium's wrappers, by ``"module:QualName"``."""
+    if _gymnasium_entries:
+        return _gymnasium_entries
+    for name, verdicts in _gymnasium.GYMNASIUM_VERDICTS.items():
+        by_mode = {as_mode(mode): verdict for mode, verdict in verdicts.items()}
+        ok = [mode for mode in MODES if by_mode[mode][0] == "ok"]
+        short = name.rpartition(":")[2]
+        instead = (
+            f"Use vecmode.wrappers.{short} instead (same arguments, right in every "
+            f"mode), or build the vector env in {mode_names(ok)}."
+            if short in _gymnasium.VECMODE_EQUIVALENTS
+            else use_supported_modes_message(ok)
+        )
+        wrong = {m: text for m, (v, text) in by_mode.items() if v == "wrong"}
+        why = {m: text for m, (v, text) in by_mode.items() if v == "refuses"}
+        found = declare(ok, None, wrong, why, instead, "gymnasium")
+        caveat = _gymnasium.PARTIAL_RESET_CAVEATS.get(name)
+        caveat = caveat or _gymnasium.WRITES_BELOW_CAVEATS.get(name)
+        if caveat is not None:
+            found = replace(found, caveats=MappingProxyType(dict.fromkeys(ok, caveat)))
+        kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name)
+        if kept is not None:
+            found = replace(found, needs_popped_options=True, kept_options_caveat=kept)
+        _gymnasium_entries[name] = found
+    return _gymnasium_entries
+
+
+def class_path(cls: type) -> str:
+    """``"module:QualName"`` of ``cls``."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def wrapper_class(cls: Any, caller: str) -> type:
+    """``cls`` if it is a ``VectorWrapper`` class, else TypeError naming ``caller``."""
+    if not (isinstance(cls, type) and issubclass(cls, VectorWrapper)):
+        raise TypeError(
+            f"{caller} takes a subclass of gymnasium.vector.VectorWrapper, got "
+            f"{cls!r}; declare the wrapper class itself (not an instance)."
+        )
+    return cls
+
+
+def named_wrapper(name: str) -> type:
+    """The wrapper class ``"module:Qual.Name"`` names in its imported module."""
+    module, _, qualname = name.partition(":")
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    if target is None:
+        raise AttributeError(
+            f"vecmode.register({name!r}): module {module!r} has no attribute "
+            f"{qualname!r}; name the class as 'package.module:ClassName'."
+        )
+    return wrapper_class(target, f"vecmode.register({name!r})")
+
+
+def keep(target: type | str, found: Declaration) -> None:
+    """Keep a :func:`~vecmode.register` declaration of a class or a class path."""
+    with lock:
+        if isinstance(target, str):
+            if target.partition(":")[0] not in sys.modules:
+                pending[target] = found
+                return
+            name, target = target, named_wrapper(target)
+            pending.pop(name, None)
+            resolved[name] = target
+        registered[target] = found
+
+
+def forget(target: type | str) -> tuple[bool, type | None]:
+    """Drop a :func:`~vecmode.register` declaration: whether there was one, and
+    the class it applied to."""
+    with lock:
+        if isinstance(target, str):
+            _warned.discard(target)
+            had = pending.pop(target, None) is not None
+            cls = resolved.pop(target, None)
+            if cls is not None:
+                had = registered.pop(cls, None) is not None or had
+            return had, cls
+        for name in [name for name, cls in resolved.items() if cls is target]:
+            del resolved[name]
+        return registered.pop(target, None) is not None, target
+
+
+def resolve_pending() -> None:
+    """Resolve the pending names whose module is imported now; warn once about a
+    name that gives no wrapper class."""
+    if not pending:
+        return
+    with lock:
+        for name in [name for name in pending if name.partition(":")[0] in sys.modules]:
+            try:
+                cls = named_wrapper(name)
+            except (AttributeError, TypeError) as error:
+                if name not in _warned:
+                    _warned.add(name)
+                    warnings.warn(str(error), RuntimeWarning, stacklevel=3)
+                continue
+            registered[cls] = pending.pop(name)
+            resolved[name] = cls
+
+
+def own_declaration(cls: type) -> Declaration | None:
+    """The declaration of ``cls`` itself, not one it inherits."""
+    found = registered.get(cls) or cls.__dict__.get(ATTRIBUTE)
+    if found is None and cls.__module__.startswith("gymnasium."):
+        found = gymnasium_entries().get(class_path(cls))
+    return found
+
+
+def declaration(cls_or_instance: Any) -> Declaration | None:
+    """The :class:`Declaration` that applies to a wrapper class or instance.
+
+    The nearest one up the MRO wins. For one class, :func:`~vecmode.register`
+    overrides :func:`~vecmode.supports` (until :func:`~vecmode.unregister`), and
+    both override vecmode's entries for Gymnasium.
+
+    >>> import vecmode
+    >>> vecmode.registry.declaration(vecmode.SameStepAutoreset).output.value
+    'SameStep'
+    """
+    resolve_pending()
+    cls = (
+        cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
+    )
+    for klass in cls.__mro__:
+        found = own_declaration(klass)
+        if found is not None:
+            return found
+    return None
+
+
+def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:
+    """The modes a wrapper class (or instance) supports; None if nothing is declared.
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> sorted(m.value for m in vecmode.supported_modes(gym.wrappers.vector.ClipReward))
+    ['Disabled', 'NextStep', 'SameStep']
+    """
+    found = declaration(cls_or_instance)
+    return None if found is None else found.modes

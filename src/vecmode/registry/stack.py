@@ -1,0 +1,408 @@
+"""Checking a built stack: :func:`check_stack` and its :class:`CompatibilityReport`,
+:func:`assert_compatible`, :func:`require_mode`."""
+
+from __future__ import annotations
+
+import itertools
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, overload
+
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from vecmode.env_classes import layers
+from vecmode.errors import (
+    IncompatibleModeError,
+    convert_to,
+    mode_names,
+    not_a_vector_env,
+)
+from vecmode.modes import (
+    ASSUMED_MODE,
+    MODES,
+    ModeLike,
+    as_mode,
+    is_strict,
+    mode_of,
+    mode_or_assumed,
+)
+from vecmode.registry.declare import NO_MODES, Declaration, declaration
+from vecmode.registry.proof import (
+    Evidence,
+    env_proof,
+    how_to_find_modes,
+    how_to_verify,
+    proof,
+)
+from vecmode.registry.table import aligned
+
+
+class Verdict(str, Enum):
+    """One layer's verdict in a :class:`CompatibilityReport`."""
+
+    #: The layer supports the mode it gets.
+    OK = "ok"
+    #: The layer's declaration does not include the mode it gets.
+    REFUSED = "refused"
+    #: The layer accepts the mode but is known to be wrong in it.
+    KNOWN_WRONG = "known-wrong"
+    #: No mode is declared (by the env, or for the wrapper class).
+    UNDECLARED = "undeclared"
+    #: The layer's ``metadata["autoreset_mode"]`` disagrees with its declaration.
+    MISMATCH = "mismatch"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """One layer of a checked stack.
+
+    Attributes:
+        name: the layer's class name.
+        origin: the package it comes from (``"vecmode"``, ``"gymnasium"``, ...).
+        mode_in: the mode of the env it wraps (None for the innermost env).
+        accepts: the modes it supports (None: innermost env, or undeclared).
+        mode_out: the mode it runs in.
+        verdict: see :class:`Verdict`.
+        note: why, for any verdict but ok; for ok, a caveat where one is known.
+        layer: the layer object itself.
+        evidence: what the verdict rests on (see :class:`Evidence`).
+        evidence_note: where the evidence comes from, and how to prove it.
+    """
+
+    name: str
+    origin: str
+    mode_in: AutoresetMode | None
+    accepts: frozenset[AutoresetMode] | None
+    mode_out: AutoresetMode | None
+    verdict: Verdict
+    note: str = ""
+    layer: Any = field(default=None, repr=False, compare=False)
+    evidence: Evidence = Evidence.NONE
+    evidence_note: str = ""
+
+
+_REPORT_HEADER = (
+    "#",
+    "layer",
+    "mode in",
+    "supports",
+    "mode out",
+    "verdict",
+    "evidence",
+)
+
+
+@dataclass(frozen=True)
+class CompatibilityReport:
+    """The result of :func:`check_stack`: one :class:`LayerReport` per layer,
+    innermost first. ``str(report)`` is an aligned table for a terminal."""
+
+    rows: tuple[LayerReport, ...]
+    strict: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """No layer fails (undeclared ones fail only under ``strict``)."""
+        return not self.problems
+
+    @property
+    def problems(self) -> tuple[LayerReport, ...]:
+        """The layers that make the report not ok."""
+        allowed = {Verdict.OK} if self.strict else {Verdict.OK, Verdict.UNDECLARED}
+        return tuple(row for row in self.rows if row.verdict not in allowed)
+
+    @property
+    def verified(self) -> bool:
+        """Every layer's verdict rests on runs that proved it."""
+        return not self.unverified
+
+    @property
+    def unverified(self) -> tuple[LayerReport, ...]:
+        """The layers whose evidence is not :attr:`Evidence.VERIFIED`."""
+        return tuple(row for row in self.rows if row.evidence is not Evidence.VERIFIED)
+
+    @property
+    def mode(self) -> AutoresetMode | None:
+        """The mode the whole stack runs in (the outermost layer's)."""
+        return self.rows[-1].mode_out
+
+    def __iter__(self) -> Iterator[LayerReport]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> LayerReport: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[LayerReport, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> LayerReport | tuple[LayerReport, ...]:
+        return self.rows[index]
+
+    def __str__(self) -> str:
+        rows: list[tuple[str, ...]] = []
+        notes: list[str] = []
+        for position, row in enumerate(self):
+            verdict = row.verdict.value
+            text = " ".join(
+                _sentence(part) for part in (row.note, row.evidence_note) if part
+            )
+            if text:
+                note = f"[{len(notes) + 1}] {row.name}: {text}"
+                wrapped = textwrap.fill(
+                    note, 88, subsequent_indent="    ", break_on_hyphens=False
+                )
+                notes.append(wrapped)
+                verdict += f" [{len(notes)}]"
+            rows.append(
+                (
+                    str(position),
+                    f"{row.name} ({row.origin})",
+                    _cell(row.mode_in),
+                    _cell(row.accepts),
+                    _cell(row.mode_out),
+                    verdict,
+                    row.evidence.value,
+                )
+            )
+        table = aligned(_REPORT_HEADER, rows)
+        return "\n".join([_summary(self), "", *table, *(["", *notes] if notes else [])])
+
+
+def _cell(modes: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
+    if modes is None:
+        return "-"
+    if isinstance(modes, AutoresetMode):
+        return modes.value
+    return "all" if modes == frozenset(MODES) else mode_names(modes)
+
+
+def _summary(report: CompatibilityReport) -> str:
+    if not report.ok:
+        failing = "; ".join(
+            f"layer {report.rows.index(row)} {row.name} is "
+            f"{'mismatched' if row.verdict is Verdict.MISMATCH else row.verdict.value}"
+            f" in {_cell(row.mode_in or row.mode_out)}"
+            for row in report.problems
+        )
+        return f"NOT OK: {failing}"
+    undeclared = sum(row.verdict is Verdict.UNDECLARED for row in report)
+    caveat = f", {undeclared} undeclared (see notes)" if undeclared else ""
+    unproven = [
+        f"layer {position} {row.name} ({row.evidence.value})"
+        for position, row in enumerate(report)
+        if row.evidence in (Evidence.DECLARED, Evidence.INHERITED)
+    ]
+    if unproven:
+        caveat += f"; not verified: {', '.join(unproven)} (see notes)"
+    return f"ok: the stack runs {_cell(report.mode)}{caveat}"
+
+
+def _sentence(text: str) -> str:
+    """``text`` with a capital first letter and a full stop at the end."""
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+#: Modules where classes made at run time (EnvPool's) say they come from.
+_NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
+
+
+def _origin(obj: Any) -> str:
+    """The package ``obj``'s class comes from (the first base's not made at run time)."""
+    for cls in type(obj).__mro__:
+        package = cls.__module__.split(".")[0]
+        if package not in _NOT_AN_ORIGIN:
+            return package
+    return type(obj).__module__.split(".")[0]
+
+
+def _verdict(
+    name: str,
+    found: Declaration,
+    mode_in: AutoresetMode,
+    mode: AutoresetMode,
+    declared: AutoresetMode | None,
+) -> tuple[Verdict, str]:
+    """A declared layer's verdict and note: it gets ``mode_in``, produces
+    ``mode``, and its metadata says ``declared``."""
+    if mode_in in found.wrong:
+        return Verdict.KNOWN_WRONG, " ".join(
+            part for part in (found.wrong[mode_in], found.instead) if part
+        )
+    if mode_in not in found.modes:
+        why = found.why(mode_in) or f"{name} does not declare {mode_in.value}"
+        return Verdict.REFUSED, " ".join(part for part in (why, found.instead) if part)
+    if declared is not None and declared is not mode:
+        return Verdict.MISMATCH, (
+            f"its metadata['autoreset_mode'] is {declared.value}, but its "
+            f"declaration and the layers below give {mode.value}"
+        )
+    return Verdict.OK, found.caveats.get(mode_in, "")
+
+
+#: What a layer's report says beyond its name, origin and mode in: accepts,
+#: mode out, verdict, note, evidence, evidence note.
+_Judged = tuple[
+    frozenset[AutoresetMode] | None, AutoresetMode, Verdict, str, Evidence, str
+]
+
+
+def _innermost(env: Any, declared: AutoresetMode | None) -> _Judged:
+    evidence, evidence_note = env_proof(env, declared)
+    if declared is not None:
+        return None, declared, Verdict.OK, "", evidence, evidence_note
+    note = (
+        f"declares no metadata['autoreset_mode']; {ASSUMED_MODE.value} assumed "
+        f"(Gymnasium's convention)"
+    )
+    return None, ASSUMED_MODE, Verdict.UNDECLARED, note, evidence, evidence_note
+
+
+def _wrapper(
+    layer: Any, mode_in: AutoresetMode, declared: AutoresetMode | None
+) -> _Judged:
+    cls = type(layer)
+    found = declaration(layer)
+    if found is None:
+        note = (
+            f"no modes declared for {cls.__name__}; declare them with "
+            f"@vecmode.supports or vecmode.register"
+        )
+        hint = how_to_find_modes(cls)
+        return None, declared or mode_in, Verdict.UNDECLARED, note, Evidence.NONE, hint
+    found = found.over(layer.env)
+    mode = found.output or mode_in
+    verdict, note = _verdict(cls.__name__, found, mode_in, mode, declared)
+    evidence, evidence_note = proof(cls, mode_in)
+    unproven = evidence in (Evidence.DECLARED, Evidence.INHERITED)
+    evidence_note = f"{evidence_note}; {how_to_verify(cls)}" if unproven else ""
+    return found.modes, mode, verdict, note, evidence, evidence_note
+
+
+def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerReport:
+    """The report of the layer at ``position``, which gets ``mode_in``."""
+    name, origin = type(layer).__name__, _origin(layer)
+    try:
+        declared = mode_of(layer)
+    except ValueError as error:  # metadata["autoreset_mode"] is no mode
+        raise ValueError(f"layer {position} {name} ({origin}): {error}") from None
+    judged = (
+        _innermost(layer, declared)
+        if mode_in is None
+        else _wrapper(layer, mode_in, declared)
+    )
+    accepts, mode_out, verdict, note, evidence, evidence_note = judged
+    return LayerReport(
+        name,
+        origin,
+        mode_in,
+        accepts,
+        mode_out,
+        verdict,
+        note,
+        layer,
+        evidence,
+        evidence_note,
+    )
+
+
+def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
+    """Check every layer of a vector env stack against the modes it supports.
+
+    Walks from the innermost vector env outwards, propagating the mode through
+    mode-changing layers, and reports one row per layer with its :class:`Verdict`
+    and :class:`Evidence`.
+
+    Args:
+        env: the outermost layer of the stack.
+        strict: undeclared layers fail the report (default: :func:`vecmode.strict`'s
+            setting).
+
+    >>> import gymnasium as gym
+    >>> import vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="SameStep")
+    >>> report = vecmode.check_stack(gym.wrappers.vector.NormalizeReward(envs))
+    >>> report.ok, [row.verdict.value for row in report]
+    (False, ['ok', 'ok', 'known-wrong'])
+    >>> envs.close()
+    """
+    if not isinstance(env, VectorEnv):
+        raise TypeError(not_a_vector_env("vecmode.check_stack", env))
+    stack = itertools.takewhile(
+        lambda layer: isinstance(layer, VectorEnv), layers(env, limit=10_000)
+    )
+    rows: list[LayerReport] = []
+    for position, layer in enumerate(reversed(list(stack))):
+        rows.append(_row(position, layer, rows[-1].mode_out if rows else None))
+    return CompatibilityReport(tuple(rows), is_strict(strict))
+
+
+def assert_compatible(
+    env: VectorEnv, *, strict: bool | None = None, verified: bool = False
+) -> CompatibilityReport:
+    """:func:`check_stack` the stack and return the report; raise
+    :class:`~vecmode.IncompatibleModeError` with its table if it is not ok.
+
+    Args:
+        env: the outermost layer of the stack.
+        strict: as for :func:`check_stack`.
+        verified: also raise when a layer is not verified (for a CI that wants
+            every layer proven).
+    """
+    report = check_stack(env, strict=strict)
+    if not report.ok:
+        raise IncompatibleModeError(
+            f"this vector env stack is not compatible with its autoreset mode:\n"
+            f"{report}"
+        )
+    if verified and not report.verified:
+        raise IncompatibleModeError(
+            f"this vector env stack has layers whose modes nothing here proved "
+            f"(assert_compatible(..., verified=True)):\n{report}"
+        )
+    return report
+
+
+def require_mode(
+    env: VectorEnv,
+    *modes: ModeLike,
+    who: str | None = None,
+    strict: bool | None = None,
+) -> AutoresetMode:
+    """Return ``env``'s mode if it is one of ``modes``; raise otherwise.
+
+    For training code written for some modes only. An env that declares no mode
+    warns (:class:`~vecmode.UndeclaredModeWarning`) and is taken as NEXT_STEP, or
+    raises under ``strict``. ``who`` names the caller in the message.
+
+    >>> import vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
+    ...     autoreset_mode="Disabled")
+    >>> vecmode.require_mode(envs, "NextStep", "SameStep", who="my_ppo")
+    Traceback (most recent call last):
+    ...
+    vecmode.errors.IncompatibleModeError: my_ppo needs a vector env in NextStep, SameStep, got one in Disabled. ...
+    >>> envs.close()
+    """
+    wanted = frozenset(as_mode(mode) for mode in modes)
+    if not wanted:
+        raise ValueError(NO_MODES)
+    caller = who or "vecmode.require_mode"
+    if not isinstance(env, VectorEnv):  # as check_stack: no mode to assume
+        raise TypeError(not_a_vector_env(caller, env))
+    mode = mode_or_assumed(env, caller, strict, stacklevel=1)
+    if mode not in wanted:
+        raise IncompatibleModeError(
+            f"{caller} needs a vector env in {mode_names(wanted)}, got one in "
+            f"{mode.value}. {convert_to(wanted)}"
+        )
+    return mode

@@ -1,0 +1,165 @@
+"""The registry as a table: every declaration against the three modes."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from gymnasium.vector import AutoresetMode
+
+from vecmode.modes import MODES
+from vecmode.registry import declare
+from vecmode.registry.declare import ATTRIBUTE, Declaration, declaration
+from vecmode.registry.proof import Evidence, evidence
+
+#: A table cell: ok in that mode, with a caveat listed below the table.
+OK_WITH_CAVEAT = "ok\u2020"
+
+TABLE_LEGEND = (
+    f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
+    "refused: raises IncompatibleModeError (vecmode's "
+    "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
+    "built. WRONG: Gymnasium's class accepts the mode but is wrong there (silently, "
+    "or failing at a later step); "
+    "vecmode.guard() refuses it. produces: the mode a mode-changing wrapper outputs. "
+    "evidence: verified (runs proved it: vecmode's wrappers by the conformance kit in "
+    "vecmode's tests, Gymnasium's by the runs behind their entries, yours by a "
+    "recorded check_wrapper), declared (the class says so; nothing here proved it: "
+    "run vecmode conform) or inherited (from a base class's declaration)."
+)
+
+
+def _public_path(cls: type) -> str:
+    """The shortest ``package.module.Class`` path that gives ``cls``."""
+    parts = cls.__module__.split(".")
+    for end in range(1, len(parts)):
+        module = ".".join(parts[:end])
+        if getattr(sys.modules.get(module), cls.__qualname__, None) is cls:
+            return f"{module}.{cls.__qualname__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _vecmode_heirs(cls: type) -> list[type]:
+    """vecmode's public subclasses of ``cls`` that declare nothing themselves."""
+    heirs: list[type] = []
+    sub: type
+    for sub in cls.__subclasses__():
+        if ATTRIBUTE in sub.__dict__ or sub in declare.registered:
+            continue
+        if sub.__module__.startswith("vecmode.") and not sub.__name__.startswith("_"):
+            heirs.append(sub)
+        heirs.extend(_vecmode_heirs(sub))
+    return heirs
+
+
+def table_entries() -> list[tuple[str, Declaration, Evidence]]:
+    """The rows of :func:`format_table`: ``(class path, declaration, evidence)``.
+
+    vecmode's own wrappers first (with the public vecmode subclasses that inherit
+    a declaration), then Gymnasium's, then those registered here.
+    """
+    declare.resolve_pending()
+    # a class defined again under the same path (a re-run notebook cell) replaces
+    # the earlier one
+    latest: dict[str, tuple[Declaration, Evidence]] = {}
+    for ref in list(declare.decorated):
+        cls = ref()
+        if cls is None:
+            continue
+        latest[_public_path(cls)] = (cls.__dict__[ATTRIBUTE], evidence(cls))
+        for heir in _vecmode_heirs(cls):
+            found = declaration(heir)
+            if found is not None:
+                latest.setdefault(_public_path(heir), (found, evidence(heir)))
+    # the autoreset policies first, then the wrappers (whatever the import order)
+    rows = [
+        (name, found, proof)
+        for name, (found, proof) in sorted(
+            latest.items(), key=lambda row: row[0].startswith("vecmode.wrappers")
+        )
+    ]
+    for name, found in declare.gymnasium_entries().items():
+        module, qualname = name.split(":")
+        public = (
+            "gymnasium.wrappers.vector" if ".wrappers.vector." in module else module
+        )
+        rows.append((f"{public}.{qualname}", found, Evidence.VERIFIED))
+    rows.extend(
+        (_public_path(cls), found, evidence(cls))
+        for cls, found in dict(declare.registered).items()
+    )
+    rows.extend(  # not imported yet (an imported one was warned about)
+        (name.replace(":", "."), found, Evidence.DECLARED)
+        for name, found in dict(declare.pending).items()
+        if name.partition(":")[0] not in sys.modules
+    )
+    return rows
+
+
+def declarations() -> list[tuple[str, Declaration]]:
+    """Every declaration known to this process: ``(class path, declaration)``, as
+    :func:`table_entries` orders them."""
+    return [(name, found) for name, found, _ in table_entries()]
+
+
+def _cell(found: Declaration, mode: AutoresetMode) -> str:
+    """A cell: the verdict, :data:`OK_WITH_CAVEAT` for ok with a caveat."""
+    if mode in found.caveats:  # only supported modes have one
+        return OK_WITH_CAVEAT
+    return found.behaviour(mode).replace("wrong", "WRONG")
+
+
+def aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as left-aligned columns under a header and a rule of dashes."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    rule = tuple("-" * width for width in widths)
+    return [
+        "  ".join(
+            text.ljust(width) for text, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in [header, rule, *rows]
+    ]
+
+
+def format_table(*, markdown: bool = False, why: bool = False) -> str:
+    """The registry as a wrapper x mode matrix (what ``vecmode table`` prints).
+
+    Args:
+        markdown: a Markdown table instead of aligned text.
+        why: add, below the matrix, what is recorded of every mode not plainly ok.
+
+    >>> from vecmode.registry import format_table
+    >>> print(format_table())  # doctest: +ELLIPSIS
+    wrapper                    NextStep  SameStep  Disabled  produces  evidence
+    -------...
+    vecmode.NextStepAutoreset  refused   refused   ok        NextStep  verified
+    ...
+    """
+    entries = table_entries()
+    header = ("wrapper", *(mode.value for mode in MODES), "produces", "evidence")
+    rows = [
+        (
+            f"`{name}`" if markdown else name,
+            *(_cell(found, mode) for mode in MODES),
+            found.output.value if found.output else "",
+            proof.value,
+        )
+        for name, found, proof in entries
+    ]
+    reasons = [
+        f"{f'`{name}`' if markdown else name} in {mode.value} "
+        f"({_cell(found, mode)}): {found.note(mode)}"
+        for name, found, _ in (entries if why else [])
+        for mode in MODES
+        if found.note(mode)
+    ]
+    if markdown:
+        lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
+        lines.insert(1, "|" + "---|" * len(header))
+        # a blank line before the list: Markdown runs a list on into the
+        # paragraph above it otherwise
+        notes = [TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
+    else:
+        lines = aligned(header, rows)
+        notes = [*textwrap.wrap(TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
+    return "\n".join([*lines, "", *notes])
