@@ -40,6 +40,7 @@ from tests.helpers import assert_same, envpool_warnings  # noqa: E402
 from vecmode import AutoresetMode, IncompatibleModeError  # noqa: E402
 from vecmode.errors import ActionBatchError  # noqa: E402
 from vecmode.sb3 import from_sb3, to_sb3  # noqa: E402
+from vecmode.sb3.to_vec_env import AFTER_A_FAULT  # noqa: E402
 from vecmode.testing import ScheduledEnv  # noqa: E402
 
 NEXT, SAME, DISABLED = (
@@ -732,8 +733,15 @@ def test_env_method_refuses_the_vec_env_s_own_calls_in_sb3_s_words(name):
     venv = to_sb3(vecmode.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
     with pytest.raises(ValueError) as info:
         venv.env_method(name, indices=[0])
-    assert str(info.value) == vecmode.sb3.forbidden_env_method(name)
-    assert str(info.value).startswith(f"env_method({name!r}) would run")
+    instead = (
+        "venv.step_async(actions) / venv.step_wait()"
+        if name == "step"
+        else f"venv.{name}() (all sub-envs: SB3's VecEnv has no {name} of some)"
+    )
+    assert str(info.value) == (
+        f"env_method({name!r}) would run the sub-envs' {name} behind the VecEnv's "
+        f"back (its record of ended sub-envs would be wrong); use {instead}."
+    )
     venv.reset()  # usable
     venv.close()
 
@@ -1080,7 +1088,7 @@ def test_a_sub_env_fault_tells_an_sb3_caller_what_to_do(core):
         venv.step(np.zeros(2, dtype=np.int64))
     assert caught.value.index == 0
     if sys.version_info >= (3, 11):
-        assert caught.value.__notes__ == [vecmode.sb3.sb3_after_fault()]
+        assert caught.value.__notes__ == [AFTER_A_FAULT]
     venv.reset()
     venv.step(np.zeros(2, dtype=np.int64))
     venv.close()

@@ -1,0 +1,564 @@
+"""A Gymnasium vector env as an SB3 ``VecEnv``: :func:`to_sb3`.
+
+SAME_STEP's layout is written here in SB3's ``terminal_observation`` and
+``TimeLimit.truncated``; nothing else in vecmode knows SB3's encoding. The contract
+is in docs/integrations.md (SB3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Dict, Tuple
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import concatenate
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import (
+    VecEnvIndices,
+    VecEnvObs,
+    VecEnvStepReturn,
+)
+
+from vecmode import errors, sb3_subenv
+from vecmode.autoreset import SameStepAutoreset, with_autoreset
+from vecmode.core import (
+    FORBIDDEN_CALLS,
+    Command,
+    Executed,
+    StepResult,
+    VectorCore,
+    batch_problem,
+    check_call,
+    check_indices,
+    copy_batch,
+    reuses_buffers,
+)
+from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
+from vecmode.modes import without_finals
+from vecmode.sb3.from_vec_env import (
+    TERMINAL_OBSERVATION,
+    TIME_LIMIT_TRUNCATED,
+    FromSB3VectorEnv,
+    batch_layout_message,
+)
+from vecmode.wrappers.base import check_infos, empty_batch, final_entries
+from vecmode.wrappers.dict_info_to_list import infos_to_list
+
+__all__ = ["ToSB3VecEnv", "to_sb3"]
+
+_TO = "vecmode.sb3.to_sb3"
+
+#: The note a sub-env's fault gets on its way to an SB3 caller (the message's
+#: advice names calls that SB3's ``VecEnv`` does not have).
+AFTER_A_FAULT = (
+    "Through to_sb3: call reset() on the VecEnv (it resets every sub-env; SB3's "
+    "VecEnv has no masked reset), or close() it."
+)
+
+
+def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
+    """``envs`` as a Stable-Baselines3 ``VecEnv`` (a :class:`ToSB3VecEnv`).
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.sb3 import to_sb3
+    >>> venv = to_sb3(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync", max_episode_steps=1))  # NextStep, converted
+    >>> _ = venv.seed(0)
+    >>> obs = venv.reset()
+    >>> obs, rewards, dones, infos = venv.step(np.array([1, 0]))
+    >>> dones, infos[0]["TimeLimit.truncated"], infos[0]["terminal_observation"].shape
+    (array([ True,  True]), True, (4,))
+    >>> venv.close()
+    """
+    return ToSB3VecEnv(envs)
+
+
+class ToSB3VecEnv(VecEnv):
+    """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv``, call for call as
+    SB3's ``DummyVecEnv`` over the same sub-envs.
+
+    The env is converted to SAME_STEP with :func:`vecmode.with_autoreset`, which
+    refuses where that would not be exact. Each step's infos are a list of dicts
+    with ``"TimeLimit.truncated"``, and ``"terminal_observation"`` where the
+    episode ended. SB3's calls on sub-envs (``get_attr``, ``set_attr``,
+    ``env_method``, ``env_is_wrapped``) act on the sub-envs at ``indices``, in
+    vecmode's workers too. The contract: docs/integrations.md (SB3).
+
+    Args:
+        envs: a ``gymnasium.vector.VectorEnv`` that declares its mode in
+            ``metadata["autoreset_mode"]`` (vecmode's envs, Gymnasium's, a stack).
+
+    Raises:
+        TypeError: ``envs`` is not a Gymnasium vector env.
+        vecmode.IncompatibleModeError: ``envs`` declares no mode, or one that
+            cannot be turned into SAME_STEP exactly.
+
+    Attributes:
+        vector_env: the SAME_STEP vector env it steps.
+    """
+
+    def __init__(self, envs: VectorEnv) -> None:
+        if not isinstance(envs, VectorEnv):
+            raise TypeError(errors.not_a_vector_env(_TO, envs))
+        same = with_autoreset(envs, AutoresetMode.SAME_STEP)
+        self.vector_env = same
+        self._reach_sub_envs(same)
+        self._copy_obs = reuses_buffers(same)
+        space = same.single_observation_space
+        self._dict_keys = list(space.spaces) if isinstance(space, Dict) else None
+        self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
+        self._actions: Any = None
+        self._split_api(same)
+        super().__init__(same.num_envs, space, same.single_action_space)
+        self.metadata = dict(same.metadata)
+
+    def _reach_sub_envs(self, same: VectorEnv) -> None:
+        """How SB3's calls reach the sub-envs of ``same``."""
+        inner: Any = same.unwrapped
+        n = same.num_envs
+        self._inner = inner
+        #: the SB3 VecEnv under from_sb3's env: SB3's calls go to it
+        self._sb3: VecEnv | None = (
+            inner.venv if isinstance(inner, FromSB3VectorEnv) else None
+        )
+        holder = inner if self._sb3 is None else self._sb3.unwrapped
+        #: the sub-envs as objects in this process (``DummyVecEnv``'s ``envs``)
+        self._local = _sub_env_list(holder, n)
+        each, local = getattr(inner, "each", None), _sub_env_list(inner, n)
+        #: ``fn(sub_env, *args)`` on chosen sub-envs: vecmode's cores (in their
+        #: workers too) and envs holding their sub-envs (Gymnasium's sync one)
+        self._run: Callable[..., Any] | None = None
+        if callable(each):
+            self._run = lambda fn, args, order: each(fn, *args, indices=order)
+        elif local is not None:
+            self._run = lambda fn, args, order: [fn(local[i], *args) for i in order]
+        #: calls on every sub-env at once only (Gymnasium's AsyncVectorEnv)
+        self._all_at_once = (
+            self._sb3 is None
+            and self._run is None
+            and any(
+                callable(getattr(inner, name, None)) for name in ("call", "get_attr")
+            )
+        )
+        #: no sub-envs as Python objects at all (EnvPool's and ALE's C++ envs)
+        self._native = self._sb3 is None and self._run is None and not self._all_at_once
+
+    def _split_api(self, same: VectorEnv) -> None:
+        """One step as ``_step(actions)``, and as ``_send`` then ``_wait`` where the
+        stack has a split API (a property that raises AttributeError where the env
+        below has none). SAME_STEP's policy directly over a vecmode core: the
+        bridge runs its commands on the core and reads the core's record (the
+        ended sub-envs' last observations and infos as they gave them)."""
+        core = getattr(same, "core", None)
+        direct = type(same) is SameStepAutoreset and isinstance(core, VectorCore)
+        split = getattr(core if direct else same, "step_async", None) is not None
+        self._send: Callable[[Any], Any] | None = None
+        self._wait: Callable[[], Any] | None = None
+        if direct:
+            commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
+            self._step: Callable[[Any], Any] = functools.partial(core.execute, commands)
+            self._read: Callable[[Any], VecEnvStepReturn] = self._from_record
+            if split:
+                self._send = functools.partial(
+                    core.execute_async, commands, name="step"
+                )
+                self._wait = functools.partial(core.execute_wait, name="step")
+        else:
+            self._step, self._read = same.step, self._from_layout
+            if split:
+                self._send, self._wait = same.step_async, same.step_wait
+
+    # ------------------------------------------------------------- stepping
+    def reset(self) -> VecEnvObs:
+        """Reset every sub-env, with the seeds of :meth:`seed` and the options of
+        :meth:`set_options` if given since the last reset; the observations (the
+        reset infos are in ``reset_infos``)."""
+        options = self._options[0] if self._options else None
+        seed: Any = _as_vector_seed(self._seeds)
+        obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+        self._reset_seeds()
+        self._reset_options()
+        check_infos(infos, _TO)
+        self.reset_infos = _copied(infos_to_list(infos, self.num_envs))
+        return self._sb3_obs(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Send the actions (to the vector env's ``step_async`` where it has one)."""
+        if self._structured_actions:
+            actions = self._gym_actions(actions)
+        if self._send is None:
+            self._actions = actions
+            return
+        with _sb3_advice():
+            self._send(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """The step sent by :meth:`step_async`, in SB3's layout."""
+        with _sb3_advice():
+            if self._wait is not None:
+                return self._read(self._wait())
+            actions, self._actions = self._actions, None
+            if actions is None:
+                raise RuntimeError(
+                    "step_wait() was called without step_async(actions) first."
+                )
+            return self._read(self._step(actions))
+
+    def _gym_actions(self, actions: Any) -> Any:
+        """Dict or Tuple actions as Gymnasium's batch: SB3's list of one action per
+        sub-env is concatenated, Gymnasium's batch passed on."""
+        space, n = self.action_space, self.num_envs
+        if isinstance(actions, list):  # SB3's layout (a list is never a batch here)
+            problem = _per_env_problem(space, actions, n)
+            if problem is None:
+                try:
+                    return concatenate(space, actions, empty_batch(space, n))
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    problem = f"actions could not be batched ({exc})"
+        else:
+            problem = batch_problem(space, actions, n)
+            if problem is None:
+                return actions
+        raise ActionBatchError(
+            f"{problem}; nothing was stepped. For the action space {space}, pass "
+            f"either SB3's layout, a list of {n} actions (one per sub-env, each like "
+            f"venv.action_space.sample()), or Gymnasium's batch layout, "
+            f"{batch_layout_message(space, n)}."
+        )
+
+    def _from_layout(self, result: StepResult) -> VecEnvStepReturn:
+        """SB3's step from a step in SAME_STEP's layout."""
+        obs, rewards, terminations, truncations, infos = result
+        check_infos(infos, _TO)
+        rest, final_info = without_finals(infos)
+        ended = np.logical_or(terminations, truncations)
+        finals = []
+        if np.count_nonzero(ended):
+            final_obs = final_entries(infos, ended, _TO)
+            final_infos = infos_to_list(final_info or {}, self.num_envs)
+            rows = np.flatnonzero(ended).tolist()
+            finals = [(i, final_obs[i], final_infos[i]) for i in rows]
+        return self._sb3_step(obs, rewards, terminations, truncations, rest, finals)
+
+    def _from_record(self, executed: Executed) -> VecEnvStepReturn:
+        """SB3's step from a vecmode core's record of a SAME_STEP step."""
+        obs, rewards, terminations, truncations, infos, _, finals = executed
+        return self._sb3_step(obs, rewards, terminations, truncations, infos, finals)
+
+    def _sb3_step(
+        self,
+        obs: Any,
+        rewards: Any,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        infos: dict[str, Any],
+        finals: Sequence[tuple[int, Any, dict[str, Any]]],
+    ) -> VecEnvStepReturn:
+        """SB3's step: one info dict per sub-env, the ended ones' the ended step's
+        with its terminal observation (their reset infos go to ``reset_infos``)."""
+        n = self.num_envs
+        if not infos and not finals:  # the common case, fast
+            sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
+        else:
+            sb3_infos = (
+                _copied(infos_to_list(infos, n)) if infos else [{} for _ in range(n)]
+            )
+            for i, final_obs, final_info in finals:
+                self.reset_infos[i] = sb3_infos[i]
+                sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
+                sb3_infos[i][TERMINAL_OBSERVATION] = copy_batch(final_obs)
+            limit = np.logical_and(truncations, np.logical_not(terminations))
+            for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
+                info[TIME_LIMIT_TRUNCATED] = flag
+        # rewards as DummyVecEnv's float32 buffer holds them (a new array)
+        rewards = np.array(rewards, dtype=np.float32)
+        dones = np.logical_or(terminations, truncations)
+        return self._sb3_obs(obs), rewards, dones, sb3_infos
+
+    def _sb3_obs(self, obs: Any) -> Any:
+        if self._copy_obs:
+            obs = copy_batch(obs)
+        if self._dict_keys is not None:
+            return OrderedDict((key, obs[key]) for key in self._dict_keys)
+        return obs
+
+    # ------------------------------------------------------- seeds, options
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Options for every sub-env at the next ``reset()``: one dict for all, or
+        a list of one per sub-env that are all equal (a vector env's reset passes
+        one options dict to every sub-env)."""
+        super().set_options(options)
+        if len(self._options) != self.num_envs or not all(
+            _same_options(o, self._options[0]) for o in self._options
+        ):
+            got = self._options
+            self._reset_options()
+            raise ValueError(
+                f"set_options() got {got!r}: a vector env's reset passes one options "
+                f"dict to every sub-env, so pass one dict (or a list of "
+                f"{self.num_envs} equal dicts)."
+            )
+
+    # ------------------------------------------------------------- sub-envs
+    @property
+    def envs(self) -> list[gym.Env]:
+        """The sub-envs (``DummyVecEnv``'s ``envs``), where they are objects in this
+        process.
+
+        Raises:
+            AttributeError: the sub-envs run in other processes (or outside
+                Python): use ``get_attr`` / ``set_attr`` / ``env_method``.
+        """
+        if self._local is not None:
+            return self._local
+        inner = type(self._inner).__name__
+        if self._sb3 is not None:
+            inner = f"from_sb3({type(self._sb3.unwrapped).__name__})"
+        where = "outside Python (no gymnasium.Env objects)"
+        raise AttributeError(
+            f"ToSB3VecEnv.envs (DummyVecEnv's list of sub-envs) is only there when "
+            f"the sub-envs are objects in this process; {inner} runs its sub-envs "
+            f"{where if self._native else 'in other processes'}. Use get_attr / "
+            f"set_attr / env_method (with indices=...) to reach them."
+        )
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether every sub-env has the attribute (SB3's ``has_attr``), asked so
+        that no worker dies of a missing one (``SubprocVecEnv``'s under
+        :func:`from_sb3`, Gymnasium's ``AsyncVectorEnv``'s)."""
+        if self._sb3 is not None:
+            return bool(self._sb3.has_attr(attr_name))
+        if self._all_at_once:  # a get_attr of a missing attribute breaks it for good
+            return all(self._inner.call("has_wrapper_attr", attr_name))
+        try:
+            self.get_attr(attr_name)
+        except AttributeError:
+            return False
+        return True
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The attribute of the sub-envs at ``indices`` (all by default)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sb3 is not None:
+            return list(self._sb3.get_attr(attr_name, order))
+        if self._all_at_once:  # ask them all, keep those asked for
+            values = self._inner.get_attr(attr_name)
+            return [values[i] for i in order]
+        return self._on("get_attr", sb3_subenv.get_attr, (attr_name,), order)
+
+    def set_attr(
+        self, attr_name: str, value: Any, indices: VecEnvIndices = None
+    ) -> None:
+        """Set the attribute of the sub-envs at ``indices`` (all by default) to
+        ``value`` (a plain ``setattr`` on each, as ``DummyVecEnv``)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sb3 is not None:
+            self._sb3.set_attr(attr_name, value, order)
+        else:
+            self._on("set_attr", setattr, (attr_name, value), order)
+
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        """Call the method on the sub-envs at ``indices`` (all by default)."""
+        if method_name in FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
+            instead = (
+                "venv.step_async(actions) / venv.step_wait()"
+                if method_name == "step"
+                else f"venv.{method_name}() (all sub-envs: SB3's VecEnv has no "
+                f"{method_name} of some)"
+            )
+            raise ValueError(
+                f"env_method({method_name!r}) would run the sub-envs' {method_name} "
+                f"behind the VecEnv's back (its record of ended sub-envs would be "
+                f"wrong); use {instead}."
+            )
+        check_call(method_name)
+        order = check_indices(indices, self.num_envs)
+        args, kwargs = method_args, method_kwargs
+        if self._sb3 is not None:
+            return list(
+                self._sb3.env_method(method_name, *args, indices=order, **kwargs)
+            )
+        if self._all_at_once and sorted(order) == list(range(self.num_envs)):
+            results = self._inner.call(method_name, *args, **kwargs)
+            return [results[i] for i in order]
+        call = (method_name, args, kwargs)
+        return self._on("env_method", sb3_subenv.call_method, call, order)
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        """Whether the sub-envs at ``indices`` (all by default) are wrapped with
+        ``wrapper_class``: False for each over an env that has no sub-envs as
+        Python objects (nothing a ``gymnasium.Wrapper`` could wrap)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sb3 is not None:
+            return list(self._sb3.env_is_wrapped(wrapper_class, order))
+        if self._native:
+            return [False] * len(order)
+        what = (wrapper_class,)
+        return self._on("env_is_wrapped", sb3_subenv.is_wrapped, what, order)
+
+    def _on(
+        self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
+    ) -> list[Any]:
+        """``fn(sub_env, *args)`` for the sub-envs in ``order``; ``what`` names the
+        SB3 call for the error when they are out of reach."""
+        name = type(self._inner).__name__
+        if self._native:
+            raise AttributeError(
+                f"ToSB3VecEnv.{what}() has no sub-env to reach in {name}: it runs "
+                f"its sub-envs outside Python (no gymnasium.Env objects, no get_attr "
+                f"or call), so there is no attribute or method of a sub-env to get, "
+                f"set or call. Ask the vector env itself instead."
+            )
+        if self._run is None:
+            raise AttributeError(
+                f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: "
+                f"it offers no way to run a call on chosen sub-envs (it only gets "
+                f"attributes and calls methods on every sub-env at once, as "
+                f"Gymnasium's AsyncVectorEnv does). Build the env with "
+                f"vecmode.AsyncVectorEnv (vecmode.make_vec(..., vectorization_mode="
+                f"'async')), whose workers run SB3's calls on the sub-envs asked for."
+            )
+        try:
+            return list(self._run(fn, args, order))
+        except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
+            if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
+                "AttributeError"
+            ):
+                raise AttributeError(str(exc)) from exc
+            raise
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """Each sub-env's ``render()`` (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it "
+                f"is `rgb_array` to obtain images.",
+                stacklevel=2,
+            )
+            return [None] * self.num_envs
+        return self.env_method("render")
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.vector_env.close()
+
+    def __repr__(self) -> str:
+        return f"ToSB3VecEnv({errors.describe(self.vector_env)})"
+
+
+@contextlib.contextmanager
+def _sb3_advice() -> Iterator[None]:
+    """A sub-env's fault, with a note on what an SB3 caller can do about it."""
+    try:
+        yield
+    except (SubEnvError, EpisodeEndedError) as error:
+        add_note = getattr(error, "add_note", None)  # Python >= 3.11
+        if add_note is not None:
+            add_note(AFTER_A_FAULT)
+        raise
+
+
+def _sub_env_list(holder: Any, num_envs: int) -> list[gym.Env] | None:
+    """``holder.envs`` where it holds the ``num_envs`` sub-envs as Gymnasium envs."""
+    held = getattr(holder, "envs", None)
+    if not isinstance(held, (list, tuple)) or len(held) != num_envs:
+        return None
+    return held if all(isinstance(env, gym.Env) for env in held) else None
+
+
+def _as_vector_seed(seeds: Sequence[int | None]) -> int | list[int | None] | None:
+    """SB3's per-sub-env seeds as a vector env's ``reset(seed=...)`` takes them:
+    None for none, ``s`` for ``s, s + 1, ...`` (what SB3's ``seed(s)`` sets), else
+    the list."""
+    if all(s is None for s in seeds):
+        return None
+    first = seeds[0]
+    if first is not None and list(seeds) == [first + i for i in range(len(seeds))]:
+        return int(first)
+    return list(seeds)
+
+
+def _per_env_problem(space: Space, actions: list[Any], num_envs: int) -> str | None:
+    """What keeps ``actions`` from being SB3's list of ``num_envs`` Dict or Tuple
+    actions (each structured as ``space``); None if nothing does."""
+    if len(actions) != num_envs:
+        return f"actions is a list of {len(actions)} actions, not {num_envs}"
+    parts = [(space, action, f"actions[{i}]") for i, action in enumerate(actions)]
+    return _first_problem(parts)
+
+
+def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
+    """What keeps ``sample`` from being structured as one sample of ``space`` (its
+    dicts' keys, its tuples' lengths; not its values); None if nothing does."""
+    if isinstance(space, Dict):
+        keys = list(space.spaces)
+        if not isinstance(sample, Mapping):
+            kind = type(sample).__name__
+            return f"{where} must be a dict with the keys {keys}, got {kind}"
+        if sample.keys() != space.spaces.keys():
+            return f"{where} has the keys {list(sample)}, where the action space has {keys}"
+        return _first_problem(
+            [(sub, sample[key], f"{where}[{key!r}]") for key, sub in space.items()]
+        )
+    if isinstance(space, Tuple):
+        size = len(space.spaces)
+        if not isinstance(sample, (tuple, list)) or len(sample) != size:
+            return (
+                f"{where} must be a tuple of {size} actions (one per subspace), got "
+                f"{type(sample).__name__}"
+            )
+        return _first_problem(
+            [
+                (sub, part, f"{where}[{j}]")
+                for j, (sub, part) in enumerate(zip(space.spaces, sample, strict=True))
+            ]
+        )
+    return None
+
+
+def _first_problem(parts: list[tuple[Space, Any, str]]) -> str | None:
+    """The first problem of ``_sample_problem(*part)`` over ``parts``, or None."""
+    for part in parts:
+        problem = _sample_problem(*part)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _copied(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Deep copies of the non-empty dicts (``DummyVecEnv`` hands out copies, so no
+    info shares an object with a sub-env)."""
+    return [copy.deepcopy(info) if info else info for info in infos]
+
+
+def _same_options(a: Any, b: Any) -> bool:
+    """Whether two options (dicts, sequences, arrays inside) are equal."""
+    if a is b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_options(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and type(a) is type(b):
+        return len(a) == len(b) and all(map(_same_options, a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):  # cannot tell: differ
+        return False
