@@ -1,15 +1,7 @@
-"""Stable-Baselines3 both ways: :func:`to_sb3` and :func:`from_sb3`.
-
-* :func:`to_sb3` gives a vector env that declares its mode to SB3 as a ``VecEnv``
-  that behaves as ``DummyVecEnv`` (converted to SAME_STEP where that is exact,
-  refused, with the reason, where it is not).
-* :func:`from_sb3` gives an SB3 ``VecEnv`` to Gymnasium as a SAME_STEP vector env,
-  so vecmode's wrappers, :func:`vecmode.check_stack` and
-  :class:`vecmode.TransitionCollector` work over it.
-
-Needs the ``sb3`` extra (``pip install "vecmode[sb3]"``): ``import vecmode`` never
-imports SB3 or torch, only ``import vecmode.sb3`` does. The contracts:
-docs/integrations.md (SB3).
+"""Stable-Baselines3 both ways: :func:`to_sb3` gives a vector env that declares its
+mode to SB3 as a ``VecEnv``, :func:`from_sb3` an SB3 ``VecEnv`` to Gymnasium as a
+SAME_STEP vector env. Needs the ``sb3`` extra; ``import vecmode`` never imports SB3
+or torch, only ``import vecmode.sb3`` does. The contracts: docs/integrations.md.
 """
 
 from vecmode import errors

@@ -1,12 +1,9 @@
-"""An SB3 ``VecEnv`` as a SAME_STEP Gymnasium vector env: :func:`from_sb3`.
-
-SB3's ``terminal_observation`` and ``TimeLimit.truncated`` are read here into
-SAME_STEP's layout; nothing else in vecmode knows SB3's encoding. The contract is
-in docs/integrations.md (SB3).
-"""
+"""An SB3 ``VecEnv`` as a SAME_STEP Gymnasium vector env (:func:`from_sb3`): SB3's
+``terminal_observation`` and ``TimeLimit.truncated`` read into SAME_STEP's layout."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -62,14 +59,10 @@ def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
 
 
 class FromSB3VectorEnv(VectorEnv):
-    """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env.
-
-    An ended sub-env's ``"terminal_observation"`` goes to ``info["final_obs"]``,
-    the rest of its step info to ``info["final_info"]``, its reset info to the
-    top; ``dones`` and ``"TimeLimit.truncated"`` become the two flags. A step both
-    terminated and truncated comes back terminated only (SB3's encoding cannot
-    carry both). Masked resets work over a bare ``DummyVecEnv`` or
-    ``SubprocVecEnv`` only. The contract: docs/integrations.md (SB3).
+    """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env, in
+    Gymnasium's layout; a step both terminated and truncated comes back terminated
+    only (SB3's encoding cannot carry both). The contract: docs/integrations.md,
+    SB3.
 
     Args:
         venv: the SB3 ``VecEnv`` (``DummyVecEnv``, ``SubprocVecEnv``, or SB3's
@@ -140,20 +133,12 @@ class FromSB3VectorEnv(VectorEnv):
         """One seed per sub-env, ``s, s + 1, ...`` (all SB3's ``seed()`` can set),
         or None for none."""
         n = self.num_envs
-        if seed is None or (
-            isinstance(seed, (list, tuple))
-            and len(seed) == n
-            and all(s is None for s in seed)
-        ):  # no seed for any sub-env (Gymnasium's envs take it)
-            return None
+        listed = isinstance(seed, (list, tuple)) and len(seed) == n
+        if seed is None or (listed and all(s is None for s in seed)):
+            return None  # no seed for any sub-env (Gymnasium's envs take it)
         if is_int(seed):
             return [int(seed) + i for i in range(n)]
-        if (
-            isinstance(seed, (list, tuple))
-            and len(seed)
-            and is_int(seed[0])
-            and list(seed) == [int(seed[0]) + i for i in range(n)]
-        ):
+        if listed and first_of_run(seed) is not None:
             return list(seed)
         raise SeedError(
             f"seed must be None or an int for an SB3 VecEnv (sub-env i gets seed + "
@@ -321,3 +306,12 @@ def batch_layout_message(space: Space, num_envs: int) -> str:
         parts = len(space.spaces) if isinstance(space, Tuple) else "its"
         layout = f"a tuple of {parts} batches of {num_envs}, one per subspace"
     return f"{layout} (as env.action_space.sample() of the vector env)"
+
+
+def first_of_run(seeds: Sequence[Any]) -> int | None:
+    """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (what SB3's ``seed(s)`` sets),
+    else None."""
+    first = seeds[0] if len(seeds) else None
+    if is_int(first) and list(seeds) == [first + i for i in range(len(seeds))]:
+        return int(first)
+    return None

@@ -1,9 +1,5 @@
-"""A Gymnasium vector env as an SB3 ``VecEnv``: :func:`to_sb3`.
-
-SAME_STEP's layout is written here in SB3's ``terminal_observation`` and
-``TimeLimit.truncated``; nothing else in vecmode knows SB3's encoding. The contract
-is in docs/integrations.md (SB3).
-"""
+"""A Gymnasium vector env as an SB3 ``VecEnv`` (:func:`to_sb3`): SAME_STEP's layout
+written in SB3's ``terminal_observation`` and ``TimeLimit.truncated``."""
 
 from __future__ import annotations
 
@@ -33,7 +29,6 @@ from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.core import (
     FORBIDDEN_CALLS,
     Command,
-    Executed,
     StepResult,
     VectorCore,
     batch_problem,
@@ -49,6 +44,7 @@ from vecmode.sb3.from_vec_env import (
     TIME_LIMIT_TRUNCATED,
     FromSB3VectorEnv,
     batch_layout_message,
+    first_of_run,
 )
 from vecmode.wrappers.base import check_infos, empty_batch, final_entries
 from vecmode.wrappers.dict_info_to_list import infos_to_list
@@ -83,19 +79,14 @@ def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
 
 
 class ToSB3VecEnv(VecEnv):
-    """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv``, call for call as
-    SB3's ``DummyVecEnv`` over the same sub-envs.
-
-    The env is converted to SAME_STEP with :func:`vecmode.with_autoreset`, which
-    refuses where that would not be exact. Each step's infos are a list of dicts
-    with ``"TimeLimit.truncated"``, and ``"terminal_observation"`` where the
-    episode ended. SB3's calls on sub-envs (``get_attr``, ``set_attr``,
-    ``env_method``, ``env_is_wrapped``) act on the sub-envs at ``indices``, in
-    vecmode's workers too. The contract: docs/integrations.md (SB3).
+    """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv`` that answers as
+    ``DummyVecEnv`` does over the same sub-envs (the contract:
+    docs/integrations.md, SB3).
 
     Args:
-        envs: a ``gymnasium.vector.VectorEnv`` that declares its mode in
-            ``metadata["autoreset_mode"]`` (vecmode's envs, Gymnasium's, a stack).
+        envs: a vector env that declares its mode; it is converted to SAME_STEP
+            with :func:`vecmode.with_autoreset`, which refuses where that would
+            not be exact.
 
     Raises:
         TypeError: ``envs`` is not a Gymnasium vector env.
@@ -124,40 +115,36 @@ class ToSB3VecEnv(VecEnv):
     def _reach_sub_envs(self, same: VectorEnv) -> None:
         """How SB3's calls reach the sub-envs of ``same``."""
         inner: Any = same.unwrapped
-        n = same.num_envs
         self._inner = inner
         #: the SB3 VecEnv under from_sb3's env: SB3's calls go to it
-        self._sb3: VecEnv | None = (
-            inner.venv if isinstance(inner, FromSB3VectorEnv) else None
-        )
-        holder = inner if self._sb3 is None else self._sb3.unwrapped
+        self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
         #: the sub-envs as objects in this process (``DummyVecEnv``'s ``envs``)
-        self._local = _sub_env_list(holder, n)
-        each, local = getattr(inner, "each", None), _sub_env_list(inner, n)
-        #: ``fn(sub_env, *args)`` on chosen sub-envs: vecmode's cores (in their
-        #: workers too) and envs holding their sub-envs (Gymnasium's sync one)
-        self._run: Callable[..., Any] | None = None
-        if callable(each):
-            self._run = lambda fn, args, order: each(fn, *args, indices=order)
-        elif local is not None:
-            self._run = lambda fn, args, order: [fn(local[i], *args) for i in order]
-        #: calls on every sub-env at once only (Gymnasium's AsyncVectorEnv)
-        self._all_at_once = (
-            self._sb3 is None
-            and self._run is None
-            and any(
-                callable(getattr(inner, name, None)) for name in ("call", "get_attr")
-            )
+        held = getattr(
+            inner if self._sb3 is None else self._sb3.unwrapped, "envs", None
         )
-        #: no sub-envs as Python objects at all (EnvPool's and ALE's C++ envs)
-        self._native = self._sb3 is None and self._run is None and not self._all_at_once
+        self._local: list[gym.Env] | None = (
+            held
+            if isinstance(held, (list, tuple))
+            and len(held) == same.num_envs
+            and all(isinstance(env, gym.Env) for env in held)
+            else None
+        )
+        #: vecmode's cores run a function on chosen sub-envs (in their workers too)
+        self._each = getattr(inner, "each", None)
+        unreachable = (
+            self._sb3 is None and self._local is None and not callable(self._each)
+        )
+        #: calls on every sub-env at once only (Gymnasium's AsyncVectorEnv)
+        self._all_at_once = unreachable and any(
+            callable(getattr(inner, name, None)) for name in ("call", "get_attr")
+        )
+        #: no sub-envs as Python objects (EnvPool's and ALE's C++ envs)
+        self._native = unreachable and not self._all_at_once
 
     def _split_api(self, same: VectorEnv) -> None:
-        """One step as ``_step(actions)``, and as ``_send`` then ``_wait`` where the
-        stack has a split API (a property that raises AttributeError where the env
-        below has none). SAME_STEP's policy directly over a vecmode core: the
-        bridge runs its commands on the core and reads the core's record (the
-        ended sub-envs' last observations and infos as they gave them)."""
+        """A step as ``_step(actions)``, or ``_send`` then ``_wait`` where the stack
+        has a split API. Over SAME_STEP's policy directly on a vecmode core, the
+        core's commands and record (the ended sub-envs' own last infos)."""
         core = getattr(same, "core", None)
         direct = type(same) is SameStepAutoreset and isinstance(core, VectorCore)
         split = getattr(core if direct else same, "step_async", None) is not None
@@ -166,7 +153,9 @@ class ToSB3VecEnv(VecEnv):
         if direct:
             commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
             self._step: Callable[[Any], Any] = functools.partial(core.execute, commands)
-            self._read: Callable[[Any], VecEnvStepReturn] = self._from_record
+            self._read: Callable[[Any], VecEnvStepReturn] = lambda executed: (
+                self._sb3_step(*executed[:5], executed.finals)
+            )
             if split:
                 self._send = functools.partial(
                     core.execute_async, commands, name="step"
@@ -179,16 +168,18 @@ class ToSB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------- stepping
     def reset(self) -> VecEnvObs:
-        """Reset every sub-env, with the seeds of :meth:`seed` and the options of
-        :meth:`set_options` if given since the last reset; the observations (the
-        reset infos are in ``reset_infos``)."""
+        """Reset every sub-env with the pending seeds and options; the reset infos
+        go to ``reset_infos``."""
         options = self._options[0] if self._options else None
-        seed: Any = _as_vector_seed(self._seeds)
+        seed: Any = first_of_run(self._seeds)  # SB3's seed(s) sets s, s + 1, ...
+        if seed is None and any(s is not None for s in self._seeds):
+            seed = list(self._seeds)
         obs, infos = self.vector_env.reset(seed=seed, options=options or None)
         self._reset_seeds()
         self._reset_options()
         check_infos(infos, _TO)
-        self.reset_infos = _copied(infos_to_list(infos, self.num_envs))
+        # DummyVecEnv hands out copies: no info shares an object with a sub-env
+        self.reset_infos = copy.deepcopy(infos_to_list(infos, self.num_envs))
         return self._sb3_obs(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -217,17 +208,23 @@ class ToSB3VecEnv(VecEnv):
         """Dict or Tuple actions as Gymnasium's batch: SB3's list of one action per
         sub-env is concatenated, Gymnasium's batch passed on."""
         space, n = self.action_space, self.num_envs
-        if isinstance(actions, list):  # SB3's layout (a list is never a batch here)
-            problem = _per_env_problem(space, actions, n)
+        if not isinstance(actions, list):  # Gymnasium's batch (a list is never one)
+            problem = batch_problem(space, actions, n)
+            if problem is None:
+                return actions
+        elif len(actions) != n:
+            problem = f"actions is a list of {len(actions)} actions, not {n}"
+        else:  # SB3's layout
+            found = (
+                _sample_problem(space, a, f"actions[{i}]")
+                for i, a in enumerate(actions)
+            )
+            problem = next(filter(None, found), None)
             if problem is None:
                 try:
                     return concatenate(space, actions, empty_batch(space, n))
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
                     problem = f"actions could not be batched ({exc})"
-        else:
-            problem = batch_problem(space, actions, n)
-            if problem is None:
-                return actions
         raise ActionBatchError(
             f"{problem}; nothing was stepped. For the action space {space}, pass "
             f"either SB3's layout, a list of {n} actions (one per sub-env, each like "
@@ -249,11 +246,6 @@ class ToSB3VecEnv(VecEnv):
             finals = [(i, final_obs[i], final_infos[i]) for i in rows]
         return self._sb3_step(obs, rewards, terminations, truncations, rest, finals)
 
-    def _from_record(self, executed: Executed) -> VecEnvStepReturn:
-        """SB3's step from a vecmode core's record of a SAME_STEP step."""
-        obs, rewards, terminations, truncations, infos, _, finals = executed
-        return self._sb3_step(obs, rewards, terminations, truncations, infos, finals)
-
     def _sb3_step(
         self,
         obs: Any,
@@ -270,7 +262,9 @@ class ToSB3VecEnv(VecEnv):
             sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
         else:
             sb3_infos = (
-                _copied(infos_to_list(infos, n)) if infos else [{} for _ in range(n)]
+                copy.deepcopy(infos_to_list(infos, n))
+                if infos
+                else [{} for _ in range(n)]
             )
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = sb3_infos[i]
@@ -339,11 +333,7 @@ class ToSB3VecEnv(VecEnv):
             return bool(self._sb3.has_attr(attr_name))
         if self._all_at_once:  # a get_attr of a missing attribute breaks it for good
             return all(self._inner.call("has_wrapper_attr", attr_name))
-        try:
-            self.get_attr(attr_name)
-        except AttributeError:
-            return False
-        return True
+        return super().has_attr(attr_name)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
@@ -426,7 +416,7 @@ class ToSB3VecEnv(VecEnv):
                 f"or call), so there is no attribute or method of a sub-env to get, "
                 f"set or call. Ask the vector env itself instead."
             )
-        if self._run is None:
+        if self._local is None and not callable(self._each):
             raise AttributeError(
                 f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: "
                 f"it offers no way to run a call on chosen sub-envs (it only gets "
@@ -436,7 +426,9 @@ class ToSB3VecEnv(VecEnv):
                 f"'async')), whose workers run SB3's calls on the sub-envs asked for."
             )
         try:
-            return list(self._run(fn, args, order))
+            if callable(self._each):
+                return list(self._each(fn, *args, indices=order))
+            return [fn(self._local[i], *args) for i in order]
         except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
             if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
                 "AttributeError"
@@ -475,35 +467,6 @@ def _sb3_advice() -> Iterator[None]:
         raise
 
 
-def _sub_env_list(holder: Any, num_envs: int) -> list[gym.Env] | None:
-    """``holder.envs`` where it holds the ``num_envs`` sub-envs as Gymnasium envs."""
-    held = getattr(holder, "envs", None)
-    if not isinstance(held, (list, tuple)) or len(held) != num_envs:
-        return None
-    return held if all(isinstance(env, gym.Env) for env in held) else None
-
-
-def _as_vector_seed(seeds: Sequence[int | None]) -> int | list[int | None] | None:
-    """SB3's per-sub-env seeds as a vector env's ``reset(seed=...)`` takes them:
-    None for none, ``s`` for ``s, s + 1, ...`` (what SB3's ``seed(s)`` sets), else
-    the list."""
-    if all(s is None for s in seeds):
-        return None
-    first = seeds[0]
-    if first is not None and list(seeds) == [first + i for i in range(len(seeds))]:
-        return int(first)
-    return list(seeds)
-
-
-def _per_env_problem(space: Space, actions: list[Any], num_envs: int) -> str | None:
-    """What keeps ``actions`` from being SB3's list of ``num_envs`` Dict or Tuple
-    actions (each structured as ``space``); None if nothing does."""
-    if len(actions) != num_envs:
-        return f"actions is a list of {len(actions)} actions, not {num_envs}"
-    parts = [(space, action, f"actions[{i}]") for i, action in enumerate(actions)]
-    return _first_problem(parts)
-
-
 def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
     """What keeps ``sample`` from being structured as one sample of ``space`` (its
     dicts' keys, its tuples' lengths; not its values); None if nothing does."""
@@ -513,39 +476,22 @@ def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
             kind = type(sample).__name__
             return f"{where} must be a dict with the keys {keys}, got {kind}"
         if sample.keys() != space.spaces.keys():
-            return f"{where} has the keys {list(sample)}, where the action space has {keys}"
-        return _first_problem(
-            [(sub, sample[key], f"{where}[{key!r}]") for key, sub in space.items()]
-        )
-    if isinstance(space, Tuple):
+            got = list(sample)
+            return f"{where} has the keys {got}, where the action space has {keys}"
+        parts = [(space[key], sample[key], f"{where}[{key!r}]") for key in keys]
+    elif isinstance(space, Tuple):
         size = len(space.spaces)
         if not isinstance(sample, (tuple, list)) or len(sample) != size:
             return (
-                f"{where} must be a tuple of {size} actions (one per subspace), got "
-                f"{type(sample).__name__}"
+                f"{where} must be a tuple of {size} actions (one per subspace), "
+                f"got {type(sample).__name__}"
             )
-        return _first_problem(
-            [
-                (sub, part, f"{where}[{j}]")
-                for j, (sub, part) in enumerate(zip(space.spaces, sample, strict=True))
-            ]
-        )
-    return None
-
-
-def _first_problem(parts: list[tuple[Space, Any, str]]) -> str | None:
-    """The first problem of ``_sample_problem(*part)`` over ``parts``, or None."""
-    for part in parts:
-        problem = _sample_problem(*part)
-        if problem is not None:
-            return problem
-    return None
-
-
-def _copied(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Deep copies of the non-empty dicts (``DummyVecEnv`` hands out copies, so no
-    info shares an object with a sub-env)."""
-    return [copy.deepcopy(info) if info else info for info in infos]
+        parts = [
+            (sub, sample[j], f"{where}[{j}]") for j, sub in enumerate(space.spaces)
+        ]
+    else:
+        return None
+    return next(filter(None, (_sample_problem(*part) for part in parts)), None)
 
 
 def _same_options(a: Any, b: Any) -> bool:
