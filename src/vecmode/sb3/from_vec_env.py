@@ -311,7 +311,7 @@ def batch_layout_message(space: Space, num_envs: int) -> str:
 def first_of_run(seeds: Sequence[Any]) -> int | None:
     """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (what SB3's ``seed(s)`` sets),
     else None."""
-    first = seeds[0] if len(seeds) else None
-    if is_int(first) and list(seeds) == [first + i for i in range(len(seeds))]:
-        return int(first)
-    return None
+    if not len(seeds) or not is_int(seeds[0]):
+        return None
+    first = int(seeds[0])
+    return first if list(seeds) == [first + i for i in range(len(seeds))] else None

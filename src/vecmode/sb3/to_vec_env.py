@@ -29,6 +29,7 @@ from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.core import (
     FORBIDDEN_CALLS,
     Command,
+    Executed,
     StepResult,
     VectorCore,
     batch_problem,
@@ -122,7 +123,7 @@ class ToSB3VecEnv(VecEnv):
         held = getattr(
             inner if self._sb3 is None else self._sb3.unwrapped, "envs", None
         )
-        self._local: list[gym.Env] | None = (
+        self._local: Sequence[gym.Env] | None = (
             held
             if isinstance(held, (list, tuple))
             and len(held) == same.num_envs
@@ -146,25 +147,23 @@ class ToSB3VecEnv(VecEnv):
         has a split API. Over SAME_STEP's policy directly on a vecmode core, the
         core's commands and record (the ended sub-envs' own last infos)."""
         core = getattr(same, "core", None)
-        direct = type(same) is SameStepAutoreset and isinstance(core, VectorCore)
-        split = getattr(core if direct else same, "step_async", None) is not None
         self._send: Callable[[Any], Any] | None = None
         self._wait: Callable[[], Any] | None = None
-        if direct:
+        if type(same) is SameStepAutoreset and isinstance(core, VectorCore):
             commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
             self._step: Callable[[Any], Any] = functools.partial(core.execute, commands)
-            self._read: Callable[[Any], VecEnvStepReturn] = lambda executed: (
-                self._sb3_step(*executed[:5], executed.finals)
-            )
-            if split:
-                self._send = functools.partial(
-                    core.execute_async, commands, name="step"
-                )
-                self._wait = functools.partial(core.execute_wait, name="step")
+            self._read: Callable[[Any], VecEnvStepReturn] = self._from_record
+            # the split API of the remote cores (async, Ray)
+            send = getattr(core, "execute_async", None)
+            wait = getattr(core, "execute_wait", None)
+            if send is not None and wait is not None:
+                self._send = functools.partial(send, commands, name="step")
+                self._wait = functools.partial(wait, name="step")
         else:
             self._step, self._read = same.step, self._from_layout
-            if split:
-                self._send, self._wait = same.step_async, same.step_wait
+            self._send = getattr(same, "step_async", None)
+            if self._send is not None:
+                self._wait = same.step_wait  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------- stepping
     def reset(self) -> VecEnvObs:
@@ -246,6 +245,10 @@ class ToSB3VecEnv(VecEnv):
             finals = [(i, final_obs[i], final_infos[i]) for i in rows]
         return self._sb3_step(obs, rewards, terminations, truncations, rest, finals)
 
+    def _from_record(self, executed: Executed) -> VecEnvStepReturn:
+        """SB3's step from a vecmode core's record of a SAME_STEP step."""
+        return self._sb3_step(*executed[:5], executed.finals)
+
     def _sb3_step(
         self,
         obs: Any,
@@ -304,14 +307,9 @@ class ToSB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------- sub-envs
     @property
-    def envs(self) -> list[gym.Env]:
-        """The sub-envs (``DummyVecEnv``'s ``envs``), where they are objects in this
-        process.
-
-        Raises:
-            AttributeError: the sub-envs run in other processes (or outside
-                Python): use ``get_attr`` / ``set_attr`` / ``env_method``.
-        """
+    def envs(self) -> Sequence[gym.Env]:
+        """The sub-envs (``DummyVecEnv``'s ``envs``) where they are objects in this
+        process; elsewhere an ``AttributeError``."""
         if self._local is not None:
             return self._local
         inner = type(self._inner).__name__
@@ -416,25 +414,26 @@ class ToSB3VecEnv(VecEnv):
                 f"or call), so there is no attribute or method of a sub-env to get, "
                 f"set or call. Ask the vector env itself instead."
             )
-        if self._local is None and not callable(self._each):
-            raise AttributeError(
-                f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: "
-                f"it offers no way to run a call on chosen sub-envs (it only gets "
-                f"attributes and calls methods on every sub-env at once, as "
-                f"Gymnasium's AsyncVectorEnv does). Build the env with "
-                f"vecmode.AsyncVectorEnv (vecmode.make_vec(..., vectorization_mode="
-                f"'async')), whose workers run SB3's calls on the sub-envs asked for."
-            )
+        each, local = self._each, self._local
         try:
-            if callable(self._each):
-                return list(self._each(fn, *args, indices=order))
-            return [fn(self._local[i], *args) for i in order]
+            if callable(each):
+                return list(each(fn, *args, indices=order))
+            if local is not None:
+                return [fn(local[i], *args) for i in order]
         except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
             if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
                 "AttributeError"
             ):
                 raise AttributeError(str(exc)) from exc
             raise
+        raise AttributeError(
+            f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: it "
+            f"offers no way to run a call on chosen sub-envs (it only gets attributes "
+            f"and calls methods on every sub-env at once, as Gymnasium's "
+            f"AsyncVectorEnv does). Build the env with vecmode.AsyncVectorEnv "
+            f"(vecmode.make_vec(..., vectorization_mode='async')), whose workers run "
+            f"SB3's calls on the sub-envs asked for."
+        )
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Each sub-env's ``render()`` (``render_mode="rgb_array"``)."""
