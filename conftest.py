@@ -20,7 +20,7 @@ import pytest
 
 collect_ignore: list[str] = []
 if importlib.util.find_spec("stable_baselines3") is None:
-    collect_ignore.append("src/vecmode/sb3.py")
+    collect_ignore.append("src/vecmode/sb3")
 if importlib.util.find_spec("ray") is None:  # the multi-node test's child process
     collect_ignore.append("tests/cores/ray_cluster_driver.py")
 

@@ -1,12 +1,7 @@
-"""vecmode.sb3: Stable-Baselines3 both ways, proven against SB3 and Gymnasium.
-
-* ``to_sb3(env)`` against SB3's own ``DummyVecEnv`` over the same sub-envs, call
-  by call (observations, rewards, dones, infos, ``reset_infos``), in every mode,
-  over the sync and async cores, under SB3's wrappers, and for every other point
-  of SB3's ``VecEnv`` contract (seeds, options, ``indices``, rendering, the split
-  API, closing).
-* ``from_sb3(venv)`` against Gymnasium's SAME_STEP ``SyncVectorEnv`` over the same
-  sub-envs: identical but for the steps that are both terminated and truncated.
+"""vecmode.sb3.to_sb3 against SB3's own ``DummyVecEnv`` over the same sub-envs, call
+by call (observations, rewards, dones, infos, ``reset_infos``), in every mode, over
+the sync and async cores, under SB3's wrappers, and for every other point of SB3's
+``VecEnv`` contract (seeds, options, ``indices``, rendering, the split API, closing).
 """
 
 from __future__ import annotations
@@ -37,63 +32,25 @@ from stable_baselines3.common.vec_env import (  # noqa: E402
 
 import vecmode  # noqa: E402
 from tests.helpers import assert_same, envpool_warnings  # noqa: E402
-from vecmode import AutoresetMode, IncompatibleModeError  # noqa: E402
+from tests.integrations.sb3.envs import (  # noqa: E402
+    ACTION_SPACES,
+    CORES,
+    FORK,
+    MODES,
+    NEXT,
+    SAME,
+    SUB_ENVS,
+    cartpoles,
+    limited,
+    recorders,
+    tagged_fns,
+    vecmode_env,
+)
+from vecmode import IncompatibleModeError  # noqa: E402
 from vecmode.errors import ActionBatchError  # noqa: E402
 from vecmode.sb3 import from_sb3, to_sb3  # noqa: E402
+from vecmode.sb3.to_vec_env import AFTER_A_FAULT  # noqa: E402
 from vecmode.testing import ScheduledEnv  # noqa: E402
-
-NEXT, SAME, DISABLED = (
-    AutoresetMode.NEXT_STEP,
-    AutoresetMode.SAME_STEP,
-    AutoresetMode.DISABLED,
-)
-MODES = (NEXT, SAME, DISABLED)
-FORK = "fork"
-
-
-# ------------------------------------------------------------------ sub-envs
-def _limited(fn: Any, steps: int) -> gym.Env:
-    return gym.wrappers.TimeLimit(fn(), max_episode_steps=steps)
-
-
-def scheduled(obs_type: str = "box", action_type: str = "discrete") -> list:
-    """Four scheduled sub-envs with rich infos (reset infos drawn from the
-    sub-env's seeded generator): 0 and 1 end their first episodes together, then
-    apart (1 is cut by a TimeLimit); 2 ends apart from the others; 3 ends every
-    episode both terminated and truncated (its own end and its TimeLimit agree)."""
-    kw = {"action_type": action_type}
-    se = functools.partial
-    return [
-        se(ScheduledEnv, 0, (3, 5), (True, False), obs_type, **kw),
-        se(_limited, se(ScheduledEnv, 1, (3, 5), (False,), obs_type, **kw), 4),
-        se(ScheduledEnv, 2, (2, 6), (False, True), obs_type, **kw),
-        se(_limited, se(ScheduledEnv, 3, (4,), (False,), obs_type, **kw), 4),
-    ]
-
-
-def cartpoles(n: int = 4, limit: int = 30) -> list:
-    """CartPoles cut at ``limit`` steps: random episodes (seeded), TimeLimit."""
-    return [functools.partial(gym.make, "CartPole-v1", max_episode_steps=limit)] * n
-
-
-SUB_ENVS = {
-    "box": scheduled,
-    "discrete": functools.partial(scheduled, "discrete"),
-    "dict": functools.partial(scheduled, "dict"),
-    "tuple": functools.partial(scheduled, "tuple"),
-    "image": functools.partial(scheduled, "image"),
-    "box-actions": functools.partial(scheduled, "box", "box"),
-    "cartpole": cartpoles,
-}
-
-
-def vecmode_env(fns: list, mode: AutoresetMode, core: str = "sync") -> Any:
-    base = (
-        vecmode.SyncVectorEnv(fns)
-        if core == "sync"
-        else vecmode.AsyncVectorEnv(fns, num_workers=2, context=FORK)
-    )
-    return vecmode.with_autoreset(base, mode)
 
 
 def actions_for(space: gym.Space, steps: int, n: int, seed: int) -> np.ndarray:
@@ -104,7 +61,6 @@ def actions_for(space: gym.Space, steps: int, n: int, seed: int) -> np.ndarray:
     return rng.uniform(-1, 1, size=(steps, n, *space.shape)).astype(space.dtype)
 
 
-# --------------------------------------------------------- the differential
 def assert_same_obs(expected: Any, got: Any, where: str) -> None:
     assert type(got) is type(expected), f"{where}: {type(got)} != {type(expected)}"
     assert_same(expected, got, where)
@@ -230,7 +186,7 @@ def test_to_sb3_is_dummy_vec_env_for_any_schedule(
         functools.partial(ScheduledEnv, i, ls, truncate, obs_type)
         for i, ls in enumerate(lengths)
     ]
-    fns[0] = functools.partial(_limited, fns[0], limit)
+    fns[0] = functools.partial(limited, fns[0], limit)
     ours, theirs = to_sb3(vecmode_env(fns, mode)), DummyVecEnv(fns)
     sb3_run(ours, theirs, steps=40, seed=seed, reseed_every=17)
     ours.close()
@@ -262,42 +218,6 @@ def test_infos_come_back_as_gymnasium_batches_them(mode):
     ours.close()
     theirs.close()
 
-
-# ------------------------------------------------ SB3's contract, point by point
-class Tagged(ScheduledEnv):
-    """A scheduled env with a method that changes it and frames to render."""
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
-
-    def __init__(self, index: int = 0, render_mode: str | None = None) -> None:
-        super().__init__(index, lengths=(3, 4))
-        self.render_mode = render_mode
-        self.bumps = 0
-
-    def bump(self, by: int = 1) -> tuple[int, int]:
-        self.bumps += by
-        return self.index, self.bumps
-
-    def render(self) -> np.ndarray:  # type: ignore[override]
-        return np.full((4, 6, 3), 10 * self.index + self.t, dtype=np.uint8)
-
-
-def tagged_fns(render_mode: str | None = None) -> list:
-    """Four Tagged sub-envs, 1 wrapped in SB3's Monitor, 3 in a TimeLimit."""
-    se = functools.partial
-    return [
-        se(Tagged, 0, render_mode),
-        se(lambda i: Monitor(Tagged(i, render_mode)), 1),
-        se(Tagged, 2, render_mode),
-        se(_limited, se(Tagged, 3, render_mode), 50),
-    ]
-
-
-CORES = {
-    "vecmode-sync": lambda fns: to_sb3(vecmode_env(fns, SAME)),
-    "vecmode-async": lambda fns: to_sb3(vecmode_env(fns, NEXT, "async")),
-    "gymnasium-sync": lambda fns: to_sb3(gym.vector.SyncVectorEnv(fns)),
-}
 
 #: SB3 calls on sub-envs, each with its ``indices``; run on ours and on DummyVecEnv
 SUB_ENV_CALLS = [
@@ -595,135 +515,6 @@ def test_workers_run_sb3_calls_without_importing_sb3():
     ours.close()
 
 
-# ------------------------------------------------------------------ from SB3
-def sb3_vec_env(kind: str, fns: list) -> Any:
-    if kind == "DummyVecEnv":
-        return DummyVecEnv(fns)
-    return SubprocVecEnv(fns, start_method=FORK)
-
-
-def drive_gym(envs: Any, steps: int, seed: int, options=None, mask_prob=0.0) -> list:
-    """Every result of a run of ``envs``: resets (full, with ``options``, and
-    masked), steps with seeded actions."""
-    rng = np.random.default_rng(seed)
-    envs.action_space.seed(seed)
-    records = [("reset", envs.reset(seed=seed, options=options))]
-    for t in range(steps):
-        records.append(("step", envs.step(envs.action_space.sample())))
-        mask = rng.random(envs.num_envs) < mask_prob
-        if mask.any():
-            reset_seed = int(rng.integers(100)) if t % 2 else None
-            records.append(
-                (
-                    "reset_mask",
-                    envs.reset(seed=reset_seed, options={"reset_mask": mask}),
-                )
-            )
-    return records
-
-
-def assert_same_but_both_flags(expected: list, got: list, float32=False) -> int:
-    """The runs are identical, except that a step Gymnasium reports both
-    terminated and truncated comes back terminated only (SB3's encoding); with
-    ``float32``, rewards are Gymnasium's rounded to float32 (DummyVecEnv's
-    buffer). Returns how many sub-env steps were both."""
-    assert len(expected) == len(got)
-    both_seen = 0
-    for n, ((kind, e), (kind_g, g)) in enumerate(zip(expected, got, strict=True)):
-        assert kind == kind_g
-        if kind == "step":
-            obs, rewards, terminations, truncations, infos = e
-            both = terminations & truncations
-            both_seen += int(both.sum())
-            if float32:
-                rewards = rewards.astype(np.float32).astype(np.float64)
-            e = (obs, rewards, terminations, truncations & ~both, infos)
-        assert_same(e, g, f"call {n} ({kind})")
-    return both_seen
-
-
-@pytest.mark.parametrize("kind", ["SubprocVecEnv", "DummyVecEnv"])
-@pytest.mark.parametrize("sub_envs", ["box", "discrete", "dict", "cartpole"])
-def test_from_sb3_is_gymnasiums_same_step_env_but_for_both_flags(sub_envs, kind):
-    fns = SUB_ENVS[sub_envs]()
-    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
-    ours = from_sb3(sb3_vec_env(kind, fns))
-    assert vecmode.mode_of(ours) is SAME
-    assert ours.single_observation_space == reference.single_observation_space
-    assert ours.observation_space == reference.observation_space
-    assert ours.action_space == reference.action_space
-    options = {"level": 3} if sub_envs == "box" else None
-    expected = drive_gym(reference, 1000, seed=2, options=options, mask_prob=0.03)
-    got = drive_gym(ours, 1000, seed=2, options=options, mask_prob=0.03)
-    both = assert_same_but_both_flags(expected, got, float32=kind == "DummyVecEnv")
-    assert both > 50 or sub_envs == "cartpole"  # sub-env 3 ends with both flags
-    reference.close()
-    ours.close()
-
-
-def test_vecmode_works_over_from_sb3():
-    """vecmode's wrappers, check and TransitionCollector over SB3's envs: the same
-    as over Gymnasium's SAME_STEP env, but for the both-flags steps."""
-    from vecmode.wrappers import NormalizeObservation, NormalizeReward
-
-    fns = SUB_ENVS["box"]()
-
-    def stack(envs):
-        return NormalizeReward(NormalizeObservation(envs))
-
-    ours = stack(from_sb3(SubprocVecEnv(fns, start_method=FORK)))
-    reference = stack(gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME))
-    assert vecmode.check_stack(ours).ok
-    both = assert_same_but_both_flags(
-        drive_gym(reference, 300, seed=4), drive_gym(ours, 300, seed=4)
-    )
-    assert both > 10
-    ours.close()
-    reference.close()
-    collected = []
-    for envs in (
-        from_sb3(DummyVecEnv(SUB_ENVS["cartpole"]())),
-        gym.vector.SyncVectorEnv(SUB_ENVS["cartpole"](), autoreset_mode=SAME),
-    ):
-        with vecmode.TransitionCollector(envs) as collector:
-            collector.reset(seed=1)
-            envs.action_space.seed(1)
-            steps = [collector.step(envs.action_space.sample()) for _ in range(200)]
-        collected.append(
-            [
-                (t.obs, t.next_obs, t.terminations | t.truncations, t.valid)
-                for t in steps
-            ]
-        )
-    assert_same(collected[1], collected[0], "transitions")
-
-
-def test_from_sb3_refuses_what_it_cannot_do_exactly():
-    venv = VecNormalize(DummyVecEnv(tagged_fns()))
-    envs = from_sb3(venv)
-    for mode in (NEXT, DISABLED):  # SB3 has already reset an ended sub-env
-        with pytest.raises(IncompatibleModeError, match="SameStep"):
-            vecmode.with_autoreset(envs, mode)
-    envs.reset(seed=0)
-    with pytest.raises(ValueError, match="VecNormalize"):  # its statistics
-        envs.reset(options={"reset_mask": np.array([True, False, False, False])})
-    with pytest.raises(TypeError, match="SB3's seed"):
-        envs.reset(seed=[1, 5, 2, 3])
-    # no seed for any sub-env: as seed=None (Gymnasium's envs take it)
-    first, _ = envs.reset(seed=[None] * 4)
-    assert first.shape[0] == 4
-    with pytest.raises(ValueError, match="takes no timeout"):
-        envs.step_async(np.zeros(4, dtype=np.int64))
-        envs.step_wait(timeout=1.0)
-    with pytest.raises(TypeError, match="stable_baselines3 VecEnv"):
-        from_sb3(gym.vector.SyncVectorEnv(tagged_fns()))
-    envs.close()
-    envs = from_sb3(DummyVecEnv(tagged_fns()))
-    with pytest.raises(gym.error.ResetNeeded):
-        envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
-    envs.close()
-
-
 @pytest.mark.parametrize("name", ["reset", "close", "step"])
 def test_env_method_refuses_the_vec_env_s_own_calls_in_sb3_s_words(name):
     """DummyVecEnv runs env_method("reset") behind its own back; to_sb3 refuses
@@ -732,30 +523,17 @@ def test_env_method_refuses_the_vec_env_s_own_calls_in_sb3_s_words(name):
     venv = to_sb3(vecmode.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
     with pytest.raises(ValueError) as info:
         venv.env_method(name, indices=[0])
-    assert str(info.value) == vecmode.sb3.forbidden_env_method(name)
-    assert str(info.value).startswith(f"env_method({name!r}) would run")
+    instead = (
+        "venv.step_async(actions) / venv.step_wait()"
+        if name == "step"
+        else f"venv.{name}() (all sub-envs: SB3's VecEnv has no {name} of some)"
+    )
+    assert str(info.value) == (
+        f"env_method({name!r}) would run the sub-envs' {name} behind the VecEnv's "
+        f"back (its record of ended sub-envs would be wrong); use {instead}."
+    )
     venv.reset()  # usable
     venv.close()
-
-
-def test_from_sb3_sub_env_calls_and_render():
-    fns = tagged_fns("rgb_array")
-    ours = from_sb3(DummyVecEnv(fns))
-    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
-    for envs in (ours, reference):
-        envs.reset(seed=0)
-        envs.step(np.ones(4, dtype=np.int64))
-    assert_same(reference.render(), ours.render(), "frames")
-    assert ours.call("bump", 2) == reference.call("bump", 2)
-    assert ours.get_attr("bumps") == reference.get_attr("bumps") == (2, 2, 2, 2)
-    ours.set_attr("label", ["a", "b", "c", "d"])
-    assert ours.get_attr("label") == ("a", "b", "c", "d")
-    ours.set_attr("label", "z")
-    assert ours.get_attr("label") == ("z",) * 4
-    with pytest.raises(ValueError, match="list or tuple of 4 values"):
-        ours.set_attr("label", ["a"])
-    ours.close()
-    reference.close()
 
 
 def test_to_sb3_of_from_sb3_is_the_sb3_env_itself():
@@ -766,77 +544,6 @@ def test_to_sb3_of_from_sb3_is_the_sb3_env_itself():
     assert sb3_run(ours, theirs, steps=400, seed=6, reseed_every=150) > 50
     ours.close()
     theirs.close()
-
-
-# ------------------------------------------------- Dict and Tuple actions
-ACTION_SPACES = {
-    "tuple": gym.spaces.Tuple((gym.spaces.Discrete(5), gym.spaces.Discrete(5))),
-    "dict": gym.spaces.Dict(
-        {
-            "x": gym.spaces.Discrete(3),
-            "y": gym.spaces.Box(0, 1, (2,), np.float32),
-            "z": gym.spaces.Tuple((gym.spaces.MultiBinary(2), gym.spaces.Discrete(4))),
-        }
-    ),
-}
-
-
-class ActionRecorder(gym.Env):
-    """Keeps every action it is given (in ``received``); episodes of 3 steps."""
-
-    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-
-    def __init__(self, space: str = "tuple") -> None:
-        self.action_space = ACTION_SPACES[space]
-        self.received: list[Any] = []
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(1, np.float32), {}
-
-    def step(self, action):
-        self.received.append(action)
-        self.t += 1
-        return np.zeros(1, np.float32), 1.0, self.t == 3, False, {}
-
-
-def recorders(space: str, n: int = 3) -> list:
-    return [functools.partial(ActionRecorder, space)] * n
-
-
-@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
-@pytest.mark.parametrize("space", sorted(ACTION_SPACES))
-def test_from_sb3_gives_each_sub_env_its_own_dict_or_tuple_action(space, kind):
-    """from_sb3 takes Gymnasium's batch (a tuple or dict of batches) and hands SB3
-    one action per sub-env: each sub-env receives what it receives under
-    Gymnasium's SyncVectorEnv. (Sub-env 0 got the first component's batch, [1 2],
-    for Tuple actions; Dict actions raised KeyError: 0.)"""
-    fns = recorders(space)
-    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
-    ours = from_sb3(sb3_vec_env(kind, fns))
-    assert ours.action_space == reference.action_space
-    ours.action_space.seed(3)
-    batches = [ours.action_space.sample() for _ in range(7)]
-    if space == "tuple":
-        batches[0] = (np.array([1, 2, 0]), np.array([3, 4, 0]))
-    for envs in (reference, ours):
-        envs.reset(seed=0)
-        for batch in batches:
-            envs.step(batch)
-    ours.step_async(batches[0])  # the split API, too
-    ours.step_wait()
-    reference.step(batches[0])
-    expected, got = reference.get_attr("received"), ours.get_attr("received")
-    assert_same(expected, got, "received")
-    if space == "tuple":
-        assert [r[0] for r in got] == [(1, 3), (2, 4), (0, 0)]
-    with pytest.raises(ActionBatchError, match="Gymnasium's batch layout"):
-        ours.step([ours.single_action_space.sample() for _ in range(3)])
-    assert_same(got, ours.get_attr("received"), "nothing was stepped")
-    reference.close()
-    ours.close()
 
 
 DICT_TUPLE_BRIDGES = {
@@ -976,7 +683,6 @@ def test_envs_says_where_the_sub_envs_are_elsewhere(source):
     ours.close()
 
 
-# ------------------------------------------------------------------ training
 def _train(algo: str, venv: Any, steps: int) -> tuple[list, list, int]:
     import torch
     from stable_baselines3 import DQN, PPO
@@ -1023,43 +729,6 @@ def test_training_on_to_sb3_is_training_on_dummy_vec_env(algo, core):
     assert all(torch.equal(a, b) for a, b in zip(ours[0], theirs[0], strict=True))
 
 
-@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
-def test_from_sb3_behaves_as_the_mode_it_declares(kind):
-    """vecmode's own proof of an env's declared mode: check_vector_env drives
-    throwaway instances across many episode ends, probe_mode finds the mode."""
-    from vecmode.testing import check_vector_env
-
-    def factory():
-        return from_sb3(sb3_vec_env(kind, SUB_ENVS["box"]()))
-
-    report = check_vector_env(factory)
-    assert report.mode is SAME and report.episode_ends > 10
-    result = vecmode.probe_mode(factory)
-    assert result.mode is SAME and result.agrees, str(result)
-
-
-@pytest.mark.parametrize("venv_cls", [DummyVecEnv, SubprocVecEnv])
-def test_from_sb3_refuses_calls_once_closed(venv_cls):
-    """Over DummyVecEnv a closed bridge went on stepping; over SubprocVecEnv it
-    raised OSError: both raise Gymnasium's ClosedEnvironmentError now."""
-    from gymnasium.error import ClosedEnvironmentError
-
-    kwargs = {"start_method": "fork"} if venv_cls is SubprocVecEnv else {}
-    envs = from_sb3(venv_cls(tagged_fns(), **kwargs))
-    envs.reset(seed=0)
-    envs.close()
-    envs.close()  # twice: fine
-    for call in (
-        lambda: envs.reset(),
-        lambda: envs.step(np.zeros(4, dtype=np.int64)),
-        lambda: envs.get_attr("index"),
-        lambda: envs.call("bump"),
-        lambda: envs.set_attr("label", "x"),
-    ):
-        with pytest.raises(ClosedEnvironmentError, match="was closed"):
-            call()
-
-
 class RaisesAtItsThirdStep(ScheduledEnv):
     def step(self, action: Any) -> Any:
         if self.t == 2:
@@ -1080,7 +749,7 @@ def test_a_sub_env_fault_tells_an_sb3_caller_what_to_do(core):
         venv.step(np.zeros(2, dtype=np.int64))
     assert caught.value.index == 0
     if sys.version_info >= (3, 11):
-        assert caught.value.__notes__ == [vecmode.sb3.sb3_after_fault()]
+        assert caught.value.__notes__ == [AFTER_A_FAULT]
     venv.reset()
     venv.step(np.zeros(2, dtype=np.int64))
     venv.close()

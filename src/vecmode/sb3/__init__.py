@@ -1,0 +1,19 @@
+"""Stable-Baselines3 both ways: :func:`to_sb3` gives a vector env that declares its
+mode to SB3 as a ``VecEnv``, :func:`from_sb3` an SB3 ``VecEnv`` to Gymnasium as a
+SAME_STEP vector env. Needs the ``sb3`` extra; ``import vecmode`` never imports SB3
+or torch, only ``import vecmode.sb3`` does. The contracts: docs/integrations.md.
+"""
+
+from vecmode import errors
+
+try:
+    import stable_baselines3  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        errors.missing_extra("vecmode.sb3", "Stable-Baselines3", "sb3")
+    ) from exc
+
+from vecmode.sb3.from_vec_env import FromSB3VectorEnv, from_sb3
+from vecmode.sb3.to_vec_env import ToSB3VecEnv, to_sb3
+
+__all__ = ["FromSB3VectorEnv", "ToSB3VecEnv", "from_sb3", "to_sb3"]

@@ -1,0 +1,509 @@
+"""A Gymnasium vector env as an SB3 ``VecEnv`` (:func:`to_sb3`): SAME_STEP's layout
+written in SB3's ``terminal_observation`` and ``TimeLimit.truncated``."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import Space
+from gymnasium.spaces import Dict, Tuple
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import concatenate
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import (
+    VecEnvIndices,
+    VecEnvObs,
+    VecEnvStepReturn,
+)
+
+from vecmode import errors, sb3_subenv
+from vecmode.autoreset import SameStepAutoreset, with_autoreset
+from vecmode.core import (
+    FORBIDDEN_CALLS,
+    Command,
+    Executed,
+    StepResult,
+    VectorCore,
+    batch_problem,
+    check_call,
+    check_indices,
+    copy_batch,
+    reuses_buffers,
+)
+from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
+from vecmode.modes import without_finals
+from vecmode.sb3.from_vec_env import (
+    TERMINAL_OBSERVATION,
+    TIME_LIMIT_TRUNCATED,
+    FromSB3VectorEnv,
+    batch_layout_message,
+    first_of_run,
+)
+from vecmode.wrappers.base import check_infos, empty_batch, final_entries
+from vecmode.wrappers.dict_info_to_list import infos_to_list
+
+__all__ = ["ToSB3VecEnv", "to_sb3"]
+
+_TO = "vecmode.sb3.to_sb3"
+
+#: The note a sub-env's fault gets on its way to an SB3 caller (the message's
+#: advice names calls that SB3's ``VecEnv`` does not have).
+AFTER_A_FAULT = (
+    "Through to_sb3: call reset() on the VecEnv (it resets every sub-env; SB3's "
+    "VecEnv has no masked reset), or close() it."
+)
+
+
+def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
+    """``envs`` as a Stable-Baselines3 ``VecEnv`` (a :class:`ToSB3VecEnv`).
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.sb3 import to_sb3
+    >>> venv = to_sb3(vecmode.make_vec("CartPole-v1", num_envs=2,
+    ...     vectorization_mode="sync", max_episode_steps=1))  # NextStep, converted
+    >>> _ = venv.seed(0)
+    >>> obs = venv.reset()
+    >>> obs, rewards, dones, infos = venv.step(np.array([1, 0]))
+    >>> dones, infos[0]["TimeLimit.truncated"], infos[0]["terminal_observation"].shape
+    (array([ True,  True]), True, (4,))
+    >>> venv.close()
+    """
+    return ToSB3VecEnv(envs)
+
+
+class ToSB3VecEnv(VecEnv):
+    """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv`` that answers as
+    ``DummyVecEnv`` does over the same sub-envs (the contract:
+    docs/integrations.md, SB3).
+
+    Args:
+        envs: a vector env that declares its mode; it is converted to SAME_STEP
+            with :func:`vecmode.with_autoreset`, which refuses where that would
+            not be exact.
+
+    Raises:
+        TypeError: ``envs`` is not a Gymnasium vector env.
+        vecmode.IncompatibleModeError: ``envs`` declares no mode, or one that
+            cannot be turned into SAME_STEP exactly.
+
+    Attributes:
+        vector_env: the SAME_STEP vector env it steps.
+    """
+
+    def __init__(self, envs: VectorEnv) -> None:
+        if not isinstance(envs, VectorEnv):
+            raise TypeError(errors.not_a_vector_env(_TO, envs))
+        same = with_autoreset(envs, AutoresetMode.SAME_STEP)
+        self.vector_env = same
+        self._reach_sub_envs(same)
+        self._copy_obs = reuses_buffers(same)
+        space = same.single_observation_space
+        self._dict_keys = list(space.spaces) if isinstance(space, Dict) else None
+        self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
+        self._actions: Any = None
+        self._split_api(same)
+        super().__init__(same.num_envs, space, same.single_action_space)
+        self.metadata = dict(same.metadata)
+
+    def _reach_sub_envs(self, same: VectorEnv) -> None:
+        """How SB3's calls reach the sub-envs of ``same``."""
+        inner: Any = same.unwrapped
+        self._inner = inner
+        #: the SB3 VecEnv under from_sb3's env: SB3's calls go to it
+        self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
+        #: the sub-envs as objects in this process (``DummyVecEnv``'s ``envs``)
+        held = getattr(
+            inner if self._sb3 is None else self._sb3.unwrapped, "envs", None
+        )
+        self._local: Sequence[gym.Env] | None = (
+            held
+            if isinstance(held, (list, tuple))
+            and len(held) == same.num_envs
+            and all(isinstance(env, gym.Env) for env in held)
+            else None
+        )
+        #: vecmode's cores run a function on chosen sub-envs (in their workers too)
+        self._each = getattr(inner, "each", None)
+        unreachable = (
+            self._sb3 is None and self._local is None and not callable(self._each)
+        )
+        #: calls on every sub-env at once only (Gymnasium's AsyncVectorEnv)
+        self._all_at_once = unreachable and any(
+            callable(getattr(inner, name, None)) for name in ("call", "get_attr")
+        )
+        #: no sub-envs as Python objects (EnvPool's and ALE's C++ envs)
+        self._native = unreachable and not self._all_at_once
+
+    def _split_api(self, same: VectorEnv) -> None:
+        """A step as ``_step(actions)``, or ``_send`` then ``_wait`` where the stack
+        has a split API. Over SAME_STEP's policy directly on a vecmode core, the
+        core's commands and record (the ended sub-envs' own last infos)."""
+        core = getattr(same, "core", None)
+        self._send: Callable[[Any], Any] | None = None
+        self._wait: Callable[[], Any] | None = None
+        if type(same) is SameStepAutoreset and isinstance(core, VectorCore):
+            commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
+            self._step: Callable[[Any], Any] = functools.partial(core.execute, commands)
+            self._read: Callable[[Any], VecEnvStepReturn] = self._from_record
+            # the split API of the remote cores (async, Ray)
+            send = getattr(core, "execute_async", None)
+            wait = getattr(core, "execute_wait", None)
+            if send is not None and wait is not None:
+                self._send = functools.partial(send, commands, name="step")
+                self._wait = functools.partial(wait, name="step")
+        else:
+            self._step, self._read = same.step, self._from_layout
+            self._send = getattr(same, "step_async", None)
+            if self._send is not None:
+                self._wait = same.step_wait  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------- stepping
+    def reset(self) -> VecEnvObs:
+        """Reset every sub-env with the pending seeds and options; the reset infos
+        go to ``reset_infos``."""
+        options = self._options[0] if self._options else None
+        seed: Any = first_of_run(self._seeds)  # SB3's seed(s) sets s, s + 1, ...
+        if seed is None and any(s is not None for s in self._seeds):
+            seed = list(self._seeds)
+        obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+        self._reset_seeds()
+        self._reset_options()
+        check_infos(infos, _TO)
+        # DummyVecEnv hands out copies: no info shares an object with a sub-env
+        self.reset_infos = copy.deepcopy(infos_to_list(infos, self.num_envs))
+        return self._sb3_obs(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Send the actions (to the vector env's ``step_async`` where it has one)."""
+        if self._structured_actions:
+            actions = self._gym_actions(actions)
+        if self._send is None:
+            self._actions = actions
+            return
+        with _sb3_advice():
+            self._send(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """The step sent by :meth:`step_async`, in SB3's layout."""
+        with _sb3_advice():
+            if self._wait is not None:
+                return self._read(self._wait())
+            actions, self._actions = self._actions, None
+            if actions is None:
+                raise RuntimeError(
+                    "step_wait() was called without step_async(actions) first."
+                )
+            return self._read(self._step(actions))
+
+    def _gym_actions(self, actions: Any) -> Any:
+        """Dict or Tuple actions as Gymnasium's batch: SB3's list of one action per
+        sub-env is concatenated, Gymnasium's batch passed on."""
+        space, n = self.action_space, self.num_envs
+        if not isinstance(actions, list):  # Gymnasium's batch (a list is never one)
+            problem = batch_problem(space, actions, n)
+            if problem is None:
+                return actions
+        elif len(actions) != n:
+            problem = f"actions is a list of {len(actions)} actions, not {n}"
+        else:  # SB3's layout
+            found = (
+                _sample_problem(space, a, f"actions[{i}]")
+                for i, a in enumerate(actions)
+            )
+            problem = next(filter(None, found), None)
+            if problem is None:
+                try:
+                    return concatenate(space, actions, empty_batch(space, n))
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    problem = f"actions could not be batched ({exc})"
+        raise ActionBatchError(
+            f"{problem}; nothing was stepped. For the action space {space}, pass "
+            f"either SB3's layout, a list of {n} actions (one per sub-env, each like "
+            f"venv.action_space.sample()), or Gymnasium's batch layout, "
+            f"{batch_layout_message(space, n)}."
+        )
+
+    def _from_layout(self, result: StepResult) -> VecEnvStepReturn:
+        """SB3's step from a step in SAME_STEP's layout."""
+        obs, rewards, terminations, truncations, infos = result
+        check_infos(infos, _TO)
+        rest, final_info = without_finals(infos)
+        ended = np.logical_or(terminations, truncations)
+        finals = []
+        if np.count_nonzero(ended):
+            final_obs = final_entries(infos, ended, _TO)
+            final_infos = infos_to_list(final_info or {}, self.num_envs)
+            rows = np.flatnonzero(ended).tolist()
+            finals = [(i, final_obs[i], final_infos[i]) for i in rows]
+        return self._sb3_step(obs, rewards, terminations, truncations, rest, finals)
+
+    def _from_record(self, executed: Executed) -> VecEnvStepReturn:
+        """SB3's step from a vecmode core's record of a SAME_STEP step."""
+        return self._sb3_step(*executed[:5], executed.finals)
+
+    def _sb3_step(
+        self,
+        obs: Any,
+        rewards: Any,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        infos: dict[str, Any],
+        finals: Sequence[tuple[int, Any, dict[str, Any]]],
+    ) -> VecEnvStepReturn:
+        """SB3's step: one info dict per sub-env, the ended ones' the ended step's
+        with its terminal observation (their reset infos go to ``reset_infos``)."""
+        n = self.num_envs
+        if not infos and not finals:  # the common case, fast
+            sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
+        else:
+            sb3_infos = (
+                copy.deepcopy(infos_to_list(infos, n))
+                if infos
+                else [{} for _ in range(n)]
+            )
+            for i, final_obs, final_info in finals:
+                self.reset_infos[i] = sb3_infos[i]
+                sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
+                sb3_infos[i][TERMINAL_OBSERVATION] = copy_batch(final_obs)
+            limit = np.logical_and(truncations, np.logical_not(terminations))
+            for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
+                info[TIME_LIMIT_TRUNCATED] = flag
+        # rewards as DummyVecEnv's float32 buffer holds them (a new array)
+        rewards = np.array(rewards, dtype=np.float32)
+        dones = np.logical_or(terminations, truncations)
+        return self._sb3_obs(obs), rewards, dones, sb3_infos
+
+    def _sb3_obs(self, obs: Any) -> Any:
+        if self._copy_obs:
+            obs = copy_batch(obs)
+        if self._dict_keys is not None:
+            return OrderedDict((key, obs[key]) for key in self._dict_keys)
+        return obs
+
+    # ------------------------------------------------------- seeds, options
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Options for every sub-env at the next ``reset()``: one dict for all, or
+        a list of one per sub-env that are all equal (a vector env's reset passes
+        one options dict to every sub-env)."""
+        super().set_options(options)
+        if len(self._options) != self.num_envs or not all(
+            _same_options(o, self._options[0]) for o in self._options
+        ):
+            got = self._options
+            self._reset_options()
+            raise ValueError(
+                f"set_options() got {got!r}: a vector env's reset passes one options "
+                f"dict to every sub-env, so pass one dict (or a list of "
+                f"{self.num_envs} equal dicts)."
+            )
+
+    # ------------------------------------------------------------- sub-envs
+    @property
+    def envs(self) -> Sequence[gym.Env]:
+        """The sub-envs (``DummyVecEnv``'s ``envs``) where they are objects in this
+        process; elsewhere an ``AttributeError``."""
+        if self._local is not None:
+            return self._local
+        inner = type(self._inner).__name__
+        if self._sb3 is not None:
+            inner = f"from_sb3({type(self._sb3.unwrapped).__name__})"
+        where = "outside Python (no gymnasium.Env objects)"
+        raise AttributeError(
+            f"ToSB3VecEnv.envs (DummyVecEnv's list of sub-envs) is only there when "
+            f"the sub-envs are objects in this process; {inner} runs its sub-envs "
+            f"{where if self._native else 'in other processes'}. Use get_attr / "
+            f"set_attr / env_method (with indices=...) to reach them."
+        )
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether every sub-env has the attribute (SB3's ``has_attr``), asked so
+        that no worker dies of a missing one (``SubprocVecEnv``'s under
+        :func:`from_sb3`, Gymnasium's ``AsyncVectorEnv``'s)."""
+        if self._sb3 is not None:
+            return bool(self._sb3.has_attr(attr_name))
+        if self._all_at_once:  # a get_attr of a missing attribute breaks it for good
+            return all(self._inner.call("has_wrapper_attr", attr_name))
+        return super().has_attr(attr_name)
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The attribute of the sub-envs at ``indices`` (all by default)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sb3 is not None:
+            return list(self._sb3.get_attr(attr_name, order))
+        if self._all_at_once:  # ask them all, keep those asked for
+            values = self._inner.get_attr(attr_name)
+            return [values[i] for i in order]
+        return self._on("get_attr", sb3_subenv.get_attr, (attr_name,), order)
+
+    def set_attr(
+        self, attr_name: str, value: Any, indices: VecEnvIndices = None
+    ) -> None:
+        """Set the attribute of the sub-envs at ``indices`` (all by default) to
+        ``value`` (a plain ``setattr`` on each, as ``DummyVecEnv``)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sb3 is not None:
+            self._sb3.set_attr(attr_name, value, order)
+        else:
+            self._on("set_attr", setattr, (attr_name, value), order)
+
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        """Call the method on the sub-envs at ``indices`` (all by default)."""
+        if method_name in FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
+            instead = (
+                "venv.step_async(actions) / venv.step_wait()"
+                if method_name == "step"
+                else f"venv.{method_name}() (all sub-envs: SB3's VecEnv has no "
+                f"{method_name} of some)"
+            )
+            raise ValueError(
+                f"env_method({method_name!r}) would run the sub-envs' {method_name} "
+                f"behind the VecEnv's back (its record of ended sub-envs would be "
+                f"wrong); use {instead}."
+            )
+        check_call(method_name)
+        order = check_indices(indices, self.num_envs)
+        args, kwargs = method_args, method_kwargs
+        if self._sb3 is not None:
+            return list(
+                self._sb3.env_method(method_name, *args, indices=order, **kwargs)
+            )
+        if self._all_at_once and sorted(order) == list(range(self.num_envs)):
+            results = self._inner.call(method_name, *args, **kwargs)
+            return [results[i] for i in order]
+        call = (method_name, args, kwargs)
+        return self._on("env_method", sb3_subenv.call_method, call, order)
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        """Whether the sub-envs at ``indices`` (all by default) are wrapped with
+        ``wrapper_class``: False for each over an env that has no sub-envs as
+        Python objects (nothing a ``gymnasium.Wrapper`` could wrap)."""
+        order = check_indices(indices, self.num_envs)
+        if self._sb3 is not None:
+            return list(self._sb3.env_is_wrapped(wrapper_class, order))
+        if self._native:
+            return [False] * len(order)
+        what = (wrapper_class,)
+        return self._on("env_is_wrapped", sb3_subenv.is_wrapped, what, order)
+
+    def _on(
+        self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
+    ) -> list[Any]:
+        """``fn(sub_env, *args)`` for the sub-envs in ``order``; ``what`` names the
+        SB3 call for the error when they are out of reach."""
+        name = type(self._inner).__name__
+        if self._native:
+            raise AttributeError(
+                f"ToSB3VecEnv.{what}() has no sub-env to reach in {name}: it runs "
+                f"its sub-envs outside Python (no gymnasium.Env objects, no get_attr "
+                f"or call), so there is no attribute or method of a sub-env to get, "
+                f"set or call. Ask the vector env itself instead."
+            )
+        each, local = self._each, self._local
+        try:
+            if callable(each):
+                return list(each(fn, *args, indices=order))
+            if local is not None:
+                return [fn(local[i], *args) for i in order]
+        except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
+            if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
+                "AttributeError"
+            ):
+                raise AttributeError(str(exc)) from exc
+            raise
+        raise AttributeError(
+            f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: it "
+            f"offers no way to run a call on chosen sub-envs (it only gets attributes "
+            f"and calls methods on every sub-env at once, as Gymnasium's "
+            f"AsyncVectorEnv does). Build the env with vecmode.AsyncVectorEnv "
+            f"(vecmode.make_vec(..., vectorization_mode='async')), whose workers run "
+            f"SB3's calls on the sub-envs asked for."
+        )
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """Each sub-env's ``render()`` (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it "
+                f"is `rgb_array` to obtain images.",
+                stacklevel=2,
+            )
+            return [None] * self.num_envs
+        return self.env_method("render")
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.vector_env.close()
+
+    def __repr__(self) -> str:
+        return f"ToSB3VecEnv({errors.describe(self.vector_env)})"
+
+
+@contextlib.contextmanager
+def _sb3_advice() -> Iterator[None]:
+    """A sub-env's fault, with a note on what an SB3 caller can do about it."""
+    try:
+        yield
+    except (SubEnvError, EpisodeEndedError) as error:
+        add_note = getattr(error, "add_note", None)  # Python >= 3.11
+        if add_note is not None:
+            add_note(AFTER_A_FAULT)
+        raise
+
+
+def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
+    """What keeps ``sample`` from being structured as one sample of ``space`` (its
+    dicts' keys, its tuples' lengths; not its values); None if nothing does."""
+    if isinstance(space, Dict):
+        keys = list(space.spaces)
+        if not isinstance(sample, Mapping):
+            kind = type(sample).__name__
+            return f"{where} must be a dict with the keys {keys}, got {kind}"
+        if sample.keys() != space.spaces.keys():
+            got = list(sample)
+            return f"{where} has the keys {got}, where the action space has {keys}"
+        parts = [(space[key], sample[key], f"{where}[{key!r}]") for key in keys]
+    elif isinstance(space, Tuple):
+        size = len(space.spaces)
+        if not isinstance(sample, (tuple, list)) or len(sample) != size:
+            return (
+                f"{where} must be a tuple of {size} actions (one per subspace), "
+                f"got {type(sample).__name__}"
+            )
+        parts = [
+            (sub, sample[j], f"{where}[{j}]") for j, sub in enumerate(space.spaces)
+        ]
+    else:
+        return None
+    return next(filter(None, (_sample_problem(*part) for part in parts)), None)
+
+
+def _same_options(a: Any, b: Any) -> bool:
+    """Whether two options (dicts, sequences, arrays inside) are equal."""
+    if a is b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_options(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and type(a) is type(b):
+        return len(a) == len(b) and all(map(_same_options, a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):  # cannot tell: differ
+        return False

@@ -1,0 +1,248 @@
+"""vecmode.sb3.from_sb3 against Gymnasium's SAME_STEP ``SyncVectorEnv`` over the same
+sub-envs: identical but for the steps that are both terminated and truncated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+sb3 = pytest.importorskip("stable_baselines3")
+
+from stable_baselines3.common.vec_env import (  # noqa: E402
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecNormalize,
+)
+
+import vecmode  # noqa: E402
+from tests.helpers import assert_same  # noqa: E402
+from tests.integrations.sb3.envs import (  # noqa: E402
+    ACTION_SPACES,
+    DISABLED,
+    FORK,
+    NEXT,
+    SAME,
+    SUB_ENVS,
+    recorders,
+    sb3_vec_env,
+    tagged_fns,
+)
+from vecmode import IncompatibleModeError  # noqa: E402
+from vecmode.errors import ActionBatchError  # noqa: E402
+from vecmode.sb3 import from_sb3  # noqa: E402
+
+
+def drive_gym(envs: Any, steps: int, seed: int, options=None, mask_prob=0.0) -> list:
+    """Every result of a run of ``envs``: resets (full, with ``options``, and
+    masked), steps with seeded actions."""
+    rng = np.random.default_rng(seed)
+    envs.action_space.seed(seed)
+    records = [("reset", envs.reset(seed=seed, options=options))]
+    for t in range(steps):
+        records.append(("step", envs.step(envs.action_space.sample())))
+        mask = rng.random(envs.num_envs) < mask_prob
+        if mask.any():
+            reset_seed = int(rng.integers(100)) if t % 2 else None
+            records.append(
+                (
+                    "reset_mask",
+                    envs.reset(seed=reset_seed, options={"reset_mask": mask}),
+                )
+            )
+    return records
+
+
+def assert_same_but_both_flags(expected: list, got: list, float32=False) -> int:
+    """The runs are identical, except that a step Gymnasium reports both
+    terminated and truncated comes back terminated only (SB3's encoding); with
+    ``float32``, rewards are Gymnasium's rounded to float32 (DummyVecEnv's
+    buffer). Returns how many sub-env steps were both."""
+    assert len(expected) == len(got)
+    both_seen = 0
+    for n, ((kind, e), (kind_g, g)) in enumerate(zip(expected, got, strict=True)):
+        assert kind == kind_g
+        if kind == "step":
+            obs, rewards, terminations, truncations, infos = e
+            both = terminations & truncations
+            both_seen += int(both.sum())
+            if float32:
+                rewards = rewards.astype(np.float32).astype(np.float64)
+            e = (obs, rewards, terminations, truncations & ~both, infos)
+        assert_same(e, g, f"call {n} ({kind})")
+    return both_seen
+
+
+@pytest.mark.parametrize("kind", ["SubprocVecEnv", "DummyVecEnv"])
+@pytest.mark.parametrize("sub_envs", ["box", "discrete", "dict", "cartpole"])
+def test_from_sb3_is_gymnasiums_same_step_env_but_for_both_flags(sub_envs, kind):
+    fns = SUB_ENVS[sub_envs]()
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    ours = from_sb3(sb3_vec_env(kind, fns))
+    assert vecmode.mode_of(ours) is SAME
+    assert ours.single_observation_space == reference.single_observation_space
+    assert ours.observation_space == reference.observation_space
+    assert ours.action_space == reference.action_space
+    options = {"level": 3} if sub_envs == "box" else None
+    expected = drive_gym(reference, 1000, seed=2, options=options, mask_prob=0.03)
+    got = drive_gym(ours, 1000, seed=2, options=options, mask_prob=0.03)
+    both = assert_same_but_both_flags(expected, got, float32=kind == "DummyVecEnv")
+    assert both > 50 or sub_envs == "cartpole"  # sub-env 3 ends with both flags
+    reference.close()
+    ours.close()
+
+
+def test_vecmode_works_over_from_sb3():
+    """vecmode's wrappers, check and TransitionCollector over SB3's envs: the same
+    as over Gymnasium's SAME_STEP env, but for the both-flags steps."""
+    from vecmode.wrappers import NormalizeObservation, NormalizeReward
+
+    fns = SUB_ENVS["box"]()
+
+    def stack(envs):
+        return NormalizeReward(NormalizeObservation(envs))
+
+    ours = stack(from_sb3(SubprocVecEnv(fns, start_method=FORK)))
+    reference = stack(gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME))
+    assert vecmode.check_stack(ours).ok
+    both = assert_same_but_both_flags(
+        drive_gym(reference, 300, seed=4), drive_gym(ours, 300, seed=4)
+    )
+    assert both > 10
+    ours.close()
+    reference.close()
+    collected = []
+    for envs in (
+        from_sb3(DummyVecEnv(SUB_ENVS["cartpole"]())),
+        gym.vector.SyncVectorEnv(SUB_ENVS["cartpole"](), autoreset_mode=SAME),
+    ):
+        with vecmode.TransitionCollector(envs) as collector:
+            collector.reset(seed=1)
+            envs.action_space.seed(1)
+            steps = [collector.step(envs.action_space.sample()) for _ in range(200)]
+        collected.append(
+            [
+                (t.obs, t.next_obs, t.terminations | t.truncations, t.valid)
+                for t in steps
+            ]
+        )
+    assert_same(collected[1], collected[0], "transitions")
+
+
+def test_from_sb3_refuses_what_it_cannot_do_exactly():
+    venv = VecNormalize(DummyVecEnv(tagged_fns()))
+    envs = from_sb3(venv)
+    for mode in (NEXT, DISABLED):  # SB3 has already reset an ended sub-env
+        with pytest.raises(IncompatibleModeError, match="SameStep"):
+            vecmode.with_autoreset(envs, mode)
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="VecNormalize"):  # its statistics
+        envs.reset(options={"reset_mask": np.array([True, False, False, False])})
+    with pytest.raises(TypeError, match="SB3's seed"):
+        envs.reset(seed=[1, 5, 2, 3])
+    # no seed for any sub-env: as seed=None (Gymnasium's envs take it)
+    first, _ = envs.reset(seed=[None] * 4)
+    assert first.shape[0] == 4
+    with pytest.raises(ValueError, match="takes no timeout"):
+        envs.step_async(np.zeros(4, dtype=np.int64))
+        envs.step_wait(timeout=1.0)
+    with pytest.raises(TypeError, match="stable_baselines3 VecEnv"):
+        from_sb3(gym.vector.SyncVectorEnv(tagged_fns()))
+    envs.close()
+    envs = from_sb3(DummyVecEnv(tagged_fns()))
+    with pytest.raises(gym.error.ResetNeeded):
+        envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
+    envs.close()
+
+
+def test_from_sb3_sub_env_calls_and_render():
+    fns = tagged_fns("rgb_array")
+    ours = from_sb3(DummyVecEnv(fns))
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    for envs in (ours, reference):
+        envs.reset(seed=0)
+        envs.step(np.ones(4, dtype=np.int64))
+    assert_same(reference.render(), ours.render(), "frames")
+    assert ours.call("bump", 2) == reference.call("bump", 2)
+    assert ours.get_attr("bumps") == reference.get_attr("bumps") == (2, 2, 2, 2)
+    ours.set_attr("label", ["a", "b", "c", "d"])
+    assert ours.get_attr("label") == ("a", "b", "c", "d")
+    ours.set_attr("label", "z")
+    assert ours.get_attr("label") == ("z",) * 4
+    with pytest.raises(ValueError, match="list or tuple of 4 values"):
+        ours.set_attr("label", ["a"])
+    ours.close()
+    reference.close()
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
+@pytest.mark.parametrize("space", sorted(ACTION_SPACES))
+def test_from_sb3_gives_each_sub_env_its_own_dict_or_tuple_action(space, kind):
+    """from_sb3 takes Gymnasium's batch (a tuple or dict of batches) and hands SB3
+    one action per sub-env: each sub-env receives what it receives under
+    Gymnasium's SyncVectorEnv. (Sub-env 0 got the first component's batch, [1 2],
+    for Tuple actions; Dict actions raised KeyError: 0.)"""
+    fns = recorders(space)
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    ours = from_sb3(sb3_vec_env(kind, fns))
+    assert ours.action_space == reference.action_space
+    ours.action_space.seed(3)
+    batches = [ours.action_space.sample() for _ in range(7)]
+    if space == "tuple":
+        batches[0] = (np.array([1, 2, 0]), np.array([3, 4, 0]))
+    for envs in (reference, ours):
+        envs.reset(seed=0)
+        for batch in batches:
+            envs.step(batch)
+    ours.step_async(batches[0])  # the split API, too
+    ours.step_wait()
+    reference.step(batches[0])
+    expected, got = reference.get_attr("received"), ours.get_attr("received")
+    assert_same(expected, got, "received")
+    if space == "tuple":
+        assert [r[0] for r in got] == [(1, 3), (2, 4), (0, 0)]
+    with pytest.raises(ActionBatchError, match="Gymnasium's batch layout"):
+        ours.step([ours.single_action_space.sample() for _ in range(3)])
+    assert_same(got, ours.get_attr("received"), "nothing was stepped")
+    reference.close()
+    ours.close()
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
+def test_from_sb3_behaves_as_the_mode_it_declares(kind):
+    """vecmode's own proof of an env's declared mode: check_vector_env drives
+    throwaway instances across many episode ends, probe_mode finds the mode."""
+    from vecmode.testing import check_vector_env
+
+    def factory():
+        return from_sb3(sb3_vec_env(kind, SUB_ENVS["box"]()))
+
+    report = check_vector_env(factory)
+    assert report.mode is SAME and report.episode_ends > 10
+    result = vecmode.probe_mode(factory)
+    assert result.mode is SAME and result.agrees, str(result)
+
+
+@pytest.mark.parametrize("venv_cls", [DummyVecEnv, SubprocVecEnv])
+def test_from_sb3_refuses_calls_once_closed(venv_cls):
+    """Over DummyVecEnv a closed bridge went on stepping; over SubprocVecEnv it
+    raised OSError: both raise Gymnasium's ClosedEnvironmentError now."""
+    from gymnasium.error import ClosedEnvironmentError
+
+    kwargs = {"start_method": "fork"} if venv_cls is SubprocVecEnv else {}
+    envs = from_sb3(venv_cls(tagged_fns(), **kwargs))
+    envs.reset(seed=0)
+    envs.close()
+    envs.close()  # twice: fine
+    for call in (
+        lambda: envs.reset(),
+        lambda: envs.step(np.zeros(4, dtype=np.int64)),
+        lambda: envs.get_attr("index"),
+        lambda: envs.call("bump"),
+        lambda: envs.set_attr("label", "x"),
+    ):
+        with pytest.raises(ClosedEnvironmentError, match="was closed"):
+            call()
