@@ -146,8 +146,8 @@ PROBED_ELSEWHERE = {
         "cores/test_ray.py",
         "test_probe_finds_the_mode_it_declares",
     ),
-    "vecmode.sb3:FromSB3VectorEnv": (
-        "integrations/test_sb3.py",
+    "vecmode.sb3.from_vec_env:FromSB3VectorEnv": (
+        "integrations/sb3/test_from_sb3.py",
         "test_from_sb3_behaves_as_the_mode_it_declares",
     ),
 }

@@ -54,7 +54,7 @@ VERIFIED_ENVS: frozenset[str] = frozenset(
         "vecmode.sync_vector_env:SyncVectorEnv",
         "vecmode.async_vector_env:AsyncVectorEnv",
         "vecmode.ray_vector_env:RayVectorEnv",
-        "vecmode.sb3:FromSB3VectorEnv",
+        "vecmode.sb3.from_vec_env:FromSB3VectorEnv",
         "gymnasium.vector.sync_vector_env:SyncVectorEnv",
         "gymnasium.vector.async_vector_env:AsyncVectorEnv",
         "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv",
