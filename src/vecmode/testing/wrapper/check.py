@@ -1,0 +1,609 @@
+"""``check_wrapper``: prove that a vector wrapper is right in the modes it declares.
+
+>>> from vecmode.testing import check_wrapper
+>>> from vecmode.wrappers import ClipReward
+>>> print(check_wrapper(lambda env: ClipReward(env, 0.0, 1.0)).summary)
+ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from vecmode._gymnasium import BATCH_DEPENDENT
+from vecmode.env_classes import keeps_options, layers
+from vecmode.errors import IncompatibleModeError
+from vecmode.modes import MODES, ModeLike, as_mode
+from vecmode.registry import declaration, supported_modes
+from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
+from vecmode.testing.wrapper.driver import Checking, Driver, RunPlan
+from vecmode.testing.wrapper.events import (
+    PROPERTIES,
+    Run,
+    compare_runs,
+    fail,
+    with_env_info,
+)
+from vecmode.testing.wrapper.report import WrapperReport
+from vecmode.testing.wrapper.schedules import (
+    BASES,
+    DEFAULT_BASES,
+    DENSE_LAYOUT,
+    Schedule,
+    base_env,
+    schedules,
+)
+from vecmode.testing.writes import WritesBelow
+
+__all__ = ["check_wrapper", "episode_statistics"]
+
+WrapperFactory = Callable[[VectorEnv], VectorEnv]
+#: The properties checked by building the wrapper, without a run.
+_BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
+
+#: What a wrapper giving other events in another mode is told.
+_HINT_MODES = (
+    "The same real transitions must come out in every declared mode: final "
+    "observations (info['final_obs'] in SAME_STEP) transformed like the "
+    "others, statistics counting each real step once (not NEXT_STEP's reset "
+    "step), state cleared for the sub-envs of a masked reset. (A wrapper whose "
+    "values depend on which sub-envs share a call, such as statistics pooled "
+    "over the batch, declares batch_dependent = True: its values are then "
+    "compared only where episodes end together.)"
+)
+_HINT_CUTS = (
+    "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
+    "the same events as one the env truncated there. A difference at the cut "
+    "itself (the episode's last observation) is a final observation "
+    "(info['final_obs'] in SAME_STEP, where the env truncated) not transformed "
+    "like the observations; one after it is state the wrapper keeps across the "
+    "masked reset: clear the sub-env's state on a masked reset."
+)
+_HINT_BASES = (
+    "The same mode over two base envs must give the same events. One known "
+    "difference between them: Gymnasium's vector envs pop 'reset_mask' from "
+    "the options dict passed to reset(), vecmode's leave it there, so a "
+    "wrapper that reads options['reset_mask'] after passing the options down "
+    "sees a partial reset as a full one over Gymnasium's envs: read it before."
+)
+_HINT_DENSE = (
+    "Over vecmode.testing.DenseFinalObsVectorEnv, SameStep's final observations "
+    "come as ALE's: one dense array in info['final_obs'], a row for every sub-env "
+    "(stale where no episode ended), no mask, no final infos. An adapter takes the "
+    "rows of the sub-envs whose episode ended in this step (terminated or "
+    "truncated) into Gymnasium's layout: final_obs, _final_obs, final_info, "
+    "_final_info (vecmode.modes.from_dense_finals does it)."
+)
+
+
+def check_wrapper(
+    factory: WrapperFactory,
+    *,
+    modes: Iterable[ModeLike] | None = None,
+    obs_type: str = "box",
+    action_type: str = "discrete",
+    info_type: str = "numeric",
+    render_mode: str | None = None,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    num_envs: int = 3,
+    transitions: int = 9,
+    seed: int = 0,
+    batch_dependent: bool | None = None,
+    bases: Iterable[str] | None = None,
+    compare_info: Callable[[dict[str, Any]], Any] | None = None,
+    env_infos: bool = True,
+    properties: Iterable[str] | None = None,
+) -> WrapperReport:
+    """Prove a vector wrapper right in every mode it declares, and refusing the
+    others. ``docs/authors.md`` says what is run and compared.
+
+    Args:
+        factory: builds the wrapper (or a stack) over a vector env: the class,
+            or a callable such as ``lambda env: MyWrapper(env, k=3)``.
+        modes: the modes to prove (default: those the wrapper declares).
+        obs_type: the test sub-envs' observations (``OBS_TYPES``).
+        action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"``.
+        info_type: ``"numeric"`` or ``"rich"`` infos.
+        render_mode: None, or ``"rgb_array"`` for wrappers that render.
+        wrappers: single-env wrappers around each test sub-env, innermost first.
+        num_envs: sub-envs per run (at least 2).
+        transitions: real transitions compared per sub-env and run.
+        seed: the reset seed and the seed of the action queues.
+        batch_dependent: the wrapper's values depend on which sub-envs share a
+            call (default: its ``batch_dependent`` attribute, else False).
+        bases: the base envs to run over, keys of ``BASES`` (default:
+            ``DEFAULT_BASES``, the two in Gymnasium's layout).
+        compare_info: what of a sub-env's info must agree across modes at each
+            real transition (a function of its info, merged over the ended
+            step's ``final_info`` in SAME_STEP).
+        env_infos: compare the sub-envs' own step count at every transition
+            (False for a wrapper that removes the env's infos on purpose).
+        properties: the properties to check, names from ``PROPERTIES``
+            (default: all; a report of some cannot be recorded).
+
+    Returns:
+        A :class:`~vecmode.testing.WrapperReport`.
+
+    Raises:
+        ConformanceError: (an ``AssertionError``) the wrapper breaks a property;
+            the message names the run, call, sub-env and field.
+        TypeError, ValueError: bad arguments.
+    """
+    who = _name(factory)
+    _check_arguments(factory, num_envs, transitions, bases, properties)
+    # bad kinds raise ValueError here, naming the choices
+    ScheduledEnv(
+        obs_type=obs_type,
+        action_type=action_type,
+        info_type=info_type,
+        render_mode=render_mode,
+    )
+    kinds = {
+        "num_envs": num_envs,
+        "obs_type": obs_type,
+        "action_type": action_type,
+        "info_type": info_type,
+        "render_mode": render_mode,
+        "wrappers": tuple(wrappers),
+    }
+    check = WrapperCheck(
+        factory,
+        who,
+        list(DEFAULT_BASES if bases is None else bases),
+        kinds,
+        None if properties is None else frozenset(properties),
+    )
+    if env_infos:
+        compare_info = with_env_info(STEP_INFO_KEYS[info_type], compare_info)
+    return check.prove(modes, transitions, seed, batch_dependent, compare_info)
+
+
+def _check_arguments(
+    factory: Any,
+    num_envs: Any,
+    transitions: Any,
+    bases: Iterable[str] | None,
+    properties: Iterable[str] | None,
+) -> None:
+    if not callable(factory):
+        raise TypeError(
+            f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
+            f"got {factory!r}; e.g. check_wrapper(MyWrapper) or "
+            f"check_wrapper(lambda env: MyWrapper(env, k=3))"
+        )
+    for name, value, least in (
+        ("num_envs", num_envs, 2),
+        ("transitions", transitions, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(
+                f"check_wrapper: {name} must be an int >= {least}, got {value!r}"
+            )
+    over = (
+        [bases]
+        if isinstance(bases, str)
+        else list(DEFAULT_BASES if bases is None else bases)
+    )
+    if isinstance(bases, str) or not over or any(name not in BASES for name in over):
+        raise ValueError(
+            f"check_wrapper: bases must be a list naming one or more of "
+            f"{', '.join(map(repr, BASES))}; got {over!r}"
+        )
+    unknown = [p for p in properties or () if p not in PROPERTIES]
+    if isinstance(properties, str) or unknown:
+        raise ValueError(
+            f"check_wrapper: properties must be a list naming some of "
+            f"{', '.join(PROPERTIES)}; got {properties!r}"
+        )
+
+
+def _name(factory: Any) -> str:
+    """The class's name, or a function's (until it builds a wrapper: then the
+    wrapper's class name)."""
+    if isinstance(factory, type):
+        return factory.__name__
+    return getattr(factory, "__name__", None) or type(factory).__name__
+
+
+class WrapperCheck:
+    """The checks :func:`check_wrapper` makes, grouped by property.
+
+    Args:
+        factory: builds the wrapper over a vector env.
+        who: its name, for messages.
+        over: the base envs, by name.
+        kinds: the test sub-envs' options.
+        only: the properties checked (None: all).
+    """
+
+    def __init__(
+        self,
+        factory: WrapperFactory,
+        who: str,
+        over: list[str],
+        kinds: dict[str, Any],
+        only: frozenset[str] | None = None,
+    ) -> None:
+        self.factory = factory
+        self.who = who
+        self.over = over
+        self.kinds = kinds
+        self.only = only
+        #: the schedule the wrapper is built on outside the runs
+        self.first_schedule = schedules(kinds["num_envs"], 1)[0]
+        #: the wrapper as built over each mode it accepts, and its refusals
+        self.accepted: dict[AutoresetMode, VectorEnv] = {}
+        self.refusals: dict[AutoresetMode, Exception] = {}
+        #: the class's own errors when built (a bad argument, or its own refusal)
+        self.raised: dict[AutoresetMode, Exception] = {}
+        #: how the undeclared modes it raised in were refused, for the report
+        self.own_refusals: dict[AutoresetMode, str] = {}
+        self.declared = supported_modes(factory) if isinstance(factory, type) else None
+        #: the one class the factory builds over the base env (None: a stack)
+        self.built: type | None = None
+        self.layers = 1
+
+    def on(self, prop: str) -> bool:
+        """Whether ``prop`` is checked."""
+        return self.only is None or prop in self.only
+
+    def prove(
+        self,
+        modes: Iterable[ModeLike] | None,
+        transitions: int,
+        seed: int,
+        batch_dependent: bool | None,
+        compare_info: Callable[[dict[str, Any]], Any] | None,
+    ) -> WrapperReport:
+        """Make every check; see :func:`check_wrapper`."""
+        self.build_in_every_mode()
+        to_prove = self.modes_to_prove(modes)
+        self.check_builds_in_declared_modes(to_prove)
+        if batch_dependent is None:
+            batch_dependent = self.batch_dependent(to_prove[0])
+        equivalence = EquivalenceRuns(self, transitions, seed, compare_info)
+        runs, compared = [], 0
+        if self.only is None or self.only - _BUILD_PROPERTIES:
+            queues = self.action_queues(to_prove[0], seed)
+            runs, compared = equivalence.check(to_prove, queues, batch_dependent)
+        if self.on("refuses_undeclared_modes"):
+            self.check_refuses_undeclared_modes(to_prove)
+        return WrapperReport(
+            self.who,
+            to_prove,
+            tuple(m for m in MODES if m in self.refusals),
+            tuple(runs),
+            compared,
+            bool(batch_dependent),
+            self.built,
+            MappingProxyType(self.own_refusals),
+            self.layers,
+            tuple(self.over),
+            PROPERTIES if self.only is None else tuple(self.only),
+            self.factory,
+            MappingProxyType(self.kinds),
+        )
+
+    def base(
+        self, name: str, mode: AutoresetMode, schedule: Schedule | None = None
+    ) -> VectorEnv:
+        """The base env ``name`` in ``mode``."""
+        return base_env(name, mode, self.kinds, schedule or self.first_schedule)
+
+    def build(self, base: VectorEnv) -> VectorEnv:
+        """The wrapper over ``base`` (``TypeError`` if it is not a vector env)."""
+        wrapped = self.factory(base)
+        if not isinstance(wrapped, VectorEnv):
+            raise TypeError(
+                f"check_wrapper({self.who}): the factory returned "
+                f"{type(wrapped).__name__}, not a gymnasium.vector.VectorEnv; it "
+                f"must return the wrapped vector env"
+            )
+        return wrapped
+
+    def build_in_every_mode(self) -> None:
+        """Which modes the wrapper accepts when built, and which it declares."""
+        for mode in MODES:
+            envs = self.base(self.over[0], mode)
+            try:
+                wrapped = self.build(envs)
+            except IncompatibleModeError as error:
+                self.refusals[mode] = error
+                envs.close()
+                continue
+            except Exception as error:  # a bad argument, or its own refusal of mode
+                self.raised[mode] = error
+                envs.close()
+                continue
+            self.accepted[mode] = wrapped
+            if self.declared is None:
+                self.declared = supported_modes(wrapped)
+            self.layers = _layers_over(wrapped, envs)
+            self.built = type(wrapped) if self.layers == 1 else None
+        if not self.accepted and self.raised:  # it cannot be built: caller's error
+            raise next(iter(self.raised.values()))
+        for wrapped in self.accepted.values():
+            if not isinstance(self.factory, type):  # a function: by what it builds
+                self.who = type(wrapped).__name__
+            wrapped.close()
+
+    def modes_to_prove(
+        self, modes: Iterable[ModeLike] | None
+    ) -> tuple[AutoresetMode, ...]:
+        """The modes asked for, else the modes declared."""
+        if self.declared is None and modes is None:
+            raise ValueError(
+                f"check_wrapper({self.who}): the wrapper declares no autoreset "
+                f"modes, so there is nothing to prove; declare them with "
+                f"@vecmode.supports(...) (or vecmode.register for a class you don't "
+                f"own), or pass modes=[...]"
+            )
+        to_prove = (
+            tuple(as_mode(m) for m in modes)
+            if modes is not None
+            else tuple(m for m in MODES if self.declared and m in self.declared)
+        )
+        if not to_prove:
+            raise ValueError(
+                f"check_wrapper({self.who}): no mode to prove (modes=[] or a "
+                f"declaration with no supported mode)"
+            )
+        return to_prove
+
+    def check_builds_in_declared_modes(
+        self, to_prove: tuple[AutoresetMode, ...]
+    ) -> None:
+        """A declared mode, or one to prove, is built without error; the class's
+        own error in another mode counts as its refusal of that mode."""
+        for mode, own in self.raised.items():
+            if mode in to_prove or (
+                self.declared is not None and mode in self.declared
+            ):
+                raise fail(
+                    "builds_in_declared_modes",
+                    self.who,
+                    f"built over a {mode.value} env",
+                    f"raised {type(own).__name__} there, in {mode.value}, a mode it "
+                    f"declares (or was asked to prove): {own}",
+                ) from own
+            self.refusals[mode] = own
+            self.own_refusals[mode] = f"{type(own).__name__}: {own}"
+        for mode in to_prove:
+            if mode in self.refusals:
+                raise fail(
+                    "builds_in_declared_modes",
+                    self.who,
+                    f"built over a {mode.value} env",
+                    f"refused a mode to prove: {self.refusals[mode]}",
+                )
+
+    def check_refuses_undeclared_modes(
+        self, to_prove: tuple[AutoresetMode, ...]
+    ) -> None:
+        """Every mode the wrapper does not declare is refused when it is built."""
+        for mode, wrapped in self.accepted.items():
+            if self.declared is None or mode in self.declared or mode in to_prove:
+                continue
+            found = declaration(type(wrapped))
+            if found is not None and mode in found.wrong:
+                # a class vecmode does not own, accepting a mode it is known to
+                # get wrong (Gymnasium's: refused under guard())
+                raise fail(
+                    "refuses_undeclared_modes",
+                    self.who,
+                    f"built over a {mode.value} env",
+                    f"accepted {mode.value}, in which vecmode's registry records it "
+                    f"as wrong: {found.wrong[mode]} (Gymnasium's own wrappers refuse "
+                    f"such a mode only under vecmode.guard())",
+                    found.instead,
+                )
+            raise fail(
+                "refuses_undeclared_modes",
+                self.who,
+                f"built over a {mode.value} env",
+                f"accepted {mode.value}, which it does not declare; an undeclared "
+                f"mode must be refused at construction",
+                "Classes declared with @vecmode.supports or vecmode.register refuse "
+                "other modes when built; Gymnasium's own wrappers do so only under "
+                "vecmode.guard().",
+            )
+
+    def batch_dependent(self, mode: AutoresetMode) -> bool:
+        """The wrapper's ``batch_dependent`` attribute (Gymnasium's statistics
+        wrappers pool the batch but do not say so)."""
+        wrapped = self.build(self.base(self.over[0], mode))
+        try:
+            found = _attribute(wrapped, "batch_dependent")
+            if found is not None:
+                return bool(found)
+            cls = type(wrapped)
+            return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
+        finally:
+            wrapped.close()
+
+    def action_queues(self, mode: AutoresetMode, seed: int) -> list[list[Any]]:
+        """Seven actions per sub-env, sampled from the wrapper's action space."""
+        wrapped = self.build(self.base(self.over[0], mode))
+        single = wrapped.single_action_space
+        wrapped.close()
+        single.seed(seed)
+        return [
+            [single.sample() for _ in range(7)] for _ in range(self.kinds["num_envs"])
+        ]
+
+
+class EquivalenceRuns:
+    """Mode equivalence: every mode proved, over every base and schedule, gives
+    the same real transitions; an episode cut by a masked reset gives what one
+    the env truncated there gives.
+
+    Args:
+        check: the check these runs belong to.
+        transitions: real transitions compared per sub-env and run.
+        seed: the reset seed.
+        compare_info: what of a transition's info is compared.
+    """
+
+    def __init__(
+        self,
+        check: WrapperCheck,
+        transitions: int,
+        seed: int,
+        compare_info: Callable[[dict[str, Any]], Any] | None,
+    ) -> None:
+        self.check_of = check
+        self.transitions = transitions
+        self.seed = seed
+        self.compare_info = compare_info
+        self.schedules = schedules(check.kinds["num_envs"], transitions)
+        #: per schedule: the first mode's run, and each mode's first base's run
+        self.reference: Run | None = None
+        self.per_mode: dict[AutoresetMode, Run] = {}
+        #: each mode's run with cuts, which the truncated schedule is compared with
+        self.cut_runs: dict[AutoresetMode, Run] = {}
+
+    def check(
+        self,
+        to_prove: tuple[AutoresetMode, ...],
+        queues: list[list[Any]],
+        batch_dependent: bool,
+    ) -> tuple[list[str], int]:
+        """Make the runs; the runs' labels and the transitions compared."""
+        check = self.check_of
+        labels: list[str] = []
+        compared = 0
+        for number, schedule in enumerate(self.schedules):
+            self.reference, self.per_mode = None, {}
+            values = number == 0 or not batch_dependent
+            for mode in to_prove:
+                for name in check.over if number < 2 else check.over[:1]:
+                    label = f"[{mode.value} over {name}, {schedule.name}]"
+                    run = self.run(name, mode, schedule, label, queues)
+                    labels.append(label)
+                    compared += self.compare(number, mode, name, run, values)
+        return labels, compared
+
+    def compare(
+        self, number: int, mode: AutoresetMode, name: str, run: Run, values: bool
+    ) -> int:
+        """Compare ``run`` (of schedule ``number``) with the run it must match."""
+        if number == 2:  # the same mode with cuts instead of truncations
+            reference, prop, hint = run, "cut_like_truncated", _HINT_CUTS
+            run = self.cut_runs[mode]
+        elif mode in self.per_mode:  # the same mode over another base
+            reference, prop = self.per_mode[mode], "same_over_every_base"
+            hint, values = _HINT_DENSE if name in DENSE_LAYOUT else _HINT_BASES, True
+        else:
+            self.per_mode[mode] = run
+            if number == 1:
+                self.cut_runs[mode] = run
+            if self.reference is None:
+                self.reference = run
+                return 0
+            reference, hint = self.reference, _HINT_MODES
+            prop = "mode_equivalence_" + ("together" if number == 0 else "staggered")
+        if not self.check_of.on(prop):
+            return 0
+        context = (prop, self.check_of.who, hint)
+        return compare_runs(reference, run, self.transitions, values, context)
+
+    def run(
+        self,
+        name: str,
+        mode: AutoresetMode,
+        schedule: Schedule,
+        label: str,
+        queues: list[list[Any]],
+    ) -> Run:
+        """One run of the wrapper over the base ``name`` in ``mode``."""
+        check = self.check_of
+        base = check.base(name, mode, schedule)
+        below = WritesBelow(base)  # before the wrapper is built over it
+        try:
+            wrapped = check.build(base)
+        except IncompatibleModeError as error:
+            raise fail(
+                "builds_in_declared_modes",
+                check.who,
+                label,
+                f"refused to be built although it accepts {mode.value} over "
+                f"{check.over[0]}: {error}",
+                f"If the wrapper can wrap only some base envs, run it over those: "
+                f"check_wrapper(..., bases=[{check.over[0]!r}]) (vecmode conform "
+                f"--bases {check.over[0]}).",
+            ) from error
+        checking = Checking(
+            check.who,
+            self.compare_info,
+            check.only,
+            final_infos=name not in DENSE_LAYOUT,
+            base_keeps_options=keeps_options(base),
+            reuses_observations=_says_copy_false(wrapped, base),
+            below=below,
+        )
+        found = declaration(wrapped)
+        output = found.output if found is not None else None
+        plan = RunPlan(
+            label, output or mode, schedule, queues, self.transitions, self.seed
+        )
+        try:
+            return Driver(wrapped, plan, checking).run()
+        finally:
+            wrapped.close()
+
+
+def _says_copy_false(wrapped: VectorEnv, base: VectorEnv) -> bool:
+    """Whether a layer the factory built over ``base`` says it hands out its
+    observation buffer, which later calls write into (``copy = False``)."""
+    for layer in layers(wrapped, limit=10_000):
+        if layer is base:
+            return False
+        if getattr(layer, "copy", None) is False:
+            return True
+    return False
+
+
+def _layers_over(wrapped: VectorEnv, base: VectorEnv) -> int:
+    """How many wrappers ``wrapped`` stacks over ``base``."""
+    count = 0
+    env: Any = wrapped
+    while env is not base and env is not None and count < 10_000:
+        count += 1
+        env = getattr(env, "env", None)
+    return count
+
+
+def _attribute(env: Any, name: str) -> Any:
+    """``name`` on the outermost wrapper that has it (without forwarding)."""
+    while env is not None:
+        if any(name in vars(cls) for cls in type(env).__mro__):
+            return getattr(env, name)
+        env = getattr(env, "env", None)
+    return None
+
+
+def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
+    """The episode statistics of a transition's info, for ``compare_info``:
+    ``{"return": r, "length": l}`` from ``info["episode"]`` (what
+    ``RecordEpisodeStatistics`` writes at an episode's end), None elsewhere.
+
+    Args:
+        info: one sub-env's info at a transition.
+
+    >>> from vecmode.wrappers import RecordEpisodeStatistics
+    >>> check_wrapper(RecordEpisodeStatistics, compare_info=episode_statistics).modes
+    (<AutoresetMode.NEXT_STEP: 'NextStep'>, <AutoresetMode.SAME_STEP: 'SameStep'>, <AutoresetMode.DISABLED: 'Disabled'>)
+    """
+    episode = info.get("episode")
+    if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:
+        return None
+    return {
+        "return": float(np.asarray(episode["r"])),
+        "length": int(np.asarray(episode["l"])),
+    }
