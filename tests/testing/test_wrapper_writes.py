@@ -10,8 +10,11 @@ from gymnasium.vector import AutoresetMode, VectorWrapper
 import vecmode
 from vecmode import wrappers as vw
 from vecmode.testing import check_wrapper
-from vecmode.testing.wrapper.calls import OPTIONS_HINT
-from vecmode.testing.wrapper.driver import CHANGED_LATER_HINT, WROTE_BELOW_HINT
+from vecmode.testing.wrapper.driver import (
+    CHANGED_LATER_HINT,
+    OPTIONS_HINT,
+    WROTE_BELOW_HINT,
+)
 
 
 # ------------------------------------------------ results, inputs, the env below

@@ -48,8 +48,7 @@ _NUMBER = (bool, int, float, complex, np.generic)
 
 
 def as_numpy(value: Any) -> Any:
-    """``value`` with every array of another library (torch, jax) made a NumPy
-    array, through dicts, tuples, lists and object arrays.
+    """``value`` with every torch or jax array in it made a NumPy array.
 
     >>> as_numpy({"a": (np.float32(1.0), [np.zeros(1)])})
     {'a': (np.float32(1.0), [array([0.])])}
@@ -72,17 +71,9 @@ def as_numpy(value: Any) -> Any:
 
 
 def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
-    """The path of the first difference between ``a`` and ``b``, or None.
-
-    The root is ``""``, dict keys read ``['key']``, sequence entries ``[i]``. NaN
-    equals NaN.
-
-    Args:
-        a: a value (arrays, scalars, and dicts, tuples, lists of them).
-        b: the value to compare it with.
-        strict: arrays must have the same dtype, sequences and scalars the same
-            type; not strict, values only (``np.float32(1)`` equals ``1.0``).
-    """
+    """The path of the first difference between ``a`` and ``b`` (``""``: the
+    root, ``['key']``, ``[i]``), or None; NaN equals NaN. ``strict``: dtypes and
+    types must match too (else ``np.float32(1)`` equals ``1.0``)."""
     if isinstance(a, dict) or isinstance(b, dict):
         return _dicts_differ(a, b, strict)
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
@@ -149,8 +140,7 @@ def same(a: Any, b: Any, *, strict: bool = True) -> bool:
 
 
 def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
-    """Every NumPy array in ``value`` (through dicts, tuples, lists and an object
-    array's entries), with its path from ``path``.
+    """Every NumPy array in ``value`` (object arrays' entries too), with its path.
 
     >>> finals = np.empty(2, dtype=object); finals[1] = np.zeros(2)
     >>> [path for path, _ in arrays_in({"final_obs": finals, "n": 3}, "infos")]
@@ -170,14 +160,8 @@ def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
 
 
 def per_sub_env(space: Space, batch: Any, num_envs: int) -> list[Any]:
-    """One entry per sub-env of ``batch``, an element of the batched ``space``.
-
-    Uses Gymnasium's :func:`~gymnasium.vector.utils.iterate`; a batch it cannot
-    split is indexed along its first axis.
-
-    Raises:
-        ValueError: the batch does not hold ``num_envs`` entries.
-    """
+    """One entry per sub-env of ``batch`` (Gymnasium's ``iterate``, else its
+    first axis); ``ValueError`` unless there are ``num_envs``."""
     try:
         items = list(iterate(space, batch))
     except (TypeError, ValueError, NotImplementedError, IndexError):
@@ -215,18 +199,11 @@ def raised(error: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Difference:
-    """Where a vector env's output differs from what it should be.
-
-    Attributes:
-        call: the call's number: 0 is the first ``reset``, each later call one more.
-        kind: ``"reset"``, ``"step"`` or ``"reset(mask)"``.
-        sub_env: the sub-env, or None where the difference is not one sub-env's.
-        field: what differs, e.g. ``"reward"`` or ``"info['_final_obs']"``.
-        expected: what should be there, as text.
-        got: what is there, as text.
-        note: why it should be so.
-        run: which run of the env, where several were compared (``"instance 2"``).
-    """
+    """Where a vector env's output differs from what it should be: at call
+    ``call`` (0 is the first ``reset``) of ``kind`` (``"reset"``, ``"step"``,
+    ``"reset(mask)"``), for ``sub_env`` (None: the whole batch), in ``field``;
+    ``expected``, ``got`` and ``note`` (why) are texts, ``run`` names the run
+    where several were compared."""
 
     call: int
     kind: str
@@ -248,7 +225,7 @@ class Difference:
         note: str = "",
         run: str = "",
     ) -> Difference:
-        """The difference at ``call`` (anything with ``index`` and ``kind``)."""
+        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`)."""
         return cls(call.index, call.kind, sub_env, field, expected, got, note, run)
 
     def __str__(self) -> str:

@@ -45,6 +45,7 @@ __all__ = [
     "final_obs_present_message",
     "layout_difference",
     "looks_reset",
+    "masked_keeps_difference",
     "masked_keeps_message",
     "mode_differences",
     "run_differences",
@@ -77,13 +78,8 @@ def masked_keeps_message(mode: AutoresetMode) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """One call seen through one mode.
-
-    Attributes:
-        call: the call.
-        boundary: its :class:`~vecmode.modes.Boundary` (steps only).
-        pending: the sub-envs that awaited the caller's reset when it was made.
-    """
+    """A call seen through a mode: its :class:`~vecmode.modes.Boundary` (steps
+    only), and the sub-envs that awaited the caller's reset when it was made."""
 
     call: Call
     boundary: Boundary | None
@@ -181,15 +177,9 @@ def mode_differences(
     num_envs: int,
     replay: Sequence[Call] | None = None,
 ) -> Iterator[Difference]:
-    """Where a run contradicts ``mode``'s predictions, in call order.
-
-    Args:
-        mode: the mode whose predictions are checked.
-        calls: the run.
-        num_envs: its number of sub-envs.
-        replay: the same calls on another instance, with other actions where the
-            mode says an action is ignored: the two runs must agree there.
-    """
+    """Where the run ``calls`` contradicts ``mode``'s predictions, in call order;
+    ``replay``: the same calls on another instance, with other actions where an
+    action is ignored (:meth:`~vecmode.replay.record.Recorder.replay`)."""
     others = {call.index: call for call in replay or ()}
     last_obs: list[Any] | None = None
     for view in views(mode, calls, num_envs):
@@ -197,8 +187,9 @@ def mode_differences(
         if call.error is not None:
             yield from _raised_differences(mode, view)
             return
-        if call.kind == "reset(mask)" and caller_resets(mode) and last_obs:
-            yield from _masked_reset_differences(mode, call, last_obs)
+        if call.kind == "reset(mask)" and caller_resets(mode):
+            found = masked_keeps_difference(call, last_obs, masked_keeps_message(mode))
+            yield from () if found is None else (found,)
         if view.boundary is not None:
             other = others.get(call.index)
             final = view.boundary.final_in_info
@@ -304,23 +295,18 @@ def _caller_reset_differences(
             return
 
 
-def _masked_reset_differences(
-    mode: AutoresetMode, call: Call, last_obs: list[Any]
-) -> Iterator[Difference]:
-    """A masked reset leaves the sub-envs outside the mask as they were."""
-    if call.obs is None or call.mask is None:
-        return
+def masked_keeps_difference(
+    call: Call, last_obs: list[Any] | None, note: str
+) -> Difference | None:
+    """Where a masked reset returned, for a sub-env outside its mask, other than
+    ``last_obs``, the observations returned before."""
+    if call.obs is None or call.mask is None or last_obs is None:
+        return None
     for j in np.flatnonzero(~call.mask).tolist():
         if not same(call.obs[j], last_obs[j]):
-            yield Difference.at(
-                call,
-                j,
-                "obs",
-                describe(last_obs[j]),
-                describe(call.obs[j]),
-                masked_keeps_message(mode),
-            )
-            return
+            expected, got = describe(last_obs[j]), describe(call.obs[j])
+            return Difference.at(call, j, "obs", expected, got, note)
+    return None
 
 
 def run_differences(
@@ -330,19 +316,9 @@ def run_differences(
     upto: int | None = None,
     run: str = "",
 ) -> Iterator[Difference]:
-    """Where ``second`` (a replay of ``first``) returned something else, in call
-    order.
-
-    Compared: whether the call raised; per sub-env the observation, reward,
-    flags and final observation; the info's keys (not its values: some wrappers
-    put wall-clock times there).
-
-    Args:
-        first: a run.
-        second: its replay.
-        upto: the last call compared (None: to the end of the shorter run).
-        run: names ``second`` in the differences (e.g. ``"instance 2"``).
-    """
+    """Where ``second``, a replay of ``first`` named ``run``, returned something
+    else, up to call ``upto``: an error, an observation, reward, flag or final
+    observation, or the info's keys (not its values: some are wall-clock times)."""
     for a, b in zip(first, second, strict=False):
         if upto is not None and a.index > upto:
             return

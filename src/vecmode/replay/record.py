@@ -42,22 +42,11 @@ CALL_TEXT = {
 
 @dataclass
 class Call:
-    """One call to a vector env and what it returned (deep copies), or raised.
-
-    Attributes:
-        index: the call's number, from 0 (the first ``reset``).
-        kind: ``"reset"``, ``"step"`` or ``"reset(mask)"``.
-        seed: a reset's seed.
-        mask: a masked reset's mask.
-        actions: a step's actions, one per sub-env.
-        raw: the returned tuple as it came.
-        obs: one observation per sub-env.
-        rewards: a step's rewards.
-        terminations: a step's terminations.
-        truncations: a step's truncations.
-        infos: the returned infos.
-        error: what the call raised, or why its result could not be read.
-    """
+    """One call to a vector env: ``kind`` (``"reset"``, ``"step"``,
+    ``"reset(mask)"``) and its ``seed``, ``mask`` or ``actions``; what it returned
+    (deep copies: ``raw`` whole, the rest per part, ``obs`` one per sub-env), or
+    ``error``, what it raised or why its result cannot be read. ``index`` counts
+    calls from 0."""
 
     index: int
     kind: str
@@ -82,20 +71,18 @@ class Call:
 
     @property
     def ended(self) -> np.ndarray:
-        """terminated | truncated, per sub-env (empty where not a read step)."""
+        """terminated | truncated (empty where not a step read)."""
         return np.logical_or(*self.flags)
 
 
 class Recorder:
-    """Drives one vector env and records every call as a :class:`Call`.
-
-    Actions are sampled per sub-env from a seeded copy of the env's
-    ``single_action_space`` and batched with Gymnasium's ``concatenate``. What a
-    call raises is recorded in :attr:`Call.error`, never raised.
+    """Drives one vector env and records every call as a :class:`Call`; what a
+    call raises is recorded, never raised.
 
     Args:
         env: the vector env to drive.
-        seed: the seed of the action samplers.
+        seed: seeds the random actions (one per sub-env, from a copy of the
+            env's ``single_action_space``).
         inspect: sees each result as the env returned it, before it is copied.
     """
 
@@ -155,17 +142,9 @@ class Recorder:
         calls: Sequence[Call],
         change: Callable[[Call], np.ndarray | None] | None = None,
     ) -> list[Call]:
-        """Make the same calls as ``calls`` (seeds, masks, actions); stop after a
-        call that raised.
-
-        Args:
-            calls: the calls to make again.
-            change: the sub-envs (a bool mask, or None) whose action at a step
-                is replaced by :meth:`alternative`.
-
-        Returns:
-            This recorder's calls.
-        """
+        """Make the same calls as ``calls`` (until one raises) and return this
+        recorder's calls; ``change(call)`` masks the sub-envs whose action to
+        replace with :meth:`alternative` there (None: none)."""
         for call in calls:
             if call.kind == "reset":
                 made = self.reset(call.seed)
@@ -229,23 +208,9 @@ class Recorder:
 
 
 class Instances:
-    """Builds envs with a factory, and closes every one it built (also on errors).
-
-    Args:
-        factory: builds a new vector env on each call.
-        caller: the function the factory was given to, for messages.
-
-    Raises:
-        TypeError: ``factory`` is not callable.
-
-    >>> import gymnasium as gym
-    >>> def factory():
-    ...     return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])
-    >>> with Instances(factory, "demo") as made:
-    ...     env = made.new()
-    >>> env.closed
-    True
-    """
+    """Builds envs with ``factory`` (``TypeError`` if not callable) and closes
+    every one it built, also on errors; ``caller`` names the function the factory
+    was given to, in messages."""
 
     def __init__(self, factory: Callable[[], VectorEnv], caller: str) -> None:
         if not callable(factory):
@@ -258,19 +223,13 @@ class Instances:
         self.caller = caller
         self._built: list[VectorEnv] = []
         self._open: list[VectorEnv] = []
-        #: Where the env's class reports SAME_STEP final observations its own way,
-        #: the class of the layer they are read through
-        #: (:func:`vecmode.autoreset.gymnasium_layout`); else None.
+        #: The layer the envs are read through, where their class reports SAME_STEP
+        #: final observations its own way (:func:`vecmode.autoreset.gymnasium_layout`)
         self.read_through: type | None = None
 
     def new(self) -> VectorEnv:
-        """A new env from the factory, in Gymnasium's layout of final observations
-        (see :attr:`read_through`).
-
-        Raises:
-            NotAVectorEnvError: the factory did not return a vector env.
-            ValueError: the factory returned an env it had returned before.
-        """
+        """A new env from the factory, read in Gymnasium's layout; raises
+        ``NotAVectorEnvError`` or ``ValueError`` (an env it returned before)."""
         env = self.factory()
         if not isinstance(env, VectorEnv):
             close = getattr(env, "close", None)

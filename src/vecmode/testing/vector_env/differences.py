@@ -19,6 +19,7 @@ from vecmode.replay.predictions import (
     final_obs_present_message,
     layout_difference,
     looks_reset,
+    masked_keeps_difference,
     masked_keeps_message,
     mode_differences,
     run_differences,
@@ -268,38 +269,27 @@ def _masked_info_differences(
 def _masked_keeps_differences(
     mode: AutoresetMode, calls: Sequence[Call]
 ) -> Iterator[Difference]:
-    """A masked reset returns the observations last returned for the sub-envs
-    it does not reset, in every mode."""
+    """A masked reset leaves the sub-envs it does not reset as they were, in
+    every mode."""
+    note = masked_keeps_message(mode)
+    if not caller_resets(mode):
+        note = (
+            f"in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
+            f"only the masked sub-envs (as Gymnasium's vector envs do, and as "
+            f"vecmode's conversions of the env rely on); the others' observations "
+            f"come back unchanged. If the env resets every sub-env whatever the "
+            f"mask, declare it: vecmode.register_vector_env(its class, "
+            f"masked_reset='ignores'), and this check makes no masked reset"
+        )
     last: Call | None = None
     for call in calls:
         if call.error is not None:
             return
         if call.kind == "reset(mask)" and last is not None:
-            if call.obs is None or last.obs is None or call.mask is None:
+            found = masked_keeps_difference(call, last.obs, note)
+            if found is not None:
+                yield found
                 return
-            for j in np.flatnonzero(~call.mask).tolist():
-                if not same(call.obs[j], last.obs[j]):
-                    note = masked_keeps_message(mode)
-                    if not caller_resets(mode):
-                        note = (
-                            f"in {mode.value} mode too, reset(options={{'reset_mask': "
-                            f"mask}}) resets only the masked sub-envs (as Gymnasium's "
-                            f"vector envs do, and as vecmode's conversions of the env "
-                            f"rely on); the others' observations come back unchanged. "
-                            f"If the env resets every sub-env whatever the mask, "
-                            f"declare it: vecmode.register_vector_env(its class, "
-                            f"masked_reset='ignores'), and this check makes no "
-                            f"masked reset"
-                        )
-                    yield Difference.at(
-                        call,
-                        j,
-                        "obs",
-                        describe(last.obs[j]),
-                        describe(call.obs[j]),
-                        note,
-                    )
-                    return
         last = call
 
 

@@ -9,6 +9,7 @@ ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions comp
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -212,7 +213,7 @@ def _name(factory: Any) -> str:
 
 
 class WrapperCheck:
-    """The checks :func:`check_wrapper` makes, grouped by property.
+    """The checks of :func:`check_wrapper`, one method per group of properties.
 
     Args:
         factory: builds the wrapper over a vector env.
@@ -230,19 +231,20 @@ class WrapperCheck:
         kinds: dict[str, Any],
         only: frozenset[str] | None = None,
     ) -> None:
-        self.factory = factory
-        self.who = who
-        self.over = over
-        self.kinds = kinds
-        self.only = only
-        #: the schedule the wrapper is built on outside the runs
+        self.factory, self.who, self.over, self.kinds, self.only = (
+            factory,
+            who,
+            over,
+            kinds,
+            only,
+        )
         self.first_schedule = schedules(kinds["num_envs"], 1)[0]
-        #: the wrapper as built over each mode it accepts, and its refusals
+        #: the wrapper built over each mode it accepts; the modes it refuses
         self.accepted: dict[AutoresetMode, VectorEnv] = {}
         self.refusals: dict[AutoresetMode, Exception] = {}
-        #: the class's own errors when built (a bad argument, or its own refusal)
+        #: the class's own errors when built (a bad argument, or its own refusal),
+        #: and those that count as its refusal of an undeclared mode
         self.raised: dict[AutoresetMode, Exception] = {}
-        #: how the undeclared modes it raised in were refused, for the report
         self.own_refusals: dict[AutoresetMode, str] = {}
         self.declared = supported_modes(factory) if isinstance(factory, type) else None
         #: the one class the factory builds over the base env (None: a stack)
@@ -261,17 +263,22 @@ class WrapperCheck:
         batch_dependent: bool | None,
         compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> WrapperReport:
-        """Make every check; see :func:`check_wrapper`."""
+        """Make the checks; the arguments are :func:`check_wrapper`'s."""
         self.build_in_every_mode()
         to_prove = self.modes_to_prove(modes)
         self.check_builds_in_declared_modes(to_prove)
         if batch_dependent is None:
             batch_dependent = self.batch_dependent(to_prove[0])
-        equivalence = EquivalenceRuns(self, transitions, seed, compare_info)
-        runs, compared = [], 0
+        runs: list[str] = []
+        compared = 0
         if self.only is None or self.only - _BUILD_PROPERTIES:
             queues = self.action_queues(to_prove[0], seed)
-            runs, compared = equivalence.check(to_prove, queues, batch_dependent)
+            plan = RunPlan(
+                "", to_prove[0], self.first_schedule, queues, transitions, seed
+            )
+            runs, compared = self.check_mode_equivalence(
+                to_prove, plan, batch_dependent, compare_info
+            )
         if self.on("refuses_undeclared_modes"):
             self.check_refuses_undeclared_modes(to_prove)
         return WrapperReport(
@@ -313,12 +320,11 @@ class WrapperCheck:
             envs = self.base(self.over[0], mode)
             try:
                 wrapped = self.build(envs)
-            except IncompatibleModeError as error:
-                self.refusals[mode] = error
-                envs.close()
-                continue
-            except Exception as error:  # a bad argument, or its own refusal of mode
-                self.raised[mode] = error
+            except Exception as error:  # vecmode's refusal, or the class's error
+                if isinstance(error, IncompatibleModeError):
+                    self.refusals[mode] = error
+                else:  # a bad argument, or its own refusal of the mode
+                    self.raised[mode] = error
                 envs.close()
                 continue
             self.accepted[mode] = wrapped
@@ -344,11 +350,10 @@ class WrapperCheck:
                 f"@vecmode.supports(...) (or vecmode.register for a class you don't "
                 f"own), or pass modes=[...]"
             )
-        to_prove = (
-            tuple(as_mode(m) for m in modes)
-            if modes is not None
-            else tuple(m for m in MODES if self.declared and m in self.declared)
-        )
+        if modes is not None:
+            to_prove = tuple(as_mode(m) for m in modes)
+        else:
+            to_prove = tuple(m for m in MODES if self.declared and m in self.declared)
         if not to_prove:
             raise ValueError(
                 f"check_wrapper({self.who}): no mode to prove (modes=[] or a "
@@ -362,26 +367,20 @@ class WrapperCheck:
         """A declared mode, or one to prove, is built without error; the class's
         own error in another mode counts as its refusal of that mode."""
         for mode, own in self.raised.items():
-            if mode in to_prove or (
-                self.declared is not None and mode in self.declared
-            ):
-                raise fail(
-                    "builds_in_declared_modes",
-                    self.who,
-                    f"built over a {mode.value} env",
+            if mode in to_prove or (self.declared and mode in self.declared):
+                what = (
                     f"raised {type(own).__name__} there, in {mode.value}, a mode it "
-                    f"declares (or was asked to prove): {own}",
-                ) from own
+                    f"declares (or was asked to prove): {own}"
+                )
+                where = f"built over a {mode.value} env"
+                raise fail("builds_in_declared_modes", self.who, where, what) from own
             self.refusals[mode] = own
             self.own_refusals[mode] = f"{type(own).__name__}: {own}"
         for mode in to_prove:
             if mode in self.refusals:
-                raise fail(
-                    "builds_in_declared_modes",
-                    self.who,
-                    f"built over a {mode.value} env",
-                    f"refused a mode to prove: {self.refusals[mode]}",
-                )
+                what = f"refused a mode to prove: {self.refusals[mode]}"
+                where = f"built over a {mode.value} env"
+                raise fail("builds_in_declared_modes", self.who, where, what)
 
     def check_refuses_undeclared_modes(
         self, to_prove: tuple[AutoresetMode, ...]
@@ -390,23 +389,23 @@ class WrapperCheck:
         for mode, wrapped in self.accepted.items():
             if self.declared is None or mode in self.declared or mode in to_prove:
                 continue
+            where = f"built over a {mode.value} env"
             found = declaration(type(wrapped))
             if found is not None and mode in found.wrong:
                 # a class vecmode does not own, accepting a mode it is known to
                 # get wrong (Gymnasium's: refused under guard())
-                raise fail(
-                    "refuses_undeclared_modes",
-                    self.who,
-                    f"built over a {mode.value} env",
+                what = (
                     f"accepted {mode.value}, in which vecmode's registry records it "
                     f"as wrong: {found.wrong[mode]} (Gymnasium's own wrappers refuse "
-                    f"such a mode only under vecmode.guard())",
-                    found.instead,
+                    f"such a mode only under vecmode.guard())"
+                )
+                raise fail(
+                    "refuses_undeclared_modes", self.who, where, what, found.instead
                 )
             raise fail(
                 "refuses_undeclared_modes",
                 self.who,
-                f"built over a {mode.value} env",
+                where,
                 f"accepted {mode.value}, which it does not declare; an undeclared "
                 f"mode must be refused at construction",
                 "Classes declared with @vecmode.supports or vecmode.register refuse "
@@ -437,121 +436,96 @@ class WrapperCheck:
             [single.sample() for _ in range(7)] for _ in range(self.kinds["num_envs"])
         ]
 
-
-class EquivalenceRuns:
-    """Mode equivalence: every mode proved, over every base and schedule, gives
-    the same real transitions; an episode cut by a masked reset gives what one
-    the env truncated there gives.
-
-    Args:
-        check: the check these runs belong to.
-        transitions: real transitions compared per sub-env and run.
-        seed: the reset seed.
-        compare_info: what of a transition's info is compared.
-    """
-
-    def __init__(
-        self,
-        check: WrapperCheck,
-        transitions: int,
-        seed: int,
-        compare_info: Callable[[dict[str, Any]], Any] | None,
-    ) -> None:
-        self.check_of = check
-        self.transitions = transitions
-        self.seed = seed
-        self.compare_info = compare_info
-        self.schedules = schedules(check.kinds["num_envs"], transitions)
-        #: per schedule: the first mode's run, and each mode's first base's run
-        self.reference: Run | None = None
-        self.per_mode: dict[AutoresetMode, Run] = {}
-        #: each mode's run with cuts, which the truncated schedule is compared with
-        self.cut_runs: dict[AutoresetMode, Run] = {}
-
-    def check(
+    def check_mode_equivalence(
         self,
         to_prove: tuple[AutoresetMode, ...],
-        queues: list[list[Any]],
+        plan: RunPlan,
         batch_dependent: bool,
+        compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> tuple[list[str], int]:
-        """Make the runs; the runs' labels and the transitions compared."""
-        check = self.check_of
+        """Every mode, over every base and schedule, gives the same events; an
+        episode cut by a masked reset, what one the env truncated there gives.
+        The runs' labels, and the transitions compared."""
         labels: list[str] = []
         compared = 0
-        for number, schedule in enumerate(self.schedules):
-            self.reference, self.per_mode = None, {}
-            values = number == 0 or not batch_dependent
+        runs: dict[tuple[int, AutoresetMode, str], Run] = {}
+        for number, schedule in enumerate(
+            schedules(self.kinds["num_envs"], plan.wanted)
+        ):
             for mode in to_prove:
-                for name in check.over if number < 2 else check.over[:1]:
+                for name in self.over if number < 2 else self.over[:1]:
                     label = f"[{mode.value} over {name}, {schedule.name}]"
-                    run = self.run(name, mode, schedule, label, queues)
                     labels.append(label)
-                    compared += self.compare(number, mode, name, run, values)
+                    this = replace(plan, label=label, mode=mode, schedule=schedule)
+                    runs[number, mode, name] = self.run(name, this, compare_info)
+                    prop, pair, hint = self._compared_with(
+                        runs, number, mode, name, to_prove[0]
+                    )
+                    exact = (
+                        prop == "same_over_every_base"
+                        or number == 0
+                        or not batch_dependent
+                    )
+                    if pair and self.on(prop):
+                        context = (prop, self.who, hint)
+                        compared += compare_runs(*pair, plan.wanted, exact, context)
         return labels, compared
 
-    def compare(
-        self, number: int, mode: AutoresetMode, name: str, run: Run, values: bool
-    ) -> int:
-        """Compare ``run`` (of schedule ``number``) with the run it must match."""
+    def _compared_with(
+        self,
+        runs: dict[tuple[int, AutoresetMode, str], Run],
+        number: int,
+        mode: AutoresetMode,
+        name: str,
+        first_mode: AutoresetMode,
+    ) -> tuple[str, tuple[Run, Run] | None, str]:
+        """The property the run of schedule ``number`` in ``mode`` over ``name``
+        proves, the runs compared for it (None: it is the first), the hint."""
+        run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
-            reference, prop, hint = run, "cut_like_truncated", _HINT_CUTS
-            run = self.cut_runs[mode]
-        elif mode in self.per_mode:  # the same mode over another base
-            reference, prop = self.per_mode[mode], "same_over_every_base"
-            hint, values = _HINT_DENSE if name in DENSE_LAYOUT else _HINT_BASES, True
-        else:
-            self.per_mode[mode] = run
-            if number == 1:
-                self.cut_runs[mode] = run
-            if self.reference is None:
-                self.reference = run
-                return 0
-            reference, hint = self.reference, _HINT_MODES
-            prop = "mode_equivalence_" + ("together" if number == 0 else "staggered")
-        if not self.check_of.on(prop):
-            return 0
-        context = (prop, self.check_of.who, hint)
-        return compare_runs(reference, run, self.transitions, values, context)
+            return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
+        if name != first_base:  # the same mode over another base
+            hint = _HINT_DENSE if name in DENSE_LAYOUT else _HINT_BASES
+            return "same_over_every_base", (runs[number, mode, first_base], run), hint
+        prop = f"mode_equivalence_{'together' if number == 0 else 'staggered'}"
+        if mode is first_mode:
+            return prop, None, _HINT_MODES
+        return prop, (runs[number, first_mode, first_base], run), _HINT_MODES
 
     def run(
         self,
         name: str,
-        mode: AutoresetMode,
-        schedule: Schedule,
-        label: str,
-        queues: list[list[Any]],
+        plan: RunPlan,
+        compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> Run:
-        """One run of the wrapper over the base ``name`` in ``mode``."""
-        check = self.check_of
-        base = check.base(name, mode, schedule)
+        """One run of the wrapper over the base ``name``."""
+        base = self.base(name, plan.mode, plan.schedule)
         below = WritesBelow(base)  # before the wrapper is built over it
         try:
-            wrapped = check.build(base)
+            wrapped = self.build(base)
         except IncompatibleModeError as error:
             raise fail(
                 "builds_in_declared_modes",
-                check.who,
-                label,
-                f"refused to be built although it accepts {mode.value} over "
-                f"{check.over[0]}: {error}",
+                self.who,
+                plan.label,
+                f"refused to be built although it accepts {plan.mode.value} over "
+                f"{self.over[0]}: {error}",
                 f"If the wrapper can wrap only some base envs, run it over those: "
-                f"check_wrapper(..., bases=[{check.over[0]!r}]) (vecmode conform "
-                f"--bases {check.over[0]}).",
+                f"check_wrapper(..., bases=[{self.over[0]!r}]) (vecmode conform "
+                f"--bases {self.over[0]}).",
             ) from error
         checking = Checking(
-            check.who,
-            self.compare_info,
-            check.only,
+            self.who,
+            compare_info,
+            self.only,
             final_infos=name not in DENSE_LAYOUT,
             base_keeps_options=keeps_options(base),
             reuses_observations=_says_copy_false(wrapped, base),
             below=below,
         )
         found = declaration(wrapped)
-        output = found.output if found is not None else None
-        plan = RunPlan(
-            label, output or mode, schedule, queues, self.transitions, self.seed
-        )
+        if found is not None and found.output is not None:  # it changes the mode
+            plan = replace(plan, mode=found.output)
         try:
             return Driver(wrapped, plan, checking).run()
         finally:
