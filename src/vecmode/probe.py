@@ -88,28 +88,22 @@ def probe_mode(
 ) -> ProbeResult:
     """The autoreset mode a vector env behaves as, whatever it declares.
 
-    The probe builds up to four instances with ``env_factory`` and closes them
-    all. The first is reset with ``seed`` and stepped with seeded random actions
-    until an episode ends, then once more without a reset. Three more replay
-    those calls: with other actions for the ended sub-envs at that last step;
-    with ``reset(options={"reset_mask": ended})`` before it; exactly. The runs
-    must agree where their calls do; the mode whose predictions all hold is the
-    answer. ``docs/authors.md`` lists the predictions.
+    One instance is stepped with seeded random actions until an episode ends, and
+    once more; three more replay its calls (``docs/authors.md`` says how). The
+    mode whose predictions all hold is the answer.
 
     Args:
-        env_factory: builds a new vector env on each call.
+        env_factory: builds a new vector env on each call (up to four are built,
+            and all closed).
         max_steps: the most steps to wait for an episode to end.
         seed: the reset seed and the seed of the random actions.
 
     Returns:
-        A :class:`ProbeResult`; its ``mode`` is None, and its ``reason`` says
-        why, when the probe cannot tell.
+        A :class:`ProbeResult` (``mode`` None, and why, where it cannot tell).
 
     Raises:
-        TypeError: ``env_factory`` is not callable or does not return a
-            ``gymnasium.vector.VectorEnv``, or ``seed`` is not an int.
-        ValueError: ``max_steps`` is not an int >= 1, or the factory returned
-            the same env twice.
+        TypeError: not a factory of vector envs, or ``seed`` not an int.
+        ValueError: ``max_steps`` not an int >= 1, or the same env built twice.
 
     >>> import gymnasium as gym
     >>> result = probe_mode(lambda: gym.make_vec("CartPole-v1", num_envs=4))
@@ -201,10 +195,9 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
 def _replays(
     instances: Instances, seed: int, calls: list[Call], ended: np.ndarray
 ) -> tuple[list[Call], list[Call], list[Call]]:
-    """The three replays of the first run, each on a new instance: other actions
-    for the ``ended`` sub-envs at the last step; a masked reset of them before
-    it; the same calls exactly (an ignored action can be told from chance only
-    in a deterministic env)."""
+    """The first run replayed on new instances: with other actions for the
+    ``ended`` sub-envs at the last step; with a masked reset of them before it;
+    exactly (an ignored action is told from chance only in a deterministic env)."""
     last = calls[-1]
     changed = Recorder(instances.new(), seed)
     changed.replay(calls, lambda call: ended if call is last else None)

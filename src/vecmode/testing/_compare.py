@@ -1,24 +1,5 @@
-"""Moved to :mod:`vecmode.replay.compare`; kept while modules outside the kit
-(``vecmode.timeline``, some tests) still import it from here."""
+"""Moved to :mod:`vecmode.replay.compare`: an alias while ``vecmode.timeline`` and
+some tests import it from here."""
 
-from vecmode.replay.compare import (
-    MISSING,
-    Difference,
-    arrays_in,
-    as_numpy,
-    describe,
-    per_sub_env,
-    same,
-    where_different,
-)
-
-__all__ = [
-    "MISSING",
-    "Difference",
-    "arrays_in",
-    "as_numpy",
-    "describe",
-    "per_sub_env",
-    "same",
-    "where_different",
-]
+from vecmode.replay.compare import *  # noqa: F403
+from vecmode.replay.compare import __all__  # noqa: F401

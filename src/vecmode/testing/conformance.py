@@ -1,22 +1,6 @@
-"""Moved to :mod:`vecmode.testing.wrapper`; kept while ``vecmode.cli`` (and its
-tests) still import from here."""
+"""Moved to :mod:`vecmode.testing.wrapper`: an alias while ``vecmode.cli`` and its
+tests import it from here."""
 
-from vecmode.testing.wrapper import (
-    BASES,
-    ConformanceError,
-    WrapperConformance,
-    WrapperReport,
-    check_wrapper,
-    episode_statistics,
-)
-from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
-
-__all__ = [
-    "BASES",
-    "PARTIAL_RESET_HINT",
-    "ConformanceError",
-    "WrapperConformance",
-    "WrapperReport",
-    "check_wrapper",
-    "episode_statistics",
-]
+from vecmode.testing.wrapper import *  # noqa: F403
+from vecmode.testing.wrapper import __all__  # noqa: F401
+from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT  # noqa: F401

@@ -41,22 +41,9 @@ RESULT_PARTS: dict[int, tuple[str, ...]] = {
 
 
 def changed_part(returned: Any, kept: Any, skip: Container[str] = ()) -> str | None:
-    """The part of a ``reset`` or ``step`` result that is no longer what it was.
-
-    Args:
-        returned: the result, as it was returned.
-        kept: a deep copy of it made then.
-        skip: parts not compared (e.g. ``("observations",)``).
-
-    Returns:
-        The part and where in it (e.g. ``"infos['_episode']"``), or None.
-
-    >>> result = (np.zeros(2), {"n": [1]})
-    >>> kept = copy.deepcopy(result)
-    >>> result[1]["n"].append(2)
-    >>> changed_part(result, kept)
-    "infos['n']"
-    """
+    """The part of a ``reset`` or ``step`` result ``returned`` (and where in it,
+    e.g. ``"infos['_episode']"``) that is no longer as in ``kept``, a deep copy
+    made when it was returned; None if none (parts in ``skip`` not compared)."""
     if not (isinstance(returned, tuple) and isinstance(kept, tuple)):
         return None
     if len(returned) != len(kept) or len(returned) not in RESULT_PARTS:
@@ -76,38 +63,23 @@ Label = TypeVar("Label")
 
 
 class HeldResults(Generic[Label]):
-    """A run's results as returned, each beside a deep copy made then.
-
-    Each result is compared with its copy when the next call has returned (that
-    call changed it) and at the end of the run (some later call did).
-
-    Args:
-        reuses_observations: the env says it reuses its observation buffer
-            (``copy=False``): the observations may change, nothing else.
-    """
+    """A run's results as returned, each beside a deep copy made then, compared
+    when the next call has returned (that call changed it) and at the end (a
+    later call did); the observations excepted where ``reuses_observations``
+    (the env says ``copy=False``)."""
 
     def __init__(self, reuses_observations: bool = False) -> None:
         self.reuses_observations = reuses_observations
-        #: each call's label, its result as returned, and how to read the copy
         self._results: list[tuple[Label, Any, Callable[[], Any]]] = []
-        #: per result found changed (by its place): the part, and the call that
-        #: changed it (None where only the end of the run found it)
+        #: per result found changed: the part, and the call that changed it
         self._changed: dict[int, tuple[str, Label | None]] = {}
 
     def keep(
         self, label: Label, result: Any, kept: Callable[[], Any] | None = None
     ) -> tuple[Label, str] | None:
-        """Keep ``result``, returned by the call ``label``.
-
-        Args:
-            label: names the call.
-            result: what it returned.
-            kept: reads a deep copy of ``result`` made when it was returned (read
-                once the next call has returned); by default one is made here.
-
-        Returns:
-            The result before this one, and its part this call changed, or None.
-        """
+        """Keep ``result`` of the call ``label`` (``kept`` reads a deep copy of
+        it, made here by default); return the label of the result before and its
+        part this call changed, or None."""
         found = None
         if self._results:
             part = self._check(len(self._results) - 1, by=label)
@@ -147,15 +119,9 @@ class HeldResults(Generic[Label]):
 
 @dataclass(frozen=True)
 class Written:
-    """An array the env below returned, which the wrapper wrote into.
-
-    Attributes:
-        path: where it is in the result (e.g. ``"rewards"``).
-        where: the wrapper's call in which the env returned it.
-        returned: a copy of it as returned.
-        found: it now.
-        by: the wrapper's call that wrote into it (None: a later one).
-    """
+    """An array the env below returned in the wrapper's call ``where`` (at
+    ``path`` in the result), ``returned`` then, ``found`` now, written into by
+    the call ``by`` (None: a later one)."""
 
     path: str
     where: str
@@ -165,19 +131,12 @@ class Written:
 
 
 class WritesBelow:
-    """What the env below a wrapper returned to it, beside copies made then.
-
-    Every array of its ``reset`` and ``step`` results (an object array's entries
-    too) is kept; a new key in an info dict is no write. The env's ``reset`` and
-    ``step`` are wrapped (with ``wrapt``) on the instance itself, so the wrapper
-    finds no extra layer under it.
-
-    Args:
-        envs: the env below the wrapper.
-    """
+    """Every array the env ``envs`` below a wrapper returns to it (an object
+    array's entries too), beside a copy made then; a new key in an info dict is
+    no write. Its ``reset`` and ``step`` are wrapped (``wrapt``) on the instance
+    itself, so the wrapper finds no extra layer under it."""
 
     def __init__(self, envs: VectorEnv) -> None:
-        #: each array returned: its path, the wrapper's call, it, and its copy
         self._arrays: list[list[Any]] = []
         self._checked = 0
         for method in ("reset", "step"):
@@ -201,8 +160,7 @@ class WritesBelow:
         return result
 
     def check_call(self, where: str) -> Written | None:
-        """Where the wrapper's call ``where`` wrote into what the env below
-        returned to it within that call."""
+        """Where the wrapper's call ``where`` wrote into what it was returned."""
         new = self._arrays[self._checked :]
         self._checked = len(self._arrays)
         for entry in new:
@@ -210,8 +168,7 @@ class WritesBelow:
         return self._first_written(new, by=where)
 
     def check_all(self) -> Written | None:
-        """Where a later call of the wrapper wrote into what the env below
-        returned to it before."""
+        """Where a later call wrote into what the wrapper was returned before."""
         return self._first_written(self._arrays, by=None)
 
     @staticmethod

@@ -48,17 +48,14 @@ class VectorEnvReport:
     Attributes:
         env: the env's ``repr``.
         mode: the mode it declares (and behaves as).
-        num_envs: its number of sub-envs.
-        steps: the steps of the checked run.
-        calls: the calls of the checked run (steps and resets).
-        episode_ends: the episodes that ended in it (over all sub-envs).
-        masked_resets: the ``reset(options={"reset_mask": ...})`` calls in it.
+        num_envs: its sub-envs.
+        steps: the checked run's steps; ``calls``, its calls;
+            ``episode_ends``, its episode ends; ``masked_resets``, its masked
+            resets.
         checks: what was checked, one sentence each.
         probe: what :func:`vecmode.probe_mode` found.
-        env_class: the class of the env the factory built, for :meth:`record`
-            (None when it built wrappers over an env: ``stack`` names them).
-        stack: the layers the factory built, outermost first, where it built
-            wrappers over an env; else empty.
+        env_class: the class built, for :meth:`record` (None for a stack of
+            wrappers over an env: ``stack`` names its layers).
     """
 
     env: str
@@ -82,15 +79,9 @@ class VectorEnvReport:
         )
 
     def record(self) -> VectorEnvReport:
-        """Record this proof for :attr:`env_class` and :attr:`mode`, in this
-        process: :func:`vecmode.check_stack` then reports an innermost env of
-        that exact class in that mode as *verified*.
-
-        Returns:
-            The report itself.
-
-        Raises:
-            ValueError: the factory built wrappers over the env.
+        """Record this proof, in this process: :func:`vecmode.check_stack` then
+        reports an innermost env of exactly :attr:`env_class` in :attr:`mode` as
+        *verified*. Returns the report; ``ValueError`` for a stack.
 
         >>> import gymnasium as gym
         >>> import vecmode
@@ -128,13 +119,10 @@ def check_vector_env(
     seed: int = 0,
     min_episode_ends: int = 2,
 ) -> VectorEnvReport:
-    """Check that the envs ``factory`` builds behave as the mode they declare.
-
-    One instance is reset with ``seed`` and stepped ``steps`` times with seeded
-    random actions and masked resets; other instances replay its calls. Every
-    call is checked against the contract of the mode in the env's
-    ``metadata["autoreset_mode"]`` (``docs/authors.md`` lists it), then
-    :func:`vecmode.probe_mode` must find that mode.
+    """Check that the envs ``factory`` builds behave as the mode they declare in
+    ``metadata["autoreset_mode"]``: one is stepped with random actions and masked
+    resets, others replay it, every call is checked against the mode's contract
+    (``docs/authors.md`` lists it), and :func:`vecmode.probe_mode` must agree.
 
     Args:
         factory: builds a new vector env on each call.
@@ -239,11 +227,9 @@ def _declared_mode(env: VectorEnv) -> AutoresetMode:
 
 
 def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
-    """What a masked reset is declared to do where the caller need not reset:
-    ``"clears"`` (also for an undeclared class, as Gymnasium's envs do),
-    ``"keeps-pending"``, ``"ignores"`` (it resets every sub-env) or ``"masked
-    rows"`` (it returns those rows only): the run makes none of the last two.
-    ``"caller"`` where the caller resets."""
+    """What a masked reset is declared to do: ``"caller"`` (the caller resets),
+    ``"clears"`` (also undeclared), ``"keeps-pending"``, ``"ignores"`` (it resets
+    every sub-env) or ``"masked rows"`` (it returns those only)."""
     if caller_resets(mode):
         return "caller"
     found = vector_env_declaration(env)
@@ -257,8 +243,8 @@ def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
 def _diagnosis(
     factory: Callable[[], VectorEnv], steps: int, seed: int, mode: AutoresetMode
 ) -> str:
-    """What :func:`vecmode.probe_mode` finds, for a failure message ("" if it
-    finds the declared mode, or cannot tell)."""
+    """What :func:`vecmode.probe_mode` finds, for a failure message ("" if the
+    declared mode, or nothing)."""
     try:
         found = probe_mode(factory, max_steps=steps, seed=seed).mode
     except Exception:

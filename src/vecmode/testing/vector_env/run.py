@@ -1,9 +1,5 @@
-"""The checked run of :func:`~vecmode.testing.check_vector_env` and its replays.
-
-One instance is driven as training code in the declared mode would drive it,
-with masked resets (:class:`MaskedResets`); a :class:`Plan` notes what the
-replays must know; :func:`other_runs` makes them on new instances.
-"""
+"""The checked run of :func:`~vecmode.testing.check_vector_env`, driven as
+training code in the declared mode would drive it, and its replays."""
 
 from __future__ import annotations
 
@@ -32,19 +28,13 @@ AFTER_END, MID_EPISODE, BY_CALLER = "after an end", "mid-episode", "by the calle
 
 @dataclass
 class Plan:
-    """What the checked run did that its replays must know about.
-
-    Attributes:
-        ignored: per step whose action some sub-envs ignore (NEXT_STEP's reset
-            steps), those sub-envs: the replay sends them other actions.
-        reseeded: the ``reset(seed=seed + 1)`` made while ``pending`` sub-envs
-            awaited their autoreset; the run ends with one step after it.
-        pending: those sub-envs.
-        cleared: the step right after a masked reset of sub-envs whose
-            autoreset was pending, and those sub-envs.
-        mid_episode: a masked reset of one sub-env in the middle of its
-            episode, and that sub-env.
-    """
+    """What the checked run did that its replays must know: per step, the
+    sub-envs that ignore their action there (``ignored``: NEXT_STEP's reset
+    steps); the ``reset(seed=seed + 1)`` made while the ``pending`` sub-envs
+    awaited their autoreset (``reseeded``: one step follows); the step after a
+    masked reset of sub-envs whose autoreset was pending, and those (``cleared``);
+    a masked reset of one sub-env mid-episode, and that sub-env
+    (``mid_episode``)."""
 
     ignored: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     reseeded: int | None = None
@@ -70,19 +60,12 @@ class Plan:
 
 
 class MaskedResets:
-    """Which sub-envs the checked run resets with ``reset_mask`` after a step.
-
-    Where the caller resets (DISABLED): the ended sub-envs after each step, and
-    once a sub-env in the middle of its episode. Elsewhere: at the second step
-    where episodes end, the sub-envs that ended there (the first of them if all
-    did), then one sub-env in the middle of its episode. None with one sub-env.
-
-    Args:
-        mode: the declared mode.
-        num_envs: the sub-envs.
-        optional: what a masked reset is declared to do where the caller need
-            not reset (``"clears"``, ``"keeps-pending"``; others: none made).
-    """
+    """Which sub-envs the checked run resets with a mask after a step: where the
+    caller resets (DISABLED), the ended ones after each step; elsewhere, the
+    ones that ended at the second step where episodes end (the first alone if
+    all did); then once, one mid-episode. None with one sub-env, nor where
+    ``optional`` (what a masked reset is declared to do) is not ``"clears"`` or
+    ``"keeps-pending"``."""
 
     def __init__(self, mode: AutoresetMode, num_envs: int, optional: str) -> None:
         self.by_caller = caller_resets(mode)
@@ -121,9 +104,9 @@ def _strict_subset(mask: np.ndarray, *, first: bool = False) -> np.ndarray:
 def drive(
     recorder: Recorder, mode: AutoresetMode, steps: int, seed: int, optional: str
 ) -> Plan:
-    """Run ``steps`` steps as training code in ``mode`` would, with the masked
-    resets of :class:`MaskedResets`. In a mode with reset steps, then step on
-    until an episode ends, reset everything with ``seed + 1`` and step once."""
+    """Run ``steps`` steps with the masked resets of :class:`MaskedResets`; in a
+    mode with reset steps, then step on until an episode ends, reset everything
+    with ``seed + 1`` and step once."""
     tracker = BoundaryTracker(mode, recorder.num_envs)
     masks = MaskedResets(mode, recorder.num_envs, optional)
     plan = Plan()
@@ -168,16 +151,11 @@ def drive(
 
 @dataclass
 class Runs:
-    """The other instances' calls, each replaying some of the checked run.
-
-    Attributes:
-        second: all of it, with other actions where :meth:`Plan.change` says.
-        fresh: ``reset(seed=seed + 1)`` and the run's last step.
-        cleared: up to the step after :attr:`Plan.cleared`, with other actions
-            there for its sub-envs.
-        unmasked: the run without the masked reset of :attr:`Plan.mid_episode`,
-            up to that sub-env's next episode end.
-    """
+    """The other instances' calls: ``second`` replays the run, with other
+    actions where :meth:`Plan.change` says; ``fresh`` makes its
+    ``reset(seed=seed + 1)`` and last step; ``cleared`` replays it up to the step
+    after :attr:`Plan.cleared`, with other actions there; ``unmasked`` without
+    the mid-episode masked reset, up to that sub-env's episode end."""
 
     second: list[Call]
     fresh: list[Call] = dataclasses.field(default_factory=list)
@@ -232,25 +210,23 @@ def other_runs(instances: Instances, calls: list[Call], plan: Plan, seed: int) -
 
 
 class Returned:
-    """The checked run's results as the env returned them (before the recorder
-    copied them), to find one that a later call changed; and, per call, the
-    sub-envs whose final observation shares memory with the observations."""
+    """The checked run's results as the env returned them, to find one a later
+    call changed; per call, the sub-envs whose final observation shares memory
+    with the observations."""
 
     def __init__(self) -> None:
-        #: compared with the recorder's copies (``call.raw``)
         self.results: HeldResults[Call] = HeldResults()
         self.aliased: dict[int, list[int]] = {}
 
     def inspect(self, call: Call, result: Any) -> None:
-        """What the :class:`~vecmode.replay.record.Recorder` calls with each
-        result (before it copies it into ``call.raw``)."""
+        """Sees each result before the recorder copies it into ``call.raw``."""
         self.aliased[call.index] = _final_obs_sharing_memory(result)
         self.results.keep(call, result, lambda: call.raw)
 
 
 def _final_obs_sharing_memory(result: Any) -> list[int]:
-    """The sub-envs whose ``info["final_obs"]`` entry shares memory with the
-    returned observations (so the next call may overwrite it)."""
+    """The sub-envs whose final observation shares memory with the returned
+    observations (the next call may overwrite it)."""
     if not (isinstance(result, tuple) and len(result) == 5):
         return []
     found = final_observations(result[4])
