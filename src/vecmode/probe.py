@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv
@@ -113,18 +114,7 @@ def probe_mode(
     not SameStep: call ... (step), sub-env ..., info['_final_obs']: expected True, got <no such key> (...)
     not Disabled: call ... (step), sub-env ..., step(): expected ..., got an autoreset step ...
     """
-    if (
-        isinstance(max_steps, bool)
-        or not isinstance(max_steps, (int, np.integer))
-        or max_steps < 1
-    ):
-        raise ValueError(
-            f"max_steps must be an int >= 1 (the most steps to wait for an episode "
-            f"to end), got {max_steps!r}."
-        )
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, got {seed!r}.")
-    seed = int(seed)
+    seed = _checked_seed(max_steps, seed)
     with Instances(env_factory, "vecmode.probe_mode") as instances:
         env = instances.new()
         declared = _declared(env)
@@ -137,17 +127,12 @@ def probe_mode(
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
+    ended_subs = tuple(np.flatnonzero(ended).tolist())
     result = ProbeResult(
-        None,
-        declared,
-        "",
-        end.index,
-        tuple(np.flatnonzero(ended).tolist()),
-        read_through=_through(instances),
+        None, declared, "", end.index, ended_subs, read_through=_through(instances)
     )
-    for number, (other, upto) in enumerate(
-        ((changed, end.index), (masked, end.index), (again, None)), start=2
-    ):
+    replays = ((changed, end.index), (masked, end.index), (again, None))
+    for number, (other, upto) in enumerate(replays, start=2):
         label = f"instance {number}"
         diff = next(run_differences(first.calls, other, upto=upto, run=label), None)
         if diff is not None:
@@ -157,6 +142,22 @@ def probe_mode(
             )
             return replace(result, reason=reason)
     return _fit(result, first, changed, masked)
+
+
+def _checked_seed(max_steps: Any, seed: Any) -> int:
+    """``seed`` as an int, once both arguments are checked."""
+    if (
+        isinstance(max_steps, bool)
+        or not isinstance(max_steps, (int, np.integer))
+        or max_steps < 1
+    ):
+        raise ValueError(
+            f"max_steps must be an int >= 1 (the most steps to wait for an episode "
+            f"to end), got {max_steps!r}."
+        )
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {seed!r}.")
+    return int(seed)
 
 
 def _declared(env: VectorEnv) -> AutoresetMode | None:

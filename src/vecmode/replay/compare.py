@@ -80,6 +80,10 @@ def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
         return _sequences_differ(a, b, strict)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return _arrays_differ(a, b, strict)
+    return _scalars_differ(a, b, strict)
+
+
+def _scalars_differ(a: Any, b: Any, strict: bool) -> str | None:
     if strict and type(a) is not type(b):
         return ""
     if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):

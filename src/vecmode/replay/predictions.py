@@ -204,6 +204,8 @@ def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]
     """A step raised where no sub-env awaited the caller's reset, or a masked
     reset raised where the caller resets."""
     call = view.call
+    if call.error is None:
+        return
     if call.kind == "step" and not view.pending.any():
         why = "no sub-env awaits a reset by the caller here, so step() must work"
         field = "step()"
@@ -330,18 +332,19 @@ def run_differences(
                 note = "the same seed and actions"
                 yield Difference.at(a, None, "result", ours, theirs, note, run)
             return
-        for i in range(len(a.obs or ())):
-            differs = differs_at(a, b, i) or _final_differs_at(a, b, i)
-            if differs is not None:
-                name, x, y = differs
-                yield Difference.at(a, i, name, describe(x), describe(y), "", run)
-        keys = [
-            sorted(c.infos) if isinstance(c.infos, dict) else c.infos for c in (a, b)
-        ]
-        if keys[0] != keys[1]:
-            yield Difference.at(
-                a, None, "info keys", str(keys[0]), str(keys[1]), "", run
-            )
+        yield from _call_differences(a, b, run)
+
+
+def _call_differences(a: Call, b: Call, run: str) -> Iterator[Difference]:
+    """Where two calls that both returned differ."""
+    for i in range(len(a.obs or ())):
+        differs = differs_at(a, b, i) or _final_differs_at(a, b, i)
+        if differs is not None:
+            name, x, y = differs
+            yield Difference.at(a, i, name, describe(x), describe(y), "", run)
+    keys = [sorted(c.infos) if isinstance(c.infos, dict) else c.infos for c in (a, b)]
+    if keys[0] != keys[1]:
+        yield Difference.at(a, None, "info keys", str(keys[0]), str(keys[1]), "", run)
 
 
 def _final_differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:

@@ -34,7 +34,7 @@ from vecmode.modes import (
     resets_on_next_step,
 )
 from vecmode.probe import ProbeResult, probe_mode
-from vecmode.replay.record import Instances, Recorder
+from vecmode.replay.record import Call, Instances, Recorder
 from vecmode.testing.vector_env.differences import Spaces, first_failure
 from vecmode.testing.vector_env.run import Returned, drive, other_runs
 
@@ -130,24 +130,12 @@ def check_vector_env(
         seed: the reset seed and the seed of the random actions.
         min_episode_ends: the fewest episode ends the run must see.
 
-    Returns:
-        A :class:`VectorEnvReport`.
+    Returns a :class:`VectorEnvReport`.
 
     Raises:
-        AssertionError: the env declares no mode, or breaks its contract; the
-            message names the call, the sub-env and the field.
-        TypeError: ``factory`` is not callable or does not build a vector env.
-        ValueError: ``steps`` or ``min_episode_ends`` is not an int >= 1.
-
-    >>> import gymnasium as gym
-    >>> def factory():
-    ...     envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
-    ...     del envs.metadata["autoreset_mode"]
-    ...     return envs
-    >>> check_vector_env(factory)
-    Traceback (most recent call last):
-    ...
-    AssertionError: SyncVectorEnv(num_envs=2) declares no metadata['autoreset_mode']...
+        AssertionError: no mode declared, or its contract broken (the message
+            names the call, the sub-env and the field); TypeError, ValueError:
+            bad arguments.
     """
     for name, value in (("steps", steps), ("min_episode_ends", min_episode_ends)):
         if (
@@ -158,23 +146,11 @@ def check_vector_env(
             raise ValueError(
                 f"check_vector_env: {name} must be an int >= 1, got {value!r}."
             )
-    returned = Returned()
-    with Instances(factory, "check_vector_env") as instances:
-        env = instances.new()
-        name, mode = repr(env), _declared_mode(env)
-        built = env.__dict__.get("env", env) if instances.read_through else env
-        returned.results.reuses_observations = any(
-            getattr(layer, "copy", None) is False for layer in layers(built)
-        )
-        spaces = Spaces(
-            int(env.num_envs), env.observation_space, env.single_observation_space
-        )
-        first = Recorder(env, seed, returned.inspect)
-        optional = _optional_masked_resets(built, mode)
-        plan = drive(first, mode, steps, seed, optional)
-        instances.close(env)
-        runs = other_runs(instances, first.calls, plan, seed)
-    diff = first_failure(mode, spaces, first.calls, runs, returned, seed, plan)
+    run = _CheckedRun(factory, steps, seed)
+    name, mode, first = run.name, run.mode, run.first
+    diff = first_failure(
+        mode, run.spaces, first.calls, run.runs, run.returned, seed, run.plan
+    )
     if diff is not None:
         text = f"{name} does not behave as {mode.value}, the mode it declares: {diff}."
         diagnosis = _diagnosis(factory, steps, seed, mode)
@@ -192,16 +168,56 @@ def check_vector_env(
             f"{name} declares {mode.value}, but vecmode.probe_mode does not find it "
             f"behaving so: {found}"
         )
+    checks = _checks(
+        mode, run.optional, run.returned.results.reuses_observations, found
+    )
+    return _report(name, mode, run.built, first.calls, checks, found)
+
+
+class _CheckedRun:
+    """The checked run of an instance of ``factory``, and its replays on others."""
+
+    def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
+        self.returned = Returned()
+        with Instances(factory, "check_vector_env") as instances:
+            env = instances.new()
+            self.name, self.mode = repr(env), _declared_mode(env)
+            #: as the factory built it (under the layer the envs are read through)
+            self.built = env.__dict__.get("env", env) if instances.read_through else env
+            self.returned.results.reuses_observations = any(
+                getattr(layer, "copy", None) is False for layer in layers(self.built)
+            )
+            self.spaces = Spaces(
+                int(env.num_envs), env.observation_space, env.single_observation_space
+            )
+            self.first = Recorder(env, seed, self.returned.inspect)
+            self.optional = _optional_masked_resets(self.built, self.mode)
+            self.plan = drive(self.first, self.mode, steps, seed, self.optional)
+            instances.close(env)
+            self.runs = other_runs(instances, self.first.calls, self.plan, seed)
+
+
+def _report(
+    name: str,
+    mode: AutoresetMode,
+    built: Any,
+    calls: list[Call],
+    checks: tuple[str, ...],
+    found: ProbeResult,
+) -> VectorEnvReport:
+    """The report of a check that passed."""
     wrapped = isinstance(built, VectorWrapper)
     return VectorEnvReport(
         env=name,
         mode=mode,
-        num_envs=spaces.num_envs,
-        steps=sum(call.kind == "step" for call in first.calls),
-        calls=len(first.calls),
-        episode_ends=ends,
-        masked_resets=sum(call.kind == "reset(mask)" for call in first.calls),
-        checks=_checks(mode, optional, returned.results.reuses_observations, found),
+        num_envs=int(built.num_envs),
+        steps=sum(call.kind == "step" for call in calls),
+        calls=len(calls),
+        episode_ends=sum(
+            int(call.ended.sum()) for call in calls if call.kind == "step"
+        ),
+        masked_resets=sum(call.kind == "reset(mask)" for call in calls),
+        checks=checks,
         probe=found,
         env_class=None if wrapped else type(built),
         stack=tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),

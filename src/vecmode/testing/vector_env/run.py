@@ -194,19 +194,28 @@ def other_runs(instances: Instances, calls: list[Call], plan: Plan, seed: int) -
                 lambda call: which if call.index == index else None,
             )
     if plan.mid_episode is not None:
-        index, i = plan.mid_episode
-        end = next(
-            (
-                call.index
-                for call in calls[index + 1 :]
-                if call.kind == "step" and call.ended.size and call.ended[i]
-            ),
-            None,
-        )
-        if end is not None:
-            kept = [call for call in calls[: end + 1] if call.index != index]
-            runs.unmasked = _replayed(instances, seed, kept)
+        runs.unmasked = _unmasked(instances, calls, plan.mid_episode, seed)
     return runs
+
+
+def _unmasked(
+    instances: Instances, calls: list[Call], masked: tuple[int, int], seed: int
+) -> list[Call]:
+    """The run without the masked reset ``masked`` (its call, its sub-env), up to
+    that sub-env's next episode end (none if it has none)."""
+    index, i = masked
+    end = next(
+        (
+            call.index
+            for call in calls[index + 1 :]
+            if call.kind == "step" and call.ended.size and call.ended[i]
+        ),
+        None,
+    )
+    if end is None:
+        return []
+    kept = [call for call in calls[: end + 1] if call.index != index]
+    return _replayed(instances, seed, kept)
 
 
 class Returned:

@@ -102,76 +102,47 @@ def check_wrapper(
     properties: Iterable[str] | None = None,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares, and refusing the
-    others. ``docs/authors.md`` says what is run and compared.
+    others, in a :class:`~vecmode.testing.WrapperReport` (``docs/authors.md``
+    says what is run and compared).
 
     Args:
-        factory: builds the wrapper (or a stack) over a vector env: the class,
-            or a callable such as ``lambda env: MyWrapper(env, k=3)``.
+        factory: the wrapper class, or a callable env -> wrapped env (a stack).
         modes: the modes to prove (default: those the wrapper declares).
         obs_type: the test sub-envs' observations (``OBS_TYPES``).
-        action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"``.
+        action_type: ``"discrete"`` or ``"box"``.
         info_type: ``"numeric"`` or ``"rich"`` infos.
         render_mode: None, or ``"rgb_array"`` for wrappers that render.
         wrappers: single-env wrappers around each test sub-env, innermost first.
         num_envs: sub-envs per run (at least 2).
         transitions: real transitions compared per sub-env and run.
         seed: the reset seed and the seed of the action queues.
-        batch_dependent: the wrapper's values depend on which sub-envs share a
-            call (default: its ``batch_dependent`` attribute, else False).
-        bases: the base envs to run over, keys of ``BASES`` (default:
-            ``DEFAULT_BASES``, the two in Gymnasium's layout).
-        compare_info: what of a sub-env's info must agree across modes at each
-            real transition (a function of its info, merged over the ended
-            step's ``final_info`` in SAME_STEP).
-        env_infos: compare the sub-envs' own step count at every transition
-            (False for a wrapper that removes the env's infos on purpose).
-        properties: the properties to check, names from ``PROPERTIES``
-            (default: all; a report of some cannot be recorded).
-
-    Returns:
-        A :class:`~vecmode.testing.WrapperReport`.
+        batch_dependent: its values depend on which sub-envs share a call
+            (default: its ``batch_dependent`` attribute).
+        bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
+        compare_info: what of a sub-env's info at a real transition must agree
+            (a function of it, merged over SAME_STEP's ``final_info``).
+        env_infos: compare the sub-envs' own step count at every transition.
+        properties: the properties checked, from ``PROPERTIES`` (default: all).
 
     Raises:
-        ConformanceError: (an ``AssertionError``) the wrapper breaks a property;
-            the message names the run, call, sub-env and field.
+        ConformanceError: (an ``AssertionError``) a property is broken, named.
         TypeError, ValueError: bad arguments.
     """
-    who = _name(factory)
-    _check_arguments(factory, num_envs, transitions, bases, properties)
-    # bad kinds raise ValueError here, naming the choices
-    ScheduledEnv(
-        obs_type=obs_type,
-        action_type=action_type,
-        info_type=info_type,
-        render_mode=render_mode,
-    )
-    kinds = {
-        "num_envs": num_envs,
-        "obs_type": obs_type,
-        "action_type": action_type,
-        "info_type": info_type,
-        "render_mode": render_mode,
-        "wrappers": tuple(wrappers),
-    }
+    _check_counts(factory, num_envs, transitions)
+    kinds: dict[str, Any] = {"obs_type": obs_type, "action_type": action_type}
+    kinds.update(info_type=info_type, render_mode=render_mode)
+    ScheduledEnv(**kinds)  # bad kinds raise ValueError here, naming the choices
+    kinds.update(num_envs=num_envs, wrappers=tuple(wrappers))
     check = WrapperCheck(
-        factory,
-        who,
-        list(DEFAULT_BASES if bases is None else bases),
-        kinds,
-        None if properties is None else frozenset(properties),
+        factory, _name(factory), _bases(bases), kinds, _properties(properties)
     )
     if env_infos:
         compare_info = with_env_info(STEP_INFO_KEYS[info_type], compare_info)
     return check.prove(modes, transitions, seed, batch_dependent, compare_info)
 
 
-def _check_arguments(
-    factory: Any,
-    num_envs: Any,
-    transitions: Any,
-    bases: Iterable[str] | None,
-    properties: Iterable[str] | None,
-) -> None:
+def _check_counts(factory: Any, num_envs: Any, transitions: Any) -> None:
+    """Refuse a factory that is not callable, and counts that are too small."""
     if not callable(factory):
         raise TypeError(
             f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
@@ -186,6 +157,10 @@ def _check_arguments(
             raise ValueError(
                 f"check_wrapper: {name} must be an int >= {least}, got {value!r}"
             )
+
+
+def _bases(bases: Iterable[str] | None) -> list[str]:
+    """The names of the base envs asked for (``ValueError`` if unknown)."""
     over = (
         [bases]
         if isinstance(bases, str)
@@ -196,12 +171,19 @@ def _check_arguments(
             f"check_wrapper: bases must be a list naming one or more of "
             f"{', '.join(map(repr, BASES))}; got {over!r}"
         )
-    unknown = [p for p in properties or () if p not in PROPERTIES]
-    if isinstance(properties, str) or unknown:
+    return over
+
+
+def _properties(properties: Iterable[str] | None) -> frozenset[str] | None:
+    """The properties asked for (``ValueError`` if unknown)."""
+    if properties is None:
+        return None
+    if isinstance(properties, str) or any(p not in PROPERTIES for p in properties):
         raise ValueError(
             f"check_wrapper: properties must be a list naming some of "
             f"{', '.join(PROPERTIES)}; got {properties!r}"
         )
+    return frozenset(properties)
 
 
 def _name(factory: Any) -> str:

@@ -222,22 +222,31 @@ class Driver:
         b, moved = self.real_transitions(obs, terms, truncs, infos, where)
         for i in np.flatnonzero(b.final_in_info).tolist():
             if not self.single_space.contains(moved[i]):
-                what = (
-                    f"{show(moved[i])} is not in the wrapper's single_observation_space "
-                    f"{self.single_space}"
-                )
-                hint = (
-                    "The final observations must be transformed like the returned ones."
-                )
                 raise self.fail(
                     "returns_well_formed_results",
                     f"{where}, sub-env {i}, field final_obs",
-                    what,
-                    hint,
+                    f"{show(moved[i])} is not in the wrapper's single_observation_space "
+                    f"{self.single_space}",
+                    "The final observations must be transformed like the returned ones.",
                 )
         if self.checking.on("reset_step_stays_empty"):
             self._check_reset_steps(b.real, rewards, terms, truncs, where)
         picked = self._picked_infos(infos, b, where)
+        cut = self._record(b, moved, picked, actions, (rewards, terms, truncs))
+        self._started(obs, b.starts)
+        return copy.deepcopy(obs), b.needs_reset | cut
+
+    def _record(
+        self,
+        b: Boundary,
+        moved: dict[int, Any],
+        picked: list[Any],
+        actions: np.ndarray,
+        arrays: tuple[Any, Any, Any],
+    ) -> np.ndarray:
+        """Record this step's real transitions as events; the sub-envs whose
+        episode the caller cuts here (it truncates them)."""
+        rewards, terms, truncs = arrays
         cut = np.zeros(self.num_envs, dtype=np.bool_)
         for i, next_obs in moved.items():
             self.taken[i] += 1
@@ -252,12 +261,11 @@ class Driver:
                 bool(terms[i]),
                 bool(truncs[i]),
                 picked[i],
-            )  # where cut, the caller truncates the episode
+            )
             self.result.events[i].append(
                 replace(event, truncated=True, info=SKIP) if cut[i] else event
             )
-        self._started(obs, b.starts)
-        return copy.deepcopy(obs), b.needs_reset | cut
+        return cut
 
     def _picked_infos(self, infos: Any, b: Boundary, where: str) -> list[Any]:
         """What is compared of each sub-env's info at this step; fail where a

@@ -161,18 +161,7 @@ def difference(expected: Any, got: Any) -> str | None:
     text says which is which ("here", "there"), not which is wrong."""
     for kind in (dict, tuple):
         if isinstance(expected, kind) or isinstance(got, kind):
-            if not (isinstance(expected, kind) and isinstance(got, kind)):
-                return f"a {type(got).__name__} here, a {type(expected).__name__} there"
-            if kind is dict and expected.keys() != got.keys():
-                return f"keys {sorted(got)} here, {sorted(expected)} there"
-            if len(expected) != len(got):
-                return f"{len(got)} items here, {len(expected)} there"
-            keys = expected if kind is dict else range(len(expected))
-            for key in keys:
-                why = difference(expected[key], got[key])
-                if why is not None:
-                    return f"[{key!r}]: {why}"
-            return None
+            return _container_difference(expected, got, kind)
     e, g = np.asarray(expected), np.asarray(got)
     if e.shape != g.shape:
         return f"shape {g.shape} here, {e.shape} there"
@@ -182,6 +171,21 @@ def difference(expected: Any, got: Any) -> str | None:
         return f"dtype {g.dtype} here, {e.dtype} there"
     if not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
         return f"{show(got)} here, {show(expected)} there"
+    return None
+
+
+def _container_difference(expected: Any, got: Any, kind: Any) -> str | None:
+    """:func:`difference` of two dicts or two tuples."""
+    if not (isinstance(expected, kind) and isinstance(got, kind)):
+        return f"a {type(got).__name__} here, a {type(expected).__name__} there"
+    if kind is dict and expected.keys() != got.keys():
+        return f"keys {sorted(got)} here, {sorted(expected)} there"
+    if len(expected) != len(got):
+        return f"{len(got)} items here, {len(expected)} there"
+    for key in expected if kind is dict else range(len(expected)):
+        why = difference(expected[key], got[key])
+        if why is not None:
+            return f"[{key!r}]: {why}"
     return None
 
 
