@@ -2,4 +2,3 @@
 some tests import it from here."""
 
 from vecmode.replay.compare import *  # noqa: F403
-from vecmode.replay.compare import __all__  # noqa: F401

@@ -2,7 +2,6 @@
 tests import it from here."""
 
 from vecmode.testing.wrapper import *  # noqa: F403
-from vecmode.testing.wrapper import __all__  # noqa: F401
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 
 
