@@ -13,14 +13,13 @@ import numpy as np
 import pytest
 
 import vecmode
-import vecmode.probe
-import vecmode.testing._compare
 from tests.custom_vector_envs import CounterVectorEnv
 from tests.helpers import envpool_warnings, vector_env_metadata_kept
 from vecmode import AutoresetMode
 from vecmode.probe import ProbeResult, probe_mode
+from vecmode.replay.compare import Difference
+from vecmode.replay.predictions import AUTORESET_STEP, masked_keeps_message
 from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
-from vecmode.testing._compare import Difference, describe, same, where_different
 
 MODES = list(AutoresetMode)
 NEXT, SAME, DISABLED = MODES
@@ -84,7 +83,7 @@ def test_probe_finds_the_mode(name, mode):
     assert result.mode is mode, str(result)
     assert result.declared is mode
     assert result.agrees
-    assert result.reason == vecmode.probe.probe_found(mode)
+    assert result.reason.startswith(f"only {mode.value}'s predictions hold.")
     assert set(result.rejected) == set(MODES) - {mode}
     assert str(result).startswith(f"behaves as {mode.value} (declares {mode.value})")
 
@@ -257,13 +256,11 @@ def test_probe_gymnasium_custom_cartpole_vector_env():
     assert result.agrees
     # ruled out: SAME_STEP (no final_obs), DISABLED (the step after the end resets)
     not_same = result.rejected[AutoresetMode.SAME_STEP]
-    assert (not_same.field, not_same.got) == (
-        "info['_final_obs']",
-        vecmode.testing._compare.diff_missing(),
-    )
+    assert (not_same.field, not_same.got) == ("info['_final_obs']", "<no such key>")
     not_disabled = result.rejected[AutoresetMode.DISABLED]
     assert not_disabled.call == result.ended_at + 1
-    assert not_disabled.got == vecmode.probe.diff_autoreset()
+    assert not_disabled.got == AUTORESET_STEP
+    assert not_disabled.got.startswith("an autoreset step (reward 0")
 
 
 def test_evidence_names_the_first_end():
@@ -325,7 +322,7 @@ def test_no_episode_end_within_max_steps():
     factory = functools.partial(CounterVectorEnv, 2, lengths=[50, 60])
     result = probe_mode(factory, max_steps=20)
     assert result.mode is None and not result.agrees
-    assert result.reason == vecmode.probe.probe_no_end(20, 0)
+    assert result.reason.startswith("no episode ended within 20 steps (seed 0, random")
     assert "no episode ended within 20 steps" in result.reason
     assert "raise max_steps" in result.reason
     assert result.ended_at is None
@@ -367,9 +364,7 @@ def test_single_action_cannot_tell_next_step_from_disabled():
     env stepped past its end alike."""
     result = probe_mode(lambda: CounterVectorEnv(2, "NextStep", num_actions=1))
     assert result.mode is None
-    assert result.reason == vecmode.probe.probe_several(
-        [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
-    )
+    assert result.reason.startswith("the runs fit NextStep, Disabled alike (e.g. the")
     assert set(result.rejected) == {AutoresetMode.SAME_STEP}
 
 
@@ -392,7 +387,7 @@ def test_disabled_env_whose_masked_reset_resets_everyone_fits_no_mode():
     assert result.mode is None
     not_disabled = result.rejected[DISABLED]
     assert (not_disabled.kind, not_disabled.field) == ("reset(mask)", "obs")
-    assert not_disabled.note == vecmode.probe.note_masked_keeps(DISABLED)
+    assert not_disabled.note == masked_keeps_message(DISABLED)
 
 
 def test_disabled_env_that_raises_on_ended_sub_envs():
@@ -416,7 +411,10 @@ def test_disabled_env_whose_masked_reset_does_nothing_fits_no_mode():
     assert result.ended_at is not None
     assert (not_disabled.call, not_disabled.field) == (result.ended_at + 2, "step()")
     assert not_disabled.got.startswith("RuntimeError")
-    assert not_disabled.note == vecmode.probe.note_step_raised(DISABLED)
+    assert not_disabled.note == (
+        "in Disabled mode no sub-env awaits a reset by the caller here, so step() "
+        "must work"
+    )
 
 
 def test_nondeterministic_autoreset_cannot_tell():
@@ -533,41 +531,6 @@ def test_result_is_frozen_and_printable():
         assert f"not {mode.value}: {diff}" in str(result)
 
 
-def test_run_differences_compares_flags():
-    """Two runs that differ only in a termination flag differ there."""
-    from vecmode.probe import Call, run_differences
-
-    def run(terminated: bool) -> list[Call]:
-        flags = np.array([False, terminated])
-        step = Call(1, "step", obs=[0, 1], rewards=np.zeros(2), infos={})
-        step.terminations, step.truncations = flags, np.zeros(2, dtype=bool)
-        return [Call(0, "reset", obs=[0, 1], infos={}), step]
-
-    assert next(run_differences(run(False), run(False)), None) is None
-    diff = next(run_differences(run(False), run(True), run="instance 2"))
-    assert str(diff) == (
-        "instance 2, call 1 (step), sub-env 1, terminated: expected False (bool), "
-        "got True (bool)"
-    )
-
-
-# ------------------------------------------------------------- _compare helpers
-def test_same_is_exact():
-    assert same(np.array([1.0, np.nan]), np.array([1.0, np.nan]))
-    assert not same(np.array([1.0], np.float32), np.array([1.0], np.float64))
-    assert same(np.array([1.0], np.float32), np.array([1.0]), strict=False)
-    assert not same({"a": 1}, {"a": 1, "b": 2})
-    assert not same((1, 2), [1, 2])
-    assert same((1, 2), [1, 2], strict=False)
-    assert not same(np.float64(0.1), np.float32(0.1), strict=False)
-    assert same(float("nan"), np.float64("nan"), strict=False)
-    assert (
-        where_different({"a": (np.zeros(2), 3)}, {"a": (np.zeros(2), 4)}) == "['a'][1]"
-    )
-    assert describe(np.float64(1.0)) == "1.0 (float64)"
-    assert len(describe(np.arange(1000))) < 100
-
-
 def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():
     """An env that resets a sub-env inside the step that ends its episode and
     reports no final observation fits Disabled's predictions; the reason says it
@@ -580,8 +543,9 @@ def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():
 
     result = probe_mode(lambda: SilentAutoreset(3, SAME, declared=DISABLED))
     assert result.mode is DISABLED
-    assert result.reason == vecmode.probe.probe_found(DISABLED)
+    assert result.reason.startswith("only Disabled's predictions hold. (An env whose")
     assert "loses every final observation" in result.reason
     assert "info['final_obs']" in result.reason and "declare SameStep" in result.reason
-    # the other modes' reason is as it was
-    assert vecmode.probe.probe_found(NEXT) == "only NextStep's predictions hold."
+    # the other modes' reason is only that
+    found = probe_mode(lambda: SilentAutoreset(3, NEXT, declared=NEXT))
+    assert found.reason == "only NextStep's predictions hold."

@@ -15,18 +15,25 @@ import numpy as np
 import pytest
 
 import vecmode
-import vecmode.probe
-import vecmode.testing._compare
-import vecmode.testing.vector_env
 from tests.custom_vector_envs import CounterVectorEnv
-from vecmode import AutoresetMode, errors
+from vecmode import AutoresetMode
 from vecmode.probe import ProbeResult
+from vecmode.replay.predictions import (
+    AUTORESET_STEP,
+    final_obs_present_message,
+    masked_keeps_message,
+)
 from vecmode.testing import scheduled_env_fns
 from vecmode.testing.vector_env import VectorEnvReport, check_vector_env
 
 MODES = list(AutoresetMode)
 FORK = "fork"
 NEXT, SAME, DISABLED = MODES
+#: The report's line for an env built with copy=False.
+COPY_FALSE_LINE = (
+    "what a call returned is not changed by later calls, the observations excepted "
+    "(the env is built with copy=False: it may reuse its observation buffer)"
+)
 
 
 def _gym_sync(mode, obs_type="box"):
@@ -124,16 +131,18 @@ def test_declares_same_step_but_behaves_next_step():
     assert message.startswith(
         "CounterVectorEnv(num_envs=3) does not behave as SameStep, the mode it "
         "declares: call 2 (step), sub-env 0, info['_final_obs']: expected True, got "
-        f"{vecmode.testing._compare.diff_missing()} ({errors.note_final_obs_present(SAME)})."
+        f"<no such key> ({final_obs_present_message(SAME)})."
     )
-    assert message.endswith(vecmode.testing.vector_env.check_env_diagnosis(NEXT))
+    assert message.endswith(
+        "vecmode.probe_mode finds that it behaves as NextStep: declare that mode, "
+        "or fix the env."
+    )
 
 
 def test_forgets_final_obs_mask():
     message = _failure(lambda: CounterVectorEnv(3, SAME, bug="no_final_obs_mask"))
     assert (
-        "call 2 (step), sub-env 0, info['_final_obs']: expected True, got "
-        f"{vecmode.testing._compare.diff_missing()}"
+        "call 2 (step), sub-env 0, info['_final_obs']: expected True, got <no such key>"
     ) in message
     # the env fits no mode, so the probe adds no diagnosis
     assert "probe_mode finds" not in message
@@ -144,7 +153,9 @@ def test_next_step_reset_step_with_a_reward():
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_step_reward"))
     assert (
         "does not behave as NextStep, the mode it declares: call 3 (step), sub-env 0, "
-        f"reward: expected 0.0, got 1.0 (float64) ({vecmode.probe.note_reset_step(NEXT)})."
+        "reward: expected 0.0, got 1.0 (float64) (in NextStep mode the step after an "
+        "episode ends resets the sub-env: its action is ignored, the reward is 0, "
+        "terminated and truncated are False)."
     ) in message
 
 
@@ -152,7 +163,8 @@ def test_next_step_reset_step_with_a_flag():
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_step_truncated"))
     assert (
         "call 3 (step), sub-env 0, truncated: expected False, got True (bool) "
-        f"({vecmode.probe.note_reset_step(NEXT)})."
+        "(in NextStep mode the step after an episode ends resets the sub-env: its "
+        "action is ignored, the reward is 0, terminated and truncated are False)."
     ) in message
 
 
@@ -160,7 +172,9 @@ def test_same_step_wrong_final_obs_mask():
     message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_mask_all"))
     assert (
         "call 2 (step), sub-env 1, info['_final_obs']: expected False, got True "
-        f"({errors.note_final_obs_absent(SAME, True)})."
+        "(in SameStep mode info['final_obs'] / info['final_info'] are set only at the "
+        "calls where episodes end, with the masks True exactly for the sub-envs "
+        "whose episode ended)."
     ) in message
 
 
@@ -178,7 +192,8 @@ def test_disabled_masked_reset_info_for_other_sub_envs():
     message = _failure(lambda: CounterVectorEnv(3, DISABLED, bug="reset_info_all"))
     assert (
         "call 2 (reset(mask)), sub-env 1, info['_episode']: expected False, got True "
-        f"({vecmode.testing.vector_env.note_masked_info(DISABLED)})."
+        "(in Disabled mode the info of reset(options={'reset_mask': mask}) holds "
+        "data only for the reset sub-envs)."
     ) in message
 
 
@@ -198,7 +213,10 @@ def test_next_step_reset_step_that_uses_its_action():
     assert re.search(
         r"call 3 \(step\), sub-env 0, obs with action \S+ instead of \S+: "
         r"expected \[.*\] \(float32\), got \[.*\] \(float32\) \("
-        + re.escape(vecmode.probe.note_action_ignored(NEXT)),
+        + re.escape(
+            "in NextStep mode a reset step ignores its action, so another action "
+            "there must give the same result"
+        ),
         message,
     ), message
 
@@ -221,9 +239,12 @@ def test_reset_that_keeps_pending_autoresets(declared_keeps_pending):
     found = re.search(r"call (\d+) \(step\), sub-env 0, obs: ", message)
     assert found, message
     reset_call = int(found.group(1)) - 1
-    assert message.endswith(
-        f"({vecmode.testing.vector_env.note_reset_clears_autoreset(NEXT, reset_call)})."
-    )
+    assert (
+        "(in NextStep mode reset() ends every episode, clearing pending autoresets: "
+        "this sub-env's episode had ended before the reset at call "
+        f"{reset_call}, and this step looks like its autoreset"
+    ) in message
+    assert message.endswith("returns the expected value).")
 
 
 def test_gymnasium_async_without_shared_memory_keeps_pending_autoresets():
@@ -251,7 +272,7 @@ def test_disabled_reset_mask_ignored():
     )
     assert (
         "call 2 (reset(mask)), sub-env 1, obs: expected [1., 0., 1.] (float32), got "
-        f"[1., 1., 0.] (float32) ({vecmode.probe.note_masked_keeps(DISABLED)})."
+        f"[1., 1., 0.] (float32) ({masked_keeps_message(DISABLED)})."
     ) in message
 
 
@@ -259,7 +280,7 @@ def test_final_obs_is_a_copy_of_the_reset_obs():
     message = _failure(lambda: CounterVectorEnv(3, SAME, bug="final_obs_is_reset_obs"))
     assert (
         "call 2 (step), sub-env 0, info['final_obs']: expected "
-        f"{vecmode.testing.vector_env.diff_final_not_reset()}, got [0., 1., 0.] (float32)"
+        "the ended episode's last observation, got [0., 1., 0.] (float32)"
     ) in message
     assert "at all " in message and "episode ends" in message
 
@@ -274,16 +295,20 @@ def test_final_obs_is_a_view_of_the_obs_buffer():
     """(The env reuses its observation buffer too, which copy=False allows.)"""
     message = _failure(lambda: SaysCopyFalse(3, SAME, bug="final_obs_view"))
     assert (
-        f"call 2 (step), sub-env 0, info['final_obs']: expected "
-        f"{vecmode.testing.vector_env.diff_own_memory()}, got {vecmode.testing.vector_env.diff_shared_memory()} "
-        f"({vecmode.testing.vector_env.note_final_obs_overwritten(SAME)})"
+        "call 2 (step), sub-env 0, info['final_obs']: expected an array of its own, "
+        "got an array sharing memory with the returned observations (in SameStep "
+        "mode the final observation must outlive the reset; this one is a view of "
+        "the observation buffer, which the reset and later calls overwrite)"
     ) in message
 
 
 def test_nondeterministic_env():
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="unseeded"))
     assert "instance 2, call 0 (reset), sub-env 0, obs: expected [" in message
-    assert vecmode.testing.vector_env.note_not_reproducible(0) in message
+    assert (
+        "a second instance, reset with seed=0 and given the same actions, returned "
+        "something else: the env must be deterministic under reset(seed=...)"
+    ) in message
 
 
 def test_observation_outside_the_space():
@@ -339,7 +364,8 @@ def test_final_info_in_a_mode_without_final_obs():
     message = _failure(lambda: FinalInfo(3, DISABLED))
     assert (
         "call 4 (step), info['final_info']: expected no such key, got {} "
-        f"({errors.note_final_obs_absent(DISABLED, False)})."
+        "(in Disabled mode an ended episode's final observation and info are the "
+        "ones step() returns; info has no final_obs / final_info)."
     ) in message
 
 
@@ -356,8 +382,9 @@ def test_disabled_env_that_resets_by_itself_is_caught_by_the_probe():
 
 def test_undeclared_mode():
     message = _failure(lambda: CounterVectorEnv(2, NEXT, declared=None))
-    assert message == vecmode.testing.vector_env.check_env_undeclared(
-        "CounterVectorEnv(num_envs=2)"
+    assert message.startswith(
+        "CounterVectorEnv(num_envs=2) declares no metadata['autoreset_mode'], and "
+        "check_vector_env checks an env against the mode it declares."
     )
     assert "Set metadata['autoreset_mode']" in message
 
@@ -374,8 +401,10 @@ def test_too_few_episode_ends():
     message = _failure(
         functools.partial(CounterVectorEnv, 2, SAME, lengths=[30, 40]), steps=35
     )
-    assert message == vecmode.testing.vector_env.check_env_few_ends(
-        "CounterVectorEnv(num_envs=2)", 1, 35, 2
+    assert message == (
+        "CounterVectorEnv(num_envs=2): 1 episode end(s) in 35 steps, fewer than "
+        "min_episode_ends=2, and a mode's contract is about episode ends: raise "
+        "steps, or make the episodes shorter."
     )
 
 
@@ -426,10 +455,10 @@ def test_a_returned_array_changed_by_a_later_call_fails():
     by call 1 (all False) are written over then."""
     message = _failure(lambda: AliasedTruncations(3, NEXT))
     assert (
-        "call 1 (step), truncations: expected "
-        f"{vecmode.testing.vector_env.diff_unchanged()}, got "
-        f"{vecmode.testing.vector_env.diff_changed_by(2)} "
-        f"({vecmode.testing.vector_env.note_return_new_arrays(False)})."
+        "call 1 (step), truncations: expected to stay as returned, got changed by "
+        "call 2 (what a call returns must not change later: return new arrays (and "
+        "a new info dict), not ones the env writes into again, since a caller keeps "
+        "them (a rollout buffer, vecmode.TransitionCollector's transitions))."
     ) in message, message
 
 
@@ -437,16 +466,15 @@ def test_a_returned_array_changed_by_a_later_call_fails():
 def test_a_reused_observation_buffer_fails_unless_the_env_says_copy_false(mode):
     message = _failure(lambda: ReusesItsBuffer(3, mode))
     assert (
-        "call 0 (reset), observations: expected "
-        f"{vecmode.testing.vector_env.diff_unchanged()}, got "
-        f"{vecmode.testing.vector_env.diff_changed_by(1)}"
+        "call 0 (reset), observations: expected to stay as returned, got changed "
+        "by call 1"
     ) in message, message
 
     class CopyFalse(ReusesItsBuffer):
         copy = False
 
     report = check_vector_env(lambda: CopyFalse(3, mode), steps=40)
-    assert vecmode.testing.vector_env.check_env_returned_kept(True) in report.checks
+    assert COPY_FALSE_LINE in report.checks
     # never the other arrays
     message = _failure(
         lambda: type("Both", (CopyFalse, AliasedTruncations), {})(3, mode)
@@ -461,7 +489,7 @@ def test_gymnasium_copy_false_envs_pass():
     report = check_vector_env(
         lambda: gym.vector.SyncVectorEnv(fns, copy=False), steps=30
     )
-    assert vecmode.testing.vector_env.check_env_returned_kept(True) in report.checks
+    assert COPY_FALSE_LINE in report.checks
 
 
 # ------------------------------------------- masked resets in every mode
@@ -478,7 +506,8 @@ def test_a_masked_reset_that_resets_every_sub_env_fails_in_every_mode(mode, last
     assert (
         f"call 4 (reset(mask)), sub-env 0, obs: expected {last} (float32), got "
         "[0., 2., 0.] (float32) "
-        f"({vecmode.testing.vector_env.note_masked_keeps_optional(mode)})."
+        f"(in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
+        "only the masked sub-envs"
     ) in message, message
     assert "masked_reset='ignores'" in message
 
@@ -495,11 +524,11 @@ def test_a_class_declared_to_ignore_the_mask_gets_no_masked_reset(mode):
     finally:
         vecmode.unregister_vector_env(CounterVectorEnv)
     assert report.masked_resets == 0
-    reset_steps = vecmode.modes.resets_on_next_step(mode)
     assert (
-        vecmode.testing.vector_env.check_env_masked_resets("ignores", reset_steps)
-        in report.checks
-    )
+        "no masked reset made: its class declares that reset(options={'reset_mask': "
+        "m}) resets every sub-env (masked_reset='ignores', "
+        "vecmode.register_vector_env)"
+    ) in report.checks
 
 
 def test_a_masked_reset_that_keeps_the_pending_autoreset_fails():
@@ -508,10 +537,11 @@ def test_a_masked_reset_that_keeps_the_pending_autoreset_fails():
     autoreset (another instance, sent another action there, gets the same)."""
     message = _failure(lambda: CounterVectorEnv(3, NEXT, bug="reset_keeps_pending"))
     assert (
-        "call 5 (step), sub-env 1, step(): expected "
-        f"{vecmode.testing.vector_env.diff_real_step()}, got "
-        f"{vecmode.probe.diff_autoreset()} "
-        f"({vecmode.testing.vector_env.note_masked_reset_clears(NEXT, 4)})."
+        "call 5 (step), sub-env 1, step(): expected a step of the episode that the "
+        f"masked reset started, got {AUTORESET_STEP} (in NextStep mode "
+        "reset(options={'reset_mask': mask}) clears the masked sub-envs' pending "
+        "autoresets: this sub-env's episode had ended before the masked reset at "
+        "call 4, and this step looks like its autoreset"
     ) in message, message
 
 
@@ -528,9 +558,10 @@ def test_a_masked_reset_declared_to_keep_pending_autoresets_passes(
 
     report = check_vector_env(lambda: KeepsPendingOnMaskedResets(3, NEXT), steps=40)
     assert report.masked_resets > 0
-    assert (
-        vecmode.testing.vector_env.check_env_masked_resets("keeps-pending", True)
-        in report.checks
+    assert any(
+        line.startswith("reset(options={'reset_mask': m}) of a strict subset")
+        and line.endswith("masked_reset='keeps-pending')")
+        for line in report.checks
     )
 
 
@@ -551,7 +582,7 @@ def test_a_masked_reset_that_resets_nobody_fails(mode, found):
     message = _failure(lambda: CounterVectorEnv(3, mode, bug="reset_mask_ignored"))
     assert found in message, message
     if mode is not NEXT:
-        assert vecmode.testing.vector_env.diff_new_episode() in message
+        assert "expected a new episode's first observation" in message
         assert "it was not reset" in message
 
 
@@ -569,13 +600,13 @@ def test_an_env_resetting_inside_the_ending_step_is_told_to_report_final_obs():
     """Declared NextStep, it behaves as Disabled to the probe; the advice is not
     just to declare Disabled (which would lose every final observation)."""
     message = _failure(lambda: SilentAutoreset(3, SAME, declared=NEXT))
-    diagnosis = vecmode.testing.vector_env.check_env_diagnosis(DISABLED, True)
-    assert message.endswith(diagnosis)
-    assert "info['final_obs']" in diagnosis and "declare SameStep" in diagnosis
-    assert vecmode.testing.vector_env.check_env_diagnosis(NEXT, False) == (
-        "vecmode.probe_mode finds that it behaves as NextStep: declare that mode, "
-        "or fix the env."
+    diagnosis = message[message.index("vecmode.probe_mode finds") :]
+    assert diagnosis.startswith(
+        "vecmode.probe_mode finds that it behaves as Disabled: declare that mode, "
+        "or fix the env. But first make sure that its step() does not reset"
     )
+    assert "info['final_obs']" in diagnosis
+    assert diagnosis.endswith("and declare SameStep.")
 
 
 def test_record_reports_the_class_verified_in_the_mode_proved():
@@ -606,8 +637,9 @@ def test_record_refuses_a_stack():
     assert report.stack == ("ClipReward", "CounterVectorEnv")
     with pytest.raises(ValueError) as caught:
         report.record()
-    assert str(caught.value) == vecmode.testing.vector_env.record_env_stack(
-        report.env, report.stack
+    assert str(caught.value).startswith(
+        f"check_vector_env proved {report.env}, which the factory built as a stack "
+        "(ClipReward over CounterVectorEnv), not one vector env class;"
     )
 
 

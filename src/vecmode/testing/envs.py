@@ -63,30 +63,22 @@ class ScheduledEnv(gym.Env):
     """Episodes of scheduled lengths; observations encode (sub-env, episode, step).
 
     Episode ``k`` lasts ``lengths[k % len(lengths)]`` steps and ends by truncation
-    if ``truncate[k % len(truncate)]`` else by termination. The reward is
-    ``action + 0.5 * step + 0.01 * index``, so it too tells which step and action
-    produced it (a Box action counts as its one value, unclipped).
+    if ``truncate[k % len(truncate)]``, else by termination. The reward is
+    ``action + 0.5 * step + 0.01 * index``.
 
-    Observation variants (``obs_type``):
-
-    * ``"box"``: ``float32[3]`` = ``[index, episode, step]``;
-    * ``"dict"``: ``{"pos": <the box>, "step": code}`` with
-      ``code = index * 1000 + (episode % 10) * 100 + step`` (mod 10 000);
-    * ``"tuple"``: ``(<the box>, code)``;
-    * ``"discrete"``: ``code``;
-    * ``"image"``: ``uint8[6, 8, 3]``, channels ``index``, ``episode`` and
-      ``step`` (mod 256) plus the pixel's row and column, so resizing and
-      grayscale conversions have something to work on.
-
-    :func:`decode` turns any of them back into ``(index, episode, step)``.
-
-    ``info_type="rich"`` infos carry keys that appear only on some steps, nested
-    dicts and several scalar types, and reset infos echo the reset options;
-    ``"numeric"`` ones are ``{"ep": episode}`` and ``{"t": step}``. The action
-    space is ``Discrete(3)``, or ``Box(-1, 1, (1,), float32)`` with
-    ``action_type="box"``. With ``render_mode="rgb_array"``, ``render()`` returns
-    the ``"image"`` observation of the current state (whatever ``obs_type``), so
-    every frame says which sub-env, episode and step it shows.
+    Args:
+        index: the sub-env's index.
+        lengths: the episodes' lengths, repeated.
+        truncate: whether each episode ends by truncation, repeated.
+        obs_type: ``"box"`` (``float32[index, episode, step]``), ``"dict"``
+            (``{"pos": box, "step": code}``, ``code = index * 1000 + (episode %
+            10) * 100 + step``), ``"tuple"`` (``(box, code)``), ``"discrete"``
+            (``code``) or ``"image"`` (``uint8[6, 8, 3]``); :func:`decode` reads
+            them all.
+        action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"``.
+        info_type: ``"rich"`` (nested dicts, keys on some steps only) or
+            ``"numeric"`` (``{"ep": episode}``, ``{"t": step}``).
+        render_mode: None, or ``"rgb_array"``: frames like the image observation.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1000}
@@ -209,10 +201,8 @@ class ScheduledEnv(gym.Env):
 
 
 def decode(obs: Any) -> tuple[int, int, int]:
-    """``(index, episode, step)`` of one :class:`ScheduledEnv` observation.
-
-    For ``"dict"``, ``"tuple"`` and ``"discrete"`` observations the code keeps
-    the episode mod 10 only.
+    """``(index, episode, step)`` of one :class:`ScheduledEnv` observation (the
+    episode mod 10 for ``"dict"``, ``"tuple"`` and ``"discrete"`` ones).
 
     >>> decode(ScheduledEnv(index=1, obs_type="image").reset()[0])
     (1, 0, 0)
@@ -239,15 +229,10 @@ def scheduled_env_fns(
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
     **kwargs: Any,
 ) -> list[Callable[[], gym.Env]]:
-    """One factory per sub-env; sub-env ``i`` gets ``lengths[i]`` and ``truncate[i]``.
-
-    ``kwargs`` (``action_type``, ``info_type``, ``render_mode``) go to every
-    :class:`ScheduledEnv`; ``wrappers`` (single-env wrappers, innermost first) wrap
-    each, as ``gymnasium.make_vec``'s do.
-
-    By default sub-env ``i`` has episodes of ``2 + i % 3`` then 4 steps, and its
-    first episode is truncated when ``i`` is even: sub-envs end at different
-    calls, by both flags.
+    """One :class:`ScheduledEnv` factory per sub-env, sub-env ``i`` with
+    ``lengths[i]`` and ``truncate[i]`` (default: episodes of ``2 + i % 3`` then 4
+    steps, the first truncated where ``i`` is even), ``kwargs`` and ``wrappers``
+    (single-env wrappers, innermost first).
 
     >>> import gymnasium as gym
     >>> envs = gym.vector.SyncVectorEnv(scheduled_env_fns(3))
@@ -293,19 +278,11 @@ class _Factory:
 
 
 class DenseFinalObsVectorEnv(SyncVectorEnv):
-    """Gymnasium's ``SyncVectorEnv``, reporting SAME_STEP's final observations the
-    way ALE's ``AtariVectorEnv`` does: a test base for adapters of that layout.
-
-    In SAME_STEP, a step where an episode ends has ``info["final_obs"]`` as one
-    dense array with a row for every sub-env (the ended episode's last
-    observation where one ended, a stale row elsewhere), and no ``_final_obs``
-    mask, ``final_info`` nor ``_final_info``; in the other modes it is
-    Gymnasium's env as it is. vecmode declares the class with that layout
-    (``final_obs_layout="dense"``, :func:`vecmode.register_vector_env`), so
-    vecmode reads it through :class:`vecmode.autoreset.GymnasiumFinalObs`, as it
-    reads ALE's env; :func:`vecmode.testing.check_wrapper` runs a layout adapter
-    over it with ``bases=[..., "vecmode.testing.DenseFinalObsVectorEnv"]``.
-    Observations must be arrays of one shape (a ``Box``).
+    """Gymnasium's ``SyncVectorEnv``, reporting SAME_STEP's final observations as
+    ALE's ``AtariVectorEnv`` does: one dense ``info["final_obs"]`` array, a row
+    per sub-env (stale where no episode ended), no masks, no final infos. A test
+    base for adapters of that layout (``check_wrapper(..., bases=[...,
+    "vecmode.testing.DenseFinalObsVectorEnv"])``); observations must be a Box.
 
     >>> import numpy as np
     >>> from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
@@ -328,7 +305,6 @@ class DenseFinalObsVectorEnv(SyncVectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         **kwargs: Any,
     ) -> None:
-        """``env_fns`` and ``kwargs`` as Gymnasium's ``SyncVectorEnv``'s."""
         super().__init__(env_fns, autoreset_mode=autoreset_mode, **kwargs)
         space = self.single_observation_space
         if not isinstance(space, spaces.Box):

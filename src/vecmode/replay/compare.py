@@ -1,0 +1,242 @@
+"""Exact comparison of what vector envs return, and a readable difference.
+
+>>> import numpy as np
+>>> same({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0, np.nan])})
+True
+>>> same(np.float32(1.0), 1.0), same(np.float32(1.0), 1.0, strict=False)
+(False, True)
+>>> where_different({"pos": np.zeros(2), "n": 3}, {"pos": np.ones(2), "n": 3})
+"['pos']"
+>>> print(Difference(4, "step", 1, "reward", "0.0", "1.0", "a reset step"))
+call 4 (step), sub-env 1, reward: expected 0.0, got 1.0 (a reset step)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import Space
+from gymnasium.vector.utils import iterate
+
+__all__ = [
+    "MISSING",
+    "Difference",
+    "arrays_in",
+    "as_numpy",
+    "describe",
+    "per_sub_env",
+    "raised",
+    "same",
+    "where_different",
+]
+
+
+class _Missing:
+    """The value of a key that is not there."""
+
+    def __repr__(self) -> str:
+        return "<no such key>"
+
+
+#: Stands for an absent dict key or attribute in a :class:`Difference`.
+MISSING: Any = _Missing()
+
+_NUMBER = (bool, int, float, complex, np.generic)
+
+
+def as_numpy(value: Any) -> Any:
+    """``value`` with every torch or jax array in it made a NumPy array.
+
+    >>> as_numpy({"a": (np.float32(1.0), [np.zeros(1)])})
+    {'a': (np.float32(1.0), [array([0.])])}
+    """
+    if isinstance(value, dict):
+        return {key: as_numpy(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(as_numpy(item) for item in value)
+    if isinstance(value, np.ndarray):
+        if value.dtype != object:
+            return value
+        out = np.empty(value.shape, dtype=object)
+        for index, item in np.ndenumerate(value):
+            out[index] = as_numpy(item)
+        return out
+    if isinstance(value, _NUMBER) or not hasattr(value, "__array__"):
+        return value
+    cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives
+    return np.asarray(cpu() if callable(cpu) else value)
+
+
+def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
+    """The path of the first difference between ``a`` and ``b`` (``""``: the
+    root, ``['key']``, ``[i]``), or None; NaN equals NaN. ``strict``: dtypes and
+    types must match too (else ``np.float32(1)`` equals ``1.0``)."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return _dicts_differ(a, b, strict)
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return _sequences_differ(a, b, strict)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return _arrays_differ(a, b, strict)
+    return _scalars_differ(a, b, strict)
+
+
+def _scalars_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if strict and type(a) is not type(b):
+        return ""
+    if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
+        both_nan = bool(a != a) and bool(b != b)  # only NaN differs from itself
+        return None if bool(a == b) or both_nan else ""
+    try:
+        return None if bool(a == b) else ""
+    except (TypeError, ValueError):  # pragma: no cover - exotic values
+        return ""
+
+
+def _dicts_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
+        return ""
+    for key in a:
+        inner = where_different(a[key], b[key], strict=strict)
+        if inner is not None:
+            return f"[{key!r}]{inner}"
+    return None
+
+
+def _sequences_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
+        return ""
+    if len(a) != len(b) or (strict and type(a) is not type(b)):
+        return ""
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        inner = where_different(x, y, strict=strict)
+        if inner is not None:
+            return f"[{i}]{inner}"
+    return None
+
+
+def _arrays_differ(a: Any, b: Any, strict: bool) -> str | None:
+    if strict and not (
+        isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+    ):
+        return ""
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except (TypeError, ValueError):  # pragma: no cover - ragged values
+        return ""
+    if x.shape != y.shape:
+        return ""
+    if x.dtype == object or y.dtype == object:
+        equal = x.dtype == y.dtype and all(
+            same(p, q) for p, q in zip(x.ravel(), y.ravel(), strict=True)
+        )
+    else:
+        nan_equal = x.dtype.kind in "fc" and y.dtype.kind in "fc"
+        equal = bool(np.array_equal(x, y, equal_nan=nan_equal))
+    return None if equal else ""
+
+
+def same(a: Any, b: Any, *, strict: bool = True) -> bool:
+    """Whether ``a`` and ``b`` are exactly equal (see :func:`where_different`)."""
+    return where_different(a, b, strict=strict) is None
+
+
+def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
+    """Every NumPy array in ``value`` (object arrays' entries too), with its path.
+
+    >>> finals = np.empty(2, dtype=object); finals[1] = np.zeros(2)
+    >>> [path for path, _ in arrays_in({"final_obs": finals, "n": 3}, "infos")]
+    ["infos['final_obs']", "infos['final_obs'][1]"]
+    """
+    if isinstance(value, np.ndarray):
+        yield path, value
+        if value.dtype == object:
+            for i, entry in enumerate(value.flat):
+                yield from arrays_in(entry, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, entry in value.items():
+            yield from arrays_in(entry, f"{path}[{key!r}]")
+    elif isinstance(value, (tuple, list)):
+        for i, entry in enumerate(value):
+            yield from arrays_in(entry, f"{path}[{i}]")
+
+
+def per_sub_env(space: Space, batch: Any, num_envs: int) -> list[Any]:
+    """One entry per sub-env of ``batch`` (Gymnasium's ``iterate``, else its
+    first axis); ``ValueError`` unless there are ``num_envs``."""
+    try:
+        items = list(iterate(space, batch))
+    except (TypeError, ValueError, NotImplementedError, IndexError):
+        items = [batch[i] for i in range(len(batch))]
+    if len(items) != num_envs:
+        raise ValueError(
+            f"expected one entry per sub-env ({num_envs}), got {len(items)}"
+        )
+    return items
+
+
+def describe(value: Any, limit: int = 160) -> str:
+    """A one-line text for ``value`` of at most about ``limit`` characters."""
+    if value is MISSING:
+        return repr(value)
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, threshold=12, edgeitems=3, separator=", ")
+        if value.dtype != object:
+            text += f" ({value.dtype})"
+    elif isinstance(value, np.generic):
+        text = f"{value.item()!r} ({value.dtype})"
+    else:
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def raised(error: BaseException) -> str:
+    """``"TypeError: text"`` for an error a call raised, on one line."""
+    text = " ".join(str(error).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Where a vector env's output differs from what it should be: at call
+    ``call`` (0 is the first ``reset``) of ``kind`` (``"reset"``, ``"step"``,
+    ``"reset(mask)"``), for ``sub_env`` (None: the whole batch), in ``field``;
+    ``expected``, ``got`` and ``note`` (why) are texts, ``run`` names the run
+    where several were compared."""
+
+    call: int
+    kind: str
+    sub_env: int | None
+    field: str
+    expected: str
+    got: str
+    note: str = ""
+    run: str = ""
+
+    @classmethod
+    def at(
+        cls,
+        call: Any,
+        sub_env: int | None,
+        field: str,
+        expected: str,
+        got: str,
+        note: str = "",
+        run: str = "",
+    ) -> Difference:
+        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`)."""
+        return cls(call.index, call.kind, sub_env, field, expected, got, note, run)
+
+    def __str__(self) -> str:
+        where = f"call {self.call} ({self.kind})"
+        if self.run:
+            where = f"{self.run}, {where}"
+        if self.sub_env is not None:
+            where += f", sub-env {self.sub_env}"
+        text = f"{where}, {self.field}: expected {self.expected}, got {self.got}"
+        return f"{text} ({self.note})" if self.note else text

@@ -1,0 +1,356 @@
+"""What each autoreset mode predicts of a recorded run, and where a run breaks it.
+
+:func:`mode_differences` checks one run against a mode's predictions;
+:func:`run_differences` compares a run with its replay. Both yield
+:class:`~vecmode.replay.compare.Difference` objects in call order.
+
+>>> import gymnasium as gym
+>>> from vecmode.modes import AutoresetMode
+>>> from vecmode.replay.record import Recorder
+>>> env = gym.vector.SyncVectorEnv(
+...     [lambda: gym.make("CartPole-v1", max_episode_steps=2)] * 2,
+...     autoreset_mode="SameStep")
+>>> run = Recorder(env, seed=0)
+>>> _ = run.reset(seed=0), run.step(run.sample()), run.step(run.sample())
+>>> next(mode_differences(AutoresetMode.SAME_STEP, run.calls, 2), None) is None
+True
+>>> print(next(mode_differences(AutoresetMode.NEXT_STEP, run.calls, 2)))
+call 2 (step), sub-env 0, info['_final_obs']: expected no such key, got [ True, True] (bool) (...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vecmode.modes import (
+    AutoresetMode,
+    Boundary,
+    BoundaryTracker,
+    caller_resets,
+    final_entries_of,
+    final_in_info,
+    final_layout_problem,
+)
+from vecmode.replay.compare import MISSING, Difference, describe, raised, same
+from vecmode.replay.record import Call
+
+__all__ = [
+    "AUTORESET_STEP",
+    "View",
+    "differs_at",
+    "final_obs_present_message",
+    "layout_difference",
+    "looks_reset",
+    "masked_keeps_difference",
+    "masked_keeps_message",
+    "mode_differences",
+    "run_differences",
+    "views",
+]
+
+#: What a step that resets the sub-env looks like, for messages.
+AUTORESET_STEP = (
+    "an autoreset step (reward 0, terminated and truncated False, action ignored)"
+)
+
+
+def final_obs_present_message(mode: AutoresetMode) -> str:
+    """Why a final observation must be in the info, in ``mode``."""
+    return (
+        f"in {mode.value} mode a sub-env is reset within the step its episode ends, "
+        f"and the episode's final observation / info go in info['final_obs'] / "
+        f"info['final_info'], with info['_final_obs'] / info['_final_info'] True "
+        f"for it"
+    )
+
+
+def masked_keeps_message(mode: AutoresetMode) -> str:
+    """Why a masked reset must leave the other sub-envs as they were."""
+    return (
+        f"in {mode.value} mode reset(options={{'reset_mask': mask}}) resets only the "
+        f"masked sub-envs; the others' observations come back unchanged"
+    )
+
+
+@dataclass(frozen=True)
+class View:
+    """A call seen through a mode: its :class:`~vecmode.modes.Boundary` (steps
+    only), and the sub-envs that awaited the caller's reset when it was made."""
+
+    call: Call
+    boundary: Boundary | None
+    pending: np.ndarray
+
+
+def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator[View]:
+    """The calls of a run, each with its :class:`View` in ``mode``; stops after a
+    call that raised."""
+    tracker = BoundaryTracker(mode, num_envs)
+    pending = np.zeros(num_envs, dtype=np.bool_)
+    for call in calls:
+        if call.error is not None:
+            yield View(call, None, pending)
+            return
+        if call.kind == "step":
+            b = tracker.step(*call.flags)
+            yield View(call, b, pending)
+            pending = b.needs_reset
+        else:
+            yield View(call, None, pending)
+            pending = tracker.reset(call.mask).needs_reset
+
+
+def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
+    """The first of obs / reward / terminated / truncated that differs for sub-env
+    ``i`` between two calls: ``(field, first's, second's)``, or None."""
+    pairs: list[tuple[str, Any, Any]] = []
+    if first.obs is not None and second.obs is not None:
+        pairs.append(("obs", first.obs[i], second.obs[i]))
+    for name, a, b in (
+        ("reward", first.rewards, second.rewards),
+        ("terminated", first.terminations, second.terminations),
+        ("truncated", first.truncations, second.truncations),
+    ):
+        if a is not None and b is not None:
+            pairs.append((name, a[i], b[i]))
+    return next(((n, a, b) for n, a, b in pairs if not same(a, b)), None)
+
+
+def _action_changed(first: Call, second: Call, i: int) -> bool:
+    return (
+        first.actions is not None
+        and second.actions is not None
+        and not same(first.actions[i], second.actions[i])
+    )
+
+
+def looks_reset(call: Call, other: Call, i: int) -> bool:
+    """Whether sub-env ``i``'s step in ``call`` looks like an autoreset step:
+    reward 0, flags False, and its action ignored (``other``, the same step with
+    another action for it, returned the same)."""
+    if call.rewards is None or call.terminations is None or call.truncations is None:
+        return False
+    return bool(
+        call.rewards[i] == 0
+        and not call.terminations[i]
+        and not call.truncations[i]
+        and other.error is None
+        and _action_changed(call, other, i)
+        and differs_at(call, other, i) is None
+    )
+
+
+def layout_difference(
+    mode: AutoresetMode, call: Call, final: np.ndarray, *, complete: bool
+) -> Difference | None:
+    """Where a step's info breaks SAME_STEP's layout for the final observations
+    ``final`` marks (see :func:`vecmode.modes.final_layout_problem`), or None."""
+    infos = call.infos if isinstance(call.infos, dict) else {}
+    problem = final_layout_problem(infos, final, complete=complete)
+    if problem is None:
+        return None
+    i = problem.sub_env
+    if final.any() and (i is None or final[i]):
+        note = final_obs_present_message(mode)
+    elif final_in_info(mode):
+        note = (
+            f"in {mode.value} mode info['final_obs'] / info['final_info'] are set "
+            f"only at the calls where episodes end, with the masks True exactly for "
+            f"the sub-envs whose episode ended"
+        )
+    else:
+        note = (
+            f"in {mode.value} mode an ended episode's final observation and info "
+            f"are the ones step() returns; info has no final_obs / final_info"
+        )
+    got = describe(problem.got if problem.present else MISSING)
+    return Difference.at(call, i, problem.field, problem.expected, got, note)
+
+
+def mode_differences(
+    mode: AutoresetMode,
+    calls: Sequence[Call],
+    num_envs: int,
+    replay: Sequence[Call] | None = None,
+) -> Iterator[Difference]:
+    """Where the run ``calls`` contradicts ``mode``'s predictions, in call order;
+    ``replay``: the same calls on another instance, with other actions where an
+    action is ignored (:meth:`~vecmode.replay.record.Recorder.replay`)."""
+    others = {call.index: call for call in replay or ()}
+    last_obs: list[Any] | None = None
+    for view in views(mode, calls, num_envs):
+        call = view.call
+        if call.error is not None:
+            yield from _raised_differences(mode, view)
+            return
+        if call.kind == "reset(mask)" and caller_resets(mode):
+            found = masked_keeps_difference(call, last_obs, masked_keeps_message(mode))
+            yield from () if found is None else (found,)
+        if view.boundary is not None:
+            other = others.get(call.index)
+            final = view.boundary.final_in_info
+            found = layout_difference(mode, call, final, complete=False)
+            yield from () if found is None else (found,)
+            yield from _reset_step_differences(mode, view, other)
+            yield from _caller_reset_differences(mode, view, other)
+        last_obs = call.obs
+
+
+def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]:
+    """A step raised where no sub-env awaited the caller's reset, or a masked
+    reset raised where the caller resets."""
+    call = view.call
+    if call.error is None:
+        return
+    if call.kind == "step" and not view.pending.any():
+        why = "no sub-env awaits a reset by the caller here, so step() must work"
+        field = "step()"
+    elif call.kind == "reset(mask)" and caller_resets(mode):
+        why = (
+            "the caller resets ended sub-envs with reset(options={'reset_mask': "
+            "mask}), so that must work"
+        )
+        field = "reset(options={'reset_mask': ...})"
+    else:
+        return
+    note = f"in {mode.value} mode {why}"
+    yield Difference.at(call, None, field, "a result", raised(call.error), note)
+
+
+def _reset_step_differences(
+    mode: AutoresetMode, view: View, other: Call | None
+) -> Iterator[Difference]:
+    """Not ``real`` (and not awaiting the caller): a reset step, reward 0, flags
+    False, the action ignored."""
+    call, b = view.call, view.boundary
+    if b is None or call.rewards is None:
+        return
+    for i in np.flatnonzero(~b.real & ~view.pending).tolist():
+        for name, array, wanted in (
+            ("reward", call.rewards, 0.0),
+            ("terminated", call.terminations, False),
+            ("truncated", call.truncations, False),
+        ):
+            if array is not None and array[i] != wanted:
+                yield Difference.at(
+                    call,
+                    i,
+                    name,
+                    repr(wanted),
+                    describe(array[i]),
+                    f"in {mode.value} mode the step after an episode ends resets "
+                    f"the sub-env: its action is ignored, the reward is 0, "
+                    f"terminated and truncated are False",
+                )
+                return
+        if other is not None and _action_changed(call, other, i):
+            found = _ignored_action_difference(mode, call, other, i)
+            if found is not None:
+                yield found
+                return
+
+
+def _ignored_action_difference(
+    mode: AutoresetMode, call: Call, other: Call, i: int
+) -> Difference | None:
+    """Where ``other``, the same reset step with another action for sub-env
+    ``i``, raised or returned something else."""
+    base, changed = (call.actions or [])[i], (other.actions or [])[i]
+    note = (
+        f"in {mode.value} mode a reset step ignores its action, so another action "
+        f"there must give the same result"
+    )
+    if other.error is not None:
+        field, expected, got = "step()", "a result", raised(other.error)
+    else:
+        differs = differs_at(call, other, i)
+        if differs is None:
+            return None
+        field, expected, got = (differs[0], describe(differs[1]), describe(differs[2]))
+    field = f"{field} with action {changed} instead of {base}"
+    return Difference.at(call, i, field, expected, got, note)
+
+
+def _caller_reset_differences(
+    mode: AutoresetMode, view: View, other: Call | None
+) -> Iterator[Difference]:
+    """Stepped while awaiting the caller's reset (and it did not raise): the step
+    must not have reset the sub-env by itself."""
+    call = view.call
+    for i in np.flatnonzero(view.pending).tolist():
+        if other is not None and looks_reset(call, other, i):
+            yield Difference.at(
+                call,
+                i,
+                "step()",
+                "an error, or a step of the ended episode",
+                AUTORESET_STEP,
+                f"in {mode.value} mode step() never resets a sub-env, the caller "
+                f"does with reset(options={{'reset_mask': mask}}); this sub-env's "
+                f"episode had ended and it was stepped without that reset, yet it "
+                f"was reset",
+            )
+            return
+
+
+def masked_keeps_difference(
+    call: Call, last_obs: list[Any] | None, note: str
+) -> Difference | None:
+    """Where a masked reset returned, for a sub-env outside its mask, other than
+    ``last_obs``, the observations returned before."""
+    if call.obs is None or call.mask is None or last_obs is None:
+        return None
+    for j in np.flatnonzero(~call.mask).tolist():
+        if not same(call.obs[j], last_obs[j]):
+            expected, got = describe(last_obs[j]), describe(call.obs[j])
+            return Difference.at(call, j, "obs", expected, got, note)
+    return None
+
+
+def run_differences(
+    first: Sequence[Call],
+    second: Sequence[Call],
+    *,
+    upto: int | None = None,
+    run: str = "",
+) -> Iterator[Difference]:
+    """Where ``second``, a replay of ``first`` named ``run``, returned something
+    else, up to call ``upto``: an error, an observation, reward, flag or final
+    observation, or the info's keys (not its values: some are wall-clock times)."""
+    for a, b in zip(first, second, strict=False):
+        if upto is not None and a.index > upto:
+            return
+        if a.error is not None or b.error is not None:
+            if (a.error is None) != (b.error is None):
+                ours, theirs = (
+                    "a result" if e is None else raised(e) for e in (a.error, b.error)
+                )
+                note = "the same seed and actions"
+                yield Difference.at(a, None, "result", ours, theirs, note, run)
+            return
+        yield from _call_differences(a, b, run)
+
+
+def _call_differences(a: Call, b: Call, run: str) -> Iterator[Difference]:
+    """Where two calls that both returned differ."""
+    for i in range(len(a.obs or ())):
+        differs = differs_at(a, b, i) or _final_differs_at(a, b, i)
+        if differs is not None:
+            name, x, y = differs
+            yield Difference.at(a, i, name, describe(x), describe(y), "", run)
+    keys = [sorted(c.infos) if isinstance(c.infos, dict) else c.infos for c in (a, b)]
+    if keys[0] != keys[1]:
+        yield Difference.at(a, None, "info keys", str(keys[0]), str(keys[1]), "", run)
+
+
+def _final_differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
+    a = final_entries_of(first.infos, i)
+    b = final_entries_of(second.infos, i)
+    return next(
+        ((f"info[{key!r}]", a[key], b[key]) for key in a if not same(a[key], b[key])),
+        None,
+    )

@@ -1,0 +1,281 @@
+"""Recording the calls made to a vector env, and replaying them on another.
+
+>>> import gymnasium as gym
+>>> def factory():
+...     return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+>>> with Instances(factory, "demo") as made:
+...     first = Recorder(made.new(), seed=0)
+...     _ = first.reset(seed=0), first.step(first.sample())
+...     again = Recorder(made.new(), seed=0)
+...     calls = again.replay(first.calls)
+>>> [call.kind for call in calls], same(calls[1].obs, first.calls[1].obs)
+(['reset', 'step'], True)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array
+
+from vecmode.autoreset import gymnasium_layout
+from vecmode.errors import NotAVectorEnvError
+from vecmode.replay.compare import per_sub_env, same
+
+__all__ = ["CALL_TEXT", "Call", "Instances", "Recorder"]
+
+#: How many samples :meth:`Recorder.alternative` draws looking for another action.
+_ALTERNATIVE_TRIES = 100
+#: The call each :attr:`Call.kind` stands for, for messages.
+CALL_TEXT = {
+    "reset": "reset()",
+    "step": "step()",
+    "reset(mask)": "reset(options={'reset_mask': ...})",
+}
+
+
+@dataclass
+class Call:
+    """One call to a vector env: ``kind`` (``"reset"``, ``"step"``,
+    ``"reset(mask)"``) and its ``seed``, ``mask`` or ``actions``; what it returned
+    (deep copies: ``raw`` whole, the rest per part, ``obs`` one per sub-env), or
+    ``error``, what it raised or why its result cannot be read. ``index`` counts
+    calls from 0."""
+
+    index: int
+    kind: str
+    seed: int | None = None
+    mask: np.ndarray | None = None
+    actions: list[Any] | None = None
+    raw: Any = None
+    obs: list[Any] | None = None
+    rewards: np.ndarray | None = None
+    terminations: np.ndarray | None = None
+    truncations: np.ndarray | None = None
+    infos: Any = None
+    error: Exception | None = None
+
+    @property
+    def flags(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(terminations, truncations)`` of a step (empty arrays otherwise)."""
+        if self.terminations is None or self.truncations is None:
+            empty = np.zeros(0, dtype=np.bool_)
+            return empty, empty
+        return self.terminations, self.truncations
+
+    @property
+    def ended(self) -> np.ndarray:
+        """terminated | truncated (empty where not a step read)."""
+        return np.logical_or(*self.flags)
+
+
+class Recorder:
+    """Drives one vector env and records every call as a :class:`Call`; what a
+    call raises is recorded, never raised.
+
+    Args:
+        env: the vector env to drive.
+        seed: seeds the random actions (one per sub-env, from a copy of the
+            env's ``single_action_space``).
+        inspect: sees each result as the env returned it, before it is copied.
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        seed: int,
+        inspect: Callable[[Call, Any], None] | None = None,
+    ) -> None:
+        self.env = env
+        self.inspect = inspect
+        self.num_envs = int(env.num_envs)
+        self.calls: list[Call] = []
+        self._single = env.single_action_space
+        self._sampler = copy.deepcopy(self._single)
+        self._sampler.seed(seed)
+        self._others = copy.deepcopy(self._single)
+        self._others.seed(seed + 1)
+
+    def sample(self) -> list[Any]:
+        """One random action per sub-env."""
+        return [self._sampler.sample() for _ in range(self.num_envs)]
+
+    def alternative(self, action: Any) -> Any:
+        """A random action other than ``action``, or None if none is found."""
+        for _ in range(_ALTERNATIVE_TRIES):
+            other = self._others.sample()
+            if not same(other, action, strict=False):
+                return other
+        return None
+
+    def reset(self, seed: int | None = None) -> Call:
+        """``env.reset(seed=seed)``."""
+        call = Call(len(self.calls), "reset", seed=seed)
+        return self._record(call, lambda: self.env.reset(seed=seed), 2)
+
+    def reset_mask(self, mask: np.ndarray) -> Call:
+        """``env.reset(options={"reset_mask": mask})``, with a fresh dict each
+        time (Gymnasium pops the key out of the caller's options)."""
+        mask = np.array(mask, dtype=np.bool_)
+        call = Call(len(self.calls), "reset(mask)", mask=mask)
+        return self._record(
+            call, lambda: self.env.reset(options={"reset_mask": mask.copy()}), 2
+        )
+
+    def step(self, actions: Sequence[Any]) -> Call:
+        """``env.step`` with ``actions`` (one per sub-env), batched."""
+        call = Call(len(self.calls), "step", actions=list(actions))
+        return self._record(call, lambda: self.env.step(self._batch(actions)), 5)
+
+    def _batch(self, actions: Sequence[Any]) -> Any:
+        out: Any = create_empty_array(self._single, self.num_envs)
+        return concatenate(self._single, actions, out)
+
+    def replay(
+        self,
+        calls: Sequence[Call],
+        change: Callable[[Call], np.ndarray | None] | None = None,
+    ) -> list[Call]:
+        """Make the same calls as ``calls`` (until one raises) and return this
+        recorder's calls; ``change(call)`` masks the sub-envs whose action to
+        replace with :meth:`alternative` there (None: none)."""
+        for call in calls:
+            if call.kind == "reset":
+                made = self.reset(call.seed)
+            elif call.kind == "reset(mask)":
+                made = self.reset_mask(
+                    call.mask if call.mask is not None else np.zeros(0, np.bool_)
+                )
+            else:
+                made = self.step(self._changed(call, change))
+            if made.error is not None:
+                break
+        return self.calls
+
+    def _changed(
+        self, call: Call, change: Callable[[Call], np.ndarray | None] | None
+    ) -> list[Any]:
+        actions = list(call.actions or [])
+        which = None if change is None else change(call)
+        for i in [] if which is None else np.flatnonzero(which).tolist():
+            other = self.alternative(actions[i])
+            if other is not None:
+                actions[i] = other
+        return actions
+
+    def _record(self, call: Call, run: Callable[[], Any], size: int) -> Call:
+        self.calls.append(call)
+        try:
+            result = run()
+            if self.inspect is not None:
+                self.inspect(call, result)
+            result = copy.deepcopy(result)
+        except Exception as exc:
+            call.error = exc
+            return call
+        call.raw = result
+        try:
+            self._read(call, result, size)
+        except (TypeError, ValueError, IndexError) as exc:
+            call.error = ValueError(
+                f"the result of {CALL_TEXT[call.kind]} cannot be read: {exc}"
+            )
+        return call
+
+    def _read(self, call: Call, result: Any, size: int) -> None:
+        if not isinstance(result, tuple) or len(result) != size:
+            parts = "(obs, infos)" if size == 2 else "(obs, rewards, terminations, "
+            parts += "" if size == 2 else "truncations, infos)"
+            raise TypeError(f"expected a tuple {parts}, got {type(result).__name__}")
+        n = self.num_envs
+        call.infos = result[-1]
+        call.obs = per_sub_env(self.env.observation_space, result[0], n)
+        if size == 5:
+            call.rewards = np.asarray(result[1])
+            call.terminations = np.asarray(result[2], dtype=np.bool_)
+            call.truncations = np.asarray(result[3], dtype=np.bool_)
+            for array in (call.rewards, call.terminations, call.truncations):
+                if array.shape != (n,):
+                    raise ValueError(
+                        f"expected one entry per sub-env ({n}), got {array.shape}"
+                    )
+
+
+class Instances:
+    """Builds envs with ``factory`` (``TypeError`` if not callable) and closes
+    every one it built, also on errors; ``caller`` names the function the factory
+    was given to, in messages."""
+
+    def __init__(self, factory: Callable[[], VectorEnv], caller: str) -> None:
+        if not callable(factory):
+            raise TypeError(
+                f"{caller} takes a function that builds a new vector env, e.g. "
+                f"lambda: gym.make_vec('CartPole-v1', num_envs=4), got "
+                f"{type(factory).__name__}."
+            )
+        self.factory = factory
+        self.caller = caller
+        self._built: list[VectorEnv] = []
+        self._open: list[VectorEnv] = []
+        #: The layer the envs are read through, where their class reports SAME_STEP
+        #: final observations its own way (:func:`vecmode.autoreset.gymnasium_layout`)
+        self.read_through: type | None = None
+
+    def new(self) -> VectorEnv:
+        """A new env from the factory, read in Gymnasium's layout; raises
+        ``NotAVectorEnvError`` or ``ValueError`` (an env it returned before)."""
+        env = self.factory()
+        if not isinstance(env, VectorEnv):
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+            raise NotAVectorEnvError(
+                f"{self.caller}: the factory must return a gymnasium.vector."
+                f"VectorEnv, got {type(env).__name__}; for a single env's id use "
+                f"e.g. lambda: gym.make_vec(env_id, num_envs=2)."
+            )
+        if any(env is built for built in self._built):
+            raise ValueError(
+                f"{self.caller}: the factory returned an env it had returned before "
+                f"(and that {self.caller} has closed); it must build a new env on "
+                f"each call, e.g. lambda: gym.make_vec(...), not lambda: envs."
+            )
+        self._built.append(env)
+        try:
+            readable = gymnasium_layout(env)
+        except ValueError:  # no mode in its metadata: the callers say so
+            readable = env
+        if readable is not env:
+            self.read_through = type(readable)
+        self._open.append(readable)
+        return readable
+
+    def close(self, env: VectorEnv) -> None:
+        """Close ``env`` now (it must come from :meth:`new`)."""
+        self._open = [other for other in self._open if other is not env]
+        env.close()
+
+    def __enter__(self) -> Instances:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        failure: Exception | None = None
+        for env in self._open:
+            try:
+                env.close()
+            except Exception as problem:
+                failure = failure or problem
+        self._open = []
+        if failure is not None and exc_type is None:
+            raise failure

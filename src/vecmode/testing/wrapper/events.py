@@ -1,0 +1,246 @@
+"""The events a wrapper's run is read into, how two runs are compared, and the
+error a failed check raises.
+
+A run is read, per sub-env, into events: an episode's first observation, and
+each real transition's action, reward, flags and the observation moved to. A
+wrapper right in every declared mode gives the same events in all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vecmode.modes import without_finals
+from vecmode.replay.compare import as_numpy
+from vecmode.wrappers.dict_info_to_list import infos_to_list
+
+#: The properties :func:`~vecmode.testing.check_wrapper` proves, each the name
+#: of a test of :class:`~vecmode.testing.WrapperConformance` (``test_<name>``).
+PROPERTIES = (
+    "builds_in_declared_modes",
+    "refuses_undeclared_modes",
+    "keeps_the_autoreset_mode",
+    "handles_every_call",
+    "returns_well_formed_results",
+    "reset_step_stays_empty",
+    "masked_reset_keeps_the_others",
+    "passes_env_infos_on",
+    "leaves_inputs_untouched",
+    "no_writes_below",
+    "results_kept",
+    "mode_equivalence_together",
+    "mode_equivalence_staggered",
+    "same_over_every_base",
+    "cut_like_truncated",
+)
+
+
+class ConformanceError(AssertionError):
+    """What :func:`~vecmode.testing.check_wrapper` raises for a wrapper that
+    does not conform: an ``AssertionError`` naming the run, the call, the
+    sub-env and the field.
+
+    Attributes:
+        property: the property broken, one of :data:`PROPERTIES`.
+    """
+
+    def __init__(self, message: str, property: str = "") -> None:
+        super().__init__(message)
+        self.property = property
+
+
+def fail(
+    prop: str, who: str, where: str, what: str, hint: str = ""
+) -> ConformanceError:
+    """The :class:`ConformanceError` of ``who`` at ``where``, breaking ``prop``."""
+    text = f"check_wrapper({who}): {where}: {what}" + (f"\n{hint}" if hint else "")
+    return ConformanceError(text, prop)
+
+
+def show(value: Any) -> str:
+    """A value, for messages."""
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, precision=6, threshold=12)
+    return repr(value)
+
+
+#: An info not compared: none was asked for, or the caller cut the episode (the
+#: env did not end it, so episode statistics differ from an env's truncation).
+SKIP: Any = None
+#: Why a transition's info lacks the sub-env's step count.
+NOT_REACHED = "the sub-env's info did not reach the caller"
+#: What is compared in its place.
+NO_STEP_INFO = f"<{NOT_REACHED}>"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One sub-env's real event, and the call that revealed it.
+
+    Attributes:
+        kind: ``"start"`` or ``"step"``.
+        call: the call that revealed it (0: the first reset).
+        obs: the first observation, or the one moved to.
+        action: a step's action.
+        reward: a step's reward.
+        terminated: a step's flag.
+        truncated: a step's flag.
+        info: what is compared of the transition's info (:data:`SKIP`: nothing).
+    """
+
+    kind: str
+    call: int
+    obs: Any
+    action: Any = None
+    reward: Any = None
+    terminated: Any = None
+    truncated: Any = None
+    info: Any = None
+
+    def fields(self, values: bool) -> dict[str, Any]:
+        """The fields compared; with ``values=False`` only kinds, actions, flags."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "step":
+            out.update(
+                action=self.action, terminated=self.terminated, truncated=self.truncated
+            )
+            if values:
+                out.update(reward=self.reward, next_obs=self.obs, info=self.info)
+        elif values:
+            out["obs"] = self.obs
+        return out
+
+
+@dataclass
+class Run:
+    """One run of the wrapped env: its per-sub-env events."""
+
+    label: str
+    events: list[list[Event]] = field(default_factory=list)
+    transitions: int = 0
+
+
+def transition_infos(
+    infos: Any, rows: np.ndarray, num_envs: int, pick: Callable[[dict], Any]
+) -> list[Any]:
+    """Per sub-env, ``pick`` of its info at a transition: the call's info, merged
+    over the ended step's ``final_info`` where the mode puts it there (``rows``)."""
+    infos = as_numpy(infos)  # an array-converting wrapper's tensors, as NumPy
+    views = infos if isinstance(infos, list) else infos_to_list(infos, num_envs)
+    picked = []
+    for i, view in enumerate(views):
+        view, final = without_finals(view)
+        if rows[i] and isinstance(final, dict):
+            view = {**final, **view}
+        picked.append(pick(view))
+    return picked
+
+
+def with_env_info(
+    key: str, compare_info: Callable[[dict], Any] | None
+) -> Callable[[dict], Any]:
+    """What is compared of a transition's info: the sub-env's own step count
+    ``key``, and what ``compare_info`` takes, if given."""
+
+    def pick(info: dict) -> Any:
+        own = {f"the sub-env's info[{key!r}]": info.get(key, NO_STEP_INFO)}
+        if compare_info is None:
+            return own
+        return {**own, "compare_info": compare_info(info)}
+
+    return pick
+
+
+def difference(expected: Any, got: Any) -> str | None:
+    """How ``got`` (this run's) differs from ``expected`` (the other run's), in
+    values, dtypes or shapes, or None. Neither run is known to be right, so the
+    text says which is which ("here", "there"), not which is wrong."""
+    for kind in (dict, tuple):
+        if isinstance(expected, kind) or isinstance(got, kind):
+            return _container_difference(expected, got, kind)
+    e, g = np.asarray(expected), np.asarray(got)
+    if e.shape != g.shape:
+        return f"shape {g.shape} here, {e.shape} there"
+    if e.dtype != g.dtype and not (e.dtype.kind in "iub" and g.dtype.kind in "iub"):
+        if e.dtype.kind in "OSU" or g.dtype.kind in "OSU":  # not two numbers' types
+            return f"{show(got)} here, {show(expected)} there"
+        return f"dtype {g.dtype} here, {e.dtype} there"
+    if not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
+        return f"{show(got)} here, {show(expected)} there"
+    return None
+
+
+def _container_difference(expected: Any, got: Any, kind: Any) -> str | None:
+    """:func:`difference` of two dicts or two tuples."""
+    if not (isinstance(expected, kind) and isinstance(got, kind)):
+        return f"a {type(got).__name__} here, a {type(expected).__name__} there"
+    if kind is dict and expected.keys() != got.keys():
+        return f"keys {sorted(got)} here, {sorted(expected)} there"
+    if len(expected) != len(got):
+        return f"{len(got)} items here, {len(expected)} there"
+    for key in expected if kind is dict else range(len(expected)):
+        why = difference(expected[key], got[key])
+        if why is not None:
+            return f"[{key!r}]: {why}"
+    return None
+
+
+def _cut(events: list[Event], wanted: int) -> list[Event]:
+    """The events up to the ``wanted``-th real transition."""
+    kept: list[Event] = []
+    steps = 0
+    for event in events:
+        if steps == wanted:
+            break
+        kept.append(event)
+        steps += event.kind == "step"
+    return kept
+
+
+def compare_runs(
+    reference: Run, run: Run, wanted: int, values: bool, context: tuple[str, str, str]
+) -> int:
+    """Raise where the two runs' events differ; return the transitions compared.
+
+    Args:
+        reference: the run compared with.
+        run: the run compared.
+        wanted: the real transitions compared per sub-env.
+        values: compare values (else kinds, actions and flags only).
+        context: the property, the wrapper's name and the hint, for a failure.
+    """
+    prop, who, hint = context
+    where = f"{run.label} differs from {reference.label}"
+    compared = 0
+    for i, (expected, got) in enumerate(zip(reference.events, run.events, strict=True)):
+        expected, got = _cut(expected, wanted), _cut(got, wanted)
+        for k, (e, g) in enumerate(zip(expected, got, strict=False)):
+            name, why = _first_field_difference(e, g, values)
+            if why is not None:
+                event = "an episode start" if e.kind == "start" else "a real transition"
+                what = (
+                    f"sub-env {i}, event {k} ({event}, call {g.call} here, call "
+                    f"{e.call} there), field {name}: {why}"
+                )
+                raise fail(prop, who, where, what, hint)
+            compared += e.kind == "step"
+        if len(expected) != len(got):
+            what = f"sub-env {i}: {len(got)} events here, {len(expected)} there"
+            raise fail(prop, who, where, what, hint)
+    return compared
+
+
+def _first_field_difference(e: Event, g: Event, values: bool) -> tuple[str, str | None]:
+    """The first field of two events that differs, and how (None: none)."""
+    g_fields = g.fields(values)
+    for name, value in e.fields(values).items():
+        if name == "info" and (value is SKIP or g_fields[name] is SKIP):
+            continue
+        why = difference(value, g_fields[name])
+        if why is not None:
+            return name, f"{g.kind!r} here, {e.kind!r} there" if name == "kind" else why
+    return "", None

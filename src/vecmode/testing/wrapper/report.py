@@ -1,0 +1,177 @@
+"""``WrapperReport``: what :func:`~vecmode.testing.check_wrapper` proved."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from gymnasium.vector import AutoresetMode
+
+from vecmode import registry
+from vecmode.modes import caller_resets
+from vecmode.testing.wrapper.events import PROPERTIES
+from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
+
+__all__ = ["WrapperReport"]
+
+
+@dataclass(frozen=True)
+class WrapperReport:
+    """What :func:`~vecmode.testing.check_wrapper` proved; ``str(report)`` shows
+    it all, :meth:`record` records it.
+
+    Attributes:
+        wrapper: the wrapper's name.
+        modes: the modes proved right.
+        refused: the modes refused at construction, as declared.
+        runs: the runs made (mode, base env, schedule).
+        transitions: the real transitions compared across runs.
+        batch_dependent: values were compared only where episodes end together.
+        wrapper_class: the class proved (None where the factory built a stack).
+        refusals: the modes the class's own constructor refused, and its error.
+        layers: the wrappers the factory stacked over the base env.
+        bases: the base envs the runs were made over.
+        properties: the properties checked.
+    """
+
+    wrapper: str
+    modes: tuple[AutoresetMode, ...]
+    refused: tuple[AutoresetMode, ...]
+    runs: tuple[str, ...]
+    transitions: int
+    batch_dependent: bool
+    wrapper_class: type | None = field(default=None, compare=False, repr=False)
+    refusals: Mapping[AutoresetMode, str] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
+    )
+    layers: int = field(default=1, compare=False, repr=False)
+    bases: tuple[str, ...] = field(default=DEFAULT_BASES, compare=False, repr=False)
+    properties: tuple[str, ...] = field(default=PROPERTIES, compare=False, repr=False)
+    #: The factory that was checked, and the test envs' kinds (for :meth:`record`).
+    _factory: Any = field(default=None, compare=False, repr=False)
+    _kinds: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
+    )
+
+    @property
+    def limits(self) -> tuple[str, ...]:
+        """What this proof cannot see (empty when it was run in several modes,
+        over the default bases)."""
+        found = []
+        if len(self.modes) == 1:
+            found.append(
+                f"proved in {self.modes[0].value} alone: its runs are compared with "
+                f"each other (over two base envs, episodes cut against the same ones "
+                f"truncated by the env), not with another mode's, so an error common "
+                f"to them all is not seen; declare and prove more modes for a "
+                f"stronger proof."
+            )
+        if self.modes and all(caller_resets(mode) for mode in self.modes):
+            found.append(
+                "every mode proved has the caller reset ended sub-envs: a masked "
+                "reset is compared only with another masked reset, so state that "
+                "reset(options={'reset_mask': m}) should clear and the wrapper keeps "
+                "is not seen; test that yourself, or prove a mode where the env "
+                "resets."
+            )
+        left_out = [base for base in DEFAULT_BASES if base not in self.bases]
+        if left_out:
+            found.append(
+                f"run over {', '.join(self.bases)} only, not over "
+                f"{', '.join(left_out)}; record() refuses this proof if the wrapper "
+                f"can be built over those."
+            )
+        return tuple(found)
+
+    def record(self) -> WrapperReport:
+        """Record this proof for :attr:`wrapper_class`, in this process:
+        :func:`vecmode.check_stack` then reports that exact class as *verified*
+        in the modes proved or refused, until its declaration changes.
+
+        Returns:
+            The report itself.
+
+        Raises:
+            ValueError: the check left out properties, the factory built a stack
+                of several wrappers, or the proof left out a default base the
+                wrapper can be built over.
+
+        >>> import gymnasium as gym
+        >>> import vecmode
+        >>> from vecmode.testing import check_wrapper
+        >>> @vecmode.supports(*vecmode.MODES)
+        ... class Twice(gym.vector.VectorWrapper):
+        ...     pass
+        >>> vecmode.registry.evidence(Twice).value
+        'declared'
+        >>> check_wrapper(Twice).record().summary
+        'Twice: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)'
+        >>> vecmode.registry.evidence(Twice).value
+        'verified'
+        """
+        if set(self.properties) != set(PROPERTIES):
+            raise ValueError(
+                f"check_wrapper({self.wrapper}) checked {', '.join(self.properties)} "
+                f"only; record a check of every property (properties=None)."
+            )
+        if self.wrapper_class is None:
+            raise ValueError(
+                f"check_wrapper({self.wrapper}) proved a stack of {self.layers} "
+                f"wrappers, not one class; record a check_wrapper run of each class "
+                f"alone."
+            )
+        for base in DEFAULT_BASES:
+            if base not in self.bases and self._builds_over(base):
+                raise ValueError(
+                    f"{self.wrapper} was proved over some base envs only, but it can "
+                    f"also be built over {base}: record a proof that covers it "
+                    f"(check_wrapper(..., bases=None), or name {base!r} in bases), "
+                    f"or do not record."
+                )
+        registry.record_verified(
+            self.wrapper_class, (*self.modes, *self.refused), self.summary
+        )
+        return self
+
+    def _builds_over(self, base: str) -> bool:
+        """Whether the factory builds its wrapper over ``base`` in a proved mode."""
+        if self._factory is None:
+            return False
+        for mode in self.modes:
+            envs = base_env(base, mode, self._kinds)
+            try:
+                self._factory(envs).close()
+            except Exception:  # refused there, or cannot wrap it
+                envs.close()
+                continue
+            return True
+        return False
+
+    @property
+    def summary(self) -> str:
+        """One line: the modes proved and how much was compared."""
+        modes = ", ".join(mode.value for mode in self.modes)
+        return (
+            f"{self.wrapper}: right in {modes} ({len(self.runs)} runs, "
+            f"{self.transitions} transitions compared)"
+        )
+
+    def __str__(self) -> str:
+        lines = [self.summary]
+        declared = [m.value for m in self.refused if m not in self.refusals]
+        if declared:
+            lines.append(f"refused at construction, as declared: {', '.join(declared)}")
+        lines += [
+            f"refused {mode.value} at construction, by its own constructor: {why}"
+            for mode, why in self.refusals.items()
+        ]
+        if self.batch_dependent:
+            lines.append(
+                "batch-dependent: values compared across modes where episodes end "
+                "together; kinds, actions and flags everywhere"
+            )
+        lines += [f"limits: {limit}" for limit in self.limits]
+        lines += [f"  {run}" for run in self.runs]
+        return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""The schedules a wrapper is run on, and the base envs it is run over.
+
+>>> [schedule.name for schedule in schedules(num_envs=2, wanted=9)]
+['episodes ending together', 'staggered episodes', 'staggered episodes truncated by the env where cut']
+>>> sorted(BASES) == sorted(DEFAULT_BASES + ("vecmode.testing.DenseFinalObsVectorEnv",))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from vecmode.autoreset import with_autoreset
+from vecmode.sync_vector_env import SyncVectorEnv
+from vecmode.testing.envs import DenseFinalObsVectorEnv, scheduled_env_fns
+
+__all__ = [
+    "BASES",
+    "DEFAULT_BASES",
+    "DENSE_LAYOUT",
+    "Schedule",
+    "base_env",
+    "schedules",
+]
+
+#: The base vector envs a wrapper can be run over, by name.
+BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEnv]] = {
+    "vecmode.SyncVectorEnv": lambda fns, mode: with_autoreset(SyncVectorEnv(fns), mode),
+    "gymnasium.vector.SyncVectorEnv": lambda fns, mode: gym.vector.SyncVectorEnv(
+        fns, autoreset_mode=mode
+    ),
+    # ALE's dense SAME_STEP final observations: for adapters of that layout
+    # (every other wrapper needs Gymnasium's layout, and refuses it)
+    "vecmode.testing.DenseFinalObsVectorEnv": lambda fns, mode: DenseFinalObsVectorEnv(
+        fns, autoreset_mode=mode
+    ),
+}
+#: The bases a wrapper is run over by default: those in Gymnasium's layout.
+DEFAULT_BASES = ("vecmode.SyncVectorEnv", "gymnasium.vector.SyncVectorEnv")
+#: The bases in ALE's dense layout. Their SAME_STEP steps report no final infos,
+#: so the infos of an ended step are not compared over them.
+DENSE_LAYOUT = frozenset({"vecmode.testing.DenseFinalObsVectorEnv"})
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Sub-env ``i``'s episode lengths and endings, and where to cut episodes.
+
+    Attributes:
+        name: names the schedule in a run's label.
+        lengths: per sub-env, its episodes' lengths (repeated).
+        truncate: per sub-env, whether each episode ends by truncation.
+        cuts: per sub-env, after which of its real transitions a masked reset
+            cuts the episode (when that transition did not end it).
+    """
+
+    name: str
+    lengths: tuple[tuple[int, ...], ...]
+    truncate: tuple[tuple[bool, ...], ...]
+    cuts: tuple[frozenset[int], ...]
+
+
+def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
+    """The "together" and "staggered" schedules, and the staggered one with each
+    cut made by the env itself (a truncation) instead of a masked reset."""
+    staggered = Schedule(
+        "staggered episodes",
+        tuple(((2, 3), (3,), (1, 4), (4, 2))[i % 4] for i in range(num_envs)),
+        tuple(((i % 2 == 0), False, True) for i in range(num_envs)),
+        tuple(frozenset({3 + i, 8}) for i in range(num_envs)),
+    )
+    together = Schedule(
+        "episodes ending together",
+        tuple((3, 1, 2, 4) for _ in range(num_envs)),
+        tuple(((i % 2 == 0), (i % 3 == 0)) for i in range(num_envs)),
+        tuple(frozenset() for _ in range(num_envs)),
+    )
+    return together, staggered, _truncated_at_cuts(staggered, wanted)
+
+
+def _truncated_at_cuts(schedule: Schedule, wanted: int) -> Schedule:
+    """``schedule`` whose episodes the env truncates where it has cuts: a
+    wrapper must treat both alike."""
+    lengths, truncate = [], []
+    for ls, ts, cuts in zip(
+        schedule.lengths, schedule.truncate, schedule.cuts, strict=True
+    ):
+        done, episode, ref_ls, ref_ts = 0, 0, [], []
+        while done < wanted + 8:
+            length, trunc = ls[episode % len(ls)], ts[episode % len(ts)]
+            cut = min((c for c in cuts if done < c < done + length), default=None)
+            ref_ls.append(length if cut is None else cut - done)
+            ref_ts.append(trunc if cut is None else True)
+            done = done + length if cut is None else cut
+            episode += 1
+        lengths.append(tuple(ref_ls))
+        truncate.append(tuple(ref_ts))
+    return Schedule(
+        "staggered episodes truncated by the env where cut",
+        tuple(lengths),
+        tuple(truncate),
+        tuple(frozenset() for _ in schedule.cuts),
+    )
+
+
+def base_env(
+    name: str,
+    mode: AutoresetMode,
+    kinds: Mapping[str, Any],
+    schedule: Schedule | None = None,
+) -> VectorEnv:
+    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds`` (as
+    ``check_wrapper`` was given them) on ``schedule`` (default: theirs)."""
+    rest = dict(kinds)
+    num_envs, obs_type = rest.pop("num_envs"), rest.pop("obs_type")
+    lengths, truncate = (
+        (None, None) if schedule is None else (schedule.lengths, schedule.truncate)
+    )
+    fns = scheduled_env_fns(num_envs, lengths, truncate, obs_type, **rest)
+    return BASES[name](fns, mode)

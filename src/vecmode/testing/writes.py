@@ -1,0 +1,185 @@
+"""The write checks both kits share: what a call returned must not change later.
+
+:class:`HeldResults` keeps each result beside a deep copy made when it was
+returned, and finds one that a later call changed (the env or wrapper writes
+into an array it returned). :class:`WritesBelow` keeps what the env below a
+wrapper returned to it, and finds where the wrapper wrote into it.
+
+>>> import numpy as np
+>>> flags = np.array([True, False])
+>>> held = HeldResults()
+>>> held.keep("call 0", (np.zeros(2), {}))
+>>> held.keep("call 1", (np.zeros(2), np.ones(2), flags, flags, {})) is None
+True
+>>> flags[0] = False  # the env clears its own array, which it returned
+>>> held.keep("call 2", (np.zeros(2), {}))
+('call 1', 'terminations')
+>>> held.first_changed()
+('call 1', 'terminations', 'call 2')
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import wrapt
+from gymnasium.vector import VectorEnv
+
+from vecmode.replay.compare import arrays_in, as_numpy, where_different
+
+__all__ = ["RESULT_PARTS", "HeldResults", "WritesBelow", "Written", "changed_part"]
+
+#: The parts of a result, by the size of its tuple (``reset``'s, ``step``'s).
+RESULT_PARTS: dict[int, tuple[str, ...]] = {
+    2: ("observations", "infos"),
+    5: ("observations", "rewards", "terminations", "truncations", "infos"),
+}
+
+
+def changed_part(returned: Any, kept: Any, skip: Container[str] = ()) -> str | None:
+    """The part of a ``reset`` or ``step`` result ``returned`` (and where in it,
+    e.g. ``"infos['_episode']"``) that is no longer as in ``kept``, a deep copy
+    made when it was returned; None if none (parts in ``skip`` not compared)."""
+    if not (isinstance(returned, tuple) and isinstance(kept, tuple)):
+        return None
+    if len(returned) != len(kept) or len(returned) not in RESULT_PARTS:
+        return None
+    parts = RESULT_PARTS[len(returned)]
+    for name, now, then in zip(parts, returned, kept, strict=True):
+        if name in skip:
+            continue
+        path = where_different(as_numpy(then), as_numpy(now))
+        if path is not None:
+            return name + path
+    return None
+
+
+#: What names a call in :class:`HeldResults`.
+Label = TypeVar("Label")
+
+
+class HeldResults(Generic[Label]):
+    """A run's results as returned, each beside a deep copy made then, compared
+    when the next call has returned (that call changed it) and at the end (a
+    later call did); the observations excepted where ``reuses_observations``
+    (the env says ``copy=False``)."""
+
+    def __init__(self, reuses_observations: bool = False) -> None:
+        self.reuses_observations = reuses_observations
+        self._results: list[tuple[Label, Any, Callable[[], Any]]] = []
+        #: per result found changed: the part, and the call that changed it
+        self._changed: dict[int, tuple[str, Label | None]] = {}
+
+    def keep(
+        self, label: Label, result: Any, kept: Callable[[], Any] | None = None
+    ) -> tuple[Label, str] | None:
+        """Keep ``result`` of the call ``label`` (``kept`` reads a deep copy of
+        it, made here by default); return the label of the result before and its
+        part this call changed, or None."""
+        found = None
+        if self._results:
+            part = self._check(len(self._results) - 1, by=label)
+            if part is not None:
+                found = (self._results[-1][0], part)
+        if kept is None:
+            copied = copy.deepcopy(result)
+
+            def kept() -> Any:
+                return copied
+
+        self._results.append((label, result, kept))
+        return found
+
+    def first_changed(self) -> tuple[Label, str, Label | None] | None:
+        """The first result a later call changed: its label, the part, and the
+        call that changed it (None where only now is it found); or None."""
+        for index in range(len(self._results)):
+            self._check(index, by=None)
+        for index, (label, _, _) in enumerate(self._results):
+            if index in self._changed:
+                part, by = self._changed[index]
+                return label, part, by
+        return None
+
+    def _check(self, index: int, by: Label | None) -> str | None:
+        """The part of the result at ``index`` found changed now, or None."""
+        if index in self._changed:
+            return None
+        _, result, kept = self._results[index]
+        skip = ("observations",) if self.reuses_observations else ()
+        part = changed_part(result, kept(), skip)
+        if part is not None:
+            self._changed[index] = (part, by)
+        return part
+
+
+@dataclass(frozen=True)
+class Written:
+    """An array the env below returned in the wrapper's call ``where`` (at
+    ``path`` in the result), ``returned`` then, ``found`` now, written into by
+    the call ``by`` (None: a later one)."""
+
+    path: str
+    where: str
+    returned: np.ndarray
+    found: np.ndarray
+    by: str | None
+
+
+class WritesBelow:
+    """Every array the env ``envs`` below a wrapper returns to it (an object
+    array's entries too), beside a copy made then; a new key in an info dict is
+    no write. Its ``reset`` and ``step`` are wrapped (``wrapt``) on the instance
+    itself, so the wrapper finds no extra layer under it."""
+
+    def __init__(self, envs: VectorEnv) -> None:
+        self._arrays: list[list[Any]] = []
+        self._checked = 0
+        for method in ("reset", "step"):
+            setattr(
+                envs, method, wrapt.FunctionWrapper(getattr(envs, method), self._record)
+            )
+
+    def _record(
+        self,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        result = wrapped(*args, **kwargs)
+        if isinstance(result, tuple) and len(result) in RESULT_PARTS:
+            parts = RESULT_PARTS[len(result)]
+            for part, value in zip(parts, result, strict=True):
+                for path, array in arrays_in(value, part):
+                    self._arrays.append([path, "", array, array.copy()])
+        return result
+
+    def check_call(self, where: str) -> Written | None:
+        """Where the wrapper's call ``where`` wrote into what it was returned."""
+        new = self._arrays[self._checked :]
+        self._checked = len(self._arrays)
+        for entry in new:
+            entry[1] = where
+        return self._first_written(new, by=where)
+
+    def check_all(self) -> Written | None:
+        """Where a later call wrote into what the wrapper was returned before."""
+        return self._first_written(self._arrays, by=None)
+
+    @staticmethod
+    def _first_written(arrays: list[list[Any]], by: str | None) -> Written | None:
+        for path, where, array, copied in arrays:
+            if array.dtype == object:  # its entries are held on their own
+                changed = array.shape != copied.shape or any(
+                    a is not b for a, b in zip(array.flat, copied.flat, strict=True)
+                )
+            else:
+                changed = where_different(copied, array) is not None
+            if changed:
+                return Written(path, where, copied, array, by)
+        return None

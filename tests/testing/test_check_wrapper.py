@@ -1,0 +1,489 @@
+"""check_wrapper: it passes every vecmode wrapper, reports what it proved, and
+refuses bad arguments."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, VectorWrapper
+
+import vecmode
+from tests.wrappers.cases import CASES, ToOffset, skip_unless_runnable, to_jax
+from vecmode import wrappers as vw
+from vecmode._evidence import CONFORMANCE_TESTED
+from vecmode.modes import from_dense_finals
+from vecmode.testing import (
+    PROPERTIES,
+    ConformanceError,
+    WrapperConformance,
+    WrapperReport,
+    check_wrapper,
+)
+
+#: the test-env options each catalogue case needs
+KINDS = {
+    "box": {},
+    "rich": {"info_type": "rich"},
+    "dict": {"obs_type": "dict"},
+    "tuple": {"obs_type": "tuple"},
+    "discrete": {"obs_type": "discrete"},
+    "image": {"obs_type": "image"},
+    "box_action": {"action_type": "box"},
+    "render": {"render_mode": "rgb_array", "wrappers": [vw.FinalFrameInfo]},
+    "jax": {"wrappers": [to_jax]},
+    "offset": {"wrappers": [ToOffset]},
+}
+
+
+def _key(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+#: the autoreset policies test_autoreset_policies_conform_over_the_bases_they_accept
+#: proves
+POLICIES = (
+    vecmode.NextStepAutoreset,
+    vecmode.SameStepAutoreset,
+    vecmode.DisableAutoreset,
+)
+
+
+#: classes whose check_wrapper run is in another test module (not a catalogue
+#: case: no Gymnasium counterpart), which asserts it is in CONFORMANCE_TESTED
+PROVEN_ELSEWHERE = (
+    vw.PPOStack,  # tests/wrappers/test_ppo_stack.py::test_conforms_in_every_mode
+    # test_the_dense_layout_adapter_conforms_over_the_dense_base (below)
+    vecmode.autoreset.GymnasiumFinalObs,
+    # test_the_batch_adapter_conforms_in_every_mode (below; over EnvPool, whose
+    # conventions it changes: tests/registry/test_env_classes.py)
+    vecmode.autoreset.GymnasiumBatch,
+)
+
+
+def _case_class(case) -> type:
+    """The class a catalogue case builds (without building a class given as
+    such: the jax ones import jax, which this process must not; nor a case whose
+    optional library is missing: the vecmode wrapper of the case's name)."""
+    if isinstance(case.wrap, type):
+        return case.wrap
+    if any(importlib.util.find_spec(m) is None for m in case.requires):
+        return getattr(vw, case.name)
+    from tests.wrappers.cases import vecmode_base
+
+    wrapped = case.wrap(vecmode_base(case.env, AutoresetMode.NEXT_STEP))
+    wrapped.close()
+    return type(wrapped)
+
+
+def test_the_verified_claim_is_what_the_conformance_tests_prove():
+    """vecmode.check_stack reports vecmode's own wrappers as verified because the
+    tests here prove them: the classes it names are exactly those the catalogue
+    and the policy test run check_wrapper on, and every public wrapper of
+    vecmode is one of them (the base classes, for subclassing, are not)."""
+    proven = {_key(_case_class(case)) for case in CASES} | {
+        _key(cls) for cls in (*POLICIES, *PROVEN_ELSEWHERE)
+    }
+    assert proven == CONFORMANCE_TESTED
+    bases = {
+        vw.ObservationWrapper,
+        vw.ActionWrapper,
+        vw.RewardWrapper,
+        vw.StatefulWrapper,
+    }
+    public = {
+        _key(obj)
+        for module in (vecmode, vw)
+        for obj in (getattr(module, name) for name in module.__all__)
+        if isinstance(obj, type) and issubclass(obj, VectorWrapper) and obj not in bases
+    }
+    assert public <= CONFORMANCE_TESTED, sorted(public - CONFORMANCE_TESTED)
+    for key in CONFORMANCE_TESTED:
+        module, _, name = key.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        assert vecmode.registry.evidence(cls) is vecmode.registry.Evidence.VERIFIED, key
+    for base in bases:
+        assert vecmode.registry.evidence(base) is vecmode.registry.Evidence.DECLARED, (
+            base
+        )
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_every_vecmode_wrapper_conforms(case):
+    skip_unless_runnable(case)
+    report = check_wrapper(case.wrap, **KINDS[case.env])
+    assert isinstance(report, WrapperReport)
+    assert _key(report.wrapper_class) in CONFORMANCE_TESTED
+    assert report.modes == tuple(AutoresetMode)
+    assert report.refused == ()
+    # 2 schedules x 3 modes x 2 base envs, and the staggered one truncated by
+    # the env where the caller cuts it, x 3 modes; all but one compared
+    assert len(report.runs) == 15
+    assert report.transitions == 13 * 3 * 9
+    assert report.batch_dependent == (
+        case.name in ("NormalizeObservation", "NormalizeReward")
+    )
+
+
+def test_a_stack_conforms_and_the_report_reads_well():
+    report = check_wrapper(
+        lambda env: vw.NormalizeReward(vw.FrameStackObservation(env, 2), gamma=0.9)
+    )
+    assert report.wrapper == "NormalizeReward"
+    assert report.batch_dependent  # found on the outermost layer that says
+    text = str(report)
+    assert text.splitlines()[0] == report.summary
+    assert "[NextStep over vecmode.SyncVectorEnv, episodes ending together]" in text
+    assert "[SameStep over gymnasium.vector.SyncVectorEnv, staggered episodes]" in text
+    assert "batch-dependent" in text
+
+
+def test_declared_modes_only_and_refusals_reported():
+    @vecmode.supports("NextStep", "Disabled")
+    class Scale(vw.RewardWrapper):
+        def rewards(self, rewards):
+            return rewards * 2
+
+    report = check_wrapper(Scale)
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.refused == (AutoresetMode.SAME_STEP,)
+    assert "refused at construction, as declared: SameStep" in str(report)
+    one = check_wrapper(Scale, modes=["Disabled"])
+    assert one.modes == (AutoresetMode.DISABLED,)
+
+
+# ------------------------------------------------ policies and adapters
+def test_autoreset_policies_conform_over_the_bases_they_accept():
+    """A policy produces its own mode (declared ``output``): events are read by it."""
+    report = check_wrapper(vecmode.SameStepAutoreset)
+    assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.wrapper_class is vecmode.SameStepAutoreset
+    report = check_wrapper(vecmode.DisableAutoreset)
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.wrapper_class is vecmode.DisableAutoreset
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(vecmode.NextStepAutoreset)
+    assert (
+        "[Disabled over gymnasium.vector.SyncVectorEnv, episodes ending together]: "
+        "refused "
+        "to be built although it accepts Disabled over vecmode.SyncVectorEnv: "
+        "NextStepAutoreset cannot wrap this env, although it supports its mode "
+        "Disabled: NEXT_STEP must reset a sub-env without stepping it"
+    ) in str(caught.value)
+    report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
+    assert report.modes == (AutoresetMode.DISABLED,)
+    assert report.wrapper_class is vecmode.NextStepAutoreset
+    assert all("gymnasium" not in run for run in report.runs)
+
+
+def test_the_batch_adapter_conforms_in_every_mode():
+    """GymnasiumBatch over envs already in Gymnasium's conventions changes
+    nothing, in every mode: the same transitions, masked resets included."""
+    report = check_wrapper(vecmode.autoreset.GymnasiumBatch)
+    assert report.modes == tuple(AutoresetMode)
+    assert report.refused == ()
+
+
+DENSE_BASES = [
+    "gymnasium.vector.SyncVectorEnv",
+    "vecmode.testing.DenseFinalObsVectorEnv",
+]
+
+
+@pytest.mark.parametrize("obs_type", ["box", "image"])
+def test_the_dense_layout_adapter_conforms_over_the_dense_base(obs_type):
+    """GymnasiumFinalObs over ALE's dense layout gives the same transitions (final
+    observations included) as Gymnasium's env in its own layout; the infos of an
+    ended step are not compared over the dense base (it drops them), the others
+    are."""
+    report = check_wrapper(
+        vecmode.autoreset.GymnasiumFinalObs,
+        bases=DENSE_BASES,
+        obs_type=obs_type,
+        info_type="rich",
+    )
+    assert report.modes == (AutoresetMode.SAME_STEP,)
+    assert report.refused == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert sum("DenseFinalObsVectorEnv" in run for run in report.runs) == 2
+    # a vecmode wrapper reads Gymnasium's layout: over the dense base, it refuses
+    with pytest.raises(AssertionError, match="reports final observations its own"):
+        check_wrapper(vw.NormalizeObservation, bases=DENSE_BASES)
+
+
+@vecmode.supports("SameStep", output="SameStep")
+class ReadsDenseRowsOfEverySubEnv(vecmode.autoreset.GymnasiumFinalObs):
+    """A wrong adapter: every row of the dense array as a final observation."""
+
+    def _step_result(self, result):
+        obs, rewards, terminations, truncations, infos = result
+        everyone = np.ones_like(terminations)
+        return (
+            obs,
+            rewards,
+            terminations,
+            truncations,
+            from_dense_finals(infos, everyone),
+        )
+
+
+@vecmode.supports("SameStep", output="SameStep")
+class ReadsResetObsAsFinal(vecmode.autoreset.GymnasiumFinalObs):
+    """A wrong adapter: the returned (reset) observations as final ones."""
+
+    def _step_result(self, result):
+        obs, rewards, terminations, truncations, infos = result
+        if "final_obs" in infos and "_final_obs" not in infos:  # the dense layout
+            infos = {**infos, "final_obs": np.array(obs, copy=True)}
+        return super()._step_result((obs, rewards, terminations, truncations, infos))
+
+
+@pytest.mark.parametrize(
+    ("adapter", "found"),
+    [
+        (
+            ReadsDenseRowsOfEverySubEnv,
+            (
+                "field info['_final_obs'], sub-env 0: expected False, got True",
+                "marking exactly the sub-envs whose episode ended",
+            ),
+        ),
+        (
+            ReadsResetObsAsFinal,
+            (
+                "field next_obs: [0. 1. 0.] here, [0. 0. 3.] there",
+                "vecmode.modes.from_dense_finals does it",
+            ),
+        ),
+    ],
+)
+def test_a_wrong_dense_layout_adapter_fails_over_the_dense_base(adapter, found):
+    """Each wrong translation is caught over the dense base, naming the field and
+    what to do; it passes over Gymnasium's layout alone, where the adapter is the
+    identity."""
+    check_wrapper(adapter, bases=["gymnasium.vector.SyncVectorEnv"])
+    with pytest.raises(
+        AssertionError, match=r"over vecmode\.testing\.DenseFinalObs"
+    ) as caught:
+        check_wrapper(adapter, bases=DENSE_BASES)
+    for text in found:
+        assert text in str(caught.value), str(caught.value)
+
+
+# ------------------------------------------------ limits and record()
+@vecmode.supports("Disabled")
+class KeepsEpisodeCountsOverMaskedResets(VectorWrapper):
+    """Wrong: reward + 0.001 x the steps of the episode, whose count only a full
+    reset() clears."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.steps = np.zeros(env.num_envs)
+
+    def reset(self, *, seed=None, options=None):
+        if not (options and "reset_mask" in options):
+            self.steps[:] = 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        self.steps += 1
+        return obs, rewards + 0.001 * self.steps, *rest
+
+
+def test_a_proof_in_one_mode_says_what_it_cannot_see():
+    """A wrapper declaring Disabled alone compares masked resets only with masked
+    resets: its state kept over them is not seen, and the report says so (the same
+    wrapper declaring every mode fails)."""
+    report = check_wrapper(KeepsEpisodeCountsOverMaskedResets)
+    assert report.modes == (AutoresetMode.DISABLED,)
+    one_mode, masked = report.limits
+    assert one_mode.startswith("proved in Disabled alone: its runs are compared with")
+    assert masked.startswith("every mode proved has the caller reset ended sub-envs")
+    assert "limits: every mode proved has the caller reset" in str(report)
+    every_mode = vecmode.supports(*vecmode.MODES)(
+        type("EveryMode", (KeepsEpisodeCountsOverMaskedResets,), {})
+    )
+    with pytest.raises(AssertionError, match="NEXT_STEP's reset step"):
+        check_wrapper(every_mode)
+
+
+@vecmode.supports("Disabled")
+class ReadsTheMaskTooLate(VectorWrapper):
+    """Wrong over Gymnasium's envs, which pop options['reset_mask']: reward + 0.001
+    x the steps of the episode, the count cleared where the mask says, read after
+    the env has seen the options."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.steps = np.zeros(env.num_envs)
+
+    def reset(self, *, seed=None, options=None):
+        result = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        self.steps[slice(None) if mask is None else mask] = 0
+        return result
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        self.steps += 1
+        return obs, rewards + 0.001 * self.steps, *rest
+
+
+def test_record_refuses_a_proof_that_left_out_a_base_the_wrapper_builds_over():
+    with pytest.raises(AssertionError, match=r"over gymnasium\.vector\.SyncVec"):
+        check_wrapper(ReadsTheMaskTooLate)
+    report = check_wrapper(ReadsTheMaskTooLate, bases=["vecmode.SyncVectorEnv"])
+    assert report.limits[-1] == (
+        "run over vecmode.SyncVectorEnv only, not over gymnasium.vector.SyncVectorEnv; "
+        "record() refuses this proof if the wrapper can be built over those."
+    )
+    with pytest.raises(ValueError, match="can also be built over gymnasium"):
+        report.record()
+    assert vecmode.registry.evidence(ReadsTheMaskTooLate).value == "declared"
+    # a policy that cannot wrap Gymnasium's env is proved where it can
+    report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])
+    assert report.record() is report
+
+
+class TestTheMixin(WrapperConformance):
+    """Collected by pytest: the mixin's tests, one per property, run here."""
+
+    check_options = {"obs_type": "image"}
+
+    def make_wrapper(self, env):
+        return vw.GrayscaleObservation(env)
+
+
+@vecmode.supports(*vecmode.MODES)
+class RewardPlusOne(VectorWrapper):
+    """Wrong in NextStep only at its reset step: r + 1 there invents a reward."""
+
+    def step(self, actions):
+        obs, rewards, *rest = self.env.step(actions)
+        return obs, rewards + 1, *rest
+
+
+def test_the_mixin_has_one_test_per_property_and_a_report():
+    tests = {name for name in dir(WrapperConformance) if name.startswith("test_")}
+    assert tests == {f"test_{prop}" for prop in PROPERTIES}
+    report = TestTheMixin().conformance_report()
+    assert report.wrapper == "GrayscaleObservation"
+    assert report.modes == tuple(AutoresetMode)
+
+
+def test_the_mixin_fails_the_test_of_the_broken_property_alone():
+    """The failure is in the test named after the property; every other test
+    checks its own property alone, and passes."""
+
+    class Broken(WrapperConformance):
+        def make_wrapper(self, env):
+            return RewardPlusOne(env)
+
+    with pytest.raises(ConformanceError, match="NEXT_STEP's reset step") as caught:
+        Broken().test_reset_step_stays_empty()
+    assert caught.value.property == "reset_step_stays_empty"
+    for prop in PROPERTIES:
+        if prop != "reset_step_stays_empty":
+            getattr(Broken(), f"test_{prop}")()
+    with pytest.raises(ConformanceError, match="NEXT_STEP's reset step"):
+        Broken().conformance_report()
+    with pytest.raises(NotImplementedError, match="must define make_wrapper"):
+        WrapperConformance().test_results_kept()
+
+
+def test_a_check_of_some_properties_checks_those_only():
+    report = check_wrapper(RewardPlusOne, properties=["results_kept"])
+    assert report.properties == ("results_kept",)
+    with pytest.raises(ValueError, match="checked results_kept only; record a check"):
+        report.record()
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(RewardPlusOne, properties=["reset_step_stays_empty"])
+    assert caught.value.property == "reset_step_stays_empty"
+    with pytest.raises(ValueError, match="properties must be a list naming some of"):
+        check_wrapper(RewardPlusOne, properties=["fast"])
+
+
+# -------------------------------------------------------------------- errors
+def test_bad_arguments_are_refused_clearly():
+    class Undeclared(VectorWrapper):
+        pass
+
+    with pytest.raises(ValueError, match=r"declares no autoreset modes.*supports"):
+        check_wrapper(Undeclared)
+    assert check_wrapper(Undeclared, modes=vecmode.MODES).modes == tuple(AutoresetMode)
+    with pytest.raises(TypeError, match="wrapper class or a callable"):
+        check_wrapper(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="num_envs must be an int >= 2"):
+        check_wrapper(vw.NormalizeReward, num_envs=1)
+    with pytest.raises(ValueError, match="transitions must be an int >= 1"):
+        check_wrapper(vw.NormalizeReward, transitions=0)
+    with pytest.raises(ValueError, match="obs_type must be one of"):
+        check_wrapper(vw.NormalizeReward, obs_type="video")
+    with pytest.raises(TypeError, match=r"returned int, not a gymnasium\.vector"):
+        check_wrapper(lambda env: 3, modes=["NextStep"])
+    with pytest.raises(ValueError, match="bases must be a list naming one or more"):
+        check_wrapper(vw.NormalizeReward, bases=["envpool"])
+    with pytest.raises(ValueError, match=r"got \['vecmode.SyncVectorEnv'\]"):
+        check_wrapper(vw.NormalizeReward, bases="vecmode.SyncVectorEnv")
+    with pytest.raises(ValueError, match="no mode to prove"):
+        check_wrapper(vw.NormalizeReward, modes=[])
+    NextStepOnly = vecmode.supports("NextStep")(type("NextStepOnly", (Undeclared,), {}))
+    with pytest.raises(AssertionError, match="refused a mode to prove: NextStepOnly"):
+        check_wrapper(NextStepOnly, modes=["SameStep"])
+
+
+def test_sub_envs_that_render_and_wrappers_around_them():
+    """render_mode gives frames that say which sub-env, episode and step they
+    show; wrappers wrap every test sub-env."""
+    from vecmode.testing import decode
+
+    seen: list = []
+
+    class Tag(gym.Wrapper):
+        def step(self, action):
+            *result, info = self.env.step(action)
+            return *result, {**info, "tag": self.env.render()[0, 0, 2]}
+
+    @vecmode.supports(*vecmode.MODES)
+    class Frames(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            seen.append((self.env.render(), infos))
+            return *result, infos
+
+    check_wrapper(Frames, render_mode="rgb_array", wrappers=[Tag])
+    frames = [frame for frames, _ in seen for frame in frames]
+    assert {decode(frame)[0] for frame in frames} == {0, 1, 2}
+    tags = {
+        int(tag)
+        for _, infos in seen
+        if "tag" in infos
+        for tag, there in zip(infos["tag"], infos["_tag"], strict=True)
+        if there
+    }
+    assert tags == {1, 2, 3, 4}  # each step's number, from the wrapped sub-envs
+    with pytest.raises(ValueError, match="render_mode must be one of None, 'rgb_a"):
+        check_wrapper(vw.NormalizeReward, render_mode="human")
+
+
+@pytest.mark.parametrize("modes", [None, [AutoresetMode.DISABLED]])
+def test_a_wrapper_with_text_observations_conforms(modes):
+    """Text observations are batched as a tuple of strings, not as a Tuple
+    space's batch: the kit reads sub-env i's whole string (it read character i of
+    every string, and reported this correct wrapper as not conforming; in
+    DISABLED alone, the masked resets' check of the sub-envs not reset did)."""
+
+    def to_text(env):
+        return vw.TransformObservation(
+            env,
+            lambda batch: tuple(f"{int(x):05d}" for x in np.asarray(batch)),
+            single_observation_space=gym.spaces.Text(
+                5, min_length=5, charset="0123456789"
+            ),
+        )
+
+    report = check_wrapper(to_text, obs_type="discrete", modes=modes)
+    assert report.modes == tuple(modes or vecmode.MODES)

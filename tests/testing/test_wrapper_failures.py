@@ -1,0 +1,438 @@
+"""check_wrapper catches wrappers that give other events in another mode, or
+break a call's own checks (SAME_STEP's layout, the spaces, the env's infos)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.wrappers import vector as gym_vector
+
+import vecmode
+from vecmode import wrappers as vw
+from vecmode.testing import check_wrapper
+from vecmode.testing.envs import STEP_INFO_KEYS
+from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
+
+
+# ------------------------------------------------------------ broken wrappers
+@vecmode.supports(*vecmode.MODES)
+class ForgetsFinalObs(VectorWrapper):
+    """Doubles the observations, but not ``info["final_obs"]``."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return obs * 2, infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        return obs * 2, rewards, terms, truncs, infos
+
+
+@vecmode.supports(*vecmode.MODES)
+class CountsResetSteps(VectorWrapper):
+    """Scales rewards by the mean reward of every call's sub-envs: NEXT_STEP's
+    reset steps (reward 0) are counted as if they were real steps."""
+
+    batch_dependent = True
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.total, self.count = 0.0, 0
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.total += float(np.sum(rewards))
+        self.count += len(rewards)
+        return obs, rewards / (self.total / self.count), terms, truncs, infos
+
+
+@vecmode.supports("NextStep", "SameStep")
+class StepCounter(VectorWrapper):
+    """Appends each sub-env's step in its episode to the observation; written for
+    NEXT_STEP (a new episode starts the call after one ended) and declared for
+    SAME_STEP too, where it gets the first observations wrong."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (4,), np.float32)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
+
+    def _with(self, obs):
+        return np.concatenate([obs, self.t[:, None].astype(np.float32)], axis=1)
+
+    def reset(self, *, seed=None, options=None):
+        mask = (options or {}).get("reset_mask")  # Gymnasium's reset pops it
+        obs, infos = self.env.reset(seed=seed, options=options)
+        if mask is None:
+            self.t = np.zeros(self.num_envs)
+            self.ended = np.zeros(self.num_envs, dtype=bool)
+        else:
+            self.t[mask] = 0
+            self.ended[mask] = False
+        return self._with(obs), infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.t = np.where(self.ended, 0, self.t + 1)
+        self.ended = terms | truncs
+        if "final_obs" in infos:
+            infos = dict(infos)
+            finals = np.empty(self.num_envs, dtype=object)
+            for i, (o, t) in enumerate(zip(infos["final_obs"], self.t, strict=True)):
+                finals[i] = None if o is None else np.append(o, np.float32(t))
+            infos["final_obs"] = finals
+        return self._with(obs), rewards, terms, truncs, infos
+
+
+def test_catches_a_wrapper_that_forgets_final_obs():
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(ForgetsFinalObs)
+    message = str(caught.value)
+    assert message.startswith(
+        "check_wrapper(ForgetsFinalObs): [SameStep over vecmode.SyncVectorEnv, "
+        "episodes ending together] differs from [NextStep over "
+        "vecmode.SyncVectorEnv, episodes ending together]: sub-env 0, event 3 (a "
+        "real transition, call 3 here, "
+        "call 3 there), field next_obs: [0. 0. 3.] here, [0. 0. 6.] there"
+    ), message
+    assert "final observations (info['final_obs'] in SAME_STEP)" in message
+
+
+def test_catches_statistics_that_count_next_steps_reset_step():
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(CountsResetSteps)
+    message = str(caught.value)
+    assert (
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] differs from "
+        in (message)
+    )
+    assert "field reward" in message
+    assert "not NEXT_STEP's reset step" in message
+    # the same wrapper is right where no reset step exists
+    report = check_wrapper(CountsResetSteps, modes=["SameStep", "Disabled"])
+    assert report.modes == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
+def test_catches_a_wrapper_that_declares_a_mode_it_gets_wrong():
+    check_wrapper(StepCounter, modes=["NextStep"])  # right where written for
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(StepCounter)
+    message = str(caught.value)
+    assert (
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] differs"
+        in (message)
+    )
+    assert "an episode start" in message and "field obs" in message
+    assert "[0. 1. 0. 3.] here, [0. 1. 0. 0.] there" in message
+
+
+def test_catches_final_obs_outside_the_wrappers_space():
+    @vecmode.supports(*vecmode.MODES)
+    class Shrink(vw.ObservationWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (2,), np.float32)
+            self.observation_space = gym.vector.utils.batch_space(
+                self.single_observation_space, self.num_envs
+            )
+
+        def observations(self, observations):
+            return observations[:, :2]
+
+    check_wrapper(Shrink)
+
+    class ShrinkForgetting(ForgetsFinalObs):
+        def __init__(self, env):
+            super().__init__(env)
+            self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (2,), np.float32)
+            self.observation_space = gym.vector.utils.batch_space(
+                self.single_observation_space, self.num_envs
+            )
+
+        def reset(self, *, seed=None, options=None):
+            obs, infos = self.env.reset(seed=seed, options=options)
+            return obs[:, :2], infos
+
+        def step(self, actions):
+            obs, *rest = self.env.step(actions)
+            return obs[:, :2], *rest
+
+    with pytest.raises(AssertionError, match=r"field final_obs: .* is not in the"):
+        check_wrapper(ShrinkForgetting)
+
+
+def test_catches_a_broken_final_obs_mask():
+    @vecmode.supports(*vecmode.MODES)
+    class DropsMask(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            return *result, {k: v for k, v in infos.items() if k != "_final_obs"}
+
+    with pytest.raises(
+        AssertionError,
+        match=r"field info\['_final_obs'\], sub-env 0: expected True, got nothing",
+    ):
+        check_wrapper(DropsMask)
+
+    @vecmode.supports(*vecmode.MODES)
+    class WidensMask(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            if "_final_obs" in infos:
+                infos = {**infos, "_final_obs": np.ones(self.num_envs, dtype=bool)}
+            return *result, infos
+
+    with pytest.raises(
+        AssertionError,
+        match=r"field info\['_final_obs'\], sub-env \d: expected False, got True",
+    ):
+        check_wrapper(WidensMask, num_envs=3)
+
+
+def test_catches_lost_partial_resets():
+    @vecmode.supports("NextStep")
+    class StackIgnoringCuts(vw.FrameStackObservation):
+        """Clears a sub-env's stack when its episode ended or at a full reset,
+        not when a masked reset cuts an episode short."""
+
+        def transition(self, observations, rewards, terms, truncs, mask):
+            super().transition(observations, rewards, terms, truncs, mask)
+            over = getattr(self, "over", np.zeros_like(mask))
+            self.over = np.where(mask, terms | truncs, over)
+
+        def episode_start(self, observations, mask):
+            over = getattr(self, "over", np.ones_like(mask))
+            super().episode_start(observations, mask if mask.all() else mask & over)
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(lambda env: StackIgnoringCuts(env, 2))
+    message = str(caught.value)
+    assert (
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes] differs from "
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes truncated by the "
+        "env where cut]: sub-env 0, event"
+    ) in message, message
+    assert "(an episode start" in message and "field obs" in message
+    assert "clear the sub-env's state on a masked reset" in message
+
+
+def test_catches_wrong_metadata():
+    @vecmode.supports(*vecmode.MODES)
+    class Relabels(VectorWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    with pytest.raises(AssertionError, match=r"metadata\['autoreset_mode'\] is "):
+        check_wrapper(Relabels)
+
+
+def test_catches_an_undeclared_mode_accepted():
+    @vecmode.supports("NextStep")
+    class Declared(VectorWrapper):
+        pass
+
+    class Sneaky(VectorWrapper):
+        pass
+
+    def factory(env):  # builds the declared class without its construction check
+        wrapped = Sneaky(env)
+        wrapped.__class__ = Declared
+        return wrapped
+
+    with pytest.raises(AssertionError, match="accepted SameStep, which it does not"):
+        check_wrapper(factory)
+
+
+def test_gymnasium_wrappers_are_held_to_their_registry_entries():
+    """Gymnasium's NormalizeReward is right in NEXT_STEP; in SAME_STEP the kit
+    finds what the registry records, and Gymnasium's classes don't refuse modes
+    unless vecmode.guard() is on."""
+    kit = {"batch_dependent": True}  # its statistics pool the batch
+    with pytest.raises(
+        AssertionError, match=r"SameStep over .* differs from \[NextStep"
+    ):
+        check_wrapper(gym_vector.NormalizeReward, modes=["NextStep", "SameStep"], **kit)
+    # accepting a mode it is known to get wrong fails, for the recorded reason
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(gym_vector.NormalizeReward, **kit)
+    message = str(caught.value)
+    assert (
+        "built over a SameStep env: accepted SameStep, in which vecmode's registry "
+        "records it as wrong: It restarts the discounted return"
+    ) in message
+    assert "Use vecmode.wrappers.NormalizeReward instead" in message
+    with vecmode.guard():
+        report = check_wrapper(gym_vector.NormalizeReward, **kit)
+    assert report.modes == (AutoresetMode.NEXT_STEP,)
+    assert report.refused == (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
+def test_a_classs_own_error_in_an_undeclared_mode_is_its_refusal():
+    """Gymnasium's TransformObservation raises ValueError when built in SameStep,
+    which vecmode's entry records as its refusal: the kit reports it, with the
+    error, and proves the other modes."""
+    report = check_wrapper(
+        lambda env: gym_vector.TransformObservation(
+            env, lambda o: o * 2, env.observation_space
+        )
+    )
+    assert report.modes == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
+    assert report.refused == (AutoresetMode.SAME_STEP,)
+    assert report.refusals[AutoresetMode.SAME_STEP].startswith(
+        "ValueError: Expected autoreset_mode to be NEXT_STEP or DISABLED"
+    )
+    assert (
+        "refused SameStep at construction, by its own constructor: ValueError: "
+    ) in str(report)
+    # asked to prove that mode, the same error is a failure
+    with pytest.raises(AssertionError, match=r"raised ValueError there, in "):
+        check_wrapper(
+            lambda env: gym_vector.TransformObservation(
+                env, lambda o: o * 2, env.observation_space
+            ),
+            modes=["SameStep"],
+        )
+
+
+def test_a_factory_that_cannot_be_built_raises_its_own_error():
+    with pytest.raises(gym.error.InvalidBound):
+        check_wrapper(vw.ClipReward)  # no bounds: the constructor's own error
+
+
+def test_an_error_while_running_names_the_call():
+    @vecmode.supports(*vecmode.MODES)
+    class NoPartialResets(VectorWrapper):
+        def reset(self, *, seed=None, options=None):
+            if options and "reset_mask" in options:
+                raise ValueError("no partial resets here")
+            return self.env.reset(seed=seed, options=options)
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(NoPartialResets)
+    message = str(caught.value)
+    assert message.startswith(  # DISABLED resets ended sub-envs with a mask
+        "check_wrapper(NoPartialResets): [Disabled over vecmode.SyncVectorEnv, "
+        "episodes ending together], call 4 (reset with reset_mask="
+    )
+    assert "raised ValueError: no partial resets here" in message
+    assert PARTIAL_RESET_HINT in message
+
+
+def episode_statistics(info):
+    """What RecordEpisodeStatistics reports at an episode's end (not its time)."""
+    episode = info.get("episode")
+    return None if episode is None else (float(episode["r"]), int(episode["l"]))
+
+
+def test_infos_are_compared_when_asked():
+    report = check_wrapper(vw.RecordEpisodeStatistics, compare_info=episode_statistics)
+    assert report.modes == tuple(AutoresetMode)
+    # Gymnasium's: its statistics are right directly over vecmode's envs, in every
+    # mode (its registry entry says so), but the step's info['_episode'] is its own
+    # array, which the reset of the sub-envs that ended there clears in place (the
+    # entry's caveat): the kit, which keeps what was returned, catches that where
+    # such a reset comes (Disabled); and it pops reset_mask out of the caller's
+    # options after its own reset, which the kit catches over vecmode's env (which
+    # leaves them alone) at the first masked reset (NextStep's first cut). Over
+    # Gymnasium's SyncVectorEnv, which pops reset_mask from the options before the
+    # wrapper reads them, its statistics are wrong after a masked reset
+    # (tests/registry/test_gymnasium_verdicts.py shows it)
+    kit = {"compare_info": episode_statistics, "modes": vecmode.MODES}
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(
+            gym_vector.RecordEpisodeStatistics, bases=["vecmode.SyncVectorEnv"], **kit
+        )
+    message = str(caught.value)
+    assert (
+        "[Disabled over vecmode.SyncVectorEnv, episodes ending together], call 3 "
+        "(step), field infos['_episode']: what was returned here "
+        "(infos['_episode']) was changed by a later call ([Disabled over "
+        "vecmode.SyncVectorEnv, episodes ending together], call 4 (reset with "
+        "reset_mask=[True, True, True]))"
+    ) in message, message
+    kit["modes"] = ["NextStep"]
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(gym_vector.RecordEpisodeStatistics, **kit)
+    message = str(caught.value)
+    assert (
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes], call 5 (reset "
+        "with reset_mask=[True, False, False]), field options: "
+        "reset() changed the caller's options: {'reset_mask': array([ True, False, "
+        "False])} became {}"
+    ) in message, message
+
+    @vecmode.supports(*vecmode.MODES)
+    class CountsResetStepsInLength(vw.RecordEpisodeStatistics):
+        def step(self, actions):
+            result = super().step(actions)
+            self.episode_lengths[~self.boundary.real] += 1  # the reset step too
+            return result
+
+    with pytest.raises(
+        AssertionError,
+        match=r"field info: \['compare_info'\]: \[1\]: 1 here, 2 there",
+    ):
+        check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
+    check_wrapper(CountsResetStepsInLength)  # its own info key unread: not caught
+
+
+@pytest.mark.parametrize("info_type", ["numeric", "rich"])
+def test_a_wrapper_losing_the_env_s_infos_fails_without_compare_info(info_type):
+    """The sub-envs' own infos are compared whatever compare_info says: a wrapper
+    that drops SameStep's final_info (where the ended step's info is) loses the
+    env's info at every episode end."""
+
+    @vecmode.supports(*vecmode.MODES)
+    class DropsFinalInfo(gym.vector.VectorWrapper):
+        def step(self, actions):
+            obs, rewards, terminations, truncations, infos = self.env.step(actions)
+            kept = {k: v for k, v in infos.items() if "final_info" not in k}
+            return obs, rewards, terminations, truncations, kept
+
+    key = STEP_INFO_KEYS[info_type]
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(DropsFinalInfo, info_type=info_type)
+    message = str(caught.value)
+    assert "[SameStep over" in message, message
+    assert (
+        f"field info: the sub-env's info[{key!r}] is missing: the sub-env's info did "
+        "not reach the caller"
+    ) in message
+    assert "env_infos=False" in message
+    check_wrapper(DropsFinalInfo, modes=["NextStep", "Disabled"], info_type=info_type)
+    check_wrapper(DropsFinalInfo, info_type=info_type, env_infos=False)  # on purpose
+
+
+def test_batch_dependent_values_differ_when_episodes_are_staggered():
+    """Why the option exists: pooled statistics see different batches."""
+    with pytest.raises(AssertionError, match=r"staggered episodes\]") as caught:
+        check_wrapper(vw.NormalizeObservation, batch_dependent=False)
+    assert "batch_dependent = True" in str(caught.value)
+
+
+@vecmode.supports(*vecmode.MODES)
+class ZeroesTheOthersOnAMaskedReset(VectorWrapper):
+    """Wrong: a masked reset returns zeros for the sub-envs it did not reset."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        if mask is not None:
+            obs = np.where(np.asarray(mask)[:, None], obs, 0).astype(obs.dtype)
+        return obs, infos
+
+
+def test_a_masked_reset_keeps_the_other_sub_envs_observations():
+    """A Disabled loop feeds a masked reset's whole batch to its policy: the rows
+    of the sub-envs not reset must be their last observations, as returned."""
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(ZeroesTheOthersOnAMaskedReset)
+    message = str(caught.value)
+    assert "(reset with reset_mask=" in message
+    assert "(not reset), field obs: [0. 0. 0.] here" in message
+    assert "there the call before's" in message
