@@ -8,6 +8,7 @@ import vecmode
 from tests.cli.helpers import TARGETS, flat, one_error_line, run
 from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vecmode.cli.common import cannot_build_message
+from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 
 
 def test_conform_a_conforming_wrapper_is_exit_code_0(capsys):
@@ -29,8 +30,7 @@ def test_conform_a_class_uses_its_declaration(capsys):
 
 def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
     from tests.cli.targets import ShiftObservation
-    from vecmode.testing import check_wrapper
-    from vecmode.testing.conformance import WrapperReport
+    from vecmode.testing import WrapperReport, check_wrapper
 
     code, out, err = run(["conform", f"{TARGETS}:ShiftObservation"], capsys)
     assert (code, err) == (EXIT_FAILED, "")
@@ -166,7 +166,7 @@ def test_conform_gymnasium_normalize_observation_says_what_and_why(capsys):
         "with reset_mask=[True, False, False]): raised ValueError: "
         "NormalizeObservation does not support partial resets."
     ) in text
-    assert flat(vecmode.testing.conformance.conformance_partial_reset_hint()) in text
+    assert flat(PARTIAL_RESET_HINT) in text
 
 
 def test_conform_gymnasium_record_episode_statistics_fails_for_partial_resets(capsys):

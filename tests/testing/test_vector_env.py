@@ -620,7 +620,9 @@ def test_record_reports_the_class_verified_in_the_mode_proved():
     assert report.record() is report
     row = vecmode.check_stack(envs)[0]
     assert row.evidence.value == "verified"
-    assert row.evidence_note == vecmode.registry.evidence_env_recorded(report.summary)
+    assert row.evidence_note == (
+        f"verified: proven by check_vector_env in this process ({report.summary})"
+    )
     vecmode.assert_compatible(envs, verified=True)
     # that mode only, that class only
     assert vecmode.check_stack(other_mode)[0].evidence.value == "declared"

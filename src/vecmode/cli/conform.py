@@ -34,14 +34,12 @@ def run(args: argparse.Namespace) -> bool:
     """Run ``check_wrapper`` on ``args.factory`` and print its report."""
     target = resolve(args.factory, "conform FACTORY")
     from vecmode.testing import (
+        BASES,
         OBS_TYPES,
         check_wrapper,
         episode_statistics,
         scheduled_env_fns,
     )
-
-    # not exported by vecmode.testing yet: import them from there once they are
-    from vecmode.testing.conformance import BASES
     from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
 
     kinds = {"bases": BASES, "obs_type": OBS_TYPES, "action_type": ACTION_TYPES,
