@@ -65,42 +65,6 @@ from vecmode.wrappers.vectorize_reward import (
     VectorizeTransformReward,
 )
 
-# Each returns the wrapped env's observations or new arrays, never a buffer it
-# writes again (tests/test_transitions.py holds them to it): a collector over them
-# need not copy what a copying core returns. Not TransformObservation (it returns
-# what its function returns), nor the bases (a subclass may keep a buffer).
-FRESH_OBSERVATION_WRAPPERS.update(
-    {
-        ArrayConversion,
-        ClipAction,
-        ClipReward,
-        DictInfoToList,
-        DtypeObservation,
-        FilterObservation,
-        FlattenObservation,
-        FrameStackObservation,
-        GrayscaleObservation,
-        HumanRendering,
-        JaxToNumpy,
-        JaxToTorch,
-        NormalizeObservation,
-        NormalizeReward,
-        NumpyToTorch,
-        PPOStack,
-        RecordEpisodeStatistics,
-        RecordVideo,
-        RescaleAction,
-        RescaleObservation,
-        ReshapeObservation,
-        ResizeObservation,
-        TransformAction,
-        TransformReward,
-        VectorizeTransformAction,
-        VectorizeTransformObservation,
-        VectorizeTransformReward,
-    }
-)
-
 __all__ = [
     "ActionWrapper",
     "ArrayConversion",
@@ -137,3 +101,21 @@ __all__ = [
     "VectorizeTransformReward",
     "ppo_stack",
 ]
+
+# Each of the others returns the wrapped env's observations or new arrays, never a
+# buffer it writes again (tests/test_transitions.py holds them to it): a collector
+# over them need not copy what a copying core returns. Not FinalFrameInfo (a
+# single-env wrapper), TransformObservation (it returns what its function
+# returns), the bases (a subclass may keep a buffer), nor ppo_stack (a function).
+_NOT_FRESH = {
+    "ActionWrapper",
+    "FinalFrameInfo",
+    "ObservationWrapper",
+    "RewardWrapper",
+    "StatefulWrapper",
+    "TransformObservation",
+    "ppo_stack",
+}
+FRESH_OBSERVATION_WRAPPERS.update(
+    globals()[name] for name in __all__ if name not in _NOT_FRESH
+)

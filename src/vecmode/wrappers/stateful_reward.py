@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.error import InvalidBound
 from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
@@ -61,23 +60,12 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
     """Scale rewards so that their discounted sum has roughly unit variance.
 
     Same arguments and statistics as
-    :class:`gymnasium.wrappers.vector.NormalizeReward` (over a NEXT_STEP env it
-    returns exactly what Gymnasium's does given the same statistics, see below)
-    and right in every mode: on each real
-    transition, and only then, sub-env ``i``'s discounted sum is updated,
-    ``accumulated_reward[i] = accumulated_reward[i] * gamma * (1 - terminated[i])
-    + reward[i]``, and the running variance (``return_rms``) takes the updated
-    sums of the sub-envs that moved. Rewards are divided by
-    ``sqrt(return_rms.var + epsilon)``. As in Gymnasium (and its single-env
-    ``NormalizeReward``), the sum runs on across episodes, cut by a termination
-    only; ``reset()`` without a mask restarts it for every sub-env, a masked
-    reset (DISABLED's way to start the next episode) leaves it as it is, exactly
-    as an autoreset does in the other modes.
-
-    ``return_rms`` is a :class:`vecmode.wrappers.running_stats.RunningMeanStd`:
-    Gymnasium's class, updated in float64 at a fraction of the cost (Gymnasium's
-    takes the float32 sums' mean and variance in float32, so the two agree to
-    float32 rounding); any object with ``var`` and ``update`` may replace it.
+    :class:`gymnasium.wrappers.vector.NormalizeReward`, right in every mode: only
+    real transitions advance sub-env ``i``'s discounted sum
+    ``accumulated_reward[i]``, and the running variance (``return_rms``) takes
+    the sums of the sub-envs that moved. Rewards are divided by
+    ``sqrt(return_rms.var + epsilon)``. As in Gymnasium, the sum runs on across
+    episodes, cut by a termination only; ``reset()`` without a mask restarts it.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
@@ -94,10 +82,7 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
     ) -> None:
         """Args as Gymnasium's (``gamma`` in [0, 1], ``epsilon`` > 0)."""
-        if not 0 <= gamma <= 1:
-            raise InvalidBound(
-                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
-            )
+        gamma = self._checked_gamma(gamma)
         super().__init__(env)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)

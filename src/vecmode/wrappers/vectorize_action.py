@@ -13,11 +13,10 @@ from typing import Any
 import numpy as np
 from gymnasium import Space
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate
+from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import transform_action
 
-from vecmode.wrappers.base import ActionWrapper, empty_batch, iterate_batch
-from vecmode.wrappers.vectorize_observation import _SingleEnv, set_spaces
+from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
 
 __all__ = ["ClipAction", "RescaleAction", "TransformAction", "VectorizeTransformAction"]
 
@@ -84,7 +83,7 @@ class VectorizeTransformAction(ActionWrapper):
         """
         super().__init__(env)
         self.wrapper = wrapper(
-            _SingleEnv(action_space=self.env.single_action_space), **kwargs
+            SpaceEnv(action_space=self.env.single_action_space), **kwargs
         )
         self.single_action_space = self.wrapper.action_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -92,13 +91,8 @@ class VectorizeTransformAction(ActionWrapper):
 
     def actions(self, actions: Any) -> Any:
         """Apply the single-env function to each sub-env's action."""
-        func = self._func
         space = self.env.single_action_space
-        return concatenate(
-            space,
-            [func(a) for a in iterate_batch(self.action_space, actions)],
-            empty_batch(space, self.num_envs),
-        )
+        return map_items(self._func, self.action_space, actions, space, self.num_envs)
 
 
 class ClipAction(VectorizeTransformAction):

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from gymnasium import Env
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_reward
 
-from vecmode.wrappers.base import RewardWrapper
+from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 from vecmode.wrappers.clipping import clip, fast_bounds
 
 __all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
@@ -66,7 +65,7 @@ class VectorizeTransformReward(RewardWrapper):
             **kwargs: its arguments.
         """
         super().__init__(env)
-        self.wrapper = wrapper(Env(), **kwargs)
+        self.wrapper = wrapper(SpaceEnv(), **kwargs)
         self._func = self.wrapper.func
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
