@@ -6,18 +6,11 @@ import change::
     from gymnasium.wrappers.vector import NormalizeObservation   # before
     from vecmode.wrappers import NormalizeObservation            # after
 
-Each one declares NEXT_STEP, SAME_STEP and DISABLED in the registry, transforms
-``info["final_obs"]`` like the observations, passes ``reset_mask`` down intact and
-keeps per-sub-env state right across partial resets. :class:`FrameStackObservation`
-is new (Gymnasium has no vector frame stack).
-
-:func:`ppo_stack` builds CleanRL's PPO stack (episode statistics, observation
-normalisation and clip, reward normalisation and clip), by default as one
-:class:`PPOStack` layer returning exactly what the five layers return.
-
-For wrapper authors: :class:`ObservationWrapper`, :class:`ActionWrapper`,
-:class:`RewardWrapper` and :class:`StatefulWrapper` make a new wrapper right in
-every mode by default.
+Each one declares all three modes, transforms ``info["final_obs"]`` like the
+observations and keeps per-sub-env state right across partial resets. New:
+:class:`FrameStackObservation`, :func:`ppo_stack` (CleanRL's PPO stack in one
+layer), and the bases :class:`ObservationWrapper`, :class:`ActionWrapper`,
+:class:`RewardWrapper` and :class:`StatefulWrapper` for your own wrappers.
 """
 
 from vecmode.core import FRESH_OBSERVATION_WRAPPERS

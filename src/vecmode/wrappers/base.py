@@ -219,9 +219,8 @@ def map_items(
     single_space: Space,
     num_envs: int,
 ) -> Any:
-    """``func`` applied to each item of ``batch`` (an element of
-    ``batched_space``), the results batched as ``num_envs`` items of
-    ``single_space`` in a new batch."""
+    """``func`` of each item of ``batch`` (of ``batched_space``), in a new batch
+    of ``num_envs`` items of ``single_space``."""
     return concatenate(
         single_space,
         [func(item) for item in iterate_batch(batched_space, batch)],
@@ -253,16 +252,12 @@ def set_spaces(
 ) -> None:
     """Set ``{kind}_space`` / ``single_{kind}_space`` of ``wrapper`` as
     Gymnasium's transforms do (``kind``: ``"observation"`` or ``"action"``)."""
-    if space is None:
-        if single_space is not None:
-            setattr(wrapper, f"single_{kind}_space", single_space)
-            setattr(
-                wrapper, f"{kind}_space", batch_space(single_space, wrapper.num_envs)
-            )
-    else:
+    if single_space is not None:
+        setattr(wrapper, f"single_{kind}_space", single_space)
+    if space is not None:
         setattr(wrapper, f"{kind}_space", space)
-        if single_space is not None:
-            setattr(wrapper, f"single_{kind}_space", single_space)
+    elif single_space is not None:
+        setattr(wrapper, f"{kind}_space", batch_space(single_space, wrapper.num_envs))
     batched = batch_space(getattr(wrapper, f"single_{kind}_space"), wrapper.num_envs)
     if getattr(wrapper, f"{kind}_space") != batched:
         warn(
@@ -281,14 +276,10 @@ def map_final_observations(
     outer: VectorEnv,
     who: str = "wrapper",
 ) -> dict[str, Any]:
-    """``infos`` with each final observation replaced by its transform.
-
-    The ended sub-envs' rows of ``observations`` (the raw batch ``inner``
-    returned) are replaced by their final observations, ``transform`` maps that
-    full-size batch into ``outer``'s observation space, and the transformed rows
-    go into a new object array (the mask kept, ``inner``'s arrays untouched).
-    ``infos`` comes back unchanged when no sub-env has a final observation.
-    """
+    """``infos`` with each final observation replaced by its transform: the
+    final observations in their rows of ``observations`` (the batch ``inner``
+    returned), through ``transform`` into ``outer``'s space, in a new object
+    array. ``infos`` itself when it has no final observation."""
     found = final_observations(infos)
     if found is None:
         return infos
@@ -316,10 +307,8 @@ def replace_final_observations(
 # call) rather than ndarray.any() / .all(), which go through numpy's Python-level
 # wrappers and cost several times more on arrays of num_envs flags.
 class MaskedResetWrapper(ForwardingWrapper):
-    """The base of every base below: passes ``reset_mask`` down validated, as a
-    bool array, in a copy of ``options``, and checks that infos are Gymnasium's
-    batched dict. :meth:`_reset_result` gets the mask (None for a full reset)
-    as its ``state``."""
+    """Passes ``reset_mask`` down validated and checks the infos; the base of the
+    bases. :meth:`_reset_result` gets the mask (None: a full reset) as ``state``."""
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
@@ -338,10 +327,8 @@ class MaskedResetWrapper(ForwardingWrapper):
 class ObservationWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
 
-    Implement :meth:`observations` (a batch in, a batch out) and set
-    ``single_observation_space`` / ``observation_space`` if they change. The
-    transform applies to every returned batch and to the final observations in
-    ``info["final_obs"]`` (in a full-size batch, in place of their rows).
+    Implement :meth:`observations` (a batch in, a batch out); it also transforms
+    the final observations in ``info["final_obs"]``, in a full-size batch.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import ObservationWrapper
@@ -386,11 +373,7 @@ class ObservationWrapper(MaskedResetWrapper):
 
 @supports(*MODES)
 class ActionWrapper(MaskedResetWrapper):
-    """Base for a wrapper that transforms actions (the same in every mode).
-
-    Implement :meth:`actions` (a batch in, a new batch out) and set
-    ``single_action_space`` / ``action_space`` if they change.
-    """
+    """Base for a wrapper that transforms actions: implement :meth:`actions`."""
 
     def actions(self, actions: Any) -> Any:
         """Transform a batch of actions (``num_envs`` rows) for the wrapped env."""
@@ -403,7 +386,6 @@ class ActionWrapper(MaskedResetWrapper):
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
-    #: What the last ``reset`` / ``step`` meant for each sub-env.
     boundary: Boundary
 
     def __init__(self, env: VectorEnv) -> None:
@@ -431,11 +413,9 @@ class _Tracked(MaskedResetWrapper):
 
 @supports(*MODES)
 class RewardWrapper(_Tracked):
-    """Base for a wrapper that transforms rewards, right in every mode.
+    """Base for a wrapper that transforms rewards: implement :meth:`rewards`.
 
-    Implement :meth:`rewards` (a batch in, a batch out). NEXT_STEP's reset step
-    (whose action the env ignored) keeps reward 0 whatever the transform, so
-    ``TransformReward(env, lambda r: r + 1)`` invents no reward.
+    NEXT_STEP's reset step (whose action the env ignored) keeps reward 0.
     """
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
@@ -456,14 +436,11 @@ class RewardWrapper(_Tracked):
 class StatefulWrapper(_Tracked):
     """Base for a wrapper that keeps per-sub-env state across steps.
 
-    Override the hooks; the base calls each once per event, in every mode:
-    :meth:`episode_start` where a returned observation starts an episode, and
-    :meth:`transition` for the real transitions (to the final observation where
-    an episode ended). In one ``step``, ``transition`` runs first. After each
-    call, :attr:`boundary` says what it meant for every sub-env. To change what
-    ``reset`` / ``step`` return, override :meth:`_reset_result` /
-    :meth:`_step_result` (calling ``super()`` first), so that ``step_async`` /
-    ``step_wait`` get the change too.
+    The base calls the hooks once per event, in every mode: :meth:`episode_start`
+    where an episode starts, :meth:`transition` on each real transition (first,
+    in a step). :attr:`boundary` says what the last call meant for each sub-env.
+    To change what ``reset`` / ``step`` return, override :meth:`_reset_result` /
+    :meth:`_step_result`, calling ``super()`` first.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import StatefulWrapper
@@ -511,38 +488,31 @@ class StatefulWrapper(_Tracked):
 
     def _step_result(self, result: StepResult) -> StepResult:
         result = super()._step_result(result)
-        b = self.boundary
         obs, rewards, terminations, truncations, infos = result
+        b = self.boundary
+        quiet = b is self.boundaries.quiet
         # Performance: a hook still the base's no-op (overridden neither on the
         # class nor on the instance) is not called, and its arguments (the final
         # observations merged into a copy of the batch) are not built.
-        transition: Any = self.transition
-        if getattr(transition, "__func__", None) is StatefulWrapper.transition:
-            transition = None
-        if b is self.boundaries.quiet:
-            if transition is not None:
-                transition(obs, rewards, terminations, truncations, b.real)
-            return result
-        if transition is not None and count_nonzero(b.real):
-            transition(
-                self.last_observations(obs, infos),
-                rewards,
-                terminations,
-                truncations,
-                b.real,
-            )
-        if count_nonzero(b.starts):
-            episode_start = self.episode_start
-            if getattr(episode_start, "__func__", None) is not (
-                StatefulWrapper.episode_start
-            ):
-                episode_start(obs, b.starts)
+        transition = self.transition
+        if getattr(transition, "__func__", None) is not StatefulWrapper.transition and (
+            quiet or count_nonzero(b.real)
+        ):
+            moved = obs if quiet else self.last_observations(obs, infos)
+            transition(moved, rewards, terminations, truncations, b.real)
+        episode_start = self.episode_start
+        if (
+            not quiet
+            and count_nonzero(b.starts)
+            and getattr(episode_start, "__func__", None)
+            is not StatefulWrapper.episode_start
+        ):
+            episode_start(obs, b.starts)
         return result
 
     def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
-        """The observations the last step moved to: the returned batch, or a
-        copy of it holding the final observations where ``info["final_obs"]``
-        has them."""
+        """The observations the last step moved to (a copy holding the final
+        observations where ``info["final_obs"]`` has them)."""
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return observations
@@ -552,8 +522,8 @@ class StatefulWrapper(_Tracked):
 
 
 class RunningStatistics:
-    """Mixin of the normalising wrappers: ``update_running_mean``, the check of
-    ``epsilon``, and the statistics' updates at ``reset`` and ``step``."""
+    """Mixin of the normalising wrappers: ``update_running_mean``, the checks,
+    the statistics' updates."""
 
     _update_running_mean: bool = True
     #: Its outputs depend on which sub-envs' steps share a call (the statistics

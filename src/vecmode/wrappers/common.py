@@ -21,15 +21,11 @@ class RecordEpisodeStatistics(StatefulWrapper):
     """Report each ended episode's return, length and duration in ``info``.
 
     Same arguments and info layout as
-    :class:`gymnasium.wrappers.vector.RecordEpisodeStatistics`: at the step an
-    episode ends, ``info[stats_key]`` holds ``{"r": returns, "l": lengths, "t":
-    seconds}`` (zero for sub-envs that did not end) and ``info["_" + stats_key]``
-    the mask of the ended sub-envs; the last ``buffer_length`` episodes are in
-    ``return_queue``, ``length_queue`` and ``time_queue``. Right in every mode:
-    returns and lengths count real transitions only (not NEXT_STEP's reset
-    step), a masked reset clears only the masked sub-envs, and in SAME_STEP the
-    statistics are those of the episode that ended (next to ``final_obs``), the
-    new episode starting from zero.
+    :class:`gymnasium.wrappers.vector.RecordEpisodeStatistics` (``info[stats_key]``
+    holds ``{"r": returns, "l": lengths, "t": seconds}`` at the step an episode
+    ends, ``return_queue`` the last ``buffer_length`` returns), right in every
+    mode: only real transitions count, and a masked reset clears only the masked
+    sub-envs.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
@@ -120,7 +116,11 @@ class RecordEpisodeStatistics(StatefulWrapper):
         if self._ended is not None:
             stats, self._ended = self._ended, None
             if key in infos or f"_{key}" in infos:
-                raise ValueError(stats_key_taken(key, list(infos)))
+                raise ValueError(
+                    f"RecordEpisodeStatistics cannot add episode statistics under "
+                    f"info[{key!r}]: the key is already in the info ({list(infos)}). "
+                    f"Pass another stats_key."
+                )
             mask = stats.pop("mask")
             infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
@@ -139,11 +139,3 @@ def round_seconds(seconds: np.float64) -> np.float64:
     scaled = float(seconds) * 1e6
     # round() gives an int (ties to even, as rint); rint keeps the sign of a zero
     return np.float64(math.copysign(round(scaled), scaled) / 1e6)
-
-
-# ------------------------------------------------------------------ messages
-def stats_key_taken(key: str, keys: list[str]) -> str:
-    return (
-        f"RecordEpisodeStatistics cannot add episode statistics under info[{key!r}]: "
-        f"the key is already in the info ({keys}). Pass another stats_key."
-    )

@@ -33,17 +33,24 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             continue
         mask = infos.get(f"_{key}")
         if mask is not None and len(mask) != num_envs:
-            raise InfoLayoutError(info_length(f"_{key}", len(mask), num_envs))
+            raise InfoLayoutError(info_length_message(f"_{key}", len(mask), num_envs))
         if isinstance(value, dict):
             items: Any = infos_to_list(value, num_envs)
         elif isinstance(value, np.ndarray) and value.ndim and len(value) == num_envs:
             items = value
         elif isinstance(value, np.ndarray):
             raise InfoLayoutError(
-                info_length(key, len(value) if value.ndim else None, num_envs)
+                info_length_message(key, len(value) if value.ndim else None, num_envs)
             )
         else:
-            raise InfoLayoutError(info_not_an_array(key, value, num_envs))
+            length = f" of {len(value)} entries" if hasattr(value, "__len__") else ""
+            raise InfoLayoutError(
+                f"info[{key!r}] is a {type(value).__name__}{length}, not a NumPy "
+                f"array: batched infos hold a NumPy array with one entry per sub-env "
+                f"({num_envs} here) and a bool mask under '_{key}' (Gymnasium's "
+                f"VectorEnv._add_info builds them that way); build yours with it, or "
+                f"with np.array(...)."
+            )
         for i in range(num_envs) if mask is None else np.flatnonzero(mask):
             out[i][key] = items[i]
     return out
@@ -106,17 +113,8 @@ class DictInfoToList(MaskedResetWrapper):
 
 
 # ------------------------------------------------------------------ messages
-def info_not_an_array(key: str, got: Any, num_envs: int) -> str:
-    length = f" of {len(got)} entries" if hasattr(got, "__len__") else ""
-    return (
-        f"info[{key!r}] is a {type(got).__name__}{length}, not a NumPy array: "
-        f"batched infos hold a NumPy array with one entry per sub-env ({num_envs} "
-        f"here) and a bool mask under '_{key}' (Gymnasium's VectorEnv._add_info "
-        f"builds them that way); build yours with it, or with np.array(...)."
-    )
-
-
-def info_length(key: str, got: Any, num_envs: int) -> str:
+def info_length_message(key: str, got: Any, num_envs: int) -> str:
+    """The message of an info entry (or mask) of the wrong length."""
     return (
         f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
         f"batched infos hold one entry per sub-env (Gymnasium's VectorEnv._add_info "

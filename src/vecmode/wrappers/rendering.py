@@ -1,11 +1,5 @@
 """Rendering, right in every mode: ``RecordVideo``, ``HumanRendering``, and the
-single-env ``FinalFrameInfo`` they need in SAME_STEP.
-
-Each call adds, per sub-env, the frames it rendered: after ``reset``, the reset
-sub-envs' first frames; after ``step``, every sub-env's frame now, preceded, in
-SAME_STEP, by the ended episode's last frame, which the sub-env's
-:class:`FinalFrameInfo` put in ``info["final_info"]`` before its reset.
-docs/wrappers.md says why.
+single-env ``FinalFrameInfo`` they need in SAME_STEP (docs/wrappers.md says why).
 """
 
 from __future__ import annotations
@@ -51,11 +45,9 @@ PYGAME_MISSING = (
 class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Put the frame an episode ends on in the info of the step that ends it.
 
-    A single-env wrapper for the sub-envs of a SAME_STEP vector env: the last
-    frame is then in ``info["final_info"][key]``, where :class:`RecordVideo` and
-    :class:`HumanRendering` take it. It renders once per episode (the env's
-    ``render_mode`` must return a frame). Pass it as
-    ``make_vec(..., wrappers=[FinalFrameInfo])``.
+    A single-env wrapper for the sub-envs of a SAME_STEP vector env, so that
+    :class:`RecordVideo` and :class:`HumanRendering` find the last frame in
+    ``info["final_info"][key]``: ``make_vec(..., wrappers=[FinalFrameInfo])``.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo
@@ -95,12 +87,13 @@ Frames = tuple[list[list[np.ndarray]], list[np.ndarray]]
 
 
 class _Rendering(StatefulWrapper):
-    """The frames each call added, per sub-env, in every mode (see the module)."""
+    """The frames each call added, per sub-env, in every mode: after ``reset``, the
+    reset sub-envs' first; after ``step``, every sub-env's now, after the ended
+    episode's last where the mode reset it within the step (from ``final_info``)."""
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        #: Where the final frames are in ``final_info`` (None: the mode does not
-        #: reset within a step, so nothing is needed there).
+        #: The key of the final frames in ``final_info`` (None: not needed).
         self._final_key: str | None = None
         if final_in_info(self.boundaries.mode):
             self._final_key = self._final_frame_key()
@@ -208,16 +201,13 @@ _GC_TRIGGER = (
 
 
 class RecordVideo(_Rendering):
-    """Record videos of a vector env's sub-envs, each frame exactly once, in every
-    mode.
+    """Record videos of a vector env's sub-envs, each frame once, in every mode.
 
-    Same arguments and files as :class:`gymnasium.wrappers.vector.RecordVideo`:
-    each video frame is a grid of the sub-envs' frames; episodes are counted on
-    sub-env 0. Unlike Gymnasium's, each episode's frames are recorded once, its
-    last frame included (in SAME_STEP from :class:`FinalFrameInfo`, required
-    there), and a partial reset records only the sub-envs it reset. Sub-env 0's
-    videos are what Gymnasium's single-env ``RecordVideo`` records of it; the
-    other tiles show their frames in order (docs/wrappers.md says how).
+    Same arguments and files as :class:`gymnasium.wrappers.vector.RecordVideo`
+    (a grid of the sub-envs' frames; episodes counted on sub-env 0). Each
+    episode is recorded once, its last frame included (in SAME_STEP from
+    :class:`FinalFrameInfo`), and a partial reset adds frames of the reset
+    sub-envs only.
 
     >>> import os, tempfile, numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo, RecordVideo
@@ -493,11 +483,9 @@ def _grid_shape(
 class HumanRendering(_Rendering):
     """Show a vector env's sub-envs in a window, every frame, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.HumanRendering` (a grid
-    of the sub-envs' frames in a pygame window). Every frame of every episode is
-    shown, the last one included (in SAME_STEP from :class:`FinalFrameInfo`,
-    required there). Needs pygame; override :meth:`show` to send the frames
-    elsewhere.
+    Same arguments as :class:`gymnasium.wrappers.vector.HumanRendering`. Each
+    episode's last frame is shown too (in SAME_STEP from :class:`FinalFrameInfo`).
+    Needs pygame; override :meth:`show` to draw elsewhere.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import HumanRendering

@@ -91,25 +91,9 @@ def _operand(value: Any) -> Any:
 
 
 class _Scratch:
-    """The float64 work buffers of a statistic of ``k`` values, for batches of
-    up to ``rows``: deviations and their squares in one ``(2, rows, k)`` block
-    (each half contiguous, so the elementwise operations run on contiguous
-    memory), so one matrix product sums both into ``sums`` (``s1`` over
-    ``s2``)."""
-
-    __slots__ = (
-        "both",
-        "deviations",
-        "k",
-        "ones",
-        "rows",
-        "s1",
-        "s2",
-        "shape",
-        "squares",
-        "step",
-        "sums",
-    )
+    """The float64 work buffers of a statistic of ``k`` values, for batches of up
+    to ``rows``: deviations and squares in one ``(2, rows, k)`` block, so that one
+    matrix product sums both into ``sums`` (``s1`` over ``s2``)."""
 
     def __init__(self, shape: tuple[int, ...], rows: int) -> None:
         self.shape = shape
@@ -134,11 +118,9 @@ class _Scratch:
 class RunningMeanStd(gym_utils.RunningMeanStd):
     """Tracks the mean, variance and count of values, as Gymnasium's does.
 
-    Same constructor, attributes and methods as
-    :class:`gymnasium.wrappers.utils.RunningMeanStd` (it is a subclass, so
-    ``isinstance`` checks and code written for Gymnasium's keep working); ``update``
-    computes in float64 on few NumPy calls (see the module's doc). An empty batch
-    leaves the statistics as they are (Gymnasium's turns them into NaN).
+    A subclass of :class:`gymnasium.wrappers.utils.RunningMeanStd` whose
+    ``update`` computes in float64 on few NumPy calls. An empty batch leaves the
+    statistics as they are (Gymnasium's turns them into NaN).
 
     >>> import numpy as np, pickle
     >>> from vecmode.wrappers.running_stats import RunningMeanStd
@@ -350,12 +332,8 @@ def normalize(
     epsilon: float,
     dtype: DTypeLike = np.float32,
 ) -> np.ndarray:
-    """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)`` into one new array.
-
-    The same arithmetic, hence bit for bit the same result, as that expression:
-    computed in the dtype NumPy promotes ``x``, ``mean`` and ``var`` to, rounded
-    once into ``dtype``; done in place in the output where the two dtypes agree
-    (float32 observations and statistics), through one float64 buffer otherwise.
+    """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)``, bit for bit, into
+    one new array (in place where the dtypes agree).
 
     >>> import numpy as np
     >>> from vecmode.wrappers.running_stats import normalize
@@ -382,9 +360,8 @@ def normalize(
 
 
 def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
-    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 ``var``'s square
-    root taken with :func:`math.sqrt`, as exact and cheaper than NumPy's on one
-    number).
+    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 ``var``'s root by
+    :func:`math.sqrt`, cheaper on one number).
 
     >>> import numpy as np
     >>> from vecmode.wrappers.running_stats import scale_by_std

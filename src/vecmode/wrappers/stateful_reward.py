@@ -24,10 +24,8 @@ def discount(
 ) -> np.ndarray:
     """Advance the discounted sums of the sub-envs in ``mask``, in place:
     ``sums[i] = sums[i] * gamma * (1 - terminated[i]) + reward[i]`` (Gymnasium's
-    arithmetic: float32 sums, each step's float64 result rounded into them).
-
-    Returns the updated sums of those sub-envs, for the statistics: ``sums``
-    itself when every sub-env moved, else a new array.
+    arithmetic). Returns the updated sums of those sub-envs (``sums`` itself when
+    all moved).
 
     >>> import numpy as np
     >>> from vecmode.wrappers.stateful_reward import discount

@@ -1,9 +1,5 @@
-"""Action transforms (the same in every mode).
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`'s. Unlike
-Gymnasium's ``VectorizeTransformAction``, these never write into the caller's
-action array.
-"""
+"""Action transforms: Gymnasium's names and arguments; unlike Gymnasium's
+``VectorizeTransformAction``, they never write into the caller's actions."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ class TransformAction(ActionWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformAction
     >>> envs = TransformAction(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"),
-    ...                        func=lambda actions: 1 - actions)
+    ...     vectorization_mode="sync"), func=lambda actions: 1 - actions)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
     array([1., 1.])
@@ -46,11 +41,10 @@ class TransformAction(ActionWrapper):
 
         Args:
             env: the vector env to wrap.
-            func: maps a batch of actions (of this wrapper's space) to a batch of
-                the wrapped env's.
-            action_space: the batched action space of this wrapper; by default
-                computed from ``single_action_space``, or the env's.
-            single_action_space: the space of one action; by default the env's.
+            func: maps a batch of this wrapper's actions to a batch of the env's.
+            action_space: this wrapper's batched action space (default: batched
+                ``single_action_space``).
+            single_action_space: the space of one action (default: the env's).
         """
         super().__init__(env)
         set_spaces(self, "action", action_space, single_action_space)
@@ -62,11 +56,7 @@ class TransformAction(ActionWrapper):
 
 
 class VectorizeTransformAction(ActionWrapper):
-    """Vectorize a single-env action wrapper (a ``TransformAction``).
-
-    The single-env wrapper's function is applied to each sub-env's action; the
-    result is a new batch (the caller's actions are left as they were).
-    """
+    """Apply a single-env ``TransformAction``'s function to each sub-env's action."""
 
     def __init__(
         self,
@@ -74,13 +64,7 @@ class VectorizeTransformAction(ActionWrapper):
         wrapper: type[transform_action.TransformAction],
         **kwargs: Any,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformAction`.
-
-        Args:
-            env: the vector env to wrap.
-            wrapper: the single-env wrapper class to vectorize.
-            **kwargs: its arguments.
-        """
+        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(
             SpaceEnv(action_space=self.env.single_action_space), **kwargs

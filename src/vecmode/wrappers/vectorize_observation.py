@@ -1,10 +1,5 @@
-"""Observation transforms, right in every mode (``final_obs`` transformed too).
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`'s, so switching is an
-import change; unlike Gymnasium's, these accept SAME_STEP envs, transform
-``info["final_obs"]`` like the observations, and never write into the wrapped
-env's arrays.
-"""
+"""Observation transforms, right in every mode: Gymnasium's names and arguments,
+``info["final_obs"]`` transformed too, the wrapped env's arrays never written."""
 
 from __future__ import annotations
 
@@ -40,11 +35,8 @@ OPENCV_MISSING = (
 
 
 class TransformObservation(ObservationWrapper):
-    """Apply ``func`` to each batch of observations (and to final observations).
-
-    ``func`` maps a batch of ``num_envs`` observations to a batch; the final
-    observations of ended episodes (SAME_STEP) are transformed in a full-size
-    batch too, so ``func`` may assume ``num_envs`` rows.
+    """Apply ``func`` to each batch of observations (final ones in a full-size
+    batch, so ``func`` may assume ``num_envs`` rows).
 
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
@@ -73,9 +65,9 @@ class TransformObservation(ObservationWrapper):
         Args:
             env: the vector env to wrap.
             func: maps a batch of observations to a batch.
-            observation_space: the batched space of the result; by default
-                computed from ``single_observation_space``, or the env's.
-            single_observation_space: the space of one result; by default the env's.
+            observation_space: the batched space of the result (default: batched
+                ``single_observation_space``).
+            single_observation_space: the space of one result (default: the env's).
         """
         super().__init__(env)
         set_spaces(self, "observation", observation_space, single_observation_space)
@@ -87,10 +79,8 @@ class TransformObservation(ObservationWrapper):
 
 
 class VectorizeTransformObservation(ObservationWrapper):
-    """Vectorize a single-env observation wrapper (a ``TransformObservation``).
-
-    The single-env wrapper's function is applied to each sub-env's observation,
-    and to each final observation in ``info["final_obs"]``.
+    """Apply a single-env ``TransformObservation``'s function to each observation
+    (the final ones included).
 
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
@@ -110,13 +100,7 @@ class VectorizeTransformObservation(ObservationWrapper):
         wrapper: type[transform_observation.TransformObservation],
         **kwargs: Any,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformObservation`.
-
-        Args:
-            env: the vector env to wrap.
-            wrapper: the single-env wrapper class to vectorize.
-            **kwargs: its arguments.
-        """
+        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(SpaceEnv(self.env.single_observation_space), **kwargs)
         self.single_observation_space = self.wrapper.observation_space
