@@ -1,11 +1,5 @@
-"""Array-library conversions, right in every mode: ``ArrayConversion``,
-``NumpyToTorch``, ``JaxToNumpy`` and ``JaxToTorch``.
-
-Gymnasium's conversion (its ``array_conversion``, through DLPack), with
-``info["final_obs"]`` converted entry by entry and ``reset_mask`` passed to the
-env as a NumPy bool array. Torch and jax are optional extras; importing
-:mod:`vecmode.wrappers` imports neither.
-"""
+"""Array-library conversions, right in every mode (torch and jax are optional
+extras: importing :mod:`vecmode.wrappers` imports neither)."""
 
 from __future__ import annotations
 
@@ -63,12 +57,9 @@ def _converter(who: str) -> Callable[..., Any]:
 class ArrayConversion(MaskedResetWrapper):
     """Convert what a vector env returns to another array library, and actions back.
 
-    Same arguments and conversion as
-    :class:`gymnasium.wrappers.vector.ArrayConversion`, right in every mode:
-    SAME_STEP's final observations are converted one by one, in a NumPy object
-    array with their NumPy bool masks, and ``reset_mask`` reaches the env as a
-    NumPy bool array. Needs array-api-compat (in ``vecmode[torch]`` and
-    ``vecmode[jax]``).
+    Gymnasium's ``ArrayConversion``, right in every mode: final observations are
+    converted one by one (their object array and masks stay NumPy), and
+    ``reset_mask`` reaches the env as a NumPy bool array.
 
     >>> import numpy as np, vecmode
     >>> import array_api_compat.numpy as xp
@@ -118,8 +109,7 @@ class ArrayConversion(MaskedResetWrapper):
         return self._convert(value, xp=self._target_xp, device=self._target_device)
 
     def _infos(self, infos: dict[str, Any]) -> dict[str, Any]:
-        """Converted infos: SAME_STEP's final observations one by one, their
-        object array and masks kept."""
+        """The infos converted (final observations one by one)."""
         check_infos(infos, type(self).__name__)
         convert = self._to_target
         return map_infos(infos, others=convert, observation=convert, final_info=convert)
@@ -162,9 +152,7 @@ class ArrayConversion(MaskedResetWrapper):
 class NumpyToTorch(ArrayConversion):
     """Take and return PyTorch tensors over a NumPy vector env, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.NumpyToTorch`; needs
-    ``pip install "vecmode[torch]"``. SAME_STEP's ``info["final_obs"]`` holds a
-    tensor per ended sub-env.
+    Gymnasium's ``NumpyToTorch``; needs ``pip install "vecmode[torch]"``.
 
     >>> import numpy as np, torch, vecmode
     >>> from vecmode.wrappers import NumpyToTorch
@@ -189,9 +177,7 @@ class NumpyToTorch(ArrayConversion):
 class JaxToNumpy(ArrayConversion):
     """Take and return NumPy arrays over a jax vector env, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.JaxToNumpy`; needs
-    ``pip install "vecmode[jax]"``. Here over CartPole made a jax env by
-    :class:`ArrayConversion`:
+    Gymnasium's ``JaxToNumpy``; needs ``pip install "vecmode[jax]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToNumpy
@@ -215,9 +201,7 @@ class JaxToNumpy(ArrayConversion):
 class JaxToTorch(ArrayConversion):
     """Take and return PyTorch tensors over a jax vector env, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.JaxToTorch`; needs
-    ``pip install "vecmode[jax,torch]"``. SAME_STEP's ``info["final_obs"]`` holds
-    a tensor per ended sub-env.
+    Gymnasium's ``JaxToTorch``; needs ``pip install "vecmode[jax,torch]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToTorch

@@ -20,12 +20,8 @@ __all__ = ["RecordEpisodeStatistics"]
 class RecordEpisodeStatistics(StatefulWrapper):
     """Report each ended episode's return, length and duration in ``info``.
 
-    Same arguments and info layout as
-    :class:`gymnasium.wrappers.vector.RecordEpisodeStatistics` (``info[stats_key]``
-    holds ``{"r": returns, "l": lengths, "t": seconds}`` at the step an episode
-    ends, ``return_queue`` the last ``buffer_length`` returns), right in every
-    mode: only real transitions count, and a masked reset clears only the masked
-    sub-envs.
+    Gymnasium's ``RecordEpisodeStatistics`` (its arguments and info layout),
+    right in every mode: only real transitions count.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics

@@ -17,11 +17,8 @@ __all__ = ["DictInfoToList", "infos_to_list"]
 
 
 def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
-    """Gymnasium's batched info dict as one dict per sub-env.
-
-    Each sub-env's dict holds the keys its ``_key`` mask marks (every key without
-    a mask); nested dicts such as ``final_info`` become that sub-env's own dict,
-    and ``final_obs`` its own final observation.
+    """Gymnasium's batched info dict as one dict per sub-env (nested dicts too),
+    each with the keys its ``_key`` masks mark.
 
     >>> import numpy as np
     >>> infos_to_list({"x": np.array([1, 2]), "_x": np.array([True, False])}, 2)
@@ -60,10 +57,8 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
 class DictInfoToList(MaskedResetWrapper):
     """Return infos as a list with one dict per sub-env, in every mode.
 
-    Same as :class:`gymnasium.wrappers.vector.DictInfoToList`: sub-env ``i``'s
-    dict holds the keys it reported. In SAME_STEP its ``final_obs`` and its own
-    ``final_info`` dict are in it too. Other wrappers read Gymnasium's dict
-    layout, so this one goes outermost.
+    Gymnasium's ``DictInfoToList``, ``final_obs`` and ``final_info`` included.
+    Other wrappers read Gymnasium's dict layout, so this one goes outermost.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import DictInfoToList

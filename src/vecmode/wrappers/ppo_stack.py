@@ -74,11 +74,9 @@ def ppo_stack(
 ) -> PPOStack | ClipReward:
     """CleanRL's PPO stack over ``env``, right in every mode.
 
-    The five layers, innermost first: ``RecordEpisodeStatistics``,
-    ``NormalizeObservation``, a ``TransformObservation`` clipping to
-    ``[-clip_obs, clip_obs]``, ``NormalizeReward(gamma=gamma)`` and
-    ``ClipReward(-clip_reward, clip_reward)``. By default one :class:`PPOStack`
-    layer that returns exactly what the five return, in less time.
+    ``RecordEpisodeStatistics``, ``NormalizeObservation``, observations clipped,
+    ``NormalizeReward`` and ``ClipReward``: by default as one :class:`PPOStack`
+    layer, which returns exactly what the five layers return.
 
     Args:
         env: a Box-observation vector env declaring its autoreset mode.
@@ -146,12 +144,9 @@ class _Clip:
 
 
 class PPOStack(RunningStatistics, RecordEpisodeStatistics):
-    """CleanRL's five PPO wrappers as one layer: what :func:`ppo_stack` builds.
-
-    Step by step, exactly what the five layers return (:func:`ppo_stack` with
-    ``fused=False``), in every mode and across partial resets; their attributes
-    (``obs_rms``, ``return_rms``, ``accumulated_reward``, ``return_queue``,
-    ...). ``update_running_mean = False`` freezes both statistics.
+    """CleanRL's five PPO wrappers as one layer, with their attributes: what
+    :func:`ppo_stack` builds. ``update_running_mean = False`` freezes both
+    statistics.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import PPOStack
@@ -211,9 +206,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """Episode statistics restart where episodes start; the reset
-        observations update the statistics; a full reset restarts the
-        discounted sums."""
+        """The five layers' reset (a full one restarts the discounted sums)."""
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self._normalised

@@ -25,13 +25,8 @@ __all__ = ["FrameStackObservation", "NormalizeObservation"]
 class NormalizeObservation(RunningStatistics, StatefulWrapper):
     """Normalise Box observations to mean 0 and variance 1, per dimension.
 
-    Same arguments and statistics as
-    :class:`gymnasium.wrappers.vector.NormalizeObservation`, right in every mode:
-    the statistics (``obs_rms``) see every observation once, the final ones in
-    ``info["final_obs"]`` included (and normalised), a masked reset's untouched
-    rows not again. ``obs_rms`` is a
-    :class:`~vecmode.wrappers.running_stats.RunningMeanStd`; any object with
-    ``mean``, ``var`` and ``update`` may replace it (to load saved statistics).
+    Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
+    every observation once, the final ones included (and normalised).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -61,8 +56,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         self._update_running_mean = True
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
-        """Normalise a batch with the current statistics (no update): float32
-        ``(observations - mean) / sqrt(var + epsilon)``, Gymnasium's arithmetic."""
+        """Normalise a batch with the current statistics (no update)."""
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
@@ -101,13 +95,10 @@ def _leaves(space: Space, *values: Any) -> Iterator[tuple[Any, ...]]:
 
 
 class FrameStackObservation(StatefulWrapper):
-    """Stack each sub-env's last ``stack_size`` observations (Gymnasium has none).
+    """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
-    A vector :class:`gymnasium.wrappers.FrameStackObservation`, with its
-    arguments: each sub-env returns what that wrapper would return on it, in
-    every mode. Every episode starts a fresh stack; an ended episode's final
-    stack is where the mode puts final observations. Box, Discrete,
-    MultiDiscrete, MultiBinary, and Dict / Tuple spaces of them.
+    Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
+    would return on it; every episode starts a fresh stack.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation

@@ -57,13 +57,9 @@ def discount(
 class NormalizeReward(RunningStatistics, StatefulWrapper):
     """Scale rewards so that their discounted sum has roughly unit variance.
 
-    Same arguments and statistics as
-    :class:`gymnasium.wrappers.vector.NormalizeReward`, right in every mode: only
-    real transitions advance sub-env ``i``'s discounted sum
-    ``accumulated_reward[i]``, and the running variance (``return_rms``) takes
-    the sums of the sub-envs that moved. Rewards are divided by
-    ``sqrt(return_rms.var + epsilon)``. As in Gymnasium, the sum runs on across
-    episodes, cut by a termination only; ``reset()`` without a mask restarts it.
+    Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
+    advance the discounted sums (``accumulated_reward``) and their statistics
+    (``return_rms``).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
