@@ -118,15 +118,8 @@ class ArrayConversion(MaskedResetWrapper):
         return self._to_env(actions)
 
     def _step_result(self, result: StepResult) -> StepResult:
-        obs, rewards, terminations, truncations, infos = result
-        convert = self._to_target
-        return (
-            convert(obs),
-            convert(rewards),
-            convert(terminations),
-            convert(truncations),
-            self._infos(infos),
-        )
+        obs, rewards, terminations, truncations = map(self._to_target, result[:4])
+        return obs, rewards, terminations, truncations, self._infos(result[4])
 
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None

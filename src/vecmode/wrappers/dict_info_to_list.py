@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gymnasium.vector import VectorEnv
 
 from vecmode.core import SeedLike, StepResult
 from vecmode.errors import InfoLayoutError
@@ -71,10 +70,6 @@ class DictInfoToList(MaskedResetWrapper):
     >>> envs.close()
     """
 
-    def __init__(self, env: VectorEnv) -> None:
-        """Wrap ``env``; it must return Gymnasium's batched info dicts."""
-        super().__init__(env)
-
     if TYPE_CHECKING:  # reset's infos, typed (not overridden: the split API
         # would be lost, see ForwardingWrapper)
 
@@ -98,13 +93,8 @@ class DictInfoToList(MaskedResetWrapper):
         """Infos as a list."""
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
-        return (
-            obs,
-            rewards,
-            terminations,
-            truncations,
-            infos_to_list(infos, self.num_envs),
-        )
+        lists = infos_to_list(infos, self.num_envs)
+        return obs, rewards, terminations, truncations, lists
 
 
 # ------------------------------------------------------------------ messages
