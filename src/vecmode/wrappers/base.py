@@ -600,8 +600,11 @@ class RunningStatistics:
         final ones are normalised; then the new episodes' first observations
         update it. Episodes that end together get the same outputs in every
         mode."""
-        who = type(self).__name__
         finals = self.boundary.final_in_info  # type: ignore[attr-defined]
+        if not count_nonzero(finals):
+            if self._update_running_mean:
+                rms.update(obs)
+            return normalised(obs), infos
         if merged is None:
             merged = self.last_observations(obs, infos)  # type: ignore[attr-defined]
         if self._update_running_mean:
@@ -612,7 +615,7 @@ class RunningStatistics:
         if rows is not finals and (
             rows.shape != finals.shape or count_nonzero(rows != finals)
         ):
-            env = self.env  # type: ignore[attr-defined]
+            who, env = type(self).__name__, self.env  # type: ignore[attr-defined]
             merged = merge_final_observations(env, obs, infos, rows, who)
         infos = replace_final_observations(infos, rows, normalised(merged), self)
         self._update_rows(rms, obs, finals)

@@ -48,7 +48,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.time_queue: deque[float] = deque(maxlen=buffer_length)
         self.return_queue: deque[float] = deque(maxlen=buffer_length)
         self.length_queue: deque[int] = deque(maxlen=buffer_length)
-        self._ended: dict[str, np.ndarray] | None = None
+        self._ended: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """Start counting from zero for the sub-envs in ``mask``."""
@@ -87,14 +87,9 @@ class RecordEpisodeStatistics(StatefulWrapper):
         # queues get NumPy scalars, as Gymnasium's do.
         now = time.perf_counter()
         starts = self.episode_start_times
-        n = len(dones)
-        stats = {
-            "r": np.zeros(n, returns.dtype),
-            "l": np.zeros(n, lengths.dtype),
-            "t": np.zeros(n, starts.dtype),
-            "mask": dones,
-        }
-        out_returns, out_lengths, out_seconds = stats["r"], stats["l"], stats["t"]
+        out_returns, out_lengths, out_seconds = (
+            np.zeros(len(dones), column.dtype) for column in (returns, lengths, starts)
+        )
         for i in ended:
             out_returns[i] = value = returns[i]
             self.return_queue.append(value)
@@ -102,7 +97,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
             self.length_queue.append(value)
             out_seconds[i] = value = round_seconds(now - starts[i])
             self.time_queue.append(value)
-        self._ended = stats
+        self._ended = ({"r": out_returns, "l": out_lengths, "t": out_seconds}, dones)
         self.episode_count += len(ended)
 
     def _step_result(self, result: StepResult) -> StepResult:
@@ -110,14 +105,13 @@ class RecordEpisodeStatistics(StatefulWrapper):
         key = self._stats_key
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._ended is not None:
-            stats, self._ended = self._ended, None
+            (stats, mask), self._ended = self._ended, None
             if key in infos or f"_{key}" in infos:
                 raise ValueError(
                     f"RecordEpisodeStatistics cannot add episode statistics under "
                     f"info[{key!r}]: the key is already in the info ({list(infos)}). "
                     f"Pass another stats_key."
                 )
-            mask = stats.pop("mask")
             infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
 

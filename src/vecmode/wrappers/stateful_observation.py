@@ -71,12 +71,8 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        if count_nonzero(self.boundary.final_in_info):
-            obs, infos = self._step_normalised(self.obs_rms, obs, infos, self.normalize)
-            return obs, rewards, terminations, truncations, infos
-        if self._update_running_mean:
-            self.obs_rms.update(obs)
-        return self.normalize(obs), rewards, terminations, truncations, infos
+        obs, infos = self._step_normalised(self.obs_rms, obs, infos, self.normalize)
+        return obs, rewards, terminations, truncations, infos
 
 
 _STACKABLE = (Box, Discrete, MultiDiscrete, MultiBinary)
