@@ -386,6 +386,7 @@ class ActionWrapper(MaskedResetWrapper):
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
+    boundaries: BoundaryTracker
     boundary: Boundary
 
     def __init__(self, env: VectorEnv) -> None:
@@ -600,13 +601,14 @@ class RunningStatistics:
         final ones are normalised; then the new episodes' first observations
         update it. Episodes that end together get the same outputs in every
         mode."""
-        finals = self.boundary.final_in_info  # type: ignore[attr-defined]
+        wrapper: Any = self  # a StatefulWrapper
+        finals = wrapper.boundary.final_in_info
         if not count_nonzero(finals):
             if self._update_running_mean:
                 rms.update(obs)
             return normalised(obs), infos
         if merged is None:
-            merged = self.last_observations(obs, infos)  # type: ignore[attr-defined]
+            merged = wrapper.last_observations(obs, infos)
         if self._update_running_mean:
             rms.update(merged)
         found = final_observations(infos)
@@ -615,9 +617,9 @@ class RunningStatistics:
         if rows is not finals and (
             rows.shape != finals.shape or count_nonzero(rows != finals)
         ):
-            who, env = type(self).__name__, self.env  # type: ignore[attr-defined]
-            merged = merge_final_observations(env, obs, infos, rows, who)
-        infos = replace_final_observations(infos, rows, normalised(merged), self)
+            who = type(self).__name__
+            merged = merge_final_observations(wrapper.env, obs, infos, rows, who)
+        infos = replace_final_observations(infos, rows, normalised(merged), wrapper)
         self._update_rows(rms, obs, finals)
         return normalised(obs), infos
 
