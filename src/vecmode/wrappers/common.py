@@ -117,13 +117,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
 
 
 def round_seconds(seconds: np.float64) -> np.float64:
-    """``np.round(seconds, 6)`` (NumPy's rounding: ``rint(x * 1e6) / 1e6``) of
-    one value, without a NumPy call.
-
-    >>> import numpy as np
-    >>> round_seconds(np.float64(0.12345650000000001)) == np.round(0.12345650000000001, 6)
-    np.True_
-    """
+    """``np.round(seconds, 6)`` of one value, without a NumPy call."""
     if not math.isfinite(seconds):
         return np.float64(seconds)
     scaled = float(seconds) * 1e6

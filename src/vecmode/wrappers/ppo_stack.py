@@ -14,12 +14,7 @@ from gymnasium.vector.utils import batch_space
 from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.modes import final_observations
-from vecmode.wrappers.base import (
-    RunningStatistics,
-    merge_final_observations,
-    replace_final_observations,
-)
+from vecmode.wrappers.base import RunningStatistics, map_final_observations
 from vecmode.wrappers.clipping import clip_symmetric
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
@@ -240,23 +235,17 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """NormalizeObservation's step, then the clip."""
         cached, self._merged = self._merged, None
-        b = self.boundary
-        if b is not self.boundaries.quiet and count_nonzero(b.final_in_info):
-            merged = cached[1] if cached is not None and cached[0] is obs else None
-            out = self._step_normalised(
-                self.obs_rms, obs, infos, self._normalised, merged
-            )
-            self._merged = None
-            return out
-        if self._update_running_mean:
-            self.obs_rms.update(obs)
-        out_obs = self._normalised(obs)
-        found = final_observations(infos)
-        if found is not None:  # final observations no layer normalised: clipped
-            rows = found[0]
-            merged = merge_final_observations(
-                self, out_obs, infos, rows, type(self).__name__
-            )
-            clipped = clip_symmetric(merged, self.clip_obs)
-            infos = replace_final_observations(infos, rows, clipped, self)
-        return out_obs, infos
+        merged = cached[1] if cached is not None and cached[0] is obs else None
+        out_obs, infos = self._step_normalised(
+            self.obs_rms, obs, infos, self._normalised, merged
+        )
+        self._merged = None
+        if count_nonzero(self.boundary.final_in_info):
+            return out_obs, infos
+        # final observations no layer normalised (none ended here): the clip alone
+        return out_obs, map_final_observations(
+            infos, out_obs, self._clipped, self, self, type(self).__name__
+        )
+
+    def _clipped(self, observations: np.ndarray) -> np.ndarray:
+        return clip_symmetric(observations, self.clip_obs)

@@ -6,13 +6,6 @@ and pickles. Its ``update`` merges a batch in float64 on few NumPy calls (Chan e
 al.'s parallel variance; a small scalar batch in Python floats, with
 :func:`math.fsum`) and rounds once into the state's dtype: Gymnasium's formulas,
 to float64 rounding.
-
->>> import numpy as np
->>> from vecmode.wrappers.running_stats import RunningMeanStd
->>> rms = RunningMeanStd(shape=(2,))
->>> rms.update(np.array([[1.0, 10.0], [3.0, 30.0]]))
->>> rms.mean, rms.var, rms.count
-(array([ 1.9999    , 19.99900005]), array([  1.00019998, 100.01504825]), 2.0001)
 """
 
 from __future__ import annotations
