@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from typing import Any
 
 import gymnasium as gym
@@ -194,13 +195,17 @@ def test_a_missing_library_names_the_extra(name, module, install, monkeypatch):
     envs.close()
 
 
-def test_a_jax_user_missing_array_api_compat_is_sent_to_the_jax_extra():
-    """(Built, JaxToNumpy would import jax, which this process must not.)"""
-    from vecmode.wrappers.array_conversion import dependency_missing
-
-    assert dependency_missing("JaxToNumpy", "array_api_compat").endswith(
+def test_a_jax_user_missing_array_api_compat_is_sent_to_the_jax_extra(monkeypatch):
+    """(A stand-in jax.numpy: this process must not import jax.)"""
+    monkeypatch.setitem(sys.modules, "jax.numpy", types.ModuleType("jax.numpy"))
+    monkeypatch.setitem(sys.modules, "array_api_compat", None)
+    envs = vecmode_base("box", AutoresetMode.NEXT_STEP)
+    with pytest.raises(DependencyNotInstalled) as info:
+        vw.JaxToNumpy(envs)
+    assert str(info.value).endswith(
         'run pip install "vecmode[jax]" (or pip install array-api-compat).'
     )
+    envs.close()
 
 
 @pytest.mark.parametrize("conversion", ["vecmode", "gymnasium"])

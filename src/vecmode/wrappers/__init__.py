@@ -6,18 +6,11 @@ import change::
     from gymnasium.wrappers.vector import NormalizeObservation   # before
     from vecmode.wrappers import NormalizeObservation            # after
 
-Each one declares NEXT_STEP, SAME_STEP and DISABLED in the registry, transforms
-``info["final_obs"]`` like the observations, passes ``reset_mask`` down intact and
-keeps per-sub-env state right across partial resets. :class:`FrameStackObservation`
-is new (Gymnasium has no vector frame stack).
-
-:func:`ppo_stack` builds CleanRL's PPO stack (episode statistics, observation
-normalisation and clip, reward normalisation and clip), by default as one
-:class:`PPOStack` layer returning exactly what the five layers return.
-
-For wrapper authors: :class:`ObservationWrapper`, :class:`ActionWrapper`,
-:class:`RewardWrapper` and :class:`StatefulWrapper` make a new wrapper right in
-every mode by default.
+Each one declares all three modes, transforms ``info["final_obs"]`` like the
+observations and keeps per-sub-env state right across partial resets. New:
+:class:`FrameStackObservation`, :func:`ppo_stack` (CleanRL's PPO stack in one
+layer), and the bases :class:`ObservationWrapper`, :class:`ActionWrapper`,
+:class:`RewardWrapper` and :class:`StatefulWrapper` for your own wrappers.
 """
 
 from vecmode.core import FRESH_OBSERVATION_WRAPPERS
@@ -65,42 +58,6 @@ from vecmode.wrappers.vectorize_reward import (
     VectorizeTransformReward,
 )
 
-# Each returns the wrapped env's observations or new arrays, never a buffer it
-# writes again (tests/test_transitions.py holds them to it): a collector over them
-# need not copy what a copying core returns. Not TransformObservation (it returns
-# what its function returns), nor the bases (a subclass may keep a buffer).
-FRESH_OBSERVATION_WRAPPERS.update(
-    {
-        ArrayConversion,
-        ClipAction,
-        ClipReward,
-        DictInfoToList,
-        DtypeObservation,
-        FilterObservation,
-        FlattenObservation,
-        FrameStackObservation,
-        GrayscaleObservation,
-        HumanRendering,
-        JaxToNumpy,
-        JaxToTorch,
-        NormalizeObservation,
-        NormalizeReward,
-        NumpyToTorch,
-        PPOStack,
-        RecordEpisodeStatistics,
-        RecordVideo,
-        RescaleAction,
-        RescaleObservation,
-        ReshapeObservation,
-        ResizeObservation,
-        TransformAction,
-        TransformReward,
-        VectorizeTransformAction,
-        VectorizeTransformObservation,
-        VectorizeTransformReward,
-    }
-)
-
 __all__ = [
     "ActionWrapper",
     "ArrayConversion",
@@ -137,3 +94,21 @@ __all__ = [
     "VectorizeTransformReward",
     "ppo_stack",
 ]
+
+# Each of the others returns the wrapped env's observations or new arrays, never a
+# buffer it writes again (tests/test_transitions.py holds them to it): a collector
+# over them need not copy what a copying core returns. Not FinalFrameInfo (a
+# single-env wrapper), TransformObservation (it returns what its function
+# returns), the bases (a subclass may keep a buffer), nor ppo_stack (a function).
+_NOT_FRESH = {
+    "ActionWrapper",
+    "FinalFrameInfo",
+    "ObservationWrapper",
+    "RewardWrapper",
+    "StatefulWrapper",
+    "TransformObservation",
+    "ppo_stack",
+}
+FRESH_OBSERVATION_WRAPPERS.update(
+    globals()[name] for name in __all__ if name not in _NOT_FRESH
+)

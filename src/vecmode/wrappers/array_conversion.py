@@ -1,22 +1,5 @@
-"""Array-library conversions, right in every mode: ``ArrayConversion``,
-``NumpyToTorch``, ``JaxToNumpy`` and ``JaxToTorch``.
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`'s, and the same
-conversion (Gymnasium's ``array_conversion``, through DLPack), with what Gymnasium's
-get wrong in SAME_STEP and DISABLED made right:
-
-* ``info["final_obs"]`` (SAME_STEP) is converted entry by entry, like the
-  observations, in a new NumPy object array; ``final_info`` like the infos; the
-  masks ``_final_obs`` / ``_final_info`` stay NumPy bool arrays (Gymnasium's raise
-  ``BufferError`` on the object array at the first episode end);
-* ``options["reset_mask"]`` reaches the env as a NumPy bool array, whatever array
-  the caller passed (Gymnasium's jax wrappers turn it into a jax array, which the
-  vector envs reject); the other options are converted for the env, as Gymnasium's.
-
-Torch and jax are optional: ``pip install "vecmode[torch]"`` / ``"vecmode[jax]"``.
-Importing :mod:`vecmode.wrappers` imports neither; building a wrapper that needs a
-missing one raises ``DependencyNotInstalled`` naming the extra.
-"""
+"""Array-library conversions, right in every mode (torch and jax are optional
+extras: importing :mod:`vecmode.wrappers` imports neither)."""
 
 from __future__ import annotations
 
@@ -51,7 +34,16 @@ def _require(module: str, who: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise DependencyNotInstalled(dependency_missing(who, module)) from error
+        name, pip_name, extra = _EXTRAS.get(module, (module, module, None))
+        if extra is None:  # the extra of the wrapper's own library, if it has one
+            libraries = [lib for lib in ("jax", "torch") if lib in who.lower()]
+            extra = f"vecmode[{libraries[0]}]" if libraries else None
+        install = f"pip install {pip_name}"
+        if extra:
+            install = f'pip install "{extra}" (or {install})'
+        raise DependencyNotInstalled(
+            f"{who} needs {name}, which is not installed: run {install}."
+        ) from error
 
 
 def _converter(who: str) -> Callable[..., Any]:
@@ -65,14 +57,9 @@ def _converter(who: str) -> Callable[..., Any]:
 class ArrayConversion(MaskedResetWrapper):
     """Convert what a vector env returns to another array library, and actions back.
 
-    Same arguments and conversion as
-    :class:`gymnasium.wrappers.vector.ArrayConversion` (observations, rewards,
-    flags and infos to ``target_xp`` on ``target_device``; actions and reset
-    options to ``env_xp`` on ``env_device``), right in every mode: the final
-    observations of SAME_STEP are converted one by one and kept in a NumPy object
-    array with their NumPy bool masks, and ``reset_mask`` reaches the env as a
-    NumPy bool array. Needs array-api-compat (in ``vecmode[torch]`` and
-    ``vecmode[jax]``).
+    Gymnasium's ``ArrayConversion``, right in every mode: final observations are
+    converted one by one (their object array and masks stay NumPy), and
+    ``reset_mask`` reaches the env as a NumPy bool array.
 
     >>> import numpy as np, vecmode
     >>> import array_api_compat.numpy as xp
@@ -122,27 +109,17 @@ class ArrayConversion(MaskedResetWrapper):
         return self._convert(value, xp=self._target_xp, device=self._target_device)
 
     def _infos(self, infos: dict[str, Any]) -> dict[str, Any]:
-        """Converted infos: SAME_STEP's final observations one by one, their
-        object array and masks kept."""
+        """The infos converted (final observations one by one)."""
         check_infos(infos, type(self).__name__)
         convert = self._to_target
         return map_infos(infos, others=convert, observation=convert, final_info=convert)
 
     def _step_actions(self, actions: Any) -> Any:
-        """The actions in the env's library."""
         return self._to_env(actions)
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """Everything in the target library (final observations one by one)."""
-        obs, rewards, terminations, truncations, infos = result
-        convert = self._to_target
-        return (
-            convert(obs),
-            convert(rewards),
-            convert(terminations),
-            convert(truncations),
-            self._infos(infos),
-        )
+        obs, rewards, terminations, truncations = map(self._to_target, result[:4])
+        return obs, rewards, terminations, truncations, self._infos(result[4])
 
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
@@ -161,7 +138,6 @@ class ArrayConversion(MaskedResetWrapper):
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """Observations and infos in the target library."""
         obs, infos = super()._reset_result(obs, infos, state)
         return self._to_target(obs), self._infos(infos)
 
@@ -169,9 +145,7 @@ class ArrayConversion(MaskedResetWrapper):
 class NumpyToTorch(ArrayConversion):
     """Take and return PyTorch tensors over a NumPy vector env, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.NumpyToTorch`; needs
-    ``pip install "vecmode[torch]"``. In SAME_STEP, ``info["final_obs"]`` holds a
-    tensor for each ended sub-env (in a NumPy object array, with its NumPy mask).
+    Gymnasium's ``NumpyToTorch``; needs ``pip install "vecmode[torch]"``.
 
     >>> import numpy as np, torch, vecmode
     >>> from vecmode.wrappers import NumpyToTorch
@@ -196,21 +170,13 @@ class NumpyToTorch(ArrayConversion):
 class JaxToNumpy(ArrayConversion):
     """Take and return NumPy arrays over a jax vector env, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.JaxToNumpy`; needs
-    ``pip install "vecmode[jax]"``. ``reset_mask`` reaches the env as a NumPy bool
-    array (Gymnasium's makes it a jax array).
-
-    A vector env returning jax arrays (here CartPole, converted to jax by
-    :class:`ArrayConversion`), in DISABLED mode:
+    Gymnasium's ``JaxToNumpy``; needs ``pip install "vecmode[jax]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToNumpy
-    >>> jax_envs = ArrayConversion(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="Disabled", max_episode_steps=1,
-    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp)
-    >>> type(jax_envs.reset(seed=0)[0]).__name__
-    'ArrayImpl'
-    >>> envs = JaxToNumpy(jax_envs)
+    >>> envs = JaxToNumpy(ArrayConversion(vecmode.make_vec("CartPole-v1",
+    ...     num_envs=2, autoreset_mode="Disabled", max_episode_steps=1,
+    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp))
     >>> _ = envs.reset(seed=0)
     >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1]))
     >>> obs, _ = envs.reset(options={"reset_mask": truncations})
@@ -228,16 +194,13 @@ class JaxToNumpy(ArrayConversion):
 class JaxToTorch(ArrayConversion):
     """Take and return PyTorch tensors over a jax vector env, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.JaxToTorch`; needs
-    ``pip install "vecmode[jax,torch]"``. In SAME_STEP, ``info["final_obs"]`` holds
-    a tensor for each ended sub-env (in a NumPy object array, with its NumPy mask).
+    Gymnasium's ``JaxToTorch``; needs ``pip install "vecmode[jax,torch]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToTorch
-    >>> jax_envs = ArrayConversion(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1,
-    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp)
-    >>> envs = JaxToTorch(jax_envs)
+    >>> envs = JaxToTorch(ArrayConversion(vecmode.make_vec("CartPole-v1",
+    ...     num_envs=2, autoreset_mode="SameStep", max_episode_steps=1,
+    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp))
     >>> _ = envs.reset(seed=0)
     >>> *_, infos = envs.step(np.array([0, 1]))
     >>> type(infos["final_obs"][0]).__name__, infos["_final_obs"]
@@ -251,18 +214,3 @@ class JaxToTorch(ArrayConversion):
         torch = _require("torch", type(self).__name__)
         super().__init__(env, env_xp=jnp, target_xp=torch, target_device=device)
         self.device = device
-
-
-# ------------------------------------------------------------------ messages
-def dependency_missing(who: str, module: str) -> str:
-    name, pip_name, extra = _EXTRAS.get(module, (module, module, None))
-    if extra is None:  # the extra of the wrapper's own library, if it has one
-        extra = next(
-            (f"vecmode[{lib}]" for lib in ("jax", "torch") if lib in who.lower()), None
-        )
-    install = (
-        f'pip install "{extra}" (or pip install {pip_name})'
-        if extra
-        else (f"pip install {pip_name}")
-    )
-    return f"{who} needs {name}, which is not installed: run {install}."

@@ -1,26 +1,11 @@
-"""Base classes that make a vector wrapper correct in every autoreset mode.
+"""Base classes that make a vector wrapper right in every autoreset mode.
 
-Subclass one and implement one method; the base does the mode-dependent part:
-
-* :class:`ObservationWrapper`: implement ``observations(batch)``; the base applies
-  it to every returned batch AND to the ended episodes' ``info["final_obs"]``
-  entries (batched, as a full-size batch), keeping ``_final_obs`` and the object
-  array layout.
-* :class:`ActionWrapper`: implement ``actions(batch)``.
-* :class:`RewardWrapper`: implement ``rewards(batch)``; NEXT_STEP's reset-step
-  reward (whose action was ignored) stays 0, whatever the transform.
-* :class:`StatefulWrapper`: implement the hooks ``episode_start(obs, mask)`` and
-  ``transition(obs, rewards, terminations, truncations, mask)``; the base calls
-  them exactly once per episode start and per real transition, with the masks of
-  the sub-envs concerned, in every mode and across partial resets.
-
-Every base declares all three modes in the registry (:func:`vecmode.supports`), so
-subclasses do too, unless they declare otherwise. All of them pass
-``reset(options={"reset_mask": mask})`` down with the mask intact, validated, and
-without mutating the caller's ``options``.
-
-What a step means for each sub-env comes from :mod:`vecmode.modes`
-(:class:`~vecmode.modes.BoundaryTracker`); nothing here branches on the mode.
+Subclass one and implement one method: :class:`ObservationWrapper`
+(``observations``), :class:`ActionWrapper` (``actions``), :class:`RewardWrapper`
+(``rewards``) or :class:`StatefulWrapper` (the hooks ``episode_start`` and
+``transition``). The base does what depends on the mode, declares all three modes
+in the registry and passes ``reset_mask`` down. What a step means for each
+sub-env comes from :class:`vecmode.modes.BoundaryTracker`.
 """
 
 from __future__ import annotations
@@ -30,11 +15,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from gymnasium import Space
+from gymnasium import Env, Space
 from gymnasium.error import InvalidBound
+from gymnasium.logger import warn
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import (
+    batch_space,
     concatenate,
     create_empty_array,
     iterate,
@@ -61,6 +48,7 @@ __all__ = [
     "ObservationWrapper",
     "RewardWrapper",
     "RunningStatistics",
+    "SpaceEnv",
     "StatefulWrapper",
     "check_infos",
     "empty_batch",
@@ -68,9 +56,11 @@ __all__ = [
     "forward_reset",
     "iterate_batch",
     "map_final_observations",
+    "map_items",
     "merge_final_observations",
     "replace_final_observations",
     "reset_arguments",
+    "set_spaces",
 ]
 
 
@@ -88,7 +78,11 @@ def forward_reset(
 def check_infos(infos: Any, who: str) -> None:
     """Raise a clear error when ``infos`` is not Gymnasium's batched dict."""
     if type(infos) is not dict and not isinstance(infos, dict):
-        raise TypeError(infos_not_dict(who, infos))
+        raise TypeError(
+            f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
+            f"{type(infos).__name__}. A DictInfoToList wrapper (or similar) is "
+            f"probably inside it: make DictInfoToList the outermost wrapper."
+        )
 
 
 def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
@@ -218,6 +212,62 @@ def iterate_batch(batched_space: Space, batch: Any) -> Any:
     return iterate(batched_space, batch)
 
 
+def map_items(
+    func: Callable[[Any], Any],
+    batched_space: Space,
+    batch: Any,
+    single_space: Space,
+    num_envs: int,
+) -> Any:
+    """``func`` of each item of ``batch`` (of ``batched_space``), in a new batch
+    of ``num_envs`` items of ``single_space``."""
+    return concatenate(
+        single_space,
+        [func(item) for item in iterate_batch(batched_space, batch)],
+        empty_batch(single_space, num_envs),
+    )
+
+
+class SpaceEnv(Env):
+    """A single env that is only its spaces, to build a single-env wrapper on.
+
+    >>> from gymnasium.spaces import Box
+    >>> from gymnasium.wrappers import FlattenObservation
+    >>> FlattenObservation(SpaceEnv(Box(0, 1, (2, 2)))).observation_space
+    Box(0.0, 1.0, (4,), float32)
+    """
+
+    def __init__(
+        self, observation_space: Space | None = None, action_space: Space | None = None
+    ) -> None:
+        """Set the spaces given."""
+        if observation_space is not None:
+            self.observation_space = observation_space
+        if action_space is not None:
+            self.action_space = action_space
+
+
+def set_spaces(
+    wrapper: Any, kind: str, space: Space | None, single_space: Space | None
+) -> None:
+    """Set ``{kind}_space`` / ``single_{kind}_space`` of ``wrapper`` as
+    Gymnasium's transforms do (``kind``: ``"observation"`` or ``"action"``)."""
+    if single_space is not None:
+        setattr(wrapper, f"single_{kind}_space", single_space)
+    if space is not None:
+        setattr(wrapper, f"{kind}_space", space)
+    elif single_space is not None:
+        setattr(wrapper, f"{kind}_space", batch_space(single_space, wrapper.num_envs))
+    batched = batch_space(getattr(wrapper, f"single_{kind}_space"), wrapper.num_envs)
+    if getattr(wrapper, f"{kind}_space") != batched:
+        warn(
+            f"For {wrapper.env}, the {kind} space and the batched single {kind} "
+            f"space don't match as expected, {kind}_space="
+            f"{getattr(wrapper, f'{kind}_space')}, batched single_{kind}_space="
+            f"{batched}"
+        )
+
+
 def map_final_observations(
     infos: dict[str, Any],
     observations: Any,
@@ -226,15 +276,10 @@ def map_final_observations(
     outer: VectorEnv,
     who: str = "wrapper",
 ) -> dict[str, Any]:
-    """``infos`` with each final observation replaced by its transform.
-
-    ``observations`` is the raw batch ``inner`` returned; the ended sub-envs' rows
-    are replaced by their final observations (:func:`merge_final_observations`),
-    ``transform`` maps that full-size batch into ``outer``'s observation space,
-    and the transformed rows go into a new object array (same layout, the mask
-    untouched, the inner env's arrays not modified). Returns ``infos`` unchanged
-    when no sub-env has a final observation.
-    """
+    """``infos`` with each final observation replaced by its transform: the
+    final observations in their rows of ``observations`` (the batch ``inner``
+    returned), through ``transform`` into ``outer``'s space, in a new object
+    array. ``infos`` itself when it has no final observation."""
     found = final_observations(infos)
     if found is None:
         return infos
@@ -249,8 +294,7 @@ def replace_final_observations(
     infos: dict[str, Any], rows: np.ndarray, batch: Any, env: VectorEnv
 ) -> dict[str, Any]:
     """``infos`` whose final observation of sub-env ``i`` is item ``i`` of
-    ``batch``, for the ``rows`` (``batch`` is an element of
-    ``env.observation_space``)."""
+    ``batch`` (an element of ``env.observation_space``), for the ``rows``."""
     indices = np.flatnonzero(rows).tolist()
     singles: Any = batch  # an array's rows, without splitting the whole batch
     if type(batch) is not np.ndarray or type(env.observation_space) is not Box:
@@ -263,13 +307,8 @@ def replace_final_observations(
 # call) rather than ndarray.any() / .all(), which go through numpy's Python-level
 # wrappers and cost several times more on arrays of num_envs flags.
 class MaskedResetWrapper(ForwardingWrapper):
-    """Passes ``reset(options={"reset_mask": mask})`` down validated, as a bool
-    array, in a copy of ``options`` (as every vecmode wrapper does); checks that
-    infos are Gymnasium's batched dict.
-
-    The shared base of every base below: :meth:`_reset_result` receives the mask
-    (None for a full reset) as its ``state``.
-    """
+    """Passes ``reset_mask`` down validated and checks the infos; the base of the
+    bases. :meth:`_reset_result` gets the mask (None: a full reset) as ``state``."""
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
@@ -279,10 +318,8 @@ class MaskedResetWrapper(ForwardingWrapper):
 
     @property
     def autoreset_mode(self) -> AutoresetMode | None:
-        """The mode of what this layer returns (its ``metadata["autoreset_mode"]``)
-        as an attribute, as Gymnasium's vector envs have it: a library that reads
-        ``envs.autoreset_mode`` (TorchRL's ``GymWrapper``) finds it on a stack of
-        vecmode's wrappers too (Gymnasium's wrappers have no such attribute)."""
+        """The mode this layer returns, as Gymnasium's vector envs have it (a
+        library that reads ``envs.autoreset_mode``, as TorchRL does, finds it)."""
         return mode_of(self)
 
 
@@ -290,12 +327,8 @@ class MaskedResetWrapper(ForwardingWrapper):
 class ObservationWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
 
-    Implement :meth:`observations` (a batch in, a batch out) and set
-    ``single_observation_space`` / ``observation_space`` if they change. The
-    transform is applied to the batch returned by ``reset`` and ``step`` and to
-    the final observations in ``info["final_obs"]`` (SAME_STEP): those are put in
-    a full-size batch in place of the returned rows, transformed together, and
-    written into a new ``final_obs`` array (``_final_obs`` kept).
+    Implement :meth:`observations` (a batch in, a batch out); it also transforms
+    the final observations in ``info["final_obs"]``, in a full-size batch.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import ObservationWrapper
@@ -331,11 +364,8 @@ class ObservationWrapper(MaskedResetWrapper):
     def final_observations(
         self, infos: dict[str, Any], observations: Any
     ) -> dict[str, Any]:
-        """``infos`` with its ``final_obs`` entries transformed (a new dict).
-
-        By default the final observations replace their rows of the returned batch
-        ``observations`` and the full-size batch goes through :meth:`observations`.
-        """
+        """``infos`` with its ``final_obs`` entries transformed (a new dict), by
+        default through :meth:`observations` (:func:`map_final_observations`)."""
         return map_final_observations(
             infos, observations, self.observations, self.env, self, type(self).__name__
         )
@@ -343,12 +373,7 @@ class ObservationWrapper(MaskedResetWrapper):
 
 @supports(*MODES)
 class ActionWrapper(MaskedResetWrapper):
-    """Base for a wrapper that transforms actions (the same in every mode).
-
-    Implement :meth:`actions` (a batch in, a batch out; don't write into the
-    caller's batch) and set ``single_action_space`` / ``action_space`` if they
-    change.
-    """
+    """Base for a wrapper that transforms actions: implement :meth:`actions`."""
 
     def actions(self, actions: Any) -> Any:
         """Transform a batch of actions (``num_envs`` rows) for the wrapped env."""
@@ -358,27 +383,19 @@ class ActionWrapper(MaskedResetWrapper):
         return self.actions(actions)
 
 
-def _tracker_below(env: Any) -> BoundaryTracker | None:
-    """The boundary tracker of the nearest tracked vecmode wrapper in ``env``'s
-    stack (through any wrappers between), to share boundaries with: it computes
-    each call's boundary once per stack, where the calls are the same (see
-    :class:`~vecmode.modes.BoundaryTracker`)."""
-    return next(
-        (layer.boundaries for layer in layers(env) if isinstance(layer, _Tracked)),
-        None,
-    )
-
-
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
-    #: What the last ``reset`` / ``step`` meant for each sub-env.
+    boundaries: BoundaryTracker
     boundary: Boundary
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
+        # the nearest tracked layer below shares its boundaries: each call's
+        # boundary is computed once per stack
+        below = (x.boundaries for x in layers(env) if isinstance(x, _Tracked))
         self.boundaries = BoundaryTracker(
-            mode_of(env), self.num_envs, source=_tracker_below(env)
+            mode_of(env), self.num_envs, source=next(below, None)
         )
         self.boundary = self.boundaries.reset(None)
 
@@ -397,13 +414,9 @@ class _Tracked(MaskedResetWrapper):
 
 @supports(*MODES)
 class RewardWrapper(_Tracked):
-    """Base for a wrapper that transforms rewards, right in every mode.
+    """Base for a wrapper that transforms rewards: implement :meth:`rewards`.
 
-    Implement :meth:`rewards` (a batch in, a batch out). The transform applies to
-    the rewards of real transitions; NEXT_STEP's reset step (the step after an
-    episode ended, whose action the env ignored) keeps reward 0 whatever the
-    transform, so ``TransformReward(env, lambda r: r + 1)`` does not invent a
-    reward for a step that did not happen. In the other modes every step is real.
+    NEXT_STEP's reset step (whose action the env ignored) keeps reward 0.
     """
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
@@ -424,23 +437,11 @@ class RewardWrapper(_Tracked):
 class StatefulWrapper(_Tracked):
     """Base for a wrapper that keeps per-sub-env state across steps.
 
-    Override the hooks; the base calls them in every mode, exactly once per event:
-
-    * :meth:`episode_start` with the returned observations and the mask of the
-      sub-envs whose returned observation is the first of a new episode (after
-      ``reset``, a masked ``reset``, or an autoreset);
-    * :meth:`transition` with the observations the sub-envs moved to (for an
-      ended episode, its final observation, wherever the mode puts it), the
-      rewards and flags, and the mask of the sub-envs that made a real
-      transition (not NEXT_STEP's reset step).
-
-    Within one ``step``, ``transition`` runs before ``episode_start`` (in SAME_STEP
-    a sub-env can end an episode and start the next in the same call). After each
-    call, :attr:`boundary` says what it meant for every sub-env. ``reset`` and
-    ``step`` return the wrapped env's results unchanged; to change what they
-    return, override :meth:`_step_result` / :meth:`_reset_result` (calling
-    ``super()`` first, which runs the hooks), so that the split async API
-    (``step_async`` / ``step_wait``) gets the change too.
+    The base calls the hooks once per event, in every mode: :meth:`episode_start`
+    where an episode starts, :meth:`transition` on each real transition (first,
+    in a step). :attr:`boundary` says what the last call meant for each sub-env.
+    To change what ``reset`` / ``step`` return, override :meth:`_reset_result` /
+    :meth:`_step_result`, calling ``super()`` first.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import StatefulWrapper
@@ -488,55 +489,42 @@ class StatefulWrapper(_Tracked):
 
     def _step_result(self, result: StepResult) -> StepResult:
         result = super()._step_result(result)
-        b = self.boundary
         obs, rewards, terminations, truncations, infos = result
+        b = self.boundary
+        quiet = b is self.boundaries.quiet
         # Performance: a hook still the base's no-op (overridden neither on the
         # class nor on the instance) is not called, and its arguments (the final
         # observations merged into a copy of the batch) are not built.
-        transition: Any = self.transition
-        if getattr(transition, "__func__", None) is StatefulWrapper.transition:
-            transition = None
-        if b is self.boundaries.quiet:
-            if transition is not None:
-                transition(obs, rewards, terminations, truncations, b.real)
-            return result
-        if transition is not None and count_nonzero(b.real):
-            transition(
-                self.last_observations(obs, infos),
-                rewards,
-                terminations,
-                truncations,
-                b.real,
-            )
-        if count_nonzero(b.starts):
-            episode_start = self.episode_start
-            if getattr(episode_start, "__func__", None) is not (
-                StatefulWrapper.episode_start
-            ):
-                episode_start(obs, b.starts)
+        transition = self.transition
+        if getattr(transition, "__func__", None) is not StatefulWrapper.transition and (
+            quiet or count_nonzero(b.real)
+        ):
+            moved = obs if quiet else self.last_observations(obs, infos)
+            transition(moved, rewards, terminations, truncations, b.real)
+        episode_start = self.episode_start
+        if (
+            not quiet
+            and count_nonzero(b.starts)
+            and getattr(episode_start, "__func__", None)
+            is not StatefulWrapper.episode_start
+        ):
+            episode_start(obs, b.starts)
         return result
 
     def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
-        """The observations the last step moved to: the final ones where ended.
-
-        The returned batch, except for sub-envs whose final observation is in
-        ``info["final_obs"]`` (a copy is made then).
-        """
+        """The observations the last step moved to (a copy holding the final
+        observations where ``info["final_obs"]`` has them)."""
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return observations
         return merge_final_observations(
-            self.env,
-            observations,
-            infos,
-            rows,
-            type(self).__name__,
+            self.env, observations, infos, rows, type(self).__name__
         )
 
 
 class RunningStatistics:
-    """Mixin of Gymnasium's normalising wrappers: ``update_running_mean`` and the
-    check of ``epsilon``."""
+    """Mixin of the normalising wrappers: ``update_running_mean``, the checks,
+    the statistics' updates."""
 
     _update_running_mean: bool = True
     #: Its outputs depend on which sub-envs' steps share a call (the statistics
@@ -552,6 +540,14 @@ class RunningStatistics:
             )
         return epsilon
 
+    @staticmethod
+    def _checked_gamma(gamma: float) -> float:
+        if not 0 <= gamma <= 1:
+            raise InvalidBound(
+                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
+            )
+        return gamma
+
     @property
     def update_running_mean(self) -> bool:
         """Whether the statistics are updated (set False to freeze them)."""
@@ -562,8 +558,7 @@ class RunningStatistics:
         self._update_running_mean = setting
 
     def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
-        """Update ``rms`` with the rows of ``batch`` in ``mask`` (the whole batch
-        when every row is, nothing when none is), unless frozen."""
+        """Update ``rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
         if not self._update_running_mean:
             return
         count = count_nonzero(mask)
@@ -580,10 +575,9 @@ class RunningStatistics:
         normalised: Callable[[np.ndarray], np.ndarray],
     ) -> np.ndarray:
         """A reset's observations, normalised: the reset rows update ``rms`` and
-        are normalised with it. The others (the untouched rows of a masked
-        reset) stay as the call before returned them, normalised with the
-        statistics before this update, so that a sub-env acts on the observation
-        it was last given (``next_obs`` of its step is ``obs`` of the next)."""
+        are normalised with it. A masked reset's other rows are normalised with
+        the statistics from before, as the call before returned them (``next_obs``
+        of a sub-env's step is ``obs`` of its next)."""
         count = count_nonzero(starts)
         if count == len(starts) or not count or not self._update_running_mean:
             self._update_rows(rms, observations, starts)
@@ -593,16 +587,44 @@ class RunningStatistics:
         out[starts] = normalised(observations[starts])
         return out
 
+    def _step_normalised(
+        self,
+        rms: Any,
+        obs: Any,
+        infos: dict[str, Any],
+        normalised: Callable[[np.ndarray], np.ndarray],
+        merged: Any = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """A step's observations and final observations (in ``infos``),
+        normalised in time order, as NEXT_STEP reveals them: the observations
+        moved to (``merged``, the final ones included) update ``rms`` and the
+        final ones are normalised; then the new episodes' first observations
+        update it. Episodes that end together get the same outputs in every
+        mode."""
+        wrapper: Any = self  # a StatefulWrapper
+        finals = wrapper.boundary.final_in_info
+        if not count_nonzero(finals):
+            if self._update_running_mean:
+                rms.update(obs)
+            return normalised(obs), infos
+        if merged is None:
+            merged = wrapper.last_observations(obs, infos)
+        if self._update_running_mean:
+            rms.update(merged)
+        found = final_observations(infos)
+        rows = found[0] if found is not None else np.zeros_like(finals)
+        # not np.array_equal(rows, finals), on fewer calls
+        if rows is not finals and (
+            rows.shape != finals.shape or count_nonzero(rows != finals)
+        ):
+            who = type(self).__name__
+            merged = merge_final_observations(wrapper.env, obs, infos, rows, who)
+        infos = replace_final_observations(infos, rows, normalised(merged), wrapper)
+        self._update_rows(rms, obs, finals)
+        return normalised(obs), infos
+
 
 # ------------------------------------------------------------------ messages
-def infos_not_dict(who: str, got: Any) -> str:
-    return (
-        f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
-        f"{type(got).__name__}. A DictInfoToList wrapper (or similar) is probably "
-        f"inside it: make DictInfoToList the outermost wrapper."
-    )
-
-
 def final_obs_missing(who: str, indices: list[int]) -> str:
     subs = ", ".join(str(i) for i in indices)
     return (

@@ -1,12 +1,6 @@
-"""Clipping: ``np.clip``, bit for bit, on its ufunc itself.
-
-``np.clip`` reaches its ufunc (``clip``, in NumPy's ``umath``) through two Python
-layers, which cost more than clipping a batch of a few dozen numbers. For a float
-array and scalar bounds (:func:`fast_bounds`) the ufunc is called directly: what
-``np.clip`` computes, as it computes it. Everything else (integer arrays, for
-which ``np.clip`` first drops a Python-int bound beyond the dtype's range; array
-or None bounds) goes through ``np.clip``.
-"""
+"""``np.clip``, bit for bit, calling its ufunc directly for a float array and
+scalar bounds (``np.clip``'s two Python layers cost more than clipping a small
+batch); everything else goes through ``np.clip``."""
 
 from __future__ import annotations
 

@@ -20,16 +20,8 @@ __all__ = ["RecordEpisodeStatistics"]
 class RecordEpisodeStatistics(StatefulWrapper):
     """Report each ended episode's return, length and duration in ``info``.
 
-    Same arguments and info layout as
-    :class:`gymnasium.wrappers.vector.RecordEpisodeStatistics`: at the step an
-    episode ends, ``info[stats_key]`` holds ``{"r": returns, "l": lengths, "t":
-    seconds}`` (zero for sub-envs that did not end) and ``info["_" + stats_key]``
-    the mask of the ended sub-envs; the last ``buffer_length`` episodes are in
-    ``return_queue``, ``length_queue`` and ``time_queue``. Right in every mode:
-    returns and lengths count real transitions only (not NEXT_STEP's reset
-    step), a masked reset clears only the masked sub-envs, and in SAME_STEP the
-    statistics are those of the episode that ended (next to ``final_obs``), the
-    new episode starting from zero.
+    Gymnasium's ``RecordEpisodeStatistics`` (its arguments and info layout),
+    right in every mode: only real transitions count.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
@@ -56,7 +48,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.time_queue: deque[float] = deque(maxlen=buffer_length)
         self.return_queue: deque[float] = deque(maxlen=buffer_length)
         self.length_queue: deque[int] = deque(maxlen=buffer_length)
-        self._ended: dict[str, np.ndarray] | None = None
+        self._ended: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """Start counting from zero for the sub-envs in ``mask``."""
@@ -95,14 +87,9 @@ class RecordEpisodeStatistics(StatefulWrapper):
         # queues get NumPy scalars, as Gymnasium's do.
         now = time.perf_counter()
         starts = self.episode_start_times
-        n = len(dones)
-        stats = {
-            "r": np.zeros(n, returns.dtype),
-            "l": np.zeros(n, lengths.dtype),
-            "t": np.zeros(n, starts.dtype),
-            "mask": dones,
-        }
-        out_returns, out_lengths, out_seconds = stats["r"], stats["l"], stats["t"]
+        out_returns, out_lengths, out_seconds = (
+            np.zeros(len(dones), column.dtype) for column in (returns, lengths, starts)
+        )
         for i in ended:
             out_returns[i] = value = returns[i]
             self.return_queue.append(value)
@@ -110,7 +97,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
             self.length_queue.append(value)
             out_seconds[i] = value = round_seconds(now - starts[i])
             self.time_queue.append(value)
-        self._ended = stats
+        self._ended = ({"r": out_returns, "l": out_lengths, "t": out_seconds}, dones)
         self.episode_count += len(ended)
 
     def _step_result(self, result: StepResult) -> StepResult:
@@ -118,32 +105,21 @@ class RecordEpisodeStatistics(StatefulWrapper):
         key = self._stats_key
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._ended is not None:
-            stats, self._ended = self._ended, None
+            (stats, mask), self._ended = self._ended, None
             if key in infos or f"_{key}" in infos:
-                raise ValueError(stats_key_taken(key, list(infos)))
-            mask = stats.pop("mask")
+                raise ValueError(
+                    f"RecordEpisodeStatistics cannot add episode statistics under "
+                    f"info[{key!r}]: the key is already in the info ({list(infos)}). "
+                    f"Pass another stats_key."
+                )
             infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
 
 
 def round_seconds(seconds: np.float64) -> np.float64:
-    """``np.round(seconds, 6)`` (NumPy's rounding: ``rint(x * 1e6) / 1e6``) of
-    one value, without a NumPy call.
-
-    >>> import numpy as np
-    >>> round_seconds(np.float64(0.12345650000000001)) == np.round(0.12345650000000001, 6)
-    np.True_
-    """
+    """``np.round(seconds, 6)`` of one value, without a NumPy call."""
     if not math.isfinite(seconds):
         return np.float64(seconds)
     scaled = float(seconds) * 1e6
     # round() gives an int (ties to even, as rint); rint keeps the sign of a zero
     return np.float64(math.copysign(round(scaled), scaled) / 1e6)
-
-
-# ------------------------------------------------------------------ messages
-def stats_key_taken(key: str, keys: list[str]) -> str:
-    return (
-        f"RecordEpisodeStatistics cannot add episode statistics under info[{key!r}]: "
-        f"the key is already in the info ({keys}). Pass another stats_key."
-    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gymnasium.vector import VectorEnv
 
 from vecmode.core import SeedLike, StepResult
 from vecmode.errors import InfoLayoutError
@@ -17,11 +16,8 @@ __all__ = ["DictInfoToList", "infos_to_list"]
 
 
 def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
-    """Gymnasium's batched info dict as one dict per sub-env.
-
-    Each sub-env's dict holds the keys its ``_key`` mask marks (every key without
-    a mask); nested dicts such as ``final_info`` become that sub-env's own dict,
-    and ``final_obs`` its own final observation.
+    """Gymnasium's batched info dict as one dict per sub-env (nested dicts too),
+    each with the keys its ``_key`` masks mark.
 
     >>> import numpy as np
     >>> infos_to_list({"x": np.array([1, 2]), "_x": np.array([True, False])}, 2)
@@ -33,17 +29,24 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             continue
         mask = infos.get(f"_{key}")
         if mask is not None and len(mask) != num_envs:
-            raise InfoLayoutError(info_length(f"_{key}", len(mask), num_envs))
+            raise InfoLayoutError(info_length_message(f"_{key}", len(mask), num_envs))
         if isinstance(value, dict):
             items: Any = infos_to_list(value, num_envs)
         elif isinstance(value, np.ndarray) and value.ndim and len(value) == num_envs:
             items = value
         elif isinstance(value, np.ndarray):
             raise InfoLayoutError(
-                info_length(key, len(value) if value.ndim else None, num_envs)
+                info_length_message(key, len(value) if value.ndim else None, num_envs)
             )
         else:
-            raise InfoLayoutError(info_not_an_array(key, value, num_envs))
+            length = f" of {len(value)} entries" if hasattr(value, "__len__") else ""
+            raise InfoLayoutError(
+                f"info[{key!r}] is a {type(value).__name__}{length}, not a NumPy "
+                f"array: batched infos hold a NumPy array with one entry per sub-env "
+                f"({num_envs} here) and a bool mask under '_{key}' (Gymnasium's "
+                f"VectorEnv._add_info builds them that way); build yours with it, or "
+                f"with np.array(...)."
+            )
         for i in range(num_envs) if mask is None else np.flatnonzero(mask):
             out[i][key] = items[i]
     return out
@@ -53,10 +56,8 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
 class DictInfoToList(MaskedResetWrapper):
     """Return infos as a list with one dict per sub-env, in every mode.
 
-    Same as :class:`gymnasium.wrappers.vector.DictInfoToList`: sub-env ``i``'s
-    dict holds the keys it reported. In SAME_STEP its ``final_obs`` and its own
-    ``final_info`` dict are in it too. Other wrappers read Gymnasium's dict
-    layout, so this one goes outermost.
+    Gymnasium's ``DictInfoToList``, ``final_obs`` and ``final_info`` included.
+    Other wrappers read Gymnasium's dict layout, so this one goes outermost.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import DictInfoToList
@@ -68,10 +69,6 @@ class DictInfoToList(MaskedResetWrapper):
     (['final_info', 'final_obs'], {})
     >>> envs.close()
     """
-
-    def __init__(self, env: VectorEnv) -> None:
-        """Wrap ``env``; it must return Gymnasium's batched info dicts."""
-        super().__init__(env)
 
     if TYPE_CHECKING:  # reset's infos, typed (not overridden: the split API
         # would be lost, see ForwardingWrapper)
@@ -96,27 +93,13 @@ class DictInfoToList(MaskedResetWrapper):
         """Infos as a list."""
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
-        return (
-            obs,
-            rewards,
-            terminations,
-            truncations,
-            infos_to_list(infos, self.num_envs),
-        )
+        lists = infos_to_list(infos, self.num_envs)
+        return obs, rewards, terminations, truncations, lists
 
 
 # ------------------------------------------------------------------ messages
-def info_not_an_array(key: str, got: Any, num_envs: int) -> str:
-    length = f" of {len(got)} entries" if hasattr(got, "__len__") else ""
-    return (
-        f"info[{key!r}] is a {type(got).__name__}{length}, not a NumPy array: "
-        f"batched infos hold a NumPy array with one entry per sub-env ({num_envs} "
-        f"here) and a bool mask under '_{key}' (Gymnasium's VectorEnv._add_info "
-        f"builds them that way); build yours with it, or with np.array(...)."
-    )
-
-
-def info_length(key: str, got: Any, num_envs: int) -> str:
+def info_length_message(key: str, got: Any, num_envs: int) -> str:
+    """The message of an info entry (or mask) of the wrong length."""
     return (
         f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
         f"batched infos hold one entry per sub-env (Gymnasium's VectorEnv._add_info "

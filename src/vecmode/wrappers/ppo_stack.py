@@ -1,13 +1,4 @@
-"""The PPO training stack (CleanRL's recipe), as one layer.
-
-CleanRL's PPO wraps its vector env in five wrappers: episode statistics,
-observation normalisation, an observation clip, reward normalisation and a
-reward clip. :func:`ppo_stack` builds that stack, right in every mode, either as
-the five :mod:`vecmode.wrappers` layers or, by default, as :class:`PPOStack`: one
-layer doing the same work in one pass (one boundary tracker, one check of the
-infos, the final observations merged once, normalising and clipping in place),
-whose outputs are the five layers' outputs exactly.
-"""
+"""The PPO training stack (CleanRL's recipe), as one layer."""
 
 from __future__ import annotations
 
@@ -23,12 +14,7 @@ from gymnasium.vector.utils import batch_space
 from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.modes import final_observations
-from vecmode.wrappers.base import (
-    RunningStatistics,
-    merge_final_observations,
-    replace_final_observations,
-)
+from vecmode.wrappers.base import RunningStatistics, map_final_observations
 from vecmode.wrappers.clipping import clip_symmetric
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
@@ -83,32 +69,15 @@ def ppo_stack(
 ) -> PPOStack | ClipReward:
     """CleanRL's PPO stack over ``env``, right in every mode.
 
-    The five layers, innermost first::
-
-        RecordEpisodeStatistics(env)
-        NormalizeObservation(...)
-        TransformObservation(..., clip to [-clip_obs, clip_obs],
-                             single_observation_space=Box(-clip_obs, clip_obs))
-        NormalizeReward(..., gamma=gamma)
-        ClipReward(..., -clip_reward, clip_reward)
-
-    With ``fused`` (the default) they are one :class:`PPOStack` layer, which
-    returns exactly what the five return, in less time; ``fused=False`` builds
-    the five layers themselves.
-
-    To freeze the statistics (for evaluation), set ``update_running_mean =
-    False`` on the fused layer, which freezes both; on the five layers, set it on
-    the ``NormalizeObservation`` and the ``NormalizeReward`` layer, as on
-    Gymnasium's stack (``envs.env.env.env`` and ``envs.env``): an attribute set
-    on the outer ``ClipReward`` reaches neither.
+    ``RecordEpisodeStatistics``, ``NormalizeObservation``, observations clipped,
+    ``NormalizeReward`` and ``ClipReward``: by default as one :class:`PPOStack`
+    layer, which returns exactly what the five layers return.
 
     Args:
         env: a Box-observation vector env declaring its autoreset mode.
         gamma: ``NormalizeReward``'s discount, in [0, 1].
-        clip_obs: normalised observations are clipped to ``[-clip_obs, clip_obs]``
-            (>= 0).
-        clip_reward: normalised rewards are clipped to
-            ``[-clip_reward, clip_reward]`` (>= 0).
+        clip_obs: the bound of the normalised observations (>= 0).
+        clip_reward: the bound of the normalised rewards (>= 0).
         fused: one layer (True) or the five (False).
 
     >>> import numpy as np, vecmode
@@ -132,22 +101,23 @@ def ppo_stack(
         return PPOStack(env, gamma=gamma, clip_obs=clip_obs, clip_reward=clip_reward)
     env = RecordEpisodeStatistics(env)
     env = NormalizeObservation(env)
-    env = TransformObservation(
-        env,
-        _Clip(clip_obs),
-        single_observation_space=_clipped_space(env, clip_obs),
-    )
+    space = _clipped_space(env, clip_obs)
+    env = TransformObservation(env, _Clip(clip_obs), single_observation_space=space)
     env = NormalizeReward(env, gamma=gamma)
     return ClipReward(env, -clip_reward, clip_reward)
 
 
 def _bound(name: str, value: float) -> float:
     """A clip bound: a number >= 0 (inf: no clipping)."""
+    message = (
+        f"`{name}` should be a number >= 0 (observations or rewards are clipped to "
+        f"[-{name}, {name}]; inf for no clipping). Received {value!r}"
+    )
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(clip_bound(name, value))
+        raise TypeError(message)
     value = float(value)
     if math.isnan(value) or value < 0:
-        raise InvalidBound(clip_bound(name, value))
+        raise InvalidBound(message)
     return value
 
 
@@ -169,15 +139,8 @@ class _Clip:
 
 
 class PPOStack(RunningStatistics, RecordEpisodeStatistics):
-    """CleanRL's five PPO wrappers as one layer: what :func:`ppo_stack` builds.
-
-    Episode statistics of the raw rewards (a :class:`RecordEpisodeStatistics`:
-    ``info["episode"]``, ``return_queue``, ...), observations normalised
-    (``obs_rms``) and clipped to ``[-clip_obs, clip_obs]``, rewards scaled by the
-    deviation of their discounted sums (``return_rms``, ``accumulated_reward``)
-    and clipped to ``[-clip_reward, clip_reward]``: step by step, exactly what
-    the five layers return (:func:`ppo_stack` with ``fused=False``), in every
-    mode and across partial resets. ``update_running_mean = False`` freezes both
+    """CleanRL's five PPO wrappers as one layer, with their attributes: what
+    :func:`ppo_stack` builds. ``update_running_mean = False`` freezes both
     statistics.
 
     >>> import numpy as np, vecmode
@@ -202,10 +165,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         clip_reward: float = 10.0,
     ) -> None:
         """Args as :func:`ppo_stack`'s."""
-        if not 0 <= gamma <= 1:  # NormalizeReward's check and message
-            raise InvalidBound(
-                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
-            )
+        gamma = self._checked_gamma(gamma)
         clip_obs = _bound("clip_obs", clip_obs)
         clip_reward = _bound("clip_reward", clip_reward)
         space = env.single_observation_space
@@ -224,9 +184,8 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
         self._update_running_mean = True
-        self._merged: tuple[Any, Any, Any] | None = None
+        self._merged: tuple[Any, Any] | None = None
 
-    # --------------------------------------------------------- observations
     def _normalised(self, observations: np.ndarray) -> np.ndarray:
         """Normalised and clipped, into a new float32 array (in place)."""
         rms = self.obs_rms
@@ -236,45 +195,13 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
         """As the base's, kept for the rest of the step (merged once)."""
         merged = super().last_observations(observations, infos)
-        self._merged = (observations, infos, merged)
+        self._merged = (observations, merged)
         return merged
 
-    def _final_observations(
-        self, obs: np.ndarray, infos: dict[str, Any], finals: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """SAME_STEP's final observations: the statistics take the observations
-        moved to (final ones included), the final ones are normalised with them,
-        then the statistics take the new episodes' first observations
-        (NormalizeObservation's time order)."""
-        merged = None
-        if self._merged is not None and self._merged[0] is obs:
-            merged = self._merged[2]
-        self._merged = None
-        if merged is None:
-            merged = self.last_observations(obs, infos)
-            self._merged = None
-        if self._update_running_mean:
-            self.obs_rms.update(merged)
-        found = final_observations(infos)
-        rows = found[0] if found is not None else np.zeros_like(finals)
-        # not np.array_equal(rows, finals), on fewer calls
-        if rows is not finals and (
-            rows.shape != finals.shape or count_nonzero(rows != finals)
-        ):
-            merged = merge_final_observations(
-                self.env, obs, infos, rows, type(self).__name__
-            )
-        infos = replace_final_observations(infos, rows, self._normalised(merged), self)
-        self._update_rows(self.obs_rms, obs, finals)
-        return self._normalised(obs), infos
-
-    # ----------------------------------------------------------------- halves
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """Episode statistics restart where episodes start; the reset
-        observations update the statistics; a full reset restarts the
-        discounted sums."""
+        """The five layers' reset (a full one restarts the discounted sums)."""
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self._normalised
@@ -287,23 +214,9 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         """The five layers' step, in one pass."""
         self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        b = self.boundary
-        quiet = b is self.boundaries.quiet
-        # observations (NormalizeObservation, then the clip)
-        finals = b.final_in_info
-        if quiet or not count_nonzero(finals):
-            self._merged = None
-            if self._update_running_mean:
-                self.obs_rms.update(obs)
-            out_obs = self._normalised(obs)
-            found = final_observations(infos)
-            if found is not None:
-                # final observations no layer normalised: the clip alone
-                infos = self._clipped_finals(infos, out_obs, found[0])
-        else:
-            out_obs, infos = self._final_observations(obs, infos, finals)
+        out_obs, infos = self._step_observations(obs, infos)
         # rewards (NormalizeReward, then the clip; NEXT_STEP's reset step: 0)
-        real = b.real
+        real = self.boundary.real
         moving = count_nonzero(real)
         if moving:
             sums = discount(
@@ -317,17 +230,22 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
             out[~real] = 0
         return out_obs, out, terminations, truncations, infos
 
-    def _clipped_finals(
-        self, infos: dict[str, Any], obs: np.ndarray, rows: np.ndarray
-    ) -> dict[str, Any]:
-        merged = merge_final_observations(self, obs, infos, rows, type(self).__name__)
-        clipped = clip_symmetric(merged, self.clip_obs)
-        return replace_final_observations(infos, rows, clipped, self)
+    def _step_observations(
+        self, obs: np.ndarray, infos: dict[str, Any]
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """NormalizeObservation's step, then the clip."""
+        cached, self._merged = self._merged, None
+        merged = cached[1] if cached is not None and cached[0] is obs else None
+        out_obs, infos = self._step_normalised(
+            self.obs_rms, obs, infos, self._normalised, merged
+        )
+        self._merged = None
+        if count_nonzero(self.boundary.final_in_info):
+            return out_obs, infos
+        # final observations no layer normalised (none ended here): the clip alone
+        return out_obs, map_final_observations(
+            infos, out_obs, self._clipped, self, self, type(self).__name__
+        )
 
-
-# ------------------------------------------------------------------ messages
-def clip_bound(name: str, value: Any) -> str:
-    return (
-        f"`{name}` should be a number >= 0 (observations or rewards are clipped to "
-        f"[-{name}, {name}]; inf for no clipping). Received {value!r}"
-    )
+    def _clipped(self, observations: np.ndarray) -> np.ndarray:
+        return clip_symmetric(observations, self.clip_obs)

@@ -1,26 +1,5 @@
 """Rendering, right in every mode: ``RecordVideo``, ``HumanRendering``, and the
-single-env ``FinalFrameInfo`` they need in SAME_STEP.
-
-What each sub-env showed, frame by frame, is what these wrappers must record or
-show. Where each frame comes from, in every mode (from :mod:`vecmode.modes`' view of
-each call, never from the mode itself):
-
-* after ``reset``: the first frame of each sub-env that was reset (all of them, or
-  those of ``reset_mask``; the others have not moved, so they add no frame);
-* after ``step``: every sub-env moved, so each adds the frame it renders now (in
-  NEXT_STEP's reset step, its new episode's first frame). Where the mode puts an
-  ended episode's last observation in ``info["final_obs"]`` (SAME_STEP), the
-  sub-env was reset *within* the step: what it renders now is its new episode's
-  first frame, and the ended episode's last frame must come from before that
-  reset. Rendering from the final observation is impossible in general, so the
-  sub-env itself renders it: :class:`FinalFrameInfo` (a single-env wrapper) puts
-  ``env.render()`` in the info of the step that ends an episode, which SAME_STEP
-  carries in ``info["final_info"]``, over any vector env and backend. The last
-  frame comes first, then the first frame of the next episode.
-
-A video then holds each of sub-env 0's frames once, its other tiles their
-sub-envs' frames in order (:class:`RecordVideo`), and a live view shows each one
-(:class:`HumanRendering`).
+single-env ``FinalFrameInfo`` they need in SAME_STEP (docs/wrappers.md says why).
 """
 
 from __future__ import annotations
@@ -53,17 +32,22 @@ FINAL_FRAME = "final_frame"
 #: Render modes whose ``render()`` returns one frame per call.
 _ONE_FRAME = ("rgb_array", "depth_array")
 
+MOVIEPY_MISSING = (
+    'RecordVideo needs MoviePy, which is not installed: run pip install "vecmode'
+    '[video]" (or pip install moviepy).'
+)
+PYGAME_MISSING = (
+    'HumanRendering needs pygame, which is not installed: run pip install "vecmode'
+    '[video]" (or pip install pygame).'
+)
+
 
 class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Put the frame an episode ends on in the info of the step that ends it.
 
-    A single-env wrapper for the sub-envs of a SAME_STEP vector env, whose step
-    resets an ended sub-env before returning: its last frame is then in
-    ``info["final_info"][key]``, where :class:`RecordVideo` and
-    :class:`HumanRendering` take it. It renders once per episode, at its end (the
-    env's ``render_mode`` must return a frame, e.g. ``"rgb_array"``). Pass it as a
-    sub-env wrapper: ``make_vec(..., wrappers=[FinalFrameInfo])`` (vecmode's or
-    Gymnasium's). Other modes don't need it.
+    A single-env wrapper for the sub-envs of a SAME_STEP vector env, so that
+    :class:`RecordVideo` and :class:`HumanRendering` find the last frame in
+    ``info["final_info"][key]``: ``make_vec(..., wrappers=[FinalFrameInfo])``.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo
@@ -82,7 +66,11 @@ class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self, key=key)
         gym.Wrapper.__init__(self, env)
         if env.render_mode not in _ONE_FRAME:
-            raise ValueError(final_frame_render_mode(env.render_mode))
+            raise ValueError(
+                f"FinalFrameInfo renders the env's last frame, so the env's "
+                f"render_mode must be {' or '.join(map(repr, _ONE_FRAME))}, not "
+                f"{env.render_mode!r}."
+            )
         #: The info key of the frame (vector wrappers read it with ``get_attr``).
         self.final_frame_key = key
 
@@ -99,12 +87,13 @@ Frames = tuple[list[list[np.ndarray]], list[np.ndarray]]
 
 
 class _Rendering(StatefulWrapper):
-    """The frames each call added, per sub-env, in every mode (see the module)."""
+    """The frames each call added, per sub-env, in every mode: after ``reset``, the
+    reset sub-envs' first; after ``step``, every sub-env's now, after the ended
+    episode's last where the mode reset it within the step (from ``final_info``)."""
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        #: Where the final frames are in ``final_info`` (None: the mode does not
-        #: reset within a step, so nothing is needed there).
+        #: The key of the final frames in ``final_info`` (None: not needed).
         self._final_key: str | None = None
         if final_in_info(self.boundaries.mode):
             self._final_key = self._final_frame_key()
@@ -122,40 +111,56 @@ class _Rendering(StatefulWrapper):
         except Exception:  # a sub-env without the attribute (in any backend)
             keys = set()
         if len(keys) != 1:
-            who = type(self).__name__
+            who, mode = type(self).__name__, self.boundaries.mode
+            why = (
+                f"In this mode a sub-env is reset within the step that ends its "
+                f"episode, so by the time the step returns its last frame is gone, "
+                f"and {who} must get it from the sub-env: its sub-envs must be "
+                f"wrapped in vecmode.wrappers.FinalFrameInfo (which puts the last "
+                f"frame in info['final_info']), and not all are."
+            )
+            instead = (
+                "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo] "
+                "(vecmode's or Gymnasium's make_vec), or in NextStep or Disabled "
+                "mode, which need nothing."
+            )
             raise IncompatibleModeError(
-                incompatible_mode(
-                    who,
-                    self.boundaries.mode,
-                    [self.boundaries.mode],
-                    final_frames_needed(who),
-                    final_frames_instead(),
-                )
+                incompatible_mode(who, mode, [mode], why, instead)
             )
         return str(keys.pop())
 
     def _render(self) -> list[np.ndarray]:
         """Every sub-env's frame now (checked: one image array each)."""
         frames = self.env.render()
-        if frames is None or len(frames) != self.num_envs:
-            raise ValueError(not_frames(type(self).__name__, frames, self.num_envs))
-        out = []
-        for frame in frames:
-            if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-                raise ValueError(not_frames(type(self).__name__, frames, self.num_envs))
-            out.append(np.array(frame, copy=True))
-        return out
+        if (
+            frames is None
+            or len(frames) != self.num_envs
+            or any(not isinstance(f, np.ndarray) or f.ndim != 3 for f in frames)
+        ):
+            types = (
+                "" if frames is None else f" of {[type(f).__name__ for f in frames]}"
+            )
+            raise ValueError(
+                f"{type(self).__name__} needs env.render() to return "
+                f"{self.num_envs} frames, one image array (height, width, channels) "
+                f"per sub-env; got {type(frames).__name__}{types}."
+            )
+        return [np.array(frame, copy=True) for frame in frames]
 
     def _final_frames(self, infos: Any, rows: np.ndarray) -> dict[int, np.ndarray]:
         """The last frames of the episodes that ``rows`` ended, from the final
         infos (a clear error where one is missing)."""
         found = final_frames(infos, self._final_key or FINAL_FRAME)
-        missing = [
-            i for i in np.flatnonzero(rows).tolist() if found is None or not found[0][i]
-        ]
+        indices = np.flatnonzero(rows).tolist()
+        missing = [i for i in indices if found is None or not found[0][i]]
         if found is None or missing:
-            raise ValueError(final_frame_missing(type(self).__name__, missing))
-        return {i: np.asarray(found[1][i]) for i in np.flatnonzero(rows).tolist()}
+            raise ValueError(
+                f"{type(self).__name__}: sub-env(s) {', '.join(map(str, missing))} "
+                f"ended and were reset within the step, but their final info has no "
+                f"last frame. Wrap each sub-env in vecmode.wrappers.FinalFrameInfo "
+                f"(make_vec(..., wrappers=[FinalFrameInfo]))."
+            )
+        return {i: np.asarray(found[1][i]) for i in indices}
 
     def _step_frames(self, infos: Any) -> Frames:
         """Per sub-env, the frames a step added: the ended episode's last frame
@@ -181,7 +186,11 @@ class _Rendering(StatefulWrapper):
 
 def _check_render_mode(who: str, render_mode: Any) -> None:
     if render_mode not in _ONE_FRAME:
-        raise ValueError(render_mode_unsupported(who, render_mode))
+        raise ValueError(
+            f"{who} needs sub-envs that render one frame per render() call, "
+            f"render_mode {' or '.join(map(repr, _ONE_FRAME))}; got "
+            f'{render_mode!r}. Build the env with render_mode="rgb_array".'
+        )
 
 
 # -------------------------------------------------------------------- RecordVideo
@@ -192,33 +201,13 @@ _GC_TRIGGER = (
 
 
 class RecordVideo(_Rendering):
-    """Record videos of a vector env's sub-envs, each frame exactly once, in every
-    mode.
+    """Record videos of a vector env's sub-envs, each frame once, in every mode.
 
-    Same arguments and files as :class:`gymnasium.wrappers.vector.RecordVideo`:
-    each video frame is a grid of the sub-envs' frames (``video_aspect_ratio``;
-    sub-env 0 only with ``record_first_only``); episodes are counted on sub-env 0
-    and a video holds one of its episodes (``episode_trigger``), or starts at a
-    ``step`` call (``step_trigger``) and holds ``video_length`` frames.
-
-    Right in every mode, where Gymnasium's is not:
-
-    * each episode's frames are recorded exactly once, from its first frame to its
-      last, the last one included: in SAME_STEP it comes from the sub-env's
-      :class:`FinalFrameInfo` (required there; refused at construction without);
-    * a partial reset adds a frame for the reset sub-envs only: the others, which
-      did not move, are not recorded again.
-
-    Each of sub-env 0's frames is a video frame when it comes, so its videos are
-    what Gymnasium's single-env ``RecordVideo`` records of sub-env 0, in every
-    mode, each triggered episode included. The other tiles start with their
-    sub-env's frame when the video starts, then show its frames in order, none
-    skipped: a tile with no new frame shows its last one again (an episode's end
-    adds a frame within the call in SAME_STEP and DISABLED, so sub-env 0 gets one
-    more when its episode ends), and one with more falls behind until the video
-    ends, its frames not shown by then not recorded. Frames wait only for the
-    video being recorded: between videos nothing is rendered or kept. A video
-    still being recorded when the wrapper is closed ends there.
+    Same arguments and files as :class:`gymnasium.wrappers.vector.RecordVideo`
+    (a grid of the sub-envs' frames; episodes counted on sub-env 0). Each
+    episode is recorded once, its last frame included (in SAME_STEP from
+    :class:`FinalFrameInfo`), and a partial reset adds frames of the reset
+    sub-envs only.
 
     >>> import os, tempfile, numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo, RecordVideo
@@ -271,7 +260,7 @@ class RecordVideo(_Rendering):
         try:  # before anything is made (Gymnasium's schedule needs it too)
             import moviepy  # noqa: F401
         except ImportError as error:
-            raise DependencyNotInstalled(moviepy_missing()) from error
+            raise DependencyNotInstalled(MOVIEPY_MISSING) from error
         super().__init__(env)
         if episode_trigger is None and step_trigger is None:
             from gymnasium.utils.save_video import capped_cubic_video_schedule
@@ -285,20 +274,17 @@ class RecordVideo(_Rendering):
         self.video_aspect_ratio = video_aspect_ratio
         self.frame_cols = -1
         self.frame_rows = -1
-        self.video_folder = os.path.abspath(video_folder)
-        if os.path.isdir(self.video_folder):
-            logger.warn(
-                f"Overwriting existing videos at {self.video_folder} folder (try "
-                f"specifying a different `video_folder` for the `RecordVideo` "
-                f"wrapper if this is not desired)"
-            )
-        os.makedirs(self.video_folder, exist_ok=True)
+        self.video_folder = _video_folder(video_folder)
         self.frames_per_sec = (
             self.metadata.get("render_fps", 30) if fps is None else fps
         )
         self.name_prefix = name_prefix
-        self._video_name: str | None = None
         self.video_length = video_length if video_length != 0 else float("inf")
+        self._start_state()
+
+    def _start_state(self) -> None:
+        """No video, no frame, nothing counted yet."""
+        self._video_name: str | None = None
         self.recording = False
         self.recorded_frames: list[np.ndarray] = []
         #: The number of frames of each video saved so far.
@@ -306,7 +292,7 @@ class RecordVideo(_Rendering):
         self.step_id = -1
         self.episode_id = -1
         #: The sub-envs in the grid; the first one's episodes are counted.
-        self._tiles = [0] if record_first_only else list(range(self.num_envs))
+        self._tiles = [0] if self.record_first_only else list(range(self.num_envs))
         #: While recording, for each tile after the first: its frames not yet in a
         #: video frame, and the frame it showed last. Sub-env 0's frames are video
         #: frames at once: nothing of it waits.
@@ -464,6 +450,19 @@ class RecordVideo(_Rendering):
             logger.warn("Unable to save last video! Did you call close()?")
 
 
+def _video_folder(path: str) -> str:
+    """``path`` made absolute, and created (a warning if it exists, as Gymnasium's)."""
+    folder = os.path.abspath(path)
+    if os.path.isdir(folder):
+        logger.warn(
+            f"Overwriting existing videos at {folder} folder (try specifying a "
+            f"different `video_folder` for the `RecordVideo` wrapper if this is not "
+            f"desired)"
+        )
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def _grid_shape(
     n: int, h: int, w: int, aspect_ratio: tuple[int, int]
 ) -> tuple[int, int]:
@@ -484,14 +483,9 @@ def _grid_shape(
 class HumanRendering(_Rendering):
     """Show a vector env's sub-envs in a window, every frame, in every mode.
 
-    Same arguments as :class:`gymnasium.wrappers.vector.HumanRendering` (the
-    sub-envs' frames in a grid in a pygame window of ``screen_size``, by default
-    one sub-env's frame size, at the env's ``render_fps``), right in every mode:
-    every frame of every episode is shown, the last one included (in SAME_STEP it
-    comes from the sub-env's :class:`FinalFrameInfo`, required there), then the
-    next episode's first. After a partial reset, the sub-envs that were not reset
-    show the frame they showed. Needs pygame; :meth:`show` draws one grid (override
-    it to send the frames elsewhere).
+    Same arguments as :class:`gymnasium.wrappers.vector.HumanRendering`. Each
+    episode's last frame is shown too (in SAME_STEP from :class:`FinalFrameInfo`).
+    Needs pygame; override :meth:`show` to draw elsewhere.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import HumanRendering
@@ -567,7 +561,7 @@ class HumanRendering(_Rendering):
         try:
             import pygame
         except ImportError as error:
-            raise DependencyNotInstalled(pygame_missing()) from error
+            raise DependencyNotInstalled(PYGAME_MISSING) from error
         height, width = frames[0].shape[:2]
         if self.screen_size is None:
             self.screen_size = (width, height)
@@ -601,68 +595,3 @@ class HumanRendering(_Rendering):
             pygame.quit()
             self.window = None
         super().close(**kwargs)
-
-
-# ------------------------------------------------------------------ messages
-def render_mode_unsupported(who: str, render_mode: Any) -> str:
-    return (
-        f"{who} needs sub-envs that render one frame per render() call, "
-        f"render_mode {' or '.join(map(repr, _ONE_FRAME))}; got {render_mode!r}. "
-        f'Build the env with render_mode="rgb_array".'
-    )
-
-
-def final_frame_render_mode(render_mode: Any) -> str:
-    return (
-        f"FinalFrameInfo renders the env's last frame, so the env's render_mode must "
-        f"be {' or '.join(map(repr, _ONE_FRAME))}, not {render_mode!r}."
-    )
-
-
-def final_frames_needed(who: str) -> str:
-    return (
-        f"In this mode a sub-env is reset within the step that ends its episode, so "
-        f"by the time the step returns its last frame is gone, and {who} must get "
-        f"it from the sub-env: its sub-envs must be wrapped in "
-        f"vecmode.wrappers.FinalFrameInfo (which puts the last frame in "
-        f"info['final_info']), and not all are."
-    )
-
-
-def final_frames_instead() -> str:
-    return (
-        "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo] (vecmode's or "
-        "Gymnasium's make_vec), or in NextStep or Disabled mode, which need nothing."
-    )
-
-
-def final_frame_missing(who: str, indices: list[int]) -> str:
-    subs = ", ".join(str(i) for i in indices)
-    return (
-        f"{who}: sub-env(s) {subs} ended and were reset within the step, but their "
-        f"final info has no last frame. Wrap each sub-env in "
-        f"vecmode.wrappers.FinalFrameInfo (make_vec(..., wrappers=[FinalFrameInfo]))."
-    )
-
-
-def not_frames(who: str, got: Any, num_envs: int) -> str:
-    return (
-        f"{who} needs env.render() to return {num_envs} frames, one image array "
-        f"(height, width, channels) per sub-env; got {type(got).__name__}"
-        + ("" if got is None else f" of {[type(f).__name__ for f in got]}")
-        + "."
-    )
-
-
-def moviepy_missing() -> str:
-    return (
-        'RecordVideo needs MoviePy, which is not installed: run pip install "vecmode'
-        '[video]" (or pip install moviepy).'
-    )
-
-
-def pygame_missing() -> str:
-    return (
-        'HumanRendering needs pygame, which is not installed: run pip install "vecmode'
-        '[video]" (or pip install pygame).'
-    )

@@ -1,32 +1,11 @@
-"""Running mean and variance: Gymnasium's ``RunningMeanStd`` at the cost of its
-arithmetic, and normalising with it.
+"""Gymnasium's ``RunningMeanStd`` at a fraction of its cost, and normalising with it.
 
-:class:`RunningMeanStd` is a drop-in for
-:class:`gymnasium.wrappers.utils.RunningMeanStd` (a subclass of it): the same
-``mean``, ``var`` and ``count`` attributes, of the same types, shapes and dtypes,
-replaced by new objects at every update (so a reference taken before an update
-still holds the values from before), ``update(batch)`` and
-``update_from_moments``; it pickles, copies and loads the same way. What differs
-is how ``update`` computes: Gymnasium's runs ``np.mean`` and ``np.var`` (a dozen
-NumPy calls between them, each paying NumPy's per-call overhead) and merges in the
-state's dtype; this one takes the batch's sum and its squared deviations from the
-batch mean into preallocated float64 buffers and merges them (Chan et al.'s
-parallel variance) in a few in-place calls, all in float64, rounding once into the
-state's dtype at the end. A scalar statistic (``shape=()``, as
-``NormalizeReward``'s) fed a small batch is merged in Python floats (float64),
-with exactly rounded sums (:func:`math.fsum`).
-
-The results are Gymnasium's formulas evaluated in float64, to float64 rounding:
-for float64 batches and state, what Gymnasium computes, to a few units in the
-last place; for float32 ones, closer to the exact value than Gymnasium's float32
-arithmetic (the state is still stored in its float32 dtype, as Gymnasium's is).
-
->>> import numpy as np
->>> from vecmode.wrappers.running_stats import RunningMeanStd
->>> rms = RunningMeanStd(shape=(2,))
->>> rms.update(np.array([[1.0, 10.0], [3.0, 30.0]]))
->>> rms.mean, rms.var, rms.count
-(array([ 1.9999    , 19.99900005]), array([  1.00019998, 100.01504825]), 2.0001)
+:class:`RunningMeanStd` is a subclass of
+:class:`gymnasium.wrappers.utils.RunningMeanStd` with the same attributes, types
+and pickles. Its ``update`` merges a batch in float64 on few NumPy calls (Chan et
+al.'s parallel variance; a small scalar batch in Python floats, with
+:func:`math.fsum`) and rounds once into the state's dtype: Gymnasium's formulas,
+to float64 rounding.
 """
 
 from __future__ import annotations
@@ -105,25 +84,9 @@ def _operand(value: Any) -> Any:
 
 
 class _Scratch:
-    """The float64 work buffers of a statistic of ``k`` values, for batches of
-    up to ``rows``: deviations and their squares in one ``(2, rows, k)`` block
-    (each half contiguous, so the elementwise operations run on contiguous
-    memory), so one matrix product sums both into ``sums`` (``s1`` over
-    ``s2``)."""
-
-    __slots__ = (
-        "both",
-        "deviations",
-        "k",
-        "ones",
-        "rows",
-        "s1",
-        "s2",
-        "shape",
-        "squares",
-        "step",
-        "sums",
-    )
+    """The float64 work buffers of a statistic of ``k`` values, for batches of up
+    to ``rows``: deviations and squares in one ``(2, rows, k)`` block, so that one
+    matrix product sums both into ``sums`` (``s1`` over ``s2``)."""
 
     def __init__(self, shape: tuple[int, ...], rows: int) -> None:
         self.shape = shape
@@ -138,15 +101,19 @@ class _Scratch:
         self.s2 = self.sums[1]
         self.step = np.empty(k, _F64)
 
+    def rows_of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The deviations and squares buffers of a batch of ``n`` rows."""
+        if n == self.rows:
+            return self.deviations, self.squares
+        return self.deviations[:n], self.squares[:n]
+
 
 class RunningMeanStd(gym_utils.RunningMeanStd):
     """Tracks the mean, variance and count of values, as Gymnasium's does.
 
-    Same constructor, attributes and methods as
-    :class:`gymnasium.wrappers.utils.RunningMeanStd` (it is a subclass, so
-    ``isinstance`` checks and code written for Gymnasium's keep working); ``update``
-    computes in float64 on few NumPy calls (see the module's doc). An empty batch
-    leaves the statistics as they are (Gymnasium's turns them into NaN).
+    A subclass of :class:`gymnasium.wrappers.utils.RunningMeanStd` whose
+    ``update`` computes in float64 on few NumPy calls. An empty batch leaves the
+    statistics as they are (Gymnasium's turns them into NaN).
 
     >>> import numpy as np, pickle
     >>> from vecmode.wrappers.running_stats import RunningMeanStd
@@ -186,7 +153,18 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         mean, var = self.mean, self.var
         shape = _shape(mean)
         if batch.shape[1:] != shape or batch.ndim == 0 or _shape(var) != shape:
-            raise ValueError(running_stats_batch(batch.shape, shape, _shape(var)))
+            if _shape(var) != shape:
+                raise ValueError(
+                    f"RunningMeanStd.update: mean has shape {shape} but var has "
+                    f"shape {_shape(var)}; set both to arrays of the statistic's "
+                    f"shape."
+                )
+            wanted = "(n, " + ", ".join(map(str, shape)) + ")" if shape else "(n,)"
+            raise ValueError(
+                f"RunningMeanStd.update takes a batch of values of shape {shape}: an "
+                f"array of shape {wanted}, one value per row; got an array of shape "
+                f"{batch.shape}."
+            )
         n = batch.shape[0]
         if n == 0:
             return
@@ -214,25 +192,14 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         mean_dtype: np.dtype,
         var_dtype: np.dtype,
     ) -> None:
-        """The batch moments and the merge in NumPy, float64, in place.
+        """The batch moments and Chan et al.'s merge in NumPy, float64, in place.
 
-        Chan et al.'s merge of (mean, var, count) with a batch of n values of
-        sum of squared deviations m2 from its mean, delta = batch mean - mean,
-        tot = count + n:
-
-            mean' = mean + delta * n / tot
-            var' = (count * var + m2 + delta^2 * count * n / tot) / tot
-
-        Once ``count >= n`` the batch is taken about the running mean, d = x -
-        mean, S1 = sum(d) = n delta, S2 = sum(d^2) = m2 + n delta^2, which gives
-        the same two on fewer calls (one matrix product sums d and d^2):
-
-            mean' = mean + S1 / tot
-            var' = (count * var + S2 - S1^2 / tot) / tot
-
-        where S2 - S1^2 / tot = m2 + n delta^2 count / tot is at least half of
-        S2, so it loses nothing to cancellation. Before that (the first update,
-        from Gymnasium's count of 1e-4) the batch's own mean comes first.
+        With ``d = x - mean``, ``S1 = sum(d)``, ``S2 = sum(d^2)`` and ``tot =
+        count + n``: ``mean' = mean + S1 / tot`` and ``var' = (count * var + S2 -
+        S1^2 / tot) / tot``, where ``S2 - S1^2 / tot`` is at least half of
+        ``S2`` once ``count >= n`` (nothing lost to cancellation). Before that
+        (the first update, from a count of 1e-4) the batch's own mean comes
+        first (:func:`_spread_about_batch`).
         """
         work = self._scratch
         if work is None or work.shape != shape or work.rows < n:
@@ -243,18 +210,10 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             batch = batch.reshape(n, k)
             mean, var = np.reshape(mean, k), np.reshape(var, k)
         total = count + n
-        if n == work.rows:
-            deviations, squares = work.deviations, work.squares
+        if count < n:
+            new_mean = _spread_about_batch(work, batch, mean, count, n, total)
         else:
-            deviations, squares = work.deviations[:n], work.squares[:n]
-        s1, s2, step = work.s1, work.s2, work.step
-        if count >= n:
-            np.subtract(batch, mean, out=deviations, dtype=_F64)
-            np.multiply(deviations, deviations, out=squares)
-            if n == work.rows:
-                np.matmul(work.ones, work.both, out=work.sums)
-            else:
-                np.matmul(work.ones[:n], work.both[:, :n], out=work.sums)
+            _sums_about(work, batch, mean, n)
             if (
                 k <= _PYTHON_TAIL
                 and shape
@@ -263,24 +222,13 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             ):
                 self._merge_tail(work, mean, var, count, total, mean_dtype, var_dtype)
                 return
+            s1, s2, step = work.s1, work.s2, work.step
             np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
             new_mean = np.add(mean, step)
             np.multiply(s1, step, out=s1)  # S1^2 / tot
             np.subtract(s2, s1, out=s2)
-        else:
-            np.add.reduce(batch, 0, _F64, out=s1)
-            np.divide(s1, n, out=s1)  # the batch mean
-            np.subtract(batch, s1, out=deviations)
-            np.multiply(deviations, deviations, out=squares)
-            np.add.reduce(squares, 0, out=s2)  # m2
-            delta = np.subtract(s1, mean, out=s1)
-            np.multiply(delta, n / total, out=step)
-            new_mean = np.add(mean, step)
-            np.multiply(delta, step, out=delta)  # delta^2 n / tot
-            np.multiply(delta, count, out=delta)
-            np.add(s2, delta, out=s2)
-        np.multiply(var, count, out=s1, dtype=_F64)
-        np.add(s1, s2, out=s1)
+        s1 = np.multiply(var, count, out=work.s1, dtype=_F64)
+        np.add(s1, work.s2, out=s1)
         new_var = np.divide(s1, total)
         if len(shape) > 1:
             new_mean, new_var = new_mean.reshape(shape), new_var.reshape(shape)
@@ -325,6 +273,39 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         self.mean, self.var, self.count = mean_out, var_out, total
 
 
+def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
+    """``work.s1``, ``work.s2``: the sums of ``batch - mean`` and of its squares
+    (one matrix product sums both)."""
+    deviations, squares = work.rows_of(n)
+    np.subtract(batch, mean, out=deviations, dtype=_F64)
+    np.multiply(deviations, deviations, out=squares)
+    if n == work.rows:
+        np.matmul(work.ones, work.both, out=work.sums)
+    else:
+        np.matmul(work.ones[:n], work.both[:, :n], out=work.sums)
+
+
+def _spread_about_batch(
+    work: _Scratch, batch: np.ndarray, mean: Any, count: Any, n: int, total: Any
+) -> np.ndarray:
+    """The new mean, and in ``work.s2`` the batch's spread to merge (``m2 +
+    delta^2 * count * n / tot``), from the batch's own mean first."""
+    deviations, squares = work.rows_of(n)
+    s1, s2, step = work.s1, work.s2, work.step
+    np.add.reduce(batch, 0, _F64, out=s1)
+    np.divide(s1, n, out=s1)  # the batch mean
+    np.subtract(batch, s1, out=deviations)
+    np.multiply(deviations, deviations, out=squares)
+    np.add.reduce(squares, 0, out=s2)  # m2
+    delta = np.subtract(s1, mean, out=s1)
+    np.multiply(delta, n / total, out=step)
+    new_mean = np.add(mean, step)
+    np.multiply(delta, step, out=delta)  # delta^2 n / tot
+    np.multiply(delta, count, out=delta)
+    np.add(s2, delta, out=s2)
+    return new_mean
+
+
 def _merge_scalar(
     mean: float, var: float, count: float, values: list[Any], n: int
 ) -> tuple[float, float]:
@@ -344,12 +325,8 @@ def normalize(
     epsilon: float,
     dtype: DTypeLike = np.float32,
 ) -> np.ndarray:
-    """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)`` into one new array.
-
-    The same arithmetic, hence bit for bit the same result, as that expression:
-    computed in the dtype NumPy promotes ``x``, ``mean`` and ``var`` to, rounded
-    once into ``dtype``; done in place in the output where the two dtypes agree
-    (float32 observations and statistics), through one float64 buffer otherwise.
+    """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)``, bit for bit, into
+    one new array (in place where the dtypes agree).
 
     >>> import numpy as np
     >>> from vecmode.wrappers.running_stats import normalize
@@ -376,9 +353,8 @@ def normalize(
 
 
 def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
-    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 ``var``'s square
-    root taken with :func:`math.sqrt`, as exact and cheaper than NumPy's on one
-    number).
+    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 ``var``'s root by
+    :func:`math.sqrt`, cheaper on one number).
 
     >>> import numpy as np
     >>> from vecmode.wrappers.running_stats import scale_by_std
@@ -388,19 +364,3 @@ def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
     if type(var) is np.float64:
         return np.divide(x, np.float64(math.sqrt(var + epsilon)))
     return np.divide(x, np.sqrt(var + epsilon))
-
-
-# ------------------------------------------------------------------ messages
-def running_stats_batch(
-    got: tuple[int, ...], shape: tuple[int, ...], var_shape: tuple[int, ...]
-) -> str:
-    if var_shape != shape:
-        return (
-            f"RunningMeanStd.update: mean has shape {shape} but var has shape "
-            f"{var_shape}; set both to arrays of the statistic's shape."
-        )
-    wanted = "(n, " + ", ".join(map(str, shape)) + ")" if shape else "(n,)"
-    return (
-        f"RunningMeanStd.update takes a batch of values of shape {shape}: an array "
-        f"of shape {wanted}, one value per row; got an array of shape {got}."
-    )

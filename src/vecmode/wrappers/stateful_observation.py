@@ -1,15 +1,8 @@
-"""Observation wrappers with state: normalisation and frame stacking.
-
-Both are right in every mode and across partial resets: statistics see every
-real observation exactly once (the final ones in ``info["final_obs"]`` included,
-a masked reset's untouched rows not again), and every episode starts a fresh
-frame stack whose final stacked observation is where the mode puts final
-observations.
-"""
+"""Observation wrappers with state: normalisation and frame stacking."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -23,11 +16,7 @@ from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import with_final_observations
-from vecmode.wrappers.base import (
-    RunningStatistics,
-    StatefulWrapper,
-    map_final_observations,
-)
+from vecmode.wrappers.base import RunningStatistics, StatefulWrapper, iterate_batch
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 __all__ = ["FrameStackObservation", "NormalizeObservation"]
@@ -36,27 +25,8 @@ __all__ = ["FrameStackObservation", "NormalizeObservation"]
 class NormalizeObservation(RunningStatistics, StatefulWrapper):
     """Normalise Box observations to mean 0 and variance 1, per dimension.
 
-    Same arguments and statistics as
-    :class:`gymnasium.wrappers.vector.NormalizeObservation` (over a NEXT_STEP env
-    it returns exactly what Gymnasium's does given the same statistics, see
-    below), and right in every mode: the running
-    statistics (``obs_rms``) are updated once per call with every observation it
-    revealed, each exactly once: after ``reset``, the reset sub-envs' observations
-    (not the untouched rows of a masked reset, which it returns as the call
-    before did); after ``step``, every returned
-    observation and the final observations in ``info["final_obs"]``. Those final
-    observations are normalised too, in time order as NEXT_STEP reveals them: with
-    the statistics that include them but not yet the first observations of the
-    episodes that replace them (a second update follows for those), so episodes
-    that end together are normalised alike in every mode.
-
-    ``obs_rms`` is a :class:`vecmode.wrappers.running_stats.RunningMeanStd`:
-    Gymnasium's class, with float32 statistics as Gymnasium's wrapper keeps them
-    (for float32 observations; float64 ones make them float64, in both), updated
-    in float64 at a fraction of the cost (Gymnasium's arithmetic is float32
-    there, so the two agree to float32 rounding); any object with ``mean``,
-    ``var`` and ``update`` may replace it, Gymnasium's ``RunningMeanStd``
-    included, e.g. to load saved statistics into an evaluation env.
+    Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
+    every observation once, the final ones included (and normalised).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -76,30 +46,23 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         space = self.env.single_observation_space
         if not isinstance(space, Box):
             raise TypeError(errors.needs_box(type(self).__name__, space))
-        self.single_observation_space = Box(
-            low=-np.inf, high=np.inf, shape=space.shape, dtype=np.float32
-        )
+        self.single_observation_space = Box(-np.inf, np.inf, space.shape, np.float32)
         self.observation_space = batch_space(
             self.single_observation_space, self.num_envs
         )
         # float32, as Gymnasium's (the dtype of the normalised observations)
-        self.obs_rms = RunningMeanStd(
-            shape=space.shape, dtype=self.single_observation_space.dtype
-        )
+        self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._update_running_mean = True
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
-        """Normalise a batch with the current statistics (no update): float32
-        ``(observations - mean) / sqrt(var + epsilon)``, Gymnasium's arithmetic."""
+        """Normalise a batch with the current statistics (no update)."""
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """The reset sub-envs' observations update the statistics and are
-        normalised with them; a masked reset's other rows stay as returned."""
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self.normalize
@@ -107,25 +70,9 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         return out, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """Returned and final observations update the statistics, in one go."""
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        finals = self.boundary.final_in_info
-        ended = count_nonzero(finals) > 0
-        if not ended:
-            if self._update_running_mean:
-                self.obs_rms.update(obs)
-            return self.normalize(obs), rewards, terminations, truncations, infos
-        # In time order, as NEXT_STEP reveals them: the observations moved to
-        # (final ones included) first, normalising the final ones; then the new
-        # episodes' first observations. Episodes that end together thus get the
-        # same statistics, hence the same outputs, in every mode.
-        if self._update_running_mean:
-            self.obs_rms.update(self.last_observations(obs, infos))
-        infos = map_final_observations(
-            infos, obs, self.normalize, self.env, self, type(self).__name__
-        )
-        self._update_rows(self.obs_rms, obs, finals)
-        return self.normalize(obs), rewards, terminations, truncations, infos
+        obs, infos = self._step_normalised(self.obs_rms, obs, infos, self.normalize)
+        return obs, rewards, terminations, truncations, infos
 
 
 _STACKABLE = (Box, Discrete, MultiDiscrete, MultiBinary)
@@ -143,41 +90,11 @@ def _leaves(space: Space, *values: Any) -> Iterator[tuple[Any, ...]]:
         yield values
 
 
-def _tree_map(space: Space, fn: Callable[[Any], Any], value: Any) -> Any:
-    if isinstance(space, Dict):
-        return {
-            key: _tree_map(sub, fn, value[key]) for key, sub in space.spaces.items()
-        }
-    if isinstance(space, Tuple):
-        return tuple(_tree_map(sub, fn, value[j]) for j, sub in enumerate(space.spaces))
-    return fn(value)
-
-
-def _leaf_spaces(space: Space) -> Iterator[Space]:
-    if isinstance(space, Dict):
-        for sub in space.spaces.values():
-            yield from _leaf_spaces(sub)
-    elif isinstance(space, Tuple):
-        for sub in space.spaces:
-            yield from _leaf_spaces(sub)
-    else:
-        yield space
-
-
 class FrameStackObservation(StatefulWrapper):
-    """Stack each sub-env's last ``stack_size`` observations (Gymnasium has none).
+    """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
-    A vector version of :class:`gymnasium.wrappers.FrameStackObservation`, with
-    its arguments: each sub-env returns what that single-env wrapper would return
-    on it, in every mode. Every episode starts a fresh stack, padded with
-    ``padding_type``: ``"reset"`` (the first observation), ``"zero"``, or a
-    custom observation of the env's single observation space. The final stacked
-    observation of every ended episode is where the mode puts final observations
-    (the returned observation, or ``info["final_obs"]`` in SAME_STEP).
-
-    Observations may be Box, Discrete, MultiDiscrete, MultiBinary or Dict / Tuple
-    spaces of those; the stacked space is ``batch_space(single_space, stack_size)``
-    per sub-env.
+    Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
+    would return on it; every episode starts a fresh stack.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation
@@ -204,8 +121,8 @@ class FrameStackObservation(StatefulWrapper):
         Args:
             env: the vector env to wrap.
             stack_size: how many observations to stack (> 0).
-            padding_type: ``"reset"``, ``"zero"``, or an observation of the env's
-                single observation space to pad new stacks with.
+            padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
+                observation of the env's single observation space.
         """
         super().__init__(env)
         space = self.env.single_observation_space
@@ -219,9 +136,14 @@ class FrameStackObservation(StatefulWrapper):
                 f"The stack_size needs to be greater than zero, actual value: "
                 f"{stack_size}"
             )
-        unstackable = [s for s in _leaf_spaces(space) if not isinstance(s, _STACKABLE)]
-        if unstackable:
-            raise TypeError(not_stackable(space, unstackable[0]))
+        for (leaf,) in _leaves(space, space):
+            if not isinstance(leaf, _STACKABLE):
+                raise TypeError(
+                    f"FrameStackObservation cannot stack observations of {space}: "
+                    f"{leaf} is not a Box, Discrete, MultiDiscrete or MultiBinary "
+                    f"space (nor a Dict / Tuple of them). Transform the "
+                    f"observations into such a space first."
+                )
         if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
             # "zero": Gymnasium's create_zero_array, as its wrapper pads: 0 where
             # the space holds it, else a Box's bound nearest 0, a Discrete's or
@@ -231,7 +153,10 @@ class FrameStackObservation(StatefulWrapper):
             self.padding_value = padding_type
             padding_type = "_custom"
         else:
-            raise ValueError(padding_type_message(padding_type, space))
+            raise ValueError(
+                f"Unexpected `padding_type` {padding_type!r}: use 'reset', 'zero', "
+                f"or an observation of the env's single observation space ({space})."
+            )
         self.stack_size = int(stack_size)
         self.padding_type = padding_type
         self.single_observation_space = batch_space(space, n=self.stack_size)
@@ -271,12 +196,10 @@ class FrameStackObservation(StatefulWrapper):
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
         if count_nonzero(finals):
-            self._finals = {i: self._row(i) for i in np.flatnonzero(finals).tolist()}
-
-    def _row(self, i: int) -> Any:
-        return _tree_map(
-            self.single_observation_space, lambda leaf: leaf[i].copy(), self.stacks
-        )
+            stacks = list(iterate_batch(self.observation_space, self.stacks))
+            self._finals = {
+                i: copy_batch(stacks[i]) for i in np.flatnonzero(finals).tolist()
+            }
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
@@ -292,21 +215,3 @@ class FrameStackObservation(StatefulWrapper):
             finals, self._finals = self._finals, {}
             infos = with_final_observations(infos, finals)
         return copy_batch(self.stacks), rewards, terminations, truncations, infos
-
-
-# ------------------------------------------------------------------ messages
-
-
-def not_stackable(space: Any, leaf: Any) -> str:
-    return (
-        f"FrameStackObservation cannot stack observations of {space}: {leaf} is not "
-        f"a Box, Discrete, MultiDiscrete or MultiBinary space (nor a Dict / Tuple of "
-        f"them). Transform the observations into such a space first."
-    )
-
-
-def padding_type_message(value: Any, space: Any) -> str:
-    return (
-        f"Unexpected `padding_type` {value!r}: use 'reset', 'zero', or an "
-        f"observation of the env's single observation space ({space})."
-    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.error import InvalidBound
 from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
@@ -25,10 +24,8 @@ def discount(
 ) -> np.ndarray:
     """Advance the discounted sums of the sub-envs in ``mask``, in place:
     ``sums[i] = sums[i] * gamma * (1 - terminated[i]) + reward[i]`` (Gymnasium's
-    arithmetic: float32 sums, each step's float64 result rounded into them).
-
-    Returns the updated sums of those sub-envs, for the statistics: ``sums``
-    itself when every sub-env moved, else a new array.
+    arithmetic). Returns the updated sums of those sub-envs (``sums`` itself when
+    all moved).
 
     >>> import numpy as np
     >>> from vecmode.wrappers.stateful_reward import discount
@@ -60,24 +57,9 @@ def discount(
 class NormalizeReward(RunningStatistics, StatefulWrapper):
     """Scale rewards so that their discounted sum has roughly unit variance.
 
-    Same arguments and statistics as
-    :class:`gymnasium.wrappers.vector.NormalizeReward` (over a NEXT_STEP env it
-    returns exactly what Gymnasium's does given the same statistics, see below)
-    and right in every mode: on each real
-    transition, and only then, sub-env ``i``'s discounted sum is updated,
-    ``accumulated_reward[i] = accumulated_reward[i] * gamma * (1 - terminated[i])
-    + reward[i]``, and the running variance (``return_rms``) takes the updated
-    sums of the sub-envs that moved. Rewards are divided by
-    ``sqrt(return_rms.var + epsilon)``. As in Gymnasium (and its single-env
-    ``NormalizeReward``), the sum runs on across episodes, cut by a termination
-    only; ``reset()`` without a mask restarts it for every sub-env, a masked
-    reset (DISABLED's way to start the next episode) leaves it as it is, exactly
-    as an autoreset does in the other modes.
-
-    ``return_rms`` is a :class:`vecmode.wrappers.running_stats.RunningMeanStd`:
-    Gymnasium's class, updated in float64 at a fraction of the cost (Gymnasium's
-    takes the float32 sums' mean and variance in float32, so the two agree to
-    float32 rounding); any object with ``var`` and ``update`` may replace it.
+    Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
+    advance the discounted sums (``accumulated_reward``) and their statistics
+    (``return_rms``).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
@@ -94,10 +76,7 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
     ) -> None:
         """Args as Gymnasium's (``gamma`` in [0, 1], ``epsilon`` > 0)."""
-        if not 0 <= gamma <= 1:
-            raise InvalidBound(
-                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
-            )
+        gamma = self._checked_gamma(gamma)
         super().__init__(env)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)

@@ -1,9 +1,5 @@
-"""Action transforms (the same in every mode).
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`'s. Unlike
-Gymnasium's ``VectorizeTransformAction``, these never write into the caller's
-action array.
-"""
+"""Action transforms: Gymnasium's names and arguments; unlike Gymnasium's
+``VectorizeTransformAction``, they never write into the caller's actions."""
 
 from __future__ import annotations
 
@@ -13,11 +9,10 @@ from typing import Any
 import numpy as np
 from gymnasium import Space
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate
+from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import transform_action
 
-from vecmode.wrappers.base import ActionWrapper, empty_batch, iterate_batch
-from vecmode.wrappers.vectorize_observation import _SingleEnv, set_spaces
+from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
 
 __all__ = ["ClipAction", "RescaleAction", "TransformAction", "VectorizeTransformAction"]
 
@@ -28,8 +23,7 @@ class TransformAction(ActionWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformAction
     >>> envs = TransformAction(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"),
-    ...                        func=lambda actions: 1 - actions)
+    ...     vectorization_mode="sync"), func=lambda actions: 1 - actions)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
     array([1., 1.])
@@ -47,11 +41,10 @@ class TransformAction(ActionWrapper):
 
         Args:
             env: the vector env to wrap.
-            func: maps a batch of actions (of this wrapper's space) to a batch of
-                the wrapped env's.
-            action_space: the batched action space of this wrapper; by default
-                computed from ``single_action_space``, or the env's.
-            single_action_space: the space of one action; by default the env's.
+            func: maps a batch of this wrapper's actions to a batch of the env's.
+            action_space: this wrapper's batched action space (default: batched
+                ``single_action_space``).
+            single_action_space: the space of one action (default: the env's).
         """
         super().__init__(env)
         set_spaces(self, "action", action_space, single_action_space)
@@ -63,11 +56,7 @@ class TransformAction(ActionWrapper):
 
 
 class VectorizeTransformAction(ActionWrapper):
-    """Vectorize a single-env action wrapper (a ``TransformAction``).
-
-    The single-env wrapper's function is applied to each sub-env's action; the
-    result is a new batch (the caller's actions are left as they were).
-    """
+    """Apply a single-env ``TransformAction``'s function to each sub-env's action."""
 
     def __init__(
         self,
@@ -75,16 +64,10 @@ class VectorizeTransformAction(ActionWrapper):
         wrapper: type[transform_action.TransformAction],
         **kwargs: Any,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformAction`.
-
-        Args:
-            env: the vector env to wrap.
-            wrapper: the single-env wrapper class to vectorize.
-            **kwargs: its arguments.
-        """
+        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(
-            _SingleEnv(action_space=self.env.single_action_space), **kwargs
+            SpaceEnv(action_space=self.env.single_action_space), **kwargs
         )
         self.single_action_space = self.wrapper.action_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -92,13 +75,8 @@ class VectorizeTransformAction(ActionWrapper):
 
     def actions(self, actions: Any) -> Any:
         """Apply the single-env function to each sub-env's action."""
-        func = self._func
         space = self.env.single_action_space
-        return concatenate(
-            space,
-            [func(a) for a in iterate_batch(self.action_space, actions)],
-            empty_batch(space, self.num_envs),
-        )
+        return map_items(self._func, self.action_space, actions, space, self.num_envs)
 
 
 class ClipAction(VectorizeTransformAction):

@@ -1,10 +1,5 @@
-"""Observation transforms, right in every mode (``final_obs`` transformed too).
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`'s, so switching is an
-import change; unlike Gymnasium's, these accept SAME_STEP envs, transform
-``info["final_obs"]`` like the observations, and never write into the wrapped
-env's arrays.
-"""
+"""Observation transforms, right in every mode: Gymnasium's names and arguments,
+``info["final_obs"]`` transformed too, the wrapped env's arrays never written."""
 
 from __future__ import annotations
 
@@ -12,19 +7,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
-from gymnasium import Env, Space
+from gymnasium import Space
 from gymnasium.error import DependencyNotInstalled
-from gymnasium.logger import warn
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate
+from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import transform_observation
 
 from vecmode.modes import final_observations, with_final_observations
-from vecmode.wrappers.base import (
-    ObservationWrapper,
-    empty_batch,
-    iterate_batch,
-)
+from vecmode.wrappers.base import ObservationWrapper, SpaceEnv, map_items, set_spaces
 
 __all__ = [
     "DtypeObservation",
@@ -38,13 +28,15 @@ __all__ = [
     "VectorizeTransformObservation",
 ]
 
+OPENCV_MISSING = (
+    "ResizeObservation needs OpenCV, which is not installed: run "
+    'pip install "vecmode[opencv]" (or pip install opencv-python-headless).'
+)
+
 
 class TransformObservation(ObservationWrapper):
-    """Apply ``func`` to each batch of observations (and to final observations).
-
-    ``func`` maps a batch of ``num_envs`` observations to a batch; the final
-    observations of ended episodes (SAME_STEP) are transformed in a full-size
-    batch too, so ``func`` may assume ``num_envs`` rows.
+    """Apply ``func`` to each batch of observations (final ones in a full-size
+    batch, so ``func`` may assume ``num_envs`` rows).
 
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
@@ -73,9 +65,9 @@ class TransformObservation(ObservationWrapper):
         Args:
             env: the vector env to wrap.
             func: maps a batch of observations to a batch.
-            observation_space: the batched space of the result; by default
-                computed from ``single_observation_space``, or the env's.
-            single_observation_space: the space of one result; by default the env's.
+            observation_space: the batched space of the result (default: batched
+                ``single_observation_space``).
+            single_observation_space: the space of one result (default: the env's).
         """
         super().__init__(env)
         set_spaces(self, "observation", observation_space, single_observation_space)
@@ -86,47 +78,9 @@ class TransformObservation(ObservationWrapper):
         return self.func(observations)
 
 
-def set_spaces(
-    wrapper: Any, kind: str, space: Space | None, single_space: Space | None
-) -> None:
-    """Set ``{kind}_space`` / ``single_{kind}_space`` as Gymnasium's transforms do."""
-    if space is None:
-        if single_space is not None:
-            setattr(wrapper, f"single_{kind}_space", single_space)
-            setattr(
-                wrapper, f"{kind}_space", batch_space(single_space, wrapper.num_envs)
-            )
-    else:
-        setattr(wrapper, f"{kind}_space", space)
-        if single_space is not None:
-            setattr(wrapper, f"single_{kind}_space", single_space)
-    batched = batch_space(getattr(wrapper, f"single_{kind}_space"), wrapper.num_envs)
-    if getattr(wrapper, f"{kind}_space") != batched:
-        warn(
-            f"For {wrapper.env}, the {kind} space and the batched single {kind} "
-            f"space don't match as expected, {kind}_space="
-            f"{getattr(wrapper, f'{kind}_space')}, batched single_{kind}_space="
-            f"{batched}"
-        )
-
-
-class _SingleEnv(Env):
-    """A stand-in single env, so a single-env wrapper can be built on a space."""
-
-    def __init__(
-        self, observation_space: Space | None = None, action_space: Space | None = None
-    ) -> None:
-        if observation_space is not None:
-            self.observation_space = observation_space
-        if action_space is not None:
-            self.action_space = action_space
-
-
 class VectorizeTransformObservation(ObservationWrapper):
-    """Vectorize a single-env observation wrapper (a ``TransformObservation``).
-
-    The single-env wrapper's function is applied to each sub-env's observation,
-    and to each final observation in ``info["final_obs"]``.
+    """Apply a single-env ``TransformObservation``'s function to each observation
+    (the final ones included).
 
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
@@ -146,15 +100,9 @@ class VectorizeTransformObservation(ObservationWrapper):
         wrapper: type[transform_observation.TransformObservation],
         **kwargs: Any,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformObservation`.
-
-        Args:
-            env: the vector env to wrap.
-            wrapper: the single-env wrapper class to vectorize.
-            **kwargs: its arguments.
-        """
+        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
-        self.wrapper = wrapper(_SingleEnv(self.env.single_observation_space), **kwargs)
+        self.wrapper = wrapper(SpaceEnv(self.env.single_observation_space), **kwargs)
         self.single_observation_space = self.wrapper.observation_space
         self.observation_space = batch_space(
             self.single_observation_space, self.num_envs
@@ -163,14 +111,12 @@ class VectorizeTransformObservation(ObservationWrapper):
 
     def observations(self, observations: Any) -> Any:
         """Apply the single-env function to each sub-env's observation."""
-        func = self._func
-        return concatenate(
+        return map_items(
+            self._func,
+            self.env.observation_space,
+            observations,
             self.single_observation_space,
-            [
-                func(obs)
-                for obs in iterate_batch(self.env.observation_space, observations)
-            ],
-            empty_batch(self.single_observation_space, self.num_envs),
+            self.num_envs,
         )
 
     def final_observations(
@@ -219,7 +165,7 @@ class ResizeObservation(VectorizeTransformObservation):
         try:
             super().__init__(env, transform_observation.ResizeObservation, shape=shape)
         except DependencyNotInstalled as error:
-            raise DependencyNotInstalled(opencv_missing()) from error
+            raise DependencyNotInstalled(OPENCV_MISSING) from error
 
 
 class ReshapeObservation(VectorizeTransformObservation):
@@ -254,11 +200,3 @@ class DtypeObservation(VectorizeTransformObservation):
     def __init__(self, env: VectorEnv, dtype: Any) -> None:
         """``dtype``: the new dtype."""
         super().__init__(env, transform_observation.DtypeObservation, dtype=dtype)
-
-
-# ------------------------------------------------------------------ messages
-def opencv_missing() -> str:
-    return (
-        "ResizeObservation needs OpenCV, which is not installed: run "
-        'pip install "vecmode[opencv]" (or pip install opencv-python-headless).'
-    )

@@ -1,11 +1,5 @@
-"""Reward transforms, right in every mode.
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`'s. The transform
-applies to real transitions only: NEXT_STEP's reset step (after an episode ended;
-the env ignored its action) keeps reward 0, whatever the transform (see
-:class:`vecmode.wrappers.RewardWrapper`). They never write into the wrapped env's
-reward array.
-"""
+"""Reward transforms, right in every mode: Gymnasium's names and arguments;
+NEXT_STEP's reset step keeps reward 0 whatever the transform."""
 
 from __future__ import annotations
 
@@ -13,11 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from gymnasium import Env
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_reward
 
-from vecmode.wrappers.base import RewardWrapper
+from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 from vecmode.wrappers.clipping import clip, fast_bounds
 
 __all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
@@ -29,8 +22,7 @@ class TransformReward(RewardWrapper):
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformReward
     >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"),
-    ...                        func=lambda rewards: rewards * 10)
+    ...     vectorization_mode="sync"), func=lambda rewards: rewards * 10)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
     array([10., 10.])
@@ -58,15 +50,9 @@ class VectorizeTransformReward(RewardWrapper):
         wrapper: type[transform_reward.TransformReward],
         **kwargs: Any,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.VectorizeTransformReward`.
-
-        Args:
-            env: the vector env to wrap.
-            wrapper: the single-env wrapper class to vectorize.
-            **kwargs: its arguments.
-        """
+        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
-        self.wrapper = wrapper(Env(), **kwargs)
+        self.wrapper = wrapper(SpaceEnv(), **kwargs)
         self._func = self.wrapper.func
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
