@@ -10,6 +10,9 @@ how many the parent steps itself, and whether workers spin while they wait.
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from vecmode.core import is_int
 
 __all__ = [
     "SPIN",
@@ -17,6 +20,7 @@ __all__ = [
     "actor_count",
     "default_layout",
     "default_num_workers",
+    "positive_count",
     "slices",
     "spin_seconds",
     "usable_cpus",
@@ -31,6 +35,22 @@ SPIN = 0.0003
 #: that just missed the spin (a slower step of another worker delayed the call)
 #: does not stop it.
 SPIN_AGAIN = 2.0
+
+
+def positive_count(name: str, value: Any) -> int | None:
+    """``value`` as an int (None stays None); a ``ValueError`` naming ``name``
+    unless it is an int >= 1.
+
+    >>> positive_count("num_workers", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_workers must be None or an int >= 1, got 0.
+    """
+    if value is None:
+        return None
+    if not is_int(value) or value < 1:
+        raise ValueError(f"{name} must be None or an int >= 1, got {value!r}.")
+    return int(value)
 
 
 def usable_cpus() -> int:

@@ -52,7 +52,7 @@ from vecmode.core import (
     env_fn_list,
     ran_by,
 )
-from vecmode.errors import NotPicklableError, WorkerError
+from vecmode.errors import NotPicklableError, SubEnvError, WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.runner import Failure, checked_writer, row_writer
@@ -132,6 +132,14 @@ def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
     )
     if failures:
         raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
+
+
+def closes_gracefully(exc: BaseException) -> bool:
+    """Whether a failed construction may still close the sub-envs built (an
+    ``env_fn`` that raised, spaces that differ); not after a dead or stuck
+    worker or actor, or an interrupt: those are ended at once."""
+    failed = isinstance(exc, (SubEnvError, RuntimeError))
+    return failed and not isinstance(exc, WorkerError)
 
 
 def _call_name(commands: Sequence[int]) -> str:
