@@ -20,7 +20,7 @@ from gymnasium.error import ClosedEnvironmentError, CustomSpaceError
 from gymnasium.vector.utils import CloudpickleWrapper
 
 from vecmode.core import check_core_arguments, is_int
-from vecmode.errors import SharedMemorySpaceError
+from vecmode.errors import SharedMemorySpaceError, closed_during_message
 from vecmode.layout import (
     default_layout,
     positive_count,
@@ -29,7 +29,7 @@ from vecmode.layout import (
     worker_spin_seconds,
 )
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.pool import Worker, WorkerPool, closed_during
+from vecmode.pool import Worker, WorkerPool
 from vecmode.remote import (
     BUILD_GRACE,
     MessageFor,
@@ -329,7 +329,7 @@ class AsyncVectorEnv(RemoteCore):
         sub-envs (run while the workers work)."""
         local = self._run_local(during)
         if self.closed:  # a sub-env of the parent's share closed the env
-            raise ClosedEnvironmentError(closed_during(during))
+            raise ClosedEnvironmentError(closed_during_message(during))
         answers = self._pool.collect(token[0], timeout, during)
         if self._local is not None:
             answers.append(local)

@@ -486,22 +486,39 @@ def convert_to(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
-def timed_out_remedy(
-    during: str, workers: str, ended: str, slow: str, cause: str = ""
+def timed_out_message(
+    during: str,
+    timeout: float | None,
+    late: str,
+    workers: str,
+    ended: str,
+    cause: str = "",
 ) -> str:
-    """What to do after a call timed out: ``workers`` ("the workers"), how they
-    are ``ended`` ("terminates"), what is ``slow`` ("the sub-envs"); ``cause``:
-    another reason construction may time out, with its remedy."""
+    """A call that timed out, for both remote cores: ``late`` says who had not
+    answered, ``workers`` who they are ("the workers"), how ``close()`` ends them
+    ("terminates"); ``cause``: another reason construction may time out."""
     if during == "construction":
-        return (
-            f"No env was built and {workers} were ended: {cause}if {slow} build "
-            f"slowly, pass a larger timeout (building may take the larger of "
+        remedy = (
+            f"No env was built and {workers} were ended: {cause}if the sub-envs "
+            f"build slowly, pass a larger timeout (building may take the larger of "
             f"timeout and 60 s)."
         )
+    else:
+        remedy = (
+            f"{workers.capitalize()} may still be running it, so the env cannot be "
+            f"used any more: close() it (which {ended} them) and build a new one, "
+            f"with a larger timeout if the sub-envs are slow."
+        )
     return (
-        f"{workers.capitalize()} may still be running it, so the env cannot be used "
-        f"any more: close() it (which {ended} them) and build a new one, with a "
-        f"larger timeout if {slow} are slow."
+        f"{during} did not finish within timeout={timeout or 0.0} s ({late} had not "
+        f"answered). {remedy}"
+    )
+
+
+def closed_during_message(during: str) -> str:
+    return (
+        f"the env was closed during {during} (from another thread, a signal "
+        f"handler, or a sub-env stepped in this process); its results are lost"
     )
 
 

@@ -1,14 +1,10 @@
-"""What the cores whose sub-envs run elsewhere share: the async core (worker
-processes, :class:`vecmode.AsyncVectorEnv`) and the Ray core (actors,
-:class:`vecmode.RayVectorEnv`).
+"""What the async core (worker processes) and the Ray core (actors) share.
 
-Both hold contiguous slices of sub-envs (:func:`vecmode.layout.slices`), each
-served by a :class:`vecmode.worker.SliceServer` that runs the command runner; both
-send ONE message per busy slice per call (:mod:`vecmode.worker`'s protocol) and
-read one answer back. :class:`RemoteCore` turns that into the core's API and
-Gymnasium's async surface; a backend supplies the transport (:meth:`_send_each`,
-:meth:`_collect`) and where rewards, flags and observations land
-(:meth:`_stats`, :meth:`_read_observations`).
+Both run contiguous slices of sub-envs, each served by a
+:class:`vecmode.worker.SliceServer`, and send ONE message per busy slice per call.
+:class:`RemoteCore` turns that into the core's API and Gymnasium's async surface;
+a backend supplies the transport (:meth:`~RemoteCore._send_each`,
+:meth:`~RemoteCore._collect`, :meth:`~RemoteCore._stats`).
 """
 
 from __future__ import annotations
@@ -74,16 +70,11 @@ __all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "SliceRows", "raise_failu
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 
-#: Seconds the workers (or actors) may take to build their sub-envs when
-#: ``timeout`` is set (the larger of the two counts); with no ``timeout``, as long
-#: as they need (one that dies is reported at once all the same).
+#: Seconds building may take when ``timeout`` is set (the larger of the two counts).
 BUILD_GRACE = 60.0
-
-#: Seconds ``close()`` gives the workers (or actors) to close their sub-envs (when neither
-#: ``close(timeout=...)`` nor the env's ``timeout`` says otherwise), before it
-#: terminates them.
+#: Seconds ``close()`` gives the sub-envs to close by default, before it ends the
+#: workers (or actors).
 CLOSE_GRACE = 5.0
-
 
 #: This process's id (``os.getpid()`` is a system call; a forked child updates it).
 _pid = os.getpid()
@@ -99,9 +90,8 @@ if hasattr(os, "register_at_fork"):
 
 
 class SliceRows(NamedTuple):
-    """The observations of the sub-envs ``start ..`` of a call, sent as their rows
-    of a Box batch (row ``k``: sub-env ``start + k``'s; only those of the sub-envs
-    that ran are new)."""
+    """The observations of sub-envs ``start ..`` as rows of a Box batch (only
+    those of the sub-envs that ran are new)."""
 
     start: int
     rows: np.ndarray
@@ -123,9 +113,8 @@ MessageFor = Callable[[int, int], "tuple[Any, ...] | None"]
 
 
 def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
-    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env among
-    the answers (naming the others and the sub-envs whose state was ``lost``), if
-    any failed."""
+    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env in
+    ``answers``, if any (naming the others, and the sub-envs ``lost``)."""
     failures: list[RemoteFailure] = sorted(
         (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
         key=lambda f: f.index,
@@ -135,9 +124,8 @@ def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
 
 
 def closes_gracefully(exc: BaseException) -> bool:
-    """Whether a failed construction may still close the sub-envs built (an
-    ``env_fn`` that raised, spaces that differ); not after a dead or stuck
-    worker or actor, or an interrupt: those are ended at once."""
+    """Whether a failed construction may still close the sub-envs built (not
+    after a dead or stuck worker or actor, or an interrupt)."""
     failed = isinstance(exc, (SubEnvError, RuntimeError))
     return failed and not isinstance(exc, WorkerError)
 
@@ -148,8 +136,7 @@ def _call_name(commands: Sequence[int]) -> str:
 
 
 def _close_copy(env: gym.Env, index: int) -> None:
-    """Close the copy of sub-env ``index`` built here to read its spaces; what its
-    ``close()`` raises is that sub-env's :class:`~vecmode.SubEnvError`."""
+    """Close the copy of sub-env ``index`` built here to read its spaces."""
     try:
         env.close()
     except Exception as exc:
@@ -165,10 +152,7 @@ def slice_message(
     options: dict[str, Any] | None,
 ) -> tuple[Any, ...] | None:
     """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
-
-    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them (a
-    string stands for actions already in shared memory; the rows of an array of
-    numbers are packed, :func:`~vecmode.worker.pack_rows`)."""
+    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them."""
     mine = cmds[start:stop]
     if mine.count(_KEEP) == len(mine):
         return None  # nothing to do there; its results are filled in later
@@ -179,23 +163,13 @@ def slice_message(
         actions = pack_rows(split[start:stop])
     else:
         actions = split[start:stop]
-    return (
-        EXECUTE,
-        mine,
-        actions,
-        None if seeds is None else seeds[start:stop],
-        options,
-    )
+    return (EXECUTE, mine, actions, seeds and seeds[start:stop], options)
 
 
 class RemoteCore(VectorCore):
     """A vecmode core whose sub-envs run in slices elsewhere, one message per busy
-    slice per call.
-
-    A subclass sets the attributes :meth:`_setup` sets, builds its slices and
-    implements the transport: :meth:`_send_each`, :meth:`_collect`, :meth:`_stats`
-    and :attr:`_broken` (why the env cannot be used any more, or None).
-    """
+    slice per call. A subclass calls :meth:`_setup` and implements the methods
+    that raise ``NotImplementedError``."""
 
     env_fns: list[Callable[[], gym.Env]]
     timeout: float | None
@@ -210,14 +184,19 @@ class RemoteCore(VectorCore):
 
     # A copy would share the workers (closing one leaves the other reading stale
     # shared memory) or, deep, duplicate their pipes (closing the originals').
+    def __reduce_ex__(self, protocol: Any, how: str = "pickled") -> NoReturn:
+        name = type(self).__name__
+        raise TypeError(
+            f"{name} cannot be {how}: it owns processes (or actors) running its "
+            f"sub-envs, which a copy would share or break. Build another one from "
+            f"the same factories: {name}(envs.env_fns, ...)."
+        )
+
     def __copy__(self) -> NoReturn:
-        raise TypeError(not_copyable(type(self).__name__, "copied"))
+        self.__reduce_ex__(None, "copied")
 
     def __deepcopy__(self, memo: Any) -> NoReturn:
-        raise TypeError(not_copyable(type(self).__name__, "copied"))
-
-    def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError(not_copyable(type(self).__name__, "pickled"))
+        self.__reduce_ex__(None, "copied")
 
     def _setup(
         self,
@@ -227,16 +206,15 @@ class RemoteCore(VectorCore):
         observation_mode: Any,
         timeout: float | None,
     ) -> None:
-        """Check the shared arguments, set the shared attributes, read the spaces
-        from sub-env 0 built here; then :class:`VectorCore`'s own set-up."""
+        """Check and set the shared attributes; read the spaces from sub-env 0
+        built here; then :class:`VectorCore`'s own set-up."""
         env_fns = env_fn_list(env_fns)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = _pid
-        #: Held for the whole of a call (a call of the split API holds it from its
-        #: ``*_async`` to the end of its ``*_wait``): one call at a time.
+        #: Held for the whole of a call (from ``*_async`` to the end of ``*_wait``).
         self._in_call = threading.Lock()
         self._in_flight = ""
         #: The call whose messages were sent and whose answers are not read yet.
@@ -291,9 +269,7 @@ class RemoteCore(VectorCore):
             _close_copy(dummy, 0)
 
     def _check_built(self, answers: Sequence[Any]) -> None:
-        """Raise what the slices' answers to their construction report: an
-        ``env_fn`` that raised (:class:`~vecmode.SubEnvError`), or a sub-env
-        whose spaces differ (``RuntimeError``)."""
+        """Raise what the slices' answers to their construction report."""
         raise_failure(answers)
         for answer in answers:
             if answer is not None and answer[0] == SHARED_ENV:
@@ -326,8 +302,7 @@ class RemoteCore(VectorCore):
     # --------------------------------------------------------- the transport
     @property
     def _broken(self) -> str | None:
-        """Why the env cannot be used any more (a slice died, a call timed out or
-        was interrupted), or None."""
+        """Why the env cannot be used any more, or None."""
         raise NotImplementedError
 
     def _break(self, reason: str) -> None:
@@ -336,42 +311,38 @@ class RemoteCore(VectorCore):
 
     @property
     def _remote_slices(self) -> Sequence[tuple[int, int]]:
-        """The ``(start, stop)`` slices run elsewhere (a message each is pickled)."""
+        """The ``(start, stop)`` slices run elsewhere."""
         raise NotImplementedError
 
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> Any:
-        """Send each remote slice its pickled message, ``encoded[start]`` (a slice
-        with none has no work); ``message_for(start, stop)`` gives a slice's
-        message unpickled (the parent's share). Return what :meth:`_collect`
-        needs to read the answers."""
+        """Send each remote slice its pickled message ``encoded[start]``, if any
+        (``message_for``: a slice's message unpickled); a token for
+        :meth:`_collect`."""
         raise NotImplementedError
 
     def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """The answers to what :meth:`_send_each` sent, in sub-env order (None:
-        done, nothing to report); a :class:`~vecmode.WorkerError` if a slice died
-        or (:class:`~vecmode.WorkerTimeoutError`) did not answer in ``timeout``."""
+        """The answers, in sub-env order; a :class:`~vecmode.WorkerError` if a
+        slice died or did not answer in ``timeout``."""
         raise NotImplementedError
 
     def _stats(
         self, token: Any, answers: list[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The call's rewards, terminations and truncations (new arrays), zero
-        where nothing ran."""
+        """New arrays of the rewards and flags, zero where nothing ran."""
         raise NotImplementedError
 
     def _read_observations(self) -> None:
-        """Bring :attr:`_observations` up to date after a call: concatenate the
-        observations the answers carried (a Box batch was written row by row)."""
+        """Concatenate the observations the answers carried (not a Box batch's,
+        written row by row)."""
         if self._rows is None:
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
 
     def _batch_buffers(self) -> None:
-        """The batch that the observations the answers carry are concatenated
-        into (a Box batch: written row by row)."""
+        """The batch the observations the answers carry go into."""
         space, n = self.single_observation_space, self.num_envs
         self._observations = create_empty_array(space, n=n, fn=np.zeros)
         self._rows = (
@@ -386,10 +357,8 @@ class RemoteCore(VectorCore):
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`, every message pickled first: a message that cannot
-        be pickled is a TypeError with nothing sent, the env unchanged; an
-        interrupted send leaves slices out of step, so the env cannot be used any
-        more."""
+        """:meth:`_send_each`, every message pickled first (one that cannot be is
+        refused, nothing sent); an interrupted send breaks the env."""
         encoded = {}
         for start, stop in self._remote_slices:
             message = message_for(start, stop)
@@ -397,7 +366,13 @@ class RemoteCore(VectorCore):
                 try:
                     encoded[start] = pickle.dumps(message, PROTOCOL)
                 except Exception as exc:
-                    raise NotPicklableError(unpicklable_message(during, exc)) from exc
+                    raise NotPicklableError(
+                        f"what {during} sends to the sub-envs' processes cannot be "
+                        f"pickled ({type(exc).__name__}: {exc}). Nothing was sent "
+                        f"and the env is unchanged: pass values that pickle (no "
+                        f"locks or open files, no classes or functions defined "
+                        f"inside a function)."
+                    ) from exc
         try:
             token = self._send_each(encoded, message_for, during)
         except BaseException as exc:
@@ -407,18 +382,28 @@ class RemoteCore(VectorCore):
         return token
 
     def _answers(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """:meth:`_collect` the answers to what :meth:`_send` sent (then none is
-        outstanding: the slices are in step again)."""
+        """:meth:`_collect` the answers to what :meth:`_send` sent."""
         answers = self._collect(token, timeout, during)
         self._outstanding = ""
         return answers
 
-    def _check_not_broken(self) -> None:
+    def _check_open(self) -> None:
+        """Refuse a call to a closed env, a broken one, or a forked child's copy."""
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
         broken = self._broken
         if broken is None and not self._owned():
-            broken = forked_copy(self._owner)
+            broken = (
+                f"it belongs to process {self._owner}, and this process "
+                f"({os.getpid()}) holds only a copy forked from it (os.fork()), "
+                f"whose workers are the parent's: calling them from here would "
+                f"break the parent's env"
+            )
         if broken is not None:
-            raise WorkerError(env_unusable(type(self).__name__, broken))
+            raise WorkerError(
+                f"this {type(self).__name__} cannot be used any more: {broken}. "
+                f"close() it (which ends what is left of it) and build a new one."
+            )
 
     # ------------------------------------------------- one call at a time
     def _begin(self, what: str) -> None:
@@ -427,7 +412,12 @@ class RemoteCore(VectorCore):
         if not self._in_call.acquire(blocking=False):
             self._usable(what)  # the env's own refusal comes first
             raise AlreadyPendingCallError(
-                concurrent_call(type(self).__name__, what, self._in_flight), what
+                f"{type(self).__name__} got {what}() while {self._in_flight}() was "
+                f"in progress, from another thread (or from a sub-env it steps in "
+                f"this process): an env serves one call at a time. Give each thread "
+                f"an env of its own, or guard the env with a lock. Nothing was "
+                f"sent; the other call goes on.",
+                what,
             )
         self._in_flight = what
         try:
@@ -441,14 +431,21 @@ class RemoteCore(VectorCore):
             self._in_call.release()
             raise
 
+    def _round_trip(self, what: str, message_for: MessageFor, during: str) -> list[Any]:
+        """One call's messages sent and answers read, as the call in progress."""
+        self._begin(what)
+        try:
+            return self._answers(self._send(message_for, during), self.timeout, during)
+        finally:
+            self._in_call.release()
+
     def _end_pending(self, pending: Any) -> None:
         """End the call of the split API ``pending`` was, if this wait took it."""
         if pending is not None and self._pending is None and self._in_call.locked():
             self._in_call.release()
 
     def _dispatch(self, request: Request) -> Executed:
-        """The core's validated call, whole (validation to the tracking of the
-        episodes it ended), as the one call in progress."""
+        """The core's validated call, whole, as the one call in progress."""
         self._begin(_call_name(request.commands))
         try:
             return super()._dispatch(request)
@@ -471,12 +468,14 @@ class RemoteCore(VectorCore):
             self._end_pending(pending)
 
     def _usable(self, what: str) -> None:
-        if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
-        self._check_not_broken()
+        self._check_open()
         if self._pending is not None:
+            pending = self._pending[0]
+            # Gymnasium's wording first (code and tests match it), then what to do
             raise AlreadyPendingCallError(
-                already_pending(what, self._pending[0]), self._pending[0]
+                f"Calling `{what}` while waiting for a pending call to `{pending}` "
+                f"to complete; call {pending}_wait() first.",
+                pending,
             )
 
     def _split_actions(self, actions: Any) -> Any:
@@ -574,9 +573,8 @@ class RemoteCore(VectorCore):
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
-        """Send :meth:`~vecmode.core.VectorCore.execute`'s call without waiting;
-        :meth:`execute_wait` returns its record. ``name`` is the call as the
-        caller sees it (``"step"``, ``"reset"``), for the pending-call errors."""
+        """Send :meth:`~vecmode.core.VectorCore.execute`'s call; :meth:`execute_wait`
+        returns its record. ``name``: the call as the caller sees it (``"step"``)."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
         self._dispatch_async(name, Request(cmds, actions, self._seeds(seed), options))
@@ -584,40 +582,22 @@ class RemoteCore(VectorCore):
     def execute_wait(
         self, timeout: float | None = None, *, name: str = "execute"
     ) -> Executed:
-        """Wait for the call sent by :meth:`execute_async`; return its record.
-
-        Args:
-            timeout: seconds to wait; None: the env's ``timeout``.
-            name: as given to :meth:`execute_async`.
-        """
+        """The record of the call sent by :meth:`execute_async` (``timeout``: None
+        is the env's)."""
         return self._dispatch_wait(name, timeout)
 
     # ------------------------------------------------ Gymnasium's async surface
     def step_async(self, actions: Any) -> None:
-        """Send the actions; :meth:`step_wait` returns the result.
-
-        Raises:
-            EpisodeEndedError: a sub-env whose episode ended would be stepped.
-            AlreadyPendingCallError: another ``*_async`` call is pending.
-        """
+        """Send the actions; :meth:`step_wait` returns the result."""
         self._dispatch_async("step", Request(self._all_step, actions))
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
-        """Wait for the step sent by :meth:`step_async` and return its result.
-
-        Args:
-            timeout: seconds to wait; None: the env's ``timeout``.
-
-        Raises:
-            NoAsyncCallError: no :meth:`step_async` is pending.
-            WorkerTimeoutError: the step took longer than ``timeout``.
-        """
+        """The result of the step sent by :meth:`step_async` (``timeout``: None is
+        the env's)."""
         return self._dispatch_wait("step", timeout)[:5]  # type: ignore[return-value]
 
     def reset_async(
-        self,
-        seed: SeedLike = None,
-        options: dict[str, Any] | None = None,
+        self, seed: SeedLike = None, options: dict[str, Any] | None = None
     ) -> None:
         """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""
         self._usable("reset_async")
@@ -626,22 +606,18 @@ class RemoteCore(VectorCore):
         self._dispatch_async("reset", Request(commands, None, seeds, rest))
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
-        """Wait for the reset sent by :meth:`reset_async`; return ``(obs, infos)``.
-
-        Args:
-            timeout: seconds to wait; None: the env's ``timeout``.
-        """
+        """``(obs, infos)`` of the reset sent by :meth:`reset_async`."""
         executed = self._dispatch_wait("reset", timeout)
         return executed.observations, executed.infos
 
     def _take_pending(self, what: str) -> Any:
-        if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
-        self._check_not_broken()
+        self._check_open()
         pending = self._pending
         if pending is None or pending[0] != what:
+            had = pending and f" (the pending call is {pending[0]}_async())"
             raise NoAsyncCallError(
-                nothing_pending(what, None if pending is None else pending[0]),
+                f"Calling `{what}_wait` without any prior call to `{what}_async`."
+                f"{had or ''}",
                 what,
             )
         self._pending = None
@@ -669,29 +645,17 @@ class RemoteCore(VectorCore):
         pending = self._pending
         try:
             name, token = self._take_pending("call")
-            return self._results(
-                token, self.timeout if timeout is None else timeout, f"call({name!r})"
-            )
+            timeout = self.timeout if timeout is None else timeout
+            return _results(self._answers(token, timeout, f"call({name!r})"))
         finally:
             self._end_pending(pending)
-
-    def _results(
-        self, token: Any, timeout: float | None, during: str
-    ) -> tuple[Any, ...]:
-        answers = self._answers(token, timeout, during)
-        raise_failure(answers)
-        return tuple(result for answer in answers for result in answer[1])
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env (like ``SyncVectorEnv.get_attr``:
         a method is returned, not called)."""
-        self._begin("get_attr")
-        try:
-            during = f"get_attr({name!r})"
-            token = self._send(lambda start, stop: (GET_ATTR, name), during)
-            return self._results(token, self.timeout, during)
-        finally:
-            self._in_call.release()
+        message = (GET_ATTR, name)
+        during = f"get_attr({name!r})"
+        return _results(self._round_trip("get_attr", lambda *_: message, during))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env: one value for all, or a list or
@@ -700,15 +664,12 @@ class RemoteCore(VectorCore):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
-        self._begin("set_attr")
-        try:
-            during = f"set_attr({name!r})"
-            token = self._send(
-                lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
-            )
-            raise_failure(self._answers(token, self.timeout, during))
-        finally:
-            self._in_call.release()
+        answers = self._round_trip(
+            "set_attr",
+            lambda start, stop: (SET_ATTR, name, list(values[start:stop])),
+            f"set_attr({name!r})",
+        )
+        raise_failure(answers)
 
     def each(
         self,
@@ -717,20 +678,8 @@ class RemoteCore(VectorCore):
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
         """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
-        in the order given), where the sub-env runs; the results in that order.
-
-        ``fn`` travels with cloudpickle (a lambda is fine); ``args`` and the results
-        are pickled. Only the slices holding one of the sub-envs are asked. A
-        sub-env that raises gives a :class:`~vecmode.SubEnvError`, as in
-        :meth:`call`.
-
-        >>> import gymnasium as gym, vecmode
-        >>> envs = vecmode.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3,
-        ...                               num_workers=1, context="fork")
-        >>> envs.each(lambda env, name: env.get_wrapper_attr(name), "spec",
-        ...           indices=[2, 0])[0].id
-        'CartPole-v1'
-        >>> envs.close()
+        in the order given), where it runs; the results in that order. ``fn``
+        travels with cloudpickle; ``args`` and the results are pickled.
         """
         order = check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
@@ -744,12 +693,7 @@ class RemoteCore(VectorCore):
             asked.append(mine)
             return (EACH, during, wrapped, args, [i - start for i in mine])
 
-        self._begin("each")
-        try:
-            token = self._send(message_for, during)
-            answers = [a for a in self._answers(token, self.timeout, during) if a]
-        finally:
-            self._in_call.release()
+        answers = [a for a in self._round_trip("each", message_for, during) if a]
         raise_failure(answers)
         # a sub-env asked twice ran twice: its results in the order asked
         results: dict[int, list[Any]] = {}
@@ -769,8 +713,7 @@ class RemoteCore(VectorCore):
 
     @property  # type: ignore[misc]
     def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
-        """The ``np_random`` generator of every sub-env (copies: they live
-        elsewhere)."""
+        """Copies of the ``np_random`` generator of every sub-env."""
         return self.get_attr("np_random")
 
     # ----------------------------------------------------------------- closing
@@ -779,19 +722,14 @@ class RemoteCore(VectorCore):
         raise NotImplementedError
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Unless ``terminate``, have the sub-envs closed (waiting at most
-        ``timeout`` seconds); then stop every worker (or actor), whatever
-        happened, even when interrupted. The sub-envs' close() failures."""
+        """Unless ``terminate``, close the sub-envs (at most ``timeout`` seconds);
+        then stop every worker (or actor), even when interrupted. Return the
+        sub-envs' close() failures."""
         raise NotImplementedError
 
     def close(self, **kwargs: Any) -> None:
-        """Close the sub-envs and stop the workers (see :meth:`close_extras`).
-
-        Leaves no process (or actor) behind, even when interrupted (Ctrl-C) or
-        when a sub-env's ``close()`` raises: the env is closed then, every later
-        call raises the closed-env error, and a second ``close()`` ends whatever
-        an interrupted first one left.
-        """
+        """Close the sub-envs and stop the workers (see :meth:`close_extras`); a
+        second ``close()`` ends whatever an interrupted first one left."""
         if self.closed:
             if self._leftovers():  # an interrupted close left some: end them
                 self._shutdown(terminate=True)
@@ -801,21 +739,15 @@ class RemoteCore(VectorCore):
     def close_extras(
         self, timeout: float | None = None, terminate: bool = False, **kwargs: Any
     ) -> None:
-        """Close the sub-envs and stop the workers (processes, or Ray actors);
-        leaves none behind.
+        """Close the sub-envs and stop the workers (or actors), leaving none.
 
         Args:
-            timeout: seconds to wait for the sub-envs to be closed before the
-                workers are ended; None: the env's ``timeout`` if set, else
-                :data:`CLOSE_GRACE` (5 s). A worker still busy with an interrupted
-                call is given the same grace, then ended; one in a call that timed
-                out is ended at once.
+            timeout: seconds the sub-envs may take to close before the workers
+                are ended; None: the env's ``timeout``, else :data:`CLOSE_GRACE`.
             terminate: end the workers at once, without closing the sub-envs.
 
         Raises:
-            SubEnvError: a sub-env's ``close()`` raised, naming every sub-env whose
-                close failed (after every sub-env was closed and every worker
-                stopped).
+            SubEnvError: a sub-env's ``close()`` raised (after everything closed).
         """
         if not self._owned():
             return  # a forked child's copy: the workers are the parent's to end
@@ -838,8 +770,7 @@ class RemoteCore(VectorCore):
             raise_failure([(FAILED, failures)] if failures else [])
 
     def _owned(self) -> bool:
-        """Whether this process built the env (not a child forked from it, which
-        holds a copy of the env but not its workers)."""
+        """Whether this process built the env (not a child forked from it)."""
         return getattr(self, "_owner", None) in (None, _pid)
 
     def __del__(self) -> None:
@@ -853,7 +784,6 @@ class RemoteCore(VectorCore):
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        """``Name(num_envs=..., <layout>)``, with the env id if known."""
         spec = getattr(self, "spec", None)
         head = f"{spec.id}, " if spec is not None else ""
         return (
@@ -861,56 +791,7 @@ class RemoteCore(VectorCore):
         )
 
 
-# ------------------------------------------------------------------ messages
-def env_unusable(name: str, reason: str) -> str:
-    return (
-        f"this {name} cannot be used any more: {reason}. close() it (which ends "
-        f"what is left of it) and build a new one."
-    )
-
-
-def concurrent_call(name: str, what: str, in_flight: str) -> str:
-    return (
-        f"{name} got {what}() while {in_flight}() was in progress, from another "
-        f"thread (or from a sub-env it steps in this process): an env serves one call at "
-        f"a time. Give each thread an env of its own, or guard the env with a "
-        f"lock. Nothing was sent; the other call goes on."
-    )
-
-
-def unpicklable_message(during: str, exc: Exception) -> str:
-    return (
-        f"what {during} sends to the sub-envs' processes cannot be pickled "
-        f"({type(exc).__name__}: {exc}). Nothing was sent and the env is "
-        f"unchanged: pass values that pickle (no locks or open files, no classes "
-        f"or functions defined inside a function)."
-    )
-
-
-def forked_copy(owner: int) -> str:
-    return (
-        f"it belongs to process {owner}, and this process ({os.getpid()}) holds "
-        f"only a copy forked from it (os.fork()), whose workers are the parent's: "
-        f"calling them from here would break the parent's env"
-    )
-
-
-def already_pending(what: str, pending: str) -> str:
-    # Gymnasium's wording first (code and tests match it), then what to do
-    return (
-        f"Calling `{what}` while waiting for a pending call to `{pending}` to "
-        f"complete; call {pending}_wait() first."
-    )
-
-
-def nothing_pending(what: str, pending: str | None) -> str:
-    had = f" (the pending call is {pending}_async())" if pending else ""
-    return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
-
-
-def not_copyable(name: str, how: str) -> str:
-    return (
-        f"{name} cannot be {how}: it owns processes (or actors) running its "
-        f"sub-envs, which a copy would share or break. Build another one from the "
-        f"same factories: {name}(envs.env_fns, ...)."
-    )
+def _results(answers: list[Any]) -> tuple[Any, ...]:
+    """One result per sub-env, from the answers to a call, get_attr or each."""
+    raise_failure(answers)
+    return tuple(result for answer in answers for result in answer[1])
