@@ -35,7 +35,6 @@ from vecmode.remote import (
     MessageFor,
     RemoteCore,
     closes_gracefully,
-    raise_failure,
 )
 from vecmode.worker import (
     CLOSE,
@@ -48,6 +47,7 @@ from vecmode.worker import (
     RemoteFailure,
     SliceServer,
     create,
+    raise_failure,
     space_mismatch,
     unpicklable,
     view,

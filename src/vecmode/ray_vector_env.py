@@ -41,7 +41,6 @@ from vecmode.remote import (
     CLOSE_GRACE,
     MessageFor,
     RemoteCore,
-    SliceRows,
     closes_gracefully,
 )
 from vecmode.worker import (
@@ -51,6 +50,7 @@ from vecmode.worker import (
     OK,
     PROTOCOL,
     ROWS,
+    SliceRows,
     SliceServer,
     build_slice,
     encode,

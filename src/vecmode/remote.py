@@ -14,7 +14,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, NoReturn, cast
+from typing import Any, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
@@ -55,17 +55,17 @@ from vecmode.runner import Failure, checked_writer, row_writer
 from vecmode.worker import (
     CALL,
     EACH,
-    EXECUTE,
     FAILED,
     GET_ATTR,
     PROTOCOL,
     SET_ATTR,
-    SHARED_ENV,
-    RemoteFailure,
-    pack_rows,
+    SliceRows,
+    raise_built_problem,
+    raise_failure,
+    slice_message,
 )
 
-__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "SliceRows", "raise_failure"]
+__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "closes_gracefully"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
@@ -89,38 +89,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
 
-class SliceRows(NamedTuple):
-    """The observations of sub-envs ``start ..`` as rows of a Box batch (only
-    those of the sub-envs that ran are new)."""
-
-    start: int
-    rows: np.ndarray
-
-    def copy_into(self, batch: np.ndarray, commands: Sequence[int]) -> None:
-        """Copy the new rows into ``batch``, the call's ``commands`` telling which."""
-        start, rows = self.start, self.rows
-        mine = commands[start : start + len(rows)]
-        if _KEEP not in mine:
-            batch[start : start + len(rows)] = rows
-            return
-        for k, command in enumerate(mine):
-            if command != _KEEP:
-                batch[start + k] = rows[k]
-
-
 #: Builds the message for the sub-envs ``start .. stop - 1`` (None: nothing to send).
 MessageFor = Callable[[int, int], "tuple[Any, ...] | None"]
-
-
-def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
-    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env in
-    ``answers``, if any (naming the others, and the sub-envs ``lost``)."""
-    failures: list[RemoteFailure] = sorted(
-        (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
-        key=lambda f: f.index,
-    )
-    if failures:
-        raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
 
 
 def closes_gracefully(exc: BaseException) -> bool:
@@ -143,39 +113,14 @@ def _close_copy(env: gym.Env, index: int) -> None:
         raise Failure.caught(index, errors.BUILDING_CLOSE, exc).as_error() from exc
 
 
-def slice_message(
-    start: int,
-    stop: int,
-    cmds: list[int],
-    split: Any,
-    seeds: list[int | None] | None,
-    options: dict[str, Any] | None,
-) -> tuple[Any, ...] | None:
-    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
-    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them."""
-    mine = cmds[start:stop]
-    if mine.count(_KEEP) == len(mine):
-        return None  # nothing to do there; its results are filled in later
-    actions: Any
-    if split is None or type(split) is str:
-        actions = split
-    elif type(split) is np.ndarray and not split.dtype.hasobject:
-        actions = pack_rows(split[start:stop])
-    else:
-        actions = split[start:stop]
-    return (EXECUTE, mine, actions, seeds and seeds[start:stop], options)
-
-
 class RemoteCore(VectorCore):
-    """A vecmode core whose sub-envs run in slices elsewhere, one message per busy
-    slice per call. A subclass calls :meth:`_setup` and implements the methods
-    that raise ``NotImplementedError``."""
+    """A vecmode core whose sub-envs run in slices elsewhere. A subclass calls
+    :meth:`_setup` and implements the methods raising ``NotImplementedError``."""
 
     env_fns: list[Callable[[], gym.Env]]
     timeout: float | None
     observation_mode: Any
-    #: The observations of each sub-env (where they are not written into
-    #: :attr:`_rows`), and the batch they are concatenated into.
+    #: Each sub-env's observation (where not written into :attr:`_rows`).
     _env_obs: list[Any]
     _rows: np.ndarray | None
     _observations: Any
@@ -217,8 +162,7 @@ class RemoteCore(VectorCore):
         #: Held for the whole of a call (from ``*_async`` to the end of ``*_wait``).
         self._in_call = threading.Lock()
         self._in_flight = ""
-        #: The call whose messages were sent and whose answers are not read yet.
-        self._outstanding = ""
+        self._outstanding = ""  # a call sent whose answers are not read yet
         self.copy = copy
         self.observation_mode = observation_mode
         self.timeout = timeout
@@ -272,32 +216,8 @@ class RemoteCore(VectorCore):
         """Raise what the slices' answers to their construction report."""
         raise_failure(answers)
         for answer in answers:
-            if answer is not None and answer[0] == SHARED_ENV:
-                raise ValueError(errors.same_env_instance(answer[1]))
             if answer is not None:
-                raise RuntimeError(self._mismatch_message(*answer[1:]))
-
-    def _mismatch_message(self, what: str, index: int, got: Any) -> str:
-        expected = (
-            self.single_action_space
-            if what == "action space"
-            else self.single_observation_space
-        )
-        differs = (
-            f"sub-env {index}'s {what} {got} differs from the first sub-env's "
-            f"{expected}."
-        )
-        if what == "action space":
-            return f"{differs} All sub-envs need the same action space."
-        if self.observation_mode == "same":
-            # Gymnasium's wording around ours (code and tests match it)
-            return (
-                f"{type(self).__name__}(..., observation_mode='same') however the "
-                f"sub-environments observation spaces are not equivalent. {differs} "
-                f"If this is intentional, use `observation_mode='different'` instead "
-                f"(their shapes and dtypes must still agree)."
-            )
-        return f"{differs} Their shapes and dtypes must agree."
+                raise_built_problem(answer, self)
 
     # --------------------------------------------------------- the transport
     @property
@@ -317,14 +237,11 @@ class RemoteCore(VectorCore):
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> Any:
-        """Send each remote slice its pickled message ``encoded[start]``, if any
-        (``message_for``: a slice's message unpickled); a token for
-        :meth:`_collect`."""
+        """Send each remote slice its pickled message, if any; a token."""
         raise NotImplementedError
 
     def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """The answers, in sub-env order; a :class:`~vecmode.WorkerError` if a
-        slice died or did not answer in ``timeout``."""
+        """The answers, in sub-env order (a WorkerError for a dead slice)."""
         raise NotImplementedError
 
     def _stats(
@@ -498,9 +415,9 @@ class RemoteCore(VectorCore):
 
     def _execute(self, request: Request) -> Executed:
         # _dispatch began the call (_begin): the env is usable, and the lock held
-        commands = request.commands
+        during = f"a {_call_name(request.commands)}"
         token = self._send_execute(request)
-        return self._finish(commands, token, self.timeout, f"a {_call_name(commands)}")
+        return self._finish(request.commands, token, self.timeout, during)
 
     def _execute_async(self, name: str, request: Request) -> None:
         token = self._send_execute(request)
@@ -510,58 +427,50 @@ class RemoteCore(VectorCore):
         self, name: str, timeout: float | None
     ) -> tuple[Executed, list[int]]:
         commands, token = self._take_pending(name)
-        executed = self._finish(
-            commands,
-            token,
-            self.timeout if timeout is None else timeout,
-            f"{name}_wait()",
-        )
-        return executed, commands
+        timeout = self.timeout if timeout is None else timeout
+        return self._finish(commands, token, timeout, f"{name}_wait()"), commands
 
     def _finish(
         self, commands: list[int], token: Any, timeout: float | None, during: str
     ) -> Executed:
         """Collect the answers to an execute message; build the record."""
         answers = self._answers(token, timeout, during)
-        for answer in answers:
-            if answer is not None and answer[0] == FAILED:
-                # the call's results are lost, for every sub-env it ran
-                raise_failure(answers, ran_by(commands))
+        if any(answer is not None and answer[0] == FAILED for answer in answers):
+            # the call's results are lost, for every sub-env it ran
+            raise_failure(answers, ran_by(commands))
         rewards, terminations, truncations = self._stats(token, answers)
         ended: list[int] = []
         finals: list[tuple[int, Any, dict[str, Any]]] = []
         infos: dict[str, Any] = {}
-        add_info = self._add_info
-        write = self._write_obs
         for answer in answers:
             if answer is None:
                 continue
             slice_ended, slice_infos, slice_finals, sent_obs = answer[1:5]
-            if slice_ended:
-                ended += slice_ended
-            if slice_finals:
-                finals += slice_finals
+            ended += slice_ended or ()
+            finals += slice_finals or ()
             if slice_infos:
-                infos = add_infos(add_info, infos, slice_infos)
+                infos = add_infos(self.add_info, infos, slice_infos)
             if type(sent_obs) is SliceRows:
                 sent_obs.copy_into(cast(np.ndarray, self._rows), commands)
             elif sent_obs:
-                for i, obs in sent_obs:
-                    try:
-                        write(i, obs)
-                    except (ValueError, TypeError) as exc:  # as the runner's write
-                        failure = Failure.caught(i, "writing its observation", exc)
-                        raise failure.as_error(lost=ran_by(commands)) from exc
+                self._write_sent(sent_obs, commands)
         self._read_observations()
-        return Executed(
-            copy_batch(self._observations) if self.copy else self._observations,
-            rewards,
-            terminations,
-            truncations,
-            infos,
-            ended,
-            finals,
+        observations = (
+            copy_batch(self._observations) if self.copy else self._observations
         )
+        return Executed(
+            observations, rewards, terminations, truncations, infos, ended, finals
+        )
+
+    def _write_sent(self, sent: list[tuple[int, Any]], commands: list[int]) -> None:
+        """Write the observations an answer carried (checked as the runner does)."""
+        write = self._write_obs
+        for i, obs in sent:
+            try:
+                write(i, obs)
+            except (ValueError, TypeError) as exc:
+                failure = Failure.caught(i, "writing its observation", exc)
+                raise failure.as_error(lost=ran_by(commands)) from exc
 
     # ------------------------------------------------ the split primitive
     def execute_async(
@@ -582,8 +491,7 @@ class RemoteCore(VectorCore):
     def execute_wait(
         self, timeout: float | None = None, *, name: str = "execute"
     ) -> Executed:
-        """The record of the call sent by :meth:`execute_async` (``timeout``: None
-        is the env's)."""
+        """The record of the call sent by :meth:`execute_async`."""
         return self._dispatch_wait(name, timeout)
 
     # ------------------------------------------------ Gymnasium's async surface
@@ -592,8 +500,7 @@ class RemoteCore(VectorCore):
         self._dispatch_async("step", Request(self._all_step, actions))
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
-        """The result of the step sent by :meth:`step_async` (``timeout``: None is
-        the env's)."""
+        """The result of the step sent by :meth:`step_async`."""
         return self._dispatch_wait("step", timeout)[:5]  # type: ignore[return-value]
 
     def reset_async(
@@ -601,8 +508,7 @@ class RemoteCore(VectorCore):
     ) -> None:
         """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""
         self._usable("reset_async")
-        seeds = self._seeds(seed)
-        commands, rest = self._reset_commands(options)
+        seeds, (commands, rest) = self._seeds(seed), self._reset_commands(options)
         self._dispatch_async("reset", Request(commands, None, seeds, rest))
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
@@ -678,9 +584,7 @@ class RemoteCore(VectorCore):
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
         """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
-        in the order given), where it runs; the results in that order. ``fn``
-        travels with cloudpickle; ``args`` and the results are pickled.
-        """
+        in the order given), where it runs; the results in that order."""
         order = check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
         wrapped = CloudpickleWrapper(fn)
@@ -722,14 +626,12 @@ class RemoteCore(VectorCore):
         raise NotImplementedError
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Unless ``terminate``, close the sub-envs (at most ``timeout`` seconds);
-        then stop every worker (or actor), even when interrupted. Return the
-        sub-envs' close() failures."""
+        """Close the sub-envs (unless ``terminate``), then stop every worker (or
+        actor), even when interrupted; the sub-envs' close() failures."""
         raise NotImplementedError
 
     def close(self, **kwargs: Any) -> None:
-        """Close the sub-envs and stop the workers (see :meth:`close_extras`); a
-        second ``close()`` ends whatever an interrupted first one left."""
+        """Close the sub-envs and stop the workers (see :meth:`close_extras`)."""
         if self.closed:
             if self._leftovers():  # an interrupted close left some: end them
                 self._shutdown(terminate=True)
@@ -786,9 +688,8 @@ class RemoteCore(VectorCore):
     def __repr__(self) -> str:
         spec = getattr(self, "spec", None)
         head = f"{spec.id}, " if spec is not None else ""
-        return (
-            f"{type(self).__name__}({head}num_envs={self.num_envs}, {self._layout()})"
-        )
+        layout = f"num_envs={self.num_envs}, {self._layout()}"
+        return f"{type(self).__name__}({head}{layout})"
 
 
 def _results(answers: list[Any]) -> tuple[Any, ...]:

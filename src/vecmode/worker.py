@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
@@ -36,6 +36,8 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
+from vecmode import errors
+from vecmode.core import Command
 from vecmode.errors import SubEnvError, sub_env_error
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.layout import SPIN_AGAIN
@@ -67,11 +69,15 @@ __all__ = [
     "STATS_SPACE",
     "Doorbell",
     "RemoteFailure",
+    "SliceRows",
     "SliceServer",
     "build_slice",
     "create",
     "encode",
     "pack_rows",
+    "raise_built_problem",
+    "raise_failure",
+    "slice_message",
     "unpack_rows",
     "view",
     "viewed",
@@ -89,6 +95,7 @@ UNPICKLING = (
     "unpickling what the parent sent (a class or function it needs must be "
     "importable in the worker)"
 )
+_KEEP = int(Command.KEEP)
 #: Sent instead of the actions when they are in shared memory.
 SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -564,3 +571,80 @@ def worker_main(
         for env in envs:
             with contextlib.suppress(Exception):
                 env.close()
+
+
+# ------------------------------------------------------- the parent's side
+class SliceRows(NamedTuple):
+    """The observations of sub-envs ``start ..`` as rows of a Box batch (only
+    those of the sub-envs that ran are new)."""
+
+    start: int
+    rows: np.ndarray
+
+    def copy_into(self, batch: np.ndarray, commands: Sequence[int]) -> None:
+        """Copy the new rows into ``batch``, the call's ``commands`` telling which."""
+        start, rows = self.start, self.rows
+        mine = commands[start : start + len(rows)]
+        if _KEEP not in mine:
+            batch[start : start + len(rows)] = rows
+            return
+        for k, command in enumerate(mine):
+            if command != _KEEP:
+                batch[start + k] = rows[k]
+
+
+def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
+    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env in
+    ``answers``, if any (naming the others, and the sub-envs ``lost``)."""
+    failures: list[RemoteFailure] = sorted(
+        (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
+        key=lambda f: f.index,
+    )
+    if failures:
+        raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
+
+
+def raise_built_problem(answer: tuple[Any, ...], core: Any) -> NoReturn:
+    """Raise what a :func:`space_mismatch` answer reports about ``core``'s
+    sub-envs (a vector env: its spaces and ``observation_mode``)."""
+    if answer[0] == SHARED_ENV:
+        raise ValueError(errors.same_env_instance(answer[1]))
+    what, index, got = answer[1:]
+    action = what == "action space"
+    expected = core.single_action_space if action else core.single_observation_space
+    differs = (
+        f"sub-env {index}'s {what} {got} differs from the first sub-env's {expected}."
+    )
+    if action:
+        raise RuntimeError(f"{differs} All sub-envs need the same action space.")
+    if core.observation_mode == "same":  # Gymnasium's wording around ours
+        raise RuntimeError(
+            f"{type(core).__name__}(..., observation_mode='same') however the "
+            f"sub-environments observation spaces are not equivalent. {differs} "
+            f"If this is intentional, use `observation_mode='different'` instead "
+            f"(their shapes and dtypes must still agree)."
+        )
+    raise RuntimeError(f"{differs} Their shapes and dtypes must agree.")
+
+
+def slice_message(
+    start: int,
+    stop: int,
+    cmds: list[int],
+    split: Any,
+    seeds: list[int | None] | None,
+    options: dict[str, Any] | None,
+) -> tuple[Any, ...] | None:
+    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
+    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them."""
+    mine = cmds[start:stop]
+    if mine.count(_KEEP) == len(mine):
+        return None  # nothing to do there; its results are filled in later
+    actions: Any
+    if split is None or type(split) is str:
+        actions = split
+    elif type(split) is np.ndarray and not split.dtype.hasobject:
+        actions = pack_rows(split[start:stop])
+    else:
+        actions = split[start:stop]
+    return (EXECUTE, mine, actions, seeds and seeds[start:stop], options)

@@ -1279,8 +1279,7 @@ def test_array_actions_travel_packed_and_each_sub_env_gets_a_row_of_its_own(
     """Actions of an array of numbers are packed into each slice's message
     (actions of the batch's own dtype go through shared memory); every sub-env
     gets a writable row of its own, as from shared memory."""
-    from vecmode.remote import slice_message
-    from vecmode.worker import unpack_rows
+    from vecmode.worker import slice_message, unpack_rows
 
     actions = np.arange(16, dtype=np.float64).reshape(4, 2, 2)
     message = slice_message(1, 3, [1] * 4, actions, None, None)
