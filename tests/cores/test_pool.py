@@ -113,7 +113,8 @@ def test_shutdown_ends_a_busy_worker_when_its_grace_is_up(pool):
     pids = [worker.process.pid for worker in pool.workers]
     started = time.monotonic()
     failures = pool.shutdown(terminate=False, timeout=0.5)
-    assert time.monotonic() - started < 5
+    # the sleeper is ended at once after the grace, not given a second more
+    assert time.monotonic() - started < 1.4
     assert sorted(failures) == ["close of 0", "close of 3"]  # the sleeper: nothing
     assert pool.workers == [] and gone(pids)
 
