@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -276,3 +277,61 @@ def test_a_vector_envs_spec_makes_it_again(vectorization):
     finally:
         first.close()
         again.close()
+
+
+# ------------------------------------------------------------- ids, as Gymnasium
+def _outcome(make, env_id):
+    """What ``make(env_id, ...)`` gives: the spec's id and the warnings, or the
+    error's type and message."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            envs = make(env_id, num_envs=1, vectorization_mode="sync")
+        except Exception as error:
+            return type(error), str(error)
+        envs.close()
+    said = sorted((w.category.__name__, str(w.message)) for w in caught)
+    return envs.unwrapped.spec.id, [s for s in said if "WARN: " in s[1]]
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "CartPole",  # unversioned: a warning, and the latest version
+        "CartPole-v0",  # out of date: a deprecation warning
+        "CartPole-v9",  # no such version
+        "NoSuchEnv-v0",
+        "Bad Id!",
+        "no_such_module_of_vecmode:CartPole-v1",
+        "gymnasium.envs:CartPole-v1",
+    ],
+)
+def test_an_env_id_is_found_as_gymnasium_finds_it(env_id):
+    ours, theirs = _outcome(vecmode.make_vec, env_id), _outcome(gym.make_vec, env_id)
+    assert ours == theirs
+    if env_id == "CartPole":
+        assert ours[0] == "CartPole-v1" and "Using the latest" in ours[1][0][1]
+
+
+def test_a_module_prefix_imports_the_module_that_registers_the_env(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "vecmode_registers_on_import.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('VecmodeImported-v3', entry_point="
+        "'gymnasium.envs.classic_control:CartPoleEnv')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.warns(UserWarning, match="latest versioned environment"):
+            envs = vecmode.make_vec(
+                "vecmode_registers_on_import:VecmodeImported",
+                num_envs=2,
+                vectorization_mode="sync",
+            )
+        assert envs.unwrapped.spec.id == "VecmodeImported-v3"
+        envs.close()
+    finally:
+        gym.registry.pop("VecmodeImported-v3", None)
+    with pytest.raises(ValueError, match="one colon"):
+        vecmode.make_vec("a:b:CartPole-v1")

@@ -1,11 +1,5 @@
-"""NumPy functions without NumPy's Python-level dispatch, and other libraries'
-arrays as NumPy.
-
-``np.count_nonzero(a)`` is two Python calls (the function and its
-``__array_function__`` dispatcher) around one C call; on a mask of a few dozen
-flags, tested several times per step by every wrapper, the two cost more than the
-counting. Without an ``axis``, ``np.count_nonzero`` is exactly that C function,
-which this module gives under the same name (NumPy's own, where it has moved).
+"""NumPy's ``count_nonzero`` without its Python-level dispatch (which costs more
+than counting a mask of a few dozen flags), and other libraries' arrays as NumPy.
 
 >>> import numpy as np
 >>> from vecmode._numpy import count_nonzero

@@ -1,15 +1,8 @@
 """The multi-process core: sub-envs in worker processes, one round trip per call.
 
-Each worker process holds a contiguous slice of the sub-envs (:mod:`vecmode.layout`)
-and runs it with the same command runner as the sync core (:mod:`vecmode.worker`).
-A call to :meth:`~vecmode.core.VectorCore.execute` (so every ``step`` and ``reset``,
-whatever the autoreset policy on top) sends each worker that has work one message
-with its slice's commands, actions, seeds and options (:mod:`vecmode.pool`); the
-worker writes observations, rewards and flags to shared memory and answers with one
-message holding only its non-empty infos, the sub-envs whose episode ended and the
-final observations of those reset within the call. The parent merges the infos in
-sub-env order with Gymnasium's ``_add_info``, so the record is exactly the sync
-env's.
+Each worker runs a contiguous slice of the sub-envs with the sync core's command
+runner (:mod:`vecmode.worker`); :mod:`vecmode.pool` carries one message and one
+answer per busy worker per call. See docs/core.md.
 """
 
 from __future__ import annotations
@@ -26,16 +19,22 @@ from gymnasium import Space
 from gymnasium.error import ClosedEnvironmentError, CustomSpaceError
 from gymnasium.vector.utils import CloudpickleWrapper
 
-from vecmode.core import check_core_arguments
-from vecmode.errors import SharedMemorySpaceError, SubEnvError, WorkerError
-from vecmode.layout import default_layout, slices, spin_seconds, worker_spin_seconds
+from vecmode.core import check_core_arguments, is_int
+from vecmode.errors import SharedMemorySpaceError, closed_during_message
+from vecmode.layout import (
+    default_layout,
+    positive_count,
+    slices,
+    spin_seconds,
+    worker_spin_seconds,
+)
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.pool import Worker, WorkerPool, closed_during
+from vecmode.pool import Worker, WorkerPool
 from vecmode.remote import (
     BUILD_GRACE,
     MessageFor,
     RemoteCore,
-    raise_failure,
+    closes_gracefully,
 )
 from vecmode.worker import (
     CLOSE,
@@ -48,6 +47,7 @@ from vecmode.worker import (
     RemoteFailure,
     SliceServer,
     create,
+    raise_failure,
     space_mismatch,
     unpicklable,
     view,
@@ -61,36 +61,10 @@ __all__ = ["AsyncVectorEnv"]
 class AsyncVectorEnv(RemoteCore):
     """A vecmode core whose sub-envs run in worker processes (DISABLED mode).
 
-    Behaves exactly like :class:`vecmode.SyncVectorEnv` (the same observations,
-    rewards, flags and info dicts for the same calls) and offers the public surface
-    of :class:`gymnasium.vector.AsyncVectorEnv`: ``step_async``/``step_wait``,
-    ``reset_async``/``reset_wait``, ``call``, ``call_async``/``call_wait``,
-    ``get_attr``, ``set_attr``, ``render``, ``close(terminate=...)``, and use as a
-    context manager. Give it an autoreset policy with :func:`vecmode.with_autoreset`
-    or build it with ``vecmode.make_vec(..., vectorization_mode="async")``.
-
-    Unlike Gymnasium's, it runs several sub-envs per worker process
-    (``num_workers``, by default one per CPU), and every call, whatever each
-    sub-env does in it (step, reset, or step then reset), is ONE message to each
-    worker and one answer back. Observations, rewards and flags come back through
-    shared memory; only non-empty infos are pickled. By default every sub-env
-    runs in a worker, isolated from the training process; ``in_parent=k`` opts
-    into a faster layout where the parent steps the last ``k`` sub-envs itself
-    while the workers step theirs (giving up crash isolation and the timeout for
-    those ``k``).
-
-    Faults:
-
-    * a sub-env that raises in ``step``/``reset`` is reported as
-      :class:`vecmode.SubEnvError` naming it, with the worker's traceback; every
-      sub-env then awaits a reset (``awaiting_reset`` is all True) and the env is
-      usable again once reset;
-    * a worker that dies, or a call that takes longer than ``timeout`` seconds, is
-      a :class:`vecmode.WorkerError` (:class:`vecmode.WorkerTimeoutError`); the env
-      cannot be used after it, but ``close()`` works;
-    * an ``env_fn`` that fails is reported at construction as a
-      :class:`vecmode.SubEnvError` naming the sub-env, and no process is left;
-    * ``close()`` is idempotent and leaves no process behind.
+    Returns exactly what :class:`vecmode.SyncVectorEnv` returns for the same
+    calls, with the surface of :class:`gymnasium.vector.AsyncVectorEnv`. Each
+    worker runs several sub-envs; every call is one message to each busy worker
+    and one answer back. Its faults and options: docs/core.md.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -108,6 +82,13 @@ class AsyncVectorEnv(RemoteCore):
     >>> obs, infos = envs.reset(options={"reset_mask": truncations})
     >>> envs.close()
     """
+
+    #: The sub-envs the parent steps itself (the last ``in_parent``), and the
+    #: message it has still to carry out for them.
+    _local: SliceServer | None = None
+    _local_message: tuple[Any, ...] | None = None
+    #: The observations' shared memory, where they must be read after a call.
+    _obs_memory: Any = None
 
     def __init__(
         self,
@@ -128,48 +109,18 @@ class AsyncVectorEnv(RemoteCore):
         """Start the worker processes and build the sub-envs in them.
 
         Args:
-            env_fns: one function per sub-env that creates it. With the ``spawn``
-                and ``forkserver`` start methods they must be picklable (by
-                cloudpickle: lambdas are fine, but the env classes they use must be
-                importable in the worker).
-            num_workers: the number of worker processes; each runs a contiguous
-                slice of the sub-envs. Default: one per CPU this process may use
-                (one per CPU but one with ``in_parent``), at most one per sub-env.
-            in_parent: opt-in: how many sub-envs (the last ones) the parent
-                process steps itself while the workers step theirs, so that the
-                parent's CPU does not idle waiting for them; faster for cheap
-                sub-envs, but those sub-envs are not isolated: a crash or
-                ``os._exit`` in one ends the training process, and ``timeout``
-                cannot interrupt them. Default 0: every sub-env in a worker.
-                The workers spin up to 0.3 ms for the next message before
-                blocking (yielding the CPU at each turn), and when every process
-                has a CPU of its own, e.g. ``num_workers=1`` on 2 CPUs, the parent
-                spins for their answers too (both watching counters in shared
-                memory), which saves a round trip's wake-ups on a virtual machine
-                (at the cost of up to that much CPU time per call).
-            shared_memory: observations travel through shared memory (else they
-                are pickled through the pipes; needed for spaces that shared memory
-                cannot hold). Rewards and flags always use shared memory.
-            copy: return a copy of the observations from ``reset`` and ``step``
-                (otherwise the same buffer, overwritten by the next call).
-            context: the ``multiprocessing`` start method (``"fork"``,
-                ``"spawn"``, ``"forkserver"``); None: the platform's default.
-            daemon: make the workers daemonic (they die with the parent; a
-                daemonic process cannot start children of its own).
-            observation_mode: ``"same"``, ``"different"`` or a tuple
-                ``(batched_space, single_space)``, as Gymnasium's.
-            timeout: seconds any call may take before it fails with
-                :class:`vecmode.WorkerTimeoutError` (building the sub-envs may take
-                :data:`BUILD_GRACE`, a minute, if that is more); None: no limit (a
-                worker that dies is still reported at once).
-            autoreset_mode: only ``DISABLED`` (the default): a core has no
-                autoreset policy. Given another mode, the error says how to get it.
-            worker: Gymnasium's argument, refused with what to do instead:
-                vecmode's workers run its own command runner, which a custom
-                worker function cannot stand in for.
-            max_concurrency: Gymnasium's argument, refused with what to use
-                instead: ``num_workers=k`` already steps at most ``k`` sub-envs
-                at once (plus the parent's share, with ``in_parent``).
+            env_fns: one function per sub-env that creates it.
+            num_workers: worker processes (default: one per CPU, at most one
+                per sub-env).
+            in_parent: how many sub-envs (the last) the parent steps itself.
+            shared_memory: observations through shared memory (else pickled).
+            copy: return copies of the observations (else the shared buffer).
+            context: the ``multiprocessing`` start method.
+            daemon: make the workers daemonic.
+            observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
+            timeout: seconds a call may take (None: no limit).
+            autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
+            worker, max_concurrency: Gymnasium's, refused (saying what instead).
 
         Raises:
             SubEnvError: an ``env_fn`` raised (naming the sub-env).
@@ -182,41 +133,17 @@ class AsyncVectorEnv(RemoteCore):
             observation_mode,
             "vectorization_mode='async', ",
         )
-        if worker is not None:
-            raise TypeError(custom_worker_refused())
-        if max_concurrency is not None:
-            raise TypeError(max_concurrency_refused(max_concurrency))
+        _refuse_gymnasium_arguments(worker, max_concurrency)
         env_fns = list(env_fns)
-        if num_workers is not None and (
-            isinstance(num_workers, bool)
-            or not isinstance(num_workers, (int, np.integer))
-            or num_workers < 1
-        ):
-            raise ValueError(num_workers_message(num_workers))
-        if in_parent is not None and (
-            isinstance(in_parent, bool)
-            or not isinstance(in_parent, (int, np.integer))
-            or not 0 <= in_parent < max(1, len(env_fns))
-        ):
-            raise ValueError(in_parent_message(in_parent, len(env_fns)))
+        layout = _check_arguments(len(env_fns), num_workers, in_parent)
         self.shared_memory = shared_memory
         self.context = context
         self.daemon = daemon
         self._pool = WorkerPool()
-        #: The sub-envs the parent steps itself (the last ``in_parent``), and the
-        #: message it has still to carry out for them.
-        self._local: SliceServer | None = None
-        self._local_message: tuple[Any, ...] | None = None
-        #: The observations' shared memory, where they must be read after a call.
-        self._obs_memory: Any = None
         self._setup(
             env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
         )
-        self.num_workers, self.in_parent = default_layout(
-            self.num_envs,
-            None if num_workers is None else int(num_workers),
-            None if in_parent is None else int(in_parent),
-        )
+        self.num_workers, self.in_parent = default_layout(self.num_envs, *layout)
         ctx = multiprocessing.get_context(context)
         memory = self._create_memory(ctx)
         self._start(ctx, memory)
@@ -260,11 +187,41 @@ class AsyncVectorEnv(RemoteCore):
         """Start the workers, build the parent's own sub-envs; check what they
         built. On any error, nothing is left running."""
         self._pool.spin = spin_seconds(self.num_workers, self.in_parent)
-        spin = worker_spin_seconds()
         parts = slices(self.num_envs - self.in_parent, self.num_workers)
-        doorbell = Doorbell.create(ctx, len(parts)) if spin else None
-        self._pool.doorbell = doorbell
-        firsts = [start for start, _ in parts]
+        spin = worker_spin_seconds()
+        self._pool.doorbell = Doorbell.create(ctx, len(parts)) if spin else None
+        args = self._worker_args(memory, spin, [start for start, _ in parts])
+        answers: list[Any] = []
+        try:
+            name = type(self).__name__
+            self._pool.start(ctx, parts, worker_main, args, name, self.daemon)
+            # building (and, with spawn, importing) may take longer than a step
+            limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
+            answers = self._pool.collect(
+                self._pool.workers,
+                limit,
+                "construction",
+                # a failed env_fn is reported at once, not after the slowest build
+                enough=lambda answer: answer[0] == FAILED,
+            )
+            raise_failure(answers)
+            if self.in_parent:
+                answers.append(self._start_local(memory))
+            self._check_built(answers)
+        except BaseException as exc:
+            # (a worker still building when another failed does not answer: it
+            # is ended when the wait is up)
+            timeout = 10.0 if all(answers) else 1.0
+            self._shutdown(terminate=not closes_gracefully(exc), timeout=timeout)
+            self.closed = True
+            raise
+
+    def _worker_args(
+        self, memory: tuple[Any, Any, Any], spin: float, firsts: list[int]
+    ) -> Callable[[int, int, Connection, list[Connection]], tuple[Any, ...]]:
+        """The arguments of :func:`~vecmode.worker.worker_main` for the worker of
+        sub-envs ``start .. stop - 1`` (``firsts``: each worker's first)."""
+        doorbell = self._pool.doorbell
 
         def args(
             start: int, stop: int, conn: Connection, inherited: list[Connection]
@@ -283,43 +240,7 @@ class AsyncVectorEnv(RemoteCore):
                 None if doorbell is None else (doorbell, firsts.index(start)),
             )
 
-        answers: list[Any] = []
-        try:
-            self._pool.start(
-                ctx,
-                parts,
-                worker_main,
-                args,
-                type(self).__name__,
-                self.daemon,
-            )
-            # building sub-envs (and, with spawn, importing their modules) may take
-            # longer than a step: the timeout grants construction at least a minute
-            limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
-            answers = self._pool.collect(
-                self._pool.workers,
-                limit,
-                "construction",
-                # a failed env_fn is reported at once, not after the slowest build
-                enough=lambda answer: answer[0] == FAILED,
-            )
-            raise_failure(answers)
-            if self.in_parent:
-                answers.append(self._start_local(memory))
-            self._check_built(answers)
-        except BaseException as exc:
-            # Workers that built their sub-envs close them; anything else (a dead
-            # or stuck worker, an interrupt) terminates them all.
-            graceful = isinstance(exc, (SubEnvError, RuntimeError)) and not isinstance(
-                exc, WorkerError
-            )
-            # (a worker still building when another failed does not answer: it
-            # is ended when the wait is up)
-            self._shutdown(
-                terminate=not graceful, timeout=10.0 if all(answers) else 1.0
-            )
-            self.closed = True
-            raise
+        return args
 
     def _start_local(self, memory: tuple[Any, Any, Any]) -> tuple[Any, ...] | None:
         """Build the sub-envs the parent steps itself; a space mismatch, if any."""
@@ -408,7 +329,7 @@ class AsyncVectorEnv(RemoteCore):
         sub-envs (run while the workers work)."""
         local = self._run_local(during)
         if self.closed:  # a sub-env of the parent's share closed the env
-            raise ClosedEnvironmentError(closed_during(during))
+            raise ClosedEnvironmentError(closed_during_message(during))
         answers = self._pool.collect(token[0], timeout, during)
         if self._local is not None:
             answers.append(local)
@@ -477,31 +398,36 @@ class AsyncVectorEnv(RemoteCore):
         return f"num_workers={self.num_workers}{in_parent}"
 
 
-# ------------------------------------------------------------------ messages
-def num_workers_message(value: Any) -> str:
-    return f"num_workers must be None or an int >= 1, got {value!r}."
+def _check_arguments(
+    num_envs: int, num_workers: Any, in_parent: Any
+) -> tuple[int | None, int | None]:
+    """``num_workers`` and ``in_parent`` checked, as ints (None: not given)."""
+    workers = positive_count("num_workers", num_workers)
+    if in_parent is not None and (
+        not is_int(in_parent) or not 0 <= in_parent < max(1, num_envs)
+    ):
+        raise ValueError(
+            f"in_parent must be an int from 0 to {num_envs - 1} (the number of "
+            f"sub-envs the parent process steps itself; at least one sub-env runs "
+            f"in a worker), got {in_parent!r}."
+        )
+    return workers, None if in_parent is None else int(in_parent)
 
 
-def in_parent_message(got: Any, num_envs: int) -> str:
-    return (
-        f"in_parent must be an int from 0 to {num_envs - 1} (the number of sub-envs "
-        f"the parent process steps itself; at least one sub-env runs in a worker), "
-        f"got {got!r}."
-    )
-
-
-def custom_worker_refused() -> str:
-    return (
-        "vecmode.AsyncVectorEnv takes no worker=: its workers run vecmode's command "
-        "runner, which a custom Gymnasium worker function cannot stand in for. Put "
-        "the custom behaviour in the sub-env (a gymnasium.Wrapper in its env_fn), "
-        "or use gymnasium.vector.AsyncVectorEnv for a custom worker."
-    )
-
-
-def max_concurrency_refused(value: Any) -> str:
-    return (
-        f"vecmode.AsyncVectorEnv takes no max_concurrency= (got {value!r}): each "
-        f"worker steps its sub-envs one after the other, so num_workers={value!r} "
-        f"steps at most {value!r} sub-env(s) at once; pass that instead."
-    )
+def _refuse_gymnasium_arguments(worker: Any, max_concurrency: Any) -> None:
+    """Refuse Gymnasium's ``worker`` and ``max_concurrency``, saying what to do."""
+    if worker is not None:
+        raise TypeError(
+            "vecmode.AsyncVectorEnv takes no worker=: its workers run vecmode's "
+            "command runner, which a custom Gymnasium worker function cannot stand "
+            "in for. Put the custom behaviour in the sub-env (a gymnasium.Wrapper "
+            "in its env_fn), or use gymnasium.vector.AsyncVectorEnv for a custom "
+            "worker."
+        )
+    if max_concurrency is not None:
+        raise TypeError(
+            f"vecmode.AsyncVectorEnv takes no max_concurrency= (got "
+            f"{max_concurrency!r}): each worker steps its sub-envs one after the "
+            f"other, so num_workers={max_concurrency!r} steps at most "
+            f"{max_concurrency!r} sub-env(s) at once; pass that instead."
+        )

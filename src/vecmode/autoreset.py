@@ -1,16 +1,9 @@
 """The autoreset policies, as wrappers that set ``metadata["autoreset_mode"]``.
 
-* :class:`NextStepAutoreset`: NEXT_STEP over a vecmode core.
-* :class:`SameStepAutoreset`: SAME_STEP over a vecmode core, or over any vector env
-  that runs DISABLED with ``reset_mask`` support.
-* :class:`DisableAutoreset`: DISABLED (with vecmode's check that ended sub-envs are
-  not stepped) over a foreign env whose own mode is DISABLED, or NEXT_STEP where a
-  masked reset provably clears the pending autoreset (Gymnasium's sync env, and its
-  async env with shared memory).
-* :func:`with_autoreset` picks and composes them.
-
-Every conversion offered here is exact; the others are refused when the wrapper is
-built, with :class:`~vecmode.IncompatibleModeError` saying why and what to use.
+:class:`NextStepAutoreset` and :class:`SameStepAutoreset` run a vecmode core in
+their mode; :class:`DisableAutoreset` gives DISABLED over a foreign env where a
+masked reset is exact; :func:`with_autoreset` composes them. Every conversion is
+exact; the others are refused when the wrapper is built (docs/core.md).
 """
 
 from __future__ import annotations
@@ -70,16 +63,10 @@ _STEP, _RESET, _STEP_THEN_RESET = (
 
 
 def honours_reset_mask(env: VectorEnv) -> bool:
-    """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly.
-
-    True for an env whose declared mode is DISABLED (the mode's contract; vecmode's
-    cores are such envs) and for a NEXT_STEP env whose class is declared (see
-    :mod:`vecmode.env_classes`) to clear the pending autoreset of the sub-envs a
-    masked reset resets: Gymnasium's ``SyncVectorEnv``, its ``AsyncVectorEnv`` with
-    shared memory, ALE's ``AtariVectorEnv``, EnvPool. Not for envs that reset every
-    sub-env whatever the mask (Gymnasium's numpy ``CartPoleVectorEnv``), nor for
-    Gymnasium's ``AsyncVectorEnv(shared_memory=False)``, nor for undeclared classes.
-    """
+    """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
+    a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
+    pending autoreset of the sub-envs a masked reset resets
+    (:mod:`vecmode.env_classes`)."""
     mode = mode_of(env)
     if mode is None:
         return False
@@ -103,34 +90,39 @@ def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
         )
     found = vector_env_declaration(env)
     if found is None:
-        return unknown_masked_reset(name), declare_vector_env(name)
-    why = (
-        found.why.format(name=name)
-        if found.why
-        else declared_masked_reset(name, found.masked_reset(env))
-    )
+        return (
+            f"vecmode does not know what {name}'s reset(options={{'reset_mask': "
+            f"mask}}) does: it must reset only the masked sub-envs and clear their "
+            f"pending autoreset for the conversion to be exact.",
+            f"If it does (vecmode.testing.check_vector_env and a masked reset after "
+            f"an episode end show it), declare it: vecmode.register_vector_env("
+            f"{name}, masked_reset='clears'); or build it in Disabled mode.",
+        )
+    why = found.why.format(name=name)
+    if not why:
+        masked_reset = found.masked_reset(env)
+        what = {
+            "keeps-pending": "keeps a masked sub-env's pending autoreset, so the "
+            "next step would reset it once more",
+            "ignores": "ignores the mask and resets every sub-env",
+        }.get(masked_reset, "does not reset only the masked sub-envs")
+        why = (
+            f"{name}'s reset(options={{'reset_mask': mask}}) {what} (declared "
+            f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
+        )
     return why, found.remedy.format(name=name) or _BUILD_DISABLED
 
 
 class _AutoresetWrapper(ForwardingWrapper):
-    """Shared base: sets the produced mode, forwards ``call``/``get_attr``/``set_attr``.
-
-    Each policy declares the modes it accepts and the mode it produces with
-    :func:`vecmode.supports`; the registry checks the wrapped env's mode before
-    ``__init__`` runs, and ``__init__`` refuses what the mode alone cannot tell.
+    """The policies' base: declares its modes with :func:`vecmode.supports`.
 
     Over a vecmode core (:attr:`core` set), every ``step`` is one
-    :meth:`~vecmode.core.VectorCore.execute` with the policy's :meth:`_commands`, and
-    ``reset`` is the core's. Over a foreign env the policy works through the
-    wrapper halves (:class:`~vecmode.forwarding.ForwardingWrapper`), with vecmode's
-    ``reset_mask`` contract: validated, the caller's options never mutated, an
-    all-False mask a no-op. The split async API works on both paths wherever the
-    env below has it.
+    :meth:`~vecmode.core.VectorCore.execute` of :meth:`_commands`; over a foreign
+    env the policy works through the wrapper halves
+    (:class:`~vecmode.forwarding.ForwardingWrapper`).
     """
 
-    #: A policy writes what its mode returns itself (SAME_STEP's final
-    #: observations in Gymnasium's layout, none in the other modes), whatever the
-    #: env below reports (see :func:`vecmode.env_classes.final_obs_layout`).
+    #: A policy reports SAME_STEP's final observations in Gymnasium's layout.
     final_obs_layout = "gymnasium"
     #: The vecmode core this policy drives, or None (a foreign env).
     core: VectorCore | None = None
@@ -152,7 +144,11 @@ class _AutoresetWrapper(ForwardingWrapper):
         """The modes this policy accepts, and the mode it produces."""
         found = declaration(self)
         if found is None or found.output is None:
-            raise TypeError(undeclared_policy(type(self).__name__))
+            raise TypeError(
+                f"{type(self).__name__} is an autoreset policy but declares no "
+                f"output mode; decorate it with @vecmode.supports(..., "
+                f"output=<the mode it produces>)."
+            )
         return found.modes, found.output
 
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
@@ -332,16 +328,9 @@ _FOREIGN_SAME_STEP = (
     "autoreset_mode='NextStep')), or build the env in NextStep mode itself.",
 )
 class NextStepAutoreset(_AutoresetWrapper):
-    """NEXT_STEP autoreset over a vecmode core.
-
-    On the step after a sub-env's episode ends, its action is ignored and it is
-    reset instead: the step returns the reset observation and info, reward 0 and
-    ``terminated = truncated = False``. Exactly what Gymnasium's vector envs return
-    with ``autoreset_mode="NextStep"``.
-
-    It needs to reset a sub-env without stepping the others, which only a vecmode
-    core offers (:meth:`vecmode.core.VectorCore.execute`), so it must wrap the core
-    directly; anything else is refused when the wrapper is built.
+    """NEXT_STEP autoreset over a vecmode core, as Gymnasium's vector envs do it:
+    the step after an episode ends resets the sub-env instead of stepping it.
+    Only a vecmode core can reset one sub-env alone, so it must wrap one.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -371,11 +360,8 @@ class NextStepAutoreset(_AutoresetWrapper):
         self._all_step = [_STEP] * env.num_envs
 
     def _commands(self) -> list[int]:
-        """Step every sub-env but those whose episode ended on the previous step,
-        which are reset."""
-        # The sub-envs that await a reset are exactly those that ended on the
-        # previous step (or were reset by a masked reset since, which the core
-        # already cleared), so the core's record is the pending autoreset.
+        """Step every sub-env but those whose episode ended on the previous step
+        (the core's record, which a masked reset clears): reset them."""
         ended = cast(VectorCore, self.core).ended
         if not ended.count:
             return self._all_step
@@ -398,17 +384,10 @@ class NextStepAutoreset(_AutoresetWrapper):
     "env to DISABLED where that is exact, or build it with autoreset_mode='Disabled'.",
 )
 class SameStepAutoreset(_AutoresetWrapper):
-    """SAME_STEP autoreset: a sub-env is reset within the step its episode ends.
-
-    The step returns the reset observation and info, the final step's reward and
-    flags, and ``info["final_obs"]`` / ``info["final_info"]`` with their masks,
-    exactly as Gymnasium's vector envs do with ``autoreset_mode="SameStep"``.
-
-    Over a vecmode core this is one :meth:`~vecmode.core.VectorCore.execute` call per
-    step. Over any other vector env whose mode is DISABLED (e.g.
-    ``gymnasium.vector.SyncVectorEnv(..., autoreset_mode="Disabled")``) it steps,
-    then resets the ended sub-envs with ``reset_mask``. A NEXT_STEP env is refused;
-    :func:`with_autoreset` converts one first where that is exact.
+    """SAME_STEP autoreset, as Gymnasium's vector envs do it: a sub-env is reset
+    within the step its episode ends, its last observation and info in
+    ``info["final_obs"]`` / ``info["final_info"]``. Over a vecmode core, or over
+    any DISABLED env (stepped, then the ended sub-envs reset with ``reset_mask``).
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -468,14 +447,10 @@ class SameStepAutoreset(_AutoresetWrapper):
     instead=_BUILD_DISABLED,
 )
 class DisableAutoreset(_AutoresetWrapper):
-    """DISABLED mode over a foreign vector env, with vecmode's checks.
-
-    Accepts an env whose mode is DISABLED (adding the check Gymnasium's
-    ``AsyncVectorEnv`` lacks: stepping an ended sub-env raises
-    :class:`~vecmode.EpisodeEndedError` before anything is stepped), or a NEXT_STEP
-    env for which :func:`honours_reset_mask` is True: the caller resets ended
-    sub-envs with ``reset_mask`` before stepping them, which clears their pending
-    autoreset, so the inner env never autoresets and the data is exactly DISABLED.
+    """DISABLED mode over a foreign vector env, with vecmode's check (stepping an
+    ended sub-env raises :class:`~vecmode.EpisodeEndedError`): over a DISABLED
+    env, or a NEXT_STEP env whose masked reset clears the pending autoreset
+    (:func:`honours_reset_mask`), which then never autoresets.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -551,16 +526,9 @@ def _conversion(
 
 
 def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
-    """Return ``env`` running in ``mode``, adding the autoreset wrapper it needs.
-
-    * ``env`` already in ``mode``: returned unchanged.
-    * a vecmode core (DISABLED): ``NextStepAutoreset(env)`` or
-      ``SameStepAutoreset(env)``.
-    * a foreign DISABLED env: ``SameStepAutoreset(env)``; NEXT_STEP is refused.
-    * a foreign NEXT_STEP env that honours ``reset_mask`` (see
-      :func:`honours_reset_mask`): ``DisableAutoreset(env)`` for DISABLED,
-      ``SameStepAutoreset(DisableAutoreset(env))`` for SAME_STEP.
-    * anything else: :class:`~vecmode.IncompatibleModeError`, saying why.
+    """Return ``env`` running in ``mode``, adding the autoreset policies it needs
+    (none if it is in ``mode``); :class:`~vecmode.IncompatibleModeError` where no
+    conversion is exact, saying why (docs/core.md lists them).
 
     >>> import gymnasium as gym
     >>> import vecmode
@@ -582,22 +550,11 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
                 None,
                 tuple(AutoresetMode),
                 f"{errors.describe(env)} has no metadata['autoreset_mode'], so what "
-                "its step "
-                "returns at an episode's end is unknown.",
+                "its step returns at an episode's end is unknown.",
                 "Declare the mode the env really uses in its metadata.",
             )
         )
-    chain = _conversion(current, target)
-    if chain is None:  # the policy producing the target refuses, saying why
-        chain = [p for p in POLICIES if cast(Any, declaration(p)).output is target]
-        rebuild = _rebuild_in(env, current, target)
-        if rebuild is not None:  # ... and the env's class can be built otherwise
-            found = cast(Any, declaration(chain[0]))
-            raise IncompatibleModeError(
-                errors.incompatible_mode(
-                    chain[0].__name__, current, found.modes, found.why(current), rebuild
-                )
-            )
+    chain = _chain(env, current, target)
     original = env
     for policy in chain:
         try:
@@ -606,10 +563,34 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
             if len(chain) == 1 or not hasattr(error, "why"):
                 raise
             # a step on the way refused: say so in terms of what was asked
+            refused = cast(Any, error)
             raise IncompatibleModeError(
-                conversion_refused(original, current, target, policy.__name__, error)
+                f"with_autoreset cannot turn {type(original.unwrapped).__name__} "
+                f"({current.value}) into {target.value}: the way there goes "
+                f"through {policy.__name__}, and {refused.why} {refused.instead}"
             ) from error
     return env
+
+
+def _chain(
+    env: VectorEnv, current: AutoresetMode, target: AutoresetMode
+) -> list[type[_AutoresetWrapper]]:
+    """The policies from ``current`` to ``target``; where there is no chain, the
+    policy producing ``target`` (it refuses, saying why), or a refusal saying how
+    to build the env's class in another mode."""
+    chain = _conversion(current, target)
+    if chain is not None:
+        return chain
+    chain = [p for p in POLICIES if cast(Any, declaration(p)).output is target]
+    rebuild = _rebuild_in(env, current, target)
+    if rebuild is not None:
+        found = cast(Any, declaration(chain[0]))
+        raise IncompatibleModeError(
+            errors.incompatible_mode(
+                chain[0].__name__, current, found.modes, found.why(current), rebuild
+            )
+        )
+    return chain
 
 
 def _rebuild_in(
@@ -621,25 +602,26 @@ def _rebuild_in(
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is None:
         return None
-    name = type(env).__name__
+    build = f"Build {type(env).__name__} with autoreset_mode="
     if target in found.modes:
-        return rebuilt_in(name, target, None)
+        return f"{build}{target.value!r} instead."
     for mode in MODES:
         chain = _conversion(mode, target) if mode in found.modes else None
         if not chain or mode is current:
             continue
         if DisableAutoreset in chain and found.masked_reset_of != "clears":
             continue  # the way there needs a masked reset the class lacks
-        return rebuilt_in(name, mode, target)
+        return (
+            f"{build}{mode.value!r} instead and convert that: vecmode."
+            f"with_autoreset(env, {target.value!r}) is exact from {mode.value}."
+        )
     return None
 
 
 def gymnasium_layout(env: VectorEnv) -> VectorEnv:
-    """``env`` with its SAME_STEP final observations in Gymnasium's layout: ``env``
-    itself, or :class:`GymnasiumFinalObs` over it where its class reports them its
-    own way (a declared ``final_obs_layout``, as ALE's ``AtariVectorEnv``'s dense
-    one). What :func:`with_autoreset`, :func:`vecmode.probe_mode` and
-    :func:`vecmode.testing.check_vector_env` read such an env through.
+    """``env`` with its SAME_STEP final observations in Gymnasium's layout:
+    ``env`` itself, or :class:`GymnasiumFinalObs` over it where its class
+    reports them its own way (ALE's dense layout).
 
     >>> import gymnasium as gym
     >>> from vecmode.autoreset import gymnasium_layout
@@ -650,13 +632,10 @@ def gymnasium_layout(env: VectorEnv) -> VectorEnv:
     >>> envs.close()
     """
     mode = mode_of(env)
-    if (
-        mode is not None
-        and final_in_info(mode)
-        and final_obs_layout(env) != "gymnasium"
-    ):
-        return GymnasiumFinalObs(env)
-    return env
+    own = mode is not None and final_in_info(mode)
+    return (
+        GymnasiumFinalObs(env) if own and final_obs_layout(env) != "gymnasium" else env
+    )
 
 
 @supports(
@@ -670,16 +649,8 @@ def gymnasium_layout(env: VectorEnv) -> VectorEnv:
 )
 class GymnasiumFinalObs(_AutoresetWrapper):
     """SAME_STEP's final observations in Gymnasium's layout, over an env that
-    reports them its own way (ALE's ``AtariVectorEnv``: one dense array with a row
-    for every sub-env, no mask, no final infos).
-
-    Translated once, at the edge of the stack, so that every layer above reads
-    Gymnasium's layout (``final_obs`` an object array, ``_final_obs`` /
-    ``final_info`` / ``_final_info``; the final infos are empty: the env reports
-    none). :func:`with_autoreset` adds it where a declared env class needs it;
-    vecmode's wrappers refuse such an env without it (it reports Gymnasium's
-    layout above, as every policy does: :attr:`final_obs_layout`).
-    """
+    reports them its own way (ALE's ``AtariVectorEnv``: one dense array, no mask,
+    no final infos), translated once at the edge of the stack."""
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
@@ -698,15 +669,9 @@ def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
 
 @supports(*MODES)
 class GymnasiumBatch(_AutoresetWrapper):
-    """Gymnasium's batch conventions over an env, in the env's own mode, whose
-    class keeps others (EnvPool: a single env's spaces, a masked reset returning
-    only the masked rows): the spaces batched, a masked reset returning the whole
-    batch (the other rows as last returned), an all-False mask a no-op.
-
-    :func:`with_autoreset` adds it where such an env is already in the mode asked
-    for, so that ``with_autoreset(pool, mode)`` has the same spaces and masked
-    resets in every mode (each conversion does the same work itself). Over any
-    other env it changes nothing.
+    """Gymnasium's batch conventions, in the env's own mode, over an env whose
+    class keeps others (EnvPool: single-env spaces, a masked reset returning only
+    the masked rows). Over any other env it changes nothing.
 
     >>> import numpy as np, gymnasium as gym
     >>> from vecmode.autoreset import GymnasiumBatch
@@ -729,75 +694,4 @@ class GymnasiumBatch(_AutoresetWrapper):
 
 # Each returns the wrapped env's observations or new arrays (a collector over
 # them need not copy what a copying core returns).
-FRESH_OBSERVATION_WRAPPERS.update(
-    {
-        NextStepAutoreset,
-        SameStepAutoreset,
-        DisableAutoreset,
-        GymnasiumFinalObs,
-        GymnasiumBatch,
-    }
-)
-
-
-# ------------------------------------------------------------------ messages
-def undeclared_policy(name: str) -> str:
-    return (
-        f"{name} is an autoreset policy but declares no output mode; decorate it with "
-        f"@vecmode.supports(..., output=<the mode it produces>)."
-    )
-
-
-def conversion_refused(
-    env: VectorEnv,
-    current: AutoresetMode,
-    target: AutoresetMode,
-    policy: str,
-    error: IncompatibleModeError,
-) -> str:
-    name = type(env.unwrapped).__name__
-    return (
-        f"with_autoreset cannot turn {name} ({current.value}) into {target.value}: "
-        f"the way there goes through {policy}, and {cast(Any, error).why} "
-        f"{cast(Any, error).instead}"
-    )
-
-
-def rebuilt_in(name: str, mode: AutoresetMode, target: AutoresetMode | None) -> str:
-    build = f"Build {name} with autoreset_mode={mode.value!r}"
-    if target is None:
-        return f"{build} instead."
-    return (
-        f"{build} instead and convert that: vecmode.with_autoreset(env, "
-        f"{target.value!r}) is exact from {mode.value}."
-    )
-
-
-def unknown_masked_reset(name: str) -> str:
-    return (
-        f"vecmode does not know what {name}'s reset(options={{'reset_mask': mask}}) "
-        f"does: it must reset only the masked sub-envs and clear their pending "
-        f"autoreset for the conversion to be exact."
-    )
-
-
-def declared_masked_reset(name: str, masked_reset: str) -> str:
-    """Why a declared masked reset cannot drive the env, where the declaration
-    gives no ``why``."""
-    what = {
-        "keeps-pending": "keeps a masked sub-env's pending autoreset, so the next "
-        "step would reset it once more",
-        "ignores": "ignores the mask and resets every sub-env",
-    }.get(masked_reset, "does not reset only the masked sub-envs")
-    return (
-        f"{name}'s reset(options={{'reset_mask': mask}}) {what} (declared "
-        f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
-    )
-
-
-def declare_vector_env(name: str) -> str:
-    return (
-        f"If it does (vecmode.testing.check_vector_env and a masked reset after an "
-        f"episode end show it), declare it: vecmode.register_vector_env({name}, "
-        f"masked_reset='clears'); or build it in Disabled mode."
-    )
+FRESH_OBSERVATION_WRAPPERS.update((*POLICIES, GymnasiumFinalObs, GymnasiumBatch))

@@ -1,9 +1,5 @@
-"""vecmode's exceptions, and the message builders several modules share.
-
-A message used by one module is built next to its raiser, in that module's
-``messages`` section, as dm_env's test utilities keep their messages next to their
-checks; tests and docs refer to those builders rather than copying message text.
-"""
+"""vecmode's exceptions, and the messages several modules share (a message
+one place raises is written at its ``raise``)."""
 
 from __future__ import annotations
 
@@ -39,12 +35,8 @@ __all__ = [
 
 
 class IncompatibleModeError(ValueError):
-    """An env's autoreset mode is not one that a wrapper (or a caller) can work with.
-
-    Raised when the wrapper is built, never later: vecmode refuses a mode it cannot
-    serve exactly instead of approximating it. The message names the wrapper, the
-    mode it got, the modes it accepts and what to do instead.
-    """
+    """An env's autoreset mode is not one that a wrapper (or a caller) can work
+    with. Raised when the wrapper is built; the message says what to do."""
 
 
 class NotAVectorEnvError(TypeError):
@@ -53,101 +45,65 @@ class NotAVectorEnvError(TypeError):
 
 
 class ActionBatchError(ValueError, TypeError):
-    """The actions passed to ``step`` are not a batch of ``num_envs`` actions
-    structured like the batched action space.
-
-    Raised before any sub-env is stepped, so the env is unchanged and usable. It is
-    both a ``ValueError`` and a ``TypeError``: Gymnasium's vector envs raise one or
-    the other for the same mistakes (a ``TypeError`` for a scalar, a ``ValueError``
-    for a wrong count), and code that catches either keeps working.
-    """
+    """The actions passed to ``step`` are not a batch like the action space.
+    Raised before any sub-env is stepped. A ``ValueError`` and a ``TypeError``, as
+    Gymnasium raises one or the other for the same mistakes."""
 
 
 class SeedError(ValueError, TypeError, GymnasiumError):
     """The ``seed`` passed to ``reset`` is not an int >= 0, None, or a sequence of
-    ``num_envs`` of those.
-
-    Raised before any sub-env is reset, so the env is unchanged and usable. It is
-    a ``ValueError``, a ``TypeError`` and a ``gymnasium.error.Error``: Gymnasium's
-    vector envs and its seeding raise one or another for the same mistakes (its
-    seeding raises ``gymnasium.error.Error`` for a negative seed), and code that
-    catches any of them keeps working.
-    """
+    ``num_envs`` of those. Raised before any sub-env is reset; each of the types
+    Gymnasium raises for the same mistakes."""
 
 
 class NotPicklableError(TypeError):
-    """What a call sends to the sub-envs' processes (``reset``'s options,
-    ``call``'s arguments, ``set_attr``'s values) cannot be pickled.
-
-    Raised before anything is sent, so the env is unchanged and usable. A
-    ``TypeError``, as pickling raises for most such values (Gymnasium's async env
-    raises pickling's own error, and stays usable too); the original error is
-    chained as ``__cause__``.
-    """
+    """What a call sends to the sub-envs' processes cannot be pickled. Raised
+    before anything is sent; pickling's error is its ``__cause__``."""
 
 
 class SharedMemorySpaceError(ValueError, TypeError):
-    """An observation space cannot be held in shared memory
-    (``AsyncVectorEnv(..., shared_memory=True)``); pass ``shared_memory=False``.
-
-    Both a ``ValueError`` (what Gymnasium raises for a custom space) and a
-    ``TypeError`` (what it raises for a space of dynamic shape: Graph, Text,
-    Sequence, OneOf), so code that catches Gymnasium's type keeps working.
-    """
+    """An observation space cannot be held in shared memory; pass
+    ``shared_memory=False``. Both types Gymnasium raises for such spaces."""
 
 
 class InfoBatchError(ValueError, TypeError):
-    """A sub-env's info cannot be batched with the others' in Gymnasium's layout:
-    Gymnasium's ``_add_info`` puts a key's values into one array shaped like the
-    first sub-env's value, so arrays of different shapes in one call cannot go
-    together (Gymnasium raises a bare ``ValueError`` for some, and silently
-    broadcasts others). The message names the key and the sub-envs.
-
-    The call's results are lost for every sub-env it ran (they must be reset).
-    Both a ``ValueError`` (what Gymnasium raises) and a ``TypeError``.
-    """
+    """A sub-env's info cannot be batched with the others' (arrays of different
+    shapes under one key). The message names the key and the sub-env; the
+    sub-envs the call ran must be reset."""
 
 
 class InfoLayoutError(ValueError, AssertionError):
-    """An info dict is not Gymnasium's batched layout (one entry per sub-env,
-    ``_key`` masks of ``num_envs`` flags).
-
-    Also an ``AssertionError``, what Gymnasium's ``DictInfoToList`` raises for the
-    same input, so code that catches Gymnasium's type keeps working; unlike a bare
-    ``assert``, vecmode raises it under ``python -O`` too.
-    """
+    """An info dict is not Gymnasium's batched layout. Also an
+    ``AssertionError``, as Gymnasium's ``DictInfoToList`` raises (under
+    ``python -O`` too)."""
 
 
 class UndeclaredModeWarning(UserWarning):
-    """An env declares no ``metadata["autoreset_mode"]``; NEXT_STEP is assumed.
-
-    Gymnasium assumes NEXT_STEP for such an env, and so do vecmode's checks, with
-    this warning. Under :func:`vecmode.strict` it is an
-    :class:`IncompatibleModeError` instead.
-    """
+    """An env declares no ``metadata["autoreset_mode"]``; NEXT_STEP is assumed,
+    as Gymnasium does (under :func:`vecmode.strict`: an error)."""
 
 
 class EpisodeEndedError(RuntimeError):
     """A sub-env whose episode ended (or whose state a failed call lost) was
-    stepped before it was reset.
-
-    In DISABLED mode the caller resets ended sub-envs with
-    ``reset(options={"reset_mask": mask})``; after a call that failed (a sub-env
-    raised, the call was interrupted), the sub-envs whose state is unknown must be
-    reset that way in every mode. The check runs before any sub-env is stepped, so
-    the env is unchanged and usable after the error.
+    stepped before it was reset. Raised before any sub-env is stepped.
 
     Attributes:
-        indices: the indices of those sub-envs that were asked to step.
-        lost: True when they lost their state in a failed call (not an episode
-            end).
+        indices: those sub-envs.
+        lost: True when they lost their state in a failed call.
     """
 
     def __init__(self, indices: Iterable[int], *, lost: bool = False) -> None:
         self.indices: tuple[int, ...] = tuple(int(i) for i in indices)
         self.lost = lost
+        which = ", ".join(str(i) for i in self.indices)
         super().__init__(
-            state_lost(self.indices) if lost else episode_ended(self.indices)
+            f"sub-env(s) {which} lost their state in a call that failed (a sub-env "
+            f"raised, its results could not be batched, or the call was "
+            f"interrupted) and must be reset before they are stepped again; nothing "
+            f"was stepped. Reset them with env.reset() or env.reset(options="
+            f'{{"reset_mask": env.unwrapped.awaiting_reset}}).'
+            if lost
+            else episode_ended(self.indices)
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -160,47 +116,23 @@ def _episode_ended_error(indices: tuple[int, ...], lost: bool) -> EpisodeEndedEr
 
 
 class SubEnvError(RuntimeError):
-    """A sub-env raised, in any vecmode core (in the training process or in a
-    worker process).
+    """A sub-env raised, in any vecmode core.
 
-    It names the sub-env and what it was doing, and carries the traceback text; the
-    original exception is chained as ``__cause__`` (when it crossed a process, when
-    it could be pickled). After a failed ``step``/``reset``/``execute`` the
-    sub-envs whose state is unknown (``lost``: those the call ran; their results
-    are lost) must be reset before they are stepped again, in every mode; the
-    others go on, and the env stays usable. After a failed ``call``, ``get_attr``
-    or ``set_attr`` nothing changes; after a failed ``close`` the env is closed.
-
-    It is also an instance of the original exception's class, as Gymnasium's
-    vector envs raise that class (its sync env the exception itself, its async
-    env one of the same type): ``except ValueError`` or ``except
-    gymnasium.error.ResetNeeded`` around ``envs.step(...)`` catches it over every
-    core, and so do ``except SubEnvError`` and ``except RuntimeError``. Its class
-    is then a subclass of both, made once per original class, shown as
-    ``SubEnvError[ValueError]`` in a traceback (an ``AttributeError`` gives
-    :class:`~vecmode.errors.SubEnvAttributeError`); its message, attributes and
-    ``repr`` are a plain SubEnvError's. It is a plain SubEnvError where Python
-    cannot make such a class (``OSError`` and its subclasses, whose instances
-    are built differently; a class that refuses subclasses) or where it would
-    not read as one (a ``SyntaxError``, whose traceback shows its own fields; a
-    class with a property named as one of the attributes below), for an
-    original that is a ``RuntimeError`` itself, and in a worker's fault when the
-    original did not cross the process (it could not be pickled or unpickled:
-    only its name is known, in ``exc_type``; an ``AttributeError`` is still a
-    SubEnvAttributeError). ``pickle``, ``copy.copy`` and ``copy.deepcopy`` keep
-    its class and attributes (pickling gives a plain SubEnvError for an original
-    class pickling cannot name, such as one defined in a function); like any
-    exception's, its ``__cause__`` is not pickled or copied.
+    It is also an instance of the original exception's class where Python allows
+    it (shown as ``SubEnvError[ValueError]``), so ``except ValueError`` around
+    ``envs.step(...)`` works over every core, as with Gymnasium's envs; the
+    original is its ``__cause__`` where it could cross the process. After a
+    failed ``step``/``reset`` the sub-envs in ``lost`` must be reset. Details:
+    docs/core.md.
 
     Attributes:
         index: the sub-env that raised.
-        method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``,
-            ``"close"``, ...).
+        method: what it was doing (``"step"``, ``"reset"``, ``"env_fn"``, ...).
         exc_type: the name of the original exception's type.
         message: the original exception's message.
         worker_traceback: the traceback text.
         others: the other sub-envs that raised in the same call.
-        lost: the sub-envs whose state the failed call lost (they must be reset).
+        lost: the sub-envs whose state the failed call lost.
     """
 
     #: The sub-env's exception class this class is also a subclass of (None: a
@@ -234,18 +166,7 @@ class SubEnvError(RuntimeError):
         self.message = message
         self.worker_traceback = worker_traceback
         self.others: tuple[int, ...] = tuple(others)
-        RuntimeError.__init__(
-            self,
-            sub_env_failed(
-                self.index,
-                method,
-                exc_type,
-                message,
-                worker_traceback,
-                self.others,
-                self.lost,
-            ),
-        )
+        RuntimeError.__init__(self, sub_env_failed(*self._fields()))
 
     # What follows is defined here so that a dual class's MRO finds it before the
     # original class's own (KeyError's __str__ quotes its argument, say).
@@ -287,12 +208,9 @@ class SubEnvError(RuntimeError):
 
 
 class SubEnvAttributeError(SubEnvError, AttributeError):
-    """A :class:`SubEnvError` whose sub-env raised ``AttributeError`` (a
-    ``get_attr`` or ``call`` of a name it lacks): also an ``AttributeError``, as
-    Gymnasium's vector envs raise, so code that probes attributes with
-    ``except AttributeError`` works over every core. ``SubEnvError(...)`` builds
-    one for ``exc_type="AttributeError"``; the SubEnvError of a subclass of
-    ``AttributeError`` is one too."""
+    """A :class:`SubEnvError` whose sub-env raised ``AttributeError``: also an
+    ``AttributeError``, even where only the name of the original's type is
+    known."""
 
     _original = AttributeError
 
@@ -312,10 +230,8 @@ _PROBE = (7, "step", "ProbeError", "a probe", "Traceback: a probe\n", (8,), (7, 
 
 def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvError]:
     """The class of the :class:`SubEnvError` for a sub-env's exception of class
-    ``original`` (None: unknown): a subclass of SubEnvError and ``original``,
-    made once per class, where Python allows it and ``original`` is an
-    ``Exception`` the plain SubEnvError is not already an instance of; else
-    SubEnvError."""
+    ``original`` (None: unknown): a subclass of both, made once per class, where
+    Python allows it; else SubEnvError."""
     if original is None or not issubclass(original, Exception):
         return SubEnvError  # (the cores never wrap what is no Exception)
     if issubclass(original, SubEnvError):  # a nested vecmode env's failure
@@ -372,11 +288,9 @@ def sub_env_error(
     cause: object = None,
     original_class: type[BaseException] | None = None,
 ) -> SubEnvError:
-    """The :class:`SubEnvError` the cores raise for a sub-env's fault, of the
-    class :func:`sub_env_error_class` gives for ``cause`` (the original
-    exception, None where it is not known) or, without one, ``original_class``
-    (the original's class, where only that crossed from a worker), with
-    ``cause`` as its ``__cause__``."""
+    """The :class:`SubEnvError` for a sub-env's fault, of the class for ``cause``
+    (the original exception) or, without one, ``original_class``; ``cause`` as
+    its ``__cause__``."""
     original = type(cause) if isinstance(cause, BaseException) else original_class
     error = sub_env_error_class(original)(
         index, method, exc_type, message, worker_traceback, others, lost
@@ -394,17 +308,11 @@ def _unpickle_sub_env_error(
 
 
 class WorkerError(RuntimeError):
-    """A worker process of :class:`vecmode.AsyncVectorEnv` (or a Ray actor of
-    :class:`vecmode.RayVectorEnv`) died or cannot answer.
-
-    The env cannot be used after it (its sub-envs are lost or out of step); every
-    later call raises this error again. ``close()`` still works and leaves no
-    process (or actor) behind; build a new env to go on.
+    """A worker process (or Ray actor) died or cannot answer. The env cannot be
+    used any more; ``close()`` still works.
 
     Attributes:
-        lost: the sub-envs that were lost: those of the worker or actor that died
-            (or of the node it ran on), or that did not answer in time; empty
-            when this error only repeats that the env cannot be used.
+        lost: the sub-envs lost (empty when this only repeats it).
     """
 
     def __init__(self, message: str = "", lost: Iterable[int] = ()) -> None:
@@ -413,13 +321,8 @@ class WorkerError(RuntimeError):
 
 
 class WorkerTimeoutError(WorkerError, multiprocessing.TimeoutError):
-    """A call to :class:`vecmode.AsyncVectorEnv` (or :class:`vecmode.RayVectorEnv`)
-    did not finish within ``timeout``.
-
-    Also a ``multiprocessing.TimeoutError``, what Gymnasium's ``AsyncVectorEnv``
-    raises. Like every :class:`WorkerError` it leaves the env unusable (the workers
-    may still be running the call): ``close()`` terminates them.
-    """
+    """A call did not finish within ``timeout`` (a :class:`WorkerError`). Also a
+    ``multiprocessing.TimeoutError``, as Gymnasium's ``AsyncVectorEnv`` raises."""
 
 
 def describe(env: Any) -> str:
@@ -445,17 +348,6 @@ def episode_ended(indices: tuple[int, ...]) -> str:
         f"ended sub-envs (terminations | truncations), or wrap the env with "
         f"vecmode.NextStepAutoreset / vecmode.SameStepAutoreset to reset them "
         f"automatically."
-    )
-
-
-def state_lost(indices: tuple[int, ...]) -> str:
-    which = ", ".join(str(i) for i in indices)
-    return (
-        f"sub-env(s) {which} lost their state in a call that failed (a sub-env "
-        f"raised, its results could not be batched, or the call was interrupted) and "
-        f"must be reset before they are stepped again; nothing was stepped. Reset "
-        f"them with env.reset() or "
-        f'env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
     )
 
 
@@ -486,22 +378,39 @@ def convert_to(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
-def timed_out_remedy(
-    during: str, workers: str, ended: str, slow: str, cause: str = ""
+def timed_out_message(
+    during: str,
+    timeout: float | None,
+    late: str,
+    workers: str,
+    ended: str,
+    cause: str = "",
 ) -> str:
-    """What to do after a call timed out: ``workers`` ("the workers"), how they
-    are ``ended`` ("terminates"), what is ``slow`` ("the sub-envs"); ``cause``:
-    another reason construction may time out, with its remedy."""
+    """A call that timed out, for both remote cores: ``late`` says who had not
+    answered, ``workers`` who they are ("the workers"), how ``close()`` ends them
+    ("terminates"); ``cause``: another reason construction may time out."""
     if during == "construction":
-        return (
-            f"No env was built and {workers} were ended: {cause}if {slow} build "
-            f"slowly, pass a larger timeout (building may take the larger of "
+        remedy = (
+            f"No env was built and {workers} were ended: {cause}if the sub-envs "
+            f"build slowly, pass a larger timeout (building may take the larger of "
             f"timeout and 60 s)."
         )
+    else:
+        remedy = (
+            f"{workers.capitalize()} may still be running it, so the env cannot be "
+            f"used any more: close() it (which {ended} them) and build a new one, "
+            f"with a larger timeout if the sub-envs are slow."
+        )
     return (
-        f"{workers.capitalize()} may still be running it, so the env cannot be used "
-        f"any more: close() it (which {ended} them) and build a new one, with a "
-        f"larger timeout if {slow} are slow."
+        f"{during} did not finish within timeout={timeout or 0.0} s ({late} had not "
+        f"answered). {remedy}"
+    )
+
+
+def closed_during_message(during: str) -> str:
+    return (
+        f"the env was closed during {during} (from another thread, a signal "
+        f"handler, or a sub-env stepped in this process); its results are lost"
     )
 
 

@@ -1,18 +1,9 @@
 """The base of every vecmode wrapper: forwarding, and each call in two halves.
 
 Gymnasium 1.4's ``VectorWrapper`` does not forward ``call``, ``get_attr``,
-``set_attr`` or ``envs``, so ``NormalizeObservation(envs).call("render")`` fails with
-an ``AttributeError`` though ``envs.call`` exists. Every vecmode wrapper forwards
-them to the env it wraps, and so works wherever the innermost vector env offers them.
-
-A wrapper's ``step`` and ``reset`` are each written as two halves around the wrapped
-env's call: what goes down (:meth:`ForwardingWrapper._step_actions`,
-:meth:`ForwardingWrapper._reset_arguments`) and what comes back up
-(:meth:`ForwardingWrapper._step_result`, :meth:`ForwardingWrapper._reset_result`).
-The same halves then serve Gymnasium's split async API, ``step_async`` /
-``step_wait`` and ``reset_async`` / ``reset_wait`` (and ``call_async`` /
-``call_wait``, forwarded as they are), which every vecmode wrapper
-offers whenever the env it wraps does (an async core, or a stack over one).
+``set_attr`` or ``envs``; every vecmode wrapper does. Its ``step`` and ``reset``
+are written in two halves around the wrapped env's call, which also serve
+Gymnasium's split async API wherever the env below has it.
 """
 
 from __future__ import annotations
@@ -32,12 +23,8 @@ __all__ = ["ForwardingWrapper", "reset_arguments"]
 def reset_arguments(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None
 ) -> tuple[Any, dict[str, Any] | None, np.ndarray | None]:
-    """``(seed, options, mask)`` to reset ``env`` with; ``mask`` None for a full reset.
-
-    ``options["reset_mask"]`` is validated (a clear error before anything resets)
-    and passed down as a bool array; ``env`` gets a copy of ``options``, so the
-    caller's dict is never mutated (Gymnasium's envs pop the mask from it).
-    """
+    """``(seed, options, mask)`` to reset ``env`` with; ``mask`` None for a full
+    reset. The mask is validated; ``options`` is copied (never mutated)."""
     mask = None
     if options is not None:
         options = dict(options)
@@ -62,16 +49,9 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     """A ``VectorWrapper`` forwarding ``call``, ``get_attr``, ``set_attr``, ``envs``,
     with ``step`` / ``reset`` written in halves and the split async API.
 
-    Subclasses override the halves, not ``step`` / ``reset`` themselves:
-
-    * :meth:`_step_actions` (actions in, actions for the wrapped env out) and
-      :meth:`_step_result` (the wrapped env's step tuple in, this wrapper's out);
-    * :meth:`_reset_arguments` (``seed``, ``options`` in; the wrapped env's, and a
-      state handed to the second half, out; by default ``reset_mask`` validated
-      and passed down in a copy of ``options``) and :meth:`_reset_result`.
-
-    The first halves must not change the wrapper's state (a call may still fail
-    below); the second halves update it.
+    Subclasses override the halves (:meth:`_step_actions`, :meth:`_step_result`,
+    :meth:`_reset_arguments`, :meth:`_reset_result`), not ``step`` / ``reset``.
+    The first halves must not change the wrapper's state; the second update it.
 
     >>> import gymnasium as gym, vecmode
     >>> from vecmode.wrappers import ClipReward
@@ -102,8 +82,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
         """``(seed, options, state)``: the wrapped env's reset arguments, and a
-        state for :meth:`_reset_result` (default: :func:`reset_arguments`, whose
-        state is the validated ``reset_mask``, None for a full reset)."""
+        state for :meth:`_reset_result` (default: :func:`reset_arguments`)."""
         return reset_arguments(self.env, seed, options)
 
     def _reset_result(
@@ -132,9 +111,9 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     def _split(
         self, name: str, method: str, inner_name: str | None = None
     ) -> Callable[..., Any]:
-        """The wrapped env's ``inner_name`` (default ``name``, e.g.
-        ``step_async``) for this wrapper's ``name``, or AttributeError: the env has
-        none, or this class overrides ``method`` beside the halves."""
+        """The wrapped env's ``inner_name`` (default ``name``) for this wrapper's
+        ``name``; AttributeError where the env has none, or this class overrides
+        ``method`` itself."""
         inner = getattr(self.env, inner_name or name, None)
         if inner is None:
             raise AttributeError(
@@ -153,8 +132,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
 
     @property
     def step_async(self) -> Callable[[Any], None]:
-        """Send a step; :attr:`step_wait` returns its result (where the wrapped
-        env has the split async API)."""
+        """Send a step; :attr:`step_wait` returns its result."""
         send = self._split("step_async", "step")
 
         def step_async(actions: Any) -> None:
@@ -164,8 +142,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
 
     @property
     def step_wait(self) -> Callable[..., StepResult]:
-        """Wait for the step sent by :attr:`step_async`; ``timeout`` as the
-        wrapped env's."""
+        """Wait for the step sent by :attr:`step_async`."""
         wait = self._split("step_wait", "step")
 
         def step_wait(timeout: float | None = None, **kwargs: Any) -> StepResult:
@@ -201,8 +178,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
 
     @property
     def call_async(self) -> Callable[..., None]:
-        """Send a call to every sub-env; :attr:`call_wait` returns its results
-        (where the wrapped env has the split async API)."""
+        """Send a call to every sub-env; :attr:`call_wait` returns its results."""
         return self._split("call_async", "call")
 
     @property

@@ -1,22 +1,11 @@
 """Messages on the async core's pipes, in one system call each way.
 
-The parent and its workers talk over ``multiprocessing`` pipes, one pickled
-message and one pickled answer per worker per call. ``Connection.recv_bytes``
-reads a message in two system calls (its length, then its bytes) and
-``send_bytes`` goes through several layers of Python; a round trip of a small
-message costs a few system calls and a good part of the parent's time per step.
-:class:`FrameReader` reads whatever is there in one ``read`` and splits the
-messages out itself; :func:`frame_sender` writes the length and the bytes in one
-``write``.
-
-The format is ``Connection``'s own (a 4-byte big-endian signed length, or -1
-and an 8-byte length beyond 2 GiB, then the bytes), so either end may still use
-``send_bytes``/``recv_bytes``/``send``, and a worker's first answer
-(``conn.send``) is read the same way. A reader that reads more than one message
-keeps the rest for its next :meth:`~FrameReader.recv`; :meth:`~FrameReader.ready`
-tells a caller who waits on the pipe's file descriptor that a message is
-already there. Where the pipe is not a file descriptor (Windows), both fall
-back to the ``Connection``'s methods.
+``Connection.recv_bytes`` reads a message in two system calls; :class:`FrameReader`
+reads whatever is there in one ``read`` and splits the messages out itself, and
+:func:`frame_sender` writes the length and the bytes in one ``write``. The format
+is ``Connection``'s own (a 4-byte big-endian length, or -1 and an 8-byte length
+beyond 2 GiB), so either end may still use the ``Connection``'s methods (which
+both fall back to where the pipe is not a file descriptor).
 """
 
 from __future__ import annotations
@@ -36,8 +25,7 @@ _LONG_LENGTH = struct.Struct("!iQ")
 CHUNK = 65536
 #: The longest message whose length ``Connection`` writes in 4 bytes.
 _SHORT = 0x7FFFFFFF
-#: Up to this size a message is copied behind its length and written at once
-#: (as ``Connection`` does); beyond, the two are written together without a copy.
+#: Up to this size a message is copied behind its length (beyond: ``writev``).
 _JOIN = 16384
 
 

@@ -1,14 +1,7 @@
-"""Operations on Gymnasium's batched info dicts (``{key: array, "_key": mask}``).
-
-Used where vecmode builds an info dict from other batched info dicts instead of
-from per-sub-env dicts (Gymnasium's ``VectorEnv._add_info`` covers that case):
-splitting one by a sub-env mask and merging two whose sub-envs don't overlap.
-The result is what ``_add_info`` would have built from the same per-sub-env
-infos: entries outside a key's mask are zero (``None`` in object arrays); when
-merging, where two sub-envs disagree on a value's type, the lower sub-env index
-decides the array's dtype, as in Gymnasium. Splitting is exact when each key has
-one type across sub-envs (where they disagree, Gymnasium has already cast the
-values into one dtype, and the split keeps that dtype).
+"""Operations on Gymnasium's batched info dicts (``{key: array, "_key": mask}``):
+splitting one by a sub-env mask and merging two about disjoint sub-envs, with the
+result Gymnasium's info batching would have built from the per-sub-env infos
+(the lower sub-env decides a merged array's dtype, as in Gymnasium).
 """
 
 from __future__ import annotations
@@ -85,10 +78,8 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
 def expand_infos(
     infos: dict[str, Any], rows: np.ndarray, num_envs: int
 ) -> dict[str, Any]:
-    """Batched infos about the sub-envs in ``rows`` only (one entry per True of
-    ``rows``, as EnvPool's masked reset returns them) as infos about all
-    ``num_envs`` sub-envs: each array placed at those rows, zero (None) elsewhere,
-    with a ``_key`` mask of the rows (combined with the key's own mask, if any)."""
+    """Batched infos about the sub-envs in ``rows`` only (as EnvPool's masked
+    reset returns them) as infos about all ``num_envs`` sub-envs, with masks."""
     out: dict[str, Any] = {}
     indices = np.flatnonzero(rows)
     for key in _masked_keys(infos):
@@ -118,16 +109,23 @@ def add_infos(
     infos: dict[str, Any],
     pairs: Iterable[tuple[int, dict[str, Any]]],
 ) -> dict[str, Any]:
-    """``infos`` with each ``(i, info)`` of ``pairs`` added in turn by
-    ``add_info`` (a vector env's ``_add_info``, Gymnasium's batching); where it
-    cannot batch a value, an :class:`~vecmode.errors.InfoBatchError` naming the
-    key and the sub-envs instead of NumPy's bare error."""
+    """``infos`` with each ``(i, info)`` of ``pairs`` added by ``add_info``
+    (Gymnasium's batching); an :class:`~vecmode.errors.InfoBatchError` naming the
+    key and the sub-env where it cannot batch a value."""
     i, info = -1, dict[str, Any]()
     try:
         for i, info in pairs:
             infos = add_info(infos, info, i)
     except (ValueError, TypeError) as error:
-        raise InfoBatchError(info_not_batchable(infos, i, info, error)) from error
+        where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
+        raise InfoBatchError(
+            f"sub-env {i}'s {where} cannot be batched with the other sub-envs' "
+            f"({type(error).__name__}: {error}): Gymnasium's info batching puts a "
+            f"key's values into one array shaped like the first sub-env's, so "
+            f"arrays of different shapes cannot go together in one call. Give such "
+            f"a value as a list or a tuple (batched as objects), or one shape for "
+            f"every sub-env. The call's results are lost: reset the sub-envs it ran."
+        ) from error
     return infos
 
 
@@ -147,18 +145,3 @@ def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
         ):
             return [key]
     return []
-
-
-# ------------------------------------------------------------------ messages
-def info_not_batchable(
-    infos: dict[str, Any], index: int, info: dict[str, Any], error: BaseException
-) -> str:
-    where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
-    return (
-        f"sub-env {index}'s {where} cannot be batched with the other sub-envs' "
-        f"({type(error).__name__}: {error}): Gymnasium's info batching puts a key's "
-        f"values into one array shaped like the first sub-env's, so arrays of "
-        f"different shapes cannot go together in one call. Give such a value as a "
-        f"list or a tuple (batched as objects), or one shape for every sub-env. The "
-        f"call's results are lost: reset the sub-envs it ran."
-    )

@@ -1,6 +1,5 @@
-"""The layouts of the cores whose sub-envs run elsewhere: how many worker
-processes (the async core) or Ray actors (the Ray core), which sub-envs each runs,
-how many the parent steps itself, and whether workers spin while they wait.
+"""The remote cores' layouts: how many workers or actors, which sub-envs each
+runs, how many the parent steps itself, and whether processes spin as they wait.
 
 >>> from vecmode.layout import slices
 >>> slices(5, 2)
@@ -10,6 +9,9 @@ how many the parent steps itself, and whether workers spin while they wait.
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from vecmode.core import is_int
 
 __all__ = [
     "SPIN",
@@ -17,20 +19,34 @@ __all__ = [
     "actor_count",
     "default_layout",
     "default_num_workers",
+    "positive_count",
     "slices",
     "spin_seconds",
     "usable_cpus",
     "worker_spin_seconds",
 ]
 
-#: Seconds a process spins for the next message or answer before it blocks, where
-#: it spins at all.
+#: Seconds a process spins for the next message or answer before it blocks.
 SPIN = 0.0003
 #: A worker whose last message came more than this many spins after its answer
-#: does not spin for the next one (see :func:`vecmode.worker.serve`); a message
-#: that just missed the spin (a slower step of another worker delayed the call)
-#: does not stop it.
+#: does not spin for the next one.
 SPIN_AGAIN = 2.0
+
+
+def positive_count(name: str, value: Any) -> int | None:
+    """``value`` as an int (None stays None); a ``ValueError`` naming ``name``
+    unless it is an int >= 1.
+
+    >>> positive_count("num_workers", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_workers must be None or an int >= 1, got 0.
+    """
+    if value is None:
+        return None
+    if not is_int(value) or value < 1:
+        raise ValueError(f"{name} must be None or an int >= 1, got {value!r}.")
+    return int(value)
 
 
 def usable_cpus() -> int:
@@ -49,13 +65,12 @@ def default_num_workers(num_envs: int) -> int:
 def default_layout(
     num_envs: int, num_workers: int | None, in_parent: int | None
 ) -> tuple[int, int]:
-    """``(num_workers, in_parent)`` for the arguments given (None: not given).
+    """``(num_workers, in_parent)`` for the arguments given (None: not given):
+    by default every sub-env runs in a worker, one worker per CPU; with
+    ``in_parent``, one worker per CPU but one.
 
-    By default every sub-env runs in a worker (one worker per CPU, at most one per
-    sub-env): a sub-env that hangs, crashes or is killed takes down a worker, not
-    the training process, and ``timeout`` covers every sub-env. Given
-    ``in_parent``, the parent steps that many sub-envs itself (the opt-in faster
-    layout), with ``num_workers`` (default: one per CPU but one) for the rest.
+    >>> default_layout(8, 3, None), default_layout(8, 3, 2), default_layout(2, 4, 0)
+    ((3, 0), (3, 2), (2, 0))
     """
     if not in_parent:
         workers = default_num_workers(num_envs) if num_workers is None else num_workers
@@ -81,10 +96,7 @@ def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
 def spin_seconds(num_workers: int, in_parent: int = 0) -> float:
     """How long the parent spins for the workers' answers before it blocks:
     :data:`SPIN` when every process (the workers and the parent) has a CPU of its
-    own (waking a blocked process costs 40-65 us on a virtual machine, more than a
-    cheap sub-env's step), else 0: a spinning parent would take a CPU from a
-    worker that works. ``in_parent`` is accepted for the layouts that step a
-    share in the parent; the rule is the same.
+    own, else 0 (see docs/performance.md).
 
     >>> from vecmode.layout import usable_cpus
     >>> spin_seconds(usable_cpus()) == 0.0  # a worker per CPU: no CPU to spare
@@ -95,26 +107,18 @@ def spin_seconds(num_workers: int, in_parent: int = 0) -> float:
 
 
 def worker_spin_seconds() -> float:
-    """How long a worker spins for the parent's next message before it blocks:
-    :data:`SPIN` wherever there are two CPUs or more, even with a worker per CPU.
-    A worker spins only between its answer and the next message, while the
-    parent works; it yields its CPU at every turn of the loop
-    (``os.sched_yield``), so the parent or anything else that is ready runs
-    first. The parent's message then reaches a worker that is awake: no wake-up,
-    which on a virtual machine costs the parent 20-50 us per worker per call. A
-    worker whose last message came more than :data:`SPIN_AGAIN` times that after
-    its answer blocks at once for the next one (see :func:`vecmode.worker.serve`).
-    On one CPU nothing spins."""
+    """How long a worker spins for the parent's next message before it blocks
+    (yielding its CPU at each turn): :data:`SPIN` wherever there are two CPUs or
+    more, else 0."""
     return SPIN if usable_cpus() > 1 else 0.0
 
 
 def actor_count(
     num_envs: int, num_actors: int | None, envs_per_actor: int | None, cpus: int
 ) -> int:
-    """The Ray core's number of actors: ``num_actors`` (at most one per sub-env),
-    or enough actors for ``envs_per_actor`` sub-envs each at most, or by default
-    one per CPU of the cluster (``cpus``), at most one per sub-env. The sub-envs
-    are then shared out by :func:`slices`.
+    """The Ray core's number of actors: ``num_actors``, or enough for at most
+    ``envs_per_actor`` sub-envs each, or one per CPU of the cluster (``cpus``);
+    at most one per sub-env.
 
     >>> actor_count(10, None, 4, cpus=2), slices(10, 3)  # at most 4 per actor
     (3, [(0, 4), (4, 7), (7, 10)])

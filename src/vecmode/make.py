@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import copy
+import functools
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import (  # _find_spec: what gymnasium.make_vec uses
+from gymnasium.envs.registration import (
     EnvSpec,
     VectorizeMode,
-    _find_spec,
+    find_highest_version,
+    get_env_id,
+    parse_env_id,
 )
 from gymnasium.error import Error
 from gymnasium.vector import AutoresetMode
@@ -25,8 +29,7 @@ from vecmode.sync_vector_env import SyncVectorEnv
 __all__ = ["RAY", "make_vec"]
 
 #: ``vectorization_mode="ray"``: :class:`vecmode.RayVectorEnv`. Gymnasium's
-#: ``VectorizeMode`` enum has no member for it, so ``make_vec`` reads the string
-#: itself (and records it in the spec, so ``make_vec(envs.spec)`` makes it again).
+#: ``VectorizeMode`` has no member for it; the spec records the string.
 RAY = "ray"
 
 
@@ -47,48 +50,20 @@ def make_vec(
 ) -> gym.vector.VectorEnv:
     """Create a vector env, as ``gymnasium.make_vec`` does, in the mode you ask for.
 
-    The same parameters, defaults and spec bookkeeping as
-    :func:`gymnasium.make_vec` (switching is an import change), with vecmode's
-    cores under ``"sync"`` and ``"async"``, one more vectorization mode,
-    ``"ray"``, and one more keyword, ``autoreset_mode``.
-
     Args:
-        id: a registered id (``"CartPole-v1"``, ``"module:Env-v0"``), an
-            ``EnvSpec`` (including a vector env's own ``spec``, which re-makes it),
-            or a callable returning a ``gymnasium.Env`` (a vecmode extension).
+        id: a registered id (``"module:Env-v0"`` imports the module), an
+            ``EnvSpec`` (a vector env's ``spec`` makes it again) or a callable.
         num_envs: the number of sub-envs.
-        vectorization_mode: ``"sync"`` (:class:`vecmode.SyncVectorEnv`, every
-            mode exact); ``"async"`` (:class:`vecmode.AsyncVectorEnv`, the same
-            core in worker processes, every mode exact); ``"vector_entry_point"``
-            (the env's own vector implementation, e.g. CartPole's numpy
-            ``CartPoleVectorEnv``); ``None`` (Gymnasium's default): the entry
-            point where the env registers one, else ``"sync"``.
-        vector_kwargs: keyword arguments of the core (``copy``,
-            ``observation_mode``, ``autoreset_mode``; for ``async`` also
-            ``num_workers``, ``in_parent``, ``shared_memory``, ``context``,
-            ``daemon`` and ``timeout``; for ``ray`` also ``num_actors``,
-            ``envs_per_actor``, ``actor_options`` and ``timeout``).
+        vectorization_mode: ``"sync"``, ``"async"``, ``"ray"``,
+            ``"vector_entry_point"``, or None (Gymnasium's default).
+        vector_kwargs: keyword arguments of the core.
         wrappers: wrappers applied to each sub-env, innermost first.
-        autoreset_mode: the mode to run in, an ``AutoresetMode`` or its value
-            (also spelled ``"same_step"`` and the like: ``vecmode.as_mode``); the
-            same as ``vector_kwargs["autoreset_mode"]``. ``None``: NEXT_STEP for
-            ``sync``/``async`` (Gymnasium's default), the env's own mode for a
-            vector entry point. Asking a vector entry point for another mode
-            applies an exact conversion or raises
-            :class:`~vecmode.IncompatibleModeError` saying what to use instead
-            (``vectorization_mode="sync"`` always works).
-        **kwargs: passed to each sub-env's constructor (``gym.make``).
+        autoreset_mode: the mode; None: NEXT_STEP, or a vector entry point's own.
+        **kwargs: passed to each sub-env's constructor.
 
     >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep")
-    >>> envs
+    >>> vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
     <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=2)>
-    >>> envs.metadata["autoreset_mode"]
-    <AutoresetMode.SAME_STEP: 'SameStep'>
-    >>> envs.close()
-    >>> vecmode.make_vec("CartPole-v1", num_envs=2)  # CartPole's own vector env
-    CartPoleVectorEnv(CartPole-v1, num_envs=2)
     """
     spec, env_kwargs = _spec_of(id)
     vector_kwargs = dict(vector_kwargs or {})
@@ -103,63 +78,88 @@ def make_vec(
     given = vector_kwargs.pop("autoreset_mode", None)
     mode = _requested_mode(autoreset_mode, given)
     vmode = _vectorize_mode(vectorization_mode, spec)
-    if not is_int(num_envs):
-        raise TypeError(num_envs_type(num_envs))
-    if num_envs < 1:
-        raise ValueError(num_envs_value(num_envs))
-
+    _check_buildable(spec, num_envs, vmode)
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
-        if spec is None:
-            raise ValueError(
-                "vectorization_mode='vector_entry_point' needs a registered env id "
-                "or EnvSpec, not a callable."
-            )
-        if spec.vector_entry_point is None:  # Gymnasium's words, then what to do
-            raise Error(no_vector_entry_point(spec.id))
-        envs = gym.make_vec(
-            spec,
-            num_envs=num_envs,
-            vectorization_mode=vmode,
-            vector_kwargs=vector_kwargs,
-            wrappers=wrappers,  # type: ignore[arg-type]
-            **env_kwargs,
-        )
+        envs = _from_entry_point(spec, num_envs, vector_kwargs, wrappers, env_kwargs)
         return envs if mode is None else with_autoreset(envs, mode)
-
-    if spec is not None and spec.entry_point is None:
-        raise Error(
-            f"Cannot create vectorized environment for {spec.id} because it doesn't "
-            f"have an entry point defined."
-        )
-
-    def make_one() -> gym.Env:
-        if spec is not None:
-            env = gym.make(spec, **env_kwargs.copy())
-        else:
-            env = id(**env_kwargs)  # type: ignore[operator]
-        for wrapper in wrappers:
-            env = wrapper(env)
-        return env
-
-    core_type = _CORES[vmode]
-    core = core_type([make_one] * num_envs, **vector_kwargs)
+    make_one = functools.partial(_make_one, spec or id, env_kwargs, wrappers)  # type: ignore[arg-type]
+    core = _CORES[vmode]([make_one] * num_envs, **vector_kwargs)
     try:
         envs = with_autoreset(core, DEFAULT_MODE if mode is None else mode)
     except BaseException:
         core.close()
         raise
-    if spec is not None:
-        # the mode as given (a string or the enum), as Gymnasium's spec keeps it
+    if spec is not None:  # the mode as given (a string or the enum), as Gymnasium's
         as_given = autoreset_mode if autoreset_mode is not None else given
-        recorded = (
-            vector_kwargs
-            if mode is None
-            else {**vector_kwargs, "autoreset_mode": as_given}
-        )
         envs.unwrapped.spec = _made_spec(
-            spec, env_kwargs, num_envs, vmode, recorded, wrappers
+            spec, env_kwargs, num_envs, vmode, vector_kwargs, wrappers, as_given
         )
     return envs
+
+
+def _check_buildable(
+    spec: EnvSpec | None, num_envs: Any, vmode: VectorizeMode | str
+) -> None:
+    """Refuse a ``num_envs`` that is not an int >= 1, and a spec vecmode's cores
+    cannot build."""
+    if not is_int(num_envs):
+        raise TypeError(
+            f"num_envs must be an int >= 1, got {type(num_envs).__name__} {num_envs!r}."
+        )
+    if num_envs < 1:
+        raise ValueError(
+            f"num_envs must be >= 1 (the number of sub-envs), got {num_envs!r}."
+        )
+    entry = VectorizeMode.VECTOR_ENTRY_POINT
+    if spec is not None and spec.entry_point is None and vmode is not entry:
+        raise Error(
+            f"Cannot create vectorized environment for {spec.id} because it doesn't "
+            f"have an entry point defined."
+        )
+
+
+def _make_one(
+    maker: EnvSpec | Callable[..., gym.Env],
+    env_kwargs: dict[str, Any],
+    wrappers: list[Callable[[gym.Env], gym.Env]],
+) -> gym.Env:
+    """A sub-env: made from its spec or callable, then wrapped."""
+    if isinstance(maker, EnvSpec):
+        env = gym.make(maker, **env_kwargs.copy())
+    else:
+        env = maker(**env_kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
+
+
+def _from_entry_point(
+    spec: EnvSpec | None,
+    num_envs: int,
+    vector_kwargs: dict[str, Any],
+    wrappers: list[Any],
+    env_kwargs: dict[str, Any],
+) -> gym.vector.VectorEnv:
+    """The env's own vector env, by ``gymnasium.make_vec``."""
+    if spec is None:
+        raise ValueError(
+            "vectorization_mode='vector_entry_point' needs a registered env id "
+            "or EnvSpec, not a callable."
+        )
+    if spec.vector_entry_point is None:  # Gymnasium's words, then what to do
+        raise Error(
+            f"Cannot create vectorized environment for {spec.id} because it doesn't "
+            f"have a vector entry point defined. Use vectorization_mode='sync' or "
+            f"'async' (vecmode's cores, which run every mode)."
+        )
+    return gym.make_vec(
+        spec,
+        num_envs=num_envs,
+        vectorization_mode=VectorizeMode.VECTOR_ENTRY_POINT,
+        vector_kwargs=vector_kwargs,
+        wrappers=wrappers,  # type: ignore[arg-type]
+        **env_kwargs,
+    )
 
 
 def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
@@ -168,7 +168,7 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
     if isinstance(id, EnvSpec):
         spec = id
     elif isinstance(id, str):
-        spec = _find_spec(id)  # imports "module:" first, suggests versions
+        spec = _registered_spec(id)
     elif callable(id):
         return None, {}
     else:
@@ -179,6 +179,43 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
     spec = copy.deepcopy(spec)
     env_kwargs, spec.kwargs = dict(spec.kwargs), {}
     return spec, env_kwargs
+
+
+def _registered_spec(env_id: str) -> EnvSpec:
+    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it: a
+    ``"module:Id"`` imports the module first (it registers the env); an
+    unversioned id warns and takes the latest version; an old version warns."""
+    module, env_name = None, env_id
+    if ":" in env_id:
+        parts = env_id.split(":")
+        if len(parts) != 2:
+            raise ValueError(
+                f"env id {env_id!r} has {len(parts) - 1} colons: write "
+                f"'module:EnvName-v0', with one colon, or just 'EnvName-v0'."
+            )
+        module, env_name = parts
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:  # Gymnasium's words
+            raise ModuleNotFoundError(
+                f"{e}. Environment registration via importing a module failed. "
+                f"Check whether '{module}' contains env registration and can be "
+                f"imported."
+            ) from e
+    ns, name, version = parse_env_id(env_name)
+    latest = find_highest_version(ns, name)
+    if version is not None and latest is not None and latest > version:
+        gym.logger.deprecation(
+            f"The environment {env_name} is out of date. You should consider "
+            f"upgrading to version `v{latest}`."
+        )
+    if version is None and latest is not None:
+        env_name, unversioned = get_env_id(ns, name, latest), env_name
+        gym.logger.warn(
+            f"Using the latest versioned environment `{env_name}` "
+            f"instead of the unversioned environment `{unversioned}`."
+        )
+    return gym.spec(env_name)
 
 
 #: The core each vectorization mode builds.
@@ -215,9 +252,12 @@ def _made_spec(
     vmode: VectorizeMode | str,
     vector_kwargs: dict[str, Any],
     wrappers: list[Any],
+    autoreset_mode: Any,
 ) -> EnvSpec:
     """Gymnasium's record of how a vector env was made (``make_vec(envs.spec)``
-    makes it again)."""
+    makes it again); ``autoreset_mode`` as given, None if not given."""
+    if autoreset_mode is not None:
+        vector_kwargs = {**vector_kwargs, "autoreset_mode": autoreset_mode}
     made = copy.deepcopy(spec)
     made.kwargs = env_kwargs.copy()
     if num_envs != 1:
@@ -243,19 +283,3 @@ def _requested_mode(argument: Any, in_vector_kwargs: Any) -> AutoresetMode | Non
         )
     requested = argument if argument is not None else in_vector_kwargs
     return None if requested is None else as_mode(requested)
-
-
-def num_envs_type(got: Any) -> str:
-    return f"num_envs must be an int >= 1, got {type(got).__name__} {got!r}."
-
-
-def num_envs_value(got: Any) -> str:
-    return f"num_envs must be >= 1 (the number of sub-envs), got {got!r}."
-
-
-def no_vector_entry_point(env_id: str) -> str:
-    return (
-        f"Cannot create vectorized environment for {env_id} because it doesn't have "
-        f"a vector entry point defined. Use vectorization_mode='sync' or 'async' "
-        f"(vecmode's cores, which run every mode)."
-    )

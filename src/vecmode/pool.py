@@ -1,9 +1,7 @@
 """The async core's process plumbing: starting worker processes, one message and
 one answer per worker per call, waiting (with a timeout, noticing deaths at once)
-and stopping them without leaving a process behind.
-
-Nothing here knows what a sub-env or a mode is: :mod:`vecmode.worker` is what
-runs in the processes, :class:`vecmode.AsyncVectorEnv` what drives them.
+and stopping them without leaving a process behind. Nothing here knows what a
+sub-env is: :mod:`vecmode.worker` runs in the processes.
 """
 
 from __future__ import annotations
@@ -15,33 +13,45 @@ import pickle
 import select
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils import clear_mpi_env_vars
 
-from vecmode.errors import WorkerError, WorkerTimeoutError, sub_envs, timed_out_remedy
+from vecmode.errors import (
+    WorkerError,
+    WorkerTimeoutError,
+    closed_during_message,
+    sub_envs,
+    timed_out_message,
+)
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL, Doorbell
 
-__all__ = ["LIVENESS", "Worker", "WorkerPool"]
+__all__ = ["LIVENESS", "Worker", "WorkerPool", "next_wait"]
 
-#: Seconds between checks that the workers being waited for are alive, beyond what
+#: Seconds between checks that the workers waited for are alive, beyond what
 #: their pipes and sentinels say.
 LIVENESS = 0.5
 
-#: The worker processes started in this process (held weakly: forgotten when
-#: their pools are).
+#: The worker processes started in this process (forgotten with their pools).
 _STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
+def next_wait(deadline: float | None) -> float:
+    """Seconds to wait next: :data:`LIVENESS`, or less where ``deadline`` (a
+    ``time.monotonic()``; None: none) comes sooner."""
+    if deadline is None:
+        return LIVENESS
+    return max(0.0, min(deadline - time.monotonic(), LIVENESS))
+
+
 def _forget_workers_in_forked_child() -> None:
-    """In a child forked with ``os.fork()``: the parent's workers are not its
-    children. multiprocessing still lists them, so at the child's exit its atexit
-    handler terminated them (daemonic workers) or waited for them, breaking the
-    parent's env. (A process multiprocessing starts resets the list itself.)"""
+    """In a child forked with ``os.fork()``, the parent's workers are not its
+    children, but multiprocessing still lists them: its exit handler would end
+    them (or wait for them), breaking the parent's env."""
     children = getattr(multiprocessing.process, "_children", None)
     for process in list(_STARTED):
         if children is not None:
@@ -75,9 +85,7 @@ class Worker:
         self.stop = stop
         self.process = process
         self.conn = conn
-        #: Reads the worker's answers from ``conn`` (see :mod:`vecmode.frames`).
         self.reader = FrameReader(conn)
-        #: Sends a pickled message on ``conn`` (see :mod:`vecmode.frames`).
         self.send = frame_sender(conn)
         self.sentinel: int = process.sentinel
 
@@ -90,29 +98,25 @@ class WorkerPool:
     """Worker processes, each serving a contiguous slice of sub-envs.
 
     Once a worker died, or a call timed out or was interrupted, the pool is
-    *broken* (:attr:`broken` says why): the pipes may be out of step, so every
-    later call raises :class:`~vecmode.WorkerError`; :meth:`shutdown` still works.
+    *broken* (:attr:`broken` says why): every later call raises
+    :class:`~vecmode.WorkerError`; :meth:`shutdown` still works.
     """
 
     def __init__(self, spin: float = 0.0) -> None:
-        #: Seconds :meth:`collect` spins before it blocks on the pipes (see
-        #: :func:`vecmode.layout.spin_seconds`).
+        #: Seconds :meth:`collect` spins before it blocks on the pipes.
         self.spin = spin
         #: The counters the workers and the parent spin on (where they spin).
         self.doorbell: Doorbell | None = None
         self.workers: list[Worker] = []
         #: Why the pool cannot be used any more, or None.
         self.broken: str | None = None
-        # One poller over every pipe and process sentinel, built once: waiting on
-        # it costs one system call (multiprocessing.connection.wait builds a
-        # selector per call, which doubles a round trip's time).
+        # One poller over every pipe and sentinel, built once: a wait is one
+        # system call (multiprocessing's wait builds a selector per call).
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[Worker, bool]] = {}
-        #: The pipes whose reader holds a whole answer already read (its pipe
-        #: may look empty to a poll): ready, before any poll.
+        #: The pipes whose reader holds a whole answer already: ready, unpolled.
         self._buffered: set[int] = set()
-        #: Whether a shutdown began (a wait sees one from another thread or a
-        #: signal handler, or one that came between a call's send and its wait).
+        #: Whether a shutdown began (a wait may see it from another thread).
         self._shut_down = False
         #: The start method of the workers (set by :meth:`start`).
         self.method = "fork"
@@ -149,10 +153,7 @@ class WorkerPool:
                     try:
                         process.start()
                     except Exception as exc:
-                        clearer = _start_error(exc, start, stop, self.method)
-                        if clearer is None:
-                            raise
-                        raise clearer from exc
+                        _raise_start_error(exc, range(start, stop), self.method)
                     finally:
                         child_end.close()
                     _STARTED.add(process)
@@ -194,62 +195,60 @@ class WorkerPool:
     ) -> list[Any]:
         """One answer from each of ``workers`` (in their order), or a WorkerError.
 
-        Waits on the pipes and on the process sentinels together, so a worker that
-        dies is reported at once whatever the timeout. ``enough``: an answer after
-        which the others are not waited for (they are None then): a worker that
-        failed to build its sub-envs, while the others are still building theirs.
+        Waits on the pipes and the process sentinels together, so a worker that
+        dies is reported at once. ``enough``: an answer after which the others
+        are not waited for (they are None then).
         """
         answers: list[Any] = [None] * len(workers)
-        if not workers:
-            return answers
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while waiting:
-                remaining = (
-                    None if deadline is None else max(0.0, deadline - time.monotonic())
-                )
-                ready = self._ready(
-                    LIVENESS if remaining is None else min(remaining, LIVENESS)
-                )
+                ready = self._ready(next_wait(deadline))
                 if not ready:
-                    self._check_alive([workers[n] for n in waiting.values()], during)
-                    if deadline is None or time.monotonic() < deadline:
-                        continue
                     late = [workers[n] for n in waiting.values()]
-                    self.broken = f"{during} timed out"
-                    raise WorkerTimeoutError(
-                        call_timed_out(during, timeout or 0.0, [w.index for w in late]),
-                        [i for w in late for i in w.indices],
-                    )
+                    self._nothing_came(late, deadline, timeout, during)
+                    continue
                 self._read(ready, waiting, answers, during)
                 if enough is not None and self._enough(enough, answers, during):
                     break
         except BaseException as exc:
-            closed = self._failed_wait(exc, during)
-            if closed is not None:
-                raise closed from exc
+            if self.broken is None:  # the pipes may be out of step
+                self.broken = f"{during} was interrupted by {type(exc).__name__}"
+            # shut down meanwhile (another thread, a signal handler): what
+            # reading what it closed raised is the closed-env error
+            closed = isinstance(exc, Exception) and not isinstance(
+                exc, ClosedEnvironmentError
+            )
+            if self._shut_down and closed:
+                raise ClosedEnvironmentError(closed_during_message(during)) from exc
             raise
         return answers
 
-    def _failed_wait(
-        self, exc: BaseException, during: str
-    ) -> ClosedEnvironmentError | None:
-        """A wait for answers raised ``exc``: the pool is broken (interrupted, a
-        pipe error: the pipes may be out of step). If it was shut down meanwhile
-        (from another thread, a signal handler), ``exc`` came from reading what
-        that closed: the closed-env error to raise instead."""
-        if self.broken is None:
-            self.broken = f"{during} was interrupted by {type(exc).__name__}"
-        if self._shut_down and _read_what_was_closed(exc):
-            return ClosedEnvironmentError(closed_during(during))
-        return None
+    def _nothing_came(
+        self,
+        late: list[Worker],
+        deadline: float | None,
+        timeout: float | None,
+        during: str,
+    ) -> None:
+        """No answer within :data:`LIVENESS`: a dead worker is a WorkerError; past
+        the deadline, a WorkerTimeoutError."""
+        self._check_alive(late, during)
+        if deadline is None or time.monotonic() < deadline:
+            return
+        self.broken = f"{during} timed out"
+        workers = f"worker(s) {', '.join(str(w.index) for w in late)}"
+        raise WorkerTimeoutError(
+            timed_out_message(during, timeout, workers, "the workers", "terminates"),
+            [i for w in late for i in w.indices],
+        )
 
     def _enough(
         self, enough: Callable[[Any], bool], answers: list[Any], during: str
     ) -> bool:
-        """Whether an answer so far is ``enough``; then the others' answers stay
-        unread, so the pool cannot be used for another call."""
+        """Whether an answer so far is ``enough`` (then the others stay unread:
+        the pool is broken)."""
         if not any(answer is not None and enough(answer) for answer in answers):
             return False
         self.broken = f"{during} failed"
@@ -263,11 +262,11 @@ class WorkerPool:
         for fd in ready:
             found = self._by_fd.get(fd)
             if found is None:  # shut down meanwhile, from another thread
-                raise ClosedEnvironmentError(closed_during(during))
+                raise ClosedEnvironmentError(closed_during_message(during))
             worker, is_pipe = found
             if worker.index not in waiting:
-                # It answered already: this is its exit (EOF, sentinel) or a stale
-                # answer to an abandoned call.
+                # it answered already: this is its exit (EOF, sentinel) or a stale
+                # answer to an abandoned call
                 try:
                     if not is_pipe:
                         raise EOFError
@@ -304,8 +303,8 @@ class WorkerPool:
                 self._died(worker, during)
 
     def _ready(self, timeout: float | None) -> list[int]:
-        """The file descriptors (pipes, process sentinels) ready to read (after
-        polling without blocking for :attr:`spin` seconds, where it spins)."""
+        """The pipes and sentinels ready to read (after spinning for
+        :attr:`spin` seconds, where the parent spins)."""
         if self._buffered:
             return list(self._buffered)
         poller = self._poller
@@ -331,33 +330,39 @@ class WorkerPool:
                 self._poller.unregister(worker.conn.fileno())
         worker.process.join(1.0)
         if self.broken is None:
-            self.broken = (
-                f"worker process {worker.index} died during {during}"
-                f" (exit code {worker.process.exitcode})"
-            )
+            self.broken = _death(worker, during)
 
     def _died(self, worker: Worker, during: str) -> NoReturn:
         worker.process.join(1.0)
-        self.broken = (
-            f"worker process {worker.index} died during {during}"
-            f" (exit code {worker.process.exitcode})"
-        )
-        message = worker_died(
-            worker.index, worker.indices, worker.process.exitcode, during
+        self.broken = _death(worker, during)
+        code = worker.process.exitcode
+        signal = f" (killed by signal {-code})" if code is not None and code < 0 else ""
+        message = (
+            f"worker process {worker.index} ({sub_envs(worker.indices)}) died"
+            f"{'' if code is None else f' with exit code {code}'}{signal} during "
+            f"{during}. Its sub-envs are lost, so the env cannot be used any more: "
+            f"close() it and build a new one."
         )
         if during == "construction" and self.method != "fork":
-            message += started_by_import(self.method)
+            message += (
+                f" With the {self.method!r} start method a worker starts by "
+                f"importing the main module, then unpickling what it is sent; its "
+                f"error is printed on its standard error. If that says the process "
+                f"was started before the current one finished bootstrapping, run "
+                f"the script's top-level code under `if __name__ == '__main__':`; "
+                f"if it cannot find a class or function, define it in an "
+                f"importable module, not in the main script or interactively."
+            )
         raise WorkerError(message, worker.indices)
 
     # ---------------------------------------------------------------- shutdown
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
         """Stop every worker; return the failures of the sub-envs' ``close()``.
 
-        Unless ``terminate``, each worker is asked to close its sub-envs, and
+        Unless ``terminate``, each worker is asked to close its sub-envs and
         waited for up to ``timeout`` seconds (None: no limit); then whatever is
-        still alive is terminated, then killed. No process is left either way,
-        even if the wait is interrupted (the interrupt then goes on up); a worker
-        that could not be ended stays in :attr:`workers` for the next call.
+        alive is terminated, then killed, even if the wait is interrupted. A
+        worker that could not be ended stays in :attr:`workers`.
         """
         workers = list(self.workers)
         self._shut_down = True
@@ -373,7 +378,7 @@ class WorkerPool:
                 for worker in live:
                     with contextlib.suppress(OSError):
                         self._send(worker, pickle.dumps((CLOSE,), PROTOCOL))
-                failures = self._closed_answers(live, timeout, silent)
+                failures = _closed_answers(live, timeout, silent)
         except BaseException:
             terminate = True  # interrupted: end them all at once
             raise
@@ -387,34 +392,57 @@ class WorkerPool:
                 self.workers = remaining
         return failures
 
-    @staticmethod
-    def _closed_answers(
-        live: list[Worker], timeout: float | None, silent: list[Worker]
-    ) -> list[Any]:
-        """Wait for each live worker's answer to CLOSE: their close() failures;
-        those that did not answer by the ``timeout`` are added to ``silent``."""
-        failures: list[Any] = []
-        deadline = None if timeout is None else time.monotonic() + timeout
-        waiting = {w.conn: w for w in live}
-        while waiting:
-            remaining = (
-                None if deadline is None else max(0.0, deadline - time.monotonic())
-            )
-            ready = [conn for conn, w in waiting.items() if w.reader.ready()] or wait(
-                [*waiting, *(w.sentinel for w in waiting.values())],
-                LIVENESS if remaining is None else min(remaining, LIVENESS),
-            )
-            if not ready:
-                for conn, w in list(waiting.items()):
-                    if w.process.exitcode is not None and not w.reader.pending():
-                        del waiting[conn]  # gone (its pipe may be held open)
-                if deadline is not None and time.monotonic() >= deadline:
-                    silent += waiting.values()
-                    break
-                continue
-            for obj in ready:
-                failures += _closed_answer(obj, waiting)
-        return failures
+
+def _death(worker: Worker, during: str) -> str:
+    """Why the pool is broken once ``worker`` died."""
+    code = worker.process.exitcode
+    return f"worker process {worker.index} died during {during} (exit code {code})"
+
+
+def _closed_answers(
+    live: list[Worker], timeout: float | None, silent: list[Worker]
+) -> list[Any]:
+    """Wait for each live worker's answer to CLOSE: their close() failures;
+    those that did not answer by the ``timeout`` are added to ``silent``."""
+    failures: list[Any] = []
+    deadline = None if timeout is None else time.monotonic() + timeout
+    waiting = {w.conn: w for w in live}
+    while waiting:
+        ready = [conn for conn, w in waiting.items() if w.reader.ready()] or wait(
+            [*waiting, *(w.sentinel for w in waiting.values())], next_wait(deadline)
+        )
+        for obj in ready:
+            failures += _closed_answer(obj, waiting)
+        if ready:
+            continue
+        for conn, w in list(waiting.items()):
+            if w.process.exitcode is not None and not w.reader.pending():
+                del waiting[conn]  # gone (its pipe may be held open)
+        if deadline is not None and time.monotonic() >= deadline:
+            silent += waiting.values()
+            break
+    return failures
+
+
+def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
+    """Read what ``obj`` (a pipe or a sentinel that is ready) says during shutdown;
+    drop the worker from ``waiting`` once it answered CLOSE or is gone."""
+    if isinstance(obj, int):  # a sentinel: the process ended
+        for conn, w in list(waiting.items()):
+            if w.sentinel == obj and not w.reader.pending():
+                del waiting[conn]
+        return []
+    if obj not in waiting:
+        return []
+    try:
+        answer = pickle.loads(waiting[obj].reader.recv())
+    except (EOFError, OSError):
+        del waiting[obj]
+        return []
+    if answer is not None and answer[0] == CLOSED:
+        del waiting[obj]
+        return list(answer[1])
+    return []  # a stale answer to an abandoned call; keep reading
 
 
 def _spin(poller: Any, doorbell: Doorbell, seconds: float) -> list[int]:
@@ -447,108 +475,28 @@ def _end(worker: Worker, terminate: bool) -> None:
     process.close()
 
 
-def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
-    """Read what ``obj`` (a pipe or a sentinel that is ready) says during shutdown;
-    drop the worker from ``waiting`` once it answered CLOSE or is gone."""
-    if isinstance(obj, int):  # a sentinel: the process ended
-        for conn, w in list(waiting.items()):
-            if w.sentinel == obj and not w.reader.pending():
-                del waiting[conn]
-        return []
-    if obj not in waiting:
-        return []
-    try:
-        answer = pickle.loads(waiting[obj].reader.recv())
-    except (EOFError, OSError):
-        del waiting[obj]
-        return []
-    if answer is not None and answer[0] == CLOSED:
-        del waiting[obj]
-        return list(answer[1])
-    return []  # a stale answer to an abandoned call; keep reading
-
-
-# ------------------------------------------------------------------ messages
-def closed_during(during: str) -> str:
-    return (
-        f"the env was closed during {during} (from another thread, a signal "
-        f"handler, or a sub-env stepped in this process); its results are lost"
-    )
-
-
-def worker_died(
-    worker: int, indices: Iterable[int], exitcode: int | None, during: str
-) -> str:
-    code = "" if exitcode is None else f" with exit code {exitcode}"
-    signal_note = (
-        f" (killed by signal {-exitcode})"
-        if exitcode is not None and exitcode < 0
-        else ""
-    )
-    return (
-        f"worker process {worker} ({sub_envs(indices)}) died{code}{signal_note} "
-        f"during {during}. Its sub-envs are lost, so the env cannot be used any "
-        f"more: close() it and build a new one."
-    )
-
-
-def call_timed_out(during: str, timeout: float, workers: Iterable[int]) -> str:
-    remedy = timed_out_remedy(during, "the workers", "terminates", "the sub-envs")
-    return (
-        f"{during} did not finish within timeout={timeout} s (worker(s) "
-        f"{', '.join(map(str, workers))} had not answered). {remedy}"
-    )
-
-
-def _read_what_was_closed(exc: BaseException) -> bool:
-    """Whether ``exc``, raised by a wait during which the pool was shut down, is
-    what reading the pipes and processes it closed raises (not an interrupt)."""
-    return isinstance(exc, Exception) and not isinstance(exc, ClosedEnvironmentError)
-
-
-def _start_error(
-    exc: Exception, start: int, stop: int, method: str
-) -> Exception | None:
-    """A clearer error for a worker that could not be started (None: ``exc`` says
-    it well enough): a daemonic parent, or what the start method pickles."""
-    text = str(exc)
+def _raise_start_error(exc: Exception, indices: range, method: str) -> NoReturn:
+    """Raise a clearer error for a worker that could not be started, where there
+    is one: a daemonic parent, or what the start method pickles."""
+    text, which = str(exc), sub_envs(indices)
     if "daemonic processes are not allowed to have children" in text:
         # multiprocessing's own type, whatever the start method
-        return AssertionError(daemonic_parent(start, stop, text))
+        raise AssertionError(
+            f"could not start the worker of {which}: {text}. This process is "
+            f"daemonic (a multiprocessing.Pool worker, a torch DataLoader worker, "
+            f"...), and may not start processes of its own: build a "
+            f"vecmode.SyncVectorEnv here instead, or the async env in a process "
+            f"that is not daemonic (the main process, a concurrent.futures."
+            f"ProcessPoolExecutor worker)."
+        ) from exc
     pickling = isinstance(exc, pickle.PicklingError) or "pickle" in text.lower()
     if method != "fork" and pickling:
-        return TypeError(unpicklable_env_fns(start, stop, method, exc))
-    return None
-
-
-def daemonic_parent(start: int, stop: int, text: str) -> str:
-    return (
-        f"could not start the worker of {sub_envs(range(start, stop))}: {text}. "
-        f"This process is daemonic (a multiprocessing.Pool worker, a torch "
-        f"DataLoader worker, ...), and may not start processes of its own: build "
-        f"a vecmode.SyncVectorEnv here instead, or the async env in a process that "
-        f"is not daemonic (the main process, a concurrent.futures."
-        f"ProcessPoolExecutor worker)."
-    )
-
-
-def unpicklable_env_fns(start: int, stop: int, method: str, exc: BaseException) -> str:
-    return (
-        f"could not start the worker of {sub_envs(range(start, stop))} with the "
-        f"{method!r} start method: {type(exc).__name__}: {exc}. With 'spawn' and "
-        f"'forkserver' a worker is sent its env_fns (pickled by cloudpickle) and "
-        f"the env's spaces (pickled): make the env_fns, the env classes and any "
-        f"custom space class importable and picklable (defined at the top level of "
-        f"a module, not inside a function), or use context='fork'."
-    )
-
-
-def started_by_import(method: str) -> str:
-    return (
-        f" With the {method!r} start method a worker starts by importing the main "
-        f"module, then unpickling what it is sent; its error is printed on its "
-        f"standard error. If that says the process was started before the current "
-        f"one finished bootstrapping, run the script's top-level code under "
-        f"`if __name__ == '__main__':`; if it cannot find a class or function, "
-        f"define it in an importable module, not in the main script or interactively."
-    )
+        raise TypeError(
+            f"could not start the worker of {which} with the {method!r} start "
+            f"method: {type(exc).__name__}: {exc}. With 'spawn' and 'forkserver' a "
+            f"worker is sent its env_fns (pickled by cloudpickle) and the env's "
+            f"spaces (pickled): make the env_fns, the env classes and any custom "
+            f"space class importable and picklable (defined at the top level of a "
+            f"module, not inside a function), or use context='fork'."
+        ) from exc
+    raise exc

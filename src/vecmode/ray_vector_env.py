@@ -1,31 +1,10 @@
 """The Ray core: sub-envs in Ray actors, on one machine or across a cluster.
 
-Each actor holds a contiguous slice of the sub-envs (:func:`vecmode.layout.slices`)
-and serves it with the same :class:`~vecmode.worker.SliceServer` (so the same
-command runner, :mod:`vecmode.runner`) as a worker process of the async core. A
-call to :meth:`~vecmode.core.VectorCore.execute` (so every ``step`` and ``reset``,
-whatever the autoreset policy on top) is one remote call per actor with work,
-gathered with one ``ray.get`` (with a timeout: a call that takes longer is then
-watched with ``ray.wait``); an actor whose sub-envs are all ``KEEP`` is not
-called.
-
-Messages and answers are the async core's (:mod:`vecmode.worker`), pickled as a
-worker pickles them for its pipe. They travel through Ray's object store as
-bytes, where a large answer is a read-only, zero-copy view of Ray's buffer. For a
-Box batch, an actor writes its sub-envs' observations into rows of its own
-(checked as every core checks them) and sends those rows, raw, after the pickled
-answer to a step or reset (a ``ROWS`` answer): :meth:`RayVectorEnv._decode` reads
-them in place and the rows of the sub-envs that ran are copied from there straight
-into the env's batch (:class:`~vecmode.remote.SliceRows`). Other observations are
-pickled in the answer: unpickling copies them (and every other array, final
-observations and infos included) out of Ray's buffer before ``concatenate`` builds
-the batch. So nothing read-only from Ray's store reaches the caller. Pickling
-ourselves rather than handing Ray the NumPy arrays halves Ray's cost per call (its
-out-of-band path for arrays costs more than the copies, for observations up to
-Atari frames), and raw rows spare pickling and unpickling each observation.
-
-Ray is imported only when a :class:`RayVectorEnv` is built (``pip install
-"vecmode[ray]"``); importing vecmode never imports it.
+Each actor serves a contiguous slice of the sub-envs with the async core's
+:class:`~vecmode.worker.SliceServer`; a call is one remote call per busy actor,
+gathered with one ``ray.get``. Messages and answers are pickled bytes; a Box
+batch's rows follow the answer raw (see docs/scaling.md). Ray is imported only
+when a :class:`RayVectorEnv` is built.
 """
 
 from __future__ import annotations
@@ -48,21 +27,21 @@ from gymnasium.error import ClosedEnvironmentError
 
 from vecmode.core import check_core_arguments
 from vecmode.errors import (
-    SubEnvError,
     WorkerError,
     WorkerTimeoutError,
+    closed_during_message,
     sub_envs,
-    timed_out_remedy,
+    timed_out_message,
 )
-from vecmode.layout import actor_count, slices
+from vecmode.layout import actor_count, positive_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.pool import closed_during
+from vecmode.pool import LIVENESS, next_wait
 from vecmode.remote import (
     BUILD_GRACE,
     CLOSE_GRACE,
     MessageFor,
     RemoteCore,
-    SliceRows,
+    closes_gracefully,
 )
 from vecmode.worker import (
     CLOSE,
@@ -71,6 +50,7 @@ from vecmode.worker import (
     OK,
     PROTOCOL,
     ROWS,
+    SliceRows,
     SliceServer,
     build_slice,
     encode,
@@ -78,18 +58,14 @@ from vecmode.worker import (
 
 __all__ = ["RayVectorEnv", "SliceActor"]
 
-#: Seconds construction waits for actors (without ``timeout``) before it warns
-#: that some are not placed yet (the cluster may lack the resources they ask).
+#: Seconds construction waits (without ``timeout``) before it warns that some
+#: actors are not placed yet.
 PLACEMENT_WARNING = 30.0
-
-#: Seconds between looks at the calls that answered, while others still run.
-LIVENESS = 0.5
-
 #: Seconds a WorkerError waits to learn which other actors died too.
 PROBE_SECONDS = 2.0
 
-#: ``actor_options`` that would break the core's contract, with the value they
-#: must keep and why.
+#: ``actor_options`` that would break the core's contract: the value they must
+#: keep, and why.
 REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
     "max_restarts": (
         0,
@@ -111,15 +87,16 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ImportError(ray_missing()) from exc
+        raise ImportError(
+            "vecmode.RayVectorEnv needs Ray: pip install 'vecmode[ray]' (plain ray; "
+            "not ray[rllib], which pins an older Gymnasium)."
+        ) from exc
     return ray
 
 
 def ensure_ray(ray: Any) -> None:
-    """Leave Ray as the user set it up; if it is not initialised, call
-    ``ray.init()`` (Ray's own rule: the cluster in ``RAY_ADDRESS``, else one
-    started with ``ray start`` on this machine, else a new local instance), and
-    say so once per process."""
+    """Leave Ray as the user set it up; if it is not initialised, call a plain
+    ``ray.init()`` and say so once per process."""
     global _said_ray_started
     if ray.is_initialized():
         return
@@ -127,7 +104,15 @@ def ensure_ray(ray: Any) -> None:
     if not _said_ray_started:
         address = ray.get_runtime_context().gcs_address
         try:
-            warnings.warn(ray_started(address), stacklevel=3)
+            warnings.warn(
+                f"Ray was not initialised, so vecmode called ray.init() (Ray's "
+                f"defaults: the cluster in RAY_ADDRESS, else one started with `ray "
+                f"start` on this machine, else a new local instance) and is "
+                f"connected to {address}. Call ray.init(...) yourself before "
+                f"building the env to choose, e.g. ray.init(address='auto') on a "
+                f"cluster.",
+                stacklevel=3,
+            )
         except BaseException:
             # Warnings turned into errors (``-W error``): the env is not built,
             # so leave Ray as it was, not started behind the user's back.
@@ -140,9 +125,8 @@ def check_actor_options(
     actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
     num_actors: int,
 ) -> list[dict[str, Any]]:
-    """One dict of Ray actor options per actor: ``actor_options`` for every
-    actor, or one of a list per actor; refuses the options in
-    :data:`REFUSED_OPTIONS`.
+    """One dict of Ray actor options per actor (one dict for all, or a list);
+    refuses the options in :data:`REFUSED_OPTIONS`.
 
     >>> check_actor_options({"num_cpus": 1}, 2)
     [{'num_cpus': 1}, {'num_cpus': 1}]
@@ -160,34 +144,44 @@ def check_actor_options(
         if len(options) != num_actors or not all(
             isinstance(o, Mapping) for o in options
         ):
-            raise ValueError(actor_options_list(len(options), num_actors))
+            raise ValueError(
+                f"actor_options as a list must hold one dict per actor "
+                f"({num_actors}), got {len(options)} entries; or pass one dict for "
+                f"every actor."
+            )
     else:
-        raise TypeError(actor_options_type(actor_options))
+        raise TypeError(
+            f"actor_options must be a dict of Ray actor options (for every actor) "
+            f"or a list of one dict per actor, got {type(actor_options).__name__} "
+            f"{actor_options!r}."
+        )
     for one in options:
         for key, (allowed, why) in REFUSED_OPTIONS.items():
-            if key in one and one[key] != allowed and not _same_lifetime(key, one[key]):
-                raise ValueError(refused_option(key, one[key], allowed, why))
+            value = one.get(key, allowed)
+            if value != allowed and (key, value) != ("lifetime", "non_detached"):
+                raise ValueError(
+                    f"actor_options[{key!r}]={value!r} is not allowed: {why}. Leave "
+                    f"it out (or {allowed!r})."
+                )
     return [dict(one) for one in options]
 
 
-def _same_lifetime(key: str, value: Any) -> bool:
-    return key == "lifetime" and value == "non_detached"
-
-
-def _positive_count(name: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(count_message(name, value))
-    return int(value)
+def _actor_counts(num_actors: Any, envs_per_actor: Any) -> tuple[Any, Any]:
+    """``num_actors`` and ``envs_per_actor`` checked (at most one given)."""
+    num_actors = positive_count("num_actors", num_actors)
+    envs_per_actor = positive_count("envs_per_actor", envs_per_actor)
+    if num_actors is not None and envs_per_actor is not None:
+        raise ValueError(
+            f"give num_actors ({num_actors}) or envs_per_actor ({envs_per_actor}), "
+            f"not both: either one decides how the sub-envs are shared out."
+        )
+    return num_actors, envs_per_actor
 
 
 # ------------------------------------------------------------------- the actor
 class SliceActor:
-    """What runs in a Ray actor: builds its slice of sub-envs (the vector env's
-    ``first ..``) and carries out the driver's messages with a
-    :class:`~vecmode.worker.SliceServer`, the observations, rewards and flags in
-    each answer; messages and answers are pickled (:func:`vecmode.worker.encode`)."""
+    """What runs in a Ray actor: builds sub-envs ``first ..`` and carries out the
+    driver's pickled messages with a :class:`~vecmode.worker.SliceServer`."""
 
     def __init__(
         self,
@@ -204,8 +198,8 @@ class SliceActor:
         self.built_answer = build_slice(
             first, env_fns, envs, observation_space, action_space, observation_mode
         )
-        #: For a Box batch (``row``: the shape and dtype of its rows), the slice's
-        #: rows, sent after each answer to a step or reset (see the module doc).
+        #: For a Box batch (``row``: its rows' shape and dtype), the slice's rows,
+        #: sent raw after each answer to a step or reset.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
@@ -226,8 +220,7 @@ class SliceActor:
         return self.built_answer, ray.get_runtime_context().get_node_id(), os.getpid()
 
     def handle(self, message: bytes) -> bytes:
-        """Carry out one pickled message; return the pickled answer (and, after an
-        OK answer to a step or reset of a Box batch, the slice's rows)."""
+        """The pickled answer to one pickled message (and the rows, see above)."""
         decoded = pickle.loads(message)
         answer = self.server.handle(decoded)
         if self.rows is not None and decoded[0] == EXECUTE and answer[0] == OK:
@@ -250,23 +243,10 @@ def remote_actor_class(ray: Any) -> Any:
 class RayVectorEnv(RemoteCore):
     """A vecmode core whose sub-envs run in Ray actors (DISABLED mode).
 
-    Behaves exactly like :class:`vecmode.SyncVectorEnv` (the same observations,
-    rewards, flags and info dicts for the same calls), with the async core's
-    surface (``execute_async``/``execute_wait``, ``step_async``/``step_wait``,
-    ``reset_async``/``reset_wait``, ``call``, ``call_async``/``call_wait``,
-    ``get_attr``, ``set_attr``, ``render``, ``close(terminate=...)``, use as a
-    context manager) and its faults (:class:`vecmode.SubEnvError`,
-    :class:`vecmode.WorkerError`, :class:`vecmode.WorkerTimeoutError`). Give it
-    an autoreset policy with :func:`vecmode.with_autoreset` or build it with
-    ``vecmode.make_vec(..., vectorization_mode="ray")``.
-
-    Each actor runs a slice of the sub-envs one after the other; one call is one
-    remote call per actor with work, all gathered with one ``ray.get``.
-
-    Ray as you run it: connect first (``ray.init(address="auto")`` on a cluster,
-    or ``ray.init(num_cpus=...)`` locally); vecmode never calls ``ray.init`` when
-    Ray is initialised, and calls a plain ``ray.init()`` (with a warning, once)
-    when it is not.
+    Returns exactly what :class:`vecmode.SyncVectorEnv` returns, with the async
+    core's surface and faults. Connect to Ray first (``ray.init(...)``); without
+    that, vecmode calls a plain ``ray.init()`` and warns once. See
+    docs/scaling.md.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -297,33 +277,17 @@ class RayVectorEnv(RemoteCore):
         """Start the actors and build the sub-envs in them.
 
         Args:
-            env_fns: one function per sub-env that creates it. Ray pickles them
-                (with cloudpickle: lambdas are fine, but the env classes they use
-                must be importable where the actors run).
-            num_actors: the number of actors; each runs a contiguous slice of the
-                sub-envs. Default: one per CPU of the Ray cluster. Never more than
-                one per sub-env (a larger number is capped at ``num_envs``).
+            env_fns: one function per sub-env that creates it.
+            num_actors: the number of actors (default: one per CPU of the
+                cluster, at most one per sub-env).
             envs_per_actor: instead of ``num_actors``: at most this many sub-envs
-                per actor (the sub-envs are shared out evenly).
-            actor_options: Ray's options for each actor (``actor.options(...)``):
-                ``num_cpus``, ``num_gpus``, ``resources``, ``memory``,
-                ``scheduling_strategy``, ``runtime_env``, ...; one dict for every
-                actor, or a list of one dict per actor (e.g. a
-                ``NodeAffinitySchedulingStrategy`` each). Ray's defaults
-                otherwise (an actor takes no CPU once placed). Restarts, retries,
-                concurrency and detached actors are refused
-                (:data:`REFUSED_OPTIONS`).
-            timeout: seconds any call may take before it fails with
-                :class:`vecmode.WorkerTimeoutError` (building the sub-envs may take
-                :data:`~vecmode.remote.BUILD_GRACE`, a minute, if that is more);
-                None: no limit (an actor or node that dies is still reported as
-                soon as Ray knows).
-            copy: return a copy of the observations from ``reset`` and ``step``
-                (otherwise the same buffer, overwritten by the next call).
-            observation_mode: ``"same"``, ``"different"`` or a tuple
-                ``(batched_space, single_space)``, as Gymnasium's.
-            autoreset_mode: only ``DISABLED`` (the default): a core has no
-                autoreset policy. Given another mode, the error says how to get it.
+                per actor.
+            actor_options: Ray's ``actor.options(...)``: one dict for every actor,
+                or a list of one per actor (:data:`REFUSED_OPTIONS` refused).
+            timeout: seconds a call may take (None: no limit).
+            copy: return copies of the observations (else the same buffer).
+            observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
+            autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
 
         Raises:
             ImportError: Ray is not installed.
@@ -337,10 +301,7 @@ class RayVectorEnv(RemoteCore):
             observation_mode,
             "vectorization_mode='ray', ",
         )
-        num_actors = _positive_count("num_actors", num_actors)
-        envs_per_actor = _positive_count("envs_per_actor", envs_per_actor)
-        if num_actors is not None and envs_per_actor is not None:
-            raise ValueError(actors_twice(num_actors, envs_per_actor))
+        counts = _actor_counts(num_actors, envs_per_actor)
         self._ray = ray = import_ray()
         self._actors: list[Any] = []
         self._reason: str | None = None
@@ -348,12 +309,8 @@ class RayVectorEnv(RemoteCore):
             env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
         )
         ensure_ray(ray)
-        self.num_actors = actor_count(
-            self.num_envs,
-            num_actors,
-            envs_per_actor,
-            int(ray.cluster_resources().get("CPU", 1)),
-        )
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.num_actors = actor_count(self.num_envs, *counts, cpus)
         #: The ``(start, stop)`` of each actor's sub-envs.
         self.slices: list[tuple[int, int]] = slices(self.num_envs, self.num_actors)
         #: The node id and process id of each actor, once built.
@@ -391,10 +348,7 @@ class RayVectorEnv(RemoteCore):
         except BaseException as exc:
             # Actors that built their sub-envs close them; anything else (a dead
             # or stuck actor, an interrupt) kills them all at once.
-            graceful = isinstance(exc, (SubEnvError, RuntimeError)) and not isinstance(
-                exc, WorkerError
-            )
-            self._shutdown(terminate=not graceful, timeout=10.0)
+            self._shutdown(terminate=not closes_gracefully(exc), timeout=10.0)
             self.closed = True
             raise
 
@@ -489,7 +443,7 @@ class RayVectorEnv(RemoteCore):
             try:
                 return list(ray.get(refs))
             except ray.exceptions.RayError:
-                return self._diagnose(token, during)
+                return self._get_each(token, during)
         except BaseException as exc:
             self._break(f"{during} was interrupted by {type(exc).__name__}")
             raise
@@ -498,65 +452,51 @@ class RayVectorEnv(RemoteCore):
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[int]:
         """Wait until every call answered (at most ``timeout`` seconds); the
-        actors that had not.
-
-        Every :data:`LIVENESS` seconds, the calls that answered are looked at, so
-        that an actor that died is reported at once, not when the slowest call
-        ends. Building waits as long as it takes without a timeout, but warns
-        once after :data:`PLACEMENT_WARNING` seconds: Ray may be unable to place
-        actors that ask for more than the cluster has."""
+        actors that had not. Every :data:`LIVENESS` seconds the calls that
+        answered are looked at, so that a dead actor is reported at once."""
         wait, refs = self._ray.wait, [ref for _, ref in token]
-        now = time.monotonic()
-        deadline = None if timeout is None else now + timeout
-        warn_at = now + PLACEMENT_WARNING if during == "construction" else None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        warn_at = None
+        if during == "construction":
+            warn_at = time.monotonic() + PLACEMENT_WARNING
         looked: set[Any] = set()
         while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, pending = wait(
-                refs,
-                num_returns=len(refs),
-                timeout=LIVENESS if left is None else min(left, LIVENESS),
+                refs, num_returns=len(refs), timeout=next_wait(deadline)
             )
             if not pending:
                 return []
-            self._look(token, [ref for ref in ready if ref not in looked], during)
+            fresh = [call for call in token if call[1] in set(ready) - looked]
+            self._get_each(fresh, during)
             looked.update(ready)
+            late = [a for a, ref in token if ref in pending]
             if warn_at is not None and time.monotonic() >= warn_at:
                 warn_at = None
-                late = [a for a, ref in token if ref in pending]
-                warnings.warn(
-                    not_placed(late, PLACEMENT_WARNING, timeout), stacklevel=5
-                )
+                _warn_unplaced(late, timeout)
             if deadline is not None and time.monotonic() >= deadline:
-                return [a for a, ref in token if ref in pending]
-
-    def _look(
-        self, token: list[tuple[int, Any]], ready: list[Any], during: str
-    ) -> None:
-        """Raise the WorkerError of the actors among ``ready`` whose call failed."""
-        ray = self._ray
-        dead: list[tuple[int, BaseException]] = []
-        for a, ref in token:
-            if ref in ready:
-                try:
-                    ray.get(ref)
-                except ray.exceptions.RayError as exc:
-                    dead.append((a, exc))
-        if dead:
-            self._died(dead, during)
+                return late
 
     def _timed_out(self, late: list[int], timeout: float | None, during: str) -> None:
         self._break(f"{during} timed out")
         lost = [i for a in late for i in range(*self.slices[a])]
+        actors = (
+            f"Ray actor(s) {', '.join(map(str, late))}, with sub-env(s) "
+            f"{', '.join(map(str, lost))},"
+        )
+        # at construction, most often: actors Ray cannot place
+        cause = (
+            "Ray may lack the resources they ask for (actor_options; `ray status` "
+            "shows what the cluster has), or, "
+        )
         raise WorkerTimeoutError(
-            actors_timed_out(during, timeout or 0.0, late, lost), lost
+            timed_out_message(during, timeout, actors, "the actors", "kills", cause),
+            lost,
         )
 
-    def _diagnose(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
-        """The results, one call at a time, after one failed: a dead actor (or
-        node), or an actor whose call failed, is a WorkerError naming the
-        sub-envs lost. (A sub-env's exception, or a value that cannot be
-        pickled, is an answer, not a failed call.)"""
+    def _get_each(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
+        """The results, one call at a time: an actor whose call failed (dead, or
+        on a dead node) is a WorkerError naming the sub-envs lost. (A sub-env's
+        exception is an answer, not a failed call.)"""
         ray = self._ray
         answers: list[Any] = []
         dead: list[tuple[int, BaseException]] = []
@@ -575,7 +515,7 @@ class RayVectorEnv(RemoteCore):
         the node died: it is lost all the same). If close() (from another
         thread) killed them: the closed-env error."""
         if len(self._actors) != self.num_actors:  # as the async core says it
-            raise ClosedEnvironmentError(closed_during(during))
+            raise ClosedEnvironmentError(closed_during_message(during))
         known = dict(dead)
         known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
@@ -585,7 +525,20 @@ class RayVectorEnv(RemoteCore):
             for a in sorted(known)
         )
         self._break(f"Ray actor(s) died during {during}")
-        raise WorkerError(actors_died(which, during, lost), lost)
+        lost_text = (
+            "The env is not built (no actor is left)."
+            if during == "construction"
+            else f"Sub-env(s) {', '.join(map(str, lost))} are lost, so the env "
+            f"cannot be used any more: close() it and build a new one."
+        )
+        # an actor that cannot import what its env_fns use dies building
+        if "ModuleNotFoundError" in which or "ImportError" in which:
+            lost_text += (
+                " The code the env_fns use must be importable where the actors run: "
+                "install it there, or ship it with actor_options={'runtime_env': "
+                "{'py_modules': [...]}} (or {'working_dir': ...})."
+            )
+        raise WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
     def _probe(self, actors: list[int]) -> dict[int, BaseException]:
         """Those of ``actors`` that a call now finds dead (waiting at most
@@ -687,102 +640,17 @@ def _reason(exc: BaseException) -> str:
     return " ".join(said)
 
 
-# ------------------------------------------------------------------ messages
-def ray_missing() -> str:
-    return (
-        "vecmode.RayVectorEnv needs Ray: pip install 'vecmode[ray]' (plain ray; "
-        "not ray[rllib], which pins an older Gymnasium)."
-    )
-
-
-def ray_started(address: str) -> str:
-    return (
-        f"Ray was not initialised, so vecmode called ray.init() (Ray's defaults: "
-        f"the cluster in RAY_ADDRESS, else one started with `ray start` on this "
-        f"machine, else a new local instance) and is connected to {address}. Call "
-        f"ray.init(...) yourself before building the env to choose, e.g. "
-        f"ray.init(address='auto') on a cluster."
-    )
-
-
-def count_message(name: str, value: Any) -> str:
-    return f"{name} must be None or an int >= 1, got {value!r}."
-
-
-def actors_twice(num_actors: int, envs_per_actor: int) -> str:
-    return (
-        f"give num_actors ({num_actors}) or envs_per_actor ({envs_per_actor}), not "
-        f"both: either one decides how the sub-envs are shared out."
-    )
-
-
-def actor_options_type(got: Any) -> str:
-    return (
-        f"actor_options must be a dict of Ray actor options (for every actor) or a "
-        f"list of one dict per actor, got {type(got).__name__} {got!r}."
-    )
-
-
-def actor_options_list(got: int, num_actors: int) -> str:
-    return (
-        f"actor_options as a list must hold one dict per actor ({num_actors}), got "
-        f"{got} entries; or pass one dict for every actor."
-    )
-
-
-def refused_option(key: str, value: Any, allowed: Any, why: str) -> str:
-    return (
-        f"actor_options[{key!r}]={value!r} is not allowed: {why}. Leave it out "
-        f"(or {allowed!r})."
-    )
-
-
-def not_placed(actors: list[int], seconds: float, limit: float | None) -> str:
+def _warn_unplaced(actors: list[int], limit: float | None) -> None:
+    """Warn that ``actors`` are not built after :data:`PLACEMENT_WARNING` s."""
     waiting = (
         "Still waiting; pass timeout=... to give up instead."
         if limit is None
         else f"Still waiting, for {limit:.0f} s in all (building may take the larger "
         f"of timeout and 60 s)."
     )
-    return (
+    warnings.warn(
         f"Ray actor(s) {', '.join(map(str, actors))} of RayVectorEnv are not built "
-        f"after {seconds:.0f} s: the cluster may lack the resources they ask for "
-        f"(actor_options; `ray status` shows what it has). {waiting}"
-    )
-
-
-def actors_died(which: str, during: str, lost: list[int]) -> str:
-    # an actor that cannot import what its env_fns use dies building
-    cannot_import = "ModuleNotFoundError" in which or "ImportError" in which
-    lost_text = (
-        "The env is not built (no actor is left)."
-        if during == "construction"
-        else f"Sub-env(s) {', '.join(map(str, lost))} are lost, so the env cannot "
-        f"be used any more: close() it and build a new one."
-    )
-    return f"Ray {which} died during {during}. {lost_text}" + (
-        " The code the env_fns use must be importable where the actors run: "
-        "install it there, or ship it with actor_options={'runtime_env': "
-        "{'py_modules': [...]}} (or {'working_dir': ...})."
-        if cannot_import
-        else ""
-    )
-
-
-def actors_timed_out(
-    during: str, timeout: float, actors: list[int], lost: list[int]
-) -> str:
-    remedy = timed_out_remedy(
-        during,
-        "the actors",
-        "kills",
-        "the sub-envs",
-        # at construction, most often: actors Ray cannot place
-        "Ray may lack the resources they ask for (actor_options; `ray status` "
-        "shows what the cluster has), or, ",
-    )
-    return (
-        f"{during} did not finish within timeout={timeout} s (Ray actor(s) "
-        f"{', '.join(map(str, actors))}, with sub-env(s) {', '.join(map(str, lost))}, "
-        f"had not answered). {remedy}"
+        f"after {PLACEMENT_WARNING:.0f} s: the cluster may lack the resources they "
+        f"ask for (actor_options; `ray status` shows what it has). {waiting}",
+        stacklevel=6,
     )

@@ -1,14 +1,10 @@
-"""What the cores whose sub-envs run elsewhere share: the async core (worker
-processes, :class:`vecmode.AsyncVectorEnv`) and the Ray core (actors,
-:class:`vecmode.RayVectorEnv`).
+"""What the async core (worker processes) and the Ray core (actors) share.
 
-Both hold contiguous slices of sub-envs (:func:`vecmode.layout.slices`), each
-served by a :class:`vecmode.worker.SliceServer` that runs the command runner; both
-send ONE message per busy slice per call (:mod:`vecmode.worker`'s protocol) and
-read one answer back. :class:`RemoteCore` turns that into the core's API and
-Gymnasium's async surface; a backend supplies the transport (:meth:`_send_each`,
-:meth:`_collect`) and where rewards, flags and observations land
-(:meth:`_stats`, :meth:`_read_observations`).
+Both run contiguous slices of sub-envs, each served by a
+:class:`vecmode.worker.SliceServer`, and send ONE message per busy slice per call.
+:class:`RemoteCore` turns that into the core's API and Gymnasium's async surface;
+a backend supplies the transport (:meth:`~RemoteCore._send_each`,
+:meth:`~RemoteCore._collect`, :meth:`~RemoteCore._stats`).
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, NoReturn, cast
+from typing import Any, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
@@ -52,38 +48,33 @@ from vecmode.core import (
     env_fn_list,
     ran_by,
 )
-from vecmode.errors import NotPicklableError, WorkerError
+from vecmode.errors import NotPicklableError, SubEnvError, WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.runner import Failure, checked_writer, row_writer
 from vecmode.worker import (
     CALL,
     EACH,
-    EXECUTE,
     FAILED,
     GET_ATTR,
     PROTOCOL,
     SET_ATTR,
-    SHARED_ENV,
-    RemoteFailure,
-    pack_rows,
+    SliceRows,
+    raise_built_problem,
+    raise_failure,
+    slice_message,
 )
 
-__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "SliceRows", "raise_failure"]
+__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "closes_gracefully"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 
-#: Seconds the workers (or actors) may take to build their sub-envs when
-#: ``timeout`` is set (the larger of the two counts); with no ``timeout``, as long
-#: as they need (one that dies is reported at once all the same).
+#: Seconds building may take when ``timeout`` is set (the larger of the two counts).
 BUILD_GRACE = 60.0
-
-#: Seconds ``close()`` gives the workers (or actors) to close their sub-envs (when neither
-#: ``close(timeout=...)`` nor the env's ``timeout`` says otherwise), before it
-#: terminates them.
+#: Seconds ``close()`` gives the sub-envs to close by default, before it ends the
+#: workers (or actors).
 CLOSE_GRACE = 5.0
-
 
 #: This process's id (``os.getpid()`` is a system call; a forked child updates it).
 _pid = os.getpid()
@@ -98,40 +89,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
 
-class SliceRows(NamedTuple):
-    """The observations of the sub-envs ``start ..`` of a call, sent as their rows
-    of a Box batch (row ``k``: sub-env ``start + k``'s; only those of the sub-envs
-    that ran are new)."""
-
-    start: int
-    rows: np.ndarray
-
-    def copy_into(self, batch: np.ndarray, commands: Sequence[int]) -> None:
-        """Copy the new rows into ``batch``, the call's ``commands`` telling which."""
-        start, rows = self.start, self.rows
-        mine = commands[start : start + len(rows)]
-        if _KEEP not in mine:
-            batch[start : start + len(rows)] = rows
-            return
-        for k, command in enumerate(mine):
-            if command != _KEEP:
-                batch[start + k] = rows[k]
-
-
 #: Builds the message for the sub-envs ``start .. stop - 1`` (None: nothing to send).
 MessageFor = Callable[[int, int], "tuple[Any, ...] | None"]
 
 
-def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
-    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env among
-    the answers (naming the others and the sub-envs whose state was ``lost``), if
-    any failed."""
-    failures: list[RemoteFailure] = sorted(
-        (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
-        key=lambda f: f.index,
-    )
-    if failures:
-        raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
+def closes_gracefully(exc: BaseException) -> bool:
+    """Whether a failed construction may still close the sub-envs built (not
+    after a dead or stuck worker or actor, or an interrupt)."""
+    failed = isinstance(exc, (SubEnvError, RuntimeError))
+    return failed and not isinstance(exc, WorkerError)
 
 
 def _call_name(commands: Sequence[int]) -> str:
@@ -140,60 +106,21 @@ def _call_name(commands: Sequence[int]) -> str:
 
 
 def _close_copy(env: gym.Env, index: int) -> None:
-    """Close the copy of sub-env ``index`` built here to read its spaces; what its
-    ``close()`` raises is that sub-env's :class:`~vecmode.SubEnvError`."""
+    """Close the copy of sub-env ``index`` built here to read its spaces."""
     try:
         env.close()
     except Exception as exc:
         raise Failure.caught(index, errors.BUILDING_CLOSE, exc).as_error() from exc
 
 
-def slice_message(
-    start: int,
-    stop: int,
-    cmds: list[int],
-    split: Any,
-    seeds: list[int | None] | None,
-    options: dict[str, Any] | None,
-) -> tuple[Any, ...] | None:
-    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
-
-    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them (a
-    string stands for actions already in shared memory; the rows of an array of
-    numbers are packed, :func:`~vecmode.worker.pack_rows`)."""
-    mine = cmds[start:stop]
-    if mine.count(_KEEP) == len(mine):
-        return None  # nothing to do there; its results are filled in later
-    actions: Any
-    if split is None or type(split) is str:
-        actions = split
-    elif type(split) is np.ndarray and not split.dtype.hasobject:
-        actions = pack_rows(split[start:stop])
-    else:
-        actions = split[start:stop]
-    return (
-        EXECUTE,
-        mine,
-        actions,
-        None if seeds is None else seeds[start:stop],
-        options,
-    )
-
-
 class RemoteCore(VectorCore):
-    """A vecmode core whose sub-envs run in slices elsewhere, one message per busy
-    slice per call.
-
-    A subclass sets the attributes :meth:`_setup` sets, builds its slices and
-    implements the transport: :meth:`_send_each`, :meth:`_collect`, :meth:`_stats`
-    and :attr:`_broken` (why the env cannot be used any more, or None).
-    """
+    """A vecmode core whose sub-envs run in slices elsewhere. A subclass calls
+    :meth:`_setup` and implements the methods raising ``NotImplementedError``."""
 
     env_fns: list[Callable[[], gym.Env]]
     timeout: float | None
     observation_mode: Any
-    #: The observations of each sub-env (where they are not written into
-    #: :attr:`_rows`), and the batch they are concatenated into.
+    #: Each sub-env's observation (where not written into :attr:`_rows`).
     _env_obs: list[Any]
     _rows: np.ndarray | None
     _observations: Any
@@ -202,14 +129,19 @@ class RemoteCore(VectorCore):
 
     # A copy would share the workers (closing one leaves the other reading stale
     # shared memory) or, deep, duplicate their pipes (closing the originals').
+    def __reduce_ex__(self, protocol: Any, how: str = "pickled") -> NoReturn:
+        name = type(self).__name__
+        raise TypeError(
+            f"{name} cannot be {how}: it owns processes (or actors) running its "
+            f"sub-envs, which a copy would share or break. Build another one from "
+            f"the same factories: {name}(envs.env_fns, ...)."
+        )
+
     def __copy__(self) -> NoReturn:
-        raise TypeError(not_copyable(type(self).__name__, "copied"))
+        self.__reduce_ex__(None, "copied")
 
     def __deepcopy__(self, memo: Any) -> NoReturn:
-        raise TypeError(not_copyable(type(self).__name__, "copied"))
-
-    def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError(not_copyable(type(self).__name__, "pickled"))
+        self.__reduce_ex__(None, "copied")
 
     def _setup(
         self,
@@ -219,20 +151,18 @@ class RemoteCore(VectorCore):
         observation_mode: Any,
         timeout: float | None,
     ) -> None:
-        """Check the shared arguments, set the shared attributes, read the spaces
-        from sub-env 0 built here; then :class:`VectorCore`'s own set-up."""
+        """Check and set the shared attributes; read the spaces from sub-env 0
+        built here; then :class:`VectorCore`'s own set-up."""
         env_fns = env_fn_list(env_fns)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = _pid
-        #: Held for the whole of a call (a call of the split API holds it from its
-        #: ``*_async`` to the end of its ``*_wait``): one call at a time.
+        #: Held for the whole of a call (from ``*_async`` to the end of ``*_wait``).
         self._in_call = threading.Lock()
         self._in_flight = ""
-        #: The call whose messages were sent and whose answers are not read yet.
-        self._outstanding = ""
+        self._outstanding = ""  # a call sent whose answers are not read yet
         self.copy = copy
         self.observation_mode = observation_mode
         self.timeout = timeout
@@ -283,43 +213,16 @@ class RemoteCore(VectorCore):
             _close_copy(dummy, 0)
 
     def _check_built(self, answers: Sequence[Any]) -> None:
-        """Raise what the slices' answers to their construction report: an
-        ``env_fn`` that raised (:class:`~vecmode.SubEnvError`), or a sub-env
-        whose spaces differ (``RuntimeError``)."""
+        """Raise what the slices' answers to their construction report."""
         raise_failure(answers)
         for answer in answers:
-            if answer is not None and answer[0] == SHARED_ENV:
-                raise ValueError(errors.same_env_instance(answer[1]))
             if answer is not None:
-                raise RuntimeError(self._mismatch_message(*answer[1:]))
-
-    def _mismatch_message(self, what: str, index: int, got: Any) -> str:
-        expected = (
-            self.single_action_space
-            if what == "action space"
-            else self.single_observation_space
-        )
-        differs = (
-            f"sub-env {index}'s {what} {got} differs from the first sub-env's "
-            f"{expected}."
-        )
-        if what == "action space":
-            return f"{differs} All sub-envs need the same action space."
-        if self.observation_mode == "same":
-            # Gymnasium's wording around ours (code and tests match it)
-            return (
-                f"{type(self).__name__}(..., observation_mode='same') however the "
-                f"sub-environments observation spaces are not equivalent. {differs} "
-                f"If this is intentional, use `observation_mode='different'` instead "
-                f"(their shapes and dtypes must still agree)."
-            )
-        return f"{differs} Their shapes and dtypes must agree."
+                raise_built_problem(answer, self)
 
     # --------------------------------------------------------- the transport
     @property
     def _broken(self) -> str | None:
-        """Why the env cannot be used any more (a slice died, a call timed out or
-        was interrupted), or None."""
+        """Why the env cannot be used any more, or None."""
         raise NotImplementedError
 
     def _break(self, reason: str) -> None:
@@ -328,42 +231,35 @@ class RemoteCore(VectorCore):
 
     @property
     def _remote_slices(self) -> Sequence[tuple[int, int]]:
-        """The ``(start, stop)`` slices run elsewhere (a message each is pickled)."""
+        """The ``(start, stop)`` slices run elsewhere."""
         raise NotImplementedError
 
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> Any:
-        """Send each remote slice its pickled message, ``encoded[start]`` (a slice
-        with none has no work); ``message_for(start, stop)`` gives a slice's
-        message unpickled (the parent's share). Return what :meth:`_collect`
-        needs to read the answers."""
+        """Send each remote slice its pickled message, if any; a token."""
         raise NotImplementedError
 
     def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """The answers to what :meth:`_send_each` sent, in sub-env order (None:
-        done, nothing to report); a :class:`~vecmode.WorkerError` if a slice died
-        or (:class:`~vecmode.WorkerTimeoutError`) did not answer in ``timeout``."""
+        """The answers, in sub-env order (a WorkerError for a dead slice)."""
         raise NotImplementedError
 
     def _stats(
         self, token: Any, answers: list[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The call's rewards, terminations and truncations (new arrays), zero
-        where nothing ran."""
+        """New arrays of the rewards and flags, zero where nothing ran."""
         raise NotImplementedError
 
     def _read_observations(self) -> None:
-        """Bring :attr:`_observations` up to date after a call: concatenate the
-        observations the answers carried (a Box batch was written row by row)."""
+        """Concatenate the observations the answers carried (not a Box batch's,
+        written row by row)."""
         if self._rows is None:
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
 
     def _batch_buffers(self) -> None:
-        """The batch that the observations the answers carry are concatenated
-        into (a Box batch: written row by row)."""
+        """The batch the observations the answers carry go into."""
         space, n = self.single_observation_space, self.num_envs
         self._observations = create_empty_array(space, n=n, fn=np.zeros)
         self._rows = (
@@ -378,10 +274,8 @@ class RemoteCore(VectorCore):
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`, every message pickled first: a message that cannot
-        be pickled is a TypeError with nothing sent, the env unchanged; an
-        interrupted send leaves slices out of step, so the env cannot be used any
-        more."""
+        """:meth:`_send_each`, every message pickled first (one that cannot be is
+        refused, nothing sent); an interrupted send breaks the env."""
         encoded = {}
         for start, stop in self._remote_slices:
             message = message_for(start, stop)
@@ -389,7 +283,13 @@ class RemoteCore(VectorCore):
                 try:
                     encoded[start] = pickle.dumps(message, PROTOCOL)
                 except Exception as exc:
-                    raise NotPicklableError(unpicklable_message(during, exc)) from exc
+                    raise NotPicklableError(
+                        f"what {during} sends to the sub-envs' processes cannot be "
+                        f"pickled ({type(exc).__name__}: {exc}). Nothing was sent "
+                        f"and the env is unchanged: pass values that pickle (no "
+                        f"locks or open files, no classes or functions defined "
+                        f"inside a function)."
+                    ) from exc
         try:
             token = self._send_each(encoded, message_for, during)
         except BaseException as exc:
@@ -399,18 +299,28 @@ class RemoteCore(VectorCore):
         return token
 
     def _answers(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """:meth:`_collect` the answers to what :meth:`_send` sent (then none is
-        outstanding: the slices are in step again)."""
+        """:meth:`_collect` the answers to what :meth:`_send` sent."""
         answers = self._collect(token, timeout, during)
         self._outstanding = ""
         return answers
 
-    def _check_not_broken(self) -> None:
+    def _check_open(self) -> None:
+        """Refuse a call to a closed env, a broken one, or a forked child's copy."""
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed(type(self).__name__))
         broken = self._broken
         if broken is None and not self._owned():
-            broken = forked_copy(self._owner)
+            broken = (
+                f"it belongs to process {self._owner}, and this process "
+                f"({os.getpid()}) holds only a copy forked from it (os.fork()), "
+                f"whose workers are the parent's: calling them from here would "
+                f"break the parent's env"
+            )
         if broken is not None:
-            raise WorkerError(env_unusable(type(self).__name__, broken))
+            raise WorkerError(
+                f"this {type(self).__name__} cannot be used any more: {broken}. "
+                f"close() it (which ends what is left of it) and build a new one."
+            )
 
     # ------------------------------------------------- one call at a time
     def _begin(self, what: str) -> None:
@@ -419,7 +329,12 @@ class RemoteCore(VectorCore):
         if not self._in_call.acquire(blocking=False):
             self._usable(what)  # the env's own refusal comes first
             raise AlreadyPendingCallError(
-                concurrent_call(type(self).__name__, what, self._in_flight), what
+                f"{type(self).__name__} got {what}() while {self._in_flight}() was "
+                f"in progress, from another thread (or from a sub-env it steps in "
+                f"this process): an env serves one call at a time. Give each thread "
+                f"an env of its own, or guard the env with a lock. Nothing was "
+                f"sent; the other call goes on.",
+                what,
             )
         self._in_flight = what
         try:
@@ -433,14 +348,21 @@ class RemoteCore(VectorCore):
             self._in_call.release()
             raise
 
+    def _round_trip(self, what: str, message_for: MessageFor, during: str) -> list[Any]:
+        """One call's messages sent and answers read, as the call in progress."""
+        self._begin(what)
+        try:
+            return self._answers(self._send(message_for, during), self.timeout, during)
+        finally:
+            self._in_call.release()
+
     def _end_pending(self, pending: Any) -> None:
         """End the call of the split API ``pending`` was, if this wait took it."""
         if pending is not None and self._pending is None and self._in_call.locked():
             self._in_call.release()
 
     def _dispatch(self, request: Request) -> Executed:
-        """The core's validated call, whole (validation to the tracking of the
-        episodes it ended), as the one call in progress."""
+        """The core's validated call, whole, as the one call in progress."""
         self._begin(_call_name(request.commands))
         try:
             return super()._dispatch(request)
@@ -463,12 +385,14 @@ class RemoteCore(VectorCore):
             self._end_pending(pending)
 
     def _usable(self, what: str) -> None:
-        if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
-        self._check_not_broken()
+        self._check_open()
         if self._pending is not None:
+            pending = self._pending[0]
+            # Gymnasium's wording first (code and tests match it), then what to do
             raise AlreadyPendingCallError(
-                already_pending(what, self._pending[0]), self._pending[0]
+                f"Calling `{what}` while waiting for a pending call to `{pending}` "
+                f"to complete; call {pending}_wait() first.",
+                pending,
             )
 
     def _split_actions(self, actions: Any) -> Any:
@@ -491,9 +415,9 @@ class RemoteCore(VectorCore):
 
     def _execute(self, request: Request) -> Executed:
         # _dispatch began the call (_begin): the env is usable, and the lock held
-        commands = request.commands
+        during = f"a {_call_name(request.commands)}"
         token = self._send_execute(request)
-        return self._finish(commands, token, self.timeout, f"a {_call_name(commands)}")
+        return self._finish(request.commands, token, self.timeout, during)
 
     def _execute_async(self, name: str, request: Request) -> None:
         token = self._send_execute(request)
@@ -503,58 +427,50 @@ class RemoteCore(VectorCore):
         self, name: str, timeout: float | None
     ) -> tuple[Executed, list[int]]:
         commands, token = self._take_pending(name)
-        executed = self._finish(
-            commands,
-            token,
-            self.timeout if timeout is None else timeout,
-            f"{name}_wait()",
-        )
-        return executed, commands
+        timeout = self.timeout if timeout is None else timeout
+        return self._finish(commands, token, timeout, f"{name}_wait()"), commands
 
     def _finish(
         self, commands: list[int], token: Any, timeout: float | None, during: str
     ) -> Executed:
         """Collect the answers to an execute message; build the record."""
         answers = self._answers(token, timeout, during)
-        for answer in answers:
-            if answer is not None and answer[0] == FAILED:
-                # the call's results are lost, for every sub-env it ran
-                raise_failure(answers, ran_by(commands))
+        if any(answer is not None and answer[0] == FAILED for answer in answers):
+            # the call's results are lost, for every sub-env it ran
+            raise_failure(answers, ran_by(commands))
         rewards, terminations, truncations = self._stats(token, answers)
         ended: list[int] = []
         finals: list[tuple[int, Any, dict[str, Any]]] = []
         infos: dict[str, Any] = {}
-        add_info = self._add_info
-        write = self._write_obs
         for answer in answers:
             if answer is None:
                 continue
             slice_ended, slice_infos, slice_finals, sent_obs = answer[1:5]
-            if slice_ended:
-                ended += slice_ended
-            if slice_finals:
-                finals += slice_finals
+            ended += slice_ended or ()
+            finals += slice_finals or ()
             if slice_infos:
-                infos = add_infos(add_info, infos, slice_infos)
+                infos = add_infos(self.add_info, infos, slice_infos)
             if type(sent_obs) is SliceRows:
                 sent_obs.copy_into(cast(np.ndarray, self._rows), commands)
             elif sent_obs:
-                for i, obs in sent_obs:
-                    try:
-                        write(i, obs)
-                    except (ValueError, TypeError) as exc:  # as the runner's write
-                        failure = Failure.caught(i, "writing its observation", exc)
-                        raise failure.as_error(lost=ran_by(commands)) from exc
+                self._write_sent(sent_obs, commands)
         self._read_observations()
-        return Executed(
-            copy_batch(self._observations) if self.copy else self._observations,
-            rewards,
-            terminations,
-            truncations,
-            infos,
-            ended,
-            finals,
+        observations = (
+            copy_batch(self._observations) if self.copy else self._observations
         )
+        return Executed(
+            observations, rewards, terminations, truncations, infos, ended, finals
+        )
+
+    def _write_sent(self, sent: list[tuple[int, Any]], commands: list[int]) -> None:
+        """Write the observations an answer carried (checked as the runner does)."""
+        write = self._write_obs
+        for i, obs in sent:
+            try:
+                write(i, obs)
+            except (ValueError, TypeError) as exc:
+                failure = Failure.caught(i, "writing its observation", exc)
+                raise failure.as_error(lost=ran_by(commands)) from exc
 
     # ------------------------------------------------ the split primitive
     def execute_async(
@@ -566,9 +482,8 @@ class RemoteCore(VectorCore):
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
-        """Send :meth:`~vecmode.core.VectorCore.execute`'s call without waiting;
-        :meth:`execute_wait` returns its record. ``name`` is the call as the
-        caller sees it (``"step"``, ``"reset"``), for the pending-call errors."""
+        """Send :meth:`~vecmode.core.VectorCore.execute`'s call; :meth:`execute_wait`
+        returns its record. ``name``: the call as the caller sees it (``"step"``)."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
         self._dispatch_async(name, Request(cmds, actions, self._seeds(seed), options))
@@ -576,64 +491,39 @@ class RemoteCore(VectorCore):
     def execute_wait(
         self, timeout: float | None = None, *, name: str = "execute"
     ) -> Executed:
-        """Wait for the call sent by :meth:`execute_async`; return its record.
-
-        Args:
-            timeout: seconds to wait; None: the env's ``timeout``.
-            name: as given to :meth:`execute_async`.
-        """
+        """The record of the call sent by :meth:`execute_async`."""
         return self._dispatch_wait(name, timeout)
 
     # ------------------------------------------------ Gymnasium's async surface
     def step_async(self, actions: Any) -> None:
-        """Send the actions; :meth:`step_wait` returns the result.
-
-        Raises:
-            EpisodeEndedError: a sub-env whose episode ended would be stepped.
-            AlreadyPendingCallError: another ``*_async`` call is pending.
-        """
+        """Send the actions; :meth:`step_wait` returns the result."""
         self._dispatch_async("step", Request(self._all_step, actions))
 
     def step_wait(self, timeout: float | None = None) -> StepResult:
-        """Wait for the step sent by :meth:`step_async` and return its result.
-
-        Args:
-            timeout: seconds to wait; None: the env's ``timeout``.
-
-        Raises:
-            NoAsyncCallError: no :meth:`step_async` is pending.
-            WorkerTimeoutError: the step took longer than ``timeout``.
-        """
+        """The result of the step sent by :meth:`step_async`."""
         return self._dispatch_wait("step", timeout)[:5]  # type: ignore[return-value]
 
     def reset_async(
-        self,
-        seed: SeedLike = None,
-        options: dict[str, Any] | None = None,
+        self, seed: SeedLike = None, options: dict[str, Any] | None = None
     ) -> None:
         """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""
         self._usable("reset_async")
-        seeds = self._seeds(seed)
-        commands, rest = self._reset_commands(options)
+        seeds, (commands, rest) = self._seeds(seed), self._reset_commands(options)
         self._dispatch_async("reset", Request(commands, None, seeds, rest))
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
-        """Wait for the reset sent by :meth:`reset_async`; return ``(obs, infos)``.
-
-        Args:
-            timeout: seconds to wait; None: the env's ``timeout``.
-        """
+        """``(obs, infos)`` of the reset sent by :meth:`reset_async`."""
         executed = self._dispatch_wait("reset", timeout)
         return executed.observations, executed.infos
 
     def _take_pending(self, what: str) -> Any:
-        if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
-        self._check_not_broken()
+        self._check_open()
         pending = self._pending
         if pending is None or pending[0] != what:
+            had = pending and f" (the pending call is {pending[0]}_async())"
             raise NoAsyncCallError(
-                nothing_pending(what, None if pending is None else pending[0]),
+                f"Calling `{what}_wait` without any prior call to `{what}_async`."
+                f"{had or ''}",
                 what,
             )
         self._pending = None
@@ -661,29 +551,17 @@ class RemoteCore(VectorCore):
         pending = self._pending
         try:
             name, token = self._take_pending("call")
-            return self._results(
-                token, self.timeout if timeout is None else timeout, f"call({name!r})"
-            )
+            timeout = self.timeout if timeout is None else timeout
+            return _results(self._answers(token, timeout, f"call({name!r})"))
         finally:
             self._end_pending(pending)
-
-    def _results(
-        self, token: Any, timeout: float | None, during: str
-    ) -> tuple[Any, ...]:
-        answers = self._answers(token, timeout, during)
-        raise_failure(answers)
-        return tuple(result for answer in answers for result in answer[1])
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env (like ``SyncVectorEnv.get_attr``:
         a method is returned, not called)."""
-        self._begin("get_attr")
-        try:
-            during = f"get_attr({name!r})"
-            token = self._send(lambda start, stop: (GET_ATTR, name), during)
-            return self._results(token, self.timeout, during)
-        finally:
-            self._in_call.release()
+        message = (GET_ATTR, name)
+        during = f"get_attr({name!r})"
+        return _results(self._round_trip("get_attr", lambda *_: message, during))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env: one value for all, or a list or
@@ -692,15 +570,12 @@ class RemoteCore(VectorCore):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
-        self._begin("set_attr")
-        try:
-            during = f"set_attr({name!r})"
-            token = self._send(
-                lambda start, stop: (SET_ATTR, name, list(values[start:stop])), during
-            )
-            raise_failure(self._answers(token, self.timeout, during))
-        finally:
-            self._in_call.release()
+        answers = self._round_trip(
+            "set_attr",
+            lambda start, stop: (SET_ATTR, name, list(values[start:stop])),
+            f"set_attr({name!r})",
+        )
+        raise_failure(answers)
 
     def each(
         self,
@@ -709,21 +584,7 @@ class RemoteCore(VectorCore):
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
         """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
-        in the order given), where the sub-env runs; the results in that order.
-
-        ``fn`` travels with cloudpickle (a lambda is fine); ``args`` and the results
-        are pickled. Only the slices holding one of the sub-envs are asked. A
-        sub-env that raises gives a :class:`~vecmode.SubEnvError`, as in
-        :meth:`call`.
-
-        >>> import gymnasium as gym, vecmode
-        >>> envs = vecmode.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3,
-        ...                               num_workers=1, context="fork")
-        >>> envs.each(lambda env, name: env.get_wrapper_attr(name), "spec",
-        ...           indices=[2, 0])[0].id
-        'CartPole-v1'
-        >>> envs.close()
-        """
+        in the order given), where it runs; the results in that order."""
         order = check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
         wrapped = CloudpickleWrapper(fn)
@@ -736,12 +597,7 @@ class RemoteCore(VectorCore):
             asked.append(mine)
             return (EACH, during, wrapped, args, [i - start for i in mine])
 
-        self._begin("each")
-        try:
-            token = self._send(message_for, during)
-            answers = [a for a in self._answers(token, self.timeout, during) if a]
-        finally:
-            self._in_call.release()
+        answers = [a for a in self._round_trip("each", message_for, during) if a]
         raise_failure(answers)
         # a sub-env asked twice ran twice: its results in the order asked
         results: dict[int, list[Any]] = {}
@@ -761,8 +617,7 @@ class RemoteCore(VectorCore):
 
     @property  # type: ignore[misc]
     def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
-        """The ``np_random`` generator of every sub-env (copies: they live
-        elsewhere)."""
+        """Copies of the ``np_random`` generator of every sub-env."""
         return self.get_attr("np_random")
 
     # ----------------------------------------------------------------- closing
@@ -771,19 +626,12 @@ class RemoteCore(VectorCore):
         raise NotImplementedError
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Unless ``terminate``, have the sub-envs closed (waiting at most
-        ``timeout`` seconds); then stop every worker (or actor), whatever
-        happened, even when interrupted. The sub-envs' close() failures."""
+        """Close the sub-envs (unless ``terminate``), then stop every worker (or
+        actor), even when interrupted; the sub-envs' close() failures."""
         raise NotImplementedError
 
     def close(self, **kwargs: Any) -> None:
-        """Close the sub-envs and stop the workers (see :meth:`close_extras`).
-
-        Leaves no process (or actor) behind, even when interrupted (Ctrl-C) or
-        when a sub-env's ``close()`` raises: the env is closed then, every later
-        call raises the closed-env error, and a second ``close()`` ends whatever
-        an interrupted first one left.
-        """
+        """Close the sub-envs and stop the workers (see :meth:`close_extras`)."""
         if self.closed:
             if self._leftovers():  # an interrupted close left some: end them
                 self._shutdown(terminate=True)
@@ -793,21 +641,15 @@ class RemoteCore(VectorCore):
     def close_extras(
         self, timeout: float | None = None, terminate: bool = False, **kwargs: Any
     ) -> None:
-        """Close the sub-envs and stop the workers (processes, or Ray actors);
-        leaves none behind.
+        """Close the sub-envs and stop the workers (or actors), leaving none.
 
         Args:
-            timeout: seconds to wait for the sub-envs to be closed before the
-                workers are ended; None: the env's ``timeout`` if set, else
-                :data:`CLOSE_GRACE` (5 s). A worker still busy with an interrupted
-                call is given the same grace, then ended; one in a call that timed
-                out is ended at once.
+            timeout: seconds the sub-envs may take to close before the workers
+                are ended; None: the env's ``timeout``, else :data:`CLOSE_GRACE`.
             terminate: end the workers at once, without closing the sub-envs.
 
         Raises:
-            SubEnvError: a sub-env's ``close()`` raised, naming every sub-env whose
-                close failed (after every sub-env was closed and every worker
-                stopped).
+            SubEnvError: a sub-env's ``close()`` raised (after everything closed).
         """
         if not self._owned():
             return  # a forked child's copy: the workers are the parent's to end
@@ -830,8 +672,7 @@ class RemoteCore(VectorCore):
             raise_failure([(FAILED, failures)] if failures else [])
 
     def _owned(self) -> bool:
-        """Whether this process built the env (not a child forked from it, which
-        holds a copy of the env but not its workers)."""
+        """Whether this process built the env (not a child forked from it)."""
         return getattr(self, "_owner", None) in (None, _pid)
 
     def __del__(self) -> None:
@@ -845,64 +686,13 @@ class RemoteCore(VectorCore):
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        """``Name(num_envs=..., <layout>)``, with the env id if known."""
         spec = getattr(self, "spec", None)
         head = f"{spec.id}, " if spec is not None else ""
-        return (
-            f"{type(self).__name__}({head}num_envs={self.num_envs}, {self._layout()})"
-        )
+        layout = f"num_envs={self.num_envs}, {self._layout()}"
+        return f"{type(self).__name__}({head}{layout})"
 
 
-# ------------------------------------------------------------------ messages
-def env_unusable(name: str, reason: str) -> str:
-    return (
-        f"this {name} cannot be used any more: {reason}. close() it (which ends "
-        f"what is left of it) and build a new one."
-    )
-
-
-def concurrent_call(name: str, what: str, in_flight: str) -> str:
-    return (
-        f"{name} got {what}() while {in_flight}() was in progress, from another "
-        f"thread (or from a sub-env it steps in this process): an env serves one call at "
-        f"a time. Give each thread an env of its own, or guard the env with a "
-        f"lock. Nothing was sent; the other call goes on."
-    )
-
-
-def unpicklable_message(during: str, exc: Exception) -> str:
-    return (
-        f"what {during} sends to the sub-envs' processes cannot be pickled "
-        f"({type(exc).__name__}: {exc}). Nothing was sent and the env is "
-        f"unchanged: pass values that pickle (no locks or open files, no classes "
-        f"or functions defined inside a function)."
-    )
-
-
-def forked_copy(owner: int) -> str:
-    return (
-        f"it belongs to process {owner}, and this process ({os.getpid()}) holds "
-        f"only a copy forked from it (os.fork()), whose workers are the parent's: "
-        f"calling them from here would break the parent's env"
-    )
-
-
-def already_pending(what: str, pending: str) -> str:
-    # Gymnasium's wording first (code and tests match it), then what to do
-    return (
-        f"Calling `{what}` while waiting for a pending call to `{pending}` to "
-        f"complete; call {pending}_wait() first."
-    )
-
-
-def nothing_pending(what: str, pending: str | None) -> str:
-    had = f" (the pending call is {pending}_async())" if pending else ""
-    return f"Calling `{what}_wait` without any prior call to `{what}_async`.{had}"
-
-
-def not_copyable(name: str, how: str) -> str:
-    return (
-        f"{name} cannot be {how}: it owns processes (or actors) running its "
-        f"sub-envs, which a copy would share or break. Build another one from the "
-        f"same factories: {name}(envs.env_fns, ...)."
-    )
+def _results(answers: list[Any]) -> tuple[Any, ...]:
+    """One result per sub-env, from the answers to a call, get_attr or each."""
+    raise_failure(answers)
+    return tuple(result for answer in answers for result in answer[1])

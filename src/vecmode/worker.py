@@ -1,16 +1,14 @@
-"""The worker side of the async core.
+"""The worker side of the remote cores, and their protocol.
 
 A worker process builds its slice of sub-envs and serves the parent's messages
 (:func:`worker_main`): one message per call, one answer back. A
-:class:`SliceServer` carries out each message with the command runner
-(:class:`vecmode.runner.Runner`); the parent runs one for the sub-envs it steps
-itself, so a sub-env behaves and fails the same in either place.
+:class:`SliceServer` carries out each message with the command runner; the parent
+runs one for the sub-envs it steps itself, and a Ray actor runs one too.
 
-The protocol: a message is a tuple starting with :data:`EXECUTE`, :data:`CALL`,
-:data:`GET_ATTR`, :data:`SET_ATTR`, :data:`EACH` or :data:`CLOSE`; an answer is None (done,
-nothing to report) or a tuple starting with :data:`OK`, :data:`FAILED`,
-:data:`CLOSED` or :data:`MISMATCH`. Observations, rewards, flags and array actions
-travel through shared memory (Gymnasium's helpers); the rest is pickled.
+A message is a tuple starting with :data:`EXECUTE`, :data:`CALL`,
+:data:`GET_ATTR`, :data:`SET_ATTR`, :data:`EACH` or :data:`CLOSE`; an answer is
+None or a tuple starting with :data:`OK`, :data:`FAILED`, :data:`CLOSED`,
+:data:`MISMATCH`, :data:`SHARED_ENV` or :data:`ROWS`.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
@@ -38,6 +36,8 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
+from vecmode import errors
+from vecmode.core import Command
 from vecmode.errors import SubEnvError, sub_env_error
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.layout import SPIN_AGAIN
@@ -69,11 +69,15 @@ __all__ = [
     "STATS_SPACE",
     "Doorbell",
     "RemoteFailure",
+    "SliceRows",
     "SliceServer",
     "build_slice",
     "create",
     "encode",
     "pack_rows",
+    "raise_built_problem",
+    "raise_failure",
+    "slice_message",
     "unpack_rows",
     "view",
     "viewed",
@@ -91,6 +95,7 @@ UNPICKLING = (
     "unpickling what the parent sent (a class or function it needs must be "
     "importable in the worker)"
 )
+_KEEP = int(Command.KEEP)
 #: Sent instead of the actions when they are in shared memory.
 SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -226,9 +231,8 @@ def space_mismatch(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """What is wrong with the built sub-envs, as an answer: one env object
-    behind several sub-envs (``SHARED_ENV``, their groups), or the first sub-env
-    whose spaces don't fit the vector env's (``MISMATCH``); None if nothing."""
+    """What is wrong with the built sub-envs, as an answer (``SHARED_ENV``: one
+    env object behind several; ``MISMATCH``: spaces that don't fit), or None."""
     shared = shared_sub_envs(envs)
     if shared:
         return (SHARED_ENV, [[first + k for k in group] for group in shared])
@@ -259,11 +263,9 @@ class SliceServer:
         action_space: Space,
         rows: np.ndarray | None = None,
     ) -> None:
-        """``memory``: the shared memory of the observations, of the rewards and
-        flags and of the actions, each None where they travel in the messages.
-        ``rows``: without observation memory, the slice's own rows of a Box
-        batch, where the observations are written (for the transport to send
-        them); else they are sent in the answer."""
+        """``memory``: the shared memory of the observations, rewards and flags,
+        and actions (None: in the messages). ``rows``: the slice's own rows of a
+        Box batch, for the observations (Ray); else they go in the answer."""
         obs_memory, stats_memory, action_memory = memory
         self.first = first
         #: Where rewards and flags go: shared memory, or (None) the answer.
@@ -399,9 +401,8 @@ def build_slice(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """Build sub-envs ``first ..`` into ``envs``: the answer to the parent once
-    built, None (done), a failure (an ``env_fn`` raised; the sub-envs built
-    before it are in ``envs``) or a space mismatch."""
+    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
+    a failure (an ``env_fn`` raised) or a space mismatch."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
@@ -427,16 +428,11 @@ def serve(
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
-    """The worker's loop: one answer per message, until told to close.
-
-    ``bell``: the pool's :class:`Doorbell` and this worker's place in it, where
-    it spins up to ``spin`` seconds after each answer for the next message before
-    it blocks on the pipe (watching a counter, not polling the pipe: no system
-    call while it spins), as long as messages come within that time.
-    """
-    # Plain pickle in frames (:mod:`vecmode.frames`): multiprocessing's send/recv
-    # build a ForkingPickler per message and read it in two system calls, which
-    # costs more than these small messages.
+    """The worker's loop: one answer per message, until told to close; spinning
+    up to ``spin`` seconds for the next message on ``bell`` (the pool's
+    :class:`Doorbell` and this worker's place in it; see :func:`_doorbell`)."""
+    # plain pickle in frames (vecmode.frames): multiprocessing's send/recv cost
+    # more than these small messages
     loads = pickle.loads
     nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
@@ -459,17 +455,10 @@ def serve(
 
 
 class Doorbell:
-    """Two counters per worker in shared memory, beside the pipes: messages sent
-    to it (the parent adds one after each send: :meth:`rang`) and answers sent
-    back (the worker adds one after each: :meth:`answered`). A process that spins
-    while it waits watches these instead of polling its pipes: reading memory
-    costs a few nanoseconds where a poll is a system call (1-6 us on a virtual
-    machine), so a spinning round trip costs the pipes' reads and writes only.
-
-    The pipes stay the only channel: a counter says "look now", never what was
-    said, so a counter that is stale or torn only costs time. Built wherever the
-    workers spin (:func:`vecmode.layout.worker_spin_seconds`); the parent spins
-    on it where it has a CPU of its own (:func:`vecmode.layout.spin_seconds`).
+    """Two counters per worker in shared memory: messages sent to it
+    (:meth:`rang`) and answers it sent (:meth:`answered`). A spinning process
+    watches these instead of polling its pipe (a system call). The pipes stay
+    the only channel: a counter says "look now", so a stale one costs time only.
     """
 
     __slots__ = ("array", "counts")
@@ -507,15 +496,10 @@ class Doorbell:
 def _doorbell(
     conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
 ) -> tuple[Callable[[], bytes | bytearray], Callable[[bytes], None]]:
-    """How :func:`serve` receives a message (spinning on its count of messages
-    sent first, yielding the CPU at each turn, where it spins: see
-    :func:`vecmode.layout.worker_spin_seconds`) and sends an answer (then
-    counting it).
-
-    The spin adapts: a worker whose last message came more than
-    :data:`vecmode.layout.SPIN_AGAIN` times ``spin`` seconds after its answer (a
-    training loop that computes between steps) blocks at once for the next one
-    instead of spinning in vain, and spins again once a message comes sooner."""
+    """How :func:`serve` receives a message (spinning on the doorbell first,
+    yielding the CPU at each turn) and sends an answer (then counting it). A
+    worker whose last message came more than :data:`~vecmode.layout.SPIN_AGAIN`
+    spins after its answer blocks at once for the next one."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
@@ -562,12 +546,8 @@ def worker_main(
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
-    """A worker process: build sub-envs ``first ..`` and serve until told to close
-    (``spin``, ``bell``: see :func:`serve`).
-
-    Answers the parent once built: None, a failure (an ``env_fn`` raised) or a
-    space mismatch.
-    """
+    """A worker process: build sub-envs ``first ..``, answer the parent (see
+    :func:`build_slice`) and serve until told to close (see :func:`serve`)."""
     # Ctrl-C is the parent's to handle (it closes the workers); a worker that died
     # of it would lose its sub-envs in the middle of a call.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -591,3 +571,80 @@ def worker_main(
         for env in envs:
             with contextlib.suppress(Exception):
                 env.close()
+
+
+# ------------------------------------------------------- the parent's side
+class SliceRows(NamedTuple):
+    """The observations of sub-envs ``start ..`` as rows of a Box batch (only
+    those of the sub-envs that ran are new)."""
+
+    start: int
+    rows: np.ndarray
+
+    def copy_into(self, batch: np.ndarray, commands: Sequence[int]) -> None:
+        """Copy the new rows into ``batch``, the call's ``commands`` telling which."""
+        start, rows = self.start, self.rows
+        mine = commands[start : start + len(rows)]
+        if _KEEP not in mine:
+            batch[start : start + len(rows)] = rows
+            return
+        for k, command in enumerate(mine):
+            if command != _KEEP:
+                batch[start + k] = rows[k]
+
+
+def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
+    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env in
+    ``answers``, if any (naming the others, and the sub-envs ``lost``)."""
+    failures: list[RemoteFailure] = sorted(
+        (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
+        key=lambda f: f.index,
+    )
+    if failures:
+        raise failures[0].error(tuple(f.index for f in failures[1:]), tuple(lost))
+
+
+def raise_built_problem(answer: tuple[Any, ...], core: Any) -> NoReturn:
+    """Raise what a :func:`space_mismatch` answer reports about ``core``'s
+    sub-envs (a vector env: its spaces and ``observation_mode``)."""
+    if answer[0] == SHARED_ENV:
+        raise ValueError(errors.same_env_instance(answer[1]))
+    what, index, got = answer[1:]
+    action = what == "action space"
+    expected = core.single_action_space if action else core.single_observation_space
+    differs = (
+        f"sub-env {index}'s {what} {got} differs from the first sub-env's {expected}."
+    )
+    if action:
+        raise RuntimeError(f"{differs} All sub-envs need the same action space.")
+    if core.observation_mode == "same":  # Gymnasium's wording around ours
+        raise RuntimeError(
+            f"{type(core).__name__}(..., observation_mode='same') however the "
+            f"sub-environments observation spaces are not equivalent. {differs} "
+            f"If this is intentional, use `observation_mode='different'` instead "
+            f"(their shapes and dtypes must still agree)."
+        )
+    raise RuntimeError(f"{differs} Their shapes and dtypes must agree.")
+
+
+def slice_message(
+    start: int,
+    stop: int,
+    cmds: list[int],
+    split: Any,
+    seeds: list[int | None] | None,
+    options: dict[str, Any] | None,
+) -> tuple[Any, ...] | None:
+    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
+    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them."""
+    mine = cmds[start:stop]
+    if mine.count(_KEEP) == len(mine):
+        return None  # nothing to do there; its results are filled in later
+    actions: Any
+    if split is None or type(split) is str:
+        actions = split
+    elif type(split) is np.ndarray and not split.dtype.hasobject:
+        actions = pack_rows(split[start:stop])
+    else:
+        actions = split[start:stop]
+    return (EXECUTE, mine, actions, seeds and seeds[start:stop], options)

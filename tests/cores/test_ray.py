@@ -355,8 +355,7 @@ def test_a_box_batch_s_observations_follow_the_answer_as_raw_rows():
     Box) is a plain pickled answer; the driver copies only the rows of the
     sub-envs that ran."""
     from vecmode.ray_vector_env import SliceActor
-    from vecmode.remote import SliceRows
-    from vecmode.worker import CALL, EXECUTE, OK, ROWS
+    from vecmode.worker import CALL, EXECUTE, OK, ROWS, SliceRows
 
     fns = [lambda: gym.make("CartPole-v1")] * 2
     single = gym.make("CartPole-v1")
