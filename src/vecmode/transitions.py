@@ -103,7 +103,9 @@ class EpisodeStart(NamedTuple):
 
 def _row(space: Space | None, batch: Any, i: int) -> Any:
     """Sub-env ``i``'s entry of ``batch``, a batch of ``space`` (None: split
-    dicts by key, tuples by position, arrays by row)."""
+    dicts by key, tuples by position, arrays by row); None for no batch."""
+    if batch is None:
+        return None
     if space is not None:
         return space_row(space, batch, i)
     if isinstance(batch, dict):
