@@ -115,46 +115,28 @@ def _row(space: Space | None, batch: Any, i: int) -> Any:
     return batch[i]
 
 
-class Reading:
-    """What one call of the env meant: see :class:`TransitionReader`.
+class Reading(NamedTuple):
+    """What one call of the env meant (see :class:`TransitionReader`); the
+    call's arguments and results as given."""
 
-    Attributes:
-        boundary: the call's :class:`~vecmode.modes.Boundary` (its
-            ``needs_reset``: the sub-envs the caller must reset, DISABLED).
-        obs: the batch the actions were taken in (None for a reset).
-        returned: the batch the call returned.
-        actions, rewards, terminations, truncations, infos: as given.
-    """
-
-    __slots__ = (
-        "_reader",
-        "actions",
-        "boundary",
-        "infos",
-        "obs",
-        "returned",
-        "rewards",
-        "terminations",
-        "truncations",
-    )
-
-    def __init__(
-        self,
-        reader: TransitionReader,
-        boundary: Boundary,
-        obs: Any,
-        returned: Any,
-        infos: Any,
-        step: tuple[Any, Any, Any, Any] = (None, None, None, None),
-    ) -> None:
-        self._reader, self.boundary = reader, boundary
-        self.obs, self.returned, self.infos = obs, returned, infos
-        self.actions, self.rewards, self.terminations, self.truncations = step
+    reader: TransitionReader
+    #: The call's :class:`~vecmode.modes.Boundary`; its ``needs_reset``: the
+    #: sub-envs the caller must reset (DISABLED).
+    boundary: Boundary
+    #: The batch the actions were taken in (None for a reset).
+    obs: Any
+    #: The batch the call returned.
+    returned: Any
+    infos: Any
+    actions: Any = None
+    rewards: Any = None
+    terminations: Any = None
+    truncations: Any = None
 
     def _infos(self) -> Any:
         """The infos, checked to be Gymnasium's batched dict (or a list)."""
         if not isinstance(self.infos, (dict, list, tuple)):
-            check_infos(self.infos, self._reader.who)
+            check_infos(self.infos, self.reader.who)
         return self.infos
 
     @property
@@ -165,7 +147,7 @@ class Reading:
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return self.returned
-        reader = self._reader
+        reader = self.reader
         if reader.spaces is None:
             raise TypeError(
                 f"{reader.who}: Reading.next_obs merges the final observations by "
@@ -181,7 +163,7 @@ class Reading:
         Raises:
             ValueError: an ended episode's final observation is missing.
         """
-        b, reader = self.boundary, self._reader
+        b, reader = self.boundary, self.reader
         rows, finals = b.final_in_info, None
         if count_nonzero(rows):
             finals = final_entries(self._infos(), rows, reader.who)
@@ -208,7 +190,7 @@ class Reading:
     def starts(self) -> list[EpisodeStart]:
         """The episodes the call started, in sub-env order."""
         return [
-            EpisodeStart(i, _row(self._reader.observation_space, self.returned, i))
+            EpisodeStart(i, _row(self.reader.observation_space, self.returned, i))
             for i in np.flatnonzero(self.boundary.starts).tolist()
         ]
 
@@ -234,18 +216,22 @@ class TransitionReader:
 
     >>> import numpy as np, vecmode
     >>> from vecmode.transitions import TransitionReader
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
-    ...                         max_episode_steps=1, vectorization_mode="sync")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled",
+    ...                         max_episode_steps=2, vectorization_mode="sync")
     >>> reader = TransitionReader(vecmode.mode_of(envs), envs.num_envs, envs)
-    >>> [start.index for start in reader.reset(*envs.reset(seed=0)).starts()]
-    [0, 1]
-    >>> actions = np.array([0, 1])
-    >>> reading = reader.step(actions, *envs.step(actions))
-    >>> t = reading.transitions()[1]
-    >>> int(t.action), t.truncated, t.next_obs is reading.infos["final_obs"][1]
-    (1, True, True)
-    >>> len(reading.starts())  # SAME_STEP reset both within the step
-    2
+    >>> reading = reader.reset(*envs.reset(seed=0))
+    >>> for _ in range(3):
+    ...     actions = np.array([0, 1])
+    ...     reading = reader.step(actions, *envs.step(actions))
+    ...     print([(t.index, int(t.action), t.truncated) for t in reading.transitions()])
+    ...     mask = reading.boundary.needs_reset
+    ...     if mask.any():  # the caller's reset, read too
+    ...         reading = reader.reset(*envs.reset(options={"reset_mask": mask}), mask)
+    ...         print("started", [start.index for start in reading.starts()])
+    [(0, 0, False), (1, 1, False)]
+    [(0, 0, True), (1, 1, True)]
+    started [0, 1]
+    [(0, 0, False), (1, 1, False)]
     >>> envs.close()
     """
 
@@ -293,8 +279,9 @@ class TransitionReader:
             )
         b = self.tracker.step(terminations, truncations)
         self.obs = obs
-        step = (actions, rewards, terminations, truncations)
-        return Reading(self, b, before, obs, infos, step)
+        return Reading(
+            self, b, before, obs, infos, actions, rewards, terminations, truncations
+        )
 
 
 def read_run(
