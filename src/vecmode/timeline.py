@@ -1,13 +1,10 @@
 """What each autoreset mode returns around an episode's end, side by side.
 
-Runs one sub-env of an env in each mode with the same seed and actions, and
-labels every returned observation by its episode and step (``s3`` is step 3 of
-the first episode, ``s0'`` the first observation of the second, ``s0''`` of the
-third), the way the reference animation of the modes shows them. Labels follow the mode's
-rules (:func:`vecmode.modes.boundary`) and are checked against the values DISABLED
-mode returned; a label ending in ``!`` would mean the value differs.
-:func:`format_timeline` prints the rows as a table (``vecmode timeline``),
-:func:`timeline_svg` draws them (``vecmode timeline --svg FILE``).
+Runs one sub-env in each mode with the same seed and actions, and labels each
+returned observation by its episode and step (``s3``: step 3 of the first
+episode; ``s0'``: the first observation of the second). A label ending in ``!``
+would mean the value differs from DISABLED's. :func:`format_timeline` prints
+the rows (``vecmode timeline``), :func:`timeline_svg` draws them.
 
 >>> from vecmode.timeline import timeline
 >>> rows = timeline("CartPole-v1", steps=5, max_episode_steps=3)
@@ -80,26 +77,17 @@ class TimelineRow:
     action: str = ""
 
 
-#: The spaces whose samples are arrays: an action of them can be one number
-#: filling every entry (``np.full``).
+#: The spaces whose samples are arrays (an action may be one number for them).
 _ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
 
 
 def _action_batch(space: Space, action: Any, seed: int) -> Any:
-    """The batch of one (``batch_space(space, 1)``'s structure) of the action
-    :func:`timeline` takes at every step; ``space`` is the single action space.
+    """The batch of one of the action :func:`timeline` takes (see there);
+    ``space``: the single action space.
 
-    ``action`` None: 1 in every entry where ``space`` holds that, else a sample
-    of ``space`` seeded with ``seed``. Raises :class:`TimelineActionError` for an
-    ``action`` that is not in ``space``.
-
-    >>> from gymnasium.spaces import Box, Discrete, Text
-    >>> _action_batch(Discrete(2), None, 0)
-    array([1])
-    >>> _action_batch(Box(-1, 1, (2,)), 0.5, 0)
-    array([[0.5, 0.5]], dtype=float32)
-    >>> _action_batch(Text(4), "ab", 0)
-    ('ab',)
+    >>> from gymnasium.spaces import Box, Text
+    >>> _action_batch(Box(-1, 1, (2,)), 0.5, 0), _action_batch(Text(4), "ab", 0)
+    (array([[0.5, 0.5]], dtype=float32), ('ab',))
     """
     value = _action_value(space, action)
     if action is None and not space.contains(value):
@@ -112,8 +100,7 @@ def _action_batch(space: Space, action: Any, seed: int) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """``value`` with NumPy arrays and scalars as lists and Python numbers (for
-    :func:`repr`), in dicts and tuples too."""
+    """``value`` with NumPy arrays and scalars as lists and Python numbers."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
