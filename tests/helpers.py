@@ -303,10 +303,10 @@ def real_transitions(
         reading = reader.step(actions, *envs.step(actions))
         cut = np.zeros(n, dtype=bool)
         for t in reading.transitions():
-            taken[t.index].append(t)
+            i = t.sub_env
+            taken[i].append(t)
             ended = t.terminated or t.truncated
-            cut[t.index] = cuts is not None and len(taken[t.index]) in cuts[t.index]
-            cut[t.index] &= not ended
+            cut[i] = cuts is not None and len(taken[i]) in cuts[i] and not ended
         mask = reading.boundary.needs_reset | cut
         if mask.any():
             reader.reset(*envs.reset(options={"reset_mask": mask}), mask)

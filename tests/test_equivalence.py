@@ -202,14 +202,14 @@ def test_a_recorded_run_reads_as_a_live_one():
     live = TransitionReader(AutoresetMode.SAME_STEP, 2, envs)
     expected = [
         [
-            (t.index, decode(t.next_obs))
+            (t.sub_env, decode(t.next_obs))
             for t in getattr(live, name)(*args).transitions()
         ]
         for name, *args in calls
     ]
     offline = TransitionReader(AutoresetMode.SAME_STEP, 2)  # no spaces: by rows
     got = [
-        [(t.index, decode(t.next_obs)) for t in reading.transitions()]
+        [(t.sub_env, decode(t.next_obs)) for t in reading.transitions()]
         for reading in read_run(offline, calls)
     ]
     assert got == expected

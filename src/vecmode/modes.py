@@ -21,7 +21,7 @@ import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import Space
@@ -427,8 +427,12 @@ class BoundaryTracker:
         self._false, self._true, self.quiet = _constants(num_envs)
         #: The sub-envs whose episode ended and that were not reset since.
         self.ended = EndedTracker(num_envs)
-        same = source is not None and source.mode is self.mode
-        self._source = source if same and source.num_envs == num_envs else None
+        if source is not None and (source.mode, source.num_envs) != (
+            self.mode,
+            num_envs,
+        ):
+            source = None  # another mode or size: nothing to share
+        self._source = source
         #: (the latest call's two arguments, the state before, its boundary, the
         #: state after, its count)
         self._last: tuple[Any, Any, np.ndarray, Boundary, np.ndarray, int] | None = None
@@ -581,7 +585,9 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
     if dense is None:
         return rest
     rows = np.flatnonzero(ended).tolist()
-    finals = [(i, np.array(dense[i], copy=True), {}) for i in rows]
+    finals: list[tuple[int, Any, dict[str, Any]]] = [
+        (i, np.array(dense[i], copy=True), {}) for i in rows
+    ]
     return same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
 
 
@@ -900,7 +906,8 @@ def _merged(
     singles = list(iterate(space, batch))
     for i, item in zip(indices, finals, strict=True):
         singles[i] = item
-    return concatenate(single, singles, create_empty_array(single, len(singles)))
+    empty = cast(Any, create_empty_array(single, len(singles)))
+    return concatenate(single, singles, empty)
 
 
 def _merged_rows(batch: Any, indices: list[int], finals: list[Any]) -> Any:

@@ -80,8 +80,7 @@ def call_failed_message(call: str) -> str:
 class RealTransition(NamedTuple):
     """One sub-env's real transition, as :class:`TransitionReader` reads it."""
 
-    #: The sub-env.
-    index: int
+    sub_env: int
     #: The observation the action was taken in.
     obs: Any
     action: Any
@@ -95,9 +94,9 @@ class RealTransition(NamedTuple):
 
 
 class EpisodeStart(NamedTuple):
-    """Sub-env ``index`` started an episode; ``obs`` is its first observation."""
+    """Sub-env ``sub_env`` started an episode; ``obs`` is its first observation."""
 
-    index: int
+    sub_env: int
     obs: Any
 
 
@@ -223,11 +222,11 @@ class TransitionReader:
     >>> for _ in range(3):
     ...     actions = np.array([0, 1])
     ...     reading = reader.step(actions, *envs.step(actions))
-    ...     print([(t.index, int(t.action), t.truncated) for t in reading.transitions()])
+    ...     print([(t.sub_env, int(t.action), t.truncated) for t in reading.transitions()])
     ...     mask = reading.boundary.needs_reset
     ...     if mask.any():  # the caller's reset, read too
     ...         reading = reader.reset(*envs.reset(options={"reset_mask": mask}), mask)
-    ...         print("started", [start.index for start in reading.starts()])
+    ...         print("started", [start.sub_env for start in reading.starts()])
     [(0, 0, False), (1, 1, False)]
     [(0, 0, True), (1, 1, True)]
     started [0, 1]
@@ -506,7 +505,8 @@ class TransitionCollector:
         read = reader.step(
             actions, following, rewards, terminations, truncations, infos
         )
-        b, moved_to, reset_infos = read.boundary, following, {}
+        b, moved_to = read.boundary, following
+        reset_infos: dict[str, Any] = {}
         if b is not reader.tracker.quiet:
             moved_to = read.next_obs  # a new batch where finals were merged in
             rows = b.needs_reset

@@ -287,11 +287,11 @@ def real_events(
     events: list[list[Event]] = [[] for _ in range(n)]
     for c, _, reading in readings(calls, mode, n):
         for t in reading.transitions():
-            events[t.index].append(
+            events[t.sub_env].append(
                 Event("step", c, t.next_obs, float(t.reward), t.terminated, t.truncated)
             )
         for start in reading.starts():
-            events[start.index].append(Event("start", c, start.obs))
+            events[start.sub_env].append(Event("start", c, start.obs))
     return events
 
 
