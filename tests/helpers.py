@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
+from vecmode.modes import mode_of
 from vecmode.testing._compare import as_numpy
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
+from vecmode.transitions import RealTransition, TransitionReader
 
 OBS_TYPES = ("box", "dict", "tuple", "discrete")
 
@@ -270,6 +272,46 @@ def drive(envs: gym.vector.VectorEnv, script: Script, disabled: bool) -> list[tu
                 opts.update(script.options)
             records.append(("reset_mask", envs.reset(options=opts)))
     return records
+
+
+def real_transitions(
+    envs: gym.vector.VectorEnv,
+    queues: Sequence[Sequence[Any]],
+    seed: int = 0,
+    wanted: int = 12,
+    cuts: Sequence[Sequence[int]] | None = None,
+) -> list[list[RealTransition]]:
+    """Per sub-env, its first ``wanted`` real transitions, read by
+    :class:`~vecmode.transitions.TransitionReader`.
+
+    Sub-env ``i`` takes its k-th transition with ``queues[i][k % len]``, so
+    every mode runs the same episodes. ``cuts[i]``: after which of its
+    transitions (counted from 1) the caller resets sub-env ``i`` with a mask,
+    unless its episode just ended. The masked reset also resets what the mode
+    leaves to the caller.
+    """
+    n = envs.num_envs
+    reader = TransitionReader(mode_of(envs), n, envs)
+    reader.reset(*envs.reset(seed=seed))
+    taken: list[list[RealTransition]] = [[] for _ in range(n)]
+    for _ in range(10 * wanted + 10):
+        if min(len(t) for t in taken) >= wanted:
+            break
+        actions = np.array(
+            [queues[i][len(taken[i]) % len(queues[i])] for i in range(n)]
+        )
+        reading = reader.step(actions, *envs.step(actions))
+        cut = np.zeros(n, dtype=bool)
+        for t in reading.transitions():
+            i = t.sub_env
+            taken[i].append(t)
+            ended = t.terminated or t.truncated
+            cut[i] = cuts is not None and len(taken[i]) in cuts[i] and not ended
+        mask = reading.boundary.needs_reset | cut
+        if mask.any():
+            reader.reset(*envs.reset(options={"reset_mask": mask}), mask)
+    assert min(len(t) for t in taken) >= wanted, "ran out of calls"
+    return [t[:wanted] for t in taken]
 
 
 def assert_same_run(expected: list[tuple], got: list[tuple], strict_types=True):

@@ -61,7 +61,7 @@ def test_rows_carry_the_marks_as_fields(rows):
 def test_an_action_outside_the_space_is_refused():
     with pytest.raises(ValueError) as refused:
         timeline("CartPole-v1", action=2)
-    assert str(refused.value) == vecmode.timeline.timeline_action(
+    assert str(refused.value) == vecmode.timeline.action_message(
         2, gym.spaces.Discrete(2)
     )
 
@@ -171,7 +171,7 @@ def test_svg_of_nothing_is_refused():
     for empty in ({}, {"NextStep": []}):
         with pytest.raises(ValueError) as refused:
             timeline_svg(empty)
-        assert str(refused.value) == vecmode.timeline.empty_timeline()
+        assert str(refused.value) == vecmode.timeline.EMPTY
 
 
 @pytest.mark.parametrize("steps", [2, 3, 6, 20])
@@ -317,5 +317,5 @@ def test_an_action_that_does_not_fit_the_space_is_refused(env_id, action):
     with pytest.raises(vecmode.timeline.TimelineActionError) as refused:
         timeline(env_id, steps=2, action=action)
     space = gym.make(env_id).action_space
-    assert str(refused.value) == vecmode.timeline.timeline_action(action, space)
+    assert str(refused.value) == vecmode.timeline.action_message(action, space)
     assert isinstance(refused.value, ValueError)

@@ -717,7 +717,7 @@ def test_step_before_reset_is_a_clear_error_and_changes_nothing():
     collector = TransitionCollector(envs)
     with pytest.raises(ResetNeeded, match="before reset") as caught:
         collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == vecmode.transitions.collector_not_reset()
+    assert str(caught.value) == vecmode.transitions.NOT_RESET
     with pytest.raises(ResetNeeded, match="before reset"):
         collector.obs  # noqa: B018
     with pytest.raises(ResetNeeded, match="full"):
@@ -778,7 +778,7 @@ def test_a_failed_reset_inside_step_needs_a_reset():
             collector.step(np.zeros(N, dtype=np.int64))
     with pytest.raises(ResetNeeded) as caught:
         collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == vecmode.transitions.collector_call_failed("step")
+    assert str(caught.value) == vecmode.transitions.call_failed_message("step")
     # the env's error advises a masked reset: through the collector it is
     # refused, saying why (it said no full reset had been done)
     with pytest.raises(ResetNeeded) as caught:

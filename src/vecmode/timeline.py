@@ -1,13 +1,10 @@
 """What each autoreset mode returns around an episode's end, side by side.
 
-Runs one sub-env of an env in each mode with the same seed and actions, and
-labels every returned observation by its episode and step (``s3`` is step 3 of
-the first episode, ``s0'`` the first observation of the second, ``s0''`` of the
-third), the way the reference animation of the modes shows them. Labels follow the mode's
-rules (:func:`vecmode.modes.boundary`) and are checked against the values DISABLED
-mode returned; a label ending in ``!`` would mean the value differs.
-:func:`format_timeline` prints the rows as a table (``vecmode timeline``),
-:func:`timeline_svg` draws them (``vecmode timeline --svg FILE``).
+Runs one sub-env in each mode with the same seed and actions, and labels each
+returned observation by its episode and step (``s3``: step 3 of the first
+episode; ``s0'``: the first observation of the second). A label ending in ``!``
+would mean the value differs from DISABLED's. :func:`format_timeline` prints
+the rows (``vecmode timeline``), :func:`timeline_svg` draws them.
 
 >>> from vecmode.timeline import timeline
 >>> rows = timeline("CartPole-v1", steps=5, max_episode_steps=3)
@@ -33,8 +30,8 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 
 from vecmode.core import space_row
 from vecmode.make import make_vec
-from vecmode.modes import MODES, AutoresetMode, Boundary, boundary, final_observations
-from vecmode.testing._compare import same
+from vecmode.modes import MODES, AutoresetMode
+from vecmode.transitions import Reading, TransitionReader
 
 __all__ = [
     "TimelineActionError",
@@ -80,31 +77,17 @@ class TimelineRow:
     action: str = ""
 
 
-def _first(space: Space, batch: Any) -> Any:
-    """Sub-env 0's observation out of a batch of one, of samples of ``space``."""
-    return space_row(space, batch, 0)
-
-
-#: The spaces whose samples are arrays: an action of them can be one number
-#: filling every entry (``np.full``).
+#: The spaces whose samples are arrays (an action may be one number for them).
 _ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
 
 
 def _action_batch(space: Space, action: Any, seed: int) -> Any:
-    """The batch of one (``batch_space(space, 1)``'s structure) of the action
-    :func:`timeline` takes at every step; ``space`` is the single action space.
+    """The batch of one of the action :func:`timeline` takes (see there);
+    ``space``: the single action space.
 
-    ``action`` None: 1 in every entry where ``space`` holds that, else a sample
-    of ``space`` seeded with ``seed``. Raises :class:`TimelineActionError` for an
-    ``action`` that is not in ``space``.
-
-    >>> from gymnasium.spaces import Box, Discrete, Text
-    >>> _action_batch(Discrete(2), None, 0)
-    array([1])
-    >>> _action_batch(Box(-1, 1, (2,)), 0.5, 0)
-    array([[0.5, 0.5]], dtype=float32)
-    >>> _action_batch(Text(4), "ab", 0)
-    ('ab',)
+    >>> from gymnasium.spaces import Box, Text
+    >>> _action_batch(Box(-1, 1, (2,)), 0.5, 0), _action_batch(Text(4), "ab", 0)
+    (array([[0.5, 0.5]], dtype=float32), ('ab',))
     """
     value = _action_value(space, action)
     if action is None and not space.contains(value):
@@ -112,13 +95,12 @@ def _action_batch(space: Space, action: Any, seed: int) -> Any:
         sampler.seed(seed)
         value = sampler.sample()
     if not space.contains(value):
-        raise TimelineActionError(timeline_action(action, space))
+        raise TimelineActionError(action_message(action, space))
     return concatenate(space, [value], cast(Any, create_empty_array(space, 1)))
 
 
 def _plain(value: Any) -> Any:
-    """``value`` with NumPy arrays and scalars as lists and Python numbers (for
-    :func:`repr`), in dicts and tuples too."""
+    """``value`` with NumPy arrays and scalars as lists and Python numbers."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -138,13 +120,13 @@ def _action_value(space: Space, action: Any) -> Any:
     given = np.asarray(1 if action is None else action)
     integral = np.dtype(space.dtype).kind in "biu"
     if integral and given.dtype.kind not in "biu":  # 1.5 would become 1
-        raise TimelineActionError(timeline_action(action, space))
+        raise TimelineActionError(action_message(action, space))
     try:
         if given.ndim == 0:
             return np.full(space.shape, given, dtype=space.dtype)
         return np.asarray(given, dtype=space.dtype)
     except (TypeError, ValueError) as error:
-        raise TimelineActionError(timeline_action(action, space)) from error
+        raise TimelineActionError(action_message(action, space)) from error
 
 
 def timeline(
@@ -158,17 +140,15 @@ def timeline(
 ) -> dict[str, list[TimelineRow]]:
     """Per mode value, the rows of calls (reset, then ``steps`` steps).
 
-    ``max_episode_steps`` truncates episodes (default 3: the episode ends after its
-    third step, as in the reference's animation); ``None`` keeps the env's own.
-    In DISABLED mode the ended sub-env is reset with a ``reset_mask`` call, shown
-    as its own row.
+    ``max_episode_steps`` truncates episodes (default 3, as in the reference's
+    animation); None keeps the env's own. DISABLED's masked reset of an ended
+    sub-env is noted on the step's row.
 
     ``action`` is taken at every step, in every mode: a sample of the env's
-    (single) action space (a string for Text, a dict for Dict, a tuple for
-    Tuple...), or for a Box, Discrete, MultiDiscrete or MultiBinary space also a
-    number that fills every entry. ``None`` (the default): 1 in every entry where
-    the action space holds that (CartPole's "push right"), else a sample of the
-    action space seeded with ``seed``, so any action space works.
+    single action space, or for an array space (Box, Discrete, MultiDiscrete,
+    MultiBinary) a number filling every entry. None (default): 1 in every entry
+    where the space holds that (CartPole's "push right"), else a sample of the
+    space seeded with ``seed``.
 
     >>> from vecmode.timeline import timeline
     >>> rows = timeline("CartPole-v1", steps=4, action=0)
@@ -181,96 +161,111 @@ def timeline(
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps
-    # per mode: (call, result, the step's boundary or None for a reset)
-    runs: dict[str, list[tuple[str, tuple, Boundary | None]]] = {}
-    for mode in MODES:
-        envs = make_vec(
-            env_id,
-            num_envs=1,
-            vectorization_mode="sync",
-            autoreset_mode=mode,
-            **env_kwargs,
-        )
-        obs_space = envs.single_observation_space
-        try:
-            actions = _action_batch(envs.single_action_space, action, seed)
-        except TimelineActionError:
-            envs.close()
-            raise
-        # the same action in every mode, at every step
-        taken = repr(_plain(space_row(envs.single_action_space, actions, 0)))
-        calls: list[tuple[str, tuple, Boundary | None]] = [
-            ("reset", envs.reset(seed=seed), None)
-        ]
-        ended = np.zeros(1, dtype=np.bool_)
-        for _ in range(steps):
-            result = envs.step(actions)
-            b = boundary(mode, result[2], result[3], ended)
-            calls.append(("step", result, b))
-            ended = b.ended
-            if b.needs_reset.any():
-                mask = {"reset_mask": b.needs_reset}
-                calls.append(("reset(mask)", envs.reset(options=mask), None))
-                ended = np.zeros(1, dtype=np.bool_)
-        envs.close()
-        runs[mode.value] = calls
-
+    runs = {
+        mode.value: _run(env_id, mode, steps, seed, action, env_kwargs)
+        for mode in MODES
+    }
     # DISABLED sees every observation in order: the catalogue of episodes
     catalogue: list[list[Any]] = [[]]
-    for call, result, _ in runs[AutoresetMode.DISABLED.value]:
+    for call, obs, _, _ in runs[AutoresetMode.DISABLED.value]:
         if call != "step" and catalogue[-1]:
             catalogue.append([])
-        catalogue[-1].append(_first(obs_space, result[0]))
+        catalogue[-1].append(obs)
+    return {mode: _rows(calls, catalogue) for mode, calls in runs.items()}
 
-    def label(episode: int, step: int, seen: Any) -> str:
-        """``s{step}``, a prime per episode (``'4`` from the 4th), ``!`` if the value differs."""
-        name = f"s{step}" + ("'" * episode if episode <= 3 else f"'{episode}")
-        known = catalogue[episode][step] if episode < len(catalogue) else None
-        steps_known = episode < len(catalogue) and step < len(catalogue[episode])
-        return name if steps_known and same(known, seen, strict=False) else f"{name}!"
 
-    table: dict[str, list[TimelineRow]] = {}
-    for mode_value, calls in runs.items():
-        rows: list[TimelineRow] = []
-        episode, t = 0, 0
-        for call, result, bound in calls:
-            if bound is None:  # reset (all, or DISABLED's masked reset)
-                if rows:
-                    episode, t = episode + 1, 0
-                obs = label(episode, t, _first(obs_space, result[0]))
-                if not rows:
-                    rows.append(TimelineRow("reset", obs))
-                else:
-                    rows[-1] = replace(
-                        rows[-1], note=f"then {call} -> {obs}", then_reset=obs
-                    )
-                continue
-            _, rewards, terminations, truncations, infos = result
-            note = final = ""
-            if bound.real[0]:
-                t += 1
-            if bound.final_in_info[0]:
-                final = label(episode, t, cast(tuple, final_observations(infos))[1][0])
-                note = f"final_obs={final}"
-            if bound.starts[0]:
+def _run(
+    env_id: str,
+    mode: AutoresetMode,
+    steps: int,
+    seed: int,
+    action: Any,
+    env_kwargs: dict[str, Any],
+) -> list[tuple[str, Any, Reading, str]]:
+    """One sub-env's calls in ``mode``: (call, the returned observation, the
+    call's reading, the action taken)."""
+    envs = make_vec(
+        env_id, num_envs=1, vectorization_mode="sync", autoreset_mode=mode,
+        **env_kwargs,
+    )  # fmt: skip
+    try:
+        actions = _action_batch(envs.single_action_space, action, seed)
+        taken = repr(_plain(space_row(envs.single_action_space, actions, 0)))
+        reader = TransitionReader(mode, 1, envs)
+        readings = [("reset", reader.reset(*envs.reset(seed=seed)), "")]
+        for _ in range(steps):
+            reading = reader.step(actions, *envs.step(actions))
+            readings.append(("step", reading, taken))
+            mask = reading.boundary.needs_reset
+            if mask.any():
+                again = envs.reset(options={"reset_mask": mask})
+                readings.append(("reset(mask)", reader.reset(*again, mask), ""))
+        space = envs.single_observation_space
+    finally:
+        envs.close()
+    return [(c, space_row(space, r.returned, 0), r, a) for c, r, a in readings]
+
+
+def _label(catalogue: list[list[Any]], episode: int, step: int, seen: Any) -> str:
+    """``s{step}``, a prime per episode (``'4`` from the 4th), ``!`` if ``seen``
+    is not the value DISABLED returned there."""
+    name = f"s{step}" + ("'" * episode if episode <= 3 else f"'{episode}")
+    known = episode < len(catalogue) and step < len(catalogue[episode])
+    return name if known and _same(catalogue[episode][step], seen) else f"{name}!"
+
+
+def _rows(
+    calls: list[tuple[str, Any, Reading, str]], catalogue: list[list[Any]]
+) -> list[TimelineRow]:
+    """The rows of one mode's calls, labelled from the ``catalogue``."""
+    rows: list[TimelineRow] = []
+    episode, t = 0, 0
+    for call, returned, reading, taken in calls:
+        b = reading.boundary
+        if call != "step":  # reset (all, or DISABLED's masked reset)
+            if rows:
                 episode, t = episode + 1, 0
-            if not bound.real[0]:
-                note = "reset step, action ignored"
-            rows.append(
-                TimelineRow(
-                    f"step {len(rows)}",
-                    label(episode, t, _first(obs_space, result[0])),
-                    float(rewards[0]),
-                    bool(terminations[0]),
-                    bool(truncations[0]),
-                    note,
-                    reset_step=not bound.real[0],
-                    final_obs=final,
-                    action=taken,
-                )
+            obs = _label(catalogue, episode, t, returned)
+            if not rows:
+                rows.append(TimelineRow("reset", obs))
+            else:
+                note = f"then {call} -> {obs}"
+                rows[-1] = replace(rows[-1], note=note, then_reset=obs)
+            continue
+        note = final = ""
+        t += int(b.real[0])
+        if b.final_in_info[0]:
+            final = _label(catalogue, episode, t, reading.transitions()[0].next_obs)
+            note = f"final_obs={final}"
+        if b.starts[0]:
+            episode, t = episode + 1, 0
+        if not b.real[0]:
+            note = "reset step, action ignored"
+        rows.append(
+            TimelineRow(
+                f"step {len(rows)}",
+                _label(catalogue, episode, t, returned),
+                float(reading.rewards[0]),
+                bool(reading.terminations[0]),
+                bool(reading.truncations[0]),
+                note,
+                reset_step=not b.real[0],
+                final_obs=final,
+                action=taken,
             )
-        table[mode_value] = rows
-    return table
+        )
+    return rows
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two observations hold the same values (NaN equal to NaN)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(map(_same, a, b))
+    x, y = np.asarray(a), np.asarray(b)
+    nan = x.dtype.kind in "fc" and y.dtype.kind in "fc"
+    return x.shape == y.shape and bool(np.array_equal(x, y, equal_nan=nan))
 
 
 def _cell(row: TimelineRow) -> str:
@@ -341,28 +336,24 @@ def _episode(obs: str) -> int:
     return int(rest) if rest.isdigit() else 1 + rest.count("'")
 
 
-def _num(value: float) -> str:
-    return f"{value:g}"
+def _attrs(style: dict[str, str]) -> str:
+    """SVG attributes from keyword arguments (``_`` for ``-``)."""
+    return "".join(
+        f" {key.replace('_', '-')}={quoteattr(v)}" for key, v in style.items()
+    )
 
 
 def _text(x: float, y: float, text: str, size: int, fill: str, **style: str) -> str:
-    """A ``<text>``; ``style`` keys are SVG attributes with ``_`` for ``-``."""
-    attrs = "".join(
-        f" {key.replace('_', '-')}={quoteattr(v)}" for key, v in style.items()
-    )
     return (
-        f'<text x="{_num(x)}" y="{_num(y)}" font-size="{size}" fill="{fill}"{attrs}>'
+        f'<text x="{x:g}" y="{y:g}" font-size="{size}" fill="{fill}"{_attrs(style)}>'
         f"{escape(text)}</text>"
     )
 
 
 def _rect(x: float, y: float, width: float, height: float, **style: str) -> str:
-    attrs = "".join(
-        f" {key.replace('_', '-')}={quoteattr(v)}" for key, v in style.items()
-    )
     return (
-        f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(width)}" '
-        f'height="{_num(height)}"{attrs}/>'
+        f'<rect x="{x:g}" y="{y:g}" width="{width:g}" height="{height:g}"'
+        f"{_attrs(style)}/>"
     )
 
 
@@ -375,11 +366,9 @@ def _badges(x: float, row: TimelineRow) -> list[tuple[float, str]]:
     found: list[tuple[float, str]] = []
     if row.final_obs:
         found.append((x + _CELL_W / 2, f"final_obs={row.final_obs}"))
-    if row.then_reset:
-        # between this call and the next: the caller's own reset call
-        found.append(
-            ((x + (_CELL_W + _COL_W) / 2), f"reset(mask) \u2192 {row.then_reset}")
-        )
+    if row.then_reset:  # between this call and the next: the caller's reset
+        centre = x + (_CELL_W + _COL_W) / 2
+        found.append((centre, f"reset(mask) \u2192 {row.then_reset}"))
     return found
 
 
@@ -448,33 +437,10 @@ def _swatch(kind: str, x: float, y: float) -> list[str]:
     return [_rect(x, y, 27, 14, rx="7", fill=fill, stroke=ink)]
 
 
-def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
-    """The rows of :func:`timeline` as a picture: a self-contained SVG document.
-
-    One lane per mode (a ``<g>`` whose first text is the mode), one column per
-    call (a ``<g>`` per cell). A cell shows the returned observation's label
-    (filled with its episode's colour), the reward and the term / trunc flags;
-    NEXT_STEP's reset step is dashed ("action ignored"), ``info["final_obs"]``
-    and DISABLED's ``reset(mask)`` are badges under the cell, and a legend
-    explains the marks. No scripts, stylesheets, external fonts or ids (it can
-    be inlined in a page); the same table always gives the same text.
-
-    >>> from vecmode.timeline import timeline, timeline_svg
-    >>> svg = timeline_svg(timeline("CartPole-v1", steps=4), title="CartPole-v1")
-    >>> svg.startswith("<svg ") and "final_obs=s3" in svg
-    True
-    >>> "reset(mask) \u2192 s0'" in svg
-    True
-    """
-    lanes = [(mode, rows) for mode, rows in table.items() if rows]
-    if not lanes:
-        raise ValueError(empty_timeline())
-    calls = [row.call for row in max((rows for _, rows in lanes), key=len)]
-    top = _PAD + (28 if title else 0)
-    lanes_top = top + 24
-    legend_top = lanes_top + len(lanes) * _LANE_H + 8
+def _width(lanes: list[tuple[str, list[TimelineRow]]], columns: int, title: str) -> int:
+    """The picture's width: the columns, the legend, the title and the badges
+    (a badge of the last column sticks out)."""
     x0 = _PAD + _LABEL_W
-    legend_w = 40 + max(len(text) for _, text in _LEGEND) * 12 * _CHAR_W
     badges_right = max(
         (
             centre + _badge_width(text) / 2
@@ -484,14 +450,51 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
         ),
         default=0,
     )
+    legend_w = 40 + max(len(text) for _, text in _LEGEND) * 12 * _CHAR_W
     title_w = len(title) * 15 * _CHAR_W  # bold, 15 px
-    width = round(
-        max(
-            _PAD + max(_LABEL_W + len(calls) * _COL_W, legend_w, title_w),
-            badges_right,
+    content = _PAD + max(_LABEL_W + columns * _COL_W, legend_w, title_w)
+    return round(max(content, badges_right) + _PAD)
+
+
+def _lane(
+    lane: int, mode: str, rows: list[TimelineRow], y: float, width: int
+) -> list[str]:
+    """One mode's lane: its name, its caption, a rule above, its cells."""
+    parts = [_text(_PAD, y + 26, mode, 15, _INK, font_weight="bold")]
+    if mode in _CAPTIONS:
+        parts.append(_text(_PAD, y + 44, _CAPTIONS[mode], 11, _MUTED))
+    if lane:
+        parts.append(
+            f'<line x1="{_PAD}" y1="{y - 5}" x2="{width - _PAD}" y2="{y - 5}" '
+            f'stroke="{_RULE}"/>'
         )
-        + _PAD
-    )
+    for column, row in enumerate(rows):
+        parts += _svg_cell(_PAD + _LABEL_W + column * _COL_W, y, row)
+    return _group(mode, parts)
+
+
+def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
+    """The rows of :func:`timeline` as a self-contained SVG document.
+
+    One lane per mode, one column per call: a cell shows the observation's
+    label (in its episode's colour), the reward and the flags; NEXT_STEP's reset
+    step is dashed, ``info["final_obs"]`` and DISABLED's ``reset(mask)`` are
+    badges, and a legend explains the marks. No scripts, styles or ids; the
+    same table always gives the same text.
+
+    >>> from vecmode.timeline import timeline, timeline_svg
+    >>> svg = timeline_svg(timeline("CartPole-v1", steps=4), title="CartPole-v1")
+    >>> svg.startswith("<svg ") and "final_obs=s3" in svg
+    True
+    """
+    lanes = [(mode, rows) for mode, rows in table.items() if rows]
+    if not lanes:
+        raise ValueError(EMPTY)
+    calls = [row.call for row in max((rows for _, rows in lanes), key=len)]
+    top = _PAD + (28 if title else 0)
+    lanes_top = top + 24
+    legend_top = lanes_top + len(lanes) * _LANE_H + 8
+    width = _width(lanes, len(calls), title)
     height = legend_top + len(_LEGEND) * 22 + _PAD
     body = [
         f"<title>{escape(title or 'What each autoreset mode returns, call by call')}"
@@ -500,27 +503,13 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     ]
     if title:
         body.append(_text(_PAD, _PAD + 16, title, 15, _INK, font_weight="bold"))
-    body += _group(
-        "calls",
-        [
-            _text(x0 + i * _COL_W + _CELL_W / 2, top + 14, call, 12, _MUTED,
-                  text_anchor="middle")
-            for i, call in enumerate(calls)
-        ],
-    )  # fmt: skip
+    x0 = _PAD + _LABEL_W + _CELL_W / 2
+    body += _group("calls", [
+        _text(x0 + i * _COL_W, top + 14, call, 12, _MUTED, text_anchor="middle")
+        for i, call in enumerate(calls)
+    ])  # fmt: skip
     for lane, (mode, rows) in enumerate(lanes):
-        y = lanes_top + lane * _LANE_H
-        parts = [_text(_PAD, y + 26, mode, 15, _INK, font_weight="bold")]
-        if mode in _CAPTIONS:
-            parts.append(_text(_PAD, y + 44, _CAPTIONS[mode], 11, _MUTED))
-        if lane:
-            parts.append(
-                f'<line x1="{_PAD}" y1="{y - 5}" x2="{width - _PAD}" y2="{y - 5}" '
-                f'stroke="{_RULE}"/>'
-            )
-        for column, row in enumerate(rows):
-            parts += _svg_cell(x0 + column * _COL_W, y, row)
-        body += _group(mode, parts)
+        body += _lane(lane, mode, rows, lanes_top + lane * _LANE_H, width)
     legend: list[str] = []
     for item, (kind, text) in enumerate(_LEGEND):
         y = legend_top + item * 22
@@ -533,18 +522,18 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     return "\n".join([head, *(f"  {part}" for part in body), "</svg>"]) + "\n"
 
 
-# ------------------------------------------------------------------ messages
-def timeline_action(action: Any, space: Any) -> str:
+#: Why :func:`timeline_svg` refuses a table without rows.
+EMPTY = (
+    "timeline_svg needs at least one mode with rows, e.g. "
+    "timeline_svg(vecmode.timeline.timeline('CartPole-v1'))."
+)
+
+
+def action_message(action: Any, space: Any) -> str:
+    """Why ``action`` is refused, and what to give instead."""
     return (
         f"action {action!r} is not in the env's action space {space}; give one it "
         f"holds (vecmode timeline --action A, A a Python literal: a number for "
         f"Discrete or Box, 'abc' for Text, {{'key': ...}} for Dict), or leave it "
         f"out for the default (1 where the space holds it, else a sample of it)."
-    )
-
-
-def empty_timeline() -> str:
-    return (
-        "timeline_svg needs at least one mode with rows, e.g. "
-        "timeline_svg(vecmode.timeline.timeline('CartPole-v1'))."
     )

@@ -1,12 +1,12 @@
 """Real transitions out of any vector env, whatever its autoreset mode.
 
-A training loop needs, for every sub-env and step, ``(obs, action, reward,
-terminated, truncated, next_obs)`` where ``next_obs`` is the observation the
-action led to: at an episode's end, the episode's final observation (the one to
-bootstrap from when the episode was truncated). Where that is, and which steps
-are not real transitions at all, depends on the autoreset mode.
-:class:`TransitionCollector` hides the difference: the same loop gets the same
-transitions from a vector env in NEXT_STEP, SAME_STEP or DISABLED mode.
+A training loop needs, per sub-env and step, ``(obs, action, reward,
+terminated, truncated, next_obs)``, where ``next_obs`` is what the action led
+to: at an episode's end, the episode's final observation. Where that is, and
+which steps are no transition at all, depends on the mode.
+:class:`TransitionReader` reads the real transitions out of an env's calls;
+:class:`TransitionCollector` steps an env and reads them with it. The mode's
+facts come from :mod:`vecmode.modes`; nothing here branches on the mode.
 
 >>> import numpy as np, vecmode
 >>> from vecmode import TransitionCollector
@@ -20,68 +20,315 @@ transitions from a vector env in NEXT_STEP, SAME_STEP or DISABLED mode.
 NextStep  [[True, True], [True, True], [False, False], [True, True]]
 SameStep  [[True, True], [True, True], [True, True], [True, True]]
 Disabled  [[True, True], [True, True], [True, True], [True, True]]
-
-What each step means for each sub-env comes from :mod:`vecmode.modes`
-(:class:`~vecmode.modes.BoundaryTracker`); nothing here branches on the mode.
 """
 
 from __future__ import annotations
 
 import copy as _copy
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
+from gymnasium import Space
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
-from vecmode._numpy import host_array
+from vecmode._numpy import count_nonzero, host_array
 from vecmode.autoreset import gymnasium_layout
-from vecmode.core import reuses_buffers, validate_reset_mask
-from vecmode.modes import BoundaryTracker, mode_or_assumed
-from vecmode.wrappers.base import check_infos, merge_final_observations
+from vecmode.core import reuses_buffers, space_row, validate_reset_mask
+from vecmode.modes import (
+    Boundary,
+    BoundaryTracker,
+    ModeLike,
+    final_entries,
+    merge_final_observations,
+    mode_or_assumed,
+)
+from vecmode.wrappers.base import check_infos
 
-__all__ = ["Transition", "TransitionCollector"]
+__all__ = [
+    "EpisodeStart",
+    "Reading",
+    "RealTransition",
+    "Transition",
+    "TransitionCollector",
+    "TransitionReader",
+    "read_run",
+]
 
 _WHO = "vecmode.TransitionCollector"
 
+#: Why :meth:`TransitionCollector.step` cannot run before the first reset.
+NOT_RESET = (
+    "TransitionCollector.step() was called before reset(): call "
+    "collector.reset(seed=...) first, so that the collector knows the "
+    "observations the first actions are taken in."
+)
 
+
+def call_failed_message(call: str) -> str:
+    """Why the collector cannot go on after its env raised midway in ``call``."""
+    return (
+        f"the env raised during the TransitionCollector's last {call}(), after it "
+        f"had started, so what the sub-envs hold now is unknown and stepping on "
+        f"could lose or invent transitions; call collector.reset() to go on."
+    )
+
+
+# ----------------------------------------------------------------- the reader
+class RealTransition(NamedTuple):
+    """One sub-env's real transition, as :class:`TransitionReader` reads it."""
+
+    sub_env: int
+    #: The observation the action was taken in.
+    obs: Any
+    action: Any
+    reward: Any
+    terminated: bool
+    truncated: bool
+    #: What the action led to: at an episode's end, its final observation.
+    next_obs: Any
+    #: The step's infos, as the env returned them (batched).
+    infos: Any
+
+
+class EpisodeStart(NamedTuple):
+    """Sub-env ``sub_env`` started an episode; ``obs`` is its first observation."""
+
+    sub_env: int
+    obs: Any
+
+
+def _row(space: Space | None, batch: Any, i: int) -> Any:
+    """Sub-env ``i``'s entry of ``batch``, a batch of ``space`` (None: split
+    dicts by key, tuples by position, arrays by row); None for no batch."""
+    if batch is None:
+        return None
+    if space is not None:
+        return space_row(space, batch, i)
+    if isinstance(batch, dict):
+        return {key: _row(None, value, i) for key, value in batch.items()}
+    if type(batch) is tuple:
+        return tuple(_row(None, value, i) for value in batch)
+    return batch[i]
+
+
+class Reading(NamedTuple):
+    """What one call of the env meant (see :class:`TransitionReader`); the
+    call's arguments and results as given."""
+
+    reader: TransitionReader
+    #: The call's :class:`~vecmode.modes.Boundary`; its ``needs_reset``: the
+    #: sub-envs the caller must reset (DISABLED).
+    boundary: Boundary
+    #: The batch the actions were taken in (None for a reset).
+    obs: Any
+    #: The batch the call returned.
+    returned: Any
+    infos: Any
+    actions: Any = None
+    rewards: Any = None
+    terminations: Any = None
+    truncations: Any = None
+
+    def _infos(self) -> Any:
+        """The infos, checked to be Gymnasium's batched dict (or a list)."""
+        if not isinstance(self.infos, (dict, list, tuple)):
+            check_infos(self.infos, self.reader.who)
+        return self.infos
+
+    @property
+    def next_obs(self) -> Any:
+        """The returned batch with the ended episodes' final observations in
+        their rows (a new batch where there are some; needs the reader's
+        ``spaces``)."""
+        rows = self.boundary.final_in_info
+        if not count_nonzero(rows):
+            return self.returned
+        reader = self.reader
+        if reader.spaces is None:
+            raise TypeError(
+                f"{reader.who}: Reading.next_obs merges the final observations by "
+                f"the observation spaces: give the reader the env (its spaces)."
+            )
+        return merge_final_observations(
+            reader.spaces, self.returned, self._infos(), rows, reader.who
+        )
+
+    def transitions(self) -> list[RealTransition]:
+        """The real transitions of the call, in sub-env order.
+
+        Raises:
+            ValueError: an ended episode's final observation is missing.
+        """
+        b, reader = self.boundary, self.reader
+        rows, finals = b.final_in_info, None
+        if count_nonzero(rows):
+            finals = final_entries(self._infos(), rows, reader.who)
+        found = []
+        for i in np.flatnonzero(b.real).tolist():
+            if finals is not None and rows[i]:
+                next_obs = finals[i]
+            else:
+                next_obs = _row(reader.observation_space, self.returned, i)
+            found.append(
+                RealTransition(
+                    i,
+                    _row(reader.observation_space, self.obs, i),
+                    _row(reader.action_space, self.actions, i),
+                    self.rewards[i],
+                    bool(self.terminations[i]),
+                    bool(self.truncations[i]),
+                    next_obs,
+                    self.infos,
+                )
+            )
+        return found
+
+    def starts(self) -> list[EpisodeStart]:
+        """The episodes the call started, in sub-env order."""
+        return [
+            EpisodeStart(i, _row(self.reader.observation_space, self.returned, i))
+            for i in np.flatnonzero(self.boundary.starts).tolist()
+        ]
+
+
+class TransitionReader:
+    """Reads real transitions and episode starts out of a vector env's calls.
+
+    Feed it each call's result, in order: :meth:`reset` (full or masked) and
+    :meth:`step`. Each returns a :class:`Reading` of the call: its
+    ``transitions()`` (each real transition once, with the true next
+    observation) and ``starts()``. The same calls give the same transitions in
+    every mode. The reader calls nothing: in DISABLED mode, reset the sub-envs
+    of ``reading.boundary.needs_reset`` and feed that reset too.
+
+    Args:
+        mode: the env's mode (None: NEXT_STEP, Gymnasium's assumption).
+        num_envs: the number of sub-envs.
+        spaces: the env, or anything with its ``observation_space``,
+            ``single_observation_space`` and ``single_action_space``: batches
+            are split by space, and :attr:`Reading.next_obs` needs them. None:
+            dicts and tuples are split by key and position, arrays by row.
+        who: the name error messages give.
+
+    >>> import numpy as np, vecmode
+    >>> from vecmode.transitions import TransitionReader
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled",
+    ...                         max_episode_steps=2, vectorization_mode="sync")
+    >>> reader = TransitionReader(vecmode.mode_of(envs), envs.num_envs, envs)
+    >>> reading = reader.reset(*envs.reset(seed=0))
+    >>> for _ in range(3):
+    ...     actions = np.array([0, 1])
+    ...     reading = reader.step(actions, *envs.step(actions))
+    ...     print([(t.sub_env, int(t.action), t.truncated) for t in reading.transitions()])
+    ...     mask = reading.boundary.needs_reset
+    ...     if mask.any():  # the caller's reset, read too
+    ...         reading = reader.reset(*envs.reset(options={"reset_mask": mask}), mask)
+    ...         print("started", [start.sub_env for start in reading.starts()])
+    [(0, 0, False), (1, 1, False)]
+    [(0, 0, True), (1, 1, True)]
+    started [0, 1]
+    [(0, 0, False), (1, 1, False)]
+    >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        mode: ModeLike | None,
+        num_envs: int,
+        spaces: Any = None,
+        who: str = "vecmode.transitions.TransitionReader",
+    ) -> None:
+        #: The env's calls so far, as :class:`~vecmode.modes.BoundaryTracker`.
+        self.tracker = BoundaryTracker(mode, num_envs)
+        self.spaces, self.who = spaces, who
+        self.action_space: Space | None = getattr(spaces, "single_action_space", None)
+        self.observation_space: Space | None = getattr(
+            spaces, "single_observation_space", None
+        )
+        #: The batch the next actions are taken in (None before a reset).
+        self.obs: Any = None
+
+    def reset(
+        self, obs: Any, infos: Any = None, mask: np.ndarray | None = None
+    ) -> Reading:
+        """Read a ``reset`` that returned ``(obs, infos)``; ``mask``: its
+        ``options["reset_mask"]`` (None: a full reset)."""
+        b = self.tracker.reset(mask)
+        self.obs = obs
+        return Reading(self, b, None, obs, infos)
+
+    def step(
+        self,
+        actions: Any,
+        obs: Any,
+        rewards: Any,
+        terminations: Any,
+        truncations: Any,
+        infos: Any,
+    ) -> Reading:
+        """Read a ``step(actions)`` that returned the rest."""
+        before = self.obs
+        if before is None:
+            raise ResetNeeded(
+                f"{self.who}: a step was read before any reset; read the "
+                f"env's first reset() first."
+            )
+        b = self.tracker.step(terminations, truncations)
+        self.obs = obs
+        return Reading(
+            self, b, before, obs, infos, actions, rewards, terminations, truncations
+        )
+
+
+def read_run(
+    reader: TransitionReader, calls: Iterable[tuple[Any, ...]]
+) -> Iterator[Reading]:
+    """The readings of a recorded run, call by call: each call is the name of
+    a reader method and its arguments, ``("reset", obs, infos, mask)`` or
+    ``("step", actions, obs, rewards, terminations, truncations, infos)``.
+
+    >>> import numpy as np
+    >>> calls = [("reset", np.zeros((1, 2)), {}, None),
+    ...          ("step", np.array([1]), np.ones((1, 2)), np.array([0.5]),
+    ...           np.array([True]), np.array([False]), {}),
+    ...          ("step", np.array([0]), np.zeros((1, 2)), np.array([0.0]),
+    ...           np.array([False]), np.array([False]), {})]
+    >>> for reading in read_run(TransitionReader("NextStep", 1), calls):
+    ...     print([t.reward for t in reading.transitions()], len(reading.starts()))
+    [] 1
+    [np.float64(0.5)] 0
+    [] 1
+    """
+    for name, *arguments in calls:
+        if name not in ("reset", "step"):
+            raise ValueError(
+                f"a recorded call is ('reset', obs, infos, mask) or ('step', "
+                f"actions, obs, rewards, terminations, truncations, infos), not "
+                f"one named {name!r}"
+            )
+        yield getattr(reader, name)(*arguments)
+
+
+# ------------------------------------------------------------- the collector
 class Transition(NamedTuple):
     """One call of :meth:`TransitionCollector.step`: a transition per sub-env.
 
-    Every field is batched like the env's own ``step`` results: row ``i`` (or
-    ``[key][i]`` / ``[k][i]`` for Dict / Tuple observations) belongs to sub-env
-    ``i``. The arrays are never changed by later calls of the collector (over an
-    env that may reuse its buffers, the collector copies the observations: see
-    its ``copy`` argument); don't write into them yourself, they may be shared
-    with the next transition (``next_obs`` of one step is ``obs`` of the next)
-    and some are read-only.
+    Every field is batched like the env's results (row ``i`` is sub-env ``i``).
+    Later calls never change them; don't write into them (``next_obs`` of one
+    step may be ``obs`` of the next).
 
     Attributes:
-        obs: the observations the actions were taken in (the collector's
-            :attr:`~TransitionCollector.obs` before the call).
-        actions: the actions passed to :meth:`~TransitionCollector.step`, as
-            given (not copied).
-        rewards: the rewards, shape ``(num_envs,)``.
-        terminations: the episode terminated (no bootstrapping), ``(num_envs,)``.
-        truncations: the episode was cut short (bootstrap from ``next_obs``),
-            ``(num_envs,)``.
-        next_obs: the observations the actions led to. For a sub-env whose
-            episode ended at this step, its episode's final observation, in
-            every mode (SAME_STEP's ``info["final_obs"]`` entries are put in
-            their rows); the observation to act on next is the collector's
-            :attr:`~TransitionCollector.obs`.
-        valid: bool ``(num_envs,)``, True where the row is a real transition of
-            the env. False only in NEXT_STEP mode, on the step after a sub-env's
-            episode ended: the env ignored the action and reset the sub-env
-            (reward 0, flags False, ``obs`` the ended episode's final
-            observation, ``next_obs`` the new episode's first). Skip or mask
-            those rows.
-        infos: the info dict the env's ``step`` returned, unchanged, so laid out
-            as the mode lays it out (in SAME_STEP the ended episodes' last infos
-            are in ``infos["final_info"]`` and the rows of ended sub-envs hold
-            their reset infos; in DISABLED the reset infos are in
-            :attr:`~TransitionCollector.reset_infos`).
+        obs: the observations the actions were taken in.
+        actions: the actions given, as given.
+        rewards, terminations, truncations: ``(num_envs,)`` each.
+        next_obs: what the actions led to: for an episode that ended, its
+            final observation, in every mode.
+        valid: True where the row is a real transition; False only on
+            NEXT_STEP's reset step (action ignored, reward 0): skip those rows.
+        infos: the env's infos, unchanged (laid out as the mode lays them out).
     """
 
     obs: Any
@@ -106,10 +353,9 @@ def _fresh(batch: Any) -> Any:
 
 
 def _unshared(infos: Any) -> Any:
-    """``infos`` with every array (in nested dicts too) copied: what the step
-    returned, whatever a later reset does to arrays a wrapper kept (Gymnasium's
-    ``RecordEpisodeStatistics`` clears its ``info["_episode"]`` in place when
-    the sub-envs are reset)."""
+    """``infos`` with every array (in nested dicts too) copied, so that a later
+    reset cannot change them (Gymnasium's ``RecordEpisodeStatistics`` clears
+    its ``info["_episode"]`` in place)."""
     if isinstance(infos, dict):
         return {key: _unshared(value) for key, value in infos.items()}
     if type(infos) is np.ndarray:
@@ -120,33 +366,17 @@ def _unshared(infos: Any) -> Any:
 class TransitionCollector:
     """Steps a vector env and returns real transitions, the same in every mode.
 
-    Wraps any vector env that declares its autoreset mode
-    (``metadata["autoreset_mode"]``): vecmode's, Gymnasium's sync and async envs,
-    a custom one. One loop, written once, then gets from every mode the same
-    transitions for the same seeds and actions:
-
-    * :meth:`step` returns a :class:`Transition` whose ``next_obs`` is the true
-      next observation (the final one for sub-envs whose episode ended) and
-      whose ``valid`` marks NEXT_STEP's reset steps (not real transitions) False;
-    * :attr:`obs` is the observation to act on next: after a step, the returned
-      observations (NEXT_STEP: an ended sub-env's final one, whose next step is
-      its reset step; SAME_STEP: already the new episode's first); in DISABLED
-      mode the collector resets ended sub-envs itself with
-      ``reset(options={"reset_mask": mask})`` and :attr:`obs` holds their new
-      first observations (that reset's infos are in :attr:`reset_infos`).
-
-    An env that declares no mode is taken as NEXT_STEP (Gymnasium's
-    convention), with an :class:`~vecmode.UndeclaredModeWarning`; under
-    :func:`vecmode.strict` it is an :class:`~vecmode.IncompatibleModeError`.
+    :meth:`step` returns a :class:`Transition`; :attr:`obs` is what to act on
+    next. In DISABLED mode the collector resets ended sub-envs itself (that
+    reset's infos are in :attr:`reset_infos`). An env that declares no mode is
+    taken as NEXT_STEP with an :class:`~vecmode.UndeclaredModeWarning` (an
+    :class:`~vecmode.IncompatibleModeError` under :func:`vecmode.strict`).
 
     Args:
-        envs: the vector env to step (closed by :meth:`close` and by leaving a
-            ``with`` block).
+        envs: the vector env (closed by :meth:`close` and by a ``with`` block).
         copy: copy the observations the env returns, so that later calls cannot
-            change them. ``None`` (default): copy unless the env is known to
-            return fresh arrays (Gymnasium's and vecmode's envs built with
-            ``copy=True``, their default, bare or under vecmode's own wrappers;
-            ``vecmode.core.reuses_buffers``).
+            change them. None (default): unless the env is known to return
+            fresh arrays (``vecmode.core.reuses_buffers``).
 
     >>> import numpy as np, vecmode
     >>> from vecmode import TransitionCollector
@@ -169,22 +399,19 @@ class TransitionCollector:
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         #: The mode the collector steps ``envs`` in (NEXT_STEP if undeclared).
         self.mode: AutoresetMode = mode_or_assumed(envs, _WHO, None, stacklevel=1)
-        #: The wrapped vector env: ``envs``, read through
-        #: :class:`vecmode.autoreset.GymnasiumFinalObs` where its class reports
-        #: SAME_STEP's final observations its own way (ALE's ``AtariVectorEnv``).
+        #: ``envs``, read through :class:`vecmode.autoreset.GymnasiumFinalObs`
+        #: where its class reports final observations its own way (ALE's).
         self.envs = gymnasium_layout(envs)
-        #: The number of sub-envs.
         self.num_envs: int = envs.num_envs
-        #: Whether returned observations are copied (see the ``copy`` argument).
+        #: Whether returned observations are copied (see ``copy``).
         self.copy: bool = reuses_buffers(envs) if copy is None else bool(copy)
-        #: The infos of the last reset: those :meth:`reset` returned, then, after
-        #: each :meth:`step`, those of the masked reset it made (DISABLED mode,
-        #: when episodes ended), or ``{}`` when it made none.
+        #: The infos of the last reset: :meth:`reset`'s, then those of the
+        #: masked reset a :meth:`step` made (DISABLED), or ``{}``.
         self.reset_infos: dict[str, Any] = {}
-        self._boundaries = BoundaryTracker(self.mode, self.num_envs)
+        self._reader = TransitionReader(self.mode, self.num_envs, self.envs, _WHO)
         self._obs: Any = None
         #: Why :meth:`step` cannot run: not reset yet, or a call failed midway.
-        self._blocked: str = collector_not_reset()
+        self._blocked: str = NOT_RESET
 
     # ------------------------------------------------------------------ state
     @property
@@ -220,12 +447,9 @@ class TransitionCollector:
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the env; return ``(obs, infos)`` as its ``reset`` does.
 
-        ``obs`` is also :attr:`obs`, ``infos`` also :attr:`reset_infos`.
-        ``options["reset_mask"]`` resets only the masked sub-envs, which needs a
-        full reset first and an env that honours the mask (vecmode's and
-        Gymnasium's sync and async envs do; Gymnasium's vectorised CartPole resets
-        every sub-env whatever the mask). ``options`` is passed on as a copy,
-        never mutated; a wrong mask raises before anything is reset.
+        ``options["reset_mask"]`` resets only the masked sub-envs (after a full
+        reset, and over an env that honours the mask). ``options`` is passed on
+        as a copy; a wrong mask raises before anything is reset.
         """
         mask = None
         if options is not None:
@@ -235,25 +459,35 @@ class TransitionCollector:
                 mask = host_array(options["reset_mask"])
                 mask = validate_reset_mask(mask, self.num_envs)
                 if self._obs is None:
-                    failed = self._blocked != collector_not_reset()
-                    raise ResetNeeded(collector_masked_reset_first(failed))
+                    raise ResetNeeded(
+                        'TransitionCollector.reset(options={"reset_mask": mask}) '
+                        + (
+                            "cannot follow a call of the collector that failed "
+                            "midway: the collector no longer knows the other "
+                            "sub-envs' observations. Call collector.reset(seed=...) "
+                            "without a mask (the env's advice to reset the sub-envs "
+                            "with a mask is for stepping the env itself)."
+                            if self._blocked != NOT_RESET
+                            else "needs a full reset() first: until then the other "
+                            "sub-envs' observations are unknown. Call "
+                            "collector.reset(seed=...) without a mask."
+                        )
+                    )
                 options["reset_mask"] = mask
         self._obs = None
-        self._blocked = collector_call_failed("reset")
+        self._blocked = call_failed_message("reset")
         obs, infos = self.envs.reset(seed=seed, options=options)
-        self._boundaries.reset(mask)
         self._obs = _fresh(obs) if self.copy else obs
+        self._reader.reset(self._obs, infos, mask)
         self.reset_infos = infos
         return self._obs, infos
 
     def step(self, actions: Any) -> Transition:
         """Step every sub-env with ``actions``; return the :class:`Transition`.
 
-        Afterwards :attr:`obs` is what to act on next; in DISABLED mode the
-        sub-envs whose episode ended have been reset (with a fresh
-        ``{"reset_mask": mask}`` options dict). Invalid actions are the env's to
-        refuse; when it raises before stepping (as vecmode's envs do), the
-        collector is unchanged.
+        In DISABLED mode the sub-envs whose episode ended are reset afterwards
+        (with a fresh ``{"reset_mask": mask}``). When the env refuses the
+        actions before stepping, the collector is unchanged.
 
         Raises:
             gymnasium.error.ResetNeeded: before the first :meth:`reset`, or after
@@ -265,26 +499,23 @@ class TransitionCollector:
         stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
         # The env has moved on: if anything below raises, only a reset is safe.
         self._obs = None
-        self._blocked = collector_call_failed("step")
-        b = self._boundaries.step(terminations, truncations)
+        self._blocked = call_failed_message("step")
         following = _fresh(stepped) if self.copy else stepped
-        moved_to = following
+        reader = self._reader
+        read = reader.step(
+            actions, following, rewards, terminations, truncations, infos
+        )
+        b, moved_to = read.boundary, following
         reset_infos: dict[str, Any] = {}
-        if b is not self._boundaries.quiet:
-            rows = b.final_in_info
-            if np.count_nonzero(rows):
-                if not isinstance(infos, (dict, list, tuple)):
-                    check_infos(infos, _WHO)
-                moved_to = merge_final_observations(  # into the copy, if any
-                    self.envs, following, infos, rows, _WHO
-                )
+        if b is not reader.tracker.quiet:
+            moved_to = read.next_obs  # a new batch where finals were merged in
             rows = b.needs_reset
-            if np.count_nonzero(rows):
+            if count_nonzero(rows):
                 infos = _unshared(infos)  # as the step returned them
                 following, reset_infos = self.envs.reset(options={"reset_mask": rows})
-                self._boundaries.reset(rows)
                 if self.copy:
                     following = _fresh(following)
+                reader.reset(following, reset_infos, rows)
         self.reset_infos = reset_infos
         self._obs = following
         return Transition(
@@ -304,36 +535,3 @@ class TransitionCollector:
 
     def __repr__(self) -> str:
         return f"TransitionCollector({self.envs}, mode={self.mode.value})"
-
-
-# ------------------------------------------------------------------ messages
-def collector_not_reset() -> str:
-    return (
-        "TransitionCollector.step() was called before reset(): call "
-        "collector.reset(seed=...) first, so that the collector knows the "
-        "observations the first actions are taken in."
-    )
-
-
-def collector_masked_reset_first(after_failure: bool = False) -> str:
-    if after_failure:  # the env's own error may have advised a masked reset
-        return (
-            'TransitionCollector.reset(options={"reset_mask": mask}) cannot follow '
-            "a call of the collector that failed midway: the collector no longer "
-            "knows the other sub-envs' observations. Call collector.reset(seed=...) "
-            "without a mask (the env's advice to reset the sub-envs with a mask is "
-            "for stepping the env itself)."
-        )
-    return (
-        'TransitionCollector.reset(options={"reset_mask": mask}) needs a full '
-        "reset() first: until then the other sub-envs' observations are unknown. "
-        "Call collector.reset(seed=...) without a mask."
-    )
-
-
-def collector_call_failed(call: str) -> str:
-    return (
-        f"the env raised during the TransitionCollector's last {call}(), after it "
-        f"had started, so what the sub-envs hold now is unknown and stepping on "
-        f"could lose or invent transitions; call collector.reset() to go on."
-    )

@@ -165,7 +165,7 @@ def test_an_unknown_namespace_says_how_to_import_its_package(capsys):
 def test_timeline_action_outside_the_action_space_is_a_usage_error(capsys):
     code, out, err = run(["timeline", "--action", "5"], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == vecmode.timeline.timeline_action(
+    assert one_error_line(err) == vecmode.timeline.action_message(
         5, gym.spaces.Discrete(2)
     )
 
@@ -188,7 +188,7 @@ def test_timeline_takes_any_action_space(capsys):
         ["timeline", "CliTextAction-v0", "--action", "toolong"], capsys
     )
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == vecmode.timeline.timeline_action(
+    assert one_error_line(err) == vecmode.timeline.action_message(
         "toolong", gym.spaces.Text(4)
     )
 
@@ -198,7 +198,7 @@ def test_timeline_action_of_the_wrong_kind_is_a_usage_error(action, capsys):
     """--action is a Python literal: one CartPole cannot take is refused."""
     code, out, err = run(["timeline", "--action", action], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == vecmode.timeline.timeline_action(
+    assert one_error_line(err) == vecmode.timeline.action_message(
         literal(action), gym.spaces.Discrete(2)
     )
 

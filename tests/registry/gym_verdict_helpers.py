@@ -3,14 +3,11 @@
 Used by ``tests/registry/test_gymnasium_verdicts.py`` to run Gymnasium's own vector wrappers
 in each autoreset mode and compare what they return with what they should return.
 
-The driver follows each mode's rules (Gymnasium's autoreset documentation):
-
-* NEXT_STEP: the step after an episode's end is a reset step, not a transition;
-* SAME_STEP: an ended sub-env's next observation is ``info["final_obs"][i]``;
-* DISABLED: the caller resets only the ended sub-envs, with
-  ``reset(options={"reset_mask": ended})``.
-
-Sub-envs get episodes of different lengths, so DISABLED's resets really are partial.
+The driver resets, in DISABLED mode, only the ended sub-envs (with
+``reset(options={"reset_mask": ended})``); the real transitions of a run are
+read by :class:`vecmode.transitions.TransitionReader`, which follows each mode's
+rules. Sub-envs get episodes of different lengths, so DISABLED's resets really
+are partial.
 """
 
 from __future__ import annotations
@@ -33,8 +30,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from tests.helpers import ScheduledEnv, assert_same
-from vecmode.modes import Boundary, boundary
+from vecmode.modes import Boundary
 from vecmode.testing._compare import as_numpy
+from vecmode.transitions import Reading, TransitionReader, read_run
 
 NEXT_STEP = AutoresetMode.NEXT_STEP
 SAME_STEP = AutoresetMode.SAME_STEP
@@ -203,6 +201,7 @@ def run(
     ``to_env`` converts each NumPy action to what ``envs`` takes (e.g. a tensor).
     """
     calls: list[Call] = []
+    reader = TransitionReader(mode, envs.num_envs)  # says when the caller resets
 
     def record(call: Call) -> None:
         calls.append(call)
@@ -211,6 +210,7 @@ def run(
 
     obs, info = envs.reset(seed=seed)
     record(Call("reset", as_numpy(obs), as_numpy(info), raw_obs=obs))
+    reader.reset(calls[-1].obs)
     for action in actions:
         obs, rewards, terminations, truncations, info = envs.step(to_env(action))
         terms = np.asarray(as_numpy(terminations), dtype=bool)
@@ -226,11 +226,13 @@ def run(
                 raw_obs=obs,
             )
         )
-        # the caller's duty in DISABLED (vecmode's one mode module says when)
-        ended = boundary(mode, terms, truncs, np.zeros_like(terms)).needs_reset
+        step = calls[-1]
+        reading = reader.step(None, step.obs, step.rewards, terms, truncs, step.info)
+        ended = reading.boundary.needs_reset  # the caller's duty in DISABLED
         if ended.any():
             obs, info = envs.reset(options={"reset_mask": ended.copy()})
             record(Call("reset_mask", as_numpy(obs), as_numpy(info), mask=ended))
+            reader.reset(calls[-1].obs, calls[-1].info, ended)
     return calls
 
 
@@ -255,23 +257,27 @@ class Event:
     truncated: bool = False
 
 
+def readings(
+    calls: Sequence[Call], mode: AutoresetMode, n: int
+) -> Iterator[tuple[int, Call, Reading]]:
+    """Each call of a run with the reader's reading of it."""
+    recorded = (
+        ("step", None, c.obs, c.rewards, c.terminations, c.truncations, c.info)
+        if c.kind == "step"
+        else ("reset", c.obs, c.info, c.mask)
+        for c in calls
+    )
+    read = read_run(TransitionReader(mode, n), recorded)
+    yield from zip(range(len(calls)), calls, read, strict=True)
+
+
 def boundaries(
     calls: Sequence[Call], mode: AutoresetMode, n: int
 ) -> Iterator[tuple[int, Call, Boundary | None]]:
-    """Each call with what it means per sub-env (vecmode's one mode module);
-    ``None`` for resets, whose ``mask`` (all sub-envs for a full reset) starts
-    episodes."""
-    ended_before = np.zeros(n, dtype=bool)
-    for c, call in enumerate(calls):
-        if call.kind != "step":
-            reset = np.ones(n, dtype=bool) if call.mask is None else call.mask
-            ended_before &= ~reset
-            yield c, call, None
-            continue
-        assert call.terminations is not None and call.truncations is not None
-        b = boundary(mode, call.terminations, call.truncations, ended_before)
-        yield c, call, b
-        ended_before = b.ended
+    """Each call with what it means per sub-env; ``None`` for resets, whose
+    ``mask`` (all sub-envs for a full reset) starts episodes."""
+    for c, call, reading in readings(calls, mode, n):
+        yield c, call, reading.boundary if call.kind == "step" else None
 
 
 def real_events(
@@ -279,33 +285,13 @@ def real_events(
 ) -> list[list[Event]]:
     """Per sub-env (``n`` of them), its real episode starts and transitions."""
     events: list[list[Event]] = [[] for _ in range(n)]
-    for c, call, b in boundaries(calls, mode, n):
-        if b is None:
-            reset = range(n) if call.mask is None else np.flatnonzero(call.mask)
-            for i in reset:
-                events[i].append(Event("start", c, sub(call.obs, i)))
-            continue
-        assert call.rewards is not None
-        for i in range(n):
-            if b.real[i]:
-                next_obs = sub(call.obs, i)
-                if b.final_in_info[i]:
-                    assert "final_obs" in call.info, (
-                        f"call {c}: sub-env {i} ended but info has no 'final_obs'"
-                    )
-                    next_obs = call.info["final_obs"][i]
-                events[i].append(
-                    Event(
-                        "step",
-                        c,
-                        next_obs,
-                        float(call.rewards[i]),
-                        bool(call.terminations[i]),
-                        bool(call.truncations[i]),
-                    )
-                )
-            if b.starts[i]:
-                events[i].append(Event("start", c, sub(call.obs, i)))
+    for c, _, reading in readings(calls, mode, n):
+        for t in reading.transitions():
+            events[t.sub_env].append(
+                Event("step", c, t.next_obs, float(t.reward), t.terminated, t.truncated)
+            )
+        for start in reading.starts():
+            events[start.sub_env].append(Event("start", c, start.obs))
     return events
 
 

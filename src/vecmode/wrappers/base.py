@@ -10,15 +10,14 @@ sub-env comes from :class:`vecmode.modes.BoundaryTracker`.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import Env, Space
 from gymnasium.error import InvalidBound
 from gymnasium.logger import warn
-from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
+from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import (
     batch_space,
@@ -35,8 +34,9 @@ from vecmode.modes import (
     MODES,
     Boundary,
     BoundaryTracker,
+    final_entries,
     final_observations,
-    final_observations_of,
+    merge_final_observations,
     mode_of,
     with_final_observations,
 )
@@ -83,117 +83,6 @@ def check_infos(infos: Any, who: str) -> None:
             f"{type(infos).__name__}. A DictInfoToList wrapper (or similar) is "
             f"probably inside it: make DictInfoToList the outermost wrapper."
         )
-
-
-def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
-    """The final observations of a step's ``infos`` (an object array), checked to
-    hold those of ``rows`` (else a ValueError naming the sub-envs and the broken
-    contract). ``infos`` may be a list of per-sub-env dicts."""
-    found = final_observations_of(infos, len(rows))
-    # np.count_nonzero: one C call, several times faster than np.all here
-    if (
-        found is None
-        or found[1] is None
-        or count_nonzero(found[0][rows]) != count_nonzero(rows)
-    ):
-        raise ValueError(final_obs_missing(who, np.flatnonzero(rows).tolist()))
-    return found[1]
-
-
-def merge_final_observations(
-    env: VectorEnv,
-    observations: Any,
-    infos: Any,
-    rows: np.ndarray,
-    who: str = "wrapper",
-) -> Any:
-    """A copy of the batch ``observations`` whose ``rows`` hold the final
-    observations of ``infos``, batched like ``observations``: the same Dict /
-    Tuple structure, and each leaf an array of the same library, dtype and
-    device (a torch tensor stays one, as ``NumpyToTorch`` returns them; a jax
-    array, immutable, is rebuilt; a NumPy int32 leaf stays int32).
-
-    ``env`` is the env that returned them (its observation spaces are used). The
-    result is a full-size batch, so a transform written for ``num_envs`` rows
-    applies to it.
-    """
-    final = final_entries(infos, rows, who)
-    indices = np.flatnonzero(rows).tolist()
-    if type(observations) is np.ndarray and type(env.observation_space) is Box:
-        merged = observations.copy()
-        for i in indices:
-            merged[i] = final[i]
-        return merged
-    return _merged(
-        env.observation_space,
-        env.single_observation_space,
-        observations,
-        indices,
-        [final[i] for i in indices],
-    )
-
-
-#: The spaces whose batches are arrays with a row per sub-env.
-_ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
-
-
-def _merged(
-    space: Space, single: Space, batch: Any, indices: list[int], finals: list[Any]
-) -> Any:
-    """A copy of ``batch`` (an element of the batched ``space``, of ``single``
-    items) whose row ``indices[k]`` is ``finals[k]``, leaf by leaf: each leaf
-    keeps its array library, dtype and device."""
-    if isinstance(space, _ARRAY_SPACES) and hasattr(batch, "shape"):
-        return _merged_rows(batch, indices, finals)
-    if (
-        isinstance(space, Dict)
-        and isinstance(single, Dict)
-        and isinstance(batch, Mapping)
-    ):
-        return {
-            key: _merged(
-                space[key], single[key], batch[key], indices, [f[key] for f in finals]
-            )
-            for key in space.spaces
-        }
-    if (
-        isinstance(space, Tuple)
-        and isinstance(single, Tuple)
-        and type(batch) is tuple
-        and len(batch) == len(space.spaces)
-    ):
-        return tuple(
-            _merged(part, single[j], batch[j], indices, [f[j] for f in finals])
-            for j, part in enumerate(space.spaces)
-        )
-    # the other spaces' batches (Text, Graph, Sequence, OneOf: tuples of items)
-    singles = list(iterate(space, batch))
-    for i, item in zip(indices, finals, strict=True):
-        singles[i] = item
-    return concatenate(single, singles, empty_batch(single, len(singles)))
-
-
-def _merged_rows(batch: Any, indices: list[int], finals: list[Any]) -> Any:
-    """A copy of the array ``batch`` whose row ``indices[k]`` is ``finals[k]``,
-    of ``batch``'s library, dtype and device."""
-    if type(batch) is np.ndarray:  # the hot path: nothing else to ask
-        merged = batch.copy()
-    elif _is_jax_array(batch):  # immutable: a new array
-        jnp = importlib.import_module("jax.numpy")  # loaded: batch is jax's
-        values = jnp.stack([jnp.asarray(f, dtype=batch.dtype) for f in finals])
-        return batch.at[np.asarray(indices)].set(values)
-    elif callable(getattr(batch, "clone", None)):  # a torch tensor
-        merged = batch.clone()
-    else:  # another library's array
-        merged = batch.copy()
-    for i, item in zip(indices, finals, strict=True):
-        merged[i] = item
-    return merged
-
-
-def _is_jax_array(batch: Any) -> bool:
-    """Whether ``batch`` is a jax array (or tracer), without importing jax."""
-    return type(batch).__module__.partition(".")[0] in ("jax", "jaxlib")
 
 
 def empty_batch(space: Space, num_envs: int) -> Any:
@@ -622,14 +511,3 @@ class RunningStatistics:
         infos = replace_final_observations(infos, rows, normalised(merged), wrapper)
         self._update_rows(rms, obs, finals)
         return normalised(obs), infos
-
-
-# ------------------------------------------------------------------ messages
-def final_obs_missing(who: str, indices: list[int]) -> str:
-    subs = ", ".join(str(i) for i in indices)
-    return (
-        f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but info['final_obs'] / "
-        f"info['_final_obs'] does not hold their final observation. The env (or a "
-        f"wrapper under {who}) does not follow Gymnasium's SAME_STEP contract; check "
-        f"it with vecmode.check_stack(env) and declare its real mode."
-    )
