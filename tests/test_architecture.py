@@ -5,8 +5,12 @@
   ``_final_info``) in code, or compares anything with an ``AutoresetMode`` member.
   Docstrings may mention them; the CLI's and the timeline's presentation text is
   allowed by name.
-* No function in ``src/`` is more complex than cyclomatic complexity 20 (radon's
-  measure).
+* Size is a cost: ``src/`` at most 17,000 lines, no module over 700, no function
+  over 60 (docstring included), cyclomatic complexity at most 15 and radon's
+  maintainability index A or B for every module.
+* The modules stand in layers: no import (a lazy one inside a function included)
+  runs from a lower layer up to a higher one, the library never imports the test
+  kit, no private name crosses a package, and nothing installs an import hook.
 """
 
 from __future__ import annotations
@@ -21,10 +25,29 @@ KEYS = frozenset({"final_obs", "_final_obs", "final_info", "_final_info"})
 MEMBERS = frozenset({"NEXT_STEP", "SAME_STEP", "DISABLED"})
 BOUNDARY_MODULE = SRC / "modes.py"
 #: presentation text: what the CLI prints and the timeline draws
-PRESENTATION = {SRC / "cli.py", SRC / "timeline.py"}
-MAX_COMPLEXITY = 20
+PRESENTATION = ("cli", "timeline.py")
+MAX_SRC_LINES = 17_000
+MAX_MODULE_LINES = 700
+MAX_FUNCTION_LINES = 60
+MAX_COMPLEXITY = 15
+#: radon's maintainability index: A above 19, B from 10, C below
+MIN_MAINTAINABILITY = 10
 
 
+def modules() -> list[pathlib.Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = ["vecmode", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def rel(path: pathlib.Path) -> str:
+    return str(path.relative_to(SRC))
+
+
+# ------------------------------------------------------------- mode knowledge
 def mode_knowledge(source: str) -> list[str]:
     """Where ``source`` names a SAME_STEP key in code or compares with a mode."""
     tree = ast.parse(source)
@@ -67,34 +90,218 @@ def test_the_scan_sees_what_it_must():
 
 @pytest.mark.parametrize(
     "path",
-    sorted(
-        p for p in SRC.rglob("*.py") if p != BOUNDARY_MODULE and p not in PRESENTATION
-    ),
-    ids=lambda p: str(p.relative_to(SRC)),
+    [
+        p
+        for p in modules()
+        if p != BOUNDARY_MODULE and not rel(p).startswith(PRESENTATION)
+    ],
+    ids=rel,
 )
 def test_only_the_boundary_module_knows_the_modes(path):
     found = mode_knowledge(path.read_text())
     assert not found, (
-        f"{path.relative_to(SRC)} knows the modes ({'; '.join(found)}): ask "
+        f"{rel(path)} knows the modes ({'; '.join(found)}): ask "
         f"vecmode.modes (its readers, writers and predicates) instead."
+    )
+
+
+# ------------------------------------------------------------------- the size
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """The functions of ``source`` longer than ``limit`` lines, docstring included."""
+    return [
+        f"{node.name} (line {node.lineno}, {node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+def test_the_size_checks_can_fail():
+    body = "".join(f"    x = {i}\n" for i in range(3))
+    assert long_functions(f"def f():\n{body}", limit=4) == []
+    assert long_functions(f"def f():\n{body}    return x\n", limit=4) == [
+        "f (line 1, 5 lines)"
+    ]
+
+
+def test_src_is_at_most_17000_lines():
+    total = sum(len(p.read_text().splitlines()) for p in modules())
+    assert total <= MAX_SRC_LINES, f"src/vecmode is {total} lines"
+
+
+def test_no_module_is_too_long():
+    too_long = [
+        f"{rel(p)} ({n} lines)"
+        for p in modules()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not too_long, (
+        f"modules over {MAX_MODULE_LINES} lines: {', '.join(too_long)}; "
+        f"split them along their seams (one job per module)."
+    )
+
+
+def test_no_function_is_too_long():
+    too_long = [
+        f"{rel(p)}: {f}" for p in modules() for f in long_functions(p.read_text())
+    ]
+    assert not too_long, (
+        f"functions over {MAX_FUNCTION_LINES} lines: {', '.join(too_long)}; "
+        f"split them into named steps."
     )
 
 
 def test_no_function_is_too_complex():
     from radon import complexity as radon
 
-    too_complex = []
-    for path in sorted(SRC.rglob("*.py")):
-        for block in radon.cc_visit(path.read_text()):
-            if block.complexity > MAX_COMPLEXITY:
-                too_complex.append(
-                    f"{path.relative_to(SRC)}:{block.lineno} {block.name} "
-                    f"({block.complexity})"
-                )
+    too_complex = [
+        f"{rel(p)}:{block.lineno} {block.name} ({block.complexity})"
+        for p in modules()
+        for block in radon.cc_visit(p.read_text())
+        if block.complexity > MAX_COMPLEXITY
+    ]
     assert not too_complex, (
         f"cyclomatic complexity above {MAX_COMPLEXITY}: {', '.join(too_complex)}; "
         f"split it into named steps."
     )
+
+
+def test_every_module_is_maintainable():
+    from radon.metrics import mi_visit
+
+    hard = [
+        f"{rel(p)} ({index:.1f})"
+        for p in modules()
+        if (index := mi_visit(p.read_text(), True)) < MIN_MAINTAINABILITY
+    ]
+    assert not hard, (
+        f"maintainability index below {MIN_MAINTAINABILITY} (radon's C): "
+        f"{', '.join(hard)}; split the module along its seams."
+    )
+
+
+# ----------------------------------------------------------------- the imports
+def package_of(path: pathlib.Path) -> str:
+    """The package a module's relative imports start from."""
+    name = module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def imports(source: str, package: str) -> list[tuple[int, str, str | None]]:
+    """Every import in ``source``, lazy ones included: ``(line, module, name)``;
+    ``name`` is None for ``import module``."""
+    found: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found += [(node.lineno, base, alias.name) for alias in node.names]
+    return found
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reaches(source: str, me: str, package: str) -> list[str]:
+    """Private names module ``me`` takes from another module: ``from m import _x``,
+    or a private module (``vecmode._numpy``, ``gymnasium.x._y``) outside the
+    package that holds it."""
+    found = set()
+    for line, module, name in imports(source, package):
+        submodule = f"{module}.{name}".replace("vecmode", str(SRC), 1).split(".")
+        if (
+            name is not None
+            and private(name)
+            and module != me
+            and not pathlib.Path(*submodule).with_suffix(".py").exists()
+        ):
+            found.add(f"line {line}: {module}.{name}")
+            continue
+        parts = module.split(".") + ([name] if name and module == "vecmode" else [])
+        for depth, part in enumerate(parts):
+            holder = ".".join(parts[:depth])
+            if private(part) and not (me == holder or me.startswith(holder + ".")):
+                found.add(f"line {line}: {'.'.join(parts[: depth + 1])}")
+                break
+    return sorted(found)
+
+
+def test_the_import_checks_can_fail():
+    source = (
+        "from vecmode.registry import _entries\n"
+        "from vecmode.testing._compare import same\n"
+        "from vecmode._numpy import host_array\n"
+        "def f():\n"
+        "    from gymnasium.envs.registration import _find_spec\n"
+        "    from vecmode import _numpy, modes\n"
+    )
+    assert imports(source, "vecmode") == [
+        (1, "vecmode.registry", "_entries"),
+        (2, "vecmode.testing._compare", "same"),
+        (3, "vecmode._numpy", "host_array"),
+        (5, "gymnasium.envs.registration", "_find_spec"),
+        (6, "vecmode", "_numpy"),
+        (6, "vecmode", "modes"),
+    ]
+    assert private_reaches(source, "vecmode.x", "vecmode") == [
+        "line 1: vecmode.registry._entries",
+        "line 2: vecmode.testing._compare",
+        "line 5: gymnasium.envs.registration._find_spec",
+    ]
+    assert private_reaches(source, "vecmode.testing.x", "vecmode.testing") == [
+        "line 1: vecmode.registry._entries",
+        "line 5: gymnasium.envs.registration._find_spec",
+    ]
+
+
+def test_no_private_name_crosses_a_package():
+    found = [
+        f"{rel(p)} {r}"
+        for p in modules()
+        for r in private_reaches(p.read_text(), module_name(p), package_of(p))
+    ]
+    assert not found, (
+        f"private names used outside their package: {'; '.join(found)}; give "
+        f"what another module needs a public name (Gymnasium's: its public API)."
+    )
+
+
+#: The test kit, and the command line that runs it (``vecmode conform``).
+TEST_KIT_USERS = ("vecmode.testing", "vecmode.cli", "vecmode.__main__")
+
+
+def test_the_library_does_not_import_the_test_kit():
+    found = [
+        f"{rel(p)} line {line}"
+        for p in modules()
+        if not module_name(p).startswith(TEST_KIT_USERS)
+        for line, module, name in imports(p.read_text(), package_of(p))
+        if module.startswith("vecmode.testing")
+        or (module == "vecmode" and name == "testing")
+    ]
+    assert not found, f"the library imports vecmode.testing: {', '.join(found)}"
+
+
+#: Names whose use would install an import hook or patch the import system.
+IMPORT_HOOKS = frozenset(
+    {"register_post_import_hook", "when_imported", "meta_path", "path_hooks"}
+)
+
+
+def test_nothing_installs_an_import_hook():
+    found = [
+        f"{rel(p)} line {node.lineno}: {name}"
+        for p in modules()
+        for node in ast.walk(ast.parse(p.read_text()))
+        if (name := getattr(node, "attr", None) or getattr(node, "id", None))
+        in IMPORT_HOOKS
+    ]
+    assert not found, f"import hooks: {', '.join(found)}"
 
 
 # ------------------------------------------------------------- the public API
@@ -136,3 +343,49 @@ def test_a_submodule_name_at_the_top_level_says_where_it_lives():
     with pytest.raises(AttributeError) as caught:
         vecmode.no_such_name  # noqa: B018
     assert str(caught.value) == "module 'vecmode' has no attribute 'no_such_name'"
+
+
+# ------------------------------------------------------------------ the layers
+#: vecmode's modules from the ground up: a module imports only from the layers
+#: below its own (a package, such as ``vecmode.registry``, is one module here).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "_numpy", "_evidence", "_gymnasium", "frames", "sb3_subenv"),
+    ("modes", "infos"),
+    ("core", "env_classes"),
+    ("forwarding", "layout", "runner"),
+    ("registry", "sync_vector_env", "worker"),
+    ("autoreset", "wrappers", "pool", "remote"),
+    ("async_vector_env", "ray_vector_env", "replay", "transitions", "sb3"),
+    ("make", "probe"),
+    ("timeline", "testing", ""),  # "": the package's face, vecmode/__init__.py
+    ("cli",),
+    ("__main__",),
+)
+
+
+def unit(module: str) -> str:
+    """The layer unit of a module: ``vecmode.registry.stack`` -> ``registry``."""
+    return module.removeprefix("vecmode").lstrip(".").partition(".")[0]
+
+
+def test_every_module_has_a_layer():
+    placed = {name for layer in LAYERS for name in layer}
+    assert {unit(module_name(p)) for p in modules()} == placed
+
+
+def test_the_modules_stand_in_layers():
+    level = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    known = {module_name(p) for p in modules()}
+    upward = []
+    for path in modules():
+        me = unit(module_name(path))
+        for line, module, name in imports(path.read_text(), package_of(path)):
+            target = f"{module}.{name}" if f"{module}.{name}" in known else module
+            if target not in known or unit(target) == me:
+                continue
+            if level[unit(target)] >= level[me]:
+                upward.append(f"{rel(path)} line {line} imports {target}")
+    assert not upward, (
+        f"imports that do not go down a layer (tests/test_architecture.py's "
+        f"LAYERS): {'; '.join(upward)}"
+    )
