@@ -1,35 +1,25 @@
 """The boundary module: the one place that knows the autoreset modes.
 
-It parses modes (:func:`as_mode`, :func:`mode_of`), says what each call means for
-each sub-env (:class:`Boundary`, :class:`BoundaryTracker`, the mode predicates),
-and is the only writer and reader of SAME_STEP's info layout (``info["final_obs"]``,
-``info["final_info"]`` and their masks). No other module names those keys or
-branches on a mode (``tests/test_architecture.py`` keeps it so).
-
->>> from vecmode import as_mode
->>> as_mode("SameStep")
-<AutoresetMode.SAME_STEP: 'SameStep'>
->>> as_mode("next_step")
-<AutoresetMode.NEXT_STEP: 'NextStep'>
+It parses modes, says what each call means for each sub-env (:class:`Boundary`,
+:class:`BoundaryTracker`) and is the only writer and reader of SAME_STEP's info
+keys (``final_obs``, ``final_info`` and their masks).
 """
 
 from __future__ import annotations
 
 import contextvars
-import importlib
 import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from gymnasium import Space
-from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
+from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from vecmode import errors
+from vecmode._batch import with_rows
 from vecmode._numpy import count_nonzero, host_array
 
 __all__ = [
@@ -56,18 +46,17 @@ MODES: tuple[AutoresetMode, ...] = (
 
 #: The mode assumed for a vector env that declares none (Gymnasium's convention).
 ASSUMED_MODE = AutoresetMode.NEXT_STEP
-#: The mode Gymnasium's vector envs (and ``vecmode.make_vec``'s) run in by default.
+#: The mode Gymnasium's vector envs (and ``vecmode.make_vec``) run in by default.
 DEFAULT_MODE = AutoresetMode.NEXT_STEP
-#: The mode every vecmode core runs in: no autoreset policy, the caller resets.
+#: The mode of every vecmode core: the caller resets.
 CORE_MODE = AutoresetMode.DISABLED
 
-#: SAME_STEP's info keys: the final observations (a NumPy object array indexed by
+#: SAME_STEP's info keys: the final observations (an object array indexed by
 #: sub-env) and the final infos (batched like the step's info), each with a mask.
 FINAL_OBS = "final_obs"
 FINAL_INFO = "final_info"
 _FINAL_OBS_MASK = "_" + FINAL_OBS
 _FINAL_INFO_MASK = "_" + FINAL_INFO
-#: Every key of SAME_STEP's layout, masks included.
 FINAL_KEYS = (FINAL_OBS, _FINAL_OBS_MASK, FINAL_INFO, _FINAL_INFO_MASK)
 
 
@@ -83,13 +72,9 @@ _BY_SPELLING = {
 
 
 def as_mode(value: ModeLike) -> AutoresetMode:
-    """Return ``value`` as an :class:`~gymnasium.vector.AutoresetMode`.
-
-    Accepts the enum, its value (``"NextStep"``, Gymnasium's spelling) and the
-    same words written ``"next_step"``, ``"NEXT_STEP"`` or ``"next-step"``.
-
-    Raises:
-        ValueError: ``value`` is not a mode; the message lists the valid ones.
+    """Return ``value`` as an :class:`~gymnasium.vector.AutoresetMode`: the enum,
+    its value (``"NextStep"``), or those words as ``"next_step"``, ``"NEXT_STEP"``
+    or ``"next-step"``; else raise ValueError, listing the valid ones.
 
     >>> as_mode("Disabled")
     <AutoresetMode.DISABLED: 'Disabled'>
@@ -124,9 +109,8 @@ def mode_of(env: Any) -> AutoresetMode | None:
     """
     metadata = getattr(env, "metadata", None)
     if metadata is VectorEnv.metadata:
-        # the dict every VectorEnv class shares: an env wrote its mode there (ALE's
-        # AtariVectorEnv does), so it says the mode of the last such env built,
-        # not this one's; the env's own attribute says what it runs
+        # the dict all VectorEnv classes share, where ALE's AtariVectorEnv writes
+        # the mode of the last env built: the env's own attribute says its mode
         own = getattr(getattr(env, "unwrapped", env), "autoreset_mode", None)
         if own is not None:
             return as_mode(own)
@@ -136,8 +120,8 @@ def mode_of(env: Any) -> AutoresetMode | None:
 
 
 # ------------------------------------------------ an env that declares no mode
-#: The strict handles in force in this thread or task, oldest first: (handle
-#: number, enabled). The newest decides; a handle may be released in any order.
+#: The strict handles held in this thread or task, oldest first: (number,
+#: enabled). The newest decides; a handle may be released in any order.
 _strict: contextvars.ContextVar[tuple[tuple[int, bool], ...]] = contextvars.ContextVar(
     "vecmode_strict", default=()
 )
@@ -178,14 +162,10 @@ class Strict:
 
 
 def strict(enabled: bool = True) -> Strict:
-    """Treat an env that declares no mode as an error, not a warning.
-
-    By default a declared wrapper over an env without ``metadata["autoreset_mode"]``
-    warns (:class:`~vecmode.UndeclaredModeWarning`) and assumes NEXT_STEP, and
-    :func:`check_stack` counts the layer as a warning; under ``strict`` both
-    fail. A call holds for the rest of the thread or task; a ``with`` block, to
-    its end.
-    """
+    """Treat an env that declares no mode as an error, not a warning
+    (:class:`~vecmode.UndeclaredModeWarning`, NEXT_STEP assumed) in declared
+    wrappers and :func:`~vecmode.check_stack`. A call holds for the rest of the
+    thread or task; a ``with`` block, to its end."""
     return Strict(enabled)
 
 
@@ -227,21 +207,20 @@ def mode_or_assumed(
 class Boundary:
     """What one call means for each sub-env, whatever the mode.
 
-    Every field is a bool array of shape ``(num_envs,)``.
+    Every field is a bool array of shape ``(num_envs,)``:
+
+    * ``ended``: the episode ended at this call (terminated or truncated);
+    * ``starts``: the returned observation is the first of a new episode;
+    * ``real``: a real transition (False for NEXT_STEP's reset step and resets);
+    * ``final_in_info``: the ended episode's last observation and info are in
+      ``info["final_obs"]`` and ``info["final_info"]``;
+    * ``needs_reset``: ended, and the caller must reset it (DISABLED).
     """
 
-    #: The episode ended at this call (terminated or truncated).
     ended: np.ndarray
-    #: The returned observation is the first of a new episode.
     starts: np.ndarray
-    #: A real transition of the env (False for NEXT_STEP's reset step, whose
-    #: action was ignored, and for resets).
     real: np.ndarray
-    #: The ended episode's last observation / info is in ``info["final_obs"]`` /
-    #: ``info["final_info"]``, not the returned observation / info.
     final_in_info: np.ndarray
-    #: Ended, and nothing will reset it: the caller must, with
-    #: ``reset(options={"reset_mask": needs_reset})`` (DISABLED).
     needs_reset: np.ndarray
 
 
@@ -251,10 +230,8 @@ def boundary(
     truncations: np.ndarray,
     ended_before: np.ndarray,
 ) -> Boundary:
-    """The :class:`Boundary` of a ``step`` in ``mode``.
-
-    ``ended_before``: the previous step's ``ended`` (all False after a
-    ``reset``, False for the sub-envs a masked reset reset since).
+    """The :class:`Boundary` of a ``step`` in ``mode``; ``ended_before`` is the
+    previous step's ``ended`` (False after a reset of the sub-env).
 
     >>> import numpy as np
     >>> from vecmode.modes import boundary
@@ -293,8 +270,7 @@ def _one_sub_env(mode: ModeLike, ends_here: bool) -> Boundary:
 
 # The mode predicates, read off the table (so they cannot disagree with it).
 def resets_on_next_step(mode: ModeLike) -> bool:
-    """Whether the step after an episode's end resets the sub-env instead of
-    stepping it (its action ignored)."""
+    """Whether the step after an episode's end resets the sub-env instead."""
     return not _one_sub_env(mode, False).real[0]
 
 
@@ -305,27 +281,21 @@ def final_in_info(mode: ModeLike) -> bool:
 
 
 def caller_resets(mode: ModeLike) -> bool:
-    """Whether the caller resets ended sub-envs, with
-    ``reset(options={"reset_mask": mask})`` (nothing else does)."""
+    """Whether only the caller resets ended sub-envs (with a ``reset_mask``)."""
     return bool(_one_sub_env(mode, True).needs_reset[0])
 
 
 class EndedTracker:
-    """Which sub-envs' episodes ended and were not reset since.
-
-    The one record of it, shared by the core (DISABLED: such a sub-env must not
-    be stepped), the NEXT_STEP policy (its next step resets them) and
-    :class:`BoundaryTracker`.
-    """
+    """Which sub-envs' episodes ended and were not reset since: the one record
+    the cores, the NEXT_STEP policy and :class:`BoundaryTracker` share."""
 
     __slots__ = ("_none", "count", "mask")
 
     def __init__(self, num_envs: int) -> None:
         self._none = _constants(num_envs)[0]
-        #: The bool mask of those sub-envs; replaced, never written into (don't
-        #: write into it either).
+        #: Their bool mask; replaced, never written into (don't write into it).
         self.mask = self._none
-        #: How many there are (0, the common case, is a fast test).
+        #: How many there are.
         self.count = 0
 
     def update(
@@ -355,7 +325,7 @@ class EndedTracker:
         self.mask, self.count = (mask, count) if count else (self._none, 0)
 
     def adopt(self, mask: np.ndarray, count: int) -> None:
-        """The very state of another tracker that saw the same calls."""
+        """The state of another tracker that saw the same calls."""
         self.mask, self.count = mask, count
 
     def indices(self) -> list[int]:
@@ -363,19 +333,20 @@ class EndedTracker:
         return np.flatnonzero(self.mask).tolist() if self.count else []
 
 
-_CONSTANTS: dict[int, tuple[np.ndarray, np.ndarray, Boundary]] = {}
+_CONSTANTS: dict[int, tuple[np.ndarray, np.ndarray, Boundary, Boundary]] = {}
 
 
-def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary]:
-    """Read-only all-False and all-True masks of ``num_envs`` and the quiet
-    boundary, one set per size, shared by every tracker."""
+def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary, Boundary]:
+    """Read-only all-False and all-True masks of a size, its quiet boundary and
+    that of a full reset, shared by every tracker."""
     found = _CONSTANTS.get(num_envs)
     if found is None:
         false = np.zeros(num_envs, dtype=np.bool_)
         true = np.ones(num_envs, dtype=np.bool_)
         for array in (true, false):
             array.flags.writeable = False
-        found = (false, true, Boundary(false, false, true, false, false))
+        quiet = Boundary(false, false, true, false, false)
+        found = (false, true, quiet, Boundary(false, true, false, false, false))
         _CONSTANTS[num_envs] = found
     return found
 
@@ -403,6 +374,7 @@ class BoundaryTracker:
     __slots__ = (
         "_caller_resets",
         "_false",
+        "_full_reset",
         "_last",
         "_source",
         "_true",
@@ -424,15 +396,14 @@ class BoundaryTracker:
         self._caller_resets = caller_resets(self.mode)
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
-        self._false, self._true, self.quiet = _constants(num_envs)
+        self._false, self._true, self.quiet, self._full_reset = _constants(num_envs)
         #: The sub-envs whose episode ended and that were not reset since.
         self.ended = EndedTracker(num_envs)
-        if source is not None and (source.mode, source.num_envs) != (
+        shares = source is not None and (source.mode, source.num_envs) == (
             self.mode,
             num_envs,
-        ):
-            source = None  # another mode or size: nothing to share
-        self._source = source
+        )
+        self._source = source if shares else None  # the same mode and size
         #: (the latest call's two arguments, the state before, its boundary, the
         #: state after, its count)
         self._last: tuple[Any, Any, np.ndarray, Boundary, np.ndarray, int] | None = None
@@ -474,9 +445,7 @@ class BoundaryTracker:
         false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
-            return self._remember(
-                mask, None, before, Boundary(false, self._true, false, false, false)
-            )
+            return self._remember(mask, None, before, self._full_reset)
         starts = np.asarray(mask, dtype=np.bool_)
         self.ended.update(cleared=starts)
         pending = self.ended.mask if self._caller_resets else false
@@ -486,7 +455,6 @@ class BoundaryTracker:
 
     def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
         """The boundary of a ``step`` that returned these flags."""
-        # the hot path of every tracked wrapper: count_nonzero is one C call
         if self._source is not None:
             shared = self._shared(terminations, truncations)
             if shared is not None:
@@ -497,6 +465,7 @@ class BoundaryTracker:
             ended = np.logical_or(host_array(terminations), host_array(truncations))
         tracked = self.ended
         before = tracked.mask
+        # the hot path of every tracked wrapper: count_nonzero is one C call
         if not count_nonzero(ended):
             if not tracked.count:
                 b = self.quiet
@@ -534,10 +503,9 @@ def same_step_infos(
     num_envs: int,
     add_info: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]],
 ) -> dict[str, Any]:
-    """``infos`` with the final observations and infos of the sub-envs reset
-    within the step: ``finals`` holds ``(index, final obs, final info)`` in
-    sub-env order, ``add_info`` batches an info (the env's ``add_info``).
-    Exactly Gymnasium's layout; ``infos`` itself when ``finals`` is empty."""
+    """``infos`` with the final observations and infos of ``finals``, ``(index,
+    final obs, final info)`` in sub-env order, in Gymnasium's layout;
+    ``add_info`` batches an info (the env's ``add_info``)."""
     if not finals:
         return infos
     final_obs = np.full(num_envs, None, dtype=object)
@@ -574,10 +542,9 @@ def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any]:
-    """SAME_STEP's layout from a *dense* one (ALE's ``AtariVectorEnv``: a row per
-    sub-env, stale where nothing ended, no mask, no final infos): the rows of
-    the ``ended`` sub-envs, their masks and empty final infos. Infos that have
-    a ``_final_obs`` mask already are returned as they are."""
+    """SAME_STEP's layout from ALE's dense one (a ``final_obs`` row per sub-env,
+    no mask, no final infos): the rows of the ``ended`` sub-envs. Infos that
+    have a ``_final_obs`` mask are returned as they are."""
     if _FINAL_OBS_MASK in infos:
         return infos
     rest, _ = without_finals(infos)
@@ -585,16 +552,14 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
     if dense is None:
         return rest
     rows = np.flatnonzero(ended).tolist()
-    finals: list[tuple[int, Any, dict[str, Any]]] = [
-        (i, np.array(dense[i], copy=True), {}) for i in rows
-    ]
+    finals = [(i, np.array(dense[i], copy=True), {}) for i in rows]
     return same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
 
 
 def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
-    """ALE's dense layout from SAME_STEP's (for test envs): the infos without the
-    final keys and, where a sub-env ended, a copy of ``dense`` (kept between
-    calls) with the ended rows written in."""
+    """ALE's dense layout from SAME_STEP's: the infos without the final keys
+    and, where a sub-env ended, a copy of ``dense`` (kept between calls) with
+    the ended rows written in."""
     rest, _ = without_finals(infos)
     found = final_observations(infos)
     if found is None:
@@ -622,18 +587,6 @@ def final_of(info: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def _final_observations_of(infos: Any, num_envs: int) -> tuple[np.ndarray, Any] | None:
-    """:func:`final_observations` of batched infos, or of a list of one dict per
-    sub-env (``DictInfoToList``)."""
-    if isinstance(infos, (list, tuple)) and len(infos) == num_envs:
-        final_obs = np.full(num_envs, None, dtype=object)
-        mask = np.zeros(num_envs, dtype=np.bool_)
-        for i, info in enumerate(infos):
-            mask[i], final_obs[i] = final_of(info)
-        return (mask, final_obs) if mask.any() else None
-    return final_observations(infos)
-
-
 def with_final_observations(
     infos: dict[str, Any], replacements: Mapping[int, Any]
 ) -> dict[str, Any]:
@@ -653,21 +606,9 @@ def map_infos(
     final_info: Callable[[dict[str, Any]], Any],
 ) -> dict[str, Any]:
     """A new ``infos`` mapped key by key (to another array library, say): the
-    keys outside SAME_STEP's layout through ``others`` (a dict in, a dict out),
-    each final observation through ``observation``, the final infos through
-    ``final_info``; the masks as they are.
-
-    >>> import numpy as np
-    >>> infos = {"t": np.array([1, 2]), "final_obs": np.array([None, 5.0]),
-    ...          "_final_obs": np.array([False, True]), "final_info": {},
-    ...          "_final_info": np.array([False, True])}
-    >>> out = map_infos(infos, others=lambda d: {k: v * 10 for k, v in d.items()},
-    ...                 observation=lambda o: -o, final_info=dict)
-    >>> out["t"], out["final_obs"], out["_final_obs"] is infos["_final_obs"]
-    (array([10, 20]), array([None, -5.0], dtype=object), True)
-    >>> infos["final_obs"]  # untouched: a layer below may have kept it
-    array([None, 5.0], dtype=object)
-    """
+    keys outside SAME_STEP's layout through ``others`` (a dict to a dict), each
+    final observation through ``observation``, the final infos through
+    ``final_info``; the masks as they are. ``infos`` is not changed."""
     rest, finals = without_finals(infos)
     out = dict(others(rest))
     if FINAL_OBS in infos:
@@ -715,15 +656,14 @@ def final_entries_of(infos: Any, i: int) -> dict[str, Any]:
 # ------------------------------------------------- checking SAME_STEP's layout
 @dataclass(frozen=True)
 class LayoutProblem:
-    """Where a step's info breaks SAME_STEP's layout."""
+    """Where a step's info breaks SAME_STEP's layout: the info ``key`` at fault,
+    the ``sub_env`` concerned (or None), what was ``expected`` there (``"no
+    such key"``, ``"True"``...), whether the key is ``present``, and what it
+    held (``got``: its entry for ``sub_env`` where there is one)."""
 
-    #: The info key at fault.
     key: str
-    #: The sub-env concerned, where one is.
     sub_env: int | None
-    #: What should be there (``"no such key"``, ``"present"``, ``"True"``...).
     expected: str
-    #: Whether the key is there, and its value (or its entry for ``sub_env``).
     present: bool
     got: Any
 
@@ -748,7 +688,7 @@ def final_layout_problem(
         return next(
             (
                 LayoutProblem(
-                    key, _first_true(infos[key]), errors.diff_no_key(), True, infos[key]
+                    key, _first_true(infos[key]), "no such key", True, infos[key]
                 )
                 for key in keys
                 if key in infos
@@ -798,9 +738,7 @@ def _contents_problem(
         shape = f"a numpy object array of shape {expected.shape}"
         return LayoutProblem(FINAL_OBS, None, shape, True, obs)
     if not isinstance(infos[FINAL_INFO], dict):
-        return LayoutProblem(
-            FINAL_INFO, None, errors.diff_dict(), True, infos[FINAL_INFO]
-        )
+        return LayoutProblem(FINAL_INFO, None, "a dict", True, infos[FINAL_INFO])
     return None
 
 
@@ -821,7 +759,15 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
     Raises:
         ValueError: some sub-env of ``rows`` has no final observation.
     """
-    found = _final_observations_of(infos, len(rows))
+    num_envs = len(rows)
+    if isinstance(infos, (list, tuple)) and len(infos) == num_envs:
+        final_obs = np.full(num_envs, None, dtype=object)
+        mask = np.zeros(num_envs, dtype=np.bool_)
+        for i, info in enumerate(infos):
+            mask[i], final_obs[i] = final_of(info)
+        found = (mask, final_obs) if mask.any() else None
+    else:
+        found = final_observations(infos)
     # count_nonzero: one C call, several times faster than np.all here
     if (
         found is None
@@ -832,8 +778,7 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
         raise ValueError(
             f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but "
             f"info['final_obs'] / info['_final_obs'] does not hold their final "
-            f"observation. The env (or a wrapper under {who}) does not follow "
-            f"Gymnasium's SAME_STEP contract; check it with "
+            f"observation. Check the env (or a wrapper under {who}) with "
             f"vecmode.check_stack(env) and declare its real mode."
         )
     return found[1]
@@ -846,13 +791,9 @@ def merge_final_observations(
     rows: np.ndarray,
     who: str = "wrapper",
 ) -> Any:
-    """A copy of the batch ``observations`` whose ``rows`` hold the final
-    observations of ``infos`` (see :func:`final_entries`).
-
-    The copy has the batch's structure, and each leaf its array library, dtype
-    and device (a torch tensor stays one, a jax array is rebuilt). ``env``
-    returned them; its observation spaces are read. The result is a full-size
-    batch, so a transform written for ``num_envs`` rows applies to it.
+    """A copy of the batch ``observations`` (which ``env`` returned) whose
+    ``rows`` hold the final observations of ``infos`` (see
+    :func:`final_entries`). Each leaf keeps its array library, dtype and device.
     """
     final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows).tolist()
@@ -861,67 +802,10 @@ def merge_final_observations(
         for i in indices:
             merged[i] = final[i]
         return merged
-    return _merged(
+    return with_rows(
         env.observation_space,
         env.single_observation_space,
         observations,
         indices,
         [final[i] for i in indices],
     )
-
-
-#: The spaces whose batches are arrays with a row per sub-env.
-_ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
-
-
-def _merged(
-    space: Space, single: Space, batch: Any, indices: list[int], finals: list[Any]
-) -> Any:
-    """A copy of ``batch`` (of the batched ``space``) whose row ``indices[k]``
-    is ``finals[k]``, leaf by leaf."""
-    if isinstance(space, _ARRAY_SPACES) and hasattr(batch, "shape"):
-        return _merged_rows(batch, indices, finals)
-    if (
-        isinstance(space, Dict)
-        and isinstance(single, Dict)
-        and isinstance(batch, Mapping)
-    ):
-        return {
-            key: _merged(
-                space[key], single[key], batch[key], indices, [f[key] for f in finals]
-            )
-            for key in space.spaces
-        }
-    if (
-        isinstance(space, Tuple)
-        and isinstance(single, Tuple)
-        and type(batch) is tuple
-        and len(batch) == len(space.spaces)
-    ):
-        return tuple(
-            _merged(part, single[j], batch[j], indices, [f[j] for f in finals])
-            for j, part in enumerate(space.spaces)
-        )
-    # the other spaces' batches (Text, Graph, Sequence, OneOf: tuples of items)
-    singles = list(iterate(space, batch))
-    for i, item in zip(indices, finals, strict=True):
-        singles[i] = item
-    empty = cast(Any, create_empty_array(single, len(singles)))
-    return concatenate(single, singles, empty)
-
-
-def _merged_rows(batch: Any, indices: list[int], finals: list[Any]) -> Any:
-    """A copy of the array ``batch`` whose row ``indices[k]`` is ``finals[k]``."""
-    if type(batch) is np.ndarray:  # the hot path: nothing else to ask
-        merged = batch.copy()
-    elif type(batch).__module__.partition(".")[0] in ("jax", "jaxlib"):
-        jnp = importlib.import_module("jax.numpy")  # immutable: a new array
-        values = jnp.stack([jnp.asarray(f, dtype=batch.dtype) for f in finals])
-        return batch.at[np.asarray(indices)].set(values)
-    elif callable(getattr(batch, "clone", None)):  # a torch tensor
-        merged = batch.clone()
-    else:  # another library's array
-        merged = batch.copy()
-    for i, item in zip(indices, finals, strict=True):
-        merged[i] = item
-    return merged

@@ -1,30 +1,13 @@
 """Real transitions out of any vector env, whatever its autoreset mode.
 
-A training loop needs, per sub-env and step, ``(obs, action, reward,
-terminated, truncated, next_obs)``, where ``next_obs`` is what the action led
-to: at an episode's end, the episode's final observation. Where that is, and
-which steps are no transition at all, depends on the mode.
-:class:`TransitionReader` reads the real transitions out of an env's calls;
-:class:`TransitionCollector` steps an env and reads them with it. The mode's
-facts come from :mod:`vecmode.modes`; nothing here branches on the mode.
-
->>> import numpy as np, vecmode
->>> from vecmode import TransitionCollector
->>> for mode in vecmode.MODES:
-...     envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode=mode,
-...                             max_episode_steps=2, vectorization_mode="sync")
-...     with TransitionCollector(envs) as collector:
-...         _ = collector.reset(seed=0)
-...         valid = [collector.step(np.array([0, 1])).valid.tolist() for _ in range(4)]
-...     print(f"{mode.value:9}", valid)
-NextStep  [[True, True], [True, True], [False, False], [True, True]]
-SameStep  [[True, True], [True, True], [True, True], [True, True]]
-Disabled  [[True, True], [True, True], [True, True], [True, True]]
+:class:`TransitionReader` reads each call's real transitions ``(obs, action,
+reward, terminated, truncated, next_obs)``, ``next_obs`` being an ended
+episode's final observation; :class:`TransitionCollector` steps an env and reads
+them with it. The mode's facts come from :mod:`vecmode.modes`.
 """
 
 from __future__ import annotations
 
-import copy as _copy
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -34,6 +17,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
+from vecmode._batch import copied
 from vecmode._numpy import count_nonzero, host_array
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
@@ -59,37 +43,32 @@ __all__ = [
 
 _WHO = "vecmode.TransitionCollector"
 
-#: Why :meth:`TransitionCollector.step` cannot run before the first reset.
 NOT_RESET = (
     "TransitionCollector.step() was called before reset(): call "
-    "collector.reset(seed=...) first, so that the collector knows the "
-    "observations the first actions are taken in."
+    "collector.reset(seed=...) first."
 )
 
 
 def call_failed_message(call: str) -> str:
     """Why the collector cannot go on after its env raised midway in ``call``."""
     return (
-        f"the env raised during the TransitionCollector's last {call}(), after it "
-        f"had started, so what the sub-envs hold now is unknown and stepping on "
-        f"could lose or invent transitions; call collector.reset() to go on."
+        f"the env raised during the TransitionCollector's last {call}(), so what "
+        f"the sub-envs hold now is unknown: call collector.reset() to go on."
     )
 
 
 # ----------------------------------------------------------------- the reader
 class RealTransition(NamedTuple):
-    """One sub-env's real transition, as :class:`TransitionReader` reads it."""
+    """One sub-env's real transition: ``next_obs`` is what the action led to (at
+    an episode's end, its final observation), ``infos`` the step's, batched."""
 
     sub_env: int
-    #: The observation the action was taken in.
     obs: Any
     action: Any
     reward: Any
     terminated: bool
     truncated: bool
-    #: What the action led to: at an episode's end, its final observation.
     next_obs: Any
-    #: The step's infos, as the env returned them (batched).
     infos: Any
 
 
@@ -101,8 +80,8 @@ class EpisodeStart(NamedTuple):
 
 
 def _row(space: Space | None, batch: Any, i: int) -> Any:
-    """Sub-env ``i``'s entry of ``batch``, a batch of ``space`` (None: split
-    dicts by key, tuples by position, arrays by row); None for no batch."""
+    """Sub-env ``i``'s entry of a batch of ``space`` (None: dicts split by key,
+    tuples by position, arrays by row); None for no batch."""
     if batch is None:
         return None
     if space is not None:
@@ -115,16 +94,14 @@ def _row(space: Space | None, batch: Any, i: int) -> Any:
 
 
 class Reading(NamedTuple):
-    """What one call of the env meant (see :class:`TransitionReader`); the
-    call's arguments and results as given."""
+    """What one call of the env meant: its :class:`~vecmode.modes.Boundary`
+    (``needs_reset``: the sub-envs the caller must reset), the batch the actions
+    were taken in (``obs``, None for a reset), the batch it ``returned``, and
+    the call's other arguments and results as given."""
 
     reader: TransitionReader
-    #: The call's :class:`~vecmode.modes.Boundary`; its ``needs_reset``: the
-    #: sub-envs the caller must reset (DISABLED).
     boundary: Boundary
-    #: The batch the actions were taken in (None for a reset).
     obs: Any
-    #: The batch the call returned.
     returned: Any
     infos: Any
     actions: Any = None
@@ -141,8 +118,8 @@ class Reading(NamedTuple):
     @property
     def next_obs(self) -> Any:
         """The returned batch with the ended episodes' final observations in
-        their rows (a new batch where there are some; needs the reader's
-        ``spaces``)."""
+        their rows (a new batch where there are some); needs the reader's
+        ``spaces``."""
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return self.returned
@@ -162,29 +139,25 @@ class Reading(NamedTuple):
         Raises:
             ValueError: an ended episode's final observation is missing.
         """
-        b, reader = self.boundary, self.reader
+        b, space = self.boundary, self.reader.observation_space
         rows, finals = b.final_in_info, None
         if count_nonzero(rows):
-            finals = final_entries(self._infos(), rows, reader.who)
-        found = []
-        for i in np.flatnonzero(b.real).tolist():
-            if finals is not None and rows[i]:
-                next_obs = finals[i]
-            else:
-                next_obs = _row(reader.observation_space, self.returned, i)
-            found.append(
-                RealTransition(
-                    i,
-                    _row(reader.observation_space, self.obs, i),
-                    _row(reader.action_space, self.actions, i),
-                    self.rewards[i],
-                    bool(self.terminations[i]),
-                    bool(self.truncations[i]),
-                    next_obs,
-                    self.infos,
-                )
+            finals = final_entries(self._infos(), rows, self.reader.who)
+        return [
+            RealTransition(
+                i,
+                _row(space, self.obs, i),
+                _row(self.reader.action_space, self.actions, i),
+                self.rewards[i],
+                bool(self.terminations[i]),
+                bool(self.truncations[i]),
+                finals[i]
+                if finals is not None and rows[i]
+                else _row(space, self.returned, i),
+                self.infos,
             )
-        return found
+            for i in np.flatnonzero(b.real).tolist()
+        ]
 
     def starts(self) -> list[EpisodeStart]:
         """The episodes the call started, in sub-env order."""
@@ -197,40 +170,29 @@ class Reading(NamedTuple):
 class TransitionReader:
     """Reads real transitions and episode starts out of a vector env's calls.
 
-    Feed it each call's result, in order: :meth:`reset` (full or masked) and
-    :meth:`step`. Each returns a :class:`Reading` of the call: its
-    ``transitions()`` (each real transition once, with the true next
-    observation) and ``starts()``. The same calls give the same transitions in
-    every mode. The reader calls nothing: in DISABLED mode, reset the sub-envs
-    of ``reading.boundary.needs_reset`` and feed that reset too.
+    Feed it each call's result in order, :meth:`reset` (full or masked) and
+    :meth:`step`; each returns a :class:`Reading` of the call. The reader calls
+    nothing: in DISABLED mode, reset the sub-envs of
+    ``reading.boundary.needs_reset`` and feed that reset too.
 
     Args:
         mode: the env's mode (None: NEXT_STEP, Gymnasium's assumption).
         num_envs: the number of sub-envs.
-        spaces: the env, or anything with its ``observation_space``,
-            ``single_observation_space`` and ``single_action_space``: batches
-            are split by space, and :attr:`Reading.next_obs` needs them. None:
+        spaces: the env (or anything with its observation and action spaces),
+            to split batches by space; :attr:`Reading.next_obs` needs it. None:
             dicts and tuples are split by key and position, arrays by row.
         who: the name error messages give.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.transitions import TransitionReader
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="Disabled",
-    ...                         max_episode_steps=2, vectorization_mode="sync")
+    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
+    ...                         max_episode_steps=1, vectorization_mode="sync")
     >>> reader = TransitionReader(vecmode.mode_of(envs), envs.num_envs, envs)
     >>> reading = reader.reset(*envs.reset(seed=0))
-    >>> for _ in range(3):
-    ...     actions = np.array([0, 1])
-    ...     reading = reader.step(actions, *envs.step(actions))
-    ...     print([(t.sub_env, int(t.action), t.truncated) for t in reading.transitions()])
-    ...     mask = reading.boundary.needs_reset
-    ...     if mask.any():  # the caller's reset, read too
-    ...         reading = reader.reset(*envs.reset(options={"reset_mask": mask}), mask)
-    ...         print("started", [start.sub_env for start in reading.starts()])
-    [(0, 0, False), (1, 1, False)]
+    >>> actions = np.array([0, 1])
+    >>> reading = reader.step(actions, *envs.step(actions))
+    >>> [(t.sub_env, int(t.action), t.truncated) for t in reading.transitions()]
     [(0, 0, True), (1, 1, True)]
-    started [0, 1]
-    [(0, 0, False), (1, 1, False)]
     >>> envs.close()
     """
 
@@ -241,7 +203,6 @@ class TransitionReader:
         spaces: Any = None,
         who: str = "vecmode.transitions.TransitionReader",
     ) -> None:
-        #: The env's calls so far, as :class:`~vecmode.modes.BoundaryTracker`.
         self.tracker = BoundaryTracker(mode, num_envs)
         self.spaces, self.who = spaces, who
         self.action_space: Space | None = getattr(spaces, "single_action_space", None)
@@ -286,22 +247,9 @@ class TransitionReader:
 def read_run(
     reader: TransitionReader, calls: Iterable[tuple[Any, ...]]
 ) -> Iterator[Reading]:
-    """The readings of a recorded run, call by call: each call is the name of
-    a reader method and its arguments, ``("reset", obs, infos, mask)`` or
-    ``("step", actions, obs, rewards, terminations, truncations, infos)``.
-
-    >>> import numpy as np
-    >>> calls = [("reset", np.zeros((1, 2)), {}, None),
-    ...          ("step", np.array([1]), np.ones((1, 2)), np.array([0.5]),
-    ...           np.array([True]), np.array([False]), {}),
-    ...          ("step", np.array([0]), np.zeros((1, 2)), np.array([0.0]),
-    ...           np.array([False]), np.array([False]), {})]
-    >>> for reading in read_run(TransitionReader("NextStep", 1), calls):
-    ...     print([t.reward for t in reading.transitions()], len(reading.starts()))
-    [] 1
-    [np.float64(0.5)] 0
-    [] 1
-    """
+    """The readings of a recorded run, call by call: ``("reset", obs, infos,
+    mask)`` or ``("step", actions, obs, rewards, terminations, truncations,
+    infos)``."""
     for name, *arguments in calls:
         if name not in ("reset", "step"):
             raise ValueError(
@@ -316,19 +264,17 @@ def read_run(
 class Transition(NamedTuple):
     """One call of :meth:`TransitionCollector.step`: a transition per sub-env.
 
-    Every field is batched like the env's results (row ``i`` is sub-env ``i``).
-    Later calls never change them; don't write into them (``next_obs`` of one
-    step may be ``obs`` of the next).
+    Every field is batched like the env's results (row ``i`` is sub-env ``i``)
+    and never changed by later calls; don't write into them.
 
     Attributes:
         obs: the observations the actions were taken in.
-        actions: the actions given, as given.
+        actions: the actions, as given.
         rewards, terminations, truncations: ``(num_envs,)`` each.
-        next_obs: what the actions led to: for an episode that ended, its
-            final observation, in every mode.
-        valid: True where the row is a real transition; False only on
-            NEXT_STEP's reset step (action ignored, reward 0): skip those rows.
-        infos: the env's infos, unchanged (laid out as the mode lays them out).
+        next_obs: what the actions led to: at an episode's end, its final
+            observation, in every mode.
+        valid: False only on NEXT_STEP's reset step (action ignored): skip it.
+        infos: the env's infos, unchanged.
     """
 
     obs: Any
@@ -341,21 +287,9 @@ class Transition(NamedTuple):
     infos: dict[str, Any]
 
 
-def _fresh(batch: Any) -> Any:
-    """A copy of a batch of observations that shares no array with it."""
-    if type(batch) is np.ndarray:
-        return batch.copy()
-    if isinstance(batch, dict):
-        return type(batch)((key, _fresh(value)) for key, value in batch.items())
-    if type(batch) is tuple:
-        return tuple(_fresh(value) for value in batch)
-    return _copy.deepcopy(batch)
-
-
 def _unshared(infos: Any) -> Any:
-    """``infos`` with every array (in nested dicts too) copied, so that a later
-    reset cannot change them (Gymnasium's ``RecordEpisodeStatistics`` clears
-    its ``info["_episode"]`` in place)."""
+    """``infos`` with every array copied, so that a later reset cannot change
+    them (Gymnasium's ``RecordEpisodeStatistics`` clears its arrays in place)."""
     if isinstance(infos, dict):
         return {key: _unshared(value) for key, value in infos.items()}
     if type(infos) is np.ndarray:
@@ -370,7 +304,7 @@ class TransitionCollector:
     next. In DISABLED mode the collector resets ended sub-envs itself (that
     reset's infos are in :attr:`reset_infos`). An env that declares no mode is
     taken as NEXT_STEP with an :class:`~vecmode.UndeclaredModeWarning` (an
-    :class:`~vecmode.IncompatibleModeError` under :func:`vecmode.strict`).
+    error under :func:`vecmode.strict`).
 
     Args:
         envs: the vector env (closed by :meth:`close` and by a ``with`` block).
@@ -389,31 +323,25 @@ class TransitionCollector:
     (array([ True,  True]), array([ True,  True]))
     >>> np.array_equal(t.next_obs[0], t.infos["final_obs"][0])  # the final obs
     True
-    >>> np.array_equal(collector.obs, t.next_obs)  # act next on the new episodes
-    False
     >>> collector.close()
     """
 
     def __init__(self, envs: VectorEnv, *, copy: bool | None = None) -> None:
         if not isinstance(envs, VectorEnv):
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
-        #: The mode the collector steps ``envs`` in (NEXT_STEP if undeclared).
         self.mode: AutoresetMode = mode_or_assumed(envs, _WHO, None, stacklevel=1)
-        #: ``envs``, read through :class:`vecmode.autoreset.GymnasiumFinalObs`
-        #: where its class reports final observations its own way (ALE's).
+        #: ``envs``, through :class:`vecmode.autoreset.GymnasiumFinalObs` where
+        #: it reports final observations its own way (ALE's).
         self.envs = gymnasium_layout(envs)
         self.num_envs: int = envs.num_envs
-        #: Whether returned observations are copied (see ``copy``).
         self.copy: bool = reuses_buffers(envs) if copy is None else bool(copy)
-        #: The infos of the last reset: :meth:`reset`'s, then those of the
-        #: masked reset a :meth:`step` made (DISABLED), or ``{}``.
+        #: The infos of the last reset, the collector's own included (DISABLED).
         self.reset_infos: dict[str, Any] = {}
         self._reader = TransitionReader(self.mode, self.num_envs, self.envs, _WHO)
         self._obs: Any = None
         #: Why :meth:`step` cannot run: not reset yet, or a call failed midway.
         self._blocked: str = NOT_RESET
 
-    # ------------------------------------------------------------------ state
     @property
     def obs(self) -> Any:
         """The observations to act on next (batched like the env's)."""
@@ -441,15 +369,14 @@ class TransitionCollector:
         """The env's batched ``action_space``."""
         return self.envs.action_space
 
-    # ---------------------------------------------------------------- calling
     def reset(
         self, *, seed: Any = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the env; return ``(obs, infos)`` as its ``reset`` does.
 
         ``options["reset_mask"]`` resets only the masked sub-envs (after a full
-        reset, and over an env that honours the mask). ``options`` is passed on
-        as a copy; a wrong mask raises before anything is reset.
+        reset). ``options`` is passed on as a copy; a wrong mask raises before
+        anything is reset.
         """
         mask = None
         if options is not None:
@@ -459,25 +386,21 @@ class TransitionCollector:
                 mask = host_array(options["reset_mask"])
                 mask = validate_reset_mask(mask, self.num_envs)
                 if self._obs is None:
+                    why = (
+                        "cannot follow a call of the collector that failed midway"
+                        if self._blocked != NOT_RESET
+                        else "needs a full reset() first"
+                    )
                     raise ResetNeeded(
-                        'TransitionCollector.reset(options={"reset_mask": mask}) '
-                        + (
-                            "cannot follow a call of the collector that failed "
-                            "midway: the collector no longer knows the other "
-                            "sub-envs' observations. Call collector.reset(seed=...) "
-                            "without a mask (the env's advice to reset the sub-envs "
-                            "with a mask is for stepping the env itself)."
-                            if self._blocked != NOT_RESET
-                            else "needs a full reset() first: until then the other "
-                            "sub-envs' observations are unknown. Call "
-                            "collector.reset(seed=...) without a mask."
-                        )
+                        f'TransitionCollector.reset(options={{"reset_mask": mask}}) '
+                        f"{why}: the other sub-envs' observations are unknown. "
+                        f"Call collector.reset(seed=...) without a mask."
                     )
                 options["reset_mask"] = mask
         self._obs = None
         self._blocked = call_failed_message("reset")
         obs, infos = self.envs.reset(seed=seed, options=options)
-        self._obs = _fresh(obs) if self.copy else obs
+        self._obs = copied(obs) if self.copy else obs
         self._reader.reset(self._obs, infos, mask)
         self.reset_infos = infos
         return self._obs, infos
@@ -485,9 +408,9 @@ class TransitionCollector:
     def step(self, actions: Any) -> Transition:
         """Step every sub-env with ``actions``; return the :class:`Transition`.
 
-        In DISABLED mode the sub-envs whose episode ended are reset afterwards
-        (with a fresh ``{"reset_mask": mask}``). When the env refuses the
-        actions before stepping, the collector is unchanged.
+        In DISABLED mode the sub-envs whose episode ended are reset afterwards.
+        When the env refuses the actions before stepping, the collector is
+        unchanged.
 
         Raises:
             gymnasium.error.ResetNeeded: before the first :meth:`reset`, or after
@@ -497,10 +420,10 @@ class TransitionCollector:
         if obs is None:
             raise ResetNeeded(self._blocked)
         stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
-        # The env has moved on: if anything below raises, only a reset is safe.
+        # the env has moved on: if anything below raises, only a reset is safe
         self._obs = None
         self._blocked = call_failed_message("step")
-        following = _fresh(stepped) if self.copy else stepped
+        following = copied(stepped) if self.copy else stepped
         reader = self._reader
         read = reader.step(
             actions, following, rewards, terminations, truncations, infos
@@ -514,7 +437,7 @@ class TransitionCollector:
                 infos = _unshared(infos)  # as the step returned them
                 following, reset_infos = self.envs.reset(options={"reset_mask": rows})
                 if self.copy:
-                    following = _fresh(following)
+                    following = copied(following)
                 reader.reset(following, reset_infos, rows)
         self.reset_infos = reset_infos
         self._obs = following
@@ -522,7 +445,6 @@ class TransitionCollector:
             obs, actions, rewards, terminations, truncations, moved_to, b.real, infos
         )
 
-    # ---------------------------------------------------------------- closing
     def close(self) -> None:
         """Close the env."""
         self.envs.close()
