@@ -8,6 +8,7 @@ keys (``final_obs``, ``final_info`` and their masks).
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -15,12 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
-from vecmode._batch import with_rows
 from vecmode._numpy import count_nonzero, host_array
+from vecmode._rows import (
+    EndedTracker,
+    constant_masks,
+    first_true,
+    flags_say,
+    with_rows,
+)
 
 __all__ = [
     "ASSUMED_MODE", "CORE_MODE", "DEFAULT_MODE", "FINAL_INFO", "FINAL_KEYS",
@@ -231,14 +237,7 @@ def boundary(
     ended_before: np.ndarray,
 ) -> Boundary:
     """The :class:`Boundary` of a ``step`` in ``mode``; ``ended_before`` is the
-    previous step's ``ended`` (False after a reset of the sub-env).
-
-    >>> import numpy as np
-    >>> from vecmode.modes import boundary
-    >>> b = boundary("SameStep", np.array([True]), np.array([False]), np.array([False]))
-    >>> b.starts, b.real, b.final_in_info
-    (array([ True]), array([ True]), array([ True]))
-    """
+    previous step's ``ended`` (False after a reset of the sub-env)."""
     ended = np.logical_or(terminations, truncations)
     never = np.zeros_like(ended)
     return _boundary(as_mode(mode), ended, ended_before, never, ~never)
@@ -260,95 +259,29 @@ def _boundary(
     return Boundary(ended, never, always, never, ended)
 
 
-def _one_sub_env(mode: ModeLike, ends_here: bool) -> Boundary:
-    """A one-sub-env step of ``mode`` where the episode ends, or the step after."""
-    yes = np.ones(1, dtype=np.bool_)
-    if ends_here:
-        return boundary(mode, yes, ~yes, ~yes)
-    return boundary(mode, ~yes, ~yes, yes)
-
-
-# The mode predicates, read off the table (so they cannot disagree with it).
 def resets_on_next_step(mode: ModeLike) -> bool:
     """Whether the step after an episode's end resets the sub-env instead."""
-    return not _one_sub_env(mode, False).real[0]
+    return as_mode(mode) is AutoresetMode.NEXT_STEP
 
 
 def final_in_info(mode: ModeLike) -> bool:
     """Whether an ended episode's last observation and info go in
     ``info["final_obs"]`` / ``info["final_info"]``."""
-    return bool(_one_sub_env(mode, True).final_in_info[0])
+    return as_mode(mode) is AutoresetMode.SAME_STEP
 
 
 def caller_resets(mode: ModeLike) -> bool:
     """Whether only the caller resets ended sub-envs (with a ``reset_mask``)."""
-    return bool(_one_sub_env(mode, True).needs_reset[0])
+    return as_mode(mode) is AutoresetMode.DISABLED
 
 
-class EndedTracker:
-    """Which sub-envs' episodes ended and were not reset since: the one record
-    the cores, the NEXT_STEP policy and :class:`BoundaryTracker` share."""
-
-    __slots__ = ("_none", "count", "mask")
-
-    def __init__(self, num_envs: int) -> None:
-        self._none = _constants(num_envs)[0]
-        #: Their bool mask; replaced, never written into (don't write into it).
-        self.mask = self._none
-        #: How many there are.
-        self.count = 0
-
-    def update(
-        self,
-        cleared: Sequence[int] | np.ndarray | None = None,
-        ended: Sequence[int] | np.ndarray | None = None,
-    ) -> None:
-        """The sub-envs in ``cleared`` were reset, those in ``ended`` ended (and
-        were not reset in the same call); indices or bool masks."""
-        if (cleared is None or not len(cleared)) and (ended is None or not len(ended)):
-            return
-        mask = self.mask.copy()
-        if cleared is not None and len(cleared):
-            mask[cleared] = False
-        if ended is not None and len(ended):
-            mask[ended] = True
-        self.set(mask)
-
-    def clear(self) -> None:
-        """Every sub-env was reset."""
-        self.mask, self.count = self._none, 0
-
-    def set(self, mask: np.ndarray) -> None:
-        """Exactly the sub-envs in ``mask``, which is kept (don't write into it)."""
-        mask = np.asarray(mask, dtype=np.bool_)
-        count = int(count_nonzero(mask))
-        self.mask, self.count = (mask, count) if count else (self._none, 0)
-
-    def adopt(self, mask: np.ndarray, count: int) -> None:
-        """The state of another tracker that saw the same calls."""
-        self.mask, self.count = mask, count
-
-    def indices(self) -> list[int]:
-        """The indices of those sub-envs, in order."""
-        return np.flatnonzero(self.mask).tolist() if self.count else []
-
-
-_CONSTANTS: dict[int, tuple[np.ndarray, np.ndarray, Boundary, Boundary]] = {}
-
-
+@functools.cache
 def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary, Boundary]:
-    """Read-only all-False and all-True masks of a size, its quiet boundary and
-    that of a full reset, shared by every tracker."""
-    found = _CONSTANTS.get(num_envs)
-    if found is None:
-        false = np.zeros(num_envs, dtype=np.bool_)
-        true = np.ones(num_envs, dtype=np.bool_)
-        for array in (true, false):
-            array.flags.writeable = False
-        quiet = Boundary(false, false, true, false, false)
-        found = (false, true, quiet, Boundary(false, true, false, false, false))
-        _CONSTANTS[num_envs] = found
-    return found
+    """The read-only masks of a size, its quiet boundary and that of a full
+    reset, shared by every tracker."""
+    false, true = constant_masks(num_envs)
+    quiet = Boundary(false, false, true, false, false)
+    return false, true, quiet, Boundary(false, true, false, false, false)
 
 
 class BoundaryTracker:
@@ -358,17 +291,6 @@ class BoundaryTracker:
     ``step``. Don't write into the arrays it returns: they are shared.
     ``source``: the tracker of a wrapper below in the same stack; given the very
     objects the source was given for its latest call, it reuses its boundary.
-
-    >>> import numpy as np
-    >>> from vecmode.modes import BoundaryTracker
-    >>> tracker = BoundaryTracker("NextStep", num_envs=2)
-    >>> tracker.reset(None).starts
-    array([ True,  True])
-    >>> tracker.step(np.array([True, False]), np.array([False, False])).ended
-    array([ True, False])
-    >>> b = tracker.step(np.array([False, False]), np.array([False, False]))
-    >>> b.starts, b.real
-    (array([ True, False]), array([False,  True]))
     """
 
     __slots__ = (
@@ -423,9 +345,9 @@ class BoundaryTracker:
             or last[2] is not self.ended.mask
         ):
             return None
-        if second is not None and not _same_ended(last[3], first, second):
+        if second is not None and not flags_say(last[3].ended, first, second):
             return None  # a layer between wrote into the step's flags
-        self.ended.adopt(last[4], last[5])
+        self.ended.mask, self.ended.count = last[4], last[5]
         self._last = last
         return last[3]
 
@@ -466,12 +388,8 @@ class BoundaryTracker:
         tracked = self.ended
         before = tracked.mask
         # the hot path of every tracked wrapper: count_nonzero is one C call
-        if not count_nonzero(ended):
-            if not tracked.count:
-                b = self.quiet
-            else:
-                b = _boundary(self.mode, ended, before, self._false, self._true)
-                tracked.clear()
+        if not tracked.count and not count_nonzero(ended):
+            b = self.quiet
         else:
             b = _boundary(self.mode, ended, before, self._false, self._true)
             # ended here and not reset within this very call (SAME_STEP's are)
@@ -483,17 +401,6 @@ class BoundaryTracker:
             else:
                 tracked.set(ended & ~reset_within)
         return self._remember(terminations, truncations, before, b)
-
-
-def _same_ended(b: Boundary, terminations: Any, truncations: Any) -> bool:
-    """Whether a step's flags still say which episodes ended in ``b`` (a layer
-    between two trackers may have written into them)."""
-    if type(terminations) is not np.ndarray or type(truncations) is not np.ndarray:
-        terminations, truncations = host_array(terminations), host_array(truncations)
-    ended = b.ended
-    if not count_nonzero(ended):
-        return not (count_nonzero(terminations) or count_nonzero(truncations))
-    return not count_nonzero(np.logical_or(terminations, truncations) != ended)
 
 
 # ------------------------------------------------------- SAME_STEP's info layout
@@ -552,6 +459,7 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
     if dense is None:
         return rest
     rows = np.flatnonzero(ended).tolist()
+    finals: list[tuple[int, Any, dict[str, Any]]]
     finals = [(i, np.array(dense[i], copy=True), {}) for i in rows]
     return same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
 
@@ -685,16 +593,11 @@ def final_layout_problem(
     """
     keys = FINAL_KEYS if complete else (_FINAL_OBS_MASK, FINAL_OBS)
     if not expected.any():
-        return next(
-            (
-                LayoutProblem(
-                    key, _first_true(infos[key]), "no such key", True, infos[key]
-                )
-                for key in keys
-                if key in infos
-            ),
-            None,
-        )
+        for key in keys:
+            if key in infos:
+                first = first_true(infos[key])
+                return LayoutProblem(key, first, "no such key", True, infos[key])
+        return None
     masks = (_FINAL_OBS_MASK, _FINAL_INFO_MASK) if complete else (_FINAL_OBS_MASK,)
     first = int(np.argmax(expected))
     for key in keys if complete else masks:
@@ -740,15 +643,6 @@ def _contents_problem(
     if not isinstance(infos[FINAL_INFO], dict):
         return LayoutProblem(FINAL_INFO, None, "a dict", True, infos[FINAL_INFO])
     return None
-
-
-def _first_true(value: Any) -> int | None:
-    """The first True of a 1-d mask-like value, or None."""
-    try:
-        mask = np.asarray(value, dtype=np.bool_)
-    except (TypeError, ValueError):
-        return None
-    return int(np.argmax(mask)) if mask.ndim == 1 and mask.any() else None
 
 
 # ------------------------------------------- the final observations in the batch
@@ -797,11 +691,6 @@ def merge_final_observations(
     """
     final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows).tolist()
-    if type(observations) is np.ndarray and type(env.observation_space) is Box:
-        merged = observations.copy()
-        for i in indices:
-            merged[i] = final[i]
-        return merged
     return with_rows(
         env.observation_space,
         env.single_observation_space,

@@ -17,8 +17,8 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import errors
-from vecmode._batch import copied
 from vecmode._numpy import count_nonzero, host_array
+from vecmode._rows import copied
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
 from vecmode.modes import (
@@ -182,18 +182,6 @@ class TransitionReader:
             to split batches by space; :attr:`Reading.next_obs` needs it. None:
             dicts and tuples are split by key and position, arrays by row.
         who: the name error messages give.
-
-    >>> import numpy as np, vecmode
-    >>> from vecmode.transitions import TransitionReader
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
-    ...                         max_episode_steps=1, vectorization_mode="sync")
-    >>> reader = TransitionReader(vecmode.mode_of(envs), envs.num_envs, envs)
-    >>> reading = reader.reset(*envs.reset(seed=0))
-    >>> actions = np.array([0, 1])
-    >>> reading = reader.step(actions, *envs.step(actions))
-    >>> [(t.sub_env, int(t.action), t.truncated) for t in reading.transitions()]
-    [(0, 0, True), (1, 1, True)]
-    >>> envs.close()
     """
 
     def __init__(
@@ -297,6 +285,11 @@ def _unshared(infos: Any) -> Any:
     return infos
 
 
+def _env_space(name: str) -> Any:
+    """A property: the collector's env's space ``name``."""
+    return property(lambda self: getattr(self.envs, name), doc=f"The env's {name}.")
+
+
 class TransitionCollector:
     """Steps a vector env and returns real transitions, the same in every mode.
 
@@ -349,25 +342,10 @@ class TransitionCollector:
             raise ResetNeeded(self._blocked)
         return self._obs
 
-    @property
-    def single_observation_space(self) -> Any:
-        """The env's ``single_observation_space``."""
-        return self.envs.single_observation_space
-
-    @property
-    def single_action_space(self) -> Any:
-        """The env's ``single_action_space``."""
-        return self.envs.single_action_space
-
-    @property
-    def observation_space(self) -> Any:
-        """The env's batched ``observation_space``."""
-        return self.envs.observation_space
-
-    @property
-    def action_space(self) -> Any:
-        """The env's batched ``action_space``."""
-        return self.envs.action_space
+    single_observation_space = _env_space("single_observation_space")
+    single_action_space = _env_space("single_action_space")
+    observation_space = _env_space("observation_space")
+    action_space = _env_space("action_space")
 
     def reset(
         self, *, seed: Any = None, options: dict[str, Any] | None = None
