@@ -126,3 +126,47 @@ def test_the_shared_quiet_boundary_cannot_be_written_into():
         with pytest.raises(ValueError, match="read-only"):
             array[1] = not array[1]
     assert not other.quiet.ended.any() and other.quiet.real.all()
+
+
+def test_the_mode_predicates_agree_with_the_boundary_table():
+    from vecmode.modes import (
+        boundary,
+        caller_resets,
+        final_in_info,
+        resets_on_next_step,
+    )
+
+    yes, no = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
+    for mode in AutoresetMode:
+        ends = boundary(mode, yes, no, no)  # the step where the episode ends
+        after = boundary(mode, no, no, yes)  # the step after it
+        for spelling in (mode, mode.value, mode.name.lower()):
+            assert resets_on_next_step(spelling) is (not after.real[0]), mode
+            assert final_in_info(spelling) is bool(ends.final_in_info[0]), mode
+            assert caller_resets(spelling) is bool(ends.needs_reset[0]), mode
+
+
+def test_map_infos_maps_each_part_and_leaves_the_infos_as_they_were():
+    from vecmode.modes import map_infos
+
+    infos = {
+        "t": np.array([1, 2]),
+        "final_obs": np.array([None, 5.0]),
+        "_final_obs": np.array([False, True]),
+        "final_info": {},
+        "_final_info": np.array([False, True]),
+    }
+    out = map_infos(
+        infos,
+        others=lambda d: {k: v * 10 for k, v in d.items()},
+        observation=lambda o: -o,
+        final_info=lambda finals: {"mapped": finals},
+    )
+    assert out["t"].tolist() == [10, 20]
+    assert out["final_obs"].tolist() == [None, -5.0]
+    assert out["final_obs"].dtype == object
+    assert out["final_info"] == {"mapped": {}}
+    assert out["_final_obs"] is infos["_final_obs"]
+    assert out["_final_info"] is infos["_final_info"]
+    # untouched: a layer below may have kept them
+    assert infos["final_obs"].tolist() == [None, 5.0] and infos["t"].tolist() == [1, 2]

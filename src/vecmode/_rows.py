@@ -37,7 +37,6 @@ class EndedTracker:
         self._none = constant_masks(num_envs)[0]
         #: Their bool mask; replaced, never written into (don't write into it).
         self.mask = self._none
-        #: How many there are.
         self.count = 0
 
     def update(

@@ -319,15 +319,13 @@ class BoundaryTracker:
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
         self._false, self._true, self.quiet, self._full_reset = _constants(num_envs)
-        #: The sub-envs whose episode ended and that were not reset since.
         self.ended = EndedTracker(num_envs)
         shares = source is not None and (source.mode, source.num_envs) == (
             self.mode,
             num_envs,
         )
         self._source = source if shares else None  # the same mode and size
-        #: (the latest call's two arguments, the state before, its boundary, the
-        #: state after, its count)
+        #: (the latest call's arguments, state before, boundary, state after)
         self._last: tuple[Any, Any, np.ndarray, Boundary, np.ndarray, int] | None = None
 
     @property
@@ -662,7 +660,6 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
         found = (mask, final_obs) if mask.any() else None
     else:
         found = final_observations(infos)
-    # count_nonzero: one C call, several times faster than np.all here
     if (
         found is None
         or found[1] is None
