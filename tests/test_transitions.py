@@ -1,209 +1,40 @@
 """TransitionCollector: the same real transitions from every autoreset mode.
 
-The ground truth is the env itself: every ScheduledEnv observation says which
-sub-env, episode and step it is ([index, episode, step]), and its reward is
-``action + 0.5 * step + 0.01 * index``. So each sub-env's valid transitions are
-known in advance from its episode lengths and its action queue (advanced only on
-valid transitions): consecutive steps of consecutive episodes, nothing lost,
-nothing twice. Every run is checked against that, in every mode, and the runs of
-the three modes against each other (values, dtypes and order).
-
-Transitions are read only after the whole run, and compared with copies taken
-when they were returned, so a buffer that a later call overwrites shows up.
+Every run is checked against its schedule (``tests.transition_runs``), in every
+mode, and the runs of the three modes against each other (values, dtypes and
+order).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import re
-import subprocess
-import sys
-import warnings
 from copy import deepcopy
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.error import ResetNeeded
 from hypothesis import given
 from hypothesis import strategies as st
 
 import vecmode
-import vecmode.transitions
 from tests.helpers import array_layout, assert_same
-from tests.registry.gym_verdict_helpers import sub
+from tests.transition_runs import (
+    BASES,
+    LENGTHS,
+    TRUNCATE,
+    N,
+    Run,
+    assert_ground_truth,
+    make_envs,
+    queues_for,
+    run_all_modes,
+)
 from tests.wrappers.cases import FRESH
 from vecmode.modes import MODES, AutoresetMode
-from vecmode.testing.envs import DenseFinalObsVectorEnv, decode, scheduled_env_fns
-from vecmode.transitions import Transition, TransitionCollector
-from vecmode.wrappers import DictInfoToList
-
-#: Sub-env i's episode lengths and how they end: ends on different calls, both
-#: flags, one-step episodes (an end right after a reset).
-LENGTHS = ((2, 3), (1, 4), (3,), (2, 1, 2))
-TRUNCATE = ((True, False), (False,), (False, True), (True,))
-N = len(LENGTHS)
-WANTED = 8
-
-BASES = ("vecmode", "vecmode-async", "gymnasium", "gymnasium-async")
-
-
-def make_envs(
-    base: str,
-    mode: AutoresetMode,
-    lengths: Any = LENGTHS,
-    truncate: Any = TRUNCATE,
-    obs_type: str = "box",
-    copy: bool = True,
-) -> gym.vector.VectorEnv:
-    fns = scheduled_env_fns(len(lengths), lengths, truncate, obs_type)
-    if base == "vecmode":
-        return vecmode.with_autoreset(vecmode.SyncVectorEnv(fns, copy=copy), mode)
-    if base == "vecmode-async":
-        core = vecmode.AsyncVectorEnv(fns, copy=copy, context="fork")
-        return vecmode.with_autoreset(core, mode)
-    if base == "gymnasium":
-        return gym.vector.SyncVectorEnv(fns, copy=copy, autoreset_mode=mode)
-    if base == "gymnasium-async":
-        return gym.vector.AsyncVectorEnv(
-            fns, copy=copy, autoreset_mode=mode, context="fork"
-        )
-    if base == "dense":  # SAME_STEP's final observations as ALE reports them
-        return DenseFinalObsVectorEnv(fns, copy=copy, autoreset_mode=mode)
-    if base == "vecmode+DictInfoToList":
-        return DictInfoToList(
-            vecmode.with_autoreset(vecmode.SyncVectorEnv(fns, copy=copy), mode)
-        )
-    raise ValueError(base)
-
-
-def queues_for(n: int, seed: int = 0) -> list[list[int]]:
-    rng = np.random.default_rng(seed)
-    return [rng.integers(0, 3, size=5).tolist() for _ in range(n)]
-
-
-class Run:
-    """Drive a collector with per-sub-env action queues, advanced on valid rows."""
-
-    def __init__(self, collector, queues, wanted=WANTED, seed=0):
-        n = collector.num_envs
-        self.collector = collector
-        taken = [0] * n
-        obs, _ = collector.reset(seed=seed)
-        assert collector.obs is obs
-        self.kept: list[tuple[Transition, Transition, Any]] = []
-        for _ in range(3 * wanted + 3):
-            if min(taken) >= wanted:
-                break
-            actions = np.array([queues[i][taken[i] % len(queues[i])] for i in range(n)])
-            acted_on = collector.obs
-            t = collector.step(actions)
-            assert isinstance(t, Transition)
-            assert t.obs is acted_on, "obs is not what the collector said to act on"
-            assert t.actions is actions
-            self.kept.append((t, deepcopy(t), deepcopy(collector.obs)))
-            for i in np.flatnonzero(t.valid):
-                taken[i] += 1
-        assert min(taken) >= wanted, "ran out of calls"
-        self.n, self.wanted, self.mode = n, wanted, collector.mode
-
-    def assert_unchanged(self) -> None:
-        """Nothing returned earlier was changed by a later call."""
-        for k, (t, snapshot, _) in enumerate(self.kept):
-            assert_same(tuple(snapshot), tuple(t), f"transition {k}")
-        for k in range(len(self.kept) - 1):
-            following = self.kept[k + 1][0].obs
-            assert_same(self.kept[k][2], following, f"collector.obs after step {k}")
-
-    def valid(self) -> list[list[tuple]]:
-        """Per sub-env, its first ``wanted`` valid transitions, in order."""
-        out: list[list[tuple]] = [[] for _ in range(self.n)]
-        for t, _, _ in self.kept:
-            for i in np.flatnonzero(t.valid):
-                if len(out[i]) < self.wanted:
-                    out[i].append(
-                        (
-                            sub(t.obs, i),
-                            t.actions[i],
-                            t.rewards[i],
-                            t.terminations[i],
-                            t.truncations[i],
-                            sub(t.next_obs, i),
-                        )
-                    )
-        return out
-
-
-def expected(lengths, truncate, queues, wanted, i):
-    """Sub-env ``i``'s first ``wanted`` real transitions, from its schedule:
-    ``((i, episode, step), action, reward, terminated, truncated, next)``."""
-    out, k, step = [], 0, 0
-    for n in range(wanted):
-        action = queues[i][n % len(queues[i])]
-        after = step + 1
-        ended = after >= lengths[i][k % len(lengths[i])]
-        cut = ended and truncate[i][k % len(truncate[i])]
-        reward = float(action) + 0.5 * after + 0.01 * i
-        out.append(
-            ((i, k, step), action, reward, ended and not cut, cut, (i, k, after))
-        )
-        k, step = (k + 1, 0) if ended else (k, after)
-    return out
-
-
-def assert_ground_truth(run, lengths, truncate, queues, obs_type="box"):
-    """The valid transitions are exactly the schedule's; the only invalid rows
-    are NEXT_STEP's reset steps, right after an end, from the ended episode's
-    final observation to the next one's first, reward 0 and flags False."""
-    mod = 10 if obs_type == "discrete" else None  # the code keeps episode % 10
-
-    def norm(where):
-        return where if mod is None else (where[0], where[1] % mod, where[2])
-
-    for i, rows in enumerate(run.valid()):
-        want = [
-            (norm(o), a, r, te, tr, norm(x))
-            for o, a, r, te, tr, x in expected(lengths, truncate, queues, run.wanted, i)
-        ]
-        got = [
-            (decode(o), int(a), float(r), bool(te), bool(tr), decode(x))
-            for o, a, r, te, tr, x in rows
-        ]
-        assert got == want, f"sub-env {i}:\n got {got}\nwant {want}"
-        ended_before, n = False, 0  # n: valid rows so far
-        for k, (t, _, _) in enumerate(run.kept):
-            if n >= run.wanted:
-                break
-            reset_step = ended_before and run.mode is AutoresetMode.NEXT_STEP
-            assert bool(t.valid[i]) is not reset_step, f"call {k}, sub-env {i}"
-            if reset_step:
-                assert decode(sub(t.obs, i)) == want[n - 1][5], f"call {k}"
-                assert decode(sub(t.next_obs, i)) == want[n][0], f"call {k}"
-                flags = (t.rewards[i], t.terminations[i], t.truncations[i])
-                assert flags == (0, False, False), f"call {k}"
-                ended_before = False
-            else:
-                n += 1
-                ended_before = bool(t.terminations[i] or t.truncations[i])
-
-
-def run_all_modes(base, obs_type="box", copy=True, lengths=LENGTHS, truncate=TRUNCATE):
-    queues = queues_for(len(lengths))
-    runs = {}
-    for mode in MODES:
-        envs = make_envs(base, mode, lengths, truncate, obs_type, copy)
-        with TransitionCollector(envs) as collector:
-            assert collector.mode is mode
-            run = Run(collector, queues)
-        run.assert_unchanged()
-        assert_ground_truth(run, lengths, truncate, queues, obs_type)
-        runs[mode] = run
-    reference = runs[AutoresetMode.DISABLED].valid()
-    for mode, run in runs.items():
-        assert_same(reference, run.valid(), f"{base} {obs_type} {mode.value}")
-    return runs
+from vecmode.testing.envs import scheduled_env_fns
+from vecmode.transitions import TransitionCollector
 
 
 # ------------------------------------------------------------ mode equivalence
@@ -553,137 +384,6 @@ def test_cartpole_same_transitions_in_every_mode():
         assert_same(results[AutoresetMode.DISABLED], results[mode], mode.value)
 
 
-# ------------------------------------------------------------- DISABLED resets
-class RecordResets(gym.vector.VectorWrapper):
-    """Records the options of every reset, and can make the next masked one fail."""
-
-    def __init__(self, env):
-        super().__init__(env)
-        self.options: list[Any] = []  # copies: Gymnasium pops from them
-        self.given: list[Any] = []  # the dicts themselves
-        self.fail_masked = False
-
-    def reset(self, *, seed=None, options=None):
-        self.options.append(None if options is None else dict(options))
-        self.given.append(options)
-        if self.fail_masked and options and "reset_mask" in options:
-            raise RuntimeError("reset failed")
-        return self.env.reset(seed=seed, options=options)
-
-
-@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
-def test_disabled_resets_ended_sub_envs_with_a_fresh_mask(base):
-    envs = RecordResets(make_envs(base, AutoresetMode.DISABLED))
-    collector = TransitionCollector(envs)
-    _, infos = collector.reset(seed=0)
-    assert collector.reset_infos is infos
-    assert list(infos["episode"]) == [0] * N
-    resets = 0
-    for _ in range(10):
-        t = collector.step(np.ones(N, dtype=np.int64))
-        ended = np.logical_or(t.terminations, t.truncations)
-        if ended.any():
-            resets += 1
-            options = envs.options[-1]
-            assert set(options) == {"reset_mask"}
-            np.testing.assert_array_equal(options["reset_mask"], ended)
-            assert all(envs.given[-1] is not o for o in envs.given[:-1])
-            np.testing.assert_array_equal(collector.reset_infos["_episode"], ended)
-            for i in np.flatnonzero(ended):
-                episode = decode(t.next_obs[i])[1]
-                assert decode(collector.obs[i]) == (i, episode + 1, 0)
-                assert collector.reset_infos["episode"][i] == episode + 1
-            for i in np.flatnonzero(~ended):
-                assert decode(collector.obs[i]) == decode(t.next_obs[i])
-        else:
-            assert collector.reset_infos == {}
-            assert_same(t.next_obs, collector.obs)
-    assert resets == len(envs.options) - 1 > 3
-    collector.close()
-
-
-@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-def test_the_step_s_infos_as_returned_whatever_the_collector_s_reset_does(mode):
-    """Gymnasium's RecordEpisodeStatistics returns its own array as
-    info["_episode"] and clears it in place when the sub-envs are reset: in
-    DISABLED the collector's reset dropped every episode's statistics."""
-    fns = [lambda: gym.make("CartPole-v1", max_episode_steps=2)] * 2
-    envs = gym.wrappers.vector.RecordEpisodeStatistics(
-        vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), mode)
-    )
-    with TransitionCollector(envs) as collector:
-        collector.reset(seed=0)
-        ended = [collector.step(np.array([1, 0])) for _ in range(2)][-1]
-        assert ended.truncations.tolist() == [True, True]
-        assert ended.infos["_episode"].tolist() == [True, True]
-        assert ended.infos["episode"]["l"].tolist() == [2, 2]
-
-
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_autoreset_modes_make_no_reset_calls(mode):
-    envs = RecordResets(make_envs("vecmode", mode))
-    collector = TransitionCollector(envs)
-    collector.reset(seed=0)
-    for _ in range(10):
-        collector.step(np.ones(N, dtype=np.int64))
-        assert collector.reset_infos == {}
-    assert len(envs.options) == 1
-
-
-@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-def test_masked_reset_mid_episode_starts_a_new_episode(mode):
-    """collector.reset with a reset_mask: the masked sub-env's next transition
-    starts a new episode, the others go on, the caller's options untouched."""
-    lengths, truncate = ((5,), (5,)), ((False,), (False,))
-    for base in ("vecmode", "gymnasium"):
-        collector = TransitionCollector(make_envs(base, mode, lengths, truncate))
-        collector.reset(seed=0)
-        collector.step(np.zeros(2, dtype=np.int64))
-        options = {"reset_mask": np.array([True, False])}
-        obs, _ = collector.reset(options=options)
-        assert set(options) == {"reset_mask"}
-        assert obs is collector.obs
-        t = collector.step(np.zeros(2, dtype=np.int64))
-        assert t.valid.all()
-        assert [decode(o) for o in t.obs] == [(0, 1, 0), (1, 0, 1)]
-        assert [decode(o) for o in t.next_obs] == [(0, 1, 1), (1, 0, 2)]
-        collector.close()
-
-
-@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
-@pytest.mark.parametrize("mask", [True, False], ids=["masked", "full"])
-def test_a_reset_after_an_end_clears_next_step_s_pending_reset(base, mask):
-    """NEXT_STEP: a sub-env that ended and is then reset by the caller (with a
-    mask or fully) makes a real transition on the next step, not a reset step."""
-    collector = TransitionCollector(
-        make_envs(base, AutoresetMode.NEXT_STEP, ((1,), (5,)), ((False,), (False,)))
-    )
-    collector.reset(seed=0)
-    t = collector.step(np.zeros(2, dtype=np.int64))
-    assert t.terminations.tolist() == [True, False]
-    options = {"reset_mask": np.array([True, False])} if mask else None
-    collector.reset(options=options)
-    t = collector.step(np.zeros(2, dtype=np.int64))
-    assert t.valid.tolist() == [True, True]
-    assert decode(t.obs[0]) == (0, 1, 0) and decode(t.next_obs[0]) == (0, 1, 1)
-    collector.close()
-
-
-def test_invalid_rows_are_only_next_step_reset_steps():
-    """The Boundary rows the collector marks: NEXT_STEP's step after an end."""
-    for mode in MODES:
-        collector = TransitionCollector(
-            make_envs("vecmode", mode, ((1,),), ((False,),))
-        )
-        collector.reset(seed=0)
-        valid = [bool(collector.step(np.zeros(1, np.int64)).valid[0]) for _ in range(4)]
-        assert valid == (
-            [True, False, True, False]
-            if mode is AutoresetMode.NEXT_STEP
-            else [True] * 4
-        )
-
-
 # ------------------------------------------------------------------- property
 @given(
     num_envs=st.integers(1, 4),
@@ -711,156 +411,7 @@ def test_valid_transitions_are_the_schedule_property(
     assert_ground_truth(run, lengths, truncate, queues, obs_type)
 
 
-# --------------------------------------------------------------------- errors
-def test_step_before_reset_is_a_clear_error_and_changes_nothing():
-    envs = make_envs("vecmode", AutoresetMode.DISABLED)
-    collector = TransitionCollector(envs)
-    with pytest.raises(ResetNeeded, match="before reset") as caught:
-        collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == vecmode.transitions.NOT_RESET
-    with pytest.raises(ResetNeeded, match="before reset"):
-        collector.obs  # noqa: B018
-    with pytest.raises(ResetNeeded, match="full"):
-        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
-    collector.reset(seed=0)
-    with pytest.raises(TypeError, match=re.escape("`dtype=np.bool_`")):
-        collector.reset(options={"reset_mask": np.ones(N, dtype=int)})
-    with pytest.raises(ValueError, match="shape"):
-        collector.reset(options={"reset_mask": np.ones(N + 1, dtype=bool)})
-    t = collector.step(np.zeros(N, dtype=np.int64))
-    assert [decode(o) for o in t.next_obs] == [(i, 0, 1) for i in range(N)]
-    collector.close()
-
-
-@pytest.mark.slow
-def test_checks_raise_under_python_O():
-    code = (
-        "import numpy as np, vecmode\n"
-        "from gymnasium.error import ResetNeeded\n"
-        "from vecmode.transitions import TransitionCollector\n"
-        "c = TransitionCollector(vecmode.make_vec('CartPole-v1', num_envs=2, "
-        "vectorization_mode='sync'))\n"
-        "try:\n"
-        "    c.step(np.zeros(2, dtype=np.int64))\n"
-        "except ResetNeeded:\n"
-        "    print('raised')\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out == "raised\n"
-
-
-@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
-def test_bad_actions_are_the_env_s_error_and_the_collector_goes_on(mode):
-    collector = TransitionCollector(make_envs("vecmode", mode, ((5,),) * N))
-    collector.reset(seed=0)
-    collector.step(np.zeros(N, dtype=np.int64))
-    before = collector.obs
-    with pytest.raises(ValueError, match="batch of 4"):
-        collector.step(np.zeros(N + 1, dtype=np.int64))
-    assert collector.obs is before
-    t = collector.step(np.zeros(N, dtype=np.int64))
-    assert t.obs is before
-    assert [decode(o) for o in t.next_obs] == [(i, 0, 2) for i in range(N)]
-    collector.close()
-
-
-def test_a_failed_reset_inside_step_needs_a_reset():
-    """DISABLED's masked reset raising: the step's outcome is unknown, so the
-    collector refuses to step on until reset, and works again after it."""
-    envs = RecordResets(make_envs("vecmode", AutoresetMode.DISABLED))
-    collector = TransitionCollector(envs)
-    collector.reset(seed=0)
-    envs.fail_masked = True
-    with pytest.raises(RuntimeError, match="reset failed"):
-        for _ in range(5):
-            collector.step(np.zeros(N, dtype=np.int64))
-    with pytest.raises(ResetNeeded) as caught:
-        collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == vecmode.transitions.call_failed_message("step")
-    # the env's error advises a masked reset: through the collector it is
-    # refused, saying why (it said no full reset had been done)
-    with pytest.raises(ResetNeeded) as caught:
-        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
-    assert str(caught.value).startswith(
-        'TransitionCollector.reset(options={"reset_mask": mask}) cannot follow a '
-        "call of the collector that failed midway"
-    ), caught.value
-    envs.fail_masked = False
-    collector.reset(seed=1)
-    t = collector.step(np.zeros(N, dtype=np.int64))
-    assert [decode(o)[2] for o in t.next_obs] == [1] * N
-
-
-class Undeclared(gym.vector.VectorWrapper):
-    """Hides the mode of a NEXT_STEP env."""
-
-    def __init__(self, env):
-        super().__init__(env)
-        self.metadata = {k: v for k, v in env.metadata.items() if k != "autoreset_mode"}
-
-
-def test_undeclared_mode_warns_and_assumes_next_step():
-    envs = Undeclared(make_envs("gymnasium", AutoresetMode.NEXT_STEP))
-    with pytest.warns(vecmode.UndeclaredModeWarning, match="TransitionCollector") as w:
-        collector = TransitionCollector(envs)
-    assert w[0].filename == __file__
-    assert collector.mode is AutoresetMode.NEXT_STEP
-    queues = queues_for(N)
-    run = Run(collector, queues)
-    assert_ground_truth(run, LENGTHS, TRUNCATE, queues)
-    collector.close()
-
-
-def test_undeclared_mode_is_an_error_under_strict():
-    envs = Undeclared(make_envs("gymnasium", AutoresetMode.NEXT_STEP))
-    with vecmode.strict(), pytest.raises(vecmode.IncompatibleModeError, match="strict"):
-        TransitionCollector(envs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with vecmode.strict(False), pytest.raises(vecmode.UndeclaredModeWarning):
-            TransitionCollector(envs)
-    envs.close()
-
-
-def test_not_a_vector_env():
-    with pytest.raises(TypeError, match="VectorEnv"):
-        TransitionCollector(gym.make("CartPole-v1"))
-
-
-# ----------------------------------------------------------------- attributes
-def test_attributes_and_closing():
-    envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
-    with TransitionCollector(envs) as collector:
-        assert collector.envs is envs
-        assert collector.num_envs == N
-        assert collector.mode is AutoresetMode.SAME_STEP
-        assert collector.single_observation_space == envs.single_observation_space
-        assert collector.single_action_space == envs.single_action_space
-        assert collector.observation_space == envs.observation_space
-        assert collector.action_space == envs.action_space
-        assert repr(collector).startswith("TransitionCollector(<SameStepAutoreset")
-        assert repr(collector).endswith("mode=SameStep)")
-    assert envs.unwrapped.closed
-
-
-def test_same_step_infos_are_returned_unchanged():
-    collector = TransitionCollector(make_envs("vecmode", AutoresetMode.SAME_STEP))
-    collector.reset(seed=0)
-    for _ in range(4):
-        t = collector.step(np.zeros(N, dtype=np.int64))
-        if "final_obs" in t.infos:
-            break
-    rows = np.flatnonzero(t.infos["_final_obs"])
-    assert len(rows)
-    for i in rows:
-        # the env's final_obs entry is untouched and equals next_obs's row
-        np.testing.assert_array_equal(t.infos["final_obs"][i], t.next_obs[i])
-        assert decode(t.obs[i])[1] == decode(t.next_obs[i])[1]
-        assert decode(collector.obs[i]) == (i, decode(t.next_obs[i])[1] + 1, 0)
-
-
+# ------------------------------------------------------ over array conversions
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 def test_the_collector_over_numpy_to_torch_gives_the_numpy_transitions(mode):
     """Over NumpyToTorch (torch flags and observations): the same transitions as

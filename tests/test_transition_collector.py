@@ -1,0 +1,311 @@
+"""TransitionCollector: its resets in DISABLED mode, its errors and attributes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import ResetNeeded
+
+import vecmode
+import vecmode.transitions
+from tests.helpers import assert_same
+from tests.transition_runs import (
+    LENGTHS,
+    TRUNCATE,
+    N,
+    Run,
+    assert_ground_truth,
+    make_envs,
+    queues_for,
+)
+from vecmode.modes import MODES, AutoresetMode
+from vecmode.testing.envs import decode
+from vecmode.transitions import TransitionCollector
+
+
+# ------------------------------------------------------------- DISABLED resets
+class RecordResets(gym.vector.VectorWrapper):
+    """Records the options of every reset, and can make the next masked one fail."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.options: list[Any] = []  # copies: Gymnasium pops from them
+        self.given: list[Any] = []  # the dicts themselves
+        self.fail_masked = False
+
+    def reset(self, *, seed=None, options=None):
+        self.options.append(None if options is None else dict(options))
+        self.given.append(options)
+        if self.fail_masked and options and "reset_mask" in options:
+            raise RuntimeError("reset failed")
+        return self.env.reset(seed=seed, options=options)
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+def test_disabled_resets_ended_sub_envs_with_a_fresh_mask(base):
+    envs = RecordResets(make_envs(base, AutoresetMode.DISABLED))
+    collector = TransitionCollector(envs)
+    _, infos = collector.reset(seed=0)
+    assert collector.reset_infos is infos
+    assert list(infos["episode"]) == [0] * N
+    resets = 0
+    for _ in range(10):
+        t = collector.step(np.ones(N, dtype=np.int64))
+        ended = np.logical_or(t.terminations, t.truncations)
+        if ended.any():
+            resets += 1
+            options = envs.options[-1]
+            assert set(options) == {"reset_mask"}
+            np.testing.assert_array_equal(options["reset_mask"], ended)
+            assert all(envs.given[-1] is not o for o in envs.given[:-1])
+            np.testing.assert_array_equal(collector.reset_infos["_episode"], ended)
+            for i in np.flatnonzero(ended):
+                episode = decode(t.next_obs[i])[1]
+                assert decode(collector.obs[i]) == (i, episode + 1, 0)
+                assert collector.reset_infos["episode"][i] == episode + 1
+            for i in np.flatnonzero(~ended):
+                assert decode(collector.obs[i]) == decode(t.next_obs[i])
+        else:
+            assert collector.reset_infos == {}
+            assert_same(t.next_obs, collector.obs)
+    assert resets == len(envs.options) - 1 > 3
+    collector.close()
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_the_step_s_infos_as_returned_whatever_the_collector_s_reset_does(mode):
+    """Gymnasium's RecordEpisodeStatistics returns its own array as
+    info["_episode"] and clears it in place when the sub-envs are reset: in
+    DISABLED the collector's reset dropped every episode's statistics."""
+    fns = [lambda: gym.make("CartPole-v1", max_episode_steps=2)] * 2
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(
+        vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), mode)
+    )
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        ended = [collector.step(np.array([1, 0])) for _ in range(2)][-1]
+        assert ended.truncations.tolist() == [True, True]
+        assert ended.infos["_episode"].tolist() == [True, True]
+        assert ended.infos["episode"]["l"].tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_autoreset_modes_make_no_reset_calls(mode):
+    envs = RecordResets(make_envs("vecmode", mode))
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    for _ in range(10):
+        collector.step(np.ones(N, dtype=np.int64))
+        assert collector.reset_infos == {}
+    assert len(envs.options) == 1
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_masked_reset_mid_episode_starts_a_new_episode(mode):
+    """collector.reset with a reset_mask: the masked sub-env's next transition
+    starts a new episode, the others go on, the caller's options untouched."""
+    lengths, truncate = ((5,), (5,)), ((False,), (False,))
+    for base in ("vecmode", "gymnasium"):
+        collector = TransitionCollector(make_envs(base, mode, lengths, truncate))
+        collector.reset(seed=0)
+        collector.step(np.zeros(2, dtype=np.int64))
+        options = {"reset_mask": np.array([True, False])}
+        obs, _ = collector.reset(options=options)
+        assert set(options) == {"reset_mask"}
+        assert obs is collector.obs
+        t = collector.step(np.zeros(2, dtype=np.int64))
+        assert t.valid.all()
+        assert [decode(o) for o in t.obs] == [(0, 1, 0), (1, 0, 1)]
+        assert [decode(o) for o in t.next_obs] == [(0, 1, 1), (1, 0, 2)]
+        collector.close()
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+@pytest.mark.parametrize("mask", [True, False], ids=["masked", "full"])
+def test_a_reset_after_an_end_clears_next_step_s_pending_reset(base, mask):
+    """NEXT_STEP: a sub-env that ended and is then reset by the caller (with a
+    mask or fully) makes a real transition on the next step, not a reset step."""
+    collector = TransitionCollector(
+        make_envs(base, AutoresetMode.NEXT_STEP, ((1,), (5,)), ((False,), (False,)))
+    )
+    collector.reset(seed=0)
+    t = collector.step(np.zeros(2, dtype=np.int64))
+    assert t.terminations.tolist() == [True, False]
+    options = {"reset_mask": np.array([True, False])} if mask else None
+    collector.reset(options=options)
+    t = collector.step(np.zeros(2, dtype=np.int64))
+    assert t.valid.tolist() == [True, True]
+    assert decode(t.obs[0]) == (0, 1, 0) and decode(t.next_obs[0]) == (0, 1, 1)
+    collector.close()
+
+
+def test_invalid_rows_are_only_next_step_reset_steps():
+    """The Boundary rows the collector marks: NEXT_STEP's step after an end."""
+    for mode in MODES:
+        collector = TransitionCollector(
+            make_envs("vecmode", mode, ((1,),), ((False,),))
+        )
+        collector.reset(seed=0)
+        valid = [bool(collector.step(np.zeros(1, np.int64)).valid[0]) for _ in range(4)]
+        assert valid == (
+            [True, False, True, False]
+            if mode is AutoresetMode.NEXT_STEP
+            else [True] * 4
+        )
+
+
+# --------------------------------------------------------------------- errors
+def test_step_before_reset_is_a_clear_error_and_changes_nothing():
+    envs = make_envs("vecmode", AutoresetMode.DISABLED)
+    collector = TransitionCollector(envs)
+    with pytest.raises(ResetNeeded, match="before reset") as caught:
+        collector.step(np.zeros(N, dtype=np.int64))
+    assert str(caught.value) == vecmode.transitions.NOT_RESET
+    with pytest.raises(ResetNeeded, match="before reset"):
+        collector.obs  # noqa: B018
+    with pytest.raises(ResetNeeded, match="full"):
+        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
+    collector.reset(seed=0)
+    with pytest.raises(TypeError, match=re.escape("`dtype=np.bool_`")):
+        collector.reset(options={"reset_mask": np.ones(N, dtype=int)})
+    with pytest.raises(ValueError, match="shape"):
+        collector.reset(options={"reset_mask": np.ones(N + 1, dtype=bool)})
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert [decode(o) for o in t.next_obs] == [(i, 0, 1) for i in range(N)]
+    collector.close()
+
+
+@pytest.mark.slow
+def test_checks_raise_under_python_O():
+    code = (
+        "import numpy as np, vecmode\n"
+        "from gymnasium.error import ResetNeeded\n"
+        "from vecmode.transitions import TransitionCollector\n"
+        "c = TransitionCollector(vecmode.make_vec('CartPole-v1', num_envs=2, "
+        "vectorization_mode='sync'))\n"
+        "try:\n"
+        "    c.step(np.zeros(2, dtype=np.int64))\n"
+        "except ResetNeeded:\n"
+        "    print('raised')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "raised\n"
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_bad_actions_are_the_env_s_error_and_the_collector_goes_on(mode):
+    collector = TransitionCollector(make_envs("vecmode", mode, ((5,),) * N))
+    collector.reset(seed=0)
+    collector.step(np.zeros(N, dtype=np.int64))
+    before = collector.obs
+    with pytest.raises(ValueError, match="batch of 4"):
+        collector.step(np.zeros(N + 1, dtype=np.int64))
+    assert collector.obs is before
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert t.obs is before
+    assert [decode(o) for o in t.next_obs] == [(i, 0, 2) for i in range(N)]
+    collector.close()
+
+
+def test_a_failed_reset_inside_step_needs_a_reset():
+    """DISABLED's masked reset raising: the step's outcome is unknown, so the
+    collector refuses to step on until reset, and works again after it."""
+    envs = RecordResets(make_envs("vecmode", AutoresetMode.DISABLED))
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    envs.fail_masked = True
+    with pytest.raises(RuntimeError, match="reset failed"):
+        for _ in range(5):
+            collector.step(np.zeros(N, dtype=np.int64))
+    with pytest.raises(ResetNeeded) as caught:
+        collector.step(np.zeros(N, dtype=np.int64))
+    assert str(caught.value) == vecmode.transitions.call_failed_message("step")
+    # the env's error advises a masked reset: through the collector it is
+    # refused, saying why (it said no full reset had been done)
+    with pytest.raises(ResetNeeded) as caught:
+        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
+    assert str(caught.value).startswith(
+        'TransitionCollector.reset(options={"reset_mask": mask}) cannot follow a '
+        "call of the collector that failed midway"
+    ), caught.value
+    envs.fail_masked = False
+    collector.reset(seed=1)
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert [decode(o)[2] for o in t.next_obs] == [1] * N
+
+
+class Undeclared(gym.vector.VectorWrapper):
+    """Hides the mode of a NEXT_STEP env."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.metadata = {k: v for k, v in env.metadata.items() if k != "autoreset_mode"}
+
+
+def test_undeclared_mode_warns_and_assumes_next_step():
+    envs = Undeclared(make_envs("gymnasium", AutoresetMode.NEXT_STEP))
+    with pytest.warns(vecmode.UndeclaredModeWarning, match="TransitionCollector") as w:
+        collector = TransitionCollector(envs)
+    assert w[0].filename == __file__
+    assert collector.mode is AutoresetMode.NEXT_STEP
+    queues = queues_for(N)
+    run = Run(collector, queues)
+    assert_ground_truth(run, LENGTHS, TRUNCATE, queues)
+    collector.close()
+
+
+def test_undeclared_mode_is_an_error_under_strict():
+    envs = Undeclared(make_envs("gymnasium", AutoresetMode.NEXT_STEP))
+    with vecmode.strict(), pytest.raises(vecmode.IncompatibleModeError, match="strict"):
+        TransitionCollector(envs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with vecmode.strict(False), pytest.raises(vecmode.UndeclaredModeWarning):
+            TransitionCollector(envs)
+    envs.close()
+
+
+def test_not_a_vector_env():
+    with pytest.raises(TypeError, match="VectorEnv"):
+        TransitionCollector(gym.make("CartPole-v1"))
+
+
+# ----------------------------------------------------------------- attributes
+def test_attributes_and_closing():
+    envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
+    with TransitionCollector(envs) as collector:
+        assert collector.envs is envs
+        assert collector.num_envs == N
+        assert collector.mode is AutoresetMode.SAME_STEP
+        assert collector.single_observation_space == envs.single_observation_space
+        assert collector.single_action_space == envs.single_action_space
+        assert collector.observation_space == envs.observation_space
+        assert collector.action_space == envs.action_space
+        assert repr(collector).startswith("TransitionCollector(<SameStepAutoreset")
+        assert repr(collector).endswith("mode=SameStep)")
+    assert envs.unwrapped.closed
+
+
+def test_same_step_infos_are_returned_unchanged():
+    collector = TransitionCollector(make_envs("vecmode", AutoresetMode.SAME_STEP))
+    collector.reset(seed=0)
+    for _ in range(4):
+        t = collector.step(np.zeros(N, dtype=np.int64))
+        if "final_obs" in t.infos:
+            break
+    rows = np.flatnonzero(t.infos["_final_obs"])
+    assert len(rows)
+    for i in rows:
+        # the env's final_obs entry is untouched and equals next_obs's row
+        np.testing.assert_array_equal(t.infos["final_obs"][i], t.next_obs[i])
+        assert decode(t.obs[i])[1] == decode(t.next_obs[i])[1]
+        assert decode(collector.obs[i]) == (i, decode(t.next_obs[i])[1] + 1, 0)
