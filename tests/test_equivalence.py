@@ -41,12 +41,18 @@ def transitions(fns, mode, queues, seed, wanted, cuts=None, view=values):
         envs.close()
     return [
         [
-            (view(t.obs), int(t.action), float(t.reward), t.terminated, t.truncated,
-             view(t.next_obs))
+            (
+                view(t.obs),
+                int(t.action),
+                float(t.reward),
+                t.terminated,
+                t.truncated,
+                view(t.next_obs),
+            )
             for t in per_env
         ]
         for per_env in found
-    ]  # fmt: skip
+    ]
 
 
 @given(

@@ -140,9 +140,10 @@ class Reading(NamedTuple):
             ValueError: an ended episode's final observation is missing.
         """
         b, space = self.boundary, self.reader.observation_space
-        rows, finals = b.final_in_info, None
+        rows, finals = b.final_in_info, {}
         if count_nonzero(rows):
-            finals = final_entries(self._infos(), rows, self.reader.who)
+            found = final_entries(self._infos(), rows, self.reader.who)
+            finals = {i: found[i] for i in np.flatnonzero(rows).tolist()}
         return [
             RealTransition(
                 i,
@@ -151,9 +152,7 @@ class Reading(NamedTuple):
                 self.rewards[i],
                 bool(self.terminations[i]),
                 bool(self.truncations[i]),
-                finals[i]
-                if finals is not None and rows[i]
-                else _row(space, self.returned, i),
+                finals[i] if i in finals else _row(space, self.returned, i),
                 self.infos,
             )
             for i in np.flatnonzero(b.real).tolist()
