@@ -260,7 +260,8 @@ def _boundary(
 
 
 def resets_on_next_step(mode: ModeLike) -> bool:
-    """Whether the step after an episode's end resets the sub-env instead."""
+    """Whether the step after an episode's end resets the sub-env, ignoring
+    its action."""
     return as_mode(mode) is AutoresetMode.NEXT_STEP
 
 
