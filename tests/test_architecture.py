@@ -350,6 +350,7 @@ def test_a_submodule_name_at_the_top_level_says_where_it_lives():
 #: below its own (a package, such as ``vecmode.registry``, is one module here).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_numpy", "_evidence", "_gymnasium", "frames", "sb3_subenv"),
+    ("_rows",),
     ("modes", "infos"),
     ("core", "env_classes"),
     ("forwarding", "layout", "runner"),
