@@ -1,12 +1,7 @@
 """Checking a wrapper when it is built: :func:`supports`, :func:`register`,
-:func:`unregister` and :func:`guard`.
-
-A declared class's ``__init__`` is wrapped with ``wrapt`` so that the check runs
-before it. While a name registered with :func:`register` waits for its class, or
-a :func:`guard` is held, ``gymnasium.vector.VectorWrapper.__init__`` is wrapped
-too, as every vector wrapper calls it: that check runs after the code a wrapper
-runs before ``super().__init__`` (Gymnasium's check their arguments there).
-"""
+:func:`unregister` and :func:`guard` wrap a declared class's ``__init__`` with
+``wrapt`` (and ``VectorWrapper.__init__`` while a registered name waits for its
+class or a guard is held)."""
 
 from __future__ import annotations
 
@@ -33,8 +28,8 @@ _W = TypeVar("_W", bound=type)
 _instrumented: dict[type, Any] = {}
 #: Why each class is instrumented: "supports", "register", "watch" (VectorWrapper).
 _because: dict[type, set[str]] = {}
-#: Objects whose construction is being checked (a subclass's __init__ calling its
-#: base's checked __init__ is checked once, with the subclass's declaration).
+#: Objects being built (a base's checked __init__ called by a subclass's is not
+#: checked again).
 _constructing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "vecmode_constructing", default=frozenset()
 )
@@ -68,11 +63,10 @@ def check_construction(cls: type, env: Any) -> None:
     ):
         inner = type(getattr(env, "unwrapped", env)).__name__
         raise IncompatibleModeError(
-            f"{name} cannot wrap this {inner} as it is: in SameStep, {inner} reports "
-            f"final observations its own way (one dense array, no mask, no final "
-            f"infos), not in Gymnasium's layout, which {name} reads. Translate it "
-            f"once, at the edge of the stack: vecmode.with_autoreset(env, 'SameStep') "
-            f"(it adds vecmode.autoreset.GymnasiumFinalObs), then wrap that."
+            f"{name} cannot wrap this {inner} as it is: {inner} reports SameStep's "
+            f"final observations as one dense array, not in Gymnasium's layout, "
+            f"which {name} reads. Wrap vecmode.with_autoreset(env, 'SameStep') "
+            f"instead (it adds vecmode.autoreset.GymnasiumFinalObs)."
         )
     converted = _converted_to(env)
     if (
@@ -83,15 +77,14 @@ def check_construction(cls: type, env: Any) -> None:
         layer, library = converted
         raise TypeError(
             f"{name} reads NumPy arrays, but {layer} below it returns {library} "
-            f"arrays. Put the conversion outermost: {layer}({name}(env)), so that "
-            f"vecmode's wrappers see NumPy and your code gets {library}."
+            f"arrays. Put the conversion outermost: {layer}({name}(env))."
         )
 
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
-    """``(layer class name, array library)`` of the nearest array conversion layer
-    in ``env`` if it returns other than NumPy (Gymnasium has no public attribute
-    for it: both its and vecmode's conversions keep it as ``_target_xp``)."""
+    """``(layer class name, array library)`` of the nearest array conversion in
+    ``env`` if it returns other than NumPy (Gymnasium's and vecmode's keep it as
+    ``_target_xp``: there is no public attribute)."""
     for layer in layers(env):
         target = getattr(layer, "__dict__", {}).get("_target_xp")
         if target is not None:
@@ -183,22 +176,18 @@ def supports(
 
     Building the wrapper on an env in another mode raises
     :class:`~vecmode.IncompatibleModeError` before its ``__init__`` runs.
-    Subclasses inherit the declaration until they declare their own.
 
     Args:
         modes: the modes, one by one or as one iterable.
-        output: the mode it produces, for a wrapper that changes the mode (it
-            must also put it in its ``metadata``).
+        output: the mode it produces, for a wrapper that changes the mode.
         why: an unsupported mode -> the reason, for the error message.
         instead: what to do instead, for the error message.
 
-    >>> import gymnasium as gym
-    >>> import vecmode
+    >>> import gymnasium as gym, vecmode
     >>> @vecmode.supports("NextStep", "Disabled", why={"SameStep": "It skips final_obs."})
     ... class MyWrapper(gym.vector.VectorWrapper):
     ...     pass
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep")
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
     >>> MyWrapper(envs)
     Traceback (most recent call last):
     ...
@@ -231,13 +220,9 @@ def _modes_argument(modes: Any) -> list[ModeLike]:
     if isinstance(modes, AutoresetMode | str):
         return [modes]
     given = list(modes)
-    if (
-        len(given) == 1
-        and isinstance(given[0], Iterable)
-        and not isinstance(given[0], AutoresetMode | str)
-    ):
-        return list(given[0])
-    return given
+    one = given[0] if len(given) == 1 else None
+    nested = isinstance(one, Iterable) and not isinstance(one, AutoresetMode | str)
+    return list(one) if nested else given
 
 
 @wrapt.synchronized(declare.lock)
@@ -252,19 +237,13 @@ def register(
 ) -> None:
     """Declare the modes of a wrapper class you don't own, and check it from now on.
 
-    Registering again replaces the declaration; :func:`unregister` removes it.
-
     Args:
-        cls: the class, or ``"package.module:ClassName"``. A name whose module
-            is not imported yet imports nothing: its class is checked once vecmode
-            first meets it after the import.
+        cls: the class, or ``"package.module:ClassName"`` (imports nothing).
         modes: the modes it supports.
-        wrong: modes it accepts but gets wrong, with what goes wrong
-            (:func:`check_stack` reports them as known-wrong).
+        wrong: modes it accepts but gets wrong, with what goes wrong.
         output, why, instead: as for :func:`supports`.
 
-    >>> import gymnasium as gym
-    >>> import vecmode
+    >>> import gymnasium as gym, vecmode
     >>> class Legacy(gym.vector.VectorWrapper):
     ...     pass
     >>> vecmode.register(Legacy, ["NextStep"])
@@ -291,11 +270,8 @@ def register(
 
 @wrapt.synchronized(declare.lock)
 def unregister(cls: type | str) -> bool:
-    """Remove a :func:`register` declaration and its check; True if there was one.
-
-    A class's own :func:`supports` declaration (and vecmode's entry for a
-    Gymnasium class, enforced under :func:`guard`) applies again afterwards.
-    """
+    """Remove a :func:`register` declaration and its check; True if there was one
+    (a :func:`supports` declaration or vecmode's entry applies again)."""
     had, target = declare.forget(cls)
     if target is not None:
         _release(target, "register")
@@ -304,8 +280,7 @@ def unregister(cls: type | str) -> bool:
 
 
 class Guard:
-    """Handle returned by :func:`guard`; :meth:`release` (or leaving a ``with``
-    block) ends it."""
+    """Handle returned by :func:`guard`; :meth:`release` or a ``with`` block ends it."""
 
     def __init__(self) -> None:
         self._number: int | None = next(_guard_numbers)
@@ -320,15 +295,14 @@ class Guard:
         return self._number is not None
 
     def release(self) -> None:
-        """Stop checking Gymnasium's wrappers here (unless another guard is held
-        here); a second call does nothing."""
+        """End the guard; a second call does nothing."""
         if self._number is None:
             return
         held = _guards.get()
         if self._number not in held:
             raise RuntimeError(
-                "this vecmode.guard() handle was made in another thread or task (a "
-                "guard holds in the thread or task that takes it): release it there."
+                "this vecmode.guard() handle was made in another thread or task: "
+                "release it there."
             )
         _guards.set(tuple(number for number in held if number != self._number))
         with declare.lock:
@@ -346,15 +320,12 @@ class Guard:
 def guard() -> Guard:
     """Check Gymnasium's own vector wrappers against vecmode's entries for them.
 
-    Until the handle is released (or its ``with`` block ends), building one of
-    Gymnasium's vector wrappers (or a subclass) in a mode it refuses or gets
-    wrong raises :class:`~vecmode.IncompatibleModeError`, in this thread or
-    asyncio task only. Guards nest and may be released in any order.
+    Until the handle is released, building one of Gymnasium's vector wrappers in
+    a mode it refuses or gets wrong raises :class:`~vecmode.IncompatibleModeError`,
+    in this thread or asyncio task only.
 
-    >>> import gymnasium as gym
-    >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep")
+    >>> import gymnasium as gym, vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
     >>> with vecmode.guard():
     ...     gym.wrappers.vector.NormalizeReward(envs)
     Traceback (most recent call last):
