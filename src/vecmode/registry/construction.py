@@ -1,7 +1,5 @@
 """Checking a wrapper when it is built: :func:`supports`, :func:`register`,
-:func:`unregister` and :func:`guard` wrap a declared class's ``__init__`` with
-``wrapt`` (and ``VectorWrapper.__init__`` while a registered name waits for its
-class or a guard is held)."""
+:func:`unregister` and :func:`guard` wrap ``__init__`` with ``wrapt``."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import wrapt
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode.env_classes import final_obs_layout, layers
 from vecmode.errors import IncompatibleModeError, incompatible_mode
@@ -28,8 +26,7 @@ _W = TypeVar("_W", bound=type)
 _instrumented: dict[type, Any] = {}
 #: Why each class is instrumented: "supports", "register", "watch" (VectorWrapper).
 _because: dict[type, set[str]] = {}
-#: Objects being built (a base's checked __init__ called by a subclass's is not
-#: checked again).
+#: Objects being built (checked once, with their own class's declaration).
 _constructing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "vecmode_constructing", default=frozenset()
 )
@@ -48,9 +45,8 @@ def check_construction(cls: type, env: Any) -> None:
         return
     if found.source == "gymnasium" and not _guards.get():
         return
-    found = found.over(env)
-    mode = mode_or_assumed(env, cls.__name__, None, stacklevel=2)
-    name = cls.__name__
+    found, name = found.over(env), cls.__name__
+    mode = mode_or_assumed(env, name, None, stacklevel=2)
     if mode not in found.modes:
         instead = found.instead or declare.use_supported_modes_message(found.modes)
         raise IncompatibleModeError(
@@ -83,8 +79,7 @@ def check_construction(cls: type, env: Any) -> None:
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
     """``(layer class name, array library)`` of the nearest array conversion in
-    ``env`` if it returns other than NumPy (Gymnasium's and vecmode's keep it as
-    ``_target_xp``: there is no public attribute)."""
+    ``env`` (its ``_target_xp``: no public attribute says it) if not NumPy."""
     for layer in layers(env):
         target = getattr(layer, "__dict__", {}).get("_target_xp")
         if target is not None:
@@ -148,8 +143,7 @@ def _release(cls: type, because: str) -> None:
 
 
 def _watch() -> None:
-    """Instrument the registered classes, and ``VectorWrapper`` while a name
-    waits for its class or a guard is held anywhere."""
+    """Instrument the registered classes (and ``VectorWrapper`` if needed)."""
     with declare.lock:
         declare.resolve_pending()
         for cls in list(declare.registered):
@@ -161,8 +155,7 @@ def _watch() -> None:
 
 
 def instrumented() -> frozenset[type]:
-    """The classes whose construction vecmode currently checks (``VectorWrapper``
-    while a registered name waits for its class or a guard is held)."""
+    """The classes whose construction vecmode currently checks."""
     return frozenset(_instrumented)
 
 
@@ -200,9 +193,7 @@ def supports(
             f"write @vecmode.supports('NextStep', 'SameStep', ...) with the modes it "
             f"supports."
         )
-    found = declare.declare(
-        _modes_argument(modes), output, None, why, instead, "supports"
-    )
+    found = declare.declare(modes, output, None, why, instead, "supports")
 
     def decorate(cls: _W) -> _W:
         declare.wrapper_class(cls, "@vecmode.supports")
@@ -213,16 +204,6 @@ def supports(
         return cls
 
     return decorate
-
-
-def _modes_argument(modes: Any) -> list[ModeLike]:
-    """The modes given one by one, or as one iterable."""
-    if isinstance(modes, AutoresetMode | str):
-        return [modes]
-    given = list(modes)
-    one = given[0] if len(given) == 1 else None
-    nested = isinstance(one, Iterable) and not isinstance(one, AutoresetMode | str)
-    return list(one) if nested else given
 
 
 @wrapt.synchronized(declare.lock)
@@ -252,9 +233,7 @@ def register(
     >>> vecmode.unregister(Legacy)
     True
     """
-    found = declare.declare(
-        _modes_argument(modes), output, wrong, why, instead, "register"
-    )
+    found = declare.declare(modes, output, wrong, why, instead, "register")
     if isinstance(cls, str):
         module, _, qualname = cls.partition(":")
         if not module or not qualname:

@@ -22,10 +22,7 @@ from vecmode.modes import MODES, ModeLike, as_mode
 ModeReasons = Mapping[AutoresetMode, str] | Mapping[str, str] | Mapping[ModeLike, str]
 
 ATTRIBUTE = "__vecmode_declaration__"
-NO_MODES = (
-    "declare at least one mode: NextStep, SameStep or Disabled "
-    "(AutoresetMode values or their strings)."
-)
+NO_MODES = "declare at least one mode: NextStep, SameStep or Disabled."
 
 
 @dataclass(frozen=True)
@@ -90,15 +87,22 @@ class Declaration:
 
 
 def declare(
-    modes: Iterable[ModeLike],
+    modes: Any,
     output: ModeLike | None = None,
     wrong: ModeReasons | None = None,
     why: ModeReasons | None = None,
     instead: str | None = None,
     source: str = "register",
 ) -> Declaration:
-    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes."""
-    accepted = frozenset(as_mode(mode) for mode in modes)
+    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes (the
+    modes one by one, or as one iterable)."""
+    if isinstance(modes, AutoresetMode | str):
+        modes = [modes]
+    given = list(modes)
+    one = given[0] if len(given) == 1 else None
+    if isinstance(one, Iterable) and not isinstance(one, AutoresetMode | str):
+        given = list(one)
+    accepted = frozenset(as_mode(mode) for mode in given)
     if not accepted:
         raise ValueError(NO_MODES)
     wrong_modes = {as_mode(mode): text for mode, text in (wrong or {}).items()}
@@ -129,7 +133,7 @@ def use_supported_modes_message(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
-# --- where declarations live: change them under the lock --------------------------
+# where declarations live: change them under the lock
 lock = threading.RLock()
 registered: dict[type, Declaration] = {}
 #: register("module:Class", ...) not resolved yet; the names resolved.

@@ -29,12 +29,7 @@ from vecmode.modes import (
     mode_or_assumed,
 )
 from vecmode.registry.declare import NO_MODES, Declaration, declaration
-from vecmode.registry.proof import (
-    Evidence,
-    env_proof,
-    how_to_find_modes,
-    proof,
-)
+from vecmode.registry.proof import Evidence, env_proof, how_to_find_modes, proof
 from vecmode.registry.table import aligned
 
 
@@ -324,10 +319,7 @@ def assert_compatible(
 
 
 def require_mode(
-    env: VectorEnv,
-    *modes: ModeLike,
-    who: str | None = None,
-    strict: bool | None = None,
+    env: VectorEnv, *modes: ModeLike, who: str | None = None, strict: bool | None = None
 ) -> AutoresetMode:
     """Return ``env``'s mode if it is one of ``modes``; raise otherwise.
 
