@@ -23,6 +23,10 @@ _VECTORIZED_OBS_REFUSES = (
     "Its base class, Gymnasium's VectorObservationWrapper, raises ValueError for "
     "SameStep, so its own code for info['final_obs'] never runs.",
 )
+_NEXT_STEP_ONLY = (
+    "refuses",
+    "NormalizeObservation raises ValueError for every mode but NextStep.",
+)
 _FINAL_OBS_CRASH = (
     "wrong",
     "The first step on which an episode ends raises BufferError: its DLPack "
@@ -60,16 +64,7 @@ GYMNASIUM_VERDICTS: dict[str, dict[str, tuple[str, str]]] = {
         )
     },
     _GWV + "stateful_observation:NormalizeObservation": _verdicts(
-        same_step=(
-            "refuses",
-            "NormalizeObservation raises ValueError for every mode but NextStep "
-            "(its base class also refuses SameStep, where info['final_obs'] would "
-            "stay unnormalised).",
-        ),
-        disabled=(
-            "refuses",
-            "NormalizeObservation raises ValueError for every mode but NextStep.",
-        ),
+        same_step=_NEXT_STEP_ONLY, disabled=_NEXT_STEP_ONLY
     ),
     **{
         _GWV + f"vectorize_action:{name}": _verdicts()

@@ -117,23 +117,15 @@ def register_vector_env(
         batched_spaces: False if its spaces are the single-env ones (EnvPool's).
         keeps_options: True if ``reset`` leaves the caller's options dict as it
             is (Gymnasium's pop ``reset_mask``).
-        why: why its masked reset is so (shown when a conversion is refused).
-        remedy: what to use instead when a conversion is refused.
-
-    >>> import gymnasium as gym, vecmode
-    >>> class MyVecEnv(gym.vector.VectorEnv):
-    ...     metadata = {"autoreset_mode": vecmode.AutoresetMode.NEXT_STEP}
-    >>> _ = vecmode.register_vector_env(MyVecEnv, masked_reset="clears")
-    >>> vecmode.unregister_vector_env(MyVecEnv)
+        why, remedy: why its masked reset is so, and what to use instead (shown
+            when a conversion is refused).
     """
-    checks: list[tuple[str, str, tuple[str, ...]]] = [
+    for name, value, allowed in (
+        ("masked_reset", masked_reset, MASKED_RESETS),
         ("reset_returns", reset_returns, RESET_RETURNS),
         ("final_obs_layout", final_obs_layout, FINAL_OBS_LAYOUTS),
-    ]
-    if not callable(masked_reset):
-        checks.insert(0, ("masked_reset", masked_reset, MASKED_RESETS))
-    for name, value, allowed in checks:
-        if value not in allowed:
+    ):
+        if value not in allowed and not callable(value):
             raise ValueError(
                 f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}."
             )

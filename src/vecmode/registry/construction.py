@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import itertools
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -31,11 +30,10 @@ _constructing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "vecmode_constructing", default=frozenset()
 )
 #: The guards held in this thread or task, and in the whole process.
-_guards: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar(
+_guards: contextvars.ContextVar[tuple[Guard, ...]] = contextvars.ContextVar(
     "vecmode_guards", default=()
 )
-_live_guards: set[int] = set()
-_guard_numbers = itertools.count()
+_live_guards: set[Guard] = set()
 
 
 def check_construction(cls: type, env: Any) -> None:
@@ -190,8 +188,7 @@ def supports(
     if len(modes) == 1 and isinstance(modes[0], type):  # @supports, no modes
         raise TypeError(
             f"@vecmode.supports was used without its modes on {modes[0].__name__}: "
-            f"write @vecmode.supports('NextStep', 'SameStep', ...) with the modes it "
-            f"supports."
+            f"write @vecmode.supports('NextStep', ...) with the modes it supports."
         )
     found = declare.declare(modes, output, None, why, instead, "supports")
 
@@ -262,31 +259,31 @@ class Guard:
     """Handle returned by :func:`guard`; :meth:`release` or a ``with`` block ends it."""
 
     def __init__(self) -> None:
-        self._number: int | None = next(_guard_numbers)
-        _guards.set((*_guards.get(), self._number))
+        self._held = True
+        _guards.set((*_guards.get(), self))
         with declare.lock:
-            _live_guards.add(self._number)
+            _live_guards.add(self)
             _watch()
 
     @property
     def active(self) -> bool:
         """Whether the guard is held."""
-        return self._number is not None
+        return self._held
 
     def release(self) -> None:
         """End the guard; a second call does nothing."""
-        if self._number is None:
+        if not self._held:
             return
         held = _guards.get()
-        if self._number not in held:
+        if self not in held:
             raise RuntimeError(
                 "this vecmode.guard() handle was made in another thread or task: "
                 "release it there."
             )
-        _guards.set(tuple(number for number in held if number != self._number))
+        _guards.set(tuple(guard for guard in held if guard is not self))
         with declare.lock:
-            _live_guards.discard(self._number)
-            self._number = None
+            _live_guards.discard(self)
+            self._held = False
             _watch()
 
     def __enter__(self) -> Guard:
@@ -299,19 +296,9 @@ class Guard:
 def guard() -> Guard:
     """Check Gymnasium's own vector wrappers against vecmode's entries for them.
 
-    Until the handle is released, building one of Gymnasium's vector wrappers in
-    a mode it refuses or gets wrong raises :class:`~vecmode.IncompatibleModeError`,
-    in this thread or asyncio task only.
-
-    >>> import gymnasium as gym, vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
-    >>> with vecmode.guard():
-    ...     gym.wrappers.vector.NormalizeReward(envs)
-    Traceback (most recent call last):
-    ...
-    vecmode.errors.IncompatibleModeError: NormalizeReward cannot wrap an env in mode SameStep: ...
-    >>> gym.wrappers.vector.NormalizeReward(envs)  # unchecked again
-    <NormalizeReward, <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=2)>>
-    >>> envs.close()
+    Until the handle is released (or its ``with`` block ends), building one of
+    Gymnasium's vector wrappers in a mode it refuses or gets wrong raises
+    :class:`~vecmode.IncompatibleModeError`, in this thread or asyncio task only
+    (an example: ``docs/registry.md``).
     """
     return Guard()

@@ -260,11 +260,7 @@ def declaration(cls_or_instance: Any) -> Declaration | None:
     cls = (
         cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
     )
-    for klass in cls.__mro__:
-        found = own_declaration(klass)
-        if found is not None:
-            return found
-    return None
+    return next(filter(None, map(own_declaration, cls.__mro__)), None)
 
 
 def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:

@@ -325,14 +325,6 @@ def require_mode(
 
     An env that declares no mode warns (:class:`~vecmode.UndeclaredModeWarning`)
     and is taken as NEXT_STEP, or raises under ``strict``. ``who`` names the caller.
-
-    >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="Disabled")
-    >>> vecmode.require_mode(envs, "NextStep", "SameStep", who="my_ppo")
-    Traceback (most recent call last):
-    ...
-    vecmode.errors.IncompatibleModeError: my_ppo needs a vector env in NextStep, SameStep, got one in Disabled. ...
-    >>> envs.close()
     """
     wanted = frozenset(as_mode(mode) for mode in modes)
     if not wanted:

@@ -15,15 +15,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, iterate
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from vecmode import errors
-from vecmode.core import (
-    StepResult,
-    batch_problem,
-    check_call,
-    copy_batch,
-    env_closed,
-    is_int,
-)
+from vecmode import core, errors
 from vecmode.errors import ActionBatchError, SeedError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos
@@ -82,7 +74,7 @@ class FromSB3VectorEnv(VectorEnv):
     def _open(self) -> None:
         """Refuse a call on a closed env (SB3's own VecEnvs differ)."""
         if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+            raise ClosedEnvironmentError(core.env_closed(type(self).__name__))
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""
@@ -116,7 +108,7 @@ class FromSB3VectorEnv(VectorEnv):
         listed = isinstance(seed, (list, tuple)) and len(seed) == n
         if seed is None or (listed and all(s is None for s in seed)):
             return None  # no seed for any sub-env (Gymnasium's envs take it)
-        if is_int(seed):
+        if core.is_int(seed):
             return [int(seed) + i for i in range(n)]
         if listed and first_of_run(seed) is not None:
             return list(seed)
@@ -140,7 +132,7 @@ class FromSB3VectorEnv(VectorEnv):
         if self._last_obs is None:
             raise gym.error.ResetNeeded(MASKED_RESET_FIRST)
         if not np.count_nonzero(mask):  # vecmode's convention: a no-op
-            return copy_batch(self._last_obs), {}
+            return core.copy_batch(self._last_obs), {}
         singles = list(iterate_batch(self.observation_space, self._last_obs))
         infos = []
         for i in np.flatnonzero(mask).tolist():
@@ -153,7 +145,7 @@ class FromSB3VectorEnv(VectorEnv):
         self._last_obs = concatenate(space, singles, empty_batch(space, self.num_envs))
         return self._last_obs, self._batched(infos)
 
-    def step(self, actions: Any) -> StepResult:
+    def step(self, actions: Any) -> core.StepResult:
         """Step every sub-env; SB3 resets those whose episode ends."""
         self._open()
         return self._gym_step(self.venv.step(self._sb3_actions(actions)))
@@ -163,7 +155,7 @@ class FromSB3VectorEnv(VectorEnv):
         self._open()
         self.venv.step_async(self._sb3_actions(actions))
 
-    def step_wait(self, timeout: float | None = None) -> StepResult:
+    def step_wait(self, timeout: float | None = None) -> core.StepResult:
         """The step sent by :meth:`step_async` (``timeout`` must be None)."""
         if timeout is not None:
             raise ValueError(
@@ -177,7 +169,7 @@ class FromSB3VectorEnv(VectorEnv):
         if not self._structured_actions:
             return actions
         space, n = self.single_action_space, self.num_envs
-        problem = batch_problem(space, actions, n)
+        problem = core.batch_problem(space, actions, n)
         if problem is not None:
             raise ActionBatchError(
                 f"{problem}; nothing was stepped. For the action space {space}, pass "
@@ -186,7 +178,7 @@ class FromSB3VectorEnv(VectorEnv):
             )
         return list(iterate(self.action_space, actions))
 
-    def _gym_step(self, result: Any) -> StepResult:
+    def _gym_step(self, result: Any) -> core.StepResult:
         """SB3's step in SAME_STEP's layout."""
         obs, rewards, dones, sb3_infos = result
         dones = np.asarray(dones, dtype=np.bool_)
@@ -219,7 +211,7 @@ class FromSB3VectorEnv(VectorEnv):
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every sub-env (SB3's ``env_method``)."""
         self._open()
-        check_call(name)
+        core.check_call(name)
         return tuple(self.venv.env_method(name, *args, **kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
@@ -278,7 +270,7 @@ def batch_layout_message(space: Space, num_envs: int) -> str:
 def first_of_run(seeds: Sequence[Any]) -> int | None:
     """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (what SB3's ``seed(s)`` sets),
     else None."""
-    if not len(seeds) or not is_int(seeds[0]):
+    if not len(seeds) or not core.is_int(seeds[0]):
         return None
     first = int(seeds[0])
     return first if list(seeds) == [first + i for i in range(len(seeds))] else None

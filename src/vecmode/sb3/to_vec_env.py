@@ -24,20 +24,8 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from vecmode import errors, sb3_subenv
+from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
-from vecmode.core import (
-    FORBIDDEN_CALLS,
-    Command,
-    Executed,
-    StepResult,
-    VectorCore,
-    batch_problem,
-    check_call,
-    check_indices,
-    copy_batch,
-    reuses_buffers,
-)
 from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
 from vecmode.modes import without_finals
 from vecmode.sb3.from_vec_env import (
@@ -90,7 +78,7 @@ class ToSB3VecEnv(VecEnv):
         same = with_autoreset(envs, AutoresetMode.SAME_STEP)
         self.vector_env = same
         self._reach_sub_envs(same)
-        self._copy_obs = reuses_buffers(same)
+        self._copy_obs = core.reuses_buffers(same)
         space = same.single_observation_space
         self._dict_keys = list(space.spaces) if isinstance(space, Dict) else None
         self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
@@ -129,15 +117,17 @@ class ToSB3VecEnv(VecEnv):
     def _split_api(self, same: VectorEnv) -> None:
         """A step as ``_step(actions)``, or ``_send`` then ``_wait`` where the stack
         has a split API; over SAME_STEP's policy on a vecmode core, the core's."""
-        core = getattr(same, "core", None)
+        inner = getattr(same, "core", None)
         self._send: Callable[[Any], Any] | None = None
         self._wait: Callable[[], Any] | None = None
-        if type(same) is SameStepAutoreset and isinstance(core, VectorCore):
-            commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
-            self._step: Callable[[Any], Any] = functools.partial(core.execute, commands)
+        if type(same) is SameStepAutoreset and isinstance(inner, core.VectorCore):
+            commands = [int(core.Command.STEP_THEN_RESET)] * same.num_envs
+            self._step: Callable[[Any], Any] = functools.partial(
+                inner.execute, commands
+            )
             self._read: Callable[[Any], VecEnvStepReturn] = self._from_record
-            send = getattr(core, "execute_async", None)
-            wait = getattr(core, "execute_wait", None)
+            send = getattr(inner, "execute_async", None)
+            wait = getattr(inner, "execute_wait", None)
             if send is not None and wait is not None:
                 self._send = functools.partial(send, commands, name="step")
                 self._wait = functools.partial(wait, name="step")
@@ -188,7 +178,7 @@ class ToSB3VecEnv(VecEnv):
         """Dict or Tuple actions (SB3's list, or Gymnasium's batch) as Gymnasium's batch."""
         space, n = self.action_space, self.num_envs
         if not isinstance(actions, list):  # Gymnasium's batch (a list is never one)
-            problem = batch_problem(space, actions, n)
+            problem = core.batch_problem(space, actions, n)
             if problem is None:
                 return actions
         elif len(actions) != n:
@@ -211,7 +201,7 @@ class ToSB3VecEnv(VecEnv):
             f"{batch_layout_message(space, n)}."
         )
 
-    def _from_layout(self, result: StepResult) -> VecEnvStepReturn:
+    def _from_layout(self, result: core.StepResult) -> VecEnvStepReturn:
         """SB3's step from a step in SAME_STEP's layout."""
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, _TO)
@@ -225,7 +215,7 @@ class ToSB3VecEnv(VecEnv):
             finals = [(i, final_obs[i], final_infos[i]) for i in rows]
         return self._sb3_step((obs, rewards, terminations, truncations, rest), finals)
 
-    def _from_record(self, executed: Executed) -> VecEnvStepReturn:
+    def _from_record(self, executed: core.Executed) -> VecEnvStepReturn:
         """SB3's step from a vecmode core's record of a SAME_STEP step."""
         return self._sb3_step(executed[:5], executed.finals)
 
@@ -247,7 +237,7 @@ class ToSB3VecEnv(VecEnv):
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = sb3_infos[i]
                 sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
-                sb3_infos[i][TERMINAL_OBSERVATION] = copy_batch(final_obs)
+                sb3_infos[i][TERMINAL_OBSERVATION] = core.copy_batch(final_obs)
             limit = np.logical_and(truncations, np.logical_not(terminations))
             for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
                 info[TIME_LIMIT_TRUNCATED] = flag
@@ -258,7 +248,7 @@ class ToSB3VecEnv(VecEnv):
 
     def _sb3_obs(self, obs: Any) -> Any:
         if self._copy_obs:
-            obs = copy_batch(obs)
+            obs = core.copy_batch(obs)
         if self._dict_keys is not None:
             return OrderedDict((key, obs[key]) for key in self._dict_keys)
         return obs
@@ -288,12 +278,11 @@ class ToSB3VecEnv(VecEnv):
         inner = type(self._inner).__name__
         if self._sb3 is not None:
             inner = f"from_sb3({type(self._sb3.unwrapped).__name__})"
-        where = "outside Python (no gymnasium.Env objects)"
+        where = "outside Python" if self._native else "in other processes"
         raise AttributeError(
             f"ToSB3VecEnv.envs is only there when the sub-envs are objects in this "
-            f"process; {inner} runs its sub-envs "
-            f"{where if self._native else 'in other processes'}. Use get_attr / "
-            f"set_attr / env_method (with indices=...) to reach them."
+            f"process; {inner} runs them {where}. Use get_attr / set_attr / "
+            f"env_method (with indices=...) instead."
         )
 
     def has_attr(self, attr_name: str) -> bool:
@@ -307,7 +296,7 @@ class ToSB3VecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
-        order = check_indices(indices, self.num_envs)
+        order = core.check_indices(indices, self.num_envs)
         if self._sb3 is not None:
             return list(self._sb3.get_attr(attr_name, order))
         if self._all_at_once:  # ask them all, keep those asked for
@@ -319,7 +308,7 @@ class ToSB3VecEnv(VecEnv):
         self, attr_name: str, value: Any, indices: VecEnvIndices = None
     ) -> None:
         """Set the attribute of the sub-envs at ``indices`` (all by default)."""
-        order = check_indices(indices, self.num_envs)
+        order = core.check_indices(indices, self.num_envs)
         if self._sb3 is not None:
             self._sb3.set_attr(attr_name, value, order)
         else:
@@ -333,7 +322,7 @@ class ToSB3VecEnv(VecEnv):
         **method_kwargs: Any,
     ) -> list[Any]:
         """Call the method on the sub-envs at ``indices`` (all by default)."""
-        if method_name in FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
+        if method_name in core.FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
             instead = (
                 "venv.step_async(actions) / venv.step_wait()"
                 if method_name == "step"
@@ -344,8 +333,8 @@ class ToSB3VecEnv(VecEnv):
                 f"env_method({method_name!r}) would run the sub-envs' {method_name} "
                 f"behind the VecEnv's back; use {instead}."
             )
-        check_call(method_name)
-        order = check_indices(indices, self.num_envs)
+        core.check_call(method_name)
+        order = core.check_indices(indices, self.num_envs)
         args, kwargs = method_args, method_kwargs
         if self._sb3 is not None:
             return list(
@@ -362,7 +351,7 @@ class ToSB3VecEnv(VecEnv):
     ) -> list[bool]:
         """Whether the sub-envs at ``indices`` (all by default) are wrapped with
         ``wrapper_class`` (False where they are no Python objects)."""
-        order = check_indices(indices, self.num_envs)
+        order = core.check_indices(indices, self.num_envs)
         if self._sb3 is not None:
             return list(self._sb3.env_is_wrapped(wrapper_class, order))
         if self._native:
