@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextvars
-import inspect
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -87,28 +86,11 @@ def _converted_to(env: Any) -> tuple[str, str] | None:
     return None
 
 
-def _env_argument(args: Any, kwargs: Any, env_parameter: str) -> Any:
-    """The first vector env among the arguments, else the one in the env's place."""
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, VectorEnv):
-            return value
-    return args[0] if args else kwargs.get(env_parameter)
-
-
-def _env_parameter(init: Callable[..., Any]) -> str:
-    try:
-        parameters = list(inspect.signature(init).parameters)
-    except (TypeError, ValueError):
-        return "env"
-    return parameters[1] if len(parameters) > 1 else "env"
-
-
 def _instrument(cls: type, because: str) -> None:
     _because.setdefault(cls, set()).add(because)
     if cls in _instrumented:
         return
     own = cls.__dict__.get("__init__")
-    env_parameter = _env_parameter(inspect.getattr_static(cls, "__init__"))
 
     def checked_init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         building = _constructing.get()
@@ -116,7 +98,10 @@ def _instrument(cls: type, because: str) -> None:
             return wrapped(*args, **kwargs)
         if cls is VectorWrapper:
             _watch()
-        check_construction(type(instance), _env_argument(args, kwargs, env_parameter))
+        # VectorWrapper takes only a VectorEnv: the first one among the arguments
+        given = (*args, *kwargs.values())
+        env = next((value for value in given if isinstance(value, VectorEnv)), None)
+        check_construction(type(instance), env)
         token = _constructing.set(building | {id(instance)})
         try:
             return wrapped(*args, **kwargs)
