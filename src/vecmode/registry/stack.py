@@ -187,11 +187,8 @@ _NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
 
 def _origin(obj: Any) -> str:
     """The package ``obj``'s class comes from (the first base's not made at run time)."""
-    for cls in type(obj).__mro__:
-        package = cls.__module__.split(".")[0]
-        if package not in _NOT_AN_ORIGIN:
-            return package
-    return type(obj).__module__.split(".")[0]
+    packages = [cls.__module__.split(".")[0] for cls in type(obj).__mro__]
+    return next((p for p in packages if p not in _NOT_AN_ORIGIN), packages[0])
 
 
 def _verdict(

@@ -122,11 +122,11 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         markdown: a Markdown table instead of aligned text.
         why: add, below the matrix, what is recorded of every mode not plainly ok.
     """
-    entries = table_entries()
+    entries, quote = table_entries(), "`" if markdown else ""
     header = ("wrapper", *(mode.value for mode in MODES), "produces", "evidence")
     rows = [
         (
-            f"`{name}`" if markdown else name,
+            f"{quote}{name}{quote}",
             *(_cell(found, mode) for mode in MODES),
             found.output.value if found.output else "",
             proof.value,
@@ -134,8 +134,8 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         for name, found, proof in entries
     ]
     reasons = [
-        f"{f'`{name}`' if markdown else name} in {mode.value} "
-        f"({_cell(found, mode)}): {found.note(mode)}"
+        f"{quote}{name}{quote} in {mode.value} ({_cell(found, mode)}): "
+        f"{found.note(mode)}"
         for name, found, _ in (entries if why else [])
         for mode in MODES
         if found.note(mode)

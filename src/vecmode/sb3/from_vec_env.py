@@ -258,9 +258,8 @@ def _as_batch(space: Space, obs: Any) -> Any:
 def batch_layout_message(space: Space, num_envs: int) -> str:
     """Gymnasium's batch layout of Dict or Tuple actions, in words."""
     if isinstance(space, Dict):
-        layout = (
-            f"a dict with the keys {list(space.spaces)}, each a batch of {num_envs}"
-        )
+        keys = list(space.spaces)
+        layout = f"a dict with the keys {keys}, each a batch of {num_envs}"
     else:
         parts = len(space.spaces) if isinstance(space, Tuple) else "its"
         layout = f"a tuple of {parts} batches of {num_envs}, one per subspace"
@@ -268,8 +267,7 @@ def batch_layout_message(space: Space, num_envs: int) -> str:
 
 
 def first_of_run(seeds: Sequence[Any]) -> int | None:
-    """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (what SB3's ``seed(s)`` sets),
-    else None."""
+    """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (SB3's ``seed(s)``), else None."""
     if not len(seeds) or not core.is_int(seeds[0]):
         return None
     first = int(seeds[0])
