@@ -1,13 +1,11 @@
 """The classes whose declarations vecmode's own test suite proves (pure data).
 
-:func:`vecmode.check_stack` reports them as *verified*. The tests hold these sets
-to what they prove: ``tests/testing/test_conformance.py`` runs ``check_wrapper``
-on every class of :data:`CONFORMANCE_TESTED`, ``tests/test_probe.py`` runs
-``vecmode.probe_mode`` on every class of :data:`VERIFIED_ENVS`.
+``tests/testing/test_check_wrapper.py`` runs ``check_wrapper`` on every class of
+:data:`CONFORMANCE_TESTED`, ``tests/test_probe.py`` runs ``probe_mode`` on every
+class of :data:`VERIFIED_ENVS`; :func:`vecmode.check_stack` reports them verified.
 """
 
-#: vecmode's wrappers and policies (``"module:QualName"``) that ``check_wrapper``
-#: proves right in every mode they declare and refusing the others.
+#: vecmode's wrappers and policies, proven right in their modes, refusing the others.
 CONFORMANCE_TESTED: frozenset[str] = frozenset(
     {
         "vecmode.autoreset:NextStepAutoreset",
@@ -46,9 +44,7 @@ CONFORMANCE_TESTED: frozenset[str] = frozenset(
     }
 )
 
-#: Vector env classes that behave as the mode their metadata declares, in every
-#: mode they can be built in (``vecmode.probe_mode`` runs; EnvPool builds a
-#: subclass of its mixin per task, reported as *inherited*).
+#: Vector env classes that behave as their metadata declares, in every mode.
 VERIFIED_ENVS: frozenset[str] = frozenset(
     {
         "vecmode.sync_vector_env:SyncVectorEnv",

@@ -1,61 +1,57 @@
 """What Gymnasium 1.4's own vector wrappers really do in each autoreset mode.
 
-Pure data (importing it imports no Gymnasium wrapper module). Each verdict was
-established by running the wrapper in each mode and comparing what it returns
-with what it should return (``tests/registry/test_gymnasium_verdicts.py``
-re-establishes every one):
-
-* ``"ok"``: the constructor accepts the mode and the output is correct;
-* ``"refuses"``: the class itself raises at construction in that mode;
-* ``"wrong"``: it accepts the mode, but the output is wrong, or it raises at the
-  first step or reset that uses the mode's features.
+Pure data, established by running each wrapper in each mode
+(``tests/registry/test_gymnasium_verdicts.py`` re-establishes every verdict):
+``"ok"``, ``"refuses"`` (the class raises when built) or ``"wrong"`` (it accepts
+the mode but its output is wrong, or it raises later).
 """
 
-#: "module:QualName" -> {"NextStep": (verdict, reason), "SameStep": (...),
-#: "Disabled": (...)}; verdict is "ok", "refuses" or "wrong"; reason is "" for "ok".
-GYMNASIUM_VERDICTS: dict[str, dict[str, tuple[str, str]]]
-
+_GWV = "gymnasium.wrappers.vector."
 _OK = ("ok", "")
-_ALL_OK = {"NextStep": _OK, "SameStep": _OK, "Disabled": _OK}
 
-_OBS = "gymnasium.wrappers.vector.vectorize_observation:"
-_OBS_REFUSES = (
-    "refuses",
-    "Gymnasium's VectorObservationWrapper raises ValueError for SameStep: it "
-    "transforms the returned observations but not info['final_obs'].",
-)
+
+def _verdicts(
+    next_step: tuple[str, str] = _OK,
+    same_step: tuple[str, str] = _OK,
+    disabled: tuple[str, str] = _OK,
+) -> dict[str, tuple[str, str]]:
+    return {"NextStep": next_step, "SameStep": same_step, "Disabled": disabled}
+
+
 _VECTORIZED_OBS_REFUSES = (
     "refuses",
     "Its base class, Gymnasium's VectorObservationWrapper, raises ValueError for "
-    "SameStep, so this class's own code for transforming info['final_obs'] never "
-    "runs.",
+    "SameStep, so its own code for info['final_obs'] never runs.",
+)
+_NEXT_STEP_ONLY = (
+    "refuses",
+    "NormalizeObservation raises ValueError for every mode but NextStep.",
 )
 _FINAL_OBS_CRASH = (
     "wrong",
-    "The first step on which an episode ends raises BufferError: info['final_obs'] "
-    "is a NumPy object array, which the wrapper's DLPack conversion cannot convert.",
+    "The first step on which an episode ends raises BufferError: its DLPack "
+    "conversion cannot convert info['final_obs'], a NumPy object array.",
 )
 _JAX_MASK_CRASH = (
     "wrong",
-    "Every partial reset raises TypeError: the wrapper converts "
-    "options['reset_mask'] to a jax array, but Gymnasium's SyncVectorEnv and "
-    "AsyncVectorEnv accept only a NumPy reset_mask (and Gymnasium's jax vector "
-    "envs support only NextStep).",
+    "Every partial reset raises TypeError: it converts options['reset_mask'] to a "
+    "jax array, but Gymnasium's SyncVectorEnv and AsyncVectorEnv take only a "
+    "NumPy one (and its jax vector envs support only NextStep).",
 )
 
-GYMNASIUM_VERDICTS = {
-    # ----------------------------------------------------------- observations
-    _OBS + "TransformObservation": {
-        "NextStep": _OK,
-        "SameStep": _OBS_REFUSES,
-        "Disabled": _OK,
-    },
+#: "module:QualName" -> {mode name: (verdict, reason)}; the reason is "" for "ok".
+GYMNASIUM_VERDICTS: dict[str, dict[str, tuple[str, str]]] = {
+    _GWV + "vectorize_observation:TransformObservation": _verdicts(
+        same_step=(
+            "refuses",
+            "Gymnasium's VectorObservationWrapper raises ValueError for SameStep: "
+            "it transforms the returned observations but not info['final_obs'].",
+        )
+    ),
     **{
-        _OBS + name: {
-            "NextStep": _OK,
-            "SameStep": _VECTORIZED_OBS_REFUSES,
-            "Disabled": _OK,
-        }
+        _GWV + f"vectorize_observation:{name}": _verdicts(
+            same_step=_VECTORIZED_OBS_REFUSES
+        )
         for name in (
             "VectorizeTransformObservation",
             "FilterObservation",
@@ -67,177 +63,133 @@ GYMNASIUM_VERDICTS = {
             "DtypeObservation",
         )
     },
-    "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation": {
-        "NextStep": _OK,
-        "SameStep": (
-            "refuses",
-            "NormalizeObservation raises ValueError for every mode but NextStep "
-            "(its base class, VectorObservationWrapper, also refuses SameStep, where "
-            "info['final_obs'] would stay unnormalised).",
-        ),
-        "Disabled": (
-            "refuses",
-            "NormalizeObservation raises ValueError for every mode but NextStep.",
-        ),
+    _GWV + "stateful_observation:NormalizeObservation": _verdicts(
+        same_step=_NEXT_STEP_ONLY, disabled=_NEXT_STEP_ONLY
+    ),
+    **{
+        _GWV + f"vectorize_action:{name}": _verdicts()
+        for name in (
+            "TransformAction",
+            "VectorizeTransformAction",
+            "ClipAction",
+            "RescaleAction",
+        )
     },
-    # ---------------------------------------------------------------- actions
-    "gymnasium.wrappers.vector.vectorize_action:TransformAction": dict(_ALL_OK),
-    "gymnasium.wrappers.vector.vectorize_action:VectorizeTransformAction": dict(
-        _ALL_OK
-    ),
-    "gymnasium.wrappers.vector.vectorize_action:ClipAction": dict(_ALL_OK),
-    "gymnasium.wrappers.vector.vectorize_action:RescaleAction": dict(_ALL_OK),
-    # ---------------------------------------------------------------- rewards
-    "gymnasium.wrappers.vector.vectorize_reward:TransformReward": dict(_ALL_OK),
-    "gymnasium.wrappers.vector.vectorize_reward:VectorizeTransformReward": dict(
-        _ALL_OK
-    ),
-    "gymnasium.wrappers.vector.vectorize_reward:ClipReward": dict(_ALL_OK),
-    "gymnasium.wrappers.vector.stateful_reward:NormalizeReward": {
-        "NextStep": _OK,
-        "SameStep": (
+    **{
+        _GWV + f"vectorize_reward:{name}": _verdicts()
+        for name in ("TransformReward", "VectorizeTransformReward", "ClipReward")
+    },
+    _GWV + "stateful_reward:NormalizeReward": _verdicts(
+        same_step=(
             "wrong",
             "It restarts the discounted return it scales rewards by at every "
-            "episode end, whereas NextStep (like the single-env NormalizeReward) "
-            "carries it into the next episode, so the same transitions get "
-            "different normalised rewards than in NextStep.",
+            "episode end, where NextStep (and the single-env NormalizeReward) "
+            "carries it on, so rewards are normalised differently than in NextStep.",
         ),
-        "Disabled": (
+        disabled=(
             "wrong",
-            "Every reset call, a partial one (reset_mask) included, zeroes the "
-            "discounted return of every sub-env, not only of the reset ones, so "
-            "rewards get different normalised values than in NextStep.",
+            "Every reset call, a partial one included, zeroes every sub-env's "
+            "discounted return, so rewards are normalised differently than in "
+            "NextStep.",
         ),
-    },
-    # ----------------------------------------------------------------- common
-    "gymnasium.wrappers.vector.common:RecordEpisodeStatistics": {
-        "NextStep": _OK,
-        "SameStep": _OK,
-        "Disabled": (
+    ),
+    _GWV + "common:RecordEpisodeStatistics": _verdicts(
+        disabled=(
             "wrong",
-            "A partial reset (reset_mask) clears every sub-env's episode return and "
-            "length, not only the reset ones', because Gymnasium's vector env pops "
-            "reset_mask from the options dict before the wrapper reads it; the "
-            "other sub-envs then report too small a return and length. (Directly "
-            "over vecmode's envs, which never mutate options, it is right but for "
-            "a caveat, and vecmode's check says so there.)",
-        ),
-    },
-    "gymnasium.wrappers.vector.dict_info_to_list:DictInfoToList": dict(_ALL_OK),
-    # -------------------------------------------------------------- rendering
-    "gymnasium.wrappers.vector.rendering:HumanRendering": {
-        "NextStep": _OK,
-        "SameStep": (
+            "A partial reset clears every sub-env's episode return and length, as "
+            "Gymnasium's vector envs pop reset_mask from the options before the "
+            "wrapper reads it. (Over vecmode's envs, which keep the options, it is "
+            "right but for a caveat.)",
+        )
+    ),
+    _GWV + "dict_info_to_list:DictInfoToList": _verdicts(),
+    _GWV + "rendering:HumanRendering": _verdicts(
+        same_step=(
             "wrong",
-            "An episode's last frame is never shown: the sub-env has already been "
-            "reset when the step's frame is rendered.",
-        ),
-        "Disabled": _OK,
-    },
-    "gymnasium.wrappers.vector.rendering:RecordVideo": {
-        "NextStep": _OK,
-        "SameStep": (
+            "An episode's last frame is never shown: the sub-env is already reset "
+            "when the step's frame is rendered.",
+        )
+    ),
+    _GWV + "rendering:RecordVideo": _verdicts(
+        same_step=(
             "wrong",
-            "Videos miss each episode's last frame: the sub-env has already been "
-            "reset when the step's frame is captured (Gymnasium warns about this "
-            "when the wrapper is built).",
+            "Videos miss each episode's last frame: the sub-env is already reset "
+            "when the step's frame is captured (Gymnasium warns about it).",
         ),
-        "Disabled": (
+        disabled=(
             "wrong",
-            "A partial reset records an extra frame in which the sub-envs that were "
-            "not reset have not moved, so their episodes' videos repeat a frame "
-            "each time another sub-env is reset.",
+            "A partial reset records a frame in which the other sub-envs have not "
+            "moved, so their videos repeat a frame at each reset of another.",
         ),
-    },
-    # ------------------------------------------------------------- conversion
-    "gymnasium.wrappers.vector.array_conversion:ArrayConversion": {
-        "NextStep": _OK,
-        "SameStep": _FINAL_OBS_CRASH,
-        "Disabled": _OK,
-    },
-    "gymnasium.wrappers.vector.numpy_to_torch:NumpyToTorch": {
-        "NextStep": _OK,
-        "SameStep": _FINAL_OBS_CRASH,
-        "Disabled": _OK,
-    },
-    "gymnasium.wrappers.vector.jax_to_numpy:JaxToNumpy": {
-        "NextStep": _OK,
-        "SameStep": _FINAL_OBS_CRASH,
-        "Disabled": _JAX_MASK_CRASH,
-    },
-    "gymnasium.wrappers.vector.jax_to_torch:JaxToTorch": {
-        "NextStep": _OK,
-        "SameStep": _FINAL_OBS_CRASH,
-        "Disabled": _JAX_MASK_CRASH,
-    },
+    ),
+    _GWV + "array_conversion:ArrayConversion": _verdicts(same_step=_FINAL_OBS_CRASH),
+    _GWV + "numpy_to_torch:NumpyToTorch": _verdicts(same_step=_FINAL_OBS_CRASH),
+    _GWV + "jax_to_numpy:JaxToNumpy": _verdicts(
+        same_step=_FINAL_OBS_CRASH, disabled=_JAX_MASK_CRASH
+    ),
+    _GWV + "jax_to_torch:JaxToTorch": _verdicts(
+        same_step=_FINAL_OBS_CRASH, disabled=_JAX_MASK_CRASH
+    ),
 }
 
-#: Gymnasium's vector wrappers that ``vecmode.wrappers`` offers under the same name
-#: and arguments, right in every mode: all of them.
+#: The wrappers ``vecmode.wrappers`` offers under the same name, right in every
+#: mode: all of them.
 VECMODE_EQUIVALENTS = frozenset(name.rpartition(":")[2] for name in GYMNASIUM_VERDICTS)
 
-#: Gymnasium's vector wrappers that are right in a mode marked "ok" above only
-#: while the caller makes no partial reset (``reset_mask``) over Gymnasium's vector
-#: envs: what goes wrong after one (the verdict stays "ok", with this caveat).
+#: Wrappers right in an "ok" mode until the caller makes a partial reset
+#: (``reset_mask``) over Gymnasium's vector envs: what goes wrong then.
 PARTIAL_RESET_CAVEATS: dict[str, str] = {
-    "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation": (
+    _GWV + "stateful_observation:NormalizeObservation": (
         "a partial reset (reset_mask) raises ValueError: it does not support them."
     ),
-    "gymnasium.wrappers.vector.stateful_reward:NormalizeReward": (
-        "after a partial reset (reset_mask), wrong: every reset call zeroes the "
-        "discounted return of every sub-env, not only of the reset ones."
+    _GWV + "stateful_reward:NormalizeReward": (
+        "after a partial reset (reset_mask), wrong: every reset call zeroes every "
+        "sub-env's discounted return."
     ),
-    "gymnasium.wrappers.vector.common:RecordEpisodeStatistics": (
+    _GWV + "common:RecordEpisodeStatistics": (
         "after a partial reset (reset_mask) over Gymnasium's vector envs, wrong: "
-        "they pop reset_mask from the options before the wrapper reads it, so it "
-        "clears every sub-env's episode return and length (directly over vecmode's "
-        "envs it is right, but for another caveat)."
+        "they pop reset_mask before the wrapper reads it, so it clears every "
+        "sub-env's episode return and length (over vecmode's envs it is right, but "
+        "for another caveat)."
     ),
 }
 
-#: Gymnasium's vector wrappers that write into what the env below returned, in
-#: every mode (a caveat of each mode marked "ok").
+#: Wrappers that write into what the env below returned, in every "ok" mode.
 WRITES_BELOW_CAVEATS: dict[str, str] = {
     **{
-        f"gymnasium.wrappers.vector.vectorize_reward:{short}": (
-            "it writes its rewards into the array the env below returned "
-            "(rewards[i] = func(rewards[i])): a layer below that keeps that array "
-            "(a logger, a buffer) then holds the wrapper's rewards, not its own "
-            "(Gymnasium's and vecmode's vector envs return a new one each call; "
-            f"vecmode.wrappers.{short} returns a new array)."
+        _GWV + f"vectorize_reward:{short}": (
+            "it writes its rewards into the array the env below returned, so a "
+            "layer below that keeps that array (a logger, a buffer) holds the "
+            f"wrapper's rewards (vecmode.wrappers.{short} returns a new array)."
         )
         for short in ("VectorizeTransformReward", "ClipReward")
     },
-    "gymnasium.wrappers.vector.vectorize_observation:VectorizeTransformObservation": (
-        "where its observation space is the env's (a transform that keeps it: the "
-        "default; its subclasses too, where they keep it), it writes its "
-        "observations into the array the env below returned (concatenate(..., "
-        "observations)): over an env built with copy=False that hands out its "
-        "own batch (Gymnasium's AsyncVectorEnv; vecmode's async and Ray cores), a "
-        "masked reset then returns the other sub-envs' observations transformed "
-        "twice (vecmode.wrappers.VectorizeTransformObservation returns a new "
-        "array)."
+    _GWV + "vectorize_observation:VectorizeTransformObservation": (
+        "where it keeps the env's observation space (the default), it writes its "
+        "observations into the array the env below returned: over an env that "
+        "hands out its own batch (copy=False: Gymnasium's AsyncVectorEnv, vecmode's "
+        "async and Ray cores), a masked reset then returns the other sub-envs' "
+        "observations transformed twice (vecmode.wrappers."
+        "VectorizeTransformObservation returns a new array)."
     ),
 }
 
-#: Gymnasium's vector wrappers whose "wrong" verdicts and caveats all come from
-#: the env below popping ``reset_mask`` from the options: over an env that keeps
-#: the options (vecmode's cores), they are right in every mode, with this caveat.
+#: Wrappers whose "wrong" verdicts and caveats all come from the env below popping
+#: ``reset_mask``: over an env that keeps the options, right with this caveat.
 CAVEATS_WHERE_OPTIONS_KEPT: dict[str, str] = {
-    "gymnasium.wrappers.vector.common:RecordEpisodeStatistics": (
-        "The step's info['_episode'] is the wrapper's own array, which a reset "
-        "of the sub-envs whose episode ended there clears in place (in Disabled, the "
-        "reset that restarts them): read or copy the step's infos before that "
-        "reset (vecmode's TransitionCollector does, and vecmode's "
-        "RecordEpisodeStatistics returns arrays of its own)."
+    _GWV + "common:RecordEpisodeStatistics": (
+        "The step's info['_episode'] is the wrapper's own array, which the reset of "
+        "the ended sub-envs clears in place: read or copy the step's infos before "
+        "it (vecmode's TransitionCollector does; vecmode's RecordEpisodeStatistics "
+        "returns arrays of its own)."
     )
 }
 
-#: Gymnasium's vector wrappers whose statistics pool the sub-envs of a batch (what
-#: ``check_wrapper(..., batch_dependent=...)`` is about); they do not say so.
+#: Wrappers whose statistics pool the sub-envs of a batch (``check_wrapper(...,
+#: batch_dependent=...)``).
 BATCH_DEPENDENT: frozenset[str] = frozenset(
     {
-        "gymnasium.wrappers.vector.stateful_observation:NormalizeObservation",
-        "gymnasium.wrappers.vector.stateful_reward:NormalizeReward",
+        _GWV + "stateful_observation:NormalizeObservation",
+        _GWV + "stateful_reward:NormalizeReward",
     }
 )

@@ -1,19 +1,9 @@
-"""Declared vector env classes: how each foreign vector env really behaves.
+"""Declared vector env classes: what a masked reset does, what it returns, and
+how final observations come, for vecmode's conversions between modes.
 
-A conversion to another mode needs more than ``metadata["autoreset_mode"]``: what
-``reset(options={"reset_mask": mask})`` does, what it returns, and how the env
-reports final observations. vecmode's autoreset policies decide from these
-declarations (each library's entry was established by running it:
-``tests/registry/test_env_classes.py``). Classes are named ``"module:QualName"``
-and matched along the env's MRO, so declaring one imports nothing. Declare yours
-with :func:`register_vector_env`.
+Classes are named ``"module:QualName"`` and matched along the env's MRO, so
+declaring one imports nothing. See ``docs/core.md``.
 
->>> import gymnasium as gym
->>> from vecmode.env_classes import vector_env_declaration
->>> envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])
->>> vector_env_declaration(envs).masked_reset(envs)
-'clears'
->>> envs.close()
 """
 
 from __future__ import annotations
@@ -44,29 +34,20 @@ __all__ = [
     "vector_env_declaration",
 ]
 
-#: What ``reset(options={"reset_mask": mask})`` does: resets only the masked
-#: sub-envs and clears their pending autoreset ("clears"); resets them but a
-#: pending autoreset stays, so the next step resets them again ("keeps-pending");
-#: resets every sub-env whatever the mask ("ignores").
+#: What a masked reset does: resets the masked sub-envs and clears their pending
+#: autoreset; resets them, but the next step resets them again; resets them all.
 MASKED_RESETS = ("clears", "keeps-pending", "ignores")
-#: What a masked reset returns: the whole batch, the others' last observations
-#: included (Gymnasium's, "all"), or only the masked sub-envs' rows ("masked").
+#: What a masked reset returns: the whole batch (Gymnasium's), or the masked rows.
 RESET_RETURNS = ("all", "masked")
-#: How SAME_STEP final observations come: Gymnasium's layout (an object array with
-#: ``_final_obs`` / ``final_info`` / ``_final_info``, "gymnasium"), or one dense
-#: array with a row for every sub-env and no mask nor final infos ("dense").
+#: How SAME_STEP final observations come: Gymnasium's layout, or one dense array
+#: with a row for every sub-env, no mask and no final infos.
 FINAL_OBS_LAYOUTS = ("gymnasium", "dense")
 
 
 @dataclass(frozen=True)
 class VectorEnvDeclaration:
-    """How a vector env class behaves (the arguments of :func:`register_vector_env`).
-
-    Attributes:
-        path: the class, as ``"module:QualName"``.
-        modes: the modes it can be built in.
-        masked_reset_of: one of :data:`MASKED_RESETS`, or a function of the env.
-    """
+    """How a vector env class behaves (the arguments of :func:`register_vector_env`;
+    ``path`` is ``"module:QualName"``)."""
 
     path: str
     modes: frozenset[Any]
@@ -89,13 +70,10 @@ _declared: dict[str, VectorEnvDeclaration] = {}
 
 
 def _path(cls: type | str) -> str:
-    if isinstance(cls, str):
-        return cls
-    return f"{cls.__module__}:{cls.__qualname__}"
+    return cls if isinstance(cls, str) else f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _checked_path(cls: Any) -> str:
-    """``"module:QualName"`` of a vector env class (or a mixin of one) to declare."""
     if isinstance(cls, str):
         module, colon, name = cls.partition(":")
         if not (colon and module and name):
@@ -132,39 +110,39 @@ def register_vector_env(
 
     Args:
         cls: the class, or ``"module:QualName"`` (subclasses match too).
-        masked_reset: one of :data:`MASKED_RESETS`, or a function of the env
-            returning one.
+        masked_reset: one of :data:`MASKED_RESETS`, or a function of the env.
         modes: the modes it can be built in (default: all three).
         reset_returns: one of :data:`RESET_RETURNS`.
         final_obs_layout: one of :data:`FINAL_OBS_LAYOUTS`.
-        batched_spaces: False if its ``observation_space`` and ``action_space``
-            are the single-env spaces (EnvPool's), not the batched ones.
-        keeps_options: True if its ``reset`` leaves the caller's options dict as
-            it is (Gymnasium's pop ``reset_mask`` from it).
-        why: why its masked reset is what it is (shown when a conversion is
-            refused).
-        remedy: what to use instead when a conversion is refused.
-
-    >>> import gymnasium as gym, vecmode
-    >>> class MyVecEnv(gym.vector.VectorEnv):
-    ...     metadata = {"autoreset_mode": vecmode.AutoresetMode.NEXT_STEP}
-    >>> _ = vecmode.register_vector_env(MyVecEnv, masked_reset="clears")
-    >>> vecmode.unregister_vector_env(MyVecEnv)
+        batched_spaces: False if its spaces are the single-env ones (EnvPool's).
+        keeps_options: True if ``reset`` leaves the caller's options dict as it
+            is (Gymnasium's pop ``reset_mask``).
+        why, remedy: why its masked reset is so, and what to use instead (shown
+            when a conversion is refused).
     """
-    checks: list[tuple[str, str, tuple[str, ...]]] = [
+    for name, value, allowed in (
+        ("masked_reset", masked_reset, MASKED_RESETS),
         ("reset_returns", reset_returns, RESET_RETURNS),
         ("final_obs_layout", final_obs_layout, FINAL_OBS_LAYOUTS),
-    ]
-    if not callable(masked_reset):
-        checks.insert(0, ("masked_reset", masked_reset, MASKED_RESETS))
-    for name, value, allowed in checks:
-        if value not in allowed:
+    ):
+        if value not in allowed and not callable(value):
             raise ValueError(
                 f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}."
             )
+    path = _checked_path(cls)
+    declared = frozenset(
+        MODES
+        if modes is None
+        else map(as_mode, [modes] if isinstance(modes, str) else modes)
+    )
+    if not declared:
+        raise ValueError(
+            f"register_vector_env({path.rpartition(':')[2]}, modes=...) needs at "
+            f"least one mode the class can be built in (leave modes out for all three)."
+        )
     found = VectorEnvDeclaration(
-        _checked_path(cls),
-        _declared_modes(cls, modes),
+        path,
+        declared,
         masked_reset,
         reset_returns,
         final_obs_layout,
@@ -178,22 +156,6 @@ def register_vector_env(
     return found
 
 
-def _declared_modes(cls: Any, modes: Any) -> frozenset[Any]:
-    """The modes a class to declare can be built in (default: all three)."""
-    declared = frozenset(
-        MODES
-        if modes is None
-        else map(as_mode, [modes] if isinstance(modes, str) else modes)
-    )
-    if not declared:
-        shown = cls if isinstance(cls, str) else getattr(cls, "__name__", repr(cls))
-        raise ValueError(
-            f"register_vector_env({shown}, modes=...) needs at least one mode the "
-            f"class can be built in (leave modes out for all three)."
-        )
-    return declared
-
-
 def unregister_vector_env(cls: type | str) -> None:
     """Remove the declaration of ``cls`` (nothing if there is none)."""
     with _lock:
@@ -201,8 +163,7 @@ def unregister_vector_env(cls: type | str) -> None:
 
 
 def vector_env_declaration(env: Any) -> VectorEnvDeclaration | None:
-    """The declaration of ``env``'s innermost vector env's class (the nearest
-    along its class hierarchy), or None."""
+    """The declaration nearest along the MRO of ``env``'s innermost class, or None."""
     inner = getattr(env, "unwrapped", env)
     with _lock:
         for cls in type(inner).__mro__:
@@ -214,8 +175,7 @@ def vector_env_declaration(env: Any) -> VectorEnvDeclaration | None:
 
 # ------------------------------------------------- the classes vecmode knows
 def _async_masked_reset(env: Any) -> str:
-    # its workers keep a pending autoreset after a masked reset without shared
-    # memory (Gymnasium 1.4: the flag lives in the worker, not the parent)
+    # without shared memory, the pending-autoreset flag lives in the workers
     return "clears" if getattr(env, "shared_memory", True) else "keeps-pending"
 
 
@@ -258,16 +218,12 @@ register_vector_env(
     why="{name} resets only the masked sub-envs and clears their pending autoreset "
     "(returning their rows only).",
 )
-
-
 register_vector_env(
     "vecmode.testing.envs:DenseFinalObsVectorEnv",
     masked_reset="clears",
     final_obs_layout="dense",
     why="{name} is Gymnasium's SyncVectorEnv with ALE's dense final observations.",
 )
-
-
 register_vector_env(
     "vecmode.core:VectorCore",
     modes=["Disabled"],
@@ -278,11 +234,9 @@ register_vector_env(
 
 
 def keeps_options(env: Any) -> bool:
-    """Whether the caller's reset options come back from ``env.reset`` as they
-    were: its innermost vector env leaves them (a declared ``keeps_options``; an
-    undeclared class is assumed to pop ``reset_mask``, as Gymnasium's do) and no
-    layer on the way pops ``reset_mask`` (Gymnasium's vector
-    ``RecordEpisodeStatistics`` does, after its own reset)."""
+    """Whether ``env.reset`` leaves the caller's options as they were: its innermost
+    env is declared ``keeps_options`` and no layer pops ``reset_mask`` (Gymnasium's
+    ``RecordEpisodeStatistics`` does)."""
     found = vector_env_declaration(env)
     if found is None or not found.keeps_options:
         return False
@@ -293,9 +247,8 @@ def keeps_options(env: Any) -> bool:
 
 def final_obs_layout(env: Any) -> str:
     """How ``env`` reports SAME_STEP final observations (:data:`FINAL_OBS_LAYOUTS`):
-    what the outermost layer that says so declares (a layer normalising the layout
-    has a ``final_obs_layout`` class attribute), else the innermost env's class
-    declaration, else Gymnasium's."""
+    the outermost layer's ``final_obs_layout`` class attribute, else the innermost
+    env's declaration, else Gymnasium's."""
     for layer in layers(env):
         said = getattr(type(layer), "final_obs_layout", None)  # not forwarded
         if isinstance(said, str):
@@ -305,8 +258,8 @@ def final_obs_layout(env: Any) -> str:
 
 
 def layers(env: Any, limit: int = 64) -> Iterator[Any]:
-    """``env``, then the env each layer wraps (its own ``env`` attribute, not a
-    forwarded one), down to the innermost: at most ``limit`` layers."""
+    """``env``, then each layer's own ``env`` (not a forwarded one), down to the
+    innermost: at most ``limit`` layers."""
     for _ in range(limit):
         if env is None:
             return

@@ -5,14 +5,6 @@ Declare a wrapper's modes with :func:`supports` (your classes) or :func:`registe
 declared class is checked when it is built; :func:`guard` checks Gymnasium's in
 this thread or task. :func:`check_stack` reports on a built stack. See
 ``docs/registry.md``.
-
->>> import gymnasium as gym
->>> import vecmode
->>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-...     autoreset_mode="SameStep")
->>> vecmode.check_stack(gym.wrappers.vector.RecordEpisodeStatistics(envs)).ok
-True
->>> envs.close()
 """
 
 from vecmode.modes import Strict, strict

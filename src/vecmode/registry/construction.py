@@ -1,24 +1,15 @@
 """Checking a wrapper when it is built: :func:`supports`, :func:`register`,
-:func:`unregister` and :func:`guard`.
-
-A declared class's ``__init__`` is wrapped with ``wrapt`` so that the check runs
-before it. While a name registered with :func:`register` waits for its class, or
-a :func:`guard` is held, ``gymnasium.vector.VectorWrapper.__init__`` is wrapped
-too, as every vector wrapper calls it: that check runs after the code a wrapper
-runs before ``super().__init__`` (Gymnasium's check their arguments there).
-"""
+:func:`unregister` and :func:`guard` wrap ``__init__`` with ``wrapt``."""
 
 from __future__ import annotations
 
 import contextvars
-import inspect
-import itertools
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import wrapt
-from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode.env_classes import final_obs_layout, layers
 from vecmode.errors import IncompatibleModeError, incompatible_mode
@@ -33,17 +24,15 @@ _W = TypeVar("_W", bound=type)
 _instrumented: dict[type, Any] = {}
 #: Why each class is instrumented: "supports", "register", "watch" (VectorWrapper).
 _because: dict[type, set[str]] = {}
-#: Objects whose construction is being checked (a subclass's __init__ calling its
-#: base's checked __init__ is checked once, with the subclass's declaration).
+#: Objects being built (checked once, with their own class's declaration).
 _constructing: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "vecmode_constructing", default=frozenset()
 )
 #: The guards held in this thread or task, and in the whole process.
-_guards: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar(
+_guards: contextvars.ContextVar[tuple[Guard, ...]] = contextvars.ContextVar(
     "vecmode_guards", default=()
 )
-_live_guards: set[int] = set()
-_guard_numbers = itertools.count()
+_live_guards: set[Guard] = set()
 
 
 def check_construction(cls: type, env: Any) -> None:
@@ -53,9 +42,8 @@ def check_construction(cls: type, env: Any) -> None:
         return
     if found.source == "gymnasium" and not _guards.get():
         return
-    found = found.over(env)
-    mode = mode_or_assumed(env, cls.__name__, None, stacklevel=2)
-    name = cls.__name__
+    found, name = found.over(env), cls.__name__
+    mode = mode_or_assumed(env, name, None, stacklevel=2)
     if mode not in found.modes:
         instead = found.instead or declare.use_supported_modes_message(found.modes)
         raise IncompatibleModeError(
@@ -68,11 +56,10 @@ def check_construction(cls: type, env: Any) -> None:
     ):
         inner = type(getattr(env, "unwrapped", env)).__name__
         raise IncompatibleModeError(
-            f"{name} cannot wrap this {inner} as it is: in SameStep, {inner} reports "
-            f"final observations its own way (one dense array, no mask, no final "
-            f"infos), not in Gymnasium's layout, which {name} reads. Translate it "
-            f"once, at the edge of the stack: vecmode.with_autoreset(env, 'SameStep') "
-            f"(it adds vecmode.autoreset.GymnasiumFinalObs), then wrap that."
+            f"{name} cannot wrap this {inner} as it is: {inner} reports SameStep's "
+            f"final observations as one dense array, not in Gymnasium's layout, "
+            f"which {name} reads. Wrap vecmode.with_autoreset(env, 'SameStep') "
+            f"instead (it adds vecmode.autoreset.GymnasiumFinalObs)."
         )
     converted = _converted_to(env)
     if (
@@ -83,15 +70,13 @@ def check_construction(cls: type, env: Any) -> None:
         layer, library = converted
         raise TypeError(
             f"{name} reads NumPy arrays, but {layer} below it returns {library} "
-            f"arrays. Put the conversion outermost: {layer}({name}(env)), so that "
-            f"vecmode's wrappers see NumPy and your code gets {library}."
+            f"arrays. Put the conversion outermost: {layer}({name}(env))."
         )
 
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
-    """``(layer class name, array library)`` of the nearest array conversion layer
-    in ``env`` if it returns other than NumPy (Gymnasium has no public attribute
-    for it: both its and vecmode's conversions keep it as ``_target_xp``)."""
+    """``(layer class name, array library)`` of the nearest array conversion in
+    ``env`` (its ``_target_xp``: no public attribute says it) if not NumPy."""
     for layer in layers(env):
         target = getattr(layer, "__dict__", {}).get("_target_xp")
         if target is not None:
@@ -101,28 +86,11 @@ def _converted_to(env: Any) -> tuple[str, str] | None:
     return None
 
 
-def _env_argument(args: Any, kwargs: Any, env_parameter: str) -> Any:
-    """The first vector env among the arguments, else the one in the env's place."""
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, VectorEnv):
-            return value
-    return args[0] if args else kwargs.get(env_parameter)
-
-
-def _env_parameter(init: Callable[..., Any]) -> str:
-    try:
-        parameters = list(inspect.signature(init).parameters)
-    except (TypeError, ValueError):
-        return "env"
-    return parameters[1] if len(parameters) > 1 else "env"
-
-
 def _instrument(cls: type, because: str) -> None:
     _because.setdefault(cls, set()).add(because)
     if cls in _instrumented:
         return
     own = cls.__dict__.get("__init__")
-    env_parameter = _env_parameter(inspect.getattr_static(cls, "__init__"))
 
     def checked_init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         building = _constructing.get()
@@ -130,7 +98,10 @@ def _instrument(cls: type, because: str) -> None:
             return wrapped(*args, **kwargs)
         if cls is VectorWrapper:
             _watch()
-        check_construction(type(instance), _env_argument(args, kwargs, env_parameter))
+        # VectorWrapper takes only a VectorEnv: the first one among the arguments
+        given = (*args, *kwargs.values())
+        env = next((value for value in given if isinstance(value, VectorEnv)), None)
+        check_construction(type(instance), env)
         token = _constructing.set(building | {id(instance)})
         try:
             return wrapped(*args, **kwargs)
@@ -155,8 +126,7 @@ def _release(cls: type, because: str) -> None:
 
 
 def _watch() -> None:
-    """Instrument the registered classes, and ``VectorWrapper`` while a name
-    waits for its class or a guard is held anywhere."""
+    """Instrument the registered classes (and ``VectorWrapper`` if needed)."""
     with declare.lock:
         declare.resolve_pending()
         for cls in list(declare.registered):
@@ -168,8 +138,7 @@ def _watch() -> None:
 
 
 def instrumented() -> frozenset[type]:
-    """The classes whose construction vecmode currently checks (``VectorWrapper``
-    while a registered name waits for its class or a guard is held)."""
+    """The classes whose construction vecmode currently checks."""
     return frozenset(_instrumented)
 
 
@@ -183,22 +152,18 @@ def supports(
 
     Building the wrapper on an env in another mode raises
     :class:`~vecmode.IncompatibleModeError` before its ``__init__`` runs.
-    Subclasses inherit the declaration until they declare their own.
 
     Args:
         modes: the modes, one by one or as one iterable.
-        output: the mode it produces, for a wrapper that changes the mode (it
-            must also put it in its ``metadata``).
+        output: the mode it produces, for a wrapper that changes the mode.
         why: an unsupported mode -> the reason, for the error message.
         instead: what to do instead, for the error message.
 
-    >>> import gymnasium as gym
-    >>> import vecmode
+    >>> import gymnasium as gym, vecmode
     >>> @vecmode.supports("NextStep", "Disabled", why={"SameStep": "It skips final_obs."})
     ... class MyWrapper(gym.vector.VectorWrapper):
     ...     pass
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep")
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
     >>> MyWrapper(envs)
     Traceback (most recent call last):
     ...
@@ -208,12 +173,9 @@ def supports(
     if len(modes) == 1 and isinstance(modes[0], type):  # @supports, no modes
         raise TypeError(
             f"@vecmode.supports was used without its modes on {modes[0].__name__}: "
-            f"write @vecmode.supports('NextStep', 'SameStep', ...) with the modes it "
-            f"supports."
+            f"write @vecmode.supports('NextStep', ...) with the modes it supports."
         )
-    found = declare.declare(
-        _modes_argument(modes), output, None, why, instead, "supports"
-    )
+    found = declare.declare(modes, output, None, why, instead, "supports")
 
     def decorate(cls: _W) -> _W:
         declare.wrapper_class(cls, "@vecmode.supports")
@@ -224,20 +186,6 @@ def supports(
         return cls
 
     return decorate
-
-
-def _modes_argument(modes: Any) -> list[ModeLike]:
-    """The modes given one by one, or as one iterable."""
-    if isinstance(modes, AutoresetMode | str):
-        return [modes]
-    given = list(modes)
-    if (
-        len(given) == 1
-        and isinstance(given[0], Iterable)
-        and not isinstance(given[0], AutoresetMode | str)
-    ):
-        return list(given[0])
-    return given
 
 
 @wrapt.synchronized(declare.lock)
@@ -252,19 +200,13 @@ def register(
 ) -> None:
     """Declare the modes of a wrapper class you don't own, and check it from now on.
 
-    Registering again replaces the declaration; :func:`unregister` removes it.
-
     Args:
-        cls: the class, or ``"package.module:ClassName"``. A name whose module
-            is not imported yet imports nothing: its class is checked once vecmode
-            first meets it after the import.
+        cls: the class, or ``"package.module:ClassName"`` (imports nothing).
         modes: the modes it supports.
-        wrong: modes it accepts but gets wrong, with what goes wrong
-            (:func:`check_stack` reports them as known-wrong).
+        wrong: modes it accepts but gets wrong, with what goes wrong.
         output, why, instead: as for :func:`supports`.
 
-    >>> import gymnasium as gym
-    >>> import vecmode
+    >>> import gymnasium as gym, vecmode
     >>> class Legacy(gym.vector.VectorWrapper):
     ...     pass
     >>> vecmode.register(Legacy, ["NextStep"])
@@ -273,9 +215,7 @@ def register(
     >>> vecmode.unregister(Legacy)
     True
     """
-    found = declare.declare(
-        _modes_argument(modes), output, wrong, why, instead, "register"
-    )
+    found = declare.declare(modes, output, wrong, why, instead, "register")
     if isinstance(cls, str):
         module, _, qualname = cls.partition(":")
         if not module or not qualname:
@@ -291,11 +231,8 @@ def register(
 
 @wrapt.synchronized(declare.lock)
 def unregister(cls: type | str) -> bool:
-    """Remove a :func:`register` declaration and its check; True if there was one.
-
-    A class's own :func:`supports` declaration (and vecmode's entry for a
-    Gymnasium class, enforced under :func:`guard`) applies again afterwards.
-    """
+    """Remove a :func:`register` declaration and its check; True if there was one
+    (a :func:`supports` declaration or vecmode's entry applies again)."""
     had, target = declare.forget(cls)
     if target is not None:
         _release(target, "register")
@@ -304,36 +241,34 @@ def unregister(cls: type | str) -> bool:
 
 
 class Guard:
-    """Handle returned by :func:`guard`; :meth:`release` (or leaving a ``with``
-    block) ends it."""
+    """Handle returned by :func:`guard`; :meth:`release` or a ``with`` block ends it."""
 
     def __init__(self) -> None:
-        self._number: int | None = next(_guard_numbers)
-        _guards.set((*_guards.get(), self._number))
+        self._held = True
+        _guards.set((*_guards.get(), self))
         with declare.lock:
-            _live_guards.add(self._number)
+            _live_guards.add(self)
             _watch()
 
     @property
     def active(self) -> bool:
         """Whether the guard is held."""
-        return self._number is not None
+        return self._held
 
     def release(self) -> None:
-        """Stop checking Gymnasium's wrappers here (unless another guard is held
-        here); a second call does nothing."""
-        if self._number is None:
+        """End the guard; a second call does nothing."""
+        if not self._held:
             return
         held = _guards.get()
-        if self._number not in held:
+        if self not in held:
             raise RuntimeError(
-                "this vecmode.guard() handle was made in another thread or task (a "
-                "guard holds in the thread or task that takes it): release it there."
+                "this vecmode.guard() handle was made in another thread or task: "
+                "release it there."
             )
-        _guards.set(tuple(number for number in held if number != self._number))
+        _guards.set(tuple(guard for guard in held if guard is not self))
         with declare.lock:
-            _live_guards.discard(self._number)
-            self._number = None
+            _live_guards.discard(self)
+            self._held = False
             _watch()
 
     def __enter__(self) -> Guard:
@@ -347,21 +282,8 @@ def guard() -> Guard:
     """Check Gymnasium's own vector wrappers against vecmode's entries for them.
 
     Until the handle is released (or its ``with`` block ends), building one of
-    Gymnasium's vector wrappers (or a subclass) in a mode it refuses or gets
-    wrong raises :class:`~vecmode.IncompatibleModeError`, in this thread or
-    asyncio task only. Guards nest and may be released in any order.
-
-    >>> import gymnasium as gym
-    >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep")
-    >>> with vecmode.guard():
-    ...     gym.wrappers.vector.NormalizeReward(envs)
-    Traceback (most recent call last):
-    ...
-    vecmode.errors.IncompatibleModeError: NormalizeReward cannot wrap an env in mode SameStep: ...
-    >>> gym.wrappers.vector.NormalizeReward(envs)  # unchecked again
-    <NormalizeReward, <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=2)>>
-    >>> envs.close()
+    Gymnasium's vector wrappers in a mode it refuses or gets wrong raises
+    :class:`~vecmode.IncompatibleModeError`, in this thread or asyncio task only
+    (an example: ``docs/registry.md``).
     """
     return Guard()

@@ -1,9 +1,4 @@
-"""What is declared: :class:`Declaration`, where declarations live, the lookup.
-
-A class registered by name (``"module:Class"``) is resolved when vecmode first
-meets it: at :func:`~vecmode.register` if its module is imported, else at the
-first lookup or construction after the import.
-"""
+"""What is declared: :class:`Declaration`, where declarations live, the lookup."""
 
 from __future__ import annotations
 
@@ -23,16 +18,11 @@ from vecmode.env_classes import keeps_options
 from vecmode.errors import mode_names
 from vecmode.modes import MODES, ModeLike, as_mode
 
-#: Reasons keyed by mode, as ``why=`` and ``wrong=`` take them: a dict keyed by
-#: mode names (``{"SameStep": "..."}``) or by ``AutoresetMode`` members.
+#: Reasons keyed by mode (``AutoresetMode`` members or names), as ``why=`` takes.
 ModeReasons = Mapping[AutoresetMode, str] | Mapping[str, str] | Mapping[ModeLike, str]
 
-#: The class attribute where :func:`~vecmode.supports` puts its declaration.
 ATTRIBUTE = "__vecmode_declaration__"
-NO_MODES = (
-    "declare at least one mode: NextStep, SameStep or Disabled "
-    "(AutoresetMode values or their strings)."
-)
+NO_MODES = "declare at least one mode: NextStep, SameStep or Disabled."
 
 
 @dataclass(frozen=True)
@@ -43,14 +33,10 @@ class Declaration:
         modes: the modes of the wrapped env it supports (correctly).
         output: the mode it produces, for a wrapper that changes the mode.
         wrong: modes it accepts but gets wrong, with what goes wrong.
-        reasons: why a mode is not supported, where that is known.
-        instead: what to do when the mode is not supported.
+        reasons: why a mode is not supported; instead: what to do then.
         source: ``"supports"``, ``"register"`` or ``"gymnasium"``.
-        caveats: what it gets wrong in a supported mode's optional use (a partial
-            reset); the mode stays ok.
-        needs_popped_options: ``wrong`` and the caveats come from the env below
-            popping ``reset_mask`` from the options (see :meth:`over`).
-        kept_options_caveat: the caveat over an env that keeps the options.
+        caveats: what goes wrong in a supported mode's optional use (ok still).
+        needs_popped_options, kept_options_caveat: see :meth:`over`.
     """
 
     modes: frozenset[AutoresetMode]
@@ -65,7 +51,7 @@ class Declaration:
 
     def over(self, env: Any) -> Declaration:
         """This declaration over ``env``: right in every mode it accepts if its
-        faults come from popped options and ``env`` keeps them (vecmode's cores)."""
+        faults need popped options and ``env`` keeps them (vecmode's cores)."""
         if not self.needs_popped_options or not keeps_options(env):
             return self
         modes = self.modes | frozenset(self.wrong)
@@ -101,15 +87,22 @@ class Declaration:
 
 
 def declare(
-    modes: Iterable[ModeLike],
+    modes: Any,
     output: ModeLike | None = None,
     wrong: ModeReasons | None = None,
     why: ModeReasons | None = None,
     instead: str | None = None,
     source: str = "register",
 ) -> Declaration:
-    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes."""
-    accepted = frozenset(as_mode(mode) for mode in modes)
+    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes (the
+    modes one by one, or as one iterable)."""
+    if isinstance(modes, AutoresetMode | str):
+        modes = [modes]
+    given = list(modes)
+    one = given[0] if len(given) == 1 else None
+    if isinstance(one, Iterable) and not isinstance(one, AutoresetMode | str):
+        given = list(one)
+    accepted = frozenset(as_mode(mode) for mode in given)
     if not accepted:
         raise ValueError(NO_MODES)
     wrong_modes = {as_mode(mode): text for mode, text in (wrong or {}).items()}
@@ -140,18 +133,15 @@ def use_supported_modes_message(modes: Iterable[AutoresetMode]) -> str:
     )
 
 
-# --- where declarations live: change them under the lock --------------------------
+# where declarations live: change them under the lock
 lock = threading.RLock()
-#: register(cls, ...), and the classes that registered names resolved to.
 registered: dict[type, Declaration] = {}
 #: register("module:Class", ...) not resolved yet; the names resolved.
 pending: dict[str, Declaration] = {}
 resolved: dict[str, type] = {}
-#: Pending names already warned about (their module has no such wrapper class).
 _warned: set[str] = set()
 #: Classes declared by @supports, in declaration order (for the table).
 decorated: list[weakref.ref[type]] = []
-#: vecmode's entries for Gymnasium's wrappers, by "module:QualName".
 _gymnasium_entries: dict[str, Declaration] = {}
 
 
@@ -162,24 +152,21 @@ def gymnasium_entries() -> dict[str, Declaration]:
     for name, verdicts in _gymnasium.GYMNASIUM_VERDICTS.items():
         by_mode = {as_mode(mode): verdict for mode, verdict in verdicts.items()}
         ok = [mode for mode in MODES if by_mode[mode][0] == "ok"]
-        short = name.rpartition(":")[2]
-        instead = (
-            f"Use vecmode.wrappers.{short} instead (same arguments, right in every "
-            f"mode), or build the vector env in {mode_names(ok)}."
-            if short in _gymnasium.VECMODE_EQUIVALENTS
-            else use_supported_modes_message(ok)
+        instead = (  # vecmode has an equivalent of each
+            f"Use vecmode.wrappers.{name.rpartition(':')[2]} instead (same arguments, "
+            f"right in every mode), or build the vector env in {mode_names(ok)}."
         )
         wrong = {m: text for m, (v, text) in by_mode.items() if v == "wrong"}
         why = {m: text for m, (v, text) in by_mode.items() if v == "refuses"}
-        found = declare(ok, None, wrong, why, instead, "gymnasium")
         caveat = _gymnasium.PARTIAL_RESET_CAVEATS.get(name)
         caveat = caveat or _gymnasium.WRITES_BELOW_CAVEATS.get(name)
-        if caveat is not None:
-            found = replace(found, caveats=MappingProxyType(dict.fromkeys(ok, caveat)))
-        kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name)
-        if kept is not None:
-            found = replace(found, needs_popped_options=True, kept_options_caveat=kept)
-        _gymnasium_entries[name] = found
+        kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name, "")
+        _gymnasium_entries[name] = replace(
+            declare(ok, None, wrong, why, instead, "gymnasium"),
+            caveats=MappingProxyType(dict.fromkeys(ok, caveat) if caveat else {}),
+            needs_popped_options=bool(kept),
+            kept_options_caveat=kept,
+        )
     return _gymnasium_entries
 
 
@@ -226,8 +213,7 @@ def keep(target: type | str, found: Declaration) -> None:
 
 
 def forget(target: type | str) -> tuple[bool, type | None]:
-    """Drop a :func:`~vecmode.register` declaration: whether there was one, and
-    the class it applied to."""
+    """Drop a :func:`~vecmode.register` declaration: (whether there was one, its class)."""
     with lock:
         if isinstance(target, str):
             _warned.discard(target)
@@ -242,8 +228,8 @@ def forget(target: type | str) -> tuple[bool, type | None]:
 
 
 def resolve_pending() -> None:
-    """Resolve the pending names whose module is imported now; warn once about a
-    name that gives no wrapper class."""
+    """Resolve the pending names whose module is imported now (warn once if not a
+    wrapper class)."""
     if not pending:
         return
     with lock:
@@ -268,32 +254,19 @@ def own_declaration(cls: type) -> Declaration | None:
 
 
 def declaration(cls_or_instance: Any) -> Declaration | None:
-    """The :class:`Declaration` that applies to a wrapper class or instance.
-
-    The nearest one up the MRO wins. For one class, :func:`~vecmode.register`
-    overrides :func:`~vecmode.supports` (until :func:`~vecmode.unregister`), and
-    both override vecmode's entries for Gymnasium.
-
-    >>> import vecmode
-    >>> vecmode.registry.declaration(vecmode.SameStepAutoreset).output.value
-    'SameStep'
-    """
+    """The :class:`Declaration` that applies to a wrapper class or instance (the
+    nearest up the MRO; see ``docs/registry.md`` for which wins)."""
     resolve_pending()
     cls = (
         cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
     )
-    for klass in cls.__mro__:
-        found = own_declaration(klass)
-        if found is not None:
-            return found
-    return None
+    return next(filter(None, map(own_declaration, cls.__mro__)), None)
 
 
 def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:
     """The modes a wrapper class (or instance) supports; None if nothing is declared.
 
-    >>> import gymnasium as gym
-    >>> import vecmode
+    >>> import gymnasium as gym, vecmode
     >>> sorted(m.value for m in vecmode.supported_modes(gym.wrappers.vector.ClipReward))
     ['Disabled', 'NextStep', 'SameStep']
     """

@@ -19,40 +19,26 @@ from vecmode.registry.declare import (
     own_declaration,
 )
 
-FROM_GYMNASIUM_RUNS = (
-    "established by runs of it in each mode (vecmode's entries for Gymnasium)"
-)
-FROM_CONFORMANCE_TESTS = (
-    "proven by the conformance kit (check_wrapper) in vecmode's test suite"
-)
-
 
 class Evidence(str, Enum):
-    """What a class's declared modes rest on (see ``docs/registry.md``)."""
+    """What a class's declared modes rest on: runs that proved them (verified), the
+    class's own word (declared), a base class's (inherited), or nothing (none)."""
 
-    #: Runs proved them: vecmode's tests, the runs behind vecmode's entries for
-    #: Gymnasium, or a ``check_wrapper(...).record()`` /
-    #: ``check_vector_env(...).record()`` in this process.
     VERIFIED = "verified"
-    #: The class declares its modes, and nothing here proved them.
     DECLARED = "declared"
-    #: The modes are a base class's declaration (for an env: a subclass of a
-    #: verified env class).
     INHERITED = "inherited"
-    #: Nothing is declared.
     NONE = "none"
 
     def __str__(self) -> str:
         return self.value
 
 
-#: Classes proven by check_wrapper in this process (the exact class): the
-#: declaration proved (the proof lapses when it changes), the modes proved right
-#: or refused, and the proof's summary.
+#: check_wrapper's proofs in this process: the declaration proved (the proof lapses
+#: when it changes), the modes proved, the summary.
 _recorded: weakref.WeakKeyDictionary[
     type, tuple[Declaration, frozenset[AutoresetMode], str]
 ] = weakref.WeakKeyDictionary()
-#: Vector env classes proven by check_vector_env: mode -> the proof's summary.
+#: check_vector_env's proofs in this process: mode -> the summary.
 _recorded_envs: weakref.WeakKeyDictionary[type, dict[AutoresetMode, str]] = (
     weakref.WeakKeyDictionary()
 )
@@ -64,9 +50,8 @@ def record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) -> 
     found = declaration(cls)
     if found is None:
         raise ValueError(
-            f"{cls.__name__} declares no autoreset modes, so there is nothing to "
-            f"record as verified; declare them with @vecmode.supports (or "
-            f"vecmode.register) first."
+            f"{cls.__name__} declares no autoreset modes, so no proof of them can be "
+            f"recorded; declare them with @vecmode.supports or vecmode.register first."
         )
     with lock:
         _recorded[cls] = (found, frozenset(modes), summary)
@@ -79,62 +64,64 @@ def record_env_verified(cls: type, mode: AutoresetMode, summary: str) -> None:
         _recorded_envs.setdefault(cls, {})[mode] = summary
 
 
+def _proven(
+    cls: type, found: Declaration, own: Declaration | None, mode: AutoresetMode | None
+) -> bool:
+    """Whether runs proved ``cls``'s declaration (in ``mode``, or in every mode)."""
+    if own is not None and own.source == "gymnasium":
+        return True
+    if class_path(cls) in CONFORMANCE_TESTED and found.source == "supports":
+        return True
+    proved, modes, _ = _recorded.get(cls, (None, frozenset(), ""))
+    return proved is found and (frozenset(MODES) if mode is None else {mode}) <= modes
+
+
 def proof(cls: type, mode: AutoresetMode | None = None) -> tuple[Evidence, str]:
-    """The evidence for ``cls``'s declaration (in ``mode``, or in every mode),
-    and where it comes from."""
+    """The evidence for ``cls``'s declaration (in ``mode``, or in every mode), and
+    for one declared or inherited, why it is not verified and how to prove it."""
     found = declaration(cls)
     if found is None:
         return Evidence.NONE, ""
     own = own_declaration(cls)
-    if own is not None and own.source == "gymnasium":
-        return Evidence.VERIFIED, FROM_GYMNASIUM_RUNS
-    if class_path(cls) in CONFORMANCE_TESTED and found.source == "supports":
-        return Evidence.VERIFIED, FROM_CONFORMANCE_TESTS
-    proved, modes, summary = _recorded.get(cls, (None, frozenset(), ""))
-    wanted = frozenset(MODES) if mode is None else frozenset({mode})
-    if proved is found and wanted <= modes:
-        return Evidence.VERIFIED, f"proven by check_wrapper in this process ({summary})"
+    if _proven(cls, found, own, mode):
+        return Evidence.VERIFIED, ""
+    path, name = _import_path(cls), cls.__name__
+    run = (
+        f"`vecmode conform {path}`"
+        if path
+        else f"vecmode.testing.check_wrapper({name})"
+    )
+    how = (
+        f"run {run} to prove them, and record a passing run (check_wrapper({name})."
+        f"record(), e.g. in your tests) to have it reported verified."
+    )
     if own is not None:
-        how = "@vecmode.supports" if own.source == "supports" else "vecmode.register"
+        by = "@vecmode.supports" if own.source == "supports" else "vecmode.register"
         return Evidence.DECLARED, (
-            f"its modes are declared by {cls.__name__} itself ({how}) and not "
-            f"proven here"
+            f"its modes are declared by {name} itself ({by}) and not proven here; {how}"
         )
-    return Evidence.INHERITED, _inherited(cls, found, mode)
-
-
-def _inherited(cls: type, found: Declaration, mode: AutoresetMode | None) -> str:
-    """Where ``cls``'s inherited declaration comes from: the nearest base whose
-    modes are proven, else the base that declares them."""
     for base in cls.__mro__[1:]:
-        if declaration(base) is found and proof(base, mode)[0] is Evidence.VERIFIED:
-            return (
+        if declaration(base) is found and _proven(
+            base, found, own_declaration(base), mode
+        ):
+            return Evidence.INHERITED, (
                 f"its modes are inherited from {base.__name__}, which is verified; "
-                f"nothing proves this subclass's own code"
+                f"nothing proves this subclass's own code; {how}"
             )
     base = next(k for k in cls.__mro__[1:] if own_declaration(k) is found)
-    return (
+    return Evidence.INHERITED, (
         f"its modes are {base.__name__}'s declaration, inherited: nothing proves "
-        f"this class's own code"
+        f"this class's own code; {how}"
     )
 
 
 def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
-    """What the declared modes of a wrapper class (or instance) rest on.
-
-    Args:
-        cls_or_instance: the wrapper class or instance.
-        mode: in that mode only (a recorded run may prove some modes only);
-            default: in every mode.
+    """What the declared modes of a wrapper class (or instance) rest on, in
+    ``mode`` only or (by default) in every mode.
 
     >>> import vecmode
-    >>> from vecmode.wrappers import NormalizeReward, StatefulWrapper
-    >>> vecmode.registry.evidence(NormalizeReward).value  # vecmode's tests prove it
+    >>> vecmode.registry.evidence(vecmode.wrappers.NormalizeReward).value
     'verified'
-    >>> class Mine(StatefulWrapper):
-    ...     pass
-    >>> vecmode.registry.evidence(Mine).value  # StatefulWrapper's declaration
-    'inherited'
     """
     cls = (
         cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
@@ -147,20 +134,6 @@ def _import_path(cls: type) -> str | None:
     if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
         return None
     return class_path(cls)
-
-
-def how_to_verify(cls: type) -> str:
-    """How to prove ``cls``'s declared modes, and have them reported verified."""
-    path, name = _import_path(cls), cls.__name__
-    run = (
-        f"run `vecmode conform {path}`"
-        if path
-        else f"run vecmode.testing.check_wrapper({name})"
-    )
-    return (
-        f"{run} to prove them, and record a passing run (check_wrapper({name})."
-        f"record(), e.g. in your tests) to have it reported verified."
-    )
 
 
 def how_to_find_modes(cls: type) -> str:
@@ -192,19 +165,18 @@ def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
             f"verified: proven by check_vector_env in this process ({recorded})"
         )
     how = (
-        "run `vecmode probe module:factory` (vecmode.probe_mode) or "
-        "vecmode.testing.check_vector_env on a factory of it, and record a passing "
-        "check (vecmode.testing.check_vector_env(factory).record()"
+        "run `vecmode probe module:factory` (vecmode.probe_mode) to check it, and "
+        "record a passing vecmode.testing.check_vector_env(factory).record() (e.g. "
+        "in your tests) to have it reported verified."
     )
     # a subclass of a verified class (EnvPool builds one per task)
     base = next((k for k in cls.__mro__[1:] if class_path(k) in VERIFIED_ENVS), None)
     if base is not None:
         return Evidence.INHERITED, (
             f"{name} is a {base.__name__}, whose mode vecmode's tests prove; nothing "
-            f"proves this subclass's own code: {how}) to have it reported verified."
+            f"proves this subclass's own code: {how}"
         )
     return Evidence.DECLARED, (
         f"{name}'s metadata['autoreset_mode'] declares its mode, and nothing here "
-        f"proved that it behaves so: {how}, e.g. in your tests) to have it reported "
-        f"verified."
+        f"proved it: {how}"
     )

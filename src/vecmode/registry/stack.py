@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, overload
 
@@ -29,28 +29,18 @@ from vecmode.modes import (
     mode_or_assumed,
 )
 from vecmode.registry.declare import NO_MODES, Declaration, declaration
-from vecmode.registry.proof import (
-    Evidence,
-    env_proof,
-    how_to_find_modes,
-    how_to_verify,
-    proof,
-)
+from vecmode.registry.proof import Evidence, env_proof, how_to_find_modes, proof
 from vecmode.registry.table import aligned
 
 
 class Verdict(str, Enum):
-    """One layer's verdict in a :class:`CompatibilityReport`."""
+    """One layer's verdict in a :class:`CompatibilityReport` (see
+    ``docs/registry.md``)."""
 
-    #: The layer supports the mode it gets.
     OK = "ok"
-    #: The layer's declaration does not include the mode it gets.
     REFUSED = "refused"
-    #: The layer accepts the mode but is known to be wrong in it.
     KNOWN_WRONG = "known-wrong"
-    #: No mode is declared (by the env, or for the wrapper class).
     UNDECLARED = "undeclared"
-    #: The layer's ``metadata["autoreset_mode"]`` disagrees with its declaration.
     MISMATCH = "mismatch"
 
     def __str__(self) -> str:
@@ -62,16 +52,12 @@ class LayerReport:
     """One layer of a checked stack.
 
     Attributes:
-        name: the layer's class name.
-        origin: the package it comes from (``"vecmode"``, ``"gymnasium"``, ...).
+        name, origin: the layer's class name, and the package it comes from.
         mode_in: the mode of the env it wraps (None for the innermost env).
         accepts: the modes it supports (None: innermost env, or undeclared).
         mode_out: the mode it runs in.
-        verdict: see :class:`Verdict`.
         note: why, for any verdict but ok; for ok, a caveat where one is known.
-        layer: the layer object itself.
-        evidence: what the verdict rests on (see :class:`Evidence`).
-        evidence_note: where the evidence comes from, and how to prove it.
+        evidence_note: where the evidence comes from, or how to prove it.
     """
 
     name: str
@@ -86,15 +72,7 @@ class LayerReport:
     evidence_note: str = ""
 
 
-_REPORT_HEADER = (
-    "#",
-    "layer",
-    "mode in",
-    "supports",
-    "mode out",
-    "verdict",
-    "evidence",
-)
+_HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
 
 
 @dataclass(frozen=True)
@@ -161,18 +139,10 @@ class CompatibilityReport:
                 )
                 notes.append(wrapped)
                 verdict += f" [{len(notes)}]"
-            rows.append(
-                (
-                    str(position),
-                    f"{row.name} ({row.origin})",
-                    _cell(row.mode_in),
-                    _cell(row.accepts),
-                    _cell(row.mode_out),
-                    verdict,
-                    row.evidence.value,
-                )
-            )
-        table = aligned(_REPORT_HEADER, rows)
+            name = f"{row.name} ({row.origin})"
+            modes = (_cell(row.mode_in), _cell(row.accepts), _cell(row.mode_out))
+            rows.append((str(position), name, *modes, verdict, row.evidence.value))
+        table = aligned(_HEADER, rows)
         return "\n".join([_summary(self), "", *table, *(["", *notes] if notes else [])])
 
 
@@ -211,17 +181,14 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
-#: Modules where classes made at run time (EnvPool's) say they come from.
+#: Where classes made at run time (EnvPool's) say they come from.
 _NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
 
 
 def _origin(obj: Any) -> str:
     """The package ``obj``'s class comes from (the first base's not made at run time)."""
-    for cls in type(obj).__mro__:
-        package = cls.__module__.split(".")[0]
-        if package not in _NOT_AN_ORIGIN:
-            return package
-    return type(obj).__module__.split(".")[0]
+    packages = [cls.__module__.split(".")[0] for cls in type(obj).__mro__]
+    return next((p for p in packages if p not in _NOT_AN_ORIGIN), packages[0])
 
 
 def _verdict(
@@ -248,45 +215,6 @@ def _verdict(
     return Verdict.OK, found.caveats.get(mode_in, "")
 
 
-#: What a layer's report says beyond its name, origin and mode in: accepts,
-#: mode out, verdict, note, evidence, evidence note.
-_Judged = tuple[
-    frozenset[AutoresetMode] | None, AutoresetMode, Verdict, str, Evidence, str
-]
-
-
-def _innermost(env: Any, declared: AutoresetMode | None) -> _Judged:
-    evidence, evidence_note = env_proof(env, declared)
-    if declared is not None:
-        return None, declared, Verdict.OK, "", evidence, evidence_note
-    note = (
-        f"declares no metadata['autoreset_mode']; {ASSUMED_MODE.value} assumed "
-        f"(Gymnasium's convention)"
-    )
-    return None, ASSUMED_MODE, Verdict.UNDECLARED, note, evidence, evidence_note
-
-
-def _wrapper(
-    layer: Any, mode_in: AutoresetMode, declared: AutoresetMode | None
-) -> _Judged:
-    cls = type(layer)
-    found = declaration(layer)
-    if found is None:
-        note = (
-            f"no modes declared for {cls.__name__}; declare them with "
-            f"@vecmode.supports or vecmode.register"
-        )
-        hint = how_to_find_modes(cls)
-        return None, declared or mode_in, Verdict.UNDECLARED, note, Evidence.NONE, hint
-    found = found.over(layer.env)
-    mode = found.output or mode_in
-    verdict, note = _verdict(cls.__name__, found, mode_in, mode, declared)
-    evidence, evidence_note = proof(cls, mode_in)
-    unproven = evidence in (Evidence.DECLARED, Evidence.INHERITED)
-    evidence_note = f"{evidence_note}; {how_to_verify(cls)}" if unproven else ""
-    return found.modes, mode, verdict, note, evidence, evidence_note
-
-
 def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerReport:
     """The report of the layer at ``position``, which gets ``mode_in``."""
     name, origin = type(layer).__name__, _origin(layer)
@@ -294,42 +222,60 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         declared = mode_of(layer)
     except ValueError as error:  # metadata["autoreset_mode"] is no mode
         raise ValueError(f"layer {position} {name} ({origin}): {error}") from None
-    judged = (
-        _innermost(layer, declared)
-        if mode_in is None
-        else _wrapper(layer, mode_in, declared)
-    )
-    accepts, mode_out, verdict, note, evidence, evidence_note = judged
-    return LayerReport(
-        name,
-        origin,
-        mode_in,
-        accepts,
-        mode_out,
-        verdict,
-        note,
-        layer,
-        evidence,
-        evidence_note,
+    row = LayerReport(name, origin, mode_in, None, declared, Verdict.OK, layer=layer)
+    if mode_in is None:
+        evidence, evidence_note = env_proof(layer, declared)
+        row = replace(row, evidence=evidence, evidence_note=evidence_note)
+        if declared is not None:
+            return row
+        note = (
+            f"declares no metadata['autoreset_mode']; {ASSUMED_MODE.value} assumed "
+            f"(Gymnasium's convention)"
+        )
+        return replace(
+            row, mode_out=ASSUMED_MODE, verdict=Verdict.UNDECLARED, note=note
+        )
+    found = declaration(layer)
+    if found is None:
+        note = (
+            f"no modes declared for {name}; declare them with @vecmode.supports or "
+            f"vecmode.register"
+        )
+        hint = how_to_find_modes(type(layer))
+        return replace(
+            row,
+            mode_out=declared or mode_in,
+            verdict=Verdict.UNDECLARED,
+            note=note,
+            evidence_note=hint,
+        )
+    found = found.over(layer.env)
+    mode = found.output or mode_in
+    verdict, note = _verdict(name, found, mode_in, mode, declared)
+    evidence, evidence_note = proof(type(layer), mode_in)
+    return replace(
+        row,
+        accepts=found.modes,
+        mode_out=mode,
+        verdict=verdict,
+        note=note,
+        evidence=evidence,
+        evidence_note=evidence_note,
     )
 
 
 def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
     """Check every layer of a vector env stack against the modes it supports.
 
-    Walks from the innermost vector env outwards, propagating the mode through
-    mode-changing layers, and reports one row per layer with its :class:`Verdict`
-    and :class:`Evidence`.
+    One row per layer, innermost first, with its :class:`Verdict` and
+    :class:`Evidence`.
 
     Args:
         env: the outermost layer of the stack.
-        strict: undeclared layers fail the report (default: :func:`vecmode.strict`'s
-            setting).
+        strict: undeclared layers fail the report (default: :func:`vecmode.strict`).
 
-    >>> import gymnasium as gym
-    >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep")
+    >>> import gymnasium as gym, vecmode
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
     >>> report = vecmode.check_stack(gym.wrappers.vector.NormalizeReward(envs))
     >>> report.ok, [row.verdict.value for row in report]
     (False, ['ok', 'ok', 'known-wrong'])
@@ -353,10 +299,7 @@ def assert_compatible(
     :class:`~vecmode.IncompatibleModeError` with its table if it is not ok.
 
     Args:
-        env: the outermost layer of the stack.
-        strict: as for :func:`check_stack`.
-        verified: also raise when a layer is not verified (for a CI that wants
-            every layer proven).
+        verified: also raise when a layer is not verified.
     """
     report = check_stack(env, strict=strict)
     if not report.ok:
@@ -373,25 +316,12 @@ def assert_compatible(
 
 
 def require_mode(
-    env: VectorEnv,
-    *modes: ModeLike,
-    who: str | None = None,
-    strict: bool | None = None,
+    env: VectorEnv, *modes: ModeLike, who: str | None = None, strict: bool | None = None
 ) -> AutoresetMode:
     """Return ``env``'s mode if it is one of ``modes``; raise otherwise.
 
-    For training code written for some modes only. An env that declares no mode
-    warns (:class:`~vecmode.UndeclaredModeWarning`) and is taken as NEXT_STEP, or
-    raises under ``strict``. ``who`` names the caller in the message.
-
-    >>> import vecmode
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="Disabled")
-    >>> vecmode.require_mode(envs, "NextStep", "SameStep", who="my_ppo")
-    Traceback (most recent call last):
-    ...
-    vecmode.errors.IncompatibleModeError: my_ppo needs a vector env in NextStep, SameStep, got one in Disabled. ...
-    >>> envs.close()
+    An env that declares no mode warns (:class:`~vecmode.UndeclaredModeWarning`)
+    and is taken as NEXT_STEP, or raises under ``strict``. ``who`` names the caller.
     """
     wanted = frozenset(as_mode(mode) for mode in modes)
     if not wanted:

@@ -17,15 +17,13 @@ OK_WITH_CAVEAT = "ok\u2020"
 
 TABLE_LEGEND = (
     f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
-    "refused: raises IncompatibleModeError (vecmode's "
-    "wrappers; Gymnasium's under vecmode.guard()) or the class's own error when "
-    "built. WRONG: Gymnasium's class accepts the mode but is wrong there (silently, "
-    "or failing at a later step); "
-    "vecmode.guard() refuses it. produces: the mode a mode-changing wrapper outputs. "
-    "evidence: verified (runs proved it: vecmode's wrappers by the conformance kit in "
-    "vecmode's tests, Gymnasium's by the runs behind their entries, yours by a "
-    "recorded check_wrapper), declared (the class says so; nothing here proved it: "
-    "run vecmode conform) or inherited (from a base class's declaration)."
+    "refused: raises IncompatibleModeError (Gymnasium's classes under "
+    "vecmode.guard()) or its own error when built. WRONG: accepted but wrong "
+    "(silently, or failing later); vecmode.guard() refuses it. produces: the mode a "
+    "mode-changing wrapper outputs. evidence: verified (runs proved it: vecmode's "
+    "tests, the runs behind Gymnasium's entries, or your recorded check_wrapper), "
+    "declared (the class says so: run vecmode conform) or inherited (from a base "
+    "class)."
 )
 
 
@@ -53,14 +51,10 @@ def _vecmode_heirs(cls: type) -> list[type]:
 
 
 def table_entries() -> list[tuple[str, Declaration, Evidence]]:
-    """The rows of :func:`format_table`: ``(class path, declaration, evidence)``.
-
-    vecmode's own wrappers first (with the public vecmode subclasses that inherit
-    a declaration), then Gymnasium's, then those registered here.
-    """
+    """The rows of :func:`format_table`: ``(class path, declaration, evidence)``;
+    vecmode's wrappers first, then Gymnasium's, then those registered here."""
     declare.resolve_pending()
-    # a class defined again under the same path (a re-run notebook cell) replaces
-    # the earlier one
+    # a class defined again under one path (a re-run notebook cell) replaces it
     latest: dict[str, tuple[Declaration, Evidence]] = {}
     for ref in list(declare.decorated):
         cls = ref()
@@ -127,19 +121,12 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     Args:
         markdown: a Markdown table instead of aligned text.
         why: add, below the matrix, what is recorded of every mode not plainly ok.
-
-    >>> from vecmode.registry import format_table
-    >>> print(format_table())  # doctest: +ELLIPSIS
-    wrapper                    NextStep  SameStep  Disabled  produces  evidence
-    -------...
-    vecmode.NextStepAutoreset  refused   refused   ok        NextStep  verified
-    ...
     """
-    entries = table_entries()
+    entries, quote = table_entries(), "`" if markdown else ""
     header = ("wrapper", *(mode.value for mode in MODES), "produces", "evidence")
     rows = [
         (
-            f"`{name}`" if markdown else name,
+            f"{quote}{name}{quote}",
             *(_cell(found, mode) for mode in MODES),
             found.output.value if found.output else "",
             proof.value,
@@ -147,8 +134,8 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         for name, found, proof in entries
     ]
     reasons = [
-        f"{f'`{name}`' if markdown else name} in {mode.value} "
-        f"({_cell(found, mode)}): {found.note(mode)}"
+        f"{quote}{name}{quote} in {mode.value} ({_cell(found, mode)}): "
+        f"{found.note(mode)}"
         for name, found, _ in (entries if why else [])
         for mode in MODES
         if found.note(mode)

@@ -1,8 +1,6 @@
-"""Stable-Baselines3 both ways: :func:`to_sb3` gives a vector env that declares its
-mode to SB3 as a ``VecEnv``, :func:`from_sb3` an SB3 ``VecEnv`` to Gymnasium as a
-SAME_STEP vector env. Needs the ``sb3`` extra; ``import vecmode`` never imports SB3
-or torch, only ``import vecmode.sb3`` does. The contracts: docs/integrations.md.
-"""
+"""Stable-Baselines3 both ways: :func:`to_sb3` gives a vector env to SB3 as a
+``VecEnv``, :func:`from_sb3` an SB3 ``VecEnv`` to Gymnasium as a SAME_STEP vector
+env (the ``sb3`` extra; see docs/integrations.md)."""
 
 from vecmode import errors
 

@@ -15,24 +15,14 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, iterate
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from vecmode import errors
-from vecmode.core import (
-    StepResult,
-    batch_problem,
-    check_call,
-    copy_batch,
-    env_closed,
-    is_int,
-)
+from vecmode import core, errors
 from vecmode.errors import ActionBatchError, SeedError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos
 from vecmode.wrappers.base import empty_batch, iterate_batch
 
-__all__ = ["FromSB3VectorEnv", "from_sb3"]
-
-#: SB3's info keys: the ended episode's last observation, and whether the episode
-#: was cut short rather than terminated (``truncated and not terminated``).
+#: SB3's info keys: the ended episode's last observation, and ``truncated and not
+#: terminated``.
 TERMINAL_OBSERVATION = "terminal_observation"
 TIME_LIMIT_TRUNCATED = "TimeLimit.truncated"
 _SB3_KEYS = frozenset((TERMINAL_OBSERVATION, TIME_LIMIT_TRUNCATED))
@@ -44,13 +34,11 @@ MASKED_RESET_FIRST = (
 
 
 def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
-    """``venv``, a Stable-Baselines3 ``VecEnv``, as a SAME_STEP Gymnasium vector
-    env (a :class:`FromSB3VectorEnv`).
+    """``venv``, a Stable-Baselines3 ``VecEnv``, as a SAME_STEP Gymnasium vector env.
 
     >>> import gymnasium as gym, vecmode
     >>> from stable_baselines3.common.vec_env import DummyVecEnv
-    >>> from vecmode.sb3 import from_sb3
-    >>> envs = from_sb3(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
+    >>> envs = vecmode.sb3.from_sb3(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
     >>> envs.metadata["autoreset_mode"], vecmode.check_stack(envs).ok
     (<AutoresetMode.SAME_STEP: 'SameStep'>, True)
     >>> envs.close()
@@ -59,28 +47,15 @@ def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
 
 
 class FromSB3VectorEnv(VectorEnv):
-    """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env, in
-    Gymnasium's layout; a step both terminated and truncated comes back terminated
-    only (SB3's encoding cannot carry both). The contract: docs/integrations.md,
-    SB3.
-
-    Args:
-        venv: the SB3 ``VecEnv`` (``DummyVecEnv``, ``SubprocVecEnv``, or SB3's
-            wrappers around one).
-
-    Raises:
-        TypeError: ``venv`` is not an SB3 ``VecEnv``.
-
-    Attributes:
-        venv: the SB3 ``VecEnv`` it steps.
-    """
+    """A Stable-Baselines3 ``VecEnv`` (``venv``) as a SAME_STEP Gymnasium vector env;
+    a step both terminated and truncated comes back terminated only (see
+    ``docs/integrations.md``)."""
 
     def __init__(self, venv: VecEnv) -> None:
         if not isinstance(venv, VecEnv):
             raise TypeError(
-                f"vecmode.sb3.from_sb3 takes a stable_baselines3 VecEnv "
-                f"(DummyVecEnv, SubprocVecEnv, or SB3's wrappers around one), got "
-                f"{type(venv).__name__}; for a Gymnasium vector env, use it as it is."
+                f"vecmode.sb3.from_sb3 takes a stable_baselines3 VecEnv, got "
+                f"{type(venv).__name__}; use a Gymnasium vector env as it is."
             )
         self.venv = venv
         self.num_envs = venv.num_envs
@@ -94,14 +69,12 @@ class FromSB3VectorEnv(VectorEnv):
         }
         self.render_mode = venv.render_mode
         self._last_obs: Any = None
-        #: Dict and Tuple actions: Gymnasium's batch is turned into SB3's list
         self._structured_actions = isinstance(venv.action_space, (Dict, Tuple))
 
     def _open(self) -> None:
-        """Refuse a call on a closed env (SB3's own VecEnvs differ: a
-        ``DummyVecEnv`` goes on, a ``SubprocVecEnv`` raises ``OSError``)."""
+        """Refuse a call on a closed env (SB3's own VecEnvs differ)."""
         if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+            raise ClosedEnvironmentError(core.env_closed(type(self).__name__))
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""
@@ -130,42 +103,36 @@ class FromSB3VectorEnv(VectorEnv):
         return self._last_obs, self._batched(enumerate(self.venv.unwrapped.reset_infos))
 
     def _seeds(self, seed: Any) -> list[int | None] | None:
-        """One seed per sub-env, ``s, s + 1, ...`` (all SB3's ``seed()`` can set),
-        or None for none."""
+        """One seed per sub-env, ``s, s + 1, ...`` (SB3's ``seed(s)``), or None."""
         n = self.num_envs
         listed = isinstance(seed, (list, tuple)) and len(seed) == n
         if seed is None or (listed and all(s is None for s in seed)):
             return None  # no seed for any sub-env (Gymnasium's envs take it)
-        if is_int(seed):
+        if core.is_int(seed):
             return [int(seed) + i for i in range(n)]
         if listed and first_of_run(seed) is not None:
             return list(seed)
         raise SeedError(
-            f"seed must be None or an int for an SB3 VecEnv (sub-env i gets seed + "
-            f"i: SB3's seed() takes one), or the list of {n} seeds that makes, got "
-            f"{type(seed).__name__} {seed!r}."
+            f"seed must be None, an int s (sub-env i gets s + i: SB3's seed() takes "
+            f"one) or the list of {n} seeds that makes, got {type(seed).__name__} "
+            f"{seed!r}."
         )
 
     def _masked_reset(
         self, seeds: list[int | None] | None, rest: dict[str, Any], mask: np.ndarray
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset each masked sub-env by itself (``env_method("reset")``), where
-        ``venv`` keeps nothing else about a sub-env that a reset changes."""
+        """Reset each masked sub-env by itself (``env_method("reset")``)."""
         if not isinstance(self.venv, (DummyVecEnv, SubprocVecEnv)):
             raise ValueError(
-                f'reset(options={{"reset_mask": ...}}) cannot be exact over '
-                f"{type(self.venv).__name__}: SB3's VecEnv API has no reset of some "
-                f"sub-envs, and resetting one behind an SB3 wrapper (VecNormalize, "
-                f"VecFrameStack, VecMonitor, ...) would leave the wrapper's state for "
-                f"it stale (statistics, the frame stack, episode counters). Reset "
-                f"every sub-env with reset(), or do the masked reset over "
-                f"from_sb3(DummyVecEnv(...)) or from_sb3(SubprocVecEnv(...)) and put "
-                f"the wrappers on the vecmode side (vecmode.wrappers)."
+                f"a masked reset cannot be exact over {type(self.venv).__name__}: it "
+                f"would leave the SB3 wrapper's state (statistics, frame stack) stale. "
+                f"Reset every sub-env, or put the wrappers on the vecmode side, over "
+                f"from_sb3(DummyVecEnv(...)) or from_sb3(SubprocVecEnv(...))."
             )
         if self._last_obs is None:
             raise gym.error.ResetNeeded(MASKED_RESET_FIRST)
         if not np.count_nonzero(mask):  # vecmode's convention: a no-op
-            return copy_batch(self._last_obs), {}
+            return core.copy_batch(self._last_obs), {}
         singles = list(iterate_batch(self.observation_space, self._last_obs))
         infos = []
         for i in np.flatnonzero(mask).tolist():
@@ -178,7 +145,7 @@ class FromSB3VectorEnv(VectorEnv):
         self._last_obs = concatenate(space, singles, empty_batch(space, self.num_envs))
         return self._last_obs, self._batched(infos)
 
-    def step(self, actions: Any) -> StepResult:
+    def step(self, actions: Any) -> core.StepResult:
         """Step every sub-env; SB3 resets those whose episode ends."""
         self._open()
         return self._gym_step(self.venv.step(self._sb3_actions(actions)))
@@ -188,9 +155,8 @@ class FromSB3VectorEnv(VectorEnv):
         self._open()
         self.venv.step_async(self._sb3_actions(actions))
 
-    def step_wait(self, timeout: float | None = None) -> StepResult:
-        """The step sent by :meth:`step_async` (SB3's ``step_wait`` has no
-        timeout: pass None)."""
+    def step_wait(self, timeout: float | None = None) -> core.StepResult:
+        """The step sent by :meth:`step_async` (``timeout`` must be None)."""
         if timeout is not None:
             raise ValueError(
                 f"step_wait(timeout={timeout!r}): an SB3 VecEnv's step_wait() takes "
@@ -199,22 +165,20 @@ class FromSB3VectorEnv(VectorEnv):
         return self._gym_step(self.venv.step_wait())
 
     def _sb3_actions(self, actions: Any) -> Any:
-        """Gymnasium's batch of Dict or Tuple actions as SB3's list of one action
-        per sub-env; array batches as they are."""
+        """Gymnasium's batch of Dict or Tuple actions as SB3's list; others as they are."""
         if not self._structured_actions:
             return actions
         space, n = self.single_action_space, self.num_envs
-        problem = batch_problem(space, actions, n)
+        problem = core.batch_problem(space, actions, n)
         if problem is not None:
             raise ActionBatchError(
-                f"{problem}; nothing was stepped. from_sb3's env is a Gymnasium "
-                f"vector env: for the action space {space}, pass Gymnasium's batch "
-                f"layout, {batch_layout_message(space, n)} (SB3's list of one action "
-                f"per sub-env is for the SB3 VecEnv itself, envs.venv)."
+                f"{problem}; nothing was stepped. For the action space {space}, pass "
+                f"Gymnasium's batch layout, {batch_layout_message(space, n)} (SB3's "
+                f"list of one action per sub-env is for envs.venv)."
             )
         return list(iterate(self.action_space, actions))
 
-    def _gym_step(self, result: Any) -> StepResult:
+    def _gym_step(self, result: Any) -> core.StepResult:
         """SB3's step in SAME_STEP's layout."""
         obs, rewards, dones, sb3_infos = result
         dones = np.asarray(dones, dtype=np.bool_)
@@ -227,9 +191,7 @@ class FromSB3VectorEnv(VectorEnv):
                 if TERMINAL_OBSERVATION not in sb3_info:
                     raise ValueError(
                         f"the SB3 VecEnv reported sub-env {i} done without "
-                        f"info['{TERMINAL_OBSERVATION}'] (SB3's VecEnvs put the ended "
-                        f"episode's last observation there), so its final "
-                        f"observation is lost."
+                        f"info['{TERMINAL_OBSERVATION}']: its final observation is lost."
                     )
                 finals.append((i, sb3_info[TERMINAL_OBSERVATION], info))
                 info = reset_infos[i]
@@ -249,7 +211,7 @@ class FromSB3VectorEnv(VectorEnv):
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every sub-env (SB3's ``env_method``)."""
         self._open()
-        check_call(name)
+        core.check_call(name)
         return tuple(self.venv.env_method(name, *args, **kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
@@ -258,8 +220,7 @@ class FromSB3VectorEnv(VectorEnv):
         return tuple(self.venv.get_attr(name))
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env: one value for all, or a list or
-        tuple of one per sub-env (as Gymnasium's)."""
+        """Set attribute ``name`` of every sub-env: one value, or one per sub-env."""
         self._open()
         if not isinstance(values, (list, tuple)):
             self.venv.set_attr(name, values)
@@ -282,8 +243,7 @@ class FromSB3VectorEnv(VectorEnv):
 
 
 def _as_batch(space: Space, obs: Any) -> Any:
-    """SB3's batch in Gymnasium's layout: plain dicts, the space's dtypes (a
-    ``SubprocVecEnv`` stacks what the sub-envs return, as they return it)."""
+    """SB3's batch in Gymnasium's layout: plain dicts, the space's dtypes."""
     if isinstance(space, Dict):
         return {key: _as_batch(sub, obs[key]) for key, sub in space.spaces.items()}
     if isinstance(space, Tuple):
@@ -296,12 +256,10 @@ def _as_batch(space: Space, obs: Any) -> Any:
 
 
 def batch_layout_message(space: Space, num_envs: int) -> str:
-    """Gymnasium's batch layout of Dict or Tuple actions, in words (both
-    directions' action errors give it)."""
+    """Gymnasium's batch layout of Dict or Tuple actions, in words."""
     if isinstance(space, Dict):
-        layout = (
-            f"a dict with the keys {list(space.spaces)}, each a batch of {num_envs}"
-        )
+        keys = list(space.spaces)
+        layout = f"a dict with the keys {keys}, each a batch of {num_envs}"
     else:
         parts = len(space.spaces) if isinstance(space, Tuple) else "its"
         layout = f"a tuple of {parts} batches of {num_envs}, one per subspace"
@@ -309,9 +267,8 @@ def batch_layout_message(space: Space, num_envs: int) -> str:
 
 
 def first_of_run(seeds: Sequence[Any]) -> int | None:
-    """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (what SB3's ``seed(s)`` sets),
-    else None."""
-    if not len(seeds) or not is_int(seeds[0]):
+    """``s`` where ``seeds`` is ``[s, s + 1, ...]`` (SB3's ``seed(s)``), else None."""
+    if not len(seeds) or not core.is_int(seeds[0]):
         return None
     first = int(seeds[0])
     return first if list(seeds) == [first + i for i in range(len(seeds))] else None

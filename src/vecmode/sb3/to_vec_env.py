@@ -24,20 +24,8 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from vecmode import errors, sb3_subenv
+from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
-from vecmode.core import (
-    FORBIDDEN_CALLS,
-    Command,
-    Executed,
-    StepResult,
-    VectorCore,
-    batch_problem,
-    check_call,
-    check_indices,
-    copy_batch,
-    reuses_buffers,
-)
 from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
 from vecmode.modes import without_finals
 from vecmode.sb3.from_vec_env import (
@@ -50,12 +38,9 @@ from vecmode.sb3.from_vec_env import (
 from vecmode.wrappers.base import check_infos, empty_batch, final_entries
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
-__all__ = ["ToSB3VecEnv", "to_sb3"]
-
 _TO = "vecmode.sb3.to_sb3"
 
-#: The note a sub-env's fault gets on its way to an SB3 caller (the message's
-#: advice names calls that SB3's ``VecEnv`` does not have).
+#: The note a sub-env's fault gets on its way to an SB3 caller.
 AFTER_A_FAULT = (
     "Through to_sb3: call reset() on the VecEnv (it resets every sub-env; SB3's "
     "VecEnv has no masked reset), or close() it."
@@ -67,9 +52,7 @@ def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
 
     >>> import numpy as np, vecmode
     >>> from vecmode.sb3 import to_sb3
-    >>> venv = to_sb3(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync", max_episode_steps=1))  # NextStep, converted
-    >>> _ = venv.seed(0)
+    >>> venv = to_sb3(vecmode.make_vec("CartPole-v1", 2, "sync", max_episode_steps=1))
     >>> obs = venv.reset()
     >>> obs, rewards, dones, infos = venv.step(np.array([1, 0]))
     >>> dones, infos[0]["TimeLimit.truncated"], infos[0]["terminal_observation"].shape
@@ -81,21 +64,12 @@ def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
 
 class ToSB3VecEnv(VecEnv):
     """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv`` that answers as
-    ``DummyVecEnv`` does over the same sub-envs (the contract:
-    docs/integrations.md, SB3).
+    ``DummyVecEnv`` does over the same sub-envs (see ``docs/integrations.md``).
 
     Args:
-        envs: a vector env that declares its mode; it is converted to SAME_STEP
-            with :func:`vecmode.with_autoreset`, which refuses where that would
-            not be exact.
-
-    Raises:
-        TypeError: ``envs`` is not a Gymnasium vector env.
-        vecmode.IncompatibleModeError: ``envs`` declares no mode, or one that
-            cannot be turned into SAME_STEP exactly.
-
-    Attributes:
-        vector_env: the SAME_STEP vector env it steps.
+        envs: a vector env that declares its mode; :func:`vecmode.with_autoreset`
+            converts it to SAME_STEP (``vector_env``), or refuses where that would
+            not be exact (:class:`~vecmode.IncompatibleModeError`).
     """
 
     def __init__(self, envs: VectorEnv) -> None:
@@ -104,7 +78,7 @@ class ToSB3VecEnv(VecEnv):
         same = with_autoreset(envs, AutoresetMode.SAME_STEP)
         self.vector_env = same
         self._reach_sub_envs(same)
-        self._copy_obs = reuses_buffers(same)
+        self._copy_obs = core.reuses_buffers(same)
         space = same.single_observation_space
         self._dict_keys = list(space.spaces) if isinstance(space, Dict) else None
         self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
@@ -114,12 +88,11 @@ class ToSB3VecEnv(VecEnv):
         self.metadata = dict(same.metadata)
 
     def _reach_sub_envs(self, same: VectorEnv) -> None:
-        """How SB3's calls reach the sub-envs of ``same``."""
+        """How SB3's calls reach the sub-envs of ``same``: the SB3 VecEnv under
+        from_sb3's env, the sub-envs as objects here, or a vecmode core's ``each``."""
         inner: Any = same.unwrapped
         self._inner = inner
-        #: the SB3 VecEnv under from_sb3's env: SB3's calls go to it
         self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
-        #: the sub-envs as objects in this process (``DummyVecEnv``'s ``envs``)
         held = getattr(
             inner if self._sb3 is None else self._sb3.unwrapped, "envs", None
         )
@@ -130,32 +103,31 @@ class ToSB3VecEnv(VecEnv):
             and all(isinstance(env, gym.Env) for env in held)
             else None
         )
-        #: vecmode's cores run a function on chosen sub-envs (in their workers too)
         self._each = getattr(inner, "each", None)
         unreachable = (
             self._sb3 is None and self._local is None and not callable(self._each)
         )
-        #: calls on every sub-env at once only (Gymnasium's AsyncVectorEnv)
+        # calls on every sub-env at once only (Gymnasium's AsyncVectorEnv)
         self._all_at_once = unreachable and any(
             callable(getattr(inner, name, None)) for name in ("call", "get_attr")
         )
-        #: no sub-envs as Python objects (EnvPool's and ALE's C++ envs)
+        # no sub-envs as Python objects (EnvPool's and ALE's C++ envs)
         self._native = unreachable and not self._all_at_once
 
     def _split_api(self, same: VectorEnv) -> None:
         """A step as ``_step(actions)``, or ``_send`` then ``_wait`` where the stack
-        has a split API. Over SAME_STEP's policy directly on a vecmode core, the
-        core's commands and record (the ended sub-envs' own last infos)."""
-        core = getattr(same, "core", None)
+        has a split API; over SAME_STEP's policy on a vecmode core, the core's."""
+        inner = getattr(same, "core", None)
         self._send: Callable[[Any], Any] | None = None
         self._wait: Callable[[], Any] | None = None
-        if type(same) is SameStepAutoreset and isinstance(core, VectorCore):
-            commands = [int(Command.STEP_THEN_RESET)] * same.num_envs
-            self._step: Callable[[Any], Any] = functools.partial(core.execute, commands)
+        if type(same) is SameStepAutoreset and isinstance(inner, core.VectorCore):
+            commands = [int(core.Command.STEP_THEN_RESET)] * same.num_envs
+            self._step: Callable[[Any], Any] = functools.partial(
+                inner.execute, commands
+            )
             self._read: Callable[[Any], VecEnvStepReturn] = self._from_record
-            # the split API of the remote cores (async, Ray)
-            send = getattr(core, "execute_async", None)
-            wait = getattr(core, "execute_wait", None)
+            send = getattr(inner, "execute_async", None)
+            wait = getattr(inner, "execute_wait", None)
             if send is not None and wait is not None:
                 self._send = functools.partial(send, commands, name="step")
                 self._wait = functools.partial(wait, name="step")
@@ -167,8 +139,7 @@ class ToSB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------- stepping
     def reset(self) -> VecEnvObs:
-        """Reset every sub-env with the pending seeds and options; the reset infos
-        go to ``reset_infos``."""
+        """Reset every sub-env with the pending seeds and options."""
         options = self._options[0] if self._options else None
         seed: Any = first_of_run(self._seeds)  # SB3's seed(s) sets s, s + 1, ...
         if seed is None and any(s is not None for s in self._seeds):
@@ -204,11 +175,10 @@ class ToSB3VecEnv(VecEnv):
             return self._read(self._step(actions))
 
     def _gym_actions(self, actions: Any) -> Any:
-        """Dict or Tuple actions as Gymnasium's batch: SB3's list of one action per
-        sub-env is concatenated, Gymnasium's batch passed on."""
+        """Dict or Tuple actions (SB3's list, or Gymnasium's batch) as Gymnasium's batch."""
         space, n = self.action_space, self.num_envs
         if not isinstance(actions, list):  # Gymnasium's batch (a list is never one)
-            problem = batch_problem(space, actions, n)
+            problem = core.batch_problem(space, actions, n)
             if problem is None:
                 return actions
         elif len(actions) != n:
@@ -231,7 +201,7 @@ class ToSB3VecEnv(VecEnv):
             f"{batch_layout_message(space, n)}."
         )
 
-    def _from_layout(self, result: StepResult) -> VecEnvStepReturn:
+    def _from_layout(self, result: core.StepResult) -> VecEnvStepReturn:
         """SB3's step from a step in SAME_STEP's layout."""
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, _TO)
@@ -243,23 +213,18 @@ class ToSB3VecEnv(VecEnv):
             final_infos = infos_to_list(final_info or {}, self.num_envs)
             rows = np.flatnonzero(ended).tolist()
             finals = [(i, final_obs[i], final_infos[i]) for i in rows]
-        return self._sb3_step(obs, rewards, terminations, truncations, rest, finals)
+        return self._sb3_step((obs, rewards, terminations, truncations, rest), finals)
 
-    def _from_record(self, executed: Executed) -> VecEnvStepReturn:
+    def _from_record(self, executed: core.Executed) -> VecEnvStepReturn:
         """SB3's step from a vecmode core's record of a SAME_STEP step."""
-        return self._sb3_step(*executed[:5], executed.finals)
+        return self._sb3_step(executed[:5], executed.finals)
 
     def _sb3_step(
-        self,
-        obs: Any,
-        rewards: Any,
-        terminations: np.ndarray,
-        truncations: np.ndarray,
-        infos: dict[str, Any],
-        finals: Sequence[tuple[int, Any, dict[str, Any]]],
+        self, result: Sequence[Any], finals: Sequence[tuple[int, Any, dict[str, Any]]]
     ) -> VecEnvStepReturn:
-        """SB3's step: one info dict per sub-env, the ended ones' the ended step's
-        with its terminal observation (their reset infos go to ``reset_infos``)."""
+        """SB3's step: one info dict per sub-env, an ended one's with its terminal
+        observation (its reset info goes to ``reset_infos``)."""
+        obs, rewards, terminations, truncations, infos = result
         n = self.num_envs
         if not infos and not finals:  # the common case, fast
             sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
@@ -272,7 +237,7 @@ class ToSB3VecEnv(VecEnv):
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = sb3_infos[i]
                 sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
-                sb3_infos[i][TERMINAL_OBSERVATION] = copy_batch(final_obs)
+                sb3_infos[i][TERMINAL_OBSERVATION] = core.copy_batch(final_obs)
             limit = np.logical_and(truncations, np.logical_not(terminations))
             for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
                 info[TIME_LIMIT_TRUNCATED] = flag
@@ -283,16 +248,15 @@ class ToSB3VecEnv(VecEnv):
 
     def _sb3_obs(self, obs: Any) -> Any:
         if self._copy_obs:
-            obs = copy_batch(obs)
+            obs = core.copy_batch(obs)
         if self._dict_keys is not None:
             return OrderedDict((key, obs[key]) for key in self._dict_keys)
         return obs
 
     # ------------------------------------------------------- seeds, options
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Options for every sub-env at the next ``reset()``: one dict for all, or
-        a list of one per sub-env that are all equal (a vector env's reset passes
-        one options dict to every sub-env)."""
+        """Options for every sub-env at the next ``reset()``: one dict, or a list of
+        equal ones."""
         super().set_options(options)
         if len(self._options) != self.num_envs or not all(
             _same_options(o, self._options[0]) for o in self._options
@@ -308,25 +272,22 @@ class ToSB3VecEnv(VecEnv):
     # ------------------------------------------------------------- sub-envs
     @property
     def envs(self) -> Sequence[gym.Env]:
-        """The sub-envs (``DummyVecEnv``'s ``envs``) where they are objects in this
-        process; elsewhere an ``AttributeError``."""
+        """The sub-envs, where they are objects in this process."""
         if self._local is not None:
             return self._local
         inner = type(self._inner).__name__
         if self._sb3 is not None:
             inner = f"from_sb3({type(self._sb3.unwrapped).__name__})"
-        where = "outside Python (no gymnasium.Env objects)"
+        where = "outside Python" if self._native else "in other processes"
         raise AttributeError(
-            f"ToSB3VecEnv.envs (DummyVecEnv's list of sub-envs) is only there when "
-            f"the sub-envs are objects in this process; {inner} runs its sub-envs "
-            f"{where if self._native else 'in other processes'}. Use get_attr / "
-            f"set_attr / env_method (with indices=...) to reach them."
+            f"ToSB3VecEnv.envs is only there when the sub-envs are objects in this "
+            f"process; {inner} runs them {where}. Use get_attr / set_attr / "
+            f"env_method (with indices=...) instead."
         )
 
     def has_attr(self, attr_name: str) -> bool:
-        """Whether every sub-env has the attribute (SB3's ``has_attr``), asked so
-        that no worker dies of a missing one (``SubprocVecEnv``'s under
-        :func:`from_sb3`, Gymnasium's ``AsyncVectorEnv``'s)."""
+        """Whether every sub-env has the attribute, asked so that no worker dies of
+        a missing one."""
         if self._sb3 is not None:
             return bool(self._sb3.has_attr(attr_name))
         if self._all_at_once:  # a get_attr of a missing attribute breaks it for good
@@ -335,7 +296,7 @@ class ToSB3VecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
-        order = check_indices(indices, self.num_envs)
+        order = core.check_indices(indices, self.num_envs)
         if self._sb3 is not None:
             return list(self._sb3.get_attr(attr_name, order))
         if self._all_at_once:  # ask them all, keep those asked for
@@ -346,9 +307,8 @@ class ToSB3VecEnv(VecEnv):
     def set_attr(
         self, attr_name: str, value: Any, indices: VecEnvIndices = None
     ) -> None:
-        """Set the attribute of the sub-envs at ``indices`` (all by default) to
-        ``value`` (a plain ``setattr`` on each, as ``DummyVecEnv``)."""
-        order = check_indices(indices, self.num_envs)
+        """Set the attribute of the sub-envs at ``indices`` (all by default)."""
+        order = core.check_indices(indices, self.num_envs)
         if self._sb3 is not None:
             self._sb3.set_attr(attr_name, value, order)
         else:
@@ -362,7 +322,7 @@ class ToSB3VecEnv(VecEnv):
         **method_kwargs: Any,
     ) -> list[Any]:
         """Call the method on the sub-envs at ``indices`` (all by default)."""
-        if method_name in FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
+        if method_name in core.FORBIDDEN_CALLS:  # check_call's rule, in SB3's words
             instead = (
                 "venv.step_async(actions) / venv.step_wait()"
                 if method_name == "step"
@@ -371,11 +331,10 @@ class ToSB3VecEnv(VecEnv):
             )
             raise ValueError(
                 f"env_method({method_name!r}) would run the sub-envs' {method_name} "
-                f"behind the VecEnv's back (its record of ended sub-envs would be "
-                f"wrong); use {instead}."
+                f"behind the VecEnv's back; use {instead}."
             )
-        check_call(method_name)
-        order = check_indices(indices, self.num_envs)
+        core.check_call(method_name)
+        order = core.check_indices(indices, self.num_envs)
         args, kwargs = method_args, method_kwargs
         if self._sb3 is not None:
             return list(
@@ -391,9 +350,8 @@ class ToSB3VecEnv(VecEnv):
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
         """Whether the sub-envs at ``indices`` (all by default) are wrapped with
-        ``wrapper_class``: False for each over an env that has no sub-envs as
-        Python objects (nothing a ``gymnasium.Wrapper`` could wrap)."""
-        order = check_indices(indices, self.num_envs)
+        ``wrapper_class`` (False where they are no Python objects)."""
+        order = core.check_indices(indices, self.num_envs)
         if self._sb3 is not None:
             return list(self._sb3.env_is_wrapped(wrapper_class, order))
         if self._native:
@@ -409,10 +367,8 @@ class ToSB3VecEnv(VecEnv):
         name = type(self._inner).__name__
         if self._native:
             raise AttributeError(
-                f"ToSB3VecEnv.{what}() has no sub-env to reach in {name}: it runs "
-                f"its sub-envs outside Python (no gymnasium.Env objects, no get_attr "
-                f"or call), so there is no attribute or method of a sub-env to get, "
-                f"set or call. Ask the vector env itself instead."
+                f"ToSB3VecEnv.{what}() has no sub-env to reach in {name}: it runs its "
+                f"sub-envs outside Python. Ask the vector env itself instead."
             )
         each, local = self._each, self._local
         try:
@@ -427,12 +383,10 @@ class ToSB3VecEnv(VecEnv):
                 raise AttributeError(str(exc)) from exc
             raise
         raise AttributeError(
-            f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: it "
-            f"offers no way to run a call on chosen sub-envs (it only gets attributes "
-            f"and calls methods on every sub-env at once, as Gymnasium's "
-            f"AsyncVectorEnv does). Build the env with vecmode.AsyncVectorEnv "
-            f"(vecmode.make_vec(..., vectorization_mode='async')), whose workers run "
-            f"SB3's calls on the sub-envs asked for."
+            f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: it runs "
+            f"calls on every sub-env at once only. Build the env with "
+            f"vecmode.AsyncVectorEnv (make_vec(..., vectorization_mode='async')), "
+            f"whose workers run SB3's calls on the sub-envs asked for."
         )
 
     def get_images(self) -> Sequence[np.ndarray | None]:
@@ -468,7 +422,7 @@ def _sb3_advice() -> Iterator[None]:
 
 def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
     """What keeps ``sample`` from being structured as one sample of ``space`` (its
-    dicts' keys, its tuples' lengths; not its values); None if nothing does."""
+    dicts' keys, its tuples' lengths); None if nothing does."""
     if isinstance(space, Dict):
         keys = list(space.spaces)
         if not isinstance(sample, Mapping):

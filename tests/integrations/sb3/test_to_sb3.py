@@ -530,7 +530,7 @@ def test_env_method_refuses_the_vec_env_s_own_calls_in_sb3_s_words(name):
     )
     assert str(info.value) == (
         f"env_method({name!r}) would run the sub-envs' {name} behind the VecEnv's "
-        f"back (its record of ended sub-envs would be wrong); use {instead}."
+        f"back; use {instead}."
     )
     venv.reset()  # usable
     venv.close()
