@@ -1,5 +1,5 @@
-"""Array-library conversions, right in every mode (torch and jax are optional
-extras: importing :mod:`vecmode.wrappers` imports neither)."""
+"""Gymnasium's array-library conversions, right in every mode (importing
+:mod:`vecmode.wrappers` imports neither torch nor jax)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from vecmode.wrappers.base import MaskedResetWrapper, check_infos
 
 __all__ = ["ArrayConversion", "JaxToNumpy", "JaxToTorch", "NumpyToTorch"]
 
-#: Each optional module: its name, its pip name, vecmode's extra that installs
-#: it (None: both extras do; the one for the wrapper's library is named).
+# module: (its name, its pip name, vecmode's extra; None: the wrapper's library's)
 _EXTRAS: dict[str, tuple[str, str, str | None]] = {
     "torch": ("PyTorch", "torch", "vecmode[torch]"),
     "jax.numpy": ("jax", "jax", "vecmode[jax]"),
@@ -35,7 +34,7 @@ def _require(module: str, who: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as error:
         name, pip_name, extra = _EXTRAS.get(module, (module, module, None))
-        if extra is None:  # the extra of the wrapper's own library, if it has one
+        if extra is None:
             libraries = [lib for lib in ("jax", "torch") if lib in who.lower()]
             extra = f"vecmode[{libraries[0]}]" if libraries else None
         install = f"pip install {pip_name}"
@@ -55,11 +54,9 @@ def _converter(who: str) -> Callable[..., Any]:
 
 @supports(*MODES)
 class ArrayConversion(MaskedResetWrapper):
-    """Convert what a vector env returns to another array library, and actions back.
-
-    Gymnasium's ``ArrayConversion``, right in every mode: final observations are
-    converted one by one (their object array and masks stay NumPy), and
-    ``reset_mask`` reaches the env as a NumPy bool array.
+    """Gymnasium's ``ArrayConversion``, right in every mode; same arguments. Final
+    observations are converted one by one (their object array and masks stay
+    NumPy), and ``reset_mask`` reaches the env as a NumPy bool array.
 
     >>> import numpy as np, vecmode
     >>> import array_api_compat.numpy as xp
@@ -74,8 +71,7 @@ class ArrayConversion(MaskedResetWrapper):
     >>> envs.close()
     """
 
-    #: It takes another library's arrays itself (the registry lets it wrap a
-    #: conversion; vecmode's other wrappers read NumPy and refuse one).
+    # the registry lets it wrap a conversion (vecmode's other wrappers refuse one)
     converts_arrays = True
 
     def __init__(
@@ -86,15 +82,6 @@ class ArrayConversion(MaskedResetWrapper):
         env_device: Any | None = None,
         target_device: Any | None = None,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.ArrayConversion`.
-
-        Args:
-            env: the vector env to wrap.
-            env_xp: the array library the env takes and returns.
-            target_xp: the array library to return (and take actions in).
-            env_device: the device of the env's arrays.
-            target_device: the device of the returned arrays.
-        """
         super().__init__(env)
         self._convert = _converter(type(self).__name__)
         self._env_xp = env_xp
@@ -109,7 +96,6 @@ class ArrayConversion(MaskedResetWrapper):
         return self._convert(value, xp=self._target_xp, device=self._target_device)
 
     def _infos(self, infos: dict[str, Any]) -> dict[str, Any]:
-        """The infos converted (final observations one by one)."""
         check_infos(infos, type(self).__name__)
         convert = self._to_target
         return map_infos(infos, others=convert, observation=convert, final_info=convert)
@@ -124,8 +110,7 @@ class ArrayConversion(MaskedResetWrapper):
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
-        """The options in the env's library, but ``reset_mask`` a NumPy bool array
-        (validated: a clear error before anything resets)."""
+        """The options in the env's library, but ``reset_mask`` in NumPy."""
         if options:
             rest = dict(options)
             has_mask = "reset_mask" in rest
@@ -143,9 +128,8 @@ class ArrayConversion(MaskedResetWrapper):
 
 
 class NumpyToTorch(ArrayConversion):
-    """Take and return PyTorch tensors over a NumPy vector env, in every mode.
-
-    Gymnasium's ``NumpyToTorch``; needs ``pip install "vecmode[torch]"``.
+    """Gymnasium's ``NumpyToTorch``, right in every mode; same arguments. Needs
+    ``pip install "vecmode[torch]"``.
 
     >>> import numpy as np, torch, vecmode
     >>> from vecmode.wrappers import NumpyToTorch
@@ -161,16 +145,14 @@ class NumpyToTorch(ArrayConversion):
     """
 
     def __init__(self, env: VectorEnv, device: Any | None = None) -> None:
-        """``device``: the torch device of the returned tensors."""
         torch = _require("torch", type(self).__name__)
         super().__init__(env, env_xp=np, target_xp=torch, target_device=device)
         self.device = device
 
 
 class JaxToNumpy(ArrayConversion):
-    """Take and return NumPy arrays over a jax vector env, in every mode.
-
-    Gymnasium's ``JaxToNumpy``; needs ``pip install "vecmode[jax]"``.
+    """Gymnasium's ``JaxToNumpy``, right in every mode; same arguments. Needs
+    ``pip install "vecmode[jax]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToNumpy
@@ -186,15 +168,13 @@ class JaxToNumpy(ArrayConversion):
     """
 
     def __init__(self, env: VectorEnv) -> None:
-        """Wrap ``env``, whose observations are jax arrays."""
         jnp = _require("jax.numpy", type(self).__name__)
         super().__init__(env, env_xp=jnp, target_xp=np)
 
 
 class JaxToTorch(ArrayConversion):
-    """Take and return PyTorch tensors over a jax vector env, in every mode.
-
-    Gymnasium's ``JaxToTorch``; needs ``pip install "vecmode[jax,torch]"``.
+    """Gymnasium's ``JaxToTorch``, right in every mode; same arguments. Needs
+    ``pip install "vecmode[jax,torch]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToTorch
@@ -209,7 +189,6 @@ class JaxToTorch(ArrayConversion):
     """
 
     def __init__(self, env: VectorEnv, device: Any | None = None) -> None:
-        """``device``: the torch device of the returned tensors."""
         jnp = _require("jax.numpy", type(self).__name__)
         torch = _require("torch", type(self).__name__)
         super().__init__(env, env_xp=jnp, target_xp=torch, target_device=device)

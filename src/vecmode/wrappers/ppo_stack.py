@@ -70,14 +70,14 @@ def ppo_stack(
     """CleanRL's PPO stack over ``env``, right in every mode.
 
     ``RecordEpisodeStatistics``, ``NormalizeObservation``, observations clipped,
-    ``NormalizeReward`` and ``ClipReward``: by default as one :class:`PPOStack`
+    ``NormalizeReward`` and ``ClipReward``: by default one :class:`PPOStack`
     layer, which returns exactly what the five layers return.
 
     Args:
-        env: a Box-observation vector env declaring its autoreset mode.
+        env: a vector env with Box observations.
         gamma: ``NormalizeReward``'s discount, in [0, 1].
-        clip_obs: the bound of the normalised observations (>= 0).
-        clip_reward: the bound of the normalised rewards (>= 0).
+        clip_obs: the bound of the normalised observations (>= 0, inf: none).
+        clip_reward: the bound of the normalised rewards (>= 0, inf: none).
         fused: one layer (True) or the five (False).
 
     >>> import numpy as np, vecmode
@@ -93,12 +93,10 @@ def ppo_stack(
     (dtype('float32'), True, True)
     >>> envs.close()
     """
-    clip_obs, clip_reward = (
-        _bound("clip_obs", clip_obs),
-        _bound("clip_reward", clip_reward),
-    )
     if fused:
         return PPOStack(env, gamma=gamma, clip_obs=clip_obs, clip_reward=clip_reward)
+    clip_obs = _bound("clip_obs", clip_obs)
+    clip_reward = _bound("clip_reward", clip_reward)
     env = RecordEpisodeStatistics(env)
     env = NormalizeObservation(env)
     space = _clipped_space(env, clip_obs)
@@ -109,10 +107,7 @@ def ppo_stack(
 
 def _bound(name: str, value: float) -> float:
     """A clip bound: a number >= 0 (inf: no clipping)."""
-    message = (
-        f"`{name}` should be a number >= 0 (observations or rewards are clipped to "
-        f"[-{name}, {name}]; inf for no clipping). Received {value!r}"
-    )
+    message = f"`{name}` should be a number >= 0 (inf: no clipping). Received {value!r}"
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
         raise TypeError(message)
     value = float(value)
@@ -126,7 +121,7 @@ def _clipped_space(env: VectorEnv, clip: float) -> Box:
 
 
 class _Clip:
-    """``np.clip(x, -bound, bound)`` (a named, picklable function)."""
+    """``np.clip(x, -bound, bound)``, picklable and named."""
 
     def __init__(self, bound: float) -> None:
         self.bound = bound
@@ -140,8 +135,8 @@ class _Clip:
 
 class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     """CleanRL's five PPO wrappers as one layer, with their attributes: what
-    :func:`ppo_stack` builds. ``update_running_mean = False`` freezes both
-    statistics.
+    :func:`ppo_stack` builds (same arguments, but ``fused``).
+    ``update_running_mean = False`` freezes both statistics.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import PPOStack
@@ -164,7 +159,6 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         clip_obs: float = 10.0,
         clip_reward: float = 10.0,
     ) -> None:
-        """Args as :func:`ppo_stack`'s."""
         gamma = self._checked_gamma(gamma)
         clip_obs = _bound("clip_obs", clip_obs)
         clip_reward = _bound("clip_reward", clip_reward)
@@ -187,7 +181,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         self._merged: tuple[Any, Any] | None = None
 
     def _normalised(self, observations: np.ndarray) -> np.ndarray:
-        """Normalised and clipped, into a new float32 array (in place)."""
+        """Normalised and clipped, into a new float32 array."""
         rms = self.obs_rms
         out = normalize(observations, rms.mean, rms.var, self.epsilon)
         return clip_symmetric(out, self.clip_obs, out)
@@ -201,7 +195,6 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """The five layers' reset (a full one restarts the discounted sums)."""
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self._normalised
@@ -211,11 +204,9 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         return out, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """The five layers' step, in one pass."""
         self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         out_obs, infos = self._step_observations(obs, infos)
-        # rewards (NormalizeReward, then the clip; NEXT_STEP's reset step: 0)
         real = self.boundary.real
         moving = count_nonzero(real)
         if moving:

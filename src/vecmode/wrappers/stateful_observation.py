@@ -23,10 +23,8 @@ __all__ = ["FrameStackObservation", "NormalizeObservation"]
 
 
 class NormalizeObservation(RunningStatistics, StatefulWrapper):
-    """Normalise Box observations to mean 0 and variance 1, per dimension.
-
-    Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
-    every observation once, the final ones included (and normalised).
+    """Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
+    every observation once, the final ones included; same arguments.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -41,7 +39,6 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
     """
 
     def __init__(self, env: VectorEnv, epsilon: float = 1e-8) -> None:
-        """``epsilon``: added to the variance before its square root."""
         super().__init__(env)
         space = self.env.single_observation_space
         if not isinstance(space, Box):
@@ -50,7 +47,6 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         self.observation_space = batch_space(
             self.single_observation_space, self.num_envs
         )
-        # float32, as Gymnasium's (the dtype of the normalised observations)
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._update_running_mean = True
@@ -94,7 +90,14 @@ class FrameStackObservation(StatefulWrapper):
     """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
     Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
-    would return on it; every episode starts a fresh stack.
+    would return on it; every episode starts a fresh stack. Box, Discrete,
+    MultiDiscrete, MultiBinary observations, and Dict / Tuple of them.
+
+    Args:
+        env: the vector env to wrap.
+        stack_size: how many observations to stack (> 0).
+        padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
+            observation of the env's single observation space.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation
@@ -116,14 +119,6 @@ class FrameStackObservation(StatefulWrapper):
     def __init__(
         self, env: VectorEnv, stack_size: int, *, padding_type: Any = "reset"
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.FrameStackObservation`.
-
-        Args:
-            env: the vector env to wrap.
-            stack_size: how many observations to stack (> 0).
-            padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
-                observation of the env's single observation space.
-        """
         super().__init__(env)
         space = self.env.single_observation_space
         if not np.issubdtype(type(stack_size), np.integer):
@@ -140,14 +135,10 @@ class FrameStackObservation(StatefulWrapper):
             if not isinstance(leaf, _STACKABLE):
                 raise TypeError(
                     f"FrameStackObservation cannot stack observations of {space}: "
-                    f"{leaf} is not a Box, Discrete, MultiDiscrete or MultiBinary "
-                    f"space (nor a Dict / Tuple of them). Transform the "
-                    f"observations into such a space first."
+                    f"{leaf} is not a Box, Discrete, MultiDiscrete or MultiBinary. "
+                    f"Transform the observations into such spaces first."
                 )
         if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
-            # "zero": Gymnasium's create_zero_array, as its wrapper pads: 0 where
-            # the space holds it, else a Box's bound nearest 0, a Discrete's or
-            # MultiDiscrete's start
             self.padding_value: Any = create_zero_array(space)
         elif not isinstance(padding_type, str) and padding_type in space:
             self.padding_value = padding_type
@@ -204,12 +195,10 @@ class FrameStackObservation(StatefulWrapper):
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """Reset sub-envs get a fresh stack, the others keep theirs."""
         _, infos = super()._reset_result(obs, infos, state)
         return copy_batch(self.stacks), infos
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """The stacks (final stacks in ``final_obs`` where ended)."""
         _, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._finals:
             finals, self._finals = self._finals, {}

@@ -1,4 +1,4 @@
-"""Action transforms: Gymnasium's names and arguments; unlike Gymnasium's
+"""Gymnasium's action transforms, right in every mode; unlike Gymnasium's
 ``VectorizeTransformAction``, they never write into the caller's actions."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ __all__ = ["ClipAction", "RescaleAction", "TransformAction", "VectorizeTransform
 
 
 class TransformAction(ActionWrapper):
-    """Apply ``func`` to each batch of actions before the wrapped env sees it.
+    """Gymnasium's ``TransformAction``: ``func`` maps each batch of actions to the
+    env's; same arguments.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformAction
@@ -37,15 +38,6 @@ class TransformAction(ActionWrapper):
         action_space: Space | None = None,
         single_action_space: Space | None = None,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.TransformAction`.
-
-        Args:
-            env: the vector env to wrap.
-            func: maps a batch of this wrapper's actions to a batch of the env's.
-            action_space: this wrapper's batched action space (default: batched
-                ``single_action_space``).
-            single_action_space: the space of one action (default: the env's).
-        """
         super().__init__(env)
         set_spaces(self, "action", action_space, single_action_space)
         self.func = func
@@ -56,7 +48,8 @@ class TransformAction(ActionWrapper):
 
 
 class VectorizeTransformAction(ActionWrapper):
-    """Apply a single-env ``TransformAction``'s function to each sub-env's action."""
+    """Gymnasium's ``VectorizeTransformAction``: a single-env ``TransformAction``
+    (``wrapper(env, **kwargs)``) applied to each sub-env's action."""
 
     def __init__(
         self,
@@ -64,7 +57,6 @@ class VectorizeTransformAction(ActionWrapper):
         wrapper: type[transform_action.TransformAction],
         **kwargs: Any,
     ) -> None:
-        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(
             SpaceEnv(action_space=self.env.single_action_space), **kwargs
@@ -80,10 +72,9 @@ class VectorizeTransformAction(ActionWrapper):
 
 
 class ClipAction(VectorizeTransformAction):
-    """Clip Box actions to the wrapped env's action bounds."""
+    """Gymnasium's ``ClipAction``: Box actions clipped to the env's bounds."""
 
     def __init__(self, env: VectorEnv) -> None:
-        """Clip the actions given to ``env`` to its action space's bounds."""
         super().__init__(env, transform_action.ClipAction)
         space: Any = self.env.single_action_space
         self._low, self._high, self._dtype = space.low, space.high, space.dtype
@@ -96,7 +87,8 @@ class ClipAction(VectorizeTransformAction):
 
 
 class RescaleAction(VectorizeTransformAction):
-    """Affinely rescale Box actions from ``[min_action, max_action]``."""
+    """Gymnasium's ``RescaleAction``: Box actions rescaled from ``[min_action,
+    max_action]``; same arguments."""
 
     def __init__(
         self,
@@ -104,7 +96,6 @@ class RescaleAction(VectorizeTransformAction):
         min_action: float | int | np.ndarray,
         max_action: float | int | np.ndarray,
     ) -> None:
-        """``min_action`` / ``max_action``: the bounds of this wrapper's actions."""
         super().__init__(
             env,
             transform_action.RescaleAction,

@@ -1,5 +1,5 @@
-"""Observation transforms, right in every mode: Gymnasium's names and arguments,
-``info["final_obs"]`` transformed too, the wrapped env's arrays never written."""
+"""Gymnasium's observation transforms, right in every mode: the final observations
+transformed too, the wrapped env's arrays never written."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ OPENCV_MISSING = (
 
 
 class TransformObservation(ObservationWrapper):
-    """Apply ``func`` to each batch of observations (final ones in a full-size
-    batch, so ``func`` may assume ``num_envs`` rows).
+    """Gymnasium's ``TransformObservation``; same arguments. ``func`` may assume
+    ``num_envs`` rows: final observations are transformed in a full-size batch.
 
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
@@ -60,15 +60,6 @@ class TransformObservation(ObservationWrapper):
         observation_space: Space | None = None,
         single_observation_space: Space | None = None,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.TransformObservation`.
-
-        Args:
-            env: the vector env to wrap.
-            func: maps a batch of observations to a batch.
-            observation_space: the batched space of the result (default: batched
-                ``single_observation_space``).
-            single_observation_space: the space of one result (default: the env's).
-        """
         super().__init__(env)
         set_spaces(self, "observation", observation_space, single_observation_space)
         self.func = func
@@ -79,10 +70,11 @@ class TransformObservation(ObservationWrapper):
 
 
 class VectorizeTransformObservation(ObservationWrapper):
-    """Apply a single-env ``TransformObservation``'s function to each observation
-    (the final ones included).
+    """Gymnasium's ``VectorizeTransformObservation``: a single-env
+    ``TransformObservation`` (``wrapper(env, **kwargs)``) applied to each
+    observation, the final ones included.
 
-    >>> import numpy as np, vecmode
+    >>> import vecmode
     >>> from gymnasium.spaces import Box
     >>> from gymnasium.wrappers import TransformObservation as SingleTransform
     >>> from vecmode.wrappers import VectorizeTransformObservation
@@ -100,7 +92,6 @@ class VectorizeTransformObservation(ObservationWrapper):
         wrapper: type[transform_observation.TransformObservation],
         **kwargs: Any,
     ) -> None:
-        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(SpaceEnv(self.env.single_observation_space), **kwargs)
         self.single_observation_space = self.wrapper.observation_space
@@ -130,38 +121,34 @@ class VectorizeTransformObservation(ObservationWrapper):
 
 
 class FilterObservation(VectorizeTransformObservation):
-    """Keep some keys (Dict) or indices (Tuple) of the observations."""
+    """Gymnasium's ``FilterObservation``: keeps some keys (Dict) or indices (Tuple)."""
 
     def __init__(self, env: VectorEnv, filter_keys: Sequence[str | int]) -> None:
-        """``filter_keys``: the keys (Dict) or indices (Tuple) to keep."""
         super().__init__(
             env, transform_observation.FilterObservation, filter_keys=filter_keys
         )
 
 
 class FlattenObservation(VectorizeTransformObservation):
-    """Flatten each observation (``gymnasium.spaces.utils.flatten``)."""
+    """Gymnasium's ``FlattenObservation``: flattens each observation."""
 
     def __init__(self, env: VectorEnv) -> None:
-        """Flatten the observations of ``env``."""
         super().__init__(env, transform_observation.FlattenObservation)
 
 
 class GrayscaleObservation(VectorizeTransformObservation):
-    """Convert RGB image observations to grayscale."""
+    """Gymnasium's ``GrayscaleObservation``: RGB images to grayscale."""
 
     def __init__(self, env: VectorEnv, keep_dim: bool = False) -> None:
-        """``keep_dim``: keep a channel axis of size 1."""
         super().__init__(
             env, transform_observation.GrayscaleObservation, keep_dim=keep_dim
         )
 
 
 class ResizeObservation(VectorizeTransformObservation):
-    """Resize image observations (needs OpenCV: ``pip install "vecmode[opencv]"``)."""
+    """Gymnasium's ``ResizeObservation`` (needs ``pip install "vecmode[opencv]"``)."""
 
     def __init__(self, env: VectorEnv, shape: tuple[int, ...]) -> None:
-        """``shape``: the new ``(height, width)``."""
         try:
             super().__init__(env, transform_observation.ResizeObservation, shape=shape)
         except DependencyNotInstalled as error:
@@ -169,15 +156,15 @@ class ResizeObservation(VectorizeTransformObservation):
 
 
 class ReshapeObservation(VectorizeTransformObservation):
-    """Reshape Box observations."""
+    """Gymnasium's ``ReshapeObservation``: reshapes Box observations."""
 
     def __init__(self, env: VectorEnv, shape: int | tuple[int, ...]) -> None:
-        """``shape``: the new shape of one observation."""
         super().__init__(env, transform_observation.ReshapeObservation, shape=shape)
 
 
 class RescaleObservation(VectorizeTransformObservation):
-    """Affinely rescale Box observations to ``[min_obs, max_obs]``."""
+    """Gymnasium's ``RescaleObservation``: Box observations rescaled to
+    ``[min_obs, max_obs]``."""
 
     def __init__(
         self,
@@ -185,7 +172,6 @@ class RescaleObservation(VectorizeTransformObservation):
         min_obs: float | np.floating | np.integer | np.ndarray,
         max_obs: float | np.floating | np.integer | np.ndarray,
     ) -> None:
-        """``min_obs`` / ``max_obs``: the new bounds (scalars or arrays)."""
         super().__init__(
             env,
             transform_observation.RescaleObservation,
@@ -195,8 +181,7 @@ class RescaleObservation(VectorizeTransformObservation):
 
 
 class DtypeObservation(VectorizeTransformObservation):
-    """Cast observations to ``dtype``."""
+    """Gymnasium's ``DtypeObservation``: observations cast to ``dtype``."""
 
     def __init__(self, env: VectorEnv, dtype: Any) -> None:
-        """``dtype``: the new dtype."""
         super().__init__(env, transform_observation.DtypeObservation, dtype=dtype)

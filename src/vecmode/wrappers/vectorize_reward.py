@@ -1,5 +1,5 @@
-"""Reward transforms, right in every mode: Gymnasium's names and arguments;
-NEXT_STEP's reset step keeps reward 0 whatever the transform."""
+"""Gymnasium's reward transforms, right in every mode: NEXT_STEP's reset step
+keeps reward 0 whatever the transform."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
 
 
 class TransformReward(RewardWrapper):
-    """Apply ``func`` to each batch of rewards.
+    """Gymnasium's ``TransformReward``: ``func`` maps each batch of rewards.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformReward
@@ -32,7 +32,6 @@ class TransformReward(RewardWrapper):
     def __init__(
         self, env: VectorEnv, func: Callable[[np.ndarray], np.ndarray]
     ) -> None:
-        """``func`` maps a batch of rewards to a batch."""
         super().__init__(env)
         self.func = func
 
@@ -42,7 +41,7 @@ class TransformReward(RewardWrapper):
 
 
 class VectorizeTransformReward(RewardWrapper):
-    """Vectorize a single-env reward wrapper (a ``TransformReward``)."""
+    """Gymnasium's ``VectorizeTransformReward``; same arguments."""
 
     def __init__(
         self,
@@ -50,7 +49,6 @@ class VectorizeTransformReward(RewardWrapper):
         wrapper: type[transform_reward.TransformReward],
         **kwargs: Any,
     ) -> None:
-        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(SpaceEnv(), **kwargs)
         self._func = self.wrapper.func
@@ -65,7 +63,7 @@ class VectorizeTransformReward(RewardWrapper):
 
 
 class ClipReward(VectorizeTransformReward):
-    """Clip rewards to ``[min_reward, max_reward]``."""
+    """Gymnasium's ``ClipReward``; same arguments."""
 
     def __init__(
         self,
@@ -73,7 +71,6 @@ class ClipReward(VectorizeTransformReward):
         min_reward: float | np.ndarray | None = None,
         max_reward: float | np.ndarray | None = None,
     ) -> None:
-        """The bounds (one may be None); Gymnasium's checks apply."""
         super().__init__(
             env,
             transform_reward.ClipReward,
