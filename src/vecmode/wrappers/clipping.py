@@ -10,8 +10,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clip", "clip_symmetric", "fast_bounds"]
-
 
 def _find_clip_ufunc() -> Any:
     """The ufunc ``np.clip`` calls (NumPy 2 or 1), or None."""

@@ -14,8 +14,6 @@ from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import StatefulWrapper
 
-__all__ = ["RecordEpisodeStatistics"]
-
 
 class RecordEpisodeStatistics(StatefulWrapper):
     """Gymnasium's ``RecordEpisodeStatistics``, right in every mode (only real
@@ -23,13 +21,13 @@ class RecordEpisodeStatistics(StatefulWrapper):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
-    >>> envs = RecordEpisodeStatistics(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=3, vectorization_mode="sync"))
+    >>> envs = RecordEpisodeStatistics(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=3))
     >>> _ = envs.reset(seed=0)
     >>> for _ in range(3):
-    ...     _, _, _, _, infos = envs.step(np.array([0, 1]))
-    >>> infos["episode"]["r"], infos["episode"]["l"], infos["_episode"]
-    (array([3., 3.]), array([3, 3]), array([ True,  True]))
+    ...     infos = envs.step(np.array([0, 1]))[4]
+    >>> infos["episode"]["r"], infos["_episode"]
+    (array([3., 3.]), array([ True,  True]))
     >>> envs.close()
     """
 

@@ -12,8 +12,6 @@ from vecmode.modes import MODES
 from vecmode.registry import supports
 from vecmode.wrappers.base import MaskedResetWrapper, check_infos
 
-__all__ = ["DictInfoToList", "infos_to_list"]
-
 
 def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
     """Gymnasium's batched info dict as one dict per sub-env (nested dicts too),
@@ -53,12 +51,11 @@ class DictInfoToList(MaskedResetWrapper):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import DictInfoToList
-    >>> envs = DictInfoToList(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1, vectorization_mode="sync"))
+    >>> envs = DictInfoToList(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=1))
     >>> _ = envs.reset(seed=0)
-    >>> infos = envs.step(np.array([0, 1]))[4]
-    >>> sorted(infos[0]), infos[0]["final_info"]
-    (['final_info', 'final_obs'], {})
+    >>> sorted(envs.step(np.array([0, 1]))[4][0])
+    ['final_info', 'final_obs']
     >>> envs.close()
     """
 

@@ -24,8 +24,6 @@ from vecmode.errors import IncompatibleModeError, incompatible_mode
 from vecmode.modes import final_frames, final_in_info
 from vecmode.wrappers.base import StatefulWrapper
 
-__all__ = ["FinalFrameInfo", "HumanRendering", "RecordVideo"]
-
 FINAL_FRAME = "final_frame"
 _ONE_FRAME = ("rgb_array", "depth_array")
 
@@ -52,13 +50,11 @@ class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep", max_episode_steps=1, render_mode="rgb_array",
-    ...     wrappers=[FinalFrameInfo])
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", wrappers=[FinalFrameInfo],
+    ...     autoreset_mode="SameStep", max_episode_steps=1, render_mode="rgb_array")
     >>> _ = envs.reset(seed=0)
-    >>> *_, infos = envs.step(np.array([0, 1]))
-    >>> infos["final_info"]["final_frame"].shape, infos["final_info"]["_final_frame"]
-    ((2, 400, 600, 3), array([ True,  True]))
+    >>> envs.step(np.array([0, 1]))[4]["final_info"]["final_frame"].shape
+    (2, 400, 600, 3)
     >>> envs.close()
     """
 
@@ -197,10 +193,10 @@ class RecordVideo(_Rendering):
     >>> import os, tempfile, numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo, RecordVideo
     >>> folder = tempfile.TemporaryDirectory()
-    >>> envs = RecordVideo(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync", autoreset_mode="SameStep", max_episode_steps=3,
-    ...     render_mode="rgb_array", wrappers=[FinalFrameInfo]),
-    ...     os.path.join(folder.name, "videos"), episode_trigger=lambda e: e == 0)
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", wrappers=[FinalFrameInfo],
+    ...     autoreset_mode="SameStep", max_episode_steps=3, render_mode="rgb_array")
+    >>> envs = RecordVideo(envs, os.path.join(folder.name, "videos"),
+    ...     episode_trigger=lambda e: e == 0)
     >>> _ = envs.reset(seed=0)
     >>> for _ in range(4):
     ...     _ = envs.step(np.array([0, 1]))
@@ -421,7 +417,7 @@ def _video_folder(path: str) -> str:
 def _grid_shape(
     n: int, h: int, w: int, aspect_ratio: tuple[int, int]
 ) -> tuple[int, int]:
-    """Gymnasium's grid ``(rows, cols)`` of ``n`` frames, closest to the aspect ratio."""
+    """Gymnasium's grid ``(rows, cols)`` of ``n`` frames nearest the aspect ratio."""
     target = aspect_ratio[0] / aspect_ratio[1]
     best, best_diff = (1, n), np.inf
     for rows in range(1, int(n**0.5) + 1):
@@ -444,9 +440,8 @@ class HumanRendering(_Rendering):
     ...     shown = 0
     ...     def show(self, frames):
     ...         self.shown += 1
-    >>> envs = Count(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync", autoreset_mode="Disabled",
-    ...     render_mode="rgb_array"))
+    >>> envs = Count(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="Disabled", render_mode="rgb_array"))
     >>> _ = envs.reset(seed=0)
     >>> _ = envs.step(np.array([0, 1]))
     >>> envs.shown

@@ -12,8 +12,6 @@ from vecmode.core import StepResult
 from vecmode.wrappers.base import RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
-__all__ = ["NormalizeReward", "discount"]
-
 
 def discount(
     sums: np.ndarray,
@@ -48,10 +46,9 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
-    >>> envs = NormalizeReward(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="Disabled", vectorization_mode="sync"), gamma=0.9)
+    >>> envs = NormalizeReward(vecmode.make_vec("CartPole-v1", 2, "sync"), gamma=0.9)
     >>> _ = envs.reset(seed=0)
-    >>> _, rewards, *_ = envs.step(np.array([0, 1]))
+    >>> _ = envs.step(np.array([0, 1]))
     >>> envs.accumulated_reward, envs.return_rms.count
     (array([1., 1.], dtype=float32), 2.0001)
     >>> envs.close()

@@ -9,12 +9,9 @@ from typing import Any
 import numpy as np
 from gymnasium import Space
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import transform_action
 
 from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
-
-__all__ = ["ClipAction", "RescaleAction", "TransformAction", "VectorizeTransformAction"]
 
 
 class TransformAction(ActionWrapper):
@@ -23,8 +20,8 @@ class TransformAction(ActionWrapper):
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformAction
-    >>> envs = TransformAction(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"), func=lambda actions: 1 - actions)
+    >>> envs = TransformAction(vecmode.make_vec("CartPole-v1", 2, "sync"),
+    ...     func=lambda actions: 1 - actions)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
     array([1., 1.])
@@ -61,8 +58,7 @@ class VectorizeTransformAction(ActionWrapper):
         self.wrapper = wrapper(
             SpaceEnv(action_space=self.env.single_action_space), **kwargs
         )
-        self.single_action_space = self.wrapper.action_space
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        set_spaces(self, "action", None, self.wrapper.action_space)
         self._func = self.wrapper.func
 
     def actions(self, actions: Any) -> Any:

@@ -10,23 +10,10 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import transform_observation
 
 from vecmode.modes import final_observations, with_final_observations
 from vecmode.wrappers.base import ObservationWrapper, SpaceEnv, map_items, set_spaces
-
-__all__ = [
-    "DtypeObservation",
-    "FilterObservation",
-    "FlattenObservation",
-    "GrayscaleObservation",
-    "RescaleObservation",
-    "ReshapeObservation",
-    "ResizeObservation",
-    "TransformObservation",
-    "VectorizeTransformObservation",
-]
 
 OPENCV_MISSING = (
     "ResizeObservation needs OpenCV, which is not installed: run "
@@ -41,15 +28,12 @@ class TransformObservation(ObservationWrapper):
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
     >>> from vecmode.wrappers import TransformObservation
-    >>> envs = TransformObservation(
-    ...     vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
-    ...                      max_episode_steps=1, vectorization_mode="sync"),
-    ...     func=lambda obs: obs[:, :2],  # keep the cart's position and velocity
-    ...     single_observation_space=Box(-5, 5, (2,)))
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    >>> envs = TransformObservation(envs, lambda obs: obs[:, :2],
+    ...     single_observation_space=Box(-5, 5, (2,)))  # the cart's position, speed
     >>> _ = envs.reset(seed=0)
-    >>> obs, _, _, _, infos = envs.step(np.array([0, 1]))
-    >>> obs.shape, infos["final_obs"][0].shape
-    ((2, 2), (2,))
+    >>> envs.step(np.array([0, 1]))[0].shape
+    (2, 2)
     >>> envs.close()
     """
 
@@ -78,7 +62,7 @@ class VectorizeTransformObservation(ObservationWrapper):
     >>> from gymnasium.spaces import Box
     >>> from gymnasium.wrappers import TransformObservation as SingleTransform
     >>> from vecmode.wrappers import VectorizeTransformObservation
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync")
     >>> envs = VectorizeTransformObservation(envs, wrapper=SingleTransform,
     ...     func=lambda o: o[:2], observation_space=Box(-5, 5, (2,)))
     >>> envs.reset(seed=0)[0].shape
@@ -94,10 +78,7 @@ class VectorizeTransformObservation(ObservationWrapper):
     ) -> None:
         super().__init__(env)
         self.wrapper = wrapper(SpaceEnv(self.env.single_observation_space), **kwargs)
-        self.single_observation_space = self.wrapper.observation_space
-        self.observation_space = batch_space(
-            self.single_observation_space, self.num_envs
-        )
+        set_spaces(self, "observation", None, self.wrapper.observation_space)
         self._func = self.wrapper.func
 
     def observations(self, observations: Any) -> Any:

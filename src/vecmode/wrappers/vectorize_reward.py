@@ -13,16 +13,14 @@ from gymnasium.wrappers import transform_reward
 from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 from vecmode.wrappers.clipping import clip, fast_bounds
 
-__all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
-
 
 class TransformReward(RewardWrapper):
     """Gymnasium's ``TransformReward``: ``func`` maps each batch of rewards.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformReward
-    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"), func=lambda rewards: rewards * 10)
+    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", 2, "sync"),
+    ...     func=lambda rewards: rewards * 10)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
     array([10., 10.])
