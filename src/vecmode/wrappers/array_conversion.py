@@ -15,7 +15,7 @@ from vecmode._numpy import host_array
 from vecmode.core import StepResult
 from vecmode.modes import MODES, map_infos
 from vecmode.registry import supports
-from vecmode.wrappers.base import MaskedResetWrapper, check_infos
+from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
 
 # module: (its name, its pip name, vecmode's extra; None: the wrapper's library's)
 _EXTRAS: dict[str, tuple[str, str, str | None]] = {
@@ -86,7 +86,7 @@ class ArrayConversion(MaskedResetWrapper):
     def _to_target(self, value: Any) -> Any:
         return self._convert(value, xp=self._target_xp, device=self._target_device)
 
-    def _infos(self, infos: dict[str, Any]) -> dict[str, Any]:
+    def _infos(self, infos: Infos) -> Infos:
         check_infos(infos, type(self).__name__)
         convert = self._to_target
         return map_infos(infos, others=convert, observation=convert, final_info=convert)
@@ -111,9 +111,7 @@ class ArrayConversion(MaskedResetWrapper):
                 options["reset_mask"] = host_array(mask)
         return super()._reset_arguments(seed, options)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         return self._to_target(obs), self._infos(infos)
 

@@ -36,8 +36,13 @@ from vecmode.modes import (
 )
 from vecmode.registry import supports
 
+Infos = dict[str, Any]
+Mask = np.ndarray | None  # a reset's mask; None: a full reset
+
 __all__ = [
     "ActionWrapper",
+    "Infos",
+    "Mask",
     "MaskedResetWrapper",
     "ObservationWrapper",
     "RewardWrapper",
@@ -142,13 +147,13 @@ def set_spaces(
 
 
 def map_final_observations(
-    infos: dict[str, Any],
+    infos: Infos,
     observations: Any,
     transform: Any,
     inner: VectorEnv,
     outer: VectorEnv,
     who: str = "wrapper",
-) -> dict[str, Any]:
+) -> Infos:
     """``infos`` with its final observations (merged into ``observations``, the
     batch ``inner`` returned) replaced by ``transform`` of them, in ``outer``'s
     space."""
@@ -163,8 +168,8 @@ def map_final_observations(
 
 
 def replace_final_observations(
-    infos: dict[str, Any], rows: np.ndarray, batch: Any, env: VectorEnv
-) -> dict[str, Any]:
+    infos: Infos, rows: np.ndarray, batch: Any, env: VectorEnv
+) -> Infos:
     """``infos`` whose final observation of sub-env ``i`` is item ``i`` of
     ``batch`` (an element of ``env.observation_space``), for the ``rows``."""
     indices = np.flatnonzero(rows).tolist()
@@ -180,9 +185,7 @@ class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)
         return obs, infos
 
@@ -217,9 +220,7 @@ class ObservationWrapper(MaskedResetWrapper):
         """Transform a batch of observations (``num_envs`` rows)."""
         raise NotImplementedError
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         return self.observations(obs), infos
 
@@ -230,9 +231,7 @@ class ObservationWrapper(MaskedResetWrapper):
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 
-    def final_observations(
-        self, infos: dict[str, Any], observations: Any
-    ) -> dict[str, Any]:
+    def final_observations(self, infos: Infos, observations: Any) -> Infos:
         """``infos`` with its final observations transformed (a new dict), by
         default through :meth:`observations`."""
         return map_final_observations(
@@ -267,9 +266,7 @@ class _Tracked(MaskedResetWrapper):
         )
         self.boundary = self.boundaries.reset(None)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         self.boundary = self.boundaries.reset(state)
         return obs, infos
@@ -346,9 +343,7 @@ class StatefulWrapper(_Tracked):
     ) -> None:
         """Sub-envs in ``mask`` made a real transition to ``observations[i]``."""
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         b = self.boundary
         if b.starts.any():
@@ -377,7 +372,7 @@ class StatefulWrapper(_Tracked):
             episode_start(obs, b.starts)
         return result
 
-    def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
+    def last_observations(self, observations: Any, infos: Infos) -> Any:
         """The observations the last step moved to (a copy holding the final
         observations where the info has them)."""
         rows = self.boundary.final_in_info
@@ -389,15 +384,16 @@ class StatefulWrapper(_Tracked):
 
 
 class RunningStatistics:
-    """Mixin of the normalising wrappers: ``update_running_mean``, the argument
-    checks, and the statistics' updates in time order, in every mode.
+    """Mixin of the normalising wrappers: the argument checks, and the statistics'
+    updates in time order, in every mode.
 
+    ``update_running_mean``: set it False to freeze the statistics.
     ``batch_dependent``: the outputs depend on which sub-envs' steps share a call
     (the statistics pool the batch), so :func:`vecmode.testing.check_wrapper`
     compares values across modes only where episodes end together.
     """
 
-    _update_running_mean: bool = True
+    update_running_mean: bool = True
     batch_dependent: bool = True
 
     @staticmethod
@@ -416,18 +412,9 @@ class RunningStatistics:
             )
         return gamma
 
-    @property
-    def update_running_mean(self) -> bool:
-        """Whether the statistics are updated (set False to freeze them)."""
-        return self._update_running_mean
-
-    @update_running_mean.setter
-    def update_running_mean(self, setting: bool) -> None:
-        self._update_running_mean = setting
-
     def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
         """Update ``rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
-        if not self._update_running_mean:
+        if not self.update_running_mean:
             return
         count = count_nonzero(mask)
         if count == len(mask):
@@ -445,7 +432,7 @@ class RunningStatistics:
         """A reset's observations normalised: the reset rows update ``rms`` first;
         a masked reset's other rows keep the statistics from before."""
         count = count_nonzero(starts)
-        if count == len(starts) or not count or not self._update_running_mean:
+        if count == len(starts) or not count or not self.update_running_mean:
             self._update_rows(rms, observations, starts)
             return normalised(observations)
         out = normalised(observations)
@@ -457,22 +444,22 @@ class RunningStatistics:
         self,
         rms: Any,
         obs: Any,
-        infos: dict[str, Any],
+        infos: Infos,
         normalised: Callable[[np.ndarray], np.ndarray],
         merged: Any = None,
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+    ) -> tuple[np.ndarray, Infos]:
         """A step's observations and final observations normalised in NEXT_STEP's
         order: the observations moved to (``merged``) update ``rms``, the final
         ones are normalised, then the new episodes' first ones update it."""
         wrapper: Any = self  # a StatefulWrapper
         finals = wrapper.boundary.final_in_info
         if not count_nonzero(finals):
-            if self._update_running_mean:
+            if self.update_running_mean:
                 rms.update(obs)
             return normalised(obs), infos
         if merged is None:
             merged = wrapper.last_observations(obs, infos)
-        if self._update_running_mean:
+        if self.update_running_mean:
             rms.update(merged)
         found = final_observations(infos)
         rows = found[0] if found is not None else np.zeros_like(finals)

@@ -46,7 +46,6 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self._ended: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
-        """Start counting from zero."""
         self.episode_start_times[mask] = time.perf_counter()
         self.episode_returns[mask] = 0
         self.episode_lengths[mask] = 0
@@ -59,7 +58,6 @@ class RecordEpisodeStatistics(StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        """Count the step; record the episodes that it ended."""
         # ufuncs with where= and ndarray methods: one C call each
         b = self.boundary
         returns, lengths = self.episode_returns, self.episode_lengths

@@ -10,13 +10,13 @@ from vecmode.core import SeedLike, StepResult
 from vecmode.errors import InfoLayoutError
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.base import MaskedResetWrapper, check_infos
+from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
 
 
-def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
+def infos_to_list(infos: Infos, num_envs: int) -> list[Infos]:
     """Gymnasium's batched info dict as one dict per sub-env (nested dicts too),
     each with the keys its ``_key`` masks mark."""
-    out: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+    out: list[Infos] = [{} for _ in range(num_envs)]
     for key, value in infos.items():
         if key.startswith("_"):  # masks (and private keys), as Gymnasium's
             continue
@@ -66,17 +66,17 @@ class DictInfoToList(MaskedResetWrapper):
             *,
             seed: SeedLike = None,
             options: dict[str, Any] | None = None,
-        ) -> tuple[Any, list[dict[str, Any]]]: ...
+        ) -> tuple[Any, list[Infos]]: ...
 
     def _reset_result(  # type: ignore[override]
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, list[dict[str, Any]]]:
+        self, obs: Any, infos: Infos, state: Mask
+    ) -> tuple[Any, list[Infos]]:
         obs, infos = super()._reset_result(obs, infos, state)
         return obs, infos_to_list(infos, self.num_envs)
 
     def _step_result(  # type: ignore[override]
         self, result: StepResult
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[Infos]]:
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
         lists = infos_to_list(infos, self.num_envs)

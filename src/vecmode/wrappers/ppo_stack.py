@@ -14,6 +14,8 @@ from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import (
+    Infos,
+    Mask,
     RunningStatistics,
     map_final_observations,
     set_spaces,
@@ -166,7 +168,6 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
-        self._update_running_mean = True
         self._merged: tuple[Any, Any] | None = None
 
     def _normalised(self, observations: np.ndarray) -> np.ndarray:
@@ -175,15 +176,13 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         out = normalize(observations, rms.mean, rms.var, self.epsilon)
         return clip_symmetric(out, self.clip_obs, out)
 
-    def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
+    def last_observations(self, observations: Any, infos: Infos) -> Any:
         """As the base's, kept for the rest of the step (merged once)."""
         merged = super().last_observations(observations, infos)
         self._merged = (observations, merged)
         return merged
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self._normalised
@@ -202,7 +201,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
             sums = discount(
                 self.accumulated_reward, self.gamma, rewards, terminations, real
             )
-            if self._update_running_mean:
+            if self.update_running_mean:
                 self.return_rms.update(sums)
         out = scale_by_std(rewards, self.return_rms.var, self.epsilon)
         out = clip_symmetric(out, self.clip_reward, out)
@@ -211,8 +210,8 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         return out_obs, out, terminations, truncations, infos
 
     def _step_observations(
-        self, obs: np.ndarray, infos: dict[str, Any]
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+        self, obs: np.ndarray, infos: Infos
+    ) -> tuple[np.ndarray, Infos]:
         """NormalizeObservation's step, then the clip."""
         cached, self._merged = self._merged, None
         merged = cached[1] if cached is not None and cached[0] is obs else None
@@ -223,9 +222,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         if count_nonzero(self.boundary.final_in_info):
             return out_obs, infos
         # final observations no layer normalised (none ended here): the clip alone
+        clipped = _Clip(self.clip_obs)
         return out_obs, map_final_observations(
-            infos, out_obs, self._clipped, self, self, type(self).__name__
+            infos, out_obs, clipped, self, self, type(self).__name__
         )
-
-    def _clipped(self, observations: np.ndarray) -> np.ndarray:
-        return clip_symmetric(observations, self.clip_obs)

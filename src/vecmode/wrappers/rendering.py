@@ -22,7 +22,7 @@ from gymnasium.wrappers.vector import rendering as gymnasium_rendering
 from vecmode.core import StepResult
 from vecmode.errors import IncompatibleModeError, incompatible_mode
 from vecmode.modes import final_frames, final_in_info
-from vecmode.wrappers.base import StatefulWrapper
+from vecmode.wrappers.base import Infos, Mask, StatefulWrapper
 
 FINAL_FRAME = "final_frame"
 _ONE_FRAME = ("rgb_array", "depth_array")
@@ -35,6 +35,15 @@ PYGAME_MISSING = (
     'HumanRendering needs pygame, which is not installed: run pip install "vecmode'
     '[video]" (or pip install pygame).'
 )
+
+
+def _check_render_mode(who: str, render_mode: Any) -> None:
+    if render_mode not in _ONE_FRAME:
+        raise ValueError(
+            f"{who} needs envs that render one frame per render() call, render_mode "
+            f"'rgb_array' or 'depth_array'; got {render_mode!r}. Build the env with "
+            f'render_mode="rgb_array".'
+        )
 
 
 class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -61,12 +70,7 @@ class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, key: str = FINAL_FRAME) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, key=key)
         gym.Wrapper.__init__(self, env)
-        if env.render_mode not in _ONE_FRAME:
-            raise ValueError(
-                f"FinalFrameInfo renders the env's last frame, so the env's "
-                f"render_mode must be {' or '.join(map(repr, _ONE_FRAME))}, not "
-                f"{env.render_mode!r}."
-            )
+        _check_render_mode("FinalFrameInfo", env.render_mode)
         self.final_frame_key = key
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
@@ -170,15 +174,6 @@ class _Rendering(StatefulWrapper):
         return [[now[i]] if starts[i] else [] for i in range(self.num_envs)], now
 
 
-def _check_render_mode(who: str, render_mode: Any) -> None:
-    if render_mode not in _ONE_FRAME:
-        raise ValueError(
-            f"{who} needs sub-envs that render one frame per render() call, "
-            f"render_mode {' or '.join(map(repr, _ONE_FRAME))}; got "
-            f'{render_mode!r}. Build the env with render_mode="rgb_array".'
-        )
-
-
 # Gymnasium's default gc_trigger (the same object, so the signatures agree)
 _GC_TRIGGER = (
     signature(gymnasium_rendering.RecordVideo.__init__).parameters["gc_trigger"].default
@@ -259,9 +254,7 @@ class RecordVideo(_Rendering):
         # a video started: its first video frame shows every tile's frame now
         self._fresh = False
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         starts = self.boundary.starts
         events: list[tuple[bool, int | None]] = [(True, None)] if starts[0] else []
@@ -474,9 +467,7 @@ class HumanRendering(_Rendering):
         """Always ``"human"``."""
         return "human"
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         self._show_all(self._reset_frames()[0])
         return obs, infos

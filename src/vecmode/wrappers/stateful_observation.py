@@ -17,6 +17,8 @@ from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import with_final_observations
 from vecmode.wrappers.base import (
+    Infos,
+    Mask,
     RunningStatistics,
     StatefulWrapper,
     iterate_batch,
@@ -48,16 +50,13 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
-        self._update_running_mean = True
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self.normalize
@@ -154,7 +153,6 @@ class FrameStackObservation(StatefulWrapper):
         self._finals: dict[int, Any] = {}
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
-        """A fresh stack, padded, ending with the first observation."""
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         if self.padding_type == "reset":
             for stack, obs in _leaves(self._space, self.stacks, observations):
@@ -173,7 +171,6 @@ class FrameStackObservation(StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        """Push each sub-env's new observation; keep the final stacks aside."""
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         for stack, obs in _leaves(self._space, self.stacks, observations):
             stack[rows, :-1] = stack[rows, 1:]
@@ -185,9 +182,7 @@ class FrameStackObservation(StatefulWrapper):
                 i: copy_batch(stacks[i]) for i in np.flatnonzero(finals).tolist()
             }
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         _, infos = super()._reset_result(obs, infos, state)
         return copy_batch(self.stacks), infos
 

@@ -9,7 +9,7 @@ from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.wrappers.base import RunningStatistics, StatefulWrapper
+from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
 
@@ -63,7 +63,6 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
         self.gamma = gamma
         self.epsilon = self._checked_epsilon(epsilon)
-        self._update_running_mean = True
 
     def transition(
         self,
@@ -73,16 +72,13 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        """Update the discounted sums and their statistics."""
         moved = discount(
             self.accumulated_reward, self.gamma, rewards, terminations, mask
         )
-        if self._update_running_mean:
+        if self.update_running_mean:
             self.return_rms.update(moved)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         if state is None:
             self.accumulated_reward[:] = 0

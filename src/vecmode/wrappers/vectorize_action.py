@@ -40,7 +40,6 @@ class TransformAction(ActionWrapper):
         self.func = func
 
     def actions(self, actions: Any) -> Any:
-        """Apply ``func``."""
         return self.func(actions)
 
 
@@ -62,7 +61,6 @@ class VectorizeTransformAction(ActionWrapper):
         self._func = self.wrapper.func
 
     def actions(self, actions: Any) -> Any:
-        """Apply the single-env function to each sub-env's action."""
         space = self.env.single_action_space
         return map_items(self._func, self.action_space, actions, space, self.num_envs)
 
@@ -76,7 +74,6 @@ class ClipAction(VectorizeTransformAction):
         self._low, self._high, self._dtype = space.low, space.high, space.dtype
 
     def actions(self, actions: Any) -> Any:
-        """Clip the whole batch at once (a new array)."""
         return np.clip(np.asarray(actions), self._low, self._high).astype(
             self._dtype, copy=False
         )

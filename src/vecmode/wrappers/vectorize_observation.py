@@ -13,7 +13,13 @@ from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_observation
 
 from vecmode.modes import final_observations, with_final_observations
-from vecmode.wrappers.base import ObservationWrapper, SpaceEnv, map_items, set_spaces
+from vecmode.wrappers.base import (
+    Infos,
+    ObservationWrapper,
+    SpaceEnv,
+    map_items,
+    set_spaces,
+)
 
 OPENCV_MISSING = (
     "ResizeObservation needs OpenCV, which is not installed: run "
@@ -49,7 +55,6 @@ class TransformObservation(ObservationWrapper):
         self.func = func
 
     def observations(self, observations: Any) -> Any:
-        """Apply ``func``."""
         return self.func(observations)
 
 
@@ -82,7 +87,6 @@ class VectorizeTransformObservation(ObservationWrapper):
         self._func = self.wrapper.func
 
     def observations(self, observations: Any) -> Any:
-        """Apply the single-env function to each sub-env's observation."""
         return map_items(
             self._func,
             self.env.observation_space,
@@ -91,10 +95,7 @@ class VectorizeTransformObservation(ObservationWrapper):
             self.num_envs,
         )
 
-    def final_observations(
-        self, infos: dict[str, Any], observations: Any
-    ) -> dict[str, Any]:
-        """Apply the single-env function to each final observation."""
+    def final_observations(self, infos: Infos, observations: Any) -> Infos:
         rows, final = cast(tuple, final_observations(infos))
         return with_final_observations(
             infos, {i: self._func(final[i]) for i in np.flatnonzero(rows).tolist()}

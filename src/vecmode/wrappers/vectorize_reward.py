@@ -34,7 +34,6 @@ class TransformReward(RewardWrapper):
         self.func = func
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Apply ``func``."""
         return self.func(rewards)
 
 
@@ -52,7 +51,6 @@ class VectorizeTransformReward(RewardWrapper):
         self._func = self.wrapper.func
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Apply the single-env function to each reward (into a new array)."""
         out = np.array(rewards, copy=True)
         func = self._func
         for i, r in enumerate(out):
@@ -79,6 +77,5 @@ class ClipReward(VectorizeTransformReward):
         self._fast = fast_bounds(min_reward, max_reward)
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Clip the whole batch at once (a new array; ``np.clip``'s result)."""
         low, high = self._bounds
         return clip(rewards, low, high, fast=self._fast)
