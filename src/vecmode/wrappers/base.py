@@ -79,8 +79,7 @@ def check_infos(infos: Any, who: str) -> None:
     if type(infos) is not dict and not isinstance(infos, dict):
         raise TypeError(
             f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
-            f"{type(infos).__name__}. A DictInfoToList wrapper (or similar) is "
-            f"probably inside it: make DictInfoToList the outermost wrapper."
+            f"{type(infos).__name__}: make DictInfoToList the outermost wrapper."
         )
 
 

@@ -194,7 +194,17 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     def _step_result(self, result: StepResult) -> StepResult:
         self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        out_obs, infos = self._step_observations(obs, infos)
+        cached, self._merged = self._merged, None
+        merged = cached[1] if cached is not None and cached[0] is obs else None
+        out_obs, infos = self._step_normalised(
+            self.obs_rms, obs, infos, self._normalised, merged
+        )
+        self._merged = None
+        if not count_nonzero(self.boundary.final_in_info):
+            # final observations no layer normalised (none ended here): clipped
+            infos = map_final_observations(
+                infos, out_obs, _Clip(self.clip_obs), self, self, type(self).__name__
+            )
         real = self.boundary.real
         moving = count_nonzero(real)
         if moving:
@@ -208,21 +218,3 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         if moving < len(real):
             out[~real] = 0
         return out_obs, out, terminations, truncations, infos
-
-    def _step_observations(
-        self, obs: np.ndarray, infos: Infos
-    ) -> tuple[np.ndarray, Infos]:
-        """NormalizeObservation's step, then the clip."""
-        cached, self._merged = self._merged, None
-        merged = cached[1] if cached is not None and cached[0] is obs else None
-        out_obs, infos = self._step_normalised(
-            self.obs_rms, obs, infos, self._normalised, merged
-        )
-        self._merged = None
-        if count_nonzero(self.boundary.final_in_info):
-            return out_obs, infos
-        # final observations no layer normalised (none ended here): the clip alone
-        clipped = _Clip(self.clip_obs)
-        return out_obs, map_final_observations(
-            infos, out_obs, clipped, self, self, type(self).__name__
-        )

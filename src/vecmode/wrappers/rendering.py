@@ -140,29 +140,24 @@ class _Rendering(StatefulWrapper):
             )
         return [np.array(frame, copy=True) for frame in frames]
 
-    def _final_frames(self, infos: Any, rows: np.ndarray) -> dict[int, np.ndarray]:
-        """The last frames of the episodes that ``rows`` ended, from the final
-        infos."""
-        found = final_frames(infos, self._final_key or FINAL_FRAME)
-        indices = np.flatnonzero(rows).tolist()
-        missing = [i for i in indices if found is None or not found[0][i]]
+    def _step_frames(self, infos: Any) -> Frames:
+        """The frames a step added: the ended episode's last one (from the final
+        infos in SAME_STEP), then the frame now."""
+        now = self._render()
+        frames: list[list[np.ndarray]] = [[frame] for frame in now]
+        ended = np.flatnonzero(self.boundary.final_in_info).tolist()
+        if self._final_key is None or not ended:
+            return frames, now
+        found = final_frames(infos, self._final_key)
+        missing = [i for i in ended if found is None or not found[0][i]]
         if found is None or missing:
             raise ValueError(
                 f"{type(self).__name__}: sub-env(s) {', '.join(map(str, missing))} "
                 f"ended, but their final info has no last frame. Wrap each sub-env "
                 f"in vecmode.wrappers.FinalFrameInfo."
             )
-        return {i: np.asarray(found[1][i]) for i in indices}
-
-    def _step_frames(self, infos: Any) -> Frames:
-        """The frames a step added: the ended episode's last one (SAME_STEP), then
-        the frame now."""
-        b = self.boundary
-        now = self._render()
-        frames: list[list[np.ndarray]] = [[frame] for frame in now]
-        if self._final_key is not None and np.count_nonzero(b.final_in_info):
-            for i, frame in self._final_frames(infos, b.final_in_info).items():
-                frames[i].insert(0, frame)
+        for i in ended:
+            frames[i].insert(0, np.asarray(found[1][i]))
         return frames, now
 
     def _reset_frames(self) -> Frames:

@@ -139,8 +139,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             if _shape(var) != shape:
                 raise ValueError(
                     f"RunningMeanStd.update: mean has shape {shape} but var has "
-                    f"shape {_shape(var)}; set both to arrays of the statistic's "
-                    f"shape."
+                    f"shape {_shape(var)}; give both the statistic's shape."
                 )
             wanted = "(n, " + ", ".join(map(str, shape)) + ")" if shape else "(n,)"
             raise ValueError(

@@ -44,8 +44,7 @@ class TransformAction(ActionWrapper):
 
 
 class VectorizeTransformAction(ActionWrapper):
-    """Gymnasium's ``VectorizeTransformAction``: a single-env ``TransformAction``
-    (``wrapper(env, **kwargs)``) applied to each sub-env's action."""
+    """Gymnasium's ``VectorizeTransformAction``; same arguments."""
 
     def __init__(
         self,
@@ -80,8 +79,7 @@ class ClipAction(VectorizeTransformAction):
 
 
 class RescaleAction(VectorizeTransformAction):
-    """Gymnasium's ``RescaleAction``: Box actions rescaled from ``[min_action,
-    max_action]``; same arguments."""
+    """Gymnasium's ``RescaleAction``; same arguments."""
 
     def __init__(
         self,

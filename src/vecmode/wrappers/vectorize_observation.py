@@ -145,8 +145,7 @@ class ReshapeObservation(VectorizeTransformObservation):
 
 
 class RescaleObservation(VectorizeTransformObservation):
-    """Gymnasium's ``RescaleObservation``: Box observations rescaled to
-    ``[min_obs, max_obs]``."""
+    """Gymnasium's ``RescaleObservation``; same arguments."""
 
     def __init__(
         self,
