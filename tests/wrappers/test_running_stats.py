@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from vecmode.wrappers import running_stats
-from vecmode.wrappers.running_stats import RunningMeanStd, normalize
+from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
 from vecmode.wrappers.stateful_reward import discount
 
 EPS = float(np.finfo(np.float64).eps)
@@ -389,6 +389,20 @@ def test_normalize_is_gymnasiums_expression_bit_for_bit(x, stats, epsilon, seed)
     assert got.dtype == np.float32 and got.shape == x.shape
     np.testing.assert_array_equal(got, want)
     assert got is not x
+
+
+@given(
+    x=hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-1e6, 1e6)),
+    var=st.one_of(
+        st.floats(2**-20, 1e6).map(np.float64),
+        st.floats(2**-20, 1e6, width=32).map(np.float32),
+    ),
+    epsilon=st.sampled_from([0.0, 1e-8]),
+)
+def test_scale_by_std_is_gymnasiums_expression_bit_for_bit(x, var, epsilon):
+    want = x / np.sqrt(var + epsilon)
+    got = scale_by_std(x, var, epsilon)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
 # ------------------------------------------------------------ discounted sums

@@ -1,16 +1,10 @@
-"""Vector wrappers that are right in every autoreset mode.
-
-Same names and arguments as :mod:`gymnasium.wrappers.vector`, so switching is an
-import change::
+"""Vector wrappers that are right in every autoreset mode, with the names and
+arguments of :mod:`gymnasium.wrappers.vector`, so switching is an import change::
 
     from gymnasium.wrappers.vector import NormalizeObservation   # before
     from vecmode.wrappers import NormalizeObservation            # after
 
-Each one declares all three modes, transforms ``info["final_obs"]`` like the
-observations and keeps per-sub-env state right across partial resets. New:
-:class:`FrameStackObservation`, :func:`ppo_stack` (CleanRL's PPO stack in one
-layer), and the bases :class:`ObservationWrapper`, :class:`ActionWrapper`,
-:class:`RewardWrapper` and :class:`StatefulWrapper` for your own wrappers.
+New: :class:`FrameStackObservation`, :func:`ppo_stack`, and the bases for your own.
 """
 
 from vecmode.core import FRESH_OBSERVATION_WRAPPERS
@@ -95,11 +89,8 @@ __all__ = [
     "ppo_stack",
 ]
 
-# Each of the others returns the wrapped env's observations or new arrays, never a
-# buffer it writes again (tests/test_transitions.py holds them to it): a collector
-# over them need not copy what a copying core returns. Not FinalFrameInfo (a
-# single-env wrapper), TransformObservation (it returns what its function
-# returns), the bases (a subclass may keep a buffer), nor ppo_stack (a function).
+# The others return the wrapped env's observations or new arrays, never a buffer
+# they write again (tests/test_transitions.py checks), so a collector need not copy.
 _NOT_FRESH = {
     "ActionWrapper",
     "FinalFrameInfo",

@@ -1,10 +1,9 @@
-"""Array-library conversions, right in every mode (torch and jax are optional
-extras: importing :mod:`vecmode.wrappers` imports neither)."""
+"""Gymnasium's array-library conversions, right in every mode (importing
+:mod:`vecmode.wrappers` imports neither torch nor jax)."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -16,12 +15,9 @@ from vecmode._numpy import host_array
 from vecmode.core import StepResult
 from vecmode.modes import MODES, map_infos
 from vecmode.registry import supports
-from vecmode.wrappers.base import MaskedResetWrapper, check_infos
+from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
 
-__all__ = ["ArrayConversion", "JaxToNumpy", "JaxToTorch", "NumpyToTorch"]
-
-#: Each optional module: its name, its pip name, vecmode's extra that installs
-#: it (None: both extras do; the one for the wrapper's library is named).
+# module: (its name, its pip name, vecmode's extra; None: the wrapper's library's)
 _EXTRAS: dict[str, tuple[str, str, str | None]] = {
     "torch": ("PyTorch", "torch", "vecmode[torch]"),
     "jax.numpy": ("jax", "jax", "vecmode[jax]"),
@@ -35,7 +31,7 @@ def _require(module: str, who: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as error:
         name, pip_name, extra = _EXTRAS.get(module, (module, module, None))
-        if extra is None:  # the extra of the wrapper's own library, if it has one
+        if extra is None:
             libraries = [lib for lib in ("jax", "torch") if lib in who.lower()]
             extra = f"vecmode[{libraries[0]}]" if libraries else None
         install = f"pip install {pip_name}"
@@ -46,36 +42,23 @@ def _require(module: str, who: str) -> ModuleType:
         ) from error
 
 
-def _converter(who: str) -> Callable[..., Any]:
-    """Gymnasium's ``array_conversion`` (it needs array-api-compat)."""
-    _require("array_api_compat", who)
-    found = _require("gymnasium.wrappers.array_conversion", who)
-    return found.array_conversion  # type: ignore[no-any-return]
-
-
 @supports(*MODES)
 class ArrayConversion(MaskedResetWrapper):
-    """Convert what a vector env returns to another array library, and actions back.
-
-    Gymnasium's ``ArrayConversion``, right in every mode: final observations are
-    converted one by one (their object array and masks stay NumPy), and
-    ``reset_mask`` reaches the env as a NumPy bool array.
+    """Gymnasium's ``ArrayConversion``, right in every mode; same arguments. Final
+    observations are converted one by one (their object array and masks stay
+    NumPy), and ``reset_mask`` reaches the env as a NumPy bool array.
 
     >>> import numpy as np, vecmode
     >>> import array_api_compat.numpy as xp
     >>> from vecmode.wrappers import ArrayConversion
-    >>> envs = ArrayConversion(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1,
-    ...     vectorization_mode="sync"), env_xp=xp, target_xp=xp)
-    >>> _ = envs.reset(seed=0)
-    >>> *_, infos = envs.step(np.array([0, 1]))
-    >>> infos["_final_obs"], infos["final_obs"][0].shape
-    (array([ True,  True]), (4,))
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    >>> envs = ArrayConversion(envs, env_xp=xp, target_xp=xp)
+    >>> type(envs.reset(seed=0)[0]).__name__
+    'ndarray'
     >>> envs.close()
     """
 
-    #: It takes another library's arrays itself (the registry lets it wrap a
-    #: conversion; vecmode's other wrappers read NumPy and refuse one).
+    # the registry lets it wrap a conversion (vecmode's other wrappers refuse one)
     converts_arrays = True
 
     def __init__(
@@ -86,17 +69,12 @@ class ArrayConversion(MaskedResetWrapper):
         env_device: Any | None = None,
         target_device: Any | None = None,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.ArrayConversion`.
-
-        Args:
-            env: the vector env to wrap.
-            env_xp: the array library the env takes and returns.
-            target_xp: the array library to return (and take actions in).
-            env_device: the device of the env's arrays.
-            target_device: the device of the returned arrays.
-        """
         super().__init__(env)
-        self._convert = _converter(type(self).__name__)
+        who = type(self).__name__
+        _require("array_api_compat", who)
+        self._convert = _require(
+            "gymnasium.wrappers.array_conversion", who
+        ).array_conversion
         self._env_xp = env_xp
         self._target_xp = target_xp
         self._env_device = env_device
@@ -108,8 +86,7 @@ class ArrayConversion(MaskedResetWrapper):
     def _to_target(self, value: Any) -> Any:
         return self._convert(value, xp=self._target_xp, device=self._target_device)
 
-    def _infos(self, infos: dict[str, Any]) -> dict[str, Any]:
-        """The infos converted (final observations one by one)."""
+    def _infos(self, infos: Infos) -> Infos:
         check_infos(infos, type(self).__name__)
         convert = self._to_target
         return map_infos(infos, others=convert, observation=convert, final_info=convert)
@@ -124,8 +101,7 @@ class ArrayConversion(MaskedResetWrapper):
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
-        """The options in the env's library, but ``reset_mask`` a NumPy bool array
-        (validated: a clear error before anything resets)."""
+        """The options in the env's library, but ``reset_mask`` in NumPy."""
         if options:
             rest = dict(options)
             has_mask = "reset_mask" in rest
@@ -135,81 +111,64 @@ class ArrayConversion(MaskedResetWrapper):
                 options["reset_mask"] = host_array(mask)
         return super()._reset_arguments(seed, options)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         return self._to_target(obs), self._infos(infos)
 
 
 class NumpyToTorch(ArrayConversion):
-    """Take and return PyTorch tensors over a NumPy vector env, in every mode.
+    """Gymnasium's ``NumpyToTorch``, right in every mode; same arguments. Needs
+    ``pip install "vecmode[torch]"``.
 
-    Gymnasium's ``NumpyToTorch``; needs ``pip install "vecmode[torch]"``.
-
-    >>> import numpy as np, torch, vecmode
+    >>> import torch, vecmode
     >>> from vecmode.wrappers import NumpyToTorch
-    >>> envs = NumpyToTorch(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1,
-    ...     vectorization_mode="sync"))
-    >>> obs, _ = envs.reset(seed=0)
-    >>> obs, rewards, terminations, truncations, infos = envs.step(torch.tensor([0, 1]))
-    >>> type(obs).__name__, type(infos["final_obs"][0]).__name__, infos["_final_obs"]
-    ('Tensor', 'Tensor', array([ True,  True]))
-    >>> obs, _ = envs.reset(options={"reset_mask": truncations})  # a tensor mask
+    >>> envs = NumpyToTorch(vecmode.make_vec("CartPole-v1", 2, "sync"))
+    >>> _ = envs.reset(seed=0)
+    >>> type(envs.step(torch.tensor([0, 1]))[0]).__name__
+    'Tensor'
     >>> envs.close()
     """
 
     def __init__(self, env: VectorEnv, device: Any | None = None) -> None:
-        """``device``: the torch device of the returned tensors."""
         torch = _require("torch", type(self).__name__)
         super().__init__(env, env_xp=np, target_xp=torch, target_device=device)
         self.device = device
 
 
 class JaxToNumpy(ArrayConversion):
-    """Take and return NumPy arrays over a jax vector env, in every mode.
-
-    Gymnasium's ``JaxToNumpy``; needs ``pip install "vecmode[jax]"``.
+    """Gymnasium's ``JaxToNumpy``, right in every mode; same arguments. Needs
+    ``pip install "vecmode[jax]"``.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToNumpy
-    >>> envs = JaxToNumpy(ArrayConversion(vecmode.make_vec("CartPole-v1",
-    ...     num_envs=2, autoreset_mode="Disabled", max_episode_steps=1,
-    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp))
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    >>> envs = JaxToNumpy(ArrayConversion(envs, env_xp=np, target_xp=jnp))
     >>> _ = envs.reset(seed=0)
-    >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1]))
-    >>> obs, _ = envs.reset(options={"reset_mask": truncations})
-    >>> type(obs).__name__, obs.dtype
-    ('ndarray', dtype('float32'))
+    >>> type(envs.step(np.array([0, 1]))[0]).__name__
+    'ndarray'
     >>> envs.close()
     """
 
     def __init__(self, env: VectorEnv) -> None:
-        """Wrap ``env``, whose observations are jax arrays."""
         jnp = _require("jax.numpy", type(self).__name__)
         super().__init__(env, env_xp=jnp, target_xp=np)
 
 
 class JaxToTorch(ArrayConversion):
-    """Take and return PyTorch tensors over a jax vector env, in every mode.
+    """Gymnasium's ``JaxToTorch``, right in every mode; same arguments. Needs
+    ``pip install "vecmode[jax,torch]"``.
 
-    Gymnasium's ``JaxToTorch``; needs ``pip install "vecmode[jax,torch]"``.
-
-    >>> import jax.numpy as jnp, numpy as np, vecmode
+    >>> import jax.numpy as jnp, numpy as np, torch, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToTorch
-    >>> envs = JaxToTorch(ArrayConversion(vecmode.make_vec("CartPole-v1",
-    ...     num_envs=2, autoreset_mode="SameStep", max_episode_steps=1,
-    ...     vectorization_mode="sync"), env_xp=np, target_xp=jnp))
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    >>> envs = JaxToTorch(ArrayConversion(envs, env_xp=np, target_xp=jnp))
     >>> _ = envs.reset(seed=0)
-    >>> *_, infos = envs.step(np.array([0, 1]))
-    >>> type(infos["final_obs"][0]).__name__, infos["_final_obs"]
-    ('Tensor', array([ True,  True]))
+    >>> type(envs.step(torch.tensor([0, 1]))[0]).__name__
+    'Tensor'
     >>> envs.close()
     """
 
     def __init__(self, env: VectorEnv, device: Any | None = None) -> None:
-        """``device``: the torch device of the returned tensors."""
         jnp = _require("jax.numpy", type(self).__name__)
         torch = _require("torch", type(self).__name__)
         super().__init__(env, env_xp=jnp, target_xp=torch, target_device=device)

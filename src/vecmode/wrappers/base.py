@@ -1,12 +1,6 @@
-"""Base classes that make a vector wrapper right in every autoreset mode.
-
-Subclass one and implement one method: :class:`ObservationWrapper`
-(``observations``), :class:`ActionWrapper` (``actions``), :class:`RewardWrapper`
-(``rewards``) or :class:`StatefulWrapper` (the hooks ``episode_start`` and
-``transition``). The base does what depends on the mode, declares all three modes
-in the registry and passes ``reset_mask`` down. What a step means for each
-sub-env comes from :class:`vecmode.modes.BoundaryTracker`.
-"""
+"""Base classes that make a vector wrapper right in every autoreset mode, and the
+helpers they share. Subclass one and implement one method; the base does what
+depends on the mode, declares all three modes and passes ``reset_mask`` down."""
 
 from __future__ import annotations
 
@@ -42,8 +36,13 @@ from vecmode.modes import (
 )
 from vecmode.registry import supports
 
+Infos = dict[str, Any]
+Mask = np.ndarray | None  # a reset's mask; None: a full reset
+
 __all__ = [
     "ActionWrapper",
+    "Infos",
+    "Mask",
     "MaskedResetWrapper",
     "ObservationWrapper",
     "RewardWrapper",
@@ -67,8 +66,8 @@ __all__ = [
 def forward_reset(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None, who: str = "wrapper"
 ) -> tuple[Any, dict[str, Any], np.ndarray | None]:
-    """Reset ``env``; return ``(obs, infos, mask)``, ``mask`` None for a full reset
-    (the arguments as :func:`reset_arguments` makes them, the infos checked)."""
+    """Reset ``env`` with a validated mask; return ``(obs, infos, mask)``, ``mask``
+    None for a full reset."""
     seed, options, mask = reset_arguments(env, seed, options)
     obs, infos = env.reset(seed=seed, options=options)
     check_infos(infos, who)
@@ -80,8 +79,7 @@ def check_infos(infos: Any, who: str) -> None:
     if type(infos) is not dict and not isinstance(infos, dict):
         raise TypeError(
             f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
-            f"{type(infos).__name__}. A DictInfoToList wrapper (or similar) is "
-            f"probably inside it: make DictInfoToList the outermost wrapper."
+            f"{type(infos).__name__}: make DictInfoToList the outermost wrapper."
         )
 
 
@@ -91,11 +89,8 @@ def empty_batch(space: Space, num_envs: int) -> Any:
 
 
 def iterate_batch(batched_space: Space, batch: Any) -> Any:
-    """The single items of ``batch``, an element of ``batched_space``.
-
-    Pass the batched space the env already holds (``env.observation_space``):
-    building one with ``batch_space`` costs more than a whole wrapper step.
-    """
+    """The single items of ``batch``, an element of ``batched_space`` (pass the
+    env's own: building one with ``batch_space`` costs more than a step)."""
     if type(batch) is np.ndarray and type(batched_space) is Box:
         return iter(batch)
     return iterate(batched_space, batch)
@@ -118,18 +113,11 @@ def map_items(
 
 
 class SpaceEnv(Env):
-    """A single env that is only its spaces, to build a single-env wrapper on.
-
-    >>> from gymnasium.spaces import Box
-    >>> from gymnasium.wrappers import FlattenObservation
-    >>> FlattenObservation(SpaceEnv(Box(0, 1, (2, 2)))).observation_space
-    Box(0.0, 1.0, (4,), float32)
-    """
+    """A single env that is only its spaces, to build a single-env wrapper on."""
 
     def __init__(
         self, observation_space: Space | None = None, action_space: Space | None = None
     ) -> None:
-        """Set the spaces given."""
         if observation_space is not None:
             self.observation_space = observation_space
         if action_space is not None:
@@ -158,17 +146,16 @@ def set_spaces(
 
 
 def map_final_observations(
-    infos: dict[str, Any],
+    infos: Infos,
     observations: Any,
     transform: Any,
     inner: VectorEnv,
     outer: VectorEnv,
     who: str = "wrapper",
-) -> dict[str, Any]:
-    """``infos`` with each final observation replaced by its transform: the
-    final observations in their rows of ``observations`` (the batch ``inner``
-    returned), through ``transform`` into ``outer``'s space, in a new object
-    array. ``infos`` itself when it has no final observation."""
+) -> Infos:
+    """``infos`` with its final observations (merged into ``observations``, the
+    batch ``inner`` returned) replaced by ``transform`` of them, in ``outer``'s
+    space."""
     found = final_observations(infos)
     if found is None:
         return infos
@@ -180,35 +167,30 @@ def map_final_observations(
 
 
 def replace_final_observations(
-    infos: dict[str, Any], rows: np.ndarray, batch: Any, env: VectorEnv
-) -> dict[str, Any]:
+    infos: Infos, rows: np.ndarray, batch: Any, env: VectorEnv
+) -> Infos:
     """``infos`` whose final observation of sub-env ``i`` is item ``i`` of
     ``batch`` (an element of ``env.observation_space``), for the ``rows``."""
     indices = np.flatnonzero(rows).tolist()
-    singles: Any = batch  # an array's rows, without splitting the whole batch
+    singles: Any = batch
     if type(batch) is not np.ndarray or type(env.observation_space) is not Box:
         singles = list(iterate_batch(env.observation_space, batch))
     return with_final_observations(infos, {i: copy_batch(singles[i]) for i in indices})
 
 
-# ---------------------------------------------------------------------------- bases
-# Performance: on the step path, masks are tested with np.count_nonzero (one C
-# call) rather than ndarray.any() / .all(), which go through numpy's Python-level
-# wrappers and cost several times more on arrays of num_envs flags.
+# On the step path masks are counted with np.count_nonzero (one C call): any() and
+# all() cost several times more on num_envs flags.
 class MaskedResetWrapper(ForwardingWrapper):
-    """Passes ``reset_mask`` down validated and checks the infos; the base of the
-    bases. :meth:`_reset_result` gets the mask (None: a full reset) as ``state``."""
+    """The base of the bases: passes ``reset_mask`` down validated (as ``state``
+    to :meth:`_reset_result`, None for a full reset) and checks the infos."""
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)
         return obs, infos
 
     @property
     def autoreset_mode(self) -> AutoresetMode | None:
-        """The mode this layer returns, as Gymnasium's vector envs have it (a
-        library that reads ``envs.autoreset_mode``, as TorchRL does, finds it)."""
+        """The mode this layer returns (TorchRL reads ``envs.autoreset_mode``)."""
         return mode_of(self)
 
 
@@ -237,9 +219,7 @@ class ObservationWrapper(MaskedResetWrapper):
         """Transform a batch of observations (``num_envs`` rows)."""
         raise NotImplementedError
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         return self.observations(obs), infos
 
@@ -250,11 +230,9 @@ class ObservationWrapper(MaskedResetWrapper):
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 
-    def final_observations(
-        self, infos: dict[str, Any], observations: Any
-    ) -> dict[str, Any]:
-        """``infos`` with its ``final_obs`` entries transformed (a new dict), by
-        default through :meth:`observations` (:func:`map_final_observations`)."""
+    def final_observations(self, infos: Infos, observations: Any) -> Infos:
+        """``infos`` with its final observations transformed (a new dict), by
+        default through :meth:`observations`."""
         return map_final_observations(
             infos, observations, self.observations, self.env, self, type(self).__name__
         )
@@ -280,17 +258,14 @@ class _Tracked(MaskedResetWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        # the nearest tracked layer below shares its boundaries: each call's
-        # boundary is computed once per stack
+        # share the nearest tracked layer's boundaries: computed once per stack
         below = (x.boundaries for x in layers(env) if isinstance(x, _Tracked))
         self.boundaries = BoundaryTracker(
             mode_of(env), self.num_envs, source=next(below, None)
         )
         self.boundary = self.boundaries.reset(None)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         self.boundary = self.boundaries.reset(state)
         return obs, infos
@@ -367,9 +342,7 @@ class StatefulWrapper(_Tracked):
     ) -> None:
         """Sub-envs in ``mask`` made a real transition to ``observations[i]``."""
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         b = self.boundary
         if b.starts.any():
@@ -381,9 +354,7 @@ class StatefulWrapper(_Tracked):
         obs, rewards, terminations, truncations, infos = result
         b = self.boundary
         quiet = b is self.boundaries.quiet
-        # Performance: a hook still the base's no-op (overridden neither on the
-        # class nor on the instance) is not called, and its arguments (the final
-        # observations merged into a copy of the batch) are not built.
+        # a hook still the base's no-op is not called, nor its arguments built
         transition = self.transition
         if getattr(transition, "__func__", None) is not StatefulWrapper.transition and (
             quiet or count_nonzero(b.real)
@@ -400,9 +371,9 @@ class StatefulWrapper(_Tracked):
             episode_start(obs, b.starts)
         return result
 
-    def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
+    def last_observations(self, observations: Any, infos: Infos) -> Any:
         """The observations the last step moved to (a copy holding the final
-        observations where ``info["final_obs"]`` has them)."""
+        observations where the info has them)."""
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return observations
@@ -412,13 +383,16 @@ class StatefulWrapper(_Tracked):
 
 
 class RunningStatistics:
-    """Mixin of the normalising wrappers: ``update_running_mean``, the checks,
-    the statistics' updates."""
+    """Mixin of the normalising wrappers: the argument checks, and the statistics'
+    updates in time order, in every mode.
 
-    _update_running_mean: bool = True
-    #: Its outputs depend on which sub-envs' steps share a call (the statistics
-    #: pool the batch): :func:`vecmode.testing.check_wrapper` compares their
-    #: values across modes only where episodes end together.
+    ``update_running_mean``: set it False to freeze the statistics.
+    ``batch_dependent``: the outputs depend on which sub-envs' steps share a call
+    (the statistics pool the batch), so :func:`vecmode.testing.check_wrapper`
+    compares values across modes only where episodes end together.
+    """
+
+    update_running_mean: bool = True
     batch_dependent: bool = True
 
     @staticmethod
@@ -437,18 +411,9 @@ class RunningStatistics:
             )
         return gamma
 
-    @property
-    def update_running_mean(self) -> bool:
-        """Whether the statistics are updated (set False to freeze them)."""
-        return self._update_running_mean
-
-    @update_running_mean.setter
-    def update_running_mean(self, setting: bool) -> None:
-        self._update_running_mean = setting
-
     def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
         """Update ``rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
-        if not self._update_running_mean:
+        if not self.update_running_mean:
             return
         count = count_nonzero(mask)
         if count == len(mask):
@@ -463,12 +428,10 @@ class RunningStatistics:
         starts: np.ndarray,
         normalised: Callable[[np.ndarray], np.ndarray],
     ) -> np.ndarray:
-        """A reset's observations, normalised: the reset rows update ``rms`` and
-        are normalised with it. A masked reset's other rows are normalised with
-        the statistics from before, as the call before returned them (``next_obs``
-        of a sub-env's step is ``obs`` of its next)."""
+        """A reset's observations normalised: the reset rows update ``rms`` first;
+        a masked reset's other rows keep the statistics from before."""
         count = count_nonzero(starts)
-        if count == len(starts) or not count or not self._update_running_mean:
+        if count == len(starts) or not count or not self.update_running_mean:
             self._update_rows(rms, observations, starts)
             return normalised(observations)
         out = normalised(observations)
@@ -480,29 +443,25 @@ class RunningStatistics:
         self,
         rms: Any,
         obs: Any,
-        infos: dict[str, Any],
+        infos: Infos,
         normalised: Callable[[np.ndarray], np.ndarray],
         merged: Any = None,
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """A step's observations and final observations (in ``infos``),
-        normalised in time order, as NEXT_STEP reveals them: the observations
-        moved to (``merged``, the final ones included) update ``rms`` and the
-        final ones are normalised; then the new episodes' first observations
-        update it. Episodes that end together get the same outputs in every
-        mode."""
+    ) -> tuple[np.ndarray, Infos]:
+        """A step's observations and final observations normalised in NEXT_STEP's
+        order: the observations moved to (``merged``) update ``rms``, the final
+        ones are normalised, then the new episodes' first ones update it."""
         wrapper: Any = self  # a StatefulWrapper
         finals = wrapper.boundary.final_in_info
         if not count_nonzero(finals):
-            if self._update_running_mean:
+            if self.update_running_mean:
                 rms.update(obs)
             return normalised(obs), infos
         if merged is None:
             merged = wrapper.last_observations(obs, infos)
-        if self._update_running_mean:
+        if self.update_running_mean:
             rms.update(merged)
         found = final_observations(infos)
         rows = found[0] if found is not None else np.zeros_like(finals)
-        # not np.array_equal(rows, finals), on fewer calls
         if rows is not finals and (
             rows.shape != finals.shape or count_nonzero(rows != finals)
         ):

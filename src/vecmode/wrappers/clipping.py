@@ -1,6 +1,6 @@
 """``np.clip``, bit for bit, calling its ufunc directly for a float array and
 scalar bounds (``np.clip``'s two Python layers cost more than clipping a small
-batch); everything else goes through ``np.clip``."""
+batch)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clip", "clip_symmetric", "fast_bounds"]
-
 
 def _find_clip_ufunc() -> Any:
-    """The ufunc ``np.clip`` calls (``numpy._core.umath.clip`` in NumPy 2,
-    ``numpy.core.umath.clip`` in NumPy 1), or None (then ``np.clip`` serves)."""
+    """The ufunc ``np.clip`` calls (NumPy 2 or 1), or None."""
     for module in ("numpy._core.umath", "numpy.core.umath"):
         try:
             found = getattr(importlib.import_module(module), "clip", None)
@@ -30,8 +27,8 @@ _clip_ufunc = _find_clip_ufunc()
 
 
 def fast_bounds(low: Any, high: Any) -> bool:
-    """Whether ``clip(x, low, high)`` may call the clip ufunc directly: scalar
-    bounds, neither zero nor NaN, ``low <= high``."""
+    """Whether ``clip`` may call the ufunc: scalar bounds, neither zero nor NaN,
+    ``low <= high``."""
     for bound in (low, high):
         if isinstance(bound, bool) or not isinstance(bound, (int, float, np.number)):
             return False
@@ -41,13 +38,7 @@ def fast_bounds(low: Any, high: Any) -> bool:
 
 
 def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> Any:
-    """``np.clip(x, low, high, out=out)``; ``fast``: :func:`fast_bounds` holds.
-
-    >>> import numpy as np
-    >>> from vecmode.wrappers.clipping import clip, fast_bounds
-    >>> clip(np.array([-3.0, 0.5, np.nan, 12.0]), -1.0, 2.0, fast=fast_bounds(-1.0, 2.0))
-    array([-1. ,  0.5,  nan,  2. ])
-    """
+    """``np.clip(x, low, high, out=out)``; ``fast``: :func:`fast_bounds` holds."""
     if (
         fast
         and _clip_ufunc is not None
@@ -55,17 +46,11 @@ def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> An
         and x.dtype.kind == "f"
     ):
         return _clip_ufunc(x, low, high, out=out)
-    # np.clip itself: for integer arrays it first drops a Python-int bound beyond
-    # the dtype's range (which the ufunc would refuse)
+    # np.clip drops an integer array's out-of-range Python-int bound; the ufunc
+    # would refuse it
     return np.clip(x, low, high, out=out)
 
 
 def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -> Any:
-    """``np.clip(x, -bound, bound, out=out)``, bit for bit (``bound >= 0``).
-
-    >>> import numpy as np
-    >>> from vecmode.wrappers.clipping import clip_symmetric
-    >>> clip_symmetric(np.array([-3.0, 0.5, np.nan, 12.0]), 1.0)
-    array([-1. ,  0.5,  nan,  1. ])
-    """
+    """``np.clip(x, -bound, bound, out=out)``, bit for bit (``bound >= 0``)."""
     return clip(x, -bound, bound, out, fast=bound > 0)

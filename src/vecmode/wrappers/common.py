@@ -14,31 +14,26 @@ from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import StatefulWrapper
 
-__all__ = ["RecordEpisodeStatistics"]
-
 
 class RecordEpisodeStatistics(StatefulWrapper):
-    """Report each ended episode's return, length and duration in ``info``.
-
-    Gymnasium's ``RecordEpisodeStatistics`` (its arguments and info layout),
-    right in every mode: only real transitions count.
+    """Gymnasium's ``RecordEpisodeStatistics``, right in every mode (only real
+    transitions count); same arguments and info layout.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
-    >>> envs = RecordEpisodeStatistics(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=3, vectorization_mode="sync"))
+    >>> envs = RecordEpisodeStatistics(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=3))
     >>> _ = envs.reset(seed=0)
     >>> for _ in range(3):
-    ...     _, _, _, _, infos = envs.step(np.array([0, 1]))
-    >>> infos["episode"]["r"], infos["episode"]["l"], infos["_episode"]
-    (array([3., 3.]), array([3, 3]), array([ True,  True]))
+    ...     infos = envs.step(np.array([0, 1]))[4]
+    >>> infos["episode"]["r"], infos["_episode"]
+    (array([3., 3.]), array([ True,  True]))
     >>> envs.close()
     """
 
     def __init__(
         self, env: VectorEnv, buffer_length: int = 100, stats_key: str = "episode"
     ) -> None:
-        """``buffer_length``: size of the queues; ``stats_key``: the info key."""
         super().__init__(env)
         self._stats_key = stats_key
         self.episode_count = 0
@@ -51,7 +46,6 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self._ended: tuple[dict[str, np.ndarray], np.ndarray] | None = None
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
-        """Start counting from zero for the sub-envs in ``mask``."""
         self.episode_start_times[mask] = time.perf_counter()
         self.episode_returns[mask] = 0
         self.episode_lengths[mask] = 0
@@ -64,9 +58,7 @@ class RecordEpisodeStatistics(StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        """Count the step; record the episodes that it ended."""
-        # Performance: ufuncs with ``where=`` and ndarray methods, one C call
-        # each, rather than fancy indexing and numpy's Python-level functions.
+        # ufuncs with where= and ndarray methods: one C call each
         b = self.boundary
         returns, lengths = self.episode_returns, self.episode_lengths
         quiet = b is self.boundaries.quiet
@@ -82,9 +74,8 @@ class RecordEpisodeStatistics(StatefulWrapper):
         ended = dones.nonzero()[0].tolist()
         if not ended:
             return
-        # Gymnasium's np.where(dones, ..., 0) and rounded seconds, row by row for
-        # the few sub-envs that ended (a NumPy call per array costs more); the
-        # queues get NumPy scalars, as Gymnasium's do.
+        # Gymnasium's np.where(dones, ..., 0) and rounded seconds, row by row
+        # for the few that ended (cheaper than a NumPy call per array)
         now = time.perf_counter()
         starts = self.episode_start_times
         out_returns, out_lengths, out_seconds = (
@@ -101,16 +92,14 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.episode_count += len(ended)
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """``info[stats_key]`` reports the episodes that ended."""
         key = self._stats_key
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._ended is not None:
             (stats, mask), self._ended = self._ended, None
             if key in infos or f"_{key}" in infos:
                 raise ValueError(
-                    f"RecordEpisodeStatistics cannot add episode statistics under "
-                    f"info[{key!r}]: the key is already in the info ({list(infos)}). "
-                    f"Pass another stats_key."
+                    f"RecordEpisodeStatistics cannot put statistics in info[{key!r}]: "
+                    f"the key is already there ({list(infos)}). Pass another stats_key."
                 )
             infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
@@ -121,5 +110,5 @@ def round_seconds(seconds: np.float64) -> np.float64:
     if not math.isfinite(seconds):
         return np.float64(seconds)
     scaled = float(seconds) * 1e6
-    # round() gives an int (ties to even, as rint); rint keeps the sign of a zero
+    # round() ties to even, as rint; copysign keeps the sign of a zero
     return np.float64(math.copysign(round(scaled), scaled) / 1e6)

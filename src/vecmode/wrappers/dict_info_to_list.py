@@ -10,22 +10,15 @@ from vecmode.core import SeedLike, StepResult
 from vecmode.errors import InfoLayoutError
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.base import MaskedResetWrapper, check_infos
-
-__all__ = ["DictInfoToList", "infos_to_list"]
+from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
 
 
-def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
+def infos_to_list(infos: Infos, num_envs: int) -> list[Infos]:
     """Gymnasium's batched info dict as one dict per sub-env (nested dicts too),
-    each with the keys its ``_key`` masks mark.
-
-    >>> import numpy as np
-    >>> infos_to_list({"x": np.array([1, 2]), "_x": np.array([True, False])}, 2)
-    [{'x': np.int64(1)}, {}]
-    """
-    out: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+    each with the keys its ``_key`` masks mark."""
+    out: list[Infos] = [{} for _ in range(num_envs)]
     for key, value in infos.items():
-        if key.startswith("_"):  # masks (and private keys), as Gymnasium
+        if key.startswith("_"):  # masks (and private keys), as Gymnasium's
             continue
         mask = infos.get(f"_{key}")
         if mask is not None and len(mask) != num_envs:
@@ -43,9 +36,8 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             raise InfoLayoutError(
                 f"info[{key!r}] is a {type(value).__name__}{length}, not a NumPy "
                 f"array: batched infos hold a NumPy array with one entry per sub-env "
-                f"({num_envs} here) and a bool mask under '_{key}' (Gymnasium's "
-                f"VectorEnv._add_info builds them that way); build yours with it, or "
-                f"with np.array(...)."
+                f"({num_envs} here) and a bool mask under '_{key}'. Build it with "
+                f"np.array(...)."
             )
         for i in range(num_envs) if mask is None else np.flatnonzero(mask):
             out[i][key] = items[i]
@@ -54,54 +46,46 @@ def infos_to_list(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
 
 @supports(*MODES)
 class DictInfoToList(MaskedResetWrapper):
-    """Return infos as a list with one dict per sub-env, in every mode.
-
-    Gymnasium's ``DictInfoToList``, ``final_obs`` and ``final_info`` included.
-    Other wrappers read Gymnasium's dict layout, so this one goes outermost.
+    """Gymnasium's ``DictInfoToList``, right in every mode, the final observations
+    and infos included. Other wrappers read the dict layout: this one goes outermost.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import DictInfoToList
-    >>> envs = DictInfoToList(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=1, vectorization_mode="sync"))
+    >>> envs = DictInfoToList(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=1))
     >>> _ = envs.reset(seed=0)
-    >>> infos = envs.step(np.array([0, 1]))[4]
-    >>> sorted(infos[0]), infos[0]["final_info"]
-    (['final_info', 'final_obs'], {})
+    >>> sorted(envs.step(np.array([0, 1]))[4][0])
+    ['final_info', 'final_obs']
     >>> envs.close()
     """
 
-    if TYPE_CHECKING:  # reset's infos, typed (not overridden: the split API
-        # would be lost, see ForwardingWrapper)
+    if TYPE_CHECKING:  # reset's infos typed; overriding reset loses the split API
 
         def reset(  # type: ignore[override]
             self,
             *,
             seed: SeedLike = None,
             options: dict[str, Any] | None = None,
-        ) -> tuple[Any, list[dict[str, Any]]]: ...
+        ) -> tuple[Any, list[Infos]]: ...
 
     def _reset_result(  # type: ignore[override]
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, list[dict[str, Any]]]:
-        """Infos as a list."""
+        self, obs: Any, infos: Infos, state: Mask
+    ) -> tuple[Any, list[Infos]]:
         obs, infos = super()._reset_result(obs, infos, state)
         return obs, infos_to_list(infos, self.num_envs)
 
     def _step_result(  # type: ignore[override]
         self, result: StepResult
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """Infos as a list."""
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[Infos]]:
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
         lists = infos_to_list(infos, self.num_envs)
         return obs, rewards, terminations, truncations, lists
 
 
-# ------------------------------------------------------------------ messages
 def info_length_message(key: str, got: Any, num_envs: int) -> str:
     """The message of an info entry (or mask) of the wrong length."""
     return (
-        f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs; "
-        f"batched infos hold one entry per sub-env (Gymnasium's VectorEnv._add_info "
-        f"builds them that way)."
+        f"info[{key!r}] has {got} entries where the env has {num_envs} sub-envs: "
+        f"batched infos hold one entry per sub-env."
     )

@@ -9,12 +9,17 @@ import numpy as np
 from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space
 
 from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.wrappers.base import RunningStatistics, map_final_observations
+from vecmode.wrappers.base import (
+    Infos,
+    Mask,
+    RunningStatistics,
+    map_final_observations,
+    set_spaces,
+)
 from vecmode.wrappers.clipping import clip_symmetric
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
@@ -22,8 +27,6 @@ from vecmode.wrappers.stateful_observation import NormalizeObservation
 from vecmode.wrappers.stateful_reward import NormalizeReward, discount
 from vecmode.wrappers.vectorize_observation import TransformObservation
 from vecmode.wrappers.vectorize_reward import ClipReward
-
-__all__ = ["PPOStack", "ppo_stack"]
 
 
 @overload
@@ -70,35 +73,27 @@ def ppo_stack(
     """CleanRL's PPO stack over ``env``, right in every mode.
 
     ``RecordEpisodeStatistics``, ``NormalizeObservation``, observations clipped,
-    ``NormalizeReward`` and ``ClipReward``: by default as one :class:`PPOStack`
+    ``NormalizeReward`` and ``ClipReward``: by default one :class:`PPOStack`
     layer, which returns exactly what the five layers return.
 
     Args:
-        env: a Box-observation vector env declaring its autoreset mode.
+        env: a vector env with Box observations.
         gamma: ``NormalizeReward``'s discount, in [0, 1].
-        clip_obs: the bound of the normalised observations (>= 0).
-        clip_reward: the bound of the normalised rewards (>= 0).
+        clip_obs: the bound of the normalised observations (>= 0, inf: none).
+        clip_reward: the bound of the normalised rewards (>= 0, inf: none).
         fused: one layer (True) or the five (False).
 
-    >>> import numpy as np, vecmode
+    >>> import vecmode
     >>> from vecmode.wrappers import ppo_stack
-    >>> envs = ppo_stack(vecmode.make_vec("CartPole-v1", num_envs=4,
-    ...     vectorization_mode="sync", autoreset_mode="SameStep"), gamma=0.99)
-    >>> envs
+    >>> envs = vecmode.make_vec("CartPole-v1", 4, "sync", autoreset_mode="SameStep")
+    >>> ppo_stack(envs, gamma=0.99)
     <PPOStack, <SameStepAutoreset, SyncVectorEnv(CartPole-v1, num_envs=4)>>
-    >>> obs, _ = envs.reset(seed=0)
-    >>> for _ in range(100):
-    ...     obs, rewards, *_ = envs.step(envs.action_space.sample())
-    >>> obs.dtype, bool(np.abs(obs).max() <= 10), envs.obs_rms.count > 400
-    (dtype('float32'), True, True)
     >>> envs.close()
     """
-    clip_obs, clip_reward = (
-        _bound("clip_obs", clip_obs),
-        _bound("clip_reward", clip_reward),
-    )
     if fused:
         return PPOStack(env, gamma=gamma, clip_obs=clip_obs, clip_reward=clip_reward)
+    clip_obs = _bound("clip_obs", clip_obs)
+    clip_reward = _bound("clip_reward", clip_reward)
     env = RecordEpisodeStatistics(env)
     env = NormalizeObservation(env)
     space = _clipped_space(env, clip_obs)
@@ -109,10 +104,7 @@ def ppo_stack(
 
 def _bound(name: str, value: float) -> float:
     """A clip bound: a number >= 0 (inf: no clipping)."""
-    message = (
-        f"`{name}` should be a number >= 0 (observations or rewards are clipped to "
-        f"[-{name}, {name}]; inf for no clipping). Received {value!r}"
-    )
+    message = f"`{name}` should be a number >= 0 (inf: no clipping). Received {value!r}"
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
         raise TypeError(message)
     value = float(value)
@@ -126,7 +118,7 @@ def _clipped_space(env: VectorEnv, clip: float) -> Box:
 
 
 class _Clip:
-    """``np.clip(x, -bound, bound)`` (a named, picklable function)."""
+    """``np.clip(x, -bound, bound)``, picklable and named."""
 
     def __init__(self, bound: float) -> None:
         self.bound = bound
@@ -140,19 +132,16 @@ class _Clip:
 
 class PPOStack(RunningStatistics, RecordEpisodeStatistics):
     """CleanRL's five PPO wrappers as one layer, with their attributes: what
-    :func:`ppo_stack` builds. ``update_running_mean = False`` freezes both
-    statistics.
+    :func:`ppo_stack` builds (same arguments, but ``fused``).
+    ``update_running_mean = False`` freezes both statistics.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import PPOStack
-    >>> envs = PPOStack(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"), gamma=0.99)
-    >>> envs.single_observation_space
-    Box(-10.0, 10.0, (4,), float32)
+    >>> envs = PPOStack(vecmode.make_vec("CartPole-v1", 2, "sync"), gamma=0.99)
     >>> _ = envs.reset(seed=0)
-    >>> _, rewards, *_ = envs.step(np.array([0, 1]))
-    >>> rewards.dtype, envs.return_rms.count, envs.obs_rms.count
-    (dtype('float64'), 2.0001, 4.0001)
+    >>> _ = envs.step(np.array([0, 1]))
+    >>> envs.return_rms.count, envs.obs_rms.count
+    (2.0001, 4.0001)
     >>> envs.close()
     """
 
@@ -164,7 +153,6 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         clip_obs: float = 10.0,
         clip_reward: float = 10.0,
     ) -> None:
-        """Args as :func:`ppo_stack`'s."""
         gamma = self._checked_gamma(gamma)
         clip_obs = _bound("clip_obs", clip_obs)
         clip_reward = _bound("clip_reward", clip_reward)
@@ -172,10 +160,7 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         if not isinstance(space, Box):
             raise TypeError(errors.needs_box(type(self).__name__, space))
         super().__init__(env)
-        self.single_observation_space = _clipped_space(self, clip_obs)
-        self.observation_space = batch_space(
-            self.single_observation_space, self.num_envs
-        )
+        set_spaces(self, "observation", None, _clipped_space(self, clip_obs))
         self.clip_obs = clip_obs
         self.clip_reward = clip_reward
         self.gamma = gamma
@@ -183,25 +168,21 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
-        self._update_running_mean = True
         self._merged: tuple[Any, Any] | None = None
 
     def _normalised(self, observations: np.ndarray) -> np.ndarray:
-        """Normalised and clipped, into a new float32 array (in place)."""
+        """Normalised and clipped, into a new float32 array."""
         rms = self.obs_rms
         out = normalize(observations, rms.mean, rms.var, self.epsilon)
         return clip_symmetric(out, self.clip_obs, out)
 
-    def last_observations(self, observations: Any, infos: dict[str, Any]) -> Any:
+    def last_observations(self, observations: Any, infos: Infos) -> Any:
         """As the base's, kept for the rest of the step (merged once)."""
         merged = super().last_observations(observations, infos)
         self._merged = (observations, merged)
         return merged
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
-        """The five layers' reset (a full one restarts the discounted sums)."""
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self._normalised
@@ -211,41 +192,29 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         return out, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """The five layers' step, in one pass."""
         self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        out_obs, infos = self._step_observations(obs, infos)
-        # rewards (NormalizeReward, then the clip; NEXT_STEP's reset step: 0)
-        real = self.boundary.real
-        moving = count_nonzero(real)
-        if moving:
-            sums = discount(
-                self.accumulated_reward, self.gamma, rewards, terminations, real
-            )
-            if self._update_running_mean:
-                self.return_rms.update(sums)
-        out = scale_by_std(rewards, self.return_rms.var, self.epsilon)
-        out = clip_symmetric(out, self.clip_reward, out)
-        if moving < len(real):
-            out[~real] = 0
-        return out_obs, out, terminations, truncations, infos
-
-    def _step_observations(
-        self, obs: np.ndarray, infos: dict[str, Any]
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """NormalizeObservation's step, then the clip."""
         cached, self._merged = self._merged, None
         merged = cached[1] if cached is not None and cached[0] is obs else None
         out_obs, infos = self._step_normalised(
             self.obs_rms, obs, infos, self._normalised, merged
         )
         self._merged = None
-        if count_nonzero(self.boundary.final_in_info):
-            return out_obs, infos
-        # final observations no layer normalised (none ended here): the clip alone
-        return out_obs, map_final_observations(
-            infos, out_obs, self._clipped, self, self, type(self).__name__
-        )
-
-    def _clipped(self, observations: np.ndarray) -> np.ndarray:
-        return clip_symmetric(observations, self.clip_obs)
+        if not count_nonzero(self.boundary.final_in_info):
+            # final observations no layer normalised (none ended here): clipped
+            infos = map_final_observations(
+                infos, out_obs, _Clip(self.clip_obs), self, self, type(self).__name__
+            )
+        real = self.boundary.real
+        moving = count_nonzero(real)
+        if moving:
+            sums = discount(
+                self.accumulated_reward, self.gamma, rewards, terminations, real
+            )
+            if self.update_running_mean:
+                self.return_rms.update(sums)
+        out = scale_by_std(rewards, self.return_rms.var, self.epsilon)
+        out = clip_symmetric(out, self.clip_reward, out)
+        if moving < len(real):
+            out[~real] = 0
+        return out_obs, out, terminations, truncations, infos

@@ -22,14 +22,9 @@ from gymnasium.wrappers.vector import rendering as gymnasium_rendering
 from vecmode.core import StepResult
 from vecmode.errors import IncompatibleModeError, incompatible_mode
 from vecmode.modes import final_frames, final_in_info
-from vecmode.wrappers.base import StatefulWrapper
+from vecmode.wrappers.base import Infos, Mask, StatefulWrapper
 
-__all__ = ["FinalFrameInfo", "HumanRendering", "RecordVideo"]
-
-#: The info key :class:`FinalFrameInfo` writes by default.
 FINAL_FRAME = "final_frame"
-
-#: Render modes whose ``render()`` returns one frame per call.
 _ONE_FRAME = ("rgb_array", "depth_array")
 
 MOVIEPY_MISSING = (
@@ -42,36 +37,40 @@ PYGAME_MISSING = (
 )
 
 
+def _check_render_mode(who: str, render_mode: Any) -> None:
+    if render_mode not in _ONE_FRAME:
+        raise ValueError(
+            f"{who} needs envs that render one frame per render() call, render_mode "
+            f"'rgb_array' or 'depth_array'; got {render_mode!r}. Build the env with "
+            f'render_mode="rgb_array".'
+        )
+
+
 class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Put the frame an episode ends on in the info of the step that ends it.
 
-    A single-env wrapper for the sub-envs of a SAME_STEP vector env, so that
+    A single-env wrapper for the sub-envs of a SAME_STEP vector env, where
     :class:`RecordVideo` and :class:`HumanRendering` find the last frame in
-    ``info["final_info"][key]``: ``make_vec(..., wrappers=[FinalFrameInfo])``.
+    ``info["final_info"][key]``.
+
+    Args:
+        env: a single env rendering ``"rgb_array"`` or ``"depth_array"``.
+        key: the info key of the frame.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync",
-    ...     autoreset_mode="SameStep", max_episode_steps=1, render_mode="rgb_array",
-    ...     wrappers=[FinalFrameInfo])
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", wrappers=[FinalFrameInfo],
+    ...     autoreset_mode="SameStep", max_episode_steps=1, render_mode="rgb_array")
     >>> _ = envs.reset(seed=0)
-    >>> *_, infos = envs.step(np.array([0, 1]))
-    >>> infos["final_info"]["final_frame"].shape, infos["final_info"]["_final_frame"]
-    ((2, 400, 600, 3), array([ True,  True]))
+    >>> envs.step(np.array([0, 1]))[4]["final_info"]["final_frame"].shape
+    (2, 400, 600, 3)
     >>> envs.close()
     """
 
     def __init__(self, env: gym.Env, key: str = FINAL_FRAME) -> None:
-        """``key``: the info key of the frame."""
         gym.utils.RecordConstructorArgs.__init__(self, key=key)
         gym.Wrapper.__init__(self, env)
-        if env.render_mode not in _ONE_FRAME:
-            raise ValueError(
-                f"FinalFrameInfo renders the env's last frame, so the env's "
-                f"render_mode must be {' or '.join(map(repr, _ONE_FRAME))}, not "
-                f"{env.render_mode!r}."
-            )
-        #: The info key of the frame (vector wrappers read it with ``get_attr``).
+        _check_render_mode("FinalFrameInfo", env.render_mode)
         self.final_frame_key = key
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
@@ -82,25 +81,22 @@ class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return obs, reward, terminated, truncated, info
 
 
-#: Per sub-env, the frames a call added; and every sub-env's frame now.
+# per sub-env, the frames a call added; and every sub-env's frame now
 Frames = tuple[list[list[np.ndarray]], list[np.ndarray]]
 
 
 class _Rendering(StatefulWrapper):
-    """The frames each call added, per sub-env, in every mode: after ``reset``, the
-    reset sub-envs' first; after ``step``, every sub-env's now, after the ended
-    episode's last where the mode reset it within the step (from ``final_info``)."""
+    """The frames each call added, per sub-env, in every mode (docs/wrappers.md)."""
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        #: The key of the final frames in ``final_info`` (None: not needed).
+        # the key of the final frames in final_info (None: not needed)
         self._final_key: str | None = None
         if final_in_info(self.boundaries.mode):
             self._final_key = self._final_frame_key()
 
     def _final_frame_key(self) -> str:
-        """The key :class:`FinalFrameInfo` writes under, asked of every sub-env;
-        refused when a sub-env has no :class:`FinalFrameInfo`."""
+        """The key :class:`FinalFrameInfo` writes under, asked of every sub-env."""
         get_attr = getattr(self.env, "get_attr", None) or getattr(
             self.env.unwrapped, "get_attr", None
         )
@@ -113,16 +109,13 @@ class _Rendering(StatefulWrapper):
         if len(keys) != 1:
             who, mode = type(self).__name__, self.boundaries.mode
             why = (
-                f"In this mode a sub-env is reset within the step that ends its "
-                f"episode, so by the time the step returns its last frame is gone, "
-                f"and {who} must get it from the sub-env: its sub-envs must be "
-                f"wrapped in vecmode.wrappers.FinalFrameInfo (which puts the last "
-                f"frame in info['final_info']), and not all are."
+                "a sub-env resets within the step that ends its episode, so its last "
+                "frame must come from a vecmode.wrappers.FinalFrameInfo around every "
+                "sub-env, and not all have one."
             )
             instead = (
-                "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo] "
-                "(vecmode's or Gymnasium's make_vec), or in NextStep or Disabled "
-                "mode, which need nothing."
+                "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo], or "
+                "in NextStep or Disabled mode."
             )
             raise IncompatibleModeError(
                 incompatible_mode(who, mode, [mode], why, instead)
@@ -147,36 +140,28 @@ class _Rendering(StatefulWrapper):
             )
         return [np.array(frame, copy=True) for frame in frames]
 
-    def _final_frames(self, infos: Any, rows: np.ndarray) -> dict[int, np.ndarray]:
-        """The last frames of the episodes that ``rows`` ended, from the final
-        infos (a clear error where one is missing)."""
-        found = final_frames(infos, self._final_key or FINAL_FRAME)
-        indices = np.flatnonzero(rows).tolist()
-        missing = [i for i in indices if found is None or not found[0][i]]
+    def _step_frames(self, infos: Any) -> Frames:
+        """The frames a step added: the ended episode's last one (from the final
+        infos in SAME_STEP), then the frame now."""
+        now = self._render()
+        frames: list[list[np.ndarray]] = [[frame] for frame in now]
+        ended = np.flatnonzero(self.boundary.final_in_info).tolist()
+        if self._final_key is None or not ended:
+            return frames, now
+        found = final_frames(infos, self._final_key)
+        missing = [i for i in ended if found is None or not found[0][i]]
         if found is None or missing:
             raise ValueError(
                 f"{type(self).__name__}: sub-env(s) {', '.join(map(str, missing))} "
-                f"ended and were reset within the step, but their final info has no "
-                f"last frame. Wrap each sub-env in vecmode.wrappers.FinalFrameInfo "
-                f"(make_vec(..., wrappers=[FinalFrameInfo]))."
+                f"ended, but their final info has no last frame. Wrap each sub-env "
+                f"in vecmode.wrappers.FinalFrameInfo."
             )
-        return {i: np.asarray(found[1][i]) for i in indices}
-
-    def _step_frames(self, infos: Any) -> Frames:
-        """Per sub-env, the frames a step added: the ended episode's last frame
-        where the mode moved it to the final infos, then the frame now; and every
-        sub-env's frame now."""
-        b = self.boundary
-        now = self._render()
-        frames: list[list[np.ndarray]] = [[frame] for frame in now]
-        if self._final_key is not None and np.count_nonzero(b.final_in_info):
-            for i, frame in self._final_frames(infos, b.final_in_info).items():
-                frames[i].insert(0, frame)
+        for i in ended:
+            frames[i].insert(0, np.asarray(found[1][i]))
         return frames, now
 
     def _reset_frames(self) -> Frames:
-        """Per sub-env, the frames a reset added (the reset sub-envs' first), and
-        every sub-env's frame now (empty when none was reset)."""
+        """The frames a reset added: the reset sub-envs' first."""
         starts = self.boundary.starts
         if not np.count_nonzero(starts):
             return [[] for _ in range(self.num_envs)], []
@@ -184,38 +169,24 @@ class _Rendering(StatefulWrapper):
         return [[now[i]] if starts[i] else [] for i in range(self.num_envs)], now
 
 
-def _check_render_mode(who: str, render_mode: Any) -> None:
-    if render_mode not in _ONE_FRAME:
-        raise ValueError(
-            f"{who} needs sub-envs that render one frame per render() call, "
-            f"render_mode {' or '.join(map(repr, _ONE_FRAME))}; got "
-            f'{render_mode!r}. Build the env with render_mode="rgb_array".'
-        )
-
-
-# -------------------------------------------------------------------- RecordVideo
-#: Gymnasium's default ``gc_trigger`` (the same object, so the signatures agree).
+# Gymnasium's default gc_trigger (the same object, so the signatures agree)
 _GC_TRIGGER = (
     signature(gymnasium_rendering.RecordVideo.__init__).parameters["gc_trigger"].default
 )
 
 
 class RecordVideo(_Rendering):
-    """Record videos of a vector env's sub-envs, each frame once, in every mode.
-
-    Same arguments and files as :class:`gymnasium.wrappers.vector.RecordVideo`
-    (a grid of the sub-envs' frames; episodes counted on sub-env 0). Each
-    episode is recorded once, its last frame included (in SAME_STEP from
-    :class:`FinalFrameInfo`), and a partial reset adds frames of the reset
-    sub-envs only.
+    """Gymnasium's ``RecordVideo``, each frame once, in every mode; same arguments
+    and files. An episode's last frame is included (in SAME_STEP from
+    :class:`FinalFrameInfo`); a partial reset adds the reset sub-envs' frames only.
 
     >>> import os, tempfile, numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo, RecordVideo
     >>> folder = tempfile.TemporaryDirectory()
-    >>> envs = RecordVideo(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync", autoreset_mode="SameStep", max_episode_steps=3,
-    ...     render_mode="rgb_array", wrappers=[FinalFrameInfo]),
-    ...     os.path.join(folder.name, "videos"), episode_trigger=lambda e: e == 0)
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", wrappers=[FinalFrameInfo],
+    ...     autoreset_mode="SameStep", max_episode_steps=3, render_mode="rgb_array")
+    >>> envs = RecordVideo(envs, os.path.join(folder.name, "videos"),
+    ...     episode_trigger=lambda e: e == 0)
     >>> _ = envs.reset(seed=0)
     >>> for _ in range(4):
     ...     _ = envs.step(np.array([0, 1]))
@@ -239,25 +210,8 @@ class RecordVideo(_Rendering):
         disable_logger: bool = True,
         gc_trigger: Callable[[int], bool] | None = _GC_TRIGGER,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.RecordVideo`.
-
-        Args:
-            env: the vector env; its sub-envs render frames (``"rgb_array"``).
-            video_folder: where the videos are written.
-            video_aspect_ratio: the aspect ratio of the grid of sub-env frames.
-            record_first_only: record sub-env 0 only.
-            episode_trigger: ``episode -> bool``: record that episode of sub-env
-                0 (default, without ``step_trigger``: Gymnasium's
-                ``capped_cubic_video_schedule``).
-            step_trigger: ``step -> bool``: start a video at that ``step`` call.
-            video_length: frames per video (0: whole episodes).
-            name_prefix: the start of the video file names.
-            fps: frames per second (default: the env's ``render_fps``, else 30).
-            disable_logger: silence moviepy's logger.
-            gc_trigger: ``episode -> bool``: collect garbage after saving a video.
-        """
         _check_render_mode(type(self).__name__, env.render_mode)
-        try:  # before anything is made (Gymnasium's schedule needs it too)
+        try:
             import moviepy  # noqa: F401
         except ImportError as error:
             raise DependencyNotInstalled(MOVIEPY_MISSING) from error
@@ -280,31 +234,22 @@ class RecordVideo(_Rendering):
         )
         self.name_prefix = name_prefix
         self.video_length = video_length if video_length != 0 else float("inf")
-        self._start_state()
-
-    def _start_state(self) -> None:
-        """No video, no frame, nothing counted yet."""
         self._video_name: str | None = None
         self.recording = False
         self.recorded_frames: list[np.ndarray] = []
-        #: The number of frames of each video saved so far.
         self.frames_per_video: list[int] = []
         self.step_id = -1
         self.episode_id = -1
-        #: The sub-envs in the grid; the first one's episodes are counted.
+        # the sub-envs in the grid; the first one's episodes are counted
         self._tiles = [0] if self.record_first_only else list(range(self.num_envs))
-        #: While recording, for each tile after the first: its frames not yet in a
-        #: video frame, and the frame it showed last. Sub-env 0's frames are video
-        #: frames at once: nothing of it waits.
+        # while recording, for each tile after the first: its frames not yet in a
+        # video frame, and the frame it showed last
         self._queues: list[deque[np.ndarray]] = [deque() for _ in self._tiles[1:]]
         self._shown: list[np.ndarray] = []
-        #: A video started: its first video frame shows every tile's frame now.
+        # a video started: its first video frame shows every tile's frame now
         self._fresh = False
 
-    # ---------------------------------------------------------------- calls
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         starts = self.boundary.starts
         events: list[tuple[bool, int | None]] = [(True, None)] if starts[0] else []
@@ -315,8 +260,7 @@ class RecordVideo(_Rendering):
         result = super()._step_result(result)
         self.step_id += 1
         b = self.boundary
-        # sub-env 0's frames: the ended episode's last (SAME_STEP), then the frame
-        # now, where its episode starts (if it does) and where the step call is
+        # sub-env 0's frames: the ended episode's last (SAME_STEP), then the one now
         events: list[tuple[bool, int | None]] = []
         if self._final_key is not None and b.final_in_info[0]:
             events.append((False, None))
@@ -329,9 +273,8 @@ class RecordVideo(_Rendering):
         events: list[tuple[bool, int | None]],
         frames: Callable[[], Frames],
     ) -> None:
-        """Take a call's events of sub-env 0, one per frame of sub-env 0, into the
-        videos, each frame a video frame while recording (the frames are rendered
-        only while recording or when a recording starts)."""
+        """Take a call's events, one per frame of sub-env 0, into the videos
+        (rendering only while recording or when a recording starts)."""
         added: Frames | None = frames() if self.recording else None
         if added is not None:
             self._enqueue(added[0])
@@ -364,8 +307,7 @@ class RecordVideo(_Rendering):
 
     def _add_row(self, first: np.ndarray, now: list[np.ndarray]) -> None:
         """Add a video frame: sub-env 0's ``first``, and each other tile's next
-        frame, or its last one again when it has no new one (a new video starts
-        with every tile's frame ``now``)."""
+        frame, else its last one (a new video starts with the frames ``now``)."""
         if self._fresh or len(self._shown) != len(self._queues):
             self._fresh = False
             self._clear()
@@ -380,12 +322,11 @@ class RecordVideo(_Rendering):
             self.stop_recording()
 
     def _clear(self) -> None:
-        """Keep no frame of the other tiles (no video is recorded, or one starts)."""
+        """Keep no frame of the other tiles."""
         for queue in self._queues:
             queue.clear()
         self._shown = []
 
-    # ---------------------------------------------------------------- grid
     def _concat_frames(self, frames: Sequence[np.ndarray]) -> np.ndarray:
         """The grid of the tiles' frames (its shape chosen on the first one)."""
         array = np.array(frames)
@@ -400,7 +341,6 @@ class RecordVideo(_Rendering):
             grid[r * h : (r + 1) * h, col * w : (col + 1) * w] = array[idx]
         return grid
 
-    # ----------------------------------------------------------- recordings
     def start_recording(self, video_name: str) -> None:
         """Start a video (stopping the one being recorded, if any)."""
         if self.recording:
@@ -422,9 +362,8 @@ class RecordVideo(_Rendering):
 
             frames, fps = self.recorded_frames, self.frames_per_sec
             clip = ImageSequenceClip(frames, fps=fps)
-            # moviepy writes int(duration * fps) frames, its duration a sum of 1 /
-            # fps that can fall just short (6 frames at 30 fps make 5): half a
-            # frame more keeps the last one
+            # moviepy writes int(duration * fps) frames, and its duration can fall
+            # just short (6 frames at 30 fps make 5): half a frame more
             set_duration = getattr(clip, "with_duration", None) or clip.set_duration
             clip = set_duration((len(frames) + 0.5) / fps)
             path = os.path.join(self.video_folder, f"{self._video_name}.mp4")
@@ -451,7 +390,7 @@ class RecordVideo(_Rendering):
 
 
 def _video_folder(path: str) -> str:
-    """``path`` made absolute, and created (a warning if it exists, as Gymnasium's)."""
+    """``path`` made absolute and created (a warning if it exists, as Gymnasium's)."""
     folder = os.path.abspath(path)
     if os.path.isdir(folder):
         logger.warn(
@@ -466,8 +405,7 @@ def _video_folder(path: str) -> str:
 def _grid_shape(
     n: int, h: int, w: int, aspect_ratio: tuple[int, int]
 ) -> tuple[int, int]:
-    """Gymnasium's grid of ``n`` frames of ``h`` x ``w``: ``(rows, cols)`` closest to
-    the aspect ratio."""
+    """Gymnasium's grid ``(rows, cols)`` of ``n`` frames nearest the aspect ratio."""
     target = aspect_ratio[0] / aspect_ratio[1]
     best, best_diff = (1, n), np.inf
     for rows in range(1, int(n**0.5) + 1):
@@ -479,12 +417,9 @@ def _grid_shape(
     return best
 
 
-# ----------------------------------------------------------------- HumanRendering
 class HumanRendering(_Rendering):
-    """Show a vector env's sub-envs in a window, every frame, in every mode.
-
-    Same arguments as :class:`gymnasium.wrappers.vector.HumanRendering`. Each
-    episode's last frame is shown too (in SAME_STEP from :class:`FinalFrameInfo`).
+    """Gymnasium's ``HumanRendering``, every frame, in every mode; same arguments.
+    An episode's last frame is shown too (in SAME_STEP from :class:`FinalFrameInfo`).
     Needs pygame; override :meth:`show` to draw elsewhere.
 
     >>> import numpy as np, vecmode
@@ -493,9 +428,8 @@ class HumanRendering(_Rendering):
     ...     shown = 0
     ...     def show(self, frames):
     ...         self.shown += 1
-    >>> envs = Count(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync", autoreset_mode="Disabled",
-    ...     render_mode="rgb_array"))
+    >>> envs = Count(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="Disabled", render_mode="rgb_array"))
     >>> _ = envs.reset(seed=0)
     >>> _ = envs.step(np.array([0, 1]))
     >>> envs.shown
@@ -508,14 +442,6 @@ class HumanRendering(_Rendering):
     def __init__(
         self, env: VectorEnv, screen_size: tuple[int, int] | None = None
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.HumanRendering`.
-
-        Args:
-            env: the vector env; its sub-envs render frames (``"rgb_array"``), and
-                its metadata has ``render_fps``.
-            screen_size: the window's ``(width, height)``; default: one sub-env
-                frame's.
-        """
         _check_render_mode(type(self).__name__, env.render_mode)
         if "render_fps" not in env.metadata:
             raise ValueError(
@@ -536,9 +462,7 @@ class HumanRendering(_Rendering):
         """Always ``"human"``."""
         return "human"
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         self._show_all(self._reset_frames()[0])
         return obs, infos

@@ -1,11 +1,8 @@
 """Gymnasium's ``RunningMeanStd`` at a fraction of its cost, and normalising with it.
 
-:class:`RunningMeanStd` is a subclass of
-:class:`gymnasium.wrappers.utils.RunningMeanStd` with the same attributes, types
-and pickles. Its ``update`` merges a batch in float64 on few NumPy calls (Chan et
-al.'s parallel variance; a small scalar batch in Python floats, with
-:func:`math.fsum`) and rounds once into the state's dtype: Gymnasium's formulas,
-to float64 rounding.
+``update`` merges a batch in float64 on few NumPy calls (Chan et al.'s parallel
+variance; a small scalar batch in Python floats) and rounds once into the state's
+dtype: Gymnasium's formulas, to float64 rounding.
 """
 
 from __future__ import annotations
@@ -19,38 +16,30 @@ from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
 
-#: A scalar statistic fed at most this many values is merged in Python floats
-#: (cheaper than any NumPy call on so few); larger batches go through NumPy.
+# Python floats beat a NumPy call per operation on a scalar statistic fed at most
+# _PYTHON_MAX values, and for the merge's tail of one of at most _PYTHON_TAIL.
 _PYTHON_MAX = 64
-
-_F64 = np.dtype(np.float64)
-
-#: A statistic of at most this many values finishes its merge in Python floats
-#: (:meth:`RunningMeanStd._merge_tail`), cheaper than a NumPy call per operation.
 _PYTHON_TAIL = 16
-
-#: The dtypes whose values convert to Python floats exactly, and back.
+_F64 = np.dtype(np.float64)
+# the dtypes whose values convert to Python floats exactly, and back
 _EXACT_IN_FLOATS = frozenset({np.dtype(np.float32), _F64})
 
 
 def _moment_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype of ``np.mean`` of a batch of ``dtype``: Gymnasium's batch moments
-    (also of an integer array times a Python float)."""
+    """The dtype of ``np.mean`` of a batch of ``dtype``."""
     return dtype if dtype.kind == "f" else _F64
 
 
 _DTYPES: dict[tuple[Any, ...], tuple[np.dtype, np.dtype]] = {}
-#: Whether normalising computes in the output's dtype, by the operands' dtypes.
 _IN_PLACE: dict[tuple[Any, ...], bool] = {}
 
 
 def _result_dtypes(
     mean: Any, var: Any, count: Any, batch: np.dtype
 ) -> tuple[np.dtype, np.dtype]:
-    """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give:
-    NumPy's promotion through its arithmetic (``count`` a Python float is weak, a
-    NumPy scalar is not; so are Python scalars for ``mean`` and ``var``)."""
-    try:  # arrays or NumPy scalars, a Python or NumPy count: the cache
+    """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give
+    (NumPy's promotion: Python scalars are weak, NumPy scalars are not)."""
+    try:  # arrays or NumPy scalars: the cache
         key: tuple[Any, ...] | None = (mean.dtype, var.dtype, batch, type(count))
         dtypes = _DTYPES.get(key)  # type: ignore[arg-type]
     except AttributeError:  # Python scalars or lists: no cache
@@ -70,7 +59,7 @@ def _result_dtypes(
 
 
 def _shape(value: Any) -> tuple[int, ...]:
-    """``np.shape(value)``, without its dispatch for arrays and NumPy scalars."""
+    """``np.shape(value)``, without its dispatch for arrays."""
     shape = getattr(value, "shape", None)
     return shape if type(shape) is tuple else np.shape(value)
 
@@ -85,8 +74,7 @@ def _operand(value: Any) -> Any:
 
 class _Scratch:
     """The float64 work buffers of a statistic of ``k`` values, for batches of up
-    to ``rows``: deviations and squares in one ``(2, rows, k)`` block, so that one
-    matrix product sums both into ``sums`` (``s1`` over ``s2``)."""
+    to ``rows``: deviations over squares, so one matrix product sums both."""
 
     def __init__(self, shape: tuple[int, ...], rows: int) -> None:
         self.shape = shape
@@ -109,10 +97,8 @@ class _Scratch:
 
 
 class RunningMeanStd(gym_utils.RunningMeanStd):
-    """Tracks the mean, variance and count of values, as Gymnasium's does.
-
-    A subclass of :class:`gymnasium.wrappers.utils.RunningMeanStd` whose
-    ``update`` computes in float64 on few NumPy calls. An empty batch leaves the
+    """Gymnasium's ``RunningMeanStd`` (a subclass: same attributes, types and
+    pickles), updated in float64 on few NumPy calls. An empty batch leaves the
     statistics as they are (Gymnasium's turns them into NaN).
 
     >>> import numpy as np, pickle
@@ -131,13 +117,10 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         shape: tuple[int, ...] = (),
         dtype: DTypeLike = np.float64,
     ) -> None:
-        """``epsilon``: the initial count; ``shape``: of one value; ``dtype``: of
-        ``mean`` and ``var`` (updates promote it as Gymnasium's do: float32
-        statistics of float64 or integer batches become float64)."""
         super().__init__(epsilon=epsilon, shape=shape, dtype=dtype)
         self._scratch: _Scratch | None = None
 
-    # The work buffers are not state: pickles and copies carry mean, var, count.
+    # pickles and copies carry no work buffers
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_scratch", None)
@@ -156,8 +139,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             if _shape(var) != shape:
                 raise ValueError(
                     f"RunningMeanStd.update: mean has shape {shape} but var has "
-                    f"shape {_shape(var)}; set both to arrays of the statistic's "
-                    f"shape."
+                    f"shape {_shape(var)}; give both the statistic's shape."
                 )
             wanted = "(n, " + ", ".join(map(str, shape)) + ")" if shape else "(n,)"
             raise ValueError(
@@ -192,15 +174,10 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         mean_dtype: np.dtype,
         var_dtype: np.dtype,
     ) -> None:
-        """The batch moments and Chan et al.'s merge in NumPy, float64, in place.
-
-        With ``d = x - mean``, ``S1 = sum(d)``, ``S2 = sum(d^2)`` and ``tot =
-        count + n``: ``mean' = mean + S1 / tot`` and ``var' = (count * var + S2 -
-        S1^2 / tot) / tot``, where ``S2 - S1^2 / tot`` is at least half of
-        ``S2`` once ``count >= n`` (nothing lost to cancellation). Before that
-        (the first update, from a count of 1e-4) the batch's own mean comes
-        first (:func:`_spread_about_batch`).
-        """
+        """Chan et al.'s merge in float64: with ``S1``, ``S2`` the sums of ``x -
+        mean`` and its squares, ``mean' = mean + S1 / tot``, ``var' = (count * var
+        + S2 - S1^2 / tot) / tot``. While ``count < n`` (the first update) the
+        batch's own mean comes first, against cancellation."""
         work = self._scratch
         if work is None or work.shape != shape or work.rows < n:
             work = self._scratch = _Scratch(shape, n)
@@ -250,10 +227,8 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         mean_dtype: np.dtype,
         var_dtype: np.dtype,
     ) -> None:
-        """The merge's last steps (after the sums S1, S2) for a few values, in
-        Python floats: the NumPy path's very operations, in its order, each on
-        float64 values (so bit for bit its results), without a NumPy call per
-        operation."""
+        """The merge's last steps for a few values in Python floats: the NumPy
+        path's operations in its order, so bit for bit its results."""
         first, second = work.sums.tolist()
         inverse = 1.0 / total
         count = float(count)
@@ -274,8 +249,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
 
 
 def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
-    """``work.s1``, ``work.s2``: the sums of ``batch - mean`` and of its squares
-    (one matrix product sums both)."""
+    """``work.s1``, ``work.s2``: the sums of ``batch - mean`` and of its squares."""
     deviations, squares = work.rows_of(n)
     np.subtract(batch, mean, out=deviations, dtype=_F64)
     np.multiply(deviations, deviations, out=squares)
@@ -326,14 +300,7 @@ def normalize(
     dtype: DTypeLike = np.float32,
 ) -> np.ndarray:
     """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)``, bit for bit, into
-    one new array (in place where the dtypes agree).
-
-    >>> import numpy as np
-    >>> from vecmode.wrappers.running_stats import normalize
-    >>> normalize(np.array([[1.0, 4.0]], dtype=np.float32), np.float32(2.0),
-    ...           np.float32(4.0), 1e-8)
-    array([[-0.5,  1. ]], dtype=float32)
-    """
+    one new array."""
     std = np.sqrt(var + epsilon)
     out = np.empty(_shape(x), dtype)
     try:
@@ -353,14 +320,8 @@ def normalize(
 
 
 def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
-    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 ``var``'s root by
-    :func:`math.sqrt`, cheaper on one number).
-
-    >>> import numpy as np
-    >>> from vecmode.wrappers.running_stats import scale_by_std
-    >>> scale_by_std(np.array([1.0, -2.0]), np.float64(4.0), 0.0)
-    array([ 0.5, -1. ])
-    """
+    """``x / np.sqrt(var + epsilon)``, bit for bit (a float64 root by
+    :func:`math.sqrt`, cheaper on one number)."""
     if type(var) is np.float64:
         return np.divide(x, np.float64(math.sqrt(var + epsilon)))
     return np.divide(x, np.sqrt(var + epsilon))

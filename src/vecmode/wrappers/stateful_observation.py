@@ -16,53 +16,47 @@ from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import with_final_observations
-from vecmode.wrappers.base import RunningStatistics, StatefulWrapper, iterate_batch
+from vecmode.wrappers.base import (
+    Infos,
+    Mask,
+    RunningStatistics,
+    StatefulWrapper,
+    iterate_batch,
+    set_spaces,
+)
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
-
-__all__ = ["FrameStackObservation", "NormalizeObservation"]
 
 
 class NormalizeObservation(RunningStatistics, StatefulWrapper):
-    """Normalise Box observations to mean 0 and variance 1, per dimension.
-
-    Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
-    every observation once, the final ones included (and normalised).
+    """Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
+    every observation once, the final ones included; same arguments.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
-    >>> envs = NormalizeObservation(vecmode.make_vec("CartPole-v1", num_envs=4,
-    ...     autoreset_mode="SameStep", vectorization_mode="sync"))
-    >>> obs, _ = envs.reset(seed=0)
-    >>> for _ in range(100):
-    ...     obs, *_ = envs.step(envs.action_space.sample())
-    >>> bool(abs(obs.mean()) < 1), envs.obs_rms.count > 400
-    (True, True)
+    >>> envs = NormalizeObservation(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=1))
+    >>> _ = envs.reset(seed=0)
+    >>> _ = envs.step(np.array([0, 1]))  # the final and the first observations
+    >>> envs.obs_rms.count
+    6.0001
     >>> envs.close()
     """
 
     def __init__(self, env: VectorEnv, epsilon: float = 1e-8) -> None:
-        """``epsilon``: added to the variance before its square root."""
         super().__init__(env)
         space = self.env.single_observation_space
         if not isinstance(space, Box):
             raise TypeError(errors.needs_box(type(self).__name__, space))
-        self.single_observation_space = Box(-np.inf, np.inf, space.shape, np.float32)
-        self.observation_space = batch_space(
-            self.single_observation_space, self.num_envs
-        )
-        # float32, as Gymnasium's (the dtype of the normalised observations)
+        set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
-        self._update_running_mean = True
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self.normalize
@@ -94,20 +88,24 @@ class FrameStackObservation(StatefulWrapper):
     """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
     Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
-    would return on it; every episode starts a fresh stack.
+    would return on it; every episode starts a fresh stack. Box, Discrete,
+    MultiDiscrete, MultiBinary observations, and Dict / Tuple of them.
+
+    Args:
+        env: the vector env to wrap.
+        stack_size: how many observations to stack (> 0).
+        padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
+            observation of the env's single observation space.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation
-    >>> envs = FrameStackObservation(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="SameStep", max_episode_steps=2,
-    ...     vectorization_mode="sync"), stack_size=3)
-    >>> obs, _ = envs.reset(seed=0)
-    >>> obs.shape
-    (2, 3, 4)
+    >>> envs = FrameStackObservation(vecmode.make_vec("CartPole-v1", 2, "sync",
+    ...     autoreset_mode="SameStep", max_episode_steps=2), stack_size=3)
+    >>> _ = envs.reset(seed=0)
     >>> _ = envs.step(np.array([0, 1]))
     >>> obs, _, _, truncations, infos = envs.step(np.array([0, 1]))
-    >>> truncations, infos["final_obs"][0].shape
-    (array([ True,  True]), (3, 4))
+    >>> obs.shape, infos["final_obs"][0].shape
+    ((2, 3, 4), (3, 4))
     >>> bool((obs[0] == obs[0][0]).all())  # a fresh stack of the new first obs
     True
     >>> envs.close()
@@ -116,14 +114,6 @@ class FrameStackObservation(StatefulWrapper):
     def __init__(
         self, env: VectorEnv, stack_size: int, *, padding_type: Any = "reset"
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.FrameStackObservation`.
-
-        Args:
-            env: the vector env to wrap.
-            stack_size: how many observations to stack (> 0).
-            padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
-                observation of the env's single observation space.
-        """
         super().__init__(env)
         space = self.env.single_observation_space
         if not np.issubdtype(type(stack_size), np.integer):
@@ -140,14 +130,10 @@ class FrameStackObservation(StatefulWrapper):
             if not isinstance(leaf, _STACKABLE):
                 raise TypeError(
                     f"FrameStackObservation cannot stack observations of {space}: "
-                    f"{leaf} is not a Box, Discrete, MultiDiscrete or MultiBinary "
-                    f"space (nor a Dict / Tuple of them). Transform the "
-                    f"observations into such a space first."
+                    f"{leaf} is not a Box, Discrete, MultiDiscrete or MultiBinary. "
+                    f"Transform the observations into such spaces first."
                 )
         if isinstance(padding_type, str) and padding_type in ("reset", "zero"):
-            # "zero": Gymnasium's create_zero_array, as its wrapper pads: 0 where
-            # the space holds it, else a Box's bound nearest 0, a Discrete's or
-            # MultiDiscrete's start
             self.padding_value: Any = create_zero_array(space)
         elif not isinstance(padding_type, str) and padding_type in space:
             self.padding_value = padding_type
@@ -159,10 +145,7 @@ class FrameStackObservation(StatefulWrapper):
             )
         self.stack_size = int(stack_size)
         self.padding_type = padding_type
-        self.single_observation_space = batch_space(space, n=self.stack_size)
-        self.observation_space = batch_space(
-            self.single_observation_space, self.num_envs
-        )
+        set_spaces(self, "observation", None, batch_space(space, n=self.stack_size))
         self._space = space
         self.stacks = create_empty_array(
             self.single_observation_space, self.num_envs, fn=np.zeros
@@ -170,7 +153,6 @@ class FrameStackObservation(StatefulWrapper):
         self._finals: dict[int, Any] = {}
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
-        """A fresh stack, padded, ending with the first observation."""
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         if self.padding_type == "reset":
             for stack, obs in _leaves(self._space, self.stacks, observations):
@@ -189,7 +171,6 @@ class FrameStackObservation(StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        """Push each sub-env's new observation; keep the final stacks aside."""
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
         for stack, obs in _leaves(self._space, self.stacks, observations):
             stack[rows, :-1] = stack[rows, 1:]
@@ -201,15 +182,11 @@ class FrameStackObservation(StatefulWrapper):
                 i: copy_batch(stacks[i]) for i in np.flatnonzero(finals).tolist()
             }
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
-        """Reset sub-envs get a fresh stack, the others keep theirs."""
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         _, infos = super()._reset_result(obs, infos, state)
         return copy_batch(self.stacks), infos
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """The stacks (final stacks in ``final_obs`` where ended)."""
         _, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._finals:
             finals, self._finals = self._finals, {}

@@ -1,4 +1,4 @@
-"""Reward normalisation with state, right in every mode."""
+"""Reward normalisation, right in every mode."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.wrappers.base import RunningStatistics, StatefulWrapper
+from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
-
-__all__ = ["NormalizeReward", "discount"]
 
 
 def discount(
@@ -22,30 +20,18 @@ def discount(
     terminations: np.ndarray,
     mask: np.ndarray,
 ) -> np.ndarray:
-    """Advance the discounted sums of the sub-envs in ``mask``, in place:
-    ``sums[i] = sums[i] * gamma * (1 - terminated[i]) + reward[i]`` (Gymnasium's
-    arithmetic). Returns the updated sums of those sub-envs (``sums`` itself when
-    all moved).
-
-    >>> import numpy as np
-    >>> from vecmode.wrappers.stateful_reward import discount
-    >>> sums = np.array([1.0, 1.0], dtype=np.float32)
-    >>> discount(sums, 0.5, np.array([1.0, 1.0]), np.array([True, False]),
-    ...          np.array([True, True]))
-    array([1. , 1.5], dtype=float32)
-    """
+    """Advance, in place, the discounted sums of the sub-envs in ``mask`` as
+    Gymnasium does (``sums * gamma * (1 - terminated) + reward``); return them."""
     every = count_nonzero(mask) == len(mask)
     if count_nonzero(terminations):
         moved = np.multiply(sums, gamma) * (1 - terminations) + rewards
         if every:
             sums[...] = moved
             return sums
-        # the arithmetic on whole arrays, kept where ``mask``: the same values
-        # as on the masked rows alone, on fewer NumPy calls than indexing each
+        # whole arrays, kept where mask: fewer NumPy calls than indexing each
         np.copyto(sums, moved, casting="same_kind", where=mask)
         return sums[mask]
-    # Without terminations the factor (1 - terminated), all ones, changes
-    # nothing: the product, then the sum in float64 rounded into ``sums``.
+    # no termination: (1 - terminated) is all ones; the sum in float64, rounded
     scaled = np.multiply(sums, gamma)
     if every:
         np.add(scaled, rewards, sums, dtype=np.float64)
@@ -55,18 +41,14 @@ def discount(
 
 
 class NormalizeReward(RunningStatistics, StatefulWrapper):
-    """Scale rewards so that their discounted sum has roughly unit variance.
-
-    Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
-    advance the discounted sums (``accumulated_reward``) and their statistics
-    (``return_rms``).
+    """Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
+    advance ``accumulated_reward`` and ``return_rms``; same arguments.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
-    >>> envs = NormalizeReward(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     autoreset_mode="Disabled", vectorization_mode="sync"), gamma=0.9)
+    >>> envs = NormalizeReward(vecmode.make_vec("CartPole-v1", 2, "sync"), gamma=0.9)
     >>> _ = envs.reset(seed=0)
-    >>> _, rewards, *_ = envs.step(np.array([0, 1]))
+    >>> _ = envs.step(np.array([0, 1]))
     >>> envs.accumulated_reward, envs.return_rms.count
     (array([1., 1.], dtype=float32), 2.0001)
     >>> envs.close()
@@ -75,14 +57,12 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
     def __init__(
         self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
     ) -> None:
-        """Args as Gymnasium's (``gamma`` in [0, 1], ``epsilon`` > 0)."""
         gamma = self._checked_gamma(gamma)
         super().__init__(env)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
         self.gamma = gamma
         self.epsilon = self._checked_epsilon(epsilon)
-        self._update_running_mean = True
 
     def transition(
         self,
@@ -92,24 +72,19 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        """Update the discounted sums and their statistics for the moving sub-envs."""
         moved = discount(
             self.accumulated_reward, self.gamma, rewards, terminations, mask
         )
-        if self._update_running_mean:
+        if self.update_running_mean:
             self.return_rms.update(moved)
 
-    def _reset_result(
-        self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
-    ) -> tuple[Any, Any]:
-        """A reset without a mask restarts every discounted sum."""
+    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         if state is None:
             self.accumulated_reward[:] = 0
         return obs, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """Scale the rewards (NEXT_STEP's reset-step reward stays 0)."""
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         scaled = scale_by_std(rewards, self.return_rms.var, self.epsilon)
         return obs, scaled, terminations, truncations, infos

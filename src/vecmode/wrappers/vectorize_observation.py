@@ -1,5 +1,5 @@
-"""Observation transforms, right in every mode: Gymnasium's names and arguments,
-``info["final_obs"]`` transformed too, the wrapped env's arrays never written."""
+"""Gymnasium's observation transforms, right in every mode: the final observations
+transformed too, the wrapped env's arrays never written."""
 
 from __future__ import annotations
 
@@ -10,23 +10,16 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import transform_observation
 
 from vecmode.modes import final_observations, with_final_observations
-from vecmode.wrappers.base import ObservationWrapper, SpaceEnv, map_items, set_spaces
-
-__all__ = [
-    "DtypeObservation",
-    "FilterObservation",
-    "FlattenObservation",
-    "GrayscaleObservation",
-    "RescaleObservation",
-    "ReshapeObservation",
-    "ResizeObservation",
-    "TransformObservation",
-    "VectorizeTransformObservation",
-]
+from vecmode.wrappers.base import (
+    Infos,
+    ObservationWrapper,
+    SpaceEnv,
+    map_items,
+    set_spaces,
+)
 
 OPENCV_MISSING = (
     "ResizeObservation needs OpenCV, which is not installed: run "
@@ -35,21 +28,18 @@ OPENCV_MISSING = (
 
 
 class TransformObservation(ObservationWrapper):
-    """Apply ``func`` to each batch of observations (final ones in a full-size
-    batch, so ``func`` may assume ``num_envs`` rows).
+    """Gymnasium's ``TransformObservation``; same arguments. ``func`` may assume
+    ``num_envs`` rows: final observations are transformed in a full-size batch.
 
     >>> import numpy as np, vecmode
     >>> from gymnasium.spaces import Box
     >>> from vecmode.wrappers import TransformObservation
-    >>> envs = TransformObservation(
-    ...     vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
-    ...                      max_episode_steps=1, vectorization_mode="sync"),
-    ...     func=lambda obs: obs[:, :2],  # keep the cart's position and velocity
-    ...     single_observation_space=Box(-5, 5, (2,)))
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    >>> envs = TransformObservation(envs, lambda obs: obs[:, :2],
+    ...     single_observation_space=Box(-5, 5, (2,)))  # the cart's position, speed
     >>> _ = envs.reset(seed=0)
-    >>> obs, _, _, _, infos = envs.step(np.array([0, 1]))
-    >>> obs.shape, infos["final_obs"][0].shape
-    ((2, 2), (2,))
+    >>> envs.step(np.array([0, 1]))[0].shape
+    (2, 2)
     >>> envs.close()
     """
 
@@ -60,33 +50,24 @@ class TransformObservation(ObservationWrapper):
         observation_space: Space | None = None,
         single_observation_space: Space | None = None,
     ) -> None:
-        """Args as :class:`gymnasium.wrappers.vector.TransformObservation`.
-
-        Args:
-            env: the vector env to wrap.
-            func: maps a batch of observations to a batch.
-            observation_space: the batched space of the result (default: batched
-                ``single_observation_space``).
-            single_observation_space: the space of one result (default: the env's).
-        """
         super().__init__(env)
         set_spaces(self, "observation", observation_space, single_observation_space)
         self.func = func
 
     def observations(self, observations: Any) -> Any:
-        """Apply ``func``."""
         return self.func(observations)
 
 
 class VectorizeTransformObservation(ObservationWrapper):
-    """Apply a single-env ``TransformObservation``'s function to each observation
-    (the final ones included).
+    """Gymnasium's ``VectorizeTransformObservation``: a single-env
+    ``TransformObservation`` (``wrapper(env, **kwargs)``) applied to each
+    observation, the final ones included.
 
-    >>> import numpy as np, vecmode
+    >>> import vecmode
     >>> from gymnasium.spaces import Box
     >>> from gymnasium.wrappers import TransformObservation as SingleTransform
     >>> from vecmode.wrappers import VectorizeTransformObservation
-    >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    >>> envs = vecmode.make_vec("CartPole-v1", 2, "sync")
     >>> envs = VectorizeTransformObservation(envs, wrapper=SingleTransform,
     ...     func=lambda o: o[:2], observation_space=Box(-5, 5, (2,)))
     >>> envs.reset(seed=0)[0].shape
@@ -100,17 +81,12 @@ class VectorizeTransformObservation(ObservationWrapper):
         wrapper: type[transform_observation.TransformObservation],
         **kwargs: Any,
     ) -> None:
-        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(SpaceEnv(self.env.single_observation_space), **kwargs)
-        self.single_observation_space = self.wrapper.observation_space
-        self.observation_space = batch_space(
-            self.single_observation_space, self.num_envs
-        )
+        set_spaces(self, "observation", None, self.wrapper.observation_space)
         self._func = self.wrapper.func
 
     def observations(self, observations: Any) -> Any:
-        """Apply the single-env function to each sub-env's observation."""
         return map_items(
             self._func,
             self.env.observation_space,
@@ -119,10 +95,7 @@ class VectorizeTransformObservation(ObservationWrapper):
             self.num_envs,
         )
 
-    def final_observations(
-        self, infos: dict[str, Any], observations: Any
-    ) -> dict[str, Any]:
-        """Apply the single-env function to each final observation."""
+    def final_observations(self, infos: Infos, observations: Any) -> Infos:
         rows, final = cast(tuple, final_observations(infos))
         return with_final_observations(
             infos, {i: self._func(final[i]) for i in np.flatnonzero(rows).tolist()}
@@ -130,38 +103,34 @@ class VectorizeTransformObservation(ObservationWrapper):
 
 
 class FilterObservation(VectorizeTransformObservation):
-    """Keep some keys (Dict) or indices (Tuple) of the observations."""
+    """Gymnasium's ``FilterObservation``: keeps some keys (Dict) or indices (Tuple)."""
 
     def __init__(self, env: VectorEnv, filter_keys: Sequence[str | int]) -> None:
-        """``filter_keys``: the keys (Dict) or indices (Tuple) to keep."""
         super().__init__(
             env, transform_observation.FilterObservation, filter_keys=filter_keys
         )
 
 
 class FlattenObservation(VectorizeTransformObservation):
-    """Flatten each observation (``gymnasium.spaces.utils.flatten``)."""
+    """Gymnasium's ``FlattenObservation``: flattens each observation."""
 
     def __init__(self, env: VectorEnv) -> None:
-        """Flatten the observations of ``env``."""
         super().__init__(env, transform_observation.FlattenObservation)
 
 
 class GrayscaleObservation(VectorizeTransformObservation):
-    """Convert RGB image observations to grayscale."""
+    """Gymnasium's ``GrayscaleObservation``: RGB images to grayscale."""
 
     def __init__(self, env: VectorEnv, keep_dim: bool = False) -> None:
-        """``keep_dim``: keep a channel axis of size 1."""
         super().__init__(
             env, transform_observation.GrayscaleObservation, keep_dim=keep_dim
         )
 
 
 class ResizeObservation(VectorizeTransformObservation):
-    """Resize image observations (needs OpenCV: ``pip install "vecmode[opencv]"``)."""
+    """Gymnasium's ``ResizeObservation`` (needs ``pip install "vecmode[opencv]"``)."""
 
     def __init__(self, env: VectorEnv, shape: tuple[int, ...]) -> None:
-        """``shape``: the new ``(height, width)``."""
         try:
             super().__init__(env, transform_observation.ResizeObservation, shape=shape)
         except DependencyNotInstalled as error:
@@ -169,15 +138,14 @@ class ResizeObservation(VectorizeTransformObservation):
 
 
 class ReshapeObservation(VectorizeTransformObservation):
-    """Reshape Box observations."""
+    """Gymnasium's ``ReshapeObservation``: reshapes Box observations."""
 
     def __init__(self, env: VectorEnv, shape: int | tuple[int, ...]) -> None:
-        """``shape``: the new shape of one observation."""
         super().__init__(env, transform_observation.ReshapeObservation, shape=shape)
 
 
 class RescaleObservation(VectorizeTransformObservation):
-    """Affinely rescale Box observations to ``[min_obs, max_obs]``."""
+    """Gymnasium's ``RescaleObservation``; same arguments."""
 
     def __init__(
         self,
@@ -185,7 +153,6 @@ class RescaleObservation(VectorizeTransformObservation):
         min_obs: float | np.floating | np.integer | np.ndarray,
         max_obs: float | np.floating | np.integer | np.ndarray,
     ) -> None:
-        """``min_obs`` / ``max_obs``: the new bounds (scalars or arrays)."""
         super().__init__(
             env,
             transform_observation.RescaleObservation,
@@ -195,8 +162,7 @@ class RescaleObservation(VectorizeTransformObservation):
 
 
 class DtypeObservation(VectorizeTransformObservation):
-    """Cast observations to ``dtype``."""
+    """Gymnasium's ``DtypeObservation``: observations cast to ``dtype``."""
 
     def __init__(self, env: VectorEnv, dtype: Any) -> None:
-        """``dtype``: the new dtype."""
         super().__init__(env, transform_observation.DtypeObservation, dtype=dtype)

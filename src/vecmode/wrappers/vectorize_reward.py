@@ -1,5 +1,5 @@
-"""Reward transforms, right in every mode: Gymnasium's names and arguments;
-NEXT_STEP's reset step keeps reward 0 whatever the transform."""
+"""Gymnasium's reward transforms, right in every mode: NEXT_STEP's reset step
+keeps reward 0 whatever the transform."""
 
 from __future__ import annotations
 
@@ -13,16 +13,14 @@ from gymnasium.wrappers import transform_reward
 from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 from vecmode.wrappers.clipping import clip, fast_bounds
 
-__all__ = ["ClipReward", "TransformReward", "VectorizeTransformReward"]
-
 
 class TransformReward(RewardWrapper):
-    """Apply ``func`` to each batch of rewards.
+    """Gymnasium's ``TransformReward``: ``func`` maps each batch of rewards.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformReward
-    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", num_envs=2,
-    ...     vectorization_mode="sync"), func=lambda rewards: rewards * 10)
+    >>> envs = TransformReward(vecmode.make_vec("CartPole-v1", 2, "sync"),
+    ...     func=lambda rewards: rewards * 10)
     >>> _ = envs.reset(seed=0)
     >>> envs.step(np.array([0, 1]))[1]
     array([10., 10.])
@@ -32,17 +30,15 @@ class TransformReward(RewardWrapper):
     def __init__(
         self, env: VectorEnv, func: Callable[[np.ndarray], np.ndarray]
     ) -> None:
-        """``func`` maps a batch of rewards to a batch."""
         super().__init__(env)
         self.func = func
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Apply ``func``."""
         return self.func(rewards)
 
 
 class VectorizeTransformReward(RewardWrapper):
-    """Vectorize a single-env reward wrapper (a ``TransformReward``)."""
+    """Gymnasium's ``VectorizeTransformReward``; same arguments."""
 
     def __init__(
         self,
@@ -50,13 +46,11 @@ class VectorizeTransformReward(RewardWrapper):
         wrapper: type[transform_reward.TransformReward],
         **kwargs: Any,
     ) -> None:
-        """Build ``wrapper(single_env, **kwargs)`` (a single-env wrapper class)."""
         super().__init__(env)
         self.wrapper = wrapper(SpaceEnv(), **kwargs)
         self._func = self.wrapper.func
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Apply the single-env function to each reward (into a new array)."""
         out = np.array(rewards, copy=True)
         func = self._func
         for i, r in enumerate(out):
@@ -65,7 +59,7 @@ class VectorizeTransformReward(RewardWrapper):
 
 
 class ClipReward(VectorizeTransformReward):
-    """Clip rewards to ``[min_reward, max_reward]``."""
+    """Gymnasium's ``ClipReward``; same arguments."""
 
     def __init__(
         self,
@@ -73,7 +67,6 @@ class ClipReward(VectorizeTransformReward):
         min_reward: float | np.ndarray | None = None,
         max_reward: float | np.ndarray | None = None,
     ) -> None:
-        """The bounds (one may be None); Gymnasium's checks apply."""
         super().__init__(
             env,
             transform_reward.ClipReward,
@@ -84,6 +77,5 @@ class ClipReward(VectorizeTransformReward):
         self._fast = fast_bounds(min_reward, max_reward)
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Clip the whole batch at once (a new array; ``np.clip``'s result)."""
         low, high = self._bounds
         return clip(rewards, low, high, fast=self._fast)
