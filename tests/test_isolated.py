@@ -24,7 +24,7 @@ from tests.wrappers.cases import FRESH
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 FILES = [
-    "tests/testing/test_conformance.py",
+    "tests/testing/test_check_wrapper.py",
     "tests/wrappers/test_array_conversion.py",
     "tests/test_transitions.py",
     "tests/wrappers/test_fidelity.py",
