@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from gymnasium.vector import VectorEnv
@@ -24,44 +24,43 @@ from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
 from vecmode.sync_vector_env import SyncVectorEnv
+from vecmode.testing import (
+    BASES,
+    OBS_TYPES,
+    check_wrapper,
+    episode_statistics,
+    scheduled_env_fns,
+)
+from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
 
-#: The fields of the ``conform`` document, in order.
-FIELDS = ("ok", "error", "wrapper", "summary", "failure", "modes", "refused", "runs",
-          "transitions", "batch_dependent", "limits")  # fmt: skip
+#: The fields of a ``conform`` document that only a report fills in.
+REPORT_FIELDS = ("modes", "refused", "runs", "transitions", "batch_dependent", "limits")
 
 
 def run(args: argparse.Namespace) -> bool:
     """Run ``check_wrapper`` on ``args.factory`` and print its report."""
     target = resolve(args.factory, "conform FACTORY")
-    from vecmode.testing import (
-        BASES,
-        OBS_TYPES,
-        check_wrapper,
-        episode_statistics,
-        scheduled_env_fns,
-    )
-    from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
-
-    kinds = {"bases": BASES, "obs_type": OBS_TYPES, "action_type": ACTION_TYPES,
-             "info_type": INFO_TYPES}  # fmt: skip
-    options = _kit_options(args, kinds)
     factory = _factory(target, args.modes)
-    unbuildable = _cannot_build(factory, options, scheduled_env_fns)
+    kinds = {k: getattr(args, k) for k in ("obs_type", "action_type", "info_type")}
+    unbuildable = _cannot_build(factory, kinds)
     if unbuildable is not None:
         message = cannot_build_message(target.spec, None, unbuildable)
         raise CommandError(message) from unbuildable
-    if args.modes:
-        options["modes"] = args.modes
-    if args.compare_info == "episode":
-        options["compare_info"] = episode_statistics
-    if args.no_env_infos:
-        options["env_infos"] = False
+    compare = episode_statistics if args.compare_info == "episode" else None
     try:
-        report = check_wrapper(factory, **options)
+        report = check_wrapper(
+            factory,
+            modes=args.modes,
+            bases=args.bases,
+            compare_info=compare,
+            env_infos=not args.no_env_infos,
+            **kinds,
+        )
     except AssertionError as error:
         if args.json:
-            failure = {"ok": False, "wrapper": target.spec, "failure": str(error)}
-            print_json("conform", {**dict.fromkeys(FIELDS), **failure})
+            failure = {"ok": False, "error": None, "wrapper": target.spec}
+            failure |= {"summary": None, "failure": str(error)}
+            print_json("conform", failure | dict.fromkeys(REPORT_FIELDS))
         else:
             print(f"NOT OK: {target.spec} does not conform\n\n{error}")
         return False
@@ -72,21 +71,6 @@ def run(args: argparse.Namespace) -> bool:
     else:
         print(report)
     return True
-
-
-def _kit_options(
-    args: argparse.Namespace, kinds: Mapping[str, Collection[str]]
-) -> dict[str, Any]:
-    """``check_wrapper``'s bases and test envs, as given: each one of its kind's."""
-    options = {k: getattr(args, k) for k in kinds if getattr(args, k) is not None}
-    for kind, given in options.items():
-        for value in given if kind == "bases" else [given]:
-            if value not in kinds[kind]:
-                raise CommandError(
-                    f"--{kind.replace('_', '-')} {value!r} is not one of "
-                    f"{', '.join(kinds[kind])}; pick one of them."
-                )
-    return options
 
 
 def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:
@@ -101,9 +85,8 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
         ):
             raise CommandError(
                 f"{target.spec!r} declares no autoreset modes, so there is nothing "
-                f"to prove: pass the modes it should be right in (--modes NextStep "
-                f"SameStep ...), or declare them (@vecmode.supports, or "
-                f"vecmode.register for a class you don't own)."
+                f"to prove: pass the modes to prove (--modes NextStep ...), or "
+                f"declare them (@vecmode.supports, or vecmode.register)."
             )
         return target.obj  # type: ignore[no-any-return]
 
@@ -117,17 +100,13 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
 
 
 def _cannot_build(
-    factory: Callable[[VectorEnv], Any],
-    options: Mapping[str, Any],
-    env_fns: Callable[..., Any],
+    factory: Callable[[VectorEnv], Any], kinds: dict[str, str]
 ) -> Exception | None:
-    """What building ``factory`` over the kit's test env raises in each mode,
-    if it builds in none (a bad argument, an env it cannot wrap); None if it
-    builds in one, or only vecmode's registry refuses it."""
-    kinds = {k: v for k, v in options.items() if k != "bases"}  # the test envs'
+    """What building ``factory`` over the kit's test env raised, if it builds in
+    no mode; None if it builds in one, or only vecmode's registry refuses it."""
     first: Exception | None = None
     for mode in MODES:  # over vecmode's base: one it cannot be built over refuses
-        envs = with_autoreset(SyncVectorEnv(env_fns(3, **kinds)), mode)
+        envs = with_autoreset(SyncVectorEnv(scheduled_env_fns(3, **kinds)), mode)
         try:
             factory(envs).close()
             return None
@@ -162,55 +141,54 @@ def _document(spec: str, report: Any) -> dict[str, Any]:
 COMMAND = Command(
     "conform",
     "prove a wrapper right in the modes it declares (check_wrapper)",
-    "Run vecmode.testing.check_wrapper on a wrapper: mode equivalence over "
-    "deterministic test envs in every mode it declares, and refusal of the "
-    "others.\n\n"
+    "Run vecmode.testing.check_wrapper on a wrapper: mode equivalence over\n"
+    "deterministic test envs in every mode it declares, and refusal of the others.\n\n"
     "examples: vecmode conform NormalizeReward:gamma=0.9\n"
     "          vecmode conform my_package.wrappers:MyWrapper",
     (
-        arg(
-            "factory",
-            metavar="FACTORY",
-            help=WRAP_HELP + "; or module:function, a callable env -> wrapped env",
-        ),
+        arg("factory", metavar="FACTORY", help=WRAP_HELP + ", or env -> wrapped env"),
         arg(
             "--modes",
             type=mode_option,
             nargs="+",
             metavar="MODE",
-            help="the modes to prove (default: the modes the wrapper declares)",
+            help="the modes to prove (default: those the wrapper declares)",
         ),
         arg(
             "--obs-type",
-            help="the test envs' observations: box (default), dict, tuple, "
-            "discrete, image",
+            choices=OBS_TYPES,
+            default="box",
+            help="the test envs' observations",
         ),
-        arg("--action-type", help="the test envs' actions: discrete (default), box"),
-        arg("--info-type", help="the test envs' infos: numeric (default), rich"),
+        arg(
+            "--action-type",
+            choices=ACTION_TYPES,
+            default="discrete",
+            help="the test envs' actions",
+        ),
+        arg(
+            "--info-type",
+            choices=INFO_TYPES,
+            default="numeric",
+            help="the test envs' infos",
+        ),
         arg(
             "--compare-info",
             choices=["episode", "none"],
             default="episode",
-            help="what of the infos must agree across modes: episode, the episode "
-            "statistics (info['episode'] return and length) where the wrapper "
-            "writes them (default); none. The sub-envs' own infos are compared "
-            "too, unless --no-env-infos",
+            help="compare the episode statistics (default), or none of the infos",
         ),
         arg(
             "--bases",
             nargs="+",
+            choices=list(BASES),
             metavar="BASE",
-            help="the base vector envs to run over (default: vecmode.SyncVectorEnv "
-            "gymnasium.vector.SyncVectorEnv); vecmode.SyncVectorEnv alone for a "
-            "wrapper that needs vecmode's core (NextStepAutoreset); "
-            "vecmode.testing.DenseFinalObsVectorEnv, ALE's dense final "
-            "observations, for an adapter of that layout",
+            help="the base vector envs, of %(choices)s (default: the first two)",
         ),
         arg(
             "--no-env-infos",
             action="store_true",
-            help="do not require the sub-envs' own infos to reach the caller (for "
-            "a wrapper that removes or rewrites them on purpose)",
+            help="do not require the sub-envs' own infos to reach the caller",
         ),
     ),
     run,

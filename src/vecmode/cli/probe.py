@@ -15,19 +15,19 @@ from vecmode.cli.common import (
 from vecmode.cli.spec import bind, resolve
 from vecmode.errors import NotAVectorEnvError
 
+EXAMPLE = "gymnasium:make_vec:id=CartPole-v1,num_envs=2"
+
 
 def run(args: argparse.Namespace) -> bool:
     """Probe the env ``args.factory`` builds and print what the probe found."""
     spec = args.factory
     if ":" not in spec:
         raise CommandError(
-            f"vecmode probe takes module:name, the import path of a callable "
-            f"returning a vector env, got {spec!r}; e.g. vecmode probe "
-            f"my_package.my_module:make_envs (for a registered env id: vecmode "
-            f"probe gymnasium:make_vec:id=CartPole-v1)."
+            f"probe FACTORY is module:function, a callable returning a vector env, "
+            f"got {spec!r}; for an env id: vecmode probe {EXAMPLE}."
         )
     target = resolve(spec, "probe FACTORY", names=False)
-    from vecmode.probe import probe_mode
+    from vecmode.probe import probe_mode  # looked up at each run (the tests' fake)
 
     factory = bind(target)
     try:
@@ -36,14 +36,11 @@ def run(args: argparse.Namespace) -> bool:
         got = str(error).partition(", got ")[2].partition(";")[0] or "something else"
         raise CommandError(
             f"probe FACTORY must build a vector env, but {spec} returned {got}. Name "
-            f"a function returning one, with its arguments, e.g. vecmode probe "
-            f"gymnasium:make_vec:id=CartPole-v1,num_envs=2 (for an env id a module "
-            f"registers: id=module:Name-v0)."
+            f"a function returning one, with its arguments, e.g. {EXAMPLE}."
         ) from error
     except Exception as error:
         raise RaisedError(f"probing {spec}", error) from error
-    wrong = result.declared is not None and result.mode is not result.declared
-    ok = result.mode is not None and not wrong
+    ok = result.mode is not None and result.declared in (None, result.mode)
     if not args.json:
         print(result)
         return ok
@@ -71,15 +68,14 @@ def run(args: argparse.Namespace) -> bool:
 COMMAND = Command(
     "probe",
     "find out which autoreset mode a vector env really runs in",
-    "Call FACTORY (module:function[:key=value,...], returning a vector env), run "
-    "it with vecmode.probe_mode and print what it found: the mode the env behaves "
-    "in, and whether its metadata['autoreset_mode'] agrees.\n\n"
-    "example: vecmode probe gymnasium:make_vec:id=CartPole-v1,num_envs=2",
+    "Call FACTORY, run the vector env it returns with vecmode.probe_mode, and print\n"
+    "the mode it behaves in and whether its metadata['autoreset_mode'] agrees.\n\n"
+    f"example: vecmode probe {EXAMPLE}",
     (
         arg(
             "factory",
             metavar="FACTORY",
-            help="module:function[:key=value,...], a callable returning a vector env",
+            help="module:function[:key=value,...], returning a vector env",
         ),
         arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
         arg("--seed", type=int, default=0, help="reset seed (0)"),

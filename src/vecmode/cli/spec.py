@@ -3,7 +3,6 @@
 A spec is ``NAME`` (a vecmode wrapper), ``gymnasium:NAME`` (one of
 ``gymnasium.wrappers.vector``) or ``module:attr``, each optionally followed by
 ``:key=value,...``: keyword arguments as Python literals (other text is a string).
-:func:`parse` reads one; :func:`resolve` finds what it names.
 
 >>> parse("gymnasium:NormalizeReward:gamma=0.9,epsilon=1e-8")
 (['gymnasium', 'NormalizeReward'], {'gamma': 0.9, 'epsilon': 1e-08})
@@ -33,11 +32,7 @@ class SpecError(ValueError):
 
 
 def pieces(text: str) -> list[str]:
-    """``text`` split at its commas outside brackets and quotes.
-
-    >>> pieces("a=1,b=(1, 2),c='x,y',d=[3]")
-    ['a=1', 'b=(1, 2)', "c='x,y'", 'd=[3]']
-    """
+    """``text`` split at its commas outside brackets and quotes."""
     found: list[str] = []
     depth, quote, escaped, start = 0, "", False, 0
     for i, char in enumerate(text):
@@ -61,11 +56,7 @@ def pieces(text: str) -> list[str]:
 
 
 def literal(text: str) -> Any:
-    """A Python literal, ``inf`` / ``nan`` as floats, else the text itself.
-
-    >>> literal("(1, 2)"), literal("-inf"), literal("CartPole-v1")
-    ((1, 2), -inf, 'CartPole-v1')
-    """
+    """A Python literal, ``inf`` / ``nan`` as floats, else the text itself."""
     if text.lower() in ("inf", "+inf", "-inf", "nan"):
         return float(text)
     try:
@@ -78,8 +69,7 @@ def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
     """A spec's names (one, or module and attribute) and keyword arguments.
 
     Raises:
-        SpecError: a name is empty or not an identifier, or an argument is not
-            ``key=value``, or is given twice, or has no value.
+        SpecError: the spec does not parse (the message says where).
     """
     parts = spec.split(":")
     first = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
@@ -92,32 +82,23 @@ def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
         raise SpecError(f"{names[0]!r} is not a module path")
     if not all(part.isidentifier() for part in names[-1].split(".")):
         raise SpecError(f"{names[-1]!r} is not a name")
-    return names, _keywords(arguments) if arguments else {}
-
-
-def _keywords(text: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
-    for piece in pieces(text):
-        key, equals, value = piece.partition("=")
-        key = key.strip()
+    for piece in pieces(arguments) if arguments else []:
+        key, equals, value = (part.strip() for part in piece.partition("="))
         if not equals:
             raise SpecError(f"{piece!r} is not key=value")
         if not key.isidentifier():
             raise SpecError(f"{key!r} is not an argument name")
         if key in kwargs:
             raise SpecError(f"{key!r} given twice")
-        if not value.strip():  # '' would reach the class as a value
+        if not value:  # '' would reach the class as a value
             raise SpecError(f"{key!r} has no value (write {key}='' for '')")
-        kwargs[key] = literal(value.strip())
-    return kwargs
+        kwargs[key] = literal(value)
+    return names, kwargs
 
 
 def close_names(name: str, candidates: list[str]) -> list[str]:
-    """Up to three of ``candidates`` close to ``name``, ignoring case.
-
-    >>> close_names("cliprewards", ["ClipReward", "ClipAction", "TimeLimit"])
-    ['ClipReward']
-    """
+    """Up to three of ``candidates`` close to ``name``, ignoring case."""
     by_lower = {candidate.lower(): candidate for candidate in candidates}
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
     return [by_lower[match] for match in found]
@@ -235,8 +216,8 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
     if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
         raise CommandError(
             f"{spec!r} is {obj.__module__}.{obj.__qualname__}, a wrapper of a single "
-            f"gymnasium.Env, not of a vector env; use a vector wrapper (vecmode's "
-            f"wrappers, or gymnasium:NAME for gymnasium.wrappers.vector)."
+            f"gymnasium.Env, not of a vector env; use a vector wrapper (a vecmode "
+            f"one, or gymnasium:NAME)."
         )
     if not callable(obj):
         raise CommandError(
@@ -253,14 +234,12 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
         if args and _binds(signature, target.kwargs):  # no room for the env
             raise CommandError(
                 f"{spec!r} takes no argument, but it is given the vector env to "
-                f"wrap: name a wrapper class, or a function env -> wrapped env (a "
-                f"zero-argument factory of a vector env is what vecmode probe "
-                f"takes)."
+                f"wrap. Name a wrapper class or a function env -> wrapped env "
+                f"(vecmode probe takes a factory of a vector env)."
             ) from None
         raise CommandError(
             f"{spec!r}: its arguments do not fit {target.name}{signature}: {error}. "
-            f"Give them as NAME:key=value,... (values are Python literals; other "
-            f"text is a string)."
+            f"Give them as NAME:key=value,..."
         ) from None
     return functools.partial(obj, *args, **target.kwargs)
 

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> bool:
 COMMAND = Command(
     "table",
     "print the registry: which autoreset modes each wrapper supports",
-    "Every wrapper vecmode knows (its own, Gymnasium's, and those the modules given "
-    "with --import declare), and what it does in each autoreset mode.\n\n"
+    "Every wrapper vecmode knows (its own, Gymnasium's, and those the --import\n"
+    "modules declare), and what it does in each autoreset mode.\n\n"
     "example: vecmode table --import my_package.wrappers",
     (
         arg(
@@ -49,8 +49,7 @@ COMMAND = Command(
             metavar="MODULE",
             action="append",
             default=[],
-            help="import MODULE first, so that the wrappers it declares are listed "
-            "(repeatable; from the current folder too)",
+            help="import MODULE first, to list the wrappers it declares (repeatable)",
         ),
         arg("--markdown", action="store_true", help="print a Markdown table"),
         arg("--why", action="store_true", help="add the reason for every mode not ok"),

@@ -15,6 +15,12 @@ from vecmode.cli.common import (
     positive,
 )
 from vecmode.cli.spec import literal
+from vecmode.timeline import (
+    TimelineActionError,
+    format_timeline,
+    timeline,
+    timeline_svg,
+)
 
 LEGEND = """\
 s3 = step 3 of the first episode, s0' = first observation of the second episode.
@@ -25,16 +31,12 @@ Disabled: nothing resets by itself; the caller resets with reset_mask."""
 
 def run(args: argparse.Namespace) -> bool:
     """Print (or draw) the timeline of ``args.env_id``."""
-    from vecmode.timeline import TimelineActionError, format_timeline, timeline
-    from vecmode.timeline import timeline_svg as svg
-
     path: str = args.svg or ""
-    if path not in ("", "-") and not os.path.isdir(
-        os.path.dirname(os.path.abspath(path))
-    ):
+    folder = os.path.dirname(path)
+    if path not in ("", "-") and not os.path.isdir(os.path.abspath(folder or ".")):
         raise CommandError(
-            f"cannot write {path!r}: the directory {os.path.dirname(path)!r} does not "
-            f"exist; create it first, or give another --svg path."
+            f"cannot write {path!r}: the directory {folder!r} does not exist; create "
+            f"it first, or give another --svg path."
         )
     steps = args.max_episode_steps
     with env_errors(args.env_id, "running"):
@@ -53,12 +55,12 @@ def run(args: argparse.Namespace) -> bool:
     taken = next((row.action for row in next(iter(rows.values())) if row.action), "")
     title += f", action {taken} at every step" if taken else ""
     if path == "-":
-        sys.stdout.write(svg(rows, title))
+        sys.stdout.write(timeline_svg(rows, title))
         return True
     if path:  # before printing anything: a path that fails is a usage error
         try:
             with open(path, "w", encoding="utf-8", newline="\n") as file:
-                file.write(svg(rows, title))
+                file.write(timeline_svg(rows, title))
         except OSError as error:
             raise CommandError(
                 f"cannot write {path!r}: {error.strerror or error}; give another "
@@ -73,9 +75,8 @@ def run(args: argparse.Namespace) -> bool:
 COMMAND = Command(
     "timeline",
     "show what each autoreset mode returns around an episode's end",
-    "For one sub-env, the observation, reward and flags returned by each call in "
-    "each autoreset mode, side by side (s3 = step 3 of the first episode, s0' = "
-    "first observation of the second).",
+    "For one sub-env, the observation, reward and flags returned by each call in\n"
+    "each autoreset mode, side by side.",
     (
         arg("env_id", nargs="?", default="CartPole-v1", metavar="ENV_ID"),
         arg("--steps", type=positive, default=7, help="steps to take (7)"),
@@ -84,23 +85,16 @@ COMMAND = Command(
             "--max-episode-steps",
             type=non_negative,
             default=3,
-            help="truncate episodes after this many steps (3); 0 keeps the env's own",
+            help="truncate episodes after this many steps (3; 0: the env's own)",
         ),
         arg(
             "--action",
             type=literal,
             metavar="A",
-            help="the action taken at every step, a Python literal: a sample of the "
-            "action space ('abc' for Text, \"{'k': 1}\" for Dict) or, for a Box, "
-            "Discrete, MultiDiscrete or MultiBinary space, a number filling every "
-            "entry; default: 1 where the action space holds it, else a sample of "
-            "the action space seeded with --seed",
+            help="the action at every step, a Python literal (default: 1 or a sample)",
         ),
         arg(
-            "--svg",
-            metavar="FILE",
-            help="also draw the timeline as an SVG picture in FILE ('-': print "
-            "only the SVG)",
+            "--svg", metavar="FILE", help="also draw it as SVG in FILE ('-': only that)"
         ),
     ),
     run,
