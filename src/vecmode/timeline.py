@@ -1,9 +1,9 @@
 """What each autoreset mode returns around an episode's end, side by side.
 
-:func:`timeline` runs one sub-env in each mode with the same seed and actions, and
-labels each returned observation (``s3``: step 3 of the first episode, ``s0'``: the
-first of the second; a trailing ``!`` would mean it differs from DISABLED's).
-:func:`format_timeline` prints the rows, :func:`timeline_svg` draws them.
+:func:`timeline` runs one sub-env in each mode with the same seed and actions and
+labels what it returns (``s3``: step 3 of the first episode, ``s0'``: the first
+of the second); :func:`format_timeline` prints the rows, :func:`timeline_svg`
+draws them.
 
 >>> rows = timeline("CartPole-v1", steps=5, max_episode_steps=3)
 >>> [row.obs for row in rows["NextStep"]]
@@ -47,17 +47,12 @@ class TimelineActionError(ValueError):
 
 @dataclass(frozen=True)
 class TimelineRow:
-    """One call of one mode: what sub-env 0 got back.
+    """One call (``"reset"``, ``"step N"``) of one mode: what sub-env 0 got back.
 
-    Attributes:
-        call: ``"reset"`` or ``"step N"``.
-        obs: the returned observation's label (``s3``, ``s0'``...).
-        reward: the returned reward (None for the first reset).
-        note: the marks below, as :func:`format_timeline` prints them.
-        reset_step: NEXT_STEP's reset step (the action ignored, reward 0).
-        final_obs: the label of SAME_STEP's ``info["final_obs"]``, else ``""``.
-        then_reset: the label DISABLED's ``reset(mask)`` returned next, else ``""``.
-        action: the action taken, as text (``""`` for a reset).
+    ``obs``, ``final_obs`` and ``then_reset`` are labels (``s3``, ``s0'``...): the
+    returned observation, SAME_STEP's ``info["final_obs"]`` and what DISABLED's
+    ``reset(mask)`` returned right after (``""``: none). ``reset_step`` marks
+    NEXT_STEP's reset step; ``note`` says it all as text.
     """
 
     call: str
@@ -117,13 +112,9 @@ def timeline(
 ) -> dict[str, list[TimelineRow]]:
     """Per mode, the rows of one sub-env's calls: a reset, then ``steps`` steps.
 
-    Args:
-        max_episode_steps: truncate episodes after this many steps (None: the
-            env's own ends).
-        action: taken at every step in every mode: a sample of the action space,
-            or a number filling a Box, Discrete, MultiDiscrete or MultiBinary
-            action. None: 1 where the space holds it, else a sample seeded with
-            ``seed``.
+    ``max_episode_steps`` truncates episodes (None: the env's own ends).
+    ``action`` is taken at every step: a sample of the action space, or a number
+    filling an array space; None: 1 where the space holds it, else a sample.
 
     Raises:
         TimelineActionError: ``action`` is not in the env's action space.

@@ -48,6 +48,12 @@ EPILOG = (
     "error, 130 interrupted, 141 stdout closed early; docs/cli.md says more."
 )
 JSON = arg("--json", action="store_true", help="print one JSON document (docs/cli.md)")
+TRACEBACK = arg(
+    "--traceback",
+    action="store_true",
+    default=argparse.SUPPRESS,  # also taken before the command
+    help="show the traceback of an error the env's or wrapper's code raised",
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -66,15 +72,7 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
         epilog=EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"vecmode {__version__}")
-    # --traceback is accepted before or after the command
     parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
-    common = Parser(add_help=False)
-    common.add_argument(
-        "--traceback",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="show the traceback of an error the env's or wrapper's code raised",
-    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     parsers = {}
     for name, command in COMMANDS.items():
@@ -84,9 +82,9 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
             description=command.description,
             epilog="exit codes: see vecmode --help.",
             formatter_class=argparse.RawDescriptionHelpFormatter,
-            parents=[common],
         )
-        for flags, options in command.arguments + ((JSON,) if command.json else ()):
+        json = [JSON] if command.json else []
+        for flags, options in [TRACEBACK, *command.arguments, *json]:
             parsers[name].add_argument(*flags, **options)
     return parser, parsers
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import textwrap
 import traceback
@@ -66,22 +67,13 @@ def run(args: argparse.Namespace) -> bool:
 def _make(args: argparse.Namespace) -> VectorEnv:
     """``check``'s env; an async one whose observations shared memory cannot
     hold is made with ``shared_memory=False``, saying so."""
-
-    def make(**vector_kwargs: Any) -> VectorEnv:
-        return make_vec(
-            args.env_id,
-            num_envs=args.num_envs,
-            vectorization_mode=args.vectorization,
-            vector_kwargs=vector_kwargs,
-            autoreset_mode=args.mode,
-        )
-
+    make = functools.partial(make_vec, args.env_id, args.num_envs, args.vectorization)
     try:
-        return make()
+        return make(autoreset_mode=args.mode)
     except SharedMemorySpaceError:
         if args.vectorization != "async":  # only vecmode's async env raises it
             raise
-        envs = make(shared_memory=False)
+        envs = make(vector_kwargs={"shared_memory": False}, autoreset_mode=args.mode)
         print(
             f"vecmode: note: the observation space {envs.single_observation_space} "
             f"cannot be held in shared memory, so the async env is made with "
@@ -99,11 +91,7 @@ def _refusal(
     other error building it is a usage error."""
     got = mode_of(envs)
     if isinstance(error, IncompatibleModeError):
-        on = (
-            "an env that declares no mode"
-            if got is None
-            else f"the stack in {got.value}"
-        )
+        on = f"the stack in {got.value}" if got else "an env that declares no mode"
         message = f"NOT OK: {target.spec!r} refused to wrap {on}: {error}"
         why = str(error)
     else:
@@ -173,25 +161,17 @@ def _document(
 COMMAND = Command(
     "check",
     "build a wrapper stack on an env and check it against its autoreset mode",
-    "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers\n"
-    "(innermost first) and print vecmode.check_stack's report, one row per layer.\n"
+    "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers (one\n"
+    "--wrap each, innermost first) and print vecmode.check_stack's report.\n"
     "A wrapper that refuses the mode is reported with the stack built before it.\n\n"
     "example: vecmode check CartPole-v1 --mode SameStep "
     "--wrap gymnasium:NormalizeReward:gamma=0.9",
     (
         arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
         arg(
-            "--mode",
-            type=mode_option,
-            help="the autoreset mode: NextStep, SameStep or Disabled (any spelling)",
+            "--mode", type=mode_option, help="the mode: NextStep, SameStep or Disabled"
         ),
-        arg(
-            "--wrap",
-            action="append",
-            default=[],
-            metavar="W",
-            help=WRAP_HELP + " (repeatable, innermost first)",
-        ),
+        arg("--wrap", action="append", default=[], metavar="W", help=WRAP_HELP),
         arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
         arg(
             "--vectorization",
@@ -199,9 +179,7 @@ COMMAND = Command(
             default="sync",
             help="vecmode's sync or async core, or the env's own (sync)",
         ),
-        arg(
-            "--strict", action="store_true", help="count undeclared layers as failures"
-        ),
+        arg("--strict", action="store_true", help="fail on undeclared layers"),
     ),
     run,
 )

@@ -33,6 +33,8 @@ from vecmode.testing import (
 )
 from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
 
+#: The options of the kit's test envs (None: the kit's default).
+KINDS = ("obs_type", "action_type", "info_type")
 #: The fields of a ``conform`` document that only a report fills in.
 REPORT_FIELDS = ("modes", "refused", "runs", "transitions", "batch_dependent", "limits")
 
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> bool:
     """Run ``check_wrapper`` on ``args.factory`` and print its report."""
     target = resolve(args.factory, "conform FACTORY")
     factory = _factory(target, args.modes)
-    kinds = {k: getattr(args, k) for k in ("obs_type", "action_type", "info_type")}
+    kinds = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     unbuildable = _cannot_build(factory, kinds)
     if unbuildable is not None:
         message = cannot_build_message(target.spec, None, unbuildable)
@@ -152,26 +154,11 @@ COMMAND = Command(
             type=mode_option,
             nargs="+",
             metavar="MODE",
-            help="the modes to prove (default: those the wrapper declares)",
+            help="modes to prove",
         ),
-        arg(
-            "--obs-type",
-            choices=OBS_TYPES,
-            default="box",
-            help="the test envs' observations",
-        ),
-        arg(
-            "--action-type",
-            choices=ACTION_TYPES,
-            default="discrete",
-            help="the test envs' actions",
-        ),
-        arg(
-            "--info-type",
-            choices=INFO_TYPES,
-            default="numeric",
-            help="the test envs' infos",
-        ),
+        arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
+        arg("--action-type", choices=ACTION_TYPES, help="the test envs' actions"),
+        arg("--info-type", choices=INFO_TYPES, help="the test envs' infos"),
         arg(
             "--compare-info",
             choices=["episode", "none"],
@@ -185,11 +172,7 @@ COMMAND = Command(
             metavar="BASE",
             help="the base vector envs, of %(choices)s (default: the first two)",
         ),
-        arg(
-            "--no-env-infos",
-            action="store_true",
-            help="do not require the sub-envs' own infos to reach the caller",
-        ),
+        arg("--no-env-infos", action="store_true", help="skip the sub-envs' own infos"),
     ),
     run,
 )

@@ -1,12 +1,7 @@
-"""The names of wrappers and factories on the command line.
-
-A spec is ``NAME`` (a vecmode wrapper), ``gymnasium:NAME`` (one of
-``gymnasium.wrappers.vector``) or ``module:attr``, each optionally followed by
-``:key=value,...``: keyword arguments as Python literals (other text is a string).
-
->>> parse("gymnasium:NormalizeReward:gamma=0.9,epsilon=1e-8")
-(['gymnasium', 'NormalizeReward'], {'gamma': 0.9, 'epsilon': 1e-08})
-"""
+"""The names of wrappers and factories on the command line: ``NAME`` (a vecmode
+wrapper), ``gymnasium:NAME`` (one of ``gymnasium.wrappers.vector``) or
+``module:attr``, each optionally followed by ``:key=value,...``, keyword arguments
+as Python literals (other text is a string)."""
 
 from __future__ import annotations
 
@@ -23,6 +18,7 @@ import gymnasium as gym
 import gymnasium.wrappers.vector as vector
 from gymnasium.vector import VectorWrapper
 
+import vecmode
 from vecmode.cli.common import CommandError, import_error, import_module
 from vecmode.errors import WRAP_FORMS, did_you_mean
 
@@ -66,11 +62,8 @@ def literal(text: str) -> Any:
 
 
 def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
-    """A spec's names (one, or module and attribute) and keyword arguments.
-
-    Raises:
-        SpecError: the spec does not parse (the message says where).
-    """
+    """A spec's names (one, or module and attribute) and keyword arguments; a
+    :class:`SpecError` says what does not parse."""
     parts = spec.split(":")
     first = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
     names, arguments = parts[:first], ":".join(parts[first:])
@@ -117,9 +110,6 @@ class Target:
 
 def vecmode_wrappers() -> dict[str, type]:
     """vecmode's wrapper classes by name: ``vecmode.wrappers``, then the policies."""
-    import vecmode
-    import vecmode.wrappers
-
     found: dict[str, type] = {}
     for module in (vecmode.wrappers, vecmode):
         for name in module.__all__:
@@ -130,12 +120,9 @@ def vecmode_wrappers() -> dict[str, type]:
 
 
 def resolve(spec: str, option: str, *, names: bool = True) -> Target:
-    """What ``spec``, given as ``option``, names. ``names``: the ``NAME`` and
-    ``gymnasium:NAME`` forms name wrappers (else ``gymnasium:`` is a module).
-
-    Raises:
-        CommandError: a usage error that says what is wrong and what to write.
-    """
+    """What ``spec``, given as ``option``, names, or a :class:`CommandError`.
+    ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers (else ``gymnasium:`` is
+    a module)."""
     try:
         parts, kwargs = parse(spec)
         known = vecmode_wrappers()
@@ -206,12 +193,7 @@ def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
 
 def bind(target: Target, *args: Any) -> Callable[..., Any]:
     """``target.obj(*args, **target.kwargs)`` as a thunk, once the arguments fit
-    its signature.
-
-    Raises:
-        CommandError: ``target.obj`` is a single-env wrapper, not callable, or
-            its signature does not fit the arguments.
-    """
+    its signature; else a :class:`CommandError`."""
     obj, spec = target.obj, target.spec
     if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
         raise CommandError(

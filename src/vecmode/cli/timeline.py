@@ -87,15 +87,8 @@ COMMAND = Command(
             default=3,
             help="truncate episodes after this many steps (3; 0: the env's own)",
         ),
-        arg(
-            "--action",
-            type=literal,
-            metavar="A",
-            help="the action at every step, a Python literal (default: 1 or a sample)",
-        ),
-        arg(
-            "--svg", metavar="FILE", help="also draw it as SVG in FILE ('-': only that)"
-        ),
+        arg("--action", type=literal, metavar="A", help="the action, a Python literal"),
+        arg("--svg", metavar="FILE", help="also draw it as SVG ('-': only the SVG)"),
     ),
     run,
     json=False,
