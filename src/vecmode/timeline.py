@@ -16,6 +16,7 @@ draws them.
 
 from __future__ import annotations
 
+import functools
 from copy import deepcopy
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -24,6 +25,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from vecmode.core import space_row
@@ -121,8 +123,9 @@ def timeline(
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps
+    make = functools.partial(make_vec, env_id, 1, "sync", **env_kwargs)
     runs = {
-        mode.value: _run(env_id, mode, steps, seed, action, env_kwargs)
+        mode.value: _run(make(autoreset_mode=mode), mode, steps, seed, action)
         for mode in MODES
     }
     # DISABLED returns every observation in order: the catalogue of episodes
@@ -135,21 +138,9 @@ def timeline(
 
 
 def _run(
-    env_id: str,
-    mode: AutoresetMode,
-    steps: int,
-    seed: int,
-    action: Any,
-    env_kwargs: dict[str, Any],
+    envs: VectorEnv, mode: AutoresetMode, steps: int, seed: int, action: Any
 ) -> list[tuple[str, Any, Reading, str]]:
-    """One sub-env's calls in ``mode``: (call, observation, reading, action)."""
-    envs = make_vec(
-        env_id,
-        num_envs=1,
-        vectorization_mode="sync",
-        autoreset_mode=mode,
-        **env_kwargs,
-    )
+    """The calls of ``envs`` in ``mode``: (call, observation, reading, action)."""
     try:
         actions = _action_batch(envs.single_action_space, action, seed)
         taken = repr(_plain(space_row(envs.single_action_space, actions, 0)))
@@ -445,5 +436,5 @@ def action_message(action: Any, space: Any) -> str:
     return (
         f"action {action!r} is not in the env's action space {space}. Give one it "
         f"holds (a number fills a Discrete or Box; 'abc' for Text, {{'key': ...}} "
-        f"for Dict), or none for the default."
+        f"for Dict), or leave it out for the default."
     )

@@ -35,8 +35,8 @@ from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
 
 #: The options of the kit's test envs (None: the kit's default).
 KINDS = ("obs_type", "action_type", "info_type")
-#: The fields of a ``conform`` document that only a report fills in.
-REPORT_FIELDS = ("modes", "refused", "runs", "transitions", "batch_dependent", "limits")
+#: The fields of a ``conform`` document that its report fills in.
+REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits")
 
 
 def run(args: argparse.Namespace) -> bool:
@@ -60,9 +60,7 @@ def run(args: argparse.Namespace) -> bool:
         )
     except AssertionError as error:
         if args.json:
-            failure = {"ok": False, "error": None, "wrapper": target.spec}
-            failure |= {"summary": None, "failure": str(error)}
-            print_json("conform", failure | dict.fromkeys(REPORT_FIELDS))
+            print_json("conform", _document(target.spec, None, str(error)))
         else:
             print(f"NOT OK: {target.spec} does not conform\n\n{error}")
         return False
@@ -120,24 +118,19 @@ def _cannot_build(
     return first
 
 
-def _document(spec: str, report: Any) -> dict[str, Any]:
-    """The ``conform`` document of a report."""
-    return {
-        "ok": True,
-        "error": None,
-        "wrapper": spec,
-        "summary": report.summary,
-        "failure": None,
-        "modes": list(report.modes),
-        "refused": {
-            mode.value: report.refusals.get(mode, "IncompatibleModeError")
+def _document(spec: str, report: Any, failure: str | None = None) -> dict[str, Any]:
+    """The ``conform`` document of a report, or (None) of a ``failure``."""
+    document = {"ok": report is not None, "error": None, "wrapper": spec}
+    document |= {"summary": getattr(report, "summary", None), "failure": failure}
+    document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
+    document["refused"] = None
+    if report is not None:  # how: vecmode's refusal, or the class's own error
+        how = report.refusals
+        document["refused"] = {
+            mode.value: how.get(mode, "IncompatibleModeError")
             for mode in report.refused
-        },
-        "runs": list(report.runs),
-        "transitions": report.transitions,
-        "batch_dependent": report.batch_dependent,
-        "limits": list(report.limits),
-    }
+        }
+    return document
 
 
 COMMAND = Command(

@@ -16,6 +16,8 @@ from vecmode.cli.spec import bind, resolve
 from vecmode.errors import NotAVectorEnvError
 
 EXAMPLE = "gymnasium:make_vec:id=CartPole-v1,num_envs=2"
+#: The fields of the ``probe`` document read from the probe's result as they are.
+FIELDS = ("mode", "declared", "agrees", "reason", "ended_at", "read_through")
 
 
 def run(args: argparse.Namespace) -> bool:
@@ -44,24 +46,11 @@ def run(args: argparse.Namespace) -> bool:
     if not args.json:
         print(result)
         return ok
+    document = {"ok": ok, "error": None, "factory": spec}
+    document |= {field: getattr(result, field) for field in FIELDS}
     rejected = {mode.value: str(diff) for mode, diff in result.rejected.items()}
-    print_json(
-        "probe",
-        {
-            "ok": ok,
-            "error": None,
-            "factory": spec,
-            "mode": result.mode,
-            "declared": result.declared,
-            "agrees": result.agrees,
-            "reason": result.reason,
-            "ended_at": result.ended_at,
-            "ended": list(result.ended),
-            "rejected": rejected,
-            "read_through": result.read_through,
-            "summary": str(result),
-        },
-    )
+    document |= {"ended": result.ended, "rejected": rejected, "summary": str(result)}
+    print_json("probe", document)
     return ok
 
 
