@@ -173,19 +173,16 @@ def _rows(
     calls: list[tuple[str, Any, Reading, str]], catalogue: list[list[Any]]
 ) -> list[TimelineRow]:
     """The rows of one mode's calls, labelled from the ``catalogue``."""
-    rows: list[TimelineRow] = []
+    (_, first, _, _), *later = calls
+    rows = [TimelineRow("reset", _label(catalogue, 0, 0, first))]
     episode, t = 0, 0
-    for call, returned, reading, taken in calls:
+    for call, returned, reading, taken in later:
         b = reading.boundary
-        if call != "step":  # reset (all, or DISABLED's masked reset)
-            if rows:
-                episode, t = episode + 1, 0
+        if call != "step":  # DISABLED's masked reset
+            episode, t = episode + 1, 0
             obs = _label(catalogue, episode, t, returned)
-            if not rows:
-                rows.append(TimelineRow("reset", obs))
-            else:
-                note = f"then {call} -> {obs}"
-                rows[-1] = replace(rows[-1], note=note, then_reset=obs)
+            note = f"then {call} -> {obs}"
+            rows[-1] = replace(rows[-1], note=note, then_reset=obs)
             continue
         note = final = ""
         t += int(b.real[0])

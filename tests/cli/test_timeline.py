@@ -113,8 +113,9 @@ def test_timeline_svg_into_a_missing_directory_is_a_usage_error(tmp_path, capsys
     code, out, err = run(["timeline", "--svg", str(path)], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == (
-        f"cannot write {str(path)!r}: the directory {str(path.parent)!r} does not "
-        "exist; create it first, or give another --svg path."
+        f"argument --svg: cannot write {str(path)!r}: the directory "
+        f"{str(path.parent)!r} does not exist; create it first, or give another "
+        "path (see: vecmode timeline --help)"
     )
     assert not path.parent.exists()
 

@@ -126,8 +126,7 @@ def _run(argv: list[str]) -> int:
         if args.traceback and failure.__cause__ is not None:
             traceback.print_exception(failure.__cause__)
             text = text.replace(RERUN, "")  # shown above
-        if text:
-            print(f"vecmode: {text}", file=sys.stderr)
+        print(f"vecmode: {text}", file=sys.stderr)
         if getattr(args, "json", False) and failure.code == EXIT_FAILED:
             # the user's code raised: still one document on stdout
             print_json(args.command, {"ok": False, "error": str(failure)})

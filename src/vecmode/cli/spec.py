@@ -75,8 +75,12 @@ def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
         raise SpecError(f"{names[0]!r} is not a module path")
     if not all(part.isidentifier() for part in names[-1].split(".")):
         raise SpecError(f"{names[-1]!r} is not a name")
+    return names, _keywords(arguments) if arguments else {}
+
+
+def _keywords(text: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
-    for piece in pieces(arguments) if arguments else []:
+    for piece in pieces(text):
         key, equals, value = (part.strip() for part in piece.partition("="))
         if not equals:
             raise SpecError(f"{piece!r} is not key=value")
@@ -87,7 +91,7 @@ def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
         if not value:  # '' would reach the class as a value
             raise SpecError(f"{key!r} has no value (write {key}='' for '')")
         kwargs[key] = literal(value)
-    return names, kwargs
+    return kwargs
 
 
 def close_names(name: str, candidates: list[str]) -> list[str]:

@@ -29,15 +29,19 @@ SameStep: the reset happens in the same step; the final obs is in info["final_ob
 Disabled: nothing resets by itself; the caller resets with reset_mask."""
 
 
+def svg_path(path: str) -> str:
+    """The type of ``--svg``: ``-``, or a file in a directory that exists."""
+    folder = os.path.dirname(path)
+    if path != "-" and not os.path.isdir(folder or "."):
+        raise argparse.ArgumentTypeError(
+            f"cannot write {path!r}: the directory {folder!r} does not exist; create "
+            f"it first, or give another path"
+        )
+    return path
+
+
 def run(args: argparse.Namespace) -> bool:
     """Print (or draw) the timeline of ``args.env_id``."""
-    path: str = args.svg or ""
-    folder = os.path.dirname(path)
-    if path not in ("", "-") and not os.path.isdir(os.path.abspath(folder or ".")):
-        raise CommandError(
-            f"cannot write {path!r}: the directory {folder!r} does not exist; create "
-            f"it first, or give another --svg path."
-        )
     steps = args.max_episode_steps
     with env_errors(args.env_id, "running"):
         try:
@@ -54,21 +58,21 @@ def run(args: argparse.Namespace) -> bool:
     title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
     taken = next((row.action for row in next(iter(rows.values())) if row.action), "")
     title += f", action {taken} at every step" if taken else ""
-    if path == "-":
+    if args.svg == "-":
         sys.stdout.write(timeline_svg(rows, title))
         return True
-    if path:  # before printing anything: a path that fails is a usage error
+    if args.svg:  # before printing anything: a path that fails is a usage error
         try:
-            with open(path, "w", encoding="utf-8", newline="\n") as file:
+            with open(args.svg, "w", encoding="utf-8", newline="\n") as file:
                 file.write(timeline_svg(rows, title))
         except OSError as error:
             raise CommandError(
-                f"cannot write {path!r}: {error.strerror or error}; give another "
+                f"cannot write {args.svg!r}: {error.strerror or error}; give another "
                 f"--svg path."
             ) from error
     print(format_timeline(rows, f"{title}\n"), LEGEND, sep="\n\n")
-    if path:
-        print(f"\nwrote the timeline as SVG to {path}")
+    if args.svg:
+        print(f"\nwrote the timeline as SVG to {args.svg}")
     return True
 
 
@@ -88,7 +92,7 @@ COMMAND = Command(
             help="truncate episodes after this many steps (3; 0: the env's own)",
         ),
         arg("--action", type=literal, metavar="A", help="the action, a Python literal"),
-        arg("--svg", metavar="FILE", help="also draw it as SVG ('-': only the SVG)"),
+        arg("--svg", type=svg_path, metavar="FILE", help="also as SVG ('-': SVG only)"),
     ),
     run,
     json=False,
