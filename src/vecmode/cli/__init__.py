@@ -76,10 +76,11 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     parsers = {}
     for name, command in COMMANDS.items():
+        example = f"example: vecmode {name} {command.example}"
         parsers[name] = subparsers.add_parser(
             name,
             help=command.summary,
-            description=command.description,
+            description=f"{command.summary}.\n\n{example}",
             epilog="exit codes: see vecmode --help.",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

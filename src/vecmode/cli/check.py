@@ -161,11 +161,7 @@ def _document(
 COMMAND = Command(
     "check",
     "build a wrapper stack on an env and check it against its autoreset mode",
-    "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers (one\n"
-    "--wrap each, innermost first) and print vecmode.check_stack's report.\n"
-    "A wrapper that refuses the mode is reported with the stack built before it.\n\n"
-    "example: vecmode check CartPole-v1 --mode SameStep "
-    "--wrap gymnasium:NormalizeReward:gamma=0.9",
+    "CartPole-v1 --mode SameStep --wrap gymnasium:NormalizeReward:gamma=0.9",
     (
         arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
         arg(

@@ -42,7 +42,7 @@ class Command:
 
     name: str
     summary: str
-    description: str
+    example: str
     arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
     run: Callable[[argparse.Namespace], bool]
     json: bool = True

@@ -8,7 +8,7 @@ from typing import Any
 
 from gymnasium.vector import VectorEnv
 
-from vecmode.autoreset import with_autoreset
+from vecmode import testing
 from vecmode.cli.common import (
     WRAP_HELP,
     Command,
@@ -23,15 +23,7 @@ from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
-from vecmode.sync_vector_env import SyncVectorEnv
-from vecmode.testing import (
-    BASES,
-    OBS_TYPES,
-    check_wrapper,
-    episode_statistics,
-    scheduled_env_fns,
-)
-from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
+from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES, OBS_TYPES
 
 #: The options of the kit's test envs (None: the kit's default).
 KINDS = ("obs_type", "action_type", "info_type")
@@ -48,9 +40,9 @@ def run(args: argparse.Namespace) -> bool:
     if unbuildable is not None:
         message = cannot_build_message(target.spec, None, unbuildable)
         raise CommandError(message) from unbuildable
-    compare = episode_statistics if args.compare_info == "episode" else None
+    compare = testing.episode_statistics if args.compare_info == "episode" else None
     try:
-        report = check_wrapper(
+        report = testing.check_wrapper(
             factory,
             modes=args.modes,
             bases=args.bases,
@@ -105,8 +97,9 @@ def _cannot_build(
     """What building ``factory`` over the kit's test env raised, if it builds in
     no mode; None if it builds in one, or only vecmode's registry refuses it."""
     first: Exception | None = None
-    for mode in MODES:  # over vecmode's base: one it cannot be built over refuses
-        envs = with_autoreset(SyncVectorEnv(scheduled_env_fns(3, **kinds)), mode)
+    base = testing.BASES["vecmode.SyncVectorEnv"]  # a class that cannot wrap refuses
+    for mode in MODES:
+        envs = base(testing.scheduled_env_fns(3, **kinds), mode)
         try:
             factory(envs).close()
             return None
@@ -136,19 +129,10 @@ def _document(spec: str, report: Any, failure: str | None = None) -> dict[str, A
 COMMAND = Command(
     "conform",
     "prove a wrapper right in the modes it declares (check_wrapper)",
-    "Run vecmode.testing.check_wrapper on a wrapper: mode equivalence over\n"
-    "deterministic test envs in every mode it declares, and refusal of the others.\n\n"
-    "examples: vecmode conform NormalizeReward:gamma=0.9\n"
-    "          vecmode conform my_package.wrappers:MyWrapper",
+    "my_package.wrappers:MyWrapper:size=3",
     (
         arg("factory", metavar="FACTORY", help=WRAP_HELP + ", or env -> wrapped env"),
-        arg(
-            "--modes",
-            type=mode_option,
-            nargs="+",
-            metavar="MODE",
-            help="modes to prove",
-        ),
+        arg("--modes", type=mode_option, nargs="+", help="the modes to prove"),
         arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
         arg("--action-type", choices=ACTION_TYPES, help="the test envs' actions"),
         arg("--info-type", choices=INFO_TYPES, help="the test envs' infos"),
@@ -161,7 +145,7 @@ COMMAND = Command(
         arg(
             "--bases",
             nargs="+",
-            choices=list(BASES),
+            choices=list(testing.BASES),
             metavar="BASE",
             help="the base vector envs, of %(choices)s (default: the first two)",
         ),

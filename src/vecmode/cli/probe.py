@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> bool:
 COMMAND = Command(
     "probe",
     "find out which autoreset mode a vector env really runs in",
-    "Call FACTORY, run the vector env it returns with vecmode.probe_mode, and print\n"
-    "the mode it behaves in and whether its metadata['autoreset_mode'] agrees.\n\n"
-    f"example: vecmode probe {EXAMPLE}",
+    EXAMPLE,
     (
         arg(
             "factory",

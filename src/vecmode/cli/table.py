@@ -39,9 +39,7 @@ def run(args: argparse.Namespace) -> bool:
 COMMAND = Command(
     "table",
     "print the registry: which autoreset modes each wrapper supports",
-    "Every wrapper vecmode knows (its own, Gymnasium's, and those the --import\n"
-    "modules declare), and what it does in each autoreset mode.\n\n"
-    "example: vecmode table --import my_package.wrappers",
+    "--import my_package.wrappers",
     (
         arg(
             "--import",
