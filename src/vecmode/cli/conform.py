@@ -92,7 +92,7 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
 
 
 def _cannot_build(
-    factory: Callable[[VectorEnv], Any], kinds: dict[str, str]
+    factory: Callable[[VectorEnv], Any], kinds: dict[str, Any]
 ) -> Exception | None:
     """What building ``factory`` over the kit's test env raised, if it builds in
     no mode; None if it builds in one, or only vecmode's registry refuses it."""
@@ -113,7 +113,11 @@ def _cannot_build(
 
 def _document(spec: str, report: Any, failure: str | None = None) -> dict[str, Any]:
     """The ``conform`` document of a report, or (None) of a ``failure``."""
-    document = {"ok": report is not None, "error": None, "wrapper": spec}
+    document: dict[str, Any] = {
+        "ok": report is not None,
+        "error": None,
+        "wrapper": spec,
+    }
     document |= {"summary": getattr(report, "summary", None), "failure": failure}
     document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
     document["refused"] = None

@@ -9,6 +9,7 @@ import ast
 import difflib
 import functools
 import inspect
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ import vecmode
 from vecmode.cli.common import CommandError, import_error, import_module
 from vecmode.errors import WRAP_FORMS, did_you_mean
 
+#: What :func:`pieces` looks at: a quoted string (to its end), a bracket, a comma.
+TOKENS = re.compile(r"""'(?:\\.|[^'\\])*'?|"(?:\\.|[^"\\])*"?|[][(){},]""")
+
 
 class SpecError(ValueError):
     """A spec that does not parse; the message says what is wrong in it."""
@@ -29,26 +33,16 @@ class SpecError(ValueError):
 
 def pieces(text: str) -> list[str]:
     """``text`` split at its commas outside brackets and quotes."""
-    found: list[str] = []
-    depth, quote, escaped, start = 0, "", False, 0
-    for i, char in enumerate(text):
-        if quote:
-            escaped, quote = (
-                (False, quote)
-                if escaped
-                else (char == "\\", "" if char == quote else quote)
-            )
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
+    found, depth, start = [], 0, 0
+    for token in TOKENS.finditer(text):
+        if token[0] == "," and depth == 0:
+            found.append(text[start : token.start()])
+            start = token.end()
+        elif token[0] in "([{":
             depth += 1
-        elif char in ")]}":
+        elif token[0] in ")]}":
             depth -= 1
-        elif char == "," and depth == 0:
-            found.append(text[start:i])
-            start = i + 1
-    found.append(text[start:])
-    return found
+    return [*found, text[start:]]
 
 
 def literal(text: str) -> Any:
@@ -127,26 +121,23 @@ def resolve(spec: str, option: str, *, names: bool = True) -> Target:
     """What ``spec``, given as ``option``, names, or a :class:`CommandError`.
     ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers (else ``gymnasium:`` is
     a module)."""
+    known = vecmode_wrappers()
     try:
         parts, kwargs = parse(spec)
-        known = vecmode_wrappers()
-        if len(parts) == 1:
-            return Target(spec, _vecmode_wrapper(parts[0], known), kwargs, parts[0])
-        module, qualname = parts
-        if names and module in known:  # NAME:args without the "="
-            raise SpecError(f"{qualname!r} is not key=value")
+        if names and len(parts) == 2 and parts[0] in known:  # NAME:args, no "="
+            raise SpecError(f"{parts[1]!r} is not key=value")
     except SpecError as error:
         raise CommandError(
             f"bad {option} {spec!r}: {error}; {WRAP_FORMS} (e.g. "
             f"NormalizeReward:gamma=0.9)."
         ) from None
-    if names and module == "gymnasium":
-        wrapper = _gymnasium_wrapper(qualname, spec)
-        return Target(spec, wrapper, kwargs, f"gymnasium:{qualname}")
-    owner = import_module(module, f"{option} {spec!r}")
-    return Target(
-        spec, _attribute(owner, module, qualname), kwargs, f"{module}:{qualname}"
-    )
+    if len(parts) == 1:
+        obj = _vecmode_wrapper(parts[0], known)
+    elif names and parts[0] == "gymnasium":
+        obj = _gymnasium_wrapper(parts[1], spec)
+    else:
+        obj = _attribute(parts[0], parts[1], f"{option} {spec!r}")
+    return Target(spec, obj, kwargs, ":".join(parts))
 
 
 def _vecmode_wrapper(name: str, known: dict[str, type]) -> type:
@@ -175,8 +166,8 @@ def _gymnasium_wrapper(name: str, spec: str) -> Any:
         raise import_error(vector.__name__, repr(spec), error) from error
 
 
-def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
-    target = owner
+def _attribute(module: str, qualname: str, what: str) -> Any:
+    target = import_module(module, what)
     for part in qualname.split("."):
         try:
             target = getattr(target, part)
@@ -189,7 +180,7 @@ def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
             ]
             close = did_you_mean(close_names(part, public))
             raise CommandError(
-                f"module {owner_name!r} has no attribute {qualname!r}.{close} Write "
+                f"module {module!r} has no attribute {qualname!r}.{close} Write "
                 f"module:attribute with the attribute's exact (case-sensitive) name."
             ) from None
     return target
