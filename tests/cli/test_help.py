@@ -8,8 +8,14 @@ import pytest
 
 import vecmode
 from tests.cli.helpers import ROOT, flat, one_error_line, run
-from vecmode.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE, EXIT_USAGE
-from vecmode.cli.common import mode_option
+from vecmode.cli import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PIPE,
+    EXIT_USAGE,
+    mode_option,
+)
 from vecmode.modes import AutoresetMode, as_mode
 
 

@@ -1,6 +1,6 @@
-"""The ``vecmode`` command line (also ``python -m vecmode``): the parser, built from
-the table of commands (one module per command, each with its ``COMMAND`` row), and
-:func:`main`. docs/cli.md documents the commands, exit codes and JSON documents."""
+"""The ``vecmode`` command line (also ``python -m vecmode``): the table of commands,
+the parser built from it, and :func:`main`. Each command runs in a module of its
+own; docs/cli.md documents the commands, exit codes and JSON documents."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from vecmode import __version__
+from vecmode import __version__, testing
 from vecmode.cli import check, conform, probe, table, timeline
 from vecmode.cli.common import (
     EXIT_FAILED,
@@ -24,9 +25,11 @@ from vecmode.cli.common import (
     JSON_SCHEMA_VERSION,
     RERUN,
     CommandError,
-    arg,
     print_json,
 )
+from vecmode.cli.spec import literal
+from vecmode.modes import AutoresetMode, as_mode
+from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES, OBS_TYPES
 
 __all__ = [
     "EXIT_FAILED",
@@ -38,11 +41,165 @@ __all__ = [
     "main",
 ]
 
+
+def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """An argument of a command: ``add_argument``'s flags and options."""
+    return flags, options
+
+
+@dataclass(frozen=True)
+class Command:
+    """A row of the command table. ``run`` returns whether the answer is yes (exit
+    code 0) or no (1); ``json``: the command takes ``--json``."""
+
+    name: str
+    summary: str
+    example: str
+    arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+    run: Callable[[argparse.Namespace], bool]
+    json: bool = True
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
+        return value
+
+    return convert
+
+
+#: Option types: an int >= 1, an int >= 0.
+positive, non_negative = _at_least(1), _at_least(0)
+
+
+def mode_option(text: str) -> AutoresetMode:
+    """The option type of a mode, in any spelling :func:`vecmode.as_mode` takes."""
+    try:
+        return as_mode(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+WRAP = "a wrapper: NAME, gymnasium:NAME or module:Class, then :key=value,..."
+
+TIMELINE = Command(
+    "timeline",
+    "show what each autoreset mode returns around an episode's end",
+    "FrozenLake-v1 --steps 8 --svg modes.svg",
+    (
+        arg("env_id", nargs="?", default="CartPole-v1", metavar="ENV_ID"),
+        arg("--steps", type=positive, default=7, help="steps to take (7)"),
+        arg("--seed", type=int, default=0, help="reset seed (0)"),
+        arg(
+            "--max-episode-steps",
+            type=non_negative,
+            default=3,
+            help="truncate episodes after this many steps (3; 0: the env's own)",
+        ),
+        arg("--action", type=literal, metavar="A", help="the action, a Python literal"),
+        arg(
+            "--svg",
+            type=timeline.svg_path,
+            metavar="FILE",
+            help="also as SVG ('-': SVG only)",
+        ),
+    ),
+    timeline.run,
+    json=False,
+)
+
+TABLE = Command(
+    "table",
+    "print the registry: which autoreset modes each wrapper supports",
+    "--import my_package.wrappers",
+    (
+        arg(
+            "--import",
+            dest="imports",
+            metavar="MODULE",
+            action="append",
+            default=[],
+            help="import MODULE first, to list the wrappers it declares (repeatable)",
+        ),
+        arg("--markdown", action="store_true", help="print a Markdown table"),
+        arg("--why", action="store_true", help="add the reason for every mode not ok"),
+    ),
+    table.run,
+)
+
+CHECK = Command(
+    "check",
+    "build a wrapper stack on an env and check it against its autoreset mode",
+    "CartPole-v1 --mode SameStep --wrap gymnasium:NormalizeReward:gamma=0.9",
+    (
+        arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
+        arg(
+            "--mode", type=mode_option, help="the mode: NextStep, SameStep or Disabled"
+        ),
+        arg("--wrap", action="append", default=[], metavar="W", help=WRAP),
+        arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
+        arg(
+            "--vectorization",
+            choices=["sync", "async", "vector_entry_point"],
+            default="sync",
+            help="vecmode's sync or async core, or the env's own (sync)",
+        ),
+        arg("--strict", action="store_true", help="fail on undeclared layers"),
+    ),
+    check.run,
+)
+
+CONFORM = Command(
+    "conform",
+    "prove a wrapper right in the modes it declares (check_wrapper)",
+    "my_package.wrappers:MyWrapper:size=3",
+    (
+        arg("factory", metavar="FACTORY", help=WRAP + ", or env -> wrapped env"),
+        arg("--modes", type=mode_option, nargs="+", help="the modes to prove"),
+        arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
+        arg("--action-type", choices=ACTION_TYPES, help="the test envs' actions"),
+        arg("--info-type", choices=INFO_TYPES, help="the test envs' infos"),
+        arg(
+            "--compare-info",
+            choices=["episode", "none"],
+            default="episode",
+            help="compare the episode statistics (default), or none of the infos",
+        ),
+        arg(
+            "--bases",
+            nargs="+",
+            choices=list(testing.BASES),
+            metavar="BASE",
+            help="the base vector envs, of %(choices)s (default: the first two)",
+        ),
+        arg("--no-env-infos", action="store_true", help="skip the sub-envs' own infos"),
+    ),
+    conform.run,
+)
+
+PROBE = Command(
+    "probe",
+    "find out which autoreset mode a vector env really runs in",
+    probe.EXAMPLE,
+    (
+        arg(
+            "factory",
+            metavar="FACTORY",
+            help="module:function[:key=value,...], returning a vector env",
+        ),
+        arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
+        arg("--seed", type=int, default=0, help="reset seed (0)"),
+    ),
+    probe.run,
+)
+
 #: The table of commands, in the order of ``vecmode --help``.
-COMMANDS = {
-    module.COMMAND.name: module.COMMAND
-    for module in (timeline, table, check, conform, probe)
-}
+COMMANDS = {row.name: row for row in (TIMELINE, TABLE, CHECK, CONFORM, PROBE)}
 EPILOG = (
     "exit codes: 0 yes, 1 no (or the env's or wrapper's own code raised), 2 usage "
     "error, 130 interrupted, 141 stdout closed early; docs/cli.md says more."

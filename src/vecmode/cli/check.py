@@ -12,14 +12,9 @@ from typing import Any
 from gymnasium.vector import VectorEnv
 
 from vecmode.cli.common import (
-    WRAP_HELP,
-    Command,
     CommandError,
-    arg,
     cannot_build_message,
     env_errors,
-    mode_option,
-    positive,
     print_json,
 )
 from vecmode.cli.spec import Target, bind, resolve
@@ -156,26 +151,3 @@ def _document(
         "layers": layers,
         "refused": refused,
     }
-
-
-COMMAND = Command(
-    "check",
-    "build a wrapper stack on an env and check it against its autoreset mode",
-    "CartPole-v1 --mode SameStep --wrap gymnasium:NormalizeReward:gamma=0.9",
-    (
-        arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
-        arg(
-            "--mode", type=mode_option, help="the mode: NextStep, SameStep or Disabled"
-        ),
-        arg("--wrap", action="append", default=[], metavar="W", help=WRAP_HELP),
-        arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
-        arg(
-            "--vectorization",
-            choices=["sync", "async", "vector_entry_point"],
-            default="sync",
-            help="vecmode's sync or async core, or the env's own (sync)",
-        ),
-        arg("--strict", action="store_true", help="fail on undeclared layers"),
-    ),
-    run,
-)

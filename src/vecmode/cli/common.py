@@ -1,21 +1,19 @@
-"""What the commands share: exit codes, the row of the command table, the errors
-that end a command, the option types and the ``--json`` document."""
+"""What the commands share: exit codes, the errors that end a command, and the
+``--json`` document."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
 import gymnasium as gym
 
 from vecmode.errors import SubEnvError
-from vecmode.modes import AutoresetMode, as_mode
+from vecmode.modes import AutoresetMode
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -27,25 +25,6 @@ EXIT_PIPE = 141
 JSON_SCHEMA_VERSION = 1
 #: Ends a message about the user's code raising (left out under ``--traceback``).
 RERUN = " (rerun with --traceback to see where)"
-WRAP_HELP = "a wrapper: NAME, gymnasium:NAME or module:Class, then :key=value,..."
-
-
-def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """An argument of a command: ``add_argument``'s flags and options."""
-    return flags, options
-
-
-@dataclass(frozen=True)
-class Command:
-    """A row of the command table. ``run`` returns whether the answer is yes (exit
-    code 0) or no (1); ``json``: the command takes ``--json``."""
-
-    name: str
-    summary: str
-    example: str
-    arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
-    run: Callable[[argparse.Namespace], bool]
-    json: bool = True
 
 
 class CommandError(Exception):
@@ -68,31 +47,6 @@ class RaisedError(CommandError):
         super().__init__(
             f"{what} raised {name}: {text.rstrip('.')}{RERUN}.", EXIT_FAILED
         )
-
-
-def _at_least(low: int) -> Callable[[str], int]:
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
-        return value
-
-    return convert
-
-
-#: Option types: an int >= 1, an int >= 0.
-positive, non_negative = _at_least(1), _at_least(0)
-
-
-def mode_option(text: str) -> AutoresetMode:
-    """The option type of a mode, in any spelling :func:`vecmode.as_mode` takes."""
-    try:
-        return as_mode(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def print_json(command: str, document: dict[str, Any]) -> None:

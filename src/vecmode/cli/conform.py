@@ -10,20 +10,15 @@ from gymnasium.vector import VectorEnv
 
 from vecmode import testing
 from vecmode.cli.common import (
-    WRAP_HELP,
-    Command,
     CommandError,
     RaisedError,
-    arg,
     cannot_build_message,
-    mode_option,
     print_json,
 )
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
-from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES, OBS_TYPES
 
 #: The options of the kit's test envs (None: the kit's default).
 KINDS = ("obs_type", "action_type", "info_type")
@@ -128,32 +123,3 @@ def _document(spec: str, report: Any, failure: str | None = None) -> dict[str, A
             for mode in report.refused
         }
     return document
-
-
-COMMAND = Command(
-    "conform",
-    "prove a wrapper right in the modes it declares (check_wrapper)",
-    "my_package.wrappers:MyWrapper:size=3",
-    (
-        arg("factory", metavar="FACTORY", help=WRAP_HELP + ", or env -> wrapped env"),
-        arg("--modes", type=mode_option, nargs="+", help="the modes to prove"),
-        arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
-        arg("--action-type", choices=ACTION_TYPES, help="the test envs' actions"),
-        arg("--info-type", choices=INFO_TYPES, help="the test envs' infos"),
-        arg(
-            "--compare-info",
-            choices=["episode", "none"],
-            default="episode",
-            help="compare the episode statistics (default), or none of the infos",
-        ),
-        arg(
-            "--bases",
-            nargs="+",
-            choices=list(testing.BASES),
-            metavar="BASE",
-            help="the base vector envs, of %(choices)s (default: the first two)",
-        ),
-        arg("--no-env-infos", action="store_true", help="skip the sub-envs' own infos"),
-    ),
-    run,
-)

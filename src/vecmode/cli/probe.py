@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vecmode.cli.common import (
-    Command,
-    CommandError,
-    RaisedError,
-    arg,
-    positive,
-    print_json,
-)
+from vecmode.cli.common import CommandError, RaisedError, print_json
 from vecmode.cli.spec import bind, resolve
 from vecmode.errors import NotAVectorEnvError
 
@@ -52,20 +45,3 @@ def run(args: argparse.Namespace) -> bool:
     document |= {"ended": result.ended, "rejected": rejected, "summary": str(result)}
     print_json("probe", document)
     return ok
-
-
-COMMAND = Command(
-    "probe",
-    "find out which autoreset mode a vector env really runs in",
-    EXAMPLE,
-    (
-        arg(
-            "factory",
-            metavar="FACTORY",
-            help="module:function[:key=value,...], returning a vector env",
-        ),
-        arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
-        arg("--seed", type=int, default=0, help="reset seed (0)"),
-    ),
-    run,
-)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vecmode.cli.common import Command, arg, import_module, print_json
+from vecmode.cli.common import import_module, print_json
 from vecmode.modes import MODES
 from vecmode.registry import TABLE_LEGEND, format_table, table_entries
 
@@ -34,23 +34,3 @@ def run(args: argparse.Namespace) -> bool:
     document = {"modes": MODES, "wrappers": wrappers, "legend": TABLE_LEGEND}
     print_json("table", {"ok": True, "error": None, **document})
     return True
-
-
-COMMAND = Command(
-    "table",
-    "print the registry: which autoreset modes each wrapper supports",
-    "--import my_package.wrappers",
-    (
-        arg(
-            "--import",
-            dest="imports",
-            metavar="MODULE",
-            action="append",
-            default=[],
-            help="import MODULE first, to list the wrappers it declares (repeatable)",
-        ),
-        arg("--markdown", action="store_true", help="print a Markdown table"),
-        arg("--why", action="store_true", help="add the reason for every mode not ok"),
-    ),
-    run,
-)

@@ -6,15 +6,7 @@ import argparse
 import os
 import sys
 
-from vecmode.cli.common import (
-    Command,
-    CommandError,
-    arg,
-    env_errors,
-    non_negative,
-    positive,
-)
-from vecmode.cli.spec import literal
+from vecmode.cli.common import CommandError, env_errors
 from vecmode.timeline import (
     TimelineActionError,
     format_timeline,
@@ -74,25 +66,3 @@ def run(args: argparse.Namespace) -> bool:
     if args.svg:
         print(f"\nwrote the timeline as SVG to {args.svg}")
     return True
-
-
-COMMAND = Command(
-    "timeline",
-    "show what each autoreset mode returns around an episode's end",
-    "FrozenLake-v1 --steps 8 --svg modes.svg",
-    (
-        arg("env_id", nargs="?", default="CartPole-v1", metavar="ENV_ID"),
-        arg("--steps", type=positive, default=7, help="steps to take (7)"),
-        arg("--seed", type=int, default=0, help="reset seed (0)"),
-        arg(
-            "--max-episode-steps",
-            type=non_negative,
-            default=3,
-            help="truncate episodes after this many steps (3; 0: the env's own)",
-        ),
-        arg("--action", type=literal, metavar="A", help="the action, a Python literal"),
-        arg("--svg", type=svg_path, metavar="FILE", help="also as SVG ('-': SVG only)"),
-    ),
-    run,
-    json=False,
-)
