@@ -279,14 +279,6 @@ _LEGEND = (
 )
 
 
-def _episode(obs: str) -> int:
-    """The episode (0: the first) an observation label names."""
-    _, prime, rest = obs.rstrip("!").partition("'")
-    if not prime:
-        return 0
-    return int(rest) if rest.isdigit() else 1 + rest.count("'")
-
-
 def _text(x: float, y: float, text: str, size: int, fill: str, more: str = "") -> str:
     """A ``<text>``; ``more``: further attributes, as SVG text."""
     return (
@@ -322,7 +314,9 @@ def _badges(x: float, row: TimelineRow) -> list[tuple[float, str, tuple[str, str
 def _svg_cell(x: float, y: float, row: TimelineRow) -> list[str]:
     """One call's result: obs label, reward, flags, and the marks of its kind."""
     ink, edge = (_ENDED, _ENDED) if row.obs.endswith("!") else (_INK, _EDGE)
-    fill = _FILLS[_episode(row.obs) % len(_FILLS)]
+    _, prime, rest = row.obs.rstrip("!").partition("'")  # the episode: s0' is 1
+    episode = (int(rest) if rest.isdigit() else 1 + rest.count("'")) if prime else 0
+    fill = _FILLS[episode % len(_FILLS)]
     stroke = f'stroke="{edge}" ' + (_DASH if row.reset_step else 'stroke-width="1.5"')
     middle = x + _CELL_W / 2
     parts = [
@@ -422,10 +416,7 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
 
 
 #: Why :func:`timeline_svg` refuses a table without rows.
-EMPTY = (
-    "timeline_svg needs at least one mode with rows, e.g. "
-    "timeline_svg(vecmode.timeline.timeline('CartPole-v1'))."
-)
+EMPTY = "timeline_svg needs at least one mode with rows, as timeline() returns."
 
 
 def action_message(action: Any, space: Any) -> str:

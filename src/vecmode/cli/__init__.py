@@ -28,6 +28,7 @@ from vecmode.cli.common import (
     print_json,
 )
 from vecmode.cli.spec import literal
+from vecmode.cli.timeline import svg_path
 from vecmode.modes import AutoresetMode, as_mode
 from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES, OBS_TYPES
 
@@ -102,12 +103,7 @@ TIMELINE = Command(
             help="truncate episodes after this many steps (3; 0: the env's own)",
         ),
         arg("--action", type=literal, metavar="A", help="the action, a Python literal"),
-        arg(
-            "--svg",
-            type=timeline.svg_path,
-            metavar="FILE",
-            help="also as SVG ('-': SVG only)",
-        ),
+        arg("--svg", type=svg_path, metavar="FILE", help="also as SVG ('-': SVG only)"),
     ),
     timeline.run,
     json=False,
@@ -138,9 +134,7 @@ CHECK = Command(
     "CartPole-v1 --mode SameStep --wrap gymnasium:NormalizeReward:gamma=0.9",
     (
         arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
-        arg(
-            "--mode", type=mode_option, help="the mode: NextStep, SameStep or Disabled"
-        ),
+        arg("--mode", type=mode_option, help="the mode: NextStep, SameStep, Disabled"),
         arg("--wrap", action="append", default=[], metavar="W", help=WRAP),
         arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
         arg(
@@ -187,11 +181,7 @@ PROBE = Command(
     "find out which autoreset mode a vector env really runs in",
     probe.EXAMPLE,
     (
-        arg(
-            "factory",
-            metavar="FACTORY",
-            help="module:function[:key=value,...], returning a vector env",
-        ),
+        arg("factory", metavar="FACTORY", help="module:function[:key=value,...]"),
         arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
         arg("--seed", type=int, default=0, help="reset seed (0)"),
     ),

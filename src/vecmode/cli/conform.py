@@ -64,12 +64,9 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
     """``env -> wrapped env``: the class itself, or a function named
     ``Name(k=v, ...)`` that passes the arguments."""
     bind(target, None)  # an env comes first, then the key=values
+    undeclared = isinstance(target.obj, type) and supported_modes(target.obj) is None
     if not target.kwargs:
-        if (
-            not modes
-            and isinstance(target.obj, type)
-            and supported_modes(target.obj) is None
-        ):
+        if undeclared and not modes:
             raise CommandError(
                 f"{target.spec!r} declares no autoreset modes, so there is nothing "
                 f"to prove: pass the modes to prove (--modes NextStep ...), or "
