@@ -92,15 +92,11 @@ def _action_batch(space: Space, action: Any, seed: int) -> Any:
 
 def _plain(value: Any) -> Any:
     """``value`` with NumPy arrays and scalars as lists and Python numbers."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, dict):
         return {key: _plain(part) for key, part in value.items()}
     if isinstance(value, tuple):
         return tuple(_plain(part) for part in value)
-    return value
+    return value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
 
 
 def timeline(

@@ -210,8 +210,9 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"vecmode: {message} (see: {self.prog} --help)\n")
 
 
-def build_parser() -> tuple[Parser, dict[str, Parser]]:
-    """The ``vecmode`` parser, and the parser of each command by name."""
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed by the parser the table builds; ``vecmode`` alone is
+    ``vecmode timeline``."""
     parser = Parser(
         prog="vecmode",
         description="Gymnasium's vector autoreset modes, made safe. With no "
@@ -234,12 +235,6 @@ def build_parser() -> tuple[Parser, dict[str, Parser]]:
         json = [JSON] if command.json else []
         for flags, options in [TRACEBACK, *command.arguments, *json]:
             parsers[name].add_argument(*flags, **options)
-    return parser, parsers
-
-
-def _parse(argv: list[str]) -> argparse.Namespace:
-    """``argv`` parsed; ``vecmode`` alone is ``vecmode timeline``."""
-    parser, parsers = build_parser()
     args, extra = parser.parse_known_args(argv)
     if args.command is None and not extra:
         args, extra = parser.parse_known_args([*argv, "timeline"])

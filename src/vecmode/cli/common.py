@@ -119,19 +119,15 @@ def _unregistered_hint(env_id: str) -> str:
     module, _, name = env_id.rpartition(":")
     if module:
         return (
-            f" ENV_ID is an id a module registers, not a class: {module!r} was "
-            f"imported but registered no {name!r}. Register it there "
-            f"(gymnasium.register({name!r}, entry_point=...)), or write an id it "
-            f"registers."
+            f" {module!r} registers no {name!r}: ENV_ID is an id a module registers "
+            f"(gymnasium.register({name!r}, entry_point=...)), not a class."
         )
     if "/" in name:
         return (
-            f" If an installed package registers the {name.partition('/')[0]!r} "
-            f"namespace when imported, name it first: 'package:{name}' (e.g. "
-            f"'ale_py:ALE/Pong-v5')."
+            f" If a package registers {name.partition('/')[0]!r} when imported, name "
+            f"it first: 'package:{name}' (as 'ale_py:ALE/Pong-v5')."
         )
     return (
-        " List the registered ids with python -c 'import gymnasium; "
-        "gymnasium.pprint_registry()', or write package.module:Name-v0 for an id "
-        "another package registers."
+        " List the ids with python -c 'import gymnasium; gymnasium.pprint_registry()'"
+        "; an id another package registers is written package:Name-v0."
     )
