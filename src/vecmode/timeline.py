@@ -156,8 +156,7 @@ def _run(
 
 
 def _label(catalogue: list[list[Any]], episode: int, step: int, seen: Any) -> str:
-    """``s{step}``, a prime per episode (``'4`` from the 4th), ``!`` if ``seen``
-    is not the value DISABLED returned there."""
+    """``s{step}``, a prime per episode, ``!`` if ``seen`` is not DISABLED's."""
     name = f"s{step}" + ("'" * episode if episode <= 3 else f"'{episode}")
     known = episode < len(catalogue) and step < len(catalogue[episode])
     if known and same(catalogue[episode][step], seen, strict=False):
@@ -253,34 +252,28 @@ _CAPTIONS = {
 _PAD, _LABEL_W, _COL_W, _CELL_W, _CELL_H, _LANE_H = 16, 136, 104, 88, 62, 100
 #: A monospace glyph's width, in font sizes (to size badges and the legend).
 _CHAR_W = 0.62
-#: The legend: each mark's swatch (its rectangles: x, width, style) and meaning.
-_LEGEND = (
-    (
-        [(9 * i, 9, f'fill="{c}" stroke="{_EDGE}"') for i, c in enumerate(_FILLS[:3])],
-        "s3 = step 3 of an episode; ' marks the next one (s0' starts it)",
-    ),
-    ([(12, 4, f'fill="{_ENDED}"')], "term / trunc: the episode ends at this call"),
-    (
-        [(0, 27, f'rx="3" fill="none" stroke="{_EDGE}" {_DASH}')],
-        "reset step: the action is ignored, reward 0 (NextStep)",
-    ),
-    (
-        [(0, 27, f'rx="7" fill="{_FINAL[0]}" stroke="{_FINAL[1]}"')],
-        'final_obs: the ended episode\'s last obs, in info["final_obs"]',
-    ),
-    (
-        [(0, 27, f'rx="7" fill="{_MASKED[0]}" stroke="{_MASKED[1]}"')],
-        "reset(mask): the caller resets the ended sub-env (Disabled)",
-    ),
+#: The legend's marks, each a swatch (its rectangles: x, width, style) ...
+_SWATCHES = (
+    [(9 * i, 9, f'fill="{c}" stroke="{_EDGE}"') for i, c in enumerate(_FILLS[:3])],
+    [(12, 4, f'fill="{_ENDED}"')],
+    [(0, 27, f'rx="3" fill="none" stroke="{_EDGE}" {_DASH}')],
+    [(0, 27, f'rx="7" fill="{_FINAL[0]}" stroke="{_FINAL[1]}"')],
+    [(0, 27, f'rx="7" fill="{_MASKED[0]}" stroke="{_MASKED[1]}"')],
+)
+#: ... and what it means.
+_MEANINGS = (
+    "s3 = step 3 of an episode; ' marks the next one (s0' starts it)",
+    "term / trunc: the episode ends at this call",
+    "reset step: the action is ignored, reward 0 (NextStep)",
+    'final_obs: the ended episode\'s last obs, in info["final_obs"]',
+    "reset(mask): the caller resets the ended sub-env (Disabled)",
 )
 
 
 def _text(x: float, y: float, text: str, size: int, fill: str, more: str = "") -> str:
     """A ``<text>``; ``more``: further attributes, as SVG text."""
-    return (
-        f'<text x="{x:g}" y="{y:g}" font-size="{size}" fill="{fill}"{more}>'
-        f"{escape(text)}</text>"
-    )
+    where = f'x="{x:g}" y="{y:g}" font-size="{size}" fill="{fill}"{more}'
+    return f"<text {where}>{escape(text)}</text>"
 
 
 def _rect(x: float, y: float, width: float, height: float, style: str) -> str:
@@ -346,7 +339,7 @@ def _width(lanes: list[tuple[str, list[TimelineRow]]], columns: int, title: str)
         for column, row in enumerate(rows)
         for centre, text, _ in _badges(_PAD + _LABEL_W + column * _COL_W, row)
     ]
-    legend = 40 + max(len(text) for _, text in _LEGEND) * 12 * _CHAR_W
+    legend = 40 + max(map(len, _MEANINGS)) * 12 * _CHAR_W
     title_width = len(title) * 15 * _CHAR_W  # bold, 15 px
     content = _PAD + max(_LABEL_W + columns * _COL_W, legend, title_width)
     return round(max([content, *badges]) + _PAD)
@@ -360,10 +353,8 @@ def _lane(
     if mode in _CAPTIONS:
         parts.append(_text(_PAD, y + 44, _CAPTIONS[mode], 11, _MUTED))
     if lane:
-        parts.append(
-            f'<line x1="{_PAD}" y1="{y - 5}" x2="{width - _PAD}" y2="{y - 5}" '
-            f'stroke="{_RULE}"/>'
-        )
+        ends = f'x1="{_PAD}" y1="{y - 5}" x2="{width - _PAD}" y2="{y - 5}"'
+        parts.append(f'<line {ends} stroke="{_RULE}"/>')
     for column, row in enumerate(rows):
         parts += _svg_cell(_PAD + _LABEL_W + column * _COL_W, y, row)
     return _group(mode, parts)
@@ -385,7 +376,7 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     lanes_top = top + 24
     legend_top = lanes_top + len(lanes) * _LANE_H + 8
     width = _width(lanes, len(calls), title)
-    height = legend_top + len(_LEGEND) * 22 + _PAD
+    height = legend_top + len(_MEANINGS) * 22 + _PAD
     name = escape(title or "What each autoreset mode returns, call by call")
     body = [f"<title>{name}</title>", _rect(0, 0, width, height, 'fill="#ffffff"')]
     if title:
@@ -399,7 +390,7 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     for lane, (mode, rows) in enumerate(lanes):
         body += _lane(lane, mode, rows, lanes_top + lane * _LANE_H, width)
     legend: list[str] = []
-    for item, (swatch, text) in enumerate(_LEGEND):
+    for item, (swatch, text) in enumerate(zip(_SWATCHES, _MEANINGS, strict=True)):
         y = legend_top + item * 22
         legend += [_rect(_PAD + dx, y, w, 14, style) for dx, w, style in swatch]
         legend.append(_text(_PAD + 40, y + 11, text, 12, _INK))

@@ -211,8 +211,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    """``argv`` parsed by the parser the table builds; ``vecmode`` alone is
-    ``vecmode timeline``."""
+    """``argv`` parsed by the table's parser (``vecmode`` alone: ``timeline``)."""
     parser = Parser(
         prog="vecmode",
         description="Gymnasium's vector autoreset modes, made safe. With no "
@@ -277,8 +276,7 @@ def _run(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return
-    the exit code (docs/cli.md)."""
+    """Run the command line on ``argv`` (``sys.argv[1:]``); return its exit code."""
     try:
         code = _run(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()

@@ -60,8 +60,7 @@ def run(args: argparse.Namespace) -> bool:
 
 
 def _make(args: argparse.Namespace) -> VectorEnv:
-    """``check``'s env; an async one whose observations shared memory cannot
-    hold is made with ``shared_memory=False``, saying so."""
+    """``check``'s env (async over what shared memory cannot hold: without it)."""
     make = functools.partial(make_vec, args.env_id, args.num_envs, args.vectorization)
     try:
         return make(autoreset_mode=args.mode)
@@ -109,8 +108,7 @@ def _refused(
     message: str,
     refused: dict[str, Any],
 ) -> bool:
-    """Print a refusal, and the report of the stack built before it (``envs``;
-    None: the env itself refused the mode)."""
+    """Print a refusal, and the report of ``envs``, the stack built before it."""
     report = None if envs is None else check_stack(envs, strict=args.strict)
     if args.json:
         print_json("check", {**_document(report, refused), "summary": message})

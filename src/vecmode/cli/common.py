@@ -1,5 +1,4 @@
-"""What the commands share: exit codes, the errors that end a command, and the
-``--json`` document."""
+"""What the commands share: exit codes, errors that end a command, ``--json``."""
 
 from __future__ import annotations
 

@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> bool:
 
 
 def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:
-    """``env -> wrapped env``: the class itself, or a function named
-    ``Name(k=v, ...)`` that passes the arguments."""
+    """``env -> wrapped env``: the class, or a function ``Name(k=v, ...)``."""
     bind(target, None)  # an env comes first, then the key=values
     undeclared = isinstance(target.obj, type) and supported_modes(target.obj) is None
     if not target.kwargs:

@@ -56,8 +56,7 @@ def literal(text: str) -> Any:
 
 
 def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
-    """A spec's names (one, or module and attribute) and keyword arguments; a
-    :class:`SpecError` says what does not parse."""
+    """A spec's names (one, or module and attribute) and keyword arguments."""
     parts = spec.split(":")
     first = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
     names, arguments = parts[:first], ":".join(parts[first:])
@@ -97,8 +96,7 @@ def close_names(name: str, candidates: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Target:
-    """What a spec names: ``obj``, to call with ``kwargs``; ``name`` is the spec
-    without its arguments."""
+    """What a spec names: ``obj`` to call with ``kwargs``; ``name``: the spec's."""
 
     spec: str
     obj: Any
@@ -187,8 +185,7 @@ def _attribute(module: str, qualname: str, what: str) -> Any:
 
 
 def bind(target: Target, *args: Any) -> Callable[..., Any]:
-    """``target.obj(*args, **target.kwargs)`` as a thunk, once the arguments fit
-    its signature; else a :class:`CommandError`."""
+    """``target.obj(*args, **target.kwargs)``, once the arguments fit, as a thunk."""
     obj, spec = target.obj, target.spec
     if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
         raise CommandError(
