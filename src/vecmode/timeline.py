@@ -51,10 +51,9 @@ class TimelineActionError(ValueError):
 class TimelineRow:
     """One call (``"reset"``, ``"step N"``) of one mode: what sub-env 0 got back.
 
-    ``obs``, ``final_obs`` and ``then_reset`` are labels (``s3``, ``s0'``...): the
-    returned observation, SAME_STEP's ``info["final_obs"]`` and what DISABLED's
-    ``reset(mask)`` returned right after (``""``: none). ``reset_step`` marks
-    NEXT_STEP's reset step; ``note`` says it all as text.
+    ``obs``, ``final_obs`` and ``then_reset`` label the returned observation,
+    SAME_STEP's ``info["final_obs"]`` and what DISABLED's ``reset(mask)`` returned
+    next (``""``: none); ``reset_step`` marks NEXT_STEP's reset step.
     """
 
     call: str

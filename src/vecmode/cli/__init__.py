@@ -50,8 +50,7 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Command:
-    """A row of the command table. ``run`` returns whether the answer is yes (exit
-    code 0) or no (1); ``json``: the command takes ``--json``."""
+    """A row of the command table; ``run`` says whether the answer is yes (exit 0)."""
 
     name: str
     summary: str
@@ -255,8 +254,7 @@ def _run(argv: list[str]) -> int:
         args = _parse(argv)
     except SystemExit as exit_:  # --help, --version, usage errors
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    # module:... names a module in the current directory (a console script's
-    # sys.path starts at its own directory)
+    # module:... names a module in the current directory (a script's path does not)
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:

@@ -81,8 +81,7 @@ def _refusal(
     args: argparse.Namespace, target: Target, envs: VectorEnv, error: Exception
 ) -> bool:
     """Report ``target`` refusing the stack's mode: the registry's refusal, or its
-    own error where the registry records that it does not support the mode. Any
-    other error building it is a usage error."""
+    own error where the registry says it does not support the mode (else: usage)."""
     got = mode_of(envs)
     if isinstance(error, IncompatibleModeError):
         on = f"the stack in {got.value}" if got else "an env that declares no mode"

@@ -42,10 +42,8 @@ class RaisedError(CommandError):
         if isinstance(error, SubEnvError):  # its text holds the sub-env's traceback
             where = f"sub-env {error.index} raised {error.exc_type} in {error.method}()"
             text = f"{where}: {error.message}"
-        name = type(error).__name__
-        super().__init__(
-            f"{what} raised {name}: {text.rstrip('.')}{RERUN}.", EXIT_FAILED
-        )
+        text = f"{what} raised {type(error).__name__}: {text.rstrip('.')}{RERUN}."
+        super().__init__(text, EXIT_FAILED)
 
 
 def print_json(command: str, document: dict[str, Any]) -> None:
@@ -55,7 +53,7 @@ def print_json(command: str, document: dict[str, Any]) -> None:
 
 
 def cannot_build_message(
-    spec: str, mode: AutoresetMode | None, error: BaseException
+    spec: str, mode: AutoresetMode | None, error: Exception
 ) -> str:
     """``spec``'s constructor raised ``error`` on the stack in ``mode``, or (None)
     on the conformance kit's test env in every mode."""
