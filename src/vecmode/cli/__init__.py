@@ -189,10 +189,6 @@ PROBE = Command(
 
 #: The table of commands, in the order of ``vecmode --help``.
 COMMANDS = {row.name: row for row in (TIMELINE, TABLE, CHECK, CONFORM, PROBE)}
-EPILOG = (
-    "exit codes: 0 yes, 1 no (or the env's or wrapper's own code raised), 2 usage "
-    "error, 130 interrupted, 141 stdout closed early; docs/cli.md says more."
-)
 JSON = arg("--json", action="store_true", help="print one JSON document (docs/cli.md)")
 TRACEBACK = arg(
     "--traceback",
@@ -215,7 +211,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         prog="vecmode",
         description="Gymnasium's vector autoreset modes, made safe. With no "
         "command: the timeline of CartPole-v1 (vecmode timeline).",
-        epilog=EPILOG,
+        epilog="exit codes: 0 yes, 1 no (or the env's or wrapper's own code raised), "
+        "2 usage error, 130 interrupted, 141 stdout closed early; docs/cli.md says more.",
     )
     parser.add_argument("--version", action="version", version=f"vecmode {__version__}")
     parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
@@ -242,9 +239,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _show_warning(
-    message: Warning | str, category: type[Warning], *_: Any, **__: Any
-) -> None:
+def _show_warning(message: Any, category: type[Warning], *_: Any, **__: Any) -> None:
     text = " ".join(str(message).split())
     print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
 

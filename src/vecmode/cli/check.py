@@ -102,17 +102,14 @@ def _refusal(
 
 
 def _refused(
-    args: argparse.Namespace,
-    envs: VectorEnv | None,
-    message: str,
-    refused: dict[str, Any],
+    args: argparse.Namespace, envs: VectorEnv | None, text: str, refused: dict[str, Any]
 ) -> bool:
-    """Print a refusal, and the report of ``envs``, the stack built before it."""
+    """Print a refusal (``text``), and the report of ``envs``, the stack built before."""
     report = None if envs is None else check_stack(envs, strict=args.strict)
     if args.json:
-        print_json("check", {**_document(report, refused), "summary": message})
+        print_json("check", {**_document(report, refused), "summary": text})
         return False
-    print(textwrap.fill(message, 88, subsequent_indent="  ", break_on_hyphens=False))
+    print(textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False))
     if report is not None:
         print(f"\nThe stack built before it:\n{report}")
     return False

@@ -36,15 +36,10 @@ def run(args: argparse.Namespace) -> bool:
         message = cannot_build_message(target.spec, None, unbuildable)
         raise CommandError(message) from unbuildable
     compare = testing.episode_statistics if args.compare_info == "episode" else None
+    proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
+    proof["env_infos"] = not args.no_env_infos
     try:
-        report = testing.check_wrapper(
-            factory,
-            modes=args.modes,
-            bases=args.bases,
-            compare_info=compare,
-            env_infos=not args.no_env_infos,
-            **kinds,
-        )
+        report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:
         if args.json:
             print_json("conform", _document(target.spec, None, str(error)))
