@@ -143,6 +143,18 @@ def test_svg_colours_cells_by_episode(rows):
     assert fills["SameStep"][6] not in (fills["SameStep"][0], fills["SameStep"][3])
 
 
+def test_svg_colours_repeat_after_four_episodes():
+    """From the fifth episode (``s0'4``) on, the episodes' colours repeat."""
+    labels = ["s0", "s1'", "s0''", "s0'''", "s0'4", "s1'5!"]
+    rows = {
+        "NextStep": [TimelineRow(f"step {i}", s, 0.0) for i, s in enumerate(labels)]
+    }
+    [lane] = lanes(ET.fromstring(timeline_svg(rows))).values()
+    fills = [cell.find(f"{SVG}rect").get("fill") for cell in cells(lane)]
+    assert len(set(fills[:4])) == 4
+    assert fills[4:] == fills[:2]
+
+
 def test_svg_has_a_legend(rows):
     root = ET.fromstring(timeline_svg(rows))
     legend = next(g for g in root.findall(f"{SVG}g") if g.get("aria-label") == "legend")

@@ -42,6 +42,6 @@ def module_not_found(module: str, what: str, missing: str) -> str:
     """The error for a module that is not there."""
     return (
         f"cannot import module {module!r} for {what}: no module named {missing!r}. "
-        f"Check the spelling, that it is installed in this Python, or run vecmode "
-        f"from the directory that holds it (or add that directory to PYTHONPATH)."
+        f"Check the spelling and that it is installed, or run vecmode from the "
+        f"directory that holds it."
     )

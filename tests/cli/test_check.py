@@ -416,8 +416,7 @@ def test_check_single_env_wrapper_is_a_usage_error(capsys):
     assert one_error_line(err) == (
         f"'gymnasium.wrappers:ClipReward' is {cls.__module__}.{cls.__qualname__}, a "
         "wrapper of a single gymnasium.Env, not of a vector env; use a vector "
-        "wrapper (vecmode's wrappers, or gymnasium:NAME for "
-        "gymnasium.wrappers.vector)."
+        "wrapper (a vecmode one, or gymnasium:NAME)."
     )
 
 

@@ -85,10 +85,9 @@ def test_probe_needs_a_module_path(capsys):
     code, _, err = run(["probe", "CartPole-v1"], capsys)
     assert code == EXIT_USAGE
     assert one_error_line(err) == (
-        "vecmode probe takes module:name, the import path of a callable returning "
-        "a vector env, got 'CartPole-v1'; e.g. vecmode probe "
-        "my_package.my_module:make_envs (for a registered env id: vecmode probe "
-        "gymnasium:make_vec:id=CartPole-v1)."
+        "probe FACTORY is module:function, a callable returning a vector env, got "
+        "'CartPole-v1'; for an env id: vecmode probe "
+        "gymnasium:make_vec:id=CartPole-v1,num_envs=2."
     )
 
 
@@ -112,9 +111,8 @@ def test_probe_factory_returning_no_vector_env_is_a_usage_error(json, capsys):
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == (
         f"probe FACTORY must build a vector env, but {spec} returned ndarray. Name "
-        "a function returning one, with its arguments, e.g. vecmode probe "
-        "gymnasium:make_vec:id=CartPole-v1,num_envs=2 (for an env id a module "
-        "registers: id=module:Name-v0)."
+        "a function returning one, with its arguments, e.g. "
+        "gymnasium:make_vec:id=CartPole-v1,num_envs=2."
     )
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import ROOT, TARGETS, run, subprocess_env
-from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_PIPE, main
-from vecmode.cli.dispatch import COMMANDS
+from vecmode.cli import COMMANDS, EXIT_FAILED, EXIT_OK, EXIT_PIPE, main
 
 
 class _ClosedStdout:

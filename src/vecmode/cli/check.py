@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import textwrap
 import traceback
@@ -11,21 +12,16 @@ from typing import Any
 from gymnasium.vector import VectorEnv
 
 from vecmode.cli.common import (
-    WRAP_HELP,
-    Command,
     CommandError,
-    arg,
     cannot_build_message,
     env_errors,
-    mode_option,
-    positive,
     print_json,
 )
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError, SharedMemorySpaceError
 from vecmode.make import make_vec
 from vecmode.modes import MODES, mode_of
-from vecmode.registry import check_stack, declaration
+from vecmode.registry import CompatibilityReport, check_stack, declaration
 
 
 def run(args: argparse.Namespace) -> bool:
@@ -36,10 +32,9 @@ def run(args: argparse.Namespace) -> bool:
             envs = _make(args)
         except IncompatibleModeError as error:  # no exact conversion to --mode
             refused = {"wrapper": None, "mode": args.mode, "message": str(error)}
-            message = (
-                f"{args.env_id} ({args.vectorization}) cannot run in the mode asked"
-            )
-            return _refused(args, None, f"NOT OK: {message}: {error}", refused)
+            env = f"{args.env_id} ({args.vectorization})"
+            message = f"NOT OK: {env} cannot run in the mode asked: {error}"
+            return _refused(args, None, message, refused)
     try:
         for target in targets:
             build = bind(target, envs)
@@ -50,9 +45,8 @@ def run(args: argparse.Namespace) -> bool:
             if not isinstance(wrapped, VectorEnv):
                 raise CommandError(
                     f"{target.spec!r} returned {type(wrapped).__name__}, not a "
-                    f"gymnasium.vector.VectorEnv; a --wrap must name a vector "
-                    f"wrapper class, or a callable that takes the vector env and "
-                    f"returns the wrapped one."
+                    f"gymnasium.vector.VectorEnv; a --wrap names a vector wrapper "
+                    f"class, or a function env -> wrapped env."
                 )
             envs = wrapped
         report = check_stack(envs, strict=args.strict)
@@ -66,24 +60,14 @@ def run(args: argparse.Namespace) -> bool:
 
 
 def _make(args: argparse.Namespace) -> VectorEnv:
-    """``check``'s env; ``--vectorization async`` over observations that shared
-    memory cannot hold is made with ``shared_memory=False``, saying so."""
-
-    def make(**vector_kwargs: Any) -> VectorEnv:
-        return make_vec(
-            args.env_id,
-            num_envs=args.num_envs,
-            vectorization_mode=args.vectorization,
-            vector_kwargs=vector_kwargs,
-            autoreset_mode=args.mode,
-        )
-
+    """``check``'s env (async over what shared memory cannot hold: without it)."""
+    make = functools.partial(make_vec, args.env_id, args.num_envs, args.vectorization)
     try:
-        return make()
+        return make(autoreset_mode=args.mode)
     except SharedMemorySpaceError:
         if args.vectorization != "async":  # only vecmode's async env raises it
             raise
-        envs = make(shared_memory=False)
+        envs = make(vector_kwargs={"shared_memory": False}, autoreset_mode=args.mode)
         print(
             f"vecmode: note: the observation space {envs.single_observation_space} "
             f"cannot be held in shared memory, so the async env is made with "
@@ -96,16 +80,11 @@ def _make(args: argparse.Namespace) -> VectorEnv:
 def _refusal(
     args: argparse.Namespace, target: Target, envs: VectorEnv, error: Exception
 ) -> bool:
-    """Report ``target`` refusing the stack's mode: the registry's refusal, or
-    its own error where the registry records that it does not support the mode.
-    Any other error building it is a usage error."""
+    """Report ``target`` refusing the stack's mode: the registry's refusal, or its
+    own error where the registry says it does not support the mode (else: usage)."""
     got = mode_of(envs)
     if isinstance(error, IncompatibleModeError):
-        on = (
-            "an env that declares no mode"
-            if got is None
-            else f"the stack in {got.value}"
-        )
+        on = f"the stack in {got.value}" if got else "an env that declares no mode"
         message = f"NOT OK: {target.spec!r} refused to wrap {on}: {error}"
         why = str(error)
     else:
@@ -123,35 +102,23 @@ def _refusal(
 
 
 def _refused(
-    args: argparse.Namespace,
-    envs: VectorEnv | None,
-    message: str,
-    refused: dict[str, Any],
+    args: argparse.Namespace, envs: VectorEnv | None, text: str, refused: dict[str, Any]
 ) -> bool:
-    """Print a refusal, and the report of the stack built before it (``envs``;
-    None: the env itself refused the mode)."""
+    """Print a refusal (``text``), and the report of ``envs``, the stack built before."""
     report = None if envs is None else check_stack(envs, strict=args.strict)
     if args.json:
-        print_json("check", {**_document(report, refused), "summary": message})
-    else:
-        print(
-            textwrap.fill(message, 88, subsequent_indent="  ", break_on_hyphens=False)
-        )
-        if report is not None:
-            print(f"\nThe stack built before it:\n{report}")
+        print_json("check", {**_document(report, refused), "summary": text})
+        return False
+    print(textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False))
+    if report is not None:
+        print(f"\nThe stack built before it:\n{report}")
     return False
 
 
-def _document(report: Any, refused: dict[str, Any] | None) -> dict[str, Any]:
+def _document(
+    report: CompatibilityReport | None, refused: dict[str, Any] | None
+) -> dict[str, Any]:
     """The ``check`` document of a report (None: no stack was built)."""
-    if report is None:
-        nothing: dict[str, Any] = {
-            "verified": False,
-            "mode": None,
-            "summary": None,
-            "layers": [],
-        }
-        return {"ok": False, "error": None, **nothing, "refused": refused}
     layers = [
         {
             "index": position,
@@ -167,55 +134,14 @@ def _document(report: Any, refused: dict[str, Any] | None) -> dict[str, Any]:
             "evidence": row.evidence,
             "evidence_note": row.evidence_note or None,
         }
-        for position, row in enumerate(report)
+        for position, row in enumerate(report or [])
     ]
     return {
-        "ok": report.ok and refused is None,
+        "ok": report is not None and report.ok and refused is None,
         "error": None,
-        "verified": report.verified,
-        "mode": report.mode,
-        "summary": str(report).splitlines()[0],
+        "verified": report is not None and report.verified,
+        "mode": None if report is None else report.mode,
+        "summary": None if report is None else str(report).splitlines()[0],
         "layers": layers,
         "refused": refused,
     }
-
-
-COMMAND = Command(
-    "check",
-    "build a wrapper stack on an env and check it against its autoreset mode",
-    "Make ENV_ID with vecmode.make_vec in --mode, apply the --wrap wrappers "
-    "(innermost first) and print vecmode.check_stack's report, one row per layer. "
-    "A wrapper that refuses the mode when built is reported with the stack built "
-    "before it.\n\n"
-    "example: vecmode check CartPole-v1 --mode SameStep "
-    "--wrap gymnasium:NormalizeReward:gamma=0.9",
-    (
-        arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
-        arg(
-            "--mode",
-            type=mode_option,
-            help="the autoreset mode (NextStep, SameStep, Disabled; also next_step, "
-            "SAME_STEP...); default: make_vec's (NextStep, or the env's own for "
-            "vector_entry_point)",
-        ),
-        arg(
-            "--wrap",
-            action="append",
-            default=[],
-            metavar="W",
-            help=WRAP_HELP + "; repeat for more, innermost first",
-        ),
-        arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
-        arg(
-            "--vectorization",
-            choices=["sync", "async", "vector_entry_point"],
-            default="sync",
-            help="vecmode's sync or async core, or the env's own vector "
-            "implementation (sync)",
-        ),
-        arg(
-            "--strict", action="store_true", help="count undeclared layers as failures"
-        ),
-    ),
-    run,
-)

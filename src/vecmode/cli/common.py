@@ -1,64 +1,29 @@
-"""What the commands share: exit codes, the command table's rows, the errors
-that end a command, the option types and the ``--json`` document."""
+"""What the commands share: exit codes, errors that end a command, ``--json``."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
 import gymnasium as gym
 
 from vecmode.errors import SubEnvError
-from vecmode.modes import AutoresetMode, as_mode
+from vecmode.modes import AutoresetMode
 
-#: Done, and the answer is yes.
 EXIT_OK = 0
-#: The answer is no, or the user's code raised.
 EXIT_FAILED = 1
-#: A usage error (argparse's code).
 EXIT_USAGE = 2
-#: Ctrl-C.
 EXIT_INTERRUPTED = 130
-#: stdout was closed before everything was written (128 + SIGPIPE).
 EXIT_PIPE = 141
 #: The version of the ``--json`` documents' schema; it changes only when a field
 #: is removed or changes meaning.
 JSON_SCHEMA_VERSION = 1
-
-#: The hint of a message about the user's code raising (left out under
-#: ``--traceback``, which shows where).
+#: Ends a message about the user's code raising (left out under ``--traceback``).
 RERUN = " (rerun with --traceback to see where)"
-WRAP_HELP = (
-    "a wrapper: NAME (vecmode.wrappers or an autoreset policy such as "
-    "SameStepAutoreset), gymnasium:NAME (gymnasium.wrappers.vector) or "
-    "module:Class, optionally followed by :key=value,... (Python literals; other "
-    "text is a string)"
-)
-
-
-def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """An argument of a command: ``add_argument``'s flags and options."""
-    return flags, options
-
-
-@dataclass(frozen=True)
-class Command:
-    """A row of the command table: the command's name, help and arguments (it
-    takes ``--json`` if ``json``), and ``run``, which returns whether the answer
-    is yes (exit code 0) or no (1)."""
-
-    name: str
-    summary: str
-    description: str
-    arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
-    run: Callable[[argparse.Namespace], bool]
-    json: bool = True
 
 
 class CommandError(Exception):
@@ -74,67 +39,30 @@ class RaisedError(CommandError):
 
     def __init__(self, what: str, error: BaseException) -> None:
         text = str(error)
-        if isinstance(error, SubEnvError):  # its text has the sub-env's traceback
-            text = (
-                f"sub-env {error.index} raised {error.exc_type} in {error.method}(): "
-            )
-            text += error.message
-        name = type(error).__name__
-        super().__init__(
-            f"{what} raised {name}: {text.rstrip('.')}{RERUN}.", EXIT_FAILED
-        )
-
-
-def _at_least(low: int) -> Callable[[str], int]:
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
-        return value
-
-    return convert
-
-
-#: Option types: an int >= 1, an int >= 0.
-positive, non_negative = _at_least(1), _at_least(0)
-
-
-def mode_option(text: str) -> AutoresetMode:
-    """The option type of a mode, in any spelling :func:`vecmode.as_mode` takes."""
-    try:
-        return as_mode(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        if isinstance(error, SubEnvError):  # its text holds the sub-env's traceback
+            where = f"sub-env {error.index} raised {error.exc_type} in {error.method}()"
+            text = f"{where}: {error.message}"
+        text = f"{what} raised {type(error).__name__}: {text.rstrip('.')}{RERUN}."
+        super().__init__(text, EXIT_FAILED)
 
 
 def print_json(command: str, document: dict[str, Any]) -> None:
-    """One ``--json`` document: the command, the schema version, then the rest
-    (a mode as its name)."""
+    """Print one ``--json`` document (a mode as its name)."""
     head = {"command": command, "schema_version": JSON_SCHEMA_VERSION}
-    enum = attrgetter("value")  # the modes: json knows no Enum
-    print(json.dumps({**head, **document}, indent=2, default=enum))
+    print(json.dumps({**head, **document}, indent=2, default=attrgetter("value")))
 
 
 def cannot_build_message(
-    spec: str, mode: AutoresetMode | None, error: BaseException
+    spec: str, mode: AutoresetMode | None, error: Exception
 ) -> str:
     """``spec``'s constructor raised ``error`` on the stack in ``mode``, or (None)
     on the conformance kit's test env in every mode."""
     on = f"on the stack in {mode.value}" if mode else "on a test env in any mode"
-    fits = (
-        "that it fits the env"
-        if mode
-        else "that it fits the test envs (pick them with --obs-type, --action-type, "
-        "--info-type)"
-    )
+    fits = "the env" if mode else "the test envs (--obs-type, --action-type, ...)"
     return (
-        f"cannot build {spec!r} {on}: its constructor raised "
-        f"{type(error).__name__}: {str(error).rstrip('.')}. Check its arguments "
-        f"(NAME:key=value,...; values are Python literals, other text is a string) "
-        f"and {fits}{RERUN}."
+        f"cannot build {spec!r} {on}: its constructor raised {type(error).__name__}: "
+        f"{str(error).rstrip('.')}. Check its arguments and that it fits {fits}"
+        f"{RERUN}."
     )
 
 
@@ -154,14 +82,13 @@ def import_error(module: str, what: str, error: BaseException) -> CommandError:
     ):
         return CommandError(
             f"cannot import module {module!r} for {what}: no module named "
-            f"{missing!r}. Check the spelling, that it is installed in this Python, "
-            f"or run vecmode from the directory that holds it (or add that "
-            f"directory to PYTHONPATH)."
+            f"{missing!r}. Check the spelling and that it is installed, or run "
+            f"vecmode from the directory that holds it."
         )
     return CommandError(
         f"importing module {module!r} for {what} raised {type(error).__name__}: "
         f"{str(error).rstrip('.')}. Fix the module (python -c 'import {module}' "
-        f"shows where), or rerun with --traceback."
+        f"shows where)."
     )
 
 
@@ -186,22 +113,18 @@ def env_errors(env_id: str, doing: str) -> Iterator[None]:
 
 
 def _unregistered_hint(env_id: str) -> str:
-    listing = (
-        "List the registered ids with python -c 'import gymnasium; "
-        "gymnasium.pprint_registry()'"
-    )
     module, _, name = env_id.rpartition(":")
     if module:
         return (
-            f" ENV_ID is an id a module registers, not a class: {module!r} was "
-            f"imported but registered no {name!r}. Register it there "
-            f"(gymnasium.register({name!r}, entry_point=...)), or write an id it "
-            f"registers. {listing}."
+            f" {module!r} registers no {name!r}: ENV_ID is an id a module registers "
+            f"(gymnasium.register({name!r}, entry_point=...)), not a class."
         )
     if "/" in name:
         return (
-            f" If an installed package registers the {name.partition('/')[0]!r} "
-            f"namespace when imported, name it first: 'package:{name}' (e.g. "
-            f"'ale_py:ALE/Pong-v5'). {listing}."
+            f" If a package registers {name.partition('/')[0]!r} when imported, name "
+            f"it first: 'package:{name}' (as 'ale_py:ALE/Pong-v5')."
         )
-    return f" {listing}; write an id another package registers as 'package.module:Name-v0'."
+    return (
+        " List the ids with python -c 'import gymnasium; gymnasium.pprint_registry()'"
+        "; an id another package registers is written package:Name-v0."
+    )

@@ -3,65 +3,46 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from gymnasium.vector import VectorEnv
 
-from vecmode.autoreset import with_autoreset
+from vecmode import testing
 from vecmode.cli.common import (
-    WRAP_HELP,
-    Command,
     CommandError,
     RaisedError,
-    arg,
     cannot_build_message,
-    mode_option,
     print_json,
 )
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
-from vecmode.sync_vector_env import SyncVectorEnv
 
-#: The fields of the ``conform`` document, in order.
-FIELDS = ("ok", "error", "wrapper", "summary", "failure", "modes", "refused", "runs",
-          "transitions", "batch_dependent", "limits")  # fmt: skip
+#: The options of the kit's test envs (None: the kit's default).
+KINDS = ("obs_type", "action_type", "info_type")
+#: The fields of a ``conform`` document that its report fills in.
+REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits")
 
 
 def run(args: argparse.Namespace) -> bool:
     """Run ``check_wrapper`` on ``args.factory`` and print its report."""
     target = resolve(args.factory, "conform FACTORY")
-    from vecmode.testing import (
-        BASES,
-        OBS_TYPES,
-        check_wrapper,
-        episode_statistics,
-        scheduled_env_fns,
-    )
-    from vecmode.testing.envs import ACTION_TYPES, INFO_TYPES
-
-    kinds = {"bases": BASES, "obs_type": OBS_TYPES, "action_type": ACTION_TYPES,
-             "info_type": INFO_TYPES}  # fmt: skip
-    options = _kit_options(args, kinds)
     factory = _factory(target, args.modes)
-    unbuildable = _cannot_build(factory, options, scheduled_env_fns)
+    kinds = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
+    unbuildable = _cannot_build(factory, kinds)
     if unbuildable is not None:
         message = cannot_build_message(target.spec, None, unbuildable)
         raise CommandError(message) from unbuildable
-    if args.modes:
-        options["modes"] = args.modes
-    if args.compare_info == "episode":
-        options["compare_info"] = episode_statistics
-    if args.no_env_infos:
-        options["env_infos"] = False
+    compare = testing.episode_statistics if args.compare_info == "episode" else None
+    proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
+    proof["env_infos"] = not args.no_env_infos
     try:
-        report = check_wrapper(factory, **options)
+        report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:
         if args.json:
-            failure = {"ok": False, "wrapper": target.spec, "failure": str(error)}
-            print_json("conform", {**dict.fromkeys(FIELDS), **failure})
+            print_json("conform", _document(target.spec, None, str(error)))
         else:
             print(f"NOT OK: {target.spec} does not conform\n\n{error}")
         return False
@@ -74,36 +55,16 @@ def run(args: argparse.Namespace) -> bool:
     return True
 
 
-def _kit_options(
-    args: argparse.Namespace, kinds: Mapping[str, Collection[str]]
-) -> dict[str, Any]:
-    """``check_wrapper``'s bases and test envs, as given: each one of its kind's."""
-    options = {k: getattr(args, k) for k in kinds if getattr(args, k) is not None}
-    for kind, given in options.items():
-        for value in given if kind == "bases" else [given]:
-            if value not in kinds[kind]:
-                raise CommandError(
-                    f"--{kind.replace('_', '-')} {value!r} is not one of "
-                    f"{', '.join(kinds[kind])}; pick one of them."
-                )
-    return options
-
-
 def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:
-    """``env -> wrapped env``: the class itself, or a function named
-    ``Name(k=v, ...)`` that passes the arguments."""
+    """``env -> wrapped env``: the class, or a function ``Name(k=v, ...)``."""
     bind(target, None)  # an env comes first, then the key=values
+    undeclared = isinstance(target.obj, type) and supported_modes(target.obj) is None
     if not target.kwargs:
-        if (
-            not modes
-            and isinstance(target.obj, type)
-            and supported_modes(target.obj) is None
-        ):
+        if undeclared and not modes:
             raise CommandError(
                 f"{target.spec!r} declares no autoreset modes, so there is nothing "
-                f"to prove: pass the modes it should be right in (--modes NextStep "
-                f"SameStep ...), or declare them (@vecmode.supports, or "
-                f"vecmode.register for a class you don't own)."
+                f"to prove: pass the modes to prove (--modes NextStep ...), or "
+                f"declare them (@vecmode.supports, or vecmode.register)."
             )
         return target.obj  # type: ignore[no-any-return]
 
@@ -117,17 +78,14 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
 
 
 def _cannot_build(
-    factory: Callable[[VectorEnv], Any],
-    options: Mapping[str, Any],
-    env_fns: Callable[..., Any],
+    factory: Callable[[VectorEnv], Any], kinds: dict[str, Any]
 ) -> Exception | None:
-    """What building ``factory`` over the kit's test env raises in each mode,
-    if it builds in none (a bad argument, an env it cannot wrap); None if it
-    builds in one, or only vecmode's registry refuses it."""
-    kinds = {k: v for k, v in options.items() if k != "bases"}  # the test envs'
+    """What building ``factory`` over the kit's test env raised, if it builds in
+    no mode; None if it builds in one, or only vecmode's registry refuses it."""
     first: Exception | None = None
-    for mode in MODES:  # over vecmode's base: one it cannot be built over refuses
-        envs = with_autoreset(SyncVectorEnv(env_fns(3, **kinds)), mode)
+    base = testing.BASES["vecmode.SyncVectorEnv"]  # a class that cannot wrap refuses
+    for mode in MODES:
+        envs = base(testing.scheduled_env_fns(3, **kinds), mode)
         try:
             factory(envs).close()
             return None
@@ -139,79 +97,20 @@ def _cannot_build(
     return first
 
 
-def _document(spec: str, report: Any) -> dict[str, Any]:
-    """The ``conform`` document of a report."""
-    return {
-        "ok": True,
+def _document(spec: str, report: Any, failure: str | None = None) -> dict[str, Any]:
+    """The ``conform`` document of a report, or (None) of a ``failure``."""
+    document: dict[str, Any] = {
+        "ok": report is not None,
         "error": None,
         "wrapper": spec,
-        "summary": report.summary,
-        "failure": None,
-        "modes": list(report.modes),
-        "refused": {
-            mode.value: report.refusals.get(mode, "IncompatibleModeError")
-            for mode in report.refused
-        },
-        "runs": list(report.runs),
-        "transitions": report.transitions,
-        "batch_dependent": report.batch_dependent,
-        "limits": list(report.limits),
     }
-
-
-COMMAND = Command(
-    "conform",
-    "prove a wrapper right in the modes it declares (check_wrapper)",
-    "Run vecmode.testing.check_wrapper on a wrapper: mode equivalence over "
-    "deterministic test envs in every mode it declares, and refusal of the "
-    "others.\n\n"
-    "examples: vecmode conform NormalizeReward:gamma=0.9\n"
-    "          vecmode conform my_package.wrappers:MyWrapper",
-    (
-        arg(
-            "factory",
-            metavar="FACTORY",
-            help=WRAP_HELP + "; or module:function, a callable env -> wrapped env",
-        ),
-        arg(
-            "--modes",
-            type=mode_option,
-            nargs="+",
-            metavar="MODE",
-            help="the modes to prove (default: the modes the wrapper declares)",
-        ),
-        arg(
-            "--obs-type",
-            help="the test envs' observations: box (default), dict, tuple, "
-            "discrete, image",
-        ),
-        arg("--action-type", help="the test envs' actions: discrete (default), box"),
-        arg("--info-type", help="the test envs' infos: numeric (default), rich"),
-        arg(
-            "--compare-info",
-            choices=["episode", "none"],
-            default="episode",
-            help="what of the infos must agree across modes: episode, the episode "
-            "statistics (info['episode'] return and length) where the wrapper "
-            "writes them (default); none. The sub-envs' own infos are compared "
-            "too, unless --no-env-infos",
-        ),
-        arg(
-            "--bases",
-            nargs="+",
-            metavar="BASE",
-            help="the base vector envs to run over (default: vecmode.SyncVectorEnv "
-            "gymnasium.vector.SyncVectorEnv); vecmode.SyncVectorEnv alone for a "
-            "wrapper that needs vecmode's core (NextStepAutoreset); "
-            "vecmode.testing.DenseFinalObsVectorEnv, ALE's dense final "
-            "observations, for an adapter of that layout",
-        ),
-        arg(
-            "--no-env-infos",
-            action="store_true",
-            help="do not require the sub-envs' own infos to reach the caller (for "
-            "a wrapper that removes or rewrites them on purpose)",
-        ),
-    ),
-    run,
-)
+    document |= {"summary": getattr(report, "summary", None), "failure": failure}
+    document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
+    document["refused"] = None
+    if report is not None:  # how: vecmode's refusal, or the class's own error
+        how = report.refusals
+        document["refused"] = {
+            mode.value: how.get(mode, "IncompatibleModeError")
+            for mode in report.refused
+        }
+    return document

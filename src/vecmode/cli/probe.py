@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from vecmode.cli.common import (
-    Command,
-    CommandError,
-    RaisedError,
-    arg,
-    positive,
-    print_json,
-)
+from vecmode.cli.common import CommandError, RaisedError, print_json
 from vecmode.cli.spec import bind, resolve
 from vecmode.errors import NotAVectorEnvError
+
+EXAMPLE = "gymnasium:make_vec:id=CartPole-v1,num_envs=2"
+#: The fields of the ``probe`` document read from the probe's result as they are.
+FIELDS = ("mode", "declared", "agrees", "reason", "ended_at", "read_through")
 
 
 def run(args: argparse.Namespace) -> bool:
@@ -21,13 +18,11 @@ def run(args: argparse.Namespace) -> bool:
     spec = args.factory
     if ":" not in spec:
         raise CommandError(
-            f"vecmode probe takes module:name, the import path of a callable "
-            f"returning a vector env, got {spec!r}; e.g. vecmode probe "
-            f"my_package.my_module:make_envs (for a registered env id: vecmode "
-            f"probe gymnasium:make_vec:id=CartPole-v1)."
+            f"probe FACTORY is module:function, a callable returning a vector env, "
+            f"got {spec!r}; for an env id: vecmode probe {EXAMPLE}."
         )
     target = resolve(spec, "probe FACTORY", names=False)
-    from vecmode.probe import probe_mode
+    from vecmode.probe import probe_mode  # looked up at each run (the tests' fake)
 
     factory = bind(target)
     try:
@@ -36,53 +31,17 @@ def run(args: argparse.Namespace) -> bool:
         got = str(error).partition(", got ")[2].partition(";")[0] or "something else"
         raise CommandError(
             f"probe FACTORY must build a vector env, but {spec} returned {got}. Name "
-            f"a function returning one, with its arguments, e.g. vecmode probe "
-            f"gymnasium:make_vec:id=CartPole-v1,num_envs=2 (for an env id a module "
-            f"registers: id=module:Name-v0)."
+            f"a function returning one, with its arguments, e.g. {EXAMPLE}."
         ) from error
     except Exception as error:
         raise RaisedError(f"probing {spec}", error) from error
-    wrong = result.declared is not None and result.mode is not result.declared
-    ok = result.mode is not None and not wrong
+    ok = result.mode is not None and result.declared in (None, result.mode)
     if not args.json:
         print(result)
         return ok
+    document = {"ok": ok, "error": None, "factory": spec}
+    document |= {field: getattr(result, field) for field in FIELDS}
     rejected = {mode.value: str(diff) for mode, diff in result.rejected.items()}
-    print_json(
-        "probe",
-        {
-            "ok": ok,
-            "error": None,
-            "factory": spec,
-            "mode": result.mode,
-            "declared": result.declared,
-            "agrees": result.agrees,
-            "reason": result.reason,
-            "ended_at": result.ended_at,
-            "ended": list(result.ended),
-            "rejected": rejected,
-            "read_through": result.read_through,
-            "summary": str(result),
-        },
-    )
+    document |= {"ended": result.ended, "rejected": rejected, "summary": str(result)}
+    print_json("probe", document)
     return ok
-
-
-COMMAND = Command(
-    "probe",
-    "find out which autoreset mode a vector env really runs in",
-    "Call FACTORY (module:function[:key=value,...], returning a vector env), run "
-    "it with vecmode.probe_mode and print what it found: the mode the env behaves "
-    "in, and whether its metadata['autoreset_mode'] agrees.\n\n"
-    "example: vecmode probe gymnasium:make_vec:id=CartPole-v1,num_envs=2",
-    (
-        arg(
-            "factory",
-            metavar="FACTORY",
-            help="module:function[:key=value,...], a callable returning a vector env",
-        ),
-        arg("--max-steps", type=positive, default=1000, help="steps at most (1000)"),
-        arg("--seed", type=int, default=0, help="reset seed (0)"),
-    ),
-    run,
-)

@@ -1,13 +1,7 @@
-"""The names of wrappers and factories on the command line.
-
-A spec is ``NAME`` (a vecmode wrapper), ``gymnasium:NAME`` (one of
-``gymnasium.wrappers.vector``) or ``module:attr``, each optionally followed by
-``:key=value,...``: keyword arguments as Python literals (other text is a string).
-:func:`parse` reads one; :func:`resolve` finds what it names.
-
->>> parse("gymnasium:NormalizeReward:gamma=0.9,epsilon=1e-8")
-(['gymnasium', 'NormalizeReward'], {'gamma': 0.9, 'epsilon': 1e-08})
-"""
+"""The names of wrappers and factories on the command line: ``NAME`` (a vecmode
+wrapper), ``gymnasium:NAME`` (one of ``gymnasium.wrappers.vector``) or
+``module:attr``, each optionally followed by ``:key=value,...``, keyword arguments
+as Python literals (other text is a string)."""
 
 from __future__ import annotations
 
@@ -15,6 +9,7 @@ import ast
 import difflib
 import functools
 import inspect
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,8 +19,12 @@ import gymnasium as gym
 import gymnasium.wrappers.vector as vector
 from gymnasium.vector import VectorWrapper
 
+import vecmode
 from vecmode.cli.common import CommandError, import_error, import_module
 from vecmode.errors import WRAP_FORMS, did_you_mean
+
+#: What :func:`pieces` looks at: a quoted string (to its end), a bracket, a comma.
+TOKENS = re.compile(r"""'(?:\\.|[^'\\])*'?|"(?:\\.|[^"\\])*"?|[][(){},]""")
 
 
 class SpecError(ValueError):
@@ -33,39 +32,21 @@ class SpecError(ValueError):
 
 
 def pieces(text: str) -> list[str]:
-    """``text`` split at its commas outside brackets and quotes.
-
-    >>> pieces("a=1,b=(1, 2),c='x,y',d=[3]")
-    ['a=1', 'b=(1, 2)', "c='x,y'", 'd=[3]']
-    """
-    found: list[str] = []
-    depth, quote, escaped, start = 0, "", False, 0
-    for i, char in enumerate(text):
-        if quote:
-            escaped, quote = (
-                (False, quote)
-                if escaped
-                else (char == "\\", "" if char == quote else quote)
-            )
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
+    """``text`` split at its commas outside brackets and quotes."""
+    found, depth, start = [], 0, 0
+    for token in TOKENS.finditer(text):
+        if token[0] == "," and depth == 0:
+            found.append(text[start : token.start()])
+            start = token.end()
+        elif token[0] in "([{":
             depth += 1
-        elif char in ")]}":
+        elif token[0] in ")]}":
             depth -= 1
-        elif char == "," and depth == 0:
-            found.append(text[start:i])
-            start = i + 1
-    found.append(text[start:])
-    return found
+    return [*found, text[start:]]
 
 
 def literal(text: str) -> Any:
-    """A Python literal, ``inf`` / ``nan`` as floats, else the text itself.
-
-    >>> literal("(1, 2)"), literal("-inf"), literal("CartPole-v1")
-    ((1, 2), -inf, 'CartPole-v1')
-    """
+    """A Python literal, ``inf`` / ``nan`` as floats, else the text itself."""
     if text.lower() in ("inf", "+inf", "-inf", "nan"):
         return float(text)
     try:
@@ -75,12 +56,7 @@ def literal(text: str) -> Any:
 
 
 def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
-    """A spec's names (one, or module and attribute) and keyword arguments.
-
-    Raises:
-        SpecError: a name is empty or not an identifier, or an argument is not
-            ``key=value``, or is given twice, or has no value.
-    """
+    """A spec's names (one, or module and attribute) and keyword arguments."""
     parts = spec.split(":")
     first = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
     names, arguments = parts[:first], ":".join(parts[first:])
@@ -98,26 +74,21 @@ def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
 def _keywords(text: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for piece in pieces(text):
-        key, equals, value = piece.partition("=")
-        key = key.strip()
+        key, equals, value = (part.strip() for part in piece.partition("="))
         if not equals:
             raise SpecError(f"{piece!r} is not key=value")
         if not key.isidentifier():
             raise SpecError(f"{key!r} is not an argument name")
         if key in kwargs:
             raise SpecError(f"{key!r} given twice")
-        if not value.strip():  # '' would reach the class as a value
+        if not value:  # '' would reach the class as a value
             raise SpecError(f"{key!r} has no value (write {key}='' for '')")
-        kwargs[key] = literal(value.strip())
+        kwargs[key] = literal(value)
     return kwargs
 
 
 def close_names(name: str, candidates: list[str]) -> list[str]:
-    """Up to three of ``candidates`` close to ``name``, ignoring case.
-
-    >>> close_names("cliprewards", ["ClipReward", "ClipAction", "TimeLimit"])
-    ['ClipReward']
-    """
+    """Up to three of ``candidates`` close to ``name``, ignoring case."""
     by_lower = {candidate.lower(): candidate for candidate in candidates}
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
     return [by_lower[match] for match in found]
@@ -125,8 +96,7 @@ def close_names(name: str, candidates: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Target:
-    """What a spec names: ``obj``, to call with ``kwargs``; ``name`` is the spec
-    without its arguments."""
+    """What a spec names: ``obj`` to call with ``kwargs``; ``name``: the spec's."""
 
     spec: str
     obj: Any
@@ -136,9 +106,6 @@ class Target:
 
 def vecmode_wrappers() -> dict[str, type]:
     """vecmode's wrapper classes by name: ``vecmode.wrappers``, then the policies."""
-    import vecmode
-    import vecmode.wrappers
-
     found: dict[str, type] = {}
     for module in (vecmode.wrappers, vecmode):
         for name in module.__all__:
@@ -149,32 +116,26 @@ def vecmode_wrappers() -> dict[str, type]:
 
 
 def resolve(spec: str, option: str, *, names: bool = True) -> Target:
-    """What ``spec``, given as ``option``, names. ``names``: the ``NAME`` and
-    ``gymnasium:NAME`` forms name wrappers (else ``gymnasium:`` is a module).
-
-    Raises:
-        CommandError: a usage error that says what is wrong and what to write.
-    """
+    """What ``spec``, given as ``option``, names, or a :class:`CommandError`.
+    ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers (else ``gymnasium:`` is
+    a module)."""
+    known = vecmode_wrappers()
     try:
         parts, kwargs = parse(spec)
-        known = vecmode_wrappers()
-        if len(parts) == 1:
-            return Target(spec, _vecmode_wrapper(parts[0], known), kwargs, parts[0])
-        module, qualname = parts
-        if names and module in known:  # NAME:args without the "="
-            raise SpecError(f"{qualname!r} is not key=value")
+        if names and len(parts) == 2 and parts[0] in known:  # NAME:args, no "="
+            raise SpecError(f"{parts[1]!r} is not key=value")
     except SpecError as error:
         raise CommandError(
             f"bad {option} {spec!r}: {error}; {WRAP_FORMS} (e.g. "
             f"NormalizeReward:gamma=0.9)."
         ) from None
-    if names and module == "gymnasium":
-        wrapper = _gymnasium_wrapper(qualname, spec)
-        return Target(spec, wrapper, kwargs, f"gymnasium:{qualname}")
-    owner = import_module(module, f"{option} {spec!r}")
-    return Target(
-        spec, _attribute(owner, module, qualname), kwargs, f"{module}:{qualname}"
-    )
+    if len(parts) == 1:
+        obj = _vecmode_wrapper(parts[0], known)
+    elif names and parts[0] == "gymnasium":
+        obj = _gymnasium_wrapper(parts[1], spec)
+    else:
+        obj = _attribute(parts[0], parts[1], f"{option} {spec!r}")
+    return Target(spec, obj, kwargs, ":".join(parts))
 
 
 def _vecmode_wrapper(name: str, known: dict[str, type]) -> type:
@@ -203,8 +164,8 @@ def _gymnasium_wrapper(name: str, spec: str) -> Any:
         raise import_error(vector.__name__, repr(spec), error) from error
 
 
-def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
-    target = owner
+def _attribute(module: str, qualname: str, what: str) -> Any:
+    target = import_module(module, what)
     for part in qualname.split("."):
         try:
             target = getattr(target, part)
@@ -217,26 +178,20 @@ def _attribute(owner: Any, owner_name: str, qualname: str) -> Any:
             ]
             close = did_you_mean(close_names(part, public))
             raise CommandError(
-                f"module {owner_name!r} has no attribute {qualname!r}.{close} Write "
+                f"module {module!r} has no attribute {qualname!r}.{close} Write "
                 f"module:attribute with the attribute's exact (case-sensitive) name."
             ) from None
     return target
 
 
 def bind(target: Target, *args: Any) -> Callable[..., Any]:
-    """``target.obj(*args, **target.kwargs)`` as a thunk, once the arguments fit
-    its signature.
-
-    Raises:
-        CommandError: ``target.obj`` is a single-env wrapper, not callable, or
-            its signature does not fit the arguments.
-    """
+    """``target.obj(*args, **target.kwargs)``, once the arguments fit, as a thunk."""
     obj, spec = target.obj, target.spec
     if isinstance(obj, type) and issubclass(obj, gym.Wrapper):
         raise CommandError(
             f"{spec!r} is {obj.__module__}.{obj.__qualname__}, a wrapper of a single "
-            f"gymnasium.Env, not of a vector env; use a vector wrapper (vecmode's "
-            f"wrappers, or gymnasium:NAME for gymnasium.wrappers.vector)."
+            f"gymnasium.Env, not of a vector env; use a vector wrapper (a vecmode "
+            f"one, or gymnasium:NAME)."
         )
     if not callable(obj):
         raise CommandError(
@@ -253,14 +208,12 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
         if args and _binds(signature, target.kwargs):  # no room for the env
             raise CommandError(
                 f"{spec!r} takes no argument, but it is given the vector env to "
-                f"wrap: name a wrapper class, or a function env -> wrapped env (a "
-                f"zero-argument factory of a vector env is what vecmode probe "
-                f"takes)."
+                f"wrap. Name a wrapper class or a function env -> wrapped env "
+                f"(vecmode probe takes a factory of a vector env)."
             ) from None
         raise CommandError(
             f"{spec!r}: its arguments do not fit {target.name}{signature}: {error}. "
-            f"Give them as NAME:key=value,... (values are Python literals; other "
-            f"text is a string)."
+            f"Give them as NAME:key=value,..."
         ) from None
     return functools.partial(obj, *args, **target.kwargs)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vecmode.cli.common import Command, arg, import_module, print_json
+from vecmode.cli.common import import_module, print_json
 from vecmode.modes import MODES
 from vecmode.registry import TABLE_LEGEND, format_table, table_entries
 
@@ -34,26 +34,3 @@ def run(args: argparse.Namespace) -> bool:
     document = {"modes": MODES, "wrappers": wrappers, "legend": TABLE_LEGEND}
     print_json("table", {"ok": True, "error": None, **document})
     return True
-
-
-COMMAND = Command(
-    "table",
-    "print the registry: which autoreset modes each wrapper supports",
-    "Every wrapper vecmode knows (its own, Gymnasium's, and those the modules given "
-    "with --import declare), and what it does in each autoreset mode.\n\n"
-    "example: vecmode table --import my_package.wrappers",
-    (
-        arg(
-            "--import",
-            dest="imports",
-            metavar="MODULE",
-            action="append",
-            default=[],
-            help="import MODULE first, so that the wrappers it declares are listed "
-            "(repeatable; from the current folder too)",
-        ),
-        arg("--markdown", action="store_true", help="print a Markdown table"),
-        arg("--why", action="store_true", help="add the reason for every mode not ok"),
-    ),
-    run,
-)

@@ -6,15 +6,13 @@ import argparse
 import os
 import sys
 
-from vecmode.cli.common import (
-    Command,
-    CommandError,
-    arg,
-    env_errors,
-    non_negative,
-    positive,
+from vecmode.cli.common import CommandError, env_errors
+from vecmode.timeline import (
+    TimelineActionError,
+    format_timeline,
+    timeline,
+    timeline_svg,
 )
-from vecmode.cli.spec import literal
 
 LEGEND = """\
 s3 = step 3 of the first episode, s0' = first observation of the second episode.
@@ -23,19 +21,19 @@ SameStep: the reset happens in the same step; the final obs is in info["final_ob
 Disabled: nothing resets by itself; the caller resets with reset_mask."""
 
 
+def svg_path(path: str) -> str:
+    """The type of ``--svg``: ``-``, or a file in a directory that exists."""
+    folder = os.path.dirname(path)
+    if path != "-" and not os.path.isdir(folder or "."):
+        raise argparse.ArgumentTypeError(
+            f"cannot write {path!r}: the directory {folder!r} does not exist; create "
+            f"it first, or give another path"
+        )
+    return path
+
+
 def run(args: argparse.Namespace) -> bool:
     """Print (or draw) the timeline of ``args.env_id``."""
-    from vecmode.timeline import TimelineActionError, format_timeline, timeline
-    from vecmode.timeline import timeline_svg as svg
-
-    path: str = args.svg or ""
-    if path not in ("", "-") and not os.path.isdir(
-        os.path.dirname(os.path.abspath(path))
-    ):
-        raise CommandError(
-            f"cannot write {path!r}: the directory {os.path.dirname(path)!r} does not "
-            f"exist; create it first, or give another --svg path."
-        )
     steps = args.max_episode_steps
     with env_errors(args.env_id, "running"):
         try:
@@ -52,57 +50,19 @@ def run(args: argparse.Namespace) -> bool:
     title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
     taken = next((row.action for row in next(iter(rows.values())) if row.action), "")
     title += f", action {taken} at every step" if taken else ""
-    if path == "-":
-        sys.stdout.write(svg(rows, title))
+    if args.svg == "-":
+        sys.stdout.write(timeline_svg(rows, title))
         return True
-    if path:  # before printing anything: a path that fails is a usage error
+    if args.svg:  # before printing anything: a path that fails is a usage error
         try:
-            with open(path, "w", encoding="utf-8", newline="\n") as file:
-                file.write(svg(rows, title))
+            with open(args.svg, "w", encoding="utf-8", newline="\n") as file:
+                file.write(timeline_svg(rows, title))
         except OSError as error:
             raise CommandError(
-                f"cannot write {path!r}: {error.strerror or error}; give another "
+                f"cannot write {args.svg!r}: {error.strerror or error}; give another "
                 f"--svg path."
             ) from error
     print(format_timeline(rows, f"{title}\n"), LEGEND, sep="\n\n")
-    if path:
-        print(f"\nwrote the timeline as SVG to {path}")
+    if args.svg:
+        print(f"\nwrote the timeline as SVG to {args.svg}")
     return True
-
-
-COMMAND = Command(
-    "timeline",
-    "show what each autoreset mode returns around an episode's end",
-    "For one sub-env, the observation, reward and flags returned by each call in "
-    "each autoreset mode, side by side (s3 = step 3 of the first episode, s0' = "
-    "first observation of the second).",
-    (
-        arg("env_id", nargs="?", default="CartPole-v1", metavar="ENV_ID"),
-        arg("--steps", type=positive, default=7, help="steps to take (7)"),
-        arg("--seed", type=int, default=0, help="reset seed (0)"),
-        arg(
-            "--max-episode-steps",
-            type=non_negative,
-            default=3,
-            help="truncate episodes after this many steps (3); 0 keeps the env's own",
-        ),
-        arg(
-            "--action",
-            type=literal,
-            metavar="A",
-            help="the action taken at every step, a Python literal: a sample of the "
-            "action space ('abc' for Text, \"{'k': 1}\" for Dict) or, for a Box, "
-            "Discrete, MultiDiscrete or MultiBinary space, a number filling every "
-            "entry; default: 1 where the action space holds it, else a sample of "
-            "the action space seeded with --seed",
-        ),
-        arg(
-            "--svg",
-            metavar="FILE",
-            help="also draw the timeline as an SVG picture in FILE ('-': print "
-            "only the SVG)",
-        ),
-    ),
-    run,
-    json=False,
-)
