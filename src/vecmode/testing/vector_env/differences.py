@@ -1,15 +1,15 @@
 """Where a run of :func:`~vecmode.testing.check_vector_env` breaks the declared
-mode's contract, beyond the probe's predictions (:mod:`vecmode.replay`)."""
+mode's contract."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 from gymnasium.spaces import Space
+from gymnasium.vector import VectorEnv
 
 from vecmode.modes import AutoresetMode, caller_resets, final_observations
 from vecmode.replay.compare import Difference, describe, per_sub_env, raised, same
@@ -26,41 +26,25 @@ from vecmode.replay.predictions import (
     views,
 )
 from vecmode.replay.record import Call
-from vecmode.testing.vector_env.run import Plan, Returned, Runs
+from vecmode.testing.vector_env.run import CheckedRun, Plan
+from vecmode.testing.writes import HeldResults
 
-#: How a difference in the final observations is labelled.
 _FINAL_OBS_FIELD = "info['final_obs']"
 
 
-@dataclass(frozen=True)
-class Spaces:
-    """The spaces of the checked env."""
-
-    num_envs: int
-    observation_space: Space
-    single_observation_space: Space
-
-
-def first_failure(
-    mode: AutoresetMode,
-    spaces: Spaces,
-    first: Sequence[Call],
-    runs: Runs,
-    returned: Returned,
-    seed: int,
-    plan: Plan,
-) -> Difference | None:
+def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     """The earliest difference of any kind (ties in the order checked); then, if
     none, whether ``reset(seed=...)`` cleared the pending autoresets."""
+    mode, env, first, plan = run.mode, run.env, run.first.calls, run.plan
     found = [
-        next(_structure_differences(spaces, first), None),
-        next(mode_differences(mode, first, spaces.num_envs, runs.second), None),
+        next(_structure_differences(env, first), None),
+        next(mode_differences(mode, first, env.num_envs, run.second), None),
         next(_masked_keeps_differences(mode, first), None),
-        next(_detail_differences(mode, spaces, first, returned.aliased), None),
-        _reproducibility_difference(first, runs.second, seed, plan.reseeded),
-        _changed_later(returned),
-        next(_cleared_differences(mode, first, runs.cleared, plan), None),
-        next(_unmasked_differences(mode, first, runs.unmasked, plan), None),
+        next(_detail_differences(mode, env, first, run.aliased), None),
+        _reproducibility_difference(first, run.second, seed, plan.reseeded),
+        _changed_later(run.results),
+        next(_cleared_differences(mode, first, run.cleared, plan), None),
+        next(_unmasked_differences(mode, first, run.unmasked, plan), None),
     ]
     diff = min(
         (diff for diff in found if diff is not None),
@@ -68,22 +52,20 @@ def first_failure(
         default=None,
     )
     if diff is None and plan.reseeded is not None:
-        diff = next(
-            _reseed_differences(mode, first, runs.second, runs.fresh, plan), None
-        )
+        diff = next(_reseed_differences(mode, first, run.second, run.fresh, plan), None)
     return diff
 
 
 def _structure_differences(
-    spaces: Spaces, calls: Sequence[Call]
+    env: VectorEnv, calls: Sequence[Call]
 ) -> Iterator[Difference]:
     """Observations in the space, rewards and flags arrays of ``num_envs``
     numbers and bools, infos dicts; no call raises."""
-    n = spaces.num_envs
+    n = env.num_envs
     for call in calls:
         raw = call.raw
         if isinstance(raw, tuple) and len(raw) in (2, 5):
-            yield from _observation_differences(spaces, call, raw[0])
+            yield from _observation_differences(env, call, raw[0])
             for name, value, kinds in _STEP_ARRAYS if len(raw) == 5 else ():
                 value = raw[value]
                 if not (
@@ -108,7 +90,6 @@ def _structure_differences(
             return
 
 
-#: A step's arrays: name, place in the result, dtype kinds.
 _STEP_ARRAYS = (
     ("rewards", 1, "fiu"),
     ("terminations", 2, "b"),
@@ -117,22 +98,22 @@ _STEP_ARRAYS = (
 
 
 def _observation_differences(
-    spaces: Spaces, call: Call, batch: Any
+    env: VectorEnv, call: Call, batch: Any
 ) -> Iterator[Difference]:
-    if _contains(spaces.observation_space, batch):
+    if _contains(env.observation_space, batch):
         return
     try:
-        items = per_sub_env(spaces.observation_space, batch, spaces.num_envs)
+        items = per_sub_env(env.observation_space, batch, env.num_envs)
     except (TypeError, ValueError, IndexError):
         items = []
-    single = spaces.single_observation_space
+    single = env.single_observation_space
     for i, item in enumerate(items):
         if not _contains(single, item):
             yield Difference.at(
                 call, i, "obs", f"an element of {single}", describe(item)
             )
             return
-    space = spaces.observation_space
+    space = env.observation_space
     yield Difference.at(call, None, "obs", f"an element of {space}", describe(batch))
 
 
@@ -145,14 +126,13 @@ def _contains(space: Space, value: Any) -> bool:
 
 def _detail_differences(
     mode: AutoresetMode,
-    spaces: Spaces,
+    env: VectorEnv,
     calls: Sequence[Call],
     aliased: dict[int, list[int]],
 ) -> Iterator[Difference]:
-    """What the contract says beyond the probe's predictions: the final infos,
-    the final observations themselves, and the infos of a masked reset."""
+    """The final infos and observations themselves, and a masked reset's infos."""
     ends: list[tuple[Call, int]] = []
-    for view in views(mode, calls, spaces.num_envs):
+    for view in views(mode, calls, env.num_envs):
         call = view.call
         if call.error is not None or not isinstance(call.infos, dict):
             return
@@ -166,7 +146,7 @@ def _detail_differences(
             yield diff if final.any() else dataclasses.replace(diff, sub_env=None)
             return
         if final.any():
-            yield from _final_differences(mode, spaces, call, final, aliased)
+            yield from _final_differences(mode, env, call, final, aliased)
             ends.extend((call, i) for i in np.flatnonzero(final).tolist())
     yield from _final_obs_overwritten(mode, calls, ends)
 
@@ -178,14 +158,14 @@ def _final_obs(call: Call) -> Any:
 
 def _final_differences(
     mode: AutoresetMode,
-    spaces: Spaces,
+    env: VectorEnv,
     call: Call,
     final: np.ndarray,
     aliased: dict[int, list[int]],
 ) -> Iterator[Difference]:
     """Each final observation in the single space, and an array of its own."""
     obs = _final_obs(call)
-    single = spaces.single_observation_space
+    single = env.single_observation_space
     for i in np.flatnonzero(final).tolist():
         if not _contains(single, obs[i]):
             yield Difference.at(
@@ -205,8 +185,7 @@ def _final_differences(
                 "an array of its own",
                 "an array sharing memory with the returned observations",
                 f"in {mode.value} mode the final observation must outlive the "
-                f"reset; this one is a view of the observation buffer, which the "
-                f"reset and later calls overwrite",
+                f"reset: return a copy, not a view of the observation buffer",
             )
             return
 
@@ -214,9 +193,8 @@ def _final_differences(
 def _final_obs_overwritten(
     mode: AutoresetMode, calls: Sequence[Call], ends: list[tuple[Call, int]]
 ) -> Iterator[Difference]:
-    """Every final observation equals the observation returned with it (the
-    next episode's first) although the env's observations vary: it was
-    overwritten by the reset's. Nothing is concluded from fewer than 3 ends."""
+    """Every final observation (of at least 3) equals the observation returned
+    with it although the env's observations vary: the reset overwrote it."""
     if len(ends) < 3:
         return
     for call, i in ends:
@@ -232,10 +210,9 @@ def _final_obs_overwritten(
         _FINAL_OBS_FIELD,
         "the ended episode's last observation",
         describe(_final_obs(call)[i]),
-        f"at all {len(ends)} episode ends, info['final_obs'] equals the "
-        f"observation step() returned, which in {mode.value} mode starts the next "
-        f"episode, although the env's observations vary: the final observation "
-        f"was overwritten by the reset's",
+        f"at all {len(ends)} episode ends, info['final_obs'] equals the next "
+        f"episode's first observation, which step() returned in {mode.value} mode: "
+        f"the reset overwrote the final observation",
     )
 
 
@@ -260,8 +237,8 @@ def _masked_info_differences(
                 f"info[{key!r}]",
                 "False",
                 "True",
-                f"in {mode.value} mode the info of reset(options={{'reset_mask': "
-                f"mask}}) holds data only for the reset sub-envs",
+                f"in {mode.value} mode a masked reset's info holds data only for "
+                f"the reset sub-envs",
             )
             return
 
@@ -269,17 +246,13 @@ def _masked_info_differences(
 def _masked_keeps_differences(
     mode: AutoresetMode, calls: Sequence[Call]
 ) -> Iterator[Difference]:
-    """A masked reset leaves the sub-envs it does not reset as they were, in
-    every mode."""
+    """A masked reset leaves the others as they were, in every mode."""
     note = masked_keeps_message(mode)
     if not caller_resets(mode):
         note = (
             f"in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
-            f"only the masked sub-envs (as Gymnasium's vector envs do, and as "
-            f"vecmode's conversions of the env rely on); the others' observations "
-            f"come back unchanged. If the env resets every sub-env whatever the "
-            f"mask, declare it: vecmode.register_vector_env(its class, "
-            f"masked_reset='ignores'), and this check makes no masked reset"
+            f"only the masked sub-envs. If the env resets every sub-env, declare "
+            f"it: vecmode.register_vector_env(its class, masked_reset='ignores')"
         )
     last: Call | None = None
     for call in calls:
@@ -293,22 +266,18 @@ def _masked_keeps_differences(
         last = call
 
 
-def _changed_later(returned: Returned) -> Difference | None:
+def _changed_later(results: HeldResults[Call]) -> Difference | None:
     """The first result that a later call changed."""
-    found = returned.results.first_changed()
+    found = results.first_changed()
     if found is None:
         return None
     call, part, by = found
     note = (
-        "what a call returns must not change later: return new arrays (and a new "
-        "info dict), not ones the env writes into again, since a caller keeps "
-        "them (a rollout buffer, vecmode.TransitionCollector's transitions)"
+        "the caller keeps what a call returns: return new arrays and a new info "
+        "dict, not ones the env writes into again"
     )
-    if returned.results.reuses_observations:
-        note += (
-            "; copy=False lets the env reuse its observation buffer, not its "
-            "other arrays"
-        )
+    if results.reuses_observations:
+        note += " (copy=False allows it for the observation buffer only)"
     got = "changed by a later call" if by is None else f"changed by call {by.index}"
     return Difference.at(call, None, part, "to stay as returned", got, note)
 
@@ -316,9 +285,8 @@ def _changed_later(returned: Returned) -> Difference | None:
 def _cleared_differences(
     mode: AutoresetMode, calls: Sequence[Call], cleared: Sequence[Call], plan: Plan
 ) -> Iterator[Difference]:
-    """The step right after a masked reset of sub-envs whose autoreset was
-    pending is no autoreset (another instance, sent another action there, must
-    not return the same)."""
+    """The step after a masked reset of sub-envs whose autoreset was pending is
+    no autoreset."""
     if plan.cleared is None:
         return
     index, which = plan.cleared
@@ -336,12 +304,10 @@ def _cleared_differences(
                 "a step of the episode that the masked reset started",
                 AUTORESET_STEP,
                 f"in {mode.value} mode reset(options={{'reset_mask': mask}}) clears "
-                f"the masked sub-envs' pending autoresets: this sub-env's episode "
-                f"had ended before the masked reset at call {index - 1}, and this "
-                f"step looks like its autoreset (another instance, sent another "
-                f"action here, returned the same). If the env keeps them pending, "
-                f"declare it: vecmode.register_vector_env(its class, "
-                f"masked_reset='keeps-pending')",
+                f"the masked sub-envs' pending autoresets, but this step looks like "
+                f"the autoreset of the episode that ended before the masked reset "
+                f"at call {index - 1}. If the env keeps them pending, declare it: "
+                f"vecmode.register_vector_env(its class, masked_reset='keeps-pending')",
             )
             return
 
@@ -349,9 +315,9 @@ def _cleared_differences(
 def _unmasked_differences(
     mode: AutoresetMode, calls: Sequence[Call], unmasked: Sequence[Call], plan: Plan
 ) -> Iterator[Difference]:
-    """A masked reset resets the masked sub-env: one masked mid-episode that
-    came back unchanged and then returned exactly what a run without that reset
-    returns, up to its episode's end, was not reset."""
+    """A sub-env masked mid-episode that came back unchanged and then returned
+    what a run without that reset returns, up to its episode's end, was not
+    reset."""
     if plan.mid_episode is None or not unmasked:
         return
     index, i = plan.mid_episode
@@ -373,11 +339,9 @@ def _unmasked_differences(
                 "obs",
                 "a new episode's first observation",
                 describe(reset.obs[i]),
-                f"in {mode.value} mode reset(options={{'reset_mask': mask}}) resets "
-                f"the masked sub-envs; this one, masked in the middle of its "
-                f"episode, came back unchanged, and then returned exactly what an "
-                f"instance given the same calls without this reset returned, up to "
-                f"its episode's end at call {call.index}: it was not reset",
+                f"in {mode.value} mode a masked reset resets the masked sub-envs; "
+                f"this one came back unchanged and went on as without the reset, "
+                f"up to its episode's end at call {call.index}: it was not reset",
             )
             return
 
@@ -391,8 +355,7 @@ def _reproducibility_difference(
         return None
     note = (
         f"a second instance, reset with seed={seed} and given the same actions, "
-        f"returned something else: the env must be deterministic under "
-        f"reset(seed=...)"
+        f"returned something else: make the env deterministic under reset(seed=...)"
     )
     for a, b in zip(first, second, strict=False):
         if diff.sub_env is None or a.index > diff.call:
@@ -403,7 +366,7 @@ def _reproducibility_difference(
                 note = (
                     f"the second instance got action {describe(theirs)} instead of "
                     f"{describe(ours)} at call {a.index}, a reset step whose action "
-                    f"is ignored, and that changed this"
+                    f"must be ignored"
                 )
                 break
     return dataclasses.replace(diff, note=note)
@@ -417,8 +380,7 @@ def _reseed_differences(
     plan: Plan,
 ) -> Iterator[Difference]:
     """The step after ``reset(seed=seed + 1)``, made while some sub-envs awaited
-    their autoreset, must not be that autoreset: where it looks like one and a
-    fresh instance, given the same reset and actions, returns something else."""
+    their autoreset, is no autoreset (a fresh instance tells)."""
     if plan.pending is None or plan.reseeded is None or len(fresh) != 2:
         return
     last, other, clean = first[-1], second[-1], fresh[-1]
@@ -436,10 +398,9 @@ def _reseed_differences(
                 name,
                 describe(expected),
                 describe(got),
-                f"in {mode.value} mode reset() ends every episode, clearing pending "
-                f"autoresets: this sub-env's episode had ended before the reset at "
-                f"call {plan.reseeded}, and this step looks like its autoreset "
-                f"(reward 0, flags False, action ignored); a fresh instance, given "
-                f"the same reset and actions, returns the expected value",
+                f"in {mode.value} mode reset() clears pending autoresets, but this "
+                f"step looks like the autoreset of the episode that ended before "
+                f"the reset at call {plan.reseeded}; a fresh instance returns the "
+                f"expected value",
             )
             return
