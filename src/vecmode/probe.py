@@ -1,16 +1,5 @@
-"""``vecmode.probe_mode``: find out which autoreset mode a vector env behaves as.
-
-An env's ``metadata["autoreset_mode"]`` is a claim; :func:`probe_mode` tests it
-against each mode's predictions (:mod:`vecmode.replay.predictions`).
-
->>> import gymnasium as gym
->>> from vecmode.probe import probe_mode
->>> result = probe_mode(lambda: gym.vector.SyncVectorEnv(
-...     [lambda: gym.make("CartPole-v1", max_episode_steps=5)] * 2,
-...     autoreset_mode="SameStep"))
->>> result.mode, result.agrees
-(<AutoresetMode.SAME_STEP: 'SameStep'>, True)
-"""
+"""``vecmode.probe_mode``: find out which autoreset mode a vector env behaves as,
+whatever its ``metadata["autoreset_mode"]`` claims."""
 
 from __future__ import annotations
 
@@ -36,18 +25,13 @@ class ProbeResult:
 
     Attributes:
         mode: the mode the env behaves as; None when the probe cannot tell.
-        declared: the mode the env declares in ``metadata["autoreset_mode"]``
-            (None: none, or not a mode).
+        declared: the mode in ``metadata["autoreset_mode"]`` (None: none).
         reason: why this mode, or why the probe cannot tell.
-        ended_at: the call (0 is the first ``reset``, each ``step`` counts one)
-            where the first episode ended; None if none did.
-        ended: the sub-envs whose episode ended there.
-        rejected: for each mode ruled out, the first of its predictions that the
-            env contradicted.
-        read_through: where the env's class reports SAME_STEP final
-            observations its own way (ALE's ``AtariVectorEnv``), the layer they
-            were read through, as :func:`vecmode.with_autoreset` reads them;
-            else None.
+        ended_at: the call (0: the first ``reset``) where the first episode
+            ended, and ``ended`` its sub-envs; None if none did.
+        rejected: for each mode ruled out, the first prediction contradicted.
+        read_through: the layer the final observations were read through,
+            where the env's class reports them its own way (ALE's); else None.
     """
 
     mode: AutoresetMode | None
@@ -89,22 +73,14 @@ def probe_mode(
 ) -> ProbeResult:
     """The autoreset mode a vector env behaves as, whatever it declares.
 
-    One instance is stepped with seeded random actions until an episode ends, and
-    once more; three more replay its calls (``docs/authors.md`` says how). The
-    mode whose predictions all hold is the answer.
+    Four throwaway instances run and replay an episode end
+    (``docs/authors.md`` says how); the mode whose predictions all hold is the
+    answer.
 
     Args:
-        env_factory: builds a new vector env on each call (up to four are built,
-            and all closed).
+        env_factory: builds a new vector env on each call.
         max_steps: the most steps to wait for an episode to end.
         seed: the reset seed and the seed of the random actions.
-
-    Returns:
-        A :class:`ProbeResult` (``mode`` None, and why, where it cannot tell).
-
-    Raises:
-        TypeError: not a factory of vector envs, or ``seed`` not an int.
-        ValueError: ``max_steps`` not an int >= 1, or the same env built twice.
 
     >>> import gymnasium as gym
     >>> result = probe_mode(lambda: gym.make_vec("CartPole-v1", num_envs=4))
@@ -138,7 +114,7 @@ def probe_mode(
         if diff is not None:
             reason = (
                 f"the env is not deterministic under reset(seed={seed}) and the same "
-                f"actions, and the probe compares instances: {diff}"
+                f"actions: {diff}"
             )
             return replace(result, reason=reason)
     return _fit(result, first, changed, masked)
@@ -151,10 +127,7 @@ def _checked_seed(max_steps: Any, seed: Any) -> int:
         or not isinstance(max_steps, (int, np.integer))
         or max_steps < 1
     ):
-        raise ValueError(
-            f"max_steps must be an int >= 1 (the most steps to wait for an episode "
-            f"to end), got {max_steps!r}."
-        )
+        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}.")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}.")
     return int(seed)
@@ -168,8 +141,8 @@ def _declared(env: VectorEnv) -> AutoresetMode | None:
 
 
 def _until_an_end(recorder: Recorder, seed: int, max_steps: int) -> Call | None:
-    """Reset, then step until an episode ends; the call where one ended (or the
-    call that raised), None if none ended within ``max_steps`` steps."""
+    """Reset, then step until an episode ends; that call (or the call that
+    raised), None if none ended within ``max_steps`` steps."""
     call = recorder.reset(seed)
     for _ in range(max_steps):
         if call.error is not None:
@@ -184,8 +157,7 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
     if last.error is None:
         return (
             f"no episode ended within {max_steps} steps (seed {seed}, random "
-            f"actions): raise max_steps, or make the episodes shorter (e.g. "
-            f"max_episode_steps)"
+            f"actions): raise max_steps, or make the episodes shorter"
         )
     return (
         f"the env raised {raised(last.error)} in call {last.index} "
@@ -196,9 +168,8 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
 def _replays(
     instances: Instances, seed: int, calls: list[Call], ended: np.ndarray
 ) -> tuple[list[Call], list[Call], list[Call]]:
-    """The first run replayed on new instances: with other actions for the
-    ``ended`` sub-envs at the last step; with a masked reset of them before it;
-    exactly (an ignored action is told from chance only in a deterministic env)."""
+    """The first run replayed: with other actions for the ``ended`` sub-envs at
+    the last step; with a masked reset of them before it; exactly."""
     last = calls[-1]
     changed = Recorder(instances.new(), seed)
     changed.replay(calls, lambda call: ended if call is last else None)
@@ -234,10 +205,8 @@ def _fit(
         if caller_resets(found):
             reason += (
                 " (An env whose step() resets a sub-env inside the step that ends "
-                "its episode, and reports no info['final_obs'], looks the same to "
-                "the probe, but loses every final observation: no mode describes "
-                "it; it must report them in info['final_obs'] / "
-                "info['_final_obs'] and declare SameStep.)"
+                "its episode looks the same, but loses every final observation: "
+                "it must report them in info['final_obs'] and declare SameStep.)"
             )
     elif not fitting:
         reason = "the env contradicts every mode's predictions: " + "; ".join(
@@ -246,8 +215,8 @@ def _fit(
     else:
         names = ", ".join(mode.value for mode in fitting)
         reason = (
-            f"the runs fit {names} alike (e.g. the action space has a single "
-            f"action, so whether an action is ignored is unknown)"
+            f"the runs fit {names} alike (e.g. a single action: whether it is "
+            f"ignored is unknown)"
         )
     return replace(
         result, mode=found, reason=reason, rejected=MappingProxyType(rejected)

@@ -21,38 +21,20 @@ import numpy as np
 from gymnasium.spaces import Space
 from gymnasium.vector.utils import iterate
 
-__all__ = [
-    "MISSING",
-    "Difference",
-    "arrays_in",
-    "as_numpy",
-    "describe",
-    "per_sub_env",
-    "raised",
-    "same",
-    "where_different",
-]
-
 
 class _Missing:
-    """The value of a key that is not there."""
-
     def __repr__(self) -> str:
         return "<no such key>"
 
 
-#: Stands for an absent dict key or attribute in a :class:`Difference`.
+#: Stands for an absent dict key in a :class:`Difference`.
 MISSING: Any = _Missing()
 
 _NUMBER = (bool, int, float, complex, np.generic)
 
 
 def as_numpy(value: Any) -> Any:
-    """``value`` with every torch or jax array in it made a NumPy array.
-
-    >>> as_numpy({"a": (np.float32(1.0), [np.zeros(1)])})
-    {'a': (np.float32(1.0), [array([0.])])}
-    """
+    """``value`` with every torch or jax array in it made a NumPy array."""
     if isinstance(value, dict):
         return {key: as_numpy(item) for key, item in value.items()}
     if isinstance(value, (tuple, list)):
@@ -144,12 +126,7 @@ def same(a: Any, b: Any, *, strict: bool = True) -> bool:
 
 
 def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
-    """Every NumPy array in ``value`` (object arrays' entries too), with its path.
-
-    >>> finals = np.empty(2, dtype=object); finals[1] = np.zeros(2)
-    >>> [path for path, _ in arrays_in({"final_obs": finals, "n": 3}, "infos")]
-    ["infos['final_obs']", "infos['final_obs'][1]"]
-    """
+    """Every NumPy array in ``value`` (object arrays' entries too), with its path."""
     if isinstance(value, np.ndarray):
         yield path, value
         if value.dtype == object:
@@ -204,10 +181,8 @@ def raised(error: BaseException) -> str:
 @dataclass(frozen=True)
 class Difference:
     """Where a vector env's output differs from what it should be: at call
-    ``call`` (0 is the first ``reset``) of ``kind`` (``"reset"``, ``"step"``,
-    ``"reset(mask)"``), for ``sub_env`` (None: the whole batch), in ``field``;
-    ``expected``, ``got`` and ``note`` (why) are texts, ``run`` names the run
-    where several were compared."""
+    ``call`` (0 is the first ``reset``) of ``kind``, for ``sub_env`` (None: the
+    whole batch), in ``field``; ``note`` says why, ``run`` names the run."""
 
     call: int
     kind: str
