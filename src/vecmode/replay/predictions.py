@@ -197,14 +197,12 @@ def _reset_step_differences(
             ("truncated", call.truncations, False),
         ):
             if array is not None and array[i] != wanted:
-                yield Difference.at(
-                    call,
-                    i,
-                    name,
-                    repr(wanted),
-                    describe(array[i]),
+                note = (
                     f"in {mode.value} mode the step after an episode ends resets "
-                    f"the sub-env: reward 0, flags False, action ignored",
+                    f"the sub-env: reward 0, flags False, action ignored"
+                )
+                yield Difference.at(
+                    call, i, name, repr(wanted), describe(array[i]), note
                 )
                 return
         if other is not None and _action_changed(call, other, i):
@@ -238,15 +236,12 @@ def _caller_reset_differences(
     call = view.call
     for i in np.flatnonzero(view.pending).tolist():
         if other is not None and looks_reset(call, other, i):
-            yield Difference.at(
-                call,
-                i,
-                "step()",
-                "an error, or a step of the ended episode",
-                AUTORESET_STEP,
+            expected = "an error, or a step of the ended episode"
+            note = (
                 f"in {mode.value} mode step() never resets a sub-env, the caller "
-                f"does with reset(options={{'reset_mask': mask}})",
+                f"does with reset(options={{'reset_mask': mask}})"
             )
+            yield Difference.at(call, i, "step()", expected, AUTORESET_STEP, note)
             return
 
 

@@ -1,16 +1,5 @@
 """Deterministic test environments: episodes of scheduled lengths, whose every
-observation says which sub-env, episode and step it comes from.
-
->>> from vecmode.testing import ScheduledEnv
->>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
->>> obs, _ = env.reset(seed=0)
->>> obs.tolist()  # [sub-env, episode, step]
-[2.0, 0.0, 0.0]
->>> obs, reward, terminated, truncated, _ = env.step(1)
->>> obs, reward, terminated, truncated, _ = env.step(1)
->>> obs.tolist(), terminated, truncated
-([2.0, 0.0, 2.0], False, True)
-"""
+observation says which sub-env, episode and step it comes from."""
 
 from __future__ import annotations
 
@@ -66,6 +55,14 @@ class ScheduledEnv(gym.Env):
         info_type: ``"rich"`` (nested dicts, keys on some steps only) or
             ``"numeric"`` (``{"ep": episode}``, ``{"t": step}``).
         render_mode: None, or ``"rgb_array"``: frames like the image observation.
+
+    >>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
+    >>> env.reset(seed=0)[0].tolist()  # [sub-env, episode, step]
+    [2.0, 0.0, 0.0]
+    >>> _ = env.step(1)
+    >>> obs, reward, terminated, truncated, _ = env.step(1)
+    >>> obs.tolist(), terminated, truncated
+    ([2.0, 0.0, 2.0], False, True)
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1000}
@@ -243,16 +240,11 @@ class DenseFinalObsVectorEnv(SyncVectorEnv):
     adapters of that layout; observations must be a Box.
 
     >>> import numpy as np
-    >>> from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
-    >>> fns = scheduled_env_fns(3, info_type="numeric")
-    >>> envs = DenseFinalObsVectorEnv(fns, autoreset_mode="SameStep")
-    >>> _ = envs.reset(seed=0)
-    >>> for _ in range(2):
-    ...     obs, _, terminated, truncated, info = envs.step(np.zeros(3, dtype=int))
-    >>> (terminated | truncated).tolist(), sorted(info), info["final_obs"].shape
-    ([True, False, False], ['_ep', '_t', 'ep', 'final_obs', 't'], (3, 3))
-    >>> info["final_obs"][0].tolist()  # sub-env 0's last observation
-    [0.0, 0.0, 2.0]
+    >>> envs = DenseFinalObsVectorEnv(scheduled_env_fns(3, info_type="numeric"))
+    >>> _ = envs.reset(seed=0), envs.step(np.zeros(3, dtype=int))
+    >>> info = envs.step(np.zeros(3, dtype=int))[-1]
+    >>> sorted(info), info["final_obs"][0].tolist()  # sub-env 0's last observation
+    (['_ep', '_t', 'ep', 'final_obs', 't'], [0.0, 0.0, 2.0])
     >>> envs.close()
     """
 

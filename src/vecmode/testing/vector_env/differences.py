@@ -1,10 +1,10 @@
 """Where a run of :func:`~vecmode.testing.check_vector_env` breaks the declared
-mode's contract."""
+mode's contract: each check returns its first :class:`Difference`, or None."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -26,48 +26,51 @@ from vecmode.replay.predictions import (
     views,
 )
 from vecmode.replay.record import Call
-from vecmode.testing.vector_env.run import CheckedRun, Plan
+from vecmode.testing.vector_env.run import CheckedRun
 from vecmode.testing.writes import HeldResults
 
-_FINAL_OBS_FIELD = "info['final_obs']"
+_FINAL_OBS = "info['final_obs']"
+_STEP_ARRAYS = (
+    ("rewards", 1, "fiu"),
+    ("terminations", 2, "b"),
+    ("truncations", 3, "b"),
+)
 
 
 def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     """The earliest difference of any kind (ties in the order checked); then, if
     none, whether ``reset(seed=...)`` cleared the pending autoresets."""
-    mode, env, first, plan = run.mode, run.env, run.first.calls, run.plan
+    mode, first = run.mode, run.first.calls
     found = [
-        next(_structure_differences(env, first), None),
-        next(mode_differences(mode, first, env.num_envs, run.second), None),
-        next(_masked_keeps_differences(mode, first), None),
-        next(_detail_differences(mode, env, first, run.aliased), None),
-        _reproducibility_difference(first, run.second, seed, plan.reseeded),
+        _structure_difference(run.env, first),
+        next(mode_differences(mode, first, run.env.num_envs, run.second), None),
+        _masked_keeps_difference(mode, first),
+        _detail_difference(mode, run.env, first, run.aliased),
+        _reproducibility_difference(first, run.second, seed, run.plan.reseeded),
         _changed_later(run.results),
-        next(_cleared_differences(mode, first, run.cleared, plan), None),
-        next(_unmasked_differences(mode, first, run.unmasked, plan), None),
+        _cleared_difference(run),
+        _unmasked_difference(run),
     ]
     diff = min(
         (diff for diff in found if diff is not None),
         key=lambda diff: diff.call,
         default=None,
     )
-    if diff is None and plan.reseeded is not None:
-        diff = next(_reseed_differences(mode, first, run.second, run.fresh, plan), None)
-    return diff
+    return _reseed_difference(run) if diff is None else diff
 
 
-def _structure_differences(
-    env: VectorEnv, calls: Sequence[Call]
-) -> Iterator[Difference]:
+def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference | None:
     """Observations in the space, rewards and flags arrays of ``num_envs``
     numbers and bools, infos dicts; no call raises."""
     n = env.num_envs
     for call in calls:
         raw = call.raw
         if isinstance(raw, tuple) and len(raw) in (2, 5):
-            yield from _observation_differences(env, call, raw[0])
-            for name, value, kinds in _STEP_ARRAYS if len(raw) == 5 else ():
-                value = raw[value]
+            found = _observation_difference(env, call, raw[0])
+            if found is not None:
+                return found
+            for name, place, kinds in _STEP_ARRAYS if len(raw) == 5 else ():
+                value = raw[place]
                 if not (
                     isinstance(value, np.ndarray)
                     and value.shape == (n,)
@@ -78,43 +81,33 @@ def _structure_differences(
                     got = type(value).__name__
                     if hasattr(value, "shape") and hasattr(value, "dtype"):
                         got += f" of shape {value.shape} and dtype {value.dtype}"
-                    yield Difference.at(call, None, name, expected, got)
+                    return Difference.at(call, None, name, expected, got)
             if not isinstance(raw[-1], dict):
                 got = type(raw[-1]).__name__
-                yield Difference.at(call, None, "infos", "a dict", got)
+                return Difference.at(call, None, "infos", "a dict", got)
         if call.error is not None:
             note = "the run makes only calls that the declared mode allows"
-            yield Difference.at(
-                call, None, "result", "a result", raised(call.error), note
-            )
-            return
+            got = raised(call.error)
+            return Difference.at(call, None, "result", "a result", got, note)
+    return None
 
 
-_STEP_ARRAYS = (
-    ("rewards", 1, "fiu"),
-    ("terminations", 2, "b"),
-    ("truncations", 3, "b"),
-)
-
-
-def _observation_differences(
+def _observation_difference(
     env: VectorEnv, call: Call, batch: Any
-) -> Iterator[Difference]:
-    if _contains(env.observation_space, batch):
-        return
+) -> Difference | None:
+    space, single = env.observation_space, env.single_observation_space
+    if _contains(space, batch):
+        return None
     try:
-        items = per_sub_env(env.observation_space, batch, env.num_envs)
+        items = per_sub_env(space, batch, env.num_envs)
     except (TypeError, ValueError, IndexError):
         items = []
-    single = env.single_observation_space
     for i, item in enumerate(items):
         if not _contains(single, item):
-            yield Difference.at(
+            return Difference.at(
                 call, i, "obs", f"an element of {single}", describe(item)
             )
-            return
-    space = env.observation_space
-    yield Difference.at(call, None, "obs", f"an element of {space}", describe(batch))
+    return Difference.at(call, None, "obs", f"an element of {space}", describe(batch))
 
 
 def _contains(space: Space, value: Any) -> bool:
@@ -124,101 +117,93 @@ def _contains(space: Space, value: Any) -> bool:
         return False
 
 
-def _detail_differences(
+def _detail_difference(
     mode: AutoresetMode,
     env: VectorEnv,
     calls: Sequence[Call],
     aliased: dict[int, list[int]],
-) -> Iterator[Difference]:
+) -> Difference | None:
     """The final infos and observations themselves, and a masked reset's infos."""
     ends: list[tuple[Call, int]] = []
     for view in views(mode, calls, env.num_envs):
         call = view.call
         if call.error is not None or not isinstance(call.infos, dict):
-            return
+            return None
         if call.kind == "reset(mask)" and call.mask is not None:
-            yield from _masked_info_differences(mode, call, call.mask)
+            found = _masked_info_difference(mode, call, call.mask)
+            if found is not None:
+                return found
         if view.boundary is None:
             continue
         final = view.boundary.final_in_info
-        diff = layout_difference(mode, call, final, complete=True)
-        if diff is not None:  # a key that should not be there: the whole batch's
-            yield diff if final.any() else dataclasses.replace(diff, sub_env=None)
-            return
-        if final.any():
-            yield from _final_differences(mode, env, call, final, aliased)
-            ends.extend((call, i) for i in np.flatnonzero(final).tolist())
-    yield from _final_obs_overwritten(mode, calls, ends)
+        found = layout_difference(mode, call, final, complete=True)
+        if found is not None:  # a key that should not be there: the whole batch's
+            return found if final.any() else dataclasses.replace(found, sub_env=None)
+        for i in np.flatnonzero(final).tolist():
+            found = _final_obs_difference(mode, env, call, i, aliased)
+            if found is not None:
+                return found
+            ends.append((call, i))
+    return _final_obs_overwritten(mode, calls, ends)
 
 
 def _final_obs(call: Call) -> Any:
-    """The final observations (object array) of a step whose layout was checked."""
+    """The final observations of a step whose layout was checked."""
     return cast(tuple, final_observations(call.infos))[1]
 
 
-def _final_differences(
+def _final_obs_difference(
     mode: AutoresetMode,
     env: VectorEnv,
     call: Call,
-    final: np.ndarray,
+    i: int,
     aliased: dict[int, list[int]],
-) -> Iterator[Difference]:
-    """Each final observation in the single space, and an array of its own."""
-    obs = _final_obs(call)
-    single = env.single_observation_space
-    for i in np.flatnonzero(final).tolist():
-        if not _contains(single, obs[i]):
-            yield Difference.at(
-                call,
-                i,
-                _FINAL_OBS_FIELD,
-                f"an element of {single}",
-                describe(obs[i]),
-                final_obs_present_message(mode),
-            )
-            return
-        if i in aliased.get(call.index, ()):
-            yield Difference.at(
-                call,
-                i,
-                _FINAL_OBS_FIELD,
-                "an array of its own",
-                "an array sharing memory with the returned observations",
-                f"in {mode.value} mode the final observation must outlive the "
-                f"reset: return a copy, not a view of the observation buffer",
-            )
-            return
+) -> Difference | None:
+    """A final observation in the single space, and an array of its own."""
+    obs, single = _final_obs(call)[i], env.single_observation_space
+    if not _contains(single, obs):
+        note = final_obs_present_message(mode)
+        return Difference.at(
+            call, i, _FINAL_OBS, f"an element of {single}", describe(obs), note
+        )
+    if i in aliased.get(call.index, ()):
+        got = "an array sharing memory with the returned observations"
+        note = (
+            f"in {mode.value} mode the final observation must outlive the reset: "
+            f"return a copy, not a view of the observation buffer"
+        )
+        return Difference.at(call, i, _FINAL_OBS, "an array of its own", got, note)
+    return None
 
 
 def _final_obs_overwritten(
     mode: AutoresetMode, calls: Sequence[Call], ends: list[tuple[Call, int]]
-) -> Iterator[Difference]:
+) -> Difference | None:
     """Every final observation (of at least 3) equals the observation returned
     with it although the env's observations vary: the reset overwrote it."""
     if len(ends) < 3:
-        return
+        return None
     for call, i in ends:
         if call.obs is None or not same(_final_obs(call)[i], call.obs[i], strict=False):
-            return
+            return None
     seen = [obs for call in calls if call.obs is not None for obs in call.obs]
     if all(same(obs, seen[0], strict=False) for obs in seen):
-        return
+        return None
     call, i = ends[0]
-    yield Difference.at(
-        call,
-        i,
-        _FINAL_OBS_FIELD,
-        "the ended episode's last observation",
-        describe(_final_obs(call)[i]),
+    note = (
         f"at all {len(ends)} episode ends, info['final_obs'] equals the next "
         f"episode's first observation, which step() returned in {mode.value} mode: "
-        f"the reset overwrote the final observation",
+        f"the reset overwrote the final observation"
+    )
+    expected = "the ended episode's last observation"
+    return Difference.at(
+        call, i, _FINAL_OBS, expected, describe(_final_obs(call)[i]), note
     )
 
 
-def _masked_info_differences(
+def _masked_info_difference(
     mode: AutoresetMode, call: Call, mask: np.ndarray
-) -> Iterator[Difference]:
+) -> Difference | None:
     """A masked reset's info holds data only for the masked sub-envs."""
     infos = call.infos
     for key, value in infos.items():
@@ -231,21 +216,17 @@ def _masked_info_differences(
         if present.shape != mask.shape:
             continue
         for j in np.flatnonzero(present & ~mask).tolist():
-            yield Difference.at(
-                call,
-                j,
-                f"info[{key!r}]",
-                "False",
-                "True",
+            note = (
                 f"in {mode.value} mode a masked reset's info holds data only for "
-                f"the reset sub-envs",
+                f"the reset sub-envs"
             )
-            return
+            return Difference.at(call, j, f"info[{key!r}]", "False", "True", note)
+    return None
 
 
-def _masked_keeps_differences(
+def _masked_keeps_difference(
     mode: AutoresetMode, calls: Sequence[Call]
-) -> Iterator[Difference]:
+) -> Difference | None:
     """A masked reset leaves the others as they were, in every mode."""
     note = masked_keeps_message(mode)
     if not caller_resets(mode):
@@ -257,13 +238,13 @@ def _masked_keeps_differences(
     last: Call | None = None
     for call in calls:
         if call.error is not None:
-            return
+            return None
         if call.kind == "reset(mask)" and last is not None:
             found = masked_keeps_difference(call, last.obs, note)
             if found is not None:
-                yield found
-                return
+                return found
         last = call
+    return None
 
 
 def _changed_later(results: HeldResults[Call]) -> Difference | None:
@@ -282,68 +263,64 @@ def _changed_later(results: HeldResults[Call]) -> Difference | None:
     return Difference.at(call, None, part, "to stay as returned", got, note)
 
 
-def _cleared_differences(
-    mode: AutoresetMode, calls: Sequence[Call], cleared: Sequence[Call], plan: Plan
-) -> Iterator[Difference]:
+def _cleared_difference(run: CheckedRun) -> Difference | None:
     """The step after a masked reset of sub-envs whose autoreset was pending is
     no autoreset."""
-    if plan.cleared is None:
-        return
-    index, which = plan.cleared
+    calls, cleared = run.first.calls, run.cleared
+    if run.plan.cleared is None:
+        return None
+    index, which = run.plan.cleared
     if index >= len(cleared) or index >= len(calls):
-        return
+        return None
     step, other = calls[index], cleared[index]
     if step.kind != "step" or step.error is not None or other.error is not None:
-        return
+        return None
     for i in np.flatnonzero(which).tolist():
         if looks_reset(step, other, i):
-            yield Difference.at(
-                step,
-                i,
-                "step()",
-                "a step of the episode that the masked reset started",
-                AUTORESET_STEP,
-                f"in {mode.value} mode reset(options={{'reset_mask': mask}}) clears "
-                f"the masked sub-envs' pending autoresets, but this step looks like "
-                f"the autoreset of the episode that ended before the masked reset "
-                f"at call {index - 1}. If the env keeps them pending, declare it: "
-                f"vecmode.register_vector_env(its class, masked_reset='keeps-pending')",
+            expected = "a step of the episode that the masked reset started"
+            note = (
+                f"in {run.mode.value} mode reset(options={{'reset_mask': mask}}) "
+                f"clears the masked sub-envs' pending autoresets, but this step "
+                f"looks like the autoreset of the episode that ended before the "
+                f"masked reset at call {index - 1}. If the env keeps them pending, "
+                f"declare it: vecmode.register_vector_env(its class, "
+                f"masked_reset='keeps-pending')"
             )
-            return
+            return Difference.at(step, i, "step()", expected, AUTORESET_STEP, note)
+    return None
 
 
-def _unmasked_differences(
-    mode: AutoresetMode, calls: Sequence[Call], unmasked: Sequence[Call], plan: Plan
-) -> Iterator[Difference]:
+def _unmasked_difference(run: CheckedRun) -> Difference | None:
     """A sub-env masked mid-episode that came back unchanged and then returned
     what a run without that reset returns, up to its episode's end, was not
     reset."""
-    if plan.mid_episode is None or not unmasked:
-        return
-    index, i = plan.mid_episode
+    calls, unmasked = run.first.calls, run.unmasked
+    if run.plan.mid_episode is None or not unmasked:
+        return None
+    index, i = run.plan.mid_episode
     reset, before = calls[index], calls[index - 1]
     if reset.obs is None or before.obs is None or not same(reset.obs[i], before.obs[i]):
-        return
+        return None
     for call in calls[index + 1 :]:
         if call.index - 1 >= len(unmasked):
-            return
+            return None
         other = unmasked[call.index - 1]
         if call.error is not None or other.error is not None or other.kind != call.kind:
-            return
+            return None
         if differs_at(call, other, i) is not None:
-            return
+            return None
         if call.kind == "step" and call.ended[i]:
-            yield Difference.at(
-                reset,
-                i,
-                "obs",
-                "a new episode's first observation",
-                describe(reset.obs[i]),
-                f"in {mode.value} mode a masked reset resets the masked sub-envs; "
-                f"this one came back unchanged and went on as without the reset, "
-                f"up to its episode's end at call {call.index}: it was not reset",
+            expected = "a new episode's first observation"
+            note = (
+                f"in {run.mode.value} mode a masked reset resets the masked "
+                f"sub-envs; this one came back unchanged and went on as without "
+                f"the reset, up to its episode's end at call {call.index}: it was "
+                f"not reset"
             )
-            return
+            return Difference.at(
+                reset, i, "obs", expected, describe(reset.obs[i]), note
+            )
+    return None
 
 
 def _reproducibility_difference(
@@ -372,35 +349,26 @@ def _reproducibility_difference(
     return dataclasses.replace(diff, note=note)
 
 
-def _reseed_differences(
-    mode: AutoresetMode,
-    first: Sequence[Call],
-    second: Sequence[Call],
-    fresh: Sequence[Call],
-    plan: Plan,
-) -> Iterator[Difference]:
+def _reseed_difference(run: CheckedRun) -> Difference | None:
     """The step after ``reset(seed=seed + 1)``, made while some sub-envs awaited
     their autoreset, is no autoreset (a fresh instance tells)."""
-    if plan.pending is None or plan.reseeded is None or len(fresh) != 2:
-        return
-    last, other, clean = first[-1], second[-1], fresh[-1]
+    plan = run.plan
+    if plan.pending is None or plan.reseeded is None or len(run.fresh) != 2:
+        return None
+    last, other, clean = run.first.calls[-1], run.second[-1], run.fresh[-1]
     if last.index != plan.reseeded + 1 or other.index != last.index:
-        return
+        return None
     if any(call.error is not None for call in (last, other, clean)):
-        return
+        return None
     for i in np.flatnonzero(plan.pending).tolist():
         differs = differs_at(clean, last, i) if looks_reset(last, other, i) else None
         if differs is not None:
             name, expected, got = differs
-            yield Difference.at(
-                last,
-                i,
-                name,
-                describe(expected),
-                describe(got),
-                f"in {mode.value} mode reset() clears pending autoresets, but this "
-                f"step looks like the autoreset of the episode that ended before "
-                f"the reset at call {plan.reseeded}; a fresh instance returns the "
-                f"expected value",
+            note = (
+                f"in {run.mode.value} mode reset() clears pending autoresets, but "
+                f"this step looks like the autoreset of the episode that ended "
+                f"before the reset at call {plan.reseeded}; a fresh instance returns "
+                f"the expected value"
             )
-            return
+            return Difference.at(last, i, name, describe(expected), describe(got), note)
+    return None

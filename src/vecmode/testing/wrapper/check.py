@@ -94,14 +94,10 @@ def check_wrapper(
     Args:
         factory: the wrapper class, or a callable env -> wrapped env (a stack).
         modes: the modes to prove (default: those the wrapper declares).
-        obs_type: the test sub-envs' observations (``OBS_TYPES``).
-        action_type: ``"discrete"`` or ``"box"``.
-        info_type: ``"numeric"`` or ``"rich"`` infos.
-        render_mode: None, or ``"rgb_array"`` for wrappers that render.
+        obs_type, action_type, info_type, render_mode: the test sub-envs'
+            (:class:`~vecmode.testing.ScheduledEnv`'s arguments).
         wrappers: single-env wrappers around each test sub-env, innermost first.
-        num_envs: sub-envs per run (at least 2).
         transitions: real transitions compared per sub-env and run.
-        seed: the reset seed and the seed of the action queues.
         batch_dependent: its values depend on which sub-envs share a call
             (default: its ``batch_dependent`` attribute).
         bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
@@ -468,9 +464,8 @@ def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
     """For ``compare_info``: ``{"return": r, "length": l}`` of a transition's
     ``info["episode"]`` (``RecordEpisodeStatistics``'s), None elsewhere.
 
-    >>> from vecmode.wrappers import RecordEpisodeStatistics
-    >>> check_wrapper(RecordEpisodeStatistics, compare_info=episode_statistics).modes
-    (<AutoresetMode.NEXT_STEP: 'NextStep'>, <AutoresetMode.SAME_STEP: 'SameStep'>, <AutoresetMode.DISABLED: 'Disabled'>)
+    >>> episode_statistics({"episode": {"r": 1.5, "l": 3, "t": 0.01}})
+    {'return': 1.5, 'length': 3}
     """
     episode = info.get("episode")
     if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:

@@ -81,19 +81,6 @@ class WrapperReport:
         Raises:
             ValueError: the check left out properties or a default base the
                 wrapper builds over, or proved a stack.
-
-        >>> import gymnasium as gym
-        >>> import vecmode
-        >>> from vecmode.testing import check_wrapper
-        >>> @vecmode.supports(*vecmode.MODES)
-        ... class Twice(gym.vector.VectorWrapper):
-        ...     pass
-        >>> vecmode.registry.evidence(Twice).value
-        'declared'
-        >>> check_wrapper(Twice).record().summary
-        'Twice: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)'
-        >>> vecmode.registry.evidence(Twice).value
-        'verified'
         """
         if set(self.properties) != set(PROPERTIES):
             raise ValueError(
