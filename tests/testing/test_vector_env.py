@@ -32,7 +32,7 @@ NEXT, SAME, DISABLED = MODES
 #: The report's line for an env built with copy=False.
 COPY_FALSE_LINE = (
     "what a call returned is not changed by later calls, the observations excepted "
-    "(the env is built with copy=False: it may reuse its observation buffer)"
+    "(copy=False)"
 )
 
 
@@ -515,11 +515,9 @@ def test_a_class_declared_to_ignore_the_mask_gets_no_masked_reset(mode):
     finally:
         vecmode.unregister_vector_env(CounterVectorEnv)
     assert report.masked_resets == 0
-    assert (
-        "no masked reset made: its class declares that reset(options={'reset_mask': "
-        "m}) resets every sub-env (masked_reset='ignores', "
-        "vecmode.register_vector_env)"
-    ) in report.checks
+    assert "no masked reset made: its class declares masked_reset='ignores'" in (
+        report.checks
+    )
 
 
 def test_a_masked_reset_that_keeps_the_pending_autoreset_fails():
@@ -549,11 +547,10 @@ def test_a_masked_reset_declared_to_keep_pending_autoresets_passes(
 
     report = check_vector_env(lambda: KeepsPendingOnMaskedResets(3, NEXT), steps=40)
     assert report.masked_resets > 0
-    assert any(
-        line.startswith("reset(options={'reset_mask': m}) of a strict subset")
-        and line.endswith("masked_reset='keeps-pending')")
-        for line in report.checks
-    )
+    assert (
+        "masked resets (of a strict subset, and mid-episode) reset exactly the "
+        "masked sub-envs, keeping their pending autoresets"
+    ) in report.checks
 
 
 @pytest.mark.parametrize(

@@ -1,15 +1,4 @@
-"""Exact comparison of what vector envs return, and a readable difference.
-
->>> import numpy as np
->>> same({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0, np.nan])})
-True
->>> same(np.float32(1.0), 1.0), same(np.float32(1.0), 1.0, strict=False)
-(False, True)
->>> where_different({"pos": np.zeros(2), "n": 3}, {"pos": np.ones(2), "n": 3})
-"['pos']"
->>> print(Difference(4, "step", 1, "reward", "0.0", "1.0", "a reset step"))
-call 4 (step), sub-env 1, reward: expected 0.0, got 1.0 (a reset step)
-"""
+"""Exact comparison of what vector envs return, and a readable difference."""
 
 from __future__ import annotations
 

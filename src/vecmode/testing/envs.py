@@ -96,11 +96,9 @@ class ScheduledEnv(gym.Env):
             )
         if not truncate:
             raise ValueError("truncate must be a non-empty sequence of bools")
-        self.index = index
+        self.index, self.obs_type, self.info_type = index, obs_type, info_type
         self.lengths = [int(n) for n in lengths]
         self.truncate = [bool(t) for t in truncate]
-        self.obs_type = obs_type
-        self.info_type = info_type
         self.render_mode = render_mode
         self.action_space: spaces.Space = (
             spaces.Discrete(3)
@@ -115,9 +113,7 @@ class ScheduledEnv(gym.Env):
             "discrete": spaces.Discrete(10_000),
             "image": spaces.Box(0, 255, shape=_IMAGE_SHAPE, dtype=np.uint8),
         }[obs_type]
-        self.episode = -1
-        self.t = 0
-        self.resets = 0
+        self.episode, self.t, self.resets = -1, 0, 0
 
     def _image(self) -> np.ndarray:
         rows, cols, _ = _IMAGE_SHAPE

@@ -1,19 +1,6 @@
 """The write checks both kits share: :class:`HeldResults` finds a result that a
 later call changed, :class:`WritesBelow` where a wrapper wrote into what the env
-below returned to it.
-
->>> import numpy as np
->>> flags = np.array([True, False])
->>> held = HeldResults()
->>> held.keep("call 0", (np.zeros(2), {}))
->>> held.keep("call 1", (np.zeros(2), np.ones(2), flags, flags, {})) is None
-True
->>> flags[0] = False  # the env clears its own array, which it returned
->>> held.keep("call 2", (np.zeros(2), {}))
-('call 1', 'terminations')
->>> held.first_changed()
-('call 1', 'terminations', 'call 2')
-"""
+below returned to it."""
 
 from __future__ import annotations
 

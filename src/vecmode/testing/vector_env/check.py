@@ -186,73 +186,41 @@ def _checks(
 ) -> tuple[str, ...]:
     """What was checked, one line each, for the report."""
     checks = [
-        "observations in the observation space; rewards, terminations and "
-        "truncations of shape (num_envs,) and the right dtypes; infos dicts",
-        "final_obs / _final_obs and final_info / _final_info exactly at episode "
-        "ends, True exactly for the ended sub-envs; final observations in the "
-        "single observation space, not overwritten by the reset"
+        "observations in the observation space; rewards and flags of shape "
+        "(num_envs,) and the right dtypes; infos dicts",
+        "final_obs, final_info and their masks exactly at episode ends; final "
+        "observations in the single space, not overwritten by the reset"
         if final_in_info(mode)
         else "no final_obs / final_info in info",
     ]
     if resets_on_next_step(mode):
         checks.append(
-            "the step after an episode ends: reward 0, terminated and truncated "
-            "False, action ignored; reset() clears pending autoresets"
+            "the step after an episode ends: reward 0, flags False, action "
+            "ignored; reset() clears pending autoresets"
         )
     if caller_resets(mode):
         checks.append("step does not reset an ended sub-env")
-    checks.append(_masked_resets_line(masked, resets_on_next_step(mode)))
-    checks.append(
-        "what a call returned is not changed by later calls"
-        + (
-            ", the observations excepted (the env is built with copy=False: it may "
-            "reuse its observation buffer)"
-            if reuses_observations
-            else ""
+    if masked in ("ignores", "masked rows"):
+        declared = (
+            "masked_reset='ignores'"
+            if masked == "ignores"
+            else "reset_returns='masked'"
         )
-    )
+        checks.append(f"no masked reset made: its class declares {declared}")
+    else:
+        when = "after each episode end" if masked == "caller" else "of a strict subset"
+        line = (
+            f"masked resets ({when}, and mid-episode) reset exactly the masked sub-envs"
+        )
+        if resets_on_next_step(mode):
+            line += f", {'clearing' if masked == 'clears' else 'keeping'} their pending autoresets"
+        checks.append(line)
+    copied = ", the observations excepted (copy=False)" if reuses_observations else ""
     checks += [
+        f"what a call returned is not changed by later calls{copied}",
         "the same seed and actions reproduce the run",
         f"vecmode.probe_mode finds {mode.value}",
     ]
     if probe.read_through is not None:
-        checks.append(
-            f"final observations in the layout the env's class declares, read "
-            f"through {probe.read_through} (as vecmode.with_autoreset reads them)"
-        )
+        checks.append(f"final observations read through {probe.read_through}")
     return tuple(checks)
-
-
-def _masked_resets_line(masked: str, reset_steps: bool) -> str:
-    """The report's line on masked resets."""
-    if masked in ("ignores", "masked rows"):
-        does, declared = {
-            "ignores": ("resets every sub-env", "masked_reset='ignores'"),
-            "masked rows": (
-                "returns the masked sub-envs' rows only",
-                "reset_returns='masked'",
-            ),
-        }[masked]
-        return (
-            f"no masked reset made: its class declares that reset(options="
-            f"{{'reset_mask': m}}) {does} ({declared}, vecmode.register_vector_env)"
-        )
-    when = (
-        "after each episode end, and once in the middle of an episode"
-        if masked == "caller"
-        else "of a strict subset of the sub-envs, after an episode end and in the "
-        "middle of one"
-    )
-    text = (
-        f"reset(options={{'reset_mask': m}}) {when}, resets exactly the masked "
-        f"sub-envs: the others' observations unchanged, infos only for the "
-        f"masked ones, a masked sub-env not left as it was"
-    )
-    if reset_steps and masked == "clears":
-        text += "; it clears the masked sub-envs' pending autoresets, not the others'"
-    if reset_steps and masked == "keeps-pending":
-        text += (
-            "; the others' pending autoresets kept (its class declares that the "
-            "masked ones' stay pending too: masked_reset='keeps-pending')"
-        )
-    return text

@@ -196,12 +196,16 @@ class WrapperCheck:
         self.build_in_every_mode()
         to_prove = self.modes_to_prove(modes)
         self.check_builds_in_declared_modes(to_prove)
+        first = self.accepted[to_prove[0]]  # built (and closed) in that mode
         if batch_dependent is None:
-            batch_dependent = self.batch_dependent(to_prove[0])
+            batch_dependent = _batch_dependent(first)
         runs: list[str] = []
         compared = 0
         if self.only is None or self.only - _BUILD_PROPERTIES:
-            queues = self.action_queues(to_prove[0], seed)
+            single = first.single_action_space
+            single.seed(seed)
+            n = self.kinds["num_envs"]
+            queues = [[single.sample() for _ in range(7)] for _ in range(n)]
             plan = RunPlan(
                 "", to_prove[0], self.first_schedule, queues, transitions, seed
             )
@@ -337,28 +341,6 @@ class WrapperCheck:
                 "vecmode.register do).",
             )
 
-    def batch_dependent(self, mode: AutoresetMode) -> bool:
-        """The wrapper's ``batch_dependent`` attribute (or Gymnasium's table)."""
-        wrapped = self.build(self.base(self.over[0], mode))
-        try:
-            for layer in layers(wrapped, limit=10_000):  # the outermost that says
-                if any("batch_dependent" in vars(c) for c in type(layer).__mro__):
-                    return bool(layer.batch_dependent)
-            cls = type(wrapped)
-            return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
-        finally:
-            wrapped.close()
-
-    def action_queues(self, mode: AutoresetMode, seed: int) -> list[list[Any]]:
-        """Seven actions per sub-env, sampled from the wrapper's action space."""
-        wrapped = self.build(self.base(self.over[0], mode))
-        single = wrapped.single_action_space
-        wrapped.close()
-        single.seed(seed)
-        return [
-            [single.sample() for _ in range(7)] for _ in range(self.kinds["num_envs"])
-        ]
-
     def check_mode_equivalence(
         self,
         to_prove: tuple[AutoresetMode, ...],
@@ -453,6 +435,16 @@ class WrapperCheck:
             return Driver(wrapped, plan, checking).run()
         finally:
             wrapped.close()
+
+
+def _batch_dependent(wrapped: VectorEnv) -> bool:
+    """The ``batch_dependent`` of the outermost layer that says (or Gymnasium's
+    table)."""
+    for layer in layers(wrapped, limit=10_000):
+        if any("batch_dependent" in vars(c) for c in type(layer).__mro__):
+            return bool(layer.batch_dependent)
+    cls = type(wrapped)
+    return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
 
 
 def _over(wrapped: VectorEnv, base: VectorEnv) -> list[Any]:

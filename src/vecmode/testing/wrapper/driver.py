@@ -32,7 +32,7 @@ from vecmode.testing.wrapper.events import (
     show,
 )
 from vecmode.testing.wrapper.schedules import Schedule
-from vecmode.testing.writes import HeldResults, WritesBelow, Written
+from vecmode.testing.writes import HeldResults, WritesBelow
 from vecmode.transitions import Reading, RealTransition, TransitionReader
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
@@ -92,13 +92,6 @@ class Driver:
 
     Sub-env ``i``'s ``k``-th real transition takes the ``k``-th action of its
     queue; the run ends when every sub-env made the transitions wanted.
-
-    >>> from vecmode.testing.wrapper.schedules import base_env, schedules
-    >>> mode, schedule = AutoresetMode.SAME_STEP, schedules(2, 3)[0]
-    >>> envs = base_env("vecmode.SyncVectorEnv", mode, {"num_envs": 2, "obs_type": "box"}, schedule)
-    >>> run = Driver(envs, RunPlan("demo", mode, schedule, [[0], [1]], 3, 0), Checking("demo", None)).run()
-    >>> [event.kind for event in run.events[0]]
-    ['start', 'step', 'step', 'step', 'start']
     """
 
     def __init__(self, envs: VectorEnv, plan: RunPlan, checking: Checking) -> None:
@@ -142,7 +135,7 @@ class Driver:
             obs, mask = self._step()
             if mask.any():
                 self._masked_reset(mask, obs)
-        self._check_all_held()
+        self._check_writes(None)
         return self.result
 
     def _step(self) -> tuple[Any, np.ndarray]:
@@ -293,15 +286,7 @@ class Driver:
             hint = PARTIAL_RESET_HINT if "options" in kwargs else ""
             what = f"raised {type(error).__name__}: {error}"
             raise self.fail("handles_every_call", where, what, hint) from error
-        below = self.checking.below
-        if below is not None and self.checking.on("no_writes_below"):
-            written = below.check_call(where)
-            if written is not None:
-                raise self._wrote_below(written)
-        if self.checking.on("results_kept"):
-            found = self.held.keep(where, result)
-            if found is not None:
-                raise self._changed_later(*found, by=where)
+        self._check_writes(where, result)
         return result
 
     def _observe(self, obs: Any, where: str) -> None:
@@ -409,35 +394,32 @@ class Driver:
                 "leaves_inputs_untouched", f"{where}, field options", what, OPTIONS_HINT
             )
 
-    def _check_all_held(self) -> None:
-        """Fail where a result kept, or one the env below returned, is no longer
-        what was returned."""
-        below = self.checking.below
-        if below is not None and self.checking.on("no_writes_below"):
-            written = below.check_all()
+    def _check_writes(self, where: str | None, result: Any = None) -> None:
+        """Fail where the wrapper wrote into what the env below returned, or a
+        later call changed a result: at the call ``where`` (which returned
+        ``result``), or at the end (None)."""
+        below, on = self.checking.below, self.checking.on
+        if below is not None and on("no_writes_below"):
+            written = below.check_all() if where is None else below.check_call(where)
             if written is not None:
-                raise self._wrote_below(written)
-        found = self.held.first_changed() if self.checking.on("results_kept") else None
+                when = "in this call" if written.by is not None else "in a later call"
+                what = (
+                    f"the wrapper wrote into what the env below returned to it "
+                    f"({written.path}): {show(written.returned)} became "
+                    f"{show(written.found)} {when}"
+                )
+                at = f"{written.where}, field {written.path}"
+                raise self.fail("no_writes_below", at, what, WROTE_BELOW_HINT)
+        if not on("results_kept"):
+            return
+        if where is None:
+            found = self.held.first_changed()
+        else:
+            kept = self.held.keep(where, result)
+            found = None if kept is None else (*kept, where)
         if found is not None:
-            raise self._changed_later(*found)
-
-    def _changed_later(self, where: str, part: str, by: str | None) -> ConformanceError:
-        later = "a later call" if by is None else f"a later call ({by})"
-        what = f"what was returned here ({part}) was changed by {later}"
-        return self.fail(
-            "results_kept", f"{where}, field {part}", what, CHANGED_LATER_HINT
-        )
-
-    def _wrote_below(self, written: Written) -> ConformanceError:
-        when = "in this call" if written.by is not None else "in a later call"
-        what = (
-            f"the wrapper wrote into what the env below returned to it "
-            f"({written.path}): {show(written.returned)} became "
-            f"{show(written.found)} {when}"
-        )
-        return self.fail(
-            "no_writes_below",
-            f"{written.where}, field {written.path}",
-            what,
-            WROTE_BELOW_HINT,
-        )
+            at, part, by = found
+            later = "a later call" if by is None else f"a later call ({by})"
+            what = f"what was returned here ({part}) was changed by {later}"
+            at = f"{at}, field {part}"
+            raise self.fail("results_kept", at, what, CHANGED_LATER_HINT)

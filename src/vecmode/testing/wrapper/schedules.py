@@ -1,10 +1,4 @@
-"""The schedules a wrapper is run on, and the base envs it is run over.
-
->>> [schedule.name for schedule in schedules(num_envs=2, wanted=9)]
-['episodes ending together', 'staggered episodes', 'staggered episodes truncated by the env where cut']
->>> sorted(BASES) == sorted(DEFAULT_BASES + ("vecmode.testing.DenseFinalObsVectorEnv",))
-True
-"""
+"""The schedules a wrapper is run on, and the base envs it is run over."""
 
 from __future__ import annotations
 
