@@ -141,8 +141,7 @@ def _declared(env: VectorEnv) -> AutoresetMode | None:
 
 
 def _until_an_end(recorder: Recorder, seed: int, max_steps: int) -> Call | None:
-    """Reset, then step until an episode ends; that call (or the call that
-    raised), None if none ended within ``max_steps`` steps."""
+    """Reset, step until an episode ends: that call, or one that raised, or None."""
     call = recorder.reset(seed)
     for _ in range(max_steps):
         if call.error is not None:
@@ -168,8 +167,7 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
 def _replays(
     instances: Instances, seed: int, calls: list[Call], ended: np.ndarray
 ) -> tuple[list[Call], list[Call], list[Call]]:
-    """The first run replayed: with other actions for the ``ended`` sub-envs at
-    the last step; with a masked reset of them before it; exactly."""
+    """The first run replayed with other actions, with a masked reset, exactly."""
     last = calls[-1]
     changed = Recorder(instances.new(), seed)
     changed.replay(calls, lambda call: ended if call is last else None)

@@ -163,8 +163,7 @@ def mode_differences(
 
 
 def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]:
-    """A step raised where no sub-env awaited the caller's reset, or a masked
-    reset where the caller resets."""
+    """A call raised where the mode says it must work."""
     call = view.call
     if call.error is None:
         return

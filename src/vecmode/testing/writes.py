@@ -39,9 +39,7 @@ class HeldResults(Generic[Label]):
     def keep(
         self, label: Label, result: Any, kept: Callable[[], Any] | None = None
     ) -> tuple[Label, str] | None:
-        """Keep ``result`` of the call ``label`` (``kept`` reads a deep copy,
-        made here by default); the label and part of the result before that
-        this call changed, or None."""
+        """Keep ``result``; the label and part of the one before this call changed."""
         found = None
         if self._results:
             part = self._check(len(self._results) - 1, by=label)
@@ -57,8 +55,7 @@ class HeldResults(Generic[Label]):
         return found
 
     def first_changed(self) -> tuple[Label, str, Label | None] | None:
-        """The first result a later call changed: its label, the part, and the
-        call that changed it (None: found only now); or None."""
+        """``(label, part, changed by)`` of the first result changed, or None."""
         for index in range(len(self._results)):
             self._check(index, by=None)
         for index, (label, _, _) in enumerate(self._results):

@@ -213,7 +213,8 @@ def _checks(
             f"masked resets ({when}, and mid-episode) reset exactly the masked sub-envs"
         )
         if resets_on_next_step(mode):
-            line += f", {'clearing' if masked == 'clears' else 'keeping'} their pending autoresets"
+            kept = "clearing" if masked == "clears" else "keeping"
+            line += f", {kept} their pending autoresets"
         checks.append(line)
     copied = ", the observations excepted (copy=False)" if reuses_observations else ""
     checks += [

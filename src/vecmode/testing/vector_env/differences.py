@@ -60,8 +60,7 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
 
 
 def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference | None:
-    """Observations in the space, rewards and flags arrays of ``num_envs``
-    numbers and bools, infos dicts; no call raises."""
+    """Observations, rewards, flags and infos of the right kinds; no call raised."""
     n = env.num_envs
     for call in calls:
         raw = call.raw
@@ -179,8 +178,7 @@ def _final_obs_difference(
 def _final_obs_overwritten(
     mode: AutoresetMode, calls: Sequence[Call], ends: list[tuple[Call, int]]
 ) -> Difference | None:
-    """Every final observation (of at least 3) equals the observation returned
-    with it although the env's observations vary: the reset overwrote it."""
+    """Every final observation (of 3 or more) overwritten by the reset's."""
     if len(ends) < 3:
         return None
     for call, i in ends:
@@ -264,8 +262,7 @@ def _changed_later(results: HeldResults[Call]) -> Difference | None:
 
 
 def _cleared_difference(run: CheckedRun) -> Difference | None:
-    """The step after a masked reset of sub-envs whose autoreset was pending is
-    no autoreset."""
+    """The step after a masked reset of pending sub-envs is no autoreset."""
     calls, cleared = run.first.calls, run.cleared
     if run.plan.cleared is None:
         return None
@@ -291,9 +288,7 @@ def _cleared_difference(run: CheckedRun) -> Difference | None:
 
 
 def _unmasked_difference(run: CheckedRun) -> Difference | None:
-    """A sub-env masked mid-episode that came back unchanged and then returned
-    what a run without that reset returns, up to its episode's end, was not
-    reset."""
+    """A sub-env masked mid-episode that went on as if not reset."""
     calls, unmasked = run.first.calls, run.unmasked
     if run.plan.mid_episode is None or not unmasked:
         return None
@@ -350,8 +345,7 @@ def _reproducibility_difference(
 
 
 def _reseed_difference(run: CheckedRun) -> Difference | None:
-    """The step after ``reset(seed=seed + 1)``, made while some sub-envs awaited
-    their autoreset, is no autoreset (a fresh instance tells)."""
+    """The step after ``reset(seed=seed + 1)`` is no pending autoreset."""
     plan = run.plan
     if plan.pending is None or plan.reseeded is None or len(run.fresh) != 2:
         return None

@@ -122,9 +122,7 @@ class CheckedRun:
         self.results.keep(call, result, lambda: call.raw)
 
     def _drive(self, steps: int, seed: int) -> Plan:
-        """Run ``steps`` steps with the masked resets of :class:`MaskedResets`;
-        in a mode with reset steps, then step on until an episode ends, reset
-        everything with ``seed + 1`` and step once."""
+        """The checked run's calls (see :class:`MaskedResets`); what replays need."""
         recorder, mode, plan = self.first, self.mode, Plan()
         tracker = BoundaryTracker(mode, recorder.num_envs)
         masks = MaskedResets(mode, recorder.num_envs, self.optional)
@@ -233,9 +231,7 @@ def _declared_mode(env: VectorEnv) -> AutoresetMode:
 
 
 def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
-    """What a masked reset is declared to do: ``"caller"`` (the caller resets),
-    ``"clears"`` (also undeclared), ``"keeps-pending"``, ``"ignores"`` or
-    ``"masked rows"``."""
+    """What a masked reset is declared to do (``"caller"``: the caller resets)."""
     if caller_resets(mode):
         return "caller"
     found = vector_env_declaration(env)
@@ -247,8 +243,7 @@ def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
 
 
 def _final_obs_sharing_memory(result: Any) -> list[int]:
-    """The sub-envs whose final observation shares memory with the returned
-    observations (the next call may overwrite it)."""
+    """The sub-envs whose final observation shares the observations' memory."""
     if not (isinstance(result, tuple) and len(result) == 5):
         return []
     found = final_observations(result[4])

@@ -296,8 +296,7 @@ class WrapperCheck:
     def check_builds_in_declared_modes(
         self, to_prove: tuple[AutoresetMode, ...]
     ) -> None:
-        """A declared mode, or one to prove, is built without error; the class's
-        own error in another mode is its refusal."""
+        """A mode to prove is built without error; another mode's error is a refusal."""
         for mode, own in self.raised.items():
             if mode in to_prove or (self.declared and mode in self.declared):
                 what = (
@@ -348,8 +347,7 @@ class WrapperCheck:
         batch_dependent: bool,
         compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> tuple[list[str], int]:
-        """The same events in every mode, base and schedule; the runs' labels,
-        and the transitions compared."""
+        """The same events in every mode, base and schedule; labels, transitions."""
         labels: list[str] = []
         compared = 0
         runs: dict[tuple[int, AutoresetMode, str], Run] = {}
@@ -383,8 +381,7 @@ class WrapperCheck:
         name: str,
         first_mode: AutoresetMode,
     ) -> tuple[str, tuple[Run, Run] | None, str]:
-        """The property a run proves, the runs compared for it (None: the
-        first), the hint."""
+        """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
             return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
@@ -438,8 +435,7 @@ class WrapperCheck:
 
 
 def _batch_dependent(wrapped: VectorEnv) -> bool:
-    """The ``batch_dependent`` of the outermost layer that says (or Gymnasium's
-    table)."""
+    """The outermost layer's ``batch_dependent``, or Gymnasium's table's."""
     for layer in layers(wrapped, limit=10_000):
         if any("batch_dependent" in vars(c) for c in type(layer).__mro__):
             return bool(layer.batch_dependent)

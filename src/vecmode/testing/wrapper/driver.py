@@ -139,8 +139,7 @@ class Driver:
         return self.result
 
     def _step(self) -> tuple[Any, np.ndarray]:
-        """One step, checked and read; the observations (a copy) and the
-        sub-envs to reset with a mask."""
+        """One step, checked and read; its observations, the sub-envs to reset."""
         self.calls += 1
         where = f"{self.plan.label}, call {self.calls} (step)"
         actions = np.stack(
@@ -190,8 +189,7 @@ class Driver:
         return copy.deepcopy(obs), b.needs_reset | cut
 
     def _record(self, found: list[RealTransition], picked: list[Any]) -> np.ndarray:
-        """Record the real transitions as events; the sub-envs whose episode the
-        caller cuts here (it truncates them)."""
+        """Record the real transitions; the sub-envs whose episode is cut here."""
         cut = np.zeros(self.num_envs, dtype=np.bool_)
         for t in found:
             i = t.sub_env
@@ -215,9 +213,7 @@ class Driver:
         return cut
 
     def _picked_infos(self, reading: Reading, where: str) -> list[Any]:
-        """What is compared of each sub-env's info at this step (merged over
-        SAME_STEP's ``final_info``); fail where a real transition's info lacks
-        the sub-env's own step count."""
+        """What is compared of each sub-env's info, each step count checked."""
         pick, b, infos = self.checking.compare_info, reading.boundary, reading.infos
         rows = b.final_in_info
         picked = [SKIP] * self.num_envs
@@ -234,26 +230,25 @@ class Driver:
             picked = [SKIP if e else p for p, e in zip(picked, rows, strict=True)]
         if not self.checking.on("passes_env_infos_on"):
             return picked
+        hint = (
+            "Pass the env's infos on in every mode (SAME_STEP's ended step's in "
+            "info['final_info']); to drop them on purpose: check_wrapper(..., "
+            "env_infos=False) (vecmode conform --no-env-infos)."
+        )
         for i in np.flatnonzero(b.real).tolist():
             found = picked[i] if isinstance(picked[i], dict) else {}
             for name, value in found.items():
                 if isinstance(value, str) and value == NO_STEP_INFO:
-                    raise self.fail(
-                        "passes_env_infos_on",
-                        f"{where}, sub-env {i}, field info",
-                        f"{name} is missing: {NOT_REACHED}",
-                        (
-                            "Pass the env's infos on in every mode (SAME_STEP's ended step's in "
-                            "info['final_info']); to drop them on purpose: check_wrapper(..., "
-                            "env_infos=False) (vecmode conform --no-env-infos)."
-                        ),
-                    )
+                    at, what = f"{where}, sub-env {i}, field info", f"{name} is missing"
+                    what += f": {NOT_REACHED}"
+                    raise self.fail("passes_env_infos_on", at, what, hint)
         return picked
 
     def _masked_reset(self, mask: np.ndarray, last: Any) -> None:
         """Reset the sub-envs of ``mask``; ``last``: the observations before."""
         self.calls += 1
-        where = f"{self.plan.label}, call {self.calls} (reset with reset_mask={mask.tolist()})"
+        where = f"{self.plan.label}, call {self.calls} "
+        where += f"(reset with reset_mask={mask.tolist()})"
         given = {"reset_mask": mask.copy()}
         kept, array = copy.deepcopy(given), given["reset_mask"]
         obs = as_numpy(self._call(where, self.envs.reset, options=given)[0])
@@ -269,10 +264,8 @@ class Driver:
                         "masked_reset_keeps_the_others",
                         f"{where}, sub-env {i} (not reset), field obs",
                         f"{why}: here the masked reset's, there the call before's",
-                        (
-                            "Transform every row a masked reset returns, giving the sub-envs it did not "
-                            "reset the values the call before gave them."
-                        ),
+                        "Transform every row a masked reset returns, giving the "
+                        "sub-envs it did not reset the values the call before gave.",
                     )
         self._started(self.reader.reset(obs, None, mask))
 
@@ -303,8 +296,7 @@ class Driver:
             self.result.events[start.sub_env].append(event)
 
     def _check_final_layout(self, infos: Any, rows: np.ndarray, where: str) -> None:
-        """Fail where the final observations are not where SAME_STEP puts them
-        (its mask marks exactly ``rows``)."""
+        """Fail where the final observations are not where SAME_STEP puts them."""
         prop = "returns_well_formed_results"
         if isinstance(infos, list):  # DictInfoToList: one dict per sub-env
             for i, info in enumerate(infos):
@@ -326,10 +318,9 @@ class Driver:
                 prop,
                 f"{where}, field {problem.field}{sub_env}",
                 f"expected {problem.expected}, got {got}",
-                (
-                    "Keep SAME_STEP's final observations (transformed like the observations) and "
-                    "their mask, marking exactly the sub-envs whose episode ended."
-                ),
+                "Keep SAME_STEP's final observations (transformed like the "
+                "observations) and their mask, marking exactly the sub-envs whose "
+                "episode ended.",
             )
 
     def _check_step_arrays(self, where: str, **arrays: Any) -> None:
@@ -362,18 +353,15 @@ class Driver:
                     "reset_step_stays_empty",
                     f"{where}, sub-env {i}",
                     what,
-                    (
-                        "Keep NEXT_STEP's reset step empty (reward 0, flags False): "
-                        "vecmode.wrappers.RewardWrapper leaves those rows alone, and "
-                        "vecmode.modes.BoundaryTracker tells which they are."
-                    ),
+                    "Keep NEXT_STEP's reset step empty (reward 0, flags False): "
+                    "vecmode.wrappers.RewardWrapper leaves those rows alone, and "
+                    "vecmode.modes.BoundaryTracker tells which they are.",
                 )
 
     def _check_options(
         self, given: dict[str, Any], array: Any, kept: dict[str, Any], where: str
     ) -> None:
-        """Fail where ``reset`` wrote into the caller's options or its mask
-        ``array``; ``kept`` is a copy of them made before."""
+        """Fail where ``reset`` changed the caller's options (``kept``: a copy)."""
         if not np.array_equal(array, kept["reset_mask"]):
             what = (
                 f"reset() wrote into the caller's reset_mask array: "
@@ -389,15 +377,14 @@ class Driver:
         if not self.checking.base_keeps_options and "reset_mask" not in given:
             del expected["reset_mask"]  # the base env popped it
         if where_different(expected, given) is not None:
-            what = f"reset() changed the caller's options: {show(kept)} became {show(given)}"
+            what = f"reset() changed the caller's options: {show(kept)} became "
+            what += show(given)
             raise self.fail(
                 "leaves_inputs_untouched", f"{where}, field options", what, OPTIONS_HINT
             )
 
     def _check_writes(self, where: str | None, result: Any = None) -> None:
-        """Fail where the wrapper wrote into what the env below returned, or a
-        later call changed a result: at the call ``where`` (which returned
-        ``result``), or at the end (None)."""
+        """Fail on writes below, or on results changed later (``where`` None: all)."""
         below, on = self.checking.below, self.checking.on
         if below is not None and on("no_writes_below"):
             written = below.check_all() if where is None else below.check_call(where)

@@ -43,8 +43,7 @@ class Schedule:
 
 
 def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
-    """The "together" and "staggered" schedules, and the staggered one with each
-    cut made by the env itself (a truncation) instead of a masked reset."""
+    """Episodes ending together, staggered, and staggered truncated where cut."""
     staggered = Schedule(
         "staggered episodes",
         tuple(((2, 3), (3,), (1, 4), (4, 2))[i % 4] for i in range(num_envs)),
@@ -90,8 +89,7 @@ def base_env(
     kinds: Mapping[str, Any],
     schedule: Schedule | None = None,
 ) -> VectorEnv:
-    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds`` on
-    ``schedule`` (default: theirs)."""
+    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds``."""
     rest = dict(kinds)
     num_envs, obs_type = rest.pop("num_envs"), rest.pop("obs_type")
     lengths, truncate = (
