@@ -14,25 +14,18 @@ from gymnasium.vector import VectorEnv
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised
 from vecmode.replay.predictions import mode_differences, run_differences
-from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder
+from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder, is_count
 
 __all__ = ["ProbeResult", "probe_mode"]
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """What :func:`probe_mode` found.
-
-    Attributes:
-        mode: the mode the env behaves as; None when the probe cannot tell.
-        declared: the mode in ``metadata["autoreset_mode"]`` (None: none).
-        reason: why this mode, or why the probe cannot tell.
-        ended_at: the call (0: the first ``reset``) where the first episode
-            ended, and ``ended`` its sub-envs; None if none did.
-        rejected: for each mode ruled out, the first prediction contradicted.
-        read_through: the layer the final observations were read through,
-            where the env's class reports them its own way (ALE's); else None.
-    """
+    """What :func:`probe_mode` found: the ``mode`` the env behaves as (None: it
+    cannot tell, ``reason`` says why), the one it ``declared``, the call where
+    the first episode ended (``ended_at``) and its sub-envs, the first prediction
+    each ``rejected`` mode contradicted, and the layer the final observations
+    were ``read_through`` where the env's class reports them its own way."""
 
     mode: AutoresetMode | None
     declared: AutoresetMode | None
@@ -122,11 +115,7 @@ def probe_mode(
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:
     """``seed`` as an int, once both arguments are checked."""
-    if (
-        isinstance(max_steps, bool)
-        or not isinstance(max_steps, (int, np.integer))
-        or max_steps < 1
-    ):
+    if not is_count(max_steps):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}.")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}.")
@@ -169,9 +158,9 @@ def _replays(
 ) -> tuple[list[Call], list[Call], list[Call]]:
     """The first run replayed with other actions, with a masked reset, exactly."""
     last = calls[-1]
-    changed = Recorder(instances.new(), seed)
-    changed.replay(calls, lambda call: ended if call is last else None)
-    instances.close(changed.env)
+    changed = instances.replay(
+        seed, calls, lambda call: ended if call is last else None
+    )
     masked = Recorder(instances.new(), seed)
     if (
         masked.replay(calls[:-1])[-1].error is None
@@ -179,10 +168,7 @@ def _replays(
     ):
         masked.step(last.actions or [])
     instances.close(masked.env)
-    again = Recorder(instances.new(), seed)
-    again.replay(calls)
-    instances.close(again.env)
-    return changed.calls, masked.calls, again.calls
+    return changed, masked.calls, instances.replay(seed, calls)
 
 
 def _fit(

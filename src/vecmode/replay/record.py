@@ -25,11 +25,8 @@ CALL_TEXT = {
 
 @dataclass
 class Call:
-    """One call to a vector env: ``kind`` (``"reset"``, ``"step"``,
-    ``"reset(mask)"``) and its ``seed``, ``mask`` or ``actions``; what it returned
-    (deep copies: ``raw`` whole, the rest per part, ``obs`` one per sub-env), or
-    ``error``, what it raised or why its result cannot be read. ``index`` counts
-    calls from 0."""
+    """One call to a vector env (``kind``: a key of :data:`CALL_TEXT`), and deep
+    copies of what it returned (``obs``: one per sub-env), or its ``error``."""
 
     index: int
     kind: str
@@ -183,6 +180,15 @@ class Recorder:
                     )
 
 
+def is_count(value: Any, least: int = 1) -> bool:
+    """Whether ``value`` is an int (not a bool) of at least ``least``."""
+    return (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, bool)
+        and value >= least
+    )
+
+
 class Instances:
     """Builds envs with ``factory`` and closes every one it built, also on
     errors; ``caller`` names the function the factory was given to."""
@@ -228,6 +234,18 @@ class Instances:
             self.read_through = type(readable)
         self._open.append(readable)
         return readable
+
+    def replay(
+        self,
+        seed: int,
+        calls: Sequence[Call],
+        change: Callable[[Call], Any] | None = None,
+    ) -> list[Call]:
+        """The calls of a new instance given ``calls`` (see :meth:`Recorder.replay`)."""
+        recorder = Recorder(self.new(), seed)
+        recorder.replay(calls, change)
+        self.close(recorder.env)
+        return recorder.calls
 
     def close(self, env: VectorEnv) -> None:
         """Close ``env`` now (it must come from :meth:`new`)."""

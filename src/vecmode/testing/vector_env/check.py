@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode import registry
@@ -26,7 +25,7 @@ from vecmode.modes import (
     resets_on_next_step,
 )
 from vecmode.probe import ProbeResult, probe_mode
-from vecmode.replay.record import Call
+from vecmode.replay.record import Call, is_count
 from vecmode.testing.vector_env.differences import first_failure
 from vecmode.testing.vector_env.run import CheckedRun
 
@@ -89,20 +88,14 @@ def check_vector_env(
 
     Args:
         factory: builds a new vector env on each call.
-        steps: the steps of the checked run.
         seed: the reset seed and the seed of the random actions.
-        min_episode_ends: the fewest episode ends the run must see.
 
     Raises:
         AssertionError: no mode declared, or its contract broken (the message
             names the call, the sub-env and the field).
     """
     for name, value in (("steps", steps), ("min_episode_ends", min_episode_ends)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, np.integer))
-            or value < 1
-        ):
+        if not is_count(value):
             raise ValueError(
                 f"check_vector_env: {name} must be an int >= 1, got {value!r}."
             )

@@ -4,7 +4,7 @@ training code in the declared mode would drive it, and its replays."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +31,8 @@ AFTER_END, MID_EPISODE, BY_CALLER = "after an end", "mid-episode", "by the calle
 
 @dataclass
 class Plan:
-    """What the checked run did that its replays must know: per step, the
-    sub-envs that ignore their action (``ignored``); the ``reset(seed=seed + 1)``
-    made while the ``pending`` sub-envs awaited their autoreset (``reseeded``);
-    the step after a masked reset of sub-envs whose autoreset was pending, and
-    those (``cleared``); a masked reset of one sub-env mid-episode, and that
-    sub-env (``mid_episode``)."""
+    """What the checked run did that its replays must know (call indices, and
+    the sub-envs concerned)."""
 
     ignored: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     reseeded: int | None = None
@@ -53,10 +49,8 @@ class Plan:
 
 class MaskedResets:
     """Which sub-envs the checked run resets with a mask after a step: where the
-    caller resets, the ended ones after each step; elsewhere, the ones that
-    ended at the second step where episodes end; then once, one mid-episode.
-    None with one sub-env, nor where ``optional`` (what a masked reset is
-    declared to do) is not ``"clears"`` or ``"keeps-pending"``."""
+    caller resets, the ended ones; elsewhere, once after an episode end (as
+    ``optional``, the declaration, allows); then once, one mid-episode."""
 
     def __init__(self, mode: AutoresetMode, num_envs: int, optional: str) -> None:
         self.by_caller = caller_resets(mode)
@@ -90,11 +84,8 @@ def _strict_subset(mask: np.ndarray, *, first: bool = False) -> np.ndarray:
 
 
 class CheckedRun:
-    """The checked run of a new instance of ``factory``, and its replays.
-
-    Raises:
-        AssertionError: the env declares no mode, or not a mode.
-    """
+    """The checked run of a new instance of ``factory``, and its replays
+    (``AssertionError`` where the env declares no mode)."""
 
     def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
         self.results: HeldResults[Call] = HeldResults()
@@ -167,22 +158,12 @@ class CheckedRun:
         return plan
 
     def _replay(self, instances: Instances, seed: int) -> None:
-        """The other instances' calls: ``second`` replays the run, with other
-        actions where :meth:`Plan.change` says; ``fresh`` makes its
-        ``reset(seed=seed + 1)`` and last step; ``cleared`` replays it up to the
-        step after :attr:`Plan.cleared`, with other actions there; ``unmasked``
-        without the mid-episode masked reset, up to that sub-env's episode end."""
+        """The other instances' runs: ``second``, a replay with other ignored
+        actions; ``fresh``, the reseeded reset and step; ``cleared`` and
+        ``unmasked``, the replays that tell a masked reset's effect."""
         calls, plan = self.first.calls, self.plan
 
-        def replayed(
-            calls: Sequence[Call], change: Callable[[Call], Any] | None = None
-        ) -> list[Call]:
-            recorder = Recorder(instances.new(), seed)
-            recorder.replay(calls, change)
-            instances.close(recorder.env)
-            return recorder.calls
-
-        self.second = replayed(calls, plan.change)
+        self.second = instances.replay(seed, calls, plan.change)
         self.fresh: list[Call] = []
         self.cleared: list[Call] = []
         self.unmasked: list[Call] = []
@@ -195,7 +176,8 @@ class CheckedRun:
         if plan.cleared is not None and plan.cleared[0] < len(calls):
             index, which = plan.cleared
             if calls[index].kind == "step":
-                self.cleared = replayed(
+                self.cleared = instances.replay(
+                    seed,
                     calls[: index + 1],
                     lambda call: which if call.index == index else None,
                 )
@@ -211,7 +193,7 @@ class CheckedRun:
             )
             if end is not None:
                 kept = [call for call in calls[: end + 1] if call.index != index]
-                self.unmasked = replayed(kept)
+                self.unmasked = instances.replay(seed, kept)
 
 
 def _declared_mode(env: VectorEnv) -> AutoresetMode:

@@ -17,11 +17,8 @@ __all__ = ["WrapperConformance"]
 
 class WrapperConformance:
     """A test mixin: one ``test_<property>`` per property of
-    :data:`~vecmode.testing.PROPERTIES`.
-
-    Define :meth:`make_wrapper`; ``check_options`` holds :func:`check_wrapper`'s
-    other arguments. The whole check runs once per class; the broken property's
-    test fails with its message, and each other test checks its own property.
+    :data:`~vecmode.testing.PROPERTIES`. Define :meth:`make_wrapper`; the check
+    runs once per class, and fails the test of the property it breaks.
 
     >>> from vecmode.testing import WrapperConformance
     >>> from vecmode.wrappers import ClipReward

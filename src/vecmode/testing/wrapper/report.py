@@ -20,15 +20,9 @@ __all__ = ["WrapperReport"]
 @dataclass(frozen=True)
 class WrapperReport:
     """What :func:`~vecmode.testing.check_wrapper` proved; ``str(report)`` shows
-    it all, :meth:`record` records it.
-
-    Attributes:
-        refused: the modes refused at construction.
-        batch_dependent: values were compared only where episodes end together.
-        wrapper_class: the class proved (None where the factory built a stack).
-        refusals: the modes the class's own constructor refused, and its error.
-        layers: the wrappers the factory stacked over the base env.
-    """
+    it all, :meth:`record` records it. ``wrapper_class`` is None where the
+    factory built a stack of ``layers`` wrappers; ``refusals`` holds the errors
+    of the class's own constructor."""
 
     wrapper: str
     modes: tuple[AutoresetMode, ...]
