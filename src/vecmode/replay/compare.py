@@ -45,13 +45,31 @@ def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
     """The path of the first difference between ``a`` and ``b`` (``""``: the
     root, ``['key']``, ``[i]``), or None; NaN equals NaN. ``strict``: dtypes and
     types must match too (else ``np.float32(1)`` equals ``1.0``)."""
-    if isinstance(a, dict) or isinstance(b, dict):
-        return _dicts_differ(a, b, strict)
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return _sequences_differ(a, b, strict)
+    if isinstance(a, (dict, tuple, list)) or isinstance(b, (dict, tuple, list)):
+        pairs = _pairs(a, b, strict)
+        if pairs is None:
+            return ""
+        for key, x, y in pairs:
+            inner = where_different(x, y, strict=strict)
+            if inner is not None:
+                return f"[{key!r}]{inner}"
+        return None
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return _arrays_differ(a, b, strict)
     return _scalars_differ(a, b, strict)
+
+
+def _pairs(a: Any, b: Any, strict: bool) -> list[tuple[Any, Any, Any]] | None:
+    """The entries of two dicts or two sequences side by side (None: no match)."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+            return [(key, a[key], b[key]) for key in a]
+        return None
+    if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
+        return None
+    if len(a) != len(b) or (strict and type(a) is not type(b)):
+        return None
+    return list(zip(range(len(a)), a, b, strict=True))
 
 
 def _scalars_differ(a: Any, b: Any, strict: bool) -> str | None:
@@ -64,28 +82,6 @@ def _scalars_differ(a: Any, b: Any, strict: bool) -> str | None:
         return None if bool(a == b) else ""
     except (TypeError, ValueError):  # pragma: no cover - exotic values
         return ""
-
-
-def _dicts_differ(a: Any, b: Any, strict: bool) -> str | None:
-    if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
-        return ""
-    for key in a:
-        inner = where_different(a[key], b[key], strict=strict)
-        if inner is not None:
-            return f"[{key!r}]{inner}"
-    return None
-
-
-def _sequences_differ(a: Any, b: Any, strict: bool) -> str | None:
-    if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
-        return ""
-    if len(a) != len(b) or (strict and type(a) is not type(b)):
-        return ""
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        inner = where_different(x, y, strict=strict)
-        if inner is not None:
-            return f"[{i}]{inner}"
-    return None
 
 
 def _arrays_differ(a: Any, b: Any, strict: bool) -> str | None:

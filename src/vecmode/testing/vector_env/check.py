@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from gymnasium.vector import VectorEnv, VectorWrapper
 
@@ -25,11 +24,9 @@ from vecmode.modes import (
     resets_on_next_step,
 )
 from vecmode.probe import ProbeResult, probe_mode
-from vecmode.replay.record import Call, is_count
+from vecmode.replay.record import is_count
 from vecmode.testing.vector_env.differences import first_failure
 from vecmode.testing.vector_env.run import CheckedRun
-
-__all__ = ["VectorEnvReport", "check_vector_env"]
 
 
 @dataclass(frozen=True)
@@ -119,34 +116,25 @@ def check_vector_env(
             f"{name} declares {mode.value}, but vecmode.probe_mode does not find it "
             f"behaving so: {found}"
         )
-    checks = _checks(mode, run.optional, run.results.reuses_observations, found)
-    return _report(name, mode, run.built, first.calls, checks, found)
+    return _report(run, ends, found)
 
 
-def _report(
-    name: str,
-    mode: AutoresetMode,
-    built: Any,
-    calls: list[Call],
-    checks: tuple[str, ...],
-    found: ProbeResult,
-) -> VectorEnvReport:
+def _report(run: CheckedRun, ends: int, found: ProbeResult) -> VectorEnvReport:
     """The report of a check that passed."""
+    built, calls = run.built, run.first.calls
     wrapped = isinstance(built, VectorWrapper)
     return VectorEnvReport(
-        env=name,
-        mode=mode,
-        num_envs=int(built.num_envs),
-        steps=sum(call.kind == "step" for call in calls),
-        calls=len(calls),
-        episode_ends=sum(
-            int(call.ended.sum()) for call in calls if call.kind == "step"
-        ),
-        masked_resets=sum(call.kind == "reset(mask)" for call in calls),
-        checks=checks,
-        probe=found,
-        env_class=None if wrapped else type(built),
-        stack=tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),
+        run.name,
+        run.mode,
+        int(built.num_envs),
+        sum(call.kind == "step" for call in calls),
+        len(calls),
+        ends,
+        sum(call.kind == "reset(mask)" for call in calls),
+        _checks(run.mode, run.optional, run.results.reuses_observations, found),
+        found,
+        None if wrapped else type(built),
+        tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),
     )
 
 

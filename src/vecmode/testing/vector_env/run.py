@@ -46,6 +46,13 @@ class Plan:
             return self.pending
         return self.ignored.get(call.index)
 
+    def masked(self, index: int, mask: np.ndarray, pending: Any, kind: str) -> None:
+        """Note the masked reset at call ``index``."""
+        if kind == MID_EPISODE and self.mid_episode is None:
+            self.mid_episode = (index, int(np.argmax(mask)))
+        if kind == AFTER_END and pending.any() and self.cleared is None:
+            self.cleared = (index + 1, pending)
+
 
 class MaskedResets:
     """Which sub-envs the checked run resets with a mask after a step: where the
@@ -142,10 +149,7 @@ class CheckedRun:
             if reset.error is not None:
                 return plan
             tracker.reset(mask)
-            if kind == MID_EPISODE and plan.mid_episode is None:
-                plan.mid_episode = (reset.index, int(np.argmax(mask)))
-            if kind == AFTER_END and pending.any() and plan.cleared is None:
-                plan.cleared = (reset.index + 1, pending)
+            plan.masked(reset.index, mask, pending, kind)
         for _ in range(steps if resets_on_next_step(mode) else 0):
             if tracker.awaiting_reset.any():
                 pending = tracker.awaiting_reset.copy()
@@ -162,7 +166,6 @@ class CheckedRun:
         actions; ``fresh``, the reseeded reset and step; ``cleared`` and
         ``unmasked``, the replays that tell a masked reset's effect."""
         calls, plan = self.first.calls, self.plan
-
         self.second = instances.replay(seed, calls, plan.change)
         self.fresh: list[Call] = []
         self.cleared: list[Call] = []
@@ -181,19 +184,21 @@ class CheckedRun:
                     calls[: index + 1],
                     lambda call: which if call.index == index else None,
                 )
-        if plan.mid_episode is not None:
-            index, i = plan.mid_episode
-            end = next(
-                (
-                    call.index
-                    for call in calls[index + 1 :]
-                    if call.kind == "step" and call.ended.size and call.ended[i]
-                ),
-                None,
-            )
-            if end is not None:
-                kept = [call for call in calls[: end + 1] if call.index != index]
-                self.unmasked = instances.replay(seed, kept)
+        kept = _unmasked(calls, plan.mid_episode)
+        if kept:
+            self.unmasked = instances.replay(seed, kept)
+
+
+def _unmasked(calls: list[Call], masked: tuple[int, int] | None) -> list[Call]:
+    """The calls without the masked reset ``masked`` (its call, its sub-env), up
+    to that sub-env's next episode end (none if it has none)."""
+    if masked is None:
+        return []
+    index, i = masked
+    for call in calls[index + 1 :]:
+        if call.kind == "step" and call.ended.size and call.ended[i]:
+            return [other for other in calls[: call.index + 1] if other.index != index]
+    return []
 
 
 def _declared_mode(env: VectorEnv) -> AutoresetMode:

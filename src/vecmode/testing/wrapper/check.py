@@ -23,6 +23,7 @@ from vecmode.env_classes import keeps_options, layers
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declaration, supported_modes
+from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
 from vecmode.testing.wrapper.driver import Checking, Driver, RunPlan
 from vecmode.testing.wrapper.events import (
@@ -37,13 +38,10 @@ from vecmode.testing.wrapper.schedules import (
     BASES,
     DEFAULT_BASES,
     DENSE_LAYOUT,
-    Schedule,
     base_env,
     schedules,
 )
 from vecmode.testing.writes import WritesBelow
-
-__all__ = ["check_wrapper", "episode_statistics"]
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 #: The properties checked by building the wrapper, without a run.
@@ -134,7 +132,7 @@ def _checked(
         ("num_envs", num_envs, 2),
         ("transitions", transitions, 1),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if not is_count(value, least):
             raise ValueError(
                 f"check_wrapper: {name} must be an int >= {least}, got {value!r}"
             )
@@ -230,12 +228,6 @@ class WrapperCheck:
             MappingProxyType(self.kinds),
         )
 
-    def base(
-        self, name: str, mode: AutoresetMode, schedule: Schedule | None = None
-    ) -> VectorEnv:
-        """The base env ``name`` in ``mode``."""
-        return base_env(name, mode, self.kinds, schedule or self.first_schedule)
-
     def build(self, base: VectorEnv) -> VectorEnv:
         """The wrapper over ``base`` (``TypeError`` if it is not a vector env)."""
         wrapped = self.factory(base)
@@ -250,7 +242,7 @@ class WrapperCheck:
     def build_in_every_mode(self) -> None:
         """Which modes the wrapper accepts when built, and which it declares."""
         for mode in MODES:
-            envs = self.base(self.over[0], mode)
+            envs = base_env(self.over[0], mode, self.kinds, self.first_schedule)
             try:
                 wrapped = self.build(envs)
             except Exception as error:  # vecmode's refusal, or the class's error
@@ -400,7 +392,7 @@ class WrapperCheck:
         compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> Run:
         """One run of the wrapper over the base ``name``."""
-        base = self.base(name, plan.mode, plan.schedule)
+        base = base_env(name, plan.mode, self.kinds, plan.schedule)
         below = WritesBelow(base)  # before the wrapper is built over it
         try:
             wrapped = self.build(base)

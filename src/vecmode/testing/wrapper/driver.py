@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -204,12 +204,10 @@ class Driver:
                 np.asarray(t.action).tolist(),
                 float(t.reward),
                 t.terminated,
-                t.truncated,
-                picked[i],
+                t.truncated or bool(cut[i]),
+                SKIP if cut[i] else picked[i],
             )
-            self.result.events[i].append(
-                replace(event, truncated=True, info=SKIP) if cut[i] else event
-            )
+            self.result.events[i].append(event)
         return cut
 
     def _picked_infos(self, reading: Reading, where: str) -> list[Any]:

@@ -12,8 +12,6 @@ from vecmode.testing.wrapper.check import check_wrapper
 from vecmode.testing.wrapper.events import PROPERTIES, ConformanceError
 from vecmode.testing.wrapper.report import WrapperReport
 
-__all__ = ["WrapperConformance"]
-
 
 class WrapperConformance:
     """A test mixin: one ``test_<property>`` per property of

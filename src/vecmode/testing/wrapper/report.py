@@ -14,8 +14,6 @@ from vecmode.modes import caller_resets
 from vecmode.testing.wrapper.events import PROPERTIES
 from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
 
-__all__ = ["WrapperReport"]
-
 
 @dataclass(frozen=True)
 class WrapperReport:
