@@ -48,11 +48,7 @@ class ProbeResult:
         claim = "no mode" if self.declared is None else self.declared.value
         lines = [f"{head} (declares {claim}): {self.reason}"]
         if self.read_through is not None:
-            lines.append(
-                f"final observations: the env's class reports them its own way; "
-                f"read through {self.read_through}, as vecmode.with_autoreset reads "
-                f"them"
-            )
+            lines.append(f"final observations read through {self.read_through}")
         if self.ended_at is not None:
             subs = ", ".join(str(i) for i in self.ended)
             lines.append(f"first episode end: call {self.ended_at}, sub-env(s) {subs}")

@@ -75,17 +75,15 @@ def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator
 def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
     """``(field, first's, second's)`` of the first of obs / reward / terminated /
     truncated that differs for sub-env ``i``, or None."""
-    pairs: list[tuple[str, Any, Any]] = []
-    if first.obs is not None and second.obs is not None:
-        pairs.append(("obs", first.obs[i], second.obs[i]))
     for name, a, b in (
+        ("obs", first.obs, second.obs),
         ("reward", first.rewards, second.rewards),
         ("terminated", first.terminations, second.terminations),
         ("truncated", first.truncations, second.truncations),
     ):
-        if a is not None and b is not None:
-            pairs.append((name, a[i], b[i]))
-    return next(((n, a, b) for n, a, b in pairs if not same(a, b)), None)
+        if a is not None and b is not None and not same(a[i], b[i]):
+            return name, a[i], b[i]
+    return None
 
 
 def _action_changed(first: Call, second: Call, i: int) -> bool:

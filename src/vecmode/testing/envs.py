@@ -174,11 +174,7 @@ class ScheduledEnv(gym.Env):
 
 def decode(obs: Any) -> tuple[int, int, int]:
     """``(index, episode, step)`` of one :class:`ScheduledEnv` observation (the
-    episode mod 10 for ``"dict"``, ``"tuple"`` and ``"discrete"`` ones).
-
-    >>> decode(ScheduledEnv(index=1, obs_type="image").reset()[0])
-    (1, 0, 0)
-    """
+    episode mod 10 for ``"dict"``, ``"tuple"`` and ``"discrete"`` ones)."""
     if isinstance(obs, dict):
         obs = obs["pos"]
     elif isinstance(obs, tuple):
@@ -204,13 +200,7 @@ def scheduled_env_fns(
     """One picklable :class:`ScheduledEnv` factory per sub-env, sub-env ``i``
     with ``lengths[i]`` and ``truncate[i]`` (default: episodes of ``2 + i % 3``
     then 4 steps, the first truncated where ``i`` is even), ``kwargs`` and
-    ``wrappers`` (single-env wrappers, innermost first).
-
-    >>> import gymnasium as gym
-    >>> envs = gym.vector.SyncVectorEnv(scheduled_env_fns(3))
-    >>> envs.reset(seed=0)[0][:, 0].tolist()
-    [0.0, 1.0, 2.0]
-    """
+    ``wrappers`` (single-env wrappers, innermost first)."""
     fns: list[Callable[[], gym.Env]] = []
     for i in range(num_envs):
         ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
@@ -233,16 +223,7 @@ class DenseFinalObsVectorEnv(SyncVectorEnv):
     """Gymnasium's ``SyncVectorEnv``, reporting SAME_STEP's final observations as
     ALE's ``AtariVectorEnv`` does: one dense ``info["final_obs"]`` array (stale
     rows where no episode ended), no masks, no final infos. A test base for
-    adapters of that layout; observations must be a Box.
-
-    >>> import numpy as np
-    >>> envs = DenseFinalObsVectorEnv(scheduled_env_fns(3, info_type="numeric"))
-    >>> _ = envs.reset(seed=0), envs.step(np.zeros(3, dtype=int))
-    >>> info = envs.step(np.zeros(3, dtype=int))[-1]
-    >>> sorted(info), info["final_obs"][0].tolist()  # sub-env 0's last observation
-    (['_ep', '_t', 'ep', 'final_obs', 't'], [0.0, 0.0, 2.0])
-    >>> envs.close()
-    """
+    adapters of that layout; observations must be a Box."""
 
     def __init__(
         self,

@@ -152,14 +152,14 @@ def _diagnosis(
         f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
         f"mode, or fix the env."
     )
-    if not caller_resets(found):
-        return text
-    return (
-        f"{text} But first make sure that its step() does not reset a sub-env "
-        f"inside the step that ends its episode: such an env loses every final "
-        f"observation; it must report them in info['final_obs'] (SAME_STEP's "
-        f"layout) and declare SameStep."
-    )
+    if caller_resets(found):
+        text += (
+            " But first make sure that its step() does not reset a sub-env inside "
+            "the step that ends its episode: such an env loses every final "
+            "observation; it must report them in info['final_obs'] (SAME_STEP's "
+            "layout) and declare SameStep."
+        )
+    return text
 
 
 def _checks(

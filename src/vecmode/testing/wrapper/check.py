@@ -25,7 +25,7 @@ from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
-from vecmode.testing.wrapper.driver import Checking, Driver, RunPlan
+from vecmode.testing.wrapper.driver import Driver, RunPlan
 from vecmode.testing.wrapper.events import (
     PROPERTIES,
     Run,
@@ -205,10 +205,18 @@ class WrapperCheck:
             n = self.kinds["num_envs"]
             queues = [[single.sample() for _ in range(7)] for _ in range(n)]
             plan = RunPlan(
-                "", to_prove[0], self.first_schedule, queues, transitions, seed
+                "",
+                to_prove[0],
+                self.first_schedule,
+                queues,
+                transitions,
+                seed,
+                self.who,
+                compare_info,
+                self.only,
             )
             runs, compared = self.check_mode_equivalence(
-                to_prove, plan, batch_dependent, compare_info
+                to_prove, plan, batch_dependent
             )
         if self.on("refuses_undeclared_modes"):
             self.check_refuses_undeclared_modes(to_prove)
@@ -337,7 +345,6 @@ class WrapperCheck:
         to_prove: tuple[AutoresetMode, ...],
         plan: RunPlan,
         batch_dependent: bool,
-        compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> tuple[list[str], int]:
         """The same events in every mode, base and schedule; labels, transitions."""
         labels: list[str] = []
@@ -351,7 +358,7 @@ class WrapperCheck:
                     label = f"[{mode.value} over {name}, {schedule.name}]"
                     labels.append(label)
                     this = replace(plan, label=label, mode=mode, schedule=schedule)
-                    runs[number, mode, name] = self.run(name, this, compare_info)
+                    runs[number, mode, name] = self.run(name, this)
                     prop, pair, hint = self._compared_with(
                         runs, number, mode, name, to_prove[0]
                     )
@@ -385,12 +392,7 @@ class WrapperCheck:
             return prop, None, _HINT_MODES
         return prop, (runs[number, first_mode, first_base], run), _HINT_MODES
 
-    def run(
-        self,
-        name: str,
-        plan: RunPlan,
-        compare_info: Callable[[dict[str, Any]], Any] | None,
-    ) -> Run:
+    def run(self, name: str, plan: RunPlan) -> Run:
         """One run of the wrapper over the base ``name``."""
         base = base_env(name, plan.mode, self.kinds, plan.schedule)
         below = WritesBelow(base)  # before the wrapper is built over it
@@ -406,10 +408,8 @@ class WrapperCheck:
                 f"Run it over the bases it wraps: check_wrapper(..., "
                 f"bases=[{self.over[0]!r}]) (vecmode conform --bases {self.over[0]}).",
             ) from error
-        checking = Checking(
-            self.who,
-            compare_info,
-            self.only,
+        plan = replace(
+            plan,
             final_infos=name not in DENSE_LAYOUT,
             base_keeps_options=keeps_options(base),
             reuses_observations=any(
@@ -421,7 +421,7 @@ class WrapperCheck:
         if found is not None and found.output is not None:  # it changes the mode
             plan = replace(plan, mode=found.output)
         try:
-            return Driver(wrapped, plan, checking).run()
+            return Driver(wrapped, plan).run()
         finally:
             wrapped.close()
 

@@ -57,7 +57,9 @@ OPTIONS_HINT = (
 @dataclass(frozen=True)
 class RunPlan:
     """One run: its label, the mode the wrapper reports, the schedule, each
-    sub-env's action queue, the real transitions wanted per sub-env, the seed."""
+    sub-env's action queue, the real transitions wanted per sub-env, the seed;
+    who is checked and what (``only``: the properties; None: all), and what the
+    base env below does."""
 
     label: str
     mode: AutoresetMode
@@ -65,13 +67,6 @@ class RunPlan:
     queues: list[list[Any]]
     wanted: int
     seed: int
-
-
-@dataclass(frozen=True)
-class Checking:
-    """Who is checked and what: the info compared, the properties checked (None:
-    all), and what the base env below does."""
-
     who: str
     compare_info: Callable[[dict], Any] | None
     only: frozenset[str] | None = None
@@ -94,13 +89,13 @@ class Driver:
     queue; the run ends when every sub-env made the transitions wanted.
     """
 
-    def __init__(self, envs: VectorEnv, plan: RunPlan, checking: Checking) -> None:
-        self.envs, self.plan, self.checking = envs, plan, checking
+    def __init__(self, envs: VectorEnv, plan: RunPlan) -> None:
+        self.envs, self.plan = envs, plan
         self.num_envs = envs.num_envs
         self.single_space = envs.single_observation_space
-        self.reader = TransitionReader(plan.mode, self.num_envs, envs, checking.who)
+        self.reader = TransitionReader(plan.mode, self.num_envs, envs, plan.who)
         self.result = Run(plan.label, [[] for _ in range(self.num_envs)])
-        self.held: HeldResults[str] = HeldResults(checking.reuses_observations)
+        self.held: HeldResults[str] = HeldResults(plan.reuses_observations)
         self.taken = [0] * self.num_envs
         self.calls = 0
 
@@ -108,7 +103,7 @@ class Driver:
         self, prop: str, where: str, what: str, hint: str = ""
     ) -> ConformanceError:
         """The failure of ``prop`` at ``where``."""
-        return fail(prop, self.checking.who, where, what, hint)
+        return fail(prop, self.plan.who, where, what, hint)
 
     def run(self) -> Run:
         """Make the run; raise :class:`ConformanceError` at the first failure."""
@@ -150,7 +145,7 @@ class Driver:
         )
         given = actions.copy()
         result = self._call(where, self.envs.step, actions)
-        if self.checking.on("leaves_inputs_untouched") and not np.array_equal(
+        if self.plan.on("leaves_inputs_untouched") and not np.array_equal(
             given, actions
         ):
             raise self.fail(
@@ -181,7 +176,7 @@ class Driver:
                     f"single_observation_space {self.single_space}",
                     "Transform the final observations like the returned ones.",
                 )
-        if self.checking.on("reset_step_stays_empty"):
+        if self.plan.on("reset_step_stays_empty"):
             self._check_reset_steps(b.real, rewards, terms, truncs, where)
         picked = self._picked_infos(reading, where)
         cut = self._record(found, picked)
@@ -212,7 +207,7 @@ class Driver:
 
     def _picked_infos(self, reading: Reading, where: str) -> list[Any]:
         """What is compared of each sub-env's info, each step count checked."""
-        pick, b, infos = self.checking.compare_info, reading.boundary, reading.infos
+        pick, b, infos = self.plan.compare_info, reading.boundary, reading.infos
         rows = b.final_in_info
         picked = [SKIP] * self.num_envs
         if pick is not None:
@@ -224,9 +219,9 @@ class Driver:
                 picked[i] = pick(
                     {**final, **view} if rows[i] and isinstance(final, dict) else view
                 )
-        if not self.checking.final_infos:  # the base dropped the ended steps' infos
+        if not self.plan.final_infos:  # the base dropped the ended steps' infos
             picked = [SKIP if e else p for p, e in zip(picked, rows, strict=True)]
-        if not self.checking.on("passes_env_infos_on"):
+        if not self.plan.on("passes_env_infos_on"):
             return picked
         hint = (
             "Pass the env's infos on in every mode (SAME_STEP's ended step's in "
@@ -250,10 +245,10 @@ class Driver:
         given = {"reset_mask": mask.copy()}
         kept, array = copy.deepcopy(given), given["reset_mask"]
         obs = as_numpy(self._call(where, self.envs.reset, options=given)[0])
-        if self.checking.on("leaves_inputs_untouched"):
+        if self.plan.on("leaves_inputs_untouched"):
             self._check_options(given, array, kept, where)
         self._observe(obs, where)
-        if self.checking.on("masked_reset_keeps_the_others"):
+        if self.plan.on("masked_reset_keeps_the_others"):
             for i in np.flatnonzero(~mask).tolist():
                 row = space_row(self.single_space, obs, i)
                 why = difference(space_row(self.single_space, last, i), row)
@@ -372,7 +367,7 @@ class Driver:
                 OPTIONS_HINT,
             )
         expected = dict(kept)
-        if not self.checking.base_keeps_options and "reset_mask" not in given:
+        if not self.plan.base_keeps_options and "reset_mask" not in given:
             del expected["reset_mask"]  # the base env popped it
         if where_different(expected, given) is not None:
             what = f"reset() changed the caller's options: {show(kept)} became "
@@ -383,7 +378,7 @@ class Driver:
 
     def _check_writes(self, where: str | None, result: Any = None) -> None:
         """Fail on writes below, or on results changed later (``where`` None: all)."""
-        below, on = self.checking.below, self.checking.on
+        below, on = self.plan.below, self.plan.on
         if below is not None and on("no_writes_below"):
             written = below.check_all() if where is None else below.check_call(where)
             if written is not None:

@@ -47,14 +47,12 @@ class WrapperReport:
         if len(self.modes) == 1:
             found.append(
                 f"proved in {self.modes[0].value} alone: its runs are compared with "
-                f"each other, not with another mode's, so an error common to them "
-                f"all is not seen; declare and prove more modes."
+                f"each other only; declare and prove more modes."
             )
         if self.modes and all(caller_resets(mode) for mode in self.modes):
             found.append(
-                "every mode proved has the caller reset ended sub-envs, so state "
-                "that a masked reset should clear and the wrapper keeps is not "
-                "seen; test that yourself, or prove a mode where the env resets."
+                "every mode proved has the caller reset ended sub-envs: state kept "
+                "across masked resets is not seen; prove a mode where the env resets."
             )
         left_out = [base for base in DEFAULT_BASES if base not in self.bases]
         if left_out:
