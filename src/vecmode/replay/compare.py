@@ -179,18 +179,10 @@ class Difference:
     run: str = ""
 
     @classmethod
-    def at(
-        cls,
-        call: Any,
-        sub_env: int | None,
-        field: str,
-        expected: str,
-        got: str,
-        note: str = "",
-        run: str = "",
-    ) -> Difference:
-        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`)."""
-        return cls(call.index, call.kind, sub_env, field, expected, got, note, run)
+    def at(cls, call: Any, *fields: Any) -> Difference:
+        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`):
+        ``sub_env, field, expected, got[, note[, run]]``."""
+        return cls(call.index, call.kind, *fields)
 
     def __str__(self) -> str:
         where = f"call {self.call} ({self.kind})"

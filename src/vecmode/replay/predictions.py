@@ -134,9 +134,9 @@ def layout_difference(
 
 def mode_differences(
     mode: AutoresetMode,
-    calls: Sequence[Call],
+    calls: list[Call],
     num_envs: int,
-    replay: Sequence[Call] | None = None,
+    replay: list[Call] | None = None,
 ) -> Iterator[Difference]:
     """Where the run ``calls`` contradicts ``mode``'s predictions, in call order;
     ``replay``: the same calls with other actions where an action is ignored."""
@@ -257,11 +257,7 @@ def masked_keeps_difference(
 
 
 def run_differences(
-    first: Sequence[Call],
-    second: Sequence[Call],
-    *,
-    upto: int | None = None,
-    run: str = "",
+    first: list[Call], second: list[Call], *, upto: int | None = None, run: str = ""
 ) -> Iterator[Difference]:
     """Where ``second``, a replay of ``first`` named ``run``, returned something
     else, up to call ``upto`` (of the infos, the keys only)."""

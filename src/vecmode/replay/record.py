@@ -23,6 +23,10 @@ CALL_TEXT = {
 }
 
 
+#: Which sub-envs' actions a replay changes at a call (None: none).
+Change = Callable[["Call"], Any] | None
+
+
 @dataclass
 class Call:
     """One call to a vector env (``kind``: a key of :data:`CALL_TEXT`), and deep
@@ -110,11 +114,7 @@ class Recorder:
         out: Any = create_empty_array(self._single, self.num_envs)
         return concatenate(self._single, actions, out)
 
-    def replay(
-        self,
-        calls: Sequence[Call],
-        change: Callable[[Call], np.ndarray | None] | None = None,
-    ) -> list[Call]:
+    def replay(self, calls: Sequence[Call], change: Change = None) -> list[Call]:
         """Make the same calls as ``calls`` (until one raises) and return this
         recorder's calls; ``change(call)`` masks the sub-envs whose action to
         replace with :meth:`alternative` there."""
@@ -131,9 +131,7 @@ class Recorder:
                 break
         return self.calls
 
-    def _changed(
-        self, call: Call, change: Callable[[Call], np.ndarray | None] | None
-    ) -> list[Any]:
+    def _changed(self, call: Call, change: Change) -> list[Any]:
         actions = list(call.actions or [])
         which = None if change is None else change(call)
         for i in [] if which is None else np.flatnonzero(which).tolist():
@@ -185,7 +183,7 @@ def is_count(value: Any, least: int = 1) -> bool:
     return (
         isinstance(value, (int, np.integer))
         and not isinstance(value, bool)
-        and value >= least
+        and bool(value >= least)
     )
 
 
@@ -236,10 +234,7 @@ class Instances:
         return readable
 
     def replay(
-        self,
-        seed: int,
-        calls: Sequence[Call],
-        change: Callable[[Call], Any] | None = None,
+        self, seed: int, calls: Sequence[Call], change: Change = None
     ) -> list[Call]:
         """The calls of a new instance given ``calls`` (see :meth:`Recorder.replay`)."""
         recorder = Recorder(self.new(), seed)

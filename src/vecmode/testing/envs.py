@@ -50,8 +50,6 @@ class ScheduledEnv(gym.Env):
             (``{"pos": box, "step": code}``, ``code = index * 1000 + (episode %
             10) * 100 + step``), ``"tuple"`` (``(box, code)``), ``"discrete"``
             (``code``) or ``"image"``; :func:`decode` reads them all.
-        action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"`` (``Box(-1,
-            1, (1,))``).
         info_type: ``"rich"`` (nested dicts, keys on some steps only) or
             ``"numeric"`` (``{"ep": episode}``, ``{"t": step}``).
         render_mode: None, or ``"rgb_array"``: frames like the image observation.

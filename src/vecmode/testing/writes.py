@@ -112,14 +112,8 @@ class WritesBelow:
                 envs, method, wrapt.FunctionWrapper(getattr(envs, method), self._record)
             )
 
-    def _record(
-        self,
-        wrapped: Callable[..., Any],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        result = wrapped(*args, **kwargs)
+    def _record(self, wrapped: Callable[..., Any], _: Any, args: Any, kw: Any) -> Any:
+        result = wrapped(*args, **kw)
         if isinstance(result, tuple) and len(result) in RESULT_PARTS:
             parts = RESULT_PARTS[len(result)]
             for part, value in zip(parts, result, strict=True):

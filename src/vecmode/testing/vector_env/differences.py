@@ -45,7 +45,7 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
         _structure_difference(run.env, first),
         next(mode_differences(mode, first, run.env.num_envs, run.second), None),
         _masked_keeps_difference(mode, first),
-        _detail_difference(mode, run.env, first, run.aliased),
+        _detail_difference(run),
         _reproducibility_difference(first, run.second, seed, run.plan.reseeded),
         _changed_later(run.results),
         _cleared_difference(run),
@@ -116,15 +116,10 @@ def _contains(space: Space, value: Any) -> bool:
         return False
 
 
-def _detail_difference(
-    mode: AutoresetMode,
-    env: VectorEnv,
-    calls: Sequence[Call],
-    aliased: dict[int, list[int]],
-) -> Difference | None:
+def _detail_difference(run: CheckedRun) -> Difference | None:
     """The final infos and observations themselves, and a masked reset's infos."""
-    ends: list[tuple[Call, int]] = []
-    for view in views(mode, calls, env.num_envs):
+    mode, ends = run.mode, list[tuple[Call, int]]()
+    for view in views(mode, run.first.calls, run.env.num_envs):
         call = view.call
         if call.error is not None or not isinstance(call.infos, dict):
             return None
@@ -139,11 +134,11 @@ def _detail_difference(
         if found is not None:  # a key that should not be there: the whole batch's
             return found if final.any() else dataclasses.replace(found, sub_env=None)
         for i in np.flatnonzero(final).tolist():
-            found = _final_obs_difference(mode, env, call, i, aliased)
+            found = _final_obs_difference(run, call, i)
             if found is not None:
                 return found
             ends.append((call, i))
-    return _final_obs_overwritten(mode, calls, ends)
+    return _final_obs_overwritten(mode, run.first.calls, ends)
 
 
 def _final_obs(call: Call) -> Any:
@@ -151,21 +146,15 @@ def _final_obs(call: Call) -> Any:
     return cast(tuple, final_observations(call.infos))[1]
 
 
-def _final_obs_difference(
-    mode: AutoresetMode,
-    env: VectorEnv,
-    call: Call,
-    i: int,
-    aliased: dict[int, list[int]],
-) -> Difference | None:
+def _final_obs_difference(run: CheckedRun, call: Call, i: int) -> Difference | None:
     """A final observation in the single space, and an array of its own."""
-    obs, single = _final_obs(call)[i], env.single_observation_space
+    mode, obs, single = run.mode, _final_obs(call)[i], run.env.single_observation_space
     if not _contains(single, obs):
         note = final_obs_present_message(mode)
         return Difference.at(
             call, i, _FINAL_OBS, f"an element of {single}", describe(obs), note
         )
-    if i in aliased.get(call.index, ()):
+    if i in run.aliased.get(call.index, ()):
         got = "an array sharing memory with the returned observations"
         note = (
             f"in {mode.value} mode the final observation must outlive the reset: "
@@ -319,7 +308,7 @@ def _unmasked_difference(run: CheckedRun) -> Difference | None:
 
 
 def _reproducibility_difference(
-    first: Sequence[Call], second: Sequence[Call], seed: int, upto: int | None
+    first: list[Call], second: list[Call], seed: int, upto: int | None
 ) -> Difference | None:
     """Where the replay on a second instance returned something else."""
     diff = next(run_differences(first, second, upto=upto, run="instance 2"), None)

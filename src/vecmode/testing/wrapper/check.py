@@ -44,6 +44,7 @@ from vecmode.testing.wrapper.schedules import (
 from vecmode.testing.writes import WritesBelow
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
+Runs = dict[tuple[int, AutoresetMode, str], Run]
 #: The properties checked by building the wrapper, without a run.
 _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
 
@@ -349,7 +350,7 @@ class WrapperCheck:
         """The same events in every mode, base and schedule; labels, transitions."""
         labels: list[str] = []
         compared = 0
-        runs: dict[tuple[int, AutoresetMode, str], Run] = {}
+        runs: Runs = {}
         for number, schedule in enumerate(
             schedules(self.kinds["num_envs"], plan.wanted)
         ):
@@ -373,12 +374,7 @@ class WrapperCheck:
         return labels, compared
 
     def _compared_with(
-        self,
-        runs: dict[tuple[int, AutoresetMode, str], Run],
-        number: int,
-        mode: AutoresetMode,
-        name: str,
-        first_mode: AutoresetMode,
+        self, runs: Runs, number: int, mode: AutoresetMode, name: str, first: Any
     ) -> tuple[str, tuple[Run, Run] | None, str]:
         """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
@@ -388,9 +384,9 @@ class WrapperCheck:
             hint = _HINT_DENSE if name in DENSE_LAYOUT else _HINT_BASES
             return "same_over_every_base", (runs[number, mode, first_base], run), hint
         prop = f"mode_equivalence_{'together' if number == 0 else 'staggered'}"
-        if mode is first_mode:
+        if mode is first:
             return prop, None, _HINT_MODES
-        return prop, (runs[number, first_mode, first_base], run), _HINT_MODES
+        return prop, (runs[number, first, first_base], run), _HINT_MODES
 
     def run(self, name: str, plan: RunPlan) -> Run:
         """One run of the wrapper over the base ``name``."""
