@@ -151,16 +151,17 @@ def describe(value: Any, limit: int = 160) -> str:
         text = f"{value.item()!r} ({value.dtype})"
     else:
         text = repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _clipped(" ".join(text.split()), limit)
 
 
 def raised(error: BaseException) -> str:
     """``"TypeError: text"`` for an error a call raised, on one line."""
-    text = " ".join(str(error).split())
-    if len(text) > 200:
-        text = text[:197] + "..."
+    text = _clipped(" ".join(str(error).split()), 200)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,6 @@
-"""A conformance kit for wrapper and vector-env authors: :func:`check_wrapper`
-(and its test mixin :class:`WrapperConformance`) proves a vector wrapper right in
-the modes it declares, :func:`check_vector_env` a vector env, and
-:class:`ScheduledEnv` makes deterministic test sub-envs. A report's ``record()``
-makes :func:`vecmode.check_stack` report the class as verified.
-"""
+"""A conformance kit: :func:`check_wrapper` (or :class:`WrapperConformance`)
+proves a vector wrapper right in the modes it declares, :func:`check_vector_env`
+a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs."""
 
 from vecmode.testing.envs import (
     OBS_TYPES,

@@ -208,9 +208,7 @@ def scheduled_env_fns(
     return fns
 
 
-def _build(
-    args: tuple, kwargs: dict[str, Any], wrappers: Sequence[Callable]
-) -> gym.Env:
+def _build(args: tuple, kwargs: dict[str, Any], wrappers: tuple) -> gym.Env:
     env: gym.Env = ScheduledEnv(*args, **kwargs)
     for wrapper in wrappers:
         env = wrapper(env)

@@ -26,9 +26,8 @@ Label = TypeVar("Label")
 
 
 class HeldResults(Generic[Label]):
-    """A run's results, each beside a deep copy made then, compared when the next
-    call has returned and at the end; the observations excepted where
-    ``reuses_observations`` (the env says ``copy=False``)."""
+    """A run's results, each beside a deep copy made then (the observations
+    excepted where ``reuses_observations``: the env says ``copy=False``)."""
 
     def __init__(self, reuses_observations: bool = False) -> None:
         self.reuses_observations = reuses_observations
@@ -88,9 +87,8 @@ class HeldResults(Generic[Label]):
 
 @dataclass(frozen=True)
 class Written:
-    """An array the env below returned in the wrapper's call ``where`` (at
-    ``path``), ``returned`` then, ``found`` now, written into by the call ``by``
-    (None: a later one)."""
+    """An array the env below returned in the call ``where``, written into by
+    the call ``by`` (None: a later one)."""
 
     path: str
     where: str

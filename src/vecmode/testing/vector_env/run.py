@@ -96,8 +96,7 @@ class CheckedRun:
 
     def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
         self.results: HeldResults[Call] = HeldResults()
-        #: per call, the sub-envs whose final observation shares memory with
-        #: the observations
+        #: per call, the sub-envs whose final observation shares memory
         self.aliased: dict[int, list[int]] = {}
         with Instances(factory, "check_vector_env") as instances:
             env = instances.new()

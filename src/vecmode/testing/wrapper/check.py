@@ -45,7 +45,6 @@ from vecmode.testing.writes import WritesBelow
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 Runs = dict[tuple[int, AutoresetMode, str], Run]
-#: The properties checked by building the wrapper, without a run.
 _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
 
 _HINT_MODES = (
@@ -342,10 +341,7 @@ class WrapperCheck:
             )
 
     def check_mode_equivalence(
-        self,
-        to_prove: tuple[AutoresetMode, ...],
-        plan: RunPlan,
-        batch_dependent: bool,
+        self, to_prove: tuple[AutoresetMode, ...], plan: RunPlan, batch_dependent: bool
     ) -> tuple[list[str], int]:
         """The same events in every mode, base and schedule; labels, transitions."""
         labels: list[str] = []
