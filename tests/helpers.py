@@ -19,7 +19,7 @@ import pytest
 from hypothesis import strategies as st
 
 from vecmode.modes import mode_of
-from vecmode.testing._compare import as_numpy
+from vecmode.replay.compare import as_numpy
 from vecmode.testing.envs import ScheduledEnv, scheduled_env_fns
 from vecmode.transitions import RealTransition, TransitionReader
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vecmode.timeline
-from vecmode.testing._compare import same
+from vecmode.replay.compare import same
 from vecmode.timeline import TimelineRow, timeline, timeline_svg
 
 SVG = "{http://www.w3.org/2000/svg}"

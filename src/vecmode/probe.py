@@ -1,16 +1,5 @@
-"""``vecmode.probe_mode``: find out which autoreset mode a vector env behaves as.
-
-An env's ``metadata["autoreset_mode"]`` is a claim; :func:`probe_mode` tests it
-against each mode's predictions (:mod:`vecmode.replay.predictions`).
-
->>> import gymnasium as gym
->>> from vecmode.probe import probe_mode
->>> result = probe_mode(lambda: gym.vector.SyncVectorEnv(
-...     [lambda: gym.make("CartPole-v1", max_episode_steps=5)] * 2,
-...     autoreset_mode="SameStep"))
->>> result.mode, result.agrees
-(<AutoresetMode.SAME_STEP: 'SameStep'>, True)
-"""
+"""``vecmode.probe_mode``: find out which autoreset mode a vector env behaves as,
+whatever its ``metadata["autoreset_mode"]`` claims."""
 
 from __future__ import annotations
 
@@ -25,30 +14,18 @@ from gymnasium.vector import VectorEnv
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised
 from vecmode.replay.predictions import mode_differences, run_differences
-from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder
+from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder, is_count
 
 __all__ = ["ProbeResult", "probe_mode"]
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """What :func:`probe_mode` found.
-
-    Attributes:
-        mode: the mode the env behaves as; None when the probe cannot tell.
-        declared: the mode the env declares in ``metadata["autoreset_mode"]``
-            (None: none, or not a mode).
-        reason: why this mode, or why the probe cannot tell.
-        ended_at: the call (0 is the first ``reset``, each ``step`` counts one)
-            where the first episode ended; None if none did.
-        ended: the sub-envs whose episode ended there.
-        rejected: for each mode ruled out, the first of its predictions that the
-            env contradicted.
-        read_through: where the env's class reports SAME_STEP final
-            observations its own way (ALE's ``AtariVectorEnv``), the layer they
-            were read through, as :func:`vecmode.with_autoreset` reads them;
-            else None.
-    """
+    """What :func:`probe_mode` found: the ``mode`` the env behaves as (None: it
+    cannot tell, ``reason`` says why), the one it ``declared``, the call where
+    the first episode ended (``ended_at``) and its sub-envs, the first prediction
+    each ``rejected`` mode contradicted, and the layer the final observations
+    were ``read_through`` where the env's class reports them its own way."""
 
     mode: AutoresetMode | None
     declared: AutoresetMode | None
@@ -71,11 +48,7 @@ class ProbeResult:
         claim = "no mode" if self.declared is None else self.declared.value
         lines = [f"{head} (declares {claim}): {self.reason}"]
         if self.read_through is not None:
-            lines.append(
-                f"final observations: the env's class reports them its own way; "
-                f"read through {self.read_through}, as vecmode.with_autoreset reads "
-                f"them"
-            )
+            lines.append(f"final observations read through {self.read_through}")
         if self.ended_at is not None:
             subs = ", ".join(str(i) for i in self.ended)
             lines.append(f"first episode end: call {self.ended_at}, sub-env(s) {subs}")
@@ -89,22 +62,14 @@ def probe_mode(
 ) -> ProbeResult:
     """The autoreset mode a vector env behaves as, whatever it declares.
 
-    One instance is stepped with seeded random actions until an episode ends, and
-    once more; three more replay its calls (``docs/authors.md`` says how). The
-    mode whose predictions all hold is the answer.
+    Four throwaway instances run and replay an episode end
+    (``docs/authors.md`` says how); the mode whose predictions all hold is the
+    answer.
 
     Args:
-        env_factory: builds a new vector env on each call (up to four are built,
-            and all closed).
+        env_factory: builds a new vector env on each call.
         max_steps: the most steps to wait for an episode to end.
         seed: the reset seed and the seed of the random actions.
-
-    Returns:
-        A :class:`ProbeResult` (``mode`` None, and why, where it cannot tell).
-
-    Raises:
-        TypeError: not a factory of vector envs, or ``seed`` not an int.
-        ValueError: ``max_steps`` not an int >= 1, or the same env built twice.
 
     >>> import gymnasium as gym
     >>> result = probe_mode(lambda: gym.make_vec("CartPole-v1", num_envs=4))
@@ -138,7 +103,7 @@ def probe_mode(
         if diff is not None:
             reason = (
                 f"the env is not deterministic under reset(seed={seed}) and the same "
-                f"actions, and the probe compares instances: {diff}"
+                f"actions: {diff}"
             )
             return replace(result, reason=reason)
     return _fit(result, first, changed, masked)
@@ -146,15 +111,8 @@ def probe_mode(
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:
     """``seed`` as an int, once both arguments are checked."""
-    if (
-        isinstance(max_steps, bool)
-        or not isinstance(max_steps, (int, np.integer))
-        or max_steps < 1
-    ):
-        raise ValueError(
-            f"max_steps must be an int >= 1 (the most steps to wait for an episode "
-            f"to end), got {max_steps!r}."
-        )
+    if not is_count(max_steps):
+        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}.")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}.")
     return int(seed)
@@ -168,8 +126,7 @@ def _declared(env: VectorEnv) -> AutoresetMode | None:
 
 
 def _until_an_end(recorder: Recorder, seed: int, max_steps: int) -> Call | None:
-    """Reset, then step until an episode ends; the call where one ended (or the
-    call that raised), None if none ended within ``max_steps`` steps."""
+    """Reset, step until an episode ends: that call, or one that raised, or None."""
     call = recorder.reset(seed)
     for _ in range(max_steps):
         if call.error is not None:
@@ -184,8 +141,7 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
     if last.error is None:
         return (
             f"no episode ended within {max_steps} steps (seed {seed}, random "
-            f"actions): raise max_steps, or make the episodes shorter (e.g. "
-            f"max_episode_steps)"
+            f"actions): raise max_steps, or make the episodes shorter"
         )
     return (
         f"the env raised {raised(last.error)} in call {last.index} "
@@ -196,13 +152,11 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
 def _replays(
     instances: Instances, seed: int, calls: list[Call], ended: np.ndarray
 ) -> tuple[list[Call], list[Call], list[Call]]:
-    """The first run replayed on new instances: with other actions for the
-    ``ended`` sub-envs at the last step; with a masked reset of them before it;
-    exactly (an ignored action is told from chance only in a deterministic env)."""
+    """The first run replayed with other actions, with a masked reset, exactly."""
     last = calls[-1]
-    changed = Recorder(instances.new(), seed)
-    changed.replay(calls, lambda call: ended if call is last else None)
-    instances.close(changed.env)
+    changed = instances.replay(
+        seed, calls, lambda call: ended if call is last else None
+    )
     masked = Recorder(instances.new(), seed)
     if (
         masked.replay(calls[:-1])[-1].error is None
@@ -210,10 +164,7 @@ def _replays(
     ):
         masked.step(last.actions or [])
     instances.close(masked.env)
-    again = Recorder(instances.new(), seed)
-    again.replay(calls)
-    instances.close(again.env)
-    return changed.calls, masked.calls, again.calls
+    return changed, masked.calls, instances.replay(seed, calls)
 
 
 def _fit(
@@ -234,10 +185,8 @@ def _fit(
         if caller_resets(found):
             reason += (
                 " (An env whose step() resets a sub-env inside the step that ends "
-                "its episode, and reports no info['final_obs'], looks the same to "
-                "the probe, but loses every final observation: no mode describes "
-                "it; it must report them in info['final_obs'] / "
-                "info['_final_obs'] and declare SameStep.)"
+                "its episode looks the same, but loses every final observation: "
+                "it must report them in info['final_obs'] and declare SameStep.)"
             )
     elif not fitting:
         reason = "the env contradicts every mode's predictions: " + "; ".join(
@@ -246,8 +195,8 @@ def _fit(
     else:
         names = ", ".join(mode.value for mode in fitting)
         reason = (
-            f"the runs fit {names} alike (e.g. the action space has a single "
-            f"action, so whether an action is ignored is unknown)"
+            f"the runs fit {names} alike (e.g. a single action: whether it is "
+            f"ignored is unknown)"
         )
     return replace(
         result, mode=found, reason=reason, rejected=MappingProxyType(rejected)

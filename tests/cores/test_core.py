@@ -815,7 +815,7 @@ def test_space_row_is_each_sub_envs_sample_for_every_kind_of_space(name):
     from gymnasium.vector.utils import concatenate, create_empty_array
 
     from vecmode.core import space_row
-    from vecmode.testing._compare import same
+    from vecmode.replay.compare import same
 
     space = _ROW_SPACES[name]
     space.seed(1)

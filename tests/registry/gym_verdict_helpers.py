@@ -31,7 +31,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from tests.helpers import ScheduledEnv, assert_same
 from vecmode.modes import Boundary
-from vecmode.testing._compare import as_numpy
+from vecmode.replay.compare import as_numpy
 from vecmode.transitions import Reading, TransitionReader, read_run
 
 NEXT_STEP = AutoresetMode.NEXT_STEP

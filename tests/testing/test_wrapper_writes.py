@@ -55,9 +55,8 @@ def test_next_step_s_reset_step_must_stay_empty():
     message = str(caught.value)
     assert "[NextStep over vecmode.SyncVectorEnv, episodes ending together]" in message
     assert (
-        "NEXT_STEP's reset step (the call after the sub-env's episode ended) returned "
-        "reward 1.0, terminated False, truncated False: expected reward 0, "
-        "terminated False, truncated False"
+        "NEXT_STEP's reset step returned reward 1.0, terminated False, truncated "
+        "False: expected reward 0 and both flags False"
     ) in message
     assert "vecmode.wrappers.RewardWrapper leaves those rows alone" in message
     report = check_wrapper(RewardPlusOne, modes=["SameStep", "Disabled"])

@@ -36,7 +36,7 @@ from tests.wrappers.cases import (
 from vecmode import AutoresetMode
 from vecmode import wrappers as vw
 from vecmode.modes import boundary
-from vecmode.testing._compare import as_numpy
+from vecmode.replay.compare import as_numpy
 
 
 def _final(infos: Any, i: int) -> Any:

@@ -1,15 +1,4 @@
-"""Exact comparison of what vector envs return, and a readable difference.
-
->>> import numpy as np
->>> same({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0, np.nan])})
-True
->>> same(np.float32(1.0), 1.0), same(np.float32(1.0), 1.0, strict=False)
-(False, True)
->>> where_different({"pos": np.zeros(2), "n": 3}, {"pos": np.ones(2), "n": 3})
-"['pos']"
->>> print(Difference(4, "step", 1, "reward", "0.0", "1.0", "a reset step"))
-call 4 (step), sub-env 1, reward: expected 0.0, got 1.0 (a reset step)
-"""
+"""Exact comparison of what vector envs return, and a readable difference."""
 
 from __future__ import annotations
 
@@ -21,38 +10,20 @@ import numpy as np
 from gymnasium.spaces import Space
 from gymnasium.vector.utils import iterate
 
-__all__ = [
-    "MISSING",
-    "Difference",
-    "arrays_in",
-    "as_numpy",
-    "describe",
-    "per_sub_env",
-    "raised",
-    "same",
-    "where_different",
-]
-
 
 class _Missing:
-    """The value of a key that is not there."""
-
     def __repr__(self) -> str:
         return "<no such key>"
 
 
-#: Stands for an absent dict key or attribute in a :class:`Difference`.
+#: Stands for an absent dict key in a :class:`Difference`.
 MISSING: Any = _Missing()
 
 _NUMBER = (bool, int, float, complex, np.generic)
 
 
 def as_numpy(value: Any) -> Any:
-    """``value`` with every torch or jax array in it made a NumPy array.
-
-    >>> as_numpy({"a": (np.float32(1.0), [np.zeros(1)])})
-    {'a': (np.float32(1.0), [array([0.])])}
-    """
+    """``value`` with every torch or jax array in it made a NumPy array."""
     if isinstance(value, dict):
         return {key: as_numpy(item) for key, item in value.items()}
     if isinstance(value, (tuple, list)):
@@ -74,13 +45,31 @@ def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
     """The path of the first difference between ``a`` and ``b`` (``""``: the
     root, ``['key']``, ``[i]``), or None; NaN equals NaN. ``strict``: dtypes and
     types must match too (else ``np.float32(1)`` equals ``1.0``)."""
-    if isinstance(a, dict) or isinstance(b, dict):
-        return _dicts_differ(a, b, strict)
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return _sequences_differ(a, b, strict)
+    if isinstance(a, (dict, tuple, list)) or isinstance(b, (dict, tuple, list)):
+        pairs = _pairs(a, b, strict)
+        if pairs is None:
+            return ""
+        for key, x, y in pairs:
+            inner = where_different(x, y, strict=strict)
+            if inner is not None:
+                return f"[{key!r}]{inner}"
+        return None
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return _arrays_differ(a, b, strict)
     return _scalars_differ(a, b, strict)
+
+
+def _pairs(a: Any, b: Any, strict: bool) -> list[tuple[Any, Any, Any]] | None:
+    """The entries of two dicts or two sequences side by side (None: no match)."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+            return [(key, a[key], b[key]) for key in a]
+        return None
+    if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
+        return None
+    if len(a) != len(b) or (strict and type(a) is not type(b)):
+        return None
+    return list(zip(range(len(a)), a, b, strict=True))
 
 
 def _scalars_differ(a: Any, b: Any, strict: bool) -> str | None:
@@ -93,28 +82,6 @@ def _scalars_differ(a: Any, b: Any, strict: bool) -> str | None:
         return None if bool(a == b) else ""
     except (TypeError, ValueError):  # pragma: no cover - exotic values
         return ""
-
-
-def _dicts_differ(a: Any, b: Any, strict: bool) -> str | None:
-    if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
-        return ""
-    for key in a:
-        inner = where_different(a[key], b[key], strict=strict)
-        if inner is not None:
-            return f"[{key!r}]{inner}"
-    return None
-
-
-def _sequences_differ(a: Any, b: Any, strict: bool) -> str | None:
-    if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
-        return ""
-    if len(a) != len(b) or (strict and type(a) is not type(b)):
-        return ""
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        inner = where_different(x, y, strict=strict)
-        if inner is not None:
-            return f"[{i}]{inner}"
-    return None
 
 
 def _arrays_differ(a: Any, b: Any, strict: bool) -> str | None:
@@ -144,12 +111,7 @@ def same(a: Any, b: Any, *, strict: bool = True) -> bool:
 
 
 def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
-    """Every NumPy array in ``value`` (object arrays' entries too), with its path.
-
-    >>> finals = np.empty(2, dtype=object); finals[1] = np.zeros(2)
-    >>> [path for path, _ in arrays_in({"final_obs": finals, "n": 3}, "infos")]
-    ["infos['final_obs']", "infos['final_obs'][1]"]
-    """
+    """Every NumPy array in ``value`` (object arrays' entries too), with its path."""
     if isinstance(value, np.ndarray):
         yield path, value
         if value.dtype == object:
@@ -189,25 +151,24 @@ def describe(value: Any, limit: int = 160) -> str:
         text = f"{value.item()!r} ({value.dtype})"
     else:
         text = repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _clipped(" ".join(text.split()), limit)
 
 
 def raised(error: BaseException) -> str:
     """``"TypeError: text"`` for an error a call raised, on one line."""
-    text = " ".join(str(error).split())
-    if len(text) > 200:
-        text = text[:197] + "..."
+    text = _clipped(" ".join(str(error).split()), 200)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
 class Difference:
     """Where a vector env's output differs from what it should be: at call
-    ``call`` (0 is the first ``reset``) of ``kind`` (``"reset"``, ``"step"``,
-    ``"reset(mask)"``), for ``sub_env`` (None: the whole batch), in ``field``;
-    ``expected``, ``got`` and ``note`` (why) are texts, ``run`` names the run
-    where several were compared."""
+    ``call`` (0 is the first ``reset``) of ``kind``, for ``sub_env`` (None: the
+    whole batch), in ``field``; ``note`` says why, ``run`` names the run."""
 
     call: int
     kind: str
@@ -219,18 +180,10 @@ class Difference:
     run: str = ""
 
     @classmethod
-    def at(
-        cls,
-        call: Any,
-        sub_env: int | None,
-        field: str,
-        expected: str,
-        got: str,
-        note: str = "",
-        run: str = "",
-    ) -> Difference:
-        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`)."""
-        return cls(call.index, call.kind, sub_env, field, expected, got, note, run)
+    def at(cls, call: Any, *fields: Any) -> Difference:
+        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`):
+        ``sub_env, field, expected, got[, note[, run]]``."""
+        return cls(call.index, call.kind, *fields)
 
     def __str__(self) -> str:
         where = f"call {self.call} ({self.kind})"

@@ -1,22 +1,6 @@
-"""What each autoreset mode predicts of a recorded run, and where a run breaks it.
-
-:func:`mode_differences` checks one run against a mode's predictions;
-:func:`run_differences` compares a run with its replay. Both yield
-:class:`~vecmode.replay.compare.Difference` objects in call order.
-
->>> import gymnasium as gym
->>> from vecmode.modes import AutoresetMode
->>> from vecmode.replay.record import Recorder
->>> env = gym.vector.SyncVectorEnv(
-...     [lambda: gym.make("CartPole-v1", max_episode_steps=2)] * 2,
-...     autoreset_mode="SameStep")
->>> run = Recorder(env, seed=0)
->>> _ = run.reset(seed=0), run.step(run.sample()), run.step(run.sample())
->>> next(mode_differences(AutoresetMode.SAME_STEP, run.calls, 2), None) is None
-True
->>> print(next(mode_differences(AutoresetMode.NEXT_STEP, run.calls, 2)))
-call 2 (step), sub-env 0, info['_final_obs']: expected no such key, got [ True, True] (bool) (...)
-"""
+"""What each autoreset mode predicts of a recorded run, and where a run breaks
+it: :func:`mode_differences` checks a run against a mode's predictions,
+:func:`run_differences` compares it with its replay."""
 
 from __future__ import annotations
 
@@ -38,20 +22,6 @@ from vecmode.modes import (
 from vecmode.replay.compare import MISSING, Difference, describe, raised, same
 from vecmode.replay.record import Call
 
-__all__ = [
-    "AUTORESET_STEP",
-    "View",
-    "differs_at",
-    "final_obs_present_message",
-    "layout_difference",
-    "looks_reset",
-    "masked_keeps_difference",
-    "masked_keeps_message",
-    "mode_differences",
-    "run_differences",
-    "views",
-]
-
 #: What a step that resets the sub-env looks like, for messages.
 AUTORESET_STEP = (
     "an autoreset step (reward 0, terminated and truncated False, action ignored)"
@@ -61,10 +31,9 @@ AUTORESET_STEP = (
 def final_obs_present_message(mode: AutoresetMode) -> str:
     """Why a final observation must be in the info, in ``mode``."""
     return (
-        f"in {mode.value} mode a sub-env is reset within the step its episode ends, "
-        f"and the episode's final observation / info go in info['final_obs'] / "
-        f"info['final_info'], with info['_final_obs'] / info['_final_info'] True "
-        f"for it"
+        f"in {mode.value} mode the step that ends an episode puts its final "
+        f"observation / info in info['final_obs'] / info['final_info'], with "
+        f"info['_final_obs'] / info['_final_info'] True for it"
     )
 
 
@@ -78,8 +47,8 @@ def masked_keeps_message(mode: AutoresetMode) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """A call seen through a mode: its :class:`~vecmode.modes.Boundary` (steps
-    only), and the sub-envs that awaited the caller's reset when it was made."""
+    """A call, its :class:`~vecmode.modes.Boundary` (steps only), and the
+    sub-envs that awaited the caller's reset when it was made."""
 
     call: Call
     boundary: Boundary | None
@@ -87,8 +56,7 @@ class View:
 
 
 def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator[View]:
-    """The calls of a run, each with its :class:`View` in ``mode``; stops after a
-    call that raised."""
+    """The calls of a run seen through ``mode``, up to one that raised."""
     tracker = BoundaryTracker(mode, num_envs)
     pending = np.zeros(num_envs, dtype=np.bool_)
     for call in calls:
@@ -105,19 +73,17 @@ def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator
 
 
 def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
-    """The first of obs / reward / terminated / truncated that differs for sub-env
-    ``i`` between two calls: ``(field, first's, second's)``, or None."""
-    pairs: list[tuple[str, Any, Any]] = []
-    if first.obs is not None and second.obs is not None:
-        pairs.append(("obs", first.obs[i], second.obs[i]))
+    """``(field, first's, second's)`` of the first of obs / reward / terminated /
+    truncated that differs for sub-env ``i``, or None."""
     for name, a, b in (
+        ("obs", first.obs, second.obs),
         ("reward", first.rewards, second.rewards),
         ("terminated", first.terminations, second.terminations),
         ("truncated", first.truncations, second.truncations),
     ):
-        if a is not None and b is not None:
-            pairs.append((name, a[i], b[i]))
-    return next(((n, a, b) for n, a, b in pairs if not same(a, b)), None)
+        if a is not None and b is not None and not same(a[i], b[i]):
+            return name, a[i], b[i]
+    return None
 
 
 def _action_changed(first: Call, second: Call, i: int) -> bool:
@@ -130,8 +96,7 @@ def _action_changed(first: Call, second: Call, i: int) -> bool:
 
 def looks_reset(call: Call, other: Call, i: int) -> bool:
     """Whether sub-env ``i``'s step in ``call`` looks like an autoreset step:
-    reward 0, flags False, and its action ignored (``other``, the same step with
-    another action for it, returned the same)."""
+    reward 0, flags False, and the same result in ``other`` with another action."""
     if call.rewards is None or call.terminations is None or call.truncations is None:
         return False
     return bool(
@@ -148,7 +113,7 @@ def layout_difference(
     mode: AutoresetMode, call: Call, final: np.ndarray, *, complete: bool
 ) -> Difference | None:
     """Where a step's info breaks SAME_STEP's layout for the final observations
-    ``final`` marks (see :func:`vecmode.modes.final_layout_problem`), or None."""
+    ``final`` marks, or None."""
     infos = call.infos if isinstance(call.infos, dict) else {}
     problem = final_layout_problem(infos, final, complete=complete)
     if problem is None:
@@ -158,28 +123,23 @@ def layout_difference(
         note = final_obs_present_message(mode)
     elif final_in_info(mode):
         note = (
-            f"in {mode.value} mode info['final_obs'] / info['final_info'] are set "
-            f"only at the calls where episodes end, with the masks True exactly for "
-            f"the sub-envs whose episode ended"
+            f"in {mode.value} mode the masks are True exactly for the sub-envs "
+            f"whose episode ended here"
         )
     else:
-        note = (
-            f"in {mode.value} mode an ended episode's final observation and info "
-            f"are the ones step() returns; info has no final_obs / final_info"
-        )
+        note = f"in {mode.value} mode info has no final_obs / final_info"
     got = describe(problem.got if problem.present else MISSING)
     return Difference.at(call, i, problem.field, problem.expected, got, note)
 
 
 def mode_differences(
     mode: AutoresetMode,
-    calls: Sequence[Call],
+    calls: list[Call],
     num_envs: int,
-    replay: Sequence[Call] | None = None,
+    replay: list[Call] | None = None,
 ) -> Iterator[Difference]:
     """Where the run ``calls`` contradicts ``mode``'s predictions, in call order;
-    ``replay``: the same calls on another instance, with other actions where an
-    action is ignored (:meth:`~vecmode.replay.record.Recorder.replay`)."""
+    ``replay``: the same calls with other actions where an action is ignored."""
     others = {call.index: call for call in replay or ()}
     last_obs: list[Any] | None = None
     for view in views(mode, calls, num_envs):
@@ -201,8 +161,7 @@ def mode_differences(
 
 
 def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]:
-    """A step raised where no sub-env awaited the caller's reset, or a masked
-    reset raised where the caller resets."""
+    """A call raised where the mode says it must work."""
     call = view.call
     if call.error is None:
         return
@@ -224,8 +183,7 @@ def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]
 def _reset_step_differences(
     mode: AutoresetMode, view: View, other: Call | None
 ) -> Iterator[Difference]:
-    """Not ``real`` (and not awaiting the caller): a reset step, reward 0, flags
-    False, the action ignored."""
+    """A reset step: reward 0, flags False, the action ignored."""
     call, b = view.call, view.boundary
     if b is None or call.rewards is None:
         return
@@ -236,15 +194,12 @@ def _reset_step_differences(
             ("truncated", call.truncations, False),
         ):
             if array is not None and array[i] != wanted:
-                yield Difference.at(
-                    call,
-                    i,
-                    name,
-                    repr(wanted),
-                    describe(array[i]),
+                note = (
                     f"in {mode.value} mode the step after an episode ends resets "
-                    f"the sub-env: its action is ignored, the reward is 0, "
-                    f"terminated and truncated are False",
+                    f"the sub-env: reward 0, flags False, action ignored"
+                )
+                yield Difference.at(
+                    call, i, name, repr(wanted), describe(array[i]), note
                 )
                 return
         if other is not None and _action_changed(call, other, i):
@@ -257,13 +212,9 @@ def _reset_step_differences(
 def _ignored_action_difference(
     mode: AutoresetMode, call: Call, other: Call, i: int
 ) -> Difference | None:
-    """Where ``other``, the same reset step with another action for sub-env
-    ``i``, raised or returned something else."""
+    """Where ``other``, the reset step with another action, differs."""
     base, changed = (call.actions or [])[i], (other.actions or [])[i]
-    note = (
-        f"in {mode.value} mode a reset step ignores its action, so another action "
-        f"there must give the same result"
-    )
+    note = f"in {mode.value} mode a reset step ignores its action"
     if other.error is not None:
         field, expected, got = "step()", "a result", raised(other.error)
     else:
@@ -278,22 +229,16 @@ def _ignored_action_difference(
 def _caller_reset_differences(
     mode: AutoresetMode, view: View, other: Call | None
 ) -> Iterator[Difference]:
-    """Stepped while awaiting the caller's reset (and it did not raise): the step
-    must not have reset the sub-env by itself."""
+    """A step while awaiting the caller's reset must not reset the sub-env."""
     call = view.call
     for i in np.flatnonzero(view.pending).tolist():
         if other is not None and looks_reset(call, other, i):
-            yield Difference.at(
-                call,
-                i,
-                "step()",
-                "an error, or a step of the ended episode",
-                AUTORESET_STEP,
+            expected = "an error, or a step of the ended episode"
+            note = (
                 f"in {mode.value} mode step() never resets a sub-env, the caller "
-                f"does with reset(options={{'reset_mask': mask}}); this sub-env's "
-                f"episode had ended and it was stepped without that reset, yet it "
-                f"was reset",
+                f"does with reset(options={{'reset_mask': mask}})"
             )
+            yield Difference.at(call, i, "step()", expected, AUTORESET_STEP, note)
             return
 
 
@@ -301,7 +246,7 @@ def masked_keeps_difference(
     call: Call, last_obs: list[Any] | None, note: str
 ) -> Difference | None:
     """Where a masked reset returned, for a sub-env outside its mask, other than
-    ``last_obs``, the observations returned before."""
+    ``last_obs``."""
     if call.obs is None or call.mask is None or last_obs is None:
         return None
     for j in np.flatnonzero(~call.mask).tolist():
@@ -312,15 +257,10 @@ def masked_keeps_difference(
 
 
 def run_differences(
-    first: Sequence[Call],
-    second: Sequence[Call],
-    *,
-    upto: int | None = None,
-    run: str = "",
+    first: list[Call], second: list[Call], *, upto: int | None = None, run: str = ""
 ) -> Iterator[Difference]:
     """Where ``second``, a replay of ``first`` named ``run``, returned something
-    else, up to call ``upto``: an error, an observation, reward, flag or final
-    observation, or the info's keys (not its values: some are wall-clock times)."""
+    else, up to call ``upto`` (of the infos, the keys only)."""
     for a, b in zip(first, second, strict=False):
         if upto is not None and a.index > upto:
             return

@@ -1,23 +1,10 @@
-"""Recording the calls made to a vector env, and replaying them on another.
-
->>> import gymnasium as gym
->>> def factory():
-...     return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
->>> with Instances(factory, "demo") as made:
-...     first = Recorder(made.new(), seed=0)
-...     _ = first.reset(seed=0), first.step(first.sample())
-...     again = Recorder(made.new(), seed=0)
-...     calls = again.replay(first.calls)
->>> [call.kind for call in calls], same(calls[1].obs, first.calls[1].obs)
-(['reset', 'step'], True)
-"""
+"""Recording the calls made to a vector env, and replaying them on another."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -28,10 +15,6 @@ from vecmode.autoreset import gymnasium_layout
 from vecmode.errors import NotAVectorEnvError
 from vecmode.replay.compare import per_sub_env, same
 
-__all__ = ["CALL_TEXT", "Call", "Instances", "Recorder"]
-
-#: How many samples :meth:`Recorder.alternative` draws looking for another action.
-_ALTERNATIVE_TRIES = 100
 #: The call each :attr:`Call.kind` stands for, for messages.
 CALL_TEXT = {
     "reset": "reset()",
@@ -40,13 +23,14 @@ CALL_TEXT = {
 }
 
 
+#: Which sub-envs' actions a replay changes at a call (None: none).
+Change = Callable[["Call"], Any] | None
+
+
 @dataclass
 class Call:
-    """One call to a vector env: ``kind`` (``"reset"``, ``"step"``,
-    ``"reset(mask)"``) and its ``seed``, ``mask`` or ``actions``; what it returned
-    (deep copies: ``raw`` whole, the rest per part, ``obs`` one per sub-env), or
-    ``error``, what it raised or why its result cannot be read. ``index`` counts
-    calls from 0."""
+    """One call to a vector env (``kind``: a key of :data:`CALL_TEXT`), and deep
+    copies of what it returned (``obs``: one per sub-env), or its ``error``."""
 
     index: int
     kind: str
@@ -76,15 +60,9 @@ class Call:
 
 
 class Recorder:
-    """Drives one vector env and records every call as a :class:`Call`; what a
-    call raises is recorded, never raised.
-
-    Args:
-        env: the vector env to drive.
-        seed: seeds the random actions (one per sub-env, from a copy of the
-            env's ``single_action_space``).
-        inspect: sees each result as the env returned it, before it is copied.
-    """
+    """Drives one vector env and records every call as a :class:`Call` (what a
+    call raises too); ``seed`` seeds the random actions, ``inspect`` sees each
+    result before it is copied."""
 
     def __init__(
         self,
@@ -108,7 +86,7 @@ class Recorder:
 
     def alternative(self, action: Any) -> Any:
         """A random action other than ``action``, or None if none is found."""
-        for _ in range(_ALTERNATIVE_TRIES):
+        for _ in range(100):
             other = self._others.sample()
             if not same(other, action, strict=False):
                 return other
@@ -120,8 +98,7 @@ class Recorder:
         return self._record(call, lambda: self.env.reset(seed=seed), 2)
 
     def reset_mask(self, mask: np.ndarray) -> Call:
-        """``env.reset(options={"reset_mask": mask})``, with a fresh dict each
-        time (Gymnasium pops the key out of the caller's options)."""
+        """``env.reset(options={"reset_mask": mask})``, with a fresh dict."""
         mask = np.array(mask, dtype=np.bool_)
         call = Call(len(self.calls), "reset(mask)", mask=mask)
         return self._record(
@@ -137,14 +114,10 @@ class Recorder:
         out: Any = create_empty_array(self._single, self.num_envs)
         return concatenate(self._single, actions, out)
 
-    def replay(
-        self,
-        calls: Sequence[Call],
-        change: Callable[[Call], np.ndarray | None] | None = None,
-    ) -> list[Call]:
+    def replay(self, calls: Sequence[Call], change: Change = None) -> list[Call]:
         """Make the same calls as ``calls`` (until one raises) and return this
         recorder's calls; ``change(call)`` masks the sub-envs whose action to
-        replace with :meth:`alternative` there (None: none)."""
+        replace with :meth:`alternative` there."""
         for call in calls:
             if call.kind == "reset":
                 made = self.reset(call.seed)
@@ -158,9 +131,7 @@ class Recorder:
                 break
         return self.calls
 
-    def _changed(
-        self, call: Call, change: Callable[[Call], np.ndarray | None] | None
-    ) -> list[Any]:
+    def _changed(self, call: Call, change: Change) -> list[Any]:
         actions = list(call.actions or [])
         which = None if change is None else change(call)
         for i in [] if which is None else np.flatnonzero(which).tolist():
@@ -207,10 +178,18 @@ class Recorder:
                     )
 
 
+def is_count(value: Any, least: int = 1) -> bool:
+    """Whether ``value`` is an int (not a bool) of at least ``least``."""
+    return (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, bool)
+        and bool(value >= least)
+    )
+
+
 class Instances:
-    """Builds envs with ``factory`` (``TypeError`` if not callable) and closes
-    every one it built, also on errors; ``caller`` names the function the factory
-    was given to, in messages."""
+    """Builds envs with ``factory`` and closes every one it built, also on
+    errors; ``caller`` names the function the factory was given to."""
 
     def __init__(self, factory: Callable[[], VectorEnv], caller: str) -> None:
         if not callable(factory):
@@ -223,13 +202,11 @@ class Instances:
         self.caller = caller
         self._built: list[VectorEnv] = []
         self._open: list[VectorEnv] = []
-        #: The layer the envs are read through, where their class reports SAME_STEP
-        #: final observations its own way (:func:`vecmode.autoreset.gymnasium_layout`)
+        #: The layer the envs are read through (``gymnasium_layout``), if any.
         self.read_through: type | None = None
 
     def new(self) -> VectorEnv:
-        """A new env from the factory, read in Gymnasium's layout; raises
-        ``NotAVectorEnvError`` or ``ValueError`` (an env it returned before)."""
+        """A new env from the factory, read in Gymnasium's layout."""
         env = self.factory()
         if not isinstance(env, VectorEnv):
             close = getattr(env, "close", None)
@@ -242,9 +219,9 @@ class Instances:
             )
         if any(env is built for built in self._built):
             raise ValueError(
-                f"{self.caller}: the factory returned an env it had returned before "
-                f"(and that {self.caller} has closed); it must build a new env on "
-                f"each call, e.g. lambda: gym.make_vec(...), not lambda: envs."
+                f"{self.caller}: the factory returned an env it had returned before; "
+                f"build a new env on each call, e.g. lambda: gym.make_vec(...), not "
+                f"lambda: envs."
             )
         self._built.append(env)
         try:
@@ -256,6 +233,15 @@ class Instances:
         self._open.append(readable)
         return readable
 
+    def replay(
+        self, seed: int, calls: Sequence[Call], change: Change = None
+    ) -> list[Call]:
+        """The calls of a new instance given ``calls`` (see :meth:`Recorder.replay`)."""
+        recorder = Recorder(self.new(), seed)
+        recorder.replay(calls, change)
+        self.close(recorder.env)
+        return recorder.calls
+
     def close(self, env: VectorEnv) -> None:
         """Close ``env`` now (it must come from :meth:`new`)."""
         self._open = [other for other in self._open if other is not env]
@@ -264,12 +250,7 @@ class Instances:
     def __enter__(self) -> Instances:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type | None, *rest: object) -> None:
         failure: Exception | None = None
         for env in self._open:
             try:

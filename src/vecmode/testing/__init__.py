@@ -1,15 +1,6 @@
-"""A conformance kit for wrapper and vector-env authors.
-
-* :func:`check_wrapper` proves a vector wrapper right in every mode it declares
-  and refusing the others (:class:`WrapperConformance`: the same as a test
-  mixin, one test per property);
-* :func:`check_vector_env` proves a vector env behaves as the mode it declares;
-* :class:`ScheduledEnv` and :func:`scheduled_env_fns` are deterministic test
-  sub-envs whose observations say which sub-env, episode and step they are.
-
-Each report's ``record()`` makes :func:`vecmode.check_stack` report the class as
-verified.
-"""
+"""A conformance kit: :func:`check_wrapper` (or :class:`WrapperConformance`)
+proves a vector wrapper right in the modes it declares, :func:`check_vector_env`
+a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs."""
 
 from vecmode.testing.envs import (
     OBS_TYPES,

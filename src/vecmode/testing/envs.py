@@ -1,22 +1,9 @@
-"""Deterministic test environments: episodes of scheduled lengths.
-
-Every observation says where it comes from: which sub-env, which episode and which
-step. A wrong final observation, a reset step counted as a real step, or a lost
-partial reset therefore shows up as a wrong *value*, not just a wrong shape.
-
->>> from vecmode.testing import ScheduledEnv
->>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
->>> obs, _ = env.reset(seed=0)
->>> obs.tolist()  # [sub-env, episode, step]
-[2.0, 0.0, 0.0]
->>> obs, reward, terminated, truncated, _ = env.step(1)
->>> obs, reward, terminated, truncated, _ = env.step(1)
->>> obs.tolist(), terminated, truncated
-([2.0, 0.0, 2.0], False, True)
-"""
+"""Deterministic test environments: episodes of scheduled lengths, whose every
+observation says which sub-env, episode and step it comes from."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -40,20 +27,12 @@ __all__ = [
     "scheduled_env_fns",
 ]
 
-#: The observation variants of :class:`ScheduledEnv`.
+#: The choices of :class:`ScheduledEnv`'s arguments.
 OBS_TYPES = ("box", "dict", "tuple", "discrete", "image")
-#: Its action spaces: ``Discrete(3)``, or ``Box(-1, 1, (1,), float32)``.
 ACTION_TYPES = ("discrete", "box")
-#: Its render modes: none (``render()`` returns None), or ``"rgb_array"``: an image
-#: like the ``"image"`` observation, which :func:`decode` reads.
 RENDER_MODES = (None, "rgb_array")
-#: Its infos: rich ones (nested dicts, keys on some steps only, a reset key
-#: ``"episode"``), or numeric ones only (``{"ep": episode}`` from ``reset``,
-#: ``{"t": step}`` from ``step``), which array-converting wrappers and
-#: ``RecordEpisodeStatistics`` (it writes ``"episode"``) accept.
 INFO_TYPES = ("rich", "numeric")
-#: The key of its step count in its step infos, by info type (the conformance kit
-#: requires it at every real transition: the env's infos reached the caller).
+#: The key of the step count in its step infos, by info type.
 STEP_INFO_KEYS = MappingProxyType({"rich": "step", "numeric": "t"})
 
 _IMAGE_SHAPE = (6, 8, 3)
@@ -67,18 +46,21 @@ class ScheduledEnv(gym.Env):
     ``action + 0.5 * step + 0.01 * index``.
 
     Args:
-        index: the sub-env's index.
-        lengths: the episodes' lengths, repeated.
-        truncate: whether each episode ends by truncation, repeated.
         obs_type: ``"box"`` (``float32[index, episode, step]``), ``"dict"``
             (``{"pos": box, "step": code}``, ``code = index * 1000 + (episode %
             10) * 100 + step``), ``"tuple"`` (``(box, code)``), ``"discrete"``
-            (``code``) or ``"image"`` (``uint8[6, 8, 3]``); :func:`decode` reads
-            them all.
-        action_type: ``"discrete"`` (``Discrete(3)``) or ``"box"``.
+            (``code``) or ``"image"``; :func:`decode` reads them all.
         info_type: ``"rich"`` (nested dicts, keys on some steps only) or
             ``"numeric"`` (``{"ep": episode}``, ``{"t": step}``).
         render_mode: None, or ``"rgb_array"``: frames like the image observation.
+
+    >>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
+    >>> env.reset(seed=0)[0].tolist()  # [sub-env, episode, step]
+    [2.0, 0.0, 0.0]
+    >>> _ = env.step(1)
+    >>> obs, reward, terminated, truncated, _ = env.step(1)
+    >>> obs.tolist(), terminated, truncated
+    ([2.0, 0.0, 2.0], False, True)
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 1000}
@@ -112,11 +94,9 @@ class ScheduledEnv(gym.Env):
             )
         if not truncate:
             raise ValueError("truncate must be a non-empty sequence of bools")
-        self.index = index
+        self.index, self.obs_type, self.info_type = index, obs_type, info_type
         self.lengths = [int(n) for n in lengths]
         self.truncate = [bool(t) for t in truncate]
-        self.obs_type = obs_type
-        self.info_type = info_type
         self.render_mode = render_mode
         self.action_space: spaces.Space = (
             spaces.Discrete(3)
@@ -131,9 +111,7 @@ class ScheduledEnv(gym.Env):
             "discrete": spaces.Discrete(10_000),
             "image": spaces.Box(0, 255, shape=_IMAGE_SHAPE, dtype=np.uint8),
         }[obs_type]
-        self.episode = -1
-        self.t = 0
-        self.resets = 0
+        self.episode, self.t, self.resets = -1, 0, 0
 
     def _image(self) -> np.ndarray:
         rows, cols, _ = _IMAGE_SHAPE
@@ -181,18 +159,10 @@ class ScheduledEnv(gym.Env):
         terminated = ended and not truncated
         value = float(np.asarray(action).reshape(-1)[0])
         reward = value + 0.5 * self.t + 0.01 * self.index
+        info: dict[str, Any] = {STEP_INFO_KEYS[self.info_type]: self.t}
         if self.info_type == "numeric":
-            return (
-                self._obs(),
-                reward,
-                terminated,
-                truncated,
-                {STEP_INFO_KEYS["numeric"]: self.t},
-            )
-        info: dict[str, Any] = {
-            STEP_INFO_KEYS["rich"]: self.t,
-            "vec": np.array([self.t, k]),
-        }
+            return self._obs(), reward, terminated, truncated, info
+        info["vec"] = np.array([self.t, k])
         if self.t % 2 == 0:
             info["even"] = True
         if self.t % 3 == 0:
@@ -202,11 +172,7 @@ class ScheduledEnv(gym.Env):
 
 def decode(obs: Any) -> tuple[int, int, int]:
     """``(index, episode, step)`` of one :class:`ScheduledEnv` observation (the
-    episode mod 10 for ``"dict"``, ``"tuple"`` and ``"discrete"`` ones).
-
-    >>> decode(ScheduledEnv(index=1, obs_type="image").reset()[0])
-    (1, 0, 0)
-    """
+    episode mod 10 for ``"dict"``, ``"tuple"`` and ``"discrete"`` ones)."""
     if isinstance(obs, dict):
         obs = obs["pos"]
     elif isinstance(obs, tuple):
@@ -229,74 +195,31 @@ def scheduled_env_fns(
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
     **kwargs: Any,
 ) -> list[Callable[[], gym.Env]]:
-    """One :class:`ScheduledEnv` factory per sub-env, sub-env ``i`` with
-    ``lengths[i]`` and ``truncate[i]`` (default: episodes of ``2 + i % 3`` then 4
-    steps, the first truncated where ``i`` is even), ``kwargs`` and ``wrappers``
-    (single-env wrappers, innermost first).
-
-    >>> import gymnasium as gym
-    >>> envs = gym.vector.SyncVectorEnv(scheduled_env_fns(3))
-    >>> envs.reset(seed=0)[0][:, 0].tolist()
-    [0.0, 1.0, 2.0]
-    """
+    """One picklable :class:`ScheduledEnv` factory per sub-env, sub-env ``i``
+    with ``lengths[i]`` and ``truncate[i]`` (default: episodes of ``2 + i % 3``
+    then 4 steps, the first truncated where ``i`` is even), ``kwargs`` and
+    ``wrappers`` (single-env wrappers, innermost first)."""
     fns: list[Callable[[], gym.Env]] = []
     for i in range(num_envs):
         ls = lengths[i] if lengths is not None else (2 + i % 3, 4)
         ts = truncate[i] if truncate is not None else (i % 2 == 0, False)
-        fns.append(_Factory(i, tuple(ls), tuple(ts), obs_type, kwargs, wrappers))
+        args = (i, tuple(ls), tuple(ts), obs_type)
+        fns.append(functools.partial(_build, args, dict(kwargs), tuple(wrappers)))
     return fns
 
 
-class _Factory:
-    """A picklable env factory (works with every multiprocessing start method)."""
-
-    def __init__(
-        self,
-        index: int,
-        lengths: tuple,
-        truncate: tuple,
-        obs_type: str,
-        kwargs: dict[str, Any],
-        wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
-    ) -> None:
-        self.args = (index, lengths, truncate, obs_type)
-        self.kwargs = dict(kwargs)
-        self.wrappers = tuple(wrappers)
-
-    def __call__(self) -> gym.Env:
-        env: gym.Env = ScheduledEnv(*self.args, **self.kwargs)
-        for wrapper in self.wrappers:
-            env = wrapper(env)
-        return env
-
-    def __repr__(self) -> str:
-        extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
-        text = f"ScheduledEnv({', '.join(map(repr, self.args))}{extra})"
-        for wrapper in self.wrappers:
-            text = f"{getattr(wrapper, '__name__', wrapper)}({text})"
-        return text
+def _build(args: tuple, kwargs: dict[str, Any], wrappers: tuple) -> gym.Env:
+    env: gym.Env = ScheduledEnv(*args, **kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
 
 
 class DenseFinalObsVectorEnv(SyncVectorEnv):
     """Gymnasium's ``SyncVectorEnv``, reporting SAME_STEP's final observations as
-    ALE's ``AtariVectorEnv`` does: one dense ``info["final_obs"]`` array, a row
-    per sub-env (stale where no episode ended), no masks, no final infos. A test
-    base for adapters of that layout (``check_wrapper(..., bases=[...,
-    "vecmode.testing.DenseFinalObsVectorEnv"])``); observations must be a Box.
-
-    >>> import numpy as np
-    >>> from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
-    >>> fns = scheduled_env_fns(3, info_type="numeric")
-    >>> envs = DenseFinalObsVectorEnv(fns, autoreset_mode="SameStep")
-    >>> _ = envs.reset(seed=0)
-    >>> for _ in range(2):
-    ...     obs, _, terminated, truncated, info = envs.step(np.zeros(3, dtype=int))
-    >>> (terminated | truncated).tolist(), sorted(info), info["final_obs"].shape
-    ([True, False, False], ['_ep', '_t', 'ep', 'final_obs', 't'], (3, 3))
-    >>> info["final_obs"][0].tolist()  # sub-env 0's last observation
-    [0.0, 0.0, 2.0]
-    >>> envs.close()
-    """
+    ALE's ``AtariVectorEnv`` does: one dense ``info["final_obs"]`` array (stale
+    rows where no episode ended), no masks, no final infos. A test base for
+    adapters of that layout; observations must be a Box."""
 
     def __init__(
         self,
@@ -310,9 +233,8 @@ class DenseFinalObsVectorEnv(SyncVectorEnv):
         if not isinstance(space, spaces.Box):
             self.close()
             raise TypeError(
-                f"DenseFinalObsVectorEnv reports final observations as one array, "
-                f"so its sub-envs must have Box observations, not {space} (with "
-                f"scheduled_env_fns: obs_type 'box' or 'image')."
+                f"DenseFinalObsVectorEnv needs sub-envs with Box observations, not "
+                f"{space} (with scheduled_env_fns: obs_type 'box' or 'image')."
             )
         self._dense = np.zeros((self.num_envs, *space.shape), space.dtype)
 

@@ -1,27 +1,11 @@
-"""The write checks both kits share: what a call returned must not change later.
-
-:class:`HeldResults` keeps each result beside a deep copy made when it was
-returned, and finds one that a later call changed (the env or wrapper writes
-into an array it returned). :class:`WritesBelow` keeps what the env below a
-wrapper returned to it, and finds where the wrapper wrote into it.
-
->>> import numpy as np
->>> flags = np.array([True, False])
->>> held = HeldResults()
->>> held.keep("call 0", (np.zeros(2), {}))
->>> held.keep("call 1", (np.zeros(2), np.ones(2), flags, flags, {})) is None
-True
->>> flags[0] = False  # the env clears its own array, which it returned
->>> held.keep("call 2", (np.zeros(2), {}))
-('call 1', 'terminations')
->>> held.first_changed()
-('call 1', 'terminations', 'call 2')
-"""
+"""The write checks both kits share: :class:`HeldResults` finds a result that a
+later call changed, :class:`WritesBelow` where a wrapper wrote into what the env
+below returned to it."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -31,8 +15,6 @@ from gymnasium.vector import VectorEnv
 
 from vecmode.replay.compare import arrays_in, as_numpy, where_different
 
-__all__ = ["RESULT_PARTS", "HeldResults", "WritesBelow", "Written", "changed_part"]
-
 #: The parts of a result, by the size of its tuple (``reset``'s, ``step``'s).
 RESULT_PARTS: dict[int, tuple[str, ...]] = {
     2: ("observations", "infos"),
@@ -40,33 +22,12 @@ RESULT_PARTS: dict[int, tuple[str, ...]] = {
 }
 
 
-def changed_part(returned: Any, kept: Any, skip: Container[str] = ()) -> str | None:
-    """The part of a ``reset`` or ``step`` result ``returned`` (and where in it,
-    e.g. ``"infos['_episode']"``) that is no longer as in ``kept``, a deep copy
-    made when it was returned; None if none (parts in ``skip`` not compared)."""
-    if not (isinstance(returned, tuple) and isinstance(kept, tuple)):
-        return None
-    if len(returned) != len(kept) or len(returned) not in RESULT_PARTS:
-        return None
-    parts = RESULT_PARTS[len(returned)]
-    for name, now, then in zip(parts, returned, kept, strict=True):
-        if name in skip:
-            continue
-        path = where_different(as_numpy(then), as_numpy(now))
-        if path is not None:
-            return name + path
-    return None
-
-
-#: What names a call in :class:`HeldResults`.
 Label = TypeVar("Label")
 
 
 class HeldResults(Generic[Label]):
-    """A run's results as returned, each beside a deep copy made then, compared
-    when the next call has returned (that call changed it) and at the end (a
-    later call did); the observations excepted where ``reuses_observations``
-    (the env says ``copy=False``)."""
+    """A run's results, each beside a deep copy made then (the observations
+    excepted where ``reuses_observations``: the env says ``copy=False``)."""
 
     def __init__(self, reuses_observations: bool = False) -> None:
         self.reuses_observations = reuses_observations
@@ -77,9 +38,7 @@ class HeldResults(Generic[Label]):
     def keep(
         self, label: Label, result: Any, kept: Callable[[], Any] | None = None
     ) -> tuple[Label, str] | None:
-        """Keep ``result`` of the call ``label`` (``kept`` reads a deep copy of
-        it, made here by default); return the label of the result before and its
-        part this call changed, or None."""
+        """Keep ``result``; the label and part of the one before this call changed."""
         found = None
         if self._results:
             part = self._check(len(self._results) - 1, by=label)
@@ -95,8 +54,7 @@ class HeldResults(Generic[Label]):
         return found
 
     def first_changed(self) -> tuple[Label, str, Label | None] | None:
-        """The first result a later call changed: its label, the part, and the
-        call that changed it (None where only now is it found); or None."""
+        """``(label, part, changed by)`` of the first result changed, or None."""
         for index in range(len(self._results)):
             self._check(index, by=None)
         for index, (label, _, _) in enumerate(self._results):
@@ -110,17 +68,26 @@ class HeldResults(Generic[Label]):
         if index in self._changed:
             return None
         _, result, kept = self._results[index]
-        skip = ("observations",) if self.reuses_observations else ()
-        part = changed_part(result, kept(), skip)
-        if part is not None:
-            self._changed[index] = (part, by)
-        return part
+        copied = kept()
+        if not (isinstance(result, tuple) and isinstance(copied, tuple)):
+            return None
+        if len(result) != len(copied) or len(result) not in RESULT_PARTS:
+            return None
+        for name, now, then in zip(
+            RESULT_PARTS[len(result)], result, copied, strict=True
+        ):
+            if name == "observations" and self.reuses_observations:
+                continue
+            path = where_different(as_numpy(then), as_numpy(now))
+            if path is not None:
+                self._changed[index] = (name + path, by)
+                return name + path
+        return None
 
 
 @dataclass(frozen=True)
 class Written:
-    """An array the env below returned in the wrapper's call ``where`` (at
-    ``path`` in the result), ``returned`` then, ``found`` now, written into by
+    """An array the env below returned in the call ``where``, written into by
     the call ``by`` (None: a later one)."""
 
     path: str
@@ -132,9 +99,8 @@ class Written:
 
 class WritesBelow:
     """Every array the env ``envs`` below a wrapper returns to it (an object
-    array's entries too), beside a copy made then; a new key in an info dict is
-    no write. Its ``reset`` and ``step`` are wrapped (``wrapt``) on the instance
-    itself, so the wrapper finds no extra layer under it."""
+    array's entries too), beside a copy made then. Its ``reset`` and ``step``
+    are wrapped (``wrapt``) on the instance, so the wrapper sees no extra layer."""
 
     def __init__(self, envs: VectorEnv) -> None:
         self._arrays: list[list[Any]] = []
@@ -144,14 +110,8 @@ class WritesBelow:
                 envs, method, wrapt.FunctionWrapper(getattr(envs, method), self._record)
             )
 
-    def _record(
-        self,
-        wrapped: Callable[..., Any],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        result = wrapped(*args, **kwargs)
+    def _record(self, wrapped: Callable[..., Any], _: Any, args: Any, kw: Any) -> Any:
+        result = wrapped(*args, **kw)
         if isinstance(result, tuple) and len(result) in RESULT_PARTS:
             parts = RESULT_PARTS[len(result)]
             for part, value in zip(parts, result, strict=True):

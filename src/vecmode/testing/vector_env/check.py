@@ -3,15 +3,8 @@
 >>> import gymnasium as gym
 >>> from vecmode.testing import check_vector_env
 >>> report = check_vector_env(lambda: gym.make_vec("CartPole-v1", num_envs=3))
->>> print(report)  # doctest: +ELLIPSIS
+>>> print(report.summary)  # doctest: +ELLIPSIS
 CartPoleVectorEnv(CartPole-v1, num_envs=3) conforms to NextStep: ... steps, ... episode ends
-  - observations in the observation space; rewards, terminations and truncations of shape (num_envs,) and the right dtypes; infos dicts
-  - no final_obs / final_info in info
-  - the step after an episode ends: reward 0, terminated and truncated False, action ignored; reset() clears pending autoresets
-  - no masked reset made: its class declares that reset(options={'reset_mask': m}) resets every sub-env (masked_reset='ignores', vecmode.register_vector_env)
-  - what a call returned is not changed by later calls
-  - the same seed and actions reproduce the run
-  - vecmode.probe_mode finds NextStep
 """
 
 from __future__ import annotations
@@ -19,44 +12,28 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode import registry
-from vecmode.env_classes import layers, vector_env_declaration
+from vecmode.env_classes import layers
 from vecmode.modes import (
     AutoresetMode,
     caller_resets,
     final_in_info,
-    mode_of,
     resets_on_next_step,
 )
 from vecmode.probe import ProbeResult, probe_mode
-from vecmode.replay.record import Call, Instances, Recorder
-from vecmode.testing.vector_env.differences import Spaces, first_failure
-from vecmode.testing.vector_env.run import Returned, drive, other_runs
-
-__all__ = ["VectorEnvReport", "check_vector_env"]
+from vecmode.replay.record import is_count
+from vecmode.testing.vector_env.differences import first_failure
+from vecmode.testing.vector_env.run import CheckedRun
 
 
 @dataclass(frozen=True)
 class VectorEnvReport:
-    """What :func:`check_vector_env` proved; ``str(report)`` shows it.
-
-    Attributes:
-        env: the env's ``repr``.
-        mode: the mode it declares (and behaves as).
-        num_envs: its sub-envs.
-        steps: the checked run's steps; ``calls``, its calls;
-            ``episode_ends``, its episode ends; ``masked_resets``, its masked
-            resets.
-        checks: what was checked, one sentence each.
-        probe: what :func:`vecmode.probe_mode` found.
-        env_class: the class built, for :meth:`record` (None for a stack of
-            wrappers over an env: ``stack`` names its layers).
-    """
+    """What :func:`check_vector_env` proved (``env``: the env's ``repr``;
+    ``checks``: one sentence each); ``str(report)`` shows it. ``env_class`` is
+    None for a stack of wrappers, whose layers ``stack`` names."""
 
     env: str
     mode: AutoresetMode
@@ -79,31 +56,14 @@ class VectorEnvReport:
         )
 
     def record(self) -> VectorEnvReport:
-        """Record this proof, in this process: :func:`vecmode.check_stack` then
+        """Record this proof in this process: :func:`vecmode.check_stack` then
         reports an innermost env of exactly :attr:`env_class` in :attr:`mode` as
-        *verified*. Returns the report; ``ValueError`` for a stack.
-
-        >>> import gymnasium as gym
-        >>> import vecmode
-        >>> class MyVectorEnv(gym.vector.SyncVectorEnv):  # your own class
-        ...     pass
-        >>> def factory():
-        ...     return MyVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
-        >>> envs = factory()
-        >>> vecmode.check_stack(envs)[0].evidence.value
-        'inherited'
-        >>> check_vector_env(factory).record().mode.value
-        'NextStep'
-        >>> vecmode.check_stack(envs)[0].evidence.value
-        'verified'
-        >>> envs.close()
-        """
+        *verified*. Returns the report; ``ValueError`` for a stack."""
         if self.env_class is None:
             raise ValueError(
                 f"check_vector_env proved {self.env}, which the factory built as a "
                 f"stack ({' over '.join(self.stack)}), not one vector env class; "
-                f"record a check_vector_env run of a factory that builds the env "
-                f"alone."
+                f"record a check of a factory of the env alone."
             )
         registry.record_env_verified(self.env_class, self.mode, self.summary)
         return self
@@ -120,37 +80,25 @@ def check_vector_env(
     min_episode_ends: int = 2,
 ) -> VectorEnvReport:
     """Check that the envs ``factory`` builds behave as the mode they declare in
-    ``metadata["autoreset_mode"]``: one is stepped with random actions and masked
-    resets, others replay it, every call is checked against the mode's contract
-    (``docs/authors.md`` lists it), and :func:`vecmode.probe_mode` must agree.
+    ``metadata["autoreset_mode"]``: every call of a run and its replays against
+    the mode's contract (``docs/authors.md``), and :func:`vecmode.probe_mode`.
 
     Args:
         factory: builds a new vector env on each call.
-        steps: the steps of the checked run.
         seed: the reset seed and the seed of the random actions.
-        min_episode_ends: the fewest episode ends the run must see.
-
-    Returns a :class:`VectorEnvReport`.
 
     Raises:
         AssertionError: no mode declared, or its contract broken (the message
-            names the call, the sub-env and the field); TypeError, ValueError:
-            bad arguments.
+            names the call, the sub-env and the field).
     """
     for name, value in (("steps", steps), ("min_episode_ends", min_episode_ends)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, np.integer))
-            or value < 1
-        ):
+        if not is_count(value):
             raise ValueError(
                 f"check_vector_env: {name} must be an int >= 1, got {value!r}."
             )
-    run = _CheckedRun(factory, steps, seed)
+    run = CheckedRun(factory, steps, seed)
     name, mode, first = run.name, run.mode, run.first
-    diff = first_failure(
-        mode, run.spaces, first.calls, run.runs, run.returned, seed, run.plan
-    )
+    diff = first_failure(run, seed)
     if diff is not None:
         text = f"{name} does not behave as {mode.value}, the mode it declares: {diff}."
         diagnosis = _diagnosis(factory, steps, seed, mode)
@@ -159,8 +107,8 @@ def check_vector_env(
     if ends < min_episode_ends:
         raise AssertionError(
             f"{name}: {ends} episode end(s) in {steps} steps, fewer than "
-            f"min_episode_ends={min_episode_ends}, and a mode's contract is about "
-            f"episode ends: raise steps, or make the episodes shorter."
+            f"min_episode_ends={min_episode_ends}: raise steps, or make the "
+            f"episodes shorter."
         )
     found = probe_mode(factory, max_steps=steps, seed=seed)
     if found.mode is not mode:
@@ -168,99 +116,32 @@ def check_vector_env(
             f"{name} declares {mode.value}, but vecmode.probe_mode does not find it "
             f"behaving so: {found}"
         )
-    checks = _checks(
-        mode, run.optional, run.returned.results.reuses_observations, found
-    )
-    return _report(name, mode, run.built, first.calls, checks, found)
+    return _report(run, ends, found)
 
 
-class _CheckedRun:
-    """The checked run of an instance of ``factory``, and its replays on others."""
-
-    def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
-        self.returned = Returned()
-        with Instances(factory, "check_vector_env") as instances:
-            env = instances.new()
-            self.name, self.mode = repr(env), _declared_mode(env)
-            #: as the factory built it (under the layer the envs are read through)
-            self.built = env.__dict__.get("env", env) if instances.read_through else env
-            self.returned.results.reuses_observations = any(
-                getattr(layer, "copy", None) is False for layer in layers(self.built)
-            )
-            self.spaces = Spaces(
-                int(env.num_envs), env.observation_space, env.single_observation_space
-            )
-            self.first = Recorder(env, seed, self.returned.inspect)
-            self.optional = _optional_masked_resets(self.built, self.mode)
-            self.plan = drive(self.first, self.mode, steps, seed, self.optional)
-            instances.close(env)
-            self.runs = other_runs(instances, self.first.calls, self.plan, seed)
-
-
-def _report(
-    name: str,
-    mode: AutoresetMode,
-    built: Any,
-    calls: list[Call],
-    checks: tuple[str, ...],
-    found: ProbeResult,
-) -> VectorEnvReport:
+def _report(run: CheckedRun, ends: int, found: ProbeResult) -> VectorEnvReport:
     """The report of a check that passed."""
+    built, calls = run.built, run.first.calls
     wrapped = isinstance(built, VectorWrapper)
     return VectorEnvReport(
-        env=name,
-        mode=mode,
-        num_envs=int(built.num_envs),
-        steps=sum(call.kind == "step" for call in calls),
-        calls=len(calls),
-        episode_ends=sum(
-            int(call.ended.sum()) for call in calls if call.kind == "step"
-        ),
-        masked_resets=sum(call.kind == "reset(mask)" for call in calls),
-        checks=checks,
-        probe=found,
-        env_class=None if wrapped else type(built),
-        stack=tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),
+        run.name,
+        run.mode,
+        int(built.num_envs),
+        sum(call.kind == "step" for call in calls),
+        len(calls),
+        ends,
+        sum(call.kind == "reset(mask)" for call in calls),
+        _checks(run.mode, run.optional, run.results.reuses_observations, found),
+        found,
+        None if wrapped else type(built),
+        tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),
     )
-
-
-def _declared_mode(env: VectorEnv) -> AutoresetMode:
-    """The mode ``env`` declares (``AssertionError`` if none, or not a mode)."""
-    try:
-        mode = mode_of(env)
-    except ValueError as exc:
-        raise AssertionError(
-            f"{env!r} declares metadata['autoreset_mode'] that is not a mode: {exc}"
-        ) from None
-    if mode is None:
-        raise AssertionError(
-            f"{env!r} declares no metadata['autoreset_mode'], and check_vector_env "
-            f"checks an env against the mode it declares. Set "
-            f"metadata['autoreset_mode'] to the gymnasium.vector.AutoresetMode the "
-            f"env implements (vecmode.probe_mode(factory) tells how it behaves)."
-        )
-    return mode
-
-
-def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
-    """What a masked reset is declared to do: ``"caller"`` (the caller resets),
-    ``"clears"`` (also undeclared), ``"keeps-pending"``, ``"ignores"`` (it resets
-    every sub-env) or ``"masked rows"`` (it returns those only)."""
-    if caller_resets(mode):
-        return "caller"
-    found = vector_env_declaration(env)
-    if found is None:
-        return "clears"
-    if found.reset_returns != "all":
-        return "masked rows"
-    return found.masked_reset(env)
 
 
 def _diagnosis(
     factory: Callable[[], VectorEnv], steps: int, seed: int, mode: AutoresetMode
 ) -> str:
-    """What :func:`vecmode.probe_mode` finds, for a failure message ("" if the
-    declared mode, or nothing)."""
+    """What :func:`vecmode.probe_mode` finds, if another mode."""
     try:
         found = probe_mode(factory, max_steps=steps, seed=seed).mode
     except Exception:
@@ -271,18 +152,14 @@ def _diagnosis(
         f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
         f"mode, or fix the env."
     )
-    if not caller_resets(found):
-        return text
-    return (
-        f"{text} But first make sure that its step() does not reset a sub-env "
-        f"inside the step that ends its episode (returning the next episode's "
-        f"first observation with terminated or truncated True): such an env "
-        f"behaves as {found.value} to the probe, but loses every final "
-        f"observation, and no mode describes it. It must report the ended "
-        f"episode's last observation in info['final_obs'] (with "
-        f"info['_final_obs'], and its info in info['final_info'] / "
-        f"info['_final_info']) and declare SameStep."
-    )
+    if caller_resets(found):
+        text += (
+            " But first make sure that its step() does not reset a sub-env inside "
+            "the step that ends its episode: such an env loses every final "
+            "observation; it must report them in info['final_obs'] (SAME_STEP's "
+            "layout) and declare SameStep."
+        )
+    return text
 
 
 def _checks(
@@ -290,73 +167,42 @@ def _checks(
 ) -> tuple[str, ...]:
     """What was checked, one line each, for the report."""
     checks = [
-        "observations in the observation space; rewards, terminations and "
-        "truncations of shape (num_envs,) and the right dtypes; infos dicts",
-        "final_obs / _final_obs and final_info / _final_info exactly at episode "
-        "ends, True exactly for the ended sub-envs; final observations in the "
-        "single observation space, not overwritten by the reset"
+        "observations in the observation space; rewards and flags of shape "
+        "(num_envs,) and the right dtypes; infos dicts",
+        "final_obs, final_info and their masks exactly at episode ends; final "
+        "observations in the single space, not overwritten by the reset"
         if final_in_info(mode)
         else "no final_obs / final_info in info",
     ]
     if resets_on_next_step(mode):
         checks.append(
-            "the step after an episode ends: reward 0, terminated and truncated "
-            "False, action ignored; reset() clears pending autoresets"
+            "the step after an episode ends: reward 0, flags False, action "
+            "ignored; reset() clears pending autoresets"
         )
     if caller_resets(mode):
         checks.append("step does not reset an ended sub-env")
-    checks.append(_masked_resets_line(masked, resets_on_next_step(mode)))
-    checks.append(
-        "what a call returned is not changed by later calls"
-        + (
-            ", the observations excepted (the env is built with copy=False: it may "
-            "reuse its observation buffer)"
-            if reuses_observations
-            else ""
+    if masked in ("ignores", "masked rows"):
+        declared = (
+            "masked_reset='ignores'"
+            if masked == "ignores"
+            else "reset_returns='masked'"
         )
-    )
+        checks.append(f"no masked reset made: its class declares {declared}")
+    else:
+        when = "after each episode end" if masked == "caller" else "of a strict subset"
+        line = (
+            f"masked resets ({when}, and mid-episode) reset exactly the masked sub-envs"
+        )
+        if resets_on_next_step(mode):
+            kept = "clearing" if masked == "clears" else "keeping"
+            line += f", {kept} their pending autoresets"
+        checks.append(line)
+    copied = ", the observations excepted (copy=False)" if reuses_observations else ""
     checks += [
+        f"what a call returned is not changed by later calls{copied}",
         "the same seed and actions reproduce the run",
         f"vecmode.probe_mode finds {mode.value}",
     ]
     if probe.read_through is not None:
-        checks.append(
-            f"final observations in the layout the env's class declares, read "
-            f"through {probe.read_through} (as vecmode.with_autoreset reads them)"
-        )
+        checks.append(f"final observations read through {probe.read_through}")
     return tuple(checks)
-
-
-def _masked_resets_line(masked: str, reset_steps: bool) -> str:
-    """The report's line on masked resets."""
-    if masked in ("ignores", "masked rows"):
-        does, declared = {
-            "ignores": ("resets every sub-env", "masked_reset='ignores'"),
-            "masked rows": (
-                "returns the masked sub-envs' rows only",
-                "reset_returns='masked'",
-            ),
-        }[masked]
-        return (
-            f"no masked reset made: its class declares that reset(options="
-            f"{{'reset_mask': m}}) {does} ({declared}, vecmode.register_vector_env)"
-        )
-    when = (
-        "after each episode end, and once in the middle of an episode"
-        if masked == "caller"
-        else "of a strict subset of the sub-envs, after an episode end and in the "
-        "middle of one"
-    )
-    text = (
-        f"reset(options={{'reset_mask': m}}) {when}, resets exactly the masked "
-        f"sub-envs: the others' observations unchanged, infos only for the "
-        f"masked ones, a masked sub-env not left as it was"
-    )
-    if reset_steps and masked == "clears":
-        text += "; it clears the masked sub-envs' pending autoresets, not the others'"
-    if reset_steps and masked == "keeps-pending":
-        text += (
-            "; the others' pending autoresets kept (its class declares that the "
-            "masked ones' stay pending too: masked_reset='keeps-pending')"
-        )
-    return text

@@ -4,18 +4,21 @@ training code in the declared mode would drive it, and its replays."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import VectorEnv
 
+from vecmode.env_classes import layers, vector_env_declaration
 from vecmode.modes import (
     AutoresetMode,
     Boundary,
     BoundaryTracker,
     caller_resets,
     final_observations,
+    mode_of,
     resets_on_next_step,
 )
 from vecmode.replay.compare import arrays_in
@@ -28,13 +31,8 @@ AFTER_END, MID_EPISODE, BY_CALLER = "after an end", "mid-episode", "by the calle
 
 @dataclass
 class Plan:
-    """What the checked run did that its replays must know: per step, the
-    sub-envs that ignore their action there (``ignored``: NEXT_STEP's reset
-    steps); the ``reset(seed=seed + 1)`` made while the ``pending`` sub-envs
-    awaited their autoreset (``reseeded``: one step follows); the step after a
-    masked reset of sub-envs whose autoreset was pending, and those (``cleared``);
-    a masked reset of one sub-env mid-episode, and that sub-env
-    (``mid_episode``)."""
+    """What the checked run did that its replays must know (call indices, and
+    the sub-envs concerned)."""
 
     ignored: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     reseeded: int | None = None
@@ -48,11 +46,8 @@ class Plan:
             return self.pending
         return self.ignored.get(call.index)
 
-    def masked(
-        self, index: int, mask: np.ndarray, pending: np.ndarray, kind: str
-    ) -> None:
-        """Note the masked reset at call ``index`` of ``kind``, which reset the
-        ``pending`` sub-envs that awaited their autoreset."""
+    def masked(self, index: int, mask: np.ndarray, pending: Any, kind: str) -> None:
+        """Note the masked reset at call ``index``."""
         if kind == MID_EPISODE and self.mid_episode is None:
             self.mid_episode = (index, int(np.argmax(mask)))
         if kind == AFTER_END and pending.any() and self.cleared is None:
@@ -61,11 +56,8 @@ class Plan:
 
 class MaskedResets:
     """Which sub-envs the checked run resets with a mask after a step: where the
-    caller resets (DISABLED), the ended ones after each step; elsewhere, the
-    ones that ended at the second step where episodes end (the first alone if
-    all did); then once, one mid-episode. None with one sub-env, nor where
-    ``optional`` (what a masked reset is declared to do) is not ``"clears"`` or
-    ``"keeps-pending"``."""
+    caller resets, the ended ones; elsewhere, once after an episode end (as
+    ``optional``, the declaration, allows); then once, one mid-episode."""
 
     def __init__(self, mode: AutoresetMode, num_envs: int, optional: str) -> None:
         self.by_caller = caller_resets(mode)
@@ -73,12 +65,9 @@ class MaskedResets:
         makes = num_envs >= 2 and optional in ("clears", "keeps-pending")
         self.after_end_done = self.by_caller or not makes
         self.mid_episode_done = num_envs < 2 or not (self.by_caller or makes)
-        #: whether a masked reset clears the masked sub-envs' pending autoreset
-        self.clears = optional == "clears"
 
     def after(self, b: Boundary, awaiting: np.ndarray) -> tuple[np.ndarray | None, str]:
-        """The mask to reset after a step of boundary ``b`` (None: no reset),
-        and its kind."""
+        """The mask to reset after a step of boundary ``b``, and its kind."""
         self.ends += bool(b.ended.any())
         if self.by_caller and awaiting.any():
             return awaiting.copy(), BY_CALLER
@@ -101,141 +90,146 @@ def _strict_subset(mask: np.ndarray, *, first: bool = False) -> np.ndarray:
     return np.array(mask, dtype=np.bool_)
 
 
-def drive(
-    recorder: Recorder, mode: AutoresetMode, steps: int, seed: int, optional: str
-) -> Plan:
-    """Run ``steps`` steps with the masked resets of :class:`MaskedResets`; in a
-    mode with reset steps, then step on until an episode ends, reset everything
-    with ``seed + 1`` and step once."""
-    tracker = BoundaryTracker(mode, recorder.num_envs)
-    masks = MaskedResets(mode, recorder.num_envs, optional)
-    plan = Plan()
-    if recorder.reset(seed).error is not None:
-        return plan
-    tracker.reset(None)
+class CheckedRun:
+    """The checked run of a new instance of ``factory``, and its replays
+    (``AssertionError`` where the env declares no mode)."""
 
-    def step() -> Boundary | None:
-        call = recorder.step(recorder.sample())
-        if call.error is not None:
-            return None
-        b = tracker.step(*call.flags)
-        if not b.real.all():
-            plan.ignored[call.index] = ~b.real
-        return b
-
-    for _ in range(steps):
-        b = step()
-        if b is None:
-            return plan
-        mask, kind = masks.after(b, tracker.awaiting_reset)
-        if mask is None:
-            continue
-        pending = mask & tracker.awaiting_reset & masks.clears
-        reset = recorder.reset_mask(mask)
-        if reset.error is not None:
-            return plan
-        tracker.reset(mask)
-        plan.masked(reset.index, mask, pending, kind)
-    for _ in range(steps if resets_on_next_step(mode) else 0):
-        if tracker.awaiting_reset.any():
-            pending = tracker.awaiting_reset.copy()
-            if recorder.reset(seed + 1).error is None:
-                tracker.reset(None)
-                plan.reseeded, plan.pending = recorder.calls[-1].index, pending
-                recorder.step(recorder.sample())
-            return plan
-        if step() is None:
-            return plan
-    return plan
-
-
-@dataclass
-class Runs:
-    """The other instances' calls: ``second`` replays the run, with other
-    actions where :meth:`Plan.change` says; ``fresh`` makes its
-    ``reset(seed=seed + 1)`` and last step; ``cleared`` replays it up to the step
-    after :attr:`Plan.cleared`, with other actions there; ``unmasked`` without
-    the mid-episode masked reset, up to that sub-env's episode end."""
-
-    second: list[Call]
-    fresh: list[Call] = dataclasses.field(default_factory=list)
-    cleared: list[Call] = dataclasses.field(default_factory=list)
-    unmasked: list[Call] = dataclasses.field(default_factory=list)
-
-
-def _replayed(
-    instances: Instances,
-    seed: int,
-    calls: Sequence[Call],
-    change: Callable[[Call], np.ndarray | None] | None = None,
-) -> list[Call]:
-    recorder = Recorder(instances.new(), seed)
-    recorder.replay(calls, change)
-    instances.close(recorder.env)
-    return recorder.calls
-
-
-def other_runs(instances: Instances, calls: list[Call], plan: Plan, seed: int) -> Runs:
-    """The other instances' runs (see :class:`Runs`)."""
-    runs = Runs(_replayed(instances, seed, calls, plan.change))
-    if plan.reseeded is not None:
-        third = Recorder(instances.new(), seed)
-        if third.reset(seed + 1).error is None:
-            third.step(calls[-1].actions or [])
-        instances.close(third.env)
-        runs.fresh = third.calls
-    if plan.cleared is not None and plan.cleared[0] < len(calls):
-        index, which = plan.cleared
-        if calls[index].kind == "step":
-            runs.cleared = _replayed(
-                instances,
-                seed,
-                calls[: index + 1],
-                lambda call: which if call.index == index else None,
-            )
-    if plan.mid_episode is not None:
-        runs.unmasked = _unmasked(instances, calls, plan.mid_episode, seed)
-    return runs
-
-
-def _unmasked(
-    instances: Instances, calls: list[Call], masked: tuple[int, int], seed: int
-) -> list[Call]:
-    """The run without the masked reset ``masked`` (its call, its sub-env), up to
-    that sub-env's next episode end (none if it has none)."""
-    index, i = masked
-    end = next(
-        (
-            call.index
-            for call in calls[index + 1 :]
-            if call.kind == "step" and call.ended.size and call.ended[i]
-        ),
-        None,
-    )
-    if end is None:
-        return []
-    kept = [call for call in calls[: end + 1] if call.index != index]
-    return _replayed(instances, seed, kept)
-
-
-class Returned:
-    """The checked run's results as the env returned them, to find one a later
-    call changed; per call, the sub-envs whose final observation shares memory
-    with the observations."""
-
-    def __init__(self) -> None:
+    def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
         self.results: HeldResults[Call] = HeldResults()
+        #: per call, the sub-envs whose final observation shares memory
         self.aliased: dict[int, list[int]] = {}
+        with Instances(factory, "check_vector_env") as instances:
+            env = instances.new()
+            self.name, self.mode = repr(env), _declared_mode(env)
+            #: as the factory built it (under a layer it is read through)
+            self.built = env.__dict__.get("env", env) if instances.read_through else env
+            self.results.reuses_observations = any(
+                getattr(layer, "copy", None) is False for layer in layers(self.built)
+            )
+            self.env = env
+            self.first = Recorder(env, seed, self._inspect)
+            self.optional = _optional_masked_resets(self.built, self.mode)
+            self.plan = self._drive(steps, seed)
+            instances.close(env)
+            self._replay(instances, seed)
 
-    def inspect(self, call: Call, result: Any) -> None:
+    def _inspect(self, call: Call, result: Any) -> None:
         """Sees each result before the recorder copies it into ``call.raw``."""
         self.aliased[call.index] = _final_obs_sharing_memory(result)
         self.results.keep(call, result, lambda: call.raw)
 
+    def _drive(self, steps: int, seed: int) -> Plan:
+        """The checked run's calls (see :class:`MaskedResets`); what replays need."""
+        recorder, mode, plan = self.first, self.mode, Plan()
+        tracker = BoundaryTracker(mode, recorder.num_envs)
+        masks = MaskedResets(mode, recorder.num_envs, self.optional)
+        if recorder.reset(seed).error is not None:
+            return plan
+        tracker.reset(None)
+
+        def step() -> Boundary | None:
+            call = recorder.step(recorder.sample())
+            if call.error is not None:
+                return None
+            b = tracker.step(*call.flags)
+            if not b.real.all():
+                plan.ignored[call.index] = ~b.real
+            return b
+
+        for _ in range(steps):
+            b = step()
+            if b is None:
+                return plan
+            mask, kind = masks.after(b, tracker.awaiting_reset)
+            if mask is None:
+                continue
+            pending = mask & tracker.awaiting_reset & (self.optional == "clears")
+            reset = recorder.reset_mask(mask)
+            if reset.error is not None:
+                return plan
+            tracker.reset(mask)
+            plan.masked(reset.index, mask, pending, kind)
+        for _ in range(steps if resets_on_next_step(mode) else 0):
+            if tracker.awaiting_reset.any():
+                pending = tracker.awaiting_reset.copy()
+                if recorder.reset(seed + 1).error is None:
+                    plan.reseeded, plan.pending = recorder.calls[-1].index, pending
+                    recorder.step(recorder.sample())
+                return plan
+            if step() is None:
+                return plan
+        return plan
+
+    def _replay(self, instances: Instances, seed: int) -> None:
+        """The other instances' runs: ``second``, a replay with other ignored
+        actions; ``fresh``, the reseeded reset and step; ``cleared`` and
+        ``unmasked``, the replays that tell a masked reset's effect."""
+        calls, plan = self.first.calls, self.plan
+        self.second = instances.replay(seed, calls, plan.change)
+        self.fresh: list[Call] = []
+        self.cleared: list[Call] = []
+        self.unmasked: list[Call] = []
+        if plan.reseeded is not None:
+            third = Recorder(instances.new(), seed)
+            if third.reset(seed + 1).error is None:
+                third.step(calls[-1].actions or [])
+            instances.close(third.env)
+            self.fresh = third.calls
+        if plan.cleared is not None and plan.cleared[0] < len(calls):
+            index, which = plan.cleared
+            if calls[index].kind == "step":
+                self.cleared = instances.replay(
+                    seed,
+                    calls[: index + 1],
+                    lambda call: which if call.index == index else None,
+                )
+        kept = _unmasked(calls, plan.mid_episode)
+        if kept:
+            self.unmasked = instances.replay(seed, kept)
+
+
+def _unmasked(calls: list[Call], masked: tuple[int, int] | None) -> list[Call]:
+    """The calls without the masked reset ``masked`` (its call, its sub-env), up
+    to that sub-env's next episode end (none if it has none)."""
+    if masked is None:
+        return []
+    index, i = masked
+    for call in calls[index + 1 :]:
+        if call.kind == "step" and call.ended.size and call.ended[i]:
+            return [other for other in calls[: call.index + 1] if other.index != index]
+    return []
+
+
+def _declared_mode(env: VectorEnv) -> AutoresetMode:
+    """The mode ``env`` declares (``AssertionError`` if none, or not a mode)."""
+    try:
+        mode = mode_of(env)
+    except ValueError as exc:
+        raise AssertionError(
+            f"{env!r} declares metadata['autoreset_mode'] that is not a mode: {exc}"
+        ) from None
+    if mode is None:
+        raise AssertionError(
+            f"{env!r} declares no metadata['autoreset_mode']: set it to the mode "
+            f"the env implements (vecmode.probe_mode(factory) finds it)."
+        )
+    return mode
+
+
+def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
+    """What a masked reset is declared to do (``"caller"``: the caller resets)."""
+    if caller_resets(mode):
+        return "caller"
+    found = vector_env_declaration(env)
+    if found is None:
+        return "clears"
+    if found.reset_returns != "all":
+        return "masked rows"
+    return found.masked_reset(env)
+
 
 def _final_obs_sharing_memory(result: Any) -> list[int]:
-    """The sub-envs whose final observation shares memory with the returned
-    observations (the next call may overwrite it)."""
+    """The sub-envs whose final observation shares the observations' memory."""
     if not (isinstance(result, tuple) and len(result) == 5):
         return []
     found = final_observations(result[4])

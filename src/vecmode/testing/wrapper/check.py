@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from itertools import takewhile
 from types import MappingProxyType
 from typing import Any
 
@@ -22,8 +23,9 @@ from vecmode.env_classes import keeps_options, layers
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declaration, supported_modes
+from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
-from vecmode.testing.wrapper.driver import Checking, Driver, RunPlan
+from vecmode.testing.wrapper.driver import Driver, RunPlan
 from vecmode.testing.wrapper.events import (
     PROPERTIES,
     Run,
@@ -36,50 +38,33 @@ from vecmode.testing.wrapper.schedules import (
     BASES,
     DEFAULT_BASES,
     DENSE_LAYOUT,
-    Schedule,
     base_env,
     schedules,
 )
 from vecmode.testing.writes import WritesBelow
 
-__all__ = ["check_wrapper", "episode_statistics"]
-
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
-#: The properties checked by building the wrapper, without a run.
+Runs = dict[tuple[int, AutoresetMode, str], Run]
 _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
 
-#: What a wrapper giving other events in another mode is told.
 _HINT_MODES = (
-    "The same real transitions must come out in every declared mode: final "
-    "observations (info['final_obs'] in SAME_STEP) transformed like the "
-    "others, statistics counting each real step once (not NEXT_STEP's reset "
-    "step), state cleared for the sub-envs of a masked reset. (A wrapper whose "
-    "values depend on which sub-envs share a call, such as statistics pooled "
-    "over the batch, declares batch_dependent = True: its values are then "
-    "compared only where episodes end together.)"
+    "Transform final observations (info['final_obs'] in SAME_STEP) like the "
+    "others, count each real step once (not NEXT_STEP's reset step), and clear "
+    "the state of a masked reset's sub-envs. Statistics pooled over the batch: "
+    "declare batch_dependent = True."
 )
 _HINT_CUTS = (
-    "An episode cut by reset(options={'reset_mask': ...}) must be followed by "
-    "the same events as one the env truncated there. A difference at the cut "
-    "itself (the episode's last observation) is a final observation "
-    "(info['final_obs'] in SAME_STEP, where the env truncated) not transformed "
-    "like the observations; one after it is state the wrapper keeps across the "
-    "masked reset: clear the sub-env's state on a masked reset."
+    "A difference at the cut is a final observation not transformed like the "
+    "others; one after it is state kept across the masked reset: clear the "
+    "sub-env's state on a masked reset."
 )
 _HINT_BASES = (
-    "The same mode over two base envs must give the same events. One known "
-    "difference between them: Gymnasium's vector envs pop 'reset_mask' from "
-    "the options dict passed to reset(), vecmode's leave it there, so a "
-    "wrapper that reads options['reset_mask'] after passing the options down "
-    "sees a partial reset as a full one over Gymnasium's envs: read it before."
+    "Gymnasium's vector envs pop 'reset_mask' from the options passed to reset(), "
+    "vecmode's leave it: read options['reset_mask'] before passing them down."
 )
 _HINT_DENSE = (
-    "Over vecmode.testing.DenseFinalObsVectorEnv, SameStep's final observations "
-    "come as ALE's: one dense array in info['final_obs'], a row for every sub-env "
-    "(stale where no episode ended), no mask, no final infos. An adapter takes the "
-    "rows of the sub-envs whose episode ended in this step (terminated or "
-    "truncated) into Gymnasium's layout: final_obs, _final_obs, final_info, "
-    "_final_info (vecmode.modes.from_dense_finals does it)."
+    "Take the dense info['final_obs'] rows of the sub-envs that ended here into "
+    "Gymnasium's layout (vecmode.modes.from_dense_finals does it)."
 )
 
 
@@ -102,20 +87,15 @@ def check_wrapper(
     properties: Iterable[str] | None = None,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares, and refusing the
-    others, in a :class:`~vecmode.testing.WrapperReport` (``docs/authors.md``
-    says what is run and compared).
+    others (``docs/authors.md`` says what is run and compared).
 
     Args:
         factory: the wrapper class, or a callable env -> wrapped env (a stack).
         modes: the modes to prove (default: those the wrapper declares).
-        obs_type: the test sub-envs' observations (``OBS_TYPES``).
-        action_type: ``"discrete"`` or ``"box"``.
-        info_type: ``"numeric"`` or ``"rich"`` infos.
-        render_mode: None, or ``"rgb_array"`` for wrappers that render.
+        obs_type, action_type, info_type, render_mode: the test sub-envs'
+            (:class:`~vecmode.testing.ScheduledEnv`'s arguments).
         wrappers: single-env wrappers around each test sub-env, innermost first.
-        num_envs: sub-envs per run (at least 2).
         transitions: real transitions compared per sub-env and run.
-        seed: the reset seed and the seed of the action queues.
         batch_dependent: its values depend on which sub-envs share a call
             (default: its ``batch_dependent`` attribute).
         bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
@@ -126,84 +106,56 @@ def check_wrapper(
 
     Raises:
         ConformanceError: (an ``AssertionError``) a property is broken, named.
-        TypeError, ValueError: bad arguments.
     """
-    _check_counts(factory, num_envs, transitions)
+    over, only = _checked(factory, num_envs, transitions, bases, properties)
     kinds: dict[str, Any] = {"obs_type": obs_type, "action_type": action_type}
     kinds.update(info_type=info_type, render_mode=render_mode)
     ScheduledEnv(**kinds)  # bad kinds raise ValueError here, naming the choices
     kinds.update(num_envs=num_envs, wrappers=tuple(wrappers))
-    check = WrapperCheck(
-        factory, _name(factory), _bases(bases), kinds, _properties(properties)
-    )
+    name = getattr(factory, "__name__", None) or type(factory).__name__
+    check = WrapperCheck(factory, name, over, kinds, only)
     if env_infos:
         compare_info = with_env_info(STEP_INFO_KEYS[info_type], compare_info)
     return check.prove(modes, transitions, seed, batch_dependent, compare_info)
 
 
-def _check_counts(factory: Any, num_envs: Any, transitions: Any) -> None:
-    """Refuse a factory that is not callable, and counts that are too small."""
+def _checked(
+    factory: Any, num_envs: Any, transitions: Any, bases: Any, properties: Any
+) -> tuple[list[str], frozenset[str] | None]:
+    """The bases and the properties asked for, once the arguments are checked."""
     if not callable(factory):
         raise TypeError(
             f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
-            f"got {factory!r}; e.g. check_wrapper(MyWrapper) or "
-            f"check_wrapper(lambda env: MyWrapper(env, k=3))"
+            f"got {factory!r}; e.g. check_wrapper(lambda env: MyWrapper(env, k=3))"
         )
     for name, value, least in (
         ("num_envs", num_envs, 2),
         ("transitions", transitions, 1),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if not is_count(value, least):
             raise ValueError(
                 f"check_wrapper: {name} must be an int >= {least}, got {value!r}"
             )
-
-
-def _bases(bases: Iterable[str] | None) -> list[str]:
-    """The names of the base envs asked for (``ValueError`` if unknown)."""
-    over = (
-        [bases]
-        if isinstance(bases, str)
-        else list(DEFAULT_BASES if bases is None else bases)
-    )
+    bases = DEFAULT_BASES if bases is None else bases
+    over = [bases] if isinstance(bases, str) else list(bases)
     if isinstance(bases, str) or not over or any(name not in BASES for name in over):
         raise ValueError(
             f"check_wrapper: bases must be a list naming one or more of "
             f"{', '.join(map(repr, BASES))}; got {over!r}"
         )
-    return over
-
-
-def _properties(properties: Iterable[str] | None) -> frozenset[str] | None:
-    """The properties asked for (``ValueError`` if unknown)."""
     if properties is None:
-        return None
+        return over, None
     if isinstance(properties, str) or any(p not in PROPERTIES for p in properties):
         raise ValueError(
             f"check_wrapper: properties must be a list naming some of "
             f"{', '.join(PROPERTIES)}; got {properties!r}"
         )
-    return frozenset(properties)
-
-
-def _name(factory: Any) -> str:
-    """The class's name, or a function's (until it builds a wrapper: then the
-    wrapper's class name)."""
-    if isinstance(factory, type):
-        return factory.__name__
-    return getattr(factory, "__name__", None) or type(factory).__name__
+    return over, frozenset(properties)
 
 
 class WrapperCheck:
-    """The checks of :func:`check_wrapper`, one method per group of properties.
-
-    Args:
-        factory: builds the wrapper over a vector env.
-        who: its name, for messages.
-        over: the base envs, by name.
-        kinds: the test sub-envs' options.
-        only: the properties checked (None: all).
-    """
+    """The checks of :func:`check_wrapper` on ``factory``'s wrapper (named
+    ``who``) over the bases ``over``, on test sub-envs of ``kinds``."""
 
     def __init__(
         self,
@@ -213,23 +165,16 @@ class WrapperCheck:
         kinds: dict[str, Any],
         only: frozenset[str] | None = None,
     ) -> None:
-        self.factory, self.who, self.over, self.kinds, self.only = (
-            factory,
-            who,
-            over,
-            kinds,
-            only,
-        )
+        self.factory, self.who, self.over = factory, who, over
+        self.kinds, self.only = kinds, only
         self.first_schedule = schedules(kinds["num_envs"], 1)[0]
-        #: the wrapper built over each mode it accepts; the modes it refuses
         self.accepted: dict[AutoresetMode, VectorEnv] = {}
         self.refusals: dict[AutoresetMode, Exception] = {}
-        #: the class's own errors when built (a bad argument, or its own refusal),
-        #: and those that count as its refusal of an undeclared mode
+        #: the class's own errors when built (a bad argument, or its own refusal)
         self.raised: dict[AutoresetMode, Exception] = {}
         self.own_refusals: dict[AutoresetMode, str] = {}
         self.declared = supported_modes(factory) if isinstance(factory, type) else None
-        #: the one class the factory builds over the base env (None: a stack)
+        #: the one class the factory builds (None: a stack)
         self.built: type | None = None
         self.layers = 1
 
@@ -249,17 +194,29 @@ class WrapperCheck:
         self.build_in_every_mode()
         to_prove = self.modes_to_prove(modes)
         self.check_builds_in_declared_modes(to_prove)
+        first = self.accepted[to_prove[0]]  # built (and closed) in that mode
         if batch_dependent is None:
-            batch_dependent = self.batch_dependent(to_prove[0])
+            batch_dependent = _batch_dependent(first)
         runs: list[str] = []
         compared = 0
         if self.only is None or self.only - _BUILD_PROPERTIES:
-            queues = self.action_queues(to_prove[0], seed)
+            single = first.single_action_space
+            single.seed(seed)
+            n = self.kinds["num_envs"]
+            queues = [[single.sample() for _ in range(7)] for _ in range(n)]
             plan = RunPlan(
-                "", to_prove[0], self.first_schedule, queues, transitions, seed
+                "",
+                to_prove[0],
+                self.first_schedule,
+                queues,
+                transitions,
+                seed,
+                self.who,
+                compare_info,
+                self.only,
             )
             runs, compared = self.check_mode_equivalence(
-                to_prove, plan, batch_dependent, compare_info
+                to_prove, plan, batch_dependent
             )
         if self.on("refuses_undeclared_modes"):
             self.check_refuses_undeclared_modes(to_prove)
@@ -279,27 +236,21 @@ class WrapperCheck:
             MappingProxyType(self.kinds),
         )
 
-    def base(
-        self, name: str, mode: AutoresetMode, schedule: Schedule | None = None
-    ) -> VectorEnv:
-        """The base env ``name`` in ``mode``."""
-        return base_env(name, mode, self.kinds, schedule or self.first_schedule)
-
     def build(self, base: VectorEnv) -> VectorEnv:
         """The wrapper over ``base`` (``TypeError`` if it is not a vector env)."""
         wrapped = self.factory(base)
         if not isinstance(wrapped, VectorEnv):
             raise TypeError(
                 f"check_wrapper({self.who}): the factory returned "
-                f"{type(wrapped).__name__}, not a gymnasium.vector.VectorEnv; it "
-                f"must return the wrapped vector env"
+                f"{type(wrapped).__name__}, not a gymnasium.vector.VectorEnv; "
+                f"return the wrapped vector env"
             )
         return wrapped
 
     def build_in_every_mode(self) -> None:
         """Which modes the wrapper accepts when built, and which it declares."""
         for mode in MODES:
-            envs = self.base(self.over[0], mode)
+            envs = base_env(self.over[0], mode, self.kinds, self.first_schedule)
             try:
                 wrapped = self.build(envs)
             except Exception as error:  # vecmode's refusal, or the class's error
@@ -312,7 +263,7 @@ class WrapperCheck:
             self.accepted[mode] = wrapped
             if self.declared is None:
                 self.declared = supported_modes(wrapped)
-            self.layers = _layers_over(wrapped, envs)
+            self.layers = len(_over(wrapped, envs))
             self.built = type(wrapped) if self.layers == 1 else None
         if not self.accepted and self.raised:  # it cannot be built: caller's error
             raise next(iter(self.raised.values()))
@@ -328,9 +279,8 @@ class WrapperCheck:
         if self.declared is None and modes is None:
             raise ValueError(
                 f"check_wrapper({self.who}): the wrapper declares no autoreset "
-                f"modes, so there is nothing to prove; declare them with "
-                f"@vecmode.supports(...) (or vecmode.register for a class you don't "
-                f"own), or pass modes=[...]"
+                f"modes; declare them with @vecmode.supports(...) (vecmode.register "
+                f"for a class you don't own), or pass modes=[...]"
             )
         if modes is not None:
             to_prove = tuple(as_mode(m) for m in modes)
@@ -346,13 +296,12 @@ class WrapperCheck:
     def check_builds_in_declared_modes(
         self, to_prove: tuple[AutoresetMode, ...]
     ) -> None:
-        """A declared mode, or one to prove, is built without error; the class's
-        own error in another mode counts as its refusal of that mode."""
+        """A mode to prove is built without error; another mode's error is a refusal."""
         for mode, own in self.raised.items():
             if mode in to_prove or (self.declared and mode in self.declared):
                 what = (
-                    f"raised {type(own).__name__} there, in {mode.value}, a mode it "
-                    f"declares (or was asked to prove): {own}"
+                    f"raised {type(own).__name__} there, in {mode.value}, a mode to "
+                    f"prove: {own}"
                 )
                 where = f"built over a {mode.value} env"
                 raise fail("builds_in_declared_modes", self.who, where, what) from own
@@ -374,12 +323,10 @@ class WrapperCheck:
             where = f"built over a {mode.value} env"
             found = declaration(type(wrapped))
             if found is not None and mode in found.wrong:
-                # a class vecmode does not own, accepting a mode it is known to
-                # get wrong (Gymnasium's: refused under guard())
                 what = (
                     f"accepted {mode.value}, in which vecmode's registry records it "
                     f"as wrong: {found.wrong[mode]} (Gymnasium's own wrappers refuse "
-                    f"such a mode only under vecmode.guard())"
+                    f"it only under vecmode.guard())"
                 )
                 raise fail(
                     "refuses_undeclared_modes", self.who, where, what, found.instead
@@ -388,49 +335,18 @@ class WrapperCheck:
                 "refuses_undeclared_modes",
                 self.who,
                 where,
-                f"accepted {mode.value}, which it does not declare; an undeclared "
-                f"mode must be refused at construction",
-                "Classes declared with @vecmode.supports or vecmode.register refuse "
-                "other modes when built; Gymnasium's own wrappers do so only under "
-                "vecmode.guard().",
+                f"accepted {mode.value}, which it does not declare",
+                "Refuse undeclared modes at construction (@vecmode.supports and "
+                "vecmode.register do).",
             )
 
-    def batch_dependent(self, mode: AutoresetMode) -> bool:
-        """The wrapper's ``batch_dependent`` attribute (Gymnasium's statistics
-        wrappers pool the batch but do not say so)."""
-        wrapped = self.build(self.base(self.over[0], mode))
-        try:
-            found = _attribute(wrapped, "batch_dependent")
-            if found is not None:
-                return bool(found)
-            cls = type(wrapped)
-            return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
-        finally:
-            wrapped.close()
-
-    def action_queues(self, mode: AutoresetMode, seed: int) -> list[list[Any]]:
-        """Seven actions per sub-env, sampled from the wrapper's action space."""
-        wrapped = self.build(self.base(self.over[0], mode))
-        single = wrapped.single_action_space
-        wrapped.close()
-        single.seed(seed)
-        return [
-            [single.sample() for _ in range(7)] for _ in range(self.kinds["num_envs"])
-        ]
-
     def check_mode_equivalence(
-        self,
-        to_prove: tuple[AutoresetMode, ...],
-        plan: RunPlan,
-        batch_dependent: bool,
-        compare_info: Callable[[dict[str, Any]], Any] | None,
+        self, to_prove: tuple[AutoresetMode, ...], plan: RunPlan, batch_dependent: bool
     ) -> tuple[list[str], int]:
-        """Every mode, over every base and schedule, gives the same events; an
-        episode cut by a masked reset, what one the env truncated there gives.
-        The runs' labels, and the transitions compared."""
+        """The same events in every mode, base and schedule; labels, transitions."""
         labels: list[str] = []
         compared = 0
-        runs: dict[tuple[int, AutoresetMode, str], Run] = {}
+        runs: Runs = {}
         for number, schedule in enumerate(
             schedules(self.kinds["num_envs"], plan.wanted)
         ):
@@ -439,7 +355,7 @@ class WrapperCheck:
                     label = f"[{mode.value} over {name}, {schedule.name}]"
                     labels.append(label)
                     this = replace(plan, label=label, mode=mode, schedule=schedule)
-                    runs[number, mode, name] = self.run(name, this, compare_info)
+                    runs[number, mode, name] = self.run(name, this)
                     prop, pair, hint = self._compared_with(
                         runs, number, mode, name, to_prove[0]
                     )
@@ -454,15 +370,9 @@ class WrapperCheck:
         return labels, compared
 
     def _compared_with(
-        self,
-        runs: dict[tuple[int, AutoresetMode, str], Run],
-        number: int,
-        mode: AutoresetMode,
-        name: str,
-        first_mode: AutoresetMode,
+        self, runs: Runs, number: int, mode: AutoresetMode, name: str, first: Any
     ) -> tuple[str, tuple[Run, Run] | None, str]:
-        """The property the run of schedule ``number`` in ``mode`` over ``name``
-        proves, the runs compared for it (None: it is the first), the hint."""
+        """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
             return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
@@ -470,18 +380,13 @@ class WrapperCheck:
             hint = _HINT_DENSE if name in DENSE_LAYOUT else _HINT_BASES
             return "same_over_every_base", (runs[number, mode, first_base], run), hint
         prop = f"mode_equivalence_{'together' if number == 0 else 'staggered'}"
-        if mode is first_mode:
+        if mode is first:
             return prop, None, _HINT_MODES
-        return prop, (runs[number, first_mode, first_base], run), _HINT_MODES
+        return prop, (runs[number, first, first_base], run), _HINT_MODES
 
-    def run(
-        self,
-        name: str,
-        plan: RunPlan,
-        compare_info: Callable[[dict[str, Any]], Any] | None,
-    ) -> Run:
+    def run(self, name: str, plan: RunPlan) -> Run:
         """One run of the wrapper over the base ``name``."""
-        base = self.base(name, plan.mode, plan.schedule)
+        base = base_env(name, plan.mode, self.kinds, plan.schedule)
         below = WritesBelow(base)  # before the wrapper is built over it
         try:
             wrapped = self.build(base)
@@ -492,69 +397,47 @@ class WrapperCheck:
                 plan.label,
                 f"refused to be built although it accepts {plan.mode.value} over "
                 f"{self.over[0]}: {error}",
-                f"If the wrapper can wrap only some base envs, run it over those: "
-                f"check_wrapper(..., bases=[{self.over[0]!r}]) (vecmode conform "
-                f"--bases {self.over[0]}).",
+                f"Run it over the bases it wraps: check_wrapper(..., "
+                f"bases=[{self.over[0]!r}]) (vecmode conform --bases {self.over[0]}).",
             ) from error
-        checking = Checking(
-            self.who,
-            compare_info,
-            self.only,
+        plan = replace(
+            plan,
             final_infos=name not in DENSE_LAYOUT,
             base_keeps_options=keeps_options(base),
-            reuses_observations=_says_copy_false(wrapped, base),
+            reuses_observations=any(
+                getattr(layer, "copy", None) is False for layer in _over(wrapped, base)
+            ),
             below=below,
         )
         found = declaration(wrapped)
         if found is not None and found.output is not None:  # it changes the mode
             plan = replace(plan, mode=found.output)
         try:
-            return Driver(wrapped, plan, checking).run()
+            return Driver(wrapped, plan).run()
         finally:
             wrapped.close()
 
 
-def _says_copy_false(wrapped: VectorEnv, base: VectorEnv) -> bool:
-    """Whether a layer the factory built over ``base`` says it hands out its
-    observation buffer, which later calls write into (``copy = False``)."""
+def _batch_dependent(wrapped: VectorEnv) -> bool:
+    """The outermost layer's ``batch_dependent``, or Gymnasium's table's."""
     for layer in layers(wrapped, limit=10_000):
-        if layer is base:
-            return False
-        if getattr(layer, "copy", None) is False:
-            return True
-    return False
+        if any("batch_dependent" in vars(c) for c in type(layer).__mro__):
+            return bool(layer.batch_dependent)
+    cls = type(wrapped)
+    return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
 
 
-def _layers_over(wrapped: VectorEnv, base: VectorEnv) -> int:
-    """How many wrappers ``wrapped`` stacks over ``base``."""
-    count = 0
-    env: Any = wrapped
-    while env is not base and env is not None and count < 10_000:
-        count += 1
-        env = getattr(env, "env", None)
-    return count
-
-
-def _attribute(env: Any, name: str) -> Any:
-    """``name`` on the outermost wrapper that has it (without forwarding)."""
-    while env is not None:
-        if any(name in vars(cls) for cls in type(env).__mro__):
-            return getattr(env, name)
-        env = getattr(env, "env", None)
-    return None
+def _over(wrapped: VectorEnv, base: VectorEnv) -> list[Any]:
+    """The layers the factory stacked over ``base``."""
+    return list(takewhile(lambda env: env is not base, layers(wrapped, limit=10_000)))
 
 
 def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
-    """The episode statistics of a transition's info, for ``compare_info``:
-    ``{"return": r, "length": l}`` from ``info["episode"]`` (what
-    ``RecordEpisodeStatistics`` writes at an episode's end), None elsewhere.
+    """For ``compare_info``: ``{"return": r, "length": l}`` of a transition's
+    ``info["episode"]`` (``RecordEpisodeStatistics``'s), None elsewhere.
 
-    Args:
-        info: one sub-env's info at a transition.
-
-    >>> from vecmode.wrappers import RecordEpisodeStatistics
-    >>> check_wrapper(RecordEpisodeStatistics, compare_info=episode_statistics).modes
-    (<AutoresetMode.NEXT_STEP: 'NextStep'>, <AutoresetMode.SAME_STEP: 'SameStep'>, <AutoresetMode.DISABLED: 'Disabled'>)
+    >>> episode_statistics({"episode": {"r": 1.5, "l": 3, "t": 0.01}})
+    {'return': 1.5, 'length': 3}
     """
     episode = info.get("episode")
     if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:

@@ -1,10 +1,5 @@
-"""The events a wrapper's run is read into, how two runs are compared, and the
-error a failed check raises.
-
-A run is read, per sub-env, into events: an episode's first observation, and
-each real transition's action, reward, flags and the observation moved to. A
-wrapper right in every declared mode gives the same events in all of them.
-"""
+"""The events a wrapper's run is read into (per sub-env: episode starts and real
+transitions), how two runs are compared, and the error a failed check raises."""
 
 from __future__ import annotations
 
@@ -14,12 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from vecmode.modes import without_finals
-from vecmode.replay.compare import as_numpy
-from vecmode.wrappers.dict_info_to_list import infos_to_list
-
-#: The properties :func:`~vecmode.testing.check_wrapper` proves, each the name
-#: of a test of :class:`~vecmode.testing.WrapperConformance` (``test_<name>``).
+#: What :func:`~vecmode.testing.check_wrapper` proves, one ``test_<name>`` each.
 PROPERTIES = (
     "builds_in_declared_modes",
     "refuses_undeclared_modes",
@@ -40,13 +30,9 @@ PROPERTIES = (
 
 
 class ConformanceError(AssertionError):
-    """What :func:`~vecmode.testing.check_wrapper` raises for a wrapper that
-    does not conform: an ``AssertionError`` naming the run, the call, the
-    sub-env and the field.
-
-    Attributes:
-        property: the property broken, one of :data:`PROPERTIES`.
-    """
+    """What :func:`~vecmode.testing.check_wrapper` raises: an ``AssertionError``
+    naming the run, the call, the sub-env and the field; ``property`` is the
+    property broken."""
 
     def __init__(self, message: str, property: str = "") -> None:
         super().__init__(message)
@@ -68,29 +54,16 @@ def show(value: Any) -> str:
     return repr(value)
 
 
-#: An info not compared: none was asked for, or the caller cut the episode (the
-#: env did not end it, so episode statistics differ from an env's truncation).
+#: An info not compared: none asked for, or the caller cut the episode.
 SKIP: Any = None
-#: Why a transition's info lacks the sub-env's step count.
 NOT_REACHED = "the sub-env's info did not reach the caller"
-#: What is compared in its place.
 NO_STEP_INFO = f"<{NOT_REACHED}>"
 
 
 @dataclass(frozen=True)
 class Event:
-    """One sub-env's real event, and the call that revealed it.
-
-    Attributes:
-        kind: ``"start"`` or ``"step"``.
-        call: the call that revealed it (0: the first reset).
-        obs: the first observation, or the one moved to.
-        action: a step's action.
-        reward: a step's reward.
-        terminated: a step's flag.
-        truncated: a step's flag.
-        info: what is compared of the transition's info (:data:`SKIP`: nothing).
-    """
+    """One sub-env's ``"start"`` (``obs``: its first observation) or ``"step"``
+    (``obs``: the one moved to), and the call that revealed it."""
 
     kind: str
     call: int
@@ -124,27 +97,11 @@ class Run:
     transitions: int = 0
 
 
-def transition_infos(
-    infos: Any, rows: np.ndarray, num_envs: int, pick: Callable[[dict], Any]
-) -> list[Any]:
-    """Per sub-env, ``pick`` of its info at a transition: the call's info, merged
-    over the ended step's ``final_info`` where the mode puts it there (``rows``)."""
-    infos = as_numpy(infos)  # an array-converting wrapper's tensors, as NumPy
-    views = infos if isinstance(infos, list) else infos_to_list(infos, num_envs)
-    picked = []
-    for i, view in enumerate(views):
-        view, final = without_finals(view)
-        if rows[i] and isinstance(final, dict):
-            view = {**final, **view}
-        picked.append(pick(view))
-    return picked
-
-
 def with_env_info(
     key: str, compare_info: Callable[[dict], Any] | None
 ) -> Callable[[dict], Any]:
     """What is compared of a transition's info: the sub-env's own step count
-    ``key``, and what ``compare_info`` takes, if given."""
+    ``key``, and ``compare_info``'s value."""
 
     def pick(info: dict) -> Any:
         own = {f"the sub-env's info[{key!r}]": info.get(key, NO_STEP_INFO)}
@@ -156,9 +113,7 @@ def with_env_info(
 
 
 def difference(expected: Any, got: Any) -> str | None:
-    """How ``got`` (this run's) differs from ``expected`` (the other run's), in
-    values, dtypes or shapes, or None. Neither run is known to be right, so the
-    text says which is which ("here", "there"), not which is wrong."""
+    """How ``got`` ("here") differs from ``expected`` ("there"), or None."""
     for kind in (dict, tuple):
         if isinstance(expected, kind) or isinstance(got, kind):
             return _container_difference(expected, got, kind)
@@ -204,15 +159,9 @@ def _cut(events: list[Event], wanted: int) -> list[Event]:
 def compare_runs(
     reference: Run, run: Run, wanted: int, values: bool, context: tuple[str, str, str]
 ) -> int:
-    """Raise where the two runs' events differ; return the transitions compared.
-
-    Args:
-        reference: the run compared with.
-        run: the run compared.
-        wanted: the real transitions compared per sub-env.
-        values: compare values (else kinds, actions and flags only).
-        context: the property, the wrapper's name and the hint, for a failure.
-    """
+    """Raise where the runs' first ``wanted`` transitions per sub-env differ
+    (``values``: else kinds, actions and flags only); the transitions compared.
+    ``context``: the property, the wrapper's name and the hint."""
     prop, who, hint = context
     where = f"{run.label} differs from {reference.label}"
     compared = 0

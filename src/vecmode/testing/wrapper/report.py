@@ -14,27 +14,13 @@ from vecmode.modes import caller_resets
 from vecmode.testing.wrapper.events import PROPERTIES
 from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
 
-__all__ = ["WrapperReport"]
-
 
 @dataclass(frozen=True)
 class WrapperReport:
     """What :func:`~vecmode.testing.check_wrapper` proved; ``str(report)`` shows
-    it all, :meth:`record` records it.
-
-    Attributes:
-        wrapper: the wrapper's name.
-        modes: the modes proved right.
-        refused: the modes refused at construction, as declared.
-        runs: the runs made (mode, base env, schedule).
-        transitions: the real transitions compared across runs.
-        batch_dependent: values were compared only where episodes end together.
-        wrapper_class: the class proved (None where the factory built a stack).
-        refusals: the modes the class's own constructor refused, and its error.
-        layers: the wrappers the factory stacked over the base env.
-        bases: the base envs the runs were made over.
-        properties: the properties checked.
-    """
+    it all, :meth:`record` records it. ``wrapper_class`` is None where the
+    factory built a stack of ``layers`` wrappers; ``refusals`` holds the errors
+    of the class's own constructor."""
 
     wrapper: str
     modes: tuple[AutoresetMode, ...]
@@ -49,7 +35,6 @@ class WrapperReport:
     layers: int = field(default=1, compare=False, repr=False)
     bases: tuple[str, ...] = field(default=DEFAULT_BASES, compare=False, repr=False)
     properties: tuple[str, ...] = field(default=PROPERTIES, compare=False, repr=False)
-    #: The factory that was checked, and the test envs' kinds (for :meth:`record`).
     _factory: Any = field(default=None, compare=False, repr=False)
     _kinds: Mapping[str, Any] = field(
         default_factory=lambda: MappingProxyType({}), compare=False, repr=False
@@ -57,24 +42,17 @@ class WrapperReport:
 
     @property
     def limits(self) -> tuple[str, ...]:
-        """What this proof cannot see (empty when it was run in several modes,
-        over the default bases)."""
+        """What this proof cannot see."""
         found = []
         if len(self.modes) == 1:
             found.append(
                 f"proved in {self.modes[0].value} alone: its runs are compared with "
-                f"each other (over two base envs, episodes cut against the same ones "
-                f"truncated by the env), not with another mode's, so an error common "
-                f"to them all is not seen; declare and prove more modes for a "
-                f"stronger proof."
+                f"each other only; declare and prove more modes."
             )
         if self.modes and all(caller_resets(mode) for mode in self.modes):
             found.append(
-                "every mode proved has the caller reset ended sub-envs: a masked "
-                "reset is compared only with another masked reset, so state that "
-                "reset(options={'reset_mask': m}) should clear and the wrapper keeps "
-                "is not seen; test that yourself, or prove a mode where the env "
-                "resets."
+                "every mode proved has the caller reset ended sub-envs: state kept "
+                "across masked resets is not seen; prove a mode where the env resets."
             )
         left_out = [base for base in DEFAULT_BASES if base not in self.bases]
         if left_out:
@@ -86,30 +64,13 @@ class WrapperReport:
         return tuple(found)
 
     def record(self) -> WrapperReport:
-        """Record this proof for :attr:`wrapper_class`, in this process:
-        :func:`vecmode.check_stack` then reports that exact class as *verified*
-        in the modes proved or refused, until its declaration changes.
-
-        Returns:
-            The report itself.
+        """Record this proof in this process: :func:`vecmode.check_stack` then
+        reports :attr:`wrapper_class` as *verified* in the modes proved or
+        refused, until its declaration changes. Returns the report.
 
         Raises:
-            ValueError: the check left out properties, the factory built a stack
-                of several wrappers, or the proof left out a default base the
-                wrapper can be built over.
-
-        >>> import gymnasium as gym
-        >>> import vecmode
-        >>> from vecmode.testing import check_wrapper
-        >>> @vecmode.supports(*vecmode.MODES)
-        ... class Twice(gym.vector.VectorWrapper):
-        ...     pass
-        >>> vecmode.registry.evidence(Twice).value
-        'declared'
-        >>> check_wrapper(Twice).record().summary
-        'Twice: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)'
-        >>> vecmode.registry.evidence(Twice).value
-        'verified'
+            ValueError: the check left out properties or a default base the
+                wrapper builds over, or proved a stack.
         """
         if set(self.properties) != set(PROPERTIES):
             raise ValueError(
@@ -119,16 +80,14 @@ class WrapperReport:
         if self.wrapper_class is None:
             raise ValueError(
                 f"check_wrapper({self.wrapper}) proved a stack of {self.layers} "
-                f"wrappers, not one class; record a check_wrapper run of each class "
-                f"alone."
+                f"wrappers; record a check of each class alone."
             )
         for base in DEFAULT_BASES:
             if base not in self.bases and self._builds_over(base):
                 raise ValueError(
                     f"{self.wrapper} was proved over some base envs only, but it can "
                     f"also be built over {base}: record a proof that covers it "
-                    f"(check_wrapper(..., bases=None), or name {base!r} in bases), "
-                    f"or do not record."
+                    f"(bases=None, or name {base!r} in bases)."
                 )
         registry.record_verified(
             self.wrapper_class, (*self.modes, *self.refused), self.summary
@@ -136,7 +95,7 @@ class WrapperReport:
         return self
 
     def _builds_over(self, base: str) -> bool:
-        """Whether the factory builds its wrapper over ``base`` in a proved mode."""
+        """Whether the factory builds over ``base`` in a proved mode."""
         if self._factory is None:
             return False
         for mode in self.modes:

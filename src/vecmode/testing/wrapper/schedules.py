@@ -1,10 +1,4 @@
-"""The schedules a wrapper is run on, and the base envs it is run over.
-
->>> [schedule.name for schedule in schedules(num_envs=2, wanted=9)]
-['episodes ending together', 'staggered episodes', 'staggered episodes truncated by the env where cut']
->>> sorted(BASES) == sorted(DEFAULT_BASES + ("vecmode.testing.DenseFinalObsVectorEnv",))
-True
-"""
+"""The schedules a wrapper is run on, and the base envs it is run over."""
 
 from __future__ import annotations
 
@@ -19,45 +13,28 @@ from vecmode.autoreset import with_autoreset
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import DenseFinalObsVectorEnv, scheduled_env_fns
 
-__all__ = [
-    "BASES",
-    "DEFAULT_BASES",
-    "DENSE_LAYOUT",
-    "Schedule",
-    "base_env",
-    "schedules",
-]
-
 #: The base vector envs a wrapper can be run over, by name.
 BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEnv]] = {
     "vecmode.SyncVectorEnv": lambda fns, mode: with_autoreset(SyncVectorEnv(fns), mode),
     "gymnasium.vector.SyncVectorEnv": lambda fns, mode: gym.vector.SyncVectorEnv(
         fns, autoreset_mode=mode
     ),
-    # ALE's dense SAME_STEP final observations: for adapters of that layout
-    # (every other wrapper needs Gymnasium's layout, and refuses it)
+    # ALE's dense SAME_STEP final observations, for adapters of that layout
     "vecmode.testing.DenseFinalObsVectorEnv": lambda fns, mode: DenseFinalObsVectorEnv(
         fns, autoreset_mode=mode
     ),
 }
 #: The bases a wrapper is run over by default: those in Gymnasium's layout.
 DEFAULT_BASES = ("vecmode.SyncVectorEnv", "gymnasium.vector.SyncVectorEnv")
-#: The bases in ALE's dense layout. Their SAME_STEP steps report no final infos,
-#: so the infos of an ended step are not compared over them.
+#: The bases in ALE's dense layout: no final infos to compare.
 DENSE_LAYOUT = frozenset({"vecmode.testing.DenseFinalObsVectorEnv"})
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """Sub-env ``i``'s episode lengths and endings, and where to cut episodes.
-
-    Attributes:
-        name: names the schedule in a run's label.
-        lengths: per sub-env, its episodes' lengths (repeated).
-        truncate: per sub-env, whether each episode ends by truncation.
-        cuts: per sub-env, after which of its real transitions a masked reset
-            cuts the episode (when that transition did not end it).
-    """
+    """Per sub-env: its episodes' lengths and whether each ends by truncation
+    (repeated), and after which of its real transitions a masked reset cuts
+    the episode (unless it ended there)."""
 
     name: str
     lengths: tuple[tuple[int, ...], ...]
@@ -66,8 +43,7 @@ class Schedule:
 
 
 def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
-    """The "together" and "staggered" schedules, and the staggered one with each
-    cut made by the env itself (a truncation) instead of a masked reset."""
+    """Episodes ending together, staggered, and staggered truncated where cut."""
     staggered = Schedule(
         "staggered episodes",
         tuple(((2, 3), (3,), (1, 4), (4, 2))[i % 4] for i in range(num_envs)),
@@ -84,8 +60,7 @@ def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
 
 
 def _truncated_at_cuts(schedule: Schedule, wanted: int) -> Schedule:
-    """``schedule`` whose episodes the env truncates where it has cuts: a
-    wrapper must treat both alike."""
+    """``schedule`` whose episodes the env truncates where it has cuts."""
     lengths, truncate = [], []
     for ls, ts, cuts in zip(
         schedule.lengths, schedule.truncate, schedule.cuts, strict=True
@@ -114,8 +89,7 @@ def base_env(
     kinds: Mapping[str, Any],
     schedule: Schedule | None = None,
 ) -> VectorEnv:
-    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds`` (as
-    ``check_wrapper`` was given them) on ``schedule`` (default: theirs)."""
+    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds``."""
     rest = dict(kinds)
     num_envs, obs_type = rest.pop("num_envs"), rest.pop("obs_type")
     lengths, truncate = (
