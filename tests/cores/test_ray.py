@@ -952,8 +952,9 @@ def test_actors_ray_cannot_place_time_out_at_construction(monkeypatch):
     """Asking for a resource no node has: with a timeout, a WorkerTimeoutError
     (after BUILD_GRACE, a minute, shortened here) and no actor left."""
     import vecmode.ray_vector_env as module
+    import vecmode.remote
 
-    monkeypatch.setattr(module, "BUILD_GRACE", 0.5)
+    monkeypatch.setattr(vecmode.remote, "BUILD_GRACE", 0.5)
     monkeypatch.setattr(module, "PLACEMENT_WARNING", 0.2)
     before = live_actors()
     started = time.monotonic()
