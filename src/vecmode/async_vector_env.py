@@ -115,12 +115,8 @@ class AsyncVectorEnv(RemoteCore):
             SubEnvError: an ``env_fn`` raised.
             RuntimeError: a sub-env's spaces differ from the first sub-env's.
         """
-        check_core_arguments(
-            type(self).__name__,
-            autoreset_mode,
-            observation_mode,
-            "vectorization_mode='async', ",
-        )
+        name, how = type(self).__name__, "vectorization_mode='async', "
+        check_core_arguments(name, autoreset_mode, observation_mode, how)
         _refuse_gymnasium_arguments(worker, max_concurrency)
         env_fns = list(env_fns)
         layout = _check_arguments(len(env_fns), num_workers, in_parent)
@@ -128,9 +124,7 @@ class AsyncVectorEnv(RemoteCore):
         self.context = context
         self.daemon = daemon
         self._pool = WorkerPool()
-        self._setup(
-            env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
-        )
+        self._setup(env_fns, copy, observation_mode, timeout)
         self.num_workers, self.in_parent = default_layout(self.num_envs, *layout)
         ctx = multiprocessing.get_context(context)
         memory = self._create_memory(ctx)

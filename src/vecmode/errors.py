@@ -419,6 +419,19 @@ def sub_envs(indices: Iterable[int]) -> str:
 #: The ``method`` of a SubEnvError from closing the copy of a sub-env built to
 #: read the spaces.
 BUILDING_CLOSE = "close (at construction)"
+UNCHANGED = "The env is unchanged and usable."
+#: How :func:`sub_env_failed` names a call, and what to do after it failed
+#: ("": reset the sub-envs the call lost).
+_AFTER = {
+    "env_fn": ("env_fn", "Fix the env_fn; nothing was left running."),
+    BUILDING_CLOSE: (
+        "close() of the copy built to read the spaces",
+        "No env was built and nothing was left running; fix its close().",
+    ),
+    "close": ("close()", "The env is closed all the same, no process left."),
+    "step": ("step()", ""),
+    "reset": ("reset()", ""),
+}
 
 
 def sub_env_failed(
@@ -430,30 +443,17 @@ def sub_env_failed(
     others: tuple[int, ...] = (),
     lost: tuple[int, ...] = (),
 ) -> str:
+    call, todo = _AFTER.get(method, (method, "" if lost else UNCHANGED))
+    what = f"sub-env {index} raised {exc_type} in {call}: {message}"
     if method == "env_fn":
         what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
-        todo = "Fix the env_fn; nothing was left running (no worker, no actor)."
-    elif method == BUILDING_CLOSE:
-        what = (
-            f"sub-env {index} raised {exc_type} in close() of the copy built to read "
-            f"the spaces: {message}"
-        )
-        todo = "No env was built and nothing was left running; fix its close()."
-    elif method == "close":
-        what = f"sub-env {index} raised {exc_type} in close(): {message}"
-        todo = "The env is closed all the same, no process left."
-    elif lost or method in ("step", "reset"):
-        call = f"{method}()" if method in ("step", "reset") else method
-        what = f"sub-env {index} raised {exc_type} in {call}: {message}"
+    if not todo:  # the call's results are lost
         which = ", ".join(map(str, lost)) or "the sub-envs of the call"
         todo = (
             f"The call's results are lost: reset sub-env(s) {which} before they "
             f"are stepped again (reset(options={{'reset_mask': "
             f"envs.unwrapped.awaiting_reset}}))."
         )
-    else:
-        what = f"sub-env {index} raised {exc_type} in {method}: {message}"
-        todo = "The env is unchanged and usable."
     also = (
         f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
         if others
@@ -467,7 +467,7 @@ def same_env_instance(groups: list[list[int]]) -> str:
     named = "; ".join(", ".join(map(str, group)) for group in groups)
     return (
         f"the env_fns returned the same env object for sub-envs {named}: a step "
-        f"would step it once for each. Return a new env from each env_fn (lambda: "
+        f"would step it once for each. Return a new env from each env_fn (e.g. lambda: "
         f"gym.make(...)); nothing was closed."
     )
 

@@ -260,19 +260,13 @@ class RayVectorEnv(RemoteCore):
             SubEnvError: an ``env_fn`` raised.
             RuntimeError: a sub-env's spaces differ from the first sub-env's.
         """
-        check_core_arguments(
-            type(self).__name__,
-            autoreset_mode,
-            observation_mode,
-            "vectorization_mode='ray', ",
-        )
+        name, how = type(self).__name__, "vectorization_mode='ray', "
+        check_core_arguments(name, autoreset_mode, observation_mode, how)
         counts = _actor_counts(num_actors, envs_per_actor)
         self._ray = ray = import_ray()
         self._actors: list[Any] = []
         self._reason: str | None = None
-        self._setup(
-            env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
-        )
+        self._setup(env_fns, copy, observation_mode, timeout)
         ensure_ray(ray)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.num_actors = actor_count(self.num_envs, *counts, cpus)

@@ -129,7 +129,6 @@ class RemoteCore(VectorCore):
     def _setup(
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
-        *,
         copy: bool,
         observation_mode: Any,
         timeout: float | None,
