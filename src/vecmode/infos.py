@@ -12,7 +12,7 @@ from vecmode.errors import InfoBatchError
 
 
 def _blank(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    if dtype.hasobject:
+    if dtype.kind == "O":
         return np.full(shape, None, dtype=object)
     return np.zeros(shape, dtype=dtype)
 
