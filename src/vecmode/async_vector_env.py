@@ -37,9 +37,9 @@ from vecmode.worker import (
     Doorbell,
     RemoteFailure,
     SliceServer,
+    build_slice,
     create,
     raise_failure,
-    space_mismatch,
     unpicklable,
     view,
     viewed,
@@ -213,26 +213,13 @@ class AsyncVectorEnv(RemoteCore):
         return args
 
     def _start_local(self, memory: tuple[Any, Any, Any]) -> tuple[Any, ...] | None:
-        """Build the sub-envs the parent steps itself; a space mismatch, if any."""
-        first = self.num_envs - self.in_parent
-        envs: list[gym.Env] = []
-        self._local = SliceServer(
-            first,
-            envs,
-            memory,
-            self.num_envs,
-            self.single_observation_space,
-            self.single_action_space,
-        )
-        for i in range(first, self.num_envs):
-            envs.append(self._build_in_parent(i))
-        return space_mismatch(
-            first,
-            envs,
-            self.single_observation_space,
-            self.single_action_space,
-            self.observation_mode,
-        )
+        """Build the sub-envs the parent steps itself; the answer a worker's
+        construction would give."""
+        first, envs = self.num_envs - self.in_parent, list[gym.Env]()
+        spaces = (self.single_observation_space, self.single_action_space)
+        self._local = SliceServer(first, envs, memory, self.num_envs, *spaces)
+        fns = self.env_fns[first:]
+        return build_slice(first, fns, envs, *spaces, self.observation_mode)
 
     def _close_local(self) -> list[RemoteFailure]:
         local, self._local = self._local, None
