@@ -36,16 +36,14 @@ _STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def next_wait(deadline: float | None) -> float:
-    """Seconds to wait next: :data:`LIVENESS`, or less to meet ``deadline`` (a
-    ``time.monotonic()``)."""
+    """Seconds to wait next: :data:`LIVENESS`, or less to meet ``deadline``."""
     if deadline is None:
         return LIVENESS
     return max(0.0, min(deadline - time.monotonic(), LIVENESS))
 
 
 def _forget_workers_in_forked_child() -> None:
-    """In a child forked with ``os.fork()``, unlist the parent's workers
-    (multiprocessing's exit handler would end them)."""
+    """In a child forked with ``os.fork()``, unlist the parent's workers."""
     children = getattr(multiprocessing.process, "_children", None)
     for process in list(_STARTED):
         if children is not None:
@@ -118,8 +116,7 @@ class WorkerPool:
         daemon: bool,
     ) -> None:
         """Start one process per ``(start, stop)`` slice, running
-        ``target(*args(start, stop, child_end, inherited))`` (``inherited``: the
-        parent's ends of the pipes so far, for a forked child to close)."""
+        ``target(*args(start, stop, child_end, parent_ends_so_far))``."""
         self.method = ctx.get_start_method()
         fork = self.method == "fork"
         parent_ends: list[Connection] = []
@@ -213,8 +210,7 @@ class WorkerPool:
         timeout: float | None,
         during: str,
     ) -> None:
-        """No answer within :data:`LIVENESS`: raise for a dead worker, or past
-        the deadline."""
+        """No answer in a while: raise for a dead worker, or past the deadline."""
         self._check_alive(late, during)
         if deadline is None or time.monotonic() < deadline:
             return
@@ -228,8 +224,7 @@ class WorkerPool:
     def _enough(
         self, enough: Callable[[Any], bool], answers: list[Any], during: str
     ) -> bool:
-        """Whether an answer so far is ``enough`` (the others stay unread: the
-        pool is broken)."""
+        """Whether an answer so far is ``enough`` (then the pool is broken)."""
         if not any(answer is not None and enough(answer) for answer in answers):
             return False
         self.broken = f"{during} failed"
@@ -371,8 +366,7 @@ def _death(worker: Worker, during: str) -> str:
 def _closed_answers(
     live: list[Worker], timeout: float | None, silent: list[Worker]
 ) -> list[Any]:
-    """Wait for each worker's answer to CLOSE: their close() failures; those
-    silent at ``timeout`` are added to ``silent``."""
+    """The workers' close() failures; those silent at ``timeout`` go in ``silent``."""
     failures: list[Any] = []
     deadline = None if timeout is None else time.monotonic() + timeout
     waiting = {w.conn: w for w in live}
@@ -394,8 +388,7 @@ def _closed_answers(
 
 
 def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
-    """Read a ready pipe or sentinel during shutdown; drop its worker from
-    ``waiting`` once it answered CLOSE or is gone."""
+    """Read a ready pipe or sentinel; drop its worker once it closed or is gone."""
     if isinstance(obj, int):  # a sentinel: the process ended
         for conn, w in list(waiting.items()):
             if w.sentinel == obj and not w.reader.pending():
@@ -415,8 +408,7 @@ def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
 
 
 def _spin(poller: Any, doorbell: Doorbell, seconds: float) -> list[int]:
-    """Spin up to ``seconds`` on the answer counters; the file descriptors
-    ready then, or none."""
+    """Spin up to ``seconds`` on the answer counters; the fds ready then."""
     before = doorbell.answers()  # read first: a later answer changes it
     found = poller.poll(0)
     clock = time.perf_counter
@@ -430,8 +422,7 @@ def _spin(poller: Any, doorbell: Doorbell, seconds: float) -> list[int]:
 
 
 def _end(worker: Worker, terminate: bool) -> None:
-    """Wait a moment for ``worker`` to exit (not if ``terminate``), then
-    terminate it, then kill it."""
+    """Wait for ``worker`` to exit (unless ``terminate``), then end it."""
     process = worker.process
     process.join(0 if terminate else 1.0)
     if process.is_alive():
@@ -445,8 +436,7 @@ def _end(worker: Worker, terminate: bool) -> None:
 
 
 def _raise_start_error(exc: Exception, indices: range, method: str) -> NoReturn:
-    """Raise a clearer error for a worker that could not be started, where there
-    is one."""
+    """Raise a clearer error for a worker that could not be started."""
     text, which = str(exc), sub_envs(indices)
     if "daemonic processes are not allowed to have children" in text:
         raise AssertionError(  # multiprocessing's own type

@@ -106,8 +106,7 @@ def check_actor_options(
     actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
     num_actors: int,
 ) -> list[dict[str, Any]]:
-    """One dict of Ray actor options per actor (from one dict for all, or a
-    list), refusing the options in :data:`REFUSED_OPTIONS`."""
+    """One dict of Ray actor options per actor; :data:`REFUSED_OPTIONS` refused."""
     if actor_options is None:
         options: list[Mapping[str, Any]] = [{}] * num_actors
     elif isinstance(actor_options, Mapping):
@@ -340,8 +339,7 @@ class RayVectorEnv(RemoteCore):
         ]
 
     def _decode(self, actor: int, data: bytes) -> Any:
-        """An actor's answer; the rows after a ROWS answer are read in place
-        (copied into the batch later)."""
+        """An actor's answer (the rows after a ROWS one read in place)."""
         answer = pickle.loads(data)
         if answer is None or answer[0] != ROWS:
             return answer
@@ -400,8 +398,7 @@ class RayVectorEnv(RemoteCore):
     def _wait(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[int]:
-        """Wait until every call answered (at most ``timeout`` seconds); the
-        actors that had not. A dead actor is reported at once."""
+        """Wait until every call answered (at most ``timeout`` s); those late."""
         wait, refs = self._ray.wait, [ref for _, ref in token]
         deadline = None if timeout is None else time.monotonic() + timeout
         warn_at = None
@@ -441,8 +438,7 @@ class RayVectorEnv(RemoteCore):
         )
 
     def _get_each(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
-        """The results, one call at a time; a WorkerError for an actor whose call
-        failed (a sub-env's exception is an answer, not a failed call)."""
+        """The results, one call at a time; a WorkerError for a failed call."""
         ray = self._ray
         answers: list[Any] = []
         dead: list[tuple[int, BaseException]] = []
@@ -456,8 +452,7 @@ class RayVectorEnv(RemoteCore):
         return answers
 
     def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
-        """Raise the WorkerError for the actors in ``dead`` and every other actor
-        Ray now finds dead; the closed-env error if close() killed them."""
+        """Raise the WorkerError naming every actor Ray finds dead."""
         if len(self._actors) != self.num_actors:
             raise ClosedEnvironmentError(closed_during_message(during))
         known = dict(dead)
@@ -483,8 +478,7 @@ class RayVectorEnv(RemoteCore):
         raise WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
     def _probe(self, actors: list[int]) -> dict[int, BaseException]:
-        """Those of ``actors`` a call now finds dead within :data:`PROBE_SECONDS`
-        (a busy one counts as alive)."""
+        """Those of ``actors`` a call finds dead within :data:`PROBE_SECONDS`."""
         ray = self._ray
         dead: dict[int, BaseException] = {}
         handles = self._actors  # [] once closed, from another thread
@@ -561,8 +555,7 @@ _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 
 def _reason(exc: BaseException) -> str:
-    """Ray's account of a death in a sentence or two: its first line, why, and
-    the exception the actor raised, if any."""
+    """Ray's account of a death in a sentence or two."""
     lines = [
         _ANSI.sub("", line).strip() for line in str(exc).splitlines() if line.strip()
     ]

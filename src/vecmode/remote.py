@@ -213,7 +213,7 @@ class RemoteCore(VectorCore):
             self.closed = True
             raise
 
-    # --------------------------------------------------------- the transport
+    # ------------------------------------------ the transport (a backend's)
     @property
     def _broken(self) -> str | None:
         """Why the env cannot be used any more, or None."""
@@ -230,17 +230,30 @@ class RemoteCore(VectorCore):
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> Any:
-        """Send each remote slice its pickled message, if any; a token."""
+        """Send each remote slice its pickled message; a token."""
         raise NotImplementedError
 
     def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """The answers, in sub-env order (a WorkerError for a dead slice)."""
+        """The answers, in sub-env order."""
         raise NotImplementedError
 
     def _stats(
         self, token: Any, answers: list[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """New arrays of the rewards and flags, zero where nothing ran."""
+        raise NotImplementedError
+
+    def _leftovers(self) -> bool:
+        """Whether workers (or actors) are left to stop."""
+        raise NotImplementedError
+
+    def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
+        """Close the sub-envs (unless ``terminate``), then stop every worker (or
+        actor), even when interrupted; the close() failures."""
+        raise NotImplementedError
+
+    def _layout(self) -> str:
+        """``num_workers=...`` (or the like), for ``repr``."""
         raise NotImplementedError
 
     def _read_observations(self) -> None:
@@ -520,7 +533,7 @@ class RemoteCore(VectorCore):
         try:
             check_call(name)
             message = (CALL, name, args, kwargs)
-            token = self._send(lambda start, stop: message, f"call({name!r})")
+            token = self._send(lambda *_: message, f"call({name!r})")
         except BaseException:
             self._in_call.release()
             raise
@@ -600,15 +613,6 @@ class RemoteCore(VectorCore):
         return self.get_attr("np_random")
 
     # ----------------------------------------------------------------- closing
-    def _leftovers(self) -> bool:
-        """Whether workers (or actors) are left to stop."""
-        raise NotImplementedError
-
-    def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Close the sub-envs (unless ``terminate``), then stop every worker (or
-        actor), even when interrupted; the close() failures."""
-        raise NotImplementedError
-
     def close(self, **kwargs: Any) -> None:
         """Close the sub-envs and stop the workers (see :meth:`close_extras`)."""
         if self.closed:
@@ -655,10 +659,6 @@ class RemoteCore(VectorCore):
         with contextlib.suppress(Exception):
             if not self.closed and self._owned() and self._leftovers():
                 self.close(terminate=True)
-
-    def _layout(self) -> str:
-        """``num_workers=...`` (or the like), for ``repr``."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         spec = getattr(self, "spec", None)

@@ -68,8 +68,7 @@ STATS_SPACE = Tuple(
 
 
 def pack_rows(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
-    """An array of numbers as a message carries it (its dtype, shape and bytes
-    pickle several times faster than the array)."""
+    """An array as a message carries it (faster to pickle than the array)."""
     return (array.dtype.str, array.shape, array.tobytes())
 
 
@@ -90,8 +89,7 @@ def view(space: Space, memory: Any, n: int) -> Any:
 
 
 def viewed(space: Space) -> bool:
-    """Whether :func:`view` gives live views of ``space`` (not for Text and OneOf,
-    which Gymnasium decodes: read them after each call)."""
+    """Whether :func:`view` gives live views of ``space`` (not Text, OneOf)."""
     if isinstance(space, Tuple):
         return all(viewed(sub) for sub in space.spaces)
     if isinstance(space, Dict):
@@ -136,8 +134,7 @@ class RemoteFailure:
     def error(
         self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
     ) -> SubEnvError:
-        """The :class:`~vecmode.SubEnvError` to raise (``others``: the other
-        sub-envs that failed; ``lost``: those whose state the call lost)."""
+        """The :class:`~vecmode.SubEnvError` to raise."""
         original, original_class = _unpickled(self.original), None
         if not isinstance(original, BaseException):
             original = None
@@ -181,8 +178,7 @@ def space_mismatch(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """What is wrong with the built sub-envs, as an answer (:data:`SHARED_ENV`,
-    :data:`MISMATCH`), or None."""
+    """What is wrong with the built sub-envs, as an answer, or None."""
     shared = shared_sub_envs(envs)
     if shared:
         return (SHARED_ENV, [[first + k for k in group] for group in shared])
@@ -213,8 +209,7 @@ class SliceServer:
         rows: np.ndarray | None = None,
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
-        and actions (None: in the messages). ``rows``: the slice's own rows of a
-        Box batch (Ray)."""
+        and actions (None: in the messages); ``rows``: a Box batch's (Ray)."""
         obs_memory, stats_memory, action_memory = memory
         self.first = first
         self.stats = (
@@ -320,8 +315,7 @@ class SliceServer:
 
 
 def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
-    """The failure to send when ``answer`` cannot be pickled, naming the sub-env
-    and the value where it can."""
+    """The failure to send when ``answer`` cannot be pickled."""
     if answer[0] in (OK, ROWS) and len(answer) >= 5:
         _, _, infos, finals, sent = answer[:5]
         entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
@@ -348,8 +342,7 @@ def build_slice(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
-    a failure or a space mismatch."""
+    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
@@ -374,8 +367,7 @@ def serve(
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
-    """The worker's loop: one answer per message, until told to close
-    (``spin``, ``bell``: see :func:`_doorbell`)."""
+    """The worker's loop: one answer per message, until told to close."""
     loads = pickle.loads
     nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
@@ -398,9 +390,8 @@ def serve(
 
 
 class Doorbell:
-    """Two counters per worker in shared memory, messages sent to it and
-    answers it sent, that a spinning process watches instead of polling its pipe.
-    The pipes stay the only channel: a stale counter costs time only."""
+    """Two counters per worker in shared memory (messages sent to it, answers
+    it sent) that a spinning process watches instead of polling its pipe."""
 
     __slots__ = ("array", "counts")
 
@@ -433,9 +424,8 @@ class Doorbell:
 def _doorbell(
     conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
 ) -> tuple[Callable[[], bytes | bytearray], Callable[[bytes], None]]:
-    """How :func:`serve` receives a message (spinning up to ``spin`` seconds on
-    the doorbell first, unless the last one came later than
-    :data:`~vecmode.layout.SPIN_AGAIN` spins) and sends an answer."""
+    """How :func:`serve` receives a message (spinning on the doorbell first)
+    and sends an answer."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
@@ -481,8 +471,7 @@ def worker_main(
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
-    """A worker process: build sub-envs ``first ..``, answer the parent and
-    serve until told to close."""
+    """A worker process: build sub-envs ``first ..``, then serve."""
     # Ctrl-C is the parent's to handle (it closes the workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in inherited:  # with fork: the parent's ends of every pipe so far
@@ -527,8 +516,7 @@ class SliceRows(NamedTuple):
 
 
 def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
-    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env in
-    ``answers``, if any."""
+    """Raise the SubEnvError of the lowest failed sub-env in ``answers``, if any."""
     failures: list[RemoteFailure] = sorted(
         (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
         key=lambda f: f.index,
@@ -567,8 +555,7 @@ def slice_message(
     seeds: list[int | None] | None,
     options: dict[str, Any] | None,
 ) -> tuple[Any, ...] | None:
-    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
-    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them."""
+    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP."""
     mine = cmds[start:stop]
     if mine.count(_KEEP) == len(mine):
         return None
