@@ -109,7 +109,8 @@ class AsyncVectorEnv(RemoteCore):
             observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
             timeout: seconds a call may take (None: no limit).
             autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
-            worker, max_concurrency: Gymnasium's, refused (saying what instead).
+            worker: Gymnasium's, refused (saying what to do instead).
+            max_concurrency: Gymnasium's, refused (saying what to do instead).
 
         Raises:
             SubEnvError: an ``env_fn`` raised.
