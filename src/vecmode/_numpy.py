@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["count_nonzero", "host_array"]
-
 
 def _undispatched() -> Callable[[Any], int]:
     for module in ("numpy._core.multiarray", "numpy.core.multiarray"):  # 2, 1
@@ -32,8 +30,8 @@ count_nonzero: Callable[[Any], int] = _undispatched()
 
 
 def host_array(value: Any) -> Any:
-    """``value`` (a NumPy array, a list, or any library's array) as NumPy or as
-    is: a torch tensor, wherever it lives, or a jax array, as a NumPy array."""
+    """``value`` as is (a NumPy array, a list), or any library's array (a torch
+    tensor, wherever it lives) as NumPy."""
     if isinstance(value, (np.ndarray, list, tuple)):
         return value
     cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives

@@ -1,9 +1,5 @@
-"""The multi-process core: sub-envs in worker processes, one round trip per call.
-
-Each worker runs a contiguous slice of the sub-envs with the sync core's command
-runner (:mod:`vecmode.worker`); :mod:`vecmode.pool` carries one message and one
-answer per busy worker per call. See docs/core.md.
-"""
+"""The multi-process core: sub-envs in worker processes, one round trip per call
+(see docs/core.md)."""
 
 from __future__ import annotations
 
@@ -30,12 +26,7 @@ from vecmode.layout import (
 )
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import Worker, WorkerPool
-from vecmode.remote import (
-    BUILD_GRACE,
-    MessageFor,
-    RemoteCore,
-    closes_gracefully,
-)
+from vecmode.remote import MessageFor, RemoteCore
 from vecmode.worker import (
     CLOSE,
     FAILED,
@@ -46,9 +37,9 @@ from vecmode.worker import (
     Doorbell,
     RemoteFailure,
     SliceServer,
+    build_slice,
     create,
     raise_failure,
-    space_mismatch,
     unpicklable,
     view,
     viewed,
@@ -61,10 +52,9 @@ __all__ = ["AsyncVectorEnv"]
 class AsyncVectorEnv(RemoteCore):
     """A vecmode core whose sub-envs run in worker processes (DISABLED mode).
 
-    Returns exactly what :class:`vecmode.SyncVectorEnv` returns for the same
-    calls, with the surface of :class:`gymnasium.vector.AsyncVectorEnv`. Each
-    worker runs several sub-envs; every call is one message to each busy worker
-    and one answer back. Its faults and options: docs/core.md.
+    Returns exactly what :class:`vecmode.SyncVectorEnv` returns, with the surface
+    of :class:`gymnasium.vector.AsyncVectorEnv`. Each worker runs a slice of the
+    sub-envs; a call is one message to each busy worker and one answer back.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -83,8 +73,7 @@ class AsyncVectorEnv(RemoteCore):
     >>> envs.close()
     """
 
-    #: The sub-envs the parent steps itself (the last ``in_parent``), and the
-    #: message it has still to carry out for them.
+    #: The sub-envs the parent steps itself, and the message still to run there.
     _local: SliceServer | None = None
     _local_message: tuple[Any, ...] | None = None
     #: The observations' shared memory, where they must be read after a call.
@@ -120,19 +109,15 @@ class AsyncVectorEnv(RemoteCore):
             observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
             timeout: seconds a call may take (None: no limit).
             autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
-            worker, max_concurrency: Gymnasium's, refused (saying what instead).
+            worker: Gymnasium's, refused (saying what to do instead).
+            max_concurrency: Gymnasium's, refused (saying what to do instead).
 
         Raises:
-            SubEnvError: an ``env_fn`` raised (naming the sub-env).
+            SubEnvError: an ``env_fn`` raised.
             RuntimeError: a sub-env's spaces differ from the first sub-env's.
-            ValueError: bad arguments.
         """
-        check_core_arguments(
-            type(self).__name__,
-            autoreset_mode,
-            observation_mode,
-            "vectorization_mode='async', ",
-        )
+        name, how = type(self).__name__, "vectorization_mode='async', "
+        check_core_arguments(name, autoreset_mode, observation_mode, how)
         _refuse_gymnasium_arguments(worker, max_concurrency)
         env_fns = list(env_fns)
         layout = _check_arguments(len(env_fns), num_workers, in_parent)
@@ -140,9 +125,7 @@ class AsyncVectorEnv(RemoteCore):
         self.context = context
         self.daemon = daemon
         self._pool = WorkerPool()
-        self._setup(
-            env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
-        )
+        self._setup(env_fns, copy, observation_mode, timeout)
         self.num_workers, self.in_parent = default_layout(self.num_envs, *layout)
         ctx = multiprocessing.get_context(context)
         memory = self._create_memory(ctx)
@@ -150,8 +133,8 @@ class AsyncVectorEnv(RemoteCore):
 
     # ------------------------------------------------------------ construction
     def _create_memory(self, ctx: Any) -> tuple[Any, Any, Any]:
-        """Shared memory for observations (unless ``shared_memory=False``), rewards
-        and flags, and array actions; the parent's views of it."""
+        """Shared memory for the observations, rewards and flags, and array
+        actions (each None where not shared); the parent's views of it."""
         space, n = self.single_observation_space, self.num_envs
         obs_memory = None
         if self.shared_memory:
@@ -160,13 +143,10 @@ class AsyncVectorEnv(RemoteCore):
             except (CustomSpaceError, TypeError) as exc:
                 raise SharedMemorySpaceError(
                     f"the observation space {space} cannot be put in shared memory "
-                    f"({exc}); pass shared_memory=False (observations then travel "
-                    f"by pipe)."
+                    f"({exc}); pass shared_memory=False."
                 ) from exc
             self._observations = view(space, obs_memory, n)
-            # Text and OneOf are decoded from the memory when read, not viewed:
-            # read them again after every call (Gymnasium 1.4's AsyncVectorEnv
-            # does not, and returns its first, blank reading)
+            # Text and OneOf are decoded, not viewed: read them after every call
             self._obs_memory = None if viewed(space) else obs_memory
             self._rows = None
         else:
@@ -175,7 +155,6 @@ class AsyncVectorEnv(RemoteCore):
         self._rewards, self._terminations, self._truncations = view(
             STATS_SPACE, stats_memory, n
         )
-        # Array actions of the batch's own dtype go through shared memory too.
         action_memory = None
         self._action_rows: np.ndarray | None = None
         if self._array_actions:
@@ -184,19 +163,16 @@ class AsyncVectorEnv(RemoteCore):
         return obs_memory, stats_memory, action_memory
 
     def _start(self, ctx: Any, memory: tuple[Any, Any, Any]) -> None:
-        """Start the workers, build the parent's own sub-envs; check what they
-        built. On any error, nothing is left running."""
-        self._pool.spin = spin_seconds(self.num_workers, self.in_parent)
+        """Start the workers and build the parent's own sub-envs."""
+        self._pool.spin = spin_seconds(self.num_workers)
         parts = slices(self.num_envs - self.in_parent, self.num_workers)
         spin = worker_spin_seconds()
         self._pool.doorbell = Doorbell.create(ctx, len(parts)) if spin else None
         args = self._worker_args(memory, spin, [start for start, _ in parts])
-        answers: list[Any] = []
-        try:
+
+        def start(limit: float | None) -> list[Any]:
             name = type(self).__name__
             self._pool.start(ctx, parts, worker_main, args, name, self.daemon)
-            # building (and, with spawn, importing) may take longer than a step
-            limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
             answers = self._pool.collect(
                 self._pool.workers,
                 limit,
@@ -207,20 +183,15 @@ class AsyncVectorEnv(RemoteCore):
             raise_failure(answers)
             if self.in_parent:
                 answers.append(self._start_local(memory))
-            self._check_built(answers)
-        except BaseException as exc:
-            # (a worker still building when another failed does not answer: it
-            # is ended when the wait is up)
-            timeout = 10.0 if all(answers) else 1.0
-            self._shutdown(terminate=not closes_gracefully(exc), timeout=timeout)
-            self.closed = True
-            raise
+            return answers
+
+        self._construct(start)
 
     def _worker_args(
         self, memory: tuple[Any, Any, Any], spin: float, firsts: list[int]
     ) -> Callable[[int, int, Connection, list[Connection]], tuple[Any, ...]]:
-        """The arguments of :func:`~vecmode.worker.worker_main` for the worker of
-        sub-envs ``start .. stop - 1`` (``firsts``: each worker's first)."""
+        """The arguments of :func:`~vecmode.worker.worker_main` for a worker
+        (``firsts``: each worker's first sub-env)."""
         doorbell = self._pool.doorbell
 
         def args(
@@ -243,29 +214,15 @@ class AsyncVectorEnv(RemoteCore):
         return args
 
     def _start_local(self, memory: tuple[Any, Any, Any]) -> tuple[Any, ...] | None:
-        """Build the sub-envs the parent steps itself; a space mismatch, if any."""
-        first = self.num_envs - self.in_parent
-        envs: list[gym.Env] = []
-        self._local = SliceServer(
-            first,
-            envs,
-            memory,
-            self.num_envs,
-            self.single_observation_space,
-            self.single_action_space,
-        )
-        for i in range(first, self.num_envs):
-            envs.append(self._build_in_parent(i))
-        return space_mismatch(
-            first,
-            envs,
-            self.single_observation_space,
-            self.single_action_space,
-            self.observation_mode,
-        )
+        """Build the sub-envs the parent steps itself; the answer a worker's
+        construction would give."""
+        first, envs = self.num_envs - self.in_parent, list[gym.Env]()
+        spaces = (self.single_observation_space, self.single_action_space)
+        self._local = SliceServer(first, envs, memory, self.num_envs, *spaces)
+        fns = self.env_fns[first:]
+        return build_slice(first, fns, envs, *spaces, self.observation_mode)
 
     def _close_local(self) -> list[RemoteFailure]:
-        """Close the sub-envs the parent steps; their close() failures."""
         local, self._local = self._local, None
         self._local_message = None
         if local is None or local.closed:
@@ -273,12 +230,8 @@ class AsyncVectorEnv(RemoteCore):
         return list(local.handle((CLOSE,))[1])
 
     def _run_local(self, during: str = "a call") -> Any:
-        """Carry out the message pending for the parent's own sub-envs.
-
-        Its answer is pickled as a worker's would be, so that the same fault gives
-        the same error wherever a sub-env runs. An interrupt (Ctrl-C) here leaves
-        the workers' answers unread: the env cannot be used any more.
-        """
+        """Carry out the message pending for the parent's own sub-envs; its
+        answer checked for pickling as a worker's, so a fault reads the same."""
         message, self._local_message = self._local_message, None
         if message is None or self._local is None:
             return None
@@ -325,8 +278,8 @@ class AsyncVectorEnv(RemoteCore):
     def _collect(
         self, token: tuple[list[Worker], bool], timeout: float | None, during: str
     ) -> list[Any]:
-        """The answers of the busy workers, then the parent's for its own
-        sub-envs (run while the workers work)."""
+        """The answers of the busy workers, then the parent share's (run while
+        the workers work)."""
         local = self._run_local(during)
         if self.closed:  # a sub-env of the parent's share closed the env
             raise ClosedEnvironmentError(closed_during_message(during))
@@ -336,8 +289,7 @@ class AsyncVectorEnv(RemoteCore):
         return answers
 
     def _split_actions(self, actions: Any) -> Any:
-        """The actions as sent: :data:`SHARED` where they were written to shared
-        memory, else as :meth:`RemoteCore._split_actions` sends them."""
+        """:data:`SHARED` where the actions were written to shared memory."""
         rows = self._action_rows
         if (
             rows is not None
@@ -360,8 +312,7 @@ class AsyncVectorEnv(RemoteCore):
     def _stats(
         self, token: tuple[list[Worker], bool], answers: list[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Copies of the rewards and flags; zero where nothing ran (idle workers,
-        and an idle parent share, wrote nothing this call)."""
+        """Copies of the rewards and flags; zero where nothing ran."""
         busy, local_busy = token
         rewards = self._rewards.copy()
         terminations = self._terminations.copy()
@@ -385,8 +336,6 @@ class AsyncVectorEnv(RemoteCore):
         return bool(self._pool.workers)
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Close the parent's own sub-envs (never stuck: in any case), then stop
-        the workers (:meth:`WorkerPool.shutdown`); the close() failures."""
         try:
             failures = self._close_local()
         finally:
@@ -407,27 +356,24 @@ def _check_arguments(
         not is_int(in_parent) or not 0 <= in_parent < max(1, num_envs)
     ):
         raise ValueError(
-            f"in_parent must be an int from 0 to {num_envs - 1} (the number of "
-            f"sub-envs the parent process steps itself; at least one sub-env runs "
-            f"in a worker), got {in_parent!r}."
+            f"in_parent must be an int from 0 to {num_envs - 1} (the sub-envs the "
+            f"parent steps itself; one at least runs in a worker), got "
+            f"{in_parent!r}."
         )
     return workers, None if in_parent is None else int(in_parent)
 
 
 def _refuse_gymnasium_arguments(worker: Any, max_concurrency: Any) -> None:
-    """Refuse Gymnasium's ``worker`` and ``max_concurrency``, saying what to do."""
     if worker is not None:
         raise TypeError(
             "vecmode.AsyncVectorEnv takes no worker=: its workers run vecmode's "
-            "command runner, which a custom Gymnasium worker function cannot stand "
-            "in for. Put the custom behaviour in the sub-env (a gymnasium.Wrapper "
-            "in its env_fn), or use gymnasium.vector.AsyncVectorEnv for a custom "
-            "worker."
+            "command runner. Put the custom behaviour in the sub-env (a "
+            "gymnasium.Wrapper in its env_fn), or use gymnasium.vector."
+            "AsyncVectorEnv."
         )
     if max_concurrency is not None:
         raise TypeError(
             f"vecmode.AsyncVectorEnv takes no max_concurrency= (got "
-            f"{max_concurrency!r}): each worker steps its sub-envs one after the "
-            f"other, so num_workers={max_concurrency!r} steps at most "
-            f"{max_concurrency!r} sub-env(s) at once; pass that instead."
+            f"{max_concurrency!r}): pass num_workers={max_concurrency!r}, which "
+            f"steps at most that many sub-envs at once."
         )

@@ -1,10 +1,6 @@
-"""The autoreset policies, as wrappers that set ``metadata["autoreset_mode"]``.
-
-:class:`NextStepAutoreset` and :class:`SameStepAutoreset` run a vecmode core in
-their mode; :class:`DisableAutoreset` gives DISABLED over a foreign env where a
-masked reset is exact; :func:`with_autoreset` composes them. Every conversion is
-exact; the others are refused when the wrapper is built (docs/core.md).
-"""
+"""The autoreset policies, as wrappers that set ``metadata["autoreset_mode"]``;
+:func:`with_autoreset` composes them where a conversion is exact and refuses
+the others when the wrapper is built (docs/core.md)."""
 
 from __future__ import annotations
 
@@ -56,17 +52,14 @@ __all__ = [
 ]
 
 _STEP, _RESET, _STEP_THEN_RESET = (
-    int(Command.STEP),
-    int(Command.RESET),
-    int(Command.STEP_THEN_RESET),
+    int(Command[c]) for c in ("STEP", "RESET", "STEP_THEN_RESET")
 )
 
 
 def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
     a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
-    pending autoreset of the sub-envs a masked reset resets
-    (:mod:`vecmode.env_classes`)."""
+    pending autoreset of the sub-envs a masked reset resets."""
     mode = mode_of(env)
     if mode is None:
         return False
@@ -114,19 +107,13 @@ def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
 
 
 class _AutoresetWrapper(ForwardingWrapper):
-    """The policies' base: declares its modes with :func:`vecmode.supports`.
+    """The policies' base. Over a vecmode core (:attr:`core`) a ``step`` is one
+    :meth:`~vecmode.core.VectorCore.execute` of :meth:`_commands`; over a
+    foreign env the policy works through the wrapper halves."""
 
-    Over a vecmode core (:attr:`core` set), every ``step`` is one
-    :meth:`~vecmode.core.VectorCore.execute` of :meth:`_commands`; over a foreign
-    env the policy works through the wrapper halves
-    (:class:`~vecmode.forwarding.ForwardingWrapper`).
-    """
-
-    #: A policy reports SAME_STEP's final observations in Gymnasium's layout.
     final_obs_layout = "gymnasium"
-    #: The vecmode core this policy drives, or None (a foreign env).
     core: VectorCore | None = None
-    #: The last observations returned (for a no-op masked reset of a foreign env).
+    #: The last observations returned (for a masked reset of a foreign env).
     _last_obs: Any = None
 
     def __init__(self, env: VectorEnv) -> None:
@@ -134,7 +121,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         self.metadata = {**env.metadata, "autoreset_mode": self.autoreset_mode}
         found = vector_env_declaration(env)
         if found is not None and not found.batched_spaces and env.unwrapped is env:
-            # the env's spaces are the single-env ones (EnvPool): batch them here
+            # the env's spaces are the single-env ones (EnvPool)
             n = env.num_envs
             self.observation_space = batch_space(env.single_observation_space, n)
             self.action_space = batch_space(env.single_action_space, n)
@@ -162,15 +149,14 @@ class _AutoresetWrapper(ForwardingWrapper):
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
-        """The mode, as Gymnasium's vector envs expose it (also in ``metadata``)."""
+        """The mode this policy produces (also in ``metadata``)."""
         return self._declared[1]
 
     def _commands(self) -> list[int]:
-        """The core's commands for a ``step`` (over a vecmode core)."""
         raise NotImplementedError
 
     def _result(self, executed: Executed) -> StepResult:
-        """The step tuple of this mode from the core's record (over a core)."""
+        """The step tuple of this mode from the core's record."""
         return executed[:5]  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ step
@@ -208,8 +194,8 @@ class _AutoresetWrapper(ForwardingWrapper):
 
     # ----------------------------------------------------------------- reset
     def _noop(self, options: dict[str, Any] | None) -> bool:
-        """Whether ``options`` asks a foreign env for a masked reset of no sub-env
-        (checked: a bad mask raises here, before anything is sent)."""
+        """Whether ``options`` asks for a masked reset of no sub-env (a bad mask
+        raises here)."""
         if options is None or "reset_mask" not in options:
             return False
         return not validate_reset_mask(options["reset_mask"], self.num_envs).any()
@@ -268,7 +254,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         return obs, infos
 
     def _masked_reset(self, mask: np.ndarray) -> tuple[Any, dict[str, Any]]:
-        """Reset the masked sub-envs of the foreign env; the whole batch back."""
+        """Reset the masked sub-envs of the foreign env; the whole batch."""
         obs, infos = self.env.reset(options={"reset_mask": mask})
         return self._whole_batch(obs, infos, mask)
 
@@ -276,9 +262,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         self, obs: Any, infos: dict[str, Any], mask: np.ndarray
     ) -> tuple[Any, dict[str, Any]]:
         """A masked reset's result as the whole batch, for an env declared to
-        return only the masked sub-envs' rows (EnvPool): the others keep their
-        last observations, the infos are spread over the sub-envs with masks."""
-        # (only directly over the declared env: a vecmode layer between returns all)
+        return only the masked sub-envs' rows (EnvPool)."""
+        # only directly over the declared env: a vecmode layer between returns all
         found = (
             vector_env_declaration(self.env) if self.env.unwrapped is self.env else None
         )
@@ -290,8 +275,7 @@ class _AutoresetWrapper(ForwardingWrapper):
 
 
 def _place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
-    """Write the rows of batch ``part`` (one per index in ``rows``) into the batch
-    ``whole`` at those indices (Dict and Tuple batches included)."""
+    """Write the rows of batch ``part`` into batch ``whole`` at ``rows``."""
     if isinstance(whole, dict):
         for key in whole:
             _place_rows(whole[key], rows, part[key])
@@ -302,7 +286,7 @@ def _place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
         whole[rows] = part
 
 
-#: The state of a foreign env's ``reset_async`` that sent nothing (an all-False mask).
+#: The state of a ``reset_async`` that sent nothing (an all-False mask).
 _NOTHING_SENT = object()
 
 
@@ -328,9 +312,8 @@ _FOREIGN_SAME_STEP = (
     "autoreset_mode='NextStep')), or build the env in NextStep mode itself.",
 )
 class NextStepAutoreset(_AutoresetWrapper):
-    """NEXT_STEP autoreset over a vecmode core, as Gymnasium's vector envs do it:
-    the step after an episode ends resets the sub-env instead of stepping it.
-    Only a vecmode core can reset one sub-env alone, so it must wrap one.
+    """NEXT_STEP autoreset over a vecmode core: the step after an episode ends
+    resets the sub-env instead of stepping it.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -360,8 +343,8 @@ class NextStepAutoreset(_AutoresetWrapper):
         self._all_step = [_STEP] * env.num_envs
 
     def _commands(self) -> list[int]:
-        """Step every sub-env but those whose episode ended on the previous step
-        (the core's record, which a masked reset clears): reset them."""
+        """Step every sub-env but those whose episode ended on the previous step:
+        reset them."""
         ended = cast(VectorCore, self.core).ended
         if not ended.count:
             return self._all_step
@@ -384,10 +367,9 @@ class NextStepAutoreset(_AutoresetWrapper):
     "env to DISABLED where that is exact, or build it with autoreset_mode='Disabled'.",
 )
 class SameStepAutoreset(_AutoresetWrapper):
-    """SAME_STEP autoreset, as Gymnasium's vector envs do it: a sub-env is reset
-    within the step its episode ends, its last observation and info in
-    ``info["final_obs"]`` / ``info["final_info"]``. Over a vecmode core, or over
-    any DISABLED env (stepped, then the ended sub-envs reset with ``reset_mask``).
+    """SAME_STEP autoreset: a sub-env is reset within the step its episode ends,
+    its last observation and info in ``info["final_obs"]`` /
+    ``info["final_info"]``. Over a vecmode core or any DISABLED env.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -407,11 +389,9 @@ class SameStepAutoreset(_AutoresetWrapper):
             self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
 
     def _commands(self) -> list[int]:
-        """Step every sub-env, resetting within the call those whose episode ends."""
         return self._all_step_then_reset
 
     def _result(self, executed: Executed) -> StepResult:
-        """The record in SAME_STEP's layout (final observations and infos)."""
         core = cast(VectorCore, self.core)
         infos = same_step_infos(
             executed.infos, executed.finals, self.num_envs, core.add_info
@@ -419,8 +399,7 @@ class SameStepAutoreset(_AutoresetWrapper):
         return (*executed[:4], infos)  # type: ignore[return-value]
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """Over a foreign DISABLED env: reset the ended sub-envs with a mask, moving
-        their last observations and infos into ``final_obs`` / ``final_info``."""
+        """Over a foreign DISABLED env: reset the ended sub-envs with a mask."""
         obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
         if ended.any():
@@ -447,10 +426,9 @@ class SameStepAutoreset(_AutoresetWrapper):
     instead=_BUILD_DISABLED,
 )
 class DisableAutoreset(_AutoresetWrapper):
-    """DISABLED mode over a foreign vector env, with vecmode's check (stepping an
-    ended sub-env raises :class:`~vecmode.EpisodeEndedError`): over a DISABLED
-    env, or a NEXT_STEP env whose masked reset clears the pending autoreset
-    (:func:`honours_reset_mask`), which then never autoresets.
+    """DISABLED mode over a foreign vector env whose masked reset is exact
+    (:func:`honours_reset_mask`); stepping an ended sub-env raises
+    :class:`~vecmode.EpisodeEndedError`.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -469,13 +447,11 @@ class DisableAutoreset(_AutoresetWrapper):
 
     @property
     def awaiting_reset(self) -> np.ndarray:
-        """The sub-envs whose episode ended and that were not reset since: reset
-        them with ``reset(options={"reset_mask": envs.awaiting_reset})`` before
-        stepping them (as vecmode's cores' ``awaiting_reset``)."""
+        """The sub-envs whose episode ended and that were not reset since."""
         return self.ended.mask
 
     def _step_actions(self, actions: Any) -> Any:
-        """Refuse to step a sub-env whose episode ended (before anything runs)."""
+        """Refuse to step a sub-env whose episode ended."""
         if self.ended.count:
             raise EpisodeEndedError(self.ended.indices())
         return actions
@@ -495,8 +471,7 @@ class DisableAutoreset(_AutoresetWrapper):
         return super()._reset_result(obs, infos, state)
 
 
-#: The policies :func:`with_autoreset` composes, by their declarations: each
-#: accepts some modes and produces one.
+#: The policies :func:`with_autoreset` composes, by their declarations.
 POLICIES: tuple[type[_AutoresetWrapper], ...] = (
     NextStepAutoreset,
     SameStepAutoreset,
@@ -507,8 +482,7 @@ POLICIES: tuple[type[_AutoresetWrapper], ...] = (
 def _conversion(
     current: AutoresetMode, target: AutoresetMode
 ) -> list[type[_AutoresetWrapper]] | None:
-    """The shortest chain of policies from ``current`` to ``target``, by what each
-    declares it accepts and produces (None: no chain)."""
+    """The shortest chain of policies from ``current`` to ``target``, or None."""
     chains: dict[AutoresetMode, list[type[_AutoresetWrapper]]] = {current: []}
     frontier = [current]
     while frontier:
@@ -526,9 +500,8 @@ def _conversion(
 
 
 def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
-    """Return ``env`` running in ``mode``, adding the autoreset policies it needs
-    (none if it is in ``mode``); :class:`~vecmode.IncompatibleModeError` where no
-    conversion is exact, saying why (docs/core.md lists them).
+    """Return ``env`` running in ``mode``, adding the autoreset policies it needs;
+    :class:`~vecmode.IncompatibleModeError` where no conversion is exact.
 
     >>> import gymnasium as gym
     >>> import vecmode
@@ -562,7 +535,6 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
         except IncompatibleModeError as error:
             if len(chain) == 1 or not hasattr(error, "why"):
                 raise
-            # a step on the way refused: say so in terms of what was asked
             refused = cast(Any, error)
             raise IncompatibleModeError(
                 f"with_autoreset cannot turn {type(original.unwrapped).__name__} "
@@ -575,9 +547,9 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
 def _chain(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> list[type[_AutoresetWrapper]]:
-    """The policies from ``current`` to ``target``; where there is no chain, the
-    policy producing ``target`` (it refuses, saying why), or a refusal saying how
-    to build the env's class in another mode."""
+    """The policies from ``current`` to ``target``; without a chain, the policy
+    producing ``target`` (it refuses), or a refusal saying how to build the env
+    in another mode."""
     chain = _conversion(current, target)
     if chain is not None:
         return chain
@@ -596,9 +568,8 @@ def _chain(
 def _rebuild_in(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> str | None:
-    """How to get ``target`` from a declared env class that can be built in
-    another mode than ``current`` (ALE's SAME_STEP env cannot become DISABLED,
-    but the same class built in NEXT_STEP can), or None."""
+    """How to get ``target`` from a declared env class built in another mode
+    than ``current``, or None."""
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is None:
         return None
@@ -619,18 +590,8 @@ def _rebuild_in(
 
 
 def gymnasium_layout(env: VectorEnv) -> VectorEnv:
-    """``env`` with its SAME_STEP final observations in Gymnasium's layout:
-    ``env`` itself, or :class:`GymnasiumFinalObs` over it where its class
-    reports them its own way (ALE's dense layout).
-
-    >>> import gymnasium as gym
-    >>> from vecmode.autoreset import gymnasium_layout
-    >>> envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")],
-    ...     autoreset_mode="SameStep")
-    >>> gymnasium_layout(envs) is envs  # Gymnasium's own layout already
-    True
-    >>> envs.close()
-    """
+    """``env``, or :class:`GymnasiumFinalObs` over it where its class reports
+    SAME_STEP's final observations its own way (ALE's dense layout)."""
     mode = mode_of(env)
     own = mode is not None and final_in_info(mode)
     return (
@@ -649,8 +610,7 @@ def gymnasium_layout(env: VectorEnv) -> VectorEnv:
 )
 class GymnasiumFinalObs(_AutoresetWrapper):
     """SAME_STEP's final observations in Gymnasium's layout, over an env that
-    reports them its own way (ALE's ``AtariVectorEnv``: one dense array, no mask,
-    no final infos), translated once at the edge of the stack."""
+    reports them its own way (ALE's one dense array)."""
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
@@ -660,7 +620,7 @@ class GymnasiumFinalObs(_AutoresetWrapper):
 
 def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
     """``env``, or :class:`GymnasiumBatch` over it where its declared class keeps
-    batch conventions of its own (EnvPool's single-env spaces and masked rows)."""
+    batch conventions of its own."""
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is not None and (not found.batched_spaces or found.reset_returns != "all"):
         return GymnasiumBatch(env)
@@ -671,20 +631,10 @@ def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
 class GymnasiumBatch(_AutoresetWrapper):
     """Gymnasium's batch conventions, in the env's own mode, over an env whose
     class keeps others (EnvPool: single-env spaces, a masked reset returning only
-    the masked rows). Over any other env it changes nothing.
-
-    >>> import numpy as np, gymnasium as gym
-    >>> from vecmode.autoreset import GymnasiumBatch
-    >>> envs = GymnasiumBatch(gym.vector.SyncVectorEnv(
-    ...     [lambda: gym.make("CartPole-v1")] * 2))
-    >>> envs.metadata["autoreset_mode"], envs.observation_space.shape
-    (<AutoresetMode.NEXT_STEP: 'NextStep'>, (2, 4))
-    >>> envs.close()
-    """
+    the masked rows)."""
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
-        """Every mode; it produces the env's own."""
         return frozenset(MODES), cast(AutoresetMode, mode_of(self.env))
 
     def _step_result(self, result: StepResult) -> StepResult:
@@ -692,6 +642,5 @@ class GymnasiumBatch(_AutoresetWrapper):
         return result
 
 
-# Each returns the wrapped env's observations or new arrays (a collector over
-# them need not copy what a copying core returns).
+# each returns the wrapped env's observations or new arrays
 FRESH_OBSERVATION_WRAPPERS.update((*POLICIES, GymnasiumFinalObs, GymnasiumBatch))

@@ -1,5 +1,4 @@
-"""vecmode's exceptions, and the messages several modules share (a message
-one place raises is written at its ``raise``)."""
+"""vecmode's exceptions, and the messages several modules share."""
 
 from __future__ import annotations
 
@@ -35,57 +34,48 @@ __all__ = [
 
 
 class IncompatibleModeError(ValueError):
-    """An env's autoreset mode is not one that a wrapper (or a caller) can work
-    with. Raised when the wrapper is built; the message says what to do."""
+    """A wrapper (or a caller) cannot work with an env's autoreset mode."""
 
 
 class NotAVectorEnvError(TypeError):
-    """A function given to build a vector env (``vecmode.probe_mode``'s factory,
-    ``vecmode probe FACTORY``) returned something else."""
+    """A factory given to build a vector env returned something else."""
 
 
 class ActionBatchError(ValueError, TypeError):
-    """The actions passed to ``step`` are not a batch like the action space.
-    Raised before any sub-env is stepped. A ``ValueError`` and a ``TypeError``, as
-    Gymnasium raises one or the other for the same mistakes."""
+    """The actions passed to ``step`` are not a batch like the action space
+    (both types Gymnasium raises for such mistakes)."""
 
 
 class SeedError(ValueError, TypeError, GymnasiumError):
-    """The ``seed`` passed to ``reset`` is not an int >= 0, None, or a sequence of
-    ``num_envs`` of those. Raised before any sub-env is reset; each of the types
-    Gymnasium raises for the same mistakes."""
+    """The ``seed`` passed to ``reset`` is not an int >= 0, None, or a sequence
+    of ``num_envs`` of those."""
 
 
 class NotPicklableError(TypeError):
-    """What a call sends to the sub-envs' processes cannot be pickled. Raised
-    before anything is sent; pickling's error is its ``__cause__``."""
+    """What a call sends to the sub-envs' processes cannot be pickled; nothing
+    was sent."""
 
 
 class SharedMemorySpaceError(ValueError, TypeError):
-    """An observation space cannot be held in shared memory; pass
-    ``shared_memory=False``. Both types Gymnasium raises for such spaces."""
+    """An observation space cannot be held in shared memory."""
 
 
 class InfoBatchError(ValueError, TypeError):
-    """A sub-env's info cannot be batched with the others' (arrays of different
-    shapes under one key). The message names the key and the sub-env; the
-    sub-envs the call ran must be reset."""
+    """A sub-env's info cannot be batched with the others'."""
 
 
 class InfoLayoutError(ValueError, AssertionError):
-    """An info dict is not Gymnasium's batched layout. Also an
-    ``AssertionError``, as Gymnasium's ``DictInfoToList`` raises (under
-    ``python -O`` too)."""
+    """An info dict is not Gymnasium's batched layout (an ``AssertionError`` too,
+    as Gymnasium's ``DictInfoToList`` raises)."""
 
 
 class UndeclaredModeWarning(UserWarning):
-    """An env declares no ``metadata["autoreset_mode"]``; NEXT_STEP is assumed,
-    as Gymnasium does (under :func:`vecmode.strict`: an error)."""
+    """An env declares no ``metadata["autoreset_mode"]``; NEXT_STEP is assumed."""
 
 
 class EpisodeEndedError(RuntimeError):
     """A sub-env whose episode ended (or whose state a failed call lost) was
-    stepped before it was reset. Raised before any sub-env is stepped.
+    stepped before it was reset; nothing was stepped.
 
     Attributes:
         indices: those sub-envs.
@@ -97,11 +87,9 @@ class EpisodeEndedError(RuntimeError):
         self.lost = lost
         which = ", ".join(str(i) for i in self.indices)
         super().__init__(
-            f"sub-env(s) {which} lost their state in a call that failed (a sub-env "
-            f"raised, its results could not be batched, or the call was "
-            f"interrupted) and must be reset before they are stepped again; nothing "
-            f"was stepped. Reset them with env.reset() or env.reset(options="
-            f'{{"reset_mask": env.unwrapped.awaiting_reset}}).'
+            f"sub-env(s) {which} lost their state in a call that failed and must be "
+            f"reset before they are stepped again; nothing was stepped. Reset them "
+            f'with env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
             if lost
             else episode_ended(self.indices)
         )
@@ -118,12 +106,9 @@ def _episode_ended_error(indices: tuple[int, ...], lost: bool) -> EpisodeEndedEr
 class SubEnvError(RuntimeError):
     """A sub-env raised, in any vecmode core.
 
-    It is also an instance of the original exception's class where Python allows
-    it (shown as ``SubEnvError[ValueError]``), so ``except ValueError`` around
-    ``envs.step(...)`` works over every core, as with Gymnasium's envs; the
-    original is its ``__cause__`` where it could cross the process. After a
-    failed ``step``/``reset`` the sub-envs in ``lost`` must be reset. Details:
-    docs/core.md.
+    Also an instance of the original exception's class where Python allows it
+    (shown as ``SubEnvError[ValueError]``); the original is its ``__cause__``
+    where it could cross the process. See docs/core.md.
 
     Attributes:
         index: the sub-env that raised.
@@ -135,15 +120,12 @@ class SubEnvError(RuntimeError):
         lost: the sub-envs whose state the failed call lost.
     """
 
-    #: The sub-env's exception class this class is also a subclass of (None: a
-    #: plain SubEnvError).
+    #: The original exception's class this class also subclasses (None: plain).
     _original: ClassVar[type[Exception] | None] = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> SubEnvError:
-        # a sub-env's AttributeError is a SubEnvAttributeError, also an
-        # AttributeError, even when only its name is known (exc_type is the
-        # third argument). RuntimeError's __new__ and __init__, named, never the
-        # original class's (which follows in a dual class's MRO).
+        # an AttributeError known by name only still makes an AttributeError;
+        # RuntimeError's __new__, never the original class's (later in the MRO)
         exc_type = args[2] if len(args) > 2 else kwargs.get("exc_type")
         if cls is SubEnvError and exc_type == "AttributeError":
             cls = SubEnvAttributeError
@@ -168,8 +150,8 @@ class SubEnvError(RuntimeError):
         self.others: tuple[int, ...] = tuple(others)
         RuntimeError.__init__(self, sub_env_failed(*self._fields()))
 
-    # What follows is defined here so that a dual class's MRO finds it before the
-    # original class's own (KeyError's __str__ quotes its argument, say).
+    # defined here so that a dual class finds them before the original's own
+    # (KeyError's __str__ quotes its argument)
     def __str__(self) -> str:
         return RuntimeError.__str__(self)
 
@@ -208,30 +190,25 @@ class SubEnvError(RuntimeError):
 
 
 class SubEnvAttributeError(SubEnvError, AttributeError):
-    """A :class:`SubEnvError` whose sub-env raised ``AttributeError``: also an
-    ``AttributeError``, even where only the name of the original's type is
-    known."""
+    """A :class:`SubEnvError` whose sub-env raised ``AttributeError``: also one."""
 
     _original = AttributeError
 
 
-#: The dual classes made so far, by original class: each lives as long as it is
-#: used (an error, or anyone holding the class), so classes made in functions are
-#: not kept.
+#: The dual classes made so far, by original class (kept only while used).
 _DUALS: weakref.WeakValueDictionary[type, type[SubEnvError]] = (
     weakref.WeakValueDictionary()
 )
 _DUALS[AttributeError] = SubEnvAttributeError
 #: The original classes no dual class can be made for.
 _NO_DUAL: weakref.WeakSet[type] = weakref.WeakSet()
-#: The arguments of the SubEnvError each new dual class is tried with.
+#: The arguments each new dual class is tried with.
 _PROBE = (7, "step", "ProbeError", "a probe", "Traceback: a probe\n", (8,), (7, 8))
 
 
 def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvError]:
-    """The class of the :class:`SubEnvError` for a sub-env's exception of class
-    ``original`` (None: unknown): a subclass of both, made once per class, where
-    Python allows it; else SubEnvError."""
+    """The :class:`SubEnvError` class for a sub-env's exception of class
+    ``original``: a subclass of both where Python allows it, else SubEnvError."""
     if original is None or not issubclass(original, Exception):
         return SubEnvError  # (the cores never wrap what is no Exception)
     if issubclass(original, SubEnvError):  # a nested vecmode env's failure
@@ -250,8 +227,8 @@ def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvErro
 
 
 def _dual(original: type[Exception]) -> type[SubEnvError]:
-    """A new subclass of SubEnvError (or SubEnvAttributeError) and ``original``;
-    raises if there is none that builds and reads as a plain SubEnvError."""
+    """A new subclass of SubEnvError and ``original`` that reads as a plain
+    SubEnvError; TypeError where there is none."""
     base = SubEnvAttributeError if issubclass(original, AttributeError) else SubEnvError
     name = base.__name__
     body = {
@@ -270,8 +247,7 @@ def _dual(original: type[Exception]) -> type[SubEnvError]:
         and isinstance(error, original)
         and shown.rstrip().endswith(str(plain).rstrip())
     )
-    if not same:  # the original's properties in the way, or a SyntaxError's
-        # traceback, which shows its own fields instead of the message
+    if not same:  # the original's properties in the way (a SyntaxError's, say)
         raise TypeError(f"{name}[{original.__name__}] does not read as a {name}")
     return dual
 
@@ -288,9 +264,8 @@ def sub_env_error(
     cause: object = None,
     original_class: type[BaseException] | None = None,
 ) -> SubEnvError:
-    """The :class:`SubEnvError` for a sub-env's fault, of the class for ``cause``
-    (the original exception) or, without one, ``original_class``; ``cause`` as
-    its ``__cause__``."""
+    """The :class:`SubEnvError` for a sub-env's fault, of the class of ``cause``
+    (the original, also its ``__cause__``) or else ``original_class``."""
     original = type(cause) if isinstance(cause, BaseException) else original_class
     error = sub_env_error_class(original)(
         index, method, exc_type, message, worker_traceback, others, lost
@@ -303,13 +278,12 @@ def sub_env_error(
 def _unpickle_sub_env_error(
     original: type[BaseException] | None, *fields: Any
 ) -> SubEnvError:
-    """A SubEnvError again, from what :meth:`SubEnvError.__reduce__` gives."""
     return sub_env_error_class(original)(*fields)
 
 
 class WorkerError(RuntimeError):
-    """A worker process (or Ray actor) died or cannot answer. The env cannot be
-    used any more; ``close()`` still works.
+    """A worker process (or Ray actor) died or cannot answer; only ``close()``
+    still works.
 
     Attributes:
         lost: the sub-envs lost (empty when this only repeats it).
@@ -321,13 +295,12 @@ class WorkerError(RuntimeError):
 
 
 class WorkerTimeoutError(WorkerError, multiprocessing.TimeoutError):
-    """A call did not finish within ``timeout`` (a :class:`WorkerError`). Also a
+    """A call did not finish within ``timeout``; also a
     ``multiprocessing.TimeoutError``, as Gymnasium's ``AsyncVectorEnv`` raises."""
 
 
 def describe(env: Any) -> str:
-    """``repr(env)`` for a message, or its class name if its ``repr`` fails (an env
-    that is still being built, say, has no ``num_envs`` yet)."""
+    """``repr(env)`` for a message, or its class name if its ``repr`` fails."""
     try:
         return repr(env)
     except Exception:
@@ -386,9 +359,9 @@ def timed_out_message(
     ended: str,
     cause: str = "",
 ) -> str:
-    """A call that timed out, for both remote cores: ``late`` says who had not
-    answered, ``workers`` who they are ("the workers"), how ``close()`` ends them
-    ("terminates"); ``cause``: another reason construction may time out."""
+    """A remote core's call that timed out: ``late`` had not answered, ``ended``
+    is what ``close()`` does to ``workers``; ``cause``: another reason for a
+    construction to time out."""
     if during == "construction":
         remedy = (
             f"No env was built and {workers} were ended: {cause}if the sub-envs "
@@ -436,7 +409,6 @@ def not_a_vector_env(caller: str, got: Any) -> str:
     )
 
 
-# ------------------------------------------------------------ the async core
 def sub_envs(indices: Iterable[int]) -> str:
     found = list(indices)
     if len(found) == 1:
@@ -444,9 +416,22 @@ def sub_envs(indices: Iterable[int]) -> str:
     return f"sub-envs {found[0]}-{found[-1]}"
 
 
-#: The ``method`` of a SubEnvError raised by the ``close()`` of the copy of a
-#: sub-env that a core builds in this process to read the spaces.
+#: The ``method`` of a SubEnvError from closing the copy of a sub-env built to
+#: read the spaces.
 BUILDING_CLOSE = "close (at construction)"
+UNCHANGED = "The env is unchanged and usable."
+#: How :func:`sub_env_failed` names a call, and what to do after it failed
+#: ("": reset the sub-envs the call lost).
+_AFTER = {
+    "env_fn": ("env_fn", "Fix the env_fn; nothing was left running."),
+    BUILDING_CLOSE: (
+        "close() of the copy built to read the spaces",
+        "No env was built and nothing was left running; fix its close().",
+    ),
+    "close": ("close()", "The env is closed all the same, no process left."),
+    "step": ("step()", ""),
+    "reset": ("reset()", ""),
+}
 
 
 def sub_env_failed(
@@ -458,31 +443,17 @@ def sub_env_failed(
     others: tuple[int, ...] = (),
     lost: tuple[int, ...] = (),
 ) -> str:
+    call, todo = _AFTER.get(method, (method, "" if lost else UNCHANGED))
+    what = f"sub-env {index} raised {exc_type} in {call}: {message}"
     if method == "env_fn":
         what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
-        todo = "Fix the env_fn; nothing was left running (no worker, no actor)."
-    elif method == BUILDING_CLOSE:
-        what = (
-            f"sub-env {index} raised {exc_type} in close() of the copy built to read "
-            f"the spaces: {message}"
-        )
-        todo = "No env was built and nothing was left running; fix its close()."
-    elif method == "close":
-        what = f"sub-env {index} raised {exc_type} in close(): {message}"
-        todo = "The env is closed all the same (every other sub-env was closed, no process is left)."
-    elif lost or method in ("step", "reset"):
-        call = f"{method}()" if method in ("step", "reset") else method
-        what = f"sub-env {index} raised {exc_type} in {call}: {message}"
+    if not todo:  # the call's results are lost
         which = ", ".join(map(str, lost)) or "the sub-envs of the call"
         todo = (
-            f"The call's results are lost, so sub-env(s) {which} must be reset "
-            f"before they are stepped again: call reset(), or "
-            f"reset(options={{'reset_mask': mask}}) with them in the mask "
-            f"(envs.unwrapped.awaiting_reset), or close() the env."
+            f"The call's results are lost: reset sub-env(s) {which} before they "
+            f"are stepped again (reset(options={{'reset_mask': "
+            f"envs.unwrapped.awaiting_reset}}))."
         )
-    else:
-        what = f"sub-env {index} raised {exc_type} in {method}: {message}"
-        todo = "The env is unchanged and usable."
     also = (
         f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
         if others
@@ -495,20 +466,12 @@ def sub_env_failed(
 def same_env_instance(groups: list[list[int]]) -> str:
     named = "; ".join(", ".join(map(str, group)) for group in groups)
     return (
-        f"the env_fns returned the same env object for sub-envs {named}: one step of "
-        f"the vector env would step it once for each. Return a new env from each "
-        f"env_fn (e.g. lambda: gym.make(...), not lambda: env for an env made "
-        f"once); nothing was closed."
+        f"the env_fns returned the same env object for sub-envs {named}: a step "
+        f"would step it once for each. Return a new env from each env_fn (e.g. lambda: "
+        f"gym.make(...)); nothing was closed."
     )
 
 
-# ------ transition collector
-
-
-# ------------------------------------------------- conformance kit (check_wrapper)
-
-
-# ------ command line
 WRAP_FORMS = (
     "write NAME (a vecmode wrapper), gymnasium:NAME (one of "
     "gymnasium.wrappers.vector) or module:Class, each optionally followed by "
@@ -522,62 +485,12 @@ def did_you_mean(close: list[str]) -> str:
     )
 
 
-# ------ probe and check_vector_env
-def call_text(kind: str) -> str:
-    return {
-        "reset": "reset()",
-        "step": "step()",
-        "reset(mask)": "reset(options={'reset_mask': ...})",
-    }.get(kind, kind)
-
-
-def diff_instance(number: int) -> str:
-    return f"instance {number}"
-
-
-def diff_batch_entries(got: Any, num_envs: int) -> str:
-    return f"expected one entry per sub-env ({num_envs}), got {got}"
-
-
-def diff_a_result() -> str:
-    return "a result"
-
-
-def diff_raised(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    if len(text) > 200:
-        text = text[:197] + "..."
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 def diff_no_key() -> str:
     return "no such key"
 
 
 def diff_dict() -> str:
     return "a dict"
-
-
-def note_final_obs_absent(mode: AutoresetMode, final_in_info: bool) -> str:
-    if final_in_info:
-        return (
-            f"in {mode.value} mode info['final_obs'] / info['final_info'] are set only "
-            f"at the calls where episodes end, with the masks True exactly for the "
-            f"sub-envs whose episode ended"
-        )
-    return (
-        f"in {mode.value} mode an ended episode's final observation and info are "
-        f"the ones step() returns; info has no final_obs / final_info"
-    )
-
-
-def note_final_obs_present(mode: AutoresetMode) -> str:
-    return (
-        f"in {mode.value} mode a sub-env is reset within the step its episode ends, "
-        f"and the episode's final observation / info go in info['final_obs'] / "
-        f"info['final_info'], with info['_final_obs'] / info['_final_info'] True "
-        f"for it"
-    )
 
 
 def needs_box(who: str, space: Any) -> str:

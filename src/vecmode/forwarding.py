@@ -1,10 +1,6 @@
-"""The base of every vecmode wrapper: forwarding, and each call in two halves.
-
-Gymnasium 1.4's ``VectorWrapper`` does not forward ``call``, ``get_attr``,
-``set_attr`` or ``envs``; every vecmode wrapper does. Its ``step`` and ``reset``
-are written in two halves around the wrapped env's call, which also serve
-Gymnasium's split async API wherever the env below has it.
-"""
+"""The base of every vecmode wrapper: it forwards ``call``, ``get_attr``,
+``set_attr`` and ``envs`` (Gymnasium 1.4's ``VectorWrapper`` does not), and its
+``step`` and ``reset`` in two halves also serve the split async API."""
 
 from __future__ import annotations
 
@@ -17,14 +13,12 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 from vecmode.core import ClosesOnExit, SeedLike, StepResult, validate_reset_mask
 from vecmode.errors import describe
 
-__all__ = ["ForwardingWrapper", "reset_arguments"]
-
 
 def reset_arguments(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None
 ) -> tuple[Any, dict[str, Any] | None, np.ndarray | None]:
-    """``(seed, options, mask)`` to reset ``env`` with; ``mask`` None for a full
-    reset. The mask is validated; ``options`` is copied (never mutated)."""
+    """``(seed, options, mask)`` to reset ``env`` with (``mask`` None for a full
+    reset); ``options`` is copied, never mutated."""
     mask = None
     if options is not None:
         options = dict(options)
@@ -36,7 +30,7 @@ def reset_arguments(
 
 def _overridden(cls: type, method: str, split: str) -> bool:
     """Whether a class below the one that defines ``split`` overrides ``method``
-    (so the split API, built on the halves, would skip what ``method`` adds)."""
+    (which the split API, built on the halves, would skip)."""
     for klass in cls.__mro__:
         if split in vars(klass):
             return False
@@ -46,12 +40,9 @@ def _overridden(cls: type, method: str, split: str) -> bool:
 
 
 class ForwardingWrapper(ClosesOnExit, VectorWrapper):
-    """A ``VectorWrapper`` forwarding ``call``, ``get_attr``, ``set_attr``, ``envs``,
-    with ``step`` / ``reset`` written in halves and the split async API.
-
-    Subclasses override the halves (:meth:`_step_actions`, :meth:`_step_result`,
-    :meth:`_reset_arguments`, :meth:`_reset_result`), not ``step`` / ``reset``.
-    The first halves must not change the wrapper's state; the second update it.
+    """A ``VectorWrapper`` that forwards every call, with ``step`` / ``reset`` in
+    halves. Subclasses override the halves, not ``step`` / ``reset``: the first
+    halves must not change the wrapper's state; the second update it.
 
     >>> import gymnasium as gym, vecmode
     >>> from vecmode.wrappers import ClipReward
@@ -64,25 +55,24 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     >>> envs.close()
     """
 
-    #: The wrapped env (typed loosely: ``call`` & co. are not on ``VectorEnv``).
     env: Any
     #: What :meth:`reset_async`'s first half handed to :meth:`reset_wait`.
     _reset_state: Any = None
 
     # ------------------------------------------------------------- the halves
     def _step_actions(self, actions: Any) -> Any:
-        """The actions to step the wrapped env with (default: ``actions``)."""
+        """The actions to step the wrapped env with."""
         return actions
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """This wrapper's step tuple from the wrapped env's (default: unchanged)."""
+        """This wrapper's step tuple from the wrapped env's."""
         return result
 
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
-        """``(seed, options, state)``: the wrapped env's reset arguments, and a
-        state for :meth:`_reset_result` (default: :func:`reset_arguments`)."""
+        """The wrapped env's reset arguments, and a state for
+        :meth:`_reset_result`."""
         return reset_arguments(self.env, seed, options)
 
     def _reset_result(
@@ -112,14 +102,13 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         self, name: str, method: str, inner_name: str | None = None
     ) -> Callable[..., Any]:
         """The wrapped env's ``inner_name`` (default ``name``) for this wrapper's
-        ``name``; AttributeError where the env has none, or this class overrides
-        ``method`` itself."""
+        ``name``; AttributeError where there is none."""
         inner = getattr(self.env, inner_name or name, None)
         if inner is None:
             raise AttributeError(
                 f"{type(self).__name__} has no {name}(): the env it wraps, "
-                f"{describe(self.env)}, has none (the split async API needs an "
-                f"async vector env below, e.g. vecmode.AsyncVectorEnv)."
+                f"{describe(self.env)}, has none (use an async vector env below, "
+                f"e.g. vecmode.AsyncVectorEnv)."
             )
         if _overridden(type(self), method, name):
             raise AttributeError(

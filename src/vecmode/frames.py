@@ -1,12 +1,6 @@
-"""Messages on the async core's pipes, in one system call each way.
-
-``Connection.recv_bytes`` reads a message in two system calls; :class:`FrameReader`
-reads whatever is there in one ``read`` and splits the messages out itself, and
-:func:`frame_sender` writes the length and the bytes in one ``write``. The format
-is ``Connection``'s own (a 4-byte big-endian length, or -1 and an 8-byte length
-beyond 2 GiB), so either end may still use the ``Connection``'s methods (which
-both fall back to where the pipe is not a file descriptor).
-"""
+"""Messages on the async core's pipes in one system call each way (where
+``Connection`` takes two), in ``Connection``'s own format, so either end may
+still use its methods."""
 
 from __future__ import annotations
 
@@ -16,8 +10,6 @@ import struct
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
-
-__all__ = ["FrameReader", "frame_sender"]
 
 _LENGTH = struct.Struct("!i")
 _LONG_LENGTH = struct.Struct("!iQ")
@@ -30,15 +22,13 @@ _JOIN = 16384
 
 
 def _fd(conn: Any) -> int | None:
-    """The pipe's file descriptor where it can be read and written with ``os``."""
     if os.name == "posix" and isinstance(conn, Connection):
         return conn.fileno()
     return None
 
 
 def frame_sender(conn: Connection) -> Callable[[bytes], None]:
-    """A function that sends its ``data`` on ``conn`` as one message (as
-    ``conn.send_bytes(data)``, in one ``write``)."""
+    """``conn.send_bytes``, in one ``write``."""
     fd = _fd(conn)
     if fd is None:
         return conn.send_bytes
@@ -65,8 +55,7 @@ def _write_rest(fd: int, rest: memoryview) -> None:
 
 
 class FrameReader:
-    """Reads the messages sent on one pipe (by :func:`frame_sender` or by the
-    ``Connection``'s own methods), one ``read`` for a small one."""
+    """Reads the messages sent on one pipe, one ``read`` for a small one."""
 
     __slots__ = ("_buffer", "conn", "fd")
 
@@ -77,8 +66,7 @@ class FrameReader:
         self._buffer = bytearray()
 
     def ready(self) -> bool:
-        """Whether a whole message is already read (the pipe itself may look
-        empty then: wait on it only when this is False)."""
+        """Whether a whole message is already read (the pipe may look empty)."""
         buffer = self._buffer
         return bool(buffer) and _split(buffer) is not None
 
@@ -87,8 +75,7 @@ class FrameReader:
         return bool(self._buffer) or self.conn.poll()
 
     def recv(self) -> bytes | bytearray:
-        """The next message (blocking until it is there); EOFError at the end of
-        the pipe."""
+        """The next message (blocking); EOFError at the end of the pipe."""
         fd = self.fd
         if fd is None:
             return self.conn.recv_bytes()
@@ -122,8 +109,7 @@ class FrameReader:
 
 
 def _head(buffer: bytearray) -> tuple[int, int] | None:
-    """``(length of the header, length of the message)`` once the header is
-    read, else None."""
+    """``(header length, message length)`` once the header is read, else None."""
     if len(buffer) < 4:
         return None
     n = _LENGTH.unpack_from(buffer)[0]

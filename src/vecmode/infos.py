@@ -1,8 +1,5 @@
-"""Operations on Gymnasium's batched info dicts (``{key: array, "_key": mask}``):
-splitting one by a sub-env mask and merging two about disjoint sub-envs, with the
-result Gymnasium's info batching would have built from the per-sub-env infos
-(the lower sub-env decides a merged array's dtype, as in Gymnasium).
-"""
+"""Gymnasium's batched info dicts (``{key: array, "_key": mask}``) split by a
+sub-env mask and merged, as Gymnasium's info batching would have built them."""
 
 from __future__ import annotations
 
@@ -13,13 +10,11 @@ import numpy as np
 
 from vecmode.errors import InfoBatchError
 
-__all__ = ["add_infos", "expand_infos", "merge_infos", "select_infos"]
 
-
-def _blank_like(array: np.ndarray) -> np.ndarray:
-    if array.dtype == object:
-        return np.full(array.shape, None, dtype=object)
-    return np.zeros_like(array)
+def _blank(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if dtype.kind == "O":
+        return np.full(shape, None, dtype=object)
+    return np.zeros(shape, dtype=dtype)
 
 
 def _masked_keys(infos: dict[str, Any]) -> list[str]:
@@ -41,7 +36,7 @@ def select_infos(infos: dict[str, Any], selected: np.ndarray) -> dict[str, Any]:
         if isinstance(value, dict):
             out[key] = select_infos(value, mask)
         else:
-            kept = _blank_like(value)
+            kept = _blank(value.shape, value.dtype)
             kept[mask] = value[mask]
             out[key] = kept
         out[mask_key] = mask
@@ -63,7 +58,7 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
         if isinstance(value, dict) and isinstance(first[key], dict):
             out[key] = merge_infos(first[key], value)
         else:
-            # Gymnasium types the array after the first sub-env (by index) to report.
+            # Gymnasium types the array after the lowest sub-env
             a_first = int(np.argmax(mask_a)) < int(np.argmax(mask_b))
             base, other, other_mask = (
                 (first[key], value, mask_b) if a_first else (value, first[key], mask_a)
@@ -78,8 +73,8 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
 def expand_infos(
     infos: dict[str, Any], rows: np.ndarray, num_envs: int
 ) -> dict[str, Any]:
-    """Batched infos about the sub-envs in ``rows`` only (as EnvPool's masked
-    reset returns them) as infos about all ``num_envs`` sub-envs, with masks."""
+    """Batched infos about the sub-envs in ``rows`` only (EnvPool's masked reset)
+    as infos about all ``num_envs`` sub-envs, with masks."""
     out: dict[str, Any] = {}
     indices = np.flatnonzero(rows)
     for key in _masked_keys(infos):
@@ -90,9 +85,7 @@ def expand_infos(
         elif (
             isinstance(value, np.ndarray) and value.ndim and len(value) == len(indices)
         ):
-            full = np.zeros((num_envs, *value.shape[1:]), dtype=value.dtype)
-            if value.dtype == object:
-                full = np.full((num_envs, *value.shape[1:]), None, dtype=object)
+            full = _blank((num_envs, *value.shape[1:]), value.dtype)
             full[indices] = value
             out[key] = full
         else:
@@ -109,9 +102,8 @@ def add_infos(
     infos: dict[str, Any],
     pairs: Iterable[tuple[int, dict[str, Any]]],
 ) -> dict[str, Any]:
-    """``infos`` with each ``(i, info)`` of ``pairs`` added by ``add_info``
-    (Gymnasium's batching); an :class:`~vecmode.errors.InfoBatchError` naming the
-    key and the sub-env where it cannot batch a value."""
+    """``infos`` with each ``(i, info)`` of ``pairs`` added by ``add_info``; an
+    :class:`~vecmode.errors.InfoBatchError` where a value cannot be batched."""
     i, info = -1, dict[str, Any]()
     try:
         for i, info in pairs:
@@ -120,18 +112,16 @@ def add_infos(
         where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
         raise InfoBatchError(
             f"sub-env {i}'s {where} cannot be batched with the other sub-envs' "
-            f"({type(error).__name__}: {error}): Gymnasium's info batching puts a "
-            f"key's values into one array shaped like the first sub-env's, so "
-            f"arrays of different shapes cannot go together in one call. Give such "
-            f"a value as a list or a tuple (batched as objects), or one shape for "
-            f"every sub-env. The call's results are lost: reset the sub-envs it ran."
+            f"({type(error).__name__}: {error}): give arrays of one shape for every "
+            f"sub-env, or a list or tuple (batched as objects). The call's results "
+            f"are lost: reset the sub-envs it ran."
         ) from error
     return infos
 
 
 def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
-    """The path of the first key of ``info`` (nested dicts included) whose value
-    does not fit the array ``infos`` holds for it; empty if none is found."""
+    """The path of the first key of ``info`` (nested too) whose value does not
+    fit the array ``infos`` holds for it; empty if none."""
     for key, value in info.items():
         batch = infos.get(key)
         if isinstance(batch, dict) and isinstance(value, dict):

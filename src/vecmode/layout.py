@@ -1,10 +1,5 @@
 """The remote cores' layouts: how many workers or actors, which sub-envs each
-runs, how many the parent steps itself, and whether processes spin as they wait.
-
->>> from vecmode.layout import slices
->>> slices(5, 2)
-[(0, 3), (3, 5)]
-"""
+runs, and whether processes spin as they wait (see docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -12,19 +7,6 @@ import os
 from typing import Any
 
 from vecmode.core import is_int
-
-__all__ = [
-    "SPIN",
-    "SPIN_AGAIN",
-    "actor_count",
-    "default_layout",
-    "default_num_workers",
-    "positive_count",
-    "slices",
-    "spin_seconds",
-    "usable_cpus",
-    "worker_spin_seconds",
-]
 
 #: Seconds a process spins for the next message or answer before it blocks.
 SPIN = 0.0003
@@ -35,13 +17,7 @@ SPIN_AGAIN = 2.0
 
 def positive_count(name: str, value: Any) -> int | None:
     """``value`` as an int (None stays None); a ``ValueError`` naming ``name``
-    unless it is an int >= 1.
-
-    >>> positive_count("num_workers", 0)
-    Traceback (most recent call last):
-    ...
-    ValueError: num_workers must be None or an int >= 1, got 0.
-    """
+    unless it is an int >= 1."""
     if value is None:
         return None
     if not is_int(value) or value < 1:
@@ -58,7 +34,7 @@ def usable_cpus() -> int:
 
 
 def default_num_workers(num_envs: int) -> int:
-    """The default ``num_workers``: one per CPU, at most one per sub-env."""
+    """One worker per CPU, at most one per sub-env."""
     return max(1, min(num_envs, usable_cpus()))
 
 
@@ -66,12 +42,7 @@ def default_layout(
     num_envs: int, num_workers: int | None, in_parent: int | None
 ) -> tuple[int, int]:
     """``(num_workers, in_parent)`` for the arguments given (None: not given):
-    by default every sub-env runs in a worker, one worker per CPU; with
-    ``in_parent``, one worker per CPU but one.
-
-    >>> default_layout(8, 3, None), default_layout(8, 3, 2), default_layout(2, 4, 0)
-    ((3, 0), (3, 2), (2, 0))
-    """
+    one worker per CPU, or one per CPU but one with ``in_parent``."""
     if not in_parent:
         workers = default_num_workers(num_envs) if num_workers is None else num_workers
         return min(num_envs, workers), 0
@@ -82,8 +53,8 @@ def default_layout(
 
 
 def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
-    """Contiguous ``(start, stop)`` slices of sub-envs, sizes differing by one at
-    most."""
+    """Contiguous ``(start, stop)`` slices, the larger first, sizes differing by
+    one at most."""
     size, extra = divmod(num_envs, num_workers)
     out, start = [], 0
     for w in range(num_workers):
@@ -93,23 +64,15 @@ def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
     return out
 
 
-def spin_seconds(num_workers: int, in_parent: int = 0) -> float:
-    """How long the parent spins for the workers' answers before it blocks:
-    :data:`SPIN` when every process (the workers and the parent) has a CPU of its
-    own, else 0 (see docs/performance.md).
-
-    >>> from vecmode.layout import usable_cpus
-    >>> spin_seconds(usable_cpus()) == 0.0  # a worker per CPU: no CPU to spare
-    True
-    """
-    del in_parent  # the parent is one process whether it steps sub-envs or not
+def spin_seconds(num_workers: int) -> float:
+    """How long the parent spins for the workers' answers: :data:`SPIN` when
+    every worker and the parent have a CPU of their own, else 0."""
     return SPIN if num_workers + 1 <= usable_cpus() else 0.0
 
 
 def worker_spin_seconds() -> float:
-    """How long a worker spins for the parent's next message before it blocks
-    (yielding its CPU at each turn): :data:`SPIN` wherever there are two CPUs or
-    more, else 0."""
+    """How long a worker spins for the next message (yielding its CPU at each
+    turn): :data:`SPIN` with two CPUs or more, else 0."""
     return SPIN if usable_cpus() > 1 else 0.0
 
 
@@ -117,14 +80,8 @@ def actor_count(
     num_envs: int, num_actors: int | None, envs_per_actor: int | None, cpus: int
 ) -> int:
     """The Ray core's number of actors: ``num_actors``, or enough for at most
-    ``envs_per_actor`` sub-envs each, or one per CPU of the cluster (``cpus``);
-    at most one per sub-env.
-
-    >>> actor_count(10, None, 4, cpus=2), slices(10, 3)  # at most 4 per actor
-    (3, [(0, 4), (4, 7), (7, 10)])
-    >>> actor_count(10, None, None, cpus=64), actor_count(3, 8, None, cpus=2)
-    (10, 3)
-    """
+    ``envs_per_actor`` sub-envs each, or one per CPU of the cluster; at most one
+    per sub-env."""
     if envs_per_actor is not None:
         return -(-num_envs // envs_per_actor)
     wanted = cpus if num_actors is None else num_actors

@@ -28,14 +28,13 @@ from vecmode.sync_vector_env import SyncVectorEnv
 
 __all__ = ["RAY", "make_vec"]
 
-#: ``vectorization_mode="ray"``: :class:`vecmode.RayVectorEnv`. Gymnasium's
-#: ``VectorizeMode`` has no member for it; the spec records the string.
+#: ``vectorization_mode="ray"`` (Gymnasium's ``VectorizeMode`` has no member
+#: for it).
 RAY = "ray"
 
 
 class InvalidIdError(Error, TypeError):
-    """``make_vec``'s ``id`` is neither an env id, an ``EnvSpec`` nor a callable
-    (a ``gymnasium.error.Error``, as Gymnasium raises, and a ``TypeError``)."""
+    """``make_vec``'s ``id`` is neither an env id, an ``EnvSpec`` nor a callable."""
 
 
 def make_vec(
@@ -69,7 +68,7 @@ def make_vec(
     vector_kwargs = dict(vector_kwargs or {})
     wrappers = list(wrappers or [])
     if spec is not None:
-        # as Gymnasium: what a vector env's spec records is taken back from it
+        # as Gymnasium: what a vector env's spec records is taken back
         num_envs = env_kwargs.pop("num_envs", num_envs)
         vectorization_mode = env_kwargs.pop("vectorization_mode", vectorization_mode)
         vector_kwargs = dict(env_kwargs.pop("vector_kwargs", vector_kwargs))
@@ -100,8 +99,8 @@ def make_vec(
 def _check_buildable(
     spec: EnvSpec | None, num_envs: Any, vmode: VectorizeMode | str
 ) -> None:
-    """Refuse a ``num_envs`` that is not an int >= 1, and a spec vecmode's cores
-    cannot build."""
+    """Refuse a ``num_envs`` that is not an int >= 1, and a spec with no entry
+    point."""
     if not is_int(num_envs):
         raise TypeError(
             f"num_envs must be an int >= 1, got {type(num_envs).__name__} {num_envs!r}."
@@ -123,7 +122,6 @@ def _make_one(
     env_kwargs: dict[str, Any],
     wrappers: list[Callable[[gym.Env], gym.Env]],
 ) -> gym.Env:
-    """A sub-env: made from its spec or callable, then wrapped."""
     if isinstance(maker, EnvSpec):
         env = gym.make(maker, **env_kwargs.copy())
     else:
@@ -140,7 +138,6 @@ def _from_entry_point(
     wrappers: list[Any],
     env_kwargs: dict[str, Any],
 ) -> gym.vector.VectorEnv:
-    """The env's own vector env, by ``gymnasium.make_vec``."""
     if spec is None:
         raise ValueError(
             "vectorization_mode='vector_entry_point' needs a registered env id "
@@ -163,8 +160,8 @@ def _from_entry_point(
 
 
 def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
-    """``id``'s spec (a copy, its kwargs taken out) and those kwargs; None and
-    ``{}`` for a callable."""
+    """``id``'s spec (a copy, without its kwargs) and its kwargs; None and ``{}``
+    for a callable."""
     if isinstance(id, EnvSpec):
         spec = id
     elif isinstance(id, str):
@@ -182,9 +179,8 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
 
 
 def _registered_spec(env_id: str) -> EnvSpec:
-    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it: a
-    ``"module:Id"`` imports the module first (it registers the env); an
-    unversioned id warns and takes the latest version; an old version warns."""
+    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it
+    (``"module:Id"`` imports the module first)."""
     module, env_name = None, env_id
     if ":" in env_id:
         parts = env_id.split(":")
@@ -218,7 +214,6 @@ def _registered_spec(env_id: str) -> EnvSpec:
     return gym.spec(env_name)
 
 
-#: The core each vectorization mode builds.
 _CORES: dict[VectorizeMode | str, Callable[..., gym.vector.VectorEnv]] = {
     VectorizeMode.SYNC: SyncVectorEnv,
     VectorizeMode.ASYNC: AsyncVectorEnv,
@@ -229,8 +224,8 @@ _CORES: dict[VectorizeMode | str, Callable[..., gym.vector.VectorEnv]] = {
 def _vectorize_mode(
     vectorization_mode: str | VectorizeMode | None, spec: EnvSpec | None
 ) -> VectorizeMode | str:
-    """Gymnasium's rule: None is the vector entry point where the env registers
-    one, else sync; and vecmode's :data:`RAY`."""
+    """Gymnasium's rule (None: the vector entry point if there is one, else
+    sync), and :data:`RAY`."""
     if vectorization_mode is None:
         has_entry = spec is not None and spec.vector_entry_point is not None
         return VectorizeMode.VECTOR_ENTRY_POINT if has_entry else VectorizeMode.SYNC
@@ -255,7 +250,7 @@ def _made_spec(
     autoreset_mode: Any,
 ) -> EnvSpec:
     """Gymnasium's record of how a vector env was made (``make_vec(envs.spec)``
-    makes it again); ``autoreset_mode`` as given, None if not given."""
+    makes it again)."""
     if autoreset_mode is not None:
         vector_kwargs = {**vector_kwargs, "autoreset_mode": autoreset_mode}
     made = copy.deepcopy(spec)
@@ -271,7 +266,6 @@ def _made_spec(
 
 
 def _requested_mode(argument: Any, in_vector_kwargs: Any) -> AutoresetMode | None:
-    """The mode asked for, by ``autoreset_mode=`` or in ``vector_kwargs``."""
     if (
         argument is not None
         and in_vector_kwargs is not None

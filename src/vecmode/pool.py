@@ -1,8 +1,6 @@
-"""The async core's process plumbing: starting worker processes, one message and
-one answer per worker per call, waiting (with a timeout, noticing deaths at once)
-and stopping them without leaving a process behind. Nothing here knows what a
-sub-env is: :mod:`vecmode.worker` runs in the processes.
-"""
+"""The async core's worker processes: starting them, one message and one answer
+per worker per call (noticing deaths at once), and stopping them without
+leaving a process behind."""
 
 from __future__ import annotations
 
@@ -30,10 +28,7 @@ from vecmode.errors import (
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL, Doorbell
 
-__all__ = ["LIVENESS", "Worker", "WorkerPool", "next_wait"]
-
-#: Seconds between checks that the workers waited for are alive, beyond what
-#: their pipes and sentinels say.
+#: Seconds between checks that the workers waited for are alive.
 LIVENESS = 0.5
 
 #: The worker processes started in this process (forgotten with their pools).
@@ -41,17 +36,14 @@ _STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def next_wait(deadline: float | None) -> float:
-    """Seconds to wait next: :data:`LIVENESS`, or less where ``deadline`` (a
-    ``time.monotonic()``; None: none) comes sooner."""
+    """Seconds to wait next: :data:`LIVENESS`, or less to meet ``deadline``."""
     if deadline is None:
         return LIVENESS
     return max(0.0, min(deadline - time.monotonic(), LIVENESS))
 
 
 def _forget_workers_in_forked_child() -> None:
-    """In a child forked with ``os.fork()``, the parent's workers are not its
-    children, but multiprocessing still lists them: its exit handler would end
-    them (or wait for them), breaking the parent's env."""
+    """In a child forked with ``os.fork()``, unlist the parent's workers."""
     children = getattr(multiprocessing.process, "_children", None)
     for process in list(_STARTED):
         if children is not None:
@@ -64,7 +56,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class Worker:
-    """The parent's handle on one worker process (running sub-envs start..stop-1)."""
+    """The parent's handle on one worker process."""
 
     __slots__ = (
         "conn",
@@ -95,30 +87,22 @@ class Worker:
 
 
 class WorkerPool:
-    """Worker processes, each serving a contiguous slice of sub-envs.
-
-    Once a worker died, or a call timed out or was interrupted, the pool is
-    *broken* (:attr:`broken` says why): every later call raises
-    :class:`~vecmode.WorkerError`; :meth:`shutdown` still works.
-    """
+    """Worker processes, each serving a contiguous slice of sub-envs. Once a
+    worker died, or a call timed out or was interrupted, the pool is broken
+    (:attr:`broken` says why)."""
 
     def __init__(self, spin: float = 0.0) -> None:
         #: Seconds :meth:`collect` spins before it blocks on the pipes.
         self.spin = spin
-        #: The counters the workers and the parent spin on (where they spin).
         self.doorbell: Doorbell | None = None
         self.workers: list[Worker] = []
-        #: Why the pool cannot be used any more, or None.
         self.broken: str | None = None
-        # One poller over every pipe and sentinel, built once: a wait is one
-        # system call (multiprocessing's wait builds a selector per call).
+        # one poller, built once: a wait is one system call
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[Worker, bool]] = {}
-        #: The pipes whose reader holds a whole answer already: ready, unpolled.
+        #: The pipes whose reader holds a whole answer already.
         self._buffered: set[int] = set()
-        #: Whether a shutdown began (a wait may see it from another thread).
         self._shut_down = False
-        #: The start method of the workers (set by :meth:`start`).
         self.method = "fork"
 
     # ------------------------------------------------------------------ start
@@ -132,8 +116,7 @@ class WorkerPool:
         daemon: bool,
     ) -> None:
         """Start one process per ``(start, stop)`` slice, running
-        ``target(*args(start, stop, child_end, inherited))``; ``inherited`` are the
-        parent's ends of the pipes so far (with fork the child closes them)."""
+        ``target(*args(start, stop, child_end, parent_ends_so_far))``."""
         self.method = ctx.get_start_method()
         fork = self.method == "fork"
         parent_ends: list[Connection] = []
@@ -175,10 +158,9 @@ class WorkerPool:
 
     # ------------------------------------------------------------- round trips
     def send_data(self, worker: Worker, data: bytes, during: str) -> None:
-        """Send a pickled message to ``worker`` (a dead worker is a WorkerError)."""
         try:
             self._send(worker, data)
-        except OSError:  # the worker is gone (EPIPE)
+        except OSError:  # the worker is gone
             self._died(worker, during)
 
     def _send(self, worker: Worker, data: bytes) -> None:
@@ -193,12 +175,9 @@ class WorkerPool:
         during: str,
         enough: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
-        """One answer from each of ``workers`` (in their order), or a WorkerError.
-
-        Waits on the pipes and the process sentinels together, so a worker that
-        dies is reported at once. ``enough``: an answer after which the others
-        are not waited for (they are None then).
-        """
+        """One answer from each of ``workers`` (in their order), or a WorkerError
+        at once for a worker that dies. ``enough``: an answer after which the
+        others are not waited for (they are None then)."""
         answers: list[Any] = [None] * len(workers)
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -215,8 +194,7 @@ class WorkerPool:
         except BaseException as exc:
             if self.broken is None:  # the pipes may be out of step
                 self.broken = f"{during} was interrupted by {type(exc).__name__}"
-            # shut down meanwhile (another thread, a signal handler): what
-            # reading what it closed raised is the closed-env error
+            # shut down meanwhile (another thread, a signal handler)
             closed = isinstance(exc, Exception) and not isinstance(
                 exc, ClosedEnvironmentError
             )
@@ -232,8 +210,7 @@ class WorkerPool:
         timeout: float | None,
         during: str,
     ) -> None:
-        """No answer within :data:`LIVENESS`: a dead worker is a WorkerError; past
-        the deadline, a WorkerTimeoutError."""
+        """No answer in a while: raise for a dead worker, or past the deadline."""
         self._check_alive(late, during)
         if deadline is None or time.monotonic() < deadline:
             return
@@ -247,8 +224,7 @@ class WorkerPool:
     def _enough(
         self, enough: Callable[[Any], bool], answers: list[Any], during: str
     ) -> bool:
-        """Whether an answer so far is ``enough`` (then the others stay unread:
-        the pool is broken)."""
+        """Whether an answer so far is ``enough`` (then the pool is broken)."""
         if not any(answer is not None and enough(answer) for answer in answers):
             return False
         self.broken = f"{during} failed"
@@ -257,7 +233,7 @@ class WorkerPool:
     def _read(
         self, ready: list[int], waiting: dict[int, int], answers: list[Any], during: str
     ) -> None:
-        """Read the answers that arrived; note the workers that died."""
+        """Read the answers that arrived; raise for a worker that died."""
         dead = []
         for fd in ready:
             found = self._by_fd.get(fd)
@@ -265,8 +241,7 @@ class WorkerPool:
                 raise ClosedEnvironmentError(closed_during_message(during))
             worker, is_pipe = found
             if worker.index not in waiting:
-                # it answered already: this is its exit (EOF, sentinel) or a stale
-                # answer to an abandoned call
+                # it answered already: its exit, or a stale answer
                 try:
                     if not is_pipe:
                         raise EOFError
@@ -289,22 +264,20 @@ class WorkerPool:
                 self._died(worker, during)  # else: read its answer first
 
     def _note_buffered(self, worker: Worker) -> None:
-        """Keep :attr:`_buffered` up to date after reading from ``worker``."""
         if worker.reader.ready():
             self._buffered.add(worker.conn.fileno())
         elif self._buffered:
             self._buffered.discard(worker.conn.fileno())
 
     def _check_alive(self, workers: list[Worker], during: str) -> None:
-        """A process a worker forked may hold its pipe and sentinel open: ask the
-        OS whether the worker itself is still there."""
+        """Ask the OS whether the workers are there (a process a worker forked
+        may hold its pipe and sentinel open)."""
         for worker in workers:
             if worker.process.exitcode is not None and not worker.reader.pending():
                 self._died(worker, during)
 
     def _ready(self, timeout: float | None) -> list[int]:
-        """The pipes and sentinels ready to read (after spinning for
-        :attr:`spin` seconds, where the parent spins)."""
+        """The pipes and sentinels ready to read (after spinning, if set)."""
         if self._buffered:
             return list(self._buffered)
         poller = self._poller
@@ -340,37 +313,29 @@ class WorkerPool:
         message = (
             f"worker process {worker.index} ({sub_envs(worker.indices)}) died"
             f"{'' if code is None else f' with exit code {code}'}{signal} during "
-            f"{during}. Its sub-envs are lost, so the env cannot be used any more: "
-            f"close() it and build a new one."
+            f"{during}. Its sub-envs are lost: close() the env and build a new one."
         )
         if during == "construction" and self.method != "fork":
             message += (
-                f" With the {self.method!r} start method a worker starts by "
-                f"importing the main module, then unpickling what it is sent; its "
-                f"error is printed on its standard error. If that says the process "
-                f"was started before the current one finished bootstrapping, run "
-                f"the script's top-level code under `if __name__ == '__main__':`; "
-                f"if it cannot find a class or function, define it in an "
-                f"importable module, not in the main script or interactively."
+                f" With {self.method!r} a worker starts by importing the main module "
+                f"(its error is on its stderr): guard the script's top-level code "
+                f"with `if __name__ == '__main__':`, and define the classes and "
+                f"functions it needs in an importable module."
             )
         raise WorkerError(message, worker.indices)
 
     # ---------------------------------------------------------------- shutdown
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Stop every worker; return the failures of the sub-envs' ``close()``.
-
-        Unless ``terminate``, each worker is asked to close its sub-envs and
-        waited for up to ``timeout`` seconds (None: no limit); then whatever is
-        alive is terminated, then killed, even if the wait is interrupted. A
-        worker that could not be ended stays in :attr:`workers`.
-        """
+        """Stop every worker, even when interrupted; the sub-envs' close()
+        failures. Unless ``terminate``, each is asked to close its sub-envs and
+        given ``timeout`` seconds; then it is terminated, then killed. A worker
+        that could not be ended stays in :attr:`workers`."""
         workers = list(self.workers)
         self._shut_down = True
         self._poller = None
         self._by_fd = {}
         self._buffered = set()
         failures: list[Any] = []
-        #: the workers that did not answer CLOSE in time: ended at once
         silent: list[Worker] = []
         try:
             if not terminate:
@@ -380,7 +345,7 @@ class WorkerPool:
                         self._send(worker, pickle.dumps((CLOSE,), PROTOCOL))
                 failures = _closed_answers(live, timeout, silent)
         except BaseException:
-            terminate = True  # interrupted: end them all at once
+            terminate = True
             raise
         finally:
             remaining = list(workers)
@@ -394,7 +359,6 @@ class WorkerPool:
 
 
 def _death(worker: Worker, during: str) -> str:
-    """Why the pool is broken once ``worker`` died."""
     code = worker.process.exitcode
     return f"worker process {worker.index} died during {during} (exit code {code})"
 
@@ -402,8 +366,7 @@ def _death(worker: Worker, during: str) -> str:
 def _closed_answers(
     live: list[Worker], timeout: float | None, silent: list[Worker]
 ) -> list[Any]:
-    """Wait for each live worker's answer to CLOSE: their close() failures;
-    those that did not answer by the ``timeout`` are added to ``silent``."""
+    """The workers' close() failures; those silent at ``timeout`` go in ``silent``."""
     failures: list[Any] = []
     deadline = None if timeout is None else time.monotonic() + timeout
     waiting = {w.conn: w for w in live}
@@ -417,7 +380,7 @@ def _closed_answers(
             continue
         for conn, w in list(waiting.items()):
             if w.process.exitcode is not None and not w.reader.pending():
-                del waiting[conn]  # gone (its pipe may be held open)
+                del waiting[conn]
         if deadline is not None and time.monotonic() >= deadline:
             silent += waiting.values()
             break
@@ -425,8 +388,7 @@ def _closed_answers(
 
 
 def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
-    """Read what ``obj`` (a pipe or a sentinel that is ready) says during shutdown;
-    drop the worker from ``waiting`` once it answered CLOSE or is gone."""
+    """Read a ready pipe or sentinel; drop its worker once it closed or is gone."""
     if isinstance(obj, int):  # a sentinel: the process ended
         for conn, w in list(waiting.items()):
             if w.sentinel == obj and not w.reader.pending():
@@ -442,12 +404,11 @@ def _closed_answer(obj: Any, waiting: dict[Any, Worker]) -> list[Any]:
     if answer is not None and answer[0] == CLOSED:
         del waiting[obj]
         return list(answer[1])
-    return []  # a stale answer to an abandoned call; keep reading
+    return []  # a stale answer: keep reading
 
 
 def _spin(poller: Any, doorbell: Doorbell, seconds: float) -> list[int]:
-    """Spin up to ``seconds`` on the answer counters (not on the pipes: see
-    :class:`~vecmode.worker.Doorbell`); the file descriptors ready then, or none."""
+    """Spin up to ``seconds`` on the answer counters; the fds ready then."""
     before = doorbell.answers()  # read first: a later answer changes it
     found = poller.poll(0)
     clock = time.perf_counter
@@ -461,8 +422,7 @@ def _spin(poller: Any, doorbell: Doorbell, seconds: float) -> list[int]:
 
 
 def _end(worker: Worker, terminate: bool) -> None:
-    """Wait a moment for ``worker`` to exit (none if ``terminate``), then terminate
-    it, then kill it; release its pipe."""
+    """Wait for ``worker`` to exit (unless ``terminate``), then end it."""
     process = worker.process
     process.join(0 if terminate else 1.0)
     if process.is_alive():
@@ -476,27 +436,20 @@ def _end(worker: Worker, terminate: bool) -> None:
 
 
 def _raise_start_error(exc: Exception, indices: range, method: str) -> NoReturn:
-    """Raise a clearer error for a worker that could not be started, where there
-    is one: a daemonic parent, or what the start method pickles."""
+    """Raise a clearer error for a worker that could not be started."""
     text, which = str(exc), sub_envs(indices)
     if "daemonic processes are not allowed to have children" in text:
-        # multiprocessing's own type, whatever the start method
-        raise AssertionError(
+        raise AssertionError(  # multiprocessing's own type
             f"could not start the worker of {which}: {text}. This process is "
-            f"daemonic (a multiprocessing.Pool worker, a torch DataLoader worker, "
-            f"...), and may not start processes of its own: build a "
-            f"vecmode.SyncVectorEnv here instead, or the async env in a process "
-            f"that is not daemonic (the main process, a concurrent.futures."
-            f"ProcessPoolExecutor worker)."
+            f"daemonic (a multiprocessing.Pool or torch DataLoader worker): build a "
+            f"vecmode.SyncVectorEnv here, or the async env in the main process."
         ) from exc
     pickling = isinstance(exc, pickle.PicklingError) or "pickle" in text.lower()
     if method != "fork" and pickling:
         raise TypeError(
             f"could not start the worker of {which} with the {method!r} start "
-            f"method: {type(exc).__name__}: {exc}. With 'spawn' and 'forkserver' a "
-            f"worker is sent its env_fns (pickled by cloudpickle) and the env's "
-            f"spaces (pickled): make the env_fns, the env classes and any custom "
-            f"space class importable and picklable (defined at the top level of a "
-            f"module, not inside a function), or use context='fork'."
+            f"method: {type(exc).__name__}: {exc}. Define the env_fns, env classes "
+            f"and custom spaces at the top level of a module (so they pickle), or "
+            f"use context='fork'."
         ) from exc
     raise exc

@@ -1,11 +1,6 @@
-"""The Ray core: sub-envs in Ray actors, on one machine or across a cluster.
-
-Each actor serves a contiguous slice of the sub-envs with the async core's
-:class:`~vecmode.worker.SliceServer`; a call is one remote call per busy actor,
-gathered with one ``ray.get``. Messages and answers are pickled bytes; a Box
-batch's rows follow the answer raw (see docs/scaling.md). Ray is imported only
-when a :class:`RayVectorEnv` is built.
-"""
+"""The Ray core: sub-envs in Ray actors, on one machine or across a cluster; a
+call is one remote call per busy actor (see docs/scaling.md). Ray is imported
+only when a :class:`RayVectorEnv` is built."""
 
 from __future__ import annotations
 
@@ -36,13 +31,7 @@ from vecmode.errors import (
 from vecmode.layout import actor_count, positive_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import LIVENESS, next_wait
-from vecmode.remote import (
-    BUILD_GRACE,
-    CLOSE_GRACE,
-    MessageFor,
-    RemoteCore,
-    closes_gracefully,
-)
+from vecmode.remote import CLOSE_GRACE, MessageFor, RemoteCore
 from vecmode.worker import (
     CLOSE,
     CLOSED,
@@ -58,8 +47,7 @@ from vecmode.worker import (
 
 __all__ = ["RayVectorEnv", "SliceActor"]
 
-#: Seconds construction waits (without ``timeout``) before it warns that some
-#: actors are not placed yet.
+#: Seconds construction waits before it warns that actors are not placed yet.
 PLACEMENT_WARNING = 30.0
 #: Seconds a WorkerError waits to learn which other actors died too.
 PROBE_SECONDS = 2.0
@@ -81,9 +69,7 @@ REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
 _said_ray_started = False
 
 
-# ---------------------------------------------------------------- Ray itself
 def import_ray() -> Any:
-    """``ray``, or an ImportError saying how to install it."""
     try:
         import ray
     except ImportError as exc:
@@ -95,8 +81,7 @@ def import_ray() -> Any:
 
 
 def ensure_ray(ray: Any) -> None:
-    """Leave Ray as the user set it up; if it is not initialised, call a plain
-    ``ray.init()`` and say so once per process."""
+    """Call a plain ``ray.init()`` if Ray is not initialised, and say so once."""
     global _said_ray_started
     if ray.is_initialized():
         return
@@ -105,17 +90,13 @@ def ensure_ray(ray: Any) -> None:
         address = ray.get_runtime_context().gcs_address
         try:
             warnings.warn(
-                f"Ray was not initialised, so vecmode called ray.init() (Ray's "
-                f"defaults: the cluster in RAY_ADDRESS, else one started with `ray "
-                f"start` on this machine, else a new local instance) and is "
+                f"Ray was not initialised, so vecmode called ray.init() and is "
                 f"connected to {address}. Call ray.init(...) yourself before "
-                f"building the env to choose, e.g. ray.init(address='auto') on a "
-                f"cluster.",
+                f"building the env to choose (ray.init(address='auto') on a "
+                f"cluster).",
                 stacklevel=3,
             )
-        except BaseException:
-            # Warnings turned into errors (``-W error``): the env is not built,
-            # so leave Ray as it was, not started behind the user's back.
+        except BaseException:  # -W error: leave Ray as it was
             ray.shutdown()
             raise
         _said_ray_started = True
@@ -125,16 +106,7 @@ def check_actor_options(
     actor_options: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
     num_actors: int,
 ) -> list[dict[str, Any]]:
-    """One dict of Ray actor options per actor (one dict for all, or a list);
-    refuses the options in :data:`REFUSED_OPTIONS`.
-
-    >>> check_actor_options({"num_cpus": 1}, 2)
-    [{'num_cpus': 1}, {'num_cpus': 1}]
-    >>> check_actor_options({"max_restarts": 3}, 1)
-    Traceback (most recent call last):
-    ...
-    ValueError: actor_options['max_restarts']=3 is not allowed: a restarted actor ...
-    """
+    """One dict of Ray actor options per actor; :data:`REFUSED_OPTIONS` refused."""
     if actor_options is None:
         options: list[Mapping[str, Any]] = [{}] * num_actors
     elif isinstance(actor_options, Mapping):
@@ -146,14 +118,12 @@ def check_actor_options(
         ):
             raise ValueError(
                 f"actor_options as a list must hold one dict per actor "
-                f"({num_actors}), got {len(options)} entries; or pass one dict for "
-                f"every actor."
+                f"({num_actors}), got {len(options)} entries."
             )
     else:
         raise TypeError(
-            f"actor_options must be a dict of Ray actor options (for every actor) "
-            f"or a list of one dict per actor, got {type(actor_options).__name__} "
-            f"{actor_options!r}."
+            f"actor_options must be a dict of Ray actor options or a list of one "
+            f"per actor, got {type(actor_options).__name__} {actor_options!r}."
         )
     for one in options:
         for key, (allowed, why) in REFUSED_OPTIONS.items():
@@ -167,18 +137,16 @@ def check_actor_options(
 
 
 def _actor_counts(num_actors: Any, envs_per_actor: Any) -> tuple[Any, Any]:
-    """``num_actors`` and ``envs_per_actor`` checked (at most one given)."""
     num_actors = positive_count("num_actors", num_actors)
     envs_per_actor = positive_count("envs_per_actor", envs_per_actor)
     if num_actors is not None and envs_per_actor is not None:
         raise ValueError(
             f"give num_actors ({num_actors}) or envs_per_actor ({envs_per_actor}), "
-            f"not both: either one decides how the sub-envs are shared out."
+            f"not both."
         )
     return num_actors, envs_per_actor
 
 
-# ------------------------------------------------------------------- the actor
 class SliceActor:
     """What runs in a Ray actor: builds sub-envs ``first ..`` and carries out the
     driver's pickled messages with a :class:`~vecmode.worker.SliceServer`."""
@@ -194,12 +162,11 @@ class SliceActor:
         row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
-        #: The answer to the driver once built: None, a failure or a mismatch.
         self.built_answer = build_slice(
             first, env_fns, envs, observation_space, action_space, observation_mode
         )
-        #: For a Box batch (``row``: its rows' shape and dtype), the slice's rows,
-        #: sent raw after each answer to a step or reset.
+        #: A Box batch's rows (``row``: their shape and dtype), sent raw after
+        #: each answer to EXECUTE.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
@@ -220,7 +187,7 @@ class SliceActor:
         return self.built_answer, ray.get_runtime_context().get_node_id(), os.getpid()
 
     def handle(self, message: bytes) -> bytes:
-        """The pickled answer to one pickled message (and the rows, see above)."""
+        """The pickled answer to one pickled message (and the rows)."""
         decoded = pickle.loads(message)
         answer = self.server.handle(decoded)
         if self.rows is not None and decoded[0] == EXECUTE and answer[0] == OK:
@@ -239,14 +206,12 @@ def remote_actor_class(ray: Any) -> Any:
     return _remote_classes[key]
 
 
-# ------------------------------------------------------------------- the core
 class RayVectorEnv(RemoteCore):
     """A vecmode core whose sub-envs run in Ray actors (DISABLED mode).
 
     Returns exactly what :class:`vecmode.SyncVectorEnv` returns, with the async
-    core's surface and faults. Connect to Ray first (``ray.init(...)``); without
-    that, vecmode calls a plain ``ray.init()`` and warns once. See
-    docs/scaling.md.
+    core's surface and faults. Call ``ray.init(...)`` first (else vecmode calls
+    a plain one and warns).
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -291,23 +256,16 @@ class RayVectorEnv(RemoteCore):
 
         Raises:
             ImportError: Ray is not installed.
-            SubEnvError: an ``env_fn`` raised (naming the sub-env).
+            SubEnvError: an ``env_fn`` raised.
             RuntimeError: a sub-env's spaces differ from the first sub-env's.
-            ValueError: bad arguments.
         """
-        check_core_arguments(
-            type(self).__name__,
-            autoreset_mode,
-            observation_mode,
-            "vectorization_mode='ray', ",
-        )
+        name, how = type(self).__name__, "vectorization_mode='ray', "
+        check_core_arguments(name, autoreset_mode, observation_mode, how)
         counts = _actor_counts(num_actors, envs_per_actor)
         self._ray = ray = import_ray()
         self._actors: list[Any] = []
         self._reason: str | None = None
-        self._setup(
-            env_fns, copy=copy, observation_mode=observation_mode, timeout=timeout
-        )
+        self._setup(env_fns, copy, observation_mode, timeout)
         ensure_ray(ray)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.num_actors = actor_count(self.num_envs, *counts, cpus)
@@ -321,12 +279,11 @@ class RayVectorEnv(RemoteCore):
         self._start(options)
 
     def _start(self, options: list[dict[str, Any]]) -> None:
-        """Start the actors; check what they built. On any error, no actor is
-        left."""
         actor_class = remote_actor_class(self._ray)
         batch = self._rows
         row = None if batch is None else (batch.shape[1:], batch.dtype)
-        try:
+
+        def start_actors(limit: float | None) -> list[Any]:
             for (start, stop), one in zip(self.slices, options, strict=True):
                 self._actors.append(
                     actor_class.options(**one).remote(
@@ -340,17 +297,12 @@ class RayVectorEnv(RemoteCore):
                     )
                 )
             token = [(a, actor.built.remote()) for a, actor in enumerate(self._actors)]
-            limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
             built = self._gather(token, limit, "construction")
             self.nodes = [node for _, node, _ in built]
             self.pids = [pid for _, _, pid in built]
-            self._check_built([answer for answer, _, _ in built])
-        except BaseException as exc:
-            # Actors that built their sub-envs close them; anything else (a dead
-            # or stuck actor, an interrupt) kills them all at once.
-            self._shutdown(terminate=not closes_gracefully(exc), timeout=10.0)
-            self.closed = True
-            raise
+            return [answer for answer, _, _ in built]
+
+        self._construct(start_actors)
 
     # --------------------------------------------------------- the transport
     @property
@@ -387,9 +339,7 @@ class RayVectorEnv(RemoteCore):
         ]
 
     def _decode(self, actor: int, data: bytes) -> Any:
-        """An actor's answer. Unpickling copies it out of Ray's read-only buffer;
-        the rows that follow a ROWS answer stay there, read in place, until
-        :meth:`~vecmode.remote.RemoteCore._finish` copies them into the batch."""
+        """An actor's answer (the rows after a ROWS one read in place)."""
         answer = pickle.loads(data)
         if answer is None or answer[0] != ROWS:
             return answer
@@ -417,10 +367,9 @@ class RayVectorEnv(RemoteCore):
     def _gather(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[Any]:
-        """The results of the calls in ``token`` (one ``ray.get`` when they
-        answer within :data:`LIVENESS`; then :meth:`_wait`), in order; a dead
-        actor or node is a WorkerError, a call that takes longer than
-        ``timeout`` a WorkerTimeoutError."""
+        """The results of the calls in ``token``, in order (one ``ray.get`` when
+        they answer within :data:`LIVENESS`); a WorkerError for a dead actor, a
+        WorkerTimeoutError past ``timeout``."""
         if not token:
             return []
         ray = self._ray
@@ -432,9 +381,7 @@ class RayVectorEnv(RemoteCore):
                 started = time.monotonic()
                 try:
                     return list(ray.get(refs, timeout=first))
-                except ray.exceptions.RayError:
-                    # not all answered in time, or one failed (others may still
-                    # be running): watch them as below
+                except ray.exceptions.RayError:  # late, or one failed: watch them
                     if timeout is not None:
                         left = max(0.0, timeout - (time.monotonic() - started))
             late = self._wait(token, left, during)
@@ -451,9 +398,7 @@ class RayVectorEnv(RemoteCore):
     def _wait(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[int]:
-        """Wait until every call answered (at most ``timeout`` seconds); the
-        actors that had not. Every :data:`LIVENESS` seconds the calls that
-        answered are looked at, so that a dead actor is reported at once."""
+        """Wait until every call answered (at most ``timeout`` s); those late."""
         wait, refs = self._ray.wait, [ref for _, ref in token]
         deadline = None if timeout is None else time.monotonic() + timeout
         warn_at = None
@@ -483,10 +428,9 @@ class RayVectorEnv(RemoteCore):
             f"Ray actor(s) {', '.join(map(str, late))}, with sub-env(s) "
             f"{', '.join(map(str, lost))},"
         )
-        # at construction, most often: actors Ray cannot place
-        cause = (
-            "Ray may lack the resources they ask for (actor_options; `ray status` "
-            "shows what the cluster has), or, "
+        cause = (  # at construction, most often: actors Ray cannot place
+            "Ray may lack the resources they ask for (actor_options; see `ray "
+            "status`), or "
         )
         raise WorkerTimeoutError(
             timed_out_message(during, timeout, actors, "the actors", "kills", cause),
@@ -494,9 +438,7 @@ class RayVectorEnv(RemoteCore):
         )
 
     def _get_each(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
-        """The results, one call at a time: an actor whose call failed (dead, or
-        on a dead node) is a WorkerError naming the sub-envs lost. (A sub-env's
-        exception is an answer, not a failed call.)"""
+        """The results, one call at a time; a WorkerError for a failed call."""
         ray = self._ray
         answers: list[Any] = []
         dead: list[tuple[int, BaseException]] = []
@@ -510,11 +452,8 @@ class RayVectorEnv(RemoteCore):
         return answers
 
     def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
-        """Raise the WorkerError for the actors in ``dead`` and every other actor
-        that Ray knows dead too (one on a dead node may have answered before
-        the node died: it is lost all the same). If close() (from another
-        thread) killed them: the closed-env error."""
-        if len(self._actors) != self.num_actors:  # as the async core says it
+        """Raise the WorkerError naming every actor Ray finds dead."""
+        if len(self._actors) != self.num_actors:
             raise ClosedEnvironmentError(closed_during_message(during))
         known = dict(dead)
         known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
@@ -528,21 +467,18 @@ class RayVectorEnv(RemoteCore):
         lost_text = (
             "The env is not built (no actor is left)."
             if during == "construction"
-            else f"Sub-env(s) {', '.join(map(str, lost))} are lost, so the env "
-            f"cannot be used any more: close() it and build a new one."
+            else f"Sub-env(s) {', '.join(map(str, lost))} are lost: close() the "
+            f"env and build a new one."
         )
-        # an actor that cannot import what its env_fns use dies building
         if "ModuleNotFoundError" in which or "ImportError" in which:
             lost_text += (
-                " The code the env_fns use must be importable where the actors run: "
-                "install it there, or ship it with actor_options={'runtime_env': "
-                "{'py_modules': [...]}} (or {'working_dir': ...})."
+                " Install the env_fns' code where the actors run, or ship it with "
+                "actor_options={'runtime_env': {'py_modules': [...]}}."
             )
         raise WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
     def _probe(self, actors: list[int]) -> dict[int, BaseException]:
-        """Those of ``actors`` that a call now finds dead (waiting at most
-        :data:`PROBE_SECONDS`; one still busy with its call counts as alive)."""
+        """Those of ``actors`` a call finds dead within :data:`PROBE_SECONDS`."""
         ray = self._ray
         dead: dict[int, BaseException] = {}
         handles = self._actors  # [] once closed, from another thread
@@ -572,10 +508,6 @@ class RayVectorEnv(RemoteCore):
         return bool(self._actors)
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Unless ``terminate``, ask each actor to close its sub-envs (waiting at
-        most ``timeout`` seconds); then kill every actor, whatever happened, and
-        wait (briefly, :data:`~vecmode.remote.CLOSE_GRACE` at most) until Ray
-        reports them dead. The close() failures."""
         failures: list[Any] = []
         try:
             if not terminate and self._ray.is_initialized():
@@ -599,15 +531,15 @@ class RayVectorEnv(RemoteCore):
 
     def _kill_actors(self) -> None:
         ray = sys.modules.get("ray")
-        # gone before they are killed: a call that fails because of the kill (in
-        # another thread) finds the env closed (_died)
+        # forgotten first: a call the kill fails (in another thread) finds the
+        # env closed (_died)
         actors, self._actors = self._actors, []
         if ray is None or not actors or not ray.is_initialized():
             return
         for actor in actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
-        # a call after the kill fails once Ray has the actor dead: wait for that
+        # wait until Ray has them dead (a call then fails)
         with contextlib.suppress(Exception):
             probes = [actor.built.remote() for actor in actors]
             ray.wait(probes, num_returns=len(probes), timeout=CLOSE_GRACE)
@@ -623,9 +555,7 @@ _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 
 def _reason(exc: BaseException) -> str:
-    """Ray's account of a death, in a sentence or two: its first line, the first
-    sentence of the line that says why, and the exception the actor raised (the
-    last line of its traceback, e.g. ``ModuleNotFoundError: ...``), if any."""
+    """Ray's account of a death in a sentence or two."""
     lines = [
         _ANSI.sub("", line).strip() for line in str(exc).splitlines() if line.strip()
     ]
@@ -641,7 +571,6 @@ def _reason(exc: BaseException) -> str:
 
 
 def _warn_unplaced(actors: list[int], limit: float | None) -> None:
-    """Warn that ``actors`` are not built after :data:`PLACEMENT_WARNING` s."""
     waiting = (
         "Still waiting; pass timeout=... to give up instead."
         if limit is None
@@ -651,6 +580,6 @@ def _warn_unplaced(actors: list[int], limit: float | None) -> None:
     warnings.warn(
         f"Ray actor(s) {', '.join(map(str, actors))} of RayVectorEnv are not built "
         f"after {PLACEMENT_WARNING:.0f} s: the cluster may lack the resources they "
-        f"ask for (actor_options; `ray status` shows what it has). {waiting}",
+        f"ask for (actor_options; see `ray status`). {waiting}",
         stacklevel=6,
     )

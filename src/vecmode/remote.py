@@ -1,11 +1,7 @@
-"""What the async core (worker processes) and the Ray core (actors) share.
-
-Both run contiguous slices of sub-envs, each served by a
-:class:`vecmode.worker.SliceServer`, and send ONE message per busy slice per call.
-:class:`RemoteCore` turns that into the core's API and Gymnasium's async surface;
-a backend supplies the transport (:meth:`~RemoteCore._send_each`,
-:meth:`~RemoteCore._collect`, :meth:`~RemoteCore._stats`).
-"""
+"""What the async core (worker processes) and the Ray core (actors) share: the
+core's API and Gymnasium's async surface over slices of sub-envs, each served
+by a :class:`vecmode.worker.SliceServer`, one message per busy slice per call.
+A backend supplies the transport."""
 
 from __future__ import annotations
 
@@ -48,7 +44,7 @@ from vecmode.core import (
     env_fn_list,
     ran_by,
 )
-from vecmode.errors import NotPicklableError, SubEnvError, WorkerError
+from vecmode.errors import NotPicklableError, WorkerError
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.runner import Failure, checked_writer, row_writer
@@ -65,18 +61,15 @@ from vecmode.worker import (
     slice_message,
 )
 
-__all__ = ["BUILD_GRACE", "CLOSE_GRACE", "RemoteCore", "closes_gracefully"]
-
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 
 #: Seconds building may take when ``timeout`` is set (the larger of the two counts).
 BUILD_GRACE = 60.0
-#: Seconds ``close()`` gives the sub-envs to close by default, before it ends the
-#: workers (or actors).
+#: Seconds ``close()`` gives the sub-envs to close by default.
 CLOSE_GRACE = 5.0
 
-#: This process's id (``os.getpid()`` is a system call; a forked child updates it).
+#: This process's id (kept: ``os.getpid()`` is a system call).
 _pid = os.getpid()
 
 
@@ -93,20 +86,11 @@ if hasattr(os, "register_at_fork"):
 MessageFor = Callable[[int, int], "tuple[Any, ...] | None"]
 
 
-def closes_gracefully(exc: BaseException) -> bool:
-    """Whether a failed construction may still close the sub-envs built (not
-    after a dead or stuck worker or actor, or an interrupt)."""
-    failed = isinstance(exc, (SubEnvError, RuntimeError))
-    return failed and not isinstance(exc, WorkerError)
-
-
 def _call_name(commands: Sequence[int]) -> str:
-    """``"step"`` for a call that steps a sub-env, else ``"reset"``."""
     return "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
 
 
 def _close_copy(env: gym.Env, index: int) -> None:
-    """Close the copy of sub-env ``index`` built here to read its spaces."""
     try:
         env.close()
     except Exception as exc:
@@ -115,7 +99,8 @@ def _close_copy(env: gym.Env, index: int) -> None:
 
 class RemoteCore(VectorCore):
     """A vecmode core whose sub-envs run in slices elsewhere. A subclass calls
-    :meth:`_setup` and implements the methods raising ``NotImplementedError``."""
+    :meth:`_setup` and :meth:`_construct`, and supplies the transport (the
+    methods raising ``NotImplementedError``)."""
 
     env_fns: list[Callable[[], gym.Env]]
     timeout: float | None
@@ -127,14 +112,12 @@ class RemoteCore(VectorCore):
     #: The pending ``*_async`` call: ``(name, what its ``*_wait`` needs)``.
     _pending: tuple[str, Any] | None
 
-    # A copy would share the workers (closing one leaves the other reading stale
-    # shared memory) or, deep, duplicate their pipes (closing the originals').
     def __reduce_ex__(self, protocol: Any, how: str = "pickled") -> NoReturn:
         name = type(self).__name__
         raise TypeError(
-            f"{name} cannot be {how}: it owns processes (or actors) running its "
-            f"sub-envs, which a copy would share or break. Build another one from "
-            f"the same factories: {name}(envs.env_fns, ...)."
+            f"{name} cannot be {how}: a copy would share or break the processes "
+            f"(or actors) running its sub-envs. Build another one: "
+            f"{name}(envs.env_fns, ...)."
         )
 
     def __copy__(self) -> NoReturn:
@@ -146,20 +129,18 @@ class RemoteCore(VectorCore):
     def _setup(
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
-        *,
         copy: bool,
         observation_mode: Any,
         timeout: float | None,
     ) -> None:
-        """Check and set the shared attributes; read the spaces from sub-env 0
-        built here; then :class:`VectorCore`'s own set-up."""
+        """Check and set the shared attributes; read the spaces here."""
         env_fns = env_fn_list(env_fns)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = _pid
-        #: Held for the whole of a call (from ``*_async`` to the end of ``*_wait``).
+        #: Held for the whole of a call (``*_async`` to the end of ``*_wait``).
         self._in_call = threading.Lock()
         self._in_flight = ""
         self._outstanding = ""  # a call sent whose answers are not read yet
@@ -172,7 +153,6 @@ class RemoteCore(VectorCore):
         self._read_spaces(observation_mode)
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
         self._env_obs = [None] * self.num_envs
-        #: Where an observation an answer carries goes (see _batch_buffers).
         self._write_obs: Callable[[int, Any], None] = checked_writer(
             self.single_observation_space, self._env_obs.__setitem__
         )
@@ -180,7 +160,6 @@ class RemoteCore(VectorCore):
 
     # ------------------------------------------------------------ construction
     def _build_in_parent(self, index: int) -> gym.Env:
-        """Build sub-env ``index`` here, to read its spaces (as Gymnasium does)."""
         try:
             return self.env_fns[index]()
         except Exception as exc:
@@ -212,14 +191,29 @@ class RemoteCore(VectorCore):
         finally:
             _close_copy(dummy, 0)
 
-    def _check_built(self, answers: Sequence[Any]) -> None:
-        """Raise what the slices' answers to their construction report."""
-        raise_failure(answers)
-        for answer in answers:
-            if answer is not None:
-                raise_built_problem(answer, self)
+    def _construct(self, start: Callable[[float | None], list[Any]]) -> None:
+        """Start the slices with ``start`` (given how long building may take),
+        which returns their answers; raise what those report. On any error
+        nothing is left running."""
+        limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
+        try:
+            answers = start(limit)
+            raise_failure(answers)
+            for answer in answers:
+                if answer is not None:
+                    raise_built_problem(answer, self)
+        except BaseException as exc:
+            # sub-envs built may be closed, unless a slice died, hangs or was
+            # interrupted; a slice cut short (broken) is ended sooner
+            graceful = isinstance(exc, RuntimeError) and not isinstance(
+                exc, WorkerError
+            )
+            grace = 1.0 if self._broken else 10.0
+            self._shutdown(terminate=not graceful, timeout=grace)
+            self.closed = True
+            raise
 
-    # --------------------------------------------------------- the transport
+    # ------------------------------------------ the transport (a backend's)
     @property
     def _broken(self) -> str | None:
         """Why the env cannot be used any more, or None."""
@@ -231,17 +225,16 @@ class RemoteCore(VectorCore):
 
     @property
     def _remote_slices(self) -> Sequence[tuple[int, int]]:
-        """The ``(start, stop)`` slices run elsewhere."""
         raise NotImplementedError
 
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> Any:
-        """Send each remote slice its pickled message, if any; a token."""
+        """Send each remote slice its pickled message; a token."""
         raise NotImplementedError
 
     def _collect(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """The answers, in sub-env order (a WorkerError for a dead slice)."""
+        """The answers, in sub-env order."""
         raise NotImplementedError
 
     def _stats(
@@ -250,16 +243,28 @@ class RemoteCore(VectorCore):
         """New arrays of the rewards and flags, zero where nothing ran."""
         raise NotImplementedError
 
+    def _leftovers(self) -> bool:
+        """Whether workers (or actors) are left to stop."""
+        raise NotImplementedError
+
+    def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
+        """Close the sub-envs (unless ``terminate``), then stop every worker (or
+        actor), even when interrupted; the close() failures."""
+        raise NotImplementedError
+
+    def _layout(self) -> str:
+        """``num_workers=...`` (or the like), for ``repr``."""
+        raise NotImplementedError
+
     def _read_observations(self) -> None:
-        """Concatenate the observations the answers carried (not a Box batch's,
-        written row by row)."""
         if self._rows is None:
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
 
     def _batch_buffers(self) -> None:
-        """The batch the observations the answers carry go into."""
+        """The batch the observations the answers carry go into (a Box batch's
+        rows written in place)."""
         space, n = self.single_observation_space, self.num_envs
         self._observations = create_empty_array(space, n=n, fn=np.zeros)
         self._rows = (
@@ -274,8 +279,8 @@ class RemoteCore(VectorCore):
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`, every message pickled first (one that cannot be is
-        refused, nothing sent); an interrupted send breaks the env."""
+        """:meth:`_send_each`, every message pickled first (nothing sent where one
+        cannot be)."""
         encoded = {}
         for start, stop in self._remote_slices:
             message = message_for(start, stop)
@@ -285,21 +290,19 @@ class RemoteCore(VectorCore):
                 except Exception as exc:
                     raise NotPicklableError(
                         f"what {during} sends to the sub-envs' processes cannot be "
-                        f"pickled ({type(exc).__name__}: {exc}). Nothing was sent "
-                        f"and the env is unchanged: pass values that pickle (no "
-                        f"locks or open files, no classes or functions defined "
-                        f"inside a function)."
+                        f"pickled ({type(exc).__name__}: {exc}); nothing was sent. "
+                        f"Pass values that pickle (no locks or open files, nothing "
+                        f"defined inside a function)."
                     ) from exc
         try:
             token = self._send_each(encoded, message_for, during)
         except BaseException as exc:
             self._break(f"sending {during} was interrupted by {type(exc).__name__}")
             raise
-        self._outstanding = during  # until its answers are read
+        self._outstanding = during
         return token
 
     def _answers(self, token: Any, timeout: float | None, during: str) -> list[Any]:
-        """:meth:`_collect` the answers to what :meth:`_send` sent."""
         answers = self._collect(token, timeout, during)
         self._outstanding = ""
         return answers
@@ -311,29 +314,27 @@ class RemoteCore(VectorCore):
         broken = self._broken
         if broken is None and not self._owned():
             broken = (
-                f"it belongs to process {self._owner}, and this process "
-                f"({os.getpid()}) holds only a copy forked from it (os.fork()), "
-                f"whose workers are the parent's: calling them from here would "
-                f"break the parent's env"
+                f"it belongs to process {self._owner}; this process ({os.getpid()}) "
+                f"holds a copy forked from it (os.fork()), whose workers are the "
+                f"parent's"
             )
         if broken is not None:
             raise WorkerError(
                 f"this {type(self).__name__} cannot be used any more: {broken}. "
-                f"close() it (which ends what is left of it) and build a new one."
+                f"close() it and build a new one."
             )
 
     # ------------------------------------------------- one call at a time
     def _begin(self, what: str) -> None:
-        """Begin a call: the env's own refusals first (closed, broken, a call of
-        the split API pending), then a call from another thread in progress."""
+        """Begin a call, refusing one while another thread's is in progress
+        (after the env's own refusals)."""
         if not self._in_call.acquire(blocking=False):
-            self._usable(what)  # the env's own refusal comes first
+            self._usable(what)
             raise AlreadyPendingCallError(
                 f"{type(self).__name__} got {what}() while {self._in_flight}() was "
-                f"in progress, from another thread (or from a sub-env it steps in "
-                f"this process): an env serves one call at a time. Give each thread "
-                f"an env of its own, or guard the env with a lock. Nothing was "
-                f"sent; the other call goes on.",
+                f"in progress in another thread (or a sub-env it steps here); "
+                f"nothing was sent. Give each thread an env of its own, or guard "
+                f"the env with a lock.",
                 what,
             )
         self._in_flight = what
@@ -349,7 +350,6 @@ class RemoteCore(VectorCore):
             raise
 
     def _round_trip(self, what: str, message_for: MessageFor, during: str) -> list[Any]:
-        """One call's messages sent and answers read, as the call in progress."""
         self._begin(what)
         try:
             return self._answers(self._send(message_for, during), self.timeout, during)
@@ -357,12 +357,11 @@ class RemoteCore(VectorCore):
             self._in_call.release()
 
     def _end_pending(self, pending: Any) -> None:
-        """End the call of the split API ``pending`` was, if this wait took it."""
+        """End the split call ``pending`` was, if this wait took it."""
         if pending is not None and self._pending is None and self._in_call.locked():
             self._in_call.release()
 
     def _dispatch(self, request: Request) -> Executed:
-        """The core's validated call, whole, as the one call in progress."""
         self._begin(_call_name(request.commands))
         try:
             return super()._dispatch(request)
@@ -388,7 +387,6 @@ class RemoteCore(VectorCore):
         self._check_open()
         if self._pending is not None:
             pending = self._pending[0]
-            # Gymnasium's wording first (code and tests match it), then what to do
             raise AlreadyPendingCallError(
                 f"Calling `{what}` while waiting for a pending call to `{pending}` "
                 f"to complete; call {pending}_wait() first.",
@@ -405,7 +403,6 @@ class RemoteCore(VectorCore):
 
     # --------------------------------------------------------------- the core
     def _send_execute(self, request: Request) -> Any:
-        """Send each slice with work its part of the call."""
         cmds, actions, seeds, options = request
         split = self._split_actions(actions)
         return self._send(
@@ -414,7 +411,6 @@ class RemoteCore(VectorCore):
         )
 
     def _execute(self, request: Request) -> Executed:
-        # _dispatch began the call (_begin): the env is usable, and the lock held
         during = f"a {_call_name(request.commands)}"
         token = self._send_execute(request)
         return self._finish(request.commands, token, self.timeout, during)
@@ -433,10 +429,8 @@ class RemoteCore(VectorCore):
     def _finish(
         self, commands: list[int], token: Any, timeout: float | None, during: str
     ) -> Executed:
-        """Collect the answers to an execute message; build the record."""
         answers = self._answers(token, timeout, during)
         if any(answer is not None and answer[0] == FAILED for answer in answers):
-            # the call's results are lost, for every sub-env it ran
             raise_failure(answers, ran_by(commands))
         rewards, terminations, truncations = self._stats(token, answers)
         ended: list[int] = []
@@ -463,7 +457,6 @@ class RemoteCore(VectorCore):
         )
 
     def _write_sent(self, sent: list[tuple[int, Any]], commands: list[int]) -> None:
-        """Write the observations an answer carried (checked as the runner does)."""
         write = self._write_obs
         for i, obs in sent:
             try:
@@ -482,8 +475,8 @@ class RemoteCore(VectorCore):
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
-        """Send :meth:`~vecmode.core.VectorCore.execute`'s call; :meth:`execute_wait`
-        returns its record. ``name``: the call as the caller sees it (``"step"``)."""
+        """Send :meth:`~vecmode.core.VectorCore.execute`'s call; ``name``: the
+        call as the caller sees it (``"step"``)."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
         self._dispatch_async(name, Request(cmds, actions, self._seeds(seed), options))
@@ -540,7 +533,7 @@ class RemoteCore(VectorCore):
         try:
             check_call(name)
             message = (CALL, name, args, kwargs)
-            token = self._send(lambda start, stop: message, f"call({name!r})")
+            token = self._send(lambda *_: message, f"call({name!r})")
         except BaseException:
             self._in_call.release()
             raise
@@ -557,8 +550,7 @@ class RemoteCore(VectorCore):
             self._end_pending(pending)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """The attribute ``name`` of every sub-env (like ``SyncVectorEnv.get_attr``:
-        a method is returned, not called)."""
+        """The attribute ``name`` of every sub-env (a method is not called)."""
         message = (GET_ATTR, name)
         during = f"get_attr({name!r})"
         return _results(self._round_trip("get_attr", lambda *_: message, during))
@@ -583,12 +575,12 @@ class RemoteCore(VectorCore):
         *args: Any,
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
-        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
-        in the order given), where it runs; the results in that order."""
+        """``fn(sub_env, *args)`` where each sub-env at ``indices`` runs (all by
+        default), in the order given."""
         order = check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
         wrapped = CloudpickleWrapper(fn)
-        asked: list[list[int]] = []  # the sub-envs of each message sent, in order
+        asked: list[list[int]] = []  # each message's sub-envs, in order
 
         def message_for(start: int, stop: int) -> tuple[Any, ...] | None:
             mine = [i for i in order if start <= i < stop]
@@ -621,19 +613,10 @@ class RemoteCore(VectorCore):
         return self.get_attr("np_random")
 
     # ----------------------------------------------------------------- closing
-    def _leftovers(self) -> bool:
-        """Whether workers (or actors) are left to stop."""
-        raise NotImplementedError
-
-    def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Close the sub-envs (unless ``terminate``), then stop every worker (or
-        actor), even when interrupted; the sub-envs' close() failures."""
-        raise NotImplementedError
-
     def close(self, **kwargs: Any) -> None:
         """Close the sub-envs and stop the workers (see :meth:`close_extras`)."""
         if self.closed:
-            if self._leftovers():  # an interrupted close left some: end them
+            if self._leftovers():  # an interrupted close left some
                 self._shutdown(terminate=True)
             return
         super().close(**kwargs)
@@ -652,7 +635,7 @@ class RemoteCore(VectorCore):
             SubEnvError: a sub-env's ``close()`` raised (after everything closed).
         """
         if not self._owned():
-            return  # a forked child's copy: the workers are the parent's to end
+            return  # a forked child's copy
         pending, self._pending = self._pending, None
         broken = self._broken
         if broken is not None and "timed out" in broken:
@@ -661,9 +644,7 @@ class RemoteCore(VectorCore):
             timeout = CLOSE_GRACE if self.timeout is None else self.timeout
         failures = self._shutdown(terminate, timeout)
         try:
-            if pending is not None:
-                # as Gymnasium's AsyncVectorEnv (its answers are dropped); after
-                # the shutdown, so a warning turned into an error leaks nothing
+            if pending is not None:  # after the shutdown: an error leaks nothing
                 gym.logger.warn(
                     f"Calling `close` while waiting for a pending call to "
                     f"`{pending[0]}` to complete."
@@ -672,18 +653,12 @@ class RemoteCore(VectorCore):
             raise_failure([(FAILED, failures)] if failures else [])
 
     def _owned(self) -> bool:
-        """Whether this process built the env (not a child forked from it)."""
         return getattr(self, "_owner", None) in (None, _pid)
 
     def __del__(self) -> None:
-        """End the workers of an env that was never closed."""
         with contextlib.suppress(Exception):
             if not self.closed and self._owned() and self._leftovers():
                 self.close(terminate=True)
-
-    def _layout(self) -> str:
-        """``num_workers=...`` (or the like), for :meth:`__repr__`."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         spec = getattr(self, "spec", None)
@@ -693,6 +668,5 @@ class RemoteCore(VectorCore):
 
 
 def _results(answers: list[Any]) -> tuple[Any, ...]:
-    """One result per sub-env, from the answers to a call, get_attr or each."""
     raise_failure(answers)
     return tuple(result for answer in answers for result in answer[1])

@@ -1,15 +1,8 @@
-"""The worker side of the remote cores, and their protocol.
-
-A worker process builds its slice of sub-envs and serves the parent's messages
-(:func:`worker_main`): one message per call, one answer back. A
-:class:`SliceServer` carries out each message with the command runner; the parent
-runs one for the sub-envs it steps itself, and a Ray actor runs one too.
-
-A message is a tuple starting with :data:`EXECUTE`, :data:`CALL`,
-:data:`GET_ATTR`, :data:`SET_ATTR`, :data:`EACH` or :data:`CLOSE`; an answer is
-None or a tuple starting with :data:`OK`, :data:`FAILED`, :data:`CLOSED`,
-:data:`MISMATCH`, :data:`SHARED_ENV` or :data:`ROWS`.
-"""
+"""The remote cores' protocol and the worker side: a :class:`SliceServer`
+carries out the parent's messages for a slice of sub-envs, in a worker process
+(:func:`worker_main`), an actor or the parent's own share. A message is a tuple
+starting with an op (:data:`EXECUTE` ...); an answer is None or a tuple
+starting with a status (:data:`OK` ...)."""
 
 from __future__ import annotations
 
@@ -51,44 +44,8 @@ from vecmode.runner import (
     shared_sub_envs,
 )
 
-__all__ = [
-    "CALL",
-    "CLOSE",
-    "CLOSED",
-    "EACH",
-    "EXECUTE",
-    "FAILED",
-    "GET_ATTR",
-    "MISMATCH",
-    "OK",
-    "PROTOCOL",
-    "ROWS",
-    "SET_ATTR",
-    "SHARED",
-    "SHARED_ENV",
-    "STATS_SPACE",
-    "Doorbell",
-    "RemoteFailure",
-    "SliceRows",
-    "SliceServer",
-    "build_slice",
-    "create",
-    "encode",
-    "pack_rows",
-    "raise_built_problem",
-    "raise_failure",
-    "slice_message",
-    "unpack_rows",
-    "view",
-    "viewed",
-    "worker_main",
-]
-
-# Messages to a worker: a tuple whose first item is one of these.
 EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
-# A worker's answer: None (done, nothing to report) or a tuple starting with one
-# of these. ROWS: an OK answer to EXECUTE that the slice's observation rows follow
-# (after the pickle; the Ray transport: see vecmode.ray_vector_env).
+# ROWS: an OK answer to EXECUTE that the slice's observation rows follow (Ray)
 OK, FAILED, CLOSED, MISMATCH, SHARED_ENV, ROWS = range(6)
 #: The ``method`` of a failure to read a message the parent sent.
 UNPICKLING = (
@@ -100,7 +57,7 @@ _KEEP = int(Command.KEEP)
 SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
-#: Where a worker writes each sub-env's reward and flags (Gymnasium's shared memory).
+#: Each sub-env's reward and flags, in shared memory.
 STATS_SPACE = Tuple(
     (
         Box(-np.inf, np.inf, (), np.float64),
@@ -111,13 +68,12 @@ STATS_SPACE = Tuple(
 
 
 def pack_rows(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
-    """An array of numbers (the actions of a slice) as a message carries it: its
-    dtype, shape and bytes, which pickle several times faster than the array."""
+    """An array as a message carries it (faster to pickle than the array)."""
     return (array.dtype.str, array.shape, array.tobytes())
 
 
 def unpack_rows(packed: tuple[str, tuple[int, ...], bytes]) -> np.ndarray:
-    """The array :func:`pack_rows` packed (read-only: it is the message's bytes)."""
+    """The array :func:`pack_rows` packed (read-only)."""
     dtype, shape, data = packed
     return np.frombuffer(data, dtype).reshape(shape)
 
@@ -128,14 +84,12 @@ def create(space: Space, n: int, ctx: Any) -> Any:
 
 
 def view(space: Space, memory: Any, n: int) -> Any:
-    """Gymnasium's ``read_from_shared_memory``: NumPy views of the memory (Text
-    and OneOf excepted: see :func:`viewed`)."""
+    """Gymnasium's ``read_from_shared_memory`` (typed loosely)."""
     return read_from_shared_memory(space, memory, n=n)
 
 
 def viewed(space: Space) -> bool:
-    """Whether :func:`view` gives live NumPy views of ``space`` (False for Text and
-    OneOf, which Gymnasium decodes into new objects: read them after each call)."""
+    """Whether :func:`view` gives live views of ``space`` (not Text, OneOf)."""
     if isinstance(space, Tuple):
         return all(viewed(sub) for sub in space.spaces)
     if isinstance(space, Dict):
@@ -154,9 +108,7 @@ class RemoteFailure:
     traceback: str
     #: The pickled exception, or None if it cannot be pickled.
     original: bytes | None
-    #: The pickled class of the exception (a class pickles by its name), or None:
-    #: the error is an instance of it even when the exception itself does not
-    #: pickle or unpickle (it holds a lock, or its ``__init__`` takes other args).
+    #: The pickled class (by name), for an exception that does not (un)pickle.
     original_class: bytes | None = None
 
     @classmethod
@@ -182,10 +134,7 @@ class RemoteFailure:
     def error(
         self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
     ) -> SubEnvError:
-        """The :class:`~vecmode.SubEnvError` to raise (``others``: the other
-        sub-envs that failed; ``lost``: those whose state the call lost), the
-        original exception as its ``__cause__`` where it could be unpickled (and
-        the error then also an instance of its class, where Python allows it)."""
+        """The :class:`~vecmode.SubEnvError` to raise."""
         original, original_class = _unpickled(self.original), None
         if not isinstance(original, BaseException):
             original = None
@@ -206,7 +155,6 @@ class RemoteFailure:
 
 
 def _pickled(value: Any) -> bytes | None:
-    """``value`` pickled, or None where it cannot be."""
     try:
         return pickle.dumps(value, PROTOCOL)
     except Exception:
@@ -214,8 +162,7 @@ def _pickled(value: Any) -> bytes | None:
 
 
 def _unpickled(data: bytes | None) -> Any:
-    """``data`` unpickled, or None where it cannot be (a class this process
-    cannot import, an ``__init__`` that does not take the exception's args)."""
+    """``data`` unpickled, or None where it cannot be."""
     if data is None:
         return None
     try:
@@ -231,8 +178,7 @@ def space_mismatch(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """What is wrong with the built sub-envs, as an answer (``SHARED_ENV``: one
-    env object behind several; ``MISMATCH``: spaces that don't fit), or None."""
+    """What is wrong with the built sub-envs, as an answer, or None."""
     shared = shared_sub_envs(envs)
     if shared:
         return (SHARED_ENV, [[first + k for k in group] for group in shared])
@@ -250,8 +196,7 @@ def space_mismatch(
 
 
 class SliceServer:
-    """Carries out the parent's messages for a slice of sub-envs: in a worker, or
-    in the parent for the share it steps itself."""
+    """Carries out the parent's messages for a slice of sub-envs."""
 
     def __init__(
         self,
@@ -264,11 +209,9 @@ class SliceServer:
         rows: np.ndarray | None = None,
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
-        and actions (None: in the messages). ``rows``: the slice's own rows of a
-        Box batch, for the observations (Ray); else they go in the answer."""
+        and actions (None: in the messages); ``rows``: a Box batch's (Ray)."""
         obs_memory, stats_memory, action_memory = memory
         self.first = first
-        #: Where rewards and flags go: shared memory, or (None) the answer.
         self.stats = (
             None if stats_memory is None else view(STATS_SPACE, stats_memory, num_envs)
         )
@@ -277,7 +220,7 @@ class SliceServer:
             if action_memory is None
             else view(action_space, action_memory, num_envs)
         )
-        #: Observations sent with the answer (no shared memory), this call's.
+        #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
             self.runner = Runner(envs, first, rows=rows)
@@ -303,7 +246,6 @@ class SliceServer:
         cast(list, self._sent).append((i, obs))
 
     def handle(self, message: tuple[Any, ...]) -> Any:
-        """Carry out one message; return the answer."""
         op = message[0]
         if op == EXECUTE:
             return self._execute(*message[1:])
@@ -314,7 +256,7 @@ class SliceServer:
         if op == CALL:
             _, name, args, kwargs = message
             return self._each(*call_each(name, args, kwargs))
-        if op == EACH:  # (EACH, label, CloudpickleWrapper(fn), args, positions)
+        if op == EACH:
             _, label, wrapped, args, positions = message
             fn = wrapped.fn
             return self._each(label, lambda env: fn(env, *args), positions)
@@ -343,14 +285,14 @@ class SliceServer:
         options: dict[str, Any] | None,
     ) -> tuple[Any, ...] | None:
         first, stop = self.first, self.stop
-        if type(actions) is str:  # SHARED: the parent wrote them to shared memory
+        if type(actions) is str:  # SHARED
             mine = cast(np.ndarray, self.action_rows)[first:stop]
         elif type(actions) is tuple:  # an array's rows, packed (pack_rows)
             mine = unpack_rows(actions)
         else:  # None, or one action per sub-env
             mine = None
         acts: Any
-        if mine is not None:  # each sub-env a row of its own (scalars are anyway)
+        if mine is not None:  # each sub-env a row of its own
             acts = iter(mine if mine.ndim == 1 else mine.copy())
         else:
             acts = None if actions is None else iter(actions)
@@ -373,8 +315,7 @@ class SliceServer:
 
 
 def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
-    """The failure to send when ``answer`` cannot be pickled: whose info,
-    observation or final observation it is (as precisely as can be told)."""
+    """The failure to send when ``answer`` cannot be pickled."""
     if answer[0] in (OK, ROWS) and len(answer) >= 5:
         _, _, infos, finals, sent = answer[:5]
         entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
@@ -401,8 +342,7 @@ def build_slice(
     action_space: Space,
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
-    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
-    a failure (an ``env_fn`` raised) or a space mismatch."""
+    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
@@ -414,11 +354,10 @@ def build_slice(
 
 
 def encode(answer: Any) -> bytes:
-    """An answer as it is sent: pickled; one that cannot be pickled becomes the
-    failure naming the sub-env whose value it was (:func:`unpicklable`)."""
+    """An answer pickled, or its :func:`unpicklable` failure."""
     try:
         return pickle.dumps(answer, PROTOCOL)
-    except Exception as exc:  # something in it cannot be pickled
+    except Exception as exc:
         return pickle.dumps(unpicklable(answer, exc), PROTOCOL)
 
 
@@ -428,11 +367,7 @@ def serve(
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
-    """The worker's loop: one answer per message, until told to close; spinning
-    up to ``spin`` seconds for the next message on ``bell`` (the pool's
-    :class:`Doorbell` and this worker's place in it; see :func:`_doorbell`)."""
-    # plain pickle in frames (vecmode.frames): multiprocessing's send/recv cost
-    # more than these small messages
+    """The worker's loop: one answer per message, until told to close."""
     loads = pickle.loads
     nothing = pickle.dumps(None, PROTOCOL)
     handle = server.handle
@@ -455,17 +390,13 @@ def serve(
 
 
 class Doorbell:
-    """Two counters per worker in shared memory: messages sent to it
-    (:meth:`rang`) and answers it sent (:meth:`answered`). A spinning process
-    watches these instead of polling its pipe (a system call). The pipes stay
-    the only channel: a counter says "look now", so a stale one costs time only.
-    """
+    """Two counters per worker in shared memory (messages sent to it, answers
+    it sent) that a spinning process watches instead of polling its pipe."""
 
     __slots__ = ("array", "counts")
 
     def __init__(self, array: Any) -> None:
-        #: The shared memory (a ``RawArray("q")``: shareable with any start
-        #: method), and its counters as int64s.
+        #: A ``RawArray("q")`` (shareable with any start method).
         self.array = array
         self.counts = memoryview(array).cast("B").cast("q")
 
@@ -477,15 +408,12 @@ class Doorbell:
         return (Doorbell, (self.array,))
 
     def rang(self, worker: int) -> None:
-        """A message was sent to ``worker``."""
         self.counts[2 * worker] += 1
 
     def sent(self, worker: int) -> int:
-        """The number of messages sent to ``worker``."""
         return self.counts[2 * worker]
 
     def answered(self, worker: int) -> None:
-        """``worker`` sent an answer."""
         self.counts[2 * worker + 1] += 1
 
     def answers(self) -> bytes:
@@ -496,10 +424,8 @@ class Doorbell:
 def _doorbell(
     conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
 ) -> tuple[Callable[[], bytes | bytearray], Callable[[bytes], None]]:
-    """How :func:`serve` receives a message (spinning on the doorbell first,
-    yielding the CPU at each turn) and sends an answer (then counting it). A
-    worker whose last message came more than :data:`~vecmode.layout.SPIN_AGAIN`
-    spins after its answer blocks at once for the next one."""
+    """How :func:`serve` receives a message (spinning on the doorbell first)
+    and sends an answer."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
@@ -518,9 +444,8 @@ def _doorbell(
             while sent(w) == seen and clock() < end:
                 yield_cpu()
         seen += 1
-        data = recv()  # blocking if it has not come
-        # far later than the spin (not just missed): the caller computes between
-        # calls, so spinning would be in vain next time too
+        data = recv()
+        # far later than the spin: the caller computes between calls
         spinning = clock() - answered_at <= SPIN_AGAIN * spin
         return data
 
@@ -546,10 +471,8 @@ def worker_main(
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
-    """A worker process: build sub-envs ``first ..``, answer the parent (see
-    :func:`build_slice`) and serve until told to close (see :func:`serve`)."""
-    # Ctrl-C is the parent's to handle (it closes the workers); a worker that died
-    # of it would lose its sub-envs in the middle of a call.
+    """A worker process: build sub-envs ``first ..``, then serve."""
+    # Ctrl-C is the parent's to handle (it closes the workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in inherited:  # with fork: the parent's ends of every pipe so far
         other.close()
@@ -575,14 +498,13 @@ def worker_main(
 
 # ------------------------------------------------------- the parent's side
 class SliceRows(NamedTuple):
-    """The observations of sub-envs ``start ..`` as rows of a Box batch (only
-    those of the sub-envs that ran are new)."""
+    """The observations of sub-envs ``start ..`` as rows of a Box batch."""
 
     start: int
     rows: np.ndarray
 
     def copy_into(self, batch: np.ndarray, commands: Sequence[int]) -> None:
-        """Copy the new rows into ``batch``, the call's ``commands`` telling which."""
+        """Copy the rows of the sub-envs that ran (by ``commands``) into ``batch``."""
         start, rows = self.start, self.rows
         mine = commands[start : start + len(rows)]
         if _KEEP not in mine:
@@ -594,8 +516,7 @@ class SliceRows(NamedTuple):
 
 
 def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
-    """Raise the :class:`~vecmode.SubEnvError` of the lowest failed sub-env in
-    ``answers``, if any (naming the others, and the sub-envs ``lost``)."""
+    """Raise the SubEnvError of the lowest failed sub-env in ``answers``, if any."""
     failures: list[RemoteFailure] = sorted(
         (f for a in answers if a is not None and a[0] == FAILED for f in a[1]),
         key=lambda f: f.index,
@@ -605,8 +526,7 @@ def raise_failure(answers: Sequence[Any], lost: Sequence[int] = ()) -> None:
 
 
 def raise_built_problem(answer: tuple[Any, ...], core: Any) -> NoReturn:
-    """Raise what a :func:`space_mismatch` answer reports about ``core``'s
-    sub-envs (a vector env: its spaces and ``observation_mode``)."""
+    """Raise what a :func:`space_mismatch` answer reports about ``core``."""
     if answer[0] == SHARED_ENV:
         raise ValueError(errors.same_env_instance(answer[1]))
     what, index, got = answer[1:]
@@ -617,7 +537,7 @@ def raise_built_problem(answer: tuple[Any, ...], core: Any) -> NoReturn:
     )
     if action:
         raise RuntimeError(f"{differs} All sub-envs need the same action space.")
-    if core.observation_mode == "same":  # Gymnasium's wording around ours
+    if core.observation_mode == "same":  # Gymnasium's wording first
         raise RuntimeError(
             f"{type(core).__name__}(..., observation_mode='same') however the "
             f"sub-environments observation spaces are not equivalent. {differs} "
@@ -635,11 +555,10 @@ def slice_message(
     seeds: list[int | None] | None,
     options: dict[str, Any] | None,
 ) -> tuple[Any, ...] | None:
-    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP.
-    ``split``: the actions as :meth:`RemoteCore._split_actions` gives them."""
+    """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP."""
     mine = cmds[start:stop]
     if mine.count(_KEEP) == len(mine):
-        return None  # nothing to do there; its results are filled in later
+        return None
     actions: Any
     if split is None or type(split) is str:
         actions = split

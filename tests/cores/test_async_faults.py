@@ -160,9 +160,7 @@ def test_a_killed_worker_is_reported_at_once_even_without_a_timeout():
     assert "during a step" in message  # the call it was found in, named
     with pytest.raises(WorkerError, match="cannot be used any more") as info:
         envs.reset()
-    assert str(info.value).endswith(
-        "close() it (which ends what is left of it) and build a new one."
-    )
+    assert str(info.value).endswith("close() it and build a new one.")
     with deadline(20):
         envs.close()
     envs.close()  # idempotent

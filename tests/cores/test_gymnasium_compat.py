@@ -337,7 +337,7 @@ def test_no_split_api_where_there_is_none_below():
     for envs in (sync, _stack(sync), vecmode.NextStepAutoreset(sync.unwrapped)):
         for name in ("step_async", "step_wait", "reset_async", "reset_wait"):
             assert not hasattr(envs, name), (envs, name)
-        with pytest.raises(AttributeError, match="needs an async vector env below"):
+        with pytest.raises(AttributeError, match="use an async vector env below"):
             _ = envs.step_async
     sync.close()
     asynchronous = _stack(

@@ -86,7 +86,6 @@ def test_actor_count():
 def test_processes_spin_only_where_each_has_a_cpu(monkeypatch):
     monkeypatch.setattr(layout_module, "usable_cpus", lambda: 4)
     assert layout_module.spin_seconds(3) == layout_module.SPIN  # 3 workers + parent
-    assert layout_module.spin_seconds(2, in_parent=2) == layout_module.SPIN
     assert layout_module.spin_seconds(4) == 0.0  # a worker per CPU: none to spare
     assert layout_module.worker_spin_seconds() == layout_module.SPIN
     monkeypatch.setattr(layout_module, "usable_cpus", lambda: 2)

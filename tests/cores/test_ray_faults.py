@@ -1,0 +1,391 @@
+"""vecmode.RayVectorEnv's faults on a local Ray: every fault, no actor left
+behind (one Ray session for the module, as in test_ray.py)."""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import ClosedEnvironmentError
+
+import vecmode
+from tests.cores import fault_envs, ray_support
+from tests.cores.ray_support import (
+    MODES,
+    assert_no_actor_left,
+    live_actors,
+    ray,
+)
+from tests.helpers import (
+    RaisesIn,
+    UserFault,
+    scheduled_fns,
+)
+from vecmode import (
+    EpisodeEndedError,
+    RayVectorEnv,
+    SubEnvError,
+    WorkerError,
+    WorkerTimeoutError,
+)
+
+pytestmark = pytest.mark.slow
+ray_session = ray_support.ray_session  # autouse: one Ray for the module
+shared = ray_support.shared
+
+
+# --------------------------------------------------------------------- faults
+def faulty_core(n: int = 4, num_actors: int = 2, **kwargs: Any) -> RayVectorEnv:
+    """Sub-envs that can be told to fail (:func:`arm`)."""
+    return RayVectorEnv(
+        fault_envs.env_fns(n, dict.fromkeys(range(n), "none")),
+        num_actors=num_actors,
+        **kwargs,
+    )
+
+
+def arm(core: Any, faults: dict[int, str]) -> None:
+    """Make sub-env ``i`` fail as ``faults[i]`` says at its next step (or next
+    reset, for ``raise_reset``); the others not at all."""
+    steps, resets = core.get_attr("steps_taken"), core.get_attr("resets")
+    core.set_attr("fault", [faults.get(i, "none") for i in range(core.num_envs)])
+    core.set_attr(
+        "at",
+        [
+            resets[i] + 1 if faults.get(i) == "raise_reset" else steps[i] + 1
+            for i in range(core.num_envs)
+        ],
+    )
+
+
+def test_faults_a_usable_env_survives(shared):
+    """Sub-envs raising in step (every mode; two at once), in reset, in call and
+    get_attr, and values Ray cannot serialize: SubEnvError naming the sub-env with
+    its traceback; the call's sub-envs must be reset; then the env goes on."""
+    core = shared("faulty", faulty_core)  # sub-envs 0-1 and 2-3
+    zeros = np.zeros(4, dtype=int)
+    for mode in MODES:
+        envs = vecmode.with_autoreset(core, mode)
+        envs.reset(seed=0)
+        arm(core, {2: "raise_step"})
+        with pytest.raises(SubEnvError) as caught:
+            envs.step(zeros)
+        error = caught.value
+        assert (error.index, error.method, error.exc_type) == (2, "step", "ValueError")
+        assert isinstance(error, ValueError)  # as Gymnasium's envs raise
+        assert "step of sub-env 2 failed on purpose" in error.worker_traceback
+        assert isinstance(error.__cause__, ValueError)
+        assert error.lost == (0, 1, 2, 3) and core.awaiting_reset.all()
+        with pytest.raises(EpisodeEndedError) as stepped:  # NextStep does not
+            envs.step(zeros)  # silently reset them either
+        assert stepped.value.lost
+        envs.reset(options={"reset_mask": core.awaiting_reset})
+        envs.step(zeros)
+    arm(core, {1: "raise_step", 3: "raise_step"})
+    with pytest.raises(SubEnvError) as caught:
+        core.step(zeros)
+    assert caught.value.index == 1 and caught.value.others == (3,)
+    arm(core, {3: "raise_reset"})
+    with pytest.raises(SubEnvError) as caught:
+        core.reset(seed=1)
+    assert (caught.value.index, caught.value.method) == (3, "reset")
+    core.reset(seed=1)
+    with pytest.raises(SubEnvError) as caught:
+        core.get_attr("no_such_attribute")
+    assert caught.value.index == 0 and "no_such_attribute" in str(caught.value)
+    with pytest.raises(SubEnvError, match="AttributeError"):
+        core.call("no_such_method")
+    for fault, what in (
+        ("unpicklable_info", "pickling its info"),
+        # a Box batch: the actor writes each observation into its rows, which
+        # it does not fit (as in the other cores); see the next test for one
+        # that is pickled
+        ("unpicklable_obs", "writing its observation"),
+    ):
+        arm(core, {2: fault})
+        with pytest.raises(SubEnvError) as caught:
+            core.step(zeros)
+        assert (caught.value.index, caught.value.method) == (2, what)
+        assert caught.value.lost == (0, 1, 2, 3)
+        core.reset(seed=2)
+    arm(core, {})
+    core.step(zeros)  # usable
+
+
+def test_an_observation_that_cannot_be_pickled_names_its_sub_env():
+    """Observations that are not a Box batch travel pickled in the answer: one
+    that cannot be pickled is a SubEnvError naming its sub-env; the env goes on."""
+    fns = [functools.partial(fault_envs.DictFaultyEnv, i, "none") for i in range(3)]
+    with RayVectorEnv(fns, num_actors=1) as core:
+        core.reset(seed=0)
+        arm(core, {1: "unpicklable_obs"})
+        with pytest.raises(SubEnvError) as caught:
+            core.step(np.zeros(3, dtype=int))
+        assert (caught.value.index, caught.value.method) == (
+            1,
+            "pickling its observation",
+        )
+        assert caught.value.lost == (0, 1, 2)
+        core.reset(seed=1)
+        arm(core, {})
+        obs = core.step(np.zeros(3, dtype=int))[0]
+        assert obs["obs"].shape[0] == 3
+
+
+def test_a_sub_env_s_exception_is_of_its_class_as_in_the_other_cores(shared):
+    """As over the sync and async cores (tests/cores/test_gymnasium_compat.py): the
+    SubEnvError is an instance of the sub-env's exception class too, so the
+    ``except`` clause that catches Gymnasium's exception catches it; an OSError
+    gives a plain SubEnvError."""
+    core = shared("raises", lambda: RayVectorEnv([RaisesIn, RaisesIn], num_actors=1))
+    for original in (
+        ValueError("a bad value"),
+        KeyError("a key"),
+        gym.error.ResetNeeded("reset first"),
+        UserFault("the user's own"),
+        NotImplementedError("not yet"),
+        AttributeError("no such attribute"),
+        OSError(28, "No space left on device"),
+    ):
+        kind = type(original)
+        core.reset(seed=0)
+        core.set_attr("error", [None, original])
+        for where in ("call", "step"):
+            core.set_attr("where", where)
+            with pytest.raises(SubEnvError) as caught:
+                core.call("poke") if where == "call" else core.step(np.zeros(2, int))
+            error = caught.value
+            assert isinstance(error, kind) == (kind is not OSError), (kind, where)
+            assert (error.index, error.exc_type, error.message) == (
+                1,
+                kind.__name__,
+                str(original),
+            )
+            assert type(error.__cause__) is kind and error.__cause__.args == (
+                original.args
+            )
+    core.set_attr("error", None)
+
+
+def test_a_failing_close_still_closes_and_leaves_no_actor():
+    """Sub-envs 1 and 3 raise in close(), sub-env 5 hangs in it: close() waits
+    the grace period for actor 2, kills every actor, then names the failures."""
+    before = live_actors()
+    core = faulty_core(n=6, num_actors=3)  # sub-envs 0-1, 2-3, 4-5
+    arm(core, {})
+    core.set_attr("fault", ["none", "close_raises"] * 2 + ["none", "close_hangs"])
+    started = time.monotonic()
+    with pytest.raises(SubEnvError) as caught:
+        core.close(timeout=1.0)
+    assert time.monotonic() - started < 4.0
+    assert caught.value.method == "close" and caught.value.index == 1
+    assert "Sub-env(s) 3 raised in the same call too" in str(caught.value)
+    assert core.closed
+    assert_no_actor_left(core, before)
+    core.close()  # idempotent
+    with pytest.raises(ClosedEnvironmentError):
+        core.step(np.zeros(6, dtype=int))
+
+
+def test_dead_actors_are_a_worker_error_naming_the_sub_envs_lost_at_once():
+    """Three ways an actor dies, in one step: killed with ray.kill (actor 0) and
+    with SIGKILL (actor 2) from outside, and by os._exit in one of its sub-envs
+    (actor 3) during the step; actor 1 lives, its sub-env 2 stuck in the step.
+    Without a timeout, the deaths are reported at once all the same, and actor
+    1's sub-envs are not counted lost."""
+    before = live_actors()
+    core = faulty_core(n=7, num_actors=4)  # sub-envs 0-1, 2-3, 4-5, 6
+    envs = vecmode.with_autoreset(core, "NextStep")
+    envs.reset(seed=0)
+    arm(core, {2: "hang", 6: "exit"})
+    ray.kill(core.actors[0])
+    os.kill(core.pids[2], signal.SIGKILL)
+    started = time.monotonic()
+    with pytest.raises(WorkerError) as caught:
+        envs.step(np.zeros(7, dtype=int))
+    assert time.monotonic() - started < 5.0
+    message = str(caught.value)
+    assert caught.value.lost == (0, 1, 4, 5, 6), message
+    for named in (
+        "actor 0 (sub-envs 0-1",
+        "actor 2 (sub-envs 4-5",
+        "actor 3 (sub-env 6",
+    ):
+        assert named in message
+    assert "actor 1" not in message and "Sub-env(s) 0, 1, 4, 5, 6 are lost" in message
+    assert "killed by `ray.kill`" in message  # Ray's reason, kept
+    with pytest.raises(WorkerError, match="cannot be used any more"):
+        envs.reset()
+    started = time.monotonic()
+    envs.close(timeout=0.5)  # actor 1 is still stuck: killed after 0.5 s
+    assert time.monotonic() - started < 3.0
+    assert_no_actor_left(core, before)
+
+
+def test_a_timeout_is_a_worker_timeout_error_and_close_kills_the_stuck_actor():
+    before = live_actors()
+    core = faulty_core(n=3, timeout=0.5)  # sub-envs 0-1 and 2
+    core.reset(seed=0)
+    arm(core, {2: "hang"})
+    started = time.monotonic()
+    with pytest.raises(WorkerTimeoutError) as caught:
+        core.step(np.zeros(3, dtype=int))
+    assert 0.5 <= time.monotonic() - started < 2.5
+    assert isinstance(caught.value, multiprocessing.TimeoutError)
+    assert caught.value.lost == (2,) and "Ray actor(s) 1" in str(caught.value)
+    with pytest.raises(WorkerError, match="timed out"):
+        core.step(np.zeros(3, dtype=int))
+    started = time.monotonic()
+    core.close()  # kills at once: the actor is stuck
+    assert time.monotonic() - started < 3.0
+    assert_no_actor_left(core, before)
+
+
+def test_close_from_another_thread_during_a_step_ends_it_with_the_closed_error():
+    """A thread steps a sub-env that hangs; close() from the main thread gives
+    the actors its grace, kills them, returns; the step raises the closed-env
+    error, as the async core's does (it raised IndexError); no actor is left."""
+    before = live_actors()
+    core = faulty_core(n=2, num_actors=2)
+    core.reset(seed=0)
+    arm(core, {1: "hang"})
+    outcome: list = []
+
+    def step() -> None:
+        try:
+            core.step(np.zeros(2, dtype=int))
+            outcome.append("returned")
+        except BaseException as exc:  # what the stepping thread got
+            outcome.append(exc)
+
+    stepping = threading.Thread(target=step, daemon=True)
+    stepping.start()
+    time.sleep(0.5)  # the step is under way
+    started = time.monotonic()
+    core.close(timeout=1.0)
+    assert time.monotonic() - started < 4.0
+    stepping.join(10.0)
+    assert not stepping.is_alive(), "the step still waits after close()"
+    assert len(outcome) == 1, outcome  # as the async core says it:
+    assert isinstance(outcome[0], ClosedEnvironmentError), outcome
+    assert "its results are lost" in str(outcome[0])
+    assert_no_actor_left(core, before)
+
+
+def test_ctrl_c_in_the_driver_surfaces_at_once():
+    before = live_actors()
+    core = faulty_core(n=2, num_actors=1)
+    core.reset(seed=0)
+    arm(core, {0: "hang"})
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            core.step(np.zeros(2, dtype=int))
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 2.0
+    with pytest.raises(WorkerError, match="interrupted by KeyboardInterrupt"):
+        core.step(np.zeros(2, dtype=int))
+    # Ctrl-C again, while close() waits for the stuck actor: the actor is killed
+    # all the same, and a second close() has nothing left to do
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            core.close(timeout=30.0)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 3.0
+    assert core.closed
+    core.close()
+    assert_no_actor_left(core, before)
+
+
+def test_construction_faults_leave_no_actor():
+    """An env_fn that raises in an actor, and a sub-env whose space differs."""
+    before = live_actors()
+
+    def broken() -> gym.Env:
+        raise ValueError("this env_fn cannot build its env")
+
+    fns = scheduled_fns(3)
+    with pytest.raises(SubEnvError) as caught:
+        RayVectorEnv([fns[0], fns[1], broken], num_actors=2)
+    assert (caught.value.index, caught.value.method) == (2, "env_fn")
+    other = scheduled_fns(3, obs_type="dict")
+    with pytest.raises(RuntimeError, match="sub-env 1's observation space"):
+        RayVectorEnv([fns[0], other[1], fns[2]], num_actors=1)
+    deadline = time.monotonic() + 5.0
+    while live_actors() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_actors() - before == set()
+
+
+def test_an_env_the_actors_cannot_import_is_named_with_what_to_do(
+    tmp_path, monkeypatch
+):
+    """env_fns whose module the driver imports but the actors cannot: the
+    WorkerError names the ModuleNotFoundError (Ray buries it in a traceback) and
+    says how to ship the code; no actor is left."""
+    (tmp_path / "only_in_the_driver.py").write_text(
+        "import gymnasium as gym\ndef make():\n    return gym.make('CartPole-v1')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import only_in_the_driver  # type: ignore[import-not-found]
+
+    before = live_actors()
+    with pytest.raises(WorkerError) as caught:
+        RayVectorEnv([only_in_the_driver.make] * 2, num_actors=1)
+    message = str(caught.value)
+    assert "ModuleNotFoundError: No module named 'only_in_the_driver'" in message
+    assert "runtime_env" in message and "The env is not built" in message
+    assert "\x1b[" not in message  # no terminal colours
+    deadline = time.monotonic() + 5.0
+    while live_actors() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_actors() - before == set()
+
+
+def test_actors_ray_cannot_place_time_out_at_construction(monkeypatch):
+    """Asking for a resource no node has: with a timeout, a WorkerTimeoutError
+    (after BUILD_GRACE, a minute, shortened here) and no actor left."""
+    import vecmode.ray_vector_env as module
+    import vecmode.remote
+
+    monkeypatch.setattr(vecmode.remote, "BUILD_GRACE", 0.5)
+    monkeypatch.setattr(module, "PLACEMENT_WARNING", 0.2)
+    before = live_actors()
+    started = time.monotonic()
+    with (
+        pytest.raises(WorkerTimeoutError, match="construction did not finish") as info,
+        pytest.warns(UserWarning, match="not built after") as warned,
+    ):
+        RayVectorEnv(
+            scheduled_fns(2),
+            num_actors=1,
+            timeout=1.0,
+            actor_options={"resources": {"no_node_has_it": 1}},
+        )
+    assert time.monotonic() - started < 5.0
+    # the warning knows the timeout given; the error, that no env exists to close
+    [warning] = [str(w.message) for w in warned if "not built" in str(w.message)]
+    assert "Still waiting, for 1 s in all" in warning, warning
+    assert "pass timeout=" not in warning, warning
+    message = str(info.value)
+    assert "No env was built and the actors were ended" in message, message
+    assert "`ray status`" in message and "close()" not in message, message
+    deadline = time.monotonic() + 5.0
+    while live_actors() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_actors() - before == set()
