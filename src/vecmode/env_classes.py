@@ -117,8 +117,8 @@ def register_vector_env(
         batched_spaces: False if its spaces are the single-env ones (EnvPool's).
         keeps_options: True if ``reset`` leaves the caller's options dict as it
             is (Gymnasium's pop ``reset_mask``).
-        why, remedy: why its masked reset is so, and what to use instead (shown
-            when a conversion is refused).
+        why: why its masked reset is so (shown when a conversion is refused).
+        remedy: what to use instead.
     """
     for name, value, allowed in (
         ("masked_reset", masked_reset, MASKED_RESETS),

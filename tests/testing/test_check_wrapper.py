@@ -209,7 +209,9 @@ def test_the_dense_layout_adapter_conforms_over_the_dense_base(obs_type):
     assert report.refused == (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED)
     assert sum("DenseFinalObsVectorEnv" in run for run in report.runs) == 2
     # a vecmode wrapper reads Gymnasium's layout: over the dense base, it refuses
-    with pytest.raises(AssertionError, match="reports final observations its own"):
+    with pytest.raises(
+        AssertionError, match="reports SameStep's final observations as one dense array"
+    ):
         check_wrapper(vw.NormalizeObservation, bases=DENSE_BASES)
 
 

@@ -226,8 +226,7 @@ def test_a_numpy_reading_wrapper_over_a_conversion_is_refused(conversion):
         assert str(info.value) == (
             f"{wrapper.__name__} reads NumPy arrays, but NumpyToTorch below it "
             f"returns torch arrays. Put the conversion outermost: "
-            f"NumpyToTorch({wrapper.__name__}(env)), so that vecmode's wrappers "
-            f"see NumPy and your code gets torch."
+            f"NumpyToTorch({wrapper.__name__}(env))."
         )
     # the right order, and a conversion over a conversion, are fine
     vw.NumpyToTorch(vw.RecordEpisodeStatistics(envs)).close()

@@ -204,7 +204,9 @@ def register(
         cls: the class, or ``"package.module:ClassName"`` (imports nothing).
         modes: the modes it supports.
         wrong: modes it accepts but gets wrong, with what goes wrong.
-        output, why, instead: as for :func:`supports`.
+        output: as for :func:`supports`.
+        why: as for :func:`supports`.
+        instead: as for :func:`supports`.
 
     >>> import gymnasium as gym, vecmode
     >>> class Legacy(gym.vector.VectorWrapper):

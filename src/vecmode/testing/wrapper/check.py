@@ -92,8 +92,10 @@ def check_wrapper(
     Args:
         factory: the wrapper class, or a callable env -> wrapped env (a stack).
         modes: the modes to prove (default: those the wrapper declares).
-        obs_type, action_type, info_type, render_mode: the test sub-envs'
-            (:class:`~vecmode.testing.ScheduledEnv`'s arguments).
+        obs_type: the test sub-envs' (:class:`~vecmode.testing.ScheduledEnv`).
+        action_type: the test sub-envs'.
+        info_type: the test sub-envs'.
+        render_mode: the test sub-envs'.
         wrappers: single-env wrappers around each test sub-env, innermost first.
         transitions: real transitions compared per sub-env and run.
         batch_dependent: its values depend on which sub-envs share a call
