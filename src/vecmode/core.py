@@ -1,27 +1,15 @@
 """The thin core: a vector env with no autoreset policy, and its batched primitive.
 
-A core runs in DISABLED mode: ``step`` steps every sub-env, nothing is reset unless
-the caller asks with ``reset(options={"reset_mask": mask})``. On top of that a core
-offers ONE primitive, :meth:`VectorCore.execute`, which runs one :class:`Command` per
-sub-env in a single call (for a multi-process backend: a single round trip):
-
-* ``Command.KEEP``: leave the sub-env alone; its last observation is returned.
-* ``Command.STEP``: step it with its action.
-* ``Command.RESET``: reset it (with the call's seed and options).
-* ``Command.STEP_THEN_RESET``: step it, and if that ended its episode reset it
-  within the same call; its last observation and info are returned apart, in the
-  record's ``finals``.
-
-It returns what happened per sub-env as an :class:`Executed` record, not any
-mode's info layout: the autoreset policies (:class:`vecmode.NextStepAutoreset`,
+A core runs in DISABLED mode: ``step`` steps every sub-env and resets none. Its one
+primitive, :meth:`VectorCore.execute`, runs one :class:`Command` per sub-env in a
+single call (for a multi-process backend, a single round trip) and returns an
+:class:`Executed` record. The autoreset policies (:class:`vecmode.NextStepAutoreset`,
 :class:`vecmode.SameStepAutoreset`) are a choice of commands per step, and
 :mod:`vecmode.modes` turns a record into SAME_STEP's layout.
 
-For backend authors: subclass :class:`VectorCore` next to a
-:class:`gymnasium.vector.VectorEnv`, run your sub-envs with
-:class:`vecmode.runner.Runner`, and implement :meth:`VectorCore._execute`;
-``reset``, ``step``, input validation and the DISABLED-mode check that no ended
-sub-env is stepped come from :class:`VectorCore`.
+A backend subclasses :class:`VectorCore` next to a :class:`gymnasium.vector.VectorEnv`,
+runs its sub-envs with :class:`vecmode.runner.Runner` and implements
+:meth:`VectorCore._execute`; see ``docs/authors.md``.
 """
 
 from __future__ import annotations
@@ -95,14 +83,14 @@ class Executed(NamedTuple):
     (``executed[:5]``); sub-envs that did not step have reward 0 and flags False.
     """
 
-    #: The batch of observations: the new one of each sub-env that ran (its reset
-    #: observation where it was reset), the last one of the others.
+    #: The new observation of each sub-env that ran (its reset observation where
+    #: it was reset), the last one of the others.
     observations: Any
     rewards: np.ndarray
     terminations: np.ndarray
     truncations: np.ndarray
-    #: The infos of the sub-envs that ran, batched with ``_key`` masks
-    #: (Gymnasium's ``_add_info``): the step's info, or the reset's.
+    #: The infos of the sub-envs that ran (the step's or the reset's), batched
+    #: as Gymnasium batches them.
     infos: dict[str, Any]
     #: The sub-envs whose step ended their episode, in order.
     ended: list[int]
@@ -130,11 +118,10 @@ _STEPPING = frozenset((_STEP, _STEP_THEN_RESET))
 
 
 def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
-    """Check ``options["reset_mask"]`` and return it as a bool array of ``(num_envs,)``.
+    """``options["reset_mask"]`` checked, as a bool array of shape ``(num_envs,)``.
 
-    A list or tuple of bools is accepted as well as an array. Raises ``TypeError``
-    for anything that is not boolean and ``ValueError`` for a wrong shape (the
-    exception types Gymnasium raises), with a message saying what to pass.
+    A list or tuple of bools is accepted too. Raises ``TypeError`` for anything not
+    boolean and ``ValueError`` for a wrong shape, as Gymnasium does.
     """
     if isinstance(mask, (list, tuple)):
         mask = np.asarray(mask)
@@ -175,12 +162,17 @@ def check_core_arguments(
     """Refuse a mode other than DISABLED (saying how to get it) and a bad
     ``observation_mode``: the checks every core's constructor starts with.
 
-    ``make_vec_args``: extra ``make_vec`` arguments that build this core (e.g.
+    ``make_vec_args``: the ``make_vec`` arguments that build this core (e.g.
     ``"vectorization_mode='async', "``), for the message.
     """
     mode = as_mode(autoreset_mode)
     if mode is not CORE_MODE:
-        raise IncompatibleModeError(core_mode(name, mode, make_vec_args))
+        raise IncompatibleModeError(
+            f"{name} runs in {CORE_MODE.value} mode only, not {mode.value}: the core "
+            f"holds no autoreset policy; the policy is a wrapper. Use "
+            f"vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
+            f"vecmode.make_vec(..., {make_vec_args}autoreset_mode={mode.value!r})."
+        )
     if not (
         observation_mode in ("same", "different")
         or (isinstance(observation_mode, tuple) and len(observation_mode) == 2)
@@ -196,8 +188,8 @@ def check_core_arguments(
 
 
 #: How ``gymnasium.vector.utils.batch_space`` batches each kind of space: the
-#: function it dispatches to tells the structure of a batch (so a subclass of Box
-#: is batched as a Box, and a space with a batching of its own is left alone).
+#: function it dispatches to tells the structure of a batch (a subclass of Box is
+#: batched as a Box; a space with a batching of its own is left alone).
 _BATCHED_AS_ARRAY = frozenset(
     batch_space.dispatch(kind) for kind in (Box, Discrete, MultiDiscrete, MultiBinary)
 )
@@ -209,19 +201,13 @@ _BATCHED_AS_TUPLE_OF_SAMPLES = batch_space.dispatch(Space)
 def batch_problem(
     space: Space, batch: Any, num_envs: int, where: str = "actions"
 ) -> str | None:
-    """What keeps ``batch`` from being a batch of ``num_envs`` samples of
-    ``space``, structured as ``batch_space(space, num_envs)`` (and as Gymnasium's
-    ``iterate`` reads it); None if nothing does.
+    """What keeps ``batch`` from being ``num_envs`` samples of ``space`` batched as
+    ``batch_space(space, num_envs)`` batches them; None if nothing does.
 
-    * Box, Discrete, MultiDiscrete, MultiBinary: an array (or a sequence) whose
-      leading dimension is ``num_envs``;
-    * Tuple: a tuple of one batch per subspace; Dict: a dict with exactly the
-      space's keys, one batch per key;
-    * Text, Graph, Sequence, OneOf and custom spaces: a tuple (or list) of
-      ``num_envs`` single samples;
-    * a space with a ``batch_space`` of its own: not checked (None).
-
-    Only the structure and the batch size are checked, not the samples' values.
+    Array spaces need a leading dimension of ``num_envs``; a Tuple a tuple of
+    batches, a Dict a dict of them with the space's keys; Text, Graph, Sequence,
+    OneOf and custom spaces a tuple of ``num_envs`` samples. A space with a
+    ``batch_space`` of its own is not checked. The samples' values are not checked.
 
     >>> from gymnasium.spaces import Dict, Discrete, Text
     >>> batch_problem(Text(5), ("ab", "c"), 2) is None
@@ -335,15 +321,9 @@ def _short(value: Any) -> str:
 
 
 def space_row(space: Space, batch: Any, i: int) -> Any:
-    """Sub-env ``i``'s entry of ``batch``, a batch of samples of ``space`` (the
-    single space, e.g. ``envs.single_observation_space``), read by the structure
-    ``batch_space(space, n)`` gives it (as Gymnasium's ``iterate`` reads it):
-
-    * Box, Discrete, MultiDiscrete, MultiBinary: row ``i`` of the array;
-    * Tuple: a tuple of the rows of each subspace's batch; Dict: a dict of them;
-    * Text, Graph, Sequence, OneOf and custom spaces: item ``i`` of the tuple of
-      samples;
-    * a space with a ``batch_space`` of its own: ``batch[i]``.
+    """Sub-env ``i``'s entry of ``batch``, a batch of samples of the single space
+    ``space``, read as Gymnasium's ``iterate`` reads it (row ``i`` of an array,
+    item ``i`` of a tuple of samples, and so on through Tuples and Dicts).
 
     >>> import numpy as np
     >>> from gymnasium.spaces import Box, Dict, Discrete, Text, Tuple
@@ -427,12 +407,13 @@ class VectorCore(ClosesOnExit, VectorEnv):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._actions_are_arrays = (
-            batch_space.dispatch(type(self.single_action_space)) in _BATCHED_AS_ARRAY
-        )
+        space = self.single_action_space
+        #: The shape of a batch of actions that needs no other check: an array
+        #: batch of an array space (None: every batch is checked in full).
         self._action_batch_shape = (
-            (self.num_envs, *self.single_action_space.shape)
-            if self._actions_are_arrays and self.single_action_space.shape is not None
+            (self.num_envs, *space.shape)
+            if batch_space.dispatch(type(space)) in _BATCHED_AS_ARRAY
+            and space.shape is not None
             else None
         )
         #: The sub-envs whose episode ended (in a ``STEP``) and that were not reset
@@ -469,9 +450,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
             options: options for the sub-envs that reset (never mutated).
 
         Returns:
-            An :class:`Executed` record: the observations, rewards, flags and
-            batched infos of the call, the sub-envs whose episode ended, and the
-            last observation and info of those reset within the call.
+            An :class:`Executed` record of the call.
 
         Raises:
             EpisodeEndedError: a sub-env whose episode ended would be stepped (use
@@ -489,13 +468,14 @@ class VectorCore(ClosesOnExit, VectorEnv):
         (array([1., 0.]), [], [])
         >>> envs.close()
         """
-        self._open()
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed_message(type(self).__name__))
         return self._dispatch(
             Request(
                 self._commands(commands),
                 actions,
-                self._seeds(seed),
-                check_options(options),
+                None if seed is None else self._seeds(seed),
+                None if options is None else check_options(options),
             )
         )
 
@@ -503,18 +483,21 @@ class VectorCore(ClosesOnExit, VectorEnv):
         """``commands`` checked, as a list of ints."""
         if type(commands) is list and len(commands) == self.num_envs:
             cmds = commands
-            shape: tuple[int, ...] = (len(cmds),)
-        elif isinstance(commands, np.ndarray):
-            shape = commands.shape
-            cmds = commands.tolist()
         else:
-            cmds = [int(c) for c in commands]
-            shape = (len(cmds),)
-        if shape != (self.num_envs,):
-            raise ValueError(commands_shape(shape, self.num_envs))
+            is_array = isinstance(commands, np.ndarray)
+            cmds = commands.tolist() if is_array else [int(c) for c in commands]
+            shape = commands.shape if is_array else (len(cmds),)
+            if shape != (self.num_envs,):
+                raise ValueError(
+                    f"commands must be a sequence of {self.num_envs} "
+                    f"vecmode.core.Command values (one per sub-env), got shape {shape}."
+                )
         if not _VALID_COMMANDS.issuperset(cmds):
-            unknown = set(cmds) - _VALID_COMMANDS
-            raise ValueError(unknown_command(sorted(unknown)[0]))
+            unknown = sorted(set(cmds) - _VALID_COMMANDS)[0]
+            raise ValueError(
+                f"{unknown!r} is not a vecmode.core.Command; use Command.KEEP, "
+                f"Command.STEP, Command.RESET or Command.STEP_THEN_RESET."
+            )
         return cmds
 
     def _dispatch(self, request: Request) -> Executed:
@@ -523,24 +506,24 @@ class VectorCore(ClosesOnExit, VectorEnv):
         If the call fails (a sub-env raised, or it was interrupted), the sub-envs
         whose state it left unknown must be reset before they are stepped again.
         """
-        self._validate(request.commands, request.actions)
+        cmds = request.commands
+        kept = self._validate(cmds, request.actions)
         try:
             executed = self._execute(request)
         except SubEnvError as exc:
-            self._lose(exc.lost or ran_by(request.commands))
+            self._lose(exc.lost or ran_by(cmds))
             raise
         except _REFUSED:  # the backend refused the call before it ran anything
             raise
         except BaseException:
-            self._lose(ran_by(request.commands))
+            self._lose(ran_by(cmds))
             raise
-        self._track(request.commands, executed.ended)
+        self._track(cmds, executed, kept)
         return executed
 
     def _dispatch_async(self, name: str, request: Request) -> None:
-        """Validated entry of the split API: check, then send the call ``name``
-        (``"step"`` or ``"reset"``) without waiting; :meth:`_dispatch_wait` ends it.
-        """
+        """Check, then send the call ``name`` (``"step"`` or ``"reset"``) without
+        waiting; :meth:`_dispatch_wait` ends it."""
         self._validate(request.commands, request.actions)
         self._execute_async(name, request)
 
@@ -551,15 +534,14 @@ class VectorCore(ClosesOnExit, VectorEnv):
         except SubEnvError as exc:
             self._lose(exc.lost)
             raise
-        self._track(cmds, executed.ended)
+        self._track(cmds, executed)
         return executed
 
     def close(self, **kwargs: Any) -> None:
         """Close the sub-envs and release every resource; closing twice is a no-op.
 
-        The env is closed even when a sub-env's ``close()`` raises: every other
-        sub-env is closed too, then a :class:`~vecmode.SubEnvError` names the
-        sub-envs whose ``close()`` failed; later calls raise the closed-env error.
+        When a sub-env's ``close()`` raises, the others are closed too, then a
+        :class:`~vecmode.SubEnvError` names those whose ``close()`` failed.
         """
         if self.closed:
             return
@@ -575,27 +557,18 @@ class VectorCore(ClosesOnExit, VectorEnv):
     def _open(self) -> None:
         """Raise the closed-env error if the env was closed."""
         if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+            raise ClosedEnvironmentError(env_closed_message(type(self).__name__))
 
-    def _validate(self, cmds: list[int], actions: Any) -> None:
-        """Raise before anything runs: an ended sub-env stepped, a wrong batch."""
-        if self._lost:
-            stepped_lost = [
-                i for i in sorted(self._lost) if cmds[i] != _RESET and cmds[i] != _KEEP
-            ]
-            if stepped_lost:
-                raise EpisodeEndedError(stepped_lost, lost=True)
-        if self.ended.count:
-            stepped_ended = [i for i in self.ended.indices() if cmds[i] in _STEPPING]
-            if stepped_ended:
-                raise EpisodeEndedError(stepped_ended)
-        if actions is not None or _STEP in cmds or _STEP_THEN_RESET in cmds:
-            if (  # the common case, in O(1): an array batch of an array space
-                type(actions) is np.ndarray
-                and self._actions_are_arrays
-                and actions.shape == self._action_batch_shape
-            ):
-                return
+    def _validate(self, cmds: list[int], actions: Any) -> list[int] | None:
+        """Raise before anything runs: an ended sub-env stepped, a wrong batch.
+
+        Returns the ended sub-envs that stay ended (kept), or None when no
+        sub-env had ended.
+        """
+        kept = self._check_ended(cmds) if self._lost or self.ended.count else None
+        if not (  # the common case, in O(1): an array batch of an array space
+            type(actions) is np.ndarray and actions.shape == self._action_batch_shape
+        ) and (actions is not None or _STEP in cmds or _STEP_THEN_RESET in cmds):
             problem = batch_problem(self.single_action_space, actions, self.num_envs)
             if problem is not None:
                 raise ActionBatchError(
@@ -603,15 +576,38 @@ class VectorCore(ClosesOnExit, VectorEnv):
                     f"({self.num_envs}), structured like env.action_space (sample "
                     f"one with env.action_space.sample())."
                 )
+        return kept
 
-    def _track(self, cmds: list[int], done: list[int]) -> None:
-        """After a call ran: reset sub-envs are no longer ended, stepped ones may be
-        (those reset within the call are not)."""
+    def _check_ended(self, cmds: list[int]) -> list[int] | None:
+        """Refuse to step a sub-env whose episode ended or whose state was lost;
+        the ended sub-envs that stay ended (None: none had ended)."""
+        lost = [i for i in sorted(self._lost) if cmds[i] in _STEPPING]
+        if lost:
+            raise EpisodeEndedError(lost, lost=True)
+        if not self.ended.count:
+            return None
+        ended = self.ended.indices()
+        stepped = [i for i in ended if cmds[i] in _STEPPING]
+        if stepped:
+            raise EpisodeEndedError(stepped)
+        return [i for i in ended if cmds[i] == _KEEP]
+
+    def _track(
+        self, cmds: list[int], executed: Executed, kept: list[int] | None = None
+    ) -> None:
+        """After a call ran: the ended sub-envs are those ``kept`` (ended before,
+        and neither stepped nor reset) and those that a ``STEP`` ended."""
         tracker = self.ended
-        cleared = (
-            [i for i in tracker.indices() if cmds[i] == _RESET] if tracker.count else ()
-        )
-        tracker.update(cleared, [i for i in done if cmds[i] == _STEP])
+        if kept is None and tracker.count:
+            kept = [i for i in tracker.indices() if cmds[i] == _KEEP]
+        if kept or executed.finals:  # (a STEP_THEN_RESET's end was reset)
+            ended = [i for i in executed.ended if cmds[i] == _STEP]
+            tracker.clear()
+            tracker.update(ended=[*(kept or ()), *ended])
+        elif executed.ended:  # only STEPs ended: their flags tell which
+            tracker.set(np.logical_or(executed.terminations, executed.truncations))
+        elif tracker.count:
+            tracker.clear()
         if self._lost:
             self._lost.difference_update([i for i in self._lost if cmds[i] == _RESET])
 
@@ -640,7 +636,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
         Raises:
             EpisodeEndedError: a sub-env's episode ended and it was not reset.
         """
-        self._open()
+        if self.closed:
+            raise ClosedEnvironmentError(env_closed_message(type(self).__name__))
         return self._dispatch(Request(self._all_step, actions))[:5]  # type: ignore[return-value]
 
     def reset(
@@ -651,11 +648,10 @@ class VectorCore(ClosesOnExit, VectorEnv):
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs, or only those in ``options["reset_mask"]``.
 
-        With a mask, the returned observations hold the reset observations of the
-        masked sub-envs and the latest ones of the others, and the infos only the
-        masked sub-envs' reset infos (as Gymnasium). Unlike Gymnasium, an all-False
-        mask is a no-op rather than an error, and ``options`` is never mutated: the
-        masked sub-envs receive the other options.
+        With a mask, the observations hold the reset observations of the masked
+        sub-envs and the latest ones of the others, and the infos only the masked
+        sub-envs' reset infos (as Gymnasium). Unlike Gymnasium, an all-False mask is
+        a no-op rather than an error, and ``options`` is never mutated.
         """
         self._open()
         seeds = self._seeds(seed)
@@ -679,11 +675,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
     def awaiting_reset(self) -> np.ndarray:
         """Bool mask of the sub-envs that must be reset before they are stepped:
         their episode ended and they were not reset (or a failed call lost their
-        state).
-
-        In NEXT_STEP mode (:class:`vecmode.NextStepAutoreset`) these are the
-        sub-envs that the next step resets.
-        """
+        state). In NEXT_STEP mode, the sub-envs that the next step resets."""
         mask = self.ended.mask.copy()
         if self._lost:
             mask[sorted(self._lost)] = True
@@ -694,26 +686,46 @@ class VectorCore(ClosesOnExit, VectorEnv):
         ``seed + i`` to sub-env ``i`` (as Gymnasium); NumPy integers are accepted."""
         if seed is None:
             return None
-        if is_int(seed):
-            if seed < 0:  # type: ignore[operator]
-                raise SeedError(seed_negative(seed))
-            return [int(cast(int, seed)) + i for i in range(self.num_envs)]
-        if (
-            isinstance(seed, (str, bytes))
-            or not isinstance(seed, Iterable)
-            or getattr(seed, "ndim", None) == 0  # a 0-d array or tensor
-        ):
-            raise SeedError(seed_type(seed, self.num_envs))
-        seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise SeedError(seeds_length(len(seeds), self.num_envs))
-        bad = [s for s in seeds if s is not None and not is_int(s)]
-        if bad:
-            raise SeedError(seed_type(bad[0], self.num_envs, in_list=True))
-        negative = [s for s in seeds if s is not None and s < 0]
-        if negative:  # Gymnasium's seeding refuses them in every sub-env
-            raise SeedError(seed_negative(negative[0], in_list=True))
+        n = self.num_envs
+        one = is_int(seed) or not _is_seed_list(seed)
+        seeds = [seed] if one else list(cast(Iterable[Any], seed))
+        if not one and len(seeds) != n:
+            raise SeedError(
+                f"seed must be None, an int, or a list of {n} seeds (one per "
+                f"sub-env), got a list of {len(seeds)}."
+            )
+        _check_seeds(seeds, "seed" if one else "each seed in the list", n)
+        if one:
+            return [int(cast(int, seed)) + i for i in range(n)]
         return [None if s is None else int(s) for s in seeds]
+
+
+def _check_seeds(seeds: list[Any], where: str, num_envs: int) -> None:
+    """Refuse a seed that is not an int or None, or is negative."""
+    wrong = [s for s in seeds if s is not None and not is_int(s)]
+    if wrong:
+        raise SeedError(
+            f"{where} must be an int or None, got {type(wrong[0]).__name__} "
+            f"{wrong[0]!r}; pass seed=None, an int (sub-env i gets seed + i), or "
+            f"a list of {num_envs} ints or Nones (NumPy integers are fine; "
+            f"int(seed) for a 0-d array or tensor)."
+        )
+    negative = [s for s in seeds if s is not None and s < 0]
+    if negative:  # Gymnasium's seeding refuses them in every sub-env
+        raise SeedError(
+            f"{where} must be >= 0 (Gymnasium's seeding takes no negative "
+            f"seed), got {negative[0]!r}; nothing was reset."
+        )
+
+
+def _is_seed_list(seed: Any) -> bool:
+    """Whether ``seed`` is a list of seeds (any iterable but a string or a 0-d
+    array or tensor)."""
+    return (
+        isinstance(seed, Iterable)
+        and not isinstance(seed, (str, bytes))
+        and getattr(seed, "ndim", None) != 0
+    )
 
 
 #: What a backend raises for a call it refuses before running anything (a call
@@ -740,7 +752,10 @@ def check_options(options: Any) -> dict[str, Any] | None:
     """``options`` if it is a dict or None, else a clear TypeError."""
     if options is None or isinstance(options, dict):
         return options
-    raise TypeError(options_type(options))
+    raise TypeError(
+        f"options must be a dict or None, got {type(options).__name__} "
+        f'{options!r}; pass e.g. options={{"reset_mask": mask}}.'
+    )
 
 
 #: ``call`` may not run these: they would bypass the core's bookkeeping.
@@ -750,7 +765,11 @@ FORBIDDEN_CALLS = frozenset(("step", "reset", "close"))
 def check_call(name: str) -> None:
     """Refuse ``call("step")`` and the like, pointing to the env's own method."""
     if name in FORBIDDEN_CALLS:
-        raise ValueError(forbidden_call(name))
+        raise ValueError(
+            f"call({name!r}) would run {name} behind the vector env's back (its "
+            f"bookkeeping of ended sub-envs would be wrong); use the env's own "
+            f"{name}() instead."
+        )
 
 
 def check_indices(indices: Any, num_envs: int) -> list[int]:
@@ -770,94 +789,29 @@ def check_indices(indices: Any, num_envs: int) -> list[int]:
     if is_int(indices):
         indices = [indices]
     if isinstance(indices, (str, bytes, Mapping)) or not isinstance(indices, Iterable):
-        raise TypeError(indices_type(indices))
-    out = []
-    for i in indices:
-        if not is_int(i):
-            raise TypeError(indices_type(i))
-        if not -num_envs <= int(i) < num_envs:
-            raise IndexError(index_range(int(i), num_envs))
-        out.append(int(i) % num_envs)
-    return out
+        items, wrong = [], [indices]
+    else:
+        items = list(indices)
+        wrong = [i for i in items if not is_int(i)]
+    if wrong:
+        raise TypeError(
+            f"indices must be None (every sub-env), an int or an iterable of ints, "
+            f"got {type(wrong[0]).__name__} {wrong[0]!r}."
+        )
+    outside = [int(i) for i in items if not -num_envs <= int(i) < num_envs]
+    if outside:
+        raise IndexError(
+            f"sub-env index {outside[0]} is out of range for {num_envs} sub-envs; "
+            f"pass indices in range({num_envs}) (or -{num_envs}..-1), an int, or "
+            f"None for every sub-env."
+        )
+    return [int(i) % num_envs for i in items]
 
 
-# ------------------------------------------------------------------ messages
-def indices_type(got: Any) -> str:
-    return (
-        f"indices must be None (every sub-env), an int or an iterable of ints, got "
-        f"{type(got).__name__} {got!r}."
-    )
-
-
-def index_range(index: int, num_envs: int) -> str:
-    return (
-        f"sub-env index {index} is out of range for {num_envs} sub-envs; pass "
-        f"indices in range({num_envs}) (or -{num_envs}..-1), an int, or None for "
-        f"every sub-env."
-    )
-
-
-def env_closed(name: str) -> str:
+def env_closed_message(name: str) -> str:
+    """What every vecmode env raises when used after ``close()``."""
     return f"{name} was closed; build a new env to go on."
 
 
-def forbidden_call(name: str) -> str:
-    return (
-        f"call({name!r}) would run {name} behind the vector env's back (its "
-        f"bookkeeping of ended sub-envs would be wrong); use the env's own "
-        f"{name}() instead."
-    )
-
-
-def seed_type(got: Any, num_envs: int, in_list: bool = False) -> str:
-    where = "each seed in the list" if in_list else "seed"
-    return (
-        f"{where} must be an int or None, got {type(got).__name__} {got!r}; pass "
-        f"seed=None, an int (sub-env i gets seed + i), or a list of {num_envs} ints "
-        f"or Nones (NumPy integers are fine; int(seed) for a 0-d array or tensor)."
-    )
-
-
-def options_type(got: Any) -> str:
-    return (
-        f"options must be a dict or None, got {type(got).__name__} {got!r}; pass e.g. "
-        f'options={{"reset_mask": mask}}.'
-    )
-
-
-def seed_negative(got: Any, in_list: bool = False) -> str:
-    where = "each seed in the list" if in_list else "seed"
-    return (
-        f"{where} must be >= 0 (Gymnasium's seeding takes no negative seed), got "
-        f"{got!r}; nothing was reset."
-    )
-
-
-def seeds_length(got: int, num_envs: int) -> str:
-    return (
-        f"seed must be None, an int, or a list of {num_envs} seeds (one per sub-env), "
-        f"got a list of {got}."
-    )
-
-
-def commands_shape(shape: tuple[int, ...], num_envs: int) -> str:
-    return (
-        f"commands must be a sequence of {num_envs} vecmode.core.Command values (one per "
-        f"sub-env), got shape {shape}."
-    )
-
-
-def unknown_command(value: Any) -> str:
-    return (
-        f"{value!r} is not a vecmode.core.Command; use Command.KEEP, Command.STEP, "
-        f"Command.RESET or Command.STEP_THEN_RESET."
-    )
-
-
-def core_mode(name: str, mode: Any, make_vec_args: str) -> str:
-    return (
-        f"{name} runs in {CORE_MODE.value} mode only, not {mode.value}: the core "
-        f"holds no autoreset policy; the policy is a wrapper. Use "
-        f"vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
-        f"vecmode.make_vec(..., {make_vec_args}autoreset_mode={mode.value!r})."
-    )
+# The name sb3.py and remote.py import until they import env_closed_message.
+env_closed = env_closed_message

@@ -416,13 +416,12 @@ class Runner:
                     obs, info = _reset(env, k, seeds, options)
                 else:  # STEP or STEP_THEN_RESET
                     method = "step"
-                    obs, reward, terminations[k], truncations[k], info = env.step(
-                        action
-                    )
+                    obs, reward, terminated, truncated, info = env.step(action)
                     if type(reward) not in _NUMBERS:
                         check_reward(reward)
                     rewards[k] = reward
-                    if terminations[k] or truncations[k]:
+                    if terminated or truncated:  # (else both stay False)
+                        terminations[k], truncations[k] = terminated, truncated
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
                             finals.append((first + k, obs, info))

@@ -215,19 +215,30 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         failure = out.failure
         if failure is not None:
             raise failure.as_error(lost=[*out.ran, failure.index])
-        infos = add_infos(self._add_info, {}, out.infos)
+        if out.ended:
+            terminations = np.array(out.terminations, dtype=np.bool_)
+            truncations = np.array(out.truncations, dtype=np.bool_)
+        else:  # every flag is False
+            terminations = np.zeros(self.num_envs, dtype=np.bool_)
+            truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        return Executed(
+            self._batch(),
+            np.array(out.rewards, dtype=np.float64),
+            terminations,
+            truncations,
+            add_infos(self._add_info, {}, out.infos) if out.infos else {},
+            out.ended,
+            out.finals,
+        )
+
+    def _batch(self) -> Any:
+        """The batch of observations to return (a copy with ``copy=True``)."""
         if self._rows is None:
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
-        elif self._rows is not self._observations:  # copy=False: refill it
+            return copy_batch(self._observations) if self.copy else self._observations
+        if self._rows is not self._observations:  # copy=False: refill it
             np.copyto(self._observations, self._rows)
-        return Executed(
-            copy_batch(self._observations) if self.copy else self._observations,
-            np.array(out.rewards, dtype=np.float64),
-            np.array(out.terminations, dtype=np.bool_),
-            np.array(out.truncations, dtype=np.bool_),
-            infos,
-            out.ended,
-            out.finals,
-        )
+            return self._observations
+        return self._observations.copy()
