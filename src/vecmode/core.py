@@ -568,7 +568,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         kept = self._check_ended(cmds) if self._lost or self.ended.count else None
         if not (  # the common case, in O(1): an array batch of an array space
             type(actions) is np.ndarray and actions.shape == self._action_batch_shape
-        ) and (actions is not None or _STEP in cmds or _STEP_THEN_RESET in cmds):
+        ) and (actions is not None or not _STEPPING.isdisjoint(cmds)):
             problem = batch_problem(self.single_action_space, actions, self.num_envs)
             if problem is not None:
                 raise ActionBatchError(
@@ -581,12 +581,13 @@ class VectorCore(ClosesOnExit, VectorEnv):
     def _check_ended(self, cmds: list[int]) -> list[int] | None:
         """Refuse to step a sub-env whose episode ended or whose state was lost;
         the ended sub-envs that stay ended (None: none had ended)."""
-        lost = [i for i in sorted(self._lost) if cmds[i] in _STEPPING]
-        if lost:
-            raise EpisodeEndedError(lost, lost=True)
+        if self._lost:
+            lost = [i for i in sorted(self._lost) if cmds[i] in _STEPPING]
+            if lost:
+                raise EpisodeEndedError(lost, lost=True)
         if not self.ended.count:
             return None
-        ended = self.ended.indices()
+        ended = self.ended.mask.nonzero()[0].tolist()  # (faster than flatnonzero)
         stepped = [i for i in ended if cmds[i] in _STEPPING]
         if stepped:
             raise EpisodeEndedError(stepped)

@@ -36,6 +36,7 @@ from vecmode.errors import SubEnvError, sub_env_error
 __all__ = ["Failure", "Outcome", "Runner"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+_STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
 
@@ -408,13 +409,7 @@ class Runner:
             for k, (cmd, env, action) in enumerate(
                 zip(commands, self.envs, actions, strict=False)
             ):
-                if cmd == _KEEP:
-                    whole = False
-                    continue
-                if cmd == _RESET:
-                    method = "reset"
-                    obs, info = _reset(env, k, seeds, options)
-                else:  # STEP or STEP_THEN_RESET
+                if cmd in _STEPS:
                     method = "step"
                     obs, reward, terminated, truncated, info = env.step(action)
                     if type(reward) not in _NUMBERS:
@@ -427,6 +422,12 @@ class Runner:
                             finals.append((first + k, obs, info))
                             method = "reset"
                             obs, info = _reset(env, k, seeds, options)
+                elif cmd == _RESET:
+                    method = "reset"
+                    obs, info = _reset(env, k, seeds, options)
+                else:  # KEEP
+                    whole = False
+                    continue
                 method = "writing its observation"
                 if type(obs) is array and obs.dtype is dtype and obs.shape == shape:
                     fresh[k] = obs

@@ -215,12 +215,11 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         failure = out.failure
         if failure is not None:
             raise failure.as_error(lost=[*out.ran, failure.index])
-        if out.ended:
-            terminations = np.array(out.terminations, dtype=np.bool_)
-            truncations = np.array(out.truncations, dtype=np.bool_)
-        else:  # every flag is False
-            terminations = np.zeros(self.num_envs, dtype=np.bool_)
-            truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        # every flag is False but those of the sub-envs whose episode ended
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        for i in out.ended:
+            terminations[i], truncations[i] = out.terminations[i], out.truncations[i]
         return Executed(
             self._batch(),
             np.array(out.rewards, dtype=np.float64),
