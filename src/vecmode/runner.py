@@ -451,7 +451,7 @@ class Runner:
                 data = b"".join(fresh)
                 self._bytes[: len(data)] = data  # (the rows may go on past the slice)
                 return
-            except BufferError:  # an observation that is not C-contiguous
+            except (BufferError, TypeError):  # one that is not C-contiguous
                 pass
         rows = cast(np.ndarray, self.rows)
         for k, obs in enumerate(fresh):
