@@ -15,7 +15,7 @@ runs its sub-envs with :class:`vecmode.runner.Runner` and implements
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from copy import deepcopy
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -63,16 +63,13 @@ SeedLike = int | np.integer | Sequence[int | np.integer | None] | np.ndarray | N
 
 
 class Request(NamedTuple):
-    """One call's work: a command per sub-env, and what the commands need."""
+    """One call's work: an ``int(Command)`` per sub-env, the batched actions (None
+    when nothing steps), a seed (or None) per sub-env or None, and the options of
+    the sub-envs that reset (each gets a copy)."""
 
-    #: One ``int(Command)`` per sub-env.
     commands: list[int]
-    #: The batched actions (entries of sub-envs that don't step are ignored), or
-    #: None when no command steps.
     actions: Any = None
-    #: One seed (or None) per sub-env, for those that reset; or None.
     seeds: list[int | None] | None = None
-    #: The options of the sub-envs that reset (each gets a copy), or None.
     options: dict[str, Any] | None = None
 
 
@@ -83,14 +80,13 @@ class Executed(NamedTuple):
     (``executed[:5]``); sub-envs that did not step have reward 0 and flags False.
     """
 
-    #: The new observation of each sub-env that ran (its reset observation where
-    #: it was reset), the last one of the others.
+    #: The new observation of each sub-env that ran (the reset one where it was
+    #: reset), the last one of the others.
     observations: Any
     rewards: np.ndarray
     terminations: np.ndarray
     truncations: np.ndarray
-    #: The infos of the sub-envs that ran (the step's or the reset's), batched
-    #: as Gymnasium batches them.
+    #: The infos of the sub-envs that ran, batched as Gymnasium batches them.
     infos: dict[str, Any]
     #: The sub-envs whose step ended their episode, in order.
     ended: list[int]
@@ -235,13 +231,15 @@ def batch_problem(
 def _array_batch_problem(
     space: Space, batch: Any, num_envs: int, where: str
 ) -> str | None:
-    shape = _shape_of(batch)
-    size: int | None = int(shape[0]) if shape else None
-    if size is None and type(batch) is not np.ndarray:
-        try:  # a ragged sequence: its length
-            size = len(batch)
-        except TypeError:
-            size = None
+    shape = getattr(batch, "shape", None)  # an array of any library
+    if not isinstance(shape, tuple):
+        try:  # a regular nested sequence
+            shape = np.shape(batch)
+        except (ValueError, TypeError):  # ragged, or not a sequence at all
+            shape = None
+    size = int(shape[0]) if shape else None
+    if size is None and type(batch) is not np.ndarray and isinstance(batch, Sized):
+        size = len(batch)  # a ragged sequence: its length
     if size != num_envs:
         got = (
             f"{type(batch).__name__} {batch!r}"
@@ -259,17 +257,6 @@ def _array_batch_problem(
             f"{space}, each of shape {single}), got shape {tuple(shape)}"
         )
     return None
-
-
-def _shape_of(batch: Any) -> tuple[int, ...] | None:
-    """The shape of an array (any library's) or of a regular nested sequence."""
-    shape = getattr(batch, "shape", None)
-    if isinstance(shape, tuple):
-        return shape
-    try:
-        return np.shape(batch)
-    except (ValueError, TypeError):  # ragged, or not a sequence at all
-        return None
 
 
 def _tuple_batch_problem(
@@ -298,14 +285,11 @@ def _dict_batch_problem(
             f"{_short(batch)}"
         )
     if batch.keys() != subspaces.keys():  # one set comparison when all is well
-        for key in subspaces:
-            if key not in batch:
-                return f"{where} lacks the key {key!r} of the action space {space}"
-        for key in batch:
-            if key not in subspaces:
-                return (
-                    f"{where} has the key {key!r}, which the action space {space} lacks"
-                )
+        missing = [key for key in subspaces if key not in batch]
+        if missing:
+            return f"{where} lacks the key {missing[0]!r} of the action space {space}"
+        key = next(key for key in batch if key not in subspaces)
+        return f"{where} has the key {key!r}, which the action space {space} lacks"
     for key, subspace in subspaces.items():
         problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
         if problem is not None:
@@ -449,14 +433,9 @@ class VectorCore(ClosesOnExit, VectorEnv):
             seed: seeds for the sub-envs that reset, as in :meth:`reset`.
             options: options for the sub-envs that reset (never mutated).
 
-        Returns:
-            An :class:`Executed` record of the call.
-
         Raises:
-            EpisodeEndedError: a sub-env whose episode ended would be stepped (use
-                ``RESET`` or ``STEP_THEN_RESET`` for it, or reset it first).
-            ValueError: wrong number of commands, an unknown command, or actions
-                that are not a batch of ``num_envs`` actions.
+            EpisodeEndedError: a sub-env whose episode ended would be stepped.
+            ValueError: bad commands, or actions that are no batch of actions.
 
         >>> import numpy as np, gymnasium as gym
         >>> from vecmode import SyncVectorEnv
@@ -501,11 +480,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
         return cmds
 
     def _dispatch(self, request: Request) -> Executed:
-        """Validated entry: check ended sub-envs and actions, run, track endings.
-
-        If the call fails (a sub-env raised, or it was interrupted), the sub-envs
-        whose state it left unknown must be reset before they are stepped again.
-        """
+        """Check, run, track the episodes ended. Where the call fails, the sub-envs
+        whose state it left unknown must be reset before they are stepped again."""
         cmds = request.commands
         kept = self._validate(cmds, request.actions)
         try:
@@ -613,20 +589,13 @@ class VectorCore(ClosesOnExit, VectorEnv):
             self._lost.difference_update([i for i in self._lost if cmds[i] == _RESET])
 
     def _execute(self, request: Request) -> Executed:
-        """Run a (validated) :class:`Request`. Backends implement this.
-
-        ``request.commands`` is a list of ``int(Command)`` of length ``num_envs``;
-        :class:`vecmode.runner.Runner` carries a request out for a slice of
-        sub-envs (seeds and options as given, each reset sub-env a copy of the
-        options).
-        """
+        """Run a validated :class:`Request` (:class:`vecmode.runner.Runner` runs
+        one for a slice of sub-envs). Backends implement this."""
         raise NotImplementedError
 
-    #: Backends with a split API (send now, wait later) implement these two:
-    #: ``_execute_async(name, request)`` sends the call
-    #: ``name`` (``"step"``/``"reset"``) and ``_execute_wait(name, timeout)``
-    #: returns ``(executed, commands)``; the policies' ``step_async`` /
-    #: ``step_wait`` / ``reset_async`` / ``reset_wait`` then work over the core.
+    #: A backend with a split API implements ``_execute_async(name, request)``
+    #: (send the call ``"step"`` or ``"reset"``) and ``_execute_wait(name,
+    #: timeout)`` (its ``(executed, commands)``).
     _execute_async: Any
     _execute_wait: Any
 
@@ -730,10 +699,8 @@ def _is_seed_list(seed: Any) -> bool:
 
 
 #: What a backend raises for a call it refuses before running anything (a call
-#: of the split API pending or one from another thread in progress, the env
-#: closed, a message that does not pickle): no sub-env's state is lost. (The
-#: closed-env error also ends a call the env was closed during: closed, it has
-#: no state left to keep.)
+#: pending or in progress, the env closed, a message that does not pickle): no
+#: sub-env's state is lost.
 _REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, NotPicklableError)
 
 

@@ -1,10 +1,9 @@
 """The command runner: a slice of sub-envs through one call's commands.
 
-Every backend runs its sub-envs with this one loop: the sync core (all of them),
-each worker of the async core (its slice), the async parent's own share. A sub-env
-therefore behaves, and fails, the same wherever it runs. The first exception a
-sub-env raises stops the slice there and is reported as a :class:`Failure`. Only
-``Exception`` is caught: ``KeyboardInterrupt`` and ``SystemExit`` go straight up.
+Every backend runs its sub-envs with this loop (the sync core, each async worker,
+the async parent's share), so a sub-env behaves and fails the same wherever it
+runs. The first ``Exception`` a sub-env raises stops the slice there, reported as
+a :class:`Failure`.
 
 >>> import gymnasium as gym
 >>> from vecmode.core import Command
@@ -42,8 +41,7 @@ _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.boo
 
 
 def check_reward(reward: Any) -> None:
-    """Refuse a reward that is not one real number (a scalar of any numeric
-    type, a 0-d array or tensor): what a batch of float rewards can hold."""
+    """Refuse a reward that is not one real number (a scalar, a 0-d array)."""
     if isinstance(reward, numbers.Real):
         return
     try:
@@ -68,8 +66,7 @@ def reward_not_a_number_message(reward: Any) -> str:
     )
 
 
-# The writers and checks below are small classes, not closures: a sync core
-# holding them deep-copies and pickles as Gymnasium's does.
+# Classes, not closures: a sync core holding them deep-copies and pickles.
 class _LeafCheck:
     """:func:`row_writer`'s check of one array of ``shape`` and ``dtype``."""
 
@@ -123,8 +120,8 @@ class _PartsCheck:
 
 
 class _CheckedWriter:
-    """``store(i, obs)`` once ``check(obs)`` passed; ``store`` is ``rows`` (an
-    array, row ``i - first``) or a function."""
+    """``store(i, obs)`` once ``check(obs)`` passed (``store``: a function, or
+    rows: row ``i - first``)."""
 
     __slots__ = ("check", "first", "store")
 
@@ -140,11 +137,9 @@ class _CheckedWriter:
 
 
 def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
-    """``write(i, obs)``: a Box observation into row ``i - first`` of ``rows``.
-
-    Checked as Gymnasium's ``concatenate`` checks it: of the row's very shape
-    (not broadcast) and of a dtype that casts to the row's within its kind
-    (NumPy's "same_kind" rule: float64 into float32, not 300 into uint8).
+    """``write(i, obs)``: a Box observation into row ``i - first`` of ``rows``,
+    checked as Gymnasium's ``concatenate`` checks it: the row's very shape, and
+    a dtype that casts "same_kind" (float64 into float32, not 300 into uint8).
 
     >>> import numpy as np
     >>> rows = np.zeros((2, 2), dtype=np.uint8)
@@ -162,10 +157,8 @@ def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
 def checked_writer(
     space: gym.Space[Any], store: Callable[[int, Any], Any]
 ) -> Callable[[int, Any], Any]:
-    """``write(i, obs)``: ``store(i, obs)`` once ``obs`` is checked to fit a batch
-    of ``space`` (:func:`row_writer`'s rule for each array leaf, in Dicts and
-    Tuples too), for stores that do not check; ``store`` itself where there is
-    nothing to check (Text, Graph, Sequence, OneOf).
+    """``write(i, obs)``: ``store(i, obs)`` once ``obs`` fits a batch of ``space``
+    (:func:`row_writer`'s rule for each array leaf, in Dicts and Tuples too).
 
     >>> from gymnasium.spaces import Box, Dict, Discrete
     >>> kept = {}
@@ -210,8 +203,8 @@ def _fit_check(space: gym.Space[Any], path: str) -> Callable[[Any], None] | None
     return _PartsCheck(checks, path, what) if checks else None
 
 
-# What call / get_attr / set_attr do to each sub-env (in the sync core and in a
-# worker alike): the label a failure is reported under, and the function.
+# What call / get_attr / set_attr do to each sub-env, in the sync core and in a
+# worker: the label a failure is reported under, and the function.
 def call_each(
     name: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
 ) -> tuple[str, Callable[[gym.Env], Any]]:
@@ -239,15 +232,12 @@ def set_attr_each(
 
 @dataclass
 class Failure:
-    """A sub-env raised: which one, doing what, and the exception."""
+    """Sub-env ``index`` raised ``error`` doing ``method`` (``"step"``,
+    ``"reset"``, ``"call('name')"``...); its ``traceback`` as text."""
 
-    #: The sub-env's index in the vector env.
     index: int
-    #: What it was doing: ``"step"``, ``"reset"``, ``"close"``, ``"call('name')"``...
     method: str
-    #: The exception it raised.
     error: Exception
-    #: Its traceback, as text.
     traceback: str
 
     @classmethod
@@ -258,9 +248,8 @@ class Failure:
     def as_error(
         self, others: Sequence[int] = (), lost: Sequence[int] = ()
     ) -> SubEnvError:
-        """The :class:`~vecmode.SubEnvError` the cores raise for it (``others``:
-        the other sub-envs that failed; ``lost``: those whose state the call
-        lost), with the exception as its ``__cause__``."""
+        """The :class:`~vecmode.SubEnvError` the cores raise (``others``: the other
+        sub-envs that failed; ``lost``: those whose state the call lost)."""
         return sub_env_error(
             self.index,
             self.method,
@@ -275,29 +264,27 @@ class Failure:
 
 @dataclass
 class Outcome:
-    """What a slice of sub-envs did in one call (indices are the vector env's)."""
+    """What a slice of sub-envs did in one call (indices are the vector env's).
 
-    #: One entry per sub-env of the slice, 0.0 / False where it did not step.
+    One reward and flag per sub-env (0.0 / False where it did not step); the
+    non-empty infos (the reset's where it was reset), ``(index, info)``; the
+    sub-envs whose step ended their episode; those reset within the call,
+    ``(index, last observation, last info)``; the first failure, and the
+    sub-envs that ran before it.
+    """
+
     rewards: list[Any]
     terminations: list[Any]
     truncations: list[Any]
-    #: The non-empty infos, ``(index, info)`` in order: the step's info, or the
-    #: reset's where the sub-env was reset (within a step too).
     infos: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    #: The sub-envs whose step ended their episode, in order.
     ended: list[int] = field(default_factory=list)
-    #: The sub-envs reset within the call after their step ended the episode:
-    #: ``(index, last observation, last info)``, in order.
     finals: list[tuple[int, Any, dict[str, Any]]] = field(default_factory=list)
-    #: The sub-envs that ran (stepped or reset) before a failure, if any.
     ran: list[int] = field(default_factory=list)
-    #: The first failure; the slice stopped there (None: none).
     failure: Failure | None = None
 
 
 def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
-    """Reset ``env``, the ``k``-th of the slice, with its seed and a copy of the
-    options."""
+    """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options."""
     return env.reset(
         seed=None if seeds is None else seeds[k],
         options=None if options is None else dict(options),
@@ -307,12 +294,10 @@ def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
 class Runner:
     """Runs the sub-envs ``envs`` (the vector env's ``first`` .. ``first + len - 1``).
 
-    ``write(index, observation)`` stores each new observation where the backend
-    keeps them (a slot of a list, shared memory, a list to send); or, for a Box
-    batch, ``rows`` are the slice's rows of it (row ``k`` is sub-env
-    ``first + k``'s). An observation of the row's very shape and dtype is copied
-    into it after the loop, all rows in one copy where every sub-env ran; any
-    other is checked first (:func:`row_writer`).
+    ``write(index, observation)`` stores each new observation (a list, shared
+    memory, a list to send); or ``rows`` are the slice's rows of a Box batch. An
+    observation of the row's very dtype and shape is copied in after the loop
+    (every row in one copy where all ran), any other is checked first.
     """
 
     __slots__ = ("_bytes", "_row", "envs", "first", "rows", "write")
@@ -336,9 +321,8 @@ class Runner:
         self._fast_path()
 
     def _fast_path(self) -> None:
-        """The dtype and shape of a row that :meth:`run` copies without a check (a
-        dtype compared by identity: NumPy's own object for the type, also after a
-        pickle), and the rows' bytes, where one copy can fill them all."""
+        """The dtype (NumPy's own object, compared by identity) and shape of a row
+        that :meth:`run` copies without a check, and the rows' bytes."""
         rows = self.rows
         self._row: tuple[Any, Any] = (None, None)
         self._bytes: memoryview | None = None
@@ -348,8 +332,7 @@ class Runner:
             if rows.flags.c_contiguous and rows.flags.writeable:
                 self._bytes = memoryview(rows).cast("B")
 
-    # A copy (copy.deepcopy, pickle) writes into the copy's batch (the writer
-    # holds its rows) and finds its fast path again.
+    # A copy writes into its own rows, and finds its fast path again.
     def __getstate__(self) -> dict[str, Any]:
         return {
             name: getattr(self, name) for name in ("envs", "first", "rows", "write")
@@ -371,8 +354,7 @@ class Runner:
 
         Args:
             commands: one ``int(Command)`` per sub-env of the slice.
-            actions: an iterator over the slice's actions, one per sub-env (those
-                of sub-envs that don't step are skipped); None when nothing steps.
+            actions: an iterator over one action per sub-env, or None.
             seeds: one per sub-env of the slice, or None.
             options: for the sub-envs that reset (each gets a copy).
         """
@@ -394,8 +376,8 @@ class Runner:
         seeds: Sequence[int | None] | None,
         options: dict[str, Any] | None,
     ) -> bool:
-        """:meth:`run`'s loop, into ``out``. An observation for the fast path goes
-        to ``fresh[k]``, any other to ``write``; True if all went to ``fresh``."""
+        """:meth:`run`'s loop: an observation of the row's kind into ``fresh[k]``,
+        any other to ``write``. True if every one went to ``fresh``."""
         rewards, terminations, truncations = (
             out.rewards,
             out.terminations,
@@ -443,9 +425,8 @@ class Runner:
         return whole
 
     def _flush(self, fresh: list[Any], whole: bool) -> None:
-        """Copy the observations of ``fresh`` into their rows: with one join of
-        their bytes where every row is new, else (or where one is not
-        C-contiguous) row by row."""
+        """Copy ``fresh`` into the rows: their bytes joined where every row is new
+        and C-contiguous, else row by row."""
         if whole and self._bytes is not None:
             try:
                 data = b"".join(fresh)
@@ -464,9 +445,8 @@ class Runner:
         fn: Callable[[gym.Env], Any],
         positions: Sequence[int] | None = None,
     ) -> tuple[list[Any], Failure | None]:
-        """``fn(env)`` for every sub-env in order, or for those at ``positions`` in
-        the slice (0 is sub-env ``first``), in that order: the results, and the
-        first failure (after which nothing more runs)."""
+        """``fn(env)`` for every sub-env, or those at ``positions`` of the slice, in
+        order: the results, and the first failure (nothing runs after it)."""
         results = []
         i = self.first
         envs = self.envs
@@ -491,9 +471,8 @@ class Runner:
 
 
 def shared_sub_envs(envs: Sequence[gym.Env]) -> list[list[int]]:
-    """The groups of sub-env indices whose envs are one object (compared by
-    ``unwrapped``, as SB3's ``DummyVecEnv`` does: two wrappers around one env
-    step it twice too); empty when every sub-env is its own."""
+    """The groups of sub-envs that are one env object (by ``unwrapped``, as SB3's
+    ``DummyVecEnv`` compares them); empty when every sub-env is its own."""
     groups: dict[int, list[int]] = {}
     for i, env in enumerate(envs):
         groups.setdefault(id(getattr(env, "unwrapped", env)), []).append(i)
