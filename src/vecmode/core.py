@@ -1,15 +1,10 @@
 """The thin core: a vector env with no autoreset policy, and its batched primitive.
 
-A core runs in DISABLED mode: ``step`` steps every sub-env and resets none. Its one
-primitive, :meth:`VectorCore.execute`, runs one :class:`Command` per sub-env in a
-single call (for a multi-process backend, a single round trip) and returns an
-:class:`Executed` record. The autoreset policies (:class:`vecmode.NextStepAutoreset`,
-:class:`vecmode.SameStepAutoreset`) are a choice of commands per step, and
-:mod:`vecmode.modes` turns a record into SAME_STEP's layout.
-
-A backend subclasses :class:`VectorCore` next to a :class:`gymnasium.vector.VectorEnv`,
-runs its sub-envs with :class:`vecmode.runner.Runner` and implements
-:meth:`VectorCore._execute`; see ``docs/authors.md``.
+A core runs in DISABLED mode. Its primitive, :meth:`VectorCore.execute`, runs one
+:class:`Command` per sub-env in a single call and returns an :class:`Executed`
+record; the autoreset policies are a choice of commands per step. A backend
+subclasses :class:`VectorCore` and implements :meth:`VectorCore._execute` with
+:class:`vecmode.runner.Runner`.
 """
 
 from __future__ import annotations
@@ -76,35 +71,29 @@ class Request(NamedTuple):
 class Executed(NamedTuple):
     """What one :meth:`VectorCore.execute` call did, per sub-env.
 
-    The first five fields are Gymnasium's step tuple in DISABLED mode
-    (``executed[:5]``); sub-envs that did not step have reward 0 and flags False.
+    The first five fields are Gymnasium's step tuple in DISABLED mode (reward 0 and
+    flags False where a sub-env did not step; the last observation where it did not
+    run); ``ended``: the sub-envs a step ended; ``finals``: ``(index, last
+    observation, last info)`` of each sub-env reset within the call.
     """
 
-    #: The new observation of each sub-env that ran (the reset one where it was
-    #: reset), the last one of the others.
     observations: Any
     rewards: np.ndarray
     terminations: np.ndarray
     truncations: np.ndarray
-    #: The infos of the sub-envs that ran, batched as Gymnasium batches them.
     infos: dict[str, Any]
-    #: The sub-envs whose step ended their episode, in order.
     ended: list[int]
-    #: The ``STEP_THEN_RESET`` sub-envs reset within the call:
-    #: ``(index, last observation, last info)``, in order.
     finals: list[tuple[int, Any, dict[str, Any]]]
 
 
 class Command(enum.IntEnum):
-    """What a sub-env does in one :meth:`VectorCore.execute` call."""
+    """What a sub-env does in one :meth:`VectorCore.execute` call: nothing, step,
+    reset (with the call's seed and options), or step then reset within the call
+    if the step ended the episode."""
 
-    #: Nothing; the sub-env's last observation is returned, reward 0, flags False.
     KEEP = 0
-    #: Step with the sub-env's action.
     STEP = 1
-    #: Reset (with the call's seed and options); reward 0, flags False.
     RESET = 2
-    #: Step, then reset within the same call if the step ended the episode.
     STEP_THEN_RESET = 3
 
 
@@ -114,11 +103,8 @@ _STEPPING = frozenset((_STEP, _STEP_THEN_RESET))
 
 
 def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
-    """``options["reset_mask"]`` checked, as a bool array of shape ``(num_envs,)``.
-
-    A list or tuple of bools is accepted too. Raises ``TypeError`` for anything not
-    boolean and ``ValueError`` for a wrong shape, as Gymnasium does.
-    """
+    """``options["reset_mask"]`` (an array, list or tuple of bools) checked, as a bool
+    array of shape ``(num_envs,)``; ``TypeError`` or ``ValueError`` as Gymnasium."""
     if isinstance(mask, (list, tuple)):
         mask = np.asarray(mask)
         if mask.size == 0:
@@ -155,12 +141,8 @@ def env_fn_list(env_fns: Iterable[Callable[[], Any]]) -> list[Callable[[], Any]]
 def check_core_arguments(
     name: str, autoreset_mode: Any, observation_mode: Any, make_vec_args: str = ""
 ) -> None:
-    """Refuse a mode other than DISABLED (saying how to get it) and a bad
-    ``observation_mode``: the checks every core's constructor starts with.
-
-    ``make_vec_args``: the ``make_vec`` arguments that build this core (e.g.
-    ``"vectorization_mode='async', "``), for the message.
-    """
+    """Refuse a mode other than DISABLED and a bad ``observation_mode``, as every
+    core's constructor does (``make_vec_args``: those that build it, for the message)."""
     mode = as_mode(autoreset_mode)
     if mode is not CORE_MODE:
         raise IncompatibleModeError(
@@ -197,27 +179,19 @@ _BATCHED_AS_TUPLE_OF_SAMPLES = batch_space.dispatch(Space)
 def batch_problem(
     space: Space, batch: Any, num_envs: int, where: str = "actions"
 ) -> str | None:
-    """What keeps ``batch`` from being ``num_envs`` samples of ``space`` batched as
-    ``batch_space(space, num_envs)`` batches them; None if nothing does.
+    """What keeps ``batch`` from being ``num_envs`` samples of ``space`` structured
+    as ``batch_space(space, num_envs)`` batches them (not their values); None if
+    nothing does.
 
-    Array spaces need a leading dimension of ``num_envs``; a Tuple a tuple of
-    batches, a Dict a dict of them with the space's keys; Text, Graph, Sequence,
-    OneOf and custom spaces a tuple of ``num_envs`` samples. A space with a
-    ``batch_space`` of its own is not checked. The samples' values are not checked.
-
-    >>> from gymnasium.spaces import Dict, Discrete, Text
-    >>> batch_problem(Text(5), ("ab", "c"), 2) is None
-    True
+    >>> from gymnasium.spaces import Dict, Discrete
     >>> batch_problem(Dict(a=Discrete(2)), {"a": [0, 1], "b": [0, 1]}, 2)
     "actions has the key 'b', which the action space Dict('a': Discrete(2)) lacks"
     """
     kind = batch_space.dispatch(type(space))
     if kind in _BATCHED_AS_ARRAY:
         return _array_batch_problem(space, batch, num_envs, where)
-    if kind is _BATCHED_AS_TUPLE_OF_SPACES:
-        return _tuple_batch_problem(cast(Tuple, space), batch, num_envs, where)
-    if kind is _BATCHED_AS_DICT:
-        return _dict_batch_problem(cast(Dict, space), batch, num_envs, where)
+    if kind is _BATCHED_AS_TUPLE_OF_SPACES or kind is _BATCHED_AS_DICT:
+        return _parts_problem(cast(Tuple | Dict, space), batch, num_envs, where)
     if kind is _BATCHED_AS_TUPLE_OF_SAMPLES:
         if isinstance(batch, (tuple, list)) and len(batch) == num_envs:
             return None
@@ -241,11 +215,7 @@ def _array_batch_problem(
     if size is None and type(batch) is not np.ndarray and isinstance(batch, Sized):
         size = len(batch)  # a ragged sequence: its length
     if size != num_envs:
-        got = (
-            f"{type(batch).__name__} {batch!r}"
-            if size is None
-            else f"a batch of {size}"
-        )
+        got = _short(batch) if size is None else f"a batch of {size}"
         return (
             f"{where} must be a batch of {num_envs} actions (one per sub-env, "
             f"leading dimension {num_envs}), got {got}"
@@ -259,39 +229,35 @@ def _array_batch_problem(
     return None
 
 
-def _tuple_batch_problem(
-    space: Tuple, batch: Any, num_envs: int, where: str
+def _parts_problem(
+    space: Tuple | Dict, batch: Any, num_envs: int, where: str
 ) -> str | None:
+    """A Tuple's batch: a tuple of its subspaces' batches; a Dict's: a dict of
+    them, with the space's keys."""
     subspaces = space.spaces
-    if not isinstance(batch, (tuple, list)) or len(batch) != len(subspaces):
-        return (
-            f"{where} must be a tuple of {len(subspaces)} batches, one per "
-            f"subspace of {space}, got {_short(batch)}"
+    if isinstance(subspaces, tuple):
+        keys: Iterable[Any] = range(len(subspaces))
+        if not isinstance(batch, (tuple, list)) or len(batch) != len(subspaces):
+            return (
+                f"{where} must be a tuple of {len(subspaces)} batches, one per "
+                f"subspace of {space}, got {_short(batch)}"
+            )
+    else:
+        keys = subspaces.keys()
+        if type(batch) is not dict and not isinstance(batch, Mapping):
+            return f"{where} must be a dict with the keys {list(keys)}, got {_short(batch)}"
+        if batch.keys() != keys:  # one set comparison when all is well
+            missing = [key for key in keys if key not in batch]
+            if missing:
+                return (
+                    f"{where} lacks the key {missing[0]!r} of the action space {space}"
+                )
+            key = next(key for key in batch if key not in keys)
+            return f"{where} has the key {key!r}, which the action space {space} lacks"
+    for key in keys:
+        problem = batch_problem(
+            subspaces[key], batch[key], num_envs, f"{where}[{key!r}]"
         )
-    for j, (subspace, sub) in enumerate(zip(subspaces, batch, strict=True)):
-        problem = batch_problem(subspace, sub, num_envs, f"{where}[{j}]")
-        if problem is not None:
-            return problem
-    return None
-
-
-def _dict_batch_problem(
-    space: Dict, batch: Any, num_envs: int, where: str
-) -> str | None:
-    subspaces = space.spaces
-    if type(batch) is not dict and not isinstance(batch, Mapping):
-        return (
-            f"{where} must be a dict with the keys {list(subspaces)}, got "
-            f"{_short(batch)}"
-        )
-    if batch.keys() != subspaces.keys():  # one set comparison when all is well
-        missing = [key for key in subspaces if key not in batch]
-        if missing:
-            return f"{where} lacks the key {missing[0]!r} of the action space {space}"
-        key = next(key for key in batch if key not in subspaces)
-        return f"{where} has the key {key!r}, which the action space {space} lacks"
-    for key, subspace in subspaces.items():
-        problem = batch_problem(subspace, batch[key], num_envs, f"{where}[{key!r}]")
         if problem is not None:
             return problem
     return None
@@ -299,55 +265,37 @@ def _dict_batch_problem(
 
 def _short(value: Any) -> str:
     text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{type(value).__name__} {text}"
+    return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
 def space_row(space: Space, batch: Any, i: int) -> Any:
     """Sub-env ``i``'s entry of ``batch``, a batch of samples of the single space
-    ``space``, read as Gymnasium's ``iterate`` reads it (row ``i`` of an array,
-    item ``i`` of a tuple of samples, and so on through Tuples and Dicts).
+    ``space``, read as Gymnasium's ``iterate`` reads it.
 
-    >>> import numpy as np
     >>> from gymnasium.spaces import Box, Dict, Discrete, Text, Tuple
-    >>> space_row(Text(8), ("hcafe", "hhcafe"), 0)
-    'hcafe'
     >>> space = Dict(pos=Box(0, 9, (2,), int), tag=Tuple((Discrete(7), Text(3))))
     >>> pos, tag = np.array([[1, 2], [3, 4]]), (np.array([5, 6]), ("a", "bc"))
     >>> space_row(space, {"pos": pos, "tag": tag}, 1)
     {'pos': array([3, 4]), 'tag': (np.int64(6), 'bc')}
     """
     kind = batch_space.dispatch(type(space))
+    parts: Any = getattr(space, "spaces", None)  # a Tuple's or a Dict's
     if kind is _BATCHED_AS_TUPLE_OF_SPACES:
-        subspaces = cast(Tuple, space).spaces
-        return tuple(
-            space_row(subspace, sub, i)
-            for subspace, sub in zip(subspaces, batch, strict=True)
-        )
+        return tuple(space_row(sub, b, i) for sub, b in zip(parts, batch, strict=True))
     if kind is _BATCHED_AS_DICT:
-        return {
-            key: space_row(subspace, batch[key], i)
-            for key, subspace in cast(Dict, space).spaces.items()
-        }
+        return {key: space_row(sub, batch[key], i) for key, sub in parts.items()}
     return batch[i]  # an array's row, or the i-th of a tuple of samples
 
 
-#: The wrapper classes whose observations (``final_obs`` included) are new
-#: arrays or the wrapped env's own, never a buffer that a later call writes into:
-#: vecmode's, each module adding its own. Exact classes: a subclass (or any
-#: other wrapper) may keep one buffer and return it every call.
+#: The wrapper classes (exact classes) whose observations are never a buffer that
+#: a later call writes into: vecmode's, each module adding its own.
 FRESH_OBSERVATION_WRAPPERS: set[type] = set()
 
 
 def reuses_buffers(envs: VectorEnv) -> bool:
-    """Whether ``envs`` may hand out observation arrays that later calls overwrite.
-
-    The innermost env says it does not with ``copy=True`` (Gymnasium's and
-    vecmode's vector envs, their default), and every wrapper over it must be one
-    of :data:`FRESH_OBSERVATION_WRAPPERS`. An env that says nothing (a custom
-    vector env), and any other wrapper (yours, Gymnasium's), are assumed to.
-    """
+    """Whether ``envs`` may hand out observation arrays that later calls overwrite:
+    unless the innermost env has ``copy=True`` and every wrapper over it is one of
+    :data:`FRESH_OBSERVATION_WRAPPERS`."""
     env = envs
     while isinstance(env, VectorWrapper):
         if type(env) not in FRESH_OBSERVATION_WRAPPERS:
@@ -358,9 +306,7 @@ def reuses_buffers(envs: VectorEnv) -> bool:
 
 def copy_batch(batch: Any) -> Any:
     """A copy of a batched observation (a plain copy for arrays, else deep)."""
-    if type(batch) is np.ndarray:
-        return batch.copy()
-    return deepcopy(batch)
+    return batch.copy() if type(batch) is np.ndarray else deepcopy(batch)
 
 
 _Env = TypeVar("_Env", bound="ClosesOnExit")
@@ -368,8 +314,7 @@ _Env = TypeVar("_Env", bound="ClosesOnExit")
 
 class ClosesOnExit:
     """``with env: ...`` closes ``env`` on leaving the block, as Gymnasium's
-    single envs do (its vector envs and wrappers are no context managers):
-    vecmode's cores and wrappers have it."""
+    single envs do."""
 
     def __enter__(self: _Env) -> _Env:
         """The env itself."""
@@ -383,33 +328,28 @@ class ClosesOnExit:
 class VectorCore(ClosesOnExit, VectorEnv):
     """A vector env in DISABLED mode built on one batched primitive, :meth:`execute`.
 
-    Subclasses implement :meth:`_execute`. This class turns it into Gymnasium's
-    ``reset``/``step`` API, validates input (actions, seeds, ``reset_mask``) and
-    raises :class:`~vecmode.EpisodeEndedError` before anything runs when a sub-env
-    whose episode ended would be stepped without a reset.
+    Subclasses implement :meth:`_execute`; this class gives Gymnasium's ``reset`` and
+    ``step``, validates input, and refuses to step a sub-env whose episode ended.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         space = self.single_action_space
-        #: The shape of a batch of actions that needs no other check: an array
-        #: batch of an array space (None: every batch is checked in full).
+        #: The shape of an array batch of an array space, which needs no other check.
         self._action_batch_shape = (
             (self.num_envs, *space.shape)
             if batch_space.dispatch(type(space)) in _BATCHED_AS_ARRAY
             and space.shape is not None
             else None
         )
-        #: The sub-envs whose episode ended (in a ``STEP``) and that were not reset
-        #: since; stepping one raises :class:`~vecmode.EpisodeEndedError`. Read it,
-        #: don't change it (NEXT_STEP's policy resets exactly these).
+        #: The sub-envs whose episode a ``STEP`` ended and that were not reset
+        #: since (NEXT_STEP's policy resets exactly these). Read it, don't change it.
         self.ended = EndedTracker(self.num_envs)
         #: Sub-envs whose state a failed call left unknown (reset them to go on).
         self._lost: set[int] = set()
         self._all_step: list[int] = [_STEP] * self.num_envs
         self._all_reset: list[int] = [_RESET] * self.num_envs
 
-    # ------------------------------------------------------------------ primitive
     def add_info(
         self, infos: dict[str, Any], info: dict[str, Any], index: int
     ) -> dict[str, Any]:
@@ -428,19 +368,17 @@ class VectorCore(ClosesOnExit, VectorEnv):
 
         Args:
             commands: one :class:`Command` per sub-env.
-            actions: the batched actions (needed when any command steps); entries of
-                sub-envs that don't step are ignored.
-            seed: seeds for the sub-envs that reset, as in :meth:`reset`.
-            options: options for the sub-envs that reset (never mutated).
+            actions: the batched actions (those of sub-envs that don't step are
+                ignored), or None when nothing steps.
+            seed, options: for the sub-envs that reset, as in :meth:`reset`.
 
         Raises:
             EpisodeEndedError: a sub-env whose episode ended would be stepped.
             ValueError: bad commands, or actions that are no batch of actions.
 
-        >>> import numpy as np, gymnasium as gym
-        >>> from vecmode import SyncVectorEnv
+        >>> import numpy as np, gymnasium as gym, vecmode
         >>> from vecmode.core import Command
-        >>> envs = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+        >>> envs = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
         >>> _ = envs.reset(seed=0)
         >>> done = envs.execute([Command.STEP, Command.RESET], np.array([1, 1]))
         >>> done.rewards, done.ended, done.finals
@@ -463,9 +401,11 @@ class VectorCore(ClosesOnExit, VectorEnv):
         if type(commands) is list and len(commands) == self.num_envs:
             cmds = commands
         else:
-            is_array = isinstance(commands, np.ndarray)
-            cmds = commands.tolist() if is_array else [int(c) for c in commands]
-            shape = commands.shape if is_array else (len(cmds),)
+            if isinstance(commands, np.ndarray):
+                cmds, shape = commands.tolist(), commands.shape
+            else:
+                cmds = [int(c) for c in commands]
+                shape = (len(cmds),)
             if shape != (self.num_envs,):
                 raise ValueError(
                     f"commands must be a sequence of {self.num_envs} "
@@ -498,8 +438,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         return executed
 
     def _dispatch_async(self, name: str, request: Request) -> None:
-        """Check, then send the call ``name`` (``"step"`` or ``"reset"``) without
-        waiting; :meth:`_dispatch_wait` ends it."""
+        """Check, then send the call ``name`` (``"step"`` or ``"reset"``)."""
         self._validate(request.commands, request.actions)
         self._execute_async(name, request)
 
@@ -514,11 +453,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         return executed
 
     def close(self, **kwargs: Any) -> None:
-        """Close the sub-envs and release every resource; closing twice is a no-op.
-
-        When a sub-env's ``close()`` raises, the others are closed too, then a
-        :class:`~vecmode.SubEnvError` names those whose ``close()`` failed.
-        """
+        """Close the sub-envs and release every resource; closing twice is a no-op."""
         if self.closed:
             return
         try:
@@ -536,11 +471,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
             raise ClosedEnvironmentError(env_closed_message(type(self).__name__))
 
     def _validate(self, cmds: list[int], actions: Any) -> list[int] | None:
-        """Raise before anything runs: an ended sub-env stepped, a wrong batch.
-
-        Returns the ended sub-envs that stay ended (kept), or None when no
-        sub-env had ended.
-        """
+        """Raise before anything runs: an ended sub-env stepped, a wrong batch. The
+        ended sub-envs that stay ended, or None when none had ended."""
         kept = self._check_ended(cmds) if self._lost or self.ended.count else None
         if not (  # the common case, in O(1): an array batch of an array space
             type(actions) is np.ndarray and actions.shape == self._action_batch_shape
@@ -599,13 +531,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
     _execute_async: Any
     _execute_wait: Any
 
-    # ------------------------------------------------------------ Gymnasium API
     def step(self, actions: Any) -> StepResult:
-        """Step every sub-env (DISABLED mode: nothing is reset).
-
-        Raises:
-            EpisodeEndedError: a sub-env's episode ended and it was not reset.
-        """
+        """Step every sub-env; refuse if an ended sub-env was not reset."""
         if self.closed:
             raise ClosedEnvironmentError(env_closed_message(type(self).__name__))
         return self._dispatch(Request(self._all_step, actions))[:5]  # type: ignore[return-value]
@@ -616,13 +543,9 @@ class VectorCore(ClosesOnExit, VectorEnv):
         seed: SeedLike = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset all sub-envs, or only those in ``options["reset_mask"]``.
-
-        With a mask, the observations hold the reset observations of the masked
-        sub-envs and the latest ones of the others, and the infos only the masked
-        sub-envs' reset infos (as Gymnasium). Unlike Gymnasium, an all-False mask is
-        a no-op rather than an error, and ``options`` is never mutated.
-        """
+        """Reset all sub-envs, or only those in ``options["reset_mask"]`` (the others
+        keep their observations, as in Gymnasium). An all-False mask is a no-op,
+        and ``options`` is never mutated."""
         self._open()
         seeds = self._seeds(seed)
         cmds, rest = self._reset_commands(options)
@@ -643,9 +566,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
 
     @property
     def awaiting_reset(self) -> np.ndarray:
-        """Bool mask of the sub-envs that must be reset before they are stepped:
-        their episode ended and they were not reset (or a failed call lost their
-        state). In NEXT_STEP mode, the sub-envs that the next step resets."""
+        """Bool mask of the sub-envs that must be reset before they are stepped (an
+        episode ended, or a failed call lost their state)."""
         mask = self.ended.mask.copy()
         if self._lost:
             mask[sorted(self._lost)] = True
@@ -657,8 +579,13 @@ class VectorCore(ClosesOnExit, VectorEnv):
         if seed is None:
             return None
         n = self.num_envs
-        one = is_int(seed) or not _is_seed_list(seed)
-        seeds = [seed] if one else list(cast(Iterable[Any], seed))
+        one = (  # one seed, or one not a seed: not a list of seeds
+            is_int(seed)
+            or not isinstance(seed, Iterable)
+            or isinstance(seed, (str, bytes))
+            or getattr(seed, "ndim", None) == 0  # a 0-d array or tensor
+        )
+        seeds: list[Any] = [seed] if one else list(cast(Iterable[Any], seed))
         if not one and len(seeds) != n:
             raise SeedError(
                 f"seed must be None, an int, or a list of {n} seeds (one per "
@@ -666,7 +593,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
             )
         _check_seeds(seeds, "seed" if one else "each seed in the list", n)
         if one:
-            return [int(cast(int, seed)) + i for i in range(n)]
+            return [int(seeds[0]) + i for i in range(n)]
         return [None if s is None else int(s) for s in seeds]
 
 
@@ -688,19 +615,7 @@ def _check_seeds(seeds: list[Any], where: str, num_envs: int) -> None:
         )
 
 
-def _is_seed_list(seed: Any) -> bool:
-    """Whether ``seed`` is a list of seeds (any iterable but a string or a 0-d
-    array or tensor)."""
-    return (
-        isinstance(seed, Iterable)
-        and not isinstance(seed, (str, bytes))
-        and getattr(seed, "ndim", None) != 0
-    )
-
-
-#: What a backend raises for a call it refuses before running anything (a call
-#: pending or in progress, the env closed, a message that does not pickle): no
-#: sub-env's state is lost.
+#: What a backend raises for a call it refuses before running anything.
 _REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, NotPicklableError)
 
 
@@ -742,15 +657,11 @@ def check_call(name: str) -> None:
 
 def check_indices(indices: Any, num_envs: int) -> list[int]:
     """``indices`` of sub-envs as a list of ints in ``range(num_envs)``, in the
-    order given (repeats kept): None means every sub-env, an int that one;
-    negative indices count from the end, as in a list.
+    order given: None means every sub-env, an int that one; negative indices count
+    from the end, as in a list.
 
     >>> check_indices(None, 3), check_indices(-1, 3), check_indices((2, 0), 3)
     ([0, 1, 2], [2], [2, 0])
-    >>> check_indices([3], 3)
-    Traceback (most recent call last):
-    ...
-    IndexError: sub-env index 3 is out of range for 3 sub-envs; pass indices in range(3) (or -3..-1), an int, or None for every sub-env.
     """
     if indices is None:
         return list(range(num_envs))

@@ -330,7 +330,7 @@ class Runner:
             dtype = np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype
             self._row = (dtype, rows.shape[1:])
             if rows.flags.c_contiguous and rows.flags.writeable:
-                self._bytes = memoryview(rows).cast("B")
+                self._bytes = rows.data.cast("B")
 
     # A copy writes into its own rows, and finds its fast path again.
     def __getstate__(self) -> dict[str, Any]:
