@@ -466,7 +466,6 @@ class VectorCore(ClosesOnExit, VectorEnv):
         self._lost.update(int(i) for i in indices)
 
     def _open(self) -> None:
-        """Raise the closed-env error if the env was closed."""
         if self.closed:
             raise ClosedEnvironmentError(env_closed_message(type(self).__name__))
 
@@ -495,11 +494,15 @@ class VectorCore(ClosesOnExit, VectorEnv):
                 raise EpisodeEndedError(lost, lost=True)
         if not self.ended.count:
             return None
-        ended = self.ended.mask.nonzero()[0].tolist()  # (faster than flatnonzero)
-        stepped = [i for i in ended if cmds[i] in _STEPPING]
+        stepped, kept = [], []
+        for i in self.ended.mask.nonzero()[0].tolist():  # (flatnonzero is slower)
+            if cmds[i] in _STEPPING:
+                stepped.append(i)
+            elif cmds[i] == _KEEP:
+                kept.append(i)
         if stepped:
             raise EpisodeEndedError(stepped)
-        return [i for i in ended if cmds[i] == _KEEP]
+        return kept
 
     def _track(
         self, cmds: list[int], executed: Executed, kept: list[int] | None = None
@@ -574,12 +577,11 @@ class VectorCore(ClosesOnExit, VectorEnv):
         return mask
 
     def _seeds(self, seed: SeedLike) -> list[int | None] | None:
-        """One seed (or None) per sub-env, as Python ints: an int gives
-        ``seed + i`` to sub-env ``i`` (as Gymnasium); NumPy integers are accepted."""
+        """One seed (or None) per sub-env, as ints (sub-env ``i`` of an int: seed + i)."""
         if seed is None:
             return None
         n = self.num_envs
-        one = (  # one seed, or one not a seed: not a list of seeds
+        one = (  # one seed (or a wrong one), not a list of seeds
             is_int(seed)
             or not isinstance(seed, Iterable)
             or isinstance(seed, (str, bytes))

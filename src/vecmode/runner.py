@@ -66,6 +66,10 @@ def reward_not_a_number_message(reward: Any) -> str:
     )
 
 
+# The name tests/cores/test_async_vector_env.py reads until it reads the new one.
+reward_not_a_number = reward_not_a_number_message
+
+
 # Classes, not closures: a sync core holding them deep-copies and pickles.
 class _LeafCheck:
     """:func:`row_writer`'s check of one array of ``shape`` and ``dtype``."""
