@@ -13,6 +13,7 @@ from gymnasium.vector.utils import concatenate, iterate
 
 from vecmode import errors
 from vecmode.core import (
+    Command,
     Executed,
     Request,
     VectorCore,
@@ -38,6 +39,7 @@ __all__ = ["SyncVectorEnv"]
 
 #: The batched action spaces whose batch Gymnasium's ``iterate`` reads with ``iter``.
 _ARRAY_BATCHES = (Box, MultiDiscrete, MultiBinary)
+_STEPPING = frozenset((Command.STEP, Command.STEP_THEN_RESET))
 
 
 class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
@@ -198,7 +200,9 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             terminations[i], truncations[i] = out.terminations[i], out.truncations[i]
         return Executed(
             self._batch(),
-            np.array(out.rewards, dtype=np.float64),
+            np.zeros(self.num_envs)  # (nothing stepped: every reward is 0.0)
+            if _STEPPING.isdisjoint(commands)
+            else np.array(out.rewards, dtype=np.float64),
             terminations,
             truncations,
             add_infos(self._add_info, {}, out.infos) if out.infos else {},
