@@ -202,7 +202,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self._batch(),
             np.zeros(self.num_envs)  # (nothing stepped: every reward is 0.0)
             if _STEPPING.isdisjoint(commands)
-            else np.array(out.rewards, dtype=np.float64),
+            else np.fromiter(out.rewards, np.float64, self.num_envs),
             terminations,
             truncations,
             add_infos(self._add_info, {}, out.infos) if out.infos else {},
