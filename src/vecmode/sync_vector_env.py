@@ -212,12 +212,13 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
 
     def _batch(self) -> Any:
         """The batch of observations to return (a copy with ``copy=True``)."""
-        if self._rows is self._observations:  # a Box batch, copy=True
-            return self._rows.copy()
-        if self._rows is None:
+        rows = self._rows
+        if rows is None:
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
             return copy_batch(self._observations) if self.copy else self._observations
-        np.copyto(self._observations, self._rows)  # copy=False: refill it
+        if rows is self._observations:  # copy=True
+            return rows.copy()
+        np.copyto(self._observations, rows)  # copy=False: refill it
         return self._observations
