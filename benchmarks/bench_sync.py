@@ -42,6 +42,11 @@ Run
     python benchmarks/bench_sync.py --quick      # smoke test, a few seconds
     python benchmarks/bench_sync.py --markdown   # a table for docs/performance.md
     python benchmarks/bench_sync.py --modes Disabled --num-envs 4 16 --rounds 7
+    python benchmarks/bench_sync.py --clock cpu  # CPU time: steadier when busy
+
+``--clock cpu`` times each repeat with ``time.process_time`` instead of the wall
+clock: the time other programs take on the machine is left out (their share of
+the caches and cores is not).
 """
 
 from __future__ import annotations
@@ -93,30 +98,44 @@ def make_env() -> gym.Env:
     return gym.make(ENV_ID)
 
 
-def run_raw(envs: list[gym.Env], actions: np.ndarray, seed: int) -> float:
+#: What every repeat is timed with: ``--clock wall`` (the default) or ``cpu``.
+CLOCKS: dict[str, Callable[[], float]] = {
+    "wall": time.perf_counter,
+    "cpu": time.process_time,
+}
+
+
+def run_raw(
+    envs: list[gym.Env], actions: np.ndarray, seed: int, clock: Callable[[], float]
+) -> float:
     """Step every sub-env in a plain loop; reset one in place when it ends."""
     for i, env in enumerate(envs):
         env.reset(seed=seed + i)
-    start = time.perf_counter()
+    start = clock()
     for row in actions:
         for env, action in zip(envs, row, strict=True):
             _, _, terminated, truncated, _ = env.step(action)
             if terminated or truncated:
                 env.reset()
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def run_disabled(envs: gym.vector.VectorEnv, actions: np.ndarray, seed: int) -> float:
+def run_disabled(
+    envs: gym.vector.VectorEnv,
+    actions: np.ndarray,
+    seed: int,
+    clock: Callable[[], float],
+) -> float:
     """Disabled: step, then reset the ended sub-envs with a fresh reset_mask dict."""
     envs.reset(seed=seed)
     step, reset, logical_or = envs.step, envs.reset, np.logical_or
-    start = time.perf_counter()
+    start = clock()
     for row in actions:
         _, _, terminations, truncations, _ = step(row)
         ended = logical_or(terminations, truncations)
         if ended.any():
             reset(options={"reset_mask": ended})
-    return time.perf_counter() - start
+    return clock() - start
 
 
 @dataclass
@@ -127,13 +146,18 @@ class Contestant:
     mode: AutoresetMode | None  # None for the mode-independent raw loop
     num_envs: int
     target: object
-    runner: Callable[[object, np.ndarray, int], float]
+    runner: Callable[[object, np.ndarray, int, Callable[[], float]], float]
     rates: list[float] = field(default_factory=list)
 
-    def run(self, actions: np.ndarray, seed: int) -> float:
+    def run(
+        self,
+        actions: np.ndarray,
+        seed: int,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> float:
         """One repeat; returns sub-env steps per second."""
         gc.collect()
-        elapsed = self.runner(self.target, actions, seed)
+        elapsed = self.runner(self.target, actions, seed, clock)
         return actions.shape[0] * self.num_envs / elapsed
 
     def close(self) -> None:
@@ -183,6 +207,7 @@ def benchmark(
     rounds: int,
     seed: int,
     progress: bool,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> list[Row]:
     by_n: dict[int, list[Contestant]] = {}
     actions: dict[int, np.ndarray] = {}
@@ -191,7 +216,7 @@ def benchmark(
         actions[n] = rng.integers(0, 2, size=(steps, n), dtype=np.int64)
         by_n[n] = build_contestants(modes, n)
         for contestant in by_n[n]:  # warm-up: first-call checks, caches
-            contestant.run(actions[n][:WARMUP_STEPS], seed)
+            contestant.run(actions[n][:WARMUP_STEPS], seed, clock)
 
     try:
         for r in range(rounds):
@@ -199,7 +224,7 @@ def benchmark(
             for n, contestant in interleaved(
                 ([(n, c) for c in by_n[n]] for n in num_envs_list), r
             ):
-                contestant.rates.append(contestant.run(actions[n], seed))
+                contestant.rates.append(contestant.run(actions[n], seed, clock))
             round_done(r, rounds, started, progress)
     finally:
         for group in by_n.values():
@@ -238,12 +263,12 @@ def benchmark(
 
 
 # ------------------------------------------------------------------------- output
-def environment_lines(steps: int, rounds: int, seed: int) -> list[str]:
+def environment_lines(steps: int, rounds: int, seed: int, clock: str) -> list[str]:
     return [
         versions(),
         f"os.cpu_count() = {os.cpu_count()}, {platform.system()} {platform.machine()}",
         f"{ENV_ID}, {steps} vector steps per timed repeat, {rounds} interleaved "
-        f"rounds (median), action/reset seed {seed}",
+        f"rounds (median), action/reset seed {seed}, {clock} clock",
         "steps/s = sub-env steps per second (vector steps x num_envs / s); "
         "ratios = median of per-round ratios",
     ]
@@ -290,6 +315,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=list(vecmode.MODES),
         help="autoreset modes (default NextStep SameStep Disabled)",
     )
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="time each repeat by the wall clock (default) or by the CPU time "
+        "of this process (steadier on a busy machine)",
+    )
     defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
     add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
@@ -314,8 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rounds=args.rounds,
         seed=args.seed,
         progress=True,
+        clock=CLOCKS[args.clock],
     )
-    header = environment_lines(args.steps, args.rounds, args.seed)
+    header = environment_lines(args.steps, args.rounds, args.seed, args.clock)
     print(format_report(HEADERS, [cells(r) for r in rows], header, args.markdown))
     return 0
 

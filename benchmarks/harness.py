@@ -11,7 +11,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import gymnasium as gym
@@ -172,16 +172,23 @@ def round_done(round_index: int, rounds: int, started: float, progress: bool) ->
         )
 
 
-def time_steps(target: Any, actions: Sequence[Any], seed: int) -> float:
+def time_steps(
+    target: Any,
+    actions: Sequence[Any],
+    seed: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
     """Seconds to ``step`` ``target`` through ``actions`` after an untimed
     ``reset(seed=seed)``: a vector env in NEXT_STEP or SAME_STEP (it resets ended
-    sub-envs itself), or anything with the same ``reset`` / ``step``."""
+    sub-envs itself), or anything with the same ``reset`` / ``step``. ``clock``:
+    wall time by default; ``time.process_time`` leaves out the time other
+    programs take on a busy machine."""
     target.reset(seed=seed)
     step = target.step
-    start = time.perf_counter()
+    start = clock()
     for row in actions:
         step(row)
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def mode_arg(text: str) -> Any:

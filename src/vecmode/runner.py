@@ -1,12 +1,9 @@
 """The command runner: a slice of sub-envs through one call's commands.
 
-Every backend runs its sub-envs with this one loop: the sync core (all of them),
-each worker of the async core (its slice), the async parent's own share (the
-``in_parent`` layout). A sub-env therefore behaves, and fails, the same wherever it
-runs: what it returned lands in an :class:`Outcome`, and the first exception a
-sub-env raises stops the slice there and is reported as a :class:`Failure` naming
-the sub-env and what it was doing. Only ``Exception`` is caught: ``KeyboardInterrupt``
-and ``SystemExit`` go straight up.
+Every backend runs its sub-envs with this loop (the sync core, each async worker,
+the async parent's share), so a sub-env behaves and fails the same wherever it
+runs. The first ``Exception`` a sub-env raises stops the slice there, reported as
+a :class:`Failure`.
 
 >>> import gymnasium as gym
 >>> from vecmode.core import Command
@@ -38,25 +35,42 @@ from vecmode.errors import SubEnvError, sub_env_error
 __all__ = ["Failure", "Outcome", "Runner"]
 
 _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+_STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
 
 
-def _one_number(reward: Any) -> bool:
-    """Whether ``reward`` is one real number (a scalar of any numeric type, a 0-d
-    array or tensor): what a batch of float rewards can hold."""
+def check_reward(reward: Any) -> None:
+    """Refuse a reward that is not one real number (a scalar, a 0-d array)."""
     if isinstance(reward, numbers.Real):
-        return True
+        return
     try:
         found = np.asarray(reward)
     except Exception:
-        return False
-    return found.ndim == 0 and found.dtype.kind in "biuf"
+        found = None
+    if found is None or found.ndim or found.dtype.kind not in "biuf":
+        raise ValueError(reward_not_a_number_message(reward))
 
 
-# The writers and checks below are small classes, not closures: a sync core
-# holding them deep-copies and pickles as Gymnasium's does (a copy writes into
-# its own batch, not the original's).
+def reward_not_a_number_message(reward: Any) -> str:
+    """What :func:`check_reward` says (the async core's tests compare with it)."""
+    try:
+        what = (
+            f"of shape {np.shape(reward)}" if np.ndim(reward) else "that is no number"
+        )
+    except Exception:
+        what = "that is no number"
+    return (
+        f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
+        f"reward is one number (a Python or NumPy scalar): return float(reward)"
+    )
+
+
+# The name tests/cores/test_async_vector_env.py reads until it reads the new one.
+reward_not_a_number = reward_not_a_number_message
+
+
+# Classes, not closures: a sync core holding them deep-copies and pickles.
 class _LeafCheck:
     """:func:`row_writer`'s check of one array of ``shape`` and ``dtype``."""
 
@@ -71,9 +85,19 @@ class _LeafCheck:
         if type(obs) is not np.ndarray or obs.shape != shape or obs.dtype != dtype:
             obs = np.asarray(obs)
             if obs.shape != shape:
-                raise ValueError(self.where + observation_shape(obs.shape, shape))
+                raise ValueError(
+                    f"{self.where}an observation of shape {obs.shape} does not fit "
+                    f"the batch of the observation space's shape {shape}: return "
+                    f"observations of the space's shape (a wrong shape is not "
+                    f"broadcast, as Gymnasium's sync env does not)"
+                )
             if not np.can_cast(obs.dtype, dtype, "same_kind"):
-                raise TypeError(self.where + observation_dtype(obs.dtype, dtype))
+                raise TypeError(
+                    f"{self.where}an observation of dtype {obs.dtype} does not fit "
+                    f"the batch of the observation space's dtype {dtype} (NumPy's "
+                    f"'same_kind' casting, as Gymnasium's sync env casts): return "
+                    f"observations of the space's dtype"
+                )
 
 
 class _PartsCheck:
@@ -92,35 +116,34 @@ class _PartsCheck:
                 part = obs[key]
             except (KeyError, IndexError, TypeError) as exc:
                 raise ValueError(
-                    observation_part(self.path, self.what, key, obs)
+                    f"an observation{self.path} of type {type(obs).__name__} has no "
+                    f"{self.what} {key!r}, which the observation space has: return "
+                    f"observations of the space's structure"
                 ) from exc
             check(part)
 
 
 class _CheckedWriter:
-    """``store(i, obs)`` once ``check(obs)`` passed."""
+    """``store(i, obs)`` once ``check(obs)`` passed (``store``: a function, or
+    rows: row ``i - first``)."""
 
-    __slots__ = ("check", "store")
+    __slots__ = ("check", "first", "store")
 
-    def __init__(
-        self, check: Callable[[Any], None], store: Callable[[int, Any], Any]
-    ) -> None:
-        self.check, self.store = check, store
+    def __init__(self, check: Callable[[Any], None], store: Any, first: int) -> None:
+        self.check, self.store, self.first = check, store, first
 
     def __call__(self, i: int, obs: Any) -> None:
         self.check(obs)
-        self.store(i, obs)
+        if type(self.store) is np.ndarray:
+            self.store[i - self.first] = obs
+        else:
+            self.store(i, obs)
 
 
 def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
-    """``write(i, obs)``: a Box observation into row ``i - first`` of ``rows`` (the
-    rows of sub-envs ``first ..``), checked as
-    Gymnasium's ``concatenate`` checks it: of the row's very shape (not
-    broadcast: a wrong shape is an env's bug, not a batch to fill) and of a dtype
-    that casts to the row's within its kind (float64 into float32, not 300 into
-    uint8 nor 1.7 into int64: NumPy's "same_kind" rule, so not a list of Python
-    ints into uint8 either). An observation of the row's shape and dtype is
-    written at once.
+    """``write(i, obs)``: a Box observation into row ``i - first`` of ``rows``,
+    checked as Gymnasium's ``concatenate`` checks it: the row's very shape, and
+    a dtype that casts "same_kind" (float64 into float32, not 300 into uint8).
 
     >>> import numpy as np
     >>> rows = np.zeros((2, 2), dtype=np.uint8)
@@ -132,32 +155,14 @@ def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
     ...
     TypeError: an observation of dtype int64 does not fit the batch of the observation space's dtype uint8 ...
     """
-    check = _LeafCheck(rows.shape[1:], rows.dtype, "")
-    return _CheckedWriter(check, _RowStore(rows, first) if first else rows.__setitem__)
-
-
-class _RowStore:
-    """``store(i, obs)``: ``obs`` into row ``i - first`` of ``rows``."""
-
-    __slots__ = ("first", "rows")
-
-    def __init__(self, rows: np.ndarray, first: int) -> None:
-        self.rows, self.first = rows, first
-
-    def __call__(self, i: int, obs: Any) -> None:
-        self.rows[i - self.first] = obs
+    return _CheckedWriter(_LeafCheck(rows.shape[1:], rows.dtype, ""), rows, first)
 
 
 def checked_writer(
     space: gym.Space[Any], store: Callable[[int, Any], Any]
 ) -> Callable[[int, Any], Any]:
-    """``write(i, obs)``: ``store(i, obs)`` once ``obs`` is checked to fit a batch
-    of ``space`` as Gymnasium's ``concatenate`` checks it (:func:`row_writer`'s
-    rule for each Box, Discrete, MultiDiscrete and MultiBinary leaf, in Dicts and
-    Tuples too; a Dict observation needs the space's keys, a Tuple one its
-    length): for the stores that do not check (a list the batch is concatenated
-    from later, shared memory, which casts and broadcasts). ``store`` itself where
-    there is nothing to check (Text, Graph, Sequence, OneOf).
+    """``write(i, obs)``: ``store(i, obs)`` once ``obs`` fits a batch of ``space``
+    (:func:`row_writer`'s rule for each array leaf, in Dicts and Tuples too).
 
     >>> from gymnasium.spaces import Box, Dict, Discrete
     >>> kept = {}
@@ -170,7 +175,7 @@ def checked_writer(
     TypeError: observation['n']: an observation of dtype float64 does not fit ...
     """
     check = _fit_check(space, "")
-    return store if check is None else _CheckedWriter(check, store)
+    return store if check is None else _CheckedWriter(check, store, 0)
 
 
 _ARRAY_LEAVES = (
@@ -182,8 +187,7 @@ _ARRAY_LEAVES = (
 
 
 def _fit_check(space: gym.Space[Any], path: str) -> Callable[[Any], None] | None:
-    """The check of :func:`checked_writer` for ``space`` at ``path`` (None:
-    nothing to check)."""
+    """The check of ``space`` at ``path`` (None: nothing to check)."""
     if isinstance(space, _ARRAY_LEAVES):
         return _LeafCheck(
             cast(tuple[int, ...], space.shape), cast(np.dtype, space.dtype), path
@@ -203,8 +207,8 @@ def _fit_check(space: gym.Space[Any], path: str) -> Callable[[Any], None] | None
     return _PartsCheck(checks, path, what) if checks else None
 
 
-# What call / get_attr / set_attr do to each sub-env (in the sync core and in a
-# worker alike): the label a failure is reported under, and the function.
+# What call / get_attr / set_attr do to each sub-env, in the sync core and in a
+# worker: the label a failure is reported under, and the function.
 def call_each(
     name: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
 ) -> tuple[str, Callable[[gym.Env], Any]]:
@@ -232,15 +236,12 @@ def set_attr_each(
 
 @dataclass
 class Failure:
-    """A sub-env raised: which one, doing what, and the exception."""
+    """Sub-env ``index`` raised ``error`` doing ``method`` (``"step"``,
+    ``"reset"``, ``"call('name')"``...); its ``traceback`` as text."""
 
-    #: The sub-env's index in the vector env.
     index: int
-    #: What it was doing: ``"step"``, ``"reset"``, ``"close"``, ``"call('name')"``...
     method: str
-    #: The exception it raised.
     error: Exception
-    #: Its traceback, as text.
     traceback: str
 
     @classmethod
@@ -251,10 +252,8 @@ class Failure:
     def as_error(
         self, others: Sequence[int] = (), lost: Sequence[int] = ()
     ) -> SubEnvError:
-        """The :class:`~vecmode.SubEnvError` the cores raise for it (``others``:
-        the other sub-envs that failed; ``lost``: those whose state the call
-        lost), with the exception as its ``__cause__``; also an instance of the
-        exception's class, where Python allows it."""
+        """The :class:`~vecmode.SubEnvError` the cores raise (``others``: the other
+        sub-envs that failed; ``lost``: those whose state the call lost)."""
         return sub_env_error(
             self.index,
             self.method,
@@ -269,45 +268,43 @@ class Failure:
 
 @dataclass
 class Outcome:
-    """What a slice of sub-envs did in one call (indices are the vector env's)."""
+    """What a slice of sub-envs did in one call (indices are the vector env's).
 
-    #: One entry per sub-env of the slice, 0.0 / False where it did not step.
+    One reward and flag per sub-env (0.0 / False where it did not step); the
+    non-empty infos (the reset's where it was reset), ``(index, info)``; the
+    sub-envs whose step ended their episode; those reset within the call,
+    ``(index, last observation, last info)``; the first failure, and the
+    sub-envs that ran before it.
+    """
+
     rewards: list[Any]
     terminations: list[Any]
     truncations: list[Any]
-    #: The non-empty infos, ``(index, info)`` in order: the step's info, or the
-    #: reset's where the sub-env was reset (within a step too).
     infos: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    #: The sub-envs whose step ended their episode, in order.
     ended: list[int] = field(default_factory=list)
-    #: The sub-envs reset within the call after their step ended the episode:
-    #: ``(index, last observation, last info)``, in order.
     finals: list[tuple[int, Any, dict[str, Any]]] = field(default_factory=list)
-    #: The sub-envs that ran (stepped or reset) before a failure, if any.
     ran: list[int] = field(default_factory=list)
-    #: The first failure; the slice stopped there (None: none).
     failure: Failure | None = None
 
 
-def _row_of(rows: np.ndarray | None) -> tuple[Any, Any]:
-    """(dtype, shape) of a row of ``rows``: what :class:`Runner` writes at once.
-    The dtype is NumPy's own object for the type (compared by identity): one
-    that came through pickle (a worker's, with spawn) is an equal copy."""
-    if rows is None:
-        return None, None
-    dtype = np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype
-    return dtype, rows.shape[1:]
+def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
+    """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options."""
+    return env.reset(
+        seed=None if seeds is None else seeds[k],
+        options=None if options is None else dict(options),
+    )
 
 
 class Runner:
     """Runs the sub-envs ``envs`` (the vector env's ``first`` .. ``first + len - 1``).
 
-    ``write(index, observation)`` stores each new observation where the backend
-    keeps them: a row of a batch, a slot of a list, shared memory, or a list of
-    observations to send.
+    ``write(index, observation)`` stores each new observation (a list, shared
+    memory, a list to send); or ``rows`` are the slice's rows of a Box batch. An
+    observation of the row's very dtype and shape is copied in after the loop
+    (every row in one copy where all ran), any other is checked first.
     """
 
-    __slots__ = ("_row", "envs", "first", "rows", "write")
+    __slots__ = ("_bytes", "_row", "envs", "first", "rows", "write")
 
     def __init__(
         self,
@@ -317,10 +314,6 @@ class Runner:
         *,
         rows: np.ndarray | None = None,
     ) -> None:
-        """``write`` stores each observation, or, for a Box batch, ``rows`` are
-        the slice's rows of the batch (row ``k`` is sub-env ``first + k``'s): an
-        observation of the row's very shape and dtype is written at once, any
-        other checked first (:func:`row_writer`)."""
         if rows is not None:
             write = row_writer(rows, first)
         elif write is None:
@@ -329,11 +322,21 @@ class Runner:
         self.first = first
         self.write: Callable[[int, Any], Any] = write
         self.rows = rows
-        self._row = _row_of(rows)
+        self._fast_path()
 
-    # A copy (copy.deepcopy, pickle) writes into the copy's batch (the writer
-    # holds its rows) and finds its dtype again (a copied dtype object is equal
-    # but not NumPy's own, which the fast path compares by identity).
+    def _fast_path(self) -> None:
+        """The dtype (NumPy's own object, compared by identity) and shape of a row
+        that :meth:`run` copies without a check, and the rows' bytes."""
+        rows = self.rows
+        self._row: tuple[Any, Any] = (None, None)
+        self._bytes: memoryview | None = None
+        if rows is not None:
+            dtype = np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype
+            self._row = (dtype, rows.shape[1:])
+            if rows.flags.c_contiguous and rows.flags.writeable:
+                self._bytes = rows.data.cast("B")
+
+    # A copy writes into its own rows, and finds its fast path again.
     def __getstate__(self) -> dict[str, Any]:
         return {
             name: getattr(self, name) for name in ("envs", "first", "rows", "write")
@@ -342,7 +345,7 @@ class Runner:
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             setattr(self, name, value)
-        self._row = _row_of(self.rows)
+        self._fast_path()
 
     def run(
         self,
@@ -353,69 +356,92 @@ class Runner:
     ) -> Outcome:
         """Carry out ``commands[k]`` on sub-env ``first + k``.
 
-        ``actions``: an iterator over the slice's actions (one per sub-env; those
-        of sub-envs that don't step are skipped), None when nothing steps;
-        ``seeds``: one per sub-env of the slice, or None; ``options``: for the
-        sub-envs that reset (each gets a copy).
+        Args:
+            commands: one ``int(Command)`` per sub-env of the slice.
+            actions: an iterator over one action per sub-env, or None.
+            seeds: one per sub-env of the slice, or None.
+            options: for the sub-envs that reset (each gets a copy).
         """
         n = len(commands)
         out = Outcome([0.0] * n, [False] * n, [False] * n)
+        fresh: list[Any] = [None] * n
+        acts = repeat(None) if actions is None else actions
+        whole = self._loop(out, fresh, commands, acts, seeds, options)
+        if self.rows is not None:
+            self._flush(fresh, whole)
+        return out
+
+    def _loop(
+        self,
+        out: Outcome,
+        fresh: list[Any],
+        commands: Sequence[int],
+        actions: Iterator[Any],
+        seeds: Sequence[int | None] | None,
+        options: dict[str, Any] | None,
+    ) -> bool:
+        """:meth:`run`'s loop: an observation of the row's kind into ``fresh[k]``,
+        any other to ``write``. True if every one went to ``fresh``."""
         rewards, terminations, truncations = (
             out.rewards,
             out.terminations,
             out.truncations,
         )
         infos, ended, finals = out.infos, out.ended, out.finals
-        write, rows = self.write, self.rows
-        # the common case, an observation of the row's very shape and dtype (as
-        # row_writer checks it, inline: one call less per sub-env)
+        write, first, array = self.write, self.first, np.ndarray
         dtype, shape = self._row
-        array = np.ndarray
-        acts: Iterator[Any] = repeat(None) if actions is None else actions
-        i = self.first
-        method = "step"
+        whole, k, method = True, 0, "step"
         try:
             for k, (cmd, env, action) in enumerate(
-                zip(commands, self.envs, acts, strict=False)
+                zip(commands, self.envs, actions, strict=False)
             ):
-                i = self.first + k
-                if cmd == _KEEP:
-                    continue
-                if cmd == _RESET:
-                    reset = True
-                else:  # STEP or STEP_THEN_RESET
+                if cmd in _STEPS:
                     method = "step"
-                    obs, reward, terminations[k], truncations[k], info = env.step(
-                        action
-                    )
-                    if type(reward) not in _NUMBERS and not _one_number(reward):
-                        raise ValueError(reward_not_a_number(reward))
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    if type(reward) not in _NUMBERS:
+                        check_reward(reward)
                     rewards[k] = reward
-                    reset = False
-                    if terminations[k] or truncations[k]:
-                        ended.append(i)
+                    if terminated or truncated:  # (else both stay False)
+                        terminations[k], truncations[k] = terminated, truncated
+                        ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
-                            finals.append((i, obs, info))
-                            reset = True
-                if reset:
+                            finals.append((first + k, obs, info))
+                            method = "reset"
+                            obs, info = _reset(env, k, seeds, options)
+                elif cmd == _RESET:
                     method = "reset"
-                    obs, info = env.reset(
-                        seed=None if seeds is None else seeds[k],
-                        options=None if options is None else dict(options),
-                    )
+                    obs, info = _reset(env, k, seeds, options)
+                else:  # KEEP
+                    whole = False
+                    continue
                 method = "writing its observation"
                 if type(obs) is array and obs.dtype is dtype and obs.shape == shape:
-                    rows[k] = obs  # type: ignore[index]
+                    fresh[k] = obs
                 else:
-                    write(i, obs)
+                    whole = False
+                    write(first + k, obs)
                 if info:
-                    infos.append((i, info))
+                    infos.append((first + k, info))
         except Exception as exc:
-            out.ran = [
-                self.first + k for k in range(i - self.first) if commands[k] != _KEEP
-            ]
-            out.failure = Failure(i, method, exc, traceback.format_exc())
-        return out
+            out.ran = [first + j for j, cmd in enumerate(commands[:k]) if cmd != _KEEP]
+            out.failure = Failure.caught(first + k, method, exc)
+            return False
+        return whole
+
+    def _flush(self, fresh: list[Any], whole: bool) -> None:
+        """Copy ``fresh`` into the rows: their bytes joined where every row is new
+        and C-contiguous, else row by row."""
+        if whole and self._bytes is not None:
+            try:
+                data = b"".join(fresh)
+                self._bytes[: len(data)] = data  # (the rows may go on past the slice)
+                return
+            except (BufferError, TypeError):  # one that is not C-contiguous
+                pass
+        rows = cast(np.ndarray, self.rows)
+        for k, obs in enumerate(fresh):
+            if obs is not None:
+                rows[k] = obs
 
     def each(
         self,
@@ -423,9 +449,8 @@ class Runner:
         fn: Callable[[gym.Env], Any],
         positions: Sequence[int] | None = None,
     ) -> tuple[list[Any], Failure | None]:
-        """``fn(env)`` for every sub-env in order, or for those at ``positions`` in
-        the slice (0 is sub-env ``first``), in that order: the results, and the
-        first failure (after which nothing more runs)."""
+        """``fn(env)`` for every sub-env, or those at ``positions`` of the slice, in
+        order: the results, and the first failure (nothing runs after it)."""
         results = []
         i = self.first
         envs = self.envs
@@ -434,7 +459,7 @@ class Runner:
                 i = self.first + k
                 results.append(fn(envs[k]))
         except Exception as exc:
-            return results, Failure(i, method, exc, traceback.format_exc())
+            return results, Failure.caught(i, method, exc)
         return results, None
 
     def close(self) -> list[Failure]:
@@ -444,55 +469,14 @@ class Runner:
             try:
                 env.close()
             except Exception as exc:
-                failures.append(
-                    Failure(self.first + k, "close", exc, traceback.format_exc())
-                )
+                failures.append(Failure.caught(self.first + k, "close", exc))
         self.envs = []
         return failures
 
 
-# ------------------------------------------------------------------ messages
-def observation_shape(got: tuple[int, ...], want: tuple[int, ...]) -> str:
-    return (
-        f"an observation of shape {got} does not fit the batch of the observation "
-        f"space's shape {want}: return observations of the space's shape (a "
-        f"wrong shape is not broadcast, as Gymnasium's sync env does not)"
-    )
-
-
-def observation_part(path: str, what: str, key: Any, obs: Any) -> str:
-    return (
-        f"an observation{path} of type {type(obs).__name__} has no {what} {key!r}, "
-        f"which the observation space has: return observations of the space's "
-        f"structure"
-    )
-
-
-def observation_dtype(got: np.dtype, want: np.dtype) -> str:
-    return (
-        f"an observation of dtype {got} does not fit the batch of the observation "
-        f"space's dtype {want} (NumPy's 'same_kind' casting, as Gymnasium's sync "
-        f"env casts): return observations of the space's dtype"
-    )
-
-
-def reward_not_a_number(reward: Any) -> str:
-    try:
-        what = (
-            f"of shape {np.shape(reward)}" if np.ndim(reward) else "that is no number"
-        )
-    except Exception:
-        what = "that is no number"
-    return (
-        f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
-        f"reward is one number (a Python or NumPy scalar): return float(reward)"
-    )
-
-
 def shared_sub_envs(envs: Sequence[gym.Env]) -> list[list[int]]:
-    """The groups of sub-env indices whose envs are one object (compared by
-    ``unwrapped``, as SB3's ``DummyVecEnv`` does: two wrappers around one env
-    step it twice too); empty when every sub-env is its own."""
+    """The groups of sub-envs that are one env object (by ``unwrapped``, as SB3's
+    ``DummyVecEnv`` compares them); empty when every sub-env is its own."""
     groups: dict[int, list[int]] = {}
     for i, env in enumerate(envs):
         groups.setdefault(id(getattr(env, "unwrapped", env)), []).append(i)

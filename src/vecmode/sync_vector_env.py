@@ -13,6 +13,7 @@ from gymnasium.vector.utils import concatenate, iterate
 
 from vecmode import errors
 from vecmode.core import (
+    Command,
     Executed,
     Request,
     VectorCore,
@@ -36,17 +37,18 @@ from vecmode.runner import (
 
 __all__ = ["SyncVectorEnv"]
 
+#: The batched action spaces whose batch Gymnasium's ``iterate`` reads with ``iter``.
+_ARRAY_BATCHES = (Box, MultiDiscrete, MultiBinary)
+_STEPPING = frozenset((Command.STEP, Command.STEP_THEN_RESET))
+
 
 class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
     """Gymnasium's ``SyncVectorEnv`` without an autoreset policy (DISABLED mode).
 
-    It is a :class:`gymnasium.vector.SyncVectorEnv` (same constructor arguments,
-    spaces, ``call``, ``get_attr``, ``set_attr``, ``render``, ``envs``), whose
-    ``step`` resets nothing: reset ended sub-envs with
-    ``reset(options={"reset_mask": mask})``, or give it an autoreset policy with
-    :func:`vecmode.with_autoreset` / :func:`vecmode.make_vec`. Stepping a sub-env
-    whose episode ended raises :class:`vecmode.EpisodeEndedError` before anything
-    is stepped.
+    Its ``step`` resets nothing: reset ended sub-envs with ``reset(options=
+    {"reset_mask": mask})``, or give it a policy with :func:`vecmode.with_autoreset`.
+    Stepping a sub-env whose episode ended raises
+    :class:`vecmode.EpisodeEndedError` before anything is stepped.
 
     >>> import numpy as np, gymnasium as gym
     >>> import vecmode
@@ -78,18 +80,15 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
 
         Args:
             env_fns: one function per sub-env that creates it.
-            copy: return a copy of the observations from ``reset`` and ``step``
-                (otherwise the same buffer, refilled by the next call: what the
-                caller writes into it reaches no sub-env, as with Gymnasium's).
+            copy: return a copy of the observations (else one buffer, refilled by
+                the next call), as Gymnasium's.
             observation_mode: ``"same"``, ``"different"`` or a tuple
                 ``(batched_space, single_space)``, as Gymnasium's.
-            autoreset_mode: only ``DISABLED`` (the default): a core has no
-                autoreset policy. Given another mode, the error says how to get it.
+            autoreset_mode: only ``DISABLED``; another mode's error says how to
+                get it.
 
         Raises:
-            ValueError: two env_fns returned the same env object (it would be
-                stepped once per sub-env each step; SB3's DummyVecEnv refuses
-                it too).
+            ValueError: two env_fns returned the same env object.
         """
         check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
         env_fns = env_fn_list(env_fns)
@@ -99,46 +98,28 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             observation_mode=observation_mode,
             autoreset_mode=CORE_MODE,
         )
-        # One env object behind two sub-envs would be stepped twice a step. As for
-        # Gymnasium's construction errors (spaces that differ), nothing is closed:
-        # the shared env is the caller's own.
+        # (one env object would be stepped twice a step; it is the caller's: kept open)
         shared = shared_sub_envs(self.envs)
         if shared:
             raise ValueError(same_env_instance(shared))
-        # Box observations are written straight into their row of the batch
-        # (what ``concatenate`` does, without re-stacking every sub-env each call).
-        # With copy=False the caller gets ``_observations`` itself, so the rows
-        # are a batch of the env's own, copied into it every call (as Gymnasium's
-        # concatenate refills it every call): what the caller, or a wrapper,
-        # writes into it never becomes a kept sub-env's observation.
+        # Box observations go into their row of the batch. With copy=False the
+        # caller holds ``_observations``: the rows are the env's own, copied into it
+        # every call, so what the caller writes into it never comes back.
         self._rows: np.ndarray | None = (
             (self._observations if copy else self._observations.copy())
             if type(self.observation_space) is Box
             and self._observations.shape[0] == self.num_envs
             else None
         )
-        self._array_actions = type(self.action_space) in (
-            Box,
-            MultiDiscrete,
-            MultiBinary,
-        )
-        self._runner = (
-            Runner(
-                self.envs,
-                0,
-                checked_writer(
-                    self.single_observation_space, self._env_obs.__setitem__
-                ),
-            )
-            if self._rows is None
-            else Runner(self.envs, 0, rows=self._rows)
-        )
+        self._array_actions = type(self.action_space) in _ARRAY_BATCHES
+        write = checked_writer(self.single_observation_space, self._env_obs.__setitem__)
+        self._runner = Runner(self.envs, 0, write, rows=self._rows)
 
     # A sub-env that raises in call / get_attr / set_attr / render / each gives
     # a SubEnvError naming it (an AttributeError stays one), as in the async core.
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method ``name`` of every sub-env (or get it, if not callable), as
-        Gymnasium's; ``call("step")`` and the like are refused (use ``step``)."""
+        """Call method ``name`` of every sub-env (or get it), as Gymnasium's;
+        ``call("step")`` and the like are refused."""
         self._open()
         check_call(name)
         return self._each(*call_each(name, args, kwargs))
@@ -168,9 +149,8 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         *args: Any,
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
-        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default,
-        in the order given); the results in that order. A sub-env that raises
-        gives a :class:`~vecmode.SubEnvError` naming it, as in the async core.
+        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default),
+        in that order: the results.
 
         >>> import gymnasium as gym, vecmode
         >>> envs = vecmode.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 3)
@@ -189,16 +169,14 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         fn: Callable[[gym.Env], Any],
         order: list[int] | None = None,
     ) -> tuple[Any, ...]:
-        """``fn`` of each sub-env (all, or those in ``order``), as a tuple; the
-        first that raises stops it, with a :class:`~vecmode.SubEnvError`."""
+        """``fn`` of each sub-env (all, or those in ``order``), as a tuple."""
         results, failure = self._runner.each(during, fn, order)
         if failure is not None:
             raise failure.as_error()
         return tuple(results)
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every sub-env, even if one's ``close()`` raises (then a
-        :class:`~vecmode.SubEnvError` names every sub-env whose close failed)."""
+        """Close every sub-env, even if one's ``close()`` raises."""
         failures = self._runner.close()
         if failures:
             raise failures[0].as_error(others=[f.index for f in failures[1:]])
@@ -215,19 +193,32 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         failure = out.failure
         if failure is not None:
             raise failure.as_error(lost=[*out.ran, failure.index])
-        infos = add_infos(self._add_info, {}, out.infos)
-        if self._rows is None:
-            self._observations = concatenate(
-                self.single_observation_space, self._env_obs, self._observations
-            )
-        elif self._rows is not self._observations:  # copy=False: refill it
-            np.copyto(self._observations, self._rows)
+        # (every flag is False but those of the sub-envs whose episode ended)
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        for i in out.ended:
+            terminations[i], truncations[i] = out.terminations[i], out.truncations[i]
         return Executed(
-            copy_batch(self._observations) if self.copy else self._observations,
-            np.array(out.rewards, dtype=np.float64),
-            np.array(out.terminations, dtype=np.bool_),
-            np.array(out.truncations, dtype=np.bool_),
-            infos,
+            self._batch(),
+            np.zeros(self.num_envs)  # (nothing stepped: every reward is 0.0)
+            if _STEPPING.isdisjoint(commands)
+            else np.fromiter(out.rewards, np.float64, self.num_envs),
+            terminations,
+            truncations,
+            add_infos(self._add_info, {}, out.infos) if out.infos else {},
             out.ended,
             out.finals,
         )
+
+    def _batch(self) -> Any:
+        """The batch of observations to return (a copy with ``copy=True``)."""
+        rows = self._rows
+        if rows is None:
+            self._observations = concatenate(
+                self.single_observation_space, self._env_obs, self._observations
+            )
+            return copy_batch(self._observations) if self.copy else self._observations
+        if rows is self._observations:  # copy=True
+            return rows.copy()
+        np.copyto(self._observations, rows)  # copy=False: refill it
+        return self._observations

@@ -1,0 +1,265 @@
+"""Runner.run: each command, what a call returns, how a failing sub-env stops it."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecmode
+from vecmode.core import Command
+from vecmode.runner import Runner, row_writer
+
+KEEP, STEP, RESET, STEP_THEN_RESET = (int(c) for c in Command)
+
+
+class Scripted(gym.Env):
+    """Observation ``[index, t, resets]``; the episode ends after ``length``
+    steps (terminated); every call is recorded in ``calls``."""
+
+    observation_space = gym.spaces.Box(-1e6, 1e6, (3,), np.float32)
+    action_space = gym.spaces.Discrete(5)
+
+    def __init__(self, index=0, length=2, fault=None, obs=None, reward=1.0):
+        self.index, self.length, self.fault = index, length, fault
+        self.odd_obs, self.reward = obs, reward
+        self.t = self.resets = 0
+        self.calls = []
+
+    def _obs(self):
+        return np.array([self.index, self.t, self.resets], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.calls.append(("reset", seed, options))
+        if self.fault == "reset":
+            raise KeyError("no reset today")
+        if options is not None:
+            options["touched"] = True  # a sub-env may write into its copy
+        self.t, self.resets = 0, self.resets + 1
+        return self._obs(), {"reset": self.resets}
+
+    def step(self, action):
+        self.calls.append(("step", action))
+        if self.fault == "step":
+            raise ValueError(f"sub-env {self.index} broke")
+        self.t += 1
+        obs = self._obs() if self.odd_obs is None else self.odd_obs
+        info = {"t": self.t} if self.t % 2 else {}
+        return obs, self.reward, self.t >= self.length, False, info
+
+
+def runner(n=3, first=0, rows=None, **kwargs):
+    envs = [Scripted(first + k, **kwargs) for k in range(n)]
+    if rows is None:
+        rows = np.zeros((n, 3), np.float32)
+    return Runner(envs, first, rows=rows), envs, rows
+
+
+def names(env):
+    return [call[0] for call in env.calls]
+
+
+# ------------------------------------------------------------------ commands
+def test_each_command_does_what_it_says_and_nothing_else():
+    run, envs, rows = runner(4, first=10)
+    options = {"level": 3}
+    out = run.run([RESET] * 4, None, [5, 6, 7, 8], options)
+    assert [env.calls for env in envs] == [
+        [("reset", 5 + k, {"level": 3, "touched": True})] for k in range(4)
+    ]
+    assert options == {"level": 3}  # each sub-env wrote into a copy of its own
+    rows[:] = -1
+    out = run.run([KEEP, STEP, RESET, STEP_THEN_RESET], iter([0, 1, 2, 3]))
+    assert names(envs[0]) == ["reset"]  # KEEP: untouched, and its row too
+    assert rows[0].tolist() == [-1, -1, -1]
+    assert envs[1].calls[-1] == ("step", 1)  # its own action
+    assert rows[1].tolist() == [11, 1, 1]
+    assert envs[2].calls[-1] == ("reset", None, None)  # action 2 skipped
+    assert rows[2].tolist() == [12, 0, 2]
+    assert envs[3].calls[-1] == ("step", 3)  # not ended: no reset
+    assert rows[3].tolist() == [13, 1, 1]
+    assert out.rewards == [0.0, 1.0, 0.0, 1.0]
+    assert out.terminations == out.truncations == [False] * 4
+    assert out.ended == out.finals == []
+    assert out.infos == [(11, {"t": 1}), (12, {"reset": 2}), (13, {"t": 1})]
+    assert out.failure is None and out.ran == []
+
+
+def test_a_step_that_ends_the_episode():
+    run, envs, rows = runner(3, first=4)
+    run.run([RESET] * 3, None, None, None)
+    run.run([STEP] * 3, iter([0, 0, 0]))
+    out = run.run([STEP, KEEP, STEP_THEN_RESET], iter([1, 1, 1]))
+    assert out.ended == [4, 6]  # indices of the vector env
+    assert out.terminations == [True, False, True]
+    assert out.truncations == [False] * 3
+    assert out.rewards == [1.0, 0.0, 1.0]
+    # STEP: the last observation stays; STEP_THEN_RESET: reset within the call
+    assert rows[0].tolist() == [4, 2, 1]
+    assert rows[2].tolist() == [6, 0, 2]
+    assert names(envs[2])[-2:] == ["step", "reset"]
+    [(index, final_obs, final_info)] = out.finals
+    assert (index, final_obs.tolist(), final_info) == (6, [6, 2, 1], {})
+    assert out.infos == [(6, {"reset": 2})]  # the reset's info, not the step's
+
+
+# ------------------------------------------------------------- observations
+def test_observations_of_the_rows_kind_are_copied_at_once_and_others_checked():
+    run, envs, rows = runner(2)
+    out = run.run([RESET, RESET], None, None, None)
+    assert rows.tolist() == [[0, 0, 1], [1, 0, 1]]
+    envs[1].odd_obs = np.array([7, 8, 9], dtype=np.float64)  # same kind: cast
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert out.failure is None
+    assert rows.tolist() == [[0, 1, 1], [7, 8, 9]]
+    envs[1].odd_obs = np.arange(6, dtype=np.float32)[::2]  # not contiguous
+    run.run([STEP, STEP], iter([0, 0]))
+    assert rows.tolist() == [[0, 2, 1], [0, 2, 4]]
+    envs[1].odd_obs = [3.0, 2.0, 1.0]  # a list: checked, then written
+    run.run([STEP, STEP], iter([0, 0]))
+    assert rows[1].tolist() == [3, 2, 1]
+
+
+def test_the_rows_may_go_on_past_the_slice():
+    """A worker's rows are the batch from its first sub-env on."""
+    batch = np.full((5, 3), -1, np.float32)
+    run, _, _ = runner(2, first=1, rows=batch[1:])
+    run.run([RESET, RESET], None, None, None)
+    assert batch.tolist() == [[-1] * 3, [1, 0, 1], [2, 0, 1], [-1] * 3, [-1] * 3]
+
+
+@pytest.mark.parametrize(
+    ("obs", "error", "says"),
+    [
+        (np.zeros(4, np.float32), ValueError, "of shape (4,) does not fit"),
+        (np.zeros(3, np.complex64), TypeError, "of dtype complex64 does not fit"),
+    ],
+)
+def test_an_observation_that_does_not_fit_is_the_sub_env_s_failure(obs, error, says):
+    run, envs, rows = runner(3)
+    run.run([RESET] * 3, None, None, None)
+    envs[1].odd_obs = obs
+    out = run.run([STEP] * 3, iter([0, 0, 0]))
+    failure = out.failure
+    assert (failure.index, failure.method) == (1, "writing its observation")
+    assert isinstance(failure.error, error) and says in str(failure.error)
+    assert out.ran == [0]
+    assert names(envs[2]) == ["reset"]  # the slice stopped at the fault
+    assert rows[0].tolist() == [0, 1, 1]  # what ran before it is written
+
+
+def test_a_writer_instead_of_rows_gets_every_observation():
+    envs = [Scripted(k) for k in range(2)]
+    kept = {}
+    out = Runner(envs, 0, kept.__setitem__).run([RESET, KEEP], None, None, None)
+    assert list(kept) == [0] and kept[0].tolist() == [0, 0, 1]
+    assert out.failure is None
+    with pytest.raises(TypeError, match="takes write, or rows"):
+        Runner(envs, 0)
+
+
+# ------------------------------------------------------------------ failures
+@pytest.mark.parametrize("method", ["step", "reset"])
+def test_a_sub_env_that_raises_stops_the_slice_there(method):
+    run, envs, _ = runner(4, first=2)
+    run.run([RESET] * 4, None, None, None)
+    envs[2].fault = method
+    out = run.run(
+        [STEP, KEEP, STEP if method == "step" else RESET, STEP], iter([0] * 4)
+    )
+    failure = out.failure
+    assert (failure.index, failure.method) == (4, method)
+    assert type(failure.error) is (ValueError if method == "step" else KeyError)
+    assert f"in {method}" in failure.traceback  # the sub-env's own frame
+    assert out.ran == [2]  # KEEP did not run
+    assert names(envs[3]) == ["reset"]
+    error = failure.as_error(lost=[*out.ran, failure.index])
+    assert isinstance(error, vecmode.SubEnvError) and error.lost == (2, 4)
+
+
+@pytest.mark.parametrize("reward", [np.array([1.5]), "abc", None], ids=repr)
+def test_a_reward_that_is_not_one_number_is_a_failure(reward):
+    run, envs, _ = runner(2)
+    run.run([RESET] * 2, None, None, None)
+    envs[0].reward = reward
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert (out.failure.index, out.failure.method) == (0, "step")
+    assert "a reward is one number" in str(out.failure.error)
+    assert names(envs[1]) == ["reset"]
+
+
+def test_keyboard_interrupt_is_not_a_failure():
+    run, envs, _ = runner(2)
+
+    def interrupted(action):
+        raise KeyboardInterrupt
+
+    envs[0].step = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        run.run([STEP, STEP], iter([0, 0]))
+
+
+# ------------------------------------------------------------------- copies
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_runner_writes_into_its_own_rows(how):
+    run, _, rows = runner(2)
+    twin = copy.deepcopy(run) if how == "deepcopy" else pickle.loads(pickle.dumps(run))
+    twin.run([RESET, RESET], None, None, None)
+    assert not rows.any()
+    assert twin.rows.tolist() == [[0, 0, 1], [1, 0, 1]]
+    twin.envs[0].odd_obs = np.zeros(4, np.float32)  # the copy still checks
+    twin.run([RESET, RESET], None, None, None)
+    out = twin.run([STEP, STEP], iter([0, 0]))
+    assert out.failure is not None and out.failure.index == 0
+
+
+def test_row_writer_checks_then_writes_a_row():
+    rows = np.zeros((3, 2), np.uint8)
+    write = row_writer(rows, first=5)
+    write(6, np.array([3, 4], np.uint8))
+    assert rows.tolist() == [[0, 0], [3, 4], [0, 0]]
+    with pytest.raises(TypeError, match="dtype int64 does not fit"):
+        write(7, np.array([300, 1]))
+    with pytest.raises(ValueError, match=r"shape \(1, 2\) does not fit"):
+        write(7, np.zeros((1, 2), np.uint8))
+
+
+# --------------------------------------------- the core's record of ended episodes
+def test_the_core_tracks_the_episodes_each_command_ends_or_clears():
+    envs = vecmode.SyncVectorEnv([lambda k=k: Scripted(k, length=1) for k in range(4)])
+    envs.reset(seed=0)
+    executed = envs.execute([STEP, STEP, STEP_THEN_RESET, KEEP], np.zeros(4, int))
+    assert executed.ended == [0, 1, 2]
+    # a STEP's end awaits a reset; a STEP_THEN_RESET's was reset within the call
+    assert envs.awaiting_reset.tolist() == [True, True, False, False]
+    assert envs.ended.count == 2
+    with pytest.raises(vecmode.EpisodeEndedError, match=r"sub-env\(s\) 1 "):
+        envs.execute([RESET, STEP, STEP, STEP], np.zeros(4, int))
+    assert envs.awaiting_reset.tolist() == [True, True, False, False]  # unchanged
+    # RESET clears one, KEEP keeps the other; a STEP ends one more
+    envs.execute([RESET, KEEP, STEP, KEEP], np.zeros(4, int))
+    assert envs.awaiting_reset.tolist() == [False, True, True, False]
+    envs.reset(options={"reset_mask": np.array([False, True, True, False])})
+    assert not envs.awaiting_reset.any() and envs.ended.count == 0
+    envs.close()
+
+
+def test_a_failed_call_loses_the_sub_envs_it_ran_until_they_are_reset():
+    fns = [lambda k=k: Scripted(k, length=9) for k in range(3)]
+    envs = vecmode.SyncVectorEnv(fns)
+    envs.reset(seed=0)
+    envs.envs[1].fault = "step"
+    with pytest.raises(vecmode.SubEnvError) as caught:
+        envs.step(np.zeros(3, int))
+    assert caught.value.lost == (0, 1)
+    assert envs.awaiting_reset.tolist() == [True, True, False]
+    with pytest.raises(vecmode.EpisodeEndedError, match="state"):
+        envs.execute([STEP, RESET, STEP], np.zeros(3, int))
+    envs.envs[1].fault = None
+    envs.execute([RESET, RESET, STEP], np.zeros(3, int))
+    assert not envs.awaiting_reset.any()
+    envs.step(np.zeros(3, int))
+    envs.close()
