@@ -18,37 +18,30 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors
+from vecmode import _rows, errors
 from vecmode._numpy import count_nonzero, host_array
-from vecmode._rows import (
-    EndedTracker,
-    constant_masks,
-    first_true,
-    flags_say,
-    with_rows,
-)
+from vecmode._rows import EndedTracker
 
 __all__ = [
-    "ASSUMED_MODE", "CORE_MODE", "DEFAULT_MODE", "FINAL_INFO", "FINAL_KEYS",
-    "FINAL_OBS", "MODES", "AutoresetMode", "Boundary", "BoundaryTracker",
-    "EndedTracker", "LayoutProblem", "ModeLike", "Strict", "as_mode", "boundary",
-    "caller_resets", "final_entries", "final_entries_of", "final_frames",
-    "final_in_info", "final_layout_problem", "final_observations", "final_of",
-    "from_dense_finals", "is_strict", "map_infos", "merge_final_observations",
-    "mode_of", "mode_or_assumed", "resets_on_next_step", "same_step_infos",
-    "strict", "to_dense_finals", "with_final_observations", "with_finals",
-    "without_finals",
-]  # fmt: skip
+    "MODES",
+    "Boundary",
+    "BoundaryTracker",
+    "ModeLike",
+    "Strict",
+    "as_mode",
+    "boundary",
+    "caller_resets",
+    "final_in_info",
+    "mode_of",
+    "resets_on_next_step",
+    "strict",
+]
 
 #: A mode as an :class:`~gymnasium.vector.AutoresetMode` or its string value.
 ModeLike = AutoresetMode | str
 
 #: The three modes, in the order the reference presents them.
-MODES: tuple[AutoresetMode, ...] = (
-    AutoresetMode.NEXT_STEP,
-    AutoresetMode.SAME_STEP,
-    AutoresetMode.DISABLED,
-)
+MODES: tuple[AutoresetMode, ...] = tuple(AutoresetMode)
 
 #: The mode assumed for a vector env that declares none (Gymnasium's convention).
 ASSUMED_MODE = AutoresetMode.NEXT_STEP
@@ -280,7 +273,7 @@ def caller_resets(mode: ModeLike) -> bool:
 def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary, Boundary]:
     """The read-only masks of a size, its quiet boundary and that of a full
     reset, shared by every tracker."""
-    false, true = constant_masks(num_envs)
+    false, true = _rows.constant_masks(num_envs)
     quiet = Boundary(false, false, true, false, false)
     return false, true, quiet, Boundary(false, true, false, false, false)
 
@@ -321,11 +314,8 @@ class BoundaryTracker:
         #: object, so ``b is tracker.quiet`` is a fast test).
         self._false, self._true, self.quiet, self._full_reset = _constants(num_envs)
         self.ended = EndedTracker(num_envs)
-        shares = source is not None and (source.mode, source.num_envs) == (
-            self.mode,
-            num_envs,
-        )
-        self._source = source if shares else None  # the same mode and size
+        fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
+        self._source = source if fits else None  # the same mode and size
         #: (the latest call's arguments, state before, boundary, state after)
         self._last: tuple[Any, Any, np.ndarray, Boundary, np.ndarray, int] | None = None
 
@@ -344,7 +334,7 @@ class BoundaryTracker:
             or last[2] is not self.ended.mask
         ):
             return None
-        if second is not None and not flags_say(last[3].ended, first, second):
+        if second is not None and not _rows.flags_say(last[3].ended, first, second):
             return None  # a layer between wrote into the step's flags
         self.ended.mask, self.ended.count = last[4], last[5]
         self._last = last
@@ -594,7 +584,7 @@ def final_layout_problem(
     if not expected.any():
         for key in keys:
             if key in infos:
-                first = first_true(infos[key])
+                first = _rows.first_true(infos[key])
                 return LayoutProblem(key, first, "no such key", True, infos[key])
         return None
     masks = (_FINAL_OBS_MASK, _FINAL_INFO_MASK) if complete else (_FINAL_OBS_MASK,)
@@ -689,10 +679,5 @@ def merge_final_observations(
     """
     final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows).tolist()
-    return with_rows(
-        env.observation_space,
-        env.single_observation_space,
-        observations,
-        indices,
-        [final[i] for i in indices],
-    )
+    spaces = env.observation_space, env.single_observation_space
+    return _rows.with_rows(*spaces, observations, indices, [final[i] for i in indices])

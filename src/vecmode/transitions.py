@@ -16,19 +16,11 @@ from gymnasium import Space
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors
+from vecmode import errors, modes
 from vecmode._numpy import count_nonzero, host_array
 from vecmode._rows import copied
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
-from vecmode.modes import (
-    Boundary,
-    BoundaryTracker,
-    ModeLike,
-    final_entries,
-    merge_final_observations,
-    mode_or_assumed,
-)
 from vecmode.wrappers.base import check_infos
 
 __all__ = [
@@ -80,8 +72,7 @@ class EpisodeStart(NamedTuple):
 
 
 def _row(space: Space | None, batch: Any, i: int) -> Any:
-    """Sub-env ``i``'s entry of a batch of ``space`` (None: dicts split by key,
-    tuples by position, arrays by row); None for no batch."""
+    """Sub-env ``i``'s entry of a batch of ``space`` (None: split by key or row)."""
     if batch is None:
         return None
     if space is not None:
@@ -100,7 +91,7 @@ class Reading(NamedTuple):
     the call's other arguments and results as given."""
 
     reader: TransitionReader
-    boundary: Boundary
+    boundary: modes.Boundary
     obs: Any
     returned: Any
     infos: Any
@@ -129,7 +120,7 @@ class Reading(NamedTuple):
                 f"{reader.who}: Reading.next_obs merges the final observations by "
                 f"the observation spaces: give the reader the env (its spaces)."
             )
-        return merge_final_observations(
+        return modes.merge_final_observations(
             reader.spaces, self.returned, self._infos(), rows, reader.who
         )
 
@@ -142,7 +133,7 @@ class Reading(NamedTuple):
         b, space = self.boundary, self.reader.observation_space
         rows, finals = b.final_in_info, {}
         if count_nonzero(rows):
-            found = final_entries(self._infos(), rows, self.reader.who)
+            found = modes.final_entries(self._infos(), rows, self.reader.who)
             finals = {i: found[i] for i in np.flatnonzero(rows).tolist()}
         return [
             RealTransition(
@@ -176,7 +167,6 @@ class TransitionReader:
 
     Args:
         mode: the env's mode (None: NEXT_STEP, Gymnasium's assumption).
-        num_envs: the number of sub-envs.
         spaces: the env (or anything with its observation and action spaces),
             to split batches by space; :attr:`Reading.next_obs` needs it. None:
             dicts and tuples are split by key and position, arrays by row.
@@ -185,12 +175,12 @@ class TransitionReader:
 
     def __init__(
         self,
-        mode: ModeLike | None,
+        mode: modes.ModeLike | None,
         num_envs: int,
         spaces: Any = None,
         who: str = "vecmode.transitions.TransitionReader",
     ) -> None:
-        self.tracker = BoundaryTracker(mode, num_envs)
+        self.tracker = modes.BoundaryTracker(mode, num_envs)
         self.spaces, self.who = spaces, who
         self.action_space: Space | None = getattr(spaces, "single_action_space", None)
         self.observation_space: Space | None = getattr(
@@ -275,8 +265,7 @@ class Transition(NamedTuple):
 
 
 def _unshared(infos: Any) -> Any:
-    """``infos`` with every array copied, so that a later reset cannot change
-    them (Gymnasium's ``RecordEpisodeStatistics`` clears its arrays in place)."""
+    """``infos`` with every array copied: a reset may clear them in place."""
     if isinstance(infos, dict):
         return {key: _unshared(value) for key, value in infos.items()}
     if type(infos) is np.ndarray:
@@ -321,7 +310,7 @@ class TransitionCollector:
     def __init__(self, envs: VectorEnv, *, copy: bool | None = None) -> None:
         if not isinstance(envs, VectorEnv):
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
-        self.mode: AutoresetMode = mode_or_assumed(envs, _WHO, None, stacklevel=1)
+        self.mode: AutoresetMode = modes.mode_or_assumed(envs, _WHO, None, stacklevel=1)
         #: ``envs``, through :class:`vecmode.autoreset.GymnasiumFinalObs` where
         #: it reports final observations its own way (ALE's).
         self.envs = gymnasium_layout(envs)
