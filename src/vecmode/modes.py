@@ -40,7 +40,7 @@ __all__ = [
 #: A mode as an :class:`~gymnasium.vector.AutoresetMode` or its string value.
 ModeLike = AutoresetMode | str
 
-#: The three modes, in the order the reference presents them.
+#: The three modes, in the reference's order.
 MODES: tuple[AutoresetMode, ...] = tuple(AutoresetMode)
 
 #: The mode assumed for a vector env that declares none (Gymnasium's convention).
@@ -72,8 +72,7 @@ _BY_SPELLING = {
 
 def as_mode(value: ModeLike) -> AutoresetMode:
     """Return ``value`` as an :class:`~gymnasium.vector.AutoresetMode`: the enum,
-    its value (``"NextStep"``), or those words as ``"next_step"``, ``"NEXT_STEP"``
-    or ``"next-step"``; else raise ValueError, listing the valid ones.
+    its value (``"NextStep"``) or name in any case, with ``_``, ``-`` or neither.
 
     >>> as_mode("Disabled")
     <AutoresetMode.DISABLED: 'Disabled'>
@@ -232,20 +231,14 @@ def boundary(
     """The :class:`Boundary` of a ``step`` in ``mode``; ``ended_before`` is the
     previous step's ``ended`` (False after a reset of the sub-env)."""
     ended = np.logical_or(terminations, truncations)
-    never = np.zeros_like(ended)
-    return _boundary(as_mode(mode), ended, ended_before, never, ~never)
+    return _boundary(as_mode(mode), ended, ended_before)
 
 
-def _boundary(
-    mode: AutoresetMode,
-    ended: np.ndarray,
-    ended_before: np.ndarray,
-    never: np.ndarray,
-    always: np.ndarray,
-) -> Boundary:
-    """The table of the modes; ``never`` / ``always``: all-False / all-True."""
+def _boundary(mode: AutoresetMode, ended: np.ndarray, before: np.ndarray) -> Boundary:
+    """The table of the modes (its all-False and all-True masks are shared)."""
+    never, always = _rows.constant_masks(len(ended))
     if mode is AutoresetMode.NEXT_STEP:
-        starts = np.asarray(ended_before, dtype=np.bool_)
+        starts = np.asarray(before, dtype=np.bool_)
         return Boundary(ended, starts, ~starts, never, never)
     if mode is AutoresetMode.SAME_STEP:
         return Boundary(ended, ended, always, ended, never)
@@ -253,14 +246,12 @@ def _boundary(
 
 
 def resets_on_next_step(mode: ModeLike) -> bool:
-    """Whether the step after an episode's end resets the sub-env, ignoring
-    its action."""
+    """Whether the step after an episode's end resets the sub-env (action ignored)."""
     return as_mode(mode) is AutoresetMode.NEXT_STEP
 
 
 def final_in_info(mode: ModeLike) -> bool:
-    """Whether an ended episode's last observation and info go in
-    ``info["final_obs"]`` / ``info["final_info"]``."""
+    """Whether an ended episode's last obs and info go in ``final_obs``/``final_info``."""
     return as_mode(mode) is AutoresetMode.SAME_STEP
 
 
@@ -270,12 +261,11 @@ def caller_resets(mode: ModeLike) -> bool:
 
 
 @functools.cache
-def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary, Boundary]:
-    """The read-only masks of a size, its quiet boundary and that of a full
-    reset, shared by every tracker."""
+def _constants(num_envs: int) -> tuple[np.ndarray, Boundary, Boundary]:
+    """The shared all-False mask of a size, its quiet boundary and a full reset's."""
     false, true = _rows.constant_masks(num_envs)
     quiet = Boundary(false, false, true, false, false)
-    return false, true, quiet, Boundary(false, true, false, false, false)
+    return false, quiet, Boundary(false, true, false, false, false)
 
 
 class BoundaryTracker:
@@ -293,7 +283,6 @@ class BoundaryTracker:
         "_full_reset",
         "_last",
         "_source",
-        "_true",
         "ended",
         "mode",
         "num_envs",
@@ -312,7 +301,7 @@ class BoundaryTracker:
         self._caller_resets = caller_resets(self.mode)
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
-        self._false, self._true, self.quiet, self._full_reset = _constants(num_envs)
+        self._false, self.quiet, self._full_reset = _constants(num_envs)
         self.ended = EndedTracker(num_envs)
         fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
         self._source = source if fits else None  # the same mode and size
@@ -380,7 +369,7 @@ class BoundaryTracker:
         if not tracked.count and not count_nonzero(ended):
             b = self.quiet
         else:
-            b = _boundary(self.mode, ended, before, self._false, self._true)
+            b = _boundary(self.mode, ended, before)
             # ended here and not reset within this very call (SAME_STEP's are)
             reset_within = b.final_in_info
             if reset_within is self._false:  # none: no NumPy call
@@ -399,9 +388,8 @@ def same_step_infos(
     num_envs: int,
     add_info: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]],
 ) -> dict[str, Any]:
-    """``infos`` with the final observations and infos of ``finals``, ``(index,
-    final obs, final info)`` in sub-env order, in Gymnasium's layout;
-    ``add_info`` batches an info (the env's ``add_info``)."""
+    """``infos`` with ``finals``, ``(index, final obs, final info)`` in sub-env
+    order, in Gymnasium's layout; ``add_info`` batches an info (the env's)."""
     if not finals:
         return infos
     final_obs = np.full(num_envs, None, dtype=object)
@@ -505,7 +493,7 @@ def map_infos(
     """A new ``infos`` mapped key by key (to another array library, say): the
     keys outside SAME_STEP's layout through ``others`` (a dict to a dict), each
     final observation through ``observation``, the final infos through
-    ``final_info``; the masks as they are. ``infos`` is not changed."""
+    ``final_info``; the masks as they are."""
     rest, finals = without_finals(infos)
     out = dict(others(rest))
     if FINAL_OBS in infos:
@@ -574,12 +562,8 @@ def final_layout_problem(
     infos: dict[str, Any], expected: np.ndarray, *, complete: bool = True
 ) -> LayoutProblem | None:
     """The first way ``infos`` breaks SAME_STEP's layout for a step whose final
-    observations belong to the sub-envs in ``expected``, or None.
-
-    No key of the layout when nothing ended; else bool masks equal to
-    ``expected`` and an object array of final observations (with ``complete``,
-    the final infos too, as a dict).
-    """
+    observations belong to the sub-envs in ``expected``, or None; ``complete``:
+    check the final infos too."""
     keys = FINAL_KEYS if complete else (_FINAL_OBS_MASK, FINAL_OBS)
     if not expected.any():
         for key in keys:
@@ -637,11 +621,7 @@ def _contents_problem(
 # ------------------------------------------- the final observations in the batch
 def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
     """The object array of final observations in a step's ``infos`` (batched, or
-    a list of one dict per sub-env), checked to hold those of ``rows``.
-
-    Raises:
-        ValueError: some sub-env of ``rows`` has no final observation.
-    """
+    a list of one dict per sub-env); ValueError if one of ``rows`` has none."""
     num_envs = len(rows)
     if isinstance(infos, (list, tuple)) and len(infos) == num_envs:
         final_obs = np.full(num_envs, None, dtype=object)
@@ -674,9 +654,7 @@ def merge_final_observations(
     who: str = "wrapper",
 ) -> Any:
     """A copy of the batch ``observations`` (which ``env`` returned) whose
-    ``rows`` hold the final observations of ``infos`` (see
-    :func:`final_entries`). Each leaf keeps its array library, dtype and device.
-    """
+    ``rows`` hold the final observations of ``infos``; leaves keep their type."""
     final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows).tolist()
     spaces = env.observation_space, env.single_observation_space

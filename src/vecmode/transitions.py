@@ -1,9 +1,8 @@
 """Real transitions out of any vector env, whatever its autoreset mode.
 
-:class:`TransitionReader` reads each call's real transitions ``(obs, action,
-reward, terminated, truncated, next_obs)``, ``next_obs`` being an ended
-episode's final observation; :class:`TransitionCollector` steps an env and reads
-them with it. The mode's facts come from :mod:`vecmode.modes`.
+:class:`TransitionReader` reads each call's real transitions, ``next_obs`` being
+an ended episode's final observation; :class:`TransitionCollector` steps an env
+and reads them with it.
 """
 
 from __future__ import annotations
@@ -160,16 +159,14 @@ class Reading(NamedTuple):
 class TransitionReader:
     """Reads real transitions and episode starts out of a vector env's calls.
 
-    Feed it each call's result in order, :meth:`reset` (full or masked) and
-    :meth:`step`; each returns a :class:`Reading` of the call. The reader calls
-    nothing: in DISABLED mode, reset the sub-envs of
-    ``reading.boundary.needs_reset`` and feed that reset too.
+    Feed it each call's result in order (:meth:`reset`, full or masked, and
+    :meth:`step`); each returns a :class:`Reading`. It calls nothing: in DISABLED
+    mode, reset the sub-envs of ``reading.boundary.needs_reset`` and feed that too.
 
     Args:
         mode: the env's mode (None: NEXT_STEP, Gymnasium's assumption).
-        spaces: the env (or anything with its observation and action spaces),
-            to split batches by space; :attr:`Reading.next_obs` needs it. None:
-            dicts and tuples are split by key and position, arrays by row.
+        spaces: the env (or anything with its spaces), to split batches by space
+            (:attr:`Reading.next_obs` needs it); None: by key, position or row.
         who: the name error messages give.
     """
 
@@ -246,7 +243,6 @@ class Transition(NamedTuple):
 
     Attributes:
         obs: the observations the actions were taken in.
-        actions: the actions, as given.
         rewards, terminations, truncations: ``(num_envs,)`` each.
         next_obs: what the actions led to: at an episode's end, its final
             observation, in every mode.
@@ -341,8 +337,7 @@ class TransitionCollector:
         """Reset the env; return ``(obs, infos)`` as its ``reset`` does.
 
         ``options["reset_mask"]`` resets only the masked sub-envs (after a full
-        reset). ``options`` is passed on as a copy; a wrong mask raises before
-        anything is reset.
+        reset); a wrong mask raises before anything is reset.
         """
         mask = None
         if options is not None:
