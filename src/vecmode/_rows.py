@@ -17,6 +17,9 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from vecmode._numpy import count_nonzero, host_array
 
+#: Sub-envs as indices or a bool mask.
+Rows = Sequence[int] | np.ndarray | None
+
 
 @functools.cache
 def constant_masks(num_envs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,11 +42,7 @@ class EndedTracker:
         self.mask = self._none
         self.count = 0
 
-    def update(
-        self,
-        cleared: Sequence[int] | np.ndarray | None = None,
-        ended: Sequence[int] | np.ndarray | None = None,
-    ) -> None:
+    def update(self, cleared: Rows = None, ended: Rows = None) -> None:
         """The sub-envs in ``cleared`` were reset, those in ``ended`` ended (and
         were not reset in the same call); indices or bool masks."""
         mask = None
@@ -88,7 +87,6 @@ def first_true(value: Any) -> int | None:
     return int(np.argmax(mask)) if mask.ndim == 1 and mask.any() else None
 
 
-#: The spaces whose batches are arrays with a row per sub-env.
 _ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
 
 

@@ -112,9 +112,7 @@ def timeline(
     ``max_episode_steps`` truncates episodes (None: the env's own ends).
     ``action`` is taken at every step: a sample of the action space, or a number
     filling an array space; None: 1 where the space holds it, else a sample.
-
-    Raises:
-        TimelineActionError: ``action`` is not in the env's action space.
+    Raises :class:`TimelineActionError` if it is not in the env's action space.
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps

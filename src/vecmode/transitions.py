@@ -108,8 +108,7 @@ class Reading(NamedTuple):
     @property
     def next_obs(self) -> Any:
         """The returned batch with the ended episodes' final observations in
-        their rows (a new batch where there are some); needs the reader's
-        ``spaces``."""
+        their rows (then a new batch); needs the reader's ``spaces``."""
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return self.returned
@@ -124,11 +123,8 @@ class Reading(NamedTuple):
         )
 
     def transitions(self) -> list[RealTransition]:
-        """The real transitions of the call, in sub-env order.
-
-        Raises:
-            ValueError: an ended episode's final observation is missing.
-        """
+        """The real transitions of the call, in sub-env order; ValueError if an
+        ended episode's final observation is missing."""
         b, space = self.boundary, self.reader.observation_space
         rows, finals = b.final_in_info, {}
         if count_nonzero(rows):
@@ -290,10 +286,9 @@ class TransitionCollector:
             fresh arrays (``vecmode.core.reuses_buffers``).
 
     >>> import numpy as np, vecmode
-    >>> from vecmode import TransitionCollector
     >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
     ...                         max_episode_steps=1, vectorization_mode="sync")
-    >>> collector = TransitionCollector(envs)
+    >>> collector = vecmode.TransitionCollector(envs)
     >>> obs, infos = collector.reset(seed=0)
     >>> t = collector.step(np.array([0, 1]))
     >>> t.truncations, t.valid
