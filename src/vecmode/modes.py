@@ -79,10 +79,9 @@ def as_mode(value: ModeLike) -> AutoresetMode:
     """
     if isinstance(value, AutoresetMode):
         return value
-    if isinstance(value, str):
-        mode = _BY_SPELLING.get(_normalise(value))
-        if mode is not None:
-            return mode
+    mode = _BY_SPELLING.get(_normalise(value)) if isinstance(value, str) else None
+    if mode is not None:
+        return mode
     members = ", ".join(f"AutoresetMode.{mode.name}" for mode in AutoresetMode)
     values = ", ".join(repr(mode.value) for mode in AutoresetMode)
     raise ValueError(
@@ -95,7 +94,6 @@ def mode_of(env: Any) -> AutoresetMode | None:
     """The mode ``env`` declares in ``metadata["autoreset_mode"]``, or None.
 
     >>> import gymnasium as gym
-    >>> from vecmode import mode_of
     >>> envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")], autoreset_mode="SameStep")
     >>> mode_of(envs)
     <AutoresetMode.SAME_STEP: 'SameStep'>
@@ -334,10 +332,8 @@ class BoundaryTracker:
 
     def reset(self, mask: np.ndarray | None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
-        if self._source is not None:
-            shared = self._shared(mask, None)
-            if shared is not None:
-                return shared
+        if self._source and (shared := self._shared(mask, None)):
+            return shared
         false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
@@ -351,10 +347,8 @@ class BoundaryTracker:
 
     def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
         """The boundary of a ``step`` that returned these flags."""
-        if self._source is not None:
-            shared = self._shared(terminations, truncations)
-            if shared is not None:
-                return shared
+        if self._source and (shared := self._shared(terminations, truncations)):
+            return shared
         if type(terminations) is np.ndarray:
             ended = np.logical_or(terminations, truncations)
         else:  # another library's flags (torch's): as NumPy bools
@@ -404,8 +398,7 @@ def with_finals(
     final_obs: np.ndarray,
     final_info: dict[str, Any],
 ) -> dict[str, Any]:
-    """A new ``infos`` with the final observations (an object array), the final
-    infos (a batched dict) and their ``mask``."""
+    """A new ``infos`` with the final observations, final infos and their ``mask``."""
     return {
         **infos,
         FINAL_OBS: final_obs,
@@ -422,9 +415,8 @@ def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any]:
-    """SAME_STEP's layout from ALE's dense one (a ``final_obs`` row per sub-env,
-    no mask, no final infos): the rows of the ``ended`` sub-envs. Infos that
-    have a ``_final_obs`` mask are returned as they are."""
+    """SAME_STEP's layout (the ``ended`` rows) from ALE's dense ``final_obs``;
+    infos that have a ``_final_obs`` mask are returned as they are."""
     if _FINAL_OBS_MASK in infos:
         return infos
     rest, _ = without_finals(infos)
@@ -438,9 +430,8 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
 
 
 def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
-    """ALE's dense layout from SAME_STEP's: the infos without the final keys
-    and, where a sub-env ended, a copy of ``dense`` (kept between calls) with
-    the ended rows written in."""
+    """ALE's dense layout from SAME_STEP's: where a sub-env ended, a copy of
+    ``dense`` (kept between calls) with the ended rows written in."""
     rest, _ = without_finals(infos)
     found = final_observations(infos)
     if found is None:
@@ -522,8 +513,7 @@ def final_frames(infos: Any, key: str) -> tuple[np.ndarray, Any] | None:
 
 
 def final_entries_of(infos: Any, i: int) -> dict[str, Any]:
-    """Sub-env ``i``'s entries of the final-observation mask and array, by key
-    (None where a key is missing), to compare two runs."""
+    """Sub-env ``i``'s entries of the final-observation mask and array, by key."""
     out: dict[str, Any] = {}
     for key in (_FINAL_OBS_MASK, FINAL_OBS):
         value = infos.get(key) if isinstance(infos, dict) else None

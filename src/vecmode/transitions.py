@@ -366,11 +366,8 @@ class TransitionCollector:
 
         In DISABLED mode the sub-envs whose episode ended are reset afterwards.
         When the env refuses the actions before stepping, the collector is
-        unchanged.
-
-        Raises:
-            gymnasium.error.ResetNeeded: before the first :meth:`reset`, or after
-                a call whose env step or reset raised midway.
+        unchanged. ``ResetNeeded`` before the first :meth:`reset`, or after a
+        call whose env step or reset raised midway.
         """
         obs = self._obs
         if obs is None:
