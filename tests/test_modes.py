@@ -33,6 +33,16 @@ def test_as_mode_rejects_anything_else_listing_the_valid_ones(bad):
         assert repr(mode.value) in message and f"AutoresetMode.{mode.name}" in message
 
 
+def test_as_mode_error_says_what_to_use_instead():
+    with pytest.raises(ValueError) as info:
+        as_mode("sometimes")
+    assert str(info.value) == (
+        "'sometimes' is not an autoreset mode; use one of AutoresetMode.NEXT_STEP, "
+        "AutoresetMode.SAME_STEP, AutoresetMode.DISABLED or their values "
+        "'NextStep', 'SameStep', 'Disabled'."
+    )
+
+
 def test_mode_of():
     envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])
     assert mode_of(envs) is AutoresetMode.NEXT_STEP

@@ -1,34 +1,11 @@
 """vecmode: Gymnasium's vector autoreset modes, made safe.
 
-* :class:`SyncVectorEnv`: a thin core with no autoreset policy (DISABLED mode) and
-  one batched primitive, :meth:`vecmode.core.VectorCore.execute`.
-* :class:`AsyncVectorEnv`: the same core with its sub-envs in worker processes,
-  one round trip per call; :class:`SubEnvError`, :class:`WorkerError` and
-  :class:`WorkerTimeoutError` report its faults.
-* :class:`RayVectorEnv`: the same core with its sub-envs in Ray actors, on one
-  machine or a cluster (``pip install "vecmode[ray]"``; Ray is imported only when
-  one is built).
-* :class:`NextStepAutoreset`, :class:`SameStepAutoreset`, :class:`DisableAutoreset`
-  and :func:`with_autoreset`: the autoreset policy as wrappers.
-* :func:`make_vec`: core + policy, mirroring ``gymnasium.make_vec``.
-* :func:`as_mode`, :func:`mode_of`: read and parse modes.
-* :mod:`vecmode.wrappers`: Gymnasium's vector wrappers (same names and
-  arguments) right in every mode, base classes for new ones, and a vector
-  ``FrameStackObservation``.
-* the registry's verbs: :func:`supports`, :func:`register`,
-  :func:`supported_modes`, :func:`check_stack` (a whole stack, as a report),
-  :func:`assert_compatible`, :func:`require_mode`, :func:`guard`, :func:`strict`;
-  :mod:`vecmode.registry` holds the rest (the report's classes,
-  ``declaration``, ``evidence``); :func:`register_vector_env` declares a vector
-  env class (:mod:`vecmode.env_classes`).
-* :class:`TransitionCollector`: one training loop for every mode; each step gives
-  a :class:`Transition` with the true next observation and a ``valid`` mask.
-* :func:`probe_mode`: the mode a vector env really behaves as
-  (:class:`vecmode.probe.ProbeResult`).
-* :mod:`vecmode.core`: the core's primitive (``VectorCore``, ``Command``) for
-  backends and policies.
-* :mod:`vecmode.testing`: the conformance kit (``check_wrapper``,
-  ``check_vector_env``, deterministic test envs).
+Thin vector envs with no autoreset policy (:class:`SyncVectorEnv`,
+:class:`AsyncVectorEnv`, :class:`RayVectorEnv`), the policy as wrappers
+(:class:`NextStepAutoreset`, :class:`SameStepAutoreset`) composed by :func:`make_vec`,
+wrappers right in every mode (:mod:`vecmode.wrappers`), the registry that checks a
+stack (:func:`check_stack`), one training loop for every mode
+(:class:`TransitionCollector`) and the conformance kit (:mod:`vecmode.testing`).
 """
 
 import typing as _typing
@@ -111,7 +88,7 @@ __all__ = [
     "wrappers",
 ]
 
-#: The modules a name missing at the top level may live in (for the error).
+#: Where a name missing at the top level may live (for the error).
 _SUBMODULES = ("vecmode.wrappers", "vecmode.testing", "vecmode.modes", "vecmode.errors")
 
 

@@ -17,6 +17,9 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from vecmode._numpy import count_nonzero, host_array
 
+#: Sub-envs as indices or a bool mask.
+Rows = Sequence[int] | np.ndarray | None
+
 
 @functools.cache
 def constant_masks(num_envs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,13 +42,8 @@ class EndedTracker:
         self.mask = self._none
         self.count = 0
 
-    def update(
-        self,
-        cleared: Sequence[int] | np.ndarray | None = None,
-        ended: Sequence[int] | np.ndarray | None = None,
-    ) -> None:
-        """The sub-envs in ``cleared`` were reset, those in ``ended`` ended (and
-        were not reset in the same call); indices or bool masks."""
+    def update(self, cleared: Rows = None, ended: Rows = None) -> None:
+        """The sub-envs in ``cleared`` were reset, those in ``ended`` ended."""
         mask = None
         for rows, value in ((cleared, False), (ended, True)):
             if rows is not None and len(rows):
@@ -70,8 +68,7 @@ class EndedTracker:
 
 
 def flags_say(ended: np.ndarray, terminations: Any, truncations: Any) -> bool:
-    """Whether a step's flags still say that exactly the sub-envs of ``ended``
-    ended (a layer may have written into them since)."""
+    """Whether a step's flags (a layer may write into them) still say ``ended``."""
     if type(terminations) is not np.ndarray or type(truncations) is not np.ndarray:
         terminations, truncations = host_array(terminations), host_array(truncations)
     if not count_nonzero(ended):
@@ -88,7 +85,6 @@ def first_true(value: Any) -> int | None:
     return int(np.argmax(mask)) if mask.ndim == 1 and mask.any() else None
 
 
-#: The spaces whose batches are arrays with a row per sub-env.
 _ARRAY_SPACES = (Box, Discrete, MultiDiscrete, MultiBinary)
 
 
@@ -106,9 +102,8 @@ def copied(batch: Any) -> Any:
 def with_rows(
     space: Space, single: Space, batch: Any, indices: list[int], rows: list[Any]
 ) -> Any:
-    """A copy of ``batch`` (of the batched ``space``, whose sub-env space is
-    ``single``) whose row ``indices[k]`` is ``rows[k]``, leaf by leaf; each leaf
-    keeps its array library, dtype and device."""
+    """A copy of ``batch`` (of ``space``; ``single``: a sub-env's) whose row
+    ``indices[k]`` is ``rows[k]``; each leaf keeps its array library and device."""
     if isinstance(space, _ARRAY_SPACES) and hasattr(batch, "shape"):
         return _array_with_rows(batch, indices, rows)
     if (

@@ -18,37 +18,30 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors
+from vecmode import _rows, errors
 from vecmode._numpy import count_nonzero, host_array
-from vecmode._rows import (
-    EndedTracker,
-    constant_masks,
-    first_true,
-    flags_say,
-    with_rows,
-)
+from vecmode._rows import EndedTracker
 
 __all__ = [
-    "ASSUMED_MODE", "CORE_MODE", "DEFAULT_MODE", "FINAL_INFO", "FINAL_KEYS",
-    "FINAL_OBS", "MODES", "AutoresetMode", "Boundary", "BoundaryTracker",
-    "EndedTracker", "LayoutProblem", "ModeLike", "Strict", "as_mode", "boundary",
-    "caller_resets", "final_entries", "final_entries_of", "final_frames",
-    "final_in_info", "final_layout_problem", "final_observations", "final_of",
-    "from_dense_finals", "is_strict", "map_infos", "merge_final_observations",
-    "mode_of", "mode_or_assumed", "resets_on_next_step", "same_step_infos",
-    "strict", "to_dense_finals", "with_final_observations", "with_finals",
-    "without_finals",
-]  # fmt: skip
+    "MODES",
+    "Boundary",
+    "BoundaryTracker",
+    "ModeLike",
+    "Strict",
+    "as_mode",
+    "boundary",
+    "caller_resets",
+    "final_in_info",
+    "mode_of",
+    "resets_on_next_step",
+    "strict",
+]
 
 #: A mode as an :class:`~gymnasium.vector.AutoresetMode` or its string value.
 ModeLike = AutoresetMode | str
 
-#: The three modes, in the order the reference presents them.
-MODES: tuple[AutoresetMode, ...] = (
-    AutoresetMode.NEXT_STEP,
-    AutoresetMode.SAME_STEP,
-    AutoresetMode.DISABLED,
-)
+#: The three modes, in the reference's order.
+MODES: tuple[AutoresetMode, ...] = tuple(AutoresetMode)
 
 #: The mode assumed for a vector env that declares none (Gymnasium's convention).
 ASSUMED_MODE = AutoresetMode.NEXT_STEP
@@ -79,22 +72,16 @@ _BY_SPELLING = {
 
 def as_mode(value: ModeLike) -> AutoresetMode:
     """Return ``value`` as an :class:`~gymnasium.vector.AutoresetMode`: the enum,
-    its value (``"NextStep"``), or those words as ``"next_step"``, ``"NEXT_STEP"``
-    or ``"next-step"``; else raise ValueError, listing the valid ones.
+    its value (``"NextStep"``) or name in any case, with ``_``, ``-`` or neither.
 
-    >>> as_mode("Disabled")
-    <AutoresetMode.DISABLED: 'Disabled'>
-    >>> as_mode("sometimes")
-    Traceback (most recent call last):
-    ...
-    ValueError: 'sometimes' is not an autoreset mode; use one of AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED or their values 'NextStep', 'SameStep', 'Disabled'.
+    >>> as_mode("next-step")
+    <AutoresetMode.NEXT_STEP: 'NextStep'>
     """
     if isinstance(value, AutoresetMode):
         return value
-    if isinstance(value, str):
-        mode = _BY_SPELLING.get(_normalise(value))
-        if mode is not None:
-            return mode
+    mode = _BY_SPELLING.get(_normalise(value)) if isinstance(value, str) else None
+    if mode is not None:
+        return mode
     members = ", ".join(f"AutoresetMode.{mode.name}" for mode in AutoresetMode)
     values = ", ".join(repr(mode.value) for mode in AutoresetMode)
     raise ValueError(
@@ -107,7 +94,6 @@ def mode_of(env: Any) -> AutoresetMode | None:
     """The mode ``env`` declares in ``metadata["autoreset_mode"]``, or None.
 
     >>> import gymnasium as gym
-    >>> from vecmode import mode_of
     >>> envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")], autoreset_mode="SameStep")
     >>> mode_of(envs)
     <AutoresetMode.SAME_STEP: 'SameStep'>
@@ -239,20 +225,14 @@ def boundary(
     """The :class:`Boundary` of a ``step`` in ``mode``; ``ended_before`` is the
     previous step's ``ended`` (False after a reset of the sub-env)."""
     ended = np.logical_or(terminations, truncations)
-    never = np.zeros_like(ended)
-    return _boundary(as_mode(mode), ended, ended_before, never, ~never)
+    return _boundary(as_mode(mode), ended, ended_before)
 
 
-def _boundary(
-    mode: AutoresetMode,
-    ended: np.ndarray,
-    ended_before: np.ndarray,
-    never: np.ndarray,
-    always: np.ndarray,
-) -> Boundary:
-    """The table of the modes; ``never`` / ``always``: all-False / all-True."""
+def _boundary(mode: AutoresetMode, ended: np.ndarray, before: np.ndarray) -> Boundary:
+    """The table of the modes (its all-False and all-True masks are shared)."""
+    never, always = _rows.constant_masks(len(ended))
     if mode is AutoresetMode.NEXT_STEP:
-        starts = np.asarray(ended_before, dtype=np.bool_)
+        starts = np.asarray(before, dtype=np.bool_)
         return Boundary(ended, starts, ~starts, never, never)
     if mode is AutoresetMode.SAME_STEP:
         return Boundary(ended, ended, always, ended, never)
@@ -260,14 +240,12 @@ def _boundary(
 
 
 def resets_on_next_step(mode: ModeLike) -> bool:
-    """Whether the step after an episode's end resets the sub-env, ignoring
-    its action."""
+    """Whether the step after an episode's end resets the sub-env (action ignored)."""
     return as_mode(mode) is AutoresetMode.NEXT_STEP
 
 
 def final_in_info(mode: ModeLike) -> bool:
-    """Whether an ended episode's last observation and info go in
-    ``info["final_obs"]`` / ``info["final_info"]``."""
+    """Whether an ended episode's last obs and info go in ``final_obs``/``final_info``."""
     return as_mode(mode) is AutoresetMode.SAME_STEP
 
 
@@ -277,12 +255,11 @@ def caller_resets(mode: ModeLike) -> bool:
 
 
 @functools.cache
-def _constants(num_envs: int) -> tuple[np.ndarray, np.ndarray, Boundary, Boundary]:
-    """The read-only masks of a size, its quiet boundary and that of a full
-    reset, shared by every tracker."""
-    false, true = constant_masks(num_envs)
+def _constants(num_envs: int) -> tuple[np.ndarray, Boundary, Boundary]:
+    """The shared all-False mask of a size, its quiet boundary and a full reset's."""
+    false, true = _rows.constant_masks(num_envs)
     quiet = Boundary(false, false, true, false, false)
-    return false, true, quiet, Boundary(false, true, false, false, false)
+    return false, quiet, Boundary(false, true, false, false, false)
 
 
 class BoundaryTracker:
@@ -300,7 +277,6 @@ class BoundaryTracker:
         "_full_reset",
         "_last",
         "_source",
-        "_true",
         "ended",
         "mode",
         "num_envs",
@@ -319,13 +295,10 @@ class BoundaryTracker:
         self._caller_resets = caller_resets(self.mode)
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
-        self._false, self._true, self.quiet, self._full_reset = _constants(num_envs)
+        self._false, self.quiet, self._full_reset = _constants(num_envs)
         self.ended = EndedTracker(num_envs)
-        shares = source is not None and (source.mode, source.num_envs) == (
-            self.mode,
-            num_envs,
-        )
-        self._source = source if shares else None  # the same mode and size
+        fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
+        self._source = source if fits else None  # the same mode and size
         #: (the latest call's arguments, state before, boundary, state after)
         self._last: tuple[Any, Any, np.ndarray, Boundary, np.ndarray, int] | None = None
 
@@ -344,7 +317,7 @@ class BoundaryTracker:
             or last[2] is not self.ended.mask
         ):
             return None
-        if second is not None and not flags_say(last[3].ended, first, second):
+        if second is not None and not _rows.flags_say(last[3].ended, first, second):
             return None  # a layer between wrote into the step's flags
         self.ended.mask, self.ended.count = last[4], last[5]
         self._last = last
@@ -359,10 +332,8 @@ class BoundaryTracker:
 
     def reset(self, mask: np.ndarray | None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
-        if self._source is not None:
-            shared = self._shared(mask, None)
-            if shared is not None:
-                return shared
+        if self._source and (shared := self._shared(mask, None)):
+            return shared
         false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
@@ -376,10 +347,8 @@ class BoundaryTracker:
 
     def step(self, terminations: np.ndarray, truncations: np.ndarray) -> Boundary:
         """The boundary of a ``step`` that returned these flags."""
-        if self._source is not None:
-            shared = self._shared(terminations, truncations)
-            if shared is not None:
-                return shared
+        if self._source and (shared := self._shared(terminations, truncations)):
+            return shared
         if type(terminations) is np.ndarray:
             ended = np.logical_or(terminations, truncations)
         else:  # another library's flags (torch's): as NumPy bools
@@ -390,7 +359,7 @@ class BoundaryTracker:
         if not tracked.count and not count_nonzero(ended):
             b = self.quiet
         else:
-            b = _boundary(self.mode, ended, before, self._false, self._true)
+            b = _boundary(self.mode, ended, before)
             # ended here and not reset within this very call (SAME_STEP's are)
             reset_within = b.final_in_info
             if reset_within is self._false:  # none: no NumPy call
@@ -409,9 +378,8 @@ def same_step_infos(
     num_envs: int,
     add_info: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]],
 ) -> dict[str, Any]:
-    """``infos`` with the final observations and infos of ``finals``, ``(index,
-    final obs, final info)`` in sub-env order, in Gymnasium's layout;
-    ``add_info`` batches an info (the env's ``add_info``)."""
+    """``infos`` with ``finals``, ``(index, final obs, final info)`` in sub-env
+    order, in Gymnasium's layout; ``add_info`` batches an info (the env's)."""
     if not finals:
         return infos
     final_obs = np.full(num_envs, None, dtype=object)
@@ -430,8 +398,7 @@ def with_finals(
     final_obs: np.ndarray,
     final_info: dict[str, Any],
 ) -> dict[str, Any]:
-    """A new ``infos`` with the final observations (an object array), the final
-    infos (a batched dict) and their ``mask``."""
+    """A new ``infos`` with the final observations, final infos and their ``mask``."""
     return {
         **infos,
         FINAL_OBS: final_obs,
@@ -448,9 +415,8 @@ def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any]:
-    """SAME_STEP's layout from ALE's dense one (a ``final_obs`` row per sub-env,
-    no mask, no final infos): the rows of the ``ended`` sub-envs. Infos that
-    have a ``_final_obs`` mask are returned as they are."""
+    """SAME_STEP's layout (the ``ended`` rows) from ALE's dense ``final_obs``;
+    infos that have a ``_final_obs`` mask are returned as they are."""
     if _FINAL_OBS_MASK in infos:
         return infos
     rest, _ = without_finals(infos)
@@ -464,9 +430,8 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
 
 
 def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
-    """ALE's dense layout from SAME_STEP's: the infos without the final keys
-    and, where a sub-env ended, a copy of ``dense`` (kept between calls) with
-    the ended rows written in."""
+    """ALE's dense layout from SAME_STEP's: where a sub-env ended, a copy of
+    ``dense`` (kept between calls) with the ended rows written in."""
     rest, _ = without_finals(infos)
     found = final_observations(infos)
     if found is None:
@@ -515,7 +480,7 @@ def map_infos(
     """A new ``infos`` mapped key by key (to another array library, say): the
     keys outside SAME_STEP's layout through ``others`` (a dict to a dict), each
     final observation through ``observation``, the final infos through
-    ``final_info``; the masks as they are. ``infos`` is not changed."""
+    ``final_info``; the masks as they are."""
     rest, finals = without_finals(infos)
     out = dict(others(rest))
     if FINAL_OBS in infos:
@@ -548,8 +513,7 @@ def final_frames(infos: Any, key: str) -> tuple[np.ndarray, Any] | None:
 
 
 def final_entries_of(infos: Any, i: int) -> dict[str, Any]:
-    """Sub-env ``i``'s entries of the final-observation mask and array, by key
-    (None where a key is missing), to compare two runs."""
+    """Sub-env ``i``'s entries of the final-observation mask and array, by key."""
     out: dict[str, Any] = {}
     for key in (_FINAL_OBS_MASK, FINAL_OBS):
         value = infos.get(key) if isinstance(infos, dict) else None
@@ -584,17 +548,13 @@ def final_layout_problem(
     infos: dict[str, Any], expected: np.ndarray, *, complete: bool = True
 ) -> LayoutProblem | None:
     """The first way ``infos`` breaks SAME_STEP's layout for a step whose final
-    observations belong to the sub-envs in ``expected``, or None.
-
-    No key of the layout when nothing ended; else bool masks equal to
-    ``expected`` and an object array of final observations (with ``complete``,
-    the final infos too, as a dict).
-    """
+    observations belong to the sub-envs in ``expected``, or None; ``complete``:
+    check the final infos too."""
     keys = FINAL_KEYS if complete else (_FINAL_OBS_MASK, FINAL_OBS)
     if not expected.any():
         for key in keys:
             if key in infos:
-                first = first_true(infos[key])
+                first = _rows.first_true(infos[key])
                 return LayoutProblem(key, first, "no such key", True, infos[key])
         return None
     masks = (_FINAL_OBS_MASK, _FINAL_INFO_MASK) if complete else (_FINAL_OBS_MASK,)
@@ -647,11 +607,7 @@ def _contents_problem(
 # ------------------------------------------- the final observations in the batch
 def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
     """The object array of final observations in a step's ``infos`` (batched, or
-    a list of one dict per sub-env), checked to hold those of ``rows``.
-
-    Raises:
-        ValueError: some sub-env of ``rows`` has no final observation.
-    """
+    a list of one dict per sub-env); ValueError if one of ``rows`` has none."""
     num_envs = len(rows)
     if isinstance(infos, (list, tuple)) and len(infos) == num_envs:
         final_obs = np.full(num_envs, None, dtype=object)
@@ -684,15 +640,8 @@ def merge_final_observations(
     who: str = "wrapper",
 ) -> Any:
     """A copy of the batch ``observations`` (which ``env`` returned) whose
-    ``rows`` hold the final observations of ``infos`` (see
-    :func:`final_entries`). Each leaf keeps its array library, dtype and device.
-    """
+    ``rows`` hold the final observations of ``infos``; leaves keep their type."""
     final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows).tolist()
-    return with_rows(
-        env.observation_space,
-        env.single_observation_space,
-        observations,
-        indices,
-        [final[i] for i in indices],
-    )
+    spaces = env.observation_space, env.single_observation_space
+    return _rows.with_rows(*spaces, observations, indices, [final[i] for i in indices])

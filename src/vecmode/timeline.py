@@ -25,12 +25,12 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box, Discrete, MultiBinary, MultiDiscrete
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from vecmode.core import space_row
 from vecmode.make import make_vec
-from vecmode.modes import MODES, AutoresetMode
+from vecmode.modes import MODES
 from vecmode.replay.compare import same
 from vecmode.transitions import Reading, TransitionReader
 
@@ -112,9 +112,7 @@ def timeline(
     ``max_episode_steps`` truncates episodes (None: the env's own ends).
     ``action`` is taken at every step: a sample of the action space, or a number
     filling an array space; None: 1 where the space holds it, else a sample.
-
-    Raises:
-        TimelineActionError: ``action`` is not in the env's action space.
+    Raises :class:`TimelineActionError` if it is not in the env's action space.
     """
     if max_episode_steps is not None:
         env_kwargs["max_episode_steps"] = max_episode_steps
@@ -401,7 +399,6 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     return "\n".join([head, *(f"  {part}" for part in body), "</svg>"]) + "\n"
 
 
-#: Why :func:`timeline_svg` refuses a table without rows.
 EMPTY = "timeline_svg needs at least one mode with rows, as timeline() returns."
 
 

@@ -1,9 +1,8 @@
 """Real transitions out of any vector env, whatever its autoreset mode.
 
-:class:`TransitionReader` reads each call's real transitions ``(obs, action,
-reward, terminated, truncated, next_obs)``, ``next_obs`` being an ended
-episode's final observation; :class:`TransitionCollector` steps an env and reads
-them with it. The mode's facts come from :mod:`vecmode.modes`.
+:class:`TransitionReader` reads each call's real transitions, ``next_obs`` being
+an ended episode's final observation; :class:`TransitionCollector` steps an env
+and reads them with it.
 """
 
 from __future__ import annotations
@@ -16,19 +15,11 @@ from gymnasium import Space
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors
+from vecmode import errors, modes
 from vecmode._numpy import count_nonzero, host_array
 from vecmode._rows import copied
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
-from vecmode.modes import (
-    Boundary,
-    BoundaryTracker,
-    ModeLike,
-    final_entries,
-    merge_final_observations,
-    mode_or_assumed,
-)
 from vecmode.wrappers.base import check_infos
 
 __all__ = [
@@ -80,8 +71,7 @@ class EpisodeStart(NamedTuple):
 
 
 def _row(space: Space | None, batch: Any, i: int) -> Any:
-    """Sub-env ``i``'s entry of a batch of ``space`` (None: dicts split by key,
-    tuples by position, arrays by row); None for no batch."""
+    """Sub-env ``i``'s entry of a batch of ``space`` (None: split by key or row)."""
     if batch is None:
         return None
     if space is not None:
@@ -100,7 +90,7 @@ class Reading(NamedTuple):
     the call's other arguments and results as given."""
 
     reader: TransitionReader
-    boundary: Boundary
+    boundary: modes.Boundary
     obs: Any
     returned: Any
     infos: Any
@@ -118,8 +108,7 @@ class Reading(NamedTuple):
     @property
     def next_obs(self) -> Any:
         """The returned batch with the ended episodes' final observations in
-        their rows (a new batch where there are some); needs the reader's
-        ``spaces``."""
+        their rows (then a new batch); needs the reader's ``spaces``."""
         rows = self.boundary.final_in_info
         if not count_nonzero(rows):
             return self.returned
@@ -129,20 +118,17 @@ class Reading(NamedTuple):
                 f"{reader.who}: Reading.next_obs merges the final observations by "
                 f"the observation spaces: give the reader the env (its spaces)."
             )
-        return merge_final_observations(
+        return modes.merge_final_observations(
             reader.spaces, self.returned, self._infos(), rows, reader.who
         )
 
     def transitions(self) -> list[RealTransition]:
-        """The real transitions of the call, in sub-env order.
-
-        Raises:
-            ValueError: an ended episode's final observation is missing.
-        """
+        """The real transitions of the call, in sub-env order; ValueError if an
+        ended episode's final observation is missing."""
         b, space = self.boundary, self.reader.observation_space
         rows, finals = b.final_in_info, {}
         if count_nonzero(rows):
-            found = final_entries(self._infos(), rows, self.reader.who)
+            found = modes.final_entries(self._infos(), rows, self.reader.who)
             finals = {i: found[i] for i in np.flatnonzero(rows).tolist()}
         return [
             RealTransition(
@@ -169,28 +155,25 @@ class Reading(NamedTuple):
 class TransitionReader:
     """Reads real transitions and episode starts out of a vector env's calls.
 
-    Feed it each call's result in order, :meth:`reset` (full or masked) and
-    :meth:`step`; each returns a :class:`Reading` of the call. The reader calls
-    nothing: in DISABLED mode, reset the sub-envs of
-    ``reading.boundary.needs_reset`` and feed that reset too.
+    Feed it each call's result in order (:meth:`reset`, full or masked, and
+    :meth:`step`); each returns a :class:`Reading`. It calls nothing: in DISABLED
+    mode, reset the sub-envs of ``reading.boundary.needs_reset`` and feed that too.
 
     Args:
         mode: the env's mode (None: NEXT_STEP, Gymnasium's assumption).
-        num_envs: the number of sub-envs.
-        spaces: the env (or anything with its observation and action spaces),
-            to split batches by space; :attr:`Reading.next_obs` needs it. None:
-            dicts and tuples are split by key and position, arrays by row.
+        spaces: the env (or anything with its spaces), to split batches by space
+            (:attr:`Reading.next_obs` needs it); None: by key, position or row.
         who: the name error messages give.
     """
 
     def __init__(
         self,
-        mode: ModeLike | None,
+        mode: modes.ModeLike | None,
         num_envs: int,
         spaces: Any = None,
         who: str = "vecmode.transitions.TransitionReader",
     ) -> None:
-        self.tracker = BoundaryTracker(mode, num_envs)
+        self.tracker = modes.BoundaryTracker(mode, num_envs)
         self.spaces, self.who = spaces, who
         self.action_space: Space | None = getattr(spaces, "single_action_space", None)
         self.observation_space: Space | None = getattr(
@@ -256,7 +239,6 @@ class Transition(NamedTuple):
 
     Attributes:
         obs: the observations the actions were taken in.
-        actions: the actions, as given.
         rewards, terminations, truncations: ``(num_envs,)`` each.
         next_obs: what the actions led to: at an episode's end, its final
             observation, in every mode.
@@ -275,8 +257,7 @@ class Transition(NamedTuple):
 
 
 def _unshared(infos: Any) -> Any:
-    """``infos`` with every array copied, so that a later reset cannot change
-    them (Gymnasium's ``RecordEpisodeStatistics`` clears its arrays in place)."""
+    """``infos`` with every array copied: a reset may clear them in place."""
     if isinstance(infos, dict):
         return {key: _unshared(value) for key, value in infos.items()}
     if type(infos) is np.ndarray:
@@ -305,10 +286,9 @@ class TransitionCollector:
             fresh arrays (``vecmode.core.reuses_buffers``).
 
     >>> import numpy as np, vecmode
-    >>> from vecmode import TransitionCollector
     >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
     ...                         max_episode_steps=1, vectorization_mode="sync")
-    >>> collector = TransitionCollector(envs)
+    >>> collector = vecmode.TransitionCollector(envs)
     >>> obs, infos = collector.reset(seed=0)
     >>> t = collector.step(np.array([0, 1]))
     >>> t.truncations, t.valid
@@ -321,7 +301,7 @@ class TransitionCollector:
     def __init__(self, envs: VectorEnv, *, copy: bool | None = None) -> None:
         if not isinstance(envs, VectorEnv):
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
-        self.mode: AutoresetMode = mode_or_assumed(envs, _WHO, None, stacklevel=1)
+        self.mode: AutoresetMode = modes.mode_or_assumed(envs, _WHO, None, stacklevel=1)
         #: ``envs``, through :class:`vecmode.autoreset.GymnasiumFinalObs` where
         #: it reports final observations its own way (ALE's).
         self.envs = gymnasium_layout(envs)
@@ -352,8 +332,7 @@ class TransitionCollector:
         """Reset the env; return ``(obs, infos)`` as its ``reset`` does.
 
         ``options["reset_mask"]`` resets only the masked sub-envs (after a full
-        reset). ``options`` is passed on as a copy; a wrong mask raises before
-        anything is reset.
+        reset); a wrong mask raises before anything is reset.
         """
         mask = None
         if options is not None:
@@ -387,11 +366,8 @@ class TransitionCollector:
 
         In DISABLED mode the sub-envs whose episode ended are reset afterwards.
         When the env refuses the actions before stepping, the collector is
-        unchanged.
-
-        Raises:
-            gymnasium.error.ResetNeeded: before the first :meth:`reset`, or after
-                a call whose env step or reset raised midway.
+        unchanged. ``ResetNeeded`` before the first :meth:`reset`, or after a
+        call whose env step or reset raised midway.
         """
         obs = self._obs
         if obs is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 import traceback
@@ -60,21 +61,15 @@ class Command:
     json: bool = True
 
 
-def _at_least(low: int) -> Callable[[str], int]:
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
-        return value
-
-    return convert
+def _at_least(low: int, text: str) -> int:
+    with contextlib.suppress(ValueError):
+        if int(text) >= low:
+            return int(text)
+    raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
 
 
-#: Option types: an int >= 1, an int >= 0.
-positive, non_negative = _at_least(1), _at_least(0)
+positive = functools.partial(_at_least, 1)
+non_negative = functools.partial(_at_least, 0)
 
 
 def mode_option(text: str) -> AutoresetMode:

@@ -80,8 +80,7 @@ def _make(args: argparse.Namespace) -> VectorEnv:
 def _refusal(
     args: argparse.Namespace, target: Target, envs: VectorEnv, error: Exception
 ) -> bool:
-    """Report ``target`` refusing the stack's mode: the registry's refusal, or its
-    own error where the registry says it does not support the mode (else: usage)."""
+    """Report ``target`` refusing the mode: by the registry, or by its own error."""
     got = mode_of(envs)
     if isinstance(error, IncompatibleModeError):
         on = f"the stack in {got.value}" if got else "an env that declares no mode"

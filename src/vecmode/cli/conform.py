@@ -80,8 +80,7 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
 def _cannot_build(
     factory: Callable[[VectorEnv], Any], kinds: dict[str, Any]
 ) -> Exception | None:
-    """What building ``factory`` over the kit's test env raised, if it builds in
-    no mode; None if it builds in one, or only vecmode's registry refuses it."""
+    """What building ``factory`` on a test env raised if no mode builds, else None."""
     first: Exception | None = None
     base = testing.BASES["vecmode.SyncVectorEnv"]  # a class that cannot wrap refuses
     for mode in MODES:

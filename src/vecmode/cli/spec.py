@@ -116,9 +116,8 @@ def vecmode_wrappers() -> dict[str, type]:
 
 
 def resolve(spec: str, option: str, *, names: bool = True) -> Target:
-    """What ``spec``, given as ``option``, names, or a :class:`CommandError`.
-    ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers (else ``gymnasium:`` is
-    a module)."""
+    """What ``spec``, given as ``option``, names, or a :class:`CommandError`;
+    ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers."""
     known = vecmode_wrappers()
     try:
         parts, kwargs = parse(spec)
