@@ -10,15 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from vecmode.modes import (
-    AutoresetMode,
-    Boundary,
-    BoundaryTracker,
-    caller_resets,
-    final_entries_of,
-    final_in_info,
-    final_layout_problem,
-)
+from vecmode import modes
+from vecmode.modes import AutoresetMode, Boundary, caller_resets
 from vecmode.replay.compare import MISSING, Difference, describe, raised, same
 from vecmode.replay.record import Call
 
@@ -55,21 +48,32 @@ class View:
     pending: np.ndarray
 
 
+class Walker:
+    """Follows a run's calls, live or recorded, in ``mode``: :meth:`see` gives
+    each call's :class:`View`."""
+
+    def __init__(self, mode: AutoresetMode, num_envs: int) -> None:
+        self.tracker = modes.BoundaryTracker(mode, num_envs)
+        self.pending = np.zeros(num_envs, dtype=np.bool_)
+
+    def see(self, call: Call) -> View:
+        """The view of ``call``, the next call of the run."""
+        pending, b = self.pending, None
+        if call.error is None and call.kind == "step":
+            b = self.tracker.step(*call.flags)
+            self.pending = b.needs_reset
+        elif call.error is None:
+            self.pending = self.tracker.reset(call.mask).needs_reset
+        return View(call, b, pending)
+
+
 def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator[View]:
     """The calls of a run seen through ``mode``, up to one that raised."""
-    tracker = BoundaryTracker(mode, num_envs)
-    pending = np.zeros(num_envs, dtype=np.bool_)
+    walker = Walker(mode, num_envs)
     for call in calls:
+        yield walker.see(call)
         if call.error is not None:
-            yield View(call, None, pending)
             return
-        if call.kind == "step":
-            b = tracker.step(*call.flags)
-            yield View(call, b, pending)
-            pending = b.needs_reset
-        else:
-            yield View(call, None, pending)
-            pending = tracker.reset(call.mask).needs_reset
 
 
 def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
@@ -115,13 +119,13 @@ def layout_difference(
     """Where a step's info breaks SAME_STEP's layout for the final observations
     ``final`` marks, or None."""
     infos = call.infos if isinstance(call.infos, dict) else {}
-    problem = final_layout_problem(infos, final, complete=complete)
+    problem = modes.final_layout_problem(infos, final, complete=complete)
     if problem is None:
         return None
     i = problem.sub_env
     if final.any() and (i is None or final[i]):
         note = final_obs_present_message(mode)
-    elif final_in_info(mode):
+    elif modes.final_in_info(mode):
         note = (
             f"in {mode.value} mode the masks are True exactly for the sub-envs "
             f"whose episode ended here"
@@ -288,8 +292,8 @@ def _call_differences(a: Call, b: Call, run: str) -> Iterator[Difference]:
 
 
 def _final_differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
-    a = final_entries_of(first.infos, i)
-    b = final_entries_of(second.infos, i)
+    a = modes.final_entries_of(first.infos, i)
+    b = modes.final_entries_of(second.infos, i)
     return next(
         ((f"info[{key!r}]", a[key], b[key]) for key in a if not same(a[key], b[key])),
         None,

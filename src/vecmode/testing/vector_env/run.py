@@ -11,17 +11,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from vecmode import modes
 from vecmode.env_classes import layers, vector_env_declaration
-from vecmode.modes import (
-    AutoresetMode,
-    Boundary,
-    BoundaryTracker,
-    caller_resets,
-    final_observations,
-    mode_of,
-    resets_on_next_step,
-)
+from vecmode.modes import AutoresetMode, Boundary, caller_resets
 from vecmode.replay.compare import arrays_in
+from vecmode.replay.predictions import Walker
 from vecmode.replay.record import Call, Instances, Recorder
 from vecmode.testing.writes import HeldResults
 
@@ -121,19 +115,17 @@ class CheckedRun:
     def _drive(self, steps: int, seed: int) -> Plan:
         """The checked run's calls (see :class:`MaskedResets`); what replays need."""
         recorder, mode, plan = self.first, self.mode, Plan()
-        tracker = BoundaryTracker(mode, recorder.num_envs)
+        walker = Walker(mode, recorder.num_envs)
+        tracker = walker.tracker
         masks = MaskedResets(mode, recorder.num_envs, self.optional)
-        if recorder.reset(seed).error is not None:
+        if walker.see(recorder.reset(seed)).call.error is not None:
             return plan
-        tracker.reset(None)
 
         def step() -> Boundary | None:
-            call = recorder.step(recorder.sample())
-            if call.error is not None:
-                return None
-            b = tracker.step(*call.flags)
-            if not b.real.all():
-                plan.ignored[call.index] = ~b.real
+            view = walker.see(recorder.step(recorder.sample()))
+            b = view.boundary
+            if b is not None and not b.real.all():
+                plan.ignored[view.call.index] = ~b.real
             return b
 
         for _ in range(steps):
@@ -144,12 +136,11 @@ class CheckedRun:
             if mask is None:
                 continue
             pending = mask & tracker.awaiting_reset & (self.optional == "clears")
-            reset = recorder.reset_mask(mask)
+            reset = walker.see(recorder.reset_mask(mask)).call
             if reset.error is not None:
                 return plan
-            tracker.reset(mask)
             plan.masked(reset.index, mask, pending, kind)
-        for _ in range(steps if resets_on_next_step(mode) else 0):
+        for _ in range(steps if modes.resets_on_next_step(mode) else 0):
             if tracker.awaiting_reset.any():
                 pending = tracker.awaiting_reset.copy()
                 if recorder.reset(seed + 1).error is None:
@@ -203,7 +194,7 @@ def _unmasked(calls: list[Call], masked: tuple[int, int] | None) -> list[Call]:
 def _declared_mode(env: VectorEnv) -> AutoresetMode:
     """The mode ``env`` declares (``AssertionError`` if none, or not a mode)."""
     try:
-        mode = mode_of(env)
+        mode = modes.mode_of(env)
     except ValueError as exc:
         raise AssertionError(
             f"{env!r} declares metadata['autoreset_mode'] that is not a mode: {exc}"
@@ -232,7 +223,7 @@ def _final_obs_sharing_memory(result: Any) -> list[int]:
     """The sub-envs whose final observation shares the observations' memory."""
     if not (isinstance(result, tuple) and len(result) == 5):
         return []
-    found = final_observations(result[4])
+    found = modes.final_observations(result[4])
     final = None if found is None else found[1]
     if not isinstance(final, np.ndarray) or final.dtype != object:
         return []
