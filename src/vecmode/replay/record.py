@@ -202,8 +202,8 @@ class Instances:
         self.caller = caller
         self._built: list[VectorEnv] = []
         self._open: list[VectorEnv] = []
-        #: The layer the envs are read through (``gymnasium_layout``), if any.
-        self.read_through: type | None = None
+        #: The qualified name of the layer the envs are read through, if any.
+        self.read_through: str | None = None
 
     def new(self) -> VectorEnv:
         """A new env from the factory, read in Gymnasium's layout."""
@@ -229,7 +229,8 @@ class Instances:
         except ValueError:  # no mode in its metadata: the callers say so
             readable = env
         if readable is not env:
-            self.read_through = type(readable)
+            cls = type(readable)
+            self.read_through = f"{cls.__module__}.{cls.__qualname__}"
         self._open.append(readable)
         return readable
 

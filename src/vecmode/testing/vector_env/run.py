@@ -161,11 +161,8 @@ class CheckedRun:
         self.cleared: list[Call] = []
         self.unmasked: list[Call] = []
         if plan.reseeded is not None:
-            third = Recorder(instances.new(), seed)
-            if third.reset(seed + 1).error is None:
-                third.step(calls[-1].actions or [])
-            instances.close(third.env)
-            self.fresh = third.calls
+            reseed = Call(0, "reset", seed=seed + 1)
+            self.fresh = instances.replay(seed, [reseed, calls[-1]])
         if plan.cleared is not None and plan.cleared[0] < len(calls):
             index, which = plan.cleared
             if calls[index].kind == "step":
