@@ -40,8 +40,7 @@ def masked_keeps_message(mode: AutoresetMode) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """A call, its :class:`~vecmode.modes.Boundary` (steps only), and the
-    sub-envs that awaited the caller's reset when it was made."""
+    """A call, its boundary (steps only), and the sub-envs awaiting the caller."""
 
     call: Call
     boundary: Boundary | None
@@ -49,8 +48,7 @@ class View:
 
 
 class Walker:
-    """Follows a run's calls, live or recorded, in ``mode``: :meth:`see` gives
-    each call's :class:`View`."""
+    """Follows a run's calls in ``mode``: :meth:`see` gives each one's View."""
 
     def __init__(self, mode: AutoresetMode, num_envs: int) -> None:
         self.tracker = modes.BoundaryTracker(mode, num_envs)
@@ -77,8 +75,7 @@ def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator
 
 
 def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
-    """``(field, first's, second's)`` of the first of obs / reward / terminated /
-    truncated that differs for sub-env ``i``, or None."""
+    """``(field, first's, second's)`` of sub-env ``i``'s first differing result."""
     for name, a, b in (
         ("obs", first.obs, second.obs),
         ("reward", first.rewards, second.rewards),
@@ -116,8 +113,7 @@ def looks_reset(call: Call, other: Call, i: int) -> bool:
 def layout_difference(
     mode: AutoresetMode, call: Call, final: np.ndarray, *, complete: bool
 ) -> Difference | None:
-    """Where a step's info breaks SAME_STEP's layout for the final observations
-    ``final`` marks, or None."""
+    """Where a step's info breaks SAME_STEP's layout for the rows ``final``."""
     infos = call.infos if isinstance(call.infos, dict) else {}
     problem = modes.final_layout_problem(infos, final, complete=complete)
     if problem is None:
@@ -249,8 +245,7 @@ def _caller_reset_differences(
 def masked_keeps_difference(
     call: Call, last_obs: list[Any] | None, note: str
 ) -> Difference | None:
-    """Where a masked reset returned, for a sub-env outside its mask, other than
-    ``last_obs``."""
+    """Where a masked reset changed a sub-env outside its mask (from ``last_obs``)."""
     if call.obs is None or call.mask is None or last_obs is None:
         return None
     for j in np.flatnonzero(~call.mask).tolist():

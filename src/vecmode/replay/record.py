@@ -60,9 +60,8 @@ class Call:
 
 
 class Recorder:
-    """Drives one vector env and records every call as a :class:`Call` (what a
-    call raises too); ``seed`` seeds the random actions, ``inspect`` sees each
-    result before it is copied."""
+    """Drives one vector env and records every call as a :class:`Call`;
+    ``inspect`` sees each result before it is copied."""
 
     def __init__(
         self,
@@ -115,9 +114,8 @@ class Recorder:
         return concatenate(self._single, actions, out)
 
     def replay(self, calls: Sequence[Call], change: Change = None) -> list[Call]:
-        """Make the same calls as ``calls`` (until one raises) and return this
-        recorder's calls; ``change(call)`` masks the sub-envs whose action to
-        replace with :meth:`alternative` there."""
+        """Make the calls ``calls`` made, until one raises; ``change(call)`` masks
+        the sub-envs whose action is replaced with :meth:`alternative`."""
         for call in calls:
             if call.kind == "reset":
                 made = self.reset(call.seed)

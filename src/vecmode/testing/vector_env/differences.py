@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any, cast
 
 import numpy as np
@@ -206,23 +207,22 @@ def _masked_info_difference(
 def _masked_keeps_difference(
     mode: AutoresetMode, calls: Sequence[Call]
 ) -> Difference | None:
-    """A masked reset leaves the others as they were, in every mode."""
-    note = predictions.masked_keeps_message(mode)
-    if not caller_resets(mode):
-        note = (
-            f"in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
-            f"only the masked sub-envs. If the env resets every sub-env, declare "
-            f"it: vecmode.register_vector_env(its class, masked_reset='ignores')"
-        )
-    last: Call | None = None
-    for call in calls:
-        if call.error is not None:
+    """A masked reset leaves the others as they were (DISABLED: in
+    ``mode_differences``)."""
+    if caller_resets(mode):
+        return None
+    note = (
+        f"in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
+        f"only the masked sub-envs. If the env resets every sub-env, declare "
+        f"it: vecmode.register_vector_env(its class, masked_reset='ignores')"
+    )
+    for last, call in pairwise(calls):
+        if last.error is not None or call.error is not None:
             return None
-        if call.kind == "reset(mask)" and last is not None:
+        if call.kind == "reset(mask)":
             found = predictions.masked_keeps_difference(call, last.obs, note)
             if found is not None:
                 return found
-        last = call
     return None
 
 

@@ -25,8 +25,7 @@ AFTER_END, MID_EPISODE, BY_CALLER = "after an end", "mid-episode", "by the calle
 
 @dataclass
 class Plan:
-    """What the checked run did that its replays must know (call indices, and
-    the sub-envs concerned)."""
+    """What the checked run did that its replays must know."""
 
     ignored: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     reseeded: int | None = None
@@ -85,8 +84,7 @@ def _strict_subset(mask: np.ndarray, *, first: bool = False) -> np.ndarray:
 
 
 class CheckedRun:
-    """The checked run of a new instance of ``factory``, and its replays
-    (``AssertionError`` where the env declares no mode)."""
+    """The checked run of a new instance of ``factory``, and its replays."""
 
     def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
         self.results: HeldResults[Call] = HeldResults()
@@ -152,9 +150,7 @@ class CheckedRun:
         return plan
 
     def _replay(self, instances: Instances, seed: int) -> None:
-        """The other instances' runs: ``second``, a replay with other ignored
-        actions; ``fresh``, the reseeded reset and step; ``cleared`` and
-        ``unmasked``, the replays that tell a masked reset's effect."""
+        """Replay the run on other instances (``differences`` reads them)."""
         calls, plan = self.first.calls, self.plan
         self.second = instances.replay(seed, calls, plan.change)
         self.fresh: list[Call] = []
@@ -177,8 +173,7 @@ class CheckedRun:
 
 
 def _unmasked(calls: list[Call], masked: tuple[int, int] | None) -> list[Call]:
-    """The calls without the masked reset ``masked`` (its call, its sub-env), up
-    to that sub-env's next episode end (none if it has none)."""
+    """The calls without the masked reset ``masked``, up to its sub-env's end."""
     if masked is None:
         return []
     index, i = masked

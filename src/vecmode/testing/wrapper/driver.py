@@ -41,10 +41,8 @@ OPTIONS_HINT = (
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run: its label, the mode the wrapper reports, the schedule, each
-    sub-env's action queue, the real transitions wanted per sub-env, the seed;
-    who is checked and what (``only``: the properties; None: all), and what the
-    base env below does."""
+    """One run: what it runs, who is checked and for what (``only``: the
+    properties; None: all), and what the base env below does."""
 
     label: str
     mode: AutoresetMode
@@ -68,11 +66,8 @@ class RunPlan:
 
 
 class Driver:
-    """Drives the wrapped ``envs`` through a :class:`RunPlan`, checking each call.
-
-    Sub-env ``i``'s ``k``-th real transition takes the ``k``-th action of its
-    queue; the run ends when every sub-env made the transitions wanted.
-    """
+    """Drives the wrapped ``envs`` through a :class:`RunPlan`, checking each call;
+    sub-env ``i``'s ``k``-th real transition takes its queue's ``k``-th action."""
 
     def __init__(self, envs: VectorEnv, plan: RunPlan) -> None:
         self.envs, self.plan = envs, plan
