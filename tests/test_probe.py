@@ -546,7 +546,7 @@ def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():
 
     result = probe_mode(lambda: SilentAutoreset(3, SAME, declared=DISABLED))
     assert result.mode is DISABLED
-    assert result.reason.startswith("only Disabled's predictions hold. (An env whose")
+    assert result.reason.startswith("only Disabled's predictions hold. An env whose")
     assert "loses every final observation" in result.reason
     assert "info['final_obs']" in result.reason and "declare SameStep" in result.reason
     # the other modes' reason is only that

@@ -18,6 +18,13 @@ from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder, is_count
 
 __all__ = ["ProbeResult", "probe_mode"]
 
+#: What an env that looks as if the caller resets may really do.
+LOSES_FINALS = (
+    "An env whose step() resets a sub-env inside the step that ends its episode "
+    "looks the same, but loses every final observation: it must report them in "
+    "info['final_obs'] and declare SameStep."
+)
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -82,19 +89,24 @@ def probe_mode(
     seed = _checked_seed(max_steps, seed)
     with Instances(env_factory, "vecmode.probe_mode") as instances:
         env = instances.new()
-        declared = _declared(env)
+        try:
+            declared = mode_of(env)
+        except ValueError:  # not a mode: as undeclared
+            declared = None
         first = Recorder(env, seed)
         end = _until_an_end(first, seed, int(max_steps))
         if end is None or end.error is not None:
             reason = _no_end_reason(first.calls[-1], int(max_steps), seed)
-            return ProbeResult(None, declared, reason, read_through=_through(instances))
+            return ProbeResult(
+                None, declared, reason, read_through=instances.read_through
+            )
         ended = end.ended.copy()
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
     result = ProbeResult(
-        None, declared, "", end.index, ended_subs, read_through=_through(instances)
+        None, declared, "", end.index, ended_subs, read_through=instances.read_through
     )
     replays = ((changed, end.index), (masked, end.index), (again, None))
     for number, (other, upto) in enumerate(replays, start=2):
@@ -116,13 +128,6 @@ def _checked_seed(max_steps: Any, seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}.")
     return int(seed)
-
-
-def _declared(env: VectorEnv) -> AutoresetMode | None:
-    try:
-        return mode_of(env)
-    except ValueError:
-        return None
 
 
 def _until_an_end(recorder: Recorder, seed: int, max_steps: int) -> Call | None:
@@ -153,18 +158,13 @@ def _replays(
     instances: Instances, seed: int, calls: list[Call], ended: np.ndarray
 ) -> tuple[list[Call], list[Call], list[Call]]:
     """The first run replayed with other actions, with a masked reset, exactly."""
-    last = calls[-1]
+    *before, last = calls
     changed = instances.replay(
         seed, calls, lambda call: ended if call is last else None
     )
-    masked = Recorder(instances.new(), seed)
-    if (
-        masked.replay(calls[:-1])[-1].error is None
-        and masked.reset_mask(ended).error is None
-    ):
-        masked.step(last.actions or [])
-    instances.close(masked.env)
-    return changed, masked.calls, instances.replay(seed, calls)
+    reset = Call(last.index, "reset(mask)", mask=ended)
+    masked = instances.replay(seed, [*before, reset, last])
+    return changed, masked, instances.replay(seed, calls)
 
 
 def _fit(
@@ -182,12 +182,7 @@ def _fit(
     found = fitting[0] if len(fitting) == 1 else None
     if found is not None:
         reason = f"only {found.value}'s predictions hold."
-        if caller_resets(found):
-            reason += (
-                " (An env whose step() resets a sub-env inside the step that ends "
-                "its episode looks the same, but loses every final observation: "
-                "it must report them in info['final_obs'] and declare SameStep.)"
-            )
+        reason += f" {LOSES_FINALS}" if caller_resets(found) else ""
     elif not fitting:
         reason = "the env contradicts every mode's predictions: " + "; ".join(
             f"not {mode.value}: {diff}" for mode, diff in rejected.items()
@@ -201,9 +196,3 @@ def _fit(
     return replace(
         result, mode=found, reason=reason, rejected=MappingProxyType(rejected)
     )
-
-
-def _through(instances: Instances) -> str | None:
-    """The qualified name of the layer ``instances`` read the envs through."""
-    cls = instances.read_through
-    return None if cls is None else f"{cls.__module__}.{cls.__qualname__}"

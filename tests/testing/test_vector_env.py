@@ -591,7 +591,8 @@ def test_an_env_resetting_inside_the_ending_step_is_told_to_report_final_obs():
     diagnosis = message[message.index("vecmode.probe_mode finds") :]
     assert diagnosis.startswith(
         "vecmode.probe_mode finds that it behaves as Disabled: declare that mode, "
-        "or fix the env. But first make sure that its step() does not reset"
+        "or fix the env. An env whose step() resets a sub-env inside the step that "
+        "ends its episode looks the same, but loses every final observation"
     )
     assert "info['final_obs']" in diagnosis
     assert diagnosis.endswith("and declare SameStep.")

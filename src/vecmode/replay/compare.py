@@ -42,9 +42,8 @@ def as_numpy(value: Any) -> Any:
 
 
 def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:
-    """The path of the first difference between ``a`` and ``b`` (``""``: the
-    root, ``['key']``, ``[i]``), or None; NaN equals NaN. ``strict``: dtypes and
-    types must match too (else ``np.float32(1)`` equals ``1.0``)."""
+    """The path (``""``, ``['key']``, ``[i]``) of the first difference, or None;
+    NaN equals NaN; ``strict``: dtypes and types must match too."""
     if isinstance(a, (dict, tuple, list)) or isinstance(b, (dict, tuple, list)):
         pairs = _pairs(a, b, strict)
         if pairs is None:
@@ -126,8 +125,7 @@ def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
 
 
 def per_sub_env(space: Space, batch: Any, num_envs: int) -> list[Any]:
-    """One entry per sub-env of ``batch`` (Gymnasium's ``iterate``, else its
-    first axis); ``ValueError`` unless there are ``num_envs``."""
+    """One entry per sub-env of ``batch``; ``ValueError`` unless ``num_envs``."""
     try:
         items = list(iterate(space, batch))
     except (TypeError, ValueError, NotImplementedError, IndexError):
@@ -181,8 +179,7 @@ class Difference:
 
     @classmethod
     def at(cls, call: Any, *fields: Any) -> Difference:
-        """The difference at ``call`` (a :class:`~vecmode.replay.record.Call`):
-        ``sub_env, field, expected, got[, note[, run]]``."""
+        """At ``call``: ``sub_env, field, expected, got[, note[, run]]``."""
         return cls(call.index, call.kind, *fields)
 
     def __str__(self) -> str:

@@ -10,15 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from vecmode.modes import (
-    AutoresetMode,
-    Boundary,
-    BoundaryTracker,
-    caller_resets,
-    final_entries_of,
-    final_in_info,
-    final_layout_problem,
-)
+from vecmode import modes
+from vecmode.modes import AutoresetMode, Boundary, caller_resets
 from vecmode.replay.compare import MISSING, Difference, describe, raised, same
 from vecmode.replay.record import Call
 
@@ -47,34 +40,42 @@ def masked_keeps_message(mode: AutoresetMode) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """A call, its :class:`~vecmode.modes.Boundary` (steps only), and the
-    sub-envs that awaited the caller's reset when it was made."""
+    """A call, its boundary (steps only), and the sub-envs awaiting the caller."""
 
     call: Call
     boundary: Boundary | None
     pending: np.ndarray
 
 
+class Walker:
+    """Follows a run's calls in ``mode``: :meth:`see` gives each one's View."""
+
+    def __init__(self, mode: AutoresetMode, num_envs: int) -> None:
+        self.tracker = modes.BoundaryTracker(mode, num_envs)
+        self.pending = np.zeros(num_envs, dtype=np.bool_)
+
+    def see(self, call: Call) -> View:
+        """The view of ``call``, the next call of the run."""
+        pending, b = self.pending, None
+        if call.error is None and call.kind == "step":
+            b = self.tracker.step(*call.flags)
+            self.pending = b.needs_reset
+        elif call.error is None:
+            self.pending = self.tracker.reset(call.mask).needs_reset
+        return View(call, b, pending)
+
+
 def views(mode: AutoresetMode, calls: Sequence[Call], num_envs: int) -> Iterator[View]:
     """The calls of a run seen through ``mode``, up to one that raised."""
-    tracker = BoundaryTracker(mode, num_envs)
-    pending = np.zeros(num_envs, dtype=np.bool_)
+    walker = Walker(mode, num_envs)
     for call in calls:
+        yield walker.see(call)
         if call.error is not None:
-            yield View(call, None, pending)
             return
-        if call.kind == "step":
-            b = tracker.step(*call.flags)
-            yield View(call, b, pending)
-            pending = b.needs_reset
-        else:
-            yield View(call, None, pending)
-            pending = tracker.reset(call.mask).needs_reset
 
 
 def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
-    """``(field, first's, second's)`` of the first of obs / reward / terminated /
-    truncated that differs for sub-env ``i``, or None."""
+    """``(field, first's, second's)`` of sub-env ``i``'s first differing result."""
     for name, a, b in (
         ("obs", first.obs, second.obs),
         ("reward", first.rewards, second.rewards),
@@ -112,16 +113,15 @@ def looks_reset(call: Call, other: Call, i: int) -> bool:
 def layout_difference(
     mode: AutoresetMode, call: Call, final: np.ndarray, *, complete: bool
 ) -> Difference | None:
-    """Where a step's info breaks SAME_STEP's layout for the final observations
-    ``final`` marks, or None."""
+    """Where a step's info breaks SAME_STEP's layout for the rows ``final``."""
     infos = call.infos if isinstance(call.infos, dict) else {}
-    problem = final_layout_problem(infos, final, complete=complete)
+    problem = modes.final_layout_problem(infos, final, complete=complete)
     if problem is None:
         return None
     i = problem.sub_env
     if final.any() and (i is None or final[i]):
         note = final_obs_present_message(mode)
-    elif final_in_info(mode):
+    elif modes.final_in_info(mode):
         note = (
             f"in {mode.value} mode the masks are True exactly for the sub-envs "
             f"whose episode ended here"
@@ -245,8 +245,7 @@ def _caller_reset_differences(
 def masked_keeps_difference(
     call: Call, last_obs: list[Any] | None, note: str
 ) -> Difference | None:
-    """Where a masked reset returned, for a sub-env outside its mask, other than
-    ``last_obs``."""
+    """Where a masked reset changed a sub-env outside its mask (from ``last_obs``)."""
     if call.obs is None or call.mask is None or last_obs is None:
         return None
     for j in np.flatnonzero(~call.mask).tolist():
@@ -288,8 +287,8 @@ def _call_differences(a: Call, b: Call, run: str) -> Iterator[Difference]:
 
 
 def _final_differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None:
-    a = final_entries_of(first.infos, i)
-    b = final_entries_of(second.infos, i)
+    a = modes.final_entries_of(first.infos, i)
+    b = modes.final_entries_of(second.infos, i)
     return next(
         ((f"info[{key!r}]", a[key], b[key]) for key in a if not same(a[key], b[key])),
         None,

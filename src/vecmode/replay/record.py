@@ -60,9 +60,8 @@ class Call:
 
 
 class Recorder:
-    """Drives one vector env and records every call as a :class:`Call` (what a
-    call raises too); ``seed`` seeds the random actions, ``inspect`` sees each
-    result before it is copied."""
+    """Drives one vector env and records every call as a :class:`Call`;
+    ``inspect`` sees each result before it is copied."""
 
     def __init__(
         self,
@@ -115,9 +114,8 @@ class Recorder:
         return concatenate(self._single, actions, out)
 
     def replay(self, calls: Sequence[Call], change: Change = None) -> list[Call]:
-        """Make the same calls as ``calls`` (until one raises) and return this
-        recorder's calls; ``change(call)`` masks the sub-envs whose action to
-        replace with :meth:`alternative` there."""
+        """Make the calls ``calls`` made, until one raises; ``change(call)`` masks
+        the sub-envs whose action is replaced with :meth:`alternative`."""
         for call in calls:
             if call.kind == "reset":
                 made = self.reset(call.seed)
@@ -202,8 +200,8 @@ class Instances:
         self.caller = caller
         self._built: list[VectorEnv] = []
         self._open: list[VectorEnv] = []
-        #: The layer the envs are read through (``gymnasium_layout``), if any.
-        self.read_through: type | None = None
+        #: The qualified name of the layer the envs are read through, if any.
+        self.read_through: str | None = None
 
     def new(self) -> VectorEnv:
         """A new env from the factory, read in Gymnasium's layout."""
@@ -229,7 +227,8 @@ class Instances:
         except ValueError:  # no mode in its metadata: the callers say so
             readable = env
         if readable is not env:
-            self.read_through = type(readable)
+            cls = type(readable)
+            self.read_through = f"{cls.__module__}.{cls.__qualname__}"
         self._open.append(readable)
         return readable
 

@@ -15,18 +15,6 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from vecmode.modes import to_dense_finals
 
-__all__ = [
-    "ACTION_TYPES",
-    "INFO_TYPES",
-    "OBS_TYPES",
-    "RENDER_MODES",
-    "STEP_INFO_KEYS",
-    "DenseFinalObsVectorEnv",
-    "ScheduledEnv",
-    "decode",
-    "scheduled_env_fns",
-]
-
 #: The choices of :class:`ScheduledEnv`'s arguments.
 OBS_TYPES = ("box", "dict", "tuple", "discrete", "image")
 ACTION_TYPES = ("discrete", "box")

@@ -87,8 +87,7 @@ class HeldResults(Generic[Label]):
 
 @dataclass(frozen=True)
 class Written:
-    """An array the env below returned in the call ``where``, written into by
-    the call ``by`` (None: a later one)."""
+    """An array returned in the call ``where``, written into by the call ``by``."""
 
     path: str
     where: str
@@ -98,9 +97,8 @@ class Written:
 
 
 class WritesBelow:
-    """Every array the env ``envs`` below a wrapper returns to it (an object
-    array's entries too), beside a copy made then. Its ``reset`` and ``step``
-    are wrapped (``wrapt``) on the instance, so the wrapper sees no extra layer."""
+    """Every array the env ``envs`` below a wrapper returns to it, beside a copy;
+    ``wrapt`` wraps its methods on the instance, so the wrapper sees no layer."""
 
     def __init__(self, envs: VectorEnv) -> None:
         self._arrays: list[list[Any]] = []

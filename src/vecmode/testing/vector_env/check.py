@@ -23,7 +23,7 @@ from vecmode.modes import (
     final_in_info,
     resets_on_next_step,
 )
-from vecmode.probe import ProbeResult, probe_mode
+from vecmode.probe import LOSES_FINALS, ProbeResult, probe_mode
 from vecmode.replay.record import is_count
 from vecmode.testing.vector_env.differences import first_failure
 from vecmode.testing.vector_env.run import CheckedRun
@@ -152,14 +152,7 @@ def _diagnosis(
         f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
         f"mode, or fix the env."
     )
-    if caller_resets(found):
-        text += (
-            " But first make sure that its step() does not reset a sub-env inside "
-            "the step that ends its episode: such an env loses every final "
-            "observation; it must report them in info['final_obs'] (SAME_STEP's "
-            "layout) and declare SameStep."
-        )
-    return text
+    return f"{text} {LOSES_FINALS}" if caller_resets(found) else text
 
 
 def _checks(

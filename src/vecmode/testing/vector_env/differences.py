@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any, cast
 
 import numpy as np
@@ -12,19 +13,8 @@ from gymnasium.spaces import Space
 from gymnasium.vector import VectorEnv
 
 from vecmode.modes import AutoresetMode, caller_resets, final_observations
+from vecmode.replay import predictions
 from vecmode.replay.compare import Difference, describe, per_sub_env, raised, same
-from vecmode.replay.predictions import (
-    AUTORESET_STEP,
-    differs_at,
-    final_obs_present_message,
-    layout_difference,
-    looks_reset,
-    masked_keeps_difference,
-    masked_keeps_message,
-    mode_differences,
-    run_differences,
-    views,
-)
 from vecmode.replay.record import Call
 from vecmode.testing.vector_env.run import CheckedRun
 from vecmode.testing.writes import HeldResults
@@ -43,7 +33,10 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     mode, first = run.mode, run.first.calls
     found = [
         _structure_difference(run.env, first),
-        next(mode_differences(mode, first, run.env.num_envs, run.second), None),
+        next(
+            predictions.mode_differences(mode, first, run.env.num_envs, run.second),
+            None,
+        ),
         _masked_keeps_difference(mode, first),
         _detail_difference(run),
         _reproducibility_difference(first, run.second, seed, run.plan.reseeded),
@@ -119,7 +112,7 @@ def _contains(space: Space, value: Any) -> bool:
 def _detail_difference(run: CheckedRun) -> Difference | None:
     """The final infos and observations themselves, and a masked reset's infos."""
     mode, ends = run.mode, list[tuple[Call, int]]()
-    for view in views(mode, run.first.calls, run.env.num_envs):
+    for view in predictions.views(mode, run.first.calls, run.env.num_envs):
         call = view.call
         if call.error is not None or not isinstance(call.infos, dict):
             return None
@@ -130,7 +123,7 @@ def _detail_difference(run: CheckedRun) -> Difference | None:
         if view.boundary is None:
             continue
         final = view.boundary.final_in_info
-        found = layout_difference(mode, call, final, complete=True)
+        found = predictions.layout_difference(mode, call, final, complete=True)
         if found is not None:  # a key that should not be there: the whole batch's
             return found if final.any() else dataclasses.replace(found, sub_env=None)
         for i in np.flatnonzero(final).tolist():
@@ -150,7 +143,7 @@ def _final_obs_difference(run: CheckedRun, call: Call, i: int) -> Difference | N
     """A final observation in the single space, and an array of its own."""
     mode, obs, single = run.mode, _final_obs(call)[i], run.env.single_observation_space
     if not _contains(single, obs):
-        note = final_obs_present_message(mode)
+        note = predictions.final_obs_present_message(mode)
         return Difference.at(
             call, i, _FINAL_OBS, f"an element of {single}", describe(obs), note
         )
@@ -214,23 +207,22 @@ def _masked_info_difference(
 def _masked_keeps_difference(
     mode: AutoresetMode, calls: Sequence[Call]
 ) -> Difference | None:
-    """A masked reset leaves the others as they were, in every mode."""
-    note = masked_keeps_message(mode)
-    if not caller_resets(mode):
-        note = (
-            f"in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
-            f"only the masked sub-envs. If the env resets every sub-env, declare "
-            f"it: vecmode.register_vector_env(its class, masked_reset='ignores')"
-        )
-    last: Call | None = None
-    for call in calls:
-        if call.error is not None:
+    """A masked reset leaves the others as they were (DISABLED: in
+    ``mode_differences``)."""
+    if caller_resets(mode):
+        return None
+    note = (
+        f"in {mode.value} mode too, reset(options={{'reset_mask': mask}}) resets "
+        f"only the masked sub-envs. If the env resets every sub-env, declare "
+        f"it: vecmode.register_vector_env(its class, masked_reset='ignores')"
+    )
+    for last, call in pairwise(calls):
+        if last.error is not None or call.error is not None:
             return None
-        if call.kind == "reset(mask)" and last is not None:
-            found = masked_keeps_difference(call, last.obs, note)
+        if call.kind == "reset(mask)":
+            found = predictions.masked_keeps_difference(call, last.obs, note)
             if found is not None:
                 return found
-        last = call
     return None
 
 
@@ -262,7 +254,7 @@ def _cleared_difference(run: CheckedRun) -> Difference | None:
     if step.kind != "step" or step.error is not None or other.error is not None:
         return None
     for i in np.flatnonzero(which).tolist():
-        if looks_reset(step, other, i):
+        if predictions.looks_reset(step, other, i):
             expected = "a step of the episode that the masked reset started"
             note = (
                 f"in {run.mode.value} mode reset(options={{'reset_mask': mask}}) "
@@ -272,7 +264,9 @@ def _cleared_difference(run: CheckedRun) -> Difference | None:
                 f"declare it: vecmode.register_vector_env(its class, "
                 f"masked_reset='keeps-pending')"
             )
-            return Difference.at(step, i, "step()", expected, AUTORESET_STEP, note)
+            return Difference.at(
+                step, i, "step()", expected, predictions.AUTORESET_STEP, note
+            )
     return None
 
 
@@ -291,7 +285,7 @@ def _unmasked_difference(run: CheckedRun) -> Difference | None:
         other = unmasked[call.index - 1]
         if call.error is not None or other.error is not None or other.kind != call.kind:
             return None
-        if differs_at(call, other, i) is not None:
+        if predictions.differs_at(call, other, i) is not None:
             return None
         if call.kind == "step" and call.ended[i]:
             expected = "a new episode's first observation"
@@ -311,7 +305,9 @@ def _reproducibility_difference(
     first: list[Call], second: list[Call], seed: int, upto: int | None
 ) -> Difference | None:
     """Where the replay on a second instance returned something else."""
-    diff = next(run_differences(first, second, upto=upto, run="instance 2"), None)
+    diff = next(
+        predictions.run_differences(first, second, upto=upto, run="instance 2"), None
+    )
     if diff is None:
         return None
     note = (
@@ -344,7 +340,11 @@ def _reseed_difference(run: CheckedRun) -> Difference | None:
     if any(call.error is not None for call in (last, other, clean)):
         return None
     for i in np.flatnonzero(plan.pending).tolist():
-        differs = differs_at(clean, last, i) if looks_reset(last, other, i) else None
+        differs = (
+            predictions.differs_at(clean, last, i)
+            if predictions.looks_reset(last, other, i)
+            else None
+        )
         if differs is not None:
             name, expected, got = differs
             note = (

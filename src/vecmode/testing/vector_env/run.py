@@ -11,17 +11,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from vecmode import modes
 from vecmode.env_classes import layers, vector_env_declaration
-from vecmode.modes import (
-    AutoresetMode,
-    Boundary,
-    BoundaryTracker,
-    caller_resets,
-    final_observations,
-    mode_of,
-    resets_on_next_step,
-)
+from vecmode.modes import AutoresetMode, Boundary, caller_resets
 from vecmode.replay.compare import arrays_in
+from vecmode.replay.predictions import Walker
 from vecmode.replay.record import Call, Instances, Recorder
 from vecmode.testing.writes import HeldResults
 
@@ -31,8 +25,7 @@ AFTER_END, MID_EPISODE, BY_CALLER = "after an end", "mid-episode", "by the calle
 
 @dataclass
 class Plan:
-    """What the checked run did that its replays must know (call indices, and
-    the sub-envs concerned)."""
+    """What the checked run did that its replays must know."""
 
     ignored: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
     reseeded: int | None = None
@@ -91,8 +84,7 @@ def _strict_subset(mask: np.ndarray, *, first: bool = False) -> np.ndarray:
 
 
 class CheckedRun:
-    """The checked run of a new instance of ``factory``, and its replays
-    (``AssertionError`` where the env declares no mode)."""
+    """The checked run of a new instance of ``factory``, and its replays."""
 
     def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
         self.results: HeldResults[Call] = HeldResults()
@@ -121,19 +113,17 @@ class CheckedRun:
     def _drive(self, steps: int, seed: int) -> Plan:
         """The checked run's calls (see :class:`MaskedResets`); what replays need."""
         recorder, mode, plan = self.first, self.mode, Plan()
-        tracker = BoundaryTracker(mode, recorder.num_envs)
+        walker = Walker(mode, recorder.num_envs)
+        tracker = walker.tracker
         masks = MaskedResets(mode, recorder.num_envs, self.optional)
-        if recorder.reset(seed).error is not None:
+        if walker.see(recorder.reset(seed)).call.error is not None:
             return plan
-        tracker.reset(None)
 
         def step() -> Boundary | None:
-            call = recorder.step(recorder.sample())
-            if call.error is not None:
-                return None
-            b = tracker.step(*call.flags)
-            if not b.real.all():
-                plan.ignored[call.index] = ~b.real
+            view = walker.see(recorder.step(recorder.sample()))
+            b = view.boundary
+            if b is not None and not b.real.all():
+                plan.ignored[view.call.index] = ~b.real
             return b
 
         for _ in range(steps):
@@ -144,12 +134,11 @@ class CheckedRun:
             if mask is None:
                 continue
             pending = mask & tracker.awaiting_reset & (self.optional == "clears")
-            reset = recorder.reset_mask(mask)
+            reset = walker.see(recorder.reset_mask(mask)).call
             if reset.error is not None:
                 return plan
-            tracker.reset(mask)
             plan.masked(reset.index, mask, pending, kind)
-        for _ in range(steps if resets_on_next_step(mode) else 0):
+        for _ in range(steps if modes.resets_on_next_step(mode) else 0):
             if tracker.awaiting_reset.any():
                 pending = tracker.awaiting_reset.copy()
                 if recorder.reset(seed + 1).error is None:
@@ -161,20 +150,15 @@ class CheckedRun:
         return plan
 
     def _replay(self, instances: Instances, seed: int) -> None:
-        """The other instances' runs: ``second``, a replay with other ignored
-        actions; ``fresh``, the reseeded reset and step; ``cleared`` and
-        ``unmasked``, the replays that tell a masked reset's effect."""
+        """Replay the run on other instances (``differences`` reads them)."""
         calls, plan = self.first.calls, self.plan
         self.second = instances.replay(seed, calls, plan.change)
         self.fresh: list[Call] = []
         self.cleared: list[Call] = []
         self.unmasked: list[Call] = []
         if plan.reseeded is not None:
-            third = Recorder(instances.new(), seed)
-            if third.reset(seed + 1).error is None:
-                third.step(calls[-1].actions or [])
-            instances.close(third.env)
-            self.fresh = third.calls
+            reseed = Call(0, "reset", seed=seed + 1)
+            self.fresh = instances.replay(seed, [reseed, calls[-1]])
         if plan.cleared is not None and plan.cleared[0] < len(calls):
             index, which = plan.cleared
             if calls[index].kind == "step":
@@ -189,8 +173,7 @@ class CheckedRun:
 
 
 def _unmasked(calls: list[Call], masked: tuple[int, int] | None) -> list[Call]:
-    """The calls without the masked reset ``masked`` (its call, its sub-env), up
-    to that sub-env's next episode end (none if it has none)."""
+    """The calls without the masked reset ``masked``, up to its sub-env's end."""
     if masked is None:
         return []
     index, i = masked
@@ -203,7 +186,7 @@ def _unmasked(calls: list[Call], masked: tuple[int, int] | None) -> list[Call]:
 def _declared_mode(env: VectorEnv) -> AutoresetMode:
     """The mode ``env`` declares (``AssertionError`` if none, or not a mode)."""
     try:
-        mode = mode_of(env)
+        mode = modes.mode_of(env)
     except ValueError as exc:
         raise AssertionError(
             f"{env!r} declares metadata['autoreset_mode'] that is not a mode: {exc}"
@@ -232,7 +215,7 @@ def _final_obs_sharing_memory(result: Any) -> list[int]:
     """The sub-envs whose final observation shares the observations' memory."""
     if not (isinstance(result, tuple) and len(result) == 5):
         return []
-    found = final_observations(result[4])
+    found = modes.final_observations(result[4])
     final = None if found is None else found[1]
     if not isinstance(final, np.ndarray) or final.dtype != object:
         return []

@@ -156,8 +156,7 @@ def _checked(
 
 
 class WrapperCheck:
-    """The checks of :func:`check_wrapper` on ``factory``'s wrapper (named
-    ``who``) over the bases ``over``, on test sub-envs of ``kinds``."""
+    """The checks of :func:`check_wrapper` on the wrapper ``factory`` builds."""
 
     def __init__(
         self,

@@ -11,26 +11,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from vecmode import modes
 from vecmode.core import space_row
-from vecmode.modes import (
-    FINAL_INFO,
-    final_layout_problem,
-    final_of,
-    mode_of,
-    without_finals,
-)
 from vecmode.replay.compare import as_numpy, where_different
-from vecmode.testing.wrapper.events import (
-    NO_STEP_INFO,
-    NOT_REACHED,
-    SKIP,
-    ConformanceError,
-    Event,
-    Run,
-    difference,
-    fail,
-    show,
-)
+from vecmode.testing.wrapper import events
+from vecmode.testing.wrapper.events import Event, fail, show
 from vecmode.testing.wrapper.schedules import Schedule
 from vecmode.testing.writes import HeldResults, WritesBelow
 from vecmode.transitions import Reading, RealTransition, TransitionReader
@@ -56,10 +41,8 @@ OPTIONS_HINT = (
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run: its label, the mode the wrapper reports, the schedule, each
-    sub-env's action queue, the real transitions wanted per sub-env, the seed;
-    who is checked and what (``only``: the properties; None: all), and what the
-    base env below does."""
+    """One run: what it runs, who is checked and for what (``only``: the
+    properties; None: all), and what the base env below does."""
 
     label: str
     mode: AutoresetMode
@@ -83,31 +66,28 @@ class RunPlan:
 
 
 class Driver:
-    """Drives the wrapped ``envs`` through a :class:`RunPlan`, checking each call.
-
-    Sub-env ``i``'s ``k``-th real transition takes the ``k``-th action of its
-    queue; the run ends when every sub-env made the transitions wanted.
-    """
+    """Drives the wrapped ``envs`` through a :class:`RunPlan`, checking each call;
+    sub-env ``i``'s ``k``-th real transition takes its queue's ``k``-th action."""
 
     def __init__(self, envs: VectorEnv, plan: RunPlan) -> None:
         self.envs, self.plan = envs, plan
         self.num_envs = envs.num_envs
         self.single_space = envs.single_observation_space
         self.reader = TransitionReader(plan.mode, self.num_envs, envs, plan.who)
-        self.result = Run(plan.label, [[] for _ in range(self.num_envs)])
+        self.result = events.Run(plan.label, [[] for _ in range(self.num_envs)])
         self.held: HeldResults[str] = HeldResults(plan.reuses_observations)
         self.taken = [0] * self.num_envs
         self.calls = 0
 
     def fail(
         self, prop: str, where: str, what: str, hint: str = ""
-    ) -> ConformanceError:
+    ) -> events.ConformanceError:
         """The failure of ``prop`` at ``where``."""
         return fail(prop, self.plan.who, where, what, hint)
 
-    def run(self) -> Run:
-        """Make the run; raise :class:`ConformanceError` at the first failure."""
-        plan, found = self.plan, mode_of(self.envs)
+    def run(self) -> events.Run:
+        """Make the run; raise a ``ConformanceError`` at the first failure."""
+        plan, found = self.plan, modes.mode_of(self.envs)
         if found is not plan.mode:
             raise self.fail(
                 "keeps_the_autoreset_mode",
@@ -200,7 +180,7 @@ class Driver:
                 float(t.reward),
                 t.terminated,
                 t.truncated or bool(cut[i]),
-                SKIP if cut[i] else picked[i],
+                events.SKIP if cut[i] else picked[i],
             )
             self.result.events[i].append(event)
         return cut
@@ -209,18 +189,20 @@ class Driver:
         """What is compared of each sub-env's info, each step count checked."""
         pick, b, infos = self.plan.compare_info, reading.boundary, reading.infos
         rows = b.final_in_info
-        picked = [SKIP] * self.num_envs
+        picked = [events.SKIP] * self.num_envs
         if pick is not None:
             views = (
                 infos if isinstance(infos, list) else infos_to_list(infos, len(rows))
             )
             for i, view in enumerate(views):
-                view, final = without_finals(view)
+                view, final = modes.without_finals(view)
                 picked[i] = pick(
                     {**final, **view} if rows[i] and isinstance(final, dict) else view
                 )
         if not self.plan.final_infos:  # the base dropped the ended steps' infos
-            picked = [SKIP if e else p for p, e in zip(picked, rows, strict=True)]
+            picked = [
+                events.SKIP if e else p for p, e in zip(picked, rows, strict=True)
+            ]
         if not self.plan.on("passes_env_infos_on"):
             return picked
         hint = (
@@ -231,9 +213,9 @@ class Driver:
         for i in np.flatnonzero(b.real).tolist():
             found = picked[i] if isinstance(picked[i], dict) else {}
             for name, value in found.items():
-                if isinstance(value, str) and value == NO_STEP_INFO:
+                if isinstance(value, str) and value == events.NO_STEP_INFO:
                     at, what = f"{where}, sub-env {i}, field info", f"{name} is missing"
-                    what += f": {NOT_REACHED}"
+                    what += f": {events.NOT_REACHED}"
                     raise self.fail("passes_env_infos_on", at, what, hint)
         return picked
 
@@ -251,7 +233,7 @@ class Driver:
         if self.plan.on("masked_reset_keeps_the_others"):
             for i in np.flatnonzero(~mask).tolist():
                 row = space_row(self.single_space, obs, i)
-                why = difference(space_row(self.single_space, last, i), row)
+                why = events.difference(space_row(self.single_space, last, i), row)
                 if why is not None:
                     raise self.fail(
                         "masked_reset_keeps_the_others",
@@ -293,7 +275,7 @@ class Driver:
         prop = "returns_well_formed_results"
         if isinstance(infos, list):  # DictInfoToList: one dict per sub-env
             for i, info in enumerate(infos):
-                found = final_of(info)[0]
+                found = modes.final_of(info)[0]
                 if found != bool(rows[i]):
                     what = (
                         f"info has {'a' if found else 'no'} final observation, but "
@@ -302,8 +284,8 @@ class Driver:
                     raise self.fail(prop, f"{where}, sub-env {i}", what)
             return
         # the final infos too where they are there (the dense layout has none)
-        complete = any(key in infos for key in (FINAL_INFO, f"_{FINAL_INFO}"))
-        problem = final_layout_problem(infos, rows, complete=complete)
+        complete = modes.FINAL_INFO in infos or f"_{modes.FINAL_INFO}" in infos
+        problem = modes.final_layout_problem(infos, rows, complete=complete)
         if problem is not None:
             sub_env = "" if problem.sub_env is None else f", sub-env {problem.sub_env}"
             got = show(problem.got) if problem.present else "nothing"

@@ -100,8 +100,7 @@ class Run:
 def with_env_info(
     key: str, compare_info: Callable[[dict], Any] | None
 ) -> Callable[[dict], Any]:
-    """What is compared of a transition's info: the sub-env's own step count
-    ``key``, and ``compare_info``'s value."""
+    """What is compared of an info: the step count ``key``, and ``compare_info``'s."""
 
     def pick(info: dict) -> Any:
         own = {f"the sub-env's info[{key!r}]": info.get(key, NO_STEP_INFO)}

@@ -32,9 +32,8 @@ DENSE_LAYOUT = frozenset({"vecmode.testing.DenseFinalObsVectorEnv"})
 
 @dataclass(frozen=True)
 class Schedule:
-    """Per sub-env: its episodes' lengths and whether each ends by truncation
-    (repeated), and after which of its real transitions a masked reset cuts
-    the episode (unless it ended there)."""
+    """Per sub-env: its episodes' lengths and truncations (repeated), and after
+    which of its real transitions a masked reset cuts the episode."""
 
     name: str
     lengths: tuple[tuple[int, ...], ...]
