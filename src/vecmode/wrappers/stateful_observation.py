@@ -50,6 +50,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
+        self._merged: tuple[Any, Any] | None = None
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""
@@ -63,9 +64,20 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         )
         return out, infos
 
+    def last_observations(self, observations: Any, infos: Infos) -> Any:
+        """As the base's, kept for the rest of the step (merged once)."""
+        merged = super().last_observations(observations, infos)
+        self._merged = (observations, merged)
+        return merged
+
     def _step_result(self, result: StepResult) -> StepResult:
+        self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        obs, infos = self._step_normalised(self.obs_rms, obs, infos, self.normalize)
+        cached, self._merged = self._merged, None
+        merged = cached[1] if cached is not None and cached[0] is obs else None
+        obs, infos = self._step_normalised(
+            self.obs_rms, obs, infos, self.normalize, merged
+        )
         return obs, rewards, terminations, truncations, infos
 
 

@@ -64,20 +64,6 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         self.gamma = gamma
         self.epsilon = self._checked_epsilon(epsilon)
 
-    def transition(
-        self,
-        observations: Any,
-        rewards: np.ndarray,
-        terminations: np.ndarray,
-        truncations: np.ndarray,
-        mask: np.ndarray,
-    ) -> None:
-        moved = discount(
-            self.accumulated_reward, self.gamma, rewards, terminations, mask
-        )
-        if self.update_running_mean:
-            self.return_rms.update(moved)
-
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         if state is None:
@@ -86,5 +72,12 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
+        real = self.boundary.real
+        if count_nonzero(real):
+            sums = discount(
+                self.accumulated_reward, self.gamma, rewards, terminations, real
+            )
+            if self.update_running_mean:
+                self.return_rms.update(sums)
         scaled = scale_by_std(rewards, self.return_rms.var, self.epsilon)
         return obs, scaled, terminations, truncations, infos
