@@ -13,27 +13,14 @@ from gymnasium.error import InvalidBound
 from gymnasium.logger import warn
 from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import (
-    batch_space,
-    concatenate,
-    create_empty_array,
-    iterate,
-)
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from vecmode import modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.env_classes import layers
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
-from vecmode.modes import (
-    MODES,
-    Boundary,
-    BoundaryTracker,
-    final_entries,
-    final_observations,
-    merge_final_observations,
-    mode_of,
-    with_final_observations,
-)
+from vecmode.modes import merge_final_observations
 from vecmode.registry import supports
 
 Infos = dict[str, Any]
@@ -41,25 +28,12 @@ Mask = np.ndarray | None  # a reset's mask; None: a full reset
 
 __all__ = [
     "ActionWrapper",
-    "Infos",
-    "Mask",
-    "MaskedResetWrapper",
     "ObservationWrapper",
     "RewardWrapper",
-    "RunningStatistics",
-    "SpaceEnv",
     "StatefulWrapper",
-    "check_infos",
-    "empty_batch",
-    "final_entries",
     "forward_reset",
-    "iterate_batch",
     "map_final_observations",
-    "map_items",
     "merge_final_observations",
-    "replace_final_observations",
-    "reset_arguments",
-    "set_spaces",
 ]
 
 
@@ -156,7 +130,7 @@ def map_final_observations(
     """``infos`` with its final observations (merged into ``observations``, the
     batch ``inner`` returned) replaced by ``transform`` of them, in ``outer``'s
     space."""
-    found = final_observations(infos)
+    found = modes.final_observations(infos)
     if found is None:
         return infos
     rows = found[0]
@@ -175,7 +149,9 @@ def replace_final_observations(
     singles: Any = batch
     if type(batch) is not np.ndarray or type(env.observation_space) is not Box:
         singles = list(iterate_batch(env.observation_space, batch))
-    return with_final_observations(infos, {i: copy_batch(singles[i]) for i in indices})
+    return modes.with_final_observations(
+        infos, {i: copy_batch(singles[i]) for i in indices}
+    )
 
 
 # On the step path masks are counted with np.count_nonzero (one C call): any() and
@@ -191,10 +167,10 @@ class MaskedResetWrapper(ForwardingWrapper):
     @property
     def autoreset_mode(self) -> AutoresetMode | None:
         """The mode this layer returns (TorchRL reads ``envs.autoreset_mode``)."""
-        return mode_of(self)
+        return modes.mode_of(self)
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class ObservationWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
 
@@ -226,7 +202,7 @@ class ObservationWrapper(MaskedResetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
-        if final_observations(infos) is not None:
+        if modes.final_observations(infos) is not None:
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 
@@ -238,7 +214,7 @@ class ObservationWrapper(MaskedResetWrapper):
         )
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class ActionWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms actions: implement :meth:`actions`."""
 
@@ -253,15 +229,15 @@ class ActionWrapper(MaskedResetWrapper):
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
-    boundaries: BoundaryTracker
-    boundary: Boundary
+    boundaries: modes.BoundaryTracker
+    boundary: modes.Boundary
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         # share the nearest tracked layer's boundaries: computed once per stack
         below = (x.boundaries for x in layers(env) if isinstance(x, _Tracked))
-        self.boundaries = BoundaryTracker(
-            mode_of(env), self.num_envs, source=next(below, None)
+        self.boundaries = modes.BoundaryTracker(
+            modes.mode_of(env), self.num_envs, source=next(below, None)
         )
         self.boundary = self.boundaries.reset(None)
 
@@ -276,7 +252,7 @@ class _Tracked(MaskedResetWrapper):
         return result
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class RewardWrapper(_Tracked):
     """Base for a wrapper that transforms rewards: implement :meth:`rewards`.
 
@@ -297,7 +273,7 @@ class RewardWrapper(_Tracked):
         return obs, out, terminations, truncations, infos
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class StatefulWrapper(_Tracked):
     """Base for a wrapper that keeps per-sub-env state across steps.
 
@@ -403,14 +379,6 @@ class RunningStatistics:
             )
         return epsilon
 
-    @staticmethod
-    def _checked_gamma(gamma: float) -> float:
-        if not 0 <= gamma <= 1:
-            raise InvalidBound(
-                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
-            )
-        return gamma
-
     def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
         """Update ``rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
         if not self.update_running_mean:
@@ -460,7 +428,7 @@ class RunningStatistics:
             merged = wrapper.last_observations(obs, infos)
         if self.update_running_mean:
             rms.update(merged)
-        found = final_observations(infos)
+        found = modes.final_observations(infos)
         rows = found[0] if found is not None else np.zeros_like(finals)
         if rows is not finals and (
             rows.shape != finals.shape or count_nonzero(rows != finals)

@@ -16,18 +16,11 @@ from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import with_final_observations
-from vecmode.wrappers.base import (
-    Infos,
-    Mask,
-    RunningStatistics,
-    StatefulWrapper,
-    iterate_batch,
-    set_spaces,
-)
+from vecmode.wrappers import base
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 
-class NormalizeObservation(RunningStatistics, StatefulWrapper):
+class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
     """Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
     every observation once, the final ones included; same arguments.
 
@@ -47,7 +40,7 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         space = self.env.single_observation_space
         if not isinstance(space, Box):
             raise TypeError(errors.needs_box(type(self).__name__, space))
-        set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
+        base.set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._merged: tuple[Any, Any] | None = None
@@ -57,14 +50,16 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
-    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
+    def _reset_result(
+        self, obs: Any, infos: base.Infos, state: base.Mask
+    ) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         out = self._reset_normalised(
             self.obs_rms, obs, self.boundary.starts, self.normalize
         )
         return out, infos
 
-    def last_observations(self, observations: Any, infos: Infos) -> Any:
+    def last_observations(self, observations: Any, infos: base.Infos) -> Any:
         """As the base's, kept for the rest of the step (merged once)."""
         merged = super().last_observations(observations, infos)
         self._merged = (observations, merged)
@@ -96,7 +91,7 @@ def _leaves(space: Space, *values: Any) -> Iterator[tuple[Any, ...]]:
         yield values
 
 
-class FrameStackObservation(StatefulWrapper):
+class FrameStackObservation(base.StatefulWrapper):
     """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
     Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
@@ -157,7 +152,9 @@ class FrameStackObservation(StatefulWrapper):
             )
         self.stack_size = int(stack_size)
         self.padding_type = padding_type
-        set_spaces(self, "observation", None, batch_space(space, n=self.stack_size))
+        base.set_spaces(
+            self, "observation", None, batch_space(space, n=self.stack_size)
+        )
         self._space = space
         self.stacks = create_empty_array(
             self.single_observation_space, self.num_envs, fn=np.zeros
@@ -189,12 +186,14 @@ class FrameStackObservation(StatefulWrapper):
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
         if count_nonzero(finals):
-            stacks = list(iterate_batch(self.observation_space, self.stacks))
+            stacks = list(base.iterate_batch(self.observation_space, self.stacks))
             self._finals = {
                 i: copy_batch(stacks[i]) for i in np.flatnonzero(finals).tolist()
             }
 
-    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
+    def _reset_result(
+        self, obs: Any, infos: base.Infos, state: base.Mask
+    ) -> tuple[Any, Any]:
         _, infos = super()._reset_result(obs, infos, state)
         return copy_batch(self.stacks), infos
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium.error import InvalidBound
 from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
@@ -57,7 +58,10 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
     def __init__(
         self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
     ) -> None:
-        gamma = self._checked_gamma(gamma)
+        if not 0 <= gamma <= 1:
+            raise InvalidBound(
+                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
+            )
         super().__init__(env)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
