@@ -269,9 +269,7 @@ class RecordVideo(_Rendering):
         return result
 
     def _advance(
-        self,
-        events: list[tuple[bool, int | None]],
-        frames: Callable[[], Frames],
+        self, events: list[tuple[bool, int | None]], frames: Callable[[], Frames]
     ) -> None:
         """Take a call's events, one per frame of sub-env 0, into the videos
         (rendering only while recording or when a recording starts)."""

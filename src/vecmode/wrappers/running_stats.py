@@ -30,13 +30,12 @@ def _moment_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind == "f" else _F64
 
 
-_DTYPES: dict[tuple[Any, ...], tuple[np.dtype, np.dtype]] = {}
+Dtypes = tuple[np.dtype, np.dtype]  # of the mean and the var
+_DTYPES: dict[tuple[Any, ...], Dtypes] = {}
 _IN_PLACE: dict[tuple[Any, ...], bool] = {}
 
 
-def _result_dtypes(
-    mean: Any, var: Any, count: Any, batch: np.dtype
-) -> tuple[np.dtype, np.dtype]:
+def _result_dtypes(mean: Any, var: Any, count: Any, batch: np.dtype) -> Dtypes:
     """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give
     (NumPy's promotion: Python scalars are weak, NumPy scalars are not)."""
     try:  # arrays or NumPy scalars: the cache
@@ -151,7 +150,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         if n == 0:
             return
         count = self.count
-        mean_dtype, var_dtype = _result_dtypes(mean, var, count, batch.dtype)
+        dtypes = _result_dtypes(mean, var, count, batch.dtype)
         if not shape and n <= _PYTHON_MAX:
             try:
                 new_mean, new_var = _merge_scalar(
@@ -160,19 +159,14 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             except (OverflowError, ValueError):  # fsum: inf - inf, or overflow
                 pass
             else:
-                self.mean = mean_dtype.type(new_mean)
-                self.var = var_dtype.type(new_var)
+                self.mean = dtypes[0].type(new_mean)
+                self.var = dtypes[1].type(new_var)
                 self.count = count + n
                 return
-        self._merge_array(batch, n, shape, mean_dtype, var_dtype)
+        self._merge_array(batch, n, shape, dtypes)
 
     def _merge_array(
-        self,
-        batch: np.ndarray,
-        n: int,
-        shape: tuple[int, ...],
-        mean_dtype: np.dtype,
-        var_dtype: np.dtype,
+        self, batch: np.ndarray, n: int, shape: tuple[int, ...], dtypes: Dtypes
     ) -> None:
         """Chan et al.'s merge in float64: with ``S1``, ``S2`` the sums of ``x -
         mean`` and its squares, ``mean' = mean + S1 / tot``, ``var' = (count * var
@@ -197,7 +191,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
                 and mean.dtype in _EXACT_IN_FLOATS
                 and var.dtype in _EXACT_IN_FLOATS
             ):
-                self._merge_tail(work, mean, var, count, total, mean_dtype, var_dtype)
+                self._merge_tail(work, total, dtypes)
                 return
             s1, s2, step = work.s1, work.s2, work.step
             np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
@@ -209,6 +203,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         new_var = np.divide(s1, total)
         if len(shape) > 1:
             new_mean, new_var = new_mean.reshape(shape), new_var.reshape(shape)
+        mean_dtype, var_dtype = dtypes
         if shape:
             self.mean = new_mean.astype(mean_dtype, copy=False)
             self.var = new_var.astype(var_dtype, copy=False)
@@ -217,29 +212,19 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             self.var = var_dtype.type(new_var[0])
         self.count = total
 
-    def _merge_tail(
-        self,
-        work: _Scratch,
-        mean: np.ndarray,
-        var: np.ndarray,
-        count: Any,
-        total: Any,
-        mean_dtype: np.dtype,
-        var_dtype: np.dtype,
-    ) -> None:
+    def _merge_tail(self, work: _Scratch, total: Any, dtypes: Dtypes) -> None:
         """The merge's last steps for a few values in Python floats: the NumPy
         path's operations in its order, so bit for bit its results."""
         first, second = work.sums.tolist()
         inverse = 1.0 / total
-        count = float(count)
+        count = float(self.count)
         new_mean, new_var = [], []
-        for m, v, s1, s2 in zip(
-            mean.tolist(), var.tolist(), first, second, strict=True
-        ):
+        mean, var = np.ravel(self.mean).tolist(), np.ravel(self.var).tolist()
+        for m, v, s1, s2 in zip(mean, var, first, second, strict=True):
             step = s1 * inverse  # S1 / tot
             new_mean.append(m + step)
             new_var.append((v * count + (s2 - s1 * step)) / total)
-        mean_out, var_out = np.array(new_mean, mean_dtype), np.array(new_var, var_dtype)
+        mean_out, var_out = np.array(new_mean, dtypes[0]), np.array(new_var, dtypes[1])
         if len(work.shape) > 1:
             mean_out, var_out = (
                 mean_out.reshape(work.shape),
@@ -293,11 +278,7 @@ def _merge_scalar(
 
 
 def normalize(
-    x: np.ndarray,
-    mean: Any,
-    var: Any,
-    epsilon: float,
-    dtype: DTypeLike = np.float32,
+    x: np.ndarray, mean: Any, var: Any, epsilon: float, dtype: DTypeLike = np.float32
 ) -> np.ndarray:
     """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)``, bit for bit, into
     one new array."""
