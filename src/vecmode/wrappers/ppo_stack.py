@@ -13,12 +13,11 @@ from gymnasium.vector import VectorEnv
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import map_final_observations, set_spaces
-from vecmode.wrappers.clipping import clip_symmetric
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.stateful_observation import NormalizeObservation
 from vecmode.wrappers.stateful_reward import NormalizeReward
 from vecmode.wrappers.vectorize_observation import TransformObservation
-from vecmode.wrappers.vectorize_reward import ClipReward
+from vecmode.wrappers.vectorize_reward import ClipReward, clip_symmetric
 
 
 @overload

@@ -47,15 +47,11 @@ def _check_render_mode(who: str, render_mode: Any) -> None:
 
 
 class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Put the frame an episode ends on in the info of the step that ends it.
-
-    A single-env wrapper for the sub-envs of a SAME_STEP vector env, where
+    """Put the frame an episode ends on in the info of the step that ends it,
+    under ``key``. A single-env wrapper (of an env rendering ``"rgb_array"`` or
+    ``"depth_array"``) for the sub-envs of a SAME_STEP vector env, where
     :class:`RecordVideo` and :class:`HumanRendering` find the last frame in
     ``info["final_info"][key]``.
-
-    Args:
-        env: a single env rendering ``"rgb_array"`` or ``"depth_array"``.
-        key: the info key of the frame.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo
@@ -107,7 +103,7 @@ class _Rendering(StatefulWrapper):
         except Exception:  # a sub-env without the attribute (in any backend)
             keys = set()
         if len(keys) != 1:
-            who, mode = type(self).__name__, self.boundaries.mode
+            mode = self.boundaries.mode
             why = (
                 "a sub-env resets within the step that ends its episode, so its last "
                 "frame must come from a vecmode.wrappers.FinalFrameInfo around every "
@@ -118,7 +114,7 @@ class _Rendering(StatefulWrapper):
                 "in NextStep or Disabled mode."
             )
             raise IncompatibleModeError(
-                incompatible_mode(who, mode, [mode], why, instead)
+                incompatible_mode(type(self).__name__, mode, [mode], why, instead)
             )
         return str(keys.pop())
 
