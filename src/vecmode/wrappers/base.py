@@ -359,14 +359,9 @@ class StatefulWrapper(_Tracked):
 
 
 class RunningStatistics:
-    """Mixin of the normalising wrappers: the argument checks, and the statistics'
-    updates in time order, in every mode.
-
-    ``update_running_mean``: set it False to freeze the statistics.
-    ``batch_dependent``: the outputs depend on which sub-envs' steps share a call
-    (the statistics pool the batch), so :func:`vecmode.testing.check_wrapper`
-    compares values across modes only where episodes end together.
-    """
+    """Mixin of the normalising wrappers. ``update_running_mean = False`` freezes
+    the statistics; ``batch_dependent`` tells :func:`vecmode.testing.check_wrapper`
+    that the outputs pool the sub-envs of a call (the statistics see the batch)."""
 
     update_running_mean: bool = True
     batch_dependent: bool = True
@@ -378,63 +373,3 @@ class RunningStatistics:
                 f"`epsilon` should be strictly positive. Received {epsilon}"
             )
         return epsilon
-
-    def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
-        """Update ``rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
-        if not self.update_running_mean:
-            return
-        count = count_nonzero(mask)
-        if count == len(mask):
-            rms.update(batch)
-        elif count:
-            rms.update(batch[mask])
-
-    def _reset_normalised(
-        self,
-        rms: Any,
-        observations: np.ndarray,
-        starts: np.ndarray,
-        normalised: Callable[[np.ndarray], np.ndarray],
-    ) -> np.ndarray:
-        """A reset's observations normalised: the reset rows update ``rms`` first;
-        a masked reset's other rows keep the statistics from before."""
-        count = count_nonzero(starts)
-        if count == len(starts) or not count or not self.update_running_mean:
-            self._update_rows(rms, observations, starts)
-            return normalised(observations)
-        out = normalised(observations)
-        self._update_rows(rms, observations, starts)
-        out[starts] = normalised(observations[starts])
-        return out
-
-    def _step_normalised(
-        self,
-        rms: Any,
-        obs: Any,
-        infos: Infos,
-        normalised: Callable[[np.ndarray], np.ndarray],
-        merged: Any = None,
-    ) -> tuple[np.ndarray, Infos]:
-        """A step's observations and final observations normalised in NEXT_STEP's
-        order: the observations moved to (``merged``) update ``rms``, the final
-        ones are normalised, then the new episodes' first ones update it."""
-        wrapper: Any = self  # a StatefulWrapper
-        finals = wrapper.boundary.final_in_info
-        if not count_nonzero(finals):
-            if self.update_running_mean:
-                rms.update(obs)
-            return normalised(obs), infos
-        if merged is None:
-            merged = wrapper.last_observations(obs, infos)
-        if self.update_running_mean:
-            rms.update(merged)
-        found = modes.final_observations(infos)
-        rows = found[0] if found is not None else np.zeros_like(finals)
-        if rows is not finals and (
-            rows.shape != finals.shape or count_nonzero(rows != finals)
-        ):
-            who = type(self).__name__
-            merged = merge_final_observations(wrapper.env, obs, infos, rows, who)
-        infos = replace_final_observations(infos, rows, normalised(merged), wrapper)
-        self._update_rows(rms, obs, finals)
-        return normalised(obs), infos

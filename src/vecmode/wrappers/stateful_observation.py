@@ -12,10 +12,9 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import create_zero_array
 
-from vecmode import errors
+from vecmode import errors, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
-from vecmode.modes import with_final_observations
 from vecmode.wrappers import base
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
@@ -50,13 +49,30 @@ class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
+    def _update(self, batch: Any, mask: np.ndarray) -> None:
+        """Update ``obs_rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
+        if not self.update_running_mean:
+            return
+        count = count_nonzero(mask)
+        if count == len(mask):
+            self.obs_rms.update(batch)
+        elif count:
+            self.obs_rms.update(batch[mask])
+
     def _reset_result(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
+        """The reset rows update ``obs_rms`` first; a masked reset's other rows are
+        normalised with the statistics from before."""
         obs, infos = super()._reset_result(obs, infos, state)
-        out = self._reset_normalised(
-            self.obs_rms, obs, self.boundary.starts, self.normalize
-        )
+        starts = self.boundary.starts
+        count = count_nonzero(starts)
+        if count == len(starts) or not count or not self.update_running_mean:
+            self._update(obs, starts)
+            return self.normalize(obs), infos
+        out = self.normalize(obs)
+        self._update(obs, starts)
+        out[starts] = self.normalize(obs[starts])
         return out, infos
 
     def last_observations(self, observations: Any, infos: base.Infos) -> Any:
@@ -66,14 +82,34 @@ class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
         return merged
 
     def _step_result(self, result: StepResult) -> StepResult:
+        """In NEXT_STEP's order: the observations moved to update ``obs_rms``, the
+        final ones are normalised, then the new episodes' first ones update it."""
         self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         cached, self._merged = self._merged, None
-        merged = cached[1] if cached is not None and cached[0] is obs else None
-        obs, infos = self._step_normalised(
-            self.obs_rms, obs, infos, self.normalize, merged
+        finals = self.boundary.final_in_info
+        if not count_nonzero(finals):
+            if self.update_running_mean:
+                self.obs_rms.update(obs)
+            return self.normalize(obs), rewards, terminations, truncations, infos
+        if cached is not None and cached[0] is obs:
+            merged = cached[1]
+        else:
+            merged = super().last_observations(obs, infos)
+        if self.update_running_mean:
+            self.obs_rms.update(merged)
+        found = modes.final_observations(infos)
+        rows = found[0] if found is not None else np.zeros_like(finals)
+        if rows is not finals and (
+            rows.shape != finals.shape or count_nonzero(rows != finals)
+        ):
+            who = type(self).__name__
+            merged = modes.merge_final_observations(self.env, obs, infos, rows, who)
+        infos = base.replace_final_observations(
+            infos, rows, self.normalize(merged), self
         )
-        return obs, rewards, terminations, truncations, infos
+        self._update(obs, finals)
+        return self.normalize(obs), rewards, terminations, truncations, infos
 
 
 _STACKABLE = (Box, Discrete, MultiDiscrete, MultiBinary)
@@ -201,5 +237,5 @@ class FrameStackObservation(base.StatefulWrapper):
         _, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._finals:
             finals, self._finals = self._finals, {}
-            infos = with_final_observations(infos, finals)
+            infos = modes.with_final_observations(infos, finals)
         return copy_batch(self.stacks), rewards, terminations, truncations, infos
