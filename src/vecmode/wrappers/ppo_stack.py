@@ -144,12 +144,10 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
         clip_obs: float = 10.0,
         clip_reward: float = 10.0,
     ) -> None:
-        clip_obs = _bound("clip_obs", clip_obs)
-        clip_reward = _bound("clip_reward", clip_reward)
         super().__init__(env, gamma=gamma)
-        set_spaces(self, "observation", None, _clipped_space(self, clip_obs))
-        self.clip_obs = clip_obs
-        self.clip_reward = clip_reward
+        self.clip_obs = _bound("clip_obs", clip_obs)
+        self.clip_reward = _bound("clip_reward", clip_reward)
+        set_spaces(self, "observation", None, _clipped_space(self, self.clip_obs))
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise and clip a batch with the current statistics (no update)."""

@@ -87,9 +87,8 @@ class _Rendering(StatefulWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         # the key of the final frames in final_info (None: not needed)
-        self._final_key: str | None = None
-        if final_in_info(self.boundaries.mode):
-            self._final_key = self._final_frame_key()
+        needed = final_in_info(self.boundaries.mode)
+        self._final_key = self._final_frame_key() if needed else None
 
     def _final_frame_key(self) -> str:
         """The key :class:`FinalFrameInfo` writes under, asked of every sub-env."""
@@ -105,9 +104,8 @@ class _Rendering(StatefulWrapper):
         if len(keys) != 1:
             mode = self.boundaries.mode
             why = (
-                "a sub-env resets within the step that ends its episode, so its last "
-                "frame must come from a vecmode.wrappers.FinalFrameInfo around every "
-                "sub-env, and not all have one."
+                "each sub-env's last frame must come from a "
+                "vecmode.wrappers.FinalFrameInfo around it, and not all have one."
             )
             instead = (
                 "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo], or "
@@ -137,8 +135,7 @@ class _Rendering(StatefulWrapper):
         return [np.array(frame, copy=True) for frame in frames]
 
     def _step_frames(self, infos: Any) -> Frames:
-        """The frames a step added: the ended episode's last one (from the final
-        infos in SAME_STEP), then the frame now."""
+        """The frames a step added: the ended episode's last one, then the frame now."""
         now = self._render()
         frames: list[list[np.ndarray]] = [[frame] for frame in now]
         ended = np.flatnonzero(self.boundary.final_in_info).tolist()
@@ -267,8 +264,7 @@ class RecordVideo(_Rendering):
     def _advance(
         self, events: list[tuple[bool, int | None]], frames: Callable[[], Frames]
     ) -> None:
-        """Take a call's events, one per frame of sub-env 0, into the videos
-        (rendering only while recording or when a recording starts)."""
+        """Take a call's events (one per frame of sub-env 0) into the videos."""
         added: Frames | None = frames() if self.recording else None
         if added is not None:
             self._enqueue(added[0])
@@ -300,8 +296,7 @@ class RecordVideo(_Rendering):
             self.start_recording(f"{self.name_prefix}-step-{step}")
 
     def _add_row(self, first: np.ndarray, now: list[np.ndarray]) -> None:
-        """Add a video frame: sub-env 0's ``first``, and each other tile's next
-        frame, else its last one (a new video starts with the frames ``now``)."""
+        """Add a video frame: sub-env 0's ``first``, and each other tile's next one."""
         if self._fresh or len(self._shown) != len(self._queues):
             self._fresh = False
             self._clear()

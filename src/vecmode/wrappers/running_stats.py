@@ -16,8 +16,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
 
-# Python floats beat a NumPy call per operation on a scalar statistic fed at most
-# _PYTHON_MAX values, and for the merge's tail of one of at most _PYTHON_TAIL.
+# up to these sizes Python floats beat NumPy calls: a scalar statistic, a merge's tail
 _PYTHON_MAX = 64
 _PYTHON_TAIL = 16
 _F64 = np.dtype(np.float64)
@@ -36,8 +35,7 @@ _IN_PLACE: dict[tuple[Any, ...], bool] = {}
 
 
 def _result_dtypes(mean: Any, var: Any, count: Any, batch: np.dtype) -> Dtypes:
-    """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give
-    (NumPy's promotion: Python scalars are weak, NumPy scalars are not)."""
+    """The ``mean`` and ``var`` dtypes that Gymnasium's update gives (NumPy's rules)."""
     try:  # arrays or NumPy scalars: the cache
         key: tuple[Any, ...] | None = (mean.dtype, var.dtype, batch, type(count))
         dtypes = _DTYPES.get(key)  # type: ignore[arg-type]
@@ -72,8 +70,7 @@ def _operand(value: Any) -> Any:
 
 
 class _Scratch:
-    """The float64 work buffers of a statistic of ``k`` values, for batches of up
-    to ``rows``: deviations over squares, so one matrix product sums both."""
+    """The float64 work buffers of a statistic of ``k`` values, for ``rows`` rows."""
 
     def __init__(self, shape: tuple[int, ...], rows: int) -> None:
         self.shape = shape
@@ -168,10 +165,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
     def _merge_array(
         self, batch: np.ndarray, n: int, shape: tuple[int, ...], dtypes: Dtypes
     ) -> None:
-        """Chan et al.'s merge in float64: with ``S1``, ``S2`` the sums of ``x -
-        mean`` and its squares, ``mean' = mean + S1 / tot``, ``var' = (count * var
-        + S2 - S1^2 / tot) / tot``. While ``count < n`` (the first update) the
-        batch's own mean comes first, against cancellation."""
+        """Chan et al.'s parallel merge of ``batch`` into the statistics, in float64."""
         work = self._scratch
         if work is None or work.shape != shape or work.rows < n:
             work = self._scratch = _Scratch(shape, n)
@@ -181,7 +175,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             batch = batch.reshape(n, k)
             mean, var = np.reshape(mean, k), np.reshape(var, k)
         total = count + n
-        if count < n:
+        if count < n:  # about the batch's own mean, against cancellation
             new_mean = _spread_about_batch(work, batch, mean, count, n, total)
         else:
             _sums_about(work, batch, mean, n)
@@ -213,8 +207,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         self.count = total
 
     def _merge_tail(self, work: _Scratch, total: Any, dtypes: Dtypes) -> None:
-        """The merge's last steps for a few values in Python floats: the NumPy
-        path's operations in its order, so bit for bit its results."""
+        """The merge's last steps in Python floats, in the NumPy path's order."""
         first, second = work.sums.tolist()
         inverse = 1.0 / total
         count = float(self.count)
@@ -247,8 +240,7 @@ def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
 def _spread_about_batch(
     work: _Scratch, batch: np.ndarray, mean: Any, count: Any, n: int, total: Any
 ) -> np.ndarray:
-    """The new mean, and in ``work.s2`` the batch's spread to merge (``m2 +
-    delta^2 * count * n / tot``), from the batch's own mean first."""
+    """The new mean; in ``work.s2`` the batch's spread about its own mean, to merge."""
     deviations, squares = work.rows_of(n)
     s1, s2, step = work.s1, work.s2, work.step
     np.add.reduce(batch, 0, _F64, out=s1)

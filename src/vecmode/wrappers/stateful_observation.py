@@ -62,8 +62,7 @@ class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
     def _reset_result(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
-        """The reset rows update ``obs_rms`` first; a masked reset's other rows are
-        normalised with the statistics from before."""
+        """The reset rows update ``obs_rms``, after the other rows are normalised."""
         obs, infos = super()._reset_result(obs, infos, state)
         starts = self.boundary.starts
         count = count_nonzero(starts)
@@ -82,8 +81,7 @@ class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
         return merged
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """In NEXT_STEP's order: the observations moved to update ``obs_rms``, the
-        final ones are normalised, then the new episodes' first ones update it."""
+        """In NEXT_STEP's order: update, normalise the finals, update with firsts."""
         self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         cached, self._merged = self._merged, None
@@ -135,10 +133,8 @@ class FrameStackObservation(base.StatefulWrapper):
     MultiDiscrete, MultiBinary observations, and Dict / Tuple of them.
 
     Args:
-        env: the vector env to wrap.
         stack_size: how many observations to stack (> 0).
-        padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
-            observation of the env's single observation space.
+        padding_type: ``"reset"`` (the first observation), ``"zero"`` or an observation.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation

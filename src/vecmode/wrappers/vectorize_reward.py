@@ -15,20 +15,10 @@ from gymnasium.wrappers import transform_reward
 
 from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 
-
-def _find_clip_ufunc() -> Any:
-    """The ufunc ``np.clip`` calls (NumPy 2 or 1), or None."""
-    for module in ("numpy._core.umath", "numpy.core.umath"):
-        try:
-            found = getattr(importlib.import_module(module), "clip", None)
-        except ImportError:
-            continue
-        if isinstance(found, np.ufunc):
-            return found
-    return None
-
-
-_clip_ufunc = _find_clip_ufunc()
+try:  # the ufunc np.clip calls: NumPy 2's, else 1's
+    _clip_ufunc: Any = importlib.import_module("numpy._core.umath").clip
+except (ImportError, AttributeError):
+    _clip_ufunc = importlib.import_module("numpy.core.umath").clip
 
 
 def fast_bounds(low: Any, high: Any) -> bool:
@@ -44,12 +34,7 @@ def fast_bounds(low: Any, high: Any) -> bool:
 
 def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> Any:
     """``np.clip(x, low, high, out=out)``; ``fast``: :func:`fast_bounds` holds."""
-    if (
-        fast
-        and _clip_ufunc is not None
-        and type(x) is np.ndarray
-        and x.dtype.kind == "f"
-    ):
+    if fast and type(x) is np.ndarray and x.dtype.kind == "f":
         return _clip_ufunc(x, low, high, out=out)
     # np.clip drops an integer array's out-of-range Python-int bound; the ufunc
     # would refuse it
