@@ -22,7 +22,7 @@ from vecmode import AutoresetMode
 from vecmode import wrappers as vw
 from vecmode._evidence import CONFORMANCE_TESTED
 from vecmode.testing import check_wrapper, episode_statistics
-from vecmode.wrappers.clipping import clip, clip_symmetric, fast_bounds
+from vecmode.wrappers.vectorize_reward import clip, clip_symmetric, fast_bounds
 
 
 class Snapshot(gym.vector.VectorWrapper):

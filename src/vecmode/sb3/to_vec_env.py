@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
-from vecmode.modes import without_finals
+from vecmode.modes import final_entries, without_finals
 from vecmode.sb3.from_vec_env import (
     TERMINAL_OBSERVATION,
     TIME_LIMIT_TRUNCATED,
@@ -35,7 +35,7 @@ from vecmode.sb3.from_vec_env import (
     batch_layout_message,
     first_of_run,
 )
-from vecmode.wrappers.base import check_infos, empty_batch, final_entries
+from vecmode.wrappers.base import check_infos, empty_batch
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
 _TO = "vecmode.sb3.to_sb3"

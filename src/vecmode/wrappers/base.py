@@ -13,27 +13,14 @@ from gymnasium.error import InvalidBound
 from gymnasium.logger import warn
 from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import (
-    batch_space,
-    concatenate,
-    create_empty_array,
-    iterate,
-)
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from vecmode import modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.env_classes import layers
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
-from vecmode.modes import (
-    MODES,
-    Boundary,
-    BoundaryTracker,
-    final_entries,
-    final_observations,
-    merge_final_observations,
-    mode_of,
-    with_final_observations,
-)
+from vecmode.modes import merge_final_observations
 from vecmode.registry import supports
 
 Infos = dict[str, Any]
@@ -41,25 +28,12 @@ Mask = np.ndarray | None  # a reset's mask; None: a full reset
 
 __all__ = [
     "ActionWrapper",
-    "Infos",
-    "Mask",
-    "MaskedResetWrapper",
     "ObservationWrapper",
     "RewardWrapper",
-    "RunningStatistics",
-    "SpaceEnv",
     "StatefulWrapper",
-    "check_infos",
-    "empty_batch",
-    "final_entries",
     "forward_reset",
-    "iterate_batch",
     "map_final_observations",
-    "map_items",
     "merge_final_observations",
-    "replace_final_observations",
-    "reset_arguments",
-    "set_spaces",
 ]
 
 
@@ -156,7 +130,7 @@ def map_final_observations(
     """``infos`` with its final observations (merged into ``observations``, the
     batch ``inner`` returned) replaced by ``transform`` of them, in ``outer``'s
     space."""
-    found = final_observations(infos)
+    found = modes.final_observations(infos)
     if found is None:
         return infos
     rows = found[0]
@@ -175,11 +149,12 @@ def replace_final_observations(
     singles: Any = batch
     if type(batch) is not np.ndarray or type(env.observation_space) is not Box:
         singles = list(iterate_batch(env.observation_space, batch))
-    return with_final_observations(infos, {i: copy_batch(singles[i]) for i in indices})
+    return modes.with_final_observations(
+        infos, {i: copy_batch(singles[i]) for i in indices}
+    )
 
 
-# On the step path masks are counted with np.count_nonzero (one C call): any() and
-# all() cost several times more on num_envs flags.
+# masks are counted with np.count_nonzero: one C call, cheaper than any() / all()
 class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
@@ -191,10 +166,10 @@ class MaskedResetWrapper(ForwardingWrapper):
     @property
     def autoreset_mode(self) -> AutoresetMode | None:
         """The mode this layer returns (TorchRL reads ``envs.autoreset_mode``)."""
-        return mode_of(self)
+        return modes.mode_of(self)
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class ObservationWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms observations, right in every mode.
 
@@ -226,7 +201,7 @@ class ObservationWrapper(MaskedResetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
         check_infos(infos, type(self).__name__)
-        if final_observations(infos) is not None:
+        if modes.final_observations(infos) is not None:
             infos = self.final_observations(infos, obs)
         return self.observations(obs), rewards, terminations, truncations, infos
 
@@ -238,7 +213,7 @@ class ObservationWrapper(MaskedResetWrapper):
         )
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class ActionWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms actions: implement :meth:`actions`."""
 
@@ -253,15 +228,15 @@ class ActionWrapper(MaskedResetWrapper):
 class _Tracked(MaskedResetWrapper):
     """Holds the :class:`BoundaryTracker` of the wrapped env and the last boundary."""
 
-    boundaries: BoundaryTracker
-    boundary: Boundary
+    boundaries: modes.BoundaryTracker
+    boundary: modes.Boundary
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         # share the nearest tracked layer's boundaries: computed once per stack
         below = (x.boundaries for x in layers(env) if isinstance(x, _Tracked))
-        self.boundaries = BoundaryTracker(
-            mode_of(env), self.num_envs, source=next(below, None)
+        self.boundaries = modes.BoundaryTracker(
+            modes.mode_of(env), self.num_envs, source=next(below, None)
         )
         self.boundary = self.boundaries.reset(None)
 
@@ -276,12 +251,10 @@ class _Tracked(MaskedResetWrapper):
         return result
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class RewardWrapper(_Tracked):
     """Base for a wrapper that transforms rewards: implement :meth:`rewards`.
-
-    NEXT_STEP's reset step (whose action the env ignored) keeps reward 0.
-    """
+    NEXT_STEP's reset step (whose action the env ignored) keeps reward 0."""
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
         """Transform a batch of rewards (``num_envs`` entries)."""
@@ -297,7 +270,7 @@ class RewardWrapper(_Tracked):
         return obs, out, terminations, truncations, infos
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class StatefulWrapper(_Tracked):
     """Base for a wrapper that keeps per-sub-env state across steps.
 
@@ -383,14 +356,9 @@ class StatefulWrapper(_Tracked):
 
 
 class RunningStatistics:
-    """Mixin of the normalising wrappers: the argument checks, and the statistics'
-    updates in time order, in every mode.
-
-    ``update_running_mean``: set it False to freeze the statistics.
-    ``batch_dependent``: the outputs depend on which sub-envs' steps share a call
-    (the statistics pool the batch), so :func:`vecmode.testing.check_wrapper`
-    compares values across modes only where episodes end together.
-    """
+    """Mixin of the normalising wrappers. ``update_running_mean = False`` freezes
+    the statistics; ``batch_dependent`` tells :func:`vecmode.testing.check_wrapper`
+    that the outputs pool the sub-envs of a call (the statistics see the batch)."""
 
     update_running_mean: bool = True
     batch_dependent: bool = True
@@ -402,71 +370,3 @@ class RunningStatistics:
                 f"`epsilon` should be strictly positive. Received {epsilon}"
             )
         return epsilon
-
-    @staticmethod
-    def _checked_gamma(gamma: float) -> float:
-        if not 0 <= gamma <= 1:
-            raise InvalidBound(
-                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
-            )
-        return gamma
-
-    def _update_rows(self, rms: Any, batch: Any, mask: np.ndarray) -> None:
-        """Update ``rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
-        if not self.update_running_mean:
-            return
-        count = count_nonzero(mask)
-        if count == len(mask):
-            rms.update(batch)
-        elif count:
-            rms.update(batch[mask])
-
-    def _reset_normalised(
-        self,
-        rms: Any,
-        observations: np.ndarray,
-        starts: np.ndarray,
-        normalised: Callable[[np.ndarray], np.ndarray],
-    ) -> np.ndarray:
-        """A reset's observations normalised: the reset rows update ``rms`` first;
-        a masked reset's other rows keep the statistics from before."""
-        count = count_nonzero(starts)
-        if count == len(starts) or not count or not self.update_running_mean:
-            self._update_rows(rms, observations, starts)
-            return normalised(observations)
-        out = normalised(observations)
-        self._update_rows(rms, observations, starts)
-        out[starts] = normalised(observations[starts])
-        return out
-
-    def _step_normalised(
-        self,
-        rms: Any,
-        obs: Any,
-        infos: Infos,
-        normalised: Callable[[np.ndarray], np.ndarray],
-        merged: Any = None,
-    ) -> tuple[np.ndarray, Infos]:
-        """A step's observations and final observations normalised in NEXT_STEP's
-        order: the observations moved to (``merged``) update ``rms``, the final
-        ones are normalised, then the new episodes' first ones update it."""
-        wrapper: Any = self  # a StatefulWrapper
-        finals = wrapper.boundary.final_in_info
-        if not count_nonzero(finals):
-            if self.update_running_mean:
-                rms.update(obs)
-            return normalised(obs), infos
-        if merged is None:
-            merged = wrapper.last_observations(obs, infos)
-        if self.update_running_mean:
-            rms.update(merged)
-        found = final_observations(infos)
-        rows = found[0] if found is not None else np.zeros_like(finals)
-        if rows is not finals and (
-            rows.shape != finals.shape or count_nonzero(rows != finals)
-        ):
-            who = type(self).__name__
-            merged = merge_final_observations(wrapper.env, obs, infos, rows, who)
-        infos = replace_final_observations(infos, rows, normalised(merged), wrapper)
-        self._update_rows(rms, obs, finals)
-        return normalised(obs), infos

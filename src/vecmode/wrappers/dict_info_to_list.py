@@ -62,10 +62,7 @@ class DictInfoToList(MaskedResetWrapper):
     if TYPE_CHECKING:  # reset's infos typed; overriding reset loses the split API
 
         def reset(  # type: ignore[override]
-            self,
-            *,
-            seed: SeedLike = None,
-            options: dict[str, Any] | None = None,
+            self, *, seed: SeedLike = None, options: dict[str, Any] | None = None
         ) -> tuple[Any, list[Infos]]: ...
 
     def _reset_result(  # type: ignore[override]

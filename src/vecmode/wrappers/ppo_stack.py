@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, overload
+from typing import Literal, overload
 
 import numpy as np
 from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv
 
-from vecmode import errors
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.wrappers.base import (
-    Infos,
-    Mask,
-    RunningStatistics,
-    map_final_observations,
-    set_spaces,
-)
-from vecmode.wrappers.clipping import clip_symmetric
+from vecmode.wrappers.base import map_final_observations, set_spaces
 from vecmode.wrappers.common import RecordEpisodeStatistics
-from vecmode.wrappers.running_stats import RunningMeanStd, normalize, scale_by_std
 from vecmode.wrappers.stateful_observation import NormalizeObservation
-from vecmode.wrappers.stateful_reward import NormalizeReward, discount
+from vecmode.wrappers.stateful_reward import NormalizeReward
 from vecmode.wrappers.vectorize_observation import TransformObservation
-from vecmode.wrappers.vectorize_reward import ClipReward
+from vecmode.wrappers.vectorize_reward import ClipReward, clip_symmetric
 
 
 @overload
@@ -130,7 +121,7 @@ class _Clip:
         return f"clip to [-{self.bound}, {self.bound}]"
 
 
-class PPOStack(RunningStatistics, RecordEpisodeStatistics):
+class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
     """CleanRL's five PPO wrappers as one layer, with their attributes: what
     :func:`ppo_stack` builds (same arguments, but ``fused``).
     ``update_running_mean = False`` freezes both statistics.
@@ -153,68 +144,25 @@ class PPOStack(RunningStatistics, RecordEpisodeStatistics):
         clip_obs: float = 10.0,
         clip_reward: float = 10.0,
     ) -> None:
-        gamma = self._checked_gamma(gamma)
-        clip_obs = _bound("clip_obs", clip_obs)
-        clip_reward = _bound("clip_reward", clip_reward)
-        space = env.single_observation_space
-        if not isinstance(space, Box):
-            raise TypeError(errors.needs_box(type(self).__name__, space))
-        super().__init__(env)
-        set_spaces(self, "observation", None, _clipped_space(self, clip_obs))
-        self.clip_obs = clip_obs
-        self.clip_reward = clip_reward
-        self.gamma = gamma
-        self.epsilon = 1e-8  # both normalisers' default
-        self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
-        self.return_rms = RunningMeanStd(shape=())
-        self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
-        self._merged: tuple[Any, Any] | None = None
+        super().__init__(env, gamma=gamma)
+        self.clip_obs = _bound("clip_obs", clip_obs)
+        self.clip_reward = _bound("clip_reward", clip_reward)
+        set_spaces(self, "observation", None, _clipped_space(self, self.clip_obs))
 
-    def _normalised(self, observations: np.ndarray) -> np.ndarray:
-        """Normalised and clipped, into a new float32 array."""
-        rms = self.obs_rms
-        out = normalize(observations, rms.mean, rms.var, self.epsilon)
+    def normalize(self, observations: np.ndarray) -> np.ndarray:
+        """Normalise and clip a batch with the current statistics (no update)."""
+        out = super().normalize(observations)
         return clip_symmetric(out, self.clip_obs, out)
 
-    def last_observations(self, observations: Any, infos: Infos) -> Any:
-        """As the base's, kept for the rest of the step (merged once)."""
-        merged = super().last_observations(observations, infos)
-        self._merged = (observations, merged)
-        return merged
-
-    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
-        obs, infos = super()._reset_result(obs, infos, state)
-        out = self._reset_normalised(
-            self.obs_rms, obs, self.boundary.starts, self._normalised
-        )
-        if state is None:
-            self.accumulated_reward[:] = 0
-        return out, infos
-
     def _step_result(self, result: StepResult) -> StepResult:
-        self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        cached, self._merged = self._merged, None
-        merged = cached[1] if cached is not None and cached[0] is obs else None
-        out_obs, infos = self._step_normalised(
-            self.obs_rms, obs, infos, self._normalised, merged
-        )
-        self._merged = None
         if not count_nonzero(self.boundary.final_in_info):
             # final observations no layer normalised (none ended here): clipped
             infos = map_final_observations(
-                infos, out_obs, _Clip(self.clip_obs), self, self, type(self).__name__
+                infos, obs, _Clip(self.clip_obs), self, self, type(self).__name__
             )
+        out = clip_symmetric(rewards, self.clip_reward, rewards)
         real = self.boundary.real
-        moving = count_nonzero(real)
-        if moving:
-            sums = discount(
-                self.accumulated_reward, self.gamma, rewards, terminations, real
-            )
-            if self.update_running_mean:
-                self.return_rms.update(sums)
-        out = scale_by_std(rewards, self.return_rms.var, self.epsilon)
-        out = clip_symmetric(out, self.clip_reward, out)
-        if moving < len(real):
+        if count_nonzero(real) < len(real):
             out[~real] = 0
-        return out_obs, out, terminations, truncations, infos
+        return obs, out, terminations, truncations, infos

@@ -47,15 +47,11 @@ def _check_render_mode(who: str, render_mode: Any) -> None:
 
 
 class FinalFrameInfo(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Put the frame an episode ends on in the info of the step that ends it.
-
-    A single-env wrapper for the sub-envs of a SAME_STEP vector env, where
+    """Put the frame an episode ends on in the info of the step that ends it,
+    under ``key``. A single-env wrapper (of an env rendering ``"rgb_array"`` or
+    ``"depth_array"``) for the sub-envs of a SAME_STEP vector env, where
     :class:`RecordVideo` and :class:`HumanRendering` find the last frame in
     ``info["final_info"][key]``.
-
-    Args:
-        env: a single env rendering ``"rgb_array"`` or ``"depth_array"``.
-        key: the info key of the frame.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FinalFrameInfo
@@ -91,9 +87,8 @@ class _Rendering(StatefulWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         # the key of the final frames in final_info (None: not needed)
-        self._final_key: str | None = None
-        if final_in_info(self.boundaries.mode):
-            self._final_key = self._final_frame_key()
+        needed = final_in_info(self.boundaries.mode)
+        self._final_key = self._final_frame_key() if needed else None
 
     def _final_frame_key(self) -> str:
         """The key :class:`FinalFrameInfo` writes under, asked of every sub-env."""
@@ -107,18 +102,17 @@ class _Rendering(StatefulWrapper):
         except Exception:  # a sub-env without the attribute (in any backend)
             keys = set()
         if len(keys) != 1:
-            who, mode = type(self).__name__, self.boundaries.mode
+            mode = self.boundaries.mode
             why = (
-                "a sub-env resets within the step that ends its episode, so its last "
-                "frame must come from a vecmode.wrappers.FinalFrameInfo around every "
-                "sub-env, and not all have one."
+                "each sub-env's last frame must come from a "
+                "vecmode.wrappers.FinalFrameInfo around it, and not all have one."
             )
             instead = (
                 "Build the env with wrappers=[vecmode.wrappers.FinalFrameInfo], or "
                 "in NextStep or Disabled mode."
             )
             raise IncompatibleModeError(
-                incompatible_mode(who, mode, [mode], why, instead)
+                incompatible_mode(type(self).__name__, mode, [mode], why, instead)
             )
         return str(keys.pop())
 
@@ -141,8 +135,7 @@ class _Rendering(StatefulWrapper):
         return [np.array(frame, copy=True) for frame in frames]
 
     def _step_frames(self, infos: Any) -> Frames:
-        """The frames a step added: the ended episode's last one (from the final
-        infos in SAME_STEP), then the frame now."""
+        """The frames a step added: the ended episode's last one, then the frame now."""
         now = self._render()
         frames: list[list[np.ndarray]] = [[frame] for frame in now]
         ended = np.flatnonzero(self.boundary.final_in_info).tolist()
@@ -269,12 +262,9 @@ class RecordVideo(_Rendering):
         return result
 
     def _advance(
-        self,
-        events: list[tuple[bool, int | None]],
-        frames: Callable[[], Frames],
+        self, events: list[tuple[bool, int | None]], frames: Callable[[], Frames]
     ) -> None:
-        """Take a call's events, one per frame of sub-env 0, into the videos
-        (rendering only while recording or when a recording starts)."""
+        """Take a call's events (one per frame of sub-env 0) into the videos."""
         added: Frames | None = frames() if self.recording else None
         if added is not None:
             self._enqueue(added[0])
@@ -306,8 +296,7 @@ class RecordVideo(_Rendering):
             self.start_recording(f"{self.name_prefix}-step-{step}")
 
     def _add_row(self, first: np.ndarray, now: list[np.ndarray]) -> None:
-        """Add a video frame: sub-env 0's ``first``, and each other tile's next
-        frame, else its last one (a new video starts with the frames ``now``)."""
+        """Add a video frame: sub-env 0's ``first``, and each other tile's next one."""
         if self._fresh or len(self._shown) != len(self._queues):
             self._fresh = False
             self._clear()

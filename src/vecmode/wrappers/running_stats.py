@@ -16,8 +16,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
 
-# Python floats beat a NumPy call per operation on a scalar statistic fed at most
-# _PYTHON_MAX values, and for the merge's tail of one of at most _PYTHON_TAIL.
+# up to these sizes Python floats beat NumPy calls: a scalar statistic, a merge's tail
 _PYTHON_MAX = 64
 _PYTHON_TAIL = 16
 _F64 = np.dtype(np.float64)
@@ -30,15 +29,13 @@ def _moment_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind == "f" else _F64
 
 
-_DTYPES: dict[tuple[Any, ...], tuple[np.dtype, np.dtype]] = {}
+Dtypes = tuple[np.dtype, np.dtype]  # of the mean and the var
+_DTYPES: dict[tuple[Any, ...], Dtypes] = {}
 _IN_PLACE: dict[tuple[Any, ...], bool] = {}
 
 
-def _result_dtypes(
-    mean: Any, var: Any, count: Any, batch: np.dtype
-) -> tuple[np.dtype, np.dtype]:
-    """The dtypes of the ``mean`` and ``var`` that Gymnasium's update would give
-    (NumPy's promotion: Python scalars are weak, NumPy scalars are not)."""
+def _result_dtypes(mean: Any, var: Any, count: Any, batch: np.dtype) -> Dtypes:
+    """The ``mean`` and ``var`` dtypes that Gymnasium's update gives (NumPy's rules)."""
     try:  # arrays or NumPy scalars: the cache
         key: tuple[Any, ...] | None = (mean.dtype, var.dtype, batch, type(count))
         dtypes = _DTYPES.get(key)  # type: ignore[arg-type]
@@ -73,8 +70,7 @@ def _operand(value: Any) -> Any:
 
 
 class _Scratch:
-    """The float64 work buffers of a statistic of ``k`` values, for batches of up
-    to ``rows``: deviations over squares, so one matrix product sums both."""
+    """The float64 work buffers of a statistic of ``k`` values, for ``rows`` rows."""
 
     def __init__(self, shape: tuple[int, ...], rows: int) -> None:
         self.shape = shape
@@ -151,7 +147,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         if n == 0:
             return
         count = self.count
-        mean_dtype, var_dtype = _result_dtypes(mean, var, count, batch.dtype)
+        dtypes = _result_dtypes(mean, var, count, batch.dtype)
         if not shape and n <= _PYTHON_MAX:
             try:
                 new_mean, new_var = _merge_scalar(
@@ -160,24 +156,16 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             except (OverflowError, ValueError):  # fsum: inf - inf, or overflow
                 pass
             else:
-                self.mean = mean_dtype.type(new_mean)
-                self.var = var_dtype.type(new_var)
+                self.mean = dtypes[0].type(new_mean)
+                self.var = dtypes[1].type(new_var)
                 self.count = count + n
                 return
-        self._merge_array(batch, n, shape, mean_dtype, var_dtype)
+        self._merge_array(batch, n, shape, dtypes)
 
     def _merge_array(
-        self,
-        batch: np.ndarray,
-        n: int,
-        shape: tuple[int, ...],
-        mean_dtype: np.dtype,
-        var_dtype: np.dtype,
+        self, batch: np.ndarray, n: int, shape: tuple[int, ...], dtypes: Dtypes
     ) -> None:
-        """Chan et al.'s merge in float64: with ``S1``, ``S2`` the sums of ``x -
-        mean`` and its squares, ``mean' = mean + S1 / tot``, ``var' = (count * var
-        + S2 - S1^2 / tot) / tot``. While ``count < n`` (the first update) the
-        batch's own mean comes first, against cancellation."""
+        """Chan et al.'s parallel merge of ``batch`` into the statistics, in float64."""
         work = self._scratch
         if work is None or work.shape != shape or work.rows < n:
             work = self._scratch = _Scratch(shape, n)
@@ -187,7 +175,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             batch = batch.reshape(n, k)
             mean, var = np.reshape(mean, k), np.reshape(var, k)
         total = count + n
-        if count < n:
+        if count < n:  # about the batch's own mean, against cancellation
             new_mean = _spread_about_batch(work, batch, mean, count, n, total)
         else:
             _sums_about(work, batch, mean, n)
@@ -197,7 +185,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
                 and mean.dtype in _EXACT_IN_FLOATS
                 and var.dtype in _EXACT_IN_FLOATS
             ):
-                self._merge_tail(work, mean, var, count, total, mean_dtype, var_dtype)
+                self._merge_tail(work, total, dtypes)
                 return
             s1, s2, step = work.s1, work.s2, work.step
             np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
@@ -209,6 +197,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         new_var = np.divide(s1, total)
         if len(shape) > 1:
             new_mean, new_var = new_mean.reshape(shape), new_var.reshape(shape)
+        mean_dtype, var_dtype = dtypes
         if shape:
             self.mean = new_mean.astype(mean_dtype, copy=False)
             self.var = new_var.astype(var_dtype, copy=False)
@@ -217,29 +206,18 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             self.var = var_dtype.type(new_var[0])
         self.count = total
 
-    def _merge_tail(
-        self,
-        work: _Scratch,
-        mean: np.ndarray,
-        var: np.ndarray,
-        count: Any,
-        total: Any,
-        mean_dtype: np.dtype,
-        var_dtype: np.dtype,
-    ) -> None:
-        """The merge's last steps for a few values in Python floats: the NumPy
-        path's operations in its order, so bit for bit its results."""
+    def _merge_tail(self, work: _Scratch, total: Any, dtypes: Dtypes) -> None:
+        """The merge's last steps in Python floats, in the NumPy path's order."""
         first, second = work.sums.tolist()
         inverse = 1.0 / total
-        count = float(count)
+        count = float(self.count)
         new_mean, new_var = [], []
-        for m, v, s1, s2 in zip(
-            mean.tolist(), var.tolist(), first, second, strict=True
-        ):
+        mean, var = np.ravel(self.mean).tolist(), np.ravel(self.var).tolist()
+        for m, v, s1, s2 in zip(mean, var, first, second, strict=True):
             step = s1 * inverse  # S1 / tot
             new_mean.append(m + step)
             new_var.append((v * count + (s2 - s1 * step)) / total)
-        mean_out, var_out = np.array(new_mean, mean_dtype), np.array(new_var, var_dtype)
+        mean_out, var_out = np.array(new_mean, dtypes[0]), np.array(new_var, dtypes[1])
         if len(work.shape) > 1:
             mean_out, var_out = (
                 mean_out.reshape(work.shape),
@@ -262,8 +240,7 @@ def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
 def _spread_about_batch(
     work: _Scratch, batch: np.ndarray, mean: Any, count: Any, n: int, total: Any
 ) -> np.ndarray:
-    """The new mean, and in ``work.s2`` the batch's spread to merge (``m2 +
-    delta^2 * count * n / tot``), from the batch's own mean first."""
+    """The new mean; in ``work.s2`` the batch's spread about its own mean, to merge."""
     deviations, squares = work.rows_of(n)
     s1, s2, step = work.s1, work.s2, work.step
     np.add.reduce(batch, 0, _F64, out=s1)
@@ -293,11 +270,7 @@ def _merge_scalar(
 
 
 def normalize(
-    x: np.ndarray,
-    mean: Any,
-    var: Any,
-    epsilon: float,
-    dtype: DTypeLike = np.float32,
+    x: np.ndarray, mean: Any, var: Any, epsilon: float, dtype: DTypeLike = np.float32
 ) -> np.ndarray:
     """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)``, bit for bit, into
     one new array."""

@@ -12,22 +12,14 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import create_zero_array
 
-from vecmode import errors
+from vecmode import errors, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
-from vecmode.modes import with_final_observations
-from vecmode.wrappers.base import (
-    Infos,
-    Mask,
-    RunningStatistics,
-    StatefulWrapper,
-    iterate_batch,
-    set_spaces,
-)
+from vecmode.wrappers import base
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 
-class NormalizeObservation(RunningStatistics, StatefulWrapper):
+class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
     """Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
     every observation once, the final ones included; same arguments.
 
@@ -47,26 +39,75 @@ class NormalizeObservation(RunningStatistics, StatefulWrapper):
         space = self.env.single_observation_space
         if not isinstance(space, Box):
             raise TypeError(errors.needs_box(type(self).__name__, space))
-        set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
+        base.set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
+        self._merged: tuple[Any, Any] | None = None
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
-    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
+    def _update(self, batch: Any, mask: np.ndarray) -> None:
+        """Update ``obs_rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
+        if not self.update_running_mean:
+            return
+        count = count_nonzero(mask)
+        if count == len(mask):
+            self.obs_rms.update(batch)
+        elif count:
+            self.obs_rms.update(batch[mask])
+
+    def _reset_result(
+        self, obs: Any, infos: base.Infos, state: base.Mask
+    ) -> tuple[Any, Any]:
+        """The reset rows update ``obs_rms``, after the other rows are normalised."""
         obs, infos = super()._reset_result(obs, infos, state)
-        out = self._reset_normalised(
-            self.obs_rms, obs, self.boundary.starts, self.normalize
-        )
+        starts = self.boundary.starts
+        count = count_nonzero(starts)
+        if count == len(starts) or not count or not self.update_running_mean:
+            self._update(obs, starts)
+            return self.normalize(obs), infos
+        out = self.normalize(obs)
+        self._update(obs, starts)
+        out[starts] = self.normalize(obs[starts])
         return out, infos
 
+    def last_observations(self, observations: Any, infos: base.Infos) -> Any:
+        """As the base's, kept for the rest of the step (merged once)."""
+        merged = super().last_observations(observations, infos)
+        self._merged = (observations, merged)
+        return merged
+
     def _step_result(self, result: StepResult) -> StepResult:
+        """In NEXT_STEP's order: update, normalise the finals, update with firsts."""
+        self._merged = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        obs, infos = self._step_normalised(self.obs_rms, obs, infos, self.normalize)
-        return obs, rewards, terminations, truncations, infos
+        cached, self._merged = self._merged, None
+        finals = self.boundary.final_in_info
+        if not count_nonzero(finals):
+            if self.update_running_mean:
+                self.obs_rms.update(obs)
+            return self.normalize(obs), rewards, terminations, truncations, infos
+        if cached is not None and cached[0] is obs:
+            merged = cached[1]
+        else:
+            merged = super().last_observations(obs, infos)
+        if self.update_running_mean:
+            self.obs_rms.update(merged)
+        found = modes.final_observations(infos)
+        rows = found[0] if found is not None else np.zeros_like(finals)
+        if rows is not finals and (
+            rows.shape != finals.shape or count_nonzero(rows != finals)
+        ):
+            who = type(self).__name__
+            merged = modes.merge_final_observations(self.env, obs, infos, rows, who)
+        infos = base.replace_final_observations(
+            infos, rows, self.normalize(merged), self
+        )
+        self._update(obs, finals)
+        return self.normalize(obs), rewards, terminations, truncations, infos
 
 
 _STACKABLE = (Box, Discrete, MultiDiscrete, MultiBinary)
@@ -84,7 +125,7 @@ def _leaves(space: Space, *values: Any) -> Iterator[tuple[Any, ...]]:
         yield values
 
 
-class FrameStackObservation(StatefulWrapper):
+class FrameStackObservation(base.StatefulWrapper):
     """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
     Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
@@ -92,10 +133,8 @@ class FrameStackObservation(StatefulWrapper):
     MultiDiscrete, MultiBinary observations, and Dict / Tuple of them.
 
     Args:
-        env: the vector env to wrap.
         stack_size: how many observations to stack (> 0).
-        padding_type: ``"reset"`` (the first observation), ``"zero"``, or an
-            observation of the env's single observation space.
+        padding_type: ``"reset"`` (the first observation), ``"zero"`` or an observation.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import FrameStackObservation
@@ -145,7 +184,9 @@ class FrameStackObservation(StatefulWrapper):
             )
         self.stack_size = int(stack_size)
         self.padding_type = padding_type
-        set_spaces(self, "observation", None, batch_space(space, n=self.stack_size))
+        base.set_spaces(
+            self, "observation", None, batch_space(space, n=self.stack_size)
+        )
         self._space = space
         self.stacks = create_empty_array(
             self.single_observation_space, self.num_envs, fn=np.zeros
@@ -177,12 +218,14 @@ class FrameStackObservation(StatefulWrapper):
             stack[rows, -1] = obs[rows]
         finals = self.boundary.final_in_info
         if count_nonzero(finals):
-            stacks = list(iterate_batch(self.observation_space, self.stacks))
+            stacks = list(base.iterate_batch(self.observation_space, self.stacks))
             self._finals = {
                 i: copy_batch(stacks[i]) for i in np.flatnonzero(finals).tolist()
             }
 
-    def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
+    def _reset_result(
+        self, obs: Any, infos: base.Infos, state: base.Mask
+    ) -> tuple[Any, Any]:
         _, infos = super()._reset_result(obs, infos, state)
         return copy_batch(self.stacks), infos
 
@@ -190,5 +233,5 @@ class FrameStackObservation(StatefulWrapper):
         _, rewards, terminations, truncations, infos = super()._step_result(result)
         if self._finals:
             finals, self._finals = self._finals, {}
-            infos = with_final_observations(infos, finals)
+            infos = modes.with_final_observations(infos, finals)
         return copy_batch(self.stacks), rewards, terminations, truncations, infos

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium.error import InvalidBound
 from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
@@ -57,26 +58,15 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
     def __init__(
         self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
     ) -> None:
-        gamma = self._checked_gamma(gamma)
+        if not 0 <= gamma <= 1:
+            raise InvalidBound(
+                f"`gamma` should be in the interval [0, 1]. Received {gamma}"
+            )
         super().__init__(env)
         self.return_rms = RunningMeanStd(shape=())
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
         self.gamma = gamma
         self.epsilon = self._checked_epsilon(epsilon)
-
-    def transition(
-        self,
-        observations: Any,
-        rewards: np.ndarray,
-        terminations: np.ndarray,
-        truncations: np.ndarray,
-        mask: np.ndarray,
-    ) -> None:
-        moved = discount(
-            self.accumulated_reward, self.gamma, rewards, terminations, mask
-        )
-        if self.update_running_mean:
-            self.return_rms.update(moved)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
@@ -86,5 +76,12 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
+        real = self.boundary.real
+        if count_nonzero(real):
+            sums = discount(
+                self.accumulated_reward, self.gamma, rewards, terminations, real
+            )
+            if self.update_running_mean:
+                self.return_rms.update(sums)
         scaled = scale_by_std(rewards, self.return_rms.var, self.epsilon)
         return obs, scaled, terminations, truncations, infos

@@ -13,13 +13,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_observation
 
 from vecmode.modes import final_observations, with_final_observations
-from vecmode.wrappers.base import (
-    Infos,
-    ObservationWrapper,
-    SpaceEnv,
-    map_items,
-    set_spaces,
-)
+from vecmode.wrappers import base
 
 OPENCV_MISSING = (
     "ResizeObservation needs OpenCV, which is not installed: run "
@@ -27,7 +21,7 @@ OPENCV_MISSING = (
 )
 
 
-class TransformObservation(ObservationWrapper):
+class TransformObservation(base.ObservationWrapper):
     """Gymnasium's ``TransformObservation``; same arguments. ``func`` may assume
     ``num_envs`` rows: final observations are transformed in a full-size batch.
 
@@ -51,14 +45,16 @@ class TransformObservation(ObservationWrapper):
         single_observation_space: Space | None = None,
     ) -> None:
         super().__init__(env)
-        set_spaces(self, "observation", observation_space, single_observation_space)
+        base.set_spaces(
+            self, "observation", observation_space, single_observation_space
+        )
         self.func = func
 
     def observations(self, observations: Any) -> Any:
         return self.func(observations)
 
 
-class VectorizeTransformObservation(ObservationWrapper):
+class VectorizeTransformObservation(base.ObservationWrapper):
     """Gymnasium's ``VectorizeTransformObservation``: a single-env
     ``TransformObservation`` (``wrapper(env, **kwargs)``) applied to each
     observation, the final ones included.
@@ -82,12 +78,14 @@ class VectorizeTransformObservation(ObservationWrapper):
         **kwargs: Any,
     ) -> None:
         super().__init__(env)
-        self.wrapper = wrapper(SpaceEnv(self.env.single_observation_space), **kwargs)
-        set_spaces(self, "observation", None, self.wrapper.observation_space)
+        self.wrapper = wrapper(
+            base.SpaceEnv(self.env.single_observation_space), **kwargs
+        )
+        base.set_spaces(self, "observation", None, self.wrapper.observation_space)
         self._func = self.wrapper.func
 
     def observations(self, observations: Any) -> Any:
-        return map_items(
+        return base.map_items(
             self._func,
             self.env.observation_space,
             observations,
@@ -95,7 +93,7 @@ class VectorizeTransformObservation(ObservationWrapper):
             self.num_envs,
         )
 
-    def final_observations(self, infos: Infos, observations: Any) -> Infos:
+    def final_observations(self, infos: base.Infos, observations: Any) -> base.Infos:
         rows, final = cast(tuple, final_observations(infos))
         return with_final_observations(
             infos, {i: self._func(final[i]) for i in np.flatnonzero(rows).tolist()}

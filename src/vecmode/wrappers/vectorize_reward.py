@@ -1,8 +1,11 @@
 """Gymnasium's reward transforms, right in every mode: NEXT_STEP's reset step
-keeps reward 0 whatever the transform."""
+keeps reward 0 whatever the transform. ``clip`` is ``np.clip`` bit for bit, calling
+its ufunc directly for a float array and scalar bounds (cheaper on a small batch)."""
 
 from __future__ import annotations
 
+import importlib
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +14,36 @@ from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_reward
 
 from vecmode.wrappers.base import RewardWrapper, SpaceEnv
-from vecmode.wrappers.clipping import clip, fast_bounds
+
+try:  # the ufunc np.clip calls: NumPy 2's, else 1's
+    _clip_ufunc: Any = importlib.import_module("numpy._core.umath").clip
+except (ImportError, AttributeError):
+    _clip_ufunc = importlib.import_module("numpy.core.umath").clip
+
+
+def fast_bounds(low: Any, high: Any) -> bool:
+    """Whether ``clip`` may call the ufunc: scalar bounds, neither zero nor NaN,
+    ``low <= high``."""
+    for bound in (low, high):
+        if isinstance(bound, bool) or not isinstance(bound, (int, float, np.number)):
+            return False
+        if bound == 0 or math.isnan(bound):
+            return False
+    return bool(low <= high)
+
+
+def clip(x: Any, low: Any, high: Any, out: Any = None, fast: bool = False) -> Any:
+    """``np.clip(x, low, high, out=out)``; ``fast``: :func:`fast_bounds` holds."""
+    if fast and type(x) is np.ndarray and x.dtype.kind == "f":
+        return _clip_ufunc(x, low, high, out=out)
+    # np.clip drops an integer array's out-of-range Python-int bound; the ufunc
+    # would refuse it
+    return np.clip(x, low, high, out=out)
+
+
+def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -> Any:
+    """``np.clip(x, -bound, bound, out=out)``, bit for bit (``bound >= 0``)."""
+    return clip(x, -bound, bound, out, fast=bound > 0)
 
 
 class TransformReward(RewardWrapper):
