@@ -3,7 +3,6 @@ how final observations come, for vecmode's conversions between modes.
 
 Classes are named ``"module:QualName"`` and matched along the env's MRO, so
 declaring one imports nothing. See ``docs/core.md``.
-
 """
 
 from __future__ import annotations
@@ -20,19 +19,6 @@ from gymnasium.wrappers.vector import (
 )
 
 from vecmode.modes import MODES, as_mode
-
-__all__ = [
-    "FINAL_OBS_LAYOUTS",
-    "MASKED_RESETS",
-    "RESET_RETURNS",
-    "VectorEnvDeclaration",
-    "final_obs_layout",
-    "keeps_options",
-    "layers",
-    "register_vector_env",
-    "unregister_vector_env",
-    "vector_env_declaration",
-]
 
 #: What a masked reset does: resets the masked sub-envs and clears their pending
 #: autoreset; resets them, but the next step resets them again; resets them all.

@@ -165,17 +165,14 @@ class FromSB3VectorEnv(VectorEnv):
         return self._gym_step(self.venv.step_wait())
 
     def _sb3_actions(self, actions: Any) -> Any:
-        """Gymnasium's batch of Dict or Tuple actions as SB3's list; others as they are."""
+        """A batch of Dict or Tuple actions as SB3's list; others as they are."""
         if not self._structured_actions:
             return actions
         space, n = self.single_action_space, self.num_envs
         problem = core.batch_problem(space, actions, n)
         if problem is not None:
-            raise ActionBatchError(
-                f"{problem}; nothing was stepped. For the action space {space}, pass "
-                f"Gymnasium's batch layout, {batch_layout_message(space, n)} (SB3's "
-                f"list of one action per sub-env is for envs.venv)."
-            )
+            instead = "not SB3's list of one action per sub-env (that is for envs.venv)"
+            raise ActionBatchError(action_batch_message(problem, space, n, instead))
         return list(iterate(self.action_space, actions))
 
     def _gym_step(self, result: Any) -> core.StepResult:
@@ -190,8 +187,8 @@ class FromSB3VectorEnv(VectorEnv):
             if dones[i]:
                 if TERMINAL_OBSERVATION not in sb3_info:
                     raise ValueError(
-                        f"the SB3 VecEnv reported sub-env {i} done without "
-                        f"info['{TERMINAL_OBSERVATION}']: its final observation is lost."
+                        f"the SB3 VecEnv reported sub-env {i} done without info"
+                        f"['{TERMINAL_OBSERVATION}']: its final observation is lost."
                     )
                 finals.append((i, sb3_info[TERMINAL_OBSERVATION], info))
                 info = reset_infos[i]
@@ -255,15 +252,20 @@ def _as_batch(space: Space, obs: Any) -> Any:
     return obs
 
 
-def batch_layout_message(space: Space, num_envs: int) -> str:
-    """Gymnasium's batch layout of Dict or Tuple actions, in words."""
+def action_batch_message(problem: str, space: Space, num_envs: int, also: str) -> str:
+    """The refusal of a batch of Dict or Tuple actions: ``problem``, Gymnasium's
+    batch layout in words, and ``also`` (what else the caller may pass)."""
     if isinstance(space, Dict):
         keys = list(space.spaces)
         layout = f"a dict with the keys {keys}, each a batch of {num_envs}"
     else:
         parts = len(space.spaces) if isinstance(space, Tuple) else "its"
         layout = f"a tuple of {parts} batches of {num_envs}, one per subspace"
-    return f"{layout} (as env.action_space.sample() of the vector env)"
+    return (
+        f"{problem}; nothing was stepped. For the action space {space}, pass "
+        f"Gymnasium's batch layout, {layout} (as the vector env's "
+        f"action_space.sample()), {also}."
+    )
 
 
 def first_of_run(seeds: Sequence[Any]) -> int | None:

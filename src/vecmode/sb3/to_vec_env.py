@@ -32,7 +32,7 @@ from vecmode.sb3.from_vec_env import (
     TERMINAL_OBSERVATION,
     TIME_LIMIT_TRUNCATED,
     FromSB3VectorEnv,
-    batch_layout_message,
+    action_batch_message,
     first_of_run,
 )
 from vecmode.wrappers.base import check_infos, empty_batch, final_entries
@@ -175,7 +175,7 @@ class ToSB3VecEnv(VecEnv):
             return self._read(self._step(actions))
 
     def _gym_actions(self, actions: Any) -> Any:
-        """Dict or Tuple actions (SB3's list, or Gymnasium's batch) as Gymnasium's batch."""
+        """Dict or Tuple actions (SB3's list, or Gymnasium's batch) as a batch."""
         space, n = self.action_space, self.num_envs
         if not isinstance(actions, list):  # Gymnasium's batch (a list is never one)
             problem = core.batch_problem(space, actions, n)
@@ -194,12 +194,11 @@ class ToSB3VecEnv(VecEnv):
                     return concatenate(space, actions, empty_batch(space, n))
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
                     problem = f"actions could not be batched ({exc})"
-        raise ActionBatchError(
-            f"{problem}; nothing was stepped. For the action space {space}, pass "
-            f"either SB3's layout, a list of {n} actions (one per sub-env, each like "
-            f"venv.action_space.sample()), or Gymnasium's batch layout, "
-            f"{batch_layout_message(space, n)}."
+        sb3 = (
+            f"or SB3's layout, a list of {n} actions (one per sub-env, each like "
+            f"venv.action_space.sample())"
         )
+        raise ActionBatchError(action_batch_message(problem, space, n, sb3))
 
     def _from_layout(self, result: core.StepResult) -> VecEnvStepReturn:
         """SB3's step from a step in SAME_STEP's layout."""
@@ -297,8 +296,6 @@ class ToSB3VecEnv(VecEnv):
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
         order = core.check_indices(indices, self.num_envs)
-        if self._sb3 is not None:
-            return list(self._sb3.get_attr(attr_name, order))
         if self._all_at_once:  # ask them all, keep those asked for
             values = self._inner.get_attr(attr_name)
             return [values[i] for i in order]
@@ -309,10 +306,7 @@ class ToSB3VecEnv(VecEnv):
     ) -> None:
         """Set the attribute of the sub-envs at ``indices`` (all by default)."""
         order = core.check_indices(indices, self.num_envs)
-        if self._sb3 is not None:
-            self._sb3.set_attr(attr_name, value, order)
-        else:
-            self._on("set_attr", setattr, (attr_name, value), order)
+        self._on("set_attr", setattr, (attr_name, value), order)
 
     def env_method(
         self,
@@ -352,8 +346,6 @@ class ToSB3VecEnv(VecEnv):
         """Whether the sub-envs at ``indices`` (all by default) are wrapped with
         ``wrapper_class`` (False where they are no Python objects)."""
         order = core.check_indices(indices, self.num_envs)
-        if self._sb3 is not None:
-            return list(self._sb3.env_is_wrapped(wrapper_class, order))
         if self._native:
             return [False] * len(order)
         what = (wrapper_class,)
@@ -361,9 +353,11 @@ class ToSB3VecEnv(VecEnv):
 
     def _on(
         self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
-    ) -> list[Any]:
-        """``fn(sub_env, *args)`` for the sub-envs in ``order``; ``what`` names the
-        SB3 call for the error when they are out of reach."""
+    ) -> Any:
+        """``fn(sub_env, *args)`` for the sub-envs in ``order``, or the SB3 call
+        ``what`` on the SB3 VecEnv under from_sb3's env."""
+        if self._sb3 is not None:
+            return getattr(self._sb3, what)(*args, indices=order)
         name = type(self._inner).__name__
         if self._native:
             raise AttributeError(
