@@ -75,11 +75,10 @@ def check_construction(cls: type, env: Any) -> None:
 
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
-    """``(layer class name, array library)`` of the nearest array conversion in
-    ``env`` (its ``_target_xp``: no public attribute says it) if not NumPy."""
+    """(layer name, array library) of the nearest conversion if not to NumPy."""
     for layer in layers(env):
         target = getattr(layer, "__dict__", {}).get("_target_xp")
-        if target is not None:
+        if target is not None:  # no public attribute says it
             name = getattr(target, "__name__", str(target))
             name = name.replace("array_api_compat.", "")
             return None if name == "numpy" else (type(layer).__name__, name)
@@ -204,9 +203,7 @@ def register(
         cls: the class, or ``"package.module:ClassName"`` (imports nothing).
         modes: the modes it supports.
         wrong: modes it accepts but gets wrong, with what goes wrong.
-        output: as for :func:`supports`.
-        why: as for :func:`supports`.
-        instead: as for :func:`supports`.
+        output, why, instead: as for :func:`supports`.
 
     >>> import gymnasium as gym, vecmode
     >>> class Legacy(gym.vector.VectorWrapper):
@@ -233,8 +230,7 @@ def register(
 
 @wrapt.synchronized(declare.lock)
 def unregister(cls: type | str) -> bool:
-    """Remove a :func:`register` declaration and its check; True if there was one
-    (a :func:`supports` declaration or vecmode's entry applies again)."""
+    """Remove a :func:`register` declaration and its check; True if there was one."""
     had, target = declare.forget(cls)
     if target is not None:
         _release(target, "register")

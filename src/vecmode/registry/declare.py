@@ -94,8 +94,7 @@ def declare(
     instead: str | None = None,
     source: str = "register",
 ) -> Declaration:
-    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes (the
-    modes one by one, or as one iterable)."""
+    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes."""
     if isinstance(modes, AutoresetMode | str):
         modes = [modes]
     given = list(modes)

@@ -184,8 +184,7 @@ def _verdict(
     mode: AutoresetMode,
     declared: AutoresetMode | None,
 ) -> tuple[Verdict, str]:
-    """A declared layer's verdict and note: it gets ``mode_in``, produces
-    ``mode``, and its metadata says ``declared``."""
+    """A declared layer's verdict and note (``declared``: its metadata's mode)."""
     if mode_in in found.wrong:
         return Verdict.KNOWN_WRONG, " ".join(
             part for part in (found.wrong[mode_in], found.instead) if part

@@ -9,20 +9,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, iterate
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from vecmode import core, errors
-from vecmode.errors import ActionBatchError, SeedError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos
 from vecmode.wrappers.base import empty_batch, iterate_batch
 
-#: SB3's info keys: the ended episode's last observation, and ``truncated and not
-#: terminated``.
+#: SB3's info keys: an ended episode's last observation; truncated and not terminated.
 TERMINAL_OBSERVATION = "terminal_observation"
 TIME_LIMIT_TRUNCATED = "TimeLimit.truncated"
 _SB3_KEYS = frozenset((TERMINAL_OBSERVATION, TIME_LIMIT_TRUNCATED))
@@ -47,9 +44,8 @@ def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
 
 
 class FromSB3VectorEnv(VectorEnv):
-    """A Stable-Baselines3 ``VecEnv`` (``venv``) as a SAME_STEP Gymnasium vector env;
-    a step both terminated and truncated comes back terminated only (see
-    ``docs/integrations.md``)."""
+    """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env (a step
+    both terminated and truncated comes back terminated only)."""
 
     def __init__(self, venv: VecEnv) -> None:
         if not isinstance(venv, VecEnv):
@@ -74,7 +70,7 @@ class FromSB3VectorEnv(VectorEnv):
     def _open(self) -> None:
         """Refuse a call on a closed env (SB3's own VecEnvs differ)."""
         if self.closed:
-            raise ClosedEnvironmentError(core.env_closed(type(self).__name__))
+            raise gym.error.ClosedEnvironmentError(core.env_closed(type(self).__name__))
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""
@@ -112,7 +108,7 @@ class FromSB3VectorEnv(VectorEnv):
             return [int(seed) + i for i in range(n)]
         if listed and first_of_run(seed) is not None:
             return list(seed)
-        raise SeedError(
+        raise errors.SeedError(
             f"seed must be None, an int s (sub-env i gets s + i: SB3's seed() takes "
             f"one) or the list of {n} seeds that makes, got {type(seed).__name__} "
             f"{seed!r}."
@@ -172,7 +168,9 @@ class FromSB3VectorEnv(VectorEnv):
         problem = core.batch_problem(space, actions, n)
         if problem is not None:
             instead = "not SB3's list of one action per sub-env (that is for envs.venv)"
-            raise ActionBatchError(action_batch_message(problem, space, n, instead))
+            raise errors.ActionBatchError(
+                action_batch_message(problem, space, n, instead)
+            )
         return list(iterate(self.action_space, actions))
 
     def _gym_step(self, result: Any) -> core.StepResult:

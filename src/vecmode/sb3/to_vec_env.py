@@ -26,7 +26,6 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
-from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
 from vecmode.modes import without_finals
 from vecmode.sb3.from_vec_env import (
     TERMINAL_OBSERVATION,
@@ -88,8 +87,7 @@ class ToSB3VecEnv(VecEnv):
         self.metadata = dict(same.metadata)
 
     def _reach_sub_envs(self, same: VectorEnv) -> None:
-        """How SB3's calls reach the sub-envs of ``same``: the SB3 VecEnv under
-        from_sb3's env, the sub-envs as objects here, or a vecmode core's ``each``."""
+        """How SB3's calls reach the sub-envs: from_sb3's VecEnv, objects, ``each``."""
         inner: Any = same.unwrapped
         self._inner = inner
         self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
@@ -115,8 +113,7 @@ class ToSB3VecEnv(VecEnv):
         self._native = unreachable and not self._all_at_once
 
     def _split_api(self, same: VectorEnv) -> None:
-        """A step as ``_step(actions)``, or ``_send`` then ``_wait`` where the stack
-        has a split API; over SAME_STEP's policy on a vecmode core, the core's."""
+        """A step as ``_step``, or ``_send`` then ``_wait``; on a core, the core's."""
         inner = getattr(same, "core", None)
         self._send: Callable[[Any], Any] | None = None
         self._wait: Callable[[], Any] | None = None
@@ -198,7 +195,7 @@ class ToSB3VecEnv(VecEnv):
             f"or SB3's layout, a list of {n} actions (one per sub-env, each like "
             f"venv.action_space.sample())"
         )
-        raise ActionBatchError(action_batch_message(problem, space, n, sb3))
+        raise errors.ActionBatchError(action_batch_message(problem, space, n, sb3))
 
     def _from_layout(self, result: core.StepResult) -> VecEnvStepReturn:
         """SB3's step from a step in SAME_STEP's layout."""
@@ -221,8 +218,7 @@ class ToSB3VecEnv(VecEnv):
     def _sb3_step(
         self, result: Sequence[Any], finals: Sequence[tuple[int, Any, dict[str, Any]]]
     ) -> VecEnvStepReturn:
-        """SB3's step: one info dict per sub-env, an ended one's with its terminal
-        observation (its reset info goes to ``reset_infos``)."""
+        """SB3's step; an ended sub-env's reset info goes to ``reset_infos``."""
         obs, rewards, terminations, truncations, infos = result
         n = self.num_envs
         if not infos and not finals:  # the common case, fast
@@ -354,8 +350,7 @@ class ToSB3VecEnv(VecEnv):
     def _on(
         self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
     ) -> Any:
-        """``fn(sub_env, *args)`` for the sub-envs in ``order``, or the SB3 call
-        ``what`` on the SB3 VecEnv under from_sb3's env."""
+        """``fn(sub_env, *args)`` on the sub-envs in ``order``; from_sb3's ``what``."""
         if self._sb3 is not None:
             return getattr(self._sb3, what)(*args, indices=order)
         name = type(self._inner).__name__
@@ -370,10 +365,9 @@ class ToSB3VecEnv(VecEnv):
                 return list(each(fn, *args, indices=order))
             if local is not None:
                 return [fn(local[i], *args) for i in order]
-        except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
-            if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
-                "AttributeError"
-            ):
+        except errors.SubEnvError as exc:  # SB3's code catches AttributeError
+            missing = exc.exc_type == "AttributeError"
+            if missing or isinstance(exc.__cause__, AttributeError):
                 raise AttributeError(str(exc)) from exc
             raise
         raise AttributeError(
@@ -407,7 +401,7 @@ def _sb3_advice() -> Iterator[None]:
     """A sub-env's fault, with a note on what an SB3 caller can do about it."""
     try:
         yield
-    except (SubEnvError, EpisodeEndedError) as error:
+    except (errors.SubEnvError, errors.EpisodeEndedError) as error:
         add_note = getattr(error, "add_note", None)  # Python >= 3.11
         if add_note is not None:
             add_note(AFTER_A_FAULT)
@@ -415,8 +409,7 @@ def _sb3_advice() -> Iterator[None]:
 
 
 def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
-    """What keeps ``sample`` from being structured as one sample of ``space`` (its
-    dicts' keys, its tuples' lengths); None if nothing does."""
+    """What keeps ``sample`` from having ``space``'s keys and lengths, or None."""
     if isinstance(space, Dict):
         keys = list(space.spaces)
         if not isinstance(sample, Mapping):
