@@ -14,9 +14,6 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.vector import VectorWrapper
-from gymnasium.wrappers.vector import (
-    RecordEpisodeStatistics as GymRecordEpisodeStatistics,
-)
 
 from vecmode.modes import MODES, as_mode
 
@@ -226,9 +223,8 @@ def keeps_options(env: Any) -> bool:
     found = vector_env_declaration(env)
     if found is None or not found.keeps_options:
         return False
-    return not any(
-        isinstance(layer, GymRecordEpisodeStatistics) for layer in layers(env)
-    )
+    pops = gym.wrappers.vector.RecordEpisodeStatistics
+    return not any(isinstance(layer, pops) for layer in layers(env))
 
 
 def final_obs_layout(env: Any) -> str:

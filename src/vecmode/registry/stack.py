@@ -234,10 +234,8 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
 
 
 def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
-    """Check every layer of a vector env stack against the modes it supports.
-
-    One row per layer, innermost first, with its :class:`Verdict` and
-    :class:`Evidence`.
+    """Check every layer of a vector env stack against the modes it supports: one
+    row per layer, innermost first, with its :class:`Verdict` and :class:`Evidence`.
 
     Args:
         env: the outermost layer of the stack.

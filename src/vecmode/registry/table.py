@@ -66,18 +66,11 @@ def table_entries() -> list[tuple[str, Declaration, Evidence]]:
             if found is not None:
                 latest.setdefault(_public_path(heir), (found, evidence(heir)))
     # the autoreset policies first, then the wrappers (whatever the import order)
-    rows = [
-        (name, found, proof)
-        for name, (found, proof) in sorted(
-            latest.items(), key=lambda row: row[0].startswith("vecmode.wrappers")
-        )
-    ]
-    for name, found in declare.gymnasium_entries().items():
-        module, qualname = name.split(":")
-        public = (
-            "gymnasium.wrappers.vector" if ".wrappers.vector." in module else module
-        )
-        rows.append((f"{public}.{qualname}", found, Evidence.VERIFIED))
+    order = sorted(latest, key=lambda name: name.startswith("vecmode.wrappers"))
+    rows = [(name, *latest[name]) for name in order]
+    for name, found in declare.gymnasium_entries().items():  # all in .wrappers.vector
+        public = f"gymnasium.wrappers.vector.{name.rpartition(':')[2]}"
+        rows.append((public, found, Evidence.VERIFIED))
     rows.extend(
         (_public_path(cls), found, evidence(cls))
         for cls, found in dict(declare.registered).items()
