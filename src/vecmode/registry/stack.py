@@ -59,6 +59,7 @@ class LayerReport:
 
 
 _HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
+_NOTE = textwrap.TextWrapper(88, subsequent_indent="    ", break_on_hyphens=False)
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,7 @@ class CompatibilityReport:
                 _sentence(part) for part in (row.note, row.evidence_note) if part
             )
             if text:
-                note = f"[{len(notes) + 1}] {row.name}: {text}"
-                wrapped = textwrap.fill(
-                    note, 88, subsequent_indent="    ", break_on_hyphens=False
-                )
-                notes.append(wrapped)
+                notes.append(_NOTE.fill(f"[{len(notes) + 1}] {row.name}: {text}"))
                 verdict += f" [{len(notes)}]"
             name = f"{row.name} ({row.origin})"
             cells = (_cell(row.mode_in), _cell(row.accepts), _cell(row.mode_out))

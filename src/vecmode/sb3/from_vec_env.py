@@ -192,15 +192,10 @@ class FromSB3VectorEnv(VectorEnv):
                 info = reset_infos[i]
             infos.append((i, info))
         self._last_obs = _as_batch(self.observation_space, obs)
-        return (
-            self._last_obs,
-            np.asarray(rewards, dtype=np.float64),
-            dones & ~limit,
-            dones & limit,
-            same_step_infos(
-                self._batched(infos), finals, self.num_envs, self._add_info
-            ),
-        )
+        merged = self._batched(infos)
+        merged = same_step_infos(merged, finals, self.num_envs, self._add_info)
+        rewards = np.asarray(rewards, dtype=np.float64)
+        return self._last_obs, rewards, dones & ~limit, dones & limit, merged
 
     # ------------------------------------------------------------- sub-envs
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

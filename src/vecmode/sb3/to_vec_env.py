@@ -88,19 +88,13 @@ class ToSB3VecEnv(VecEnv):
 
     def _reach_sub_envs(self, same: VectorEnv) -> None:
         """How SB3's calls reach the sub-envs: from_sb3's VecEnv, objects, ``each``."""
-        inner: Any = same.unwrapped
-        self._inner = inner
+        self._inner: Any = same.unwrapped
+        inner = self._inner
         self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
-        held = getattr(
-            inner if self._sb3 is None else self._sb3.unwrapped, "envs", None
-        )
-        self._local: Sequence[gym.Env] | None = (
-            held
-            if isinstance(held, (list, tuple))
-            and len(held) == same.num_envs
-            and all(isinstance(env, gym.Env) for env in held)
-            else None
-        )
+        held = getattr(inner if self._sb3 is None else self._sb3.unwrapped, "envs", ())
+        local = isinstance(held, (list, tuple)) and len(held) == same.num_envs
+        local = local and all(isinstance(env, gym.Env) for env in held)
+        self._local: Sequence[gym.Env] | None = held if local else None
         self._each = getattr(inner, "each", None)
         unreachable = (
             self._sb3 is None and self._local is None and not callable(self._each)
@@ -224,11 +218,7 @@ class ToSB3VecEnv(VecEnv):
         if not infos and not finals:  # the common case, fast
             sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
         else:
-            sb3_infos = (
-                copy.deepcopy(infos_to_list(infos, n))
-                if infos
-                else [{} for _ in range(n)]
-            )
+            sb3_infos = copy.deepcopy(infos_to_list(infos or {}, n))
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = sb3_infos[i]
                 sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
