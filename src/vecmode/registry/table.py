@@ -17,13 +17,11 @@ OK_WITH_CAVEAT = "ok\u2020"
 
 TABLE_LEGEND = (
     f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
-    "refused: raises IncompatibleModeError (Gymnasium's classes under "
-    "vecmode.guard()) or its own error when built. WRONG: accepted but wrong "
-    "(silently, or failing later); vecmode.guard() refuses it. produces: the mode a "
-    "mode-changing wrapper outputs. evidence: verified (runs proved it: vecmode's "
-    "tests, the runs behind Gymnasium's entries, or your recorded check_wrapper), "
-    "declared (the class says so: run vecmode conform) or inherited (from a base "
-    "class)."
+    "refused: raises when built (IncompatibleModeError, or the class's own error). "
+    "WRONG: accepted but wrong (silently, or failing later); vecmode.guard() "
+    "refuses it. produces: the mode a mode-changing wrapper outputs. evidence: "
+    "verified (runs proved it: vecmode's, or your recorded check_wrapper), declared "
+    "(the class says so: run vecmode conform) or inherited (from a base class)."
 )
 
 
