@@ -52,29 +52,29 @@ _lock = threading.RLock()
 _declared: dict[str, VectorEnvDeclaration] = {}
 
 
-def _path(cls: type | str) -> str:
-    return cls if isinstance(cls, str) else f"{cls.__module__}:{cls.__qualname__}"
+def class_path(cls: type | str) -> str:
+    """``"module:QualName"`` of a class, or a path as it is (ValueError if none)."""
+    if not isinstance(cls, str):
+        return f"{cls.__module__}:{cls.__qualname__}"
+    module, _, name = cls.partition(":")
+    if not (module and name):
+        raise ValueError(
+            f"{cls!r} is not a class path; write 'package.module:ClassName' (e.g. "
+            f"'gymnasium.wrappers.vector:NormalizeReward')."
+        )
+    return cls
 
 
 def _checked_path(cls: Any) -> str:
-    if isinstance(cls, str):
-        module, colon, name = cls.partition(":")
-        if not (colon and module and name):
-            raise ValueError(
-                f"register_vector_env takes a vector env class or its path "
-                f"'module:QualName', got {cls!r}."
-            )
-        return cls
-    if not isinstance(cls, type) or issubclass(cls, (gym.Wrapper, VectorWrapper)):
-        what = (
-            cls.__name__ if isinstance(cls, type) else f"{type(cls).__name__} {cls!r}"
-        )
-        raise TypeError(
-            f"register_vector_env takes a vector env class (or its path "
-            f"'module:QualName'), got {what}; wrappers are declared with "
-            f"vecmode.register or @vecmode.supports."
-        )
-    return _path(cls)
+    wrapper = isinstance(cls, type) and issubclass(cls, (gym.Wrapper, VectorWrapper))
+    if isinstance(cls, str) or (isinstance(cls, type) and not wrapper):
+        return class_path(cls)
+    what = cls.__name__ if isinstance(cls, type) else f"{type(cls).__name__} {cls!r}"
+    raise TypeError(
+        f"register_vector_env takes a vector env class (or its path "
+        f"'module:QualName'), got {what}; wrappers are declared with "
+        f"vecmode.register or @vecmode.supports."
+    )
 
 
 def register_vector_env(
@@ -142,7 +142,7 @@ def register_vector_env(
 def unregister_vector_env(cls: type | str) -> None:
     """Remove the declaration of ``cls`` (nothing if there is none)."""
     with _lock:
-        _declared.pop(_path(cls), None)
+        _declared.pop(class_path(cls), None)
 
 
 def vector_env_declaration(env: Any) -> VectorEnvDeclaration | None:
@@ -150,7 +150,7 @@ def vector_env_declaration(env: Any) -> VectorEnvDeclaration | None:
     inner = getattr(env, "unwrapped", env)
     with _lock:
         for cls in type(inner).__mro__:
-            found = _declared.get(_path(cls))
+            found = _declared.get(class_path(cls))
             if found is not None:
                 return found
     return None

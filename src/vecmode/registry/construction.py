@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import wrapt
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode.env_classes import final_obs_layout, layers
+from vecmode.env_classes import class_path, final_obs_layout, layers
 from vecmode.errors import IncompatibleModeError, incompatible_mode
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import ModeLike, final_in_info, mode_or_assumed
@@ -216,12 +216,7 @@ def register(
     """
     found = declare.declare(modes, output, wrong, why, instead, "register")
     if isinstance(cls, str):
-        module, _, qualname = cls.partition(":")
-        if not module or not qualname:
-            raise ValueError(
-                f"{cls!r} is not a class path; write 'package.module:ClassName' "
-                f"(e.g. 'gymnasium.wrappers.vector:NormalizeReward')."
-            )
+        class_path(cls)  # checked, not imported
     else:
         declare.wrapper_class(cls, "vecmode.register")
     declare.keep(cls, found)

@@ -14,7 +14,7 @@ from typing import Any
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
 from vecmode import _gymnasium
-from vecmode.env_classes import keeps_options
+from vecmode.env_classes import class_path, keeps_options
 from vecmode.errors import mode_names
 from vecmode.modes import MODES, ModeLike, as_mode
 
@@ -167,11 +167,6 @@ def gymnasium_entries() -> dict[str, Declaration]:
             kept_options_caveat=kept,
         )
     return _gymnasium_entries
-
-
-def class_path(cls: type) -> str:
-    """``"module:QualName"`` of ``cls``."""
-    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def wrapper_class(cls: Any, caller: str) -> type:

@@ -10,9 +10,10 @@ from typing import Any
 from gymnasium.vector import AutoresetMode
 
 from vecmode._evidence import CONFORMANCE_TESTED, VERIFIED_ENVS
+from vecmode.env_classes import class_path
 from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declare
-from vecmode.registry.declare import Declaration, class_path
+from vecmode.registry.declare import Declaration
 
 
 class Evidence(str, Enum):
