@@ -12,7 +12,7 @@ import wrapt
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode.env_classes import class_path, final_obs_layout, layers
-from vecmode.errors import IncompatibleModeError, incompatible_mode
+from vecmode.errors import IncompatibleModeError, convert_to, incompatible_mode
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import ModeLike, final_in_info, mode_or_assumed
 from vecmode.registry import declare
@@ -45,7 +45,7 @@ def check_construction(cls: type, env: Any) -> None:
     found, name = found.over(env), cls.__name__
     mode = mode_or_assumed(env, name, None, stacklevel=2)
     if mode not in found.modes:
-        instead = found.instead or declare.use_supported_modes_message(found.modes)
+        instead = found.instead or convert_to(found.modes)
         raise IncompatibleModeError(
             incompatible_mode(name, mode, found.modes, found.why(mode), instead)
         )

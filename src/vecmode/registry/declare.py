@@ -27,13 +27,11 @@ NO_MODES = "declare at least one mode: NextStep, SameStep or Disabled."
 
 @dataclass(frozen=True)
 class Declaration:
-    """What a wrapper class declares about the autoreset modes.
+    """What a wrapper class declares about the autoreset modes: ``modes``,
+    ``output``, ``wrong``, ``reasons`` (``why=``) and ``instead`` as
+    :func:`~vecmode.register` takes them.
 
     Attributes:
-        modes: the modes of the wrapped env it supports (correctly).
-        output: the mode it produces, for a wrapper that changes the mode.
-        wrong: modes it accepts but gets wrong, with what goes wrong.
-        reasons: why a mode is not supported; instead: what to do then.
         source: ``"supports"``, ``"register"`` or ``"gymnasium"``.
         caveats: what goes wrong in a supported mode's optional use (ok still).
         needs_popped_options, kept_options_caveat: see :meth:`over`.
@@ -118,17 +116,6 @@ def declare(
         reasons=MappingProxyType({as_mode(m): text for m, text in (why or {}).items()}),
         instead=instead or "",
         source=source,
-    )
-
-
-def use_supported_modes_message(modes: Iterable[AutoresetMode]) -> str:
-    """What to do about a refused mode, where the declaration does not say."""
-    names = mode_names(modes)
-    first = names.split(", ")[0]
-    return (
-        f"Build the vector env in {names} (e.g. vecmode.make_vec(..., "
-        f"autoreset_mode={first!r}), or vecmode.with_autoreset(env, {first!r})), or "
-        f"use a wrapper that supports the env's mode."
     )
 
 

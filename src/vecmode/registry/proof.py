@@ -137,8 +137,7 @@ def check_command(cls: type, every_mode: bool = False) -> str:
 
 def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
     """The innermost env's evidence: its class's, in the mode it declares."""
-    cls = type(env)
-    name = cls.__name__
+    cls, name = type(env), type(env).__name__
     if declared is None:
         return Evidence.NONE, (
             f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode a "
