@@ -201,7 +201,6 @@ def register(
 
     Args:
         cls: the class, or ``"package.module:ClassName"`` (imports nothing).
-        modes: the modes it supports.
         wrong: modes it accepts but gets wrong, with what goes wrong.
         output, why, instead: as for :func:`supports`.
 

@@ -194,7 +194,7 @@ def keep(target: type | str, found: Declaration) -> None:
 
 
 def forget(target: type | str) -> tuple[bool, type | None]:
-    """Drop a :func:`~vecmode.register` declaration: (whether there was one, its class)."""
+    """Drop a :func:`~vecmode.register` declaration: (if there was one, its class)."""
     with lock:
         if isinstance(target, str):
             _warned.discard(target)

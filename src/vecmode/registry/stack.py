@@ -235,7 +235,6 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
     row per layer, innermost first, with its :class:`Verdict` and :class:`Evidence`.
 
     Args:
-        env: the outermost layer of the stack.
         strict: undeclared layers fail the report (default: :func:`vecmode.strict`).
 
     >>> import gymnasium as gym, vecmode

@@ -134,8 +134,7 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))
-        # a blank line before the list: Markdown runs a list on into the
-        # paragraph above it otherwise
+        # a blank line, or Markdown runs the list on into the paragraph above
         notes = [TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
     else:
         lines = aligned(header, rows)

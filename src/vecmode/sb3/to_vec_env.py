@@ -238,10 +238,8 @@ class ToSB3VecEnv(VecEnv):
             return OrderedDict((key, obs[key]) for key in self._dict_keys)
         return obs
 
-    # ------------------------------------------------------- seeds, options
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Options for every sub-env at the next ``reset()``: one dict, or a list of
-        equal ones."""
+        """Options for every sub-env's next ``reset()``: one dict, or equal ones."""
         super().set_options(options)
         if len(self._options) != self.num_envs or not all(
             _same_options(o, self._options[0]) for o in self._options
@@ -271,8 +269,7 @@ class ToSB3VecEnv(VecEnv):
         )
 
     def has_attr(self, attr_name: str) -> bool:
-        """Whether every sub-env has the attribute, asked so that no worker dies of
-        a missing one."""
+        """Whether every sub-env has the attribute (no worker dies of a missing one)."""
         if self._sb3 is not None:
             return bool(self._sb3.has_attr(attr_name))
         if self._all_at_once:  # a get_attr of a missing attribute breaks it for good
@@ -329,8 +326,7 @@ class ToSB3VecEnv(VecEnv):
     def env_is_wrapped(
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
-        """Whether the sub-envs at ``indices`` (all by default) are wrapped with
-        ``wrapper_class`` (False where they are no Python objects)."""
+        """Whether the sub-envs at ``indices`` are wrapped with ``wrapper_class``."""
         order = core.check_indices(indices, self.num_envs)
         if self._native:
             return [False] * len(order)
