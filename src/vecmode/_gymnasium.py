@@ -3,14 +3,13 @@
 ``"refuses"`` (raises when built) or ``"wrong"`` (wrong output, or raises later)."""
 
 _GWV = "gymnasium.wrappers.vector."
-_OK = ("ok", "")
+_Verdict = tuple[str, str]
+_OK: _Verdict = ("ok", "")
 
 
 def _verdicts(
-    next_step: tuple[str, str] = _OK,
-    same_step: tuple[str, str] = _OK,
-    disabled: tuple[str, str] = _OK,
-) -> dict[str, tuple[str, str]]:
+    next_step: _Verdict = _OK, same_step: _Verdict = _OK, disabled: _Verdict = _OK
+) -> dict[str, _Verdict]:
     return {"NextStep": next_step, "SameStep": same_step, "Disabled": disabled}
 
 

@@ -1,9 +1,6 @@
-"""Declared vector env classes: what a masked reset does, what it returns, and
-how final observations come, for vecmode's conversions between modes.
-
-Classes are named ``"module:QualName"`` and matched along the env's MRO, so
-declaring one imports nothing. See ``docs/core.md``.
-"""
+"""Declared vector env classes, for vecmode's conversions between modes: what a
+masked reset does, what it returns, how final observations come. A class is named
+``"module:QualName"`` (declaring it imports nothing). See ``docs/core.md``."""
 
 from __future__ import annotations
 
@@ -113,11 +110,8 @@ def register_vector_env(
                 f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}."
             )
     path = _checked_path(cls)
-    declared = frozenset(
-        MODES
-        if modes is None
-        else map(as_mode, [modes] if isinstance(modes, str) else modes)
-    )
+    given = MODES if modes is None else [modes] if isinstance(modes, str) else modes
+    declared = frozenset(map(as_mode, given))
     if not declared:
         raise ValueError(
             f"register_vector_env({path.rpartition(':')[2]}, modes=...) needs at "

@@ -271,11 +271,8 @@ class Guard:
 
 
 def guard() -> Guard:
-    """Check Gymnasium's own vector wrappers against vecmode's entries for them.
-
-    Until the handle is released (or its ``with`` block ends), building one of
-    Gymnasium's vector wrappers in a mode it refuses or gets wrong raises
-    :class:`~vecmode.IncompatibleModeError`, in this thread or asyncio task only
-    (an example: ``docs/registry.md``).
-    """
+    """Check Gymnasium's own vector wrappers against vecmode's entries for them:
+    until the handle is released (or its ``with`` block ends), building one in a
+    mode it refuses or gets wrong raises :class:`~vecmode.IncompatibleModeError`,
+    in this thread or asyncio task only (an example: ``docs/registry.md``)."""
     return Guard()

@@ -16,7 +16,14 @@ from vecmode.registry import declare
 from vecmode.registry.declare import Declaration
 
 
-class Evidence(str, Enum):
+class Named(str, Enum):
+    """An enum whose ``str()`` is its value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Evidence(Named):
     """What a class's declared modes rest on: runs that proved them (verified), the
     class's own word (declared), a base class's (inherited), or nothing (none)."""
 
@@ -24,9 +31,6 @@ class Evidence(str, Enum):
     DECLARED = "declared"
     INHERITED = "inherited"
     NONE = "none"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 #: check_wrapper's proofs in this process: the declaration proved (the proof lapses

@@ -8,7 +8,6 @@ import itertools
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, overload
 
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -16,11 +15,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import errors, modes
 from vecmode.env_classes import layers
 from vecmode.registry.declare import NO_MODES, Declaration, declaration
-from vecmode.registry.proof import Evidence, check_command, env_proof, proof
+from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
 
 
-class Verdict(str, Enum):
+class Verdict(Named):
     """One layer's verdict in a :class:`CompatibilityReport` (see
     ``docs/registry.md``)."""
 
@@ -29,9 +28,6 @@ class Verdict(str, Enum):
     KNOWN_WRONG = "known-wrong"
     UNDECLARED = "undeclared"
     MISMATCH = "mismatch"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -259,11 +255,8 @@ def assert_compatible(
     env: VectorEnv, *, strict: bool | None = None, verified: bool = False
 ) -> CompatibilityReport:
     """:func:`check_stack` the stack and return the report; raise
-    :class:`~vecmode.IncompatibleModeError` with its table if it is not ok.
-
-    Args:
-        verified: also raise when a layer is not verified.
-    """
+    :class:`~vecmode.IncompatibleModeError` with its table if it is not ok (or,
+    with ``verified``, if a layer is not verified)."""
     report = check_stack(env, strict=strict)
     if not report.ok:
         raise errors.IncompatibleModeError(

@@ -82,8 +82,7 @@ def table_entries() -> list[tuple[str, Declaration, Evidence]]:
 
 
 def declarations() -> list[tuple[str, Declaration]]:
-    """Every declaration known to this process: ``(class path, declaration)``, as
-    :func:`table_entries` orders them."""
+    """Every declaration known here, ``(class path, declaration)``, in table order."""
     return [(name, found) for name, found, _ in table_entries()]
 
 

@@ -64,12 +64,8 @@ def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
 class ToSB3VecEnv(VecEnv):
     """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv`` that answers as
     ``DummyVecEnv`` does over the same sub-envs (see ``docs/integrations.md``).
-
-    Args:
-        envs: a vector env that declares its mode; :func:`vecmode.with_autoreset`
-            converts it to SAME_STEP (``vector_env``), or refuses where that would
-            not be exact (:class:`~vecmode.IncompatibleModeError`).
-    """
+    ``envs`` declares its mode: :func:`vecmode.with_autoreset` converts it to
+    SAME_STEP (``vector_env``), or refuses where that would not be exact."""
 
     def __init__(self, envs: VectorEnv) -> None:
         if not isinstance(envs, VectorEnv):
