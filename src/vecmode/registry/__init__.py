@@ -1,9 +1,8 @@
 """The compatibility registry: which autoreset modes each wrapper supports.
 
-Declare a wrapper's modes with :func:`supports` or :func:`register`: it is checked
-when built (Gymnasium's, for which vecmode has entries, under :func:`guard`).
-:func:`check_stack` reports on a built stack. See ``docs/registry.md``.
-"""
+:func:`supports` and :func:`register` declare a wrapper's modes, checked when it is
+built (Gymnasium's under :func:`guard`); :func:`check_stack` reports on a stack. See
+``docs/registry.md``."""
 
 from vecmode.modes import Strict, strict
 from vecmode.registry.construction import (

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import weakref
 from collections.abc import Callable, Iterable
@@ -232,7 +233,7 @@ def unregister(cls: type | str) -> bool:
     return had
 
 
-class Guard:
+class Guard(contextlib.AbstractContextManager["Guard"]):
     """Handle returned by :func:`guard`; :meth:`release` or a ``with`` block ends it."""
 
     def __init__(self) -> None:
@@ -262,9 +263,6 @@ class Guard:
             _live_guards.discard(self)
             self._held = False
             _watch()
-
-    def __enter__(self) -> Guard:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()

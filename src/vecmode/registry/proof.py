@@ -58,8 +58,7 @@ def record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) -> 
 
 
 def record_env_verified(cls: type, mode: AutoresetMode, summary: str) -> None:
-    """Record that ``check_vector_env`` proved that envs of ``cls`` behave as
-    ``mode`` (what ``VectorEnvReport.record()`` calls)."""
+    """Record that ``check_vector_env`` proved envs of ``cls`` behave as ``mode``."""
     with declare.lock:
         _recorded_envs.setdefault(cls, {})[mode] = summary
 
