@@ -1,9 +1,6 @@
-"""The classes whose declarations vecmode's own test suite proves (pure data).
-
-``tests/testing/test_check_wrapper.py`` runs ``check_wrapper`` on every class of
-:data:`CONFORMANCE_TESTED`, ``tests/test_probe.py`` runs ``probe_mode`` on every
-class of :data:`VERIFIED_ENVS`; :func:`vecmode.check_stack` reports them verified.
-"""
+"""The classes vecmode's tests prove, so :func:`vecmode.check_stack` reports them
+verified: ``tests/testing/test_check_wrapper.py`` runs ``check_wrapper`` on each
+wrapper, ``tests/test_probe.py`` runs ``probe_mode`` on each env class."""
 
 #: vecmode's wrappers and policies, proven right in their modes, refusing the others.
 CONFORMANCE_TESTED: frozenset[str] = frozenset(

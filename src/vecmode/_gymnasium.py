@@ -1,20 +1,15 @@
-"""What Gymnasium 1.4's own vector wrappers really do in each autoreset mode.
-
-Pure data, established by running each wrapper in each mode
-(``tests/registry/test_gymnasium_verdicts.py`` re-establishes every verdict):
-``"ok"``, ``"refuses"`` (the class raises when built) or ``"wrong"`` (it accepts
-the mode but its output is wrong, or it raises later).
-"""
+"""What Gymnasium 1.4's vector wrappers really do in each autoreset mode (data that
+``tests/registry/test_gymnasium_verdicts.py`` re-establishes): ``"ok"``,
+``"refuses"`` (raises when built) or ``"wrong"`` (wrong output, or raises later)."""
 
 _GWV = "gymnasium.wrappers.vector."
-_OK = ("ok", "")
+_Verdict = tuple[str, str]
+_OK: _Verdict = ("ok", "")
 
 
 def _verdicts(
-    next_step: tuple[str, str] = _OK,
-    same_step: tuple[str, str] = _OK,
-    disabled: tuple[str, str] = _OK,
-) -> dict[str, tuple[str, str]]:
+    next_step: _Verdict = _OK, same_step: _Verdict = _OK, disabled: _Verdict = _OK
+) -> dict[str, _Verdict]:
     return {"NextStep": next_step, "SameStep": same_step, "Disabled": disabled}
 
 
@@ -132,8 +127,7 @@ GYMNASIUM_VERDICTS: dict[str, dict[str, tuple[str, str]]] = {
     ),
 }
 
-#: The wrappers ``vecmode.wrappers`` offers under the same name, right in every
-#: mode: all of them.
+#: The wrappers ``vecmode.wrappers`` offers too, right in every mode: all of them.
 VECMODE_EQUIVALENTS = frozenset(name.rpartition(":")[2] for name in GYMNASIUM_VERDICTS)
 
 #: Wrappers right in an "ok" mode until the caller makes a partial reset

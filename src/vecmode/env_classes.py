@@ -1,10 +1,6 @@
-"""Declared vector env classes: what a masked reset does, what it returns, and
-how final observations come, for vecmode's conversions between modes.
-
-Classes are named ``"module:QualName"`` and matched along the env's MRO, so
-declaring one imports nothing. See ``docs/core.md``.
-
-"""
+"""Declared vector env classes, for vecmode's conversions between modes: what a
+masked reset does, what it returns, how final observations come. A class is named
+``"module:QualName"`` (declaring it imports nothing). See ``docs/core.md``."""
 
 from __future__ import annotations
 
@@ -15,24 +11,8 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.vector import VectorWrapper
-from gymnasium.wrappers.vector import (
-    RecordEpisodeStatistics as GymRecordEpisodeStatistics,
-)
 
 from vecmode.modes import MODES, as_mode
-
-__all__ = [
-    "FINAL_OBS_LAYOUTS",
-    "MASKED_RESETS",
-    "RESET_RETURNS",
-    "VectorEnvDeclaration",
-    "final_obs_layout",
-    "keeps_options",
-    "layers",
-    "register_vector_env",
-    "unregister_vector_env",
-    "vector_env_declaration",
-]
 
 #: What a masked reset does: resets the masked sub-envs and clears their pending
 #: autoreset; resets them, but the next step resets them again; resets them all.
@@ -69,29 +49,29 @@ _lock = threading.RLock()
 _declared: dict[str, VectorEnvDeclaration] = {}
 
 
-def _path(cls: type | str) -> str:
-    return cls if isinstance(cls, str) else f"{cls.__module__}:{cls.__qualname__}"
+def class_path(cls: type | str) -> str:
+    """``"module:QualName"`` of a class, or a path as it is (ValueError if none)."""
+    if not isinstance(cls, str):
+        return f"{cls.__module__}:{cls.__qualname__}"
+    module, _, name = cls.partition(":")
+    if not (module and name):
+        raise ValueError(
+            f"{cls!r} is not a class path; write 'package.module:ClassName' (e.g. "
+            f"'gymnasium.wrappers.vector:NormalizeReward')."
+        )
+    return cls
 
 
 def _checked_path(cls: Any) -> str:
-    if isinstance(cls, str):
-        module, colon, name = cls.partition(":")
-        if not (colon and module and name):
-            raise ValueError(
-                f"register_vector_env takes a vector env class or its path "
-                f"'module:QualName', got {cls!r}."
-            )
-        return cls
-    if not isinstance(cls, type) or issubclass(cls, (gym.Wrapper, VectorWrapper)):
-        what = (
-            cls.__name__ if isinstance(cls, type) else f"{type(cls).__name__} {cls!r}"
-        )
-        raise TypeError(
-            f"register_vector_env takes a vector env class (or its path "
-            f"'module:QualName'), got {what}; wrappers are declared with "
-            f"vecmode.register or @vecmode.supports."
-        )
-    return _path(cls)
+    wrapper = isinstance(cls, type) and issubclass(cls, (gym.Wrapper, VectorWrapper))
+    if isinstance(cls, str) or (isinstance(cls, type) and not wrapper):
+        return class_path(cls)
+    what = cls.__name__ if isinstance(cls, type) else f"{type(cls).__name__} {cls!r}"
+    raise TypeError(
+        f"register_vector_env takes a vector env class (or its path "
+        f"'module:QualName'), got {what}; wrappers are declared with "
+        f"vecmode.register or @vecmode.supports."
+    )
 
 
 def register_vector_env(
@@ -130,11 +110,8 @@ def register_vector_env(
                 f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}."
             )
     path = _checked_path(cls)
-    declared = frozenset(
-        MODES
-        if modes is None
-        else map(as_mode, [modes] if isinstance(modes, str) else modes)
-    )
+    given = MODES if modes is None else [modes] if isinstance(modes, str) else modes
+    declared = frozenset(map(as_mode, given))
     if not declared:
         raise ValueError(
             f"register_vector_env({path.rpartition(':')[2]}, modes=...) needs at "
@@ -159,7 +136,7 @@ def register_vector_env(
 def unregister_vector_env(cls: type | str) -> None:
     """Remove the declaration of ``cls`` (nothing if there is none)."""
     with _lock:
-        _declared.pop(_path(cls), None)
+        _declared.pop(class_path(cls), None)
 
 
 def vector_env_declaration(env: Any) -> VectorEnvDeclaration | None:
@@ -167,7 +144,7 @@ def vector_env_declaration(env: Any) -> VectorEnvDeclaration | None:
     inner = getattr(env, "unwrapped", env)
     with _lock:
         for cls in type(inner).__mro__:
-            found = _declared.get(_path(cls))
+            found = _declared.get(class_path(cls))
             if found is not None:
                 return found
     return None
@@ -240,9 +217,8 @@ def keeps_options(env: Any) -> bool:
     found = vector_env_declaration(env)
     if found is None or not found.keeps_options:
         return False
-    return not any(
-        isinstance(layer, GymRecordEpisodeStatistics) for layer in layers(env)
-    )
+    pops = gym.wrappers.vector.RecordEpisodeStatistics
+    return not any(isinstance(layer, pops) for layer in layers(env))
 
 
 def final_obs_layout(env: Any) -> str:

@@ -16,8 +16,7 @@ def get_attr(env: gym.Env, name: str) -> Any:
 def call_method(
     env: gym.Env, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """``name(*args, **kwargs)`` on the first wrapper that has ``name`` (SB3's
-    ``env_method``)."""
+    """Call ``name`` of the first wrapper that has it (SB3's ``env_method``)."""
     return env.get_wrapper_attr(name)(*args, **kwargs)
 
 

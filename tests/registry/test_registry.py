@@ -30,7 +30,6 @@ from tests.registry.registry_helpers import (
 )
 from vecmode import errors, modes, registry
 from vecmode.forwarding import ForwardingWrapper
-from vecmode.registry import declare
 
 
 # ------------------------------------------------------------------ @supports
@@ -68,7 +67,8 @@ def test_the_message_is_the_one_built_in_errors():
         SS,
         {NS, D},
         "It ignores info['final_obs'].",
-        declare.use_supported_modes_message({NS, D}),
+        "Convert the env first, e.g. vecmode.with_autoreset(env, 'NextStep'), or "
+        "build it with autoreset_mode='NextStep'.",
     )
     assert str(info.value) == expected
     envs.close()

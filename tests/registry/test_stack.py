@@ -362,7 +362,10 @@ def test_a_recorded_check_wrapper_run_makes_exactly_that_class_verified(
     assert report.record() is report
     assert vecmode.registry.evidence(Scale) is vecmode.registry.Evidence.VERIFIED
     row = vecmode.check_stack(Scale(in_mode(SS)))[-1]
-    assert (row.evidence, row.evidence_note) == (vecmode.registry.Evidence.VERIFIED, "")
+    assert (row.evidence, row.evidence_note) == (
+        vecmode.registry.Evidence.VERIFIED,
+        f"verified: proven by check_wrapper in this process ({report.summary})",
+    )
     assert vecmode.check_stack(Scale(in_mode(SS))).verified
     # not inherited by subclasses
     assert vecmode.registry.evidence(SubScale) is vecmode.registry.Evidence.INHERITED

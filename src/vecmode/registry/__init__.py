@@ -1,11 +1,8 @@
 """The compatibility registry: which autoreset modes each wrapper supports.
 
-Declare a wrapper's modes with :func:`supports` (your classes) or :func:`register`
-(classes you don't own); vecmode has entries for Gymnasium's vector wrappers. A
-declared class is checked when it is built; :func:`guard` checks Gymnasium's in
-this thread or task. :func:`check_stack` reports on a built stack. See
-``docs/registry.md``.
-"""
+:func:`supports` and :func:`register` declare a wrapper's modes, checked when it is
+built (Gymnasium's under :func:`guard`); :func:`check_stack` reports on a stack. See
+``docs/registry.md``."""
 
 from vecmode.modes import Strict, strict
 from vecmode.registry.construction import (

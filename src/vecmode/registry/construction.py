@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import weakref
 from collections.abc import Callable, Iterable
@@ -11,8 +12,8 @@ from typing import Any, TypeVar
 import wrapt
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode.env_classes import final_obs_layout, layers
-from vecmode.errors import IncompatibleModeError, incompatible_mode
+from vecmode.env_classes import class_path, final_obs_layout, layers
+from vecmode.errors import IncompatibleModeError, convert_to, incompatible_mode
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import ModeLike, final_in_info, mode_or_assumed
 from vecmode.registry import declare
@@ -45,7 +46,7 @@ def check_construction(cls: type, env: Any) -> None:
     found, name = found.over(env), cls.__name__
     mode = mode_or_assumed(env, name, None, stacklevel=2)
     if mode not in found.modes:
-        instead = found.instead or declare.use_supported_modes_message(found.modes)
+        instead = found.instead or convert_to(found.modes)
         raise IncompatibleModeError(
             incompatible_mode(name, mode, found.modes, found.why(mode), instead)
         )
@@ -75,11 +76,10 @@ def check_construction(cls: type, env: Any) -> None:
 
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
-    """``(layer class name, array library)`` of the nearest array conversion in
-    ``env`` (its ``_target_xp``: no public attribute says it) if not NumPy."""
+    """(layer name, array library) of the nearest conversion if not to NumPy."""
     for layer in layers(env):
         target = getattr(layer, "__dict__", {}).get("_target_xp")
-        if target is not None:
+        if target is not None:  # no public attribute says it
             name = getattr(target, "__name__", str(target))
             name = name.replace("array_api_compat.", "")
             return None if name == "numpy" else (type(layer).__name__, name)
@@ -202,11 +202,8 @@ def register(
 
     Args:
         cls: the class, or ``"package.module:ClassName"`` (imports nothing).
-        modes: the modes it supports.
         wrong: modes it accepts but gets wrong, with what goes wrong.
-        output: as for :func:`supports`.
-        why: as for :func:`supports`.
-        instead: as for :func:`supports`.
+        output, why, instead: as for :func:`supports`.
 
     >>> import gymnasium as gym, vecmode
     >>> class Legacy(gym.vector.VectorWrapper):
@@ -219,12 +216,7 @@ def register(
     """
     found = declare.declare(modes, output, wrong, why, instead, "register")
     if isinstance(cls, str):
-        module, _, qualname = cls.partition(":")
-        if not module or not qualname:
-            raise ValueError(
-                f"{cls!r} is not a class path; write 'package.module:ClassName' "
-                f"(e.g. 'gymnasium.wrappers.vector:NormalizeReward')."
-            )
+        class_path(cls)  # checked, not imported
     else:
         declare.wrapper_class(cls, "vecmode.register")
     declare.keep(cls, found)
@@ -233,8 +225,7 @@ def register(
 
 @wrapt.synchronized(declare.lock)
 def unregister(cls: type | str) -> bool:
-    """Remove a :func:`register` declaration and its check; True if there was one
-    (a :func:`supports` declaration or vecmode's entry applies again)."""
+    """Remove a :func:`register` declaration and its check; True if there was one."""
     had, target = declare.forget(cls)
     if target is not None:
         _release(target, "register")
@@ -242,7 +233,7 @@ def unregister(cls: type | str) -> bool:
     return had
 
 
-class Guard:
+class Guard(contextlib.AbstractContextManager["Guard"]):
     """Handle returned by :func:`guard`; :meth:`release` or a ``with`` block ends it."""
 
     def __init__(self) -> None:
@@ -273,19 +264,13 @@ class Guard:
             self._held = False
             _watch()
 
-    def __enter__(self) -> Guard:
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.release()
 
 
 def guard() -> Guard:
-    """Check Gymnasium's own vector wrappers against vecmode's entries for them.
-
-    Until the handle is released (or its ``with`` block ends), building one of
-    Gymnasium's vector wrappers in a mode it refuses or gets wrong raises
-    :class:`~vecmode.IncompatibleModeError`, in this thread or asyncio task only
-    (an example: ``docs/registry.md``).
-    """
+    """Check Gymnasium's own vector wrappers against vecmode's entries for them:
+    until the handle is released (or its ``with`` block ends), building one in a
+    mode it refuses or gets wrong raises :class:`~vecmode.IncompatibleModeError`,
+    in this thread or asyncio task only (an example: ``docs/registry.md``)."""
     return Guard()

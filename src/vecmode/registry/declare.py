@@ -14,7 +14,7 @@ from typing import Any
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
 from vecmode import _gymnasium
-from vecmode.env_classes import keeps_options
+from vecmode.env_classes import class_path, keeps_options
 from vecmode.errors import mode_names
 from vecmode.modes import MODES, ModeLike, as_mode
 
@@ -27,13 +27,11 @@ NO_MODES = "declare at least one mode: NextStep, SameStep or Disabled."
 
 @dataclass(frozen=True)
 class Declaration:
-    """What a wrapper class declares about the autoreset modes.
+    """What a wrapper class declares about the autoreset modes: ``modes``,
+    ``output``, ``wrong``, ``reasons`` (``why=``) and ``instead`` as
+    :func:`~vecmode.register` takes them.
 
     Attributes:
-        modes: the modes of the wrapped env it supports (correctly).
-        output: the mode it produces, for a wrapper that changes the mode.
-        wrong: modes it accepts but gets wrong, with what goes wrong.
-        reasons: why a mode is not supported; instead: what to do then.
         source: ``"supports"``, ``"register"`` or ``"gymnasium"``.
         caveats: what goes wrong in a supported mode's optional use (ok still).
         needs_popped_options, kept_options_caveat: see :meth:`over`.
@@ -94,8 +92,7 @@ def declare(
     instead: str | None = None,
     source: str = "register",
 ) -> Declaration:
-    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes (the
-    modes one by one, or as one iterable)."""
+    """A checked :class:`Declaration` of what :func:`~vecmode.register` takes."""
     if isinstance(modes, AutoresetMode | str):
         modes = [modes]
     given = list(modes)
@@ -119,17 +116,6 @@ def declare(
         reasons=MappingProxyType({as_mode(m): text for m, text in (why or {}).items()}),
         instead=instead or "",
         source=source,
-    )
-
-
-def use_supported_modes_message(modes: Iterable[AutoresetMode]) -> str:
-    """What to do about a refused mode, where the declaration does not say."""
-    names = mode_names(modes)
-    first = names.split(", ")[0]
-    return (
-        f"Build the vector env in {names} (e.g. vecmode.make_vec(..., "
-        f"autoreset_mode={first!r}), or vecmode.with_autoreset(env, {first!r})), or "
-        f"use a wrapper that supports the env's mode."
     )
 
 
@@ -170,11 +156,6 @@ def gymnasium_entries() -> dict[str, Declaration]:
     return _gymnasium_entries
 
 
-def class_path(cls: type) -> str:
-    """``"module:QualName"`` of ``cls``."""
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
 def wrapper_class(cls: Any, caller: str) -> type:
     """``cls`` if it is a ``VectorWrapper`` class, else TypeError naming ``caller``."""
     if not (isinstance(cls, type) and issubclass(cls, VectorWrapper)):
@@ -213,7 +194,7 @@ def keep(target: type | str, found: Declaration) -> None:
 
 
 def forget(target: type | str) -> tuple[bool, type | None]:
-    """Drop a :func:`~vecmode.register` declaration: (whether there was one, its class)."""
+    """Drop a :func:`~vecmode.register` declaration: (if there was one, its class)."""
     with lock:
         if isinstance(target, str):
             _warned.discard(target)

@@ -1,4 +1,4 @@
-"""What a verdict rests on: :class:`Evidence`, and the proofs recorded in this process."""
+"""What a verdict rests on: :class:`Evidence`, and the proofs recorded here."""
 
 from __future__ import annotations
 
@@ -10,17 +10,20 @@ from typing import Any
 from gymnasium.vector import AutoresetMode
 
 from vecmode._evidence import CONFORMANCE_TESTED, VERIFIED_ENVS
+from vecmode.env_classes import class_path
 from vecmode.modes import MODES, ModeLike, as_mode
-from vecmode.registry.declare import (
-    Declaration,
-    class_path,
-    declaration,
-    lock,
-    own_declaration,
-)
+from vecmode.registry import declare
+from vecmode.registry.declare import Declaration
 
 
-class Evidence(str, Enum):
+class Named(str, Enum):
+    """An enum whose ``str()`` is its value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Evidence(Named):
     """What a class's declared modes rest on: runs that proved them (verified), the
     class's own word (declared), a base class's (inherited), or nothing (none)."""
 
@@ -29,16 +32,13 @@ class Evidence(str, Enum):
     INHERITED = "inherited"
     NONE = "none"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 #: check_wrapper's proofs in this process: the declaration proved (the proof lapses
-#: when it changes), the modes proved, the summary.
+#: when it changes), the modes proved, the run's summary.
 _recorded: weakref.WeakKeyDictionary[
     type, tuple[Declaration, frozenset[AutoresetMode], str]
 ] = weakref.WeakKeyDictionary()
-#: check_vector_env's proofs in this process: mode -> the summary.
+#: check_vector_env's proofs in this process: mode -> the run's summary.
 _recorded_envs: weakref.WeakKeyDictionary[type, dict[AutoresetMode, str]] = (
     weakref.WeakKeyDictionary()
 )
@@ -46,69 +46,68 @@ _recorded_envs: weakref.WeakKeyDictionary[type, dict[AutoresetMode, str]] = (
 
 def record_verified(cls: type, modes: Iterable[AutoresetMode], summary: str) -> None:
     """Record that ``check_wrapper`` proved ``cls`` right or refusing in ``modes``
-    (what ``WrapperReport.record()`` calls)."""
-    found = declaration(cls)
+    (what ``WrapperReport.record()`` calls); ``summary`` is shown with the verdict."""
+    found = declare.declaration(cls)
     if found is None:
         raise ValueError(
             f"{cls.__name__} declares no autoreset modes, so no proof of them can be "
             f"recorded; declare them with @vecmode.supports or vecmode.register first."
         )
-    with lock:
+    with declare.lock:
         _recorded[cls] = (found, frozenset(modes), summary)
 
 
 def record_env_verified(cls: type, mode: AutoresetMode, summary: str) -> None:
-    """Record that ``check_vector_env`` proved that envs of ``cls`` behave as
-    ``mode`` (what ``VectorEnvReport.record()`` calls)."""
-    with lock:
+    """Record that ``check_vector_env`` proved envs of ``cls`` behave as ``mode``."""
+    with declare.lock:
         _recorded_envs.setdefault(cls, {})[mode] = summary
 
 
-def _proven(
-    cls: type, found: Declaration, own: Declaration | None, mode: AutoresetMode | None
-) -> bool:
-    """Whether runs proved ``cls``'s declaration (in ``mode``, or in every mode)."""
+def _proven(cls: type, found: Declaration, mode: AutoresetMode | None) -> str | None:
+    """How runs proved ``cls``'s declaration (in ``mode``, or in every mode): "" by
+    vecmode's, a note by a recorded run; None if nothing did."""
+    own = declare.own_declaration(cls)
     if own is not None and own.source == "gymnasium":
-        return True
+        return ""
     if class_path(cls) in CONFORMANCE_TESTED and found.source == "supports":
-        return True
-    proved, modes, _ = _recorded.get(cls, (None, frozenset(), ""))
-    return proved is found and (frozenset(MODES) if mode is None else {mode}) <= modes
+        return ""
+    proved, modes, summary = _recorded.get(cls, (None, frozenset(), ""))
+    if proved is found and (frozenset(MODES) if mode is None else {mode}) <= modes:
+        return f"verified: proven by check_wrapper in this process ({summary})"
+    return None
 
 
 def proof(cls: type, mode: AutoresetMode | None = None) -> tuple[Evidence, str]:
     """The evidence for ``cls``'s declaration (in ``mode``, or in every mode), and
-    for one declared or inherited, why it is not verified and how to prove it."""
-    found = declaration(cls)
+    a note: where a recorded proof comes from, or how to prove it."""
+    found = declare.declaration(cls)
     if found is None:
         return Evidence.NONE, ""
-    own = own_declaration(cls)
-    if _proven(cls, found, own, mode):
-        return Evidence.VERIFIED, ""
-    path, name = _import_path(cls), cls.__name__
-    run = (
-        f"`vecmode conform {path}`"
-        if path
-        else f"vecmode.testing.check_wrapper({name})"
-    )
+    proven = _proven(cls, found, mode)
+    if proven is not None:
+        return Evidence.VERIFIED, proven
+    name = cls.__name__
     how = (
-        f"run {run} to prove them, and record a passing run (check_wrapper({name})."
-        f"record(), e.g. in your tests) to have it reported verified."
+        f"run {check_command(cls)} to prove them, and record a passing run "
+        f"(check_wrapper({name}).record(), e.g. in your tests) to have it reported "
+        f"verified."
     )
+    own = declare.own_declaration(cls)
     if own is not None:
         by = "@vecmode.supports" if own.source == "supports" else "vecmode.register"
         return Evidence.DECLARED, (
             f"its modes are declared by {name} itself ({by}) and not proven here; {how}"
         )
     for base in cls.__mro__[1:]:
-        if declaration(base) is found and _proven(
-            base, found, own_declaration(base), mode
+        if (
+            declare.declaration(base) is found
+            and _proven(base, found, mode) is not None
         ):
             return Evidence.INHERITED, (
                 f"its modes are inherited from {base.__name__}, which is verified; "
                 f"nothing proves this subclass's own code; {how}"
             )
-    base = next(k for k in cls.__mro__[1:] if own_declaration(k) is found)
+    base = next(k for k in cls.__mro__[1:] if declare.own_declaration(k) is found)
     return Evidence.INHERITED, (
         f"its modes are {base.__name__}'s declaration, inherited: nothing proves "
         f"this class's own code; {how}"
@@ -129,28 +128,19 @@ def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
     return proof(cls, None if mode is None else as_mode(mode))[0]
 
 
-def _import_path(cls: type) -> str | None:
-    """``"module:QualName"``, or None for a class defined in a function or __main__."""
+def check_command(cls: type, every_mode: bool = False) -> str:
+    """What checks ``cls``: ``vecmode conform`` if it can be imported by name, else
+    ``check_wrapper``; in every mode or (by default) those declared."""
     if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
-        return None
-    return class_path(cls)
-
-
-def how_to_find_modes(cls: type) -> str:
-    """How to find the modes an undeclared ``cls`` is right in."""
-    path = _import_path(cls)
-    run = (
-        f"`vecmode conform {path} --modes NextStep SameStep Disabled`"
-        if path
-        else f"vecmode.testing.check_wrapper({cls.__name__}, modes=vecmode.MODES)"
-    )
-    return f"{run} shows which modes it is right in."
+        modes = ", modes=vecmode.MODES" if every_mode else ""
+        return f"vecmode.testing.check_wrapper({cls.__name__}{modes})"
+    modes = " --modes NextStep SameStep Disabled" if every_mode else ""
+    return f"`vecmode conform {class_path(cls)}{modes}`"
 
 
 def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
     """The innermost env's evidence: its class's, in the mode it declares."""
-    cls = type(env)
-    name = cls.__name__
+    cls, name = type(env), type(env).__name__
     if declared is None:
         return Evidence.NONE, (
             f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode a "
@@ -158,7 +148,7 @@ def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
         )
     if class_path(cls) in VERIFIED_ENVS:
         return Evidence.VERIFIED, ""
-    with lock:
+    with declare.lock:
         recorded = _recorded_envs.get(cls, {}).get(declared)
     if recorded is not None:
         return Evidence.VERIFIED, (

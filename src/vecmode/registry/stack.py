@@ -3,37 +3,23 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from enum import Enum
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from vecmode import errors, modes
 from vecmode.env_classes import layers
-from vecmode.errors import (
-    IncompatibleModeError,
-    convert_to,
-    mode_names,
-    not_a_vector_env,
-)
-from vecmode.modes import (
-    ASSUMED_MODE,
-    MODES,
-    ModeLike,
-    as_mode,
-    is_strict,
-    mode_of,
-    mode_or_assumed,
-)
 from vecmode.registry.declare import NO_MODES, Declaration, declaration
-from vecmode.registry.proof import Evidence, env_proof, how_to_find_modes, proof
+from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
 
 
-class Verdict(str, Enum):
+class Verdict(Named):
     """One layer's verdict in a :class:`CompatibilityReport` (see
     ``docs/registry.md``)."""
 
@@ -43,19 +29,15 @@ class Verdict(str, Enum):
     UNDECLARED = "undeclared"
     MISMATCH = "mismatch"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 @dataclass(frozen=True)
 class LayerReport:
     """One layer of a checked stack.
 
     Attributes:
-        name, origin: the layer's class name, and the package it comes from.
+        origin: the package the layer's class comes from.
         mode_in: the mode of the env it wraps (None for the innermost env).
         accepts: the modes it supports (None: innermost env, or undeclared).
-        mode_out: the mode it runs in.
         note: why, for any verdict but ok; for ok, a caveat where one is known.
         evidence_note: where the evidence comes from, or how to prove it.
     """
@@ -67,12 +49,13 @@ class LayerReport:
     mode_out: AutoresetMode | None
     verdict: Verdict
     note: str = ""
-    layer: Any = field(default=None, repr=False, compare=False)
     evidence: Evidence = Evidence.NONE
     evidence_note: str = ""
+    layer: Any = field(default=None, repr=False, compare=False)
 
 
 _HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
+_NOTE = textwrap.TextWrapper(88, subsequent_indent="    ", break_on_hyphens=False)
 
 
 @dataclass(frozen=True)
@@ -133,25 +116,21 @@ class CompatibilityReport:
                 _sentence(part) for part in (row.note, row.evidence_note) if part
             )
             if text:
-                note = f"[{len(notes) + 1}] {row.name}: {text}"
-                wrapped = textwrap.fill(
-                    note, 88, subsequent_indent="    ", break_on_hyphens=False
-                )
-                notes.append(wrapped)
+                notes.append(_NOTE.fill(f"[{len(notes) + 1}] {row.name}: {text}"))
                 verdict += f" [{len(notes)}]"
             name = f"{row.name} ({row.origin})"
-            modes = (_cell(row.mode_in), _cell(row.accepts), _cell(row.mode_out))
-            rows.append((str(position), name, *modes, verdict, row.evidence.value))
+            cells = (_cell(row.mode_in), _cell(row.accepts), _cell(row.mode_out))
+            rows.append((str(position), name, *cells, verdict, row.evidence.value))
         table = aligned(_HEADER, rows)
         return "\n".join([_summary(self), "", *table, *(["", *notes] if notes else [])])
 
 
-def _cell(modes: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
-    if modes is None:
+def _cell(value: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
+    if value is None:
         return "-"
-    if isinstance(modes, AutoresetMode):
-        return modes.value
-    return "all" if modes == frozenset(MODES) else mode_names(modes)
+    if isinstance(value, AutoresetMode):
+        return value.value
+    return "all" if value == frozenset(modes.MODES) else errors.mode_names(value)
 
 
 def _summary(report: CompatibilityReport) -> str:
@@ -186,7 +165,7 @@ _NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
 
 
 def _origin(obj: Any) -> str:
-    """The package ``obj``'s class comes from (the first base's not made at run time)."""
+    """The package ``obj``'s class comes from (its first base not made at run time)."""
     packages = [cls.__module__.split(".")[0] for cls in type(obj).__mro__]
     return next((p for p in packages if p not in _NOT_AN_ORIGIN), packages[0])
 
@@ -198,8 +177,7 @@ def _verdict(
     mode: AutoresetMode,
     declared: AutoresetMode | None,
 ) -> tuple[Verdict, str]:
-    """A declared layer's verdict and note: it gets ``mode_in``, produces
-    ``mode``, and its metadata says ``declared``."""
+    """A declared layer's verdict and note (``declared``: its metadata's mode)."""
     if mode_in in found.wrong:
         return Verdict.KNOWN_WRONG, " ".join(
             part for part in (found.wrong[mode_in], found.instead) if part
@@ -219,59 +197,40 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     """The report of the layer at ``position``, which gets ``mode_in``."""
     name, origin = type(layer).__name__, _origin(layer)
     try:
-        declared = mode_of(layer)
+        declared = modes.mode_of(layer)
     except ValueError as error:  # metadata["autoreset_mode"] is no mode
         raise ValueError(f"layer {position} {name} ({origin}): {error}") from None
-    row = LayerReport(name, origin, mode_in, None, declared, Verdict.OK, layer=layer)
+    row = functools.partial(LayerReport, name, origin, mode_in, layer=layer)
     if mode_in is None:
-        evidence, evidence_note = env_proof(layer, declared)
-        row = replace(row, evidence=evidence, evidence_note=evidence_note)
+        evidence = env_proof(layer, declared)
         if declared is not None:
-            return row
+            return row(None, declared, Verdict.OK, "", *evidence)
         note = (
-            f"declares no metadata['autoreset_mode']; {ASSUMED_MODE.value} assumed "
-            f"(Gymnasium's convention)"
+            f"declares no metadata['autoreset_mode']; {modes.ASSUMED_MODE.value} "
+            f"assumed (Gymnasium's convention)"
         )
-        return replace(
-            row, mode_out=ASSUMED_MODE, verdict=Verdict.UNDECLARED, note=note
-        )
+        return row(None, modes.ASSUMED_MODE, Verdict.UNDECLARED, note, *evidence)
     found = declaration(layer)
     if found is None:
         note = (
             f"no modes declared for {name}; declare them with @vecmode.supports or "
             f"vecmode.register"
         )
-        hint = how_to_find_modes(type(layer))
-        return replace(
-            row,
-            mode_out=declared or mode_in,
-            verdict=Verdict.UNDECLARED,
-            note=note,
-            evidence_note=hint,
-        )
+        run = check_command(type(layer), every_mode=True)
+        hint = f"{run} shows which modes it is right in."
+        mode_out = declared or mode_in
+        return row(None, mode_out, Verdict.UNDECLARED, note, Evidence.NONE, hint)
     found = found.over(layer.env)
     mode = found.output or mode_in
     verdict, note = _verdict(name, found, mode_in, mode, declared)
-    evidence, evidence_note = proof(type(layer), mode_in)
-    return replace(
-        row,
-        accepts=found.modes,
-        mode_out=mode,
-        verdict=verdict,
-        note=note,
-        evidence=evidence,
-        evidence_note=evidence_note,
-    )
+    return row(found.modes, mode, verdict, note, *proof(type(layer), mode_in))
 
 
 def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
-    """Check every layer of a vector env stack against the modes it supports.
-
-    One row per layer, innermost first, with its :class:`Verdict` and
-    :class:`Evidence`.
+    """Check every layer of a vector env stack against the modes it supports: one
+    row per layer, innermost first, with its :class:`Verdict` and :class:`Evidence`.
 
     Args:
-        env: the outermost layer of the stack.
         strict: undeclared layers fail the report (default: :func:`vecmode.strict`).
 
     >>> import gymnasium as gym, vecmode
@@ -282,33 +241,30 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
     >>> envs.close()
     """
     if not isinstance(env, VectorEnv):
-        raise TypeError(not_a_vector_env("vecmode.check_stack", env))
+        raise TypeError(errors.not_a_vector_env("vecmode.check_stack", env))
     stack = itertools.takewhile(
         lambda layer: isinstance(layer, VectorEnv), layers(env, limit=10_000)
     )
     rows: list[LayerReport] = []
     for position, layer in enumerate(reversed(list(stack))):
         rows.append(_row(position, layer, rows[-1].mode_out if rows else None))
-    return CompatibilityReport(tuple(rows), is_strict(strict))
+    return CompatibilityReport(tuple(rows), modes.is_strict(strict))
 
 
 def assert_compatible(
     env: VectorEnv, *, strict: bool | None = None, verified: bool = False
 ) -> CompatibilityReport:
     """:func:`check_stack` the stack and return the report; raise
-    :class:`~vecmode.IncompatibleModeError` with its table if it is not ok.
-
-    Args:
-        verified: also raise when a layer is not verified.
-    """
+    :class:`~vecmode.IncompatibleModeError` with its table if it is not ok (or,
+    with ``verified``, if a layer is not verified)."""
     report = check_stack(env, strict=strict)
     if not report.ok:
-        raise IncompatibleModeError(
+        raise errors.IncompatibleModeError(
             f"this vector env stack is not compatible with its autoreset mode:\n"
             f"{report}"
         )
     if verified and not report.verified:
-        raise IncompatibleModeError(
+        raise errors.IncompatibleModeError(
             f"this vector env stack has layers whose modes nothing here proved "
             f"(assert_compatible(..., verified=True)):\n{report}"
         )
@@ -316,23 +272,26 @@ def assert_compatible(
 
 
 def require_mode(
-    env: VectorEnv, *modes: ModeLike, who: str | None = None, strict: bool | None = None
+    env: VectorEnv,
+    *wanted: modes.ModeLike,
+    who: str | None = None,
+    strict: bool | None = None,
 ) -> AutoresetMode:
-    """Return ``env``'s mode if it is one of ``modes``; raise otherwise.
+    """Return ``env``'s mode if it is one of ``wanted``; raise otherwise.
 
     An env that declares no mode warns (:class:`~vecmode.UndeclaredModeWarning`)
     and is taken as NEXT_STEP, or raises under ``strict``. ``who`` names the caller.
     """
-    wanted = frozenset(as_mode(mode) for mode in modes)
-    if not wanted:
+    allowed = frozenset(modes.as_mode(mode) for mode in wanted)
+    if not allowed:
         raise ValueError(NO_MODES)
     caller = who or "vecmode.require_mode"
     if not isinstance(env, VectorEnv):  # as check_stack: no mode to assume
-        raise TypeError(not_a_vector_env(caller, env))
-    mode = mode_or_assumed(env, caller, strict, stacklevel=1)
-    if mode not in wanted:
-        raise IncompatibleModeError(
-            f"{caller} needs a vector env in {mode_names(wanted)}, got one in "
-            f"{mode.value}. {convert_to(wanted)}"
+        raise TypeError(errors.not_a_vector_env(caller, env))
+    mode = modes.mode_or_assumed(env, caller, strict, stacklevel=1)
+    if mode not in allowed:
+        raise errors.IncompatibleModeError(
+            f"{caller} needs a vector env in {errors.mode_names(allowed)}, got one "
+            f"in {mode.value}. {errors.convert_to(allowed)}"
         )
     return mode

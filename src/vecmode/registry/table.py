@@ -17,13 +17,11 @@ OK_WITH_CAVEAT = "ok\u2020"
 
 TABLE_LEGEND = (
     f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
-    "refused: raises IncompatibleModeError (Gymnasium's classes under "
-    "vecmode.guard()) or its own error when built. WRONG: accepted but wrong "
-    "(silently, or failing later); vecmode.guard() refuses it. produces: the mode a "
-    "mode-changing wrapper outputs. evidence: verified (runs proved it: vecmode's "
-    "tests, the runs behind Gymnasium's entries, or your recorded check_wrapper), "
-    "declared (the class says so: run vecmode conform) or inherited (from a base "
-    "class)."
+    "refused: raises when built (IncompatibleModeError, or the class's own error). "
+    "WRONG: accepted but wrong (silently, or failing later); vecmode.guard() "
+    "refuses it. produces: the mode a mode-changing wrapper outputs. evidence: "
+    "verified (runs proved it: vecmode's, or your recorded check_wrapper), declared "
+    "(the class says so: run vecmode conform) or inherited (from a base class)."
 )
 
 
@@ -66,18 +64,11 @@ def table_entries() -> list[tuple[str, Declaration, Evidence]]:
             if found is not None:
                 latest.setdefault(_public_path(heir), (found, evidence(heir)))
     # the autoreset policies first, then the wrappers (whatever the import order)
-    rows = [
-        (name, found, proof)
-        for name, (found, proof) in sorted(
-            latest.items(), key=lambda row: row[0].startswith("vecmode.wrappers")
-        )
-    ]
-    for name, found in declare.gymnasium_entries().items():
-        module, qualname = name.split(":")
-        public = (
-            "gymnasium.wrappers.vector" if ".wrappers.vector." in module else module
-        )
-        rows.append((f"{public}.{qualname}", found, Evidence.VERIFIED))
+    order = sorted(latest, key=lambda name: name.startswith("vecmode.wrappers"))
+    rows = [(name, *latest[name]) for name in order]
+    for name, found in declare.gymnasium_entries().items():  # all in .wrappers.vector
+        public = f"gymnasium.wrappers.vector.{name.rpartition(':')[2]}"
+        rows.append((public, found, Evidence.VERIFIED))
     rows.extend(
         (_public_path(cls), found, evidence(cls))
         for cls, found in dict(declare.registered).items()
@@ -91,8 +82,7 @@ def table_entries() -> list[tuple[str, Declaration, Evidence]]:
 
 
 def declarations() -> list[tuple[str, Declaration]]:
-    """Every declaration known to this process: ``(class path, declaration)``, as
-    :func:`table_entries` orders them."""
+    """Every declaration known here, ``(class path, declaration)``, in table order."""
     return [(name, found) for name, found, _ in table_entries()]
 
 
@@ -143,8 +133,7 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))
-        # a blank line before the list: Markdown runs a list on into the
-        # paragraph above it otherwise
+        # a blank line, or Markdown runs the list on into the paragraph above
         notes = [TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
     else:
         lines = aligned(header, rows)

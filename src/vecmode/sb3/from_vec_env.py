@@ -9,20 +9,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, iterate
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from vecmode import core, errors
-from vecmode.errors import ActionBatchError, SeedError
 from vecmode.forwarding import reset_arguments
 from vecmode.modes import same_step_infos
 from vecmode.wrappers.base import empty_batch, iterate_batch
 
-#: SB3's info keys: the ended episode's last observation, and ``truncated and not
-#: terminated``.
+#: SB3's info keys: an ended episode's last observation; truncated and not terminated.
 TERMINAL_OBSERVATION = "terminal_observation"
 TIME_LIMIT_TRUNCATED = "TimeLimit.truncated"
 _SB3_KEYS = frozenset((TERMINAL_OBSERVATION, TIME_LIMIT_TRUNCATED))
@@ -47,9 +44,8 @@ def from_sb3(venv: VecEnv) -> FromSB3VectorEnv:
 
 
 class FromSB3VectorEnv(VectorEnv):
-    """A Stable-Baselines3 ``VecEnv`` (``venv``) as a SAME_STEP Gymnasium vector env;
-    a step both terminated and truncated comes back terminated only (see
-    ``docs/integrations.md``)."""
+    """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env (a step
+    both terminated and truncated comes back terminated only)."""
 
     def __init__(self, venv: VecEnv) -> None:
         if not isinstance(venv, VecEnv):
@@ -74,7 +70,7 @@ class FromSB3VectorEnv(VectorEnv):
     def _open(self) -> None:
         """Refuse a call on a closed env (SB3's own VecEnvs differ)."""
         if self.closed:
-            raise ClosedEnvironmentError(core.env_closed(type(self).__name__))
+            raise gym.error.ClosedEnvironmentError(core.env_closed(type(self).__name__))
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""
@@ -112,7 +108,7 @@ class FromSB3VectorEnv(VectorEnv):
             return [int(seed) + i for i in range(n)]
         if listed and first_of_run(seed) is not None:
             return list(seed)
-        raise SeedError(
+        raise errors.SeedError(
             f"seed must be None, an int s (sub-env i gets s + i: SB3's seed() takes "
             f"one) or the list of {n} seeds that makes, got {type(seed).__name__} "
             f"{seed!r}."
@@ -165,16 +161,15 @@ class FromSB3VectorEnv(VectorEnv):
         return self._gym_step(self.venv.step_wait())
 
     def _sb3_actions(self, actions: Any) -> Any:
-        """Gymnasium's batch of Dict or Tuple actions as SB3's list; others as they are."""
+        """A batch of Dict or Tuple actions as SB3's list; others as they are."""
         if not self._structured_actions:
             return actions
         space, n = self.single_action_space, self.num_envs
         problem = core.batch_problem(space, actions, n)
         if problem is not None:
-            raise ActionBatchError(
-                f"{problem}; nothing was stepped. For the action space {space}, pass "
-                f"Gymnasium's batch layout, {batch_layout_message(space, n)} (SB3's "
-                f"list of one action per sub-env is for envs.venv)."
+            instead = "not SB3's list of one action per sub-env (that is for envs.venv)"
+            raise errors.ActionBatchError(
+                action_batch_message(problem, space, n, instead)
             )
         return list(iterate(self.action_space, actions))
 
@@ -190,22 +185,17 @@ class FromSB3VectorEnv(VectorEnv):
             if dones[i]:
                 if TERMINAL_OBSERVATION not in sb3_info:
                     raise ValueError(
-                        f"the SB3 VecEnv reported sub-env {i} done without "
-                        f"info['{TERMINAL_OBSERVATION}']: its final observation is lost."
+                        f"the SB3 VecEnv reported sub-env {i} done without info"
+                        f"['{TERMINAL_OBSERVATION}']: its final observation is lost."
                     )
                 finals.append((i, sb3_info[TERMINAL_OBSERVATION], info))
                 info = reset_infos[i]
             infos.append((i, info))
         self._last_obs = _as_batch(self.observation_space, obs)
-        return (
-            self._last_obs,
-            np.asarray(rewards, dtype=np.float64),
-            dones & ~limit,
-            dones & limit,
-            same_step_infos(
-                self._batched(infos), finals, self.num_envs, self._add_info
-            ),
-        )
+        merged = self._batched(infos)
+        merged = same_step_infos(merged, finals, self.num_envs, self._add_info)
+        rewards = np.asarray(rewards, dtype=np.float64)
+        return self._last_obs, rewards, dones & ~limit, dones & limit, merged
 
     # ------------------------------------------------------------- sub-envs
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
@@ -255,15 +245,20 @@ def _as_batch(space: Space, obs: Any) -> Any:
     return obs
 
 
-def batch_layout_message(space: Space, num_envs: int) -> str:
-    """Gymnasium's batch layout of Dict or Tuple actions, in words."""
+def action_batch_message(problem: str, space: Space, num_envs: int, also: str) -> str:
+    """The refusal of a batch of Dict or Tuple actions: ``problem``, Gymnasium's
+    batch layout in words, and ``also`` (what else the caller may pass)."""
     if isinstance(space, Dict):
         keys = list(space.spaces)
         layout = f"a dict with the keys {keys}, each a batch of {num_envs}"
     else:
         parts = len(space.spaces) if isinstance(space, Tuple) else "its"
         layout = f"a tuple of {parts} batches of {num_envs}, one per subspace"
-    return f"{layout} (as env.action_space.sample() of the vector env)"
+    return (
+        f"{problem}; nothing was stepped. For the action space {space}, pass "
+        f"Gymnasium's batch layout, {layout} (as the vector env's "
+        f"action_space.sample()), {also}."
+    )
 
 
 def first_of_run(seeds: Sequence[Any]) -> int | None:

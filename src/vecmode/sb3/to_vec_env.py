@@ -26,13 +26,12 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
-from vecmode.errors import ActionBatchError, EpisodeEndedError, SubEnvError
 from vecmode.modes import final_entries, without_finals
 from vecmode.sb3.from_vec_env import (
     TERMINAL_OBSERVATION,
     TIME_LIMIT_TRUNCATED,
     FromSB3VectorEnv,
-    batch_layout_message,
+    action_batch_message,
     first_of_run,
 )
 from vecmode.wrappers.base import check_infos, empty_batch
@@ -65,12 +64,8 @@ def to_sb3(envs: VectorEnv) -> ToSB3VecEnv:
 class ToSB3VecEnv(VecEnv):
     """A Gymnasium vector env as a Stable-Baselines3 ``VecEnv`` that answers as
     ``DummyVecEnv`` does over the same sub-envs (see ``docs/integrations.md``).
-
-    Args:
-        envs: a vector env that declares its mode; :func:`vecmode.with_autoreset`
-            converts it to SAME_STEP (``vector_env``), or refuses where that would
-            not be exact (:class:`~vecmode.IncompatibleModeError`).
-    """
+    ``envs`` declares its mode: :func:`vecmode.with_autoreset` converts it to
+    SAME_STEP (``vector_env``), or refuses where that would not be exact."""
 
     def __init__(self, envs: VectorEnv) -> None:
         if not isinstance(envs, VectorEnv):
@@ -88,21 +83,14 @@ class ToSB3VecEnv(VecEnv):
         self.metadata = dict(same.metadata)
 
     def _reach_sub_envs(self, same: VectorEnv) -> None:
-        """How SB3's calls reach the sub-envs of ``same``: the SB3 VecEnv under
-        from_sb3's env, the sub-envs as objects here, or a vecmode core's ``each``."""
-        inner: Any = same.unwrapped
-        self._inner = inner
+        """How SB3's calls reach the sub-envs: from_sb3's VecEnv, objects, ``each``."""
+        self._inner: Any = same.unwrapped
+        inner = self._inner
         self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
-        held = getattr(
-            inner if self._sb3 is None else self._sb3.unwrapped, "envs", None
-        )
-        self._local: Sequence[gym.Env] | None = (
-            held
-            if isinstance(held, (list, tuple))
-            and len(held) == same.num_envs
-            and all(isinstance(env, gym.Env) for env in held)
-            else None
-        )
+        held = getattr(inner if self._sb3 is None else self._sb3.unwrapped, "envs", ())
+        local = isinstance(held, (list, tuple)) and len(held) == same.num_envs
+        local = local and all(isinstance(env, gym.Env) for env in held)
+        self._local: Sequence[gym.Env] | None = held if local else None
         self._each = getattr(inner, "each", None)
         unreachable = (
             self._sb3 is None and self._local is None and not callable(self._each)
@@ -115,8 +103,7 @@ class ToSB3VecEnv(VecEnv):
         self._native = unreachable and not self._all_at_once
 
     def _split_api(self, same: VectorEnv) -> None:
-        """A step as ``_step(actions)``, or ``_send`` then ``_wait`` where the stack
-        has a split API; over SAME_STEP's policy on a vecmode core, the core's."""
+        """A step as ``_step``, or ``_send`` then ``_wait``; on a core, the core's."""
         inner = getattr(same, "core", None)
         self._send: Callable[[Any], Any] | None = None
         self._wait: Callable[[], Any] | None = None
@@ -175,7 +162,7 @@ class ToSB3VecEnv(VecEnv):
             return self._read(self._step(actions))
 
     def _gym_actions(self, actions: Any) -> Any:
-        """Dict or Tuple actions (SB3's list, or Gymnasium's batch) as Gymnasium's batch."""
+        """Dict or Tuple actions (SB3's list, or Gymnasium's batch) as a batch."""
         space, n = self.action_space, self.num_envs
         if not isinstance(actions, list):  # Gymnasium's batch (a list is never one)
             problem = core.batch_problem(space, actions, n)
@@ -194,12 +181,11 @@ class ToSB3VecEnv(VecEnv):
                     return concatenate(space, actions, empty_batch(space, n))
                 except (KeyError, IndexError, TypeError, ValueError) as exc:
                     problem = f"actions could not be batched ({exc})"
-        raise ActionBatchError(
-            f"{problem}; nothing was stepped. For the action space {space}, pass "
-            f"either SB3's layout, a list of {n} actions (one per sub-env, each like "
-            f"venv.action_space.sample()), or Gymnasium's batch layout, "
-            f"{batch_layout_message(space, n)}."
+        sb3 = (
+            f"or SB3's layout, a list of {n} actions (one per sub-env, each like "
+            f"venv.action_space.sample())"
         )
+        raise errors.ActionBatchError(action_batch_message(problem, space, n, sb3))
 
     def _from_layout(self, result: core.StepResult) -> VecEnvStepReturn:
         """SB3's step from a step in SAME_STEP's layout."""
@@ -222,18 +208,13 @@ class ToSB3VecEnv(VecEnv):
     def _sb3_step(
         self, result: Sequence[Any], finals: Sequence[tuple[int, Any, dict[str, Any]]]
     ) -> VecEnvStepReturn:
-        """SB3's step: one info dict per sub-env, an ended one's with its terminal
-        observation (its reset info goes to ``reset_infos``)."""
+        """SB3's step; an ended sub-env's reset info goes to ``reset_infos``."""
         obs, rewards, terminations, truncations, infos = result
         n = self.num_envs
         if not infos and not finals:  # the common case, fast
             sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
         else:
-            sb3_infos = (
-                copy.deepcopy(infos_to_list(infos, n))
-                if infos
-                else [{} for _ in range(n)]
-            )
+            sb3_infos = copy.deepcopy(infos_to_list(infos or {}, n))
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = sb3_infos[i]
                 sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
@@ -253,10 +234,8 @@ class ToSB3VecEnv(VecEnv):
             return OrderedDict((key, obs[key]) for key in self._dict_keys)
         return obs
 
-    # ------------------------------------------------------- seeds, options
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Options for every sub-env at the next ``reset()``: one dict, or a list of
-        equal ones."""
+        """Options for every sub-env's next ``reset()``: one dict, or equal ones."""
         super().set_options(options)
         if len(self._options) != self.num_envs or not all(
             _same_options(o, self._options[0]) for o in self._options
@@ -286,8 +265,7 @@ class ToSB3VecEnv(VecEnv):
         )
 
     def has_attr(self, attr_name: str) -> bool:
-        """Whether every sub-env has the attribute, asked so that no worker dies of
-        a missing one."""
+        """Whether every sub-env has the attribute (no worker dies of a missing one)."""
         if self._sb3 is not None:
             return bool(self._sb3.has_attr(attr_name))
         if self._all_at_once:  # a get_attr of a missing attribute breaks it for good
@@ -297,8 +275,6 @@ class ToSB3VecEnv(VecEnv):
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The attribute of the sub-envs at ``indices`` (all by default)."""
         order = core.check_indices(indices, self.num_envs)
-        if self._sb3 is not None:
-            return list(self._sb3.get_attr(attr_name, order))
         if self._all_at_once:  # ask them all, keep those asked for
             values = self._inner.get_attr(attr_name)
             return [values[i] for i in order]
@@ -309,10 +285,7 @@ class ToSB3VecEnv(VecEnv):
     ) -> None:
         """Set the attribute of the sub-envs at ``indices`` (all by default)."""
         order = core.check_indices(indices, self.num_envs)
-        if self._sb3 is not None:
-            self._sb3.set_attr(attr_name, value, order)
-        else:
-            self._on("set_attr", setattr, (attr_name, value), order)
+        self._on("set_attr", setattr, (attr_name, value), order)
 
     def env_method(
         self,
@@ -349,11 +322,8 @@ class ToSB3VecEnv(VecEnv):
     def env_is_wrapped(
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
-        """Whether the sub-envs at ``indices`` (all by default) are wrapped with
-        ``wrapper_class`` (False where they are no Python objects)."""
+        """Whether the sub-envs at ``indices`` are wrapped with ``wrapper_class``."""
         order = core.check_indices(indices, self.num_envs)
-        if self._sb3 is not None:
-            return list(self._sb3.env_is_wrapped(wrapper_class, order))
         if self._native:
             return [False] * len(order)
         what = (wrapper_class,)
@@ -361,9 +331,10 @@ class ToSB3VecEnv(VecEnv):
 
     def _on(
         self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], order: list[int]
-    ) -> list[Any]:
-        """``fn(sub_env, *args)`` for the sub-envs in ``order``; ``what`` names the
-        SB3 call for the error when they are out of reach."""
+    ) -> Any:
+        """``fn(sub_env, *args)`` on the sub-envs in ``order``; from_sb3's ``what``."""
+        if self._sb3 is not None:
+            return getattr(self._sb3, what)(*args, indices=order)
         name = type(self._inner).__name__
         if self._native:
             raise AttributeError(
@@ -376,10 +347,9 @@ class ToSB3VecEnv(VecEnv):
                 return list(each(fn, *args, indices=order))
             if local is not None:
                 return [fn(local[i], *args) for i in order]
-        except SubEnvError as exc:  # SB3 code catches AttributeError (has_attr...)
-            if isinstance(exc.__cause__, AttributeError) or exc.exc_type == (
-                "AttributeError"
-            ):
+        except errors.SubEnvError as exc:  # SB3's code catches AttributeError
+            missing = exc.exc_type == "AttributeError"
+            if missing or isinstance(exc.__cause__, AttributeError):
                 raise AttributeError(str(exc)) from exc
             raise
         raise AttributeError(
@@ -413,7 +383,7 @@ def _sb3_advice() -> Iterator[None]:
     """A sub-env's fault, with a note on what an SB3 caller can do about it."""
     try:
         yield
-    except (SubEnvError, EpisodeEndedError) as error:
+    except (errors.SubEnvError, errors.EpisodeEndedError) as error:
         add_note = getattr(error, "add_note", None)  # Python >= 3.11
         if add_note is not None:
             add_note(AFTER_A_FAULT)
@@ -421,8 +391,7 @@ def _sb3_advice() -> Iterator[None]:
 
 
 def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
-    """What keeps ``sample`` from being structured as one sample of ``space`` (its
-    dicts' keys, its tuples' lengths); None if nothing does."""
+    """What keeps ``sample`` from having ``space``'s keys and lengths, or None."""
     if isinstance(space, Dict):
         keys = list(space.spaces)
         if not isinstance(sample, Mapping):
