@@ -64,7 +64,7 @@ class EndedTracker:
 
     def indices(self) -> list[int]:
         """The indices of those sub-envs, in order."""
-        return np.flatnonzero(self.mask).tolist() if self.count else []
+        return self.mask.nonzero()[0].tolist() if self.count else []
 
 
 def flags_say(ended: np.ndarray, terminations: Any, truncations: Any) -> bool:
