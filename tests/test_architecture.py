@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -390,3 +391,30 @@ def test_the_modules_stand_in_layers():
         f"imports that do not go down a layer (tests/test_architecture.py's "
         f"LAYERS): {'; '.join(upward)}"
     )
+
+
+#: An ``Args:`` entry naming several parameters, which mkdocstrings refuses.
+SEVERAL_NAMES = re.compile(r"^\s+\*{0,2}\w+(, \*{0,2}\w+)+ ?(\(.*\))?: ", re.MULTILINE)
+
+
+def several_names(doc: str) -> bool:
+    return "Args:" in doc and bool(
+        SEVERAL_NAMES.search(doc.split("Args:", 1)[1].split("\n\n", 1)[0])
+    )
+
+
+def test_the_args_check_can_fail():
+    assert several_names("Do.\n\nArgs:\n    seed, options: as reset's.\n")
+    assert not several_names("Do.\n\nArgs:\n    seed: as reset's.\n\nA, b: x.\n")
+
+
+def test_every_args_entry_names_one_parameter():
+    """The API reference (mkdocstrings, ``--strict``) refuses ``a, b: ...``."""
+    found = [
+        f"{rel(p)}: {node.name}"
+        for p in modules()
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and several_names(ast.get_docstring(node) or "")
+    ]
+    assert not found, f"Args entries naming several parameters: {found}"

@@ -370,7 +370,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
             commands: one :class:`Command` per sub-env.
             actions: the batched actions (those of sub-envs that don't step are
                 ignored), or None when nothing steps.
-            seed, options: for the sub-envs that reset, as in :meth:`reset`.
+            seed: for the sub-envs that reset, as in :meth:`reset`.
+            options: for the sub-envs that reset, as in :meth:`reset`.
 
         Raises:
             EpisodeEndedError: a sub-env whose episode ended would be stepped.

@@ -200,10 +200,11 @@ def register(
 ) -> None:
     """Declare the modes of a wrapper class you don't own, and check it from now on.
 
+    ``output``, ``why`` and ``instead`` are as for :func:`supports`.
+
     Args:
         cls: the class, or ``"package.module:ClassName"`` (imports nothing).
         wrong: modes it accepts but gets wrong, with what goes wrong.
-        output, why, instead: as for :func:`supports`.
 
     >>> import gymnasium as gym, vecmode
     >>> class Legacy(gym.vector.VectorWrapper):
