@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecmode import errors
+from vecmode import errors, modes
 from vecmode.core import (
     FRESH_OBSERVATION_WRAPPERS,
     Command,
@@ -25,19 +25,6 @@ from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.infos import expand_infos, merge_infos, select_infos
-from vecmode.modes import (
-    MODES,
-    EndedTracker,
-    ModeLike,
-    as_mode,
-    caller_resets,
-    final_in_info,
-    from_dense_finals,
-    mode_of,
-    resets_on_next_step,
-    same_step_infos,
-    with_finals,
-)
 from vecmode.registry import declaration, supports
 
 __all__ = [
@@ -60,14 +47,14 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
     a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
     pending autoreset of the sub-envs a masked reset resets."""
-    mode = mode_of(env)
+    mode = modes.mode_of(env)
     if mode is None:
         return False
-    if caller_resets(mode):
+    if modes.caller_resets(mode):
         return True
     found = vector_env_declaration(env)
     return (
-        resets_on_next_step(mode)
+        modes.resets_on_next_step(mode)
         and found is not None
         and found.masked_reset(env) == "clears"
     )
@@ -76,7 +63,7 @@ def honours_reset_mask(env: VectorEnv) -> bool:
 def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
     """Why ``env``'s masked reset cannot drive it as DISABLED, and the remedy."""
     name = type(env.unwrapped).__name__
-    if mode_of(env) is None:
+    if modes.mode_of(env) is None:
         return (
             "It declares no mode, so what its reset with a mask does is unknown.",
             "Declare the mode it runs in in metadata['autoreset_mode'].",
@@ -139,10 +126,9 @@ class _AutoresetWrapper(ForwardingWrapper):
         return found.modes, found.output
 
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
+        name, got = type(self).__name__, modes.mode_of(self.env)
         error = IncompatibleModeError(
-            errors.incompatible_mode(
-                type(self).__name__, mode_of(self.env), self._declared[0], why, instead
-            )
+            errors.incompatible_mode(name, got, self._declared[0], why, instead)
         )
         error.why, error.instead = why, instead  # type: ignore[attr-defined]
         return error
@@ -393,7 +379,7 @@ class SameStepAutoreset(_AutoresetWrapper):
 
     def _result(self, executed: Executed) -> StepResult:
         core = cast(VectorCore, self.core)
-        infos = same_step_infos(
+        infos = modes.same_step_infos(
             executed.infos, executed.finals, self.num_envs, core.add_info
         )
         return (*executed[:4], infos)  # type: ignore[return-value]
@@ -408,7 +394,7 @@ class SameStepAutoreset(_AutoresetWrapper):
                 if ended[i]:
                     final_obs[i] = copy_batch(single)
             obs, reset_infos = self._masked_reset(ended)
-            infos = with_finals(
+            infos = modes.with_finals(
                 merge_infos(select_infos(infos, ~ended), reset_infos),
                 ended,
                 final_obs,
@@ -443,7 +429,7 @@ class DisableAutoreset(_AutoresetWrapper):
         super().__init__(env)
         if not honours_reset_mask(env):
             raise self._refuse(*_why_not_masked(env))
-        self.ended = EndedTracker(env.num_envs)
+        self.ended = modes.EndedTracker(env.num_envs)
 
     @property
     def awaiting_reset(self) -> np.ndarray:
@@ -499,7 +485,7 @@ def _conversion(
     return chains.get(target)
 
 
-def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
+def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
     """Return ``env`` running in ``mode``, adding the autoreset policies it needs;
     :class:`~vecmode.IncompatibleModeError` where no conversion is exact.
 
@@ -512,8 +498,8 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     True
     >>> core.close()
     """
-    target = as_mode(mode)
-    current = mode_of(env)
+    target = modes.as_mode(mode)
+    current = modes.mode_of(env)
     if current is target:
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
@@ -576,7 +562,7 @@ def _rebuild_in(
     build = f"Build {type(env).__name__} with autoreset_mode="
     if target in found.modes:
         return f"{build}{target.value!r} instead."
-    for mode in MODES:
+    for mode in modes.MODES:
         chain = _conversion(mode, target) if mode in found.modes else None
         if not chain or mode is current:
             continue
@@ -592,8 +578,8 @@ def _rebuild_in(
 def gymnasium_layout(env: VectorEnv) -> VectorEnv:
     """``env``, or :class:`GymnasiumFinalObs` over it where its class reports
     SAME_STEP's final observations its own way (ALE's dense layout)."""
-    mode = mode_of(env)
-    own = mode is not None and final_in_info(mode)
+    mode = modes.mode_of(env)
+    own = mode is not None and modes.final_in_info(mode)
     return (
         GymnasiumFinalObs(env) if own and final_obs_layout(env) != "gymnasium" else env
     )
@@ -615,7 +601,8 @@ class GymnasiumFinalObs(_AutoresetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
-        return obs, rewards, terminations, truncations, from_dense_finals(infos, ended)
+        infos = modes.from_dense_finals(infos, ended)
+        return obs, rewards, terminations, truncations, infos
 
 
 def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
@@ -627,7 +614,7 @@ def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
     return env
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class GymnasiumBatch(_AutoresetWrapper):
     """Gymnasium's batch conventions, in the env's own mode, over an env whose
     class keeps others (EnvPool: single-env spaces, a masked reset returning only
@@ -635,7 +622,7 @@ class GymnasiumBatch(_AutoresetWrapper):
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
-        return frozenset(MODES), cast(AutoresetMode, mode_of(self.env))
+        return frozenset(modes.MODES), cast(AutoresetMode, modes.mode_of(self.env))
 
     def _step_result(self, result: StepResult) -> StepResult:
         self._last_obs = result[0]  # the rows a masked reset keeps

@@ -18,13 +18,7 @@ from typing import Any, NoReturn
 from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils import clear_mpi_env_vars
 
-from vecmode.errors import (
-    WorkerError,
-    WorkerTimeoutError,
-    closed_during_message,
-    sub_envs,
-    timed_out_message,
-)
+from vecmode import errors
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL, Doorbell
 
@@ -199,7 +193,9 @@ class WorkerPool:
                 exc, ClosedEnvironmentError
             )
             if self._shut_down and closed:
-                raise ClosedEnvironmentError(closed_during_message(during)) from exc
+                raise ClosedEnvironmentError(
+                    errors.closed_during_message(during)
+                ) from exc
             raise
         return answers
 
@@ -216,8 +212,10 @@ class WorkerPool:
             return
         self.broken = f"{during} timed out"
         workers = f"worker(s) {', '.join(str(w.index) for w in late)}"
-        raise WorkerTimeoutError(
-            timed_out_message(during, timeout, workers, "the workers", "terminates"),
+        raise errors.WorkerTimeoutError(
+            errors.timed_out_message(
+                during, timeout, workers, "the workers", "terminates"
+            ),
             [i for w in late for i in w.indices],
         )
 
@@ -238,7 +236,7 @@ class WorkerPool:
         for fd in ready:
             found = self._by_fd.get(fd)
             if found is None:  # shut down meanwhile, from another thread
-                raise ClosedEnvironmentError(closed_during_message(during))
+                raise ClosedEnvironmentError(errors.closed_during_message(during))
             worker, is_pipe = found
             if worker.index not in waiting:
                 # it answered already: its exit, or a stale answer
@@ -311,7 +309,7 @@ class WorkerPool:
         code = worker.process.exitcode
         signal = f" (killed by signal {-code})" if code is not None and code < 0 else ""
         message = (
-            f"worker process {worker.index} ({sub_envs(worker.indices)}) died"
+            f"worker process {worker.index} ({errors.sub_envs(worker.indices)}) died"
             f"{'' if code is None else f' with exit code {code}'}{signal} during "
             f"{during}. Its sub-envs are lost: close() the env and build a new one."
         )
@@ -322,7 +320,7 @@ class WorkerPool:
                 f"with `if __name__ == '__main__':`, and define the classes and "
                 f"functions it needs in an importable module."
             )
-        raise WorkerError(message, worker.indices)
+        raise errors.WorkerError(message, worker.indices)
 
     # ---------------------------------------------------------------- shutdown
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
@@ -437,7 +435,7 @@ def _end(worker: Worker, terminate: bool) -> None:
 
 def _raise_start_error(exc: Exception, indices: range, method: str) -> NoReturn:
     """Raise a clearer error for a worker that could not be started."""
-    text, which = str(exc), sub_envs(indices)
+    text, which = str(exc), errors.sub_envs(indices)
     if "daemonic processes are not allowed to have children" in text:
         raise AssertionError(  # multiprocessing's own type
             f"could not start the worker of {which}: {text}. This process is "

@@ -20,32 +20,12 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import ClosedEnvironmentError
 
+from vecmode import errors, worker
 from vecmode.core import check_core_arguments
-from vecmode.errors import (
-    WorkerError,
-    WorkerTimeoutError,
-    closed_during_message,
-    sub_envs,
-    timed_out_message,
-)
 from vecmode.layout import actor_count, positive_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import LIVENESS, next_wait
 from vecmode.remote import CLOSE_GRACE, MessageFor, RemoteCore
-from vecmode.worker import (
-    CLOSE,
-    CLOSED,
-    EXECUTE,
-    OK,
-    PROTOCOL,
-    ROWS,
-    SliceRows,
-    SliceServer,
-    build_slice,
-    encode,
-)
-
-__all__ = ["RayVectorEnv", "SliceActor"]
 
 #: Seconds construction waits before it warns that actors are not placed yet.
 PLACEMENT_WARNING = 30.0
@@ -162,7 +142,7 @@ class SliceActor:
         row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
-        self.built_answer = build_slice(
+        self.built_answer = worker.build_slice(
             first, env_fns, envs, observation_space, action_space, observation_mode
         )
         #: A Box batch's rows (``row``: their shape and dtype), sent raw after
@@ -170,7 +150,7 @@ class SliceActor:
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
-        self.server = SliceServer(
+        self.server = worker.SliceServer(
             first,
             envs,
             (None, None, None),
@@ -190,9 +170,13 @@ class SliceActor:
         """The pickled answer to one pickled message (and the rows)."""
         decoded = pickle.loads(message)
         answer = self.server.handle(decoded)
-        if self.rows is not None and decoded[0] == EXECUTE and answer[0] == OK:
-            return b"".join((encode((ROWS, *answer[1:])), self.rows.data))
-        return encode(answer)
+        if (
+            self.rows is not None
+            and decoded[0] == worker.EXECUTE
+            and answer[0] == worker.OK
+        ):
+            return b"".join((worker.encode((worker.ROWS, *answer[1:])), self.rows.data))
+        return worker.encode(answer)
 
 
 _remote_classes: dict[int, Any] = {}
@@ -241,8 +225,9 @@ class RayVectorEnv(RemoteCore):
     ) -> None:
         """Start the actors and build the sub-envs in them.
 
+        ``env_fns``, ``copy`` and ``observation_mode`` are as Gymnasium's.
+
         Args:
-            env_fns: one function per sub-env that creates it.
             num_actors: the number of actors (default: one per CPU of the
                 cluster, at most one per sub-env).
             envs_per_actor: instead of ``num_actors``: at most this many sub-envs
@@ -250,8 +235,6 @@ class RayVectorEnv(RemoteCore):
             actor_options: Ray's ``actor.options(...)``: one dict for every actor,
                 or a list of one per actor (:data:`REFUSED_OPTIONS` refused).
             timeout: seconds a call may take (None: no limit).
-            copy: return copies of the observations (else the same buffer).
-            observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
             autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
 
         Raises:
@@ -271,6 +254,7 @@ class RayVectorEnv(RemoteCore):
         self.num_actors = actor_count(self.num_envs, *counts, cpus)
         #: The ``(start, stop)`` of each actor's sub-envs.
         self.slices: list[tuple[int, int]] = slices(self.num_envs, self.num_actors)
+        self._remote_slices = self.slices
         #: The node id and process id of each actor, once built.
         self.nodes: list[str] = []
         self.pids: list[int] = []
@@ -315,10 +299,6 @@ class RayVectorEnv(RemoteCore):
         if self._reason is None:
             self._reason = reason
 
-    @property
-    def _remote_slices(self) -> list[tuple[int, int]]:
-        return self.slices
-
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> list[tuple[int, Any]]:
@@ -341,14 +321,14 @@ class RayVectorEnv(RemoteCore):
     def _decode(self, actor: int, data: bytes) -> Any:
         """An actor's answer (the rows after a ROWS one read in place)."""
         answer = pickle.loads(data)
-        if answer is None or answer[0] != ROWS:
+        if answer is None or answer[0] != worker.ROWS:
             return answer
         batch = cast(np.ndarray, self._rows)
         start, stop = self.slices[actor]
         shape = (stop - start, *batch.shape[1:])
         nbytes = math.prod(shape) * batch.itemsize
         rows = np.ndarray(shape, batch.dtype, data, offset=len(data) - nbytes)
-        return (OK, *answer[1:4], SliceRows(start, rows), *answer[5:])
+        return (worker.OK, *answer[1:4], worker.SliceRows(start, rows), *answer[5:])
 
     def _stats(
         self, token: list[tuple[int, Any]], answers: list[Any]
@@ -432,8 +412,10 @@ class RayVectorEnv(RemoteCore):
             "Ray may lack the resources they ask for (actor_options; see `ray "
             "status`), or "
         )
-        raise WorkerTimeoutError(
-            timed_out_message(during, timeout, actors, "the actors", "kills", cause),
+        raise errors.WorkerTimeoutError(
+            errors.timed_out_message(
+                during, timeout, actors, "the actors", "kills", cause
+            ),
             lost,
         )
 
@@ -454,12 +436,12 @@ class RayVectorEnv(RemoteCore):
     def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
         """Raise the WorkerError naming every actor Ray finds dead."""
         if len(self._actors) != self.num_actors:
-            raise ClosedEnvironmentError(closed_during_message(during))
+            raise ClosedEnvironmentError(errors.closed_during_message(during))
         known = dict(dead)
         known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
         which = "; ".join(
-            f"actor {a} ({sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
+            f"actor {a} ({errors.sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
             f"Ray says: {_reason(known[a])})"
             for a in sorted(known)
         )
@@ -475,7 +457,7 @@ class RayVectorEnv(RemoteCore):
                 " Install the env_fns' code where the actors run, or ship it with "
                 "actor_options={'runtime_env': {'py_modules': [...]}}."
             )
-        raise WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
+        raise errors.WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
     def _probe(self, actors: list[int]) -> dict[int, BaseException]:
         """Those of ``actors`` a call finds dead within :data:`PROBE_SECONDS`."""
@@ -518,14 +500,14 @@ class RayVectorEnv(RemoteCore):
 
     def _close_sub_envs(self, timeout: float | None) -> list[Any]:
         ray = self._ray
-        close = pickle.dumps((CLOSE,), PROTOCOL)
+        close = pickle.dumps((worker.CLOSE,), worker.PROTOCOL)
         refs = [actor.handle.remote(close) for actor in self._actors]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
         failures: list[Any] = []
         for ref in ready:
             with contextlib.suppress(ray.exceptions.RayError):
                 answer = pickle.loads(ray.get(ref))
-                if answer is not None and answer[0] == CLOSED:
+                if answer is not None and answer[0] == worker.CLOSED:
                     failures += answer[1]
         return failures
 

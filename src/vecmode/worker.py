@@ -22,27 +22,12 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
-from gymnasium.vector.utils import (
-    CloudpickleWrapper,
-    create_shared_memory,
-    read_from_shared_memory,
-    write_to_shared_memory,
-)
+from gymnasium.vector import utils
 
-from vecmode import errors
+from vecmode import errors, runner
 from vecmode.core import Command
-from vecmode.errors import SubEnvError, sub_env_error
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.layout import SPIN_AGAIN
-from vecmode.runner import (
-    Failure,
-    Runner,
-    call_each,
-    checked_writer,
-    get_attr_each,
-    set_attr_each,
-    shared_sub_envs,
-)
 
 EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
 # ROWS: an OK answer to EXECUTE that the slice's observation rows follow (Ray)
@@ -80,12 +65,12 @@ def unpack_rows(packed: tuple[str, tuple[int, ...], bytes]) -> np.ndarray:
 
 def create(space: Space, n: int, ctx: Any) -> Any:
     """Gymnasium's ``create_shared_memory`` (typed loosely)."""
-    return create_shared_memory(space, n=n, ctx=ctx)
+    return utils.create_shared_memory(space, n=n, ctx=ctx)
 
 
 def view(space: Space, memory: Any, n: int) -> Any:
     """Gymnasium's ``read_from_shared_memory`` (typed loosely)."""
-    return read_from_shared_memory(space, memory, n=n)
+    return utils.read_from_shared_memory(space, memory, n=n)
 
 
 def viewed(space: Space) -> bool:
@@ -112,7 +97,7 @@ class RemoteFailure:
     original_class: bytes | None = None
 
     @classmethod
-    def of(cls, failure: Failure) -> RemoteFailure:
+    def of(cls, failure: runner.Failure) -> RemoteFailure:
         return cls.caught(
             failure.index, failure.method, failure.error, failure.traceback
         )
@@ -133,7 +118,7 @@ class RemoteFailure:
 
     def error(
         self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
-    ) -> SubEnvError:
+    ) -> errors.SubEnvError:
         """The :class:`~vecmode.SubEnvError` to raise."""
         original, original_class = _unpickled(self.original), None
         if not isinstance(original, BaseException):
@@ -141,7 +126,7 @@ class RemoteFailure:
             found = _unpickled(self.original_class)
             if isinstance(found, type) and issubclass(found, BaseException):
                 original_class = found
-        return sub_env_error(
+        return errors.sub_env_error(
             self.index,
             self.method,
             self.exc_type,
@@ -179,7 +164,7 @@ def space_mismatch(
     observation_mode: Any,
 ) -> tuple[Any, ...] | None:
     """What is wrong with the built sub-envs, as an answer, or None."""
-    shared = shared_sub_envs(envs)
+    shared = runner.shared_sub_envs(envs)
     if shared:
         return (SHARED_ENV, [[first + k for k in group] for group in shared])
     for k, env in enumerate(envs):
@@ -223,19 +208,21 @@ class SliceServer:
         #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
-            self.runner = Runner(envs, first, rows=rows)
+            self.runner = runner.Runner(envs, first, rows=rows)
         elif obs_memory is None:
             self._sent = []
-            self.runner = Runner(envs, first, self._send)
+            self.runner = runner.Runner(envs, first, self._send)
         elif type(observation_space) is Box:
             batch = view(observation_space, obs_memory, num_envs)
-            self.runner = Runner(envs, first, rows=batch[first:])
+            self.runner = runner.Runner(envs, first, rows=batch[first:])
         else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
-                write_to_shared_memory(observation_space, i, obs, obs_memory)
+                utils.write_to_shared_memory(observation_space, i, obs, obs_memory)
 
-            self.runner = Runner(envs, first, checked_writer(observation_space, write))
+            self.runner = runner.Runner(
+                envs, first, runner.checked_writer(observation_space, write)
+            )
         self.closed = False
 
     @property
@@ -255,15 +242,15 @@ class SliceServer:
             return (CLOSED, failures)
         if op == CALL:
             _, name, args, kwargs = message
-            return self._each(*call_each(name, args, kwargs))
+            return self._each(*runner.call_each(name, args, kwargs))
         if op == EACH:
             _, label, wrapped, args, positions = message
             fn = wrapped.fn
             return self._each(label, lambda env: fn(env, *args), positions)
         if op == GET_ATTR:
-            return self._each(*get_attr_each(message[1]))
+            return self._each(*runner.get_attr_each(message[1]))
         _, name, values = message  # SET_ATTR
-        answer = self._each(*set_attr_each(name, values))
+        answer = self._each(*runner.set_attr_each(name, values))
         return None if answer[0] == OK else answer
 
     def _each(
@@ -460,7 +447,7 @@ def _doorbell(
 
 def worker_main(
     first: int,
-    env_fns: list[CloudpickleWrapper],
+    env_fns: list[utils.CloudpickleWrapper],
     conn: Connection,
     inherited: list[Connection],
     memory: tuple[Any, Any, Any],
