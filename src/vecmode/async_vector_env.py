@@ -175,10 +175,7 @@ class AsyncVectorEnv(RemoteCore):
                 conn,
                 inherited,
                 memory,
-                self.num_envs,
-                self.single_observation_space,
-                self.single_action_space,
-                self.observation_mode,
+                self._spec,
                 spin,
                 None if doorbell is None else (doorbell, firsts.index(start)),
             )
@@ -189,10 +186,8 @@ class AsyncVectorEnv(RemoteCore):
         """Build the sub-envs the parent steps itself; the answer a worker's
         construction would give."""
         first, envs = self.num_envs - self.in_parent, list[gym.Env]()
-        spaces = (self.single_observation_space, self.single_action_space)
-        self._local = worker.SliceServer(first, envs, memory, self.num_envs, *spaces)
-        fns = self.env_fns[first:]
-        return worker.build_slice(first, fns, envs, *spaces, self.observation_mode)
+        self._local = worker.SliceServer(first, envs, memory, self._spec)
+        return worker.build_slice(first, self.env_fns[first:], envs, self._spec)
 
     def _close_local(self) -> list[worker.RemoteFailure]:
         local, self._local = self._local, None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import multiprocessing
 import pickle
 import traceback
@@ -96,11 +97,8 @@ class EpisodeEndedError(RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its fields (the default would pass the message as indices)
-        return (_episode_ended_error, (self.indices, self.lost), self.__dict__)
-
-
-def _episode_ended_error(indices: tuple[int, ...], lost: bool) -> EpisodeEndedError:
-    return EpisodeEndedError(indices, lost=lost)
+        rebuild = functools.partial(EpisodeEndedError, lost=self.lost)
+        return (rebuild, (self.indices,), self.__dict__)
 
 
 class SubEnvError(RuntimeError):
@@ -483,14 +481,6 @@ def did_you_mean(close: list[str]) -> str:
     return (
         f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
     )
-
-
-def diff_no_key() -> str:
-    return "no such key"
-
-
-def diff_dict() -> str:
-    return "a dict"
 
 
 def needs_box(who: str, space: Any) -> str:

@@ -135,30 +135,18 @@ class SliceActor:
         self,
         first: int,
         env_fns: list[Callable[[], gym.Env]],
-        num_envs: int,
-        observation_space: Space,
-        action_space: Space,
-        observation_mode: Any,
+        spec: worker.SliceSpec,
         row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
-        self.built_answer = worker.build_slice(
-            first, env_fns, envs, observation_space, action_space, observation_mode
-        )
+        self.built_answer = worker.build_slice(first, env_fns, envs, spec)
         #: A Box batch's rows (``row``: their shape and dtype), sent raw after
         #: each answer to EXECUTE.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
-        self.server = worker.SliceServer(
-            first,
-            envs,
-            (None, None, None),
-            num_envs,
-            observation_space,
-            action_space,
-            rows=self.rows,
-        )
+        memory = (None, None, None)
+        self.server = worker.SliceServer(first, envs, memory, spec, rows=self.rows)
 
     def built(self) -> tuple[Any, str, int]:
         """The answer once built, this actor's node id and process id."""
@@ -271,13 +259,7 @@ class RayVectorEnv(RemoteCore):
             for (start, stop), one in zip(self.slices, options, strict=True):
                 self._actors.append(
                     actor_class.options(**one).remote(
-                        start,
-                        self.env_fns[start:stop],
-                        self.num_envs,
-                        self.single_observation_space,
-                        self.single_action_space,
-                        self.observation_mode,
-                        row,
+                        start, self.env_fns[start:stop], self._spec, row
                     )
                 )
             token = [(a, actor.built.remote()) for a, actor in enumerate(self._actors)]

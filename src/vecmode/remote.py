@@ -113,6 +113,8 @@ class RemoteCore(core.VectorCore):
         self._pending = None
         self.closed = False
         self._read_spaces(observation_mode)
+        spaces = (self.single_observation_space, self.single_action_space)
+        self._spec = worker.SliceSpec(self.num_envs, *spaces, observation_mode)
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
         self._env_obs = [None] * self.num_envs
         self._write_obs: Callable[[int, Any], None] = checked_writer(

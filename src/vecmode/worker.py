@@ -156,28 +156,13 @@ def _unpickled(data: bytes | None) -> Any:
         return None
 
 
-def space_mismatch(
-    first: int,
-    envs: list[gym.Env],
-    observation_space: Space,
-    action_space: Space,
-    observation_mode: Any,
-) -> tuple[Any, ...] | None:
-    """What is wrong with the built sub-envs, as an answer, or None."""
-    shared = runner.shared_sub_envs(envs)
-    if shared:
-        return (SHARED_ENV, [[first + k for k in group] for group in shared])
-    for k, env in enumerate(envs):
-        same_obs = (
-            env.observation_space == observation_space
-            if observation_mode == "same"
-            else is_space_dtype_shape_equiv(env.observation_space, observation_space)
-        )
-        if not same_obs:
-            return (MISMATCH, "observation space", first + k, env.observation_space)
-        if env.action_space != action_space:
-            return (MISMATCH, "action space", first + k, env.action_space)
-    return None
+class SliceSpec(NamedTuple):
+    """What every slice of a remote core shares."""
+
+    num_envs: int
+    observation_space: Space
+    action_space: Space
+    observation_mode: Any
 
 
 class SliceServer:
@@ -188,14 +173,13 @@ class SliceServer:
         first: int,
         envs: list[gym.Env],
         memory: tuple[Any, Any, Any],
-        num_envs: int,
-        observation_space: Space,
-        action_space: Space,
+        spec: SliceSpec,
         rows: np.ndarray | None = None,
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
         and actions (None: in the messages); ``rows``: a Box batch's (Ray)."""
         obs_memory, stats_memory, action_memory = memory
+        num_envs, observation_space, action_space = spec[:3]
         self.first = first
         self.stats = (
             None if stats_memory is None else view(STATS_SPACE, stats_memory, num_envs)
@@ -325,19 +309,30 @@ def build_slice(
     first: int,
     env_fns: Sequence[Callable[[], gym.Env]],
     envs: list[gym.Env],
-    observation_space: Space,
-    action_space: Space,
-    observation_mode: Any,
+    spec: SliceSpec,
 ) -> tuple[Any, ...] | None:
-    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent."""
+    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
+    or what failed or does not match ``spec``."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
         except Exception as exc:
             return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
-    return space_mismatch(
-        first, envs, observation_space, action_space, observation_mode
-    )
+    shared = runner.shared_sub_envs(envs)
+    if shared:
+        return (SHARED_ENV, [[first + k for k in group] for group in shared])
+    space = spec.observation_space
+    for k, env in enumerate(envs):
+        same_obs = (
+            env.observation_space == space
+            if spec.observation_mode == "same"
+            else is_space_dtype_shape_equiv(env.observation_space, space)
+        )
+        if not same_obs:
+            return (MISMATCH, "observation space", first + k, env.observation_space)
+        if env.action_space != spec.action_space:
+            return (MISMATCH, "action space", first + k, env.action_space)
+    return None
 
 
 def encode(answer: Any) -> bytes:
@@ -451,10 +446,7 @@ def worker_main(
     conn: Connection,
     inherited: list[Connection],
     memory: tuple[Any, Any, Any],
-    num_envs: int,
-    observation_space: Space,
-    action_space: Space,
-    observation_mode: Any,
+    spec: SliceSpec,
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
@@ -465,16 +457,11 @@ def worker_main(
         other.close()
     envs: list[gym.Env] = []
     try:
-        built = build_slice(
-            first, env_fns, envs, observation_space, action_space, observation_mode
-        )
+        built = build_slice(first, env_fns, envs, spec)
         conn.send(built)
         if built is not None:
             return
-        server = SliceServer(
-            first, envs, memory, num_envs, observation_space, action_space
-        )
-        serve(conn, server, spin, bell)
+        serve(conn, SliceServer(first, envs, memory, spec), spin, bell)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave
     finally:
