@@ -104,8 +104,7 @@ class AsyncVectorEnv(RemoteCore):
 
     # ------------------------------------------------------------ construction
     def _create_memory(self, ctx: Any) -> tuple[Any, Any, Any]:
-        """Shared memory for the observations, rewards and flags, and array
-        actions (each None where not shared); the parent's views of it."""
+        """Shared memory (None: not shared) of the observations, stats, actions."""
         space, n = self.single_observation_space, self.num_envs
         obs_memory = None
         if self.shared_memory:
@@ -162,8 +161,7 @@ class AsyncVectorEnv(RemoteCore):
     def _worker_args(
         self, memory: tuple[Any, Any, Any], spin: float, firsts: list[int]
     ) -> Callable[[int, int, Connection, list[Connection]], tuple[Any, ...]]:
-        """The arguments of :func:`~vecmode.worker.worker_main` for a worker
-        (``firsts``: each worker's first sub-env)."""
+        """:func:`~vecmode.worker.worker_main`'s arguments for each worker."""
         doorbell = self._pool.doorbell
 
         def args(
@@ -183,8 +181,7 @@ class AsyncVectorEnv(RemoteCore):
         return args
 
     def _start_local(self, memory: tuple[Any, Any, Any]) -> tuple[Any, ...] | None:
-        """Build the sub-envs the parent steps itself; the answer a worker's
-        construction would give."""
+        """Build the sub-envs the parent steps itself; a worker's answer."""
         first, envs = self.num_envs - self.in_parent, list[gym.Env]()
         self._local = worker.SliceServer(first, envs, memory, self._spec)
         return worker.build_slice(first, self.env_fns[first:], envs, self._spec)
@@ -197,8 +194,7 @@ class AsyncVectorEnv(RemoteCore):
         return list(local.handle((worker.CLOSE,))[1])
 
     def _run_local(self, during: str = "a call") -> Any:
-        """Carry out the message pending for the parent's own sub-envs; its
-        answer checked for pickling as a worker's, so a fault reads the same."""
+        """Run the parent share's message; its answer checked as a worker's."""
         message, self._local_message = self._local_message, None
         if message is None or self._local is None:
             return None
@@ -226,8 +222,7 @@ class AsyncVectorEnv(RemoteCore):
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> tuple[list[Worker], bool]:
-        """Send each worker its message; queue the parent share's. The busy
-        workers, and whether the parent share has work."""
+        """Send each worker its message, queue the parent share's; who is busy."""
         busy = []
         for w in self._pool.workers:
             data = encoded.get(w.start)
@@ -241,8 +236,7 @@ class AsyncVectorEnv(RemoteCore):
     def _collect(
         self, token: tuple[list[Worker], bool], timeout: float | None, during: str
     ) -> list[Any]:
-        """The answers of the busy workers, then the parent share's (run while
-        the workers work)."""
+        """The answers of the busy workers, then the parent share's."""
         local = self._run_local(during)
         if self.closed:  # a sub-env of the parent's share closed the env
             raise ClosedEnvironmentError(closed_during_message(during))

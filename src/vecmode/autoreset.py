@@ -94,9 +94,8 @@ def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
 
 
 class _AutoresetWrapper(ForwardingWrapper):
-    """The policies' base. Over a vecmode core (:attr:`core`) a ``step`` is one
-    :meth:`~vecmode.core.VectorCore.execute` of :meth:`_commands`; over a
-    foreign env the policy works through the wrapper halves."""
+    """The policies' base: over a vecmode core (:attr:`core`) a ``step`` is one
+    ``execute`` of :meth:`_commands`; over a foreign env, the wrapper halves."""
 
     final_obs_layout = "gymnasium"
     core: VectorCore | None = None
@@ -155,8 +154,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     @property
     def step_async(self) -> Callable[[Any], None]:
         """Send a step (where the env below has the split async API)."""
-        core = self.core
-        if core is None:
+        if self.core is None:
             return super().step_async
         send = self._split("step_async", "step", "execute_async")
 
@@ -168,8 +166,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     @property
     def step_wait(self) -> Callable[..., StepResult]:
         """Wait for the step sent by :attr:`step_async`."""
-        core = self.core
-        if core is None:
+        if self.core is None:
             return super().step_wait
         wait = self._split("step_wait", "step", "execute_wait")
 
@@ -180,8 +177,7 @@ class _AutoresetWrapper(ForwardingWrapper):
 
     # ----------------------------------------------------------------- reset
     def _noop(self, options: dict[str, Any] | None) -> bool:
-        """Whether ``options`` asks for a masked reset of no sub-env (a bad mask
-        raises here)."""
+        """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
         return not validate_reset_mask(options["reset_mask"], self.num_envs).any()
@@ -247,8 +243,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     def _whole_batch(
         self, obs: Any, infos: dict[str, Any], mask: np.ndarray
     ) -> tuple[Any, dict[str, Any]]:
-        """A masked reset's result as the whole batch, for an env declared to
-        return only the masked sub-envs' rows (EnvPool)."""
+        """A masked reset's result as the whole batch (EnvPool returns the rows)."""
         # only directly over the declared env: a vecmode layer between returns all
         found = (
             vector_env_declaration(self.env) if self.env.unwrapped is self.env else None
@@ -329,8 +324,7 @@ class NextStepAutoreset(_AutoresetWrapper):
         self._all_step = [_STEP] * env.num_envs
 
     def _commands(self) -> list[int]:
-        """Step every sub-env but those whose episode ended on the previous step:
-        reset them."""
+        """Reset the sub-envs whose episode ended on the last step; step the rest."""
         ended = cast(VectorCore, self.core).ended
         if not ended.count:
             return self._all_step
@@ -533,9 +527,8 @@ def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
 def _chain(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> list[type[_AutoresetWrapper]]:
-    """The policies from ``current`` to ``target``; without a chain, the policy
-    producing ``target`` (it refuses), or a refusal saying how to build the env
-    in another mode."""
+    """The policies from ``current`` to ``target``, else the one producing
+    ``target`` (it refuses), or a refusal saying how to rebuild the env."""
     chain = _conversion(current, target)
     if chain is not None:
         return chain
@@ -554,8 +547,7 @@ def _chain(
 def _rebuild_in(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> str | None:
-    """How to get ``target`` from a declared env class built in another mode
-    than ``current``, or None."""
+    """How to get ``target`` by building a declared env class another way."""
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is None:
         return None
@@ -606,8 +598,7 @@ class GymnasiumFinalObs(_AutoresetWrapper):
 
 
 def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
-    """``env``, or :class:`GymnasiumBatch` over it where its declared class keeps
-    batch conventions of its own."""
+    """``env``, or :class:`GymnasiumBatch` over a class of other conventions."""
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is not None and (not found.batched_spaces or found.reset_returns != "all"):
         return GymnasiumBatch(env)
@@ -617,8 +608,7 @@ def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
 @supports(*modes.MODES)
 class GymnasiumBatch(_AutoresetWrapper):
     """Gymnasium's batch conventions, in the env's own mode, over an env whose
-    class keeps others (EnvPool: single-env spaces, a masked reset returning only
-    the masked rows)."""
+    class keeps others (EnvPool's single-env spaces and masked-reset rows)."""
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:

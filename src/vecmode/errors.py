@@ -43,18 +43,15 @@ class NotAVectorEnvError(TypeError):
 
 
 class ActionBatchError(ValueError, TypeError):
-    """The actions passed to ``step`` are not a batch like the action space
-    (both types Gymnasium raises for such mistakes)."""
+    """The actions passed to ``step`` are not a batch of the action space."""
 
 
 class SeedError(ValueError, TypeError, GymnasiumError):
-    """The ``seed`` passed to ``reset`` is not an int >= 0, None, or a sequence
-    of ``num_envs`` of those."""
+    """``reset``'s ``seed`` is not an int >= 0, None, or ``num_envs`` of those."""
 
 
 class NotPicklableError(TypeError):
-    """What a call sends to the sub-envs' processes cannot be pickled; nothing
-    was sent."""
+    """What a call sends to the sub-envs' processes does not pickle; none sent."""
 
 
 class SharedMemorySpaceError(ValueError, TypeError):
@@ -66,8 +63,7 @@ class InfoBatchError(ValueError, TypeError):
 
 
 class InfoLayoutError(ValueError, AssertionError):
-    """An info dict is not Gymnasium's batched layout (an ``AssertionError`` too,
-    as Gymnasium's ``DictInfoToList`` raises)."""
+    """An info dict is not Gymnasium's batched layout."""
 
 
 class UndeclaredModeWarning(UserWarning):
@@ -225,8 +221,7 @@ def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvErro
 
 
 def _dual(original: type[Exception]) -> type[SubEnvError]:
-    """A new subclass of SubEnvError and ``original`` that reads as a plain
-    SubEnvError; TypeError where there is none."""
+    """A subclass of SubEnvError and ``original`` that reads as a SubEnvError."""
     base = SubEnvAttributeError if issubclass(original, AttributeError) else SubEnvError
     name = base.__name__
     body = {
@@ -357,9 +352,8 @@ def timed_out_message(
     ended: str,
     cause: str = "",
 ) -> str:
-    """A remote core's call that timed out: ``late`` had not answered, ``ended``
-    is what ``close()`` does to ``workers``; ``cause``: another reason for a
-    construction to time out."""
+    """A remote call that timed out: ``late`` had not answered; ``ended``: what
+    ``close()`` does to ``workers``; ``cause``: another reason at construction."""
     if during == "construction":
         remedy = (
             f"No env was built and {workers} were ended: {cause}if the sub-envs "

@@ -87,10 +87,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         return self._step_result(self.env.step(self._step_actions(actions)))
 
     def reset(
-        self,
-        *,
-        seed: SeedLike = None,
-        options: dict[str, Any] | None = None,
+        self, *, seed: SeedLike = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the wrapped env."""
         seed, options, state = self._reset_arguments(seed, options)

@@ -52,17 +52,6 @@ if hasattr(os, "register_at_fork"):
 class Worker:
     """The parent's handle on one worker process."""
 
-    __slots__ = (
-        "conn",
-        "index",
-        "process",
-        "reader",
-        "send",
-        "sentinel",
-        "start",
-        "stop",
-    )
-
     def __init__(
         self, index: int, start: int, stop: int, process: Any, conn: Connection
     ) -> None:
@@ -268,8 +257,7 @@ class WorkerPool:
             self._buffered.discard(worker.conn.fileno())
 
     def _check_alive(self, workers: list[Worker], during: str) -> None:
-        """Ask the OS whether the workers are there (a process a worker forked
-        may hold its pipe and sentinel open)."""
+        """Raise for a worker the OS finds gone (its child may hold its pipe)."""
         for worker in workers:
             if worker.process.exitcode is not None and not worker.reader.pending():
                 self._died(worker, during)
@@ -325,9 +313,8 @@ class WorkerPool:
     # ---------------------------------------------------------------- shutdown
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
         """Stop every worker, even when interrupted; the sub-envs' close()
-        failures. Unless ``terminate``, each is asked to close its sub-envs and
-        given ``timeout`` seconds; then it is terminated, then killed. A worker
-        that could not be ended stays in :attr:`workers`."""
+        failures. Unless ``terminate``, each first gets ``timeout`` seconds to
+        close its sub-envs. A worker that could not be ended stays listed."""
         workers = list(self.workers)
         self._shut_down = True
         self._poller = None

@@ -5,6 +5,7 @@ only when a :class:`RayVectorEnv` is built."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import pickle
@@ -128,8 +129,7 @@ def _actor_counts(num_actors: Any, envs_per_actor: Any) -> tuple[Any, Any]:
 
 
 class SliceActor:
-    """What runs in a Ray actor: builds sub-envs ``first ..`` and carries out the
-    driver's pickled messages with a :class:`~vecmode.worker.SliceServer`."""
+    """What runs in a Ray actor: sub-envs ``first ..`` and their SliceServer."""
 
     def __init__(
         self,
@@ -158,24 +158,15 @@ class SliceActor:
         """The pickled answer to one pickled message (and the rows)."""
         decoded = pickle.loads(message)
         answer = self.server.handle(decoded)
-        if (
-            self.rows is not None
-            and decoded[0] == worker.EXECUTE
-            and answer[0] == worker.OK
-        ):
-            return b"".join((worker.encode((worker.ROWS, *answer[1:])), self.rows.data))
-        return worker.encode(answer)
+        if self.rows is None or decoded[0] != worker.EXECUTE or answer[0] != worker.OK:
+            return worker.encode(answer)
+        return b"".join((worker.encode((worker.ROWS, *answer[1:])), self.rows.data))
 
 
-_remote_classes: dict[int, Any] = {}
-
-
+@functools.cache
 def remote_actor_class(ray: Any) -> Any:
-    """``ray.remote(SliceActor)``, made once per Ray session."""
-    key = id(ray)
-    if key not in _remote_classes:
-        _remote_classes[key] = ray.remote(SliceActor)
-    return _remote_classes[key]
+    """``ray.remote(SliceActor)``, made once."""
+    return ray.remote(SliceActor)
 
 
 class RayVectorEnv(RemoteCore):
@@ -329,9 +320,8 @@ class RayVectorEnv(RemoteCore):
     def _gather(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[Any]:
-        """The results of the calls in ``token``, in order (one ``ray.get`` when
-        they answer within :data:`LIVENESS`); a WorkerError for a dead actor, a
-        WorkerTimeoutError past ``timeout``."""
+        """The results of the calls in ``token``, in order; a WorkerError for a
+        dead actor, a WorkerTimeoutError past ``timeout``."""
         if not token:
             return []
         ray = self._ray

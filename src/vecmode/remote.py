@@ -58,9 +58,8 @@ def _close_copy(env: gym.Env, index: int) -> None:
 
 
 class RemoteCore(core.VectorCore):
-    """A vecmode core whose sub-envs run in slices elsewhere. A subclass calls
-    :meth:`_setup` and :meth:`_construct`, and supplies the transport (the
-    methods raising ``NotImplementedError``)."""
+    """A vecmode core whose sub-envs run in slices elsewhere; a subclass calls
+    :meth:`_setup` and :meth:`_construct`, and supplies the transport."""
 
     env_fns: list[Callable[[], gym.Env]]
     timeout: float | None
@@ -158,9 +157,8 @@ class RemoteCore(core.VectorCore):
             _close_copy(dummy, 0)
 
     def _construct(self, start: Callable[[float | None], list[Any]]) -> None:
-        """Start the slices with ``start`` (given how long building may take),
-        which returns their answers; raise what those report. On any error
-        nothing is left running."""
+        """Start the slices with ``start(limit)``; raise what their answers
+        report, leaving nothing running."""
         limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
         try:
             answers = start(limit)
@@ -210,8 +208,7 @@ class RemoteCore(core.VectorCore):
         raise NotImplementedError
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Close the sub-envs (unless ``terminate``), then stop every worker (or
-        actor), even when interrupted; the close() failures."""
+        """Close the sub-envs (unless ``terminate``), then stop every worker."""
         raise NotImplementedError
 
     def _layout(self) -> str:
@@ -225,8 +222,7 @@ class RemoteCore(core.VectorCore):
             )
 
     def _batch_buffers(self) -> None:
-        """The batch the observations the answers carry go into (a Box batch's
-        rows written in place)."""
+        """The batch the answers' observations go into (a Box batch's rows)."""
         space, n = self.single_observation_space, self.num_envs
         self._observations = utils.create_empty_array(space, n=n, fn=np.zeros)
         self._rows = (
@@ -241,8 +237,7 @@ class RemoteCore(core.VectorCore):
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`, every message pickled first (nothing sent where one
-        cannot be)."""
+        """:meth:`_send_each`, once every message pickled (else nothing sent)."""
         encoded = {}
         for start, stop in self._remote_slices:
             message = message_for(start, stop)
@@ -288,8 +283,7 @@ class RemoteCore(core.VectorCore):
 
     # ------------------------------------------------- one call at a time
     def _begin(self, what: str) -> None:
-        """Begin a call, refusing one while another thread's is in progress
-        (after the env's own refusals)."""
+        """Begin a call, refusing one while another thread's is in progress."""
         if not self._in_call.acquire(blocking=False):
             self._usable(what)
             raise gym.error.AlreadyPendingCallError(
