@@ -408,12 +408,10 @@ def sub_envs(indices: Iterable[int]) -> str:
     return f"sub-envs {found[0]}-{found[-1]}"
 
 
-#: The ``method`` of a SubEnvError from closing the copy of a sub-env built to
-#: read the spaces.
+#: The ``method`` of a failed close of the sub-env built to read the spaces.
 BUILDING_CLOSE = "close (at construction)"
 UNCHANGED = "The env is unchanged and usable."
-#: How :func:`sub_env_failed` names a call, and what to do after it failed
-#: ("": reset the sub-envs the call lost).
+#: How :func:`sub_env_failed` names a call, and what to do ("": reset the lost).
 _AFTER = {
     "env_fn": ("env_fn", "Fix the env_fn; nothing was left running."),
     BUILDING_CLOSE: (

@@ -33,8 +33,7 @@ PLACEMENT_WARNING = 30.0
 #: Seconds a WorkerError waits to learn which other actors died too.
 PROBE_SECONDS = 2.0
 
-#: ``actor_options`` that would break the core's contract: the value they must
-#: keep, and why.
+#: The ``actor_options`` that would break the core: the value they must keep, why.
 REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
     "max_restarts": (
         0,
@@ -140,8 +139,7 @@ class SliceActor:
     ) -> None:
         envs: list[gym.Env] = []
         self.built_answer = worker.build_slice(first, env_fns, envs, spec)
-        #: A Box batch's rows (``row``: their shape and dtype), sent raw after
-        #: each answer to EXECUTE.
+        #: A Box batch's rows (``row``: shape, dtype), sent raw after an EXECUTE.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
@@ -485,8 +483,7 @@ class RayVectorEnv(RemoteCore):
 
     def _kill_actors(self) -> None:
         ray = sys.modules.get("ray")
-        # forgotten first: a call the kill fails (in another thread) finds the
-        # env closed (_died)
+        # forgotten first: a call the kill fails (another thread's) finds it closed
         actors, self._actors = self._actors, []
         if ray is None or not actors or not ray.is_initialized():
             return

@@ -167,11 +167,9 @@ class RemoteCore(core.VectorCore):
                 if answer is not None:
                     worker.raise_built_problem(answer, self)
         except BaseException as exc:
-            # sub-envs built may be closed, unless a slice died, hangs or was
-            # interrupted; a slice cut short (broken) is ended sooner
-            graceful = isinstance(exc, RuntimeError) and not isinstance(
-                exc, errors.WorkerError
-            )
+            # the sub-envs are closed, unless a slice died, hangs or was cut short
+            dead = isinstance(exc, errors.WorkerError)
+            graceful = isinstance(exc, RuntimeError) and not dead
             grace = 1.0 if self._broken else 10.0
             self._shutdown(terminate=not graceful, timeout=grace)
             self.closed = True
@@ -437,9 +435,8 @@ class RemoteCore(core.VectorCore):
         call as the caller sees it (``"step"``)."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
-        self._dispatch_async(
-            name, core.Request(cmds, actions, self._seeds(seed), options)
-        )
+        request = core.Request(cmds, actions, self._seeds(seed), options)
+        self._dispatch_async(name, request)
 
     def execute_wait(
         self, timeout: float | None = None, *, name: str = "execute"

@@ -43,13 +43,8 @@ SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 #: Each sub-env's reward and flags, in shared memory.
-STATS_SPACE = Tuple(
-    (
-        Box(-np.inf, np.inf, (), np.float64),
-        Box(0, 1, (), cast(Any, np.bool_)),
-        Box(0, 1, (), cast(Any, np.bool_)),
-    )
-)
+_FLAG = Box(0, 1, (), cast(Any, np.bool_))
+STATS_SPACE = Tuple((Box(-np.inf, np.inf, (), np.float64), _FLAG, _FLAG))
 
 
 def pack_rows(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
@@ -106,15 +101,9 @@ class RemoteFailure:
     def caught(
         cls, index: int, method: str, error: BaseException, trace: str | None = None
     ) -> RemoteFailure:
-        return cls(
-            index,
-            method,
-            type(error).__name__,
-            str(error),
-            traceback.format_exc() if trace is None else trace,
-            _pickled(error),
-            _pickled(type(error)),
-        )
+        trace = traceback.format_exc() if trace is None else trace
+        pickled = _pickled(error), _pickled(type(error))
+        return cls(index, method, type(error).__name__, str(error), trace, *pickled)
 
     def error(
         self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
@@ -126,16 +115,9 @@ class RemoteFailure:
             found = _unpickled(self.original_class)
             if isinstance(found, type) and issubclass(found, BaseException):
                 original_class = found
+        fields = (self.index, self.method, self.exc_type, self.message, self.traceback)
         return errors.sub_env_error(
-            self.index,
-            self.method,
-            self.exc_type,
-            self.message,
-            self.traceback,
-            others,
-            lost,
-            cause=original,
-            original_class=original_class,
+            *fields, others, lost, cause=original, original_class=original_class
         )
 
 
@@ -181,14 +163,12 @@ class SliceServer:
         obs_memory, stats_memory, action_memory = memory
         num_envs, observation_space, action_space = spec[:3]
         self.first = first
-        self.stats = (
-            None if stats_memory is None else view(STATS_SPACE, stats_memory, num_envs)
-        )
-        self.action_rows = (
-            None
-            if action_memory is None
-            else view(action_space, action_memory, num_envs)
-        )
+        self.stats: Any = None
+        self.action_rows: Any = None
+        if stats_memory is not None:
+            self.stats = view(STATS_SPACE, stats_memory, num_envs)
+        if action_memory is not None:
+            self.action_rows = view(action_space, action_memory, num_envs)
         #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
@@ -257,7 +237,7 @@ class SliceServer:
     ) -> tuple[Any, ...] | None:
         first, stop = self.first, self.stop
         if type(actions) is str:  # SHARED
-            mine = cast(np.ndarray, self.action_rows)[first:stop]
+            mine = self.action_rows[first:stop]
         elif type(actions) is tuple:  # an array's rows, packed (pack_rows)
             mine = unpack_rows(actions)
         else:  # None, or one action per sub-env
@@ -297,11 +277,8 @@ def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
             try:
                 pickle.dumps(value, PROTOCOL)
             except Exception as error:
-                return (
-                    FAILED,
-                    [RemoteFailure.caught(i, f"pickling its {what}", error)],
-                    (),
-                )
+                failure = RemoteFailure.caught(i, f"pickling its {what}", error)
+                return (FAILED, [failure], ())
     return (FAILED, [RemoteFailure.caught(0, "pickling its answer", exc)], ())
 
 
@@ -406,8 +383,7 @@ class Doorbell:
 def _doorbell(
     conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
 ) -> tuple[Callable[[], bytes | bytearray], Callable[[bytes], None]]:
-    """How :func:`serve` receives a message (spinning on the doorbell first)
-    and sends an answer."""
+    """How :func:`serve` receives (spinning on the doorbell first) and answers."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
