@@ -138,8 +138,16 @@ class AsyncVectorEnv(RemoteCore):
         parts = layout.slices(self.num_envs - self.in_parent, self.num_workers)
         self._remote_slices = parts
         spin = layout.worker_spin_seconds()
-        self._pool.doorbell = worker.Doorbell.create(ctx, len(parts)) if spin else None
-        args = self._worker_args(memory, spin, [start for start, _ in parts])
+        doorbell = worker.Doorbell.create(ctx, len(parts)) if spin else None
+        self._pool.doorbell = doorbell
+        firsts = [start for start, _ in parts]
+
+        def args(
+            start: int, stop: int, conn: Connection, inherited: list[Connection]
+        ) -> tuple[Any, ...]:  # worker_main's
+            fns = [CloudpickleWrapper(fn) for fn in self.env_fns[start:stop]]
+            bell = None if doorbell is None else (doorbell, firsts.index(start))
+            return (start, fns, conn, inherited, memory, self._spec, spin, bell)
 
         def start(limit: float | None) -> list[Any]:
             name = type(self).__name__
@@ -157,28 +165,6 @@ class AsyncVectorEnv(RemoteCore):
             return answers
 
         self._construct(start)
-
-    def _worker_args(
-        self, memory: tuple[Any, Any, Any], spin: float, firsts: list[int]
-    ) -> Callable[[int, int, Connection, list[Connection]], tuple[Any, ...]]:
-        """:func:`~vecmode.worker.worker_main`'s arguments for each worker."""
-        doorbell = self._pool.doorbell
-
-        def args(
-            start: int, stop: int, conn: Connection, inherited: list[Connection]
-        ) -> tuple[Any, ...]:
-            return (
-                start,
-                [CloudpickleWrapper(fn) for fn in self.env_fns[start:stop]],
-                conn,
-                inherited,
-                memory,
-                self._spec,
-                spin,
-                None if doorbell is None else (doorbell, firsts.index(start)),
-            )
-
-        return args
 
     def _start_local(self, memory: tuple[Any, Any, Any]) -> tuple[Any, ...] | None:
         """Build the sub-envs the parent steps itself; a worker's answer."""

@@ -29,8 +29,7 @@ def reset_arguments(
 
 
 def _overridden(cls: type, method: str, split: str) -> bool:
-    """Whether a class below the one that defines ``split`` overrides ``method``
-    (which the split API, built on the halves, would skip)."""
+    """Whether a class below the one defining ``split`` overrides ``method``."""
     for klass in cls.__mro__:
         if split in vars(klass):
             return False
@@ -71,8 +70,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
-        """The wrapped env's reset arguments, and a state for
-        :meth:`_reset_result`."""
+        """The wrapped env's reset arguments, and a state for :meth:`_reset_result`."""
         return reset_arguments(self.env, seed, options)
 
     def _reset_result(
@@ -98,8 +96,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     def _split(
         self, name: str, method: str, inner_name: str | None = None
     ) -> Callable[..., Any]:
-        """The wrapped env's ``inner_name`` (default ``name``) for this wrapper's
-        ``name``; AttributeError where there is none."""
+        """The wrapped env's ``inner_name`` (default ``name``), or AttributeError."""
         inner = getattr(self.env, inner_name or name, None)
         if inner is None:
             raise AttributeError(

@@ -120,8 +120,7 @@ def add_infos(
 
 
 def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
-    """The path of the first key of ``info`` (nested too) whose value does not
-    fit the array ``infos`` holds for it; empty if none."""
+    """The path to the first value of ``info`` that does not fit ``infos``."""
     for key, value in info.items():
         batch = infos.get(key)
         if isinstance(batch, dict) and isinstance(value, dict):

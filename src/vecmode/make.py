@@ -90,8 +90,7 @@ def make_vec(
 def _check_buildable(
     spec: EnvSpec | None, num_envs: Any, vmode: VectorizeMode | str
 ) -> None:
-    """Refuse a ``num_envs`` that is not an int >= 1, and a spec with no entry
-    point."""
+    """Refuse a ``num_envs`` that is not an int >= 1, or a spec with no entry."""
     if not is_int(num_envs):
         raise TypeError(
             f"num_envs must be an int >= 1, got {type(num_envs).__name__} {num_envs!r}."
@@ -151,8 +150,7 @@ def _from_entry_point(
 
 
 def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
-    """``id``'s spec (a copy, without its kwargs) and its kwargs; None and ``{}``
-    for a callable."""
+    """``id``'s spec (a copy, without its kwargs) and kwargs; None, {}: callable."""
     if isinstance(id, EnvSpec):
         spec = id
     elif isinstance(id, str):
@@ -170,8 +168,7 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
 
 
 def _registered_spec(env_id: str) -> EnvSpec:
-    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it
-    (``"module:Id"`` imports the module first)."""
+    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it."""
     module, env_name = None, env_id
     if ":" in env_id:
         parts = env_id.split(":")
@@ -215,8 +212,7 @@ _CORES: dict[VectorizeMode | str, Callable[..., gym.vector.VectorEnv]] = {
 def _vectorize_mode(
     vectorization_mode: str | VectorizeMode | None, spec: EnvSpec | None
 ) -> VectorizeMode | str:
-    """Gymnasium's rule (None: the vector entry point if there is one, else
-    sync), and :data:`RAY`."""
+    """Gymnasium's rule (None: the vector entry point, else sync), and RAY."""
     if vectorization_mode is None:
         has_entry = spec is not None and spec.vector_entry_point is not None
         return VectorizeMode.VECTOR_ENTRY_POINT if has_entry else VectorizeMode.SYNC
@@ -240,8 +236,7 @@ def _made_spec(
     wrappers: list[Any],
     autoreset_mode: Any,
 ) -> EnvSpec:
-    """Gymnasium's record of how a vector env was made (``make_vec(envs.spec)``
-    makes it again)."""
+    """Gymnasium's record of how a vector env was made, to make it again."""
     if autoreset_mode is not None:
         vector_kwargs = {**vector_kwargs, "autoreset_mode": autoreset_mode}
     made = copy.deepcopy(spec)

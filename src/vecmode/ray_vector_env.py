@@ -246,11 +246,9 @@ class RayVectorEnv(RemoteCore):
 
         def start_actors(limit: float | None) -> list[Any]:
             for (start, stop), one in zip(self.slices, options, strict=True):
-                self._actors.append(
-                    actor_class.options(**one).remote(
-                        start, self.env_fns[start:stop], self._spec, row
-                    )
-                )
+                fns = self.env_fns[start:stop]
+                actor = actor_class.options(**one).remote(start, fns, self._spec, row)
+                self._actors.append(actor)
             token = [(a, actor.built.remote()) for a, actor in enumerate(self._actors)]
             built = self._gather(token, limit, "construction")
             self.nodes = [node for _, node, _ in built]

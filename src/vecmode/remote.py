@@ -81,11 +81,10 @@ class RemoteCore(core.VectorCore):
             f"{name}(envs.env_fns, ...)."
         )
 
-    def __copy__(self) -> NoReturn:
+    def __deepcopy__(self, memo: Any = None) -> NoReturn:
         self.__reduce_ex__(None, "copied")
 
-    def __deepcopy__(self, memo: Any) -> NoReturn:
-        self.__reduce_ex__(None, "copied")
+    __copy__ = __deepcopy__
 
     def _setup(
         self,
