@@ -122,9 +122,7 @@ class AsyncVectorEnv(RemoteCore):
         else:
             self._batch_buffers()
         stats_memory = worker.create(worker.STATS_SPACE, n, ctx)
-        self._rewards, self._terminations, self._truncations = worker.view(
-            worker.STATS_SPACE, stats_memory, n
-        )
+        self._stats_rows = worker.view(worker.STATS_SPACE, stats_memory, n)
         action_memory = None
         self._action_rows: np.ndarray | None = None
         if self._array_actions:
@@ -257,17 +255,14 @@ class AsyncVectorEnv(RemoteCore):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Copies of the rewards and flags; zero where nothing ran."""
         busy, local_busy = token
-        rewards = self._rewards.copy()
-        terminations = self._terminations.copy()
-        truncations = self._truncations.copy()
+        stats = tuple(stat.copy() for stat in self._stats_rows)
         idle = [(w.start, w.stop) for w in self._pool.workers if w not in busy]
         if self._local is not None and not local_busy:
             idle.append((self._local.first, self.num_envs))
         for start, stop in idle:
-            rewards[start:stop] = 0.0
-            terminations[start:stop] = False
-            truncations[start:stop] = False
-        return rewards, terminations, truncations
+            for stat in stats:
+                stat[start:stop] = 0
+        return stats
 
     @property
     def processes(self) -> list[Any]:

@@ -452,11 +452,7 @@ class DisableAutoreset(_AutoresetWrapper):
 
 
 #: The policies :func:`with_autoreset` composes, by their declarations.
-POLICIES: tuple[type[_AutoresetWrapper], ...] = (
-    NextStepAutoreset,
-    SameStepAutoreset,
-    DisableAutoreset,
-)
+POLICIES = (NextStepAutoreset, SameStepAutoreset, DisableAutoreset)
 
 
 def _conversion(
@@ -497,16 +493,15 @@ def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
     if current is target:
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
-        raise IncompatibleModeError(
-            errors.incompatible_mode(
-                "with_autoreset",
-                None,
-                tuple(AutoresetMode),
-                f"{errors.describe(env)} has no metadata['autoreset_mode'], so what "
-                "its step returns at an episode's end is unknown.",
-                "Declare the mode the env really uses in its metadata.",
-            )
+        why = (
+            f"{errors.describe(env)} has no metadata['autoreset_mode'], so what its "
+            "step returns at an episode's end is unknown."
         )
+        todo = "Declare the mode the env really uses in its metadata."
+        message = errors.incompatible_mode(
+            "with_autoreset", None, modes.MODES, why, todo
+        )
+        raise IncompatibleModeError(message)
     chain = _chain(env, current, target)
     original = env
     for policy in chain:

@@ -444,11 +444,9 @@ def sub_env_failed(
             f"are stepped again (reset(options={{'reset_mask': "
             f"envs.unwrapped.awaiting_reset}}))."
         )
-    also = (
-        f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
-        if others
-        else ""
-    )
+    also = ""
+    if others:
+        also = f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
     stop = "" if what.endswith((".", "!", "?")) else "."
     return f"{what}{stop}{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
 

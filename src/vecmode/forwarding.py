@@ -17,8 +17,7 @@ from vecmode.errors import describe
 def reset_arguments(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None
 ) -> tuple[Any, dict[str, Any] | None, np.ndarray | None]:
-    """``(seed, options, mask)`` to reset ``env`` with (``mask`` None for a full
-    reset); ``options`` is copied, never mutated."""
+    """``(seed, options, mask)`` to reset ``env`` with; ``options`` copied."""
     mask = None
     if options is not None:
         options = dict(options)

@@ -73,8 +73,7 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
 def expand_infos(
     infos: dict[str, Any], rows: np.ndarray, num_envs: int
 ) -> dict[str, Any]:
-    """Batched infos about the sub-envs in ``rows`` only (EnvPool's masked reset)
-    as infos about all ``num_envs`` sub-envs, with masks."""
+    """Infos about the sub-envs in ``rows`` only (EnvPool) as about all of them."""
     out: dict[str, Any] = {}
     indices = np.flatnonzero(rows)
     for key in _masked_keys(infos):

@@ -178,13 +178,10 @@ class WorkerPool:
             if self.broken is None:  # the pipes may be out of step
                 self.broken = f"{during} was interrupted by {type(exc).__name__}"
             # shut down meanwhile (another thread, a signal handler)
-            closed = isinstance(exc, Exception) and not isinstance(
-                exc, ClosedEnvironmentError
-            )
-            if self._shut_down and closed:
-                raise ClosedEnvironmentError(
-                    errors.closed_during_message(during)
-                ) from exc
+            ours = isinstance(exc, ClosedEnvironmentError)
+            if self._shut_down and isinstance(exc, Exception) and not ours:
+                message = errors.closed_during_message(during)
+                raise ClosedEnvironmentError(message) from exc
             raise
         return answers
 
@@ -201,12 +198,10 @@ class WorkerPool:
             return
         self.broken = f"{during} timed out"
         workers = f"worker(s) {', '.join(str(w.index) for w in late)}"
-        raise errors.WorkerTimeoutError(
-            errors.timed_out_message(
-                during, timeout, workers, "the workers", "terminates"
-            ),
-            [i for w in late for i in w.indices],
+        message = errors.timed_out_message(
+            during, timeout, workers, "the workers", "terminates"
         )
+        raise errors.WorkerTimeoutError(message, [i for w in late for i in w.indices])
 
     def _enough(
         self, enough: Callable[[Any], bool], answers: list[Any], during: str
@@ -272,9 +267,8 @@ class WorkerPool:
                 found = _spin(poller, self.doorbell, self.spin)
                 if found:
                     return found
-            return [
-                fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)
-            ]
+            ms = None if timeout is None else timeout * 1000
+            return [fd for fd, _ in poller.poll(ms)]
         objects = [obj for w in self.workers for obj in (w.conn, w.sentinel)]
         return [
             obj if isinstance(obj, int) else obj.fileno()

@@ -303,15 +303,13 @@ class RayVectorEnv(RemoteCore):
         self, token: list[tuple[int, Any]], answers: list[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rewards and flags the answers carried; zero where nothing ran."""
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminations = np.zeros(self.num_envs, dtype=np.bool_)
-        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        n = self.num_envs
+        stats = (np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_))
         for (a, _), answer in zip(token, answers, strict=True):
             start, stop = self.slices[a]
-            rewards[start:stop], terminations[start:stop], truncations[start:stop] = (
-                answer[5]
-            )
-        return rewards, terminations, truncations
+            for stat, part in zip(stats, answer[5], strict=True):
+                stat[start:stop] = part
+        return stats
 
     def _gather(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
@@ -380,12 +378,10 @@ class RayVectorEnv(RemoteCore):
             "Ray may lack the resources they ask for (actor_options; see `ray "
             "status`), or "
         )
-        raise errors.WorkerTimeoutError(
-            errors.timed_out_message(
-                during, timeout, actors, "the actors", "kills", cause
-            ),
-            lost,
+        message = errors.timed_out_message(
+            during, timeout, actors, "the actors", "kills", cause
         )
+        raise errors.WorkerTimeoutError(message, lost)
 
     def _get_each(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
         """The results, one call at a time; a WorkerError for a failed call."""

@@ -61,9 +61,6 @@ class RemoteCore(core.VectorCore):
     """A vecmode core whose sub-envs run in slices elsewhere; a subclass calls
     :meth:`_setup` and :meth:`_construct`, and supplies the transport."""
 
-    env_fns: list[Callable[[], gym.Env]]
-    timeout: float | None
-    observation_mode: Any
     #: Each sub-env's observation (where not written into :attr:`_rows`).
     _env_obs: list[Any]
     _rows: np.ndarray | None

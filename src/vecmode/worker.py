@@ -1,8 +1,6 @@
-"""The remote cores' protocol and the worker side: a :class:`SliceServer`
-carries out the parent's messages for a slice of sub-envs, in a worker process
-(:func:`worker_main`), an actor or the parent's own share. A message is a tuple
-starting with an op (:data:`EXECUTE` ...); an answer is None or a tuple
-starting with a status (:data:`OK` ...)."""
+"""The remote cores' protocol: a :class:`SliceServer` carries out the parent's
+messages (tuples starting with an op, :data:`EXECUTE` ...) for a slice of sub-envs
+in a worker, an actor or the parent; an answer is None or starts with a status."""
 
 from __future__ import annotations
 
