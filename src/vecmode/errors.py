@@ -468,9 +468,8 @@ WRAP_FORMS = (
 
 
 def did_you_mean(close: list[str]) -> str:
-    return (
-        f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
-    )
+    names = " or ".join(repr(name) for name in close)
+    return f" Did you mean {names}?" if close else ""
 
 
 def needs_box(who: str, space: Any) -> str:

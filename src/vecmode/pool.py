@@ -1,6 +1,5 @@
-"""The async core's worker processes: starting them, one message and one answer
-per worker per call (noticing deaths at once), and stopping them without
-leaving a process behind."""
+"""The async core's worker processes: started, one message and one answer each per
+call (noticing deaths at once), and stopped without leaving a process behind."""
 
 from __future__ import annotations
 
@@ -70,9 +69,8 @@ class Worker:
 
 
 class WorkerPool:
-    """Worker processes, each serving a contiguous slice of sub-envs. Once a
-    worker died, or a call timed out or was interrupted, the pool is broken
-    (:attr:`broken` says why)."""
+    """Worker processes, each serving a slice of sub-envs; :attr:`broken` says why
+    the pool cannot be used (a worker died, a call timed out or was cut short)."""
 
     def __init__(self, spin: float = 0.0) -> None:
         #: Seconds :meth:`collect` spins before it blocks on the pipes.
@@ -158,9 +156,8 @@ class WorkerPool:
         during: str,
         enough: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
-        """One answer from each of ``workers`` (in their order), or a WorkerError
-        at once for a worker that dies. ``enough``: an answer after which the
-        others are not waited for (they are None then)."""
+        """One answer from each of ``workers`` (a WorkerError at once for a death);
+        after an answer that is ``enough``, the others are not waited for."""
         answers: list[Any] = [None] * len(workers)
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout

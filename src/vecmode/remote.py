@@ -427,8 +427,7 @@ class RemoteCore(core.VectorCore):
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
-        """Send :meth:`~vecmode.core.VectorCore.execute`'s call; ``name``: the
-        call as the caller sees it (``"step"``)."""
+        """Send ``execute``'s call; ``name``: what the caller calls it ("step")."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
         request = core.Request(cmds, actions, self._seeds(seed), options)
@@ -509,8 +508,7 @@ class RemoteCore(core.VectorCore):
         return _results(self._round_trip("get_attr", lambda *_: message, during))
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env: one value for all, or a list or
-        tuple of ``num_envs`` values."""
+        """Set attribute ``name`` of every sub-env: one value, or one per sub-env."""
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
@@ -528,8 +526,7 @@ class RemoteCore(core.VectorCore):
         *args: Any,
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
-        """``fn(sub_env, *args)`` where each sub-env at ``indices`` runs (all by
-        default), in the order given."""
+        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default)."""
         order = core.check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
         wrapped = utils.CloudpickleWrapper(fn)

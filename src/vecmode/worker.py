@@ -90,10 +90,8 @@ class RemoteFailure:
     original_class: bytes | None = None
 
     @classmethod
-    def of(cls, failure: runner.Failure) -> RemoteFailure:
-        return cls.caught(
-            failure.index, failure.method, failure.error, failure.traceback
-        )
+    def of(cls, fault: runner.Failure) -> RemoteFailure:
+        return cls.caught(fault.index, fault.method, fault.error, fault.traceback)
 
     @classmethod
     def caught(
