@@ -15,38 +15,12 @@ from gymnasium import Space
 from gymnasium.error import ClosedEnvironmentError, CustomSpaceError
 from gymnasium.vector.utils import CloudpickleWrapper
 
+from vecmode import layout, worker
 from vecmode.core import check_core_arguments, is_int
 from vecmode.errors import SharedMemorySpaceError, closed_during_message
-from vecmode.layout import (
-    default_layout,
-    positive_count,
-    slices,
-    spin_seconds,
-    worker_spin_seconds,
-)
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import Worker, WorkerPool
 from vecmode.remote import MessageFor, RemoteCore
-from vecmode.worker import (
-    CLOSE,
-    FAILED,
-    OK,
-    PROTOCOL,
-    SHARED,
-    STATS_SPACE,
-    Doorbell,
-    RemoteFailure,
-    SliceServer,
-    build_slice,
-    create,
-    raise_failure,
-    unpicklable,
-    view,
-    viewed,
-    worker_main,
-)
-
-__all__ = ["AsyncVectorEnv"]
 
 
 class AsyncVectorEnv(RemoteCore):
@@ -74,7 +48,7 @@ class AsyncVectorEnv(RemoteCore):
     """
 
     #: The sub-envs the parent steps itself, and the message still to run there.
-    _local: SliceServer | None = None
+    _local: worker.SliceServer | None = None
     _local_message: tuple[Any, ...] | None = None
     #: The observations' shared memory, where they must be read after a call.
     _obs_memory: Any = None
@@ -97,16 +71,13 @@ class AsyncVectorEnv(RemoteCore):
     ) -> None:
         """Start the worker processes and build the sub-envs in them.
 
+        ``env_fns``, ``shared_memory``, ``copy``, ``context``, ``daemon`` and
+        ``observation_mode`` are as Gymnasium's.
+
         Args:
-            env_fns: one function per sub-env that creates it.
             num_workers: worker processes (default: one per CPU, at most one
                 per sub-env).
             in_parent: how many sub-envs (the last) the parent steps itself.
-            shared_memory: observations through shared memory (else pickled).
-            copy: return copies of the observations (else the shared buffer).
-            context: the ``multiprocessing`` start method.
-            daemon: make the workers daemonic.
-            observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
             timeout: seconds a call may take (None: no limit).
             autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
             worker: Gymnasium's, refused (saying what to do instead).
@@ -120,118 +91,94 @@ class AsyncVectorEnv(RemoteCore):
         check_core_arguments(name, autoreset_mode, observation_mode, how)
         _refuse_gymnasium_arguments(worker, max_concurrency)
         env_fns = list(env_fns)
-        layout = _check_arguments(len(env_fns), num_workers, in_parent)
+        counts = _check_arguments(len(env_fns), num_workers, in_parent)
         self.shared_memory = shared_memory
         self.context = context
         self.daemon = daemon
         self._pool = WorkerPool()
         self._setup(env_fns, copy, observation_mode, timeout)
-        self.num_workers, self.in_parent = default_layout(self.num_envs, *layout)
+        self.num_workers, self.in_parent = layout.default_layout(self.num_envs, *counts)
         ctx = multiprocessing.get_context(context)
         memory = self._create_memory(ctx)
         self._start(ctx, memory)
 
     # ------------------------------------------------------------ construction
     def _create_memory(self, ctx: Any) -> tuple[Any, Any, Any]:
-        """Shared memory for the observations, rewards and flags, and array
-        actions (each None where not shared); the parent's views of it."""
+        """Shared memory (None: not shared) of the observations, stats, actions."""
         space, n = self.single_observation_space, self.num_envs
         obs_memory = None
         if self.shared_memory:
             try:
-                obs_memory = create(space, n, ctx)
+                obs_memory = worker.create(space, n, ctx)
             except (CustomSpaceError, TypeError) as exc:
                 raise SharedMemorySpaceError(
                     f"the observation space {space} cannot be put in shared memory "
                     f"({exc}); pass shared_memory=False."
                 ) from exc
-            self._observations = view(space, obs_memory, n)
+            self._observations = worker.view(space, obs_memory, n)
             # Text and OneOf are decoded, not viewed: read them after every call
-            self._obs_memory = None if viewed(space) else obs_memory
+            self._obs_memory = None if worker.viewed(space) else obs_memory
             self._rows = None
         else:
             self._batch_buffers()
-        stats_memory = create(STATS_SPACE, n, ctx)
-        self._rewards, self._terminations, self._truncations = view(
-            STATS_SPACE, stats_memory, n
-        )
+        stats_memory = worker.create(worker.STATS_SPACE, n, ctx)
+        self._stats_rows = worker.view(worker.STATS_SPACE, stats_memory, n)
         action_memory = None
         self._action_rows: np.ndarray | None = None
         if self._array_actions:
-            action_memory = create(self.single_action_space, n, ctx)
-            self._action_rows = view(self.single_action_space, action_memory, n)
+            action_memory = worker.create(self.single_action_space, n, ctx)
+            self._action_rows = worker.view(self.single_action_space, action_memory, n)
         return obs_memory, stats_memory, action_memory
 
     def _start(self, ctx: Any, memory: tuple[Any, Any, Any]) -> None:
         """Start the workers and build the parent's own sub-envs."""
-        self._pool.spin = spin_seconds(self.num_workers)
-        parts = slices(self.num_envs - self.in_parent, self.num_workers)
-        spin = worker_spin_seconds()
-        self._pool.doorbell = Doorbell.create(ctx, len(parts)) if spin else None
-        args = self._worker_args(memory, spin, [start for start, _ in parts])
+        self._pool.spin = layout.spin_seconds(self.num_workers)
+        parts = layout.slices(self.num_envs - self.in_parent, self.num_workers)
+        self._remote_slices = parts
+        spin = layout.worker_spin_seconds()
+        doorbell = worker.Doorbell.create(ctx, len(parts)) if spin else None
+        self._pool.doorbell = doorbell
+        firsts = [start for start, _ in parts]
+
+        def args(
+            start: int, stop: int, conn: Connection, inherited: list[Connection]
+        ) -> tuple[Any, ...]:  # worker_main's
+            fns = [CloudpickleWrapper(fn) for fn in self.env_fns[start:stop]]
+            bell = None if doorbell is None else (doorbell, firsts.index(start))
+            return (start, fns, conn, inherited, memory, self._spec, spin, bell)
 
         def start(limit: float | None) -> list[Any]:
             name = type(self).__name__
-            self._pool.start(ctx, parts, worker_main, args, name, self.daemon)
+            self._pool.start(ctx, parts, worker.worker_main, args, name, self.daemon)
             answers = self._pool.collect(
                 self._pool.workers,
                 limit,
                 "construction",
                 # a failed env_fn is reported at once, not after the slowest build
-                enough=lambda answer: answer[0] == FAILED,
+                enough=lambda answer: answer[0] == worker.FAILED,
             )
-            raise_failure(answers)
+            worker.raise_failure(answers)
             if self.in_parent:
                 answers.append(self._start_local(memory))
             return answers
 
         self._construct(start)
 
-    def _worker_args(
-        self, memory: tuple[Any, Any, Any], spin: float, firsts: list[int]
-    ) -> Callable[[int, int, Connection, list[Connection]], tuple[Any, ...]]:
-        """The arguments of :func:`~vecmode.worker.worker_main` for a worker
-        (``firsts``: each worker's first sub-env)."""
-        doorbell = self._pool.doorbell
-
-        def args(
-            start: int, stop: int, conn: Connection, inherited: list[Connection]
-        ) -> tuple[Any, ...]:
-            return (
-                start,
-                [CloudpickleWrapper(fn) for fn in self.env_fns[start:stop]],
-                conn,
-                inherited,
-                memory,
-                self.num_envs,
-                self.single_observation_space,
-                self.single_action_space,
-                self.observation_mode,
-                spin,
-                None if doorbell is None else (doorbell, firsts.index(start)),
-            )
-
-        return args
-
     def _start_local(self, memory: tuple[Any, Any, Any]) -> tuple[Any, ...] | None:
-        """Build the sub-envs the parent steps itself; the answer a worker's
-        construction would give."""
+        """Build the sub-envs the parent steps itself; a worker's answer."""
         first, envs = self.num_envs - self.in_parent, list[gym.Env]()
-        spaces = (self.single_observation_space, self.single_action_space)
-        self._local = SliceServer(first, envs, memory, self.num_envs, *spaces)
-        fns = self.env_fns[first:]
-        return build_slice(first, fns, envs, *spaces, self.observation_mode)
+        self._local = worker.SliceServer(first, envs, memory, self._spec)
+        return worker.build_slice(first, self.env_fns[first:], envs, self._spec)
 
-    def _close_local(self) -> list[RemoteFailure]:
+    def _close_local(self) -> list[worker.RemoteFailure]:
         local, self._local = self._local, None
         self._local_message = None
         if local is None or local.closed:
             return []
-        return list(local.handle((CLOSE,))[1])
+        return list(local.handle((worker.CLOSE,))[1])
 
     def _run_local(self, during: str = "a call") -> Any:
-        """Carry out the message pending for the parent's own sub-envs; its
-        answer checked for pickling as a worker's, so a fault reads the same."""
+        """Run the parent share's message; its answer checked as a worker's."""
         message, self._local_message = self._local_message, None
         if message is None or self._local is None:
             return None
@@ -240,11 +187,11 @@ class AsyncVectorEnv(RemoteCore):
         except BaseException as exc:
             self._break(f"{during} was interrupted by {type(exc).__name__}")
             raise
-        if answer is not None and answer[0] == OK:
+        if answer is not None and answer[0] == worker.OK:
             try:
-                pickle.dumps(answer, PROTOCOL)
+                pickle.dumps(answer, worker.PROTOCOL)
             except Exception as exc:
-                answer = unpicklable(answer, exc)
+                answer = worker.unpicklable(answer, exc)
         return answer
 
     # --------------------------------------------------------- the transport
@@ -256,21 +203,16 @@ class AsyncVectorEnv(RemoteCore):
         if self._pool.broken is None:
             self._pool.broken = reason
 
-    @property
-    def _remote_slices(self) -> list[tuple[int, int]]:
-        return [(worker.start, worker.stop) for worker in self._pool.workers]
-
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
     ) -> tuple[list[Worker], bool]:
-        """Send each worker its message; queue the parent share's. The busy
-        workers, and whether the parent share has work."""
+        """Send each worker its message, queue the parent share's; who is busy."""
         busy = []
-        for worker in self._pool.workers:
-            data = encoded.get(worker.start)
+        for w in self._pool.workers:
+            data = encoded.get(w.start)
             if data is not None:
-                self._pool.send_data(worker, data, during)
-                busy.append(worker)
+                self._pool.send_data(w, data, during)
+                busy.append(w)
         if self._local is not None:
             self._local_message = message_for(self._local.first, self.num_envs)
         return busy, self._local_message is not None
@@ -278,8 +220,7 @@ class AsyncVectorEnv(RemoteCore):
     def _collect(
         self, token: tuple[list[Worker], bool], timeout: float | None, during: str
     ) -> list[Any]:
-        """The answers of the busy workers, then the parent share's (run while
-        the workers work)."""
+        """The answers of the busy workers, then the parent share's."""
         local = self._run_local(during)
         if self.closed:  # a sub-env of the parent's share closed the env
             raise ClosedEnvironmentError(closed_during_message(during))
@@ -298,14 +239,14 @@ class AsyncVectorEnv(RemoteCore):
             and actions.shape == rows.shape
         ):
             rows[...] = actions
-            return SHARED
+            return worker.SHARED
         return super()._split_actions(actions)
 
     def _read_observations(self) -> None:
         if not self.shared_memory:
             super()._read_observations()
         elif self._obs_memory is not None:
-            self._observations = view(
+            self._observations = worker.view(
                 self.single_observation_space, self._obs_memory, self.num_envs
             )
 
@@ -314,22 +255,19 @@ class AsyncVectorEnv(RemoteCore):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Copies of the rewards and flags; zero where nothing ran."""
         busy, local_busy = token
-        rewards = self._rewards.copy()
-        terminations = self._terminations.copy()
-        truncations = self._truncations.copy()
+        stats = tuple(stat.copy() for stat in self._stats_rows)
         idle = [(w.start, w.stop) for w in self._pool.workers if w not in busy]
         if self._local is not None and not local_busy:
             idle.append((self._local.first, self.num_envs))
         for start, stop in idle:
-            rewards[start:stop] = 0.0
-            terminations[start:stop] = False
-            truncations[start:stop] = False
-        return rewards, terminations, truncations
+            for stat in stats:
+                stat[start:stop] = 0
+        return stats
 
     @property
     def processes(self) -> list[Any]:
         """The worker processes (``multiprocessing.Process``), in sub-env order."""
-        return [worker.process for worker in self._pool.workers]
+        return [w.process for w in self._pool.workers]
 
     # ----------------------------------------------------------------- closing
     def _leftovers(self) -> bool:
@@ -351,7 +289,7 @@ def _check_arguments(
     num_envs: int, num_workers: Any, in_parent: Any
 ) -> tuple[int | None, int | None]:
     """``num_workers`` and ``in_parent`` checked, as ints (None: not given)."""
-    workers = positive_count("num_workers", num_workers)
+    workers = layout.positive_count("num_workers", num_workers)
     if in_parent is not None and (
         not is_int(in_parent) or not 0 <= in_parent < max(1, num_envs)
     ):

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecmode import errors
+from vecmode import errors, modes
 from vecmode.core import (
     FRESH_OBSERVATION_WRAPPERS,
     Command,
@@ -25,19 +25,6 @@ from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.infos import expand_infos, merge_infos, select_infos
-from vecmode.modes import (
-    MODES,
-    EndedTracker,
-    ModeLike,
-    as_mode,
-    caller_resets,
-    final_in_info,
-    from_dense_finals,
-    mode_of,
-    resets_on_next_step,
-    same_step_infos,
-    with_finals,
-)
 from vecmode.registry import declaration, supports
 
 __all__ = [
@@ -60,14 +47,14 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
     a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
     pending autoreset of the sub-envs a masked reset resets."""
-    mode = mode_of(env)
+    mode = modes.mode_of(env)
     if mode is None:
         return False
-    if caller_resets(mode):
+    if modes.caller_resets(mode):
         return True
     found = vector_env_declaration(env)
     return (
-        resets_on_next_step(mode)
+        modes.resets_on_next_step(mode)
         and found is not None
         and found.masked_reset(env) == "clears"
     )
@@ -76,7 +63,7 @@ def honours_reset_mask(env: VectorEnv) -> bool:
 def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
     """Why ``env``'s masked reset cannot drive it as DISABLED, and the remedy."""
     name = type(env.unwrapped).__name__
-    if mode_of(env) is None:
+    if modes.mode_of(env) is None:
         return (
             "It declares no mode, so what its reset with a mask does is unknown.",
             "Declare the mode it runs in in metadata['autoreset_mode'].",
@@ -107,9 +94,8 @@ def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
 
 
 class _AutoresetWrapper(ForwardingWrapper):
-    """The policies' base. Over a vecmode core (:attr:`core`) a ``step`` is one
-    :meth:`~vecmode.core.VectorCore.execute` of :meth:`_commands`; over a
-    foreign env the policy works through the wrapper halves."""
+    """The policies' base: over a vecmode core (:attr:`core`) a ``step`` is one
+    ``execute`` of :meth:`_commands`; over a foreign env, the wrapper halves."""
 
     final_obs_layout = "gymnasium"
     core: VectorCore | None = None
@@ -139,10 +125,9 @@ class _AutoresetWrapper(ForwardingWrapper):
         return found.modes, found.output
 
     def _refuse(self, why: str, instead: str) -> IncompatibleModeError:
+        name, got = type(self).__name__, modes.mode_of(self.env)
         error = IncompatibleModeError(
-            errors.incompatible_mode(
-                type(self).__name__, mode_of(self.env), self._declared[0], why, instead
-            )
+            errors.incompatible_mode(name, got, self._declared[0], why, instead)
         )
         error.why, error.instead = why, instead  # type: ignore[attr-defined]
         return error
@@ -169,8 +154,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     @property
     def step_async(self) -> Callable[[Any], None]:
         """Send a step (where the env below has the split async API)."""
-        core = self.core
-        if core is None:
+        if self.core is None:
             return super().step_async
         send = self._split("step_async", "step", "execute_async")
 
@@ -182,8 +166,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     @property
     def step_wait(self) -> Callable[..., StepResult]:
         """Wait for the step sent by :attr:`step_async`."""
-        core = self.core
-        if core is None:
+        if self.core is None:
             return super().step_wait
         wait = self._split("step_wait", "step", "execute_wait")
 
@@ -194,8 +177,7 @@ class _AutoresetWrapper(ForwardingWrapper):
 
     # ----------------------------------------------------------------- reset
     def _noop(self, options: dict[str, Any] | None) -> bool:
-        """Whether ``options`` asks for a masked reset of no sub-env (a bad mask
-        raises here)."""
+        """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
         return not validate_reset_mask(options["reset_mask"], self.num_envs).any()
@@ -261,8 +243,7 @@ class _AutoresetWrapper(ForwardingWrapper):
     def _whole_batch(
         self, obs: Any, infos: dict[str, Any], mask: np.ndarray
     ) -> tuple[Any, dict[str, Any]]:
-        """A masked reset's result as the whole batch, for an env declared to
-        return only the masked sub-envs' rows (EnvPool)."""
+        """A masked reset's result as the whole batch (EnvPool returns the rows)."""
         # only directly over the declared env: a vecmode layer between returns all
         found = (
             vector_env_declaration(self.env) if self.env.unwrapped is self.env else None
@@ -343,8 +324,7 @@ class NextStepAutoreset(_AutoresetWrapper):
         self._all_step = [_STEP] * env.num_envs
 
     def _commands(self) -> list[int]:
-        """Step every sub-env but those whose episode ended on the previous step:
-        reset them."""
+        """Reset the sub-envs whose episode ended on the last step; step the rest."""
         ended = cast(VectorCore, self.core).ended
         if not ended.count:
             return self._all_step
@@ -393,7 +373,7 @@ class SameStepAutoreset(_AutoresetWrapper):
 
     def _result(self, executed: Executed) -> StepResult:
         core = cast(VectorCore, self.core)
-        infos = same_step_infos(
+        infos = modes.same_step_infos(
             executed.infos, executed.finals, self.num_envs, core.add_info
         )
         return (*executed[:4], infos)  # type: ignore[return-value]
@@ -408,7 +388,7 @@ class SameStepAutoreset(_AutoresetWrapper):
                 if ended[i]:
                     final_obs[i] = copy_batch(single)
             obs, reset_infos = self._masked_reset(ended)
-            infos = with_finals(
+            infos = modes.with_finals(
                 merge_infos(select_infos(infos, ~ended), reset_infos),
                 ended,
                 final_obs,
@@ -443,7 +423,7 @@ class DisableAutoreset(_AutoresetWrapper):
         super().__init__(env)
         if not honours_reset_mask(env):
             raise self._refuse(*_why_not_masked(env))
-        self.ended = EndedTracker(env.num_envs)
+        self.ended = modes.EndedTracker(env.num_envs)
 
     @property
     def awaiting_reset(self) -> np.ndarray:
@@ -472,11 +452,7 @@ class DisableAutoreset(_AutoresetWrapper):
 
 
 #: The policies :func:`with_autoreset` composes, by their declarations.
-POLICIES: tuple[type[_AutoresetWrapper], ...] = (
-    NextStepAutoreset,
-    SameStepAutoreset,
-    DisableAutoreset,
-)
+POLICIES = (NextStepAutoreset, SameStepAutoreset, DisableAutoreset)
 
 
 def _conversion(
@@ -499,7 +475,7 @@ def _conversion(
     return chains.get(target)
 
 
-def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
+def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
     """Return ``env`` running in ``mode``, adding the autoreset policies it needs;
     :class:`~vecmode.IncompatibleModeError` where no conversion is exact.
 
@@ -512,21 +488,20 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
     True
     >>> core.close()
     """
-    target = as_mode(mode)
-    current = mode_of(env)
+    target = modes.as_mode(mode)
+    current = modes.mode_of(env)
     if current is target:
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
-        raise IncompatibleModeError(
-            errors.incompatible_mode(
-                "with_autoreset",
-                None,
-                tuple(AutoresetMode),
-                f"{errors.describe(env)} has no metadata['autoreset_mode'], so what "
-                "its step returns at an episode's end is unknown.",
-                "Declare the mode the env really uses in its metadata.",
-            )
+        why = (
+            f"{errors.describe(env)} has no metadata['autoreset_mode'], so what its "
+            "step returns at an episode's end is unknown."
         )
+        todo = "Declare the mode the env really uses in its metadata."
+        message = errors.incompatible_mode(
+            "with_autoreset", None, modes.MODES, why, todo
+        )
+        raise IncompatibleModeError(message)
     chain = _chain(env, current, target)
     original = env
     for policy in chain:
@@ -547,9 +522,8 @@ def with_autoreset(env: VectorEnv, mode: ModeLike) -> VectorEnv:
 def _chain(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> list[type[_AutoresetWrapper]]:
-    """The policies from ``current`` to ``target``; without a chain, the policy
-    producing ``target`` (it refuses), or a refusal saying how to build the env
-    in another mode."""
+    """The policies from ``current`` to ``target``, else the one producing
+    ``target`` (it refuses), or a refusal saying how to rebuild the env."""
     chain = _conversion(current, target)
     if chain is not None:
         return chain
@@ -568,15 +542,14 @@ def _chain(
 def _rebuild_in(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> str | None:
-    """How to get ``target`` from a declared env class built in another mode
-    than ``current``, or None."""
+    """How to get ``target`` by building a declared env class another way."""
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is None:
         return None
     build = f"Build {type(env).__name__} with autoreset_mode="
     if target in found.modes:
         return f"{build}{target.value!r} instead."
-    for mode in MODES:
+    for mode in modes.MODES:
         chain = _conversion(mode, target) if mode in found.modes else None
         if not chain or mode is current:
             continue
@@ -592,8 +565,8 @@ def _rebuild_in(
 def gymnasium_layout(env: VectorEnv) -> VectorEnv:
     """``env``, or :class:`GymnasiumFinalObs` over it where its class reports
     SAME_STEP's final observations its own way (ALE's dense layout)."""
-    mode = mode_of(env)
-    own = mode is not None and final_in_info(mode)
+    mode = modes.mode_of(env)
+    own = mode is not None and modes.final_in_info(mode)
     return (
         GymnasiumFinalObs(env) if own and final_obs_layout(env) != "gymnasium" else env
     )
@@ -615,27 +588,26 @@ class GymnasiumFinalObs(_AutoresetWrapper):
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
-        return obs, rewards, terminations, truncations, from_dense_finals(infos, ended)
+        infos = modes.from_dense_finals(infos, ended)
+        return obs, rewards, terminations, truncations, infos
 
 
 def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
-    """``env``, or :class:`GymnasiumBatch` over it where its declared class keeps
-    batch conventions of its own."""
+    """``env``, or :class:`GymnasiumBatch` over a class of other conventions."""
     found = vector_env_declaration(env) if env.unwrapped is env else None
     if found is not None and (not found.batched_spaces or found.reset_returns != "all"):
         return GymnasiumBatch(env)
     return env
 
 
-@supports(*MODES)
+@supports(*modes.MODES)
 class GymnasiumBatch(_AutoresetWrapper):
     """Gymnasium's batch conventions, in the env's own mode, over an env whose
-    class keeps others (EnvPool: single-env spaces, a masked reset returning only
-    the masked rows)."""
+    class keeps others (EnvPool's single-env spaces and masked-reset rows)."""
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
-        return frozenset(MODES), cast(AutoresetMode, mode_of(self.env))
+        return frozenset(modes.MODES), cast(AutoresetMode, modes.mode_of(self.env))
 
     def _step_result(self, result: StepResult) -> StepResult:
         self._last_obs = result[0]  # the rows a masked reset keeps

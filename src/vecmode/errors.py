@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import multiprocessing
 import pickle
 import traceback
@@ -42,18 +43,15 @@ class NotAVectorEnvError(TypeError):
 
 
 class ActionBatchError(ValueError, TypeError):
-    """The actions passed to ``step`` are not a batch like the action space
-    (both types Gymnasium raises for such mistakes)."""
+    """The actions passed to ``step`` are not a batch of the action space."""
 
 
 class SeedError(ValueError, TypeError, GymnasiumError):
-    """The ``seed`` passed to ``reset`` is not an int >= 0, None, or a sequence
-    of ``num_envs`` of those."""
+    """``reset``'s ``seed`` is not an int >= 0, None, or ``num_envs`` of those."""
 
 
 class NotPicklableError(TypeError):
-    """What a call sends to the sub-envs' processes cannot be pickled; nothing
-    was sent."""
+    """What a call sends to the sub-envs' processes does not pickle; none sent."""
 
 
 class SharedMemorySpaceError(ValueError, TypeError):
@@ -65,8 +63,7 @@ class InfoBatchError(ValueError, TypeError):
 
 
 class InfoLayoutError(ValueError, AssertionError):
-    """An info dict is not Gymnasium's batched layout (an ``AssertionError`` too,
-    as Gymnasium's ``DictInfoToList`` raises)."""
+    """An info dict is not Gymnasium's batched layout."""
 
 
 class UndeclaredModeWarning(UserWarning):
@@ -96,11 +93,8 @@ class EpisodeEndedError(RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its fields (the default would pass the message as indices)
-        return (_episode_ended_error, (self.indices, self.lost), self.__dict__)
-
-
-def _episode_ended_error(indices: tuple[int, ...], lost: bool) -> EpisodeEndedError:
-    return EpisodeEndedError(indices, lost=lost)
+        rebuild = functools.partial(EpisodeEndedError, lost=self.lost)
+        return (rebuild, (self.indices,), self.__dict__)
 
 
 class SubEnvError(RuntimeError):
@@ -227,8 +221,7 @@ def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvErro
 
 
 def _dual(original: type[Exception]) -> type[SubEnvError]:
-    """A new subclass of SubEnvError and ``original`` that reads as a plain
-    SubEnvError; TypeError where there is none."""
+    """A subclass of SubEnvError and ``original`` that reads as a SubEnvError."""
     base = SubEnvAttributeError if issubclass(original, AttributeError) else SubEnvError
     name = base.__name__
     body = {
@@ -359,9 +352,8 @@ def timed_out_message(
     ended: str,
     cause: str = "",
 ) -> str:
-    """A remote core's call that timed out: ``late`` had not answered, ``ended``
-    is what ``close()`` does to ``workers``; ``cause``: another reason for a
-    construction to time out."""
+    """A remote call that timed out: ``late`` had not answered; ``ended``: what
+    ``close()`` does to ``workers``; ``cause``: another reason at construction."""
     if during == "construction":
         remedy = (
             f"No env was built and {workers} were ended: {cause}if the sub-envs "
@@ -416,12 +408,10 @@ def sub_envs(indices: Iterable[int]) -> str:
     return f"sub-envs {found[0]}-{found[-1]}"
 
 
-#: The ``method`` of a SubEnvError from closing the copy of a sub-env built to
-#: read the spaces.
+#: The ``method`` of a failed close of the sub-env built to read the spaces.
 BUILDING_CLOSE = "close (at construction)"
 UNCHANGED = "The env is unchanged and usable."
-#: How :func:`sub_env_failed` names a call, and what to do after it failed
-#: ("": reset the sub-envs the call lost).
+#: How :func:`sub_env_failed` names a call, and what to do ("": reset the lost).
 _AFTER = {
     "env_fn": ("env_fn", "Fix the env_fn; nothing was left running."),
     BUILDING_CLOSE: (
@@ -454,11 +444,9 @@ def sub_env_failed(
             f"are stepped again (reset(options={{'reset_mask': "
             f"envs.unwrapped.awaiting_reset}}))."
         )
-    also = (
-        f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
-        if others
-        else ""
-    )
+    also = ""
+    if others:
+        also = f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
     stop = "" if what.endswith((".", "!", "?")) else "."
     return f"{what}{stop}{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
 
@@ -480,17 +468,8 @@ WRAP_FORMS = (
 
 
 def did_you_mean(close: list[str]) -> str:
-    return (
-        f" Did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
-    )
-
-
-def diff_no_key() -> str:
-    return "no such key"
-
-
-def diff_dict() -> str:
-    return "a dict"
+    names = " or ".join(repr(name) for name in close)
+    return f" Did you mean {names}?" if close else ""
 
 
 def needs_box(who: str, space: Any) -> str:

@@ -17,8 +17,7 @@ from vecmode.errors import describe
 def reset_arguments(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None
 ) -> tuple[Any, dict[str, Any] | None, np.ndarray | None]:
-    """``(seed, options, mask)`` to reset ``env`` with (``mask`` None for a full
-    reset); ``options`` is copied, never mutated."""
+    """``(seed, options, mask)`` to reset ``env`` with; ``options`` copied."""
     mask = None
     if options is not None:
         options = dict(options)
@@ -29,8 +28,7 @@ def reset_arguments(
 
 
 def _overridden(cls: type, method: str, split: str) -> bool:
-    """Whether a class below the one that defines ``split`` overrides ``method``
-    (which the split API, built on the halves, would skip)."""
+    """Whether a class below the one defining ``split`` overrides ``method``."""
     for klass in cls.__mro__:
         if split in vars(klass):
             return False
@@ -71,8 +69,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
-        """The wrapped env's reset arguments, and a state for
-        :meth:`_reset_result`."""
+        """The wrapped env's reset arguments, and a state for :meth:`_reset_result`."""
         return reset_arguments(self.env, seed, options)
 
     def _reset_result(
@@ -87,10 +84,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         return self._step_result(self.env.step(self._step_actions(actions)))
 
     def reset(
-        self,
-        *,
-        seed: SeedLike = None,
-        options: dict[str, Any] | None = None,
+        self, *, seed: SeedLike = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the wrapped env."""
         seed, options, state = self._reset_arguments(seed, options)
@@ -101,8 +95,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     def _split(
         self, name: str, method: str, inner_name: str | None = None
     ) -> Callable[..., Any]:
-        """The wrapped env's ``inner_name`` (default ``name``) for this wrapper's
-        ``name``; AttributeError where there is none."""
+        """The wrapped env's ``inner_name`` (default ``name``), or AttributeError."""
         inner = getattr(self.env, inner_name or name, None)
         if inner is None:
             raise AttributeError(

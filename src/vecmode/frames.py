@@ -1,6 +1,5 @@
-"""Messages on the async core's pipes in one system call each way (where
-``Connection`` takes two), in ``Connection``'s own format, so either end may
-still use its methods."""
+"""Messages on the async core's pipes in one system call each way, in the format
+of ``Connection`` (which takes two), so either end may still use its methods."""
 
 from __future__ import annotations
 

@@ -73,8 +73,7 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
 def expand_infos(
     infos: dict[str, Any], rows: np.ndarray, num_envs: int
 ) -> dict[str, Any]:
-    """Batched infos about the sub-envs in ``rows`` only (EnvPool's masked reset)
-    as infos about all ``num_envs`` sub-envs, with masks."""
+    """Infos about the sub-envs in ``rows`` only (EnvPool) as about all of them."""
     out: dict[str, Any] = {}
     indices = np.flatnonzero(rows)
     for key in _masked_keys(infos):
@@ -120,8 +119,7 @@ def add_infos(
 
 
 def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
-    """The path of the first key of ``info`` (nested too) whose value does not
-    fit the array ``infos`` holds for it; empty if none."""
+    """The path to the first value of ``info`` that does not fit ``infos``."""
     for key, value in info.items():
         batch = infos.get(key)
         if isinstance(batch, dict) and isinstance(value, dict):

@@ -10,14 +10,12 @@ from vecmode.core import is_int
 
 #: Seconds a process spins for the next message or answer before it blocks.
 SPIN = 0.0003
-#: A worker whose last message came more than this many spins after its answer
-#: does not spin for the next one.
+#: A worker stops spinning once a message comes this many spins after its answer.
 SPIN_AGAIN = 2.0
 
 
 def positive_count(name: str, value: Any) -> int | None:
-    """``value`` as an int (None stays None); a ``ValueError`` naming ``name``
-    unless it is an int >= 1."""
+    """``value`` (an int >= 1, or None) as an int; else a ValueError."""
     if value is None:
         return None
     if not is_int(value) or value < 1:
@@ -41,8 +39,7 @@ def default_num_workers(num_envs: int) -> int:
 def default_layout(
     num_envs: int, num_workers: int | None, in_parent: int | None
 ) -> tuple[int, int]:
-    """``(num_workers, in_parent)`` for the arguments given (None: not given):
-    one worker per CPU, or one per CPU but one with ``in_parent``."""
+    """``(num_workers, in_parent)``: by default a worker per CPU (but one)."""
     if not in_parent:
         workers = default_num_workers(num_envs) if num_workers is None else num_workers
         return min(num_envs, workers), 0
@@ -53,8 +50,7 @@ def default_layout(
 
 
 def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
-    """Contiguous ``(start, stop)`` slices, the larger first, sizes differing by
-    one at most."""
+    """Contiguous ``(start, stop)`` slices of sizes differing by one at most."""
     size, extra = divmod(num_envs, num_workers)
     out, start = [], 0
     for w in range(num_workers):
@@ -65,23 +61,20 @@ def slices(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
 
 
 def spin_seconds(num_workers: int) -> float:
-    """How long the parent spins for the workers' answers: :data:`SPIN` when
-    every worker and the parent have a CPU of their own, else 0."""
+    """The parent's spin: :data:`SPIN` when each process has a CPU, else 0."""
     return SPIN if num_workers + 1 <= usable_cpus() else 0.0
 
 
 def worker_spin_seconds() -> float:
-    """How long a worker spins for the next message (yielding its CPU at each
-    turn): :data:`SPIN` with two CPUs or more, else 0."""
+    """A worker's spin (yielding its CPU): :data:`SPIN` with two CPUs, else 0."""
     return SPIN if usable_cpus() > 1 else 0.0
 
 
 def actor_count(
     num_envs: int, num_actors: int | None, envs_per_actor: int | None, cpus: int
 ) -> int:
-    """The Ray core's number of actors: ``num_actors``, or enough for at most
-    ``envs_per_actor`` sub-envs each, or one per CPU of the cluster; at most one
-    per sub-env."""
+    """The Ray core's number of actors (by default one per CPU of the cluster),
+    at most one per sub-env."""
     if envs_per_actor is not None:
         return -(-num_envs // envs_per_actor)
     wanted = cpus if num_actors is None else num_actors

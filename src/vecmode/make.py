@@ -9,13 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import (
-    EnvSpec,
-    VectorizeMode,
-    find_highest_version,
-    get_env_id,
-    parse_env_id,
-)
+from gymnasium.envs import registration
+from gymnasium.envs.registration import EnvSpec, VectorizeMode
 from gymnasium.error import Error
 from gymnasium.vector import AutoresetMode
 
@@ -26,10 +21,7 @@ from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
 
-__all__ = ["RAY", "make_vec"]
-
-#: ``vectorization_mode="ray"`` (Gymnasium's ``VectorizeMode`` has no member
-#: for it).
+#: ``vectorization_mode="ray"`` (not a member of Gymnasium's ``VectorizeMode``).
 RAY = "ray"
 
 
@@ -49,16 +41,15 @@ def make_vec(
 ) -> gym.vector.VectorEnv:
     """Create a vector env, as ``gymnasium.make_vec`` does, in the mode you ask for.
 
+    ``num_envs``, ``vector_kwargs``, ``wrappers`` and ``**kwargs`` are as
+    Gymnasium's.
+
     Args:
         id: a registered id (``"module:Env-v0"`` imports the module), an
             ``EnvSpec`` (a vector env's ``spec`` makes it again) or a callable.
-        num_envs: the number of sub-envs.
         vectorization_mode: ``"sync"``, ``"async"``, ``"ray"``,
             ``"vector_entry_point"``, or None (Gymnasium's default).
-        vector_kwargs: keyword arguments of the core.
-        wrappers: wrappers applied to each sub-env, innermost first.
         autoreset_mode: the mode; None: NEXT_STEP, or a vector entry point's own.
-        **kwargs: passed to each sub-env's constructor.
 
     >>> import vecmode
     >>> vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
@@ -99,8 +90,7 @@ def make_vec(
 def _check_buildable(
     spec: EnvSpec | None, num_envs: Any, vmode: VectorizeMode | str
 ) -> None:
-    """Refuse a ``num_envs`` that is not an int >= 1, and a spec with no entry
-    point."""
+    """Refuse a ``num_envs`` that is not an int >= 1, or a spec with no entry."""
     if not is_int(num_envs):
         raise TypeError(
             f"num_envs must be an int >= 1, got {type(num_envs).__name__} {num_envs!r}."
@@ -160,8 +150,7 @@ def _from_entry_point(
 
 
 def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
-    """``id``'s spec (a copy, without its kwargs) and its kwargs; None and ``{}``
-    for a callable."""
+    """``id``'s spec (a copy, without its kwargs) and kwargs; None, {}: callable."""
     if isinstance(id, EnvSpec):
         spec = id
     elif isinstance(id, str):
@@ -179,8 +168,7 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
 
 
 def _registered_spec(env_id: str) -> EnvSpec:
-    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it
-    (``"module:Id"`` imports the module first)."""
+    """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it."""
     module, env_name = None, env_id
     if ":" in env_id:
         parts = env_id.split(":")
@@ -198,15 +186,15 @@ def _registered_spec(env_id: str) -> EnvSpec:
                 f"Check whether '{module}' contains env registration and can be "
                 f"imported."
             ) from e
-    ns, name, version = parse_env_id(env_name)
-    latest = find_highest_version(ns, name)
+    ns, name, version = registration.parse_env_id(env_name)
+    latest = registration.find_highest_version(ns, name)
     if version is not None and latest is not None and latest > version:
         gym.logger.deprecation(
             f"The environment {env_name} is out of date. You should consider "
             f"upgrading to version `v{latest}`."
         )
     if version is None and latest is not None:
-        env_name, unversioned = get_env_id(ns, name, latest), env_name
+        env_name, unversioned = registration.get_env_id(ns, name, latest), env_name
         gym.logger.warn(
             f"Using the latest versioned environment `{env_name}` "
             f"instead of the unversioned environment `{unversioned}`."
@@ -224,8 +212,7 @@ _CORES: dict[VectorizeMode | str, Callable[..., gym.vector.VectorEnv]] = {
 def _vectorize_mode(
     vectorization_mode: str | VectorizeMode | None, spec: EnvSpec | None
 ) -> VectorizeMode | str:
-    """Gymnasium's rule (None: the vector entry point if there is one, else
-    sync), and :data:`RAY`."""
+    """Gymnasium's rule (None: the vector entry point, else sync), and RAY."""
     if vectorization_mode is None:
         has_entry = spec is not None and spec.vector_entry_point is not None
         return VectorizeMode.VECTOR_ENTRY_POINT if has_entry else VectorizeMode.SYNC
@@ -249,8 +236,7 @@ def _made_spec(
     wrappers: list[Any],
     autoreset_mode: Any,
 ) -> EnvSpec:
-    """Gymnasium's record of how a vector env was made (``make_vec(envs.spec)``
-    makes it again)."""
+    """Gymnasium's record of how a vector env was made, to make it again."""
     if autoreset_mode is not None:
         vector_kwargs = {**vector_kwargs, "autoreset_mode": autoreset_mode}
     made = copy.deepcopy(spec)

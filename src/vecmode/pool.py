@@ -1,6 +1,5 @@
-"""The async core's worker processes: starting them, one message and one answer
-per worker per call (noticing deaths at once), and stopping them without
-leaving a process behind."""
+"""The async core's worker processes: started, one message and one answer each per
+call (noticing deaths at once), and stopped without leaving a process behind."""
 
 from __future__ import annotations
 
@@ -18,13 +17,7 @@ from typing import Any, NoReturn
 from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector.utils import clear_mpi_env_vars
 
-from vecmode.errors import (
-    WorkerError,
-    WorkerTimeoutError,
-    closed_during_message,
-    sub_envs,
-    timed_out_message,
-)
+from vecmode import errors
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.worker import CLOSE, CLOSED, PROTOCOL, Doorbell
 
@@ -58,17 +51,6 @@ if hasattr(os, "register_at_fork"):
 class Worker:
     """The parent's handle on one worker process."""
 
-    __slots__ = (
-        "conn",
-        "index",
-        "process",
-        "reader",
-        "send",
-        "sentinel",
-        "start",
-        "stop",
-    )
-
     def __init__(
         self, index: int, start: int, stop: int, process: Any, conn: Connection
     ) -> None:
@@ -87,9 +69,8 @@ class Worker:
 
 
 class WorkerPool:
-    """Worker processes, each serving a contiguous slice of sub-envs. Once a
-    worker died, or a call timed out or was interrupted, the pool is broken
-    (:attr:`broken` says why)."""
+    """Worker processes, each serving a slice of sub-envs; :attr:`broken` says why
+    the pool cannot be used (a worker died, a call timed out or was cut short)."""
 
     def __init__(self, spin: float = 0.0) -> None:
         #: Seconds :meth:`collect` spins before it blocks on the pipes.
@@ -175,9 +156,8 @@ class WorkerPool:
         during: str,
         enough: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
-        """One answer from each of ``workers`` (in their order), or a WorkerError
-        at once for a worker that dies. ``enough``: an answer after which the
-        others are not waited for (they are None then)."""
+        """One answer from each of ``workers`` (a WorkerError at once for a death);
+        after an answer that is ``enough``, the others are not waited for."""
         answers: list[Any] = [None] * len(workers)
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -195,11 +175,10 @@ class WorkerPool:
             if self.broken is None:  # the pipes may be out of step
                 self.broken = f"{during} was interrupted by {type(exc).__name__}"
             # shut down meanwhile (another thread, a signal handler)
-            closed = isinstance(exc, Exception) and not isinstance(
-                exc, ClosedEnvironmentError
-            )
-            if self._shut_down and closed:
-                raise ClosedEnvironmentError(closed_during_message(during)) from exc
+            ours = isinstance(exc, ClosedEnvironmentError)
+            if self._shut_down and isinstance(exc, Exception) and not ours:
+                message = errors.closed_during_message(during)
+                raise ClosedEnvironmentError(message) from exc
             raise
         return answers
 
@@ -216,10 +195,10 @@ class WorkerPool:
             return
         self.broken = f"{during} timed out"
         workers = f"worker(s) {', '.join(str(w.index) for w in late)}"
-        raise WorkerTimeoutError(
-            timed_out_message(during, timeout, workers, "the workers", "terminates"),
-            [i for w in late for i in w.indices],
+        message = errors.timed_out_message(
+            during, timeout, workers, "the workers", "terminates"
         )
+        raise errors.WorkerTimeoutError(message, [i for w in late for i in w.indices])
 
     def _enough(
         self, enough: Callable[[Any], bool], answers: list[Any], during: str
@@ -238,7 +217,7 @@ class WorkerPool:
         for fd in ready:
             found = self._by_fd.get(fd)
             if found is None:  # shut down meanwhile, from another thread
-                raise ClosedEnvironmentError(closed_during_message(during))
+                raise ClosedEnvironmentError(errors.closed_during_message(during))
             worker, is_pipe = found
             if worker.index not in waiting:
                 # it answered already: its exit, or a stale answer
@@ -270,8 +249,7 @@ class WorkerPool:
             self._buffered.discard(worker.conn.fileno())
 
     def _check_alive(self, workers: list[Worker], during: str) -> None:
-        """Ask the OS whether the workers are there (a process a worker forked
-        may hold its pipe and sentinel open)."""
+        """Raise for a worker the OS finds gone (its child may hold its pipe)."""
         for worker in workers:
             if worker.process.exitcode is not None and not worker.reader.pending():
                 self._died(worker, during)
@@ -286,9 +264,8 @@ class WorkerPool:
                 found = _spin(poller, self.doorbell, self.spin)
                 if found:
                     return found
-            return [
-                fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)
-            ]
+            ms = None if timeout is None else timeout * 1000
+            return [fd for fd, _ in poller.poll(ms)]
         objects = [obj for w in self.workers for obj in (w.conn, w.sentinel)]
         return [
             obj if isinstance(obj, int) else obj.fileno()
@@ -311,7 +288,7 @@ class WorkerPool:
         code = worker.process.exitcode
         signal = f" (killed by signal {-code})" if code is not None and code < 0 else ""
         message = (
-            f"worker process {worker.index} ({sub_envs(worker.indices)}) died"
+            f"worker process {worker.index} ({errors.sub_envs(worker.indices)}) died"
             f"{'' if code is None else f' with exit code {code}'}{signal} during "
             f"{during}. Its sub-envs are lost: close() the env and build a new one."
         )
@@ -322,14 +299,13 @@ class WorkerPool:
                 f"with `if __name__ == '__main__':`, and define the classes and "
                 f"functions it needs in an importable module."
             )
-        raise WorkerError(message, worker.indices)
+        raise errors.WorkerError(message, worker.indices)
 
     # ---------------------------------------------------------------- shutdown
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
         """Stop every worker, even when interrupted; the sub-envs' close()
-        failures. Unless ``terminate``, each is asked to close its sub-envs and
-        given ``timeout`` seconds; then it is terminated, then killed. A worker
-        that could not be ended stays in :attr:`workers`."""
+        failures. Unless ``terminate``, each first gets ``timeout`` seconds to
+        close its sub-envs. A worker that could not be ended stays listed."""
         workers = list(self.workers)
         self._shut_down = True
         self._poller = None
@@ -437,7 +413,7 @@ def _end(worker: Worker, terminate: bool) -> None:
 
 def _raise_start_error(exc: Exception, indices: range, method: str) -> NoReturn:
     """Raise a clearer error for a worker that could not be started."""
-    text, which = str(exc), sub_envs(indices)
+    text, which = str(exc), errors.sub_envs(indices)
     if "daemonic processes are not allowed to have children" in text:
         raise AssertionError(  # multiprocessing's own type
             f"could not start the worker of {which}: {text}. This process is "

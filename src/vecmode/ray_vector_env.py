@@ -5,6 +5,7 @@ only when a :class:`RayVectorEnv` is built."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import pickle
@@ -20,40 +21,19 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import ClosedEnvironmentError
 
+from vecmode import errors, worker
 from vecmode.core import check_core_arguments
-from vecmode.errors import (
-    WorkerError,
-    WorkerTimeoutError,
-    closed_during_message,
-    sub_envs,
-    timed_out_message,
-)
 from vecmode.layout import actor_count, positive_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import LIVENESS, next_wait
 from vecmode.remote import CLOSE_GRACE, MessageFor, RemoteCore
-from vecmode.worker import (
-    CLOSE,
-    CLOSED,
-    EXECUTE,
-    OK,
-    PROTOCOL,
-    ROWS,
-    SliceRows,
-    SliceServer,
-    build_slice,
-    encode,
-)
-
-__all__ = ["RayVectorEnv", "SliceActor"]
 
 #: Seconds construction waits before it warns that actors are not placed yet.
 PLACEMENT_WARNING = 30.0
 #: Seconds a WorkerError waits to learn which other actors died too.
 PROBE_SECONDS = 2.0
 
-#: ``actor_options`` that would break the core's contract: the value they must
-#: keep, and why.
+#: The ``actor_options`` that would break the core: the value they must keep, why.
 REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
     "max_restarts": (
         0,
@@ -148,37 +128,23 @@ def _actor_counts(num_actors: Any, envs_per_actor: Any) -> tuple[Any, Any]:
 
 
 class SliceActor:
-    """What runs in a Ray actor: builds sub-envs ``first ..`` and carries out the
-    driver's pickled messages with a :class:`~vecmode.worker.SliceServer`."""
+    """What runs in a Ray actor: sub-envs ``first ..`` and their SliceServer."""
 
     def __init__(
         self,
         first: int,
         env_fns: list[Callable[[], gym.Env]],
-        num_envs: int,
-        observation_space: Space,
-        action_space: Space,
-        observation_mode: Any,
+        spec: worker.SliceSpec,
         row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
-        self.built_answer = build_slice(
-            first, env_fns, envs, observation_space, action_space, observation_mode
-        )
-        #: A Box batch's rows (``row``: their shape and dtype), sent raw after
-        #: each answer to EXECUTE.
+        self.built_answer = worker.build_slice(first, env_fns, envs, spec)
+        #: A Box batch's rows (``row``: shape, dtype), sent raw after an EXECUTE.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
-        self.server = SliceServer(
-            first,
-            envs,
-            (None, None, None),
-            num_envs,
-            observation_space,
-            action_space,
-            rows=self.rows,
-        )
+        memory = (None, None, None)
+        self.server = worker.SliceServer(first, envs, memory, spec, rows=self.rows)
 
     def built(self) -> tuple[Any, str, int]:
         """The answer once built, this actor's node id and process id."""
@@ -190,20 +156,15 @@ class SliceActor:
         """The pickled answer to one pickled message (and the rows)."""
         decoded = pickle.loads(message)
         answer = self.server.handle(decoded)
-        if self.rows is not None and decoded[0] == EXECUTE and answer[0] == OK:
-            return b"".join((encode((ROWS, *answer[1:])), self.rows.data))
-        return encode(answer)
+        if self.rows is None or decoded[0] != worker.EXECUTE or answer[0] != worker.OK:
+            return worker.encode(answer)
+        return b"".join((worker.encode((worker.ROWS, *answer[1:])), self.rows.data))
 
 
-_remote_classes: dict[int, Any] = {}
-
-
+@functools.cache
 def remote_actor_class(ray: Any) -> Any:
-    """``ray.remote(SliceActor)``, made once per Ray session."""
-    key = id(ray)
-    if key not in _remote_classes:
-        _remote_classes[key] = ray.remote(SliceActor)
-    return _remote_classes[key]
+    """``ray.remote(SliceActor)``, made once."""
+    return ray.remote(SliceActor)
 
 
 class RayVectorEnv(RemoteCore):
@@ -241,8 +202,9 @@ class RayVectorEnv(RemoteCore):
     ) -> None:
         """Start the actors and build the sub-envs in them.
 
+        ``env_fns``, ``copy`` and ``observation_mode`` are as Gymnasium's.
+
         Args:
-            env_fns: one function per sub-env that creates it.
             num_actors: the number of actors (default: one per CPU of the
                 cluster, at most one per sub-env).
             envs_per_actor: instead of ``num_actors``: at most this many sub-envs
@@ -250,8 +212,6 @@ class RayVectorEnv(RemoteCore):
             actor_options: Ray's ``actor.options(...)``: one dict for every actor,
                 or a list of one per actor (:data:`REFUSED_OPTIONS` refused).
             timeout: seconds a call may take (None: no limit).
-            copy: return copies of the observations (else the same buffer).
-            observation_mode: ``"same"``, ``"different"`` or ``(batched, single)``.
             autoreset_mode: only ``DISABLED``: a core has no autoreset policy.
 
         Raises:
@@ -271,6 +231,7 @@ class RayVectorEnv(RemoteCore):
         self.num_actors = actor_count(self.num_envs, *counts, cpus)
         #: The ``(start, stop)`` of each actor's sub-envs.
         self.slices: list[tuple[int, int]] = slices(self.num_envs, self.num_actors)
+        self._remote_slices = self.slices
         #: The node id and process id of each actor, once built.
         self.nodes: list[str] = []
         self.pids: list[int] = []
@@ -285,17 +246,9 @@ class RayVectorEnv(RemoteCore):
 
         def start_actors(limit: float | None) -> list[Any]:
             for (start, stop), one in zip(self.slices, options, strict=True):
-                self._actors.append(
-                    actor_class.options(**one).remote(
-                        start,
-                        self.env_fns[start:stop],
-                        self.num_envs,
-                        self.single_observation_space,
-                        self.single_action_space,
-                        self.observation_mode,
-                        row,
-                    )
-                )
+                fns = self.env_fns[start:stop]
+                actor = actor_class.options(**one).remote(start, fns, self._spec, row)
+                self._actors.append(actor)
             token = [(a, actor.built.remote()) for a, actor in enumerate(self._actors)]
             built = self._gather(token, limit, "construction")
             self.nodes = [node for _, node, _ in built]
@@ -314,10 +267,6 @@ class RayVectorEnv(RemoteCore):
     def _break(self, reason: str) -> None:
         if self._reason is None:
             self._reason = reason
-
-    @property
-    def _remote_slices(self) -> list[tuple[int, int]]:
-        return self.slices
 
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
@@ -341,35 +290,32 @@ class RayVectorEnv(RemoteCore):
     def _decode(self, actor: int, data: bytes) -> Any:
         """An actor's answer (the rows after a ROWS one read in place)."""
         answer = pickle.loads(data)
-        if answer is None or answer[0] != ROWS:
+        if answer is None or answer[0] != worker.ROWS:
             return answer
         batch = cast(np.ndarray, self._rows)
         start, stop = self.slices[actor]
         shape = (stop - start, *batch.shape[1:])
         nbytes = math.prod(shape) * batch.itemsize
         rows = np.ndarray(shape, batch.dtype, data, offset=len(data) - nbytes)
-        return (OK, *answer[1:4], SliceRows(start, rows), *answer[5:])
+        return (worker.OK, *answer[1:4], worker.SliceRows(start, rows), *answer[5:])
 
     def _stats(
         self, token: list[tuple[int, Any]], answers: list[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rewards and flags the answers carried; zero where nothing ran."""
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminations = np.zeros(self.num_envs, dtype=np.bool_)
-        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        n = self.num_envs
+        stats = (np.zeros(n), np.zeros(n, np.bool_), np.zeros(n, np.bool_))
         for (a, _), answer in zip(token, answers, strict=True):
             start, stop = self.slices[a]
-            rewards[start:stop], terminations[start:stop], truncations[start:stop] = (
-                answer[5]
-            )
-        return rewards, terminations, truncations
+            for stat, part in zip(stats, answer[5], strict=True):
+                stat[start:stop] = part
+        return stats
 
     def _gather(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[Any]:
-        """The results of the calls in ``token``, in order (one ``ray.get`` when
-        they answer within :data:`LIVENESS`); a WorkerError for a dead actor, a
-        WorkerTimeoutError past ``timeout``."""
+        """The results of the calls in ``token``, in order; a WorkerError for a
+        dead actor, a WorkerTimeoutError past ``timeout``."""
         if not token:
             return []
         ray = self._ray
@@ -432,10 +378,10 @@ class RayVectorEnv(RemoteCore):
             "Ray may lack the resources they ask for (actor_options; see `ray "
             "status`), or "
         )
-        raise WorkerTimeoutError(
-            timed_out_message(during, timeout, actors, "the actors", "kills", cause),
-            lost,
+        message = errors.timed_out_message(
+            during, timeout, actors, "the actors", "kills", cause
         )
+        raise errors.WorkerTimeoutError(message, lost)
 
     def _get_each(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
         """The results, one call at a time; a WorkerError for a failed call."""
@@ -454,12 +400,12 @@ class RayVectorEnv(RemoteCore):
     def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
         """Raise the WorkerError naming every actor Ray finds dead."""
         if len(self._actors) != self.num_actors:
-            raise ClosedEnvironmentError(closed_during_message(during))
+            raise ClosedEnvironmentError(errors.closed_during_message(during))
         known = dict(dead)
         known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
         which = "; ".join(
-            f"actor {a} ({sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
+            f"actor {a} ({errors.sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
             f"Ray says: {_reason(known[a])})"
             for a in sorted(known)
         )
@@ -475,7 +421,7 @@ class RayVectorEnv(RemoteCore):
                 " Install the env_fns' code where the actors run, or ship it with "
                 "actor_options={'runtime_env': {'py_modules': [...]}}."
             )
-        raise WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
+        raise errors.WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
     def _probe(self, actors: list[int]) -> dict[int, BaseException]:
         """Those of ``actors`` a call finds dead within :data:`PROBE_SECONDS`."""
@@ -518,21 +464,20 @@ class RayVectorEnv(RemoteCore):
 
     def _close_sub_envs(self, timeout: float | None) -> list[Any]:
         ray = self._ray
-        close = pickle.dumps((CLOSE,), PROTOCOL)
+        close = pickle.dumps((worker.CLOSE,), worker.PROTOCOL)
         refs = [actor.handle.remote(close) for actor in self._actors]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
         failures: list[Any] = []
         for ref in ready:
             with contextlib.suppress(ray.exceptions.RayError):
                 answer = pickle.loads(ray.get(ref))
-                if answer is not None and answer[0] == CLOSED:
+                if answer is not None and answer[0] == worker.CLOSED:
                     failures += answer[1]
         return failures
 
     def _kill_actors(self) -> None:
         ray = sys.modules.get("ray")
-        # forgotten first: a call the kill fails (in another thread) finds the
-        # env closed (_died)
+        # forgotten first: a call the kill fails (another thread's) finds it closed
         actors, self._actors = self._actors, []
         if ray is None or not actors or not ray.is_initialized():
             return

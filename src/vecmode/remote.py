@@ -1,7 +1,6 @@
 """What the async core (worker processes) and the Ray core (actors) share: the
-core's API and Gymnasium's async surface over slices of sub-envs, each served
-by a :class:`vecmode.worker.SliceServer`, one message per busy slice per call.
-A backend supplies the transport."""
+core's API and Gymnasium's async surface over slices of sub-envs, each served by
+a :class:`vecmode.worker.SliceServer`. A backend supplies the transport."""
 
 from __future__ import annotations
 
@@ -14,54 +13,15 @@ from typing import Any, NoReturn, cast
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.error import (
-    AlreadyPendingCallError,
-    ClosedEnvironmentError,
-    NoAsyncCallError,
-)
 from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
-from gymnasium.vector.utils import (
-    CloudpickleWrapper,
-    batch_differing_spaces,
-    batch_space,
-    concatenate,
-    create_empty_array,
-)
-from gymnasium.vector.utils import iterate as iterate_batch
+from gymnasium.vector import utils
 
-from vecmode import errors
-from vecmode.core import (
-    Command,
-    Executed,
-    Request,
-    SeedLike,
-    StepResult,
-    VectorCore,
-    check_call,
-    check_indices,
-    copy_batch,
-    env_closed,
-    env_fn_list,
-    ran_by,
-)
-from vecmode.errors import NotPicklableError, WorkerError
+from vecmode import core, errors, worker
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.runner import Failure, checked_writer, row_writer
-from vecmode.worker import (
-    CALL,
-    EACH,
-    FAILED,
-    GET_ATTR,
-    PROTOCOL,
-    SET_ATTR,
-    SliceRows,
-    raise_built_problem,
-    raise_failure,
-    slice_message,
-)
 
-_KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
+_STEPS = (int(core.Command.STEP), int(core.Command.STEP_THEN_RESET))
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 
 #: Seconds building may take when ``timeout`` is set (the larger of the two counts).
@@ -87,7 +47,7 @@ MessageFor = Callable[[int, int], "tuple[Any, ...] | None"]
 
 
 def _call_name(commands: Sequence[int]) -> str:
-    return "step" if _STEP in commands or _STEP_THEN_RESET in commands else "reset"
+    return "step" if any(c in _STEPS for c in commands) else "reset"
 
 
 def _close_copy(env: gym.Env, index: int) -> None:
@@ -97,18 +57,16 @@ def _close_copy(env: gym.Env, index: int) -> None:
         raise Failure.caught(index, errors.BUILDING_CLOSE, exc).as_error() from exc
 
 
-class RemoteCore(VectorCore):
-    """A vecmode core whose sub-envs run in slices elsewhere. A subclass calls
-    :meth:`_setup` and :meth:`_construct`, and supplies the transport (the
-    methods raising ``NotImplementedError``)."""
+class RemoteCore(core.VectorCore):
+    """A vecmode core whose sub-envs run in slices elsewhere; a subclass calls
+    :meth:`_setup` and :meth:`_construct`, and supplies the transport."""
 
-    env_fns: list[Callable[[], gym.Env]]
-    timeout: float | None
-    observation_mode: Any
     #: Each sub-env's observation (where not written into :attr:`_rows`).
     _env_obs: list[Any]
     _rows: np.ndarray | None
     _observations: Any
+    #: The ``(start, stop)`` of each remote slice's sub-envs.
+    _remote_slices: Sequence[tuple[int, int]]
     #: The pending ``*_async`` call: ``(name, what its ``*_wait`` needs)``.
     _pending: tuple[str, Any] | None
 
@@ -120,11 +78,10 @@ class RemoteCore(VectorCore):
             f"{name}(envs.env_fns, ...)."
         )
 
-    def __copy__(self) -> NoReturn:
+    def __deepcopy__(self, memo: Any = None) -> NoReturn:
         self.__reduce_ex__(None, "copied")
 
-    def __deepcopy__(self, memo: Any) -> NoReturn:
-        self.__reduce_ex__(None, "copied")
+    __copy__ = __deepcopy__
 
     def _setup(
         self,
@@ -134,7 +91,7 @@ class RemoteCore(VectorCore):
         timeout: float | None,
     ) -> None:
         """Check and set the shared attributes; read the spaces here."""
-        env_fns = env_fn_list(env_fns)
+        env_fns = core.env_fn_list(env_fns)
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
         self.env_fns = env_fns
@@ -151,12 +108,14 @@ class RemoteCore(VectorCore):
         self._pending = None
         self.closed = False
         self._read_spaces(observation_mode)
+        spaces = (self.single_observation_space, self.single_action_space)
+        self._spec = worker.SliceSpec(self.num_envs, *spaces, observation_mode)
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
         self._env_obs = [None] * self.num_envs
         self._write_obs: Callable[[int, Any], None] = checked_writer(
             self.single_observation_space, self._env_obs.__setitem__
         )
-        VectorCore.__init__(self)
+        core.VectorCore.__init__(self)
 
     # ------------------------------------------------------------ construction
     def _build_in_parent(self, index: int) -> gym.Env:
@@ -172,12 +131,14 @@ class RemoteCore(VectorCore):
             self.metadata = {**dummy.metadata, "autoreset_mode": CORE_MODE}
             self.render_mode = dummy.render_mode
             self.single_action_space = dummy.action_space
-            self.action_space = batch_space(self.single_action_space, self.num_envs)
+            self.action_space = utils.batch_space(
+                self.single_action_space, self.num_envs
+            )
             if isinstance(observation_mode, tuple):
                 self.observation_space, self.single_observation_space = observation_mode
             elif observation_mode == "same":
                 self.single_observation_space = dummy.observation_space
-                self.observation_space = batch_space(
+                self.observation_space = utils.batch_space(
                     self.single_observation_space, self.num_envs
                 )
             else:  # "different": as Gymnasium, build each sub-env to read its space
@@ -187,27 +148,24 @@ class RemoteCore(VectorCore):
                     env_spaces.append(env.observation_space)
                     _close_copy(env, i)
                 self.single_observation_space = env_spaces[0]
-                self.observation_space = batch_differing_spaces(env_spaces)
+                self.observation_space = utils.batch_differing_spaces(env_spaces)
         finally:
             _close_copy(dummy, 0)
 
     def _construct(self, start: Callable[[float | None], list[Any]]) -> None:
-        """Start the slices with ``start`` (given how long building may take),
-        which returns their answers; raise what those report. On any error
-        nothing is left running."""
+        """Start the slices with ``start(limit)``; raise what their answers
+        report, leaving nothing running."""
         limit = None if self.timeout is None else max(self.timeout, BUILD_GRACE)
         try:
             answers = start(limit)
-            raise_failure(answers)
+            worker.raise_failure(answers)
             for answer in answers:
                 if answer is not None:
-                    raise_built_problem(answer, self)
+                    worker.raise_built_problem(answer, self)
         except BaseException as exc:
-            # sub-envs built may be closed, unless a slice died, hangs or was
-            # interrupted; a slice cut short (broken) is ended sooner
-            graceful = isinstance(exc, RuntimeError) and not isinstance(
-                exc, WorkerError
-            )
+            # the sub-envs are closed, unless a slice died, hangs or was cut short
+            dead = isinstance(exc, errors.WorkerError)
+            graceful = isinstance(exc, RuntimeError) and not dead
             grace = 1.0 if self._broken else 10.0
             self._shutdown(terminate=not graceful, timeout=grace)
             self.closed = True
@@ -221,10 +179,6 @@ class RemoteCore(VectorCore):
 
     def _break(self, reason: str) -> None:
         """Record why the env cannot be used any more (the first reason stays)."""
-        raise NotImplementedError
-
-    @property
-    def _remote_slices(self) -> Sequence[tuple[int, int]]:
         raise NotImplementedError
 
     def _send_each(
@@ -248,8 +202,7 @@ class RemoteCore(VectorCore):
         raise NotImplementedError
 
     def _shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
-        """Close the sub-envs (unless ``terminate``), then stop every worker (or
-        actor), even when interrupted; the close() failures."""
+        """Close the sub-envs (unless ``terminate``), then stop every worker."""
         raise NotImplementedError
 
     def _layout(self) -> str:
@@ -258,15 +211,14 @@ class RemoteCore(VectorCore):
 
     def _read_observations(self) -> None:
         if self._rows is None:
-            self._observations = concatenate(
+            self._observations = utils.concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
 
     def _batch_buffers(self) -> None:
-        """The batch the observations the answers carry go into (a Box batch's
-        rows written in place)."""
+        """The batch the answers' observations go into (a Box batch's rows)."""
         space, n = self.single_observation_space, self.num_envs
-        self._observations = create_empty_array(space, n=n, fn=np.zeros)
+        self._observations = utils.create_empty_array(space, n=n, fn=np.zeros)
         self._rows = (
             self._observations
             if type(self.observation_space) is Box and self._observations.shape[0] == n
@@ -279,16 +231,15 @@ class RemoteCore(VectorCore):
         )
 
     def _send(self, message_for: MessageFor, during: str) -> Any:
-        """:meth:`_send_each`, every message pickled first (nothing sent where one
-        cannot be)."""
+        """:meth:`_send_each`, once every message pickled (else nothing sent)."""
         encoded = {}
         for start, stop in self._remote_slices:
             message = message_for(start, stop)
             if message is not None:
                 try:
-                    encoded[start] = pickle.dumps(message, PROTOCOL)
+                    encoded[start] = pickle.dumps(message, worker.PROTOCOL)
                 except Exception as exc:
-                    raise NotPicklableError(
+                    raise errors.NotPicklableError(
                         f"what {during} sends to the sub-envs' processes cannot be "
                         f"pickled ({type(exc).__name__}: {exc}); nothing was sent. "
                         f"Pass values that pickle (no locks or open files, nothing "
@@ -310,7 +261,7 @@ class RemoteCore(VectorCore):
     def _check_open(self) -> None:
         """Refuse a call to a closed env, a broken one, or a forked child's copy."""
         if self.closed:
-            raise ClosedEnvironmentError(env_closed(type(self).__name__))
+            raise gym.error.ClosedEnvironmentError(core.env_closed(type(self).__name__))
         broken = self._broken
         if broken is None and not self._owned():
             broken = (
@@ -319,18 +270,17 @@ class RemoteCore(VectorCore):
                 f"parent's"
             )
         if broken is not None:
-            raise WorkerError(
+            raise errors.WorkerError(
                 f"this {type(self).__name__} cannot be used any more: {broken}. "
                 f"close() it and build a new one."
             )
 
     # ------------------------------------------------- one call at a time
     def _begin(self, what: str) -> None:
-        """Begin a call, refusing one while another thread's is in progress
-        (after the env's own refusals)."""
+        """Begin a call, refusing one while another thread's is in progress."""
         if not self._in_call.acquire(blocking=False):
             self._usable(what)
-            raise AlreadyPendingCallError(
+            raise gym.error.AlreadyPendingCallError(
                 f"{type(self).__name__} got {what}() while {self._in_flight}() was "
                 f"in progress in another thread (or a sub-env it steps here); "
                 f"nothing was sent. Give each thread an env of its own, or guard "
@@ -361,14 +311,14 @@ class RemoteCore(VectorCore):
         if pending is not None and self._pending is None and self._in_call.locked():
             self._in_call.release()
 
-    def _dispatch(self, request: Request) -> Executed:
+    def _dispatch(self, request: core.Request) -> core.Executed:
         self._begin(_call_name(request.commands))
         try:
             return super()._dispatch(request)
         finally:
             self._in_call.release()
 
-    def _dispatch_async(self, name: str, request: Request) -> None:
+    def _dispatch_async(self, name: str, request: core.Request) -> None:
         self._begin(f"{name}_async")
         try:
             super()._dispatch_async(name, request)
@@ -376,7 +326,7 @@ class RemoteCore(VectorCore):
             self._in_call.release()
             raise
 
-    def _dispatch_wait(self, name: str, timeout: float | None) -> Executed:
+    def _dispatch_wait(self, name: str, timeout: float | None) -> core.Executed:
         pending = self._pending
         try:
             return super()._dispatch_wait(name, timeout)
@@ -387,7 +337,7 @@ class RemoteCore(VectorCore):
         self._check_open()
         if self._pending is not None:
             pending = self._pending[0]
-            raise AlreadyPendingCallError(
+            raise gym.error.AlreadyPendingCallError(
                 f"Calling `{what}` while waiting for a pending call to `{pending}` "
                 f"to complete; call {pending}_wait() first.",
                 pending,
@@ -399,39 +349,41 @@ class RemoteCore(VectorCore):
             return None
         if self._array_actions and type(actions) is np.ndarray:
             return actions
-        return list(iterate_batch(self.action_space, actions))
+        return list(utils.iterate(self.action_space, actions))
 
     # --------------------------------------------------------------- the core
-    def _send_execute(self, request: Request) -> Any:
+    def _send_execute(self, request: core.Request) -> Any:
         cmds, actions, seeds, options = request
         split = self._split_actions(actions)
         return self._send(
-            lambda start, stop: slice_message(start, stop, cmds, split, seeds, options),
+            lambda start, stop: worker.slice_message(
+                start, stop, cmds, split, seeds, options
+            ),
             f"a {_call_name(cmds)}",
         )
 
-    def _execute(self, request: Request) -> Executed:
+    def _execute(self, request: core.Request) -> core.Executed:
         during = f"a {_call_name(request.commands)}"
         token = self._send_execute(request)
         return self._finish(request.commands, token, self.timeout, during)
 
-    def _execute_async(self, name: str, request: Request) -> None:
+    def _execute_async(self, name: str, request: core.Request) -> None:
         token = self._send_execute(request)
         self._pending = (name, (request.commands, token))
 
     def _execute_wait(
         self, name: str, timeout: float | None
-    ) -> tuple[Executed, list[int]]:
+    ) -> tuple[core.Executed, list[int]]:
         commands, token = self._take_pending(name)
         timeout = self.timeout if timeout is None else timeout
         return self._finish(commands, token, timeout, f"{name}_wait()"), commands
 
     def _finish(
         self, commands: list[int], token: Any, timeout: float | None, during: str
-    ) -> Executed:
+    ) -> core.Executed:
         answers = self._answers(token, timeout, during)
-        if any(answer is not None and answer[0] == FAILED for answer in answers):
-            raise_failure(answers, ran_by(commands))
+        if any(answer is not None and answer[0] == worker.FAILED for answer in answers):
+            worker.raise_failure(answers, core.ran_by(commands))
         rewards, terminations, truncations = self._stats(token, answers)
         ended: list[int] = []
         finals: list[tuple[int, Any, dict[str, Any]]] = []
@@ -444,15 +396,15 @@ class RemoteCore(VectorCore):
             finals += slice_finals or ()
             if slice_infos:
                 infos = add_infos(self.add_info, infos, slice_infos)
-            if type(sent_obs) is SliceRows:
+            if type(sent_obs) is worker.SliceRows:
                 sent_obs.copy_into(cast(np.ndarray, self._rows), commands)
             elif sent_obs:
                 self._write_sent(sent_obs, commands)
         self._read_observations()
         observations = (
-            copy_batch(self._observations) if self.copy else self._observations
+            core.copy_batch(self._observations) if self.copy else self._observations
         )
-        return Executed(
+        return core.Executed(
             observations, rewards, terminations, truncations, infos, ended, finals
         )
 
@@ -463,7 +415,7 @@ class RemoteCore(VectorCore):
                 write(i, obs)
             except (ValueError, TypeError) as exc:
                 failure = Failure.caught(i, "writing its observation", exc)
-                raise failure.as_error(lost=ran_by(commands)) from exc
+                raise failure.as_error(lost=core.ran_by(commands)) from exc
 
     # ------------------------------------------------ the split primitive
     def execute_async(
@@ -471,38 +423,38 @@ class RemoteCore(VectorCore):
         commands: Sequence[int] | np.ndarray,
         actions: Any = None,
         *,
-        seed: SeedLike = None,
+        seed: core.SeedLike = None,
         options: dict[str, Any] | None = None,
         name: str = "execute",
     ) -> None:
-        """Send :meth:`~vecmode.core.VectorCore.execute`'s call; ``name``: the
-        call as the caller sees it (``"step"``)."""
+        """Send ``execute``'s call; ``name``: what the caller calls it ("step")."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
-        self._dispatch_async(name, Request(cmds, actions, self._seeds(seed), options))
+        request = core.Request(cmds, actions, self._seeds(seed), options)
+        self._dispatch_async(name, request)
 
     def execute_wait(
         self, timeout: float | None = None, *, name: str = "execute"
-    ) -> Executed:
+    ) -> core.Executed:
         """The record of the call sent by :meth:`execute_async`."""
         return self._dispatch_wait(name, timeout)
 
     # ------------------------------------------------ Gymnasium's async surface
     def step_async(self, actions: Any) -> None:
         """Send the actions; :meth:`step_wait` returns the result."""
-        self._dispatch_async("step", Request(self._all_step, actions))
+        self._dispatch_async("step", core.Request(self._all_step, actions))
 
-    def step_wait(self, timeout: float | None = None) -> StepResult:
+    def step_wait(self, timeout: float | None = None) -> core.StepResult:
         """The result of the step sent by :meth:`step_async`."""
         return self._dispatch_wait("step", timeout)[:5]  # type: ignore[return-value]
 
     def reset_async(
-        self, seed: SeedLike = None, options: dict[str, Any] | None = None
+        self, seed: core.SeedLike = None, options: dict[str, Any] | None = None
     ) -> None:
         """Send a reset (of all sub-envs, or those in ``options["reset_mask"]``)."""
         self._usable("reset_async")
         seeds, (commands, rest) = self._seeds(seed), self._reset_commands(options)
-        self._dispatch_async("reset", Request(commands, None, seeds, rest))
+        self._dispatch_async("reset", core.Request(commands, None, seeds, rest))
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
         """``(obs, infos)`` of the reset sent by :meth:`reset_async`."""
@@ -514,7 +466,7 @@ class RemoteCore(VectorCore):
         pending = self._pending
         if pending is None or pending[0] != what:
             had = pending and f" (the pending call is {pending[0]}_async())"
-            raise NoAsyncCallError(
+            raise gym.error.NoAsyncCallError(
                 f"Calling `{what}_wait` without any prior call to `{what}_async`."
                 f"{had or ''}",
                 what,
@@ -531,8 +483,8 @@ class RemoteCore(VectorCore):
         """Send a :meth:`call`; :meth:`call_wait` returns the results."""
         self._begin("call_async")
         try:
-            check_call(name)
-            message = (CALL, name, args, kwargs)
+            core.check_call(name)
+            message = (worker.CALL, name, args, kwargs)
             token = self._send(lambda *_: message, f"call({name!r})")
         except BaseException:
             self._in_call.release()
@@ -551,23 +503,22 @@ class RemoteCore(VectorCore):
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env (a method is not called)."""
-        message = (GET_ATTR, name)
+        message = (worker.GET_ATTR, name)
         during = f"get_attr({name!r})"
         return _results(self._round_trip("get_attr", lambda *_: message, during))
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env: one value for all, or a list or
-        tuple of ``num_envs`` values."""
+        """Set attribute ``name`` of every sub-env: one value, or one per sub-env."""
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
         answers = self._round_trip(
             "set_attr",
-            lambda start, stop: (SET_ATTR, name, list(values[start:stop])),
+            lambda start, stop: (worker.SET_ATTR, name, list(values[start:stop])),
             f"set_attr({name!r})",
         )
-        raise_failure(answers)
+        worker.raise_failure(answers)
 
     def each(
         self,
@@ -575,11 +526,10 @@ class RemoteCore(VectorCore):
         *args: Any,
         indices: int | Sequence[int] | None = None,
     ) -> tuple[Any, ...]:
-        """``fn(sub_env, *args)`` where each sub-env at ``indices`` runs (all by
-        default), in the order given."""
-        order = check_indices(indices, self.num_envs)
+        """``fn(sub_env, *args)`` for each sub-env at ``indices`` (all by default)."""
+        order = core.check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
-        wrapped = CloudpickleWrapper(fn)
+        wrapped = utils.CloudpickleWrapper(fn)
         asked: list[list[int]] = []  # each message's sub-envs, in order
 
         def message_for(start: int, stop: int) -> tuple[Any, ...] | None:
@@ -587,10 +537,10 @@ class RemoteCore(VectorCore):
             if not mine:
                 return None
             asked.append(mine)
-            return (EACH, during, wrapped, args, [i - start for i in mine])
+            return (worker.EACH, during, wrapped, args, [i - start for i in mine])
 
         answers = [a for a in self._round_trip("each", message_for, during) if a]
-        raise_failure(answers)
+        worker.raise_failure(answers)
         # a sub-env asked twice ran twice: its results in the order asked
         results: dict[int, list[Any]] = {}
         for mine, answer in zip(asked, answers, strict=True):
@@ -650,7 +600,7 @@ class RemoteCore(VectorCore):
                     f"`{pending[0]}` to complete."
                 )
         finally:
-            raise_failure([(FAILED, failures)] if failures else [])
+            worker.raise_failure([(worker.FAILED, failures)] if failures else [])
 
     def _owned(self) -> bool:
         return getattr(self, "_owner", None) in (None, _pid)
@@ -668,5 +618,5 @@ class RemoteCore(VectorCore):
 
 
 def _results(answers: list[Any]) -> tuple[Any, ...]:
-    raise_failure(answers)
+    worker.raise_failure(answers)
     return tuple(result for answer in answers for result in answer[1])

@@ -1,8 +1,6 @@
-"""The remote cores' protocol and the worker side: a :class:`SliceServer`
-carries out the parent's messages for a slice of sub-envs, in a worker process
-(:func:`worker_main`), an actor or the parent's own share. A message is a tuple
-starting with an op (:data:`EXECUTE` ...); an answer is None or a tuple
-starting with a status (:data:`OK` ...)."""
+"""The remote cores' protocol: a :class:`SliceServer` carries out the parent's
+messages (tuples starting with an op, :data:`EXECUTE` ...) for a slice of sub-envs
+in a worker, an actor or the parent; an answer is None or starts with a status."""
 
 from __future__ import annotations
 
@@ -22,27 +20,12 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
-from gymnasium.vector.utils import (
-    CloudpickleWrapper,
-    create_shared_memory,
-    read_from_shared_memory,
-    write_to_shared_memory,
-)
+from gymnasium.vector import utils
 
-from vecmode import errors
+from vecmode import errors, runner
 from vecmode.core import Command
-from vecmode.errors import SubEnvError, sub_env_error
 from vecmode.frames import FrameReader, frame_sender
 from vecmode.layout import SPIN_AGAIN
-from vecmode.runner import (
-    Failure,
-    Runner,
-    call_each,
-    checked_writer,
-    get_attr_each,
-    set_attr_each,
-    shared_sub_envs,
-)
 
 EXECUTE, CALL, GET_ATTR, SET_ATTR, CLOSE, EACH = range(6)
 # ROWS: an OK answer to EXECUTE that the slice's observation rows follow (Ray)
@@ -58,13 +41,8 @@ SHARED = "shared"
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 #: Each sub-env's reward and flags, in shared memory.
-STATS_SPACE = Tuple(
-    (
-        Box(-np.inf, np.inf, (), np.float64),
-        Box(0, 1, (), cast(Any, np.bool_)),
-        Box(0, 1, (), cast(Any, np.bool_)),
-    )
-)
+_FLAG = Box(0, 1, (), cast(Any, np.bool_))
+STATS_SPACE = Tuple((Box(-np.inf, np.inf, (), np.float64), _FLAG, _FLAG))
 
 
 def pack_rows(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
@@ -80,12 +58,12 @@ def unpack_rows(packed: tuple[str, tuple[int, ...], bytes]) -> np.ndarray:
 
 def create(space: Space, n: int, ctx: Any) -> Any:
     """Gymnasium's ``create_shared_memory`` (typed loosely)."""
-    return create_shared_memory(space, n=n, ctx=ctx)
+    return utils.create_shared_memory(space, n=n, ctx=ctx)
 
 
 def view(space: Space, memory: Any, n: int) -> Any:
     """Gymnasium's ``read_from_shared_memory`` (typed loosely)."""
-    return read_from_shared_memory(space, memory, n=n)
+    return utils.read_from_shared_memory(space, memory, n=n)
 
 
 def viewed(space: Space) -> bool:
@@ -112,28 +90,20 @@ class RemoteFailure:
     original_class: bytes | None = None
 
     @classmethod
-    def of(cls, failure: Failure) -> RemoteFailure:
-        return cls.caught(
-            failure.index, failure.method, failure.error, failure.traceback
-        )
+    def of(cls, fault: runner.Failure) -> RemoteFailure:
+        return cls.caught(fault.index, fault.method, fault.error, fault.traceback)
 
     @classmethod
     def caught(
         cls, index: int, method: str, error: BaseException, trace: str | None = None
     ) -> RemoteFailure:
-        return cls(
-            index,
-            method,
-            type(error).__name__,
-            str(error),
-            traceback.format_exc() if trace is None else trace,
-            _pickled(error),
-            _pickled(type(error)),
-        )
+        trace = traceback.format_exc() if trace is None else trace
+        pickled = _pickled(error), _pickled(type(error))
+        return cls(index, method, type(error).__name__, str(error), trace, *pickled)
 
     def error(
         self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
-    ) -> SubEnvError:
+    ) -> errors.SubEnvError:
         """The :class:`~vecmode.SubEnvError` to raise."""
         original, original_class = _unpickled(self.original), None
         if not isinstance(original, BaseException):
@@ -141,16 +111,9 @@ class RemoteFailure:
             found = _unpickled(self.original_class)
             if isinstance(found, type) and issubclass(found, BaseException):
                 original_class = found
-        return sub_env_error(
-            self.index,
-            self.method,
-            self.exc_type,
-            self.message,
-            self.traceback,
-            others,
-            lost,
-            cause=original,
-            original_class=original_class,
+        fields = (self.index, self.method, self.exc_type, self.message, self.traceback)
+        return errors.sub_env_error(
+            *fields, others, lost, cause=original, original_class=original_class
         )
 
 
@@ -171,28 +134,13 @@ def _unpickled(data: bytes | None) -> Any:
         return None
 
 
-def space_mismatch(
-    first: int,
-    envs: list[gym.Env],
-    observation_space: Space,
-    action_space: Space,
-    observation_mode: Any,
-) -> tuple[Any, ...] | None:
-    """What is wrong with the built sub-envs, as an answer, or None."""
-    shared = shared_sub_envs(envs)
-    if shared:
-        return (SHARED_ENV, [[first + k for k in group] for group in shared])
-    for k, env in enumerate(envs):
-        same_obs = (
-            env.observation_space == observation_space
-            if observation_mode == "same"
-            else is_space_dtype_shape_equiv(env.observation_space, observation_space)
-        )
-        if not same_obs:
-            return (MISMATCH, "observation space", first + k, env.observation_space)
-        if env.action_space != action_space:
-            return (MISMATCH, "action space", first + k, env.action_space)
-    return None
+class SliceSpec(NamedTuple):
+    """What every slice of a remote core shares."""
+
+    num_envs: int
+    observation_space: Space
+    action_space: Space
+    observation_mode: Any
 
 
 class SliceServer:
@@ -203,39 +151,38 @@ class SliceServer:
         first: int,
         envs: list[gym.Env],
         memory: tuple[Any, Any, Any],
-        num_envs: int,
-        observation_space: Space,
-        action_space: Space,
+        spec: SliceSpec,
         rows: np.ndarray | None = None,
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
         and actions (None: in the messages); ``rows``: a Box batch's (Ray)."""
         obs_memory, stats_memory, action_memory = memory
+        num_envs, observation_space, action_space = spec[:3]
         self.first = first
-        self.stats = (
-            None if stats_memory is None else view(STATS_SPACE, stats_memory, num_envs)
-        )
-        self.action_rows = (
-            None
-            if action_memory is None
-            else view(action_space, action_memory, num_envs)
-        )
+        self.stats: Any = None
+        self.action_rows: Any = None
+        if stats_memory is not None:
+            self.stats = view(STATS_SPACE, stats_memory, num_envs)
+        if action_memory is not None:
+            self.action_rows = view(action_space, action_memory, num_envs)
         #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
-            self.runner = Runner(envs, first, rows=rows)
+            self.runner = runner.Runner(envs, first, rows=rows)
         elif obs_memory is None:
             self._sent = []
-            self.runner = Runner(envs, first, self._send)
+            self.runner = runner.Runner(envs, first, self._send)
         elif type(observation_space) is Box:
             batch = view(observation_space, obs_memory, num_envs)
-            self.runner = Runner(envs, first, rows=batch[first:])
+            self.runner = runner.Runner(envs, first, rows=batch[first:])
         else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
-                write_to_shared_memory(observation_space, i, obs, obs_memory)
+                utils.write_to_shared_memory(observation_space, i, obs, obs_memory)
 
-            self.runner = Runner(envs, first, checked_writer(observation_space, write))
+            self.runner = runner.Runner(
+                envs, first, runner.checked_writer(observation_space, write)
+            )
         self.closed = False
 
     @property
@@ -255,15 +202,15 @@ class SliceServer:
             return (CLOSED, failures)
         if op == CALL:
             _, name, args, kwargs = message
-            return self._each(*call_each(name, args, kwargs))
+            return self._each(*runner.call_each(name, args, kwargs))
         if op == EACH:
             _, label, wrapped, args, positions = message
             fn = wrapped.fn
             return self._each(label, lambda env: fn(env, *args), positions)
         if op == GET_ATTR:
-            return self._each(*get_attr_each(message[1]))
+            return self._each(*runner.get_attr_each(message[1]))
         _, name, values = message  # SET_ATTR
-        answer = self._each(*set_attr_each(name, values))
+        answer = self._each(*runner.set_attr_each(name, values))
         return None if answer[0] == OK else answer
 
     def _each(
@@ -286,7 +233,7 @@ class SliceServer:
     ) -> tuple[Any, ...] | None:
         first, stop = self.first, self.stop
         if type(actions) is str:  # SHARED
-            mine = cast(np.ndarray, self.action_rows)[first:stop]
+            mine = self.action_rows[first:stop]
         elif type(actions) is tuple:  # an array's rows, packed (pack_rows)
             mine = unpack_rows(actions)
         else:  # None, or one action per sub-env
@@ -326,11 +273,8 @@ def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
             try:
                 pickle.dumps(value, PROTOCOL)
             except Exception as error:
-                return (
-                    FAILED,
-                    [RemoteFailure.caught(i, f"pickling its {what}", error)],
-                    (),
-                )
+                failure = RemoteFailure.caught(i, f"pickling its {what}", error)
+                return (FAILED, [failure], ())
     return (FAILED, [RemoteFailure.caught(0, "pickling its answer", exc)], ())
 
 
@@ -338,19 +282,30 @@ def build_slice(
     first: int,
     env_fns: Sequence[Callable[[], gym.Env]],
     envs: list[gym.Env],
-    observation_space: Space,
-    action_space: Space,
-    observation_mode: Any,
+    spec: SliceSpec,
 ) -> tuple[Any, ...] | None:
-    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent."""
+    """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
+    or what failed or does not match ``spec``."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
         except Exception as exc:
             return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
-    return space_mismatch(
-        first, envs, observation_space, action_space, observation_mode
-    )
+    shared = runner.shared_sub_envs(envs)
+    if shared:
+        return (SHARED_ENV, [[first + k for k in group] for group in shared])
+    space = spec.observation_space
+    for k, env in enumerate(envs):
+        same_obs = (
+            env.observation_space == space
+            if spec.observation_mode == "same"
+            else is_space_dtype_shape_equiv(env.observation_space, space)
+        )
+        if not same_obs:
+            return (MISMATCH, "observation space", first + k, env.observation_space)
+        if env.action_space != spec.action_space:
+            return (MISMATCH, "action space", first + k, env.action_space)
+    return None
 
 
 def encode(answer: Any) -> bytes:
@@ -424,8 +379,7 @@ class Doorbell:
 def _doorbell(
     conn: Connection, spin: float, bell: tuple[Doorbell, int] | None
 ) -> tuple[Callable[[], bytes | bytearray], Callable[[bytes], None]]:
-    """How :func:`serve` receives a message (spinning on the doorbell first)
-    and sends an answer."""
+    """How :func:`serve` receives (spinning on the doorbell first) and answers."""
     recv, send = FrameReader(conn).recv, frame_sender(conn)
     if not spin or bell is None:
         return recv, send
@@ -460,14 +414,11 @@ def _doorbell(
 
 def worker_main(
     first: int,
-    env_fns: list[CloudpickleWrapper],
+    env_fns: list[utils.CloudpickleWrapper],
     conn: Connection,
     inherited: list[Connection],
     memory: tuple[Any, Any, Any],
-    num_envs: int,
-    observation_space: Space,
-    action_space: Space,
-    observation_mode: Any,
+    spec: SliceSpec,
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
 ) -> None:
@@ -478,16 +429,11 @@ def worker_main(
         other.close()
     envs: list[gym.Env] = []
     try:
-        built = build_slice(
-            first, env_fns, envs, observation_space, action_space, observation_mode
-        )
+        built = build_slice(first, env_fns, envs, spec)
         conn.send(built)
         if built is not None:
             return
-        server = SliceServer(
-            first, envs, memory, num_envs, observation_space, action_space
-        )
-        serve(conn, server, spin, bell)
+        serve(conn, SliceServer(first, envs, memory, spec), spin, bell)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave
     finally:

@@ -245,13 +245,13 @@ def test_a_box_batch_s_observations_follow_the_answer_as_raw_rows():
     Box) is a plain pickled answer; the driver copies only the rows of the
     sub-envs that ran."""
     from vecmode.ray_vector_env import SliceActor
-    from vecmode.worker import CALL, EXECUTE, OK, ROWS, SliceRows
+    from vecmode.worker import CALL, EXECUTE, OK, ROWS, SliceRows, SliceSpec
 
     fns = [lambda: gym.make("CartPole-v1")] * 2
     single = gym.make("CartPole-v1")
-    space, action_space = single.observation_space, single.action_space
+    spec = SliceSpec(5, single.observation_space, single.action_space, "same")
     reset = pickle.dumps((EXECUTE, [int(Command.RESET)] * 2, None, [0, 1], None))
-    actor = SliceActor(3, fns, 5, space, action_space, "same", ((4,), np.float32))
+    actor = SliceActor(3, fns, spec, ((4,), np.float32))
     data = actor.handle(reset)
     answer = pickle.loads(data)
     assert answer[0] == ROWS and answer[4] is None
@@ -259,7 +259,7 @@ def test_a_box_batch_s_observations_follow_the_answer_as_raw_rows():
     first = [gym.make("CartPole-v1").reset(seed=seed)[0] for seed in (0, 1)]
     np.testing.assert_array_equal(rows, first)
     assert pickle.loads(actor.handle(pickle.dumps((CALL, "reset", (), {}))))[0] == OK
-    pickled = SliceActor(3, fns, 5, space, action_space, "same")
+    pickled = SliceActor(3, fns, spec)
     answer = pickle.loads(pickled.handle(reset))
     assert answer[0] == OK and [i for i, _ in answer[4]] == [3, 4]
 

@@ -33,6 +33,7 @@ from vecmode.worker import (
     UNPICKLING,
     Doorbell,
     SliceServer,
+    SliceSpec,
     _doorbell,
     build_slice,
     encode,
@@ -56,9 +57,8 @@ def server(envs: list[gym.Env], first: int = 2) -> SliceServer:
     no shared memory: everything comes back in the answer."""
     envs = list(envs)
     space = envs[0].observation_space
-    return SliceServer(
-        first, envs, (None, None, None), first + len(envs), space, envs[0].action_space
-    )
+    spec = SliceSpec(first + len(envs), space, envs[0].action_space, "same")
+    return SliceServer(first, envs, (None, None, None), spec)
 
 
 def execute(slice_server: SliceServer, commands, actions=None, seeds=None):
@@ -142,20 +142,20 @@ def test_build_slice_reports_a_failed_env_fn_a_mismatch_or_a_shared_env():
         raise ValueError("no env")
 
     cartpole = cartpoles(1)[0]
-    space, actions = cartpole.observation_space, cartpole.action_space
+    spec = SliceSpec(6, cartpole.observation_space, cartpole.action_space, "same")
     envs: list[gym.Env] = []
-    answer = build_slice(4, [cartpoles(1).pop, bad], envs, space, actions, "same")
+    answer = build_slice(4, [cartpoles(1).pop, bad], envs, spec)
     assert answer[0] == FAILED and (answer[1][0].index, answer[1][0].method) == (
         5,
         "env_fn",
     )
     assert len(envs) == 1  # built before it, for the caller to close
     pendulum = lambda: gym.make("Pendulum-v1")  # noqa: E731
-    answer = build_slice(4, [cartpoles(1).pop, pendulum], [], space, actions, "same")
+    answer = build_slice(4, [cartpoles(1).pop, pendulum], [], spec)
     assert answer[:3] == (MISMATCH, "observation space", 5)
-    answer = build_slice(4, [lambda: cartpole] * 2, [], space, actions, "same")
+    answer = build_slice(4, [lambda: cartpole] * 2, [], spec)
     assert answer == (SHARED_ENV, [[4, 5]])
-    assert build_slice(4, [cartpoles(1).pop], [], space, actions, "same") is None
+    assert build_slice(4, [cartpoles(1).pop], [], spec) is None
 
 
 def test_the_parent_side_packs_rows_and_raises_the_lowest_failure():
