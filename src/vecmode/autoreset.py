@@ -11,16 +11,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecmode import errors, modes
-from vecmode.core import (
-    FRESH_OBSERVATION_WRAPPERS,
-    Command,
-    Executed,
-    StepResult,
-    VectorCore,
-    copy_batch,
-    validate_reset_mask,
-)
+from vecmode import core, errors, modes
+from vecmode.core import Executed, StepResult, VectorCore
 from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper
@@ -39,7 +31,7 @@ __all__ = [
 ]
 
 _STEP, _RESET, _STEP_THEN_RESET = (
-    int(Command[c]) for c in ("STEP", "RESET", "STEP_THEN_RESET")
+    int(core.Command[c]) for c in ("STEP", "RESET", "STEP_THEN_RESET")
 )
 
 
@@ -180,7 +172,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
-        return not validate_reset_mask(options["reset_mask"], self.num_envs).any()
+        return not core.validate_reset_mask(options["reset_mask"], self.num_envs).any()
 
     def reset(
         self, *, seed: Any = None, options: dict[str, Any] | None = None
@@ -189,7 +181,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         if self.core is not None:
             return self.core.reset(seed=seed, options=options)
         if self._noop(options):
-            return copy_batch(self._last_obs), {}
+            return core.copy_batch(self._last_obs), {}
         return super().reset(seed=seed, options=options)
 
     @property
@@ -221,7 +213,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         ) -> tuple[Any, dict[str, Any]]:
             if self._reset_state is _NOTHING_SENT:
                 self._reset_state = None
-                return copy_batch(self._last_obs), {}
+                return core.copy_batch(self._last_obs), {}
             return wait(timeout=timeout, **kwargs)
 
         return reset_wait
@@ -250,7 +242,7 @@ class _AutoresetWrapper(ForwardingWrapper):
         )
         if found is None or found.reset_returns == "all" or self._last_obs is None:
             return obs, infos
-        whole = copy_batch(self._last_obs)
+        whole = core.copy_batch(self._last_obs)
         _place_rows(whole, np.flatnonzero(mask), obs)
         return whole, expand_infos(infos, mask, self.num_envs)
 
@@ -321,11 +313,12 @@ class NextStepAutoreset(_AutoresetWrapper):
                 "autoreset_mode='NextStep'), or use vecmode.SameStepAutoreset.",
             )
         self.core = env
+        self._ended = env.ended
         self._all_step = [_STEP] * env.num_envs
 
     def _commands(self) -> list[int]:
         """Reset the sub-envs whose episode ended on the last step; step the rest."""
-        ended = cast(VectorCore, self.core).ended
+        ended = self._ended
         if not ended.count:
             return self._all_step
         commands = self._all_step.copy()
@@ -372,9 +365,9 @@ class SameStepAutoreset(_AutoresetWrapper):
         return self._all_step_then_reset
 
     def _result(self, executed: Executed) -> StepResult:
-        core = cast(VectorCore, self.core)
+        add_info = cast(VectorCore, self.core).add_info
         infos = modes.same_step_infos(
-            executed.infos, executed.finals, self.num_envs, core.add_info
+            executed.infos, executed.finals, self.num_envs, add_info
         )
         return (*executed[:4], infos)  # type: ignore[return-value]
 
@@ -386,7 +379,7 @@ class SameStepAutoreset(_AutoresetWrapper):
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i, single in enumerate(iterate(self.env.observation_space, obs)):
                 if ended[i]:
-                    final_obs[i] = copy_batch(single)
+                    final_obs[i] = core.copy_batch(single)
             obs, reset_infos = self._masked_reset(ended)
             infos = modes.with_finals(
                 merge_infos(select_infos(infos, ~ended), reset_infos),
@@ -615,4 +608,4 @@ class GymnasiumBatch(_AutoresetWrapper):
 
 
 # each returns the wrapped env's observations or new arrays
-FRESH_OBSERVATION_WRAPPERS.update((*POLICIES, GymnasiumFinalObs, GymnasiumBatch))
+core.FRESH_OBSERVATION_WRAPPERS.update((*POLICIES, GymnasiumFinalObs, GymnasiumBatch))

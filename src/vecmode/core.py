@@ -21,15 +21,7 @@ from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tu
 from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from vecmode.errors import (
-    ActionBatchError,
-    EpisodeEndedError,
-    IncompatibleModeError,
-    NotPicklableError,
-    SeedError,
-    SubEnvError,
-    no_env_fns,
-)
+from vecmode import errors
 from vecmode.modes import CORE_MODE, EndedTracker, as_mode
 
 __all__ = [
@@ -134,7 +126,7 @@ def env_fn_list(env_fns: Iterable[Callable[[], Any]]) -> list[Callable[[], Any]]
     """``env_fns`` as a list (a generator, too, is taken once), refusing none."""
     found = list(env_fns)
     if not found:  # Gymnasium's sync env gives an IndexError
-        raise ValueError(no_env_fns())
+        raise ValueError(errors.NO_ENV_FNS)
     return found
 
 
@@ -145,7 +137,7 @@ def check_core_arguments(
     core's constructor does (``make_vec_args``: those that build it, for the message)."""
     mode = as_mode(autoreset_mode)
     if mode is not CORE_MODE:
-        raise IncompatibleModeError(
+        raise errors.IncompatibleModeError(
             f"{name} runs in {CORE_MODE.value} mode only, not {mode.value}: the core "
             f"holds no autoreset policy; the policy is a wrapper. Use "
             f"vecmode.with_autoreset({name}(env_fns), {mode.value!r}) or "
@@ -427,7 +419,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         kept = self._validate(cmds, request.actions)
         try:
             executed = self._execute(request)
-        except SubEnvError as exc:
+        except errors.SubEnvError as exc:
             self._lose(exc.lost or ran_by(cmds))
             raise
         except _REFUSED:  # the backend refused the call before it ran anything
@@ -447,7 +439,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         """Wait for the pending call ``name``; track endings; return its record."""
         try:
             executed, cmds = self._execute_wait(name, timeout)
-        except SubEnvError as exc:
+        except errors.SubEnvError as exc:
             self._lose(exc.lost)
             raise
         self._track(cmds, executed)
@@ -479,7 +471,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         ) and (actions is not None or not _STEPPING.isdisjoint(cmds)):
             problem = batch_problem(self.single_action_space, actions, self.num_envs)
             if problem is not None:
-                raise ActionBatchError(
+                raise errors.ActionBatchError(
                     f"{problem}; nothing was stepped. Pass one action per sub-env "
                     f"({self.num_envs}), structured like env.action_space (sample "
                     f"one with env.action_space.sample())."
@@ -492,7 +484,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         if self._lost:
             lost = [i for i in sorted(self._lost) if cmds[i] in _STEPPING]
             if lost:
-                raise EpisodeEndedError(lost, lost=True)
+                raise errors.EpisodeEndedError(lost, lost=True)
         if not self.ended.count:
             return None
         stepped, kept = [], []
@@ -502,7 +494,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
             elif cmds[i] == _KEEP:
                 kept.append(i)
         if stepped:
-            raise EpisodeEndedError(stepped)
+            raise errors.EpisodeEndedError(stepped)
         return kept
 
     def _track(
@@ -590,7 +582,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         )
         seeds: list[Any] = [seed] if one else list(cast(Iterable[Any], seed))
         if not one and len(seeds) != n:
-            raise SeedError(
+            raise errors.SeedError(
                 f"seed must be None, an int, or a list of {n} seeds (one per "
                 f"sub-env), got a list of {len(seeds)}."
             )
@@ -604,7 +596,7 @@ def _check_seeds(seeds: list[Any], where: str, num_envs: int) -> None:
     """Refuse a seed that is not an int or None, or is negative."""
     wrong = [s for s in seeds if s is not None and not is_int(s)]
     if wrong:
-        raise SeedError(
+        raise errors.SeedError(
             f"{where} must be an int or None, got {type(wrong[0]).__name__} "
             f"{wrong[0]!r}; pass seed=None, an int (sub-env i gets seed + i), or "
             f"a list of {num_envs} ints or Nones (NumPy integers are fine; "
@@ -612,14 +604,14 @@ def _check_seeds(seeds: list[Any], where: str, num_envs: int) -> None:
         )
     negative = [s for s in seeds if s is not None and s < 0]
     if negative:  # Gymnasium's seeding refuses them in every sub-env
-        raise SeedError(
+        raise errors.SeedError(
             f"{where} must be >= 0 (Gymnasium's seeding takes no negative "
             f"seed), got {negative[0]!r}; nothing was reset."
         )
 
 
 #: What a backend raises for a call it refuses before running anything.
-_REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, NotPicklableError)
+_REFUSED = (AlreadyPendingCallError, ClosedEnvironmentError, errors.NotPicklableError)
 
 
 def ran_by(commands: list[int]) -> list[int]:
@@ -693,7 +685,3 @@ def check_indices(indices: Any, num_envs: int) -> list[int]:
 def env_closed_message(name: str) -> str:
     """What every vecmode env raises when used after ``close()``."""
     return f"{name} was closed; build a new env to go on."
-
-
-# The name sb3.py and remote.py import until they import env_closed_message.
-env_closed = env_closed_message

@@ -480,5 +480,4 @@ def needs_box(who: str, space: Any) -> str:
     )
 
 
-def no_env_fns() -> str:
-    return "env_fns must hold at least one function that creates a sub-env."
+NO_ENV_FNS = "env_fns must hold at least one function that creates a sub-env."

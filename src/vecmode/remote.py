@@ -261,7 +261,9 @@ class RemoteCore(core.VectorCore):
     def _check_open(self) -> None:
         """Refuse a call to a closed env, a broken one, or a forked child's copy."""
         if self.closed:
-            raise gym.error.ClosedEnvironmentError(core.env_closed(type(self).__name__))
+            raise gym.error.ClosedEnvironmentError(
+                core.env_closed_message(type(self).__name__)
+            )
         broken = self._broken
         if broken is None and not self._owned():
             broken = (

@@ -4,17 +4,6 @@ Every backend runs its sub-envs with this loop (the sync core, each async worker
 the async parent's share), so a sub-env behaves and fails the same wherever it
 runs. The first ``Exception`` a sub-env raises stops the slice there, reported as
 a :class:`Failure`.
-
->>> import gymnasium as gym
->>> from vecmode.core import Command
->>> from vecmode.runner import Runner
->>> envs = [gym.make("CartPole-v1", max_episode_steps=1) for _ in range(2)]
->>> observations = [None, None]
->>> runner = Runner(envs, first=0, write=observations.__setitem__)
->>> outcome = runner.run([Command.RESET, Command.RESET], None, [0, 1], None)
->>> outcome = runner.run([Command.STEP, Command.STEP_THEN_RESET], iter([0, 1]))
->>> outcome.ended, [i for i, _, _ in outcome.finals], outcome.rewards
-([0, 1], [1], [1.0, 1.0])
 """
 
 from __future__ import annotations
@@ -64,10 +53,6 @@ def reward_not_a_number_message(reward: Any) -> str:
         f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
         f"reward is one number (a Python or NumPy scalar): return float(reward)"
     )
-
-
-# The name tests/cores/test_async_vector_env.py reads until it reads the new one.
-reward_not_a_number = reward_not_a_number_message
 
 
 # Classes, not closures: a sync core holding them deep-copies and pickles.
@@ -144,16 +129,6 @@ def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
     """``write(i, obs)``: a Box observation into row ``i - first`` of ``rows``,
     checked as Gymnasium's ``concatenate`` checks it: the row's very shape, and
     a dtype that casts "same_kind" (float64 into float32, not 300 into uint8).
-
-    >>> import numpy as np
-    >>> rows = np.zeros((2, 2), dtype=np.uint8)
-    >>> write = row_writer(rows)
-    >>> write(0, np.array([3, 4], dtype=np.uint8)); rows.tolist()
-    [[3, 4], [0, 0]]
-    >>> write(1, np.array([300, 1]))
-    Traceback (most recent call last):
-    ...
-    TypeError: an observation of dtype int64 does not fit the batch of the observation space's dtype uint8 ...
     """
     return _CheckedWriter(_LeafCheck(rows.shape[1:], rows.dtype, ""), rows, first)
 

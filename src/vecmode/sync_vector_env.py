@@ -11,29 +11,10 @@ from gymnasium import Space
 from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
 from gymnasium.vector.utils import concatenate, iterate
 
-from vecmode import errors
-from vecmode.core import (
-    Command,
-    Executed,
-    Request,
-    VectorCore,
-    check_call,
-    check_core_arguments,
-    check_indices,
-    copy_batch,
-    env_fn_list,
-)
-from vecmode.errors import same_env_instance
+from vecmode import core, errors, runner
+from vecmode.core import Command, Executed, Request, VectorCore
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE, ModeLike
-from vecmode.runner import (
-    Runner,
-    call_each,
-    checked_writer,
-    get_attr_each,
-    set_attr_each,
-    shared_sub_envs,
-)
 
 __all__ = ["SyncVectorEnv"]
 
@@ -90,8 +71,8 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         Raises:
             ValueError: two env_fns returned the same env object.
         """
-        check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
-        env_fns = env_fn_list(env_fns)
+        core.check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
+        env_fns = core.env_fn_list(env_fns)
         super().__init__(
             env_fns,
             copy=copy,
@@ -99,9 +80,9 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             autoreset_mode=CORE_MODE,
         )
         # (one env object would be stepped twice a step; it is the caller's: kept open)
-        shared = shared_sub_envs(self.envs)
+        shared = runner.shared_sub_envs(self.envs)
         if shared:
-            raise ValueError(same_env_instance(shared))
+            raise ValueError(errors.same_env_instance(shared))
         # Box observations go into their row of the batch. With copy=False the
         # caller holds ``_observations``: the rows are the env's own, copied into it
         # every call, so what the caller writes into it never comes back.
@@ -112,8 +93,10 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             else None
         )
         self._array_actions = type(self.action_space) in _ARRAY_BATCHES
-        write = checked_writer(self.single_observation_space, self._env_obs.__setitem__)
-        self._runner = Runner(self.envs, 0, write, rows=self._rows)
+        write = runner.checked_writer(
+            self.single_observation_space, self._env_obs.__setitem__
+        )
+        self._runner = runner.Runner(self.envs, 0, write, rows=self._rows)
 
     # A sub-env that raises in call / get_attr / set_attr / render / each gives
     # a SubEnvError naming it (an AttributeError stays one), as in the async core.
@@ -121,13 +104,13 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         """Call method ``name`` of every sub-env (or get it), as Gymnasium's;
         ``call("step")`` and the like are refused."""
         self._open()
-        check_call(name)
-        return self._each(*call_each(name, args, kwargs))
+        core.check_call(name)
+        return self._each(*runner.call_each(name, args, kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """The attribute ``name`` of every sub-env."""
         self._open()
-        return self._each(*get_attr_each(name))
+        return self._each(*runner.get_attr_each(name))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every sub-env: one value for all, or a list or
@@ -137,7 +120,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(errors.set_attr_values(len(values), self.num_envs))
-        self._each(*set_attr_each(name, values))
+        self._each(*runner.set_attr_each(name, values))
 
     def render(self) -> tuple[Any, ...]:
         """The frames of every sub-env (``call("render")``)."""
@@ -159,7 +142,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         >>> envs.close()
         """
         self._open()
-        order = check_indices(indices, self.num_envs)
+        order = core.check_indices(indices, self.num_envs)
         during = f"each({getattr(fn, '__name__', 'fn')})"
         return self._each(during, lambda env: fn(env, *args), order)
 
@@ -217,7 +200,9 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self._observations = concatenate(
                 self.single_observation_space, self._env_obs, self._observations
             )
-            return copy_batch(self._observations) if self.copy else self._observations
+            return (
+                core.copy_batch(self._observations) if self.copy else self._observations
+            )
         if rows is self._observations:  # copy=True
             return rows.copy()
         np.copyto(self._observations, rows)  # copy=False: refill it

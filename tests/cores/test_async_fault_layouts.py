@@ -331,7 +331,7 @@ def test_a_reward_that_is_not_one_number_is_the_sub_env_s_error(
     with pytest.raises(SubEnvError) as caught:
         envs.step(np.zeros(2, np.int64))
     assert (caught.value.index, caught.value.method) == (bad, "step")
-    assert caught.value.message == vecmode.runner.reward_not_a_number(reward)
+    assert caught.value.message == vecmode.runner.reward_not_a_number_message(reward)
     envs.reset(seed=0)
     assert multiprocessing.active_children() or core == "sync"  # workers alive
     envs.close()

@@ -11,12 +11,7 @@ from typing import Any
 
 from gymnasium.vector import VectorEnv
 
-from vecmode.cli.common import (
-    CommandError,
-    cannot_build_message,
-    env_errors,
-    print_json,
-)
+from vecmode.cli import common
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError, SharedMemorySpaceError
 from vecmode.make import make_vec
@@ -27,7 +22,7 @@ from vecmode.registry import CompatibilityReport, check_stack, declaration
 def run(args: argparse.Namespace) -> bool:
     """Make the env, wrap it with ``args.wrap`` and print the stack's report."""
     targets = [resolve(spec, "--wrap") for spec in args.wrap]  # all, before building
-    with env_errors(args.env_id, "making"):
+    with common.env_errors(args.env_id, "making"):
         try:
             envs = _make(args)
         except IncompatibleModeError as error:  # no exact conversion to --mode
@@ -43,7 +38,7 @@ def run(args: argparse.Namespace) -> bool:
             except Exception as error:
                 return _refusal(args, target, envs, error)
             if not isinstance(wrapped, VectorEnv):
-                raise CommandError(
+                raise common.CommandError(
                     f"{target.spec!r} returned {type(wrapped).__name__}, not a "
                     f"gymnasium.vector.VectorEnv; a --wrap names a vector wrapper "
                     f"class, or a function env -> wrapped env."
@@ -51,7 +46,7 @@ def run(args: argparse.Namespace) -> bool:
             envs = wrapped
         report = check_stack(envs, strict=args.strict)
         if args.json:
-            print_json("check", _document(report, None))
+            common.print_json("check", _document(report, None))
         else:
             print(report)
         return report.ok
@@ -89,7 +84,9 @@ def _refusal(
     else:
         found = declaration(target.obj) if isinstance(target.obj, type) else None
         if found is None or got is None or got in found.modes or got in found.wrong:
-            raise CommandError(cannot_build_message(target.spec, got, error)) from error
+            raise common.CommandError(
+                common.cannot_build_message(target.spec, got, error)
+            ) from error
         own = f"{type(error).__name__}: {str(error).rstrip('.')}."
         why = f"{target.spec!r} refuses {got.value}: its constructor raised {own}"
         why = " ".join(part for part in (why, found.why(got), found.instead) if part)
@@ -106,7 +103,7 @@ def _refused(
     """Print a refusal (``text``), and the report of ``envs``, the stack built before."""
     report = None if envs is None else check_stack(envs, strict=args.strict)
     if args.json:
-        print_json("check", {**_document(report, refused), "summary": text})
+        common.print_json("check", {**_document(report, refused), "summary": text})
         return False
     print(textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False))
     if report is not None:

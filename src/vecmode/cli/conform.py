@@ -9,12 +9,7 @@ from typing import Any
 from gymnasium.vector import VectorEnv
 
 from vecmode import testing
-from vecmode.cli.common import (
-    CommandError,
-    RaisedError,
-    cannot_build_message,
-    print_json,
-)
+from vecmode.cli import common
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES
@@ -33,8 +28,8 @@ def run(args: argparse.Namespace) -> bool:
     kinds = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     unbuildable = _cannot_build(factory, kinds)
     if unbuildable is not None:
-        message = cannot_build_message(target.spec, None, unbuildable)
-        raise CommandError(message) from unbuildable
+        message = common.cannot_build_message(target.spec, None, unbuildable)
+        raise common.CommandError(message) from unbuildable
     compare = testing.episode_statistics if args.compare_info == "episode" else None
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
     proof["env_infos"] = not args.no_env_infos
@@ -42,14 +37,14 @@ def run(args: argparse.Namespace) -> bool:
         report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:
         if args.json:
-            print_json("conform", _document(target.spec, None, str(error)))
+            common.print_json("conform", _document(target.spec, None, str(error)))
         else:
             print(f"NOT OK: {target.spec} does not conform\n\n{error}")
         return False
     except Exception as error:
-        raise RaisedError(f"check_wrapper({target.spec})", error) from error
+        raise common.RaisedError(f"check_wrapper({target.spec})", error) from error
     if args.json:
-        print_json("conform", _document(target.spec, report))
+        common.print_json("conform", _document(target.spec, report))
     else:
         print(report)
     return True
@@ -61,7 +56,7 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
     undeclared = isinstance(target.obj, type) and supported_modes(target.obj) is None
     if not target.kwargs:
         if undeclared and not modes:
-            raise CommandError(
+            raise common.CommandError(
                 f"{target.spec!r} declares no autoreset modes, so there is nothing "
                 f"to prove: pass the modes to prove (--modes NextStep ...), or "
                 f"declare them (@vecmode.supports, or vecmode.register)."

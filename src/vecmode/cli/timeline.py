@@ -6,13 +6,8 @@ import argparse
 import os
 import sys
 
+from vecmode import timeline
 from vecmode.cli.common import CommandError, env_errors
-from vecmode.timeline import (
-    TimelineActionError,
-    format_timeline,
-    timeline,
-    timeline_svg,
-)
 
 LEGEND = """\
 s3 = step 3 of the first episode, s0' = first observation of the second episode.
@@ -37,32 +32,32 @@ def run(args: argparse.Namespace) -> bool:
     steps = args.max_episode_steps
     with env_errors(args.env_id, "running"):
         try:
-            rows = timeline(
+            rows = timeline.timeline(
                 args.env_id,
                 steps=args.steps,
                 seed=args.seed,
                 max_episode_steps=steps or None,
                 action=args.action,
             )
-        except TimelineActionError as error:  # --action does not fit the env
+        except timeline.TimelineActionError as error:  # --action does not fit the env
             raise CommandError(str(error)) from error
     ends = f"truncated after {steps} steps" if steps else "as the env ends them"
     title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
     taken = next((row.action for row in next(iter(rows.values())) if row.action), "")
     title += f", action {taken} at every step" if taken else ""
     if args.svg == "-":
-        sys.stdout.write(timeline_svg(rows, title))
+        sys.stdout.write(timeline.timeline_svg(rows, title))
         return True
     if args.svg:  # before printing anything: a path that fails is a usage error
         try:
             with open(args.svg, "w", encoding="utf-8", newline="\n") as file:
-                file.write(timeline_svg(rows, title))
+                file.write(timeline.timeline_svg(rows, title))
         except OSError as error:
             raise CommandError(
                 f"cannot write {args.svg!r}: {error.strerror or error}; give another "
                 f"--svg path."
             ) from error
-    print(format_timeline(rows, f"{title}\n"), LEGEND, sep="\n\n")
+    print(timeline.format_timeline(rows, f"{title}\n"), LEGEND, sep="\n\n")
     if args.svg:
         print(f"\nwrote the timeline as SVG to {args.svg}")
     return True

@@ -70,7 +70,9 @@ class FromSB3VectorEnv(VectorEnv):
     def _open(self) -> None:
         """Refuse a call on a closed env (SB3's own VecEnvs differ)."""
         if self.closed:
-            raise gym.error.ClosedEnvironmentError(core.env_closed_message(type(self).__name__))
+            raise gym.error.ClosedEnvironmentError(
+                core.env_closed_message(type(self).__name__)
+            )
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""

@@ -27,13 +27,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.modes import final_entries, without_finals
-from vecmode.sb3.from_vec_env import (
-    TERMINAL_OBSERVATION,
-    TIME_LIMIT_TRUNCATED,
-    FromSB3VectorEnv,
-    action_batch_message,
-    first_of_run,
-)
+from vecmode.sb3 import from_vec_env
 from vecmode.wrappers.base import check_infos, empty_batch
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
@@ -86,7 +80,9 @@ class ToSB3VecEnv(VecEnv):
         """How SB3's calls reach the sub-envs: from_sb3's VecEnv, objects, ``each``."""
         self._inner: Any = same.unwrapped
         inner = self._inner
-        self._sb3 = inner.venv if isinstance(inner, FromSB3VectorEnv) else None
+        self._sb3 = (
+            inner.venv if isinstance(inner, from_vec_env.FromSB3VectorEnv) else None
+        )
         held = getattr(inner if self._sb3 is None else self._sb3.unwrapped, "envs", ())
         local = isinstance(held, (list, tuple)) and len(held) == same.num_envs
         local = local and all(isinstance(env, gym.Env) for env in held)
@@ -128,7 +124,9 @@ class ToSB3VecEnv(VecEnv):
     def reset(self) -> VecEnvObs:
         """Reset every sub-env with the pending seeds and options."""
         options = self._options[0] if self._options else None
-        seed: Any = first_of_run(self._seeds)  # SB3's seed(s) sets s, s + 1, ...
+        seed: Any = from_vec_env.first_of_run(
+            self._seeds
+        )  # SB3's seed(s) sets s, s + 1, ...
         if seed is None and any(s is not None for s in self._seeds):
             seed = list(self._seeds)
         obs, infos = self.vector_env.reset(seed=seed, options=options or None)
@@ -185,7 +183,9 @@ class ToSB3VecEnv(VecEnv):
             f"or SB3's layout, a list of {n} actions (one per sub-env, each like "
             f"venv.action_space.sample())"
         )
-        raise errors.ActionBatchError(action_batch_message(problem, space, n, sb3))
+        raise errors.ActionBatchError(
+            from_vec_env.action_batch_message(problem, space, n, sb3)
+        )
 
     def _from_layout(self, result: core.StepResult) -> VecEnvStepReturn:
         """SB3's step from a step in SAME_STEP's layout."""
@@ -212,16 +212,18 @@ class ToSB3VecEnv(VecEnv):
         obs, rewards, terminations, truncations, infos = result
         n = self.num_envs
         if not infos and not finals:  # the common case, fast
-            sb3_infos = [{TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
+            sb3_infos = [{from_vec_env.TIME_LIMIT_TRUNCATED: False} for _ in range(n)]
         else:
             sb3_infos = copy.deepcopy(infos_to_list(infos or {}, n))
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = sb3_infos[i]
                 sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
-                sb3_infos[i][TERMINAL_OBSERVATION] = core.copy_batch(final_obs)
+                sb3_infos[i][from_vec_env.TERMINAL_OBSERVATION] = core.copy_batch(
+                    final_obs
+                )
             limit = np.logical_and(truncations, np.logical_not(terminations))
             for info, flag in zip(sb3_infos, limit.tolist(), strict=True):
-                info[TIME_LIMIT_TRUNCATED] = flag
+                info[from_vec_env.TIME_LIMIT_TRUNCATED] = flag
         # rewards as DummyVecEnv's float32 buffer holds them (a new array)
         rewards = np.array(rewards, dtype=np.float32)
         dones = np.logical_or(terminations, truncations)

@@ -15,14 +15,8 @@ from dataclasses import dataclass
 
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import registry
+from vecmode import modes, registry
 from vecmode.env_classes import layers
-from vecmode.modes import (
-    AutoresetMode,
-    caller_resets,
-    final_in_info,
-    resets_on_next_step,
-)
 from vecmode.probe import LOSES_FINALS, ProbeResult, probe_mode
 from vecmode.replay.record import is_count
 from vecmode.testing.vector_env.differences import first_failure
@@ -36,7 +30,7 @@ class VectorEnvReport:
     None for a stack of wrappers, whose layers ``stack`` names."""
 
     env: str
-    mode: AutoresetMode
+    mode: modes.AutoresetMode
     num_envs: int
     steps: int
     calls: int
@@ -139,7 +133,7 @@ def _report(run: CheckedRun, ends: int, found: ProbeResult) -> VectorEnvReport:
 
 
 def _diagnosis(
-    factory: Callable[[], VectorEnv], steps: int, seed: int, mode: AutoresetMode
+    factory: Callable[[], VectorEnv], steps: int, seed: int, mode: modes.AutoresetMode
 ) -> str:
     """What :func:`vecmode.probe_mode` finds, if another mode."""
     try:
@@ -152,11 +146,14 @@ def _diagnosis(
         f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
         f"mode, or fix the env."
     )
-    return f"{text} {LOSES_FINALS}" if caller_resets(found) else text
+    return f"{text} {LOSES_FINALS}" if modes.caller_resets(found) else text
 
 
 def _checks(
-    mode: AutoresetMode, masked: str, reuses_observations: bool, probe: ProbeResult
+    mode: modes.AutoresetMode,
+    masked: str,
+    reuses_observations: bool,
+    probe: ProbeResult,
 ) -> tuple[str, ...]:
     """What was checked, one line each, for the report."""
     checks = [
@@ -164,15 +161,15 @@ def _checks(
         "(num_envs,) and the right dtypes; infos dicts",
         "final_obs, final_info and their masks exactly at episode ends; final "
         "observations in the single space, not overwritten by the reset"
-        if final_in_info(mode)
+        if modes.final_in_info(mode)
         else "no final_obs / final_info in info",
     ]
-    if resets_on_next_step(mode):
+    if modes.resets_on_next_step(mode):
         checks.append(
             "the step after an episode ends: reward 0, flags False, action "
             "ignored; reset() clears pending autoresets"
         )
-    if caller_resets(mode):
+    if modes.caller_resets(mode):
         checks.append("step does not reset an ended sub-env")
     if masked in ("ignores", "masked rows"):
         declared = (
@@ -186,7 +183,7 @@ def _checks(
         line = (
             f"masked resets ({when}, and mid-episode) reset exactly the masked sub-envs"
         )
-        if resets_on_next_step(mode):
+        if modes.resets_on_next_step(mode):
             kept = "clearing" if masked == "clears" else "keeping"
             line += f", {kept} their pending autoresets"
         checks.append(line)

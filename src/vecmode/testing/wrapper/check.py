@@ -25,26 +25,13 @@ from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
+from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.driver import Driver, RunPlan
-from vecmode.testing.wrapper.events import (
-    PROPERTIES,
-    Run,
-    compare_runs,
-    fail,
-    with_env_info,
-)
 from vecmode.testing.wrapper.report import WrapperReport
-from vecmode.testing.wrapper.schedules import (
-    BASES,
-    DEFAULT_BASES,
-    DENSE_LAYOUT,
-    base_env,
-    schedules,
-)
 from vecmode.testing.writes import WritesBelow
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
-Runs = dict[tuple[int, AutoresetMode, str], Run]
+Runs = dict[tuple[int, AutoresetMode, str], events.Run]
 _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
 
 _HINT_MODES = (
@@ -117,7 +104,7 @@ def check_wrapper(
     name = getattr(factory, "__name__", None) or type(factory).__name__
     check = WrapperCheck(factory, name, over, kinds, only)
     if env_infos:
-        compare_info = with_env_info(STEP_INFO_KEYS[info_type], compare_info)
+        compare_info = events.with_env_info(STEP_INFO_KEYS[info_type], compare_info)
     return check.prove(modes, transitions, seed, batch_dependent, compare_info)
 
 
@@ -138,19 +125,25 @@ def _checked(
             raise ValueError(
                 f"check_wrapper: {name} must be an int >= {least}, got {value!r}"
             )
-    bases = DEFAULT_BASES if bases is None else bases
+    bases = schedules.DEFAULT_BASES if bases is None else bases
     over = [bases] if isinstance(bases, str) else list(bases)
-    if isinstance(bases, str) or not over or any(name not in BASES for name in over):
+    if (
+        isinstance(bases, str)
+        or not over
+        or any(name not in schedules.BASES for name in over)
+    ):
         raise ValueError(
             f"check_wrapper: bases must be a list naming one or more of "
-            f"{', '.join(map(repr, BASES))}; got {over!r}"
+            f"{', '.join(map(repr, schedules.BASES))}; got {over!r}"
         )
     if properties is None:
         return over, None
-    if isinstance(properties, str) or any(p not in PROPERTIES for p in properties):
+    if isinstance(properties, str) or any(
+        p not in events.PROPERTIES for p in properties
+    ):
         raise ValueError(
             f"check_wrapper: properties must be a list naming some of "
-            f"{', '.join(PROPERTIES)}; got {properties!r}"
+            f"{', '.join(events.PROPERTIES)}; got {properties!r}"
         )
     return over, frozenset(properties)
 
@@ -168,7 +161,7 @@ class WrapperCheck:
     ) -> None:
         self.factory, self.who, self.over = factory, who, over
         self.kinds, self.only = kinds, only
-        self.first_schedule = schedules(kinds["num_envs"], 1)[0]
+        self.first_schedule = schedules.schedules(kinds["num_envs"], 1)[0]
         self.accepted: dict[AutoresetMode, VectorEnv] = {}
         self.refusals: dict[AutoresetMode, Exception] = {}
         #: the class's own errors when built (a bad argument, or its own refusal)
@@ -232,7 +225,7 @@ class WrapperCheck:
             MappingProxyType(self.own_refusals),
             self.layers,
             tuple(self.over),
-            PROPERTIES if self.only is None else tuple(self.only),
+            events.PROPERTIES if self.only is None else tuple(self.only),
             self.factory,
             MappingProxyType(self.kinds),
         )
@@ -251,7 +244,9 @@ class WrapperCheck:
     def build_in_every_mode(self) -> None:
         """Which modes the wrapper accepts when built, and which it declares."""
         for mode in MODES:
-            envs = base_env(self.over[0], mode, self.kinds, self.first_schedule)
+            envs = schedules.base_env(
+                self.over[0], mode, self.kinds, self.first_schedule
+            )
             try:
                 wrapped = self.build(envs)
             except Exception as error:  # vecmode's refusal, or the class's error
@@ -305,14 +300,16 @@ class WrapperCheck:
                     f"prove: {own}"
                 )
                 where = f"built over a {mode.value} env"
-                raise fail("builds_in_declared_modes", self.who, where, what) from own
+                raise events.fail(
+                    "builds_in_declared_modes", self.who, where, what
+                ) from own
             self.refusals[mode] = own
             self.own_refusals[mode] = f"{type(own).__name__}: {own}"
         for mode in to_prove:
             if mode in self.refusals:
                 what = f"refused a mode to prove: {self.refusals[mode]}"
                 where = f"built over a {mode.value} env"
-                raise fail("builds_in_declared_modes", self.who, where, what)
+                raise events.fail("builds_in_declared_modes", self.who, where, what)
 
     def check_refuses_undeclared_modes(
         self, to_prove: tuple[AutoresetMode, ...]
@@ -329,10 +326,10 @@ class WrapperCheck:
                     f"as wrong: {found.wrong[mode]} (Gymnasium's own wrappers refuse "
                     f"it only under vecmode.guard())"
                 )
-                raise fail(
+                raise events.fail(
                     "refuses_undeclared_modes", self.who, where, what, found.instead
                 )
-            raise fail(
+            raise events.fail(
                 "refuses_undeclared_modes",
                 self.who,
                 where,
@@ -349,7 +346,7 @@ class WrapperCheck:
         compared = 0
         runs: Runs = {}
         for number, schedule in enumerate(
-            schedules(self.kinds["num_envs"], plan.wanted)
+            schedules.schedules(self.kinds["num_envs"], plan.wanted)
         ):
             for mode in to_prove:
                 for name in self.over if number < 2 else self.over[:1]:
@@ -367,32 +364,34 @@ class WrapperCheck:
                     )
                     if pair and self.on(prop):
                         context = (prop, self.who, hint)
-                        compared += compare_runs(*pair, plan.wanted, exact, context)
+                        compared += events.compare_runs(
+                            *pair, plan.wanted, exact, context
+                        )
         return labels, compared
 
     def _compared_with(
         self, runs: Runs, number: int, mode: AutoresetMode, name: str, first: Any
-    ) -> tuple[str, tuple[Run, Run] | None, str]:
+    ) -> tuple[str, tuple[events.Run, events.Run] | None, str]:
         """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
             return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
         if name != first_base:  # the same mode over another base
-            hint = _HINT_DENSE if name in DENSE_LAYOUT else _HINT_BASES
+            hint = _HINT_DENSE if name in schedules.DENSE_LAYOUT else _HINT_BASES
             return "same_over_every_base", (runs[number, mode, first_base], run), hint
         prop = f"mode_equivalence_{'together' if number == 0 else 'staggered'}"
         if mode is first:
             return prop, None, _HINT_MODES
         return prop, (runs[number, first, first_base], run), _HINT_MODES
 
-    def run(self, name: str, plan: RunPlan) -> Run:
+    def run(self, name: str, plan: RunPlan) -> events.Run:
         """One run of the wrapper over the base ``name``."""
-        base = base_env(name, plan.mode, self.kinds, plan.schedule)
+        base = schedules.base_env(name, plan.mode, self.kinds, plan.schedule)
         below = WritesBelow(base)  # before the wrapper is built over it
         try:
             wrapped = self.build(base)
         except IncompatibleModeError as error:
-            raise fail(
+            raise events.fail(
                 "builds_in_declared_modes",
                 self.who,
                 plan.label,
@@ -403,7 +402,7 @@ class WrapperCheck:
             ) from error
         plan = replace(
             plan,
-            final_infos=name not in DENSE_LAYOUT,
+            final_infos=name not in schedules.DENSE_LAYOUT,
             base_keeps_options=keeps_options(base),
             reuses_observations=any(
                 getattr(layer, "copy", None) is False for layer in _over(wrapped, base)
