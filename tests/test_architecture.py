@@ -418,3 +418,21 @@ def test_every_args_entry_names_one_parameter():
         and several_names(ast.get_docstring(node) or "")
     ]
     assert not found, f"Args entries naming several parameters: {found}"
+
+
+def test_the_authors_module_map_is_the_layer_table():
+    """docs/authors.md's module map lists each module in its layer."""
+    page = (SRC.parent.parent / "docs" / "authors.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| (.*?) \|", page, re.MULTILINE)
+    shown = {
+        int(level): {
+            name.strip("`").removesuffix(".py").removesuffix("/")
+            for name in names.split(", ")
+        }
+        for level, names in rows
+    }
+    wanted = {
+        level: {"__init__" if name == "" else name for name in layer}
+        for level, layer in enumerate(LAYERS)
+    }
+    assert shown == wanted
