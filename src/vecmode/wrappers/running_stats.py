@@ -185,7 +185,7 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
                 and mean.dtype in _EXACT_IN_FLOATS
                 and var.dtype in _EXACT_IN_FLOATS
             ):
-                self._merge_tail(work, total, dtypes)
+                self._merge_tail(work, mean, var, total, dtypes)
                 return
             s1, s2, step = work.s1, work.s2, work.step
             np.multiply(s1, 1.0 / total, out=step)  # S1 / tot
@@ -206,14 +206,23 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
             self.var = var_dtype.type(new_var[0])
         self.count = total
 
-    def _merge_tail(self, work: _Scratch, total: Any, dtypes: Dtypes) -> None:
-        """The merge's last steps in Python floats, in the NumPy path's order."""
+    def _merge_tail(
+        self,
+        work: _Scratch,
+        mean: np.ndarray,
+        var: np.ndarray,
+        total: Any,
+        dtypes: Dtypes,
+    ) -> None:
+        """The merge's last steps in Python floats, in the NumPy path's order
+        (``mean`` and ``var``: the statistics, flat)."""
         first, second = work.sums.tolist()
         inverse = 1.0 / total
         count = float(self.count)
         new_mean, new_var = [], []
-        mean, var = np.ravel(self.mean).tolist(), np.ravel(self.var).tolist()
-        for m, v, s1, s2 in zip(mean, var, first, second, strict=True):
+        for m, v, s1, s2 in zip(
+            mean.tolist(), var.tolist(), first, second, strict=True
+        ):
             step = s1 * inverse  # S1 / tot
             new_mean.append(m + step)
             new_var.append((v * count + (s2 - s1 * step)) / total)
