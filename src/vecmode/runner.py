@@ -263,11 +263,14 @@ class Outcome:
 
 
 def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
-    """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options."""
-    return env.reset(
-        seed=None if seeds is None else seeds[k],
-        options=None if options is None else dict(options),
-    )
+    """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options,
+    each passed only when given (as SB3 does: an env's ``reset`` may take neither)."""
+    seed = None if seeds is None else seeds[k]
+    if seed is None:
+        return env.reset() if options is None else env.reset(options=dict(options))
+    if options is None:
+        return env.reset(seed=seed)
+    return env.reset(seed=seed, options=dict(options))
 
 
 class Runner:

@@ -263,3 +263,37 @@ def test_a_failed_call_loses_the_sub_envs_it_ran_until_they_are_reset():
     assert not envs.awaiting_reset.any()
     envs.step(np.zeros(3, int))
     envs.close()
+
+
+class NoOptions(gym.Env):
+    """A sub-env whose ``reset`` takes no ``options`` (SB3 supports such envs)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.seeds = []
+
+    def reset(self, seed=None):
+        self.seeds.append(seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, True, False, {}
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_seed_and_options_reach_a_sub_env_only_when_given(mode):
+    envs = vecmode.with_autoreset(vecmode.SyncVectorEnv([NoOptions] * 2), mode)
+    envs.reset()
+    envs.reset(seed=3)
+    for _ in range(2):  # autoresets (or masked resets) take neither
+        _, _, terminations, _, _ = envs.step(np.array([0, 1]))
+        if mode == "Disabled":
+            envs.reset(options={"reset_mask": terminations})
+    subs = envs.unwrapped.envs
+    assert subs[0].seeds[:2] == [None, 3] and subs[1].seeds[:2] == [None, 4]
+    assert set(subs[0].seeds[2:]) == {None}
+    with pytest.raises(TypeError, match="options"):
+        envs.reset(options={"level": 1})  # given: passed, and this env refuses it
+    envs.close()
