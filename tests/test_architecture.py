@@ -208,18 +208,23 @@ def private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+def is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module of vecmode's source (``vecmode._numpy``)."""
+    top, *rest = dotted.split(".")
+    return top == "vecmode" and SRC.joinpath(*rest).with_suffix(".py").exists()
+
+
 def private_reaches(source: str, me: str, package: str) -> list[str]:
     """Private names module ``me`` takes from another module: ``from m import _x``,
     or a private module (``vecmode._numpy``, ``gymnasium.x._y``) outside the
     package that holds it."""
     found = set()
     for line, module, name in imports(source, package):
-        submodule = f"{module}.{name}".replace("vecmode", str(SRC), 1).split(".")
         if (
             name is not None
             and private(name)
             and module != me
-            and not pathlib.Path(*submodule).with_suffix(".py").exists()
+            and not is_module(f"{module}.{name}")
         ):
             found.add(f"line {line}: {module}.{name}")
             continue
