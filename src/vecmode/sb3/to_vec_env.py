@@ -17,6 +17,7 @@ from gymnasium import Space
 from gymnasium.spaces import Dict, Tuple
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate
+from stable_baselines3.common.preprocessing import check_for_nested_spaces
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvIndices,
@@ -64,6 +65,17 @@ class ToSB3VecEnv(VecEnv):
     def __init__(self, envs: VectorEnv) -> None:
         if not isinstance(envs, VectorEnv):
             raise TypeError(errors.not_a_vector_env(_TO, envs))
+        try:  # as DummyVecEnv: SB3's buffers hold one level of Dict or Tuple
+            check_for_nested_spaces(envs.single_observation_space)
+        except NotImplementedError as exc:
+            raise NotImplementedError(
+                f"{_TO} cannot take the observation space "
+                f"{envs.single_observation_space}: it has a Dict or Tuple inside a "
+                f"Dict or Tuple, which SB3's VecEnvs and buffers cannot hold "
+                f"(DummyVecEnv raises NotImplementedError too). Flatten the inner "
+                f"spaces, e.g. with gymnasium.wrappers.FlattenObservation on each "
+                f"sub-env."
+            ) from exc
         same = with_autoreset(envs, AutoresetMode.SAME_STEP)
         self.vector_env = same
         self._reach_sub_envs(same)
@@ -73,6 +85,8 @@ class ToSB3VecEnv(VecEnv):
         self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
         self._actions: Any = None
         self._split_api(same)
+        # whether masked resets work now (vecmode's cores: before a first reset too)
+        self._masked_resets = isinstance(self._inner, core.VectorCore)
         super().__init__(same.num_envs, space, same.single_action_space)
         self.metadata = dict(same.metadata)
 
@@ -122,19 +136,30 @@ class ToSB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------- stepping
     def reset(self) -> VecEnvObs:
-        """Reset every sub-env with the pending seeds and options."""
-        options = self._options[0] if self._options else None
+        """Reset every sub-env with the pending seeds and options; sub-envs given
+        different options are reset by masked resets, one per distinct dict."""
         seed: Any = from_vec_env.first_of_run(
             self._seeds
         )  # SB3's seed(s) sets s, s + 1, ...
         if seed is None and any(s is not None for s in self._seeds):
             seed = list(self._seeds)
-        obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+        groups = _option_groups(self._options, self.num_envs)
+        reset_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for options, indices in groups:
+            if len(groups) > 1:
+                mask = np.zeros(self.num_envs, dtype=np.bool_)
+                mask[indices] = True
+                options = {**options, "reset_mask": mask}
+            obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+            check_infos(infos, _TO)
+            listed = infos_to_list(infos, self.num_envs)
+            for i in indices:
+                reset_infos[i] = listed[i]
+        self._masked_resets = True
         self._reset_seeds()
         self._reset_options()
-        check_infos(infos, _TO)
         # DummyVecEnv hands out copies: no info shares an object with a sub-env
-        self.reset_infos = copy.deepcopy(infos_to_list(infos, self.num_envs))
+        self.reset_infos = copy.deepcopy(reset_infos)
         return self._sb3_obs(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -237,17 +262,24 @@ class ToSB3VecEnv(VecEnv):
         return obs
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Options for every sub-env's next ``reset()``: one dict, or equal ones."""
+        """Options for the sub-envs' next ``reset()``: one dict for all, or a list
+        of one dict per sub-env."""
+        if isinstance(options, (list, tuple)) and len(options) != self.num_envs:
+            raise ValueError(
+                f"set_options() got a list of {len(options)} options; pass one "
+                f"dict for every sub-env, or a list of {self.num_envs} (one each)."
+            )
         super().set_options(options)
-        if len(self._options) != self.num_envs or not all(
-            _same_options(o, self._options[0]) for o in self._options
+        if (
+            not self._masked_resets
+            and len(_option_groups(self._options, self.num_envs)) > 1
         ):
-            got = self._options
             self._reset_options()
             raise ValueError(
-                f"set_options() got {got!r}: a vector env's reset passes one options "
-                f"dict to every sub-env, so pass one dict (or a list of "
-                f"{self.num_envs} equal dicts)."
+                f"set_options() got different options for the sub-envs, which reach "
+                f"them through masked resets, and {errors.describe(self._inner)} "
+                f"takes none before its first reset. Call reset() once first, or "
+                f"build the env on vecmode's cores."
             )
 
     # ------------------------------------------------------------- sub-envs
@@ -416,6 +448,21 @@ def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
     else:
         return None
     return next(filter(None, (_sample_problem(*part) for part in parts)), None)
+
+
+def _option_groups(
+    options: Sequence[dict[str, Any]], n: int
+) -> list[tuple[dict[str, Any], list[int]]]:
+    """The sub-envs grouped by equal options, in order of first appearance."""
+    groups: list[tuple[dict[str, Any], list[int]]] = []
+    for i, option in enumerate(options or [{}] * n):
+        found = (g for g in groups if _same_options(g[0], option or {}))
+        group = next(found, None)
+        if group is None:
+            groups.append((option or {}, [i]))
+        else:
+            group[1].append(i)
+    return groups
 
 
 def _same_options(a: Any, b: Any) -> bool:
