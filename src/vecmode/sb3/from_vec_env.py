@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import multiprocessing.connection
+import traceback
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -23,6 +26,9 @@ from vecmode.wrappers.base import empty_batch, iterate_batch
 TERMINAL_OBSERVATION = "terminal_observation"
 TIME_LIMIT_TRUNCATED = "TimeLimit.truncated"
 _SB3_KEYS = frozenset((TERMINAL_OBSERVATION, TIME_LIMIT_TRUNCATED))
+
+#: DummyVecEnv's loops over the sub-envs (``env_idx``: the one running).
+_DUMMY_LOOPS = (DummyVecEnv.step_wait.__code__, DummyVecEnv.reset.__code__)
 
 MASKED_RESET_FIRST = (
     'reset(options={"reset_mask": mask}) needs a full reset() first: until then '
@@ -66,13 +72,74 @@ class FromSB3VectorEnv(VectorEnv):
         self.render_mode = venv.render_mode
         self._last_obs: Any = None
         self._structured_actions = isinstance(venv.action_space, (Dict, Tuple))
+        self._lost: set[int] = set()
+        self._dead: str | None = None  # why a SubprocVecEnv's worker died
 
-    def _open(self) -> None:
-        """Refuse a call on a closed env (SB3's own VecEnvs differ)."""
+    def _open(self, stepping: bool = False) -> None:
+        """Refuse a call on a closed or broken env (SB3's own VecEnvs differ), and
+        a step while a sub-env's state is lost."""
         if self.closed:
             raise gym.error.ClosedEnvironmentError(
                 core.env_closed_message(type(self).__name__)
             )
+        if self._dead is not None:
+            raise errors.WorkerError(self._dead)
+        if stepping and self._lost:
+            raise errors.EpisodeEndedError(sorted(self._lost), lost=True)
+
+    @property
+    def awaiting_reset(self) -> np.ndarray:
+        """Bool mask of the sub-envs that must be reset before the next step (a
+        failed call lost their state)."""
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[sorted(self._lost)] = True
+        return mask
+
+    @contextlib.contextmanager
+    def _faults(
+        self, method: str, order: Iterable[int], index: int | None = None
+    ) -> Iterator[None]:
+        """A sub-env's exception as the sync core's SubEnvError: the sub-envs of
+        ``order`` up to ``index`` (DummyVecEnv's, where not given) lose their
+        state; all of them where it is unknown. A dead worker: WorkerError."""
+        order = list(order)
+        try:
+            yield
+        except Exception as exc:
+            dead = self._dead_workers(exc)
+            if dead:
+                which = ", ".join(map(str, dead))
+                self._dead = (
+                    f"the SubprocVecEnv worker of sub-env(s) {which} died in "
+                    f"{method}; SB3 sends no exception (the traceback is on the "
+                    f"worker's stderr), and the VecEnv cannot go on: close() it."
+                )
+                raise errors.WorkerError(self._dead, lost=dead) from exc
+            index = _running_sub_env(exc) if index is None else index
+            if index not in order:
+                self._lost.update(order)
+                raise
+            lost = order[: order.index(index) + 1]
+            self._lost.update(lost)
+            text = traceback.format_exc()
+            name = type(exc).__name__
+            raise errors.sub_env_error(
+                index, method, name, str(exc), text, (), lost, cause=exc
+            ) from exc
+        except BaseException:
+            self._lost.update(order)
+            raise
+
+    def _dead_workers(self, exc: Exception) -> list[int]:
+        """The sub-envs whose SubprocVecEnv worker died (``exc``: a broken pipe)."""
+        venv = self.venv.unwrapped
+        if not isinstance(venv, SubprocVecEnv) or not isinstance(
+            exc, EOFError | OSError
+        ):
+            return []
+        sentinels = [process.sentinel for process in venv.processes]
+        ended = multiprocessing.connection.wait(sentinels, timeout=1.0)
+        return [i for i, sentinel in enumerate(sentinels) if sentinel in ended]
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""
@@ -97,7 +164,9 @@ class FromSB3VectorEnv(VectorEnv):
             self.venv.seed(seeds[0])
         if rest:
             self.venv.set_options(rest)
-        self._last_obs = _as_batch(self.observation_space, self.venv.reset())
+        with self._faults("reset", range(self.num_envs)):
+            self._last_obs = _as_batch(self.observation_space, self.venv.reset())
+        self._lost.clear()
         return self._last_obs, self._batched(enumerate(self.venv.unwrapped.reset_infos))
 
     def _seeds(self, seed: Any) -> list[int | None] | None:
@@ -132,26 +201,30 @@ class FromSB3VectorEnv(VectorEnv):
         if not np.count_nonzero(mask):  # vecmode's convention: a no-op
             return core.copy_batch(self._last_obs), {}
         singles = list(iterate_batch(self.observation_space, self._last_obs))
-        infos = []
-        for i in np.flatnonzero(mask).tolist():
+        infos, order = [], np.flatnonzero(mask).tolist()
+        for i in order:
             seed = None if seeds is None else seeds[i]
-            ((singles[i], info),) = self.venv.env_method(
-                "reset", seed=seed, options=rest, indices=[i]
-            )
+            with self._faults("reset", order, i):
+                ((singles[i], info),) = self.venv.env_method(
+                    "reset", seed=seed, options=rest, indices=[i]
+                )
             infos.append((i, info))
+        self._lost.difference_update(order)
         space = self.single_observation_space
         self._last_obs = concatenate(space, singles, empty_batch(space, self.num_envs))
         return self._last_obs, self._batched(infos)
 
     def step(self, actions: Any) -> core.StepResult:
         """Step every sub-env; SB3 resets those whose episode ends."""
-        self._open()
-        return self._gym_step(self.venv.step(self._sb3_actions(actions)))
+        self.step_async(actions)
+        return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
         """Send a step (SB3's ``step_async``)."""
-        self._open()
-        self.venv.step_async(self._sb3_actions(actions))
+        self._open(stepping=True)
+        actions = self._sb3_actions(actions)
+        with self._faults("step", range(self.num_envs)):
+            self.venv.step_async(actions)
 
     def step_wait(self, timeout: float | None = None) -> core.StepResult:
         """The step sent by :meth:`step_async` (``timeout`` must be None)."""
@@ -160,7 +233,23 @@ class FromSB3VectorEnv(VectorEnv):
                 f"step_wait(timeout={timeout!r}): an SB3 VecEnv's step_wait() takes "
                 f"no timeout; pass None."
             )
-        return self._gym_step(self.venv.step_wait())
+        with self._faults("step", range(self.num_envs)):
+            self._await_workers()
+            result = self.venv.step_wait()
+        return self._gym_step(result)
+
+    def _await_workers(self) -> None:
+        """Wait for a SubprocVecEnv's answers or a worker's end (forked workers hold
+        each other's pipes open: SB3's wait for a dead one's answer never ends)."""
+        venv = self.venv.unwrapped
+        if not isinstance(venv, SubprocVecEnv) or not venv.waiting:
+            return
+        ends, pending = {p.sentinel for p in venv.processes}, set(venv.remotes)
+        while pending:
+            ready = multiprocessing.connection.wait([*pending, *ends])
+            if ends.intersection(ready):
+                raise EOFError("a SubprocVecEnv worker ended")
+            pending.difference_update(ready)
 
     def _sb3_actions(self, actions: Any) -> Any:
         """A batch of Dict or Tuple actions as SB3's list; others as they are."""
@@ -227,11 +316,27 @@ class FromSB3VectorEnv(VectorEnv):
         return self.call("render")
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close the SB3 ``VecEnv``."""
-        self.venv.close()
+        """Close the SB3 ``VecEnv`` (or end its workers, where one died)."""
+        if self._dead is None:
+            self.venv.close()
+            return
+        for process in self.venv.unwrapped.processes:
+            process.terminate()
+            process.join()
+        self.venv.unwrapped.closed = True
 
     def __repr__(self) -> str:
         return f"FromSB3VectorEnv({type(self.venv).__name__}, num_envs={self.num_envs})"
+
+
+def _running_sub_env(exc: BaseException) -> int | None:
+    """The sub-env DummyVecEnv's loop was running when ``exc`` was raised, or None."""
+    index, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in _DUMMY_LOOPS:
+            index = tb.tb_frame.f_locals.get("env_idx")
+        tb = tb.tb_next
+    return index
 
 
 def _as_batch(space: Space, obs: Any) -> Any:

@@ -143,12 +143,11 @@ class ToSB3VecEnv(VecEnv):
         )  # SB3's seed(s) sets s, s + 1, ...
         if seed is None and any(s is not None for s in self._seeds):
             seed = list(self._seeds)
-        groups = _option_groups(self._options, self.num_envs)
+        groups = _option_groups(self._options)
         reset_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for options, indices in groups:
             if len(groups) > 1:
-                mask = np.zeros(self.num_envs, dtype=np.bool_)
-                mask[indices] = True
+                mask = np.isin(np.arange(self.num_envs), indices)
                 options = {**options, "reset_mask": mask}
             obs, infos = self.vector_env.reset(seed=seed, options=options or None)
             check_infos(infos, _TO)
@@ -270,10 +269,7 @@ class ToSB3VecEnv(VecEnv):
                 f"dict for every sub-env, or a list of {self.num_envs} (one each)."
             )
         super().set_options(options)
-        if (
-            not self._masked_resets
-            and len(_option_groups(self._options, self.num_envs)) > 1
-        ):
+        if not self._masked_resets and len(_option_groups(self._options)) > 1:
             self._reset_options()
             raise ValueError(
                 f"set_options() got different options for the sub-envs, which reach "
@@ -450,14 +446,11 @@ def _sample_problem(space: Space, sample: Any, where: str) -> str | None:
     return next(filter(None, (_sample_problem(*part) for part in parts)), None)
 
 
-def _option_groups(
-    options: Sequence[dict[str, Any]], n: int
-) -> list[tuple[dict[str, Any], list[int]]]:
-    """The sub-envs grouped by equal options, in order of first appearance."""
-    groups: list[tuple[dict[str, Any], list[int]]] = []
-    for i, option in enumerate(options or [{}] * n):
-        found = (g for g in groups if _same_options(g[0], option or {}))
-        group = next(found, None)
+def _option_groups(options: Sequence[dict]) -> list[tuple[dict, list[int]]]:
+    """The sub-envs' indices grouped by equal options (SB3's one dict each)."""
+    groups: list[tuple[dict, list[int]]] = []
+    for i, option in enumerate(options):
+        group = next((g for g in groups if _same_options(g[0], option or {})), None)
         if group is None:
             groups.append((option or {}, [i]))
         else:

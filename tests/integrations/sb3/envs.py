@@ -149,3 +149,23 @@ class ActionRecorder(gym.Env):
 
 def recorders(space: str, n: int = 3) -> list:
     return [functools.partial(ActionRecorder, space)] * n
+
+
+class Faulty(ScheduledEnv):
+    """Sub-env ``bad`` raises ValueError at step ``at`` of each episode, or, with
+    ``at=0``, in its second reset (only); episodes of 50 steps."""
+
+    def __init__(self, index: int = 0, bad: int = 1, at: int = 2) -> None:
+        super().__init__(index, lengths=(50,))
+        self.bad, self.at = bad, at
+
+    def reset(self, *, seed=None, options=None):
+        if self.index == self.bad and self.at == 0 and self.resets == 1:
+            self.at = -1  # once
+            raise ValueError("the sub-env's own bug, in reset")
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.index == self.bad and self.at and self.t == self.at:
+            raise ValueError("the sub-env's own bug, in step")
+        return super().step(action)

@@ -4,6 +4,10 @@ sub-envs: identical but for the steps that are both terminated and truncated.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -246,3 +250,66 @@ def test_from_sb3_refuses_calls_once_closed(venv_cls):
     ):
         with pytest.raises(ClosedEnvironmentError, match="was closed"):
             call()
+
+
+ROOT = Path(__file__).resolve().parents[3]
+#: Seconds a fault case may take before it counts as a hang.
+HARD_LIMIT = 60.0
+
+
+def fault_run(source: str, at: int) -> dict[str, Any]:
+    """The fault driver's report of one case, run in a child process under a hard
+    time limit (``at``: the step sub-env 1 raises at; 0: in its second reset)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.integrations.sb3.fault_driver", source, str(at)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HARD_LIMIT,
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("at", [2, 0], ids=["in-step", "in-reset"])
+def test_a_sub_env_fault_in_dummy_vec_env_is_the_sync_core_s(at):
+    """A sub-env raising under from_sb3(DummyVecEnv(...)): the sync core's
+    SubEnvError naming it, the same sub-envs lost, the next step refused (no
+    transition silently skipped), a masked reset of them recovers."""
+    ours = fault_run("DummyVecEnv", at)
+    assert ours == fault_run("sync-core", at)
+    fault = ours["fault"]
+    assert (
+        fault["raised"][:2] == ["SubEnvError"] * 2 and "ValueError" in fault["raised"]
+    )
+    assert (fault["index"], fault["method"], fault["lost"]) == (
+        1,
+        "step" if at else "reset",
+        [0, 1],
+    )
+    assert ours["awaiting_reset"] == [True, True, False]
+    assert ours["step"]["raised"][0] == "EpisodeEndedError"
+    assert (ours["step"]["indices"], ours["step"]["lost"]) == ([0, 1], True)
+    if at:  # sub-env 2 goes on from step 2 to 3, 0 and 1 from their resets
+        assert [obs[2] for obs in ours["then step"]] == [1.0, 1.0, 3.0]
+    assert ours["processes left"] == 0
+
+
+@pytest.mark.parametrize(
+    ("start_method", "at"),
+    [
+        ("fork", 2),
+        pytest.param("forkserver", 2, marks=pytest.mark.slow),
+        pytest.param("forkserver", 0, marks=pytest.mark.slow),
+    ],
+)
+def test_a_sub_env_fault_in_subproc_vec_env_is_a_worker_error(start_method, at):
+    """SubprocVecEnv's worker dies with the sub-env's exception and SB3 sends none:
+    WorkerError naming the sub-env, at once (with fork too: SB3 would wait for
+    ever), every later call WorkerError, close() ends every worker."""
+    report = fault_run(start_method, at)
+    assert report["fault"]["raised"][0] == "WorkerError"
+    assert report["fault"]["lost"] == [1]
+    for call in ("step", "masked reset", "then step"):
+        assert report[call]["raised"][0] == "WorkerError"
+    assert report["processes left"] == 0
