@@ -16,6 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")  # (pytest's doctest run imports this)
+
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from tests.integrations.sb3.envs import SAME, Faulty, vecmode_env

@@ -856,3 +856,15 @@ def test_a_sub_env_fault_tells_an_sb3_caller_what_to_do(core):
     venv.reset()
     venv.step(np.zeros(2, dtype=np.int64))
     venv.close()
+
+
+def test_a_batch_of_two_actions_on_one_sub_env_is_refused_where_sb3_steps_one():
+    """Documented (docs/integrations.md): DummyVecEnv steps the first action."""
+    ours, theirs = to_sb3(vecmode_env(cartpoles(1), SAME)), DummyVecEnv(cartpoles(1))
+    for venv in (ours, theirs):
+        venv.reset()
+    assert theirs.step(np.array([1, 0]))[0].shape == (1, 4)
+    with pytest.raises(ActionBatchError, match="got a batch of 2; nothing was stepped"):
+        ours.step(np.array([1, 0]))
+    ours.step(np.array([1]))  # still usable
+    ours.close()
