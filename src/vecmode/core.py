@@ -229,20 +229,15 @@ def _parts_problem(
     subspaces = space.spaces
     if isinstance(subspaces, tuple):
         keys: Iterable[Any] = range(len(subspaces))
-        if isinstance(batch, list):  # may be one action per sub-env: refused
-            return (
-                f"{where} is a list for the Tuple space {space}, got "
-                f"{errors.short(batch)}: pass a tuple of {len(subspaces)} batches, one "
-                f"per subspace, as env.action_space.sample() returns (a list of one "
-                f"action per sub-env would step them transposed when there are as "
-                f"many sub-envs as subspaces): tuple(np.array(part) for part in "
-                f"zip(*{where})) for a list of actions, tuple({where}) for a list of "
-                f"batches"
-            )
         if not isinstance(batch, tuple) or len(batch) != len(subspaces):
             return (
                 f"{where} must be a tuple of {len(subspaces)} batches, one per "
-                f"subspace of {space}, got {errors.short(batch)}"
+                f"subspace of {space}, as env.action_space.sample() returns, got "
+                f"{errors.short(batch)} (a list is refused: one of actions, one per "
+                f"sub-env, would step them transposed where there are as many "
+                f"sub-envs as subspaces); tuple(np.array(part) for part in "
+                f"zip(*{where})) batches a list of actions, tuple({where}) a list of "
+                f"batches"
             )
     else:
         keys = subspaces.keys()

@@ -351,8 +351,12 @@ def test_a_list_for_a_tuple_action_space_is_refused_in_every_core(layout, num_en
         envs.step(per_sub_env)
     message = str(info.value)
     space = envs.single_action_space
-    assert f"actions is a list for the Tuple space {space}, got list" in message
-    assert repr(per_sub_env) in message and "nothing was stepped" in message
+    assert (
+        f"actions must be a tuple of 2 batches, one per subspace of {space}, as "
+        f"env.action_space.sample() returns, got list {per_sub_env!r} (a list is "
+        f"refused: one of actions, one per sub-env, would step them transposed"
+    ) in message
+    assert "nothing was stepped" in message
     assert "tuple(np.array(part) for part in zip(*actions))" in message
     assert list(envs.get_attr("steps")) == [0] * num_envs
     actions = tuple(np.array(part) for part in zip(*per_sub_env, strict=True))
@@ -373,7 +377,7 @@ def test_a_tuple_spaces_batch_is_a_tuple_of_per_subspace_batches(num_envs, subsp
     per_sub_env = _actions(num_envs, subspaces)
     per_subspace = [np.array(part) for part in zip(*per_sub_env, strict=True)]
     for given_list in (per_sub_env, per_subspace):
-        with pytest.raises(errors.ActionBatchError, match="is a list for the Tuple"):
+        with pytest.raises(errors.ActionBatchError, match="a list is refused"):
             envs.step(given_list)
     if num_envs != subspaces:  # (equal counts: the batched form's very shape)
         with pytest.raises(errors.ActionBatchError, match=f"{subspaces} batches"):
@@ -389,7 +393,8 @@ def test_a_list_in_a_nested_tuple_space_is_named_where_it_is():
     pair = gym.spaces.Tuple((gym.spaces.Discrete(5), gym.spaces.Discrete(5)))
     space = gym.spaces.Dict(pair=pair, n=gym.spaces.Discrete(5))
     problem = batch_problem(space, {"pair": [(1, 2), (3, 4)], "n": [0, 0]}, 2)
-    assert problem.startswith("actions['pair'] is a list for the Tuple space")
+    assert problem.startswith("actions['pair'] must be a tuple of 2 batches")
+    assert "got list [(1, 2), (3, 4)] (a list is refused" in problem
     assert "zip(*actions['pair'])" in problem
     fine = {"pair": (np.array([1, 3]), np.array([2, 4])), "n": [0, 0]}
     assert batch_problem(space, fine, 2) is None
