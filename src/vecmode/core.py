@@ -189,7 +189,7 @@ def batch_problem(
             return None
         return (
             f"{where} must be a tuple of {num_envs} samples of {space} (one per "
-            f"sub-env), got {_short(batch)}"
+            f"sub-env), got {errors.short(batch)}"
         )
     return None  # batched by a function of its own: its structure is unknown here
 
@@ -207,7 +207,7 @@ def _array_batch_problem(
     if size is None and type(batch) is not np.ndarray and isinstance(batch, Sized):
         size = len(batch)  # a ragged sequence: its length
     if size != num_envs:
-        got = _short(batch) if size is None else f"a batch of {size}"
+        got = errors.short(batch) if size is None else f"a batch of {size}"
         return (
             f"{where} must be a batch of {num_envs} actions (one per sub-env, "
             f"leading dimension {num_envs}), got {got}"
@@ -224,20 +224,25 @@ def _array_batch_problem(
 def _parts_problem(
     space: Tuple | Dict, batch: Any, num_envs: int, where: str
 ) -> str | None:
-    """A Tuple's batch: a tuple of its subspaces' batches; a Dict's: a dict of
-    them, with the space's keys."""
+    """A Tuple's batch: a tuple of its subspaces' batches (never a list, which
+    may be one action per sub-env); a Dict's: a dict of them, with its keys."""
     subspaces = space.spaces
     if isinstance(subspaces, tuple):
         keys: Iterable[Any] = range(len(subspaces))
-        if not isinstance(batch, (tuple, list)) or len(batch) != len(subspaces):
+        if not isinstance(batch, tuple) or len(batch) != len(subspaces):
             return (
                 f"{where} must be a tuple of {len(subspaces)} batches, one per "
-                f"subspace of {space}, got {_short(batch)}"
+                f"subspace of {space}, as env.action_space.sample() returns, got "
+                f"{errors.short(batch)} (a list is refused: one of actions, one per "
+                f"sub-env, would step them transposed where there are as many "
+                f"sub-envs as subspaces); tuple(np.array(part) for part in "
+                f"zip(*{where})) batches a list of actions, tuple({where}) a list of "
+                f"batches"
             )
     else:
         keys = subspaces.keys()
         if type(batch) is not dict and not isinstance(batch, Mapping):
-            return f"{where} must be a dict with the keys {list(keys)}, got {_short(batch)}"
+            return f"{where} must be a dict with the keys {list(keys)}, got {errors.short(batch)}"
         if batch.keys() != keys:  # one set comparison when all is well
             missing = [key for key in keys if key not in batch]
             if missing:
@@ -253,11 +258,6 @@ def _parts_problem(
         if problem is not None:
             return problem
     return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
 def space_row(space: Space, batch: Any, i: int) -> Any:

@@ -300,6 +300,12 @@ def describe(env: Any) -> str:
         return f"{type(env).__name__} object"
 
 
+def short(value: Any) -> str:
+    """``value``'s type and repr (cut at 80 characters) for a message."""
+    text = describe(value)
+    return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+
+
 def mode_names(modes: Iterable[AutoresetMode]) -> str:
     wanted = set(modes)
     return ", ".join(mode.value for mode in AutoresetMode if mode in wanted)

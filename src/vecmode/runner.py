@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numbers
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, cast
@@ -18,8 +18,8 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from vecmode.core import Command
-from vecmode.errors import SubEnvError, sub_env_error
+from vecmode.core import Command, ran_by
+from vecmode.errors import SubEnvError, short, sub_env_error
 
 __all__ = ["Failure", "Outcome", "Runner"]
 
@@ -53,6 +53,15 @@ def reward_not_a_number_message(reward: Any) -> str:
         f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
         f"reward is one number (a Python or NumPy scalar): return float(reward)"
     )
+
+
+def check_info(info: Any, method: str) -> None:
+    """Refuse an info that is not a dict (Gymnasium batches a dict's items)."""
+    if not isinstance(info, Mapping):
+        raise TypeError(
+            f"{method}() returned an info that is not a dict: {short(info)}; an "
+            f"info is a dict (return {{}} for none)"
+        )
 
 
 # Classes, not closures: a sync core holding them deep-copies and pickles.
@@ -383,6 +392,7 @@ class Runner:
                         terminations[k], truncations[k] = terminated, truncated
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
+                            check_info(info, method)  # (only where episodes end)
                             finals.append((first + k, obs, info))
                             method = "reset"
                             obs, info = _reset(env, k, seeds, options)
@@ -392,6 +402,8 @@ class Runner:
                 else:  # KEEP
                     whole = False
                     continue
+                if type(info) is not dict:
+                    check_info(info, method)
                 method = "writing its observation"
                 if type(obs) is array and obs.dtype is dtype and obs.shape == shape:
                     fresh[k] = obs
@@ -401,7 +413,7 @@ class Runner:
                 if info:
                     infos.append((first + k, info))
         except Exception as exc:
-            out.ran = [first + j for j, cmd in enumerate(commands[:k]) if cmd != _KEEP]
+            out.ran = [first + j for j in ran_by(list(commands[:k]))]
             out.failure = Failure.caught(first + k, method, exc)
             return False
         return whole

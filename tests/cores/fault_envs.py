@@ -29,6 +29,7 @@ FAULTS = (
     "close_raises",
     "close_hangs",
     "unpicklable_info",
+    "info_not_dict",
     "unpicklable_obs",
 )
 
@@ -76,6 +77,8 @@ class FaultyEnv(ScheduledEnv):
             ctypes.string_at(0)  # reads address 0: SIGSEGV
         if self.fault == "unpicklable_info":
             info = {**info, "bad": Unpicklable()}
+        if self.fault == "info_not_dict":
+            info = ["not", "a", "dict"]
         if self.fault == "unpicklable_obs":
             obs = Unpicklable()
         return obs, reward, terminated, truncated, info

@@ -16,6 +16,8 @@ import typing
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vecmode
 from tests.helpers import (
@@ -298,6 +300,104 @@ def test_wrong_dict_action_batch_is_a_clear_value_error():
         envs.step({"a": np.zeros(2, dtype=int), "b": np.zeros((3, 2))})
     envs.step({"a": np.zeros(2, dtype=int), "b": np.zeros((2, 2))})
     envs.close()
+
+
+class TupleEcho(gym.Env):
+    """Actions of ``Tuple((Discrete(50),) * subspaces)``; a step's observation is
+    the action it got; ``steps`` counts them."""
+
+    metadata: typing.ClassVar[dict] = {"render_modes": []}
+
+    def __init__(self, subspaces=2):
+        self.action_space = gym.spaces.Tuple([gym.spaces.Discrete(50)] * subspaces)
+        self.observation_space = gym.spaces.Box(0, 50, (subspaces,), np.float32)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(self.observation_space.shape, np.float32), {}
+
+    def step(self, action):
+        if action not in self.action_space:
+            raise ValueError(f"{action!r} is no action")
+        self.steps += 1
+        return np.array(action, np.float32), 0.0, False, False, {}
+
+
+def _tuple_core(layout, num_envs, subspaces):
+    fns = [functools.partial(TupleEcho, subspaces)] * num_envs
+    if layout == "sync":
+        return vecmode.SyncVectorEnv(fns)
+    in_parent = num_envs // 2 if layout == "async-parent" else 0
+    return vecmode.AsyncVectorEnv(fns, context="fork", in_parent=in_parent)
+
+
+def _actions(num_envs, subspaces):
+    """One action per sub-env, all different: sub-env i's is (i*k, ..., i*k+k-1)."""
+    return [tuple(range(i * subspaces, (i + 1) * subspaces)) for i in range(num_envs)]
+
+
+@pytest.mark.parametrize("layout", ["sync", "async", "async-parent"])
+@pytest.mark.parametrize("num_envs", [2, 3], ids=["2 subspaces, 2 envs", "3 envs"])
+def test_a_list_for_a_tuple_action_space_is_refused_in_every_core(layout, num_envs):
+    """Row 2 of issue 34: a list of one action per sub-env, with as many sub-envs
+    as subspaces, stepped sub-env 0 with (1, 3) and sub-env 1 with (2, 4) (as
+    Gymnasium does). Every core refuses it before anything steps, naming what
+    was given and the batched form; the form it gives steps each sub-env right."""
+    envs = _tuple_core(layout, num_envs, 2)
+    envs.reset(seed=0)
+    per_sub_env = _actions(num_envs, 2)
+    with pytest.raises(errors.ActionBatchError) as info:
+        envs.step(per_sub_env)
+    message = str(info.value)
+    space = envs.single_action_space
+    assert (
+        f"actions must be a tuple of 2 batches, one per subspace of {space}, as "
+        f"env.action_space.sample() returns, got list {per_sub_env!r} (a list is "
+        f"refused: one of actions, one per sub-env, would step them transposed"
+    ) in message
+    assert "nothing was stepped" in message
+    assert "tuple(np.array(part) for part in zip(*actions))" in message
+    assert list(envs.get_attr("steps")) == [0] * num_envs
+    actions = tuple(np.array(part) for part in zip(*per_sub_env, strict=True))
+    assert envs.action_space.contains(actions)
+    assert envs.step(actions)[0].tolist() == [list(a) for a in per_sub_env]
+    envs.close()
+
+
+@given(st.integers(1, 4), st.integers(1, 4))
+@settings(max_examples=40, deadline=None)
+def test_a_tuple_spaces_batch_is_a_tuple_of_per_subspace_batches(num_envs, subspaces):
+    """Over sub-env and subspace counts (equal ones too): a list is refused,
+    whether it holds one action per sub-env or one batch per subspace, with
+    nothing stepped; the tuple of per-subspace batches steps each sub-env with
+    its own action."""
+    envs = vecmode.SyncVectorEnv([functools.partial(TupleEcho, subspaces)] * num_envs)
+    envs.reset(seed=0)
+    per_sub_env = _actions(num_envs, subspaces)
+    per_subspace = [np.array(part) for part in zip(*per_sub_env, strict=True)]
+    for given_list in (per_sub_env, per_subspace):
+        with pytest.raises(errors.ActionBatchError, match="a list is refused"):
+            envs.step(given_list)
+    if num_envs != subspaces:  # (equal counts: the batched form's very shape)
+        with pytest.raises(errors.ActionBatchError, match=f"{subspaces} batches"):
+            envs.step(tuple(per_sub_env))
+    assert list(envs.get_attr("steps")) == [0] * num_envs
+    assert envs.step(tuple(per_subspace))[0].tolist() == [list(a) for a in per_sub_env]
+    envs.close()
+
+
+def test_a_list_in_a_nested_tuple_space_is_named_where_it_is():
+    from vecmode.core import batch_problem
+
+    pair = gym.spaces.Tuple((gym.spaces.Discrete(5), gym.spaces.Discrete(5)))
+    space = gym.spaces.Dict(pair=pair, n=gym.spaces.Discrete(5))
+    problem = batch_problem(space, {"pair": [(1, 2), (3, 4)], "n": [0, 0]}, 2)
+    assert problem.startswith("actions['pair'] must be a tuple of 2 batches")
+    assert "got list [(1, 2), (3, 4)] (a list is refused" in problem
+    assert "zip(*actions['pair'])" in problem
+    fine = {"pair": (np.array([1, 3]), np.array([2, 4])), "n": [0, 0]}
+    assert batch_problem(space, fine, 2) is None
 
 
 def test_seeds():

@@ -297,6 +297,19 @@ def _cases() -> list[Case]:
                 after="usable",
             )
         )
+    # an info that is not a dict: the runner's check, a worker's sub-env named
+    cases.append(
+        Case(
+            "info_not_dict-async",
+            "info_not_dict",
+            "async",
+            {1: "info_not_dict"},
+            "SubEnvError",
+            1,
+            "step",
+            after="usable",
+        )
+    )
     cases.append(
         Case(
             "unpicklable_info-sync",

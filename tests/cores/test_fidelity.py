@@ -13,11 +13,14 @@ import functools
 import gymnasium as gym
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vecmode
+from tests.cores.test_core import TupleEcho
 from tests.helpers import (
     OBS_TYPES,
+    assert_same,
     assert_same_run,
     drive,
     make_script,
@@ -204,3 +207,38 @@ def test_same_as_gymnasium_property(scenario):
         reference.close()
         ours.close()
     assert_same_run(expected, got)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**16))
+def test_a_tuple_action_batch_reaches_each_sub_env_as_in_gymnasium(
+    num_envs, subspaces, seed
+):
+    """The batched form of a Tuple space's actions (a tuple of per-subspace
+    batches, what envs.action_space.sample() returns) steps every sub-env as
+    Gymnasium's does, with as many sub-envs as subspaces too (issue 34, row 2:
+    only a list is refused)."""
+    fns = [functools.partial(TupleEcho, subspaces)] * num_envs
+    reference, ours = gym.vector.SyncVectorEnv(fns), vecmode.SyncVectorEnv(fns)
+    assert_same(reference.reset(seed=seed), ours.reset(seed=seed), "reset")
+    reference.action_space.seed(seed)
+    for k in range(3):
+        actions = reference.action_space.sample()
+        assert type(actions) is tuple
+        assert_same(reference.step(actions), ours.step(actions), f"step {k}")
+    reference.close()
+    ours.close()
+
+
+@pytest.mark.parametrize("in_parent", [0, 1], ids=["async", "async-parent"])
+def test_a_tuple_action_batch_reaches_each_async_sub_env_as_in_gymnasium(in_parent):
+    fns = [functools.partial(TupleEcho, 2)] * 2
+    reference = gym.vector.SyncVectorEnv(fns)
+    ours = vecmode.AsyncVectorEnv(fns, context="fork", in_parent=in_parent)
+    assert_same(reference.reset(seed=0), ours.reset(seed=0), "reset")
+    reference.action_space.seed(0)
+    for k in range(3):
+        actions = reference.action_space.sample()
+        assert_same(reference.step(actions), ours.step(actions), f"step {k}")
+    reference.close()
+    ours.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import pickle
 
 import gymnasium as gym
@@ -189,6 +190,122 @@ def test_a_reward_that_is_not_one_number_is_a_failure(reward):
     assert (out.failure.index, out.failure.method) == (0, "step")
     assert "a reward is one number" in str(out.failure.error)
     assert names(envs[1]) == ["reset"]
+
+
+class _InfoOf(Scripted):
+    """A Scripted env whose step (or reset) returns ``info`` as its info."""
+
+    def __init__(self, index, info, method="step", length=2):
+        super().__init__(index, length)
+        self.bad, self.method = info, method
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, self.bad if self.method == "reset" else info
+
+    def step(self, action):
+        *result, _ = super().step(action)
+        return (*result, self.bad)
+
+
+@pytest.mark.parametrize(
+    "info, shown",
+    [
+        (["x"], "list ['x']"),
+        (None, "NoneType None"),
+        ((), "tuple ()"),
+        (np.ones(2), "ndarray array([1., 1.])"),
+        ("a" * 200, "str '" + "a" * 76 + "..."),  # cut at 80
+    ],
+    ids=["list", "None", "empty-tuple", "array", "long-str"],
+)
+@pytest.mark.parametrize("method", ["step", "reset", "step then reset"])
+def test_an_info_that_is_not_a_dict_is_the_sub_env_s_failure(info, shown, method):
+    """Row 5 of issue 34: named, with the method and what the info was (it was
+    a bare AttributeError from Gymnasium's info batching, naming no sub-env; a
+    falsy one, None or (), was dropped, and None broke SameStep's final_info)."""
+    envs = [Scripted(0), _InfoOf(1, info, method.split()[-1], length=1), Scripted(2)]
+    run = Runner(envs, 0, rows=np.zeros((3, 3), np.float32))
+    run.run([RESET, RESET if method == "step" else KEEP, RESET])
+    command = {"step": STEP, "reset": RESET, "step then reset": STEP_THEN_RESET}
+    out = run.run([STEP, command[method], STEP], iter([0, 0, 0]))
+    failure = out.failure
+    where = "step" if method == "step then reset" else method  # the info's call
+    assert (failure.index, failure.method, out.ran) == (1, where, [0])
+    assert type(failure.error) is TypeError
+    assert str(failure.error) == (
+        f"{where}() returned an info that is not a dict: {shown}; an info is a "
+        f"dict (return {{}} for none)"
+    )
+    assert out.finals == [] and names(envs[2]) == ["reset"]  # stopped there
+    error = failure.as_error(lost=[0, 1])
+    assert isinstance(error, vecmode.SubEnvError) and isinstance(error, TypeError)
+    assert f"sub-env 1 raised TypeError in {where}()" in str(error)
+
+
+def test_an_info_that_is_a_mapping_is_taken():
+    """Gymnasium's batching reads an info's items: any mapping does."""
+    from types import MappingProxyType
+
+    envs = [_InfoOf(0, MappingProxyType({"k": 1})), Scripted(1)]
+    run = Runner(envs, 0, rows=np.zeros((2, 3), np.float32))
+    run.run([RESET, RESET])
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert out.failure is None and out.infos[0] == (0, {"k": 1})
+
+
+class _BadInfoOnce(Scripted):
+    """Its ``method``'s second call (step or reset) returns the info ``["x"]``."""
+
+    def __init__(self, index, method):
+        super().__init__(index, length=100)
+        self.method, self.calls_of = method, 0
+
+    def _info(self, method, info):
+        self.calls_of += method == self.method
+        return ["x"] if method == self.method and self.calls_of == 2 else info
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, self._info("reset", info)
+
+    def step(self, action):
+        *result, info = super().step(action)
+        return (*result, self._info("step", info))
+
+
+@pytest.mark.parametrize("layout", ["sync", "async", "async-parent"])
+@pytest.mark.parametrize("method", ["step", "reset"])
+def test_an_info_that_is_not_a_dict_is_a_sub_env_error_in_every_layout(layout, method):
+    """Every layout runs the runner's check: a SubEnvError (and a TypeError)
+    naming the sub-env, the call and the info; the sub-env must be reset before
+    it steps again, then the env goes on."""
+    bad = 3 if layout == "async-parent" else 1  # (sub-envs 2, 3 in the parent)
+    fns = [functools.partial(Scripted, k, 100) for k in range(4)]
+    fns[bad] = functools.partial(_BadInfoOnce, bad, method)
+    if layout == "sync":
+        envs = vecmode.SyncVectorEnv(fns)
+    else:
+        in_parent = 2 if layout == "async-parent" else 0
+        envs = vecmode.AsyncVectorEnv(fns, context="fork", in_parent=in_parent)
+    actions = np.zeros(4, int)
+    envs.reset(seed=0)
+    with pytest.raises(vecmode.SubEnvError) as info:
+        envs.step(actions)  # its first step (and the first reset) pass
+        if method == "reset":
+            envs.reset(seed=1)
+        else:
+            envs.step(actions)
+    error = info.value
+    assert isinstance(error, TypeError) and (error.index, error.method) == (bad, method)
+    assert f"{method}() returned an info that is not a dict: list ['x']" in str(error)
+    assert envs.awaiting_reset[bad]
+    with pytest.raises(vecmode.EpisodeEndedError):
+        envs.step(actions)
+    envs.reset(options={"reset_mask": envs.awaiting_reset})
+    for _ in range(2):
+        envs.step(actions)
+    envs.close()
 
 
 def test_keyboard_interrupt_is_not_a_failure():
