@@ -339,3 +339,18 @@ def test_the_split_async_api_follows_the_schedule():
         envs = vecmode.with_autoreset(core, "SameStep", episode_seeds=0)
         assert run(envs, split=True) == run(envs, split=False)
         assert min(envs.schedule.episodes) >= 2
+
+
+def test_check_stack_shows_whether_the_episodes_follow_a_schedule():
+    with SyncVectorEnv(fns(2)) as core:
+        plain = vecmode.with_autoreset(core, "SameStep")
+        assert not vecmode.check_stack(plain).seeded
+        scheduled = vecmode.with_autoreset(core, "SameStep", episode_seeds=0)
+        outer = gym.wrappers.vector.RecordEpisodeStatistics(scheduled)
+        report = vecmode.check_stack(outer)
+        assert report.seeded
+        assert (
+            str(report)
+            .splitlines()[0]
+            .endswith("; its episodes follow a seed schedule")
+        )

@@ -535,12 +535,11 @@ def with_autoreset(
     Args:
         env: the vector env.
         mode: the autoreset mode wanted.
-        episode_seeds: a run seed (an int or a ``numpy.random.SeedSequence``):
-            every episode of every sub-env is then seeded from (run seed, sub-env
-            index, episode number), the same in every mode and on every core
-            (:class:`EpisodeSchedule`); ``env`` must be a vecmode core.
-        episode_options: a function ``(sub_env_index, episode) -> dict | None``:
-            the options of each episode's reset (with ``episode_seeds``).
+        episode_seeds: a run seed (an int or a ``numpy.random.SeedSequence``)
+            seeding every episode of every sub-env (:class:`EpisodeSchedule`),
+            the same in every mode and on every core; ``env``: a vecmode core.
+        episode_options: ``(sub_env_index, episode) -> dict | None``, the
+            options of each episode's reset (with ``episode_seeds``).
 
     >>> import gymnasium as gym
     >>> import vecmode
@@ -549,16 +548,11 @@ def with_autoreset(
     <SameStepAutoreset, SyncVectorEnv(num_envs=2)>
     >>> vecmode.with_autoreset(core, "Disabled") is core
     True
-    >>> vecmode.with_autoreset(core, "Disabled", episode_seeds=7).schedule.seeds[0]
-    393969088
     >>> core.close()
     """
     target = modes.as_mode(mode)
     if episode_seeds is not None or episode_options is not None:
-        schedule = schedule_for(env, target, episode_seeds, episode_options)
-        policy = (_conversion(modes.CORE_MODE, target) or [DisableAutoreset])[0](env)
-        policy.schedule = schedule
-        return policy
+        return _scheduled(env, target, episode_seeds, episode_options)
     current = modes.mode_of(env)
     if current is target:
         return _gymnasium_batch(gymnasium_layout(env))
@@ -587,6 +581,14 @@ def with_autoreset(
                 f"through {policy.__name__}, and {refused.why} {refused.instead}"
             ) from error
     return env
+
+
+def _scheduled(env: VectorEnv, target: AutoresetMode, seeds: Any, options: Any) -> Any:
+    """The policy giving the core ``env`` mode ``target``, with a schedule."""
+    schedule = schedule_for(env, target, seeds, options)  # (refuses a foreign env)
+    policy = (_conversion(modes.CORE_MODE, target) or [DisableAutoreset])[0](env)
+    policy.schedule = schedule
+    return policy
 
 
 def _chain(

@@ -58,7 +58,9 @@ class EpisodeSchedule:
         #: The seed of each sub-env's next episode.
         self.seeds = [self.seed(i, 0) for i in range(num_envs)]
         #: The options of each sub-env's next episode (None: no ``options``).
-        self.options = None if options is None else self._options(range(num_envs))
+        self.options = (
+            None if options is None else list(map(self._options, range(num_envs)))
+        )
 
     def seed(self, index: int, episode: int) -> int:
         """The seed of episode ``episode`` of sub-env ``index``."""
@@ -69,35 +71,31 @@ class EpisodeSchedule:
         )
         return int(sequence.generate_state(1)[0])
 
-    def _options(self, indices: Any) -> list[dict[str, Any] | None]:
-        """The options of those sub-envs' next episodes, checked."""
-        function: Any = self.options_of
-        found = [function(i, self.episodes[i] + 1) for i in indices]
-        for i, options in zip(indices, found, strict=True):
-            if options is not None and not isinstance(options, dict):
-                raise TypeError(
-                    f"episode_options({i}, {self.episodes[i] + 1}) returned "
-                    f"{type(options).__name__} {options!r}; it must return a dict "
-                    f"of reset options, or None."
-                )
-        return found
+    def _options(self, i: int) -> dict[str, Any] | None:
+        """The options of sub-env ``i``'s next episode, checked."""
+        found = self.options_of(i, self.episodes[i] + 1)  # type: ignore[misc]
+        if found is None or isinstance(found, dict):
+            return found
+        raise TypeError(
+            f"episode_options({i}, {self.episodes[i] + 1}) returned "
+            f"{type(found).__name__} {found!r}; it must return a dict of reset "
+            f"options, or None."
+        )
 
     def started(self, indices: list[int]) -> None:
         """These sub-envs started their next episode."""
         for i in indices:
             self.episodes[i] += 1
             self.seeds[i] = self.seed(i, self.episodes[i] + 1)
-        if self.options is not None and indices:
-            for i, options in zip(indices, self._options(indices), strict=True):
-                self.options[i] = options
+            if self.options is not None:
+                self.options[i] = self._options(i)
 
     def reset_call(
         self, env: VectorCore, seed: Any, options: dict[str, Any] | None
     ) -> tuple[list[int], dict[str, Any], EpisodeSchedule]:
         """The commands and ``execute`` arguments of ``env.reset(seed=seed,
-        options=options)`` under the schedule, and the schedule it follows: a run
-        seed restarts it at episode 0; the caller's options go over the
-        scheduled ones (a key in both: the caller's)."""
+        options=options)``, and the schedule then: a run seed restarts it at
+        episode 0; the caller's options go over the scheduled ones."""
         cmds, given = env._reset_commands(options)
         schedule = self
         if seed is not None:
@@ -135,14 +133,11 @@ def schedule_for(
     schedule = EpisodeSchedule(seeds, options, env.num_envs)
     if not isinstance(env, VectorCore):
         raise errors.IncompatibleModeError(
-            f"with_autoreset cannot honour episode_seeds over "
-            f"{errors.describe(env)}: only a vecmode core resets each sub-env with "
-            f"a seed and options of its own. A foreign env's autoreset takes no "
-            f"seed (Gymnasium's and ALE's reset with none; EnvPool fixes its seeds "
-            f"when built), and its masked reset takes one options dict for all. "
-            f"Build the sub-envs on a vecmode core and put with_autoreset directly "
-            f"on it: vecmode.with_autoreset(vecmode.SyncVectorEnv(env_fns), "
-            f"{target.value!r}, episode_seeds=...) (or AsyncVectorEnv, "
-            f"RayVectorEnv), and other wrappers over that."
+            f"with_autoreset cannot honour episode_seeds over {errors.describe(env)}"
+            f": only a vecmode core resets each sub-env with a seed and options of "
+            f"its own (Gymnasium's and ALE's autoresets pass no seed, EnvPool fixes "
+            f"its seeds when built). Put it directly on a vecmode core, other "
+            f"wrappers above: vecmode.with_autoreset(vecmode.SyncVectorEnv(env_fns)"
+            f", {target.value!r}, episode_seeds=...) (or AsyncVectorEnv, RayVectorEnv)."
         )
     return schedule
