@@ -153,10 +153,8 @@ class _AutoresetWrapper(ForwardingWrapper):
 
     def _step_call(self) -> tuple[list[int], dict[str, Any]]:
         """A step's commands, and the seeds and options of the next episodes."""
-        cmds, schedule = self._commands(), self.schedule
-        if schedule is None:
-            return cmds, {}
-        return cmds, {"seed": schedule.seeds, "options": schedule.options}
+        cmds, s = self._commands(), self.schedule
+        return cmds, {} if s is None else {"seed": s.seeds, "options": s.options}
 
     def _started(
         self, cmds: list[int], executed: Executed, schedule: Any = None
@@ -188,7 +186,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         wait = self._split("step_wait", "step", "execute_wait")
 
         def step_wait(timeout: float | None = None) -> StepResult:
-            return self._result(self._started(self._sent, wait(timeout, name="step")))
+            executed = wait(timeout, name="step")  # (raises if nothing was sent)
+            return self._result(self._started(self._sent, executed))
 
         return step_wait
 
