@@ -60,7 +60,7 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "vector env (vecmode's core and autoreset)",
-        ("vecmode/core.py", "vecmode/sync_vector_env.py", "vecmode/autoreset.py"),
+        ("vecmode/core.py", "vecmode/sync_vector_env.py", "vecmode/autoreset/"),
     ),
     (
         "sub-envs and the rest of Gymnasium",

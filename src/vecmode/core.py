@@ -52,12 +52,13 @@ SeedLike = int | np.integer | Sequence[int | np.integer | None] | np.ndarray | N
 class Request(NamedTuple):
     """One call's work: an ``int(Command)`` per sub-env, the batched actions (None
     when nothing steps), a seed (or None) per sub-env or None, and the options of
-    the sub-envs that reset (each gets a copy)."""
+    the sub-envs that reset (each gets a copy): one dict, or a dict (or None) per
+    sub-env."""
 
     commands: list[int]
     actions: Any = None
     seeds: list[int | None] | None = None
-    options: dict[str, Any] | None = None
+    options: dict[str, Any] | list[dict[str, Any] | None] | None = None
 
 
 class Executed(NamedTuple):
@@ -354,7 +355,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         actions: Any = None,
         *,
         seed: SeedLike = None,
-        options: dict[str, Any] | None = None,
+        options: dict[str, Any] | list[dict[str, Any] | None] | None = None,
     ) -> Executed:
         """Run ``commands[i]`` on sub-env ``i``, for every sub-env, in one call.
 
@@ -363,7 +364,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
             actions: the batched actions (those of sub-envs that don't step are
                 ignored), or None when nothing steps.
             seed: for the sub-envs that reset, as in :meth:`reset`.
-            options: for the sub-envs that reset, as in :meth:`reset`.
+            options: for the sub-envs that reset, as in :meth:`reset`, or a list
+                of one dict (or None: no options) per sub-env.
 
         Raises:
             EpisodeEndedError: a sub-env whose episode ended would be stepped.
@@ -385,7 +387,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
                 self._commands(commands),
                 actions,
                 None if seed is None else self._seeds(seed),
-                None if options is None else check_options(options),
+                None if options is None else check_options(options, self.num_envs),
             )
         )
 
@@ -627,12 +629,20 @@ def is_int(value: Any) -> bool:
     )
 
 
-def check_options(options: Any) -> dict[str, Any] | None:
-    """``options`` if it is a dict or None, else a clear TypeError."""
+def check_options(options: Any, num_envs: int | None = None) -> Any:
+    """``options`` if it is a dict or None (or, given ``num_envs``, a list of one
+    dict or None per sub-env), else a clear TypeError."""
     if options is None or isinstance(options, dict):
         return options
+    if (
+        type(options) is list
+        and len(options) == num_envs
+        and all(o is None or isinstance(o, dict) for o in options)
+    ):
+        return options
+    each = f", or a list of {num_envs} dicts or Nones" if num_envs else ""
     raise TypeError(
-        f"options must be a dict or None, got {type(options).__name__} "
+        f"options must be a dict or None{each}, got {type(options).__name__} "
         f'{options!r}; pass e.g. options={{"reset_mask": mask}}.'
     )
 

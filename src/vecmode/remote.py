@@ -426,12 +426,13 @@ class RemoteCore(core.VectorCore):
         actions: Any = None,
         *,
         seed: core.SeedLike = None,
-        options: dict[str, Any] | None = None,
+        options: dict[str, Any] | list[dict[str, Any] | None] | None = None,
         name: str = "execute",
     ) -> None:
         """Send ``execute``'s call; ``name``: what the caller calls it ("step")."""
         cmds = self._commands(commands)
         self._usable(f"{name}_async")
+        options = core.check_options(options, self.num_envs)
         request = core.Request(cmds, actions, self._seeds(seed), options)
         self._dispatch_async(name, request)
 

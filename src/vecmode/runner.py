@@ -272,9 +272,12 @@ class Outcome:
 
 
 def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
-    """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options,
-    each passed only when given (as SB3 does: an env's ``reset`` may take neither)."""
+    """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options
+    (or of its own, in a list of one per sub-env), each passed only when given (as
+    SB3 does: an env's ``reset`` may take neither)."""
     seed = None if seeds is None else seeds[k]
+    if type(options) is list:
+        options = options[k]
     if seed is None:
         return env.reset() if options is None else env.reset(options=dict(options))
     if options is None:
@@ -339,7 +342,7 @@ class Runner:
         commands: Sequence[int],
         actions: Iterator[Any] | None = None,
         seeds: Sequence[int | None] | None = None,
-        options: dict[str, Any] | None = None,
+        options: dict[str, Any] | list[dict[str, Any] | None] | None = None,
     ) -> Outcome:
         """Carry out ``commands[k]`` on sub-env ``first + k``.
 
@@ -347,7 +350,8 @@ class Runner:
             commands: one ``int(Command)`` per sub-env of the slice.
             actions: an iterator over one action per sub-env, or None.
             seeds: one per sub-env of the slice, or None.
-            options: for the sub-envs that reset (each gets a copy).
+            options: for the sub-envs that reset (each gets a copy), or one
+                dict (or None) per sub-env of the slice.
         """
         n = len(commands)
         out = Outcome([0.0] * n, [False] * n, [False] * n)
@@ -365,7 +369,7 @@ class Runner:
         commands: Sequence[int],
         actions: Iterator[Any],
         seeds: Sequence[int | None] | None,
-        options: dict[str, Any] | None,
+        options: dict[str, Any] | list[dict[str, Any] | None] | None,
     ) -> bool:
         """:meth:`run`'s loop: an observation of the row's kind into ``fresh[k]``,
         any other to ``write``. True if every one went to ``fresh``."""

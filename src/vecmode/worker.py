@@ -499,7 +499,7 @@ def slice_message(
     cmds: list[int],
     split: Any,
     seeds: list[int | None] | None,
-    options: dict[str, Any] | None,
+    options: dict[str, Any] | list[dict[str, Any] | None] | None,
 ) -> tuple[Any, ...] | None:
     """The EXECUTE message for sub-envs ``start .. stop - 1``; None if all KEEP."""
     mine = cmds[start:stop]
@@ -512,4 +512,6 @@ def slice_message(
         actions = pack_rows(split[start:stop])
     else:
         actions = split[start:stop]
+    if type(options) is list:  # one per sub-env
+        options = options[start:stop]
     return (EXECUTE, mine, actions, seeds and seeds[start:stop], options)

@@ -92,6 +92,15 @@ class CompatibilityReport:
         """The mode the whole stack runs in (the outermost layer's)."""
         return self.rows[-1].mode_out
 
+    @property
+    def seeded(self) -> bool:
+        """Whether a layer's episodes follow an episode seed schedule
+        (``vecmode.with_autoreset(..., episode_seeds=...)``, over a vecmode core)."""
+        return any(
+            hasattr(getattr(row.layer, "__dict__", {}).get("schedule"), "seeds")
+            for row in self.rows
+        )
+
     def __iter__(self) -> Iterator[LayerReport]:
         return iter(self.rows)
 
@@ -151,6 +160,8 @@ def _summary(report: CompatibilityReport) -> str:
     ]
     if unproven:
         caveat += f"; not verified: {', '.join(unproven)} (see notes)"
+    if report.seeded:
+        caveat += "; its episodes follow a seed schedule"
     return f"ok: the stack runs {_cell(report.mode)}{caveat}"
 
 

@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
 from vecmode import core, errors, modes
+from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
 from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
@@ -21,6 +22,7 @@ from vecmode.registry import declaration, supports
 
 __all__ = [
     "DisableAutoreset",
+    "EpisodeSchedule",
     "GymnasiumBatch",
     "GymnasiumFinalObs",
     "NextStepAutoreset",
@@ -91,6 +93,8 @@ class _AutoresetWrapper(ForwardingWrapper):
 
     final_obs_layout = "gymnasium"
     core: VectorCore | None = None
+    #: The episode seed schedule over a core (:func:`with_autoreset`), or None.
+    schedule: EpisodeSchedule | None = None
     #: The last observations returned (for a masked reset of a foreign env).
     _last_obs: Any = None
 
@@ -139,9 +143,27 @@ class _AutoresetWrapper(ForwardingWrapper):
     # ------------------------------------------------------------------ step
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env, resetting where the policy says."""
-        if self.core is not None:
+        if self.core is None:
+            return super().step(actions)
+        if self.schedule is None:
             return self._result(self.core.execute(self._commands(), actions))
-        return super().step(actions)
+        cmds, scheduled = self._step_call()
+        executed = self.core.execute(cmds, actions, **scheduled)
+        return self._result(self._started(cmds, executed))
+
+    def _step_call(self) -> tuple[list[int], dict[str, Any]]:
+        """A step's commands, and the seeds and options of the next episodes."""
+        cmds, s = self._commands(), self.schedule
+        return cmds, {} if s is None else {"seed": s.seeds, "options": s.options}
+
+    def _started(
+        self, cmds: list[int], executed: Executed, schedule: Any = None
+    ) -> Executed:
+        """Count the episodes a call started in the schedule (a new one, if given)."""
+        self.schedule = schedule or self.schedule
+        if self.schedule is not None:
+            self.schedule.started(started_by(cmds, executed))
+        return executed
 
     @property
     def step_async(self) -> Callable[[Any], None]:
@@ -151,7 +173,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         send = self._split("step_async", "step", "execute_async")
 
         def step_async(actions: Any) -> None:
-            send(self._commands(), actions, name="step")
+            self._sent, scheduled = self._step_call()
+            send(self._sent, actions, name="step", **scheduled)
 
         return step_async
 
@@ -163,7 +186,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         wait = self._split("step_wait", "step", "execute_wait")
 
         def step_wait(timeout: float | None = None) -> StepResult:
-            return self._result(wait(timeout, name="step"))
+            executed = wait(timeout, name="step")  # (raises if nothing was sent)
+            return self._result(self._started(self._sent, executed))
 
         return step_wait
 
@@ -178,6 +202,12 @@ class _AutoresetWrapper(ForwardingWrapper):
         self, *, seed: Any = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs, or those in ``options["reset_mask"]``."""
+        if self.core is not None and self.schedule is not None:
+            cmds, scheduled, schedule = self.schedule.reset_call(
+                self.core, seed, options
+            )
+            executed = self.core.execute(cmds, **scheduled)
+            return self._started(cmds, executed, schedule)[::4]  # (obs, infos)
         if self.core is not None:
             return self.core.reset(seed=seed, options=options)
         if self._noop(options):
@@ -187,6 +217,15 @@ class _AutoresetWrapper(ForwardingWrapper):
     @property
     def reset_async(self) -> Callable[..., None]:
         """Send a reset (where the env below has the split async API)."""
+        if self.core is not None and self.schedule is not None:
+            send_scheduled = self._split("reset_async", "reset", "execute_async")
+
+            def scheduled(seed: Any = None, options: dict | None = None) -> None:
+                call = cast(Any, self.schedule).reset_call(self.core, seed, options)
+                send_scheduled(call[0], name="reset", **call[1])
+                self._reset_state = (call[0], call[2])
+
+            return scheduled
         if self.core is not None:
             return self._split("reset_async", "reset")
         send = super().reset_async
@@ -204,6 +243,15 @@ class _AutoresetWrapper(ForwardingWrapper):
     @property
     def reset_wait(self) -> Callable[..., tuple[Any, dict[str, Any]]]:
         """Wait for the reset sent by :attr:`reset_async`."""
+        if self.core is not None and self.schedule is not None:
+            wait_scheduled = self._split("reset_wait", "reset", "execute_wait")
+
+            def scheduled(timeout: float | None = None) -> tuple[Any, Any]:
+                executed = wait_scheduled(timeout, name="reset")
+                (cmds, schedule), self._reset_state = self._reset_state, None
+                return self._started(cmds, executed, schedule)[::4]
+
+            return scheduled
         if self.core is not None:
             return self._split("reset_wait", "reset")
         wait = super().reset_wait
@@ -417,11 +465,16 @@ class DisableAutoreset(_AutoresetWrapper):
         if not honours_reset_mask(env):
             raise self._refuse(*_why_not_masked(env))
         self.ended = modes.EndedTracker(env.num_envs)
+        if isinstance(env, VectorCore):  # (it refuses to step an ended sub-env)
+            self.core, self._all_step = env, [_STEP] * env.num_envs
+
+    def _commands(self) -> list[int]:
+        return self._all_step
 
     @property
     def awaiting_reset(self) -> np.ndarray:
         """The sub-envs whose episode ended and that were not reset since."""
-        return self.ended.mask
+        return self.ended.mask if self.core is None else self.core.awaiting_reset
 
     def _step_actions(self, actions: Any) -> Any:
         """Refuse to step a sub-env whose episode ended."""
@@ -468,9 +521,24 @@ def _conversion(
     return chains.get(target)
 
 
-def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
+def with_autoreset(
+    env: VectorEnv,
+    mode: modes.ModeLike,
+    *,
+    episode_seeds: int | np.random.SeedSequence | None = None,
+    episode_options: Callable[[int, int], dict[str, Any] | None] | None = None,
+) -> VectorEnv:
     """Return ``env`` running in ``mode``, adding the autoreset policies it needs;
     :class:`~vecmode.IncompatibleModeError` where no conversion is exact.
+
+    Args:
+        env: the vector env.
+        mode: the autoreset mode wanted.
+        episode_seeds: a run seed (an int or a ``numpy.random.SeedSequence``)
+            seeding every episode of every sub-env (:class:`EpisodeSchedule`),
+            the same in every mode and on every core; ``env``: a vecmode core.
+        episode_options: ``(sub_env_index, episode) -> dict | None``, the
+            options of each episode's reset (with ``episode_seeds``).
 
     >>> import gymnasium as gym
     >>> import vecmode
@@ -482,6 +550,8 @@ def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
     >>> core.close()
     """
     target = modes.as_mode(mode)
+    if episode_seeds is not None or episode_options is not None:
+        return _scheduled(env, target, episode_seeds, episode_options)
     current = modes.mode_of(env)
     if current is target:
         return _gymnasium_batch(gymnasium_layout(env))
@@ -510,6 +580,14 @@ def with_autoreset(env: VectorEnv, mode: modes.ModeLike) -> VectorEnv:
                 f"through {policy.__name__}, and {refused.why} {refused.instead}"
             ) from error
     return env
+
+
+def _scheduled(env: VectorEnv, target: AutoresetMode, seeds: Any, options: Any) -> Any:
+    """The policy giving the core ``env`` mode ``target``, with a schedule."""
+    schedule = schedule_for(env, target, seeds, options)  # (refuses a foreign env)
+    policy = (_conversion(modes.CORE_MODE, target) or [DisableAutoreset])[0](env)
+    policy.schedule = schedule
+    return policy
 
 
 def _chain(
