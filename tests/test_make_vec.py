@@ -335,3 +335,34 @@ def test_a_module_prefix_imports_the_module_that_registers_the_env(
         gym.registry.pop("VecmodeImported-v3", None)
     with pytest.raises(ValueError, match="one colon"):
         vecmode.make_vec("a:b:CartPole-v1")
+
+
+# ------------------------------------------------------ an episode seed schedule
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_make_vec_passes_a_seed_schedule_to_the_policy(mode):
+    def lengths(envs, steps=60):
+        envs.reset()
+        out, t = [], np.zeros(2, int)
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = envs.step(np.array([0, 1]))
+            ended = terminated | truncated
+            out += [(i, int(t[i])) for i in np.flatnonzero(ended)]
+            t = np.where(ended, 0, t + 1)
+            if mode == "Disabled" and ended.any():
+                envs.reset(options={"reset_mask": ended})
+        return out
+
+    def made(seed):
+        return vecmode.make_vec(
+            "CartPole-v1", 2, "sync", autoreset_mode=mode, episode_seeds=seed
+        )
+
+    with made(3) as a, made(3) as b, made(4) as c:
+        assert a.schedule is not None
+        first = lengths(a)
+        assert first == lengths(b) != lengths(c)
+
+
+def test_make_vec_refuses_a_schedule_over_a_vector_entry_point():
+    with pytest.raises(IncompatibleModeError, match="episode_seeds"):
+        vecmode.make_vec("CartPole-v1", 2, episode_seeds=0)

@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
 from vecmode.core import is_int
-from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode
+from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode, mode_of
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
 
@@ -37,6 +37,8 @@ def make_vec(
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] | None = None,
     *,
     autoreset_mode: ModeLike | None = None,
+    episode_seeds: Any = None,
+    episode_options: Callable[[int, int], Any] | None = None,
     **kwargs: Any,
 ) -> gym.vector.VectorEnv:
     """Create a vector env, as ``gymnasium.make_vec`` does, in the mode you ask for.
@@ -50,6 +52,10 @@ def make_vec(
         vectorization_mode: ``"sync"``, ``"async"``, ``"ray"``,
             ``"vector_entry_point"``, or None (Gymnasium's default).
         autoreset_mode: the mode; None: NEXT_STEP, or a vector entry point's own.
+        episode_seeds: a run seed every episode is seeded from, the same in every
+            mode (see :func:`~vecmode.with_autoreset`); None: none.
+        episode_options: ``(sub_env_index, episode) -> dict | None``, each
+            episode's reset options (with ``episode_seeds``).
 
     >>> import vecmode
     >>> vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
@@ -67,24 +73,34 @@ def make_vec(
     env_kwargs.update(kwargs)
     given = vector_kwargs.pop("autoreset_mode", None)
     mode = _requested_mode(autoreset_mode, given)
+    schedule = {"episode_seeds": episode_seeds, "episode_options": episode_options}
     vmode = _vectorize_mode(vectorization_mode, spec)
     _check_buildable(spec, num_envs, vmode)
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
         envs = _from_entry_point(spec, num_envs, vector_kwargs, wrappers, env_kwargs)
-        return envs if mode is None else with_autoreset(envs, mode)
+        if mode is None and episode_seeds is None:
+            return envs
+        return _with_policy(envs, mode or mode_of(envs) or DEFAULT_MODE, schedule)
     make_one = functools.partial(_make_one, spec or id, env_kwargs, wrappers)  # type: ignore[arg-type]
     core = _CORES[vmode]([make_one] * num_envs, **vector_kwargs)
-    try:
-        envs = with_autoreset(core, DEFAULT_MODE if mode is None else mode)
-    except BaseException:
-        core.close()
-        raise
+    envs = _with_policy(core, DEFAULT_MODE if mode is None else mode, schedule)
     if spec is not None:  # the mode as given (a string or the enum), as Gymnasium's
         as_given = autoreset_mode if autoreset_mode is not None else given
         envs.unwrapped.spec = _made_spec(
             spec, env_kwargs, num_envs, vmode, vector_kwargs, wrappers, as_given
         )
     return envs
+
+
+def _with_policy(
+    envs: gym.vector.VectorEnv, mode: ModeLike, schedule: dict[str, Any]
+) -> gym.vector.VectorEnv:
+    """``with_autoreset(envs, mode, **schedule)``; ``envs`` closed if refused."""
+    try:
+        return with_autoreset(envs, mode, **schedule)
+    except BaseException:
+        envs.close()
+        raise
 
 
 def _check_buildable(

@@ -154,7 +154,9 @@ class _AutoresetWrapper(ForwardingWrapper):
     def _step_call(self) -> tuple[list[int], dict[str, Any]]:
         """A step's commands, and the seeds and options of the next episodes."""
         cmds, s = self._commands(), self.schedule
-        return cmds, {} if s is None else {"seed": s.seeds, "options": s.options}
+        if s is None or (_RESET not in cmds and _STEP_THEN_RESET not in cmds):
+            return cmds, {}  # nothing can reset: no seeds to check
+        return cmds, {"seed": s.seeds, "options": s.options}
 
     def _started(
         self, cmds: list[int], executed: Executed, schedule: Any = None
