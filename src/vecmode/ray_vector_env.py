@@ -339,38 +339,39 @@ class RayVectorEnv(RemoteCore):
             except ray.exceptions.RayError:
                 return self._get_each(token, during)
         except BaseException as exc:
-            # what a signal handler raised, which Ray's wait wraps in a SystemError
+            # Ray's wait wraps what a signal handler raised in a SystemError
             cause = exc.__cause__ if type(exc) is SystemError else None
-            raised = exc if cause is None else cause
+            raised = cause or exc
             self._break(f"{during} was interrupted by {type(raised).__name__}")
-            if cause is None:
+            if raised is exc:
                 raise
-            raise cause from None
+            raise raised from None
 
     def _wait(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[int]:
         """Wait until every call answered (at most ``timeout`` s), raising for a
         dead actor as soon as its call fails; those late."""
-        wait, refs = self._ray.wait, [ref for _, ref in token]
+        wait = self._ray.wait
         deadline = None if timeout is None else time.monotonic() + timeout
         warn_at = None
         if during == "construction":
             warn_at = time.monotonic() + PLACEMENT_WARNING
-        looked: set[Any] = set()
-        while True:
-            pending = [ref for ref in refs if ref not in looked]
-            if not pending:
-                return []
-            ready = wait(pending, num_returns=1, timeout=next_wait(deadline))[0]
-            self._get_each([call for call in token if call[1] in ready], during, token)
-            looked.update(ready)
-            late = [a for a, ref in token if ref not in looked]
+        waiting = dict(token)  # actor: its call, until it answered
+        while waiting:
+            ready = wait(
+                [*waiting.values()], num_returns=1, timeout=next_wait(deadline)
+            )
+            answered = [(a, ref) for a, ref in waiting.items() if ref in ready[0]]
+            self._get_each(answered, during, token)
+            for a, _ in answered:
+                del waiting[a]
             if warn_at is not None and time.monotonic() >= warn_at:
                 warn_at = None
-                _warn_unplaced(late, timeout)
+                _warn_unplaced(list(waiting), timeout)
             if deadline is not None and time.monotonic() >= deadline:
-                return late
+                return list(waiting)
+        return []
 
     def _timed_out(self, late: list[int], timeout: float | None, during: str) -> None:
         self._break(f"{during} timed out")
