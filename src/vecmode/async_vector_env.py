@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -139,13 +140,15 @@ class AsyncVectorEnv(RemoteCore):
         doorbell = worker.Doorbell.create(ctx, len(parts)) if spin else None
         self._pool.doorbell = doorbell
         firsts = [start for start, _ in parts]
+        # Linux ends a worker with the thread that started it: from the main one only
+        main = threading.current_thread() is threading.main_thread()
 
         def args(
             start: int, stop: int, conn: Connection, inherited: list[Connection]
         ) -> tuple[Any, ...]:  # worker_main's
             fns = [CloudpickleWrapper(fn) for fn in self.env_fns[start:stop]]
             bell = None if doorbell is None else (doorbell, firsts.index(start))
-            return (start, fns, conn, inherited, memory, self._spec, spin, bell)
+            return (start, fns, conn, inherited, memory, self._spec, spin, bell, main)
 
         def start(limit: float | None) -> list[Any]:
             name = type(self).__name__

@@ -30,8 +30,9 @@ from vecmode.remote import CLOSE_GRACE, MessageFor, RemoteCore
 
 #: Seconds construction waits before it warns that actors are not placed yet.
 PLACEMENT_WARNING = 30.0
-#: Seconds a WorkerError waits to learn which other actors died too.
-PROBE_SECONDS = 2.0
+#: Seconds a WorkerError waits to learn which other actors died too (a busy
+#: actor's call fails once Ray knows it dead: a ``ray.kill`` may take 0.5 s).
+PROBE_SECONDS = 1.0
 
 #: The ``actor_options`` that would break the core: the value they must keep, why.
 REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
@@ -338,34 +339,39 @@ class RayVectorEnv(RemoteCore):
             except ray.exceptions.RayError:
                 return self._get_each(token, during)
         except BaseException as exc:
-            self._break(f"{during} was interrupted by {type(exc).__name__}")
-            raise
+            # Ray's wait wraps what a signal handler raised in a SystemError
+            cause = exc.__cause__ if type(exc) is SystemError else None
+            raised = cause or exc
+            self._break(f"{during} was interrupted by {type(raised).__name__}")
+            if raised is exc:
+                raise
+            raise raised from None
 
     def _wait(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str
     ) -> list[int]:
-        """Wait until every call answered (at most ``timeout`` s); those late."""
-        wait, refs = self._ray.wait, [ref for _, ref in token]
+        """Wait until every call answered (at most ``timeout`` s), raising for a
+        dead actor as soon as its call fails; those late."""
+        wait = self._ray.wait
         deadline = None if timeout is None else time.monotonic() + timeout
         warn_at = None
         if during == "construction":
             warn_at = time.monotonic() + PLACEMENT_WARNING
-        looked: set[Any] = set()
-        while True:
-            ready, pending = wait(
-                refs, num_returns=len(refs), timeout=next_wait(deadline)
+        waiting = dict(token)  # actor: its call, until it answered
+        while waiting:
+            ready = wait(
+                [*waiting.values()], num_returns=1, timeout=next_wait(deadline)
             )
-            if not pending:
-                return []
-            fresh = [call for call in token if call[1] in set(ready) - looked]
-            self._get_each(fresh, during)
-            looked.update(ready)
-            late = [a for a, ref in token if ref in pending]
+            answered = [(a, ref) for a, ref in waiting.items() if ref in ready[0]]
+            self._get_each(answered, during, token)
+            for a, _ in answered:
+                del waiting[a]
             if warn_at is not None and time.monotonic() >= warn_at:
                 warn_at = None
-                _warn_unplaced(late, timeout)
+                _warn_unplaced(list(waiting), timeout)
             if deadline is not None and time.monotonic() >= deadline:
-                return late
+                return list(waiting)
+        return []
 
     def _timed_out(self, late: list[int], timeout: float | None, during: str) -> None:
         self._break(f"{during} timed out")
@@ -383,8 +389,11 @@ class RayVectorEnv(RemoteCore):
         )
         raise errors.WorkerTimeoutError(message, lost)
 
-    def _get_each(self, token: list[tuple[int, Any]], during: str) -> list[Any]:
-        """The results, one call at a time; a WorkerError for a failed call."""
+    def _get_each(
+        self, token: list[tuple[int, Any]], during: str, calls: Any = None
+    ) -> list[Any]:
+        """The results, one call at a time; a WorkerError for a failed call (the
+        other ``calls`` of the round probed, see :meth:`_probe`)."""
         ray = self._ray
         answers: list[Any] = []
         dead: list[tuple[int, BaseException]] = []
@@ -394,15 +403,18 @@ class RayVectorEnv(RemoteCore):
             except ray.exceptions.RayError as exc:
                 dead.append((a, exc))
         if dead:
-            self._died(dead, during)
+            self._died(dead, during, dict(token if calls is None else calls))
         return answers
 
-    def _died(self, dead: list[tuple[int, BaseException]], during: str) -> None:
+    def _died(
+        self, dead: list[tuple[int, BaseException]], during: str, calls: dict[int, Any]
+    ) -> None:
         """Raise the WorkerError naming every actor Ray finds dead."""
         if len(self._actors) != self.num_actors:
             raise ClosedEnvironmentError(errors.closed_during_message(during))
         known = dict(dead)
-        known.update(self._probe([a for a in range(self.num_actors) if a not in known]))
+        others = [a for a in range(self.num_actors) if a not in known]
+        known.update(self._probe(others, calls))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
         which = "; ".join(
             f"actor {a} ({errors.sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
@@ -423,13 +435,18 @@ class RayVectorEnv(RemoteCore):
             )
         raise errors.WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
-    def _probe(self, actors: list[int]) -> dict[int, BaseException]:
-        """Those of ``actors`` a call finds dead within :data:`PROBE_SECONDS`."""
+    def _probe(
+        self, actors: list[int], calls: dict[int, Any]
+    ) -> dict[int, BaseException]:
+        """Those of ``actors`` found dead within :data:`PROBE_SECONDS`: by their
+        call in ``calls`` (actor: ref), else by a new call."""
         ray = self._ray
         dead: dict[int, BaseException] = {}
         handles = self._actors  # [] once closed, from another thread
         with contextlib.suppress(ray.exceptions.RayError, IndexError):
-            refs = {a: handles[a].built.remote() for a in actors}
+            refs = {
+                a: calls[a] if a in calls else handles[a].built.remote() for a in actors
+            }
             ready, _ = ray.wait(
                 list(refs.values()), num_returns=len(refs), timeout=PROBE_SECONDS
             )

@@ -5,9 +5,13 @@ in a worker, an actor or the parent; an answer is None or starts with a status."
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import multiprocessing
 import os
 import pickle
 import signal
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -412,6 +416,51 @@ def _doorbell(
     return receive, send_answer
 
 
+#: Seconds between a worker's checks that its parent lives, where the OS does not
+#: end it with its parent (see :func:`die_with_parent`).
+ORPHAN_POLL = 0.25
+
+
+def die_with_parent(main_thread: bool) -> None:
+    """End this worker when the process that started it dies: at once on Linux
+    (``PR_SET_PDEATHSIG``), else within :data:`ORPHAN_POLL` s (a watching thread).
+
+    Args:
+        main_thread: whether the parent started it from its main thread (Linux
+            signals when the starting thread ends, not the process).
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    ppid = os.getppid()  # forkserver: the fork server's (or the parent is gone)
+    if ppid == parent.pid and main_thread and _pdeathsig():
+        if os.getppid() != ppid:  # the parent died before the signal was set
+            os._exit(1)
+        return
+    watch = threading.Thread(target=_exit_when_gone, args=(parent, ppid), daemon=True)
+    watch.start()
+
+
+def _pdeathsig() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; whether it will."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_when_gone(parent: Any, ppid: int) -> None:
+    """Exit once the OS parent changes or, where the parent is not the OS parent
+    (forkserver), its end of the pipe it started this process with closes."""
+    own = ppid == parent.pid
+    while os.getppid() == ppid and (own or parent.is_alive()):
+        time.sleep(ORPHAN_POLL)
+    os._exit(1)
+
+
 def worker_main(
     first: int,
     env_fns: list[utils.CloudpickleWrapper],
@@ -421,8 +470,11 @@ def worker_main(
     spec: SliceSpec,
     spin: float = 0.0,
     bell: tuple[Doorbell, int] | None = None,
+    main_thread: bool = False,
 ) -> None:
-    """A worker process: build sub-envs ``first ..``, then serve."""
+    """A worker process: build sub-envs ``first ..``, then serve; it dies with
+    its parent (:func:`die_with_parent`)."""
+    die_with_parent(main_thread)
     # Ctrl-C is the parent's to handle (it closes the workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for other in inherited:  # with fork: the parent's ends of every pipe so far

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from multiprocessing import forkserver, resource_tracker
 from typing import Any
@@ -94,7 +95,14 @@ def main() -> None:
         resource_tracker.ensure_running()
     before = _fds()
     report: dict[str, Any] = {"error": None}
-    envs = build(case)
+    if case.get("build_in_thread"):  # a thread that ends before the env is used
+        built: list[Any] = []
+        thread = threading.Thread(target=lambda: built.append(build(case)))
+        thread.start()
+        thread.join()
+        envs = built[0]
+    else:
+        envs = build(case)
     report["pids"] = [p.pid for p in getattr(envs.unwrapped, "processes", [])]
     envs.reset(seed=0)
     if case.get("kill_worker") is not None:  # SIGKILL from outside, mid-run

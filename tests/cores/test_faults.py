@@ -32,6 +32,8 @@ from tests.helpers import alive_in_session
 ROOT = Path(__file__).resolve().parents[2]
 #: Seconds a case may take before it counts as a hang.
 HARD_LIMIT = 40.0
+#: Seconds a worker may outlive its parent killed with SIGKILL.
+ORPHAN_LIMIT = 2.0
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +69,11 @@ class Case:
     #: send Ctrl-C to the session this long after close() starts
     sigint_in_close: float | None = None
     num_envs: int = 4
+    #: SIGKILL the child (the trainer) this long after it is ready; then no process
+    #: of its session may outlive it by more than ORPHAN_LIMIT
+    kill_parent: float | None = None
+    #: the child builds the env in a thread that has ended before it steps
+    build_in_thread: bool = False
 
     def as_json(self) -> str:
         return json.dumps(
@@ -80,6 +87,7 @@ class Case:
                 "check_usable": self.after is not None,
                 "kill_worker": self.kill_worker,
                 "call": self.call,
+                "build_in_thread": self.build_in_thread,
             }
         )
 
@@ -320,6 +328,27 @@ def _cases() -> list[Case]:
             after="usable",
         )
     )
+    # the trainer killed (SIGKILL) while a worker hangs in a step: the workers die
+    # with it, whatever started them
+    for backend, context, thread in (
+        ("async", "fork", False),
+        ("async-parent", "fork", False),
+        ("async", "fork", True),  # no PR_SET_PDEATHSIG: the worker's own watch
+        ("async", "spawn", False),
+        ("async", "forkserver", False),
+    ):
+        cases.append(
+            Case(
+                f"parent-killed-{backend}-{context}{'-thread' * thread}",
+                "hang",
+                backend,
+                {1: "hang"},
+                None,
+                context=context,
+                kill_parent=0.5,
+                build_in_thread=thread,
+            )
+        )
     # the other start methods, on a subset
     for context in ("spawn", "forkserver"):
         cases += [
@@ -399,6 +428,13 @@ def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
                 time.sleep(case.sigint_after)
                 sigint_at = time.monotonic()
                 os.killpg(sid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+            if line.strip() == "READY" and case.kill_parent is not None:
+                time.sleep(case.kill_parent)
+                os.kill(child.pid, signal.SIGKILL)  # the trainer alone
+                child.wait()
+                killed_at = time.monotonic()
+                stdout.close()
+                return None, _orphans_gone(case, sid, killed_at), ""
             if case.sigint_in_close is not None:
                 while line and line.strip() != "CLOSING":
                     line = stdout.readline()
@@ -426,9 +462,22 @@ def run_case(case: Case) -> tuple[dict[str, Any] | None, int, str]:
     return report, child.returncode, err
 
 
+def _orphans_gone(case: Case, sid: int, killed_at: float) -> int:
+    """Wait up to ORPHAN_LIMIT s after the kill for the session to empty; -9."""
+    while left := alive_in_session(sid):
+        if time.monotonic() - killed_at > ORPHAN_LIMIT:
+            os.killpg(sid, signal.SIGKILL)
+            pytest.fail(f"{case.name}: processes {left} outlived the trainer by 2 s")
+        time.sleep(0.05)
+    return -signal.SIGKILL
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_fault(case: Case):
     report, code, err = run_case(case)
+    if case.kill_parent is not None:
+        assert code == -signal.SIGKILL, f"{case.name}: the trainer ended ({code})"
+        return
     if case.child_dies:
         assert report is None and code != 0, f"{case.name}: the child survived"
         return
@@ -471,5 +520,7 @@ def test_the_cases_cover_every_fault_backend_and_start_method():
     assert {c.backend for c in CASES} == {"sync", "async", "async-parent", "make_vec"}
     assert {c.context for c in CASES} == {"fork", "spawn", "forkserver"}
     assert any(c.sigint_after for c in CASES) and any(c.kill_worker for c in CASES)
+    killed = {c.context for c in CASES if c.kill_parent}
+    assert killed == {"fork", "spawn", "forkserver"}
     # in the default layout, no fault kills the training process
     assert not any(c.child_dies for c in CASES if c.backend in ("async", "make_vec"))

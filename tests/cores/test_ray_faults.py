@@ -230,6 +230,66 @@ def test_dead_actors_are_a_worker_error_naming_the_sub_envs_lost_at_once():
     assert_no_actor_left(core, before)
 
 
+def test_a_dead_actor_is_reported_within_2_s_while_the_others_are_busy():
+    """Every actor stuck in the step; one killed with SIGKILL (before the step's
+    first half second, and after it): its WorkerError comes within 2 s, as the
+    docs say (about PROBE_SECONDS, a second, measured: the others' calls are
+    watched that long for deaths at the same time)."""
+    before = live_actors()
+    killed: list[float] = []
+
+    def kill(pid: int) -> None:
+        killed.append(time.monotonic())
+        os.kill(pid, signal.SIGKILL)
+
+    for after in (0.2, 0.8):
+        core = faulty_core(n=3, num_actors=3)
+        core.reset(seed=0)
+        arm(core, dict.fromkeys(range(3), "hang"))
+        killed.clear()
+        threading.Timer(after, kill, (core.pids[1],)).start()
+        with pytest.raises(WorkerError) as caught:
+            core.step(np.zeros(3, dtype=int))
+        took = time.monotonic() - killed[0]
+        assert took < 2.0, f"the death was reported {took:.2f} s after the kill"
+        assert caught.value.lost == (1,), str(caught.value)
+        core.close(timeout=0.5)
+        assert_no_actor_left(core, before)
+
+
+class Watchdog(Exception):
+    """What an alarm-based watchdog raises."""
+
+
+def test_an_exception_a_signal_handler_raises_reaches_the_caller_as_it_is():
+    """A SIGALRM handler that raises while the driver waits in ray.get (before
+    half a second) or ray.wait (after): that exception, not the SystemError Ray
+    wraps it in; then the env is unusable, as after Ctrl-C, and close() works."""
+
+    def watchdog(signum: int, frame: Any) -> None:
+        raise Watchdog("the step took too long")
+
+    before = live_actors()
+    previous = signal.signal(signal.SIGALRM, watchdog)
+    try:
+        for after in (0.2, 0.8):
+            core = faulty_core(n=2, num_actors=1)
+            core.reset(seed=0)
+            arm(core, {0: "hang"})
+            signal.setitimer(signal.ITIMER_REAL, after)
+            started = time.monotonic()
+            with pytest.raises(Watchdog, match="took too long"):
+                core.step(np.zeros(2, dtype=int))
+            assert time.monotonic() - started < after + 1.0
+            with pytest.raises(WorkerError, match="interrupted by Watchdog"):
+                core.step(np.zeros(2, dtype=int))
+            core.close(timeout=0.5)
+            assert_no_actor_left(core, before)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_a_timeout_is_a_worker_timeout_error_and_close_kills_the_stuck_actor():
     before = live_actors()
     core = faulty_core(n=3, timeout=0.5)  # sub-envs 0-1 and 2
