@@ -52,10 +52,8 @@ def make_vec(
         vectorization_mode: ``"sync"``, ``"async"``, ``"ray"``,
             ``"vector_entry_point"``, or None (Gymnasium's default).
         autoreset_mode: the mode; None: NEXT_STEP, or a vector entry point's own.
-        episode_seeds: a run seed every episode is seeded from, the same in every
-            mode (see :func:`~vecmode.with_autoreset`); None: none.
-        episode_options: ``(sub_env_index, episode) -> dict | None``, each
-            episode's reset options (with ``episode_seeds``).
+        episode_seeds: a run seed for every episode (:func:`~vecmode.with_autoreset`).
+        episode_options: ``(sub_env_index, episode) -> dict | None``, with it.
 
     >>> import vecmode
     >>> vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
