@@ -117,7 +117,8 @@ class ToSB3VecEnv(VecEnv):
         inner = getattr(same, "core", None)
         self._send: Callable[[Any], Any] | None = None
         self._wait: Callable[[], Any] | None = None
-        if type(same) is SameStepAutoreset and isinstance(inner, core.VectorCore):
+        fast = type(same) is SameStepAutoreset and same.schedule is None
+        if fast and isinstance(inner, core.VectorCore):  # (a schedule: its seeds)
             commands = [int(core.Command.STEP_THEN_RESET)] * same.num_envs
             self._step: Callable[[Any], Any] = functools.partial(
                 inner.execute, commands

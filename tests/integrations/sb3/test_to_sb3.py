@@ -868,3 +868,24 @@ def test_a_batch_of_two_actions_on_one_sub_env_is_refused_where_sb3_steps_one():
         ours.step(np.array([1, 0]))
     ours.step(np.array([1]))  # still usable
     ours.close()
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_to_sb3_follows_an_episode_seed_schedule_in_every_mode(vectorization):
+    def run(mode):
+        envs = vecmode.make_vec(
+            "CartPole-v1", 2, vectorization, autoreset_mode=mode, episode_seeds=7
+        )
+        venv = to_sb3(envs)
+        venv.seed(1)  # under a schedule: restarts it from run seed 1
+        out = [venv.reset()]
+        for t in range(40):  # each sub-env ends a few episodes
+            obs, _, dones, infos = venv.step(np.array([t % 2, (t // 3) % 2]))
+            out.append(obs)
+            out += [infos[i]["terminal_observation"] for i in dones.nonzero()[0]]
+        venv.close()
+        return out
+
+    same = run("SameStep")
+    for mode in ("NextStep", "Disabled"):
+        assert_same(run(mode), same)
