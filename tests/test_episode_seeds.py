@@ -3,8 +3,6 @@ the same episodes, seed for seed, in every mode and on every core."""
 
 from __future__ import annotations
 
-import os
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -160,27 +158,6 @@ def test_episode_options_reach_each_episode_in_every_mode_and_core():
     with AsyncVectorEnv(fns(3), num_workers=2, in_parent=1, context="fork") as core:
         check_run(core, 5, 4, shift_by_episode)
 
-
-@pytest.fixture(scope="module")
-def ray_session():
-    """One local Ray for the tests that ask for it (as tests/cores/ray_support.py)."""
-    ray = pytest.importorskip("ray")
-    events = os.environ.get("RAY_SCHEDULER_EVENTS")
-    os.environ["RAY_SCHEDULER_EVENTS"] = "0"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-    if events is None:
-        os.environ.pop("RAY_SCHEDULER_EVENTS", None)
-    else:
-        os.environ["RAY_SCHEDULER_EVENTS"] = events
-
-
-def test_the_same_episodes_in_every_mode_on_the_ray_core(ray_session):
-    from vecmode import RayVectorEnv
-
-    with RayVectorEnv(fns(3, 3), num_actors=2) as core:
-        check_run(core, 11, 3, shift_by_episode)
 
 
 # ------------------------------------------------------- explicit resets

@@ -549,3 +549,10 @@ def test_the_examples_of_the_scaling_page_run(capsys):
     for code in runnable:
         with contextlib.redirect_stdout(sys.stderr):
             exec(compile(code, "<docs/scaling.md>", "exec"), {})
+
+
+def test_the_same_episodes_in_every_mode_under_a_seed_schedule():
+    from tests.test_episode_seeds import check_run, fns, shift_by_episode
+
+    with RayVectorEnv(fns(3, 3), num_actors=2) as core:
+        check_run(core, 11, 3, shift_by_episode)
