@@ -159,7 +159,6 @@ def test_episode_options_reach_each_episode_in_every_mode_and_core():
         check_run(core, 5, 4, shift_by_episode)
 
 
-
 # ------------------------------------------------------- explicit resets
 def first_observations(envs, **reset):
     obs, infos = envs.reset(**reset)
