@@ -151,7 +151,7 @@ def test_the_compatibility_table_and_its_reasons_render(site):
     # the reasons are one list, an item each, named as in the table
     (items,) = [found for found in page.lists if len(found) == len(reasons)]
     assert [item.split(" in ")[0] for item in items] == [
-        reason[3:].split("`")[0] for reason in reasons
+        reason[2:].split(" in ")[0].replace("`", "") for reason in reasons
     ]
     # the table: one row of cells per wrapper, refused and WRONG cells coloured
     cells = [text for _, text in page.cells]

@@ -123,13 +123,7 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         )
         for name, found, proof in entries
     ]
-    reasons = [
-        f"{quote}{name}{quote} in {mode.value} ({_cell(found, mode)}): "
-        f"{found.note(mode)}"
-        for name, found, _ in (entries if why else [])
-        for mode in MODES
-        if found.note(mode)
-    ]
+    reasons = _reasons(entries if why else [], quote)
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))
@@ -139,3 +133,21 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         lines = aligned(header, rows)
         notes = [*textwrap.wrap(TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
     return "\n".join([*lines, "", *notes])
+
+
+def _reasons(entries: list[tuple[str, Declaration, Evidence]], quote: str) -> list[str]:
+    """One line per recorded reason: where it holds (wrappers, modes), its verdict."""
+    where: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for name, found, _ in entries:
+        for mode in MODES:
+            if note := found.note(mode):
+                modes = where.setdefault((note, _cell(found, mode)), {})
+                modes.setdefault(f"{quote}{name}{quote}", []).append(mode.value)
+    lines = []
+    for (note, cell), modes in where.items():
+        if len({tuple(m) for m in modes.values()}) == 1:  # the same modes for all
+            places = f"{', '.join(modes)} in {', '.join(next(iter(modes.values())))}"
+        else:
+            places = "; ".join(f"{n} in {', '.join(m)}" for n, m in modes.items())
+        lines.append(f"{places} ({cell}): {note}")
+    return lines
