@@ -16,7 +16,11 @@ GAE and clipped update. What changes:
 From one seed, SameStep and Disabled train bit for bit alike. NextStep spends a
 call on each reset step, so its batches and random draws differ.
 
-    python examples/cleanrl_ppo.py --autoreset-mode NextStep --total-timesteps 100000
+CleanRL's defaults learn CartPole in about 200,000 steps, RL Zoo's in 40,000:
+
+    python examples/cleanrl_ppo.py --autoreset-mode NextStep --total-timesteps 100000 \
+        --num-envs 8 --num-steps 32 --gamma 0.98 --gae-lambda 0.8 \
+        --update-epochs 20 --num-minibatches 1 --ent-coef 0 --learning-rate 1e-3
 """
 
 from __future__ import annotations
