@@ -120,6 +120,84 @@ def test_same_step_and_the_collector_store_none(mode):
 # ------------------------------------------------------------ the docs' diff
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
+# CleanRL's ppo.py rollout, unchanged but for the sizes (the agent is CleanRL's,
+# with smaller layers): the script the docs' diff is written against
+BEFORE = '''\
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions.categorical import Categorical
+
+
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    def __init__(self, envs):
+        super().__init__()
+        n = int(np.array(envs.single_observation_space.shape).prod())
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(n, 16)),
+            nn.Tanh(),
+            layer_init(nn.Linear(16, 1), std=1.0),
+        )
+        self.actor = nn.Sequential(
+            layer_init(nn.Linear(n, 16)),
+            nn.Tanh(),
+            layer_init(nn.Linear(16, envs.single_action_space.n), std=0.01),
+        )
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def get_action_and_value(self, x, action=None):
+        probs = Categorical(logits=self.actor(x))
+        if action is None:
+            action = probs.sample()
+        return action, probs.log_prob(action), probs.entropy(), self.critic(x)
+
+
+def rollout(envs, agent, num_steps, seed):
+    """CleanRL's ppo.py rollout: the storage and the loop."""
+    num_envs = envs.num_envs
+    obs = torch.zeros((num_steps, num_envs) + envs.single_observation_space.shape)
+    actions = torch.zeros((num_steps, num_envs) + envs.single_action_space.shape)
+    logprobs = torch.zeros((num_steps, num_envs))
+    rewards = torch.zeros((num_steps, num_envs))
+    dones = torch.zeros((num_steps, num_envs))
+    values = torch.zeros((num_steps, num_envs))
+
+    next_obs, _ = envs.reset(seed=seed)
+    next_obs = torch.Tensor(next_obs)
+    next_done = torch.zeros(num_envs)
+    for step in range(0, num_steps):
+        obs[step] = next_obs
+        dones[step] = next_done
+        with torch.no_grad():
+            action, logprob, _, value = agent.get_action_and_value(next_obs)
+            values[step] = value.flatten()
+        actions[step] = action
+        logprobs[step] = logprob
+        next_obs, reward, terminations, truncations, infos = envs.step(action.numpy())
+        next_done = np.logical_or(terminations, truncations)
+        rewards[step] = torch.tensor(reward).view(-1)
+        next_obs, next_done = torch.Tensor(next_obs), torch.Tensor(next_done)
+    return obs, actions, logprobs, rewards, dones, values
+
+
+torch.manual_seed(1)
+envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)  # NextStep
+agent = Agent(envs)
+obs, actions, logprobs, rewards, dones, values = rollout(envs, agent, 256, seed=1)
+# every real CartPole step pays 1: a row with reward 0 is a NextStep reset step
+print(f"{int((rewards == 0).sum())} of {rewards.numel()} rows are reset steps")
+envs.close()
+'''
+
 
 def apply_diff(code: str, diff: str) -> str:
     """Apply a diff written for a reader: ``" "`` lines are context to find,
@@ -142,17 +220,24 @@ def apply_diff(code: str, diff: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_the_docs_diff_gives_what_the_docs_show():
-    """docs/integrations.md shows the CleanRL rollout, a one-line diff to SameStep
-    and what the patched script prints: the diff, applied, prints that."""
-    section = PAGE.read_text().split("## Porting a CleanRL loop", 1)[1]
-    before = re.search(r"```python\n(.*?)```", section, re.S)[1]
-    diff, shown = re.search(
-        r"```diff\n(.*?)```.*?```text\n(.*?)```", section, re.S
-    ).groups()
-    pytest.importorskip("torch")
+def printed(code: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(apply_diff(before, diff), "<patched>", "exec"), {})
-    assert out.getvalue() == shown
+        exec(compile(code, "<rollout>", "exec"), {})
+    return out.getvalue()
+
+
+def test_the_docs_diff_gives_what_the_docs_show():
+    """docs/integrations.md shows a one-statement diff to SameStep for CleanRL's
+    rollout, and the count of reset steps before and after: the rollout prints
+    the first, and with the diff applied, the second."""
+    section = PAGE.read_text().split("## Porting a CleanRL loop", 1)[1]
+    diff, was, shown = re.search(
+        r"```diff\n(.*?)```.*?where it stored `(.*?)`.*?```text\n(.*?)```",
+        section,
+        re.S,
+    ).groups()
+    pytest.importorskip("torch")
+    assert printed(BEFORE).startswith(f"{was} rows are reset steps")
+    assert printed(apply_diff(BEFORE, diff)) == shown
     assert shown.startswith("0 of ")
