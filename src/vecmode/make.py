@@ -51,9 +51,8 @@ def make_vec(
         id: a registered id (``"module:Env-v0"`` imports the module), an
             ``EnvSpec`` (a vector env's ``spec`` makes it again) or a callable.
         vectorization_mode: ``"sync"``, ``"async"``, ``"ray"``,
-            ``"vector_entry_point"``, or None (Gymnasium's default: the env's
-            vector entry point, else sync; sync too where that entry point can't
-            give the ``autoreset_mode`` asked, as CartPole's for SameStep).
+            ``"vector_entry_point"``, or None: the env's vector entry point if it
+            gives ``autoreset_mode`` (CartPole's: NextStep only), else sync.
         autoreset_mode: the mode; None: NEXT_STEP, or a vector entry point's own.
         episode_seeds: a run seed for every episode (:func:`~vecmode.with_autoreset`).
         episode_options: ``(sub_env_index, episode) -> dict | None``, with it.
@@ -65,8 +64,7 @@ def make_vec(
     spec, env_kwargs = _spec_of(id)
     vector_kwargs = dict(vector_kwargs or {})
     wrappers = list(wrappers or [])
-    if spec is not None:
-        # as Gymnasium: what a vector env's spec records is taken back
+    if spec is not None:  # as Gymnasium: what a vector env's spec records is taken back
         num_envs = env_kwargs.pop("num_envs", num_envs)
         vectorization_mode = env_kwargs.pop("vectorization_mode", vectorization_mode)
         vector_kwargs = dict(env_kwargs.pop("vector_kwargs", vector_kwargs))
@@ -79,8 +77,6 @@ def make_vec(
     _check_buildable(spec, num_envs, vmode)
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
         envs = _from_entry_point(spec, num_envs, vector_kwargs, wrappers, env_kwargs)
-        if mode is None and episode_seeds is None:
-            return envs
         envs = _entry_point_in(envs, spec, mode, schedule, vectorization_mode is None)
         if envs is not None:
             return envs
@@ -117,6 +113,8 @@ def _entry_point_in(
     """The entry point's ``envs`` in ``mode``; None (``envs`` closed) where it
     can't give a mode asked for that vecmode chose it for."""
     own = mode_of(envs)
+    if mode is None and schedule["episode_seeds"] is None:
+        return envs
     try:
         return _with_policy(envs, mode or own or DEFAULT_MODE, schedule)
     except IncompatibleModeError as error:  # (envs closed)

@@ -219,17 +219,11 @@ def episode_legend(table: dict[str, list[TimelineRow]]) -> str:
     saying that no episode ended in the steps shown."""
     rows = next((rows for rows in table.values() if rows), [])
     ends = [row.final_obs or row.obs for row in rows if _flags(row)]
+    label = (ends or [rows[-1].obs if rows else "s0"])[0].rstrip("!")
+    shown = f"{label} = step {label[1:]} of the first episode"
     if ends:
-        label = ends[0].rstrip("!")
-        return (
-            f"{label} = step {label[1:]} of the first episode, s0' = first "
-            f"observation of the second episode."
-        )
-    label = rows[-1].obs.rstrip("!") if rows else "s0"
-    return (
-        f"{label} = step {label[1:]} of the first episode; no episode ended in the "
-        f"steps shown."
-    )
+        return f"{shown}, s0' = first observation of the second episode."
+    return f"{shown}; no episode ended in the steps shown."
 
 
 def format_timeline(table: dict[str, list[TimelineRow]], header: str = "") -> str:
