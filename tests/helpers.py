@@ -6,6 +6,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import warnings
@@ -325,6 +326,17 @@ def assert_same_run(expected: list[tuple], got: list[tuple], strict_types=True):
         )
         for name, a, b in zip(names, e, g, strict=True):
             assert_same(a, b, f"call {n} ({kind_e}) {name}", strict_types)
+
+
+def requires_sigint() -> None:
+    """Skip the calling test when this process ignores SIGINT, as a test run
+    launched with ``nohup ... &`` does: a Ctrl-C the test sends would never arrive."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        pytest.skip(
+            "SIGINT is ignored in this process (inherited from a `nohup ... &` "
+            "launch), so a Ctrl-C can't reach the test: run pytest in the "
+            "foreground, or in a shell where SIGINT is not ignored"
+        )
 
 
 def alive_in_session(sid: int) -> list[int]:

@@ -98,12 +98,46 @@ def test_vector_entry_point_keeps_its_own_mode():
 
 @pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
 def test_vector_entry_point_cannot_be_converted_when_it_ignores_masks(mode):
+    """Asked for explicitly, the entry point refuses in the user's terms: what was
+    asked, why this env can't, and the one call that works, the mode kept."""
     with pytest.raises(IncompatibleModeError) as info:
         vecmode.make_vec(
-            "CartPole-v1", num_envs=3, vectorization_mode=None, autoreset_mode=mode
+            "CartPole-v1",
+            num_envs=3,
+            vectorization_mode="vector_entry_point",
+            autoreset_mode=mode,
         )
     message = str(info.value)
-    assert "CartPoleVectorEnv" in message and "vectorization_mode='sync'" in message
+    assert message.startswith(
+        f"make_vec('CartPole-v1', vectorization_mode='vector_entry_point') can't "
+        f"give autoreset_mode='{mode}': CartPole-v1's vector entry point builds "
+        f"CartPoleVectorEnv, which runs NextStep, and CartPoleVectorEnv resets "
+        f"every sub-env whatever the mask."
+    )
+    call = (
+        f"vecmode.make_vec('CartPole-v1', num_envs=3, vectorization_mode='sync', "
+        f"autoreset_mode='{mode}')"
+    )
+    assert call in message
+    eval(call).close()  # and it works
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_a_mode_the_vector_entry_point_cant_give_gets_the_sync_core(mode):
+    """``vectorization_mode`` left out: vecmode's sync core, recorded in the spec."""
+    envs = vecmode.make_vec("CartPole-v1", num_envs=3, autoreset_mode=mode)
+    try:
+        assert isinstance(envs.unwrapped, vecmode.SyncVectorEnv)
+        assert vecmode.mode_of(envs) is AutoresetMode(mode)
+        assert envs.unwrapped.spec.kwargs["vectorization_mode"] == "sync"
+        envs.reset(seed=0)
+        envs.step(np.zeros(3, dtype=int))
+        again = vecmode.make_vec(envs.unwrapped.spec)  # the spec makes it again
+        assert isinstance(again.unwrapped, vecmode.SyncVectorEnv)
+        assert vecmode.mode_of(again) is AutoresetMode(mode)
+        again.close()
+    finally:
+        envs.close()
 
 
 def test_vector_entry_point_is_converted_where_exact():

@@ -529,9 +529,13 @@ def test_result_is_frozen_and_printable():
     assert isinstance(result, ProbeResult)
     with pytest.raises(AttributeError):
         result.mode = None  # type: ignore[misc]
+    text = str(result)
     for mode, diff in result.rejected.items():
-        assert isinstance(diff, Difference)
-        assert f"not {mode.value}: {diff}" in str(result)
+        assert isinstance(diff, Difference)  # in full, over lines of 100 at most
+        assert " ".join(f"not {mode.value}: {diff}".split()) in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 100
+    longest = max(len(f"not {m.value}: {d}") for m, d in result.rejected.items())
+    assert longest > 100  # what the lines are cut from
 
 
 def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():

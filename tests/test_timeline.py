@@ -10,7 +10,7 @@ import pytest
 
 import vecmode.timeline
 from vecmode.replay.compare import same
-from vecmode.timeline import TimelineRow, timeline, timeline_svg
+from vecmode.timeline import TimelineRow, episode_legend, timeline, timeline_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -161,6 +161,18 @@ def test_svg_has_a_legend(rows):
     shown = " ".join(texts(legend))
     for term in ("s0'", "term / trunc", "reset step", "final_obs", "reset(mask)"):
         assert term in shown
+    assert "s3 = step 3 of the first episode" in shown
+
+
+def test_the_legend_follows_the_episode_shown():
+    two = timeline("CartPole-v1", steps=4, max_episode_steps=2)
+    assert episode_legend(two).startswith("s2 = step 2 of the first episode, s0' = ")
+    assert "s2 = step 2 of the first episode" in timeline_svg(two)
+    assert "s3 = " not in timeline_svg(two)
+    none = timeline("CartPole-v1", steps=2, max_episode_steps=5)
+    assert episode_legend(none) == (
+        "s2 = step 2 of the first episode; no episode ended in the steps shown."
+    )
 
 
 def test_svg_escapes_text():

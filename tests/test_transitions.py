@@ -441,7 +441,9 @@ def test_the_collector_over_numpy_to_torch_gives_the_numpy_transitions(mode):
             assert_same(got.next_obs.numpy(), expected.next_obs)
             for name in ("rewards", "terminations", "truncations"):
                 assert_same(getattr(got, name).numpy(), getattr(expected, name))
-            assert_same(got.valid, expected.valid)
+            assert isinstance(got.valid, torch.Tensor), k  # like terminations
+            assert got.valid.device == got.terminations.device
+            assert_same(got.valid.numpy(), expected.valid)
             if k % 7 == 3:  # a cut, the mask as each env takes it
                 mask = np.array([k % 2 == 0, False, True])
                 ours.reset(options={"reset_mask": torch.tensor(mask)})
@@ -516,6 +518,8 @@ def test_next_obs_is_batched_like_obs_over_a_conversion(name, mode, obs_type):
             for batch in (got.obs, got.next_obs, ours.obs):
                 assert array_layout(batch) == layout, (k, array_layout(batch))
             assert _values(got.next_obs) == _values(expected.next_obs), k
+            assert type(got.valid) is type(got.terminations), k  # the same library
+            assert _values(got.valid) == _values(expected.valid), k
             assert _values(ours.obs) == _values(plain.obs), k
             ends += int(np.count_nonzero(expected.terminations | expected.truncations))
         assert ends >= 4

@@ -17,6 +17,7 @@ from gymnasium.vector import AutoresetMode
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
 from vecmode.core import is_int
+from vecmode.errors import IncompatibleModeError
 from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode, mode_of
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
@@ -50,7 +51,8 @@ def make_vec(
         id: a registered id (``"module:Env-v0"`` imports the module), an
             ``EnvSpec`` (a vector env's ``spec`` makes it again) or a callable.
         vectorization_mode: ``"sync"``, ``"async"``, ``"ray"``,
-            ``"vector_entry_point"``, or None (Gymnasium's default).
+            ``"vector_entry_point"``, or None: the env's vector entry point if it
+            gives ``autoreset_mode`` (CartPole's: NextStep only), else sync.
         autoreset_mode: the mode; None: NEXT_STEP, or a vector entry point's own.
         episode_seeds: a run seed for every episode (:func:`~vecmode.with_autoreset`).
         episode_options: ``(sub_env_index, episode) -> dict | None``, with it.
@@ -62,8 +64,7 @@ def make_vec(
     spec, env_kwargs = _spec_of(id)
     vector_kwargs = dict(vector_kwargs or {})
     wrappers = list(wrappers or [])
-    if spec is not None:
-        # as Gymnasium: what a vector env's spec records is taken back
+    if spec is not None:  # as Gymnasium: what a vector env's spec records is taken back
         num_envs = env_kwargs.pop("num_envs", num_envs)
         vectorization_mode = env_kwargs.pop("vectorization_mode", vectorization_mode)
         vector_kwargs = dict(env_kwargs.pop("vector_kwargs", vector_kwargs))
@@ -76,9 +77,10 @@ def make_vec(
     _check_buildable(spec, num_envs, vmode)
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
         envs = _from_entry_point(spec, num_envs, vector_kwargs, wrappers, env_kwargs)
-        if mode is None and episode_seeds is None:
+        envs = _entry_point_in(envs, spec, mode, schedule, vectorization_mode is None)
+        if envs is not None:
             return envs
-        return _with_policy(envs, mode or mode_of(envs) or DEFAULT_MODE, schedule)
+        vmode = VectorizeMode.SYNC  # the entry point can't give the mode asked
     make_one = functools.partial(_make_one, spec or id, env_kwargs, wrappers)  # type: ignore[arg-type]
     core = _CORES[vmode]([make_one] * num_envs, **vector_kwargs)
     envs = _with_policy(core, DEFAULT_MODE if mode is None else mode, schedule)
@@ -99,6 +101,36 @@ def _with_policy(
     except BaseException:
         envs.close()
         raise
+
+
+def _entry_point_in(
+    envs: gym.vector.VectorEnv,
+    spec: Any,
+    mode: AutoresetMode | None,
+    schedule: dict[str, Any],
+    chosen_for_the_user: bool,
+) -> gym.vector.VectorEnv | None:
+    """The entry point's ``envs`` in ``mode``; None (``envs`` closed) where it
+    can't give a mode asked for that vecmode chose it for."""
+    own = mode_of(envs)
+    if mode is None and schedule["episode_seeds"] is None:
+        return envs
+    try:
+        return _with_policy(envs, mode or own or DEFAULT_MODE, schedule)
+    except IncompatibleModeError as error:  # (envs closed)
+        if chosen_for_the_user and mode is not None and mode is not own:
+            return None
+        why = getattr(error, "why", None) or getattr(error.__cause__, "why", None)
+        if mode is None or why is None:
+            raise
+        name, n = type(envs.unwrapped).__name__, envs.num_envs
+        raise IncompatibleModeError(
+            f"make_vec({spec.id!r}, vectorization_mode='vector_entry_point') can't "
+            f"give autoreset_mode={mode.value!r}: {spec.id}'s vector entry point "
+            f"builds {name}, which runs {getattr(own, 'value', own)}, and {why} "
+            f"This call works: vecmode.make_vec({spec.id!r}, num_envs={n}, "
+            f"vectorization_mode='sync', autoreset_mode={mode.value!r}) (or 'async')."
+        ) from error
 
 
 def _check_buildable(

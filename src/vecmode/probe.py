@@ -3,6 +3,7 @@ whatever its ``metadata["autoreset_mode"]`` claims."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -61,7 +62,10 @@ class ProbeResult:
             lines.append(f"first episode end: call {self.ended_at}, sub-env(s) {subs}")
         if len(self.rejected) < len(AutoresetMode):  # else the reason lists them
             lines += [f"not {m.value}: {diff}" for m, diff in self.rejected.items()]
-        return "\n".join(lines)
+        return "\n".join(
+            textwrap.fill(line, 100, subsequent_indent="  ", break_on_hyphens=False)
+            for line in lines
+        )
 
 
 def probe_mode(
@@ -80,10 +84,11 @@ def probe_mode(
 
     >>> import gymnasium as gym
     >>> result = probe_mode(lambda: gym.make_vec("CartPole-v1", num_envs=4))
-    >>> print(result)  # doctest: +ELLIPSIS
+    >>> print(result)  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
     behaves as NextStep (declares NextStep): only NextStep's predictions hold.
     first episode end: call ..., sub-env(s) ...
-    not SameStep: call ... (step), sub-env ..., info['_final_obs']: expected True, got <no such key> (...)
+    not SameStep: call ... (step), sub-env ..., info['_final_obs']: expected True,
+      got <no such key> (...)
     not Disabled: call ... (step), sub-env ..., step(): expected ..., got an autoreset step ...
     """
     seed = _checked_seed(max_steps, seed)

@@ -37,6 +37,7 @@ from vecmode.transitions import Reading, TransitionReader
 __all__ = [
     "TimelineActionError",
     "TimelineRow",
+    "episode_legend",
     "format_timeline",
     "timeline",
     "timeline_svg",
@@ -213,6 +214,18 @@ def _cell(row: TimelineRow) -> str:
     return f"{row.obs:<4} r={row.reward:<2g} {_flags(row):<5} {row.note}".rstrip()
 
 
+def episode_legend(table: dict[str, list[TimelineRow]]) -> str:
+    """What the labels mean, told with the first episode's last step shown, or
+    saying that no episode ended in the steps shown."""
+    rows = next((rows for rows in table.values() if rows), [])
+    ends = [row.final_obs or row.obs for row in rows if _flags(row)]
+    label = (ends or [rows[-1].obs if rows else "s0"])[0].rstrip("!")
+    shown = f"{label} = step {label[1:]} of the first episode"
+    if ends:
+        return f"{shown}, s0' = first observation of the second episode."
+    return f"{shown}; no episode ended in the steps shown."
+
+
 def format_timeline(table: dict[str, list[TimelineRow]], header: str = "") -> str:
     """The rows of :func:`timeline` as an aligned text table, one column per mode."""
     calls = [row.call for row in next(iter(table.values()))]
@@ -257,9 +270,8 @@ _SWATCHES = (
     [(0, 27, f'rx="7" fill="{_FINAL[0]}" stroke="{_FINAL[1]}"')],
     [(0, 27, f'rx="7" fill="{_MASKED[0]}" stroke="{_MASKED[1]}"')],
 )
-#: ... and what it means.
+#: ... and what it means (the first: :func:`episode_legend`).
 _MEANINGS = (
-    "s3 = step 3 of an episode; ' marks the next one (s0' starts it)",
     "term / trunc: the episode ends at this call",
     "reset step: the action is ignored, reward 0 (NextStep)",
     'final_obs: the ended episode\'s last obs, in info["final_obs"]',
@@ -328,17 +340,20 @@ def _svg_cell(x: float, y: float, row: TimelineRow) -> list[str]:
     return _group(f"{row.call}: {row.obs}", parts)
 
 
-def _width(lanes: list[tuple[str, list[TimelineRow]]], columns: int, title: str) -> int:
-    """The picture's width: columns, legend, title and the badges that stick out."""
+def _width(
+    lanes: list[tuple[str, list[TimelineRow]]], columns: int, title: str, legend: int
+) -> int:
+    """The picture's width: columns, ``legend`` (its longest line's characters),
+    title and the badges that stick out."""
     badges = [
         centre + _badge_width(text) / 2
         for _, rows in lanes
         for column, row in enumerate(rows)
         for centre, text, _ in _badges(_PAD + _LABEL_W + column * _COL_W, row)
     ]
-    legend = 40 + max(map(len, _MEANINGS)) * 12 * _CHAR_W
+    legend_width = 40 + legend * 12 * _CHAR_W
     title_width = len(title) * 15 * _CHAR_W  # bold, 15 px
-    content = _PAD + max(_LABEL_W + columns * _COL_W, legend, title_width)
+    content = _PAD + max(_LABEL_W + columns * _COL_W, legend_width, title_width)
     return round(max([content, *badges]) + _PAD)
 
 
@@ -372,8 +387,9 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     top = _PAD + (28 if title else 0)
     lanes_top = top + 24
     legend_top = lanes_top + len(lanes) * _LANE_H + 8
-    width = _width(lanes, len(calls), title)
-    height = legend_top + len(_MEANINGS) * 22 + _PAD
+    meanings = (episode_legend(table), *_MEANINGS)
+    width = _width(lanes, len(calls), title, max(map(len, meanings)))
+    height = legend_top + len(meanings) * 22 + _PAD
     name = escape(title or "What each autoreset mode returns, call by call")
     body = [f"<title>{name}</title>", _rect(0, 0, width, height, 'fill="#ffffff"')]
     if title:
@@ -387,7 +403,7 @@ def timeline_svg(table: dict[str, list[TimelineRow]], title: str = "") -> str:
     for lane, (mode, rows) in enumerate(lanes):
         body += _lane(lane, mode, rows, lanes_top + lane * _LANE_H, width)
     legend: list[str] = []
-    for item, (swatch, text) in enumerate(zip(_SWATCHES, _MEANINGS, strict=True)):
+    for item, (swatch, text) in enumerate(zip(_SWATCHES, meanings, strict=True)):
         y = legend_top + item * 22
         legend += [_rect(_PAD + dx, y, w, 14, style) for dx, w, style in swatch]
         legend.append(_text(_PAD + 40, y + 11, text, 12, _INK))

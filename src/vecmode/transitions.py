@@ -7,6 +7,7 @@ and reads them with it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -243,6 +244,8 @@ class Transition(NamedTuple):
         next_obs: what the actions led to: at an episode's end, its final
             observation, in every mode.
         valid: False only on NEXT_STEP's reset step (action ignored): skip it.
+            In the array library and on the device of ``terminations`` (a
+            tensor under ``NumpyToTorch``).
         infos: the env's infos, unchanged.
     """
 
@@ -252,8 +255,18 @@ class Transition(NamedTuple):
     terminations: np.ndarray
     truncations: np.ndarray
     next_obs: Any
-    valid: np.ndarray
+    valid: Any
     infos: dict[str, Any]
+
+
+def _like(mask: np.ndarray, like: Any) -> Any:
+    """``mask`` in the array library and on the device of ``like`` (a torch
+    tensor over ``NumpyToTorch``); as it is beside a NumPy array."""
+    if isinstance(like, np.ndarray) or not hasattr(like, "shape"):
+        return mask
+    compat = importlib.import_module("array_api_compat")  # what converted ``like``
+    xp, device = compat.array_namespace(like), compat.device(like)
+    return xp.asarray(mask.copy(), device=device)  # (torch warns of a read-only one)
 
 
 def _unshared(infos: Any) -> Any:
@@ -394,8 +407,9 @@ class TransitionCollector:
                 reader.reset(following, reset_infos, rows)
         self.reset_infos = reset_infos
         self._obs = following
+        valid = _like(b.real, terminations)
         return Transition(
-            obs, actions, rewards, terminations, truncations, moved_to, b.real, infos
+            obs, actions, rewards, terminations, truncations, moved_to, valid, infos
         )
 
     def close(self) -> None:

@@ -157,3 +157,35 @@ for _id, _kwargs in (
 ):
     if _id not in gym.registry:
         gym.register(_id, entry_point=SpacesEnv, kwargs=_kwargs)
+
+
+class ForeignVectorEnv(VectorEnv):
+    """A vector env class of another library (EnvPool's kind), declaring NextStep
+    in its metadata, with nothing here proving it (``ForeignVec-v0``)."""
+
+    metadata = {"autoreset_mode": vecmode.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 2, **kwargs: Any) -> None:
+        self.core = gym.vector.SyncVectorEnv(
+            [lambda: gym.make("CartPole-v1")] * num_envs
+        )
+        self.num_envs = num_envs
+        for name in ("observation_space", "action_space", "single_observation_space"):
+            setattr(self, name, getattr(self.core, name))
+        self.single_action_space = self.core.single_action_space
+
+    def reset(self, **kwargs: Any) -> Any:
+        return self.core.reset(**kwargs)
+
+    def step(self, actions: Any) -> Any:
+        return self.core.step(actions)
+
+    def close(self, **kwargs: Any) -> None:
+        self.core.close()
+
+
+gym.register(
+    "ForeignVec-v0",
+    entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+    vector_entry_point=ForeignVectorEnv,
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import vecmode
@@ -26,6 +28,13 @@ def test_conform_a_class_uses_its_declaration(capsys):
     assert code == EXIT_OK
     assert out.splitlines()[0].startswith("NextStepOnly: right in NextStep (")
     assert "refused at construction, as declared: SameStep, Disabled" in out
+    # then one line per property (not one per run), and the limits
+    from vecmode.testing import PROPERTIES
+
+    lines = out.splitlines()
+    assert len(lines) == 1 + len(PROPERTIES) + 1 and lines[-1].startswith("limits: ")
+    for line, prop in zip(lines[1:], PROPERTIES, strict=False):
+        assert line.startswith(f"  ok  {prop}: ") and len(line) <= 100
 
 
 def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
@@ -39,6 +48,13 @@ def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
     assert out == (
         f"NOT OK: {TARGETS}:ShiftObservation does not conform\n\n{failure.value}\n"
     )
+    # the property broken first, then the diagnosis, in the user's terms
+    assert out.splitlines()[2] == (
+        "ShiftObservation breaks mode_equivalence_together: the same transitions in "
+        "every mode, ends together."
+    )
+    assert "sub-env 0, a real transition (call 3 here" in out.splitlines()[3]
+    assert "event" not in out
     # right in the modes where the final observation is the returned one
     code, out, _ = run(
         ["conform", f"{TARGETS}:ShiftObservation", "--modes", "next_step", "DISABLED"],
@@ -98,16 +114,20 @@ def test_conform_runs_over_the_bases_asked_for(capsys):
         ["conform", "NextStepAutoreset", "--bases", "vecmode.SyncVectorEnv"], capsys
     )
     assert code == EXIT_OK, out
-    assert "[Disabled over gymnasium" not in out
     assert "limits: run over vecmode.SyncVectorEnv only" in out
+    _, out, _ = run(
+        ["conform", "NextStepAutoreset", "--bases", "vecmode.SyncVectorEnv", "--json"],
+        capsys,
+    )
+    assert not any("over gymnasium" in label for label in json.loads(out)["runs"])
     dense = "vecmode.testing.DenseFinalObsVectorEnv"
     code, out, _ = run(
         ["conform", "vecmode.autoreset:GymnasiumFinalObs", "--bases",
-         "gymnasium.vector.SyncVectorEnv", dense],
+         "gymnasium.vector.SyncVectorEnv", dense, "--json"],
         capsys,
     )  # fmt: skip
     assert code == EXIT_OK, out
-    assert f"[SameStep over {dense}, staggered episodes]" in out
+    assert f"[SameStep over {dense}, staggered episodes]" in json.loads(out)["runs"]
     code, _, err = run(["conform", "ClipReward", "--bases", "envpool"], capsys)
     assert code == EXIT_USAGE
     line = one_error_line(err)

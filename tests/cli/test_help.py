@@ -60,6 +60,21 @@ def test_unknown_command_is_a_one_line_usage_error(capsys):
     code, out, err = run(["bogus"], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert "invalid choice: 'bogus'" in one_error_line(err)
+    assert "did you mean" not in err  # nothing close
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["chek"], "check"),
+        (["tabel"], "table"),
+        (["conform", "X", "--obs-type", "dcit"], "dict"),
+    ],
+)
+def test_a_misspelled_choice_gets_the_closest_one(argv, meant, capsys):
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert f"; did you mean {meant}? (see: vecmode " in one_error_line(err)
 
 
 @pytest.mark.parametrize(

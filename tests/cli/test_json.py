@@ -40,6 +40,11 @@ RUNS: dict[str, list[tuple[list[str], int]]] = {
             EXIT_FAILED,
         ),
         (["check", "CartPole-v1", "--wrap", f"{TARGETS}:Undeclared"], EXIT_OK),
+        (
+            ["check", f"{TARGETS}:ForeignVec-v0", "--vectorization",
+             "vector_entry_point"],
+            EXIT_OK,
+        ),
     ],
     "conform": [
         (["conform", f"{TARGETS}:NextStepOnly"], EXIT_OK),
@@ -187,6 +192,22 @@ def test_the_json_matches_the_text_output(capsys):
     assert [row["name"] for row in document["wrappers"]] == [
         name for name, _ in declarations()
     ]
+
+
+def test_check_keeps_ok_apart_from_the_evidence(capsys):
+    """``ok`` is the verdict CI trusts; ``evidence_verified`` (once ``verified``)
+    only says what the verdicts rest on, and a layer that is not verified says
+    how to prove it."""
+    wrong = ["check", "CartPole-v1", "--mode", "SameStep", "--wrap"]
+    _, document = run_json([*wrong, "gymnasium:NormalizeReward"], capsys)
+    assert "verified" not in document
+    assert (document["ok"], document["evidence_verified"]) == (False, True)
+    foreign = ["check", f"{TARGETS}:ForeignVec-v0", "--vectorization"]
+    _, document = run_json([*foreign, "vector_entry_point"], capsys)
+    assert (document["ok"], document["evidence_verified"]) == (True, False)
+    assert document["layers"][0]["evidence"] == "declared"
+    how = "vecmode.testing.check_vector_env(factory).record()"
+    assert how in document["layers"][0]["evidence_note"]
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,8 @@ def test_probe_finds_the_declared_mode(capsys):
     expected = probe_mode(lambda: cartpole(mode="SameStep"))
     assert expected.mode is SS
     assert out == f"{expected}\n"
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert out.count("\nnot ") == 2  # each mode rejected: a line, then its rest
 
 
 def test_probe_gymnasium_make_vec(capsys):

@@ -70,6 +70,18 @@ def test_timeline_options(capsys):
     step2 = next(line for line in out.splitlines() if line.startswith("step 2"))
     assert "final_obs=s2" in step2
     assert not any(line.startswith("step 5") for line in out.splitlines())
+    # the legend follows the episode shown: 2 steps here
+    assert "\n\ns2 = step 2 of the first episode, s0' = first observation" in out
+    assert "s3 = " not in out
+
+
+def test_timeline_legend_says_when_no_episode_ended(capsys):
+    code, out, _ = run(["timeline", "--steps", "2", "--max-episode-steps", "5"], capsys)
+    assert code == EXIT_OK
+    assert (
+        "\n\ns2 = step 2 of the first episode; no episode ended in the steps shown.\n"
+        "Take more --steps, or end episodes sooner (--max-episode-steps).\n"
+    ) in out
 
 
 @pytest.mark.parametrize(

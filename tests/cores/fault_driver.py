@@ -87,6 +87,10 @@ def usable(envs: Any, n: int) -> str:
 def main() -> None:
     case = json.loads(sys.argv[1])
     n = case["num_envs"]
+    # the child plays a trainer in a terminal, where Ctrl-C raises
+    # KeyboardInterrupt; a test run launched with SIGINT ignored (`nohup ... &`)
+    # passes SIG_IGN down to it, and its Ctrl-C cases would hang: undo that
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # multiprocessing's helpers live as long as the process (spawn's resource
     # tracker, the fork server): start them first, they are not the env's
     if case["context"] == "forkserver":

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.cores.fault_envs import FAULTS
-from tests.helpers import alive_in_session
+from tests.helpers import alive_in_session, requires_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Seconds a case may take before it counts as a hang.
@@ -512,6 +512,28 @@ def test_fault(case: Case):
         assert "Sub-env(s) 3 raised in the same call too" in report["close"]["message"]
     assert report["closed"] is True
     assert report["after_close"] == "ClosedEnvironmentError", report
+
+
+@pytest.fixture
+def sigint_ignored():
+    """This process ignores SIGINT for the test, as under `nohup pytest ... &`."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_ctrl_c_case_holds_when_the_test_run_ignores_sigint(sigint_ignored):
+    """The driver inherits SIG_IGN and restores Ctrl-C: the case is what it means."""
+    test_fault(next(c for c in CASES if c.name == "hang-ctrl-c-async-1"))
+
+
+def test_an_in_process_ctrl_c_test_skips_naming_the_cause(sigint_ignored):
+    with pytest.raises(
+        pytest.skip.Exception, match=r"SIGINT is ignored.*nohup.*foreground"
+    ):
+        requires_sigint()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    requires_sigint()  # Ctrl-C raises here: no skip
 
 
 def test_the_cases_cover_every_fault_backend_and_start_method():

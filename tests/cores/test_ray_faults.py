@@ -27,6 +27,7 @@ from tests.cores.ray_support import (
 from tests.helpers import (
     RaisesIn,
     UserFault,
+    requires_sigint,
     scheduled_fns,
 )
 from vecmode import (
@@ -341,6 +342,7 @@ def test_close_from_another_thread_during_a_step_ends_it_with_the_closed_error()
 
 
 def test_ctrl_c_in_the_driver_surfaces_at_once():
+    requires_sigint()
     before = live_actors()
     core = faulty_core(n=2, num_actors=1)
     core.reset(seed=0)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +27,8 @@ from vecmode.testing import (
     WrapperReport,
     check_wrapper,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: the test-env options each catalogue case needs
 KINDS = {
@@ -136,8 +142,17 @@ def test_a_stack_conforms_and_the_report_reads_well():
     assert report.batch_dependent  # found on the outermost layer that says
     text = str(report)
     assert text.splitlines()[0] == report.summary
-    assert "[NextStep over vecmode.SyncVectorEnv, episodes ending together]" in text
-    assert "[SameStep over gymnasium.vector.SyncVectorEnv, staggered episodes]" in text
+    assert "[NextStep over vecmode.SyncVectorEnv, episodes ending together]" in (
+        report.runs
+    )
+    assert "[SameStep over gymnasium.vector.SyncVectorEnv, staggered episodes]" in (
+        report.runs
+    )
+    # one line per property, in their order, each at most 100 characters
+    lines = text.splitlines()[1 : 1 + len(PROPERTIES)]
+    assert [line.split(":")[0] for line in lines] == [f"  ok  {p}" for p in PROPERTIES]
+    assert max(len(line) for line in lines) <= 100
+    assert not any(run in text for run in report.runs)  # the runs: report.runs
     assert "batch-dependent" in text
 
 
@@ -394,6 +409,40 @@ def test_the_mixin_fails_the_test_of_the_broken_property_alone():
         Broken().conformance_report()
     with pytest.raises(NotImplementedError, match="must define make_wrapper"):
         WrapperConformance().test_results_kept()
+
+
+def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
+    """pytest shows the property broken, the call, sub-env and field right under
+    the test's line, with none of the kit's frames."""
+    (tmp_path / "test_broken.py").write_text(
+        "from tests.testing.test_check_wrapper import RewardPlusOne\n"
+        "from vecmode.testing import WrapperConformance\n\n\n"
+        "class TestBroken(WrapperConformance):\n"
+        "    def make_wrapper(self, env):\n"
+        "        return RewardPlusOne(env)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+         str(tmp_path), "-k", "reset_step_stays_empty or results_kept"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"},
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert "1 failed, 1 passed" in lines[-1], done.stdout
+    header = next(i for i, line in enumerate(lines) if "TestBroken.test_" in line)
+    first = next(i for i, line in enumerate(lines) if line.startswith("E   "))
+    assert first - header <= 6, done.stdout
+    assert lines[first].endswith(
+        "ConformanceError: RewardPlusOne breaks reset_step_stays_empty: NextStep's "
+        "reset step: reward 0, both flags False."
+    ), done.stdout
+    assert (
+        "call 4 (step), sub-env 0: NEXT_STEP's reset step returned reward 1.0"
+        in (lines[first + 1])
+    )
+    assert "testing/wrapper/driver.py" not in done.stdout  # no kit frames
 
 
 def test_a_check_of_some_properties_checks_those_only():

@@ -92,12 +92,13 @@ def test_catches_a_wrapper_that_forgets_final_obs():
     with pytest.raises(AssertionError) as caught:
         check_wrapper(ForgetsFinalObs)
     message = str(caught.value)
-    assert message.startswith(
-        "check_wrapper(ForgetsFinalObs): [SameStep over vecmode.SyncVectorEnv, "
-        "episodes ending together] differs from [NextStep over "
-        "vecmode.SyncVectorEnv, episodes ending together]: sub-env 0, event 3 (a "
-        "real transition, call 3 here, "
-        "call 3 there), field next_obs: [0. 0. 3.] here, [0. 0. 6.] there"
+    assert message.startswith(  # the property broken first, then where and what
+        "ForgetsFinalObs breaks mode_equivalence_together: the same transitions in "
+        "every mode, ends together.\n"
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
+        "differs from [NextStep over vecmode.SyncVectorEnv, episodes ending "
+        "together] (there): sub-env 0, a real transition (call 3 here, call 3 "
+        "there), field next_obs: [0. 0. 3.] here, [0. 0. 6.] there"
     ), message
     assert "final observations (info['final_obs'] in SAME_STEP)" in message
 
@@ -107,8 +108,8 @@ def test_catches_statistics_that_count_next_steps_reset_step():
         check_wrapper(CountsResetSteps)
     message = str(caught.value)
     assert (
-        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] differs from "
-        in (message)
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
+        "differs from " in (message)
     )
     assert "field reward" in message
     assert "not NEXT_STEP's reset step" in message
@@ -123,8 +124,8 @@ def test_catches_a_wrapper_that_declares_a_mode_it_gets_wrong():
         check_wrapper(StepCounter)
     message = str(caught.value)
     assert (
-        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] differs"
-        in (message)
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
+        "differs" in (message)
     )
     assert "an episode start" in message and "field obs" in message
     assert "[0. 1. 0. 3.] here, [0. 1. 0. 0.] there" in message
@@ -212,11 +213,12 @@ def test_catches_lost_partial_resets():
         check_wrapper(lambda env: StackIgnoringCuts(env, 2))
     message = str(caught.value)
     assert (
-        "[NextStep over vecmode.SyncVectorEnv, staggered episodes] differs from "
-        "[NextStep over vecmode.SyncVectorEnv, staggered episodes truncated by the "
-        "env where cut]: sub-env 0, event"
+        "[NextStep over vecmode.SyncVectorEnv, staggered episodes] (here) differs "
+        "from [NextStep over vecmode.SyncVectorEnv, staggered episodes truncated by "
+        "the env where cut] (there): sub-env 0, an episode start (call"
     ) in message, message
-    assert "(an episode start" in message and "field obs" in message
+    assert message.startswith("StackIgnoringCuts breaks cut_like_truncated: ")
+    assert "field obs" in message
     assert "clear the sub-env's state on a masked reset" in message
 
 
@@ -316,7 +318,8 @@ def test_an_error_while_running_names_the_call():
         check_wrapper(NoPartialResets)
     message = str(caught.value)
     assert message.startswith(  # DISABLED resets ended sub-envs with a mask
-        "check_wrapper(NoPartialResets): [Disabled over vecmode.SyncVectorEnv, "
+        "NoPartialResets breaks handles_every_call: reset, step and masked resets "
+        "work.\n[Disabled over vecmode.SyncVectorEnv, "
         "episodes ending together], call 4 (reset with reset_mask="
     )
     assert "raised ValueError: no partial resets here" in message

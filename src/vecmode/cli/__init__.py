@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -197,6 +199,12 @@ class Parser(argparse.ArgumentParser):
     """argparse, with its errors as one ``vecmode:`` line (exit code 2)."""
 
     def error(self, message: str) -> NoReturn:
+        """Exit 2 with ``message``; for a misspelled choice, the closest one."""
+        wrong = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if wrong is not None and "meant" not in message:  # (3.14 suggests itself)
+            choices = [choice.strip("' ") for choice in wrong[2].split(",")]
+            close = difflib.get_close_matches(wrong[1], choices, n=1)
+            message += f"; did you mean {close[0]}?" if close else ""
         self.exit(EXIT_USAGE, f"vecmode: {message} (see: {self.prog} --help)\n")
 
 

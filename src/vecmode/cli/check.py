@@ -135,7 +135,8 @@ def _document(
     return {
         "ok": report is not None and report.ok and refused is None,
         "error": None,
-        "verified": report is not None and report.verified,
+        # what the verdicts rest on, not whether the stack is right (that is "ok")
+        "evidence_verified": report is not None and report.verified,
         "mode": None if report is None else report.mode,
         "summary": None if report is None else str(report).splitlines()[0],
         "layers": layers,

@@ -10,7 +10,6 @@ from vecmode import timeline
 from vecmode.cli.common import CommandError, env_errors
 
 LEGEND = """\
-s3 = step 3 of the first episode, s0' = first observation of the second episode.
 NextStep: the episode's end returns its final obs; the NEXT step resets (reward 0).
 SameStep: the reset happens in the same step; the final obs is in info["final_obs"].
 Disabled: nothing resets by itself; the caller resets with reset_mask."""
@@ -57,7 +56,12 @@ def run(args: argparse.Namespace) -> bool:
                 f"cannot write {args.svg!r}: {error.strerror or error}; give another "
                 f"--svg path."
             ) from error
-    print(timeline.format_timeline(rows, f"{title}\n"), LEGEND, sep="\n\n")
+    legend = timeline.episode_legend(rows)
+    if "no episode ended" in legend:
+        legend += "\nTake more --steps, or end episodes sooner (--max-episode-steps)."
+    print(
+        timeline.format_timeline(rows, f"{title}\n"), f"{legend}\n{LEGEND}", sep="\n\n"
+    )
     if args.svg:
         print(f"\nwrote the timeline as SVG to {args.svg}")
     return True

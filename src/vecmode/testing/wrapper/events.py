@@ -9,24 +9,26 @@ from typing import Any
 
 import numpy as np
 
-#: What :func:`~vecmode.testing.check_wrapper` proves, one ``test_<name>`` each.
-PROPERTIES = (
-    "builds_in_declared_modes",
-    "refuses_undeclared_modes",
-    "keeps_the_autoreset_mode",
-    "handles_every_call",
-    "returns_well_formed_results",
-    "reset_step_stays_empty",
-    "masked_reset_keeps_the_others",
-    "passes_env_infos_on",
-    "leaves_inputs_untouched",
-    "no_writes_below",
-    "results_kept",
-    "mode_equivalence_together",
-    "mode_equivalence_staggered",
-    "same_over_every_base",
-    "cut_like_truncated",
-)
+#: What :func:`~vecmode.testing.check_wrapper` proves, each in a few words.
+PROPERTY_TEXT = {
+    "builds_in_declared_modes": "built in every mode it declares, over every base",
+    "refuses_undeclared_modes": "every other mode refused when built",
+    "keeps_the_autoreset_mode": "metadata['autoreset_mode'] is the mode it runs in",
+    "handles_every_call": "reset, step and masked resets work",
+    "returns_well_formed_results": "observations in its spaces, masks, rewards, flags",
+    "reset_step_stays_empty": "NextStep's reset step: reward 0, both flags False",
+    "masked_reset_keeps_the_others": "a masked reset keeps the others' observations",
+    "passes_env_infos_on": "the sub-envs' own infos reach the caller",
+    "leaves_inputs_untouched": "the caller's actions, options and reset_mask kept",
+    "no_writes_below": "nothing the env below returned is written into",
+    "results_kept": "nothing a call returned is changed by a later call",
+    "mode_equivalence_together": "the same transitions in every mode, ends together",
+    "mode_equivalence_staggered": "the same, with staggered ends and masked resets",
+    "same_over_every_base": "the same transitions over every base env",
+    "cut_like_truncated": "an episode cut by a masked reset ends as if truncated",
+}
+#: The properties, one ``test_<name>`` each.
+PROPERTIES = tuple(PROPERTY_TEXT)
 
 
 class ConformanceError(AssertionError):
@@ -42,9 +44,10 @@ class ConformanceError(AssertionError):
 def fail(
     prop: str, who: str, where: str, what: str, hint: str = ""
 ) -> ConformanceError:
-    """The :class:`ConformanceError` of ``who`` at ``where``, breaking ``prop``."""
-    text = f"check_wrapper({who}): {where}: {what}" + (f"\n{hint}" if hint else "")
-    return ConformanceError(text, prop)
+    """The :class:`ConformanceError` of ``who`` at ``where``, breaking ``prop``:
+    the property first, then where and what."""
+    text = f"{who} breaks {prop}: {PROPERTY_TEXT[prop]}.\n{where}: {what}"
+    return ConformanceError(text + (f"\n{hint}" if hint else ""), prop)
 
 
 def show(value: Any) -> str:
@@ -162,22 +165,25 @@ def compare_runs(
     (``values``: else kinds, actions and flags only); the transitions compared.
     ``context``: the property, the wrapper's name and the hint."""
     prop, who, hint = context
-    where = f"{run.label} differs from {reference.label}"
+    where = f"{run.label} (here) differs from {reference.label} (there)"
     compared = 0
     for i, (expected, got) in enumerate(zip(reference.events, run.events, strict=True)):
         expected, got = _cut(expected, wanted), _cut(got, wanted)
-        for k, (e, g) in enumerate(zip(expected, got, strict=False)):
+        for e, g in zip(expected, got, strict=False):
             name, why = _first_field_difference(e, g, values)
             if why is not None:
                 event = "an episode start" if e.kind == "start" else "a real transition"
                 what = (
-                    f"sub-env {i}, event {k} ({event}, call {g.call} here, call "
-                    f"{e.call} there), field {name}: {why}"
+                    f"sub-env {i}, {event} (call {g.call} here, call {e.call} "
+                    f"there), field {name}: {why}"
                 )
                 raise fail(prop, who, where, what, hint)
             compared += e.kind == "step"
         if len(expected) != len(got):
-            what = f"sub-env {i}: {len(got)} events here, {len(expected)} there"
+            what = (
+                f"sub-env {i}: {len(got)} episode starts and real transitions here, "
+                f"{len(expected)} there"
+            )
             raise fail(prop, who, where, what, hint)
     return compared
 

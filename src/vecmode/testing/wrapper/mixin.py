@@ -56,12 +56,20 @@ class WrapperConformance:
         return vars(cls)["_conformance_outcome"]
 
     def _check(self, prop: str) -> None:
-        """Fail where the wrapper breaks ``prop``."""
+        """Fail where the wrapper breaks ``prop``: the diagnosis, without the
+        kit's frames (a wrapper's own exception keeps its traceback)."""
+        __tracebackhide__ = True  # pytest shows the test's line, then the message
         outcome = self._outcome()
         if isinstance(outcome, ConformanceError) and outcome.property != prop:
             options = {**self.check_options, "properties": [prop]}
-            check_wrapper(self.make_wrapper, **options)
-        elif isinstance(outcome, BaseException):
+            try:
+                check_wrapper(self.make_wrapper, **options)
+                return
+            except ConformanceError as error:
+                outcome = error
+        if isinstance(outcome, ConformanceError):
+            raise ConformanceError(str(outcome), outcome.property) from None
+        if isinstance(outcome, BaseException):
             raise outcome
 
 

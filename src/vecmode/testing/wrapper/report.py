@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecmode import registry
 from vecmode.modes import caller_resets
-from vecmode.testing.wrapper.events import PROPERTIES
+from vecmode.testing.wrapper.events import PROPERTIES, PROPERTY_TEXT
 from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
 
 
@@ -118,10 +118,16 @@ class WrapperReport:
         )
 
     def __str__(self) -> str:
+        """The summary, one line per property checked, then the limits."""
         lines = [self.summary]
         declared = [m.value for m in self.refused if m not in self.refusals]
-        if declared:
-            lines.append(f"refused at construction, as declared: {', '.join(declared)}")
+        for prop in self.properties:
+            text = PROPERTY_TEXT[prop]
+            if prop == "refuses_undeclared_modes" and declared:
+                text = f"refused at construction, as declared: {', '.join(declared)}"
+            elif prop == "refuses_undeclared_modes" and not self.refused:
+                text = "declares every mode: none to refuse"
+            lines.append(f"  ok  {prop}: {text}")
         lines += [
             f"refused {mode.value} at construction, by its own constructor: {why}"
             for mode, why in self.refusals.items()
@@ -132,5 +138,4 @@ class WrapperReport:
                 "together; kinds, actions and flags everywhere"
             )
         lines += [f"limits: {limit}" for limit in self.limits]
-        lines += [f"  {run}" for run in self.runs]
         return "\n".join(lines)
