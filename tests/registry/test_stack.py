@@ -297,8 +297,9 @@ def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
         "CounterVectorEnv's metadata['autoreset_mode'] declares its mode, and "
         "nothing here proved it: run `vecmode probe module:factory` "
         "(vecmode.probe_mode) to check it, and record a passing "
-        "vecmode.testing.check_vector_env(factory).record() (e.g. in your tests) "
-        "to have it reported verified."
+        "vecmode.testing.check_vector_env(factory).record() in the process that "
+        "checks the stack (your tests, then vecmode.assert_compatible(envs, "
+        "verified=True)); the command line, a process of its own, can't see it."
     )
     assert "vecmode probe" in row.evidence_note
     assert "check_vector_env(factory).record()" in row.evidence_note

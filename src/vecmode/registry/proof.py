@@ -156,8 +156,9 @@ def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
         )
     how = (
         "run `vecmode probe module:factory` (vecmode.probe_mode) to check it, and "
-        "record a passing vecmode.testing.check_vector_env(factory).record() (e.g. "
-        "in your tests) to have it reported verified."
+        "record a passing vecmode.testing.check_vector_env(factory).record() in the "
+        "process that checks the stack (your tests, then vecmode.assert_compatible("
+        "envs, verified=True)); the command line, a process of its own, can't see it."
     )
     # a subclass of a verified class (EnvPool builds one per task)
     base = next((k for k in cls.__mro__[1:] if class_path(k) in VERIFIED_ENVS), None)
