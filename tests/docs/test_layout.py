@@ -5,7 +5,8 @@ desktop width (1,280 px) and a phone width (390 px). A page fails when it scroll
 sideways, when an element reaches past the window's right edge outside a box that
 scrolls (a wide table or code block must scroll inside its own box), or when a
 code block's copy button covers a shell command's text. A screenshot of each page
-at each width is left in the test's temporary directory.
+at each width is left in the test's temporary directory (the whole page where
+something overflows).
 
 Needs ``chromium`` (Debian's package; ``.ci/run`` installs it) and the
 ``playwright`` package (the ``test`` extra); without them the tests skip, except
@@ -159,8 +160,9 @@ def browser():
 
 def overflow(browser, url: str, width: int, height: int, shot: Path) -> list[str]:
     """What overflows on the page at ``url`` in a window ``width`` px wide, with a
-    full-page screenshot saved to ``shot``. Requests that leave localhost (web
-    fonts) are refused: the test needs no network."""
+    screenshot saved to ``shot``: the first screen, or the whole page if something
+    overflows (a whole long page takes seconds). Requests that leave localhost
+    (web fonts) are refused: the test needs no network."""
     page = browser.new_page(viewport={"width": width, "height": height})
     try:
         page.route(
@@ -172,8 +174,9 @@ def overflow(browser, url: str, width: int, height: int, shot: Path) -> list[str
             ),
         )
         page.goto(url, wait_until="load")
-        page.screenshot(path=str(shot), full_page=True)
-        return page.evaluate(OVERFLOW_JS)
+        found = page.evaluate(OVERFLOW_JS)
+        page.screenshot(path=str(shot), full_page=bool(found))
+        return found
     finally:
         page.close()
 
