@@ -227,56 +227,6 @@ def test_the_home_page_links_every_page_of_the_site():
     assert not missing, f"docs/index.md does not link {missing}"
 
 
-def _table_after(page: str, marker: str) -> list[dict[str, str]]:
-    """The rows of the first Markdown table after ``marker`` on ``page``."""
-    text = page[page.index(marker) :]
-    lines = [line for line in text.splitlines() if line.startswith("|")]
-    end = next(
-        (i for i in range(1, len(lines)) if lines[i].startswith("| env |")), len(lines)
-    )
-    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    return [
-        dict(
-            zip(
-                header,
-                (cell.strip() for cell in line.strip("|").split("|")),
-                strict=True,
-            )
-        )
-        for line in lines[2:end]
-    ]
-
-
-def test_readmes_async_claim_is_the_measured_range_at_every_size():
-    """The README's speed-up of the async env over Gymnasium's is the range
-    docs/performance.md measured, and holds at every size measured between."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    claim = re.search(
-        r"on\s+CartPole, ([\d.]+)x \((\d+) sub-envs\) to ([\d.]+)x \((\d+) sub-envs\)"
-        r"\s+Gymnasium's `AsyncVectorEnv`",
-        readme,
-    )
-    assert claim is not None
-    low, low_n, high, high_n = claim.groups()
-    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    rows = [
-        row
-        for row in _table_after(page, "vecmode's default layout on 2 CPUs")
-        if row["env"] == "CartPole-v1"
-    ]
-    ratios = {
-        int(row["num_envs"]): float(row["vm async / gym async (min-max)"].split()[0])
-        for row in rows
-    }
-    assert (int(low_n), int(high_n)) == (min(ratios), max(ratios))
-    assert float(low) == round(ratios[int(low_n)], 1)
-    assert float(high) == round(ratios[int(high_n)], 1)
-    assert all(float(low) <= round(r, 1) <= float(high) for r in ratios.values())
-    # the page's own summary says the same
-    assert f"{low}x ({low_n} sub-envs) to" in " ".join(page.split())
-    assert f"{high}x ({high_n} sub-envs)" in " ".join(page.split())
-
-
 def test_performance_page_speaks_to_users():
     """What was measured, how to rerun it, what it means; no project-internal
     goals or estimates."""
