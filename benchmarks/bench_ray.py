@@ -88,6 +88,7 @@ from harness import (
     positive_int,
     round_done,
     run_defaults_help,
+    save_results,
     text_table,
     time_steps,
     versions,
@@ -605,6 +606,15 @@ def report(
         f"goal overhead/floor <= {GOAL}: {'met' if met else 'NOT met'} in every row"
     )
     table = [cells(r) for r in rows]
+    save_results(
+        args.results,
+        __file__,
+        [*head, verdict, *model_lines],
+        {"main": (HEADERS, table), "computed": (t_headers, t_rows)},
+        rounds=args.rounds,
+        steps=args.steps,
+        num_envs=args.num_envs,
+    )
     if args.markdown:
         return "\n".join(
             [
