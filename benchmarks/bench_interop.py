@@ -270,7 +270,7 @@ HEADERS = (
     "dummy us",
     "bridge sync us",
     "bridge sync/dummy",
-    "same, CPU time",
+    "bridge sync/dummy CPU time",
     "subproc us",
     "bridge async us",
     "subproc/bridge async",

@@ -171,7 +171,7 @@ def save_results(
             "%Y-%m-%d %H:%M UTC"
         ),
         "versions": {
-            "python": platform.python_version(),
+            "Python": platform.python_version(),
             "numpy": np.__version__,
             "gymnasium": gym.__version__,
             "vecmode": vecmode.__version__,
