@@ -36,10 +36,11 @@ figure is typed nowhere. Two forms, on any page:
     ``<!-- results: NAME | COLUMN, COLUMN -->`` keeps only those columns;
 ``{{ NAME: COLUMN }}``, ``{{ NAME/TABLE: COLUMN | KEY=VALUE, KEY=VALUE }}``
     one figure in a sentence: the cell of COLUMN in the row(s) whose cells match
-    every ``KEY=VALUE``; ``LOW-HIGH`` when several rows match (e.g. ``{{ bench_sync:
-    vecmode/gym | mode=NextStep }}`` gives ``1.08-1.18``).
+    every ``KEY=VALUE``; ``LOW-HIGH`` when several rows match (``{{ bench_sync:
+    vecmode/gym | mode=NextStep }}`` gives the range over every ``num_envs``).
 
-A missing results file, table, column or row fails the build.
+A missing results file, table, column or row fails the build;
+``tests/docs/test_results_tables.py`` fails on a benchmark table typed by hand.
 
 ``tests/docs/test_docs.py`` imports this file by path (``docs/`` is not a package and
 is excluded from the site by ``exclude_docs``) and fails while anything is stale.
