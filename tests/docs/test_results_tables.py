@@ -65,7 +65,10 @@ def hand_typed_ratios(text: str) -> list[str]:
 def test_results_files_exist_for_every_script_and_hold_tables():
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         path = ROOT / "benchmarks" / "results" / f"{script.stem}.json"
-        assert path.is_file(), f"run `python benchmarks/{script.name} --results {path}`"
+        saved = f"benchmarks/results/{script.stem}.json"
+        assert path.is_file(), (
+            f"run `python benchmarks/{script.name} --results {saved}`"
+        )
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data["tables"] and data["date"] and data["versions"], path.name
         for table in data["tables"].values():
