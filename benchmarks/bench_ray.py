@@ -571,14 +571,12 @@ BREAK_EVEN_HEADERS = ("sub-envs", "Ray actors", "break-even sub-env step us")
 
 
 def model_tables(model: Model) -> dict[str, tuple[Sequence[str], list[list[str]]]]:
-    """The model's figures and the break-even step costs, as results tables."""
+    """The model's figures and the break-even step costs, as results tables (the
+    async core's workers are in the notes)."""
     figures = [
         ["one actor's overhead", f"{model.one_actor_us:,.0f}"],
         ["driver CPU per further busy actor", f"{model.per_actor_us:,.0f}"],
-        [
-            f"async core's overhead ({model.async_workers} workers)",
-            f"{model.async_overhead_us:,.0f}",
-        ],
+        ["async core's overhead", f"{model.async_overhead_us:,.0f}"],
     ]
     break_even = []
     for actors in (8, 32, 128):
