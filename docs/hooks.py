@@ -249,7 +249,12 @@ def _column(headers: list[str], column: str, name: str) -> int:
 def measured_line(data: dict[str, Any]) -> str:
     """When, how and on what a results file was measured, as one sentence."""
     versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
-    run = ", ".join(f"{k} {v}" for k, v in data["run"].items())
+    run = ", ".join(
+        f"{key} {' / '.join(f'{k} {v}' for k, v in value.items())}"
+        if isinstance(value, dict)
+        else f"{key} {value}"
+        for key, value in data["run"].items()
+    )
     load = " to ".join(f"{x:.1f}" for x in data["load_average"] if x is not None)
     return (
         f"*Measured {data['date']} by `{data['command']}` ({run}); {versions}; "
