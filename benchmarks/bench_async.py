@@ -75,6 +75,7 @@ from harness import (
     markdown_table,
     positive_int,
     round_done,
+    save_results,
     text_table,
     time_steps,
     versions,
@@ -426,6 +427,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     tail = [crossover(rows, kind) for kind in args.sizes]
     formatter = format_markdown if args.markdown else format_text
     print(formatter(rows, header, tail))
+    save_results(
+        args.results,
+        __file__,
+        [*header, *tail],
+        {"main": (HEADERS, [cells(row) for row in rows])},
+        rounds=args.rounds,
+        steps=args.step_counts,
+    )
     return 0
 
 

@@ -76,6 +76,7 @@ from harness import (
     interleaved,
     round_done,
     run_defaults_help,
+    save_results,
     versions,
 )
 from vecmode.layout import default_num_workers
@@ -269,7 +270,7 @@ HEADERS = (
     "dummy us",
     "bridge sync us",
     "bridge sync/dummy",
-    "same, CPU time",
+    "bridge sync/dummy CPU time",
     "subproc us",
     "bridge async us",
     "subproc/bridge async",
@@ -345,7 +346,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.num_envs, args.steps, args.rounds, seed=args.seed, progress=True
     )
     header = environment_lines(args.steps, args.rounds, args.seed)
-    print(format_report(HEADERS, [cells(r) for r in rows], header, args.markdown))
+    table = [cells(r) for r in rows]
+    print(format_report(HEADERS, table, header, args.markdown))
+    save_results(
+        args.results,
+        __file__,
+        header,
+        {"main": (HEADERS, table)},
+        rounds=args.rounds,
+        steps=args.steps,
+    )
     return 0
 
 

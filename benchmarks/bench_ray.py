@@ -88,6 +88,7 @@ from harness import (
     positive_int,
     round_done,
     run_defaults_help,
+    save_results,
     text_table,
     time_steps,
     versions,
@@ -565,6 +566,29 @@ def computed_lines(
     return lines, headers, table
 
 
+MODEL_HEADERS = ("what", "us")
+BREAK_EVEN_HEADERS = ("sub-envs", "Ray actors", "break-even sub-env step us")
+
+
+def model_tables(model: Model) -> dict[str, tuple[Sequence[str], list[list[str]]]]:
+    """The model's figures and the break-even step costs, as results tables (the
+    async core's workers are in the notes)."""
+    figures = [
+        ["one actor's overhead", f"{model.one_actor_us:,.0f}"],
+        ["driver CPU per further busy actor", f"{model.per_actor_us:,.0f}"],
+        ["async core's overhead", f"{model.async_overhead_us:,.0f}"],
+    ]
+    break_even = []
+    for actors in (8, 32, 128):
+        at = break_even_us(model, actors * 4, actors, usable_cpus())
+        cost = "never" if at is None else f"{at:,.0f}"
+        break_even.append([str(actors * 4), str(actors), cost])
+    return {
+        "model": (MODEL_HEADERS, figures),
+        "break_even": (BREAK_EVEN_HEADERS, break_even),
+    }
+
+
 def header_lines(
     args: argparse.Namespace, ray: Any, work: int, load: tuple[float, float]
 ) -> list[str]:
@@ -599,12 +623,26 @@ def report(
     load: tuple[float, float],
 ) -> str:
     head = header_lines(args, ray, work, load)
-    model_lines, t_headers, t_rows = computed_lines(fit(rows), args)
+    model = fit(rows)
+    model_lines, t_headers, t_rows = computed_lines(model, args)
     met = all(r.overhead_vs_floor <= GOAL for r in rows)
     verdict = (
         f"goal overhead/floor <= {GOAL}: {'met' if met else 'NOT met'} in every row"
     )
     table = [cells(r) for r in rows]
+    save_results(
+        args.results,
+        __file__,
+        [*head, verdict, *model_lines],
+        {
+            "main": (HEADERS, table),
+            "computed": (t_headers, t_rows),
+            **model_tables(model),
+        },
+        rounds=args.rounds,
+        steps=args.steps,
+        num_envs=args.num_envs,
+    )
     if args.markdown:
         return "\n".join(
             [

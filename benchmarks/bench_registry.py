@@ -20,6 +20,7 @@ Run
 
     python benchmarks/bench_registry.py            # a few seconds
     python benchmarks/bench_registry.py --quick    # smoke test
+    python benchmarks/bench_registry.py --results benchmarks/results/bench_registry.json
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 import vecmode
+from harness import add_results_argument, save_results
 
 NUM_ENVS = 4
 
@@ -51,10 +53,15 @@ def stack(envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
     )
 
 
+#: ratio: guarded / unguarded; for check_stack(), its time / one vector step's.
+HEADERS = ("what", "ratio", "us (unguarded)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke test")
     parser.add_argument("--rounds", type=int, default=7)
+    add_results_argument(parser)
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
     builds, steps = (200, 300) if args.quick else (5000, 5000)
@@ -92,21 +99,31 @@ def main() -> None:
         step_us.append(1e6 / a)
         check_us.append(1e6 * per_call(lambda: vecmode.check_stack(plain), builds))
     unchecked_us = 1e6 * per_call(build, builds)
-    print(f"CartPole-v1, {NUM_ENVS} sub-envs, NextStep, {rounds} rounds, medians")
+    build_ratio = statistics.median(build_ratios)
+    step_ratio = statistics.median(step_ratios)
+    check, step = statistics.median(check_us), statistics.median(step_us)
+    notes = [f"CartPole-v1, {NUM_ENVS} sub-envs, NextStep, {rounds} rounds, medians"]
+    print(notes[0])
     print(
-        f"construction of ClipReward, guarded/unguarded: "
-        f"{statistics.median(build_ratios):.2f} (unguarded {unchecked_us:.1f} us)"
+        f"construction of ClipReward, guarded/unguarded: {build_ratio:.2f} "
+        f"(unguarded {unchecked_us:.1f} us)"
     )
-    print(
-        f"steps/s of a stack built under guard()/unguarded: "
-        f"{statistics.median(step_ratios):.2f}"
-    )
-    check = statistics.median(check_us)
-    step = statistics.median(step_us)
+    print(f"steps/s of a stack built under guard()/unguarded: {step_ratio:.2f}")
     print(
         f"vecmode.check_stack() of the 3-layer stack: {check:.1f} us "
         f"= {check / step:.2f} vector steps ({step:.1f} us each)"
     )
+    rows = [
+        ["construction of ClipReward", f"{build_ratio:.2f}", f"{unchecked_us:.1f}"],
+        ["steps of a stack built under guard()", f"{step_ratio:.2f}", "-"],
+        [
+            "vecmode.check_stack() of the 3-layer stack",
+            f"{check / step:.2f}",
+            f"{check:.1f}",
+        ],
+    ]
+    tables = {"main": (HEADERS, rows)}
+    save_results(args.results, __file__, notes, tables, rounds=rounds)
     envs.close()
 
 

@@ -43,6 +43,7 @@ Run
     python benchmarks/bench_sync.py --markdown   # a table for docs/performance.md
     python benchmarks/bench_sync.py --modes Disabled --num-envs 4 16 --rounds 7
     python benchmarks/bench_sync.py --clock cpu  # CPU time: steadier when busy
+    python benchmarks/bench_sync.py --results benchmarks/results/bench_sync.json
 
 ``--clock cpu`` times each repeat with ``time.process_time`` instead of the wall
 clock: the time other programs take on the machine is left out (their share of
@@ -76,6 +77,7 @@ from harness import (
     mode_arg,
     round_done,
     run_defaults_help,
+    save_results,
     time_steps,
     versions,
 )
@@ -349,7 +351,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         clock=CLOCKS[args.clock],
     )
     header = environment_lines(args.steps, args.rounds, args.seed, args.clock)
-    print(format_report(HEADERS, [cells(r) for r in rows], header, args.markdown))
+    table = [cells(r) for r in rows]
+    print(format_report(HEADERS, table, header, args.markdown))
+    save_results(
+        args.results,
+        __file__,
+        header,
+        {"main": (HEADERS, table)},
+        rounds=args.rounds,
+        steps=args.steps,
+        clock=args.clock,
+    )
     return 0
 
 

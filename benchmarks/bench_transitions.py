@@ -77,6 +77,7 @@ from harness import (
     mode_arg,
     round_done,
     run_defaults_help,
+    save_results,
     text_table,
     time_steps,
     versions,
@@ -474,10 +475,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = benchmark(
         args.bases, args.modes, args.steps, args.rounds, args.seed, progress=True
     )
-    print(
-        report(
-            rows, environment_lines(args.steps, args.rounds, args.seed), args.markdown
-        )
+    header = environment_lines(args.steps, args.rounds, args.seed)
+    print(report(rows, header, args.markdown))
+    save_results(
+        args.results,
+        __file__,
+        header,
+        {"main": (HEADERS, [cells(r) for r in rows])},
+        rounds=args.rounds,
+        steps=args.steps,
     )
     return 0
 

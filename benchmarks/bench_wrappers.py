@@ -118,6 +118,7 @@ from harness import (
     mode_arg,
     round_done,
     run_defaults_help,
+    save_results,
     text_table,
     versions,
 )
@@ -815,6 +816,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     header = environment_lines(args.base, args.steps, args.rounds, args.seed)
     print(report(rows, stacks, header, args.markdown))
+    tables = {
+        "wrappers": (HEADERS, [cells(row) for row in rows]),
+        "stacks": (STACK_HEADERS, [stack_cells(row) for row in stacks]),
+    }
+    save_results(
+        args.results,
+        __file__,
+        [*header, STACK_LINE],
+        tables,
+        rounds=args.rounds,
+        steps=args.steps,
+        base=args.base,
+    )
     return 0
 
 

@@ -7,17 +7,25 @@ The scripts run as ``python benchmarks/bench_*.py``, so this folder is on
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import os
 import platform
+import shlex
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
 
 T = TypeVar("T")
+
+#: The load average (1 minute) when the script started, for the results file.
+LOAD_AT_START = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
 def positive_int(text: str) -> int:
@@ -121,6 +129,64 @@ def add_run_arguments(
     parser.add_argument(
         "--markdown", action="store_true", help="print Markdown tables instead"
     )
+    add_results_argument(parser)
+
+
+def add_results_argument(parser: argparse.ArgumentParser) -> None:
+    """``--results PATH``: also write the results as JSON (see :func:`save_results`)."""
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the results as JSON to PATH; the docs render "
+        "benchmarks/results/<script>.json",
+    )
+
+
+def save_results(
+    path: Path | None,
+    script: str,
+    notes: Sequence[str],
+    tables: Mapping[str, tuple[Sequence[str], Sequence[Sequence[str]]]],
+    **run: Any,
+) -> None:
+    """Write a run's results to ``path`` as JSON (nothing when ``path`` is None).
+
+    The file holds the environment (date, versions, CPUs, load average at the start
+    and the end), the run's settings (``run``: rounds, steps...), the script's
+    ``notes`` (what it prints above its tables) and its ``tables``: name ->
+    (headers, rows of cells as printed).
+    """
+    if path is None:
+        return
+    import vecmode
+
+    load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    name = Path(script).name
+    data = {
+        "script": f"benchmarks/{name}",
+        "command": shlex.join(["python", f"benchmarks/{name}", *sys.argv[1:]]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"
+        ),
+        "versions": {
+            "Python": platform.python_version(),
+            "numpy": np.__version__,
+            "gymnasium": gym.__version__,
+            "vecmode": vecmode.__version__,
+        },
+        "cpus": os.cpu_count(),
+        "load_average": [LOAD_AT_START, load_end],
+        "run": run,
+        "notes": list(notes),
+        "tables": {
+            key: {"headers": list(headers), "rows": [list(row) for row in rows]}
+            for key, (headers, rows) in tables.items()
+        },
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def run_defaults_help(

@@ -25,12 +25,30 @@ exactly what a user gets, whatever the build process has imported or declared.
   classes ``vecmode-refused`` and ``vecmode-wrong`` (coloured by
   ``docs/stylesheets/extra.css``).
 
+The benchmarks' numbers are not committed in the pages: they are rendered when the
+site is built, from the results files the scripts write (``python
+benchmarks/bench_sync.py --results benchmarks/results/bench_sync.json``), so a
+figure is typed nowhere. Two forms, on any page:
+
+``<!-- results: NAME -->`` (alone on its line), ``<!-- results: NAME/TABLE -->``
+    the table of ``benchmarks/results/NAME.json`` (its first, or the one named
+    ``TABLE``), then a line saying when and how it was measured;
+    ``<!-- results: NAME | COLUMN, COLUMN -->`` keeps only those columns;
+``{{ NAME: COLUMN }}``, ``{{ NAME/TABLE: COLUMN | KEY=VALUE, KEY=VALUE }}``
+    one figure in a sentence: the cell of COLUMN in the row(s) whose cells match
+    every ``KEY=VALUE``; ``LOW-HIGH`` when several rows match (``{{ bench_sync:
+    vecmode/gym | mode=NextStep }}`` gives the range over every ``num_envs``).
+
+A missing results file, table, column or row fails the build;
+``tests/docs/test_results_tables.py`` fails on a benchmark table typed by hand.
+
 ``tests/docs/test_docs.py`` imports this file by path (``docs/`` is not a package and
 is excluded from the site by ``exclude_docs``) and fails while anything is stale.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -186,6 +204,135 @@ def colour_cells(html: str) -> str:
     return _CELL.sub(lambda m: f'<td class="vecmode-{m[1].lower()}">{m[1]}</td>', html)
 
 
+# --- benchmark results ------------------------------------------------------------
+
+#: Where the benchmark scripts write their results, relative to the repository.
+RESULTS_DIR = "benchmarks/results"
+#: ``<!-- results: NAME[/TABLE] [| COLUMN, ...] -->``, alone on its line.
+RESULTS_TABLE = re.compile(
+    r"^<!-- results: (?P<name>[\w-]+)(?:/(?P<table>\w+))?"
+    r"(?: \| (?P<columns>[^\n]*?))? -->$",
+    re.M,
+)
+#: ``{{ NAME[/TABLE]: COLUMN [| KEY=VALUE, ...] }}``, in a sentence.
+RESULTS_FIGURE = re.compile(
+    r"\{\{ (?P<name>[\w-]+)(?:/(?P<table>\w+))?: (?P<column>[^|}]+?)"
+    r"(?: \| (?P<where>[^}]*?))? \}\}"
+)
+
+
+def results(name: str, root: Path = DOCS.parent) -> dict[str, Any]:
+    """The results file ``benchmarks/results/NAME.json`` under ``root``."""
+    path = root / RESULTS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise MarkerError(
+            f"no results file {RESULTS_DIR}/{name}.json: run `python "
+            f"benchmarks/{name}.py --results {RESULTS_DIR}/{name}.json`"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _table(data: dict[str, Any], name: str, table: str | None) -> dict[str, Any]:
+    tables = data["tables"]
+    key = table or next(iter(tables))
+    if key not in tables:
+        raise MarkerError(f"{name}.json has no table {key!r}: it has {list(tables)}")
+    return tables[key]
+
+
+def _column(headers: list[str], column: str, name: str) -> int:
+    if column not in headers:
+        raise MarkerError(f"{name}.json has no column {column!r}: it has {headers}")
+    return headers.index(column)
+
+
+def measured_line(data: dict[str, Any]) -> str:
+    """When, how and on what a results file was measured, as one sentence."""
+    versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+    run = ", ".join(
+        f"{key} {' / '.join(f'{k} {v}' for k, v in value.items())}"
+        if isinstance(value, dict)
+        else f"{key} {value}"
+        for key, value in data["run"].items()
+    )
+    load = " to ".join(f"{x:.1f}" for x in data["load_average"] if x is not None)
+    return (
+        f"*Measured {data['date']} by `{data['command']}` ({run}); {versions}; "
+        f"{data['cpus']} CPUs, load average {load or 'unknown'}.*"
+    )
+
+
+def results_table(
+    name: str, table: str | None, columns: str | None, root: Path = DOCS.parent
+) -> str:
+    """The Markdown of ``<!-- results: NAME/TABLE | COLUMNS -->``."""
+    data = results(name, root)
+    found = _table(data, name, table)
+    headers = found["headers"]
+    picked = [c.strip() for c in columns.split(",")] if columns else headers
+    keep = [_column(headers, column, name) for column in picked]
+    lines = [[row[i] for i in keep] for row in found["rows"]]
+    align = ["---", *["---:"] * (len(keep) - 1)]
+    return "\n".join(
+        [
+            "| " + " | ".join(picked) + " |",
+            "| " + " | ".join(align) + " |",
+            *("| " + " | ".join(line) + " |" for line in lines),
+            "",
+            measured_line(data),
+        ]
+    )
+
+
+def results_figure(
+    name: str,
+    table: str | None,
+    column: str,
+    where: str | None,
+    root: Path = DOCS.parent,
+) -> str:
+    """The figure ``{{ NAME/TABLE: COLUMN | WHERE }}``: a cell, or ``LOW-HIGH``."""
+    found = _table(results(name, root), name, table)
+    headers = found["headers"]
+    conditions = [part.split("=", 1) for part in (where or "").split(",") if part]
+    tests = [(_column(headers, k.strip(), name), v.strip()) for k, v in conditions]
+    cells = [
+        row[_column(headers, column, name)]
+        for row in found["rows"]
+        if all(row[i] == value for i, value in tests)
+    ]
+    if not cells:
+        raise MarkerError(f"{name}.json: no row of {column!r} where {where!r}")
+    if len(set(cells)) == 1:
+        return cells[0]
+    try:
+        ordered = sorted(cells, key=lambda cell: float(cell.replace(",", "")))
+    except ValueError:
+        raise MarkerError(
+            f"{name}.json: {column!r} where {where!r} matches rows that are not "
+            f"numbers ({cells}): name one row"
+        ) from None
+    return f"{ordered[0]}-{ordered[-1]}"
+
+
+def render_results(
+    markdown: str, page: str = "<page>", root: Path = DOCS.parent
+) -> str:
+    """``markdown`` with every results table and figure filled in."""
+    try:
+        markdown = RESULTS_TABLE.sub(
+            lambda m: results_table(m["name"], m["table"], m["columns"], root), markdown
+        )
+        return RESULTS_FIGURE.sub(
+            lambda m: results_figure(
+                m["name"], m["table"], m["column"], m["where"], root
+            ),
+            markdown,
+        )
+    except MarkerError as error:
+        raise MarkerError(f"{page}: {error}") from None
+
+
 # --- mkdocs events ----------------------------------------------------------------
 
 
@@ -209,6 +356,18 @@ def on_pre_build(config: Any, **kwargs: Any) -> None:
             f"generated parts are out of date in {', '.join(found)}: run "
             "`python docs/hooks.py` to update them"
         )
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, **kwargs: Any) -> str:
+    """Fill in the benchmarks' tables and figures from their results files."""
+    from mkdocs.exceptions import PluginError
+
+    try:
+        return render_results(
+            markdown, page.file.src_uri, Path(config["docs_dir"]).parent
+        )
+    except MarkerError as error:
+        raise PluginError(str(error)) from error
 
 
 def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
