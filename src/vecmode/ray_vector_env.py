@@ -415,6 +415,7 @@ class RayVectorEnv(RemoteCore):
         known = dict(dead)
         others = [a for a in range(self.num_actors) if a not in known]
         known.update(self._probe(others, calls))
+        known.update(self._on_dead_nodes(known))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
         which = "; ".join(
             f"actor {a} ({errors.sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
@@ -457,6 +458,21 @@ class RayVectorEnv(RemoteCore):
                     except ray.exceptions.RayError as exc:
                         dead[a] = exc
         return dead
+
+    def _on_dead_nodes(
+        self, known: dict[int, BaseException]
+    ) -> dict[int, BaseException]:
+        """The other actors on a node Ray reports dead (their own calls may fail
+        only later), with the error of a dead actor there."""
+        with contextlib.suppress(Exception):  # no node list: the probe's word stands
+            gone = {n["NodeID"] for n in self._ray.nodes() if not n["Alive"]}
+            by_node = {self.nodes[a]: exc for a, exc in known.items()}
+            return {
+                a: by_node.get(node, known[next(iter(known))])
+                for a, node in enumerate(self.nodes)
+                if a not in known and node in gone
+            }
+        return {}
 
     def _on_node(self, actor: int) -> str:
         return f", on node {self.nodes[actor][:12]}" if self.nodes else ""
