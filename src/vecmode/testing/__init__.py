@@ -1,7 +1,9 @@
 """A conformance kit: :func:`check_wrapper` (or :class:`WrapperConformance`)
 proves a vector wrapper right in the modes it declares, :func:`check_vector_env`
-a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs."""
+a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs,
+:class:`BatchedCartPole` a batched NumPy, torch or JAX env."""
 
+from vecmode.testing.batched import BatchedCartPole
 from vecmode.testing.envs import (
     OBS_TYPES,
     DenseFinalObsVectorEnv,
@@ -26,6 +28,7 @@ __all__ = [
     "DEFAULT_BASES",
     "OBS_TYPES",
     "PROPERTIES",
+    "BatchedCartPole",
     "ConformanceError",
     "DenseFinalObsVectorEnv",
     "ScheduledEnv",
