@@ -21,6 +21,8 @@ when installed, JAX (CPU, eager, float32 unless ``jax_enable_x64``) at 4,096 and
 five-layer stacks over it. The env is DISABLED: every step is followed by
 ``reset(options={"reset_mask": terminated | truncated})`` (timed, no host sync).
 A stack that cannot take the library's arrays yet is reported with its error.
+torch runs on one thread (``--torch-threads``): on a shared machine its thread
+pool waits for busy cores.
 
 How
 ---
@@ -45,6 +47,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import statistics
 import sys
 import time
@@ -211,8 +214,8 @@ def numpy_rows(n: int, args: argparse.Namespace) -> list[list[str]]:
 ARRAY_HEADERS = ("library", "sub-envs", "contestant", "us per step", "time/bare")
 
 
-def libraries() -> dict[str, Any]:
-    """The array modules installed, by name."""
+def libraries(torch_threads: int) -> dict[str, Any]:
+    """The array modules installed, by name (torch on ``torch_threads`` threads)."""
     found = {}
     for name in ("torch", "jax"):
         try:
@@ -221,6 +224,8 @@ def libraries() -> dict[str, Any]:
             print(f"skipped (not installed): {name}", file=sys.stderr)
             continue
         found[name] = module.numpy if name == "jax" else module
+        if name == "torch":
+            module.set_num_threads(torch_threads)
     return found
 
 
@@ -233,7 +238,8 @@ def try_wrap(wrap: Wrap, env: VectorEnv, actions: Any) -> tuple[Any, str]:
     except Exception as error:
         env.close()
         text = " ".join(f"{type(error).__name__}: {error}".split())
-        return None, text[:160]
+        text = re.sub(r"\[\[.*?\]\]|\[[-+\d.e, ]+\]", "[...]", text)  # no batches
+        return None, text[:140]
 
 
 def array_rows(name: str, xp: Any, n: int, args: argparse.Namespace) -> list[list[str]]:
@@ -280,6 +286,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"{' '.join(map(str, QUICK_ARRAY_NUM_ENVS))} with --quick; none: no "
         f"array table)",
     )
+    parser.add_argument(
+        "--torch-threads",
+        type=positive_int,
+        default=1,
+        help="torch.set_num_threads (default 1: on a shared machine torch's thread "
+        "pool waits for busy cores, and a step can take 30x longer)",
+    )
     defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
     add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
@@ -315,7 +328,7 @@ def header_lines(args: argparse.Namespace, found: dict[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    found = libraries() if args.array_num_envs else {}
+    found = libraries(args.torch_threads) if args.array_num_envs else {}
     numpy = [row for n in args.num_envs for row in numpy_rows(n, args)]
     arrays = [
         row

@@ -67,8 +67,7 @@ class BatchedCartPole(VectorEnv):
             self.key = int(self.np_random.integers(2**31 - 1))
             self.draws = xp.zeros(n, dtype=i32, device=self.device)
             self.steps = xp.zeros(n, dtype=i32, device=self.device)
-        # start states in [-0.05, 0.05): a hash of (key, sub-env, reset count,
-        # column); int32 wraps alike in every library
+        # start states in [-0.05, 0.05): an int32 hash, alike in every library
         h = xp.reshape(xp.arange(4 * n, dtype=i32, device=self.device), (n, 4))
         h = h * 0x6B43 + (self.draws * 0x2C1B3C6D + self.key)[:, None]
         for _ in range(2):
