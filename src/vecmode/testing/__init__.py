@@ -1,7 +1,6 @@
 """A conformance kit: :func:`check_wrapper` (or :class:`WrapperConformance`)
 proves a vector wrapper right in the modes it declares, :func:`check_vector_env`
-a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs,
-:class:`BatchedCartPole` a batched NumPy, torch or JAX env."""
+a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs."""
 
 from vecmode.testing.batched import BatchedCartPole
 from vecmode.testing.envs import (

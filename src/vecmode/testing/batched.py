@@ -12,11 +12,10 @@ from gymnasium.vector.utils import batch_space
 
 class BatchedCartPole(VectorEnv):
     """CartPole-v1's physics over ``num_envs`` sub-envs in DISABLED mode, in the
-    arrays of ``xp`` on ``device`` (through ``array_api_compat``), without a
-    per-sub-env loop. Start states are hashed on the device, alike in every
-    library; the state is float64 where the device has it (JAX: under
-    ``jax_enable_x64``). Actions are not checked, nor that ended sub-envs were
-    reset (a host sync per step): stepping one runs its episode on.
+    arrays of ``xp`` on ``device``, with no per-sub-env loop. Start states are
+    hashed on the device, alike in every library; the state is float64 where the
+    device has it (JAX: with ``jax_enable_x64``). Neither actions nor resets of
+    ended sub-envs are checked (a host sync): stepping one runs its episode on.
 
     Args:
         num_envs: the number of sub-envs.
@@ -40,7 +39,7 @@ class BatchedCartPole(VectorEnv):
 
         self.xp = xp = array_namespace(xp.asarray(0))
         self.num_envs, self.device = num_envs, device
-        self.max_episode_steps, self.key = max_episode_steps, None
+        self.max_episode_steps, self.key = max_episode_steps, -1  # -1: no reset yet
         self.cartpole = c = CartPoleEnv()  # the constants and spaces
         self.single_observation_space = c.observation_space
         self.single_action_space = c.action_space
@@ -53,8 +52,7 @@ class BatchedCartPole(VectorEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset all sub-envs, or those where ``options["reset_mask"]`` (a bool
-        array of ``xp`` or NumPy) is True."""
+        """Reset all sub-envs, or those of ``options["reset_mask"]`` (xp or NumPy)."""
         xp, n, i32 = self.xp, self.num_envs, self.xp.int32
         got = (options or {}).get("reset_mask", np.ones(n, dtype=bool))
         mask = xp.asarray(got, device=self.device)
@@ -63,7 +61,7 @@ class BatchedCartPole(VectorEnv):
                 f"reset_mask must be a bool array of shape ({n},), got {got!r}."
             )
         super().reset(seed=seed)
-        if seed is not None or self.key is None:
+        if seed is not None or self.key < 0:
             self.key = int(self.np_random.integers(2**31 - 1))
             self.draws = xp.zeros(n, dtype=i32, device=self.device)
             self.steps = xp.zeros(n, dtype=i32, device=self.device)
@@ -80,7 +78,7 @@ class BatchedCartPole(VectorEnv):
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Step every sub-env as ``CartPoleVectorEnv`` does (Euler integration)."""
-        if self.key is None:
+        if self.key < 0:
             raise RuntimeError("BatchedCartPole: call reset() before step().")
         xp, s, c = self.xp, self.state, self.cartpole
         x, x_dot, theta, theta_dot = s[:, 0], s[:, 1], s[:, 2], s[:, 3]
