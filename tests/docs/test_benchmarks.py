@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,18 @@ def test_bench_wrappers_quick_runs_and_reports_every_wrapper():
         )
         if mode == "NextStep" or name.startswith("vecmode")
     ), out
+
+
+def test_bench_batched_quick_runs_and_reports_every_wrapper():
+    out = run_benchmark("bench_batched.py", "--quick", "--markdown", timeout=300)
+    lines = out.splitlines()
+    rows = [line for line in lines if line.startswith("| 16 |")]
+    assert len(rows) == 7 and all(r.count("|") == 7 for r in rows), out  # 6 columns
+    assert "bare env:" in rows[0] and "ppo_stack" in rows[-1]
+    for name in ("torch", "jax"):
+        if importlib.util.find_spec(name) is not None:
+            arrays = [line for line in lines if line.startswith(f"| {name} | 64 |")]
+            assert len(arrays) == 3 and "bare env" in arrays[0], out
 
 
 def test_bench_async_quick_runs_and_reports_ratios_and_crossover():

@@ -2,6 +2,7 @@
 proves a vector wrapper right in the modes it declares, :func:`check_vector_env`
 a vector env; :class:`ScheduledEnv` makes deterministic test sub-envs."""
 
+from vecmode.testing.batched import BatchedCartPole
 from vecmode.testing.envs import (
     OBS_TYPES,
     DenseFinalObsVectorEnv,
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_BASES",
     "OBS_TYPES",
     "PROPERTIES",
+    "BatchedCartPole",
     "ConformanceError",
     "DenseFinalObsVectorEnv",
     "ScheduledEnv",
