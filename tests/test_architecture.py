@@ -29,8 +29,9 @@ BOUNDARY_MODULE = SRC / "modes.py"
 PRESENTATION = ("cli", "timeline.py")
 #: the line budget: 17,000 after the consolidation, plus what each feature since
 #: needed (the SB3 bridge's faults and options, seeded episodes, worker parent
-#: death; make_vec's fallback to the sync core, the kit's and CLI's messages)
-MAX_SRC_LINES = 17_700
+#: death; make_vec's fallback to the sync core, the kit's and CLI's messages;
+#: the batched CartPole over the array API in vecmode.testing)
+MAX_SRC_LINES = 17_800
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

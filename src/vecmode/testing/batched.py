@@ -33,7 +33,11 @@ class BatchedCartPole(VectorEnv):
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.DISABLED}
 
     def __init__(
-        self, num_envs: int, xp: Any = np, device: Any = None, max_episode_steps=500
+        self,
+        num_envs: int,
+        xp: Any = np,
+        device: Any = None,
+        max_episode_steps: int = 500,
     ) -> None:
         from array_api_compat import array_namespace
 
