@@ -96,13 +96,25 @@ def assert_no_actor_left(envs: Any, before: set[str]) -> None:
     pytest.fail(f"actor processes {running} still run after close()")
 
 
+def wait_gone(pid: int, seconds: float = 10.0) -> None:
+    """Wait until process ``pid`` has exited (``ray.kill`` returns before)."""
+    deadline = time.monotonic() + seconds
+    while _running(pid):
+        if time.monotonic() > deadline:
+            pytest.fail(f"actor process {pid} still runs {seconds} s after ray.kill")
+        time.sleep(0.02)
+
+
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:  # reaped between the two calls
+        return False
 
 
 def writeable_arrays(value: Any, where: str = "") -> list[str]:

@@ -207,8 +207,9 @@ def test_dead_actors_are_a_worker_error_naming_the_sub_envs_lost_at_once():
     envs = vecmode.with_autoreset(core, "NextStep")
     envs.reset(seed=0)
     arm(core, {2: "hang", 6: "exit"})
-    ray.kill(core.actors[0])
+    ray.kill(core.actors[0])  # asynchronous: wait, or actor 0 may still step
     os.kill(core.pids[2], signal.SIGKILL)
+    ray_support.wait_gone(core.pids[0])
     started = time.monotonic()
     with pytest.raises(WorkerError) as caught:
         envs.step(np.zeros(7, dtype=int))
