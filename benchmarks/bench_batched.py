@@ -87,7 +87,7 @@ Wrap = Callable[[VectorEnv], VectorEnv]
 
 
 def clip10(x: Any) -> Any:
-    return np.clip(x, -10.0, 10.0)
+    return x.clip(-10.0, 10.0)  # NumPy, torch and JAX arrays alike
 
 
 def five(w: Any) -> Wrap:
@@ -211,7 +211,14 @@ def numpy_rows(n: int, args: argparse.Namespace) -> list[list[str]]:
 
 
 # ------------------------------------------------------------------ array table
-ARRAY_HEADERS = ("library", "sub-envs", "contestant", "us per step", "time/bare")
+ARRAY_HEADERS = (
+    "library",
+    "sub-envs",
+    "contestant",
+    "us per step",
+    "time/bare",
+    "first ms",
+)
 
 
 def libraries(torch_threads: int) -> dict[str, Any]:
@@ -230,11 +237,13 @@ def libraries(torch_threads: int) -> dict[str, Any]:
 
 
 def try_wrap(wrap: Wrap, env: VectorEnv, actions: Any) -> tuple[Any, str]:
-    """The wrapped env, or None and why it cannot take these batches."""
+    """The wrapped env and the milliseconds of its first reset and 3 steps (JAX
+    compiles there), or None and why it cannot take these batches."""
     try:
+        started = time.perf_counter()
         wrapped = wrap(env)
         timed(wrapped, actions[:3], 0, True)
-        return wrapped, ""
+        return wrapped, f"{1e3 * (time.perf_counter() - started):.0f}"
     except Exception as error:
         env.close()
         text = " ".join(f"{type(error).__name__}: {error}".split())
@@ -247,24 +256,23 @@ def array_rows(name: str, xp: Any, n: int, args: argparse.Namespace) -> list[lis
     rng = np.random.default_rng(args.seed)
     actions = xp.asarray(rng.integers(0, 2, (args.steps, n)))
     actions = [actions[i] for i in range(args.steps)]
-    envs = {BARE: BatchedCartPole(n, xp)}
+    envs: dict[str, VectorEnv] = {}
     refused: dict[str, str] = {}
-    for label, wrap in ((f"vecmode {FIVE}", five(vw)), (PPO, ppo)):
-        wrapped, why = try_wrap(wrap, BatchedCartPole(n, xp), actions)
+    first: dict[str, str] = {}
+    for label, wrap in ((BARE, lambda e: e), (f"vecmode {FIVE}", five(vw)), (PPO, ppo)):
+        wrapped, said = try_wrap(wrap, BatchedCartPole(n, xp), actions)
         if wrapped is None:
-            refused[label] = why
+            refused[label] = said
         else:
-            envs[label] = wrapped
+            envs[label], first[label] = wrapped, said
     times = time_group(envs, actions, args, True, f"{name}, {n} sub-envs")
-    rows = [[name, f"{n:,}", BARE, f"{1e6 * statistics.median(times[BARE]):.1f}", ""]]
+    rows = []
     for label in envs:
-        if label != BARE:
-            us = 1e6 * statistics.median(times[label])
-            rows.append(
-                [name, f"{n:,}", label, f"{us:.1f}", f"{over_bare(times, label):.2f}x"]
-            )
+        us = f"{1e6 * statistics.median(times[label]):.1f}"
+        ratio = "" if label == BARE else f"{over_bare(times, label):.2f}x"
+        rows.append([name, f"{n:,}", label, us, ratio, first[label]])
     for label, why in refused.items():
-        rows.append([name, f"{n:,}", label, f"not yet: {why}", "-"])
+        rows.append([name, f"{n:,}", label, f"not yet: {why}", "-", "-"])
     return rows
 
 
@@ -321,8 +329,9 @@ def header_lines(args: argparse.Namespace, found: dict[str, Any]) -> list[str]:
         "vector step minus the bare env's; time/bare = the stack's time / the bare "
         "env's (medians of per-round values)",
         "array table: over vecmode.testing.BatchedCartPole(n, xp) (Disabled, a "
-        "masked reset after every step, timed); JAX eager (no jit); 'not yet': the "
-        "stack cannot take the library's batches",
+        "masked reset after every step, timed); first ms = building the env and "
+        "its first reset and 3 steps (JAX compiles there); 'not yet': the stack "
+        "cannot take the library's batches",
     ]
 
 
