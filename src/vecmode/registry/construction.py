@@ -96,9 +96,8 @@ def _check_arrays(cls: type, found: declare.Declaration | None, env: Any) -> Non
         )
     if _arrays.is_array_env(env):
         library = str(_arrays.declared_namespace(env))
-        inner = type(getattr(env, "unwrapped", env)).__name__
         note = not_array_native(name, library, found is not None)
-        raise ArrayLibraryError(f"{name} cannot wrap this {inner}: {note}")
+        raise ArrayLibraryError(f"{name} cannot wrap this {type(env).__name__}: {note}")
 
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
