@@ -14,6 +14,7 @@ import pytest
 from gymnasium.vector import VectorWrapper
 
 import vecmode
+from vecmode.errors import ArrayLibraryError
 from vecmode.testing import BatchedCartPole, check_vector_env, check_wrapper
 from vecmode.testing.wrapper import ConformanceError
 
@@ -147,12 +148,12 @@ def test_check_wrapper_finds_a_wrong_array_path(name: str) -> None:
 def test_check_wrapper_over_torch_refuses_a_wrapper_that_reads_numpy() -> None:
     library("torch")
     with pytest.raises(
-        vecmode.ArrayLibraryError,
+        ArrayLibraryError,
         match=r"^ReadsNumpy cannot wrap this ArrayConversion: its env returns torch ",
     ):
         check_wrapper(ReadsNumpy, array_library="torch")
     clip = gym.wrappers.vector.ClipReward
-    with vecmode.guard(), pytest.raises(vecmode.ArrayLibraryError, match=r"^ClipRew"):
+    with vecmode.guard(), pytest.raises(ArrayLibraryError, match=r"^ClipRew"):
         check_wrapper(lambda env: clip(env, 0, 1), array_library="torch")
 
 

@@ -13,6 +13,7 @@ from gymnasium.vector import VectorWrapper
 
 import vecmode
 from vecmode import registry
+from vecmode.errors import ArrayLibraryError
 from vecmode.registry import Verdict
 from vecmode.testing import BatchedCartPole
 
@@ -55,7 +56,7 @@ def test_batched_cartpole_declares_its_library_per_instance(name: str) -> None:
 @pytest.mark.parametrize("name", ["torch", "jax"])
 def test_a_wrapper_not_array_native_is_refused_at_construction(name: str) -> None:
     env = BatchedCartPole(2, library(name))
-    with pytest.raises(vecmode.ArrayLibraryError) as info:
+    with pytest.raises(ArrayLibraryError) as info:
         ReadsNumpy(env)
     text = str(info.value)
     assert text.startswith(
@@ -72,7 +73,7 @@ def test_a_wrapper_not_array_native_is_refused_at_construction(name: str) -> Non
 
 def test_the_exact_message_over_torch() -> None:
     env = BatchedCartPole(2, library("torch"))
-    with pytest.raises(vecmode.ArrayLibraryError) as info:
+    with pytest.raises(ArrayLibraryError) as info:
         ReadsNumpy(env)
     assert str(info.value) == (
         "ReadsNumpy cannot wrap this BatchedCartPole: its env returns torch batches "
@@ -98,9 +99,9 @@ def test_gymnasiums_and_undeclared_wrappers_are_refused_under_guard(
 ) -> None:
     env = BatchedCartPole(2, library(name))
     with vecmode.guard():
-        with pytest.raises(vecmode.ArrayLibraryError, match=r"^ClipReward cannot"):
+        with pytest.raises(ArrayLibraryError, match=r"^ClipReward cannot"):
             gym.wrappers.vector.ClipReward(env, 0.0, 1.0)
-        with pytest.raises(vecmode.ArrayLibraryError) as info:
+        with pytest.raises(ArrayLibraryError) as info:
             Undeclared(env)
     assert str(info.value).endswith(
         f"If Undeclared does work on {DECLARED[name]} arrays, on their device and "
@@ -138,7 +139,7 @@ def test_register_declares_array_native_too() -> None:
     env = BatchedCartPole(2, library("torch"))
     vecmode.register(Theirs, vecmode.MODES)
     try:
-        with pytest.raises(vecmode.ArrayLibraryError, match=r"^Theirs cannot"):
+        with pytest.raises(ArrayLibraryError, match=r"^Theirs cannot"):
             Theirs(env)
         vecmode.register(Theirs, vecmode.MODES, array_native=True)
         assert registry.is_array_native(Theirs)
@@ -210,3 +211,23 @@ def test_the_table_lists_the_array_native_wrappers() -> None:
     entries = {name: found for name, found, _ in registry.table_entries()}
     assert entries[f"{__name__}.Native"].array_native
     assert not entries["gymnasium.wrappers.vector.ClipReward"].array_native
+
+
+class DenseSameStep(BatchedCartPole):
+    """Says it runs SameStep with its final observations in the dense layout
+    (it never ends an episode in these tests: only its construction matters)."""
+
+    final_obs_layout = "dense"
+
+    def __init__(self, num_envs: int, xp: Any = np) -> None:
+        super().__init__(num_envs, xp)
+        self.metadata = {**self.metadata, "autoreset_mode": "SameStep"}
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_array_native_wrappers_read_the_dense_layout_of_array_batches(
+    name: str,
+) -> None:
+    Native(DenseSameStep(2, library(name)))  # over torch/JAX: dense is their layout
+    with pytest.raises(vecmode.IncompatibleModeError, match="one dense array"):
+        Native(DenseSameStep(2))  # over NumPy as before: Gymnasium's layout only

@@ -69,6 +69,8 @@ def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
         final_in_info(mode)
         and not isinstance(getattr(cls, "final_obs_layout", None), str)
         and final_obs_layout(env) != "gymnasium"
+        # over torch or JAX batches, an array-native wrapper reads the dense layout
+        and not (found.array_native and _arrays.is_array_env(env))
     ):
         inner = type(getattr(env, "unwrapped", env)).__name__
         raise IncompatibleModeError(
@@ -185,9 +187,10 @@ def supports(
         why: an unsupported mode -> the reason, for the error message.
         instead: what to do instead, for the error message.
         array_native: it takes torch, JAX... batches in their library and on
-            their device. Otherwise building it over an env that declares
+            their device, and SameStep's final observations in the dense layout
+            there. Otherwise building it over an env that declares
             another library than NumPy (``metadata["array_namespace"]``) raises
-            :class:`~vecmode.ArrayLibraryError`.
+            :class:`~vecmode.errors.ArrayLibraryError`.
 
     >>> import gymnasium as gym, vecmode
     >>> @vecmode.supports("NextStep", "Disabled", why={"SameStep": "It skips final_obs."})

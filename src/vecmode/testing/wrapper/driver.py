@@ -291,8 +291,15 @@ class Driver:
                     )
                     raise self.fail(prop, f"{where}, sub-env {i}", what)
             return
-        # the final infos too where they are there (the dense layout has none)
-        complete = modes.FINAL_INFO in infos or f"_{modes.FINAL_INFO}" in infos
+        # the final infos too where they are there (ALE's dense layout has none);
+        # in the dense layout of array batches, the masks and the batch only
+        found = modes.final_observations(infos)
+        dense = found is not None and getattr(found[1], "dtype", object) != np.dtype(
+            object
+        )
+        complete = not dense and (
+            modes.FINAL_INFO in infos or f"_{modes.FINAL_INFO}" in infos
+        )
         problem = modes.final_layout_problem(infos, rows, complete=complete)
         if problem is not None:
             sub_env = "" if problem.sub_env is None else f", sub-env {problem.sub_env}"
