@@ -113,4 +113,5 @@ def to_numpy(batch: Any) -> Any:
     cpu = getattr(batch, "cpu", None)  # a torch tensor, wherever it lives
     value = cpu() if callable(cpu) else batch
     detach = getattr(value, "detach", None)
-    return np.array(detach() if callable(detach) else value, copy=True)
+    # np.asarray, then a copy: np.array(copy=True) warns over torch's __array__
+    return np.asarray(detach() if callable(detach) else value).copy()

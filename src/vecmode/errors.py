@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 __all__ = [
     "ActionBatchError",
+    "ArrayLibraryError",
     "EpisodeEndedError",
     "IncompatibleModeError",
     "InfoBatchError",
@@ -36,6 +37,10 @@ __all__ = [
 
 class IncompatibleModeError(ValueError):
     """A wrapper (or a caller) cannot work with an env's autoreset mode."""
+
+
+class ArrayLibraryError(TypeError):
+    """A wrapper that reads NumPy was given torch or JAX batches (or the like)."""
 
 
 class NotAVectorEnvError(TypeError):
@@ -340,6 +345,33 @@ def incompatible_mode(
             f"{mode_names(accepts)}."
         )
     return " ".join(part for part in (head, why, instead) if part)
+
+
+def not_array_native(wrapper: str, library: str, declared: bool) -> str:
+    """Why ``wrapper`` (array-native: not ``declared``, or not declared at all)
+    may not take batches of ``library``, and what to do."""
+    if library.startswith("jax"):
+        convert = f"{wrapper}(vecmode.wrappers.JaxToNumpy(env))"
+    else:
+        root = library.partition(".")[0]
+        convert = (
+            f"{wrapper}(vecmode.wrappers.ArrayConversion(env, env_xp={root}, "
+            f"target_xp=numpy))"
+        )
+    text = (
+        f"its env returns {library} batches (metadata['array_namespace'] is "
+        f"{library!r}) and {wrapper} is not array-native: it reads NumPy, so each "
+        f"batch would be copied to the host, or fail. Use an array-native wrapper "
+        f"instead (vecmode table lists them), or convert the batches first: {convert}."
+    )
+    if declared:
+        return text
+    return (
+        f"{text} If {wrapper} does work on {library} arrays, on their device and "
+        f"with no copy to NumPy, declare it: "
+        f"@vecmode.supports(..., array_native=True) or vecmode.register(..., "
+        f"array_native=True)."
+    )
 
 
 def convert_to(modes: Iterable[AutoresetMode]) -> str:

@@ -1,7 +1,8 @@
 """The compatibility registry: which autoreset modes each wrapper supports.
 
 :func:`supports` and :func:`register` declare a wrapper's modes, checked when it is
-built (Gymnasium's under :func:`guard`); :func:`check_stack` reports on a stack. See
+built (Gymnasium's under :func:`guard`), and whether it is array-native (takes
+torch or JAX batches); :func:`check_stack` reports on a stack. See
 ``docs/registry.md``."""
 
 from vecmode.modes import Strict, strict
@@ -17,6 +18,7 @@ from vecmode.registry.declare import (
     Declaration,
     ModeReasons,
     declaration,
+    is_array_native,
     supported_modes,
 )
 from vecmode.registry.proof import (
@@ -60,6 +62,7 @@ __all__ = [
     "format_table",
     "guard",
     "instrumented",
+    "is_array_native",
     "record_env_verified",
     "record_verified",
     "register",

@@ -12,8 +12,15 @@ from typing import Any, TypeVar
 import wrapt
 from gymnasium.vector import VectorEnv, VectorWrapper
 
+from vecmode import _arrays
 from vecmode.env_classes import class_path, final_obs_layout, layers
-from vecmode.errors import IncompatibleModeError, convert_to, incompatible_mode
+from vecmode.errors import (
+    ArrayLibraryError,
+    IncompatibleModeError,
+    convert_to,
+    incompatible_mode,
+    not_array_native,
+)
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import ModeLike, final_in_info, mode_or_assumed
 from vecmode.registry import declare
@@ -39,12 +46,20 @@ _live_guards: set[Guard] = set()
 def check_construction(cls: type, env: Any) -> None:
     """Raise if a ``cls`` wrapper may not be built on ``env``."""
     found = declare.declaration(cls)
-    if found is None or not hasattr(env, "metadata"):
+    if not hasattr(env, "metadata"):
         return
-    if found.source == "gymnasium" and not _guards.get():
+    if (found is None or found.source == "gymnasium") and not _guards.get():
         return
-    found, name = found.over(env), cls.__name__
-    mode = mode_or_assumed(env, name, None, stacklevel=2)
+    if found is not None:
+        _check_modes(cls, found.over(env), env)
+    if found is None or not found.array_native:
+        _check_arrays(cls, found, env)
+
+
+def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
+    """Raise if ``found``, ``cls``'s declaration, refuses ``env``'s mode."""
+    name = cls.__name__
+    mode = mode_or_assumed(env, name, None, stacklevel=3)
     if mode not in found.modes:
         instead = found.instead or convert_to(found.modes)
         raise IncompatibleModeError(
@@ -54,6 +69,8 @@ def check_construction(cls: type, env: Any) -> None:
         final_in_info(mode)
         and not isinstance(getattr(cls, "final_obs_layout", None), str)
         and final_obs_layout(env) != "gymnasium"
+        # over torch or JAX batches, an array-native wrapper reads the dense layout
+        and not (found.array_native and _arrays.is_array_env(env))
     ):
         inner = type(getattr(env, "unwrapped", env)).__name__
         raise IncompatibleModeError(
@@ -62,6 +79,12 @@ def check_construction(cls: type, env: Any) -> None:
             f"which {name} reads. Wrap vecmode.with_autoreset(env, 'SameStep') "
             f"instead (it adds vecmode.autoreset.GymnasiumFinalObs)."
         )
+
+
+def _check_arrays(cls: type, found: declare.Declaration | None, env: Any) -> None:
+    """Raise if ``cls``, not array-native, would get batches of another library
+    than NumPy from ``env``."""
+    name = cls.__name__
     converted = _converted_to(env)
     if (
         converted is not None
@@ -69,10 +92,14 @@ def check_construction(cls: type, env: Any) -> None:
         and not getattr(cls, "converts_arrays", False)
     ):
         layer, library = converted
-        raise TypeError(
+        raise ArrayLibraryError(
             f"{name} reads NumPy arrays, but {layer} below it returns {library} "
             f"arrays. Put the conversion outermost: {layer}({name}(env))."
         )
+    if _arrays.is_array_env(env):
+        library = str(_arrays.declared_namespace(env))
+        note = not_array_native(name, library, found is not None)
+        raise ArrayLibraryError(f"{name} cannot wrap this {type(env).__name__}: {note}")
 
 
 def _converted_to(env: Any) -> tuple[str, str] | None:
@@ -147,6 +174,7 @@ def supports(
     output: ModeLike | None = None,
     why: ModeReasons | None = None,
     instead: str | None = None,
+    array_native: bool = False,
 ) -> Callable[[_W], _W]:
     """Class decorator: the modes of the wrapped env a ``VectorWrapper`` supports.
 
@@ -158,6 +186,11 @@ def supports(
         output: the mode it produces, for a wrapper that changes the mode.
         why: an unsupported mode -> the reason, for the error message.
         instead: what to do instead, for the error message.
+        array_native: it takes torch, JAX... batches in their library and on
+            their device, and SameStep's final observations in the dense layout
+            there. Otherwise building it over an env that declares
+            another library than NumPy (``metadata["array_namespace"]``) raises
+            :class:`~vecmode.errors.ArrayLibraryError`.
 
     >>> import gymnasium as gym, vecmode
     >>> @vecmode.supports("NextStep", "Disabled", why={"SameStep": "It skips final_obs."})
@@ -175,7 +208,7 @@ def supports(
             f"@vecmode.supports was used without its modes on {modes[0].__name__}: "
             f"write @vecmode.supports('NextStep', ...) with the modes it supports."
         )
-    found = declare.declare(modes, output, None, why, instead, "supports")
+    found = declare.declare(modes, output, None, why, instead, "supports", array_native)
 
     def decorate(cls: _W) -> _W:
         declare.wrapper_class(cls, "@vecmode.supports")
@@ -197,10 +230,12 @@ def register(
     wrong: ModeReasons | None = None,
     why: ModeReasons | None = None,
     instead: str | None = None,
+    array_native: bool = False,
 ) -> None:
     """Declare the modes of a wrapper class you don't own, and check it from now on.
 
-    ``output``, ``why`` and ``instead`` are as for :func:`supports`.
+    ``output``, ``why``, ``instead`` and ``array_native`` are as for
+    :func:`supports`.
 
     Args:
         cls: the class, or ``"package.module:ClassName"`` (imports nothing).
@@ -215,7 +250,9 @@ def register(
     >>> vecmode.unregister(Legacy)
     True
     """
-    found = declare.declare(modes, output, wrong, why, instead, "register")
+    found = declare.declare(
+        modes, output, wrong, why, instead, "register", array_native
+    )
     if isinstance(cls, str):
         class_path(cls)  # checked, not imported
     else:

@@ -33,6 +33,8 @@ class Declaration:
 
     Attributes:
         source: ``"supports"``, ``"register"`` or ``"gymnasium"``.
+        array_native: it takes batches of any array library (torch, JAX...) in
+            their library and on their device; the others read NumPy.
         caveats: what goes wrong in a supported mode's optional use (ok still).
         needs_popped_options, kept_options_caveat: see :meth:`over`.
     """
@@ -46,6 +48,7 @@ class Declaration:
     caveats: Mapping[AutoresetMode, str] = field(default_factory=dict)
     needs_popped_options: bool = False
     kept_options_caveat: str = ""
+    array_native: bool = False
 
     def over(self, env: Any) -> Declaration:
         """This declaration over ``env``: right in every mode it accepts if its
@@ -91,6 +94,7 @@ def declare(
     why: ModeReasons | None = None,
     instead: str | None = None,
     source: str = "register",
+    array_native: bool = False,
 ) -> Declaration:
     """A checked :class:`Declaration` of what :func:`~vecmode.register` takes."""
     if isinstance(modes, AutoresetMode | str):
@@ -116,7 +120,15 @@ def declare(
         reasons=MappingProxyType({as_mode(m): text for m, text in (why or {}).items()}),
         instead=instead or "",
         source=source,
+        array_native=_flag(array_native, "array_native"),
     )
+
+
+def _flag(value: Any, name: str) -> bool:
+    """``value`` if it is a bool, else TypeError naming the keyword."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}.")
+    return value
 
 
 # where declarations live: change them under the lock
@@ -129,6 +141,8 @@ _warned: set[str] = set()
 #: Classes declared by @supports, in declaration order (for the table).
 decorated: list[weakref.ref[type]] = []
 _gymnasium_entries: dict[str, Declaration] = {}
+#: Gymnasium's wrappers that take batches of any library: its conversions.
+_GYMNASIUM_CONVERSIONS = ("ArrayConversion", "NumpyToTorch", "JaxToNumpy", "JaxToTorch")
 
 
 def gymnasium_entries() -> dict[str, Declaration]:
@@ -152,6 +166,7 @@ def gymnasium_entries() -> dict[str, Declaration]:
             caveats=MappingProxyType(dict.fromkeys(ok, caveat) if caveat else {}),
             needs_popped_options=bool(kept),
             kept_options_caveat=kept,
+            array_native=name.rpartition(":")[2] in _GYMNASIUM_CONVERSIONS,
         )
     return _gymnasium_entries
 
@@ -253,3 +268,15 @@ def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:
     """
     found = declaration(cls_or_instance)
     return None if found is None else found.modes
+
+
+def is_array_native(cls_or_instance: Any) -> bool:
+    """Whether a wrapper class (or instance) is declared to take batches of any
+    array library (``array_native=True``); False if nothing is declared.
+
+    >>> import vecmode
+    >>> vecmode.registry.is_array_native(vecmode.wrappers.JaxToNumpy)
+    True
+    """
+    found = declaration(cls_or_instance)
+    return found is not None and found.array_native

@@ -12,7 +12,7 @@ from typing import Any, overload
 
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors, modes
+from vecmode import _arrays, errors, modes
 from vecmode.env_classes import layers
 from vecmode.registry.declare import NO_MODES, Declaration, declaration
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
@@ -40,6 +40,10 @@ class LayerReport:
         accepts: the modes it supports (None: innermost env, or undeclared).
         note: why, for any verdict but ok; for ok, a caveat where one is known.
         evidence_note: where the evidence comes from, or how to prove it.
+        array_native: it takes batches of any array library (None: the
+            innermost env).
+        library: the array library of the batches it returns
+            (``metadata["array_namespace"]``; None: not declared, NumPy).
     """
 
     name: str
@@ -52,6 +56,8 @@ class LayerReport:
     evidence: Evidence = Evidence.NONE
     evidence_note: str = ""
     layer: Any = field(default=None, repr=False, compare=False)
+    array_native: bool | None = None
+    library: str | None = None
 
 
 _HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
@@ -130,7 +136,14 @@ class CompatibilityReport:
             name = f"{row.name} ({row.origin})"
             cells = (_cell(row.mode_in), _cell(row.accepts), _cell(row.mode_out))
             rows.append((str(position), name, *cells, verdict, row.evidence.value))
-        table = aligned(_HEADER, rows)
+        header = _HEADER
+        if any(row.library not in (None, "numpy") for row in self):  # array batches
+            header = (*_HEADER, "arrays")
+            rows = [
+                (*cells, _arrays_cell(row))
+                for cells, row in zip(rows, self, strict=True)
+            ]
+        table = aligned(header, rows)
         return "\n".join([_summary(self), "", *table, *(["", *notes] if notes else [])])
 
 
@@ -142,12 +155,28 @@ def _cell(value: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
     return "all" if value == frozenset(modes.MODES) else errors.mode_names(value)
 
 
+def _where(report: CompatibilityReport, row: LayerReport) -> str:
+    """``in <mode>``, or ``over <library> batches`` for a refused layer that
+    reads NumPy over another library."""
+    below = report.rows[max(report.rows.index(row) - 1, 0)].library
+    if row.array_native is False and below not in (None, "numpy"):
+        return f"over {below} batches"
+    return f"in {_cell(row.mode_in or row.mode_out)}"
+
+
+def _arrays_cell(row: LayerReport) -> str:
+    """What a layer of a stack over array batches returns, or takes."""
+    if row.array_native is None:
+        return row.library or "numpy"
+    return f"native: {row.library}" if row.array_native else "reads NumPy"
+
+
 def _summary(report: CompatibilityReport) -> str:
     if not report.ok:
         failing = "; ".join(
             f"layer {report.rows.index(row)} {row.name} is "
             f"{'mismatched' if row.verdict is Verdict.MISMATCH else row.verdict.value}"
-            f" in {_cell(row.mode_in or row.mode_out)}"
+            f" {_where(report, row)}"
             for row in report.problems
         )
         return f"NOT OK: {failing}"
@@ -211,7 +240,15 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         declared = modes.mode_of(layer)
     except ValueError as error:  # metadata["autoreset_mode"] is no mode
         raise ValueError(f"layer {position} {name} ({origin}): {error}") from None
-    row = functools.partial(LayerReport, name, origin, mode_in, layer=layer)
+    row = functools.partial(
+        LayerReport,
+        name,
+        origin,
+        mode_in,
+        layer=layer,
+        array_native=None,
+        library=_arrays.declared_namespace(layer),
+    )
     if mode_in is None:
         evidence = env_proof(layer, declared)
         if declared is not None:
@@ -222,6 +259,13 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         )
         return row(None, modes.ASSUMED_MODE, Verdict.UNDECLARED, note, *evidence)
     found = declaration(layer)
+    native = found is not None and found.array_native
+    row = functools.partial(row, array_native=native)
+    if not native and _arrays.is_array_env(layer.env):
+        library = str(_arrays.declared_namespace(layer.env))
+        note = errors.not_array_native(name, library, found is not None)
+        accepts = None if found is None else found.modes
+        return row(accepts, declared or mode_in, Verdict.REFUSED, note)
     if found is None:
         note = (
             f"no modes declared for {name}; declare them with @vecmode.supports or "

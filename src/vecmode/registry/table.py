@@ -25,6 +25,13 @@ TABLE_LEGEND = (
 )
 
 
+#: What the table's line listing the array-native wrappers starts with.
+ARRAY_NATIVE = (
+    "Array-native (take torch, JAX... batches on their device; the others read "
+    "NumPy and are refused over them)"
+)
+
+
 def _public_path(cls: type) -> str:
     """The shortest ``package.module.Class`` path that gives ``cls``."""
     parts = cls.__module__.split(".")
@@ -124,6 +131,11 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
         for name, found, proof in entries
     ]
     reasons = _reasons(entries if why else [], quote)
+    native = [
+        f"{quote}{name}{quote}" for name, found, _ in entries if found.array_native
+    ]
+    if native:  # the others read NumPy: refused over torch or JAX batches
+        reasons.append(f"{ARRAY_NATIVE}: {', '.join(native)}.")
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))

@@ -10,6 +10,8 @@ import numpy as np
 from gymnasium.spaces import Space
 from gymnasium.vector.utils import iterate
 
+from vecmode import _arrays
+
 
 class _Missing:
     def __repr__(self) -> str:
@@ -37,8 +39,7 @@ def as_numpy(value: Any) -> Any:
         return out
     if isinstance(value, _NUMBER) or not hasattr(value, "__array__"):
         return value
-    cpu = getattr(value, "cpu", None)  # a torch tensor, wherever it lives
-    return np.asarray(cpu() if callable(cpu) else value)
+    return _arrays.to_numpy(value)
 
 
 def where_different(a: Any, b: Any, *, strict: bool = True) -> str | None:

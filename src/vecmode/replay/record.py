@@ -11,9 +11,10 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
+from vecmode import _arrays
 from vecmode.autoreset import gymnasium_layout
 from vecmode.errors import NotAVectorEnvError
-from vecmode.replay.compare import per_sub_env, same
+from vecmode.replay.compare import as_numpy, per_sub_env, same
 
 #: The call each :attr:`Call.kind` stands for, for messages.
 CALL_TEXT = {
@@ -78,6 +79,8 @@ class Recorder:
         self._sampler.seed(seed)
         self._others = copy.deepcopy(self._single)
         self._others.seed(seed + 1)
+        #: An array of the env's last observations where they are torch, JAX...
+        self._like: Any = None
 
     def sample(self) -> list[Any]:
         """One random action per sub-env."""
@@ -101,7 +104,7 @@ class Recorder:
         mask = np.array(mask, dtype=np.bool_)
         call = Call(len(self.calls), "reset(mask)", mask=mask)
         return self._record(
-            call, lambda: self.env.reset(options={"reset_mask": mask.copy()}), 2
+            call, lambda: self.env.reset(options={"reset_mask": self._ours(mask)}), 2
         )
 
     def step(self, actions: Sequence[Any]) -> Call:
@@ -111,7 +114,21 @@ class Recorder:
 
     def _batch(self, actions: Sequence[Any]) -> Any:
         out: Any = create_empty_array(self._single, self.num_envs)
-        return concatenate(self._single, actions, out)
+        return self._ours(concatenate(self._single, actions, out))
+
+    def _ours(self, batch: Any) -> Any:
+        """A new copy of a NumPy batch, in the env's array library and on its
+        device where its observations are torch, JAX..."""
+        if self._like is None:
+            return copy.deepcopy(batch)
+        if isinstance(batch, dict):
+            return {key: self._ours(value) for key, value in batch.items()}
+        if isinstance(batch, tuple):
+            return tuple(self._ours(value) for value in batch)
+        from array_api_compat import device
+
+        xp = _arrays.namespace(self._like)
+        return xp.asarray(np.array(batch), device=device(self._like))
 
     def replay(self, calls: Sequence[Call], change: Change = None) -> list[Call]:
         """Make the calls ``calls`` made, until one raises; ``change(call)`` masks
@@ -145,6 +162,10 @@ class Recorder:
             if self.inspect is not None:
                 self.inspect(call, result)
             result = copy.deepcopy(result)
+            if isinstance(result, tuple) and result:  # the kit reads NumPy
+                first = _arrays.leaf(result[0])
+                self._like = None if _arrays.namespace(first) is None else first
+                result = result if self._like is None else as_numpy(result)
         except Exception as exc:
             call.error = exc
             return call

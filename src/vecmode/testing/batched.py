@@ -9,6 +9,8 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from vecmode import _arrays
+
 
 class BatchedCartPole(VectorEnv):
     """CartPole-v1's physics over ``num_envs`` sub-envs in DISABLED mode, in the
@@ -16,6 +18,8 @@ class BatchedCartPole(VectorEnv):
     hashed on the device, alike in every library; the state is float64 where the
     device has it (JAX: with ``jax_enable_x64``). Neither actions nor resets of
     ended sub-envs are checked (a host sync): stepping one runs its episode on.
+    Its ``metadata["array_namespace"]`` names the library (``"numpy"``,
+    ``"torch"``, ``"jax.numpy"``).
 
     Args:
         num_envs: the number of sub-envs.
@@ -42,6 +46,7 @@ class BatchedCartPole(VectorEnv):
         from array_api_compat import array_namespace
 
         self.xp = xp = array_namespace(xp.asarray(0))
+        self.metadata = {**self.metadata, _arrays.ARRAY_NAMESPACE: _arrays.name_of(xp)}
         self.num_envs, self.device = num_envs, device
         self.max_episode_steps, self.key = max_episode_steps, -1  # -1: no reset yet
         self.cartpole = c = CartPoleEnv()  # the constants and spaces

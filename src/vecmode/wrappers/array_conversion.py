@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import VectorEnv
 
+from vecmode import _arrays
 from vecmode._numpy import host_array
 from vecmode.core import StepResult
 from vecmode.modes import MODES, map_infos
@@ -42,11 +43,12 @@ def _require(module: str, who: str) -> ModuleType:
         ) from error
 
 
-@supports(*MODES)
+@supports(*MODES, array_native=True)
 class ArrayConversion(MaskedResetWrapper):
     """Gymnasium's ``ArrayConversion``, right in every mode; same arguments. Final
     observations are converted one by one (their object array and masks stay
-    NumPy), and ``reset_mask`` reaches the env as a NumPy bool array.
+    NumPy), and ``reset_mask`` reaches the env as a NumPy bool array. Its
+    ``metadata["array_namespace"]`` names ``target_xp``'s library.
 
     >>> import numpy as np, vecmode
     >>> import array_api_compat.numpy as xp
@@ -79,6 +81,10 @@ class ArrayConversion(MaskedResetWrapper):
         self._target_xp = target_xp
         self._env_device = env_device
         self._target_device = target_device
+        self.metadata = {
+            **env.metadata,
+            _arrays.ARRAY_NAMESPACE: _arrays.name_of(target_xp),
+        }
 
     def _to_env(self, value: Any) -> Any:
         return self._convert(value, xp=self._env_xp, device=self._env_device)

@@ -72,6 +72,7 @@ def check_wrapper(
     compare_info: Callable[[dict[str, Any]], Any] | None = None,
     env_infos: bool = True,
     properties: Iterable[str] | None = None,
+    array_library: str | None = None,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares, and refusing the
     others (``docs/authors.md`` says what is run and compared).
@@ -92,6 +93,9 @@ def check_wrapper(
             (a function of it, merged over SAME_STEP's ``final_info``).
         env_infos: compare the sub-envs' own step count at every transition.
         properties: the properties checked, from ``PROPERTIES`` (default: all).
+        array_library: run it over batches of this library (``"torch"``,
+            ``"jax"``; ``"numpy"`` or None: NumPy), over
+            ``vecmode.SyncVectorEnv`` made to return them: its array path.
 
     Raises:
         ConformanceError: (an ``AssertionError``) a property is broken, named.
@@ -101,11 +105,32 @@ def check_wrapper(
     kinds.update(info_type=info_type, render_mode=render_mode)
     ScheduledEnv(**kinds)  # bad kinds raise ValueError here, naming the choices
     kinds.update(num_envs=num_envs, wrappers=tuple(wrappers))
+    if array_library not in (None, "numpy"):
+        over = _over_library(array_library, bases)
+        kinds["array_library"] = array_library
     name = getattr(factory, "__name__", None) or type(factory).__name__
     check = WrapperCheck(factory, name, over, kinds, only)
     if env_infos:
         compare_info = events.with_env_info(STEP_INFO_KEYS[info_type], compare_info)
     return check.prove(modes, transitions, seed, batch_dependent, compare_info)
+
+
+def _over_library(library: Any, bases: Any) -> list[str]:
+    """The base for a run over batches of ``library``, once both are checked."""
+    if library not in schedules.ARRAY_LIBRARIES:
+        raise ValueError(
+            f"check_wrapper: array_library must be one of "
+            f"{', '.join(map(repr, schedules.ARRAY_LIBRARIES))} or None, got "
+            f"{library!r}"
+        )
+    base = "vecmode.SyncVectorEnv"
+    if bases is not None and list(bases) != [base]:
+        raise ValueError(
+            f"check_wrapper: over {library} batches it runs over {base} only (made "
+            f"to return them), got bases={bases!r}; leave bases out."
+        )
+    schedules.library_module(library)  # ImportError here if it is not installed
+    return [base]
 
 
 def _checked(
@@ -208,6 +233,7 @@ class WrapperCheck:
                 self.who,
                 compare_info,
                 self.only,
+                array_library=self.kinds.get("array_library"),
             )
             runs, compared = self.check_mode_equivalence(
                 to_prove, plan, batch_dependent

@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import modes
 from vecmode.core import space_row
 from vecmode.replay.compare import as_numpy, where_different
-from vecmode.testing.wrapper import events
+from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.events import Event, fail, show
 from vecmode.testing.wrapper.schedules import Schedule
 from vecmode.testing.writes import HeldResults, WritesBelow
@@ -59,6 +59,8 @@ class RunPlan:
     #: The wrapper says ``copy = False``.
     reuses_observations: bool = False
     below: WritesBelow | None = None
+    #: The array library the env returns (None: NumPy): actions and masks too.
+    array_library: str | None = None
 
     def on(self, prop: str) -> bool:
         """Whether ``prop``'s per-call checks are made."""
@@ -78,6 +80,12 @@ class Driver:
         self.held: HeldResults[str] = HeldResults(plan.reuses_observations)
         self.taken = [0] * self.num_envs
         self.calls = 0
+        library = plan.array_library
+        self.xp = None if library is None else schedules.library_module(library)
+
+    def ours(self, batch: np.ndarray) -> Any:
+        """A NumPy batch (actions, a mask) in the env's library."""
+        return batch.copy() if self.xp is None else self.xp.asarray(batch)
 
     def fail(
         self, prop: str, where: str, what: str, hint: str = ""
@@ -123,10 +131,10 @@ class Driver:
                 for q, t in zip(self.plan.queues, self.taken, strict=True)
             ]
         )
-        given = actions.copy()
+        given, actions = actions, self.ours(actions)
         result = self._call(where, self.envs.step, actions)
         if self.plan.on("leaves_inputs_untouched") and not np.array_equal(
-            given, actions
+            given, as_numpy(actions)
         ):
             raise self.fail(
                 "leaves_inputs_untouched",
@@ -224,7 +232,7 @@ class Driver:
         self.calls += 1
         where = f"{self.plan.label}, call {self.calls} "
         where += f"(reset with reset_mask={mask.tolist()})"
-        given = {"reset_mask": mask.copy()}
+        given = {"reset_mask": self.ours(mask)}
         kept, array = copy.deepcopy(given), given["reset_mask"]
         obs = as_numpy(self._call(where, self.envs.reset, options=given)[0])
         if self.plan.on("leaves_inputs_untouched"):
@@ -283,8 +291,15 @@ class Driver:
                     )
                     raise self.fail(prop, f"{where}, sub-env {i}", what)
             return
-        # the final infos too where they are there (the dense layout has none)
-        complete = modes.FINAL_INFO in infos or f"_{modes.FINAL_INFO}" in infos
+        # the final infos too where they are there (ALE's dense layout has none);
+        # in the dense layout of array batches, the masks and the batch only
+        found = modes.final_observations(infos)
+        dense = found is not None and getattr(found[1], "dtype", object) != np.dtype(
+            object
+        )
+        complete = not dense and (
+            modes.FINAL_INFO in infos or f"_{modes.FINAL_INFO}" in infos
+        )
         problem = modes.final_layout_problem(infos, rows, complete=complete)
         if problem is not None:
             sub_env = "" if problem.sub_env is None else f", sub-env {problem.sub_env}"
@@ -337,7 +352,7 @@ class Driver:
         self, given: dict[str, Any], array: Any, kept: dict[str, Any], where: str
     ) -> None:
         """Fail where ``reset`` changed the caller's options (``kept``: a copy)."""
-        if not np.array_equal(array, kept["reset_mask"]):
+        if not np.array_equal(as_numpy(array), as_numpy(kept["reset_mask"])):
             what = (
                 f"reset() wrote into the caller's reset_mask array: "
                 f"{show(kept['reset_mask'])} became {show(array)}"
@@ -351,7 +366,7 @@ class Driver:
         expected = dict(kept)
         if not self.plan.base_keeps_options and "reset_mask" not in given:
             del expected["reset_mask"]  # the base env popped it
-        if where_different(expected, given) is not None:
+        if where_different(as_numpy(expected), as_numpy(given)) is not None:
             what = f"reset() changed the caller's options: {show(kept)} became "
             what += show(given)
             raise self.fail(

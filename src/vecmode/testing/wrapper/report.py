@@ -112,8 +112,10 @@ class WrapperReport:
     def summary(self) -> str:
         """One line: the modes proved and how much was compared."""
         modes = ", ".join(mode.value for mode in self.modes)
+        library = self._kinds.get("array_library")
+        over = f" over {library} batches" if library not in (None, "numpy") else ""
         return (
-            f"{self.wrapper}: right in {modes} ({len(self.runs)} runs, "
+            f"{self.wrapper}: right in {modes}{over} ({len(self.runs)} runs, "
             f"{self.transitions} transitions compared)"
         )
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode.autoreset import with_autoreset
+from vecmode.errors import ArrayLibraryError, IncompatibleModeError
 from vecmode.sync_vector_env import SyncVectorEnv
 from vecmode.testing.envs import DenseFinalObsVectorEnv, scheduled_env_fns
 
@@ -91,8 +94,38 @@ def base_env(
     """The base env ``name`` in ``mode``, over test sub-envs of ``kinds``."""
     rest = dict(kinds)
     num_envs, obs_type = rest.pop("num_envs"), rest.pop("obs_type")
+    library = rest.pop("array_library", None)
     lengths, truncate = (
         (None, None) if schedule is None else (schedule.lengths, schedule.truncate)
     )
     fns = scheduled_env_fns(num_envs, lengths, truncate, obs_type, **rest)
-    return BASES[name](fns, mode)
+    if library is None:
+        return BASES[name](fns, mode)
+    return in_library(SyncVectorEnv(fns), mode, library_module(library))
+
+
+#: The array libraries a wrapper can be run over (``check_wrapper``'s
+#: ``array_library``), by name: the module holding them.
+ARRAY_LIBRARIES = {
+    "numpy": "numpy",
+    "torch": "torch",
+    "jax": "jax.numpy",
+    "jax.numpy": "jax.numpy",
+}
+
+
+def library_module(name: str) -> Any:
+    """The array module of a key of :data:`ARRAY_LIBRARIES`."""
+    return importlib.import_module(ARRAY_LIBRARIES[name])
+
+
+def in_library(core: VectorEnv, mode: AutoresetMode, xp: Any) -> VectorEnv:
+    """``core`` (vecmode's, DISABLED) in ``mode``, returning batches of ``xp``:
+    vecmode's policy over the conversion where the policy is array-native (its
+    final observations then in the dense layout), else the conversion over it."""
+    from vecmode.wrappers import ArrayConversion  # imports neither torch nor jax
+
+    try:
+        return with_autoreset(ArrayConversion(core, env_xp=np, target_xp=xp), mode)
+    except (ArrayLibraryError, IncompatibleModeError):  # NEXT_STEP, for one
+        return ArrayConversion(with_autoreset(core, mode), env_xp=np, target_xp=xp)

@@ -1,0 +1,171 @@
+"""The conformance kit over torch and JAX batches: ``check_vector_env`` over
+``BatchedCartPole`` in each library, ``check_wrapper(..., array_library=...)``,
+and both failing where the array path is wrong."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import VectorWrapper
+
+import vecmode
+from vecmode.errors import ArrayLibraryError
+from vecmode.testing import BatchedCartPole, check_vector_env, check_wrapper
+from vecmode.testing.wrapper import ConformanceError
+
+pytest.importorskip("array_api_compat")
+
+
+def library(name: str) -> Any:
+    """The array module ``name`` ("numpy", "torch" or "jax"), or a skip."""
+    if name == "numpy":
+        return np
+    if name == "jax":
+        return pytest.importorskip("jax").numpy
+    return pytest.importorskip(name)
+
+
+@contextlib.contextmanager
+def x64(name: str) -> Iterator[None]:
+    """JAX in float64 inside the block, as NumPy and torch run CartPole."""
+    if name != "jax":
+        yield
+        return
+    import jax
+
+    was = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", was)
+
+
+class Seen(BatchedCartPole):
+    """BatchedCartPole noting the types of the actions and masks it is given."""
+
+    given: set[str] = set()
+
+    def step(self, actions: Any) -> Any:
+        Seen.given.add(f"actions {type(actions).__name__}")
+        return super().step(actions)
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        if options and "reset_mask" in options:
+            Seen.given.add(f"mask {type(options['reset_mask']).__name__}")
+        return super().reset(seed=seed, options=options)
+
+
+class ResetsAll(BatchedCartPole):
+    """Resets every sub-env on a masked reset, whatever the mask."""
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        return super().reset(seed=seed)
+
+
+@pytest.mark.parametrize("name", ["numpy", "torch", "jax"])
+def test_check_vector_env_runs_the_same_checks_in_every_library(name: str) -> None:
+    xp = library(name)
+    with x64(name):
+        report = check_vector_env(lambda: BatchedCartPole(4, xp), steps=150)
+    expected = check_vector_env(lambda: BatchedCartPole(4), steps=150)
+    assert report == expected  # the same episodes: the same calls, ends, resets
+    assert report.episode_ends >= 2 and report.masked_resets >= 1
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_check_vector_env_drives_the_env_in_its_library(name: str) -> None:
+    xp = library(name)
+    Seen.given = set()
+    check_vector_env(lambda: Seen(3, xp), steps=100)
+    kind = type(xp.asarray(0)).__name__
+    assert Seen.given == {f"actions {kind}", f"mask {kind}"}
+
+
+@pytest.mark.parametrize("name", ["numpy", "torch", "jax"])
+def test_check_vector_env_finds_a_torch_or_jax_env_that_breaks_its_mode(
+    name: str,
+) -> None:
+    xp = library(name)
+    with pytest.raises(AssertionError, match="does not behave as Disabled") as info:
+        check_vector_env(lambda: ResetsAll(3, xp), steps=200)
+    assert "reset(options={'reset_mask'" in str(info.value)
+
+
+@vecmode.supports(*vecmode.MODES, array_native=True)
+class PassThrough(VectorWrapper):
+    """Array-native: passes every call on, noting what it was given."""
+
+    given: set[str] = set()
+
+    def step(self, actions: Any) -> Any:
+        result = self.env.step(actions)
+        PassThrough.given.add(type(actions).__name__)
+        PassThrough.given.add(type(result[0]).__name__)
+        return result
+
+
+@vecmode.supports(*vecmode.MODES, array_native=True)
+class RewardsEveryRow(VectorWrapper):
+    """Array-native, but wrong: adds 1 to NEXT_STEP's reset step's reward too."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = self.env.step(actions)
+        return obs, rewards + 1, terminated, truncated, infos
+
+
+@vecmode.supports(*vecmode.MODES)
+class ReadsNumpy(VectorWrapper):
+    """Declares its modes, not array_native."""
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_check_wrapper_runs_a_wrapper_over_torch_and_jax_batches(name: str) -> None:
+    kind = type(library(name).asarray(0)).__name__
+    PassThrough.given = set()
+    report = check_wrapper(PassThrough, array_library=name)
+    assert PassThrough.given == {kind}  # its actions and batches: that library's
+    assert report.modes == tuple(vecmode.MODES)
+    assert report.summary.startswith(
+        f"PassThrough: right in NextStep, SameStep, Disabled over {name} batches ("
+    )
+    numpy = check_wrapper(PassThrough, bases=["vecmode.SyncVectorEnv"])
+    assert report.transitions == numpy.transitions
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_check_wrapper_finds_a_wrong_array_path(name: str) -> None:
+    library(name)
+    with pytest.raises(ConformanceError, match="reset_step_stays_empty"):
+        check_wrapper(RewardsEveryRow, array_library=name)
+
+
+def test_check_wrapper_over_torch_refuses_a_wrapper_that_reads_numpy() -> None:
+    library("torch")
+    with pytest.raises(
+        ArrayLibraryError,
+        match=r"^ReadsNumpy cannot wrap this ArrayConversion: its env returns torch ",
+    ):
+        check_wrapper(ReadsNumpy, array_library="torch")
+    clip = gym.wrappers.vector.ClipReward
+    with vecmode.guard(), pytest.raises(ArrayLibraryError, match=r"^ClipRew"):
+        check_wrapper(lambda env: clip(env, 0, 1), array_library="torch")
+
+
+def test_check_wrapper_array_library_arguments() -> None:
+    with pytest.raises(ValueError, match="array_library must be one of 'numpy'"):
+        check_wrapper(PassThrough, array_library="cupy")
+    library("torch")
+    with pytest.raises(ValueError, match="over torch batches it runs over vecmode"):
+        check_wrapper(
+            PassThrough,
+            array_library="torch",
+            bases=["gymnasium.vector.SyncVectorEnv"],
+        )
+    numpy = check_wrapper(PassThrough, array_library="numpy")
+    assert "over" not in numpy.summary and len(numpy.bases) == 2
