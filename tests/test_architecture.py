@@ -330,7 +330,8 @@ TOP_LEVEL = {
     # the training loop
     "TransitionCollector", "Transition",
     # the exceptions and the warning
-    "IncompatibleModeError", "EpisodeEndedError", "SubEnvError", "WorkerError",
+    "IncompatibleModeError", "ArrayLibraryError", "EpisodeEndedError",
+    "SubEnvError", "WorkerError",
     "WorkerTimeoutError", "UndeclaredModeWarning",
     "wrappers", "__version__",
 }  # fmt: skip

@@ -23,6 +23,7 @@ from vecmode.autoreset import (
 )
 from vecmode.env_classes import register_vector_env, unregister_vector_env
 from vecmode.errors import (
+    ArrayLibraryError,
     EpisodeEndedError,
     IncompatibleModeError,
     SubEnvError,
@@ -52,6 +53,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "MODES",
+    "ArrayLibraryError",
     "AsyncVectorEnv",
     "AutoresetMode",
     "DisableAutoreset",

@@ -4,6 +4,7 @@ one-line errors, and the texts several tests expect."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import tests.cli.targets  # noqa: F401  (registers the test env ids)
@@ -14,8 +15,11 @@ TARGETS = "tests.cli.targets"
 
 
 def run(argv, capsys):
-    """``main(argv)``: (exit code, stdout, stderr)."""
-    code = main(argv)
+    """``main(argv)``: (exit code, stdout, stderr). JAX's warning at a fork (JAX
+    imported by an earlier test of this process) is not the command's output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+        code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
