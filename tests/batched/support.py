@@ -52,9 +52,15 @@ def make_batched(name: str, n: int, **kw: Any) -> Any:
 
 def host(batch: Any) -> Any:
     """A batch (dicts, tuples, None) as NumPy, for comparing outside the trap."""
-    if batch is None or isinstance(batch, (bool, int, float)):
+    if batch is None or isinstance(batch, (bool, int, float, np.ndarray)):
         return batch
-    return _arrays.to_numpy(batch)
+    if isinstance(batch, dict):
+        return {key: host(value) for key, value in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(host(value) for value in batch)
+    if hasattr(batch, "detach"):  # torch (its __array__ warns under NumPy 2)
+        return batch.detach().cpu().numpy()
+    return np.asarray(batch)
 
 
 def _from_library(frame: Any) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.batched.support import (
     LIBRARIES,
@@ -49,3 +51,43 @@ def test_the_batched_env_steps_inside_the_trap(name: str) -> None:
             *_, terms, truncs, _ = envs.step(xp.ones(4, dtype=xp.int64))
             envs.reset(options={"reset_mask": terms | truncs})
     assert envs.metadata["array_namespace"] in ("numpy", "torch", "jax.numpy")
+
+
+def _replay(xp, mode, calls, num_envs):
+    """The boundaries a tracker gives for ``calls`` in library ``xp``, as NumPy."""
+    from tests.batched.support import host
+    from vecmode import modes
+
+    tracker = modes.BoundaryTracker(mode, num_envs)
+    out = []
+    for kind, first, second in calls:
+        with no_host_copies():
+            if kind == "reset":
+                mask = None if first is None else xp.asarray(first)
+                b = tracker.reset(mask, like=xp.zeros((num_envs, 2)))
+            else:
+                b = tracker.step(xp.asarray(first), xp.asarray(second))
+            quiet = b is tracker.quiet
+            fields = (b.ended, b.starts, b.real, b.final_in_info, b.needs_reset)
+            for field in fields:
+                assert type(field) is type(xp.asarray(first or [True]))
+                assert tuple(field.shape) == (num_envs,)
+        out.append((quiet, [host(f).tolist() for f in fields]))
+        out.append(host(tracker.awaiting_reset).tolist())
+    return out
+
+
+flags = st.lists(st.booleans(), min_size=3, max_size=3)
+call = st.one_of(
+    st.tuples(st.just("step"), flags, flags),
+    st.tuples(st.just("reset"), st.one_of(st.none(), flags), st.none()),
+)
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+@given(calls=st.lists(call, min_size=1, max_size=12))
+@settings(max_examples=40)
+def test_boundaries_are_numpys_in_the_batch_library(name, mode, calls) -> None:
+    calls = [("reset", None, None), *calls]
+    assert _replay(xp_of(name), mode, calls, 3) == _replay(np, mode, calls, 3)
