@@ -15,7 +15,7 @@ from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from vecmode import _arrays, modes
+from vecmode import _arrays, _rows, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.env_classes import layers
@@ -157,13 +157,6 @@ def replace_final_observations(
 
 
 # masks are counted with np.count_nonzero: one C call, cheaper than any() / all()
-def _some(mask: Any) -> bool:
-    """Whether a mask (NumPy's or another library's, on its device) has a True."""
-    if type(mask) is np.ndarray:
-        return bool(count_nonzero(mask))
-    return _arrays.any_true(mask)
-
-
 class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
@@ -332,7 +325,7 @@ class StatefulWrapper(_Tracked):
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         b = self.boundary
-        if _some(b.starts):
+        if _rows.some(b.starts):
             self.episode_start(obs, b.starts)
         return obs, infos
 
@@ -344,14 +337,14 @@ class StatefulWrapper(_Tracked):
         # a hook still the base's no-op is not called, nor its arguments built
         transition = self.transition
         if getattr(transition, "__func__", None) is not StatefulWrapper.transition and (
-            quiet or _some(b.real)
+            quiet or _rows.some(b.real)
         ):
             moved = obs if quiet else self.last_observations(obs, infos)
             transition(moved, rewards, terminations, truncations, b.real)
         episode_start = self.episode_start
         if (
             not quiet
-            and _some(b.starts)
+            and _rows.some(b.starts)
             and getattr(episode_start, "__func__", None)
             is not StatefulWrapper.episode_start
         ):
@@ -362,7 +355,7 @@ class StatefulWrapper(_Tracked):
         """The observations the last step moved to (a copy holding the final
         observations where the info has them)."""
         rows = self.boundary.final_in_info
-        if not _some(rows):
+        if not _rows.some(rows):
             return observations
         return merge_final_observations(
             self.env, observations, infos, rows, type(self).__name__
