@@ -240,3 +240,22 @@ def test_a_same_step_policys_infos_merge_the_resets_in_the_ended_rows(name) -> N
         out = merged_infos(only, {"r": 4}, ended)
     assert host(out["_u"]).tolist() == [False, True, False] and out["r"] == 4
     assert merged_infos({}, {}, ended) == {}
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_map_infos_converts_the_dense_layout_as_one_batch(name) -> None:
+    xp = xp_of(name)
+    mask = xp.asarray([True, False])
+    infos = modes.with_finals({"k": xp.asarray([1, 2])}, mask, xp.ones((2, 3)), {})
+    out = modes.map_infos(
+        infos,
+        others=lambda d: {k: host(v) for k, v in d.items()},
+        observation=host,
+        final_info=lambda d: d,
+    )
+    assert type(out["final_obs"]) is np.ndarray and out["final_obs"].shape == (2, 3)
+    for key in ("_final_obs", "_final_info"):
+        assert out[key].tolist() == [True, False]
+    assert out["k"].tolist() == [1, 2] and out["final_info"] == {}
+    back = modes.final_observations(out)
+    assert back is not None and back[0].tolist() == [True, False]
