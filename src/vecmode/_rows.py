@@ -132,6 +132,17 @@ def in_library(mask: Any, like: Any) -> Any:
     return xp.asarray(host, device=device.device(like))
 
 
+def rows_of(batch: Any) -> int | None:
+    """The rows of a batch (of its first leaf), whatever its library; None for
+    no array, or an object array of more than one dimension."""
+    leaf = _arrays.leaf(batch)
+    shape = getattr(leaf, "shape", None)
+    objects = isinstance(leaf, np.ndarray) and leaf.dtype.kind == "O"
+    if not shape or (objects and len(shape) != 1):
+        return None
+    return int(shape[0])
+
+
 def some(mask: Any) -> bool:
     """Whether a mask, NumPy's (one C call) or another library's (one scalar to
     the host), holds a True."""
