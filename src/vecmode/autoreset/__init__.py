@@ -573,6 +573,7 @@ def with_autoreset(
             "with_autoreset", None, modes.MODES, why, todo
         )
         raise IncompatibleModeError(message)
+    batched.refuse_next_step(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
     original = env
     for policy in chain:
