@@ -196,6 +196,18 @@ def copied(batch: Any) -> Any:
     return clone() if callable(clone) else copy.deepcopy(batch)
 
 
+def place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
+    """Write the rows of batch ``part`` into batch ``whole`` at ``rows``."""
+    if isinstance(whole, dict):
+        for key in whole:
+            place_rows(whole[key], rows, part[key])
+    elif isinstance(whole, tuple):
+        for sub_whole, sub_part in zip(whole, part, strict=True):
+            place_rows(sub_whole, rows, sub_part)
+    else:
+        whole[rows] = part
+
+
 def row_of(batch: Any, i: int) -> Any:
     """A copy of row ``i`` of a batch (dicts and tuples of arrays)."""
     if isinstance(batch, dict):
