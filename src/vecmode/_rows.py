@@ -154,6 +154,8 @@ def some(mask: Any) -> bool:
 def missing(rows: Any, mask: Any) -> bool:
     """Whether a sub-env of ``rows`` is not in ``mask`` (masks of two libraries,
     a tensor's over NumPy's under ``NumpyToTorch``: compared on the host)."""
+    if type(rows) is np.ndarray and type(mask) is np.ndarray:  # the NumPy path
+        return bool(count_nonzero(mask[rows]) != count_nonzero(rows))
     if type(rows) is not type(mask):
         rows, mask = (np.asarray(host_array(m), dtype=np.bool_) for m in (rows, mask))
     return some(rows & ~mask)
