@@ -82,8 +82,8 @@ class EndedTracker:
         if not self.count and ended is None:
             return  # nothing to clear
         if type(self.mask) is not np.ndarray:  # another library's: bool masks
-            mask = self.mask
-            mask = mask if cleared is None else mask & ~cleared
+            mask: Any = self.mask
+            mask = mask if cleared is None else mask & ~cast(Any, cleared)
             self.set(mask if ended is None else mask | ended)
             return
         mask = None
@@ -127,9 +127,10 @@ def in_library(mask: Any, like: Any) -> Any:
         return np.asarray(host_array(mask), dtype=np.bool_)
     if type(mask) is type(like):
         return mask
-    xp, device = _arrays.namespace(like), importlib.import_module("array_api_compat")
+    xp: Any = _arrays.namespace(like)
+    device = importlib.import_module("array_api_compat").device(like)
     host = np.array(host_array(mask), dtype=np.bool_)  # (a writable copy: torch's)
-    return xp.asarray(host, device=device.device(like))
+    return xp.asarray(host, device=device)
 
 
 def rows_of(batch: Any) -> int | None:

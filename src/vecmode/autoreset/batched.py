@@ -30,14 +30,14 @@ def merged_infos(
     for key, value in reset_infos.items():
         if key.startswith("_"):
             continue
-        masks = (out.get(f"_{key}"), reset_infos.get(f"_{key}"))
-        if key in infos and None not in masks and hasattr(value, "shape"):
-            out[key] = _arrays.rows_where(masks[1], value, infos[key])
-            out[f"_{key}"] = masks[0] | masks[1]
+        had, has = out.get(f"_{key}"), reset_infos.get(f"_{key}")
+        if key in infos and had is not None and has is not None:
+            out[key] = _arrays.rows_where(has, value, infos[key])
+            out[f"_{key}"] = had | has
         else:
             out[key] = value
-            if masks[1] is not None:
-                out[f"_{key}"] = masks[1]
+            if has is not None:
+                out[f"_{key}"] = has
     return out
 
 
