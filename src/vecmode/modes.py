@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import _rows, errors
+from vecmode import _arrays, _rows, errors
 from vecmode._numpy import count_nonzero, host_array
 from vecmode._rows import EndedTracker
 
@@ -199,7 +199,8 @@ def mode_or_assumed(
 class Boundary:
     """What one call means for each sub-env, whatever the mode.
 
-    Every field is a bool array of shape ``(num_envs,)``:
+    Every field is a bool array of shape ``(num_envs,)``, in the array library
+    and on the device of the flags and masks the tracker was given:
 
     * ``ended``: the episode ended at this call (terminated or truncated);
     * ``starts``: the returned observation is the first of a new episode;
@@ -228,12 +229,14 @@ def boundary(
     return _boundary(as_mode(mode), ended, ended_before)
 
 
-def _boundary(mode: AutoresetMode, ended: np.ndarray, before: np.ndarray) -> Boundary:
-    """The table of the modes (its all-False and all-True masks are shared)."""
-    never, always = _rows.constant_masks(len(ended))
+def _boundary(mode: Any, ended: Any, before: Any, masks: Any = None) -> Boundary:
+    """The table of the modes; ``masks``: the all-False and all-True masks to
+    share (NumPy's of the size by default)."""
+    never, always = masks or _rows.constant_masks(len(ended))
     if mode is AutoresetMode.NEXT_STEP:
-        starts = np.asarray(before, dtype=np.bool_)
-        return Boundary(ended, starts, ~starts, never, never)
+        if masks is None:
+            before = np.asarray(before, dtype=np.bool_)
+        return Boundary(ended, before, ~before, never, never)
     if mode is AutoresetMode.SAME_STEP:
         return Boundary(ended, ended, always, ended, never)
     return Boundary(ended, never, always, never, ended)
@@ -275,8 +278,10 @@ class BoundaryTracker:
         "_caller_resets",
         "_false",
         "_full_reset",
+        "_kind",
         "_last",
         "_source",
+        "_true",
         "ended",
         "mode",
         "num_envs",
@@ -296,6 +301,7 @@ class BoundaryTracker:
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
         self._false, self.quiet, self._full_reset = _constants(num_envs)
+        self._true, self._kind = self.quiet.real, (np.ndarray, None)  # see _adopt
         self.ended = EndedTracker(num_envs)
         fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
         self._source = source if fits else None  # the same mode and size
@@ -323,22 +329,33 @@ class BoundaryTracker:
         self._last = last
         return last[3]
 
-    def _remember(
-        self, first: Any, second: Any, before: np.ndarray, b: Boundary
-    ) -> Boundary:
+    def _remember(self, first: Any, second: Any, before: Any, b: Boundary) -> Boundary:
         ended = self.ended
         self._last = (first, second, before, b, ended.mask, ended.count)
         return b
 
-    def reset(self, mask: np.ndarray | None) -> Boundary:
-        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
+    def _adopt(self, sample: Any) -> None:
+        """Give the boundaries the array library and device of ``sample``."""
+        found = _rows.masks_like(sample, self.num_envs, *self._kind)
+        if found is not None:
+            self._kind, (false, true) = found[:2], found[2:]
+            self._false, self._true = false, true
+            self.quiet = Boundary(false, false, true, false, false)
+            self._full_reset = Boundary(false, true, false, false, false)
+            self.ended.adopt(false)
+
+    def reset(self, mask: Any | None, like: Any = None) -> Boundary:
+        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start;
+        ``like``: the batch it returned, whose library the masks take (or mask's)."""
         if self._source and (shared := self._shared(mask, None)):
             return shared
+        if (sample := mask if like is None else like) is not None:
+            self._adopt(sample)
         false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
             return self._remember(mask, None, before, self._full_reset)
-        starts = np.asarray(mask, dtype=np.bool_)
+        starts = _rows.in_library(mask, self._false)
         self.ended.update(cleared=starts)
         pending = self.ended.mask if self._caller_resets else false
         return self._remember(
@@ -351,7 +368,9 @@ class BoundaryTracker:
             return shared
         if type(terminations) is np.ndarray:
             ended = np.logical_or(terminations, truncations)
-        else:  # another library's flags (torch's): as NumPy bools
+        elif type(terminations) is self._kind[0] or _arrays.namespace(terminations):
+            return self._array_step(terminations, truncations)
+        else:  # lists, Python values: as NumPy bools
             ended = np.logical_or(host_array(terminations), host_array(truncations))
         tracked = self.ended
         before = tracked.mask
@@ -368,6 +387,20 @@ class BoundaryTracker:
                 tracked.clear()
             else:
                 tracked.set(ended & ~reset_within)
+        return self._remember(terminations, truncations, before, b)
+
+    def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
+        """:meth:`step` over another library's flags (one host sync a step)."""
+        self._adopt(terminations)
+        ended, tracked, before = terminations | truncations, self.ended, self.ended.mask
+        if not tracked.count and not _arrays.any_true(ended):
+            b = self.quiet
+        else:
+            b = _boundary(self.mode, ended, before, (self._false, self._true))
+            if b.final_in_info is ended:  # SAME_STEP: all that ended reset
+                tracked.clear()
+            else:
+                tracked.set(ended)
         return self._remember(terminations, truncations, before, b)
 
 
@@ -398,13 +431,15 @@ def with_finals(
     final_obs: np.ndarray,
     final_info: dict[str, Any],
 ) -> dict[str, Any]:
-    """A new ``infos`` with the final observations, final infos and their ``mask``."""
+    """A new ``infos`` with the final observations, final infos and their ``mask``,
+    in Gymnasium's layout (``final_obs`` an object array) or the dense one
+    (``final_obs`` one batch, meaningful where ``mask`` is True: array batches)."""
     return {
         **infos,
         FINAL_OBS: final_obs,
         _FINAL_OBS_MASK: mask,
         FINAL_INFO: final_info,
-        _FINAL_INFO_MASK: mask.copy(),
+        _FINAL_INFO_MASK: _rows.copied(mask),
     }
 
 
@@ -447,9 +482,22 @@ def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
     if not isinstance(infos, dict):
         return None
     mask = infos.get(_FINAL_OBS_MASK)
-    if mask is None or not count_nonzero(mask):
+    if mask is None:
+        return None
+    if type(mask) is not np.ndarray and _arrays.namespace(mask) is not None:
+        return (mask, infos.get(FINAL_OBS)) if _arrays.any_true(mask) else None
+    if not count_nonzero(mask):
         return None
     return np.asarray(mask, dtype=np.bool_), infos.get(FINAL_OBS)
+
+
+def with_final_batch(infos: dict[str, Any], rows: Any, batch: Any) -> dict[str, Any]:
+    """``infos`` with ``batch`` (all rows) as final observations, in its layout."""
+    final = infos.get(FINAL_OBS)
+    if not (type(final) is np.ndarray and final.dtype == object):  # dense
+        return {**infos, FINAL_OBS: batch}
+    indices = np.flatnonzero(rows).tolist()
+    return with_final_observations(infos, {i: _rows.row_of(batch, i) for i in indices})
 
 
 def final_of(info: Any) -> tuple[bool, Any]:
@@ -480,10 +528,14 @@ def map_infos(
     """A new ``infos`` mapped key by key (to another array library, say): the
     keys outside SAME_STEP's layout through ``others`` (a dict to a dict), each
     final observation through ``observation``, the final infos through
-    ``final_info``; the masks as they are."""
+    ``final_info``; the masks as they are (an array env's: by ``observation``)."""
     rest, finals = without_finals(infos)
-    out = dict(others(rest))
-    if FINAL_OBS in infos:
+    out, dense = dict(others(rest)), infos.get(FINAL_OBS)
+    if dense is not None and type(dense) is not np.ndarray and _arrays.namespace(dense):
+        masks = FINAL_KEYS[1::2]  # an array env's dense layout: masks, one batch
+        out.update({k: observation(infos[k]) for k in masks if k in infos})
+        out[FINAL_OBS] = observation(dense)
+    elif FINAL_OBS in infos:
         mask = infos.get(_FINAL_OBS_MASK)
         entries = np.array(infos[FINAL_OBS], dtype=object, copy=True)
         rows = range(len(entries)) if mask is None else np.flatnonzero(mask).tolist()
@@ -494,7 +546,7 @@ def map_infos(
     if finals is not None:
         out[FINAL_INFO] = final_info(finals)
     for key in (_FINAL_OBS_MASK, _FINAL_INFO_MASK):
-        if key in infos:
+        if key in infos and key not in out:
             out[key] = infos[key]
     return out
 
@@ -590,14 +642,11 @@ def _mask_problem(key: str, mask: Any, expected: np.ndarray) -> LayoutProblem | 
 def _contents_problem(
     infos: dict[str, Any], expected: np.ndarray
 ) -> LayoutProblem | None:
-    """Final observations that are not an object array, final infos not a dict."""
+    """Final observations that are neither an object array of a row per sub-env
+    nor one batch of as many rows (the dense layout), final infos not a dict."""
     obs = infos[FINAL_OBS]
-    if not (
-        isinstance(obs, np.ndarray)
-        and obs.dtype == object
-        and obs.shape == expected.shape
-    ):
-        shape = f"a numpy object array of shape {expected.shape}"
+    if _rows.rows_of(obs) != len(expected):  # Gymnasium's layout, or the dense one
+        shape = f"a numpy object array of shape {expected.shape} (or a dense batch)"
         return LayoutProblem(FINAL_OBS, None, shape, True, obs)
     if not isinstance(infos[FINAL_INFO], dict):
         return LayoutProblem(FINAL_INFO, None, "a dict", True, infos[FINAL_INFO])
@@ -617,12 +666,8 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
         found = (mask, final_obs) if mask.any() else None
     else:
         found = final_observations(infos)
-    if (
-        found is None
-        or found[1] is None
-        or count_nonzero(found[0][rows]) != count_nonzero(rows)
-    ):
-        subs = ", ".join(str(i) for i in np.flatnonzero(rows).tolist())
+    if found is None or found[1] is None or _rows.missing(rows, found[0]):
+        subs = ", ".join(str(i) for i in np.flatnonzero(host_array(rows)).tolist())
         raise ValueError(
             f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but "
             f"info['final_obs'] / info['_final_obs'] does not hold their final "
@@ -640,8 +685,13 @@ def merge_final_observations(
     who: str = "wrapper",
 ) -> Any:
     """A copy of the batch ``observations`` (which ``env`` returned) whose
-    ``rows`` hold the final observations of ``infos``; leaves keep their type."""
+    ``rows`` hold the final observations of ``infos`` (either layout); leaves
+    keep their type. Another library's batch: in that library, no host copy."""
     final = final_entries(infos, rows, who)
+    if type(rows) is not np.ndarray:  # another library's mask
+        if not (type(final) is np.ndarray and final.dtype == object):  # dense
+            return _arrays.rows_where(rows, final, observations)
+        rows = np.asarray(host_array(rows), dtype=np.bool_)  # (NumpyToTorch's)
     indices = np.flatnonzero(rows).tolist()
     spaces = env.observation_space, env.single_observation_space
     return _rows.with_rows(*spaces, observations, indices, [final[i] for i in indices])

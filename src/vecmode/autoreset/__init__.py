@@ -11,12 +11,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecmode import core, errors, modes
+from vecmode import _arrays, _rows, core, errors, modes
+from vecmode.autoreset import batched
 from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
 from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
-from vecmode.forwarding import ForwardingWrapper
+from vecmode.forwarding import ForwardingWrapper, valid_reset_mask
 from vecmode.infos import expand_infos, merge_infos, select_infos
 from vecmode.registry import declaration, supports
 
@@ -101,6 +102,8 @@ class _AutoresetWrapper(ForwardingWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         self.metadata = {**env.metadata, "autoreset_mode": self.autoreset_mode}
+        #: Whether the env's batches are torch's, JAX's... (the array path).
+        self._array = _arrays.is_array_env(env)
         found = vector_env_declaration(env)
         if found is not None and not found.batched_spaces and env.unwrapped is env:
             # the env's spaces are the single-env ones (EnvPool)
@@ -198,7 +201,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
-        return not core.validate_reset_mask(options["reset_mask"], self.num_envs).any()
+        mask = valid_reset_mask(options["reset_mask"], self.num_envs)
+        return not _arrays.any_true(mask)
 
     def reset(
         self, *, seed: Any = None, options: dict[str, Any] | None = None
@@ -293,20 +297,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         if found is None or found.reset_returns == "all" or self._last_obs is None:
             return obs, infos
         whole = core.copy_batch(self._last_obs)
-        _place_rows(whole, np.flatnonzero(mask), obs)
+        _rows.place_rows(whole, np.flatnonzero(mask), obs)
         return whole, expand_infos(infos, mask, self.num_envs)
-
-
-def _place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
-    """Write the rows of batch ``part`` into batch ``whole`` at ``rows``."""
-    if isinstance(whole, dict):
-        for key in whole:
-            _place_rows(whole[key], rows, part[key])
-    elif isinstance(whole, tuple):
-        for sub_whole, sub_part in zip(whole, part, strict=True):
-            _place_rows(sub_whole, rows, sub_part)
-    else:
-        whole[rows] = part
 
 
 #: The state of a ``reset_async`` that sent nothing (an all-False mask).
@@ -423,6 +415,8 @@ class SameStepAutoreset(_AutoresetWrapper):
 
     def _step_result(self, result: StepResult) -> StepResult:
         """Over a foreign DISABLED env: reset the ended sub-envs with a mask."""
+        if self._array:  # torch/JAX batches: in their library, the dense layout
+            return batched.same_step(self, result)
         obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
         if ended.any():
@@ -485,7 +479,8 @@ class DisableAutoreset(_AutoresetWrapper):
         return actions
 
     def _step_result(self, result: StepResult) -> StepResult:
-        self.ended.set(np.logical_or(result[2], result[3]))
+        terms, truncs = result[2], result[3]  # another library's: kept in it
+        self.ended.set(terms | truncs if self._array else np.logical_or(terms, truncs))
         self._last_obs = result[0]
         return result
 
@@ -567,6 +562,7 @@ def with_autoreset(
             "with_autoreset", None, modes.MODES, why, todo
         )
         raise IncompatibleModeError(message)
+    batched.refuse_next_step(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
     original = env
     for policy in chain:
@@ -640,6 +636,7 @@ def gymnasium_layout(env: VectorEnv) -> VectorEnv:
     SAME_STEP's final observations its own way (ALE's dense layout)."""
     mode = modes.mode_of(env)
     own = mode is not None and modes.final_in_info(mode)
+    own = own and not _arrays.is_array_env(env)  # array batches: dense, as is
     return (
         GymnasiumFinalObs(env) if own and final_obs_layout(env) != "gymnasium" else env
     )

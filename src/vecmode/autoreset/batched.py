@@ -1,0 +1,74 @@
+"""The policies' array path: SAME_STEP and DISABLED over a DISABLED vector env
+whose batches are another library's (torch, JAX), in that library and on its
+device, with no host copy and no per-sub-env loop.
+
+>>> import numpy as np
+>>> merged_infos({}, {}, np.array([True]))
+{}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vecmode import _arrays, _rows, errors, modes
+
+StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
+
+
+def merged_infos(
+    infos: dict[str, Any], reset_infos: dict[str, Any], ended: Any
+) -> dict[str, Any]:
+    """The step's batched ``infos`` with the masked reset's ``reset_infos`` in
+    the rows they mask, as ``vecmode.infos`` merges NumPy's: a step's masked
+    info no longer masks the ``ended`` rows; an unmasked one is the reset's,
+    if it has one."""
+    out = dict(infos)
+    for key in infos:
+        if not key.startswith("_") and f"_{key}" in infos:
+            out[f"_{key}"] = infos[f"_{key}"] & ~ended
+    for key, value in reset_infos.items():
+        if key.startswith("_"):
+            continue
+        had, has = out.get(f"_{key}"), reset_infos.get(f"_{key}")
+        if key in infos and had is not None and has is not None:
+            out[key] = _arrays.rows_where(has, value, infos[key])
+            out[f"_{key}"] = had | has
+        else:
+            out[key] = value
+            if has is not None:
+                out[f"_{key}"] = has
+    return out
+
+
+def same_step(policy: Any, result: StepResult) -> StepResult:
+    """SAME_STEP from a DISABLED array env's step: the ended sub-envs reset with
+    a ``reset_mask`` of the batch's library, their final observations in the
+    dense layout (one batch, meaningful where they ended), their final infos
+    the step's infos as the env returned them."""
+    obs, rewards, terminations, truncations, infos = result
+    ended = terminations | truncations
+    if _arrays.any_true(ended):
+        final_obs = _rows.copied(obs)  # the env may write into its batch
+        reset_obs, reset_infos = policy.env.reset(options={"reset_mask": ended})
+        obs = _arrays.rows_where(ended, reset_obs, obs)
+        step_infos = merged_infos(infos, reset_infos, ended)
+        infos = modes.with_finals(step_infos, ended, final_obs, infos)
+    policy._last_obs = obs
+    return obs, rewards, terminations, truncations, infos
+
+
+def refuse_next_step(env: Any, current: Any, target: Any) -> None:
+    """Raise :class:`~vecmode.IncompatibleModeError` if ``env`` of torch or JAX
+    batches is asked for NEXT_STEP in another mode: that resets a sub-env
+    without stepping it, which only a vecmode core can do."""
+    if not (_arrays.is_array_env(env) and modes.resets_on_next_step(target)):
+        return
+    library, mode = _arrays.declared_namespace(env), modes.as_mode(current).value
+    raise errors.IncompatibleModeError(
+        f"with_autoreset cannot turn {errors.describe(env)} ({mode}, {library} "
+        f"batches) into NextStep: NEXT_STEP must reset a sub-env without stepping "
+        f"it, which only a vecmode core can do. Use vecmode.with_autoreset(env, "
+        f"'SameStep') or 'Disabled' (both take its batches as they are), or build "
+        f"the env in NEXT_STEP mode itself."
+    )
