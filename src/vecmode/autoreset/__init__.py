@@ -380,6 +380,7 @@ class NextStepAutoreset(_AutoresetWrapper):
     },
     instead="Use vecmode.with_autoreset(env, 'SameStep'), which first converts the "
     "env to DISABLED where that is exact, or build it with autoreset_mode='Disabled'.",
+    array_native=True,
 )
 class SameStepAutoreset(_AutoresetWrapper):
     """SAME_STEP autoreset: a sub-env is reset within the step its episode ends,
@@ -441,6 +442,7 @@ class SameStepAutoreset(_AutoresetWrapper):
     output=AutoresetMode.DISABLED,
     why={AutoresetMode.SAME_STEP: _FOREIGN_SAME_STEP},
     instead=_BUILD_DISABLED,
+    array_native=True,
 )
 class DisableAutoreset(_AutoresetWrapper):
     """DISABLED mode over a foreign vector env whose masked reset is exact
