@@ -1,0 +1,256 @@
+"""Running statistics in a batch's own array library and device (torch, JAX...),
+for the wrappers' array path; NumPy batches keep :mod:`.running_stats`.
+
+The statistics are float64 where the device has it (torch on the CPU: yes; JAX:
+only with ``jax_enable_x64``, else float32; Apple's MPS: float32).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from vecmode import _arrays
+from vecmode.wrappers.running_stats import RunningMeanStd
+
+__all__ = [
+    "ArrayPath",
+    "ArrayQueue",
+    "ArrayRunningMeanStd",
+    "float_dtype",
+    "int_dtype",
+    "normalize",
+]
+
+
+def _has(xp: Any, device: Any, name: str) -> bool:
+    return name in xp.__array_namespace_info__().dtypes(device=device)
+
+
+def float_dtype(xp: Any, device: Any) -> Any:
+    """float64 where ``device`` has it, else float32."""
+    return xp.float64 if _has(xp, device, "float64") else xp.float32
+
+
+def int_dtype(xp: Any, device: Any) -> Any:
+    """int64 where ``device`` has it, else int32."""
+    return xp.int64 if _has(xp, device, "int64") else xp.int32
+
+
+def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> Any:
+    """Chan et al.'s parallel merge of the rows of ``x`` (those of the 0/1
+    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``."""
+    x = xp.astype(x, mean.dtype)
+    if w is None:
+        batch_mean = xp.mean(x, axis=0)
+        m2 = xp.var(x, axis=0) * n
+    else:
+        w = xp.reshape(xp.astype(w, mean.dtype), (-1,) + (1,) * (len(x.shape) - 1))
+        batch_mean = xp.sum(x * w, axis=0) / n
+        m2 = xp.sum(xp.square(x - batch_mean) * w, axis=0)
+    total = count + n
+    delta = batch_mean - mean
+    new_mean = mean + delta * (n / total)
+    new_var = (var * count + m2 + xp.square(delta) * (count * n / total)) / total
+    return new_mean, new_var
+
+
+@functools.cache
+def _jitted(masked: bool) -> Any:
+    """:func:`_merge` compiled by ``jax.jit`` (one per shape, dtype and mask use)."""
+    import jax
+    import jax.numpy as jnp
+
+    if masked:
+        return jax.jit(functools.partial(_merge, jnp))
+
+    def merge(mean: Any, var: Any, count: Any, x: Any, n: Any) -> Any:
+        return _merge(jnp, mean, var, count, x, None, n)
+
+    return jax.jit(merge)
+
+
+class ArrayRunningMeanStd:
+    """Gymnasium's ``RunningMeanStd`` in the arrays of ``xp`` on ``device``:
+    ``mean`` and ``var`` are arrays of that library, ``count`` a float;
+    :meth:`to_numpy` gives Gymnasium's, for saving. JAX's update is compiled
+    (``jax.jit``).
+
+    Args:
+        xp: the array namespace (``array_api_compat.array_namespace(batch)``).
+        shape: the shape of one value.
+        device: where the statistics live.
+        epsilon: the starting count.
+
+    >>> import torch, array_api_compat
+    >>> xp = array_api_compat.array_namespace(torch.zeros(1))
+    >>> rms = ArrayRunningMeanStd(xp, shape=())
+    >>> rms.update(torch.tensor([1.0, 2.0, 3.0]))
+    >>> rms.mean, rms.count
+    (tensor(1.9999..., dtype=torch.float64), 3.0001)
+    >>> rms.to_numpy().var
+    array(0.6668...)
+    """
+
+    def __init__(
+        self,
+        xp: Any,
+        shape: tuple[int, ...] = (),
+        device: Any = None,
+        epsilon: float = 1e-4,
+    ) -> None:
+        self.xp, self.device, self.shape = xp, device, tuple(shape)
+        self.dtype = dtype = float_dtype(xp, device)
+        self.mean = xp.zeros(self.shape, dtype=dtype, device=device)
+        self.var = xp.ones(self.shape, dtype=dtype, device=device)
+        self.count = float(epsilon)
+        self._jax = _arrays.name_of(xp) == "jax.numpy"
+
+    @classmethod
+    def from_numpy(cls, rms: Any, xp: Any, device: Any = None) -> ArrayRunningMeanStd:
+        """Statistics of ``xp`` on ``device`` holding the values of ``rms`` (a
+        Gymnasium ``RunningMeanStd``, e.g. one loaded from a save)."""
+        shape = tuple(np.shape(rms.mean))
+        out = cls(xp, shape, device, float(rms.count))
+        out.mean = xp.asarray(np.asarray(rms.mean), dtype=out.dtype, device=device)
+        out.var = xp.asarray(np.asarray(rms.var), dtype=out.dtype, device=device)
+        return out
+
+    def to_numpy(self) -> RunningMeanStd:
+        """A NumPy copy, as Gymnasium's ``RunningMeanStd`` (for saving)."""
+        mean = np.asarray(_arrays.to_numpy(self.mean))
+        out = RunningMeanStd(self.count, mean.shape, mean.dtype)
+        out.mean, out.var = mean, np.asarray(_arrays.to_numpy(self.var))
+        return out
+
+    def update(self, x: Any, mask: Any = None) -> int:
+        """Merge the rows of ``x`` (those of the bool array ``mask``, all if
+        None) into the statistics; return how many."""
+        rows = x.shape[0]
+        n = rows if mask is None else _arrays.count_true(mask)
+        if not n:
+            return 0
+        w = None if n == rows else mask
+        if self._jax:
+            if w is None:
+                merged = _jitted(False)(self.mean, self.var, self.count, x, n)
+            else:
+                merged = _jitted(True)(self.mean, self.var, self.count, x, w, n)
+        else:
+            merged = _merge(self.xp, self.mean, self.var, self.count, x, w, n)
+        self.mean, self.var = merged
+        self.count += n
+        return n
+
+    def __repr__(self) -> str:
+        return (
+            f"ArrayRunningMeanStd({_arrays.name_of(self.xp)}, shape={self.shape}, "
+            f"count={self.count})"
+        )
+
+
+def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> Any:
+    """``(x - mean) / sqrt(var + epsilon)`` in the statistics' precision, as
+    ``dtype``."""
+    xp = rms.xp
+    return xp.astype((x - rms.mean) / xp.sqrt(rms.var + epsilon), dtype)
+
+
+class ArrayQueue:
+    """A bounded queue of episode values filled from array batches: a step adds
+    ``(values, mask)`` without reading them; iterating reads them to the host
+    (for reports, never in a step). ``maxlen`` as a ``deque``'s."""
+
+    def __init__(self, maxlen: int | None) -> None:
+        self.maxlen = maxlen
+        self._chunks: deque[tuple[Any, Any, int]] = deque()
+        self._size = 0
+
+    def add(self, values: Any, mask: Any, count: int) -> None:
+        """Queue the ``count`` values of ``values`` in ``mask``, in row order."""
+        self._chunks.append((values, mask, count))
+        self._size += count
+        while (
+            self.maxlen is not None and self._size - self._chunks[0][2] >= self.maxlen
+        ):
+            self._size -= self._chunks.popleft()[2]
+
+    def _values(self) -> list[Any]:
+        out: list[Any] = []
+        for values, mask, _ in self._chunks:
+            out.extend(_arrays.to_numpy(values)[_arrays.to_numpy(mask)].tolist())
+        return out if self.maxlen is None else out[-self.maxlen :]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return min(self._size, self._size if self.maxlen is None else self.maxlen)
+
+    def __repr__(self) -> str:
+        return f"ArrayQueue({self._values()}, maxlen={self.maxlen})"
+
+
+class ArrayPath:
+    """Mixin of the array-native wrappers: the first call of an armed method
+    (:meth:`_arm`) looks at its batch once; a batch of another library than
+    NumPy installs the ``_array_<name>`` methods on the instance, after
+    :meth:`_to_array_path` made the state. A NumPy batch leaves the class's
+    methods as they are: no per-step cost."""
+
+    #: The methods that have an ``_array_`` version on the array path.
+    ARRAY_METHODS = (
+        "_reset_result",
+        "_step_result",
+        "episode_start",
+        "transition",
+        "normalize",
+        "rewards",
+        "actions",
+    )
+    xp: Any = None
+    device: Any = None
+
+    def _arm(self, name: str) -> None:
+        """Look at the first batch given to ``self.<name>`` (its first argument)."""
+        setattr(self, name, _Dispatch(self, name))
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        """Make the state in ``xp`` on ``leaf``'s device (extend, calling super)."""
+        import array_api_compat
+
+        self.xp, self.device = xp, array_api_compat.device(leaf)
+        for name in self.ARRAY_METHODS:
+            self.__dict__.pop(name, None)
+            method = getattr(self, f"_array_{name}", None)
+            if method is not None and getattr(type(self), f"_array_{name}") not in (
+                ArrayPath._array_reset_result,
+                ArrayPath._array_step_result,
+            ):
+                setattr(self, name, method)
+
+    def _array_reset_result(self, obs: Any, infos: Any, state: Any) -> Any:
+        return super()._reset_result(obs, infos, state)  # type: ignore[misc]
+
+    def _array_step_result(self, result: Any) -> Any:
+        return super()._step_result(result)  # type: ignore[misc]
+
+
+class _Dispatch:
+    """An :class:`ArrayPath`'s armed method: picks the path at its first call."""
+
+    def __init__(self, owner: ArrayPath, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __call__(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        owner = self.owner
+        owner.__dict__.pop(self.name, None)
+        if owner.xp is None:
+            xp = _arrays.namespace(batch)
+            if xp is not None:
+                owner._to_array_path(xp, _arrays.leaf(batch))
+        return getattr(owner, self.name)(batch, *args, **kwargs)
