@@ -15,6 +15,7 @@ from gymnasium import Space
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from vecmode import _arrays
 from vecmode._numpy import count_nonzero, host_array
 
 #: Sub-envs as indices or a bool mask.
@@ -30,20 +31,59 @@ def constant_masks(num_envs: int) -> tuple[np.ndarray, np.ndarray]:
     return false, true
 
 
+def masks_like(sample: Any, num_envs: int, kind: type, device: Any) -> Any:
+    """``(array type, device, all-False, all-True)`` masks of ``num_envs`` in
+    the library and on the device of ``sample`` (a batch; NumPy's shared
+    read-only pair for NumPy), or None if those are ``kind`` and ``device``
+    already, or ``sample`` is no array (a list: read as NumPy)."""
+    leaf = _arrays.leaf(sample)
+    where = getattr(leaf, "device", None)
+    if type(leaf) is kind and where == device:
+        return None
+    xp = _arrays.namespace(leaf)
+    if xp is None and kind is np.ndarray:
+        return None
+    if xp is None:
+        return (np.ndarray, None, *constant_masks(num_envs))
+    found = importlib.import_module("array_api_compat").device(leaf)
+    false = xp.zeros(num_envs, dtype=xp.bool, device=found)
+    return type(leaf), where, false, xp.ones(num_envs, dtype=xp.bool, device=found)
+
+
 class EndedTracker:
     """Which sub-envs' episodes ended and were not reset since: the one record
-    the cores, the NEXT_STEP policy and ``vecmode.modes.BoundaryTracker`` share."""
+    the cores, the NEXT_STEP policy and ``vecmode.modes.BoundaryTracker`` share.
+    Its mask is NumPy's, or another array library's (bool masks in, then: see
+    :meth:`adopt`)."""
 
     __slots__ = ("_none", "count", "mask")
 
-    def __init__(self, num_envs: int) -> None:
-        self._none = constant_masks(num_envs)[0]
+    def __init__(self, num_envs: int, none: Any = None) -> None:
+        self._none = constant_masks(num_envs)[0] if none is None else none
         #: Their bool mask; replaced, never written into (don't write into it).
         self.mask = self._none
         self.count = 0
 
+    def adopt(self, none: Any) -> None:
+        """Keep the record in ``none``'s library and device (an all-False mask,
+        kept and never written into): the record so far is cleared if it
+        was in another library."""
+        if self.count and type(self.mask) is not type(none):
+            raise ValueError(
+                f"EndedTracker: sub-envs {self.indices()} await a reset in a "
+                f"{type(self.mask).__name__} record; reset them before switching "
+                f"the record to {type(none).__name__} masks."
+            )
+        self._none = self.mask = none
+
     def update(self, cleared: Rows = None, ended: Rows = None) -> None:
-        """The sub-envs in ``cleared`` were reset, those in ``ended`` ended."""
+        """The sub-envs in ``cleared`` were reset, those in ``ended`` ended
+        (indices or bool masks; bool masks of the record's library only)."""
+        if type(self.mask) is not np.ndarray:  # another library's: bool masks
+            mask = self.mask
+            mask = mask if cleared is None else mask & ~cleared
+            self.set(mask if ended is None else mask | ended)
+            return
         mask = None
         for rows, value in ((cleared, False), (ended, True)):
             if rows is not None and len(rows):
@@ -58,17 +98,28 @@ class EndedTracker:
 
     def set(self, mask: np.ndarray) -> None:
         """Exactly the sub-envs in ``mask``, which is kept (don't write into it)."""
-        mask = np.asarray(mask, dtype=np.bool_)
-        count = int(count_nonzero(mask))
+        if type(mask) is np.ndarray or _arrays.namespace(mask) is None:
+            mask = np.asarray(mask, dtype=np.bool_)
+            count = int(count_nonzero(mask))
+        else:  # another library's mask: one scalar to the host
+            count = _arrays.count_true(mask)
         self.mask, self.count = (mask, count) if count else (self._none, 0)
 
     def indices(self) -> list[int]:
-        """The indices of those sub-envs, in order."""
-        return self.mask.nonzero()[0].tolist() if self.count else []
+        """The indices of those sub-envs, in order (a host copy of another
+        library's mask: for error messages)."""
+        if not self.count:
+            return []
+        mask = self.mask
+        if type(mask) is not np.ndarray:
+            mask = np.asarray(host_array(mask), dtype=np.bool_)
+        return mask.nonzero()[0].tolist()  # type: ignore[no-any-return]
 
 
 def flags_say(ended: np.ndarray, terminations: Any, truncations: Any) -> bool:
     """Whether a step's flags (a layer may write into them) still say ``ended``."""
+    if type(ended) is not np.ndarray and _arrays.namespace(ended) is not None:
+        return not _arrays.any_true((terminations | truncations) != ended)
     if type(terminations) is not np.ndarray or type(truncations) is not np.ndarray:
         terminations, truncations = host_array(terminations), host_array(truncations)
     if not count_nonzero(ended):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import _rows, errors
+from vecmode import _arrays, _rows, errors
 from vecmode._numpy import count_nonzero, host_array
 from vecmode._rows import EndedTracker
 
@@ -199,7 +199,8 @@ def mode_or_assumed(
 class Boundary:
     """What one call means for each sub-env, whatever the mode.
 
-    Every field is a bool array of shape ``(num_envs,)``:
+    Every field is a bool array of shape ``(num_envs,)``, in the array library
+    and on the device of the flags and masks the tracker was given:
 
     * ``ended``: the episode ended at this call (terminated or truncated);
     * ``starts``: the returned observation is the first of a new episode;
@@ -228,12 +229,16 @@ def boundary(
     return _boundary(as_mode(mode), ended, ended_before)
 
 
-def _boundary(mode: AutoresetMode, ended: np.ndarray, before: np.ndarray) -> Boundary:
-    """The table of the modes (its all-False and all-True masks are shared)."""
-    never, always = _rows.constant_masks(len(ended))
+def _boundary(
+    mode: AutoresetMode, ended: Any, before: Any, constants: Any = None
+) -> Boundary:
+    """The table of the modes; ``constants``: the all-False and all-True masks
+    to share (NumPy's of the size by default)."""
+    never, always = constants or _rows.constant_masks(len(ended))
     if mode is AutoresetMode.NEXT_STEP:
-        starts = np.asarray(before, dtype=np.bool_)
-        return Boundary(ended, starts, ~starts, never, never)
+        if constants is None:
+            before = np.asarray(before, dtype=np.bool_)
+        return Boundary(ended, before, ~before, never, never)
     if mode is AutoresetMode.SAME_STEP:
         return Boundary(ended, ended, always, ended, never)
     return Boundary(ended, never, always, never, ended)
@@ -273,10 +278,13 @@ class BoundaryTracker:
 
     __slots__ = (
         "_caller_resets",
+        "_device",
         "_false",
         "_full_reset",
+        "_kind",
         "_last",
         "_source",
+        "_true",
         "ended",
         "mode",
         "num_envs",
@@ -296,6 +304,9 @@ class BoundaryTracker:
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
         self._false, self.quiet, self._full_reset = _constants(num_envs)
+        self._true = _rows.constant_masks(num_envs)[1]
+        #: the array type and device of the masks (NumPy's until others come)
+        self._kind, self._device = np.ndarray, None
         self.ended = EndedTracker(num_envs)
         fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
         self._source = source if fits else None  # the same mode and size
@@ -330,15 +341,31 @@ class BoundaryTracker:
         self._last = (first, second, before, b, ended.mask, ended.count)
         return b
 
-    def reset(self, mask: np.ndarray | None) -> Boundary:
-        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start."""
+    def _adopt(self, sample: Any) -> None:
+        """Give the boundaries the array library and device of ``sample`` (a
+        mask, or a batch for a full reset) when they are not already theirs."""
+        found = _rows.masks_like(sample, self.num_envs, self._kind, self._device)
+        if found is not None:
+            self._kind, self._device, false, true = found
+            self._false, self._true = false, true
+            self.quiet = Boundary(false, false, true, false, false)
+            self._full_reset = Boundary(false, true, false, false, false)
+            self.ended.adopt(false)
+
+    def reset(self, mask: Any | None, like: Any = None) -> Boundary:
+        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start.
+        ``like``: the batch the reset returned, whose array library and device
+        the boundary's masks take (a mask gives its own)."""
         if self._source and (shared := self._shared(mask, None)):
             return shared
+        sample = like if mask is None else mask
+        if sample is not None and type(sample) is not self._kind:
+            self._adopt(sample)
         false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
             return self._remember(mask, None, before, self._full_reset)
-        starts = np.asarray(mask, dtype=np.bool_)
+        starts = mask if self._kind is not np.ndarray else np.asarray(mask, bool)
         self.ended.update(cleared=starts)
         pending = self.ended.mask if self._caller_resets else false
         return self._remember(
@@ -351,7 +378,9 @@ class BoundaryTracker:
             return shared
         if type(terminations) is np.ndarray:
             ended = np.logical_or(terminations, truncations)
-        else:  # another library's flags (torch's): as NumPy bools
+        elif type(terminations) is self._kind or _arrays.namespace(terminations):
+            return self._array_step(terminations, truncations)
+        else:  # lists, Python values: as NumPy bools
             ended = np.logical_or(host_array(terminations), host_array(truncations))
         tracked = self.ended
         before = tracked.mask
@@ -368,6 +397,23 @@ class BoundaryTracker:
                 tracked.clear()
             else:
                 tracked.set(ended & ~reset_within)
+        return self._remember(terminations, truncations, before, b)
+
+    def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
+        """:meth:`step` over another library's flags, in that library (one
+        scalar to the host per step, none other)."""
+        self._adopt(terminations)
+        ended = terminations | truncations
+        tracked = self.ended
+        before = tracked.mask
+        if not tracked.count and not _arrays.any_true(ended):
+            b = self.quiet
+        else:
+            b = _boundary(self.mode, ended, before, (self._false, self._true))
+            if b.final_in_info is ended:  # SAME_STEP: all that ended reset
+                tracked.clear()
+            else:
+                tracked.set(ended)
         return self._remember(terminations, truncations, before, b)
 
 
