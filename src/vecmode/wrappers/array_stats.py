@@ -27,6 +27,15 @@ __all__ = [
 ]
 
 
+def host_copy(x: Any) -> np.ndarray:
+    """A NumPy copy of an array of any library (a torch tensor: without its
+    ``__array__``, which NumPy 2 warns about), for saving: never in a step."""
+    detach = getattr(x, "detach", None)
+    if callable(detach):
+        return np.array(detach().cpu().numpy(), copy=True)
+    return np.array(x, copy=True)
+
+
 def _has(xp: Any, device: Any, name: str) -> bool:
     return name in xp.__array_namespace_info__().dtypes(device=device)
 
@@ -81,14 +90,14 @@ class ArrayRunningMeanStd:
     (``jax.jit``).
 
     Args:
-        xp: the array namespace (``array_api_compat.array_namespace(batch)``).
+        xp: the array module (``torch``, ``jax.numpy``) or its array-api-compat
+            namespace.
         shape: the shape of one value.
         device: where the statistics live.
         epsilon: the starting count.
 
-    >>> import torch, array_api_compat
-    >>> xp = array_api_compat.array_namespace(torch.zeros(1))
-    >>> rms = ArrayRunningMeanStd(xp, shape=())
+    >>> import torch
+    >>> rms = ArrayRunningMeanStd(torch, shape=())
     >>> rms.update(torch.tensor([1.0, 2.0, 3.0]))
     >>> rms.mean, rms.count
     (tensor(1.9999..., dtype=torch.float64), 3.0001)
@@ -103,6 +112,7 @@ class ArrayRunningMeanStd:
         device: Any = None,
         epsilon: float = 1e-4,
     ) -> None:
+        xp = _arrays.namespace(xp.asarray(0.0)) or xp  # array-api-compat's
         self.xp, self.device, self.shape = xp, device, tuple(shape)
         self.dtype = dtype = float_dtype(xp, device)
         self.mean = xp.zeros(self.shape, dtype=dtype, device=device)
@@ -122,9 +132,9 @@ class ArrayRunningMeanStd:
 
     def to_numpy(self) -> RunningMeanStd:
         """A NumPy copy, as Gymnasium's ``RunningMeanStd`` (for saving)."""
-        mean = np.asarray(_arrays.to_numpy(self.mean))
+        mean = host_copy(self.mean)
         out = RunningMeanStd(self.count, mean.shape, mean.dtype)
-        out.mean, out.var = mean, np.asarray(_arrays.to_numpy(self.var))
+        out.mean, out.var = mean, host_copy(self.var)
         return out
 
     def update(self, x: Any, mask: Any = None) -> int:
@@ -182,7 +192,7 @@ class ArrayQueue:
     def _values(self) -> list[Any]:
         out: list[Any] = []
         for values, mask, _ in self._chunks:
-            out.extend(_arrays.to_numpy(values)[_arrays.to_numpy(mask)].tolist())
+            out.extend(host_copy(values)[host_copy(mask)].tolist())
         return out if self.maxlen is None else out[-self.maxlen :]
 
     def __iter__(self) -> Iterator[Any]:
