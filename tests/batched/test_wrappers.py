@@ -249,4 +249,4 @@ def test_the_numpy_path_is_untouched_after_the_first_call() -> None:
     envs, _ = _run("numpy", "ppo_stack", "SameStep", steps=2)
     for name in ("_reset_result", "_step_result", "transition", "normalize"):
         assert name not in vars(envs)
-    assert envs.xp is None and isinstance(envs.obs_rms, RunningMeanStd)
+    assert envs.array_xp is None and isinstance(envs.obs_rms, RunningMeanStd)

@@ -165,9 +165,22 @@ class ArrayRunningMeanStd:
 
 def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> Any:
     """``(x - mean) / sqrt(var + epsilon)`` in the statistics' precision, as
-    ``dtype``."""
-    xp = rms.xp
-    return xp.astype((x - rms.mean) / xp.sqrt(rms.var + epsilon), dtype)
+    ``dtype`` (compiled on JAX)."""
+    if rms._jax:
+        return _jitted_normalize()(x, rms.mean, rms.var, epsilon, dtype)
+    return _normalize(rms.xp, x, rms.mean, rms.var, epsilon, dtype)
+
+
+def _normalize(xp: Any, x: Any, mean: Any, var: Any, epsilon: Any, dtype: Any) -> Any:
+    return xp.astype((x - mean) / xp.sqrt(var + epsilon), dtype)
+
+
+@functools.cache
+def _jitted_normalize() -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(functools.partial(_normalize, jnp), static_argnums=4)
 
 
 class ArrayQueue:
@@ -222,8 +235,9 @@ class ArrayPath:
         "rewards",
         "actions",
     )
-    xp: Any = None
-    device: Any = None
+    #: The batches' array namespace and device (None: NumPy's path).
+    array_xp: Any = None
+    array_device: Any = None
 
     def _arm(self, name: str) -> None:
         """Look at the first batch given to ``self.<name>`` (its first argument)."""
@@ -233,7 +247,7 @@ class ArrayPath:
         """Make the state in ``xp`` on ``leaf``'s device (extend, calling super)."""
         import array_api_compat
 
-        self.xp, self.device = xp, array_api_compat.device(leaf)
+        self.array_xp, self.array_device = xp, array_api_compat.device(leaf)
         for name in self.ARRAY_METHODS:
             self.__dict__.pop(name, None)
             method = getattr(self, f"_array_{name}", None)
@@ -259,7 +273,7 @@ class _Dispatch:
     def __call__(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
         owner.__dict__.pop(self.name, None)
-        if owner.xp is None:
+        if owner.array_xp is None:
             xp = _arrays.namespace(batch)
             if xp is not None:
                 owner._to_array_path(xp, _arrays.leaf(batch))

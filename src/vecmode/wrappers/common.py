@@ -52,7 +52,7 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        n, device = self.num_envs, self.device
+        n, device = self.num_envs, self.array_device
         real, whole = float_dtype(xp, device), int_dtype(xp, device)
         self.episode_start_times = xp.zeros(n, dtype=real, device=device)
         self.episode_returns = xp.zeros(n, dtype=real, device=device)
@@ -61,7 +61,7 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             setattr(self, name, ArrayQueue(getattr(self, name).maxlen))
 
     def _array_episode_start(self, observations: Any, mask: Any) -> None:
-        xp, now = self.xp, time.perf_counter()
+        xp, now = self.array_xp, time.perf_counter()
         self.episode_start_times = xp.where(mask, now, self.episode_start_times)
         self.episode_returns = xp.where(mask, 0.0, self.episode_returns)
         self.episode_lengths = xp.where(mask, 0, self.episode_lengths)
@@ -74,7 +74,7 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         truncations: Any,
         mask: Any,
     ) -> None:
-        xp, b = self.xp, self.boundary
+        xp, b = self.array_xp, self.boundary
         returns = self.episode_returns + rewards
         lengths = self.episode_lengths + 1
         if b is self.boundaries.quiet:

@@ -164,7 +164,9 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
         return clip_symmetric(out, self.clip_obs, out)
 
     def _array_normalize(self, observations: Any) -> Any:
-        return _clip(self.xp, super()._array_normalize(observations), self.clip_obs)
+        return _clip(
+            self.array_xp, super()._array_normalize(observations), self.clip_obs
+        )
 
     def _array_step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
@@ -177,9 +179,9 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
             infos = map_final_observations(
                 infos, obs, _Clip(self.clip_obs), self, self, type(self).__name__
             )
-        out = _clip(self.xp, rewards, self.clip_reward)
+        out = _clip(self.array_xp, rewards, self.clip_reward)
         if not quiet:
-            out = self.xp.where(b.real, out, 0.0)
+            out = self.array_xp.where(b.real, out, 0.0)
         return obs, out, terminations, truncations, infos
 
     def _step_result(self, result: StepResult) -> StepResult:

@@ -52,7 +52,9 @@ class NormalizeObservation(
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        rms = array_stats.ArrayRunningMeanStd.from_numpy(self.obs_rms, xp, self.device)
+        rms = array_stats.ArrayRunningMeanStd.from_numpy(
+            self.obs_rms, xp, self.array_device
+        )
         self.obs_rms = rms  # type: ignore[assignment]
         self._dtype = xp.float32
 

@@ -75,10 +75,10 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
         self.return_rms = ArrayRunningMeanStd.from_numpy(  # type: ignore[assignment]
-            self.return_rms, xp, self.device
+            self.return_rms, xp, self.array_device
         )
         self.accumulated_reward = xp.asarray(
-            self.accumulated_reward, device=self.device
+            self.accumulated_reward, device=self.array_device
         )
 
     def _array_reset_result(
@@ -86,14 +86,14 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     ) -> tuple[Any, Any]:
         obs, infos = super()._array_reset_result(obs, infos, state)
         if state is None:
-            self.accumulated_reward = self.xp.zeros_like(self.accumulated_reward)
+            self.accumulated_reward = self.array_xp.zeros_like(self.accumulated_reward)
         return obs, infos
 
     def _array_step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
             result
         )
-        xp, b, sums = self.xp, self.boundary, self.accumulated_reward
+        xp, b, sums = self.array_xp, self.boundary, self.accumulated_reward
         # Gymnasium's sums * gamma * (1 - terminated) + reward, rounded as NumPy's
         moved = xp.where(terminations, 0.0, sums * self.gamma) + rewards
         moved = xp.astype(moved, sums.dtype, copy=False)

@@ -79,13 +79,13 @@ class ClipAction(ArrayPath, VectorizeTransformAction):
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
         self._low, self._high = (
-            xp.asarray(b, device=self.device) for b in (self._low, self._high)
+            xp.asarray(b, device=self.array_device) for b in (self._low, self._high)
         )
         self._dtype = self._low.dtype
 
     def _array_actions(self, actions: Any) -> Any:
-        clipped = self.xp.clip(actions, self._low, self._high)
-        return self.xp.astype(clipped, self._dtype, copy=False)
+        clipped = self.array_xp.clip(actions, self._low, self._high)
+        return self.array_xp.astype(clipped, self._dtype, copy=False)
 
     def actions(self, actions: Any) -> Any:
         return np.clip(np.asarray(actions), self._low, self._high).astype(

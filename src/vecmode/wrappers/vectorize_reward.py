@@ -116,13 +116,13 @@ class ClipReward(ArrayPath, VectorizeTransformReward):
         self._bounds = tuple(  # type: ignore[assignment]
             b
             if b is None or isinstance(b, (int, float))
-            else xp.asarray(b, device=self.device)
+            else xp.asarray(b, device=self.array_device)
             for b in self._bounds
         )
 
     def _array_rewards(self, rewards: Any) -> Any:
         low, high = self._bounds
-        return self.xp.clip(rewards, low, high)
+        return self.array_xp.clip(rewards, low, high)
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
         low, high = self._bounds
