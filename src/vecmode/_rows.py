@@ -79,6 +79,8 @@ class EndedTracker:
     def update(self, cleared: Rows = None, ended: Rows = None) -> None:
         """The sub-envs in ``cleared`` were reset, those in ``ended`` ended
         (indices or bool masks; bool masks of the record's library only)."""
+        if not self.count and ended is None:
+            return  # nothing to clear
         if type(self.mask) is not np.ndarray:  # another library's: bool masks
             mask = self.mask
             mask = mask if cleared is None else mask & ~cleared
@@ -103,6 +105,8 @@ class EndedTracker:
             count = int(count_nonzero(mask))
         else:  # another library's mask: one scalar to the host
             count = _arrays.count_true(mask)
+            if type(self._none) is not type(mask):  # kept in its library now
+                self._none = mask & ~mask
         self.mask, self.count = (mask, count) if count else (self._none, 0)
 
     def indices(self) -> list[int]:
@@ -147,7 +151,19 @@ def copied(batch: Any) -> Any:
         return type(batch)((key, copied(value)) for key, value in batch.items())
     if type(batch) is tuple:
         return tuple(copied(value) for value in batch)
-    return copy.deepcopy(batch)
+    if type(batch).__module__.startswith(("jax", "jaxlib")):
+        return batch  # immutable
+    clone = getattr(batch, "clone", None)  # a torch tensor
+    return clone() if callable(clone) else copy.deepcopy(batch)
+
+
+def row_of(batch: Any, i: int) -> Any:
+    """A copy of row ``i`` of a batch (dicts and tuples of arrays)."""
+    if isinstance(batch, dict):
+        return {key: row_of(value, i) for key, value in batch.items()}
+    if type(batch) is tuple:
+        return tuple(row_of(value, i) for value in batch)
+    return copied(batch[i])
 
 
 def with_rows(

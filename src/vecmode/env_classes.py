@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import VectorWrapper
 
+from vecmode import _arrays
 from vecmode.modes import MODES, as_mode
 
 #: What a masked reset does: resets the masked sub-envs and clears their pending
@@ -224,7 +225,10 @@ def keeps_options(env: Any) -> bool:
 def final_obs_layout(env: Any) -> str:
     """How ``env`` reports SAME_STEP final observations (:data:`FINAL_OBS_LAYOUTS`):
     the outermost layer's ``final_obs_layout`` class attribute, else the innermost
-    env's declaration, else Gymnasium's."""
+    env's declaration, else Gymnasium's. An env of another array library's
+    batches (torch, JAX: ``metadata["array_namespace"]``) is dense."""
+    if _arrays.is_array_env(env):
+        return "dense"
     for layer in layers(env):
         said = getattr(type(layer), "final_obs_layout", None)  # not forwarded
         if isinstance(said, str):

@@ -10,19 +10,43 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
+from vecmode import _arrays
 from vecmode.core import ClosesOnExit, SeedLike, StepResult, validate_reset_mask
 from vecmode.errors import describe
 
 
+def valid_reset_mask(mask: Any, num_envs: int) -> Any:
+    """``options["reset_mask"]`` checked: a NumPy bool array (lists and tuples
+    as NumPy), or another array library's bool array kept in its library.
+
+    >>> valid_reset_mask([True, False], 2)
+    array([ True, False])
+    """
+    if type(mask) is np.ndarray or isinstance(mask, (list, tuple)):
+        return validate_reset_mask(mask, num_envs)
+    xp = _arrays.namespace(mask)
+    if xp is None:
+        return validate_reset_mask(mask, num_envs)
+    if tuple(mask.shape) != (num_envs,) or mask.dtype != xp.bool:
+        raise ValueError(
+            f"`options['reset_mask']` must be a bool array of shape ({num_envs},), "
+            f"got a {_arrays.name_of(xp)} array of dtype {mask.dtype} and shape "
+            f"{tuple(mask.shape)}: pass one bool per sub-env, e.g. "
+            f"terminations | truncations."
+        )
+    return mask
+
+
 def reset_arguments(
     env: VectorEnv, seed: Any, options: dict[str, Any] | None
-) -> tuple[Any, dict[str, Any] | None, np.ndarray | None]:
-    """``(seed, options, mask)`` to reset ``env`` with; ``options`` copied."""
+) -> tuple[Any, dict[str, Any] | None, Any]:
+    """``(seed, options, mask)`` to reset ``env`` with; ``options`` copied; the
+    mask a NumPy one or the array library's its caller gave."""
     mask = None
     if options is not None:
         options = dict(options)
         if "reset_mask" in options:
-            mask = validate_reset_mask(options["reset_mask"], env.num_envs)
+            mask = valid_reset_mask(options["reset_mask"], env.num_envs)
             options["reset_mask"] = mask
     return seed, options, mask
 

@@ -229,14 +229,12 @@ def boundary(
     return _boundary(as_mode(mode), ended, ended_before)
 
 
-def _boundary(
-    mode: AutoresetMode, ended: Any, before: Any, constants: Any = None
-) -> Boundary:
-    """The table of the modes; ``constants``: the all-False and all-True masks
-    to share (NumPy's of the size by default)."""
-    never, always = constants or _rows.constant_masks(len(ended))
+def _boundary(mode: Any, ended: Any, before: Any, masks: Any = None) -> Boundary:
+    """The table of the modes; ``masks``: the all-False and all-True masks to
+    share (NumPy's of the size by default)."""
+    never, always = masks or _rows.constant_masks(len(ended))
     if mode is AutoresetMode.NEXT_STEP:
-        if constants is None:
+        if masks is None:
             before = np.asarray(before, dtype=np.bool_)
         return Boundary(ended, before, ~before, never, never)
     if mode is AutoresetMode.SAME_STEP:
@@ -305,8 +303,7 @@ class BoundaryTracker:
         #: object, so ``b is tracker.quiet`` is a fast test).
         self._false, self.quiet, self._full_reset = _constants(num_envs)
         self._true = _rows.constant_masks(num_envs)[1]
-        #: the array type and device of the masks (NumPy's until others come)
-        self._kind, self._device = np.ndarray, None
+        self._kind, self._device = np.ndarray, None  # the masks' (see _adopt)
         self.ended = EndedTracker(num_envs)
         fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
         self._source = source if fits else None  # the same mode and size
@@ -342,8 +339,7 @@ class BoundaryTracker:
         return b
 
     def _adopt(self, sample: Any) -> None:
-        """Give the boundaries the array library and device of ``sample`` (a
-        mask, or a batch for a full reset) when they are not already theirs."""
+        """Give the boundaries the array library and device of ``sample``."""
         found = _rows.masks_like(sample, self.num_envs, self._kind, self._device)
         if found is not None:
             self._kind, self._device, false, true = found
@@ -358,8 +354,7 @@ class BoundaryTracker:
         the boundary's masks take (a mask gives its own)."""
         if self._source and (shared := self._shared(mask, None)):
             return shared
-        sample = like if mask is None else mask
-        if sample is not None and type(sample) is not self._kind:
+        if (sample := like if mask is None else mask) is not None:
             self._adopt(sample)
         false, before = self._false, self.ended.mask
         if mask is None:
@@ -400,8 +395,7 @@ class BoundaryTracker:
         return self._remember(terminations, truncations, before, b)
 
     def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
-        """:meth:`step` over another library's flags, in that library (one
-        scalar to the host per step, none other)."""
+        """:meth:`step` over another library's flags (one host sync a step)."""
         self._adopt(terminations)
         ended = terminations | truncations
         tracked = self.ended
@@ -444,13 +438,15 @@ def with_finals(
     final_obs: np.ndarray,
     final_info: dict[str, Any],
 ) -> dict[str, Any]:
-    """A new ``infos`` with the final observations, final infos and their ``mask``."""
+    """A new ``infos`` with the final observations, final infos and their ``mask``,
+    in Gymnasium's layout (``final_obs`` an object array) or the dense one
+    (``final_obs`` one batch, meaningful where ``mask`` is True: array batches)."""
     return {
         **infos,
         FINAL_OBS: final_obs,
         _FINAL_OBS_MASK: mask,
         FINAL_INFO: final_info,
-        _FINAL_INFO_MASK: mask.copy(),
+        _FINAL_INFO_MASK: _rows.copied(mask),
     }
 
 
@@ -493,9 +489,21 @@ def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
     if not isinstance(infos, dict):
         return None
     mask = infos.get(_FINAL_OBS_MASK)
+    if type(mask) is not np.ndarray and _arrays.namespace(mask) is not None:
+        return (mask, infos.get(FINAL_OBS)) if _arrays.any_true(mask) else None
     if mask is None or not count_nonzero(mask):
         return None
     return np.asarray(mask, dtype=np.bool_), infos.get(FINAL_OBS)
+
+
+def with_final_batch(infos: dict[str, Any], rows: Any, batch: Any) -> dict[str, Any]:
+    """A new ``infos`` whose final observations are ``batch``'s ``rows`` (a full
+    batch, transformed, say), in the layout ``infos`` already uses."""
+    final = infos.get(FINAL_OBS)
+    if not (type(final) is np.ndarray and final.dtype == object):  # dense
+        return {**infos, FINAL_OBS: batch}
+    indices = np.flatnonzero(rows).tolist()
+    return with_final_observations(infos, {i: _rows.row_of(batch, i) for i in indices})
 
 
 def final_of(info: Any) -> tuple[bool, Any]:
@@ -663,12 +671,8 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
         found = (mask, final_obs) if mask.any() else None
     else:
         found = final_observations(infos)
-    if (
-        found is None
-        or found[1] is None
-        or count_nonzero(found[0][rows]) != count_nonzero(rows)
-    ):
-        subs = ", ".join(str(i) for i in np.flatnonzero(rows).tolist())
+    if found is None or found[1] is None or _arrays.any_true(rows & ~found[0]):
+        subs = ", ".join(str(i) for i in np.flatnonzero(host_array(rows)).tolist())
         raise ValueError(
             f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but "
             f"info['final_obs'] / info['_final_obs'] does not hold their final "
@@ -686,7 +690,10 @@ def merge_final_observations(
     who: str = "wrapper",
 ) -> Any:
     """A copy of the batch ``observations`` (which ``env`` returned) whose
-    ``rows`` hold the final observations of ``infos``; leaves keep their type."""
+    ``rows`` hold the final observations of ``infos`` (either layout); leaves
+    keep their type. Another library's batch: in that library, no host copy."""
+    if type(rows) is not np.ndarray:  # an array batch's mask: the dense layout
+        return _arrays.rows_where(rows, final_entries(infos, rows, who), observations)
     final = final_entries(infos, rows, who)
     indices = np.flatnonzero(rows).tolist()
     spaces = env.observation_space, env.single_observation_space

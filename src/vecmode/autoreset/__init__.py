@@ -11,12 +11,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecmode import core, errors, modes
+from vecmode import _arrays, core, errors, modes
+from vecmode.autoreset import batched
 from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
 from vecmode.env_classes import final_obs_layout, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
-from vecmode.forwarding import ForwardingWrapper
+from vecmode.forwarding import ForwardingWrapper, valid_reset_mask
 from vecmode.infos import expand_infos, merge_infos, select_infos
 from vecmode.registry import declaration, supports
 
@@ -198,7 +199,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
-        return not core.validate_reset_mask(options["reset_mask"], self.num_envs).any()
+        mask = valid_reset_mask(options["reset_mask"], self.num_envs)
+        return not _arrays.any_true(mask)
 
     def reset(
         self, *, seed: Any = None, options: dict[str, Any] | None = None
@@ -410,6 +412,8 @@ class SameStepAutoreset(_AutoresetWrapper):
         if isinstance(env, VectorCore):
             self.core = env
             self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
+        elif _arrays.is_array_env(env):  # torch/JAX batches: in their library
+            self._step_result = lambda result: batched.same_step(self, result)
 
     def _commands(self) -> list[int]:
         return self._all_step_then_reset
@@ -467,6 +471,7 @@ class DisableAutoreset(_AutoresetWrapper):
         if not honours_reset_mask(env):
             raise self._refuse(*_why_not_masked(env))
         self.ended = modes.EndedTracker(env.num_envs)
+        self._array = _arrays.is_array_env(env)
         if isinstance(env, VectorCore):  # (it refuses to step an ended sub-env)
             self.core, self._all_step = env, [_STEP] * env.num_envs
 
@@ -485,7 +490,8 @@ class DisableAutoreset(_AutoresetWrapper):
         return actions
 
     def _step_result(self, result: StepResult) -> StepResult:
-        self.ended.set(np.logical_or(result[2], result[3]))
+        terms, truncs = result[2], result[3]  # another library's: kept in it
+        self.ended.set(terms | truncs if self._array else np.logical_or(terms, truncs))
         self._last_obs = result[0]
         return result
 
@@ -640,6 +646,7 @@ def gymnasium_layout(env: VectorEnv) -> VectorEnv:
     SAME_STEP's final observations its own way (ALE's dense layout)."""
     mode = modes.mode_of(env)
     own = mode is not None and modes.final_in_info(mode)
+    own = own and not _arrays.is_array_env(env)  # array batches: dense, as is
     return (
         GymnasiumFinalObs(env) if own and final_obs_layout(env) != "gymnasium" else env
     )

@@ -1,0 +1,57 @@
+"""The policies' array path: SAME_STEP and DISABLED over a DISABLED vector env
+whose batches are another library's (torch, JAX), in that library and on its
+device, with no host copy and no per-sub-env loop.
+
+>>> import numpy as np
+>>> merged_infos({}, {}, np.array([True]))
+{}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vecmode import _arrays, _rows, modes
+
+StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
+
+
+def merged_infos(
+    infos: dict[str, Any], reset_infos: dict[str, Any], ended: Any
+) -> dict[str, Any]:
+    """The step's batched ``infos`` with the masked reset's in the ``ended``
+    rows (an info the reset gives no row of is dropped there)."""
+    if not infos and not reset_infos:
+        return {}
+    out: dict[str, Any] = {}
+    for key in {**infos, **reset_infos}:
+        if key.startswith("_"):
+            continue
+        step, reset = infos.get(key), reset_infos.get(key)
+        if key not in reset_infos:
+            out[key], had = step, infos.get(f"_{key}", ~ended | ended)
+            out[f"_{key}"] = had & ~ended
+        elif key not in infos or not hasattr(reset, "shape"):
+            out[key], out[f"_{key}"] = reset, reset_infos.get(f"_{key}", ended)
+        else:
+            out[key] = _arrays.rows_where(ended, reset, step)
+            had = infos.get(f"_{key}", ~ended | ended) & ~ended
+            out[f"_{key}"] = had | reset_infos.get(f"_{key}", ended)
+    return out
+
+
+def same_step(policy: Any, result: StepResult) -> StepResult:
+    """SAME_STEP from a DISABLED array env's step: the ended sub-envs reset with
+    a ``reset_mask`` of the batch's library, their final observations in the
+    dense layout (one batch, meaningful where they ended), their final infos
+    the step's infos as the env returned them."""
+    obs, rewards, terminations, truncations, infos = result
+    ended = terminations | truncations
+    if _arrays.any_true(ended):
+        final_obs = _rows.copied(obs)  # the env may write into its batch
+        reset_obs, reset_infos = policy.env.reset(options={"reset_mask": ended})
+        obs = _arrays.rows_where(ended, reset_obs, obs)
+        step_infos = merged_infos(infos, reset_infos, ended)
+        infos = modes.with_finals(step_infos, ended, final_obs, infos)
+    policy._last_obs = obs
+    return obs, rewards, terminations, truncations, infos

@@ -1,0 +1,180 @@
+"""The autoreset policies over a DISABLED env of torch or JAX batches: the same
+episodes as over NumPy, step for step, in the batch's library, no host copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vecmode
+from tests.batched.support import LIBRARIES, host, make_batched, no_host_copies
+from vecmode import modes
+from vecmode.errors import EpisodeEndedError, IncompatibleModeError
+
+ARRAYS = [name for name in LIBRARIES if name != "numpy"]
+
+
+def finals(infos: dict[str, Any], n: int) -> tuple[list[bool], dict[int, Any]]:
+    """The final observations of a step, either layout, as NumPy rows by sub-env."""
+    found = modes.final_observations(infos)
+    if found is None:
+        return [False] * n, {}
+    mask, final = host(found[0]), found[1]
+    if not (isinstance(final, np.ndarray) and final.dtype == object):
+        final = host(final)
+    return mask.tolist(), {i: np.asarray(final[i]) for i in np.flatnonzero(mask)}
+
+
+def run_same_step(name: str, n: int, steps: int, actions: list, limit: int) -> list:
+    """Every step of SAME_STEP over a batched CartPole in library ``name``."""
+    envs = vecmode.with_autoreset(
+        make_batched(name, n, max_episode_steps=limit), "SameStep"
+    )
+    xp = envs.env.xp
+    record = []
+    with no_host_copies():
+        obs, _ = envs.reset(seed=3)
+    record.append(host(obs))
+    for t in range(steps):
+        with no_host_copies():
+            step = envs.step(xp.asarray(actions[t % len(actions)]))
+        obs, rewards, terms, truncs, infos = step
+        assert type(terms) is type(obs)  # the batch's library
+        record.append(
+            (host(obs), host(rewards), host(terms), host(truncs), finals(infos, n))
+        )
+    return record
+
+
+def same(first: Any, second: Any) -> None:
+    """Equal, to float rounding, whatever the nesting."""
+    if isinstance(first, (list, tuple)):
+        assert len(first) == len(second)
+        for a, b in zip(first, second, strict=True):
+            same(a, b)
+    elif isinstance(first, dict):
+        assert first.keys() == second.keys()
+        for key in first:
+            same(first[key], second[key])
+    else:
+        np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@given(
+    n=st.integers(1, 5),
+    limit=st.integers(1, 12),
+    actions=st.lists(
+        st.lists(st.integers(0, 1), min_size=5, max_size=5), min_size=1, max_size=6
+    ),
+)
+@settings(max_examples=25)
+def test_same_step_is_numpys_in_every_library(name, n, limit, actions) -> None:
+    actions = [a[:n] for a in actions]
+    got = run_same_step(name, n, 20, actions, limit)
+    same(got, run_same_step("numpy", n, 20, actions, limit))
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_same_steps_finals_are_dense_in_the_batch_library(name) -> None:
+    envs = vecmode.with_autoreset(
+        make_batched(name, 3, max_episode_steps=2), "SameStep"
+    )
+    xp = envs.env.xp
+    envs.reset(seed=0)
+    with no_host_copies():
+        envs.step(xp.asarray([0, 1, 0]))
+        obs, _, _, _, infos = envs.step(xp.asarray([0, 1, 0]))
+    assert (
+        type(infos["final_obs"]) is type(obs) and infos["final_obs"].shape == obs.shape
+    )
+    assert type(infos["_final_obs"]) is type(obs) and host(infos["_final_obs"]).all()
+    assert infos["final_info"] == {}
+    assert vecmode.env_classes.final_obs_layout(envs) == "dense"
+    assert not np.allclose(host(infos["final_obs"]), host(obs))  # reset: new starts
+
+
+def run_disabled(name: str, n: int, limit: int, actions: list, extra: list) -> list:
+    """DISABLED through DisableAutoreset, resetting the ended sub-envs and the
+    ``extra`` ones after each step."""
+    envs = vecmode.DisableAutoreset(make_batched(name, n, max_episode_steps=limit))
+    xp = envs.env.xp
+    record = []
+    with no_host_copies():
+        obs, _ = envs.reset(seed=5)
+    record.append(host(obs))
+    for t, more in enumerate(extra):
+        with no_host_copies():
+            obs, rewards, terms, truncs, _ = envs.step(
+                xp.asarray(actions[t % len(actions)])
+            )
+            mask = terms | truncs | xp.asarray(more[:n])
+            reset_obs, _ = envs.reset(options={"reset_mask": mask})
+            assert type(envs.awaiting_reset) is type(obs)
+        record.append(
+            (host(obs), host(rewards), host(terms), host(truncs), host(reset_obs))
+        )
+    return record
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@given(
+    n=st.integers(1, 5),
+    limit=st.integers(1, 9),
+    actions=st.lists(
+        st.lists(st.integers(0, 1), min_size=5, max_size=5), min_size=1, max_size=4
+    ),
+    extra=st.lists(
+        st.lists(st.booleans(), min_size=5, max_size=5), min_size=1, max_size=15
+    ),
+)
+@settings(max_examples=25)
+def test_disabled_is_numpys_in_every_library(name, n, limit, actions, extra) -> None:
+    actions = [a[:n] for a in actions]
+    got = run_disabled(name, n, limit, actions, extra)
+    same(got, run_disabled("numpy", n, limit, actions, extra))
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_disabled_refuses_to_step_an_ended_sub_env(name) -> None:
+    envs = vecmode.with_autoreset(
+        make_batched(name, 3, max_episode_steps=1), "Disabled"
+    )
+    policy = vecmode.DisableAutoreset(envs)
+    xp = policy.env.xp
+    policy.reset(seed=0)
+    with no_host_copies():
+        policy.step(xp.asarray([0, 1, 0]))
+        policy.reset(options={"reset_mask": xp.asarray([True, False, False])})
+    with pytest.raises(EpisodeEndedError, match="1, 2") as raised:
+        policy.step(xp.asarray([0, 1, 0]))
+    assert raised.value.indices == (1, 2)
+    with no_host_copies():
+        obs, _ = policy.reset(
+            options={"reset_mask": xp.zeros(3, dtype=xp.bool)}
+        )  # no-op
+        policy.reset(options={"reset_mask": xp.asarray([False, True, True])})
+        policy.step(xp.asarray([0, 1, 0]))
+    assert type(obs) is type(policy.awaiting_reset)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_a_bad_array_mask_is_refused_with_what_to_pass(name) -> None:
+    policy = vecmode.DisableAutoreset(make_batched(name, 3))
+    xp = policy.env.xp
+    policy.reset(seed=0)
+    with pytest.raises(ValueError, match=r"bool array of shape \(3,\).*terminations"):
+        policy.reset(options={"reset_mask": xp.asarray([1, 0, 1])})
+    options = {"reset_mask": xp.asarray([True, False, True])}
+    policy.reset(options=options)
+    assert list(options) == ["reset_mask"]  # the caller's options untouched
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_next_step_over_an_array_env_stays_refused(name) -> None:
+    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset a sub-env"):
+        vecmode.with_autoreset(make_batched(name, 2), "NextStep")
