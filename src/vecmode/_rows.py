@@ -120,6 +120,34 @@ class EndedTracker:
         return mask.nonzero()[0].tolist()  # type: ignore[no-any-return]
 
 
+def in_library(mask: Any, like: Any) -> Any:
+    """A bool ``mask`` in the array library and on the device of the mask
+    ``like`` (NumPy's ``like``: as NumPy, as ``np.asarray`` gives it)."""
+    if type(like) is np.ndarray:
+        return np.asarray(host_array(mask), dtype=np.bool_)
+    if type(mask) is type(like):
+        return mask
+    xp, device = _arrays.namespace(like), importlib.import_module("array_api_compat")
+    host = np.array(host_array(mask), dtype=np.bool_)  # (a writable copy: torch's)
+    return xp.asarray(host, device=device.device(like))
+
+
+def some(mask: Any) -> bool:
+    """Whether a mask, NumPy's (one C call) or another library's (one scalar to
+    the host), holds a True."""
+    if type(mask) is np.ndarray:
+        return bool(count_nonzero(mask))
+    return _arrays.any_true(mask)
+
+
+def missing(rows: Any, mask: Any) -> bool:
+    """Whether a sub-env of ``rows`` is not in ``mask`` (masks of two libraries,
+    a tensor's over NumPy's under ``NumpyToTorch``: compared on the host)."""
+    if type(rows) is not type(mask):
+        rows, mask = (np.asarray(host_array(m), dtype=np.bool_) for m in (rows, mask))
+    return some(rows & ~mask)
+
+
 def flags_say(ended: np.ndarray, terminations: Any, truncations: Any) -> bool:
     """Whether a step's flags (a layer may write into them) still say ``ended``."""
     if type(ended) is not np.ndarray and _arrays.namespace(ended) is not None:

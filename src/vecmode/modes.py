@@ -276,7 +276,6 @@ class BoundaryTracker:
 
     __slots__ = (
         "_caller_resets",
-        "_device",
         "_false",
         "_full_reset",
         "_kind",
@@ -302,8 +301,7 @@ class BoundaryTracker:
         #: The boundary of a step where no episode ends or starts (this very
         #: object, so ``b is tracker.quiet`` is a fast test).
         self._false, self.quiet, self._full_reset = _constants(num_envs)
-        self._true = _rows.constant_masks(num_envs)[1]
-        self._kind, self._device = np.ndarray, None  # the masks' (see _adopt)
+        self._true, self._kind = self.quiet.real, (np.ndarray, None)  # see _adopt
         self.ended = EndedTracker(num_envs)
         fits = source and (source.mode, source.num_envs) == (self.mode, num_envs)
         self._source = source if fits else None  # the same mode and size
@@ -340,27 +338,26 @@ class BoundaryTracker:
 
     def _adopt(self, sample: Any) -> None:
         """Give the boundaries the array library and device of ``sample``."""
-        found = _rows.masks_like(sample, self.num_envs, self._kind, self._device)
+        found = _rows.masks_like(sample, self.num_envs, *self._kind)
         if found is not None:
-            self._kind, self._device, false, true = found
+            self._kind, (false, true) = found[:2], found[2:]
             self._false, self._true = false, true
             self.quiet = Boundary(false, false, true, false, false)
             self._full_reset = Boundary(false, true, false, false, false)
             self.ended.adopt(false)
 
     def reset(self, mask: Any | None, like: Any = None) -> Boundary:
-        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start.
-        ``like``: the batch the reset returned, whose array library and device
-        the boundary's masks take (a mask gives its own)."""
+        """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start;
+        ``like``: the batch it returned, whose library the masks take (or mask's)."""
         if self._source and (shared := self._shared(mask, None)):
             return shared
-        if (sample := like if mask is None else mask) is not None:
+        if (sample := mask if like is None else like) is not None:
             self._adopt(sample)
         false, before = self._false, self.ended.mask
         if mask is None:
             self.ended.clear()
             return self._remember(mask, None, before, self._full_reset)
-        starts = mask if self._kind is not np.ndarray else np.asarray(mask, bool)
+        starts = _rows.in_library(mask, self._false)
         self.ended.update(cleared=starts)
         pending = self.ended.mask if self._caller_resets else false
         return self._remember(
@@ -373,7 +370,7 @@ class BoundaryTracker:
             return shared
         if type(terminations) is np.ndarray:
             ended = np.logical_or(terminations, truncations)
-        elif type(terminations) is self._kind or _arrays.namespace(terminations):
+        elif type(terminations) is self._kind[0] or _arrays.namespace(terminations):
             return self._array_step(terminations, truncations)
         else:  # lists, Python values: as NumPy bools
             ended = np.logical_or(host_array(terminations), host_array(truncations))
@@ -489,16 +486,17 @@ def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
     if not isinstance(infos, dict):
         return None
     mask = infos.get(_FINAL_OBS_MASK)
+    if mask is None:
+        return None
     if type(mask) is not np.ndarray and _arrays.namespace(mask) is not None:
         return (mask, infos.get(FINAL_OBS)) if _arrays.any_true(mask) else None
-    if mask is None or not count_nonzero(mask):
+    if not count_nonzero(mask):
         return None
     return np.asarray(mask, dtype=np.bool_), infos.get(FINAL_OBS)
 
 
 def with_final_batch(infos: dict[str, Any], rows: Any, batch: Any) -> dict[str, Any]:
-    """A new ``infos`` whose final observations are ``batch``'s ``rows`` (a full
-    batch, transformed, say), in the layout ``infos`` already uses."""
+    """``infos`` with ``batch`` (all rows) as final observations, in its layout."""
     final = infos.get(FINAL_OBS)
     if not (type(final) is np.ndarray and final.dtype == object):  # dense
         return {**infos, FINAL_OBS: batch}
@@ -671,7 +669,7 @@ def final_entries(infos: Any, rows: np.ndarray, who: str) -> np.ndarray:
         found = (mask, final_obs) if mask.any() else None
     else:
         found = final_observations(infos)
-    if found is None or found[1] is None or _arrays.any_true(rows & ~found[0]):
+    if found is None or found[1] is None or _rows.missing(rows, found[0]):
         subs = ", ".join(str(i) for i in np.flatnonzero(host_array(rows)).tolist())
         raise ValueError(
             f"{who}: sub-env(s) {subs} ended in a SAME_STEP env but "
@@ -692,9 +690,11 @@ def merge_final_observations(
     """A copy of the batch ``observations`` (which ``env`` returned) whose
     ``rows`` hold the final observations of ``infos`` (either layout); leaves
     keep their type. Another library's batch: in that library, no host copy."""
-    if type(rows) is not np.ndarray:  # an array batch's mask: the dense layout
-        return _arrays.rows_where(rows, final_entries(infos, rows, who), observations)
     final = final_entries(infos, rows, who)
+    if type(rows) is not np.ndarray:  # another library's mask
+        if not (type(final) is np.ndarray and final.dtype == object):  # dense
+            return _arrays.rows_where(rows, final, observations)
+        rows = np.asarray(host_array(rows), dtype=np.bool_)  # (NumpyToTorch's)
     indices = np.flatnonzero(rows).tolist()
     spaces = env.observation_space, env.single_observation_space
     return _rows.with_rows(*spaces, observations, indices, [final[i] for i in indices])

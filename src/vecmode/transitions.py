@@ -16,11 +16,12 @@ from gymnasium import Space
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import errors, modes
+from vecmode import _arrays, errors, modes
 from vecmode._numpy import count_nonzero, host_array
-from vecmode._rows import copied
+from vecmode._rows import copied, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
+from vecmode.forwarding import valid_reset_mask
 from vecmode.wrappers.base import check_infos
 
 __all__ = [
@@ -71,6 +72,12 @@ class EpisodeStart(NamedTuple):
     obs: Any
 
 
+def _host_mask(mask: Any) -> np.ndarray:
+    """A boundary's mask as NumPy (another library's: a host copy, for the
+    reader's per-sub-env lists, never in the collector's step)."""
+    return mask if type(mask) is np.ndarray else np.asarray(host_array(mask), bool)
+
+
 def _row(space: Space | None, batch: Any, i: int) -> Any:
     """Sub-env ``i``'s entry of a batch of ``space`` (None: split by key or row)."""
     if batch is None:
@@ -111,7 +118,7 @@ class Reading(NamedTuple):
         """The returned batch with the ended episodes' final observations in
         their rows (then a new batch); needs the reader's ``spaces``."""
         rows = self.boundary.final_in_info
-        if not count_nonzero(rows):
+        if not some(rows):
             return self.returned
         reader = self.reader
         if reader.spaces is None:
@@ -127,7 +134,7 @@ class Reading(NamedTuple):
         """The real transitions of the call, in sub-env order; ValueError if an
         ended episode's final observation is missing."""
         b, space = self.boundary, self.reader.observation_space
-        rows, finals = b.final_in_info, {}
+        rows, finals = _host_mask(b.final_in_info), {}
         if count_nonzero(rows):
             found = modes.final_entries(self._infos(), rows, self.reader.who)
             finals = {i: found[i] for i in np.flatnonzero(rows).tolist()}
@@ -142,14 +149,14 @@ class Reading(NamedTuple):
                 finals[i] if i in finals else _row(space, self.returned, i),
                 self.infos,
             )
-            for i in np.flatnonzero(b.real).tolist()
+            for i in np.flatnonzero(_host_mask(b.real)).tolist()
         ]
 
     def starts(self) -> list[EpisodeStart]:
         """The episodes the call started, in sub-env order."""
         return [
             EpisodeStart(i, _row(self.reader.observation_space, self.returned, i))
-            for i in np.flatnonzero(self.boundary.starts).tolist()
+            for i in np.flatnonzero(_host_mask(self.boundary.starts)).tolist()
         ]
 
 
@@ -188,7 +195,7 @@ class TransitionReader:
     ) -> Reading:
         """Read a ``reset`` that returned ``(obs, infos)``; ``mask``: its
         ``options["reset_mask"]`` (None: a full reset)."""
-        b = self.tracker.reset(mask)
+        b = self.tracker.reset(mask, like=obs)
         self.obs = obs
         return Reading(self, b, None, obs, infos)
 
@@ -261,7 +268,10 @@ class Transition(NamedTuple):
 
 def _like(mask: np.ndarray, like: Any) -> Any:
     """``mask`` in the array library and on the device of ``like`` (a torch
-    tensor over ``NumpyToTorch``); as it is beside a NumPy array."""
+    tensor over ``NumpyToTorch``); as it is beside a NumPy array, or when it
+    is in another library already."""
+    if type(mask) is not np.ndarray:
+        return mask
     if isinstance(like, np.ndarray) or not hasattr(like, "shape"):
         return mask
     compat = importlib.import_module("array_api_compat")  # what converted ``like``
@@ -320,6 +330,8 @@ class TransitionCollector:
         self.envs = gymnasium_layout(envs)
         self.num_envs: int = envs.num_envs
         self.copy: bool = reuses_buffers(envs) if copy is None else bool(copy)
+        #: Whether the env's batches are another array library's (kept in it).
+        self._array = _arrays.is_array_env(envs)
         #: The infos of the last reset, the collector's own included (DISABLED).
         self.reset_infos: dict[str, Any] = {}
         self._reader = TransitionReader(self.mode, self.num_envs, self.envs, _WHO)
@@ -351,9 +363,7 @@ class TransitionCollector:
         if options is not None:
             options = dict(options)
             if "reset_mask" in options:
-                # another library's array (a torch tensor), as the env takes it
-                mask = host_array(options["reset_mask"])
-                mask = validate_reset_mask(mask, self.num_envs)
+                mask = self._reset_mask(options["reset_mask"])
                 if self._obs is None:
                     why = (
                         "cannot follow a call of the collector that failed midway"
@@ -373,6 +383,13 @@ class TransitionCollector:
         self._reader.reset(self._obs, infos, mask)
         self.reset_infos = infos
         return self._obs, infos
+
+    def _reset_mask(self, mask: Any) -> Any:
+        """``options["reset_mask"]`` checked: in the env's library for an env of
+        torch or JAX batches; else as NumPy (a tensor over ``NumpyToTorch``)."""
+        if self._array:
+            return valid_reset_mask(mask, self.num_envs)
+        return validate_reset_mask(host_array(mask), self.num_envs)
 
     def step(self, actions: Any) -> Transition:
         """Step every sub-env with ``actions``; return the :class:`Transition`.
@@ -399,7 +416,7 @@ class TransitionCollector:
         if b is not reader.tracker.quiet:
             moved_to = read.next_obs  # a new batch where finals were merged in
             rows = b.needs_reset
-            if count_nonzero(rows):
+            if some(rows):
                 infos = _unshared(infos)  # as the step returned them
                 following, reset_infos = self.envs.reset(options={"reset_mask": rows})
                 if self.copy:

@@ -157,3 +157,15 @@ def _iter_trap(original: Any, what: str) -> Any:
         return original(self)
 
     return iterate
+
+
+def array_native(cls: Any) -> Any:
+    """Declare a test wrapper class array-native in every mode, where the
+    registry has the ``array_native`` keyword (a no-op where it has not)."""
+    import inspect
+
+    import vecmode
+
+    if "array_native" not in inspect.signature(vecmode.supports).parameters:
+        return cls
+    return vecmode.supports(*vecmode.MODES, array_native=True)(cls)

@@ -8,13 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import vecmode
 from tests.batched.support import (
     LIBRARIES,
     HostCopyError,
+    array_native,
+    host,
     make_batched,
     no_host_copies,
     xp_of,
 )
+from vecmode import _arrays, modes
+from vecmode.wrappers import ObservationWrapper, RewardWrapper, StatefulWrapper
 
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
@@ -91,3 +96,85 @@ call = st.one_of(
 def test_boundaries_are_numpys_in_the_batch_library(name, mode, calls) -> None:
     calls = [("reset", None, None), *calls]
     assert _replay(xp_of(name), mode, calls, 3) == _replay(np, mode, calls, 3)
+
+
+# --------------------------------------- the base wrappers over array batches
+@array_native
+class Double(ObservationWrapper):
+    # the layout of whatever it wraps (the construction check refuses a dense
+    # SameStep env to a wrapper declaring none: the registry's to lift for
+    # array-native wrappers, which read both layouts through vecmode.modes)
+    final_obs_layout = "dense"
+
+    def observations(self, observations):
+        return observations * 2
+
+
+@array_native
+class Negate(RewardWrapper):
+    final_obs_layout = "dense"  # as Double's
+
+    def rewards(self, rewards):
+        return -rewards
+
+
+@array_native
+class Record(StatefulWrapper):
+    """Episode starts, returns and the sum of the observations moved to, per
+    sub-env, kept in the batch's library."""
+
+    final_obs_layout = "dense"  # as Double's
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.starts = self.returns = self.moved = None
+
+    def episode_start(self, observations, mask):
+        xp = _arrays.namespace(mask) or np
+        add = xp.astype(mask, xp.int64)
+        self.starts = add if self.starts is None else self.starts + add
+
+    def transition(self, observations, rewards, terminations, truncations, mask):
+        xp = _arrays.namespace(mask) or np
+        assert type(mask) is type(rewards) is type(observations)
+        real = xp.astype(mask, rewards.dtype)
+        moved = xp.sum(observations, axis=1) * real
+        self.returns = rewards * real + (0 if self.returns is None else self.returns)
+        self.moved = moved + (0 if self.moved is None else self.moved)
+
+
+def run_stack(name: str, mode: str, n: int, limit: int, steps: int) -> list:
+    """Each step's host values through Record(Negate(Double(policy env)))."""
+    inner = vecmode.with_autoreset(make_batched(name, n, max_episode_steps=limit), mode)
+    envs = Record(Negate(Double(inner)))
+    xp = inner.unwrapped.xp
+    record = []
+    with no_host_copies():
+        obs, _ = envs.reset(seed=1)
+    for t in range(steps):
+        with no_host_copies():
+            obs, rewards, terms, truncs, infos = envs.step(xp.asarray([t % 2] * n))
+            if mode == "Disabled":
+                envs.reset(options={"reset_mask": terms | truncs})
+        found = modes.final_observations(infos)
+        final = None if found is None else host(found[1])
+        if final is not None and final.dtype == object:  # Gymnasium's layout
+            final = np.stack([final[i] for i in np.flatnonzero(host(found[0]))])
+        elif final is not None:
+            final = final[host(found[0])]
+        record.append((host(obs), host(rewards), final, host(envs.returns)))
+    record.append((host(envs.starts), host(envs.moved)))
+    return record
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_the_base_wrappers_are_numpys_over_array_batches(name, mode) -> None:
+    got, expected = run_stack(name, mode, 3, 4, 12), run_stack("numpy", mode, 3, 4, 12)
+    for a, b in zip(got, expected, strict=True):
+        for x, y in zip(a, b, strict=True):
+            if x is None or y is None:
+                assert x is y
+            else:
+                np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+    assert expected[-1][0].tolist() == [4, 4, 4]  # episodes started: 1 + 12 / 4

@@ -15,7 +15,7 @@ from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from vecmode import modes
+from vecmode import _arrays, _rows, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.env_classes import layers
@@ -137,6 +137,8 @@ def map_final_observations(
     transformed = transform(
         merge_final_observations(inner, observations, infos, rows, who)
     )
+    if type(rows) is not np.ndarray:  # another library's batch: in its layout
+        return modes.with_final_batch(infos, rows, transformed)
     return replace_final_observations(infos, rows, transformed, outer)
 
 
@@ -242,7 +244,7 @@ class _Tracked(MaskedResetWrapper):
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
-        self.boundary = self.boundaries.reset(state)
+        self.boundary = self.boundaries.reset(state, like=obs)
         return obs, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
@@ -264,7 +266,12 @@ class RewardWrapper(_Tracked):
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         b = self.boundary
         out = self.rewards(rewards)
-        if b is not self.boundaries.quiet and count_nonzero(b.real) < len(b.real):
+        if b is self.boundaries.quiet:
+            return obs, out, terminations, truncations, infos
+        if type(b.real) is not np.ndarray:  # another library's: its where
+            zeros = _arrays.namespace(out).zeros_like(out)
+            out = _arrays.rows_where(b.real, out, zeros)
+        elif count_nonzero(b.real) < len(b.real):
             out = np.array(out, copy=True)
             out[~b.real] = 0
         return obs, out, terminations, truncations, infos
@@ -318,7 +325,7 @@ class StatefulWrapper(_Tracked):
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         b = self.boundary
-        if b.starts.any():
+        if _rows.some(b.starts):
             self.episode_start(obs, b.starts)
         return obs, infos
 
@@ -330,14 +337,14 @@ class StatefulWrapper(_Tracked):
         # a hook still the base's no-op is not called, nor its arguments built
         transition = self.transition
         if getattr(transition, "__func__", None) is not StatefulWrapper.transition and (
-            quiet or count_nonzero(b.real)
+            quiet or _rows.some(b.real)
         ):
             moved = obs if quiet else self.last_observations(obs, infos)
             transition(moved, rewards, terminations, truncations, b.real)
         episode_start = self.episode_start
         if (
             not quiet
-            and count_nonzero(b.starts)
+            and _rows.some(b.starts)
             and getattr(episode_start, "__func__", None)
             is not StatefulWrapper.episode_start
         ):
@@ -348,7 +355,7 @@ class StatefulWrapper(_Tracked):
         """The observations the last step moved to (a copy holding the final
         observations where the info has them)."""
         rows = self.boundary.final_in_info
-        if not count_nonzero(rows):
+        if not _rows.some(rows):
             return observations
         return merge_final_observations(
             self.env, observations, infos, rows, type(self).__name__
