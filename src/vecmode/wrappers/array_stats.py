@@ -250,12 +250,12 @@ class ArrayPath:
         self.array_xp, self.array_device = xp, array_api_compat.device(leaf)
         for name in self.ARRAY_METHODS:
             self.__dict__.pop(name, None)
-            method = getattr(self, f"_array_{name}", None)
-            if method is not None and getattr(type(self), f"_array_{name}") not in (
+            found = getattr(type(self), "_array_" + name.lstrip("_"), None)
+            if found is not None and found not in (
                 ArrayPath._array_reset_result,
                 ArrayPath._array_step_result,
             ):
-                setattr(self, name, method)
+                setattr(self, name, found.__get__(self))
 
     def _array_reset_result(self, obs: Any, infos: Any, state: Any) -> Any:
         return super()._reset_result(obs, infos, state)  # type: ignore[misc]
