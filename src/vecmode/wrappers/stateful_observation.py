@@ -66,16 +66,12 @@ class NormalizeObservation(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
         obs, infos = super()._array_reset_result(obs, infos, state)
-        if not self.update_running_mean:
-            return self.normalize(obs), infos
+        out = self.normalize(obs)  # the sub-envs not reset: before the update
+        starts = None if state is None else self.boundary.starts
         rms: Any = self.obs_rms
-        if state is None:  # every sub-env starts
-            rms.update(obs)
-            return self.normalize(obs), infos
-        out = self.normalize(obs)  # the others, before the update
-        starts = self.boundary.starts
-        if rms.update(obs, starts):
-            out = _arrays.rows_where(starts, self.normalize(obs), out)
+        if self.update_running_mean and rms.update(obs, starts):
+            new = self.normalize(obs)
+            out = new if starts is None else _arrays.rows_where(starts, new, out)
         return out, infos
 
     def _array_step_result(self, result: StepResult) -> StepResult:
