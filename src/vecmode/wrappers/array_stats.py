@@ -27,12 +27,9 @@ __all__ = [
 
 
 def host_copy(x: Any) -> np.ndarray:
-    """A NumPy copy of an array of any library (a torch tensor: without its
-    ``__array__``, which NumPy 2 warns about), for saving: never in a step."""
-    detach = getattr(x, "detach", None)
-    if callable(detach):
-        return np.array(detach().cpu().numpy(), copy=True)
-    return np.array(x, copy=True)
+    """A NumPy copy of an array of any library, for saving: never in a step."""
+    detach = getattr(x, "detach", None)  # torch: not by __array__ (NumPy 2 warns)
+    return np.array(detach().cpu().numpy() if callable(detach) else x, copy=True)
 
 
 def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
@@ -176,14 +173,11 @@ class ArrayQueue:
         ):
             self._size -= self._chunks.popleft()[2]
 
-    def _values(self) -> list[Any]:
+    def __iter__(self) -> Iterator[Any]:
         out: list[Any] = []
         for values, mask, _ in self._chunks:
             out.extend(host_copy(values)[host_copy(mask)].tolist())
-        return out if self.maxlen is None else out[-self.maxlen :]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values())
+        return iter(out if self.maxlen is None else out[-self.maxlen :])
 
     def __len__(self) -> int:
         return min(self._size, self._size if self.maxlen is None else self.maxlen)
@@ -232,7 +226,7 @@ class _Dispatch:
     """An :class:`ArrayPath`'s armed method: picks the path at its first call."""
 
     def __init__(self, owner: ArrayPath, name: str) -> None:
-        self.owner, self.name = owner, name
+        self.owner, self.name = owner, name  # the method's name
 
     def __call__(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner

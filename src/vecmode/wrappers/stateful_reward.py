@@ -74,12 +74,9 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        self.return_rms = ArrayRunningMeanStd.from_numpy(  # type: ignore[assignment]
-            self.return_rms, xp, self.array_device
-        )
-        self.accumulated_reward = xp.asarray(
-            self.accumulated_reward, device=self.array_device
-        )
+        rms, device = self.return_rms, self.array_device
+        self.return_rms = ArrayRunningMeanStd.from_numpy(rms, xp, device)  # type: ignore[assignment]
+        self.accumulated_reward = xp.asarray(self.accumulated_reward, device=device)
 
     def _array_reset_result(
         self, obs: Any, infos: Infos, state: Mask
