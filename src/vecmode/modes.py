@@ -329,9 +329,7 @@ class BoundaryTracker:
         self._last = last
         return last[3]
 
-    def _remember(
-        self, first: Any, second: Any, before: np.ndarray, b: Boundary
-    ) -> Boundary:
+    def _remember(self, first: Any, second: Any, before: Any, b: Boundary) -> Boundary:
         ended = self.ended
         self._last = (first, second, before, b, ended.mask, ended.count)
         return b
@@ -394,9 +392,7 @@ class BoundaryTracker:
     def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
         """:meth:`step` over another library's flags (one host sync a step)."""
         self._adopt(terminations)
-        ended = terminations | truncations
-        tracked = self.ended
-        before = tracked.mask
+        ended, tracked, before = terminations | truncations, self.ended, self.ended.mask
         if not tracked.count and not _arrays.any_true(ended):
             b = self.quiet
         else:
@@ -532,10 +528,14 @@ def map_infos(
     """A new ``infos`` mapped key by key (to another array library, say): the
     keys outside SAME_STEP's layout through ``others`` (a dict to a dict), each
     final observation through ``observation``, the final infos through
-    ``final_info``; the masks as they are."""
+    ``final_info``; the masks as they are (an array env's: by ``observation``)."""
     rest, finals = without_finals(infos)
-    out = dict(others(rest))
-    if FINAL_OBS in infos:
+    out, dense = dict(others(rest)), infos.get(FINAL_OBS)
+    if dense is not None and type(dense) is not np.ndarray and _arrays.namespace(dense):
+        masks = FINAL_KEYS[1::2]  # an array env's dense layout: masks, one batch
+        out.update({k: observation(infos[k]) for k in masks if k in infos})
+        out[FINAL_OBS] = observation(dense)
+    elif FINAL_OBS in infos:
         mask = infos.get(_FINAL_OBS_MASK)
         entries = np.array(infos[FINAL_OBS], dtype=object, copy=True)
         rows = range(len(entries)) if mask is None else np.flatnonzero(mask).tolist()
@@ -546,7 +546,7 @@ def map_infos(
     if finals is not None:
         out[FINAL_INFO] = final_info(finals)
     for key in (_FINAL_OBS_MASK, _FINAL_INFO_MASK):
-        if key in infos:
+        if key in infos and key not in out:
             out[key] = infos[key]
     return out
 

@@ -178,3 +178,84 @@ def test_the_base_wrappers_are_numpys_over_array_batches(name, mode) -> None:
             else:
                 np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
     assert expected[-1][0].tolist() == [4, 4, 4]  # episodes started: 1 + 12 / 4
+
+
+# ------------------------------------------------ the dense layout's functions
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_the_dense_layout_is_read_merged_and_rewritten_in_the_library(name) -> None:
+    xp = xp_of(name)
+    obs = xp.reshape(xp.arange(6.0), (3, 2))
+    final = obs + 100
+    mask = xp.asarray([False, True, True])
+    infos = modes.with_finals({}, mask, final, {})
+    with no_host_copies():
+        found_mask, found = modes.final_observations(infos)
+        merged = modes.merge_final_observations(None, obs, infos, mask, "test")
+        rewritten = modes.with_final_batch(infos, mask, merged * 2)
+        assert (
+            modes.final_observations(
+                {**infos, "_final_obs": ~xp.ones(3, dtype=xp.bool)}
+            )
+            is None
+        )
+    assert found is final and host(found_mask).tolist() == [False, True, True]
+    assert host(merged).tolist() == [[0, 1], [102, 103], [104, 105]]
+    assert host(rewritten["final_obs"]).tolist() == [[0, 2], [204, 206], [208, 210]]
+    assert rewritten["_final_obs"] is mask and "final_obs" in infos  # a new dict
+    with pytest.raises(ValueError, match=r"sub-env\(s\) 0, 2 ended .* test"):
+        modes.merge_final_observations(
+            None, obs, infos, xp.asarray([True, False, True]), "test"
+        )
+
+
+def test_with_final_batch_keeps_gymnasiums_layout_for_numpy() -> None:
+    final = np.full(3, None, dtype=object)
+    final[1] = np.array([1.0, 2.0])
+    infos = modes.with_finals({}, np.array([False, True, False]), final, {})
+    out = modes.with_final_batch(
+        infos, infos["_final_obs"], np.arange(6.0).reshape(3, 2)
+    )
+    assert out["final_obs"].dtype == object and out["final_obs"][0] is None
+    assert out["final_obs"][1].tolist() == [2.0, 3.0] and final[1].tolist() == [
+        1.0,
+        2.0,
+    ]
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_a_same_step_policys_infos_merge_the_resets_in_the_ended_rows(name) -> None:
+    from vecmode.autoreset.batched import merged_infos
+
+    xp = xp_of(name)
+    ended = xp.asarray([True, False, True])
+    step = {"t": xp.asarray([1, 2, 3]), "_t": xp.asarray([True, True, False]), "s": 1}
+    reset = {"t": xp.asarray([7, 8, 9]), "_t": xp.asarray([True, False, True])}
+    with no_host_copies():
+        out = merged_infos(step, reset, ended)
+    assert host(out["t"]).tolist() == [7, 2, 9]
+    assert host(out["_t"]).tolist() == [True, True, True]
+    assert out["s"] == 1 and "_s" not in out  # unmasked: as it is
+    only = {"u": xp.asarray([5, 5, 5]), "_u": xp.asarray([True, True, True])}
+    with no_host_copies():
+        out = merged_infos(only, {"r": 4}, ended)
+    assert host(out["_u"]).tolist() == [False, True, False] and out["r"] == 4
+    assert merged_infos({}, {}, ended) == {}
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_map_infos_converts_the_dense_layout_as_one_batch(name) -> None:
+    xp = xp_of(name)
+    mask = xp.asarray([True, False])
+    infos = modes.with_finals({"k": xp.asarray([1, 2])}, mask, xp.ones((2, 3)), {})
+    out = modes.map_infos(
+        infos,
+        others=lambda d: {k: host(v) for k, v in d.items()},
+        observation=host,
+        final_info=lambda d: d,
+    )
+    assert type(out["final_obs"]) is np.ndarray and out["final_obs"].shape == (2, 3)
+    for key in ("_final_obs", "_final_info"):
+        assert out[key].tolist() == [True, False]
+    assert out["k"].tolist() == [1, 2] and out["final_info"] == {}
+    back = modes.final_observations(out)
+    assert back is not None and back[0].tolist() == [True, False]

@@ -19,24 +19,25 @@ StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
 def merged_infos(
     infos: dict[str, Any], reset_infos: dict[str, Any], ended: Any
 ) -> dict[str, Any]:
-    """The step's batched ``infos`` with the masked reset's in the ``ended``
-    rows (an info the reset gives no row of is dropped there)."""
-    if not infos and not reset_infos:
-        return {}
-    out: dict[str, Any] = {}
-    for key in {**infos, **reset_infos}:
+    """The step's batched ``infos`` with the masked reset's ``reset_infos`` in
+    the rows they mask, as ``vecmode.infos`` merges NumPy's: a step's masked
+    info no longer masks the ``ended`` rows; an unmasked one is the reset's,
+    if it has one."""
+    out = dict(infos)
+    for key in infos:
+        if not key.startswith("_") and f"_{key}" in infos:
+            out[f"_{key}"] = infos[f"_{key}"] & ~ended
+    for key, value in reset_infos.items():
         if key.startswith("_"):
             continue
-        step, reset = infos.get(key), reset_infos.get(key)
-        if key not in reset_infos:
-            out[key], had = step, infos.get(f"_{key}", ~ended | ended)
-            out[f"_{key}"] = had & ~ended
-        elif key not in infos or not hasattr(reset, "shape"):
-            out[key], out[f"_{key}"] = reset, reset_infos.get(f"_{key}", ended)
+        masks = (out.get(f"_{key}"), reset_infos.get(f"_{key}"))
+        if key in infos and None not in masks and hasattr(value, "shape"):
+            out[key] = _arrays.rows_where(masks[1], value, infos[key])
+            out[f"_{key}"] = masks[0] | masks[1]
         else:
-            out[key] = _arrays.rows_where(ended, reset, step)
-            had = infos.get(f"_{key}", ~ended | ended) & ~ended
-            out[f"_{key}"] = had | reset_infos.get(f"_{key}", ended)
+            out[key] = value
+            if masks[1] is not None:
+                out[f"_{key}"] = masks[1]
     return out
 
 
