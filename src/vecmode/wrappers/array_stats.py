@@ -137,12 +137,6 @@ class ArrayRunningMeanStd:
         self.count += n
         return n
 
-    def __repr__(self) -> str:
-        return (
-            f"ArrayRunningMeanStd({_arrays.name_of(self.xp)}, shape={self.shape}, "
-            f"count={self.count})"
-        )
-
 
 def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> Any:
     """``(x - mean) / sqrt(var + epsilon)`` as ``dtype`` (compiled on JAX)."""
