@@ -227,7 +227,7 @@ class _Dispatch:
 
     def __call__(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
         owner = self.owner
-        owner.__dict__.pop(self.name, None)
+        delattr(owner, self.name)  # not __dict__.pop: attribute loads stay fast
         if owner.array_xp is None:
             xp = _arrays.namespace(batch)
             if xp is not None:
