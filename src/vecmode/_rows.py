@@ -82,8 +82,8 @@ class EndedTracker:
         if not self.count and ended is None:
             return  # nothing to clear
         if type(self.mask) is not np.ndarray:  # another library's: bool masks
-            mask = self.mask
-            mask = mask if cleared is None else mask & ~cleared
+            mask: Any = self.mask
+            mask = mask if cleared is None else mask & ~cast(Any, cleared)
             self.set(mask if ended is None else mask | ended)
             return
         mask = None
@@ -127,9 +127,21 @@ def in_library(mask: Any, like: Any) -> Any:
         return np.asarray(host_array(mask), dtype=np.bool_)
     if type(mask) is type(like):
         return mask
-    xp, device = _arrays.namespace(like), importlib.import_module("array_api_compat")
+    xp: Any = _arrays.namespace(like)
+    device = importlib.import_module("array_api_compat").device(like)
     host = np.array(host_array(mask), dtype=np.bool_)  # (a writable copy: torch's)
-    return xp.asarray(host, device=device.device(like))
+    return xp.asarray(host, device=device)
+
+
+def rows_of(batch: Any) -> int | None:
+    """The rows of a batch (of its first leaf), whatever its library; None for
+    no array, or an object array of more than one dimension."""
+    leaf = _arrays.leaf(batch)
+    shape = getattr(leaf, "shape", None)
+    objects = isinstance(leaf, np.ndarray) and leaf.dtype.kind == "O"
+    if not shape or (objects and len(shape) != 1):
+        return None
+    return int(shape[0])
 
 
 def some(mask: Any) -> bool:
@@ -143,6 +155,8 @@ def some(mask: Any) -> bool:
 def missing(rows: Any, mask: Any) -> bool:
     """Whether a sub-env of ``rows`` is not in ``mask`` (masks of two libraries,
     a tensor's over NumPy's under ``NumpyToTorch``: compared on the host)."""
+    if type(rows) is np.ndarray and type(mask) is np.ndarray:  # the NumPy path
+        return bool(count_nonzero(mask[rows]) != count_nonzero(rows))
     if type(rows) is not type(mask):
         rows, mask = (np.asarray(host_array(m), dtype=np.bool_) for m in (rows, mask))
     return some(rows & ~mask)
@@ -183,6 +197,18 @@ def copied(batch: Any) -> Any:
         return batch  # immutable
     clone = getattr(batch, "clone", None)  # a torch tensor
     return clone() if callable(clone) else copy.deepcopy(batch)
+
+
+def place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
+    """Write the rows of batch ``part`` into batch ``whole`` at ``rows``."""
+    if isinstance(whole, dict):
+        for key in whole:
+            place_rows(whole[key], rows, part[key])
+    elif isinstance(whole, tuple):
+        for sub_whole, sub_part in zip(whole, part, strict=True):
+            place_rows(sub_whole, rows, sub_part)
+    else:
+        whole[rows] = part
 
 
 def row_of(batch: Any, i: int) -> Any:

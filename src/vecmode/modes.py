@@ -642,14 +642,11 @@ def _mask_problem(key: str, mask: Any, expected: np.ndarray) -> LayoutProblem | 
 def _contents_problem(
     infos: dict[str, Any], expected: np.ndarray
 ) -> LayoutProblem | None:
-    """Final observations that are not an object array, final infos not a dict."""
+    """Final observations that are neither an object array of a row per sub-env
+    nor one batch of as many rows (the dense layout), final infos not a dict."""
     obs = infos[FINAL_OBS]
-    if not (
-        isinstance(obs, np.ndarray)
-        and obs.dtype == object
-        and obs.shape == expected.shape
-    ):
-        shape = f"a numpy object array of shape {expected.shape}"
+    if _rows.rows_of(obs) != len(expected):  # Gymnasium's layout, or the dense one
+        shape = f"a numpy object array of shape {expected.shape} (or a dense batch)"
         return LayoutProblem(FINAL_OBS, None, shape, True, obs)
     if not isinstance(infos[FINAL_INFO], dict):
         return LayoutProblem(FINAL_INFO, None, "a dict", True, infos[FINAL_INFO])

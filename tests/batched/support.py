@@ -26,7 +26,8 @@ class HostCopyError(AssertionError):
 
 def xp_of(name: str) -> Any:
     """The array module of ``name`` ("numpy", "torch", "jax"/"jax.numpy"), or a
-    skip. JAX runs in float64 (``jax_enable_x64``, left on), as the others."""
+    skip. JAX runs in float64 (``jax_enable_x64``; conftest.py restores it
+    after each test), as the others."""
     pytest.importorskip("array_api_compat")
     if name == "numpy":
         return np

@@ -259,3 +259,18 @@ def test_map_infos_converts_the_dense_layout_as_one_batch(name) -> None:
     assert out["k"].tolist() == [1, 2] and out["final_info"] == {}
     back = modes.final_observations(out)
     assert back is not None and back[0].tolist() == [True, False]
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_the_layout_check_takes_both_layouts_and_no_other(name) -> None:
+    xp = xp_of(name)
+    expected = np.array([True, False, True])
+    dense = modes.with_finals({}, expected, host(xp.ones((3, 2))), {})
+    assert modes.final_layout_problem(dense, expected) is None
+    rows = np.full(3, None, dtype=object)
+    rows[0], rows[2] = np.ones(2), np.ones(2)
+    assert modes.final_layout_problem({**dense, "final_obs": rows}, expected) is None
+    for wrong in (np.ones((2, 2)), np.full((3, 2), None, dtype=object), 5):
+        problem = modes.final_layout_problem({**dense, "final_obs": wrong}, expected)
+        assert problem is not None and problem.key == "final_obs"
+        assert "or a dense batch" in problem.expected

@@ -176,5 +176,11 @@ def test_a_bad_array_mask_is_refused_with_what_to_pass(name) -> None:
 
 @pytest.mark.parametrize("name", ARRAYS)
 def test_next_step_over_an_array_env_stays_refused(name) -> None:
-    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset a sub-env"):
+    library = "jax.numpy" if name == "jax" else name
+    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset") as raised:
         vecmode.with_autoreset(make_batched(name, 2), "NextStep")
+    assert f"(Disabled, {library} batches) into NextStep" in str(raised.value)
+    assert "with_autoreset(env, 'SameStep') or 'Disabled'" in str(raised.value)
+    same_step = vecmode.with_autoreset(make_batched(name, 2), "SameStep")
+    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset"):
+        vecmode.with_autoreset(same_step, "NextStep")

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
-from vecmode import _arrays, core, errors, modes
+from vecmode import _arrays, _rows, core, errors, modes
 from vecmode.autoreset import batched
 from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
@@ -102,6 +102,8 @@ class _AutoresetWrapper(ForwardingWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         self.metadata = {**env.metadata, "autoreset_mode": self.autoreset_mode}
+        #: Whether the env's batches are torch's, JAX's... (the array path).
+        self._array = _arrays.is_array_env(env)
         found = vector_env_declaration(env)
         if found is not None and not found.batched_spaces and env.unwrapped is env:
             # the env's spaces are the single-env ones (EnvPool)
@@ -295,20 +297,8 @@ class _AutoresetWrapper(ForwardingWrapper):
         if found is None or found.reset_returns == "all" or self._last_obs is None:
             return obs, infos
         whole = core.copy_batch(self._last_obs)
-        _place_rows(whole, np.flatnonzero(mask), obs)
+        _rows.place_rows(whole, np.flatnonzero(mask), obs)
         return whole, expand_infos(infos, mask, self.num_envs)
-
-
-def _place_rows(whole: Any, rows: np.ndarray, part: Any) -> None:
-    """Write the rows of batch ``part`` into batch ``whole`` at ``rows``."""
-    if isinstance(whole, dict):
-        for key in whole:
-            _place_rows(whole[key], rows, part[key])
-    elif isinstance(whole, tuple):
-        for sub_whole, sub_part in zip(whole, part, strict=True):
-            _place_rows(sub_whole, rows, sub_part)
-    else:
-        whole[rows] = part
 
 
 #: The state of a ``reset_async`` that sent nothing (an all-False mask).
@@ -412,8 +402,6 @@ class SameStepAutoreset(_AutoresetWrapper):
         if isinstance(env, VectorCore):
             self.core = env
             self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
-        elif _arrays.is_array_env(env):  # torch/JAX batches: in their library
-            self._step_result = lambda result: batched.same_step(self, result)
 
     def _commands(self) -> list[int]:
         return self._all_step_then_reset
@@ -427,6 +415,8 @@ class SameStepAutoreset(_AutoresetWrapper):
 
     def _step_result(self, result: StepResult) -> StepResult:
         """Over a foreign DISABLED env: reset the ended sub-envs with a mask."""
+        if self._array:  # torch/JAX batches: in their library, the dense layout
+            return batched.same_step(self, result)
         obs, rewards, terminations, truncations, infos = result
         ended = np.logical_or(terminations, truncations)
         if ended.any():
@@ -471,7 +461,6 @@ class DisableAutoreset(_AutoresetWrapper):
         if not honours_reset_mask(env):
             raise self._refuse(*_why_not_masked(env))
         self.ended = modes.EndedTracker(env.num_envs)
-        self._array = _arrays.is_array_env(env)
         if isinstance(env, VectorCore):  # (it refuses to step an ended sub-env)
             self.core, self._all_step = env, [_STEP] * env.num_envs
 
@@ -573,6 +562,7 @@ def with_autoreset(
             "with_autoreset", None, modes.MODES, why, todo
         )
         raise IncompatibleModeError(message)
+    batched.refuse_next_step(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
     original = env
     for policy in chain:

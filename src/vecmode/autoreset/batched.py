@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vecmode import _arrays, _rows, modes
+from vecmode import _arrays, _rows, errors, modes
 
 StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
 
@@ -30,14 +30,14 @@ def merged_infos(
     for key, value in reset_infos.items():
         if key.startswith("_"):
             continue
-        masks = (out.get(f"_{key}"), reset_infos.get(f"_{key}"))
-        if key in infos and None not in masks and hasattr(value, "shape"):
-            out[key] = _arrays.rows_where(masks[1], value, infos[key])
-            out[f"_{key}"] = masks[0] | masks[1]
+        had, has = out.get(f"_{key}"), reset_infos.get(f"_{key}")
+        if key in infos and had is not None and has is not None:
+            out[key] = _arrays.rows_where(has, value, infos[key])
+            out[f"_{key}"] = had | has
         else:
             out[key] = value
-            if masks[1] is not None:
-                out[f"_{key}"] = masks[1]
+            if has is not None:
+                out[f"_{key}"] = has
     return out
 
 
@@ -56,3 +56,19 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
         infos = modes.with_finals(step_infos, ended, final_obs, infos)
     policy._last_obs = obs
     return obs, rewards, terminations, truncations, infos
+
+
+def refuse_next_step(env: Any, current: Any, target: Any) -> None:
+    """Raise :class:`~vecmode.IncompatibleModeError` if ``env`` of torch or JAX
+    batches is asked for NEXT_STEP in another mode: that resets a sub-env
+    without stepping it, which only a vecmode core can do."""
+    if not (_arrays.is_array_env(env) and modes.resets_on_next_step(target)):
+        return
+    library, mode = _arrays.declared_namespace(env), modes.as_mode(current).value
+    raise errors.IncompatibleModeError(
+        f"with_autoreset cannot turn {errors.describe(env)} ({mode}, {library} "
+        f"batches) into NextStep: NEXT_STEP must reset a sub-env without stepping "
+        f"it, which only a vecmode core can do. Use vecmode.with_autoreset(env, "
+        f"'SameStep') or 'Disabled' (both take its batches as they are), or build "
+        f"the env in NEXT_STEP mode itself."
+    )

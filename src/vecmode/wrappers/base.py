@@ -5,7 +5,7 @@ depends on the mode, declares all three modes and passes ``reset_mask`` down."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import Env, Space
@@ -269,7 +269,7 @@ class RewardWrapper(_Tracked):
         if b is self.boundaries.quiet:
             return obs, out, terminations, truncations, infos
         if type(b.real) is not np.ndarray:  # another library's: its where
-            zeros = _arrays.namespace(out).zeros_like(out)
+            zeros = cast(Any, _arrays.namespace(out)).zeros_like(out)
             out = _arrays.rows_where(b.real, out, zeros)
         elif count_nonzero(b.real) < len(b.real):
             out = np.array(out, copy=True)
