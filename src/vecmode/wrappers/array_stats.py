@@ -188,7 +188,7 @@ class ArrayPath:
     methods as they are: no per-step cost."""
 
     #: The methods that have an ``_array_`` version on the array path.
-    ARRAY_METHODS = ("_reset_result", "_step_result", "episode_start")
+    ARRAY_METHODS: tuple[str, ...] = ("_reset_result", "_step_result", "episode_start")
     ARRAY_METHODS += ("transition", "normalize", "rewards", "actions")
     #: The batches' array namespace and device (None: NumPy's path).
     array_xp: Any = None
