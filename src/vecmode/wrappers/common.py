@@ -10,14 +10,18 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from vecmode import _arrays
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
+from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, float_dtype
 from vecmode.wrappers.base import StatefulWrapper
 
 
-class RecordEpisodeStatistics(StatefulWrapper):
+class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
     """Gymnasium's ``RecordEpisodeStatistics``, right in every mode (only real
-    transitions count); same arguments and info layout.
+    transitions count); same arguments and info layout. Over torch or JAX
+    batches, the statistics and ``info["episode"]`` are arrays of that library
+    on its device, and the queues read them to the host only when iterated.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
@@ -44,6 +48,51 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.return_queue: deque[float] = deque(maxlen=buffer_length)
         self.length_queue: deque[int] = deque(maxlen=buffer_length)
         self._ended: tuple[dict[str, np.ndarray], np.ndarray] | None = None
+        self._arm("_reset_result")
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        super()._to_array_path(xp, leaf)
+        n, device = self.num_envs, self.array_device
+        real, whole = float_dtype(xp, device), float_dtype(xp, device, "int")
+        self.episode_start_times = xp.zeros(n, dtype=real, device=device)
+        self.episode_returns = xp.zeros(n, dtype=real, device=device)
+        self.episode_lengths = xp.zeros(n, dtype=whole, device=device)
+        for name in ("time_queue", "return_queue", "length_queue"):
+            setattr(self, name, ArrayQueue(getattr(self, name).maxlen))
+
+    def _array_episode_start(self, observations: Any, mask: Any) -> None:
+        xp, now = self.array_xp, time.perf_counter()
+        self.episode_start_times = xp.where(mask, now, self.episode_start_times)
+        self.episode_returns = xp.where(mask, 0.0, self.episode_returns)
+        self.episode_lengths = xp.where(mask, 0, self.episode_lengths)
+
+    def _array_transition(self, obs: Any, rewards: Any, *flags_mask: Any) -> None:
+        mask = flags_mask[2]
+        xp, b = self.array_xp, self.boundary
+        returns = self.episode_returns + rewards
+        lengths = self.episode_lengths + 1
+        if b is self.boundaries.quiet:
+            self.episode_returns, self.episode_lengths = returns, lengths
+            return
+        self.episode_returns = returns = xp.where(mask, returns, self.episode_returns)
+        self.episode_lengths = lengths = xp.where(mask, lengths, self.episode_lengths)
+        dones = b.ended & mask
+        ended = _arrays.count_true(dones)
+        if not ended:
+            return
+        # Gymnasium's np.where(dones, ..., 0) and seconds rounded to 6 decimals
+        seconds = (time.perf_counter() - self.episode_start_times) * 1e6
+        seconds = xp.round(seconds) / 1e6
+        stats = {}
+        for key, column, queue in (
+            ("r", returns, self.return_queue),
+            ("l", lengths, self.length_queue),
+            ("t", seconds, self.time_queue),
+        ):
+            stats[key] = xp.where(dones, column, 0)
+            queue.add(column, dones, ended)  # type: ignore[union-attr]
+        self._ended = (stats, dones)
+        self.episode_count += ended
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         self.episode_start_times[mask] = time.perf_counter()
@@ -92,16 +141,24 @@ class RecordEpisodeStatistics(StatefulWrapper):
         self.episode_count += len(ended)
 
     def _step_result(self, result: StepResult) -> StepResult:
+        result = super()._step_result(result)
+        return result if self._ended is None else self._with_statistics(result)
+
+    def _array_step_result(self, result: StepResult) -> StepResult:
+        result = super()._array_step_result(result)
+        return result if self._ended is None else self._with_statistics(result)
+
+    def _with_statistics(self, result: StepResult) -> StepResult:
+        """``result`` with the statistics of the episodes that ended in its info."""
         key = self._stats_key
-        obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        if self._ended is not None:
-            (stats, mask), self._ended = self._ended, None
-            if key in infos or f"_{key}" in infos:
-                raise ValueError(
-                    f"RecordEpisodeStatistics cannot put statistics in info[{key!r}]: "
-                    f"the key is already there ({list(infos)}). Pass another stats_key."
-                )
-            infos = {**infos, key: stats, f"_{key}": mask}
+        obs, rewards, terminations, truncations, infos = result
+        (stats, mask), self._ended = self._ended, None  # type: ignore[misc]
+        if key in infos or f"_{key}" in infos:
+            raise ValueError(
+                f"RecordEpisodeStatistics cannot put statistics in info[{key!r}]: "
+                f"the key is already there ({list(infos)}). Pass another stats_key."
+            )
+        infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
 
 

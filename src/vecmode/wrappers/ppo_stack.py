@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv
 
+from vecmode import _arrays
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import map_final_observations, set_spaces
@@ -115,7 +116,15 @@ class _Clip:
         self.bound = bound
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return clip_symmetric(x, self.bound)
+        if type(x) is np.ndarray:
+            return clip_symmetric(x, self.bound)
+        xp = _arrays.namespace(x)
+        return clip_symmetric(x, self.bound) if xp is None else _clip(xp, x, self.bound)
+
+
+def _clip(xp: Any, x: Any, bound: float) -> Any:
+    """``x`` clipped to ``[-bound, bound]`` in its library (inf: as it is)."""
+    return x if bound == math.inf else xp.clip(x, -bound, bound)
 
     def __repr__(self) -> str:
         return f"clip to [-{self.bound}, {self.bound}]"
@@ -153,6 +162,27 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
         """Normalise and clip a batch with the current statistics (no update)."""
         out = super().normalize(observations)
         return clip_symmetric(out, self.clip_obs, out)
+
+    def _array_normalize(self, observations: Any) -> Any:
+        return _clip(
+            self.array_xp, super()._array_normalize(observations), self.clip_obs
+        )
+
+    def _array_step_result(self, result: StepResult) -> StepResult:
+        obs, rewards, terminations, truncations, infos = super()._array_step_result(
+            result
+        )
+        b = self.boundary
+        quiet = b is self.boundaries.quiet
+        if not quiet and not _arrays.any_true(b.final_in_info):
+            # final observations no layer normalised (none ended here): clipped
+            infos = map_final_observations(
+                infos, obs, _Clip(self.clip_obs), self, self, type(self).__name__
+            )
+        out = _clip(self.array_xp, rewards, self.clip_reward)
+        if not quiet:
+            out = self.array_xp.where(b.real, out, 0.0)
+        return obs, out, terminations, truncations, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._step_result(result)

@@ -12,16 +12,21 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import create_zero_array
 
-from vecmode import errors, modes
+from vecmode import _arrays, errors, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
-from vecmode.wrappers import base
+from vecmode.wrappers import array_stats, base
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 
-class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
+class NormalizeObservation(
+    base.RunningStatistics, array_stats.ArrayPath, base.StatefulWrapper
+):
     """Gymnasium's ``NormalizeObservation``, right in every mode: ``obs_rms`` sees
-    every observation once, the final ones included; same arguments.
+    every observation once, the final ones included; same arguments. Over torch
+    or JAX batches, ``obs_rms`` is an
+    :class:`~vecmode.wrappers.array_stats.ArrayRunningMeanStd` in that library
+    (``obs_rms.to_numpy()`` to save it).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -43,6 +48,57 @@ class NormalizeObservation(base.RunningStatistics, base.StatefulWrapper):
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._merged: tuple[Any, Any] | None = None
+        self._arm("_reset_result")
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        super()._to_array_path(xp, leaf)
+        rms = array_stats.ArrayRunningMeanStd.from_numpy(
+            self.obs_rms, xp, self.array_device
+        )
+        self.obs_rms = rms  # type: ignore[assignment]
+        self._dtype = xp.float32
+
+    def _array_normalize(self, observations: Any) -> Any:
+        rms: Any = self.obs_rms
+        return array_stats.normalize(observations, rms, self.epsilon, self._dtype)
+
+    def _array_reset_result(
+        self, obs: Any, infos: base.Infos, state: base.Mask
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._array_reset_result(obs, infos, state)
+        out = self.normalize(obs)  # the sub-envs not reset: before the update
+        starts = None if state is None else self.boundary.starts
+        rms: Any = self.obs_rms
+        if self.update_running_mean and rms.update(obs, starts):
+            new = self.normalize(obs)
+            out = new if starts is None else _arrays.rows_where(starts, new, out)
+        return out, infos
+
+    def _array_step_result(self, result: StepResult) -> StepResult:
+        self._merged = None
+        obs, rewards, terminations, truncations, infos = super()._array_step_result(
+            result
+        )
+        cached, self._merged = self._merged, None
+        rms: Any = self.obs_rms
+        b = self.boundary
+        found = None if b is self.boundaries.quiet else modes.final_observations(infos)
+        if found is None:
+            if self.update_running_mean:
+                rms.update(obs)
+            return self.normalize(obs), rewards, terminations, truncations, infos
+        rows = found[0]
+        if cached is not None and cached[0] is obs:
+            merged = cached[1]
+        else:
+            who = type(self).__name__
+            merged = modes.merge_final_observations(self.env, obs, infos, rows, who)
+        if self.update_running_mean:
+            rms.update(merged)
+        infos = modes.with_final_batch(infos, rows, self.normalize(merged))
+        if self.update_running_mean:
+            rms.update(obs, b.final_in_info)
+        return self.normalize(obs), rewards, terminations, truncations, infos
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""

@@ -10,6 +10,7 @@ from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
+from vecmode.wrappers.array_stats import ArrayPath, ArrayRunningMeanStd
 from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
@@ -41,9 +42,11 @@ def discount(
     return sums[mask]
 
 
-class NormalizeReward(RunningStatistics, StatefulWrapper):
+class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     """Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
-    advance ``accumulated_reward`` and ``return_rms``; same arguments.
+    advance ``accumulated_reward`` and ``return_rms``; same arguments. Over torch
+    or JAX batches, both are arrays of that library on its device
+    (``return_rms.to_numpy()`` to save it) and the rewards keep their dtype.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
@@ -67,6 +70,39 @@ class NormalizeReward(RunningStatistics, StatefulWrapper):
         self.accumulated_reward = np.zeros((self.num_envs,), dtype=np.float32)
         self.gamma = gamma
         self.epsilon = self._checked_epsilon(epsilon)
+        self._arm("_reset_result")
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        super()._to_array_path(xp, leaf)
+        rms, device = self.return_rms, self.array_device
+        self.return_rms = ArrayRunningMeanStd.from_numpy(rms, xp, device)  # type: ignore[assignment]
+        self.accumulated_reward = xp.asarray(self.accumulated_reward, device=device)
+
+    def _array_reset_result(
+        self, obs: Any, infos: Infos, state: Mask
+    ) -> tuple[Any, Any]:
+        obs, infos = super()._array_reset_result(obs, infos, state)
+        if state is None:
+            self.accumulated_reward = self.array_xp.zeros_like(self.accumulated_reward)
+        return obs, infos
+
+    def _array_step_result(self, result: StepResult) -> StepResult:
+        obs, rewards, terminations, truncations, infos = super()._array_step_result(
+            result
+        )
+        xp, b, sums = self.array_xp, self.boundary, self.accumulated_reward
+        # Gymnasium's sums * gamma * (1 - terminated) + reward, rounded as NumPy's
+        moved = xp.where(terminations, 0.0, sums * self.gamma) + rewards
+        moved = xp.astype(moved, sums.dtype, copy=False)
+        real = None if b is self.boundaries.quiet else b.real
+        sums = moved if real is None else xp.where(real, moved, sums)
+        self.accumulated_reward = sums
+        rms: Any = self.return_rms
+        if self.update_running_mean:
+            rms.update(sums, real)
+        std = xp.sqrt(rms.var + self.epsilon)
+        scaled = xp.astype(rewards / std, rewards.dtype, copy=False)
+        return obs, scaled, terminations, truncations, infos
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)

@@ -11,6 +11,7 @@ from gymnasium import Space
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_action
 
+from vecmode.wrappers.array_stats import ArrayPath
 from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
 
 
@@ -64,13 +65,27 @@ class VectorizeTransformAction(ActionWrapper):
         return map_items(self._func, self.action_space, actions, space, self.num_envs)
 
 
-class ClipAction(VectorizeTransformAction):
-    """Gymnasium's ``ClipAction``: Box actions clipped to the env's bounds."""
+class ClipAction(ArrayPath, VectorizeTransformAction):
+    """Gymnasium's ``ClipAction``: Box actions clipped to the env's bounds. Over
+    torch or JAX actions, in their library (the bounds made once, on their
+    device)."""
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env, transform_action.ClipAction)
         space: Any = self.env.single_action_space
         self._low, self._high, self._dtype = space.low, space.high, space.dtype
+        self._arm("actions")
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        super()._to_array_path(xp, leaf)
+        self._low, self._high = (
+            xp.asarray(b, device=self.array_device) for b in (self._low, self._high)
+        )
+        self._dtype = self._low.dtype
+
+    def _array_actions(self, actions: Any) -> Any:
+        clipped = self.array_xp.clip(actions, self._low, self._high)
+        return self.array_xp.astype(clipped, self._dtype, copy=False)
 
     def actions(self, actions: Any) -> Any:
         return np.clip(np.asarray(actions), self._low, self._high).astype(

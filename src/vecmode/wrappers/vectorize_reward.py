@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_reward
 
+from vecmode.wrappers.array_stats import ArrayPath
 from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 
 try:  # the ufunc np.clip calls: NumPy 2's, else 1's
@@ -90,8 +91,9 @@ class VectorizeTransformReward(RewardWrapper):
         return out
 
 
-class ClipReward(VectorizeTransformReward):
-    """Gymnasium's ``ClipReward``; same arguments."""
+class ClipReward(ArrayPath, VectorizeTransformReward):
+    """Gymnasium's ``ClipReward``; same arguments. Over torch or JAX batches, in
+    their library (array bounds made once, on the batch's device)."""
 
     def __init__(
         self,
@@ -107,6 +109,20 @@ class ClipReward(VectorizeTransformReward):
         )
         self._bounds = (min_reward, max_reward)
         self._fast = fast_bounds(min_reward, max_reward)
+        self._arm("rewards")
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        super()._to_array_path(xp, leaf)
+        self._bounds = tuple(  # type: ignore[assignment]
+            b
+            if b is None or isinstance(b, (int, float))
+            else xp.asarray(b, device=self.array_device)
+            for b in self._bounds
+        )
+
+    def _array_rewards(self, rewards: Any) -> Any:
+        low, high = self._bounds
+        return self.array_xp.clip(rewards, low, high)
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
         low, high = self._bounds

@@ -1,0 +1,265 @@
+"""The stateful and per-step wrappers over torch and JAX batches: the same values
+as over NumPy, step by step, in the batch's library, with no host copy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.spaces import Box
+from gymnasium.vector.utils import batch_space
+from gymnasium.wrappers.utils import RunningMeanStd as GymnasiumRunningMeanStd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vecmode
+from tests.batched.support import host, make_batched, no_host_copies, xp_of
+from vecmode import modes
+from vecmode.wrappers import (
+    ClipAction,
+    ClipReward,
+    NormalizeObservation,
+    NormalizeReward,
+    RecordEpisodeStatistics,
+    TransformObservation,
+    TransformReward,
+    ppo_stack,
+)
+from vecmode.wrappers.array_stats import ArrayRunningMeanStd
+from vecmode.wrappers.running_stats import RunningMeanStd
+
+ARRAYS = ("torch", "jax")
+
+
+@pytest.fixture(autouse=True)
+def _dense_layout_allowed(monkeypatch):
+    """The construction check refuses a dense SameStep env to a wrapper that
+    declares no ``final_obs_layout``; the registry is to lift it for array-native
+    wrappers (they read both layouts through vecmode.modes). Lifted here."""
+    from vecmode.registry import construction
+
+    monkeypatch.setattr(construction, "final_obs_layout", lambda env: "gymnasium")
+
+
+MODES = ("SameStep", "Disabled")
+
+
+def _continuous(env):
+    """``env`` (a BatchedCartPole) with Box actions in [-1, 1] (a push: sign)."""
+    env.single_action_space = Box(-1.0, 1.0, (), np.float32)
+    env.action_space = batch_space(env.single_action_space, env.num_envs)
+    return env
+
+
+STACKS = {
+    "RecordEpisodeStatistics": RecordEpisodeStatistics,
+    "NormalizeObservation": NormalizeObservation,
+    "NormalizeReward": lambda env: NormalizeReward(env, gamma=0.9),
+    "TransformReward": lambda env: TransformReward(env, lambda r: r * 2 - 0.5),
+    "ClipReward": lambda env: ClipReward(
+        TransformReward(env, lambda r: r * 3), -1.0, 2.0
+    ),
+    "TransformObservation": lambda env: TransformObservation(env, lambda o: o * 3),
+    "ClipAction": lambda env: ClipAction(_continuous(env)),
+    "ppo_stack": lambda env: ppo_stack(env, gamma=0.9, clip_obs=1.0),
+    "ppo_stack-unfused": lambda env: ppo_stack(
+        env, gamma=0.9, clip_obs=1.0, clip_reward=0.5, fused=False
+    ),
+    "RecordEpisodeStatistics+NormalizeObservation": lambda env: NormalizeObservation(
+        RecordEpisodeStatistics(env)
+    ),
+}
+
+
+def _finals(infos):
+    """The final observations of a step's infos as ``{row: obs}`` (either layout)."""
+    found = modes.final_observations(infos)
+    if found is None:
+        return {}
+    mask, final = (host(x) for x in found)
+    return {i: np.asarray(final[i], dtype=np.float64) for i in np.flatnonzero(mask)}
+
+
+def _record(obs, rewards, terms, truncs, infos):
+    stats = {
+        key: host(value)
+        for key, value in infos.get("episode", {}).items()
+        if key != "t"  # seconds: not comparable
+    }
+    mask = host(infos.get("_episode"))
+    return (
+        host(obs),
+        host(rewards),
+        host(terms),
+        host(truncs),
+        stats,
+        mask,
+        _finals(infos),
+    )
+
+
+def _run(name, stack, mode, steps, n=6, max_steps=4, seed=0, resets=None):
+    """Every step's (obs, rewards, flags, episode stats, final obs) of ``stack``
+    over a BatchedCartPole in library ``name``, the array ones in the trap."""
+    base = make_batched(name, n, max_episode_steps=max_steps)
+    xp = base.xp
+    envs = STACKS[stack](vecmode.with_autoreset(base, mode))
+    rng = np.random.default_rng(seed)
+    trap = no_host_copies if name != "numpy" else _nothing
+    out = []
+    with trap():
+        obs, _ = envs.reset(seed=seed)
+    out.append(host(obs))
+    for step in range(steps):
+        actions = rng.integers(0, 2, n)
+        if stack == "ClipAction":
+            actions = (actions * 3.0 - 1.5).astype(np.float32)  # some out of bounds
+        actions = xp.asarray(actions)
+        with trap():
+            result = envs.step(actions)
+        out.append(_record(*result))
+        ended = host(result[2]) | host(result[3])
+        extra = resets[step % len(resets)] if resets else np.zeros(n, bool)
+        if mode == "Disabled" and (ended.any() or extra.any()):
+            mask = xp.asarray(ended | extra[:n])
+            with trap():
+                obs, _ = envs.reset(options={"reset_mask": mask})
+            out.append(("reset", host(obs)))
+    return envs, out
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _assert_same(got, want, path=""):
+    if isinstance(want, dict):
+        assert set(got) == set(want), path
+        for key in want:
+            _assert_same(got[key], want[key], f"{path}/{key}")
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            _assert_same(g, w, f"{path}[{i}]")
+    elif isinstance(want, str) or want is None:
+        assert got == want, path
+    else:
+        np.testing.assert_allclose(
+            np.asarray(got, np.float64),
+            np.asarray(want, np.float64),
+            rtol=1e-5,
+            atol=1e-5,
+            err_msg=path,
+        )
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_the_wrappers_give_numpys_values(name, mode, stack) -> None:
+    _, got = _run(name, stack, mode, steps=14)
+    _, want = _run("numpy", stack, mode, steps=14)
+    _assert_same(got, want)
+    assert any(step[5] is not None for step in want if len(step) == 7) or (
+        "Record" not in stack and "ppo" not in stack
+    )
+
+
+masks = st.lists(st.lists(st.booleans(), min_size=5, max_size=5), min_size=1)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("mode", MODES)
+@given(
+    max_steps=st.integers(1, 5),
+    resets=masks.map(lambda rows: [np.array(r) for r in rows]),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=15, deadline=None)
+def test_the_stack_gives_numpys_values_over_any_episodes(
+    name, mode, max_steps, resets, seed
+) -> None:
+    """Random episode lengths and (Disabled) extra resets mid-episode."""
+    kw = {"n": 5, "max_steps": max_steps, "seed": seed, "resets": resets}
+    for stack in ("ppo_stack", "RecordEpisodeStatistics+NormalizeObservation"):
+        _, got = _run(name, stack, mode, steps=8, **kw)
+        _, want = _run("numpy", stack, mode, steps=8, **kw)
+        _assert_same(got, want)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_the_statistics_live_in_the_batch_library(name) -> None:
+    xp = xp_of(name)
+    envs, _ = _run(name, "ppo_stack", "SameStep", steps=6)
+    for array in (
+        envs.obs_rms.mean,
+        envs.return_rms.var,
+        envs.episode_returns,
+        envs.accumulated_reward,
+    ):
+        assert type(array) is type(xp.asarray(0.0))
+    assert str(envs.obs_rms.mean.dtype).endswith("float64")  # x64: float64
+    saved = envs.obs_rms.to_numpy()
+    assert isinstance(saved, GymnasiumRunningMeanStd)
+    assert saved.mean.dtype == np.float64 and saved.count == envs.obs_rms.count
+    numpy_envs, _ = _run("numpy", "ppo_stack", "SameStep", steps=6)
+    np.testing.assert_allclose(saved.var, numpy_envs.obs_rms.var, rtol=1e-5)
+    assert list(envs.return_queue) == list(numpy_envs.return_queue)
+    assert list(envs.length_queue) == list(numpy_envs.length_queue)
+    assert envs.episode_count == numpy_envs.episode_count
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("shape", [(), (3,), (2, 2)])
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.lists(st.floats(-1e3, 1e3, width=32), min_size=1, max_size=9),
+            st.lists(st.booleans(), min_size=9, max_size=9),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+@settings(max_examples=25, deadline=None)
+def test_running_statistics_are_numpys(name, shape, batches) -> None:
+    """Chan's merge in the batch library: Gymnasium's values, masked or not."""
+    xp = xp_of(name)
+    ours, numpy = ArrayRunningMeanStd(xp, shape), RunningMeanStd(shape=shape)
+    size = int(np.prod(shape))
+    for values, mask in batches:
+        rows = len(values) // size
+        if not rows:
+            continue
+        batch = np.array(values[: rows * size], np.float32).reshape((rows, *shape))
+        chosen = np.array(mask[:rows])
+        with no_host_copies():
+            ours.update(xp.asarray(batch), xp.asarray(chosen))
+        numpy.update(batch[chosen])
+    saved = ours.to_numpy()
+    np.testing.assert_allclose(saved.mean, numpy.mean, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(saved.var, numpy.var, rtol=1e-7, atol=1e-9)
+    assert saved.count == pytest.approx(numpy.count)
+    back = ArrayRunningMeanStd.from_numpy(saved, xp)
+    np.testing.assert_array_equal(host(back.var), saved.var)
+
+
+def test_jax_without_x64_keeps_float32_statistics() -> None:
+    jax = pytest.importorskip("jax")
+    pytest.importorskip("array_api_compat")
+    with jax.enable_x64(False):
+        rms = ArrayRunningMeanStd(jax.numpy, (2,))
+        rms.update(jax.numpy.ones((3, 2)))
+        assert rms.mean.dtype == jax.numpy.float32
+        assert rms.to_numpy().mean.dtype == np.float32
+
+
+def test_the_numpy_path_is_untouched_after_the_first_call() -> None:
+    """NumPy batches keep the classes' methods: nothing is installed per instance."""
+    envs, _ = _run("numpy", "ppo_stack", "SameStep", steps=2)
+    for name in ("_reset_result", "_step_result", "transition", "normalize"):
+        assert name not in vars(envs)
+    assert envs.array_xp is None and isinstance(envs.obs_rms, RunningMeanStd)
