@@ -30,16 +30,6 @@ from vecmode.wrappers.running_stats import RunningMeanStd
 ARRAYS = ("torch", "jax")
 
 
-@pytest.fixture(autouse=True)
-def _dense_layout_allowed(monkeypatch):
-    """The construction check refuses a dense SameStep env to a wrapper that
-    declares no ``final_obs_layout``; the registry is to lift it for array-native
-    wrappers (they read both layouts through vecmode.modes). Lifted here."""
-    from vecmode.registry import construction
-
-    monkeypatch.setattr(construction, "final_obs_layout", lambda env: "gymnasium")
-
-
 MODES = ("SameStep", "Disabled")
 
 

@@ -50,10 +50,10 @@ def check_construction(cls: type, env: Any) -> None:
         return
     if (found is None or found.source == "gymnasium") and not _guards.get():
         return
+    if found is None or not found.array_native:  # the batches first: its remedy
+        _check_arrays(cls, found, env)  # comes before any mode's
     if found is not None:
         _check_modes(cls, found.over(env), env)
-    if found is None or not found.array_native:
-        _check_arrays(cls, found, env)
 
 
 def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:

@@ -13,10 +13,13 @@ from gymnasium.vector import VectorEnv
 from vecmode import _arrays
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
+from vecmode.modes import MODES
+from vecmode.registry import supports
 from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, float_dtype
 from vecmode.wrappers.base import StatefulWrapper
 
 
+@supports(*MODES, array_native=True)
 class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
     """Gymnasium's ``RecordEpisodeStatistics``, right in every mode (only real
     transitions count); same arguments and info layout. Over torch or JAX

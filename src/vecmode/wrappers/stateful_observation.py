@@ -15,10 +15,13 @@ from gymnasium.wrappers.utils import create_zero_array
 from vecmode import _arrays, errors, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
+from vecmode.modes import MODES
+from vecmode.registry import supports
 from vecmode.wrappers import array_stats, base
 from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 
+@supports(*MODES, array_native=True)
 class NormalizeObservation(
     base.RunningStatistics, array_stats.ArrayPath, base.StatefulWrapper
 ):

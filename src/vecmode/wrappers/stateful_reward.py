@@ -10,6 +10,8 @@ from gymnasium.vector import VectorEnv
 
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
+from vecmode.modes import MODES
+from vecmode.registry import supports
 from vecmode.wrappers.array_stats import ArrayPath, ArrayRunningMeanStd
 from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
@@ -42,6 +44,7 @@ def discount(
     return sums[mask]
 
 
+@supports(*MODES, array_native=True)
 class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     """Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
     advance ``accumulated_reward`` and ``return_rms``; same arguments. Over torch

@@ -11,6 +11,8 @@ from gymnasium import Space
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_action
 
+from vecmode.modes import MODES
+from vecmode.registry import supports
 from vecmode.wrappers.array_stats import ArrayPath
 from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
 
@@ -65,6 +67,7 @@ class VectorizeTransformAction(ActionWrapper):
         return map_items(self._func, self.action_space, actions, space, self.num_envs)
 
 
+@supports(*MODES, array_native=True)
 class ClipAction(ArrayPath, VectorizeTransformAction):
     """Gymnasium's ``ClipAction``: Box actions clipped to the env's bounds. Over
     torch or JAX actions, in their library (the bounds made once, on their

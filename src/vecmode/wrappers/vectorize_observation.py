@@ -12,7 +12,8 @@ from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_observation
 
-from vecmode.modes import final_observations, with_final_observations
+from vecmode.modes import MODES, final_observations, with_final_observations
+from vecmode.registry import supports
 from vecmode.wrappers import base
 
 OPENCV_MISSING = (
@@ -21,6 +22,7 @@ OPENCV_MISSING = (
 )
 
 
+@supports(*MODES, array_native=True)
 class TransformObservation(base.ObservationWrapper):
     """Gymnasium's ``TransformObservation``; same arguments. ``func`` may assume
     ``num_envs`` rows: final observations are transformed in a full-size batch.

@@ -13,6 +13,8 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import transform_reward
 
+from vecmode.modes import MODES
+from vecmode.registry import supports
 from vecmode.wrappers.array_stats import ArrayPath
 from vecmode.wrappers.base import RewardWrapper, SpaceEnv
 
@@ -47,6 +49,7 @@ def clip_symmetric(x: np.ndarray, bound: float, out: np.ndarray | None = None) -
     return clip(x, -bound, bound, out, fast=bound > 0)
 
 
+@supports(*MODES, array_native=True)
 class TransformReward(RewardWrapper):
     """Gymnasium's ``TransformReward``: ``func`` maps each batch of rewards.
 
@@ -91,6 +94,7 @@ class VectorizeTransformReward(RewardWrapper):
         return out
 
 
+@supports(*MODES, array_native=True)
 class ClipReward(ArrayPath, VectorizeTransformReward):
     """Gymnasium's ``ClipReward``; same arguments. Over torch or JAX batches, in
     their library (array bounds made once, on the batch's device)."""
