@@ -207,7 +207,7 @@ def test_the_table_lists_the_array_native_wrappers() -> None:
     assert "gymnasium.wrappers.vector.JaxToNumpy" in line
     assert f"{__name__}.Native" in line and "ReadsNumpy" not in line
     markdown = registry.format_table(markdown=True).splitlines()
-    assert any(row.startswith("* Array-native") for row in markdown)
+    assert any(row.startswith("Array-native") for row in markdown)
     entries = {name: found for name, found, _ in registry.table_entries()}
     assert entries[f"{__name__}.Native"].array_native
     assert not entries["gymnasium.wrappers.vector.ClipReward"].array_native

@@ -134,8 +134,8 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     native = [
         f"{quote}{name}{quote}" for name, found, _ in entries if found.array_native
     ]
-    if native:  # the others read NumPy: refused over torch or JAX batches
-        reasons.append(f"{ARRAY_NATIVE}: {', '.join(native)}.")
+    # the others read NumPy: refused over torch or JAX batches
+    arrays = [f"{ARRAY_NATIVE}: {', '.join(native)}."] if native else []
     if markdown:
         lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
         lines.insert(1, "|" + "---|" * len(header))
@@ -144,6 +144,7 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     else:
         lines = aligned(header, rows)
         notes = [*textwrap.wrap(TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
+    notes += [s for line in arrays for s in ("", line)]  # a paragraph of its own
     return "\n".join([*lines, "", *notes])
 
 

@@ -18,6 +18,9 @@ from vecmode.registry import supports
 from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, float_dtype
 from vecmode.wrappers.base import StatefulWrapper
 
+#: Up to this many episodes ending in a step, their statistics go row by row.
+_FEW_ENDED = 8
+
 
 @supports(*MODES, array_native=True)
 class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
@@ -123,16 +126,41 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             np.add(returns, rewards, out=returns, where=mask)
             np.add(lengths, 1, out=lengths, where=mask)
         dones = b.ended & mask  # a new array: it goes out in the info
-        ended = dones.nonzero()[0].tolist()
-        if not ended:
+        rows = dones.nonzero()[0]
+        if not len(rows):
             return
-        # Gymnasium's np.where(dones, ..., 0) and rounded seconds, row by row
-        # for the few that ended (cheaper than a NumPy call per array)
+        # Gymnasium's np.where(dones, ..., 0) and rounded seconds: row by row
+        # for a few (cheaper than a NumPy call per array), else by NumPy calls
         now = time.perf_counter()
         starts = self.episode_start_times
         out_returns, out_lengths, out_seconds = (
             np.zeros(len(dones), column.dtype) for column in (returns, lengths, starts)
         )
+        if len(rows) > _FEW_ENDED:
+            seconds = np.round(now - starts[rows], 6)
+            for out, values, queue in (
+                (out_returns, returns[rows], self.return_queue),
+                (out_lengths, lengths[rows], self.length_queue),
+                (out_seconds, seconds, self.time_queue),
+            ):
+                out[rows] = values
+                queue.extend(values)
+        else:
+            self._rows_ended(rows.tolist(), now, out_returns, out_lengths, out_seconds)
+        self._ended = ({"r": out_returns, "l": out_lengths, "t": out_seconds}, dones)
+        self.episode_count += len(rows)
+
+    def _rows_ended(
+        self,
+        ended: list[int],
+        now: float,
+        out_returns: np.ndarray,
+        out_lengths: np.ndarray,
+        out_seconds: np.ndarray,
+    ) -> None:
+        """The statistics of the few sub-envs in ``ended``, row by row."""
+        returns, lengths = self.episode_returns, self.episode_lengths
+        starts = self.episode_start_times
         for i in ended:
             out_returns[i] = value = returns[i]
             self.return_queue.append(value)
@@ -140,8 +168,6 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             self.length_queue.append(value)
             out_seconds[i] = value = round_seconds(now - starts[i])
             self.time_queue.append(value)
-        self._ended = ({"r": out_returns, "l": out_lengths, "t": out_seconds}, dones)
-        self.episode_count += len(ended)
 
     def _step_result(self, result: StepResult) -> StepResult:
         result = super()._step_result(result)

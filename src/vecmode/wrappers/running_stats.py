@@ -19,6 +19,8 @@ __all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
 # up to these sizes Python floats beat NumPy calls: a scalar statistic, a merge's tail
 _PYTHON_MAX = 64
 _PYTHON_TAIL = 16
+# rows are folded into rows of at least this many values (see _fold)
+_FOLDED = 64
 _F64 = np.dtype(np.float64)
 # the dtypes whose values convert to Python floats exactly, and back
 _EXACT_IN_FLOATS = frozenset({np.dtype(np.float32), _F64})
@@ -235,10 +237,33 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         self.mean, self.var, self.count = mean_out, var_out, total
 
 
+def _fold(x: Any, k: int) -> int:
+    """How many rows of ``x`` (``(n, k)``, C-contiguous) to fold into one: NumPy
+    loops over a short last axis slowly, so ``(n, 4)`` is worked as ``(n/16, 64)``."""
+    n = x.shape[0]
+    r = 1
+    while r * k < _FOLDED and not n % (2 * r):
+        r *= 2
+    return r if r > 1 and x.flags.c_contiguous else 1
+
+
+def _tiled(v: np.ndarray, r: int) -> np.ndarray:
+    """``v`` repeated ``r`` times, flat (a statistic for folded rows)."""
+    out = np.empty((r, *v.shape), v.dtype)
+    out[...] = v
+    return out.reshape(-1)
+
+
 def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
     """``work.s1``, ``work.s2``: the sums of ``batch - mean`` and of its squares."""
     deviations, squares = work.rows_of(n)
-    np.subtract(batch, mean, out=deviations, dtype=_F64)
+    r = _fold(batch, work.k) if batch.ndim == 2 and work.k < _FOLDED else 1
+    if r == 1:
+        np.subtract(batch, mean, out=deviations, dtype=_F64)
+    else:
+        m, w = n // r, r * work.k
+        folded = deviations.reshape(m, w)
+        np.subtract(batch.reshape(m, w), _tiled(mean, r), out=folded, dtype=_F64)
     np.multiply(deviations, deviations, out=squares)
     if n == work.rows:
         np.matmul(work.ones, work.both, out=work.sums)
@@ -294,11 +319,28 @@ def normalize(
         in_place = np.result_type(x, mean, std) == out.dtype
         if key is not None and len(_IN_PLACE) < 256:
             _IN_PLACE[key] = in_place
+    result, k = out, _shape(mean)
+    if (
+        type(x) is np.ndarray
+        and x.ndim == 2
+        and isinstance(mean, np.ndarray)
+        and len(k) == 1
+        and _shape(std) == k
+        and (r := _fold(x, k[0])) > 1
+    ):
+        m, w = x.shape[0] // r, r * k[0]
+        x, out, mean, std = (
+            x.reshape(m, w),
+            out.reshape(m, w),
+            _tiled(mean, r),
+            _tiled(std, r),
+        )
     if in_place:
         np.subtract(x, mean, out)
-        return np.divide(out, std, out)
-    centred = np.subtract(x, mean)
-    return np.divide(centred, std, out, casting="unsafe")
+        np.divide(out, std, out)
+    else:
+        np.divide(np.subtract(x, mean), std, out, casting="unsafe")
+    return result
 
 
 def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
