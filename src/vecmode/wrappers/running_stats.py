@@ -87,6 +87,13 @@ class _Scratch:
         self.s2 = self.sums[1]
         self.step = np.empty(k, _F64)
 
+    def columns_of(self, n: int) -> np.ndarray:
+        """A ``(2, k, n)`` buffer: deviations and squares of a column-major batch."""
+        found = getattr(self, "_columns", None)
+        if found is None or found.shape[2] != n:
+            found = self._columns = np.empty((2, self.k, n), _F64)
+        return found
+
     def rows_of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The deviations and squares buffers of a batch of ``n`` rows."""
         if n == self.rows:
@@ -256,6 +263,13 @@ def _tiled(v: np.ndarray, r: int) -> np.ndarray:
 
 def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
     """``work.s1``, ``work.s2``: the sums of ``batch - mean`` and of its squares."""
+    if batch.ndim == 2 and batch.flags.f_contiguous and not batch.flags.c_contiguous:
+        # column-major (Gymnasium's CartPoleVectorEnv): reduce along its columns
+        both = work.columns_of(n)
+        np.subtract(batch.T, np.reshape(mean, (-1, 1)), out=both[0], dtype=_F64)
+        np.multiply(both[0], both[0], out=both[1])
+        np.add.reduce(both, axis=2, out=work.sums)
+        return
     deviations, squares = work.rows_of(n)
     r = _fold(batch, work.k) if batch.ndim == 2 and work.k < _FOLDED else 1
     if r == 1:
@@ -319,28 +333,37 @@ def normalize(
         in_place = np.result_type(x, mean, std) == out.dtype
         if key is not None and len(_IN_PLACE) < 256:
             _IN_PLACE[key] = in_place
-    result, k = out, _shape(mean)
-    if (
-        type(x) is np.ndarray
-        and x.ndim == 2
-        and isinstance(mean, np.ndarray)
-        and len(k) == 1
-        and _shape(std) == k
-        and (r := _fold(x, k[0])) > 1
-    ):
-        m, w = x.shape[0] // r, r * k[0]
-        x, out, mean, std = (
-            x.reshape(m, w),
-            out.reshape(m, w),
-            _tiled(mean, r),
-            _tiled(std, r),
-        )
+    result, x, out, mean, std = _laid_out(x, out, mean, std, dtype)
     if in_place:
         np.subtract(x, mean, out)
         np.divide(out, std, out)
     else:
         np.divide(np.subtract(x, mean), std, out, casting="unsafe")
     return result
+
+
+def _laid_out(x: Any, out: np.ndarray, mean: Any, std: Any, dtype: DTypeLike) -> Any:
+    """``(result, x, out, mean, std)`` to normalise ``(n, k)`` rows along a long
+    axis (NumPy loops over a short last axis slowly): a column-major batch by its
+    columns, into a column-major result as NumPy gives; a row-major one folded."""
+    k = _shape(mean)
+    if not (
+        type(x) is np.ndarray
+        and x.ndim == 2
+        and isinstance(mean, np.ndarray)
+        and len(k) == 1
+        and _shape(std) == k
+    ):
+        return out, x, out, mean, std
+    if x.flags.f_contiguous and not x.flags.c_contiguous:
+        result = np.empty(x.shape, dtype, order="F")
+        column = (-1, 1)
+        return result, x.T, result.T, mean.reshape(column), std.reshape(column)
+    r = _fold(x, k[0])
+    if r == 1:
+        return out, x, out, mean, std
+    m, w = x.shape[0] // r, r * k[0]
+    return out, x.reshape(m, w), out.reshape(m, w), _tiled(mean, r), _tiled(std, r)
 
 
 def scale_by_std(x: np.ndarray, var: Any, epsilon: float) -> np.ndarray:
