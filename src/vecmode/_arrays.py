@@ -31,12 +31,25 @@ def leaf(batch: Any) -> Any:
     return batch
 
 
+#: The namespace of each array type met (None: NumPy's path).
+_BY_TYPE: dict[type, Any] = {}
+
+
 def namespace(batch: Any) -> Any | None:
     """None for a NumPy batch (or a Python value); else the array-api-compat
     namespace of the batch's library (of its first leaf)."""
     first = leaf(batch)
+    kind = type(first)
+    if kind in _BY_TYPE:
+        return _BY_TYPE[kind]
     if first is None or isinstance(first, _HOST):
         return None
+    found = _BY_TYPE[kind] = _namespace_of(first)
+    return found
+
+
+def _namespace_of(first: Any) -> Any | None:
+    """The array-api-compat namespace of an array (None: NumPy's)."""
     try:
         import array_api_compat
     except ImportError as error:  # pragma: no cover - the extras install it
@@ -77,10 +90,7 @@ def is_array_env(env: Any) -> bool:
 
 def any_true(mask: Any) -> bool:
     """Whether a bool array of any library holds a True (one scalar to the host)."""
-    if type(mask) is np.ndarray:
-        return bool(mask.any())
-    xp = namespace(mask)
-    return bool(mask.any()) if xp is None else bool(xp.any(mask))
+    return bool(mask.any())  # NumPy's, torch's and JAX's arrays alike
 
 
 def count_true(mask: Any) -> int:
