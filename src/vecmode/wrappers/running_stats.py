@@ -19,8 +19,10 @@ __all__ = ["RunningMeanStd", "normalize", "scale_by_std"]
 # up to these sizes Python floats beat NumPy calls: a scalar statistic, a merge's tail
 _PYTHON_MAX = 64
 _PYTHON_TAIL = 16
-# rows are folded into rows of at least this many values (see _fold)
+# rows are folded into rows of at least this many values (see _fold), in
+# batches of at least _LARGE values (smaller ones gain nothing)
 _FOLDED = 64
+_LARGE = 2048
 _F64 = np.dtype(np.float64)
 # the dtypes whose values convert to Python floats exactly, and back
 _EXACT_IN_FLOATS = frozenset({np.dtype(np.float32), _F64})
@@ -263,7 +265,8 @@ def _tiled(v: np.ndarray, r: int) -> np.ndarray:
 
 def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
     """``work.s1``, ``work.s2``: the sums of ``batch - mean`` and of its squares."""
-    if batch.ndim == 2 and batch.flags.f_contiguous and not batch.flags.c_contiguous:
+    large = n * work.k >= _LARGE
+    if large and batch.flags.f_contiguous and not batch.flags.c_contiguous:
         # column-major (Gymnasium's CartPoleVectorEnv): reduce along its columns
         both = work.columns_of(n)
         np.subtract(batch.T, np.reshape(mean, (-1, 1)), out=both[0], dtype=_F64)
@@ -271,7 +274,7 @@ def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
         np.add.reduce(both, axis=2, out=work.sums)
         return
     deviations, squares = work.rows_of(n)
-    r = _fold(batch, work.k) if batch.ndim == 2 and work.k < _FOLDED else 1
+    r = _fold(batch, work.k) if large and work.k < _FOLDED else 1
     if r == 1:
         np.subtract(batch, mean, out=deviations, dtype=_F64)
     else:
@@ -333,7 +336,9 @@ def normalize(
         in_place = np.result_type(x, mean, std) == out.dtype
         if key is not None and len(_IN_PLACE) < 256:
             _IN_PLACE[key] = in_place
-    result, x, out, mean, std = _laid_out(x, out, mean, std, dtype)
+    result = out
+    if type(x) is np.ndarray and x.size >= _LARGE:  # along the batch's long axis
+        result, x, out, mean, std = _laid_out(x, out, mean, std, dtype)
     if in_place:
         np.subtract(x, mean, out)
         np.divide(out, std, out)
