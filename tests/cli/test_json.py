@@ -192,6 +192,9 @@ def test_the_json_matches_the_text_output(capsys):
     assert [row["name"] for row in document["wrappers"]] == [
         name for name, _ in declarations()
     ]
+    native = {row["name"]: row["array_native"] for row in document["wrappers"]}
+    assert native["vecmode.wrappers.NormalizeObservation"] is True
+    assert native["vecmode.wrappers.FrameStackObservation"] is False
 
 
 def test_check_keeps_ok_apart_from_the_evidence(capsys):

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> bool:
             },
             "produces": found.output,
             "evidence": proof,
+            "array_native": found.array_native,
         }
         for name, found, proof in table_entries()
     ]
