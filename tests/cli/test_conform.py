@@ -23,6 +23,19 @@ def test_conform_a_conforming_wrapper_is_exit_code_0(capsys):
     assert out.splitlines()[1:] == str(report).splitlines()[1:]
 
 
+def test_conform_over_torch_batches_proves_the_array_path(capsys):
+    """--array-library: check_wrapper over that library's batches; a wrapper that
+    reads NumPy is refused there, naming the conversion to use."""
+    pytest.importorskip("torch")
+    argv = ["conform", "ClipReward:min_reward=0,max_reward=1", "--array-library"]
+    code, out, err = run([*argv, "torch"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert "over torch batches" in out.splitlines()[0]
+    argv = ["conform", "FrameStackObservation:stack_size=2", "--array-library"]
+    code, out, err = run([*argv, "torch"], capsys)
+    assert code != EXIT_OK and "ArrayLibraryError" in one_error_line(err)
+
+
 def test_conform_a_class_uses_its_declaration(capsys):
     code, out, _ = run(["conform", f"{TARGETS}:NextStepOnly"], capsys)
     assert code == EXIT_OK

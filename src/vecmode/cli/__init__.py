@@ -168,6 +168,11 @@ CONFORM = Command(
             help="the base vector envs, of %(choices)s (default: the first two)",
         ),
         arg("--no-env-infos", action="store_true", help="skip the sub-envs' own infos"),
+        arg(
+            "--array-library",
+            choices=["torch", "jax"],
+            help="prove it over that library's batches (an array-native wrapper)",
+        ),
     ),
     conform.run,
 )

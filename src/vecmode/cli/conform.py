@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> bool:
     compare = testing.episode_statistics if args.compare_info == "episode" else None
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
     proof["env_infos"] = not args.no_env_infos
+    if args.array_library is not None:
+        proof["array_library"] = args.array_library
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:
