@@ -11,8 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vecmode import _arrays
-
 #: The array libraries the tests run over (``xp_of`` skips a missing one).
 LIBRARIES = ("numpy", "torch", "jax")
 
@@ -43,12 +41,7 @@ def make_batched(name: str, n: int, **kw: Any) -> Any:
     ``name``, declaring its library in ``metadata["array_namespace"]``."""
     from vecmode.testing import BatchedCartPole
 
-    xp = xp_of(name)
-    env = BatchedCartPole(n, xp=xp, **kw)
-    if _arrays.ARRAY_NAMESPACE not in env.metadata:
-        declared = "jax.numpy" if name == "jax" else name
-        env.metadata = {**env.metadata, _arrays.ARRAY_NAMESPACE: declared}
-    return env
+    return BatchedCartPole(n, xp=xp_of(name), **kw)
 
 
 def host(batch: Any) -> Any:
@@ -161,12 +154,7 @@ def _iter_trap(original: Any, what: str) -> Any:
 
 
 def array_native(cls: Any) -> Any:
-    """Declare a test wrapper class array-native in every mode, where the
-    registry has the ``array_native`` keyword (a no-op where it has not)."""
-    import inspect
-
+    """Declare a test wrapper class array-native in every mode."""
     import vecmode
 
-    if "array_native" not in inspect.signature(vecmode.supports).parameters:
-        return cls
     return vecmode.supports(*vecmode.MODES, array_native=True)(cls)

@@ -4,46 +4,19 @@ and both failing where the array path is wrong."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pytest
 from gymnasium.vector import VectorWrapper
 
 import vecmode
+from tests.batched.support import xp_of
 from vecmode.errors import ArrayLibraryError
 from vecmode.testing import BatchedCartPole, check_vector_env, check_wrapper
 from vecmode.testing.wrapper import ConformanceError
 
 pytest.importorskip("array_api_compat")
-
-
-def library(name: str) -> Any:
-    """The array module ``name`` ("numpy", "torch" or "jax"), or a skip."""
-    if name == "numpy":
-        return np
-    if name == "jax":
-        return pytest.importorskip("jax").numpy
-    return pytest.importorskip(name)
-
-
-@contextlib.contextmanager
-def x64(name: str) -> Iterator[None]:
-    """JAX in float64 inside the block, as NumPy and torch run CartPole."""
-    if name != "jax":
-        yield
-        return
-    import jax
-
-    was = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", was)
 
 
 class Seen(BatchedCartPole):
@@ -69,18 +42,17 @@ class ResetsAll(BatchedCartPole):
 
 
 @pytest.mark.parametrize("name", ["numpy", "torch", "jax"])
-def test_check_vector_env_runs_the_same_checks_in_every_library(name: str) -> None:
-    xp = library(name)
-    with x64(name):
-        report = check_vector_env(lambda: BatchedCartPole(4, xp), steps=150)
+def test_check_vector_env_runs_the_same_checks_in_every_xp_of(name: str) -> None:
+    xp = xp_of(name)  # JAX in float64, as NumPy and torch run CartPole
+    report = check_vector_env(lambda: BatchedCartPole(4, xp), steps=150)
     expected = check_vector_env(lambda: BatchedCartPole(4), steps=150)
     assert report == expected  # the same episodes: the same calls, ends, resets
     assert report.episode_ends >= 2 and report.masked_resets >= 1
 
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
-def test_check_vector_env_drives_the_env_in_its_library(name: str) -> None:
-    xp = library(name)
+def test_check_vector_env_drives_the_env_in_its_xp_of(name: str) -> None:
+    xp = xp_of(name)
     Seen.given = set()
     check_vector_env(lambda: Seen(3, xp), steps=100)
     kind = type(xp.asarray(0)).__name__
@@ -91,7 +63,7 @@ def test_check_vector_env_drives_the_env_in_its_library(name: str) -> None:
 def test_check_vector_env_finds_a_torch_or_jax_env_that_breaks_its_mode(
     name: str,
 ) -> None:
-    xp = library(name)
+    xp = xp_of(name)
     with pytest.raises(AssertionError, match="does not behave as Disabled") as info:
         check_vector_env(lambda: ResetsAll(3, xp), steps=200)
     assert "reset(options={'reset_mask'" in str(info.value)
@@ -126,7 +98,7 @@ class ReadsNumpy(VectorWrapper):
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
 def test_check_wrapper_runs_a_wrapper_over_torch_and_jax_batches(name: str) -> None:
-    kind = type(library(name).asarray(0)).__name__
+    kind = type(xp_of(name).asarray(0)).__name__
     PassThrough.given = set()
     report = check_wrapper(PassThrough, array_library=name)
     assert PassThrough.given == {kind}  # its actions and batches: that library's
@@ -140,13 +112,13 @@ def test_check_wrapper_runs_a_wrapper_over_torch_and_jax_batches(name: str) -> N
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
 def test_check_wrapper_finds_a_wrong_array_path(name: str) -> None:
-    library(name)
+    xp_of(name)
     with pytest.raises(ConformanceError, match="reset_step_stays_empty"):
         check_wrapper(RewardsEveryRow, array_library=name)
 
 
 def test_check_wrapper_over_torch_refuses_a_wrapper_that_reads_numpy() -> None:
-    library("torch")
+    xp_of("torch")
     with pytest.raises(
         ArrayLibraryError,
         match=r"^ReadsNumpy cannot wrap this ArrayConversion: its env returns torch ",
@@ -160,7 +132,7 @@ def test_check_wrapper_over_torch_refuses_a_wrapper_that_reads_numpy() -> None:
 def test_check_wrapper_array_library_arguments() -> None:
     with pytest.raises(ValueError, match="array_library must be one of 'numpy'"):
         check_wrapper(PassThrough, array_library="cupy")
-    library("torch")
+    xp_of("torch")
     with pytest.raises(ValueError, match="over torch batches it runs over vecmode"):
         check_wrapper(
             PassThrough,

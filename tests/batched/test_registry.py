@@ -12,6 +12,7 @@ import pytest
 from gymnasium.vector import VectorWrapper
 
 import vecmode
+from tests.batched.support import xp_of
 from vecmode import registry
 from vecmode.errors import ArrayLibraryError
 from vecmode.registry import Verdict
@@ -20,15 +21,6 @@ from vecmode.testing import BatchedCartPole
 pytest.importorskip("array_api_compat")
 
 DECLARED = {"numpy": "numpy", "torch": "torch", "jax": "jax.numpy"}
-
-
-def library(name: str) -> Any:
-    """The array module ``name`` ("numpy", "torch" or "jax"), or a skip."""
-    if name == "numpy":
-        return np
-    if name == "jax":
-        return pytest.importorskip("jax").numpy
-    return pytest.importorskip(name)
 
 
 @vecmode.supports(*vecmode.MODES)
@@ -47,7 +39,7 @@ class Undeclared(VectorWrapper):
 
 @pytest.mark.parametrize("name", ["numpy", "torch", "jax"])
 def test_batched_cartpole_declares_its_library_per_instance(name: str) -> None:
-    env = BatchedCartPole(2, library(name))
+    env = BatchedCartPole(2, xp_of(name))
     assert env.metadata["array_namespace"] == DECLARED[name]
     assert "array_namespace" not in BatchedCartPole.metadata  # not the class's
     assert vecmode._arrays.is_array_env(env) is (name != "numpy")
@@ -55,7 +47,7 @@ def test_batched_cartpole_declares_its_library_per_instance(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
 def test_a_wrapper_not_array_native_is_refused_at_construction(name: str) -> None:
-    env = BatchedCartPole(2, library(name))
+    env = BatchedCartPole(2, xp_of(name))
     with pytest.raises(ArrayLibraryError) as info:
         ReadsNumpy(env)
     text = str(info.value)
@@ -72,7 +64,7 @@ def test_a_wrapper_not_array_native_is_refused_at_construction(name: str) -> Non
 
 
 def test_the_exact_message_over_torch() -> None:
-    env = BatchedCartPole(2, library("torch"))
+    env = BatchedCartPole(2, xp_of("torch"))
     with pytest.raises(ArrayLibraryError) as info:
         ReadsNumpy(env)
     assert str(info.value) == (
@@ -97,7 +89,7 @@ def test_over_numpy_batches_nothing_changes() -> None:
 def test_gymnasiums_and_undeclared_wrappers_are_refused_under_guard(
     name: str,
 ) -> None:
-    env = BatchedCartPole(2, library(name))
+    env = BatchedCartPole(2, xp_of(name))
     with vecmode.guard():
         with pytest.raises(ArrayLibraryError, match=r"^ClipReward cannot"):
             gym.wrappers.vector.ClipReward(env, 0.0, 1.0)
@@ -118,7 +110,7 @@ def test_gymnasiums_and_undeclared_wrappers_are_refused_under_guard(
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
 def test_array_native_wrappers_are_accepted(name: str) -> None:
-    env = BatchedCartPole(2, library(name))
+    env = BatchedCartPole(2, xp_of(name))
     wrapped = Native(env)
     assert wrapped.metadata["array_namespace"] == DECLARED[name]  # forwarded
     obs, _ = wrapped.reset(seed=0)
@@ -136,7 +128,7 @@ def test_register_declares_array_native_too() -> None:
     class Theirs(VectorWrapper):
         pass
 
-    env = BatchedCartPole(2, library("torch"))
+    env = BatchedCartPole(2, xp_of("torch"))
     vecmode.register(Theirs, vecmode.MODES)
     try:
         with pytest.raises(ArrayLibraryError, match=r"^Theirs cannot"):
@@ -158,7 +150,7 @@ def test_array_native_must_be_a_bool(value: Any) -> None:
 
 
 def test_check_stack_reports_the_layer_that_reads_numpy() -> None:
-    env = BatchedCartPole(2, library("torch"))
+    env = BatchedCartPole(2, xp_of("torch"))
     layer = gym.wrappers.vector.ClipReward(Native(env), 0.0, 1.0)  # no guard
     report = vecmode.check_stack(layer)
     assert [row.verdict for row in report] == [Verdict.OK, Verdict.OK, Verdict.REFUSED]
@@ -228,6 +220,6 @@ class DenseSameStep(BatchedCartPole):
 def test_array_native_wrappers_read_the_dense_layout_of_array_batches(
     name: str,
 ) -> None:
-    Native(DenseSameStep(2, library(name)))  # over torch/JAX: dense is their layout
+    Native(DenseSameStep(2, xp_of(name)))  # over torch/JAX: dense is their layout
     with pytest.raises(vecmode.IncompatibleModeError, match="one dense array"):
         Native(DenseSameStep(2))  # over NumPy as before: Gymnasium's layout only

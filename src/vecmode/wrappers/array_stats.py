@@ -26,12 +26,6 @@ __all__ = [
 ]
 
 
-def host_copy(x: Any) -> np.ndarray:
-    """A NumPy copy of an array of any library, for saving: never in a step."""
-    detach = getattr(x, "detach", None)  # torch: not by __array__ (NumPy 2 warns)
-    return np.array(detach().cpu().numpy() if callable(detach) else x, copy=True)
-
-
 def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
     """float64 where ``device`` has it, else float32 (``kind="int"``: int64/32)."""
     wide = f"{kind}64" in xp.__array_namespace_info__().dtypes(device=device)
@@ -119,9 +113,9 @@ class ArrayRunningMeanStd:
 
     def to_numpy(self) -> RunningMeanStd:
         """A NumPy copy, as Gymnasium's ``RunningMeanStd`` (for saving)."""
-        mean = host_copy(self.mean)
+        mean = _arrays.to_numpy(self.mean)
         out = RunningMeanStd(self.count, mean.shape, mean.dtype)
-        out.mean, out.var = mean, host_copy(self.var)
+        out.mean, out.var = mean, _arrays.to_numpy(self.var)
         return out
 
     def update(self, x: Any, mask: Any = None) -> int:
@@ -173,7 +167,7 @@ class ArrayQueue:
     def __iter__(self) -> Iterator[Any]:
         out: list[Any] = []
         for values, mask, _ in self._chunks:
-            out.extend(host_copy(values)[host_copy(mask)].tolist())
+            out.extend(_arrays.to_numpy(values)[_arrays.to_numpy(mask)].tolist())
         return iter(out if self.maxlen is None else out[-self.maxlen :])
 
     def __len__(self) -> int:
