@@ -109,6 +109,10 @@ class EndedTracker:
                 self._none = mask & ~mask
         self.mask, self.count = (mask, count) if count else (self._none, 0)
 
+    def set_counted(self, mask: np.ndarray, count: int) -> None:
+        """:meth:`set` of a NumPy bool ``mask`` of ``count`` True values."""
+        self.mask, self.count = (mask, count) if count else (self._none, 0)
+
     def indices(self) -> list[int]:
         """The indices of those sub-envs, in order (a host copy of another
         library's mask: for error messages)."""

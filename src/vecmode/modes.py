@@ -236,7 +236,8 @@ def _boundary(mode: Any, ended: Any, before: Any, masks: Any = None) -> Boundary
     if mode is AutoresetMode.NEXT_STEP:
         if masks is None:
             before = np.asarray(before, dtype=np.bool_)
-        return Boundary(ended, before, ~before, never, never)
+        real = always if before is never else ~before  # the shared mask if all
+        return Boundary(ended, before, real, never, never)
     if mode is AutoresetMode.SAME_STEP:
         return Boundary(ended, ended, always, ended, never)
     return Boundary(ended, never, always, never, ended)
@@ -375,14 +376,17 @@ class BoundaryTracker:
         tracked = self.ended
         before = tracked.mask
         # the hot path of every tracked wrapper: count_nonzero is one C call
-        if not tracked.count and not count_nonzero(ended):
+        count = count_nonzero(ended)
+        if not count and not tracked.count:
             b = self.quiet
         else:
-            b = _boundary(self.mode, ended, before)
+            numpy = type(self._false) is np.ndarray  # else: another library's
+            masks = (self._false, self._true) if numpy else None
+            b = _boundary(self.mode, ended, before, masks)
             # ended here and not reset within this very call (SAME_STEP's are)
             reset_within = b.final_in_info
             if reset_within is self._false:  # none: no NumPy call
-                tracked.set(ended)
+                tracked.set_counted(ended, count)
             elif reset_within is ended:  # all that ended
                 tracked.clear()
             else:

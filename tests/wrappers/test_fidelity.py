@@ -146,6 +146,42 @@ def test_record_episode_statistics_queues_hold_what_gymnasiums_hold():
             assert ours == theirs, name
 
 
+@pytest.mark.parametrize("num_envs", [4, 256])
+def test_record_episode_statistics_over_gymnasiums_batched_cartpole(num_envs):
+    """Over Gymnasium's CartPoleVectorEnv (NEXT_STEP): few episodes ending in a
+    step (row by row) and many (by NumPy calls), Gymnasium's values and types."""
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics as GymStats
+
+    actions = np.random.default_rng(0).integers(0, 2, (150, num_envs))
+
+    def run(cls):
+        envs = cls(gym.make_vec("CartPole-v1", num_envs, "vector_entry_point"))
+        envs.reset(seed=3)
+        ended = []
+        for a in actions:
+            infos = envs.step(a)[4]
+            if "episode" in infos:
+                stats = infos["episode"]
+                t = stats["t"]
+                assert (np.round(t, 6) == t).all() and (
+                    t[~infos["_episode"]] == 0
+                ).all()
+                ended.append((infos["_episode"], stats["r"], stats["l"]))
+        queues = [list(envs.return_queue), list(envs.length_queue)]
+        return ended, queues, [type(v) for v in envs.time_queue]
+
+    ours, theirs = run(RecordEpisodeStatistics), run(GymStats)
+    assert max(int(mask.sum()) for mask, _, _ in theirs[0]) > (8 if num_envs > 4 else 0)
+    assert len(ours[0]) == len(theirs[0])
+    for got, want in zip(ours[0], theirs[0], strict=True):
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert ours[1:] == theirs[1:]
+    assert [[type(v) for v in q] for q in ours[1]] == [
+        [type(v) for v in q] for q in theirs[1]
+    ]
+
+
 @given(
     st.one_of(
         st.floats(-1e7, 1e7),

@@ -147,6 +147,26 @@ def test_one_update_is_gymnasiums_formula_to_float64_rounding(update):
     )
 
 
+@pytest.mark.parametrize("n", [65, 1024])
+@pytest.mark.parametrize("count", [1e4, 1e12])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_large_scalar_batch_is_gymnasiums_formula_to_float64_rounding(
+    n, count, dtype
+):
+    """NormalizeReward's case: a scalar statistic, a batch of many values."""
+    rng = np.random.default_rng(n)
+    batch = (5 + rng.normal(size=n) * 3).astype(dtype)
+    mean, var = np.float64(4.5), np.float64(8.0)
+    want_mean, want_var = exact_update(mean, var, count, batch)
+    mean_bound, var_bound = rounding_bounds(mean, batch, count, want_var)
+    ours = started(RunningMeanStd, (), mean, var, count)
+    ours.update(batch)
+    assert (errors_from(want_mean, ours.mean) <= mean_bound).all()
+    assert (errors_from(want_var, ours.var) <= var_bound).all()
+    assert type(ours.mean) is type(ours.var) is np.float64
+    assert ours.count == count + n
+
+
 @given(updates(dtypes=(np.float64,)))
 def test_float64_updates_match_gymnasium_directly(update):
     """Float64 batch and state: Gymnasium's own update, unchanged, to rounding."""
@@ -297,6 +317,17 @@ def test_non_finite_values_propagate_as_in_gymnasium():
             gym.update(batch)
         np.testing.assert_array_equal(np.isnan(ours.mean), np.isnan(gym.mean))
         np.testing.assert_array_equal(np.isnan(ours.var), np.isnan(gym.var))
+
+
+def test_non_finite_values_in_a_large_scalar_batch_propagate_as_in_gymnasium():
+    for batch in ([1.0, np.inf], [np.inf, -np.inf], [np.nan, 1.0]):
+        ours, gym = RunningMeanStd(), GymRunningMeanStd()
+        ours.count = gym.count = 1e4
+        with np.errstate(all="ignore"):
+            ours.update(np.array(batch * 40))
+            gym.update(np.array(batch * 40))
+        assert np.isnan(ours.mean) == np.isnan(gym.mean), batch
+        assert np.isnan(ours.var) == np.isnan(gym.var), batch
 
 
 @pytest.mark.parametrize(

@@ -264,16 +264,15 @@ class RewardWrapper(_Tracked):
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
-        b = self.boundary
+        real = self.boundary.real
         out = self.rewards(rewards)
-        if b is self.boundaries.quiet:
+        if real is self.boundaries.quiet.real:  # all real: the shared mask
             return obs, out, terminations, truncations, infos
-        if type(b.real) is not np.ndarray:  # another library's: its where
+        if type(real) is not np.ndarray:  # another library's: its where
             zeros = cast(Any, _arrays.namespace(out)).zeros_like(out)
-            out = _arrays.rows_where(b.real, out, zeros)
-        elif count_nonzero(b.real) < len(b.real):
-            out = np.array(out, copy=True)
-            out[~b.real] = 0
+            out = _arrays.rows_where(real, out, zeros)
+        elif count_nonzero(real) < len(real):
+            out = np.where(real, out, 0)
         return obs, out, terminations, truncations, infos
 
 

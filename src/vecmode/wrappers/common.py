@@ -11,7 +11,6 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from vecmode import _arrays
-from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
@@ -113,18 +112,14 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         truncations: np.ndarray,
         mask: np.ndarray,
     ) -> None:
-        # ufuncs with where= and ndarray methods: one C call each
+        # every row: a row whose step was not real starts an episode in this
+        # very step, and episode_start zeroes it right after this hook
         b = self.boundary
         returns, lengths = self.episode_returns, self.episode_lengths
-        quiet = b is self.boundaries.quiet
-        if quiet or count_nonzero(mask) == len(mask):
-            returns += rewards
-            lengths += 1
-            if quiet:
-                return
-        else:
-            np.add(returns, rewards, out=returns, where=mask)
-            np.add(lengths, 1, out=lengths, where=mask)
+        returns += rewards
+        lengths += 1
+        if b is self.boundaries.quiet:
+            return
         dones = b.ended & mask  # a new array: it goes out in the info
         rows = dones.nonzero()[0]
         if not len(rows):
@@ -132,21 +127,24 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         # Gymnasium's np.where(dones, ..., 0) and rounded seconds: row by row
         # for a few (cheaper than a NumPy call per array), else by NumPy calls
         now = time.perf_counter()
-        starts = self.episode_start_times
-        out_returns, out_lengths, out_seconds = (
-            np.zeros(len(dones), column.dtype) for column in (returns, lengths, starts)
-        )
-        if len(rows) > _FEW_ENDED:
-            seconds = np.round(now - starts[rows], 6)
-            for out, values, queue in (
-                (out_returns, returns[rows], self.return_queue),
-                (out_lengths, lengths[rows], self.length_queue),
-                (out_seconds, seconds, self.time_queue),
-            ):
-                out[rows] = values
-                queue.extend(values)
-        else:
+        if len(rows) <= _FEW_ENDED:
+            out_returns, out_lengths, out_seconds = (
+                np.zeros(len(dones), column.dtype)
+                for column in (returns, lengths, self.episode_start_times)
+            )
             self._rows_ended(rows.tolist(), now, out_returns, out_lengths, out_seconds)
+        else:
+            seconds = np.subtract(now, self.episode_start_times[rows])
+            np.multiply(seconds, 1e6, out=seconds)  # np.round(seconds, 6): its ufuncs
+            np.rint(seconds, out=seconds)
+            np.divide(seconds, 1e6, out=seconds)
+            out_seconds = np.zeros(len(dones))
+            out_seconds[rows] = seconds
+            out_returns = np.where(dones, returns, 0.0)
+            out_lengths = np.where(dones, lengths, 0)
+            self.return_queue.extend(returns[rows])
+            self.length_queue.extend(lengths[rows])
+            self.time_queue.extend(seconds)
         self._ended = ({"r": out_returns, "l": out_lengths, "t": out_seconds}, dones)
         self.episode_count += len(rows)
 

@@ -171,7 +171,23 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
                 self.var = dtypes[1].type(new_var)
                 self.count = count + n
                 return
+        if not shape and count >= n and _exact(mean) and _exact(var):
+            self._merge_scalars(batch, n, dtypes)
+            return
         self._merge_array(batch, n, shape, dtypes)
+
+    def _merge_scalars(self, batch: np.ndarray, n: int, dtypes: Dtypes) -> None:
+        """A scalar statistic merged with a large ``batch``: its sums about the
+        old mean by two NumPy calls, the rest in Python floats."""
+        mean, count = float(self.mean), self.count
+        deviations = np.subtract(batch, mean, dtype=_F64)
+        s1 = float(np.add.reduce(deviations))
+        s2 = float(np.dot(deviations, deviations))
+        total = count + n
+        step = s1 / total
+        self.mean = dtypes[0].type(mean + step)
+        self.var = dtypes[1].type((float(self.var) * count + (s2 - s1 * step)) / total)
+        self.count = total
 
     def _merge_array(
         self, batch: np.ndarray, n: int, shape: tuple[int, ...], dtypes: Dtypes
@@ -244,6 +260,11 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
                 var_out.reshape(work.shape),
             )
         self.mean, self.var, self.count = mean_out, var_out, total
+
+
+def _exact(value: Any) -> bool:
+    """Whether ``value`` (a statistic) converts to a Python float exactly."""
+    return getattr(value, "dtype", None) in _EXACT_IN_FLOATS
 
 
 def _fold(x: Any, k: int) -> int:
