@@ -29,6 +29,13 @@ def _undispatched() -> Callable[[Any], int]:
 count_nonzero: Callable[[Any], int] = _undispatched()
 
 
+def true_indices(mask: Any) -> list[int]:
+    """``np.flatnonzero(mask).tolist()``: one C call for a 1-D NumPy mask."""
+    if type(mask) is np.ndarray and mask.ndim == 1:
+        return mask.nonzero()[0].tolist()  # type: ignore[no-any-return]
+    return np.flatnonzero(mask).tolist()  # type: ignore[no-any-return]
+
+
 def host_array(value: Any) -> Any:
     """``value`` as is (a NumPy array, a list), or any library's array (a torch
     tensor, wherever it lives) as NumPy."""

@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, _rows, errors
-from vecmode._numpy import count_nonzero, host_array
+from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import EndedTracker
 
 __all__ = [
@@ -350,7 +350,9 @@ class BoundaryTracker:
         ``like``: the batch it returned, whose library the masks take (or mask's)."""
         if self._source and (shared := self._shared(mask, None)):
             return shared
-        if (sample := mask if like is None else like) is not None:
+        sample = mask if like is None else like
+        numpy = type(sample) is np.ndarray and self._kind[0] is np.ndarray
+        if sample is not None and not numpy:  # (NumPy's stays NumPy's)
             self._adopt(sample)
         false, before = self._false, self.ended.mask
         if mask is None:
@@ -462,7 +464,7 @@ def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any
     dense = infos.get(FINAL_OBS)
     if dense is None:
         return rest
-    rows = np.flatnonzero(ended).tolist()
+    rows = true_indices(ended)
     finals: list[tuple[int, Any, dict[str, Any]]]
     finals = [(i, np.array(dense[i], copy=True), {}) for i in rows]
     return same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
@@ -476,7 +478,7 @@ def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
     if found is None:
         return rest
     mask, final_obs = found
-    for i in np.flatnonzero(mask).tolist():
+    for i in true_indices(mask):
         dense[i] = final_obs[i]
     return {**rest, FINAL_OBS: dense.copy()}
 
@@ -500,7 +502,7 @@ def with_final_batch(infos: dict[str, Any], rows: Any, batch: Any) -> dict[str, 
     final = infos.get(FINAL_OBS)
     if not (type(final) is np.ndarray and final.dtype == object):  # dense
         return {**infos, FINAL_OBS: batch}
-    indices = np.flatnonzero(rows).tolist()
+    indices = true_indices(rows)
     return with_final_observations(infos, {i: _rows.row_of(batch, i) for i in indices})
 
 
@@ -542,7 +544,7 @@ def map_infos(
     elif FINAL_OBS in infos:
         mask = infos.get(_FINAL_OBS_MASK)
         entries = np.array(infos[FINAL_OBS], dtype=object, copy=True)
-        rows = range(len(entries)) if mask is None else np.flatnonzero(mask).tolist()
+        rows = range(len(entries)) if mask is None else true_indices(mask)
         for i in rows:
             if entries[i] is not None:
                 entries[i] = observation(entries[i])
@@ -638,7 +640,7 @@ def _mask_problem(key: str, mask: Any, expected: np.ndarray) -> LayoutProblem | 
     ):
         shape = f"a bool array of shape {expected.shape}"
         return LayoutProblem(key, None, shape, True, mask)
-    for i in np.flatnonzero(mask != expected).tolist():
+    for i in true_indices(mask != expected):
         return LayoutProblem(key, i, str(bool(expected[i])), True, bool(mask[i]))
     return None
 
@@ -696,6 +698,6 @@ def merge_final_observations(
         if not (type(final) is np.ndarray and final.dtype == object):  # dense
             return _arrays.rows_where(rows, final, observations)
         rows = np.asarray(host_array(rows), dtype=np.bool_)  # (NumpyToTorch's)
-    indices = np.flatnonzero(rows).tolist()
+    indices = true_indices(rows)
     spaces = env.observation_space, env.single_observation_space
     return _rows.with_rows(*spaces, observations, indices, [final[i] for i in indices])

@@ -17,7 +17,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, errors, modes
-from vecmode._numpy import count_nonzero, host_array
+from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import copied, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
@@ -137,7 +137,7 @@ class Reading(NamedTuple):
         rows, finals = _host_mask(b.final_in_info), {}
         if count_nonzero(rows):
             found = modes.final_entries(self._infos(), rows, self.reader.who)
-            finals = {i: found[i] for i in np.flatnonzero(rows).tolist()}
+            finals = {i: found[i] for i in true_indices(rows)}
         return [
             RealTransition(
                 i,
@@ -149,14 +149,14 @@ class Reading(NamedTuple):
                 finals[i] if i in finals else _row(space, self.returned, i),
                 self.infos,
             )
-            for i in np.flatnonzero(_host_mask(b.real)).tolist()
+            for i in true_indices(_host_mask(b.real))
         ]
 
     def starts(self) -> list[EpisodeStart]:
         """The episodes the call started, in sub-env order."""
         return [
             EpisodeStart(i, _row(self.reader.observation_space, self.returned, i))
-            for i in np.flatnonzero(_host_mask(self.boundary.starts)).tolist()
+            for i in true_indices(_host_mask(self.boundary.starts))
         ]
 
 

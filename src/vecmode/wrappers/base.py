@@ -16,7 +16,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from vecmode import _arrays, _rows, modes
-from vecmode._numpy import count_nonzero
+from vecmode._numpy import count_nonzero, true_indices
 from vecmode.core import StepResult, copy_batch
 from vecmode.env_classes import layers
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
@@ -147,7 +147,7 @@ def replace_final_observations(
 ) -> Infos:
     """``infos`` whose final observation of sub-env ``i`` is item ``i`` of
     ``batch`` (an element of ``env.observation_space``), for the ``rows``."""
-    indices = np.flatnonzero(rows).tolist()
+    indices = true_indices(rows)
     singles: Any = batch
     if type(batch) is not np.ndarray or type(env.observation_space) is not Box:
         singles = list(iterate_batch(env.observation_space, batch))

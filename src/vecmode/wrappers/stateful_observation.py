@@ -129,8 +129,9 @@ class NormalizeObservation(
             self._update(obs, starts)
             return self.normalize(obs), infos
         out = self.normalize(obs)
-        self._update(obs, starts)
-        out[starts] = self.normalize(obs[starts])
+        first = obs[starts]
+        self.obs_rms.update(first)
+        out[starts] = self.normalize(first)
         return out, infos
 
     def last_observations(self, observations: Any, infos: base.Infos) -> Any:
