@@ -347,19 +347,22 @@ def normalize(
     """``((x - mean) / np.sqrt(var + epsilon)).astype(dtype)``, bit for bit, into
     one new array."""
     std = np.sqrt(var + epsilon)
-    out = np.empty(_shape(x), dtype)
     try:
-        key: tuple[Any, ...] | None = (x.dtype, mean.dtype, std.dtype, out.dtype)
+        key: tuple[Any, ...] | None = (x.dtype, mean.dtype, std.dtype, dtype)
         in_place = _IN_PLACE.get(key)  # type: ignore[arg-type]
     except AttributeError:
         key = in_place = None
     if in_place is None:
-        in_place = np.result_type(x, mean, std) == out.dtype
+        in_place = np.result_type(x, mean, std) == np.dtype(dtype)
         if key is not None and len(_IN_PLACE) < 256:
             _IN_PLACE[key] = in_place
-    result = out
+    laid = None
     if type(x) is np.ndarray and x.size >= _LARGE:  # along the batch's long axis
-        result, x, out, mean, std = _laid_out(x, out, mean, std, dtype)
+        laid = _laid_out(x, mean, std, dtype)
+    if laid is None:
+        result = out = np.empty(_shape(x), dtype)
+    else:
+        result, x, out, mean, std = laid
     if in_place:
         np.subtract(x, mean, out)
         np.divide(out, std, out)
@@ -368,26 +371,27 @@ def normalize(
     return result
 
 
-def _laid_out(x: Any, out: np.ndarray, mean: Any, std: Any, dtype: DTypeLike) -> Any:
+def _laid_out(x: np.ndarray, mean: Any, std: Any, dtype: DTypeLike) -> Any:
     """``(result, x, out, mean, std)`` to normalise ``(n, k)`` rows along a long
     axis (NumPy loops over a short last axis slowly): a column-major batch by its
-    columns, into a column-major result as NumPy gives; a row-major one folded."""
+    columns, into a column-major result as NumPy gives; a row-major one folded.
+    None: as they are."""
     k = _shape(mean)
     if not (
-        type(x) is np.ndarray
-        and x.ndim == 2
+        x.ndim == 2
         and isinstance(mean, np.ndarray)
         and len(k) == 1
         and _shape(std) == k
     ):
-        return out, x, out, mean, std
+        return None
     if x.flags.f_contiguous and not x.flags.c_contiguous:
         result = np.empty(x.shape, dtype, order="F")
         column = (-1, 1)
         return result, x.T, result.T, mean.reshape(column), std.reshape(column)
     r = _fold(x, k[0])
     if r == 1:
-        return out, x, out, mean, std
+        return None
+    out = np.empty(x.shape, dtype)
     m, w = x.shape[0] // r, r * k[0]
     return out, x.reshape(m, w), out.reshape(m, w), _tiled(mean, r), _tiled(std, r)
 
