@@ -146,16 +146,22 @@ def test_record_episode_statistics_queues_hold_what_gymnasiums_hold():
             assert ours == theirs, name
 
 
-@pytest.mark.parametrize("num_envs", [4, 256])
-def test_record_episode_statistics_over_gymnasiums_batched_cartpole(num_envs):
+@pytest.mark.parametrize(
+    ("num_envs", "buffer_length"), [(4, 100), (256, 100), (256, 5)]
+)
+def test_record_episode_statistics_over_gymnasiums_batched_cartpole(
+    num_envs, buffer_length
+):
     """Over Gymnasium's CartPoleVectorEnv (NEXT_STEP): few episodes ending in a
-    step (row by row) and many (by NumPy calls), Gymnasium's values and types."""
+    step (row by row) and many (by NumPy calls; more than the queues hold),
+    Gymnasium's values and types."""
     from gymnasium.wrappers.vector import RecordEpisodeStatistics as GymStats
 
     actions = np.random.default_rng(0).integers(0, 2, (150, num_envs))
 
     def run(cls):
-        envs = cls(gym.make_vec("CartPole-v1", num_envs, "vector_entry_point"))
+        envs = gym.make_vec("CartPole-v1", num_envs, "vector_entry_point")
+        envs = cls(envs, buffer_length=buffer_length)
         envs.reset(seed=3)
         ended = []
         for a in actions:

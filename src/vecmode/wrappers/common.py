@@ -142,9 +142,9 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             out_seconds[rows] = seconds
             out_returns = np.where(dones, returns, 0.0)
             out_lengths = np.where(dones, lengths, 0)
-            self.return_queue.extend(returns[rows])
-            self.length_queue.extend(lengths[rows])
-            self.time_queue.extend(seconds)
+            _extend(self.return_queue, returns[rows])
+            _extend(self.length_queue, lengths[rows])
+            _extend(self.time_queue, seconds)
         self._ended = ({"r": out_returns, "l": out_lengths, "t": out_seconds}, dones)
         self.episode_count += len(rows)
 
@@ -187,6 +187,12 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             )
         infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
+
+
+def _extend(queue: Any, values: np.ndarray) -> None:
+    """``queue.extend(values)``, of only the values a bounded deque keeps."""
+    maxlen = getattr(queue, "maxlen", None)
+    queue.extend(values if maxlen is None else values[max(len(values) - maxlen, 0) :])
 
 
 def round_seconds(seconds: np.float64) -> np.float64:
