@@ -399,6 +399,43 @@ def test_update_from_moments_is_gymnasiums():
     assert ours.count == gym.count
 
 
+# batches of 2,048+ values go along their long axis: column-major ones by
+# columns, row-major ones folded into longer rows (or not, when n is odd)
+LARGE = [((512, 4), "C"), ((512, 4), "F"), ((513, 4), "C"), ((1024, 2), "F")]
+LARGE += [((64, 64), "C"), ((300, 3, 3), "C")]
+
+
+@pytest.mark.parametrize(("shape", "order"), LARGE, ids=str)
+@pytest.mark.parametrize("count", [1e-4, 1e6])
+def test_a_large_batch_is_gymnasiums_formula_to_float64_rounding(shape, order, count):
+    rng = np.random.default_rng(sum(shape))
+    batch = (-30 + rng.normal(size=shape) * 4).astype(np.float32)
+    batch = np.asarray(batch, order=order)
+    mean = rng.normal(size=shape[1:]) - 29
+    var = rng.uniform(1, 20, size=shape[1:])
+    want_mean, want_var = exact_update(mean, var, count, batch)
+    mean_bound, var_bound = rounding_bounds(mean, batch, count, want_var)
+    ours = started(RunningMeanStd, shape[1:], mean, var, count)
+    ours.update(batch)
+    assert (errors_from(want_mean, ours.mean) <= mean_bound).all()
+    assert (errors_from(want_var, ours.var) <= var_bound).all()
+    assert ours.mean.shape == ours.var.shape == shape[1:]
+
+
+@pytest.mark.parametrize(("shape", "order"), LARGE, ids=str)
+@pytest.mark.parametrize("stats", [np.float32, np.float64])
+def test_a_large_batch_normalises_bit_for_bit_in_numpys_layout(shape, order, stats):
+    rng = np.random.default_rng(len(shape))
+    x = np.asarray(rng.normal(size=shape).astype(np.float32) * 3, order=order)
+    mean = rng.normal(size=shape[1:]).astype(stats)
+    var = rng.uniform(0, 4, size=shape[1:]).astype(stats)
+    want = ((x - mean) / np.sqrt(var + 1e-8)).astype(np.float32)
+    got = normalize(x, mean, var, 1e-8)
+    assert got.tobytes(order="A") == want.tobytes(order="A")
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+
+
 # ------------------------------------------------------------ normalising
 @given(
     x=hnp.arrays(

@@ -90,10 +90,10 @@ class _Scratch:
         self.step = np.empty(k, _F64)
 
     def columns_of(self, n: int) -> np.ndarray:
-        """A ``(2, k, n)`` buffer: deviations and squares of a column-major batch."""
+        """A ``(k, n)`` buffer: the deviations of a column-major batch."""
         found = getattr(self, "_columns", None)
-        if found is None or found.shape[2] != n:
-            found = self._columns = np.empty((2, self.k, n), _F64)
+        if found is None or found.shape[1] != n:
+            found = self._columns = np.empty((self.k, n), _F64)
         return found
 
     def rows_of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -289,10 +289,11 @@ def _sums_about(work: _Scratch, batch: np.ndarray, mean: Any, n: int) -> None:
     large = n * work.k >= _LARGE
     if large and batch.flags.f_contiguous and not batch.flags.c_contiguous:
         # column-major (Gymnasium's CartPoleVectorEnv): reduce along its columns
-        both = work.columns_of(n)
-        np.subtract(batch.T, np.reshape(mean, (-1, 1)), out=both[0], dtype=_F64)
-        np.multiply(both[0], both[0], out=both[1])
-        np.add.reduce(both, axis=2, out=work.sums)
+        deviations = work.columns_of(n)  # one buffer: less memory to pass over
+        np.subtract(batch.T, np.reshape(mean, (-1, 1)), out=deviations, dtype=_F64)
+        np.add.reduce(deviations, axis=1, out=work.s1)
+        np.multiply(deviations, deviations, out=deviations)
+        np.add.reduce(deviations, axis=1, out=work.s2)
         return
     deviations, squares = work.rows_of(n)
     r = _fold(batch, work.k) if large and work.k < _FOLDED else 1
