@@ -34,7 +34,8 @@ def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
 
 def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> Any:
     """Chan et al.'s parallel merge of the rows of ``x`` (those of the 0/1
-    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``."""
+    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``
+    (JAX's, compiled: XLA fuses the passes)."""
     x = xp.astype(x, mean.dtype)
     if w is None:
         batch_mean = xp.mean(x, axis=0)
@@ -49,6 +50,26 @@ def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> 
     delta = batch_mean - mean
     new_mean = mean + delta * (n / total)
     new_var = (var * count + m2 + xp.square(delta) * (count * n / total)) / total
+    return new_mean, new_var
+
+
+def _merge_rows(xp: Any, mean: Any, var: Any, count: float, x: Any) -> Any:
+    """:func:`_merge` of all the rows of ``x`` op by op (torch...), in fewest
+    passes: sums of the deviations from the running mean, the scalars in Python.
+
+    Chan's ``M2 = count * var + q - s**2 / total``, ``s`` and ``q`` the sum and
+    the sum of squares of ``x - mean`` (float64: exact to ~1e-16 * (shift /
+    std) ** 2; the shift is the running mean, so small once it has settled).
+    """
+    n = x.shape[0]
+    if x.dtype != mean.dtype:  # (a 0-d float64 would not promote a torch tensor)
+        x = xp.astype(x, mean.dtype)
+    d = x - mean
+    s = xp.sum(d, axis=0)
+    q = xp.sum(d * d, axis=0)
+    total = count + n
+    new_mean = mean + s * (1.0 / total)
+    new_var = var * (count / total) + q * (1.0 / total) - (s * s) * (1.0 / total**2)
     return new_mean, new_var
 
 
@@ -100,6 +121,7 @@ class ArrayRunningMeanStd:
         self.var = xp.ones(self.shape, dtype=dtype, device=device)
         self.count = float(epsilon)
         self._jax = _arrays.name_of(xp) == "jax.numpy"
+        self._scale: tuple[Any, ...] = (None,) * 5
 
     @classmethod
     def from_numpy(cls, rms: Any, xp: Any, device: Any = None) -> ArrayRunningMeanStd:
@@ -125,18 +147,35 @@ class ArrayRunningMeanStd:
         n = rows if mask is None else _arrays.count_true(mask)
         if not n:
             return 0
-        merge = _jitted(_merge) if self._jax else functools.partial(_merge, self.xp)
-        w = None if n == rows else mask
-        self.mean, self.var = merge(self.mean, self.var, self.count, x, w, n)
+        if self._jax:
+            w = None if n == rows else mask
+            merged = _jitted(_merge)(self.mean, self.var, self.count, x, w, n)
+        else:  # op by op: the chosen rows only (a gather, no host copy)
+            x = x if n == rows else x[mask]
+            merged = _merge_rows(self.xp, self.mean, self.var, self.count, x)
+        self.mean, self.var = merged
         self.count += n
         return n
+
+    def scale(self, epsilon: float, dtype: Any) -> tuple[Any, Any]:
+        """``(mean, sqrt(var + epsilon))`` as ``dtype``, kept until the
+        statistics change (a normalisation's operands)."""
+        mean, var = self.mean, self.var
+        found = self._scale
+        if found[0] is mean and found[1] is var and found[2:4] == (epsilon, dtype):
+            return found[4]
+        xp = self.xp
+        out = (xp.astype(mean, dtype), xp.astype(xp.sqrt(var + epsilon), dtype))
+        self._scale = (mean, var, epsilon, dtype, out)
+        return out
 
 
 def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> Any:
     """``(x - mean) / sqrt(var + epsilon)`` as ``dtype`` (compiled on JAX)."""
     if rms._jax:
         return _jitted(_normalize, 4)(x, rms.mean, rms.var, epsilon, dtype)
-    return _normalize(rms.xp, x, rms.mean, rms.var, epsilon, dtype)
+    mean, std = rms.scale(epsilon, dtype)
+    return rms.xp.astype((x - mean) / std, dtype, copy=False)
 
 
 def _normalize(xp: Any, x: Any, mean: Any, var: Any, epsilon: Any, dtype: Any) -> Any:

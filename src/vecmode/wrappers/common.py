@@ -80,9 +80,11 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         if b is self.boundaries.quiet:
             self.episode_returns, self.episode_lengths = returns, lengths
             return
-        self.episode_returns = returns = xp.where(mask, returns, self.episode_returns)
-        self.episode_lengths = lengths = xp.where(mask, lengths, self.episode_lengths)
-        dones = b.ended & mask
+        if mask is not self.boundaries.quiet.real:  # (quiet's: all True)
+            returns = xp.where(mask, returns, self.episode_returns)
+            lengths = xp.where(mask, lengths, self.episode_lengths)
+        self.episode_returns, self.episode_lengths = returns, lengths
+        dones = b.ended & mask  # a new array: it goes out in the info
         ended = _arrays.count_true(dones)
         if not ended:
             return

@@ -10,7 +10,7 @@ from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv
 
-from vecmode import _arrays
+from vecmode import _arrays, _rows
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import map_final_observations, set_spaces
@@ -172,15 +172,14 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
             result
         )
-        b = self.boundary
-        quiet = b is self.boundaries.quiet
-        if not quiet and not _arrays.any_true(b.final_in_info):
+        b, quiet = self.boundary, self.boundaries.quiet
+        if b is not quiet and not _rows.some(b.final_in_info):
             # final observations no layer normalised (none ended here): clipped
             infos = map_final_observations(
                 infos, obs, _Clip(self.clip_obs), self, self, type(self).__name__
             )
         out = _clip(self.array_xp, rewards, self.clip_reward)
-        if not quiet:
+        if b.real is not quiet.real:  # (quiet's: all True)
             out = self.array_xp.where(b.real, out, 0.0)
         return obs, out, terminations, truncations, infos
 

@@ -72,7 +72,16 @@ class NormalizeObservation(
         out = self.normalize(obs)  # the sub-envs not reset: before the update
         starts = None if state is None else self.boundary.starts
         rms: Any = self.obs_rms
-        if self.update_running_mean and rms.update(obs, starts):
+        if not self.update_running_mean:
+            return out, infos
+        if starts is not None and not rms._jax:  # mutable: the reset rows only
+            n = _arrays.count_true(starts)
+            if n and n < obs.shape[0]:
+                chosen = obs[starts]
+                rms.update(chosen)
+                out[starts] = self.normalize(chosen)
+                return out, infos
+        if rms.update(obs, starts):
             new = self.normalize(obs)
             out = new if starts is None else _arrays.rows_where(starts, new, out)
         return out, infos

@@ -97,13 +97,13 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
         # Gymnasium's sums * gamma * (1 - terminated) + reward, rounded as NumPy's
         moved = xp.where(terminations, 0.0, sums * self.gamma) + rewards
         moved = xp.astype(moved, sums.dtype, copy=False)
-        real = None if b is self.boundaries.quiet else b.real
+        real = None if b.real is self.boundaries.quiet.real else b.real  # all: None
         sums = moved if real is None else xp.where(real, moved, sums)
         self.accumulated_reward = sums
         rms: Any = self.return_rms
         if self.update_running_mean:
             rms.update(sums, real)
-        std = xp.sqrt(rms.var + self.epsilon)
+        std = rms.scale(self.epsilon, rms.dtype)[1]
         scaled = xp.astype(rewards / std, rewards.dtype, copy=False)
         return obs, scaled, terminations, truncations, infos
 
