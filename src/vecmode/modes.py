@@ -393,14 +393,15 @@ class BoundaryTracker:
         """:meth:`step` over another library's flags (one host sync a step)."""
         self._adopt(terminations)
         ended, tracked, before = terminations | truncations, self.ended, self.ended.mask
-        if not tracked.count and not _arrays.any_true(ended):
+        count = _arrays.count_true(ended)
+        if not tracked.count and not count:
             b = self.quiet
         else:
             b = _boundary(self.mode, ended, before, (self._false, self._true))
             if b.final_in_info is ended:  # SAME_STEP: all that ended reset
                 tracked.clear()
             else:
-                tracked.set(ended)
+                tracked.set(ended, count)
         return self._remember(terminations, truncations, before, b)
 
 
