@@ -63,12 +63,12 @@ def _merge_rows(xp: Any, mean: Any, var: Any, count: float, x: Any) -> Any:
     std) ** 2; the shift is the running mean, so small once it has settled).
     """
     n, k, fold = _fold_of(x, mean)
-    d = xp.reshape(xp.astype(x, mean.dtype), (n // fold, fold * k))  # (a copy)
-    d -= _tiled(xp, mean, fold)  # in place on our copy: no new (n, k) array
+    d = _folded(xp, xp.astype(x, mean.dtype), fold, k)  # (a copy: ours)
+    d -= _tiled(xp, mean, fold)  # in place: no other (n, k) array
     s = xp.sum(d, axis=0)
     d *= d
     q = xp.sum(d, axis=0)
-    if fold > 1 or mean.shape != s.shape:
+    if fold > 1:
         s, q = (
             xp.reshape(xp.sum(xp.reshape(v, (fold, k)), axis=0), mean.shape)
             for v in (s, q)
@@ -88,10 +88,14 @@ def _fold_of(x: Any, like: Any) -> tuple[int, int, int]:
     return n, k, fold
 
 
+def _folded(xp: Any, x: Any, fold: int, k: int) -> Any:
+    """``x`` as rows of ``fold * k`` numbers (as it is if ``fold`` is 1)."""
+    return x if fold == 1 else xp.reshape(x, (x.shape[0] // fold, fold * k))
+
+
 def _tiled(xp: Any, value: Any, fold: int) -> Any:
-    """``value`` flattened, repeated ``fold`` times (one folded row)."""
-    flat = xp.reshape(value, (-1,))
-    return flat if fold == 1 else xp.concat([flat] * fold)
+    """``value`` flattened, repeated ``fold`` times (as it is if ``fold`` is 1)."""
+    return value if fold == 1 else xp.concat([xp.reshape(value, (-1,))] * fold)
 
 
 @functools.cache
@@ -203,11 +207,13 @@ def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> A
     if rms._jax:
         return _jitted(_normalize, 4)(x, rms.mean, rms.var, epsilon, dtype)
     xp, shape = rms.xp, x.shape
-    n, k, fold = _fold_of(x, rms.mean)
+    _, k, fold = _fold_of(x, rms.mean)
     mean, std = rms.scale(epsilon, dtype, fold)
-    out = xp.reshape(x, (n // fold, fold * k)) - mean
+    out = _folded(xp, x, fold, k) - mean
     out /= std  # (in place: ours)
-    return xp.reshape(xp.astype(out, dtype, copy=False), shape)
+    if out.dtype != dtype:
+        out = xp.astype(out, dtype)
+    return out if fold == 1 else xp.reshape(out, shape)
 
 
 def _normalize(xp: Any, x: Any, mean: Any, var: Any, epsilon: Any, dtype: Any) -> Any:
