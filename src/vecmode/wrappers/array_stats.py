@@ -74,9 +74,8 @@ def _merge_rows(xp: Any, mean: Any, var: Any, count: float, x: Any) -> Any:
             for v in (s, q)
         )
     total = count + n
-    new_mean = mean + s * (1.0 / total)
-    new_var = var * (count / total) + q * (1.0 / total) - (s * s) * (1.0 / total**2)
-    return new_mean, new_var
+    shift = s * (1.0 / total)
+    return mean + shift, (var * count + q - s * shift) * (1.0 / total)
 
 
 def _fold_of(x: Any, like: Any) -> tuple[int, int, int]:
@@ -84,8 +83,12 @@ def _fold_of(x: Any, like: Any) -> tuple[int, int, int]:
     size of ``like``) is read as rows of ``fold * k``: torch's elementwise
     ops over a small last axis are 2-4x slower than over 64 numbers."""
     n, k = x.shape[0], math.prod(like.shape)
-    fold = 64 // k if 1 < k < 64 and n % (64 // k) == 0 else 1
-    return n, k, fold
+    big = n * k >= _FOLD_FROM and 1 < k < 64 and n % (64 // k) == 0
+    return n, k, 64 // k if big else 1
+
+
+#: Batches of fewer numbers are not folded (the reshapes would cost more).
+_FOLD_FROM = 32768
 
 
 def _folded(xp: Any, x: Any, fold: int, k: int) -> Any:
