@@ -13,6 +13,7 @@ from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
 from vecmode.wrappers.array_stats import (
+    INF,
     ArrayPath,
     ArrayRunningMeanStd,
     compiled,
@@ -99,6 +100,12 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
             result
         )
+        out = self._array_rewards(rewards, terminations, INF)
+        return obs, out, terminations, truncations, infos
+
+    def _array_rewards(self, rewards: Any, terminations: Any, bound: float) -> Any:
+        """Advance the discounted sums and ``return_rms`` by a step's rewards;
+        return them scaled and clipped to ``[-bound, bound]``."""
         xp, b, quiet = self.array_xp, self.boundary, self.boundaries.quiet
         real = None if b.real is quiet.real else b.real  # (quiet's: all True)
         sums = compiled(xp, discounted)(
@@ -108,8 +115,7 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
         rms: Any = self.return_rms
         if self.update_running_mean:
             rms.update(sums, real)
-        out = compiled(xp, scaled)(rewards, rms.var, self.epsilon)
-        return obs, out, terminations, truncations, infos
+        return compiled(xp, scaled, 3)(rewards, rms.var, self.epsilon, bound)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
