@@ -187,6 +187,32 @@ class ArrayRunningMeanStd:
         self.count += n
         return n
 
+    def normalized(
+        self, x: Any, mask: Any, epsilon: float, dtype: Any, bound: float = INF
+    ) -> Any:
+        """``x`` normalised as :func:`normalize` does: the rows of ``mask`` (all
+        if None) after merging them into the statistics, the others before
+        (one compiled call on JAX)."""
+        rows = x.shape[0]
+        n = rows if mask is None else _arrays.count_true(mask)
+        if not n:
+            return normalize(x, self, epsilon, dtype, bound)
+        if self._jax:
+            w = None if n == rows else mask
+            out, self.mean, self.var = _jitted(_renormalized, 7, 8)(
+                x, self.mean, self.var, self.count, w, n, epsilon, dtype, bound
+            )
+            self.count += n
+            return out
+        if n == rows:
+            self.update(x)
+            return normalize(x, self, epsilon, dtype, bound)
+        out = normalize(x, self, epsilon, dtype, bound)
+        chosen = x[mask]  # mutable arrays: the chosen rows alone (a gather)
+        self.update(chosen)
+        out[mask] = normalize(chosen, self, epsilon, dtype, bound)
+        return out
+
     def scale(self, epsilon: float, dtype: Any, fold: int = 1) -> tuple[Any, Any]:
         """``(mean, sqrt(var + epsilon))`` as ``dtype``, flattened and tiled
         ``fold`` times, kept until the statistics change (a normalisation's
@@ -232,6 +258,27 @@ def _normalize(
     std = xp.astype(xp.sqrt(var + epsilon), dtype)
     out = xp.astype((x - xp.astype(mean, dtype)) / std, dtype, copy=False)
     return out if bound == INF else xp.clip(out, -bound, bound)
+
+
+def _renormalized(
+    xp: Any,
+    x: Any,
+    mean: Any,
+    var: Any,
+    count: Any,
+    w: Any,
+    n: Any,
+    epsilon: Any,
+    dtype: Any,
+    bound: float,
+) -> tuple[Any, Any, Any]:
+    """JAX's :meth:`ArrayRunningMeanStd.normalized`: ``(out, mean, var)``."""
+    new_mean, new_var = _merge(xp, mean, var, count, x, w, n)
+    new = _normalize(xp, x, new_mean, new_var, epsilon, dtype, bound)
+    if w is not None:
+        old = _normalize(xp, x, mean, var, epsilon, dtype, bound)
+        new = xp.where(xp.reshape(w, (-1,) + (1,) * (x.ndim - 1)), new, old)
+    return new, new_mean, new_var
 
 
 @functools.cache

@@ -13,7 +13,6 @@ from gymnasium.vector import VectorEnv
 from vecmode import _arrays, _rows
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
-from vecmode.wrappers.array_stats import normalize
 from vecmode.wrappers.base import map_final_observations, set_spaces
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.stateful_observation import NormalizeObservation
@@ -164,9 +163,9 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
         out = super().normalize(observations)
         return clip_symmetric(out, self.clip_obs, out)
 
-    def _array_normalize(self, observations: Any) -> Any:
-        rms: Any = self.obs_rms
-        return normalize(observations, rms, self.epsilon, self._dtype, self.clip_obs)
+    @property
+    def _array_bound(self) -> float:  # type: ignore[override]
+        return self.clip_obs
 
     def _array_step_result(self, result: StepResult) -> StepResult:
         # NormalizeObservation's and the layers below; the rewards here
