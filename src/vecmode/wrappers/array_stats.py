@@ -37,47 +37,24 @@ def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
 
 def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> Any:
     """Chan et al.'s parallel merge of the rows of ``x`` (those of the 0/1
-    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``
-    (JAX's, compiled: XLA fuses the passes)."""
-    x = xp.astype(x, mean.dtype)
-    if w is None:
-        batch_mean = xp.mean(x, axis=0)
-        deviations = x - batch_mean
-    else:
+    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``,
+    in one float64 copy of ``x`` (written into; folded, see :func:`_fold_of`)."""
+    _, k, fold = _fold_of(x, mean) if w is None else (0, 0, 1)
+    d = _folded(xp, xp.astype(x, mean.dtype), fold, k)  # (a copy: ours)
+    if w is not None:
         w = xp.reshape(xp.astype(w, mean.dtype), (-1,) + (1,) * (len(x.shape) - 1))
-        batch_mean = xp.sum(x * w, axis=0) / n
-        deviations = (x - batch_mean) * w
-    # a norm: torch's var and sum over the rows of a (n, k) array are 3-6x slower
-    m2 = xp.square(xp.linalg.vector_norm(deviations, axis=0))
+        d = d * w
+    batch_mean = _unfolded(xp, xp.sum(d, axis=0), fold, mean) / n
+    d -= _tiled(xp, batch_mean, fold)
+    if w is not None:
+        d = d * w
+    d *= d
+    m2 = _unfolded(xp, xp.sum(d, axis=0), fold, mean)
     total = count + n
     delta = batch_mean - mean
     new_mean = mean + delta * (n / total)
     new_var = (var * count + m2 + xp.square(delta) * (count * n / total)) / total
     return new_mean, new_var
-
-
-def _merge_rows(xp: Any, mean: Any, var: Any, count: float, x: Any) -> Any:
-    """:func:`_merge` of all the rows of ``x`` op by op (torch...), in fewest
-    passes: sums of the deviations from the running mean, the scalars in Python.
-
-    Chan's ``M2 = count * var + q - s**2 / total``, ``s`` and ``q`` the sum and
-    the sum of squares of ``x - mean`` (float64: exact to ~1e-16 * (shift /
-    std) ** 2; the shift is the running mean, so small once it has settled).
-    """
-    n, k, fold = _fold_of(x, mean)
-    d = _folded(xp, xp.astype(x, mean.dtype), fold, k)  # (a copy: ours)
-    d -= _tiled(xp, mean, fold)  # in place: no other (n, k) array
-    s = xp.sum(d, axis=0)
-    d *= d
-    q = xp.sum(d, axis=0)
-    if fold > 1:
-        s, q = (
-            xp.reshape(xp.sum(xp.reshape(v, (fold, k)), axis=0), mean.shape)
-            for v in (s, q)
-        )
-    total = count + n
-    shift = s * (1.0 / total)
-    return mean + shift, (var * count + q - s * shift) * (1.0 / total)
 
 
 def _fold_of(x: Any, like: Any) -> tuple[int, int, int]:
@@ -96,6 +73,15 @@ _FOLD_FROM = 32768
 def _folded(xp: Any, x: Any, fold: int, k: int) -> Any:
     """``x`` as rows of ``fold * k`` numbers (as it is if ``fold`` is 1)."""
     return x if fold == 1 else xp.reshape(x, (x.shape[0] // fold, fold * k))
+
+
+def _unfolded(xp: Any, sums: Any, fold: int, like: Any) -> Any:
+    """Sums over folded rows as sums over the rows (shaped as ``like``)."""
+    return (
+        sums
+        if fold == 1
+        else xp.reshape(xp.sum(xp.reshape(sums, (fold, -1)), axis=0), like.shape)
+    )
 
 
 def _tiled(xp: Any, value: Any, fold: int) -> Any:
@@ -177,13 +163,11 @@ class ArrayRunningMeanStd:
         n = rows if mask is None else _arrays.count_true(mask)
         if not n:
             return 0
-        if self._jax:
-            w = None if n == rows else mask
-            merged = _jitted(_merge)(self.mean, self.var, self.count, x, w, n)
-        else:  # op by op: the chosen rows only (a gather, no host copy)
-            x = x if n == rows else x[mask]
-            merged = _merge_rows(self.xp, self.mean, self.var, self.count, x)
-        self.mean, self.var = merged
+        w = None if n == rows else mask
+        if w is not None and not self._jax:  # mutable: the chosen rows (a gather)
+            x, w = x[mask], None
+        merge = compiled(self.xp, _merge)
+        self.mean, self.var = merge(self.mean, self.var, self.count, x, w, n)
         self.count += n
         return n
 
@@ -198,10 +182,9 @@ class ArrayRunningMeanStd:
         if not n:
             return normalize(x, self, epsilon, dtype, bound)
         if self._jax:
-            w = None if n == rows else mask
-            out, self.mean, self.var = _jitted(_renormalized, 7, 8)(
-                x, self.mean, self.var, self.count, w, n, epsilon, dtype, bound
-            )
+            stats, w = (self.mean, self.var, self.count), None if n == rows else mask
+            kernel = _jitted(_renormalized, 5, 6)
+            out, self.mean, self.var = kernel(x, stats, w, n, epsilon, dtype, bound)
             self.count += n
             return out
         if n == rows:
@@ -222,13 +205,10 @@ class ArrayRunningMeanStd:
         if of is None or of[0] is not mean or of[1] is not var:
             kept = {}
             self._scale = ((mean, var), kept)
-        key = (epsilon, dtype, fold)
-        if key not in kept:
-            xp = self.xp
-            std = xp.astype(xp.sqrt(var + epsilon), dtype)
-            kept[key] = (
-                _tiled(xp, xp.astype(mean, dtype), fold),
-                _tiled(xp, std, fold),
+        if (key := (epsilon, dtype, fold)) not in kept:
+            xp, std = self.xp, self.xp.sqrt(var + epsilon)
+            kept[key] = tuple(
+                _tiled(xp, xp.astype(v, dtype), fold) for v in (mean, std)
             )
         return kept[key]  # type: ignore[no-any-return]
 
@@ -260,19 +240,10 @@ def _normalize(
     return out if bound == INF else xp.clip(out, -bound, bound)
 
 
-def _renormalized(
-    xp: Any,
-    x: Any,
-    mean: Any,
-    var: Any,
-    count: Any,
-    w: Any,
-    n: Any,
-    epsilon: Any,
-    dtype: Any,
-    bound: float,
-) -> tuple[Any, Any, Any]:
-    """JAX's :meth:`ArrayRunningMeanStd.normalized`: ``(out, mean, var)``."""
+def _renormalized(xp: Any, x: Any, stats: Any, w: Any, n: Any, *how: Any) -> Any:
+    """JAX's :meth:`ArrayRunningMeanStd.normalized`: ``(out, mean, var)``;
+    ``stats``: ``(mean, var, count)``; ``how``: ``(epsilon, dtype, bound)``."""
+    (mean, var, count), (epsilon, dtype, bound) = stats, how
     new_mean, new_var = _merge(xp, mean, var, count, x, w, n)
     new = _normalize(xp, x, new_mean, new_var, epsilon, dtype, bound)
     if w is not None:
@@ -312,14 +283,16 @@ def advanced(
 ) -> tuple[Any, Any, Any, Any]:
     """Episode returns and lengths after a step's ``rewards`` (where ``mask``;
     all rows if None), the episodes that ended there and how many (an array)."""
-    moved_returns, moved_lengths = returns + rewards, lengths + 1
-    if mask is not None:
-        moved_returns = xp.where(mask, moved_returns, returns)
-        moved_lengths = xp.where(mask, moved_lengths, lengths)
-        ended = ended & mask
+    moved, counted = returns + rewards, lengths + 1
+    if mask is None:  # (the ended mask goes out in the info: a copy)
+        ended = xp.asarray(ended, copy=True)
     else:
-        ended = xp.asarray(ended, copy=True)  # it goes out in the info
-    return moved_returns, moved_lengths, ended, xp.count_nonzero(ended)
+        moved, counted = (
+            xp.where(mask, moved, returns),
+            xp.where(mask, counted, lengths),
+        )
+        ended = ended & mask
+    return moved, counted, ended, xp.count_nonzero(ended)
 
 
 def episode_statistics(
@@ -336,11 +309,8 @@ def started(
     xp: Any, mask: Any, now: float, starts: Any, returns: Any, lengths: Any
 ) -> tuple[Any, Any, Any]:
     """The episode start times, returns and lengths once ``mask``'s start."""
-    return (
-        xp.where(mask, now, starts),
-        xp.where(mask, 0.0, returns),
-        xp.where(mask, 0, lengths),
-    )
+    zeroed = ((now, starts), (0.0, returns), (0, lengths))
+    return tuple(xp.where(mask, new, old) for new, old in zeroed)
 
 
 class ArrayQueue:

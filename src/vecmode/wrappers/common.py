@@ -14,15 +14,8 @@ from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.array_stats import (
-    ArrayPath,
-    ArrayQueue,
-    advanced,
-    compiled,
-    episode_statistics,
-    float_dtype,
-    started,
-)
+from vecmode.wrappers import array_stats
+from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, compiled, float_dtype
 from vecmode.wrappers.base import StatefulWrapper
 
 #: Up to this many episodes ending in a step, their statistics go row by row.
@@ -74,14 +67,10 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             setattr(self, name, ArrayQueue(getattr(self, name).maxlen))
 
     def _array_episode_start(self, observations: Any, mask: Any) -> None:
-        self.episode_start_times, self.episode_returns, self.episode_lengths = compiled(
-            self.array_xp, started
-        )(
-            mask,
-            time.perf_counter(),
-            self.episode_start_times,
-            self.episode_returns,
-            self.episode_lengths,
+        columns = self.episode_start_times, self.episode_returns, self.episode_lengths
+        now, started = time.perf_counter(), compiled(self.array_xp, array_stats.started)
+        (self.episode_start_times, self.episode_returns, self.episode_lengths) = (
+            started(mask, now, *columns)
         )
 
     def _array_transition(self, obs: Any, rewards: Any, *flags_mask: Any) -> None:
@@ -91,19 +80,16 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             self.episode_returns = self.episode_returns + rewards
             self.episode_lengths = self.episode_lengths + 1
             return
-        returns, lengths, dones, count = compiled(xp, advanced)(
-            self.episode_returns,
-            self.episode_lengths,
-            rewards,
-            None if mask is quiet.real else mask,  # (quiet's: all True)
-            b.ended,
+        mask = None if mask is quiet.real else mask  # (quiet's: all True)
+        returns, lengths, dones, count = compiled(xp, array_stats.advanced)(
+            self.episode_returns, self.episode_lengths, rewards, mask, b.ended
         )
         self.episode_returns, self.episode_lengths = returns, lengths
         ended = int(count)  # one scalar to the host
         if not ended:
             return
         # Gymnasium's np.where(dones, ..., 0) and seconds rounded to 6 decimals
-        *stats, seconds = compiled(xp, episode_statistics)(
+        *stats, seconds = compiled(xp, array_stats.episode_statistics)(
             returns, lengths, self.episode_start_times, dones, time.perf_counter()
         )
         for column, queue in (

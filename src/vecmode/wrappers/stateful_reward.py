@@ -12,14 +12,8 @@ from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.array_stats import (
-    INF,
-    ArrayPath,
-    ArrayRunningMeanStd,
-    compiled,
-    discounted,
-    scaled,
-)
+from vecmode.wrappers import array_stats as arrays
+from vecmode.wrappers.array_stats import ArrayPath, ArrayRunningMeanStd, compiled
 from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
@@ -100,7 +94,7 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
             result
         )
-        out = self._array_rewards(rewards, terminations, INF)
+        out = self._array_rewards(rewards, terminations, arrays.INF)
         return obs, out, terminations, truncations, infos
 
     def _array_rewards(self, rewards: Any, terminations: Any, bound: float) -> Any:
@@ -108,14 +102,14 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
         return them scaled and clipped to ``[-bound, bound]``."""
         xp, b, quiet = self.array_xp, self.boundary, self.boundaries.quiet
         real = None if b.real is quiet.real else b.real  # (quiet's: all True)
-        sums = compiled(xp, discounted)(
+        sums = compiled(xp, arrays.discounted)(
             self.accumulated_reward, rewards, terminations, real, self.gamma
         )
         self.accumulated_reward = sums
         rms: Any = self.return_rms
         if self.update_running_mean:
             rms.update(sums, real)
-        return compiled(xp, scaled, 3)(rewards, rms.var, self.epsilon, bound)
+        return compiled(xp, arrays.scaled, 3)(rewards, rms.var, self.epsilon, bound)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
