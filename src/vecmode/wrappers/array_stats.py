@@ -60,14 +60,11 @@ def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> 
 def _fold_of(x: Any, like: Any) -> tuple[int, int, int]:
     """``(rows, k, fold)``: a batch of ``rows`` values of ``k`` numbers (the
     size of ``like``) is read as rows of ``fold * k``: torch's elementwise
-    ops over a small last axis are 2-4x slower than over 64 numbers."""
+    ops over a small last axis are 2-4x slower than over 64 numbers (from
+    32,768 numbers: the reshapes cost more in smaller batches)."""
     n, k = x.shape[0], math.prod(like.shape)
-    big = n * k >= _FOLD_FROM and 1 < k < 64 and n % (64 // k) == 0
+    big = n * k >= 32768 and 1 < k < 64 and n % (64 // k) == 0
     return n, k, 64 // k if big else 1
-
-
-#: Batches of fewer numbers are not folded (the reshapes would cost more).
-_FOLD_FROM = 32768
 
 
 def _folded(xp: Any, x: Any, fold: int, k: int) -> Any:
@@ -77,11 +74,9 @@ def _folded(xp: Any, x: Any, fold: int, k: int) -> Any:
 
 def _unfolded(xp: Any, sums: Any, fold: int, like: Any) -> Any:
     """Sums over folded rows as sums over the rows (shaped as ``like``)."""
-    return (
-        sums
-        if fold == 1
-        else xp.reshape(xp.sum(xp.reshape(sums, (fold, -1)), axis=0), like.shape)
-    )
+    if fold == 1:
+        return sums
+    return xp.reshape(xp.sum(xp.reshape(sums, (fold, -1)), axis=0), like.shape)
 
 
 def _tiled(xp: Any, value: Any, fold: int) -> Any:
