@@ -45,9 +45,20 @@ def masks_like(sample: Any, num_envs: int, kind: type, device: Any) -> Any:
         return None
     if xp is None:
         return (np.ndarray, None, *constant_masks(num_envs))
-    found = importlib.import_module("array_api_compat").device(leaf)
-    false = xp.zeros(num_envs, dtype=xp.bool, device=found)
-    return type(leaf), where, false, xp.ones(num_envs, dtype=xp.bool, device=found)
+    key = (type(leaf), str(where), num_envs)
+    if key not in _CONSTANT_MASKS:  # shared by the trackers: known to :func:`some`
+        found = importlib.import_module("array_api_compat").device(leaf)
+        false = xp.zeros(num_envs, dtype=xp.bool, device=found)
+        true = xp.ones(num_envs, dtype=xp.bool, device=found)
+        _CONSTANT_MASKS[key] = (false, true)
+        _HOLDS_TRUE.update({id(false): (False, false), id(true): (True, true)})
+    return type(leaf), where, *_CONSTANT_MASKS[key]
+
+
+#: Another library's all-False and all-True masks by (type, device, size), and
+#: whether each holds a True by id (kept alive here: the ids stay theirs).
+_CONSTANT_MASKS: dict[tuple[Any, str, int], tuple[Any, Any]] = {}
+_HOLDS_TRUE: dict[int, tuple[bool, Any]] = {}
 
 
 class EndedTracker:
@@ -98,19 +109,17 @@ class EndedTracker:
         """Every sub-env was reset."""
         self.mask, self.count = self._none, 0
 
-    def set(self, mask: np.ndarray) -> None:
-        """Exactly the sub-envs in ``mask``, which is kept (don't write into it)."""
+    def set(self, mask: np.ndarray, count: int | None = None) -> None:
+        """Exactly the sub-envs in ``mask``, which is kept (don't write into it);
+        ``count``: its Trues, if known (then a NumPy mask must be bool)."""
         if type(mask) is np.ndarray or _arrays.namespace(mask) is None:
-            mask = np.asarray(mask, dtype=np.bool_)
-            count = int(count_nonzero(mask))
+            if count is None or type(mask) is not np.ndarray:
+                mask = np.asarray(mask, dtype=np.bool_)
+                count = int(count_nonzero(mask))
         else:  # another library's mask: one scalar to the host
-            count = _arrays.count_true(mask)
+            count = _arrays.count_true(mask) if count is None else count
             if type(self._none) is not type(mask):  # kept in its library now
                 self._none = mask & ~mask
-        self.mask, self.count = (mask, count) if count else (self._none, 0)
-
-    def set_counted(self, mask: np.ndarray, count: int) -> None:
-        """:meth:`set` of a NumPy bool ``mask`` of ``count`` True values."""
         self.mask, self.count = (mask, count) if count else (self._none, 0)
 
     def indices(self) -> list[int]:
@@ -153,7 +162,8 @@ def some(mask: Any) -> bool:
     the host), holds a True."""
     if type(mask) is np.ndarray:
         return bool(count_nonzero(mask))
-    return _arrays.any_true(mask)
+    known = _HOLDS_TRUE.get(id(mask))
+    return known[0] if known is not None else _arrays.any_true(mask)
 
 
 def missing(rows: Any, mask: Any) -> bool:

@@ -63,11 +63,7 @@ def _normalise(text: str) -> str:
     return text.replace("_", "").replace("-", "").replace(" ", "").lower()
 
 
-_BY_SPELLING = {
-    _normalise(spelling): mode
-    for mode in AutoresetMode
-    for spelling in (mode.value, mode.name)
-}
+_BY_SPELLING = {_normalise(s): m for m in AutoresetMode for s in (m.value, m.name)}
 
 
 def as_mode(value: ModeLike) -> AutoresetMode:
@@ -382,13 +378,12 @@ class BoundaryTracker:
         if not count and not tracked.count:
             b = self.quiet
         else:
-            numpy = type(self._false) is np.ndarray  # else: another library's
-            masks = (self._false, self._true) if numpy else None
+            masks = (self._false, self._true) if self._kind[0] is np.ndarray else None
             b = _boundary(self.mode, ended, before, masks)
             # ended here and not reset within this very call (SAME_STEP's are)
             reset_within = b.final_in_info
             if reset_within is self._false:  # none: no NumPy call
-                tracked.set_counted(ended, count)
+                tracked.set(ended, count)
             elif reset_within is ended:  # all that ended
                 tracked.clear()
             else:
@@ -399,14 +394,15 @@ class BoundaryTracker:
         """:meth:`step` over another library's flags (one host sync a step)."""
         self._adopt(terminations)
         ended, tracked, before = terminations | truncations, self.ended, self.ended.mask
-        if not tracked.count and not _arrays.any_true(ended):
+        count = _arrays.count_true(ended)
+        if not tracked.count and not count:
             b = self.quiet
         else:
             b = _boundary(self.mode, ended, before, (self._false, self._true))
             if b.final_in_info is ended:  # SAME_STEP: all that ended reset
                 tracked.clear()
             else:
-                tracked.set(ended)
+                tracked.set(ended, count)
         return self._remember(terminations, truncations, before, b)
 
 

@@ -25,7 +25,8 @@ from vecmode.wrappers import (
     ppo_stack,
 )
 from vecmode.wrappers.array_stats import ArrayRunningMeanStd
-from vecmode.wrappers.running_stats import RunningMeanStd
+from vecmode.wrappers.array_stats import normalize as array_normalize
+from vecmode.wrappers.running_stats import RunningMeanStd, normalize
 
 ARRAYS = ("torch", "jax")
 
@@ -253,3 +254,53 @@ def test_the_numpy_path_is_untouched_after_the_first_call() -> None:
     for name in ("_reset_result", "_step_result", "transition", "normalize"):
         assert name not in vars(envs)
     assert envs.array_xp is None and isinstance(envs.obs_rms, RunningMeanStd)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", ["ppo_stack", "ppo_stack-unfused"])
+def test_a_large_batch_gives_numpys_values(name, mode, stack) -> None:
+    """8,192 sub-envs: batches of 32,768+ numbers are merged and normalised as
+    rows of 64 numbers, and many episodes end and reset in one step."""
+    kw = {"n": 8192, "max_steps": 3}
+    _, got = _run(name, stack, mode, steps=5, **kw)
+    _, want = _run("numpy", stack, mode, steps=5, **kw)
+    _assert_same(got, want)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("rows", [8192, 8193])
+def test_large_batches_merge_and_normalise_as_numpy(name, rows) -> None:
+    """Folded (8,192 rows of 4) and not (8,193), masked or not."""
+    xp = xp_of(name)
+    rng = np.random.default_rng(rows)
+    batch = (rng.normal(size=(rows, 4)) * 3 - 20).astype(np.float32)
+    mask = rng.random(rows) < 0.3
+    ours, numpy = ArrayRunningMeanStd(xp, (4,)), RunningMeanStd(shape=(4,))
+    with no_host_copies():
+        ours.update(xp.asarray(batch))
+        ours.update(xp.asarray(batch * 2), xp.asarray(mask))
+        out = ours.normalized(xp.asarray(batch), xp.asarray(mask), 1e-8, xp.float32, 1)
+    numpy.update(batch)
+    numpy.update((batch * 2)[mask])
+    before = normalize(batch, numpy.mean, numpy.var, 1e-8)
+    numpy.update(batch[mask])
+    after = normalize(batch, numpy.mean, numpy.var, 1e-8)
+    saved = ours.to_numpy()
+    np.testing.assert_allclose(saved.mean, numpy.mean, rtol=1e-9)
+    np.testing.assert_allclose(saved.var, numpy.var, rtol=1e-7)
+    want = np.clip(np.where(mask[:, None], after, before), -1, 1)
+    np.testing.assert_allclose(host(out), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_statistics_assigned_anew_are_seen_by_the_next_normalisation(name) -> None:
+    xp = xp_of(name)
+    rms = ArrayRunningMeanStd(xp, (4,))
+    x = xp.ones((8, 4), dtype=xp.float32)
+    np.testing.assert_allclose(host(array_normalize(x, rms, 1e-8, xp.float32)), 1)
+    rms.mean = xp.ones((4,), dtype=rms.dtype)
+    np.testing.assert_allclose(host(array_normalize(x, rms, 1e-8, xp.float32)), 0)
+    rms.var = xp.full((4,), 4.0, dtype=rms.dtype)
+    rms.mean = xp.zeros((4,), dtype=rms.dtype)
+    np.testing.assert_allclose(host(array_normalize(x, rms, 0.0, xp.float32)), 0.5)

@@ -8,6 +8,7 @@ only with ``jax_enable_x64``, else float32; Apple's MPS: float32).
 from __future__ import annotations
 
 import functools
+import math
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -17,13 +18,9 @@ import numpy as np
 from vecmode import _arrays
 from vecmode.wrappers.running_stats import RunningMeanStd
 
-__all__ = [
-    "ArrayPath",
-    "ArrayQueue",
-    "ArrayRunningMeanStd",
-    "float_dtype",
-    "normalize",
-]
+__all__ = ["ArrayPath", "ArrayQueue", "ArrayRunningMeanStd", "float_dtype", "normalize"]
+
+INF = math.inf
 
 
 def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
@@ -34,22 +31,51 @@ def float_dtype(xp: Any, device: Any, kind: str = "float") -> Any:
 
 def _merge(xp: Any, mean: Any, var: Any, count: Any, x: Any, w: Any, n: Any) -> Any:
     """Chan et al.'s parallel merge of the rows of ``x`` (those of the 0/1
-    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``."""
-    x = xp.astype(x, mean.dtype)
-    if w is None:
-        batch_mean = xp.mean(x, axis=0)
-        deviations = x - batch_mean
-    else:
+    weights ``w``, all if None; ``n`` of them) into ``mean``/``var``/``count``,
+    in one float64 copy of ``x`` (written into; folded, see :func:`_fold_of`)."""
+    _, k, fold = _fold_of(x, mean) if w is None else (0, 0, 1)
+    d = _folded(xp, xp.astype(x, mean.dtype), fold, k)  # (a copy: ours)
+    if w is not None:
         w = xp.reshape(xp.astype(w, mean.dtype), (-1,) + (1,) * (len(x.shape) - 1))
-        batch_mean = xp.sum(x * w, axis=0) / n
-        deviations = (x - batch_mean) * w
-    # a norm: torch's var and sum over the rows of a (n, k) array are 3-6x slower
-    m2 = xp.square(xp.linalg.vector_norm(deviations, axis=0))
+        d = d * w
+    batch_mean = _unfolded(xp, xp.sum(d, axis=0), fold, mean) / n
+    d -= _tiled(xp, batch_mean, fold)
+    if w is not None:
+        d = d * w
+    d *= d
+    m2 = _unfolded(xp, xp.sum(d, axis=0), fold, mean)
     total = count + n
     delta = batch_mean - mean
     new_mean = mean + delta * (n / total)
     new_var = (var * count + m2 + xp.square(delta) * (count * n / total)) / total
     return new_mean, new_var
+
+
+def _fold_of(x: Any, like: Any) -> tuple[int, int, int]:
+    """``(rows, k, fold)``: a batch of ``rows`` values of ``k`` numbers (the
+    size of ``like``) is read as rows of ``fold * k``: torch's elementwise
+    ops over a small last axis are 2-4x slower than over 64 numbers (from
+    32,768 numbers: the reshapes cost more in smaller batches)."""
+    n, k = x.shape[0], math.prod(like.shape)
+    big = n * k >= 32768 and 1 < k < 64 and n % (64 // k) == 0
+    return n, k, 64 // k if big else 1
+
+
+def _folded(xp: Any, x: Any, fold: int, k: int) -> Any:
+    """``x`` as rows of ``fold * k`` numbers (as it is if ``fold`` is 1)."""
+    return x if fold == 1 else xp.reshape(x, (x.shape[0] // fold, fold * k))
+
+
+def _unfolded(xp: Any, sums: Any, fold: int, like: Any) -> Any:
+    """Sums over folded rows as sums over the rows (shaped as ``like``)."""
+    if fold == 1:
+        return sums
+    return xp.reshape(xp.sum(xp.reshape(sums, (fold, -1)), axis=0), like.shape)
+
+
+def _tiled(xp: Any, value: Any, fold: int) -> Any:
+    """``value`` flattened, repeated ``fold`` times (as it is if ``fold`` is 1)."""
+    return value if fold == 1 else xp.concat([xp.reshape(value, (-1,))] * fold)
 
 
 @functools.cache
@@ -67,7 +93,8 @@ class ArrayRunningMeanStd:
     """Gymnasium's ``RunningMeanStd`` in the arrays of ``xp`` on ``device``:
     ``mean`` and ``var`` are arrays of that library, ``count`` a float;
     :meth:`to_numpy` gives Gymnasium's, for saving. JAX's update is compiled
-    (``jax.jit``).
+    (``jax.jit``). Assign new arrays to ``mean`` and ``var`` to change them: a
+    normalisation keeps their float32 forms until they are replaced.
 
     Args:
         xp: the array module (``torch``, ``jax.numpy``) or its array-api-compat
@@ -100,6 +127,7 @@ class ArrayRunningMeanStd:
         self.var = xp.ones(self.shape, dtype=dtype, device=device)
         self.count = float(epsilon)
         self._jax = _arrays.name_of(xp) == "jax.numpy"
+        self._scale: tuple[Any, dict[Any, Any]] = (None, {})
 
     @classmethod
     def from_numpy(cls, rms: Any, xp: Any, device: Any = None) -> ArrayRunningMeanStd:
@@ -125,24 +153,154 @@ class ArrayRunningMeanStd:
         n = rows if mask is None else _arrays.count_true(mask)
         if not n:
             return 0
-        merge = _jitted(_merge) if self._jax else functools.partial(_merge, self.xp)
         w = None if n == rows else mask
+        if w is not None and not self._jax:  # mutable: the chosen rows (a gather)
+            x, w = x[mask], None
+        merge = compiled(self.xp, _merge)
         self.mean, self.var = merge(self.mean, self.var, self.count, x, w, n)
         self.count += n
         return n
 
+    def normalized(
+        self, x: Any, mask: Any, epsilon: float, dtype: Any, bound: float = INF
+    ) -> Any:
+        """``x`` normalised as :func:`normalize` does: the rows of ``mask`` (all
+        if None) after merging them into the statistics, the others before
+        (one compiled call on JAX)."""
+        rows = x.shape[0]
+        n = rows if mask is None else _arrays.count_true(mask)
+        if not n:
+            return normalize(x, self, epsilon, dtype, bound)
+        if self._jax:
+            stats, w = (self.mean, self.var, self.count), None if n == rows else mask
+            kernel = _jitted(_renormalized, 5, 6)
+            out, self.mean, self.var = kernel(x, stats, w, n, epsilon, dtype, bound)
+            self.count += n
+            return out
+        if n == rows:
+            self.update(x)
+            return normalize(x, self, epsilon, dtype, bound)
+        out = normalize(x, self, epsilon, dtype, bound)
+        chosen = x[mask]  # mutable arrays: the chosen rows alone (a gather)
+        self.update(chosen)
+        out[mask] = normalize(chosen, self, epsilon, dtype, bound)
+        return out
 
-def normalize(x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any) -> Any:
-    """``(x - mean) / sqrt(var + epsilon)`` as ``dtype`` (compiled on JAX)."""
+    def scale(self, epsilon: float, dtype: Any, fold: int = 1) -> tuple[Any, Any]:
+        """``(mean, sqrt(var + epsilon))`` as ``dtype``, flattened and tiled
+        ``fold`` times, kept until the statistics change (a normalisation's
+        operands)."""
+        mean, var = self.mean, self.var
+        of, kept = self._scale
+        if of is None or of[0] is not mean or of[1] is not var:
+            kept = {}
+            self._scale = ((mean, var), kept)
+        if (key := (epsilon, dtype, fold)) not in kept:
+            xp, std = self.xp, self.xp.sqrt(var + epsilon)
+            kept[key] = tuple(
+                _tiled(xp, xp.astype(v, dtype), fold) for v in (mean, std)
+            )
+        return kept[key]  # type: ignore[no-any-return]
+
+
+def normalize(
+    x: Any, rms: ArrayRunningMeanStd, epsilon: float, dtype: Any, bound: float = INF
+) -> Any:
+    """``(x - mean) / sqrt(var + epsilon)`` as ``dtype``, clipped to
+    ``[-bound, bound]`` (compiled on JAX)."""
     if rms._jax:
-        return _jitted(_normalize, 4)(x, rms.mean, rms.var, epsilon, dtype)
-    return _normalize(rms.xp, x, rms.mean, rms.var, epsilon, dtype)
+        return _jitted(_normalize, 4, 5)(x, rms.mean, rms.var, epsilon, dtype, bound)
+    xp, shape = rms.xp, x.shape
+    _, k, fold = _fold_of(x, rms.mean)
+    mean, std = rms.scale(epsilon, dtype, fold)
+    out = _folded(xp, x, fold, k) - mean
+    out /= std  # (in place: ours)
+    if out.dtype != dtype:
+        out = xp.astype(out, dtype)
+    out = out if bound == INF else xp.clip(out, -bound, bound)
+    return out if fold == 1 else xp.reshape(out, shape)
 
 
-def _normalize(xp: Any, x: Any, mean: Any, var: Any, epsilon: Any, dtype: Any) -> Any:
+def _normalize(
+    xp: Any, x: Any, mean: Any, var: Any, epsilon: Any, dtype: Any, bound: float
+) -> Any:
     # in ``dtype`` as NumPy's path (float64 batches cost 8x at 65,536 rows)
     std = xp.astype(xp.sqrt(var + epsilon), dtype)
-    return xp.astype((x - xp.astype(mean, dtype)) / std, dtype, copy=False)
+    out = xp.astype((x - xp.astype(mean, dtype)) / std, dtype, copy=False)
+    return out if bound == INF else xp.clip(out, -bound, bound)
+
+
+def _renormalized(xp: Any, x: Any, stats: Any, w: Any, n: Any, *how: Any) -> Any:
+    """JAX's :meth:`ArrayRunningMeanStd.normalized`: ``(out, mean, var)``;
+    ``stats``: ``(mean, var, count)``; ``how``: ``(epsilon, dtype, bound)``."""
+    (mean, var, count), (epsilon, dtype, bound) = stats, how
+    new_mean, new_var = _merge(xp, mean, var, count, x, w, n)
+    new = _normalize(xp, x, new_mean, new_var, epsilon, dtype, bound)
+    if w is not None:
+        old = _normalize(xp, x, mean, var, epsilon, dtype, bound)
+        new = xp.where(xp.reshape(w, (-1,) + (1,) * (x.ndim - 1)), new, old)
+    return new, new_mean, new_var
+
+
+@functools.cache
+def compiled(xp: Any, function: Any, *static: int) -> Any:
+    """``function(xp, ...)`` for the arrays of ``xp``: compiled by ``jax.jit``
+    on JAX (each op dispatched alone costs it 20-100 us), else op by op."""
+    if _arrays.name_of(xp) == "jax.numpy":
+        return _jitted(function, *static)
+    return functools.partial(function, xp)
+
+
+def discounted(
+    xp: Any, sums: Any, rewards: Any, terminations: Any, real: Any, gamma: float
+) -> Any:
+    """Gymnasium's ``sums * gamma * (1 - terminated) + reward`` in ``sums``'s
+    dtype (rounded as NumPy's), where ``real`` (all rows if None)."""
+    moved = xp.where(terminations, 0.0, sums * gamma) + rewards
+    moved = xp.astype(moved, sums.dtype, copy=False)
+    return moved if real is None else xp.where(real, moved, sums)
+
+
+def scaled(xp: Any, rewards: Any, var: Any, epsilon: float, bound: float) -> Any:
+    """``rewards / sqrt(var + epsilon)`` in the rewards' dtype, clipped to
+    ``[-bound, bound]``."""
+    out = xp.astype(rewards / xp.sqrt(var + epsilon), rewards.dtype, copy=False)
+    return out if bound == INF else xp.clip(out, -bound, bound)
+
+
+def advanced(
+    xp: Any, returns: Any, lengths: Any, rewards: Any, mask: Any, ended: Any
+) -> tuple[Any, Any, Any, Any]:
+    """Episode returns and lengths after a step's ``rewards`` (where ``mask``;
+    all rows if None), the episodes that ended there and how many (an array)."""
+    moved, counted = returns + rewards, lengths + 1
+    if mask is None:  # (the ended mask goes out in the info: a copy)
+        ended = xp.asarray(ended, copy=True)
+    else:
+        moved, counted = (
+            xp.where(mask, moved, returns),
+            xp.where(mask, counted, lengths),
+        )
+        ended = ended & mask
+    return moved, counted, ended, xp.count_nonzero(ended)
+
+
+def episode_statistics(
+    xp: Any, returns: Any, lengths: Any, starts: Any, dones: Any, now: float
+) -> tuple[Any, Any, Any, Any]:
+    """Gymnasium's ``np.where(dones, ..., 0)`` of the returns, the lengths and
+    the seconds (rounded to 6 decimals), and the seconds."""
+    seconds = xp.round((now - starts) * 1e6) / 1e6
+    columns = (xp.where(dones, column, 0) for column in (returns, lengths, seconds))
+    return (*columns, seconds)
+
+
+def started(
+    xp: Any, mask: Any, now: float, starts: Any, returns: Any, lengths: Any
+) -> tuple[Any, Any, Any]:
+    """The episode start times, returns and lengths once ``mask``'s start."""
+    zeroed = ((now, starts), (0.0, returns), (0, lengths))
+    return tuple(xp.where(mask, new, old) for new, old in zeroed)
 
 
 class ArrayQueue:

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from vecmode import _arrays
 from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, float_dtype
+from vecmode.wrappers import array_stats
+from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, compiled, float_dtype
 from vecmode.wrappers.base import StatefulWrapper
 
 #: Up to this many episodes ending in a step, their statistics go row by row.
@@ -66,37 +66,38 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
             setattr(self, name, ArrayQueue(getattr(self, name).maxlen))
 
     def _array_episode_start(self, observations: Any, mask: Any) -> None:
-        xp, now = self.array_xp, time.perf_counter()
-        self.episode_start_times = xp.where(mask, now, self.episode_start_times)
-        self.episode_returns = xp.where(mask, 0.0, self.episode_returns)
-        self.episode_lengths = xp.where(mask, 0, self.episode_lengths)
+        columns = self.episode_start_times, self.episode_returns, self.episode_lengths
+        now, started = time.perf_counter(), compiled(self.array_xp, array_stats.started)
+        (self.episode_start_times, self.episode_returns, self.episode_lengths) = (
+            started(mask, now, *columns)
+        )
 
     def _array_transition(self, obs: Any, rewards: Any, *flags_mask: Any) -> None:
-        mask = flags_mask[2]
-        xp, b = self.array_xp, self.boundary
-        returns = self.episode_returns + rewards
-        lengths = self.episode_lengths + 1
-        if b is self.boundaries.quiet:
-            self.episode_returns, self.episode_lengths = returns, lengths
+        mask, xp, b = flags_mask[2], self.array_xp, self.boundary
+        quiet = self.boundaries.quiet
+        if b is quiet:
+            self.episode_returns = self.episode_returns + rewards
+            self.episode_lengths = self.episode_lengths + 1
             return
-        self.episode_returns = returns = xp.where(mask, returns, self.episode_returns)
-        self.episode_lengths = lengths = xp.where(mask, lengths, self.episode_lengths)
-        dones = b.ended & mask
-        ended = _arrays.count_true(dones)
+        mask = None if mask is quiet.real else mask  # (quiet's: all True)
+        returns, lengths, dones, count = compiled(xp, array_stats.advanced)(
+            self.episode_returns, self.episode_lengths, rewards, mask, b.ended
+        )
+        self.episode_returns, self.episode_lengths = returns, lengths
+        ended = int(count)  # one scalar to the host
         if not ended:
             return
         # Gymnasium's np.where(dones, ..., 0) and seconds rounded to 6 decimals
-        seconds = (time.perf_counter() - self.episode_start_times) * 1e6
-        seconds = xp.round(seconds) / 1e6
-        stats = {}
-        for key, column, queue in (
-            ("r", returns, self.return_queue),
-            ("l", lengths, self.length_queue),
-            ("t", seconds, self.time_queue),
+        *stats, seconds = compiled(xp, array_stats.episode_statistics)(
+            returns, lengths, self.episode_start_times, dones, time.perf_counter()
+        )
+        for column, queue in (
+            (returns, self.return_queue),
+            (lengths, self.length_queue),
+            (seconds, self.time_queue),
         ):
-            stats[key] = xp.where(dones, column, 0)
             queue.add(column, dones, ended)  # type: ignore[union-attr]
-        self._ended = (stats, dones)
+        self._ended = (dict(zip("rlt", stats, strict=True)), dones)
         self.episode_count += ended
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:

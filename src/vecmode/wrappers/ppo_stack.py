@@ -10,7 +10,7 @@ from gymnasium.error import InvalidBound
 from gymnasium.spaces import Box
 from gymnasium.vector import VectorEnv
 
-from vecmode import _arrays
+from vecmode import _arrays, _rows
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.wrappers.base import map_final_observations, set_spaces
@@ -121,13 +121,13 @@ class _Clip:
         xp = _arrays.namespace(x)
         return clip_symmetric(x, self.bound) if xp is None else _clip(xp, x, self.bound)
 
+    def __repr__(self) -> str:
+        return f"clip to [-{self.bound}, {self.bound}]"
+
 
 def _clip(xp: Any, x: Any, bound: float) -> Any:
     """``x`` clipped to ``[-bound, bound]`` in its library (inf: as it is)."""
     return x if bound == math.inf else xp.clip(x, -bound, bound)
-
-    def __repr__(self) -> str:
-        return f"clip to [-{self.bound}, {self.bound}]"
 
 
 class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
@@ -163,26 +163,24 @@ class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
         out = super().normalize(observations)
         return clip_symmetric(out, self.clip_obs, out)
 
-    def _array_normalize(self, observations: Any) -> Any:
-        return _clip(
-            self.array_xp, super()._array_normalize(observations), self.clip_obs
-        )
+    @property
+    def _array_bound(self) -> float:  # type: ignore[override]
+        return self.clip_obs
 
     def _array_step_result(self, result: StepResult) -> StepResult:
-        obs, rewards, terminations, truncations, infos = super()._array_step_result(
-            result
-        )
-        b = self.boundary
-        quiet = b is self.boundaries.quiet
-        if not quiet and not _arrays.any_true(b.final_in_info):
+        # NormalizeObservation's and the layers below; the rewards here
+        result = super(NormalizeReward, self)._array_step_result(result)
+        obs, rewards, terminations, truncations, infos = result
+        rewards = self._array_rewards(rewards, terminations, self.clip_reward)
+        b, quiet = self.boundary, self.boundaries.quiet
+        if b is not quiet and not _rows.some(b.final_in_info):
             # final observations no layer normalised (none ended here): clipped
             infos = map_final_observations(
                 infos, obs, _Clip(self.clip_obs), self, self, type(self).__name__
             )
-        out = _clip(self.array_xp, rewards, self.clip_reward)
-        if not quiet:
-            out = self.array_xp.where(b.real, out, 0.0)
-        return obs, out, terminations, truncations, infos
+        if b.real is not quiet.real:  # (quiet's: all True)
+            rewards = self.array_xp.where(b.real, rewards, 0.0)
+        return obs, rewards, terminations, truncations, infos
 
     def _step_result(self, result: StepResult) -> StepResult:
         obs, rewards, terminations, truncations, infos = super()._step_result(result)

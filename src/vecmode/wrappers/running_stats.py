@@ -157,37 +157,28 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
         n = batch.shape[0]
         if n == 0:
             return
-        count = self.count
-        dtypes = _result_dtypes(mean, var, count, batch.dtype)
-        if not shape and n <= _PYTHON_MAX:
+        dtypes = _result_dtypes(mean, var, self.count, batch.dtype)
+        if shape or not self._merged_scalars(batch, n, dtypes):
+            self._merge_array(batch, n, shape, dtypes)
+
+    def _merged_scalars(self, batch: np.ndarray, n: int, dtypes: Dtypes) -> bool:
+        """Merge a scalar statistic in Python floats (a small batch) or its sums
+        by two NumPy calls (a large one); False: the general merge must."""
+        mean, var, count = self.mean, self.var, self.count
+        if n <= _PYTHON_MAX:
             try:
-                new_mean, new_var = _merge_scalar(
+                mean, var = _merge_scalar(
                     float(mean), float(var), count, batch.tolist(), n
                 )
             except (OverflowError, ValueError):  # fsum: inf - inf, or overflow
-                pass
-            else:
-                self.mean = dtypes[0].type(new_mean)
-                self.var = dtypes[1].type(new_var)
-                self.count = count + n
-                return
-        if not shape and count >= n and _exact(mean) and _exact(var):
-            self._merge_scalars(batch, n, dtypes)
-            return
-        self._merge_array(batch, n, shape, dtypes)
-
-    def _merge_scalars(self, batch: np.ndarray, n: int, dtypes: Dtypes) -> None:
-        """A scalar statistic merged with a large ``batch``: its sums about the
-        old mean by two NumPy calls, the rest in Python floats."""
-        mean, count = float(self.mean), self.count
-        deviations = np.subtract(batch, mean, dtype=_F64)
-        s1 = float(np.add.reduce(deviations))
-        s2 = float(np.dot(deviations, deviations))
-        total = count + n
-        step = s1 / total
-        self.mean = dtypes[0].type(mean + step)
-        self.var = dtypes[1].type((float(self.var) * count + (s2 - s1 * step)) / total)
-        self.count = total
+                return False
+        elif count >= n and _exact(mean) and _exact(var):
+            mean, var = _merge_sums(batch, float(mean), float(var), count, n)
+        else:
+            return False
+        self.mean, self.var = dtypes[0].type(mean), dtypes[1].type(var)
+        self.count = count + n
+        return True
 
     def _merge_array(
         self, batch: np.ndarray, n: int, shape: tuple[int, ...], dtypes: Dtypes
@@ -328,6 +319,19 @@ def _spread_about_batch(
     np.multiply(delta, count, out=delta)
     np.add(s2, delta, out=s2)
     return new_mean
+
+
+def _merge_sums(
+    batch: np.ndarray, mean: float, var: float, count: float, n: int
+) -> tuple[float, float]:
+    """``(mean, var)`` merged with a large ``batch`` (a scalar statistic): its
+    sums about the old mean by two NumPy calls, the rest in floats."""
+    deviations = np.subtract(batch, mean, dtype=_F64)
+    s1 = float(np.add.reduce(deviations))
+    s2 = float(np.dot(deviations, deviations))
+    total = count + n
+    step = s1 / total
+    return mean + step, (var * count + (s2 - s1 * step)) / total
 
 
 def _merge_scalar(

@@ -12,7 +12,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import create_zero_array
 
-from vecmode import _arrays, errors, modes
+from vecmode import errors, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import MODES
@@ -42,6 +42,9 @@ class NormalizeObservation(
     >>> envs.close()
     """
 
+    #: The array path's clip of the normalised observations (PPOStack's).
+    _array_bound: float = array_stats.INF
+
     def __init__(self, env: VectorEnv, epsilon: float = 1e-8) -> None:
         super().__init__(env)
         space = self.env.single_observation_space
@@ -63,19 +66,27 @@ class NormalizeObservation(
 
     def _array_normalize(self, observations: Any) -> Any:
         rms: Any = self.obs_rms
-        return array_stats.normalize(observations, rms, self.epsilon, self._dtype)
+        bound = self._array_bound
+        return array_stats.normalize(
+            observations, rms, self.epsilon, self._dtype, bound
+        )
 
     def _array_reset_result(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
+        """The reset rows update ``obs_rms``, after the other rows are normalised."""
         obs, infos = super()._array_reset_result(obs, infos, state)
-        out = self.normalize(obs)  # the sub-envs not reset: before the update
-        starts = None if state is None else self.boundary.starts
+        if not self.update_running_mean:
+            return self.normalize(obs), infos
+        return self._updated(
+            obs, None if state is None else self.boundary.starts
+        ), infos
+
+    def _updated(self, obs: Any, mask: Any) -> Any:
+        """``obs`` normalised, the rows of ``mask`` (all: None) after updating."""
         rms: Any = self.obs_rms
-        if self.update_running_mean and rms.update(obs, starts):
-            new = self.normalize(obs)
-            out = new if starts is None else _arrays.rows_where(starts, new, out)
-        return out, infos
+        eps, bound = self.epsilon, self._array_bound
+        return rms.normalized(obs, mask, eps, self._dtype, bound)
 
     def _array_step_result(self, result: StepResult) -> StepResult:
         self._merged = None
@@ -87,9 +98,9 @@ class NormalizeObservation(
         b = self.boundary
         found = None if b is self.boundaries.quiet else modes.final_observations(infos)
         if found is None:
-            if self.update_running_mean:
-                rms.update(obs)
-            return self.normalize(obs), rewards, terminations, truncations, infos
+            updating = self.update_running_mean
+            out = self._updated(obs, None) if updating else self.normalize(obs)
+            return out, rewards, terminations, truncations, infos
         rows = found[0]
         if cached is not None and cached[0] is obs:
             merged = cached[1]

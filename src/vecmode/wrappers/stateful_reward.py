@@ -12,7 +12,8 @@ from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.array_stats import ArrayPath, ArrayRunningMeanStd
+from vecmode.wrappers import array_stats as arrays
+from vecmode.wrappers.array_stats import ArrayPath, ArrayRunningMeanStd, compiled
 from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
@@ -93,19 +94,22 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
             result
         )
-        xp, b, sums = self.array_xp, self.boundary, self.accumulated_reward
-        # Gymnasium's sums * gamma * (1 - terminated) + reward, rounded as NumPy's
-        moved = xp.where(terminations, 0.0, sums * self.gamma) + rewards
-        moved = xp.astype(moved, sums.dtype, copy=False)
-        real = None if b is self.boundaries.quiet else b.real
-        sums = moved if real is None else xp.where(real, moved, sums)
+        out = self._array_rewards(rewards, terminations, arrays.INF)
+        return obs, out, terminations, truncations, infos
+
+    def _array_rewards(self, rewards: Any, terminations: Any, bound: float) -> Any:
+        """Advance the discounted sums and ``return_rms`` by a step's rewards;
+        return them scaled and clipped to ``[-bound, bound]``."""
+        xp, b, quiet = self.array_xp, self.boundary, self.boundaries.quiet
+        real = None if b.real is quiet.real else b.real  # (quiet's: all True)
+        sums = compiled(xp, arrays.discounted)(
+            self.accumulated_reward, rewards, terminations, real, self.gamma
+        )
         self.accumulated_reward = sums
         rms: Any = self.return_rms
         if self.update_running_mean:
             rms.update(sums, real)
-        std = xp.sqrt(rms.var + self.epsilon)
-        scaled = xp.astype(rewards / std, rewards.dtype, copy=False)
-        return obs, scaled, terminations, truncations, infos
+        return compiled(xp, arrays.scaled, 3)(rewards, rms.var, self.epsilon, bound)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
