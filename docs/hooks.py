@@ -294,7 +294,9 @@ def results_figure(
     """The figure ``{{ NAME/TABLE: COLUMN | WHERE }}``: a cell, or ``LOW-HIGH``."""
     found = _table(results(name, root), name, table)
     headers = found["headers"]
-    conditions = [part.split("=", 1) for part in (where or "").split(",") if part]
+    # split at the commas before a ``key=`` (a value may hold one: ``4,096``)
+    parts = re.split(r",\s*(?=[^,=]+=)", where or "")
+    conditions = [part.split("=", 1) for part in parts if part.strip()]
     tests = [(_column(headers, k.strip(), name), v.strip()) for k, v in conditions]
     cells = [
         row[_column(headers, column, name)]

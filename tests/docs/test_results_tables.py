@@ -138,3 +138,18 @@ def test_a_figure_is_a_cell_or_the_range_of_the_rows_it_names():
         "{{ bench_sync: vecmode/gym | mode=Disabled }}"
     ).split("-")
     assert (float(low), float(high)) == (ratios[0], ratios[-1])
+
+
+def test_a_figure_names_a_row_whose_value_holds_a_comma():
+    hook = hooks()
+    rows = json.loads((ROOT / "benchmarks/results/bench_batched.json").read_text())[
+        "tables"
+    ]["arrays"]["rows"]
+    one = next(row for row in rows if row[:3] == ["torch", "4,096", "ppo_stack"])
+    assert (
+        hook.render_results(
+            "{{ bench_batched/arrays: time/bare | library=torch, sub-envs=4,096, "
+            "contestant=ppo_stack }}"
+        )
+        == one[4]
+    )
