@@ -342,6 +342,7 @@ class ArrayPath:
     #: The methods that have an ``_array_`` version on the array path.
     ARRAY_METHODS: tuple[str, ...] = ("_reset_result", "_step_result", "episode_start")
     ARRAY_METHODS += ("transition", "normalize", "rewards", "actions")
+    ARRAY_METHODS += ("observations", "final_observations")
     #: The batches' array namespace and device (None: NumPy's path).
     array_xp: Any = None
     array_device: Any = None
@@ -369,6 +370,18 @@ class ArrayPath:
 
     def _array_step_result(self, result: Any) -> Any:
         return super()._step_result(result)  # type: ignore[misc]
+
+
+class RescalingPath(ArrayPath):
+    """:class:`ArrayPath` of a Gymnasium ``rescale_box`` transform ``self._func``:
+    its own ``gradient`` and ``intercept`` (the same rounding), on the device."""
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        super()._to_array_path(xp, leaf)
+        f, on = self._func, self.array_device  # type: ignore[attr-defined]
+        cells = dict(zip(f.__code__.co_freevars, f.__closure__, strict=True))
+        self._gradient = xp.asarray(cells["gradient"].cell_contents, device=on)
+        self._intercept = xp.asarray(cells["intercept"].cell_contents, device=on)
 
 
 class _Dispatch:

@@ -13,7 +13,7 @@ from gymnasium.wrappers import transform_action
 
 from vecmode.modes import MODES
 from vecmode.registry import supports
-from vecmode.wrappers.array_stats import ArrayPath
+from vecmode.wrappers.array_stats import ArrayPath, RescalingPath
 from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
 
 
@@ -96,8 +96,10 @@ class ClipAction(ArrayPath, VectorizeTransformAction):
         )
 
 
-class RescaleAction(VectorizeTransformAction):
-    """Gymnasium's ``RescaleAction``; same arguments."""
+@supports(*MODES, array_native=True)
+class RescaleAction(RescalingPath, VectorizeTransformAction):
+    """Gymnasium's ``RescaleAction``; same arguments. Over torch or JAX actions,
+    in their library (the rescaling's arrays made once, on their device)."""
 
     def __init__(
         self,
@@ -111,3 +113,8 @@ class RescaleAction(VectorizeTransformAction):
             min_action=min_action,
             max_action=max_action,
         )
+        self._arm("actions")
+
+    def _array_actions(self, actions: Any) -> Any:
+        out = (actions - self._intercept) / self._gradient
+        return self.array_xp.astype(out, self._gradient.dtype, copy=False)

@@ -15,6 +15,7 @@ from gymnasium.wrappers import transform_observation
 from vecmode.modes import MODES, final_observations, with_final_observations
 from vecmode.registry import supports
 from vecmode.wrappers import base
+from vecmode.wrappers.array_stats import RescalingPath
 
 OPENCV_MISSING = (
     "ResizeObservation needs OpenCV, which is not installed: run "
@@ -144,8 +145,12 @@ class ReshapeObservation(VectorizeTransformObservation):
         super().__init__(env, transform_observation.ReshapeObservation, shape=shape)
 
 
-class RescaleObservation(VectorizeTransformObservation):
-    """Gymnasium's ``RescaleObservation``; same arguments."""
+@supports(*MODES, array_native=True)
+class RescaleObservation(RescalingPath, VectorizeTransformObservation):
+    """Gymnasium's ``RescaleObservation``; same arguments. Over torch or JAX
+    observations (the final ones too), in their library, on their device."""
+
+    _array_final_observations = base.ObservationWrapper.final_observations
 
     def __init__(
         self,
@@ -159,6 +164,11 @@ class RescaleObservation(VectorizeTransformObservation):
             min_obs=min_obs,
             max_obs=max_obs,
         )
+        self._arm("observations")
+
+    def _array_observations(self, observations: Any) -> Any:
+        out = self._gradient * observations + self._intercept
+        return self.array_xp.astype(out, self._gradient.dtype, copy=False)
 
 
 class DtypeObservation(VectorizeTransformObservation):
