@@ -286,16 +286,10 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
         fill = self.array_xp.concat([pad, first], axis=1)
         self.stacks = _arrays.rows_where(mask, fill, self.stacks)
 
-    def _array_transition(self, observations: Any, *rest: Any) -> None:
-        """The rows of the mask (``rest[-1]``) shift, into new arrays (never
-        written in place: a batch returned stays as it was)."""
-        last = observations[:, None]
-        moved = self.array_xp.concat([self.stacks[:, 1:], last], axis=1)
+    def _array_transition(self, obs: Any, *rest: Any) -> None:
+        """The mask's rows (``rest[-1]``) shift, into new arrays: never written."""
+        moved = self.array_xp.concat([self.stacks[:, 1:], obs[:, None]], axis=1)
         self.stacks = self._moved = _arrays.rows_where(rest[-1], moved, self.stacks)
-
-    def _array_reset_result(self, obs: Any, infos: Any, state: Any) -> Any:
-        infos = super()._array_reset_result(obs, infos, state)[1]
-        return self.stacks, infos
 
     def _array_step_result(self, result: StepResult) -> StepResult:
         *_, infos = result = super()._array_step_result(result)
