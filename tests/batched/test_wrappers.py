@@ -3,6 +3,8 @@ as over NumPy, step by step, in the batch's library, with no host copy."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from gymnasium.spaces import Box, Dict
@@ -326,19 +328,19 @@ def test_statistics_assigned_anew_are_seen_by_the_next_normalisation(name) -> No
 def test_a_kept_frame_stack_is_not_overwritten_by_later_steps(name, mode) -> None:
     """Each step's stacks (and final stacks) are the caller's to keep."""
     xp = xp_of(name)
-    base = make_batched(name, 4, max_episode_steps=2)
+    base = make_batched(name, 4, max_episode_steps=3)
     envs = FrameStackObservation(vecmode.with_autoreset(base, mode), 3)
-    kept = [envs.reset(seed=0)]
-    with no_host_copies():
-        for _ in range(6):
+    kept = [envs.reset(seed=0)[0]]
+    snapshots = [copy.deepcopy(host(kept[0]))]  # (torch's .numpy(): a view)
+    for step in range(8):
+        with no_host_copies():
             obs, _, terms, truncs, infos = envs.step(xp.asarray([0, 1, 1, 0]))
-            kept.append((obs, modes.final_observations(infos)))
-            if mode == "Disabled":
-                kept.append(envs.reset(options={"reset_mask": terms | truncs}))
+        kept.append((obs, modes.final_observations(infos)))
+        snapshots.append(copy.deepcopy(host(kept[-1])))
+        if mode == "Disabled" and step % 3 == 2:
+            kept.append(envs.reset(options={"reset_mask": terms | truncs})[0])
+            snapshots.append(copy.deepcopy(host(kept[-1])))
     assert mode == "Disabled" or any(final is not None for _, final in kept[1:])
-    snapshots = [host(batch) for batch in kept]
-    envs.step(xp.asarray([1, 0, 0, 1]))
-    envs.reset(seed=1)
     for batch, snapshot in zip(kept, snapshots, strict=True):
         _assert_same(host(batch), snapshot)
     assert type(envs.stacks) is type(xp.asarray(0.0))
