@@ -3,9 +3,11 @@ as over NumPy, step by step, in the batch's library, with no host copy."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
-from gymnasium.spaces import Box
+from gymnasium.spaces import Box, Dict
 from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers.utils import RunningMeanStd as GymnasiumRunningMeanStd
 from hypothesis import given, settings
@@ -17,6 +19,7 @@ from vecmode import modes
 from vecmode.wrappers import (
     ClipAction,
     ClipReward,
+    FrameStackObservation,
     NormalizeObservation,
     NormalizeReward,
     RecordEpisodeStatistics,
@@ -54,6 +57,13 @@ STACKS = {
     "ppo_stack": lambda env: ppo_stack(env, gamma=0.9, clip_obs=1.0),
     "ppo_stack-unfused": lambda env: ppo_stack(
         env, gamma=0.9, clip_obs=1.0, clip_reward=0.5, fused=False
+    ),
+    "FrameStackObservation": lambda env: FrameStackObservation(env, 3),
+    "FrameStackObservation-zero": lambda env: FrameStackObservation(
+        env, 2, padding_type="zero"
+    ),
+    "FrameStackObservation-custom": lambda env: FrameStackObservation(
+        env, 4, padding_type=np.array([0.5, -1.0, 0.25, 2.0], np.float32)
     ),
     "RecordEpisodeStatistics+NormalizeObservation": lambda env: NormalizeObservation(
         RecordEpisodeStatistics(env)
@@ -164,6 +174,13 @@ masks = st.lists(st.lists(st.booleans(), min_size=5, max_size=5), min_size=1)
 
 @pytest.mark.parametrize("name", ARRAYS)
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "stacks",
+    [
+        ("ppo_stack", "RecordEpisodeStatistics+NormalizeObservation"),
+        ("FrameStackObservation", "FrameStackObservation-zero"),
+    ],
+)
 @given(
     max_steps=st.integers(1, 5),
     resets=masks.map(lambda rows: [np.array(r) for r in rows]),
@@ -171,11 +188,11 @@ masks = st.lists(st.lists(st.booleans(), min_size=5, max_size=5), min_size=1)
 )
 @settings(max_examples=15, deadline=None)
 def test_the_stack_gives_numpys_values_over_any_episodes(
-    name, mode, max_steps, resets, seed
+    name, mode, stacks, max_steps, resets, seed
 ) -> None:
     """Random episode lengths and (Disabled) extra resets mid-episode."""
     kw = {"n": 5, "max_steps": max_steps, "seed": seed, "resets": resets}
-    for stack in ("ppo_stack", "RecordEpisodeStatistics+NormalizeObservation"):
+    for stack in stacks:
         _, got = _run(name, stack, mode, steps=8, **kw)
         _, want = _run("numpy", stack, mode, steps=8, **kw)
         _assert_same(got, want)
@@ -304,3 +321,38 @@ def test_statistics_assigned_anew_are_seen_by_the_next_normalisation(name) -> No
     rms.var = xp.full((4,), 4.0, dtype=rms.dtype)
     rms.mean = xp.zeros((4,), dtype=rms.dtype)
     np.testing.assert_allclose(host(array_normalize(x, rms, 0.0, xp.float32)), 0.5)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_kept_frame_stack_is_not_overwritten_by_later_steps(name, mode) -> None:
+    """Each step's stacks (and final stacks) are the caller's to keep."""
+    xp = xp_of(name)
+    base = make_batched(name, 4, max_episode_steps=3)
+    envs = FrameStackObservation(vecmode.with_autoreset(base, mode), 3)
+    kept = [envs.reset(seed=0)[0]]
+    snapshots = [copy.deepcopy(host(kept[0]))]  # (torch's .numpy(): a view)
+    for step in range(8):
+        with no_host_copies():
+            obs, _, terms, truncs, infos = envs.step(xp.asarray([0, 1, 1, 0]))
+        kept.append((obs, modes.final_observations(infos)))
+        snapshots.append(copy.deepcopy(host(kept[-1])))
+        if mode == "Disabled" and step % 3 == 2:
+            kept.append(envs.reset(options={"reset_mask": terms | truncs})[0])
+            snapshots.append(copy.deepcopy(host(kept[-1])))
+    assert mode == "Disabled" or any(final is not None for _, final in kept[1:])
+    for batch, snapshot in zip(kept, snapshots, strict=True):
+        _assert_same(host(batch), snapshot)
+    assert type(envs.stacks) is type(xp.asarray(0.0))
+    assert envs.stacks.shape == (4, 3, 4) and envs.stacks.dtype == xp.float32
+    assert envs.stacks.device == xp.asarray(0.0).device
+
+
+def test_a_frame_stack_refuses_dict_array_batches_and_says_what_to_do() -> None:
+    xp_of("torch")
+    base = make_batched("torch", 2)
+    base.single_observation_space = Dict({"x": base.single_observation_space})
+    base.observation_space = batch_space(base.single_observation_space, 2)
+    envs = FrameStackObservation(vecmode.with_autoreset(base, "SameStep"), 2)
+    with pytest.raises(TypeError, match="FlattenObservation"):
+        envs.reset(seed=0)

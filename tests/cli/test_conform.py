@@ -33,6 +33,10 @@ def test_conform_over_torch_batches_proves_the_array_path(capsys):
     assert "over torch batches" in out.splitlines()[0]
     argv = ["conform", "FrameStackObservation:stack_size=2", "--array-library"]
     code, out, err = run([*argv, "torch"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    code, out, err = run(
+        ["conform", "DictInfoToList", "--array-library", "torch"], capsys
+    )
     assert code != EXIT_OK and "ArrayLibraryError" in one_error_line(err)
 
 

@@ -194,7 +194,8 @@ def test_the_json_matches_the_text_output(capsys):
     ]
     native = {row["name"]: row["array_native"] for row in document["wrappers"]}
     assert native["vecmode.wrappers.NormalizeObservation"] is True
-    assert native["vecmode.wrappers.FrameStackObservation"] is False
+    assert native["vecmode.wrappers.FrameStackObservation"] is True
+    assert native["vecmode.wrappers.DictInfoToList"] is False
 
 
 def test_check_keeps_ok_apart_from_the_evidence(capsys):

@@ -221,11 +221,13 @@ def test_a_numpy_reading_wrapper_over_a_conversion_is_refused(conversion):
     convert = vw.NumpyToTorch if conversion == "vecmode" else gv.NumpyToTorch
     torch_envs = convert(envs)
     with pytest.raises(vecmode.ArrayLibraryError) as info:
-        vw.FrameStackObservation(torch_envs, 2)
-    assert "FrameStackObservation" in str(info.value)
+        vw.DictInfoToList(torch_envs)
+    assert "DictInfoToList" in str(info.value)
     assert "torch" in str(info.value)
-    for wrapper in (vw.RecordEpisodeStatistics, vw.NormalizeReward, vw.ClipReward):
+    native = (vw.RecordEpisodeStatistics, vw.NormalizeReward, vw.ClipReward)
+    for wrapper in (*native, vw.FrameStackObservation):
         kwargs = {"min_reward": 0} if wrapper is vw.ClipReward else {}
+        kwargs = {"stack_size": 2} if wrapper is vw.FrameStackObservation else kwargs
         wrapped = wrapper(torch_envs, **kwargs)
         if conversion == "vecmode":  # Gymnasium's cannot convert final_obs rows
             wrapped.reset(seed=0)

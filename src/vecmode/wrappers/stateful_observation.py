@@ -12,7 +12,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import create_zero_array
 
-from vecmode import errors, modes
+from vecmode import _arrays, _rows, errors, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import MODES
@@ -196,12 +196,14 @@ def _leaves(space: Space, *values: Any) -> Iterator[tuple[Any, ...]]:
         yield values
 
 
-class FrameStackObservation(base.StatefulWrapper):
+@supports(*MODES, array_native=True)
+class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
     """Stack each sub-env's last ``stack_size`` observations, in every mode.
 
     Each sub-env returns what :class:`gymnasium.wrappers.FrameStackObservation`
     would return on it; every episode starts a fresh stack. Box, Discrete,
-    MultiDiscrete, MultiBinary observations, and Dict / Tuple of them.
+    MultiDiscrete, MultiBinary observations, and Dict / Tuple of them (NumPy's
+    only); over torch or JAX batches the stacks live in that library and device.
 
     Args:
         stack_size: how many observations to stack (> 0).
@@ -263,6 +265,38 @@ class FrameStackObservation(base.StatefulWrapper):
             self.single_observation_space, self.num_envs, fn=np.zeros
         )
         self._finals: dict[int, Any] = {}
+        self._arm("_reset_result")
+
+    def _to_array_path(self, xp: Any, leaf: Any) -> None:
+        if isinstance(self._space, (Dict, Tuple)):
+            raise TypeError(
+                f"FrameStackObservation stacks torch/JAX batches of one array, not "
+                f"{self._space}: FlattenObservation first, or NumPy batches."
+            )
+        super()._to_array_path(xp, leaf)
+        n, like = self.num_envs, {"dtype": leaf.dtype, "device": self.array_device}
+        self.stacks = xp.zeros((n, self.stack_size, *leaf.shape[1:]), **like)
+        pad = xp.asarray(np.asarray(self.padding_value), **like)
+        self._pad = xp.broadcast_to(pad, (n, self.stack_size - 1, *pad.shape))
+
+    def _array_episode_start(self, observations: Any, mask: Any) -> None:
+        first, pad = observations[:, None], self._pad
+        if self.padding_type == "reset":
+            pad = self.array_xp.broadcast_to(first, pad.shape)
+        fill = self.array_xp.concat([pad, first], axis=1)
+        self.stacks = _arrays.rows_where(mask, fill, self.stacks)
+
+    def _array_transition(self, obs: Any, *rest: Any) -> None:
+        """The mask's rows (``rest[-1]``) shift, into new arrays: never written."""
+        moved = self.array_xp.concat([self.stacks[:, 1:], obs[:, None]], axis=1)
+        self.stacks = self._moved = _arrays.rows_where(rest[-1], moved, self.stacks)
+
+    def _array_step_result(self, result: StepResult) -> StepResult:
+        *_, infos = result = super()._array_step_result(result)
+        b = self.boundary
+        if b is not self.boundaries.quiet and _rows.some(b.final_in_info):
+            infos = modes.with_final_batch(infos, b.final_in_info, self._moved)
+        return (self.stacks, *result[1:4], infos)
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
