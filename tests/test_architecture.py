@@ -32,8 +32,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: death; make_vec's fallback to the sync core, the kit's and CLI's messages;
 #: the batched CartPole over the array API in vecmode.testing; the array path
 #: of the modes, policies, wrappers and kit: torch and JAX batches; its
-#: kernels compiled on JAX and batches folded into long rows)
-MAX_SRC_LINES = 19_250
+#: kernels compiled on JAX and batches folded into long rows; the frame stack
+#: and the rescales over them)
+MAX_SRC_LINES = 19_300
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -348,6 +348,20 @@ def test_a_kept_frame_stack_is_not_overwritten_by_later_steps(name, mode) -> Non
     assert envs.stacks.device == xp.asarray(0.0).device
 
 
+def test_writing_into_a_returned_frame_stack_leaves_the_next_ones_right() -> None:
+    """torch tensors are mutable: a step returns a copy, as NumPy's path does."""
+    xp_of("torch")
+    _, want = _run("torch", "FrameStackObservation", "SameStep", steps=6)
+    base = make_batched("torch", 6, max_episode_steps=4)
+    envs = STACKS["FrameStackObservation"](vecmode.with_autoreset(base, "SameStep"))
+    rng = np.random.default_rng(0)
+    obs, _ = envs.reset(seed=0)
+    for step in range(6):
+        obs.mul_(1000.0)  # the caller writes into what it was given
+        obs = envs.step(base.xp.asarray(rng.integers(0, 2, 6)))[0]
+        _assert_same(host(obs), want[step + 1][0])
+
+
 def test_a_frame_stack_refuses_dict_array_batches_and_says_what_to_do() -> None:
     xp_of("torch")
     base = make_batched("torch", 2)

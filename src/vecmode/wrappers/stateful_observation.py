@@ -296,7 +296,8 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
         b = self.boundary
         if b is not self.boundaries.quiet and _rows.some(b.final_in_info):
             infos = modes.with_final_batch(infos, b.final_in_info, self._moved)
-        return (self.stacks, *result[1:4], infos)
+        # a copy, as NumPy's path gives: the caller may write into it
+        return (self.array_xp.asarray(self.stacks, copy=True), *result[1:4], infos)
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         rows: Any = slice(None) if count_nonzero(mask) == len(mask) else mask
