@@ -13,6 +13,7 @@ from gymnasium.vector.utils import batch_space
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import vecmode
 from tests.batched.support import host, make_batched, no_host_copies, xp_of
 from tests.batched.test_wrappers import (
     ARRAYS,
@@ -100,3 +101,13 @@ def test_a_rescaled_observation_batch_is_numpys(name, values) -> None:
     assert type(got) is type(xp.asarray(0.0))
     assert host(got).dtype == want.dtype == np.float32
     np.testing.assert_allclose(host(got), want, rtol=1e-6)
+
+
+def test_a_transform_it_cannot_read_is_refused_saying_what_to_do() -> None:
+    """Another Gymnasium's rescale_box (no gradient/intercept to read)."""
+    xp_of("torch")
+    base = make_batched("torch", 2)
+    envs = RescaleObservation(vecmode.with_autoreset(base, "SameStep"), LOW, HIGH)
+    envs._func = lambda obs: obs * 2.0
+    with pytest.raises(TypeError, match="convert the batches to NumPy"):
+        envs.reset(seed=0)

@@ -379,7 +379,12 @@ class RescalingPath(ArrayPath):
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
         f, on = self._func, self.array_device  # type: ignore[attr-defined]
-        cells = dict(zip(f.__code__.co_freevars, f.__closure__, strict=True))
+        cells = dict(zip(f.__code__.co_freevars, f.__closure__ or (), strict=True))
+        if not {"gradient", "intercept"} <= cells.keys():  # another Gymnasium's
+            raise TypeError(
+                f"{type(self).__name__} cannot read this Gymnasium's rescale_box "
+                f"transform for torch/JAX batches: convert the batches to NumPy."
+            )
         self._gradient = xp.asarray(cells["gradient"].cell_contents, device=on)
         self._intercept = xp.asarray(cells["intercept"].cell_contents, device=on)
 
