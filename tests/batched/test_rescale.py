@@ -77,12 +77,7 @@ def test_a_rescaled_action_batch_is_numpys(name, values, wide) -> None:
         env.single_action_space = Box(-1, np.array([1, 3, 5], np.float32), (3,))
         env.action_space = batch_space(env.single_action_space, len(batch))
         envs[lib] = RescaleAction(env, low, high)
-    want = envs["numpy"].actions(batch)
-    with no_host_copies():
-        got = envs[name].actions(xp.asarray(batch))
-    assert type(got) is type(xp.asarray(0.0))
-    assert host(got).dtype == want.dtype == np.float32
-    np.testing.assert_allclose(host(got), want, rtol=1e-6)
+    _assert_numpys(xp, envs["numpy"].actions, envs[name].actions, batch)
 
 
 @pytest.mark.parametrize("name", ARRAYS)
@@ -95,9 +90,15 @@ def test_a_rescaled_observation_batch_is_numpys(name, values) -> None:
         lib: RescaleObservation(make_batched(lib, len(batch)), LOW, HIGH)
         for lib in ("numpy", name)
     }
-    want = envs["numpy"].observations(batch)
+    _assert_numpys(xp, envs["numpy"].observations, envs[name].observations, batch)
+
+
+def _assert_numpys(xp, numpys, ours, batch) -> None:
+    """``ours`` of ``batch`` in ``xp`` is ``numpys`` of it: float32, in ``xp``,
+    with no host copy."""
+    want = numpys(batch)
     with no_host_copies():
-        got = envs[name].observations(xp.asarray(batch))
+        got = ours(xp.asarray(batch))
     assert type(got) is type(xp.asarray(0.0))
     assert host(got).dtype == want.dtype == np.float32
     np.testing.assert_allclose(host(got), want, rtol=1e-6)

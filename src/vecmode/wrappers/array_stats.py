@@ -217,7 +217,7 @@ def normalize(
     out /= std  # (in place: ours)
     if out.dtype != dtype:
         out = xp.astype(out, dtype)
-    out = out if bound == INF else xp.clip(out, -bound, bound)
+    out = clipped(xp, out, bound)
     return out if fold == 1 else xp.reshape(out, shape)
 
 
@@ -227,7 +227,7 @@ def _normalize(
     # in ``dtype`` as NumPy's path (float64 batches cost 8x at 65,536 rows)
     std = xp.astype(xp.sqrt(var + epsilon), dtype)
     out = xp.astype((x - xp.astype(mean, dtype)) / std, dtype, copy=False)
-    return out if bound == INF else xp.clip(out, -bound, bound)
+    return clipped(xp, out, bound)
 
 
 def _renormalized(xp: Any, x: Any, stats: Any, w: Any, n: Any, *how: Any) -> Any:
@@ -265,7 +265,12 @@ def scaled(xp: Any, rewards: Any, var: Any, epsilon: float, bound: float) -> Any
     """``rewards / sqrt(var + epsilon)`` in the rewards' dtype, clipped to
     ``[-bound, bound]``."""
     out = xp.astype(rewards / xp.sqrt(var + epsilon), rewards.dtype, copy=False)
-    return out if bound == INF else xp.clip(out, -bound, bound)
+    return clipped(xp, out, bound)
+
+
+def clipped(xp: Any, x: Any, bound: float) -> Any:
+    """``x`` clipped to ``[-bound, bound]`` in its library (inf: as it is)."""
+    return x if bound == INF else xp.clip(x, -bound, bound)
 
 
 def advanced(

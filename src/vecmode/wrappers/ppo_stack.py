@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, overload
+from typing import Literal, overload
 
 import numpy as np
 from gymnasium.error import InvalidBound
@@ -13,6 +13,7 @@ from gymnasium.vector import VectorEnv
 from vecmode import _arrays, _rows
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult
+from vecmode.wrappers.array_stats import clipped
 from vecmode.wrappers.base import map_final_observations, set_spaces
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.stateful_observation import NormalizeObservation
@@ -118,16 +119,12 @@ class _Clip:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if type(x) is np.ndarray:
             return clip_symmetric(x, self.bound)
-        xp = _arrays.namespace(x)
-        return clip_symmetric(x, self.bound) if xp is None else _clip(xp, x, self.bound)
+        if (xp := _arrays.namespace(x)) is None:
+            return clip_symmetric(x, self.bound)
+        return clipped(xp, x, self.bound)
 
     def __repr__(self) -> str:
         return f"clip to [-{self.bound}, {self.bound}]"
-
-
-def _clip(xp: Any, x: Any, bound: float) -> Any:
-    """``x`` clipped to ``[-bound, bound]`` in its library (inf: as it is)."""
-    return x if bound == math.inf else xp.clip(x, -bound, bound)
 
 
 class PPOStack(NormalizeReward, NormalizeObservation, RecordEpisodeStatistics):
