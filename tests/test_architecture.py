@@ -369,7 +369,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "env_classes"),
     ("forwarding", "layout", "runner"),
     ("registry", "sync_vector_env", "worker"),
-    ("autoreset", "wrappers", "pool", "remote"),
+    ("autoreset", "wrappers", "pool", "remote", "simulators"),
     ("async_vector_env", "ray_vector_env", "replay", "transitions", "sb3"),
     ("make", "probe"),
     ("timeline", "testing", ""),  # "": the package's face, vecmode/__init__.py

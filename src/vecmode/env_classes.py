@@ -24,6 +24,93 @@ RESET_RETURNS = ("all", "masked")
 #: with a row for every sub-env, no mask and no final infos.
 FINAL_OBS_LAYOUTS = ("gymnasium", "dense")
 
+#: Where a simulator's final observation goes: in the info with a mask
+#: (Gymnasium's, ManiSkill3's), a dense batch every step with no mask (gymnax),
+#: only when turned on (``Semantics.remedy`` says how), or nowhere.
+FINAL_OBS = ("masked", "every-step", "opt-in", "lost")
+#: What an ended sub-env resets to: a fresh reset, the first state of the last
+#: whole reset (Brax), or a state drawn from a small pool (Craftax).
+RESETS_TO = ("fresh", "cached-first", "pool")
+#: Whether the ending step's reward is computed before the reset or after it.
+ENDING_REWARDS = ("before-reset", "after-reset")
+#: How sub-envs reset alone: a bool ``reset_mask``, a list of indices, or not at all.
+PARTIAL_RESETS = ("reset_mask", "indices", "none")
+#: How truncation is told apart from termination.
+TRUNCATIONS = ("flag", "time_outs", "info", "discount")
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """What an env does at an episode's end, beyond its autoreset mode.
+
+    Args:
+        final_obs: one of :data:`FINAL_OBS`.
+        resets_to: one of :data:`RESETS_TO`.
+        ending_reward: one of :data:`ENDING_REWARDS`.
+        partial_reset: one of :data:`PARTIAL_RESETS`.
+        truncation: one of :data:`TRUNCATIONS`.
+        remedy: how to get the final observation where it is lost or opt-in.
+        source: what it was read from (the simulator's file and commit).
+
+    >>> Semantics(final_obs="lost", remedy="compute_final_obs=True").exact
+    False
+    """
+
+    final_obs: str = "masked"
+    resets_to: str = "fresh"
+    ending_reward: str = "before-reset"
+    partial_reset: str = "reset_mask"
+    truncation: str = "flag"
+    remedy: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("final_obs", FINAL_OBS),
+            ("resets_to", RESETS_TO),
+            ("ending_reward", ENDING_REWARDS),
+            ("partial_reset", PARTIAL_RESETS),
+            ("truncation", TRUNCATIONS),
+        ):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(
+                    f"Semantics({name}=...) must be one of "
+                    f"{', '.join(map(repr, allowed))}, got {value!r}."
+                )
+
+    @property
+    def exact(self) -> bool:
+        """Whether every real transition can be read: the final observation is
+        there, and the ending step's reward is the episode's."""
+        return (
+            self.final_obs in ("masked", "every-step")
+            and self.ending_reward == "before-reset"
+        )
+
+    def lost(self) -> str:
+        """What is lost, as a sentence ("" if nothing)."""
+        parts = []
+        if not self.exact and self.final_obs != "masked":
+            off = " unless it is turned on" if self.final_obs == "opt-in" else ""
+            parts.append(f"its final observation is lost{off}")
+        if self.ending_reward == "after-reset":
+            parts.append("the ending step's reward is computed after the reset")
+        return "; ".join(parts)
+
+    def describe(self) -> str:
+        """One line for reports: ``final obs: lost (remedy); resets to: ...``."""
+        final = self.final_obs + (f" ({self.remedy})" if self.remedy else "")
+        return (
+            f"final obs: {final}; resets to: {self.resets_to}; ending reward: "
+            f"{self.ending_reward}; partial reset: {self.partial_reset}; "
+            f"truncation: {self.truncation}"
+        )
+
+
+#: Gymnasium's: every vector env that declares nothing else.
+GYMNASIUM_SEMANTICS = Semantics()
+
 
 @dataclass(frozen=True)
 class VectorEnvDeclaration:
@@ -39,6 +126,7 @@ class VectorEnvDeclaration:
     keeps_options: bool = False
     why: str = ""
     remedy: str = ""
+    semantics: Semantics = GYMNASIUM_SEMANTICS
 
     def masked_reset(self, env: Any) -> str:
         """What a masked reset does for this instance."""
@@ -86,6 +174,7 @@ def register_vector_env(
     keeps_options: bool = False,
     why: str = "",
     remedy: str = "",
+    semantics: Semantics = GYMNASIUM_SEMANTICS,
 ) -> VectorEnvDeclaration:
     """Declare how a vector env class behaves, for vecmode's conversions.
 
@@ -100,6 +189,8 @@ def register_vector_env(
             is (Gymnasium's pop ``reset_mask``).
         why: why its masked reset is so (shown when a conversion is refused).
         remedy: what to use instead.
+        semantics: the rest of what it does at an episode's end
+            (:class:`Semantics`; default: Gymnasium's).
     """
     for name, value, allowed in (
         ("masked_reset", masked_reset, MASKED_RESETS),
@@ -128,6 +219,7 @@ def register_vector_env(
         bool(keeps_options),
         why,
         remedy,
+        semantics,
     )
     with _lock:
         _declared[found.path] = found
@@ -209,6 +301,18 @@ register_vector_env(
     keeps_options=True,
     why="{name} is a vecmode core: a masked reset resets exactly the masked sub-envs.",
 )
+
+
+def semantics_of(env: Any) -> Semantics:
+    """What ``env`` does at an episode's end: its innermost env's own ``semantics``
+    (a simulator adapter's, set per instance), else its class's declaration,
+    else Gymnasium's."""
+    inner = getattr(env, "unwrapped", env)
+    own = getattr(inner, "semantics", None)
+    if isinstance(own, Semantics):
+        return own
+    found = vector_env_declaration(env)
+    return GYMNASIUM_SEMANTICS if found is None else found.semantics
 
 
 def keeps_options(env: Any) -> bool:
