@@ -44,7 +44,7 @@ class Semantics:
     """What an env does at an episode's end, beyond its autoreset mode.
 
     Args:
-        final_obs: one of :data:`FINAL_OBS`.
+        final_observation: one of :data:`FINAL_OBS`.
         resets_to: one of :data:`RESETS_TO`.
         ending_reward: one of :data:`ENDING_REWARDS`.
         partial_reset: one of :data:`PARTIAL_RESETS`.
@@ -52,11 +52,11 @@ class Semantics:
         remedy: how to get the final observation where it is lost or opt-in.
         source: what it was read from (the simulator's file and commit).
 
-    >>> Semantics(final_obs="lost", remedy="compute_final_obs=True").exact
+    >>> Semantics(final_observation="lost", remedy="compute_final_obs=True").exact
     False
     """
 
-    final_obs: str = "masked"
+    final_observation: str = "masked"
     resets_to: str = "fresh"
     ending_reward: str = "before-reset"
     partial_reset: str = "reset_mask"
@@ -66,7 +66,7 @@ class Semantics:
 
     def __post_init__(self) -> None:
         for name, allowed in (
-            ("final_obs", FINAL_OBS),
+            ("final_observation", FINAL_OBS),
             ("resets_to", RESETS_TO),
             ("ending_reward", ENDING_REWARDS),
             ("partial_reset", PARTIAL_RESETS),
@@ -84,15 +84,15 @@ class Semantics:
         """Whether every real transition can be read: the final observation is
         there, and the ending step's reward is the episode's."""
         return (
-            self.final_obs in ("masked", "every-step")
+            self.final_observation in ("masked", "every-step")
             and self.ending_reward == "before-reset"
         )
 
     def lost(self) -> str:
         """What is lost, as a sentence ("" if nothing)."""
         parts = []
-        if not self.exact and self.final_obs != "masked":
-            off = " unless it is turned on" if self.final_obs == "opt-in" else ""
+        if not self.exact and self.final_observation != "masked":
+            off = " unless it is turned on" if self.final_observation == "opt-in" else ""
             parts.append(f"its final observation is lost{off}")
         if self.ending_reward == "after-reset":
             parts.append("the ending step's reward is computed after the reset")
@@ -100,7 +100,7 @@ class Semantics:
 
     def describe(self) -> str:
         """One line for reports: ``final obs: lost (remedy); resets to: ...``."""
-        final = self.final_obs + (f" ({self.remedy})" if self.remedy else "")
+        final = self.final_observation + (f" ({self.remedy})" if self.remedy else "")
         return (
             f"final obs: {final}; resets to: {self.resets_to}; ending reward: "
             f"{self.ending_reward}; partial reset: {self.partial_reset}; "
