@@ -92,7 +92,9 @@ class Semantics:
         """What is lost, as a sentence ("" if nothing)."""
         parts = []
         if not self.exact and self.final_observation != "masked":
-            off = " unless it is turned on" if self.final_observation == "opt-in" else ""
+            off = (
+                " unless it is turned on" if self.final_observation == "opt-in" else ""
+            )
             parts.append(f"its final observation is lost{off}")
         if self.ending_reward == "after-reset":
             parts.append("the ending step's reward is computed after the reset")
@@ -189,8 +191,7 @@ def register_vector_env(
             is (Gymnasium's pop ``reset_mask``).
         why: why its masked reset is so (shown when a conversion is refused).
         remedy: what to use instead.
-        semantics: the rest of what it does at an episode's end
-            (:class:`Semantics`; default: Gymnasium's).
+        semantics: what else it does at an episode's end (:class:`Semantics`).
     """
     for name, value, allowed in (
         ("masked_reset", masked_reset, MASKED_RESETS),
