@@ -13,6 +13,7 @@ import gymnasium as gym
 from gymnasium.vector import VectorWrapper
 
 from vecmode import _arrays
+from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES, as_mode
 
 #: What a masked reset does: resets the masked sub-envs and clears their pending
@@ -26,8 +27,9 @@ FINAL_OBS_LAYOUTS = ("gymnasium", "dense")
 
 #: Where a simulator's final observation goes: in the info with a mask
 #: (Gymnasium's, ManiSkill3's), a dense batch every step with no mask (gymnax),
-#: only when turned on (``Semantics.remedy`` says how), or nowhere.
-FINAL_OBS = ("masked", "every-step", "opt-in", "lost")
+#: only when turned on (``Semantics.remedy`` says how), nowhere, or nowhere but
+#: approximated by the last observation seen (``ApproximateFinalObs``, opt-in).
+FINAL_OBS = ("masked", "every-step", "opt-in", "lost", "approximated")
 #: What an ended sub-env resets to: a fresh reset, the first state of the last
 #: whole reset (Brax), or a state drawn from a small pool (Craftax).
 RESETS_TO = ("fresh", "cached-first", "pool")
@@ -80,6 +82,11 @@ class Semantics:
                 )
 
     @property
+    def approximated(self) -> bool:
+        """Whether the final observations are the opt-in approximation."""
+        return self.final_observation == "approximated"
+
+    @property
     def exact(self) -> bool:
         """Whether every real transition can be read: the final observation is
         there, and the ending step's reward is the episode's."""
@@ -91,11 +98,15 @@ class Semantics:
     def lost(self) -> str:
         """What is lost, as a sentence ("" if nothing)."""
         parts = []
-        if not self.exact and self.final_observation != "masked":
-            off = (
-                " unless it is turned on" if self.final_observation == "opt-in" else ""
+        final = self.final_observation
+        if final in ("opt-in", "lost", "approximated"):
+            off = {"opt-in": " unless it is turned on", "lost": ""}.get(final)
+            parts.append(
+                f"its final observation is lost{off}"
+                if off is not None
+                else "its final observations are approximated by the last "
+                "observations seen"
             )
-            parts.append(f"its final observation is lost{off}")
         if self.ending_reward == "after-reset":
             parts.append("the ending step's reward is computed after the reset")
         return "; ".join(parts)
@@ -305,15 +316,53 @@ register_vector_env(
 
 
 def semantics_of(env: Any) -> Semantics:
-    """What ``env`` does at an episode's end: its innermost env's own ``semantics``
-    (a simulator adapter's, set per instance), else its class's declaration,
-    else Gymnasium's."""
-    inner = getattr(env, "unwrapped", env)
-    own = getattr(inner, "semantics", None)
-    if isinstance(own, Semantics):
-        return own
+    """What ``env`` does at an episode's end: the outermost layer's own
+    ``semantics`` (a simulator adapter's, set per instance, or the
+    approximation's), else the innermost class's declaration, else Gymnasium's."""
+    for layer in layers(env):
+        own = getattr(layer, "__dict__", {}).get("semantics")
+        if isinstance(own, Semantics):
+            return own
     found = vector_env_declaration(env)
     return GYMNASIUM_SEMANTICS if found is None else found.semantics
+
+
+def lost_message(env: Any, who: str, doing: str) -> str:
+    """Why ``who`` cannot ``doing`` over ``env``, whose real transitions cannot
+    all be read (:attr:`Semantics.exact`); "" if they can, or are approximated."""
+    found = semantics_of(env)
+    if found.exact or found.approximated:
+        return ""
+    name = type(getattr(env, "unwrapped", env)).__name__
+    fix = (
+        f"Turn it on in the simulator ({found.remedy}), which vecmode then reads "
+        f"exactly; or"
+        if found.remedy
+        else "If an approximation will do,"
+    )
+    return (
+        f"{who} cannot {doing} over {name}: {found.lost()}. {fix} wrap the "
+        f"adapter in vecmode.simulators.ApproximateFinalObs, which gives the last "
+        f"observation seen as the final one (as Sample Factory and TorchRL "
+        f"bootstrap) and is marked approximated in every report."
+    )
+
+
+def refuse_lost(env: Any, who: str, doing: str) -> None:
+    """Raise :class:`~vecmode.IncompatibleModeError` with :func:`lost_message`."""
+    message = lost_message(env, who, doing)
+    if message:
+        raise IncompatibleModeError(message)
+
+
+def reads_final_observations(cls: type) -> bool:
+    """Whether a wrapper class reads or transforms final observations: its
+    ``reads_final_observations`` attribute, else whether it is Gymnasium's
+    vector observation wrapper."""
+    said = getattr(cls, "reads_final_observations", None)
+    if isinstance(said, bool):
+        return said
+    return issubclass(cls, gym.vector.VectorObservationWrapper)
 
 
 def keeps_options(env: Any) -> bool:

@@ -21,6 +21,7 @@ from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import copied, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
+from vecmode.env_classes import refuse_lost, semantics_of
 from vecmode.forwarding import valid_reset_mask
 from vecmode.wrappers.base import check_infos
 
@@ -325,6 +326,10 @@ class TransitionCollector:
         if not isinstance(envs, VectorEnv):
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         self.mode: AutoresetMode = modes.mode_or_assumed(envs, _WHO, None, stacklevel=1)
+        refuse_lost(envs, _WHO, "read real transitions")
+        #: Whether ended episodes' ``next_obs`` are approximated (the last
+        #: observation seen: :class:`vecmode.simulators.ApproximateFinalObs`).
+        self.approximated: bool = semantics_of(envs).approximated
         #: ``envs``, through :class:`vecmode.autoreset.GymnasiumFinalObs` where
         #: it reports final observations its own way (ALE's).
         self.envs = gymnasium_layout(envs)

@@ -15,7 +15,7 @@ from vecmode import _arrays, _rows, core, errors, modes
 from vecmode.autoreset import batched
 from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
-from vecmode.env_classes import final_obs_layout, vector_env_declaration
+from vecmode.env_classes import final_obs_layout, refuse_lost, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 from vecmode.forwarding import ForwardingWrapper, valid_reset_mask
 from vecmode.infos import expand_infos, merge_infos, select_infos
@@ -552,18 +552,11 @@ def with_autoreset(
     if episode_seeds is not None or episode_options is not None:
         return _scheduled(env, target, episode_seeds, episode_options)
     current = modes.mode_of(env)
+    refuse_lost(env, "with_autoreset", f"give {target.value}'s real transitions")
     if current is target:
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
-        why = (
-            f"{errors.describe(env)} has no metadata['autoreset_mode'], so what its "
-            "step returns at an episode's end is unknown."
-        )
-        todo = "Declare the mode the env really uses in its metadata."
-        message = errors.incompatible_mode(
-            "with_autoreset", None, modes.MODES, why, todo
-        )
-        raise IncompatibleModeError(message)
+        raise IncompatibleModeError(_undeclared(env))
     batched.refuse_next_step(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
     original = env
@@ -580,6 +573,16 @@ def with_autoreset(
                 f"through {policy.__name__}, and {refused.why} {refused.instead}"
             ) from error
     return env
+
+
+def _undeclared(env: VectorEnv) -> str:
+    """Why ``with_autoreset`` cannot convert an env that declares no mode."""
+    why = (
+        f"{errors.describe(env)} has no metadata['autoreset_mode'], so what its "
+        "step returns at an episode's end is unknown."
+    )
+    todo = "Declare the mode the env really uses in its metadata."
+    return errors.incompatible_mode("with_autoreset", None, modes.MODES, why, todo)
 
 
 def _scheduled(env: VectorEnv, target: AutoresetMode, seeds: Any, options: Any) -> Any:

@@ -13,7 +13,13 @@ import wrapt
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode import _arrays
-from vecmode.env_classes import class_path, final_obs_layout, layers
+from vecmode.env_classes import (
+    class_path,
+    final_obs_layout,
+    layers,
+    reads_final_observations,
+    refuse_lost,
+)
 from vecmode.errors import (
     ArrayLibraryError,
     IncompatibleModeError,
@@ -54,6 +60,8 @@ def check_construction(cls: type, env: Any) -> None:
         _check_arrays(cls, found, env)  # comes before any mode's
     if found is not None:
         _check_modes(cls, found.over(env), env)
+    if reads_final_observations(cls):
+        refuse_lost(env, cls.__name__, "read final observations")
 
 
 def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:

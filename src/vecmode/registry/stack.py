@@ -13,7 +13,13 @@ from typing import Any, overload
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, errors, modes
-from vecmode.env_classes import layers
+from vecmode.env_classes import (
+    GYMNASIUM_SEMANTICS,
+    layers,
+    lost_message,
+    reads_final_observations,
+    semantics_of,
+)
 from vecmode.registry.declare import NO_MODES, Declaration, declaration
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
@@ -191,6 +197,9 @@ def _summary(report: CompatibilityReport) -> str:
         caveat += f"; not verified: {', '.join(unproven)} (see notes)"
     if report.seeded:
         caveat += "; its episodes follow a seed schedule"
+    lost = semantics_of(report.rows[-1].layer).lost()
+    if lost:
+        caveat += f"; {lost}"
     return f"ok: the stack runs {_cell(report.mode)}{caveat}"
 
 
@@ -233,6 +242,20 @@ def _verdict(
     return Verdict.OK, found.caveats.get(mode_in, "")
 
 
+def _final_observations(layer: Any, verdict: Verdict, note: str) -> tuple[Verdict, str]:
+    """A layer's verdict and note, refused if it reads final observations its
+    env loses; the approximation's note says it approximates."""
+    name = type(layer).__name__
+    lost = reads_final_observations(type(layer)) and lost_message(
+        layer.env, name, "read final observations"
+    )
+    if verdict is Verdict.OK and lost:
+        return Verdict.REFUSED, lost
+    if "semantics" in vars(layer):  # the approximation
+        note = " ".join(part for part in (note, semantics_of(layer).lost()) if part)
+    return verdict, note
+
+
 def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerReport:
     """The report of the layer at ``position``, which gets ``mode_in``."""
     name, origin = type(layer).__name__, _origin(layer)
@@ -251,8 +274,10 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     )
     if mode_in is None:
         evidence = env_proof(layer, declared)
+        semantics = semantics_of(layer)  # a simulator's: what it does at an end
+        said = "" if semantics == GYMNASIUM_SEMANTICS else semantics.describe()
         if declared is not None:
-            return row(None, declared, Verdict.OK, "", *evidence)
+            return row(None, declared, Verdict.OK, said, *evidence)
         note = (
             f"declares no metadata['autoreset_mode']; {modes.ASSUMED_MODE.value} "
             f"assumed (Gymnasium's convention)"
@@ -277,7 +302,9 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         return row(None, mode_out, Verdict.UNDECLARED, note, Evidence.NONE, hint)
     found = found.over(layer.env)
     mode = found.output or mode_in
-    verdict, note = _verdict(name, found, mode_in, mode, declared)
+    verdict, note = _final_observations(
+        layer, *_verdict(name, found, mode_in, mode, declared)
+    )
     return row(found.modes, mode, verdict, note, *proof(type(layer), mode_in))
 
 

@@ -5,6 +5,10 @@ refused where the final observation is lost (docs/simulators.md)."""
 
 from __future__ import annotations
 
+from vecmode.simulators.approximate import ApproximateFinalObs
 from vecmode.simulators.base import SimulatorAdapter
 
-__all__ = ["SimulatorAdapter"]
+__all__ = [
+    "ApproximateFinalObs",
+    "SimulatorAdapter",
+]

@@ -192,6 +192,9 @@ class ObservationWrapper(MaskedResetWrapper):
     >>> envs.close()
     """
 
+    #: It transforms final observations: refused over a simulator that loses them.
+    reads_final_observations = True
+
     def observations(self, observations: Any) -> Any:
         """Transform a batch of observations (``num_envs`` rows)."""
         raise NotImplementedError

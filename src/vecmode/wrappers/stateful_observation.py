@@ -42,6 +42,8 @@ class NormalizeObservation(
     >>> envs.close()
     """
 
+    #: Its statistics see final observations: refused where they are lost.
+    reads_final_observations = True
     #: The array path's clip of the normalised observations (PPOStack's).
     _array_bound: float = array_stats.INF
 
@@ -222,6 +224,9 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
     True
     >>> envs.close()
     """
+
+    #: Its final stacks are built from final observations.
+    reads_final_observations = True
 
     def __init__(
         self, env: VectorEnv, stack_size: int, *, padding_type: Any = "reset"

@@ -1,0 +1,192 @@
+"""What a simulator does at an episode's end (``Semantics``), and what vecmode
+refuses where its final observation is lost: with_autoreset, the wrappers that
+read final observations, TransitionCollector; the opt-in approximation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vecmode
+from vecmode.env_classes import Semantics, semantics_of
+from vecmode.simulators import ApproximateFinalObs, SimulatorAdapter
+from vecmode.wrappers import (
+    FrameStackObservation,
+    NormalizeObservation,
+    NormalizeReward,
+    RecordEpisodeStatistics,
+)
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("array_api_compat")
+
+LOST = Semantics(
+    final_observation="lost",
+    partial_reset="none",
+    remedy="keep_final=True",
+    source="a test's simulator",
+)
+
+
+class LossyCartPole(SimulatorAdapter):
+    """vecmode's torch BatchedCartPole resetting inside its step, as Brax or
+    IsaacLab do: the final observation is lost (``keep_final``: kept, masked)."""
+
+    def __init__(self, num_envs: int = 4, semantics: Semantics = LOST, **kw: Any):
+        from vecmode.testing import BatchedCartPole
+
+        cartpole = BatchedCartPole(num_envs, xp=torch, **kw)
+        super().__init__(
+            cartpole,
+            num_envs=num_envs,
+            single_observation_space=cartpole.single_observation_space,
+            single_action_space=cartpole.single_action_space,
+            mode="SameStep",
+            namespace="torch",
+            semantics=semantics,
+        )
+        self.last_final: Any = None  # the true final observations, for the tests
+
+    def _reset(self, seed, mask):
+        return self.simulator.reset(seed=seed)
+
+    def _step(self, actions):
+        obs, rewards, terminated, truncated, infos = self.simulator.step(actions)
+        ended = terminated | truncated
+        self.last_final = obs.clone()
+        if bool(ended.any()):
+            fresh, _ = self.simulator.reset(options={"reset_mask": ended})
+            obs = torch.where(ended[:, None], fresh, obs)
+        return obs, rewards, terminated, truncated, infos
+
+
+def test_semantics_refuse_a_value_they_do_not_know():
+    with pytest.raises(ValueError, match=r"final_observation=.*'lost'.*got 'gone'"):
+        Semantics(final_observation="gone")
+    with pytest.raises(ValueError, match=r"resets_to=.*'pool'.*got 'cached'"):
+        Semantics(resets_to="cached")
+
+
+@pytest.mark.parametrize(
+    ("semantics", "exact", "lost"),
+    [
+        (Semantics(), True, ""),
+        (Semantics(final_observation="every-step"), True, ""),
+        (Semantics(final_observation="lost"), False, "final observation is lost"),
+        (Semantics(final_observation="opt-in"), False, "unless it is turned on"),
+        (Semantics(ending_reward="after-reset"), False, "computed after the reset"),
+    ],
+)
+def test_exact_means_every_real_transition_can_be_read(semantics, exact, lost):
+    assert semantics.exact is exact
+    assert (lost in semantics.lost()) and (bool(semantics.lost()) is not exact)
+
+
+def test_an_env_declares_nothing_else_is_gymnasium_s():
+    envs = vecmode.make_vec("CartPole-v1", 2, "sync")
+    try:
+        assert semantics_of(envs) == Semantics()
+    finally:
+        envs.close()
+
+
+def test_register_vector_env_records_the_semantics_of_a_class():
+    from vecmode.env_classes import register_vector_env, unregister_vector_env
+    from vecmode.testing import BatchedCartPole
+
+    said = Semantics(resets_to="pool", truncation="discount")
+    register_vector_env(BatchedCartPole, masked_reset="clears", semantics=said)
+    try:
+        assert semantics_of(BatchedCartPole(2)) == said
+    finally:
+        unregister_vector_env(BatchedCartPole)
+    assert semantics_of(BatchedCartPole(2)) == Semantics()
+
+
+@pytest.mark.parametrize("mode", vecmode.MODES)
+def test_with_autoreset_refuses_a_lost_final_observation_naming_the_remedy(mode):
+    with pytest.raises(vecmode.IncompatibleModeError) as error:
+        vecmode.with_autoreset(LossyCartPole(), mode)
+    message = str(error.value)
+    assert f"with_autoreset cannot give {mode.value}'s real transitions" in message
+    assert "LossyCartPole: its final observation is lost" in message
+    assert "(keep_final=True)" in message and "ApproximateFinalObs" in message
+
+
+def test_an_exact_simulator_is_not_refused():
+    exact = LossyCartPole(semantics=Semantics(partial_reset="none"))
+    assert vecmode.with_autoreset(exact, "SameStep") is exact
+
+
+@pytest.mark.parametrize("wrapper", [NormalizeObservation, FrameStackObservation])
+def test_a_wrapper_reading_final_observations_is_refused_where_they_are_lost(wrapper):
+    args = {"stack_size": 2} if wrapper is FrameStackObservation else {}
+    with pytest.raises(
+        vecmode.IncompatibleModeError, match="final observation is lost"
+    ):
+        wrapper(LossyCartPole(), **args)
+    # the approximation is the opt-in way through
+    wrapper(ApproximateFinalObs(LossyCartPole()), **args)
+
+
+def test_wrappers_that_do_not_read_final_observations_are_built():
+    envs = NormalizeReward(RecordEpisodeStatistics(LossyCartPole()), gamma=0.99)
+    envs.reset(seed=0)
+    envs.step(torch.ones(4, dtype=torch.int64))
+
+
+def test_the_collector_refuses_a_lost_final_observation():
+    with pytest.raises(vecmode.IncompatibleModeError) as error:
+        vecmode.TransitionCollector(LossyCartPole())
+    assert "TransitionCollector cannot read real transitions" in str(error.value)
+
+
+def test_the_approximation_gives_the_last_observation_seen_and_says_so():
+    env = LossyCartPole(num_envs=8, max_episode_steps=5)
+    collector = vecmode.TransitionCollector(ApproximateFinalObs(env))
+    assert collector.approximated
+    obs, _ = collector.reset(seed=3)
+    ended_seen = 0
+    for _ in range(12):
+        before = obs.clone()
+        t = collector.step(torch.ones(8, dtype=torch.int64))
+        ended = (t.terminations | t.truncations).numpy()
+        for i in np.flatnonzero(ended):  # the final obs: the last one seen
+            assert torch.equal(t.next_obs[i], before[i])
+            assert not torch.equal(t.next_obs[i], env.last_final[i])
+        for i in np.flatnonzero(~ended):  # the others: the true next obs
+            assert torch.equal(t.next_obs[i], env.last_final[i])
+        ended_seen += int(ended.sum())
+        obs = collector.obs
+    assert ended_seen >= 8  # truncations at 5 steps, at least
+
+
+def test_the_approximation_is_only_for_a_lost_final_observation():
+    exact = LossyCartPole(semantics=Semantics(partial_reset="none"))
+    with pytest.raises(ValueError, match="drop the approximation"):
+        ApproximateFinalObs(exact)
+
+
+def test_check_stack_says_what_is_lost_and_what_is_approximated():
+    lossy = check = vecmode.check_stack(LossyCartPole())
+    assert check.ok and "final obs: lost (keep_final=True)" in check.rows[0].note
+    assert "its final observation is lost" in str(lossy).splitlines()[0]
+    refused = vecmode.check_stack(
+        NormalizeObservation(ApproximateFinalObs(LossyCartPole()))
+    )
+    assert refused.ok
+    assert "approximated" in str(refused).splitlines()[0]
+    assert "approximated" in refused.rows[1].note
+
+
+def test_a_masked_reset_the_simulator_cannot_do_is_refused():
+    env = LossyCartPole()
+    env.reset(seed=0)
+    some = torch.tensor([True, False, False, False])
+    with pytest.raises(ValueError) as error:
+        env.reset(options={"reset_mask": some})
+    assert "LossyCartPole cannot reset some sub-envs alone" in str(error.value)
+    assert "never resets the whole batch" in str(error.value)
+    env.reset(options={"reset_mask": torch.ones(4, dtype=torch.bool)})  # all: fine
