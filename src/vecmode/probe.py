@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from vecmode import modes
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised
 from vecmode.replay.predictions import mode_differences, run_differences
@@ -25,6 +26,26 @@ LOSES_FINALS = (
     "looks the same, but loses every final observation: it must report them in "
     "info['final_obs'] and declare SameStep."
 )
+
+
+#: What the probe says of the final observations and resets it saw.
+_SEEN = {
+    "masked": "final observations: in the infos, with a mask",
+    "every-step": (
+        "final observations: under info['final_observation'] on every step, with "
+        "no mask (gymnax's layout): read it through a vecmode.simulators adapter"
+    ),
+    "lost": (
+        "final observations: lost (none in the infos where the episode ended); "
+        "see docs/simulators.md for the refusals and the opt-in approximation"
+    ),
+    "cached-first": (
+        "resets to: the first state of the last reset(), cached (Brax's "
+        "AutoResetWrapper), not a fresh reset"
+    ),
+}
+#: Keys other libraries put final observations under (Gymnasium 0.29, ManiSkill3).
+_FOREIGN_FINAL = "final_observation"
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,11 @@ class ProbeResult:
         default_factory=lambda: MappingProxyType({})
     )
     read_through: str | None = None
+    #: Where the first episode end's final observations were (``Semantics``'
+    #: values: ``"masked"``, ``"every-step"``, ``"lost"``), and what its ended
+    #: sub-envs reset to where the probe can tell (``"cached-first"``).
+    final_observation: str | None = None
+    resets_to: str | None = None
 
     @property
     def agrees(self) -> bool:
@@ -57,6 +83,10 @@ class ProbeResult:
         lines = [f"{head} (declares {claim}): {self.reason}"]
         if self.read_through is not None:
             lines.append(f"final observations read through {self.read_through}")
+        if self.final_observation is not None:
+            lines.append(_SEEN[self.final_observation])
+        if self.resets_to == "cached-first":
+            lines.append(_SEEN[self.resets_to])
         if self.ended_at is not None:
             subs = ", ".join(str(i) for i in self.ended)
             lines.append(f"first episode end: call {self.ended_at}, sub-env(s) {subs}")
@@ -106,12 +136,20 @@ def probe_mode(
                 None, declared, reason, read_through=instances.read_through
             )
         ended = end.ended.copy()
+        seen = _seen(first.calls, end)
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
     result = ProbeResult(
-        None, declared, "", end.index, ended_subs, read_through=instances.read_through
+        None,
+        declared,
+        "",
+        end.index,
+        ended_subs,
+        read_through=instances.read_through,
+        final_observation=seen[0],
+        resets_to=seen[1],
     )
     replays = ((changed, end.index), (masked, end.index), (again, None))
     for number, (other, upto) in enumerate(replays, start=2):
@@ -145,6 +183,33 @@ def _until_an_end(recorder: Recorder, seed: int, max_steps: int) -> Call | None:
         if call.error is None and call.ended.any():
             return call
     return call if call.error is not None else None
+
+
+def _seen(calls: list[Call], end: Call) -> tuple[str, str | None]:
+    """Where the first episode end's final observations were, and
+    ``"cached-first"`` if each ended sub-env came back to its first observation."""
+    steps = [c for c in calls if c.kind == "step" and isinstance(c.infos, dict)]
+    if any(_FOREIGN_FINAL in c.infos for c in steps if c is not end):
+        return "every-step", None
+    if modes.final_observations(end.infos) is not None or _FOREIGN_FINAL in (
+        end.infos if isinstance(end.infos, dict) else {}
+    ):
+        return "masked", None
+    first, rows = calls[0].obs, np.flatnonzero(end.ended)
+    cached = (
+        first is not None
+        and end.obs is not None
+        and all(_equal(end.obs[i], first[i]) for i in rows)
+    )
+    # without final observations, an end the step reset shows only if cached
+    return ("lost", "cached-first") if cached else ("lost", None)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
@@ -198,6 +263,12 @@ def _fit(
             f"the runs fit {names} alike (e.g. a single action: whether it is "
             f"ignored is unknown)"
         )
+    # no final observation is lost by a mode that has none where episodes end
+    lost = result.final_observation == "lost" and result.resets_to is None
     return replace(
-        result, mode=found, reason=reason, rejected=MappingProxyType(rejected)
+        result,
+        mode=found,
+        reason=reason,
+        rejected=MappingProxyType(rejected),
+        final_observation=None if lost and found else result.final_observation,
     )

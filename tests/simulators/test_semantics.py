@@ -190,3 +190,93 @@ def test_a_masked_reset_the_simulator_cannot_do_is_refused():
     assert "LossyCartPole cannot reset some sub-envs alone" in str(error.value)
     assert "never resets the whole batch" in str(error.value)
     env.reset(options={"reset_mask": torch.ones(4, dtype=torch.bool)})  # all: fine
+
+
+class CachedCartPole(LossyCartPole):
+    """LossyCartPole resetting each ended sub-env to its first state of the last
+    ``reset()``, as Brax's AutoResetWrapper does."""
+
+    def _reset(self, seed, mask):
+        obs, infos = super()._reset(seed, mask)
+        self.first = obs.clone()
+        return obs, infos
+
+    def _step(self, actions):
+        cartpole = self.simulator
+        obs, rewards, terminated, truncated, infos = cartpole.step(actions)
+        ended = terminated | truncated
+        cartpole.state = torch.where(
+            ended[:, None], self.first.double(), cartpole.state
+        )
+        cartpole.steps = torch.where(ended, 0, cartpole.steps)
+        return (
+            torch.where(ended[:, None], self.first, obs),
+            rewards,
+            terminated,
+            truncated,
+            infos,
+        )
+
+
+class EveryStepFinals(SimulatorAdapter):
+    """gymnax's layout as a Gymnasium vector env: ``info["final_observation"]``
+    on every step, with no mask."""
+
+    def __init__(self):
+        self.inner = LossyCartPole()
+        super().__init__(
+            self.inner,
+            num_envs=4,
+            single_observation_space=self.inner.single_observation_space,
+            single_action_space=self.inner.single_action_space,
+            mode="SameStep",
+            namespace="torch",
+            semantics=Semantics(final_observation="every-step", partial_reset="none"),
+        )
+
+    def _reset(self, seed, mask):
+        return self.inner.reset(seed=seed)
+
+    def _step(self, actions):
+        obs, rewards, terminated, truncated, _ = self.inner.step(actions)
+        return (
+            obs,
+            rewards,
+            terminated,
+            truncated,
+            {"final_observation": self.inner.last_final},
+        )
+
+
+@pytest.mark.parametrize(
+    ("factory", "final", "resets_to"),
+    [
+        (LossyCartPole, "lost", None),
+        (CachedCartPole, "lost", "cached-first"),
+        (EveryStepFinals, "every-step", None),
+    ],
+)
+def test_probe_mode_tells_where_a_simulator_puts_its_final_observations(
+    factory, final, resets_to
+):
+    result = vecmode.probe_mode(factory, max_steps=200)
+    assert (result.final_observation, result.resets_to) == (final, resets_to)
+    said = {
+        "lost": "final observations: lost",
+        "every-step": "on every step, with no mask",
+    }
+    assert said[final] in str(result)
+    assert ("the first state of the last reset()" in str(result)) is bool(resets_to)
+
+
+@pytest.mark.parametrize(
+    ("mode", "final"), [("NextStep", None), ("SameStep", "masked")]
+)
+def test_probe_mode_says_nothing_is_lost_in_gymnasium_s_modes(mode, final):
+    def factory():
+        return vecmode.make_vec("CartPole-v1", 4, "sync", autoreset_mode=mode)
+
+    result = vecmode.probe_mode(factory)
+    assert result.mode is vecmode.as_mode(mode)
+    assert result.final_observation == final and result.resets_to is None
+    assert "lost" not in str(result)

@@ -10,7 +10,16 @@ from vecmode.errors import NotAVectorEnvError
 
 EXAMPLE = "gymnasium:make_vec:id=CartPole-v1,num_envs=2"
 #: The fields of the ``probe`` document read from the probe's result as they are.
-FIELDS = ("mode", "declared", "agrees", "reason", "ended_at", "read_through")
+FIELDS = (
+    "mode",
+    "declared",
+    "agrees",
+    "reason",
+    "ended_at",
+    "read_through",
+    "final_observation",
+    "resets_to",
+)
 
 
 def run(args: argparse.Namespace) -> bool:
