@@ -238,6 +238,13 @@ def register_vector_env(
     return found
 
 
+def declared_simulators() -> list[VectorEnvDeclaration]:
+    """The declarations that say more than Gymnasium's semantics, by path."""
+    with _lock:
+        found = [d for d in _declared.values() if d.semantics != GYMNASIUM_SEMANTICS]
+    return sorted(found, key=lambda d: d.path)
+
+
 def unregister_vector_env(cls: type | str) -> None:
     """Remove the declaration of ``cls`` (nothing if there is none)."""
     with _lock:

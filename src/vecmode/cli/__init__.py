@@ -120,6 +120,12 @@ TABLE = Command(
         ),
         arg("--markdown", action="store_true", help="print a Markdown table"),
         arg("--why", action="store_true", help="add the reason for every mode not ok"),
+        arg(
+            "--simulators",
+            action="store_true",
+            help="list the batched simulators instead: what each does at an "
+            "episode's end, and the modes vecmode gives exactly",
+        ),
     ),
     table.run,
 )

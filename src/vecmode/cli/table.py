@@ -5,14 +5,29 @@ from __future__ import annotations
 import argparse
 
 from vecmode.cli.common import import_module, print_json
+from vecmode.env_classes import declared_simulators
 from vecmode.modes import MODES
 from vecmode.registry import TABLE_LEGEND, format_table, table_entries
+from vecmode.registry.table import SIMULATOR_LEGEND, format_simulators
+
+#: The fields of each simulator in ``vecmode table --simulators --json``.
+SEMANTICS_FIELDS = (
+    "final_observation",
+    "resets_to",
+    "ending_reward",
+    "partial_reset",
+    "truncation",
+    "remedy",
+    "source",
+)
 
 
 def run(args: argparse.Namespace) -> bool:
     """Print the registry, after importing the modules of ``--import``."""
     for module in args.imports:
         import_module(module, f"--import {module}")
+    if args.simulators:
+        return _simulators(args)
     if not args.json:
         print(format_table(markdown=args.markdown, why=args.why))
         return True
@@ -33,5 +48,25 @@ def run(args: argparse.Namespace) -> bool:
         for name, found, proof in table_entries()
     ]
     document = {"modes": MODES, "wrappers": wrappers, "legend": TABLE_LEGEND}
+    print_json("table", {"ok": True, "error": None, **document})
+    return True
+
+
+def _simulators(args: argparse.Namespace) -> bool:
+    """Print the batched simulators vecmode declares (their adapters imported)."""
+    import vecmode.simulators  # noqa: F401  (the adapters declare them)
+
+    if not args.json:
+        print(format_simulators(markdown=args.markdown))
+        return True
+    simulators = [
+        {
+            "simulator": found.path,
+            "exact": sorted(found.modes) if found.semantics.exact else [],
+        }
+        | {k: getattr(found.semantics, k) for k in SEMANTICS_FIELDS}
+        for found in declared_simulators()
+    ]
+    document = {"simulators": simulators, "legend": SIMULATOR_LEGEND}
     print_json("table", {"ok": True, "error": None, **document})
     return True

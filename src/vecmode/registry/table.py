@@ -7,6 +7,8 @@ import textwrap
 
 from gymnasium.vector import AutoresetMode
 
+from vecmode import errors
+from vecmode.env_classes import declared_simulators
 from vecmode.modes import MODES
 from vecmode.registry import declare
 from vecmode.registry.declare import ATTRIBUTE, Declaration, declaration
@@ -110,6 +112,36 @@ def aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
         ).rstrip()
         for row in [header, rule, *rows]
     ]
+
+
+SIMULATOR_LEGEND = (
+    "exact: the modes vecmode gives exactly (vecmode.with_autoreset); where the "
+    "final observation is lost, none: vecmode.simulators.ApproximateFinalObs "
+    "gives SameStep, approximated. The other columns: what the simulator does at "
+    "an episode's end (vecmode.env_classes.Semantics); docs/simulators.md."
+)
+
+
+def format_simulators(*, markdown: bool = False) -> str:
+    """The batched simulators vecmode declares, and what each does at an end
+    (what ``vecmode table --simulators`` prints)."""
+    quote = "`" if markdown else ""
+    header = ("simulator", "exact", "final obs", "resets to", "ending reward")
+    header += ("partial reset", "truncation", "remedy")
+    rows = []
+    for found in declared_simulators():
+        s = found.semantics
+        exact = errors.mode_names(found.modes) if s.exact else "none"
+        name = f"{quote}{found.path.replace(':', '.')}{quote}"
+        semantics = (s.final_observation, s.resets_to, s.ending_reward)
+        rows.append(
+            (name, exact, *semantics, s.partial_reset, s.truncation, s.remedy or "-")
+        )
+    if markdown:
+        lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
+        lines.insert(1, "|" + "---|" * len(header))
+        return "\n".join([*lines, "", SIMULATOR_LEGEND])
+    return "\n".join([*aligned(header, rows), "", *textwrap.wrap(SIMULATOR_LEGEND, 88)])
 
 
 def format_table(*, markdown: bool = False, why: bool = False) -> str:
