@@ -6,5 +6,8 @@ refused where the final observation is lost (docs/simulators.md)."""
 from __future__ import annotations
 
 from vecmode.simulators.base import SimulatorAdapter
+from vecmode.simulators.isaaclab import IsaacLabAdapter
+from vecmode.simulators.maniskill import ManiSkillAdapter
+from vecmode.simulators.rsl_rl import RslRlAdapter
 
-__all__ = ["SimulatorAdapter"]
+__all__ = ["IsaacLabAdapter", "ManiSkillAdapter", "RslRlAdapter", "SimulatorAdapter"]
