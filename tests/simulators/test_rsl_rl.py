@@ -16,8 +16,14 @@ from hypothesis import strategies as st  # noqa: E402
 
 import vecmode  # noqa: E402
 from tests.batched.support import host, no_host_copies  # noqa: E402
-from tests.simulators.fakes.rsl_rl import Go2Env  # noqa: E402
-from tests.simulators.torch_support import action_batches  # noqa: E402
+from tests.simulators.fakes.isaaclab import DirectRLEnv  # noqa: E402
+from tests.simulators.fakes.rsl_rl import Go2Env, RslRlVecEnvWrapper  # noqa: E402
+from tests.simulators.torch_support import (  # noqa: E402
+    action_batches,
+    assert_same,
+    collect,
+    endings,
+)
 from vecmode.simulators import RslRlAdapter  # noqa: E402
 
 
@@ -145,3 +151,40 @@ def test_no_step_copies_a_batch_to_the_host(api) -> None:
         adapter.reset()
         for actions in action_batches(4, 12):
             adapter.step(actions)
+
+
+@pytest.mark.parametrize("api", [5, 2])
+def test_over_isaaclabs_wrapper_with_compute_final_obs_the_transitions_are_exact(api):
+    sim = DirectRLEnv(4, 4, compute_final_obs=True, critic=True, record=True)
+    adapter = RslRlAdapter(RslRlVecEnvWrapper(sim, api))
+    assert adapter.semantics.final_observation == "masked" and adapter.semantics.exact
+    sim.physics.record.clear()  # (the wrapper resets the env when built)
+    got = collect(
+        vecmode.with_autoreset(adapter, "SameStep"),
+        action_batches(4, 20),
+        key="policy" if api == 5 else None,
+    )
+    # rsl_rl's encoding: a sub-env both terminated and timed out is truncated
+    truth = [{**t, "terminated": t["terminated"] & ~t["truncated"]} for t in sim.record]
+    assert_same(got, truth)
+    assert min(endings(truth)) > 0
+
+
+@pytest.mark.parametrize(("flag", "final"), [(False, "opt-in"), (None, "lost")])
+def test_over_isaaclabs_wrapper_without_it_the_final_obs_is_not_there(flag, final):
+    sim = DirectRLEnv(3, 2, compute_final_obs=flag)
+    adapter = RslRlAdapter(RslRlVecEnvWrapper(sim))
+    s = adapter.semantics
+    assert s.final_observation == final and not s.exact
+    assert ("compute_final_obs=True" in s.remedy) is (flag is False)
+    adapter.reset()
+    for actions in action_batches(3, 4):
+        infos = adapter.step(actions)[4]
+        assert not set(vecmode.modes.FINAL_KEYS) & set(infos)
+
+
+def test_no_step_over_isaaclabs_wrapper_copies_a_batch_to_the_host() -> None:
+    sim = DirectRLEnv(4, 3, compute_final_obs=True)
+    envs = vecmode.with_autoreset(RslRlAdapter(RslRlVecEnvWrapper(sim)), "SameStep")
+    got = collect(envs, action_batches(4, 12), key="policy", trap=True)
+    assert sum(int(step["truncated"].sum()) for step in got) > 0

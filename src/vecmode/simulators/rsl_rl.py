@@ -13,6 +13,9 @@ of groups (``get_observations()``, ``step``); rsl_rl 2 as one tensor
 (Genesis's ``_reset_idx`` is internal and leaves the observations stale).
 Genesis's go2_env.py computed the ending step's reward after the reset up to
 v0.4.4 (commit 50e71ee109916); since v0.4.5 (043960829507) before it.
+IsaacLab's ``RslRlVecEnvWrapper`` (``source/isaaclab_rl/isaaclab_rl/rsl_rl/
+vecenv_wrapper.py`` @ d719f7d5efc1) passes IsaacLab's extras through: with
+``cfg.compute_final_obs=True`` its ``final_obs`` (a dict of groups) is there.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from vecmode import modes
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import SimulatorAdapter, StepResult
+from vecmode.simulators.isaaclab import REMEDY
 
 SOURCE = "leggedrobotics/rsl_rl rsl_rl/env/vec_env.py @ c281c32e5746"
 
@@ -53,12 +58,30 @@ def space_of(batch: Any) -> spaces.Space[Any]:
     return spaces.Box(-np.inf, np.inf, tuple(batch.shape[1:]), dtype)
 
 
+def semantics_of(env: Any, ending_reward: str) -> Semantics:
+    """The semantics of an RSL-RL-shaped env: its final observation lost, but
+    for IsaacLab's wrapper over an env with ``cfg.compute_final_obs`` (True:
+    ``"masked"``; False: ``"opt-in"``)."""
+    flag = getattr(getattr(env, "cfg", None), "compute_final_obs", None)
+    return Semantics(
+        final_observation="masked" if flag else "lost" if flag is None else "opt-in",
+        ending_reward=ending_reward,
+        partial_reset="none",
+        truncation="time_outs",
+        remedy=REMEDY if flag is False else "",
+        source=SOURCE,
+    )
+
+
 class RslRlAdapter(SimulatorAdapter):
     """An env of RSL-RL's ``VecEnv`` shape as a Gymnasium vector env of torch
     batches, in SAME_STEP mode: the env resets ended sub-envs inside its step.
 
     Its final observation is lost: nothing is put in the infos, and
-    :attr:`semantics` says so. ``terminated`` is ``dones`` without the time-outs,
+    :attr:`semantics` says so. Over IsaacLab's ``RslRlVecEnvWrapper`` with
+    ``cfg.compute_final_obs=True`` it is not: IsaacLab's whole-batch final
+    observations are given in vecmode's dense layout (of the ``"policy"`` group
+    where the observations are rsl_rl 2's tensor), masked by ``dones``. ``terminated`` is ``dones`` without the time-outs,
     ``truncated`` the time-outs that are done (a sub-env both timed out and
     failed counts as truncated, as rsl_rl bootstraps it). The rewards are
     copied (Genesis writes its reward buffer in place); the extras are a new
@@ -99,13 +122,7 @@ class RslRlAdapter(SimulatorAdapter):
             single_action_space=single_action_space,
             mode=AutoresetMode.SAME_STEP,
             namespace="torch",
-            semantics=Semantics(
-                final_observation="lost",
-                ending_reward=ending_reward,
-                partial_reset="none",
-                truncation="time_outs",
-                source=SOURCE,
-            ),
+            semantics=semantics_of(simulator, ending_reward),
         )
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
@@ -116,8 +133,13 @@ class RslRlAdapter(SimulatorAdapter):
 
     def _step(self, actions: Any) -> StepResult:
         obs, rewards, dones, extras = self.simulator.step(actions)
-        infos = dict(extras)
-        dones = dones.bool()
+        obs, infos, dones = observations(obs), dict(extras), dones.bool()
         time_outs = infos.get("time_outs")
         truncated = dones & time_outs.bool() if time_outs is not None else dones & False
-        return observations(obs), rewards.clone(), dones & ~truncated, truncated, infos
+        final_obs = infos.pop(modes.FINAL_OBS, None)  # IsaacLab's, through its wrapper
+        if final_obs is not None:
+            final_obs = observations(final_obs)
+            if isinstance(final_obs, dict) and not isinstance(obs, dict):
+                final_obs = final_obs["policy"]  # (rsl_rl 2: the policy group alone)
+            infos = modes.with_finals(infos, dones, final_obs, infos)
+        return obs, rewards.clone(), dones & ~truncated, truncated, infos

@@ -108,3 +108,54 @@ class Go2Env:
             self.extras["observations"]["critic"] = self.obs_buf
             return self.obs_buf, self.rew_buf, self.reset_buf, self.extras
         return self.get_observations(), self.rew_buf, self.reset_buf, self.extras
+
+
+class RslRlVecEnvWrapper:
+    """IsaacLab's RSL-RL wrapper over a (fake) IsaacLab env, written from
+    isaac-sim/IsaacLab ``source/isaaclab_rl/isaaclab_rl/rsl_rl/vecenv_wrapper.py``
+    @ d719f7d5efc1 (rsl_rl 2: the ``"policy"`` tensor, the groups in
+    ``extras["observations"]``) and, for ``api=5``, the TensorDict of the groups
+    its rsl_rl >= 3 versions return. ``dones`` is ``terminated | truncated`` as
+    int64, ``extras["time_outs"] = truncated``; IsaacLab's extras (its
+    ``final_obs`` among them) pass through. It resets the env when built.
+    """
+
+    def __init__(self, env: Any, api: int = 5) -> None:
+        self.env, self.api = env, api
+        self.num_envs, self.device = env.num_envs, env.device
+        self.num_actions = env.single_action_space.shape[0]
+        self.env.reset()
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+    @property
+    def cfg(self) -> Any:
+        return self.unwrapped.cfg
+
+    def _observations(self, obs_dict: dict[str, Any], extras: dict[str, Any]) -> Any:
+        if self.api == 2:
+            extras["observations"] = obs_dict
+            return obs_dict["policy"]
+        from tensordict import TensorDict
+
+        return TensorDict(obs_dict, batch_size=[self.num_envs])
+
+    def get_observations(self) -> Any:
+        extras: dict[str, Any] = {}
+        obs = self._observations(self.unwrapped._get_observations(), extras)
+        return (obs, extras) if self.api == 2 else obs
+
+    def reset(self) -> Any:
+        obs_dict, _ = self.env.reset()
+        extras: dict[str, Any] = {}
+        obs = self._observations(obs_dict, extras)
+        return (obs, extras) if self.api == 2 else (obs, {})
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, Any, Any, dict[str, Any]]:
+        obs_dict, rew, terminated, truncated, extras = self.env.step(actions)
+        dones = (terminated | truncated).to(dtype=torch.long)
+        obs = self._observations(obs_dict, extras)
+        extras["time_outs"] = truncated
+        return obs, rew, dones, extras
