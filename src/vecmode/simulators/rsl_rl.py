@@ -80,10 +80,12 @@ class RslRlAdapter(SimulatorAdapter):
     Its final observation is lost: nothing is put in the infos, and
     :attr:`semantics` says so. Over IsaacLab's ``RslRlVecEnvWrapper`` with
     ``cfg.compute_final_obs=True`` it is not: IsaacLab's whole-batch final
-    observations are given in vecmode's dense layout (of the ``"policy"`` group
-    where the observations are rsl_rl 2's tensor), masked by ``dones``. ``terminated`` is ``dones`` without the time-outs,
-    ``truncated`` the time-outs that are done (a sub-env both timed out and
-    failed counts as truncated, as rsl_rl bootstraps it). The rewards are
+    observations are given in vecmode's dense layout (of the ``"policy"``
+    group where the observations are rsl_rl 2's tensor), masked by ``dones``.
+
+    ``terminated`` is ``dones`` without the time-outs, ``truncated`` the
+    time-outs that are done (a sub-env both timed out and failed counts as
+    truncated, as rsl_rl bootstraps it). The rewards are
     copied (Genesis writes its reward buffer in place); the extras are a new
     dict each step. ``reset()`` calls the env's own ``reset()`` where it has one
     (rsl_rl 3+ envs reset when built), then reads ``get_observations()``; a
