@@ -136,21 +136,16 @@ def probe_mode(
                 None, declared, reason, read_through=instances.read_through
             )
         ended = end.ended.copy()
-        seen = _seen(first.calls, end)
+        final_observation, resets_to = _seen(first.calls, end)
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
+    through = instances.read_through
     result = ProbeResult(
-        None,
-        declared,
-        "",
-        end.index,
-        ended_subs,
-        read_through=instances.read_through,
-        final_observation=seen[0],
-        resets_to=seen[1],
+        None, declared, "", end.index, ended_subs, read_through=through
     )
+    result = replace(result, final_observation=final_observation, resets_to=resets_to)
     replays = ((changed, end.index), (masked, end.index), (again, None))
     for number, (other, upto) in enumerate(replays, start=2):
         label = f"instance {number}"
