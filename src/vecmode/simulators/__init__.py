@@ -6,5 +6,7 @@ refused where the final observation is lost (docs/simulators.md)."""
 from __future__ import annotations
 
 from vecmode.simulators.base import SimulatorAdapter
+from vecmode.simulators.brax import BraxAdapter
+from vecmode.simulators.craftax import CraftaxAdapter
 
-__all__ = ["SimulatorAdapter"]
+__all__ = ["BraxAdapter", "CraftaxAdapter", "SimulatorAdapter"]
