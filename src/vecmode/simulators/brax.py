@@ -34,6 +34,13 @@ def _box(shape: Any, low: float = -np.inf, high: float = np.inf) -> spaces.Box:
     return spaces.Box(low, high, shape, np.float32)
 
 
+def key_of(seed: int) -> Any:
+    """A JAX key (raw uint32, as Brax's reset takes), put on the device explicitly."""
+    import jax
+
+    return jax.random.PRNGKey(jax.device_put(np.uint32(seed % 2**32)))
+
+
 def _infos(state: Any) -> dict[str, Any]:
     """The step's infos: ``state.info`` without the autoreset's caches."""
     return {k: v for k, v in state.info.items() if not k.startswith(_CACHES)}
@@ -87,16 +94,11 @@ class BraxAdapter(SimulatorAdapter):
         #: Playground's full reset also resets ``info["truncation"]`` of an ended
         #: sub-env (to the fresh state's 0): a time-out is read from ``steps``.
         self._limit = getattr(env, "episode_length", None) if full_reset else None
-        self._seed_key(seed)
+        self.key = key_of(seed)
         self._reset_fn = jax.jit(self._reset_all)
         self._step_fn = jax.jit(self._step_all)
         #: The simulator's ``State`` of the whole batch (None before a reset).
         self.state: Any = None
-
-    def _seed_key(self, seed: int) -> None:
-        import jax
-
-        self.key = jax.random.PRNGKey(jax.device_put(np.uint32(seed % 2**32)))
 
     def _reset_all(self, key: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         import jax
@@ -119,7 +121,7 @@ class BraxAdapter(SimulatorAdapter):
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
-            self._seed_key(seed)
+            self.key = key_of(seed)
         self.key, self.state, obs, infos = self._reset_fn(self.key)
         return obs, infos
 

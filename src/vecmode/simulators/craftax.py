@@ -19,6 +19,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import SimulatorAdapter, StepResult
+from vecmode.simulators.brax import key_of
 
 SOURCE = "MichaelTMatthews/Craftax_Baselines wrappers.py @ 7ce36fa05b84"
 
@@ -72,16 +73,11 @@ class CraftaxAdapter(SimulatorAdapter):
         )
         #: The time limit (None: every end is a termination).
         self.max_timesteps: int | None = getattr(self.params, "max_timesteps", None)
-        self._seed_key(seed)
+        self.key = key_of(seed)
         self._reset_fn = jax.jit(self._reset_all)
         self._step_fn = jax.jit(self._step_all)
         #: The simulator's state of the whole batch (None before a reset).
         self.state: Any = None
-
-    def _seed_key(self, seed: int) -> None:
-        import jax
-
-        self.key = jax.random.PRNGKey(jax.device_put(np.uint32(seed % 2**32)))
 
     def _reset_all(self, key: Any) -> tuple[Any, ...]:
         import jax
@@ -101,16 +97,15 @@ class CraftaxAdapter(SimulatorAdapter):
         obs, state, reward, done, info = self.simulator.step(
             sub, state, actions, self.params
         )
-        steps = steps + 1
-        done = done.astype(bool)
-        limit = self.max_timesteps
-        truncated = done & (steps >= limit) if limit is not None else done & False
+        steps, done = steps + 1, done.astype(bool)
+        limit = self.max_timesteps or jnp.iinfo(jnp.int32).max
+        truncated = done & (steps >= limit)
         steps = jnp.where(done, 0, steps)
         return key, state, steps, (obs, reward, done & ~truncated, truncated, info)
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
-            self._seed_key(seed)
+            self.key = key_of(seed)
         self.key, self.state, self._steps, obs = self._reset_fn(self.key)
         return obs, {}
 
