@@ -23,7 +23,7 @@ from tests.simulators.fakes import brax as fake  # noqa: E402
 from vecmode.simulators import BraxAdapter  # noqa: E402
 
 N = 4
-KINDS = ("brax", "playground", "playground-full")
+KINDS = ("brax", "brax-create", "playground", "playground-full")
 FINAL_KEYS = {"final_obs", "_final_obs", "final_info", "_final_info"}
 
 
@@ -31,6 +31,8 @@ def make(kind: str, length: int = 5, bound: float = 1.0, record: bool = True):
     """The wrapped, batched fake env of ``kind``."""
     if kind == "brax":
         return fake.wrap(fake.Slide(bound), length, record=record)
+    if kind == "brax-create":
+        return fake.create(fake.Slide(bound), length, N, record=record)
     full = kind == "playground-full"
     slide = fake.Slide(bound, playground=True)
     return fake.wrap_for_brax_training(slide, length, full_reset=full, record=record)
@@ -129,7 +131,8 @@ def test_the_final_observation_is_lost_and_declared_lost(kind: str) -> None:
     )
     assert s.resets_to == ("fresh" if kind == "playground-full" else "cached-first")
     assert not s.exact and s.remedy == ""
-    assert s.source.startswith("google/brax" if kind == "brax" else "google-deepmind")
+    brax = kind.startswith("brax")
+    assert s.source.startswith("google/brax" if brax else "google-deepmind")
     assert adapter.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
     assert adapter.metadata["array_namespace"] == "jax.numpy"
     ended_somewhere = False
@@ -212,3 +215,5 @@ def test_the_spaces_come_from_the_env_sizes() -> None:
     assert adapter.action_space.shape == (5, 2)
     with pytest.raises(RuntimeError, match="reset"):
         adapter.step(jnp.zeros((5, 2)))
+    with pytest.raises(ValueError, match="num_envs=3, but the env batches 4"):
+        BraxAdapter(fake.create(fake.Slide(), 5, batch_size=4), 3)

@@ -58,8 +58,9 @@ class BraxAdapter(SimulatorAdapter):
     :attr:`state`.
 
     Args:
-        env: ``brax.envs.training.wrap(env)`` or Playground's
-            ``wrap_for_brax_training(env)``: ``reset(keys)``, ``step(state, action)``.
+        env: ``brax.envs.training.wrap(env)``, ``brax.envs.create(name,
+            batch_size=num_envs)`` or Playground's ``wrap_for_brax_training(env)``:
+            ``reset(keys)`` (or one key), ``step(state, action)``.
         num_envs: the number of sub-envs (keys given to ``reset``).
         seed: the key of the first reset (``reset(seed=...)`` replaces it).
     """
@@ -94,6 +95,12 @@ class BraxAdapter(SimulatorAdapter):
         #: Playground's full reset also resets ``info["truncation"]`` of an ended
         #: sub-env (to the fresh state's 0): a time-out is read from ``steps``.
         self._limit = getattr(env, "episode_length", None) if full_reset else None
+        self._batch_size = getattr(env, "batch_size", None)
+        if self._batch_size not in (None, num_envs):
+            raise ValueError(
+                f"BraxAdapter: num_envs={num_envs}, but the env batches "
+                f"{self._batch_size} sub-envs (its VmapWrapper's batch_size)."
+            )
         self.key = key_of(seed)
         self._reset_fn = jax.jit(self._reset_all)
         self._step_fn = jax.jit(self._step_all)
@@ -104,7 +111,9 @@ class BraxAdapter(SimulatorAdapter):
         import jax
 
         key, sub = jax.random.split(key)
-        state = self.simulator.reset(jax.random.split(sub, self.num_envs))
+        # brax.envs.create(batch_size=n)'s VmapWrapper splits one key itself
+        keys = sub if self._batch_size else jax.random.split(sub, self.num_envs)
+        state = self.simulator.reset(keys)
         return key, state, state.obs, _infos(state)
 
     def _step_all(self, state: Any, actions: Any) -> tuple[Any, StepResult]:

@@ -1,7 +1,8 @@
 """A fake of Brax's training env and of MuJoCo Playground's, in JAX on the CPU.
 
 Written from google/brax ``brax/envs/wrappers/training.py`` @ 0b96d056328d
-(``wrap``: ``VmapWrapper``, ``EpisodeWrapper``, ``AutoResetWrapper``) and
+(``wrap``: ``VmapWrapper``, ``EpisodeWrapper``, ``AutoResetWrapper``;
+``brax/envs/__init__.py`` ``create``, with ``batch_size``) and
 google-deepmind/mujoco_playground ``mujoco_playground/_src/wrapper.py`` @
 d5e6b4753132 (``wrap_for_brax_training``, ``BraxAutoResetWrapper`` with its
 ``full_reset``). The wrappers' step order is theirs: the inner step; the
@@ -101,7 +102,13 @@ class Wrapper:
 
 
 class VmapWrapper(Wrapper):
+    def __init__(self, env: Any, batch_size: int | None = None) -> None:
+        super().__init__(env)
+        self.batch_size = batch_size
+
     def reset(self, rng: jax.Array) -> Any:
+        if self.batch_size is not None:
+            rng = jax.random.split(rng, self.batch_size)
         return jax.vmap(self.env.reset)(rng)
 
     def step(self, state: Any, action: jax.Array) -> Any:
@@ -260,6 +267,12 @@ class BraxAutoResetWrapper(Recording):
 def wrap(env: Any, episode_length: int = 1000, record: bool = False) -> Any:
     """``brax.envs.training.wrap``: Vmap, Episode, AutoReset."""
     env = EpisodeWrapper(VmapWrapper(env), episode_length)
+    return AutoResetWrapper(env, record=record)
+
+
+def create(env: Any, episode_length: int, batch_size: int, record: bool = False) -> Any:
+    """``brax.envs.create(..., batch_size=...)``: Episode, Vmap(batch_size), AutoReset."""
+    env = VmapWrapper(EpisodeWrapper(env, episode_length), batch_size)
     return AutoResetWrapper(env, record=record)
 
 
