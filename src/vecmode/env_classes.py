@@ -37,8 +37,10 @@ RESETS_TO = ("fresh", "cached-first", "pool")
 ENDING_REWARDS = ("before-reset", "after-reset")
 #: How sub-envs reset alone: a bool ``reset_mask``, a list of indices, or not at all.
 PARTIAL_RESETS = ("reset_mask", "indices", "none")
-#: How truncation is told apart from termination.
-TRUNCATIONS = ("flag", "time_outs", "info", "discount")
+#: How truncation is told apart from termination: a flag, RSL-RL's ``time_outs``,
+#: an info key (Brax's ``truncation``), the discount (Jumanji's), or not at all
+#: (the adapter counts steps against the time limit: Craftax).
+TRUNCATIONS = ("flag", "time_outs", "info", "discount", "step-count")
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from vecmode.simulators.approximate import ApproximateFinalObs
 from vecmode.simulators.base import SimulatorAdapter
+from vecmode.simulators.brax import BraxAdapter
+from vecmode.simulators.craftax import CraftaxAdapter
 from vecmode.simulators.isaaclab import IsaacLabAdapter
 from vecmode.simulators.maniskill import ManiSkillAdapter
 from vecmode.simulators.rsl_rl import RslRlAdapter
 
 __all__ = [
     "ApproximateFinalObs",
+    "BraxAdapter",
+    "CraftaxAdapter",
     "IsaacLabAdapter",
     "ManiSkillAdapter",
     "RslRlAdapter",
