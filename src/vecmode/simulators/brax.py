@@ -116,7 +116,9 @@ class BraxAdapter(SimulatorAdapter):
         state = self.simulator.reset(keys)
         return key, state, state.obs, _infos(state)
 
-    def _step_all(self, state: Any, actions: Any) -> tuple[Any, StepResult]:
+    def _step_all(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
+        """The new state and its flags (the rest is read off the state: fewer
+        outputs, a faster dispatch)."""
         import jax.numpy as jnp
 
         state = self.simulator.step(state, actions)
@@ -125,8 +127,7 @@ class BraxAdapter(SimulatorAdapter):
         if self._limit is not None:
             cut = state.info["steps"] >= self._limit
         truncated = done & cut.astype(bool)
-        out = (state.obs, state.reward, done & ~truncated, truncated, _infos(state))
-        return state, out
+        return state, done & ~truncated, truncated
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
         if seed is not None:
@@ -137,5 +138,6 @@ class BraxAdapter(SimulatorAdapter):
     def _step(self, actions: Any) -> StepResult:
         if self.state is None:
             raise RuntimeError(f"{self.name}: call reset() before step().")
-        self.state, out = self._step_fn(self.state, actions)
-        return out
+        state, terminated, truncated = self._step_fn(self.state, actions)
+        self.state = state
+        return state.obs, state.reward, terminated, truncated, _infos(state)
