@@ -6,5 +6,6 @@ refused where the final observation is lost (docs/simulators.md)."""
 from __future__ import annotations
 
 from vecmode.simulators.base import SimulatorAdapter
+from vecmode.simulators.gymnax import GymnaxAdapter
 
-__all__ = ["SimulatorAdapter"]
+__all__ = ["GymnaxAdapter", "SimulatorAdapter"]
