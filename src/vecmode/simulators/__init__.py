@@ -7,5 +7,6 @@ from __future__ import annotations
 
 from vecmode.simulators.base import SimulatorAdapter
 from vecmode.simulators.gymnax import GymnaxAdapter
+from vecmode.simulators.jumanji import JumanjiAdapter
 
-__all__ = ["GymnaxAdapter", "SimulatorAdapter"]
+__all__ = ["GymnaxAdapter", "JumanjiAdapter", "SimulatorAdapter"]

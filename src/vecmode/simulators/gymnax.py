@@ -37,7 +37,7 @@ def gym_space(space: Any) -> spaces.Space[Any]:
         return spaces.MultiDiscrete(np.asarray(n))
     low = getattr(space, "low", getattr(space, "minimum", None))
     high = getattr(space, "high", getattr(space, "maximum", None))
-    if low is None and hasattr(space, "shape") and hasattr(space, "dtype"):
+    if low is None and hasattr(space, "dtype"):
         low, high = -np.inf, np.inf  # Jumanji's unbounded specs.Array
     if low is None:
         raise TypeError(
@@ -45,17 +45,37 @@ def gym_space(space: Any) -> spaces.Space[Any]:
             f"array), not {type(space).__name__}."
         )
     dtype, shape = np.dtype(space.dtype), tuple(space.shape)
-    if dtype.kind in "iub":  # no infinite bound for integers
-        info = np.iinfo(dtype if dtype.kind != "b" else np.uint8)
-        low, high = (
-            np.nan_to_num(low, neginf=info.min),
-            np.nan_to_num(high, posinf=info.max),
-        )
-    low, high = (np.broadcast_to(np.asarray(b, dtype), shape) for b in (low, high))
+    cast = dtype if dtype.kind == "f" else None  # Gymnasium bounds ints' infinities
+    low, high = (
+        np.broadcast_to(np.asarray(b, cast), shape).copy() for b in (low, high)
+    )
     return spaces.Box(low, high, shape, dtype)
 
 
-class GymnaxAdapter(SimulatorAdapter):
+class JaxAdapter(SimulatorAdapter):
+    """The JAX adapters' reset and step: a key and the batch of the
+    simulator's states, through ``_reset_fn(key)`` and
+    ``_step_fn(key, state, actions)``, jitted once by the subclass."""
+
+    state: Any = None  #: the batch of the simulator's states
+    _key: Any
+    _reset_fn: Any
+    _step_fn: Any
+
+    def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
+        import jax
+
+        if seed is not None:
+            self._key = jax.random.PRNGKey(seed)
+        self._key, self.state, obs = self._reset_fn(self._key)
+        return obs, {}
+
+    def _step(self, actions: Any) -> StepResult:
+        self._key, self.state, *out = self._step_fn(self._key, self.state, actions)
+        return tuple(out)  # type: ignore[return-value]
+
+
+class GymnaxAdapter(JaxAdapter):
     """A gymnax env (1.0's six-value step) as a Gymnasium vector env of
     ``num_envs`` sub-envs, in SAME_STEP mode, its batches in JAX.
 
@@ -84,13 +104,14 @@ class GymnaxAdapter(SimulatorAdapter):
             ),
         )
         self.params = params
-        self.state: Any = None  # the batch of gymnax states
         self._key = jax.random.PRNGKey(seed)
 
         def reset(key: Any) -> Any:
             key, sub = jax.random.split(key)
-            keys = jax.random.split(sub, num_envs)
-            return key, *jax.vmap(lambda k: env.reset(k, params))(keys)
+            obs, state = jax.vmap(lambda k: env.reset(k, params))(
+                jax.random.split(sub, num_envs)
+            )
+            return key, state, obs
 
         def step(key: Any, state: Any, actions: Any) -> Any:
             key, sub = jax.random.split(key)
@@ -103,8 +124,10 @@ class GymnaxAdapter(SimulatorAdapter):
                     f"{len(out)} values (gymnax 0.0.x, or LegacyStepAPIWrapper)."
                 )
             obs, state, rewards, terminated, truncated, info = out
-            info = dict(info)
-            final = info.pop(_FINAL)
+            info = {k: v for k, v in info.items() if k != _FINAL}
+            infos = modes.with_finals(
+                info, terminated | truncated, out[5][_FINAL], info
+            )
             return (
                 key,
                 state,
@@ -112,30 +135,7 @@ class GymnaxAdapter(SimulatorAdapter):
                 rewards.astype("float32"),
                 terminated,
                 truncated,
-                final,
-                info,
+                infos,
             )
 
-        self._reset_fn = jax.jit(reset)
-        self._step_fn = jax.jit(step)
-
-    def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
-        import jax
-
-        if seed is not None:
-            self._key = jax.random.PRNGKey(seed)
-        self._key, obs, self.state = self._reset_fn(self._key)
-        return obs, {}
-
-    def _step(self, actions: Any) -> StepResult:
-        self._key, self.state, obs, rewards, terminated, truncated, final, info = (
-            self._step_fn(self._key, self.state, actions)
-        )
-        ended = terminated | truncated
-        return (
-            obs,
-            rewards,
-            terminated,
-            truncated,
-            modes.with_finals(info, ended, final, info),
-        )
+        self._reset_fn, self._step_fn = jax.jit(reset), jax.jit(step)
