@@ -9,7 +9,9 @@ from vecmode.simulators.approximate import ApproximateFinalObs
 from vecmode.simulators.base import SimulatorAdapter
 from vecmode.simulators.brax import BraxAdapter
 from vecmode.simulators.craftax import CraftaxAdapter
+from vecmode.simulators.gymnax import GymnaxAdapter
 from vecmode.simulators.isaaclab import IsaacLabAdapter
+from vecmode.simulators.jumanji import JumanjiAdapter
 from vecmode.simulators.maniskill import ManiSkillAdapter
 from vecmode.simulators.rsl_rl import RslRlAdapter
 
@@ -17,7 +19,9 @@ __all__ = [
     "ApproximateFinalObs",
     "BraxAdapter",
     "CraftaxAdapter",
+    "GymnaxAdapter",
     "IsaacLabAdapter",
+    "JumanjiAdapter",
     "ManiSkillAdapter",
     "RslRlAdapter",
     "SimulatorAdapter",
