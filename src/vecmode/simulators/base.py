@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -107,3 +108,73 @@ class SimulatorAdapter(VectorEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({type(self.simulator).__name__}, num_envs={self.num_envs})"
+
+
+def gym_space(space: Any) -> spaces.Space[Any]:
+    """Gymnasium's space for a gymnax or Jumanji one (a discrete one or a box).
+
+    >>> import numpy as np
+    >>> class Box: low, high, shape, dtype = -1.0, 1.0, (2,), np.float32
+    >>> gym_space(Box())
+    Box(-1.0, 1.0, (2,), float32)
+    """
+    import numpy as np  # building a space is not a step: NumPy is fine here
+
+    n = getattr(space, "n", getattr(space, "num_values", None))
+    if n is not None and np.ndim(n) == 0:
+        return spaces.Discrete(int(n))
+    if n is not None:
+        return spaces.MultiDiscrete(np.asarray(n))
+    low = getattr(space, "low", getattr(space, "minimum", None))
+    high = getattr(space, "high", getattr(space, "maximum", None))
+    if low is None and hasattr(space, "dtype"):
+        low, high = -np.inf, np.inf  # Jumanji's unbounded specs.Array
+    if low is None:
+        raise TypeError(
+            f"vecmode's simulator adapters take discrete and box spaces (one "
+            f"array), not {type(space).__name__}."
+        )
+    dtype, shape = np.dtype(space.dtype), tuple(space.shape)
+    cast = dtype if dtype.kind == "f" else None  # Gymnasium bounds ints' infinities
+    low, high = (
+        np.broadcast_to(np.asarray(b, cast), shape).copy() for b in (low, high)
+    )
+    return spaces.Box(low, high, shape, dtype)
+
+
+def key_of(seed: int) -> Any:
+    """A JAX key (raw uint32, as Brax's reset takes), put on the device explicitly."""
+    import jax
+
+    return jax.random.PRNGKey(jax.device_put(np.uint32(seed % 2**32)))
+
+
+class JaxAdapter(SimulatorAdapter):
+    """The JAX adapters' reset and step: :attr:`key` and :attr:`state` (the
+    batch of the simulator's states) through ``_reset_fn(key) -> (key, state,
+    obs)`` and ``_step_fn(key, state, actions) -> (key, state, *result)``, jitted
+    once by the subclass (``_reset_fn`` may add the reset's infos); :meth:`_result`
+    makes Gymnasium's five batches of ``result``."""
+
+    #: The batch of the simulator's states (None before a reset).
+    state: Any = None
+    #: The key of the next reset or step.
+    key: Any
+    _reset_fn: Any
+    _step_fn: Any
+
+    def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
+        if seed is not None:
+            self.key = key_of(seed)
+        self.key, self.state, obs, *infos = self._reset_fn(self.key)
+        return obs, infos[0] if infos else {}
+
+    def _step(self, actions: Any) -> StepResult:
+        if self.state is None:
+            raise RuntimeError(f"{self.name}: call reset() before step().")
+        self.key, self.state, *result = self._step_fn(self.key, self.state, actions)
+        return self._result(result)
+
+    def _result(self, result: list[Any]) -> StepResult:
+        """Gymnasium's five batches of a compiled step's ``result``."""
+        return tuple(result)  # type: ignore[return-value]

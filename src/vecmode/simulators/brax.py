@@ -18,7 +18,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from vecmode.env_classes import Semantics
-from vecmode.simulators.base import SimulatorAdapter, StepResult
+from vecmode.simulators.base import JaxAdapter, StepResult, key_of
 
 BRAX = "google/brax brax/envs/wrappers/training.py @ 0b96d056328d"
 PLAYGROUND = (
@@ -34,19 +34,12 @@ def _box(shape: Any, low: float = -np.inf, high: float = np.inf) -> spaces.Box:
     return spaces.Box(low, high, shape, np.float32)
 
 
-def key_of(seed: int) -> Any:
-    """A JAX key (raw uint32, as Brax's reset takes), put on the device explicitly."""
-    import jax
-
-    return jax.random.PRNGKey(jax.device_put(np.uint32(seed % 2**32)))
-
-
 def _infos(state: Any) -> dict[str, Any]:
     """The step's infos: ``state.info`` without the autoreset's caches."""
     return {k: v for k, v in state.info.items() if not k.startswith(_CACHES)}
 
 
-class BraxAdapter(SimulatorAdapter):
+class BraxAdapter(JaxAdapter):
     """A Brax or MuJoCo Playground env, wrapped for training (batched), as a
     vector env in SAME_STEP mode: observations after the autoreset, the ending
     step's reward and flags, no final observation (it is lost). ``terminated``
@@ -104,8 +97,6 @@ class BraxAdapter(SimulatorAdapter):
         self.key = key_of(seed)
         self._reset_fn = jax.jit(self._reset_all)
         self._step_fn = jax.jit(self._step_all)
-        #: The simulator's ``State`` of the whole batch (None before a reset).
-        self.state: Any = None
 
     def _reset_all(self, key: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         import jax
@@ -116,9 +107,9 @@ class BraxAdapter(SimulatorAdapter):
         state = self.simulator.reset(keys)
         return key, state, state.obs, _infos(state)
 
-    def _step_all(self, state: Any, actions: Any) -> tuple[Any, Any, Any]:
-        """The new state and its flags (the rest is read off the state: fewer
-        outputs, a faster dispatch)."""
+    def _step_all(self, key: Any, state: Any, actions: Any) -> tuple[Any, ...]:
+        """The key, the new state and its flags (the rest is read off the state:
+        fewer outputs, a faster dispatch)."""
         import jax.numpy as jnp
 
         state = self.simulator.step(state, actions)
@@ -127,17 +118,8 @@ class BraxAdapter(SimulatorAdapter):
         if self._limit is not None:
             cut = state.info["steps"] >= self._limit
         truncated = done & cut.astype(bool)
-        return state, done & ~truncated, truncated
+        return key, state, done & ~truncated, truncated
 
-    def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
-        if seed is not None:
-            self.key = key_of(seed)
-        self.key, self.state, obs, infos = self._reset_fn(self.key)
-        return obs, infos
-
-    def _step(self, actions: Any) -> StepResult:
-        if self.state is None:
-            raise RuntimeError(f"{self.name}: call reset() before step().")
-        state, terminated, truncated = self._step_fn(self.state, actions)
-        self.state = state
+    def _result(self, result: list[Any]) -> StepResult:
+        state, (terminated, truncated) = self.state, result
         return state.obs, state.reward, terminated, truncated, _infos(state)

@@ -13,29 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from vecmode.env_classes import Semantics
-from vecmode.simulators.base import SimulatorAdapter, StepResult
-from vecmode.simulators.brax import key_of
+from vecmode.simulators.base import JaxAdapter, StepResult, gym_space, key_of
 
 SOURCE = "MichaelTMatthews/Craftax_Baselines wrappers.py @ 7ce36fa05b84"
 
 
-def _space(space: Any) -> spaces.Space[Any]:
-    """Gymnasium's space for a Craftax (gymnax) ``Discrete`` or ``Box``."""
-    if hasattr(space, "n"):
-        return spaces.Discrete(int(space.n))
-    dtype, shape = np.dtype(space.dtype), tuple(space.shape)
-    low, high = (
-        np.broadcast_to(np.asarray(b, dtype), shape) for b in (space.low, space.high)
-    )
-    return spaces.Box(low, high, shape, dtype)
-
-
-class CraftaxAdapter(SimulatorAdapter):
+class CraftaxAdapter(JaxAdapter):
     """Craftax's ``OptimisticResetVecEnvWrapper`` as a vector env in SAME_STEP
     mode: observations after the reset, the ending step's reward and flags, no
     final observation (it is lost). Craftax tells a time-out from a death in
@@ -59,8 +45,8 @@ class CraftaxAdapter(SimulatorAdapter):
         super().__init__(
             env,
             num_envs=int(env.num_envs),
-            single_observation_space=_space(env.observation_space(self.params)),
-            single_action_space=_space(env.action_space(self.params)),
+            single_observation_space=gym_space(env.observation_space(self.params)),
+            single_action_space=gym_space(env.action_space(self.params)),
             mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
             semantics=Semantics(
@@ -76,8 +62,6 @@ class CraftaxAdapter(SimulatorAdapter):
         self.key = key_of(seed)
         self._reset_fn = jax.jit(self._reset_all)
         self._step_fn = jax.jit(self._step_all)
-        #: The simulator's state of the whole batch (None before a reset).
-        self.state: Any = None
 
     def _reset_all(self, key: Any) -> tuple[Any, ...]:
         import jax

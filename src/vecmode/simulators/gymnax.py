@@ -9,70 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from vecmode import modes
 from vecmode.env_classes import Semantics
-from vecmode.simulators.base import SimulatorAdapter, StepResult
+from vecmode.simulators.base import JaxAdapter, gym_space, key_of
 
 SOURCE = "RobertTLange/gymnax gymnax/environments/environment.py @ 086ad95697d5"
 _FINAL = "final_observation"  # gymnax's own key
-
-
-def gym_space(space: Any) -> spaces.Space[Any]:
-    """Gymnasium's space for a gymnax or Jumanji one (a discrete one or a box).
-
-    >>> import numpy as np
-    >>> class Box: low, high, shape, dtype = -1.0, 1.0, (2,), np.float32
-    >>> gym_space(Box())
-    Box(-1.0, 1.0, (2,), float32)
-    """
-    import numpy as np  # building a space is not a step: NumPy is fine here
-
-    n = getattr(space, "n", getattr(space, "num_values", None))
-    if n is not None and np.ndim(n) == 0:
-        return spaces.Discrete(int(n))
-    if n is not None:
-        return spaces.MultiDiscrete(np.asarray(n))
-    low = getattr(space, "low", getattr(space, "minimum", None))
-    high = getattr(space, "high", getattr(space, "maximum", None))
-    if low is None and hasattr(space, "dtype"):
-        low, high = -np.inf, np.inf  # Jumanji's unbounded specs.Array
-    if low is None:
-        raise TypeError(
-            f"vecmode's simulator adapters take discrete and box spaces (one "
-            f"array), not {type(space).__name__}."
-        )
-    dtype, shape = np.dtype(space.dtype), tuple(space.shape)
-    cast = dtype if dtype.kind == "f" else None  # Gymnasium bounds ints' infinities
-    low, high = (
-        np.broadcast_to(np.asarray(b, cast), shape).copy() for b in (low, high)
-    )
-    return spaces.Box(low, high, shape, dtype)
-
-
-class JaxAdapter(SimulatorAdapter):
-    """The JAX adapters' reset and step: a key and the batch of the
-    simulator's states, through ``_reset_fn(key)`` and
-    ``_step_fn(key, state, actions)``, jitted once by the subclass."""
-
-    state: Any = None  #: the batch of the simulator's states
-    _key: Any
-    _reset_fn: Any
-    _step_fn: Any
-
-    def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
-        import jax
-
-        if seed is not None:
-            self._key = jax.random.PRNGKey(seed)
-        self._key, self.state, obs = self._reset_fn(self._key)
-        return obs, {}
-
-    def _step(self, actions: Any) -> StepResult:
-        self._key, self.state, *out = self._step_fn(self._key, self.state, actions)
-        return tuple(out)  # type: ignore[return-value]
 
 
 class GymnaxAdapter(JaxAdapter):
@@ -104,7 +48,7 @@ class GymnaxAdapter(JaxAdapter):
             ),
         )
         self.params = params
-        self._key = jax.random.PRNGKey(seed)
+        self.key = key_of(seed)
 
         def reset(key: Any) -> Any:
             key, sub = jax.random.split(key)

@@ -15,7 +15,7 @@ from gymnasium.vector import AutoresetMode
 
 from vecmode import modes
 from vecmode.env_classes import Semantics
-from vecmode.simulators.gymnax import JaxAdapter, gym_space
+from vecmode.simulators.base import JaxAdapter, gym_space, key_of
 
 SOURCE = "instadeepai/jumanji jumanji/wrappers.py @ 590005b0fb30"
 _NEXT_OBS = "next_obs"  # Jumanji's NEXT_OBS_KEY_IN_EXTRAS
@@ -106,7 +106,6 @@ class JumanjiAdapter(JaxAdapter):
         seed: int = 0,
         observe: Callable[[Any], Any] | None = None,
     ) -> None:
-        import jax
 
         batched, finals = _inspect(env)
         pick = observe or (lambda obs: obs)
@@ -125,5 +124,5 @@ class JumanjiAdapter(JaxAdapter):
                 source=SOURCE,
             ),
         )
-        self._key = jax.random.PRNGKey(seed)
+        self.key = key_of(seed)
         self._reset_fn, self._step_fn = _compiled(env, num_envs, batched, finals, pick)
