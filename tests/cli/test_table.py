@@ -75,3 +75,56 @@ def test_table_why_and_markdown(capsys):
     assert lines[2] == (
         "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep | verified |"
     )
+
+
+def test_table_of_simulators_says_what_each_does_at_an_end(capsys):
+    code, out, _ = run(["table", "--simulators"], capsys)
+    assert code == EXIT_OK
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["simulator", "exact", "final"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:] if "  " in line}
+    brax = "brax.envs.wrappers.training.AutoResetWrapper"
+    assert rows[brax][:6] == [
+        "none",
+        "lost",
+        "cached-first",
+        "before-reset",
+        "none",
+        "info",
+    ]
+    maniskill = rows["mani_skill.vector.wrappers.gymnasium.ManiSkillVectorEnv"]
+    assert maniskill[:3] == ["SameStep,", "Disabled", "masked"]
+    jumanji = rows["jumanji.wrappers.AutoResetWrapper"]
+    assert (
+        jumanji[:2] == ["none", "opt-in"] and jumanji[-1] == "next_obs_in_extras=True"
+    )
+    assert "ApproximateFinalObs" in out
+
+
+def test_table_of_simulators_as_json(capsys):
+    import json
+
+    code, out, _ = run(["table", "--simulators", "--json"], capsys)
+    assert code == EXIT_OK
+    found = {s["simulator"]: s for s in json.loads(out)["simulators"]}
+    gymnax = found["gymnax.environments.environment:Environment"]
+    assert (
+        gymnax["exact"] == ["SameStep"] and gymnax["final_observation"] == "every-step"
+    )
+    craftax = found["wrappers:OptimisticResetVecEnvWrapper"]
+    assert craftax["exact"] == [] and craftax["resets_to"] == "pool"
+    assert craftax["source"].startswith("MichaelTMatthews/Craftax_Baselines")
+
+
+def test_a_raw_simulator_given_to_with_autoreset_names_its_adapter():
+    from vecmode.env_classes import vector_env_declaration
+
+    class AutoResetWrapper:  # Brax's, by its path
+        metadata = {"autoreset_mode": "SameStep"}
+
+    AutoResetWrapper.__module__ = "brax.envs.wrappers.training"
+    import vecmode.simulators  # noqa: F401  (declares the simulators)
+
+    found = vector_env_declaration(AutoResetWrapper())
+    assert found is not None and found.semantics.final_observation == "lost"
+    assert found.remedy == "Wrap it in vecmode.simulators.BraxAdapter."

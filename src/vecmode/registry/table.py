@@ -115,10 +115,12 @@ def aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 
 
 SIMULATOR_LEGEND = (
-    "exact: the modes vecmode gives exactly (vecmode.with_autoreset); where the "
-    "final observation is lost, none: vecmode.simulators.ApproximateFinalObs "
-    "gives SameStep, approximated. The other columns: what the simulator does at "
-    "an episode's end (vecmode.env_classes.Semantics); docs/simulators.md."
+    "exact: the modes vecmode gives exactly through the adapter "
+    "(vecmode.with_autoreset); none where the final observation is lost, or "
+    "opt-in and off (the remedy turns it on). vecmode.simulators.ApproximateFinalObs "
+    "gives SameStep where it is lost, marked approximated. The other columns: what "
+    "the simulator does at an episode's end (vecmode.env_classes.Semantics; "
+    "docs/simulators.md)."
 )
 
 
