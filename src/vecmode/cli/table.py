@@ -62,7 +62,9 @@ def _simulators(args: argparse.Namespace) -> bool:
     simulators = [
         {
             "simulator": found.path,
-            "exact": sorted(found.modes) if found.semantics.exact else [],
+            "exact": [
+                m.value for m in MODES if m in found.modes and found.semantics.exact
+            ],
         }
         | {k: getattr(found.semantics, k) for k in SEMANTICS_FIELDS}
         for found in declared_simulators()
