@@ -123,6 +123,7 @@ def test_a_raw_simulator_given_to_with_autoreset_names_its_adapter():
         metadata = {"autoreset_mode": "SameStep"}
 
     AutoResetWrapper.__module__ = "brax.envs.wrappers.training"
+    AutoResetWrapper.__qualname__ = "AutoResetWrapper"
     import vecmode.simulators  # noqa: F401  (declares the simulators)
 
     found = vector_env_declaration(AutoResetWrapper())
