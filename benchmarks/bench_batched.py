@@ -21,6 +21,11 @@ when installed, JAX (CPU, eager, float32 unless ``jax_enable_x64``) at 4,096 and
 five-layer stacks over it. The env is DISABLED: every step is followed by
 ``reset(options={"reset_mask": terminated | truncated})`` (timed, no host sync).
 A stack that cannot take the library's arrays yet is reported with its error.
+
+**Simulator table.** Each ``vecmode.simulators`` adapter's step against its
+simulator's own (native API, jitted where it is JAX), over the fakes of
+``tests/simulators/fakes`` and over gymnax's own CartPole where gymnax is
+installed, at 4,096 sub-envs (``--simulator-num-envs``; ``simulators.py``).
 torch runs on one thread (``--torch-threads``): on a shared machine its thread
 pool waits for busy cores.
 
@@ -73,6 +78,7 @@ from harness import (
     text_table,
     versions,
 )
+from simulators import SIMULATOR_HEADERS, simulator_rows
 from vecmode import wrappers as vw
 from vecmode.testing import BatchedCartPole
 
@@ -301,11 +307,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="torch.set_num_threads (default 1: on a shared machine torch's thread "
         "pool waits for busy cores, and a step can take 30x longer)",
     )
+    parser.add_argument(
+        "--simulator-num-envs",
+        type=positive_int,
+        nargs="*",
+        default=None,
+        help="sub-envs of the simulator table (default 4096; 64 with --quick; "
+        "none: no simulator table)",
+    )
     defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
     add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
     fill_run_defaults(args, *defaults)
     fill_num_envs(args, NUM_ENVS, QUICK_NUM_ENVS)
+    if args.simulator_num_envs is None:
+        args.simulator_num_envs = [64] if args.quick else [4096]
     if args.array_num_envs is None:
         args.array_num_envs = list(
             QUICK_ARRAY_NUM_ENVS if args.quick else ARRAY_NUM_ENVS
@@ -332,6 +348,9 @@ def header_lines(args: argparse.Namespace, found: dict[str, Any]) -> list[str]:
         "masked reset after every step, timed); first ms = building the env and "
         "its first reset and 3 steps (JAX compiles there); 'not yet': the stack "
         "cannot take the library's batches",
+        "simulator table: each vecmode.simulators adapter's step vs its "
+        "simulator's own (native API, jitted on JAX), over tests/simulators/fakes "
+        "and gymnax's CartPole-v1; adapter/own = median of per-round ratios",
     ]
 
 
@@ -345,22 +364,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in args.array_num_envs
         for row in array_rows(name, xp, n, args)
     ]
+    simulators = [
+        row
+        for n in args.simulator_num_envs
+        for row in simulator_rows(n, args.steps, args.rounds)
+    ]
     header = header_lines(args, found)
     table = markdown_table if args.markdown else text_table
     out = [f"- {line}" for line in header] if args.markdown else list(header)
     out += ["", *table(NUMPY_HEADERS, numpy)]
     if arrays:
         out += ["", *table(ARRAY_HEADERS, arrays)]
+    if simulators:
+        out += ["", *table(SIMULATOR_HEADERS, simulators)]
     print("\n".join(out))
     save_results(
         args.results,
         __file__,
         header,
-        {"numpy": (NUMPY_HEADERS, numpy), "arrays": (ARRAY_HEADERS, arrays)},
+        {
+            "numpy": (NUMPY_HEADERS, numpy),
+            "arrays": (ARRAY_HEADERS, arrays),
+            "simulators": (SIMULATOR_HEADERS, simulators),
+        },
         rounds=args.rounds,
         steps=args.steps,
         num_envs=args.num_envs,
         array_num_envs=args.array_num_envs,
+        simulator_num_envs=args.simulator_num_envs,
     )
     return 0
 

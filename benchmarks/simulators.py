@@ -94,17 +94,80 @@ def _craftax_pair(n: int, steps: int) -> Pair:
     @jax.jit
     def step(key: Any, state: Any, actions: Any) -> Any:
         key, sub = jax.random.split(key)
-        obs, state, *_ = env.step(sub, state, actions, params)
-        return key, state, obs
+        return key, env.step(sub, state, actions, params)  # all it returns
 
     box = [jax.random.PRNGKey(1), state]
 
     def own(actions: Any) -> Any:
-        box[0], box[1], obs = step(box[0], box[1], actions)
-        return obs
+        box[0], out = step(box[0], box[1], actions)
+        box[1] = out[1]
+        return out[0]
 
     keys = jax.random.split(jax.random.PRNGKey(2), steps)
     actions = [jax.random.randint(k, (n,), 0, 3, jnp.int32) for k in keys]
+    return own, lambda a: adapter.step(a)[0], actions
+
+
+def _gymnax_pair(n: int, steps: int, real: bool = False) -> Pair:
+    import jax
+    import jax.numpy as jnp
+
+    from vecmode.simulators import GymnaxAdapter
+
+    if real:
+        import gymnax
+
+        env, params = gymnax.make("CartPole-v1")
+        params = params.replace(max_steps_in_episode=20)
+    else:
+        from tests.simulators.fakes import gymnax as fake
+
+        env, params = fake.FakeGymnaxEnv(), fake.Params(20, 30)
+    adapter = GymnaxAdapter(env, params, num_envs=n, seed=0)
+    adapter.reset()
+
+    @jax.jit
+    def step(key: Any, state: Any, actions: Any) -> Any:  # gymnax's own, vmapped
+        key, sub = jax.random.split(key)
+        keys = jax.random.split(sub, n)
+        out = jax.vmap(lambda *a: env.step(*a, params))(keys, state, actions)
+        return key, out  # all that gymnax's step returns
+
+    keys = jax.random.split(jax.random.PRNGKey(0), n)
+    _, state = jax.vmap(lambda k: env.reset(k, params))(keys)
+    box = [jax.random.PRNGKey(1), state]
+
+    def own(actions: Any) -> Any:
+        box[0], out = step(box[0], box[1], actions)
+        box[1] = out[1]
+        return out[0]
+
+    keys = jax.random.split(jax.random.PRNGKey(2), steps)
+    actions = [jax.random.randint(k, (n,), 0, 2, jnp.int32) for k in keys]
+    return own, lambda a: adapter.step(a)[0], actions
+
+
+def _jumanji_pair(n: int, steps: int) -> Pair:
+    import jax
+    import jax.numpy as jnp
+    from tests.simulators.fakes import jumanji as fake
+
+    from vecmode.simulators import JumanjiAdapter
+
+    def build() -> Any:
+        return fake.VmapAutoResetWrapper(fake.FakeJumanjiEnv(20, 30), True)
+
+    env, adapter = build(), JumanjiAdapter(build(), num_envs=n, seed=0)
+    adapter.reset()
+    step = jax.jit(env.step)
+    box = [jax.jit(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))[0]]
+
+    def own(actions: Any) -> Any:
+        box[0], timestep = step(box[0], actions)
+        return timestep.observation
+
+    keys = jax.random.split(jax.random.PRNGKey(2), steps)
+    actions = [jax.random.randint(k, (n,), 0, 2, jnp.int32) for k in keys]
     return own, lambda a: adapter.step(a)[0], actions
 
 
@@ -115,11 +178,17 @@ PAIRS: dict[str, Callable[[int, int], Pair]] = {
     "Genesis (RSL-RL)": lambda n, s: _torch_pair("Genesis (RSL-RL)", n, s),
     "Brax": _brax_pair,
     "Craftax": _craftax_pair,
+    "gymnax": _gymnax_pair,
+    "Jumanji": _jumanji_pair,
+    "gymnax CartPole-v1 (real)": lambda n, s: _gymnax_pair(n, s, real=True),
 }
 
 
+_NEEDS = {"Brax": "jax", "Craftax": "jax", "gymnax": "jax", "Jumanji": "jax"}
+
+
 def _installed(name: str) -> bool:
-    module = {"Brax": "jax", "Craftax": "jax"}.get(name, "torch")
+    module = "gymnax" if "(real)" in name else _NEEDS.get(name, "torch")
     return importlib.util.find_spec(module) is not None
 
 

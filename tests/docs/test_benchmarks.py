@@ -104,10 +104,18 @@ def test_bench_batched_quick_runs_and_reports_every_wrapper():
     rows = [line for line in lines if line.startswith("| 16 |")]
     assert len(rows) == 7 and all(r.count("|") == 7 for r in rows), out  # 6 columns
     assert "bare env:" in rows[0] and "ppo_stack" in rows[-1]
-    for name in ("torch", "jax"):
+    found = ("torch", "jax")
+    for name in found:
         if importlib.util.find_spec(name) is not None:
             arrays = [line for line in lines if line.startswith(f"| {name} | 64 |")]
             assert len(arrays) == 3 and "bare env" in arrays[0], out
+    cells = [line.split("|") for line in lines if "| 64 |" in line]
+    simulators = {c[1].strip(): c[-2] for c in cells if c[1].strip() not in found}
+    if importlib.util.find_spec("torch") is not None:
+        assert "ManiSkill3" in simulators and "IsaacLab" in simulators, out
+    if importlib.util.find_spec("jax") is not None:
+        assert {"Brax", "Craftax", "gymnax", "Jumanji"} <= set(simulators), out
+        assert all(ratio.strip().endswith("x") for ratio in simulators.values()), out
 
 
 def test_bench_async_quick_runs_and_reports_ratios_and_crossover():
