@@ -9,6 +9,8 @@ each alone on its line) that name what generates them:
     the command ``vecmode ARGS`` and what it prints, as a ``console`` block;
 ``<!-- vecmode:registry-table -->`` ... ``<!-- /vecmode:registry-table -->``
     the compatibility table, what ``vecmode table --markdown --why`` prints;
+``<!-- vecmode:simulator-table -->`` ... ``<!-- /vecmode:simulator-table -->``
+    the simulators, what ``vecmode table --simulators --markdown`` prints;
 ``<!-- vecmode:timeline-svg -->`` ... ``<!-- /vecmode:timeline-svg -->``
     a link to ``docs/assets/modes-timeline.svg``, the picture of the three modes
     that ``vecmode timeline --steps 5 --svg -`` draws (a generated file).
@@ -130,6 +132,8 @@ def body(name: str, args: str, page: str) -> str:
     """What the region ``<!-- vecmode:NAME ARGS -->`` holds (no final newline)."""
     if name == "registry-table" and not args:
         return registry_table()
+    if name == "simulator-table" and not args:  # docs/simulators.md
+        return vecmode_cli("table", "--simulators", "--markdown")
     if name == "timeline-svg" and not args:
         return timeline_link()
     if name == "cli":

@@ -30,7 +30,15 @@ def run_example(code: str) -> None:
 
     if "vecmode.sb3" in code:
         pytest.importorskip("stable_baselines3")
-    for module in ("torch", "torchrl", "stable_baselines3", "ale_py", "envpool"):
+    for module in (
+        "torch",
+        "torchrl",
+        "stable_baselines3",
+        "ale_py",
+        "envpool",
+        "gymnax",
+        "jumanji",
+    ):
         if re.search(rf"^\s*(import|from) {module}\b", code, re.M):
             pytest.importorskip(module)
     try:
