@@ -153,8 +153,8 @@ class JaxAdapter(SimulatorAdapter):
     """The JAX adapters' reset and step: :attr:`key` and :attr:`state` (the
     batch of the simulator's states) through ``_reset_fn(key) -> (key, state,
     obs)`` and ``_step_fn(key, state, actions) -> (key, state, *result)``, jitted
-    once by the subclass (``_reset_fn`` may add the reset's infos); :meth:`_result`
-    makes Gymnasium's five batches of ``result``."""
+    once by the subclass (``_reset_fn`` may add the reset's infos; ``result`` is
+    Gymnasium's five batches)."""
 
     #: The batch of the simulator's states (None before a reset).
     state: Any = None
@@ -173,8 +173,4 @@ class JaxAdapter(SimulatorAdapter):
         if self.state is None:
             raise RuntimeError(f"{self.name}: call reset() before step().")
         self.key, self.state, *result = self._step_fn(self.key, self.state, actions)
-        return self._result(result)
-
-    def _result(self, result: list[Any]) -> StepResult:
-        """Gymnasium's five batches of a compiled step's ``result``."""
         return tuple(result)  # type: ignore[return-value]
