@@ -28,15 +28,15 @@ SOURCE = (
 REMEDY = "env_cfg.compute_final_obs=True (IsaacLab with PR #6219)"
 
 
-def semantics_of(env: Any) -> Semantics:
+def configured(env: Any) -> Semantics:
     """The semantics of an IsaacLab env as configured: its final observation
     ``"masked"`` with ``cfg.compute_final_obs=True``, ``"opt-in"`` with it False,
     ``"lost"`` where its config has no such field (IsaacLab before PR #6219).
 
     >>> from types import SimpleNamespace as config
-    >>> semantics_of(config(cfg=config(compute_final_obs=False))).final_observation
+    >>> configured(config(cfg=config(compute_final_obs=False))).final_observation
     'opt-in'
-    >>> semantics_of(config(cfg=config())).remedy
+    >>> configured(config(cfg=config())).remedy
     'env_cfg.compute_final_obs=True (IsaacLab with PR #6219)'
     """
     flag = getattr(getattr(env, "cfg", None), "compute_final_obs", None)
@@ -78,7 +78,7 @@ class IsaacLabAdapter(SimulatorAdapter):
             single_action_space=env.single_action_space,
             mode=AutoresetMode.SAME_STEP,
             namespace="torch",
-            semantics=semantics_of(env),
+            semantics=configured(env),
         )
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:

@@ -58,7 +58,7 @@ def space_of(batch: Any) -> spaces.Space[Any]:
     return spaces.Box(-np.inf, np.inf, tuple(batch.shape[1:]), dtype)
 
 
-def semantics_of(env: Any, ending_reward: str) -> Semantics:
+def configured(env: Any, ending_reward: str) -> Semantics:
     """The semantics of an RSL-RL-shaped env: its final observation lost, but
     for IsaacLab's wrapper over an env with ``cfg.compute_final_obs`` (True:
     ``"masked"``; False: ``"opt-in"``)."""
@@ -124,7 +124,7 @@ class RslRlAdapter(SimulatorAdapter):
             single_action_space=single_action_space,
             mode=AutoresetMode.SAME_STEP,
             namespace="torch",
-            semantics=semantics_of(simulator, ending_reward),
+            semantics=configured(simulator, ending_reward),
         )
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
