@@ -18,7 +18,17 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 PERFORMANCE = "performance.md"
 
 #: Column names that tables other than the benchmarks' use too.
-GENERIC = {"mode", "num_envs", "env", "wrapper", "stack", "base", "what", "ratio"}
+GENERIC = {
+    "mode",
+    "num_envs",
+    "env",
+    "wrapper",
+    "stack",
+    "base",
+    "what",
+    "ratio",
+    "simulator",
+}
 #: A table's header line and the delimiter line under it.
 TABLE = re.compile(r"^(\|.*\|)\n\|?\s*:?-{3,}", re.M)
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
