@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -101,7 +102,40 @@ OPTIONAL_DOCTESTS = {
 ISOLATED_DOCTESTS = frozenset(name for name in OPTIONAL_DOCTESTS if ".Jax" in name)
 
 
+#: Tests that import jax in this session: they run last (``_jax_last``).
+JAX_PATHS = ("tests/simulators/", "tests/batched/", "docs/simulators.md")
+
+
+def _jax_last(items: list[pytest.Item]) -> None:
+    """Move the tests that import jax after every other one. Once jax is
+    imported, a later ``os.fork()`` in the same process (an async env's workers)
+    risks a deadlock or a crash; tests are sent to xdist's workers in this order,
+    so no worker forks after a jax test."""
+    late = [
+        i
+        for i in items
+        if any(p in i.nodeid for p in JAX_PATHS) or "jax" in i.nodeid.lower()
+    ]
+    if late:
+        first = [i for i in items if i not in set(late)]
+        items[:] = first + late
+
+
+def _jax_not_started() -> None:
+    """Fail collection if importing a test module started JAX's backend (a jnp
+    array at module level): its threads would reach every fork of the session,
+    whatever the order of the tests."""
+    xla_bridge = sys.modules.get("jax._src.xla_bridge")
+    if xla_bridge is not None and getattr(xla_bridge, "_backends", None):
+        raise pytest.UsageError(
+            "a test module started JAX's backend at import: build jax arrays "
+            "inside tests or fixtures, not at module level"
+        )
+
+
 def pytest_collection_modifyitems(config, items):
+    _jax_last(items)
+    _jax_not_started()
     for item in items:
         needs = OPTIONAL_DOCTESTS.get(item.name)
         if needs is None:

@@ -27,7 +27,9 @@ import numpy as np
 
 _host = np.array  # bound at import: out of the tests' no-host-copy trap
 
-FIRST, MID, LAST = (jnp.array(i, jnp.int8) for i in range(3))
+# NumPy scalars: a jnp array here would start JAX's backend at import (and
+# with it, threads a later os.fork() in the same test process would inherit).
+FIRST, MID, LAST = (np.int8(i) for i in range(3))
 
 
 @jax.tree_util.register_dataclass
