@@ -41,9 +41,8 @@ __all__ = [
     "validate_reset_mask",
 ]
 
-#: Gymnasium's step tuple, ``(observations, rewards, terminations, truncations,
-#: infos)``.
-StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+#: Gymnasium's step tuple (its batches NumPy's, torch's or JAX's).
+StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
 #: What ``reset(seed=...)`` takes: an int (sub-env ``i`` gets ``seed + i``), None,
 #: or one seed (or None) per sub-env; NumPy integers and arrays of them too.
 SeedLike = int | np.integer | Sequence[int | np.integer | None] | np.ndarray | None

@@ -424,14 +424,6 @@ def set_attr_values(got: int, num_envs: int) -> str:
     )
 
 
-def missing_extra(module: str, package: str, extra: str) -> str:
-    return (
-        f"{module} needs {package}, which is not installed: install vecmode's "
-        f'{extra!r} extra, pip install "vecmode[{extra}]" (in a fresh env, install '
-        f"a CPU build of torch first if you don't want CUDA's wheels)."
-    )
-
-
 def not_a_vector_env(caller: str, got: Any) -> str:
     return (
         f"{caller} takes a gymnasium.vector.VectorEnv (or a stack of VectorWrappers "
@@ -508,14 +500,6 @@ WRAP_FORMS = (
 def did_you_mean(close: list[str]) -> str:
     names = " or ".join(repr(name) for name in close)
     return f" Did you mean {names}?" if close else ""
-
-
-def needs_box(who: str, space: Any) -> str:
-    return (
-        f"{who} needs a Box single observation space, got {space}. Flatten the "
-        f"observations first (vecmode.wrappers.FlattenObservation) or normalise "
-        f"the Box parts yourself."
-    )
 
 
 NO_ENV_FNS = "env_fns must hold at least one function that creates a sub-env."

@@ -182,5 +182,14 @@ def test_next_step_over_an_array_env_stays_refused(name) -> None:
     assert f"(Disabled, {library} batches) into NextStep" in str(raised.value)
     assert "with_autoreset(env, 'SameStep') or 'Disabled'" in str(raised.value)
     same_step = vecmode.with_autoreset(make_batched(name, 2), "SameStep")
-    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset"):
+    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset") as raised:
         vecmode.with_autoreset(same_step, "NextStep")
+    assert str(raised.value).endswith("Use it in SameStep mode as it is.")
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_disabled_from_same_step_names_the_env_below(name) -> None:
+    same_step = vecmode.with_autoreset(make_batched(name, 2), "SameStep")
+    with pytest.raises(IncompatibleModeError, match="inside its step") as raised:
+        vecmode.with_autoreset(same_step, "Disabled")
+    assert "Pass the BatchedCartPole it wraps (Disabled) instead" in str(raised.value)

@@ -79,8 +79,11 @@ def test_the_modes_presented() -> None:
     assert s.exact and s.source.startswith("haosulab/ManiSkill ")
     with pytest.raises(vecmode.IncompatibleModeError, match="NextStep"):
         vecmode.with_autoreset(same, "NextStep")
-    with pytest.raises(vecmode.IncompatibleModeError):
+    with pytest.raises(vecmode.IncompatibleModeError, match="inside its step") as e:
         vecmode.with_autoreset(same, "Disabled")  # it resets by itself
+    assert "(ManiSkillVectorEnv(..., auto_reset=False)): it is then Disabled" in str(
+        e.value
+    )
 
 
 def test_the_final_observations_come_in_the_dense_layout() -> None:

@@ -118,6 +118,9 @@ def test_with_autoreset_refuses_a_lost_final_observation_naming_the_remedy(mode)
 def test_an_exact_simulator_is_not_refused():
     exact = LossyCartPole(semantics=Semantics(partial_reset="none"))
     assert vecmode.with_autoreset(exact, "SameStep") is exact
+    with pytest.raises(vecmode.IncompatibleModeError, match="inside its step") as e:
+        vecmode.with_autoreset(exact, "Disabled")  # it has already reset them
+    assert str(e.value).endswith("as it is: it cannot step without its own autoreset.")
 
 
 @pytest.mark.parametrize("wrapper", [NormalizeObservation, FrameStackObservation])

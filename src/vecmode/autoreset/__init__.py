@@ -557,7 +557,7 @@ def with_autoreset(
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
         raise IncompatibleModeError(_undeclared(env))
-    batched.refuse_next_step(env, current, target)  # (torch/JAX batches)
+    batched.refuse_unreachable(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
     original = env
     for policy in chain:

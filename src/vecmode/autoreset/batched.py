@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from vecmode import _arrays, _rows, errors, modes
-
-StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
+from vecmode.core import StepResult
 
 
 def merged_infos(
@@ -58,17 +57,37 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
     return obs, rewards, terminations, truncations, infos
 
 
-def refuse_next_step(env: Any, current: Any, target: Any) -> None:
+def refuse_unreachable(env: Any, current: Any, target: Any) -> None:
     """Raise :class:`~vecmode.IncompatibleModeError` if ``env`` of torch or JAX
-    batches is asked for NEXT_STEP in another mode: that resets a sub-env
-    without stepping it, which only a vecmode core can do."""
-    if not (_arrays.is_array_env(env) and modes.resets_on_next_step(target)):
+    batches cannot be given ``target``: NEXT_STEP resets a sub-env without
+    stepping it, which only a vecmode core can do; an env that resets inside
+    its step (SAME_STEP) gives only SAME_STEP."""
+    same_step, inner = modes.final_in_info(current), env.unwrapped
+    below, how = modes.mode_of(inner), getattr(inner, "without_autoreset", None)
+    if not _arrays.is_array_env(env):
         return
+    if modes.resets_on_next_step(target):
+        why = "NEXT_STEP must reset a sub-env without stepping it, which only a "
+        why += "vecmode core can do."
+        todo = "Use vecmode.with_autoreset(env, 'SameStep') or 'Disabled' (both "
+        todo += "take its batches as they are), or build the env in NEXT_STEP mode."
+        todo = "Use it in SameStep mode as it is." if same_step else todo
+    elif not (same_step and modes.caller_resets(target)):
+        return
+    elif inner is not env and below is not None and modes.caller_resets(below):
+        why = "it resets the ended sub-envs inside its step."
+        todo = f"Pass the {type(inner).__name__} it wraps ({below.value}) instead."
+    else:  # a simulator adapter says how to build its simulator without autoreset
+        why = "it resets the ended sub-envs inside its step."
+        todo = "Use it in SameStep mode as it is" + (
+            f", or build it without its own autoreset ({how}): it is then Disabled."
+            if how
+            else ", or build it in DISABLED mode."
+            if how is None
+            else ": it cannot step without its own autoreset."
+        )
     library, mode = _arrays.declared_namespace(env), modes.as_mode(current).value
     raise errors.IncompatibleModeError(
         f"with_autoreset cannot turn {errors.describe(env)} ({mode}, {library} "
-        f"batches) into NextStep: NEXT_STEP must reset a sub-env without stepping "
-        f"it, which only a vecmode core can do. Use vecmode.with_autoreset(env, "
-        f"'SameStep') or 'Disabled' (both take its batches as they are), or build "
-        f"the env in NEXT_STEP mode itself."
+        f"batches) into {modes.as_mode(target).value}: {why} {todo}"
     )

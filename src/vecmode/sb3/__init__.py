@@ -2,13 +2,13 @@
 ``VecEnv``, :func:`from_sb3` an SB3 ``VecEnv`` to Gymnasium as a SAME_STEP vector
 env (the ``sb3`` extra; see docs/integrations.md)."""
 
-from vecmode import errors
-
 try:
     import stable_baselines3  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        errors.missing_extra("vecmode.sb3", "Stable-Baselines3", "sb3")
+        "vecmode.sb3 needs Stable-Baselines3, which is not installed: install "
+        "vecmode's 'sb3' extra, pip install \"vecmode[sb3]\" (in a fresh env, "
+        "install a CPU build of torch first if you don't want CUDA's wheels)."
     ) from exc
 
 from vecmode.sb3.from_vec_env import FromSB3VectorEnv, from_sb3

@@ -73,29 +73,23 @@ for path, adapter, semantics, modes in (
         ),
         ("SameStep",),
     ),
-    (
-        "brax.envs.wrappers.training:AutoResetWrapper",
-        "BraxAdapter",
-        Semantics(
-            _LOST,
-            "cached-first",
-            partial_reset=_NONE,
-            truncation="info",
-            source=brax.BRAX,
-        ),
-        ("SameStep",),
-    ),
-    (
-        "mujoco_playground._src.wrapper:BraxAutoResetWrapper",
-        "BraxAdapter",
-        Semantics(
-            _LOST,
-            "cached-first",
-            partial_reset=_NONE,
-            truncation="info",
-            source=brax.PLAYGROUND,
-        ),
-        ("SameStep",),
+    *(
+        (
+            path,
+            "BraxAdapter",
+            Semantics(
+                _LOST,
+                "cached-first",
+                partial_reset=_NONE,
+                truncation="info",
+                source=source,
+            ),
+            ("SameStep",),
+        )
+        for path, source in (
+            ("brax.envs.wrappers.training:AutoResetWrapper", brax.BRAX),
+            ("mujoco_playground._src.wrapper:BraxAutoResetWrapper", brax.PLAYGROUND),
+        )
     ),
     (
         "gymnax.environments.environment:Environment",

@@ -8,11 +8,10 @@ from typing import Any
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, _rows, modes
+from vecmode.core import StepResult
 from vecmode.env_classes import semantics_of
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.registry import supports
-
-StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
 
 
 @supports(

@@ -12,10 +12,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import _arrays, modes
+from vecmode.core import StepResult
 from vecmode.env_classes import Semantics
 from vecmode.forwarding import valid_reset_mask
-
-StepResult = tuple[Any, Any, Any, Any, dict[str, Any]]
 
 
 class SimulatorAdapter(VectorEnv):
@@ -42,6 +41,8 @@ class SimulatorAdapter(VectorEnv):
     #: What the simulator does at an episode's end (per instance: it can
     #: depend on the simulator's configuration).
     semantics: Semantics
+    #: How to build the simulator without its own autoreset ("": it can't).
+    without_autoreset: str = ""
 
     def __init__(
         self,

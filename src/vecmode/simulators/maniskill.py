@@ -50,6 +50,8 @@ class ManiSkillAdapter(SimulatorAdapter):
         simulator: the ``ManiSkillVectorEnv``.
     """
 
+    without_autoreset = "ManiSkillVectorEnv(..., auto_reset=False)"
+
     def __init__(self, simulator: Any) -> None:
         auto = bool(simulator.auto_reset)
         super().__init__(

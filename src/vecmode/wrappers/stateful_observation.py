@@ -12,7 +12,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, create_empty_array
 from gymnasium.wrappers.utils import create_zero_array
 
-from vecmode import _arrays, _rows, errors, modes
+from vecmode import _arrays, _rows, modes
 from vecmode._numpy import count_nonzero
 from vecmode.core import StepResult, copy_batch
 from vecmode.modes import MODES
@@ -51,7 +51,11 @@ class NormalizeObservation(
         super().__init__(env)
         space = self.env.single_observation_space
         if not isinstance(space, Box):
-            raise TypeError(errors.needs_box(type(self).__name__, space))
+            raise TypeError(
+                f"{type(self).__name__} needs a Box single observation space, got "
+                f"{space}. Flatten the observations first (vecmode.wrappers."
+                f"FlattenObservation) or normalise the Box parts yourself."
+            )
         base.set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
