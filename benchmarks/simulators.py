@@ -5,13 +5,15 @@ step against its simulator's own, over the fakes of ``tests/simulators/fakes``
 Each contestant is a pair of step functions over fresh, equally seeded
 simulators: the simulator's own step (its native API, jitted where it is JAX)
 and the adapter's ``step``. A pair's calls are interleaved, round by round; the
-ratio is the median over rounds of adapter time / own time.
+ratio is the median over rounds of adapter time / own time. A timed run lasts
+at least ``MIN_SECONDS`` (the actions repeated).
 """
 
 from __future__ import annotations
 
 import gc
 import importlib.util
+import math
 import statistics
 import sys
 import time
@@ -24,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.simulators
 #: A contestant: ``(own step, adapter step)`` given an action batch, and the
 #: action batches (in the simulator's library).
 Pair = tuple[Callable[[Any], Any], Callable[[Any], Any], list[Any]]
+
+#: The shortest timed run, in seconds.
+MIN_SECONDS = 0.1
 
 SIMULATOR_HEADERS = ("simulator", "sub-envs", "own us", "adapter us", "adapter/own")
 
@@ -216,6 +221,10 @@ def simulator_rows(n: int, steps: int, rounds: int) -> list[list[str]]:
         own, adapter, actions = pair(n, steps)
         _timed(own, actions[:20])  # compile, warm up
         _timed(adapter, actions[:20])
+        # a timed run of at least MIN_SECONDS: a fast step (Brax's fake, ~45 us)
+        # is otherwise timed over a few ms, where the machine's noise is larger
+        run = _timed(own, actions) * len(actions)  # (seconds per step * steps)
+        actions *= max(1, math.ceil(MIN_SECONDS / (run or 1e-9)))
         times: dict[str, list[float]] = {"own": [], "adapter": []}
         for r in range(rounds):
             order = [("own", own), ("adapter", adapter)][:: 1 if r % 2 else -1]
