@@ -142,7 +142,7 @@ class CompatibilityReport:
             name = f"{row.name} ({row.origin})"
             cells = (_cell(row.mode_in), _cell(row.accepts), _cell(row.mode_out))
             rows.append((str(position), name, *cells, verdict, row.evidence.value))
-        header = _HEADER
+        header: tuple[str, ...] = _HEADER
         if any(row.library not in (None, "numpy") for row in self):  # array batches
             header = (*_HEADER, "arrays")
             rows = [

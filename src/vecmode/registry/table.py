@@ -128,9 +128,9 @@ def format_simulators(*, markdown: bool = False) -> str:
     """The batched simulators vecmode declares, and what each does at an end
     (what ``vecmode table --simulators`` prints)."""
     quote = "`" if markdown else ""
-    header = ("simulator", "exact", "final obs", "resets to", "ending reward")
-    header += ("partial reset", "truncation", "remedy")
-    rows = []
+    header: tuple[str, ...] = ("simulator", "exact", "final obs", "resets to")
+    header += ("ending reward", "partial reset", "truncation", "remedy")
+    rows: list[tuple[str, ...]] = []
     for found in declared_simulators():
         s = found.semantics
         exact = errors.mode_names(found.modes) if s.exact else "none"

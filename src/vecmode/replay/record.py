@@ -127,7 +127,7 @@ class Recorder:
             return tuple(self._ours(value) for value in batch)
         from array_api_compat import device
 
-        xp = _arrays.namespace(self._like)
+        xp: Any = _arrays.namespace(self._like)
         return xp.asarray(np.array(batch), device=device(self._like))
 
     def replay(self, calls: Sequence[Call], change: Change = None) -> list[Call]:

@@ -320,10 +320,10 @@ class FromSB3VectorEnv(VectorEnv):
         if self._dead is None:
             self.venv.close()
             return
-        for process in self.venv.unwrapped.processes:
+        for process in self.venv.unwrapped.processes:  # type: ignore[attr-defined]
             process.terminate()
             process.join()
-        self.venv.unwrapped.closed = True
+        self.venv.unwrapped.closed = True  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return f"FromSB3VectorEnv({type(self.venv).__name__}, num_envs={self.num_envs})"

@@ -297,7 +297,7 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
 
     def _array_transition(self, obs: Any, *rest: Any) -> None:
         """The mask's rows (``rest[-1]``) shift, into new arrays: never written."""
-        moved = self.array_xp.concat([self.stacks[:, 1:], obs[:, None]], axis=1)
+        moved = self.array_xp.concat([self.stacks[:, 1:], obs[:, None]], axis=1)  # type: ignore[index, call-overload]
         self.stacks = self._moved = _arrays.rows_where(rest[-1], moved, self.stacks)
 
     def _array_step_result(self, result: StepResult) -> StepResult:

@@ -293,8 +293,8 @@ class Driver:
             return
         # the final infos too where they are there (ALE's dense layout has none);
         # in the dense layout of array batches, the masks and the batch only
-        found = modes.final_observations(infos)
-        dense = found is not None and getattr(found[1], "dtype", object) != np.dtype(
+        finals = modes.final_observations(infos)
+        dense = finals is not None and getattr(finals[1], "dtype", object) != np.dtype(
             object
         )
         complete = not dense and (
