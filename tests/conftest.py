@@ -102,23 +102,18 @@ OPTIONAL_DOCTESTS = {
 ISOLATED_DOCTESTS = frozenset(name for name in OPTIONAL_DOCTESTS if ".Jax" in name)
 
 
-#: Tests that import jax in this session: they run last (``_jax_last``).
+#: Tests that compute with jax: they run last (``_jax_last``).
 JAX_PATHS = ("tests/simulators/", "tests/batched/", "docs/simulators.md")
 
 
 def _jax_last(items: list[pytest.Item]) -> None:
-    """Move the tests that import jax after every other one. Once jax is
-    imported, a later ``os.fork()`` in the same process (an async env's workers)
-    risks a deadlock or a crash; tests are sent to xdist's workers in this order,
-    so no worker forks after a jax test."""
-    late = [
-        i
-        for i in items
-        if any(p in i.nodeid for p in JAX_PATHS) or "jax" in i.nodeid.lower()
-    ]
-    if late:
-        first = [i for i in items if i not in set(late)]
-        items[:] = first + late
+    """Move the tests that compute with jax after every other one (a stable
+    sort). Once JAX has computed, its threads make a later ``os.fork()`` in the
+    same process (an async env's workers) risk a deadlock or a crash; xdist
+    hands tests to its workers in this order, so no worker forks after one."""
+    items.sort(
+        key=lambda i: any(p in i.nodeid for p in JAX_PATHS) or "jax" in i.nodeid.lower()
+    )
 
 
 def _jax_not_started() -> None:

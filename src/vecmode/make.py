@@ -77,9 +77,9 @@ def make_vec(
     _check_buildable(spec, num_envs, vmode)
     if vmode is VectorizeMode.VECTOR_ENTRY_POINT:
         envs = _from_entry_point(spec, num_envs, vector_kwargs, wrappers, env_kwargs)
-        envs = _entry_point_in(envs, spec, mode, schedule, vectorization_mode is None)  # type: ignore[assignment]
-        if envs is not None:
-            return envs
+        found = _entry_point_in(envs, spec, mode, schedule, vectorization_mode is None)
+        if found is not None:
+            return found
         vmode = VectorizeMode.SYNC  # the entry point can't give the mode asked
     make_one = functools.partial(_make_one, spec or id, env_kwargs, wrappers)  # type: ignore[arg-type]
     core = _CORES[vmode]([make_one] * num_envs, **vector_kwargs)

@@ -123,6 +123,27 @@ def test_an_exact_simulator_is_not_refused():
     assert str(e.value).endswith("as it is: it cannot step without its own autoreset.")
 
 
+def test_disabled_from_an_array_env_that_resets_by_itself_says_how_to_get_it():
+    class Settable(LossyCartPole):  # "auto_reset=False" builds it in Disabled
+        without_autoreset = "auto_reset=False"
+
+    class Foreign(LossyCartPole):  # not an adapter: says nothing of its build
+        without_autoreset = None
+
+    exact = Semantics(partial_reset="none")
+    for cls, end in (
+        (
+            Settable,
+            "build it without its own autoreset (auto_reset=False): it is "
+            "then Disabled.",
+        ),
+        (Foreign, "or build it in Disabled mode."),
+    ):
+        with pytest.raises(vecmode.IncompatibleModeError) as e:
+            vecmode.with_autoreset(cls(semantics=exact), "Disabled")
+        assert str(e.value).endswith(end)
+
+
 @pytest.mark.parametrize("wrapper", [NormalizeObservation, FrameStackObservation])
 def test_a_wrapper_reading_final_observations_is_refused_where_they_are_lost(wrapper):
     args = {"stack_size": 2} if wrapper is FrameStackObservation else {}

@@ -61,33 +61,44 @@ def refuse_unreachable(env: Any, current: Any, target: Any) -> None:
     """Raise :class:`~vecmode.IncompatibleModeError` if ``env`` of torch or JAX
     batches cannot be given ``target``: NEXT_STEP resets a sub-env without
     stepping it, which only a vecmode core can do; an env that resets inside
-    its step (SAME_STEP) gives only SAME_STEP."""
-    same_step, inner = modes.final_in_info(current), env.unwrapped
-    below, how = modes.mode_of(inner), getattr(inner, "without_autoreset", None)
+    its step (SAME_STEP) has done the caller's resets (DISABLED) already."""
     if not _arrays.is_array_env(env):
         return
+    same_step = modes.final_in_info(current)
     if modes.resets_on_next_step(target):
-        why = "NEXT_STEP must reset a sub-env without stepping it, which only a "
-        why += "vecmode core can do."
-        todo = "Use vecmode.with_autoreset(env, 'SameStep') or 'Disabled' (both "
-        todo += "take its batches as they are), or build the env in NEXT_STEP mode."
-        todo = "Use it in SameStep mode as it is." if same_step else todo
-    elif not (same_step and modes.caller_resets(target)):
-        return
-    elif inner is not env and below is not None and modes.caller_resets(below):
-        why = "it resets the ended sub-envs inside its step."
-        todo = f"Pass the {type(inner).__name__} it wraps ({below.value}) instead."
-    else:  # a simulator adapter says how to build its simulator without autoreset
-        why = "it resets the ended sub-envs inside its step."
-        todo = "Use it in SameStep mode as it is" + (
-            f", or build it without its own autoreset ({how}): it is then Disabled."
-            if how
-            else ", or build it in DISABLED mode."
-            if how is None
-            else ": it cannot step without its own autoreset."
+        why = (
+            "NEXT_STEP must reset a sub-env without stepping it, which only a "
+            "vecmode core can do."
         )
+        todo = (
+            "Use it in SameStep mode as it is."
+            if same_step
+            else "Use vecmode.with_autoreset(env, 'SameStep') or 'Disabled' (both "
+            "take its batches as they are), or build the env in NEXT_STEP mode."
+        )
+    elif same_step and modes.caller_resets(target):
+        why, todo = "it resets the ended sub-envs inside its step.", _instead(env)
+    else:
+        return
     library, mode = _arrays.declared_namespace(env), modes.as_mode(current).value
     raise errors.IncompatibleModeError(
         f"with_autoreset cannot turn {errors.describe(env)} ({mode}, {library} "
         f"batches) into {modes.as_mode(target).value}: {why} {todo}"
+    )
+
+
+def _instead(env: Any) -> str:
+    """How to get DISABLED instead of ``env``, which resets inside its step."""
+    inner = env.unwrapped
+    below, how = modes.mode_of(inner), getattr(inner, "without_autoreset", None)
+    if inner is not env and below is not None and modes.caller_resets(below):
+        return f"Pass the {type(inner).__name__} it wraps ({below.value}) instead."
+    if how == "":  # a simulator adapter with no such setting
+        return (
+            "Use it in SameStep mode as it is: it cannot step without its own "
+            "autoreset."
+        )
+    built = f"without its own autoreset ({how}): it is then Disabled" if how else ""
+    return (
+        f"Use it in SameStep mode as it is, or build it {built or 'in Disabled mode'}."
     )

@@ -5,7 +5,9 @@ refused where the final observation is lost (docs/simulators.md)."""
 
 from __future__ import annotations
 
-from vecmode.env_classes import Semantics, register_vector_env
+from dataclasses import replace
+
+from vecmode.env_classes import register_vector_env
 from vecmode.simulators import (
     brax,
     craftax,
@@ -37,94 +39,39 @@ __all__ = [
     "SimulatorAdapter",
 ]
 
-_NONE, _LOST = "none", "lost"
-
 # the simulators' own classes, as each adapter finds them by default (vecmode
-# table --simulators); none takes Gymnasium's reset_mask
-for path, adapter, semantics, modes in (
+# table --simulators), in SameStep unless said; none takes Gymnasium's reset_mask
+for path, adapter, semantics, *modes in (
     (
         "mani_skill.vector.wrappers.gymnasium:ManiSkillVectorEnv",
         "ManiSkillAdapter",
-        Semantics(partial_reset="indices", source=maniskill.SOURCE),
+        maniskill.SEMANTICS,
         ("SameStep", "Disabled"),
     ),
-    *(
-        (
-            f"isaaclab.envs.{module}",
-            "IsaacLabAdapter",
-            Semantics(
-                final_observation="opt-in",
-                partial_reset=_NONE,
-                remedy=isaaclab.REMEDY,
-                source=isaaclab.SOURCE,
-            ),
-            ("SameStep",),
-        )
-        for module in (
-            "direct_rl_env:DirectRLEnv",
-            "manager_based_rl_env:ManagerBasedRLEnv",
-        )
-    ),
+    ("isaaclab.envs.direct_rl_env:DirectRLEnv", "IsaacLabAdapter", isaaclab.SEMANTICS),
     (
-        "rsl_rl.env.vec_env:VecEnv",
-        "RslRlAdapter",
-        Semantics(
-            _LOST, partial_reset=_NONE, truncation="time_outs", source=rsl_rl.SOURCE
-        ),
-        ("SameStep",),
+        "isaaclab.envs.manager_based_rl_env:ManagerBasedRLEnv",
+        "IsaacLabAdapter",
+        isaaclab.SEMANTICS,
     ),
-    *(
-        (
-            path,
-            "BraxAdapter",
-            Semantics(
-                _LOST,
-                "cached-first",
-                partial_reset=_NONE,
-                truncation="info",
-                source=source,
-            ),
-            ("SameStep",),
-        )
-        for path, source in (
-            ("brax.envs.wrappers.training:AutoResetWrapper", brax.BRAX),
-            ("mujoco_playground._src.wrapper:BraxAutoResetWrapper", brax.PLAYGROUND),
-        )
-    ),
+    ("rsl_rl.env.vec_env:VecEnv", "RslRlAdapter", rsl_rl.SEMANTICS),
+    ("brax.envs.wrappers.training:AutoResetWrapper", "BraxAdapter", brax.SEMANTICS),
     (
-        "gymnax.environments.environment:Environment",
-        "GymnaxAdapter",
-        Semantics("every-step", partial_reset=_NONE, source=gymnax.SOURCE),
-        ("SameStep",),
+        "mujoco_playground._src.wrapper:BraxAutoResetWrapper",
+        "BraxAdapter",
+        replace(brax.SEMANTICS, source=brax.PLAYGROUND),
     ),
-    (
-        "jumanji.wrappers:AutoResetWrapper",
-        "JumanjiAdapter",
-        Semantics(
-            "opt-in",
-            partial_reset=_NONE,
-            truncation="discount",
-            remedy="next_obs_in_extras=True",
-            source=jumanji.SOURCE,
-        ),
-        ("SameStep",),
-    ),
-    (
-        "wrappers:OptimisticResetVecEnvWrapper",  # Craftax_Baselines' wrappers.py
+    ("gymnax.environments.environment:Environment", "GymnaxAdapter", gymnax.SEMANTICS),
+    ("jumanji.wrappers:AutoResetWrapper", "JumanjiAdapter", jumanji.SEMANTICS),
+    (  # Craftax_Baselines' wrappers.py
+        "wrappers:OptimisticResetVecEnvWrapper",
         "CraftaxAdapter",
-        Semantics(
-            _LOST,
-            "pool",
-            partial_reset=_NONE,
-            truncation="step-count",
-            source=craftax.SOURCE,
-        ),
-        ("SameStep",),
+        craftax.SEMANTICS,
     ),
 ):
     register_vector_env(
         path,
-        modes=modes,
+        modes=modes[0] if modes else ("SameStep",),
         masked_reset="ignores",
         semantics=semantics,
         why="{name} is a batched simulator with its own reset and final-observation API.",

@@ -11,6 +11,7 @@ Neither has a setting that keeps it (brax PR #641 and Playground PRs #320, #350,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,11 @@ from vecmode.simulators.base import JaxAdapter, StepResult, key_of
 BRAX = "google/brax brax/envs/wrappers/training.py @ 0b96d056328d"
 PLAYGROUND = (
     "google-deepmind/mujoco_playground mujoco_playground/_src/wrapper.py @ d5e6b4753132"
+)
+#: What Brax's training env does at an episode's end (Playground's by default
+#: too, with its own source).
+SEMANTICS = Semantics(
+    "lost", "cached-first", partial_reset="none", truncation="info", source=BRAX
 )
 #: The AutoResetWrapper's caches in ``state.info`` (Brax's and Playground's):
 #: the first state it resets to, its key, its count; not the step's infos.
@@ -77,12 +83,12 @@ class BraxAdapter(JaxAdapter):
             single_action_space=_box(env.action_size, -1.0, 1.0),
             mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
-            semantics=Semantics(
-                final_observation="lost",
+            semantics=SEMANTICS
+            if full_reset is None
+            else replace(
+                SEMANTICS,
                 resets_to="fresh" if full_reset else "cached-first",
-                partial_reset="none",
-                truncation="info",
-                source=BRAX if full_reset is None else PLAYGROUND,
+                source=PLAYGROUND,
             ),
         )
         #: Playground's full reset also resets ``info["truncation"]`` of an ended

@@ -19,6 +19,10 @@ from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, StepResult, gym_space, key_of
 
 SOURCE = "MichaelTMatthews/Craftax_Baselines wrappers.py @ 7ce36fa05b84"
+#: What the simulator does at an episode's end, as it is built by default.
+SEMANTICS = Semantics(
+    "lost", "pool", partial_reset="none", truncation="step-count", source=SOURCE
+)
 
 
 class CraftaxAdapter(JaxAdapter):
@@ -49,13 +53,7 @@ class CraftaxAdapter(JaxAdapter):
             single_action_space=gym_space(env.action_space(self.params)),
             mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
-            semantics=Semantics(
-                final_observation="lost",
-                resets_to="pool",
-                partial_reset="none",
-                truncation="step-count",
-                source=SOURCE,
-            ),
+            semantics=SEMANTICS,
         )
         #: The time limit (None: every end is a termination).
         self.max_timesteps: int | None = getattr(self.params, "max_timesteps", None)

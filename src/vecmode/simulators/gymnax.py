@@ -16,6 +16,8 @@ from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, gym_space, key_of
 
 SOURCE = "RobertTLange/gymnax gymnax/environments/environment.py @ 086ad95697d5"
+#: What the simulator does at an episode's end, as it is built by default.
+SEMANTICS = Semantics("every-step", partial_reset="none", source=SOURCE)
 _FINAL = "final_observation"  # gymnax's own key
 
 
@@ -43,9 +45,7 @@ class GymnaxAdapter(JaxAdapter):
             single_action_space=gym_space(env.action_space(params)),
             mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
-            semantics=Semantics(
-                final_observation="every-step", partial_reset="none", source=SOURCE
-            ),
+            semantics=SEMANTICS,
         )
         self.params = params
         self.key = key_of(seed)

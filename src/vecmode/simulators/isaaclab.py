@@ -14,6 +14,7 @@ rewards are the env's own buffers, written in place by the next step.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gymnasium.vector import AutoresetMode
@@ -26,6 +27,9 @@ SOURCE = (
     "isaac-sim/IsaacLab source/isaaclab/isaaclab/envs/direct_rl_env.py @ 7ff33ed47bd8"
 )
 REMEDY = "env_cfg.compute_final_obs=True (IsaacLab with PR #6219)"
+#: What the simulator does at an episode's end, as it is built by default
+#: (``compute_final_obs=False``; its ``_reset_idx`` is internal: no partial reset).
+SEMANTICS = Semantics("opt-in", partial_reset="none", remedy=REMEDY, source=SOURCE)
 
 
 def configured(env: Any) -> Semantics:
@@ -41,12 +45,7 @@ def configured(env: Any) -> Semantics:
     """
     flag = getattr(getattr(env, "cfg", None), "compute_final_obs", None)
     final = "lost" if flag is None else "masked" if flag else "opt-in"
-    return Semantics(
-        final_observation=final,
-        partial_reset="none",  # (its _reset_idx is internal: no observations)
-        remedy="" if flag else REMEDY,
-        source=SOURCE,
-    )
+    return replace(SEMANTICS, final_observation=final, remedy="" if flag else REMEDY)
 
 
 class IsaacLabAdapter(SimulatorAdapter):

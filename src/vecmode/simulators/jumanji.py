@@ -9,6 +9,7 @@ truncation one with another discount."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gymnasium.vector import AutoresetMode
@@ -18,6 +19,14 @@ from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, gym_space, key_of
 
 SOURCE = "instadeepai/jumanji jumanji/wrappers.py @ 590005b0fb30"
+#: What the simulator does at an episode's end, as it is built by default.
+SEMANTICS = Semantics(
+    "opt-in",
+    partial_reset="none",
+    truncation="discount",
+    remedy="next_obs_in_extras=True",
+    source=SOURCE,
+)
 _NEXT_OBS = "next_obs"  # Jumanji's NEXT_OBS_KEY_IN_EXTRAS
 _LAST = 2  # StepType.LAST
 
@@ -116,13 +125,9 @@ class JumanjiAdapter(JaxAdapter):
             single_action_space=gym_space(_spec(env, "action_spec")),
             mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
-            semantics=Semantics(
-                final_observation="masked" if finals else "opt-in",
-                partial_reset="none",
-                truncation="discount",
-                remedy="next_obs_in_extras=True",
-                source=SOURCE,
-            ),
+            semantics=replace(SEMANTICS, final_observation="masked")
+            if finals
+            else SEMANTICS,
         )
         self.key = key_of(seed)
         self._reset_fn, self._step_fn = _compiled(env, num_envs, batched, finals, pick)

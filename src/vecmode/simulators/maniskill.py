@@ -27,6 +27,8 @@ from vecmode.env_classes import Semantics
 from vecmode.simulators.base import SimulatorAdapter, StepResult
 
 SOURCE = "haosulab/ManiSkill mani_skill/vector/wrappers/gymnasium.py @ 07e17a0a42c1"
+#: What the simulator does at an episode's end, as it is built by default.
+SEMANTICS = Semantics(partial_reset="indices", source=SOURCE)
 
 
 class ManiSkillAdapter(SimulatorAdapter):
@@ -61,7 +63,7 @@ class ManiSkillAdapter(SimulatorAdapter):
             single_action_space=simulator.single_action_space,
             mode=AutoresetMode.SAME_STEP if auto else AutoresetMode.DISABLED,
             namespace="torch",
-            semantics=Semantics(partial_reset="indices", source=SOURCE),
+            semantics=SEMANTICS,
         )
 
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:

@@ -20,6 +20,7 @@ vecenv_wrapper.py`` @ d719f7d5efc1) passes IsaacLab's extras through: with
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,10 @@ from vecmode.simulators.base import SimulatorAdapter, StepResult
 from vecmode.simulators.isaaclab import REMEDY
 
 SOURCE = "leggedrobotics/rsl_rl rsl_rl/env/vec_env.py @ c281c32e5746"
+#: What the simulator does at an episode's end, as it is built by default.
+SEMANTICS = Semantics(
+    "lost", partial_reset="none", truncation="time_outs", source=SOURCE
+)
 
 
 def observations(found: Any) -> Any:
@@ -63,13 +68,11 @@ def configured(env: Any, ending_reward: str) -> Semantics:
     for IsaacLab's wrapper over an env with ``cfg.compute_final_obs`` (True:
     ``"masked"``; False: ``"opt-in"``)."""
     flag = getattr(getattr(env, "cfg", None), "compute_final_obs", None)
-    return Semantics(
+    return replace(
+        SEMANTICS,
         final_observation="masked" if flag else "lost" if flag is None else "opt-in",
         ending_reward=ending_reward,
-        partial_reset="none",
-        truncation="time_outs",
         remedy=REMEDY if flag is False else "",
-        source=SOURCE,
     )
 
 

@@ -270,7 +270,7 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
             self, "observation", None, batch_space(space, n=self.stack_size)
         )
         self._space = space
-        self.stacks = create_empty_array(
+        self.stacks: Any = create_empty_array(
             self.single_observation_space, self.num_envs, fn=np.zeros
         )
         self._finals: dict[int, Any] = {}
@@ -297,7 +297,7 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
 
     def _array_transition(self, obs: Any, *rest: Any) -> None:
         """The mask's rows (``rest[-1]``) shift, into new arrays: never written."""
-        moved = self.array_xp.concat([self.stacks[:, 1:], obs[:, None]], axis=1)  # type: ignore[index, call-overload]
+        moved = self.array_xp.concat([self.stacks[:, 1:], obs[:, None]], axis=1)
         self.stacks = self._moved = _arrays.rows_where(rest[-1], moved, self.stacks)
 
     def _array_step_result(self, result: StepResult) -> StepResult:
