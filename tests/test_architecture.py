@@ -34,7 +34,7 @@ PRESENTATION = ("cli", "timeline.py")
 #: of the modes, policies, wrappers and kit: torch and JAX batches; its
 #: kernels compiled on JAX and batches folded into long rows; the frame stack
 #: and the rescales over them; the simulator adapters and their semantics)
-MAX_SRC_LINES = 20_800
+MAX_SRC_LINES = 20_780
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15
