@@ -13,12 +13,15 @@ Gymnasium's wrapper and with vecmode's, same arguments:
 * CleanRL's five-layer PPO stack (``ClipReward(NormalizeReward(
   TransformObservation(NormalizeObservation(RecordEpisodeStatistics(env)),
   clip10), gamma=0.99), -10, 10)``) built from each side's wrappers, and
-  ``vecmode.wrappers.ppo_stack(env, gamma=0.99)``: reported as time / bare.
+  ``vecmode.wrappers.ppo_stack(env, gamma=0.99)``: reported as time / bare;
+* the same five layers written by hand as one object (``by_hand.py``: the
+  arithmetic alone, for one mode, no checks): time / bare, on the five layers' row.
 
 **Array table.** Over ``vecmode.testing.BatchedCartPole`` in torch (CPU) and,
 when installed, JAX (CPU, eager, float32 unless ``jax_enable_x64``) at 4,096 and
 65,536 sub-envs (``--array-num-envs``): the bare env's time per step, and the
-five-layer stacks over it. The env is DISABLED: every step is followed by
+five-layer stacks over it (and the hand-written five, except on JAX, where
+eager code would not be a fair yardstick). The env is DISABLED: every step is followed by
 ``reset(options={"reset_mask": terminated | truncated})`` (timed, no host sync).
 A stack that cannot take the library's arrays yet is reported with its error.
 
@@ -64,6 +67,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.wrappers import vector as gv
 
+from by_hand import ByHand
 from harness import (
     add_num_envs_argument,
     add_run_arguments,
@@ -87,7 +91,7 @@ ARRAY_NUM_ENVS, QUICK_ARRAY_NUM_ENVS = (4096, 65536), (64,)
 DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS = 500, 10, 9, 1
 WARMUP_STEPS = 20
 BARE = "bare env"
-FIVE, PPO = "five layers", "ppo_stack"
+FIVE, PPO, BY_HAND = "five layers", "ppo_stack", "by hand"
 
 Wrap = Callable[[VectorEnv], VectorEnv]
 
@@ -187,6 +191,7 @@ NUMPY_HEADERS = (
     "vecmode added us",
     "gym time/bare",
     "vecmode time/bare",
+    "by hand time/bare",
 )
 
 
@@ -201,10 +206,11 @@ def numpy_rows(n: int, args: argparse.Namespace) -> list[list[str]]:
         for side, wrap in zip(("gym", "vecmode"), wraps, strict=True):
             if wrap is not None:
                 envs[f"{side} {name}"] = wrap(base())
+    envs[BY_HAND] = ByHand(base())  # type: ignore[assignment]
     actions = np.random.default_rng(args.seed).integers(0, 2, (args.steps, n))
     times = time_group(envs, actions, args, False, f"numpy, {n} sub-envs")
     bare_us = 1e6 * statistics.median(times[BARE])
-    rows = [[f"{n:,}", f"{BARE}: {bare_us:.1f} us per step", "", "", "", ""]]
+    rows = [[f"{n:,}", f"{BARE}: {bare_us:.1f} us per step", "", "", "", "", ""]]
     for name in CASES:
         cells = [f"{n:,}", name]
         added, ratio = [], []
@@ -212,7 +218,8 @@ def numpy_rows(n: int, args: argparse.Namespace) -> list[list[str]]:
             key = f"{side} {name}"
             added.append(f"{added_us(times, key):+.1f}" if key in times else "-")
             ratio.append(f"{over_bare(times, key):.2f}x" if key in times else "-")
-        rows.append(cells + added + ratio)
+        by_hand = f"{over_bare(times, BY_HAND):.2f}x" if name == FIVE else ""
+        rows.append(cells + added + ratio + [by_hand])
     return rows
 
 
@@ -265,7 +272,10 @@ def array_rows(name: str, xp: Any, n: int, args: argparse.Namespace) -> list[lis
     envs: dict[str, VectorEnv] = {}
     refused: dict[str, str] = {}
     first: dict[str, str] = {}
-    for label, wrap in ((BARE, lambda e: e), (f"vecmode {FIVE}", five(vw)), (PPO, ppo)):
+    contestants = [(BARE, lambda e: e), (f"vecmode {FIVE}", five(vw)), (PPO, ppo)]
+    if name != "jax":  # (eager JAX: no fair yardstick)
+        contestants.append((BY_HAND, ByHand))
+    for label, wrap in contestants:
         wrapped, said = try_wrap(wrap, BatchedCartPole(n, xp), actions)
         if wrapped is None:
             refused[label] = said
@@ -343,7 +353,8 @@ def header_lines(args: argparse.Namespace, found: dict[str, Any]) -> list[str]:
         "numpy table: over gym.make_vec('CartPole-v1', n, "
         "vectorization_mode='vector_entry_point') (NextStep); added us = time per "
         "vector step minus the bare env's; time/bare = the stack's time / the bare "
-        "env's (medians of per-round values)",
+        "env's (medians of per-round values); by hand = the five layers' "
+        "arithmetic as one object (benchmarks/by_hand.py)",
         "array table: over vecmode.testing.BatchedCartPole(n, xp) (Disabled, a "
         "masked reset after every step, timed); first ms = building the env and "
         "its first reset and 3 steps (JAX compiles there); 'not yet': the stack "

@@ -1,11 +1,13 @@
 """User code type-checks against vecmode's public API (``py.typed``): ``mypy
---strict`` on the calls the docs show, and a misspelt name is an error."""
+--strict`` on the calls the docs show, and a misspelt name is an error; the
+package itself type-checks under its own configuration."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,18 @@ def test_user_code_type_checks_and_a_misspelt_name_does_not(tmp_path):
     assert any('Module "vecmode" has no attribute "chek_stack"' in e for e in errors)
     assert any('Module has no attribute "chek_stak"' in e for e in errors)
     assert len(errors) == 2, result.stdout
+
+
+@pytest.mark.slow
+def test_the_package_type_checks_under_its_own_config(tmp_path):
+    """``mypy`` with the project's configuration (``[tool.mypy]``: the package's
+    own code) finds nothing: the hints ``py.typed`` ships say what the code does."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -102,13 +102,15 @@ def test_bench_batched_quick_runs_and_reports_every_wrapper():
     out = run_benchmark("bench_batched.py", "--quick", "--markdown", timeout=300)
     lines = out.splitlines()
     rows = [line for line in lines if line.startswith("| 16 |")]
-    assert len(rows) == 7 and all(r.count("|") == 7 for r in rows), out  # 6 columns
+    assert len(rows) == 7 and all(r.count("|") == 8 for r in rows), out  # 7 columns
     assert "bare env:" in rows[0] and "ppo_stack" in rows[-1]
+    five = [r.split("|") for r in rows if "| five layers |" in r]
+    assert len(five) == 1 and five[0][-2].strip().endswith("x"), out  # by hand
     found = ("torch", "jax")
-    for name in found:
+    for name, contestants in zip(found, (4, 3), strict=True):  # JAX: none by hand
         if importlib.util.find_spec(name) is not None:
             arrays = [line for line in lines if line.startswith(f"| {name} | 64 |")]
-            assert len(arrays) == 3 and "bare env" in arrays[0], out
+            assert len(arrays) == contestants and "bare env" in arrays[0], out
     cells = [line.split("|") for line in lines if "| 64 |" in line]
     simulators = {c[1].strip(): c[-2] for c in cells if c[1].strip() not in found}
     if importlib.util.find_spec("torch") is not None:
