@@ -35,7 +35,7 @@ SIMULATOR_HEADERS = ("simulator", "sub-envs", "own us", "adapter us", "adapter/o
 
 def _torch_pair(name: str, n: int, steps: int) -> Pair:
     from tests.simulators.fakes import isaaclab, maniskill, rsl_rl
-    from tests.simulators.torch_support import action_batches
+    from tests.simulators.support import action_batches
 
     from vecmode import simulators
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st  # noqa: E402
 import vecmode  # noqa: E402
 from tests.batched.support import host, no_host_copies  # noqa: E402
 from tests.simulators.fakes.maniskill import ManiSkillVectorEnv  # noqa: E402
-from tests.simulators.torch_support import (  # noqa: E402
+from tests.simulators.support import (  # noqa: E402
     action_batches,
     assert_same,
     collect,

@@ -18,7 +18,7 @@ import vecmode  # noqa: E402
 from tests.batched.support import host, no_host_copies  # noqa: E402
 from tests.simulators.fakes.isaaclab import DirectRLEnv  # noqa: E402
 from tests.simulators.fakes.rsl_rl import Go2Env, RslRlVecEnvWrapper  # noqa: E402
-from tests.simulators.torch_support import (  # noqa: E402
+from tests.simulators.support import (  # noqa: E402
     action_batches,
     assert_same,
     collect,

@@ -1,13 +1,12 @@
-"""Helpers of the torch simulators' tests (ManiSkill3, IsaacLab, RSL-RL): the
-actions of a run, the transitions a ``TransitionCollector`` reads as NumPy, and
-their comparison with a fake's true transitions."""
+"""Helpers of the simulators' tests: the actions of a run, the transitions a
+``TransitionCollector`` reads as NumPy, and their comparison with a fake's true
+transitions."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-import torch
 
 import vecmode
 from tests.batched.support import host, no_host_copies
@@ -15,8 +14,10 @@ from tests.batched.support import host, no_host_copies
 FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "truncated")
 
 
-def action_batches(num_envs: int, steps: int, seed: int = 0) -> list[torch.Tensor]:
-    """``steps`` batches of 2-float actions in [-1, 1)."""
+def action_batches(num_envs: int, steps: int, seed: int = 0) -> list[Any]:
+    """``steps`` torch batches of 2-float actions in [-1, 1)."""
+    import torch
+
     g = torch.Generator().manual_seed(seed)
     return [torch.rand((num_envs, 2), generator=g) * 2 - 1 for _ in range(steps)]
 
@@ -49,8 +50,22 @@ def collect(
     return out
 
 
+def same_step_rows(adapter: Any, rows: list[list[int]], seed: int) -> list[Any]:
+    """:func:`collect` over ``adapter`` in SameStep, each step in the trap, its
+    actions the ``num_envs`` first of each row (JAX int32 batches)."""
+    import jax.numpy as jnp
+
+    n = adapter.num_envs
+    actions = [jnp.asarray(row[:n], dtype=jnp.int32) for row in rows]
+    return collect(
+        vecmode.with_autoreset(adapter, "SameStep"), actions, seed, trap=True
+    )
+
+
 def assert_same(
-    got: list[dict[str, np.ndarray]], truth: list[dict[str, np.ndarray]]
+    got: list[dict[str, np.ndarray]],
+    truth: list[dict[str, np.ndarray]],
+    atol: float = 1e-7,
 ) -> None:
     """Value for value, step by step."""
     assert len(got) == len(truth)
@@ -60,7 +75,7 @@ def assert_same(
                 ours[name],
                 true[name],
                 rtol=1e-6,
-                atol=1e-7,
+                atol=atol,
                 err_msg=f"step {step}: {name}",
             )
 
