@@ -15,13 +15,13 @@ Gymnasium's wrapper and with vecmode's, same arguments:
   clip10), gamma=0.99), -10, 10)``) built from each side's wrappers, and
   ``vecmode.wrappers.ppo_stack(env, gamma=0.99)``: reported as time / bare;
 * the same five layers written by hand as one object (``by_hand.py``: the
-  arithmetic alone, for one mode, no checks): time / bare, on the five layers' row.
+  arithmetic alone, for one mode, no checks; compiled on JAX): time / bare, on
+  the five layers' row.
 
 **Array table.** Over ``vecmode.testing.BatchedCartPole`` in torch (CPU) and,
 when installed, JAX (CPU, eager, float32 unless ``jax_enable_x64``) at 4,096 and
 65,536 sub-envs (``--array-num-envs``): the bare env's time per step, and the
-five-layer stacks over it (and the hand-written five, except on JAX, where
-eager code would not be a fair yardstick). The env is DISABLED: every step is followed by
+five-layer stacks over it, and the hand-written five. The env is DISABLED: every step is followed by
 ``reset(options={"reset_mask": terminated | truncated})`` (timed, no host sync).
 A stack that cannot take the library's arrays yet is reported with its error.
 
@@ -272,10 +272,8 @@ def array_rows(name: str, xp: Any, n: int, args: argparse.Namespace) -> list[lis
     envs: dict[str, VectorEnv] = {}
     refused: dict[str, str] = {}
     first: dict[str, str] = {}
-    contestants = [(BARE, lambda e: e), (f"vecmode {FIVE}", five(vw)), (PPO, ppo)]
-    if name != "jax":  # (eager JAX: no fair yardstick)
-        contestants.append((BY_HAND, ByHand))
-    for label, wrap in contestants:
+    contestants = (BARE, lambda e: e), (f"vecmode {FIVE}", five(vw)), (PPO, ppo)
+    for label, wrap in (*contestants, (BY_HAND, ByHand)):
         wrapped, said = try_wrap(wrap, BatchedCartPole(n, xp), actions)
         if wrapped is None:
             refused[label] = said
