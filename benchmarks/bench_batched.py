@@ -20,9 +20,10 @@ Gymnasium's wrapper and with vecmode's, same arguments:
 
 **Array table.** Over ``vecmode.testing.BatchedCartPole`` in torch (CPU) and,
 when installed, JAX (CPU, eager, float32 unless ``jax_enable_x64``) at 4,096 and
-65,536 sub-envs (``--array-num-envs``): the bare env's time per step, and the
-five-layer stacks over it, and the hand-written five. The env is DISABLED: every step is followed by
-``reset(options={"reset_mask": terminated | truncated})`` (timed, no host sync).
+65,536 sub-envs (``--array-num-envs``): the bare env's time per step, the
+five-layer stacks over it and the hand-written five. The env is DISABLED: every
+step is followed by ``reset(options={"reset_mask": terminated | truncated})``
+(timed, no host sync).
 A stack that cannot take the library's arrays yet is reported with its error.
 
 **Simulator table.** Each ``vecmode.simulators`` adapter's step against its
