@@ -13,6 +13,11 @@ from gymnasium.vector.utils import batch_space, iterate
 
 from vecmode import _arrays, _rows, core, errors, modes
 from vecmode.autoreset import batched
+from vecmode.autoreset.masked_reset import (
+    BUILD_DISABLED,
+    honours_reset_mask,
+    why_not_masked,
+)
 from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
 from vecmode.env_classes import final_obs_layout, refuse_lost, vector_env_declaration
@@ -36,56 +41,6 @@ __all__ = [
 _STEP, _RESET, _STEP_THEN_RESET = (
     int(core.Command[c]) for c in ("STEP", "RESET", "STEP_THEN_RESET")
 )
-
-
-def honours_reset_mask(env: VectorEnv) -> bool:
-    """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
-    a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
-    pending autoreset of the sub-envs a masked reset resets."""
-    mode = modes.mode_of(env)
-    if mode is None:
-        return False
-    if modes.caller_resets(mode):
-        return True
-    found = vector_env_declaration(env)
-    return (
-        modes.resets_on_next_step(mode)
-        and found is not None
-        and found.masked_reset(env) == "clears"
-    )
-
-
-def _why_not_masked(env: VectorEnv) -> tuple[str, str]:
-    """Why ``env``'s masked reset cannot drive it as DISABLED, and the remedy."""
-    name = type(env.unwrapped).__name__
-    if modes.mode_of(env) is None:
-        return (
-            "It declares no mode, so what its reset with a mask does is unknown.",
-            "Declare the mode it runs in in metadata['autoreset_mode'].",
-        )
-    found = vector_env_declaration(env)
-    if found is None:
-        return (
-            f"vecmode does not know what {name}'s reset(options={{'reset_mask': "
-            f"mask}}) does: it must reset only the masked sub-envs and clear their "
-            f"pending autoreset for the conversion to be exact.",
-            f"If it does (vecmode.testing.check_vector_env and a masked reset after "
-            f"an episode end show it), declare it: vecmode.register_vector_env("
-            f"{name}, masked_reset='clears'); or build it in Disabled mode.",
-        )
-    why = found.why.format(name=name)
-    if not why:
-        masked_reset = found.masked_reset(env)
-        what = {
-            "keeps-pending": "keeps a masked sub-env's pending autoreset, so the "
-            "next step would reset it once more",
-            "ignores": "ignores the mask and resets every sub-env",
-        }.get(masked_reset, "does not reset only the masked sub-envs")
-        why = (
-            f"{name}'s reset(options={{'reset_mask': mask}}) {what} (declared "
-            f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
-        )
-    return why, found.remedy.format(name=name) or _BUILD_DISABLED
 
 
 class _AutoresetWrapper(ForwardingWrapper):
@@ -305,10 +260,6 @@ class _AutoresetWrapper(ForwardingWrapper):
 _NOTHING_SENT = object()
 
 
-_BUILD_DISABLED = (
-    "Build the env in DISABLED mode itself, or use vecmode.make_vec(..., "
-    "vectorization_mode='sync') whose core supports every mode."
-)
 _FOREIGN_SAME_STEP = (
     "A SAME_STEP env has already reset the ended sub-envs (without the caller's "
     "seed and options), so this cannot be recovered exactly."
@@ -441,7 +392,7 @@ class SameStepAutoreset(_AutoresetWrapper):
     AutoresetMode.DISABLED,
     output=AutoresetMode.DISABLED,
     why={AutoresetMode.SAME_STEP: _FOREIGN_SAME_STEP},
-    instead=_BUILD_DISABLED,
+    instead=BUILD_DISABLED,
     array_native=True,
 )
 class DisableAutoreset(_AutoresetWrapper):
@@ -461,7 +412,7 @@ class DisableAutoreset(_AutoresetWrapper):
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
         if not honours_reset_mask(env):
-            raise self._refuse(*_why_not_masked(env))
+            raise self._refuse(*why_not_masked(env))
         self.ended = modes.EndedTracker(env.num_envs)
         if isinstance(env, VectorCore):  # (it refuses to step an ended sub-env)
             self.core, self._all_step = env, [_STEP] * env.num_envs
@@ -570,7 +521,8 @@ def with_autoreset(
             raise IncompatibleModeError(
                 f"with_autoreset cannot turn {type(original.unwrapped).__name__} "
                 f"({current.value}) into {target.value}: the way there goes "
-                f"through {policy.__name__}, and {refused.why} {refused.instead}"
+                f"through {policy.__name__}, which cannot wrap it: {refused.why} "
+                f"{refused.instead}"
             ) from error
     return env
 

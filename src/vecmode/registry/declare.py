@@ -36,6 +36,9 @@ class Declaration:
         array_native: it takes batches of any array library (torch, JAX...) in
             their library and on their device; the others read NumPy.
         caveats: what goes wrong in a supported mode's optional use (ok still).
+        masked_reset_fault: what goes wrong when a masked reset (``reset_mask``)
+            reaches it in a supported mode, and what to do ("" if nothing): a
+            stack with a layer above that makes masked resets is wrong.
         needs_popped_options, kept_options_caveat: see :meth:`over`.
     """
 
@@ -49,6 +52,7 @@ class Declaration:
     needs_popped_options: bool = False
     kept_options_caveat: str = ""
     array_native: bool = False
+    masked_reset_fault: str = ""
 
     def over(self, env: Any) -> Declaration:
         """This declaration over ``env``: right in every mode it accepts if its
@@ -62,6 +66,7 @@ class Declaration:
             modes=modes,
             wrong=MappingProxyType({}),
             caveats=MappingProxyType(dict.fromkeys(modes, caveat) if caveat else {}),
+            masked_reset_fault="",
         )
 
     def behaviour(self, mode: ModeLike) -> str:
@@ -152,14 +157,15 @@ def gymnasium_entries() -> dict[str, Declaration]:
     for name, verdicts in _gymnasium.GYMNASIUM_VERDICTS.items():
         by_mode = {as_mode(mode): verdict for mode, verdict in verdicts.items()}
         ok = [mode for mode in MODES if by_mode[mode][0] == "ok"]
-        instead = (  # vecmode has an equivalent of each
+        use = (  # vecmode has an equivalent of each
             f"Use vecmode.wrappers.{name.rpartition(':')[2]} instead (same arguments, "
-            f"right in every mode), or build the vector env in {mode_names(ok)}."
+            f"right in every mode)"
         )
+        instead = f"{use}, or build the vector env in {mode_names(ok)}."
         wrong = {m: text for m, (v, text) in by_mode.items() if v == "wrong"}
         why = {m: text for m, (v, text) in by_mode.items() if v == "refuses"}
-        caveat = _gymnasium.PARTIAL_RESET_CAVEATS.get(name)
-        caveat = caveat or _gymnasium.WRITES_BELOW_CAVEATS.get(name)
+        fault = _gymnasium.PARTIAL_RESET_CAVEATS.get(name, "")
+        caveat = fault or _gymnasium.WRITES_BELOW_CAVEATS.get(name)
         kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name, "")
         _gymnasium_entries[name] = replace(
             declare(ok, None, wrong, why, instead, "gymnasium"),
@@ -167,6 +173,7 @@ def gymnasium_entries() -> dict[str, Declaration]:
             needs_popped_options=bool(kept),
             kept_options_caveat=kept,
             array_native=name.rpartition(":")[2] in _GYMNASIUM_CONVERSIONS,
+            masked_reset_fault=fault and f"{fault[0].upper()}{fault[1:]} {use}.",
         )
     return _gymnasium_entries
 
@@ -257,6 +264,13 @@ def declaration(cls_or_instance: Any) -> Declaration | None:
         cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
     )
     return next(filter(None, map(own_declaration, cls.__mro__)), None)
+
+
+def masked_reset_fault(layer: Any) -> str:
+    """What goes wrong when a masked reset reaches ``layer``, a wrapper right in
+    its mode otherwise, and what to do; "" if nothing is known."""
+    found = declaration(layer)
+    return "" if found is None else found.over(layer.env).masked_reset_fault
 
 
 def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:

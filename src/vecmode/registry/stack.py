@@ -7,7 +7,7 @@ import functools
 import itertools
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -20,7 +20,12 @@ from vecmode.env_classes import (
     reads_final_observations,
     semantics_of,
 )
-from vecmode.registry.declare import NO_MODES, Declaration, declaration
+from vecmode.registry.declare import (
+    NO_MODES,
+    Declaration,
+    declaration,
+    masked_reset_fault,
+)
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
 
@@ -167,6 +172,8 @@ def _where(report: CompatibilityReport, row: LayerReport) -> str:
     below = report.rows[max(report.rows.index(row) - 1, 0)].library
     if row.array_native is False and below not in (None, "numpy"):
         return f"over {below} batches"
+    if row.verdict is Verdict.KNOWN_WRONG and row.mode_in in (row.accepts or ()):
+        return "under masked resets"
     return f"in {_cell(row.mode_in or row.mode_out)}"
 
 
@@ -330,7 +337,32 @@ def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityR
     rows: list[LayerReport] = []
     for position, layer in enumerate(reversed(list(stack))):
         rows.append(_row(position, layer, rows[-1].mode_out if rows else None))
-    return CompatibilityReport(tuple(rows), modes.is_strict(strict))
+    return CompatibilityReport(_masked_resets(rows), modes.is_strict(strict))
+
+
+def _masked_resets(rows: list[LayerReport]) -> tuple[LayerReport, ...]:
+    """``rows``, each ok layer known to be wrong after a masked reset made
+    known-wrong if a layer above has its ended sub-envs reset by ``reset_mask``."""
+    out = list(rows)
+    for position, row in enumerate(rows):
+        fault = (
+            row.verdict is Verdict.OK and row.mode_in and masked_reset_fault(row.layer)
+        )
+        above = [
+            (q, r)
+            for q, r in enumerate(rows)
+            if q > position and r.mode_out and modes.caller_resets(r.mode_out)
+        ]
+        if fault and above:
+            q, sender = above[0]
+            out[position] = replace(
+                row,
+                verdict=Verdict.KNOWN_WRONG,
+                note=f"layer {q} {sender.name} runs {_cell(sender.mode_out)}, so its "
+                f"ended sub-envs are reset by reset_mask, which reaches this layer. "
+                f"{fault}",
+            )
+    return tuple(out)
 
 
 def assert_compatible(

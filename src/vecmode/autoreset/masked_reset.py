@@ -1,0 +1,81 @@
+"""Whether a vector env's masked reset can drive it as DISABLED exactly:
+:func:`honours_reset_mask`, and why not."""
+
+from __future__ import annotations
+
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+from vecmode import modes
+from vecmode.env_classes import layers, vector_env_declaration
+from vecmode.registry.declare import masked_reset_fault
+
+BUILD_DISABLED = (
+    "Build the env in DISABLED mode itself, or use vecmode.make_vec(..., "
+    "vectorization_mode='sync') whose core supports every mode."
+)
+
+
+def honours_reset_mask(env: VectorEnv) -> bool:
+    """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
+    a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
+    pending autoreset of the sub-envs a masked reset resets, under no wrapper
+    known to be wrong after a masked reset."""
+    mode = modes.mode_of(env)
+    if mode is None:
+        return False
+    if modes.caller_resets(mode):
+        return True
+    found = vector_env_declaration(env)
+    return (
+        modes.resets_on_next_step(mode)
+        and found is not None
+        and found.masked_reset(env) == "clears"
+        and _hurt_by_masked_resets(env) is None
+    )
+
+
+def _hurt_by_masked_resets(env: VectorEnv) -> tuple[str, str] | None:
+    """The outermost layer of ``env`` known to be wrong after a masked reset: its
+    name, and what goes wrong and what to do."""
+    for layer in layers(env):
+        fault = isinstance(layer, VectorWrapper) and masked_reset_fault(layer)
+        if fault:
+            return type(layer).__name__, fault
+    return None
+
+
+def why_not_masked(env: VectorEnv) -> tuple[str, str]:
+    """Why ``env``'s masked reset cannot drive it as DISABLED, and the remedy."""
+    name = type(env.unwrapped).__name__
+    if modes.mode_of(env) is None:
+        return (
+            "It declares no mode, so what its reset with a mask does is unknown.",
+            "Declare the mode it runs in in metadata['autoreset_mode'].",
+        )
+    hurt = _hurt_by_masked_resets(env)
+    if hurt is not None:
+        layer, fault = hurt
+        return f"it resets ended sub-envs by reset_mask, which reaches {layer}.", fault
+    found = vector_env_declaration(env)
+    if found is None:
+        return (
+            f"vecmode does not know what {name}'s reset(options={{'reset_mask': "
+            f"mask}}) does: it must reset only the masked sub-envs and clear their "
+            f"pending autoreset for the conversion to be exact.",
+            f"If it does (vecmode.testing.check_vector_env and a masked reset after "
+            f"an episode end show it), declare it: vecmode.register_vector_env("
+            f"{name}, masked_reset='clears'); or build it in Disabled mode.",
+        )
+    why = found.why.format(name=name)
+    if not why:
+        masked_reset = found.masked_reset(env)
+        what = {
+            "keeps-pending": "keeps a masked sub-env's pending autoreset, so the "
+            "next step would reset it once more",
+            "ignores": "ignores the mask and resets every sub-env",
+        }.get(masked_reset, "does not reset only the masked sub-envs")
+        why = (
+            f"{name}'s reset(options={{'reset_mask': mask}}) {what} (declared "
+            f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
+        )
+    return why, found.remedy.format(name=name) or BUILD_DISABLED
