@@ -10,7 +10,7 @@ import pytest
 from gymnasium.spaces import Box, Dict
 from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers.utils import RunningMeanStd as GymnasiumRunningMeanStd
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import vecmode
@@ -370,3 +370,52 @@ def test_a_frame_stack_refuses_dict_array_batches_and_says_what_to_do() -> None:
     envs = FrameStackObservation(vecmode.with_autoreset(base, "SameStep"), 2)
     with pytest.raises(TypeError, match="FlattenObservation"):
         envs.reset(seed=0)
+
+
+def _as_same_step(disabled_run):
+    """A Disabled run's records as SameStep gives them: each masked reset's
+    observations in the step's place, the ended rows' step observations as its
+    final observations."""
+    out = [disabled_run[0]]
+    for record in disabled_run[1:]:
+        if isinstance(record[0], str):  # ("reset", obs)
+            *start, _ = out[-1]
+            step_obs = start[0]
+            ended = np.flatnonzero(start[2] | start[3])
+            finals = {i: np.asarray(step_obs[i], np.float64) for i in ended}
+            out[-1] = (record[1], *start[1:], finals)
+        else:
+            out.append(record)
+    return out
+
+
+@pytest.mark.parametrize("name", ("numpy", *ARRAYS))
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "NormalizeObservation",
+        "ppo_stack",
+        "ppo_stack-unfused",
+        "RecordEpisodeStatistics+NormalizeObservation",
+    ],
+)
+@given(max_steps=st.integers(12, 40), seed=st.integers(0, 2**16))
+@settings(max_examples=4, deadline=None)
+def test_same_step_normalises_as_disabled_bit_for_bit(name, stack, max_steps, seed):
+    """The rows that did not end are normalised before the new episodes' first
+    observations update the statistics, in SameStep as at a masked reset."""
+    kw = {"n": 5, "max_steps": max_steps, "seed": seed}
+    _, same_step = _run(name, stack, "SameStep", steps=30, **kw)
+    _, disabled = _run(name, stack, "Disabled", steps=30, **kw)
+    disabled = _as_same_step(disabled)
+    assert len(same_step) == len(disabled)
+    ends = [(r[2] | r[3]).sum() for r in same_step[1:]]
+    assume(any(0 < e < kw["n"] for e in ends))  # a step where only some ended
+    for k, (got, want) in enumerate(zip(same_step, disabled, strict=True)):
+        got, want = (r if isinstance(r, tuple) else (r,) for r in (got, want))
+        for field, g, w in zip(("obs", "rewards"), got, want, strict=False):
+            assert np.array_equal(g, w), f"call {k}, {field}: {g} != {w}"
+        if len(want) > 1:
+            assert set(got[6]) == set(want[6]), f"call {k}: final rows"
+            for i in want[6]:
+                assert np.array_equal(got[6][i], want[6][i]), f"call {k}, final {i}"

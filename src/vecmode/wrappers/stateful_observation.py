@@ -60,6 +60,9 @@ class NormalizeObservation(
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._merged: tuple[Any, Any] | None = None
+        # what a SameStep step gave the rows that did not end, normalised before
+        # the first observations merged: the next masked reset gives them again
+        self._kept: tuple[Any, Any] | None = None
         self._arm("_reset_result")
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
@@ -82,11 +85,16 @@ class NormalizeObservation(
     ) -> tuple[Any, Any]:
         """The reset rows update ``obs_rms``, after the other rows are normalised."""
         obs, infos = super()._array_reset_result(obs, infos, state)
+        kept, self._kept = self._kept, None
         if not self.update_running_mean:
             return self.normalize(obs), infos
-        return self._updated(
-            obs, None if state is None else self.boundary.starts
-        ), infos
+        if state is None:
+            return self._updated(obs, None), infos
+        starts = self.boundary.starts
+        obs = self._updated(obs, starts)
+        if kept is not None:
+            obs = _arrays.rows_where(kept[1] & ~starts, kept[0], obs)
+        return obs, infos
 
     def _updated(self, obs: Any, mask: Any) -> Any:
         """``obs`` normalised, the rows of ``mask`` (all: None) after updating."""
@@ -95,7 +103,7 @@ class NormalizeObservation(
         return rms.normalized(obs, mask, eps, self._dtype, bound)
 
     def _array_step_result(self, result: StepResult) -> StepResult:
-        self._merged = None
+        self._merged = self._kept = None
         obs, rewards, terminations, truncations, infos = super()._array_step_result(
             result
         )
@@ -116,9 +124,12 @@ class NormalizeObservation(
         if self.update_running_mean:
             rms.update(merged)
         infos = modes.with_final_batch(infos, rows, self.normalize(merged))
-        if self.update_running_mean:
-            rms.update(obs, b.final_in_info)
-        return self.normalize(obs), rewards, terminations, truncations, infos
+        if not self.update_running_mean:
+            return self.normalize(obs), rewards, terminations, truncations, infos
+        obs = self._updated(obs, b.final_in_info)  # the firsts: as a masked reset
+        copy = self.array_xp.asarray(obs, copy=True)  # (a torch tensor: writable)
+        self._kept = copy, ~b.final_in_info
+        return obs, rewards, terminations, truncations, infos
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""
@@ -140,16 +151,26 @@ class NormalizeObservation(
     ) -> tuple[Any, Any]:
         """The reset rows update ``obs_rms``, after the other rows are normalised."""
         obs, infos = super()._reset_result(obs, infos, state)
+        kept, self._kept = self._kept, None
         starts = self.boundary.starts
-        count = count_nonzero(starts)
-        if count == len(starts) or not count or not self.update_running_mean:
-            self._update(obs, starts)
-            return self.normalize(obs), infos
-        out = self.normalize(obs)
-        first = obs[starts]
-        self.obs_rms.update(first)
-        out[starts] = self.normalize(first)
+        out = self._with_firsts(obs, starts)
+        if kept is not None:
+            rows = kept[1] & ~starts
+            out[rows] = kept[0][rows]
         return out, infos
+
+    def _with_firsts(self, obs: np.ndarray, firsts: np.ndarray) -> np.ndarray:
+        """``obs`` normalised: the rows of ``firsts``, first observations of
+        episodes, after they update ``obs_rms``; the others before."""
+        count = count_nonzero(firsts)
+        if count == len(firsts) or not count or not self.update_running_mean:
+            self._update(obs, firsts)
+            return self.normalize(obs)
+        out = self.normalize(obs)
+        first = obs[firsts]
+        self.obs_rms.update(first)
+        out[firsts] = self.normalize(first)
+        return out
 
     def last_observations(self, observations: Any, infos: base.Infos) -> Any:
         """As the base's, kept for the rest of the step (merged once)."""
@@ -158,8 +179,9 @@ class NormalizeObservation(
         return merged
 
     def _step_result(self, result: StepResult) -> StepResult:
-        """In NEXT_STEP's order: update, normalise the finals, update with firsts."""
-        self._merged = None
+        """In DISABLED's order: update, normalise the finals, normalise the other
+        rows, update with the firsts and normalise them."""
+        self._merged = self._kept = None
         obs, rewards, terminations, truncations, infos = super()._step_result(result)
         cached, self._merged = self._merged, None
         finals = self.boundary.final_in_info
@@ -183,8 +205,10 @@ class NormalizeObservation(
         infos = base.replace_final_observations(
             infos, rows, self.normalize(merged), self
         )
-        self._update(obs, finals)
-        return self.normalize(obs), rewards, terminations, truncations, infos
+        obs = self._with_firsts(obs, finals)  # as a masked reset would
+        if self.update_running_mean:
+            self._kept = obs.copy(), ~finals
+        return obs, rewards, terminations, truncations, infos
 
 
 _STACKABLE = (Box, Discrete, MultiDiscrete, MultiBinary)
