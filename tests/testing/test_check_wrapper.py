@@ -270,7 +270,7 @@ class ReadsResetObsAsFinal(vecmode.autoreset.GymnasiumFinalObs):
         (
             ReadsResetObsAsFinal,
             (
-                "field next_obs: [0. 1. 0.] here, [0. 0. 3.] there",
+                "field next_obs: [-100.5  101.5 -100.5] here, [-100.5  100.5 -103.5] there",
                 "vecmode.modes.from_dense_finals does it",
             ),
         ),

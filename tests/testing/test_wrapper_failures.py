@@ -11,9 +11,10 @@ from gymnasium.wrappers import vector as gym_vector
 
 import vecmode
 from vecmode import wrappers as vw
-from vecmode.testing import check_wrapper
+from vecmode.testing import ConformanceError, ScheduledEnv, check_wrapper, decode
 from vecmode.testing.envs import STEP_INFO_KEYS
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
+from vecmode.testing.wrapper.schedules import base_env
 
 
 # ------------------------------------------------------------ broken wrappers
@@ -98,7 +99,7 @@ def test_catches_a_wrapper_that_forgets_final_obs():
         "[SameStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
         "differs from [NextStep over vecmode.SyncVectorEnv, episodes ending "
         "together] (there): sub-env 0, a real transition (call 3 here, call 3 "
-        "there), field next_obs: [0. 0. 3.] here, [0. 0. 6.] there"
+        "there), field next_obs: [-100.5  100.5 -103.5] here, [-201.  201. -207.] there"
     ), message
     assert "final observations (info['final_obs'] in SAME_STEP)" in message
 
@@ -128,7 +129,10 @@ def test_catches_a_wrapper_that_declares_a_mode_it_gets_wrong():
         "differs" in (message)
     )
     assert "an episode start" in message and "field obs" in message
-    assert "[0. 1. 0. 3.] here, [0. 1. 0. 0.] there" in message
+    assert (
+        "[-100.5  101.5 -100.5    3. ] here, [-100.5  101.5 -100.5    0. ] there"
+        in message
+    )
 
 
 def test_catches_final_obs_outside_the_wrappers_space():
@@ -439,3 +443,111 @@ def test_a_masked_reset_keeps_the_other_sub_envs_observations():
     assert "(reset with reset_mask=" in message
     assert "(not reset), field obs: [0. 0. 0.] here" in message
     assert "there the call before's" in message
+
+
+# ------------------------------------ transforms the old test values hid (#1)
+class _ForgetsFinalObs(vw.ObservationWrapper):
+    """Transforms the observations but leaves ``info["final_obs"]`` as it is."""
+
+    def final_observations(self, infos, observations):
+        return infos
+
+
+IDENTITY_ON_SMALL_COUNTS = {
+    "abs": np.abs,
+    "clip to 100": lambda obs: np.clip(obs, -100, 100),
+    "max(0, x)": lambda obs: np.maximum(obs, 0),
+    "round": np.round,
+}
+
+
+@pytest.mark.parametrize("name", list(IDENTITY_ON_SMALL_COUNTS))
+def test_catches_a_forgotten_final_obs_whatever_the_transform(name):
+    """A transform that leaves small non-negative integers alone is still seen
+    forgetting ``info["final_obs"]``: the kit's observations are signed and not
+    integers; transforming them too passes."""
+    transform = staticmethod(IDENTITY_ON_SMALL_COUNTS[name])
+    right = type("Right", (vw.ObservationWrapper,), {"observations": transform})
+    check_wrapper(right)
+    forgets = type("Forgets", (_ForgetsFinalObs,), {"observations": transform})
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(forgets)
+    assert caught.value.property == "mode_equivalence_together"
+    message = str(caught.value)
+    assert "[SameStep over vecmode.SyncVectorEnv, episodes ending together]" in (
+        message
+    )
+    assert "field next_obs" in message
+    assert "final observations (info['final_obs'] in SAME_STEP)" in message
+
+
+def test_the_kit_s_observations_are_signed_and_not_integers():
+    """Each box entry is negative or positive, beyond ±100 and not an integer;
+    ``decode`` reads them, and ScheduledEnv's own default is unchanged."""
+    kinds = {"num_envs": 2, "obs_type": "box"}
+    envs = base_env("vecmode.SyncVectorEnv", AutoresetMode.NEXT_STEP, kinds)
+    obs, _ = envs.reset(seed=0)
+    obs = np.concatenate([obs, envs.step(np.array([0, 0]))[0]])
+    envs.close()
+    assert (np.abs(obs) > 100).all() and (obs % 1 != 0).all()
+    assert (obs < 0).any(axis=1).all() and (obs > 0).any(axis=1).all()
+    assert [decode(row) for row in obs] == [(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]
+    assert ScheduledEnv(index=2).reset(seed=0)[0].tolist() == [2.0, 0.0, 0.0]
+
+
+# ------------------------------------------- the layout of final_obs (#2)
+class StacksFinalObs(vw.ObservationWrapper):
+    """Transforms final observations right, but into one float batch with zeros
+    where no episode ended, not Gymnasium's object array."""
+
+    def observations(self, observations):
+        return observations + 1
+
+    def final_observations(self, infos, observations):
+        rows = [
+            np.zeros_like(observations[0]) if obs is None else obs + 1
+            for obs in infos["final_obs"]
+        ]
+        return {**infos, "final_obs": np.stack(rows)}
+
+
+class FillsFinalObs(vw.ObservationWrapper):
+    """Gymnasium's object array, but every entry filled: the returned
+    observation where no episode ended."""
+
+    def observations(self, observations):
+        return observations + 1
+
+    def final_observations(self, infos, observations):
+        final_obs = np.empty(self.num_envs, dtype=object)
+        for i, obs in enumerate(infos["final_obs"]):
+            final_obs[i] = observations[i] if obs is None else obs + 1
+        return {**infos, "final_obs": final_obs}
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "found"),
+    [
+        (
+            StacksFinalObs,
+            "call 3 (step), field info['final_obs']: expected Gymnasium's layout, "
+            "the env below's: a NumPy object array of shape (3,), None where "
+            "info['_final_obs'] is False; got a NumPy float32 array of shape (3, 3)",
+        ),
+        (
+            FillsFinalObs,
+            "field info['final_obs'], sub-env 0: expected None (Gymnasium's layout, "
+            "the env below's: a NumPy object array of shape (3,), None where "
+            "info['_final_obs'] is False); got [-100.5  100.5 -101.5]",
+        ),
+    ],
+)
+def test_catches_final_obs_out_of_gymnasium_s_layout(wrapper, found):
+    """final_obs keeps Gymnasium's layout over an env in it: an object array of a
+    row per sub-env, None where info['_final_obs'] is False."""
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(wrapper)
+    assert caught.value.property == "returns_well_formed_results"
+    assert "[SameStep over vecmode.SyncVectorEnv, " in str(caught.value)
+    assert found in str(caught.value), str(caught.value)
+    assert "vecmode.modes.with_final_observations" in str(caught.value)

@@ -24,6 +24,7 @@ INFO_TYPES = ("rich", "numeric")
 STEP_INFO_KEYS = MappingProxyType({"rich": "step", "numeric": "t"})
 
 _IMAGE_SHAPE = (6, 8, 3)
+_SIGNED = np.array([-1, 1, -1], dtype=np.float32), np.float32(100.5)
 
 
 class ScheduledEnv(gym.Env):
@@ -41,6 +42,8 @@ class ScheduledEnv(gym.Env):
         info_type: ``"rich"`` (nested dicts, keys on some steps only) or
             ``"numeric"`` (``{"ep": episode}``, ``{"t": step}``).
         render_mode: None, or ``"rgb_array"``: frames like the image observation.
+        signed: box values ``[-(100.5 + index), 100.5 + episode, -(100.5 +
+            step)]``, which ``abs``, rounding or a clip change (the kit's).
 
     >>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
     >>> env.reset(seed=0)[0].tolist()  # [sub-env, episode, step]
@@ -63,6 +66,7 @@ class ScheduledEnv(gym.Env):
         action_type: str = "discrete",
         info_type: str = "rich",
         render_mode: str | None = None,
+        signed: bool = False,
     ) -> None:
         for name, value, allowed in (
             ("obs_type", obs_type, OBS_TYPES),
@@ -85,7 +89,7 @@ class ScheduledEnv(gym.Env):
         self.index, self.obs_type, self.info_type = index, obs_type, info_type
         self.lengths = [int(n) for n in lengths]
         self.truncate = [bool(t) for t in truncate]
-        self.render_mode = render_mode
+        self.render_mode, self.signed = render_mode, bool(signed)
         self.action_space: spaces.Space = (
             spaces.Discrete(3)
             if action_type == "discrete"
@@ -109,6 +113,8 @@ class ScheduledEnv(gym.Env):
 
     def _obs(self) -> Any:
         vec = np.array([self.index, self.episode, self.t], dtype=np.float32)
+        if self.signed:
+            vec = _SIGNED[0] * (vec + _SIGNED[1])
         code = int(self.index * 1000 + (self.episode % 10) * 100 + self.t) % 10_000
         if self.obs_type == "box":
             return vec
@@ -171,7 +177,10 @@ def decode(obs: Any) -> tuple[int, int, int]:
         return code // 1000, (code // 100) % 10, code % 100
     if array.ndim == 3:
         array = array[0, 0]
-    index, episode, step = (int(v) for v in array[:3])
+    values = array[:3].astype(np.float64)
+    if np.any(values % 1 != 0):  # ``signed`` values
+        values = np.abs(values) - _SIGNED[1]
+    index, episode, step = (round(float(v)) for v in values)
     return index, episode, step
 
 

@@ -18,8 +18,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
-from vecmode.env_classes import keeps_options, layers
+from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declaration, supported_modes
@@ -426,12 +427,14 @@ class WrapperCheck:
                 f"Run it over the bases it wraps: check_wrapper(..., "
                 f"bases=[{self.over[0]!r}]) (vecmode conform --bases {self.over[0]}).",
             ) from error
+        own = _over(wrapped, base)
         plan = replace(
             plan,
             final_infos=name not in schedules.DENSE_LAYOUT,
+            final_layout=_final_layout(own, base),
             base_keeps_options=keeps_options(base),
             reuses_observations=any(
-                getattr(layer, "copy", None) is False for layer in _over(wrapped, base)
+                getattr(layer, "copy", None) is False for layer in own
             ),
             below=below,
         )
@@ -451,6 +454,16 @@ def _batch_dependent(wrapped: VectorEnv) -> bool:
             return bool(layer.batch_dependent)
     cls = type(wrapped)
     return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
+
+
+def _final_layout(own: list[Any], base: VectorEnv) -> str:
+    """The final observations' layout the wrapper keeps: the base's, or one its
+    own layer declares (an adapter's; over array batches: always dense)."""
+    for layer in [] if _arrays.is_array_env(base) else own:
+        said = getattr(type(layer), "final_obs_layout", None)
+        if isinstance(said, str):
+            return said
+    return final_obs_layout(base)
 
 
 def _over(wrapped: VectorEnv, base: VectorEnv) -> list[Any]:

@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from vecmode import modes
+from vecmode import _arrays, modes
+from vecmode._numpy import true_indices
 from vecmode.core import space_row
 from vecmode.replay.compare import as_numpy, where_different
 from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.events import Event, fail, show
 from vecmode.testing.wrapper.schedules import Schedule
-from vecmode.testing.writes import HeldResults, WritesBelow
+from vecmode.testing.writes import RESULT_PARTS, HeldResults, WritesBelow
 from vecmode.transitions import Reading, RealTransition, TransitionReader
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
@@ -37,6 +38,14 @@ OPTIONS_HINT = (
     "Pass a copy down, options = dict(options), and never write into "
     "options['reset_mask']: the caller keeps them."
 )
+FINAL_LAYOUT_HINT = (
+    "Keep the layout of the env below: Gymnasium's entries transformed into a new "
+    "object array (vecmode.modes.with_final_observations), a dense batch as one."
+)
+LIBRARY_HINT = (
+    "Compute in the batch's library (its arrays' methods, array_api_compat."
+    "array_namespace(x)): np.asarray and NumPy's functions make NumPy arrays."
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,8 @@ class RunPlan:
     only: frozenset[str] | None = None
     #: Whether the base's ended steps' infos reach the wrapper.
     final_infos: bool = True
+    #: The layout of the final observations below: ``"gymnasium"`` or ``"dense"``.
+    final_layout: str = "gymnasium"
     base_keeps_options: bool = True
     #: The wrapper says ``copy = False``.
     reuses_observations: bool = False
@@ -82,6 +93,7 @@ class Driver:
         self.calls = 0
         library = plan.array_library
         self.xp = None if library is None else schedules.library_module(library)
+        self.library = _arrays.declared_namespace(envs) or _arrays.name_of(self.xp)
 
     def ours(self, batch: np.ndarray) -> Any:
         """A NumPy batch (actions, a mask) in the env's library."""
@@ -151,7 +163,7 @@ class Driver:
         )
         reading = self.reader.step(actions, obs, rewards, terms, truncs, infos)
         b = reading.boundary
-        self._check_final_layout(infos, b.final_in_info, where)
+        self._check_final_layout(infos, b.final_in_info, where, obs)
         found = reading.transitions()
         for t in found:
             if b.final_in_info[t.sub_env] and not self.single_space.contains(
@@ -263,6 +275,7 @@ class Driver:
             what = f"raised {type(error).__name__}: {error}"
             raise self.fail("handles_every_call", where, what, hint) from error
         self._check_writes(where, result)
+        self._check_library(where, result)
         return result
 
     def _observe(self, obs: Any, where: str) -> None:
@@ -278,7 +291,7 @@ class Driver:
             event = Event("start", self.calls, copy.deepcopy(start.obs))
             self.result.events[start.sub_env].append(event)
 
-    def _check_final_layout(self, infos: Any, rows: np.ndarray, where: str) -> None:
+    def _check_final_layout(self, infos: Any, rows: Any, where: str, obs: Any) -> None:
         """Fail where the final observations are not where SAME_STEP puts them."""
         prop = "returns_well_formed_results"
         if isinstance(infos, list):  # DictInfoToList: one dict per sub-env
@@ -312,6 +325,55 @@ class Driver:
                 "observations) and their mask, marking exactly the sub-envs whose "
                 "episode ended.",
             )
+        if finals is not None:
+            self._check_final_obs(finals[1], rows, where, obs)
+
+    def _check_final_obs(self, final: Any, rows: Any, where: str, obs: Any) -> None:
+        """Fail where ``info["final_obs"]`` leaves the layout of the env below:
+        Gymnasium's object array, None where no episode ended; or one batch."""
+        n, sub_env = self.num_envs, None
+        if self.plan.final_layout == "gymnasium":
+            layout = (
+                f"Gymnasium's layout, the env below's: a NumPy object array of shape "
+                f"({n},), None where info['_final_obs'] is False"
+            )
+            wrong = not (type(final) is np.ndarray and final.shape == (n,))
+            wrong = wrong or final.dtype != object
+            rest = [] if wrong else true_indices(~rows)
+            sub_env = next((i for i in rest if final[i] is not None), None)
+        else:
+            layout = (
+                f"the dense layout, the env below's: a batch like {_described(obs)}"
+            )
+            wrong = _shapes(final) != _shapes(obs)
+        if wrong or sub_env is not None:
+            at = f"{where}, field info['final_obs']"
+            at += "" if sub_env is None else f", sub-env {sub_env}"
+            got = _described(final) if sub_env is None else show(final[sub_env])
+            what = f"expected {layout if sub_env is None else f'None ({layout})'}"
+            what += f"; got {got}"
+            prop = "returns_well_formed_results"
+            raise self.fail(prop, at, what, FINAL_LAYOUT_HINT)
+
+    def _check_library(self, where: str, result: Any) -> None:
+        """Fail where a result leaves the library of array batches (torch, JAX)."""
+        if self.xp is None or not isinstance(result, tuple):
+            return
+        parts = dict(zip(RESULT_PARTS.get(len(result), ()), result, strict=False))
+        infos = parts.pop("infos", None)
+        if isinstance(infos, dict) and modes.FINAL_OBS in infos:
+            parts["info['final_obs']"] = infos[modes.FINAL_OBS]
+        for name, value in parts.items():
+            found = _arrays.name_of(_arrays.namespace(value))
+            entries = isinstance(value, np.ndarray) and value.dtype == object
+            if found != self.library and not entries:
+                what = (
+                    f"{found} {name} over {self.library} batches, a result leaving "
+                    f"the batch's library: expected {self.library} arrays "
+                    f"(metadata['array_namespace'])"
+                )
+                at = f"{where}, field {name}"
+                raise self.fail("returns_well_formed_results", at, what, LIBRARY_HINT)
 
     def _check_step_arrays(self, where: str, **arrays: Any) -> None:
         """Fail unless rewards and flags are arrays of ``num_envs`` numbers / bools."""
@@ -400,3 +462,18 @@ class Driver:
             what = f"what was returned here ({part}) was changed by {later}"
             at = f"{at}, field {part}"
             raise self.fail("results_kept", at, what, CHANGED_LATER_HINT)
+
+
+def _shapes(batch: Any) -> Any:
+    """The shapes of a batch's arrays (of a dict or tuple of them: theirs)."""
+    if isinstance(batch, (dict, tuple)):
+        items = batch.items() if isinstance(batch, dict) else enumerate(batch)
+        return {key: _shapes(value) for key, value in items}
+    return np.shape(batch) if isinstance(batch, np.ndarray) else type(batch).__name__
+
+
+def _described(batch: Any) -> str:
+    """A batch's type, dtype and shape, for messages."""
+    if isinstance(batch, np.ndarray):
+        return f"a NumPy {batch.dtype} array of shape {batch.shape}"
+    return f"a {type(batch).__name__} of shapes {_shapes(batch)}"

@@ -91,8 +91,9 @@ def base_env(
     kinds: Mapping[str, Any],
     schedule: Schedule | None = None,
 ) -> VectorEnv:
-    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds``."""
-    rest = dict(kinds)
+    """The base env ``name`` in ``mode``, over test sub-envs of ``kinds`` whose
+    box values are ``signed`` (which ``abs``, rounding or a clip change)."""
+    rest = dict(kinds, signed=True)
     num_envs, obs_type = rest.pop("num_envs"), rest.pop("obs_type")
     library = rest.pop("array_library", None)
     lengths, truncate = (
