@@ -11,7 +11,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecmode import _arrays, modes
+from vecmode import _arrays, _rows, modes
 from vecmode.core import StepResult
 from vecmode.env_classes import Semantics
 from vecmode.forwarding import valid_reset_mask
@@ -28,6 +28,11 @@ class SimulatorAdapter(VectorEnv):
     DISABLED mode, honouring ``reset(options={"reset_mask": m})``.
     ``vecmode.with_autoreset`` converts from there where it is exact.
 
+    Where the simulator has no partial reset (``semantics.partial_reset`` is
+    ``"none"``), a mask of every sub-env is a whole reset, a mask of none is a
+    no-op (the current observations and ``{}``, as vecmode's cores return;
+    the simulator is not called), and any other mask is refused.
+
     Args:
         simulator: the simulator's own env object.
         num_envs: the number of sub-envs.
@@ -43,6 +48,8 @@ class SimulatorAdapter(VectorEnv):
     semantics: Semantics
     #: How to build the simulator without its own autoreset ("": it can't).
     without_autoreset: str = ""
+    #: The observations of the last reset or step (None before a reset).
+    _obs: Any = None
 
     def __init__(
         self,
@@ -70,9 +77,10 @@ class SimulatorAdapter(VectorEnv):
 
     # ----------------------------------------------------- what subclasses write
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
-        """Reset every sub-env (``mask`` None), or those of ``mask`` (a bool
-        array of the batch's library; only if ``semantics.partial_reset`` is
-        not ``"none"``): the whole batch of observations and the infos."""
+        """Reset every sub-env (``mask`` None, or all True where
+        ``semantics.partial_reset`` is ``"none"``), or those of ``mask`` (a bool
+        array of the batch's library): the whole batch of observations and the
+        infos."""
         raise NotImplementedError
 
     def _step(self, actions: Any) -> StepResult:
@@ -83,24 +91,48 @@ class SimulatorAdapter(VectorEnv):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset the sub-envs: all, or those of ``options["reset_mask"]``."""
+        """Reset the sub-envs: all, or those of ``options["reset_mask"]`` (a
+        mask of none: the current observations and ``{}``, nothing reset)."""
         mask = None
         if options and options.get("reset_mask") is not None:
             mask = valid_reset_mask(options["reset_mask"], self.num_envs)
-            if self.semantics.partial_reset == "none" and not bool(mask.all()):
-                raise ValueError(
-                    f"{self.name} cannot reset some sub-envs alone (it has no "
-                    f"partial reset), and vecmode never resets the whole batch in "
-                    f"place of a masked reset. Reset every sub-env "
-                    f"(reset() without reset_mask), or use the simulator's own "
-                    f"autoreset (this adapter's {self.metadata['autoreset_mode'].value}"
-                    f" mode)."
-                )
-        return self._reset(seed, mask)
+            if self.semantics.partial_reset == "none" and not self._whole(mask):
+                return self._unchanged()
+        obs, infos = self._reset(seed, mask)
+        self._obs = obs
+        return obs, infos
 
     def step(self, actions: Any) -> StepResult:
         """Step every sub-env."""
-        return self._step(actions)
+        result = self._step(actions)
+        self._obs = result[0]
+        return result
+
+    def _whole(self, mask: Any) -> bool:
+        """Whether ``mask``, for a simulator with no partial reset, masks every
+        sub-env (False: none); refused if it masks some. One scalar to the host
+        (the count), the mask left in its library."""
+        count = _arrays.count_true(mask)
+        if 0 < count < self.num_envs:
+            raise ValueError(
+                f"{self.name} cannot reset some sub-envs alone (it has no "
+                f"partial reset), and vecmode never resets the whole batch in "
+                f"place of a masked reset. Reset every sub-env "
+                f"(reset() without reset_mask), or use the simulator's own "
+                f"autoreset (this adapter's {self.metadata['autoreset_mode'].value}"
+                f" mode)."
+            )
+        return count == self.num_envs
+
+    def _unchanged(self) -> tuple[Any, dict[str, Any]]:
+        """A masked reset of no sub-env: a copy of the current observations
+        (on their device) and no infos, the simulator left as it is."""
+        if self._obs is None:
+            raise RuntimeError(
+                f"{self.name}: call reset() before a reset with a reset_mask of "
+                f"no sub-env (there are no observations to keep yet)."
+            )
+        return _rows.copied(self._obs), {}
 
     @property
     def name(self) -> str:

@@ -61,7 +61,8 @@ class IsaacLabAdapter(SimulatorAdapter):
     is lost: nothing is put in the infos, and :attr:`semantics` says so and
     names the remedy. Terminations, truncations and rewards are copied (the
     env writes its buffers in place); the extras are a new dict each step.
-    IsaacLab has no public partial reset: a masked reset is refused.
+    IsaacLab has no public partial reset: a mask of some sub-envs is refused
+    (of all: a whole reset; of none: a no-op).
 
     Args:
         simulator: the IsaacLab env (its ``unwrapped`` has ``cfg``, ``num_envs``

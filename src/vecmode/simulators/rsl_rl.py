@@ -93,7 +93,7 @@ class RslRlAdapter(SimulatorAdapter):
     dict each step. ``reset()`` calls the env's own ``reset()`` where it has one
     (rsl_rl 3+ envs reset when built), then reads ``get_observations()``; a
     seed is the simulator's own (``gs.init(seed=...)``) and is not used. A
-    masked reset is refused.
+    mask of some sub-envs is refused (of all: a whole reset; of none: a no-op).
 
     Args:
         simulator: the env (``num_envs``, ``num_actions``, ``step``,
