@@ -451,19 +451,28 @@ def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return rest, infos.get(FINAL_INFO)
 
 
-def from_dense_finals(infos: dict[str, Any], ended: np.ndarray) -> dict[str, Any]:
-    """SAME_STEP's layout (the ``ended`` rows) from ALE's dense ``final_obs``;
-    infos that have a ``_final_obs`` mask are returned as they are."""
-    if _FINAL_OBS_MASK in infos:
-        return infos
-    rest, _ = without_finals(infos)
+def from_dense_finals(
+    infos: dict[str, Any], ended: np.ndarray | None
+) -> dict[str, Any]:
+    """SAME_STEP's layout from a dense ``final_obs``: ALE's (the ``ended`` rows)
+    or a NumPy batch with its ``_final_obs`` mask (an array batch converted to
+    NumPy; its final infos kept); Gymnasium's layout is returned as it is."""
     dense = infos.get(FINAL_OBS)
+    masked = _FINAL_OBS_MASK in infos
+    if masked and not (type(dense) is np.ndarray and dense.dtype != object):
+        return infos
+    if not masked and ended is None:
+        return infos
+    rest, final_info = without_finals(infos)
     if dense is None:
         return rest
-    rows = true_indices(ended)
+    ended = np.asarray(infos[_FINAL_OBS_MASK]) if masked else ended
     finals: list[tuple[int, Any, dict[str, Any]]]
-    finals = [(i, np.array(dense[i], copy=True), {}) for i in rows]
-    return same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
+    finals = [(i, np.array(dense[i], copy=True), {}) for i in true_indices(ended)]
+    out = same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
+    if final_info is not None:
+        out[FINAL_INFO], out[_FINAL_INFO_MASK] = final_info, infos[_FINAL_INFO_MASK]
+    return out
 
 
 def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:

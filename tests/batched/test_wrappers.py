@@ -419,3 +419,43 @@ def test_same_step_normalises_as_disabled_bit_for_bit(name, stack, max_steps, se
             assert set(got[6]) == set(want[6]), f"call {k}: final rows"
             for i in want[6]:
                 assert np.array_equal(got[6][i], want[6][i]), f"call {k}, final {i}"
+
+
+def _to_numpy(name, env):
+    """``env``'s batches converted to NumPy (the docs' way to NumPy-only wrappers)."""
+    if name == "jax":
+        return vecmode.wrappers.JaxToNumpy(env)
+    return vecmode.wrappers.ArrayConversion(env, env_xp=xp_of(name), target_xp=np)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "FrameStackObservation",
+        "NormalizeObservation",
+        "ppo_stack",
+        "TransformObservation",
+    ],
+)
+def test_numpy_wrappers_over_a_conversion_get_gymnasiums_layout(name, stack):
+    """Converted to NumPy, SameStep's dense final observations become Gymnasium's
+    object array: the NumPy path's wrappers over it give NumPy's values."""
+    n, steps = 5, 12
+    base = vecmode.with_autoreset(
+        make_batched(name, n, max_episode_steps=3), "SameStep"
+    )
+    envs = STACKS[stack](_to_numpy(name, base))
+    want = _run("numpy", stack, "SameStep", steps=steps, n=n, max_steps=3)[1]
+    rng = np.random.default_rng(0)  # _run's actions
+    got = [host(envs.reset(seed=0)[0])]
+    for _ in range(steps):
+        result = envs.step(rng.integers(0, 2, n))
+        infos = result[4]
+        if "final_obs" in infos:
+            final, mask = infos["final_obs"], infos["_final_obs"]
+            assert final.dtype == object and final.shape == (n,), final
+            assert all((x is None) != m for x, m in zip(final, mask, strict=True))
+        got.append(_record(*result))
+    _assert_same(got, want)
+    assert any(step[6] for step in want[1:]), "no episode ended"

@@ -14,7 +14,7 @@ from gymnasium.vector import VectorEnv
 from vecmode import _arrays
 from vecmode._numpy import host_array
 from vecmode.core import StepResult
-from vecmode.modes import MODES, map_infos
+from vecmode.modes import MODES, from_dense_finals, map_infos
 from vecmode.registry import supports
 from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
 
@@ -47,7 +47,8 @@ def _require(module: str, who: str) -> ModuleType:
 class ArrayConversion(MaskedResetWrapper):
     """Gymnasium's ``ArrayConversion``, right in every mode; same arguments. Final
     observations are converted one by one (their object array and masks stay
-    NumPy), and ``reset_mask`` reaches the env as a NumPy bool array. Its
+    NumPy); to NumPy, a dense batch of them (torch's, JAX's) becomes Gymnasium's
+    object array. ``reset_mask`` reaches the env as a NumPy bool array. Its
     ``metadata["array_namespace"]`` names ``target_xp``'s library.
 
     >>> import numpy as np, vecmode
@@ -95,7 +96,12 @@ class ArrayConversion(MaskedResetWrapper):
     def _infos(self, infos: Infos) -> Infos:
         check_infos(infos, type(self).__name__)
         convert = self._to_target
-        return map_infos(infos, others=convert, observation=convert, final_info=convert)
+        infos = map_infos(
+            infos, others=convert, observation=convert, final_info=convert
+        )
+        if self.metadata[_arrays.ARRAY_NAMESPACE] == "numpy":  # Gymnasium's layout
+            infos = from_dense_finals(infos, None)
+        return infos
 
     def _step_actions(self, actions: Any) -> Any:
         return self._to_env(actions)
