@@ -89,13 +89,14 @@ class EndedTracker:
 
     def update(self, cleared: Rows = None, ended: Rows = None) -> None:
         """The sub-envs in ``cleared`` were reset, those in ``ended`` ended
-        (indices or bool masks; bool masks of the record's library only)."""
+        (indices or bool masks; bool masks, taken into its library, for another
+        library's record: NumPy's would promote torch's bools)."""
         if not self.count and ended is None:
             return  # nothing to clear
         if type(self.mask) is not np.ndarray:  # another library's: bool masks
             mask: Any = self.mask
-            mask = mask if cleared is None else mask & ~cast(Any, cleared)
-            self.set(mask if ended is None else mask | ended)
+            mask = mask if cleared is None else mask & ~in_library(cleared, mask)
+            self.set(mask if ended is None else mask | in_library(ended, mask))
             return
         mask = None
         for rows, value in ((cleared, False), (ended, True)):

@@ -10,18 +10,21 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import _arrays
+from vecmode import _arrays, _rows
 from vecmode.core import ClosesOnExit, SeedLike, StepResult, validate_reset_mask
 from vecmode.errors import describe
 
 
-def valid_reset_mask(mask: Any, num_envs: int) -> Any:
+def valid_reset_mask(mask: Any, num_envs: int, like: Any = None) -> Any:
     """``options["reset_mask"]`` checked: a NumPy bool array (lists and tuples
-    as NumPy), or another array library's bool array kept in its library.
+    as NumPy), or another array library's bool array kept in its library;
+    ``like``: an array env's batch, whose library and device the mask takes.
 
     >>> valid_reset_mask([True, False], 2)
     array([ True, False])
     """
+    if like is not None:  # an array env's: its reset may take only its masks
+        return _rows.in_library(valid_reset_mask(mask, num_envs), _arrays.leaf(like))
     if type(mask) is np.ndarray or isinstance(mask, (list, tuple)):
         return validate_reset_mask(mask, num_envs)
     xp = _arrays.namespace(mask)
@@ -38,15 +41,15 @@ def valid_reset_mask(mask: Any, num_envs: int) -> Any:
 
 
 def reset_arguments(
-    env: VectorEnv, seed: Any, options: dict[str, Any] | None
+    env: VectorEnv, seed: Any, options: dict[str, Any] | None, like: Any = None
 ) -> tuple[Any, dict[str, Any] | None, Any]:
     """``(seed, options, mask)`` to reset ``env`` with; ``options`` copied; the
-    mask a NumPy one or the array library's its caller gave."""
+    mask a NumPy one or the array library's its caller gave (or ``like``'s)."""
     mask = None
     if options is not None:
         options = dict(options)
         if "reset_mask" in options:
-            mask = valid_reset_mask(options["reset_mask"], env.num_envs)
+            mask = valid_reset_mask(options["reset_mask"], env.num_envs, like)
             options["reset_mask"] = mask
     return seed, options, mask
 

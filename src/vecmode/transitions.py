@@ -393,7 +393,7 @@ class TransitionCollector:
         """``options["reset_mask"]`` checked: in the env's library for an env of
         torch or JAX batches; else as NumPy (a tensor over ``NumpyToTorch``)."""
         if self._array:
-            return valid_reset_mask(mask, self.num_envs)
+            return valid_reset_mask(mask, self.num_envs, self._obs)
         return validate_reset_mask(host_array(mask), self.num_envs)
 
     def step(self, actions: Any) -> Transition:

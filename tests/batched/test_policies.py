@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vecmode
-from tests.batched.support import LIBRARIES, host, make_batched, no_host_copies
-from vecmode import modes
+from tests.batched.support import (
+    LIBRARIES,
+    host,
+    make_batched,
+    no_host_copies,
+    xp_of,
+)
+from vecmode import _rows, modes
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 
 ARRAYS = [name for name in LIBRARIES if name != "numpy"]
@@ -193,3 +199,53 @@ def test_disabled_from_same_step_names_the_env_below(name) -> None:
     with pytest.raises(IncompatibleModeError, match="inside its step") as raised:
         vecmode.with_autoreset(same_step, "Disabled")
     assert "Pass the BatchedCartPole it wraps (Disabled) instead" in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("given_as", [np.asarray, list])
+def test_a_host_mask_keeps_the_record_a_bool_mask_of_the_library(
+    name, given_as
+) -> None:
+    policy = vecmode.DisableAutoreset(make_batched(name, 4, max_episode_steps=1))
+    xp = policy.env.xp
+    policy.reset(seed=0)
+    policy.step(xp.ones(4, dtype=xp.int64))  # every sub-env ends
+    policy.reset(options={"reset_mask": given_as([True, True, False, False])})
+    awaiting = policy.awaiting_reset
+    assert type(awaiting) is type(policy._last_obs) and awaiting.dtype == xp.bool
+    assert host(awaiting).tolist() == [False, False, True, True]
+    policy.reset(options={"reset_mask": awaiting})  # passed back as a mask
+    assert not host(policy.awaiting_reset).any()
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_the_ended_record_clears_a_host_mask_in_its_library(name) -> None:
+    xp = xp_of(name)
+    tracker = _rows.EndedTracker(3)
+    tracker.set(xp.asarray([True, True, False]))
+    tracker.update(cleared=np.array([True, False, False]))
+    assert type(tracker.mask) is type(xp.asarray([True]))
+    assert tracker.mask.dtype == xp.bool and tracker.indices() == [1]
+
+
+def own_masks_only(name: str, n: int) -> Any:
+    """A batched CartPole whose reset refuses masks of another library."""
+    from vecmode.testing import BatchedCartPole
+
+    class OwnMasksOnly(BatchedCartPole):
+        def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+            mask = (options or {}).get("reset_mask")
+            if mask is not None and type(mask) is not type(self.state):
+                raise TypeError(f"got a {type(mask).__name__} mask")
+            return super().reset(seed=seed, options=options)
+
+    return OwnMasksOnly(n, xp=xp_of(name))
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("wrap", ["DisableAutoreset", "TransitionCollector"])
+def test_a_callers_host_mask_reaches_the_env_in_its_library(name, wrap) -> None:
+    envs = getattr(vecmode, wrap)(own_masks_only(name, 4))
+    first, _ = envs.reset(seed=0)
+    obs, _ = envs.reset(options={"reset_mask": np.array([True, False, True, False])})
+    assert type(obs) is type(first)

@@ -22,7 +22,7 @@ from vecmode.autoreset.schedule import EpisodeSchedule, schedule_for, started_by
 from vecmode.core import Executed, StepResult, VectorCore
 from vecmode.env_classes import final_obs_layout, refuse_lost, vector_env_declaration
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
-from vecmode.forwarding import ForwardingWrapper, valid_reset_mask
+from vecmode.forwarding import ForwardingWrapper, reset_arguments, valid_reset_mask
 from vecmode.infos import expand_infos, merge_infos, select_infos
 from vecmode.registry import declaration, supports
 
@@ -228,6 +228,13 @@ class _AutoresetWrapper(ForwardingWrapper):
         return reset_wait
 
     # ------------------------------------------- halves, over a foreign env
+    def _reset_arguments(
+        self, seed: Any, options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any] | None, Any]:
+        """The env's reset arguments; an array env's mask in its batches' library."""
+        like = self._last_obs if self._array else None
+        return reset_arguments(self.env, seed, options, like)
+
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None
     ) -> tuple[Any, Any]:
