@@ -47,7 +47,7 @@ def test_supports_declares_and_checks_before_init_runs():
         "mode SameStep",
         "NextStep, Disabled",
         "It ignores info['final_obs'].",
-        "with_autoreset",
+        "autoreset_mode='NextStep'",
     ):
         assert needed in message, (needed, message)
     usable(envs)
@@ -67,11 +67,27 @@ def test_the_message_is_the_one_built_in_errors():
         SS,
         {NS, D},
         "It ignores info['final_obs'].",
-        "Convert the env first, e.g. vecmode.with_autoreset(env, 'NextStep'), or "
-        "build it with autoreset_mode='NextStep'.",
+        "Build the env with autoreset_mode='NextStep': its mode converts to no "
+        "other (its ended sub-envs are already reset within the step).",
     )
     assert str(info.value) == expected
     envs.close()
+
+
+def test_the_advice_converts_only_a_mode_that_converts():
+    """From SameStep no conversion exists (with_autoreset would refuse it); from
+    NextStep, with_autoreset reaches Disabled and SameStep."""
+    for mode, wanted, advice in (
+        (SS, NS, "Build the env with autoreset_mode='NextStep'"),
+        (NS, SS, "Convert the env first, e.g. vecmode.with_autoreset(env, 'SameStep')"),
+    ):
+        envs = in_mode(mode)
+        with pytest.raises(vecmode.IncompatibleModeError) as info:
+            vecmode.require_mode(envs, wanted)
+        assert advice in str(info.value), str(info.value)
+        if advice.startswith("Convert"):
+            vecmode.require_mode(vecmode.with_autoreset(envs, wanted), wanted)
+        envs.close()
 
 
 def test_supports_accepts_only_vector_wrapper_classes_and_real_modes():

@@ -406,6 +406,6 @@ def require_mode(
     if mode not in allowed:
         raise errors.IncompatibleModeError(
             f"{caller} needs a vector env in {errors.mode_names(allowed)}, got one "
-            f"in {mode.value}. {errors.convert_to(allowed)}"
+            f"in {mode.value}. {errors.convert_to(allowed, not modes.final_in_info(mode))}"
         )
     return mode
