@@ -436,13 +436,8 @@ def with_finals(
     """A new ``infos`` with the final observations, final infos and their ``mask``,
     in Gymnasium's layout (``final_obs`` an object array) or the dense one
     (``final_obs`` one batch, meaningful where ``mask`` is True: array batches)."""
-    return {
-        **infos,
-        FINAL_OBS: final_obs,
-        _FINAL_OBS_MASK: mask,
-        FINAL_INFO: final_info,
-        _FINAL_INFO_MASK: _rows.copied(mask),
-    }
+    finals = {FINAL_OBS: final_obs, _FINAL_OBS_MASK: mask, FINAL_INFO: final_info}
+    return {**infos, **finals, _FINAL_INFO_MASK: _rows.copied(mask)}
 
 
 def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -451,23 +446,18 @@ def without_finals(infos: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return rest, infos.get(FINAL_INFO)
 
 
-def from_dense_finals(
-    infos: dict[str, Any], ended: np.ndarray | None
-) -> dict[str, Any]:
+def from_dense_finals(infos: dict[str, Any], ended: Any) -> dict[str, Any]:
     """SAME_STEP's layout from a dense ``final_obs``: ALE's (the ``ended`` rows)
     or a NumPy batch with its ``_final_obs`` mask (an array batch converted to
-    NumPy; its final infos kept); Gymnasium's layout is returned as it is."""
-    dense = infos.get(FINAL_OBS)
-    masked = _FINAL_OBS_MASK in infos
-    if masked and not (type(dense) is np.ndarray and dense.dtype != object):
-        return infos
-    if not masked and ended is None:
+    NumPy; its final infos kept); any other layout is returned as it is."""
+    dense, masked = infos.get(FINAL_OBS), _FINAL_OBS_MASK in infos
+    batch = type(dense) is np.ndarray and dense.dtype != object
+    if (masked and not batch) or (not masked and ended is None):
         return infos
     rest, final_info = without_finals(infos)
     if dense is None:
         return rest
     ended = np.asarray(infos[_FINAL_OBS_MASK]) if masked else ended
-    finals: list[tuple[int, Any, dict[str, Any]]]
     finals = [(i, np.array(dense[i], copy=True), {}) for i in true_indices(ended)]
     out = same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
     if final_info is not None:
