@@ -249,3 +249,16 @@ def test_a_callers_host_mask_reaches_the_env_in_its_library(name, wrap) -> None:
     first, _ = envs.reset(seed=0)
     obs, _ = envs.reset(options={"reset_mask": np.array([True, False, True, False])})
     assert type(obs) is type(first)
+
+
+def test_an_array_env_declaring_no_library_is_told_to_declare_it() -> None:
+    """Read as NumPy, its flags would make a torch mask the env refuses at the
+    first episode end: the first step names the missing metadata key."""
+    torch = pytest.importorskip("torch")
+    env = make_batched("torch", 4, max_episode_steps=2)
+    del env.metadata["array_namespace"]
+    envs = vecmode.with_autoreset(env, "SameStep")
+    envs.reset(seed=0)
+    with pytest.raises(vecmode.ArrayLibraryError) as caught:
+        envs.step(torch.ones(4, dtype=torch.int64))
+    assert "metadata['array_namespace'] = 'torch'" in str(caught.value)

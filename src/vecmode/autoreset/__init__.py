@@ -377,6 +377,13 @@ class SameStepAutoreset(_AutoresetWrapper):
         if self._array:  # torch/JAX batches: in their library, the dense layout
             return batched.same_step(self, result)
         obs, rewards, terminations, truncations, infos = result
+        if type(terminations) is not np.ndarray and (xp := _arrays.namespace(obs)):
+            library = _arrays.name_of(xp)
+            raise errors.ArrayLibraryError(
+                f"{errors.describe(self.env)} returns {library} batches but declares "
+                f"no metadata['array_namespace'], so they were read as NumPy. Declare "
+                f"it: metadata['array_namespace'] = {library!r} (docs/batched.md)."
+            )
         ended = np.logical_or(terminations, truncations)
         if ended.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
