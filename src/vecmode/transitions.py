@@ -38,7 +38,7 @@ __all__ = [
 _WHO = "vecmode.TransitionCollector"
 
 NOT_RESET = (
-    "TransitionCollector.step() was called before reset(): call "
+    "The TransitionCollector was used (step() or obs) before reset(): call "
     "collector.reset(seed=...) first."
 )
 
