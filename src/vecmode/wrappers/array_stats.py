@@ -8,6 +8,7 @@ only with ``jax_enable_x64``, else float32; Apple's MPS: float32).
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 from collections import deque
 from collections.abc import Iterator
@@ -145,6 +146,14 @@ class ArrayRunningMeanStd:
         out = RunningMeanStd(self.count, mean.shape, mean.dtype)
         out.mean, out.var = mean, _arrays.to_numpy(self.var)
         return out
+
+    def __reduce__(self) -> Any:
+        """Pickled (``torch.save`` too) as :meth:`to_numpy` and the library's
+        name: loaded on the library's default device."""
+        return _loaded, (self.to_numpy(), _arrays.name_of(self.xp))
+
+    def __deepcopy__(self, memo: Any) -> ArrayRunningMeanStd:
+        return self.from_numpy(self.to_numpy(), self.xp, self.device)
 
     def update(self, x: Any, mask: Any = None) -> int:
         """Merge the rows of ``x`` (those of the bool array ``mask``, all if
@@ -308,10 +317,15 @@ def started(
     return tuple(xp.where(mask, new, old) for new, old in zeroed)
 
 
+def _loaded(rms: RunningMeanStd, library: str) -> ArrayRunningMeanStd:
+    """Pickled statistics loaded (``ArrayRunningMeanStd.__reduce__``)."""
+    return ArrayRunningMeanStd.from_numpy(rms, importlib.import_module(library))
+
+
 class ArrayQueue:
     """A bounded queue of episode values filled from array batches: a step adds
-    ``(values, mask)`` without reading them; iterating reads them to the host
-    (for reports, never in a step). ``maxlen`` as a ``deque``'s."""
+    ``(values, mask)`` unread; reads as a ``deque``'s (``q[-1]``, ``np.mean(q)``,
+    ``maxlen``...) read them to the host, as Python numbers (never in a step)."""
 
     def __init__(self, maxlen: int | None) -> None:
         self.maxlen = maxlen
@@ -322,16 +336,18 @@ class ArrayQueue:
         """Queue the ``count`` values of ``values`` in ``mask``, in row order."""
         self._chunks.append((values, mask, count))
         self._size += count
-        while (
-            self.maxlen is not None and self._size - self._chunks[0][2] >= self.maxlen
-        ):
+        cap = INF if self.maxlen is None else self.maxlen
+        while self._size - self._chunks[0][2] >= cap:
             self._size -= self._chunks.popleft()[2]
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Any]:  # (NumPy reads the values by it: once)
+        return iter(self[:])
+
+    def __getitem__(self, index: Any) -> Any:
         out: list[Any] = []
         for values, mask, _ in self._chunks:
             out.extend(_arrays.to_numpy(values)[_arrays.to_numpy(mask)].tolist())
-        return iter(out if self.maxlen is None else out[-self.maxlen :])
+        return (out if self.maxlen is None else out[-self.maxlen :])[index]
 
     def __len__(self) -> int:
         return min(self._size, self._size if self.maxlen is None else self.maxlen)

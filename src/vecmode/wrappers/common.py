@@ -26,7 +26,7 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
     """Gymnasium's ``RecordEpisodeStatistics``, right in every mode (only real
     transitions count); same arguments and info layout. Over torch or JAX
     batches, the statistics and ``info["episode"]`` are arrays of that library
-    on its device, and the queues read them to the host only when iterated.
+    on its device; the queues keep them there until they are read.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import RecordEpisodeStatistics
@@ -91,12 +91,9 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         *stats, seconds = compiled(xp, array_stats.episode_statistics)(
             returns, lengths, self.episode_start_times, dones, time.perf_counter()
         )
-        for column, queue in (
-            (returns, self.return_queue),
-            (lengths, self.length_queue),
-            (seconds, self.time_queue),
-        ):
-            queue.add(column, dones, ended)  # type: ignore[union-attr]
+        self.return_queue.add(returns, dones, ended)  # type: ignore[attr-defined]
+        self.length_queue.add(lengths, dones, ended)  # type: ignore[attr-defined]
+        self.time_queue.add(seconds, dones, ended)  # type: ignore[attr-defined]
         self._ended = (dict(zip("rlt", stats, strict=True)), dones)
         self.episode_count += ended
 
