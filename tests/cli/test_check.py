@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 import vecmode
-from tests.cli.helpers import TARGETS, flat, module_not_found, one_error_line, run
+from tests.cli.helpers import ROOT, TARGETS, flat, module_not_found, one_error_line, run
 from vecmode import MODES
 from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vecmode.cli.common import cannot_build_message
@@ -254,6 +254,19 @@ def test_check_strict_fails_undeclared_layers(capsys):
     code, out, _ = run([*argv, "--strict"], capsys)
     assert code == EXIT_FAILED
     assert out.startswith("NOT OK: layer 2 Undeclared is undeclared")
+
+
+def test_the_docs_document_every_option_of_check():
+    """--strict (what fails a CI job on an unregistered wrapper) and --num-envs
+    were in --help only."""
+    from vecmode.cli import CHECK
+
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    row = next(
+        line for line in page.splitlines() if line.startswith("| `vecmode check")
+    )
+    options = [flag for flags, _ in CHECK.arguments for flag in flags]
+    assert [flag for flag in options if flag.startswith("--") and flag not in row] == []
 
 
 def test_check_wrapper_warnings_are_one_line(capsys):

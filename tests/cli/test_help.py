@@ -107,9 +107,28 @@ def test_bad_numbers_are_one_line_usage_errors(argv, option, capsys):
 
 
 def test_as_mode_spellings_match_the_check_option():
-    """The option takes what as_mode takes (and gives its error otherwise)."""
+    """The option takes what as_mode takes (else it names the choices)."""
     for spelling in ("NextStep", "next_step", "NEXT-STEP", "SameStep", "Disabled"):
         assert mode_option(spelling) is as_mode(spelling)
-    with pytest.raises(Exception, match="is not an autoreset mode"):
+    with pytest.raises(Exception, match="invalid choice: 'sometimes'"):
         mode_option("sometimes")
     assert AutoresetMode.SAME_STEP is mode_option("same step")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "CartPole-v1", "--mode", "SameStepp"],
+        ["conform", "ClipReward", "--modes", "NextStep", "samestepp"],
+    ],
+)
+def test_a_misspelled_mode_gets_the_closest_one(argv, capsys):
+    """As any misspelled choice, in the command line's spellings (not Python's
+    AutoresetMode.SAME_STEP)."""
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        f"argument {argv[2]}: invalid choice: {argv[-1]!r} (choose from 'NextStep', "
+        f"'SameStep', 'Disabled'); did you mean SameStep? (see: vecmode {argv[0]} "
+        f"--help)"
+    )

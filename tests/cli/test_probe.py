@@ -118,6 +118,17 @@ def test_probe_factory_returning_no_vector_env_is_a_usage_error(json, capsys):
     )
 
 
+def test_probe_of_a_wrapper_class_says_what_a_factory_is(capsys):
+    """Not "missing a required argument: 'env'. Give them as NAME:key=value": a
+    probe FACTORY is given no env."""
+    code, out, err = run(["probe", f"{TARGETS}:Undeclared"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        f"'{TARGETS}:Undeclared' is a wrapper class, not a probe FACTORY: a "
+        "function that returns a vector env, given its key=value arguments only."
+    )
+
+
 def test_probe_module_that_cannot_be_imported(capsys):
     code, _, err = run(["probe", "no_such_mod_xyz:make"], capsys)
     assert code == EXIT_USAGE

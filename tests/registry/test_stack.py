@@ -245,10 +245,12 @@ def test_report_shows_the_evidence_behind_each_verdict():
         )
     for verified in report[:4]:
         assert verified.evidence_note == ""
-    # an undeclared layer: how to find the modes it is right in
+    # an undeclared layer: how to check it (conform stops at the first property
+    # broken, so it does not show which modes it is right in)
     assert report[4].evidence_note == (
         "`vecmode conform gymnasium.vector.vector_env:VectorWrapper --modes "
-        "NextStep SameStep Disabled` shows which modes it is right in."
+        "NextStep SameStep Disabled` checks it in every mode and names the first "
+        "property it breaks."
     )
     envs.close()
 

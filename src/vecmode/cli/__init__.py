@@ -76,10 +76,10 @@ non_negative = functools.partial(_at_least, 0)
 
 def mode_option(text: str) -> AutoresetMode:
     """The option type of a mode, in any spelling :func:`vecmode.as_mode` takes."""
-    try:
+    with contextlib.suppress(ValueError):
         return as_mode(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    modes = ", ".join(repr(mode.value) for mode in AutoresetMode)  # for "did you mean"
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {modes})")
 
 
 WRAP = "a wrapper: NAME, gymnasium:NAME or module:Class, then :key=value,..."

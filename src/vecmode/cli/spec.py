@@ -210,6 +210,11 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
                 f"wrap. Name a wrapper class or a function env -> wrapped env "
                 f"(vecmode probe takes a factory of a vector env)."
             ) from None
+        if not args and isinstance(obj, type) and issubclass(obj, VectorWrapper):
+            raise CommandError(
+                f"{spec!r} is a wrapper class, not a probe FACTORY: a function that "
+                f"returns a vector env, given its key=value arguments only."
+            ) from None
         raise CommandError(
             f"{spec!r}: its arguments do not fit {target.name}{signature}: {error}. "
             f"Give them as NAME:key=value,..."

@@ -304,7 +304,7 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
             f"vecmode.register"
         )
         run = check_command(type(layer), every_mode=True)
-        hint = f"{run} shows which modes it is right in."
+        hint = f"{run} checks it in every mode and names the first property it breaks."
         mode_out = declared or mode_in
         return row(None, mode_out, Verdict.UNDECLARED, note, Evidence.NONE, hint)
     found = found.over(layer.env)
