@@ -458,6 +458,7 @@ def from_dense_finals(infos: dict[str, Any], ended: Any) -> dict[str, Any]:
     if dense is None:
         return rest
     ended = np.asarray(infos[_FINAL_OBS_MASK]) if masked else ended
+    finals: list[tuple[int, Any, dict[str, Any]]]
     finals = [(i, np.array(dense[i], copy=True), {}) for i in true_indices(ended)]
     out = same_step_infos(rest, finals, len(ended), lambda batched, *_: batched)
     if final_info is not None:
