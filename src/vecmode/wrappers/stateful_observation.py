@@ -60,8 +60,9 @@ class NormalizeObservation(
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._merged: tuple[Any, Any] | None = None
-        # what a SameStep step gave the rows that did not end, normalised before
-        # the first observations merged: the next masked reset gives them again
+        # the rows a SameStep step normalised before the first observations
+        # merged, and how (NumPy: the statistics; arrays: the values), which
+        # the next masked reset gives them again
         self._kept: tuple[Any, Any] | None = None
         self._arm("_reset_result")
 
@@ -127,8 +128,8 @@ class NormalizeObservation(
         if not self.update_running_mean:
             return self.normalize(obs), rewards, terminations, truncations, infos
         obs = self._updated(obs, b.final_in_info)  # the firsts: as a masked reset
-        copy = self.array_xp.asarray(obs, copy=True)  # (a torch tensor: writable)
-        self._kept = copy, ~b.final_in_info
+        jax = _arrays.name_of(self.array_xp) == "jax.numpy"  # (immutable arrays)
+        self._kept = obs if jax else self.array_xp.asarray(obs, copy=True), ~b.ended
         return obs, rewards, terminations, truncations, infos
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
@@ -154,9 +155,13 @@ class NormalizeObservation(
         kept, self._kept = self._kept, None
         starts = self.boundary.starts
         out = self._with_firsts(obs, starts)
-        if kept is not None:
-            rows = kept[1] & ~starts
-            out[rows] = kept[0][rows]
+        if kept is not None and count_nonzero(rows := kept[1] & ~starts):
+            rms, now = self.obs_rms, (self.obs_rms.mean, self.obs_rms.var)
+            rms.mean, rms.var = kept[0]  # the step's statistics, for its rows
+            try:
+                out[rows] = self.normalize(obs[rows])
+            finally:
+                rms.mean, rms.var = now
         return out, infos
 
     def _with_firsts(self, obs: np.ndarray, firsts: np.ndarray) -> np.ndarray:
@@ -205,9 +210,8 @@ class NormalizeObservation(
         infos = base.replace_final_observations(
             infos, rows, self.normalize(merged), self
         )
+        self._kept = (self.obs_rms.mean, self.obs_rms.var), ~finals
         obs = self._with_firsts(obs, finals)  # as a masked reset would
-        if self.update_running_mean:
-            self._kept = obs.copy(), ~finals
         return obs, rewards, terminations, truncations, infos
 
 
