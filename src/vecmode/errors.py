@@ -322,9 +322,9 @@ def episode_ended(indices: tuple[int, ...]) -> str:
         f"sub-env(s) {which} ended their episode and must be reset before they are "
         f"stepped again; nothing was stepped. In DISABLED mode reset them with "
         f'env.reset(options={{"reset_mask": mask}}) where mask[i] is True for the '
-        f"ended sub-envs (terminations | truncations), or wrap the env with "
-        f"vecmode.NextStepAutoreset / vecmode.SameStepAutoreset to reset them "
-        f"automatically."
+        f"ended sub-envs (terminations | truncations), or convert the env with "
+        f"vecmode.with_autoreset(env, 'SameStep') (or 'NextStep', not over batched "
+        f"envs) to reset them automatically."
     )
 
 

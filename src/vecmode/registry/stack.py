@@ -20,6 +20,7 @@ from vecmode.env_classes import (
     reads_final_observations,
     semantics_of,
 )
+from vecmode.modes import caller_resets
 from vecmode.registry.declare import (
     NO_MODES,
     Declaration,
@@ -344,24 +345,20 @@ def _masked_resets(rows: list[LayerReport]) -> tuple[LayerReport, ...]:
     """``rows``, each ok layer known to be wrong after a masked reset made
     known-wrong if a layer above has its ended sub-envs reset by ``reset_mask``."""
     out = list(rows)
+    masking = [
+        q for q, r in enumerate(rows) if r.mode_out and caller_resets(r.mode_out)
+    ]
     for position, row in enumerate(rows):
-        fault = (
-            row.verdict is Verdict.OK and row.mode_in and masked_reset_fault(row.layer)
-        )
-        above = [
-            (q, r)
-            for q, r in enumerate(rows)
-            if q > position and r.mode_out and modes.caller_resets(r.mode_out)
-        ]
-        if fault and above:
-            q, sender = above[0]
-            out[position] = replace(
-                row,
-                verdict=Verdict.KNOWN_WRONG,
-                note=f"layer {q} {sender.name} runs {_cell(sender.mode_out)}, so its "
-                f"ended sub-envs are reset by reset_mask, which reaches this layer. "
-                f"{fault}",
+        ok = row.verdict is Verdict.OK and row.mode_in
+        fault = ok and masked_reset_fault(row.layer)
+        q = next((q for q in masking if q > position), None)
+        if fault and q is not None:
+            sender = rows[q]
+            note = (
+                f"layer {q} {sender.name} runs {_cell(sender.mode_out)}, so its ended "
+                f"sub-envs are reset by reset_mask, which reaches this layer. {fault}"
             )
+            out[position] = replace(row, verdict=Verdict.KNOWN_WRONG, note=note)
     return tuple(out)
 
 

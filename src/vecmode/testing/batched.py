@@ -66,8 +66,10 @@ class BatchedCartPole(VectorEnv):
         got = (options or {}).get("reset_mask", np.ones(n, dtype=bool))
         mask = xp.asarray(got, device=self.device)
         if tuple(mask.shape) != (n,) or mask.dtype != xp.bool:
+            what = f"{type(got).__name__} (dtype {getattr(got, 'dtype', '-')})"
             raise ValueError(
-                f"reset_mask must be a bool array of shape ({n},), got {got!r}."
+                f"reset_mask must be a bool array of shape ({n},) (its library's or "
+                f"NumPy's), got {what} of shape {np.shape(got)}."
             )
         super().reset(seed=seed)
         if seed is not None or self.key < 0:
