@@ -310,3 +310,17 @@ def test_same_step_infos_are_returned_unchanged():
         np.testing.assert_array_equal(t.infos["final_obs"][i], t.next_obs[i])
         assert decode(t.obs[i])[1] == decode(t.next_obs[i])[1]
         assert decode(collector.obs[i]) == (i, decode(t.next_obs[i])[1] + 1, 0)
+
+
+def test_a_stack_that_is_not_ok_warns_and_one_that_is_does_not():
+    """The collector reads transitions: over a stack check_stack finds wrong
+    (Gymnasium's NormalizeReward in SameStep), it says so with the report."""
+    import gymnasium.wrappers.vector as gwv
+
+    envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
+    with pytest.warns(vecmode.IncompatibleModeWarning, match="NormalizeReward"):
+        TransitionCollector(gwv.NormalizeReward(envs)).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", vecmode.IncompatibleModeWarning)
+        envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
+        TransitionCollector(vecmode.wrappers.NormalizeReward(envs)).close()

@@ -75,6 +75,11 @@ class UndeclaredModeWarning(UserWarning):
     """An env declares no ``metadata["autoreset_mode"]``; NEXT_STEP is assumed."""
 
 
+class IncompatibleModeWarning(UserWarning):
+    """A stack :func:`vecmode.check_stack` finds not ok was given to code that
+    reads its transitions (``TransitionCollector``, ``to_sb3``)."""
+
+
 class EpisodeEndedError(RuntimeError):
     """A sub-env whose episode ended (or whose state a failed call lost) was
     stepped before it was reset; nothing was stepped.

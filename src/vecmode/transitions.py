@@ -23,6 +23,7 @@ from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
 from vecmode.env_classes import refuse_lost, semantics_of
 from vecmode.forwarding import valid_reset_mask
+from vecmode.registry.stack import warn_if_incompatible
 from vecmode.wrappers.base import check_infos
 
 __all__ = [
@@ -327,6 +328,7 @@ class TransitionCollector:
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         self.mode: AutoresetMode = modes.mode_or_assumed(envs, _WHO, None, stacklevel=1)
         refuse_lost(envs, _WHO, "read real transitions")
+        warn_if_incompatible(envs, _WHO)
         #: Whether ended episodes' ``next_obs`` are approximated (the last
         #: observation seen: :class:`vecmode.simulators.ApproximateFinalObs`).
         self.approximated: bool = semantics_of(envs).approximated

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import textwrap
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
@@ -380,6 +382,20 @@ def assert_compatible(
             f"(assert_compatible(..., verified=True)):\n{report}"
         )
     return report
+
+
+def warn_if_incompatible(env: VectorEnv, who: str, stacklevel: int = 3) -> None:
+    """Warn (:class:`~vecmode.IncompatibleModeWarning`) if :func:`check_stack`
+    finds ``env``'s stack not ok: what ``who`` reads of it is wrong there."""
+    with contextlib.suppress(ValueError):  # a layer's metadata: its own error
+        report = check_stack(env)
+        if not report.ok:
+            warnings.warn(
+                f"{who} was given a stack that is not compatible with its autoreset "
+                f"mode, so what it reads is wrong where a layer is:\n{report}",
+                errors.IncompatibleModeWarning,
+                stacklevel=stacklevel,
+            )
 
 
 def require_mode(

@@ -28,6 +28,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.modes import final_entries, without_finals
+from vecmode.registry.stack import warn_if_incompatible
 from vecmode.sb3 import from_vec_env
 from vecmode.wrappers.base import check_infos, empty_batch
 from vecmode.wrappers.dict_info_to_list import infos_to_list
@@ -77,6 +78,7 @@ class ToSB3VecEnv(VecEnv):
                 f"sub-env."
             ) from exc
         same = with_autoreset(envs, AutoresetMode.SAME_STEP)
+        warn_if_incompatible(same, _TO, stacklevel=4)  # (to_sb3's caller)
         self.vector_env = same
         self._reach_sub_envs(same)
         self._copy_obs = core.reuses_buffers(same)

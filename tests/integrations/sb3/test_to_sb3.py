@@ -889,3 +889,14 @@ def test_to_sb3_follows_an_episode_seed_schedule_in_every_mode(vectorization):
     same = run("SameStep")
     for mode in ("NextStep", "Disabled"):
         assert_same(run(mode), same)
+
+
+def test_to_sb3_warns_over_a_stack_that_is_not_ok():
+    """Gymnasium's NormalizeReward in SameStep, which to_sb3 runs: the warning
+    names the layer and points at the caller's line."""
+    envs = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    envs = gym.wrappers.vector.NormalizeReward(envs)
+    with pytest.warns(vecmode.IncompatibleModeWarning, match="NormalizeReward") as got:
+        venv = to_sb3(envs)
+    assert got[0].filename == __file__
+    venv.close()
