@@ -22,7 +22,6 @@ from vecmode.env_classes import (
     reads_final_observations,
     semantics_of,
 )
-from vecmode.modes import caller_resets
 from vecmode.registry.declare import (
     NO_MODES,
     Declaration,
@@ -348,7 +347,7 @@ def _masked_resets(rows: list[LayerReport]) -> tuple[LayerReport, ...]:
     known-wrong if a layer above has its ended sub-envs reset by ``reset_mask``."""
     out = list(rows)
     masking = [
-        q for q, r in enumerate(rows) if r.mode_out and caller_resets(r.mode_out)
+        q for q, r in enumerate(rows) if r.mode_out and modes.caller_resets(r.mode_out)
     ]
     for position, row in enumerate(rows):
         ok = row.verdict is Verdict.OK and row.mode_in

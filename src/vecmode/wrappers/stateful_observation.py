@@ -129,7 +129,8 @@ class NormalizeObservation(
             return self.normalize(obs), rewards, terminations, truncations, infos
         obs = self._updated(obs, b.final_in_info)  # the firsts: as a masked reset
         jax = _arrays.name_of(self.array_xp) == "jax.numpy"  # (immutable arrays)
-        self._kept = obs if jax else self.array_xp.asarray(obs, copy=True), ~b.ended
+        kept = obs if jax else self.array_xp.asarray(obs, copy=True)
+        self._kept = kept, ~b.final_in_info
         return obs, rewards, terminations, truncations, infos
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
