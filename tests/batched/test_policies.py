@@ -173,8 +173,10 @@ def test_a_bad_array_mask_is_refused_with_what_to_pass(name) -> None:
     policy = vecmode.DisableAutoreset(make_batched(name, 3))
     xp = policy.env.xp
     policy.reset(seed=0)
+    with pytest.raises(TypeError, match=r"bool array of shape \(3,\).*terminations"):
+        policy.reset(options={"reset_mask": xp.asarray([1, 0, 1])})  # as NumPy's
     with pytest.raises(ValueError, match=r"bool array of shape \(3,\).*terminations"):
-        policy.reset(options={"reset_mask": xp.asarray([1, 0, 1])})
+        policy.reset(options={"reset_mask": xp.asarray([True, False])})
     options = {"reset_mask": xp.asarray([True, False, True])}
     policy.reset(options=options)
     assert list(options) == ["reset_mask"]  # the caller's options untouched
@@ -191,6 +193,20 @@ def test_next_step_over_an_array_env_stays_refused(name) -> None:
     with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset") as raised:
         vecmode.with_autoreset(same_step, "NextStep")
     assert str(raised.value).endswith("Use it in SameStep mode as it is.")
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_a_policy_built_directly_gives_with_autoresets_reason(name) -> None:
+    from vecmode.autoreset import DisableAutoreset, NextStepAutoreset
+
+    with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset") as raised:
+        NextStepAutoreset(make_batched(name, 2))  # not "convert it to NumPy"
+    assert str(raised.value).startswith("NextStepAutoreset cannot turn Batched")
+    assert "with_autoreset(env, 'SameStep') or 'Disabled'" in str(raised.value)
+    same_step = vecmode.with_autoreset(make_batched(name, 2), "SameStep")
+    with pytest.raises(IncompatibleModeError, match="inside its step") as raised:
+        DisableAutoreset(same_step)
+    assert "Pass the BatchedCartPole it wraps (Disabled) instead" in str(raised.value)
 
 
 @pytest.mark.parametrize("name", ARRAYS)

@@ -66,6 +66,13 @@ class _AutoresetWrapper(ForwardingWrapper):
             self.observation_space = batch_space(env.single_observation_space, n)
             self.action_space = batch_space(env.single_action_space, n)
 
+    @classmethod
+    def refuse_first(cls, env: VectorEnv) -> None:
+        """Called by the registry before its checks: over torch or JAX batches,
+        why no policy can give this one's mode, which says more than its own."""
+        output = declaration(cls).output  # type: ignore[union-attr]
+        batched.refuse_unreachable(env, modes.mode_of(env), output, cls.__name__)
+
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
         """The modes this policy accepts, and the mode it produces."""
@@ -645,6 +652,13 @@ def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
 class GymnasiumBatch(_AutoresetWrapper):
     """Gymnasium's batch conventions, in the env's own mode, over an env whose
     class keeps others (EnvPool's single-env spaces and masked-reset rows)."""
+
+    @classmethod
+    def refuse_first(cls, env: VectorEnv) -> None:
+        """Called by the registry before its checks: over torch or JAX batches,
+        why no policy can give this one's mode, which says more than its own."""
+        output = declaration(cls).output  # type: ignore[union-attr]
+        batched.refuse_unreachable(env, modes.mode_of(env), output, cls.__name__)
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:

@@ -57,12 +57,14 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
     return obs, rewards, terminations, truncations, infos
 
 
-def refuse_unreachable(env: Any, current: Any, target: Any) -> None:
+def refuse_unreachable(
+    env: Any, current: Any, target: Any, who: str = "with_autoreset"
+) -> None:
     """Raise :class:`~vecmode.IncompatibleModeError` if ``env`` of torch or JAX
     batches cannot be given ``target``: NEXT_STEP resets a sub-env without
     stepping it, which only a vecmode core can do; an env that resets inside
     its step (SAME_STEP) has done the caller's resets (DISABLED) already."""
-    if not _arrays.is_array_env(env):
+    if current is None or not _arrays.is_array_env(env):
         return
     same_step = modes.final_in_info(current)
     if modes.resets_on_next_step(target):
@@ -82,7 +84,7 @@ def refuse_unreachable(env: Any, current: Any, target: Any) -> None:
         return
     library, mode = _arrays.declared_namespace(env), modes.as_mode(current).value
     raise errors.IncompatibleModeError(
-        f"with_autoreset cannot turn {errors.describe(env)} ({mode}, {library} "
+        f"{who} cannot turn {errors.describe(env)} ({mode}, {library} "
         f"batches) into {modes.as_mode(target).value}: {why} {todo}"
     )
 

@@ -56,6 +56,9 @@ def check_construction(cls: type, env: Any) -> None:
         return
     if (found is None or found.source == "gymnasium") and not _guards.get():
         return
+    first = getattr(cls, "refuse_first", None)  # a class's own, better reason
+    if first is not None:
+        first(env)
     if found is None or not found.array_native:  # the batches first: its remedy
         _check_arrays(cls, found, env)  # comes before any mode's
     if found is not None:
