@@ -56,6 +56,10 @@ def test_the_batched_env_steps_inside_the_trap(name: str) -> None:
             *_, terms, truncs, _ = envs.step(xp.ones(4, dtype=xp.int64))
             envs.reset(options={"reset_mask": terms | truncs})
     assert envs.metadata["array_namespace"] in ("numpy", "torch", "jax.numpy")
+    from vecmode.testing import BatchedCartPole
+
+    named = BatchedCartPole(4, xp=envs.metadata["array_namespace"])  # by its name
+    assert named.metadata == envs.metadata and named.xp is xp
 
 
 def _replay(xp, mode, calls, num_envs):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ class BatchedCartPole(VectorEnv):
 
     Args:
         num_envs: the number of sub-envs.
-        xp: the array module: ``numpy``, ``torch`` or ``jax.numpy``.
+        xp: the array module, or its name: ``numpy``, ``torch`` or ``jax.numpy``.
         device: where the arrays live (None: the library's default).
         max_episode_steps: episodes are truncated after this many steps.
 
@@ -45,6 +46,7 @@ class BatchedCartPole(VectorEnv):
     ) -> None:
         from array_api_compat import array_namespace
 
+        xp = importlib.import_module(xp) if isinstance(xp, str) else xp
         self.xp = xp = array_namespace(xp.asarray(0))
         self.metadata = {**self.metadata, _arrays.ARRAY_NAMESPACE: _arrays.name_of(xp)}
         self.num_envs, self.device = num_envs, device
