@@ -235,6 +235,7 @@ def test_register_records_known_wrong_modes(clean_registry):
     [
         ((Recorder, []), {}, ValueError, "at least one mode"),
         ((Recorder, ["NextStep"]), {"wrong": {"NextStep": "x"}}, ValueError, "both"),
+        ((Recorder, [NS]), {"why": {"NextStep": "x"}}, ValueError, "NextStep is sup"),
         ((Recorder, ["Often"]), {}, ValueError, "'Often' is not an autoreset mode"),
         ((Recorder(core()), [NS]), {}, TypeError, "not an instance"),
         ((gym.Wrapper, [NS]), {}, TypeError, "VectorWrapper"),

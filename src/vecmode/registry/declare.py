@@ -118,11 +118,18 @@ def declare(
             f"{mode_names(overlap)} cannot be both supported and silently wrong; "
             f"list each mode in modes or in wrong, not both."
         )
+    reasons = {as_mode(m): text for m, text in (why or {}).items()}
+    if accepted & reasons.keys():
+        raise ValueError(
+            f"why gives the reasons for refused modes, but "
+            f"{mode_names(accepted & reasons.keys())} is supported; remove it "
+            f"from why (or from the supported modes)."
+        )
     return Declaration(
         modes=accepted,
         output=None if output is None else as_mode(output),
         wrong=MappingProxyType(wrong_modes),
-        reasons=MappingProxyType({as_mode(m): text for m, text in (why or {}).items()}),
+        reasons=MappingProxyType(reasons),
         instead=instead or "",
         source=source,
         array_native=_flag(array_native, "array_native"),
