@@ -30,8 +30,9 @@ def valid_reset_mask(mask: Any, num_envs: int, like: Any = None) -> Any:
     xp = _arrays.namespace(mask)
     if xp is None:
         return validate_reset_mask(mask, num_envs)
-    if tuple(mask.shape) != (num_envs,) or mask.dtype != xp.bool:
-        raise ValueError(
+    shaped = tuple(mask.shape) == (num_envs,)
+    if not shaped or mask.dtype != xp.bool:  # as NumPy: ValueError, TypeError
+        raise (TypeError if shaped else ValueError)(
             f"`options['reset_mask']` must be a bool array of shape ({num_envs},), "
             f"got a {_arrays.name_of(xp)} array of dtype {mask.dtype} and shape "
             f"{tuple(mask.shape)}: pass one bool per sub-env, e.g. "
