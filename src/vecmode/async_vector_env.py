@@ -57,23 +57,23 @@ class AsyncVectorEnv(RemoteCore):
     def __init__(
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
-        *,
-        num_workers: int | None = None,
-        in_parent: int | None = None,
         shared_memory: bool = True,
         copy: bool = True,
         context: str | None = None,
         daemon: bool = True,
-        observation_mode: str | tuple[Space, Space] = "same",
-        timeout: float | None = None,
-        autoreset_mode: ModeLike = CORE_MODE,
         worker: Any = None,
+        observation_mode: str | tuple[Space, Space] = "same",
+        autoreset_mode: ModeLike = CORE_MODE,
         max_concurrency: int | None = None,
+        *,
+        num_workers: int | None = None,
+        in_parent: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Start the worker processes and build the sub-envs in them.
 
         ``env_fns``, ``shared_memory``, ``copy``, ``context``, ``daemon`` and
-        ``observation_mode`` are as Gymnasium's.
+        ``observation_mode`` are as Gymnasium's, in its order.
 
         Args:
             num_workers: worker processes (default: one per CPU, at most one

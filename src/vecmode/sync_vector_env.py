@@ -52,7 +52,6 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
     def __init__(
         self,
         env_fns: Sequence[Callable[[], gym.Env]],
-        *,
         copy: bool = True,
         observation_mode: str | tuple[Space, Space] = "same",
         autoreset_mode: ModeLike = CORE_MODE,
