@@ -752,3 +752,36 @@ def _children(space):
     if isinstance(space, Dict):
         return list(space.spaces.values())
     return []
+
+
+@pytest.mark.parametrize("core", ["SyncVectorEnv", "AsyncVectorEnv"])
+def test_the_constructors_take_gymnasiums_arguments_in_its_order(core):
+    import inspect
+
+    ours = inspect.signature(getattr(vecmode, core)).parameters
+    theirs = inspect.signature(getattr(gym.vector, core)).parameters
+    positional = [n for n, p in ours.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional == list(theirs)  # vecmode's own arguments come after, by name
+    fns = [lambda: gym.make("CartPole-v1")] * 2
+    args = (False, False) if core == "AsyncVectorEnv" else (False,)  # copy=False
+    envs = getattr(vecmode, core)(fns, *args)
+    assert envs.copy is False
+    envs.close()
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_make_vecs_policy_reads_the_envs_own_attributes_as_gymnasiums(vectorization):
+    ours = vecmode.make_vec("CartPole-v1", 2, vectorization, autoreset_mode="SameStep")
+    theirs = gym.make_vec("CartPole-v1", 2, vectorization)
+    try:
+        names = ["copy", "env_fns", "observation_mode"]
+        if vectorization == "async":
+            names += ["shared_memory", "context", "daemon"]
+        for name in names:
+            assert getattr(ours, name) == getattr(ours.unwrapped, name), name
+            assert type(getattr(ours, name)) is type(getattr(theirs, name)), name
+        with pytest.raises(AttributeError, match="'SameStepAutoreset' object has no"):
+            ours.processes  # noqa: B018 (not forwarded: vecmode's workers differ)
+    finally:
+        ours.close()
+        theirs.close()

@@ -43,6 +43,13 @@ _STEP, _RESET, _STEP_THEN_RESET = (
 )
 
 
+#: The attributes of Gymnasium's vector envs that vecmode's cores have, and theirs.
+_ENV_ATTRIBUTES = frozenset(
+    {"copy", "env_fns", "observation_mode", "shared_memory", "context", "daemon"}
+    | {"num_workers", "in_parent", "timeout"}
+)
+
+
 class _AutoresetWrapper(ForwardingWrapper):
     """The policies' base: over a vecmode core (:attr:`core`) a ``step`` is one
     ``execute`` of :meth:`_commands`; over a foreign env, the wrapper halves."""
@@ -66,12 +73,21 @@ class _AutoresetWrapper(ForwardingWrapper):
             self.observation_space = batch_space(env.single_observation_space, n)
             self.action_space = batch_space(env.single_action_space, n)
 
+    def __getattr__(self, name: str) -> Any:
+        """The vector env's own attributes (``env_fns``, ``copy``...), read from
+        the env below: ``make_vec`` returns a policy, Gymnasium's the env."""
+        env = self.__dict__.get("env")
+        if name in _ENV_ATTRIBUTES and env is not None:
+            return getattr(env, name)
+        return object.__getattribute__(self, name)  # its own AttributeError
+
     @classmethod
     def refuse_first(cls, env: VectorEnv) -> None:
         """Called by the registry before its checks: over torch or JAX batches,
         why no policy can give this one's mode, which says more than its own."""
         output = declaration(cls).output  # type: ignore[union-attr]
-        batched.refuse_unreachable(env, modes.mode_of(env), output, cls.__name__)
+        if output is not None:  # (GymnasiumBatch keeps the env's mode)
+            batched.refuse_unreachable(env, modes.mode_of(env), output, cls.__name__)
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
@@ -652,13 +668,6 @@ def _gymnasium_batch(env: VectorEnv) -> VectorEnv:
 class GymnasiumBatch(_AutoresetWrapper):
     """Gymnasium's batch conventions, in the env's own mode, over an env whose
     class keeps others (EnvPool's single-env spaces and masked-reset rows)."""
-
-    @classmethod
-    def refuse_first(cls, env: VectorEnv) -> None:
-        """Called by the registry before its checks: over torch or JAX batches,
-        why no policy can give this one's mode, which says more than its own."""
-        output = declaration(cls).output  # type: ignore[union-attr]
-        batched.refuse_unreachable(env, modes.mode_of(env), output, cls.__name__)
 
     @property
     def _declared(self) -> tuple[frozenset[AutoresetMode], AutoresetMode]:
