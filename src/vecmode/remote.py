@@ -19,15 +19,16 @@ from gymnasium.vector import utils
 from vecmode import core, errors, worker
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
-from vecmode.runner import Failure, checked_writer, row_writer
+from vecmode.runner import Failure, build_env, checked_writer, row_writer
 
 _STEPS = (int(core.Command.STEP), int(core.Command.STEP_THEN_RESET))
 _ARRAY_ACTIONS = (Box, MultiDiscrete, MultiBinary)
 
 #: Seconds building may take when ``timeout`` is set (the larger of the two counts).
 BUILD_GRACE = 60.0
-#: Seconds ``close()`` gives the sub-envs to close by default.
-CLOSE_GRACE = 5.0
+#: Seconds ``close()`` gives the sub-envs to close by default; after a call was
+#: interrupted (Ctrl-C), at most ``INTERRUPTED_GRACE``: the call may be hung.
+CLOSE_GRACE, INTERRUPTED_GRACE = 5.0, 1.0
 
 #: This process's id (kept: ``os.getpid()`` is a system call).
 _pid = os.getpid()
@@ -118,11 +119,11 @@ class RemoteCore(core.VectorCore):
         core.VectorCore.__init__(self)
 
     # ------------------------------------------------------------ construction
+    #: The sub-envs whose worker was ended before they closed, at the shutdown.
+    _unclosed: list[int] | tuple[()] = ()
+
     def _build_in_parent(self, index: int) -> gym.Env:
-        try:
-            return self.env_fns[index]()
-        except Exception as exc:
-            raise Failure.caught(index, "env_fn", exc).as_error() from exc
+        return build_env(index, self.env_fns[index])
 
     def _read_spaces(self, observation_mode: Any) -> None:
         """The spaces and metadata, from sub-env 0 built here (as Gymnasium does)."""
@@ -581,7 +582,8 @@ class RemoteCore(core.VectorCore):
 
         Args:
             timeout: seconds the sub-envs may take to close before the workers
-                are ended; None: the env's ``timeout``, else :data:`CLOSE_GRACE`.
+                are ended; None: the env's ``timeout``, else :data:`CLOSE_GRACE`
+                (at most 1 s after an interrupted call).
             terminate: end the workers at once, without closing the sub-envs.
 
         Raises:
@@ -595,8 +597,16 @@ class RemoteCore(core.VectorCore):
             terminate = True  # the workers may be stuck in the call
         if timeout is None:
             timeout = CLOSE_GRACE if self.timeout is None else self.timeout
+            if broken is not None and "interrupted" in broken:
+                timeout = min(timeout, INTERRUPTED_GRACE)
         failures = self._shutdown(terminate, timeout)
         try:
+            if self._unclosed:
+                gym.logger.warn(
+                    f"sub-env(s) {', '.join(map(str, self._unclosed))} did not close "
+                    f"within {timeout} s: their worker was ended, so their close() "
+                    f"may not have finished."
+                )
             if pending is not None:  # after the shutdown: an error leaks nothing
                 gym.logger.warn(
                     f"Calling `close` while waiting for a pending call to "

@@ -193,6 +193,20 @@ def _cases() -> list[Case]:
                 within=2.0,
             )
         )
+    # Ctrl-C in a call that would time out much later: close() does not wait that long
+    cases.append(
+        Case(
+            "hang-ctrl-c-long-timeout-async",
+            "hang",
+            "async",
+            {1: "hang"},
+            "KeyboardInterrupt",
+            options={"timeout": 30.0},
+            sigint_after=0.5,
+            within=2.0,
+            close_within=3.0,
+        )
+    )
     # a sub-env's process dies (exit, segfault, SIGKILL): WorkerError, the trainer lives
     for backend in ("async", "async-parent", "make_vec"):
         cases.append(
