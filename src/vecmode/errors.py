@@ -316,6 +316,14 @@ def short(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
+def text_of(error: BaseException) -> str:
+    """``str(error)``, or what Python's tracebacks show where that raises."""
+    try:
+        return str(error)
+    except Exception:
+        return "<exception str() failed>"
+
+
 def mode_names(modes: Iterable[AutoresetMode]) -> str:
     wanted = set(modes)
     return ", ".join(mode.value for mode in AutoresetMode if mode in wanted)

@@ -8,6 +8,7 @@ a :class:`Failure`.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from vecmode.core import Command, ran_by
-from vecmode.errors import SubEnvError, short, sub_env_error
+from vecmode.errors import SubEnvError, short, sub_env_error, text_of
 
 __all__ = ["Failure", "Outcome", "Runner"]
 
@@ -242,12 +243,27 @@ class Failure:
             self.index,
             self.method,
             type(self.error).__name__,
-            str(self.error),
+            text_of(self.error),
             self.traceback,
             others,
             lost,
             cause=self.error,
         )
+
+
+def build_env(index: int, env_fn: Callable[[], gym.Env]) -> gym.Env:
+    """``env_fn()``, sub-env ``index``; a :class:`~vecmode.SubEnvError` if it raises."""
+    try:
+        return env_fn()
+    except Exception as exc:
+        raise Failure.caught(index, "env_fn", exc).as_error() from exc
+
+
+def close_quietly(envs: Iterable[gym.Env]) -> None:
+    """Close each env, ignoring its errors (while another error is raised)."""
+    for env in envs:
+        with contextlib.suppress(Exception):
+            env.close()
 
 
 @dataclass

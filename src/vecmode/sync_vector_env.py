@@ -72,12 +72,20 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         """
         core.check_core_arguments(type(self).__name__, autoreset_mode, observation_mode)
         env_fns = core.env_fn_list(env_fns)
-        super().__init__(
-            env_fns,
-            copy=copy,
-            observation_mode=observation_mode,
-            autoreset_mode=CORE_MODE,
-        )
+        built: list[gym.Env] = []
+        try:  # each env_fn's error names its sub-env; those built are closed
+            for index, env_fn in enumerate(env_fns):
+                built.append(runner.build_env(index, env_fn))
+            super().__init__(
+                [lambda env=env: env for env in built],
+                copy=copy,
+                observation_mode=observation_mode,
+                autoreset_mode=CORE_MODE,
+            )
+        except BaseException:
+            runner.close_quietly(built)
+            raise
+        self.env_fns = env_fns
         # (one env object would be stepped twice a step; it is the caller's: kept open)
         shared = runner.shared_sub_envs(self.envs)
         if shared:

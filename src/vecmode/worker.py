@@ -4,7 +4,6 @@ in a worker, an actor or the parent; an answer is None or starts with a status."
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -103,7 +102,8 @@ class RemoteFailure:
     ) -> RemoteFailure:
         trace = traceback.format_exc() if trace is None else trace
         pickled = _pickled(error), _pickled(type(error))
-        return cls(index, method, type(error).__name__, str(error), trace, *pickled)
+        text = errors.text_of(error)
+        return cls(index, method, type(error).__name__, text, trace, *pickled)
 
     def error(
         self, others: tuple[int, ...] = (), lost: tuple[int, ...] = ()
@@ -489,9 +489,7 @@ def worker_main(
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave
     finally:
-        for env in envs:
-            with contextlib.suppress(Exception):
-                env.close()
+        runner.close_quietly(envs)
 
 
 # ------------------------------------------------------- the parent's side

@@ -1019,3 +1019,49 @@ def test_a_reward_that_is_one_number_of_any_type_is_accepted(make, core):
     rewards = envs.step(np.zeros(2, np.int64))[1]
     assert rewards.tolist() == [expected, expected]
     envs.close()
+
+
+class _Unprintable(ValueError):
+    def __str__(self) -> str:
+        raise RuntimeError("this __str__ fails on purpose")
+
+
+@pytest.mark.parametrize("in_worker", [False, True])
+def test_an_error_whose_str_raises_is_a_sub_env_error_and_the_env_lives(in_worker):
+    """Before, the sync core raised the __str__'s RuntimeError and the async
+    worker died: the env was lost."""
+    from tests.cores.async_support import make_async
+
+    fns = [RaisesIn, functools.partial(RaisesIn, _Unprintable())]
+    envs = make_async(fns) if in_worker else vecmode.SyncVectorEnv(fns)
+    envs.reset(seed=0)
+    with pytest.raises(errors.SubEnvError) as info:
+        envs.step(np.zeros(2, dtype=int))
+    assert isinstance(info.value, ValueError) and info.value.index == 1
+    assert "raised _Unprintable in step(): <exception str() failed>" in str(info.value)
+    envs.reset(seed=0)  # still usable
+    envs.close()
+
+
+class _Built(ScheduledEnv):
+    closed: typing.ClassVar[list[int]] = []
+
+    def __init__(self, index: int) -> None:
+        if index == 2:
+            raise ValueError("this env_fn fails on purpose")
+        super().__init__(index)
+
+    def close(self) -> None:
+        type(self).closed.append(self.index)
+
+
+def test_an_env_fn_that_fails_names_its_sub_env_and_closes_those_built():
+    """As in the async core; before, the env_fn's own error, and sub-envs 0 and
+    1 were left open."""
+    with pytest.raises(errors.SubEnvError) as info:
+        vecmode.SyncVectorEnv([functools.partial(_Built, i) for i in range(4)])
+    assert (info.value.index, info.value.method) == (2, "env_fn")
+    assert isinstance(info.value, ValueError)
+    assert _Built.closed == [0, 1]
+    fns = [functools.partial(_Built, 0)]
+    assert vecmode.SyncVectorEnv(fns).env_fns == fns  # the caller's, kept
