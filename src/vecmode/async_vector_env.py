@@ -281,6 +281,7 @@ class AsyncVectorEnv(RemoteCore):
             failures = self._close_local()
         finally:
             failures_in_workers = self._pool.shutdown(terminate, timeout)
+            self._unclosed = self._pool.unclosed
         return failures + failures_in_workers
 
     def _layout(self) -> str:

@@ -305,7 +305,8 @@ class WorkerPool:
     def shutdown(self, terminate: bool, timeout: float | None = None) -> list[Any]:
         """Stop every worker, even when interrupted; the sub-envs' close()
         failures. Unless ``terminate``, each first gets ``timeout`` seconds to
-        close its sub-envs. A worker that could not be ended stays listed."""
+        close its sub-envs (:attr:`unclosed`: those of the workers that did
+        not answer in time). A worker that could not be ended stays listed."""
         workers = list(self.workers)
         self._shut_down = True
         self._poller = None
@@ -331,6 +332,7 @@ class WorkerPool:
                     remaining.remove(worker)
             finally:
                 self.workers = remaining
+        self.unclosed = [i for w in silent for i in w.indices]
         return failures
 
 

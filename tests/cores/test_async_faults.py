@@ -242,9 +242,12 @@ def test_close_ends_a_busy_worker_when_its_timeout_is_up():
     pids = [p.pid for p in envs.processes]
     envs.step_async(np.zeros(2, dtype=int))
     started = time.monotonic()
-    with deadline(20), pytest.warns(UserWarning, match="pending call"):
+    with deadline(20), pytest.warns(UserWarning) as warned:
         envs.close(timeout=0.2)
     assert time.monotonic() - started < 1.0  # 0.2 s, not 0.2 + 1
+    said = [str(w.message) for w in warned]
+    assert any("did not close within 0.2 s" in text for text in said), said
+    assert any("pending call" in text for text in said), said
     assert gone(pids)
 
 
@@ -296,6 +299,20 @@ def test_an_env_fn_that_fails_is_reported_without_waiting_for_slower_builds():
 class CloseRaises(ScheduledEnv):
     def close(self):
         raise ValueError("this close fails on purpose")
+
+
+class CloseHangs(ScheduledEnv):
+    def close(self):
+        if multiprocessing.parent_process() is not None:  # (not the parent's copy)
+            time.sleep(30)
+
+
+def test_a_close_that_does_not_finish_is_warned_about():
+    envs = make_async([CloseHangs, *scheduled_fns(1)])
+    pids = [p.pid for p in envs.processes]
+    with deadline(20), pytest.warns(UserWarning, match=r"sub-env\(s\) 0 did not close"):
+        envs.close(timeout=0.3)
+    assert gone(pids)
 
 
 def test_a_close_that_raises_at_construction_is_the_sub_env_s_error():
