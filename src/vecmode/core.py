@@ -116,8 +116,7 @@ def validate_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
     if mask.dtype != np.bool_:
         raise TypeError(
             f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}; "
-            f"if its values are 0/1, pass them as bools (mask.astype(bool); "
-            f"mask.bool() for a torch tensor)."
+            f"if its values are 0/1, pass them as bools (mask.astype(bool))."
         )
     return mask
 
