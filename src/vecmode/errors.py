@@ -357,7 +357,10 @@ def incompatible_mode(
             f"{wrapper} cannot wrap an env in {got_text}: it supports "
             f"{mode_names(accepts)}."
         )
-    return " ".join(part for part in (head, why, instead) if part)
+    said = [
+        p if p[-1] in ".!?" else f"{p}." for p in (why.strip(), instead.strip()) if p
+    ]
+    return " ".join([head, *said])  # a declaration's texts, as sentences
 
 
 def not_array_native(wrapper: str, library: str, declared: bool) -> str:

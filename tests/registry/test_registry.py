@@ -72,6 +72,11 @@ def test_the_message_is_the_one_built_in_errors():
     )
     assert str(info.value) == expected
     envs.close()
+    # a declaration's texts read as sentences, whether they end in a full stop
+    assert errors.incompatible_mode("W", SS, {NS}, "it forgets x", "Use Y ") == (
+        "W cannot wrap an env in mode SameStep: it supports NextStep. it forgets x. "
+        "Use Y."
+    )
 
 
 def test_the_advice_converts_only_a_mode_that_converts():
@@ -236,6 +241,10 @@ def test_register_records_known_wrong_modes(clean_registry):
         ((Recorder, []), {}, ValueError, "at least one mode"),
         ((Recorder, ["NextStep"]), {"wrong": {"NextStep": "x"}}, ValueError, "both"),
         ((Recorder, [NS]), {"why": {"NextStep": "x"}}, ValueError, "NextStep is sup"),
+        ((Recorder, [NS]), {"why": "x"}, TypeError, "why must be a dict of mode"),
+        ((Recorder, [NS]), {"wrong": [SS]}, TypeError, "wrong must be a dict of"),
+        ((Recorder, [NS]), {"why": {SS: 3}}, TypeError, "got {"),
+        ((Recorder, [NS]), {"instead": 5}, TypeError, "instead must be a str"),
         ((Recorder, ["Often"]), {}, ValueError, "'Often' is not an autoreset mode"),
         ((Recorder(core()), [NS]), {}, TypeError, "not an instance"),
         ((gym.Wrapper, [NS]), {}, TypeError, "VectorWrapper"),

@@ -111,14 +111,14 @@ def declare(
     accepted = frozenset(as_mode(mode) for mode in given)
     if not accepted:
         raise ValueError(NO_MODES)
-    wrong_modes = {as_mode(mode): text for mode, text in (wrong or {}).items()}
+    wrong_modes = {as_mode(mode): text for mode, text in _texts(wrong, "wrong")}
     overlap = accepted & wrong_modes.keys()
     if overlap:
         raise ValueError(
             f"{mode_names(overlap)} cannot be both supported and silently wrong; "
             f"list each mode in modes or in wrong, not both."
         )
-    reasons = {as_mode(m): text for m, text in (why or {}).items()}
+    reasons = {as_mode(m): text for m, text in _texts(why, "why")}
     if accepted & reasons.keys():
         raise ValueError(
             f"why gives the reasons for refused modes, but "
@@ -130,10 +130,31 @@ def declare(
         output=None if output is None else as_mode(output),
         wrong=MappingProxyType(wrong_modes),
         reasons=MappingProxyType(reasons),
-        instead=instead or "",
+        instead=_instead(instead),
         source=source,
         array_native=_flag(array_native, "array_native"),
     )
+
+
+def _texts(given: Any, name: str) -> list[tuple[Any, str]]:
+    """The ``(mode, text)`` pairs of ``why=`` or ``wrong=``; TypeError if not a
+    dict of texts."""
+    if given is None:
+        return []
+    if not isinstance(given, Mapping) or not all(
+        isinstance(t, str) for t in given.values()
+    ):
+        raise TypeError(
+            f"{name} must be a dict of mode -> reason (a str), e.g. "
+            f"{name}={{'SameStep': 'It ignores final_obs.'}}; got {given!r}."
+        )
+    return list(given.items())
+
+
+def _instead(instead: Any) -> str:
+    if instead is not None and not isinstance(instead, str):
+        raise TypeError(f"instead must be a str (what to use), got {instead!r}.")
+    return instead or ""
 
 
 def _flag(value: Any, name: str) -> bool:
