@@ -51,8 +51,8 @@ def test_catches_a_result_leaving_the_batch_s_library(name: str) -> None:
     assert caught.value.property == "returns_well_formed_results"
     message = str(caught.value)
     assert (
-        f"[NextStep over vecmode.SyncVectorEnv, episodes ending together], call 1 "
-        f"(step), field rewards: numpy rewards over {xp} batches, a result leaving "
+        f"[NextStep over vecmode.SyncVectorEnv ({name} batches), episodes ending "
+        f"together], call 1 (step), field rewards: numpy rewards over {xp} batches, a result leaving "
         f"the batch's library: expected {xp} arrays"
     ) in message, message
     assert "np.asarray and NumPy's functions make NumPy arrays" in message
@@ -107,7 +107,7 @@ def test_catches_final_obs_out_of_the_dense_layout(wrapper: Any, found: str) -> 
     assert caught.value.property == "returns_well_formed_results"
     message = str(caught.value)
     assert (
-        "[SameStep over vecmode.SyncVectorEnv, episodes ending together], call 3"
-        in (message)
+        "[SameStep over vecmode.SyncVectorEnv (torch batches), episodes ending "
+        "together], call 3" in message
     )
     assert found in message, message

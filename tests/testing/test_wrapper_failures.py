@@ -385,7 +385,9 @@ def test_infos_are_compared_when_asked():
         match=r"field info: \['compare_info'\]: \[1\]: 1 here, 2 there",
     ):
         check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
-    check_wrapper(CountsResetStepsInLength)  # its own info key unread: not caught
+    with pytest.raises(AssertionError, match=r"\['length'\]: 1 here, 2 there"):
+        check_wrapper(CountsResetStepsInLength)  # the episode statistics by default
+    check_wrapper(CountsResetStepsInLength, compare_info=None)  # none: not caught
 
 
 @pytest.mark.parametrize("info_type", ["numeric", "rich"])

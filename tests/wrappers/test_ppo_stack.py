@@ -233,7 +233,10 @@ def test_conforms_in_every_mode(fused):
     )
     assert report.modes == tuple(AutoresetMode)
     assert report.batch_dependent
-    assert report.wrapper == ("PPOStack" if fused else "ClipReward")
+    layered = "ClipReward(NormalizeReward(TransformObservation(NormalizeObservation("
+    assert report.wrapper == (
+        "PPOStack" if fused else f"{layered}RecordEpisodeStatistics))))"
+    )
     if fused:  # the proof vecmode.check_stack's "verified" for PPOStack stands on
         key = f"{vw.PPOStack.__module__}:{vw.PPOStack.__qualname__}"
         assert report.wrapper_class is vw.PPOStack

@@ -3,13 +3,14 @@
 >>> from vecmode.testing import check_wrapper
 >>> from vecmode.wrappers import ClipReward
 >>> print(check_wrapper(lambda env: ClipReward(env, 0.0, 1.0)).summary)
-ClipReward: right in NextStep, SameStep, Disabled (15 runs, 351 transitions compared)
+ClipReward: right in NextStep, SameStep, Disabled ... transitions compared)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from importlib.util import find_spec
 from itertools import takewhile
 from types import MappingProxyType
 from typing import Any
@@ -21,14 +22,14 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
-from vecmode.errors import IncompatibleModeError
+from vecmode.errors import ArrayLibraryError, IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
 from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.driver import Driver, RunPlan
-from vecmode.testing.wrapper.report import WrapperReport
+from vecmode.testing.wrapper.report import WrapperReport, array_native
 from vecmode.testing.writes import WritesBelow
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
@@ -38,8 +39,8 @@ _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_m
 _HINT_MODES = (
     "Transform final observations (info['final_obs'] in SAME_STEP) like the "
     "others, count each real step once (not NEXT_STEP's reset step), and clear "
-    "the state of a masked reset's sub-envs. Statistics pooled over the batch: "
-    "declare batch_dependent = True."
+    "the state of a masked reset's sub-envs. Only if its outputs pool the "
+    "sub-envs of a call (a running mean), declare batch_dependent = True."
 )
 _HINT_CUTS = (
     "A difference at the cut is a final observation not transformed like the "
@@ -56,6 +57,22 @@ _HINT_DENSE = (
 )
 
 
+def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
+    """For ``compare_info``: ``{"return": r, "length": l}`` of a transition's
+    ``info["episode"]`` (``RecordEpisodeStatistics``'s), None elsewhere.
+
+    >>> episode_statistics({"episode": {"r": 1.5, "l": 3, "t": 0.01}})
+    {'return': 1.5, 'length': 3}
+    """
+    episode = info.get("episode")
+    if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:
+        return None
+    return {
+        "return": float(np.asarray(episode["r"])),
+        "length": int(np.asarray(episode["l"])),
+    }
+
+
 def check_wrapper(
     factory: WrapperFactory,
     *,
@@ -70,7 +87,7 @@ def check_wrapper(
     seed: int = 0,
     batch_dependent: bool | None = None,
     bases: Iterable[str] | None = None,
-    compare_info: Callable[[dict[str, Any]], Any] | None = None,
+    compare_info: Callable[[dict[str, Any]], Any] | None = episode_statistics,
     env_infos: bool = True,
     properties: Iterable[str] | None = None,
     array_library: str | None = None,
@@ -91,16 +108,17 @@ def check_wrapper(
             (default: its ``batch_dependent`` attribute).
         bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
         compare_info: what of a sub-env's info at a real transition must agree
-            (a function of it, merged over SAME_STEP's ``final_info``).
+            (a function of it, merged over SAME_STEP's ``final_info``); by
+            default the episode statistics in ``info["episode"]``; None: none.
         env_infos: compare the sub-envs' own step count at every transition.
         properties: the properties checked, from ``PROPERTIES`` (default: all).
-        array_library: run it over batches of this library (``"torch"``,
-            ``"jax"``; ``"numpy"`` or None: NumPy), over
-            ``vecmode.SyncVectorEnv`` made to return them: its array path.
+        array_library: ``"torch"``, ``"jax"``: over that library's batches only;
+            None: NumPy's, and torch's (else JAX's) for an array-native class.
 
     Raises:
         ConformanceError: (an ``AssertionError``) a property is broken, named.
     """
+    asked = dict(locals())  # (for the run over array batches)
     over, only = _checked(factory, num_envs, transitions, bases, properties)
     kinds: dict[str, Any] = {"obs_type": obs_type, "action_type": action_type}
     kinds.update(info_type=info_type, render_mode=render_mode)
@@ -110,10 +128,36 @@ def check_wrapper(
         over = _over_library(array_library, bases)
         kinds["array_library"] = array_library
     name = getattr(factory, "__name__", None) or type(factory).__name__
-    check = WrapperCheck(factory, name, over, kinds, only)
-    if env_infos:
-        compare_info = events.with_env_info(STEP_INFO_KEYS[info_type], compare_info)
-    return check.prove(modes, transitions, seed, batch_dependent, compare_info)
+    check = WrapperCheck(factory, name, over, kinds, only)  # (its name till built)
+    key = STEP_INFO_KEYS[info_type]
+    picked = events.with_env_info(key, compare_info) if env_infos else compare_info
+    report = check.prove(modes, transitions, seed, batch_dependent, picked)
+    return _over_arrays_too(report, asked, check.box)
+
+
+def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) -> Any:
+    """``report``, with the proof over torch (else JAX) batches of Box observations
+    of a class declaring array_native (``asked``: ``check_wrapper``'s arguments)."""
+    given = asked["array_library"]
+    if (
+        given not in (None, "numpy")
+        or not box
+        or not array_native(report.wrapper_class)
+    ):
+        return report
+    library = (
+        None if given else next((x for x in ("torch", "jax") if find_spec(x)), None)
+    )
+    if library is None:
+        why = "array_library='numpy'" if given else "neither torch nor JAX installed"
+        return replace(report, _kinds=MappingProxyType({**report._kinds, "numpy": why}))
+    again = check_wrapper(**{**asked, "bases": None, "array_library": library})
+    return replace(
+        report,
+        runs=report.runs + again.runs,
+        transitions=report.transitions + again.transitions,
+        _kinds=MappingProxyType({**report._kinds, "also_over": library}),
+    )
 
 
 def _over_library(library: Any, bases: Any) -> list[str]:
@@ -188,6 +232,7 @@ class WrapperCheck:
         self.factory, self.who, self.over = factory, who, over
         self.kinds, self.only = kinds, only
         self.first_schedule = schedules.schedules(kinds["num_envs"], 1)[0]
+        self.box = False  # the base envs' observations are a Box
         self.accepted: dict[AutoresetMode, VectorEnv] = {}
         self.refusals: dict[AutoresetMode, Exception] = {}
         #: the class's own errors when built (a bad argument, or its own refusal)
@@ -274,6 +319,7 @@ class WrapperCheck:
             envs = schedules.base_env(
                 self.over[0], mode, self.kinds, self.first_schedule
             )
+            self.box = type(envs.single_observation_space) is gym.spaces.Box
             try:
                 wrapped = self.build(envs)
             except Exception as error:  # vecmode's refusal, or the class's error
@@ -286,13 +332,27 @@ class WrapperCheck:
             self.accepted[mode] = wrapped
             if self.declared is None:
                 self.declared = supported_modes(wrapped)
-            self.layers = len(_over(wrapped, envs))
+            names = [type(layer).__name__ for layer in _over(wrapped, envs)]
+            self.layers, self.stack = (
+                len(names),
+                "(".join(names) + ")" * (len(names) - 1),
+            )
             self.built = type(wrapped) if self.layers == 1 else None
         if not self.accepted and self.raised:  # it cannot be built: caller's error
-            raise next(iter(self.raised.values()))
+            raised = next(iter(self.raised.values()))
+            library = self.kinds.get("array_library")
+            if library and isinstance(raised, ArrayLibraryError):
+                raise ValueError(
+                    f"check_wrapper({self.who}, array_library={library!r}): it is not "
+                    f"array-native (it reads NumPy), so it cannot be proved over "
+                    f"{library} batches. Prove it over NumPy (array_library=None), or "
+                    f"declare it @vecmode.supports(..., array_native=True) if it "
+                    f"computes in the batch's library."
+                ) from raised
+            raise raised
         for wrapped in self.accepted.values():
             if not isinstance(self.factory, type):  # a function: by what it builds
-                self.who = type(wrapped).__name__
+                self.who = self.stack
             wrapped.close()
 
     def modes_to_prove(
@@ -333,6 +393,12 @@ class WrapperCheck:
             self.refusals[mode] = own
             self.own_refusals[mode] = f"{type(own).__name__}: {own}"
         for mode in to_prove:
+            if mode in self.refusals and self.declared and mode not in self.declared:
+                raise ValueError(
+                    f"check_wrapper({self.who}): modes asks to prove {mode.value}, "
+                    f"which it does not declare and refuses when built; prove the "
+                    f"modes it declares ({', '.join(m.value for m in MODES if m in self.declared)})"
+                )
             if mode in self.refusals:
                 what = f"refused a mode to prove: {self.refusals[mode]}"
                 where = f"built over a {mode.value} env"
@@ -372,12 +438,14 @@ class WrapperCheck:
         labels: list[str] = []
         compared = 0
         runs: Runs = {}
+        library = self.kinds.get("array_library")
+        over = f" ({library} batches)" if library else ""
         for number, schedule in enumerate(
             schedules.schedules(self.kinds["num_envs"], plan.wanted)
         ):
             for mode in to_prove:
                 for name in self.over if number < 2 else self.over[:1]:
-                    label = f"[{mode.value} over {name}, {schedule.name}]"
+                    label = f"[{mode.value} over {name}{over}, {schedule.name}]"
                     labels.append(label)
                     this = replace(plan, label=label, mode=mode, schedule=schedule)
                     runs[number, mode, name] = self.run(name, this)
@@ -394,7 +462,39 @@ class WrapperCheck:
                         compared += events.compare_runs(
                             *pair, plan.wanted, exact, context
                         )
+        if batch_dependent and self.on("mode_equivalence_staggered"):
+            first = to_prove[0]
+            self.check_batch_dependent(runs[1, first, self.over[0]], plan, first)
         return labels, compared
+
+    def check_batch_dependent(
+        self, batched: events.Run, plan: RunPlan, mode: AutoresetMode
+    ) -> None:
+        """A wrapper compared loosely as batch-dependent gives sub-env 0 other
+        values alone than in the batch: else the claim only hides its errors."""
+        alone = replace(
+            plan,
+            label=f"[{batched.label[1:-1]}, sub-env 0 alone]",
+            mode=mode,
+            schedule=schedules.schedules(1, plan.wanted)[1],  # sub-env 0's part
+            queues=plan.queues[:1],
+        )
+        run = self.run(self.over[0], alone, {**self.kinds, "num_envs": 1})
+        first = events.Run(batched.label, batched.events[:1])
+        context = ("mode_equivalence_staggered", self.who, "")
+        try:
+            events.compare_runs(first, run, plan.wanted, True, context)
+        except events.ConformanceError:
+            return  # its values depend on the batch, as declared
+        raise events.fail(
+            "mode_equivalence_staggered",
+            self.who,
+            f"{run.label} and {batched.label}",
+            "declared batch_dependent, so compared loosely, but sub-env 0 gets the "
+            "same values alone as in the batch",
+            "Remove batch_dependent: it is for outputs that pool the sub-envs of a "
+            "call, and it lets errors in per-sub-env state go unseen.",
+        )
 
     def _compared_with(
         self, runs: Runs, number: int, mode: AutoresetMode, name: str, first: Any
@@ -411,9 +511,11 @@ class WrapperCheck:
             return prop, None, _HINT_MODES
         return prop, (runs[number, first, first_base], run), _HINT_MODES
 
-    def run(self, name: str, plan: RunPlan) -> events.Run:
-        """One run of the wrapper over the base ``name``."""
-        base = schedules.base_env(name, plan.mode, self.kinds, plan.schedule)
+    def run(
+        self, name: str, plan: RunPlan, kinds: dict[str, Any] | None = None
+    ) -> events.Run:
+        """One run of the wrapper over the base ``name`` (``kinds``: other test envs)."""
+        base = schedules.base_env(name, plan.mode, kinds or self.kinds, plan.schedule)
         below = WritesBelow(base)  # before the wrapper is built over it
         try:
             wrapped = self.build(base)
@@ -469,19 +571,3 @@ def _final_layout(own: list[Any], base: VectorEnv) -> str:
 def _over(wrapped: VectorEnv, base: VectorEnv) -> list[Any]:
     """The layers the factory stacked over ``base``."""
     return list(takewhile(lambda env: env is not base, layers(wrapped, limit=10_000)))
-
-
-def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
-    """For ``compare_info``: ``{"return": r, "length": l}`` of a transition's
-    ``info["episode"]`` (``RecordEpisodeStatistics``'s), None elsewhere.
-
-    >>> episode_statistics({"episode": {"r": 1.5, "l": 3, "t": 0.01}})
-    {'return': 1.5, 'length': 3}
-    """
-    episode = info.get("episode")
-    if not isinstance(episode, dict) or "r" not in episode or "l" not in episode:
-        return None
-    return {
-        "return": float(np.asarray(episode["r"])),
-        "length": int(np.asarray(episode["l"])),
-    }

@@ -279,12 +279,19 @@ class Driver:
         return result
 
     def _observe(self, obs: Any, where: str) -> None:
-        if not self.envs.observation_space.contains(obs):
+        space = self.envs.observation_space
+        if not space.contains(obs):
+            kind = f"{getattr(obs, 'dtype', type(obs).__name__)}, shape"
             what = (
-                f"the observations {show(obs)} are not in the wrapper's "
-                f"observation_space {self.envs.observation_space}"
+                f"the observations {show(obs)} ({kind} {np.shape(obs)}) are not in "
+                f"the wrapper's observation_space {space}"
             )
-            raise self.fail("returns_well_formed_results", where, what)
+            hint = (
+                "Return observations of the space's dtype and shape, within its "
+                "bounds, or set observation_space (and single_observation_space) "
+                "to what it returns."
+            )
+            raise self.fail("returns_well_formed_results", where, what, hint)
 
     def _started(self, reading: Reading) -> None:
         for start in reading.starts():

@@ -10,9 +10,16 @@ from typing import Any
 from gymnasium.vector import AutoresetMode
 
 from vecmode import registry
-from vecmode.modes import caller_resets
+from vecmode.modes import MODES, caller_resets
 from vecmode.testing.wrapper.events import PROPERTIES, PROPERTY_TEXT
 from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
+
+
+def array_native(cls: type | None) -> bool:
+    """Whether ``cls`` declares array_native and is not a conversion (which is
+    proved over what it converts from)."""
+    found = cls and registry.declaration(cls)
+    return bool(found and found.array_native and not getattr(cls, "converts_arrays", 0))
 
 
 @dataclass(frozen=True)
@@ -43,16 +50,43 @@ class WrapperReport:
     @property
     def limits(self) -> tuple[str, ...]:
         """What this proof cannot see."""
+        return (*self._mode_limits(), *self._run_limits())
+
+    def _mode_limits(self) -> list[str]:
         found = []
+        declared = self.wrapper_class and registry.declaration(self.wrapper_class)
+        proved = {mode.value for mode in self.modes}
+        unproved = [m.value for m in MODES if declared and m in declared.modes]
+        unproved = [mode for mode in unproved if mode not in proved]
+        if unproved:
+            found.append(
+                f"declares {', '.join(unproved)} too, not proved here: prove every "
+                f"mode it declares (modes=None)."
+            )
         if len(self.modes) == 1:
+            more = "prove" if unproved else "declare and prove"
             found.append(
                 f"proved in {self.modes[0].value} alone: its runs are compared with "
-                f"each other only; declare and prove more modes."
+                f"each other only; {more} more modes."
             )
         if self.modes and all(caller_resets(mode) for mode in self.modes):
             found.append(
                 "every mode proved has the caller reset ended sub-envs: state kept "
                 "across masked resets is not seen; prove a mode where the env resets."
+            )
+        return found
+
+    def _run_limits(self) -> list[str]:
+        found = []
+        if "numpy" in self._kinds:
+            found.append(
+                f"declares array_native, but was run over NumPy batches only "
+                f"({self._kinds['numpy']})."
+            )
+        if self.batch_dependent:
+            found.append(
+                "batch-dependent: values compared across modes only where episodes "
+                "end together (kinds, actions and flags everywhere)."
             )
         left_out = [base for base in DEFAULT_BASES if base not in self.bases]
         if left_out:
@@ -61,7 +95,7 @@ class WrapperReport:
                 f"{', '.join(left_out)}; record() refuses this proof if the wrapper "
                 f"can be built over those."
             )
-        return tuple(found)
+        return found
 
     def record(self) -> WrapperReport:
         """Record this proof in this process: :func:`vecmode.check_stack` then
@@ -112,8 +146,9 @@ class WrapperReport:
     def summary(self) -> str:
         """One line: the modes proved and how much was compared."""
         modes = ", ".join(mode.value for mode in self.modes)
-        library = self._kinds.get("array_library")
+        library, also = self._kinds.get("array_library"), self._kinds.get("also_over")
         over = f" over {library} batches" if library not in (None, "numpy") else ""
+        over = f" over NumPy and {also} batches" if also else over
         return (
             f"{self.wrapper}: right in {modes}{over} ({len(self.runs)} runs, "
             f"{self.transitions} transitions compared)"
@@ -134,10 +169,5 @@ class WrapperReport:
             f"refused {mode.value} at construction, by its own constructor: {why}"
             for mode, why in self.refusals.items()
         ]
-        if self.batch_dependent:
-            lines.append(
-                "batch-dependent: values compared across modes where episodes end "
-                "together; kinds, actions and flags everywhere"
-            )
         lines += [f"limits: {limit}" for limit in self.limits]
         return "\n".join(lines)
