@@ -225,5 +225,6 @@ def test_timeline_env_raising_value_error_is_exit_code_1(capsys):
     code, out, err = run(["timeline", "CliInitError-v0"], capsys)
     assert (code, out) == (EXIT_FAILED, "")
     assert one_error_line(err) == (
-        f"running 'CliInitError-v0' raised ValueError: the env's own bad value{RERUN}."
+        f"running 'CliInitError-v0' raised SubEnvError: sub-env 0 raised ValueError "
+        f"in env_fn(): the env's own bad value{RERUN}."
     )

@@ -61,13 +61,20 @@ def rounding_bounds(mean, batch, count, exact_var):
     variance, M the largest magnitude among the old mean and the batch (per
     component), each plus ``8 TINY``: below the normal range an operation's error
     is up to half the subnormal spacing, not relative (a variance of 2e-311 is
-    off by 5e-324). Gymnasium's own float64 arithmetic stays within them."""
+    off by 5e-324). The variance's also ``(n - 1) eps D^2 n / (count + n)``, D the
+    largest deviation from the old mean: the error of summing n squares one by one
+    (NumPy along the first axis), which vecmode does about the old mean (a
+    constant batch of 73 zeros against a mean of count 73 was off by 4.1 eps).
+    Gymnasium's own float64 arithmetic stays within them."""
     batch = np.asarray(batch, np.float64)
     n = batch.shape[0]
     old = np.broadcast_to(np.abs(np.asarray(mean, np.float64)), batch.shape[1:])
     m = np.maximum(old, np.abs(batch).max(axis=0)).ravel()
+    d = np.abs(batch - np.asarray(mean, np.float64)).max(axis=0).ravel()
     var = np.array([float(v) for v in exact_var])
-    return 8 * EPS * m + 8 * TINY, 4 * EPS * (var + m**2 * n / (count + n)) + 8 * TINY
+    summed = (n - 1) * EPS * d**2 * n / (count + n)
+    var_bound = 4 * EPS * (var + m**2 * n / (count + n)) + summed + 8 * TINY
+    return 8 * EPS * m + 8 * TINY, var_bound
 
 
 def errors_from(exact, got):
@@ -121,6 +128,15 @@ def updates(draw, dtypes=(np.float64, np.float32, np.int64)):
 @given(updates())
 @example(  # a subnormal variance, found on Python 3.10 with numpy 2.2
     update=((), np.array(0.0), np.array(2.22507386e-311), 1e-4, np.array([0.0]))
+)
+@example(  # n squares summed about the old mean (found with numpy 2.4)
+    update=(
+        (3, 7),
+        np.full((3, 7), 2.675818238008254e-68),
+        np.zeros((3, 7)),
+        73.0,
+        np.zeros((73, 3, 7)),
+    )
 )
 def test_one_update_is_gymnasiums_formula_to_float64_rounding(update):
     shape, mean, var, count, batch = update
