@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from vecmode.cli.common import import_module, print_json
 from vecmode.env_classes import declared_simulators
 from vecmode.modes import MODES
 from vecmode.registry import TABLE_LEGEND, format_table, table_entries
 from vecmode.registry.table import SIMULATOR_LEGEND, format_simulators
-
-#: The fields of each simulator in ``vecmode table --simulators --json``.
-SEMANTICS_FIELDS = (
-    "final_observation",
-    "resets_to",
-    "ending_reward",
-    "partial_reset",
-    "truncation",
-    "remedy",
-    "source",
-)
 
 
 def run(args: argparse.Namespace) -> bool:
@@ -66,7 +56,7 @@ def _simulators(args: argparse.Namespace) -> bool:
                 m.value for m in MODES if m in found.modes and found.semantics.exact
             ],
         }
-        | {k: getattr(found.semantics, k) for k in SEMANTICS_FIELDS}
+        | dataclasses.asdict(found.semantics)
         for found in declared_simulators()
     ]
     document = {"simulators": simulators, "legend": SIMULATOR_LEGEND}

@@ -31,6 +31,11 @@ from vecmode.registry.declare import (
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
 
+_HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
+_NOTE = textwrap.TextWrapper(88, subsequent_indent="    ", break_on_hyphens=False)
+#: Where classes made at run time (EnvPool's) say they come from.
+_NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
+
 
 class Verdict(Named):
     """One layer's verdict in a :class:`CompatibilityReport` (see
@@ -71,10 +76,6 @@ class LayerReport:
     layer: Any = field(default=None, repr=False, compare=False)
     array_native: bool | None = None
     library: str | None = None
-
-
-_HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
-_NOTE = textwrap.TextWrapper(88, subsequent_indent="    ", break_on_hyphens=False)
 
 
 @dataclass(frozen=True)
@@ -218,10 +219,6 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
-#: Where classes made at run time (EnvPool's) say they come from.
-_NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})
-
-
 def _origin(obj: Any) -> str:
     """The package ``obj``'s class comes from (its first base not made at run time)."""
     packages = [cls.__module__.split(".")[0] for cls in type(obj).__mro__]
@@ -272,14 +269,9 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         declared = modes.mode_of(layer)
     except ValueError as error:  # metadata["autoreset_mode"] is no mode
         raise ValueError(f"layer {position} {name} ({origin}): {error}") from None
+    namespace = _arrays.declared_namespace(layer)
     row = functools.partial(
-        LayerReport,
-        name,
-        origin,
-        mode_in,
-        layer=layer,
-        array_native=None,
-        library=_arrays.declared_namespace(layer),
+        LayerReport, name, origin, mode_in, layer=layer, library=namespace
     )
     if mode_in is None:
         evidence = env_proof(layer, declared)

@@ -199,11 +199,8 @@ class Recorder:
 
 def is_count(value: Any, least: int = 1) -> bool:
     """Whether ``value`` is an int (not a bool) of at least ``least``."""
-    return (
-        isinstance(value, (int, np.integer))
-        and not isinstance(value, bool)
-        and bool(value >= least)
-    )
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    return integer and bool(value >= least)
 
 
 class Instances:

@@ -38,7 +38,7 @@ class SimulatorAdapter(VectorEnv):
         num_envs: the number of sub-envs.
         single_observation_space: one sub-env's observation space.
         single_action_space: one sub-env's action space.
-        mode: the mode it is presented in (SAME_STEP or DISABLED).
+        mode: the mode it is presented in (SAME_STEP, the default, or DISABLED).
         namespace: the array library of its batches (``"torch"``, ``"jax.numpy"``).
         semantics: what it does at an episode's end.
     """
@@ -58,7 +58,7 @@ class SimulatorAdapter(VectorEnv):
         num_envs: int,
         single_observation_space: spaces.Space[Any],
         single_action_space: spaces.Space[Any],
-        mode: AutoresetMode,
+        mode: AutoresetMode = AutoresetMode.SAME_STEP,
         namespace: str,
         semantics: Semantics,
     ) -> None:

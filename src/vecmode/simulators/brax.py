@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, StepResult, key_of
@@ -35,7 +34,9 @@ SEMANTICS = Semantics(
 _CACHES = ("first_obs", "first_pipeline_state", "AutoResetWrapper_")
 
 
-def _box(shape: Any, low: float = -np.inf, high: float = np.inf) -> spaces.Box:
+def _box(shape: Any, low: float = -np.inf, high: float = np.inf) -> spaces.Space[Any]:
+    if isinstance(shape, Mapping):  # a dict of observation sizes
+        return spaces.Dict({k: _box(v) for k, v in shape.items()})
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return spaces.Box(low, high, shape, np.float32)
 
@@ -69,19 +70,11 @@ class BraxAdapter(JaxAdapter):
 
         # Playground's BraxAutoResetWrapper has its own ``_full_reset``
         full_reset = getattr(env, "_full_reset", None)
-        size = env.observation_size
-        if isinstance(size, Mapping):
-            obs_space: spaces.Space[Any] = spaces.Dict(
-                {k: _box(v) for k, v in size.items()}
-            )
-        else:
-            obs_space = _box(size)
         super().__init__(
             env,
             num_envs=num_envs,
-            single_observation_space=obs_space,
+            single_observation_space=_box(env.observation_size),
             single_action_space=_box(env.action_size, -1.0, 1.0),
-            mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
             semantics=SEMANTICS
             if full_reset is None

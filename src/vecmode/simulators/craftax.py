@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymnasium.vector import AutoresetMode
-
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, StepResult, gym_space, key_of
 
@@ -51,7 +49,6 @@ class CraftaxAdapter(JaxAdapter):
             num_envs=int(env.num_envs),
             single_observation_space=gym_space(env.observation_space(self.params)),
             single_action_space=gym_space(env.action_space(self.params)),
-            mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
             semantics=SEMANTICS,
         )

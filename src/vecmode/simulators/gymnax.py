@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymnasium.vector import AutoresetMode
-
 from vecmode import modes
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, gym_space, key_of
@@ -28,7 +26,6 @@ class GymnaxAdapter(JaxAdapter):
     Args:
         env: the gymnax env (``gymnax.make(...)[0]``).
         params: its params (None: ``env.default_params``).
-        num_envs: the number of sub-envs.
         seed: the first key's seed (``reset(seed=...)`` replaces it).
     """
 
@@ -43,7 +40,6 @@ class GymnaxAdapter(JaxAdapter):
             num_envs=num_envs,
             single_observation_space=gym_space(env.observation_space(params)),
             single_action_space=gym_space(env.action_space(params)),
-            mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
             semantics=SEMANTICS,
         )
@@ -72,14 +68,7 @@ class GymnaxAdapter(JaxAdapter):
             infos = modes.with_finals(
                 info, terminated | truncated, out[5][_FINAL], info
             )
-            return (
-                key,
-                state,
-                obs,
-                rewards.astype("float32"),
-                terminated,
-                truncated,
-                infos,
-            )
+            rewards = rewards.astype("float32")
+            return key, state, obs, rewards, terminated, truncated, infos
 
         self._reset_fn, self._step_fn = jax.jit(reset), jax.jit(step)

@@ -17,8 +17,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gymnasium.vector import AutoresetMode
-
 from vecmode import modes
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import SimulatorAdapter, StepResult
@@ -76,7 +74,6 @@ class IsaacLabAdapter(SimulatorAdapter):
             num_envs=env.num_envs,
             single_observation_space=env.single_observation_space,
             single_action_space=env.single_action_space,
-            mode=AutoresetMode.SAME_STEP,
             namespace="torch",
             semantics=configured(env),
         )

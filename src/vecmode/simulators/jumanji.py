@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gymnasium.vector import AutoresetMode
-
 from vecmode import modes
 from vecmode.env_classes import Semantics
 from vecmode.simulators.base import JaxAdapter, gym_space, key_of
@@ -84,10 +82,8 @@ def _compiled(env: Any, num_envs: int, batched: bool, finals: bool, pick: Any) -
         if finals:  # else opt-in, and off: SAME_STEP without final observations
             final = observation(timestep.extras[_NEXT_OBS])
             infos = modes.with_finals(infos, last, final, infos)
-        obs, rewards = (
-            observation(timestep.observation),
-            timestep.reward.astype("float32"),
-        )
+        obs = observation(timestep.observation)
+        rewards = timestep.reward.astype("float32")
         return key, state, obs, rewards, terminated, truncated, infos
 
     return jax.jit(reset), jax.jit(step)
@@ -101,7 +97,6 @@ class JumanjiAdapter(JaxAdapter):
         env: ``AutoResetWrapper(env, ...)`` (this adapter vmaps it) or
             ``VmapAutoResetWrapper(env, ...)`` (batched already); other
             Jumanji wrappers may wrap them.
-        num_envs: the number of sub-envs.
         seed: the first key's seed (``reset(seed=...)`` replaces it).
         observe: picks one array of a structured observation (a NamedTuple),
             e.g. ``lambda o: o.grid``; applied to the observation spec too.
@@ -115,7 +110,6 @@ class JumanjiAdapter(JaxAdapter):
         seed: int = 0,
         observe: Callable[[Any], Any] | None = None,
     ) -> None:
-
         batched, finals = _inspect(env)
         pick = observe or (lambda obs: obs)
         super().__init__(
@@ -123,7 +117,6 @@ class JumanjiAdapter(JaxAdapter):
             num_envs=num_envs,
             single_observation_space=gym_space(pick(_spec(env, "observation_spec"))),
             single_action_space=gym_space(_spec(env, "action_spec")),
-            mode=AutoresetMode.SAME_STEP,
             namespace="jax.numpy",
             semantics=replace(SEMANTICS, final_observation="masked")
             if finals

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
 from vecmode import modes
 from vecmode.env_classes import Semantics
@@ -125,7 +124,6 @@ class RslRlAdapter(SimulatorAdapter):
             num_envs=int(simulator.num_envs),
             single_observation_space=single_observation_space,
             single_action_space=single_action_space,
-            mode=AutoresetMode.SAME_STEP,
             namespace="torch",
             semantics=configured(simulator, ending_reward),
         )

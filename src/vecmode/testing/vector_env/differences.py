@@ -30,13 +30,10 @@ _STEP_ARRAYS = (
 def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     """The earliest difference of any kind (ties in the order checked); then, if
     none, whether ``reset(seed=...)`` cleared the pending autoresets."""
-    mode, first = run.mode, run.first.calls
+    mode, first, n = run.mode, run.first.calls, run.env.num_envs
     found = [
         _structure_difference(run.env, first),
-        next(
-            predictions.mode_differences(mode, first, run.env.num_envs, run.second),
-            None,
-        ),
+        next(predictions.mode_differences(mode, first, n, run.second), None),
         _masked_keeps_difference(mode, first),
         _detail_difference(run),
         _reproducibility_difference(first, run.second, seed, run.plan.reseeded),
@@ -44,11 +41,7 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
         _cleared_difference(run),
         _unmasked_difference(run),
     ]
-    diff = min(
-        (diff for diff in found if diff is not None),
-        key=lambda diff: diff.call,
-        default=None,
-    )
+    diff = min(filter(None, found), key=lambda diff: diff.call, default=None)
     return _reseed_difference(run) if diff is None else diff
 
 
@@ -340,11 +333,8 @@ def _reseed_difference(run: CheckedRun) -> Difference | None:
     if any(call.error is not None for call in (last, other, clean)):
         return None
     for i in np.flatnonzero(plan.pending).tolist():
-        differs = (
-            predictions.differs_at(clean, last, i)
-            if predictions.looks_reset(last, other, i)
-            else None
-        )
+        looks = predictions.looks_reset(last, other, i)
+        differs = predictions.differs_at(clean, last, i) if looks else None
         if differs is not None:
             name, expected, got = differs
             note = (
