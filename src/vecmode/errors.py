@@ -316,12 +316,24 @@ def short(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
-def text_of(error: BaseException) -> str:
-    """``str(error)``, or what Python's tracebacks show where that raises."""
+#: What a sub-env's ``step`` / ``reset`` returns, for the error of one that does not.
+_RETURNS = {
+    "step": "(obs, reward, terminated, truncated, info)",
+    "reset": "(obs, info)",
+}
+
+
+def text_of(error: BaseException, method: str = "") -> str:
+    """``str(error)`` (what Python's tracebacks show where that raises), saying
+    what ``step`` / ``reset`` must return where its result could not be unpacked."""
     try:
-        return str(error)
+        text = str(error)
     except Exception:
         return "<exception str() failed>"
+    unpacked = isinstance(error, (TypeError, ValueError)) and "unpack" in text
+    if method in _RETURNS and unpacked:  # an old Gym API's env, say
+        text += f": {method}() must return {_RETURNS[method]}, Gymnasium's API"
+    return text
 
 
 def mode_names(modes: Iterable[AutoresetMode]) -> str:

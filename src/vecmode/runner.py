@@ -243,7 +243,7 @@ class Failure:
             self.index,
             self.method,
             type(self.error).__name__,
-            text_of(self.error),
+            text_of(self.error, self.method),
             self.traceback,
             others,
             lost,

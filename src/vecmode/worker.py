@@ -102,7 +102,7 @@ class RemoteFailure:
     ) -> RemoteFailure:
         trace = traceback.format_exc() if trace is None else trace
         pickled = _pickled(error), _pickled(type(error))
-        text = errors.text_of(error)
+        text = errors.text_of(error, method)
         return cls(index, method, type(error).__name__, text, trace, *pickled)
 
     def error(

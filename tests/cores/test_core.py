@@ -1065,3 +1065,25 @@ def test_an_env_fn_that_fails_names_its_sub_env_and_closes_those_built():
     assert _Built.closed == [0, 1]
     fns = [functools.partial(_Built, 0)]
     assert vecmode.SyncVectorEnv(fns).env_fns == fns  # the caller's, kept
+
+
+class _OldGymStep(RaisesIn):
+    def step(self, action):  # gym < 0.26: (obs, reward, done, info)
+        return np.zeros(2, np.float32), 0.0, False, {}
+
+
+@pytest.mark.parametrize("in_worker", [False, True])
+def test_a_step_of_the_old_gym_api_says_what_step_must_return(in_worker):
+    from tests.cores.async_support import make_async
+
+    fns = [RaisesIn, _OldGymStep]
+    envs = make_async(fns) if in_worker else vecmode.SyncVectorEnv(fns)
+    envs.reset(seed=0)
+    with pytest.raises(errors.SubEnvError) as info:
+        envs.step(np.zeros(2, dtype=int))
+    assert isinstance(info.value, ValueError) and info.value.index == 1
+    assert (
+        "not enough values to unpack (expected 5, got 4): step() must return (obs, "
+        "reward, terminated, truncated, info), Gymnasium's API"
+    ) in str(info.value)
+    envs.close()
