@@ -120,7 +120,7 @@ class RemoteCore(core.VectorCore):
 
     # ------------------------------------------------------------ construction
     #: The sub-envs whose worker was ended before they closed, at the shutdown.
-    _unclosed: list[int] | tuple[()] = ()
+    _unclosed: Sequence[int] = ()
 
     def _build_in_parent(self, index: int) -> gym.Env:
         return build_env(index, self.env_fns[index])

@@ -372,6 +372,25 @@ def test_record_refuses_a_proof_that_left_out_a_base_the_wrapper_builds_over():
     assert report.record() is report
 
 
+@vecmode.supports(*vecmode.MODES, array_native=True)
+class Negates(vw.ObservationWrapper):
+    def observations(self, observations):
+        return -observations
+
+
+def test_record_of_an_array_native_class_refuses_a_base_left_out_as_any():
+    """Its report builds the test envs to see where it can be built: the
+    array run's note in their options made that a TypeError."""
+    report = check_wrapper(Negates, bases=["vecmode.SyncVectorEnv"])
+    with pytest.raises(ValueError, match="can also be built over gymnasium"):
+        report.record()
+    said = check_wrapper(Negates, array_library="numpy").limits
+    assert said == (
+        "declares array_native, but was run over NumPy batches only "
+        "(array_library='numpy').",
+    )
+
+
 class TestTheMixin(WrapperConformance):
     """Collected by pytest: the mixin's tests, one per property, run here."""
 

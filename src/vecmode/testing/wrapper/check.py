@@ -139,24 +139,20 @@ def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) ->
     """``report``, with the proof over torch (else JAX) batches of Box observations
     of a class declaring array_native (``asked``: ``check_wrapper``'s arguments)."""
     given = asked["array_library"]
-    if (
-        given not in (None, "numpy")
-        or not box
-        or not array_native(report.wrapper_class)
-    ):
+    native = box and array_native(report.wrapper_class)
+    if given not in (None, "numpy") or not native:
         return report
-    library = (
-        None if given else next((x for x in ("torch", "jax") if find_spec(x)), None)
-    )
+    if given == "numpy":
+        return replace(report, numpy_only="array_library='numpy'")
+    library = next((x for x in ("torch", "jax") if find_spec(x)), None)
     if library is None:
-        why = "array_library='numpy'" if given else "neither torch nor JAX installed"
-        return replace(report, _kinds=MappingProxyType({**report._kinds, "numpy": why}))
+        return replace(report, numpy_only="neither torch nor JAX installed")
     again = check_wrapper(**{**asked, "bases": None, "array_library": library})
     return replace(
         report,
         runs=report.runs + again.runs,
         transitions=report.transitions + again.transitions,
-        _kinds=MappingProxyType({**report._kinds, "also_over": library}),
+        also_over=library,
     )
 
 
@@ -333,10 +329,8 @@ class WrapperCheck:
             if self.declared is None:
                 self.declared = supported_modes(wrapped)
             names = [type(layer).__name__ for layer in _over(wrapped, envs)]
-            self.layers, self.stack = (
-                len(names),
-                "(".join(names) + ")" * (len(names) - 1),
-            )
+            self.layers = len(names)
+            self.stack = "(".join(names) + ")" * (self.layers - 1)  # Outer(Inner)
             self.built = type(wrapped) if self.layers == 1 else None
         if not self.accepted and self.raised:  # it cannot be built: caller's error
             raised = next(iter(self.raised.values()))
@@ -394,10 +388,11 @@ class WrapperCheck:
             self.own_refusals[mode] = f"{type(own).__name__}: {own}"
         for mode in to_prove:
             if mode in self.refusals and self.declared and mode not in self.declared:
+                declared = ", ".join(m.value for m in MODES if m in self.declared)
                 raise ValueError(
                     f"check_wrapper({self.who}): modes asks to prove {mode.value}, "
                     f"which it does not declare and refuses when built; prove the "
-                    f"modes it declares ({', '.join(m.value for m in MODES if m in self.declared)})"
+                    f"modes it declares ({declared})"
                 )
             if mode in self.refusals:
                 what = f"refused a mode to prove: {self.refusals[mode]}"

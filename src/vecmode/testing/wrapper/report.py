@@ -46,6 +46,10 @@ class WrapperReport:
     _kinds: Mapping[str, Any] = field(
         default_factory=lambda: MappingProxyType({}), compare=False, repr=False
     )
+    #: The array library an array-native class was also proved over (None: none).
+    also_over: str | None = field(default=None, compare=False, repr=False)
+    #: Why an array-native class was proved over NumPy batches only ("": it was not).
+    numpy_only: str = field(default="", compare=False, repr=False)
 
     @property
     def limits(self) -> tuple[str, ...]:
@@ -78,10 +82,10 @@ class WrapperReport:
 
     def _run_limits(self) -> list[str]:
         found = []
-        if "numpy" in self._kinds:
+        if self.numpy_only:
             found.append(
                 f"declares array_native, but was run over NumPy batches only "
-                f"({self._kinds['numpy']})."
+                f"({self.numpy_only})."
             )
         if self.batch_dependent:
             found.append(
@@ -146,9 +150,9 @@ class WrapperReport:
     def summary(self) -> str:
         """One line: the modes proved and how much was compared."""
         modes = ", ".join(mode.value for mode in self.modes)
-        library, also = self._kinds.get("array_library"), self._kinds.get("also_over")
+        library = self._kinds.get("array_library")
         over = f" over {library} batches" if library not in (None, "numpy") else ""
-        over = f" over NumPy and {also} batches" if also else over
+        over = f" over NumPy and {self.also_over} batches" if self.also_over else over
         return (
             f"{self.wrapper}: right in {modes}{over} ({len(self.runs)} runs, "
             f"{self.transitions} transitions compared)"
