@@ -33,6 +33,9 @@ PLACEMENT_WARNING = 30.0
 #: Seconds a WorkerError waits to learn which other actors died too (a busy
 #: actor's call fails once Ray knows it dead: a ``ray.kill`` may take 0.5 s).
 PROBE_SECONDS = 1.0
+#: Seconds it waits for the actors on the node of a dead actor (not this
+#: process's node): if the node died, their calls can fail seconds later.
+NEIGHBOUR_SECONDS = 5.0
 
 #: The ``actor_options`` that would break the core: the value they must keep, why.
 REFUSED_OPTIONS: dict[str, tuple[Any, str]] = {
@@ -414,7 +417,7 @@ class RayVectorEnv(RemoteCore):
             raise ClosedEnvironmentError(errors.closed_during_message(during))
         known = dict(dead)
         others = [a for a in range(self.num_actors) if a not in known]
-        known.update(self._probe(others, calls))
+        known.update(self._probe(others, calls, known))
         known.update(self._on_dead_nodes(known))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
         which = "; ".join(
@@ -437,10 +440,11 @@ class RayVectorEnv(RemoteCore):
         raise errors.WorkerError(f"Ray {which} died during {during}. {lost_text}", lost)
 
     def _probe(
-        self, actors: list[int], calls: dict[int, Any]
+        self, actors: list[int], calls: dict[int, Any], known: dict[int, BaseException]
     ) -> dict[int, BaseException]:
-        """Those of ``actors`` found dead within :data:`PROBE_SECONDS`: by their
-        call in ``calls`` (actor: ref), else by a new call."""
+        """Those of ``actors`` found dead within :data:`PROBE_SECONDS`
+        (:data:`NEIGHBOUR_SECONDS` on another node with one in ``known``): by
+        their call in ``calls`` (actor: ref), else by a new call."""
         ray = self._ray
         dead: dict[int, BaseException] = {}
         handles = self._actors  # [] once closed, from another thread
@@ -448,9 +452,20 @@ class RayVectorEnv(RemoteCore):
             refs = {
                 a: calls[a] if a in calls else handles[a].built.remote() for a in actors
             }
-            ready, _ = ray.wait(
+            ready, late = ray.wait(
                 list(refs.values()), num_returns=len(refs), timeout=PROBE_SECONDS
             )
+            here = ray.get_runtime_context().get_node_id()  # alive: it runs this
+            nodes = {self.nodes[a] for a in known} - {here} if self.nodes else set()
+            late = [
+                ref for a, ref in refs.items() if ref in late and self.nodes[a] in nodes
+            ]
+            if late:
+                ready += ray.wait(
+                    late,
+                    num_returns=len(late),
+                    timeout=NEIGHBOUR_SECONDS - PROBE_SECONDS,
+                )[0]
             for a, ref in refs.items():
                 if ref in ready:
                     try:

@@ -259,6 +259,26 @@ def test_a_dead_actor_is_reported_within_2_s_while_the_others_are_busy():
         assert_no_actor_left(core, before)
 
 
+def test_the_actors_on_a_dead_actors_node_are_watched_longer_when_it_is_remote():
+    """A dead node's actors can fail seconds apart (under load, before its
+    health checks end): the actors on a dead actor's node, when that is not the
+    driver's, are watched for NEIGHBOUR_SECONDS, so the error names them all.
+    Here actors 1 and 2 are said to be on another node; 2 dies 2.5 s after 1."""
+    before = live_actors()
+    core = faulty_core(n=3, num_actors=3)
+    core.reset(seed=0)
+    core.nodes = [core.nodes[0], "a-remote-node", "a-remote-node"]
+    arm(core, dict.fromkeys(range(3), "hang"))
+    for delay, actor in ((0.3, 1), (2.8, 2)):
+        threading.Timer(delay, os.kill, (core.pids[actor], signal.SIGKILL)).start()
+    with pytest.raises(WorkerError) as caught:
+        core.step(np.zeros(3, dtype=int))
+    assert caught.value.lost == (1, 2), str(caught.value)
+    assert "on node a-remote-nod" in str(caught.value)
+    core.close(timeout=0.5)
+    assert_no_actor_left(core, before)
+
+
 class Watchdog(Exception):
     """What an alarm-based watchdog raises."""
 
