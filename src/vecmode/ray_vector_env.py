@@ -239,6 +239,7 @@ class RayVectorEnv(RemoteCore):
         #: The node id and process id of each actor, once built.
         self.nodes: list[str] = []
         self.pids: list[int] = []
+        self._dead: set[int] = set()  # actors a WorkerError named
         options = check_actor_options(actor_options, self.num_actors)
         self._batch_buffers()
         self._start(options)
@@ -420,6 +421,7 @@ class RayVectorEnv(RemoteCore):
         known.update(self._probe(others, calls, known))
         known.update(self._on_dead_nodes(known))
         lost = [i for a in sorted(known) for i in range(*self.slices[a])]
+        self._dead.update(known)
         which = "; ".join(
             f"actor {a} ({errors.sub_envs(range(*self.slices[a]))}{self._on_node(a)}; "
             f"Ray says: {_reason(known[a])})"
@@ -513,8 +515,15 @@ class RayVectorEnv(RemoteCore):
     def _close_sub_envs(self, timeout: float | None) -> list[Any]:
         ray = self._ray
         close = pickle.dumps((worker.CLOSE,), worker.PROTOCOL)
-        refs = [actor.handle.remote(close) for actor in self._actors]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        live = [a for a in range(len(self._actors)) if a not in self._dead]
+        refs = [self._actors[a].handle.remote(close) for a in live]
+        ready, late = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        self._unclosed = [
+            i
+            for a, ref in zip(live, refs, strict=True)
+            if ref in late
+            for i in range(*self.slices[a])
+        ]
         failures: list[Any] = []
         for ref in ready:
             with contextlib.suppress(ray.exceptions.RayError):

@@ -113,7 +113,7 @@ def _running(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:  # reaped between the two calls
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the calls
         return False
 
 

@@ -184,7 +184,10 @@ def test_a_failing_close_still_closes_and_leaves_no_actor():
     arm(core, {})
     core.set_attr("fault", ["none", "close_raises"] * 2 + ["none", "close_hangs"])
     started = time.monotonic()
-    with pytest.raises(SubEnvError) as caught:
+    with (
+        pytest.raises(SubEnvError) as caught,
+        pytest.warns(UserWarning, match=r"sub-env\(s\) 4, 5 did not close within 1.0"),
+    ):
         core.close(timeout=1.0)
     assert time.monotonic() - started < 4.0
     assert caught.value.method == "close" and caught.value.index == 1
@@ -227,7 +230,9 @@ def test_dead_actors_are_a_worker_error_naming_the_sub_envs_lost_at_once():
     with pytest.raises(WorkerError, match="cannot be used any more"):
         envs.reset()
     started = time.monotonic()
-    envs.close(timeout=0.5)  # actor 1 is still stuck: killed after 0.5 s
+    # actor 1 is still stuck: killed after 0.5 s; the dead actors are not named
+    with pytest.warns(UserWarning, match=r"sub-env\(s\) 2, 3 did not close within"):
+        envs.close(timeout=0.5)
     assert time.monotonic() - started < 3.0
     assert_no_actor_left(core, before)
 
@@ -255,7 +260,8 @@ def test_a_dead_actor_is_reported_within_2_s_while_the_others_are_busy():
         took = time.monotonic() - killed[0]
         assert took < 2.0, f"the death was reported {took:.2f} s after the kill"
         assert caught.value.lost == (1,), str(caught.value)
-        core.close(timeout=0.5)
+        with pytest.warns(UserWarning, match=r"sub-env\(s\) 0, 2 did not close"):
+            core.close(timeout=0.5)  # they are stuck; 1 is dead
         assert_no_actor_left(core, before)
 
 
@@ -275,7 +281,8 @@ def test_the_actors_on_a_dead_actors_node_are_watched_longer_when_it_is_remote()
         core.step(np.zeros(3, dtype=int))
     assert caught.value.lost == (1, 2), str(caught.value)
     assert "on node a-remote-nod" in str(caught.value)
-    core.close(timeout=0.5)
+    with pytest.warns(UserWarning, match=r"sub-env\(s\) 0 did not close"):
+        core.close(timeout=0.5)
     assert_no_actor_left(core, before)
 
 
@@ -305,7 +312,8 @@ def test_an_exception_a_signal_handler_raises_reaches_the_caller_as_it_is():
             assert time.monotonic() - started < after + 1.0
             with pytest.raises(WorkerError, match="interrupted by Watchdog"):
                 core.step(np.zeros(2, dtype=int))
-            core.close(timeout=0.5)
+            with pytest.warns(UserWarning, match=r"sub-env\(s\) 0, 1 did not close"):
+                core.close(timeout=0.5)
             assert_no_actor_left(core, before)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -352,7 +360,8 @@ def test_close_from_another_thread_during_a_step_ends_it_with_the_closed_error()
     stepping.start()
     time.sleep(0.5)  # the step is under way
     started = time.monotonic()
-    core.close(timeout=1.0)
+    with pytest.warns(UserWarning, match=r"sub-env\(s\) 1 did not close"):
+        core.close(timeout=1.0)
     assert time.monotonic() - started < 4.0
     stepping.join(10.0)
     assert not stepping.is_alive(), "the step still waits after close()"
