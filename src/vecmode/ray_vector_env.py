@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import Space
 from gymnasium.error import ClosedEnvironmentError
 
-from vecmode import errors, worker
+from vecmode import errors, runner, worker
 from vecmode.core import check_core_arguments
 from vecmode.layout import actor_count, positive_count, slices
 from vecmode.modes import CORE_MODE, ModeLike
@@ -142,13 +142,16 @@ class SliceActor:
         row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
-        self.built_answer = worker.build_slice(first, env_fns, envs, spec)
+        caught = runner.IN_WORKER
+        self.built_answer = worker.build_slice(first, env_fns, envs, spec, caught)
         #: A Box batch's rows (``row``: shape, dtype), sent raw after an EXECUTE.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
         memory = (None, None, None)
-        self.server = worker.SliceServer(first, envs, memory, spec, rows=self.rows)
+        self.server = worker.SliceServer(
+            first, envs, memory, spec, rows=self.rows, caught=caught
+        )
 
     def built(self) -> tuple[Any, str, int]:
         """The answer once built, this actor's node id and process id."""

@@ -28,6 +28,10 @@ _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
+#: What a sub-env raises that a worker (or Ray actor) reports as its failure.
+#: No Ctrl-C reaches a worker, so the sub-env's own code raised it; in the
+#: parent, KeyboardInterrupt and SystemExit go to the user.
+IN_WORKER = (Exception, KeyboardInterrupt, SystemExit)
 
 
 def check_reward(reward: Any) -> None:
@@ -226,11 +230,11 @@ class Failure:
 
     index: int
     method: str
-    error: Exception
+    error: BaseException
     traceback: str
 
     @classmethod
-    def caught(cls, index: int, method: str, error: Exception) -> Failure:
+    def caught(cls, index: int, method: str, error: BaseException) -> Failure:
         """The failure of an exception being handled (its traceback taken now)."""
         return cls(index, method, error, traceback.format_exc())
 
@@ -308,9 +312,11 @@ class Runner:
     memory, a list to send); or ``rows`` are the slice's rows of a Box batch. An
     observation of the row's very dtype and shape is copied in after the loop
     (every row in one copy where all ran), any other is checked first.
+    ``caught``: what a sub-env raises that is its failure (:data:`IN_WORKER` in a
+    worker).
     """
 
-    __slots__ = ("_bytes", "_row", "envs", "first", "rows", "write")
+    __slots__ = ("_bytes", "_row", "caught", "envs", "first", "rows", "write")
 
     def __init__(
         self,
@@ -319,6 +325,7 @@ class Runner:
         write: Callable[[int, Any], Any] | None = None,
         *,
         rows: np.ndarray | None = None,
+        caught: tuple[type[BaseException], ...] = (Exception,),
     ) -> None:
         if rows is not None:
             write = row_writer(rows, first)
@@ -326,6 +333,7 @@ class Runner:
             raise TypeError("Runner takes write, or rows for a Box batch")
         self.envs = envs
         self.first = first
+        self.caught = caught
         self.write: Callable[[int, Any], Any] = write
         self.rows = rows
         self._fast_path()
@@ -345,7 +353,8 @@ class Runner:
     # A copy writes into its own rows, and finds its fast path again.
     def __getstate__(self) -> dict[str, Any]:
         return {
-            name: getattr(self, name) for name in ("envs", "first", "rows", "write")
+            name: getattr(self, name)
+            for name in ("caught", "envs", "first", "rows", "write")
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -432,7 +441,7 @@ class Runner:
                     write(first + k, obs)
                 if info:
                     infos.append((first + k, info))
-        except Exception as exc:
+        except self.caught as exc:
             out.ran = [first + j for j in ran_by(list(commands[:k]))]
             out.failure = Failure.caught(first + k, method, exc)
             return False
@@ -468,7 +477,7 @@ class Runner:
             for k in range(len(envs)) if positions is None else positions:
                 i = self.first + k
                 results.append(fn(envs[k]))
-        except Exception as exc:
+        except self.caught as exc:
             return results, Failure.caught(i, method, exc)
         return results, None
 
@@ -478,7 +487,7 @@ class Runner:
         for k, env in enumerate(self.envs):
             try:
                 env.close()
-            except Exception as exc:
+            except self.caught as exc:
                 failures.append(Failure.caught(self.first + k, "close", exc))
         self.envs = []
         return failures

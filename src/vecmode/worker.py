@@ -157,9 +157,11 @@ class SliceServer:
         memory: tuple[Any, Any, Any],
         spec: SliceSpec,
         rows: np.ndarray | None = None,
+        caught: tuple[type[BaseException], ...] = (Exception,),
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
-        and actions (None: in the messages); ``rows``: a Box batch's (Ray)."""
+        and actions (None: in the messages); ``rows``: a Box batch's (Ray);
+        ``caught``: as :class:`~vecmode.runner.Runner`'s."""
         obs_memory, stats_memory, action_memory = memory
         num_envs, observation_space, action_space = spec[:3]
         self.first = first
@@ -172,20 +174,23 @@ class SliceServer:
         #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
-            self.runner = runner.Runner(envs, first, rows=rows)
+            self.runner = runner.Runner(envs, first, rows=rows, caught=caught)
         elif obs_memory is None:
             self._sent = []
-            self.runner = runner.Runner(envs, first, self._send)
+            self.runner = runner.Runner(envs, first, self._send, caught=caught)
         elif type(observation_space) is Box:
             batch = view(observation_space, obs_memory, num_envs)
-            self.runner = runner.Runner(envs, first, rows=batch[first:])
+            self.runner = runner.Runner(envs, first, rows=batch[first:], caught=caught)
         else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
                 utils.write_to_shared_memory(observation_space, i, obs, obs_memory)
 
             self.runner = runner.Runner(
-                envs, first, runner.checked_writer(observation_space, write)
+                envs,
+                first,
+                runner.checked_writer(observation_space, write),
+                caught=caught,
             )
         self.closed = False
 
@@ -287,13 +292,14 @@ def build_slice(
     env_fns: Sequence[Callable[[], gym.Env]],
     envs: list[gym.Env],
     spec: SliceSpec,
+    caught: tuple[type[BaseException], ...] = (Exception,),
 ) -> tuple[Any, ...] | None:
     """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
-    or what failed or does not match ``spec``."""
+    or what failed or does not match ``spec`` (``caught``: as SliceServer's)."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
-        except Exception as exc:
+        except caught as exc:
             return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
     shared = runner.shared_sub_envs(envs)
     if shared:
@@ -481,11 +487,12 @@ def worker_main(
         other.close()
     envs: list[gym.Env] = []
     try:
-        built = build_slice(first, env_fns, envs, spec)
+        built = build_slice(first, env_fns, envs, spec, runner.IN_WORKER)
         conn.send(built)
         if built is not None:
             return
-        serve(conn, SliceServer(first, envs, memory, spec), spin, bell)
+        server = SliceServer(first, envs, memory, spec, caught=runner.IN_WORKER)
+        serve(conn, server, spin, bell)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave
     finally:

@@ -22,6 +22,8 @@ from vecmode.testing.envs import ScheduledEnv
 FAULTS = (
     "raise_step",
     "raise_reset",
+    "raise_interrupt",
+    "raise_exit",
     "hang",
     "slow",
     "exit",
@@ -67,6 +69,10 @@ class FaultyEnv(ScheduledEnv):
             return obs, reward, terminated, truncated, info
         if self.fault == "raise_step":
             raise ValueError(f"step of sub-env {self.index} failed on purpose")
+        if self.fault == "raise_interrupt":  # its own code, no Ctrl-C
+            raise KeyboardInterrupt(f"sub-env {self.index}'s code raised it")
+        if self.fault == "raise_exit":  # sys.exit() in its code (a game's "quit")
+            raise SystemExit(3)
         if self.fault == "hang":
             time.sleep(3600)
         if self.fault == "slow":

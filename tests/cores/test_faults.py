@@ -148,6 +148,34 @@ def _cases() -> list[Case]:
                 after="usable",
             )
         )
+    # its own code raises KeyboardInterrupt or SystemExit: in a worker, where no
+    # Ctrl-C reaches, a SubEnvError as any exception; in the parent, as raised
+    # (there it is Ctrl-C: the async env, interrupted mid-call, is unusable)
+    for fault, backend, faulty, error, after in (
+        ("raise_interrupt", "async", 1, "SubEnvError", "usable"),
+        ("raise_exit", "async", 1, "SubEnvError", "usable"),
+        ("raise_exit", "async-parent", 1, "SubEnvError", "usable"),
+        (
+            "raise_interrupt",
+            "async-parent",
+            3,
+            "KeyboardInterrupt",
+            "unusable: WorkerError",
+        ),
+        ("raise_interrupt", "sync", 1, "KeyboardInterrupt", "usable"),
+    ):
+        cases.append(
+            Case(
+                f"{fault}-{backend}-{faulty}",
+                fault,
+                backend,
+                {faulty: fault},
+                error,
+                faulty if error == "SubEnvError" else None,
+                "step" if error == "SubEnvError" else None,
+                after=after,
+            )
+        )
     # a hang with a timeout: WorkerTimeoutError (a multiprocessing.TimeoutError)
     for backend in ("async", "async-parent", "make_vec"):
         cases.append(

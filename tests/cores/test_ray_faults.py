@@ -199,6 +199,24 @@ def test_a_failing_close_still_closes_and_leaves_no_actor():
         core.step(np.zeros(6, dtype=int))
 
 
+@pytest.mark.parametrize("fault", ["raise_interrupt", "raise_exit"])
+def test_keyboard_interrupt_or_system_exit_raised_by_a_sub_env_is_its_failure(fault):
+    """No Ctrl-C reaches an actor: a sub-env's own KeyboardInterrupt or SystemExit
+    is a SubEnvError naming it, and the env goes on (the actor lives)."""
+    before = live_actors()
+    core = faulty_core(n=4, num_actors=2)
+    envs = vecmode.with_autoreset(core, "SameStep")
+    envs.reset(seed=0)
+    arm(core, {1: fault})
+    with pytest.raises(SubEnvError) as caught:
+        envs.step(np.zeros(4, dtype=int))
+    assert (caught.value.index, caught.value.method) == (1, "step"), caught.value
+    envs.reset(seed=1)
+    envs.step(np.zeros(4, dtype=int))
+    envs.close()
+    assert_no_actor_left(core, before)
+
+
 def test_dead_actors_are_a_worker_error_naming_the_sub_envs_lost_at_once():
     """Three ways an actor dies, in one step: killed with ray.kill (actor 0) and
     with SIGKILL (actor 2) from outside, and by os._exit in one of its sub-envs
