@@ -488,7 +488,7 @@ def test_the_kit_s_observations_are_signed_and_not_integers():
     ``decode`` reads them, and ScheduledEnv's own default is unchanged."""
     kinds = {"num_envs": 2, "obs_type": "box"}
     envs = base_env("vecmode.SyncVectorEnv", AutoresetMode.NEXT_STEP, kinds)
-    obs, _ = envs.reset(seed=0)
+    obs = envs.reset(seed=0)[0].copy()  # (copy=False: the next call writes over it)
     obs = np.concatenate([obs, envs.step(np.array([0, 0]))[0]])
     envs.close()
     assert (np.abs(obs) > 100).all() and (obs % 1 != 0).all()

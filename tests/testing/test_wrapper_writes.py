@@ -83,18 +83,19 @@ def test_a_wrapper_writing_into_the_caller_s_actions_fails():
 
 
 def test_a_wrapper_returning_one_buffer_again_fails_unless_it_says_copy_false():
-    """The kit keeps what the wrapper returns (the base envs return new arrays):
-    observations that a later call writes over fail, since a caller keeps them;
+    """The kit keeps what the wrapper returns (Gymnasium's base returns new
+    arrays): observations that a later call writes over fail, since a caller
+    keeps them;
     a wrapper that says it reuses its buffer (copy = False, as copy=False vector
     envs do) conforms, its observations copied by the kit."""
     with pytest.raises(AssertionError) as caught:
         check_wrapper(ReusesItsBuffer)
     message = str(caught.value)
     assert (
-        "[NextStep over vecmode.SyncVectorEnv, episodes ending together], call 0 "
-        "(reset), field observations: "
-        "what was returned here (observations) was changed by a later call ([NextStep "
-        "over vecmode.SyncVectorEnv, episodes ending together], call 1 (step))"
+        "[NextStep over gymnasium.vector.SyncVectorEnv, episodes ending together], "
+        "call 0 (reset), field observations: what was returned here (observations) "
+        "was changed by a later call ([NextStep over gymnasium.vector.SyncVectorEnv, "
+        "episodes ending together], call 1 (step))"
     ) in message, message
     assert CHANGED_LATER_HINT in message
     says_so = type("SaysCopyFalse", (ReusesItsBuffer,), {"copy": False})
@@ -360,3 +361,38 @@ def test_a_final_info_mask_that_is_not_bool_fails(dtype):
         "(step), field info['_final_info']: expected a bool array of shape (3,), "
         "got "
     ) in message, message
+
+
+@vecmode.supports(*vecmode.MODES)
+class KeepsLastObservations(vw.ObservationWrapper):
+    """Wrong over a ``copy=False`` env: adds the last observations, kept as the
+    array the env returned, which the env writes the next ones into."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.last = None
+
+    def observations(self, observations):
+        out = observations + (0 if self.last is None else self.last)
+        self.last = observations
+        return out
+
+
+@vecmode.supports(*vecmode.MODES)
+class KeepsACopyOfThem(KeepsLastObservations):
+    """Right over every base: keeps a copy."""
+
+    def observations(self, observations):
+        return super().observations(np.array(observations))
+
+
+def test_a_wrapper_keeping_the_env_s_arrays_fails_over_the_copy_false_base():
+    """vecmode's base reuses its observation arrays (copy=False), Gymnasium's
+    does not: a wrapper holding the env's array past a call sees other values
+    over each, and the hint says to keep a copy."""
+    only = ["same_over_every_base"]  # (neither handles masked resets)
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(KeepsLastObservations, properties=only)
+    message = str(caught.value)
+    assert "keep a copy (np.array(obs)) of any you hold past a call" in message
+    check_wrapper(KeepsACopyOfThem, properties=only)

@@ -97,12 +97,14 @@ class Written:
 
 
 class WritesBelow:
-    """Every array the env ``envs`` below a wrapper returns to it, beside a copy;
+    """Every array the env ``envs`` below a wrapper returns to it, beside a copy
+    (not the observations of a ``copy=False`` env: it writes into them itself);
     ``wrapt`` wraps its methods on the instance, so the wrapper sees no layer."""
 
     def __init__(self, envs: VectorEnv) -> None:
         self._arrays: list[list[Any]] = []
         self._checked = 0
+        self._own = {"observations"} if getattr(envs, "copy", None) is False else ()
         for method in ("reset", "step"):
             setattr(
                 envs, method, wrapt.FunctionWrapper(getattr(envs, method), self._record)
@@ -113,6 +115,8 @@ class WritesBelow:
         if isinstance(result, tuple) and len(result) in RESULT_PARTS:
             parts = RESULT_PARTS[len(result)]
             for part, value in zip(parts, result, strict=True):
+                if part in self._own:
+                    continue
                 for path, array in arrays_in(value, part):
                     self._arrays.append([path, "", array, array.copy()])
         return result

@@ -48,7 +48,9 @@ _HINT_CUTS = (
     "sub-env's state on a masked reset."
 )
 _HINT_BASES = (
-    "Gymnasium's vector envs pop 'reset_mask' from the options passed to reset(), "
+    "vecmode's base is copy=False: it writes each call's observations into the "
+    "arrays it returned before, so keep a copy (np.array(obs)) of any you hold "
+    "past a call. And Gymnasium's envs pop 'reset_mask' from reset()'s options, "
     "vecmode's leave it: read options['reset_mask'] before passing them down."
 )
 _HINT_DENSE = (
@@ -531,7 +533,7 @@ class WrapperCheck:
             final_layout=_final_layout(own, base),
             base_keeps_options=keeps_options(base),
             reuses_observations=any(
-                getattr(layer, "copy", None) is False for layer in own
+                getattr(layer, "copy", None) is False for layer in [*own, base]
             ),
             below=below,
         )

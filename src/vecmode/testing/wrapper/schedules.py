@@ -18,7 +18,9 @@ from vecmode.testing.envs import DenseFinalObsVectorEnv, scheduled_env_fns
 
 #: The base vector envs a wrapper can be run over, by name.
 BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEnv]] = {
-    "vecmode.SyncVectorEnv": lambda fns, mode: with_autoreset(SyncVectorEnv(fns), mode),
+    "vecmode.SyncVectorEnv": lambda fns, mode: with_autoreset(
+        SyncVectorEnv(fns, copy=False), mode
+    ),
     "gymnasium.vector.SyncVectorEnv": lambda fns, mode: gym.vector.SyncVectorEnv(
         fns, autoreset_mode=mode
     ),
