@@ -463,7 +463,9 @@ class RayVectorEnv(RemoteCore):
             here = ray.get_runtime_context().get_node_id()  # alive: it runs this
             nodes = {self.nodes[a] for a in known} - {here} if self.nodes else set()
             late = [
-                ref for a, ref in refs.items() if ref in late and self.nodes[a] in nodes
+                ref
+                for a, ref in refs.items()
+                if nodes and ref in late and self.nodes[a] in nodes
             ]
             if late:
                 ready += ray.wait(
