@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import unittest
 from pathlib import Path
 
 import gymnasium as gym
@@ -435,6 +436,29 @@ def test_the_mixin_fails_the_test_of_the_broken_property_alone():
         Broken().conformance_report()
     with pytest.raises(NotImplementedError, match="must define make_wrapper"):
         WrapperConformance().test_results_kept()
+
+
+@vecmode.supports(*vecmode.MODES)
+class RaisesInStep(VectorWrapper):
+    """Wrong everywhere: its step raises."""
+
+    def step(self, actions):
+        raise RuntimeError("this step always fails")
+
+
+def test_a_property_that_cannot_be_checked_is_skipped_naming_the_one_that_fails():
+    """One cause, one failure: the other tests say which property failed first."""
+
+    class Raising(WrapperConformance):
+        def make_wrapper(self, env):
+            return RaisesInStep(env)
+
+    with pytest.raises(ConformanceError, match="this step always fails") as caught:
+        Raising().test_handles_every_call()
+    assert caught.value.property == "handles_every_call"
+    for prop in ("results_kept", "mode_equivalence_together", "no_writes_below"):
+        with pytest.raises(unittest.SkipTest, match="breaks handles_every_call first"):
+            getattr(Raising(), f"test_{prop}")()
 
 
 def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
