@@ -7,7 +7,6 @@ and reads them with it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -18,7 +17,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, errors, modes
 from vecmode._numpy import count_nonzero, host_array, true_indices
-from vecmode._rows import copied, some
+from vecmode._rows import copied, in_library, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
 from vecmode.env_classes import refuse_lost, semantics_of
@@ -268,19 +267,6 @@ class Transition(NamedTuple):
     infos: dict[str, Any]
 
 
-def _like(mask: np.ndarray, like: Any) -> Any:
-    """``mask`` in the array library and on the device of ``like`` (a torch
-    tensor over ``NumpyToTorch``); as it is beside a NumPy array, or when it
-    is in another library already."""
-    if type(mask) is not np.ndarray:
-        return mask
-    if isinstance(like, np.ndarray) or not hasattr(like, "shape"):
-        return mask
-    compat = importlib.import_module("array_api_compat")  # what converted ``like``
-    xp, device = compat.array_namespace(like), compat.device(like)
-    return xp.asarray(mask.copy(), device=device)  # (torch warns of a read-only one)
-
-
 def _unshared(infos: Any) -> Any:
     """``infos`` with every array copied: a reset may clear them in place."""
     if isinstance(infos, dict):
@@ -431,7 +417,9 @@ class TransitionCollector:
                 reader.reset(following, reset_infos, rows)
         self.reset_infos = reset_infos
         self._obs = following
-        valid = _like(b.real, terminations)
+        # in the library and on the device of the flags (a tensor over NumpyToTorch)
+        flags = _arrays.namespace(terminations)
+        valid = b.real if flags is None else in_library(b.real, terminations)
         return Transition(
             obs, actions, rewards, terminations, truncations, moved_to, valid, infos
         )
