@@ -125,6 +125,8 @@ def declare(
             f"{mode_names(accepted & reasons.keys())} is supported; remove it "
             f"from why (or from the supported modes)."
         )
+    if not isinstance(array_native, bool):
+        raise TypeError(f"array_native must be True or False, got {array_native!r}.")
     return Declaration(
         modes=accepted,
         output=None if output is None else as_mode(output),
@@ -132,7 +134,7 @@ def declare(
         reasons=MappingProxyType(reasons),
         instead=_instead(instead),
         source=source,
-        array_native=_flag(array_native, "array_native"),
+        array_native=array_native,
     )
 
 
@@ -155,13 +157,6 @@ def _instead(instead: Any) -> str:
     if instead is not None and not isinstance(instead, str):
         raise TypeError(f"instead must be a str (what to use), got {instead!r}.")
     return instead or ""
-
-
-def _flag(value: Any, name: str) -> bool:
-    """``value`` if it is a bool, else TypeError naming the keyword."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}.")
-    return value
 
 
 # where declarations live: change them under the lock
