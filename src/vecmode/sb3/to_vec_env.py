@@ -339,7 +339,6 @@ class ToSB3VecEnv(VecEnv):
                 f"env_method({method_name!r}) would run the sub-envs' {method_name} "
                 f"behind the VecEnv's back; use {instead}."
             )
-        core.check_call(method_name)
         order = core.check_indices(indices, self.num_envs)
         args, kwargs = method_args, method_kwargs
         if self._sb3 is not None:
