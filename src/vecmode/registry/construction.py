@@ -118,8 +118,7 @@ def _converted_to(env: Any) -> tuple[str, str] | None:
     for layer in layers(env):
         target = getattr(layer, "__dict__", {}).get("_target_xp")
         if target is not None:  # no public attribute says it
-            name = getattr(target, "__name__", str(target))
-            name = name.replace("array_api_compat.", "")
+            name = _arrays.name_of(target)
             return None if name == "numpy" else (type(layer).__name__, name)
     return None
 
