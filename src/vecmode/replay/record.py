@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
-from vecmode import _arrays
+from vecmode import _arrays, core
 from vecmode.autoreset import gymnasium_layout
 from vecmode.errors import NotAVectorEnvError
 from vecmode.replay.compare import as_numpy, per_sub_env, same
@@ -199,8 +199,7 @@ class Recorder:
 
 def is_count(value: Any, least: int = 1) -> bool:
     """Whether ``value`` is an int (not a bool) of at least ``least``."""
-    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    return integer and bool(value >= least)
+    return core.is_int(value) and bool(value >= least)
 
 
 class Instances:
