@@ -556,3 +556,41 @@ def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():
     # the other modes' reason is only that
     found = probe_mode(lambda: SilentAutoreset(3, NEXT, declared=NEXT))
     assert found.reason == "only NextStep's predictions hold."
+
+
+class CachedFirstDictEnv(gym.vector.VectorEnv):
+    """Brax's autoreset with Dict observations (MuJoCo Playground's): an ended
+    sub-env comes back to its first observation of the last reset(), and its
+    final observation is lost."""
+
+    def __init__(self):
+        self.num_envs = 2
+        self.single_observation_space = gym.spaces.Dict(
+            {"state": gym.spaces.Box(-np.inf, np.inf, (2,))}
+        )
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, 2
+        )
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.action_space = gym.spaces.MultiDiscrete([2, 2])
+        self.metadata = {"autoreset_mode": SAME}
+
+    def reset(self, *, seed=None, options=None):
+        self.t = np.zeros(2, dtype=int)
+        self.x = np.array([[0.5, 1.5], [2.5, 3.5]], dtype=np.float32)
+        self.first = self.x.copy()
+        return {"state": self.x.copy()}, {}
+
+    def step(self, actions):
+        self.t += 1
+        self.x = self.x + 1
+        ended = self.t >= np.array([3, 4])
+        self.x[ended], self.t[ended] = self.first[ended], 0
+        return {"state": self.x.copy()}, np.ones(2), ended, np.zeros(2, bool), {}
+
+
+def test_dict_observations_that_come_back_to_the_first_are_found_cached():
+    """Observations compared as the structures they are (a Dict's entries
+    compared as dicts were always unequal)."""
+    result = probe_mode(CachedFirstDictEnv)
+    assert (result.final_observation, result.resets_to) == ("lost", "cached-first")

@@ -14,7 +14,7 @@ from gymnasium.vector import VectorEnv
 
 from vecmode import modes
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
-from vecmode.replay.compare import Difference, raised
+from vecmode.replay.compare import Difference, raised, same
 from vecmode.replay.predictions import mode_differences, run_differences
 from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder, is_count
 
@@ -194,17 +194,10 @@ def _seen(calls: list[Call], end: Call) -> tuple[str, str | None]:
     cached = (
         first is not None
         and end.obs is not None
-        and all(_equal(end.obs[i], first[i]) for i in rows)
+        and all(same(end.obs[i], first[i], strict=False) for i in rows)
     )
     # without final observations, an end the step reset shows only if cached
     return ("lost", "cached-first") if cached else ("lost", None)
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-    except (TypeError, ValueError):
-        return False
 
 
 def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
