@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import vecmode
+from tests.custom_vector_envs import CounterVectorEnv
 from tests.helpers import (
     assert_same_run,
     drive,
@@ -610,3 +611,25 @@ def test_a_class_declaring_masked_rows_gets_the_whole_batch_back():
         envs.close()
     finally:
         vecmode.unregister_vector_env(_MaskedRowsVecEnv)
+
+
+def test_a_disabled_class_declared_to_ignore_the_mask_gets_no_same_step_policy():
+    """SameStep over a DISABLED env resets the ended sub-envs with a mask: over a
+    class whose masked reset resets every sub-env, the others' episodes would
+    restart unflagged, so the policy is refused, saying why."""
+
+    class ResetsAll(CounterVectorEnv):
+        pass
+
+    vecmode.register_vector_env(ResetsAll, masked_reset="ignores")
+    try:
+        envs = ResetsAll(2, AutoresetMode.DISABLED)
+        for build in (vecmode.SameStepAutoreset, vecmode.DisableAutoreset):
+            with pytest.raises(IncompatibleModeError, match="resets every sub-env"):
+                build(envs)
+        with pytest.raises(IncompatibleModeError, match="in the mode you need"):
+            vecmode.with_autoreset(envs, "SameStep")
+        assert vecmode.with_autoreset(envs, "Disabled") is envs  # as it is
+        vecmode.SameStepAutoreset(CounterVectorEnv(2, AutoresetMode.DISABLED))
+    finally:
+        vecmode.unregister_vector_env(ResetsAll)

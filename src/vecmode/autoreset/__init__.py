@@ -384,6 +384,8 @@ class SameStepAutoreset(_AutoresetWrapper):
         if isinstance(env, VectorCore):
             self.core = env
             self._all_step_then_reset = [_STEP_THEN_RESET] * env.num_envs
+        elif not honours_reset_mask(env):  # it resets the ended with a mask
+            raise self._refuse(*why_not_masked(env))
 
     def _commands(self) -> list[int]:
         return self._all_step_then_reset

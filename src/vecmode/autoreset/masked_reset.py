@@ -17,15 +17,16 @@ BUILD_DISABLED = (
 
 def honours_reset_mask(env: VectorEnv) -> bool:
     """Whether ``env`` can be driven as DISABLED through ``reset_mask`` exactly:
-    a DISABLED env, or a NEXT_STEP env whose class is declared to clear the
-    pending autoreset of the sub-envs a masked reset resets, under no wrapper
-    known to be wrong after a masked reset."""
+    a DISABLED env (unless its class is declared to ignore the mask), or a
+    NEXT_STEP env whose class is declared to clear the pending autoreset of the
+    sub-envs a masked reset resets, under no wrapper known to be wrong after a
+    masked reset."""
     mode = modes.mode_of(env)
     if mode is None:
         return False
-    if modes.caller_resets(mode):
-        return True
     found = vector_env_declaration(env)
+    if modes.caller_resets(mode):
+        return found is None or found.masked_reset(env) != "ignores"
     return (
         modes.resets_on_next_step(mode)
         and found is not None
@@ -78,4 +79,7 @@ def why_not_masked(env: VectorEnv) -> tuple[str, str]:
             f"{name}'s reset(options={{'reset_mask': mask}}) {what} (declared "
             f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
         )
-    return why, found.remedy.format(name=name) or BUILD_DISABLED
+    default = BUILD_DISABLED
+    if modes.caller_resets(modes.mode_of(env)):  # DISABLED already
+        default = "Build the env in the mode you need, if it has that mode."
+    return why, found.remedy.format(name=name) or default
