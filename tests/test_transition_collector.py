@@ -217,6 +217,25 @@ def test_bad_actions_are_the_env_s_error_and_the_collector_goes_on(mode):
     collector.close()
 
 
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_a_failed_step_of_an_env_that_tracks_no_loss_needs_a_reset(mode):
+    """Gymnasium's sync env steps its sub-envs one by one: when it raises (here at
+    the actions, after sub-envs 0-2 stepped), what they hold is unknown. The
+    collector used to go on and return a transition that never happened."""
+    collector = TransitionCollector(make_envs("gymnasium", mode, ((5,),) * N))
+    collector.reset(seed=0)
+    collector.step(np.zeros(N, dtype=np.int64))
+    with pytest.raises(ValueError):
+        collector.step(np.zeros(N + 1, dtype=np.int64))
+    with pytest.raises(ResetNeeded) as caught:
+        collector.step(np.zeros(N, dtype=np.int64))
+    assert str(caught.value) == vecmode.transitions.call_failed_message("step")
+    collector.reset(seed=1)  # (each sub-env's second episode)
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    assert [decode(o) for o in t.next_obs] == [(i, 1, 1) for i in range(N)]
+    collector.close()
+
+
 def test_a_failed_reset_inside_step_needs_a_reset():
     """DISABLED's masked reset raising: the step's outcome is unknown, so the
     collector refuses to step on until reset, and works again after it."""

@@ -325,6 +325,9 @@ class TransitionCollector:
         self.copy: bool = reuses_buffers(envs) if copy is None else bool(copy)
         #: Whether the env's batches are another array library's (kept in it).
         self._array = _arrays.is_array_env(envs)
+        #: Whether the env says which sub-envs a failed step lost (vecmode's
+        #: cores, from_sb3's): over another, a failed step blocks the collector.
+        self._tracks_lost = hasattr(envs.unwrapped, "awaiting_reset")
         #: The infos of the last reset, the collector's own included (DISABLED).
         self.reset_infos: dict[str, Any] = {}
         self._reader = TransitionReader(self.mode, self.num_envs, self.envs, _WHO)
@@ -388,14 +391,20 @@ class TransitionCollector:
         """Step every sub-env with ``actions``; return the :class:`Transition`.
 
         In DISABLED mode the sub-envs whose episode ended are reset afterwards.
-        When the env refuses the actions before stepping, the collector is
-        unchanged. ``ResetNeeded`` before the first :meth:`reset`, or after a
-        call whose env step or reset raised midway.
+        When vecmode's core refuses the actions or a sub-env fails, the collector
+        is unchanged (the core says which sub-envs to reset). ``ResetNeeded``
+        before the first :meth:`reset`, or after a call whose env step or reset
+        raised midway (any error in another env's step).
         """
         obs = self._obs
         if obs is None:
             raise ResetNeeded(self._blocked)
-        stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
+        try:
+            stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
+        except BaseException:
+            if not self._tracks_lost:  # it may have stepped some sub-envs
+                self._obs, self._blocked = None, call_failed_message("step")
+            raise
         # the env has moved on: if anything below raises, only a reset is safe
         self._obs = None
         self._blocked = call_failed_message("step")
