@@ -523,3 +523,18 @@ def test_next_obs_is_batched_like_obs_over_a_conversion(name, mode, obs_type):
             assert _values(ours.obs) == _values(plain.obs), k
             ends += int(np.count_nonzero(expected.terminations | expected.truncations))
         assert ends >= 4
+
+
+@pytest.mark.parametrize("told", MODES, ids=lambda m: m.value)
+def test_a_reader_told_another_mode_than_its_env_declares_refuses(told):
+    """Read in the wrong mode, a SameStep env gave reset observations as next_obs
+    and pairs that never happened, silently."""
+    from vecmode.transitions import TransitionReader
+
+    for declared in MODES:
+        envs = gym.vector.SyncVectorEnv(scheduled_env_fns(2), autoreset_mode=declared)
+        if told is declared:
+            TransitionReader(told, 2, envs)
+            continue
+        with pytest.raises(ValueError, match=f"pass {declared.value!r}"):
+            TransitionReader(told, 2, envs)

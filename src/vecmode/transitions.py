@@ -183,6 +183,13 @@ class TransitionReader:
         who: str = "vecmode.transitions.TransitionReader",
     ) -> None:
         self.tracker = modes.BoundaryTracker(mode, num_envs)
+        declared = modes.mode_of(spaces) if isinstance(spaces, VectorEnv) else None
+        if declared not in (None, self.tracker.mode):
+            raise ValueError(
+                f"{who} was told {self.tracker.mode.value} mode, but the env declares "
+                f"{declared.value}: read it in the mode it declares (pass "
+                f"{declared.value!r}), or pass the env whose calls you read."
+            )
         self.spaces, self.who = spaces, who
         self.action_space: Space | None = getattr(spaces, "single_action_space", None)
         self.observation_space: Space | None = getattr(

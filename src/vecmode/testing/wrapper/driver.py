@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,9 @@ class RunPlan:
         return self.only is None or prop in self.only
 
 
+_SPACES = ("observation", "single_observation", "action", "single_action")
+
+
 class Driver:
     """Drives the wrapped ``envs`` through a :class:`RunPlan`, checking each call;
     sub-env ``i``'s ``k``-th real transition takes its queue's ``k``-th action."""
@@ -86,7 +90,12 @@ class Driver:
         self.envs, self.plan = envs, plan
         self.num_envs = envs.num_envs
         self.single_space = envs.single_observation_space
-        self.reader = TransitionReader(plan.mode, self.num_envs, envs, plan.who)
+        # the spaces alone: the kit reads the mode it runs in, whatever the
+        # wrapper declares (keeps_the_autoreset_mode checks that)
+        spaces = SimpleNamespace(
+            **{f"{k}_space": getattr(envs, f"{k}_space") for k in _SPACES}
+        )
+        self.reader = TransitionReader(plan.mode, self.num_envs, spaces, plan.who)
         self.result = events.Run(plan.label, [[] for _ in range(self.num_envs)])
         self.held: HeldResults[str] = HeldResults(plan.reuses_observations)
         self.taken = [0] * self.num_envs
