@@ -386,3 +386,14 @@ def test_script_is_shared():
     calls = drive(envs, script, disabled=True)
     assert [kind for kind, _ in calls][:3] == ["reset", "step", "step"]
     envs.close()
+
+
+def test_with_autoreset_of_what_is_no_vector_env_says_so():
+    """It said to declare the mode in the env's metadata."""
+    single = gym.make("CartPole-v1")
+    with pytest.raises(TypeError, match=r"got TimeLimit, one env \(vecmode.make_vec"):
+        vecmode.with_autoreset(single, "SameStep")
+    with pytest.raises(
+        TypeError, match=r"got the class SyncVectorEnv \(pass an instance"
+    ):
+        vecmode.with_autoreset(vecmode.SyncVectorEnv, "SameStep")

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from gymnasium import Env
 from gymnasium.error import Error as GymnasiumError
 from gymnasium.vector import AutoresetMode
 
@@ -460,9 +461,14 @@ def set_attr_values(got: int, num_envs: int) -> str:
 
 
 def not_a_vector_env(caller: str, got: Any) -> str:
+    what = type(got).__name__
+    if isinstance(got, type):
+        what = f"the class {got.__name__} (pass an instance)"
+    elif isinstance(got, Env):
+        what += ", one env (vecmode.make_vec(...) builds a vector env)"
     return (
         f"{caller} takes a gymnasium.vector.VectorEnv (or a stack of VectorWrappers "
-        f"around one), got {type(got).__name__}."
+        f"around one), got {what}."
     )
 
 

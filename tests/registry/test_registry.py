@@ -543,3 +543,10 @@ def test_a_forwarding_wrapper_anywhere_is_refused_over_a_conversion():
     Impostor(Converts(in_mode(SS), "torch")).close()
     # an array-native wrapper takes the converted batches
     vecmode.wrappers.RecordEpisodeStatistics(Converts(in_mode(SS), "torch")).close()
+
+
+def test_register_of_a_vector_env_class_points_to_register_vector_env():
+    with pytest.raises(TypeError, match=r"with vecmode\.register_vector_env"):
+        vecmode.register(vecmode.SyncVectorEnv, ["Disabled"])
+    with pytest.raises(TypeError, match=r"wrapper class itself \(not an instance"):
+        vecmode.register(42, ["Disabled"])  # type: ignore[arg-type]

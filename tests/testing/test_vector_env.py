@@ -408,6 +408,9 @@ def test_bad_arguments():
         check_vector_env(CounterVectorEnv, steps=0)
     with pytest.raises(ValueError, match="min_episode_ends must be an int >= 1"):
         check_vector_env(CounterVectorEnv, min_episode_ends=True)
+    for seed in (None, 1.5, True):  # None: a TypeError from inside the kit
+        with pytest.raises(TypeError, match=f"seed must be an int, got {seed}"):
+            check_vector_env(CounterVectorEnv, seed=seed)  # type: ignore[arg-type]
 
 
 def test_every_instance_is_closed():

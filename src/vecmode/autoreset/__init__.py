@@ -538,6 +538,8 @@ def with_autoreset(
     True
     >>> core.close()
     """
+    if not isinstance(env, VectorEnv):
+        raise TypeError(errors.not_a_vector_env("with_autoreset", env))
     target = modes.as_mode(mode)
     if episode_seeds is not None or episode_options is not None:
         return _scheduled(env, target, episode_seeds, episode_options)

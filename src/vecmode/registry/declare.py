@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import _gymnasium
 from vecmode.env_classes import class_path, keeps_options
@@ -204,9 +204,14 @@ def gymnasium_entries() -> dict[str, Declaration]:
 def wrapper_class(cls: Any, caller: str) -> type:
     """``cls`` if it is a ``VectorWrapper`` class, else TypeError naming ``caller``."""
     if not (isinstance(cls, type) and issubclass(cls, VectorWrapper)):
+        instead = (
+            "declare a vector env class with vecmode.register_vector_env"
+            if isinstance(cls, type) and issubclass(cls, VectorEnv)
+            else "declare the wrapper class itself (not an instance)"
+        )
         raise TypeError(
             f"{caller} takes a subclass of gymnasium.vector.VectorWrapper, got "
-            f"{cls!r}; declare the wrapper class itself (not an instance)."
+            f"{cls!r}; {instead}."
         )
     return cls
 

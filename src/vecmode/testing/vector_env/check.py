@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from vecmode import modes, registry
+from vecmode.core import is_int
 from vecmode.env_classes import layers
 from vecmode.probe import LOSES_FINALS, ProbeResult, probe_mode
 from vecmode.replay.record import is_count
@@ -90,6 +91,8 @@ def check_vector_env(
             raise ValueError(
                 f"check_vector_env: {name} must be an int >= 1, got {value!r}."
             )
+    if not is_int(seed):
+        raise TypeError(f"check_vector_env: seed must be an int, got {seed!r}.")
     run = CheckedRun(factory, steps, seed)
     name, mode, first = run.name, run.mode, run.first
     diff = first_failure(run, seed)
