@@ -308,7 +308,7 @@ def test_a_custom_vector_env_is_declared_and_pointed_to_probe():
     row = vecmode.check_stack(undeclared_env())[0]
     assert row.evidence is vecmode.registry.Evidence.NONE
     assert row.evidence_note == (
-        "`vecmode probe module:factory` (vecmode.probe_mode) finds the mode a "
+        "`vecmode probe module:factory` (vecmode.probe_mode) finds the mode "
         "SyncVectorEnv really behaves as."
     )
     for env in (gym_env(SS), core()):

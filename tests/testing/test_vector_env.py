@@ -462,6 +462,7 @@ def test_a_reused_observation_buffer_fails_unless_the_env_says_copy_false(mode):
         "call 0 (reset), observations: expected to stay as returned, got changed "
         "by call 1"
     ) in message, message
+    assert "or say so: copy = False on the env" in message  # the way out, said
 
     class CopyFalse(ReusesItsBuffer):
         copy = False

@@ -143,7 +143,7 @@ def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
     cls, name = type(env), type(env).__name__
     if declared is None:
         return Evidence.NONE, (
-            f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode a "
+            f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode "
             f"{name} really behaves as."
         )
     if class_path(cls) in VERIFIED_ENVS:

@@ -231,6 +231,8 @@ def _changed_later(results: HeldResults[Call]) -> Difference | None:
     )
     if results.reuses_observations:
         note += " (copy=False allows it for the observation buffer only)"
+    elif part.startswith("observations"):  # (a class attribute, as Gymnasium's)
+        note += ", or say so: copy = False on the env, as Gymnasium's copy=False envs"
     got = "changed by a later call" if by is None else f"changed by call {by.index}"
     return Difference.at(call, None, part, "to stay as returned", got, note)
 
