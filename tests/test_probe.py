@@ -594,3 +594,16 @@ def test_dict_observations_that_come_back_to_the_first_are_found_cached():
     compared as dicts were always unequal)."""
     result = probe_mode(CachedFirstDictEnv)
     assert (result.final_observation, result.resets_to) == ("lost", "cached-first")
+
+
+@pytest.mark.parametrize(
+    ("mode", "bug"),
+    [(SAME, "no_final_obs_mask"), (NEXT, "unseeded"), (SAME, "unseeded")],
+)
+def test_final_observations_are_not_said_lost_when_the_probe_cannot_know(mode, bug):
+    """Final observations in the infos without their mask, or an env that is not
+    deterministic: the probe said "final observations: lost" and pointed to the
+    simulators page, for the wrong problem."""
+    result = probe_mode(functools.partial(CounterVectorEnv, 3, mode, bug=bug))
+    assert result.mode is None and result.final_observation is None, result
+    assert "lost" not in str(result)

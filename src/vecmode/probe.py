@@ -154,8 +154,8 @@ def probe_mode(
             reason = (
                 f"the env is not deterministic under reset(seed={seed}) and the same "
                 f"actions: {diff}"
-            )
-            return replace(result, reason=reason)
+            )  # (what it does at an episode's end is unknown then)
+            return replace(result, reason=reason, final_observation=None)
     return _fit(result, first, changed, masked)
 
 
@@ -180,16 +180,18 @@ def _until_an_end(recorder: Recorder, seed: int, max_steps: int) -> Call | None:
     return call if call.error is not None else None
 
 
-def _seen(calls: list[Call], end: Call) -> tuple[str, str | None]:
-    """Where the first episode end's final observations were, and
-    ``"cached-first"`` if each ended sub-env came back to its first observation."""
+def _seen(calls: list[Call], end: Call) -> tuple[str | None, str | None]:
+    """Where the first episode end's final observations were (None: in the
+    infos, not in Gymnasium's layout), and ``"cached-first"`` if each ended
+    sub-env came back to its first observation."""
     steps = [c for c in calls if c.kind == "step" and isinstance(c.infos, dict)]
     if any(_FOREIGN_FINAL in c.infos for c in steps if c is not end):
         return "every-step", None
-    if modes.final_observations(end.infos) is not None or _FOREIGN_FINAL in (
-        end.infos if isinstance(end.infos, dict) else {}
-    ):
+    infos = end.infos if isinstance(end.infos, dict) else {}
+    if modes.final_observations(infos) is not None or _FOREIGN_FINAL in infos:
         return "masked", None
+    if "final_obs" in infos:  # without its mask: the mode checks say so
+        return None, None
     first, rows = calls[0].obs, np.flatnonzero(end.ended)
     cached = (
         first is not None
