@@ -167,6 +167,18 @@ _BATCHED_AS_DICT = batch_space.dispatch(Dict)
 _BATCHED_AS_TUPLE_OF_SAMPLES = batch_space.dispatch(Space)
 
 
+def check_action_batch(space: Space, actions: Any, num_envs: int) -> None:
+    """Raise :class:`~vecmode.errors.ActionBatchError` unless ``actions`` are a
+    batch of ``num_envs`` actions of ``space`` (see :func:`batch_problem`)."""
+    problem = batch_problem(space, actions, num_envs)
+    if problem is not None:
+        raise errors.ActionBatchError(
+            f"{problem}; nothing was stepped. Pass one action per sub-env "
+            f"({num_envs}), structured like env.action_space (sample one with "
+            f"env.action_space.sample())."
+        )
+
+
 def batch_problem(
     space: Space, batch: Any, num_envs: int, where: str = "actions"
 ) -> str | None:
@@ -469,13 +481,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         if not (  # the common case, in O(1): an array batch of an array space
             type(actions) is np.ndarray and actions.shape == self._action_batch_shape
         ) and (actions is not None or not _STEPPING.isdisjoint(cmds)):
-            problem = batch_problem(self.single_action_space, actions, self.num_envs)
-            if problem is not None:
-                raise errors.ActionBatchError(
-                    f"{problem}; nothing was stepped. Pass one action per sub-env "
-                    f"({self.num_envs}), structured like env.action_space (sample "
-                    f"one with env.action_space.sample())."
-                )
+            check_action_batch(self.single_action_space, actions, self.num_envs)
         return kept
 
     def _check_ended(self, cmds: list[int]) -> list[int] | None:

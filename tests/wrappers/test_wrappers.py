@@ -689,3 +689,26 @@ def test_a_reward_transform_returning_a_read_only_array_still_zeroes_reset_steps
     got = [envs.step(np.array([0, 1]))[1].tolist() for _ in range(3)]
     assert got == [[2.0, 2.0], [2.0, 2.0], [0.0, 0.0]]  # the third: reset steps
     envs.close()
+
+
+@pytest.mark.parametrize(
+    ("wrap", "shape"),
+    [
+        (lambda e: vw.RescaleAction(e, -1.0, 1.0), (4, 1)),
+        (lambda e: vw.RescaleAction(e, -1.0, 1.0), (3, 2)),
+        (vw.ClipAction, (3,)),
+        (lambda e: vw.TransformAction(e, lambda a: a * 2), (2, 1)),
+    ],
+)
+def test_an_action_wrapper_refuses_a_wrong_batch_as_the_core_does(wrap, shape):
+    """A wrong shape gave NumPy's "Output array is the wrong shape" or a
+    broadcasting error from the transform; now the core's ActionBatchError,
+    before the transform and before anything is stepped."""
+    envs = without_box_warnings(wrap)(
+        vecmode.make_vec("MountainCarContinuous-v0", 3, "sync")
+    )
+    envs.reset(seed=0)
+    with pytest.raises(vecmode.errors.ActionBatchError, match="nothing was stepped"):
+        envs.step(np.zeros(shape, dtype=np.float32))
+    envs.step(np.zeros((3, 1), dtype=np.float32))  # the env goes on
+    envs.close()

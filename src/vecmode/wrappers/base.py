@@ -17,7 +17,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from vecmode import _arrays, _rows, modes
 from vecmode._numpy import count_nonzero, true_indices
-from vecmode.core import StepResult, copy_batch
+from vecmode.core import StepResult, check_action_batch, copy_batch
 from vecmode.env_classes import layers
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import merge_final_observations
@@ -227,6 +227,8 @@ class ActionWrapper(MaskedResetWrapper):
         raise NotImplementedError
 
     def _step_actions(self, actions: Any) -> Any:
+        if type(actions) is np.ndarray and actions.shape != self.action_space.shape:
+            check_action_batch(self.single_action_space, actions, self.num_envs)
         return self.actions(actions)
 
 
