@@ -621,6 +621,11 @@ def test_record_reports_the_class_verified_in_the_mode_proved():
     assert vecmode.check_stack(other_mode)[0].evidence.value == "declared"
     subclass = type("Sub", (MyCounter,), {})(3, NEXT)
     assert vecmode.check_stack(subclass)[0].evidence.value == "declared"
+    # evidence() of the class says the same (it said "none": wrappers only)
+    evidence = vecmode.registry.evidence
+    assert evidence(MyCounter).value == evidence(envs).value == "verified"
+    assert evidence(MyCounter, "SameStep").value == evidence(other_mode).value
+    assert evidence(other_mode).value == "declared"
 
 
 def test_record_refuses_a_stack():

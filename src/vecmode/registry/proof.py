@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode._evidence import CONFORMANCE_TESTED, VERIFIED_ENVS
 from vecmode.env_classes import class_path
-from vecmode.modes import MODES, ModeLike, as_mode
+from vecmode.modes import MODES, ModeLike, as_mode, mode_of
 from vecmode.registry import declare
 from vecmode.registry.declare import Declaration
 
@@ -116,15 +116,22 @@ def proof(cls: type, mode: AutoresetMode | None = None) -> tuple[Evidence, str]:
 
 def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
     """What the declared modes of a wrapper class (or instance) rest on, in
-    ``mode`` only or (by default) in every mode.
+    ``mode`` only or (by default) in every mode; for a vector env class (or
+    instance), what its mode rests on: ``mode``, else the one it declares, else
+    one a ``check_vector_env(...).record()`` proved.
 
     >>> import vecmode
     >>> vecmode.registry.evidence(vecmode.wrappers.NormalizeReward).value
     'verified'
     """
-    cls = (
-        cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
-    )
+    given = cls_or_instance
+    cls = given if isinstance(given, type) else type(given)
+    if issubclass(cls, VectorEnv) and not issubclass(cls, VectorWrapper):
+        found = as_mode(mode) if mode is not None else mode_of(given)
+        if found is None:
+            with declare.lock:
+                found = next(iter(_recorded_envs.get(cls, {})), None)
+        return _env_evidence(cls, found)[0]
     return proof(cls, None if mode is None else as_mode(mode))[0]
 
 
@@ -140,7 +147,11 @@ def check_command(cls: type, every_mode: bool = False) -> str:
 
 def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
     """The innermost env's evidence: its class's, in the mode it declares."""
-    cls, name = type(env), type(env).__name__
+    return _env_evidence(type(env), declared)
+
+
+def _env_evidence(cls: type, declared: AutoresetMode | None) -> tuple[Evidence, str]:
+    name = cls.__name__
     if declared is None:
         return Evidence.NONE, (
             f"`vecmode probe module:factory` (vecmode.probe_mode) finds the mode "
