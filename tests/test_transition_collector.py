@@ -343,3 +343,12 @@ def test_a_stack_that_is_not_ok_warns_and_one_that_is_does_not():
         warnings.simplefilter("error", vecmode.IncompatibleModeWarning)
         envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
         TransitionCollector(vecmode.wrappers.NormalizeReward(envs)).close()
+
+
+def test_a_closed_collector_steps_no_more():
+    """Over Gymnasium's env it went on stepping the closed env."""
+    collector = TransitionCollector(make_envs("gymnasium", AutoresetMode.SAME_STEP))
+    collector.reset(seed=0)
+    collector.close()
+    with pytest.raises(ResetNeeded, match="the TransitionCollector is closed"):
+        collector.step(np.zeros(N, dtype=np.int64))

@@ -441,7 +441,8 @@ class TransitionCollector:
         )
 
     def close(self) -> None:
-        """Close the env."""
+        """Close the env; the collector cannot step any more."""
+        self._obs, self._blocked = None, "the TransitionCollector is closed."
         self.envs.close()
 
     def __enter__(self) -> TransitionCollector:
