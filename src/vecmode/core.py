@@ -168,15 +168,10 @@ _BATCHED_AS_TUPLE_OF_SAMPLES = batch_space.dispatch(Space)
 
 
 def check_action_batch(space: Space, actions: Any, num_envs: int) -> None:
-    """Raise :class:`~vecmode.errors.ActionBatchError` unless ``actions`` are a
-    batch of ``num_envs`` actions of ``space`` (see :func:`batch_problem`)."""
+    """ActionBatchError unless ``actions`` are ``num_envs`` actions of ``space``."""
     problem = batch_problem(space, actions, num_envs)
     if problem is not None:
-        raise errors.ActionBatchError(
-            f"{problem}; nothing was stepped. Pass one action per sub-env "
-            f"({num_envs}), structured like env.action_space (sample one with "
-            f"env.action_space.sample())."
-        )
+        raise errors.action_batch_error(problem, num_envs)
 
 
 def batch_problem(

@@ -460,6 +460,15 @@ def set_attr_values(got: int, num_envs: int) -> str:
     )
 
 
+def action_batch_error(problem: str, num_envs: int) -> ActionBatchError:
+    """What keeps actions from being a batch, and what to pass."""
+    return ActionBatchError(
+        f"{problem}; nothing was stepped. Pass one action per sub-env ({num_envs}), "
+        f"structured like env.action_space (sample one with "
+        f"env.action_space.sample())."
+    )
+
+
 def not_a_vector_env(caller: str, got: Any) -> str:
     what = type(got).__name__
     if isinstance(got, type):

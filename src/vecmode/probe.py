@@ -190,7 +190,7 @@ def _seen(calls: list[Call], end: Call) -> tuple[str | None, str | None]:
     infos = end.infos if isinstance(end.infos, dict) else {}
     if modes.final_observations(infos) is not None or _FOREIGN_FINAL in infos:
         return "masked", None
-    if "final_obs" in infos:  # without its mask: the mode checks say so
+    if modes.FINAL_OBS in infos:  # without its mask: the mode checks say so
         return None, None
     first, rows = calls[0].obs, np.flatnonzero(end.ended)
     cached = (

@@ -47,8 +47,8 @@ def _hurt_by_masked_resets(env: VectorEnv) -> tuple[str, str] | None:
 
 def why_not_masked(env: VectorEnv) -> tuple[str, str]:
     """Why ``env``'s masked reset cannot drive it as DISABLED, and the remedy."""
-    name = type(env.unwrapped).__name__
-    if modes.mode_of(env) is None:
+    name, mode = type(env.unwrapped).__name__, modes.mode_of(env)
+    if mode is None:
         return (
             "It declares no mode, so what its reset with a mask does is unknown.",
             "Declare the mode it runs in in metadata['autoreset_mode'].",
@@ -80,6 +80,6 @@ def why_not_masked(env: VectorEnv) -> tuple[str, str]:
             f"masked_reset={masked_reset!r} with vecmode.register_vector_env)."
         )
     default = BUILD_DISABLED
-    if modes.caller_resets(modes.mode_of(env)):  # DISABLED already
+    if modes.caller_resets(mode):  # DISABLED already
         default = "Build the env in the mode you need, if it has that mode."
     return why, found.remedy.format(name=name) or default
