@@ -473,10 +473,10 @@ def test_every_instance_is_closed_and_fresh():
         made.append(CounterVectorEnv(3, "Disabled"))
         return made[-1]
 
-    probe_mode(factory)
-    assert len(made) == 4
-    assert len({id(env) for env in made}) == 4
-    assert [env.closed_count for env in made] == [1, 1, 1, 1]
+    probe_mode(factory)  # a fifth: no final observation, so a reset in the step?
+    assert len(made) == 5
+    assert len({id(env) for env in made}) == 5
+    assert [env.closed_count for env in made] == [1, 1, 1, 1, 1]
 
 
 def test_instances_closed_when_the_factory_fails_later():
@@ -538,24 +538,93 @@ def test_result_is_frozen_and_printable():
     assert longest > 100  # what the lines are cut from
 
 
-def test_finding_disabled_warns_of_an_env_resetting_inside_the_ending_step():
-    """An env that resets a sub-env inside the step that ends its episode and
-    reports no final observation fits Disabled's predictions; the reason says it
-    loses every final observation, and what to do, rather than only the mode."""
+class SilentAutoreset(CounterVectorEnv):
+    """Resets a sub-env inside the step that ends its episode (SameStep) and
+    reports no final observation."""
 
-    class SilentAutoreset(CounterVectorEnv):
-        def step(self, actions):
-            obs, rewards, terminations, truncations, _ = super().step(actions)
-            return obs, rewards, terminations, truncations, {}
+    def step(self, actions):
+        obs, rewards, terminations, truncations, _ = super().step(actions)
+        return obs, rewards, terminations, truncations, {}
 
+
+def test_an_env_resetting_inside_the_ending_step_fits_no_mode():
+    """It fitted Disabled's predictions, so check_vector_env passed it declared
+    Disabled, while every final observation was lost: the ending step returned
+    what a masked reset returns there, and the step after went on as a new
+    episode."""
     result = probe_mode(lambda: SilentAutoreset(3, SAME, declared=DISABLED))
-    assert result.mode is DISABLED
+    assert result.mode is None, str(result)
+    assert (result.final_observation, result.resets_to) == ("lost", "fresh")
+    found = result.rejected[DISABLED]
+    assert (found.call, found.kind, found.field) == (result.ended_at, "step", "obs")
+    assert found.sub_env in result.ended
+    assert found.got == "what a masked reset returns there"
+    assert "declare SameStep" in found.note and "info['final_obs']" in found.note
+    # the same env stepping on without its reset is Disabled's, as before
+    assert probe_mode(lambda: CounterVectorEnv(3, DISABLED)).mode is DISABLED
+
+
+class RandomBeforeReset(SilentAutoreset):
+    """Adds noise to the state it resets to: not what a masked reset returns."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        ended = terminations | truncations
+        obs[ended, 0] += self.np_random.random(int(ended.sum()))
+        return obs, rewards, terminations, truncations, infos
+
+
+def test_an_env_resetting_unlike_a_masked_reset_is_found_disabled_with_a_warning():
+    """What the probe cannot see: the reason says it loses every final
+    observation, and what to do, rather than only the mode."""
+    result = probe_mode(lambda: RandomBeforeReset(3, SAME, declared=DISABLED))
+    assert result.mode is DISABLED, str(result)
     assert result.reason.startswith("only Disabled's predictions hold. An env whose")
     assert "loses every final observation" in result.reason
     assert "info['final_obs']" in result.reason and "declare SameStep" in result.reason
     # the other modes' reason is only that
     found = probe_mode(lambda: SilentAutoreset(3, NEXT, declared=NEXT))
     assert found.reason == "only NextStep's predictions hold."
+
+
+class ContextBandits(gym.vector.VectorEnv):
+    """One-step episodes whose observation is a fresh random context on every
+    call, stepped after their end without complaint: an ending step returns what
+    a masked reset there returns, but is no reset."""
+
+    def __init__(self, num_envs=2):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(0, 1, (2,))
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, num_envs
+        )
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.action_space = gym.spaces.MultiDiscrete([2] * num_envs)
+        self.metadata = {"autoreset_mode": DISABLED}
+
+    def _contexts(self):
+        return self.np_random.random((self.num_envs, 2)).astype(np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        obs = self._contexts()
+        mask = (options or {}).get("reset_mask")
+        if mask is not None:
+            obs = np.where(mask[:, None], obs, self.obs)
+        self.obs = obs
+        return obs.copy(), {}
+
+    def step(self, actions):
+        self.obs = self._contexts()
+        ones = np.ones(self.num_envs, dtype=np.bool_)
+        return self.obs.copy(), np.asarray(actions, float), ones, ~ones, {}
+
+
+def test_an_env_whose_ended_sub_envs_end_again_is_not_said_to_reset_them():
+    """A Disabled env stepped after its end ends again: the guard against an
+    observation that only looks like a reset."""
+    result = probe_mode(ContextBandits)
+    assert result.mode is DISABLED and result.resets_to is None, str(result)
 
 
 class CachedFirstDictEnv(gym.vector.VectorEnv):

@@ -27,7 +27,6 @@ LOSES_FINALS = (
     "info['final_obs'] and declare SameStep."
 )
 
-
 #: What the probe says of the final observations and resets it saw.
 _SEEN = {
     "masked": "final observations: in the infos, with a mask",
@@ -67,7 +66,8 @@ class ProbeResult:
     read_through: str | None = None
     #: Where the first episode end's final observations were (``Semantics``'
     #: values: ``"masked"``, ``"every-step"``, ``"lost"``), and what its ended
-    #: sub-envs reset to where the probe can tell (``"cached-first"``).
+    #: sub-envs reset to where the probe can tell (``"cached-first"``; ``"fresh"``:
+    #: the ending step reset them itself, returning what a masked reset returns).
     final_observation: str | None = None
     resets_to: str | None = None
 
@@ -103,9 +103,9 @@ def probe_mode(
 ) -> ProbeResult:
     """The autoreset mode a vector env behaves as, whatever it declares.
 
-    Four throwaway instances run and replay an episode end
-    (``docs/authors.md`` says how); the mode whose predictions all hold is the
-    answer.
+    Four throwaway instances (five where the episode end reports no final
+    observation) run and replay an episode end (``docs/authors.md`` says how);
+    the mode whose predictions all hold is the answer.
 
     Args:
         env_factory: builds a new vector env on each call.
@@ -124,6 +124,7 @@ def probe_mode(
     seed = _checked_seed(max_steps, seed)
     with Instances(env_factory, "vecmode.probe_mode") as instances:
         env = instances.new()
+        through = instances.read_through
         try:
             declared = mode_of(env)
         except ValueError:  # not a mode: as undeclared
@@ -132,20 +133,19 @@ def probe_mode(
         end = _until_an_end(first, seed, int(max_steps))
         if end is None or end.error is not None:
             reason = _no_end_reason(first.calls[-1], int(max_steps), seed)
-            return ProbeResult(
-                None, declared, reason, read_through=instances.read_through
-            )
+            return ProbeResult(None, declared, reason, read_through=through)
         ended = end.ended.copy()
-        final_observation, resets_to = _seen(first.calls, end)
+        seen = _seen(first.calls, end)
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
+        in_step = _reset_in_step(first.calls, instances, seed, seen)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
-    through = instances.read_through
     result = ProbeResult(
         None, declared, "", end.index, ended_subs, read_through=through
     )
-    result = replace(result, final_observation=final_observation, resets_to=resets_to)
+    resets_to = "fresh" if in_step else seen[1]
+    result = replace(result, final_observation=seen[0], resets_to=resets_to)
     replays = ((changed, end.index), (masked, end.index), (again, None))
     for number, (other, upto) in enumerate(replays, start=2):
         label = f"instance {number}"
@@ -156,7 +156,7 @@ def probe_mode(
                 f"actions: {diff}"
             )  # (what it does at an episode's end is unknown then)
             return replace(result, reason=reason, final_observation=None)
-    return _fit(result, first, changed, masked)
+    return _fit(result, first, changed, masked, in_step)
 
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:
@@ -227,38 +227,80 @@ def _replays(
     return changed, masked, instances.replay(seed, calls)
 
 
+def _reset_in_step(
+    calls: list[Call], instances: Instances, seed: int, seen: tuple[Any, Any]
+) -> Difference | None:
+    """Where the ending step ``calls[-2]``, with no final observation (``seen``),
+    reset its ended sub-envs itself: each returned what a masked reset made
+    instead returns, and the next step, with no reset, went on as a new episode."""
+    if seen != ("lost", None):
+        return None
+    end, after = calls[-2], calls[-1]
+    made = Call(end.index, "reset(mask)", mask=end.ended)
+    reset = instances.replay(seed, [*calls[: end.index], made])[-1]
+    if reset.kind != "reset(mask)" or reset.error or after.error or end.obs is None:
+        return None
+    rows = np.flatnonzero(end.ended).tolist()
+    if reset.obs is None or after.ended is None or after.ended[rows].any():
+        return None
+    if not all(same(end.obs[i], reset.obs[i], strict=False) for i in rows):
+        return None
+    note = (
+        "step() reset the sub-env itself: it returned what reset(options="
+        "{'reset_mask': mask}) returns there, then went on as a new episode, and "
+        "its final observation is lost. An env that resets inside the ending step "
+        "must report final observations in info['final_obs'] and declare SameStep"
+    )
+    got = "what a masked reset returns there"
+    return Difference.at(end, rows[0], "obs", "its last observation", got, note)
+
+
 def _fit(
-    result: ProbeResult, first: Recorder, changed: list[Call], masked: list[Call]
+    result: ProbeResult,
+    first: Recorder,
+    changed: list[Call],
+    masked: list[Call],
+    in_step: Difference | None,
 ) -> ProbeResult:
-    """``result`` with the mode whose predictions all hold, if exactly one does."""
+    """``result`` with the mode whose predictions all hold, if exactly one does
+    (``in_step``: the ending step reset its sub-envs, as no caller-reset mode)."""
     rejected: dict[AutoresetMode, Difference] = {}
     for mode in MODES:
-        contradiction = next(
-            mode_differences(mode, first.calls, first.num_envs, changed), None
-        ) or next(mode_differences(mode, masked, first.num_envs), None)
+        contradiction = (
+            (in_step if caller_resets(mode) else None)
+            or next(mode_differences(mode, first.calls, first.num_envs, changed), None)
+            or next(mode_differences(mode, masked, first.num_envs), None)
+        )
         if contradiction is not None:
             rejected[mode] = contradiction
     fitting = [mode for mode in MODES if mode not in rejected]
     found = fitting[0] if len(fitting) == 1 else None
-    if found is not None:
-        reason = f"only {found.value}'s predictions hold."
-        reason += f" {LOSES_FINALS}" if caller_resets(found) else ""
-    elif not fitting:
-        reason = "the env contradicts every mode's predictions: " + "; ".join(
-            f"not {mode.value}: {diff}" for mode, diff in rejected.items()
-        )
-    else:
-        names = ", ".join(mode.value for mode in fitting)
-        reason = (
-            f"the runs fit {names} alike (e.g. a single action: whether it is "
-            f"ignored is unknown)"
-        )
     # no final observation is lost by a mode that has none where episodes end
     lost = result.final_observation == "lost" and result.resets_to is None
     return replace(
         result,
         mode=found,
-        reason=reason,
+        reason=_reason(found, fitting, rejected),
         rejected=MappingProxyType(rejected),
         final_observation=None if lost and found else result.final_observation,
+    )
+
+
+def _reason(
+    found: AutoresetMode | None,
+    fitting: list[AutoresetMode],
+    rejected: dict[AutoresetMode, Difference],
+) -> str:
+    """Why the probe found ``found``, of the ``fitting`` modes, or found none."""
+    if found is not None:
+        loses = f" {LOSES_FINALS}" if caller_resets(found) else ""
+        return f"only {found.value}'s predictions hold.{loses}"
+    if not fitting:
+        return "the env contradicts every mode's predictions: " + "; ".join(
+            f"not {mode.value}: {diff}" for mode, diff in rejected.items()
+        )
+    names = ", ".join(mode.value for mode in fitting)
+    return (
+        f"the runs fit {names} alike (e.g. a single action: whether it is ignored "
+        f"is unknown)"
     )

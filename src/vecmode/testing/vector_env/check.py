@@ -140,9 +140,13 @@ def _diagnosis(
 ) -> str:
     """What :func:`vecmode.probe_mode` finds, if another mode."""
     try:
-        found = probe_mode(factory, max_steps=steps, seed=seed).mode
+        probed = probe_mode(factory, max_steps=steps, seed=seed)
     except Exception:
         return ""
+    found = probed.mode
+    if probed.resets_to == "fresh":  # a reset inside the ending step, no final obs
+        disabled = probed.rejected[modes.AutoresetMode.DISABLED]
+        return f"vecmode.probe_mode finds that {disabled.note}."
     if found is None or found is mode:
         return ""
     text = (
