@@ -204,3 +204,27 @@ def test_check_vector_env_passes(name: str) -> None:
     report = check_vector_env(lambda: BatchedCartPole(4, xp), steps=200)
     assert report.mode is AutoresetMode.DISABLED
     assert report.episode_ends >= 2 and report.masked_resets >= 1
+
+
+class ResetsInItsStep(BatchedCartPole):
+    """Resets its ended sub-envs inside the ending step, as many batched
+    simulators do, and reports no final observation."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        ended = terminations | truncations
+        if bool(ended.any()):
+            obs, _ = self.reset(options={"reset_mask": ended})
+        return obs, rewards, terminations, truncations, infos
+
+
+@pytest.mark.parametrize("name", ["numpy", "torch", "jax"])
+def test_check_vector_env_fails_an_env_resetting_inside_its_step(name: str) -> None:
+    """Declared Disabled, it passed in every library, losing every final
+    observation."""
+    xp = library(name)
+    with pytest.raises(AssertionError) as failure:
+        check_vector_env(lambda: ResetsInItsStep(4, xp), steps=200)
+    message = " ".join(str(failure.value).split())
+    assert "declares Disabled, but vecmode.probe_mode does not find it" in message
+    assert "got what a masked reset returns there" in message
