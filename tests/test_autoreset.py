@@ -346,6 +346,47 @@ def test_async_without_shared_memory_keeps_a_pending_autoreset_and_is_refused():
     envs.close()
 
 
+@pytest.mark.parametrize("target", [NEXT, SAME, DISABLED], ids=lambda m: m.value)
+@pytest.mark.parametrize("policy", [NextStepAutoreset, SameStepAutoreset])
+def test_with_autoreset_of_a_policy_on_a_core_replaces_it(policy, target):
+    """make_vec's NextStep to SameStep (as to_sb3 does) was three layers, with
+    the final observations read back from the batch: one policy on the core
+    gives the same transitions."""
+
+    def build(fns):
+        envs = vecmode.with_autoreset(policy(vecmode.SyncVectorEnv(fns())), target)
+        core = envs if target is DISABLED else envs.env
+        assert isinstance(core, vecmode.SyncVectorEnv), envs
+        return envs
+
+    expected, got = _foreign_run(target, build, lambda: scheduled_fns(3))
+    assert_same_run(expected, got)
+
+
+def test_with_autoreset_keeps_a_policy_with_sub_envs_awaiting_their_reset():
+    """A NextStep policy whose sub-env ended has its reset pending: replacing
+    it would lose that, so the conversion goes on top, exactly."""
+    ours = NextStepAutoreset(vecmode.SyncVectorEnv(scheduled_fns(3)))
+    theirs = gym_sync(NEXT, scheduled_fns(3))
+    script = make_script(theirs, 30, seed=1)
+    for envs in (ours, theirs):
+        envs.reset(seed=1)
+    for actions in script.actions:
+        assert_same(ours.step(actions), theirs.step(actions), "step")
+        if ours.unwrapped.awaiting_reset.any():
+            break
+    ended = ours.unwrapped.awaiting_reset
+    disabled = vecmode.with_autoreset(ours, DISABLED)
+    assert disabled.env is ours  # DisableAutoreset on top
+    assert_same(
+        disabled.reset(options={"reset_mask": ended}),
+        theirs.reset(options={"reset_mask": ended}),
+        "masked reset",
+    )
+    actions = disabled.action_space.sample()
+    assert_same(disabled.step(actions), theirs.step(actions), "step after it")
+
+
 def test_undeclared_mode_is_refused_by_with_autoreset():
     envs = gym_sync(NEXT)
     envs.metadata.pop("autoreset_mode")

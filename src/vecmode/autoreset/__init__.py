@@ -5,7 +5,7 @@ the others when the wrapper is built (docs/core.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -549,6 +549,8 @@ def with_autoreset(
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
         raise IncompatibleModeError(_undeclared(env))
+    if _on_a_core(env):  # the new policy replaces it, right on the core
+        return with_autoreset(env.env, target)
     batched.refuse_unreachable(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
     original = env
@@ -566,6 +568,17 @@ def with_autoreset(
                 f"{refused.instead}"
             ) from error
     return env
+
+
+def _on_a_core(env: VectorEnv) -> TypeGuard[_AutoresetWrapper]:
+    """A policy with no schedule right on a vecmode core, no sub-env awaiting
+    its reset: another policy there gives the same transitions, in one layer."""
+    return (
+        isinstance(env, _AutoresetWrapper)
+        and env.schedule is None
+        and isinstance(env.env, VectorCore)
+        and not env.env.awaiting_reset.any()
+    )
 
 
 def _undeclared(env: VectorEnv) -> str:

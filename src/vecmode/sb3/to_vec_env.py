@@ -386,7 +386,8 @@ class ToSB3VecEnv(VecEnv):
             raise
         raise AttributeError(
             f"ToSB3VecEnv.{what}() cannot reach sub-env(s) {order} of {name}: it runs "
-            f"calls on every sub-env at once only. Build the env with "
+            f"only Gymnasium's calls on its sub-envs, on all at once, and SB3's "
+            f"{what} is not one of them. Build the env with "
             f"vecmode.AsyncVectorEnv (make_vec(..., vectorization_mode='async')), "
             f"whose workers run SB3's calls on the sub-envs asked for."
         )

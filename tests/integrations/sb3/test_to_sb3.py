@@ -121,6 +121,36 @@ def test_to_sb3_is_dummy_vec_env_in_every_mode(sub_envs, mode):
     theirs.close()
 
 
+class DiscreteInDict(gym.Env):
+    observation_space = gym.spaces.Dict({"pos": gym.spaces.Discrete(10)})
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return {"pos": 0}, {}
+
+    def step(self, action):
+        self.t += 1
+        return {"pos": self.t}, 1.0, False, self.t == 2, {}
+
+
+def test_to_sb3_over_make_vec_puts_same_step_on_the_core():
+    """make_vec's NextStep policy was kept under the conversion: three layers,
+    and terminal observations read back from the batch (np.int64 where
+    DummyVecEnv gives a Python int)."""
+    ours = to_sb3(vecmode.make_vec(DiscreteInDict, 1, "sync"))
+    assert type(ours.vector_env) is vecmode.SameStepAutoreset
+    assert type(ours.vector_env.env) is vecmode.SyncVectorEnv
+    for venv in (ours, DummyVecEnv([DiscreteInDict])):
+        venv.reset()
+        venv.step(np.array([0]))
+        _, _, dones, infos = venv.step(np.array([0]))
+        final = infos[0]["terminal_observation"]["pos"]
+        assert dones[0] and type(final) is int and final == 2, (venv, final)
+    ours.close()
+
+
 @pytest.mark.parametrize("mode", [NEXT, SAME], ids=lambda m: m.value)
 @pytest.mark.parametrize("sub_envs", ["box", "dict", "cartpole"])
 def test_to_sb3_over_the_async_core_is_dummy_vec_env(sub_envs, mode):
@@ -193,14 +223,20 @@ def test_to_sb3_is_dummy_vec_env_for_any_schedule(
     theirs.close()
 
 
-@pytest.mark.parametrize("mode", [SAME, NEXT], ids=lambda m: m.value)
-def test_infos_come_back_as_gymnasium_batches_them(mode):
+@pytest.mark.parametrize("env", ["SameStep", "NextStep", "gymnasium-NextStep"])
+def test_infos_come_back_as_gymnasium_batches_them(env):
     """The documented difference, shown: a Python int in a sub-env's info comes
     back as np.int64 (equal to it) when it went through Gymnasium's batched info;
     arrays, nested dicts and strings as they were. Over SAME_STEP's policy directly
-    on a vecmode core, the ended step's info is the sub-env's own."""
+    on a vecmode core (to_sb3 puts it in place of make_vec's NextStep), the ended
+    step's info is the sub-env's own."""
     fns = SUB_ENVS["box"]()
-    ours, theirs = to_sb3(vecmode_env(fns, mode)), DummyVecEnv(fns)
+    envs = (
+        gym.vector.SyncVectorEnv(fns)
+        if env.startswith("gymnasium")
+        else vecmode_env(fns, env)
+    )
+    ours, theirs = to_sb3(envs), DummyVecEnv(fns)
     for venv in (ours, theirs):
         venv.seed(0)
         venv.reset()
@@ -211,7 +247,7 @@ def test_infos_come_back_as_gymnasium_batches_them(mode):
         (*_, expected), (*_, got) = theirs.step(batch), ours.step(batch)
     assert "terminal_observation" in got[0]
     assert got[0]["step"] == expected[0]["step"] == 3
-    batched = int if mode is SAME else np.int64
+    batched = np.int64 if env.startswith("gymnasium") else int
     assert type(got[0]["step"]) is batched
     assert type(got[0]["nested"]["tag"]) is str
     assert type(got[0]["TimeLimit.truncated"]) is bool  # ours, not batched
@@ -270,13 +306,15 @@ def test_sub_env_calls_over_an_env_whose_sub_envs_are_out_of_reach():
     ours, theirs = to_sb3(envs), DummyVecEnv(fns)
     assert ours.get_attr("index", indices=[2, 0]) == [2, 0]
     assert ours.env_method("bump") == theirs.env_method("bump")
-    for call in (
-        lambda: ours.set_attr("label", "x", indices=[1]),
-        lambda: ours.env_method("bump", indices=[1]),
-        lambda: ours.env_is_wrapped(Monitor),
+    for what, call in (
+        ("set_attr", lambda: ours.set_attr("label", "x", indices=[1])),
+        ("env_method", lambda: ours.env_method("bump", indices=[1])),
+        ("env_is_wrapped", lambda: ours.env_is_wrapped(Monitor)),
     ):
-        with pytest.raises(AttributeError, match=r"vecmode\.AsyncVectorEnv"):
+        with pytest.raises(AttributeError, match=r"vecmode\.AsyncVectorEnv") as info:
             call()
+        # of every sub-env too: not "at once only", which is what was asked
+        assert f"and SB3's {what} is not one of them" in str(info.value)
     VecMonitor(ours).close()
 
 
