@@ -4,6 +4,8 @@ as over NumPy, step by step, in the batch's library, with no host copy."""
 from __future__ import annotations
 
 import copy
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 import vecmode
 from tests.batched.support import host, make_batched, no_host_copies, xp_of
 from vecmode import modes
+from vecmode.testing import BatchedCartPole
 from vecmode.wrappers import (
     ClipAction,
     ClipReward,
@@ -253,6 +256,37 @@ def test_running_statistics_are_numpys(name, shape, batches) -> None:
     assert saved.count == pytest.approx(numpy.count)
     back = ArrayRunningMeanStd.from_numpy(saved, xp)
     np.testing.assert_array_equal(host(back.var), saved.var)
+
+
+@pytest.mark.parametrize("name", [*ARRAYS, "jax-float32"])
+def test_episode_seconds_are_numpys_however_long_the_machine_has_run(
+    name, monkeypatch
+) -> None:
+    """perf_counter() counts from boot: kept as float32 (JAX's default), a month
+    of it is off by a quarter of a second, so 37 ms episodes took 0 or 0.25 s."""
+    clock = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+
+    def seconds(name):
+        clock[0] = 30 * 24 * 3600.0
+        base = make_batched(name.partition("-")[0], 2, max_episode_steps=3)
+        if name == "jax-float32":  # JAX's default
+            sys.modules["jax"].config.update("jax_enable_x64", False)
+            base = BatchedCartPole(2, xp=base.xp, max_episode_steps=3)
+        envs = RecordEpisodeStatistics(vecmode.with_autoreset(base, "SameStep"))
+        envs.reset(seed=0)
+        ended = []
+        for step in range(40):
+            clock[0] += 100.0 if step == 20 else 0.0123  # 100 s: the origin moves
+            *_, infos = envs.step(base.xp.asarray(np.ones(2, dtype=np.int64)))
+            if "episode" in infos:
+                ended.append(host(infos["episode"]["t"]))
+        return ended, [float(t) for t in envs.time_queue]
+
+    (got, got_queue), (want, want_queue) = seconds(name), seconds("numpy")
+    assert len(got) == len(want) > 10 and max(want_queue) > 100
+    np.testing.assert_allclose(np.asarray(got, float), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got_queue, want_queue, rtol=1e-6, atol=1e-6)
 
 
 def test_jax_without_x64_keeps_float32_statistics() -> None:

@@ -19,6 +19,9 @@ from vecmode.wrappers.base import StatefulWrapper
 
 #: Up to this many episodes ending in a step, their statistics go row by row.
 _FEW_ENDED = 8
+#: Array path: seconds between moves of the clock's origin, so that float32
+#: start times (JAX's default) keep microseconds, as float64 ones do.
+_REBASE_SECONDS = 64.0
 
 
 @supports(*MODES, array_native=True)
@@ -60,14 +63,25 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         n, device = self.num_envs, self.array_device
         real, whole = float_dtype(xp, device), float_dtype(xp, device, "int")
         self.episode_start_times = xp.zeros(n, dtype=real, device=device)
+        self._origin = time.perf_counter()  # start times count from it
         self.episode_returns = xp.zeros(n, dtype=real, device=device)
         self.episode_lengths = xp.zeros(n, dtype=whole, device=device)
         for name in ("time_queue", "return_queue", "length_queue"):
             setattr(self, name, ArrayQueue(getattr(self, name).maxlen))
 
+    def _array_now(self) -> float:
+        """Seconds since the clock's origin, which moves up every minute (the
+        start times with it): perf_counter() as float32 is off by a second."""
+        now = time.perf_counter() - self._origin
+        if now > _REBASE_SECONDS:
+            self._origin += now
+            self.episode_start_times = self.episode_start_times - now
+            now = 0.0
+        return now
+
     def _array_episode_start(self, observations: Any, mask: Any) -> None:
         columns = self.episode_start_times, self.episode_returns, self.episode_lengths
-        now, started = time.perf_counter(), compiled(self.array_xp, array_stats.started)
+        now, started = self._array_now(), compiled(self.array_xp, array_stats.started)
         (self.episode_start_times, self.episode_returns, self.episode_lengths) = (
             started(mask, now, *columns)
         )
@@ -88,8 +102,9 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         if not ended:
             return
         # Gymnasium's np.where(dones, ..., 0) and seconds rounded to 6 decimals
+        now = self._array_now()  # (first: it may move the start times)
         *stats, seconds = compiled(xp, array_stats.episode_statistics)(
-            returns, lengths, self.episode_start_times, dones, time.perf_counter()
+            returns, lengths, self.episode_start_times, dones, now
         )
         self.return_queue.add(returns, dones, ended)  # type: ignore[attr-defined]
         self.length_queue.add(lengths, dones, ended)  # type: ignore[attr-defined]
