@@ -473,10 +473,10 @@ def test_every_instance_is_closed_and_fresh():
         made.append(CounterVectorEnv(3, "Disabled"))
         return made[-1]
 
-    probe_mode(factory)  # a fifth: no final observation, so a reset in the step?
-    assert len(made) == 5
-    assert len({id(env) for env in made}) == 5
-    assert [env.closed_count for env in made] == [1, 1, 1, 1, 1]
+    probe_mode(factory)  # (its ended sub-envs end again: no reset in the step)
+    assert len(made) == 4
+    assert len({id(env) for env in made}) == 4
+    assert [env.closed_count for env in made] == [1, 1, 1, 1]
 
 
 def test_instances_closed_when_the_factory_fails_later():
@@ -564,13 +564,54 @@ def test_an_env_resetting_inside_the_ending_step_fits_no_mode():
     assert probe_mode(lambda: CounterVectorEnv(3, DISABLED)).mode is DISABLED
 
 
+class NoisyAutoreset(SilentAutoreset):
+    """Adds seeded noise to every observation: its reset inside the step is not
+    what a masked reset there returns (the noise drawn differs)."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        obs[:, 0] += self.np_random.random(self.num_envs)
+        return obs, rewards, terminations, truncations, infos
+
+
+class OldKeysAutoreset(CounterVectorEnv):
+    """SameStep with Gymnasium 0.29's keys: info['final_observation']."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        if "final_obs" in infos:
+            infos = {"final_observation": infos["final_obs"]}
+            infos["_final_observation"] = terminations | truncations
+        return obs, rewards, terminations, truncations, infos
+
+
+@pytest.mark.parametrize(
+    ("env", "got", "final"),
+    [
+        (NoisyAutoreset, "the same with other actions", "lost"),
+        (OldKeysAutoreset, "what a masked reset returns there", "masked"),
+    ],
+)
+def test_an_env_resetting_inside_the_ending_step_is_found_however_it_draws(
+    env, got, final
+):
+    """A reset that draws random numbers (not what a masked reset there returns,
+    but the same with other actions), or final observations under 0.29's keys,
+    fitted Disabled; the step after goes on as a new episode."""
+    result = probe_mode(lambda: env(3, SAME, declared=None), seed=2)
+    assert result.mode is None and result.resets_to == "fresh", str(result)
+    found = result.rejected[DISABLED]
+    assert (found.got, found.field, result.final_observation) == (got, "obs", final)
+
+
 class RandomBeforeReset(SilentAutoreset):
-    """Adds noise to the state it resets to: not what a masked reset returns."""
+    """Starts its new episode where the ending action sends it: neither what a
+    masked reset returns, nor the same with another action."""
 
     def step(self, actions):
         obs, rewards, terminations, truncations, infos = super().step(actions)
         ended = terminations | truncations
-        obs[ended, 0] += self.np_random.random(int(ended.sum()))
+        obs[ended, 0] += np.asarray(actions)[ended] + 0.5
         return obs, rewards, terminations, truncations, infos
 
 

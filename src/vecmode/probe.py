@@ -15,7 +15,12 @@ from gymnasium.vector import VectorEnv
 from vecmode import modes
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised, same
-from vecmode.replay.predictions import mode_differences, run_differences
+from vecmode.replay.predictions import (
+    action_changed,
+    looks_reset,
+    mode_differences,
+    run_differences,
+)
 from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder, is_count
 
 __all__ = ["ProbeResult", "probe_mode"]
@@ -103,9 +108,9 @@ def probe_mode(
 ) -> ProbeResult:
     """The autoreset mode a vector env behaves as, whatever it declares.
 
-    Four throwaway instances (five where the episode end reports no final
-    observation) run and replay an episode end (``docs/authors.md`` says how);
-    the mode whose predictions all hold is the answer.
+    Four to six throwaway instances run and replay an episode end
+    (``docs/authors.md`` says how); the mode whose predictions all hold is the
+    answer.
 
     Args:
         env_factory: builds a new vector env on each call.
@@ -139,7 +144,7 @@ def probe_mode(
         first.step(first.sample())  # step the ended sub-envs without a reset
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
-        in_step = _reset_in_step(first.calls, instances, seed, seen)
+        in_step = _reset_in_step(first.calls, changed, instances, seed, seen)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
     result = ProbeResult(
         None, declared, "", end.index, ended_subs, read_through=through
@@ -228,31 +233,56 @@ def _replays(
 
 
 def _reset_in_step(
-    calls: list[Call], instances: Instances, seed: int, seen: tuple[Any, Any]
+    calls: list[Call],
+    changed: list[Call],
+    instances: Instances,
+    seed: int,
+    seen: tuple[Any, Any],
 ) -> Difference | None:
-    """Where the ending step ``calls[-2]``, with no final observation (``seen``),
-    reset its ended sub-envs itself: each returned what a masked reset made
-    instead returns, and the next step, with no reset, went on as a new episode."""
-    if seen != ("lost", None):
-        return None
+    """Where the ending step ``calls[-2]``, with no final observation in
+    Gymnasium's keys (``seen``), reset its ended sub-envs itself: the next step,
+    with no reset, went on as a new episode (not NextStep's reset step, by
+    ``changed``), and each returned what a masked reset made instead returns, or
+    the same with other actions."""
     end, after = calls[-2], calls[-1]
-    made = Call(end.index, "reset(mask)", mask=end.ended)
-    reset = instances.replay(seed, [*calls[: end.index], made])[-1]
-    if reset.kind != "reset(mask)" or reset.error or after.error or end.obs is None:
+    if seen not in (("lost", None), ("masked", None)) or end.obs is None:
+        return None
+    if modes.final_observations(end.infos) is not None:  # SameStep's own
         return None
     rows = np.flatnonzero(end.ended).tolist()
-    if reset.obs is None or after.ended is None or after.ended[rows].any():
+    if after.error or after.ended is None or after.ended[rows].any():
         return None
-    if not all(same(end.obs[i], reset.obs[i], strict=False) for i in rows):
+    if all(looks_reset(after, changed[-1], i) for i in rows):  # NextStep's
         return None
-    note = (
-        "step() reset the sub-env itself: it returned what reset(options="
-        "{'reset_mask': mask}) returns there, then went on as a new episode, and "
-        "its final observation is lost. An env that resets inside the ending step "
-        "must report final observations in info['final_obs'] and declare SameStep"
-    )
+    made = Call(end.index, "reset(mask)", mask=end.ended)
+    reset = instances.replay(seed, [*calls[: end.index], made])[-1]
     got = "what a masked reset returns there"
+    if reset.kind != "reset(mask)" or not _same_rows(end, reset, rows):
+        change = calls[: end.index + 1]  # the ending step with other actions
+        other = instances.replay(
+            seed, change, lambda call: end.ended if call is end else None
+        )[-1]
+        if other.index != end.index or not _same_rows(end, other, rows, ended=True):
+            return None
+        got = "the same with other actions"
+    note = (
+        f"step() reset the sub-env itself: it returned {got}, then went on as a new "
+        f"episode. An env that resets inside the ending step must report final "
+        f"observations in info['final_obs'] and declare SameStep"
+    )
     return Difference.at(end, rows[0], "obs", "its last observation", got, note)
+
+
+def _same_rows(call: Call, other: Call, rows: list[int], ended: bool = False) -> bool:
+    """Whether ``other`` returned ``call``'s observations in ``rows`` (``ended``:
+    with other actions there, and their episodes ended too)."""
+    if other.error or other.obs is None or call.obs is None:
+        return False
+    if ended and (other.ended is None or not other.ended[rows].all()):
+        return False
+    if ended and not all(action_changed(call, other, i) for i in rows):
+        return False
+    return all(same(call.obs[i], other.obs[i], strict=False) for i in rows)
 
 
 def _fit(

@@ -275,7 +275,7 @@ class EveryStepFinals(SimulatorAdapter):
 @pytest.mark.parametrize(
     ("factory", "final", "resets_to"),
     [
-        (LossyCartPole, "lost", None),
+        (LossyCartPole, "lost", "fresh"),
         (CachedCartPole, "lost", "cached-first"),
         (EveryStepFinals, "every-step", None),
     ],
@@ -290,7 +290,8 @@ def test_probe_mode_tells_where_a_simulator_puts_its_final_observations(
         "every-step": "on every step, with no mask",
     }
     assert said[final] in str(result)
-    assert ("the first state of the last reset()" in str(result)) is bool(resets_to)
+    cached = resets_to == "cached-first"
+    assert ("the first state of the last reset()" in str(result)) is cached
 
 
 @pytest.mark.parametrize(

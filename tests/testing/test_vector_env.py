@@ -603,10 +603,9 @@ def test_an_env_resetting_inside_the_ending_step_is_told_to_report_final_obs(
         diagnosis = message[message.index("vecmode.probe_mode finds") :]
         assert diagnosis == (
             "vecmode.probe_mode finds that step() reset the sub-env itself: it "
-            "returned what reset(options={'reset_mask': mask}) returns there, then "
-            "went on as a new episode, and its final observation is lost. An env "
-            "that resets inside the ending step must report final observations in "
-            "info['final_obs'] and declare SameStep."
+            "returned what a masked reset returns there, then went on as a new "
+            "episode. An env that resets inside the ending step must report final "
+            "observations in info['final_obs'] and declare SameStep."
         )
 
 

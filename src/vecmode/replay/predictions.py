@@ -87,7 +87,7 @@ def differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any] | None
     return None
 
 
-def _action_changed(first: Call, second: Call, i: int) -> bool:
+def action_changed(first: Call, second: Call, i: int) -> bool:
     return (
         first.actions is not None
         and second.actions is not None
@@ -105,7 +105,7 @@ def looks_reset(call: Call, other: Call, i: int) -> bool:
         and not call.terminations[i]
         and not call.truncations[i]
         and other.error is None
-        and _action_changed(call, other, i)
+        and action_changed(call, other, i)
         and differs_at(call, other, i) is None
     )
 
@@ -202,7 +202,7 @@ def _reset_step_differences(
                     call, i, name, repr(wanted), describe(array[i]), note
                 )
                 return
-        if other is not None and _action_changed(call, other, i):
+        if other is not None and action_changed(call, other, i):
             found = _ignored_action_difference(mode, call, other, i)
             if found is not None:
                 yield found
