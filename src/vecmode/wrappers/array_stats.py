@@ -148,8 +148,8 @@ class ArrayRunningMeanStd:
         return out
 
     def __reduce__(self) -> Any:
-        """Pickled (``torch.save`` too) as :meth:`to_numpy` and the library's
-        name: loaded on the library's default device."""
+        """Pickled as :meth:`to_numpy` and the library's name: loaded on the
+        library's default device (``torch.load`` needs ``weights_only=False``)."""
         return _loaded, (self.to_numpy(), _arrays.name_of(self.xp))
 
     def __deepcopy__(self, memo: Any) -> ArrayRunningMeanStd:
