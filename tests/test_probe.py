@@ -313,11 +313,6 @@ def test_wrong_declaration_probe_tells_the_truth(behaves, declares):
     assert f"behaves as {behaves.value} (declares {declares.value})" in str(result)
 
 
-def test_metadata_mode_that_is_not_a_mode_counts_as_undeclared():
-    result = probe_mode(lambda: CounterVectorEnv(2, "SameStep", declared="sometimes"))
-    assert (result.mode, result.declared) == (AutoresetMode.SAME_STEP, None)
-
-
 def test_no_episode_end_within_max_steps():
     factory = functools.partial(CounterVectorEnv, 2, lengths=[50, 60])
     result = probe_mode(factory, max_steps=20)
@@ -464,6 +459,22 @@ def test_continuous_actions():
         result = probe_mode(factory)
         assert result.mode is mode, str(result)
         assert result.ended_at == 4
+
+
+def test_a_declared_mode_that_is_not_one_is_refused():
+    """It was probed as undeclared, so `vecmode probe` passed an env whose
+    metadata check_stack and require_mode refuse."""
+    made = []
+
+    def factory():
+        made.append(CounterVectorEnv(3, NEXT, declared="NextStp"))
+        return made[-1]
+
+    with pytest.raises(
+        ValueError, match=r"metadata\['autoreset_mode'\]: 'NextStp' is not"
+    ):
+        probe_mode(factory)
+    assert [env.closed_count for env in made] == [1]
 
 
 def test_every_instance_is_closed_and_fresh():

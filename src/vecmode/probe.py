@@ -132,8 +132,9 @@ def probe_mode(
         through = instances.read_through
         try:
             declared = mode_of(env)
-        except ValueError:  # not a mode: as undeclared
-            declared = None
+        except ValueError as error:  # (check_stack and require_mode raise too)
+            where = f"{env!r}'s metadata['autoreset_mode']"
+            raise ValueError(f"vecmode.probe_mode: {where}: {error}") from None
         first = Recorder(env, seed)
         end = _until_an_end(first, seed, int(max_steps))
         if end is None or end.error is not None:
