@@ -24,6 +24,13 @@ class Undeclared(VectorWrapper):
     """A vector wrapper that declares no modes."""
 
 
+class UndeclaredWithArgument(VectorWrapper):
+    """A vector wrapper that declares no modes and takes an argument."""
+
+    def __init__(self, env, k=1):
+        super().__init__(env)
+
+
 @vecmode.supports("NextStep")
 class NextStepOnly(VectorWrapper):
     """Declares NextStep only: the registry refuses the other modes when built."""

@@ -163,11 +163,15 @@ def test_conform_of_a_zero_argument_factory_says_what_conform_takes(capsys):
     )
 
 
-def test_conform_undeclared_class_needs_modes(capsys):
-    code, out, err = run(["conform", f"{TARGETS}:Undeclared"], capsys)
+@pytest.mark.parametrize("target", ["Undeclared", "UndeclaredWithArgument:k=2"])
+def test_conform_undeclared_class_needs_modes(capsys, target):
+    """With key=values too: they skipped the check, and check_wrapper's error
+    came out as the class's own (exit code 1), in Python's words."""
+    spec = f"{TARGETS}:{target}"
+    code, out, err = run(["conform", spec], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == (
-        f"'{TARGETS}:Undeclared' declares no autoreset modes, so there is nothing "
+        f"'{spec}' declares no autoreset modes, so there is nothing "
         "to prove: pass the modes to prove (--modes NextStep ...), or declare them "
         "(@vecmode.supports, or vecmode.register)."
     )

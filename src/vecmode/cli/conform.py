@@ -56,13 +56,13 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
     """``env -> wrapped env``: the class, or a function ``Name(k=v, ...)``."""
     bind(target, None)  # an env comes first, then the key=values
     undeclared = isinstance(target.obj, type) and supported_modes(target.obj) is None
+    if undeclared and not modes:  # (with key=values too: the class declares none)
+        raise common.CommandError(
+            f"{target.spec!r} declares no autoreset modes, so there is nothing "
+            f"to prove: pass the modes to prove (--modes NextStep ...), or "
+            f"declare them (@vecmode.supports, or vecmode.register)."
+        )
     if not target.kwargs:
-        if undeclared and not modes:
-            raise common.CommandError(
-                f"{target.spec!r} declares no autoreset modes, so there is nothing "
-                f"to prove: pass the modes to prove (--modes NextStep ...), or "
-                f"declare them (@vecmode.supports, or vecmode.register)."
-            )
         return target.obj  # type: ignore[no-any-return]
 
     def factory(env: VectorEnv) -> Any:

@@ -166,10 +166,11 @@ def _env_evidence(cls: type, declared: AutoresetMode | None) -> tuple[Evidence, 
             f"verified: proven by check_vector_env in this process ({recorded})"
         )
     how = (
-        "run `vecmode probe module:factory` (vecmode.probe_mode) to check it, and "
-        "record a passing vecmode.testing.check_vector_env(factory).record() in the "
-        "process that checks the stack (your tests, then vecmode.assert_compatible("
-        "envs, verified=True)); the command line, a process of its own, can't see it."
+        "record a passing vecmode.testing.check_vector_env(factory).record() in "
+        "the process that checks the stack (your tests, then "
+        "vecmode.assert_compatible(envs, verified=True)); the command line, a "
+        "process of its own, can't see it (`vecmode probe module:factory` only "
+        "finds the mode it behaves as)."
     )
     # a subclass of a verified class (EnvPool builds one per task)
     base = next((k for k in cls.__mro__[1:] if class_path(k) in VERIFIED_ENVS), None)
