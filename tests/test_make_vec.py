@@ -162,6 +162,34 @@ def test_vector_entry_point_is_converted_where_exact():
         del gym.registry["VecmodeTest-Scheduled-v0"]
 
 
+def test_an_id_with_only_a_vector_entry_point_gets_advice_that_works():
+    """The cores were advised ("This call works: ... 'sync'"), or chosen for the
+    user, for an id they cannot build; sync gave Gymnasium's bare error."""
+    gym.register(
+        "VecmodeTest-VectorOnly-v0",
+        vector_entry_point="gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv",
+    )
+    try:
+        with pytest.raises(gym.error.Error, match="It has a vector entry point: "):
+            vecmode.make_vec("VecmodeTest-VectorOnly-v0", 2, "sync")
+        for vectorization in (None, "vector_entry_point"):
+            with pytest.raises(IncompatibleModeError) as info:
+                vecmode.make_vec(
+                    "VecmodeTest-VectorOnly-v0",
+                    2,
+                    vectorization_mode=vectorization,
+                    autoreset_mode="Disabled",
+                )
+            message = str(info.value)
+            assert "resets every sub-env whatever the mask" in message
+            assert "This call works" not in message
+        envs = vecmode.make_vec("VecmodeTest-VectorOnly-v0", 2)  # its own mode
+        assert vecmode.mode_of(envs) is AutoresetMode.NEXT_STEP
+        envs.close()
+    finally:
+        del gym.registry["VecmodeTest-VectorOnly-v0"]
+
+
 def test_bad_arguments():
     with pytest.raises(
         ValueError,

@@ -118,18 +118,25 @@ def _entry_point_in(
     try:
         return _with_policy(envs, mode or own or DEFAULT_MODE, schedule)
     except IncompatibleModeError as error:  # (envs closed)
-        if chosen_for_the_user and mode is not None and mode is not own:
+        cores = spec.entry_point is not None  # (else only the entry point builds it)
+        if chosen_for_the_user and cores and mode is not None and mode is not own:
             return None
         why = getattr(error, "why", None) or getattr(error.__cause__, "why", None)
         if mode is None or why is None:
             raise
         name, n = type(envs.unwrapped).__name__, envs.num_envs
+        works = (
+            f"This call works: vecmode.make_vec({spec.id!r}, num_envs={n}, "
+            f"vectorization_mode='sync', autoreset_mode={mode.value!r}) (or 'async')."
+            if cores
+            else getattr(error, "instead", None)
+            or getattr(error.__cause__, "instead", "")
+        )
         raise IncompatibleModeError(
             f"make_vec({spec.id!r}, vectorization_mode='vector_entry_point') can't "
             f"give autoreset_mode={mode.value!r}: {spec.id}'s vector entry point "
             f"builds {name}, which runs {getattr(own, 'value', own)}, and {why} "
-            f"This call works: vecmode.make_vec({spec.id!r}, num_envs={n}, "
-            f"vectorization_mode='sync', autoreset_mode={mode.value!r}) (or 'async')."
+            f"{works}"
         ) from error
 
 
@@ -150,6 +157,13 @@ def _check_buildable(
         raise Error(
             f"Cannot create vectorized environment for {spec.id} because it doesn't "
             f"have an entry point defined."
+            + (
+                " It has a vector entry point: vectorization_mode="
+                "'vector_entry_point' (vecmode check: --vectorization "
+                "vector_entry_point)."
+                if spec.vector_entry_point is not None
+                else ""
+            )
         )
 
 
