@@ -72,7 +72,7 @@ class ProbeResult:
     #: Where the first episode end's final observations were (``Semantics``'
     #: values: ``"masked"``, ``"every-step"``, ``"lost"``), and what its ended
     #: sub-envs reset to where the probe can tell (``"cached-first"``; ``"fresh"``:
-    #: the ending step reset them itself, returning what a masked reset returns).
+    #: the ending step reset them itself, then they went on as a new episode).
     final_observation: str | None = None
     resets_to: str | None = None
 
