@@ -92,8 +92,36 @@ def not_a_vector_env(env: VectorEnv) -> Any:
 
 
 def raises(*args: Any, **kwargs: Any) -> Any:
-    """A factory whose own code raises."""
+    """A factory whose own code raises (taking no env: a vector env's factory)."""
     raise RuntimeError("the factory's own bug")
+
+
+def returns_none(num_envs: int = 2) -> None:
+    """Takes no env, and returns no vector env."""
+
+
+def raises_on_wrap(env: VectorEnv, **kwargs: Any) -> Any:
+    """A wrapper factory whose own code raises."""
+    raise RuntimeError("the factory's own bug")
+
+
+class StaleFinalObs(VectorWrapper):
+    """Declares SameStep but reports each final observation as the next episode's
+    first: one episode end looks right to the probe, check_vector_env fails it."""
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        if "final_obs" in infos:
+            final = infos["final_obs"].copy()
+            for i in np.flatnonzero(infos["_final_obs"]):
+                final[i] = obs[i].copy()
+            infos = {**infos, "final_obs": final}
+        return obs, rewards, terminations, truncations, infos
+
+
+def stale_final_obs(num_envs: int = 2) -> VectorEnv:
+    """A SameStep vector env whose final observations are wrong."""
+    return StaleFinalObs(cartpole(num_envs, "SameStep"))
 
 
 def cartpole(num_envs: int = 2, mode: str = "NextStep") -> VectorEnv:
@@ -126,7 +154,7 @@ gym.register(
 
 
 def no_arguments() -> VectorEnv:
-    """A zero-argument vector env factory (what probe takes, not conform)."""
+    """A zero-argument vector env factory (what probe takes; conform proves it)."""
     return cartpole()
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import vecmode
+from tests.cli import targets
 from tests.cli.helpers import TARGETS, flat, one_error_line, run
 from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vecmode.cli.common import cannot_build_message
@@ -153,13 +154,89 @@ def test_conform_runs_over_the_bases_asked_for(capsys):
     assert f"'{dense}'" in line
 
 
-def test_conform_of_a_zero_argument_factory_says_what_conform_takes(capsys):
-    code, out, err = run(["conform", f"{TARGETS}:no_arguments"], capsys)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        f"{TARGETS}:cartpole:mode=SameStep",
+        f"{TARGETS}:no_arguments",
+        "gymnasium:make_vec:id=CartPole-v1,num_envs=3",
+        f"{TARGETS}:ForeignVectorEnv:num_envs=3",
+    ],
+)
+def test_conform_proves_a_vector_env_as_check_vector_env(capsys, spec):
+    """A factory its key=values leave no argument, or a vector env class, builds
+    a vector env: conform runs check_vector_env on it, in the mode it declares."""
+    from vecmode.cli.spec import bind, resolve
+    from vecmode.testing import check_vector_env
+
+    code, out, err = run(["conform", spec], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert (
+        out.splitlines() == str(check_vector_env(bind(resolve(spec, "")))).splitlines()
+    )
+    assert " conforms to " in out.splitlines()[0]
+
+
+def test_conform_fails_a_vector_env_that_the_probe_passes(capsys):
+    """Its final observations are the next episode's first: one episode end looks
+    right (the probe's yes), every call's check says no."""
+    from vecmode.testing import check_vector_env
+
+    spec = f"{TARGETS}:stale_final_obs"
+    assert run(["probe", spec], capsys)[0] == EXIT_OK
+    code, out, err = run(["conform", spec], capsys)
+    assert (code, err) == (EXIT_FAILED, "")
+    with pytest.raises(AssertionError) as failure:
+        check_vector_env(targets.stale_final_obs)
+    assert out == f"NOT OK: {spec} does not conform\n\n{failure.value}\n"
+    assert "equals the next episode's first observation" in out
+    code, out, _ = run(["conform", spec, "--json"], capsys)
+    document = json.loads(out)
+    assert (code, document["ok"], document["wrapper"]) == (EXIT_FAILED, False, None)
+    assert (document["env"], document["failure"]) == (spec, str(failure.value))
+
+
+def test_conform_options_of_the_other_kind_are_usage_errors(capsys):
+    spec = f"{TARGETS}:cartpole"
+    code, out, err = run(
+        ["conform", spec, "--modes", "NextStep", "--no-env-infos"], capsys
+    )
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == (
-        f"'{TARGETS}:no_arguments' takes no argument, but it is given the vector "
-        "env to wrap. Name a wrapper class or a function env -> wrapped env "
-        "(vecmode probe takes a factory of a vector env)."
+        f"'{spec}' builds a vector env: --modes and --no-env-infos are for a "
+        "wrapper only; drop them."
+    )
+    code, out, err = run(["conform", "ClipReward:max_reward=1", "--steps", "5"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        "'ClipReward:max_reward=1' is a wrapper: --steps is for a vector env only; "
+        "drop it."
+    )
+    code, out, _ = run(["conform", spec, "--steps", "3"], capsys)  # reaches the check
+    assert code == EXIT_FAILED
+    assert "0 episode end(s) in 3 steps, fewer than min_episode_ends=2" in out
+
+
+def test_conform_of_a_factory_building_no_vector_env(capsys):
+    """It takes no env, so it is a vector env's factory: what it returned, and
+    what conform takes. Its own error is exit code 1, as for probe."""
+    spec = f"{TARGETS}:NOT_CALLABLE"
+    code, out, err = run(["conform", spec], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "which cannot be called" in one_error_line(err)
+    code, out, err = run(["conform", f"{TARGETS}:returns_none"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        f"conform FACTORY, taking no env to wrap, must build a vector env, but "
+        f"{TARGETS}:returns_none returned NoneType. Name a function returning one, "
+        "with its arguments, e.g. gymnasium:make_vec:id=CartPole-v1,num_envs=2, or "
+        "a wrapper taking the env."
+    )
+    code, out, err = run(["conform", f"{TARGETS}:raises"], capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    assert one_error_line(err) == (
+        f"check_vector_env({TARGETS}:raises) raised RuntimeError: the factory's own "
+        "bug (rerun with --traceback to see where)."
     )
 
 
@@ -178,7 +255,7 @@ def test_conform_undeclared_class_needs_modes(capsys, target):
 
 
 def test_conform_factory_that_cannot_build_is_a_usage_error(capsys):
-    spec = f"{TARGETS}:raises"
+    spec = f"{TARGETS}:raises_on_wrap"
     code, out, err = run(["conform", spec], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err) == cannot_build_message(

@@ -49,6 +49,9 @@ RUNS: dict[str, list[tuple[list[str], int]]] = {
     "conform": [
         (["conform", f"{TARGETS}:NextStepOnly"], EXIT_OK),
         (["conform", f"{TARGETS}:ShiftObservation"], EXIT_FAILED),
+        (["conform", f"{TARGETS}:cartpole"], EXIT_OK),
+        (["conform", f"{TARGETS}:stale_final_obs"], EXIT_FAILED),
+        (["conform", f"{TARGETS}:raises"], EXIT_FAILED),
     ],
     "probe": [
         (["probe", f"{TARGETS}:cartpole:mode=SameStep"], EXIT_OK),

@@ -152,10 +152,16 @@ CHECK = Command(
 
 CONFORM = Command(
     "conform",
-    "prove a wrapper right in the modes it declares (check_wrapper)",
+    "prove a wrapper (check_wrapper) or a vector env (check_vector_env) right in "
+    "the modes it declares",
     "my_package.wrappers:MyWrapper:size=3",
     (
-        arg("factory", metavar="FACTORY", help=WRAP + ", or env -> wrapped env"),
+        arg(
+            "factory",
+            metavar="FACTORY",
+            help=f"{WRAP}, or env -> wrapped env; or a vector env: a class, or a "
+            "function its key=values leave no argument",
+        ),
         arg("--modes", type=mode_option, nargs="+", help="the modes to prove"),
         arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
         arg("--action-type", choices=ACTION_TYPES, help="the test envs' actions"),
@@ -163,7 +169,6 @@ CONFORM = Command(
         arg(
             "--compare-info",
             choices=["episode", "none"],
-            default="episode",
             help="compare the episode statistics (default), or none of the infos",
         ),
         arg(
@@ -179,6 +184,7 @@ CONFORM = Command(
             choices=["torch", "jax"],
             help="prove it over that library's batches (an array-native wrapper)",
         ),
+        arg("--steps", type=positive, help="a vector env's steps to run (300)"),
     ),
     conform.run,
 )

@@ -1,4 +1,5 @@
-"""``vecmode conform``: prove a wrapper right in the modes it declares."""
+"""``vecmode conform``: prove a wrapper, or a vector env, right in the modes it
+declares."""
 
 from __future__ import annotations
 
@@ -10,27 +11,41 @@ from gymnasium.vector import VectorEnv
 
 from vecmode import testing
 from vecmode.cli import common
-from vecmode.cli.spec import Target, bind, resolve
-from vecmode.errors import IncompatibleModeError
+from vecmode.cli.probe import built_no_vector_env
+from vecmode.cli.spec import Target, bind, builds_vector_env, resolve
+from vecmode.errors import IncompatibleModeError, NotAVectorEnvError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
 
 #: The options of the kit's test envs (None: the kit's default).
 KINDS = ("obs_type", "action_type", "info_type")
-#: The fields of a ``conform`` document that its report fills in.
+#: The options of ``conform`` that only a wrapper takes.
+WRAPPER_ONLY = (
+    *KINDS,
+    "modes",
+    "compare_info",
+    "bases",
+    "no_env_infos",
+    "array_library",
+)
+#: The fields of a ``conform`` document that a wrapper's report fills in.
 REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits")
 
 
 def run(args: argparse.Namespace) -> bool:
-    """Run ``check_wrapper`` on ``args.factory`` and print its report."""
+    """Prove the wrapper or vector env ``args.factory`` names; print the report."""
     target = resolve(args.factory, "conform FACTORY")
+    if builds_vector_env(target):
+        _refuse(args, WRAPPER_ONLY, "builds a vector env", "a wrapper")
+        return _prove_vector_env(target, args.steps or 300, args.json)
+    _refuse(args, ("steps",), "is a wrapper", "a vector env")
     factory = _factory(target, args.modes)
     kinds = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
     unbuildable = _cannot_build(factory, kinds)
     if unbuildable is not None:
         message = common.cannot_build_message(target.spec, None, unbuildable)
         raise common.CommandError(message) from unbuildable
-    compare = testing.episode_statistics if args.compare_info == "episode" else None
+    compare = None if args.compare_info == "none" else testing.episode_statistics
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
     proof["env_infos"] = not args.no_env_infos
     if args.array_library is not None:
@@ -38,18 +53,52 @@ def run(args: argparse.Namespace) -> bool:
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:
-        if args.json:
-            common.print_json("conform", _document(target.spec, None, str(error)))
-        else:
-            print(f"NOT OK: {target.spec} does not conform\n\n{error}")
-        return False
+        return _show(args.json, target.spec, None, str(error))
     except Exception as error:
         raise common.RaisedError(f"check_wrapper({target.spec})", error) from error
-    if args.json:
-        common.print_json("conform", _document(target.spec, report))
+    return _show(args.json, target.spec, report)
+
+
+def _refuse(args: argparse.Namespace, options: tuple[str, ...], *kinds: str) -> None:
+    """A usage error if any of ``options``, for the other kind, is given: FACTORY
+    is ``kinds[0]``; ``kinds[1]``, those ``options`` are for."""
+    given = [f"--{name}".replace("_", "-") for name in options if vars(args)[name]]
+    if given:
+        many = len(given) > 1
+        raise common.CommandError(
+            f"{args.factory!r} {kinds[0]}: {' and '.join(given)} "
+            f"{'are' if many else 'is'} for {kinds[1]} only; drop "
+            f"{'them' if many else 'it'}."
+        )
+
+
+def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
+    """Run ``check_vector_env`` on the env ``target`` builds and print its report."""
+    factory, spec = bind(target), target.spec
+    try:
+        report = testing.check_vector_env(factory, steps=steps)
+    except NotAVectorEnvError as error:
+        what = "conform FACTORY, taking no env to wrap,"
+        also = ", or a wrapper taking the env"
+        raise built_no_vector_env(what, spec, error, also) from error
+    except AssertionError as error:
+        return _show(json, spec, None, str(error), env=True)
+    except Exception as error:
+        raise common.RaisedError(f"check_vector_env({spec})", error) from error
+    return _show(json, spec, report, env=True)
+
+
+def _show(
+    json: bool, spec: str, report: Any, failure: str | None = None, env: bool = False
+) -> bool:
+    """Print ``report``, or (None) ``failure``; whether it conforms."""
+    if json:
+        common.print_json("conform", _document(spec, report, failure, env))
+    elif report is None:
+        print(f"NOT OK: {spec} does not conform\n\n{failure}")
     else:
         print(report)
-    return True
+    return report is not None
 
 
 def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], Any]:
@@ -93,17 +142,18 @@ def _cannot_build(
     return first
 
 
-def _document(spec: str, report: Any, failure: str | None = None) -> dict[str, Any]:
-    """The ``conform`` document of a report, or (None) of a ``failure``."""
-    document: dict[str, Any] = {
-        "ok": report is not None,
-        "error": None,
-        "wrapper": spec,
-    }
+def _document(spec: str, report: Any, failure: str | None, env: bool) -> dict[str, Any]:
+    """The ``conform`` document of a report, or (None) of a ``failure``, of a
+    wrapper or (``env``) of a vector env."""
+    document: dict[str, Any] = {"ok": report is not None, "error": None}
+    document |= {"wrapper": None if env else spec, "env": spec if env else None}
     document |= {"summary": getattr(report, "summary", None), "failure": failure}
     document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
+    document["checks"] = getattr(report, "checks", None) if env else None
     document["refused"] = None
-    if report is not None:  # how: vecmode's refusal, or the class's own error
+    if env and report is not None:
+        document["modes"] = [report.mode]
+    elif report is not None:  # how: vecmode's refusal, or the class's own error
         how = report.refusals
         document["refused"] = {
             mode.value: how.get(mode, "IncompatibleModeError")

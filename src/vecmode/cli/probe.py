@@ -22,6 +22,17 @@ FIELDS = (
 )
 
 
+def built_no_vector_env(
+    what: str, spec: str, error: Exception, also: str = ""
+) -> CommandError:
+    """The usage error for ``spec`` (``what``) returning no vector env."""
+    got = str(error).partition(", got ")[2].partition(";")[0] or "something else"
+    return CommandError(
+        f"{what} must build a vector env, but {spec} returned {got}. Name a "
+        f"function returning one, with its arguments, e.g. {EXAMPLE}{also}."
+    )
+
+
 def run(args: argparse.Namespace) -> bool:
     """Probe the env ``args.factory`` builds and print what the probe found."""
     spec = args.factory
@@ -37,11 +48,7 @@ def run(args: argparse.Namespace) -> bool:
     try:
         result = probe_mode(factory, max_steps=args.max_steps, seed=args.seed)
     except NotAVectorEnvError as error:  # the FACTORY given is not one
-        got = str(error).partition(", got ")[2].partition(";")[0] or "something else"
-        raise CommandError(
-            f"probe FACTORY must build a vector env, but {spec} returned {got}. Name "
-            f"a function returning one, with its arguments, e.g. {EXAMPLE}."
-        ) from error
+        raise built_no_vector_env("probe FACTORY", spec, error) from error
     except Exception as error:
         raise RaisedError(f"probing {spec}", error) from error
     ok = result.mode is not None and result.declared in (None, result.mode)

@@ -17,7 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import gymnasium.wrappers.vector as vector
-from gymnasium.vector import VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 import vecmode
 from vecmode.cli.common import CommandError, import_error, import_module
@@ -130,7 +130,7 @@ def resolve(spec: str, option: str, *, names: bool = True) -> Target:
         ) from None
     if len(parts) == 1:
         obj = _vecmode_wrapper(parts[0], known)
-    elif names and parts[0] == "gymnasium":
+    elif names and parts[0] == "gymnasium" and not callable(getattr(gym, parts[1], 0)):
         obj = _gymnasium_wrapper(parts[1], spec)
     else:
         obj = _attribute(parts[0], parts[1], f"{option} {spec!r}")
@@ -208,7 +208,7 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
             raise CommandError(
                 f"{spec!r} takes no argument, but it is given the vector env to "
                 f"wrap. Name a wrapper class or a function env -> wrapped env "
-                f"(vecmode probe takes a factory of a vector env)."
+                f"(vecmode probe and conform take a factory of a vector env)."
             ) from None
         if not args and isinstance(obj, type) and issubclass(obj, VectorWrapper):
             raise CommandError(
@@ -220,6 +220,18 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
             f"Give them as NAME:key=value,..."
         ) from None
     return functools.partial(obj, *args, **target.kwargs)
+
+
+def builds_vector_env(target: Target) -> bool:
+    """Whether ``target`` builds a vector env rather than wrapping one: a vector
+    env class that is no wrapper, or a function its key=values leave no argument."""
+    obj = target.obj
+    if isinstance(obj, type):
+        return issubclass(obj, VectorEnv) and not issubclass(obj, VectorWrapper)
+    try:
+        return _binds(inspect.signature(obj), target.kwargs)
+    except (TypeError, ValueError):  # not callable, or no signature
+        return False
 
 
 def _binds(signature: inspect.Signature, kwargs: dict[str, Any]) -> bool:
