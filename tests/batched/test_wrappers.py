@@ -344,6 +344,56 @@ def test_large_batches_merge_and_normalise_as_numpy(name, rows) -> None:
     np.testing.assert_allclose(host(out), want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("source", ["gymnasium", "numpy-path", "torch", "jax"])
+@pytest.mark.parametrize("name", ["numpy", *ARRAYS])
+def test_statistics_assigned_after_reset_go_on_in_the_batch_library(name, source):
+    """Saved statistics loaded into a running stack (Gymnasium's, or another
+    library's) are held in its library: the run goes on as if never saved. They
+    failed at the next step with AttributeError (no ``normalized``)."""
+    if "numpy" not in (name, source):
+        xp_of("jax" if "jax" in (name, source) else "torch")  # (skip if missing)
+    want = _run(name, "ppo_stack", "SameStep", steps=8)[1]
+    envs = ppo_stack(
+        vecmode.with_autoreset(make_batched(name, 6, max_episode_steps=4), "SameStep"),
+        gamma=0.9,
+        clip_obs=1.0,
+    )
+    envs.reset(seed=0)
+    saved = {attr: getattr(envs, attr) for attr in ("obs_rms", "return_rms")}
+    for attr, rms in saved.items():
+        rms = rms.to_numpy() if hasattr(rms, "to_numpy") else rms
+        if source not in ("gymnasium", "numpy-path"):
+            rms = ArrayRunningMeanStd.from_numpy(rms, xp_of(source))
+        elif source == "numpy-path":
+            ours = RunningMeanStd(shape=rms.mean.shape)
+            ours.mean, ours.var, ours.count = rms.mean, rms.var, rms.count
+            rms = ours
+        setattr(envs, attr, rms)
+        kept = getattr(envs, attr)
+        assert type(kept.mean) is type(envs.episode_returns)
+    rng, got = np.random.default_rng(0), []
+    trap = no_host_copies if name != "numpy" else _nothing
+    for _ in range(8):
+        actions = envs.unwrapped.xp.asarray(rng.integers(0, 2, 6))
+        with trap():
+            result = envs.step(actions)
+        got.append(_record(*result))
+    _assert_same(got, want[1:])
+
+
+@pytest.mark.parametrize("name", ["numpy", *ARRAYS])
+def test_statistics_of_another_shape_or_kind_are_refused_when_assigned(name):
+    envs = NormalizeObservation(
+        vecmode.with_autoreset(make_batched(name, 3), "SameStep")
+    )
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=r"obs_rms: its mean has shape \(3,\), this "):
+        envs.obs_rms = RunningMeanStd(shape=(3,))
+    with pytest.raises(TypeError, match=r"mean, var and count .* got dict"):
+        envs.obs_rms = {"mean": 0}
+    envs.step(envs.unwrapped.xp.asarray([0, 1, 0]))  # still usable
+
+
 @pytest.mark.parametrize("name", ARRAYS)
 def test_statistics_assigned_anew_are_seen_by_the_next_normalisation(name) -> None:
     xp = xp_of(name)

@@ -12,7 +12,7 @@ import importlib
 import math
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -315,6 +315,43 @@ def started(
     """The episode start times, returns and lengths once ``mask``'s start."""
     zeroed = ((now, starts), (0.0, returns), (0, lengths))
     return tuple(xp.where(mask, new, old) for new, old in zeroed)
+
+
+class Statistics:
+    """A wrapper's ``obs_rms`` or ``return_rms``: statistics assigned to it (say,
+    loaded from a save) are checked, and held in its batches' library and device
+    (NumPy: Gymnasium's ``RunningMeanStd``). Reading it costs nothing more."""
+
+    if TYPE_CHECKING:  # (a read is the instance's own attribute, at full speed)
+
+        def __get__(self, wrapper: Any, owner: Any) -> Any: ...
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __set__(self, wrapper: Any, rms: Any) -> None:
+        if not all(hasattr(rms, name) for name in ("mean", "var", "count")):
+            raise TypeError(
+                f"{type(wrapper).__name__}.{self.name} must be running statistics "
+                f"with mean, var and count (Gymnasium's RunningMeanStd), got "
+                f"{type(rms).__name__}."
+            )
+        old = wrapper.__dict__.get(self.name, rms)
+        shape, kept = (tuple(np.shape(x.mean)) for x in (rms, old))
+        if shape != kept:
+            raise ValueError(
+                f"{type(wrapper).__name__}.{self.name}: its mean has shape {shape}, "
+                f"this wrapper's statistics {kept}."
+            )
+        xp, device = wrapper.array_xp, wrapper.array_device
+        if isinstance(rms, ArrayRunningMeanStd) and (
+            xp is None
+            or (_arrays.name_of(rms.xp), rms.device) != (_arrays.name_of(xp), device)
+        ):
+            rms = rms.to_numpy()  # into this wrapper's library and device
+        if xp is not None and not isinstance(rms, ArrayRunningMeanStd):
+            rms = ArrayRunningMeanStd.from_numpy(rms, xp, device)
+        wrapper.__dict__[self.name] = rms
 
 
 def _loaded(rms: RunningMeanStd, library: str) -> ArrayRunningMeanStd:

@@ -29,7 +29,7 @@ class NormalizeObservation(
     every observation once, the final ones included; same arguments. Over torch
     or JAX batches, ``obs_rms`` is an
     :class:`~vecmode.wrappers.array_stats.ArrayRunningMeanStd` in that library
-    (``obs_rms.to_numpy()`` to save it).
+    (``obs_rms.to_numpy()`` to save it; a NumPy one assigned is converted).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeObservation
@@ -44,6 +44,7 @@ class NormalizeObservation(
 
     #: Its statistics see final observations: refused where they are lost.
     reads_final_observations = True
+    obs_rms = array_stats.Statistics()
     #: The array path's clip of the normalised observations (PPOStack's).
     _array_bound: float = array_stats.INF
 
@@ -68,10 +69,7 @@ class NormalizeObservation(
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        rms = array_stats.ArrayRunningMeanStd.from_numpy(
-            self.obs_rms, xp, self.array_device
-        )
-        self.obs_rms = rms  # type: ignore[assignment]
+        self.obs_rms = self.obs_rms  # into xp, on the batches' device
         self._dtype = xp.float32
 
     def _array_normalize(self, observations: Any) -> Any:

@@ -13,7 +13,7 @@ from vecmode.core import StepResult
 from vecmode.modes import MODES
 from vecmode.registry import supports
 from vecmode.wrappers import array_stats as arrays
-from vecmode.wrappers.array_stats import ArrayPath, ArrayRunningMeanStd, compiled
+from vecmode.wrappers.array_stats import ArrayPath, Statistics, compiled
 from vecmode.wrappers.base import Infos, Mask, RunningStatistics, StatefulWrapper
 from vecmode.wrappers.running_stats import RunningMeanStd, scale_by_std
 
@@ -50,7 +50,8 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     """Gymnasium's ``NormalizeReward``, right in every mode: only real transitions
     advance ``accumulated_reward`` and ``return_rms``; same arguments. Over torch
     or JAX batches, both are arrays of that library on its device
-    (``return_rms.to_numpy()`` to save it) and the rewards keep their dtype.
+    (``return_rms.to_numpy()`` to save it; a NumPy one assigned is converted)
+    and the rewards keep their dtype.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
@@ -61,6 +62,8 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     (array([1., 1.], dtype=float32), 2.0001)
     >>> envs.close()
     """
+
+    return_rms = Statistics()
 
     def __init__(
         self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8
@@ -78,8 +81,8 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        rms, device = self.return_rms, self.array_device
-        self.return_rms = ArrayRunningMeanStd.from_numpy(rms, xp, device)  # type: ignore[assignment]
+        self.return_rms = self.return_rms  # into xp, on the batches' device
+        device = self.array_device
         self.accumulated_reward = xp.asarray(self.accumulated_reward, device=device)
 
     def _array_reset_result(
