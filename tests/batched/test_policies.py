@@ -169,6 +169,30 @@ def test_disabled_refuses_to_step_an_ended_sub_env(name) -> None:
 
 
 @pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("layer", ["env", "policy", "wrapper"])
+def test_a_mask_of_another_array_library_is_refused_naming_both(name, layer):
+    """A JAX mask for torch batches failed in torch's asarray ("buffer length");
+    a torch mask for JAX batches was taken, by a copy through the host."""
+    other = xp_of("jax" if name == "torch" else "torch")
+    envs = make_batched(name, 3)
+    if layer != "env":
+        envs = vecmode.DisableAutoreset(envs)
+    if layer == "wrapper":
+        envs = vecmode.wrappers.NormalizeObservation(envs)
+    envs.reset(seed=0)
+    libraries = {"torch": "torch", "jax": "jax.numpy"}
+    theirs, ours = libraries[name], libraries["jax" if name == "torch" else "torch"]
+    with pytest.raises(TypeError) as refused:
+        envs.reset(options={"reset_mask": other.asarray([True, False, True])})
+    assert str(refused.value) == (
+        f"`options['reset_mask']` is a {ours} array, and the env's batches are "
+        f"{theirs}: pass a bool array of theirs, or NumPy's."
+    )
+    obs, _ = envs.reset(options={"reset_mask": np.array([True, False, True])})
+    assert type(obs) is type(envs.unwrapped.state)  # NumPy's is taken
+
+
+@pytest.mark.parametrize("name", ARRAYS)
 def test_a_bad_array_mask_is_refused_with_what_to_pass(name) -> None:
     policy = vecmode.DisableAutoreset(make_batched(name, 3))
     xp = policy.env.xp

@@ -169,14 +169,20 @@ def test_a_torch_env_takes_a_numpy_mask() -> None:
 
 
 @pytest.mark.parametrize(
-    "mask", [np.ones(3, dtype=bool), np.ones(4, dtype=np.int64), [[True] * 4]]
+    ("mask", "error", "said"),
+    [
+        (np.ones(3, dtype=bool), ValueError, r"must have shape `\(4,\)`, got \(3,\)"),
+        (np.ones(4, dtype=np.int64), TypeError, "must have `dtype=np.bool_`"),
+        ([[True] * 4], ValueError, r"must have shape `\(4,\)`, got \(1, 4\)"),
+    ],
 )
-def test_a_bad_mask_is_refused_and_changes_nothing(mask: Any) -> None:
+def test_a_bad_mask_is_refused_and_changes_nothing(mask, error, said) -> None:
+    """As the cores refuse it: a wrong shape ValueError, a wrong dtype TypeError."""
     env = BatchedCartPole(4)
     env.reset(seed=0)
     env.step(np.zeros(4, dtype=np.int64))
     state, key, draws = env.state.copy(), env.key, env.draws.copy()
-    with pytest.raises(ValueError, match=r"reset_mask must be a bool array of shape"):
+    with pytest.raises(error, match=said):
         env.reset(seed=1, options={"reset_mask": mask})
     np.testing.assert_array_equal(env.state, state)
     np.testing.assert_array_equal(env.draws, draws)

@@ -11,6 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import _arrays
+from vecmode.forwarding import valid_reset_mask
 
 
 class BatchedCartPole(VectorEnv):
@@ -66,13 +67,7 @@ class BatchedCartPole(VectorEnv):
         """Reset all sub-envs, or those of ``options["reset_mask"]`` (xp or NumPy)."""
         xp, n, i32 = self.xp, self.num_envs, self.xp.int32
         got = (options or {}).get("reset_mask", np.ones(n, dtype=bool))
-        mask = xp.asarray(got, device=self.device)
-        if tuple(mask.shape) != (n,) or mask.dtype != xp.bool:
-            what = f"{type(got).__name__} (dtype {getattr(got, 'dtype', '-')})"
-            raise ValueError(
-                f"reset_mask must be a bool array of shape ({n},) (its library's or "
-                f"NumPy's), got {what} of shape {np.shape(got)}."
-            )
+        mask = valid_reset_mask(got, n, like=self.state)  # (as the cores check it)
         super().reset(seed=seed)
         if seed is not None or self.key < 0:
             self.key = int(self.np_random.integers(2**31 - 1))
