@@ -214,7 +214,7 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
     if isinstance(id, EnvSpec):
         spec = id
     elif isinstance(id, str):
-        spec = _registered_spec(id)
+        spec = registered_spec(id)
     elif callable(id):
         return None, {}
     else:
@@ -227,7 +227,7 @@ def _spec_of(id: Any) -> tuple[EnvSpec | None, dict[str, Any]]:
     return spec, env_kwargs
 
 
-def _registered_spec(env_id: str) -> EnvSpec:
+def registered_spec(env_id: str) -> EnvSpec:
     """The registered spec of ``env_id``, as ``gymnasium.make_vec`` finds it."""
     module, env_name = None, env_id
     if ":" in env_id:

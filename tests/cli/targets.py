@@ -224,3 +224,4 @@ gym.register(
     entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
     vector_entry_point=ForeignVectorEnv,
 )
+gym.register("ForeignVecOnly-v0", vector_entry_point=ForeignVectorEnv)

@@ -143,6 +143,21 @@ def test_check_async_and_vector_entry_point(capsys):
     assert "CartPoleVectorEnv (gymnasium)" in out
 
 
+def test_check_defaults_to_the_entry_point_of_an_id_that_has_only_that(capsys):
+    """It defaulted to vecmode's sync core, which cannot build such an env: the
+    check failed unless --vectorization vector_entry_point was given."""
+    code, out, err = run(["check", f"{TARGETS}:ForeignVecOnly-v0"], capsys)
+    assert (code, err) == (EXIT_OK, "")
+    assert out.splitlines()[0].startswith("ok: the stack runs NextStep; ")
+    assert "0  ForeignVectorEnv (tests)  -  " in out
+    argv = ["check", f"{TARGETS}:ForeignVecOnly-v0", "--vectorization", "sync"]
+    code, out, err = run(argv, capsys)  # asked for: refused, with what to pass
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "--vectorization vector_entry_point" in one_error_line(err)
+    code, out, _ = run(["check", "CartPole-v1"], capsys)  # has both: the core
+    assert code == EXIT_OK and "SyncVectorEnv (vecmode)" in out
+
+
 def test_check_async_over_observations_shared_memory_cannot_hold(capsys):
     """A Graph observation space cannot be held in shared memory: the async env
     is made with shared_memory=False, and stderr says so (the error said "pass

@@ -300,8 +300,8 @@ def test_a_custom_vector_env_is_declared_and_pointed_to_check_vector_env():
         "nothing here proved it: record a passing "
         "vecmode.testing.check_vector_env(factory).record() in the process that "
         "checks the stack (your tests, then vecmode.assert_compatible(envs, "
-        "verified=True)); the command line, a process of its own, can't see it "
-        "(`vecmode probe module:factory` only finds the mode it behaves as)."
+        "verified=True)); from the shell, `vecmode conform module:factory` "
+        "proves it, but another command can't see that proof."
     )
     row = vecmode.check_stack(undeclared_env())[0]
     assert row.evidence is vecmode.registry.Evidence.NONE

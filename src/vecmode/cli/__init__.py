@@ -142,8 +142,8 @@ CHECK = Command(
         arg(
             "--vectorization",
             choices=["sync", "async", "vector_entry_point"],
-            default="sync",
-            help="vecmode's sync or async core, or the env's own (sync)",
+            help="vecmode's sync or async core, or the env's own (default: sync; "
+            "the env's own for an id that has only that)",
         ),
         arg("--strict", action="store_true", help="fail on undeclared layers"),
     ),

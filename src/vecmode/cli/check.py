@@ -14,7 +14,7 @@ from gymnasium.vector import VectorEnv
 from vecmode.cli import common
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError, SharedMemorySpaceError
-from vecmode.make import make_vec
+from vecmode.make import make_vec, registered_spec
 from vecmode.modes import MODES, mode_of
 from vecmode.registry import CompatibilityReport, check_stack, declaration
 
@@ -23,6 +23,10 @@ def run(args: argparse.Namespace) -> bool:
     """Make the env, wrap it with ``args.wrap`` and print the stack's report."""
     targets = [resolve(spec, "--wrap") for spec in args.wrap]  # all, before building
     with common.env_errors(args.env_id, "making"):
+        if args.vectorization is None:  # the cores, where they can build the env
+            spec = registered_spec(args.env_id)
+            only_its_own = spec.entry_point is None and spec.vector_entry_point
+            args.vectorization = "vector_entry_point" if only_its_own else "sync"
         try:
             envs = _make(args)
         except IncompatibleModeError as error:  # no exact conversion to --mode

@@ -168,9 +168,9 @@ def _env_evidence(cls: type, declared: AutoresetMode | None) -> tuple[Evidence, 
     how = (
         "record a passing vecmode.testing.check_vector_env(factory).record() in "
         "the process that checks the stack (your tests, then "
-        "vecmode.assert_compatible(envs, verified=True)); the command line, a "
-        "process of its own, can't see it (`vecmode probe module:factory` only "
-        "finds the mode it behaves as)."
+        "vecmode.assert_compatible(envs, verified=True)); from the shell, "
+        "`vecmode conform module:factory` proves it, but another command can't "
+        "see that proof."
     )
     # a subclass of a verified class (EnvPool builds one per task)
     base = next((k for k in cls.__mro__[1:] if class_path(k) in VERIFIED_ENVS), None)
