@@ -49,6 +49,7 @@ class Warns(VectorWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         warnings.warn("careful,\n this is a test", UserWarning, stacklevel=2)
+        gym.logger.warn("in Gymnasium's colours")
         super().__init__(env)
 
 

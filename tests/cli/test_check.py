@@ -291,7 +291,10 @@ def test_check_wrapper_warnings_are_one_line(capsys):
             ["check", "CartPole-v1", "--wrap", f"{TARGETS}:Warns"], capsys
         )
     assert code == EXIT_OK
-    assert err == "vecmode: warning: careful, this is a test (UserWarning)\n"
+    assert err == (
+        "vecmode: warning: careful, this is a test (UserWarning)\n"
+        "vecmode: warning: in Gymnasium's colours (UserWarning)\n"
+    )
 
 
 def test_check_unknown_env_id(capsys):

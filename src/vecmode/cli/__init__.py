@@ -82,7 +82,10 @@ def mode_option(text: str) -> AutoresetMode:
     raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {modes})")
 
 
-WRAP = "a wrapper: NAME, gymnasium:NAME or module:Class, then :key=value,..."
+WRAP = (
+    "a wrapper: NAME, gymnasium:NAME, or module:attr (a class, or a function env "
+    "-> wrapped env), then :key=value,..."
+)
 
 TIMELINE = Command(
     "timeline",
@@ -136,7 +139,12 @@ CHECK = Command(
     "CartPole-v1 --mode SameStep --wrap gymnasium:NormalizeReward:gamma=0.9",
     (
         arg("env_id", metavar="ENV_ID", help="a registered id, or module:Name-v0"),
-        arg("--mode", type=mode_option, help="the mode: NextStep, SameStep, Disabled"),
+        arg(
+            "--mode",
+            type=mode_option,
+            help="the mode: NextStep, SameStep, Disabled (default: NextStep; the "
+            "env's own with vector_entry_point)",
+        ),
         arg("--wrap", action="append", default=[], metavar="W", help=WRAP),
         arg("--num-envs", type=positive, default=2, help="number of sub-envs (2)"),
         arg(
@@ -159,8 +167,8 @@ CONFORM = Command(
         arg(
             "factory",
             metavar="FACTORY",
-            help=f"{WRAP}, or env -> wrapped env; or a vector env: a class, or a "
-            "function its key=values leave no argument",
+            help=f"{WRAP}; or a vector env: a class, or a function its key=values "
+            "leave no argument",
         ),
         arg("--modes", type=mode_option, nargs="+", help="the modes to prove"),
         arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
@@ -260,7 +268,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def _show_warning(message: Any, category: type[Warning], *_: Any, **__: Any) -> None:
-    text = " ".join(str(message).split())
+    text = re.sub(r"\x1b\[[0-9;]*m", "", " ".join(str(message).split()))
+    text = text.removeprefix("WARN: ")  # (Gymnasium's logger.warn, in colour)
     print(f"vecmode: warning: {text} ({category.__name__})", file=sys.stderr)
 
 
