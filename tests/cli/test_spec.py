@@ -20,6 +20,12 @@ def test_wrapper_argument_values_are_python_literals_or_strings():
     names, kwargs = parse(
         "pkg.mod:Cls:a=0.9,b=(1, 2),c=CartPole-v1,d=None,e=-inf,f='x,y:z',g=[1,2],h=''"
     )
+    assert parse("m:f:m=SameStep,k='03',u=rgb_array,t='true'")[1] == {
+        "m": "SameStep",
+        "k": "03",
+        "u": "rgb_array",
+        "t": "true",
+    }
     assert names == ["pkg.mod", "Cls"]
     assert kwargs == {
         "a": 0.9,
@@ -74,6 +80,12 @@ def test_nan_is_a_float():
     assert isinstance(value, float) and value != value
 
 
+LITERAL = (
+    "is not a Python literal: write it as Python does (True, False, None, 3, 0.5), "
+    "or quote it for text"
+)
+
+
 @pytest.mark.parametrize(
     ("spec", "problem"),
     [
@@ -86,6 +98,18 @@ def test_nan_is_a_float():
         ("", "a name is empty"),
         ("my-module:Wrapper", "'my-module' is not a module path"),
         ("gymnasium:Clip-Reward", "'Clip-Reward' is not a name"),
+        # text, where something else was meant: a string reached the wrapper
+        (
+            "NormalizeReward:gamma=0.9:epsilon=1e-8",
+            "separate the arguments with commas: gamma=0.9,epsilon=1e-8",
+        ),
+        (
+            "m:f:flag=false",
+            "flag=false is not a Python literal: write it as Python does (True, "
+            "False, None, 3, 0.5), or quote it for text (flag='false')",
+        ),
+        ("m:f:n=03", f"n=03 {LITERAL} (n='03')"),
+        ("m:f:v=1.2.3", f"v=1.2.3 {LITERAL} (v='1.2.3')"),
     ],
 )
 def test_a_spec_that_does_not_parse_says_what_is_wrong(spec, problem):

@@ -84,7 +84,21 @@ def _keywords(text: str) -> dict[str, Any]:
         if not value:  # '' would reach the class as a value
             raise SpecError(f"{key!r} has no value (write {key}='' for '')")
         kwargs[key] = literal(value)
+        if kwargs[key] == value:  # neither a literal nor quoted: text, unless
+            _meant_otherwise(key, value)
     return kwargs
+
+
+def _meant_otherwise(key: str, value: str) -> None:
+    """Refuse text that was likely meant as more arguments or as a literal."""
+    if re.search(r":[A-Za-z_]\w*=", value):
+        fixed = re.sub(r":(?=[A-Za-z_]\w*=)", ",", f"{key}={value}")
+        raise SpecError(f"separate the arguments with commas: {fixed}")
+    if re.fullmatch(r"(?i:true|false|none|null)|[+-]?\.?\d[\w.+-]*", value):
+        raise SpecError(
+            f"{key}={value} is not a Python literal: write it as Python does "
+            f"(True, False, None, 3, 0.5), or quote it for text ({key}='{value}')"
+        )
 
 
 def close_names(name: str, candidates: list[str]) -> list[str]:
