@@ -109,6 +109,11 @@ LITERAL = (
             "False, None, 3, 0.5), or quote it for text (flag='false')",
         ),
         ("m:f:n=03", f"n=03 {LITERAL} (n='03')"),
+        (
+            "./my/envs.py:make:n=2",
+            "'./my/envs.py' is a file path; name its module: my.envs:make (vecmode "
+            "imports modules from the current directory too)",
+        ),
         ("m:f:v=1.2.3", f"v=1.2.3 {LITERAL} (v='1.2.3')"),
     ],
 )
@@ -153,6 +158,11 @@ def test_a_syntax_error_names_the_option_and_the_forms():
     assert resolve_error("x-y:Z", "conform FACTORY").startswith(
         "bad conform FACTORY 'x-y:Z': 'x-y' is not a module path; write NAME"
     )
+    assert resolve_error("m:f:a=1:b=2", "probe FACTORY", names=False) == (
+        "bad probe FACTORY 'm:f:a=1:b=2': separate the arguments with commas: "
+        "a=1,b=2; write module:function, then :key=value,... (e.g. "
+        "gymnasium:make_vec:id=CartPole-v1,num_envs=2)."
+    )  # (not the wrappers' forms: a probe FACTORY names no wrapper)
 
 
 def test_unknown_names_get_close_suggestions():

@@ -64,11 +64,22 @@ def parse(spec: str) -> tuple[list[str], dict[str, Any]]:
         raise SpecError("a name is empty")
     if len(names) > 2:
         raise SpecError("more than module:Class before the arguments")
-    if len(names) == 2 and not all(p.isidentifier() for p in names[0].split(".")):
-        raise SpecError(f"{names[0]!r} is not a module path")
+    if len(names) == 2:
+        _check_module(*names)
     if not all(part.isidentifier() for part in names[-1].split(".")):
         raise SpecError(f"{names[-1]!r} is not a name")
     return names, _keywords(arguments) if arguments else {}
+
+
+def _check_module(module: str, name: str) -> None:
+    if module.endswith(".py") or "/" in module:
+        dotted = module.removesuffix(".py").lstrip("./").replace("/", ".")
+        raise SpecError(
+            f"{module!r} is a file path; name its module: {dotted}:{name} "
+            f"(vecmode imports modules from the current directory too)"
+        )
+    if not all(part.isidentifier() for part in module.split(".")):
+        raise SpecError(f"{module!r} is not a module path")
 
 
 def _keywords(text: str) -> dict[str, Any]:
@@ -138,10 +149,13 @@ def resolve(spec: str, option: str, *, names: bool = True) -> Target:
         if names and len(parts) == 2 and parts[0] in known:  # NAME:args, no "="
             raise SpecError(f"{parts[1]!r} is not key=value")
     except SpecError as error:
-        raise CommandError(
-            f"bad {option} {spec!r}: {error}; {WRAP_FORMS} (e.g. "
-            f"NormalizeReward:gamma=0.9)."
-        ) from None
+        forms = (
+            f"{WRAP_FORMS} (e.g. NormalizeReward:gamma=0.9)"
+            if names
+            else "write module:function, then :key=value,... (e.g. "
+            "gymnasium:make_vec:id=CartPole-v1,num_envs=2)"
+        )
+        raise CommandError(f"bad {option} {spec!r}: {error}; {forms}.") from None
     if len(parts) == 1:
         obj = _vecmode_wrapper(parts[0], known)
     elif names and parts[0] == "gymnasium" and not callable(getattr(gym, parts[1], 0)):
