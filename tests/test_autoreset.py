@@ -255,6 +255,22 @@ def test_converted_foreign_env_keeps_the_ended_sub_envs_a_masked_reset_left():
     envs.close()
 
 
+def test_same_step_reads_the_ending_infos_before_the_masked_reset():
+    """Gymnasium's RecordEpisodeStatistics returns its own state as the
+    "_episode" mask, and its reset(mask) clears it: read after the reset,
+    final_info lost the statistics. They are Gymnasium's own in SameStep."""
+    record = gym.wrappers.vector.RecordEpisodeStatistics
+    make = functools.partial(gym.make, "CartPole-v1", max_episode_steps=3)
+    ours = SameStepAutoreset(record(vecmode.SyncVectorEnv([make] * 2)))
+    theirs = record(gym.vector.SyncVectorEnv([make] * 2, autoreset_mode=SAME))
+    for envs in (ours, theirs):
+        envs.reset(seed=0)
+        *_, infos = [envs.step(np.array([0, 1])) for _ in range(3)][-1]
+        stats = infos["episode"] if envs is theirs else infos["final_info"]["episode"]
+        assert (stats["r"].tolist(), stats["l"].tolist()) == ([3.0, 3.0], [3, 3])
+        envs.close()
+
+
 @pytest.mark.parametrize("mode", [NEXT, SAME], ids=lambda m: m.value)
 def test_split_reset_over_the_async_core_equals_reset(mode):
     """``reset_async`` / ``reset_wait`` of a policy over vecmode's async core."""

@@ -415,12 +415,12 @@ class SameStepAutoreset(_AutoresetWrapper):
             for i, single in enumerate(iterate(self.env.observation_space, obs)):
                 if ended[i]:
                     final_obs[i] = core.copy_batch(single)
+            # (read before the reset: a layer's infos may alias what it resets,
+            # as Gymnasium's RecordEpisodeStatistics's "_episode" mask does)
+            finals, infos = select_infos(infos, ended), select_infos(infos, ~ended)
             obs, reset_infos = self._masked_reset(ended)
             infos = modes.with_finals(
-                merge_infos(select_infos(infos, ~ended), reset_infos),
-                ended,
-                final_obs,
-                select_infos(infos, ended),
+                merge_infos(infos, reset_infos), ended, final_obs, finals
             )
         self._last_obs = obs
         return obs, rewards, terminations, truncations, infos

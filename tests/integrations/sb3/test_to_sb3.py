@@ -121,6 +121,27 @@ def test_to_sb3_is_dummy_vec_env_in_every_mode(sub_envs, mode):
     theirs.close()
 
 
+RECORDERS = {
+    "vecmode": vecmode.wrappers.RecordEpisodeStatistics,
+    "gymnasium": gym.wrappers.vector.RecordEpisodeStatistics,
+}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("recorder", sorted(RECORDERS))
+def test_episode_statistics_reach_sb3_as_monitors_do(recorder, mode):
+    """SB3 logs an episode from info["episode"] where it ends, as Monitor puts
+    it. In SameStep the statistics sat beside the next episode's reset info, and
+    went to reset_infos; Gymnasium's recorder over Disabled lost them in the
+    masked reset (its "_episode" mask is its own state, which reset clears)."""
+    fns = SUB_ENVS["cartpole"]()
+    ours = to_sb3(RECORDERS[recorder](vecmode_env(fns, mode)))
+    theirs = DummyVecEnv([lambda fn=fn: Monitor(fn()) for fn in fns])
+    assert sb3_run(ours, theirs, steps=300, seed=5, ignore=[("episode", "t")]) > 10
+    ours.close()
+    theirs.close()
+
+
 class DiscreteInDict(gym.Env):
     observation_space = gym.spaces.Dict({"pos": gym.spaces.Discrete(10)})
     action_space = gym.spaces.Discrete(2)
