@@ -174,8 +174,8 @@ CAVEATS_WHERE_OPTIONS_KEPT: dict[str, str] = {
     _GWV + "common:RecordEpisodeStatistics": (
         "The step's info['_episode'] is the wrapper's own array, which the reset of "
         "the ended sub-envs clears in place: read or copy the step's infos before "
-        "it (vecmode's TransitionCollector does; vecmode's RecordEpisodeStatistics "
-        "returns arrays of its own)."
+        "it (vecmode's TransitionCollector and SameStepAutoreset do; vecmode's "
+        "RecordEpisodeStatistics returns arrays of its own)."
     )
 }
 
