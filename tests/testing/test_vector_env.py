@@ -399,6 +399,42 @@ def test_too_few_episode_ends():
     )
 
 
+@pytest.mark.parametrize(
+    ("mode", "unmade", "ends"),
+    [(NEXT, "after an end and mid-episode", 2), (SAME, "mid-episode", 2),
+     (DISABLED, "mid-episode", 3)],
+    ids=lambda value: getattr(value, "value", ""),
+)  # fmt: skip
+def test_a_run_too_short_for_its_masked_resets_fails_rather_than_claim_them(
+    mode, unmade, ends
+):
+    """It passed a mask-ignoring env, listing "masked resets (...) reset exactly
+    the masked sub-envs" among its checks, with no masked reset made (or one made
+    mid-episode, of sub-env 0, whose episode did not end to show it ignored)."""
+    factory = functools.partial(
+        CounterVectorEnv, 2, mode, lengths=[6, 2], bug="reset_mask_ignored"
+    )
+    assert _failure(factory, steps=4, min_episode_ends=1) == (
+        f"CounterVectorEnv(num_envs=2): the run ended before making its masked "
+        f"reset(s) {unmade} ({ends} episode end(s) in 4 steps): raise steps, or "
+        f"make the episodes shorter."
+    )
+    assert "does not behave as" in _failure(factory, steps=30)  # long enough
+
+
+def test_the_probe_gets_the_steps_the_run_made():
+    """In NextStep the run goes on to an episode end: episodes of 35 ended
+    within it, but the probe, given steps=30, found none and failed the env."""
+    vecmode.register_vector_env(CounterVectorEnv, masked_reset="ignores")
+    try:
+        report = check_vector_env(
+            lambda: CounterVectorEnv(2, NEXT, lengths=[35, 35]), steps=30
+        )
+    finally:
+        vecmode.unregister_vector_env(CounterVectorEnv)
+    assert report.steps > 30 and report.mode is NEXT
+
+
 def test_bad_arguments():
     with pytest.raises(
         TypeError, match="takes a function that builds a new vector env"

@@ -98,7 +98,7 @@ def check_vector_env(
     diff = first_failure(run, seed)
     if diff is not None:
         text = f"{name} does not behave as {mode.value}, the mode it declares: {diff}."
-        diagnosis = _diagnosis(factory, steps, seed, mode)
+        diagnosis = _diagnosis(factory, run.steps + 1, seed, mode)
         raise AssertionError(f"{text} {diagnosis}" if diagnosis else text)
     ends = sum(int(call.ended.sum()) for call in first.calls if call.kind == "step")
     if ends < min_episode_ends:
@@ -107,7 +107,13 @@ def check_vector_env(
             f"min_episode_ends={min_episode_ends}: raise steps, or make the "
             f"episodes shorter."
         )
-    found = probe_mode(factory, max_steps=steps, seed=seed)
+    if run.unmade:  # its checks would claim what was not run
+        raise AssertionError(
+            f"{name}: the run ended before making its masked reset(s) "
+            f"{' and '.join(run.unmade)} ({ends} episode end(s) in {steps} steps): "
+            f"raise steps, or make the episodes shorter."
+        )
+    found = probe_mode(factory, max_steps=run.steps + 1, seed=seed)
     if found.mode is not mode:
         raise AssertionError(
             f"{name} declares {mode.value}, but vecmode.probe_mode does not find it "
@@ -124,7 +130,7 @@ def _report(run: CheckedRun, ends: int, found: ProbeResult) -> VectorEnvReport:
         run.name,
         run.mode,
         int(built.num_envs),
-        sum(call.kind == "step" for call in calls),
+        run.steps,
         len(calls),
         ends,
         sum(call.kind == "reset(mask)" for call in calls),

@@ -101,6 +101,7 @@ class CheckedRun:
             self.env = env
             self.first = Recorder(env, seed, self._inspect)
             self.optional = _optional_masked_resets(self.built, self.mode)
+            self.masks = MaskedResets(self.mode, env.num_envs, self.optional)
             self.plan = self._drive(steps, seed)
             instances.close(env)
             self._replay(instances, seed)
@@ -115,7 +116,7 @@ class CheckedRun:
         recorder, mode, plan = self.first, self.mode, Plan()
         walker = Walker(mode, recorder.num_envs)
         tracker = walker.tracker
-        masks = MaskedResets(mode, recorder.num_envs, self.optional)
+        masks = self.masks
         if walker.see(recorder.reset(seed)).call.error is not None:
             return plan
 
@@ -148,6 +149,20 @@ class CheckedRun:
             if step() is None:
                 return plan
         return plan
+
+    @property
+    def steps(self) -> int:
+        """The steps the run made (NextStep's reset steps count)."""
+        return sum(call.kind == "step" for call in self.first.calls)
+
+    @property
+    def unmade(self) -> list[str]:
+        """The kinds of masked resets the run was to make and check, and did not
+        (a mid-episode one is checked at its sub-env's next episode end)."""
+        masks, mid = self.masks, self.plan.mid_episode
+        checked = masks.mid_episode_done and (mid is None or bool(self.unmasked))
+        made = (masks.after_end_done, AFTER_END), (checked, MID_EPISODE)
+        return [kind for done, kind in made if not done]
 
     def _replay(self, instances: Instances, seed: int) -> None:
         """Replay the run on other instances (``differences`` reads them)."""
