@@ -190,6 +190,35 @@ def test_an_id_with_only_a_vector_entry_point_gets_advice_that_works():
         del gym.registry["VecmodeTest-VectorOnly-v0"]
 
 
+def test_an_id_with_only_a_same_step_entry_point_is_not_sent_to_the_cores():
+    """The policy's refusal advised vecmode.make_vec(..., 'sync') or wrapping
+    vecmode.SyncVectorEnv, neither of which can build the env."""
+    gym.register(
+        "VecmodeTest-SameStepOnly-v0",
+        vector_entry_point=lambda num_envs, **kw: gym.vector.SyncVectorEnv(
+            [lambda: ScheduledEnv(**kw)] * num_envs, autoreset_mode="SameStep"
+        ),
+    )
+    try:
+        for mode, policy, supports in (
+            ("Disabled", "DisableAutoreset", "NextStep, Disabled"),
+            ("NextStep", "NextStepAutoreset", "Disabled"),
+        ):
+            with pytest.raises(IncompatibleModeError) as info:
+                vecmode.make_vec("VecmodeTest-SameStepOnly-v0", 2, autoreset_mode=mode)
+            assert str(info.value) == (
+                "make_vec('VecmodeTest-SameStepOnly-v0', vectorization_mode="
+                f"'vector_entry_point') can't give autoreset_mode={mode!r}: "
+                "VecmodeTest-SameStepOnly-v0's vector entry point builds "
+                f"SyncVectorEnv, which runs SameStep, and {policy} cannot wrap an "
+                f"env in mode SameStep: it supports {supports} (it has no other "
+                f"entry point). Ask for SameStep, or build SyncVectorEnv in {mode} "
+                "itself."
+            )
+    finally:
+        del gym.registry["VecmodeTest-SameStepOnly-v0"]
+
+
 def test_bad_arguments():
     with pytest.raises(
         ValueError,

@@ -122,22 +122,42 @@ def _entry_point_in(
         if chosen_for_the_user and cores and mode is not None and mode is not own:
             return None
         why = getattr(error, "why", None) or getattr(error.__cause__, "why", None)
-        if mode is None or why is None:
+        if mode is None or (why is None and cores):
             raise
-        name, n = type(envs.unwrapped).__name__, envs.num_envs
+        raise _cannot_give(envs, spec, mode, own, error, why) from error
+
+
+def _cannot_give(
+    envs: gym.vector.VectorEnv,
+    spec: Any,
+    mode: AutoresetMode,
+    own: AutoresetMode | None,
+    error: IncompatibleModeError,
+    why: str | None,
+) -> IncompatibleModeError:
+    """The entry point's ``envs`` (``own`` mode) can't be given ``mode``: why
+    (``error``'s), and what works."""
+    name, n = type(envs.unwrapped).__name__, envs.num_envs
+    works: str
+    if spec.entry_point is not None:  # the cores build it
         works = (
             f"This call works: vecmode.make_vec({spec.id!r}, num_envs={n}, "
             f"vectorization_mode='sync', autoreset_mode={mode.value!r}) (or 'async')."
-            if cores
-            else getattr(error, "instead", None)
-            or getattr(error.__cause__, "instead", "")
         )
-        raise IncompatibleModeError(
-            f"make_vec({spec.id!r}, vectorization_mode='vector_entry_point') can't "
-            f"give autoreset_mode={mode.value!r}: {spec.id}'s vector entry point "
-            f"builds {name}, which runs {getattr(own, 'value', own)}, and {why} "
-            f"{works}"
-        ) from error
+    else:
+        works = getattr(error, "instead", None) or str(
+            getattr(error.__cause__, "instead", "")
+        )
+    if why is None:  # the policy's refusal; the cores it advises can't build it
+        why = f"{str(error).partition('. ')[0]} (it has no other entry point)."
+        works = (
+            f"Ask for {(own or mode).value}, or build {name} in {mode.value} itself."
+        )
+    return IncompatibleModeError(
+        f"make_vec({spec.id!r}, vectorization_mode='vector_entry_point') can't "
+        f"give autoreset_mode={mode.value!r}: {spec.id}'s vector entry point "
+        f"builds {name}, which runs {getattr(own, 'value', own)}, and {why} {works}"
+    )
 
 
 def _check_buildable(
@@ -159,8 +179,7 @@ def _check_buildable(
             f"have an entry point defined."
             + (
                 " It has a vector entry point: vectorization_mode="
-                "'vector_entry_point' (vecmode check: --vectorization "
-                "vector_entry_point)."
+                "'vector_entry_point' (vecmode check's default for it)."
                 if spec.vector_entry_point is not None
                 else ""
             )

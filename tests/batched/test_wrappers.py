@@ -381,14 +381,36 @@ def test_statistics_assigned_after_reset_go_on_in_the_batch_library(name, source
     _assert_same(got, want[1:])
 
 
+@pytest.mark.parametrize("reset", [False, True], ids=["before-reset", "after"])
+@pytest.mark.parametrize("name", ["numpy", *ARRAYS])
+def test_the_statistics_save_as_numpy_on_every_path(name, reset):
+    """``envs.obs_rms.to_numpy()``, the save docs/batched.md shows, worked only
+    on torch and JAX batches after the first reset."""
+    base = vecmode.with_autoreset(make_batched(name, 3), "SameStep")
+    envs = ppo_stack(base, gamma=0.9)
+    if reset:
+        envs.reset(seed=0)
+    for rms in (envs.obs_rms, envs.return_rms):
+        saved = rms.to_numpy()
+        assert isinstance(saved, GymnasiumRunningMeanStd) and saved is not rms
+        np.testing.assert_array_equal(saved.var, host(rms.var))
+
+
 @pytest.mark.parametrize("name", ["numpy", *ARRAYS])
 def test_statistics_of_another_shape_or_kind_are_refused_when_assigned(name):
     envs = NormalizeObservation(
         vecmode.with_autoreset(make_batched(name, 3), "SameStep")
     )
     envs.reset(seed=0)
-    with pytest.raises(ValueError, match=r"obs_rms: its mean has shape \(3,\), this "):
+    shapes = "obs_rms: its mean and var have shapes"
+    with pytest.raises(
+        ValueError, match=rf"{shapes} \(3,\) and \(3,\), this .* \(4,\)"
+    ):
         envs.obs_rms = RunningMeanStd(shape=(3,))
+    wrong_var = GymnasiumRunningMeanStd(shape=(4,))
+    wrong_var.var = np.ones(3)  # failed at the next step, in the library's words
+    with pytest.raises(ValueError, match=rf"{shapes} \(4,\) and \(3,\), this "):
+        envs.obs_rms = wrong_var
     with pytest.raises(TypeError, match=r"mean, var and count .* got dict"):
         envs.obs_rms = {"mean": 0}
     envs.step(envs.unwrapped.xp.asarray([0, 1, 0]))  # still usable

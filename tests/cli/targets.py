@@ -101,6 +101,16 @@ def returns_none(num_envs: int = 2) -> None:
     """Takes no env, and returns no vector env."""
 
 
+def needs_num_envs(num_envs: int) -> VectorEnv:
+    """A vector env factory with an argument to give (else read as a wrapper)."""
+    return cartpole(num_envs)
+
+
+def wrap_with_defaults(env: Any = None, gamma: float = 0.99) -> VectorEnv:
+    """A wrapper whose arguments all have defaults (read as a vector env's factory)."""
+    return vecmode.wrappers.NormalizeReward(env, gamma=gamma)
+
+
 def raises_on_wrap(env: VectorEnv, **kwargs: Any) -> Any:
     """A wrapper factory whose own code raises."""
     raise RuntimeError("the factory's own bug")

@@ -153,7 +153,9 @@ def test_check_defaults_to_the_entry_point_of_an_id_that_has_only_that(capsys):
     argv = ["check", f"{TARGETS}:ForeignVecOnly-v0", "--vectorization", "sync"]
     code, out, err = run(argv, capsys)  # asked for: refused, with what to pass
     assert (code, out) == (EXIT_USAGE, "")
-    assert "--vectorization vector_entry_point" in one_error_line(err)
+    assert "'vector_entry_point' (vecmode check's default for it)" in one_error_line(
+        err
+    )
     code, out, _ = run(["check", "CartPole-v1"], capsys)  # has both: the core
     assert code == EXIT_OK and "SyncVectorEnv (vecmode)" in out
 

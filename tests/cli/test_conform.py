@@ -11,6 +11,7 @@ from tests.cli import targets
 from tests.cli.helpers import TARGETS, flat, one_error_line, run
 from vecmode.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vecmode.cli.common import cannot_build_message
+from vecmode.cli.conform import READ_AS_ENV, READ_AS_WRAPPER
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 
 
@@ -196,6 +197,14 @@ def test_conform_fails_a_vector_env_that_the_probe_passes(capsys):
     assert (document["env"], document["failure"]) == (spec, str(failure.value))
 
 
+def test_conform_syntax_errors_name_the_vector_env_forms_too(capsys):
+    code, _, err = run(["conform", "x-y:make"], capsys)
+    assert code == EXIT_USAGE
+    assert one_error_line(err).endswith(
+        "; a vector env's factory is module:function (or module:Class)."
+    )
+
+
 def test_conform_options_of_the_other_kind_are_usage_errors(capsys):
     spec = f"{TARGETS}:cartpole"
     code, out, err = run(
@@ -217,6 +226,29 @@ def test_conform_options_of_the_other_kind_are_usage_errors(capsys):
     assert "0 episode end(s) in 3 steps, fewer than min_episode_ends=2" in out
 
 
+def test_conform_says_how_it_read_a_function_that_failed(capsys):
+    """A function its key=values leave the env is a wrapper, else a vector env's
+    factory: misread, it failed with an error from deep inside, unexplained. A
+    misspelt key=value does not change how it is read."""
+    spec = f"{TARGETS}:needs_num_envs"
+    code, out, err = run(["conform", spec], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err).startswith(f"cannot build '{spec}' on a test env ")
+    assert one_error_line(err).endswith(READ_AS_WRAPPER)
+    code, out, err = run(["conform", f"{spec}:num_envs=2,bogus=1"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err).endswith(
+        "got an unexpected keyword argument 'bogus'. Give them as NAME:key=value,..."
+    )
+    assert run(["conform", f"{spec}:num_envs=2"], capsys)[0] == EXIT_OK
+    code, out, err = run(["conform", f"{TARGETS}:wrap_with_defaults"], capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    assert one_error_line(err).startswith(
+        f"check_vector_env({TARGETS}:wrap_with_defaults) raised TypeError: "
+    )
+    assert one_error_line(err).endswith(READ_AS_ENV)
+
+
 def test_conform_of_a_factory_building_no_vector_env(capsys):
     """It takes no env, so it is a vector env's factory: what it returned, and
     what conform takes. Its own error is exit code 1, as for probe."""
@@ -236,7 +268,7 @@ def test_conform_of_a_factory_building_no_vector_env(capsys):
     assert (code, out) == (EXIT_FAILED, "")
     assert one_error_line(err) == (
         f"check_vector_env({TARGETS}:raises) raised RuntimeError: the factory's own "
-        "bug (rerun with --traceback to see where)."
+        "bug (rerun with --traceback to see where)." + READ_AS_ENV
     )
 
 
@@ -258,8 +290,10 @@ def test_conform_factory_that_cannot_build_is_a_usage_error(capsys):
     spec = f"{TARGETS}:raises_on_wrap"
     code, out, err = run(["conform", spec], capsys)
     assert (code, out) == (EXIT_USAGE, "")
-    assert one_error_line(err) == cannot_build_message(
-        spec, None, RuntimeError("the factory's own bug")
+    assert (
+        one_error_line(err)
+        == cannot_build_message(spec, None, RuntimeError("the factory's own bug"))
+        + READ_AS_WRAPPER
     )
     code, _, err = run(["conform", spec, "--traceback"], capsys)
     assert code == EXIT_USAGE

@@ -158,6 +158,10 @@ def test_a_syntax_error_names_the_option_and_the_forms():
     assert resolve_error("x-y:Z", "conform FACTORY").startswith(
         "bad conform FACTORY 'x-y:Z': 'x-y' is not a module path; write NAME"
     )
+    also = "; a vector env's factory is module:function"
+    assert resolve_error("x-y:Z", "conform FACTORY", also=also).endswith(
+        f"(e.g. NormalizeReward:gamma=0.9){also}."
+    )
     assert resolve_error("m:f:a=1:b=2", "probe FACTORY", names=False) == (
         "bad probe FACTORY 'm:f:a=1:b=2': separate the arguments with commas: "
         "a=1,b=2; write module:function, then :key=value,... (e.g. "

@@ -170,29 +170,50 @@ CONFORM = Command(
             help=f"{WRAP}; or a vector env: a class, or a function its key=values "
             "leave no argument",
         ),
-        arg("--modes", type=mode_option, nargs="+", help="the modes to prove"),
-        arg("--obs-type", choices=OBS_TYPES, help="the test envs' observations"),
-        arg("--action-type", choices=ACTION_TYPES, help="the test envs' actions"),
-        arg("--info-type", choices=INFO_TYPES, help="the test envs' infos"),
+        arg(
+            "--modes", type=mode_option, nargs="+", help="a wrapper: the modes to prove"
+        ),
+        arg(
+            "--obs-type",
+            choices=OBS_TYPES,
+            help="a wrapper: the test envs' observations",
+        ),
+        arg(
+            "--action-type",
+            choices=ACTION_TYPES,
+            help="a wrapper: the test envs' actions",
+        ),
+        arg("--info-type", choices=INFO_TYPES, help="a wrapper: the test envs' infos"),
         arg(
             "--compare-info",
             choices=["episode", "none"],
-            help="compare the episode statistics (default), or none of the infos",
+            help="a wrapper: compare the episode statistics (default), or none of "
+            "the infos",
         ),
         arg(
             "--bases",
             nargs="+",
             choices=list(testing.BASES),
             metavar="BASE",
-            help="the base vector envs, of %(choices)s (default: the first two)",
+            help="a wrapper: the base vector envs, of %(choices)s (default: the "
+            "first two)",
         ),
-        arg("--no-env-infos", action="store_true", help="skip the sub-envs' own infos"),
+        arg(
+            "--no-env-infos",
+            action="store_true",
+            help="a wrapper: skip the sub-envs' own infos",
+        ),
         arg(
             "--array-library",
             choices=["torch", "jax"],
-            help="prove it over that library's batches (an array-native wrapper)",
+            help="an array-native wrapper: prove it over that library's batches",
         ),
-        arg("--steps", type=positive, help="a vector env's steps to run (300)"),
+        arg(
+            "--steps",
+            type=positive,
+            help="a vector env: the run's steps (300; NextStep's runs on to an "
+            "episode end)",
+        ),
     ),
     conform.run,
 )

@@ -28,13 +28,23 @@ WRAPPER_ONLY = (
     "no_env_infos",
     "array_library",
 )
+#: How a function FACTORY was read, where that may be why it failed.
+READ_AS_WRAPPER = (
+    " conform took FACTORY for a wrapper, as its key=values leave it an argument "
+    "(the env); a vector env's factory takes them all as key=values."
+)
+READ_AS_ENV = (
+    " conform took FACTORY for a vector env's factory, as its key=values leave it "
+    "no argument; a wrapper takes the env first, with no default."
+)
 #: The fields of a ``conform`` document that a wrapper's report fills in.
 REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits")
 
 
 def run(args: argparse.Namespace) -> bool:
     """Prove the wrapper or vector env ``args.factory`` names; print the report."""
-    target = resolve(args.factory, "conform FACTORY")
+    also = "; a vector env's factory is module:function (or module:Class)"
+    target = resolve(args.factory, "conform FACTORY", also=also)
     if builds_vector_env(target):
         _refuse(args, WRAPPER_ONLY, "builds a vector env", "a wrapper")
         return _prove_vector_env(target, args.steps or 300, args.json)
@@ -44,7 +54,8 @@ def run(args: argparse.Namespace) -> bool:
     unbuildable = _cannot_build(factory, kinds)
     if unbuildable is not None:
         message = common.cannot_build_message(target.spec, None, unbuildable)
-        raise common.CommandError(message) from unbuildable
+        function = not isinstance(target.obj, type)
+        raise common.CommandError(message + READ_AS_WRAPPER * function) from unbuildable
     compare = None if args.compare_info == "none" else testing.episode_statistics
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
     proof["env_infos"] = not args.no_env_infos
@@ -84,7 +95,9 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
     except AssertionError as error:
         return _show(json, spec, None, str(error), env=True)
     except Exception as error:
-        raise common.RaisedError(f"check_vector_env({spec})", error) from error
+        raised = common.RaisedError(f"check_vector_env({spec})", error)
+        function = not isinstance(target.obj, type)
+        raise common.CommandError(str(raised) + READ_AS_ENV * function, 1) from error
     return _show(json, spec, report, env=True)
 
 

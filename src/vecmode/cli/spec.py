@@ -140,9 +140,10 @@ def vecmode_wrappers() -> dict[str, type]:
     return found
 
 
-def resolve(spec: str, option: str, *, names: bool = True) -> Target:
+def resolve(spec: str, option: str, *, names: bool = True, also: str = "") -> Target:
     """What ``spec``, given as ``option``, names, or a :class:`CommandError`;
-    ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers."""
+    ``names``: ``NAME`` and ``gymnasium:NAME`` name wrappers; ``also``: the other
+    forms ``option`` takes, for its syntax error."""
     known = vecmode_wrappers()
     try:
         parts, kwargs = parse(spec)
@@ -155,7 +156,7 @@ def resolve(spec: str, option: str, *, names: bool = True) -> Target:
             else "write module:function, then :key=value,... (e.g. "
             "gymnasium:make_vec:id=CartPole-v1,num_envs=2)"
         )
-        raise CommandError(f"bad {option} {spec!r}: {error}; {forms}.") from None
+        raise CommandError(f"bad {option} {spec!r}: {error}; {forms}{also}.") from None
     if len(parts) == 1:
         obj = _vecmode_wrapper(parts[0], known)
     elif names and parts[0] == "gymnasium" and not callable(getattr(gym, parts[1], 0)):
@@ -253,13 +254,17 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
 def builds_vector_env(target: Target) -> bool:
     """Whether ``target`` builds a vector env rather than wrapping one: a vector
     env class that is no wrapper, or a function its key=values leave no argument."""
-    obj = target.obj
+    obj, kwargs = target.obj, target.kwargs
     if isinstance(obj, type):
         return issubclass(obj, VectorEnv) and not issubclass(obj, VectorWrapper)
     try:
-        return _binds(inspect.signature(obj), target.kwargs)
+        signature = inspect.signature(obj)
     except (TypeError, ValueError):  # not callable, or no signature
         return False
+    takes = signature.parameters  # (a misspelt key=value is told when bound)
+    if all(p.kind is not p.VAR_KEYWORD for p in takes.values()):
+        kwargs = {key: value for key, value in kwargs.items() if key in takes}
+    return _binds(signature, kwargs)
 
 
 def _binds(signature: inspect.Signature, kwargs: dict[str, Any]) -> bool:

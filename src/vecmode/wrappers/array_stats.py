@@ -320,7 +320,7 @@ def started(
 class Statistics:
     """A wrapper's ``obs_rms`` or ``return_rms``: statistics assigned to it (say,
     loaded from a save) are checked, and held in its batches' library and device
-    (NumPy: Gymnasium's ``RunningMeanStd``). Reading it costs nothing more."""
+    (NumPy: as given; Gymnasium's keeps its arithmetic). Reading costs no more."""
 
     if TYPE_CHECKING:  # (a read is the instance's own attribute, at full speed)
 
@@ -337,11 +337,11 @@ class Statistics:
                 f"{type(rms).__name__}."
             )
         old = wrapper.__dict__.get(self.name, rms)
-        shape, kept = (tuple(np.shape(x.mean)) for x in (rms, old))
-        if shape != kept:
+        mean, var, kept = (tuple(np.shape(x)) for x in (rms.mean, rms.var, old.mean))
+        if not mean == var == kept:
             raise ValueError(
-                f"{type(wrapper).__name__}.{self.name}: its mean has shape {shape}, "
-                f"this wrapper's statistics {kept}."
+                f"{type(wrapper).__name__}.{self.name}: its mean and var have shapes "
+                f"{mean} and {var}, this wrapper's statistics {kept}."
             )
         xp, device = wrapper.array_xp, wrapper.array_device
         if isinstance(rms, ArrayRunningMeanStd) and (

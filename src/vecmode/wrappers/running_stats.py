@@ -7,6 +7,7 @@ dtype: Gymnasium's formulas, to float64 rounding.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -126,6 +127,10 @@ class RunningMeanStd(gym_utils.RunningMeanStd):
     ) -> None:
         super().__init__(epsilon=epsilon, shape=shape, dtype=dtype)
         self._scratch: _Scratch | None = None
+
+    def to_numpy(self) -> RunningMeanStd:
+        """A copy, as the torch and JAX paths' ``obs_rms.to_numpy()`` (to save)."""
+        return copy.deepcopy(self)
 
     # pickles and copies carry no work buffers
     def __getstate__(self) -> dict[str, Any]:
