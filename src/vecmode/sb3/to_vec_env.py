@@ -28,7 +28,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.env_classes import layers
-from vecmode.modes import final_entries, without_finals
+from vecmode.modes import final_entries, final_in_info, mode_of, without_finals
 from vecmode.registry.stack import warn_if_incompatible
 from vecmode.sb3 import from_vec_env
 from vecmode.wrappers.base import check_infos, empty_batch
@@ -89,14 +89,18 @@ class ToSB3VecEnv(VecEnv):
         self._structured_actions = isinstance(same.single_action_space, (Dict, Tuple))
         self._actions: Any = None
         self._split_api(same)
-        # the keys where RecordEpisodeStatistics puts an ended episode's statistics
-        # (in SameStep, in the infos beside the next episode's reset info)
+        # the keys where RecordEpisodeStatistics in SameStep puts an ended
+        # episode's statistics: in the infos, beside the next one's reset info
         recorders = (
             RecordEpisodeStatistics,
             gym.wrappers.vector.RecordEpisodeStatistics,
         )
         found = [layer for layer in layers(same) if isinstance(layer, recorders)]
-        self._stats_keys = {layer._stats_key for layer in found}
+        self._stats_keys = {
+            layer._stats_key
+            for layer in found
+            if (mode := mode_of(layer)) is not None and final_in_info(mode)
+        }
         # whether masked resets work now (vecmode's cores: before a first reset too)
         self._masked_resets = isinstance(self._inner, core.VectorCore)
         super().__init__(same.num_envs, space, same.single_action_space)
@@ -255,8 +259,8 @@ class ToSB3VecEnv(VecEnv):
             for i, final_obs, final_info in finals:
                 self.reset_infos[i] = reset_info = sb3_infos[i]
                 sb3_infos[i] = copy.deepcopy(final_info) if final_info else {}
-                for key in self._stats_keys & reset_info.keys():
-                    sb3_infos[i][key] = reset_info.pop(key)
+                for key in self._stats_keys & reset_info.keys() - sb3_infos[i].keys():
+                    sb3_infos[i][key] = reset_info.pop(key)  # (a sub-env's own kept)
                 sb3_infos[i][from_vec_env.TERMINAL_OBSERVATION] = core.copy_batch(
                     final_obs
                 )

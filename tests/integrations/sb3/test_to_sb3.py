@@ -35,6 +35,7 @@ from tests.helpers import assert_same, envpool_warnings  # noqa: E402
 from tests.integrations.sb3.envs import (  # noqa: E402
     ACTION_SPACES,
     CORES,
+    DISABLED,
     FORK,
     MODES,
     NEXT,
@@ -140,6 +141,41 @@ def test_episode_statistics_reach_sb3_as_monitors_do(recorder, mode):
     assert sb3_run(ours, theirs, steps=300, seed=5, ignore=[("episode", "t")]) > 10
     ours.close()
     theirs.close()
+
+
+class CountsEpisodes(gym.Wrapper):
+    """Its reset info says which episode starts, under the key "episode"."""
+
+    count = 0
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.count += 1
+        return obs, {**info, "episode": self.count}
+
+
+@pytest.mark.parametrize("mode", [NEXT, DISABLED], ids=lambda m: m.value)
+def test_episode_statistics_stay_beside_a_reset_info_of_that_name(mode):
+    """A recorder below the SameStep conversion has its statistics in the ending
+    info already: its key in the reset info is the sub-env's own, which
+    replaced the statistics (SB3's PPO then failed on an int)."""
+    fns = [lambda: CountsEpisodes(gym.make("CartPole-v1")) for _ in range(2)]
+    ours = to_sb3(vecmode.wrappers.RecordEpisodeStatistics(vecmode_env(fns, mode)))
+    theirs = DummyVecEnv([lambda fn=fn: Monitor(fn()) for fn in fns])
+    assert sb3_run(ours, theirs, steps=200, seed=5, ignore=[("episode", "t")]) > 5
+
+
+def test_a_sub_envs_own_episode_statistics_are_kept_in_same_step():
+    """SB3's Monitor inside, a reward clip between: SB3 gets Monitor's return,
+    not the recorder's (clipped) one, silently swapped in."""
+    fns = [lambda: Monitor(gym.make("CartPole-v1", max_episode_steps=5))]
+    clipped = vecmode.wrappers.ClipReward(vecmode_env(fns, SAME), 0, 0.5)
+    venv = to_sb3(vecmode.wrappers.RecordEpisodeStatistics(clipped))
+    venv.reset()
+    for _ in range(5):
+        _, _, dones, infos = venv.step(np.array([0]))
+    assert dones[0] and infos[0]["episode"]["r"] == 5.0  # Monitor's, not 2.5
+    venv.close()
 
 
 class DiscreteInDict(gym.Env):
