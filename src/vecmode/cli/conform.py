@@ -70,15 +70,17 @@ def run(args: argparse.Namespace) -> bool:
     return _show(args.json, target.spec, report)
 
 
-def _refuse(args: argparse.Namespace, options: tuple[str, ...], *kinds: str) -> None:
-    """A usage error if any of ``options``, for the other kind, is given: FACTORY
-    is ``kinds[0]``; ``kinds[1]``, those ``options`` are for."""
+def _refuse(
+    args: argparse.Namespace, options: tuple[str, ...], it: str, of: str
+) -> None:
+    """A usage error if any of ``options`` is given: FACTORY ``it`` (is a
+    wrapper, builds a vector env), and those are for ``of`` only."""
     given = [f"--{name}".replace("_", "-") for name in options if vars(args)[name]]
     if given:
         many = len(given) > 1
         raise common.CommandError(
-            f"{args.factory!r} {kinds[0]}: {' and '.join(given)} "
-            f"{'are' if many else 'is'} for {kinds[1]} only; drop "
+            f"{args.factory!r} {it}: {' and '.join(given)} "
+            f"{'are' if many else 'is'} for {of} only; drop "
             f"{'them' if many else 'it'}."
         )
 
@@ -97,7 +99,8 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
     except Exception as error:
         raised = common.RaisedError(f"check_vector_env({spec})", error)
         function = not isinstance(target.obj, type)
-        raise common.CommandError(str(raised) + READ_AS_ENV * function, 1) from error
+        message = str(raised) + READ_AS_ENV * function
+        raise common.CommandError(message, raised.code) from error
     return _show(json, spec, report, env=True)
 
 
