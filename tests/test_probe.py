@@ -679,6 +679,40 @@ def test_an_env_whose_ended_sub_envs_end_again_is_not_said_to_reset_them():
     assert result.mode is DISABLED and result.resets_to is None, str(result)
 
 
+class ThereAndBack(gym.Env):
+    """Two-step episodes that end where they started (a walk there and back)."""
+
+    observation_space = gym.spaces.Discrete(2)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.t % 2, float(action), self.t >= 2, False, {}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+@pytest.mark.parametrize("core", ["gymnasium", "vecmode"])
+def test_an_episode_ending_in_its_first_state_is_not_said_cached(core, mode):
+    """An ended sub-env back at its first observation, in a mode whose caller
+    resets, ended there: no final observation lost, no cached reset."""
+
+    def factory():
+        if core == "gymnasium":
+            return gym.vector.SyncVectorEnv([ThereAndBack] * 2, autoreset_mode=mode)
+        return vecmode.with_autoreset(vecmode.SyncVectorEnv([ThereAndBack] * 2), mode)
+
+    result = probe_mode(factory)
+    assert result.mode is mode, str(result)
+    assert result.resets_to is None, str(result)
+    assert result.final_observation == ("masked" if mode is SAME else None)
+    assert "lost" not in str(result) and "cached" not in str(result)
+
+
 class CachedFirstDictEnv(gym.vector.VectorEnv):
     """Brax's autoreset with Dict observations (MuJoCo Playground's): an ended
     sub-env comes back to its first observation of the last reset(), and its

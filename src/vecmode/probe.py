@@ -306,14 +306,15 @@ def _fit(
             rejected[mode] = contradiction
     fitting = [mode for mode in MODES if mode not in rejected]
     found = fitting[0] if len(fitting) == 1 else None
-    # no final observation is lost by a mode that has none where episodes end
-    lost = result.final_observation == "lost" and result.resets_to is None
+    if found is not None and result.final_observation == "lost":
+        # the caller resets in the mode found: an ended sub-env whose observation
+        # is its first one's ended there, and lost no final observation
+        result = replace(result, final_observation=None, resets_to=None)
     return replace(
         result,
         mode=found,
         reason=_reason(found, fitting, rejected),
         rejected=MappingProxyType(rejected),
-        final_observation=None if lost and found else result.final_observation,
     )
 
 
