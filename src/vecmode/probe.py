@@ -307,8 +307,7 @@ def _fit(
     fitting = [mode for mode in MODES if mode not in rejected]
     found = fitting[0] if len(fitting) == 1 else None
     if found is not None and result.final_observation == "lost":
-        # the caller resets in the mode found: an ended sub-env whose observation
-        # is its first one's ended there, and lost no final observation
+        # its caller resets: an end back at the first observation lost nothing
         result = replace(result, final_observation=None, resets_to=None)
     return replace(
         result,
