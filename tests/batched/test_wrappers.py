@@ -382,6 +382,32 @@ def test_statistics_assigned_after_reset_go_on_in_the_batch_library(name, source
 
 
 @pytest.mark.parametrize("reset", [False, True], ids=["before-reset", "after"])
+@pytest.mark.parametrize("source", ARRAYS)
+@pytest.mark.parametrize("name", ["numpy", *ARRAYS])
+def test_statistics_assigned_are_shared_before_the_first_reset_too(name, source, reset):
+    """An eval stack given the training stack's statistics follows them, built
+    (make, assign, reset) either way; before the first reset they were copied."""
+    xp_of(source)  # (skip if missing)
+
+    def build(library):
+        base = vecmode.with_autoreset(make_batched(library, 3), "SameStep")
+        return ppo_stack(base, gamma=0.9)
+
+    train = build(source)
+    train.reset(seed=0)
+    evaluate = build(name)
+    if reset:
+        evaluate.reset(seed=1)
+    evaluate.obs_rms = train.obs_rms
+    assert (evaluate.obs_rms is train.obs_rms) is (not reset or name == source)
+    evaluate.reset(seed=1)
+    evaluate.step(evaluate.unwrapped.xp.asarray([0, 1, 0]))
+    shared = evaluate.obs_rms is train.obs_rms
+    assert shared is (name == source)  # another library's: a copy in its own
+    assert type(evaluate.obs_rms.mean) is type(evaluate.episode_returns)
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["before-reset", "after"])
 @pytest.mark.parametrize("name", ["numpy", *ARRAYS])
 def test_the_statistics_save_as_numpy_on_every_path(name, reset):
     """``envs.obs_rms.to_numpy()``, the save docs/batched.md shows, worked only

@@ -344,11 +344,12 @@ class Statistics:
                 f"{mean} and {var}, this wrapper's statistics {kept}."
             )
         xp, device = wrapper.array_xp, wrapper.array_device
-        if isinstance(rms, ArrayRunningMeanStd) and (
-            xp is None
-            or (_arrays.name_of(rms.xp), rms.device) != (_arrays.name_of(xp), device)
-        ):
-            rms = rms.to_numpy()  # into this wrapper's library and device
+        # kept as given until the first batch picks the path (NumPy's or xp's)
+        chosen = not any(type(v) is _Dispatch for v in vars(wrapper).values())
+        if isinstance(rms, ArrayRunningMeanStd) and chosen:
+            here = None if xp is None else (_arrays.name_of(xp), device)
+            if (_arrays.name_of(rms.xp), rms.device) != here:
+                rms = rms.to_numpy()  # into this wrapper's library and device
         if xp is not None and not isinstance(rms, ArrayRunningMeanStd):
             rms = ArrayRunningMeanStd.from_numpy(rms, xp, device)
         wrapper.__dict__[self.name] = rms
@@ -460,4 +461,7 @@ class _Dispatch:
             xp = _arrays.namespace(batch)
             if xp is not None:
                 owner._to_array_path(xp, _arrays.leaf(batch))
+        for cls in type(owner).__mro__:  # statistics into the path chosen
+            for name in (n for n, v in vars(cls).items() if type(v) is Statistics):
+                setattr(owner, name, getattr(owner, name))
         return getattr(owner, self.name)(batch, *args, **kwargs)

@@ -69,7 +69,6 @@ class NormalizeObservation(
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        self.obs_rms = self.obs_rms  # into xp, on the batches' device
         self._dtype = xp.float32
 
     def _array_normalize(self, observations: Any) -> Any:

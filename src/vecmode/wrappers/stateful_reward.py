@@ -81,7 +81,6 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
         super()._to_array_path(xp, leaf)
-        self.return_rms = self.return_rms  # into xp, on the batches' device
         device = self.array_device
         self.accumulated_reward = xp.asarray(self.accumulated_reward, device=device)
 
