@@ -345,6 +345,21 @@ def test_a_stack_that_is_not_ok_warns_and_one_that_is_does_not():
         TransitionCollector(vecmode.wrappers.NormalizeReward(envs)).close()
 
 
+def test_a_stack_refused_for_its_array_library_says_so():
+    """A NumPy-only wrapper over torch batches: the warning named only the mode."""
+    import gymnasium.wrappers.vector as gwv
+
+    torch = pytest.importorskip("torch")
+    base = vecmode.testing.BatchedCartPole(2, xp=torch)
+    envs = gwv.RecordEpisodeStatistics(vecmode.with_autoreset(base, "SameStep"))
+    library = "autoreset mode or its batches' array library"
+    with pytest.warns(vecmode.IncompatibleModeWarning, match=library) as got:
+        TransitionCollector(envs).close()
+    assert "refused over torch batches" in str(got[0].message)
+    with pytest.raises(vecmode.IncompatibleModeError, match=library):
+        vecmode.assert_compatible(envs)
+
+
 def test_a_closed_collector_steps_no_more():
     """Over Gymnasium's env it went on stepping the closed env."""
     collector = TransitionCollector(make_envs("gymnasium", AutoresetMode.SAME_STEP))

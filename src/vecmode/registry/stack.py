@@ -364,8 +364,8 @@ def assert_compatible(
     report = check_stack(env, strict=strict)
     if not report.ok:
         raise errors.IncompatibleModeError(
-            f"this vector env stack is not compatible with its autoreset mode:\n"
-            f"{report}"
+            f"this vector env stack is not compatible with its autoreset mode or "
+            f"its batches' array library:\n{report}"
         )
     if verified and not report.verified:
         raise errors.IncompatibleModeError(
@@ -383,7 +383,8 @@ def warn_if_incompatible(env: VectorEnv, who: str, stacklevel: int = 3) -> None:
         if not report.ok:
             warnings.warn(
                 f"{who} was given a stack that is not compatible with its autoreset "
-                f"mode, so what it reads is wrong where a layer is:\n{report}",
+                f"mode or its batches' array library, so what it reads is wrong "
+                f"where a layer is:\n{report}",
                 errors.IncompatibleModeWarning,
                 stacklevel=stacklevel,
             )
