@@ -257,23 +257,15 @@ def _dual(original: type[Exception]) -> type[SubEnvError]:
 
 
 def sub_env_error(
-    index: int,
-    method: str,
-    exc_type: str,
-    message: str,
-    worker_traceback: str,
-    others: Iterable[int] = (),
-    lost: Iterable[int] = (),
-    *,
+    *fields: Any,
     cause: object = None,
     original_class: type[BaseException] | None = None,
 ) -> SubEnvError:
-    """The :class:`SubEnvError` for a sub-env's fault, of the class of ``cause``
-    (the original, also its ``__cause__``) or else ``original_class``."""
+    """The :class:`SubEnvError` of ``fields`` (its arguments) for a sub-env's fault,
+    of the class of ``cause`` (the original, also its ``__cause__``) or else
+    ``original_class``."""
     original = type(cause) if isinstance(cause, BaseException) else original_class
-    error = sub_env_error_class(original)(
-        index, method, exc_type, message, worker_traceback, others, lost
-    )
+    error = sub_env_error_class(original)(*fields)
     if isinstance(cause, BaseException):
         error.__cause__ = cause
     return error

@@ -138,7 +138,6 @@ def _cannot_give(
     """The entry point's ``envs`` (``own`` mode) can't be given ``mode``: why
     (``error``'s), and what works."""
     name, n = type(envs.unwrapped).__name__, envs.num_envs
-    works: str
     if spec.entry_point is not None:  # the cores build it
         works = (
             f"This call works: vecmode.make_vec({spec.id!r}, num_envs={n}, "

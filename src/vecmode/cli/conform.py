@@ -58,9 +58,7 @@ def run(args: argparse.Namespace) -> bool:
         raise common.CommandError(message + READ_AS_WRAPPER * function) from unbuildable
     compare = None if args.compare_info == "none" else testing.episode_statistics
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
-    proof["env_infos"] = not args.no_env_infos
-    if args.array_library is not None:
-        proof["array_library"] = args.array_library
+    proof |= {"env_infos": not args.no_env_infos, "array_library": args.array_library}
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:

@@ -131,7 +131,7 @@ def evidence(cls_or_instance: Any, mode: ModeLike | None = None) -> Evidence:
         if found is None:
             with declare.lock:
                 found = next(iter(_recorded_envs.get(cls, {})), None)
-        return _env_evidence(cls, found)[0]
+        return env_proof(cls, found)[0]
     return proof(cls, None if mode is None else as_mode(mode))[0]
 
 
@@ -145,12 +145,9 @@ def check_command(cls: type, every_mode: bool = False) -> str:
     return f"`vecmode conform {class_path(cls)}{modes}`"
 
 
-def env_proof(env: Any, declared: AutoresetMode | None) -> tuple[Evidence, str]:
-    """The innermost env's evidence: its class's, in the mode it declares."""
-    return _env_evidence(type(env), declared)
-
-
-def _env_evidence(cls: type, declared: AutoresetMode | None) -> tuple[Evidence, str]:
+def env_proof(cls: type, declared: AutoresetMode | None) -> tuple[Evidence, str]:
+    """The evidence for a vector env class's mode ``declared`` (None: none), and a
+    note: where a recorded proof comes from, or how to prove it."""
     name = cls.__name__
     if declared is None:
         return Evidence.NONE, (

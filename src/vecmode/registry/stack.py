@@ -274,7 +274,7 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         LayerReport, name, origin, mode_in, layer=layer, library=namespace
     )
     if mode_in is None:
-        evidence = env_proof(layer, declared)
+        evidence = env_proof(type(layer), declared)
         semantics = semantics_of(layer)  # a simulator's: what it does at an end
         said = "" if semantics == GYMNASIUM_SEMANTICS else semantics.describe()
         if declared is not None:

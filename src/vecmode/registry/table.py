@@ -102,8 +102,14 @@ def _cell(found: Declaration, mode: AutoresetMode) -> str:
     return found.behaviour(mode).replace("wrong", "WRONG")
 
 
-def aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    """Rows as left-aligned columns under a header and a rule of dashes."""
+def aligned(
+    header: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool = False
+) -> list[str]:
+    """Rows as left-aligned columns under a header and a rule of dashes, or as a
+    Markdown table."""
+    if markdown:
+        lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
+        return [lines[0], "|" + "---|" * len(header), *lines[1:]]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     rule = tuple("-" * width for width in widths)
     return [
@@ -139,11 +145,8 @@ def format_simulators(*, markdown: bool = False) -> str:
         rows.append(
             (name, exact, *semantics, s.partial_reset, s.truncation, s.remedy or "-")
         )
-    if markdown:
-        lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
-        lines.insert(1, "|" + "---|" * len(header))
-        return "\n".join([*lines, "", SIMULATOR_LEGEND])
-    return "\n".join([*aligned(header, rows), "", *textwrap.wrap(SIMULATOR_LEGEND, 88)])
+    legend = [SIMULATOR_LEGEND] if markdown else textwrap.wrap(SIMULATOR_LEGEND, 88)
+    return "\n".join([*aligned(header, rows, markdown), "", *legend])
 
 
 def format_table(*, markdown: bool = False, why: bool = False) -> str:
@@ -171,15 +174,12 @@ def format_table(*, markdown: bool = False, why: bool = False) -> str:
     # the others read NumPy: refused over torch or JAX batches
     arrays = [f"{ARRAY_NATIVE}: {', '.join(native)}."] if native else []
     if markdown:
-        lines = [f"| {' | '.join(row)} |" for row in (header, *rows)]
-        lines.insert(1, "|" + "---|" * len(header))
         # a blank line, or Markdown runs the list on into the paragraph above
         notes = [TABLE_LEGEND, *[""] * bool(reasons), *[f"* {r}" for r in reasons]]
     else:
-        lines = aligned(header, rows)
         notes = [*textwrap.wrap(TABLE_LEGEND, 88), *([""] * bool(reasons)), *reasons]
     notes += [s for line in arrays for s in ("", line)]  # a paragraph of its own
-    return "\n".join([*lines, "", *notes])
+    return "\n".join([*aligned(header, rows, markdown), "", *notes])
 
 
 def _reasons(entries: list[tuple[str, Declaration, Evidence]], quote: str) -> list[str]:

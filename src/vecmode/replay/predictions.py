@@ -13,7 +13,7 @@ import numpy as np
 from vecmode import modes
 from vecmode.modes import AutoresetMode, Boundary, caller_resets
 from vecmode.replay.compare import MISSING, Difference, describe, raised, same
-from vecmode.replay.record import Call
+from vecmode.replay.record import CALL_TEXT, Call
 
 #: What a step that resets the sub-env looks like, for messages.
 AUTORESET_STEP = (
@@ -167,17 +167,16 @@ def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]
         return
     if call.kind == "step" and not view.pending.any():
         why = "no sub-env awaits a reset by the caller here, so step() must work"
-        field = "step()"
     elif call.kind == "reset(mask)" and caller_resets(mode):
         why = (
             "the caller resets ended sub-envs with reset(options={'reset_mask': "
             "mask}), so that must work"
         )
-        field = "reset(options={'reset_mask': ...})"
     else:
         return
     note = f"in {mode.value} mode {why}"
-    yield Difference.at(call, None, field, "a result", raised(call.error), note)
+    got = raised(call.error)
+    yield Difference.at(call, None, CALL_TEXT[call.kind], "a result", got, note)
 
 
 def _reset_step_differences(

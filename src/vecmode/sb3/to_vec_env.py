@@ -155,9 +155,8 @@ class ToSB3VecEnv(VecEnv):
     def reset(self) -> VecEnvObs:
         """Reset every sub-env with the pending seeds and options; sub-envs given
         different options are reset by masked resets, one per distinct dict."""
-        seed: Any = from_vec_env.first_of_run(
-            self._seeds
-        )  # SB3's seed(s) sets s, s + 1, ...
+        # SB3's seed(s) sets s, s + 1, ...
+        seed: Any = from_vec_env.first_of_run(self._seeds)
         if seed is None and any(s is not None for s in self._seeds):
             seed = list(self._seeds)
         groups = _option_groups(self._options)

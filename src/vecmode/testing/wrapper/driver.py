@@ -146,12 +146,8 @@ class Driver:
         """One step, checked and read; its observations, the sub-envs to reset."""
         self.calls += 1
         where = f"{self.plan.label}, call {self.calls} (step)"
-        actions = np.stack(
-            [
-                np.asarray(q[t % len(q)])
-                for q, t in zip(self.plan.queues, self.taken, strict=True)
-            ]
-        )
+        queues = zip(self.plan.queues, self.taken, strict=True)
+        actions = np.stack([np.asarray(q[t % len(q)]) for q, t in queues])
         given, actions = actions, self.ours(actions)
         result = self._call(where, self.envs.step, actions)
         if self.plan.on("leaves_inputs_untouched") and not np.array_equal(

@@ -59,9 +59,8 @@ class WrapperReport:
     def _mode_limits(self) -> list[str]:
         found = []
         declared = self.wrapper_class and registry.declaration(self.wrapper_class)
-        proved = {mode.value for mode in self.modes}
-        unproved = [m.value for m in MODES if declared and m in declared.modes]
-        unproved = [mode for mode in unproved if mode not in proved]
+        modes = declared.modes if declared else ()
+        unproved = [m.value for m in MODES if m in modes and m not in self.modes]
         if unproved:
             found.append(
                 f"declares {', '.join(unproved)} too, not proved here: prove every "
