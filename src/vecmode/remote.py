@@ -112,7 +112,7 @@ class RemoteCore(core.VectorCore):
         spaces = (self.single_observation_space, self.single_action_space)
         self._spec = worker.SliceSpec(self.num_envs, *spaces, observation_mode)
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
-        self._env_obs = [None] * self.num_envs
+        self._env_obs = core.unreset_rows(self)
         self._write_obs: Callable[[int, Any], None] = checked_writer(
             self.single_observation_space, self._env_obs.__setitem__
         )

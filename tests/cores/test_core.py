@@ -927,6 +927,52 @@ def test_space_row_is_each_sub_envs_sample_for_every_kind_of_space(name):
         assert space.contains(row)
 
 
+class _SpaceEnv(gym.Env):
+    """Observations of ``space``: a seeded sample at every reset."""
+
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, space):
+        self.observation_space = space
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+
+@pytest.mark.parametrize("core", ["sync", "async"])
+@pytest.mark.parametrize("name", list(_ROW_SPACES))
+def test_a_masked_reset_before_the_first_reset_batches_every_space(name, core):
+    """The rows it leaves out hold the empty batch's row, as a Box batch's
+    zeros: a non-Box batch raised Gymnasium's TypeError or ValueError (so
+    to_sb3's first reset with options per sub-env failed)."""
+    from gymnasium.vector.utils import create_empty_array
+
+    from vecmode.core import space_row
+    from vecmode.replay.compare import same
+
+    space = _ROW_SPACES[name]
+    fns = [functools.partial(_SpaceEnv, space)] * 3
+    envs = (
+        vecmode.SyncVectorEnv(fns)
+        if core == "sync"
+        else vecmode.AsyncVectorEnv(fns, context="fork", shared_memory=False)
+    )
+    with envs:
+        mask = np.array([True, False, True])
+        obs, _ = envs.reset(seed=[4, None, 6], options={"reset_mask": mask})
+        empty = create_empty_array(space, 3)
+        for i, seed in ((0, 4), (2, 6)):
+            space.seed(seed)
+            assert same(space_row(space, obs, i), space.sample(), strict=False)
+        unreset = None if empty is None else space_row(space, empty, 1)  # (custom)
+        assert same(space_row(space, obs, 1), unreset, strict=False)
+        obs, _ = envs.reset(seed=1)  # then every row its own: sub-env 1 seeded 2
+        space.seed(2)
+        assert same(space_row(space, obs, 1), space.sample(), strict=False)
+
+
 def _advance(envs, actions):
     """A step, and in Disabled a masked reset of the sub-envs it ended."""
     result = envs.step(actions)

@@ -480,12 +480,14 @@ def _same_options(a: Any, b: Any) -> bool:
     """Whether two options (dicts, sequences, arrays inside) are equal."""
     if a is b:
         return True
-    if isinstance(a, dict) and isinstance(b, dict):
+    if type(a) is not type(b):  # (True == 1, but a sub-env is given what it was)
+        return False
+    if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same_options(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and type(a) is type(b):
+    if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(map(_same_options, a, b))
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
     try:
         return bool(a == b)
     except (ValueError, TypeError):  # cannot tell: differ

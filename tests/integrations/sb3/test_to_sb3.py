@@ -462,6 +462,39 @@ def test_set_options_takes_one_dict_for_every_sub_env():
     ours.close()
 
 
+class KeepsOptions(gym.Env):
+    """Keeps the options of its last reset."""
+
+    observation_space = gym.spaces.Discrete(2)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.options = options
+        return 0, {}
+
+    def step(self, action):
+        return 0, 0.0, False, False, {}
+
+
+def test_set_options_equal_but_not_the_same_reach_each_sub_env_as_given():
+    """True == 1 == 1.0 and an array equals a list, but each sub-env gets its own
+    (it got the first of the equal ones), as from DummyVecEnv."""
+    given = [{"k": 1}, {"k": True}, {"k": 1.0}, {"k": np.array([1])}]
+    given += [{"k": [1]}, {"k": np.array([1.0])}]
+    fns = [KeepsOptions] * len(given)
+    ours, theirs = to_sb3(vecmode_env(fns, SAME)), DummyVecEnv(fns)
+    for venv in (ours, theirs):
+        venv.set_options(given)
+        venv.reset()
+    for want, got, dummy in zip(
+        given, ours.get_attr("options"), theirs.get_attr("options"), strict=True
+    ):
+        assert type(got["k"]) is type(want["k"]) is type(dummy["k"])
+        assert getattr(got["k"], "dtype", None) == getattr(want["k"], "dtype", None)
+    ours.close()
+
+
 PER_SUB_ENV = [{"level": 1}, {"level": 2, "start": np.array([0.5])}, {}, {"level": 1}]
 
 
