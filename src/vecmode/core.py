@@ -16,14 +16,10 @@ from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import (
-    AlreadyPendingCallError,
-    ClosedEnvironmentError,
-    CustomSpaceError,
-)
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError
 from gymnasium.spaces import Box, Dict, Discrete, MultiBinary, MultiDiscrete, Tuple
 from gymnasium.vector import VectorEnv, VectorWrapper
-from gymnasium.vector.utils import batch_space, create_empty_array, iterate
+from gymnasium.vector.utils import batch_space
 
 from vecmode import errors
 from vecmode.modes import CORE_MODE, EndedTracker, as_mode
@@ -309,17 +305,6 @@ def reuses_buffers(envs: VectorEnv) -> bool:
 def copy_batch(batch: Any) -> Any:
     """A copy of a batched observation (a plain copy for arrays, else deep)."""
     return batch.copy() if type(batch) is np.ndarray else deepcopy(batch)
-
-
-def unreset_rows(env: VectorEnv) -> list[Any]:
-    """Each sub-env's observation until its first reset: its row of an empty
-    batch (a Box batch's zeros), so that a masked reset before the first full
-    reset can batch the rows it left out, in any space."""
-    empty = create_empty_array(env.single_observation_space, env.num_envs)
-    try:
-        return list(iterate(env.observation_space, empty))
-    except CustomSpaceError:  # (Gymnasium batches a custom space's rows as given)
-        return [None] * env.num_envs
 
 
 _Env = TypeVar("_Env", bound="ClosesOnExit")

@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium.spaces import Box, MultiBinary, MultiDiscrete
 from gymnasium.vector import utils
 
-from vecmode import core, errors, worker
+from vecmode import core, errors, runner, worker
 from vecmode.infos import add_infos
 from vecmode.modes import CORE_MODE
 from vecmode.runner import Failure, build_env, checked_writer, row_writer
@@ -112,7 +112,7 @@ class RemoteCore(core.VectorCore):
         spaces = (self.single_observation_space, self.single_action_space)
         self._spec = worker.SliceSpec(self.num_envs, *spaces, observation_mode)
         self._array_actions = type(self.action_space) in _ARRAY_ACTIONS
-        self._env_obs = core.unreset_rows(self)
+        self._env_obs = runner.unreset_rows(self)
         self._write_obs: Callable[[int, Any], None] = checked_writer(
             self.single_observation_space, self._env_obs.__setitem__
         )

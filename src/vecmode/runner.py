@@ -18,6 +18,8 @@ from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.error import CustomSpaceError
+from gymnasium.vector.utils import create_empty_array, iterate
 
 from vecmode.core import Command, ran_by
 from vecmode.errors import SubEnvError, short, sub_env_error, text_of
@@ -145,6 +147,17 @@ def row_writer(rows: np.ndarray, first: int = 0) -> Callable[[int, Any], None]:
     a dtype that casts "same_kind" (float64 into float32, not 300 into uint8).
     """
     return _CheckedWriter(_LeafCheck(rows.shape[1:], rows.dtype, ""), rows, first)
+
+
+def unreset_rows(env: gym.vector.VectorEnv) -> list[Any]:
+    """Each sub-env's observation until its first reset: its row of an empty
+    batch (a Box batch's zeros), so that a masked reset before the first full
+    reset can batch the rows it left out, in any space."""
+    empty = create_empty_array(env.single_observation_space, env.num_envs)
+    try:
+        return list(iterate(env.observation_space, empty))
+    except CustomSpaceError:  # (Gymnasium batches a custom space's rows as given)
+        return [None] * env.num_envs
 
 
 def checked_writer(

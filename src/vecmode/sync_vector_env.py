@@ -100,7 +100,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             else None
         )
         self._array_actions = type(self.action_space) in _ARRAY_BATCHES
-        self._env_obs[:] = core.unreset_rows(self)
+        self._env_obs[:] = runner.unreset_rows(self)
         write = runner.checked_writer(
             self.single_observation_space, self._env_obs.__setitem__
         )
