@@ -66,8 +66,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: to_sb3's statistics keys; probe's hint to conform; statistics assigned before
 #: the first reset kept until the batches' library is known; less the outer
 #: ring's consolidation: fields and helpers no longer spelt out twice; the cores'
-#: rows of sub-envs not reset yet, in any space; to_sb3's options told apart by type)
-MAX_SRC_LINES = 21_750
+#: rows of sub-envs not reset yet, in any space; to_sb3's options told apart by type;
+#: BatchedCartPole's action shape checked)
+MAX_SRC_LINES = 21_756
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

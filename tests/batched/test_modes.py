@@ -3,6 +3,8 @@ layouts in the batch's own library, with no host copy."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -60,6 +62,18 @@ def test_the_batched_env_steps_inside_the_trap(name: str) -> None:
 
     named = BatchedCartPole(4, xp=envs.metadata["array_namespace"])  # by its name
     assert named.metadata == envs.metadata and named.xp is xp
+
+
+@pytest.mark.parametrize("shape", [(4, 1), (3,), ()])
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_the_batched_env_names_actions_of_another_shape(name, shape) -> None:
+    """They failed inside the library (torch: "stack expects each tensor to be
+    equal size"), or broadcast silently."""
+    envs = make_batched(name, 4)
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape(f"(4,); got shape {shape}")):
+        envs.step(envs.xp.ones(shape, dtype=envs.xp.int64))
+    envs.step(envs.xp.ones(4, dtype=envs.xp.int64))  # still usable
 
 
 def _replay(xp, mode, calls, num_envs):

@@ -18,8 +18,9 @@ class BatchedCartPole(VectorEnv):
     """CartPole-v1's physics over ``num_envs`` sub-envs in DISABLED mode, in the
     arrays of ``xp`` on ``device``, with no per-sub-env loop. Start states are
     hashed on the device, alike in every library; the state is float64 where the
-    device has it (JAX: with ``jax_enable_x64``). Neither actions nor resets of
-    ended sub-envs are checked (a host sync): stepping one runs its episode on.
+    device has it (JAX: with ``jax_enable_x64``). The actions' shape is checked,
+    not their values, nor resets of ended sub-envs (a host sync): stepping one
+    runs its episode on.
     Its ``metadata["array_namespace"]`` names the library (``"numpy"``,
     ``"torch"``, ``"jax.numpy"``).
 
@@ -91,6 +92,11 @@ class BatchedCartPole(VectorEnv):
         xp, s, c = self.xp, self.state, self.cartpole
         x, x_dot, theta, theta_dot = s[:, 0], s[:, 1], s[:, 2], s[:, 3]
         action = xp.astype(xp.asarray(actions, device=self.device), s.dtype)
+        if tuple(action.shape) != (self.num_envs,):
+            raise ValueError(
+                f"BatchedCartPole.step takes one action per sub-env, shape "
+                f"({self.num_envs},); got shape {tuple(action.shape)}."
+            )
         force = xp.sign(action - 0.5) * c.force_mag
         cos, sin = xp.cos(theta), xp.sin(theta)
         temp = (force + c.polemass_length * xp.square(theta_dot) * sin) / c.total_mass
