@@ -472,3 +472,34 @@ def test_check_wrap_with_a_factory_function(capsys):
     )
     assert code == EXIT_OK
     assert "ClipReward (vecmode)" in out
+
+
+def test_check_imports_the_modules_that_register_third_party_classes(
+    tmp_path, monkeypatch, capsys
+):
+    """A class registered by the user's module was undeclared in a fresh
+    process (exit 0): --import runs the registration first, as table's does."""
+    (tmp_path / "their_logger_mod.py").write_text(
+        "import gymnasium as gym\n"
+        "class TheirLogger(gym.vector.VectorWrapper):\n"
+        "    pass\n"
+    )
+    (tmp_path / "my_registrations_mod.py").write_text(
+        "import vecmode\n"
+        "vecmode.register('their_logger_mod:TheirLogger', ['NextStep'],\n"
+        "    wrong={'SameStep': 'It logs the reset observation.'})\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    argv = ["check", "CartPole-v1", "--mode", "SameStep"]
+    argv += ["--wrap", "their_logger_mod:TheirLogger"]
+    code, out, _ = run(argv, capsys)
+    assert code == EXIT_OK and "undeclared" in out, out
+    try:
+        code, out, _ = run([*argv, "--import", "my_registrations_mod"], capsys)
+        assert code == EXIT_FAILED, out
+        assert "TheirLogger' refused to wrap the stack in SameStep" in out, out
+        assert "It logs the reset observation." in flat(out)
+    finally:
+        vecmode.unregister("their_logger_mod:TheirLogger")
+    code, err = run([*argv, "--import", "no_such_mod_here"], capsys)[::2]
+    assert code == EXIT_USAGE and "--import no_such_mod_here" in err, err

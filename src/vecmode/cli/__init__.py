@@ -87,6 +87,15 @@ WRAP = (
     "-> wrapped env), then :key=value,..."
 )
 
+IMPORT = arg(
+    "--import",
+    dest="imports",
+    metavar="MODULE",
+    action="append",
+    default=[],
+    help="import MODULE first: the wrappers it declares or registers (repeatable)",
+)
+
 TIMELINE = Command(
     "timeline",
     "show what each autoreset mode returns around an episode's end",
@@ -113,14 +122,7 @@ TABLE = Command(
     "print the registry: which autoreset modes each wrapper supports",
     "--import my_package.wrappers",
     (
-        arg(
-            "--import",
-            dest="imports",
-            metavar="MODULE",
-            action="append",
-            default=[],
-            help="import MODULE first, to list the wrappers it declares (repeatable)",
-        ),
+        IMPORT,
         arg("--markdown", action="store_true", help="print a Markdown table"),
         arg("--why", action="store_true", help="add the reason for every mode not ok"),
         arg(
@@ -154,6 +156,7 @@ CHECK = Command(
             "the env's own for an id that has only that)",
         ),
         arg("--strict", action="store_true", help="fail on undeclared layers"),
+        IMPORT,
     ),
     check.run,
 )

@@ -21,6 +21,7 @@ from vecmode.registry import CompatibilityReport, check_stack, declaration
 
 def run(args: argparse.Namespace) -> bool:
     """Make the env, wrap it with ``args.wrap`` and print the stack's report."""
+    common.import_all(args.imports)
     targets = [resolve(spec, "--wrap") for spec in args.wrap]  # all, before building
     with common.env_errors(args.env_id, "making"):
         if args.vectorization is None:  # the cores, where they can build the env

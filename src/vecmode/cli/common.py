@@ -74,6 +74,12 @@ def import_module(module: str, what: str) -> Any:
         raise import_error(module, what, error) from error
 
 
+def import_all(modules: list[str]) -> None:
+    """Import each module of ``--import`` (its declarations), or a usage error."""
+    for module in modules:
+        import_module(module, f"--import {module}")
+
+
 def import_error(module: str, what: str, error: BaseException) -> CommandError:
     """The usage error for importing ``module`` (for ``what``) failing."""
     missing = getattr(error, "name", None) or module

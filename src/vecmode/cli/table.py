@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from vecmode.cli.common import import_module, print_json
+from vecmode.cli.common import import_all, print_json
 from vecmode.env_classes import declared_simulators
 from vecmode.modes import MODES
 from vecmode.registry import TABLE_LEGEND, format_table, table_entries
@@ -14,8 +14,7 @@ from vecmode.registry.table import SIMULATOR_LEGEND, format_simulators
 
 def run(args: argparse.Namespace) -> bool:
     """Print the registry, after importing the modules of ``--import``."""
-    for module in args.imports:
-        import_module(module, f"--import {module}")
+    import_all(args.imports)
     if args.simulators:
         return _simulators(args)
     if not args.json:
