@@ -194,7 +194,8 @@ class WorkerPool:
         if deadline is None or time.monotonic() < deadline:
             return
         self.broken = f"{during} timed out"
-        workers = f"worker(s) {', '.join(str(w.index) for w in late)}"
+        each = (f"{w.index} ({errors.sub_envs(w.indices)})" for w in late)
+        workers = f"worker(s) {', '.join(each)}"
         message = errors.timed_out_message(
             during, timeout, workers, "the workers", "terminates"
         )

@@ -227,7 +227,7 @@ def test_check_refusing_wrapper_reports_the_stack_built_before_it(capsys):
     )
     refused, _, built = out.partition("\n\nThe stack built before it:\n")
     assert flat(refused) == flat(message)
-    assert "Wrap vecmode.SyncVectorEnv directly" in flat(refused)  # what to do
+    assert "Wrap a vecmode core directly" in flat(refused)  # what to do
     assert built == f"{vecmode.check_stack(envs)}\n"  # no NormalizeReward: not built
     envs.close()
 

@@ -86,7 +86,7 @@ def test_a_worker_that_does_not_answer_in_time_is_a_timeout(pool):
         pool.collect(pool.workers, 0.3, "a step")
     assert 0.3 <= time.monotonic() - started < 0.3 + 2 * LIVENESS
     assert caught.value.lost == (3, 4)  # the sleeping worker's sub-envs
-    assert "(worker(s) 2 had not answered)" in str(caught.value)
+    assert "(worker(s) 2 (sub-envs 3-4) had not answered)" in str(caught.value)
     assert pool.broken == "a step timed out"
 
 

@@ -304,8 +304,8 @@ _FOREIGN_SAME_STEP = (
         "by itself (use it as it is).",
         AutoresetMode.SAME_STEP: _FOREIGN_SAME_STEP,
     },
-    instead="Wrap vecmode.SyncVectorEnv directly (vecmode.make_vec(..., "
-    "autoreset_mode='NextStep')), or build the env in NextStep mode itself.",
+    instead="Wrap a vecmode core directly (vecmode.make_vec(..., autoreset_mode="
+    "'NextStep'), sync or async), or build the env in NextStep mode itself.",
 )
 class NextStepAutoreset(_AutoresetWrapper):
     """NEXT_STEP autoreset over a vecmode core: the step after an episode ends
@@ -330,8 +330,8 @@ class NextStepAutoreset(_AutoresetWrapper):
                 f"NEXT_STEP must reset a sub-env without stepping it, which "
                 f"{type(env).__name__} cannot do (only a vecmode core, via "
                 f"VectorCore.execute, can).",
-                "Put NextStepAutoreset directly on vecmode.SyncVectorEnv (e.g. "
-                "vecmode.make_vec(..., autoreset_mode='NextStep')), or build the "
+                "Put NextStepAutoreset directly on a vecmode core (vecmode."
+                "make_vec(..., autoreset_mode='NextStep'), sync or async), or build the "
                 "foreign env in NEXT_STEP mode itself (Gymnasium: "
                 "autoreset_mode='NextStep'), or use vecmode.SameStepAutoreset.",
             )

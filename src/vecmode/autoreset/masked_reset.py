@@ -10,8 +10,8 @@ from vecmode.env_classes import layers, vector_env_declaration
 from vecmode.registry.declare import masked_reset_fault
 
 BUILD_DISABLED = (
-    "Build the env in DISABLED mode itself, or use vecmode.make_vec(..., "
-    "vectorization_mode='sync') whose core supports every mode."
+    "Build the env in DISABLED mode itself if its library can, or its sub-envs "
+    "on a vecmode core (vecmode.make_vec, sync or async), which has every mode."
 )
 
 
