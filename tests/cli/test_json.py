@@ -184,7 +184,17 @@ def test_the_json_matches_the_text_output(capsys):
     assert document["summary"] == str(report).splitlines()[0]
     assert [row["name"] for row in document["layers"]] == [row.name for row in report]
     assert [row["evidence"] for row in document["layers"]] == ["verified"] * 3
+    _, broken = run_json(["conform", f"{TARGETS}:ShiftObservation"], capsys)
+    from vecmode.testing import PROPERTIES
+
+    assert broken["failed_property"] in PROPERTIES, broken
+    assert broken["failure"].startswith(
+        f"ShiftObservation breaks {broken['failed_property']}"
+    )
+    _, broken = run_json(["conform", f"{TARGETS}:stale_final_obs"], capsys)
+    assert broken["failure"] and broken["failed_property"] is None  # a vector env
     code, document = run_json(["conform", f"{TARGETS}:NextStepOnly"], capsys)
+    assert document["failed_property"] is None
     assert document["refused"] == {
         "SameStep": "IncompatibleModeError",
         "Disabled": "IncompatibleModeError",

@@ -498,6 +498,7 @@ def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
 def test_a_check_of_some_properties_checks_those_only():
     report = check_wrapper(RewardPlusOne, properties=["results_kept"])
     assert report.properties == ("results_kept",)
+    assert report.limits == ("checked results_kept only (properties=None: all).",)
     with pytest.raises(ValueError, match="checked results_kept only; record a check"):
         report.record()
     with pytest.raises(ConformanceError) as caught:

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> bool:
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:
-        return _show(args.json, target.spec, None, str(error))
+        return _show(args.json, target.spec, None, error)
     except Exception as error:
         raise common.RaisedError(f"check_wrapper({target.spec})", error) from error
     return _show(args.json, target.spec, report)
@@ -93,7 +93,7 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
         also = ", or a wrapper taking the env"
         raise built_no_vector_env(what, spec, error, also) from error
     except AssertionError as error:
-        return _show(json, spec, None, str(error), env=True)
+        return _show(json, spec, None, error, env=True)
     except Exception as error:
         raised = common.RaisedError(f"check_vector_env({spec})", error)
         function = not isinstance(target.obj, type)
@@ -103,7 +103,11 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
 
 
 def _show(
-    json: bool, spec: str, report: Any, failure: str | None = None, env: bool = False
+    json: bool,
+    spec: str,
+    report: Any,
+    failure: AssertionError | None = None,
+    env: bool = False,
 ) -> bool:
     """Print ``report``, or (None) ``failure``; whether it conforms."""
     if json:
@@ -156,12 +160,16 @@ def _cannot_build(
     return first
 
 
-def _document(spec: str, report: Any, failure: str | None, env: bool) -> dict[str, Any]:
+def _document(
+    spec: str, report: Any, failure: AssertionError | None, env: bool
+) -> dict[str, Any]:
     """The ``conform`` document of a report, or (None) of a ``failure``, of a
     wrapper or (``env``) of a vector env."""
     document: dict[str, Any] = {"ok": report is not None, "error": None}
     document |= {"wrapper": None if env else spec, "env": spec if env else None}
-    document |= {"summary": getattr(report, "summary", None), "failure": failure}
+    document["summary"] = getattr(report, "summary", None)
+    document["failure"] = None if failure is None else str(failure)
+    document["failed_property"] = getattr(failure, "property", None) or None
     document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
     document["checks"] = getattr(report, "checks", None) if env else None
     document["refused"] = None

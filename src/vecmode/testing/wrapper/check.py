@@ -39,7 +39,8 @@ _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_m
 _HINT_MODES = (
     "Transform final observations (info['final_obs'] in SAME_STEP) like the "
     "others, count each real step once (not NEXT_STEP's reset step), and clear "
-    "the state of a masked reset's sub-envs. Only if its outputs pool the "
+    "the state of a masked reset's sub-envs. Draw random numbers per sub-env and "
+    "transition (or episode start), not per call. Only if its outputs pool the "
     "sub-envs of a call (a running mean), declare batch_dependent = True."
 )
 _HINT_CUTS = (
@@ -51,7 +52,8 @@ _HINT_BASES = (
     "vecmode's base is copy=False: it writes each call's observations into the "
     "arrays it returned before, so keep a copy (np.array(obs)) of any you hold "
     "past a call. And Gymnasium's envs pop 'reset_mask' from reset()'s options, "
-    "vecmode's leave it: read options['reset_mask'] before passing them down."
+    "vecmode's leave it: read options['reset_mask'] before passing them down. "
+    "Seed any random numbers of your own from reset(seed=...)."
 )
 _HINT_DENSE = (
     "Take the dense info['final_obs'] rows of the sub-envs that ended here into "

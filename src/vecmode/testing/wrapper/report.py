@@ -81,6 +81,10 @@ class WrapperReport:
 
     def _run_limits(self) -> list[str]:
         found = []
+        if set(self.properties) != set(PROPERTIES):
+            found.append(
+                f"checked {', '.join(self.properties)} only (properties=None: all)."
+            )
         if self.numpy_only:
             found.append(
                 f"declares array_native, but was run over NumPy batches only "
