@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.error import ResetNeeded
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
 
 import vecmode
 import vecmode.transitions
@@ -365,5 +365,32 @@ def test_a_closed_collector_steps_no_more():
     collector = TransitionCollector(make_envs("gymnasium", AutoresetMode.SAME_STEP))
     collector.reset(seed=0)
     collector.close()
-    with pytest.raises(ResetNeeded, match="the TransitionCollector is closed"):
-        collector.step(np.zeros(N, dtype=np.int64))
+    with pytest.raises(ClosedEnvironmentError, match="TransitionCollector is closed"):
+        collector.step(np.zeros(N, dtype=np.int64))  # (ResetNeeded; reset()'s is this)
+    with pytest.raises(ClosedEnvironmentError):
+        collector.reset(seed=0)
+
+
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_cut_names_the_episodes_a_reset_cut_short(base, mode):
+    """A reset of sub-envs mid-episode leaves no flag on their last transition;
+    ``cut`` names them (the docs' GAE summed advantages across the cut). A
+    sub-env whose episode ended, or that made no real transition since its
+    start, is not cut; nor is any after a full reset with nothing stepped."""
+    envs = make_envs(base, mode, lengths=[(2,), (50,), (50,)])
+    actions = np.zeros(3, dtype=np.int64)
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        assert collector.cut.tolist() == [False] * 3
+        for _ in range(2):  # sub-env 0's episode ends at the 2nd step
+            t = collector.step(actions)
+        assert (t.terminations | t.truncations).tolist() == [True, False, False]
+        # sub-env 0: ended (NextStep: pending) or started anew; 1: mid-episode
+        collector.reset(options={"reset_mask": np.array([True, True, False])})
+        assert collector.cut.tolist() == [False, True, False]
+        collector.step(actions)  # sub-env 0: one step into its 2-step episode
+        collector.reset(seed=1)  # everyone with a transition since its start
+        assert collector.cut.tolist() == [True, True, True]
+        collector.reset(seed=2)
+        assert collector.cut.tolist() == [False] * 3

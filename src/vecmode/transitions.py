@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import Space
-from gymnasium.error import ResetNeeded
+from gymnasium.error import ClosedEnvironmentError, ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, errors, modes
@@ -41,6 +41,7 @@ NOT_RESET = (
     "The TransitionCollector was used (step() or obs) before reset(): call "
     "collector.reset(seed=...) first."
 )
+CLOSED = "the TransitionCollector is closed."
 
 
 def call_failed_message(call: str) -> str:
@@ -341,12 +342,17 @@ class TransitionCollector:
         self._obs: Any = None
         #: Why :meth:`step` cannot run: not reset yet, or a call failed midway.
         self._blocked: str = NOT_RESET
+        #: The sub-envs whose episode the last :meth:`reset` cut short, after
+        #: real transitions: treat the last one of each as truncated.
+        self.cut: Any = np.zeros(self.num_envs, dtype=bool)
+        self._moved: Any = None  # sub-envs with real transitions in their episode
 
     @property
     def obs(self) -> Any:
         """The observations to act on next (batched like the env's)."""
         if self._obs is None:
-            raise ResetNeeded(self._blocked)
+            closed = self._blocked == CLOSED
+            raise (ClosedEnvironmentError if closed else ResetNeeded)(self._blocked)
         return self._obs
 
     single_observation_space = _env_space("single_observation_space")
@@ -362,6 +368,8 @@ class TransitionCollector:
         ``options["reset_mask"]`` resets only the masked sub-envs (after a full
         reset); a wrong mask raises before anything is reset.
         """
+        if self._blocked == CLOSED:  # (Gymnasium's closed envs reset on)
+            raise ClosedEnvironmentError(CLOSED)
         mask = None
         if options is not None:
             options = dict(options)
@@ -382,6 +390,12 @@ class TransitionCollector:
         self._obs = None
         self._blocked = call_failed_message("reset")
         obs, infos = self.envs.reset(seed=seed, options=options)
+        moved = self._moved
+        if moved is None:  # no real transition since the last full reset
+            moved = np.zeros(self.num_envs, dtype=bool)
+            moved = in_library(moved, _arrays.leaf(obs)) if self._array else moved
+        self.cut = moved if mask is None else moved & mask
+        self._moved = None if mask is None else moved & ~mask
         self._obs = copied(obs) if self.copy else obs
         self._reader.reset(self._obs, infos, mask)
         self.reset_infos = infos
@@ -403,9 +417,7 @@ class TransitionCollector:
         before the first :meth:`reset`, or after a call whose env step or reset
         raised midway (any error in another env's step).
         """
-        obs = self._obs
-        if obs is None:
-            raise ResetNeeded(self._blocked)
+        obs = self.obs
         try:
             stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
         except BaseException:
@@ -421,6 +433,8 @@ class TransitionCollector:
             actions, following, rewards, terminations, truncations, infos
         )
         b, moved_to = read.boundary, following
+        moved = b.real if self._moved is None else self._moved | b.real
+        self._moved = moved & ~b.ended
         reset_infos: dict[str, Any] = {}
         if b is not reader.tracker.quiet:
             moved_to = read.next_obs  # a new batch where finals were merged in
@@ -441,8 +455,8 @@ class TransitionCollector:
         )
 
     def close(self) -> None:
-        """Close the env; the collector cannot step any more."""
-        self._obs, self._blocked = None, "the TransitionCollector is closed."
+        """Close the env; the collector cannot step or reset any more."""
+        self._obs, self._blocked = None, CLOSED
         self.envs.close()
 
     def __enter__(self) -> TransitionCollector:

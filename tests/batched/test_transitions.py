@@ -67,3 +67,18 @@ def test_the_final_observation_is_next_obs_at_an_episodes_end(name) -> None:
     np.testing.assert_array_equal(host(t.next_obs), host(t.infos["final_obs"]))
     assert not np.allclose(host(t.next_obs), host(collector.obs))
     assert type(masked) is type(t.obs)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_cut_is_in_the_batch_library_with_no_host_copy(name, mode) -> None:
+    env = make_batched(name, 3, max_episode_steps=2)
+    collector = vecmode.TransitionCollector(vecmode.with_autoreset(env, mode))
+    xp = env.xp
+    with no_host_copies():
+        obs, _ = collector.reset(seed=0)
+        assert type(collector.cut) is type(obs)
+        collector.step(xp.asarray([0, 1, 0]))
+        collector.reset(options={"reset_mask": xp.asarray([True, False, False])})
+        assert type(collector.cut) is type(obs)
+    assert host(collector.cut).tolist() == [True, False, False]
