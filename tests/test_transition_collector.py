@@ -12,6 +12,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.error import ClosedEnvironmentError, ResetNeeded
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vecmode
 import vecmode.transitions
@@ -394,3 +396,34 @@ def test_cut_names_the_episodes_a_reset_cut_short(base, mode):
         assert collector.cut.tolist() == [True, True, True]
         collector.reset(seed=2)
         assert collector.cut.tolist() == [False] * 3
+
+
+@given(
+    mode=st.sampled_from(MODES),
+    calls=st.lists(
+        st.one_of(st.just("step"), st.lists(st.booleans(), min_size=N, max_size=N)),
+        min_size=1,
+        max_size=25,
+    ),
+)
+@settings(max_examples=30)
+def test_cut_follows_the_transitions_under_random_resets(mode, calls):
+    """``cut`` after any reset is what the transitions say: the masked sub-envs
+    whose last valid transition since their episode began did not end it."""
+    with TransitionCollector(make_envs("vecmode", mode)) as collector:
+        collector.reset(seed=0)
+        open_ = np.zeros(N, dtype=bool)  # a valid transition, the episode going on
+        for call in calls:
+            if call == "step":
+                t = collector.step(np.zeros(N, dtype=np.int64))
+                ended = t.terminations | t.truncations
+                open_ = np.where(t.valid, ~ended, open_ & ~ended)
+                continue
+            mask = np.array(call)
+            if not mask.any():
+                continue
+            collector.reset(options={"reset_mask": mask})
+            assert collector.cut.tolist() == (open_ & mask).tolist()
+            open_ &= ~mask
+        collector.reset(seed=1)
+        assert collector.cut.tolist() == open_.tolist()

@@ -394,7 +394,7 @@ class TransitionCollector:
         if moved is None:  # no real transition since the last full reset
             moved = np.zeros(self.num_envs, dtype=bool)
             moved = in_library(moved, _arrays.leaf(obs)) if self._array else moved
-        self.cut = moved if mask is None else moved & mask
+        self.cut = moved & (True if mask is None else mask)  # (a new array)
         self._moved = None if mask is None else moved & ~mask
         self._obs = copied(obs) if self.copy else obs
         self._reader.reset(self._obs, infos, mask)
@@ -433,10 +433,11 @@ class TransitionCollector:
             actions, following, rewards, terminations, truncations, infos
         )
         b, moved_to = read.boundary, following
-        moved = b.real if self._moved is None else self._moved | b.real
-        self._moved = moved & ~b.ended
+        self._moved = b.real  # (quiet's: all True, none ended)
         reset_infos: dict[str, Any] = {}
         if b is not reader.tracker.quiet:
+            # a step that is no real transition (NEXT_STEP's reset step) starts one
+            self._moved = b.real & ~b.ended
             moved_to = read.next_obs  # a new batch where finals were merged in
             rows = b.needs_reset
             if some(rows):
