@@ -345,7 +345,9 @@ class TransitionCollector:
         #: The sub-envs whose episode the last :meth:`reset` cut short, after
         #: real transitions: treat the last one of each as truncated.
         self.cut: Any = np.zeros(self.num_envs, dtype=bool)
-        self._moved: Any = None  # sub-envs with real transitions in their episode
+        #: The sub-envs with real transitions in their episode (or the last
+        #: step's Boundary, which says it).
+        self._moved: Any = None
 
     @property
     def obs(self) -> Any:
@@ -394,6 +396,8 @@ class TransitionCollector:
         if moved is None:  # no real transition since the last full reset
             moved = np.zeros(self.num_envs, dtype=bool)
             moved = in_library(moved, _arrays.leaf(obs)) if self._array else moved
+        elif isinstance(moved, modes.Boundary):  # a step that is no real transition
+            moved = moved.real & ~moved.ended  # (NEXT_STEP's reset step) starts one
         self.cut = moved & (True if mask is None else mask)  # (a new array)
         self._moved = None if mask is None else moved & ~mask
         self._obs = copied(obs) if self.copy else obs
@@ -433,11 +437,9 @@ class TransitionCollector:
             actions, following, rewards, terminations, truncations, infos
         )
         b, moved_to = read.boundary, following
-        self._moved = b.real  # (quiet's: all True, none ended)
+        self._moved = b  # (read at a reset only)
         reset_infos: dict[str, Any] = {}
         if b is not reader.tracker.quiet:
-            # a step that is no real transition (NEXT_STEP's reset step) starts one
-            self._moved = b.real & ~b.ended
             moved_to = read.next_obs  # a new batch where finals were merged in
             rows = b.needs_reset
             if some(rows):
