@@ -28,7 +28,7 @@ from tests.transition_runs import (
     queues_for,
 )
 from vecmode.modes import MODES, AutoresetMode
-from vecmode.testing.envs import decode
+from vecmode.testing.envs import decode, scheduled_env_fns
 from vecmode.transitions import TransitionCollector
 
 
@@ -345,6 +345,54 @@ def test_a_stack_that_is_not_ok_warns_and_one_that_is_does_not():
         warnings.simplefilter("error", vecmode.IncompatibleModeWarning)
         envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
         TransitionCollector(vecmode.wrappers.NormalizeReward(envs)).close()
+
+
+class _Scale(gym.vector.VectorWrapper):
+    """An undeclared layer that scales the observations but not final_obs."""
+
+    def reset(self, **kwargs: Any) -> Any:
+        obs, infos = self.env.reset(**kwargs)
+        return obs * 100, infos
+
+    def step(self, actions: Any) -> Any:
+        obs, *rest = self.env.step(actions)
+        return (obs * 100, *rest)
+
+
+def test_an_undeclared_layer_over_same_step_warns_that_next_obs_may_be_wrong():
+    """SameStep's final observations are in the infos, which an undeclared layer
+    may leave alone: the collector's next_obs then mixes scaled and unscaled
+    observations. It said nothing (check_stack's report is ok)."""
+    envs = make_envs("vecmode", AutoresetMode.SAME_STEP)
+    with pytest.warns(vecmode.IncompatibleModeWarning) as got:
+        collector = TransitionCollector(_Scale(envs))
+    text = " ".join(str(got[0].message).split())
+    assert "undeclared layers over a SameStep env (layer 2 _Scale)" in text
+    assert "info['final_obs']" in text
+    assert "`vecmode conform tests.test_transition_collector:_Scale --modes" in text
+    collector.reset(seed=0)
+    t = collector.step(np.zeros(N, dtype=np.int64))
+    while not t.infos.get("_final_obs", np.zeros(N)).any():
+        t = collector.step(np.zeros(N, dtype=np.int64))
+    # what the warning is about: the ended row's next_obs unscaled, obs scaled
+    ended = np.flatnonzero(t.infos["_final_obs"])[-1]
+    index, episode, step = decode(t.next_obs[ended])
+    assert index == ended
+    assert decode(t.obs[ended] / 100) == (ended, episode, step - 1)
+    collector.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", vecmode.IncompatibleModeWarning)
+        for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED):
+            TransitionCollector(_Scale(make_envs("vecmode", mode))).close()
+        # under the SameStep policy, it wraps the Disabled core
+        base = vecmode.SyncVectorEnv(scheduled_env_fns(N))
+        over = vecmode.with_autoreset(_Scale(base), "SameStep")
+        TransitionCollector(over).close()
+        vecmode.register(_Scale, vecmode.MODES)  # declared: the user vouches
+        try:
+            TransitionCollector(_Scale(make_envs("vecmode", "SameStep"))).close()
+        finally:
+            vecmode.unregister(_Scale)
 
 
 def test_a_stack_refused_for_its_array_library_says_so():

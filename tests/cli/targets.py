@@ -172,11 +172,16 @@ def no_arguments() -> VectorEnv:
 class SpacesEnv(gym.Env):
     """Observations of ``obs`` (Box or Graph), actions of ``act`` (a Discrete(2),
     or Text(4)); ``init_error``: its constructor raises ValueError. Registered
-    as ``CliTextAction-v0``, ``CliGraphObs-v0`` and ``CliInitError-v0``."""
+    as ``CliTextAction-v0``, ``CliGraphObs-v0``, ``CliInitError-v0`` and
+    ``CliMissingDependency-v0`` (``missing``: it raises DependencyNotInstalled)."""
 
-    def __init__(self, obs="Box", act="Discrete", init_error=False):
+    def __init__(self, obs="Box", act="Discrete", init_error=False, missing=False):
         if init_error:
             raise ValueError("the env's own bad value")
+        if missing:
+            raise gym.error.DependencyNotInstalled(
+                "Box9 is not installed: pip install box9"
+            )
         node = gym.spaces.Box(0, 1, (2,), np.float32)
         self.observation_space = (
             gym.spaces.Graph(node, None) if obs == "Graph" else node
@@ -200,6 +205,7 @@ for _id, _kwargs in (
     ("CliTextAction-v0", {"act": "Text"}),
     ("CliGraphObs-v0", {"obs": "Graph"}),
     ("CliInitError-v0", {"init_error": True}),
+    ("CliMissingDependency-v0", {"missing": True}),
 ):
     if _id not in gym.registry:
         gym.register(_id, entry_point=SpacesEnv, kwargs=_kwargs)

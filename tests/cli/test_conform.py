@@ -70,8 +70,8 @@ def test_conform_a_wrapper_that_does_not_conform_is_exit_code_1(capsys):
     )
     # the property broken first, then the diagnosis, in the user's terms
     assert out.splitlines()[2] == (
-        "ShiftObservation breaks mode_equivalence_together: the same transitions in "
-        "every mode, ends together."
+        "ShiftObservation breaks mode_equivalence_together (expected: the same "
+        "transitions in every mode, ends together)."
     )
     assert "sub-env 0, a real transition (call 3 here" in out.splitlines()[3]
     assert "event" not in out

@@ -228,3 +228,14 @@ def test_timeline_env_raising_value_error_is_exit_code_1(capsys):
         f"running 'CliInitError-v0' raised SubEnvError: sub-env 0 raised ValueError "
         f"in env_fn(): the env's own bad value{RERUN}."
     )
+
+
+@pytest.mark.parametrize("command", ["timeline", "check"])
+def test_an_env_missing_a_dependency_says_what_to_install_in_one_line(command, capsys):
+    """Gymnasium's DependencyNotInstalled (Box2D, MuJoCo...) is the user's
+    install, not the env's code: a usage error, its message alone, no traceback."""
+    code, out, err = run([command, "CliMissingDependency-v0"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert one_error_line(err) == (
+        "cannot make 'CliMissingDependency-v0': Box9 is not installed: pip install box9"
+    )

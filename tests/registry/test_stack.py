@@ -273,7 +273,7 @@ def test_own_and_registered_declarations_are_declared(clean_registry):
     assert row.evidence is vecmode.registry.Evidence.DECLARED
     assert "(vecmode.register)" in row.evidence_note
     # a local class has no import path: the function to run instead
-    assert "run vecmode.testing.check_wrapper(Theirs)" in row.evidence_note
+    assert "run `vecmode.testing.check_wrapper(Theirs)`" in row.evidence_note
     # registering one of vecmode's verified wrappers anew: only declared now
     vecmode.register(vecmode.wrappers.ClipReward, [NS])
     assert (

@@ -485,8 +485,8 @@ def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
     first = next(i for i, line in enumerate(lines) if line.startswith("E   "))
     assert first - header <= 6, done.stdout
     assert lines[first].endswith(
-        "ConformanceError: RewardPlusOne breaks reset_step_stays_empty: NextStep's "
-        "reset step: reward 0, both flags False."
+        "ConformanceError: RewardPlusOne breaks reset_step_stays_empty (expected: "
+        "NextStep's reset step: reward 0, both flags False)."
     ), done.stdout
     assert (
         "call 4 (step), sub-env 0: NEXT_STEP's reset step returned reward 1.0"

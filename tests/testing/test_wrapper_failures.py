@@ -94,8 +94,8 @@ def test_catches_a_wrapper_that_forgets_final_obs():
         check_wrapper(ForgetsFinalObs)
     message = str(caught.value)
     assert message.startswith(  # the property broken first, then where and what
-        "ForgetsFinalObs breaks mode_equivalence_together: the same transitions in "
-        "every mode, ends together.\n"
+        "ForgetsFinalObs breaks mode_equivalence_together (expected: the same "
+        "transitions in every mode, ends together).\n"
         "[SameStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
         "differs from [NextStep over vecmode.SyncVectorEnv, episodes ending "
         "together] (there): sub-env 0, a real transition (call 3 here, call 3 "
@@ -221,7 +221,7 @@ def test_catches_lost_partial_resets():
         "from [NextStep over vecmode.SyncVectorEnv, staggered episodes truncated by "
         "the env where cut] (there): sub-env 0, an episode start (call"
     ) in message, message
-    assert message.startswith("StackIgnoringCuts breaks cut_like_truncated: ")
+    assert message.startswith("StackIgnoringCuts breaks cut_like_truncated (expected: ")
     assert "field obs" in message
     assert "clear the sub-env's state on a masked reset" in message
 
@@ -322,8 +322,8 @@ def test_an_error_while_running_names_the_call():
         check_wrapper(NoPartialResets)
     message = str(caught.value)
     assert message.startswith(  # DISABLED resets ended sub-envs with a mask
-        "NoPartialResets breaks handles_every_call: reset, step and masked resets "
-        "work.\n[Disabled over vecmode.SyncVectorEnv, "
+        "NoPartialResets breaks handles_every_call (expected: reset, step and "
+        "masked resets work).\n[Disabled over vecmode.SyncVectorEnv, "
         "episodes ending together], call 4 (reset with reset_mask="
     )
     assert "raised ValueError: no partial resets here" in message

@@ -478,12 +478,19 @@ def test_a_bad_reset_mask_is_refused_and_the_env_stays_usable():
     envs.close()
 
 
-def test_dict_info_to_list_inside_another_wrapper_says_to_put_it_outermost():
-    envs = vw.RecordEpisodeStatistics(
-        vw.DictInfoToList(vecmode_base("box", AutoresetMode.NEXT_STEP))
-    )
-    with pytest.raises(TypeError, match="outermost"):
-        envs.reset(seed=0)
+@pytest.mark.parametrize("listing", [vw.DictInfoToList, gym_vector.DictInfoToList])
+@pytest.mark.parametrize(
+    "wrapper", [vw.RecordEpisodeStatistics, vw.ClipAction, vw.DictInfoToList]
+)
+def test_dict_info_to_list_inside_another_wrapper_is_refused_when_built(
+    listing, wrapper
+):
+    """It was refused at the first reset (ClipAction's steps went on), so
+    check_stack and assert_compatible passed a stack that could not reset."""
+    envs = listing(vecmode_base("box", AutoresetMode.NEXT_STEP))
+    with pytest.raises(TypeError, match=r"got a list \(DictInfoToList is below it\)"):
+        wrapper(envs)
+    assert envs.reset(seed=0)[0].shape == (3, 3)  # untouched
 
 
 def test_normalize_observation_needs_a_box():

@@ -105,6 +105,9 @@ def env_errors(env_id: str, doing: str) -> Iterator[None]:
         yield
     except CommandError:
         raise
+    except gym.error.DependencyNotInstalled as error:  # says what to install
+        text = getattr(error, "message", error)  # a sub-env's: its own text
+        raise CommandError(f"cannot make {env_id!r}: {text}") from error
     except gym.error.Error as error:
         unregistered = isinstance(error, gym.error.UnregisteredEnv) or str(
             error

@@ -140,7 +140,7 @@ def check_command(cls: type, every_mode: bool = False) -> str:
     ``check_wrapper``; in every mode or (by default) those declared."""
     if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
         modes = ", modes=vecmode.MODES" if every_mode else ""
-        return f"vecmode.testing.check_wrapper({cls.__name__}{modes})"
+        return f"`vecmode.testing.check_wrapper({cls.__name__}{modes})`"
     modes = " --modes NextStep SameStep Disabled" if every_mode else ""
     return f"`vecmode conform {class_path(cls)}{modes}`"
 

@@ -377,17 +377,38 @@ def assert_compatible(
 
 def warn_if_incompatible(env: VectorEnv, who: str, stacklevel: int = 3) -> None:
     """Warn (:class:`~vecmode.IncompatibleModeWarning`) if :func:`check_stack`
-    finds ``env``'s stack not ok: what ``who`` reads of it is wrong there."""
+    finds ``env``'s stack not ok: what ``who`` reads of it is wrong there; or if
+    an undeclared layer wraps an env whose final observations are in its infos,
+    which such a layer may not transform like the observations."""
     with contextlib.suppress(ValueError):  # a layer's metadata: its own error
         report = check_stack(env)
+        unsure = {
+            f"layer {position} {row.name}": row.mode_in.value
+            for position, row in enumerate(report)
+            if row.verdict is Verdict.UNDECLARED
+            and row.mode_in is not None
+            and modes.final_in_info(row.mode_in)
+        }
         if not report.ok:
-            warnings.warn(
-                f"{who} was given a stack that is not compatible with its autoreset "
-                f"mode or its batches' array library, so what it reads is wrong "
-                f"where a layer is:\n{report}",
-                errors.IncompatibleModeWarning,
-                stacklevel=stacklevel,
+            why = (
+                "is not compatible with its autoreset mode or its batches' array "
+                "library, so what it reads is wrong where a layer is"
             )
+        elif unsure:
+            why = (
+                f"has undeclared layers over a {next(iter(unsure.values()))} env "
+                f"({', '.join(unsure)}): the transitions that end an episode are "
+                f"wrong if such a layer changes observations but not "
+                f"info['final_obs']. Declare its modes once the check in the notes "
+                f"passes"
+            )
+        else:
+            return
+        warnings.warn(
+            f"{who} was given a stack that {why}:\n{report}",
+            errors.IncompatibleModeWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def require_mode(

@@ -48,13 +48,22 @@ def forward_reset(
     return obs, infos, mask
 
 
-def check_infos(infos: Any, who: str) -> None:
+def check_infos(infos: Any, who: str, got: str = "") -> None:
     """Raise a clear error when ``infos`` is not Gymnasium's batched dict."""
     if type(infos) is not dict and not isinstance(infos, dict):
         raise TypeError(
             f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
-            f"{type(infos).__name__}: make DictInfoToList the outermost wrapper."
+            f"{got or type(infos).__name__}: make DictInfoToList the outermost "
+            f"wrapper."
         )
+
+
+def refuse_listed_infos(env: VectorEnv, who: str) -> None:
+    """Raise :func:`check_infos`'s error when built: a ``DictInfoToList`` (anyone's)
+    below ``env``'s top makes the infos a list."""
+    for layer in layers(env):
+        if type(layer).__name__ == "DictInfoToList":
+            check_infos([], who, "a list (DictInfoToList is below it)")
 
 
 def empty_batch(space: Space, num_envs: int) -> Any:
@@ -160,6 +169,10 @@ def replace_final_observations(
 class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        refuse_listed_infos(env, type(self).__name__)
+        super().__init__(env)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)

@@ -105,9 +105,10 @@ class _Scratch:
 
 
 class RunningMeanStd(gym_utils.RunningMeanStd):
-    """Gymnasium's ``RunningMeanStd`` (a subclass: same attributes, types and
-    pickles), updated in float64 on few NumPy calls. An empty batch leaves the
-    statistics as they are (Gymnasium's turns them into NaN).
+    """Gymnasium's ``RunningMeanStd`` (a subclass: same attributes and types),
+    updated in float64 on few NumPy calls. An empty batch leaves the statistics
+    as they are (Gymnasium's turns them into NaN). Its pickles name this class:
+    to load statistics without vecmode, save ``mean``, ``var`` and ``count``.
 
     >>> import numpy as np, pickle
     >>> from vecmode.wrappers.running_stats import RunningMeanStd

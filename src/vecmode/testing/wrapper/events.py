@@ -46,7 +46,7 @@ def fail(
 ) -> ConformanceError:
     """The :class:`ConformanceError` of ``who`` at ``where``, breaking ``prop``:
     the property first, then where and what."""
-    text = f"{who} breaks {prop}: {PROPERTY_TEXT[prop]}.\n{where}: {what}"
+    text = f"{who} breaks {prop} (expected: {PROPERTY_TEXT[prop]}).\n{where}: {what}"
     return ConformanceError(text + (f"\n{hint}" if hint else ""), prop)
 
 
