@@ -33,10 +33,14 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-import torch.nn as nn
-import torch.optim as optim
-from torch.distributions.categorical import Categorical
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.optim as optim
+    from torch.distributions.categorical import Categorical
+except ModuleNotFoundError:  # the example's one dependency beyond vecmode's
+    raise SystemExit('cleanrl_ppo.py needs torch: pip install ".[torch]"') from None
 
 import vecmode
 from vecmode.wrappers import RecordEpisodeStatistics

@@ -198,16 +198,6 @@ def test_broken_markers_are_errors():
         hooks.render("<!-- vecmode:cli -->\nx\n<!-- /vecmode:registry-table -->\n")
 
 
-@pytest.mark.slow
-def test_readme_shows_what_vecmode_prints():
-    """The README's copy of the output of ``vecmode``, cut at ``...``, is its start."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## What `vecmode` prints") :]
-    shown = re.search(r"```text\n(.*?)```", section, re.S)[1].splitlines()
-    assert shown[-1] == "..."
-    assert _vecmode().splitlines()[: len(shown) - 1] == shown[:-1]
-
-
 def test_performance_page_reports_every_benchmark():
     """Each script in benchmarks/ has its numbers on docs/performance.md."""
     page = (ROOT / "docs" / "performance.md").read_text()
