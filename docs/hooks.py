@@ -23,8 +23,8 @@ exactly what a user gets, whatever the build process has imported or declared.
   ones (exit status 1).
 * As an mkdocs hook (``hooks:`` in ``mkdocs.yml``) it fails the build when a
   generated part is stale, an unknown marker is used or a marker is not closed,
-  and it marks the compatibility table's ``refused`` and ``WRONG`` cells with the
-  classes ``vecmode-refused`` and ``vecmode-wrong`` (coloured by
+  and it marks the compatibility table's ``refused`` and ``known-wrong`` cells with the
+  classes ``vecmode-refused`` and ``vecmode-known-wrong`` (coloured by
   ``docs/stylesheets/extra.css``).
 
 The benchmarks' numbers are not committed in the pages: they are rendered when the
@@ -200,11 +200,12 @@ def update(docs: Path = DOCS) -> list[str]:
 
 
 #: The compatibility table's cells that are not ok, and their classes.
-_CELL = re.compile(r"<td>(refused|WRONG)</td>")
+_CELL = re.compile(r"<td>(refused|known-wrong)</td>")
 
 
 def colour_cells(html: str) -> str:
-    """``<td>refused</td>`` / ``<td>WRONG</td>`` with a class the stylesheet colours."""
+    """``<td>refused</td>`` / ``<td>known-wrong</td>`` with a class the stylesheet
+    colours."""
     return _CELL.sub(lambda m: f'<td class="vecmode-{m[1].lower()}">{m[1]}</td>', html)
 
 
@@ -377,7 +378,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, **kwargs: Any) -> st
 
 
 def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
-    """Colour the compatibility table's refused and WRONG cells."""
+    """Colour the compatibility table's refused and known-wrong cells."""
     if page.file.src_uri == "registry.md":
         return colour_cells(html)
     return html

@@ -44,9 +44,9 @@ def test_rows_carry_the_marks_as_fields(rows):
             assert row.final_obs == row.note.removeprefix("final_obs=") * (
                 row.note.startswith("final_obs=")
             )
-            assert row.then_reset == row.note.removeprefix("then reset(mask) -> ") * (
-                row.note.startswith("then reset(mask)")
-            )
+            assert row.then_reset == row.note.removeprefix(
+                "caller: reset(mask) -> "
+            ) * (row.note.startswith("caller: reset(mask)"))
     assert [r.call for r in rows["NextStep"] if r.reset_step] == ["step 4"]
     assert [(r.call, r.final_obs) for r in rows["SameStep"] if r.final_obs] == [
         ("step 3", "s3"),

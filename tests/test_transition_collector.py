@@ -99,6 +99,7 @@ def test_the_step_s_infos_as_returned_whatever_the_collector_s_reset_does(mode):
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.filterwarnings("ignore::vecmode.IncompatibleModeWarning")  # RecordResets
 def test_autoreset_modes_make_no_reset_calls(mode):
     envs = RecordResets(make_envs("vecmode", mode))
     collector = TransitionCollector(envs)

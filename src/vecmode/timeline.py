@@ -11,7 +11,7 @@ draws them.
 >>> [row.obs for row in rows["SameStep"]]
 ['s0', 's1', 's2', "s0'", "s1'", "s2'"]
 >>> rows["Disabled"][3].note
-"then reset(mask) -> s0'"
+"caller: reset(mask) -> s0'"
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def _rows(
         if call != "step":  # DISABLED's masked reset
             episode, t = episode + 1, 0
             obs = _label(catalogue, episode, t, returned)
-            note = f"then {call} -> {obs}"
+            note = f"caller: {call} -> {obs}"
             rows[-1] = replace(rows[-1], note=note, then_reset=obs)
             continue
         note = final = ""

@@ -143,7 +143,9 @@ def test_the_markdown_table_has_a_blank_line_before_its_reasons():
 
     lines = format_table(markdown=True, why=True).splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("* "))
-    assert lines[first - 1] == "" and lines[first - 2].startswith("ok: correct")
+    assert lines[first - 1] == "" and lines[first - 2].startswith(
+        "NextStep, SameStep, Disabled: the mode"
+    )
     assert lines[first].startswith("* `vecmode.")
 
 

@@ -229,7 +229,7 @@ def test_register_overrides_the_decorator_until_unregistered(clean_registry):
 def test_register_records_known_wrong_modes(clean_registry):
     vecmode.register(Recorder, NS, wrong={SS: "it counts the reset step."})
     found = vecmode.registry.declaration(Recorder)
-    assert [found.behaviour(m) for m in (NS, SS, D)] == ["ok", "wrong", "refused"]
+    assert [found.behaviour(m) for m in (NS, SS, D)] == ["ok", "known-wrong", "refused"]
     with pytest.raises(vecmode.IncompatibleModeError) as info:
         Recorder(in_mode(SS))
     assert "known to be wrong there: it counts the reset step." in str(info.value)

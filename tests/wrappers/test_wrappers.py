@@ -181,7 +181,8 @@ def test_an_undeclared_env_warns_and_strict_refuses():
 
 
 def test_vecmode_is_switchable_by_import():
-    """The README's promise: the same call, vecmode's module instead of Gymnasium's."""
+    """docs/wrappers.md's promise: the same call, vecmode's module instead of
+    Gymnasium's."""
     for module in (gym_vector, vw):
         envs = module.NormalizeObservation(vecmode_base("box", AutoresetMode.NEXT_STEP))
         envs.reset(seed=0)

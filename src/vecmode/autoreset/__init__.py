@@ -291,7 +291,7 @@ _NOTHING_SENT = object()
 
 
 _FOREIGN_SAME_STEP = (
-    "A SAME_STEP env has already reset the ended sub-envs (without the caller's "
+    "A SameStep env has already reset the ended sub-envs (without the caller's "
     "seed and options), so this cannot be recovered exactly."
 )
 
@@ -355,7 +355,7 @@ class NextStepAutoreset(_AutoresetWrapper):
     output=AutoresetMode.SAME_STEP,
     why={
         AutoresetMode.NEXT_STEP: "It resets ended sub-envs with reset_mask, which "
-        "only a DISABLED env leaves to the caller.",
+        "only a Disabled env leaves to the caller.",
         AutoresetMode.SAME_STEP: "The env already resets within the ending step "
         "by itself (use it as it is).",
     },

@@ -21,7 +21,7 @@ EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
 #: The version of the ``--json`` documents' schema; it changes only when a field
 #: is removed or changes meaning.
-JSON_SCHEMA_VERSION = 2
+JSON_SCHEMA_VERSION = 3
 #: Ends a message about the user's code raising (left out under ``--traceback``).
 RERUN = " (rerun with --traceback to see where)"
 

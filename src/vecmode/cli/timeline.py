@@ -10,7 +10,7 @@ from vecmode import timeline
 from vecmode.cli.common import CommandError, env_errors
 
 LEGEND = """\
-NextStep: the episode's end returns its final obs; the NEXT step resets (reward 0).
+NextStep: the episode's end returns its final obs; the next step resets (reward 0).
 SameStep: the reset happens in the same step; the final obs is in info["final_obs"].
 Disabled: nothing resets by itself; the caller resets with reset_mask."""
 

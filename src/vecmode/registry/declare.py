@@ -70,11 +70,11 @@ class Declaration:
         )
 
     def behaviour(self, mode: ModeLike) -> str:
-        """``"ok"``, ``"refused"`` or ``"wrong"`` (accepted, but known to be wrong)."""
+        """``"ok"``, ``"refused"`` or ``"known-wrong"`` (accepted, but wrong)."""
         mode = as_mode(mode)
         if mode in self.modes:
             return "ok"
-        return "wrong" if mode in self.wrong else "refused"
+        return "known-wrong" if mode in self.wrong else "refused"
 
     def note(self, mode: AutoresetMode) -> str:
         """Why ``mode`` is wrong or not supported, or its caveat; empty if nothing."""

@@ -31,7 +31,7 @@ from vecmode.registry.declare import (
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
 
-_HEADER = ("#", "layer", "mode in", "supports", "mode out", "verdict", "evidence")
+_HEADER = ("#", "layer", "mode in", "accepts", "mode out", "verdict", "evidence")
 _NOTE = textwrap.TextWrapper(88, subsequent_indent="    ", break_on_hyphens=False)
 #: Where classes made at run time (EnvPool's) say they come from.
 _NOT_AN_ORIGIN = frozenset({"abc", "builtins", "typing", "types"})

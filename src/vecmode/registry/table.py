@@ -18,10 +18,12 @@ from vecmode.registry.proof import Evidence, evidence
 OK_WITH_CAVEAT = "ok\u2020"
 
 TABLE_LEGEND = (
-    f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, see below). "
-    "refused: raises when built (IncompatibleModeError, or the class's own error). "
-    "WRONG: accepted but wrong (silently, or failing later); vecmode.guard() "
-    "refuses it. produces: the mode a mode-changing wrapper outputs. evidence: "
+    "NextStep, SameStep, Disabled: the mode of the env the wrapper is put on. "
+    f"ok: correct in that mode ({OK_WITH_CAVEAT}: but for a caveat, which --why "
+    "lists). refused: raises when built (IncompatibleModeError, or the class's "
+    "own error). known-wrong: accepted but wrong (silently, or failing later); "
+    "vecmode.guard() refuses it. produces: the mode a mode-changing wrapper "
+    "outputs. evidence: "
     "verified (runs proved it: vecmode's, or your recorded check_wrapper), declared "
     "(the class says so: run vecmode conform) or inherited (from a base class)."
 )
@@ -99,7 +101,7 @@ def _cell(found: Declaration, mode: AutoresetMode) -> str:
     """A cell: the verdict, :data:`OK_WITH_CAVEAT` for ok with a caveat."""
     if mode in found.caveats:  # only supported modes have one
         return OK_WITH_CAVEAT
-    return found.behaviour(mode).replace("wrong", "WRONG")
+    return found.behaviour(mode)
 
 
 def aligned(
