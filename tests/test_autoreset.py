@@ -403,6 +403,37 @@ def test_with_autoreset_keeps_a_policy_with_sub_envs_awaiting_their_reset():
     assert_same(disabled.step(actions), theirs.step(actions), "step after it")
 
 
+@pytest.mark.parametrize("target", [SAME, DISABLED], ids=lambda m: m.value)
+@pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
+def test_converting_next_step_with_a_reset_step_pending_gives_no_false_step(
+    base, target
+):
+    """Converted right after an episode ended, the first step was NextStep's
+    hidden reset step: reward 0, no flag, the action ignored, a transition the
+    collector took as real. SameStep is refused; Disabled makes the caller reset
+    them, as after any end."""
+    fns = functools.partial(scheduled_fns, 3, lengths=[(1,), (3,), (1,)])
+    envs = (
+        NextStepAutoreset(vecmode.SyncVectorEnv(fns()))
+        if base == "vecmode"
+        else gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT)
+    )
+    envs.reset(seed=0)
+    envs.step(np.ones(3, dtype=int))  # sub-envs 0 and 2 end
+    if target is SAME:
+        with pytest.raises(IncompatibleModeError, match=r"sub-env\(s\) \[0, 2\] ended"):
+            vecmode.with_autoreset(envs, target)
+    else:
+        converted = vecmode.with_autoreset(envs, target)
+        with pytest.raises(vecmode.EpisodeEndedError, match="0, 2"):
+            converted.step(np.ones(3, dtype=int))
+    envs.reset(options={"reset_mask": np.array([True, False, True])})
+    converted = vecmode.with_autoreset(envs, target)
+    rewards = converted.step(np.ones(3, dtype=int))[1]
+    assert rewards.tolist() == pytest.approx([1.5, 2.01, 1.52])  # steps 1, 2, 1
+    envs.close()
+
+
 def test_undeclared_mode_is_refused_by_with_autoreset():
     envs = gym_sync(NEXT)
     envs.metadata.pop("autoreset_mode")

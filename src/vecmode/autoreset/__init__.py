@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
 from vecmode import _arrays, _rows, core, errors, modes
-from vecmode.autoreset import batched
+from vecmode.autoreset import batched, masked_reset
 from vecmode.autoreset.masked_reset import (
     BUILD_DISABLED,
     honours_reset_mask,
@@ -453,6 +453,7 @@ class DisableAutoreset(_AutoresetWrapper):
         if not honours_reset_mask(env):
             raise self._refuse(*why_not_masked(env))
         self.ended = modes.EndedTracker(env.num_envs)
+        self.ended.set(masked_reset.awaiting_reset_step(env))  # stepping them raises
         if isinstance(env, VectorCore):  # (it refuses to step an ended sub-env)
             self.core, self._all_step = env, [_STEP] * env.num_envs
 
@@ -549,11 +550,11 @@ def with_autoreset(
         return _gymnasium_batch(gymnasium_layout(env))
     if current is None:
         raise IncompatibleModeError(_undeclared(env))
+    masked_reset.refuse_pending(env, current, target)
     if _on_a_core(env):  # the new policy replaces it, right on the core
         return with_autoreset(env.env, target)
     batched.refuse_unreachable(env, current, target)  # (torch/JAX batches)
     chain = _chain(env, current, target)
-    original = env
     for policy in chain:
         try:
             env = policy(env)
@@ -562,7 +563,7 @@ def with_autoreset(
                 raise
             refused = cast(Any, error)
             raise IncompatibleModeError(
-                f"with_autoreset cannot turn {type(original.unwrapped).__name__} "
+                f"with_autoreset cannot turn {type(env.unwrapped).__name__} "
                 f"({current.value}) into {target.value}: the way there goes "
                 f"through {policy.__name__}, which cannot wrap it: {refused.why} "
                 f"{refused.instead}"

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from gymnasium.vector import VectorEnv, VectorWrapper
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from vecmode import modes
+from vecmode import errors, modes
+from vecmode.core import VectorCore
 from vecmode.env_classes import layers, vector_env_declaration
 from vecmode.registry.declare import masked_reset_fault
 
@@ -83,3 +85,30 @@ def why_not_masked(env: VectorEnv) -> tuple[str, str]:
     if modes.caller_resets(mode):  # DISABLED already
         default = "Build the env in the mode you need, if it has that mode."
     return why, found.remedy.format(name=name) or default
+
+
+def awaiting_reset_step(env: VectorEnv) -> np.ndarray:
+    """The sub-envs of a NEXT_STEP ``env`` whose reset step is pending (known of
+    vecmode's cores and Gymnasium's sync env; all False elsewhere)."""
+    inner, none = env.unwrapped, np.zeros(env.num_envs, dtype=np.bool_)
+    if not modes.resets_on_next_step(modes.mode_of(env) or modes.CORE_MODE):
+        return none
+    name = "awaiting_reset" if isinstance(inner, VectorCore) else "_autoreset_envs"
+    return np.array(getattr(inner, name, none), dtype=np.bool_)
+
+
+def refuse_pending(
+    env: VectorEnv, current: AutoresetMode, target: AutoresetMode
+) -> None:
+    """Refuse to convert a NEXT_STEP ``env`` to SAME_STEP while sub-envs await
+    its reset step, which SAME_STEP has no place for (DISABLED leaves them to
+    the caller's masked reset)."""
+    awaiting = awaiting_reset_step(env)
+    if awaiting.any() and not modes.caller_resets(target):
+        raise errors.IncompatibleModeError(
+            f"with_autoreset cannot turn {errors.describe(env)} into {target.value} "
+            f"now: sub-env(s) {np.flatnonzero(awaiting).tolist()} ended on the last "
+            f"step and await {current.value}'s reset step. Reset them "
+            f"first (env.reset(options={{'reset_mask': mask}})), or convert right "
+            f"after reset()."
+        )
