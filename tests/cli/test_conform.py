@@ -48,12 +48,16 @@ def test_conform_a_class_uses_its_declaration(capsys):
     assert code == EXIT_OK
     assert out.splitlines()[0].startswith("NextStepOnly: right in NextStep (")
     assert "refused at construction, as declared: SameStep, Disabled" in out
-    # then one line per property (not one per run), and the limits
+    # then one line per property (not one per run; episodic: only when asked),
+    # and the limits
     from vecmode.testing import PROPERTIES
 
+    checked = [prop for prop in PROPERTIES if prop != "episodic"]
     lines = out.splitlines()
-    assert len(lines) == 1 + len(PROPERTIES) + 1 and lines[-1].startswith("limits: ")
-    for line, prop in zip(lines[1:], PROPERTIES, strict=False):
+    assert len(lines) == 1 + len(checked) + 2
+    assert lines[-2].startswith("limits: proved in NextStep alone")
+    assert lines[-1].startswith("limits: episodic not checked")
+    for line, prop in zip(lines[1:], checked, strict=False):
         assert line.startswith(f"  ok  {prop}: ") and len(line) <= 100
 
 
