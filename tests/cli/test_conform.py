@@ -230,6 +230,25 @@ def test_conform_options_of_the_other_kind_are_usage_errors(capsys):
     assert "0 episode end(s) in 3 steps, fewer than min_episode_ends=2" in out
 
 
+def test_conform_episodic_checks_each_episode_as_a_fresh_wrapper_s(capsys):
+    """--episodic: a frame stack passes, running statistics fail; without it the
+    limits say it was not checked; a vector env refuses it."""
+    argv = ["conform", "FrameStackObservation:stack_size=2", "--episodic"]
+    code, out, _ = run(argv, capsys)
+    assert code == EXIT_OK, out
+    assert "  ok  episodic: each episode's outputs as from a fresh wrapper" in out
+    assert "episodic not checked" not in out
+    code, out, _ = run(
+        ["conform", "NormalizeObservation", "--episodic", "--json"], capsys
+    )
+    assert code == EXIT_FAILED
+    assert json.loads(out)["failed_property"] == "episodic"
+    code, out, _ = run(["conform", "NormalizeObservation"], capsys)
+    assert code == EXIT_OK and "limits: episodic not checked" in out
+    code, _, err = run(["conform", f"{TARGETS}:cartpole", "--episodic"], capsys)
+    assert code == EXIT_USAGE and "--episodic is for a wrapper only" in err
+
+
 def test_conform_says_how_it_read_a_function_that_failed(capsys):
     """A function its key=values leave the env is a wrapper, else a vector env's
     factory: misread, it failed with an error from deep inside, unexplained. A
