@@ -48,12 +48,16 @@ def test_conform_a_class_uses_its_declaration(capsys):
     assert code == EXIT_OK
     assert out.splitlines()[0].startswith("NextStepOnly: right in NextStep (")
     assert "refused at construction, as declared: SameStep, Disabled" in out
-    # then one line per property (not one per run), and the limits
+    # then one line per property (not one per run; episodic: only when asked),
+    # and the limits
     from vecmode.testing import PROPERTIES
 
+    checked = [prop for prop in PROPERTIES if prop != "episodic"]
     lines = out.splitlines()
-    assert len(lines) == 1 + len(PROPERTIES) + 1 and lines[-1].startswith("limits: ")
-    for line, prop in zip(lines[1:], PROPERTIES, strict=False):
+    assert len(lines) == 1 + len(checked) + 2
+    assert lines[-2].startswith("limits: proved in NextStep alone")
+    assert lines[-1].startswith("limits: episodic not checked")
+    for line, prop in zip(lines[1:], checked, strict=False):
         assert line.startswith(f"  ok  {prop}: ") and len(line) <= 100
 
 
@@ -224,6 +228,25 @@ def test_conform_options_of_the_other_kind_are_usage_errors(capsys):
     code, out, _ = run(["conform", spec, "--steps", "3"], capsys)  # reaches the check
     assert code == EXIT_FAILED
     assert "0 episode end(s) in 3 steps, fewer than min_episode_ends=2" in out
+
+
+def test_conform_episodic_checks_each_episode_as_a_fresh_wrapper_s(capsys):
+    """--episodic: a frame stack passes, running statistics fail; without it the
+    limits say it was not checked; a vector env refuses it."""
+    argv = ["conform", "FrameStackObservation:stack_size=2", "--episodic"]
+    code, out, _ = run(argv, capsys)
+    assert code == EXIT_OK, out
+    assert "  ok  episodic: each episode's outputs as from a fresh wrapper" in out
+    assert "episodic not checked" not in out
+    code, out, _ = run(
+        ["conform", "NormalizeObservation", "--episodic", "--json"], capsys
+    )
+    assert code == EXIT_FAILED
+    assert json.loads(out)["failed_property"] == "episodic"
+    code, out, _ = run(["conform", "NormalizeObservation"], capsys)
+    assert code == EXIT_OK and "limits: episodic not checked" in out
+    code, _, err = run(["conform", f"{TARGETS}:cartpole", "--episodic"], capsys)
+    assert code == EXIT_USAGE and "--episodic is for a wrapper only" in err
 
 
 def test_conform_says_how_it_read_a_function_that_failed(capsys):

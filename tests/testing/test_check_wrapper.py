@@ -28,6 +28,7 @@ from vecmode.testing import (
     WrapperReport,
     check_wrapper,
 )
+from vecmode.testing.wrapper.report import NOT_EPISODIC
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,26 +121,31 @@ def test_the_verified_claim_is_what_the_conformance_tests_prove():
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_every_vecmode_wrapper_conforms(case):
+    """Each is episodic too (its outputs depend on the current episode alone), but
+    the running statistics (checked to fail in test_wrapper_episodic.py)."""
     skip_unless_runnable(case)
-    report = check_wrapper(case.wrap, **KINDS[case.env])
+    running = case.name in ("NormalizeObservation", "NormalizeReward")
+    report = check_wrapper(case.wrap, episodic=not running, **KINDS[case.env])
     assert isinstance(report, WrapperReport)
     assert _key(report.wrapper_class) in CONFORMANCE_TESTED
     assert report.modes == tuple(AutoresetMode)
     assert report.refused == ()
     # 2 schedules x 3 modes x 2 base envs, and the staggered one truncated by
     # the env where the caller cuts it, x 3 modes; all but one compared; an
-    # array-native wrapper's, then over torch batches over vecmode's env alone
+    # array-native wrapper's, then over torch batches over vecmode's env alone;
+    # an episodic one's, a fresh wrapper from episode 2 per library, compared over
+    # the 6 transitions after the first episode's 3
     cls = report.wrapper_class  # (a conversion: over what it converts from only)
     native = vecmode.registry.declaration(cls).array_native
     native = native and not getattr(cls, "converts_arrays", False)
     box = case.env in ("box", "rich", "image", "box_action", "render", "jax")
     arrays = native and box and importlib.util.find_spec("torch") is not None
-    assert len(report.runs) == (24 if arrays else 15), report.runs
-    assert report.transitions == (20 if arrays else 13) * 3 * 9
+    fresh = 0 if running else 1 + bool(arrays)
+    assert len(report.runs) == (24 if arrays else 15) + fresh, report.runs
+    assert report.transitions == ((20 if arrays else 13) * 9 + fresh * 6) * 3
     assert ("over NumPy and torch batches" in report.summary) == bool(arrays)
-    assert report.batch_dependent == (
-        case.name in ("NormalizeObservation", "NormalizeReward")
-    )
+    assert report.batch_dependent == running
+    assert ("episodic" in report.properties) != running
 
 
 def test_a_stack_conforms_and_the_report_reads_well():
@@ -156,9 +162,13 @@ def test_a_stack_conforms_and_the_report_reads_well():
     assert "[SameStep over gymnasium.vector.SyncVectorEnv, staggered episodes]" in (
         report.runs
     )
-    # one line per property, in their order, each at most 100 characters
-    lines = text.splitlines()[1 : 1 + len(PROPERTIES)]
-    assert [line.split(":")[0] for line in lines] == [f"  ok  {p}" for p in PROPERTIES]
+    # one line per property checked (episodic: only when asked), in their order,
+    # each at most 100 characters
+    assert report.properties == tuple(p for p in PROPERTIES if p != "episodic")
+    lines = text.splitlines()[1 : 1 + len(report.properties)]
+    assert [line.split(":")[0] for line in lines] == [
+        f"  ok  {p}" for p in report.properties
+    ]
     assert max(len(line) for line in lines) <= 100
     assert not any(run in text for run in report.runs)  # the runs: report.runs
     assert "batch-dependent" in text
@@ -324,7 +334,7 @@ def test_a_proof_in_one_mode_says_what_it_cannot_see():
     wrapper declaring every mode fails)."""
     report = check_wrapper(KeepsEpisodeCountsOverMaskedResets)
     assert report.modes == (AutoresetMode.DISABLED,)
-    one_mode, masked = report.limits
+    one_mode, masked = report.limits[:2]
     assert one_mode.startswith("proved in Disabled alone: its runs are compared with")
     assert masked.startswith("every mode proved has the caller reset ended sub-envs")
     assert "limits: every mode proved has the caller reset" in str(report)
@@ -387,6 +397,7 @@ def test_record_of_an_array_native_class_refuses_a_base_left_out_as_any():
         report.record()
     said = check_wrapper(Negates, array_library="numpy").limits
     assert said == (
+        NOT_EPISODIC,
         "declares array_native, but was run over NumPy batches only "
         "(array_library='numpy').",
     )
@@ -430,7 +441,7 @@ def test_the_mixin_fails_the_test_of_the_broken_property_alone():
         Broken().test_reset_step_stays_empty()
     assert caught.value.property == "reset_step_stays_empty"
     for prop in PROPERTIES:
-        if prop != "reset_step_stays_empty":
+        if prop not in ("reset_step_stays_empty", "episodic"):  # (episodic: not asked)
             getattr(Broken(), f"test_{prop}")()
     with pytest.raises(ConformanceError, match="NEXT_STEP's reset step"):
         Broken().conformance_report()
@@ -498,7 +509,10 @@ def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
 def test_a_check_of_some_properties_checks_those_only():
     report = check_wrapper(RewardPlusOne, properties=["results_kept"])
     assert report.properties == ("results_kept",)
-    assert report.limits == ("checked results_kept only (properties=None: all).",)
+    assert report.limits == (
+        "checked results_kept only (properties=None: all).",
+        NOT_EPISODIC,
+    )
     with pytest.raises(ValueError, match="checked results_kept only; record a check"):
         report.record()
     with pytest.raises(ConformanceError) as caught:

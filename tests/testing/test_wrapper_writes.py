@@ -15,6 +15,7 @@ from vecmode.testing.wrapper.driver import (
     OPTIONS_HINT,
     WROTE_BELOW_HINT,
 )
+from vecmode.testing.wrapper.report import NOT_EPISODIC
 
 
 # ------------------------------------------------ results, inputs, the env below
@@ -101,7 +102,7 @@ def test_a_wrapper_returning_one_buffer_again_fails_unless_it_says_copy_false():
     says_so = type("SaysCopyFalse", (ReusesItsBuffer,), {"copy": False})
     report = check_wrapper(says_so)
     assert report.modes == tuple(AutoresetMode)
-    assert report.limits == ()
+    assert report.limits == (NOT_EPISODIC,)
 
 
 class DoublesIntoOneBuffer(vw.ObservationWrapper):

@@ -212,6 +212,12 @@ CONFORM = Command(
             help="an array-native wrapper: prove it over that library's batches",
         ),
         arg(
+            "--episodic",
+            action="store_true",
+            help="a wrapper whose outputs depend on the current episode alone: "
+            "check each episode's as a fresh wrapper's",
+        ),
+        arg(
             "--steps",
             type=positive,
             help="a vector env: the run's steps (300; NextStep's runs on to an "

@@ -27,6 +27,7 @@ WRAPPER_ONLY = (
     "bases",
     "no_env_infos",
     "array_library",
+    "episodic",
 )
 #: How a function FACTORY was read, where that may be why it failed.
 READ_AS_WRAPPER = (
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> bool:
     compare = None if args.compare_info == "none" else testing.episode_statistics
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
     proof |= {"env_infos": not args.no_env_infos, "array_library": args.array_library}
+    proof["episodic"] = args.episodic or None  # (None: its class attribute says)
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
     except AssertionError as error:

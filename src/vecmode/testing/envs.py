@@ -44,6 +44,7 @@ class ScheduledEnv(gym.Env):
         render_mode: None, or ``"rgb_array"``: frames like the image observation.
         signed: box values ``[-(100.5 + index), 100.5 + episode, -(100.5 +
             step)]``, which ``abs``, rounding or a clip change (the kit's).
+        first_episode: the number of its first episode, whose schedule it follows.
 
     >>> env = ScheduledEnv(index=2, lengths=(2,), truncate=(True,))
     >>> env.reset(seed=0)[0].tolist()  # [sub-env, episode, step]
@@ -67,6 +68,7 @@ class ScheduledEnv(gym.Env):
         info_type: str = "rich",
         render_mode: str | None = None,
         signed: bool = False,
+        first_episode: int = 0,
     ) -> None:
         for name, value, allowed in (
             ("obs_type", obs_type, OBS_TYPES),
@@ -103,7 +105,7 @@ class ScheduledEnv(gym.Env):
             "discrete": spaces.Discrete(10_000),
             "image": spaces.Box(0, 255, shape=_IMAGE_SHAPE, dtype=np.uint8),
         }[obs_type]
-        self.episode, self.t, self.resets = -1, 0, 0
+        self.episode, self.t, self.resets = first_episode - 1, 0, 0
 
     def _image(self) -> np.ndarray:
         rows, cols, _ = _IMAGE_SHAPE

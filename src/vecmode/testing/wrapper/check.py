@@ -34,6 +34,7 @@ from vecmode.testing.writes import WritesBelow
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
 Runs = dict[tuple[int, AutoresetMode, str], events.Run]
+_KINDS = ("obs_type", "action_type", "info_type", "render_mode")
 _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
 
 _HINT_MODES = (
@@ -58,6 +59,11 @@ _HINT_BASES = (
 _HINT_DENSE = (
     "Take the dense info['final_obs'] rows of the sub-envs that ended here into "
     "Gymnasium's layout (vecmode.modes.from_dense_finals does it)."
+)
+_HINT_EPISODIC = (
+    "Clear the state of the sub-envs whose episode starts: at reset, and where "
+    "boundary.starts is True (a StatefulWrapper's episode_start). Outputs that "
+    "depend on earlier episodes (running statistics) are not episodic."
 )
 
 
@@ -90,6 +96,7 @@ def check_wrapper(
     transitions: int = 9,
     seed: int = 0,
     batch_dependent: bool | None = None,
+    episodic: bool | None = None,
     bases: Iterable[str] | None = None,
     compare_info: Callable[[dict[str, Any]], Any] | None = episode_statistics,
     env_infos: bool = True,
@@ -110,10 +117,10 @@ def check_wrapper(
         transitions: real transitions compared per sub-env and run.
         batch_dependent: its values depend on which sub-envs share a call
             (default: its ``batch_dependent`` attribute).
+        episodic: each episode's outputs as a fresh wrapper's (default: its attribute).
         bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
-        compare_info: what of a sub-env's info at a real transition must agree
-            (a function of it, merged over SAME_STEP's ``final_info``); by
-            default the episode statistics in ``info["episode"]``; None: none.
+        compare_info: a function of a sub-env's info at a real transition (merged
+            over SAME_STEP's ``final_info``) that must agree; None: none.
         env_infos: compare the sub-envs' own step count at every transition.
         properties: the properties checked, from ``PROPERTIES`` (default: all).
         array_library: ``"torch"``, ``"jax"``: over that library's batches only;
@@ -124,8 +131,7 @@ def check_wrapper(
     """
     asked = dict(locals())  # (for the run over array batches)
     over, only = _checked(factory, num_envs, transitions, bases, properties)
-    kinds: dict[str, Any] = {"obs_type": obs_type, "action_type": action_type}
-    kinds.update(info_type=info_type, render_mode=render_mode)
+    kinds: dict[str, Any] = {kind: asked[kind] for kind in _KINDS}
     ScheduledEnv(**kinds)  # bad kinds raise ValueError here, naming the choices
     kinds.update(num_envs=num_envs, wrappers=tuple(wrappers))
     if array_library not in (None, "numpy"):
@@ -135,7 +141,7 @@ def check_wrapper(
     check = WrapperCheck(factory, name, over, kinds, only)  # (its name till built)
     key = STEP_INFO_KEYS[info_type]
     picked = events.with_env_info(key, compare_info) if env_infos else compare_info
-    report = check.prove(modes, transitions, seed, batch_dependent, picked)
+    report = check.prove(modes, transitions, seed, batch_dependent, episodic, picked)
     return _over_arrays_too(report, asked, check.box)
 
 
@@ -253,6 +259,7 @@ class WrapperCheck:
         transitions: int,
         seed: int,
         batch_dependent: bool | None,
+        episodic: bool | None,
         compare_info: Callable[[dict[str, Any]], Any] | None,
     ) -> WrapperReport:
         """Make the checks; the arguments are :func:`check_wrapper`'s."""
@@ -262,9 +269,14 @@ class WrapperCheck:
         first = self.accepted[to_prove[0]]  # built (and closed) in that mode
         if batch_dependent is None:
             batch_dependent = _batch_dependent(first)
+        if episodic is None:
+            episodic = bool(_said(first, "episodic"))
+        self.only = frozenset(  # episodic: only when asked
+            p for p in events.PROPERTIES if self.on(p) and (episodic or p != "episodic")
+        )
         runs: list[str] = []
         compared = 0
-        if self.only is None or self.only - _BUILD_PROPERTIES:
+        if self.only - _BUILD_PROPERTIES:
             single = first.single_action_space
             single.seed(seed)
             n = self.kinds["num_envs"]
@@ -297,7 +309,7 @@ class WrapperCheck:
             MappingProxyType(self.own_refusals),
             self.layers,
             tuple(self.over),
-            events.PROPERTIES if self.only is None else tuple(self.only),
+            tuple(p for p in events.PROPERTIES if self.on(p)),
             self.factory,
             MappingProxyType(self.kinds),
         )
@@ -461,10 +473,37 @@ class WrapperCheck:
                         compared += events.compare_runs(
                             *pair, plan.wanted, exact, context
                         )
+        first = to_prove[0]
         if batch_dependent and self.on("mode_equivalence_staggered"):
-            first = to_prove[0]
             self.check_batch_dependent(runs[1, first, self.over[0]], plan, first)
+        if self.on("episodic"):
+            label, more = self.check_episodic(runs[0, first, self.over[0]], plan)
+            labels.append(label)
+            compared += more
         return labels, compared
+
+    def check_episodic(self, together: events.Run, plan: RunPlan) -> tuple[str, int]:
+        """Each sub-env's episodes from its second on in ``together`` (the first
+        run: episodes ending together) as a fresh wrapper's, over sub-envs that
+        start at their second episode; the run's label, the transitions compared."""
+        firsts = [lengths[0] for lengths in plan.schedule.lengths]
+        wanted = plan.wanted - max(firsts)
+        if wanted < 1:
+            raise ValueError(
+                f"check_wrapper({self.who}): episodic needs transitions > "
+                f"{max(firsts)} (its first episode's), got {plan.wanted}"
+            )
+        label = f"[{together.label[1:-1]}, a fresh wrapper from episode 2]"
+        queues = [  # sub-env i's k-th transition there is its (n + k)-th here
+            q[n % len(q) :] + q[: n % len(q)]
+            for q, n in zip(plan.queues, firsts, strict=True)
+        ]
+        fresh = replace(plan, label=label, queues=queues, wanted=wanted)
+        run = self.run(self.over[0], fresh, {**self.kinds, "first_episode": 1})
+        later = [e[1 + n :] for e, n in zip(together.events, firsts, strict=True)]
+        there = events.Run(f"[{together.label[1:-1]}, from episode 2]", later)
+        context = ("episodic", self.who, _HINT_EPISODIC)
+        return label, events.compare_runs(there, run, wanted, True, context)
 
     def check_batch_dependent(
         self, batched: events.Run, plan: RunPlan, mode: AutoresetMode
@@ -548,13 +587,19 @@ class WrapperCheck:
             wrapped.close()
 
 
+def _said(wrapped: VectorEnv, name: str) -> bool | None:
+    """The outermost layer's class attribute ``name`` (None: none has one)."""
+    for layer in layers(wrapped, limit=10_000):
+        if any(name in vars(c) for c in type(layer).__mro__):
+            return bool(getattr(layer, name))
+    return None
+
+
 def _batch_dependent(wrapped: VectorEnv) -> bool:
     """The outermost layer's ``batch_dependent``, or Gymnasium's table's."""
-    for layer in layers(wrapped, limit=10_000):
-        if any("batch_dependent" in vars(c) for c in type(layer).__mro__):
-            return bool(layer.batch_dependent)
-    cls = type(wrapped)
-    return f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
+    said, cls = _said(wrapped, "batch_dependent"), type(wrapped)
+    in_table = f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
+    return in_table if said is None else said
 
 
 def _final_layout(own: list[Any], base: VectorEnv) -> str:

@@ -26,8 +26,9 @@ PROPERTY_TEXT = {
     "mode_equivalence_staggered": "the same, with staggered ends and masked resets",
     "same_over_every_base": "the same transitions over every base env",
     "cut_like_truncated": "an episode cut by a masked reset ends as if truncated",
+    "episodic": "each episode's outputs as from a fresh wrapper",
 }
-#: The properties, one ``test_<name>`` each.
+#: The properties, one ``test_<name>`` each (``episodic`` checked only when asked).
 PROPERTIES = tuple(PROPERTY_TEXT)
 
 

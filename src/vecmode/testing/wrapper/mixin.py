@@ -11,14 +11,15 @@ from gymnasium.vector import VectorEnv
 
 from vecmode.testing.wrapper.check import check_wrapper
 from vecmode.testing.wrapper.events import PROPERTIES, ConformanceError
-from vecmode.testing.wrapper.report import WrapperReport
+from vecmode.testing.wrapper.report import NOT_EPISODIC, WrapperReport
 
 
 class WrapperConformance:
     """A test mixin: one ``test_<property>`` per property of
     :data:`~vecmode.testing.PROPERTIES`. Define :meth:`make_wrapper`; the check
     runs once per class, and fails the test of the property it breaks. A test
-    whose property cannot be checked, another failing first, is skipped.
+    whose property cannot be checked, another failing first, is skipped, as is
+    ``test_episodic`` unless asked (``check_options = {"episodic": True}``).
 
     >>> from vecmode.testing import WrapperConformance
     >>> from vecmode.wrappers import ClipReward
@@ -66,8 +67,7 @@ class WrapperConformance:
         if isinstance(outcome, ConformanceError) and outcome.property != prop:
             options = {**self.check_options, "properties": [prop]}
             try:
-                check_wrapper(self.make_wrapper, **options)
-                return
+                outcome = check_wrapper(self.make_wrapper, **options)
             except ConformanceError as error:
                 if error.property != prop:
                     raise unittest.SkipTest(
@@ -75,6 +75,8 @@ class WrapperConformance:
                         f"(test_{error.property} says how)"
                     ) from None
                 outcome = error
+        if isinstance(outcome, WrapperReport) and prop not in outcome.properties:
+            raise unittest.SkipTest(NOT_EPISODIC)  # (the one property not always made)
         if isinstance(outcome, ConformanceError):
             raise ConformanceError(str(outcome), outcome.property) from None
         if isinstance(outcome, BaseException):

@@ -14,6 +14,14 @@ from vecmode.modes import MODES, caller_resets
 from vecmode.testing.wrapper.events import PROPERTIES, PROPERTY_TEXT
 from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
 
+#: The limit of a check made without ``episodic``.
+NOT_EPISODIC = (
+    "episodic not checked: if its outputs depend on the current episode alone, "
+    "pass episodic=True."
+)
+#: The properties a full check makes (``episodic`` only when asked).
+ALWAYS = tuple(p for p in PROPERTIES if p != "episodic")
+
 
 def array_native(cls: type | None) -> bool:
     """Whether ``cls`` declares array_native and is not a conversion (which is
@@ -81,10 +89,13 @@ class WrapperReport:
 
     def _run_limits(self) -> list[str]:
         found = []
-        if set(self.properties) != set(PROPERTIES):
+        if not set(ALWAYS) <= set(self.properties):
             found.append(
-                f"checked {', '.join(self.properties)} only (properties=None: all)."
+                f"checked {', '.join(self.properties) or 'no property'} only "
+                f"(properties=None: all)."
             )
+        if "episodic" not in self.properties:
+            found.append(NOT_EPISODIC)
         if self.numpy_only:
             found.append(
                 f"declares array_native, but was run over NumPy batches only "
@@ -113,7 +124,7 @@ class WrapperReport:
             ValueError: the check left out properties or a default base the
                 wrapper builds over, or proved a stack.
         """
-        if set(self.properties) != set(PROPERTIES):
+        if not set(ALWAYS) <= set(self.properties):
             raise ValueError(
                 f"check_wrapper({self.wrapper}) checked {', '.join(self.properties)} "
                 f"only; record a check of every property (properties=None)."
