@@ -61,9 +61,11 @@ class FromSB3VectorEnv(VectorEnv):
             )
         self.venv = venv
         self.num_envs = venv.num_envs
-        self.single_observation_space = venv.observation_space
+        self.single_observation_space = _observation_space(venv)
         self.single_action_space = venv.action_space
-        self.observation_space = batch_space(venv.observation_space, self.num_envs)
+        self.observation_space = batch_space(
+            self.single_observation_space, self.num_envs
+        )
         self.action_space = batch_space(venv.action_space, self.num_envs)
         self.metadata = {
             **(getattr(venv, "metadata", None) or {}),
@@ -339,8 +341,19 @@ def _running_sub_env(exc: BaseException) -> int | None:
     return index
 
 
+def _observation_space(venv: VecEnv) -> Space:
+    """``venv``'s observation space; a ``VecNormalize``'s normalised integer Box as
+    the float32 Box it returns (SB3 changes it for images only)."""
+    space, normalised = venv.observation_space, getattr(venv, "norm_obs", False)
+    if normalised and isinstance(space, Box) and np.dtype(space.dtype).kind in "iu":
+        clip = float(venv.clip_obs)  # type: ignore[attr-defined]
+        return Box(-clip, clip, space.shape, np.float32)
+    return space
+
+
 def _as_batch(space: Space, obs: Any) -> Any:
-    """SB3's batch in Gymnasium's layout: plain dicts, the space's dtypes."""
+    """SB3's batch in Gymnasium's layout: plain dicts, the space's dtypes (where
+    that loses nothing: a float batch in an integer space stays float)."""
     if isinstance(space, Dict):
         return {key: _as_batch(sub, obs[key]) for key, sub in space.spaces.items()}
     if isinstance(space, Tuple):
@@ -348,7 +361,9 @@ def _as_batch(space: Space, obs: Any) -> Any:
             _as_batch(sub, part) for sub, part in zip(space.spaces, obs, strict=True)
         )
     if isinstance(space, (Box, Discrete, MultiBinary, MultiDiscrete)):
-        return np.asarray(obs, dtype=space.dtype)
+        obs = np.asarray(obs)
+        if np.can_cast(obs.dtype, space.dtype, "same_kind"):  # type: ignore[arg-type]
+            return obs.astype(space.dtype, copy=False)
     return obs
 
 

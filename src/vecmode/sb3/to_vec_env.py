@@ -324,6 +324,8 @@ class ToSB3VecEnv(VecEnv):
         """The attribute of the sub-envs at ``indices`` (all by default)."""
         order = core.check_indices(indices, self.num_envs)
         if self._all_at_once:  # ask them all, keep those asked for
+            if not self.has_attr(attr_name):  # (else its workers die)
+                raise AttributeError(f"a sub-env has no attribute {attr_name!r}")
             values = self._inner.get_attr(attr_name)
             return [values[i] for i in order]
         return self._on("get_attr", sb3_subenv.get_attr, (attr_name,), order)

@@ -162,6 +162,45 @@ def test_from_sb3_refuses_what_it_cannot_do_exactly():
     envs.close()
 
 
+class _IntObs(gym.Env):
+    """Integer Box observations (as Atari RAM's), episodes of 5 steps."""
+
+    observation_space = gym.spaces.Box(0, 100, (2,), np.int64)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(0, 100, 2), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.np_random.integers(0, 100, 2), 1.0, False, self.t >= 5, {}
+
+
+def test_from_sb3_keeps_vec_normalize_s_float_observations_of_an_integer_box():
+    """VecNormalize keeps a non-image integer Box but returns floats: they were
+    cast to the space's integers (0 or 1), final observations left float."""
+    theirs = VecNormalize(DummyVecEnv([_IntObs] * 2), norm_reward=False)
+    envs = from_sb3(VecNormalize(DummyVecEnv([_IntObs] * 2), norm_reward=False))
+    assert envs.single_observation_space == gym.spaces.Box(-10, 10, (2,), np.float32)
+    theirs.seed(0)
+    expected, (obs, _) = theirs.reset(), envs.reset(seed=0)
+    for _ in range(5):
+        np.testing.assert_array_equal(obs, expected)
+        assert envs.observation_space.contains(obs)
+        actions = np.zeros(2, dtype=np.int64)
+        expected, _, dones, sb3_infos = theirs.step(actions)
+        obs, _, _, truncated, infos = envs.step(actions)
+    np.testing.assert_array_equal(obs, expected)  # the next episode's first
+    assert dones.all() and truncated.all()
+    for i in range(2):
+        final = sb3_infos[i]["terminal_observation"]
+        np.testing.assert_array_equal(infos["final_obs"][i], final)
+    envs.close()
+    theirs.close()
+
+
 def test_from_sb3_sub_env_calls_and_render():
     fns = tagged_fns("rgb_array")
     ours = from_sb3(DummyVecEnv(fns))

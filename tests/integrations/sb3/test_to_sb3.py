@@ -372,6 +372,10 @@ def test_sub_env_calls_over_an_env_whose_sub_envs_are_out_of_reach():
             call()
         # of every sub-env too: not "at once only", which is what was asked
         assert f"and SB3's {what} is not one of them" in str(info.value)
+    # a missing attribute: AttributeError, as DummyVecEnv's; the workers live on
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        ours.get_attr("no_such_attribute")
+    assert ours.get_attr("index") == [0, 1, 2, 3]
     VecMonitor(ours).close()
 
 
