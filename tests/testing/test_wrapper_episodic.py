@@ -60,12 +60,16 @@ def test_a_wrapper_that_never_clears_its_state_fails_episodic_alone():
 
 
 def test_a_class_says_it_is_episodic_and_an_argument_overrides_it():
-    """As batch_dependent: the outermost layer whose class says, else False."""
+    """A class's attribute; a stack is episodic if each of its layers says so
+    (one that says nothing is not: NormalizeReward over a frame stack was)."""
     said = type("SaysEpisodic", (AddsRewardsSinceBuilt,), {"episodic": True})
     with pytest.raises(ConformanceError, match="SaysEpisodic breaks episodic"):
         check_wrapper(said)
-    with pytest.raises(ConformanceError, match=r"ClipReward\(SaysEpisodic\) breaks"):
-        check_wrapper(lambda env: vw.ClipReward(said(env), 0, 1))
+    clipped = type("ClipsEpisodic", (vw.ClipReward,), {"episodic": True})
+    with pytest.raises(ConformanceError, match=r"ClipsEpisodic\(SaysEpisodic\) breaks"):
+        check_wrapper(lambda env: clipped(said(env), 0, 1))
+    over = check_wrapper(lambda env: vw.ClipReward(said(env), 0, 1))  # says nothing
+    assert over.limits == (NOT_EPISODIC,)
     assert check_wrapper(said, episodic=False).limits == (NOT_EPISODIC,)
 
 

@@ -43,6 +43,9 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
     >>> envs.close()
     """
 
+    #: Its statistics are its episode's (check_wrapper checks it).
+    episodic = True
+
     def __init__(
         self, env: VectorEnv, buffer_length: int = 100, stats_key: str = "episode"
     ) -> None:

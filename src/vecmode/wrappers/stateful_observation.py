@@ -257,6 +257,8 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
 
     #: Its final stacks are built from final observations.
     reads_final_observations = True
+    #: A stack holds its episode's observations only (check_wrapper checks it).
+    episodic = True
 
     def __init__(
         self, env: VectorEnv, stack_size: int, *, padding_type: Any = "reset"

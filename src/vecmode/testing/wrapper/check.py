@@ -248,6 +248,8 @@ class WrapperCheck:
         #: the one class the factory builds (None: a stack)
         self.built: type | None = None
         self.layers = 1
+        #: Whether every layer the factory stacks says it is episodic.
+        self.episodic = False
 
     def on(self, prop: str) -> bool:
         """Whether ``prop`` is checked."""
@@ -270,7 +272,7 @@ class WrapperCheck:
         if batch_dependent is None:
             batch_dependent = _batch_dependent(first)
         if episodic is None:
-            episodic = bool(_said(first, "episodic"))
+            episodic = self.episodic
         self.only = frozenset(  # episodic: only when asked
             p for p in events.PROPERTIES if self.on(p) and (episodic or p != "episodic")
         )
@@ -344,7 +346,10 @@ class WrapperCheck:
             self.accepted[mode] = wrapped
             if self.declared is None:
                 self.declared = supported_modes(wrapped)
-            names = [type(layer).__name__ for layer in _over(wrapped, envs)]
+            own = _over(wrapped, envs)
+            names = [type(layer).__name__ for layer in own]
+            # a stack is episodic if every layer of it says so
+            self.episodic = all(getattr(type(x), "episodic", False) for x in own)
             self.layers = len(names)
             self.stack = "(".join(names) + ")" * (self.layers - 1)  # Outer(Inner)
             self.built = type(wrapped) if self.layers == 1 else None
