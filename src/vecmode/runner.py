@@ -30,6 +30,8 @@ _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
+#: The types of the flags ``(terminated, truncated)`` that need no conversion.
+_FLAGS = frozenset((a, b) for a in (bool, np.bool_) for b in (bool, np.bool_))
 #: What a sub-env raises that a worker (or Ray actor) reports as its failure.
 #: No Ctrl-C reaches a worker, so the sub-env's own code raised it; in the
 #: parent, KeyboardInterrupt and SystemExit go to the user.
@@ -60,6 +62,23 @@ def reward_not_a_number_message(reward: Any) -> str:
         f"step() returned a reward {what} ({reward!r}, {type(reward).__name__}): a "
         f"reward is one number (a Python or NumPy scalar): return float(reward)"
     )
+
+
+def check_flags(terminated: Any, truncated: Any) -> tuple[bool, bool]:
+    """The flags as Gymnasium's sync env stores them, into a bool array (a
+    one-element array as its element); a ValueError for one that is not one."""
+    flags = np.zeros(2, np.bool_)
+    for k, (name, flag) in enumerate(
+        (("terminated", terminated), ("truncated", truncated))
+    ):
+        try:
+            flags[k] = flag
+        except Exception as exc:
+            raise ValueError(
+                f"step() returned a {name} flag that is not one bool: {short(flag)}; "
+                f"{name} is one bool (a Python or NumPy bool): return bool({name})"
+            ) from exc
+    return bool(flags[0]), bool(flags[1])
 
 
 def check_info(info: Any, method: str) -> None:
@@ -430,7 +449,9 @@ class Runner:
                     if type(reward) not in _NUMBERS:
                         check_reward(reward)
                     rewards[k] = reward
-                    if terminated or truncated:  # (else both stay False)
+                    if (type(terminated), type(truncated)) not in _FLAGS:
+                        terminated, truncated = check_flags(terminated, truncated)
+                    if terminated | truncated:  # (else both stay False)
                         terminations[k], truncations[k] = terminated, truncated
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:

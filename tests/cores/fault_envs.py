@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from vecmode.testing.envs import ScheduledEnv
 
@@ -33,6 +34,7 @@ FAULTS = (
     "unpicklable_info",
     "info_not_dict",
     "unpicklable_obs",
+    "flag_array",
 )
 
 
@@ -87,6 +89,8 @@ class FaultyEnv(ScheduledEnv):
             info = ["not", "a", "dict"]
         if self.fault == "unpicklable_obs":
             obs = Unpicklable()
+        if self.fault == "flag_array":  # two flags where one is due
+            terminated, truncated = True, np.array([True, True])
         return obs, reward, terminated, truncated, info
 
     def close(self):

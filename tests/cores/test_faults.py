@@ -176,6 +176,20 @@ def _cases() -> list[Case]:
                 after=after,
             )
         )
+    # a flag that is not one bool: SubEnvError naming it (a worker died of it)
+    for backend, faulty in (("sync", 1), ("async", 1), ("async-parent", 3)):
+        cases.append(
+            Case(
+                f"flag_array-{backend}-{faulty}",
+                "flag_array",
+                backend,
+                {faulty: "flag_array"},
+                "SubEnvError",
+                faulty,
+                "step",
+                after="usable",
+            )
+        )
     # a hang with a timeout: WorkerTimeoutError (a multiprocessing.TimeoutError)
     for backend in ("async", "async-parent", "make_vec"):
         cases.append(

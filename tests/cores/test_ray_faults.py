@@ -199,10 +199,11 @@ def test_a_failing_close_still_closes_and_leaves_no_actor():
         core.step(np.zeros(6, dtype=int))
 
 
-@pytest.mark.parametrize("fault", ["raise_interrupt", "raise_exit"])
-def test_keyboard_interrupt_or_system_exit_raised_by_a_sub_env_is_its_failure(fault):
+@pytest.mark.parametrize("fault", ["raise_interrupt", "raise_exit", "flag_array"])
+def test_a_sub_env_s_own_interrupt_or_exit_or_a_bad_flag_is_its_failure(fault):
     """No Ctrl-C reaches an actor: a sub-env's own KeyboardInterrupt or SystemExit
-    is a SubEnvError naming it, and the env goes on (the actor lives)."""
+    is a SubEnvError naming it, and the env goes on (the actor lives); so is a
+    flag that is not one bool (a bare ValueError naming no sub-env)."""
     before = live_actors()
     core = faulty_core(n=4, num_actors=2)
     envs = vecmode.with_autoreset(core, "SameStep")

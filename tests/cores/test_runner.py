@@ -192,6 +192,53 @@ def test_a_reward_that_is_not_one_number_is_a_failure(reward):
     assert names(envs[1]) == ["reset"]
 
 
+class _FlagsOf(Scripted):
+    """A Scripted env whose step returns ``flags`` as (terminated, truncated)."""
+
+    def __init__(self, index, flags):
+        super().__init__(index, length=100)
+        self.flags = flags
+
+    def step(self, action):
+        obs, reward, _, _, info = super().step(action)
+        return obs, reward, *self.flags, info
+
+
+#: Flags that are not a plain bool, each read as Gymnasium's sync env stores it
+#: (into a bool array): a one-element array (or list) as its element.
+ODD_FLAGS = [np.array([True]), [1], [0], np.array([[0]]), 2, None, "", np.array(1.0)]
+
+
+@pytest.mark.parametrize("flag", ODD_FLAGS, ids=repr)
+def test_a_flag_is_read_as_gymnasium_s_sync_env_reads_it(flag):
+    """A one-element array broke every core but the sync one (a worker died)."""
+    stored = np.zeros(1, np.bool_)
+    stored[0] = flag  # what gymnasium.vector.SyncVectorEnv does
+    run, _, _ = runner(2)
+    run.envs = [_FlagsOf(0, (flag, False)), _FlagsOf(1, (False, flag))]
+    run.run([RESET] * 2, None, None, None)
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert out.failure is None
+    assert out.terminations == [stored[0], False]
+    assert out.truncations == [False, stored[0]]
+    assert out.ended == ([0, 1] if stored[0] else [])
+    assert {type(f) for f in out.terminations + out.truncations} == {bool}
+
+
+@pytest.mark.parametrize("flag", [np.array([True, True]), np.array([])], ids=repr)
+def test_a_flag_that_is_not_one_bool_is_a_failure(flag):
+    """(True, np.array([True, True])) was a bare ValueError from the sync core."""
+    run, envs, _ = runner(2)
+    run.envs = [envs[0], _FlagsOf(1, (True, flag))]
+    run.run([RESET] * 2, None, None, None)
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert (out.failure.index, out.failure.method) == (1, "step")
+    assert str(out.failure.error) == (
+        f"step() returned a truncated flag that is not one bool: ndarray {flag!r}; "
+        f"truncated is one bool (a Python or NumPy bool): return bool(truncated)"
+    )
+
+
 class _InfoOf(Scripted):
     """A Scripted env whose step (or reset) returns ``info`` as its info."""
 
