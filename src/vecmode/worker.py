@@ -231,7 +231,10 @@ class SliceServer:
         results, failure = self.runner.each(method, fn, positions)
         if failure is not None:
             return (FAILED, [RemoteFailure.of(failure)], ())
-        return (OK, results)
+        # with the sub-envs they are of (named if one does not pickle)
+        if positions is None:
+            return (OK, results, range(self.first, self.stop))
+        return (OK, results, [self.first + k for k in positions])
 
     def _execute(
         self,
@@ -272,18 +275,22 @@ class SliceServer:
 
 def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
     """The failure to send when ``answer`` cannot be pickled."""
-    if answer[0] in (OK, ROWS) and len(answer) >= 5:
+    entries: list[tuple[str, int, Any]] = []
+    if answer[0] == OK and len(answer) == 3:  # results, and whose they are
+        _, results, whose = answer
+        entries = [("result", i, r) for i, r in zip(whose, results, strict=True)]
+    elif answer[0] in (OK, ROWS) and len(answer) >= 5:
         _, _, infos, finals, sent = answer[:5]
-        entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
+        entries = [("info", i, info) for i, info in infos]
         entries += [("final observation", i, obs) for i, obs, _ in finals]
         entries += [("final info", i, info) for i, _, info in finals]
         entries += [("observation", i, obs) for i, obs in sent or ()]
-        for what, i, value in sorted(entries, key=lambda e: e[1]):
-            try:
-                pickle.dumps(value, PROTOCOL)
-            except Exception as error:
-                failure = RemoteFailure.caught(i, f"pickling its {what}", error)
-                return (FAILED, [failure], ())
+    for what, i, value in sorted(entries, key=lambda e: e[1]):
+        try:
+            pickle.dumps(value, PROTOCOL)
+        except Exception as error:
+            failure = RemoteFailure.caught(i, f"pickling its {what}", error)
+            return (FAILED, [failure], ())
     return (FAILED, [RemoteFailure.caught(0, "pickling its answer", exc)], ())
 
 

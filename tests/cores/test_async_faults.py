@@ -129,6 +129,27 @@ def test_an_info_that_cannot_be_pickled_is_reported_naming_the_sub_env():
     envs.close()
 
 
+@pytest.mark.parametrize("in_parent", [None, 1])
+def test_a_result_that_cannot_be_pickled_names_its_sub_env(in_parent):
+    """each() and call() results that do not pickle were sub-env 0's, in every
+    worker (indices=[1, 2]: "sub-env 0 ..., others=(0,)")."""
+    envs = make_async(scheduled_fns(3), in_parent=in_parent)
+    for indices, index, others in (([2], 2, ()), ([2, 1], 1, (2,))):
+        with pytest.raises(SubEnvError) as caught:
+            envs.each(lambda env: threading.Lock(), indices=indices)
+        error = caught.value
+        assert (error.index, error.others) == (index, others), str(error)
+        assert error.method == "pickling its result"
+        assert "cannot pickle '_thread.lock' object" in str(error)
+    envs.set_attr("lock", None)
+    envs.each(lambda env: setattr(env.unwrapped, "lock", threading.Lock()), indices=1)
+    with pytest.raises(SubEnvError) as caught:
+        envs.get_attr("lock")
+    assert (caught.value.index, caught.value.others) == (1, ())
+    envs.reset(seed=0)  # usable
+    envs.close()
+
+
 def test_a_sub_env_raising_in_call_get_attr_set_attr_leaves_the_env_as_it_was():
     envs = make_async(faulty_fns(3))
     envs.reset(seed=0)

@@ -104,6 +104,10 @@ def test_faults_a_usable_env_survives(shared):
     assert caught.value.index == 0 and "no_such_attribute" in str(caught.value)
     with pytest.raises(SubEnvError, match="AttributeError"):
         core.call("no_such_method")
+    with pytest.raises(SubEnvError) as caught:  # it named sub-env 0, twice
+        core.each(lambda env: threading.Lock(), indices=[2, 1])
+    assert (caught.value.index, caught.value.others) == (1, (2,))
+    assert caught.value.method == "pickling its result"
     for fault, what in (
         ("unpicklable_info", "pickling its info"),
         # a Box batch: the actor writes each observation into its rows, which
