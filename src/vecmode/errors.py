@@ -215,7 +215,7 @@ def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvErro
     """The :class:`SubEnvError` class for a sub-env's exception of class
     ``original``: a subclass of both where Python allows it, else SubEnvError."""
     if original is None or not issubclass(original, Exception):
-        return SubEnvError  # (the cores never wrap what is no Exception)
+        return SubEnvError  # (GeneratorExit, or a sub-env's KeyboardInterrupt)
     if issubclass(original, SubEnvError):  # a nested vecmode env's failure
         return sub_env_error_class(original._original)
     try:

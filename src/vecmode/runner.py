@@ -2,13 +2,14 @@
 
 Every backend runs its sub-envs with this loop (the sync core, each async worker,
 the async parent's share), so a sub-env behaves and fails the same wherever it
-runs. The first ``Exception`` a sub-env raises stops the slice there, reported as
-a :class:`Failure`.
+runs. The first exception a sub-env raises (in the parent, but KeyboardInterrupt
+and SystemExit) stops the slice there, reported as a :class:`Failure`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,12 +31,13 @@ _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
-#: The types of the flags ``(terminated, truncated)`` that need no conversion.
-_FLAGS = frozenset((a, b) for a in (bool, np.bool_) for b in (bool, np.bool_))
-#: What a sub-env raises that a worker (or Ray actor) reports as its failure.
-#: No Ctrl-C reaches a worker, so the sub-env's own code raised it; in the
-#: parent, KeyboardInterrupt and SystemExit go to the user.
-IN_WORKER = (Exception, KeyboardInterrupt, SystemExit)
+#: The types of a step's ``(reward, terminated, truncated)`` that need no check.
+_PLAIN = frozenset(itertools.product(_NUMBERS, (bool, np.bool_), (bool, np.bool_)))
+#: What a sub-env raises that goes up as it is, not as its failure: in the
+#: parent, KeyboardInterrupt and SystemExit are the user's (Ctrl-C); no Ctrl-C
+#: reaches a worker (or Ray actor), so there the sub-env's own code raised them.
+IN_PARENT: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit)
+IN_WORKER: tuple[type[BaseException], ...] = ()
 
 
 def check_reward(reward: Any) -> None:
@@ -64,9 +66,12 @@ def reward_not_a_number_message(reward: Any) -> str:
     )
 
 
-def check_flags(terminated: Any, truncated: Any) -> tuple[bool, bool]:
-    """The flags as Gymnasium's sync env stores them, into a bool array (a
-    one-element array as its element); a ValueError for one that is not one."""
+def check_step(reward: Any, terminated: Any, truncated: Any) -> tuple[bool, bool]:
+    """Refuse a reward that is not one number; the flags as Gymnasium's sync env
+    stores them, into a bool array (a one-element array as its element), or a
+    ValueError for one that is not one."""
+    if type(reward) not in _NUMBERS:
+        check_reward(reward)
     flags = np.zeros(2, np.bool_)
     for k, (name, flag) in enumerate(
         (("terminated", terminated), ("truncated", truncated))
@@ -291,7 +296,9 @@ def build_env(index: int, env_fn: Callable[[], gym.Env]) -> gym.Env:
     """``env_fn()``, sub-env ``index``; a :class:`~vecmode.SubEnvError` if it raises."""
     try:
         return env_fn()
-    except Exception as exc:
+    except IN_PARENT:
+        raise
+    except BaseException as exc:
         raise Failure.caught(index, "env_fn", exc).as_error() from exc
 
 
@@ -344,11 +351,11 @@ class Runner:
     memory, a list to send); or ``rows`` are the slice's rows of a Box batch. An
     observation of the row's very dtype and shape is copied in after the loop
     (every row in one copy where all ran), any other is checked first.
-    ``caught``: what a sub-env raises that is its failure (:data:`IN_WORKER` in a
+    ``passes``: what a sub-env raises that goes up as it is (:data:`IN_WORKER` in a
     worker).
     """
 
-    __slots__ = ("_bytes", "_row", "caught", "envs", "first", "rows", "write")
+    __slots__ = ("_bytes", "_row", "envs", "first", "passes", "rows", "write")
 
     def __init__(
         self,
@@ -357,7 +364,7 @@ class Runner:
         write: Callable[[int, Any], Any] | None = None,
         *,
         rows: np.ndarray | None = None,
-        caught: tuple[type[BaseException], ...] = (Exception,),
+        passes: tuple[type[BaseException], ...] = IN_PARENT,
     ) -> None:
         if rows is not None:
             write = row_writer(rows, first)
@@ -365,7 +372,7 @@ class Runner:
             raise TypeError("Runner takes write, or rows for a Box batch")
         self.envs = envs
         self.first = first
-        self.caught = caught
+        self.passes = passes
         self.write: Callable[[int, Any], Any] = write
         self.rows = rows
         self._fast_path()
@@ -386,7 +393,7 @@ class Runner:
     def __getstate__(self) -> dict[str, Any]:
         return {
             name: getattr(self, name)
-            for name in ("caught", "envs", "first", "rows", "write")
+            for name in ("envs", "first", "passes", "rows", "write")
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -446,11 +453,11 @@ class Runner:
                 if cmd in _STEPS:
                     method = "step"
                     obs, reward, terminated, truncated, info = env.step(action)
-                    if type(reward) not in _NUMBERS:
-                        check_reward(reward)
+                    if (type(reward), type(terminated), type(truncated)) not in _PLAIN:
+                        terminated, truncated = check_step(
+                            reward, terminated, truncated
+                        )
                     rewards[k] = reward
-                    if (type(terminated), type(truncated)) not in _FLAGS:
-                        terminated, truncated = check_flags(terminated, truncated)
                     if terminated | truncated:  # (else both stay False)
                         terminations[k], truncations[k] = terminated, truncated
                         ended.append(first + k)
@@ -475,7 +482,9 @@ class Runner:
                     write(first + k, obs)
                 if info:
                     infos.append((first + k, info))
-        except self.caught as exc:
+        except self.passes:
+            raise
+        except BaseException as exc:
             out.ran = [first + j for j in ran_by(list(commands[:k]))]
             out.failure = Failure.caught(first + k, method, exc)
             return False
@@ -511,7 +520,9 @@ class Runner:
             for k in range(len(envs)) if positions is None else positions:
                 i = self.first + k
                 results.append(fn(envs[k]))
-        except self.caught as exc:
+        except self.passes:
+            raise
+        except BaseException as exc:
             return results, Failure.caught(i, method, exc)
         return results, None
 
@@ -521,7 +532,9 @@ class Runner:
         for k, env in enumerate(self.envs):
             try:
                 env.close()
-            except self.caught as exc:
+            except self.passes:
+                raise
+            except BaseException as exc:
                 failures.append(Failure.caught(self.first + k, "close", exc))
         self.envs = []
         return failures

@@ -157,11 +157,11 @@ class SliceServer:
         memory: tuple[Any, Any, Any],
         spec: SliceSpec,
         rows: np.ndarray | None = None,
-        caught: tuple[type[BaseException], ...] = (Exception,),
+        passes: tuple[type[BaseException], ...] = runner.IN_PARENT,
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
         and actions (None: in the messages); ``rows``: a Box batch's (Ray);
-        ``caught``: as :class:`~vecmode.runner.Runner`'s."""
+        ``passes``: as :class:`~vecmode.runner.Runner`'s."""
         obs_memory, stats_memory, action_memory = memory
         num_envs, observation_space, action_space = spec[:3]
         self.first = first
@@ -174,13 +174,13 @@ class SliceServer:
         #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
-            self.runner = runner.Runner(envs, first, rows=rows, caught=caught)
+            self.runner = runner.Runner(envs, first, rows=rows, passes=passes)
         elif obs_memory is None:
             self._sent = []
-            self.runner = runner.Runner(envs, first, self._send, caught=caught)
+            self.runner = runner.Runner(envs, first, self._send, passes=passes)
         elif type(observation_space) is Box:
             batch = view(observation_space, obs_memory, num_envs)
-            self.runner = runner.Runner(envs, first, rows=batch[first:], caught=caught)
+            self.runner = runner.Runner(envs, first, rows=batch[first:], passes=passes)
         else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
@@ -190,7 +190,7 @@ class SliceServer:
                 envs,
                 first,
                 runner.checked_writer(observation_space, write),
-                caught=caught,
+                passes=passes,
             )
         self.closed = False
 
@@ -299,14 +299,16 @@ def build_slice(
     env_fns: Sequence[Callable[[], gym.Env]],
     envs: list[gym.Env],
     spec: SliceSpec,
-    caught: tuple[type[BaseException], ...] = (Exception,),
+    passes: tuple[type[BaseException], ...] = runner.IN_PARENT,
 ) -> tuple[Any, ...] | None:
     """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
-    or what failed or does not match ``spec`` (``caught``: as SliceServer's)."""
+    or what failed or does not match ``spec`` (``passes``: as SliceServer's)."""
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
-        except caught as exc:
+        except passes:
+            raise
+        except BaseException as exc:
             return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
     shared = runner.shared_sub_envs(envs)
     if shared:
@@ -498,7 +500,7 @@ def worker_main(
         conn.send(built)
         if built is not None:
             return
-        server = SliceServer(first, envs, memory, spec, caught=runner.IN_WORKER)
+        server = SliceServer(first, envs, memory, spec, passes=runner.IN_WORKER)
         serve(conn, server, spin, bell)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave

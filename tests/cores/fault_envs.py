@@ -35,6 +35,7 @@ FAULTS = (
     "info_not_dict",
     "unpicklable_obs",
     "flag_array",
+    "raise_base",
 )
 
 
@@ -46,6 +47,11 @@ class Unpicklable:
 
     def __reduce__(self) -> Any:
         raise pickle.PicklingError("this value cannot be pickled, on purpose")
+
+
+class Abandoned(BaseException):
+    """A BaseException that is no Exception, as GeneratorExit and
+    asyncio.CancelledError are."""
 
 
 class FaultyEnv(ScheduledEnv):
@@ -75,6 +81,8 @@ class FaultyEnv(ScheduledEnv):
             raise KeyboardInterrupt(f"sub-env {self.index}'s code raised it")
         if self.fault == "raise_exit":  # sys.exit() in its code (a game's "quit")
             raise SystemExit(3)
+        if self.fault == "raise_base":
+            raise Abandoned(f"sub-env {self.index} gave up")
         if self.fault == "hang":
             time.sleep(3600)
         if self.fault == "slow":

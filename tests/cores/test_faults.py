@@ -13,6 +13,7 @@ session and no file descriptor is left behind.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -176,14 +177,17 @@ def _cases() -> list[Case]:
                 after=after,
             )
         )
-    # a flag that is not one bool: SubEnvError naming it (a worker died of it)
-    for backend, faulty in (("sync", 1), ("async", 1), ("async-parent", 3)):
+    # a flag that is not one bool, a BaseException that is no Exception (it went
+    # up as it was from the sync core, a worker died of it): SubEnvError naming it
+    for fault, (backend, faulty) in itertools.product(
+        ("flag_array", "raise_base"), (("sync", 1), ("async", 1), ("async-parent", 3))
+    ):
         cases.append(
             Case(
-                f"flag_array-{backend}-{faulty}",
-                "flag_array",
+                f"{fault}-{backend}-{faulty}",
+                fault,
                 backend,
-                {faulty: "flag_array"},
+                {faulty: fault},
                 "SubEnvError",
                 faulty,
                 "step",

@@ -203,11 +203,14 @@ def test_a_failing_close_still_closes_and_leaves_no_actor():
         core.step(np.zeros(6, dtype=int))
 
 
-@pytest.mark.parametrize("fault", ["raise_interrupt", "raise_exit", "flag_array"])
+@pytest.mark.parametrize(
+    "fault", ["raise_interrupt", "raise_exit", "raise_base", "flag_array"]
+)
 def test_a_sub_env_s_own_interrupt_or_exit_or_a_bad_flag_is_its_failure(fault):
-    """No Ctrl-C reaches an actor: a sub-env's own KeyboardInterrupt or SystemExit
-    is a SubEnvError naming it, and the env goes on (the actor lives); so is a
-    flag that is not one bool (a bare ValueError naming no sub-env)."""
+    """No Ctrl-C reaches an actor: a sub-env's own KeyboardInterrupt, SystemExit
+    or other BaseException (the actor died of it) is a SubEnvError naming it, and
+    the env goes on (the actor lives); so is a flag that is not one bool (a bare
+    ValueError naming no sub-env)."""
     before = live_actors()
     core = faulty_core(n=4, num_actors=2)
     envs = vecmode.with_autoreset(core, "SameStep")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import pickle
@@ -190,6 +191,35 @@ def test_a_reward_that_is_not_one_number_is_a_failure(reward):
     assert (out.failure.index, out.failure.method) == (0, "step")
     assert "a reward is one number" in str(out.failure.error)
     assert names(envs[1]) == ["reset"]
+
+
+class _RaisesBase(Scripted):
+    def step(self, action):
+        raise self.fault
+
+
+@pytest.mark.parametrize(
+    "error", [GeneratorExit(), asyncio.CancelledError(), KeyboardInterrupt()], ids=repr
+)
+@pytest.mark.parametrize("passes", [vecmode.runner.IN_PARENT, vecmode.runner.IN_WORKER])
+def test_a_base_exception_is_the_sub_env_s_failure_but_ctrl_c_in_the_parent(
+    error, passes
+):
+    """GeneratorExit and the like went up as raised from the sync core and killed
+    a worker; KeyboardInterrupt and SystemExit reach the user from the parent."""
+    envs = [Scripted(0), _RaisesBase(1, fault=error)]
+    run = Runner(envs, 0, rows=np.zeros((2, 3), np.float32), passes=passes)
+    run.run([RESET] * 2, None, None, None)
+    for call in (
+        lambda: run.run([STEP, STEP], iter([0, 0])).failure,
+        lambda: run.each("poke", lambda env: env.step(0))[1],
+    ):
+        if isinstance(error, passes):
+            with pytest.raises(type(error)):
+                call()
+            continue
+        failure = call()
+        assert failure.index == 1 and failure.error is error
 
 
 class _FlagsOf(Scripted):
