@@ -25,6 +25,7 @@ __all__ = [
     "InfoBatchError",
     "InfoLayoutError",
     "NotAVectorEnvError",
+    "NotAnEnvError",
     "NotPicklableError",
     "SeedError",
     "SharedMemorySpaceError",
@@ -46,6 +47,10 @@ class ArrayLibraryError(TypeError):
 
 class NotAVectorEnvError(TypeError):
     """A factory given to build a vector env returned something else."""
+
+
+class NotAnEnvError(TypeError):
+    """An ``env_fn`` returned something other than a ``gymnasium.Env``."""
 
 
 class ActionBatchError(ValueError, TypeError):
@@ -508,7 +513,8 @@ def sub_env_failed(
     call, todo = _AFTER.get(method, (method, "" if lost else UNCHANGED))
     what = f"sub-env {index} raised {exc_type} in {call}: {message}"
     if method == "env_fn":
-        what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
+        raised = "" if exc_type == NotAnEnvError.__name__ else f"raised {exc_type}: "
+        what = f"sub-env {index}'s env_fn {raised}{message}"
     if not todo:  # the call's results are lost
         which = ", ".join(map(str, lost)) or "the sub-envs of the call"
         todo = (

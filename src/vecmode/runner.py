@@ -9,12 +9,11 @@ and SystemExit) stops the slice there, reported as a :class:`Failure`.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import product, repeat
 from typing import Any, cast
 
 import gymnasium as gym
@@ -22,6 +21,7 @@ import numpy as np
 from gymnasium.error import CustomSpaceError
 from gymnasium.vector.utils import create_empty_array, iterate
 
+from vecmode import errors
 from vecmode.core import Command, ran_by
 from vecmode.errors import SubEnvError, short, sub_env_error, text_of
 
@@ -32,7 +32,7 @@ _STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
 #: The types of a step's ``(reward, terminated, truncated)`` that need no check.
-_PLAIN = frozenset(itertools.product(_NUMBERS, (bool, np.bool_), (bool, np.bool_)))
+_PLAIN = frozenset(product(_NUMBERS, (bool, np.bool_), (bool, np.bool_)))
 #: What a sub-env raises that goes up as it is, not as its failure: in the
 #: parent, KeyboardInterrupt and SystemExit are the user's (Ctrl-C); no Ctrl-C
 #: reaches a worker (or Ray actor), so there the sub-env's own code raised them.
@@ -293,13 +293,24 @@ class Failure:
 
 
 def build_env(index: int, env_fn: Callable[[], gym.Env]) -> gym.Env:
-    """``env_fn()``, sub-env ``index``; a :class:`~vecmode.SubEnvError` if it raises."""
+    """``env_fn()``, sub-env ``index``; a :class:`~vecmode.SubEnvError` if it raises
+    or returns no env."""
     try:
-        return env_fn()
+        return checked_env(env_fn())
     except IN_PARENT:
         raise
     except BaseException as exc:
         raise Failure.caught(index, "env_fn", exc).as_error() from exc
+
+
+def checked_env(env: Any) -> gym.Env:
+    """``env``, an env_fn's result, if it is a ``gymnasium.Env``."""
+    if not isinstance(env, gym.Env):
+        raise errors.NotAnEnvError(
+            f"returned {errors.describe(env)[:80]} ({type(env).__name__}), not a "
+            f"gymnasium.Env: return the env it builds"
+        )
+    return env
 
 
 def close_quietly(envs: Iterable[gym.Env]) -> None:

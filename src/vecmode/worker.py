@@ -305,7 +305,7 @@ def build_slice(
     or what failed or does not match ``spec`` (``passes``: as SliceServer's)."""
     for k, env_fn in enumerate(env_fns):
         try:
-            envs.append(env_fn())
+            envs.append(runner.checked_env(env_fn()))
         except passes:
             raise
         except BaseException as exc:

@@ -297,6 +297,34 @@ def test_an_env_fn_that_fails_is_reported_at_construction_and_leaves_no_process(
     assert set(multiprocessing.active_children()) == before
 
 
+@pytest.mark.parametrize(
+    ("core", "bad", "options"),
+    [
+        ("sync", 1, {}),
+        ("async", 0, {}),  # sub-env 0 is also built in the parent, to read spaces
+        ("async", 2, {}),
+        ("async", 2, {"in_parent": 1}),
+        ("async", 2, {"observation_mode": "different"}),  # every one in the parent
+    ],
+)
+def test_an_env_fn_that_returns_no_env_is_named(core, bad, options):
+    """A raw AttributeError (sync), a close() error of the parent's copy (sub-env
+    0), a worker that died (the others): now one SubEnvError, a TypeError."""
+    before = set(multiprocessing.active_children())
+    fns: list = scheduled_fns(3)
+    fns[bad] = lambda: None
+    with deadline(30), pytest.raises(TypeError) as caught:
+        vecmode.SyncVectorEnv(fns) if core == "sync" else make_async(fns, **options)
+    error = caught.value
+    assert isinstance(error, SubEnvError)
+    assert (error.index, error.method) == (bad, "env_fn")
+    assert str(error).startswith(
+        f"sub-env {bad}'s env_fn returned None (NoneType), not a gymnasium.Env: "
+        f"return the env it builds. Fix the env_fn; nothing was left running."
+    )
+    assert set(multiprocessing.active_children()) == before
+
+
 def env_fn_slow_in_a_worker() -> gym.Env:
     """Builds at once in the parent (sub-env 0's copy), in 30 s in a worker."""
     if multiprocessing.parent_process() is not None:

@@ -441,6 +441,8 @@ def test_construction_faults_leave_no_actor():
     with pytest.raises(SubEnvError) as caught:
         RayVectorEnv([fns[0], fns[1], broken], num_actors=2)
     assert (caught.value.index, caught.value.method) == (2, "env_fn")
+    with pytest.raises(TypeError, match="sub-env 1's env_fn returned None"):
+        RayVectorEnv([fns[0], lambda: None, fns[2]], num_actors=2)  # (it died)
     other = scheduled_fns(3, obs_type="dict")
     with pytest.raises(RuntimeError, match="sub-env 1's observation space"):
         RayVectorEnv([fns[0], other[1], fns[2]], num_actors=1)
