@@ -315,7 +315,7 @@ def short(value: Any) -> str:
 
 
 #: What a sub-env's ``step`` / ``reset`` returns, for the error of one that does not.
-_RETURNS = {
+RETURNS = {
     "step": "(obs, reward, terminated, truncated, info)",
     "reset": "(obs, info)",
 }
@@ -329,8 +329,8 @@ def text_of(error: BaseException, method: str = "") -> str:
     except Exception:
         return "<exception str() failed>"
     unpacked = isinstance(error, (TypeError, ValueError)) and "unpack" in text
-    if method in _RETURNS and unpacked:  # an old Gym API's env, say
-        text += f": {method}() must return {_RETURNS[method]}, Gymnasium's API"
+    if method in RETURNS and unpacked:  # an old Gym API's env, say
+        text += f": {method}() must return {RETURNS[method]}, Gymnasium's API"
     return text
 
 

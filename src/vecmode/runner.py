@@ -90,8 +90,9 @@ def check_info(info: Any, method: str) -> None:
     """Refuse an info that is not a dict (Gymnasium batches a dict's items)."""
     if not isinstance(info, Mapping):
         raise TypeError(
-            f"{method}() returned an info that is not a dict: {short(info)}; an "
-            f"info is a dict (return {{}} for none)"
+            f"{method}() returned an info that is not a dict: {short(info)}; it "
+            f"must return {errors.RETURNS[method]}, Gymnasium's API, its info a "
+            f"dict (return {{}} for none)"
         )
 
 

@@ -311,13 +311,23 @@ def test_an_info_that_is_not_a_dict_is_the_sub_env_s_failure(info, shown, method
     assert (failure.index, failure.method, out.ran) == (1, where, [0])
     assert type(failure.error) is TypeError
     assert str(failure.error) == (
-        f"{where}() returned an info that is not a dict: {shown}; an info is a "
-        f"dict (return {{}} for none)"
+        f"{where}() returned an info that is not a dict: {shown}; it must return "
+        f"{vecmode.errors.RETURNS[where]}, Gymnasium's API, its info a dict (return "
+        f"{{}} for none)"
     )
     assert out.finals == [] and names(envs[2]) == ["reset"]  # stopped there
     error = failure.as_error(lost=[0, 1])
     assert isinstance(error, vecmode.SubEnvError) and isinstance(error, TypeError)
     assert f"sub-env 1 raised TypeError in {where}()" in str(error)
+
+
+def test_a_reset_that_returns_only_an_observation_says_what_it_must_return():
+    """Its two elements were unpacked as (obs, info): "reset() returned an info
+    that is not a dict: float32 np.float32(1.0)" named no API."""
+    envs = [Scripted(0)]
+    envs[0].reset = lambda: np.ones(2, np.float32)
+    out = Runner(envs, 0, rows=np.zeros((1, 3), np.float32)).run([RESET])
+    assert "; it must return (obs, info), Gymnasium's API" in str(out.failure.error)
 
 
 def test_an_info_that_is_a_mapping_is_taken():
