@@ -334,6 +334,16 @@ def text_of(error: BaseException, method: str = "") -> str:
     return text
 
 
+def seeds_to_count(seed: Any, count: int, num_envs: int) -> str:
+    """``reset``'s error for a list of ``count`` seeds, or an array not 1-d."""
+    shape = getattr(seed, "shape", None)
+    got = f"a {len(shape)}-d array {tuple(shape)}" if shape else f"a list of {count}"
+    return (
+        f"seed must be None, an int, or a list (or 1-d array) of {num_envs} seeds "
+        f"(one per sub-env), got {got}."
+    )
+
+
 def mode_names(modes: Iterable[AutoresetMode]) -> str:
     wanted = set(modes)
     return ", ".join(mode.value for mode in AutoresetMode if mode in wanted)
