@@ -377,9 +377,11 @@ def test_a_close_that_raises_at_construction_is_the_sub_env_s_error():
 
 def test_a_worker_dying_at_construction_is_reported_and_leaves_no_process():
     before = set(multiprocessing.active_children())
-    with deadline(20), pytest.raises(WorkerError, match="died with exit code 3"):
+    with deadline(20), pytest.raises(WorkerError, match="died with exit code 3") as e:
         make_async([env_fn_that_exits_in_a_worker, *scheduled_fns(2)])
     assert set(multiprocessing.active_children()) == before
+    # there is no env to close(), as it said
+    assert "during construction. No env was built and no worker is left" in str(e.value)
 
 
 def test_different_spaces_are_refused_at_construction():
