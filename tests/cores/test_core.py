@@ -594,6 +594,28 @@ def test_a_sync_sub_env_fault_names_it_and_its_lost_state_must_be_reset():
     envs.close()
 
 
+@pytest.mark.parametrize("backend", ["sync", "async"])
+@pytest.mark.parametrize("first", [None, [True, False, False]])
+def test_a_step_before_the_first_reset_names_every_sub_env_to_reset(backend, first):
+    """Gymnasium's sub-envs raise ResetNeeded (its sync env raises it as it is).
+    The sync core said "reset sub-env(s) 0", then 1, then 2, one masked reset at
+    a time; now every core names all that need a reset, as ResetNeeded still."""
+    fns = [lambda: gym.make("CartPole-v1")] * 3
+    if backend == "sync":
+        envs = vecmode.SyncVectorEnv(fns)
+    else:
+        envs = vecmode.AsyncVectorEnv(fns, context="fork", num_workers=2)
+    if first is not None:  # a masked reset first: the others still need one
+        envs.reset(seed=0, options={"reset_mask": np.array(first)})
+    with pytest.raises(gym.error.ResetNeeded) as caught:
+        envs.step(np.zeros(3, dtype=int))
+    assert caught.value.lost == (0, 1, 2)
+    assert "reset sub-env(s) 0, 1, 2 before they are stepped again" in str(caught.value)
+    envs.reset(seed=1, options={"reset_mask": envs.awaiting_reset})
+    envs.step(np.zeros(3, dtype=int))
+    envs.close()
+
+
 def test_a_failing_close_closes_every_sub_env_and_names_each_failure():
     class CloseFails(ScheduledEnv):
         closed_here = []
