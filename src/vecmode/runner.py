@@ -449,12 +449,9 @@ class Runner:
     ) -> bool:
         """:meth:`run`'s loop: an observation of the row's kind into ``fresh[k]``,
         any other to ``write``. True if every one went to ``fresh``."""
-        rewards, terminations, truncations = (
-            out.rewards,
-            out.terminations,
-            out.truncations,
-        )
-        infos, ended, finals = out.infos, out.ended, out.finals
+        rewards, terminations = out.rewards, out.terminations
+        truncations, infos = out.truncations, out.infos
+        ended, finals = out.ended, out.finals
         write, first, array = self.write, self.first, np.ndarray
         dtype, shape = self._row
         whole, k, method = True, 0, "step"
