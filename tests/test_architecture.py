@@ -71,13 +71,14 @@ PRESENTATION = ("cli", "timeline.py")
 #: timeout naming sub-envs; conform --json's failed_property, the kit's limits of
 #: a partial check; the collector's cut episodes and its closed state; the
 #: collector's warning of undeclared layers over SameStep; DictInfoToList below
-#: refused when built; a missing dependency as a usage error; a sub-env's flags
-#: read as Gymnasium's sync env reads them; call and each results that do not
-#: pickle named by sub-env; a sub-env's BaseException its failure in every core;
-#: an env_fn returning no env named; reset's returns named; timeout checked;
-#: make_vec's wrappers checked; reset's seed arrays named by shape; a worker
-#: dead at construction: what to do; the sync core's never-reset sub-envs named)
-MAX_SRC_LINES = 21_926
+#: refused when built; a missing dependency as a usage error; the table's
+#: known-wrong word; a sub-env's flags read as Gymnasium's sync env reads them;
+#: call and each results that do not pickle named by sub-env; a sub-env's
+#: BaseException its failure in every core; an env_fn returning no env named;
+#: reset's returns named; timeout checked; make_vec's wrappers checked; reset's
+#: seed arrays named by shape; a worker dead at construction: what to do; the
+#: sync core's never-reset sub-envs named)
+MAX_SRC_LINES = 21_928
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15
