@@ -339,8 +339,8 @@ def seeds_to_count(seed: Any, count: int, num_envs: int) -> str:
     shape = getattr(seed, "shape", None)
     got = f"a {len(shape)}-d array {tuple(shape)}" if shape else f"a list of {count}"
     return (
-        f"seed must be None, an int, or a list (or 1-d array) of {num_envs} seeds "
-        f"(one per sub-env), got {got}."
+        f"seed must be None, an int, or a list of {num_envs} seeds (one per "
+        f"sub-env), got {got}."
     )
 
 

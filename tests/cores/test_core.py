@@ -493,8 +493,11 @@ def test_error_messages_are_built_in_one_place():
         ({"seed": "7"}, TypeError, "seed must be an int or None, got str"),
         ({"seed": True}, TypeError, "seed must be an int or None, got bool"),
         ({"seed": [1, 2.5, 3]}, TypeError, "each seed in the list must be an int"),
-        ({"seed": [1, 2]}, ValueError, "list (or 1-d array) of 3 seeds"),
-        ({"seed": [1, 2]}, ValueError, "(one per sub-env), got a list of 2."),
+        (
+            {"seed": [1, 2]},
+            ValueError,
+            "list of 3 seeds (one per sub-env), got a list of 2.",
+        ),
         # it said "got a list of 1", and of 3 rows, "each seed ... got ndarray"
         ({"seed": np.array([[1, 2, 3]])}, ValueError, "got a 2-d array (1, 3)."),
         ({"seed": np.ones((3, 1), int)}, ValueError, "got a 2-d array (3, 1)."),
