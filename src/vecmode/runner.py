@@ -13,7 +13,7 @@ import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import product, repeat
+from itertools import repeat
 from typing import Any, cast
 
 import gymnasium as gym
@@ -31,8 +31,8 @@ _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
-#: The types of a step's ``(reward, terminated, truncated)`` that need no check.
-_PLAIN = frozenset(product(_NUMBERS, (bool, np.bool_), (bool, np.bool_)))
+#: The types of a flag that need no conversion.
+_BOOLS = frozenset({bool, np.bool_})
 #: What a sub-env raises that goes up as it is, not as its failure: in the
 #: parent, KeyboardInterrupt and SystemExit are the user's (Ctrl-C); no Ctrl-C
 #: reaches a worker (or Ray actor), so there the sub-env's own code raised them.
@@ -66,12 +66,9 @@ def reward_not_a_number_message(reward: Any) -> str:
     )
 
 
-def check_step(reward: Any, terminated: Any, truncated: Any) -> tuple[bool, bool]:
-    """Refuse a reward that is not one number; the flags as Gymnasium's sync env
-    stores them, into a bool array (a one-element array as its element), or a
-    ValueError for one that is not one."""
-    if type(reward) not in _NUMBERS:
-        check_reward(reward)
+def check_flags(terminated: Any, truncated: Any) -> tuple[bool, bool]:
+    """The flags as Gymnasium's sync env stores them, into a bool array (a
+    one-element array as its element); a ValueError for one that is not one."""
     flags = np.zeros(2, np.bool_)
     for k, (name, flag) in enumerate(
         (("terminated", terminated), ("truncated", truncated))
@@ -272,8 +269,17 @@ class Failure:
     traceback: str
 
     @classmethod
-    def caught(cls, index: int, method: str, error: BaseException) -> Failure:
-        """The failure of an exception being handled (its traceback taken now)."""
+    def caught(
+        cls,
+        index: int,
+        method: str,
+        error: BaseException,
+        passes: tuple[type[BaseException], ...] = (),
+    ) -> Failure:
+        """The failure of an exception being handled (its traceback taken now);
+        one of the classes ``passes`` is raised again instead."""
+        if isinstance(error, passes):
+            raise error
         return cls(index, method, error, traceback.format_exc())
 
     def as_error(
@@ -298,10 +304,8 @@ def build_env(index: int, env_fn: Callable[[], gym.Env]) -> gym.Env:
     or returns no env."""
     try:
         return checked_env(env_fn())
-    except IN_PARENT:
-        raise
     except BaseException as exc:
-        raise Failure.caught(index, "env_fn", exc).as_error() from exc
+        raise Failure.caught(index, "env_fn", exc, IN_PARENT).as_error() from exc
 
 
 def checked_env(env: Any) -> gym.Env:
@@ -462,11 +466,11 @@ class Runner:
                 if cmd in _STEPS:
                     method = "step"
                     obs, reward, terminated, truncated, info = env.step(action)
-                    if (type(reward), type(terminated), type(truncated)) not in _PLAIN:
-                        terminated, truncated = check_step(
-                            reward, terminated, truncated
-                        )
+                    if type(reward) not in _NUMBERS:
+                        check_reward(reward)
                     rewards[k] = reward
+                    if not (type(terminated) is type(truncated) in _BOOLS):  # (rare)
+                        terminated, truncated = check_flags(terminated, truncated)
                     if terminated | truncated:  # (else both stay False)
                         terminations[k], truncations[k] = terminated, truncated
                         ended.append(first + k)
@@ -491,11 +495,9 @@ class Runner:
                     write(first + k, obs)
                 if info:
                     infos.append((first + k, info))
-        except self.passes:
-            raise
         except BaseException as exc:
+            out.failure = Failure.caught(first + k, method, exc, self.passes)
             out.ran = [first + j for j in ran_by(list(commands[:k]))]
-            out.failure = Failure.caught(first + k, method, exc)
             return False
         return whole
 
@@ -529,10 +531,8 @@ class Runner:
             for k in range(len(envs)) if positions is None else positions:
                 i = self.first + k
                 results.append(fn(envs[k]))
-        except self.passes:
-            raise
         except BaseException as exc:
-            return results, Failure.caught(i, method, exc)
+            return results, Failure.caught(i, method, exc, self.passes)
         return results, None
 
     def close(self) -> list[Failure]:
@@ -541,10 +541,10 @@ class Runner:
         for k, env in enumerate(self.envs):
             try:
                 env.close()
-            except self.passes:
-                raise
             except BaseException as exc:
-                failures.append(Failure.caught(self.first + k, "close", exc))
+                failures.append(
+                    Failure.caught(self.first + k, "close", exc, self.passes)
+                )
         self.envs = []
         return failures
 

@@ -306,10 +306,9 @@ def build_slice(
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(runner.checked_env(env_fn()))
-        except passes:
-            raise
         except BaseException as exc:
-            return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
+            failure = runner.Failure.caught(first + k, "env_fn", exc, passes)
+            return (FAILED, [RemoteFailure.of(failure)], ())
     shared = runner.shared_sub_envs(envs)
     if shared:
         return (SHARED_ENV, [[first + k for k in group] for group in shared])
