@@ -73,8 +73,14 @@ PRESENTATION = ("cli", "timeline.py")
 #: collector's warning of undeclared layers over SameStep; DictInfoToList below
 #: refused when built; a missing dependency as a usage error; with_autoreset's
 #: view of NextStep's pending reset steps; the kit's episodic property and
-#: conform --episodic (a stack episodic if every layer says so); from_sb3's VecNormalize space, to_sb3's get_attr guard)
-MAX_SRC_LINES = 21_963
+#: conform --episodic (a stack episodic if every layer says so); from_sb3's
+#: VecNormalize space, to_sb3's get_attr guard; a sub-env's flags read as
+#: Gymnasium's sync env reads them; call and each results that do not pickle
+#: named by sub-env; a sub-env's BaseException its failure in every core; an
+#: env_fn returning no env named; reset's returns named; timeout checked;
+#: make_vec's wrappers checked; reset's seed arrays named by shape; a worker dead
+#: at construction: what to do; the sync core's never-reset sub-envs named)
+MAX_SRC_LINES = 22_053
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -81,6 +81,26 @@ def test_callable_and_wrappers():
     envs.close()
 
 
+@pytest.mark.parametrize(
+    ("wrappers", "got"),
+    [
+        (
+            gym.wrappers.NormalizeReward,
+            "NormalizeReward: pass wrappers=[NormalizeReward]",
+        ),
+        (3, "int 3"),
+    ],
+)
+def test_wrappers_that_are_not_a_sequence_are_refused_saying_so(wrappers, got):
+    """A class for the list was "'type' object is not iterable" (Gymnasium's:
+    "object of type 'type' has no len()", a TypeError too)."""
+    with pytest.raises(TypeError) as caught:
+        vecmode.make_vec("CartPole-v1", 2, "sync", wrappers=wrappers)
+    assert str(caught.value) == (
+        f"wrappers must be a sequence of callables (each wraps an env), got {got}."
+    )
+
+
 def test_vector_entry_point_keeps_its_own_mode():
     envs = vecmode.make_vec("CartPole-v1", num_envs=3, vectorization_mode=None)
     assert type(envs).__name__ == "CartPoleVectorEnv"

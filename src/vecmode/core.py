@@ -583,11 +583,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
             or getattr(seed, "ndim", None) == 0  # a 0-d array or tensor
         )
         seeds: list[Any] = [seed] if one else list(cast(Iterable[Any], seed))
-        if not one and len(seeds) != n:
-            raise errors.SeedError(
-                f"seed must be None, an int, or a list of {n} seeds (one per "
-                f"sub-env), got a list of {len(seeds)}."
-            )
+        if not one and (len(seeds) != n or getattr(seed, "ndim", 1) != 1):
+            raise errors.SeedError(errors.seeds_to_count(seed, len(seeds), n))
         _check_seeds(seeds, "seed" if one else "each seed in the list", n)
         if one:
             return [int(seeds[0]) + i for i in range(n)]

@@ -25,6 +25,7 @@ __all__ = [
     "InfoBatchError",
     "InfoLayoutError",
     "NotAVectorEnvError",
+    "NotAnEnvError",
     "NotPicklableError",
     "SeedError",
     "SharedMemorySpaceError",
@@ -46,6 +47,10 @@ class ArrayLibraryError(TypeError):
 
 class NotAVectorEnvError(TypeError):
     """A factory given to build a vector env returned something else."""
+
+
+class NotAnEnvError(TypeError):
+    """An ``env_fn`` returned something other than a ``gymnasium.Env``."""
 
 
 class ActionBatchError(ValueError, TypeError):
@@ -215,7 +220,7 @@ def sub_env_error_class(original: type[BaseException] | None) -> type[SubEnvErro
     """The :class:`SubEnvError` class for a sub-env's exception of class
     ``original``: a subclass of both where Python allows it, else SubEnvError."""
     if original is None or not issubclass(original, Exception):
-        return SubEnvError  # (the cores never wrap what is no Exception)
+        return SubEnvError  # (GeneratorExit, or a sub-env's KeyboardInterrupt)
     if issubclass(original, SubEnvError):  # a nested vecmode env's failure
         return sub_env_error_class(original._original)
     try:
@@ -310,7 +315,7 @@ def short(value: Any) -> str:
 
 
 #: What a sub-env's ``step`` / ``reset`` returns, for the error of one that does not.
-_RETURNS = {
+RETURNS = {
     "step": "(obs, reward, terminated, truncated, info)",
     "reset": "(obs, info)",
 }
@@ -324,9 +329,19 @@ def text_of(error: BaseException, method: str = "") -> str:
     except Exception:
         return "<exception str() failed>"
     unpacked = isinstance(error, (TypeError, ValueError)) and "unpack" in text
-    if method in _RETURNS and unpacked:  # an old Gym API's env, say
-        text += f": {method}() must return {_RETURNS[method]}, Gymnasium's API"
+    if method in RETURNS and unpacked:  # an old Gym API's env, say
+        text += f": {method}() must return {RETURNS[method]}, Gymnasium's API"
     return text
+
+
+def seeds_to_count(seed: Any, count: int, num_envs: int) -> str:
+    """``reset``'s error for a list of ``count`` seeds, or an array not 1-d."""
+    shape = getattr(seed, "shape", None)
+    got = f"a {len(shape)}-d array {tuple(shape)}" if shape else f"a list of {count}"
+    return (
+        f"seed must be None, an int, or a list of {num_envs} seeds (one per "
+        f"sub-env), got {got}."
+    )
 
 
 def mode_names(modes: Iterable[AutoresetMode]) -> str:
@@ -508,7 +523,8 @@ def sub_env_failed(
     call, todo = _AFTER.get(method, (method, "" if lost else UNCHANGED))
     what = f"sub-env {index} raised {exc_type} in {call}: {message}"
     if method == "env_fn":
-        what = f"sub-env {index}'s env_fn raised {exc_type}: {message}"
+        raised = "" if exc_type == NotAnEnvError.__name__ else f"raised {exc_type}: "
+        what = f"sub-env {index}'s env_fn {raised}{message}"
     if not todo:  # the call's results are lost
         which = ", ".join(map(str, lost)) or "the sub-envs of the call"
         todo = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
 from vecmode.core import is_int
-from vecmode.errors import IncompatibleModeError
+from vecmode.errors import IncompatibleModeError, short
 from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode, mode_of
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
@@ -63,7 +63,7 @@ def make_vec(
     """
     spec, env_kwargs = _spec_of(id)
     vector_kwargs = dict(vector_kwargs or {})
-    wrappers = list(wrappers or [])
+    wrappers = _wrapper_list(wrappers)
     if spec is not None:  # as Gymnasium: what a vector env's spec records is taken back
         num_envs = env_kwargs.pop("num_envs", num_envs)
         vectorization_mode = env_kwargs.pop("vectorization_mode", vectorization_mode)
@@ -90,6 +90,19 @@ def make_vec(
             spec, env_kwargs, num_envs, vmode, vector_kwargs, wrappers, as_given
         )
     return envs
+
+
+def _wrapper_list(wrappers: Any) -> list[Any]:
+    """``wrappers`` as a list; a TypeError, as Gymnasium's, for one wrapper."""
+    if isinstance(wrappers, Iterable) and not isinstance(wrappers, str):
+        return list(wrappers)
+    if wrappers is None:
+        return []
+    name = getattr(wrappers, "__name__", None)
+    raise TypeError(
+        f"wrappers must be a sequence of callables (each wraps an env), got "
+        f"{name or short(wrappers)}{f': pass wrappers=[{name}]' if name else ''}."
+    )
 
 
 def _with_policy(

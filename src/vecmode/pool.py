@@ -288,10 +288,16 @@ class WorkerPool:
         self.broken = _death(worker, during)
         code = worker.process.exitcode
         signal = f" (killed by signal {-code})" if code is not None and code < 0 else ""
+        todo = (
+            "No env was built and no worker is left: fix what ended it (its stderr "
+            "may say), then build the env again."
+            if during == "construction"
+            else "Its sub-envs are lost: close() the env and build a new one."
+        )
         message = (
             f"worker process {worker.index} ({errors.sub_envs(worker.indices)}) died"
             f"{'' if code is None else f' with exit code {code}'}{signal} during "
-            f"{during}. Its sub-envs are lost: close() the env and build a new one."
+            f"{during}. {todo}"
         )
         if during == "construction" and self.method != "fork":
             message += (

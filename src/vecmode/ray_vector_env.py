@@ -142,15 +142,15 @@ class SliceActor:
         row: tuple[tuple[int, ...], np.dtype] | None = None,
     ) -> None:
         envs: list[gym.Env] = []
-        caught = runner.IN_WORKER
-        self.built_answer = worker.build_slice(first, env_fns, envs, spec, caught)
+        passes = runner.IN_WORKER
+        self.built_answer = worker.build_slice(first, env_fns, envs, spec, passes)
         #: A Box batch's rows (``row``: shape, dtype), sent raw after an EXECUTE.
         self.rows = (
             None if row is None else np.zeros((len(env_fns), *row[0]), dtype=row[1])
         )
         memory = (None, None, None)
         self.server = worker.SliceServer(
-            first, envs, memory, spec, rows=self.rows, caught=caught
+            first, envs, memory, spec, rows=self.rows, passes=passes
         )
 
     def built(self) -> tuple[Any, str, int]:

@@ -9,6 +9,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Sequence
+from numbers import Real
 from typing import Any, NoReturn, cast
 
 import gymnasium as gym
@@ -93,8 +94,10 @@ class RemoteCore(core.VectorCore):
     ) -> None:
         """Check and set the shared attributes; read the spaces here."""
         env_fns = core.env_fn_list(env_fns)
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be None or > 0 seconds, got {timeout!r}.")
+        if timeout is not None and not (isinstance(timeout, Real) and timeout > 0):
+            raise ValueError(
+                f"timeout must be None or > 0 seconds (a number), got {timeout!r}."
+            )
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = _pid

@@ -2,8 +2,8 @@
 
 Every backend runs its sub-envs with this loop (the sync core, each async worker,
 the async parent's share), so a sub-env behaves and fails the same wherever it
-runs. The first ``Exception`` a sub-env raises stops the slice there, reported as
-a :class:`Failure`.
+runs. The first exception a sub-env raises (in the parent, but KeyboardInterrupt
+and SystemExit) stops the slice there, reported as a :class:`Failure`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 from gymnasium.error import CustomSpaceError
 from gymnasium.vector.utils import create_empty_array, iterate
 
+from vecmode import errors
 from vecmode.core import Command, ran_by
 from vecmode.errors import SubEnvError, short, sub_env_error, text_of
 
@@ -30,10 +31,13 @@ _KEEP, _STEP, _RESET, _STEP_THEN_RESET = (int(c) for c in Command)
 _STEPS = (_STEP, _STEP_THEN_RESET)
 #: The types of a reward that need no check that it is one number.
 _NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.bool_})
-#: What a sub-env raises that a worker (or Ray actor) reports as its failure.
-#: No Ctrl-C reaches a worker, so the sub-env's own code raised it; in the
-#: parent, KeyboardInterrupt and SystemExit go to the user.
-IN_WORKER = (Exception, KeyboardInterrupt, SystemExit)
+#: The types of a flag that need no conversion.
+_BOOLS = frozenset({bool, np.bool_})
+#: What a sub-env raises that goes up as it is, not as its failure: in the
+#: parent, KeyboardInterrupt and SystemExit are the user's (Ctrl-C); no Ctrl-C
+#: reaches a worker (or Ray actor), so there the sub-env's own code raised them.
+IN_PARENT: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit)
+IN_WORKER: tuple[type[BaseException], ...] = ()
 
 
 def check_reward(reward: Any) -> None:
@@ -62,12 +66,30 @@ def reward_not_a_number_message(reward: Any) -> str:
     )
 
 
+def check_flags(terminated: Any, truncated: Any) -> tuple[bool, bool]:
+    """The flags as Gymnasium's sync env stores them, into a bool array (a
+    one-element array as its element); a ValueError for one that is not one."""
+    flags = np.zeros(2, np.bool_)
+    for k, (name, flag) in enumerate(
+        (("terminated", terminated), ("truncated", truncated))
+    ):
+        try:
+            flags[k] = flag
+        except Exception as exc:
+            raise ValueError(
+                f"step() returned a {name} flag that is not one bool: {short(flag)}; "
+                f"{name} is one bool (a Python or NumPy bool): return bool({name})"
+            ) from exc
+    return bool(flags[0]), bool(flags[1])
+
+
 def check_info(info: Any, method: str) -> None:
     """Refuse an info that is not a dict (Gymnasium batches a dict's items)."""
     if not isinstance(info, Mapping):
         raise TypeError(
-            f"{method}() returned an info that is not a dict: {short(info)}; an "
-            f"info is a dict (return {{}} for none)"
+            f"{method}() returned an info that is not a dict: {short(info)}; it "
+            f"must return {errors.RETURNS[method]}, Gymnasium's API, its info a "
+            f"dict (return {{}} for none)"
         )
 
 
@@ -247,8 +269,17 @@ class Failure:
     traceback: str
 
     @classmethod
-    def caught(cls, index: int, method: str, error: BaseException) -> Failure:
-        """The failure of an exception being handled (its traceback taken now)."""
+    def caught(
+        cls,
+        index: int,
+        method: str,
+        error: BaseException,
+        passes: tuple[type[BaseException], ...] = (),
+    ) -> Failure:
+        """The failure of an exception being handled (its traceback taken now);
+        one of the classes ``passes`` is raised again instead."""
+        if isinstance(error, passes):
+            raise error
         return cls(index, method, error, traceback.format_exc())
 
     def as_error(
@@ -269,11 +300,22 @@ class Failure:
 
 
 def build_env(index: int, env_fn: Callable[[], gym.Env]) -> gym.Env:
-    """``env_fn()``, sub-env ``index``; a :class:`~vecmode.SubEnvError` if it raises."""
+    """``env_fn()``, sub-env ``index``; a :class:`~vecmode.SubEnvError` if it raises
+    or returns no env."""
     try:
-        return env_fn()
-    except Exception as exc:
-        raise Failure.caught(index, "env_fn", exc).as_error() from exc
+        return checked_env(env_fn())
+    except BaseException as exc:
+        raise Failure.caught(index, "env_fn", exc, IN_PARENT).as_error() from exc
+
+
+def checked_env(env: Any) -> gym.Env:
+    """``env``, an env_fn's result, if it is a ``gymnasium.Env``."""
+    if not isinstance(env, gym.Env):
+        raise errors.NotAnEnvError(
+            f"returned {errors.describe(env)[:80]} ({type(env).__name__}), not a "
+            f"gymnasium.Env: return the env it builds"
+        )
+    return env
 
 
 def close_quietly(envs: Iterable[gym.Env]) -> None:
@@ -325,11 +367,11 @@ class Runner:
     memory, a list to send); or ``rows`` are the slice's rows of a Box batch. An
     observation of the row's very dtype and shape is copied in after the loop
     (every row in one copy where all ran), any other is checked first.
-    ``caught``: what a sub-env raises that is its failure (:data:`IN_WORKER` in a
+    ``passes``: what a sub-env raises that goes up as it is (:data:`IN_WORKER` in a
     worker).
     """
 
-    __slots__ = ("_bytes", "_row", "caught", "envs", "first", "rows", "write")
+    __slots__ = ("_bytes", "_row", "envs", "first", "passes", "rows", "write")
 
     def __init__(
         self,
@@ -338,7 +380,7 @@ class Runner:
         write: Callable[[int, Any], Any] | None = None,
         *,
         rows: np.ndarray | None = None,
-        caught: tuple[type[BaseException], ...] = (Exception,),
+        passes: tuple[type[BaseException], ...] = IN_PARENT,
     ) -> None:
         if rows is not None:
             write = row_writer(rows, first)
@@ -346,7 +388,7 @@ class Runner:
             raise TypeError("Runner takes write, or rows for a Box batch")
         self.envs = envs
         self.first = first
-        self.caught = caught
+        self.passes = passes
         self.write: Callable[[int, Any], Any] = write
         self.rows = rows
         self._fast_path()
@@ -367,7 +409,7 @@ class Runner:
     def __getstate__(self) -> dict[str, Any]:
         return {
             name: getattr(self, name)
-            for name in ("caught", "envs", "first", "rows", "write")
+            for name in ("envs", "first", "passes", "rows", "write")
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -411,12 +453,9 @@ class Runner:
     ) -> bool:
         """:meth:`run`'s loop: an observation of the row's kind into ``fresh[k]``,
         any other to ``write``. True if every one went to ``fresh``."""
-        rewards, terminations, truncations = (
-            out.rewards,
-            out.terminations,
-            out.truncations,
-        )
-        infos, ended, finals = out.infos, out.ended, out.finals
+        rewards, terminations = out.rewards, out.terminations
+        truncations, infos = out.truncations, out.infos
+        ended, finals = out.ended, out.finals
         write, first, array = self.write, self.first, np.ndarray
         dtype, shape = self._row
         whole, k, method = True, 0, "step"
@@ -430,7 +469,9 @@ class Runner:
                     if type(reward) not in _NUMBERS:
                         check_reward(reward)
                     rewards[k] = reward
-                    if terminated or truncated:  # (else both stay False)
+                    if not (type(terminated) is type(truncated) in _BOOLS):  # (rare)
+                        terminated, truncated = check_flags(terminated, truncated)
+                    if terminated | truncated:  # (else both stay False)
                         terminations[k], truncations[k] = terminated, truncated
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
@@ -454,9 +495,9 @@ class Runner:
                     write(first + k, obs)
                 if info:
                     infos.append((first + k, info))
-        except self.caught as exc:
+        except BaseException as exc:
+            out.failure = Failure.caught(first + k, method, exc, self.passes)
             out.ran = [first + j for j in ran_by(list(commands[:k]))]
-            out.failure = Failure.caught(first + k, method, exc)
             return False
         return whole
 
@@ -490,8 +531,8 @@ class Runner:
             for k in range(len(envs)) if positions is None else positions:
                 i = self.first + k
                 results.append(fn(envs[k]))
-        except self.caught as exc:
-            return results, Failure.caught(i, method, exc)
+        except BaseException as exc:
+            return results, Failure.caught(i, method, exc, self.passes)
         return results, None
 
     def close(self) -> list[Failure]:
@@ -500,8 +541,10 @@ class Runner:
         for k, env in enumerate(self.envs):
             try:
                 env.close()
-            except self.caught as exc:
-                failures.append(Failure.caught(self.first + k, "close", exc))
+            except BaseException as exc:
+                failures.append(
+                    Failure.caught(self.first + k, "close", exc, self.passes)
+                )
         self.envs = []
         return failures
 

@@ -105,6 +105,7 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
             self.single_observation_space, self._env_obs.__setitem__
         )
         self._runner = runner.Runner(self.envs, 0, write, rows=self._rows)
+        self._unreset = set(range(self.num_envs))  # (a failed call names them too)
 
     # A sub-env that raises in call / get_attr / set_attr / render / each gives
     # a SubEnvError naming it (an AttributeError stays one), as in the async core.
@@ -183,7 +184,10 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         out = self._runner.run(commands, acts, seeds, options)
         failure = out.failure
         if failure is not None:
-            raise failure.as_error(lost=[*out.ran, failure.index])
+            lost = sorted({*out.ran, failure.index, *self._unreset})
+            raise failure.as_error(lost=lost)
+        if self._unreset:
+            self._unreset.difference_update(core.ran_by(commands))
         # (every flag is False but those of the sub-envs whose episode ended)
         terminations = np.zeros(self.num_envs, dtype=np.bool_)
         truncations = np.zeros(self.num_envs, dtype=np.bool_)

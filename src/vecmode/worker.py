@@ -157,11 +157,11 @@ class SliceServer:
         memory: tuple[Any, Any, Any],
         spec: SliceSpec,
         rows: np.ndarray | None = None,
-        caught: tuple[type[BaseException], ...] = (Exception,),
+        passes: tuple[type[BaseException], ...] = runner.IN_PARENT,
     ) -> None:
         """``memory``: the shared memory of the observations, rewards and flags,
         and actions (None: in the messages); ``rows``: a Box batch's (Ray);
-        ``caught``: as :class:`~vecmode.runner.Runner`'s."""
+        ``passes``: as :class:`~vecmode.runner.Runner`'s."""
         obs_memory, stats_memory, action_memory = memory
         num_envs, observation_space, action_space = spec[:3]
         self.first = first
@@ -174,13 +174,13 @@ class SliceServer:
         #: This call's observations, sent with the answer (no shared memory).
         self._sent: list[tuple[int, Any]] | None = None
         if rows is not None:
-            self.runner = runner.Runner(envs, first, rows=rows, caught=caught)
+            self.runner = runner.Runner(envs, first, rows=rows, passes=passes)
         elif obs_memory is None:
             self._sent = []
-            self.runner = runner.Runner(envs, first, self._send, caught=caught)
+            self.runner = runner.Runner(envs, first, self._send, passes=passes)
         elif type(observation_space) is Box:
             batch = view(observation_space, obs_memory, num_envs)
-            self.runner = runner.Runner(envs, first, rows=batch[first:], caught=caught)
+            self.runner = runner.Runner(envs, first, rows=batch[first:], passes=passes)
         else:  # shared memory casts and broadcasts: checked first
 
             def write(i: int, obs: Any) -> None:
@@ -190,7 +190,7 @@ class SliceServer:
                 envs,
                 first,
                 runner.checked_writer(observation_space, write),
-                caught=caught,
+                passes=passes,
             )
         self.closed = False
 
@@ -231,7 +231,10 @@ class SliceServer:
         results, failure = self.runner.each(method, fn, positions)
         if failure is not None:
             return (FAILED, [RemoteFailure.of(failure)], ())
-        return (OK, results)
+        # with the sub-envs they are of (named if one does not pickle)
+        if positions is None:
+            return (OK, results, range(self.first, self.stop))
+        return (OK, results, [self.first + k for k in positions])
 
     def _execute(
         self,
@@ -272,18 +275,22 @@ class SliceServer:
 
 def unpicklable(answer: tuple[Any, ...], exc: Exception) -> tuple[Any, ...]:
     """The failure to send when ``answer`` cannot be pickled."""
-    if answer[0] in (OK, ROWS) and len(answer) >= 5:
+    entries: list[tuple[str, int, Any]] = []
+    if answer[0] == OK and len(answer) == 3:  # results, and whose they are
+        _, results, whose = answer
+        entries = [("result", i, r) for i, r in zip(whose, results, strict=True)]
+    elif answer[0] in (OK, ROWS) and len(answer) >= 5:
         _, _, infos, finals, sent = answer[:5]
-        entries: list[tuple[str, int, Any]] = [("info", i, info) for i, info in infos]
+        entries = [("info", i, info) for i, info in infos]
         entries += [("final observation", i, obs) for i, obs, _ in finals]
         entries += [("final info", i, info) for i, _, info in finals]
         entries += [("observation", i, obs) for i, obs in sent or ()]
-        for what, i, value in sorted(entries, key=lambda e: e[1]):
-            try:
-                pickle.dumps(value, PROTOCOL)
-            except Exception as error:
-                failure = RemoteFailure.caught(i, f"pickling its {what}", error)
-                return (FAILED, [failure], ())
+    for what, i, value in sorted(entries, key=lambda e: e[1]):
+        try:
+            pickle.dumps(value, PROTOCOL)
+        except Exception as error:
+            failure = RemoteFailure.caught(i, f"pickling its {what}", error)
+            return (FAILED, [failure], ())
     return (FAILED, [RemoteFailure.caught(0, "pickling its answer", exc)], ())
 
 
@@ -292,15 +299,16 @@ def build_slice(
     env_fns: Sequence[Callable[[], gym.Env]],
     envs: list[gym.Env],
     spec: SliceSpec,
-    caught: tuple[type[BaseException], ...] = (Exception,),
+    passes: tuple[type[BaseException], ...] = runner.IN_PARENT,
 ) -> tuple[Any, ...] | None:
     """Build sub-envs ``first ..`` into ``envs``; the answer to the parent: None,
-    or what failed or does not match ``spec`` (``caught``: as SliceServer's)."""
+    or what failed or does not match ``spec`` (``passes``: as SliceServer's)."""
     for k, env_fn in enumerate(env_fns):
         try:
-            envs.append(env_fn())
-        except caught as exc:
-            return (FAILED, [RemoteFailure.caught(first + k, "env_fn", exc)], ())
+            envs.append(runner.checked_env(env_fn()))
+        except BaseException as exc:
+            failure = runner.Failure.caught(first + k, "env_fn", exc, passes)
+            return (FAILED, [RemoteFailure.of(failure)], ())
     shared = runner.shared_sub_envs(envs)
     if shared:
         return (SHARED_ENV, [[first + k for k in group] for group in shared])
@@ -491,7 +499,7 @@ def worker_main(
         conn.send(built)
         if built is not None:
             return
-        server = SliceServer(first, envs, memory, spec, caught=runner.IN_WORKER)
+        server = SliceServer(first, envs, memory, spec, passes=runner.IN_WORKER)
         serve(conn, server, spin, bell)
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the parent is gone: just leave

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from vecmode.testing.envs import ScheduledEnv
 
@@ -33,6 +34,8 @@ FAULTS = (
     "unpicklable_info",
     "info_not_dict",
     "unpicklable_obs",
+    "flag_array",
+    "raise_base",
 )
 
 
@@ -44,6 +47,11 @@ class Unpicklable:
 
     def __reduce__(self) -> Any:
         raise pickle.PicklingError("this value cannot be pickled, on purpose")
+
+
+class Abandoned(BaseException):
+    """A BaseException that is no Exception, as GeneratorExit and
+    asyncio.CancelledError are."""
 
 
 class FaultyEnv(ScheduledEnv):
@@ -73,6 +81,8 @@ class FaultyEnv(ScheduledEnv):
             raise KeyboardInterrupt(f"sub-env {self.index}'s code raised it")
         if self.fault == "raise_exit":  # sys.exit() in its code (a game's "quit")
             raise SystemExit(3)
+        if self.fault == "raise_base":
+            raise Abandoned(f"sub-env {self.index} gave up")
         if self.fault == "hang":
             time.sleep(3600)
         if self.fault == "slow":
@@ -87,6 +97,8 @@ class FaultyEnv(ScheduledEnv):
             info = ["not", "a", "dict"]
         if self.fault == "unpicklable_obs":
             obs = Unpicklable()
+        if self.fault == "flag_array":  # two flags where one is due
+            terminated, truncated = True, np.array([True, True])
         return obs, reward, terminated, truncated, info
 
     def close(self):

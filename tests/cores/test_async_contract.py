@@ -54,6 +54,10 @@ def test_refuses_another_mode_and_says_how_to_get_it():
         ({"num_workers": 1.5}, "num_workers must be None or an int >= 1"),
         ({"observation_mode": "mixed"}, "observation_mode"),
         ({"timeout": 0}, "timeout must be None or > 0"),
+        (
+            {"timeout": "5"},
+            r"timeout must be None or > 0 seconds \(a number\), got '5'",
+        ),
     ],
 )
 def test_bad_arguments_are_clear_errors(kwargs, text):

@@ -36,15 +36,17 @@ class OddStep(gym.Env):
     observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
     action_space = gym.spaces.Discrete(2)
 
-    def __init__(self, reward: Any = 0.0, info: dict | None = None) -> None:
-        self.reward, self.info = reward, info or {}
+    def __init__(
+        self, reward: Any = 0.0, info: dict | None = None, flags: Any = (False, False)
+    ) -> None:
+        self.reward, self.info, self.flags = reward, info or {}, flags
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         return np.zeros(2, np.float32), {}
 
     def step(self, action):
-        return np.zeros(2, np.float32), self.reward, False, False, dict(self.info)
+        return np.zeros(2, np.float32), self.reward, *self.flags, dict(self.info)
 
 
 #: The layouts a sub-env's fault is the same in: (core, in_parent).
@@ -334,6 +336,27 @@ def test_a_reward_that_is_not_one_number_is_the_sub_env_s_error(
     assert caught.value.message == vecmode.runner.reward_not_a_number_message(reward)
     envs.reset(seed=0)
     assert multiprocessing.active_children() or core == "sync"  # workers alive
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    "flags", [(np.array([True]), False), (False, [1]), (np.array([[0]]), None)]
+)
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_flags_are_what_gymnasium_s_sync_env_makes_of_them(core, in_parent, flags):
+    """A one-element array flag: Gymnasium's sync env (and vecmode's) reads its
+    element; a worker died on it, the parent's share broke the env. Now every
+    layout returns Gymnasium's flags."""
+    fns = [OddStep, functools.partial(OddStep, flags=flags)]
+    theirs = gym.vector.SyncVectorEnv(fns, autoreset_mode="Disabled")
+    theirs.reset(seed=0)
+    expected = theirs.step(np.zeros(2, np.int64))[2:4]
+    theirs.close()
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    with deadline(30):
+        got = envs.step(np.zeros(2, np.int64))[2:4]
+    assert [flag.tolist() for flag in got] == [flag.tolist() for flag in expected]
     envs.close()
 
 

@@ -129,6 +129,27 @@ def test_an_info_that_cannot_be_pickled_is_reported_naming_the_sub_env():
     envs.close()
 
 
+@pytest.mark.parametrize("in_parent", [None, 1])
+def test_a_result_that_cannot_be_pickled_names_its_sub_env(in_parent):
+    """each() and call() results that do not pickle were sub-env 0's, in every
+    worker (indices=[1, 2]: "sub-env 0 ..., others=(0,)")."""
+    envs = make_async(scheduled_fns(3), in_parent=in_parent)
+    for indices, index, others in (([2], 2, ()), ([2, 1], 1, (2,))):
+        with pytest.raises(SubEnvError) as caught:
+            envs.each(lambda env: threading.Lock(), indices=indices)
+        error = caught.value
+        assert (error.index, error.others) == (index, others), str(error)
+        assert error.method == "pickling its result"
+        assert "cannot pickle '_thread.lock' object" in str(error)
+    envs.set_attr("lock", None)
+    envs.each(lambda env: setattr(env.unwrapped, "lock", threading.Lock()), indices=1)
+    with pytest.raises(SubEnvError) as caught:
+        envs.get_attr("lock")
+    assert (caught.value.index, caught.value.others) == (1, ())
+    envs.reset(seed=0)  # usable
+    envs.close()
+
+
 def test_a_sub_env_raising_in_call_get_attr_set_attr_leaves_the_env_as_it_was():
     envs = make_async(faulty_fns(3))
     envs.reset(seed=0)
@@ -276,6 +297,34 @@ def test_an_env_fn_that_fails_is_reported_at_construction_and_leaves_no_process(
     assert set(multiprocessing.active_children()) == before
 
 
+@pytest.mark.parametrize(
+    ("core", "bad", "options"),
+    [
+        ("sync", 1, {}),
+        ("async", 0, {}),  # sub-env 0 is also built in the parent, to read spaces
+        ("async", 2, {}),
+        ("async", 2, {"in_parent": 1}),
+        ("async", 2, {"observation_mode": "different"}),  # every one in the parent
+    ],
+)
+def test_an_env_fn_that_returns_no_env_is_named(core, bad, options):
+    """A raw AttributeError (sync), a close() error of the parent's copy (sub-env
+    0), a worker that died (the others): now one SubEnvError, a TypeError."""
+    before = set(multiprocessing.active_children())
+    fns: list = scheduled_fns(3)
+    fns[bad] = lambda: None
+    with deadline(30), pytest.raises(TypeError) as caught:
+        vecmode.SyncVectorEnv(fns) if core == "sync" else make_async(fns, **options)
+    error = caught.value
+    assert isinstance(error, SubEnvError)
+    assert (error.index, error.method) == (bad, "env_fn")
+    assert str(error).startswith(
+        f"sub-env {bad}'s env_fn returned None (NoneType), not a gymnasium.Env: "
+        f"return the env it builds. Fix the env_fn; nothing was left running."
+    )
+    assert set(multiprocessing.active_children()) == before
+
+
 def env_fn_slow_in_a_worker() -> gym.Env:
     """Builds at once in the parent (sub-env 0's copy), in 30 s in a worker."""
     if multiprocessing.parent_process() is not None:
@@ -328,9 +377,11 @@ def test_a_close_that_raises_at_construction_is_the_sub_env_s_error():
 
 def test_a_worker_dying_at_construction_is_reported_and_leaves_no_process():
     before = set(multiprocessing.active_children())
-    with deadline(20), pytest.raises(WorkerError, match="died with exit code 3"):
+    with deadline(20), pytest.raises(WorkerError, match="died with exit code 3") as e:
         make_async([env_fn_that_exits_in_a_worker, *scheduled_fns(2)])
     assert set(multiprocessing.active_children()) == before
+    # there is no env to close(), as it said
+    assert "during construction. No env was built and no worker is left" in str(e.value)
 
 
 def test_different_spaces_are_refused_at_construction():

@@ -493,7 +493,14 @@ def test_error_messages_are_built_in_one_place():
         ({"seed": "7"}, TypeError, "seed must be an int or None, got str"),
         ({"seed": True}, TypeError, "seed must be an int or None, got bool"),
         ({"seed": [1, 2.5, 3]}, TypeError, "each seed in the list must be an int"),
-        ({"seed": [1, 2]}, ValueError, "list of 3 seeds"),
+        (
+            {"seed": [1, 2]},
+            ValueError,
+            "list of 3 seeds (one per sub-env), got a list of 2.",
+        ),
+        # it said "got a list of 1", and of 3 rows, "each seed ... got ndarray"
+        ({"seed": np.array([[1, 2, 3]])}, ValueError, "got a 2-d array (1, 3)."),
+        ({"seed": np.ones((3, 1), int)}, ValueError, "got a 2-d array (3, 1)."),
         # Gymnasium's seeding refused them in the sub-envs (all lost)
         ({"seed": -1}, ValueError, "seed must be >= 0"),
         # a 0-d array (or tensor) was "iteration over a 0-d array"
@@ -587,6 +594,28 @@ def test_a_sync_sub_env_fault_names_it_and_its_lost_state_must_be_reset():
     assert obs[:, 1].tolist() == [1, 1, 1, 0] and obs[3, 2] == 1  # 3 went on
     obs, *_ = envs.step(np.zeros(4, dtype=int))
     assert obs[:, 2].tolist() == [1, 1, 1, 2]
+    envs.close()
+
+
+@pytest.mark.parametrize("backend", ["sync", "async"])
+@pytest.mark.parametrize("first", [None, [True, False, False]])
+def test_a_step_before_the_first_reset_names_every_sub_env_to_reset(backend, first):
+    """Gymnasium's sub-envs raise ResetNeeded (its sync env raises it as it is).
+    The sync core said "reset sub-env(s) 0", then 1, then 2, one masked reset at
+    a time; now every core names all that need a reset, as ResetNeeded still."""
+    fns = [lambda: gym.make("CartPole-v1")] * 3
+    if backend == "sync":
+        envs = vecmode.SyncVectorEnv(fns)
+    else:
+        envs = vecmode.AsyncVectorEnv(fns, context="fork", num_workers=2)
+    if first is not None:  # a masked reset first: the others still need one
+        envs.reset(seed=0, options={"reset_mask": np.array(first)})
+    with pytest.raises(gym.error.ResetNeeded) as caught:
+        envs.step(np.zeros(3, dtype=int))
+    assert caught.value.lost == (0, 1, 2)
+    assert "reset sub-env(s) 0, 1, 2 before they are stepped again" in str(caught.value)
+    envs.reset(seed=1, options={"reset_mask": envs.awaiting_reset})
+    envs.step(np.zeros(3, dtype=int))
     envs.close()
 
 

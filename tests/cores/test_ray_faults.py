@@ -104,6 +104,10 @@ def test_faults_a_usable_env_survives(shared):
     assert caught.value.index == 0 and "no_such_attribute" in str(caught.value)
     with pytest.raises(SubEnvError, match="AttributeError"):
         core.call("no_such_method")
+    with pytest.raises(SubEnvError) as caught:  # it named sub-env 0, twice
+        core.each(lambda env: threading.Lock(), indices=[2, 1])
+    assert (caught.value.index, caught.value.others) == (1, (2,))
+    assert caught.value.method == "pickling its result"
     for fault, what in (
         ("unpicklable_info", "pickling its info"),
         # a Box batch: the actor writes each observation into its rows, which
@@ -199,10 +203,14 @@ def test_a_failing_close_still_closes_and_leaves_no_actor():
         core.step(np.zeros(6, dtype=int))
 
 
-@pytest.mark.parametrize("fault", ["raise_interrupt", "raise_exit"])
-def test_keyboard_interrupt_or_system_exit_raised_by_a_sub_env_is_its_failure(fault):
-    """No Ctrl-C reaches an actor: a sub-env's own KeyboardInterrupt or SystemExit
-    is a SubEnvError naming it, and the env goes on (the actor lives)."""
+@pytest.mark.parametrize(
+    "fault", ["raise_interrupt", "raise_exit", "raise_base", "flag_array"]
+)
+def test_a_sub_env_s_own_interrupt_or_exit_or_a_bad_flag_is_its_failure(fault):
+    """No Ctrl-C reaches an actor: a sub-env's own KeyboardInterrupt, SystemExit
+    or other BaseException (the actor died of it) is a SubEnvError naming it, and
+    the env goes on (the actor lives); so is a flag that is not one bool (a bare
+    ValueError naming no sub-env)."""
     before = live_actors()
     core = faulty_core(n=4, num_actors=2)
     envs = vecmode.with_autoreset(core, "SameStep")
@@ -433,6 +441,8 @@ def test_construction_faults_leave_no_actor():
     with pytest.raises(SubEnvError) as caught:
         RayVectorEnv([fns[0], fns[1], broken], num_actors=2)
     assert (caught.value.index, caught.value.method) == (2, "env_fn")
+    with pytest.raises(TypeError, match="sub-env 1's env_fn returned None"):
+        RayVectorEnv([fns[0], lambda: None, fns[2]], num_actors=2)  # (it died)
     other = scheduled_fns(3, obs_type="dict")
     with pytest.raises(RuntimeError, match="sub-env 1's observation space"):
         RayVectorEnv([fns[0], other[1], fns[2]], num_actors=1)

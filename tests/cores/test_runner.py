@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import pickle
@@ -192,6 +193,82 @@ def test_a_reward_that_is_not_one_number_is_a_failure(reward):
     assert names(envs[1]) == ["reset"]
 
 
+class _RaisesBase(Scripted):
+    def step(self, action):
+        raise self.fault
+
+
+@pytest.mark.parametrize(
+    "error", [GeneratorExit(), asyncio.CancelledError(), KeyboardInterrupt()], ids=repr
+)
+@pytest.mark.parametrize("passes", [vecmode.runner.IN_PARENT, vecmode.runner.IN_WORKER])
+def test_a_base_exception_is_the_sub_env_s_failure_but_ctrl_c_in_the_parent(
+    error, passes
+):
+    """GeneratorExit and the like went up as raised from the sync core and killed
+    a worker; KeyboardInterrupt and SystemExit reach the user from the parent."""
+    envs = [Scripted(0), _RaisesBase(1, fault=error)]
+    run = Runner(envs, 0, rows=np.zeros((2, 3), np.float32), passes=passes)
+    run.run([RESET] * 2, None, None, None)
+    for call in (
+        lambda: run.run([STEP, STEP], iter([0, 0])).failure,
+        lambda: run.each("poke", lambda env: env.step(0))[1],
+    ):
+        if isinstance(error, passes):
+            with pytest.raises(type(error)):
+                call()
+            continue
+        failure = call()
+        assert failure.index == 1 and failure.error is error
+
+
+class _FlagsOf(Scripted):
+    """A Scripted env whose step returns ``flags`` as (terminated, truncated)."""
+
+    def __init__(self, index, flags):
+        super().__init__(index, length=100)
+        self.flags = flags
+
+    def step(self, action):
+        obs, reward, _, _, info = super().step(action)
+        return obs, reward, *self.flags, info
+
+
+#: Flags that are not a plain bool, each read as Gymnasium's sync env stores it
+#: (into a bool array): a one-element array (or list) as its element.
+ODD_FLAGS = [np.array([True]), [1], [0], np.array([[0]]), 2, None, "", np.array(1.0)]
+
+
+@pytest.mark.parametrize("flag", ODD_FLAGS, ids=repr)
+def test_a_flag_is_read_as_gymnasium_s_sync_env_reads_it(flag):
+    """A one-element array broke every core but the sync one (a worker died)."""
+    stored = np.zeros(1, np.bool_)
+    stored[0] = flag  # what gymnasium.vector.SyncVectorEnv does
+    run, _, _ = runner(2)
+    run.envs = [_FlagsOf(0, (flag, False)), _FlagsOf(1, (False, flag))]
+    run.run([RESET] * 2, None, None, None)
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert out.failure is None
+    assert out.terminations == [stored[0], False]
+    assert out.truncations == [False, stored[0]]
+    assert out.ended == ([0, 1] if stored[0] else [])
+    assert {type(f) for f in out.terminations + out.truncations} == {bool}
+
+
+@pytest.mark.parametrize("flag", [np.array([True, True]), np.array([])], ids=repr)
+def test_a_flag_that_is_not_one_bool_is_a_failure(flag):
+    """(True, np.array([True, True])) was a bare ValueError from the sync core."""
+    run, envs, _ = runner(2)
+    run.envs = [envs[0], _FlagsOf(1, (True, flag))]
+    run.run([RESET] * 2, None, None, None)
+    out = run.run([STEP, STEP], iter([0, 0]))
+    assert (out.failure.index, out.failure.method) == (1, "step")
+    assert str(out.failure.error) == (
+        f"step() returned a truncated flag that is not one bool: ndarray {flag!r}; "
+        f"truncated is one bool (a Python or NumPy bool): return bool(truncated)"
+    )
+
+
 class _InfoOf(Scripted):
     """A Scripted env whose step (or reset) returns ``info`` as its info."""
 
@@ -234,13 +311,23 @@ def test_an_info_that_is_not_a_dict_is_the_sub_env_s_failure(info, shown, method
     assert (failure.index, failure.method, out.ran) == (1, where, [0])
     assert type(failure.error) is TypeError
     assert str(failure.error) == (
-        f"{where}() returned an info that is not a dict: {shown}; an info is a "
-        f"dict (return {{}} for none)"
+        f"{where}() returned an info that is not a dict: {shown}; it must return "
+        f"{vecmode.errors.RETURNS[where]}, Gymnasium's API, its info a dict (return "
+        f"{{}} for none)"
     )
     assert out.finals == [] and names(envs[2]) == ["reset"]  # stopped there
     error = failure.as_error(lost=[0, 1])
     assert isinstance(error, vecmode.SubEnvError) and isinstance(error, TypeError)
     assert f"sub-env 1 raised TypeError in {where}()" in str(error)
+
+
+def test_a_reset_that_returns_only_an_observation_says_what_it_must_return():
+    """Its two elements were unpacked as (obs, info): "reset() returned an info
+    that is not a dict: float32 np.float32(1.0)" named no API."""
+    envs = [Scripted(0)]
+    envs[0].reset = lambda: np.ones(2, np.float32)
+    out = Runner(envs, 0, rows=np.zeros((1, 3), np.float32)).run([RESET])
+    assert "; it must return (obs, info), Gymnasium's API" in str(out.failure.error)
 
 
 def test_an_info_that_is_a_mapping_is_taken():

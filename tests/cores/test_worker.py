@@ -120,17 +120,38 @@ def test_an_answer_that_does_not_pickle_names_the_sub_env_and_the_value():
     assert (answer[1][0].index, answer[1][0].method) == (3, "pickling its info")
 
 
+def test_a_result_that_does_not_pickle_names_its_sub_env():
+    """It named sub-env 0, whichever sub-env's result it was."""
+    ours = server([*cartpoles(3)], first=2)
+
+    class Fn:
+        fn = staticmethod(lambda env: threading.Lock() if env.tag else env.tag)
+
+    ours.handle((SET_ATTR, "tag", [0, 1, 1]))
+    for positions, index in (([2, 1], 3), (None, 3), ([0], None)):
+        answer = pickle.loads(encode(ours.handle((EACH, "each", Fn, (), positions))))
+        if index is None:
+            assert answer == (OK, [0], [2])
+            continue
+        assert answer[0] == FAILED and len(answer[1]) == 1
+        assert (answer[1][0].index, answer[1][0].method) == (
+            index,
+            "pickling its result",
+        )
+
+
 def test_call_get_attr_set_attr_each_and_close():
     ours = server([*cartpoles(1), Raises()])
     assert ours.handle((GET_ATTR, "spec"))[1][0].id == "CartPole-v1"
     assert ours.handle((SET_ATTR, "tag", ["a", "b"])) is None
-    assert ours.handle((GET_ATTR, "tag")) == (OK, ["a", "b"])
-    assert ours.handle((CALL, "get_wrapper_attr", ("tag",), {})) == (OK, ["a", "b"])
+    assert ours.handle((GET_ATTR, "tag")) == (OK, ["a", "b"], range(2, 4))
+    call = (CALL, "get_wrapper_attr", ("tag",), {})
+    assert ours.handle(call) == (OK, ["a", "b"], range(2, 4))
 
     class Fn:  # stands in for the CloudpickleWrapper the parent sends
         fn = staticmethod(lambda env, suffix: env.get_wrapper_attr("tag") + suffix)
 
-    assert ours.handle((EACH, "each(fn)", Fn, ("!",), [1])) == (OK, ["b!"])
+    assert ours.handle((EACH, "each(fn)", Fn, ("!",), [1])) == (OK, ["b!"], [3])
     tag, failures, _ = ours.handle((CALL, "close", (), {}))
     assert tag == FAILED and failures[0].index == 3
     tag, failures = ours.handle((CLOSE,))
