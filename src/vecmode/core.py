@@ -10,7 +10,7 @@ subclasses :class:`VectorCore` and implements :meth:`VectorCore._execute` with
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from copy import deepcopy
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -204,16 +204,17 @@ def _array_batch_problem(
     space: Space, batch: Any, num_envs: int, where: str
 ) -> str | None:
     shape = getattr(batch, "shape", None)  # an array of any library
+    kind = getattr(getattr(batch, "dtype", None), "kind", None)
     if not isinstance(shape, tuple):
         try:  # a regular nested sequence
-            shape = np.shape(batch)
+            array = np.asarray(batch)
+            shape, kind = array.shape, array.dtype.kind
         except (ValueError, TypeError):  # ragged, or not a sequence at all
             shape = None
     size = int(shape[0]) if shape else None
-    if size is None and type(batch) is not np.ndarray and isinstance(batch, Sized):
-        size = len(batch)  # a ragged sequence: its length
-    if size != num_envs:
-        got = errors.short(batch) if size is None else f"a batch of {size}"
+    text = kind in ("U", "S", "V")  # text is no action of an array space
+    if size != num_envs or text:
+        got = errors.short(batch) if size is None or text else f"a batch of {size}"
         return (
             f"{where} must be a batch of {num_envs} actions (one per sub-env, "
             f"leading dimension {num_envs}), got {got}"
@@ -474,7 +475,9 @@ class VectorCore(ClosesOnExit, VectorEnv):
         ended sub-envs that stay ended, or None when none had ended."""
         kept = self._check_ended(cmds) if self._lost or self.ended.count else None
         if not (  # the common case, in O(1): an array batch of an array space
-            type(actions) is np.ndarray and actions.shape == self._action_batch_shape
+            type(actions) is np.ndarray
+            and actions.shape == self._action_batch_shape
+            and actions.dtype.kind not in "USV"  # (text)
         ) and (actions is not None or not _STEPPING.isdisjoint(cmds)):
             check_action_batch(self.single_action_space, actions, self.num_envs)
         return kept

@@ -3,8 +3,10 @@ call (noticing deaths at once), and stopped without leaving a process behind."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing.process
+import multiprocessing.util  # (its exit function, registered first, runs after ours)
 import os
 import pickle
 import select
@@ -26,6 +28,8 @@ LIVENESS = 0.5
 
 #: The worker processes started in this process (forgotten with their pools).
 _STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
+#: The pools of non-daemonic workers not shut down yet.
+_NOT_DAEMONIC: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
 
 def next_wait(deadline: float | None) -> float:
@@ -42,10 +46,20 @@ def _forget_workers_in_forked_child() -> None:
         if children is not None:
             children.discard(process)
     _STARTED.clear()
+    _NOT_DAEMONIC.clear()  # (not the child's to shut down at its exit)
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_workers_in_forked_child)
+
+
+@atexit.register
+def _shut_down_at_exit() -> None:
+    """Shut down the pools of non-daemonic workers left open: the interpreter
+    would wait for their workers forever (daemonic ones it ends itself)."""
+    for pool in list(_NOT_DAEMONIC):
+        with contextlib.suppress(Exception):
+            pool.shutdown(terminate=False, timeout=5.0)
 
 
 class Worker:
@@ -100,6 +114,8 @@ class WorkerPool:
         ``target(*args(start, stop, child_end, parent_ends_so_far))``."""
         self.method = ctx.get_start_method()
         fork = self.method == "fork"
+        if not daemon:
+            _NOT_DAEMONIC.add(self)
         parent_ends: list[Connection] = []
         try:
             with clear_mpi_env_vars():
@@ -316,6 +332,7 @@ class WorkerPool:
         not answer in time). A worker that could not be ended stays listed."""
         workers = list(self.workers)
         self._shut_down = True
+        _NOT_DAEMONIC.discard(self)
         self._poller = None
         self._by_fd = {}
         self._buffered = set()

@@ -309,8 +309,9 @@ def build_env(index: int, env_fn: Callable[[], gym.Env]) -> gym.Env:
 
 
 def checked_env(env: Any) -> gym.Env:
-    """``env``, an env_fn's result, if it is a ``gymnasium.Env``."""
-    if not isinstance(env, gym.Env):
+    """``env``, an env_fn's result, if it is an env (has ``reset`` and ``step``,
+    as Gymnasium's vector envs need: a subclass of ``gymnasium.Env`` or not)."""
+    if not all(callable(getattr(env, name, None)) for name in ("reset", "step")):
         raise errors.NotAnEnvError(
             f"returned {errors.describe(env)[:80]} ({type(env).__name__}), not a "
             f"gymnasium.Env: return the env it builds"

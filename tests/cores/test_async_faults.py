@@ -23,6 +23,8 @@ from tests.cores.async_support import FORK, MODES, deadline, gone, make_async
 from tests.helpers import (
     ScheduledEnv,
     SlowEnv,
+    alive_in_session,
+    assert_same,
     env_fn_that_exits_in_a_worker,
     env_fn_that_raises,
     faulty_fns,
@@ -323,6 +325,32 @@ def test_an_env_fn_that_returns_no_env_is_named(core, bad, options):
         f"return the env it builds. Fix the env_fn; nothing was left running."
     )
     assert set(multiprocessing.active_children()) == before
+
+
+class _DuckEnv:
+    """An env that is no gymnasium.Env subclass: Gymnasium's vector envs take it."""
+
+    metadata: dict = {}
+    render_mode = spec = None
+    observation_space = gym.spaces.Box(0, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.ones(2, np.float32), 1.0, False, False, {}
+
+    def close(self):
+        pass
+
+
+def test_an_env_that_is_no_gymnasium_env_subclass_is_taken_as_gymnasium_does():
+    reference = gym.vector.SyncVectorEnv([_DuckEnv] * 2)
+    envs = vecmode.SyncVectorEnv([_DuckEnv] * 2)
+    for each in (reference, envs):
+        each.reset(seed=0)
+    assert_same(envs.step(np.zeros(2, int)), reference.step(np.zeros(2, int)), "step")
 
 
 def env_fn_slow_in_a_worker() -> gym.Env:
@@ -638,3 +666,43 @@ def test_a_child_forked_with_os_fork_leaves_the_parents_env_working(layout):
     assert lines[0].startswith("child:") and "os.fork()" in lines[0], run.stdout
     assert lines[1:] == ["child exit 0", "parent [1.0, 1.0]"], run.stdout + run.stderr
     assert "Exception ignored" not in run.stderr, run.stderr
+
+
+LEFT_OPEN = """if __name__ == "__main__":
+    import functools
+    import gymnasium as gym
+    import vecmode
+    envs = vecmode.AsyncVectorEnv(
+        [functools.partial(gym.make, "CartPole-v1")] * 2,
+        daemon=False,
+        context={context!r},
+    )
+    envs.reset(seed=0)
+    raise RuntimeError("the training loop's own bug")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_non_daemonic_workers_left_open_do_not_keep_the_interpreter(tmp_path, context):
+    """No close() before an uncaught error: the interpreter waited forever for
+    the non-daemonic workers (Gymnasium's AsyncVectorEnv too)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "left_open.py"
+    script.write_text(LEFT_OPEN.format(context=context))
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 1 and "the training loop's own bug" in err, err
+    time.sleep(0.5)
+    assert alive_in_session(child.pid) == []

@@ -404,6 +404,13 @@ def test_a_wrapper_that_overrides_step_has_no_split_api():
             r"must have shape \(3,\) .*got shape",
         ),
         ("discrete", [[0], [1], [0]], r"must have shape \(3,\) .*got shape \(3, 1\)"),
+        # ragged or text (these reached the sub-envs: a Box(2,) got a (1,) action,
+        # CartPole under python -O stepped text as action 0)
+        ("box", [[0.5, 0.5], [0.5], [0.5, 0.5]], r"got list \[\[0.5, 0.5\], \[0.5\]"),
+        ("discrete", [1, [1], 1], r"got list \[1, \[1\], 1\]"),
+        ("discrete", "abc", "got str 'abc'"),
+        ("discrete", ["1", "1", "1"], r"got list \['1'"),
+        ("discrete", np.array(["1", "1", "1"]), "got ndarray array"),
         (
             "dict",
             {"a": np.zeros(3, dtype=int), "b": np.zeros((3, 5))},
