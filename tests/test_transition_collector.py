@@ -389,6 +389,9 @@ def test_an_undeclared_layer_over_same_step_warns_that_next_obs_may_be_wrong():
         base = vecmode.SyncVectorEnv(scheduled_env_fns(N))
         over = vecmode.with_autoreset(_Scale(base), "SameStep")
         TransitionCollector(over).close()
+        # Gymnasium's reward and action wrappers change no observation
+        reward = type("Tenth", (gym.vector.VectorRewardWrapper,), {"rewards": abs})
+        TransitionCollector(reward(make_envs("vecmode", "SameStep"))).close()
         vecmode.register(_Scale, vecmode.MODES)  # declared: the user vouches
         try:
             TransitionCollector(_Scale(make_envs("vecmode", "SameStep"))).close()

@@ -521,7 +521,9 @@ def sub_env_failed(
     lost: tuple[int, ...] = (),
 ) -> str:
     call, todo = _AFTER.get(method, (method, "" if lost else UNCHANGED))
-    what = f"sub-env {index} raised {exc_type} in {call}: {message}"
+    what = f"sub-env {index} raised {exc_type} in {call}" + f": {message}" * bool(
+        message
+    )
     if method == "env_fn":
         raised = "" if exc_type == NotAnEnvError.__name__ else f"raised {exc_type}: "
         what = f"sub-env {index}'s env_fn {raised}{message}"

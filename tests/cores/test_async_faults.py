@@ -706,3 +706,19 @@ def test_non_daemonic_workers_left_open_do_not_keep_the_interpreter(tmp_path, co
     assert child.returncode == 1 and "the training loop's own bug" in err, err
     time.sleep(0.5)
     assert alive_in_session(child.pid) == []
+
+
+class _RaisesBare(_DuckEnv):
+    def step(self, action):
+        raise GeneratorExit  # no message
+
+
+def test_an_exception_with_no_message_reads_as_a_sentence():
+    """It read "raised GeneratorExit in step(): . The call's results..."."""
+    envs = vecmode.SyncVectorEnv([_RaisesBare])
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as info:
+        envs.step(np.zeros(1, int))
+    assert str(info.value).startswith(
+        "sub-env 0 raised GeneratorExit in step(). The call's results are lost"
+    )

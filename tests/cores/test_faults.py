@@ -13,7 +13,6 @@ session and no file descriptor is left behind.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
@@ -164,6 +163,13 @@ def _cases() -> list[Case]:
             "unusable: WorkerError",
         ),
         ("raise_interrupt", "sync", 1, "KeyboardInterrupt", "usable"),
+        # a flag that is not one bool, a BaseException that is no Exception (it
+        # went up as it was from the sync core, a worker died of it): SubEnvError
+        *(
+            (fault, backend, faulty, "SubEnvError", "usable")
+            for fault in ("flag_array", "raise_base")
+            for backend, faulty in (("sync", 1), ("async", 1), ("async-parent", 3))
+        ),
     ):
         cases.append(
             Case(
@@ -175,23 +181,6 @@ def _cases() -> list[Case]:
                 faulty if error == "SubEnvError" else None,
                 "step" if error == "SubEnvError" else None,
                 after=after,
-            )
-        )
-    # a flag that is not one bool, a BaseException that is no Exception (it went
-    # up as it was from the sync core, a worker died of it): SubEnvError naming it
-    for fault, (backend, faulty) in itertools.product(
-        ("flag_array", "raise_base"), (("sync", 1), ("async", 1), ("async-parent", 3))
-    ):
-        cases.append(
-            Case(
-                f"{fault}-{backend}-{faulty}",
-                fault,
-                backend,
-                {faulty: fault},
-                "SubEnvError",
-                faulty,
-                "step",
-                after="usable",
             )
         )
     # a hang with a timeout: WorkerTimeoutError (a multiprocessing.TimeoutError)

@@ -71,6 +71,9 @@ def test_a_class_says_it_is_episodic_and_an_argument_overrides_it():
     over = check_wrapper(lambda env: vw.ClipReward(said(env), 0, 1))  # says nothing
     assert over.limits == (NOT_EPISODIC,)
     assert check_wrapper(said, episodic=False).limits == (NOT_EPISODIC,)
+    # a subclass says it again (PPOStack, a RecordEpisodeStatistics, is not)
+    heir = type("Heir", (vw.RecordEpisodeStatistics,), {})
+    assert check_wrapper(heir).limits == (NOT_EPISODIC,)
 
 
 @pytest.mark.parametrize("library", [None, "torch"])

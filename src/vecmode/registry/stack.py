@@ -12,7 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import (
+    AutoresetMode,
+    VectorActionWrapper,
+    VectorEnv,
+    VectorRewardWrapper,
+    VectorWrapper,
+)
 
 from vecmode import _arrays, errors, modes
 from vecmode.env_classes import (
@@ -388,6 +394,7 @@ def warn_if_incompatible(env: VectorEnv, who: str, stacklevel: int = 3) -> None:
             if row.verdict is Verdict.UNDECLARED
             and row.mode_in is not None
             and modes.final_in_info(row.mode_in)
+            and not _keeps_observations(type(row.layer))
         }
         if not report.ok:
             why = (
@@ -409,6 +416,12 @@ def warn_if_incompatible(env: VectorEnv, who: str, stacklevel: int = 3) -> None:
             errors.IncompatibleModeWarning,
             stacklevel=stacklevel,
         )
+
+
+def _keeps_observations(cls: Any) -> bool:
+    """A Gymnasium reward or action wrapper that changes only those."""
+    steps = (VectorRewardWrapper.step, VectorActionWrapper.step)
+    return cls.step in steps and cls.reset is VectorWrapper.reset
 
 
 def require_mode(

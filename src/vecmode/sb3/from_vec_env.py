@@ -342,13 +342,22 @@ def _running_sub_env(exc: BaseException) -> int | None:
 
 
 def _observation_space(venv: VecEnv) -> Space:
-    """``venv``'s observation space; a ``VecNormalize``'s normalised integer Box as
-    the float32 Box it returns (SB3 changes it for images only)."""
-    space, normalised = venv.observation_space, getattr(venv, "norm_obs", False)
-    if normalised and isinstance(space, Box) and np.dtype(space.dtype).kind in "iu":
-        clip = float(venv.clip_obs)  # type: ignore[attr-defined]
-        return Box(-clip, clip, space.shape, np.float32)
-    return space
+    """``venv``'s observation space; a ``VecNormalize``'s normalised integer Boxes
+    (the space, or its ``norm_obs_keys``) as the float32 Boxes of what it returns
+    (SB3 changes them for images only)."""
+    space = venv.observation_space
+    if not getattr(venv, "norm_obs", False):
+        return space
+    clip = float(venv.clip_obs)  # type: ignore[attr-defined]
+
+    def as_returned(box: Space) -> Space:
+        integers = isinstance(box, Box) and np.dtype(box.dtype).kind in "iu"
+        return Box(-clip, clip, box.shape, np.float32) if integers else box
+
+    if isinstance(space, Dict):
+        keys = venv.norm_obs_keys or list(space.spaces)  # type: ignore[attr-defined]
+        return Dict({k: as_returned(s) if k in keys else s for k, s in space.items()})
+    return as_returned(space)
 
 
 def _as_batch(space: Space, obs: Any) -> Any:

@@ -79,6 +79,11 @@ class ToSB3VecEnv(VecEnv):
                 f"spaces, e.g. with gymnasium.wrappers.FlattenObservation on each "
                 f"sub-env."
             ) from exc
+        if any(type(layer).__name__ == "DictInfoToList" for layer in layers(envs)):
+            raise TypeError(
+                f"{_TO} reads Gymnasium's batched dict infos and makes SB3's list "
+                f"of infos itself: leave DictInfoToList out."
+            )
         same = with_autoreset(envs, AutoresetMode.SAME_STEP)
         warn_if_incompatible(same, _TO, stacklevel=4)  # (to_sb3's caller)
         self.vector_env = same

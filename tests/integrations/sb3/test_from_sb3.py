@@ -200,6 +200,21 @@ def test_from_sb3_keeps_vec_normalize_s_float_observations_of_an_integer_box():
     envs.close()
     theirs.close()
 
+    # in a Dict, its norm_obs_keys only (the others stay integers)
+    def pair():
+        return gym.wrappers.TransformObservation(
+            _IntObs(),
+            lambda obs: {"a": obs, "b": obs},
+            gym.spaces.Dict(a=_IntObs.observation_space, b=_IntObs.observation_space),
+        )
+
+    venv = VecNormalize(DummyVecEnv([pair] * 2), norm_obs_keys=["a"])
+    stacked = vecmode.wrappers.FrameStackObservation(from_sb3(venv), 2)
+    obs, _ = stacked.reset(seed=0)
+    assert (obs["a"].dtype, obs["b"].dtype) == (np.float32, np.int64)
+    assert stacked.observation_space.contains(obs)  # (the values kept, as floats)
+    stacked.close()
+
 
 def test_from_sb3_sub_env_calls_and_render():
     fns = tagged_fns("rgb_array")

@@ -354,6 +354,16 @@ def test_sub_env_calls_honour_indices_as_dummy_vec_env(core):
     theirs.close()
 
 
+def test_dict_info_to_list_is_refused_when_built_saying_to_leave_it_out():
+    """It failed at the first reset, saying to make DictInfoToList outermost."""
+    envs = vecmode.wrappers.DictInfoToList(
+        vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    )
+    with pytest.raises(TypeError, match="leave DictInfoToList out"):
+        to_sb3(envs)
+    envs.close()
+
+
 def test_sub_env_calls_over_an_env_whose_sub_envs_are_out_of_reach():
     """Gymnasium's AsyncVectorEnv calls every sub-env or none: what can be done
     exactly is, the rest raises AttributeError saying why (SB3's VecMonitor

@@ -348,8 +348,9 @@ class WrapperCheck:
                 self.declared = supported_modes(wrapped)
             own = _over(wrapped, envs)
             names = [type(layer).__name__ for layer in own]
-            # a stack is episodic if every layer of it says so
-            self.episodic = all(getattr(type(x), "episodic", False) for x in own)
+            # a stack is episodic if every layer's own class says so (a subclass
+            # may keep state its base does not: it says so again)
+            self.episodic = all(vars(type(x)).get("episodic", False) for x in own)
             self.layers = len(names)
             self.stack = "(".join(names) + ")" * (self.layers - 1)  # Outer(Inner)
             self.built = type(wrapped) if self.layers == 1 else None

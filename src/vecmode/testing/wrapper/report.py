@@ -17,7 +17,7 @@ from vecmode.testing.wrapper.schedules import DEFAULT_BASES, base_env
 #: The limit of a check made without ``episodic``.
 NOT_EPISODIC = (
     "episodic not checked: if its outputs depend on the current episode alone, "
-    "pass episodic=True."
+    "pass episodic=True (vecmode conform --episodic)."
 )
 #: The properties a full check makes (``episodic`` only when asked).
 ALWAYS = tuple(p for p in PROPERTIES if p != "episodic")
