@@ -582,7 +582,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
         one = (  # one seed (or a wrong one), not a list of seeds
             is_int(seed)
             or not isinstance(seed, Iterable)
-            or isinstance(seed, (str, bytes))
+            or isinstance(seed, (str, bytes, set, frozenset))  # (a set has no order)
             or getattr(seed, "ndim", None) == 0  # a 0-d array or tensor
         )
         seeds: list[Any] = [seed] if one else list(cast(Iterable[Any], seed))

@@ -353,7 +353,7 @@ def episode_ended(indices: tuple[int, ...]) -> str:
     which = ", ".join(str(i) for i in indices)
     return (
         f"sub-env(s) {which} ended their episode and must be reset before they are "
-        f"stepped again; nothing was stepped. In DISABLED mode reset them with "
+        f"stepped again; nothing was stepped. In Disabled mode reset them with "
         f'env.reset(options={{"reset_mask": mask}}) where mask[i] is True for the '
         f"ended sub-envs (terminations | truncations), or convert the env with "
         f"vecmode.with_autoreset(env, 'SameStep') (or 'NextStep', not over batched "

@@ -94,7 +94,8 @@ class RemoteCore(core.VectorCore):
     ) -> None:
         """Check and set the shared attributes; read the spaces here."""
         env_fns = core.env_fn_list(env_fns)
-        if timeout is not None and not (isinstance(timeout, Real) and timeout > 0):
+        number = isinstance(timeout, Real) and not isinstance(timeout, bool)
+        if timeout is not None and not (number and timeout > 0):
             raise ValueError(
                 f"timeout must be None or > 0 seconds (a number), got {timeout!r}."
             )

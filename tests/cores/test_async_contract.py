@@ -58,6 +58,7 @@ def test_refuses_another_mode_and_says_how_to_get_it():
             {"timeout": "5"},
             r"timeout must be None or > 0 seconds \(a number\), got '5'",
         ),
+        ({"timeout": True}, r"\(a number\), got True"),  # it was taken as 1 s
     ],
 )
 def test_bad_arguments_are_clear_errors(kwargs, text):

@@ -506,6 +506,8 @@ def test_error_messages_are_built_in_one_place():
         # a 0-d array (or tensor) was "iteration over a 0-d array"
         ({"seed": np.array(3)}, TypeError, "seed must be an int or None, got ndarray"),
         ({"seed": [0, None, -3]}, ValueError, "each seed in the list must be >= 0"),
+        # a set has no order: which sub-env got which seed was left to chance
+        ({"seed": {3, 1, 2}}, TypeError, "seed must be an int or None, got set"),
     ],
 )
 def test_bad_seeds_and_options_are_clear_errors_before_anything_runs(
