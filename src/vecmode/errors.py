@@ -50,7 +50,7 @@ class NotAVectorEnvError(TypeError):
 
 
 class NotAnEnvError(TypeError):
-    """An ``env_fn`` returned something other than a ``gymnasium.Env``."""
+    """An ``env_fn`` returned no env (nothing with ``reset`` and ``step``)."""
 
 
 class ActionBatchError(ValueError, TypeError):
@@ -521,9 +521,8 @@ def sub_env_failed(
     lost: tuple[int, ...] = (),
 ) -> str:
     call, todo = _AFTER.get(method, (method, "" if lost else UNCHANGED))
-    what = f"sub-env {index} raised {exc_type} in {call}" + f": {message}" * bool(
-        message
-    )
+    said = f": {message}" if message else ""
+    what = f"sub-env {index} raised {exc_type} in {call}{said}"
     if method == "env_fn":
         raised = "" if exc_type == NotAnEnvError.__name__ else f"raised {exc_type}: "
         what = f"sub-env {index}'s env_fn {raised}{message}"

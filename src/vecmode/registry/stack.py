@@ -388,23 +388,26 @@ def warn_if_incompatible(env: VectorEnv, who: str, stacklevel: int = 3) -> None:
     which such a layer may not transform like the observations."""
     with contextlib.suppress(ValueError):  # a layer's metadata: its own error
         report = check_stack(env)
-        unsure = {
-            f"layer {position} {row.name}": row.mode_in.value
+        unsure = [
+            (position, row)
             for position, row in enumerate(report)
             if row.verdict is Verdict.UNDECLARED
             and row.mode_in is not None
             and modes.final_in_info(row.mode_in)
             and not _keeps_observations(type(row.layer))
-        }
+        ]
         if not report.ok:
             why = (
                 "is not compatible with its autoreset mode or its batches' array "
                 "library, so what it reads is wrong where a layer is"
             )
         elif unsure:
+            named = ", ".join(
+                f"layer {position} {row.name}" for position, row in unsure
+            )
             why = (
-                f"has undeclared layers over a {next(iter(unsure.values()))} env "
-                f"({', '.join(unsure)}): the transitions that end an episode are "
+                f"has undeclared layers over a {_cell(unsure[0][1].mode_in)} env "
+                f"({named}): the transitions that end an episode are "
                 f"wrong if such a layer changes observations but not "
                 f"info['final_obs']. Declare its modes once the check in the notes "
                 f"passes"
