@@ -31,7 +31,7 @@ from vecmode.env_classes import layers
 from vecmode.modes import final_entries, final_in_info, mode_of, without_finals
 from vecmode.registry.stack import warn_if_incompatible
 from vecmode.sb3 import from_vec_env
-from vecmode.wrappers.base import check_infos, empty_batch
+from vecmode.wrappers.base import check_infos, empty_batch, lists_infos
 from vecmode.wrappers.common import RecordEpisodeStatistics
 from vecmode.wrappers.dict_info_to_list import infos_to_list
 
@@ -79,7 +79,7 @@ class ToSB3VecEnv(VecEnv):
                 f"spaces, e.g. with gymnasium.wrappers.FlattenObservation on each "
                 f"sub-env."
             ) from exc
-        if any(type(layer).__name__ == "DictInfoToList" for layer in layers(envs)):
+        if lists_infos(envs):
             raise TypeError(
                 f"{_TO} reads Gymnasium's batched dict infos and makes SB3's list "
                 f"of infos itself: leave DictInfoToList out."

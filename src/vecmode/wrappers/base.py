@@ -58,12 +58,10 @@ def check_infos(infos: Any, who: str, got: str = "") -> None:
         )
 
 
-def refuse_listed_infos(env: VectorEnv, who: str) -> None:
-    """Raise :func:`check_infos`'s error when built: a ``DictInfoToList`` (anyone's)
-    below ``env``'s top makes the infos a list."""
-    for layer in layers(env):
-        if type(layer).__name__ == "DictInfoToList":
-            check_infos([], who, "a list (DictInfoToList is below it)")
+def lists_infos(env: VectorEnv) -> bool:
+    """Whether a ``DictInfoToList`` (anyone's) in ``env``'s stack makes its infos
+    a list."""
+    return any(type(layer).__name__ == "DictInfoToList" for layer in layers(env))
 
 
 def empty_batch(space: Space, num_envs: int) -> Any:
@@ -171,7 +169,8 @@ class MaskedResetWrapper(ForwardingWrapper):
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
 
     def __init__(self, env: VectorEnv) -> None:
-        refuse_listed_infos(env, type(self).__name__)
+        if lists_infos(env):  # (refused when built, not at the first reset)
+            check_infos([], type(self).__name__, "a list (DictInfoToList is below it)")
         super().__init__(env)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
