@@ -83,8 +83,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: ragged and text actions refused; non-daemonic workers shut down at exit;
 #: review: VecNormalize's Dict keys, reward and action wrappers not warned of,
 #: to_sb3 refusing DictInfoToList; a set of seeds and timeout=True refused; the
-#: warning's layers named plainly)
-MAX_SRC_LINES = 22_106
+#: warning's layers named plainly; forked workers out of reach of the parent's
+#: garbage collection)
+MAX_SRC_LINES = 22_115
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

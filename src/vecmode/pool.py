@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import multiprocessing.process
 import multiprocessing.util  # (its exit function, registered first, runs after ours)
 import os
@@ -130,12 +131,20 @@ class WorkerPool:
                         ),
                         daemon=daemon,
                     )
+                    # the parent's objects out of a forked worker's garbage
+                    # collections: their finalisers (torch's, Ray's) may not
+                    # survive a fork (gc.freeze's docs); a caller's freeze is theirs
+                    frozen = fork and not gc.get_freeze_count()
                     try:
+                        if frozen:
+                            gc.freeze()
                         process.start()
                     except Exception as exc:
                         _raise_start_error(exc, range(start, stop), self.method)
                     finally:
                         child_end.close()
+                        if frozen:
+                            gc.unfreeze()
                     _STARTED.add(process)
                     self._add(Worker(w, start, stop, process, parent_end))
         except BaseException:

@@ -722,3 +722,41 @@ def test_an_exception_with_no_message_reads_as_a_sentence():
     assert str(info.value).startswith(
         "sub-env 0 raised GeneratorExit in step(). The call's results are lost"
     )
+
+
+class _Finalised:
+    """Cyclic garbage whose finaliser writes down the process that ran it."""
+
+    def __init__(self, record) -> None:
+        self.record = record
+        self.me = self
+
+    def __del__(self) -> None:
+        with open(self.record, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+def _collect(env) -> int:
+    import gc
+
+    return gc.collect()
+
+
+def test_a_forked_worker_never_collects_the_parent_s_garbage(tmp_path):
+    """A worker that garbage-collects what it inherited runs the parent's
+    finalisers (torch's, Ray's: a crash in the worker, or a file closed twice)."""
+    import gc
+
+    record = tmp_path / "finalised"
+    gc.disable()
+    try:
+        _Finalised(record)
+        with make_async(scheduled_fns(2)) as envs:
+            envs.reset(seed=0)
+            envs.each(_collect)  # the workers collect every generation
+            assert not record.exists(), "a worker ran a finaliser of the parent's"
+            assert gc.get_freeze_count() == 0, "the parent's objects stay frozen"
+    finally:
+        gc.enable()
+    gc.collect()
+    assert record.read_text() == f"{os.getpid()}\n"
