@@ -479,3 +479,59 @@ def test_cut_follows_the_transitions_under_random_resets(mode, calls):
             open_ &= ~mask
         collector.reset(seed=1)
         assert collector.cut.tolist() == open_.tolist()
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_a_transition_is_not_changed_through_the_caller_s_buffers(mode, library):
+    """An action buffer refilled, or a valid mask written into (torch's cannot
+    be read-only), changes no other transition."""
+    envs = vecmode.make_vec(
+        "CartPole-v1", 3, "sync", autoreset_mode=mode, max_episode_steps=2
+    )
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        envs = vecmode.wrappers.NumpyToTorch(envs)
+        buffer = torch.zeros(3, dtype=torch.int64)
+    else:
+        buffer = np.zeros(3, dtype=np.int64)
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        ts = []
+        for k in range(5):
+            buffer[:] = k % 2
+            ts.append(collector.step(buffer))
+            if library == "torch" and k == 0:
+                ts[0].valid[1] = False  # (NumPy's valid is read-only)
+    assert [np.asarray(t.actions).tolist() for t in ts] == [
+        [k % 2] * 3 for k in range(5)
+    ]
+    first = [True, library == "numpy", True]
+    reset_step = mode is AutoresetMode.NEXT_STEP  # the third call, after the ends
+    assert [np.asarray(t.valid).tolist() for t in ts] == [first] + [
+        [not (reset_step and k == 2)] * 3 for k in range(1, 5)
+    ]
+
+
+@pytest.mark.parametrize("core", ["sync", "async"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_calls_behind_the_collector_s_back_are_refused(mode, core):
+    """An evaluation on the training env (a reset or step not through the
+    collector) leaves the collector's observations stale: a full reset goes on."""
+    envs = vecmode.make_vec(
+        "CartPole-v1", 2, core, autoreset_mode=mode, max_episode_steps=2
+    )
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        envs.call("render")  # (neither steps nor resets)
+        envs.get_attr("np_random")
+        for _ in range(3):  # (Disabled: the collector's own masked resets)
+            collector.step(np.array([1, 1]))
+        for behind in (lambda: envs.reset(seed=1), lambda: envs.step([0, 0])):
+            behind()
+            with pytest.raises(ResetNeeded, match="without the TransitionCollector"):
+                collector.step(np.array([1, 1]))
+            with pytest.raises(ResetNeeded, match="cannot follow calls made without"):
+                collector.reset(options={"reset_mask": np.array([True, False])})
+            obs, _ = collector.reset(seed=2)
+            assert collector.step(np.array([0, 0])).obs is obs

@@ -87,7 +87,7 @@ class Run:
             t = collector.step(actions)
             assert isinstance(t, Transition)
             assert t.obs is acted_on, "obs is not what the collector said to act on"
-            assert t.actions is actions
+            assert t.actions is not actions and np.array_equal(t.actions, actions)
             self.kept.append((t, deepcopy(t), deepcopy(collector.obs)))
             for i in np.flatnonzero(t.valid):
                 taken[i] += 1

@@ -346,6 +346,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
         self.ended = EndedTracker(self.num_envs)
         #: Sub-envs whose state a failed call left unknown (reset them to go on).
         self._lost: set[int] = set()
+        #: Calls that ran (TransitionCollector: none made behind its back).
+        self.calls_run = 0
         self._all_step: list[int] = [_STEP] * self.num_envs
         self._all_reset: list[int] = [_RESET] * self.num_envs
 
@@ -480,6 +482,7 @@ class VectorCore(ClosesOnExit, VectorEnv):
             and actions.dtype.kind not in "USV"  # (text)
         ) and (actions is not None or not _STEPPING.isdisjoint(cmds)):
             check_action_batch(self.single_action_space, actions, self.num_envs)
+        self.calls_run += 1
         return kept
 
     def _check_ended(self, cmds: list[int]) -> list[int] | None:

@@ -42,6 +42,11 @@ NOT_RESET = (
     "collector.reset(seed=...) first."
 )
 CLOSED = "the TransitionCollector is closed."
+BEHIND_ITS_BACK = (
+    "the env was stepped or reset without the TransitionCollector since its last "
+    "call (an evaluation on the same env?), so its observations are stale: call "
+    "collector.reset() to go on, or evaluate on another env."
+)
 
 
 def call_failed_message(call: str) -> str:
@@ -256,6 +261,7 @@ class Transition(NamedTuple):
 
     Attributes:
         obs: the observations the actions were taken in.
+        actions: a copy of the actions given to :meth:`TransitionCollector.step`.
         rewards, terminations, truncations: ``(num_envs,)`` each.
         next_obs: what the actions led to: at an episode's end, its final
             observation, in every mode.
@@ -348,10 +354,21 @@ class TransitionCollector:
         #: The sub-envs with real transitions in their episode (or the last
         #: step's Boundary, which says it).
         self._moved: Any = None
+        #: The calls the env had run after the collector's last (vecmode's cores).
+        self._calls_run = self._calls_now()
+
+    def _calls_now(self) -> int | None:
+        return getattr(self.envs.unwrapped, "calls_run", None)
+
+    def _check_calls(self) -> None:
+        """Forget the observations if the env was called behind the collector's back."""
+        if self._obs is not None and self._calls_now() != self._calls_run:
+            self._obs, self._blocked = None, BEHIND_ITS_BACK
 
     @property
     def obs(self) -> Any:
         """The observations to act on next (batched like the env's)."""
+        self._check_calls()
         if self._obs is None:
             closed = self._blocked == CLOSED
             raise (ClosedEnvironmentError if closed else ResetNeeded)(self._blocked)
@@ -377,11 +394,14 @@ class TransitionCollector:
             options = dict(options)
             if "reset_mask" in options:
                 mask = self._reset_mask(options["reset_mask"])
+                self._check_calls()
                 if self._obs is None:
-                    why = (
-                        "cannot follow a call of the collector that failed midway"
-                        if self._blocked != NOT_RESET
-                        else "needs a full reset() first"
+                    why = {
+                        NOT_RESET: "needs a full reset() first",
+                        BEHIND_ITS_BACK: "cannot follow calls made without it",
+                    }.get(
+                        self._blocked,
+                        "cannot follow a call of the collector that failed midway",
                     )
                     raise ResetNeeded(
                         f'TransitionCollector.reset(options={{"reset_mask": mask}}) '
@@ -403,6 +423,7 @@ class TransitionCollector:
         self._obs = copied(obs) if self.copy else obs
         self._reader.reset(self._obs, infos, mask)
         self.reset_infos = infos
+        self._calls_run = self._calls_now()
         return self._obs, infos
 
     def _reset_mask(self, mask: Any) -> Any:
@@ -422,11 +443,14 @@ class TransitionCollector:
         raised midway (any error in another env's step).
         """
         obs = self.obs
+        # the caller's actions as they were (their buffer may be refilled)
+        actions = copied(actions)
         try:
             stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
         except BaseException:
             if not self._tracks_lost:  # it may have stepped some sub-envs
                 self._obs, self._blocked = None, call_failed_message("step")
+            self._calls_run = self._calls_now()
             raise
         # the env has moved on: if anything below raises, only a reset is safe
         self._obs = None
@@ -449,10 +473,13 @@ class TransitionCollector:
                     following = copied(following)
                 reader.reset(following, reset_infos, rows)
         self.reset_infos = reset_infos
-        self._obs = following
-        # in the library and on the device of the flags (a tensor over NumpyToTorch)
+        self._obs, self._calls_run = following, self._calls_now()
+        # in the library and on the device of the flags (a tensor over NumpyToTorch),
+        # not the tracker's own (NumPy's is read-only, torch's cannot be)
         flags = _arrays.namespace(terminations)
         valid = b.real if flags is None else in_library(b.real, terminations)
+        if valid is b.real and flags is not None:
+            valid = flags.asarray(valid, copy=True)
         return Transition(
             obs, actions, rewards, terminations, truncations, moved_to, valid, infos
         )

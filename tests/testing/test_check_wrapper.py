@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import traceback
 import unittest
 from pathlib import Path
 
@@ -412,6 +413,22 @@ class TestTheMixin(WrapperConformance):
         return vw.GrayscaleObservation(env)
 
 
+class TestTheMixinUnderUnittest(WrapperConformance, unittest.TestCase):
+    """Mixed into unittest's TestCase (or absltest's), as dm_env's mixin is."""
+
+    def make_wrapper(self, env):
+        return vw.ClipReward(env, 0.0, 1.0)
+
+
+def test_the_mixin_runs_under_unittest():
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(TestTheMixinUnderUnittest)
+    result = unittest.TestResult()
+    suite.run(result)
+    assert result.wasSuccessful(), result.errors + result.failures
+    assert result.testsRun == len(PROPERTIES)
+    assert [test._testMethodName for test, _ in result.skipped] == ["test_episodic"]
+
+
 @vecmode.supports(*vecmode.MODES)
 class RewardPlusOne(VectorWrapper):
     """Wrong in NextStep only at its reset step: r + 1 there invents a reward."""
@@ -467,6 +484,10 @@ def test_a_property_that_cannot_be_checked_is_skipped_naming_the_one_that_fails(
     with pytest.raises(ConformanceError, match="this step always fails") as caught:
         Raising().test_handles_every_call()
     assert caught.value.property == "handles_every_call"
+    cause = caught.value.__cause__  # the wrapper's own, with its traceback
+    assert isinstance(cause, RuntimeError), cause
+    last = traceback.extract_tb(cause.__traceback__)[-1]
+    assert (last.filename, last.name) == (__file__, "step")
     for prop in ("results_kept", "mode_equivalence_together", "no_writes_below"):
         with pytest.raises(unittest.SkipTest, match="breaks handles_every_call first"):
             getattr(Raising(), f"test_{prop}")()

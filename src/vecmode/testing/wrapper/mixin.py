@@ -43,12 +43,12 @@ class WrapperConformance:
 
     def conformance_report(self) -> WrapperReport:
         """The report of the whole check (made once per class)."""
-        outcome = self._outcome()
+        outcome = self._conformance()
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
-    def _outcome(self) -> WrapperReport | BaseException:
+    def _conformance(self) -> WrapperReport | BaseException:
         cls = type(self)
         if "_conformance_outcome" not in vars(cls):
             try:
@@ -63,7 +63,7 @@ class WrapperConformance:
         kit's frames (a wrapper's own exception keeps its traceback); skip where
         another property fails before ``prop`` can be checked."""
         __tracebackhide__ = True  # pytest shows the test's line, then the message
-        outcome = self._outcome()
+        outcome = self._conformance()
         if isinstance(outcome, ConformanceError) and outcome.property != prop:
             options = {**self.check_options, "properties": [prop]}
             try:
@@ -78,7 +78,9 @@ class WrapperConformance:
         if isinstance(outcome, WrapperReport) and prop not in outcome.properties:
             raise unittest.SkipTest(NOT_EPISODIC)  # (the one property not always made)
         if isinstance(outcome, ConformanceError):
-            raise ConformanceError(str(outcome), outcome.property) from None
+            raise ConformanceError(str(outcome), outcome.property) from (
+                outcome.__cause__
+            )
         if isinstance(outcome, BaseException):
             raise outcome
 
