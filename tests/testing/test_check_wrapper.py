@@ -132,7 +132,8 @@ def test_every_vecmode_wrapper_conforms(case):
     assert report.modes == tuple(AutoresetMode)
     assert report.refused == ()
     # 2 schedules x 3 modes x 2 base envs, and the staggered one truncated by
-    # the env where the caller cuts it, x 3 modes; all but one compared; an
+    # the env where the caller cuts it, x 3 modes; all but one compared; and
+    # reset() after an end in NextStep and Disabled, the second compared; an
     # array-native wrapper's, then over torch batches over vecmode's env alone;
     # an episodic one's, a fresh wrapper from episode 2 per library, compared over
     # the 6 transitions after the first episode's 3
@@ -142,8 +143,8 @@ def test_every_vecmode_wrapper_conforms(case):
     box = case.env in ("box", "rich", "image", "box_action", "render", "jax")
     arrays = native and box and importlib.util.find_spec("torch") is not None
     fresh = 0 if running else 1 + bool(arrays)
-    assert len(report.runs) == (24 if arrays else 15) + fresh, report.runs
-    assert report.transitions == ((20 if arrays else 13) * 9 + fresh * 6) * 3
+    assert len(report.runs) == (28 if arrays else 17) + fresh, report.runs
+    assert report.transitions == ((22 if arrays else 14) * 9 + fresh * 6) * 3
     assert ("over NumPy and torch batches" in report.summary) == bool(arrays)
     assert report.batch_dependent == running
     assert ("episodic" in report.properties) != running

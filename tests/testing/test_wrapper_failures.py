@@ -553,3 +553,59 @@ def test_catches_final_obs_out_of_gymnasium_s_layout(wrapper, found):
     assert "[SameStep over vecmode.SyncVectorEnv, " in str(caught.value)
     assert found in str(caught.value), str(caught.value)
     assert "vecmode.modes.with_final_observations" in str(caught.value)
+
+
+@vecmode.supports(*vecmode.MODES)
+class KeepsPendingResetStep(VectorWrapper):
+    """Counts each episode's steps, skipping NEXT_STEP's reset step by itself,
+    but never forgets a pending one at reset(): the step after counts 0."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.next_step = vecmode.modes.mode_of(env) is AutoresetMode.NEXT_STEP
+        self.t = np.zeros(self.num_envs, dtype=np.int64)
+        self.pending = np.zeros(self.num_envs, dtype=bool)
+
+    def reset(self, *, seed=None, options=None):
+        mask = (options or {}).get("reset_mask")
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self.t[slice(None) if mask is None else mask] = 0  # (pending kept: the bug)
+        return obs, infos
+
+    def step(self, actions):
+        obs, _, terms, truncs, infos = self.env.step(actions)
+        real = ~self.pending if self.next_step else np.ones(self.num_envs, bool)
+        self.t = np.where(real, self.t + 1, 0)
+        ended = terms | truncs
+        out = np.where(real, self.t.astype(np.float64), 0.0)
+        if self.next_step:
+            self.pending = ended
+        else:
+            self.t[ended] = 0
+        return obs, out, terms, truncs, infos
+
+
+def test_catches_a_pending_reset_step_kept_across_reset():
+    """Only a reset() right after an episode's end shows it: the kit makes one
+    in NextStep and Disabled, and compares them."""
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(KeepsPendingResetStep)
+    message = str(caught.value)
+    assert message.startswith(
+        "KeepsPendingResetStep breaks mode_equivalence_together (expected: the "
+        "same transitions in every mode, ends together).\n[Disabled over "
+        "vecmode.SyncVectorEnv, episodes ending together, reset() after an end] "
+        "(here) differs from [NextStep over vecmode.SyncVectorEnv, episodes ending "
+        "together, reset() after an end] (there)"
+    ), message
+    assert "Clear NEXT_STEP's pending reset step at reset()" in message
+    # neither the other modes alone, nor NextStep alone, can show it
+    check_wrapper(KeepsPendingResetStep, modes=["NextStep", "SameStep"])
+    check_wrapper(ClearsPendingResetStep)  # and the fixed wrapper passes
+
+
+class ClearsPendingResetStep(KeepsPendingResetStep):
+    def reset(self, *, seed=None, options=None):
+        mask = (options or {}).get("reset_mask")
+        self.pending[slice(None) if mask is None else mask] = False
+        return super().reset(seed=seed, options=options)

@@ -49,6 +49,18 @@ _HINT_CUTS = (
     "others; one after it is state kept across the masked reset: clear the "
     "sub-env's state on a masked reset."
 )
+_HINT_RESET = (
+    "Clear NEXT_STEP's pending reset step at reset(): after a reset() the next "
+    "step is a real transition, whether or not an episode had just ended."
+)
+NEXT, DISABLED = AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED
+
+
+def _reset_after_an_end(modes: tuple[AutoresetMode, ...]) -> tuple[AutoresetMode, ...]:
+    """The modes whose reset() after an end is compared: NEXT_STEP's, DISABLED's."""
+    return (NEXT, DISABLED) if NEXT in modes and DISABLED in modes else ()
+
+
 _HINT_BASES = (
     "vecmode's base is copy=False: it writes each call's observations into the "
     "arrays it returned before, so keep a copy (np.array(obs)) of any you hold "
@@ -460,7 +472,7 @@ class WrapperCheck:
         for number, schedule in enumerate(
             schedules.schedules(self.kinds["num_envs"], plan.wanted)
         ):
-            for mode in to_prove:
+            for mode in to_prove if number < 3 else _reset_after_an_end(to_prove):
                 for name in self.over if number < 2 else self.over[:1]:
                     label = f"[{mode.value} over {name}{over}, {schedule.name}]"
                     labels.append(label)
@@ -504,7 +516,13 @@ class WrapperCheck:
             q[n % len(q) :] + q[: n % len(q)]
             for q, n in zip(plan.queues, firsts, strict=True)
         ]
-        fresh = replace(plan, label=label, queues=queues, wanted=wanted)
+        fresh = replace(
+            plan,
+            label=label,
+            queues=queues,
+            wanted=wanted,
+            schedule=plan.schedule.after(max(firsts)),  # (the firsts are equal)
+        )
         run = self.run(self.over[0], fresh, {**self.kinds, "first_episode": 1})
         later = [e[1 + n :] for e, n in zip(together.events, firsts, strict=True)]
         there = events.Run(f"[{together.label[1:-1]}, from episode 2]", later)
@@ -547,6 +565,9 @@ class WrapperCheck:
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
             return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
+        if number == 3:  # NEXT_STEP's reset() after an end like DISABLED's
+            pair = None if mode is NEXT else (runs[3, NEXT, first_base], run)
+            return "mode_equivalence_together", pair, _HINT_RESET
         if name != first_base:  # the same mode over another base
             hint = _HINT_DENSE if name in schedules.DENSE_LAYOUT else _HINT_BASES
             return "same_over_every_base", (runs[number, mode, first_base], run), hint

@@ -125,10 +125,7 @@ class Driver:
                 "Keep the wrapped env's mode, or declare the one you put there "
                 "(@vecmode.supports(..., output=...)).",
             )
-        where = f"{plan.label}, call 0 (reset)"
-        obs = as_numpy(self._call(where, self.envs.reset, seed=plan.seed)[0])
-        self._observe(obs, where)
-        self._started(self.reader.reset(obs))
+        self._reset(plan.seed)
         while min(self.taken) < plan.wanted:
             if self.calls >= 8 * plan.wanted + 16:
                 what = (
@@ -136,14 +133,25 @@ class Driver:
                     f"{plan.wanted} real transitions ({self.taken})"
                 )
                 raise self.fail("handles_every_call", plan.label, what)
-            obs, mask = self._step()
-            if mask.any():
+            obs, mask, everyone = self._step()
+            if everyone:
+                self.calls += 1
+                self._reset(None)
+            elif mask.any():
                 self._masked_reset(mask, obs)
         self._check_writes(None)
         return self.result
 
-    def _step(self) -> tuple[Any, np.ndarray]:
-        """One step, checked and read; its observations, the sub-envs to reset."""
+    def _reset(self, seed: int | None) -> None:
+        """A full reset, checked and read."""
+        where = f"{self.plan.label}, call {self.calls} (reset)"
+        obs = as_numpy(self._call(where, self.envs.reset, seed=seed)[0])
+        self._observe(obs, where)
+        self._started(self.reader.reset(obs))
+
+    def _step(self) -> tuple[Any, np.ndarray, bool]:
+        """One step, checked and read; its observations, the sub-envs to reset,
+        whether to reset them all (``reset()``)."""
         self.calls += 1
         where = f"{self.plan.label}, call {self.calls} (step)"
         queues = zip(self.plan.queues, self.taken, strict=True)
@@ -184,19 +192,32 @@ class Driver:
         if self.plan.on("reset_step_stays_empty"):
             self._check_reset_steps(b.real, rewards, terms, truncs, where)
         picked = self._picked_infos(reading, where)
-        cut = self._record(found, picked)
+        for t in found:
+            self.taken[t.sub_env] += 1
+        everyone = bool(found) and self._resets_everyone(b)
+        cut = self._record(found, picked, everyone)
         self._started(reading)
-        return copy.deepcopy(obs), b.needs_reset | cut
+        return copy.deepcopy(obs), b.needs_reset | cut, everyone
 
-    def _record(self, found: list[RealTransition], picked: list[Any]) -> np.ndarray:
+    def _resets_everyone(self, b: modes.Boundary) -> bool:
+        """Whether every sub-env just reached one of the schedule's ``resets``
+        (not SAME_STEP's ends: the env reset those already, in this step)."""
+        at, resets = self.taken[0], self.plan.schedule.resets
+        together = len(set(self.taken)) == 1
+        return together and at in resets and not b.final_in_info.any()
+
+    def _record(
+        self, found: list[RealTransition], picked: list[Any], everyone: bool
+    ) -> np.ndarray:
         """Record the real transitions; the sub-envs whose episode is cut here."""
         cut = np.zeros(self.num_envs, dtype=np.bool_)
         for t in found:
             i = t.sub_env
-            self.taken[i] += 1
             self.result.transitions += 1
             ended = t.terminated or t.truncated
-            cut[i] = self.taken[i] in self.plan.schedule.cuts[i] and not ended
+            cut[i] = (
+                everyone or self.taken[i] in self.plan.schedule.cuts[i]
+            ) and not ended
             event = Event(
                 "step",
                 self.calls,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
@@ -38,16 +38,25 @@ DENSE_LAYOUT = frozenset({"vecmode.testing.DenseFinalObsVectorEnv"})
 @dataclass(frozen=True)
 class Schedule:
     """Per sub-env: its episodes' lengths and truncations (repeated), and after
-    which of its real transitions a masked reset cuts the episode."""
+    which of its real transitions a masked reset cuts the episode; ``resets``:
+    after which (reached by every sub-env together) ``reset()`` resets them all,
+    at an episode's end in place of the autoreset or the masked reset."""
 
     name: str
     lengths: tuple[tuple[int, ...], ...]
     truncate: tuple[tuple[bool, ...], ...]
     cuts: tuple[frozenset[int], ...]
+    resets: frozenset[int] = frozenset()
+
+    def after(self, n: int) -> Schedule:
+        """The schedule of sub-envs that start ``n`` transitions in (its resets)."""
+        return replace(self, resets=frozenset(r - n for r in self.resets if r > n))
 
 
 def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
-    """Episodes ending together, staggered, and staggered truncated where cut."""
+    """Episodes ending together (all reset mid-episode), staggered, staggered
+    truncated where cut, and ending together reset after an end (NEXT_STEP's
+    and DISABLED's)."""
     staggered = Schedule(
         "staggered episodes",
         tuple(((2, 3), (3,), (1, 4), (4, 2))[i % 4] for i in range(num_envs)),
@@ -59,8 +68,13 @@ def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
         tuple((3, 1, 2, 4) for _ in range(num_envs)),
         tuple(((i % 2 == 0), (i % 3 == 0)) for i in range(num_envs)),
         tuple(frozenset() for _ in range(num_envs)),
+        frozenset({8}),  # mid-episode
     )
-    return together, staggered, _truncated_at_cuts(staggered, wanted)
+    # (NEXT_STEP's and DISABLED's: SAME_STEP's autoreset is no reset(), which
+    # may clear more, as Gymnasium's NormalizeReward does its sums)
+    name = f"{together.name}, reset() after an end"
+    after_end = replace(together, name=name, resets=frozenset({4, 8}))
+    return together, staggered, _truncated_at_cuts(staggered, wanted), after_end
 
 
 def _truncated_at_cuts(schedule: Schedule, wanted: int) -> Schedule:
