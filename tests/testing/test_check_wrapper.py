@@ -189,6 +189,26 @@ def test_declared_modes_only_and_refusals_reported():
     assert one.modes == (AutoresetMode.DISABLED,)
 
 
+def test_the_report_claims_no_declaration_or_comparison_it_did_not_make():
+    """An undeclared wrapper declares no mode (and accepts every one); proved in
+    one mode, nothing is compared across modes."""
+
+    class Plain(VectorWrapper):
+        """Declares nothing."""
+
+    text = str(check_wrapper(Plain, modes=["NextStep", "SameStep"]))
+    assert (
+        "  ok  refuses_undeclared_modes: declares no mode, so none to refuse (it "
+        "accepts every mode)\n" in text
+    ), text
+    text = str(
+        check_wrapper(vecmode.supports(*vecmode.MODES)(Plain), modes=["NextStep"])
+    )
+    for prop in ("mode_equivalence_together", "mode_equivalence_staggered"):
+        assert f"  ok  {prop}: one mode: nothing to compare across modes\n" in text
+    assert "refuses_undeclared_modes: declares every mode: none to refuse" in text
+
+
 # ------------------------------------------------ policies and adapters
 def test_autoreset_policies_conform_over_the_bases_they_accept():
     """A policy produces its own mode (declared ``output``): events are read by it."""

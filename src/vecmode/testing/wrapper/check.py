@@ -271,8 +271,7 @@ class WrapperCheck:
         first = self.accepted[to_prove[0]]  # built (and closed) in that mode
         if batch_dependent is None:
             batch_dependent = _batch_dependent(first)
-        if episodic is None:
-            episodic = self.episodic
+        episodic = self.episodic if episodic is None else episodic
         self.only = frozenset(  # episodic: only when asked
             p for p in events.PROPERTIES if self.on(p) and (episodic or p != "episodic")
         )
@@ -314,6 +313,7 @@ class WrapperCheck:
             tuple(p for p in events.PROPERTIES if self.on(p)),
             self.factory,
             MappingProxyType(self.kinds),
+            declared=self.declared,
         )
 
     def build(self, base: VectorEnv) -> VectorEnv:
