@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -207,6 +209,12 @@ def test_the_report_claims_no_declaration_or_comparison_it_did_not_make():
     for prop in ("mode_equivalence_together", "mode_equivalence_staggered"):
         assert f"  ok  {prop}: one mode: nothing to compare across modes\n" in text
     assert "refuses_undeclared_modes: declares every mode: none to refuse" in text
+
+
+def test_check_wrapper_s_docstring_names_every_argument():
+    doc = check_wrapper.__doc__.split("Args:")[1].split("Raises:")[0]
+    named = re.findall(r"^        (\w+): ", doc, flags=re.MULTILINE)
+    assert named == list(inspect.signature(check_wrapper).parameters)
 
 
 # ------------------------------------------------ policies and adapters
