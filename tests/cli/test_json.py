@@ -227,6 +227,16 @@ def test_check_keeps_ok_apart_from_the_evidence(capsys):
     assert how in document["layers"][0]["evidence_note"]
 
 
+def test_check_s_evidence_is_not_verified_after_a_refusal(capsys):
+    """A wrapper refusing the mode leaves the stack unbuilt: the layers built
+    before it are verified, but the stack asked for is not."""
+    argv = ["check", "CartPole-v1", "--mode", "SameStep", "--wrap"]
+    code, document = run_json([*argv, f"{TARGETS}:NextStepOnly"], capsys)
+    assert code == EXIT_FAILED and document["refused"]["mode"] == "SameStep"
+    assert {row["evidence"] for row in document["layers"]} == {"verified"}
+    assert (document["ok"], document["evidence_verified"]) == (False, False)
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -188,6 +190,32 @@ def test_declared_modes_only_and_refusals_reported():
     assert "refused at construction, as declared: SameStep" in str(report)
     one = check_wrapper(Scale, modes=["Disabled"])
     assert one.modes == (AutoresetMode.DISABLED,)
+
+
+def test_the_report_claims_no_declaration_or_comparison_it_did_not_make():
+    """An undeclared wrapper declares no mode (and accepts every one); proved in
+    one mode, nothing is compared across modes."""
+
+    class Plain(VectorWrapper):
+        """Declares nothing."""
+
+    text = str(check_wrapper(Plain, modes=["NextStep", "SameStep"]))
+    assert (
+        "  ok  refuses_undeclared_modes: declares no mode, so none to refuse (it "
+        "accepts every mode)\n" in text
+    ), text
+    text = str(
+        check_wrapper(vecmode.supports(*vecmode.MODES)(Plain), modes=["NextStep"])
+    )
+    for prop in ("mode_equivalence_together", "mode_equivalence_staggered"):
+        assert f"  ok  {prop}: one mode: nothing to compare across modes\n" in text
+    assert "refuses_undeclared_modes: declares every mode: none to refuse" in text
+
+
+def test_check_wrapper_s_docstring_names_every_argument():
+    doc = check_wrapper.__doc__.split("Args:")[1].split("Raises:")[0]
+    named = re.findall(r"^        (\w+): ", doc, flags=re.MULTILINE)
+    assert named == list(inspect.signature(check_wrapper).parameters)
 
 
 # ------------------------------------------------ policies and adapters

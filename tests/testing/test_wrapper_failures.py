@@ -3,6 +3,8 @@ break a call's own checks (SAME_STEP's layout, the spaces, the env's infos)."""
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -609,3 +611,56 @@ class ClearsPendingResetStep(KeepsPendingResetStep):
         mask = (options or {}).get("reset_mask")
         self.pending[slice(None) if mask is None else mask] = False
         return super().reset(seed=seed, options=options)
+
+
+# ------------------------------------------ big arrays in messages (review)
+@vecmode.supports(*vecmode.MODES)
+class FlipsOnePixel(VectorWrapper):
+    """Inverts pixel [2, 5, 1] of image observations, but not of final_obs."""
+
+    def _flip(self, obs):
+        obs = obs.copy()
+        obs[:, 2, 5, 1] = 255 - obs[:, 2, 5, 1]
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return self._flip(obs), infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        return self._flip(obs), rewards, terms, truncs, infos
+
+
+def test_a_big_image_difference_is_named_by_index_in_a_few_lines():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(FlipsOnePixel, obs_type="image")
+    message = str(caught.value)
+    assert len(message.splitlines()) <= 4, message
+    found = re.search(
+        r"field next_obs: uint8 \(6, 8, 3\) arrays differ at \[2, 5, 1\]: "
+        r"(\d+) here, (\d+) there \(1 of 144 elements\)",
+        message,
+    )
+    assert found is not None, message
+    assert int(found[1]) + int(found[2]) == 255
+
+
+def test_big_image_observations_outside_the_space_are_summarised():
+    @vecmode.supports(*vecmode.MODES)
+    class Narrow(VectorWrapper):
+        """Declares a space its image observations are not in."""
+
+        def __init__(self, env):
+            super().__init__(env)
+            shape = env.single_observation_space.shape
+            self.single_observation_space = gym.spaces.Box(0, 10, shape, np.uint8)
+            self.observation_space = gym.vector.utils.batch_space(
+                self.single_observation_space, env.num_envs
+            )
+
+    with pytest.raises(ConformanceError, match="returns_well_formed_results") as e:
+        check_wrapper(Narrow, obs_type="image")
+    message = str(e.value)
+    assert len(message.splitlines()) <= 4, message
+    assert "the observations uint8 (3, 6, 8, 3) array [  0   0   0 ..." in message

@@ -140,8 +140,9 @@ def _document(
     return {
         "ok": report is not None and report.ok and refused is None,
         "error": None,
-        # what the verdicts rest on, not whether the stack is right (that is "ok")
-        "evidence_verified": report is not None and report.verified,
+        # what the verdicts rest on, not whether the stack is right (that is "ok");
+        # after a refusal, not every layer asked for was built: not verified
+        "evidence_verified": report is not None and report.verified and not refused,
         "mode": None if report is None else report.mode,
         "summary": None if report is None else str(report).splitlines()[0],
         "layers": layers,

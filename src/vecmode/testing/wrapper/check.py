@@ -126,9 +126,10 @@ def check_wrapper(
         info_type: the test sub-envs'.
         render_mode: the test sub-envs'.
         wrappers: single-env wrappers around each test sub-env, innermost first.
+        num_envs: the test sub-envs in each run (at least 2).
         transitions: real transitions compared per sub-env and run.
-        batch_dependent: its values depend on which sub-envs share a call
-            (default: its ``batch_dependent`` attribute).
+        seed: seeds the first reset of each run and the actions sampled.
+        batch_dependent: its values pool a call's sub-envs (default: its attribute).
         episodic: each episode's outputs as a fresh wrapper's (default: its attribute).
         bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
         compare_info: a function of a sub-env's info at a real transition (merged
@@ -149,8 +150,7 @@ def check_wrapper(
     if array_library not in (None, "numpy"):
         over = _over_library(array_library, bases)
         kinds["array_library"] = array_library
-    name = getattr(factory, "__name__", None) or type(factory).__name__
-    check = WrapperCheck(factory, name, over, kinds, only)  # (its name till built)
+    check = WrapperCheck(factory, over, kinds, only)
     key = STEP_INFO_KEYS[info_type]
     picked = events.with_env_info(key, compare_info) if env_infos else compare_info
     report = check.prove(modes, transitions, seed, batch_dependent, episodic, picked)
@@ -242,12 +242,12 @@ class WrapperCheck:
     def __init__(
         self,
         factory: WrapperFactory,
-        who: str,
         over: list[str],
         kinds: dict[str, Any],
         only: frozenset[str] | None = None,
     ) -> None:
-        self.factory, self.who, self.over = factory, who, over
+        self.factory, self.over = factory, over
+        self.who = getattr(factory, "__name__", None) or type(factory).__name__
         self.kinds, self.only = kinds, only
         self.first_schedule = schedules.schedules(kinds["num_envs"], 1)[0]
         self.box = False  # the base envs' observations are a Box
@@ -283,8 +283,7 @@ class WrapperCheck:
         first = self.accepted[to_prove[0]]  # built (and closed) in that mode
         if batch_dependent is None:
             batch_dependent = _batch_dependent(first)
-        if episodic is None:
-            episodic = self.episodic
+        episodic = self.episodic if episodic is None else episodic
         self.only = frozenset(  # episodic: only when asked
             p for p in events.PROPERTIES if self.on(p) and (episodic or p != "episodic")
         )
@@ -326,6 +325,7 @@ class WrapperCheck:
             tuple(p for p in events.PROPERTIES if self.on(p)),
             self.factory,
             MappingProxyType(self.kinds),
+            declared=self.declared,
         )
 
     def build(self, base: VectorEnv) -> VectorEnv:

@@ -51,8 +51,15 @@ def fail(
     return ConformanceError(text + (f"\n{hint}" if hint else ""), prop)
 
 
+#: Arrays of more elements are summarised in messages (dtype, shape, a few values).
+BIG = 20
+
+
 def show(value: Any) -> str:
-    """A value, for messages."""
+    """A value, for messages; an array of more than ``BIG`` elements in one line."""
+    if isinstance(value, np.ndarray) and value.size > BIG:
+        flat = np.array2string(value.ravel(), precision=6, threshold=BIG, edgeitems=3)
+        return f"{value.dtype} {value.shape} array {flat}"
     if isinstance(value, np.ndarray):
         return np.array2string(value, precision=6, threshold=12)
     return repr(value)
@@ -127,9 +134,23 @@ def difference(expected: Any, got: Any) -> str | None:
         if e.dtype.kind in "OSU" or g.dtype.kind in "OSU":  # not two numbers' types
             return f"{show(got)} here, {show(expected)} there"
         return f"dtype {g.dtype} here, {e.dtype} there"
-    if not np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
-        return f"{show(got)} here, {show(expected)} there"
-    return None
+    if np.array_equal(e, g, equal_nan=e.dtype.kind in "fc"):
+        return None
+    return _big_difference(e, g) or f"{show(got)} here, {show(expected)} there"
+
+
+def _big_difference(e: np.ndarray, g: np.ndarray) -> str | None:
+    """Where two unequal numeric arrays of one shape and over ``BIG`` elements
+    differ first, and in how many elements (None: not such arrays)."""
+    if e.size <= BIG or e.dtype.kind not in "biufc" or g.dtype.kind not in "biufc":
+        return None
+    differ = (e != g) & ~((e != e) & (g != g))  # (NaN equals NaN)
+    at = tuple(int(i) for i in np.argwhere(differ)[0])
+    dtype = g.dtype if g.dtype == e.dtype else f"{g.dtype} and {e.dtype}"
+    return (
+        f"{dtype} {g.shape} arrays differ at {list(at)}: {g[at]} here, {e[at]} "
+        f"there ({int(differ.sum())} of {g.size} elements)"
+    )
 
 
 def _container_difference(expected: Any, got: Any, kind: Any) -> str | None:

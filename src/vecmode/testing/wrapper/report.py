@@ -58,6 +58,10 @@ class WrapperReport:
     also_over: str | None = field(default=None, compare=False, repr=False)
     #: Why an array-native class was proved over NumPy batches only ("": it was not).
     numpy_only: str = field(default="", compare=False, repr=False)
+    #: The modes the wrapper declares (None: it declares none).
+    declared: frozenset[AutoresetMode] | None = field(
+        default=frozenset(MODES), compare=False, repr=False
+    )
 
     @property
     def limits(self) -> tuple[str, ...]:
@@ -175,17 +179,23 @@ class WrapperReport:
     def __str__(self) -> str:
         """The summary, one line per property checked, then the limits."""
         lines = [self.summary]
-        declared = [m.value for m in self.refused if m not in self.refusals]
-        for prop in self.properties:
-            text = PROPERTY_TEXT[prop]
-            if prop == "refuses_undeclared_modes" and declared:
-                text = f"refused at construction, as declared: {', '.join(declared)}"
-            elif prop == "refuses_undeclared_modes" and not self.refused:
-                text = "declares every mode: none to refuse"
-            lines.append(f"  ok  {prop}: {text}")
+        lines += [f"  ok  {prop}: {self._proved(prop)}" for prop in self.properties]
         lines += [
             f"refused {mode.value} at construction, by its own constructor: {why}"
             for mode, why in self.refusals.items()
         ]
         lines += [f"limits: {limit}" for limit in self.limits]
         return "\n".join(lines)
+
+    def _proved(self, prop: str) -> str:
+        """What this check proved of ``prop``, in a few words."""
+        if prop.startswith("mode_equivalence") and len(self.modes) == 1:
+            return "one mode: nothing to compare across modes"
+        declared = [m.value for m in self.refused if m not in self.refusals]
+        if prop != "refuses_undeclared_modes" or (self.refused and not declared):
+            return PROPERTY_TEXT[prop]
+        if declared:
+            return f"refused at construction, as declared: {', '.join(declared)}"
+        if self.declared is None:
+            return "declares no mode, so none to refuse (it accepts every mode)"
+        return "declares every mode: none to refuse"
