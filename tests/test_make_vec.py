@@ -474,6 +474,13 @@ def test_make_vec_passes_a_seed_schedule_to_the_policy(mode):
         assert first == lengths(b) != lengths(c)
 
 
-def test_make_vec_refuses_a_schedule_over_a_vector_entry_point():
+def test_make_vec_refuses_a_schedule_over_a_vector_entry_point_asked_for():
+    """Chosen for the user, the entry point gives way to a core, which seeds each
+    episode; asked for, it is refused. Options alone are refused, not dropped."""
     with pytest.raises(IncompatibleModeError, match="episode_seeds"):
-        vecmode.make_vec("CartPole-v1", 2, episode_seeds=0)
+        vecmode.make_vec("CartPole-v1", 2, "vector_entry_point", episode_seeds=0)
+    with vecmode.make_vec("CartPole-v1", 2, episode_seeds=0) as envs:
+        assert type(envs.unwrapped) is vecmode.SyncVectorEnv and envs.schedule
+        assert vecmode.mode_of(envs) is AutoresetMode.NEXT_STEP
+    with pytest.raises(TypeError, match="episode_options needs episode_seeds"):
+        vecmode.make_vec("CartPole-v1", 2, episode_options=lambda i, k: {})

@@ -535,3 +535,24 @@ def test_calls_behind_the_collector_s_back_are_refused(mode, core):
                 collector.reset(options={"reset_mask": np.array([True, False])})
             obs, _ = collector.reset(seed=2)
             assert collector.step(np.array([0, 0])).obs is obs
+
+
+def test_an_async_env_broken_midway_is_named_not_a_reset():
+    """Ctrl-C inside the collector's masked reset breaks the async core: the
+    collector says so, rather than send the user to collector.reset()."""
+    envs = vecmode.make_vec(
+        "CartPole-v1", 2, "async", autoreset_mode="Disabled", max_episode_steps=1
+    )
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        core = envs.unwrapped
+
+        def interrupted(**kwargs):
+            core._pool.broken = "reset was interrupted by KeyboardInterrupt"
+            raise KeyboardInterrupt
+
+        collector.envs.reset = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            collector.step(np.array([0, 1]))  # (both ended: a masked reset)
+        with pytest.raises(vecmode.errors.WorkerError, match="cannot be used any"):
+            collector.step(np.array([0, 1]))

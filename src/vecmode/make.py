@@ -125,14 +125,15 @@ def _entry_point_in(
 ) -> gym.vector.VectorEnv | None:
     """The entry point's ``envs`` in ``mode``; None (``envs`` closed) where it
     can't give a mode asked for that vecmode chose it for."""
-    own = mode_of(envs)
-    if mode is None and schedule["episode_seeds"] is None:
+    own, scheduled = mode_of(envs), any(v is not None for v in schedule.values())
+    if mode is None and not scheduled:
         return envs
     try:
         return _with_policy(envs, mode or own or DEFAULT_MODE, schedule)
     except IncompatibleModeError as error:  # (envs closed)
         cores = spec.entry_point is not None  # (else only the entry point builds it)
-        if chosen_for_the_user and cores and mode is not None and mode is not own:
+        other = mode not in (None, own) or scheduled
+        if chosen_for_the_user and cores and other:  # (a core gives them)
             return None
         why = getattr(error, "why", None) or getattr(error.__cause__, "why", None)
         if mode is None or (why is None and cores):

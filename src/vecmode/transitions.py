@@ -371,6 +371,8 @@ class TransitionCollector:
         self._check_calls()
         if self._obs is None:
             closed = self._blocked == CLOSED
+            if not closed:  # an async core broken (Ctrl-C): its error, not reset()
+                getattr(self.envs.unwrapped, "_check_open", lambda: None)()
             raise (ClosedEnvironmentError if closed else ResetNeeded)(self._blocked)
         return self._obs
 
