@@ -88,8 +88,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: and calls behind its back refused; the kit's reset() mid-episode and after an
 #: end; the kit's big arrays summarised; the report's claims of no declaration
 #: and of one mode; check --json's evidence not verified after a refusal; a broken
-#: async env named by the collector; make_vec's schedule on a core)
-MAX_SRC_LINES = 22_238
+#: async env named by the collector; make_vec's schedule on a core; simulator
+#: adapters' action shapes checked)
+MAX_SRC_LINES = 22_245
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -449,6 +449,8 @@ class TransitionCollector:
         actions = copied(actions)
         try:
             stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
+        except errors.ActionBatchError:  # refused before anything was stepped
+            raise
         except BaseException:
             if not self._tracks_lost:  # it may have stepped some sub-envs
                 self._obs, self._blocked = None, call_failed_message("step")

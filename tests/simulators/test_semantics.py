@@ -305,3 +305,15 @@ def test_probe_mode_says_nothing_is_lost_in_gymnasium_s_modes(mode, final):
     assert result.mode is vecmode.as_mode(mode)
     assert result.final_observation == final and result.resets_to is None
     assert "lost" not in str(result)
+
+
+def test_actions_not_of_the_batch_s_shape_step_nothing_and_the_collector_goes_on():
+    """As the cores do: an ActionBatchError before the simulator runs."""
+    env = LossyCartPole(semantics=Semantics(source="a test's simulator"))
+    collector = vecmode.TransitionCollector(env)
+    obs, _ = collector.reset(seed=0)
+    for wrong in (torch.zeros(3, dtype=torch.int64), torch.zeros((4, 1)), [0] * 4):
+        with pytest.raises(vecmode.errors.ActionBatchError, match=r"expected \(4,\)"):
+            collector.step(wrong)
+    assert collector.obs is obs  # nothing stepped
+    assert collector.step(torch.zeros(4, dtype=torch.int64)).obs is obs

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecmode import _arrays, _rows, modes
+from vecmode import _arrays, _rows, errors, modes
 from vecmode.core import StepResult
 from vecmode.env_classes import Semantics
 from vecmode.forwarding import valid_reset_mask
@@ -103,7 +103,12 @@ class SimulatorAdapter(VectorEnv):
         return obs, infos
 
     def step(self, actions: Any) -> StepResult:
-        """Step every sub-env."""
+        """Step every sub-env (:class:`~vecmode.errors.ActionBatchError`, nothing
+        stepped, for actions not of the batch's shape)."""
+        shape, expected = getattr(actions, "shape", None), self.action_space.shape
+        if expected is not None and (shape is None or tuple(shape) != expected):
+            problem = f"actions of shape {shape}, expected {expected}"
+            raise errors.action_batch_error(problem, self.num_envs)
         result = self._step(actions)
         self._obs = result[0]
         return result
