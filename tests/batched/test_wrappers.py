@@ -591,3 +591,28 @@ def test_numpy_wrappers_over_a_conversion_get_gymnasiums_layout(name, stack):
         got.append(_record(*result))
     _assert_same(got, want)
     assert any(step[6] for step in want[1:]), "no episode ended"
+
+
+class _IntRewards(BatchedCartPole):
+    """Rewards as int32 (the episode's steps so far), as some batched envs give."""
+
+    def step(self, actions):
+        obs, _, terms, truncs, infos = super().step(actions)
+        return obs, self.xp.astype(self.steps, self.xp.int32), terms, truncs, infos
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("stack", ["NormalizeReward", "ppo_stack"])
+def test_integer_rewards_are_normalised_as_floats_as_on_numpy(name, stack) -> None:
+    """They were cast back to int32 over torch/JAX (ppo_stack: then to float)."""
+
+    def rewards(library):
+        base = _IntRewards(3, xp=xp_of(library), max_episode_steps=4)
+        envs = STACKS[stack](vecmode.with_autoreset(base, "SameStep"))
+        envs.reset(seed=0)
+        actions = base.xp.asarray(np.ones(3, dtype=np.int64))
+        return [host(envs.step(actions)[1]) for _ in range(6)]
+
+    got, want = rewards(name), rewards("numpy")
+    assert all(r.dtype.kind == "f" for r in got)
+    _assert_same(got, want)

@@ -271,9 +271,12 @@ def discounted(
 
 
 def scaled(xp: Any, rewards: Any, var: Any, epsilon: float, bound: float) -> Any:
-    """``rewards / sqrt(var + epsilon)`` in the rewards' dtype, clipped to
-    ``[-bound, bound]``."""
-    out = xp.astype(rewards / xp.sqrt(var + epsilon), rewards.dtype, copy=False)
+    """``rewards / sqrt(var + epsilon)`` in the rewards' float dtype (integer or
+    bool rewards: the library's default float), clipped to ``[-bound, bound]``."""
+    dtype = rewards.dtype
+    if not xp.isdtype(dtype, "real floating"):
+        dtype = xp.__array_namespace_info__().default_dtypes()["real floating"]
+    out = xp.astype(rewards / xp.sqrt(var + epsilon), dtype, copy=False)
     return clipped(xp, out, bound)
 
 
