@@ -436,6 +436,8 @@ def with_finals(
     """A new ``infos`` with the final observations, final infos and their ``mask``,
     in Gymnasium's layout (``final_obs`` an object array) or the dense one
     (``final_obs`` one batch, meaningful where ``mask`` is True: array batches)."""
+    if not (type(final_obs) is np.ndarray and final_obs.dtype == object):  # dense
+        final_info = _rows.restricted_infos(final_info, mask)  # the ended rows'
     finals = {FINAL_OBS: final_obs, _FINAL_OBS_MASK: mask, FINAL_INFO: final_info}
     return {**infos, **finals, _FINAL_INFO_MASK: _rows.copied(mask)}
 
@@ -559,8 +561,7 @@ def final_frames(infos: Any, key: str) -> tuple[np.ndarray, Any] | None:
     _, finals = without_finals(infos) if isinstance(infos, dict) else ({}, None)
     if not isinstance(finals, dict) or key not in finals:
         return None
-    mask = finals.get(f"_{key}")
-    frames = finals[key]
+    mask, frames = finals.get(f"_{key}"), finals[key]
     if mask is None:
         mask = np.ones(len(frames), dtype=np.bool_)
     return np.asarray(mask, dtype=np.bool_), frames
