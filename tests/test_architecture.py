@@ -86,8 +86,8 @@ PRESENTATION = ("cli", "timeline.py")
 #: warning's layers named plainly; forked workers out of reach of the parent's
 #: garbage collection; the collector's copied actions, fresh torch valid masks
 #: and calls behind its back refused; integer rewards normalised as floats;
-#: dense final infos' masks restricted to the ended rows)
-MAX_SRC_LINES = 22_163
+#: dense final infos' masks restricted to the ended rows; integer flags as bools)
+MAX_SRC_LINES = 22_167
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

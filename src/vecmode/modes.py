@@ -393,7 +393,8 @@ class BoundaryTracker:
     def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
         """:meth:`step` over another library's flags (one host sync a step)."""
         self._adopt(terminations)
-        ended, tracked, before = terminations | truncations, self.ended, self.ended.mask
+        ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
+        tracked, before = self.ended, self.ended.mask
         count = _arrays.count_true(ended)
         if not tracked.count and not count:
             b = self.quiet
@@ -483,9 +484,7 @@ def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
 
 def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
     """``(mask, final_obs)`` of a step's infos; None when no sub-env has one."""
-    if not isinstance(infos, dict):
-        return None
-    mask = infos.get(_FINAL_OBS_MASK)
+    mask = infos.get(_FINAL_OBS_MASK) if isinstance(infos, dict) else None
     if mask is None:
         return None
     if type(mask) is not np.ndarray and _arrays.namespace(mask) is not None:

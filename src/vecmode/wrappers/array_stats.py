@@ -265,7 +265,7 @@ def discounted(
 ) -> Any:
     """Gymnasium's ``sums * gamma * (1 - terminated) + reward`` in ``sums``'s
     dtype (rounded as NumPy's), where ``real`` (all rows if None)."""
-    moved = xp.where(terminations, 0.0, sums * gamma) + rewards
+    moved = xp.where(_arrays.flags(terminations), 0.0, sums * gamma) + rewards
     moved = xp.astype(moved, sums.dtype, copy=False)
     return moved if real is None else xp.where(real, moved, sums)
 
