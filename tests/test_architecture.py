@@ -86,8 +86,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: warning's layers named plainly; forked workers out of reach of the parent's
 #: garbage collection; the collector's copied actions, fresh torch valid masks
 #: and calls behind its back refused; integer rewards normalised as floats;
-#: dense final infos' masks restricted to the ended rows; integer flags as bools)
-MAX_SRC_LINES = 22_167
+#: dense final infos' masks restricted to the ended rows; integer flags as bools;
+#: array refusals naming vecmode's wrapper of the name, or how to declare)
+MAX_SRC_LINES = 22_179
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15
