@@ -95,7 +95,7 @@ def any_true(mask: Any) -> bool:
 
 def flags(x: Any) -> Any:
     """Bool flags of any library as they are; integer ones (IsaacGym's) as bools."""
-    return x if x.dtype == namespace(x).bool else x != 0
+    return x if x.dtype == namespace(x).bool else x != 0  # type: ignore[union-attr]
 
 
 def count_true(mask: Any) -> int:
