@@ -391,7 +391,7 @@ class BoundaryTracker:
         return self._remember(terminations, truncations, before, b)
 
     def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
-        """:meth:`step` over another library's flags (one host sync a step)."""
+        """:meth:`step` over another library's flags (no copy; one scalar sync)."""
         self._adopt(terminations)
         ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
         tracked, before = self.ended, self.ended.mask
