@@ -89,8 +89,10 @@ PRESENTATION = ("cli", "timeline.py")
 #: end; the kit's big arrays summarised; the report's claims of no declaration
 #: and of one mode; check --json's evidence not verified after a refusal; a broken
 #: async env named by the collector; make_vec's schedule on a core; simulator
-#: adapters' action shapes checked)
-MAX_SRC_LINES = 22_245
+#: adapters' action shapes checked; integer rewards normalised as floats; dense
+#: final infos' masks restricted to the ended rows; integer flags as bools; array
+#: refusals naming vecmode's wrapper of the name, or how to declare)
+MAX_SRC_LINES = 22_277
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

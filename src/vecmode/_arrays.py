@@ -93,6 +93,11 @@ def any_true(mask: Any) -> bool:
     return bool(mask.any())  # NumPy's, torch's and JAX's arrays alike
 
 
+def flags(x: Any) -> Any:
+    """Bool flags of any library as they are; integer ones (IsaacGym's) as bools."""
+    return x if x.dtype == namespace(x).bool else x != 0  # type: ignore[union-attr]
+
+
 def count_true(mask: Any) -> int:
     """How many Trues a bool array of any library holds."""
     xp = namespace(mask)

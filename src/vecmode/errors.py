@@ -383,9 +383,10 @@ def incompatible_mode(
     return " ".join([head, *said])  # a declaration's texts, as sentences
 
 
-def not_array_native(wrapper: str, library: str, declared: bool) -> str:
-    """Why ``wrapper`` (array-native: not ``declared``, or not declared at all)
-    may not take batches of ``library``, and what to do."""
+def not_array_native(wrapper: str, library: str, declared: bool, twin: str = "") -> str:
+    """Why ``wrapper`` (array-native: not ``declared`` by the class itself, or
+    not declared at all) may not take batches of ``library``, and what to do;
+    ``twin``: vecmode's array-native wrapper of the same name, if any."""
     if library.startswith("jax"):
         convert = f"{wrapper}(vecmode.wrappers.JaxToNumpy(env))"
     else:
@@ -394,19 +395,21 @@ def not_array_native(wrapper: str, library: str, declared: bool) -> str:
             f"{wrapper}(vecmode.wrappers.ArrayConversion(env, env_xp={root}, "
             f"target_xp=numpy))"
         )
+    use = twin and f"{twin} instead (same arguments)"
+    use = use or "an array-native wrapper instead (vecmode table lists them)"
     text = (
         f"its env returns {library} batches (metadata['array_namespace'] is "
         f"{library!r}) and {wrapper} is not array-native: it reads NumPy, so each "
-        f"batch would be copied to the host, or fail. Use an array-native wrapper "
-        f"instead (vecmode table lists them), or convert the batches first: {convert}."
+        f"batch would be copied to the host, or fail. Use {use}, or convert the "
+        f"batches first: {convert}."
     )
     if declared:
         return text
     return (
         f"{text} If {wrapper} does work on {library} arrays, on their device and "
         f"with no copy to NumPy, declare it: "
-        f"@vecmode.supports(..., array_native=True) or vecmode.register(..., "
-        f"array_native=True)."
+        f"@vecmode.supports(*vecmode.MODES, array_native=True) (the modes it "
+        f"supports) or vecmode.register(..., array_native=True)."
     )
 
 

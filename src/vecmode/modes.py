@@ -391,9 +391,10 @@ class BoundaryTracker:
         return self._remember(terminations, truncations, before, b)
 
     def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
-        """:meth:`step` over another library's flags (one host sync a step)."""
+        """:meth:`step` over another library's flags (no copy; one scalar sync)."""
         self._adopt(terminations)
-        ended, tracked, before = terminations | truncations, self.ended, self.ended.mask
+        ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
+        tracked, before = self.ended, self.ended.mask
         count = _arrays.count_true(ended)
         if not tracked.count and not count:
             b = self.quiet
@@ -436,6 +437,8 @@ def with_finals(
     """A new ``infos`` with the final observations, final infos and their ``mask``,
     in Gymnasium's layout (``final_obs`` an object array) or the dense one
     (``final_obs`` one batch, meaningful where ``mask`` is True: array batches)."""
+    if not (type(final_obs) is np.ndarray and final_obs.dtype == object):  # dense
+        final_info = _rows.restricted_infos(final_info, mask)  # the ended rows'
     finals = {FINAL_OBS: final_obs, _FINAL_OBS_MASK: mask, FINAL_INFO: final_info}
     return {**infos, **finals, _FINAL_INFO_MASK: _rows.copied(mask)}
 
@@ -481,9 +484,7 @@ def to_dense_finals(infos: dict[str, Any], dense: np.ndarray) -> dict[str, Any]:
 
 def final_observations(infos: Any) -> tuple[np.ndarray, Any] | None:
     """``(mask, final_obs)`` of a step's infos; None when no sub-env has one."""
-    if not isinstance(infos, dict):
-        return None
-    mask = infos.get(_FINAL_OBS_MASK)
+    mask = infos.get(_FINAL_OBS_MASK) if isinstance(infos, dict) else None
     if mask is None:
         return None
     if type(mask) is not np.ndarray and _arrays.namespace(mask) is not None:
@@ -559,8 +560,7 @@ def final_frames(infos: Any, key: str) -> tuple[np.ndarray, Any] | None:
     _, finals = without_finals(infos) if isinstance(infos, dict) else ({}, None)
     if not isinstance(finals, dict) or key not in finals:
         return None
-    mask = finals.get(f"_{key}")
-    frames = finals[key]
+    mask, frames = finals.get(f"_{key}"), finals[key]
     if mask is None:
         mask = np.ones(len(frames), dtype=np.bool_)
     return np.asarray(mask, dtype=np.bool_), frames

@@ -302,3 +302,46 @@ def test_an_array_env_declaring_no_library_is_told_to_declare_it() -> None:
     with pytest.raises(vecmode.ArrayLibraryError) as caught:
         envs.step(torch.ones(4, dtype=torch.int64))
     assert "metadata['array_namespace'] = 'torch'" in str(caught.value)
+
+
+def _ends_first(name: str) -> Any:
+    """A BatchedCartPole whose sub-env 0 alone ends at the second step, with
+    ManiSkill's infos: ``success`` masked by an all-True ``_success``."""
+    base = make_batched(name, 3, max_episode_steps=99)
+    xp, step = base.xp, base.step
+
+    def ending_step(actions: Any) -> Any:
+        obs, rewards, terms, _, _ = step(actions)
+        truncs = base.steps == xp.asarray([2, 0, 0], dtype=base.steps.dtype)
+        everyone = xp.ones(3, dtype=xp.bool)
+        episode = {"r": xp.astype(base.steps, xp.float32), "_r": everyone}
+        infos = {"success": xp.astype(base.steps, xp.float32), "_success": everyone}
+        infos.update(episode=episode, _episode=everyone)
+        return obs, rewards, terms & False, truncs, infos
+
+    base.step = ending_step
+    return base
+
+
+@pytest.mark.parametrize("converted", [False, True], ids=["dense", "to-numpy"])
+@pytest.mark.parametrize("name", ARRAYS)
+def test_final_info_masks_hold_the_ended_rows_alone_as_numpys(name, converted):
+    """They were the step's all-True masks over torch/JAX, converted or not."""
+
+    def final_info(library: str, convert: bool = False) -> dict[str, Any]:
+        envs = vecmode.with_autoreset(_ends_first(library), "SameStep")
+        xp = envs.env.xp
+        if convert:
+            envs = vecmode.wrappers.ArrayConversion(envs, env_xp=xp, target_xp=np)
+            xp = np
+        envs.reset(seed=0)
+        envs.step(xp.asarray([1, 1, 1]))
+        infos = envs.step(xp.asarray([1, 1, 1]))[4]
+        return {k: host(v) for k, v in infos["final_info"].items()}
+
+    want, got = final_info("numpy"), final_info(name, converted)
+    assert want["_success"].tolist() == [True, False, False]
+    for info, key in ((got, "success"), (got["episode"], "r")):
+        assert host(info[f"_{key}"]).tolist() == [True, False, False], key
+    assert got["success"][0] == want["success"][0] == 2
+    assert got["episode"]["r"][0] == want["episode"]["r"][0] == 2

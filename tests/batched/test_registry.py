@@ -97,8 +97,9 @@ def test_gymnasiums_and_undeclared_wrappers_are_refused_under_guard(
             Undeclared(env)
     assert str(info.value).endswith(
         f"If Undeclared does work on {DECLARED[name]} arrays, on their device and "
-        f"with no copy to NumPy, declare it: @vecmode.supports(..., "
-        f"array_native=True) or vecmode.register(..., array_native=True)."
+        f"with no copy to NumPy, declare it: @vecmode.supports(*vecmode.MODES, "
+        f"array_native=True) (the modes it supports) or vecmode.register(..., "
+        f"array_native=True)."
     )
     # as for the modes, Gymnasium's and undeclared wrappers are checked under
     # guard() only: built without it, check_stack still reports them
@@ -223,3 +224,32 @@ def test_array_native_wrappers_read_the_dense_layout_of_array_batches(
     Native(DenseSameStep(2, xp_of(name)))  # over torch/JAX: dense is their layout
     with pytest.raises(vecmode.IncompatibleModeError, match="one dense array"):
         Native(DenseSameStep(2))  # over NumPy as before: Gymnasium's layout only
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_a_refusal_names_vecmodes_wrapper_of_the_same_name(name: str) -> None:
+    """It said "Use an array-native wrapper instead (vecmode table lists them)"."""
+    env = BatchedCartPole(2, xp_of(name))
+    with vecmode.guard(), pytest.raises(ArrayLibraryError) as info:
+        gym.wrappers.vector.RecordEpisodeStatistics(env)
+    assert (
+        "Use vecmode.wrappers.RecordEpisodeStatistics instead (same arguments), or "
+        "convert the batches first"
+    ) in str(info.value)
+    report = vecmode.check_stack(gym.wrappers.vector.RecordEpisodeStatistics(env))
+    assert "vecmode.wrappers.RecordEpisodeStatistics instead" in report[1].note
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_an_undeclared_subclass_of_a_vecmode_base_is_told_to_declare_it(name):
+    """It inherits the base's NumPy-only declaration: the advice was left out."""
+
+    class Doubled(vecmode.wrappers.ObservationWrapper):
+        def observations(self, observations):
+            return observations * 2
+
+    with pytest.raises(ArrayLibraryError) as info:
+        Doubled(BatchedCartPole(2, xp_of(name)))
+    text = str(info.value)
+    assert "@vecmode.supports(*vecmode.MODES, array_native=True)" in text
+    assert "vecmode table lists them" in text

@@ -101,10 +101,11 @@ def _record(obs, rewards, terms, truncs, infos):
     )
 
 
-def _run(name, stack, mode, steps, n=6, max_steps=4, seed=0, resets=None):
+def _run(name, stack, mode, steps, n=6, max_steps=4, seed=0, resets=None, cls=None):
     """Every step's (obs, rewards, flags, episode stats, final obs) of ``stack``
-    over a BatchedCartPole in library ``name``, the array ones in the trap."""
-    base = make_batched(name, n, max_episode_steps=max_steps)
+    over a BatchedCartPole (or ``cls``) in library ``name``, the array ones in
+    the trap."""
+    base = (cls or BatchedCartPole)(n, xp=xp_of(name), max_episode_steps=max_steps)
     xp = base.xp
     envs = STACKS[stack](vecmode.with_autoreset(base, mode))
     rng = np.random.default_rng(seed)
@@ -121,7 +122,7 @@ def _run(name, stack, mode, steps, n=6, max_steps=4, seed=0, resets=None):
         with trap():
             result = envs.step(actions)
         out.append(_record(*result))
-        ended = host(result[2]) | host(result[3])
+        ended = (host(result[2]) | host(result[3])).astype(bool)  # (int flags)
         extra = resets[step % len(resets)] if resets else np.zeros(n, bool)
         if mode == "Disabled" and (ended.any() or extra.any()):
             mask = xp.asarray(ended | extra[:n])
@@ -591,3 +592,49 @@ def test_numpy_wrappers_over_a_conversion_get_gymnasiums_layout(name, stack):
         got.append(_record(*result))
     _assert_same(got, want)
     assert any(step[6] for step in want[1:]), "no episode ended"
+
+
+class _IntRewards(BatchedCartPole):
+    """Rewards as int32 (the episode's steps so far), as some batched envs give."""
+
+    def step(self, actions):
+        obs, _, terms, truncs, infos = super().step(actions)
+        return obs, self.xp.astype(self.steps, self.xp.int32), terms, truncs, infos
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("stack", ["NormalizeReward", "ppo_stack"])
+def test_integer_rewards_are_normalised_as_floats_as_on_numpy(name, stack) -> None:
+    """They were cast back to int32 over torch/JAX (ppo_stack: then to float)."""
+
+    def rewards(library):
+        base = _IntRewards(3, xp=xp_of(library), max_episode_steps=4)
+        envs = STACKS[stack](vecmode.with_autoreset(base, "SameStep"))
+        envs.reset(seed=0)
+        actions = base.xp.asarray(np.ones(3, dtype=np.int64))
+        return [host(envs.step(actions)[1]) for _ in range(6)]
+
+    got, want = rewards(name), rewards("numpy")
+    assert all(r.dtype.kind == "f" for r in got)
+    _assert_same(got, want)
+
+
+class _IntFlags(BatchedCartPole):
+    """Terminations and truncations as int64 0/1 (rsl_rl's, IsaacGym's)."""
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = super().step(actions)
+        terms, truncs = (self.xp.astype(x, self.xp.int64) for x in (terms, truncs))
+        return obs, rewards, terms, truncs, infos
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", ["RecordEpisodeStatistics", "ppo_stack"])
+def test_integer_flags_are_read_as_bools_as_on_numpy(name, mode, stack) -> None:
+    """They raised torch's "where expected condition to be a boolean tensor", or
+    a TypeError about a ``reset_mask`` the user never passed."""
+    _, got = _run(name, stack, mode, steps=10, cls=_IntFlags)
+    _, want = _run("numpy", stack, mode, steps=10, cls=_IntFlags)
+    _assert_same(got, want)
+    assert any(step[5] is not None for step in want if len(step) == 7)

@@ -46,7 +46,7 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
     dense layout (one batch, meaningful where they ended), their final infos
     the step's infos as the env returned them."""
     obs, rewards, terminations, truncations, infos = result
-    ended = terminations | truncations
+    ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
     if _arrays.any_true(ended):
         final_obs = _rows.copied(obs)  # the env may write into its batch
         reset_obs, reset_infos = policy.env.reset(options={"reset_mask": ended})

@@ -25,7 +25,6 @@ from vecmode.errors import (
     IncompatibleModeError,
     convert_to,
     incompatible_mode,
-    not_array_native,
 )
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.modes import ModeLike, final_in_info, mode_or_assumed
@@ -60,7 +59,7 @@ def check_construction(cls: type, env: Any) -> None:
     if first is not None:
         first(env)
     if found is None or not found.array_native:  # the batches first: its remedy
-        _check_arrays(cls, found, env)  # comes before any mode's
+        _check_arrays(cls, env)  # comes before any mode's
     if found is not None:
         _check_modes(cls, found.over(env), env)
     if reads_final_observations(cls):
@@ -92,7 +91,7 @@ def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
         )
 
 
-def _check_arrays(cls: type, found: declare.Declaration | None, env: Any) -> None:
+def _check_arrays(cls: type, env: Any) -> None:
     """Raise if ``cls``, not array-native, would get batches of another library
     than NumPy from ``env``."""
     name = cls.__name__
@@ -109,7 +108,7 @@ def _check_arrays(cls: type, found: declare.Declaration | None, env: Any) -> Non
         )
     if _arrays.is_array_env(env):
         library = str(_arrays.declared_namespace(env))
-        note = not_array_native(name, library, found is not None)
+        note = declare.not_array_native(cls, library)
         raise ArrayLibraryError(f"{name} cannot wrap this {type(env).__name__}: {note}")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from vecmode import _gymnasium
+from vecmode import _gymnasium, errors
 from vecmode.env_classes import class_path, keeps_options
 from vecmode.errors import mode_names
 from vecmode.modes import MODES, ModeLike, as_mode
@@ -299,6 +299,15 @@ def masked_reset_fault(layer: Any) -> str:
     its mode otherwise, and what to do; "" if nothing is known."""
     found = declaration(layer)
     return "" if found is None else found.over(layer.env).masked_reset_fault
+
+
+def not_array_native(cls: type, library: str) -> str:
+    """:func:`vecmode.errors.not_array_native` of ``cls``, naming vecmode's
+    array-native wrapper of its name (same arguments) if there is one."""
+    twin = getattr(sys.modules.get("vecmode.wrappers"), cls.__name__, cls)
+    name, own = cls.__name__, own_declaration(cls) is not None
+    instead = f"vecmode.wrappers.{name}" if is_array_native(twin) else ""
+    return errors.not_array_native(name, library, own, instead)
 
 
 def supported_modes(cls_or_instance: Any) -> frozenset[AutoresetMode] | None:

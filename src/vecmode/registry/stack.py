@@ -33,6 +33,7 @@ from vecmode.registry.declare import (
     Declaration,
     declaration,
     masked_reset_fault,
+    not_array_native,
 )
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
@@ -295,7 +296,7 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     row = functools.partial(row, array_native=native)
     if not native and _arrays.is_array_env(layer.env):
         library = str(_arrays.declared_namespace(layer.env))
-        note = errors.not_array_native(name, library, found is not None)
+        note = not_array_native(type(layer), library)
         accepts = None if found is None else found.modes
         return row(accepts, declared or mode_in, Verdict.REFUSED, note)
     if found is None:

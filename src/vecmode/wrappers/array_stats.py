@@ -265,15 +265,18 @@ def discounted(
 ) -> Any:
     """Gymnasium's ``sums * gamma * (1 - terminated) + reward`` in ``sums``'s
     dtype (rounded as NumPy's), where ``real`` (all rows if None)."""
-    moved = xp.where(terminations, 0.0, sums * gamma) + rewards
+    moved = xp.where(_arrays.flags(terminations), 0.0, sums * gamma) + rewards
     moved = xp.astype(moved, sums.dtype, copy=False)
     return moved if real is None else xp.where(real, moved, sums)
 
 
 def scaled(xp: Any, rewards: Any, var: Any, epsilon: float, bound: float) -> Any:
-    """``rewards / sqrt(var + epsilon)`` in the rewards' dtype, clipped to
-    ``[-bound, bound]``."""
-    out = xp.astype(rewards / xp.sqrt(var + epsilon), rewards.dtype, copy=False)
+    """``rewards / sqrt(var + epsilon)`` in the rewards' float dtype (integer or
+    bool rewards: the library's default float), clipped to ``[-bound, bound]``."""
+    dtype = rewards.dtype
+    if not xp.isdtype(dtype, "real floating"):
+        dtype = xp.__array_namespace_info__().default_dtypes()["real floating"]
+    out = xp.astype(rewards / xp.sqrt(var + epsilon), dtype, copy=False)
     return clipped(xp, out, bound)
 
 

@@ -51,7 +51,7 @@ class NormalizeReward(RunningStatistics, ArrayPath, StatefulWrapper):
     advance ``accumulated_reward`` and ``return_rms``; same arguments. Over torch
     or JAX batches, both are arrays of that library on its device
     (``return_rms.to_numpy()`` to save it; a NumPy one assigned is converted)
-    and the rewards keep their dtype.
+    and float rewards keep their dtype (integer or bool: the default float).
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import NormalizeReward
