@@ -242,3 +242,20 @@ gym.register(
     vector_entry_point=ForeignVectorEnv,
 )
 gym.register("ForeignVecOnly-v0", vector_entry_point=ForeignVectorEnv)
+
+
+@vecmode.supports(*MODES)
+class CountsCalls(VectorWrapper):
+    """``info["calls"]``: calls since built, NEXT_STEP's reset step counted
+    (wrong; only a comparison of that key shows it)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.calls = 0
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.calls += 1
+        n, calls = self.num_envs, self.calls
+        added = {"calls": np.full(n, calls), "_calls": np.ones(n, dtype=bool)}
+        return obs, rewards, terms, truncs, {**infos, **added}

@@ -387,3 +387,16 @@ def test_conform_bad_arguments_and_names(capsys):
         f"module {TARGETS!r} has no attribute 'nop'. Write module:attribute with "
         "the attribute's exact (case-sensitive) name."
     )
+
+
+def test_conform_compares_an_info_key_the_wrapper_adds(capsys):
+    code, out, _ = run(["conform", f"{TARGETS}:CountsCalls"], capsys)
+    assert code == EXIT_OK, out  # (not compared by default)
+    code, out, _ = run(
+        ["conform", f"{TARGETS}:CountsCalls", "--compare-info", "calls"], capsys
+    )
+    assert code == EXIT_FAILED
+    assert "breaks mode_equivalence_together" in out
+    assert "field info: ['compare_info']: np.int64(4) here, np.int64(5) there" in flat(
+        out
+    )

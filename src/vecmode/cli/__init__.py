@@ -189,9 +189,9 @@ CONFORM = Command(
         arg("--info-type", choices=INFO_TYPES, help="a wrapper: the test envs' infos"),
         arg(
             "--compare-info",
-            choices=["episode", "none"],
-            help="a wrapper: compare the episode statistics (default), or none of "
-            "the infos",
+            metavar="KEY",
+            help="a wrapper: the infos compared: 'episode' (its statistics, the "
+            "default), 'none', or an info key the wrapper adds",
         ),
         arg(
             "--bases",

@@ -4,6 +4,7 @@ declares."""
 from __future__ import annotations
 
 import argparse
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> bool:
         message = common.cannot_build_message(target.spec, None, unbuildable)
         function = not isinstance(target.obj, type)
         raise common.CommandError(message + READ_AS_WRAPPER * function) from unbuildable
-    compare = None if args.compare_info == "none" else testing.episode_statistics
+    compare = _compared(args.compare_info)
     proof = {"modes": args.modes, "bases": args.bases, "compare_info": compare}
     proof |= {"env_infos": not args.no_env_infos, "array_library": args.array_library}
     proof["episodic"] = args.episodic or None  # (None: its class attribute says)
@@ -184,3 +185,10 @@ def _document(
             for mode in report.refused
         }
     return document
+
+
+def _compared(what: str | None) -> Callable[[dict[str, Any]], Any] | None:
+    """``--compare-info``: the episode statistics (default), none, or a key's value."""
+    if what is None or what == "episode":
+        return testing.episode_statistics
+    return None if what == "none" else operator.methodcaller("get", what)

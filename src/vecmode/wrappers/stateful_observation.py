@@ -55,7 +55,8 @@ class NormalizeObservation(
             raise TypeError(
                 f"{type(self).__name__} needs a Box single observation space, got "
                 f"{space}. Flatten the observations first (vecmode.wrappers."
-                f"FlattenObservation) or normalise the Box parts yourself."
+                f"FlattenObservation; over torch or JAX batches, TransformObservation "
+                f"joining them) or normalise the Box parts yourself."
             )
         base.set_spaces(self, "observation", None, Box(-np.inf, np.inf, space.shape))
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
@@ -308,7 +309,8 @@ class FrameStackObservation(array_stats.ArrayPath, base.StatefulWrapper):
         if isinstance(self._space, (Dict, Tuple)):
             raise TypeError(
                 f"FrameStackObservation stacks torch/JAX batches of one array, not "
-                f"{self._space}: FlattenObservation first, or NumPy batches."
+                f"{self._space}: join them first (TransformObservation with your "
+                f"library's concatenate and a Box single_observation_space)."
             )
         super()._to_array_path(xp, leaf)
         n, like = self.num_envs, {"dtype": leaf.dtype, "device": self.array_device}
