@@ -103,18 +103,20 @@ def test_catches_a_wrapper_that_forgets_final_obs():
         "together] (there): sub-env 0, a real transition (call 3 here, call 3 "
         "there), field next_obs: [-100.5  100.5 -103.5] here, [-201.  201. -207.] there"
     ), message
-    assert "final observations (info['final_obs'] in SAME_STEP)" in message
+    assert "NextStep and Disabled agree: SameStep alone differs." in message
+    assert "Transform SAME_STEP's info['final_obs']" in message
 
 
 def test_catches_statistics_that_count_next_steps_reset_step():
     with pytest.raises(AssertionError) as caught:
         check_wrapper(CountsResetSteps)
     message = str(caught.value)
-    assert (
-        "[SameStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
-        "differs from " in (message)
+    assert (  # SameStep and Disabled agree: NextStep's run is named
+        "[NextStep over vecmode.SyncVectorEnv, episodes ending together] (here) "
+        "differs from [SameStep " in (message)
     )
     assert "field reward" in message
+    assert "SameStep and Disabled agree: NextStep alone differs." in message
     assert "not NEXT_STEP's reset step" in message
     # the same wrapper is right where no reset step exists
     report = check_wrapper(CountsResetSteps, modes=["SameStep", "Disabled"])
@@ -384,10 +386,10 @@ def test_infos_are_compared_when_asked():
 
     with pytest.raises(
         AssertionError,
-        match=r"field info: \['compare_info'\]: \[1\]: 1 here, 2 there",
+        match=r"field info: \['compare_info'\]: \[1\]: 2 here, 1 there",
     ):
         check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
-    with pytest.raises(AssertionError, match=r"\['length'\]: 1 here, 2 there"):
+    with pytest.raises(AssertionError, match=r"\['length'\]: 2 here, 1 there"):
         check_wrapper(CountsResetStepsInLength)  # the episode statistics by default
     check_wrapper(CountsResetStepsInLength, compare_info=None)  # none: not caught
 
@@ -482,7 +484,8 @@ def test_catches_a_forgotten_final_obs_whatever_the_transform(name):
         message
     )
     assert "field next_obs" in message
-    assert "final observations (info['final_obs'] in SAME_STEP)" in message
+    assert "NextStep and Disabled agree: SameStep alone differs." in message
+    assert "Transform SAME_STEP's info['final_obs']" in message
 
 
 def test_the_kit_s_observations_are_signed_and_not_integers():
@@ -664,3 +667,42 @@ def test_big_image_observations_outside_the_space_are_summarised():
     message = str(e.value)
     assert len(message.splitlines()) <= 4, message
     assert "the observations uint8 (3, 6, 8, 3) array [  0   0   0 ..." in message
+
+
+@vecmode.supports(*vecmode.MODES)
+class ForgetsDisabled(VectorWrapper):
+    """Each episode's step count as reward, written for the two autoreset modes:
+    in Disabled nothing clears it (the caller's masked reset should)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.mode = vecmode.modes.mode_of(env)
+        self.t = np.zeros(self.num_envs)
+        self.pending = np.zeros(self.num_envs, dtype=bool)
+
+    def reset(self, *, seed=None, options=None):
+        if (options or {}).get("reset_mask") is None:
+            self.t[:], self.pending[:] = 0, False
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        obs, _, terms, truncs, infos = self.env.step(actions)
+        real = ~self.pending
+        self.t = np.where(real, self.t + 1, 0)
+        out, ended = np.where(real, self.t, 0.0), terms | truncs
+        if self.mode is AutoresetMode.NEXT_STEP:
+            self.pending = ended
+        elif self.mode is AutoresetMode.SAME_STEP:
+            self.t[ended] = 0
+        return obs, out, terms, truncs, infos
+
+
+def test_a_mode_alone_differing_is_named_with_its_hint():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(ForgetsDisabled)
+    message = str(caught.value)
+    assert "[Disabled over vecmode.SyncVectorEnv, episodes ending together] (here)" in (
+        message
+    )
+    assert "NextStep and SameStep agree: Disabled alone differs." in message
+    assert "Handle reset(options={'reset_mask': mask})" in message

@@ -481,15 +481,13 @@ class WrapperCheck:
                     prop, pair, hint = self._compared_with(
                         runs, number, mode, name, to_prove[0]
                     )
-                    exact = (
-                        prop == "same_over_every_base"
-                        or number == 0
-                        or not batch_dependent
-                    )
                     if pair and self.on(prop):
-                        context = (prop, self.who, hint)
-                        compared += events.compare_runs(
-                            *pair, plan.wanted, exact, context
+                        compared += self._compare(
+                            pair,
+                            (prop, hint),
+                            this,
+                            (number, batch_dependent),
+                            to_prove,
                         )
         first = to_prove[0]
         if batch_dependent and self.on("mode_equivalence_staggered"):
@@ -499,6 +497,32 @@ class WrapperCheck:
             labels.append(label)
             compared += more
         return labels, compared
+
+    def _compare(
+        self,
+        pair: tuple[events.Run, events.Run],
+        why: tuple[str, str],
+        plan: RunPlan,
+        run: tuple[int, bool],
+        to_prove: tuple[AutoresetMode, ...],
+    ) -> int:
+        """:func:`events.compare_runs` for the property and hint ``why``, of the
+        runs of schedule ``run[0]`` (``run[1]``: batch-dependent); a mode
+        equivalence failure names the mode alone differing, if one is."""
+        (prop, hint), (number, batch_dependent) = why, run
+        exact = prop == "same_over_every_base" or number == 0 or not batch_dependent
+        try:
+            return events.compare_runs(
+                *pair, plan.wanted, exact, (prop, self.who, hint)
+            )
+        except events.ConformanceError as error:
+            rest = [m for m in to_prove if m not in (to_prove[0], plan.mode)]
+            if prop.startswith("mode_equivalence") and number < 3 and rest:
+                label = plan.label.replace(plan.mode.value, rest[0].value, 1)
+                other = self.run(self.over[0], replace(plan, label=label, mode=rest[0]))
+                three = {to_prove[0]: pair[0], plan.mode: pair[1], rest[0]: other}
+                events.name_the_odd_mode(error, three, plan.wanted, exact)
+            raise
 
     def check_episodic(self, together: events.Run, plan: RunPlan) -> tuple[str, int]:
         """Each sub-env's episodes from its second on in ``together`` (the first

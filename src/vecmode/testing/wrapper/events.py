@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 #: What :func:`~vecmode.testing.check_wrapper` proves, each in a few words.
 PROPERTY_TEXT = {
@@ -220,3 +221,43 @@ def _first_field_difference(e: Event, g: Event, values: bool) -> tuple[str, str 
         if why is not None:
             return name, f"{g.kind!r} here, {e.kind!r} there" if name == "kind" else why
     return "", None
+
+
+#: What to look at where one mode alone differs from the others.
+ODD_HINTS = {
+    AutoresetMode.NEXT_STEP: "Count each real step once: not NEXT_STEP's reset "
+    "step, the step after an episode's end whose action the env ignores "
+    "(vecmode.modes.BoundaryTracker says which).",
+    AutoresetMode.SAME_STEP: "Transform SAME_STEP's info['final_obs'] (the ended "
+    "episodes' last observations) like the observations, and start the next "
+    "episode's state in the step that ended the last.",
+    AutoresetMode.DISABLED: "Handle reset(options={'reset_mask': mask}), which "
+    "DISABLED relies on: clear the masked sub-envs' state, and theirs only.",
+}
+
+
+def name_the_odd_mode(
+    error: ConformanceError, runs: dict[AutoresetMode, Run], wanted: int, exact: bool
+) -> None:
+    """``runs``: three modes' runs, the first two those ``error`` found different.
+    Where the third agrees with one of them, raise naming the other, with its hint."""
+    (first, there), (mode, here), (_, other) = runs.items()
+    context = (error.property, "", "")
+
+    def difference(a: Run, b: Run) -> str | None:
+        try:
+            compare_runs(a, b, wanted, exact, context)
+        except ConformanceError as found:
+            return str(found).split("\n")[1]
+        return None
+
+    if difference(here, other) is None:  # the first mode's alone differs
+        odd, detail = first, difference(here, there)
+    elif difference(there, other) is None:
+        odd, detail = mode, str(error).split("\n")[1]
+    else:
+        return
+    agreeing = " and ".join(m.value for m in runs if m is not odd)
+    note = f"{agreeing} agree: {odd.value} alone differs. {ODD_HINTS[odd]}"
+    head = str(error).split("\n")[0]
+    raise ConformanceError(f"{head}\n{detail}\n{note}", error.property)
