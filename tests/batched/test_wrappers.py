@@ -456,6 +456,20 @@ def test_statistics_assigned_anew_are_seen_by_the_next_normalisation(name) -> No
     np.testing.assert_allclose(host(array_normalize(x, rms, 0.0, xp.float32)), 0.5)
 
 
+def test_torch_statistics_changed_in_place_are_seen_by_the_next_normalisation():
+    """obs_rms.mean.copy_(saved), as torch users load statistics: a frozen
+    normalisation kept its float32 forms of the old values."""
+    torch = pytest.importorskip("torch")
+    rms = ArrayRunningMeanStd(torch, (4,))
+    x = torch.ones((8, 4), dtype=torch.float32)
+    np.testing.assert_allclose(host(array_normalize(x, rms, 1e-8, torch.float32)), 1)
+    rms.mean.copy_(torch.ones(4))
+    np.testing.assert_allclose(host(array_normalize(x, rms, 1e-8, torch.float32)), 0)
+    rms.var.mul_(4.0)
+    rms.mean.zero_()
+    np.testing.assert_allclose(host(array_normalize(x, rms, 0.0, torch.float32)), 0.5)
+
+
 @pytest.mark.parametrize("name", ARRAYS)
 @pytest.mark.parametrize("mode", MODES)
 def test_a_kept_frame_stack_is_not_overwritten_by_later_steps(name, mode) -> None:

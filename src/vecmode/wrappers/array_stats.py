@@ -94,8 +94,8 @@ class ArrayRunningMeanStd:
     """Gymnasium's ``RunningMeanStd`` in the arrays of ``xp`` on ``device``:
     ``mean`` and ``var`` are arrays of that library, ``count`` a float;
     :meth:`to_numpy` gives Gymnasium's, for saving. JAX's update is compiled
-    (``jax.jit``). Assign new arrays to ``mean`` and ``var`` to change them: a
-    normalisation keeps their float32 forms until they are replaced.
+    (``jax.jit``). Change ``mean`` and ``var`` in place (torch) or assign new
+    arrays.
 
     Args:
         xp: the array module (``torch``, ``jax.numpy``) or its array-api-compat
@@ -200,10 +200,12 @@ class ArrayRunningMeanStd:
         ``fold`` times, kept until the statistics change (a normalisation's
         operands)."""
         mean, var = self.mean, self.var
+        # (torch counts a tensor's in-place writes: mean.copy_(saved) too)
+        now = (mean, var, getattr(mean, "_version", 0), getattr(var, "_version", 0))
         of, kept = self._scale
-        if of is None or of[0] is not mean or of[1] is not var:
+        if of is None or of[0] is not mean or of[1] is not var or of[2:] != now[2:]:
             kept = {}
-            self._scale = ((mean, var), kept)
+            self._scale = (now, kept)
         if (key := (epsilon, dtype, fold)) not in kept:
             xp, std = self.xp, self.xp.sqrt(var + epsilon)
             kept[key] = tuple(
