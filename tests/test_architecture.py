@@ -93,8 +93,8 @@ PRESENTATION = ("cli", "timeline.py")
 #: final infos' masks restricted to the ended rows; integer flags as bools; array
 #: refusals naming vecmode's wrapper of the name, or how to declare; conform
 #: --compare-info KEY; the kit names the mode alone differing, with its hint;
-#: torch statistics changed in place seen)
-MAX_SRC_LINES = 22_354
+#: torch statistics changed in place seen; TransformAction array-native)
+MAX_SRC_LINES = 22_356
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

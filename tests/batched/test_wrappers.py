@@ -515,7 +515,7 @@ def test_a_frame_stack_refuses_dict_array_batches_and_says_what_to_do() -> None:
     base.single_observation_space = Dict({"x": base.single_observation_space})
     base.observation_space = batch_space(base.single_observation_space, 2)
     envs = FrameStackObservation(vecmode.with_autoreset(base, "SameStep"), 2)
-    with pytest.raises(TypeError, match="FlattenObservation"):
+    with pytest.raises(TypeError, match=r"join them first \(TransformObservation"):
         envs.reset(seed=0)
 
 

@@ -17,9 +17,11 @@ from vecmode.wrappers.array_stats import ArrayPath, RescalingPath
 from vecmode.wrappers.base import ActionWrapper, SpaceEnv, map_items, set_spaces
 
 
+@supports(*MODES, array_native=True)
 class TransformAction(ActionWrapper):
     """Gymnasium's ``TransformAction``: ``func`` maps each batch of actions to the
-    env's; same arguments.
+    env's; same arguments. Over torch or JAX batches, ``func`` gets and returns
+    that library's arrays.
 
     >>> import numpy as np, vecmode
     >>> from vecmode.wrappers import TransformAction
