@@ -523,7 +523,7 @@ def test_calls_behind_the_collector_s_back_are_refused(mode, core):
     )
     with TransitionCollector(envs) as collector:
         collector.reset(seed=0)
-        envs.call("render")  # (neither steps nor resets)
+        envs.call("get_wrapper_attr", "spec")  # (neither steps nor resets)
         envs.get_attr("np_random")
         for _ in range(3):  # (Disabled: the collector's own masked resets)
             collector.step(np.array([1, 1]))
