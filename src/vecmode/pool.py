@@ -40,8 +40,17 @@ def next_wait(deadline: float | None) -> float:
     return max(0.0, min(deadline - time.monotonic(), LIVENESS))
 
 
+#: Whether this process is forking one of its workers (read in the child).
+_FORKING_A_WORKER = False
+
+
 def _forget_workers_in_forked_child() -> None:
-    """In a child forked with ``os.fork()``, unlist the parent's workers."""
+    """In a child forked with ``os.fork()``, unlist the parent's workers. A
+    worker freezes what it inherited (:func:`gc.freeze`) before running any
+    Python code: a finaliser of the parent's objects (torch's, Ray's) may not
+    survive a fork, and the worker must never run one."""
+    if _FORKING_A_WORKER:
+        gc.freeze()
     children = getattr(multiprocessing.process, "_children", None)
     for process in list(_STARTED):
         if children is not None:
@@ -113,6 +122,7 @@ class WorkerPool:
     ) -> None:
         """Start one process per ``(start, stop)`` slice, running
         ``target(*args(start, stop, child_end, parent_ends_so_far))``."""
+        global _FORKING_A_WORKER
         self.method = ctx.get_start_method()
         fork = self.method == "fork"
         if not daemon:
@@ -131,20 +141,14 @@ class WorkerPool:
                         ),
                         daemon=daemon,
                     )
-                    # the parent's objects out of a forked worker's garbage
-                    # collections: their finalisers (torch's, Ray's) may not
-                    # survive a fork (gc.freeze's docs); a caller's freeze is theirs
-                    frozen = fork and not gc.get_freeze_count()
+                    _FORKING_A_WORKER = fork
                     try:
-                        if frozen:
-                            gc.freeze()
                         process.start()
                     except Exception as exc:
                         _raise_start_error(exc, range(start, stop), self.method)
                     finally:
+                        _FORKING_A_WORKER = False
                         child_end.close()
-                        if frozen:
-                            gc.unfreeze()
                     _STARTED.add(process)
                     self._add(Worker(w, start, stop, process, parent_end))
         except BaseException:

@@ -483,7 +483,7 @@ class TransitionCollector:
         flags = _arrays.namespace(terminations)
         valid = b.real if flags is None else in_library(b.real, terminations)
         if valid is b.real and flags is not None:
-            valid = flags.asarray(valid, copy=True)
+            valid = copied(valid)  # (JAX's: immutable, kept)
         return Transition(
             obs, actions, rewards, terminations, truncations, moved_to, valid, infos
         )

@@ -401,3 +401,8 @@ def test_conform_compares_an_info_key_the_wrapper_adds(capsys):
         out
     )
     assert "SameStep and Disabled agree: NextStep alone differs." in out
+    code, _, err = run(
+        ["conform", f"{TARGETS}:CountsCalls", "--compare-info", "calsl"], capsys
+    )
+    assert code == EXIT_USAGE
+    assert "--compare-info calsl: no info of the wrapper's had that key" in err

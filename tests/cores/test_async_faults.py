@@ -760,3 +760,38 @@ def test_a_forked_worker_never_collects_the_parent_s_garbage(tmp_path):
         gc.enable()
     gc.collect()
     assert record.read_text() == f"{os.getpid()}\n"
+
+
+def test_building_an_async_env_leaves_the_parent_s_garbage_collection_alone():
+    """A freeze in the parent put every young object in the oldest generation:
+    a loop building envs left its cyclic garbage uncollected."""
+    import gc
+    import weakref
+
+    before = gc.get_freeze_count()
+    garbage = weakref.ref(_Finalised(os.devnull))  # young, unreachable, a cycle
+    with make_async(scheduled_fns(2)):
+        pass
+    assert gc.get_freeze_count() == before
+    gc.collect(1)  # the young generations only
+    assert garbage() is None, "the parent's young garbage was moved out of reach"
+
+
+def test_a_worker_never_collects_what_it_inherited_whatever_the_caller_froze(tmp_path):
+    import gc
+
+    record = tmp_path / "finalised"
+    gc.disable()
+    gc.freeze()  # the caller's own, before the garbage
+    try:
+        _Finalised(record)
+        with make_async(scheduled_fns(2)) as envs:
+            envs.reset(seed=0)
+            envs.each(_collect)
+            assert not record.exists(), "a worker ran a finaliser of the parent's"
+        assert gc.get_freeze_count() > 0, "the caller's freeze was undone"
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    gc.collect()
+    assert record.read_text() == f"{os.getpid()}\n"

@@ -706,3 +706,30 @@ def test_a_mode_alone_differing_is_named_with_its_hint():
     )
     assert "NextStep and SameStep agree: Disabled alone differs." in message
     assert "Handle reset(options={'reset_mask': mask})" in message
+
+
+def test_the_odd_mode_s_message_keeps_whole_values_and_the_property_s_hint():
+    """Values printed over several lines, and the hint that names the other
+    causes (batch_dependent), stay in the message."""
+    reshape = [lambda e: gym.wrappers.ReshapeObservation(e, (3, 1))]
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(ForgetsFinalObs, wrappers=reshape)
+    message = str(caught.value)
+    assert "[-103.5]] here, [[-201.]\n [ 201.]\n [-207.]] there\n" in message
+    assert "SameStep alone differs" in message
+    assert message.endswith("declare batch_dependent = True.")
+
+
+@vecmode.supports(*vecmode.MODES)
+class ForgetsFinalObsAndFailsMaskedResets(ForgetsFinalObs):
+    def reset(self, *, seed=None, options=None):
+        if (options or {}).get("reset_mask") is not None:
+            raise RuntimeError("no masked resets here")
+        return super().reset(seed=seed, options=options)
+
+
+def test_a_third_mode_failing_on_its_own_leaves_the_first_failure_reported():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(ForgetsFinalObsAndFailsMaskedResets)
+    assert caught.value.property == "mode_equivalence_together"
+    assert "[SameStep over vecmode.SyncVectorEnv" in str(caught.value)

@@ -4,7 +4,6 @@ declares."""
 from __future__ import annotations
 
 import argparse
-import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -68,6 +67,11 @@ def run(args: argparse.Namespace) -> bool:
         return _show(args.json, target.spec, None, error)
     except Exception as error:
         raise common.RaisedError(f"check_wrapper({target.spec})", error) from error
+    if isinstance(compare, _InfoKey) and not compare.seen:
+        raise common.CommandError(
+            f"--compare-info {compare.key}: no info of the wrapper's had that key, "
+            f"so nothing was compared. Check its spelling."
+        )
     return _show(args.json, target.spec, report)
 
 
@@ -191,4 +195,15 @@ def _compared(what: str | None) -> Callable[[dict[str, Any]], Any] | None:
     """``--compare-info``: the episode statistics (default), none, or a key's value."""
     if what is None or what == "episode":
         return testing.episode_statistics
-    return None if what == "none" else operator.methodcaller("get", what)
+    return None if what == "none" else _InfoKey(what)
+
+
+class _InfoKey:
+    """``--compare-info KEY``: ``info[KEY]``, noting whether any info had it."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.seen = key, False
+
+    def __call__(self, info: dict[str, Any]) -> Any:
+        self.seen = self.seen or self.key in info
+        return info.get(self.key)

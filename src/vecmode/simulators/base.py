@@ -107,7 +107,8 @@ class SimulatorAdapter(VectorEnv):
         stepped, for actions not of the batch's shape)."""
         shape, expected = getattr(actions, "shape", None), self.action_space.shape
         if expected is not None and (shape is None or tuple(shape) != expected):
-            problem = f"actions of shape {shape}, expected {expected}"
+            got = type(actions).__name__ if shape is None else f"shape {shape}"
+            problem = f"actions of {got}, expected an array of shape {expected}"
             raise errors.action_batch_error(problem, self.num_envs)
         result = self._step(actions)
         self._obs = result[0]

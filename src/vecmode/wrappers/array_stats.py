@@ -94,8 +94,9 @@ class ArrayRunningMeanStd:
     """Gymnasium's ``RunningMeanStd`` in the arrays of ``xp`` on ``device``:
     ``mean`` and ``var`` are arrays of that library, ``count`` a float;
     :meth:`to_numpy` gives Gymnasium's, for saving. JAX's update is compiled
-    (``jax.jit``). Change ``mean`` and ``var`` in place (torch) or assign new
-    arrays.
+    (``jax.jit``). Change ``mean`` and ``var`` in place with torch's own ops
+    (``mean.copy_(saved)``; not through ``.data`` or ``.numpy()``, which torch
+    does not count), or assign new arrays.
 
     Args:
         xp: the array module (``torch``, ``jax.numpy``) or its array-api-compat

@@ -237,10 +237,15 @@ ODD_HINTS = {
 
 
 def name_the_odd_mode(
-    error: ConformanceError, runs: dict[AutoresetMode, Run], wanted: int, exact: bool
+    error: ConformanceError,
+    runs: dict[AutoresetMode, Run],
+    wanted: int,
+    exact: bool,
+    hint: str,
 ) -> None:
     """``runs``: three modes' runs, the first two those ``error`` found different.
-    Where the third agrees with one of them, raise naming the other, with its hint."""
+    Where the third agrees with one of them, raise naming the other: its hint,
+    then ``hint`` (the property's)."""
     (first, there), (mode, here), (_, other) = runs.items()
     context = (error.property, "", "")
 
@@ -248,16 +253,16 @@ def name_the_odd_mode(
         try:
             compare_runs(a, b, wanted, exact, context)
         except ConformanceError as found:
-            return str(found).split("\n")[1]
+            return str(found).split("\n", 1)[1]
         return None
 
     if difference(here, other) is None:  # the first mode's alone differs
         odd, detail = first, difference(here, there)
     elif difference(there, other) is None:
-        odd, detail = mode, str(error).split("\n")[1]
+        odd, detail = mode, difference(there, here)
     else:
         return
     agreeing = " and ".join(m.value for m in runs if m is not odd)
     note = f"{agreeing} agree: {odd.value} alone differs. {ODD_HINTS[odd]}"
     head = str(error).split("\n")[0]
-    raise ConformanceError(f"{head}\n{detail}\n{note}", error.property)
+    raise ConformanceError(f"{head}\n{detail}\n{note}\n{hint}", error.property)
