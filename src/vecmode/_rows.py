@@ -188,18 +188,6 @@ def flags_say(ended: np.ndarray, terminations: Any, truncations: Any) -> bool:
     return not count_nonzero(np.logical_or(terminations, truncations) != ended)
 
 
-def restricted_infos(infos: dict[str, Any], rows: Any) -> dict[str, Any]:
-    """Batched ``infos`` with each ``_key`` mask ANDed with the bool mask ``rows``
-    (of any library), nested dicts too; the values as they are."""
-    out = dict(infos)
-    for key, value in infos.items():
-        if (mask := infos.get(f"_{key}")) is not None:
-            out[f"_{key}"] = mask = mask & rows
-        if isinstance(value, dict):
-            out[key] = restricted_infos(value, rows if mask is None else mask)
-    return out
-
-
 def first_true(value: Any) -> int | None:
     """The first True of a 1-d mask-like value, or None."""
     try:

@@ -43,6 +43,19 @@ def select_infos(infos: dict[str, Any], selected: np.ndarray) -> dict[str, Any]:
     return out
 
 
+def restricted_infos(infos: dict[str, Any], rows: Any) -> dict[str, Any]:
+    """:func:`select_infos` for batches of any library, with no copy or host
+    read: each ``_key`` mask ANDed with the bool mask ``rows``, nested dicts
+    too; the keys and values as they are."""
+    out = dict(infos)
+    for key, value in infos.items():
+        if (mask := infos.get(f"_{key}")) is not None:
+            out[f"_{key}"] = mask = mask & rows
+        if isinstance(value, dict):
+            out[key] = restricted_infos(value, rows if mask is None else mask)
+    return out
+
+
 def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """Merge two batched info dicts about disjoint sets of sub-envs."""
     out = dict(first)

@@ -21,6 +21,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import _arrays, _rows, errors
 from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import EndedTracker
+from vecmode.infos import restricted_infos
 
 __all__ = [
     "MODES",
@@ -438,7 +439,7 @@ def with_finals(
     in Gymnasium's layout (``final_obs`` an object array) or the dense one
     (``final_obs`` one batch, meaningful where ``mask`` is True: array batches)."""
     if not (type(final_obs) is np.ndarray and final_obs.dtype == object):  # dense
-        final_info = _rows.restricted_infos(final_info, mask)  # the ended rows'
+        final_info = restricted_infos(final_info, mask)  # the ended rows'
     finals = {FINAL_OBS: final_obs, _FINAL_OBS_MASK: mask, FINAL_INFO: final_info}
     return {**infos, **finals, _FINAL_INFO_MASK: _rows.copied(mask)}
 

@@ -23,7 +23,7 @@ from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import ArrayLibraryError, IncompatibleModeError
-from vecmode.modes import MODES, ModeLike, as_mode
+from vecmode.modes import MODES, ModeLike, as_mode, final_in_info
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
@@ -53,12 +53,13 @@ _HINT_RESET = (
     "Clear NEXT_STEP's pending reset step at reset(): after a reset() the next "
     "step is a real transition, whether or not an episode had just ended."
 )
-NEXT, DISABLED = AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED
 
 
 def _reset_after_an_end(modes: tuple[AutoresetMode, ...]) -> tuple[AutoresetMode, ...]:
-    """The modes whose reset() after an end is compared: NEXT_STEP's, DISABLED's."""
-    return (NEXT, DISABLED) if NEXT in modes and DISABLED in modes else ()
+    """The modes whose reset() right after an end is compared: those whose env
+    has not reset the ended sub-envs within the step (not SAME_STEP)."""
+    found = tuple(mode for mode in modes if not final_in_info(mode))
+    return found if len(found) > 1 else ()
 
 
 _HINT_BASES = (
@@ -594,8 +595,9 @@ class WrapperCheck:
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
             return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
-        if number == 3:  # NEXT_STEP's reset() after an end like DISABLED's
-            pair = None if mode is NEXT else (runs[3, NEXT, first_base], run)
+        if number == 3:  # reset() after an end: alike in those modes
+            ref = next(m for n, m, _ in runs if n == 3)  # (the first run of them)
+            pair = None if mode is ref else (runs[3, ref, first_base], run)
             return "mode_equivalence_together", pair, _HINT_RESET
         if name != first_base:  # the same mode over another base
             hint = _HINT_DENSE if name in schedules.DENSE_LAYOUT else _HINT_BASES
