@@ -514,10 +514,10 @@ def test_gymnasium_entries_are_the_established_verdicts():
 
 
 def test_an_autoreset_policy_without_an_output_mode_is_a_clear_error():
-    from vecmode.autoreset import _AutoresetWrapper
+    from vecmode.autoreset import AutoresetWrapper
 
     @vecmode.supports(D)
-    class NoOutput(_AutoresetWrapper):
+    class NoOutput(AutoresetWrapper):
         pass
 
     with pytest.raises(TypeError, match=r"NoOutput .* output="):
