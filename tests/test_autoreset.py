@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -432,6 +433,47 @@ def test_converting_next_step_with_a_reset_step_pending_gives_no_false_step(
     rewards = converted.step(np.ones(3, dtype=int))[1]
     assert rewards.tolist() == pytest.approx([1.5, 2.01, 1.52])  # steps 1, 2, 1
     envs.close()
+
+
+@pytest.mark.parametrize("target", [SAME, DISABLED], ids=lambda m: m.value)
+def test_converting_an_env_whose_pending_reset_steps_are_unseen_needs_a_reset(target):
+    """Gymnasium's AsyncVectorEnv keeps its pending reset steps in its workers:
+    converted after a step, its hidden reset step came out as a real
+    transition. Every sub-env is refused (nothing stepped) until reset, and the
+    steps after are those of the same calls over Gymnasium's SyncVectorEnv."""
+    fns = functools.partial(scheduled_fns, 3, lengths=[(1,), (3,), (1,)])
+    theirs = gym.vector.AsyncVectorEnv(fns(), autoreset_mode=NEXT)
+    known = gym.vector.SyncVectorEnv(fns(), autoreset_mode=NEXT)
+    for envs in (theirs, known):
+        envs.reset(seed=0)
+        envs.step(np.ones(3, dtype=int))  # sub-envs 0 and 2 end
+    converted = vecmode.with_autoreset(theirs, target)
+    with pytest.raises(vecmode.EpisodeEndedError, match="cannot see") as info:
+        converted.step(np.ones(3, dtype=int))
+    assert info.value.indices == (0, 1, 2) and info.value.unseen
+    assert pickle.loads(pickle.dumps(info.value)).unseen
+    first, rest = np.array([True, False, True]), np.array([False, True, False])
+    converted.reset(options={"reset_mask": first})
+    with pytest.raises(vecmode.EpisodeEndedError, match=r"sub-env\(s\) 1 may await"):
+        converted.step(np.ones(3, dtype=int))
+    converted.reset(options={"reset_mask": rest})
+    known.reset(options={"reset_mask": first | rest})
+    reference = vecmode.with_autoreset(known, target)
+    for _ in range(4):
+        assert_same(
+            converted.step(np.ones(3, dtype=int)),
+            reference.step(np.ones(3, dtype=int)),
+            "step",
+        )
+        if target is DISABLED:
+            ended = converted.awaiting_reset
+            assert_same(
+                converted.reset(options={"reset_mask": ended}),
+                reference.reset(options={"reset_mask": ended}),
+                "reset",
+            )
+    theirs.close()
+    known.close()
 
 
 def test_undeclared_mode_is_refused_by_with_autoreset():

@@ -93,23 +93,33 @@ class EpisodeEndedError(RuntimeError):
     Attributes:
         indices: those sub-envs.
         lost: True when they lost their state in a failed call.
+        unseen: True when they may await a reset step vecmode cannot see.
     """
 
-    def __init__(self, indices: Iterable[int], *, lost: bool = False) -> None:
+    def __init__(
+        self, indices: Iterable[int], *, lost: bool = False, unseen: bool = False
+    ) -> None:
         self.indices: tuple[int, ...] = tuple(int(i) for i in indices)
-        self.lost = lost
+        self.lost, self.unseen = lost, unseen
         which = ", ".join(str(i) for i in self.indices)
         super().__init__(
             f"sub-env(s) {which} lost their state in a call that failed and must be "
             f"reset before they are stepped again; nothing was stepped. Reset them "
             f'with env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
             if lost
+            else f"sub-env(s) {which} may await the reset step of the NextStep env "
+            f"they were converted from, which vecmode cannot see (Gymnasium's "
+            f"AsyncVectorEnv keeps it in its workers), so they must be reset before "
+            f"their first step; nothing was stepped. Call env.reset() first."
+            if unseen
             else episode_ended(self.indices)
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # rebuilt from its fields (the default would pass the message as indices)
-        rebuild = functools.partial(EpisodeEndedError, lost=self.lost)
+        rebuild = functools.partial(
+            EpisodeEndedError, lost=self.lost, unseen=self.unseen
+        )
         return (rebuild, (self.indices,), self.__dict__)
 
 

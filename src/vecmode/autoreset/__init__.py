@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import iterate
 
-from vecmode import _arrays, core, errors, modes
+from vecmode import _arrays, _rows, core, errors, modes
 from vecmode.autoreset import batched, masked_reset
 from vecmode.autoreset.base import (
     RESET,
@@ -207,7 +207,10 @@ class DisableAutoreset(AutoresetWrapper):
         if not honours_reset_mask(env):
             raise self._refuse(*why_not_masked(env))
         self.ended = modes.EndedTracker(env.num_envs)
-        self.ended.set(masked_reset.awaiting_reset_step(env))  # stepping them raises
+        pending = masked_reset.awaiting_reset_step(env)  # stepping them raises
+        #: Whether the env's pending reset steps are unseen (all refused until reset).
+        self._unseen = pending is None
+        self.ended.set(np.ones(env.num_envs, np.bool_) if pending is None else pending)
         if isinstance(env, VectorCore):  # (it refuses to step an ended sub-env)
             self.core, self._all_step = env, [STEP] * env.num_envs
 
@@ -222,7 +225,7 @@ class DisableAutoreset(AutoresetWrapper):
     def _step_actions(self, actions: Any) -> Any:
         """Refuse to step a sub-env whose episode ended."""
         if self.ended.count:
-            raise EpisodeEndedError(self.ended.indices())
+            raise EpisodeEndedError(self.ended.indices(), unseen=self._unseen)
         return actions
 
     def _step_result(self, result: StepResult) -> StepResult:
@@ -236,8 +239,9 @@ class DisableAutoreset(AutoresetWrapper):
     ) -> tuple[Any, Any]:
         if state is None:
             self.ended.clear()
-        else:
-            self.ended.update(cleared=state)
+        else:  # (a NumPy record, until the first step: a torch mask to NumPy)
+            self.ended.update(cleared=_rows.in_library(state, self.ended.mask))
+        self._unseen = self._unseen and bool(self.ended.count)
         return super()._reset_result(obs, infos, state)
 
 

@@ -87,14 +87,16 @@ def why_not_masked(env: VectorEnv) -> tuple[str, str]:
     return why, found.remedy.format(name=name) or default
 
 
-def awaiting_reset_step(env: VectorEnv) -> np.ndarray:
-    """The sub-envs of a NEXT_STEP ``env`` whose reset step is pending (known of
-    vecmode's cores and Gymnasium's sync env; all False elsewhere)."""
+def awaiting_reset_step(env: VectorEnv) -> np.ndarray | None:
+    """The sub-envs of a NEXT_STEP ``env`` whose reset step is pending (all False
+    in another mode), or None where they cannot be seen: vecmode's cores and
+    Gymnasium's sync env show them; its async env keeps them in its workers."""
     inner, none = env.unwrapped, np.zeros(env.num_envs, dtype=np.bool_)
     if not modes.resets_on_next_step(modes.mode_of(env) or modes.CORE_MODE):
         return none
     name = "awaiting_reset" if isinstance(inner, VectorCore) else "_autoreset_envs"
-    return np.array(getattr(inner, name, none), dtype=np.bool_)
+    pending = getattr(inner, name, None)
+    return None if pending is None else np.array(pending, dtype=np.bool_)
 
 
 def refuse_pending(
@@ -103,8 +105,8 @@ def refuse_pending(
     """Refuse to convert a NEXT_STEP ``env`` to SAME_STEP while sub-envs await
     its reset step, which SAME_STEP has no place for (DISABLED leaves them to
     the caller's masked reset)."""
-    awaiting = awaiting_reset_step(env)
-    if awaiting.any() and not modes.caller_resets(target):
+    awaiting = awaiting_reset_step(env)  # (unseen: DisableAutoreset refuses steps)
+    if awaiting is not None and awaiting.any() and not modes.caller_resets(target):
         raise errors.IncompatibleModeError(
             f"with_autoreset cannot turn {errors.describe(env)} into {target.value} "
             f"now: sub-env(s) {np.flatnonzero(awaiting).tolist()} ended on the last "
