@@ -18,7 +18,7 @@ def _blank(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 
 def _masked_keys(infos: dict[str, Any]) -> list[str]:
-    return [k for k in infos if not k.startswith("_") or f"_{k}" in infos]
+    return [k for k in infos if not str(k).startswith("_") or f"_{k}" in infos]
 
 
 def select_infos(infos: dict[str, Any], selected: np.ndarray) -> dict[str, Any]:
@@ -119,8 +119,9 @@ def add_infos(
     i, info = -1, dict[str, Any]()
     try:
         for i, info in pairs:
+            _fit(infos, info)
             infos = add_info(infos, info, i)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, AttributeError, OverflowError) as error:
         where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
         raise InfoBatchError(
             f"sub-env {i}'s {where} cannot be batched with the other sub-envs' "
@@ -131,6 +132,48 @@ def add_infos(
     return infos
 
 
+#: The array kinds a Python scalar fits in whole.
+_FITS = {bool: "biufcO", int: "iufcO", float: "fcO", complex: "cO"}
+
+
+def _fit(infos: dict[str, Any], info: dict[str, Any]) -> None:
+    """Make ``infos``' arrays hold ``info``'s values whole, where Gymnasium's
+    batching would cut them (0.5 after ints, 7 after bools): the array takes
+    the dtype of both. A value of another shape, or a dict where the others
+    have none, raises (an InfoBatchError of :func:`add_infos`)."""
+    for key, value in info.items():
+        batch = infos.get(key)
+        if batch is None:
+            continue
+        kind, dict_batch = type(value), isinstance(batch, dict)
+        kinds = _FITS.get(kind)
+        if kinds is not None and not dict_batch:  # a Python number
+            if batch.ndim != 1:
+                raise ValueError(f"a number, not an array of shape {batch.shape[1:]}")
+            if batch.dtype.kind not in kinds:
+                infos[key] = batch.astype(np.result_type(batch.dtype, kind))
+        elif (kind is np.ndarray or issubclass(kind, np.generic)) and not dict_batch:
+            if value.dtype is not batch.dtype or value.shape != batch.shape[1:]:
+                _fit_array(infos, key, value)
+        elif dict_batch or isinstance(value, dict):
+            if not (dict_batch and isinstance(value, dict)):
+                raise TypeError("a dict in some sub-envs' info, not in this one's")
+            _fit(batch, value)
+        elif batch.dtype != object and np.shape(value) != batch.shape[1:]:
+            raise ValueError(f"shape {np.shape(value)}, not {batch.shape[1:]}")
+
+
+def _fit_array(infos: dict[str, Any], key: str, value: Any) -> None:
+    """:func:`_fit` of a NumPy array or scalar ``value`` at ``key``."""
+    batch = infos[key]
+    if batch.dtype == object:
+        return
+    if value.shape != batch.shape[1:]:
+        raise ValueError(f"shape {value.shape}, not {batch.shape[1:]}")
+    if not np.can_cast(value.dtype, batch.dtype):
+        infos[key] = batch.astype(np.result_type(batch.dtype, value.dtype))
+
+
 def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
     """The path to the first value of ``info`` that does not fit ``infos``."""
     for key, value in info.items():
@@ -139,10 +182,13 @@ def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
             inner = _unbatchable_key(batch, value)
             if inner:
                 return [key, *inner]
-        elif (
-            isinstance(batch, np.ndarray)
-            and batch.dtype != object
-            and np.shape(value) != batch.shape[1:]
-        ):
+        elif batch is not None and isinstance(batch, dict) != isinstance(value, dict):
             return [key]
+        elif isinstance(batch, np.ndarray) and batch.dtype != object:
+            try:  # as the batch's row takes it
+                np.empty(batch.shape[1:], batch.dtype)[...] = value
+            except (ValueError, TypeError, OverflowError):
+                return [key]
+            if np.shape(value) != batch.shape[1:]:
+                return [key]
     return []

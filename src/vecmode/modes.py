@@ -21,7 +21,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import _arrays, _rows, errors
 from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import EndedTracker
-from vecmode.infos import restricted_infos
+from vecmode.infos import add_infos, restricted_infos
 
 __all__ = [
     "MODES",
@@ -421,11 +421,9 @@ def same_step_infos(
         return infos
     final_obs = np.full(num_envs, None, dtype=object)
     mask = np.zeros(num_envs, dtype=np.bool_)
-    final_info: dict[str, Any] = {}
-    for i, obs, info in finals:
-        final_obs[i] = obs
-        mask[i] = True
-        final_info = add_info(final_info, info, i)
+    for i, obs, _ in finals:
+        final_obs[i], mask[i] = obs, True
+    final_info = add_infos(add_info, {}, ((i, info) for i, _, info in finals))
     return with_finals(infos, mask, final_obs, final_info)
 
 

@@ -241,9 +241,63 @@ def test_an_info_gymnasium_cannot_batch_is_a_named_error(core, in_parent):
     assert isinstance(caught.value, ValueError)
     assert str(caught.value).startswith(
         "sub-env 1's info['events'] cannot be batched with the other sub-envs' "
-        "(ValueError: could not broadcast input array from shape (0,) into shape (2,))"
+        "(ValueError: shape (0,), not (2,))"
     )
     with pytest.raises(EpisodeEndedError, match=r"sub-env\(s\) 0, 1 lost their state"):
+        envs.step(np.zeros(2, np.int64))
+    envs.reset()
+    envs.close()
+
+
+#: Sub-envs 0 and 1's values of one info key, and the batch expected: where
+#: Gymnasium's batching cuts the second (0.5 after an int became 0, 7 after a
+#: bool True), the array takes both dtypes.
+KEPT_WHOLE = {
+    "float after int": ((0, 0.5), np.array([0.0, 0.5])),
+    "int after bool": ((True, 7), np.array([1, 7])),
+    "float array after int array": (
+        (np.array([1]), np.array([2.7])),
+        np.array([[1.0], [2.7]]),
+    ),
+    "float64 after float32": (
+        (np.float32(0.25), np.float64(0.1)),
+        np.array([0.25, 0.1]),
+    ),
+    "int after float": ((0.5, 2), np.array([0.5, 2.0])),  # (as Gymnasium)
+}
+
+
+@pytest.mark.parametrize("case", KEPT_WHOLE)
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_info_values_of_two_types_are_batched_whole(core, in_parent, case):
+    values, expected = KEPT_WHOLE[case]
+    fns = [functools.partial(OddStep, info={"k": v, "d": {"k": v}}) for v in values]
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    infos = envs.step(np.zeros(2, np.int64))[4]
+    for got in (infos["k"], infos["d"]["k"]):
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == expected.dtype
+    envs.close()
+
+
+#: Values of one key that no array holds: sub-env 1's key is named.
+UNBATCHABLE = {
+    "a narrower array": (np.array([1.0, 2.0, 3.0]), np.array([9.0])),  # (broadcast)
+    "a number after a row": (np.array([1.0, 2.0]), 9.0),  # (broadcast)
+    "a dict after a number": (5, {"a": 1}),
+    "a number after a dict": ({"a": 1}, 5),
+    "an int too big": (1, 2**70),
+}
+
+
+@pytest.mark.parametrize("case", UNBATCHABLE)
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_info_values_no_array_holds_are_a_named_error(core, in_parent, case):
+    fns = [functools.partial(OddStep, info={"k": v}) for v in UNBATCHABLE[case]]
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    with pytest.raises(InfoBatchError, match=r"^sub-env 1's info\['k'\] cannot"):
         envs.step(np.zeros(2, np.int64))
     envs.reset()
     envs.close()

@@ -18,7 +18,7 @@ def infos_to_list(infos: Infos, num_envs: int) -> list[Infos]:
     each with the keys its ``_key`` masks mark."""
     out: list[Infos] = [{} for _ in range(num_envs)]
     for key, value in infos.items():
-        if key.startswith("_"):  # masks (and private keys), as Gymnasium's
+        if str(key).startswith("_"):  # masks (and private keys), as Gymnasium's
             continue
         mask = infos.get(f"_{key}")
         if mask is not None and len(mask) != num_envs:
