@@ -99,8 +99,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: modes compared after an end read from modes.final_in_info; +26: the policies'
 #: base split from autoreset/__init__.py, at its module limit; +16: a converted
 #: env whose pending reset steps are unseen refuses steps until reset; +44:
-#: infos of two types batched whole, shapes and structures that differ refused)
-MAX_SRC_LINES = 22_477
+#: infos of two types batched whole, shapes and structures that differ refused;
+#: +1: the SB3 bridge's advice without add_note, VecNormalize's float bounds)
+MAX_SRC_LINES = 22_478
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -19,6 +19,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from vecmode import core, errors
 from vecmode.forwarding import reset_arguments
+from vecmode.infos import add_infos
 from vecmode.modes import same_step_infos
 from vecmode.wrappers.base import empty_batch, iterate_batch
 
@@ -145,11 +146,7 @@ class FromSB3VectorEnv(VectorEnv):
 
     def _batched(self, infos: Any) -> dict[str, Any]:
         """Gymnasium's batched info dict of ``(index, info)`` pairs."""
-        batched: dict[str, Any] = {}
-        for i, info in infos:
-            if info:
-                batched = self._add_info(batched, info, i)
-        return batched
+        return add_infos(self._add_info, {}, ((i, info) for i, info in infos if info))
 
     # ------------------------------------------------------------- stepping
     def reset(
@@ -342,17 +339,19 @@ def _running_sub_env(exc: BaseException) -> int | None:
 
 
 def _observation_space(venv: VecEnv) -> Space:
-    """``venv``'s observation space; a ``VecNormalize``'s normalised integer Boxes
-    (the space, or its ``norm_obs_keys``) as the float32 Boxes of what it returns
-    (SB3 changes them for images only)."""
+    """``venv``'s observation space; a ``VecNormalize``'s normalised Boxes (the
+    space, or its ``norm_obs_keys``) as what it returns: bounded by ``clip_obs``,
+    float32 where they were integers (SB3 changes them for images only)."""
     space = venv.observation_space
     if not getattr(venv, "norm_obs", False):
         return space
     clip = float(venv.clip_obs)  # type: ignore[attr-defined]
 
     def as_returned(box: Space) -> Space:
-        integers = isinstance(box, Box) and np.dtype(box.dtype).kind in "iu"
-        return Box(-clip, clip, box.shape, np.float32) if integers else box
+        if not isinstance(box, Box):
+            return box
+        integers = np.dtype(box.dtype).kind in "iu"
+        return Box(-clip, clip, box.shape, np.float32 if integers else box.dtype)
 
     if isinstance(space, Dict):
         keys = venv.norm_obs_keys or list(space.spaces)  # type: ignore[attr-defined]

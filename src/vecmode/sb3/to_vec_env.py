@@ -39,8 +39,8 @@ _TO = "vecmode.sb3.to_sb3"
 
 #: The note a sub-env's fault gets on its way to an SB3 caller.
 AFTER_A_FAULT = (
-    "Through to_sb3: call reset() on the VecEnv (it resets every sub-env; SB3's "
-    "VecEnv has no masked reset), or close() it."
+    "Through to_sb3, not the masked reset above (SB3's VecEnv has none): call "
+    "reset() on the VecEnv, which resets every sub-env, or close() it."
 )
 
 
@@ -442,6 +442,8 @@ def _sb3_advice() -> Iterator[None]:
         add_note = getattr(error, "add_note", None)  # Python >= 3.11
         if add_note is not None:
             add_note(AFTER_A_FAULT)
+        elif len(error.args) == 1 and isinstance(error.args[0], str):
+            error.args = (f"{error.args[0]}\n{AFTER_A_FAULT}",)
         raise
 
 

@@ -178,6 +178,18 @@ class _IntObs(gym.Env):
         return self.np_random.integers(0, 100, 2), 1.0, False, self.t >= 5, {}
 
 
+def test_from_sb3_of_vec_normalize_declares_the_clipped_bounds_of_a_float_box():
+    """CartPole's Box has finite bounds (4.8 and 0.42) that normalised values
+    pass: the space said so and contains() failed on most observations."""
+    envs = from_sb3(VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)))
+    assert envs.single_observation_space == gym.spaces.Box(-10, 10, (4,), np.float32)
+    obs, _ = envs.reset(seed=0)
+    for _ in range(50):
+        assert envs.observation_space.contains(obs)
+        obs = envs.step(np.ones(2, dtype=np.int64))[0]
+    envs.close()
+
+
 def test_from_sb3_keeps_vec_normalize_s_float_observations_of_an_integer_box():
     """VecNormalize keeps a non-image integer Box but returns floats: they were
     cast to the space's integers (0 or 1), final observations left float."""

@@ -312,6 +312,37 @@ def test_infos_come_back_as_gymnasium_batches_them(env):
     theirs.close()
 
 
+class _Infos(gym.Env):
+    """A sub-env whose every step's info is ``info``."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, info: dict) -> None:
+        self.info = info
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, dict(self.info)
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_infos_of_two_types_or_other_keys_come_back_as_dummy_vec_env_s(mode):
+    """A cost of 0 in one sub-env and 0.5 in another came back as 0 and 0 (the
+    batch typed after the int); an int key crashed DictInfoToList."""
+    infos = [{"cost": 0, 1: "a", ("t", 2): True}, {"cost": 0.5, 1: "b"}]
+    fns = [functools.partial(_Infos, info) for info in infos]
+    ours, theirs = to_sb3(vecmode_env(fns, mode)), DummyVecEnv(fns)
+    for venv in (ours, theirs):
+        venv.reset()
+    actions = np.zeros(2, dtype=np.int64)
+    assert ours.step(actions)[3] == theirs.step(actions)[3]
+    ours.close()
+    theirs.close()
+
+
 #: SB3 calls on sub-envs, each with its ``indices``; run on ours and on DummyVecEnv
 SUB_ENV_CALLS = [
     ("set_attr", ("label", "x"), {"indices": [1, 3]}),
@@ -998,6 +1029,19 @@ def test_a_sub_env_fault_tells_an_sb3_caller_what_to_do(core):
     venv.reset()
     venv.step(np.zeros(2, dtype=np.int64))
     venv.close()
+
+
+def test_without_add_note_the_sb3_advice_joins_the_message():
+    """Python 3.10 has no add_note: the advice goes into the message itself."""
+    from vecmode.sb3.to_vec_env import _sb3_advice
+
+    class NoNotes(vecmode.EpisodeEndedError):
+        add_note = None
+
+    with pytest.raises(vecmode.EpisodeEndedError) as caught, _sb3_advice():
+        raise NoNotes([1])
+    assert str(caught.value).endswith(f"\n{AFTER_A_FAULT}")
+    assert caught.value.indices == (1,)
 
 
 def test_a_batch_of_two_actions_on_one_sub_env_is_refused_where_sb3_steps_one():
