@@ -251,6 +251,30 @@ def test_options_are_not_mutated_and_reach_the_masked_sub_envs():
     envs.close()
 
 
+@pytest.mark.parametrize("core_class", [vecmode.SyncVectorEnv, vecmode.AsyncVectorEnv])
+def test_a_masked_reset_passes_empty_options_as_gymnasium_does(core_class):
+    """Gymnasium pops ``reset_mask`` and passes the rest, ``{}``; vecmode passed
+    None, which a sub-env reading ``options.get(...)`` after a seed-less reset
+    took as an error."""
+
+    class Options(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {"got": repr(options)}
+
+    def got(envs):
+        envs.reset(seed=0)
+        return envs.reset(options={"reset_mask": np.array([True, False])})[1]["got"]
+
+    theirs = gym.vector.SyncVectorEnv([Options] * 2, autoreset_mode="Disabled")
+    ours = core_class([Options] * 2)
+    assert got(ours).tolist() == got(theirs).tolist() == ["{}", None]
+    theirs.close()
+    ours.close()
+
+
 def test_sub_envs_cannot_mutate_the_callers_options():
     class Popper(ScheduledEnv):
         def reset(self, *, seed=None, options=None):
