@@ -99,8 +99,8 @@ def test_episodic_is_selected_as_the_other_properties_are():
     none = check_wrapper(AddsRewardsSinceBuilt, properties=["episodic"])
     assert (none.properties, none.runs) == ((), ())
     assert none.limits[-1] == NOT_EPISODIC
-    with pytest.raises(ValueError, match="episodic needs transitions > 3"):
-        check_wrapper(AddsRewardsSinceBuilt, episodic=True, transitions=3)
+    with pytest.raises(ValueError, match=r"transitions must be an int >= 8 \(its"):
+        check_wrapper(AddsRewardsSinceBuilt, episodic=True, transitions=7)
 
 
 class NeverClears(WrapperConformance):

@@ -128,7 +128,7 @@ def check_wrapper(
         render_mode: the test sub-envs'.
         wrappers: single-env wrappers around each test sub-env, innermost first.
         num_envs: the test sub-envs in each run (at least 2).
-        transitions: real transitions compared per sub-env and run.
+        transitions: real transitions compared per sub-env and run (at least 8).
         seed: seeds the first reset of each run and the actions sampled.
         batch_dependent: its values pool a call's sub-envs (default: its attribute).
         episodic: each episode's outputs as a fresh wrapper's (default: its attribute).
@@ -206,13 +206,18 @@ def _checked(
             f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
             f"got {factory!r}; e.g. check_wrapper(lambda env: MyWrapper(env, k=3))"
         )
-    for name, value, least in (
-        ("num_envs", num_envs, 2),
-        ("transitions", transitions, 1),
+    for name, value, least, why in (
+        ("num_envs", num_envs, 2, ""),
+        (
+            "transitions",
+            transitions,
+            schedules.FEWEST_TRANSITIONS,
+            " (its runs call reset() after that many)",
+        ),
     ):
         if not is_count(value, least):
             raise ValueError(
-                f"check_wrapper: {name} must be an int >= {least}, got {value!r}"
+                f"check_wrapper: {name} must be an int >= {least}{why}, got {value!r}"
             )
     bases = schedules.DEFAULT_BASES if bases is None else bases
     over = [bases] if isinstance(bases, str) else list(bases)
@@ -535,12 +540,7 @@ class WrapperCheck:
         run: episodes ending together) as a fresh wrapper's, over sub-envs that
         start at their second episode; the run's label, the transitions compared."""
         firsts = [lengths[0] for lengths in plan.schedule.lengths]
-        wanted = plan.wanted - max(firsts)
-        if wanted < 1:
-            raise ValueError(
-                f"check_wrapper({self.who}): episodic needs transitions > "
-                f"{max(firsts)} (its first episode's), got {plan.wanted}"
-            )
+        wanted = plan.wanted - max(firsts)  # (>= 5: the fewest transitions are 8)
         label = f"[{together.label[1:-1]}, a fresh wrapper from episode 2]"
         queues = [  # sub-env i's k-th transition there is its (n + k)-th here
             q[n % len(q) :] + q[: n % len(q)]
