@@ -116,10 +116,13 @@ def add_infos(
 ) -> dict[str, Any]:
     """``infos`` with each ``(i, info)`` of ``pairs`` added by ``add_info``; an
     :class:`~vecmode.errors.InfoBatchError` where a value cannot be batched."""
-    i, info = -1, dict[str, Any]()
+    i, info, fitted = -1, dict[str, Any](), None
     try:
         for i, info in pairs:
-            _fit(infos, info)
+            kinds = (tuple(info), tuple(map(type, info.values())))
+            if kinds != fitted:  # (keys and types as the last info's: they fit)
+                _fit(infos, info)
+                fitted = kinds if _NESTED.isdisjoint(kinds[1]) else None
             infos = add_info(infos, info, i)
     except (ValueError, TypeError, AttributeError, OverflowError) as error:
         where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
@@ -132,6 +135,8 @@ def add_infos(
     return infos
 
 
+#: Values whose type alone does not say they fit (their dtype, shape, keys).
+_NESTED = frozenset((np.ndarray, dict))
 #: The array kinds a Python scalar fits in whole.
 _FITS = {bool: "biufcO", int: "iufcO", float: "fcO", complex: "cO"}
 

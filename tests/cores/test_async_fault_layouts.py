@@ -281,6 +281,19 @@ def test_info_values_of_two_types_are_batched_whole(core, in_parent, case):
     envs.close()
 
 
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_info_values_are_kept_whole_whatever_the_order_of_their_keys(core, in_parent):
+    """Infos of the same keys and types as the last one's skip the check: not
+    when the same types come under other keys."""
+    infos = [{"a": 0, "b": 0.5}, {"a": 1, "b": 1.5}, {"b": 2, "a": 2.5}]
+    fns = [functools.partial(OddStep, info=info) for info in infos]
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    got = envs.step(np.zeros(3, np.int64))[4]
+    assert got["a"].tolist() == [0, 1, 2.5] and got["b"].tolist() == [0.5, 1.5, 2]
+    envs.close()
+
+
 #: Values of one key that no array holds: sub-env 1's key is named.
 UNBATCHABLE = {
     "a narrower array": (np.array([1.0, 2.0, 3.0]), np.array([9.0])),  # (broadcast)
