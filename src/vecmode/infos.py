@@ -138,7 +138,7 @@ def add_infos(
 #: Values whose type alone does not say they fit (their dtype, shape, keys).
 _NESTED = frozenset((np.ndarray, dict))
 #: The array kinds a Python scalar fits in whole.
-_FITS = {bool: "biufcO", int: "iufcO", float: "fcO", complex: "cO"}
+_FITS = {bool: "biufc", int: "iufc", float: "fc", complex: "c"}
 
 
 def _fit(infos: dict[str, Any], info: dict[str, Any]) -> None:
@@ -150,33 +150,30 @@ def _fit(infos: dict[str, Any], info: dict[str, Any]) -> None:
         batch = infos.get(key)
         if batch is None:
             continue
-        kind, dict_batch = type(value), isinstance(batch, dict)
-        kinds = _FITS.get(kind)
-        if kinds is not None and not dict_batch:  # a Python number
-            if batch.ndim != 1:
-                raise ValueError(f"a number, not an array of shape {batch.shape[1:]}")
-            if batch.dtype.kind not in kinds:
-                infos[key] = batch.astype(np.result_type(batch.dtype, kind))
-        elif (kind is np.ndarray or issubclass(kind, np.generic)) and not dict_batch:
-            if value.dtype is not batch.dtype or value.shape != batch.shape[1:]:
-                _fit_array(infos, key, value)
-        elif dict_batch or isinstance(value, dict):
-            if not (dict_batch and isinstance(value, dict)):
+        if isinstance(batch, dict) or isinstance(value, dict):
+            if not (isinstance(batch, dict) and isinstance(value, dict)):
                 raise TypeError("a dict in some sub-envs' info, not in this one's")
             _fit(batch, value)
-        elif batch.dtype != object and np.shape(value) != batch.shape[1:]:
-            raise ValueError(f"shape {np.shape(value)}, not {batch.shape[1:]}")
+        elif type(batch) is np.ndarray and batch.dtype != object:
+            _fit_value(infos, key, batch, value)
 
 
-def _fit_array(infos: dict[str, Any], key: str, value: Any) -> None:
-    """:func:`_fit` of a NumPy array or scalar ``value`` at ``key``."""
-    batch = infos[key]
-    if batch.dtype == object:
-        return
-    if value.shape != batch.shape[1:]:
-        raise ValueError(f"shape {value.shape}, not {batch.shape[1:]}")
-    if not np.can_cast(value.dtype, batch.dtype):
-        infos[key] = batch.astype(np.result_type(batch.dtype, value.dtype))
+def _fit_value(infos: dict[str, Any], key: str, batch: np.ndarray, value: Any) -> None:
+    """:func:`_fit` of a value that is no dict, where ``infos[key]`` is ``batch``."""
+    kind = type(value)
+    kinds = _FITS.get(kind)
+    if kinds is not None:  # a Python number
+        if batch.ndim != 1:
+            raise ValueError(f"a number, not an array of shape {batch.shape[1:]}")
+        if batch.dtype.kind not in kinds:
+            infos[key] = batch.astype(np.result_type(batch.dtype, kind))
+    elif kind is np.ndarray or issubclass(kind, np.generic):
+        if value.shape != batch.shape[1:]:
+            raise ValueError(f"shape {value.shape}, not {batch.shape[1:]}")
+        if value.dtype is not batch.dtype and not np.can_cast(value.dtype, batch.dtype):
+            infos[key] = batch.astype(np.result_type(batch.dtype, value.dtype))
+    elif np.shape(value) != batch.shape[1:]:
+        raise ValueError(f"shape {np.shape(value)}, not {batch.shape[1:]}")
 
 
 def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:
