@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
+import vecmode  # noqa: E402
 from tests.batched.support import host, no_host_copies  # noqa: E402
 from tests.simulators.fakes.gymnax import FakeGymnaxEnv, Params  # noqa: E402
 from tests.simulators.support import assert_same, same_step_rows  # noqa: E402
@@ -95,6 +96,18 @@ def test_a_masked_reset_is_refused_naming_the_simulator():
     ):
         adapter.reset(options={"reset_mask": np.array([True, False])})
     adapter.reset(options={"reset_mask": np.array([True, True])})  # all: fine
+
+
+def test_actions_of_another_array_library_step_nothing():
+    """torch's actions raised deep inside JAX's vmap; NumPy's are taken."""
+    torch = pytest.importorskip("torch")
+    adapter = GymnaxAdapter(FakeGymnaxEnv(), Params(3, 4), num_envs=2, seed=0)
+    obs, _ = adapter.reset()
+    with pytest.raises(
+        vecmode.errors.ActionBatchError, match=r"torch actions, expected jax\.numpy"
+    ):
+        adapter.step(torch.zeros(2, dtype=torch.int32))
+    assert adapter.step(np.zeros(2, np.int32))[0] is not obs
 
 
 def test_a_five_value_step_is_refused():
