@@ -228,6 +228,27 @@ def test_the_callers_options_go_over_the_scheduled_ones():
         assert seen == [{"shift": 1.0, "level": 1}, None]
 
 
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_an_episode_with_no_options_gets_none_in_every_mode(mode):
+    """A masked reset passes Gymnasium's {} where no options are left: under a
+    schedule, the episodes it starts got {} where the autoresets give None."""
+    seen = []
+
+    class Recording(SeededEpisodes):
+        def reset(self, *, seed=None, options=None):
+            seen.append(options)
+            return super().reset(seed=seed, options=options)
+
+    with SyncVectorEnv([Recording] * 2) as core:
+        envs = vecmode.with_autoreset(core, mode, episode_seeds=0)
+        envs.reset()
+        while len(seen) < 4:
+            terminated, truncated = envs.step(np.array([0, 0]))[2:4]
+            if mode == "Disabled" and (terminated | truncated).any():
+                envs.reset(options={"reset_mask": terminated | truncated})
+    assert seen[:4] == [None] * 4
+
+
 # ------------------------------------------------------------ refusals
 def test_a_foreign_env_refuses_a_schedule_when_built():
     foreign = [

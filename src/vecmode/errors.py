@@ -108,9 +108,9 @@ class EpisodeEndedError(RuntimeError):
             f'with env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
             if lost
             else f"sub-env(s) {which} may await the reset step of the NextStep env "
-            f"they were converted from, which vecmode cannot see (Gymnasium's "
-            f"AsyncVectorEnv keeps it in its workers), so they must be reset before "
-            f"their first step; nothing was stepped. Call env.reset() first."
+            f"they were converted from, which vecmode cannot see there (Gymnasium's "
+            f"AsyncVectorEnv, ALE and EnvPool keep it inside), so they must be reset "
+            f"before their first step; nothing was stepped. Call env.reset() first."
             if unseen
             else episode_ended(self.indices)
         )

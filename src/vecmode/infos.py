@@ -116,13 +116,15 @@ def add_infos(
 ) -> dict[str, Any]:
     """``infos`` with each ``(i, info)`` of ``pairs`` added by ``add_info``; an
     :class:`~vecmode.errors.InfoBatchError` where a value cannot be batched."""
-    i, info, fitted = -1, dict[str, Any](), None
+    i, info, fitted, deep = -1, dict[str, Any](), None, ()
     try:
         for i, info in pairs:
             kinds = (tuple(info), tuple(map(type, info.values())))
-            if kinds != fitted:  # (keys and types as the last info's: they fit)
+            if kinds != fitted:
                 _fit(infos, info)
-                fitted = kinds if _NESTED.isdisjoint(kinds[1]) else None
+                fitted, deep = kinds, _deep(kinds)
+            elif deep:  # the last info's keys and types: its plain values fit
+                _fit(infos, {key: info[key] for key in deep})
             infos = add_info(infos, info, i)
     except (ValueError, TypeError, AttributeError, OverflowError) as error:
         where = "info" + "".join(f"[{k!r}]" for k in _unbatchable_key(infos, info))
@@ -135,10 +137,21 @@ def add_infos(
     return infos
 
 
-#: Values whose type alone does not say they fit (their dtype, shape, keys).
-_NESTED = frozenset((np.ndarray, dict))
 #: The array kinds a Python scalar fits in whole.
 _FITS = {bool: "biufc", int: "iufc", float: "fc", complex: "c"}
+#: Whether a type says alone that its values fit where another of it did.
+_PLAIN: dict[type, bool] = {str: True, bytes: True, type(None): True}
+
+
+def _deep(kinds: tuple[tuple[Any, ...], tuple[type, ...]]) -> tuple[Any, ...]:
+    """The keys of ``kinds`` whose type does not say alone that they fit (an
+    array's shape, a list's length, a dict's keys): not numbers, NumPy's
+    included, nor strings."""
+    for kind in kinds[1]:
+        if kind not in _PLAIN:
+            scalar = issubclass(kind, np.generic) and np.dtype(kind).kind in "biufc"
+            _PLAIN[kind] = kind in _FITS or scalar
+    return tuple(k for k, kind in zip(*kinds, strict=True) if not _PLAIN[kind])
 
 
 def _fit(infos: dict[str, Any], info: dict[str, Any]) -> None:
@@ -170,7 +183,8 @@ def _fit_value(infos: dict[str, Any], key: str, batch: np.ndarray, value: Any) -
     elif kind is np.ndarray or issubclass(kind, np.generic):
         if value.shape != batch.shape[1:]:
             raise ValueError(f"shape {value.shape}, not {batch.shape[1:]}")
-        if value.dtype is not batch.dtype and not np.can_cast(value.dtype, batch.dtype):
+        numbers = value.dtype.kind in "biufc" and batch.dtype.kind in "biufc"
+        if numbers and not np.can_cast(value.dtype, batch.dtype):
             infos[key] = batch.astype(np.result_type(batch.dtype, value.dtype))
     elif np.shape(value) != batch.shape[1:]:
         raise ValueError(f"shape {np.shape(value)}, not {batch.shape[1:]}")

@@ -258,6 +258,8 @@ def test_a_same_step_policys_infos_merge_the_resets_in_the_ended_rows(name) -> N
         out = merged_infos(only, {"r": 4}, ended)
     assert host(out["_u"]).tolist() == [False, True, False] and out["r"] == 4
     assert merged_infos({}, {}, ended) == {}
+    keyed = merged_infos({1: xp.asarray([1, 2, 3]), "_1": ended}, {2: 0}, ended)
+    assert host(keyed["_1"]).tolist() == [False] * 3 and keyed[2] == 0  # int keys
 
 
 @pytest.mark.parametrize("name", ["torch", "jax"])

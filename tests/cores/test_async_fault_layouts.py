@@ -4,6 +4,7 @@ worker, the parent's share); calls from other threads, copies, interrupts."""
 from __future__ import annotations
 
 import builtins
+import collections
 import copy
 import functools
 import gc
@@ -264,6 +265,7 @@ KEPT_WHOLE = {
         np.array([0.25, 0.1]),
     ),
     "int after float": ((0.5, 2), np.array([0.5, 2.0])),  # (as Gymnasium)
+    "NumPy string after int": ((1, np.str_("3")), np.array([1, 3])),  # (as Gymnasium)
 }
 
 
@@ -291,6 +293,29 @@ def test_info_values_are_kept_whole_whatever_the_order_of_their_keys(core, in_pa
     envs.reset(seed=0)
     got = envs.step(np.zeros(3, np.int64))[4]
     assert got["a"].tolist() == [0, 1, 2.5] and got["b"].tolist() == [0.5, 1.5, 2]
+    envs.close()
+
+
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_infos_whose_type_does_not_say_they_fit_are_checked_each_time(core, in_parent):
+    """A list's length, a dict subclass's values: the same types as the last
+    info's are no proof (a [7] after [1, 2, 3] was broadcast to [7, 7, 7])."""
+    deep = [
+        {"x": np.zeros(3), "d": collections.OrderedDict(a=1)},
+        {"x": [1, 2, 3], "d": collections.OrderedDict(a=0.5)},
+        {"x": [7], "d": collections.OrderedDict(a=2)},
+    ]
+    fns = [functools.partial(OddStep, info=info) for info in deep]
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    with pytest.raises(InfoBatchError, match=r"^sub-env 2's info\['x'\] cannot"):
+        envs.step(np.zeros(3, np.int64))
+    envs.close()
+    for info in deep:
+        del info["x"]
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    assert envs.step(np.zeros(3, np.int64))[4]["d"]["a"].tolist() == [1, 0.5, 2]
     envs.close()
 
 

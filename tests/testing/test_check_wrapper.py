@@ -584,7 +584,7 @@ def test_bad_arguments_are_refused_clearly():
         check_wrapper(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="num_envs must be an int >= 2"):
         check_wrapper(vw.NormalizeReward, num_envs=1)
-    with pytest.raises(ValueError, match="transitions must be an int >= 8"):
+    with pytest.raises(ValueError, match="transitions must be an int >= 9"):
         check_wrapper(vw.NormalizeReward, transitions=0)
     with pytest.raises(ValueError, match="obs_type must be one of"):
         check_wrapper(vw.NormalizeReward, obs_type="video")

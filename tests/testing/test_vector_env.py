@@ -88,6 +88,35 @@ def test_correct_envs_pass(name, mode):
     assert f"vecmode.probe_mode finds {mode.value}" in text
 
 
+class _IntKeys(gym.Wrapper):
+    """Infos with a non-string key (as some envs' are), at reset and step."""
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, {**info, 1: 1.0}
+
+    def step(self, action):
+        *result, info = self.env.step(action)
+        return (*result, {**info, 1: 2.0})
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_infos_with_non_string_keys_pass(mode):
+    """The kit sorted the keys and read key.startswith: int keys raised."""
+
+    def factory():
+        return vecmode.make_vec(
+            "CartPole-v1",
+            2,
+            "sync",
+            autoreset_mode=mode,
+            max_episode_steps=5,
+            wrappers=[_IntKeys],
+        )
+
+    assert check_vector_env(factory, steps=40).mode is mode
+
+
 def _vecmode_async(mode):
     return vecmode.make_vec(
         "CartPole-v1",

@@ -99,8 +99,11 @@ def test_episodic_is_selected_as_the_other_properties_are():
     none = check_wrapper(AddsRewardsSinceBuilt, properties=["episodic"])
     assert (none.properties, none.runs) == ((), ())
     assert none.limits[-1] == NOT_EPISODIC
-    with pytest.raises(ValueError, match=r"transitions must be an int >= 8 \(its"):
-        check_wrapper(AddsRewardsSinceBuilt, episodic=True, transitions=7)
+    with pytest.raises(
+        ValueError,
+        match=r"transitions must be an int >= 9 \(its runs call reset\(\) after 8\)",
+    ):
+        check_wrapper(AddsRewardsSinceBuilt, episodic=True, transitions=8)
 
 
 class NeverClears(WrapperConformance):

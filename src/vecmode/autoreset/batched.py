@@ -24,10 +24,10 @@ def merged_infos(
     if it has one."""
     out = dict(infos)
     for key in infos:
-        if not key.startswith("_") and f"_{key}" in infos:
+        if not str(key).startswith("_") and f"_{key}" in infos:
             out[f"_{key}"] = infos[f"_{key}"] & ~ended
     for key, value in reset_infos.items():
-        if key.startswith("_"):
+        if str(key).startswith("_"):
             continue
         had, has = out.get(f"_{key}"), reset_infos.get(f"_{key}")
         if key in infos and had is not None and has is not None:

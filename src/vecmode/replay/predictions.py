@@ -280,7 +280,10 @@ def _call_differences(a: Call, b: Call, run: str) -> Iterator[Difference]:
         if differs is not None:
             name, x, y = differs
             yield Difference.at(a, i, name, describe(x), describe(y), "", run)
-    keys = [sorted(c.infos) if isinstance(c.infos, dict) else c.infos for c in (a, b)]
+    keys = [
+        sorted(c.infos, key=str) if isinstance(c.infos, dict) else c.infos
+        for c in (a, b)
+    ]
     if keys[0] != keys[1]:
         yield Difference.at(a, None, "info keys", str(keys[0]), str(keys[1]), "", run)
 

@@ -39,8 +39,8 @@ _TO = "vecmode.sb3.to_sb3"
 
 #: The note a sub-env's fault gets on its way to an SB3 caller.
 AFTER_A_FAULT = (
-    "Through to_sb3, not the masked reset above (SB3's VecEnv has none): call "
-    "reset() on the VecEnv, which resets every sub-env, or close() it."
+    "Through to_sb3 (SB3's VecEnv has no masked reset): call reset() on the "
+    "VecEnv, which resets every sub-env, or close() it."
 )
 
 

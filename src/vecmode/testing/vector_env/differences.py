@@ -180,7 +180,7 @@ def _masked_info_difference(
     """A masked reset's info holds data only for the masked sub-envs."""
     infos = call.infos
     for key, value in infos.items():
-        if not key.startswith("_") or key[1:] not in infos:
+        if not str(key).startswith("_") or key[1:] not in infos:
             continue
         try:
             present = np.asarray(value, dtype=np.bool_)

@@ -128,7 +128,7 @@ def check_wrapper(
         render_mode: the test sub-envs'.
         wrappers: single-env wrappers around each test sub-env, innermost first.
         num_envs: the test sub-envs in each run (at least 2).
-        transitions: real transitions compared per sub-env and run (at least 8).
+        transitions: real transitions compared per sub-env and run (at least 9).
         seed: seeds the first reset of each run and the actions sampled.
         batch_dependent: its values pool a call's sub-envs (default: its attribute).
         episodic: each episode's outputs as a fresh wrapper's (default: its attribute).
@@ -211,8 +211,8 @@ def _checked(
         (
             "transitions",
             transitions,
-            schedules.FEWEST_TRANSITIONS,
-            " (its runs call reset() after that many)",
+            schedules.RESET_AT + 1,
+            f" (its runs call reset() after {schedules.RESET_AT})",
         ),
     ):
         if not is_count(value, least):
@@ -540,7 +540,7 @@ class WrapperCheck:
         run: episodes ending together) as a fresh wrapper's, over sub-envs that
         start at their second episode; the run's label, the transitions compared."""
         firsts = [lengths[0] for lengths in plan.schedule.lengths]
-        wanted = plan.wanted - max(firsts)  # (>= 5: the fewest transitions are 8)
+        wanted = plan.wanted - max(firsts)  # (>= 6: the fewest transitions are 9)
         label = f"[{together.label[1:-1]}, a fresh wrapper from episode 2]"
         queues = [  # sub-env i's k-th transition there is its (n + k)-th here
             q[n % len(q) :] + q[: n % len(q)]

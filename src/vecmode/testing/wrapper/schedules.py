@@ -32,8 +32,8 @@ BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEn
 #: The bases a wrapper is run over by default: those in Gymnasium's layout.
 DEFAULT_BASES = ("vecmode.SyncVectorEnv", "gymnasium.vector.SyncVectorEnv")
 #: The real transitions per sub-env after which the runs call ``reset()``
-#: (mid-episode; after an end, at 4 too): the fewest a check compares.
-FEWEST_TRANSITIONS = 8
+#: (mid-episode; after an end, at 4 too); a check compares one more at least.
+RESET_AT = 8
 #: The bases in ALE's dense layout: no final infos to compare.
 DENSE_LAYOUT = frozenset({"vecmode.testing.DenseFinalObsVectorEnv"})
 
@@ -71,12 +71,12 @@ def schedules(num_envs: int, wanted: int) -> tuple[Schedule, ...]:
         tuple((3, 1, 2, 4) for _ in range(num_envs)),
         tuple(((i % 2 == 0), (i % 3 == 0)) for i in range(num_envs)),
         tuple(frozenset() for _ in range(num_envs)),
-        frozenset({FEWEST_TRANSITIONS}),  # mid-episode
+        frozenset({RESET_AT}),  # mid-episode
     )
     # (NEXT_STEP's and DISABLED's: SAME_STEP's autoreset is no reset(), which
     # may clear more, as Gymnasium's NormalizeReward does its sums)
     name = f"{together.name}, reset() after an end"
-    after_end = replace(together, name=name, resets=frozenset({4, FEWEST_TRANSITIONS}))
+    after_end = replace(together, name=name, resets=frozenset({4, RESET_AT}))
     return together, staggered, _truncated_at_cuts(staggered, wanted), after_end
 
 
