@@ -8,7 +8,9 @@ each alone on its line) that name what generates them:
 ``<!-- vecmode:cli ARGS -->`` ... ``<!-- /vecmode:cli -->``
     the command ``vecmode ARGS`` and what it prints, as a ``console`` block;
 ``<!-- vecmode:registry-table -->`` ... ``<!-- /vecmode:registry-table -->``
-    the compatibility table, what ``vecmode table --markdown --why`` prints;
+    the compatibility table, what ``vecmode table --markdown`` prints, with
+    vecmode's classes that are ok in every mode folded into one row and without
+    the array-native list (``docs/batched.md`` has it): :func:`page_table`;
 ``<!-- vecmode:simulator-table -->`` ... ``<!-- /vecmode:simulator-table -->``
     the simulators, what ``vecmode table --simulators --markdown`` prints;
 ``<!-- vecmode:timeline-svg -->`` ... ``<!-- /vecmode:timeline-svg -->``
@@ -110,8 +112,46 @@ def cli_block(*args: str) -> str:
 
 
 def registry_table() -> str:
-    """The registry as a Markdown table with the reasons below it."""
-    return vecmode_cli("table", "--markdown", "--why")
+    """The registry as the compatibility page shows it (:func:`page_table`)."""
+    return page_table(vecmode_cli("table", "--markdown"))
+
+
+#: The row that stands for vecmode's classes that are ok in every mode.
+FOLDED_ROW = (
+    "| every other class of `vecmode` ({count}) | ok | ok | ok |  | {evidence} |"
+)
+
+
+def page_table(printed: str) -> str:
+    """``vecmode table --markdown``'s output, shortened for the page: the rows of
+    vecmode's classes that are ok in every mode and produce no mode become one row
+    where the first of them stood, and the array-native paragraph is left out."""
+    kept: list[str] = []
+    folded: dict[str, list[str]] = {}  # evidence: the folded classes' short names
+    at = None
+    for line in printed.splitlines():
+        if line.startswith("Array-native"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| `vecmode.") and cells[1:5] == ["ok", "ok", "ok", ""]:
+            at = len(kept) if at is None else at
+            folded.setdefault(cells[5], []).append(cells[0].strip("`").split(".")[-1])
+            continue
+        kept.append(line)
+    if at is None:
+        return printed
+    common = max(folded, key=lambda proof: len(folded[proof]))
+    others = "; ".join(
+        f"{proof}: {', '.join(f'`{name}`' for name in names)}"
+        for proof, names in folded.items()
+        if proof != common
+    )
+    evidence = f"{common} ({others})" if others else common
+    count = sum(map(len, folded.values()))
+    kept.insert(at, FOLDED_ROW.format(count=count, evidence=evidence))
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept)
 
 
 def timeline_svg() -> str:

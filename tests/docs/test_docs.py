@@ -131,10 +131,57 @@ def test_generated_parts_of_the_docs_are_current():
 
 @pytest.mark.slow
 def test_registry_page_holds_the_registry_table():
+    """What ``vecmode table --markdown`` prints, but for vecmode's classes that are
+    ok in every mode, one row for all, and the array-native list."""
     args, body = _region("registry.md", "registry-table")
     assert args == ""
-    assert body == _vecmode("table", "--markdown", "--why")
+    printed = _vecmode("table", "--markdown")
+    assert body == _hooks().page_table(printed) + "\n"
     assert "| `vecmode.NextStepAutoreset` | refused | refused | ok | NextStep |" in body
+    rows = {
+        line.split("`")[1]: line
+        for line in printed.splitlines()
+        if line.startswith("| `")
+    }
+    shown = [line.split("`")[1] for line in body.splitlines() if line.startswith("| `")]
+    folded = [name for name in rows if name not in shown]
+    assert len(folded) > 20
+    for name in folded:
+        assert name.startswith("vecmode."), name
+        assert "| ok | ok | ok |  |" in rows[name], rows[name]
+    assert f"| every other class of `vecmode` ({len(folded)}) | ok | ok | ok |" in body
+    assert "Array-native" in printed and "Array-native" not in body
+    assert all(
+        line in printed for line in body.splitlines() if "every other" not in line
+    )
+
+
+def test_the_page_table_folds_the_all_ok_rows_of_vecmode():
+    printed = "\n".join(
+        [
+            "| wrapper | NextStep | SameStep | Disabled | produces | evidence |",
+            "|---|---|---|---|---|---|",
+            "| `vecmode.A` | refused | ok | ok | SameStep | verified |",
+            "| `vecmode.B` | ok | ok | ok |  | verified |",
+            "| `vecmode.wrappers.C` | ok | ok | ok |  | declared |",
+            "| `vecmode.D` | ok | ok | ok |  | verified |",
+            "| `gymnasium.E` | ok | ok | ok |  | verified |",
+            "",
+            "the legend.",
+            "",
+            "Array-native (...): `vecmode.B`.",
+        ]
+    )
+    assert _hooks().page_table(printed).splitlines() == [
+        "| wrapper | NextStep | SameStep | Disabled | produces | evidence |",
+        "|---|---|---|---|---|---|",
+        "| `vecmode.A` | refused | ok | ok | SameStep | verified |",
+        "| every other class of `vecmode` (3) | ok | ok | ok |  | "
+        "verified (declared: `C`) |",
+        "| `gymnasium.E` | ok | ok | ok |  | verified |",
+        "",
+        "the legend.",
+    ]
 
 
 def test_the_markdown_table_has_a_blank_line_before_its_reasons():

@@ -141,20 +141,16 @@ def test_no_markdown_leaks_into_the_text(site):
     assert leaks == []
 
 
-def test_the_compatibility_table_and_its_reasons_render(site):
+def test_the_compatibility_table_renders(site):
     body = (ROOT / "docs" / "registry.md").read_text(encoding="utf-8")
     region = body[body.index("<!-- vecmode:registry-table -->") :]
+    region = region[: region.index("<!-- /vecmode:registry-table -->")]
     rows = [line for line in region.splitlines() if line.startswith("| `")]
-    reasons = [line for line in region.splitlines() if line.startswith("* `")]
-    assert len(rows) > 40 and len(reasons) > 20
+    assert len(rows) > 25
     page = read(site, "registry")
-    # the reasons are one list, an item each, named as in the table
-    (items,) = [found for found in page.lists if len(found) == len(reasons)]
-    assert [item.split(" in ")[0] for item in items] == [
-        reason[2:].split(" in ")[0].replace("`", "") for reason in reasons
-    ]
     # the table: one row of cells per wrapper, refused and known-wrong cells coloured
     cells = [text for _, text in page.cells]
+    assert any(text.startswith("every other class of vecmode (") for text in cells)
     for row in rows:
         name = row.split("`")[1]
         assert name in cells, name
