@@ -161,13 +161,13 @@ def _fit(infos: dict[str, Any], info: dict[str, Any]) -> None:
     have none, raises (an InfoBatchError of :func:`add_infos`)."""
     for key, value in info.items():
         batch = infos.get(key)
-        if batch is None:
-            continue
+        if batch is None or (type(batch) is np.ndarray and batch.dtype == object):
+            continue  # (objects: anything, as Gymnasium's final observations)
         if isinstance(batch, dict) or isinstance(value, dict):
             if not (isinstance(batch, dict) and isinstance(value, dict)):
                 raise TypeError("a dict in some sub-envs' info, not in this one's")
             _fit(batch, value)
-        elif type(batch) is np.ndarray and batch.dtype != object:
+        elif type(batch) is np.ndarray:
             _fit_value(infos, key, batch, value)
 
 

@@ -28,6 +28,7 @@ from tests.helpers import (
     scheduled_fns,
 )
 from vecmode import AutoresetMode
+from vecmode.infos import _fit
 
 MODES = list(AutoresetMode)
 
@@ -63,9 +64,19 @@ ENVS = {
 }
 
 
+class WholeInfos(gym.vector.SyncVectorEnv):
+    """Gymnasium's SyncVectorEnv, its infos' numbers of two types batched whole,
+    as vecmode's cores batch them (documented: Gymnasium's batching cuts 0.33
+    after an int to 0; see test_gymnasium_cuts_frozen_lake_s_prob)."""
+
+    def _add_info(self, vector_infos, env_info, env_num):
+        _fit(vector_infos, env_info)
+        return super()._add_info(vector_infos, env_info, env_num)
+
+
 def run_pair(fns_factory, mode, script_steps=40, seed=3, mask_prob=0.0, copy=True):
     """Run gymnasium's and vecmode's sync env on the same script; return both runs."""
-    reference = gym.vector.SyncVectorEnv(fns_factory(), copy=copy, autoreset_mode=mode)
+    reference = WholeInfos(fns_factory(), copy=copy, autoreset_mode=mode)
     ours = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns_factory(), copy=copy), mode)
     try:
         script = make_script(reference, script_steps, seed=seed, mask_prob=mask_prob)
@@ -81,6 +92,26 @@ def run_pair(fns_factory, mode, script_steps=40, seed=3, mask_prob=0.0, copy=Tru
 def test_same_as_gymnasium(name, mode):
     expected, got = run_pair(ENVS[name], mode)
     assert_same_run(expected, got)
+
+
+def test_gymnasium_cuts_frozen_lake_s_prob():
+    """FrozenLake's reset info has prob 1 (an int), its step's 0.33: in NextStep,
+    after a sub-env's reset step, Gymnasium's batch is int and the other sub-envs'
+    0.33 becomes 0. vecmode's keeps it."""
+    fns = ENVS["frozenlake-discrete-obs-termination"]
+    theirs = gym.vector.SyncVectorEnv(fns(), autoreset_mode=AutoresetMode.NEXT_STEP)
+    ours = vecmode.make_vec("FrozenLake-v1", 4, "sync", is_slippery=True)
+    for envs in (theirs, ours):
+        envs.reset(seed=3)
+    cut = 0
+    for _ in range(60):
+        actions = theirs.action_space.sample()
+        expected, got = theirs.step(actions)[4], ours.step(actions)[4]
+        assert set(np.round(got["prob"], 6).tolist()) <= {1.0, round(1 / 3, 6)}
+        cut += expected["prob"].dtype.kind == "i" and (got["prob"] != 1).any()
+    assert cut
+    theirs.close()
+    ours.close()
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
