@@ -559,9 +559,8 @@ class VectorCore(ClosesOnExit, VectorEnv):
         self, options: dict[str, Any] | None
     ) -> tuple[list[int], dict[str, Any] | None]:
         """The commands of a reset with ``options``, and the options the reset
-        sub-envs get (``reset_mask`` taken out; None if nothing is left, so that a
-        sub-env whose ``reset`` takes no ``options`` works; the caller's dict
-        untouched)."""
+        sub-envs get (``reset_mask`` taken out; None if nothing is left, for a
+        ``reset`` with no ``options``; the caller's dict untouched)."""
         options = check_options(options)
         if options is not None and "reset_mask" in options:
             mask = validate_reset_mask(options["reset_mask"], self.num_envs)
