@@ -43,6 +43,7 @@ Run
     python benchmarks/bench_sync.py --markdown   # a table for docs/performance.md
     python benchmarks/bench_sync.py --modes Disabled --num-envs 4 16 --rounds 7
     python benchmarks/bench_sync.py --clock cpu  # CPU time: steadier when busy
+    python benchmarks/bench_sync.py --infos      # sub-envs with four info keys
     python benchmarks/bench_sync.py --results benchmarks/results/bench_sync.json
 
 ``--clock cpu`` times each repeat with ``time.process_time`` instead of the wall
@@ -95,9 +96,25 @@ VECMODE, GYMNASIUM, RAW = "vecmode", "gymnasium", "raw"
 
 
 # --------------------------------------------------------------------- contestants
+class WithInfos(gym.Wrapper):
+    """CartPole with four info keys a step (``--infos``): an int, a float that
+    is sometimes an int (batched whole by vecmode), a bool and a NumPy int."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = self.env.step(action)
+        self.t = getattr(self, "t", 0) + 1
+        cost = 0 if self.t % 3 else 0.5
+        info = {"lives": 3, "cost": cost, "ok": True, "frame": np.int64(self.t)}
+        return obs, reward, terminated, truncated, info
+
+
+#: Whether each sub-env is CartPole WithInfos (``--infos``).
+INFOS = False
+
+
 def make_env() -> gym.Env:
     """One sub-env, exactly as every contestant builds it."""
-    return gym.make(ENV_ID)
+    return WithInfos(gym.make(ENV_ID)) if INFOS else gym.make(ENV_ID)
 
 
 #: What every repeat is timed with: ``--clock wall`` (the default) or ``cpu``.
@@ -324,6 +341,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="time each repeat by the wall clock (default) or by the CPU time "
         "of this process (steadier on a busy machine)",
     )
+    parser.add_argument(
+        "--infos",
+        action="store_true",
+        help="sub-envs that return four info keys a step (the info batching's cost)",
+    )
     defaults = (DEFAULT_STEPS, QUICK_STEPS, DEFAULT_ROUNDS, QUICK_ROUNDS)
     add_run_arguments(parser, **run_defaults_help(*defaults))
     args = parser.parse_args(argv)
@@ -334,7 +356,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global INFOS
     args = parse_args(argv)
+    INFOS = args.infos
     print(
         f"benchmarking {', '.join(m.value for m in args.modes)} x num_envs "
         f"{args.num_envs}: {args.rounds} rounds of {args.steps} vector steps ...",
