@@ -21,7 +21,7 @@ from vecmode.core import check_core_arguments, is_int
 from vecmode.errors import SharedMemorySpaceError, closed_during_message
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import Worker, WorkerPool
-from vecmode.remote import MessageFor, RemoteCore
+from vecmode.remote import CLOSE_GRACE, MessageFor, RemoteCore
 
 
 class AsyncVectorEnv(RemoteCore):
@@ -198,6 +198,12 @@ class AsyncVectorEnv(RemoteCore):
         return answer
 
     # --------------------------------------------------------- the transport
+    def _drained(self, during: str) -> bool:
+        if self._pool.interrupted is None:  # (interrupted elsewhere: broken)
+            return False
+        self._pool.drain(CLOSE_GRACE if self.timeout is None else self.timeout, during)
+        return True
+
     @property
     def _broken(self) -> str | None:
         return self._pool.broken

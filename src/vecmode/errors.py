@@ -103,9 +103,10 @@ class EpisodeEndedError(RuntimeError):
         self.lost, self.unseen = lost, unseen
         which = ", ".join(str(i) for i in self.indices)
         super().__init__(
-            f"sub-env(s) {which} lost their state in a call that failed and must be "
-            f"reset before they are stepped again; nothing was stepped. Reset them "
-            f'with env.reset(options={{"reset_mask": env.unwrapped.awaiting_reset}}).'
+            f"sub-env(s) {which} lost their state in a call that failed (or was "
+            f"interrupted) and must be reset before they are stepped again; nothing "
+            f'was stepped. Reset them with env.reset(options={{"reset_mask": '
+            f"env.unwrapped.awaiting_reset}})."
             if lost
             else f"sub-env(s) {which} may await the reset step of the NextStep env "
             f"they were converted from, which vecmode cannot see there (Gymnasium's "

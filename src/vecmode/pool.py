@@ -102,6 +102,8 @@ class WorkerPool:
         self.doorbell: Doorbell | None = None
         self.workers: list[Worker] = []
         self.broken: str | None = None
+        #: The workers whose answers a wait interrupted by Ctrl-C left unread.
+        self.interrupted: list[Worker] | None = None
         # one poller, built once: a wait is one system call
         self._poller: Any = select.poll() if hasattr(select, "poll") else None
         self._by_fd: dict[int, tuple[Worker, bool]] = {}
@@ -190,9 +192,12 @@ class WorkerPool:
         answers: list[Any] = [None] * len(workers)
         waiting = {worker.index: n for n, worker in enumerate(workers)}
         deadline = None if timeout is None else time.monotonic() + timeout
+        polling = False
         try:
             while waiting:
+                polling = True
                 ready = self._ready(next_wait(deadline))
+                polling = False
                 if not ready:
                     late = [workers[n] for n in waiting.values()]
                     self._nothing_came(late, deadline, timeout, during)
@@ -201,7 +206,10 @@ class WorkerPool:
                 if enough is not None and self._enough(enough, answers, during):
                     break
         except BaseException as exc:
-            if self.broken is None:  # the pipes may be out of step
+            if polling and isinstance(exc, KeyboardInterrupt) and self.broken is None:
+                # nothing half read: the next call drains their answers (drain)
+                self.interrupted = [workers[n] for n in waiting.values()]
+            elif self.broken is None:  # the pipes may be out of step
                 self.broken = f"{during} was interrupted by {type(exc).__name__}"
             # shut down meanwhile (another thread, a signal handler)
             ours = isinstance(exc, ClosedEnvironmentError)
@@ -210,6 +218,12 @@ class WorkerPool:
                 raise ClosedEnvironmentError(message) from exc
             raise
         return answers
+
+    def drain(self, timeout: float | None, during: str) -> None:
+        """Read and drop the answers of the call a Ctrl-C interrupted (a
+        WorkerTimeoutError, the pool broken, if they take over ``timeout``)."""
+        workers, self.interrupted = self.interrupted or [], None
+        self.collect(workers, timeout, f"the interrupted {during}")
 
     def _nothing_came(
         self,

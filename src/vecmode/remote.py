@@ -298,13 +298,21 @@ class RemoteCore(core.VectorCore):
         try:
             if self._outstanding and self._pending is None:
                 # the last call was interrupted between sending and reading
-                self._break(
-                    f"{self._outstanding} was interrupted before its answers were read"
-                )
+                if not self._drained(self._outstanding):
+                    self._break(
+                        f"{self._outstanding} was interrupted before its answers "
+                        f"were read"
+                    )
+                self._outstanding = ""
             self._usable(what)
         except BaseException:
             self._in_call.release()
             raise
+
+    def _drained(self, during: str) -> bool:
+        """Whether the answers of ``during``, which a Ctrl-C interrupted while
+        waiting, were read (and dropped) now: a backend's (none by default)."""
+        return False
 
     def _round_trip(self, what: str, message_for: MessageFor, during: str) -> list[Any]:
         self._begin(what)
@@ -601,7 +609,7 @@ class RemoteCore(core.VectorCore):
             terminate = True  # the workers may be stuck in the call
         if timeout is None:
             timeout = CLOSE_GRACE if self.timeout is None else self.timeout
-            if broken is not None and "interrupted" in broken:
+            if self._outstanding or (broken is not None and "interrupted" in broken):
                 timeout = min(timeout, INTERRUPTED_GRACE)
         failures = self._shutdown(terminate, timeout)
         try:

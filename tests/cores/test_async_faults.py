@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import multiprocessing
 import os
+import pathlib
 import re
 import signal
 import threading
@@ -795,3 +797,81 @@ def test_a_worker_never_collects_what_it_inherited_whatever_the_caller_froze(tmp
         gc.enable()
     gc.collect()
     assert record.read_text() == f"{os.getpid()}\n"
+
+
+CTRL_C_THEN_GO_ON = """if __name__ == "__main__":
+    import functools, json, os, signal, threading, time
+    import numpy as np
+    import vecmode
+    from tests.helpers import SlowEnv, scheduled_fns
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C
+    out = {{}}
+    fns = [functools.partial(SlowEnv, i, {delay}) for i in range(4)]
+    envs = vecmode.AsyncVectorEnv(fns, num_workers=2, timeout={timeout})
+    pids = [p.pid for p in envs.processes]
+    envs.reset(seed=0)
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    try:
+        envs.step(np.ones(4, dtype=int))
+    except KeyboardInterrupt:
+        out["interrupt_after"] = time.monotonic() - started
+    for name, call in (("step", lambda: envs.step(np.ones(4, dtype=int))),
+                       ("reset", lambda: envs.reset(seed=1))):
+        started = time.monotonic()
+        try:
+            result = call()
+            out[name] = "ok"
+        except Exception as exc:
+            out[name] = type(exc).__name__ + ": " + str(exc)[:80]
+        out[name + "_seconds"] = time.monotonic() - started
+    if out["reset"] == "ok":  # the same as an env given the same calls
+        fresh = vecmode.SyncVectorEnv([functools.partial(SlowEnv, i) for i in range(4)])
+        fresh.reset(seed=0)
+        fresh.step(np.ones(4, dtype=int))  # (the interrupted step ran)
+        fresh.reset(seed=1)
+        a = envs.step(np.zeros(4, dtype=int))
+        b = fresh.step(np.zeros(4, dtype=int))
+        out["same"] = all(np.array_equal(x, y) for x, y in zip(a[:4], b[:4]))
+    started = time.monotonic()
+    envs.close()
+    out["close_seconds"] = time.monotonic() - started
+    out["alive"] = [p for p in pids if os.path.exists(f"/proc/{{p}}") and
+                    open(f"/proc/{{p}}/stat").read().split()[2] != "Z"]
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize(
+    ("delay", "timeout", "usable"),
+    [(1.0, None, True), (30.0, 1.0, False)],
+    ids=["step-ends", "step-hangs"],
+)
+def test_after_ctrl_c_in_a_step_a_reset_goes_on(delay, timeout, usable):
+    """Ctrl-C while the parent waited for a step's answers made the env unusable
+    ("close() it and build a new one"). The next call now reads and drops those
+    answers (at most the env's timeout, else 5 s): the step's sub-envs are lost
+    until reset, and then it steps as an env given the same calls. A step that does
+    not end in time leaves the env broken, as before, and close() ends all."""
+    import subprocess
+    import sys
+
+    script = CTRL_C_THEN_GO_ON.format(delay=delay, timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=str(pathlib.Path(__file__).parents[2]),
+    )
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert out["interrupt_after"] < 1.0, out  # Ctrl-C reached the caller at once
+    if usable:
+        assert out["step"].startswith("EpisodeEndedError: sub-env(s) 0, 1, 2, 3 lost")
+        assert out["reset"] == "ok" and out["same"], out
+    else:
+        assert out["step"].startswith("WorkerTimeoutError"), out
+        assert out["step_seconds"] < 5.0, out  # the env's timeout, not the step's
+        assert out["reset"].startswith("WorkerError"), out
+    assert out["close_seconds"] < 5.0 and out["alive"] == [], out
