@@ -206,18 +206,24 @@ class WorkerPool:
                 if enough is not None and self._enough(enough, answers, during):
                     break
         except BaseException as exc:
-            if polling and isinstance(exc, KeyboardInterrupt) and self.broken is None:
-                # nothing half read: the next call drains their answers (drain)
-                self.interrupted = [workers[n] for n in waiting.values()]
-            elif self.broken is None:  # the pipes may be out of step
-                self.broken = f"{during} was interrupted by {type(exc).__name__}"
-            # shut down meanwhile (another thread, a signal handler)
-            ours = isinstance(exc, ClosedEnvironmentError)
-            if self._shut_down and isinstance(exc, Exception) and not ours:
-                message = errors.closed_during_message(during)
-                raise ClosedEnvironmentError(message) from exc
+            unread = [workers[n] for n in waiting.values()] if polling else []
+            self._stopped(exc, unread, during)
             raise
         return answers
+
+    def _stopped(self, exc: BaseException, unread: list[Worker], during: str) -> None:
+        """Why :meth:`collect` stopped: a Ctrl-C while polling (nothing half
+        read) leaves ``unread``'s answers to :meth:`drain`; else the pool is
+        broken (the pipes may be out of step). Shut down meanwhile (another
+        thread, a signal handler): the closed-env error."""
+        if unread and isinstance(exc, KeyboardInterrupt) and self.broken is None:
+            self.interrupted = unread
+        elif self.broken is None:
+            self.broken = f"{during} was interrupted by {type(exc).__name__}"
+        ours = isinstance(exc, ClosedEnvironmentError)
+        if self._shut_down and isinstance(exc, Exception) and not ours:
+            message = errors.closed_during_message(during)
+            raise ClosedEnvironmentError(message) from exc
 
     def drain(self, timeout: float | None, during: str) -> None:
         """Read and drop the answers of the call a Ctrl-C interrupted (a
