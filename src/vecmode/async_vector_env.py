@@ -198,10 +198,19 @@ class AsyncVectorEnv(RemoteCore):
         return answer
 
     # --------------------------------------------------------- the transport
+    @property
+    def _interrupted(self) -> bool:  # type: ignore[override]
+        return self._pool.interrupted is not None
+
     def _drained(self, during: str) -> bool:
-        if self._pool.interrupted is None:  # (interrupted elsewhere: broken)
+        if not self._interrupted:  # (interrupted elsewhere: broken)
             return False
-        self._pool.drain(CLOSE_GRACE if self.timeout is None else self.timeout, during)
+        limit = CLOSE_GRACE if self.timeout is None else self.timeout
+        answers = self._pool.drain(limit, f"{during} (interrupted by Ctrl-C)")
+        try:
+            worker.raise_failure(answers)
+        except Exception as error:  # its sub-envs are lost: reset, they go on
+            gym.logger.warn(f"the call Ctrl-C interrupted failed: {error}")
         return True
 
     @property

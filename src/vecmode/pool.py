@@ -225,11 +225,11 @@ class WorkerPool:
             message = errors.closed_during_message(during)
             raise ClosedEnvironmentError(message) from exc
 
-    def drain(self, timeout: float | None, during: str) -> None:
-        """Read and drop the answers of the call a Ctrl-C interrupted (a
-        WorkerTimeoutError, the pool broken, if they take over ``timeout``)."""
+    def drain(self, timeout: float | None, during: str) -> list[Any]:
+        """The answers of the call a Ctrl-C interrupted (a WorkerTimeoutError,
+        the pool broken, if they take over ``timeout``)."""
         workers, self.interrupted = self.interrupted or [], None
-        self.collect(workers, timeout, f"the interrupted {during}")
+        return self.collect(workers, timeout, during)
 
     def _nothing_came(
         self,

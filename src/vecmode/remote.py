@@ -298,6 +298,7 @@ class RemoteCore(core.VectorCore):
         try:
             if self._outstanding and self._pending is None:
                 # the last call was interrupted between sending and reading
+                self._check_open()  # (a closed env's, a forked copy's: not drained)
                 if not self._drained(self._outstanding):
                     self._break(
                         f"{self._outstanding} was interrupted before its answers "
@@ -308,6 +309,9 @@ class RemoteCore(core.VectorCore):
         except BaseException:
             self._in_call.release()
             raise
+
+    #: Whether a Ctrl-C interrupted the last call while it waited: a backend's.
+    _interrupted = False
 
     def _drained(self, during: str) -> bool:
         """Whether the answers of ``during``, which a Ctrl-C interrupted while
@@ -391,7 +395,13 @@ class RemoteCore(core.VectorCore):
     ) -> tuple[core.Executed, list[int]]:
         commands, token = self._take_pending(name)
         timeout = self.timeout if timeout is None else timeout
-        return self._finish(commands, token, timeout, f"{name}_wait()"), commands
+        try:
+            return self._finish(commands, token, timeout, f"{name}_wait()"), commands
+        except errors.SubEnvError:
+            raise  # (it names the sub-envs lost)
+        except BaseException:  # a Ctrl-C: the call's results are lost
+            self._lose(core.ran_by(commands))
+            raise
 
     def _finish(
         self, commands: list[int], token: Any, timeout: float | None, during: str
@@ -609,7 +619,7 @@ class RemoteCore(core.VectorCore):
             terminate = True  # the workers may be stuck in the call
         if timeout is None:
             timeout = CLOSE_GRACE if self.timeout is None else self.timeout
-            if self._outstanding or (broken is not None and "interrupted" in broken):
+            if self._interrupted or (broken is not None and "interrupted" in broken):
                 timeout = min(timeout, INTERRUPTED_GRACE)
         failures = self._shutdown(terminate, timeout)
         try:

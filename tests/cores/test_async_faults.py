@@ -813,7 +813,11 @@ CTRL_C_THEN_GO_ON = """if __name__ == "__main__":
     threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
     started = time.monotonic()
     try:
-        envs.step(np.ones(4, dtype=int))
+        if {split}:  # the split API (as to_sb3 steps)
+            envs.step_async(np.ones(4, dtype=int))
+            envs.step_wait()
+        else:
+            envs.step(np.ones(4, dtype=int))
     except KeyboardInterrupt:
         out["interrupt_after"] = time.monotonic() - started
     for name, call in (("step", lambda: envs.step(np.ones(4, dtype=int))),
@@ -836,6 +840,10 @@ CTRL_C_THEN_GO_ON = """if __name__ == "__main__":
     started = time.monotonic()
     envs.close()
     out["close_seconds"] = time.monotonic() - started
+    try:
+        envs.get_attr("index")
+    except Exception as exc:
+        out["after_close"] = type(exc).__name__ + ": " + str(exc)[:60]
     out["alive"] = [p for p in pids if os.path.exists(f"/proc/{{p}}") and
                     open(f"/proc/{{p}}/stat").read().split()[2] != "Z"]
     print(json.dumps(out))
@@ -843,11 +851,11 @@ CTRL_C_THEN_GO_ON = """if __name__ == "__main__":
 
 
 @pytest.mark.parametrize(
-    ("delay", "timeout", "usable"),
-    [(1.0, None, True), (30.0, 1.0, False)],
-    ids=["step-ends", "step-hangs"],
+    ("delay", "timeout", "usable", "split"),
+    [(1.0, None, True, False), (1.0, None, True, True), (30.0, 1.0, False, False)],
+    ids=["step-ends", "step_wait-ends", "step-hangs"],
 )
-def test_after_ctrl_c_in_a_step_a_reset_goes_on(delay, timeout, usable):
+def test_after_ctrl_c_in_a_step_a_reset_goes_on(delay, timeout, usable, split):
     """Ctrl-C while the parent waited for a step's answers made the env unusable
     ("close() it and build a new one"). The next call now reads and drops those
     answers (at most the env's timeout, else 5 s): the step's sub-envs are lost
@@ -856,7 +864,7 @@ def test_after_ctrl_c_in_a_step_a_reset_goes_on(delay, timeout, usable):
     import subprocess
     import sys
 
-    script = CTRL_C_THEN_GO_ON.format(delay=delay, timeout=timeout)
+    script = CTRL_C_THEN_GO_ON.format(delay=delay, timeout=timeout, split=split)
     run = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
@@ -875,3 +883,22 @@ def test_after_ctrl_c_in_a_step_a_reset_goes_on(delay, timeout, usable):
         assert out["step_seconds"] < 5.0, out  # the env's timeout, not the step's
         assert out["reset"].startswith("WorkerError"), out
     assert out["close_seconds"] < 5.0 and out["alive"] == [], out
+    assert out["after_close"].startswith("ClosedEnvironmentError: "), out
+    assert "interrupted" not in out["after_close"], out  # closed after it
+
+
+class SlowClose(SlowEnv):
+    def close(self):
+        time.sleep(1.5)
+
+
+def test_close_with_a_call_outstanding_gives_the_sub_envs_their_time():
+    """A call sent and not waited for (no Ctrl-C): close() gave the sub-envs
+    1 s, the grace after an interrupted call, and ended their workers."""
+    envs = make_async([functools.partial(SlowClose, i) for i in range(2)])
+    envs.reset(seed=0)
+    envs.step_async(np.zeros(2, dtype=int))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        envs.close()
+    assert not [w for w in caught if "did not close" in str(w.message)]
