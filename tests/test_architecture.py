@@ -108,8 +108,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: numbers only; the kit's fewest transitions 9, its int info keys; masked
 #: resets pass None again (sub-envs without options), object batches unfitted;
 #: +54: after Ctrl-C in an async env's wait (step_wait too), the next call drains
-#: the answers, warning of their failures)
-MAX_SRC_LINES = 22_559
+#: the answers, warning of their failures; +14: the info fit remembers every
+#: signature it fitted in a call and the deep keys of the last few hundred)
+MAX_SRC_LINES = 22_573
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

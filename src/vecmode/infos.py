@@ -116,14 +116,17 @@ def add_infos(
 ) -> dict[str, Any]:
     """``infos`` with each ``(i, info)`` of ``pairs`` added by ``add_info``; an
     :class:`~vecmode.errors.InfoBatchError` where a value cannot be batched."""
-    i, info, fitted, deep = -1, dict[str, Any](), None, ()
+    i, info = -1, dict[str, Any]()
+    fitted: dict[Any, tuple[Any, ...]] = {}  # keys and types fitted: their deep keys
     try:
         for i, info in pairs:
-            kinds = (tuple(info), tuple(map(type, info.values())))
-            if kinds != fitted:
+            kinds = (*info, *map(type, info.values()))  # its keys, their types
+            deep = fitted.get(kinds)
+            if deep is None:
                 _fit(infos, info)
-                fitted, deep = kinds, _deep(kinds)
-            elif deep:  # the last info's keys and types: its plain values fit
+                found = _DEEP.get(kinds)
+                fitted[kinds] = _deep(kinds) if found is None else found
+            elif deep:  # keys and types fitted before: the plain values fit
                 _fit(infos, {key: info[key] for key in deep})
             infos = add_info(infos, info, i)
     except (ValueError, TypeError, AttributeError, OverflowError) as error:
@@ -143,15 +146,26 @@ _FITS = {bool: "biufc", int: "iufc", float: "fc", complex: "c"}
 _PLAIN: dict[type, bool] = {str: True, bytes: True, type(None): True}
 
 
-def _deep(kinds: tuple[tuple[Any, ...], tuple[type, ...]]) -> tuple[Any, ...]:
-    """The keys of ``kinds`` whose type does not say alone that they fit (an
-    array's shape, a list's length, a dict's keys): not numbers, NumPy's
-    included, nor strings."""
-    for kind in kinds[1]:
+#: :func:`_deep` of the last infos' keys and types (a few hundred at most).
+_DEEP: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _deep(kinds: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The keys of ``kinds`` (keys, then their types) whose type does not say
+    alone that they fit (an array's shape, a list's length, a dict's keys): not
+    numbers, NumPy's included, nor strings."""
+    n = len(kinds) // 2
+    for kind in kinds[n:]:
         if kind not in _PLAIN:
             scalar = issubclass(kind, np.generic) and np.dtype(kind).kind in "biufc"
             _PLAIN[kind] = kind in _FITS or scalar
-    return tuple(k for k, kind in zip(*kinds, strict=True) if not _PLAIN[kind])
+    deep = tuple(
+        k for k, kind in zip(kinds[:n], kinds[n:], strict=True) if not _PLAIN[kind]
+    )
+    if len(_DEEP) > 256:
+        _DEEP.clear()
+    _DEEP[kinds] = deep
+    return deep
 
 
 def _fit(infos: dict[str, Any], info: dict[str, Any]) -> None:
