@@ -109,8 +109,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: resets pass None again (sub-envs without options), object batches unfitted;
 #: +54: after Ctrl-C in an async env's wait (step_wait too), the next call drains
 #: the answers, warning of their failures; +14: the info fit remembers every
-#: signature it fitted in a call and the deep keys of the last few hundred)
-MAX_SRC_LINES = 22_573
+#: signature it fitted in a call and the deep keys of the last few hundred; +3:
+#: to_sb3 takes the vector env's render_mode where the sub-envs are out of reach)
+MAX_SRC_LINES = 22_576
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -108,7 +108,10 @@ class ToSB3VecEnv(VecEnv):
         }
         # whether masked resets work now (vecmode's cores: before a first reset too)
         self._masked_resets = isinstance(self._inner, core.VectorCore)
-        super().__init__(same.num_envs, space, same.single_action_space)
+        with warnings.catch_warnings():  # (sub-envs out of reach: the env's own)
+            warnings.filterwarnings("ignore", "The `render_mode` attribute is not")
+            super().__init__(same.num_envs, space, same.single_action_space)
+        self.render_mode = self.render_mode or getattr(same, "render_mode", None)
         self.metadata = dict(same.metadata)
 
     def _reach_sub_envs(self, same: VectorEnv) -> None:

@@ -10,6 +10,7 @@ import functools
 import subprocess
 import sys
 import time
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -447,6 +448,26 @@ def test_sub_env_calls_over_an_env_with_no_python_sub_envs():
     with pytest.warns(UserWarning, match="not wrapped with a ``Monitor`` wrapper"):
         mean, _ = evaluate_policy(model, venv, n_eval_episodes=2)
     assert 1 <= mean <= 5
+    venv.close()
+
+
+@pytest.mark.parametrize("library", ["envpool", "ale_py"])
+def test_sub_envs_out_of_reach_take_the_vector_env_s_render_mode(library):
+    """SB3 reads render_mode from the sub-envs: out of reach (C++), it warned
+    "The `render_mode` attribute is not defined" and set None."""
+    pytest.importorskip(library)
+    if library == "envpool":
+        import envpool
+
+        envs = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=2)
+    else:
+        from ale_py.vector_env import AtariVectorEnv
+
+        envs = AtariVectorEnv("breakout", num_envs=2)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "The `render_mode` attribute")
+        venv = to_sb3(envs)
+    assert venv.render_mode == getattr(envs, "render_mode", None)
     venv.close()
 
 
