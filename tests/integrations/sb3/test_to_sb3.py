@@ -451,6 +451,7 @@ def test_sub_env_calls_over_an_env_with_no_python_sub_envs():
     venv.close()
 
 
+@envpool_warnings
 @pytest.mark.parametrize("library", ["envpool", "ale_py"])
 def test_sub_envs_out_of_reach_take_the_vector_env_s_render_mode(library):
     """SB3 reads render_mode from the sub-envs: out of reach (C++), it warned
