@@ -124,8 +124,7 @@ def add_infos(
             deep = fitted.get(kinds)
             if deep is None:
                 _fit(infos, info)
-                found = _DEEP.get(kinds)
-                fitted[kinds] = _deep(kinds) if found is None else found
+                fitted[kinds] = _deep(kinds)
             elif deep:  # keys and types fitted before: the plain values fit
                 _fit(infos, {key: info[key] for key in deep})
             infos = add_info(infos, info, i)
@@ -153,7 +152,9 @@ _DEEP: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 def _deep(kinds: tuple[Any, ...]) -> tuple[Any, ...]:
     """The keys of ``kinds`` (keys, then their types) whose type does not say
     alone that they fit (an array's shape, a list's length, a dict's keys): not
-    numbers, NumPy's included, nor strings."""
+    numbers, NumPy's included, nor strings (kept: :data:`_DEEP`)."""
+    if (found := _DEEP.get(kinds)) is not None:
+        return found
     n = len(kinds) // 2
     for kind in kinds[n:]:
         if kind not in _PLAIN:

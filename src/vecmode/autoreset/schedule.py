@@ -108,7 +108,7 @@ class EpisodeSchedule:
                 )
             schedule = EpisodeSchedule(seed, self.options_of, len(self.seeds))
         each: Any = schedule.options
-        if given:  # (a masked reset's {}: the scheduled options, as in every mode)
+        if given is not None:
             each = [{**(o or {}), **given} for o in each or [None] * len(cmds)]
         return cmds, {"seed": schedule.seeds, "options": each}, schedule
 

@@ -74,7 +74,6 @@ class SimulatorAdapter(VectorEnv):
             _arrays.ARRAY_NAMESPACE: namespace,
         }
         self.semantics = semantics
-        self._library = namespace
 
     # ----------------------------------------------------- what subclasses write
     def _reset(self, seed: int | None, mask: Any | None) -> tuple[Any, dict[str, Any]]:
@@ -111,7 +110,8 @@ class SimulatorAdapter(VectorEnv):
             got = type(actions).__name__ if shape is None else f"shape {shape}"
             problem = f"actions of {got}, expected an array of shape {expected}"
             raise errors.action_batch_error(problem, self.num_envs)
-        library, own = _arrays.name_of(_arrays.namespace(actions)), self._library
+        library = _arrays.name_of(_arrays.namespace(actions))
+        own = _arrays.declared_namespace(self)
         if library not in ("numpy", own):  # (torch's to a JAX simulator: its error)
             problem = f"{library} actions, expected {own} (or NumPy) arrays"
             raise errors.action_batch_error(problem, self.num_envs)
