@@ -21,7 +21,7 @@ from vecmode.core import check_core_arguments, is_int
 from vecmode.errors import SharedMemorySpaceError, closed_during_message
 from vecmode.modes import CORE_MODE, ModeLike
 from vecmode.pool import Worker, WorkerPool
-from vecmode.remote import CLOSE_GRACE, MessageFor, RemoteCore
+from vecmode.remote import MessageFor, RemoteCore
 
 
 class AsyncVectorEnv(RemoteCore):
@@ -202,16 +202,8 @@ class AsyncVectorEnv(RemoteCore):
     def _interrupted(self) -> bool:  # type: ignore[override]
         return self._pool.interrupted is not None
 
-    def _drained(self, during: str) -> bool:
-        if not self._interrupted:  # (interrupted elsewhere: broken)
-            return False
-        limit = CLOSE_GRACE if self.timeout is None else self.timeout
-        answers = self._pool.drain(limit, f"{during} (interrupted by Ctrl-C)")
-        try:
-            worker.raise_failure(answers)
-        except Exception as error:  # its sub-envs are lost: reset, they go on
-            gym.logger.warn(f"the call Ctrl-C interrupted failed: {error}")
-        return True
+    def _drain(self, timeout: float, during: str) -> list[Any]:
+        return self._pool.drain(timeout, during)
 
     @property
     def _broken(self) -> str | None:

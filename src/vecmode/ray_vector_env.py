@@ -232,6 +232,7 @@ class RayVectorEnv(RemoteCore):
         self._ray = ray = import_ray()
         self._actors: list[Any] = []
         self._reason: str | None = None
+        self._unread: list[tuple[int, Any]] | None = None  # the calls Ctrl-C left
         self._setup(env_fns, copy, observation_mode, timeout)
         ensure_ray(ray)
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -275,6 +276,14 @@ class RayVectorEnv(RemoteCore):
     def _break(self, reason: str) -> None:
         if self._reason is None:
             self._reason = reason
+
+    @property
+    def _interrupted(self) -> bool:  # type: ignore[override]
+        return self._unread is not None
+
+    def _drain(self, timeout: float, during: str) -> list[Any]:
+        token, self._unread = self._unread, None
+        return self._collect(cast(list[tuple[int, Any]], token), timeout, during)
 
     def _send_each(
         self, encoded: dict[int, bytes], message_for: MessageFor, during: str
@@ -346,13 +355,21 @@ class RayVectorEnv(RemoteCore):
             except ray.exceptions.RayError:
                 return self._get_each(token, during)
         except BaseException as exc:
-            # Ray's wait wraps what a signal handler raised in a SystemError
-            cause = exc.__cause__ if type(exc) is SystemError else None
-            raised = cause or exc
-            self._break(f"{during} was interrupted by {type(raised).__name__}")
+            raised = self._stopped(exc, token, during)
             if raised is exc:
                 raise
             raise raised from None
+
+    def _stopped(self, exc: BaseException, token: Any, during: str) -> BaseException:
+        """What stopped a wait (Ray's wraps what a signal handler raised in a
+        SystemError): a Ctrl-C leaves the answers in Ray, to drain; else broken."""
+        raised = (exc.__cause__ if type(exc) is SystemError else None) or exc
+        ctrl_c = isinstance(raised, KeyboardInterrupt) and during != "construction"
+        if ctrl_c and self._reason is None:
+            self._unread = token
+        else:
+            self._break(f"{during} was interrupted by {type(raised).__name__}")
+        return raised
 
     def _wait(
         self, token: list[tuple[int, Any]], timeout: float | None, during: str

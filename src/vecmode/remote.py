@@ -315,8 +315,21 @@ class RemoteCore(core.VectorCore):
 
     def _drained(self, during: str) -> bool:
         """Whether the answers of ``during``, which a Ctrl-C interrupted while
-        waiting, were read (and dropped) now: a backend's (none by default)."""
-        return False
+        waiting, were read (and dropped) now, at most the env's timeout (else
+        CLOSE_GRACE): a WorkerTimeoutError past it."""
+        if not self._interrupted:  # (interrupted elsewhere: broken)
+            return False
+        limit = CLOSE_GRACE if self.timeout is None else self.timeout
+        answers = self._drain(limit, f"{during} (interrupted by Ctrl-C)")
+        try:
+            worker.raise_failure(answers)
+        except Exception as error:  # its sub-envs are lost: reset, they go on
+            gym.logger.warn(f"the call Ctrl-C interrupted failed: {error}")
+        return True
+
+    def _drain(self, timeout: float, during: str) -> list[Any]:
+        """The answers a Ctrl-C left unread: a backend's."""
+        raise NotImplementedError
 
     def _round_trip(self, what: str, message_for: MessageFor, during: str) -> list[Any]:
         self._begin(what)

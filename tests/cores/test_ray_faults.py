@@ -27,7 +27,6 @@ from tests.cores.ray_support import (
 from tests.helpers import (
     RaisesIn,
     UserFault,
-    requires_sigint,
     scheduled_fns,
 )
 from vecmode import (
@@ -397,34 +396,86 @@ def test_close_from_another_thread_during_a_step_ends_it_with_the_closed_error()
     assert_no_actor_left(core, before)
 
 
-def test_ctrl_c_in_the_driver_surfaces_at_once():
-    requires_sigint()
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt in this process for the test, as in a
+    terminal (a test run in the background, or a pytest-xdist worker, ignores it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def interrupt(call: Any, after: float = 0.5) -> float:
+    """Run ``call`` with a Ctrl-C ``after`` s; the seconds it took to surface."""
+    timer = threading.Timer(after, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["step", "step_wait"])
+def test_after_ctrl_c_in_a_step_the_env_goes_on_from_a_reset(ctrl_c, split):
+    """Ctrl-C while the driver waited for a step made the env unusable ("close()
+    it and build a new one"). The next call now reads and drops that step's
+    answers, as the async core does: its sub-envs are lost until reset, then the
+    env steps as one given the same calls."""
+    before = live_actors()
+    core = faulty_core(n=4, num_actors=2)
+    core.reset(seed=0)
+    arm(core, {1: "slow"})  # a second's step: the Ctrl-C comes in the middle
+    ones = np.ones(4, dtype=int)
+    if split:
+        assert interrupt(lambda: (core.step_async(ones), core.step_wait())) < 1.0
+    else:
+        assert interrupt(lambda: core.step(ones)) < 1.0
+    with pytest.raises(EpisodeEndedError, match=r"sub-env\(s\) 0, 1, 2, 3 lost"):
+        core.step(ones)
+    core.reset(seed=1)
+    fresh = vecmode.SyncVectorEnv(
+        fault_envs.env_fns(4, dict.fromkeys(range(4), "none"))
+    )
+    fresh.reset(seed=0)
+    fresh.step(ones)  # (the interrupted step ran)
+    fresh.reset(seed=1)
+    for got, want in zip(
+        core.step(ones * 0)[:4], fresh.step(ones * 0)[:4], strict=True
+    ):
+        np.testing.assert_array_equal(got, want)
+    fresh.close()
+    core.close()
+    assert_no_actor_left(core, before)
+
+
+def test_ctrl_c_in_a_hung_step_surfaces_at_once_and_the_drain_times_out(ctrl_c):
+    before = live_actors()
+    core = faulty_core(n=2, num_actors=1, timeout=2.0)
+    core.reset(seed=0)
+    arm(core, {0: "hang"})
+    assert interrupt(lambda: core.step(np.zeros(2, dtype=int))) < 2.0
+    started = time.monotonic()
+    with pytest.raises(WorkerTimeoutError, match=r"interrupted by Ctrl-C"):
+        core.step(np.zeros(2, dtype=int))  # drains at most the env's timeout
+    assert time.monotonic() - started < 4.0
+    with pytest.raises(WorkerError, match="timed out"):
+        core.step(np.zeros(2, dtype=int))
+    core.close()
+    assert_no_actor_left(core, before)
+
+
+def test_ctrl_c_in_close_after_a_hung_step_still_kills_the_actors(ctrl_c):
+    """Ctrl-C again, while close() waits for the stuck actor: the actor is killed
+    all the same, and a second close() has nothing left to do."""
     before = live_actors()
     core = faulty_core(n=2, num_actors=1)
     core.reset(seed=0)
     arm(core, {0: "hang"})
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    started = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            core.step(np.zeros(2, dtype=int))
-    finally:
-        timer.cancel()
-    assert time.monotonic() - started < 2.0
-    with pytest.raises(WorkerError, match="interrupted by KeyboardInterrupt"):
-        core.step(np.zeros(2, dtype=int))
-    # Ctrl-C again, while close() waits for the stuck actor: the actor is killed
-    # all the same, and a second close() has nothing left to do
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    started = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            core.close(timeout=30.0)
-    finally:
-        timer.cancel()
-    assert time.monotonic() - started < 3.0
+    assert interrupt(lambda: core.step(np.zeros(2, dtype=int))) < 2.0
+    assert interrupt(lambda: core.close(timeout=30.0)) < 3.0
     assert core.closed
     core.close()
     assert_no_actor_left(core, before)
