@@ -22,7 +22,7 @@ from gymnasium.error import CustomSpaceError
 from gymnasium.vector.utils import create_empty_array, iterate
 
 from vecmode import errors
-from vecmode.core import Command, ran_by
+from vecmode.core import Command, copy_batch, ran_by
 from vecmode.errors import SubEnvError, short, sub_env_error, text_of
 
 __all__ = ["Failure", "Outcome", "Runner"]
@@ -477,7 +477,8 @@ class Runner:
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
                             check_info(info, method)  # (only where episodes end)
-                            finals.append((first + k, obs, info))
+                            # a copy: the reset may write into the array it returned
+                            finals.append((first + k, copy_batch(obs), info))
                             method = "reset"
                             obs, info = _reset(env, k, seeds, options)
                 elif cmd == _RESET:

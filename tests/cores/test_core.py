@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vecmode
+from tests.cores.async_support import make_async
 from tests.helpers import (
     RaisesIn,
     ScheduledEnv,
@@ -111,6 +112,40 @@ def test_execute_step_then_reset_matches_same_step_output():
     assert infos["_final_obs"].tolist() == [True, False, False]
     assert infos["final_obs"][0].tolist() == [0, 0, 2]
     assert infos["final_info"]["step"][0] == 2
+    envs.close()
+
+
+class OneBuffer(gym.Env):
+    """Returns the same array every call, written in place (a reset: -1)."""
+
+    observation_space = gym.spaces.Box(-100, 100, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.buffer, self.t = np.zeros(1, np.float32), 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.buffer[0] = 0, -1.0
+        return self.buffer, {}
+
+    def step(self, action):
+        self.t += 1
+        self.buffer[0] = self.t
+        return self.buffer, 1.0, False, self.t == 2, {}
+
+
+@pytest.mark.parametrize("layout", ["sync", "async"])
+def test_same_step_keeps_the_final_observation_the_reset_wrote_over(layout):
+    """A sub-env that returns one array and writes into it: its reset, within the
+    step, overwrote the final observation SameStep reports (Gymnasium's too)."""
+    core_class = vecmode.SyncVectorEnv if layout == "sync" else make_async
+    envs = vecmode.with_autoreset(core_class([OneBuffer, OneBuffer]), "SameStep")
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, dtype=int))
+    obs, _, _, truncations, infos = envs.step(np.zeros(2, dtype=int))
+    assert truncations.all() and obs.tolist() == [[-1.0], [-1.0]]
+    assert [final.tolist() for final in infos["final_obs"]] == [[2.0], [2.0]]
     envs.close()
 
 
