@@ -134,6 +134,25 @@ def test_converted_gymnasium_env_is_gymnasiums_own_in_that_mode(name, inner, tar
     assert_same_run(expected, got, strict_types=target is DISABLED or not scalar_obs)
 
 
+def test_same_step_over_a_disabled_env_keeps_info_numbers_whole():
+    """FrozenLake's reset info has prob 1 (an int), its step's 1/3: merging a
+    reset sub-env's info with a stepped one's cut 1/3 to 0 (as Gymnasium's
+    SameStep does); vecmode's core in SameStep keeps it, and so does this."""
+    fns = [
+        functools.partial(gym.make, "FrozenLake-v1", max_episode_steps=1),
+        functools.partial(gym.make, "FrozenLake-v1"),
+    ]
+    ours = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), SAME)
+    converted = vecmode.with_autoreset(
+        gym.vector.SyncVectorEnv(fns, autoreset_mode=DISABLED), SAME
+    )
+    for envs in (ours, converted):
+        envs.reset(seed=0)
+        infos = envs.step(np.array([1, 1]))[4]
+        assert infos["prob"].tolist() == [1.0, pytest.approx(1 / 3)], infos
+        envs.close()
+
+
 def test_same_step_over_a_disabled_env_is_one_wrapper():
     envs = vecmode.with_autoreset(gym_sync(DISABLED), SAME)
     assert type(envs) is SameStepAutoreset and envs.core is None

@@ -71,12 +71,12 @@ def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
         if isinstance(value, dict) and isinstance(first[key], dict):
             out[key] = merge_infos(first[key], value)
         else:
-            # Gymnasium types the array after the lowest sub-env
+            # the lowest sub-env's array, as Gymnasium's, holding both's numbers
             a_first = int(np.argmax(mask_a)) < int(np.argmax(mask_b))
             base, other, other_mask = (
                 (first[key], value, mask_b) if a_first else (value, first[key], mask_a)
             )
-            merged = base.copy()
+            merged = base.astype(_both(base.dtype, other.dtype))  # (a copy)
             merged[other_mask] = other[other_mask]
             out[key] = merged
         out[mask_key] = np.logical_or(mask_a, mask_b)
@@ -198,11 +198,20 @@ def _fit_value(infos: dict[str, Any], key: str, batch: np.ndarray, value: Any) -
     elif kind is np.ndarray or issubclass(kind, np.generic):
         if value.shape != batch.shape[1:]:
             raise ValueError(f"shape {value.shape}, not {batch.shape[1:]}")
-        numbers = value.dtype.kind in "biufc" and batch.dtype.kind in "biufc"
-        if numbers and not np.can_cast(value.dtype, batch.dtype):
-            infos[key] = batch.astype(np.result_type(batch.dtype, value.dtype))
+        if (dtype := _both(batch.dtype, value.dtype)) is not batch.dtype:
+            infos[key] = batch.astype(dtype)
     elif np.shape(value) != batch.shape[1:]:
         raise ValueError(f"shape {np.shape(value)}, not {batch.shape[1:]}")
+
+
+def _both(dtype: np.dtype, other: np.dtype) -> np.dtype:
+    """``dtype``, or one that also holds the numbers of ``other`` whole."""
+    numbers = dtype.kind in "biufc" and other.kind in "biufc"
+    return (
+        np.result_type(dtype, other)
+        if numbers and not np.can_cast(other, dtype)
+        else dtype
+    )
 
 
 def _unbatchable_key(infos: dict[str, Any], info: dict[str, Any]) -> list[str]:

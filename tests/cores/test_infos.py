@@ -86,3 +86,13 @@ def test_merge_types_the_array_after_the_lowest_sub_env():
         batch(per_env, [False, True, True]), batch(per_env, [True, False, False])
     )
     assert_same(whole, merged)
+
+
+def test_merge_keeps_the_numbers_the_lowest_sub_env_s_dtype_would_cut():
+    """Ints of the lowest sub-env, then a float: Gymnasium's batching cuts 0.5
+    to 0; the merge (SameStepAutoreset over a foreign env) keeps it, as vecmode's
+    cores batch (FrozenLake: reset prob 1, step prob 0.33)."""
+    per_env = [{"prob": 1}, {"prob": 0.5}]
+    merged = merge_infos(batch(per_env, [True, False]), batch(per_env, [False, True]))
+    assert merged["prob"].tolist() == [1.0, 0.5]
+    assert merged["prob"].dtype == np.float64
