@@ -130,6 +130,24 @@ def test_masked_reset_mid_episode_starts_a_new_episode(mode):
         collector.close()
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_an_all_false_reset_mask_does_nothing_over_any_env(mode):
+    """Gymnasium's envs refuse an all-False mask: the collector passed it on,
+    and then needed a full reset. It resets nothing, over every env."""
+    lengths, truncate = ((5,), (5,)), ((False,), (False,))
+    for base in ("vecmode", "gymnasium"):
+        collector = TransitionCollector(make_envs(base, mode, lengths, truncate))
+        collector.reset(seed=0)
+        collector.step(np.zeros(2, dtype=np.int64))
+        obs, infos = collector.reset(options={"reset_mask": [False, False]})
+        assert obs is collector.obs and infos == {} == collector.reset_infos
+        assert collector.cut.tolist() == [False, False]
+        t = collector.step(np.zeros(2, dtype=np.int64))
+        assert t.valid.all(), base
+        assert [decode(o) for o in t.next_obs] == [(0, 0, 2), (1, 0, 2)], base
+        collector.close()
+
+
 @pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
 @pytest.mark.parametrize("mask", [True, False], ids=["masked", "full"])
 def test_a_reset_after_an_end_clears_next_step_s_pending_reset(base, mask):

@@ -387,7 +387,8 @@ class TransitionCollector:
         """Reset the env; return ``(obs, infos)`` as its ``reset`` does.
 
         ``options["reset_mask"]`` resets only the masked sub-envs (after a full
-        reset); a wrong mask raises before anything is reset.
+        reset); a wrong mask raises before anything is reset; an all-False one
+        does nothing, over any env.
         """
         if self._blocked == CLOSED:  # (Gymnasium's closed envs reset on)
             raise ClosedEnvironmentError(CLOSED)
@@ -411,6 +412,9 @@ class TransitionCollector:
                         f"Call collector.reset(seed=...) without a mask."
                     )
                 options["reset_mask"] = mask
+                if not some(mask):  # nothing to reset (Gymnasium's envs refuse it)
+                    self.cut, self.reset_infos = mask & False, {}  # (a new array)
+                    return self._obs, self.reset_infos
         self._obs = None
         self._blocked = call_failed_message("reset")
         obs, infos = self.envs.reset(seed=seed, options=options)
