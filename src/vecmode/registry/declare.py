@@ -112,17 +112,16 @@ def declare(
     if not accepted:
         raise ValueError(NO_MODES)
     wrong_modes = {as_mode(mode): text for mode, text in _texts(wrong, "wrong")}
-    overlap = accepted & wrong_modes.keys()
-    if overlap:
+    if overlap := accepted & wrong_modes.keys():
         raise ValueError(
             f"{mode_names(overlap)} cannot be both supported and silently wrong; "
             f"list each mode in modes or in wrong, not both."
         )
     reasons = {as_mode(m): text for m, text in _texts(why, "why")}
-    if accepted & reasons.keys():
+    if supported := accepted & reasons.keys():
         raise ValueError(
             f"why gives the reasons for refused modes, but "
-            f"{mode_names(accepted & reasons.keys())} is supported; remove it "
+            f"{mode_names(supported)} is supported; remove it "
             f"from why (or from the supported modes)."
         )
     if not isinstance(array_native, bool):

@@ -206,14 +206,10 @@ def _checked(
             f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
             f"got {factory!r}; e.g. check_wrapper(lambda env: MyWrapper(env, k=3))"
         )
+    resets = f" (its runs call reset() after {schedules.RESET_AT})"
     for name, value, least, why in (
         ("num_envs", num_envs, 2, ""),
-        (
-            "transitions",
-            transitions,
-            schedules.RESET_AT + 1,
-            f" (its runs call reset() after {schedules.RESET_AT})",
-        ),
+        ("transitions", transitions, schedules.RESET_AT + 1, resets),
     ):
         if not is_count(value, least):
             raise ValueError(
