@@ -454,6 +454,33 @@ def test_converting_next_step_with_a_reset_step_pending_gives_no_false_step(
     envs.close()
 
 
+@pytest.mark.parametrize("base", ["core", "policy"])
+def test_converting_disabled_with_sub_envs_awaiting_reset_to_same_step_is_refused(
+    base,
+):
+    """A Disabled env whose sub-envs ended and await the caller's masked reset
+    became SameStep, whose first step then refused them, advising the very
+    conversion made. It is refused at once, saying to reset them first; NextStep
+    takes them (its reset step resets them)."""
+    fns = functools.partial(scheduled_fns, 3, lengths=[(1,), (3,), (1,)])
+    core = vecmode.SyncVectorEnv(fns())
+    envs = core if base == "core" else DisableAutoreset(NextStepAutoreset(core))
+    envs.reset(seed=0)
+    envs.step(np.ones(3, dtype=int))  # sub-envs 0 and 2 end
+    with pytest.raises(IncompatibleModeError, match=r"\[0, 2\] ended and await the"):
+        vecmode.with_autoreset(envs, SAME)
+    if base == "core":
+        rewards = vecmode.with_autoreset(envs, NEXT).step(np.ones(3, dtype=int))[1]
+        assert rewards.tolist() == pytest.approx([0, 2.01, 0])  # 0, 2: reset steps
+    envs.reset(options={"reset_mask": np.array([True, False, True])})
+    converted = vecmode.with_autoreset(envs, SAME)
+    steps = [1, 3, 1] if base == "core" else [1, 2, 1]
+    assert converted.step(np.ones(3, dtype=int))[1].tolist() == pytest.approx(
+        [1 + t / 2 + i / 100 for i, t in enumerate(steps)]
+    )
+    envs.close()
+
+
 @pytest.mark.parametrize("target", [SAME, DISABLED], ids=lambda m: m.value)
 def test_converting_an_env_whose_pending_reset_steps_are_unseen_needs_a_reset(target):
     """Gymnasium's AsyncVectorEnv keeps its pending reset steps in its workers:
