@@ -14,13 +14,16 @@ once, every episode's exact return and length.
 from __future__ import annotations
 
 import collections
+import functools
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import vecmode
 from tests.helpers import assert_same
 from tests.registry.gym_verdict_helpers import sub
 from tests.wrappers.cases import (
@@ -399,3 +402,72 @@ def test_normalize_observation_normalises_final_observations_in_time_order(mode)
     else:
         assert finals == 0
     envs.close()
+
+
+class _Count(gym.Env):
+    """Observations 1, 2, ... times ``scale``; a reset's 100 times ``scale``."""
+
+    observation_space = gym.spaces.Box(-1e6, 1e6, (1,), np.float64)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int, scale: float) -> None:
+        self.length, self.scale, self.t = length, scale, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([100.0 * self.scale]), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = np.array([float(self.t * self.scale)])
+        return obs, 1.0, False, self.t >= self.length, {}
+
+
+_COUNTS = [
+    functools.partial(_Count, 10, 1),
+    functools.partial(_Count, 1, 3),  # ends at every step
+    functools.partial(_Count, 10, 5),
+]
+
+
+@pytest.mark.parametrize("stack", ["NormalizeObservation", "ppo_stack"])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_masked_resets_in_a_row_keep_the_others_observations(mode, stack):
+    """A masked reset returned the rows it did not reset normalised with the
+    statistics of the moment: after another masked reset (new first
+    observations in them) they changed. They come back as the call before gave
+    them, in every mode."""
+    wrap = (
+        vw.NormalizeObservation
+        if stack == "NormalizeObservation"
+        else (lambda env: vw.ppo_stack(env, gamma=0.99))
+    )
+    envs = wrap(vecmode.with_autoreset(vecmode.SyncVectorEnv(_COUNTS), mode))
+    envs.reset(seed=0)
+    last = envs.step(np.zeros(3, dtype=int))[0].copy()
+    for reset in ([False, True, False], [False, False, True], [True, False, False]):
+        obs = envs.reset(options={"reset_mask": np.array(reset)})[0]
+        kept = ~np.array(reset)
+        np.testing.assert_array_equal(obs[kept], last[kept], err_msg=str(reset))
+        last = obs.copy()
+    envs.close()
+
+
+def test_the_collector_s_transitions_after_masked_resets_are_the_same_in_every_mode():
+    """Disabled: the collector resets the ended sub-envs after the step, then the
+    caller's masked reset; SameStep: the step reset them. A sub-env reset by
+    neither came back normalised differently (found by an outside review)."""
+    got = {}
+    for mode in (AutoresetMode.SAME_STEP, AutoresetMode.DISABLED):
+        envs = vw.NormalizeObservation(
+            vecmode.with_autoreset(vecmode.SyncVectorEnv(_COUNTS), mode)
+        )
+        with vecmode.TransitionCollector(envs) as collector:
+            collector.reset(seed=0)
+            collector.step(np.zeros(3, dtype=int))  # sub-env 1 ends
+            collector.reset(options={"reset_mask": np.array([False, False, True])})
+            t = collector.step(np.zeros(3, dtype=int))
+            got[mode] = (t.obs, t.next_obs, envs.obs_rms.mean, envs.obs_rms.var)
+    for same, disabled in zip(*got.values(), strict=True):
+        np.testing.assert_array_equal(same, disabled)

@@ -62,10 +62,9 @@ class NormalizeObservation(
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._merged: tuple[Any, Any] | None = None
-        # the rows a SameStep step normalised before the first observations
-        # merged, and how (NumPy: the statistics; arrays: the values), which
-        # the next masked reset gives them again
-        self._kept: tuple[Any, Any] | None = None
+        # the last batch returned (a copy), whose rows a masked reset does not
+        # reset it returns again: the statistics may have moved since
+        self._kept: Any = None
         self._arm("_reset_result")
 
     def _to_array_path(self, xp: Any, leaf: Any) -> None:
@@ -82,18 +81,28 @@ class NormalizeObservation(
     def _array_reset_result(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
-        """The reset rows update ``obs_rms``, after the other rows are normalised."""
+        """The reset rows update ``obs_rms``; the others as last returned."""
         obs, infos = super()._array_reset_result(obs, infos, state)
         kept, self._kept = self._kept, None
         if not self.update_running_mean:
             return self.normalize(obs), infos
         if state is None:
-            return self._updated(obs, None), infos
+            return self._keep(self._updated(obs, None)), infos
         starts = self.boundary.starts
         obs = self._updated(obs, starts)
         if kept is not None:
-            obs = _arrays.rows_where(kept[1] & ~starts, kept[0], obs)
-        return obs, infos
+            obs = _arrays.rows_where(~starts, kept, obs)
+        return self._keep(obs), infos
+
+    def _keep(self, obs: Any) -> Any:
+        """Keep a copy of ``obs``, the batch returned (JAX's arrays are immutable)."""
+        if type(obs) is np.ndarray:
+            self._kept = obs.copy()
+        else:
+            xp = self.array_xp
+            jax = _arrays.name_of(xp) == "jax.numpy"
+            self._kept = obs if jax else xp.asarray(obs, copy=True)
+        return obs
 
     def _updated(self, obs: Any, mask: Any) -> Any:
         """``obs`` normalised, the rows of ``mask`` (all: None) after updating."""
@@ -111,8 +120,9 @@ class NormalizeObservation(
         b = self.boundary
         found = None if b is self.boundaries.quiet else modes.final_observations(infos)
         if found is None:
-            updating = self.update_running_mean
-            out = self._updated(obs, None) if updating else self.normalize(obs)
+            if not self.update_running_mean:
+                return self.normalize(obs), rewards, terminations, truncations, infos
+            out = self._keep(self._updated(obs, None))
             return out, rewards, terminations, truncations, infos
         rows = found[0]
         if cached is not None and cached[0] is obs:
@@ -125,10 +135,7 @@ class NormalizeObservation(
         infos = modes.with_final_batch(infos, rows, self.normalize(merged))
         if not self.update_running_mean:
             return self.normalize(obs), rewards, terminations, truncations, infos
-        obs = self._updated(obs, b.final_in_info)  # the firsts: as a masked reset
-        jax = _arrays.name_of(self.array_xp) == "jax.numpy"  # (immutable arrays)
-        kept = obs if jax else self.array_xp.asarray(obs, copy=True)
-        self._kept = kept, ~b.final_in_info
+        obs = self._keep(self._updated(obs, b.final_in_info))  # as a masked reset
         return obs, rewards, terminations, truncations, infos
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
@@ -149,19 +156,15 @@ class NormalizeObservation(
     def _reset_result(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
-        """The reset rows update ``obs_rms``, after the other rows are normalised."""
+        """The reset rows update ``obs_rms``; the others as last returned."""
         obs, infos = super()._reset_result(obs, infos, state)
         kept, self._kept = self._kept, None
         starts = self.boundary.starts
         out = self._with_firsts(obs, starts)
-        if kept is not None and count_nonzero(rows := kept[1] & ~starts):
-            rms, now = self.obs_rms, (self.obs_rms.mean, self.obs_rms.var)
-            rms.mean, rms.var = kept[0]  # the step's statistics, for its rows
-            try:
-                out[rows] = self.normalize(obs[rows])
-            finally:
-                rms.mean, rms.var = now
-        return out, infos
+        if kept is not None and state is not None:
+            others = ~starts
+            out[others] = kept[others]
+        return self._keep(out) if self.update_running_mean else out, infos
 
     def _with_firsts(self, obs: np.ndarray, firsts: np.ndarray) -> np.ndarray:
         """``obs`` normalised: the rows of ``firsts``, first observations of
@@ -190,9 +193,11 @@ class NormalizeObservation(
         cached, self._merged = self._merged, None
         finals = self.boundary.final_in_info
         if not count_nonzero(finals):
-            if self.update_running_mean:
-                self.obs_rms.update(obs)
-            return self.normalize(obs), rewards, terminations, truncations, infos
+            if not self.update_running_mean:
+                return self.normalize(obs), rewards, terminations, truncations, infos
+            self.obs_rms.update(obs)
+            out = self._keep(self.normalize(obs))
+            return out, rewards, terminations, truncations, infos
         if cached is not None and cached[0] is obs:
             merged = cached[1]
         else:
@@ -209,8 +214,9 @@ class NormalizeObservation(
         infos = base.replace_final_observations(
             infos, rows, self.normalize(merged), self
         )
-        self._kept = (self.obs_rms.mean, self.obs_rms.var), ~finals
         obs = self._with_firsts(obs, finals)  # as a masked reset would
+        if self.update_running_mean:
+            self._keep(obs)
         return obs, rewards, terminations, truncations, infos
 
 

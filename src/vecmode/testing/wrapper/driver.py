@@ -133,12 +133,14 @@ class Driver:
                     f"{plan.wanted} real transitions ({self.taken})"
                 )
                 raise self.fail("handles_every_call", plan.label, what)
-            obs, mask, everyone = self._step()
+            obs, ended, cut, everyone = self._step()
             if everyone:
                 self.calls += 1
                 self._reset(None)
-            elif mask.any():
-                self._masked_reset(mask, obs)
+                continue
+            for mask in (ended, cut):  # two masked resets in a row, where both
+                if mask.any():
+                    obs = self._masked_reset(mask, obs)
         self._check_writes(None)
         return self.result
 
@@ -149,9 +151,9 @@ class Driver:
         self._observe(obs, where)
         self._started(self.reader.reset(obs))
 
-    def _step(self) -> tuple[Any, np.ndarray, bool]:
-        """One step, checked and read; its observations, the sub-envs to reset,
-        whether to reset them all (``reset()``)."""
+    def _step(self) -> tuple[Any, np.ndarray, np.ndarray, bool]:
+        """One step, checked and read; its observations, the sub-envs to reset
+        (ended in DISABLED; cut by the schedule), whether to reset them all."""
         self.calls += 1
         where = f"{self.plan.label}, call {self.calls} (step)"
         queues = zip(self.plan.queues, self.taken, strict=True)
@@ -197,7 +199,7 @@ class Driver:
         everyone = bool(found) and self._resets_everyone(b)
         cut = self._record(found, picked, everyone)
         self._started(reading)
-        return copy.deepcopy(obs), b.needs_reset | cut, everyone
+        return copy.deepcopy(obs), b.needs_reset, cut, everyone
 
     def _resets_everyone(self, b: modes.Boundary) -> bool:
         """Whether every sub-env just reached one of the schedule's ``resets``
@@ -265,8 +267,9 @@ class Driver:
                     raise self.fail("passes_env_infos_on", at, what, hint)
         return picked
 
-    def _masked_reset(self, mask: np.ndarray, last: Any) -> None:
-        """Reset the sub-envs of ``mask``; ``last``: the observations before."""
+    def _masked_reset(self, mask: np.ndarray, last: Any) -> Any:
+        """Reset the sub-envs of ``mask``; ``last``: the observations before;
+        the observations after."""
         self.calls += 1
         where = f"{self.plan.label}, call {self.calls} "
         where += f"(reset with reset_mask={mask.tolist()})"
@@ -289,6 +292,7 @@ class Driver:
                         "sub-envs it did not reset the values the call before gave.",
                     )
         self._started(self.reader.reset(obs, None, mask))
+        return copy.deepcopy(obs)
 
     def _call(
         self, where: str, method: Callable[..., Any], *args: Any, **kwargs: Any
