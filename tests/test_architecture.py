@@ -116,8 +116,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: copied, the merge's dtype rule shared, the collector's all-False mask;
 #: +10: Disabled to SameStep refused while sub-envs await their masked reset;
 #: +10: NormalizeObservation returns the rows a masked reset keeps as it last
-#: did, the kit resets the ended and the cut sub-envs in two masked resets)
-MAX_SRC_LINES = 22_628
+#: did, the kit resets the ended and the cut sub-envs in two masked resets;
+#: +5: vecmode's own vector envs have the autoreset_mode attribute)
+MAX_SRC_LINES = 22_633
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

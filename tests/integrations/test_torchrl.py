@@ -99,3 +99,25 @@ def test_every_vecmode_layer_reports_its_mode_as_an_attribute():
         assert stack.autoreset_mode is envs.autoreset_mode is mode
         assert stack.autoreset_mode is vecmode.mode_of(stack)
         stack.close()
+
+
+def test_vecmode_s_own_vector_envs_have_the_attribute_torchrl_reads():
+    """with_autoreset(env, "Disabled") of an env already Disabled returns it as
+    it is: vecmode's batched CartPole, the simulator adapters and from_sb3 had
+    the mode in metadata only, and TorchRL's GymWrapper raised AttributeError."""
+    from tests.simulators.fakes.maniskill import ManiSkillVectorEnv
+    from vecmode.simulators import ManiSkillAdapter
+    from vecmode.testing import BatchedCartPole
+
+    batched = BatchedCartPole(3, "torch")
+    adapter = ManiSkillAdapter(ManiSkillVectorEnv(2, False, max_episode_steps=4))
+    for envs in (batched, adapter):
+        assert envs.autoreset_mode is envs.metadata["autoreset_mode"]
+    assert vecmode.with_autoreset(batched, "Disabled") is batched
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = GymWrapper(batched, device="cpu")
+        out = env.rollout(30, break_when_any_done=False)
+    assert out["next", "observation"].shape == (3, 30, 4)
+    assert int(out["next", "done"].sum()) > 0  # episodes ended, and went on
+    env.close()

@@ -54,6 +54,8 @@ class FromSB3VectorEnv(VectorEnv):
     """A Stable-Baselines3 ``VecEnv`` as a SAME_STEP Gymnasium vector env (a step
     both terminated and truncated comes back terminated only)."""
 
+    autoreset_mode = AutoresetMode.SAME_STEP  # (as Gymnasium's envs; TorchRL reads it)
+
     def __init__(self, venv: VecEnv) -> None:
         if not isinstance(venv, VecEnv):
             raise TypeError(
@@ -70,7 +72,7 @@ class FromSB3VectorEnv(VectorEnv):
         self.action_space = batch_space(venv.action_space, self.num_envs)
         self.metadata = {
             **(getattr(venv, "metadata", None) or {}),
-            "autoreset_mode": AutoresetMode.SAME_STEP,
+            "autoreset_mode": self.autoreset_mode,
         }
         self.render_mode = venv.render_mode
         self._last_obs: Any = None

@@ -68,9 +68,11 @@ class SimulatorAdapter(VectorEnv):
         self.single_action_space = single_action_space
         self.observation_space = batch_space(single_observation_space, num_envs)
         self.action_space = batch_space(single_action_space, num_envs)
+        #: Its mode, also in ``metadata`` (as Gymnasium's envs; TorchRL reads it).
+        self.autoreset_mode = modes.as_mode(mode)
         self.metadata = {
             **type(self).metadata,
-            "autoreset_mode": modes.as_mode(mode),
+            "autoreset_mode": self.autoreset_mode,
             _arrays.ARRAY_NAMESPACE: namespace,
         }
         self.semantics = semantics

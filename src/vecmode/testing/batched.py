@@ -38,6 +38,7 @@ class BatchedCartPole(VectorEnv):
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.DISABLED}
+    autoreset_mode = AutoresetMode.DISABLED  # (as Gymnasium's envs; TorchRL reads it)
 
     def __init__(
         self,
