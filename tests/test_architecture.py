@@ -117,8 +117,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: +10: Disabled to SameStep refused while sub-envs await their masked reset;
 #: +10: NormalizeObservation returns the rows a masked reset keeps as it last
 #: did, the kit resets the ended and the cut sub-envs in two masked resets;
-#: +5: vecmode's own vector envs have the autoreset_mode attribute)
-MAX_SRC_LINES = 22_633
+#: +5: vecmode's own vector envs have the autoreset_mode attribute; +1:
+#: observation spaces with no elements)
+MAX_SRC_LINES = 22_634
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -177,9 +177,10 @@ def unreset_rows(env: gym.vector.VectorEnv) -> list[Any]:
     reset can batch the rows it left out, in any space."""
     empty = create_empty_array(env.single_observation_space, env.num_envs)
     try:
-        return list(iterate(env.observation_space, empty))
-    except CustomSpaceError:  # (Gymnasium batches a custom space's rows as given)
-        return [None] * env.num_envs
+        rows = list(iterate(env.observation_space, empty))
+    except (CustomSpaceError, ValueError):  # (a custom space's; an empty Dict's)
+        rows = []
+    return rows if len(rows) == env.num_envs else [None] * env.num_envs
 
 
 def checked_writer(
@@ -403,7 +404,7 @@ class Runner:
         if rows is not None:
             dtype = np.dtype(rows.dtype.type) if rows.dtype.isnative else rows.dtype
             self._row = (dtype, rows.shape[1:])
-            if rows.flags.c_contiguous and rows.flags.writeable:
+            if rows.flags.c_contiguous and rows.flags.writeable and rows.size:
                 self._bytes = rows.data.cast("B")
 
     # A copy writes into its own rows, and finds its fast path again.
