@@ -454,30 +454,19 @@ def test_converting_next_step_with_a_reset_step_pending_gives_no_false_step(
     envs.close()
 
 
-@pytest.mark.parametrize("base", ["core", "policy"])
-def test_converting_disabled_with_sub_envs_awaiting_reset_to_same_step_is_refused(
-    base,
-):
-    """A Disabled env whose sub-envs ended and await the caller's masked reset
-    became SameStep, whose first step then refused them, advising the very
-    conversion made. It is refused at once, saying to reset them first; NextStep
-    takes them (its reset step resets them)."""
+def test_a_sub_env_that_ended_before_the_conversion_must_be_reset_and_says_so():
+    """Converted to SameStep while a sub-env awaited its masked reset, a step
+    refused it, advising the very conversion made (an outside review)."""
     fns = functools.partial(scheduled_fns, 3, lengths=[(1,), (3,), (1,)])
     core = vecmode.SyncVectorEnv(fns())
-    envs = core if base == "core" else DisableAutoreset(NextStepAutoreset(core))
-    envs.reset(seed=0)
-    envs.step(np.ones(3, dtype=int))  # sub-envs 0 and 2 end
-    with pytest.raises(IncompatibleModeError, match=r"\[0, 2\] ended and await the"):
-        vecmode.with_autoreset(envs, SAME)
-    if base == "core":
-        rewards = vecmode.with_autoreset(envs, NEXT).step(np.ones(3, dtype=int))[1]
-        assert rewards.tolist() == pytest.approx([0, 2.01, 0])  # 0, 2: reset steps
+    core.reset(seed=0)
+    core.step(np.ones(3, dtype=int))  # sub-envs 0 and 2 end
+    envs = vecmode.with_autoreset(core, SAME)  # (a reset may come next: built)
+    with pytest.raises(vecmode.EpisodeEndedError, match="ended before the conversion"):
+        envs.step(np.ones(3, dtype=int))
     envs.reset(options={"reset_mask": np.array([True, False, True])})
-    converted = vecmode.with_autoreset(envs, SAME)
-    steps = [1, 3, 1] if base == "core" else [1, 2, 1]
-    assert converted.step(np.ones(3, dtype=int))[1].tolist() == pytest.approx(
-        [1 + t / 2 + i / 100 for i, t in enumerate(steps)]
-    )
+    rewards = envs.step(np.ones(3, dtype=int))[1]
+    assert rewards.tolist() == pytest.approx([1.5, 2.01, 1.52])  # steps 1, 2, 1
     envs.close()
 
 

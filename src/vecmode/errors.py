@@ -368,7 +368,8 @@ def episode_ended(indices: tuple[int, ...]) -> str:
         f'env.reset(options={{"reset_mask": mask}}) where mask[i] is True for the '
         f"ended sub-envs (terminations | truncations), or convert the env with "
         f"vecmode.with_autoreset(env, 'SameStep') (or 'NextStep', not over batched "
-        f"envs) to reset them automatically."
+        f"envs) to reset them automatically (an episode that ended before the "
+        f"conversion still needs that reset)."
     )
 
 

@@ -7,7 +7,6 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors, modes
-from vecmode._numpy import host_array
 from vecmode.core import VectorCore
 from vecmode.env_classes import layers, vector_env_declaration
 from vecmode.registry.declare import masked_reset_fault
@@ -103,24 +102,15 @@ def awaiting_reset_step(env: VectorEnv) -> np.ndarray | None:
 def refuse_pending(
     env: VectorEnv, current: AutoresetMode, target: AutoresetMode
 ) -> None:
-    """Refuse to convert ``env`` to SAME_STEP while sub-envs await a reset it has
-    no place for: NEXT_STEP's reset step, or the caller's masked reset of a
-    DISABLED env (NEXT_STEP's reset step resets them; DISABLED leaves them to
-    the caller)."""
-    if modes.caller_resets(target):
-        return
-    if modes.resets_on_next_step(current):  # (unseen: DisableAutoreset refuses)
-        awaiting, what = awaiting_reset_step(env), f"{current.value}'s reset step"
-    elif modes.final_in_info(target):  # a DISABLED env's, where it keeps them
-        awaiting = getattr(env, "awaiting_reset", None)
-        what = f"the masked reset {current.value} leaves to the caller"
-    else:
-        return
-    rows = [] if awaiting is None else np.flatnonzero(host_array(awaiting)).tolist()
-    if rows:
+    """Refuse to convert a NEXT_STEP ``env`` to SAME_STEP while sub-envs await
+    its reset step, which SAME_STEP has no place for (DISABLED leaves them to
+    the caller's masked reset)."""
+    awaiting = awaiting_reset_step(env)  # (unseen: DisableAutoreset refuses steps)
+    if awaiting is not None and awaiting.any() and not modes.caller_resets(target):
         raise errors.IncompatibleModeError(
             f"with_autoreset cannot turn {errors.describe(env)} into {target.value} "
-            f"now: sub-env(s) {rows} ended and await {what}. "
-            f"Reset them first (env.reset(options={{'reset_mask': mask}})), or "
-            f"convert right after reset()."
+            f"now: sub-env(s) {np.flatnonzero(awaiting).tolist()} ended on the last "
+            f"step and await {current.value}'s reset step. Reset them "
+            f"first (env.reset(options={{'reset_mask': mask}})), or convert right "
+            f"after reset()."
         )
