@@ -112,14 +112,14 @@ PRESENTATION = ("cli", "timeline.py")
 #: signature it fitted in a call and the deep keys of the last few hundred; +3:
 #: to_sb3 takes the vector env's render_mode where the sub-envs are out of reach;
 #: +1: reread mends; +22: the Ray core drains after Ctrl-C as the async one;
-#: -5: the outer ring consolidated again; +14: SameStep's final observation
-#: copied, the merge's dtype rule shared, the collector's all-False mask;
-#: +1: an episode ended before a conversion still needs its reset, says the error;
-#: +10: NormalizeObservation returns the rows a masked reset keeps as it last
-#: did, the kit resets the ended and the cut sub-envs in two masked resets;
-#: +5: vecmode's own vector envs have the autoreset_mode attribute; +1:
-#: observation spaces with no elements)
-MAX_SRC_LINES = 22_625
+#: -5: the outer ring consolidated again; +14: SameStep warns where a reset
+#: returned its ending step's array, the merge's dtype rule shared, the
+#: collector's all-False mask; +1: the ended-sub-env error's advice; +14:
+#: NormalizeObservation returns the rows a masked reset keeps as it last did,
+#: the kit resets ended and cut sub-envs in turn or at once; +5: vecmode's own
+#: vector envs have the autoreset_mode attribute; +1: empty observation spaces;
+#: review, +17: the warning's helper, the kept rows whatever update_running_mean)
+MAX_SRC_LINES = 22_642
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -364,12 +364,12 @@ def episode_ended(indices: tuple[int, ...]) -> str:
     which = ", ".join(str(i) for i in indices)
     return (
         f"sub-env(s) {which} ended their episode and must be reset before they are "
-        f"stepped again; nothing was stepped. In Disabled mode reset them with "
+        f"stepped again; nothing was stepped. Reset them with "
         f'env.reset(options={{"reset_mask": mask}}) where mask[i] is True for the '
-        f"ended sub-envs (terminations | truncations), or convert the env with "
+        f"ended sub-envs (terminations | truncations). To have episodes that end "
+        f"from then on reset automatically, convert the env with "
         f"vecmode.with_autoreset(env, 'SameStep') (or 'NextStep', not over batched "
-        f"envs) to reset them automatically (an episode that ended before the "
-        f"conversion still needs that reset)."
+        f"envs)."
     )
 
 

@@ -22,7 +22,7 @@ from gymnasium.error import CustomSpaceError
 from gymnasium.vector.utils import create_empty_array, iterate
 
 from vecmode import errors
-from vecmode.core import Command, copy_batch, ran_by
+from vecmode.core import Command, ran_by
 from vecmode.errors import SubEnvError, short, sub_env_error, text_of
 
 __all__ = ["Failure", "Outcome", "Runner"]
@@ -348,6 +348,25 @@ class Outcome:
     failure: Failure | None = None
 
 
+#: Observations a sub-env may write into after returning them.
+_MUTABLE = (np.ndarray, dict, list)
+
+
+def _reset_ended(
+    env: gym.Env, k: int, seeds: Any, options: Any, final: Any
+) -> tuple[Any, Any]:
+    """:func:`_reset` after an end whose last observation was ``final``."""
+    obs, info = _reset(env, k, seeds, options)
+    if obs is final and type(obs) in _MUTABLE:  # (a buffer it writes into)
+        gym.logger.warn(
+            f"a sub-env's reset() returned the very object its step() returned as "
+            f"the episode's last observation, so SameStep's info['final_obs'] holds "
+            f"the reset's (as in Gymnasium). Return a new array from step() and "
+            f"reset() ({type(env.unwrapped).__name__})."
+        )
+    return obs, info
+
+
 def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
     """Reset ``env``, the ``k``-th of the slice: its seed, a copy of the options
     (or of its own, in a list of one per sub-env), each passed only when given (as
@@ -478,10 +497,9 @@ class Runner:
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
                             check_info(info, method)  # (only where episodes end)
-                            # a copy: the reset may write into the array it returned
-                            finals.append((first + k, copy_batch(obs), info))
+                            finals.append((first + k, obs, info))
                             method = "reset"
-                            obs, info = _reset(env, k, seeds, options)
+                            obs, info = _reset_ended(env, k, seeds, options, obs)
                 elif cmd == _RESET:
                     method = "reset"
                     obs, info = _reset(env, k, seeds, options)

@@ -652,3 +652,27 @@ def test_integer_flags_are_read_as_bools_as_on_numpy(name, mode, stack) -> None:
     _, want = _run("numpy", stack, mode, steps=10, cls=_IntFlags)
     _assert_same(got, want)
     assert any(step[5] is not None for step in want if len(step) == 7)
+
+
+@pytest.mark.parametrize("name", ("numpy", *ARRAYS))
+@pytest.mark.parametrize("stack", ["NormalizeObservation", "ppo_stack"])
+@pytest.mark.parametrize("freeze", [False, True], ids=["updating", "frozen-between"])
+def test_masked_resets_in_a_row_keep_the_others_rows(name, stack, freeze):
+    """Masked resets in a row return the rows they do not reset as the call before
+    did, in every library, also with the statistics frozen between them."""
+    base = make_batched(name, 4, max_episode_steps=3)
+    envs = (
+        NormalizeObservation(base)
+        if stack == "NormalizeObservation"
+        else ppo_stack(base, gamma=0.99)
+    )
+    xp = xp_of(name)
+    envs.reset(seed=0)
+    last = host(envs.step(xp.asarray(np.zeros(4, dtype=np.int64)))[0])
+    masks = ([True, False, False, False], [False, True, False, False], [0, 0, 1, 1])
+    for k, mask in enumerate(np.array(masks, dtype=bool)):
+        if freeze and k == 1:
+            envs.update_running_mean = False
+        obs = host(envs.reset(options={"reset_mask": xp.asarray(mask)})[0])
+        np.testing.assert_array_equal(obs[~mask], last[~mask], err_msg=f"reset {k}")
+        last = obs

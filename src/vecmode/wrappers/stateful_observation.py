@@ -84,13 +84,12 @@ class NormalizeObservation(
         """The reset rows update ``obs_rms``; the others as last returned."""
         obs, infos = super()._array_reset_result(obs, infos, state)
         kept, self._kept = self._kept, None
+        starts = None if state is None else self.boundary.starts
         if not self.update_running_mean:
-            return self.normalize(obs), infos
-        if state is None:
-            return self._keep(self._updated(obs, None)), infos
-        starts = self.boundary.starts
-        obs = self._updated(obs, starts)
-        if kept is not None:
+            obs = self.normalize(obs)
+        else:
+            obs = self._updated(obs, starts)
+        if kept is not None and starts is not None:
             obs = _arrays.rows_where(~starts, kept, obs)
         return self._keep(obs), infos
 
@@ -120,10 +119,9 @@ class NormalizeObservation(
         b = self.boundary
         found = None if b is self.boundaries.quiet else modes.final_observations(infos)
         if found is None:
-            if not self.update_running_mean:
-                return self.normalize(obs), rewards, terminations, truncations, infos
-            out = self._keep(self._updated(obs, None))
-            return out, rewards, terminations, truncations, infos
+            updating = self.update_running_mean
+            out = self._updated(obs, None) if updating else self.normalize(obs)
+            return self._keep(out), rewards, terminations, truncations, infos
         rows = found[0]
         if cached is not None and cached[0] is obs:
             merged = cached[1]
@@ -134,9 +132,10 @@ class NormalizeObservation(
             rms.update(merged)
         infos = modes.with_final_batch(infos, rows, self.normalize(merged))
         if not self.update_running_mean:
-            return self.normalize(obs), rewards, terminations, truncations, infos
-        obs = self._keep(self._updated(obs, b.final_in_info))  # as a masked reset
-        return obs, rewards, terminations, truncations, infos
+            obs = self.normalize(obs)
+        else:
+            obs = self._updated(obs, b.final_in_info)  # the firsts: as a masked reset
+        return self._keep(obs), rewards, terminations, truncations, infos
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """Normalise a batch with the current statistics (no update)."""
@@ -164,7 +163,7 @@ class NormalizeObservation(
         if kept is not None and state is not None:
             others = ~starts
             out[others] = kept[others]
-        return self._keep(out) if self.update_running_mean else out, infos
+        return self._keep(out), infos
 
     def _with_firsts(self, obs: np.ndarray, firsts: np.ndarray) -> np.ndarray:
         """``obs`` normalised: the rows of ``firsts``, first observations of
@@ -193,9 +192,8 @@ class NormalizeObservation(
         cached, self._merged = self._merged, None
         finals = self.boundary.final_in_info
         if not count_nonzero(finals):
-            if not self.update_running_mean:
-                return self.normalize(obs), rewards, terminations, truncations, infos
-            self.obs_rms.update(obs)
+            if self.update_running_mean:
+                self.obs_rms.update(obs)
             out = self._keep(self.normalize(obs))
             return out, rewards, terminations, truncations, infos
         if cached is not None and cached[0] is obs:
@@ -214,9 +212,7 @@ class NormalizeObservation(
         infos = base.replace_final_observations(
             infos, rows, self.normalize(merged), self
         )
-        obs = self._with_firsts(obs, finals)  # as a masked reset would
-        if self.update_running_mean:
-            self._keep(obs)
+        obs = self._keep(self._with_firsts(obs, finals))  # as a masked reset would
         return obs, rewards, terminations, truncations, infos
 
 

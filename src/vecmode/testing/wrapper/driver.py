@@ -100,6 +100,7 @@ class Driver:
         self.held: HeldResults[str] = HeldResults(plan.reuses_observations)
         self.taken = [0] * self.num_envs
         self.calls = 0
+        self._in_turn = False  # (ended and cut sub-envs: reset in turn, or at once)
         library = plan.array_library
         self.xp = None if library is None else schedules.library_module(library)
         self.library = _arrays.declared_namespace(envs) or _arrays.name_of(self.xp)
@@ -138,7 +139,9 @@ class Driver:
                 self.calls += 1
                 self._reset(None)
                 continue
-            for mask in (ended, cut):  # two masked resets in a row, where both
+            both = ended.any() and cut.any()
+            self._in_turn ^= both  # where both: in turn two resets in a row, or one
+            for mask in (ended, cut) if both and self._in_turn else (ended | cut,):
                 if mask.any():
                     obs = self._masked_reset(mask, obs)
         self._check_writes(None)
