@@ -139,7 +139,7 @@ class Driver:
                 self.calls += 1
                 self._reset(None)
                 continue
-            both = ended.any() and cut.any()
+            both = bool(ended.any() and cut.any())
             self._in_turn ^= both  # where both: in turn two resets in a row, or one
             for mask in (ended, cut) if both and self._in_turn else (ended | cut,):
                 if mask.any():
