@@ -62,8 +62,10 @@ class NormalizeObservation(
         self.obs_rms = RunningMeanStd(shape=space.shape, dtype=np.float32)
         self.epsilon = self._checked_epsilon(epsilon)
         self._merged: tuple[Any, Any] | None = None
-        # the last batch returned (a copy), whose rows a masked reset does not
-        # reset it returns again: the statistics may have moved since
+        # what the rows a masked reset does not reset come back as, the
+        # statistics having moved since: NumPy, the statistics each row was
+        # last normalised with, [(mean, var, rows or None: all)]; other
+        # libraries, a copy of the last batch
         self._kept: Any = None
         self._arm("_reset_result")
 
@@ -95,12 +97,9 @@ class NormalizeObservation(
 
     def _keep(self, obs: Any) -> Any:
         """Keep a copy of ``obs``, the batch returned (JAX's arrays are immutable)."""
-        if type(obs) is np.ndarray:
-            self._kept = obs.copy()
-        else:
-            xp = self.array_xp
-            jax = _arrays.name_of(xp) == "jax.numpy"
-            self._kept = obs if jax else xp.asarray(obs, copy=True)
+        xp = self.array_xp
+        jax = _arrays.name_of(xp) == "jax.numpy"
+        self._kept = obs if jax else xp.asarray(obs, copy=True)
         return obs
 
     def _updated(self, obs: Any, mask: Any) -> Any:
@@ -160,10 +159,29 @@ class NormalizeObservation(
         kept, self._kept = self._kept, None
         starts = self.boundary.starts
         out = self._with_firsts(obs, starts)
-        if kept is not None and state is not None:
-            others = ~starts
-            out[others] = kept[others]
-        return self._keep(out), infos
+        if kept is None or state is None:
+            self._kept = [(*self._stats(), None)]
+            return out, infos
+        others, self._kept = ~starts, [(*self._stats(), starts)]
+        for mean, var, rows in kept:
+            rows = others if rows is None else others & rows
+            if count_nonzero(rows):
+                out[rows] = self._normalized_with((mean, var), obs[rows])
+                self._kept.append((mean, var, rows))
+        return out, infos
+
+    def _stats(self) -> tuple[Any, Any]:
+        """The statistics now (``update`` replaces the arrays: a snapshot)."""
+        return self.obs_rms.mean, self.obs_rms.var
+
+    def _normalized_with(self, stats: tuple[Any, Any], obs: np.ndarray) -> Any:
+        """:meth:`normalize` of ``obs`` with the statistics ``stats``."""
+        rms, now = self.obs_rms, self._stats()
+        rms.mean, rms.var = stats
+        try:
+            return self.normalize(obs)
+        finally:
+            rms.mean, rms.var = now
 
     def _with_firsts(self, obs: np.ndarray, firsts: np.ndarray) -> np.ndarray:
         """``obs`` normalised: the rows of ``firsts``, first observations of
@@ -194,8 +212,8 @@ class NormalizeObservation(
         if not count_nonzero(finals):
             if self.update_running_mean:
                 self.obs_rms.update(obs)
-            out = self._keep(self.normalize(obs))
-            return out, rewards, terminations, truncations, infos
+            self._kept = [(*self._stats(), None)]
+            return self.normalize(obs), rewards, terminations, truncations, infos
         if cached is not None and cached[0] is obs:
             merged = cached[1]
         else:
@@ -212,7 +230,9 @@ class NormalizeObservation(
         infos = base.replace_final_observations(
             infos, rows, self.normalize(merged), self
         )
-        obs = self._keep(self._with_firsts(obs, finals))  # as a masked reset would
+        before = self._stats()
+        obs = self._with_firsts(obs, finals)  # as a masked reset would
+        self._kept = [(*before, ~finals), (*self._stats(), finals)]
         return obs, rewards, terminations, truncations, infos
 
 
