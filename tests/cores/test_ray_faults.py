@@ -427,12 +427,12 @@ def test_after_ctrl_c_in_a_step_the_env_goes_on_from_a_reset(ctrl_c, split):
     before = live_actors()
     core = faulty_core(n=4, num_actors=2)
     core.reset(seed=0)
-    arm(core, {1: "slow"})  # a second's step: the Ctrl-C comes in the middle
+    arm(core, {1: "slow"})  # a second's step; Ctrl-C at 0.2 s, seen at the 0.5 s poll
     ones = np.ones(4, dtype=int)
     if split:
-        assert interrupt(lambda: (core.step_async(ones), core.step_wait())) < 1.0
+        assert interrupt(lambda: (core.step_async(ones), core.step_wait()), 0.2) < 1.0
     else:
-        assert interrupt(lambda: core.step(ones)) < 1.0
+        assert interrupt(lambda: core.step(ones), 0.2) < 1.0
     with pytest.raises(EpisodeEndedError, match=r"sub-env\(s\) 0, 1, 2, 3 lost"):
         core.step(ones)
     core.reset(seed=1)
