@@ -463,7 +463,7 @@ def timed_out_message(
             f"with a larger timeout if the sub-envs are slow."
         )
     return (
-        f"{during} did not finish within timeout={timeout or 0.0} s ({late} had not "
+        f"{during} did not finish within {timeout or 0.0:g} s ({late} had not "
         f"answered). {remedy}"
     )
 

@@ -458,7 +458,9 @@ def test_ctrl_c_in_a_hung_step_surfaces_at_once_and_the_drain_times_out(ctrl_c):
     arm(core, {0: "hang"})
     assert interrupt(lambda: core.step(np.zeros(2, dtype=int))) < 2.0
     started = time.monotonic()
-    with pytest.raises(WorkerTimeoutError, match=r"interrupted by Ctrl-C"):
+    with pytest.raises(
+        WorkerTimeoutError, match=r"interrupted by Ctrl-C\) did not finish within 2 s"
+    ):
         core.step(np.zeros(2, dtype=int))  # drains at most the env's timeout
     assert time.monotonic() - started < 4.0
     with pytest.raises(WorkerError, match="timed out"):
