@@ -158,6 +158,23 @@ WRITES_BELOW_CAVEATS: dict[str, str] = {
         )
         for short in ("VectorizeTransformReward", "ClipReward")
     },
+}
+
+#: Wrappers that read the infos as Gymnasium's batched dict (they assert it).
+DICT_INFO_READERS = frozenset(
+    _GWV + name
+    for name in ("common:RecordEpisodeStatistics", "dict_info_to_list:DictInfoToList")
+)
+#: Why they are wrong over a ``DictInfoToList``.
+LISTED_INFOS = (
+    "a DictInfoToList below it makes the infos a list, which it cannot read: its "
+    "reset or step raises AssertionError. Make DictInfoToList the outermost wrapper."
+)
+
+#: Wrappers that write into the env's batch, and so are wrong where a masked reset
+#: reaches them over an env that keeps the rows it hands out (see
+#: :func:`vecmode.env_classes.keeps_rows`); right over others.
+KEPT_ROWS_FAULTS: dict[str, str] = {
     _GWV + "vectorize_observation:VectorizeTransformObservation": (
         "where it keeps the env's observation space (the default), it writes its "
         "observations into the array the env below returned: over an env that "

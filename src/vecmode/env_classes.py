@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import wrapt
 from gymnasium.vector import VectorWrapper
 
 from vecmode import _arrays
@@ -385,6 +386,23 @@ def keeps_options(env: Any) -> bool:
     return not any(isinstance(layer, pops) for layer in layers(env))
 
 
+def lists_infos(env: Any) -> bool:
+    """Whether a ``DictInfoToList`` (anyone's) in ``env``'s stack makes its infos
+    a list."""
+    return any(type(layer).__name__ == "DictInfoToList" for layer in layers(env))
+
+
+def keeps_rows(env: Any) -> bool | None:
+    """Whether ``env`` hands out its own batch and keeps a sub-env's row there
+    until the sub-env runs again (``copy=False`` over workers: Gymnasium's
+    AsyncVectorEnv, vecmode's async and Ray cores); None if unknown."""
+    inner = getattr(env, "unwrapped", env)
+    copy = getattr(inner, "copy", None)
+    if copy is True or type(inner).__name__ == "SyncVectorEnv":  # (refills it)
+        return False
+    return True if copy is False else None
+
+
 def final_obs_layout(env: Any) -> str:
     """How ``env`` reports SAME_STEP final observations (:data:`FINAL_OBS_LAYOUTS`):
     the outermost layer's ``final_obs_layout`` class attribute, else the innermost
@@ -402,10 +420,16 @@ def final_obs_layout(env: Any) -> str:
 
 def layers(env: Any, limit: int = 64) -> Iterator[Any]:
     """``env``, then each layer's own ``env`` (not a forwarded one), down to the
-    innermost: at most ``limit`` layers."""
+    innermost: at most ``limit`` layers. A ``wrapt`` proxy's is the object it
+    wraps; a plain ``wrapt.ObjectProxy``, which changes nothing, is no layer."""
     for _ in range(limit):
         if env is None:
             return
+        if isinstance(env, wrapt.ObjectProxy):  # (its __dict__ is the wrapped one's)
+            if type(env) is not wrapt.ObjectProxy:
+                yield env
+            env = env.__wrapped__
+            continue
         yield env
         inner = env.__dict__.get("env") if hasattr(env, "__dict__") else None
         env = None if inner is env else inner

@@ -382,7 +382,9 @@ def incompatible_mode(
 ) -> str:
     got_text = "no declared mode" if got is None else f"mode {got.value}"
     accepts = list(accepts)
-    if got is not None and got in accepts:  # the mode is fine, the env is not
+    if not accepts:  # (in no mode over this env)
+        head = f"{wrapper} cannot wrap this env:"
+    elif got is not None and got in accepts:  # the mode is fine, the env is not
         head = f"{wrapper} cannot wrap this env, although it supports its {got_text}:"
     else:
         head = (

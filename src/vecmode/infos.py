@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from vecmode._arrays import rows_where
 from vecmode.errors import InfoBatchError
 
 
@@ -56,12 +57,26 @@ def restricted_infos(infos: dict[str, Any], rows: Any) -> dict[str, Any]:
     return out
 
 
-def merge_infos(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Merge two batched info dicts about disjoint sets of sub-envs."""
-    out = dict(first)
+def per_row(value: Any, other: Any, num_envs: int) -> bool:
+    """Whether two info values with no ``_key`` mask are arrays of one shape with
+    a row per sub-env (batched simulators' infos), to merge row by row."""
+    shape = tuple(getattr(value, "shape", ()))
+    return shape[:1] == (num_envs,) and tuple(getattr(other, "shape", ())) == shape
+
+
+def merge_infos(
+    first: dict[str, Any], second: dict[str, Any], rows: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Merge two batched info dicts about disjoint sets of sub-envs; ``rows``: the
+    sub-envs of ``second``, whose rows of an unmasked per-row value are taken."""
+    out, num_envs = dict(first), -1 if rows is None else len(rows)
     for key in _masked_keys(second):
         mask_key = f"_{key}"
         value = second[key]
+        unmasked = mask_key not in second and mask_key not in first
+        if unmasked and per_row(value, first.get(key), num_envs):
+            out[key] = rows_where(rows, value, first[key])
+            continue
         if key not in first or mask_key not in first or mask_key not in second:
             out[key] = value
             if mask_key in second:

@@ -282,12 +282,28 @@ def own_masks_only(name: str, n: int) -> Any:
     return OwnMasksOnly(n, xp=xp_of(name))
 
 
+HOST_MASK_TAKERS = {
+    "DisableAutoreset": vecmode.DisableAutoreset,
+    "TransitionCollector": vecmode.TransitionCollector,
+    "ClipReward": lambda e: vecmode.wrappers.ClipReward(e, -1, 1),
+    "TransformObservation": lambda e: vecmode.wrappers.TransformObservation(
+        e, lambda obs: obs * 2
+    ),
+    "ppo_stack": lambda e: vecmode.wrappers.ppo_stack(e, gamma=0.99),
+}
+
+
 @pytest.mark.parametrize("name", ARRAYS)
-@pytest.mark.parametrize("wrap", ["DisableAutoreset", "TransitionCollector"])
-def test_a_callers_host_mask_reaches_the_env_in_its_library(name, wrap) -> None:
-    envs = getattr(vecmode, wrap)(own_masks_only(name, 4))
+@pytest.mark.parametrize("wrap", sorted(HOST_MASK_TAKERS))
+@pytest.mark.parametrize("given_as", [np.asarray, list])
+def test_a_callers_host_mask_reaches_the_env_in_its_library(name, wrap, given_as):
+    """A policy or a wrapper right over a Disabled array env (with_autoreset's
+    'Disabled' returns it as it is) hands the env a caller's NumPy or list mask
+    in the env's library (the wrappers handed it on as given)."""
+    envs = HOST_MASK_TAKERS[wrap](own_masks_only(name, 4))
     first, _ = envs.reset(seed=0)
-    obs, _ = envs.reset(options={"reset_mask": np.array([True, False, True, False])})
+    mask = given_as(np.array([True, False, True, False]))
+    obs, _ = envs.reset(options={"reset_mask": mask})
     assert type(obs) is type(first)
 
 
@@ -302,6 +318,24 @@ def test_an_array_env_declaring_no_library_is_told_to_declare_it() -> None:
     with pytest.raises(vecmode.ArrayLibraryError) as caught:
         envs.step(torch.ones(4, dtype=torch.int64))
     assert "metadata['array_namespace'] = 'torch'" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_numpy_flags_from_an_array_env_are_named(name) -> None:
+    """An env of torch or JAX observations returning NumPy flags: a clear error
+    (an AttributeError from deep inside before)."""
+    env = make_batched(name, 2)
+    step = env.step
+
+    def numpy_flags(actions: Any) -> Any:
+        obs, rewards, terms, truncs, _ = step(actions)
+        return obs, rewards, host(terms), host(truncs), {}
+
+    env.step = numpy_flags
+    envs = vecmode.with_autoreset(env, "SameStep")
+    envs.reset(seed=0)
+    with pytest.raises(vecmode.ArrayLibraryError, match="return the flags in the"):
+        envs.step(env.xp.asarray([0, 1]))
 
 
 def _ends_first(name: str) -> Any:
@@ -345,3 +379,31 @@ def test_final_info_masks_hold_the_ended_rows_alone_as_numpys(name, converted):
         assert host(info[f"_{key}"]).tolist() == [True, False, False], key
     assert got["success"][0] == want["success"][0] == 2
     assert got["episode"]["r"][0] == want["episode"]["r"][0] == 2
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_same_step_merges_infos_with_no_mask_row_by_row(name) -> None:
+    """Batched simulators' infos have no `_key` masks (ManiSkill's `success`): in
+    SameStep, the rows of the sub-envs that ended take the reset's value and the
+    others keep the step's (every row was the reset's); a value that is not
+    one row per sub-env is the reset's, as before."""
+    xp = xp_of(name)
+    env = make_batched(name, 3, max_episode_steps=2)
+    step0, reset0 = env.step, env.reset
+
+    def step(actions: Any) -> Any:
+        return (*step0(actions)[:4], {"x": xp.asarray([1.0, 2.0, 3.0]), "g": 1})
+
+    def reset(**kwargs: Any) -> Any:
+        return reset0(**kwargs)[0], {"x": xp.asarray([-1.0, -2.0, -3.0]), "g": 2}
+
+    env.step, env.reset = step, reset
+    envs = vecmode.with_autoreset(env, "SameStep")
+    envs.reset(seed=0)
+    envs.step(xp.asarray([0, 0, 0]))
+    envs.reset(options={"reset_mask": np.array([True, False, False])})
+    *_, terms, truncs, infos = envs.step(xp.asarray([0, 0, 0]))
+    assert host(terms | truncs).tolist() == [False, True, True]
+    assert host(infos["x"]).tolist() == [1.0, -2.0, -3.0]
+    assert infos["g"] == 2
+    assert host(infos["final_info"]["x"])[1:].tolist() == [2.0, 3.0]  # the step's

@@ -40,7 +40,7 @@ def test_gymnasium_wrappers_are_unchecked_unless_guarded():
         assert VectorWrapper in registry.instrumented()
         with pytest.raises(vecmode.IncompatibleModeError) as info:
             gym_wrappers.NormalizeReward(envs)
-        assert "known to be wrong there" in str(info.value)
+        assert "known to be wrong in SameStep" in str(info.value)
         gym_wrappers.NormalizeReward(in_mode(NS))  # its supported mode
         # a class Gymnasium itself refuses gets vecmode's message, not Gymnasium's
         with pytest.raises(vecmode.IncompatibleModeError, match="TransformObservation"):

@@ -232,7 +232,11 @@ def test_the_partial_reset_caveats_are_what_the_kit_finds(short):
     after one; those with a write caveat fail at the first step, writing into
     the env's rewards; the others conform."""
     import vecmode
-    from vecmode._gymnasium import PARTIAL_RESET_CAVEATS, WRITES_BELOW_CAVEATS
+    from vecmode._gymnasium import (
+        KEPT_ROWS_FAULTS,
+        PARTIAL_RESET_CAVEATS,
+        WRITES_BELOW_CAVEATS,
+    )
     from vecmode.testing import check_wrapper, episode_statistics
 
     name = f"gymnasium.wrappers.vector.{short}"
@@ -249,7 +253,7 @@ def test_the_partial_reset_caveats_are_what_the_kit_finds(short):
         **kit,
     )
     with vecmode.guard():  # Gymnasium's classes refuse the modes they get wrong
-        if name in WRITES_BELOW_CAVEATS:  # found at the first step, before any cut
+        if name in {**WRITES_BELOW_CAVEATS, **KEPT_ROWS_FAULTS}:  # before any cut
             with pytest.raises(AssertionError, match=_WROTE_REWARDS):
                 run()
             return
@@ -357,15 +361,23 @@ def test_every_write_caveat_is_established():
     """Each class with a write caveat is run by the kit (which finds it) and by
     a test above (which shows it), and is ok in NextStep; no class has both
     kinds of caveat (an entry holds one)."""
-    from vecmode._gymnasium import PARTIAL_RESET_CAVEATS, WRITES_BELOW_CAVEATS
+    from vecmode._gymnasium import (
+        KEPT_ROWS_FAULTS,
+        PARTIAL_RESET_CAVEATS,
+        WRITES_BELOW_CAVEATS,
+    )
 
     kit = {f"gymnasium.wrappers.vector.{short}" for short in _KIT_BUILT}
-    assert set(WRITES_BELOW_CAVEATS) <= kit
-    assert not set(WRITES_BELOW_CAVEATS) & set(PARTIAL_RESET_CAVEATS)
-    for name in WRITES_BELOW_CAVEATS:
+    writers = {**WRITES_BELOW_CAVEATS, **KEPT_ROWS_FAULTS}
+    assert set(writers) <= kit
+    assert not set(writers) & set(PARTIAL_RESET_CAVEATS)
+    for name in writers:
         verdicts = {v for v, _ in GYMNASIUM_VERDICTS[name].values()}
         assert verdicts <= {"ok", "refuses"}, name
         assert GYMNASIUM_VERDICTS[name]["NextStep"][0] == "ok", name
+
+
+_VTO = "vectorize_observation:VectorizeTransformObservation"
 
 
 def _kept_after_a_masked_reset(envs: Any) -> np.ndarray:
@@ -389,6 +401,8 @@ def test_vectorize_transform_observation_writes_into_the_batch_below(mode):
     the kept sub-env's observation comes back doubled twice (vecmode's async
     core as Gymnasium's; vecmode's class returns a new array)."""
     import vecmode
+    from vecmode._gymnasium import KEPT_ROWS_FAULTS
+    from vecmode.registry import Verdict
 
     def fns():
         return [lambda: gym.make("CartPole-v1")] * 2
@@ -437,9 +451,23 @@ def test_vectorize_transform_observation_writes_into_the_batch_below(mode):
             2,
         ),
     }
+    caveat = KEPT_ROWS_FAULTS[f"gymnasium.wrappers.vector.{_VTO}"]
     for name, (wrap, envs, times) in cases.items():
-        got = _kept_after_a_masked_reset(wrap(envs))
+        wrapped = wrap(envs)
+        # the report says what happens: wrong in Disabled over an env that keeps
+        # its rows, a caveat in NextStep there, nothing over the others
+        row = vecmode.check_stack(wrapped).rows[-1]
+        wrong = times == 4 and mode == "Disabled"
+        assert row.verdict is (Verdict.KNOWN_WRONG if wrong else Verdict.OK), name
+        assert (caveat in row.note) == (times == 4), (name, row.note)
+        got = _kept_after_a_masked_reset(wrapped)
         np.testing.assert_allclose(got, times * truth, err_msg=name)
+    # and a layer above that resets ended sub-envs by mask is refused over it
+    gym_nextstep = gym.vector.AsyncVectorEnv(fns(), copy=False)
+    with pytest.raises(vecmode.IncompatibleModeError, match="transformed twice"):
+        vecmode.DisableAutoreset(gym_doubled(gym_nextstep))
+    vecmode.DisableAutoreset(gym_doubled(gym.vector.AsyncVectorEnv(fns()))).close()
+    gym_nextstep.close()
 
 
 def test_record_episode_statistics_verdicts_follow_the_env_below():

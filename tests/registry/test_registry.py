@@ -232,7 +232,7 @@ def test_register_records_known_wrong_modes(clean_registry):
     assert [found.behaviour(m) for m in (NS, SS, D)] == ["ok", "known-wrong", "refused"]
     with pytest.raises(vecmode.IncompatibleModeError) as info:
         Recorder(in_mode(SS))
-    assert "known to be wrong there: it counts the reset step." in str(info.value)
+    assert "known to be wrong in SameStep: it counts the reset step." in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,53 @@ def test_gymnasium_s_record_episode_statistics_over_another_is_known_wrong():
     outer.close()
 
 
+@pytest.mark.parametrize("reader", ["RecordEpisodeStatistics", "DictInfoToList"])
+def test_gymnasium_s_info_readers_over_a_dict_info_to_list_are_known_wrong(reader):
+    """Gymnasium's wrappers that assert dict infos crash at the first step over a
+    DictInfoToList (anyone's): the report and guard() say so (they said ok)."""
+    for lister in (gym_wrappers.DictInfoToList, vecmode.wrappers.DictInfoToList):
+        base = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+        envs = getattr(gym_wrappers, reader)(lister(base))
+        report = vecmode.check_stack(envs)
+        assert not report.ok and report[-1].verdict is Verdict.KNOWN_WRONG
+        assert "Make DictInfoToList the outermost wrapper." in report[-1].note
+        with pytest.raises(AssertionError):  # what the verdict stands for
+            envs.reset(seed=0)
+            envs.step(np.zeros(2, dtype=int))
+        with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError) as caught:
+            getattr(gym_wrappers, reader)(lister(base))
+        assert str(caught.value).startswith(f"{reader} cannot wrap this env: ")
+        assert vecmode.check_stack(getattr(gym_wrappers, reader)(base)).ok
+        envs.close()
+
+
+def test_a_wrapt_proxy_hides_no_layer():
+    """A plain wrapt.ObjectProxy forwards everything, so it is no layer; a proxy
+    subclass is an undeclared one. The layers they wrap are checked (a proxy
+    around a known-wrong layer made it vanish from the report)."""
+    import wrapt
+
+    base = vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="SameStep")
+    report = vecmode.check_stack(wrapt.ObjectProxy(gym_wrappers.NormalizeReward(base)))
+    assert [r.name for r in report] == [
+        "SyncVectorEnv", "SameStepAutoreset", "NormalizeReward"
+    ]  # fmt: skip
+    assert report[-1].verdict is Verdict.KNOWN_WRONG
+    with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError):
+        gym_wrappers.NormalizeReward(wrapt.ObjectProxy(base))
+
+    class Scale(wrapt.ObjectProxy):
+        def step(self, actions):
+            obs, *rest = self.__wrapped__.step(actions)
+            return (obs * 10, *rest)
+
+    report = vecmode.check_stack(Scale(base))
+    assert [(r.name, r.verdict) for r in report][1:] == [
+        ("SameStepAutoreset", Verdict.OK), ("Scale", Verdict.UNDECLARED)
+    ]  # fmt: skip
+    base.close()
+
+
 def test_a_mode_that_is_no_mode_names_its_layer():
     envs = gym.vector.SyncVectorEnv(scheduled_fns(2))
     envs.metadata = {**envs.metadata, "autoreset_mode": "Bogus"}

@@ -174,7 +174,7 @@ class SameStepAutoreset(AutoresetWrapper):
             finals, infos = select_infos(infos, ended), select_infos(infos, ~ended)
             obs, reset_infos = self._masked_reset(ended)
             infos = modes.with_finals(
-                merge_infos(infos, reset_infos), ended, final_obs, finals
+                merge_infos(infos, reset_infos, ended), ended, final_obs, finals
             )
         self._last_obs = obs
         return obs, rewards, terminations, truncations, infos

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from vecmode import _arrays, _rows, errors, modes
 from vecmode.core import StepResult
+from vecmode.infos import per_row
 
 
 def merged_infos(
@@ -20,8 +23,9 @@ def merged_infos(
 ) -> dict[str, Any]:
     """The step's batched ``infos`` with the masked reset's ``reset_infos`` in
     the rows they mask, as ``vecmode.infos`` merges NumPy's: a step's masked
-    info no longer masks the ``ended`` rows; an unmasked one is the reset's,
-    if it has one."""
+    info no longer masks the ``ended`` rows; an unmasked one is the reset's in
+    the ``ended`` rows if both have a row per sub-env, else the reset's if it
+    has one."""
     out = dict(infos)
     for key in infos:
         if not str(key).startswith("_") and f"_{key}" in infos:
@@ -33,6 +37,8 @@ def merged_infos(
         if key in infos and had is not None and has is not None:
             out[key] = _arrays.rows_where(has, value, infos[key])
             out[f"_{key}"] = had | has
+        elif had is None and has is None and per_row(value, infos.get(key), len(ended)):
+            out[key] = _arrays.rows_where(ended, value, infos[key])
         else:
             out[key] = value
             if has is not None:
@@ -46,6 +52,12 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
     dense layout (one batch, meaningful where they ended), their final infos
     the step's infos as the env returned them."""
     obs, rewards, terminations, truncations, infos = result
+    if type(terminations) is np.ndarray or type(truncations) is np.ndarray:
+        raise errors.ArrayLibraryError(
+            f"{errors.describe(policy.env)} returned NumPy terminations or "
+            f"truncations with {_arrays.name_of(_arrays.namespace(obs))} "
+            f"observations: return the flags in the batch's library."
+        )
     ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
     if _arrays.any_true(ended):
         final_obs = _rows.copied(obs)  # the env may write into its batch

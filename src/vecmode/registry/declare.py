@@ -14,7 +14,7 @@ from typing import Any
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import _gymnasium, errors
-from vecmode.env_classes import class_path, keeps_options
+from vecmode.env_classes import class_path, keeps_options, keeps_rows, lists_infos
 from vecmode.errors import mode_names
 from vecmode.modes import MODES, ModeLike, as_mode
 
@@ -39,7 +39,8 @@ class Declaration:
         masked_reset_fault: what goes wrong when a masked reset (``reset_mask``)
             reaches it in a supported mode, and what to do ("" if nothing): a
             stack with a layer above that makes masked resets is wrong.
-        needs_popped_options, kept_options_caveat: see :meth:`over`.
+        needs_popped_options, kept_options_caveat, kept_rows_fault: see
+            :meth:`over`.
     """
 
     modes: frozenset[AutoresetMode]
@@ -53,10 +54,31 @@ class Declaration:
     kept_options_caveat: str = ""
     array_native: bool = False
     masked_reset_fault: str = ""
+    kept_rows_fault: str = ""
+    dict_infos: bool = False
 
     def over(self, env: Any) -> Declaration:
         """This declaration over ``env``: right in every mode it accepts if its
-        faults need popped options and ``env`` keeps them (vecmode's cores)."""
+        faults need popped options and ``env`` keeps them (vecmode's cores); its
+        ``kept_rows_fault`` a masked reset's fault where ``env`` keeps its rows
+        (so wrong in DISABLED), no caveat where it does not; wrong in every mode
+        if it reads ``dict_infos`` and a ``DictInfoToList`` below lists them."""
+        if self.dict_infos and lists_infos(env):
+            wrong = dict.fromkeys(MODES, _gymnasium.LISTED_INFOS)
+            return replace(self, modes=frozenset(), wrong=wrong, instead="")
+        if self.kept_rows_fault and (kept := keeps_rows(env)) is not None:
+            fault, disabled = self.kept_rows_fault, AutoresetMode.DISABLED
+            if not kept:
+                return replace(self, caveats=MappingProxyType({}))
+            wrong = {**self.wrong, disabled: fault} if disabled in self.modes else {}
+            use = self.instead.partition(", or build")[0]  # (Gymnasium's entries')
+            return replace(
+                self,
+                modes=self.modes - {disabled},
+                wrong=MappingProxyType(wrong or self.wrong),
+                instead=f"{use}, or build the env below with copy=True.",
+                masked_reset_fault=f"{fault[0].upper()}{fault[1:]} {use}.",
+            )
         if not self.needs_popped_options or not keeps_options(env):
             return self
         modes = self.modes | frozenset(self.wrong)
@@ -85,10 +107,7 @@ class Declaration:
     def why(self, mode: AutoresetMode) -> str:
         """Why ``mode`` is not supported, as a sentence for an error message."""
         if mode in self.wrong:
-            return (
-                f"It accepts {mode.value} but is known to be wrong there: "
-                f"{self.wrong[mode]}"
-            )
+            return f"It is known to be wrong in {mode.value}: {self.wrong[mode]}"
         return self.reasons.get(mode, "")
 
 
@@ -187,7 +206,8 @@ def gymnasium_entries() -> dict[str, Declaration]:
         wrong = {m: text for m, (v, text) in by_mode.items() if v == "wrong"}
         why = {m: text for m, (v, text) in by_mode.items() if v == "refuses"}
         fault = _gymnasium.PARTIAL_RESET_CAVEATS.get(name, "")
-        caveat = fault or _gymnasium.WRITES_BELOW_CAVEATS.get(name)
+        kept_rows = _gymnasium.KEPT_ROWS_FAULTS.get(name, "")
+        caveat = fault or _gymnasium.WRITES_BELOW_CAVEATS.get(name) or kept_rows
         kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name, "")
         _gymnasium_entries[name] = replace(
             declare(ok, None, wrong, why, instead, "gymnasium"),
@@ -196,6 +216,8 @@ def gymnasium_entries() -> dict[str, Declaration]:
             kept_options_caveat=kept,
             array_native=name.rpartition(":")[2] in _GYMNASIUM_CONVERSIONS,
             masked_reset_fault=fault and f"{fault[0].upper()}{fault[1:]} {use}.",
+            kept_rows_fault=kept_rows,
+            dict_infos=name in _gymnasium.DICT_INFO_READERS,
         )
     return _gymnasium_entries
 

@@ -173,7 +173,9 @@ def _cell(value: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
         return "-"
     if isinstance(value, AutoresetMode):
         return value.value
-    return "all" if value == frozenset(modes.MODES) else errors.mode_names(value)
+    return (
+        "all" if value == frozenset(modes.MODES) else errors.mode_names(value) or "none"
+    )
 
 
 def _where(report: CompatibilityReport, row: LayerReport) -> str:

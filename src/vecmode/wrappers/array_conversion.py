@@ -48,7 +48,8 @@ class ArrayConversion(MaskedResetWrapper):
     """Gymnasium's ``ArrayConversion``, right in every mode; same arguments. Final
     observations are converted one by one (their object array and masks stay
     NumPy); to NumPy, a dense batch of them (torch's, JAX's) becomes Gymnasium's
-    object array. ``reset_mask`` reaches the env as a NumPy bool array. Its
+    object array. ``reset_mask`` reaches the env as a NumPy bool array (of the
+    env's library if it declares ``metadata["array_namespace"]``). Its
     ``metadata["array_namespace"]`` names ``target_xp``'s library.
 
     >>> import numpy as np, vecmode
@@ -113,7 +114,8 @@ class ArrayConversion(MaskedResetWrapper):
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
-        """The options in the env's library, but ``reset_mask`` in NumPy."""
+        """The options in the env's library, but ``reset_mask`` in NumPy's (or the
+        declared library's)."""
         if options:
             rest = dict(options)
             has_mask = "reset_mask" in rest

@@ -18,7 +18,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from vecmode import _arrays, _rows, modes
 from vecmode._numpy import count_nonzero, true_indices
 from vecmode.core import StepResult, check_action_batch, copy_batch
-from vecmode.env_classes import layers
+from vecmode.env_classes import layers, lists_infos
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import merge_final_observations
 from vecmode.registry import supports
@@ -56,12 +56,6 @@ def check_infos(infos: Any, who: str, got: str = "") -> None:
             f"{got or type(infos).__name__}: make DictInfoToList the outermost "
             f"wrapper."
         )
-
-
-def lists_infos(env: VectorEnv) -> bool:
-    """Whether a ``DictInfoToList`` (anyone's) in ``env``'s stack makes its infos
-    a list."""
-    return any(type(layer).__name__ == "DictInfoToList" for layer in layers(env))
 
 
 def empty_batch(space: Space, num_envs: int) -> Any:
@@ -168,13 +162,24 @@ class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
 
+    #: An array env's last reset batch: a caller's NumPy mask takes its library.
+    _like: Any = None
+
     def __init__(self, env: VectorEnv) -> None:
         if lists_infos(env):  # (refused when built, not at the first reset)
             check_infos([], type(self).__name__, "a list (DictInfoToList is below it)")
         super().__init__(env)
+        self._array_env = _arrays.is_array_env(env)
+
+    def _reset_arguments(
+        self, seed: Any, options: dict[str, Any] | None
+    ) -> tuple[Any, dict[str, Any] | None, Any]:
+        return reset_arguments(self.env, seed, options, self._like)
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)
+        if self._array_env:
+            self._like = obs
         return obs, infos
 
     @property
