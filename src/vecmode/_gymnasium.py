@@ -160,6 +160,16 @@ WRITES_BELOW_CAVEATS: dict[str, str] = {
     },
 }
 
+#: Wrappers right in NextStep but for its reset step: what they do there.
+NEXT_STEP_CAVEATS: dict[str, str] = {
+    _GWV + f"vectorize_reward:{name}": (
+        "In NextStep it transforms the reset step's reward 0 too, whose action the "
+        "env ignored: where func(0) is not 0 (ClipReward's bounds exclude 0), that "
+        "step gets a reward; vecmode.wrappers' classes keep 0."
+    )
+    for name in ("TransformReward", "VectorizeTransformReward", "ClipReward")
+}
+
 #: Wrappers that read the infos as Gymnasium's batched dict (they assert it).
 DICT_INFO_READERS = frozenset(
     _GWV + name

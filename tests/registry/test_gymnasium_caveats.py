@@ -318,10 +318,11 @@ def test_the_reward_transforms_write_into_the_rewards_below(short, mode):
     classes of the same names leave it alone. The kit finds it (above)."""
     import vecmode
     from tests.helpers import scheduled_fns
-    from vecmode._gymnasium import WRITES_BELOW_CAVEATS
+    from vecmode._gymnasium import NEXT_STEP_CAVEATS, WRITES_BELOW_CAVEATS
     from vecmode.registry import Verdict
 
     name = f"gymnasium.wrappers.vector.vectorize_reward:{short}"
+    next_step = mode is AutoresetMode.NEXT_STEP  # its reset step's caveat too
     args, kwargs = (
         ((gym.wrappers.TransformReward,), {"func": lambda r: r + 10.0})
         if short == "VectorizeTransformReward"
@@ -340,7 +341,39 @@ def test_the_reward_transforms_write_into_the_rewards_below(short, mode):
         assert (below.kept is rewards) == writes
         row = vecmode.check_stack(envs).rows[-1]
         assert row.verdict is Verdict.OK
-        assert row.note == (WRITES_BELOW_CAVEATS[name] if writes else ""), module
+        said = (WRITES_BELOW_CAVEATS[name], NEXT_STEP_CAVEATS.get(name, "") * next_step)
+        assert row.note == (" ".join(filter(None, said)) if writes else ""), module
+        envs.close()
+
+
+@pytest.mark.parametrize("short", ["TransformReward", "VectorizeTransformReward"])
+def test_the_reward_transforms_give_next_step_s_reset_step_a_reward(short):
+    """Their NextStep caveat: the reset step's reward 0 becomes func(0); vecmode's
+    classes of the same names keep 0 there."""
+    import vecmode
+    from tests.helpers import scheduled_fns
+    from vecmode._gymnasium import NEXT_STEP_CAVEATS
+
+    name = f"gymnasium.wrappers.vector.vectorize_reward:{short}"
+    caveat = NEXT_STEP_CAVEATS[name]
+    assert "reset step's reward 0 too" in caveat
+    args, kwargs = (
+        ((gym.wrappers.TransformReward,), {"func": lambda r: r + 1.0})
+        if short == "VectorizeTransformReward"
+        else ((lambda r: r + 1.0,), {})
+    )
+    for module, shifted in ((gwv, True), (vecmode.wrappers, False)):
+        core = vecmode.SyncVectorEnv(scheduled_fns(2, lengths=[[1], [1]]))
+        envs = getattr(module, short)(
+            vecmode.with_autoreset(core, "NextStep"), *args, **kwargs
+        )
+        envs.reset(seed=0)
+        _, _, terminations, truncations, _ = envs.step(np.zeros(2, dtype=int))
+        assert (terminations | truncations).all()
+        reset_step = envs.step(np.zeros(2, dtype=int))[1]  # every sub-env's
+        assert reset_step.tolist() == ([1.0, 1.0] if shifted else [0.0, 0.0])
+        note = vecmode.check_stack(envs).rows[-1].note
+        assert (caveat in note) == shifted
         envs.close()
 
 

@@ -206,20 +206,30 @@ def gymnasium_entries() -> dict[str, Declaration]:
         wrong = {m: text for m, (v, text) in by_mode.items() if v == "wrong"}
         why = {m: text for m, (v, text) in by_mode.items() if v == "refuses"}
         fault = _gymnasium.PARTIAL_RESET_CAVEATS.get(name, "")
-        kept_rows = _gymnasium.KEPT_ROWS_FAULTS.get(name, "")
-        caveat = fault or _gymnasium.WRITES_BELOW_CAVEATS.get(name) or kept_rows
         kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name, "")
         _gymnasium_entries[name] = replace(
             declare(ok, None, wrong, why, instead, "gymnasium"),
-            caveats=MappingProxyType(dict.fromkeys(ok, caveat) if caveat else {}),
+            caveats=_gymnasium_caveats(name, ok),
             needs_popped_options=bool(kept),
             kept_options_caveat=kept,
             array_native=name.rpartition(":")[2] in _GYMNASIUM_CONVERSIONS,
             masked_reset_fault=fault and f"{fault[0].upper()}{fault[1:]} {use}.",
-            kept_rows_fault=kept_rows,
+            kept_rows_fault=_gymnasium.KEPT_ROWS_FAULTS.get(name, ""),
             dict_infos=name in _gymnasium.DICT_INFO_READERS,
         )
     return _gymnasium_entries
+
+
+def _gymnasium_caveats(name: str, ok: list[AutoresetMode]) -> Mapping[Any, str]:
+    """The caveats of Gymnasium's wrapper ``name`` in its ``ok`` modes."""
+    caveat = (
+        _gymnasium.PARTIAL_RESET_CAVEATS.get(name)
+        or _gymnasium.WRITES_BELOW_CAVEATS.get(name)
+        or _gymnasium.KEPT_ROWS_FAULTS.get(name)
+    )
+    next_step = {AutoresetMode.NEXT_STEP: _gymnasium.NEXT_STEP_CAVEATS.get(name)}
+    texts = {m: " ".join(filter(None, (caveat, next_step.get(m)))) for m in ok}
+    return MappingProxyType({m: text for m, text in texts.items() if text})
 
 
 def wrapper_class(cls: Any, caller: str) -> type:
