@@ -24,14 +24,17 @@ def valid_reset_mask(mask: Any, num_envs: int, like: Any = None) -> Any:
     array([ True, False])
     """
     if like is not None:  # an array env's: its reset may take only its masks
-        mask, leaf = valid_reset_mask(mask, num_envs), _arrays.leaf(like)
-        if type(leaf) is not np.ndarray and type(mask) not in (np.ndarray, type(leaf)):
-            libraries = (_arrays.name_of(_arrays.namespace(x)) for x in (mask, leaf))
+        leaf = _arrays.leaf(like)
+        host = (np.ndarray, list, tuple, type(leaf))
+        if type(leaf) is not np.ndarray and type(mask) not in host:  # (checked first)
+            xp = _arrays.namespace(mask)
+            given = f"{_arrays.name_of(xp)} array" if xp else type(mask).__name__
             raise TypeError(
-                "`options['reset_mask']` is a {} array, and the env's batches are "
-                "{}: pass a bool array of theirs, or NumPy's.".format(*libraries)
+                f"`options['reset_mask']` is a {given}, and the env's batches are "
+                f"{_arrays.name_of(_arrays.namespace(leaf))}: pass a bool array of "
+                f"theirs, or NumPy's."
             )
-        return _rows.in_library(mask, leaf)
+        return _rows.in_library(valid_reset_mask(mask, num_envs), leaf)
     if type(mask) is np.ndarray or isinstance(mask, (list, tuple)):
         return validate_reset_mask(mask, num_envs)
     xp = _arrays.namespace(mask)

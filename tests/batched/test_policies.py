@@ -182,12 +182,15 @@ def test_a_mask_of_another_array_library_is_refused_naming_both(name, layer):
     envs.reset(seed=0)
     libraries = {"torch": "torch", "jax": "jax.numpy"}
     theirs, ours = libraries[name], libraries["jax" if name == "torch" else "torch"]
-    with pytest.raises(TypeError) as refused:
-        envs.reset(options={"reset_mask": other.asarray([True, False, True])})
-    assert str(refused.value) == (
-        f"`options['reset_mask']` is a {ours} array, and the env's batches are "
-        f"{theirs}: pass a bool array of theirs, or NumPy's."
-    )
+    for mask, what in ((other.asarray([1.0, 0.0, 1.0]), f"{ours} array"),
+                        (other.asarray([True, False, True]), f"{ours} array"),
+                        (True, "bool")):  # fmt: skip
+        with pytest.raises(TypeError) as refused:  # the library first, then dtype
+            envs.reset(options={"reset_mask": mask})
+        assert str(refused.value) == (
+            f"`options['reset_mask']` is a {what}, and the env's batches are "
+            f"{theirs}: pass a bool array of theirs, or NumPy's."
+        )
     obs, _ = envs.reset(options={"reset_mask": np.array([True, False, True])})
     assert type(obs) is type(envs.unwrapped.state)  # NumPy's is taken
 

@@ -161,7 +161,8 @@ class AutoresetWrapper(ForwardingWrapper):
         """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
-        mask = valid_reset_mask(options["reset_mask"], self.num_envs)
+        like = self._last_obs if self._array else None
+        mask = valid_reset_mask(options["reset_mask"], self.num_envs, like)
         return not _arrays.any_true(mask)
 
     def reset(
