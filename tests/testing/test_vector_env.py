@@ -13,6 +13,8 @@ import re
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.spaces import Discrete
+from gymnasium.vector.utils import batch_space
 
 import vecmode
 from tests.custom_vector_envs import CounterVectorEnv
@@ -185,6 +187,55 @@ def test_next_step_reset_step_with_a_reward():
         "reward: expected 0.0, got 1.0 (float64) (in NextStep mode the step after an "
         "episode ends resets the sub-env: reward 0, flags False, action ignored)."
     ) in message
+
+
+class PaidResetStep(gym.vector.VectorEnv):
+    """NextStep, but its reset step pays reward 1 (a review's env, shortened)."""
+
+    metadata = {"autoreset_mode": NEXT}
+
+    def __init__(self, n: int = 4) -> None:
+        self.num_envs, box = n, gym.spaces.Box(-100, 100, (2,), np.float32)
+        self.single_observation_space, self.single_action_space = box, Discrete(2)
+        self.observation_space = batch_space(box, n)
+        self.action_space = batch_space(Discrete(2), n)
+        self.x, self.t = np.zeros(n, np.float32), np.zeros(n, int)
+        self.pending, self.rng = np.zeros(n, bool), np.random.default_rng()
+
+    def _reset(self, mask):
+        self.x[mask], self.t[mask] = self.rng.integers(-1, 2, mask.sum()), 0
+        self.pending[mask] = False
+        return np.stack([self.x, self.t.astype(np.float32)], 1)
+
+    def reset(self, *, seed=None, options=None):
+        self.rng = np.random.default_rng(seed) if seed is not None else self.rng
+        everyone = np.ones(self.num_envs, bool)
+        return self._reset(np.asarray((options or {}).get("reset_mask", everyone))), {}
+
+    def step(self, actions):
+        rewards, pending = np.zeros(self.num_envs, np.float32), self.pending.copy()
+        self._reset(pending)
+        rewards[pending] = 1.0  # the bug
+        live = ~pending
+        self.x[live] += np.where(np.asarray(actions)[live] == 1, 1, -1)
+        self.t[live] += 1
+        rewards[live] = self.x[live] / 10
+        terms = live & (np.abs(self.x) >= 3)
+        truncs = live & (self.t >= 6) & ~terms
+        self.pending = terms | truncs
+        obs = np.stack([self.x, self.t.astype(np.float32)], 1)
+        return obs, rewards, terms, truncs, {}
+
+
+def test_a_paid_reset_step_is_not_advised_to_declare_disabled():
+    """The probe knows a reset step by its reward and flags alone, so it finds
+    Disabled here: the advice says when declaring that would be wrong."""
+    message = _failure(PaidResetStep)
+    assert (
+        "vecmode.probe_mode finds that it behaves as Disabled: declare that mode if "
+        "it does not reset on the step after an episode's end; if it does, fix that "
+        "step's reward and flags."
+    ) in message, message
 
 
 def test_next_step_reset_step_with_a_flag():

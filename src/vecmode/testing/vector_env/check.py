@@ -155,9 +155,15 @@ def _diagnosis(
         return f"vecmode.probe_mode finds that {disabled.note}."
     if found is None or found is mode:
         return ""
+    fix = ", or fix the env"
+    if modes.resets_on_next_step(mode) and modes.caller_resets(found):
+        fix = (  # (the probe knows NextStep's reset step by these alone)
+            " if it does not reset on the step after an episode's end; if it does, "
+            "fix that step's reward and flags"
+        )
     text = (
         f"vecmode.probe_mode finds that it behaves as {found.value}: declare that "
-        f"mode, or fix the env."
+        f"mode{fix}."
     )
     return f"{text} {LOSES_FINALS}" if modes.caller_resets(found) else text
 
@@ -183,7 +189,7 @@ def _checks(
             "ignored; reset() clears pending autoresets"
         )
     if modes.caller_resets(mode):
-        checks.append("step does not reset an ended sub-env")
+        checks.append("the step that ends an episode returns its last observation")
     if masked in ("ignores", "masked rows"):
         declared = (
             "masked_reset='ignores'"
