@@ -73,6 +73,32 @@ def test_gymnasium_s_info_readers_over_a_dict_info_to_list_are_known_wrong(reade
         envs.close()
 
 
+def test_gymnasium_s_dict_info_to_list_over_a_dense_layout_is_known_wrong():
+    """ALE's dense final observations have no mask, so Gymnasium's DictInfoToList
+    gives every sub-env's info a final observation, stale where it did not end:
+    known-wrong there (it was ok), as guard() and vecmode's wrappers refuse it.
+    Its RecordEpisodeStatistics reads no final observation: ok (it was refused)."""
+    from vecmode.testing.envs import DenseFinalObsVectorEnv
+
+    env = DenseFinalObsVectorEnv(scheduled_fns(2, lengths=[[1], [2]]))
+    listed = gym_wrappers.DictInfoToList(env)
+    row = vecmode.check_stack(listed)[-1]
+    assert row.verdict is Verdict.KNOWN_WRONG, row
+    assert "reports SameStep's final observations as one dense array" in row.note
+    assert str(vecmode.check_stack(listed)).startswith(
+        "NOT OK: layer 1 DictInfoToList is known-wrong over DenseFinalObsVectorEnv"
+    )
+    listed.reset(seed=0)
+    infos = listed.step(np.zeros(2, dtype=int))[4]  # sub-env 0 alone ended
+    assert ["final_obs" in info for info in infos] == [True, True]  # the verdict
+    with vecmode.guard():
+        with pytest.raises(vecmode.IncompatibleModeError, match="one dense array"):
+            gym_wrappers.DictInfoToList(env)
+        gym_wrappers.RecordEpisodeStatistics(env)
+    assert vecmode.check_stack(gym_wrappers.RecordEpisodeStatistics(env)).ok
+    env.close()
+
+
 def test_a_wrapt_proxy_hides_no_layer():
     """A plain wrapt.ObjectProxy forwards everything, so it is no layer; a proxy
     subclass is an undeclared one. The layers they wrap are checked (a proxy

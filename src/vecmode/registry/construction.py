@@ -15,7 +15,6 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 from vecmode import _arrays
 from vecmode.env_classes import (
     class_path,
-    final_obs_layout,
     layers,
     reads_final_observations,
     refuse_lost,
@@ -76,20 +75,8 @@ def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
         raise IncompatibleModeError(
             incompatible_mode(name, mode, found.modes, found.why(mode), instead)
         )
-    if (
-        final_in_info(mode)
-        and not isinstance(getattr(cls, "final_obs_layout", None), str)
-        and final_obs_layout(env) != "gymnasium"
-        # over torch or JAX batches, an array-native wrapper reads the dense layout
-        and not (found.array_native and _arrays.is_array_env(env))
-    ):
-        inner = type(getattr(env, "unwrapped", env)).__name__
-        raise IncompatibleModeError(
-            f"{name} cannot wrap this {inner} as it is: {inner} reports SameStep's "
-            f"final observations as one dense array, not in Gymnasium's layout, "
-            f"which {name} reads. Wrap vecmode.with_autoreset(env, 'SameStep') "
-            f"instead (it adds vecmode.autoreset.GymnasiumFinalObs)."
-        )
+    if why := declare.dense_layout_fault(cls, env, mode, found):
+        raise IncompatibleModeError(why)
 
 
 def _check_arrays(cls: type, env: Any) -> None:

@@ -13,8 +13,15 @@ from typing import Any
 
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from vecmode import _gymnasium, errors
-from vecmode.env_classes import class_path, keeps_options, keeps_rows, lists_infos
+from vecmode import _arrays, _gymnasium, errors, modes
+from vecmode.env_classes import (
+    class_path,
+    final_obs_layout,
+    keeps_options,
+    keeps_rows,
+    lists_infos,
+    reads_final_observations,
+)
 from vecmode.errors import mode_names
 from vecmode.modes import MODES, ModeLike, as_mode
 
@@ -330,6 +337,35 @@ def masked_reset_fault(layer: Any) -> str:
     its mode otherwise, and what to do; "" if nothing is known."""
     found = declaration(layer)
     return "" if found is None else found.over(layer.env).masked_reset_fault
+
+
+def dense_layout_fault(
+    cls: type, env: Any, mode: AutoresetMode | None, found: Declaration
+) -> str:
+    """Why ``cls`` may not read ``env``'s SameStep final observations, in ALE's
+    dense layout; "" if it may."""
+    if (
+        mode is None
+        or not modes.final_in_info(mode)
+        or isinstance(getattr(cls, "final_obs_layout", None), str)
+        or final_obs_layout(env) == "gymnasium"
+        # over torch or JAX batches, an array-native wrapper reads the dense layout
+        or (found.array_native and _arrays.is_array_env(env))
+        # Gymnasium's: those that read final observations, or split them by mask
+        or (
+            found.source == "gymnasium"
+            and not reads_final_observations(cls)
+            and cls.__name__ != "DictInfoToList"
+        )
+    ):
+        return ""
+    name, inner = cls.__name__, type(getattr(env, "unwrapped", env)).__name__
+    return (
+        f"{name} cannot wrap this {inner} as it is: {inner} reports SameStep's "
+        f"final observations as one dense array, not in Gymnasium's layout, "
+        f"which {name} reads. Wrap vecmode.with_autoreset(env, 'SameStep') "
+        f"instead (it adds vecmode.autoreset.GymnasiumFinalObs)."
+    )
 
 
 def not_array_native(cls: type, library: str) -> str:

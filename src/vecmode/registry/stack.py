@@ -32,6 +32,7 @@ from vecmode.registry.declare import (
     NO_MODES,
     Declaration,
     declaration,
+    dense_layout_fault,
     masked_reset_fault,
     not_array_native,
 )
@@ -185,6 +186,8 @@ def _where(report: CompatibilityReport, row: LayerReport) -> str:
     if row.array_native is False and below not in (None, "numpy"):
         return f"over {below} batches"
     if row.verdict is Verdict.KNOWN_WRONG and row.mode_in in (row.accepts or ()):
+        if not row.note.startswith("layer "):  # (a layout, not a masked reset)
+            return f"over {type(row.layer.unwrapped).__name__}"
         return "under masked resets"
     return f"in {_cell(row.mode_in or row.mode_out)}"
 
@@ -315,7 +318,21 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     verdict, note = _final_observations(
         layer, *_verdict(name, found, mode_in, mode, declared)
     )
+    if verdict is Verdict.OK:
+        verdict, note = _layout(layer, found, mode_in, note)
     return row(found.modes, mode, verdict, note, *proof(type(layer), mode_in))
+
+
+def _layout(
+    layer: Any, found: Declaration, mode_in: AutoresetMode, note: str
+) -> tuple[Verdict, str]:
+    """An ok layer's verdict and note, wrong if it reads final observations in a
+    layout its env does not give."""
+    dense = dense_layout_fault(type(layer), layer.env, mode_in, found)
+    if not dense:
+        return Verdict.OK, note
+    gymnasium = found.source == "gymnasium"  # (accepts it: guard() refuses)
+    return (Verdict.KNOWN_WRONG if gymnasium else Verdict.REFUSED), dense
 
 
 def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:
