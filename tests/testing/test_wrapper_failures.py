@@ -230,6 +230,35 @@ def test_catches_lost_partial_resets():
     assert "clear the sub-env's state on a masked reset" in message
 
 
+class TimeoutPenalty(vw.StatefulWrapper):
+    """Right: reward - 1 where the env truncated. It cannot know that the caller
+    will cut an episode, so there its reward is not the truncated run's."""
+
+    def _step_result(self, result):
+        obs, rewards, terms, truncs, infos = super()._step_result(result)
+        penalty = np.where(np.asarray(self.boundary.real) & truncs, 1.0, 0.0)
+        return obs, rewards - penalty, terms, truncs, infos
+
+
+def test_the_reward_at_a_cut_is_not_compared_with_the_env_s_truncation():
+    report = check_wrapper(TimeoutPenalty)
+    assert report.record() is report
+
+
+def test_a_forgotten_final_obs_is_caught_in_same_step_alone():
+    """Proved in one mode, nothing to compare it with: the next observation at
+    a cut is still compared with the final one of the env's truncation."""
+    same_step = vecmode.supports("SameStep")(type("Forgets", (ForgetsFinalObs,), {}))
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(same_step)
+    assert caught.value.property == "cut_like_truncated"
+    assert "at the cut is a final observation not transformed" in str(caught.value)
+    assert re.search(
+        r"real transition \(call \d+ here, call \d+ there\), field next_obs",
+        str(caught.value),
+    )
+
+
 def test_catches_wrong_metadata():
     @vecmode.supports(*vecmode.MODES)
     class Relabels(VectorWrapper):

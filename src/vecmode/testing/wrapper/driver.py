@@ -232,6 +232,7 @@ class Driver:
                 t.terminated,
                 t.truncated or bool(cut[i]),
                 events.SKIP if cut[i] else picked[i],
+                bool(cut[i]),
             )
             self.result.events[i].append(event)
         return cut
