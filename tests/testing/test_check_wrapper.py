@@ -547,7 +547,7 @@ def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
     assert first - header <= 6, done.stdout
     assert lines[first].endswith(
         "ConformanceError: RewardPlusOne breaks reset_step_stays_empty (expected: "
-        "NextStep's reset step: reward 0, both flags False)."
+        "NextStep's reset step: reward 0, flags False, no episode in its info)."
     ), done.stdout
     assert (
         "call 4 (step), sub-env 0: NEXT_STEP's reset step returned reward 1.0"

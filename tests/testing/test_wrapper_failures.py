@@ -259,6 +259,38 @@ def test_a_forgotten_final_obs_is_caught_in_same_step_alone():
     )
 
 
+class OnResetSteps(vw.StatefulWrapper):
+    """Adds info[key] (as RecordEpisodeStatistics does "episode") on NEXT_STEP's
+    reset steps: no transition, so no episode ended there."""
+
+    key = "episode"
+
+    def _step_result(self, result):
+        obs, rewards, terms, truncs, infos = super()._step_result(result)
+        rows = ~np.asarray(self.boundary.real)
+        if rows.any():
+            zeros = np.zeros(self.num_envs)
+            stats = {"r": zeros, "l": zeros.astype(int), "t": zeros}
+            infos = {**infos, self.key: stats, f"_{self.key}": rows}
+        return obs, rewards, terms, truncs, infos
+
+
+def test_catches_an_episode_reported_on_next_step_s_reset_step():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(OnResetSteps)
+    assert caught.value.property == "reset_step_stays_empty"
+    assert re.search(
+        r"\[NextStep over [^]]*\], call \d+ \(step\), sub-env \d, field "
+        r"info\['episode'\]: NEXT_STEP's reset step reports an episode, but none "
+        r"ended there\nReport an episode at its last real transition only",
+        str(caught.value),
+    ), caught.value
+    with pytest.raises(ConformanceError, match=r"field info\['episode'\]: NEXT_"):
+        check_wrapper(lambda env: vw.DictInfoToList(OnResetSteps(env)))  # a list
+    # other infos there are the wrapper's own
+    check_wrapper(type("Other", (OnResetSteps,), {"key": "stats"}))
+
+
 def test_catches_wrong_metadata():
     @vecmode.supports(*vecmode.MODES)
     class Relabels(VectorWrapper):

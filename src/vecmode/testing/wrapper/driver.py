@@ -195,7 +195,7 @@ class Driver:
                     "Transform the final observations like the returned ones.",
                 )
         if self.plan.on("reset_step_stays_empty"):
-            self._check_reset_steps(b.real, rewards, terms, truncs, where)
+            self._check_reset_steps(b.real, rewards, terms, truncs, infos, where)
         picked = self._picked_infos(reading, where)
         for t in found:
             self.taken[t.sub_env] += 1
@@ -432,10 +432,20 @@ class Driver:
                 )
 
     def _check_reset_steps(
-        self, real: np.ndarray, rewards: Any, terms: Any, truncs: Any, where: str
+        self, real: Any, rewards: Any, terms: Any, truncs: Any, infos: Any, where: str
     ) -> None:
-        """Fail where NEXT_STEP's reset step (no transition) has a reward or a flag."""
+        """Fail where NEXT_STEP's reset step (no transition) has a reward, a flag
+        or episode statistics."""
         for i in np.flatnonzero(~real).tolist():
+            if _reports_episode(infos, i):
+                raise self.fail(
+                    "reset_step_stays_empty",
+                    f"{where}, sub-env {i}, field info['episode']",
+                    "NEXT_STEP's reset step reports an episode, but none ended there",
+                    "Report an episode at its last real transition only, never on "
+                    "NEXT_STEP's reset step (vecmode.modes.BoundaryTracker tells "
+                    "which rows those are).",
+                )
             if rewards[i] != 0 or terms[i] or truncs[i]:
                 what = (
                     f"NEXT_STEP's reset step returned reward {rewards[i]}, "
@@ -503,6 +513,16 @@ class Driver:
             what = f"what was returned here ({part}) was changed by {later}"
             at = f"{at}, field {part}"
             raise self.fail("results_kept", at, what, CHANGED_LATER_HINT)
+
+
+def _reports_episode(infos: Any, i: int) -> bool:
+    """Whether sub-env ``i``'s info has episode statistics (``info["episode"]``
+    with ``"r"`` and ``"l"``, which ``episode_statistics`` reads)."""
+    listed = isinstance(infos, list)
+    info = infos[i] if listed else infos
+    episode, mask = info.get("episode"), info.get("_episode")
+    stats = isinstance(episode, dict) and "r" in episode and "l" in episode
+    return stats and (listed or mask is None or bool(mask[i]))
 
 
 def _shapes(batch: Any) -> Any:

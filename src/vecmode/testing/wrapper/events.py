@@ -17,7 +17,7 @@ PROPERTY_TEXT = {
     "keeps_the_autoreset_mode": "metadata['autoreset_mode'] is the mode it runs in",
     "handles_every_call": "reset, step and masked resets work",
     "returns_well_formed_results": "observations in its spaces, masks, rewards, flags",
-    "reset_step_stays_empty": "NextStep's reset step: reward 0, both flags False",
+    "reset_step_stays_empty": "NextStep's reset step: reward 0, flags False, no episode in its info",
     "masked_reset_keeps_the_others": "a masked reset keeps the others' observations",
     "passes_env_infos_on": "the sub-envs' own infos reach the caller",
     "leaves_inputs_untouched": "the caller's actions, options and reset_mask kept",
