@@ -264,6 +264,8 @@ class WrapperCheck:
         self.layers = 1
         #: Whether every layer the factory stacks says it is episodic.
         self.episodic = False
+        self.added: set[Any] = set()  # the keys it adds to its step infos
+        self.read: set[Any] = set()  # those compare_info reads
 
     def on(self, prop: str) -> bool:
         """Whether ``prop`` is checked."""
@@ -289,8 +291,7 @@ class WrapperCheck:
         self.only = frozenset(  # episodic: only when asked
             p for p in events.PROPERTIES if self.on(p) and (episodic or p != "episodic")
         )
-        runs: list[str] = []
-        compared = 0
+        runs, compared = list[str](), 0
         if self.only - _BUILD_PROPERTIES:
             single = first.single_action_space
             single.seed(seed)
@@ -328,6 +329,7 @@ class WrapperCheck:
             self.factory,
             MappingProxyType(self.kinds),
             declared=self.declared,
+            unread_info=tuple(sorted(map(str, self.added - self.read))),
         )
 
     def build(self, base: VectorEnv) -> VectorEnv:
@@ -636,9 +638,12 @@ class WrapperCheck:
         if found is not None and found.output is not None:  # it changes the mode
             plan = replace(plan, mode=found.output)
         try:
-            return Driver(wrapped, plan).run()
+            made = Driver(wrapped, plan).run()
         finally:
             wrapped.close()
+        self.added |= made.info_keys
+        self.read |= made.read
+        return made
 
 
 def _said(wrapped: VectorEnv, name: str) -> bool | None:

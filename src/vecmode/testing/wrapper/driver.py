@@ -145,6 +145,9 @@ class Driver:
                 if mask.any():
                     obs = self._masked_reset(mask, obs)
         self._check_writes(None)
+        below = plan.below.info_keys if plan.below else set()  # the env's keys
+        added = self.result.info_keys - {*below, *modes.FINAL_KEYS}
+        self.result.info_keys = {k for k in added if str(k)[:1] != "_"}  # (masks)
         return self.result
 
     def _reset(self, seed: int | None) -> None:
@@ -241,16 +244,7 @@ class Driver:
         """What is compared of each sub-env's info, each step count checked."""
         pick, b, infos = self.plan.compare_info, reading.boundary, reading.infos
         rows = b.final_in_info
-        picked = [events.SKIP] * self.num_envs
-        if pick is not None:
-            views = (
-                infos if isinstance(infos, list) else infos_to_list(infos, len(rows))
-            )
-            for i, view in enumerate(views):
-                view, final = modes.without_finals(view)
-                picked[i] = pick(
-                    {**final, **view} if rows[i] and isinstance(final, dict) else view
-                )
+        picked = self._pick(pick, infos, rows)
         if not self.plan.final_infos:  # the base dropped the ended steps' infos
             picked = [
                 events.SKIP if e else p for p, e in zip(picked, rows, strict=True)
@@ -270,6 +264,32 @@ class Driver:
                     what += f": {events.NOT_REACHED}"
                     raise self.fail("passes_env_infos_on", at, what, hint)
         return picked
+
+    def _pick(self, pick: Callable[[dict], Any] | None, infos: Any, rows: Any) -> Any:
+        """What ``pick`` takes of each sub-env's info (over its final info where
+        ``rows`` says), the keys of the infos noted."""
+        listed = isinstance(infos, list)
+        if pick is None:
+            self.result.info_keys.update(*(infos if listed else [infos]))
+            return [events.SKIP] * self.num_envs
+        picked = []
+        for i, view in enumerate(infos if listed else infos_to_list(infos, len(rows))):
+            view, final = modes.without_finals(view)
+            view = {**final, **view} if rows[i] and isinstance(final, dict) else view
+            picked.append(pick(view))
+            self._note_keys(view, pick, picked[i])
+        return picked
+
+    def _note_keys(self, info: dict, pick: Callable[[dict], Any], picked: Any) -> None:
+        """Note ``info``'s keys, and those ``pick`` reads: without them, it differs."""
+        for key in info.keys() - self.result.read:
+            self.result.info_keys.add(key)
+            try:
+                rest = pick({k: v for k, v in info.items() if k != key})
+            except Exception:  # (it needs the key)
+                rest = events.NOT_REACHED
+            if events.difference(picked, rest) is not None:
+                self.result.read.add(key)
 
     def _masked_reset(self, mask: np.ndarray, last: Any) -> Any:
         """Reset the sub-envs of ``mask``; ``last``: the observations before;

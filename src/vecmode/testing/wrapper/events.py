@@ -110,6 +110,9 @@ class Run:
     label: str
     events: list[list[Event]] = field(default_factory=list)
     transitions: int = 0
+    #: The keys the wrapper adds to its step infos, and those compare_info reads.
+    info_keys: set[Any] = field(default_factory=set)
+    read: set[Any] = field(default_factory=set)
 
 
 def with_env_info(
