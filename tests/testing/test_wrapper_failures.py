@@ -174,6 +174,37 @@ def test_catches_final_obs_outside_the_wrappers_space():
         check_wrapper(ShrinkForgetting)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "observation_space",
+        "single_observation_space",
+        "action_space",
+        "single_action_space",
+    ],
+)
+def test_catches_a_space_set_without_its_twin(name):
+    """A wrapper setting one of its two spaces leaves the other stale."""
+
+    def widens(env):
+        wrapped, space = VectorWrapper(env), getattr(env, name)
+        setattr(wrapped, name, gym.spaces.Box(space.low * 2, space.high * 2))
+        return wrapped
+
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(widens, modes=vecmode.MODES, action_type="box")
+    assert caught.value.property == "returns_well_formed_results"
+    kind = name.removeprefix("single_")
+    assert re.search(
+        rf"\[NextStep over [^]]*\], field {kind}: Box\(.* is not single_{kind} Box",
+        str(caught.value),
+    ), caught.value
+    assert f"Set both spaces: single_{kind}, and {kind} = gymnasium.vector" in str(
+        caught.value
+    )
+    check_wrapper(VectorWrapper, modes=vecmode.MODES, action_type="box")
+
+
 def test_catches_a_broken_final_obs_mask():
     @vecmode.supports(*vecmode.MODES)
     class DropsMask(VectorWrapper):

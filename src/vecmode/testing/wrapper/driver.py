@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
 from vecmode import _arrays, modes
 from vecmode._numpy import true_indices
@@ -126,6 +127,8 @@ class Driver:
                 "Keep the wrapped env's mode, or declare the one you put there "
                 "(@vecmode.supports(..., output=...)).",
             )
+        if plan.on("returns_well_formed_results"):
+            self._check_spaces()
         self._reset(plan.seed)
         while min(self.taken) < plan.wanted:
             if self.calls >= 8 * plan.wanted + 16:
@@ -331,6 +334,22 @@ class Driver:
         self._check_writes(where, result)
         self._check_library(where, result)
         return result
+
+    def _check_spaces(self) -> None:
+        """Fail where a batched space is not its single space batched."""
+        for kind in ("observation", "action"):
+            single = getattr(self.envs, f"single_{kind}_space")
+            batched = batch_space(single, self.num_envs)
+            if getattr(self.envs, f"{kind}_space") != batched:
+                raise self.fail(
+                    "returns_well_formed_results",
+                    f"{self.plan.label}, field {kind}_space",
+                    f"{getattr(self.envs, f'{kind}_space')} is not single_{kind}_"
+                    f"space {single} batched ({batched})",
+                    f"Set both spaces: single_{kind}_space, and {kind}_space = "
+                    f"gymnasium.vector.utils.batch_space(single_{kind}_space, "
+                    f"num_envs).",
+                )
 
     def _observe(self, obs: Any, where: str) -> None:
         space = self.envs.observation_space
