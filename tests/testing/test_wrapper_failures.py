@@ -17,6 +17,7 @@ from vecmode.testing import ConformanceError, ScheduledEnv, check_wrapper, decod
 from vecmode.testing.envs import STEP_INFO_KEYS
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 from vecmode.testing.wrapper.schedules import base_env
+from vecmode.wrappers.base import forward_reset
 
 
 # ------------------------------------------------------------ broken wrappers
@@ -320,6 +321,35 @@ def test_catches_an_episode_reported_on_next_step_s_reset_step():
         check_wrapper(lambda env: vw.DictInfoToList(OnResetSteps(env)))  # a list
     # other infos there are the wrapper's own
     check_wrapper(type("Other", (OnResetSteps,), {"key": "stats"}))
+
+
+@vecmode.supports("NextStep")
+class CountsTheResetStep(VectorWrapper):
+    """Wrong: info["elapsed"] counts NEXT_STEP's reset step; it clears its count
+    on a masked reset, so a cut episode's next one counts right."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos, mask = forward_reset(self.env, seed, options)
+        self.t = np.zeros(self.num_envs, int) if mask is None else self.t * ~mask
+        return obs, infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.t += 1
+        elapsed = {"elapsed": self.t.copy(), "_elapsed": np.ones(self.num_envs, bool)}
+        self.t[terms | truncs] = 0
+        return obs, rewards, terms, truncs, {**infos, **elapsed}
+
+
+def test_a_difference_after_a_cut_in_next_step_names_the_reset_step_too():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(CountsTheResetStep, compare_info=lambda i: i.get("elapsed"))
+    assert caught.value.property == "cut_like_truncated"
+    assert str(caught.value).endswith(
+        "In NEXT_STEP, one after it may be the reset step that follows the env's "
+        "truncation there counted as a step: count real transitions only "
+        "(vecmode.modes.BoundaryTracker says which)."
+    )
 
 
 def test_catches_wrong_metadata():

@@ -23,7 +23,7 @@ from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import ArrayLibraryError, IncompatibleModeError
-from vecmode.modes import MODES, ModeLike, as_mode, final_in_info
+from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
@@ -48,6 +48,11 @@ _HINT_CUTS = (
     "A difference at the cut is a final observation not transformed like the "
     "others; one after it is state kept across the masked reset: clear the "
     "sub-env's state on a masked reset."
+)
+_HINT_CUTS_NEXT = (
+    " In NEXT_STEP, one after it may be the reset step that follows the env's "
+    "truncation there counted as a step: count real transitions only "
+    "(vecmode.modes.BoundaryTracker says which)."
 )
 _HINT_RESET = (
     "Clear NEXT_STEP's pending reset step at reset(): after a reset() the next "
@@ -592,7 +597,8 @@ class WrapperCheck:
         """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
-            return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
+            hint = _HINT_CUTS + (_HINT_CUTS_NEXT if resets_on_next_step(mode) else "")
+            return "cut_like_truncated", (run, runs[1, mode, first_base]), hint
         if number == 3:  # reset() after an end: alike in those modes
             ref = next(m for n, m, _ in runs if n == 3)  # (the first run of them)
             pair = None if mode is ref else (runs[3, ref, first_base], run)
