@@ -124,8 +124,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: an episode on NextStep's reset step fails reset_step_stays_empty; +41: the
 #: kit's limits name the info keys a wrapper adds that compare_info does not read;
 #: +19: the kit fails a batched space that is not the single space batched; +6:
-#: cut_like_truncated's advice in NextStep names the reset step counted)
-MAX_SRC_LINES = 22_757
+#: cut_like_truncated's advice in NextStep names the reset step counted; +1:
+#: the kit's advice on stale spaces names set_spaces)
+MAX_SRC_LINES = 22_758
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

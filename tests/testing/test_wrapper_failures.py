@@ -203,6 +203,7 @@ def test_catches_a_space_set_without_its_twin(name):
     assert f"Set both spaces: single_{kind}, and {kind} = gymnasium.vector" in str(
         caught.value
     )
+    assert "(vecmode.wrappers.base.set_spaces(self, " in str(caught.value)
     check_wrapper(VectorWrapper, modes=vecmode.MODES, action_type="box")
 
 

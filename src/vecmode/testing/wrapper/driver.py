@@ -348,7 +348,8 @@ class Driver:
                     f"space {single} batched ({batched})",
                     f"Set both spaces: single_{kind}_space, and {kind}_space = "
                     f"gymnasium.vector.utils.batch_space(single_{kind}_space, "
-                    f"num_envs).",
+                    f"num_envs) (vecmode.wrappers.base.set_spaces(self, {kind!r}, "
+                    f"None, single_space) does).",
                 )
 
     def _observe(self, obs: Any, where: str) -> None:
