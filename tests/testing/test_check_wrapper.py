@@ -433,6 +433,32 @@ def test_record_of_an_array_native_class_refuses_a_base_left_out_as_any():
     )
 
 
+class AddsAnInfo(vw.StatefulWrapper):
+    """info["disc_return"], which the default compare_info does not read."""
+
+    def _step_result(self, result):
+        obs, rewards, terms, truncs, infos = super()._step_result(result)
+        real = np.asarray(self.boundary.real)
+        added = {"disc_return": np.where(real, rewards, 0.0), "_disc_return": real}
+        return obs, rewards, terms, truncs, {**infos, **added}
+
+
+def test_the_limits_name_the_info_keys_it_adds_that_are_not_compared():
+    """Not the env's own (rich infos), nor masks; record() still records it."""
+    unread = (
+        "info keys it adds that compare_info does not read, so not compared: "
+        "disc_return (pass compare_info=... to compare them; vecmode conform "
+        "--compare-info KEY)."
+    )
+    report = check_wrapper(AddsAnInfo, info_type="rich")
+    assert report.limits == (NOT_EPISODIC, unread)
+    assert report.record() is report
+    no_info = check_wrapper(AddsAnInfo, compare_info=None, env_infos=False)
+    assert no_info.limits == (NOT_EPISODIC, unread)
+    read = check_wrapper(AddsAnInfo, compare_info=lambda info: info.get("disc_return"))
+    assert read.limits == (NOT_EPISODIC,)
+
+
 class TestTheMixin(WrapperConformance):
     """Collected by pytest: the mixin's tests, one per property, run here."""
 
@@ -547,7 +573,7 @@ def test_a_mixin_failure_starts_with_the_diagnosis(tmp_path):
     assert first - header <= 6, done.stdout
     assert lines[first].endswith(
         "ConformanceError: RewardPlusOne breaks reset_step_stays_empty (expected: "
-        "NextStep's reset step: reward 0, both flags False)."
+        "NextStep's reset step: reward 0, flags False, no episode in its info)."
     ), done.stdout
     assert (
         "call 4 (step), sub-env 0: NEXT_STEP's reset step returned reward 1.0"

@@ -17,6 +17,7 @@ from vecmode.testing import ConformanceError, ScheduledEnv, check_wrapper, decod
 from vecmode.testing.envs import STEP_INFO_KEYS
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 from vecmode.testing.wrapper.schedules import base_env
+from vecmode.wrappers.base import forward_reset
 
 
 # ------------------------------------------------------------ broken wrappers
@@ -174,6 +175,38 @@ def test_catches_final_obs_outside_the_wrappers_space():
         check_wrapper(ShrinkForgetting)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "observation_space",
+        "single_observation_space",
+        "action_space",
+        "single_action_space",
+    ],
+)
+def test_catches_a_space_set_without_its_twin(name):
+    """A wrapper setting one of its two spaces leaves the other stale."""
+
+    def widens(env):
+        wrapped, space = VectorWrapper(env), getattr(env, name)
+        setattr(wrapped, name, gym.spaces.Box(space.low * 2, space.high * 2))
+        return wrapped
+
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(widens, modes=vecmode.MODES, action_type="box")
+    assert caught.value.property == "returns_well_formed_results"
+    kind = name.removeprefix("single_")
+    assert re.search(
+        rf"\[NextStep over [^]]*\], field {kind}: Box\(.* is not single_{kind} Box",
+        str(caught.value),
+    ), caught.value
+    assert f"Set both spaces: single_{kind}, and {kind} = gymnasium.vector" in str(
+        caught.value
+    )
+    assert "(vecmode.wrappers.base.set_spaces(self, " in str(caught.value)
+    check_wrapper(VectorWrapper, modes=vecmode.MODES, action_type="box")
+
+
 def test_catches_a_broken_final_obs_mask():
     @vecmode.supports(*vecmode.MODES)
     class DropsMask(VectorWrapper):
@@ -228,6 +261,96 @@ def test_catches_lost_partial_resets():
     assert message.startswith("StackIgnoringCuts breaks cut_like_truncated (expected: ")
     assert "field obs" in message
     assert "clear the sub-env's state on a masked reset" in message
+
+
+class TimeoutPenalty(vw.StatefulWrapper):
+    """Right: reward - 1 where the env truncated. It cannot know that the caller
+    will cut an episode, so there its reward is not the truncated run's."""
+
+    def _step_result(self, result):
+        obs, rewards, terms, truncs, infos = super()._step_result(result)
+        penalty = np.where(np.asarray(self.boundary.real) & truncs, 1.0, 0.0)
+        return obs, rewards - penalty, terms, truncs, infos
+
+
+def test_the_reward_at_a_cut_is_not_compared_with_the_env_s_truncation():
+    report = check_wrapper(TimeoutPenalty)
+    assert report.record() is report
+
+
+def test_a_forgotten_final_obs_is_caught_in_same_step_alone():
+    """Proved in one mode, nothing to compare it with: the next observation at
+    a cut is still compared with the final one of the env's truncation."""
+    same_step = vecmode.supports("SameStep")(type("Forgets", (ForgetsFinalObs,), {}))
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(same_step)
+    assert caught.value.property == "cut_like_truncated"
+    assert "at the cut is a final observation not transformed" in str(caught.value)
+    assert re.search(
+        r"real transition \(call \d+ here, call \d+ there\), field next_obs",
+        str(caught.value),
+    )
+
+
+class OnResetSteps(vw.StatefulWrapper):
+    """Adds info[key] (as RecordEpisodeStatistics does "episode") on NEXT_STEP's
+    reset steps: no transition, so no episode ended there."""
+
+    key = "episode"
+
+    def _step_result(self, result):
+        obs, rewards, terms, truncs, infos = super()._step_result(result)
+        rows = ~np.asarray(self.boundary.real)
+        if rows.any():
+            zeros = np.zeros(self.num_envs)
+            stats = {"r": zeros, "l": zeros.astype(int), "t": zeros}
+            infos = {**infos, self.key: stats, f"_{self.key}": rows}
+        return obs, rewards, terms, truncs, infos
+
+
+def test_catches_an_episode_reported_on_next_step_s_reset_step():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(OnResetSteps)
+    assert caught.value.property == "reset_step_stays_empty"
+    assert re.search(
+        r"\[NextStep over [^]]*\], call \d+ \(step\), sub-env \d, field "
+        r"info\['episode'\]: NEXT_STEP's reset step reports an episode, but none "
+        r"ended there\nReport an episode at its last real transition only",
+        str(caught.value),
+    ), caught.value
+    with pytest.raises(ConformanceError, match=r"field info\['episode'\]: NEXT_"):
+        check_wrapper(lambda env: vw.DictInfoToList(OnResetSteps(env)))  # a list
+    # other infos there are the wrapper's own
+    check_wrapper(type("Other", (OnResetSteps,), {"key": "stats"}))
+
+
+@vecmode.supports("NextStep")
+class CountsTheResetStep(VectorWrapper):
+    """Wrong: info["elapsed"] counts NEXT_STEP's reset step; it clears its count
+    on a masked reset, so a cut episode's next one counts right."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, infos, mask = forward_reset(self.env, seed, options)
+        self.t = np.zeros(self.num_envs, int) if mask is None else self.t * ~mask
+        return obs, infos
+
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        self.t += 1
+        elapsed = {"elapsed": self.t.copy(), "_elapsed": np.ones(self.num_envs, bool)}
+        self.t[terms | truncs] = 0
+        return obs, rewards, terms, truncs, {**infos, **elapsed}
+
+
+def test_a_difference_after_a_cut_in_next_step_names_the_reset_step_too():
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(CountsTheResetStep, compare_info=lambda i: i.get("elapsed"))
+    assert caught.value.property == "cut_like_truncated"
+    assert str(caught.value).endswith(
+        "In NEXT_STEP, one after it may be the reset step that follows the env's "
+        "truncation there counted as a step: count real transitions only "
+        "(vecmode.modes.BoundaryTracker says which)."
+    )
 
 
 def test_catches_wrong_metadata():

@@ -13,6 +13,7 @@ import numpy as np
 import wrapt
 from gymnasium.vector import VectorEnv
 
+from vecmode.modes import FINAL_INFO
 from vecmode.replay.compare import arrays_in, as_numpy, where_different
 
 #: The parts of a result, by the size of its tuple (``reset``'s, ``step``'s).
@@ -103,6 +104,8 @@ class WritesBelow:
 
     def __init__(self, envs: VectorEnv) -> None:
         self._arrays: list[list[Any]] = []
+        #: The keys of the infos it returned (and of their final_info).
+        self.info_keys: set[Any] = set()
         self._checked = 0
         self._own = {"observations"} if getattr(envs, "copy", None) is False else ()
         for method in ("reset", "step"):
@@ -115,6 +118,8 @@ class WritesBelow:
         if isinstance(result, tuple) and len(result) in RESULT_PARTS:
             parts = RESULT_PARTS[len(result)]
             for part, value in zip(parts, result, strict=True):
+                if part == "infos" and isinstance(value, dict):
+                    self.info_keys.update(value, value.get(FINAL_INFO) or ())
                 if part in self._own:
                     continue
                 for path, array in arrays_in(value, part):

@@ -23,7 +23,7 @@ from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.env_classes import final_obs_layout, keeps_options, layers
 from vecmode.errors import ArrayLibraryError, IncompatibleModeError
-from vecmode.modes import MODES, ModeLike, as_mode, final_in_info
+from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
@@ -48,6 +48,11 @@ _HINT_CUTS = (
     "A difference at the cut is a final observation not transformed like the "
     "others; one after it is state kept across the masked reset: clear the "
     "sub-env's state on a masked reset."
+)
+_HINT_CUTS_NEXT = (
+    " In NEXT_STEP, one after it may be the reset step that follows the env's "
+    "truncation there counted as a step: count real transitions only "
+    "(vecmode.modes.BoundaryTracker says which)."
 )
 _HINT_RESET = (
     "Clear NEXT_STEP's pending reset step at reset(): after a reset() the next "
@@ -264,6 +269,8 @@ class WrapperCheck:
         self.layers = 1
         #: Whether every layer the factory stacks says it is episodic.
         self.episodic = False
+        self.added: set[Any] = set()  # the keys it adds to its step infos
+        self.read: set[Any] = set()  # those compare_info reads
 
     def on(self, prop: str) -> bool:
         """Whether ``prop`` is checked."""
@@ -289,8 +296,7 @@ class WrapperCheck:
         self.only = frozenset(  # episodic: only when asked
             p for p in events.PROPERTIES if self.on(p) and (episodic or p != "episodic")
         )
-        runs: list[str] = []
-        compared = 0
+        runs, compared = list[str](), 0
         if self.only - _BUILD_PROPERTIES:
             single = first.single_action_space
             single.seed(seed)
@@ -328,6 +334,7 @@ class WrapperCheck:
             self.factory,
             MappingProxyType(self.kinds),
             declared=self.declared,
+            unread_info=tuple(sorted(map(str, self.added - self.read))),
         )
 
     def build(self, base: VectorEnv) -> VectorEnv:
@@ -590,7 +597,8 @@ class WrapperCheck:
         """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
-            return "cut_like_truncated", (run, runs[1, mode, first_base]), _HINT_CUTS
+            hint = _HINT_CUTS + (_HINT_CUTS_NEXT if resets_on_next_step(mode) else "")
+            return "cut_like_truncated", (run, runs[1, mode, first_base]), hint
         if number == 3:  # reset() after an end: alike in those modes
             ref = next(m for n, m, _ in runs if n == 3)  # (the first run of them)
             pair = None if mode is ref else (runs[3, ref, first_base], run)
@@ -636,9 +644,12 @@ class WrapperCheck:
         if found is not None and found.output is not None:  # it changes the mode
             plan = replace(plan, mode=found.output)
         try:
-            return Driver(wrapped, plan).run()
+            made = Driver(wrapped, plan).run()
         finally:
             wrapped.close()
+        self.added |= made.info_keys
+        self.read |= made.read
+        return made
 
 
 def _said(wrapped: VectorEnv, name: str) -> bool | None:

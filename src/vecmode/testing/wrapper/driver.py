@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
 from vecmode import _arrays, modes
 from vecmode._numpy import true_indices
@@ -126,6 +127,8 @@ class Driver:
                 "Keep the wrapped env's mode, or declare the one you put there "
                 "(@vecmode.supports(..., output=...)).",
             )
+        if plan.on("returns_well_formed_results"):
+            self._check_spaces()
         self._reset(plan.seed)
         while min(self.taken) < plan.wanted:
             if self.calls >= 8 * plan.wanted + 16:
@@ -145,6 +148,9 @@ class Driver:
                 if mask.any():
                     obs = self._masked_reset(mask, obs)
         self._check_writes(None)
+        below = plan.below.info_keys if plan.below else set()  # the env's keys
+        added = self.result.info_keys - {*below, *modes.FINAL_KEYS}
+        self.result.info_keys = {k for k in added if str(k)[:1] != "_"}  # (masks)
         return self.result
 
     def _reset(self, seed: int | None) -> None:
@@ -195,7 +201,7 @@ class Driver:
                     "Transform the final observations like the returned ones.",
                 )
         if self.plan.on("reset_step_stays_empty"):
-            self._check_reset_steps(b.real, rewards, terms, truncs, where)
+            self._check_reset_steps(b.real, rewards, terms, truncs, infos, where)
         picked = self._picked_infos(reading, where)
         for t in found:
             self.taken[t.sub_env] += 1
@@ -232,6 +238,7 @@ class Driver:
                 t.terminated,
                 t.truncated or bool(cut[i]),
                 events.SKIP if cut[i] else picked[i],
+                bool(cut[i]),
             )
             self.result.events[i].append(event)
         return cut
@@ -240,16 +247,7 @@ class Driver:
         """What is compared of each sub-env's info, each step count checked."""
         pick, b, infos = self.plan.compare_info, reading.boundary, reading.infos
         rows = b.final_in_info
-        picked = [events.SKIP] * self.num_envs
-        if pick is not None:
-            views = (
-                infos if isinstance(infos, list) else infos_to_list(infos, len(rows))
-            )
-            for i, view in enumerate(views):
-                view, final = modes.without_finals(view)
-                picked[i] = pick(
-                    {**final, **view} if rows[i] and isinstance(final, dict) else view
-                )
+        picked = self._pick(pick, infos, rows)
         if not self.plan.final_infos:  # the base dropped the ended steps' infos
             picked = [
                 events.SKIP if e else p for p, e in zip(picked, rows, strict=True)
@@ -269,6 +267,32 @@ class Driver:
                     what += f": {events.NOT_REACHED}"
                     raise self.fail("passes_env_infos_on", at, what, hint)
         return picked
+
+    def _pick(self, pick: Callable[[dict], Any] | None, infos: Any, rows: Any) -> Any:
+        """What ``pick`` takes of each sub-env's info (over its final info where
+        ``rows`` says), the keys of the infos noted."""
+        listed = isinstance(infos, list)
+        if pick is None:
+            self.result.info_keys.update(*(infos if listed else [infos]))
+            return [events.SKIP] * self.num_envs
+        picked = []
+        for i, view in enumerate(infos if listed else infos_to_list(infos, len(rows))):
+            view, final = modes.without_finals(view)
+            view = {**final, **view} if rows[i] and isinstance(final, dict) else view
+            picked.append(pick(view))
+            self._note_keys(view, pick, picked[i])
+        return picked
+
+    def _note_keys(self, info: dict, pick: Callable[[dict], Any], picked: Any) -> None:
+        """Note ``info``'s keys, and those ``pick`` reads: without them, it differs."""
+        for key in info.keys() - self.result.read:
+            self.result.info_keys.add(key)
+            try:
+                rest = pick({k: v for k, v in info.items() if k != key})
+            except Exception:  # (it needs the key)
+                rest = events.NOT_REACHED
+            if events.difference(picked, rest) is not None:
+                self.result.read.add(key)
 
     def _masked_reset(self, mask: np.ndarray, last: Any) -> Any:
         """Reset the sub-envs of ``mask``; ``last``: the observations before;
@@ -310,6 +334,23 @@ class Driver:
         self._check_writes(where, result)
         self._check_library(where, result)
         return result
+
+    def _check_spaces(self) -> None:
+        """Fail where a batched space is not its single space batched."""
+        for kind in ("observation", "action"):
+            single = getattr(self.envs, f"single_{kind}_space")
+            batched = batch_space(single, self.num_envs)
+            if getattr(self.envs, f"{kind}_space") != batched:
+                raise self.fail(
+                    "returns_well_formed_results",
+                    f"{self.plan.label}, field {kind}_space",
+                    f"{getattr(self.envs, f'{kind}_space')} is not single_{kind}_"
+                    f"space {single} batched ({batched})",
+                    f"Set both spaces: single_{kind}_space, and {kind}_space = "
+                    f"gymnasium.vector.utils.batch_space(single_{kind}_space, "
+                    f"num_envs) (vecmode.wrappers.base.set_spaces(self, {kind!r}, "
+                    f"None, single_space) does).",
+                )
 
     def _observe(self, obs: Any, where: str) -> None:
         space = self.envs.observation_space
@@ -431,10 +472,20 @@ class Driver:
                 )
 
     def _check_reset_steps(
-        self, real: np.ndarray, rewards: Any, terms: Any, truncs: Any, where: str
+        self, real: Any, rewards: Any, terms: Any, truncs: Any, infos: Any, where: str
     ) -> None:
-        """Fail where NEXT_STEP's reset step (no transition) has a reward or a flag."""
+        """Fail where NEXT_STEP's reset step (no transition) has a reward, a flag
+        or episode statistics."""
         for i in np.flatnonzero(~real).tolist():
+            if _reports_episode(infos, i):
+                raise self.fail(
+                    "reset_step_stays_empty",
+                    f"{where}, sub-env {i}, field info['episode']",
+                    "NEXT_STEP's reset step reports an episode, but none ended there",
+                    "Report an episode at its last real transition only, never on "
+                    "NEXT_STEP's reset step (vecmode.modes.BoundaryTracker tells "
+                    "which rows those are).",
+                )
             if rewards[i] != 0 or terms[i] or truncs[i]:
                 what = (
                     f"NEXT_STEP's reset step returned reward {rewards[i]}, "
@@ -502,6 +553,16 @@ class Driver:
             what = f"what was returned here ({part}) was changed by {later}"
             at = f"{at}, field {part}"
             raise self.fail("results_kept", at, what, CHANGED_LATER_HINT)
+
+
+def _reports_episode(infos: Any, i: int) -> bool:
+    """Whether sub-env ``i``'s info has episode statistics (``info["episode"]``
+    with ``"r"`` and ``"l"``, which ``episode_statistics`` reads)."""
+    listed = isinstance(infos, list)
+    info = infos[i] if listed else infos
+    episode, mask = info.get("episode"), info.get("_episode")
+    stats = isinstance(episode, dict) and "r" in episode and "l" in episode
+    return stats and (listed or mask is None or bool(mask[i]))
 
 
 def _shapes(batch: Any) -> Any:

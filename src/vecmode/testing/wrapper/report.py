@@ -62,6 +62,8 @@ class WrapperReport:
     declared: frozenset[AutoresetMode] | None = field(
         default=frozenset(MODES), compare=False, repr=False
     )
+    #: The info keys the wrapper adds that compare_info does not read.
+    unread_info: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def limits(self) -> tuple[str, ...]:
@@ -104,6 +106,12 @@ class WrapperReport:
             found.append(
                 f"declares array_native, but was run over NumPy batches only "
                 f"({self.numpy_only})."
+            )
+        if self.unread_info:
+            found.append(
+                f"info keys it adds that compare_info does not read, so not compared: "
+                f"{', '.join(self.unread_info)} (pass compare_info=... to compare "
+                f"them; vecmode conform --compare-info KEY)."
             )
         if self.batch_dependent:
             found.append(
