@@ -386,21 +386,36 @@ def keeps_options(env: Any) -> bool:
     return not any(isinstance(layer, pops) for layer in layers(env))
 
 
+#: wrapt's proxy base class (wrapt 2's BaseObjectProxy, 1's ObjectProxy).
+_PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
+
+
 def lists_infos(env: Any) -> bool:
     """Whether a ``DictInfoToList`` (anyone's) in ``env``'s stack makes its infos
     a list."""
     return any(type(layer).__name__ == "DictInfoToList" for layer in layers(env))
 
 
+#: Wrapper classes (exact) that hand on their env's observation batch as it is:
+#: vecmode's policies, each adding its own.
+PASSES_BATCHES: set[type] = set()
+
+
 def keeps_rows(env: Any) -> bool | None:
-    """Whether ``env`` hands out its own batch and keeps a sub-env's row there
-    until the sub-env runs again (``copy=False`` over workers: Gymnasium's
-    AsyncVectorEnv, vecmode's async and Ray cores); None if unknown."""
+    """Whether ``env`` hands out its innermost env's own batch, which keeps a
+    sub-env's row until the sub-env runs again (``copy=False`` over workers:
+    vecmode's async and Ray cores, Gymnasium's AsyncVectorEnv with shared memory);
+    None if unknown (a layer between may copy)."""
     inner = getattr(env, "unwrapped", env)
     copy = getattr(inner, "copy", None)
-    if copy is True or type(inner).__name__ == "SyncVectorEnv":  # (refills it)
-        return False
-    return True if copy is False else None
+    sync = any(c.__name__ == "SyncVectorEnv" for c in type(inner).__mro__)
+    no_shm = isinstance(inner, gym.vector.AsyncVectorEnv) and not inner.shared_memory
+    if copy is True or sync or no_shm:
+        return False  # (a copy, or every row written each call)
+    between = [layer for layer in layers(env) if layer is not inner]
+    if copy is False and all(type(layer) in PASSES_BATCHES for layer in between):
+        return True
+    return None
 
 
 def final_obs_layout(env: Any) -> str:
@@ -421,13 +436,13 @@ def final_obs_layout(env: Any) -> str:
 def layers(env: Any, limit: int = 64) -> Iterator[Any]:
     """``env``, then each layer's own ``env`` (not a forwarded one), down to the
     innermost: at most ``limit`` layers. A ``wrapt`` proxy's is the object it
-    wraps; a plain ``wrapt.ObjectProxy``, which changes nothing, is no layer."""
+    wraps; wrapt's own proxy classes, which change nothing, are no layer."""
     for _ in range(limit):
         if env is None:
             return
-        if isinstance(env, wrapt.ObjectProxy):  # (its __dict__ is the wrapped one's)
-            if type(env) is not wrapt.ObjectProxy:
-                yield env
+        if isinstance(env, _PROXY):  # (its __dict__ is the wrapped one's)
+            if type(env).__module__.partition(".")[0] not in ("wrapt", "_wrappers"):
+                yield env  # a subclass: it may change what it forwards
             env = env.__wrapped__
             continue
         yield env

@@ -57,11 +57,23 @@ def restricted_infos(infos: dict[str, Any], rows: Any) -> dict[str, Any]:
     return out
 
 
-def per_row(value: Any, other: Any, num_envs: int) -> bool:
-    """Whether two info values with no ``_key`` mask are arrays of one shape with
-    a row per sub-env (batched simulators' infos), to merge row by row."""
-    shape = tuple(getattr(value, "shape", ()))
-    return shape[:1] == (num_envs,) and tuple(getattr(other, "shape", ())) == shape
+def merged_by_row(value: Any, other: Any, rows: Any, merge: Callable) -> Any:
+    """Two info values with no ``_key`` mask (batched simulators' infos) merged
+    row by row, ``value``'s in ``rows``: arrays of one shape with a row per
+    sub-env, of ``rows``' type and device; dicts by ``merge``. None otherwise."""
+    if isinstance(value, dict) and isinstance(other, dict):
+        return merge(other, value, rows)
+    shape, device = tuple(getattr(value, "shape", ())), getattr(rows, "device", None)
+    if (
+        shape[:1] != (len(rows),)
+        or tuple(getattr(other, "shape", ())) != shape
+        or not type(value) is type(other) is type(rows)
+        or not getattr(value, "device", None)
+        == getattr(other, "device", None)
+        == device
+    ):
+        return None
+    return rows_where(rows, value, other)
 
 
 def merge_infos(
@@ -69,14 +81,15 @@ def merge_infos(
 ) -> dict[str, Any]:
     """Merge two batched info dicts about disjoint sets of sub-envs; ``rows``: the
     sub-envs of ``second``, whose rows of an unmasked per-row value are taken."""
-    out, num_envs = dict(first), -1 if rows is None else len(rows)
+    out = dict(first)
     for key in _masked_keys(second):
         mask_key = f"_{key}"
         value = second[key]
-        unmasked = mask_key not in second and mask_key not in first
-        if unmasked and per_row(value, first.get(key), num_envs):
-            out[key] = rows_where(rows, value, first[key])
-            continue
+        if rows is not None and mask_key not in second and mask_key not in first:
+            merged = merged_by_row(value, first.get(key), rows, merge_infos)
+            if merged is not None:
+                out[key] = merged
+                continue
         if key not in first or mask_key not in first or mask_key not in second:
             out[key] = value
             if mask_key in second:

@@ -395,10 +395,12 @@ def test_same_step_merges_infos_with_no_mask_row_by_row(name) -> None:
     step0, reset0 = env.step, env.reset
 
     def step(actions: Any) -> Any:
-        return (*step0(actions)[:4], {"x": xp.asarray([1.0, 2.0, 3.0]), "g": 1})
+        x = xp.asarray([1.0, 2.0, 3.0])
+        return (*step0(actions)[:4], {"x": x, "g": 1, "log": {"x": x}})
 
     def reset(**kwargs: Any) -> Any:
-        return reset0(**kwargs)[0], {"x": xp.asarray([-1.0, -2.0, -3.0]), "g": 2}
+        x = xp.asarray([-1.0, -2.0, -3.0])
+        return reset0(**kwargs)[0], {"x": x, "g": 2, "log": {"x": x}}
 
     env.step, env.reset = step, reset
     envs = vecmode.with_autoreset(env, "SameStep")
@@ -408,5 +410,6 @@ def test_same_step_merges_infos_with_no_mask_row_by_row(name) -> None:
     *_, terms, truncs, infos = envs.step(xp.asarray([0, 0, 0]))
     assert host(terms | truncs).tolist() == [False, True, True]
     assert host(infos["x"]).tolist() == [1.0, -2.0, -3.0]
+    assert host(infos["log"]["x"]).tolist() == [1.0, -2.0, -3.0]  # nested too
     assert infos["g"] == 2
     assert host(infos["final_info"]["x"])[1:].tolist() == [2.0, 3.0]  # the step's

@@ -472,7 +472,26 @@ def test_vectorize_transform_observation_writes_into_the_batch_below(mode):
             gym.vector.AsyncVectorEnv(fns(), copy=False, autoreset_mode=gym_mode),
             4,
         ),
+        "gymnasium async, no shared memory": (
+            gym_doubled,
+            gym.vector.AsyncVectorEnv(
+                fns(), copy=False, shared_memory=False, autoreset_mode=gym_mode
+            ),
+            2,
+        ),
+        "a gymnasium sync subclass": (
+            gym_doubled,
+            type("Sync", (gym.vector.SyncVectorEnv,), {})(
+                fns(), copy=False, autoreset_mode=gym_mode
+            ),
+            2,
+        ),
         "vecmode sync": (gym_doubled, vm(vecmode.SyncVectorEnv(fns(), copy=False)), 2),
+        "vecmode async, no shared memory": (
+            gym_doubled,
+            vm(vecmode.AsyncVectorEnv(fns(), copy=False, shared_memory=False)),
+            4,
+        ),
         "vecmode async": (
             gym_doubled,
             vm(vecmode.AsyncVectorEnv(fns(), copy=False)),

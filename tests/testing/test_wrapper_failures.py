@@ -17,7 +17,7 @@ from vecmode.testing import ConformanceError, ScheduledEnv, check_wrapper, decod
 from vecmode.testing.envs import STEP_INFO_KEYS
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 from vecmode.testing.wrapper.schedules import base_env
-from vecmode.wrappers.base import forward_reset
+from vecmode.wrappers.base import forward_reset, set_spaces
 
 
 # ------------------------------------------------------------ broken wrappers
@@ -205,6 +205,29 @@ def test_catches_a_space_set_without_its_twin(name):
     )
     assert "(vecmode.wrappers.base.set_spaces(self, " in str(caught.value)
     check_wrapper(VectorWrapper, modes=vecmode.MODES, action_type="box")
+
+
+class _Opaque(gym.spaces.Space):
+    """A space with no __eq__ (Gymnasium's base has none): equal to itself only."""
+
+    def contains(self, x):
+        return True
+
+
+def test_spaces_that_cannot_be_compared_raise_no_false_alarm():
+    """Two batches of a space without __eq__ never compare equal: not stale."""
+
+    class AddsAPart(vecmode.wrappers.ObservationWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            single = {"o": env.single_observation_space, "x": _Opaque()}
+            set_spaces(self, "observation", None, gym.spaces.Dict(single))
+
+        def observations(self, obs):
+            return {"o": obs, "x": np.zeros(self.num_envs)}
+
+    with pytest.warns(UserWarning, match="don't match as expected"):  # Gymnasium's
+        check_wrapper(AddsAPart, modes=vecmode.MODES)
 
 
 def test_catches_a_broken_final_obs_mask():

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import iterate
 
-from vecmode import _arrays, _rows, core, errors, modes
+from vecmode import _arrays, _rows, core, env_classes, errors, modes
 from vecmode.autoreset import batched, masked_reset
 from vecmode.autoreset.base import (
     RESET,
@@ -456,3 +456,4 @@ class GymnasiumBatch(AutoresetWrapper):
 
 # each returns the wrapped env's observations or new arrays
 core.FRESH_OBSERVATION_WRAPPERS.update((*POLICIES, GymnasiumFinalObs, GymnasiumBatch))
+env_classes.PASSES_BATCHES.update(POLICIES)

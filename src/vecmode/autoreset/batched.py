@@ -15,7 +15,7 @@ import numpy as np
 
 from vecmode import _arrays, _rows, errors, modes
 from vecmode.core import StepResult
-from vecmode.infos import per_row
+from vecmode.infos import merged_by_row
 
 
 def merged_infos(
@@ -23,9 +23,9 @@ def merged_infos(
 ) -> dict[str, Any]:
     """The step's batched ``infos`` with the masked reset's ``reset_infos`` in
     the rows they mask, as ``vecmode.infos`` merges NumPy's: a step's masked
-    info no longer masks the ``ended`` rows; an unmasked one is the reset's in
-    the ``ended`` rows if both have a row per sub-env, else the reset's if it
-    has one."""
+    info no longer masks the ``ended`` rows; an unmasked one is merged by row
+    where :func:`vecmode.infos.merged_by_row` can, else the reset's if it has
+    one."""
     out = dict(infos)
     for key in infos:
         if not str(key).startswith("_") and f"_{key}" in infos:
@@ -37,8 +37,15 @@ def merged_infos(
         if key in infos and had is not None and has is not None:
             out[key] = _arrays.rows_where(has, value, infos[key])
             out[f"_{key}"] = had | has
-        elif had is None and has is None and per_row(value, infos.get(key), len(ended)):
-            out[key] = _arrays.rows_where(ended, value, infos[key])
+        elif (
+            had is None
+            and has is None
+            and (
+                (merged := merged_by_row(value, infos.get(key), ended, merged_infos))
+                is not None
+            )
+        ):
+            out[key] = merged
         else:
             out[key] = value
             if has is not None:

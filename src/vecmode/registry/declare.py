@@ -351,7 +351,8 @@ def dense_layout_fault(
         or final_obs_layout(env) == "gymnasium"
         # over torch or JAX batches, an array-native wrapper reads the dense layout
         or (found.array_native and _arrays.is_array_env(env))
-        # Gymnasium's: those that read final observations, or split them by mask
+        # one declared to read none; Gymnasium's reading none, splitting none
+        or getattr(cls, "reads_final_observations", None) is False
         or (
             found.source == "gymnasium"
             and not reads_final_observations(cls)

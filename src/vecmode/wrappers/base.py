@@ -162,7 +162,8 @@ class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
 
-    #: An array env's last reset batch: a caller's NumPy mask takes its library.
+    #: An empty mask of an array env's library and device, from its first reset:
+    #: a caller's NumPy mask is handed to the env as such a mask.
     _like: Any = None
 
     def __init__(self, env: VectorEnv) -> None:
@@ -178,8 +179,8 @@ class MaskedResetWrapper(ForwardingWrapper):
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)
-        if self._array_env:
-            self._like = obs
+        if self._array_env and self._like is None:  # (not the batch: no pinning)
+            self._like = _rows.in_library(np.zeros(0, np.bool_), _arrays.leaf(obs))
         return obs, infos
 
     @property
@@ -239,6 +240,9 @@ class ObservationWrapper(MaskedResetWrapper):
 class ActionWrapper(MaskedResetWrapper):
     """Base for a wrapper that transforms actions: implement :meth:`actions`."""
 
+    #: It reads no final observation (any layout suits it).
+    reads_final_observations = False
+
     def actions(self, actions: Any) -> Any:
         """Transform a batch of actions (``num_envs`` rows) for the wrapped env."""
         raise NotImplementedError
@@ -279,6 +283,9 @@ class _Tracked(MaskedResetWrapper):
 class RewardWrapper(_Tracked):
     """Base for a wrapper that transforms rewards: implement :meth:`rewards`.
     NEXT_STEP's reset step (whose action the env ignored) keeps reward 0."""
+
+    #: It reads no final observation (any layout suits it).
+    reads_final_observations = False
 
     def rewards(self, rewards: np.ndarray) -> np.ndarray:
         """Transform a batch of rewards (``num_envs`` entries)."""
