@@ -63,14 +63,13 @@ def merged_by_row(value: Any, other: Any, rows: Any, merge: Callable) -> Any:
     sub-env, of ``rows``' type and device; dicts by ``merge``. None otherwise."""
     if isinstance(value, dict) and isinstance(other, dict):
         return merge(other, value, rows)
-    shape, device = tuple(getattr(value, "shape", ())), getattr(rows, "device", None)
+    shape = tuple(getattr(value, "shape", ()))
+    devices = [getattr(x, "device", None) for x in (value, other, rows)]
     if (
         shape[:1] != (len(rows),)
         or tuple(getattr(other, "shape", ())) != shape
         or not type(value) is type(other) is type(rows)
-        or not getattr(value, "device", None)
-        == getattr(other, "device", None)
-        == device
+        or devices.count(devices[0]) != 3
     ):
         return None
     return rows_where(rows, value, other)

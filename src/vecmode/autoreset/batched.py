@@ -37,15 +37,9 @@ def merged_infos(
         if key in infos and had is not None and has is not None:
             out[key] = _arrays.rows_where(has, value, infos[key])
             out[f"_{key}"] = had | has
-        elif (
-            had is None
-            and has is None
-            and (
-                (merged := merged_by_row(value, infos.get(key), ended, merged_infos))
-                is not None
-            )
-        ):
-            out[key] = merged
+        elif had is None and has is None and key in infos:  # unmasked: by row?
+            merged = merged_by_row(value, infos[key], ended, merged_infos)
+            out[key] = value if merged is None else merged
         else:
             out[key] = value
             if has is not None:
