@@ -56,7 +56,7 @@ def _namespace_of(first: Any) -> Any | None:
         raise ImportError(
             f"vecmode needs array-api-compat for a batch of "
             f"{type(first).__module__}.{type(first).__name__}: pip install "
-            f"'vecmode[torch]' or 'vecmode[jax]' (or array-api-compat)."
+            f"array-api-compat (or, in a vecmode checkout, '.[torch]' or '.[jax]')."
         ) from error
     if not array_api_compat.is_array_api_obj(first):
         return None

@@ -199,9 +199,10 @@ KEPT_ROWS_FAULTS: dict[str, str] = {
 #: ``reset_mask``: over an env that keeps the options, right with this caveat.
 CAVEATS_WHERE_OPTIONS_KEPT: dict[str, str] = {
     _GWV + "common:RecordEpisodeStatistics": (
-        "The step's info['_episode'] is the wrapper's own array, which the reset of "
-        "the ended sub-envs clears in place: read or copy the step's infos before "
-        "it (vecmode's TransitionCollector and SameStepAutoreset do; vecmode's "
+        "The step's info['_episode'] is the wrapper's own array, which a masked "
+        "reset reaching it (the caller's in Disabled, or a policy's above it) "
+        "clears in place: read or copy the step's infos before such a reset "
+        "(vecmode's TransitionCollector and SameStepAutoreset do; vecmode's "
         "RecordEpisodeStatistics returns arrays of its own)."
     )
 }

@@ -58,8 +58,9 @@ def import_ray() -> Any:
         import ray
     except ImportError as exc:
         raise ImportError(
-            "vecmode.RayVectorEnv needs Ray: pip install 'vecmode[ray]' (plain ray; "
-            "not ray[rllib], which pins an older Gymnasium)."
+            "vecmode.RayVectorEnv needs Ray: pip install ray (plain ray, not "
+            "ray[rllib], which pins an older Gymnasium; or, in a vecmode checkout, "
+            "pip install '.[ray]')."
         ) from exc
     return ray
 

@@ -169,21 +169,30 @@ def test_final_observations_stay_an_object_array_with_numpy_masks(name):
         (
             "NumpyToTorch",
             "torch",
-            'pip install "vecmode[torch]" (or pip install torch)',
+            'pip install torch (or, in a vecmode checkout, pip install ".[torch]")',
         ),
-        ("JaxToNumpy", "jax.numpy", 'pip install "vecmode[jax]" (or pip install jax)'),
-        ("JaxToTorch", "jax.numpy", 'pip install "vecmode[jax]" (or pip install jax)'),
+        (
+            "JaxToNumpy",
+            "jax.numpy",
+            'pip install jax (or, in a vecmode checkout, pip install ".[jax]")',
+        ),
+        (
+            "JaxToTorch",
+            "jax.numpy",
+            'pip install jax (or, in a vecmode checkout, pip install ".[jax]")',
+        ),
         (
             "NumpyToTorch",
             "array_api_compat",
-            'pip install "vecmode[torch]" (or pip install array-api-compat)',
+            'pip install array-api-compat (or, in a vecmode checkout, pip install ".[torch]")',
         ),
         ("ArrayConversion", "array_api_compat", "pip install array-api-compat."),
     ],
 )
 def test_a_missing_library_names_the_extra(name, module, install, monkeypatch):
     """The extra for the wrapper's library, and the package's pip name (it said
-    "pip install PyTorch", and sent jax users to vecmode[torch])."""
+    "pip install PyTorch", and sent jax users to the torch extra); vecmode is
+    not on PyPI, so the extra is named as installed from a checkout."""
     if name == "NumpyToTorch" and module != "torch":
         # without torch the wrapper names torch first, whatever else is missing
         pytest.importorskip("torch")
@@ -204,7 +213,8 @@ def test_a_jax_user_missing_array_api_compat_is_sent_to_the_jax_extra(monkeypatc
     with pytest.raises(DependencyNotInstalled) as info:
         vw.JaxToNumpy(envs)
     assert str(info.value).endswith(
-        'run pip install "vecmode[jax]" (or pip install array-api-compat).'
+        "run pip install array-api-compat (or, in a vecmode checkout, pip install "
+        '".[jax]").'
     )
     envs.close()
 

@@ -6,9 +6,10 @@ try:
     import stable_baselines3  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "vecmode.sb3 needs Stable-Baselines3, which is not installed: install "
-        "vecmode's 'sb3' extra, pip install \"vecmode[sb3]\" (in a fresh env, "
-        "install a CPU build of torch first if you don't want CUDA's wheels)."
+        "vecmode.sb3 needs Stable-Baselines3, which is not installed: pip install "
+        'stable-baselines3 (or, in a vecmode checkout, pip install ".[sb3]"; in a '
+        "fresh env, install a CPU build of torch first if you don't want CUDA's "
+        "wheels)."
     ) from exc
 
 from vecmode.sb3.from_vec_env import FromSB3VectorEnv, from_sb3

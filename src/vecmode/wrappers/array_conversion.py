@@ -20,8 +20,8 @@ from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
 
 # module: (its name, its pip name, vecmode's extra; None: the wrapper's library's)
 _EXTRAS: dict[str, tuple[str, str, str | None]] = {
-    "torch": ("PyTorch", "torch", "vecmode[torch]"),
-    "jax.numpy": ("jax", "jax", "vecmode[jax]"),
+    "torch": ("PyTorch", "torch", "torch"),
+    "jax.numpy": ("jax", "jax", "jax"),
     "array_api_compat": ("array-api-compat", "array-api-compat", None),
 }
 
@@ -34,10 +34,10 @@ def _require(module: str, who: str) -> ModuleType:
         name, pip_name, extra = _EXTRAS.get(module, (module, module, None))
         if extra is None:
             libraries = [lib for lib in ("jax", "torch") if lib in who.lower()]
-            extra = f"vecmode[{libraries[0]}]" if libraries else None
+            extra = libraries[0] if libraries else None
         install = f"pip install {pip_name}"
         if extra:
-            install = f'pip install "{extra}" (or {install})'
+            install += f' (or, in a vecmode checkout, pip install ".[{extra}]")'
         raise DependencyNotInstalled(
             f"{who} needs {name}, which is not installed: run {install}."
         ) from error
@@ -132,7 +132,7 @@ class ArrayConversion(MaskedResetWrapper):
 
 class NumpyToTorch(ArrayConversion):
     """Gymnasium's ``NumpyToTorch``, right in every mode; same arguments. Needs
-    ``pip install "vecmode[torch]"``.
+    the ``torch`` extra.
 
     >>> import torch, vecmode
     >>> from vecmode.wrappers import NumpyToTorch
@@ -151,7 +151,7 @@ class NumpyToTorch(ArrayConversion):
 
 class JaxToNumpy(ArrayConversion):
     """Gymnasium's ``JaxToNumpy``, right in every mode; same arguments. Needs
-    ``pip install "vecmode[jax]"``.
+    the ``jax`` extra.
 
     >>> import jax.numpy as jnp, numpy as np, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToNumpy
@@ -170,7 +170,7 @@ class JaxToNumpy(ArrayConversion):
 
 class JaxToTorch(ArrayConversion):
     """Gymnasium's ``JaxToTorch``, right in every mode; same arguments. Needs
-    ``pip install "vecmode[jax,torch]"``.
+    the ``jax`` and ``torch`` extras.
 
     >>> import jax.numpy as jnp, numpy as np, torch, vecmode
     >>> from vecmode.wrappers import ArrayConversion, JaxToTorch

@@ -18,8 +18,8 @@ from vecmode.wrappers import base
 from vecmode.wrappers.array_stats import RescalingPath
 
 OPENCV_MISSING = (
-    "ResizeObservation needs OpenCV, which is not installed: run "
-    'pip install "vecmode[opencv]" (or pip install opencv-python-headless).'
+    "ResizeObservation needs OpenCV, which is not installed: run pip install "
+    'opencv-python-headless (or, in a vecmode checkout, pip install ".[opencv]").'
 )
 
 
@@ -129,7 +129,7 @@ class GrayscaleObservation(VectorizeTransformObservation):
 
 
 class ResizeObservation(VectorizeTransformObservation):
-    """Gymnasium's ``ResizeObservation`` (needs ``pip install "vecmode[opencv]"``)."""
+    """Gymnasium's ``ResizeObservation`` (needs OpenCV: the ``opencv`` extra)."""
 
     def __init__(self, env: VectorEnv, shape: tuple[int, ...]) -> None:
         try:
