@@ -4,7 +4,7 @@ Once jax is imported, a later ``os.fork()`` in the same process (as the workers 
 async vector envs are started) risks a deadlock, so no test of this session
 imports jax: the jax cases of the catalogue (``tests/wrappers/cases.py``, marked
 ``isolated``) and the jax doctests are skipped here, and this test runs them, and
-only them, in a new pytest process. Without jax (``pip install "vecmode[jax]"``)
+only them, in a new pytest process. Without jax (the ``jax`` extra)
 it is skipped.
 """
 
@@ -39,7 +39,7 @@ def test_the_jax_wrappers_in_a_fresh_interpreter():
         m for m in ("jax", "array_api_compat") if not importlib.util.find_spec(m)
     ]
     if missing:
-        pytest.skip(f"needs {', '.join(missing)} (pip install 'vecmode[jax]')")
+        pytest.skip(f"needs {', '.join(missing)} (pip install '.[jax]')")
     out = subprocess.run(
         [*PYTEST, "-k", "JaxToNumpy or JaxToTorch or batched_like_obs and jax", *FILES],
         cwd=ROOT,

@@ -520,11 +520,17 @@ def test_render_modes_without_one_frame_are_refused(cls, render_mode, tmp_path):
 def test_missing_moviepy_or_pygame_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "moviepy", None)
     envs = make_base(DISABLED, "vecmode", make_fns())
-    with pytest.raises(DependencyNotInstalled, match=r"vecmode\[video\]"):
+    with pytest.raises(
+        DependencyNotInstalled,
+        match=r"in a vecmode checkout, pip install \"\.\[video\]\"",
+    ):
         RecordVideo(envs, str(tmp_path))
     monkeypatch.setitem(sys.modules, "pygame", None)
     shown = HumanRendering(envs)
-    with pytest.raises(DependencyNotInstalled, match=r"vecmode\[video\]"):
+    with pytest.raises(
+        DependencyNotInstalled,
+        match=r"in a vecmode checkout, pip install \"\.\[video\]\"",
+    ):
         shown.reset(seed=0)
     envs.close()
 

@@ -529,7 +529,8 @@ def test_frame_stack_refuses_spaces_it_cannot_stack():
 
 def test_resize_without_opencv_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "cv2", None)
-    with pytest.raises(DependencyNotInstalled, match=r"vecmode\[opencv\]"):
+    said = r"opencv-python-headless \(or, in a vecmode checkout, pip install \"\.\[opencv\]\"\)"
+    with pytest.raises(DependencyNotInstalled, match=said):
         vw.ResizeObservation(vecmode_base("image", AutoresetMode.NEXT_STEP), (2, 2))
 
 

@@ -28,12 +28,12 @@ FINAL_FRAME = "final_frame"
 _ONE_FRAME = ("rgb_array", "depth_array")
 
 MOVIEPY_MISSING = (
-    'RecordVideo needs MoviePy, which is not installed: run pip install "vecmode'
-    '[video]" (or pip install moviepy).'
+    "RecordVideo needs MoviePy, which is not installed: run pip install moviepy "
+    '(or, in a vecmode checkout, pip install ".[video]").'
 )
 PYGAME_MISSING = (
-    'HumanRendering needs pygame, which is not installed: run pip install "vecmode'
-    '[video]" (or pip install pygame).'
+    "HumanRendering needs pygame, which is not installed: run pip install pygame "
+    '(or, in a vecmode checkout, pip install ".[video]").'
 )
 
 
