@@ -186,9 +186,9 @@ def _where(report: CompatibilityReport, row: LayerReport) -> str:
     if row.array_native is False and below not in (None, "numpy"):
         return f"over {below} batches"
     if row.verdict is Verdict.KNOWN_WRONG and row.mode_in in (row.accepts or ()):
-        if not row.note.startswith("layer "):  # (a layout, not a masked reset)
-            return f"over {type(row.layer.unwrapped).__name__}"
-        return "under masked resets"
+        if masked_reset_fault(row.layer):
+            return "under masked resets"
+        return f"over {type(row.layer.unwrapped).__name__}"  # (its env's layout)
     return f"in {_cell(row.mode_in or row.mode_out)}"
 
 
