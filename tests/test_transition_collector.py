@@ -257,31 +257,65 @@ def test_a_failed_step_of_an_env_that_tracks_no_loss_needs_a_reset(mode):
     collector.close()
 
 
-def test_a_failed_reset_inside_step_needs_a_reset():
-    """DISABLED's masked reset raising: the step's outcome is unknown, so the
-    collector refuses to step on until reset, and works again after it."""
-    envs = RecordResets(make_envs("vecmode", AutoresetMode.DISABLED))
+class FailSecondReset(gym.Wrapper):
+    """A sub-env whose second reset raises."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.resets = 0
+
+    def reset(self, **kwargs):
+        self.resets += 1
+        if self.resets == 2:
+            raise RuntimeError("reset failed")
+        return self.env.reset(**kwargs)
+
+
+@pytest.mark.parametrize("where", ["a layer", "a sub-env"])
+def test_a_failed_reset_inside_step_keeps_the_stepped_observations(where):
+    """DISABLED's own reset of the ended sub-envs raising (a layer refusing, or a
+    sub-env's reset raising): the step's observations are kept, the core refuses
+    to step what is not reset, and a masked reset of those goes on. The collector
+    used to refuse everything but a full reset, cutting every other episode."""
+    lengths = ((2, 3), (5,), (5,), (5,))
+    wrappers = (FailSecondReset,) if where == "a sub-env" else ()
+    fns = scheduled_env_fns(N, lengths, ((False,),) * N, wrappers=wrappers)
+    core = vecmode.SyncVectorEnv(fns)
+    envs = RecordResets(vecmode.with_autoreset(core, AutoresetMode.DISABLED))
     collector = TransitionCollector(envs)
     collector.reset(seed=0)
-    envs.fail_masked = True
+    collector.step(np.zeros(N, dtype=np.int64))
+    envs.fail_masked = where == "a layer"
     with pytest.raises(RuntimeError, match="reset failed"):
-        for _ in range(5):
-            collector.step(np.zeros(N, dtype=np.int64))
-    with pytest.raises(ResetNeeded) as caught:
+        collector.step(np.zeros(N, dtype=np.int64))  # sub-env 0's episode ends
+    assert [decode(o) for o in collector.obs] == [(i, 0, 2) for i in range(N)]
+    with pytest.raises(vecmode.EpisodeEndedError, match=r"sub-env\(s\) 0 "):
         collector.step(np.zeros(N, dtype=np.int64))
-    assert str(caught.value) == vecmode.transitions.call_failed_message("step")
-    # the env's error advises a masked reset: through the collector it is
-    # refused, saying why (it said no full reset had been done)
-    with pytest.raises(ResetNeeded) as caught:
-        collector.reset(options={"reset_mask": np.ones(N, dtype=bool)})
-    assert str(caught.value).startswith(
-        'TransitionCollector.reset(options={"reset_mask": mask}) cannot follow a '
-        "call of the collector that failed midway"
-    ), caught.value
+    assert [decode(o) for o in collector.obs] == [(i, 0, 2) for i in range(N)]
     envs.fail_masked = False
-    collector.reset(seed=1)
+    collector.reset(options={"reset_mask": core.awaiting_reset})
+    assert not collector.cut.any()  # (sub-env 0's episode ended: nothing cut)
     t = collector.step(np.zeros(N, dtype=np.int64))
-    assert [decode(o)[2] for o in t.next_obs] == [1] * N
+    assert [decode(o) for o in t.next_obs] == [(0, 1, 1)] + [
+        (i, 0, 3) for i in (1, 2, 3)
+    ]
+    assert t.valid.all()
+
+
+@pytest.mark.parametrize("core", ["sync", "async"])
+@pytest.mark.parametrize("seed", [-5, "abc", [1, 2]])
+def test_a_reset_refused_before_it_ran_keeps_the_collector(core, seed):
+    """A wrong seed is refused before any sub-env is reset: the collector steps
+    on from where it was (it used to take the refusal for a failure midway)."""
+    envs = make_envs("vecmode" if core == "sync" else "vecmode-async", MODES[2])
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        before = collector.obs
+        with pytest.raises(vecmode.errors.SeedError):
+            collector.reset(seed=seed)
+        assert collector.obs is before
+        t = collector.step(np.zeros(N, dtype=np.int64))
+        assert [decode(o) for o in t.next_obs] == [(i, 0, 1) for i in range(N)]
 
 
 class Undeclared(gym.vector.VectorWrapper):

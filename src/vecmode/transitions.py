@@ -415,9 +415,17 @@ class TransitionCollector:
                 if not some(mask):  # nothing to reset (Gymnasium's envs refuse it)
                     self.cut, self.reset_infos = mask & False, {}  # (a new array)
                     return self._obs, self.reset_infos
+        before = self._obs, self._blocked
         self._obs = None
         self._blocked = call_failed_message("reset")
-        obs, infos = self.envs.reset(seed=seed, options=options)
+        try:
+            obs, infos = self.envs.reset(seed=seed, options=options)
+        except BaseException:
+            # the env tracks what a failure lost, or refused before running
+            calls = self._calls_now()
+            if self._tracks_lost or (calls is not None and calls == self._calls_run):
+                self._obs, self._blocked = before
+            raise
         moved = self._moved
         if moved is None:  # no real transition since the last full reset
             moved = np.zeros(self.num_envs, dtype=bool)
@@ -444,7 +452,9 @@ class TransitionCollector:
 
         In DISABLED mode the sub-envs whose episode ended are reset afterwards.
         When vecmode's core refuses the actions or a sub-env fails, the collector
-        is unchanged (the core says which sub-envs to reset). ``ResetNeeded``
+        is unchanged (the core says which sub-envs to reset); when that reset
+        fails, it keeps the step's observations (reset the sub-envs in
+        ``envs.unwrapped.awaiting_reset``). ``ResetNeeded``
         before the first :meth:`reset`, or after a call whose env step or reset
         raised midway (any error in another env's step).
         """
@@ -476,7 +486,14 @@ class TransitionCollector:
             rows = b.needs_reset
             if some(rows):
                 infos = _unshared(infos)  # as the step returned them
-                following, reset_infos = self.envs.reset(options={"reset_mask": rows})
+                try:
+                    following, reset_infos = self.envs.reset(
+                        options={"reset_mask": rows}
+                    )
+                except BaseException:  # the env says which sub-envs to reset
+                    if self._tracks_lost:
+                        self._obs, self._calls_run = following, self._calls_now()
+                    raise
                 if self.copy:
                     following = copied(following)
                 reader.reset(following, reset_infos, rows)
