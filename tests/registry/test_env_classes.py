@@ -31,7 +31,7 @@ from tests.helpers import (
 from vecmode import AutoresetMode, IncompatibleModeError
 from vecmode.autoreset import GymnasiumFinalObs
 from vecmode.env_classes import final_obs_layout, vector_env_declaration
-from vecmode.wrappers import RecordEpisodeStatistics
+from vecmode.wrappers import FrameStackObservation, RecordEpisodeStatistics
 
 
 def _until_an_end(envs: Any, actions: Callable[[int], np.ndarray], limit: int = 500):
@@ -266,12 +266,24 @@ def test_wrappers_over_ale_converted_to_same_step_read_its_final_observations():
 
 
 def test_wrappers_over_ale_same_step_read_its_final_observations_right():
-    """Refused over the raw dense layout (saying what to do); right once
-    translated at the edge of the stack."""
+    """A wrapper that reads final observations is refused over the raw dense
+    layout (saying what to do), and right once it is translated at the edge of the
+    stack; RecordEpisodeStatistics reads none, and runs over either."""
     pytest.importorskip("ale_py")
     raw = _ale("SameStep")
     with pytest.raises(IncompatibleModeError, match="GymnasiumFinalObs"):
-        RecordEpisodeStatistics(raw)
+        FrameStackObservation(raw, 2)
+    dense = RecordEpisodeStatistics(_ale("SameStep"))
+    dense.reset(seed=0)
+    steps = 0
+    while steps < 12:
+        *_, terms, truncs, infos = dense.step(np.zeros(2, dtype=np.int64))
+        steps += 1
+        if np.logical_or(terms, truncs).any():
+            break
+    assert infos["_episode"].all() and infos["final_obs"].shape == (2, 4, 84, 84)
+    assert infos["episode"]["l"].tolist() == [steps, steps]
+    dense.close()
     envs = RecordEpisodeStatistics(vecmode.with_autoreset(raw, "SameStep"))
     assert final_obs_layout(envs) == "gymnasium"
     _first_final_observations(envs)

@@ -98,13 +98,17 @@ def test_gymnasium_s_dict_info_to_list_over_a_dense_layout_is_known_wrong():
     assert vecmode.check_stack(gym_wrappers.RecordEpisodeStatistics(env)).ok
     # vecmode's that read no final observation are built too (and run); its
     # readers, whose hooks see the final observations, are not
-    clipped = vecmode.wrappers.ClipReward(env, -1, 1)
-    assert vecmode.check_stack(clipped).ok
-    clipped.reset(seed=0)
-    for _ in range(3):
-        clipped.step(np.zeros(2, dtype=int))
+    for blind in (
+        lambda e: vecmode.wrappers.ClipReward(e, -1, 1),
+        lambda e: vecmode.wrappers.RecordEpisodeStatistics(e, stats_key="stats"),
+    ):
+        wrapped = blind(env)
+        assert vecmode.check_stack(wrapped).ok
+        wrapped.reset(seed=0)
+        for _ in range(3):
+            wrapped.step(np.zeros(2, dtype=int))
     for reader in (
-        vecmode.wrappers.RecordEpisodeStatistics,
+        lambda e: vecmode.wrappers.FrameStackObservation(e, 2),
         lambda e: vecmode.wrappers.TransformObservation(e, abs),
     ):
         with pytest.raises(vecmode.IncompatibleModeError, match="one dense array"):

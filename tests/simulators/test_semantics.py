@@ -155,10 +155,44 @@ def test_a_wrapper_reading_final_observations_is_refused_where_they_are_lost(wra
     wrapper(ApproximateFinalObs(LossyCartPole()), **args)
 
 
-def test_wrappers_that_do_not_read_final_observations_are_built():
-    envs = NormalizeReward(RecordEpisodeStatistics(LossyCartPole()), gamma=0.99)
+def test_wrappers_that_do_not_read_final_observations_run_through_episode_ends():
+    """RecordEpisodeStatistics raised at the first episode end here (its base
+    merged final observations it never reads), though check_stack said ok."""
+    stats = RecordEpisodeStatistics(LossyCartPole(max_episode_steps=3))
+    envs = NormalizeReward(stats, gamma=0.99)
+    assert vecmode.check_stack(envs).ok
     envs.reset(seed=0)
-    envs.step(torch.ones(4, dtype=torch.int64))
+    lengths, ended = np.zeros(4, dtype=int), 0
+    for _ in range(10):
+        _, _, terms, truncs, infos = envs.step(torch.ones(4, dtype=torch.int64))
+        lengths += 1
+        done = (terms | truncs).numpy()
+        if done.any():
+            assert infos["_episode"].tolist() == done.tolist()
+            assert infos["episode"]["l"][done].tolist() == lengths[done].tolist()
+            ended, lengths[done] = ended + int(done.sum()), 0
+    assert ended >= 8 and stats.episode_count == ended
+
+
+@vecmode.supports(*vecmode.MODES, array_native=True)
+class _Hook(vecmode.wrappers.StatefulWrapper):
+    def transition(self, observations, *rest):
+        self.seen = observations
+
+
+def test_a_stateful_wrapper_s_own_transition_hook_reads_final_observations():
+    """A hook of its own gets final observations: refused where they are lost,
+    unless the class says it reads none (then the hook gets the step's batch)."""
+    with pytest.raises(vecmode.IncompatibleModeError, match="ApproximateFinalObs"):
+        _Hook(LossyCartPole())
+    blind = type("Blind", (_Hook,), {"reads_final_observations": False})
+    blind = vecmode.supports(*vecmode.MODES, array_native=True)(blind)
+    envs = blind(LossyCartPole(max_episode_steps=2))
+    assert vecmode.check_stack(envs).ok
+    obs, _ = envs.reset(seed=0)
+    for _ in range(3):
+        obs, *_ = envs.step(torch.ones(4, dtype=torch.int64))
+        assert envs.seen is obs
 
 
 def test_the_collector_refuses_a_lost_final_observation():

@@ -305,6 +305,14 @@ class RewardWrapper(_Tracked):
         return obs, out, terminations, truncations, infos
 
 
+class _OwnTransition:
+    """StatefulWrapper's ``reads_final_observations``: whether the class has a
+    :meth:`~StatefulWrapper.transition` hook of its own, which gets them."""
+
+    def __get__(self, obj: Any, cls: type) -> bool:
+        return getattr(cls, "transition", None) is not StatefulWrapper.transition
+
+
 @supports(*modes.MODES)
 class StatefulWrapper(_Tracked):
     """Base for a wrapper that keeps per-sub-env state across steps.
@@ -335,7 +343,15 @@ class StatefulWrapper(_Tracked):
     NextStep [2 2]
     SameStep [2 2]
     Disabled [2 2]
+
+    A class whose :meth:`transition` reads no observation says
+    ``reads_final_observations = False``: its hook then gets the step's batch,
+    and it runs over simulators that lose final observations.
     """
+
+    #: Whether :meth:`transition` gets the final observations (default: where
+    #: the class has its own hook); False: the step's batch.
+    reads_final_observations: Any = _OwnTransition()
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """Sub-envs in ``mask`` start an episode; ``observations[i]`` is its first."""
@@ -367,7 +383,8 @@ class StatefulWrapper(_Tracked):
         if getattr(transition, "__func__", None) is not StatefulWrapper.transition and (
             quiet or _rows.some(b.real)
         ):
-            moved = obs if quiet else self.last_observations(obs, infos)
+            reads = not quiet and self.reads_final_observations
+            moved = self.last_observations(obs, infos) if reads else obs
             transition(moved, rewards, terminations, truncations, b.real)
         episode_start = self.episode_start
         if (

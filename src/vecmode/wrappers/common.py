@@ -45,6 +45,8 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
 
     #: Its statistics are its episode's (check_wrapper checks it).
     episodic = True
+    #: Its hooks read rewards and flags only (any final-observation layout suits it).
+    reads_final_observations = False
 
     def __init__(
         self, env: VectorEnv, buffer_length: int = 100, stats_key: str = "episode"
