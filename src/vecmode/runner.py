@@ -9,6 +9,7 @@ and SystemExit) stops the slice there, reported as a :class:`Failure`.
 from __future__ import annotations
 
 import contextlib
+import copy
 import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -348,23 +349,12 @@ class Outcome:
     failure: Failure | None = None
 
 
-#: Observations a sub-env may write into after returning them.
-_MUTABLE = (np.ndarray, dict, list)
-
-
-def _reset_ended(
-    env: gym.Env, k: int, seeds: Any, options: Any, final: Any
-) -> tuple[Any, Any]:
-    """:func:`_reset` after an end whose last observation was ``final``."""
-    obs, info = _reset(env, k, seeds, options)
-    if obs is final and type(obs) in _MUTABLE:  # (a buffer it writes into)
-        gym.logger.warn(
-            f"a sub-env's reset() returned the very object its step() returned as "
-            f"the episode's last observation, so SameStep's info['final_obs'] holds "
-            f"the reset's (as in Gymnasium). Return a new array from step() and "
-            f"reset() ({type(env.unwrapped).__name__})."
-        )
-    return obs, info
+def _kept(obs: Any) -> Any:
+    """An episode's last observation, safe from the sub-env's reset writing into
+    the buffer it returned (Gymnasium's SameStep then gives the reset's)."""
+    if type(obs) is np.ndarray:
+        return obs.copy()
+    return copy.deepcopy(obs) if isinstance(obs, (dict, list, tuple)) else obs
 
 
 def _reset(env: gym.Env, k: int, seeds: Any, options: Any) -> tuple[Any, Any]:
@@ -497,9 +487,9 @@ class Runner:
                         ended.append(first + k)
                         if cmd == _STEP_THEN_RESET:
                             check_info(info, method)  # (only where episodes end)
-                            finals.append((first + k, obs, info))
+                            finals.append((first + k, _kept(obs), info))
                             method = "reset"
-                            obs, info = _reset_ended(env, k, seeds, options, obs)
+                            obs, info = _reset(env, k, seeds, options)
                 elif cmd == _RESET:
                     method = "reset"
                     obs, info = _reset(env, k, seeds, options)

@@ -114,39 +114,6 @@ def test_execute_step_then_reset_matches_same_step_output():
     envs.close()
 
 
-class OneBuffer(gym.Env):
-    """Returns the same array every call, written in place (a reset: -1)."""
-
-    observation_space = gym.spaces.Box(-100, 100, (1,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self):
-        self.buffer, self.t = np.zeros(1, np.float32), 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t, self.buffer[0] = 0, -1.0
-        return self.buffer, {}
-
-    def step(self, action):
-        self.t += 1
-        self.buffer[0] = self.t
-        return self.buffer, 1.0, False, self.t == 2, {}
-
-
-def test_same_step_warns_where_a_reset_wrote_over_the_final_observation():
-    """A sub-env that returns one array and writes into it: its reset, within the
-    step, overwrites the final observation SameStep reports, as in Gymnasium
-    (copying every final observation costs too much). It was silent."""
-    envs = vecmode.with_autoreset(vecmode.SyncVectorEnv([OneBuffer] * 2), "SameStep")
-    envs.reset(seed=0)
-    envs.step(np.zeros(2, dtype=int))
-    with pytest.warns(UserWarning, match=r"reset\(\) returned the very.*OneBuffer"):
-        infos = envs.step(np.zeros(2, dtype=int))[4]
-    assert [final.tolist() for final in infos["final_obs"]] == [[-1.0], [-1.0]]
-    envs.close()
-
-
 @pytest.mark.parametrize(
     ("commands", "message"),
     [

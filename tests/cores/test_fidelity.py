@@ -114,6 +114,51 @@ def test_gymnasium_cuts_frozen_lake_s_prob():
     ours.close()
 
 
+class OneBuffer(gym.Env):
+    """Returns its one buffer (itself, a view of it, or in a dict), written in
+    place by step and reset; every episode is truncated at its second step."""
+
+    observation_space = gym.spaces.Box(-1.0, 99.0, (2,), np.float64)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, kind: str):
+        self.buffer, self.kind, self.t = np.zeros(2), kind, 0
+        if kind == "dict":
+            self.observation_space = gym.spaces.Dict(x=OneBuffer.observation_space)
+
+    def _obs(self):
+        buffer = self.buffer
+        return (
+            {"x": buffer} if self.kind == "dict" else buffer[:] if self.kind else buffer
+        )
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.buffer[:] = 0, (self.np_random.random(), 0.0)
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        self.buffer[1] = 10 + self.t
+        return self._obs(), 1.0, False, self.t >= 2, {}
+
+
+@pytest.mark.parametrize("kind", ["", "view", "dict"])
+@pytest.mark.parametrize("core", [vecmode.SyncVectorEnv, vecmode.AsyncVectorEnv])
+def test_same_step_s_final_observation_is_not_the_reset_s(core, kind):
+    """A sub-env whose reset writes into the buffer its step returned: SameStep's
+    final observation was the reset's (as in Gymnasium's), silently."""
+    fns = [functools.partial(OneBuffer, kind)] * 2
+    envs = vecmode.with_autoreset(core(fns), "SameStep")
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, dtype=int))
+    *_, truncations, infos = envs.step(np.zeros(2, dtype=int))
+    assert truncations.all()
+    finals = [o["x"] if kind == "dict" else o for o in infos["final_obs"]]
+    assert [final[1] for final in finals] == [12.0, 12.0]
+    envs.close()
+
+
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 def test_same_as_gymnasium_with_partial_resets(mode):
     expected, got = run_pair(ENVS["scheduled-dict-nested-info"], mode, mask_prob=0.4)
