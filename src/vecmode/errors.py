@@ -86,9 +86,10 @@ class IncompatibleModeWarning(UserWarning):
     reads its transitions (``TransitionCollector``, ``to_sb3``)."""
 
 
-class EpisodeEndedError(RuntimeError):
+class EpisodeEndedError(RuntimeError, AssertionError):
     """A sub-env whose episode ended (or whose state a failed call lost) was
-    stepped before it was reset; nothing was stepped.
+    stepped before it was reset; nothing was stepped. Also an ``AssertionError``,
+    as Gymnasium's sync env raises there.
 
     Attributes:
         indices: those sub-envs.
