@@ -77,6 +77,7 @@ class FromSB3VectorEnv(VectorEnv):
         self.render_mode = venv.render_mode
         self._last_obs: Any = None
         self._structured_actions = isinstance(venv.action_space, (Dict, Tuple))
+        self._batch_shape = self.action_space.shape  # (None for Dict, Tuple)
         self._lost: set[int] = set()
         self._dead: str | None = None  # why a SubprocVecEnv's worker died
 
@@ -253,10 +254,14 @@ class FromSB3VectorEnv(VectorEnv):
             pending.difference_update(ready)
 
     def _sb3_actions(self, actions: Any) -> Any:
-        """A batch of Dict or Tuple actions as SB3's list; others as they are."""
-        if not self._structured_actions:
-            return actions
+        """A batch of Dict or Tuple actions as SB3's list; others as they are.
+        A batch of the wrong structure is refused before any sub-env steps (a
+        SubprocVecEnv sends some, then its answers come a call late)."""
         space, n = self.single_action_space, self.num_envs
+        if not self._structured_actions:
+            if type(actions) is not np.ndarray or actions.shape != self._batch_shape:
+                core.check_action_batch(space, actions, n)
+            return actions
         problem = core.batch_problem(space, actions, n)
         if problem is not None:
             instead = "not SB3's list of one action per sub-env (that is for envs.venv)"

@@ -34,6 +34,7 @@ from tests.integrations.sb3.envs import (  # noqa: E402
     recorders,
     sb3_vec_env,
     tagged_fns,
+    vecmode_env,
 )
 from vecmode import IncompatibleModeError  # noqa: E402
 from vecmode.errors import ActionBatchError  # noqa: E402
@@ -279,6 +280,27 @@ def test_from_sb3_gives_each_sub_env_its_own_dict_or_tuple_action(space, kind):
     assert_same(got, ours.get_attr("received"), "nothing was stepped")
     reference.close()
     ours.close()
+
+
+@pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
+def test_a_wrong_batch_of_plain_actions_steps_nothing(kind):
+    """A batch one action short made SubprocVecEnv send some actions before it
+    raised, and every later answer came a call late (silently stale resets); over
+    DummyVecEnv, a sub-env's IndexError was blamed."""
+    fns = SUB_ENVS["cartpole"](3)
+    ours, reference = from_sb3(sb3_vec_env(kind, fns)), vecmode_env(fns, SAME)
+    first = [envs.reset(seed=0)[0] for envs in (ours, reference)]
+    assert_same(*first, "reset")
+    for bad in (np.zeros(2, dtype=int), np.zeros((3, 1), dtype=int), 0, [0, 1, 0, 1]):
+        with pytest.raises(ActionBatchError, match="nothing was stepped"):
+            ours.step(bad)
+    for seed in (10, 20):
+        got, expected = ours.reset(seed=seed), reference.reset(seed=seed)
+        assert_same(got[0], expected[0], f"reset(seed={seed})")
+    actions = np.array([0, 1, 1])
+    assert_same(ours.step(actions)[:4], reference.step(actions)[:4], "step")
+    ours.close()
+    reference.close()
 
 
 @pytest.mark.parametrize("kind", ["DummyVecEnv", "SubprocVecEnv"])
