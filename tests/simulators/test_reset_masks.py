@@ -226,3 +226,33 @@ def test_a_mask_of_some_sub_envs_is_refused(name: str, numpy_mask: bool) -> None
     assert "reset() without reset_mask" in message
     for step in range(1, STEPS):
         step_both(adapter, twin, action(step))
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_a_mask_of_another_array_library_is_refused(name: str) -> None:
+    """batched.md's rule, as over vecmode's policies and wrappers: it was taken
+    (ManiSkill's copied it through the host)."""
+    adapter, twin, action, library = twins(name)
+    other = mask_of([True] * N, "torch" if library == "jax" else "jax")
+    adapter.reset(seed=3)
+    twin.reset(seed=3)
+    with pytest.raises(TypeError, match=f"the env's batches are {library}"):
+        adapter.reset(options={"reset_mask": other})
+    for step in range(STEPS):
+        step_both(adapter, twin, action(step))
+
+
+def test_a_collector_steps_on_after_an_adapter_refused_its_mask() -> None:
+    """The adapter counts the calls that ran: a refused one blocked the collector
+    as a reset failed midway."""
+    import vecmode
+
+    adapter, twin, action, _ = twins("gymnax")
+    collector = vecmode.TransitionCollector(adapter)
+    collector.reset(seed=3)
+    twin.reset(seed=3)
+    with pytest.raises(ValueError, match="cannot reset some sub-envs alone"):
+        collector.reset(options={"reset_mask": np.array([True, False, False, False])})
+    for step in range(3):
+        t = collector.step(action(step))
+        assert_same(t.rewards, twin.step(action(step))[1])

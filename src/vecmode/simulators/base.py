@@ -50,6 +50,8 @@ class SimulatorAdapter(VectorEnv):
     without_autoreset: str = ""
     #: The observations of the last reset or step (None before a reset).
     _obs: Any = None
+    #: The calls that ran (refused ones not): TransitionCollector reads it.
+    calls_run: int = 0
 
     def __init__(
         self,
@@ -94,12 +96,14 @@ class SimulatorAdapter(VectorEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the sub-envs: all, or those of ``options["reset_mask"]`` (a
-        mask of none: the current observations and ``{}``, nothing reset)."""
+        mask of none: the current observations and ``{}``, nothing reset). A
+        mask of another array library than the batches' is refused."""
         mask = None
         if options and options.get("reset_mask") is not None:
-            mask = valid_reset_mask(options["reset_mask"], self.num_envs)
-            if self.semantics.partial_reset == "none" and not self._whole(mask):
+            mask = valid_reset_mask(options["reset_mask"], self.num_envs, self._obs)
+            if not self._masks_some(mask):
                 return self._unchanged()
+        self.calls_run += 1
         obs, infos = self._reset(seed, mask)
         self._obs = obs
         return obs, infos
@@ -117,16 +121,17 @@ class SimulatorAdapter(VectorEnv):
         if library not in ("numpy", own):  # (torch's to a JAX simulator: its error)
             problem = f"{library} actions, expected {own} (or NumPy) arrays"
             raise errors.action_batch_error(problem, self.num_envs)
+        self.calls_run += 1
         result = self._step(actions)
         self._obs = result[0]
         return result
 
-    def _whole(self, mask: Any) -> bool:
-        """Whether ``mask``, for a simulator with no partial reset, masks every
-        sub-env (False: none); refused if it masks some. One scalar to the host
-        (the count), the mask left in its library."""
+    def _masks_some(self, mask: Any) -> bool:
+        """Whether ``mask`` masks any sub-env; refused if it masks some but not
+        all, for a simulator with no partial reset. One scalar to the host (the
+        count), the mask left in its library."""
         count = _arrays.count_true(mask)
-        if 0 < count < self.num_envs:
+        if self.semantics.partial_reset == "none" and 0 < count < self.num_envs:
             raise ValueError(
                 f"{self.name} cannot reset some sub-envs alone (it has no "
                 f"partial reset), and vecmode never resets the whole batch in "
@@ -135,7 +140,7 @@ class SimulatorAdapter(VectorEnv):
                 f"autoreset (this adapter's {self.metadata['autoreset_mode'].value}"
                 f" mode)."
             )
-        return count == self.num_envs
+        return count > 0
 
     def _unchanged(self) -> tuple[Any, dict[str, Any]]:
         """A masked reset of no sub-env: a copy of the current observations
