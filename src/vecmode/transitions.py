@@ -396,22 +396,7 @@ class TransitionCollector:
         if options is not None:
             options = dict(options)
             if "reset_mask" in options:
-                mask = self._reset_mask(options["reset_mask"])
-                self._check_calls()
-                if self._obs is None:
-                    why = {
-                        NOT_RESET: "needs a full reset() first",
-                        BEHIND_ITS_BACK: "cannot follow calls made without it",
-                    }.get(
-                        self._blocked,
-                        "cannot follow a call of the collector that failed midway",
-                    )
-                    raise ResetNeeded(
-                        f'TransitionCollector.reset(options={{"reset_mask": mask}}) '
-                        f"{why}: the other sub-envs' observations are unknown. "
-                        f"Call collector.reset(seed=...) without a mask."
-                    )
-                options["reset_mask"] = mask
+                options["reset_mask"] = mask = self._reset_mask(options["reset_mask"])
                 if not some(mask):  # nothing to reset (Gymnasium's envs refuse it)
                     self.cut, self.reset_infos = mask & False, {}  # (a new array)
                     return self._obs, self.reset_infos
@@ -442,10 +427,27 @@ class TransitionCollector:
 
     def _reset_mask(self, mask: Any) -> Any:
         """``options["reset_mask"]`` checked: in the env's library for an env of
-        torch or JAX batches; else as NumPy (a tensor over ``NumpyToTorch``)."""
+        torch or JAX batches; else as NumPy (a tensor over ``NumpyToTorch``).
+        Refused where the other sub-envs' observations are unknown."""
         if self._array:
-            return valid_reset_mask(mask, self.num_envs, self._obs)
-        return validate_reset_mask(host_array(mask), self.num_envs)
+            mask = valid_reset_mask(mask, self.num_envs, self._obs)
+        else:
+            mask = validate_reset_mask(host_array(mask), self.num_envs)
+        self._check_calls()
+        if self._obs is None:
+            why = {
+                NOT_RESET: "needs a full reset() first",
+                BEHIND_ITS_BACK: "cannot follow calls made without it",
+            }.get(
+                self._blocked,
+                "cannot follow a call of the collector that failed midway",
+            )
+            raise ResetNeeded(
+                f'TransitionCollector.reset(options={{"reset_mask": mask}}) {why}: '
+                f"the other sub-envs' observations are unknown. Call "
+                f"collector.reset(seed=...) without a mask."
+            )
+        return mask
 
     def step(self, actions: Any) -> Transition:
         """Step every sub-env with ``actions``; return the :class:`Transition`.
@@ -486,17 +488,7 @@ class TransitionCollector:
             rows = b.needs_reset
             if some(rows):
                 infos = _unshared(infos)  # as the step returned them
-                try:
-                    following, reset_infos = self.envs.reset(
-                        options={"reset_mask": rows}
-                    )
-                except BaseException:  # the env says which sub-envs to reset
-                    if self._tracks_lost:
-                        self._obs, self._calls_run = following, self._calls_now()
-                    raise
-                if self.copy:
-                    following = copied(following)
-                reader.reset(following, reset_infos, rows)
+                following, reset_infos = self._reset_ended(rows, following)
         self.reset_infos = reset_infos
         self._obs, self._calls_run = following, self._calls_now()
         # in the library and on the device of the flags (a tensor over NumpyToTorch),
@@ -508,6 +500,19 @@ class TransitionCollector:
         return Transition(
             obs, actions, rewards, terminations, truncations, moved_to, valid, infos
         )
+
+    def _reset_ended(self, rows: Any, stepped: Any) -> tuple[Any, dict[str, Any]]:
+        """DISABLED: reset the sub-envs in ``rows``. Where that fails over an env
+        that says which sub-envs to reset, the step's observations are kept."""
+        try:
+            obs, infos = self.envs.reset(options={"reset_mask": rows})
+        except BaseException:
+            if self._tracks_lost:
+                self._obs, self._calls_run = stepped, self._calls_now()
+            raise
+        obs = copied(obs) if self.copy else obs
+        self._reader.reset(obs, infos, rows)
+        return obs, infos
 
     def close(self) -> None:
         """Close the env; the collector cannot step or reset any more."""
