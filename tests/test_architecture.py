@@ -135,8 +135,13 @@ PRESENTATION = ("cli", "timeline.py")
 #: proxies, which envs keep their rows, nested and same-device info merges,
 #: readers of no final observation declared, spaces with no __eq__, no pinning;
 #: +2: the table legend on register()ed wrong modes; +3: install hints for a
-#: package not on PyPI, the _episode caveat's when)
-MAX_SRC_LINES = 22_974
+#: package not on PyPI, the _episode caveat's when; five reviews, +58: the
+#: collector's recovery from a failed Disabled reset and from refused resets
+#: (+23), a StatefulWrapper's hook reading final observations only where its
+#: class does (+22), adapters and from_sb3 counting calls (+7), from_sb3's action
+#: batch check (+6); SameStep's final observation copied, its warning gone (-2);
+#: EpisodeEndedError an AssertionError (+2))
+MAX_SRC_LINES = 23_032
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

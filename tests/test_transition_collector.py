@@ -47,7 +47,12 @@ class RecordResets(gym.vector.VectorWrapper):
         self.given.append(options)
         if self.fail_masked and options and "reset_mask" in options:
             raise RuntimeError("reset failed")
-        return self.env.reset(seed=seed, options=options)
+        result = self.env.reset(seed=seed, options=options)
+        if self.fail_after:
+            raise RuntimeError("reset failed after the env's")
+        return result
+
+    fail_after = False
 
 
 @pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
@@ -300,6 +305,39 @@ def test_a_failed_reset_inside_step_keeps_the_stepped_observations(where):
         (i, 0, 3) for i in (1, 2, 3)
     ]
     assert t.valid.all()
+
+
+def test_a_layer_failing_after_the_env_s_reset_needs_a_full_reset():
+    """The env did reset the ended sub-env: the step's observation of it is no
+    longer what it holds (kept, the next transition would join two episodes)."""
+    fns = scheduled_env_fns(N, ((2, 3), (5,), (5,), (5,)), ((False,),) * N)
+    envs = RecordResets(vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), "Disabled"))
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    collector.step(np.zeros(N, dtype=np.int64))
+    envs.fail_after = True
+    with pytest.raises(RuntimeError, match="after the env's"):
+        collector.step(np.zeros(N, dtype=np.int64))
+    with pytest.raises(ResetNeeded, match=r"last step\(\)"):
+        collector.step(np.zeros(N, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="after the env's"):
+        collector.reset(seed=1)  # (a reset that ran: the collector is blocked)
+    envs.fail_after = False
+    with pytest.raises(ResetNeeded, match=r"last reset\(\)"):
+        collector.step(np.zeros(N, dtype=np.int64))
+
+
+def test_a_reset_failing_midway_says_so():
+    """A sub-env raising in a full reset over vecmode's core: the collector is
+    blocked, saying the reset raised (it said calls were made behind its back)."""
+    fns = scheduled_env_fns(N, wrappers=(FailSecondReset,))
+    envs = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), "Disabled")
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    with pytest.raises(RuntimeError, match="reset failed"):
+        collector.reset(seed=1)
+    with pytest.raises(ResetNeeded, match=r"raised during the TransitionCollector's"):
+        collector.step(np.zeros(N, dtype=np.int64))
 
 
 @pytest.mark.parametrize("core", ["sync", "async"])

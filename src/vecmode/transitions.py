@@ -405,10 +405,9 @@ class TransitionCollector:
         self._blocked = call_failed_message("reset")
         try:
             obs, infos = self.envs.reset(seed=seed, options=options)
-        except BaseException:
-            # the env tracks what a failure lost, or refused before running
+        except BaseException:  # refused before anything ran: nothing changed
             calls = self._calls_now()
-            if self._tracks_lost or (calls is not None and calls == self._calls_run):
+            if calls is not None and calls == self._calls_run:
                 self._obs, self._blocked = before
             raise
         moved = self._moved
@@ -455,8 +454,9 @@ class TransitionCollector:
         In DISABLED mode the sub-envs whose episode ended are reset afterwards.
         When vecmode's core refuses the actions or a sub-env fails, the collector
         is unchanged (the core says which sub-envs to reset); when that reset
-        fails, it keeps the step's observations (reset the sub-envs in
-        ``envs.unwrapped.awaiting_reset``). ``ResetNeeded``
+        fails and the env says all of them still await one, it keeps the step's
+        observations (reset the sub-envs in ``envs.unwrapped.awaiting_reset``).
+        A step that raised returns no transition. ``ResetNeeded``
         before the first :meth:`reset`, or after a call whose env step or reset
         raised midway (any error in another env's step).
         """
@@ -502,12 +502,13 @@ class TransitionCollector:
         )
 
     def _reset_ended(self, rows: Any, stepped: Any) -> tuple[Any, dict[str, Any]]:
-        """DISABLED: reset the sub-envs in ``rows``. Where that fails over an env
-        that says which sub-envs to reset, the step's observations are kept."""
+        """DISABLED: reset the sub-envs in ``rows``. Where that fails and the env
+        says all of them still await a reset, the step's observations are kept."""
         try:
             obs, infos = self.envs.reset(options={"reset_mask": rows})
         except BaseException:
-            if self._tracks_lost:
+            awaiting = getattr(self.envs.unwrapped, "awaiting_reset", None)
+            if awaiting is not None and host_array(awaiting)[_host_mask(rows)].all():
                 self._obs, self._calls_run = stepped, self._calls_now()
             raise
         obs = copied(obs) if self.copy else obs

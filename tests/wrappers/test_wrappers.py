@@ -633,6 +633,33 @@ def test_stateful_hooks_overridden_on_the_class_or_the_instance_are_called():
         envs.close()
 
 
+def test_a_transition_hook_of_its_own_gets_the_final_observations():
+    """A hook of a subclass (of RecordEpisodeStatistics too, which reads none) or
+    set on the instance gets SameStep's final observations, not the reset's."""
+
+    class Keeps(vw.RecordEpisodeStatistics):
+        def transition(self, observations, *rest):
+            super().transition(observations, *rest)
+            self.seen = np.array(observations, copy=True)
+
+    for build in (Keeps, vw.StatefulWrapper):
+        envs = build(
+            vecmode.make_vec(
+                "CartPole-v1", 2, "sync", autoreset_mode="SameStep", max_episode_steps=2
+            )
+        )
+        if build is vw.StatefulWrapper:
+            envs.transition = lambda o, *rest, envs=envs: setattr(
+                envs, "seen", o.copy()
+            )
+        envs.reset(seed=0)
+        envs.step(np.array([0, 1]))
+        obs, *_, infos = envs.step(np.array([0, 1]))
+        assert np.array_equal(envs.seen, np.stack(infos["final_obs"])), build
+        assert not np.array_equal(envs.seen, obs)
+        envs.close()
+
+
 @pytest.mark.parametrize("base", ["vecmode", "gymnasium"])
 def test_call_get_attr_set_attr_reach_the_sub_envs_through_a_stack(base):
     """Gymnasium's VectorWrapper does not forward them; every vecmode wrapper does."""

@@ -76,6 +76,8 @@ class FromSB3VectorEnv(VectorEnv):
         }
         self.render_mode = venv.render_mode
         self._last_obs: Any = None
+        #: Calls that ran (TransitionCollector: none made behind its back).
+        self.calls_run = 0
         self._structured_actions = isinstance(venv.action_space, (Dict, Tuple))
         self._batch_shape = self.action_space.shape  # (None for Dict, Tuple)
         self._lost: set[int] = set()
@@ -162,6 +164,7 @@ class FromSB3VectorEnv(VectorEnv):
         rest = {k: v for k, v in (options or {}).items() if k != "reset_mask"}
         if mask is not None:
             return self._masked_reset(seeds, rest, mask)
+        self.calls_run += 1
         if seeds is not None:
             self.venv.seed(seeds[0])
         if rest:
@@ -200,6 +203,7 @@ class FromSB3VectorEnv(VectorEnv):
             )
         if self._last_obs is None:
             raise gym.error.ResetNeeded(MASKED_RESET_FIRST)
+        self.calls_run += 1
         if not np.count_nonzero(mask):  # vecmode's convention: a no-op
             return core.copy_batch(self._last_obs), {}
         singles = list(iterate_batch(self.observation_space, self._last_obs))
@@ -225,6 +229,7 @@ class FromSB3VectorEnv(VectorEnv):
         """Send a step (SB3's ``step_async``)."""
         self._open(stepping=True)
         actions = self._sb3_actions(actions)
+        self.calls_run += 1
         with self._faults("step", range(self.num_envs)):
             self.venv.step_async(actions)
 

@@ -305,12 +305,21 @@ class RewardWrapper(_Tracked):
         return obs, out, terminations, truncations, infos
 
 
-class _OwnTransition:
-    """StatefulWrapper's ``reads_final_observations``: whether the class has a
-    :meth:`~StatefulWrapper.transition` hook of its own, which gets them."""
+class HookReads:
+    """A StatefulWrapper's ``reads_final_observations``: ``reads`` for the
+    :meth:`~StatefulWrapper.transition` hook of the class declaring it, True for
+    another hook (a subclass's, or one set on the instance), which gets them."""
+
+    def __init__(self, reads: bool) -> None:
+        self.reads = reads
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        own = vars(owner)
+        self.hooks = (own.get("transition"), own.get("_array_transition"))
 
     def __get__(self, obj: Any, cls: type) -> bool:
-        return getattr(cls, "transition", None) is not StatefulWrapper.transition
+        hook = getattr(cls if obj is None else obj, "transition", None)
+        return self.reads if getattr(hook, "__func__", hook) in self.hooks else True
 
 
 @supports(*modes.MODES)
@@ -351,7 +360,7 @@ class StatefulWrapper(_Tracked):
 
     #: Whether :meth:`transition` gets the final observations (default: where
     #: the class has its own hook); False: the step's batch.
-    reads_final_observations: Any = _OwnTransition()
+    reads_final_observations: Any = HookReads(False)
 
     def episode_start(self, observations: Any, mask: np.ndarray) -> None:
         """Sub-envs in ``mask`` start an episode; ``observations[i]`` is its first."""

@@ -15,7 +15,7 @@ from vecmode.modes import MODES
 from vecmode.registry import supports
 from vecmode.wrappers import array_stats
 from vecmode.wrappers.array_stats import ArrayPath, ArrayQueue, compiled, float_dtype
-from vecmode.wrappers.base import StatefulWrapper
+from vecmode.wrappers.base import HookReads, StatefulWrapper
 
 #: Up to this many episodes ending in a step, their statistics go row by row.
 _FEW_ENDED = 8
@@ -45,8 +45,9 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
 
     #: Its statistics are its episode's (check_wrapper checks it).
     episodic = True
-    #: Its hooks read rewards and flags only (any final-observation layout suits it).
-    reads_final_observations = False
+    #: Its hook reads rewards and flags only (any final-observation layout suits
+    #: it); a subclass's own hook gets final observations.
+    reads_final_observations = HookReads(False)
 
     def __init__(
         self, env: VectorEnv, buffer_length: int = 100, stats_key: str = "episode"

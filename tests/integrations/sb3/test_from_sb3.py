@@ -401,3 +401,43 @@ def test_a_sub_env_fault_in_subproc_vec_env_is_a_worker_error(start_method, at):
     for call in ("step", "masked reset", "then step"):
         assert report[call]["raised"][0] == "WorkerError"
     assert report["processes left"] == 0
+
+
+class _FailAfterReset(gym.vector.VectorWrapper):
+    fail = False
+
+    def reset(self, *, seed=None, options=None):
+        result = self.env.reset(seed=seed, options=options)
+        if self.fail:
+            raise RuntimeError("failed after the env's reset")
+        return result
+
+
+def test_a_collector_over_from_sb3_knows_which_calls_ran():
+    """from_sb3 counts the calls that ran: a refused seed leaves the collector as
+    it was; a reset that ran and then failed above blocks it (the collector once
+    kept its old observations there, and joined two episodes)."""
+    from vecmode.testing.envs import decode, scheduled_env_fns
+
+    fns = scheduled_env_fns(2, ((9,),) * 2, ((False,),) * 2)
+    envs = _FailAfterReset(from_sb3(DummyVecEnv(fns)))
+    collector = vecmode.TransitionCollector(envs)
+    collector.reset(seed=0)
+    collector.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(vecmode.errors.SeedError):
+        collector.reset(seed="abc")
+    t = collector.step(np.zeros(2, dtype=np.int64))
+    assert [decode(o) for o in t.next_obs] == [(0, 0, 2), (1, 0, 2)]
+    envs.fail = True
+    with pytest.raises(RuntimeError, match="failed after"):
+        collector.reset(seed=5)
+    envs.fail = False
+    with pytest.raises(gym.error.ResetNeeded):
+        collector.step(np.zeros(2, dtype=np.int64))
+    envs.step(np.zeros(2, dtype=np.int64))  # behind its back, once reset again
+    collector.reset(seed=5)
+    collector.step(np.zeros(2, dtype=np.int64))
+    envs.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(gym.error.ResetNeeded, match="without the TransitionCollector"):
+        collector.step(np.zeros(2, dtype=np.int64))
+    collector.close()
