@@ -50,7 +50,7 @@ class SimulatorAdapter(VectorEnv):
     without_autoreset: str = ""
     #: The observations of the last reset or step (None before a reset).
     _obs: Any = None
-    #: The calls that ran (refused ones not): TransitionCollector reads it.
+    #: The calls that reached the simulator: TransitionCollector reads it.
     calls_run: int = 0
 
     def __init__(
