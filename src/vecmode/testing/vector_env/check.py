@@ -198,7 +198,7 @@ def _checks(
         )
         checks.append(f"no masked reset made: its class declares {declared}")
     else:
-        when = "after each episode end" if masked == "caller" else "of a strict subset"
+        when = "after each episode end" if masked == "caller" else "after an end"
         line = (
             f"masked resets ({when}, and mid-episode) reset exactly the masked sub-envs"
         )
