@@ -166,12 +166,7 @@ def _final_obs_overwritten(
         (truncated, "truncated "),
         (terminated, "terminated "),
     ):
-        if len(group) < 3 or any(call.obs is None for call, _ in group):
-            continue
-        firsts = [call.obs[i] for call, i in group]
-        if how and all(same(obs, firsts[0], strict=False) for obs in firsts):
-            continue
-        if all(same(_final_obs(c)[i], c.obs[i], strict=False) for c, i in group):
+        if _overwritten(group, varied=bool(how)):
             call, i = group[0]
             note = (
                 f"at all {len(group)} {how}episode ends, info['final_obs'] equals "
@@ -182,6 +177,20 @@ def _final_obs_overwritten(
             got = describe(_final_obs(call)[i])
             return Difference.at(call, i, _FINAL_OBS, expected, got, note)
     return None
+
+
+def _overwritten(ends: list[tuple[Call, int]], varied: bool) -> bool:
+    """Whether each of 3 or more ends' final observation is the reset's (and,
+    ``varied``, those resets' observations are not all alike)."""
+    if len(ends) < 3 or any(call.obs is None for call, _ in ends):
+        return False
+    firsts = [cast(list, call.obs)[i] for call, i in ends]
+    if varied and all(same(obs, firsts[0], strict=False) for obs in firsts):
+        return False
+    return all(
+        same(_final_obs(call)[i], first, strict=False)
+        for (call, i), first in zip(ends, firsts, strict=True)
+    )
 
 
 def _masked_info_difference(
