@@ -73,8 +73,8 @@ class InfoBatchError(ValueError, TypeError):
     """A sub-env's info cannot be batched with the others'."""
 
 
-class InfoLayoutError(ValueError, AssertionError):
-    """An info dict is not Gymnasium's batched layout."""
+class InfoLayoutError(ValueError, TypeError, AssertionError):
+    """Infos not in Gymnasium's batched layout (Gymnasium's wrappers assert it)."""
 
 
 class UndeclaredModeWarning(UserWarning):

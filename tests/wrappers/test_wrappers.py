@@ -491,6 +491,8 @@ def test_dict_info_to_list_inside_another_wrapper_is_refused_when_built(
     envs = listing(vecmode_base("box", AutoresetMode.NEXT_STEP))
     with pytest.raises(TypeError, match=r"got a list \(DictInfoToList is below it\)"):
         wrapper(envs)
+    with pytest.raises(AssertionError):  # what Gymnasium's wrappers raise
+        wrapper(envs)
     assert envs.reset(seed=0)[0].shape == (3, 3)  # untouched
 
 

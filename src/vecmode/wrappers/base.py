@@ -15,7 +15,7 @@ from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from vecmode import _arrays, _rows, modes
+from vecmode import _arrays, _rows, errors, modes
 from vecmode._numpy import count_nonzero, true_indices
 from vecmode.core import StepResult, check_action_batch, copy_batch
 from vecmode.env_classes import layers, lists_infos
@@ -51,7 +51,7 @@ def forward_reset(
 def check_infos(infos: Any, who: str, got: str = "") -> None:
     """Raise a clear error when ``infos`` is not Gymnasium's batched dict."""
     if type(infos) is not dict and not isinstance(infos, dict):
-        raise TypeError(
+        raise errors.InfoLayoutError(
             f"{who} needs the wrapped env's infos as Gymnasium's batched dict, got "
             f"{got or type(infos).__name__}: make DictInfoToList the outermost "
             f"wrapper."
