@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing.connection
+import time
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -139,14 +140,21 @@ class FromSB3VectorEnv(VectorEnv):
             raise
 
     def _dead_workers(self, exc: Exception) -> list[int]:
-        """The sub-envs whose SubprocVecEnv worker died (``exc``: a broken pipe)."""
+        """The sub-envs whose SubprocVecEnv worker died (``exc``: a broken pipe),
+        those that die within a second of the first too (a fault all share)."""
         venv = self.venv.unwrapped
         if not isinstance(venv, SubprocVecEnv) or not isinstance(
             exc, EOFError | OSError
         ):
             return []
         sentinels = [process.sentinel for process in venv.processes]
-        ended = multiprocessing.connection.wait(sentinels, timeout=1.0)
+        deadline, ended = time.monotonic() + 1.0, set[Any]()
+        while len(ended) < len(sentinels) and (left := deadline - time.monotonic()) > 0:
+            waiting = [sentinel for sentinel in sentinels if sentinel not in ended]
+            more = multiprocessing.connection.wait(waiting, timeout=left)
+            if not more:
+                break
+            ended.update(more)
         return [i for i, sentinel in enumerate(sentinels) if sentinel in ended]
 
     def _batched(self, infos: Any) -> dict[str, Any]:

@@ -3,7 +3,8 @@ JSON (``tests/integrations/sb3/test_from_sb3.py`` runs it under a hard time limi
 
 Usage: ``python -m tests.integrations.sb3.fault_driver SOURCE AT``, SOURCE one of
 ``sync-core``, ``DummyVecEnv``, ``fork``, ``forkserver`` (SubprocVecEnv's start
-method), AT the step sub-env 1 raises at (0: in the second reset).
+method), AT the step sub-env 1 raises at (0: in the second reset); a third
+argument ``every``: every sub-env raises there.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def outcome(call: Callable[[], Any]) -> Any:
     return np.asarray(result[0]).tolist()
 
 
-def main(source: str, at: int) -> dict[str, Any]:
-    fns = [functools.partial(Faulty, i, 1, at) for i in range(3)]
+def main(source: str, at: int, every: bool = False) -> dict[str, Any]:
+    fns = [functools.partial(Faulty, i, i if every else 1, at) for i in range(3)]
     if source == "sync-core":
         envs = vecmode_env(fns, SAME)
     elif source == "DummyVecEnv":
@@ -67,4 +68,4 @@ def main(source: str, at: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], int(sys.argv[2]))))
+    print(json.dumps(main(sys.argv[1], int(sys.argv[2]), "every" in sys.argv[3:])))

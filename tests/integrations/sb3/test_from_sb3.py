@@ -345,11 +345,12 @@ ROOT = Path(__file__).resolve().parents[3]
 HARD_LIMIT = 60.0
 
 
-def fault_run(source: str, at: int) -> dict[str, Any]:
+def fault_run(source: str, at: int, *also: str) -> dict[str, Any]:
     """The fault driver's report of one case, run in a child process under a hard
     time limit (``at``: the step sub-env 1 raises at; 0: in its second reset)."""
+    driver = "tests.integrations.sb3.fault_driver"
     done = subprocess.run(
-        [sys.executable, "-m", "tests.integrations.sb3.fault_driver", source, str(at)],
+        [sys.executable, "-m", driver, source, str(at), *also],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -400,6 +401,15 @@ def test_a_sub_env_fault_in_subproc_vec_env_is_a_worker_error(start_method, at):
     assert report["fault"]["lost"] == [1]
     for call in ("step", "masked reset", "then step"):
         assert report[call]["raised"][0] == "WorkerError"
+    assert report["processes left"] == 0
+
+
+def test_a_fault_every_worker_dies_of_names_every_sub_env():
+    """Every worker died of the same step: the error named only those dead when
+    it looked (sub-env 0), and every later call repeated it."""
+    report = fault_run("fork", 2, "every")
+    assert report["fault"]["raised"][0] == "WorkerError"
+    assert report["fault"]["lost"] == [0, 1, 2]
     assert report["processes left"] == 0
 
 
