@@ -762,3 +762,18 @@ def test_final_observations_are_not_said_lost_when_the_probe_cannot_know(mode, b
     result = probe_mode(functools.partial(CounterVectorEnv, 3, mode, bug=bug))
     assert result.mode is None and result.final_observation is None, result
     assert "lost" not in str(result)
+
+
+def test_the_lost_final_observations_caveat_only_where_it_may_hold():
+    """A Disabled env that refuses to step an ended sub-env resets none inside
+    its step: the caveat that it may lose final observations is not said of it
+    (it was, of every Disabled env); of one that steps on, it is."""
+    from vecmode.probe import LOSES_FINALS
+
+    refuses = probe_mode(
+        lambda: vecmode.make_vec("CartPole-v1", 2, "sync", autoreset_mode="Disabled")
+    )
+    steps_on = probe_mode(lambda: CounterVectorEnv(3, AutoresetMode.DISABLED))
+    assert refuses.mode is steps_on.mode is AutoresetMode.DISABLED
+    assert LOSES_FINALS not in refuses.reason
+    assert LOSES_FINALS in steps_on.reason

@@ -324,8 +324,10 @@ def _reason(
 ) -> str:
     """Why the probe found ``found``, of the ``fitting`` modes, or found none."""
     if found is not None:
-        loses = f" {LOSES_FINALS}" if caller_resets(found) else ""
-        return f"only {found.value}'s predictions hold.{loses}"
+        refused = rejected.get(AutoresetMode.NEXT_STEP)  # a step after an end raised:
+        refused_step = refused is not None and refused.expected == "a result"
+        loses = caller_resets(found) and not refused_step  # (it resets none in it)
+        return f"only {found.value}'s predictions hold.{' ' + LOSES_FINALS if loses else ''}"
     if not fitting:
         return "the env contradicts every mode's predictions: " + "; ".join(
             f"not {mode.value}: {diff}" for mode, diff in rejected.items()
