@@ -23,7 +23,6 @@ BUGS = (
     "reset_step_reward",  # NEXT_STEP: the reset step returns reward 1
     "no_final_obs_mask",  # SAME_STEP: info has final_obs but no _final_obs
     "final_obs_is_reset_obs",  # SAME_STEP: final_obs holds a copy of the reset obs
-    "truncated_final_obs_is_reset_obs",  # SAME_STEP: the same, where truncated only
     "final_obs_view",  # SAME_STEP: final_obs holds a view of the obs buffer
     "reset_mask_resets_all",  # reset(options={"reset_mask": m}) resets everyone
     "unseeded",  # observations carry noise from an unseeded RNG
@@ -146,9 +145,6 @@ class CounterVectorEnv(VectorEnv):
             obs = self._observe()
             if self.bug == "final_obs_is_reset_obs":
                 for i in np.flatnonzero(ended):
-                    final[i] = obs[i].copy()
-            if self.bug == "truncated_final_obs_is_reset_obs":
-                for i in np.flatnonzero(truncations):
                     final[i] = obs[i].copy()
             if self.bug == "final_obs_float64":
                 for i in np.flatnonzero(ended):

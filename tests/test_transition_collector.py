@@ -327,6 +327,30 @@ def test_a_layer_failing_after_the_env_s_reset_needs_a_full_reset():
         collector.step(np.zeros(N, dtype=np.int64))
 
 
+class FailAfterStep(gym.vector.VectorWrapper):
+    """Raises after the env below stepped."""
+
+    def step(self, actions):
+        self.env.step(actions)
+        raise RuntimeError("failed after the env's step")
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_a_layer_failing_after_the_env_s_step_needs_a_reset(mode):
+    """The env stepped every sub-env: kept, the old observations would join the
+    transition before to the one after (over vecmode's cores it went on)."""
+    core = vecmode.SyncVectorEnv(scheduled_env_fns(N, ((9,),) * N, ((False,),) * N))
+    envs = vecmode.with_autoreset(core, mode)
+    collector = TransitionCollector(envs)
+    collector.reset(seed=0)
+    collector.envs = FailAfterStep(envs)  # (built under it: no undeclared layer)
+    with pytest.raises(RuntimeError, match="after the env's step"):
+        collector.step(np.zeros(N, dtype=np.int64))
+    collector.envs = envs
+    with pytest.raises(ResetNeeded, match=r"last step\(\)"):
+        collector.step(np.zeros(N, dtype=np.int64))
+
+
 def test_a_reset_failing_midway_says_so():
     """A sub-env raising in a full reset over vecmode's core: the collector is
     blocked, saying the reset raised (it said calls were made behind its back)."""

@@ -79,6 +79,10 @@ class EpisodeStart(NamedTuple):
     obs: Any
 
 
+#: The errors in which an env names the sub-envs a failed step lost.
+_TOLD_LOST = (errors.SubEnvError, errors.WorkerError, errors.EpisodeEndedError)
+
+
 def _host_mask(mask: Any) -> np.ndarray:
     """A boundary's mask as NumPy (another library's: a host copy, for the
     reader's per-sub-env lists, never in the collector's step)."""
@@ -467,10 +471,13 @@ class TransitionCollector:
             stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
         except errors.ActionBatchError:  # refused before anything was stepped
             raise
-        except BaseException:
-            if not self._tracks_lost:  # it may have stepped some sub-envs
+        except BaseException as error:
+            # kept where nothing ran, or where the env names the sub-envs lost
+            calls = self._calls_now()
+            told = self._tracks_lost and isinstance(error, _TOLD_LOST)
+            if not told and (calls is None or calls != self._calls_run):
                 self._obs, self._blocked = None, call_failed_message("step")
-            self._calls_run = self._calls_now()
+            self._calls_run = calls
             raise
         # the env has moved on: if anything below raises, only a reset is safe
         self._obs = None

@@ -142,6 +142,12 @@ def cartpole(num_envs: int = 2, mode: str = "NextStep") -> VectorEnv:
     )
 
 
+def listed_below(num_envs: int = 2) -> VectorEnv:
+    """A stack vecmode refuses: RecordEpisodeStatistics over a DictInfoToList."""
+    listed = vecmode.wrappers.DictInfoToList(cartpole(num_envs))
+    return vecmode.wrappers.RecordEpisodeStatistics(listed)
+
+
 def never_ending(num_envs: int = 2) -> VectorEnv:
     """Episodes far longer than any probe here: nothing to tell the mode by."""
     return vecmode.make_vec(

@@ -295,6 +295,14 @@ def test_conform_of_a_factory_building_no_vector_env(capsys):
     )
 
 
+def test_a_stack_vecmode_refuses_is_a_build_error_not_a_verdict(capsys):
+    """InfoLayoutError is an AssertionError too: it was shown as 'does not
+    conform', as if the check had found the stack wrong."""
+    code, out, err = run(["conform", f"{TARGETS}:listed_below"], capsys)
+    assert (code, out) == (EXIT_FAILED, "")
+    assert f"check_vector_env({TARGETS}:listed_below) raised InfoLayoutError" in err
+
+
 @pytest.mark.parametrize("target", ["Undeclared", "UndeclaredWithArgument:k=2"])
 def test_conform_undeclared_class_needs_modes(capsys, target):
     """With key=values too: they skipped the check, and check_wrapper's error

@@ -9,7 +9,7 @@ from typing import Any
 
 from gymnasium.vector import VectorEnv
 
-from vecmode import testing
+from vecmode import errors, testing
 from vecmode.cli import common
 from vecmode.cli.probe import built_no_vector_env
 from vecmode.cli.spec import Target, bind, builds_vector_env, resolve
@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> bool:
     proof["episodic"] = args.episodic or None  # (None: its class attribute says)
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
-    except AssertionError as error:
-        return _show(args.json, target.spec, None, error)
     except Exception as error:
+        if _verdict(error):
+            return _show(args.json, target.spec, None, error)
         raise common.RaisedError(f"check_wrapper({target.spec})", error) from error
     if isinstance(compare, _InfoKey) and not compare.seen:
         raise common.CommandError(
@@ -99,9 +99,9 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
         what = "conform FACTORY, taking no env to wrap,"
         also = ", or a wrapper taking the env"
         raise built_no_vector_env(what, spec, error, also) from error
-    except AssertionError as error:
-        return _show(json, spec, None, error, env=True)
     except Exception as error:
+        if _verdict(error):
+            return _show(json, spec, None, error, env=True)
         raised = common.RaisedError(f"check_vector_env({spec})", error)
         function = not isinstance(target.obj, type)
         message = str(raised) + READ_AS_ENV * function
@@ -109,11 +109,18 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
     return _show(json, spec, report, env=True)
 
 
+def _verdict(error: Exception) -> bool:
+    """Whether ``error`` is a failed check, not vecmode refusing the stack (its
+    EpisodeEndedError and InfoLayoutError are AssertionErrors too)."""
+    refusals = (errors.EpisodeEndedError, errors.InfoLayoutError)
+    return isinstance(error, AssertionError) and not isinstance(error, refusals)
+
+
 def _show(
     json: bool,
     spec: str,
     report: Any,
-    failure: AssertionError | None = None,
+    failure: Exception | None = None,
     env: bool = False,
 ) -> bool:
     """Print ``report``, or (None) ``failure``; whether it conforms."""
@@ -168,7 +175,7 @@ def _cannot_build(
 
 
 def _document(
-    spec: str, report: Any, failure: AssertionError | None, env: bool
+    spec: str, report: Any, failure: Exception | None, env: bool
 ) -> dict[str, Any]:
     """The ``conform`` document of a report, or (None) of a ``failure``, of a
     wrapper or (``env``) of a vector env."""

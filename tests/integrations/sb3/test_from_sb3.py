@@ -442,7 +442,7 @@ def test_a_collector_over_from_sb3_knows_which_calls_ran():
     with pytest.raises(RuntimeError, match="failed after"):
         collector.reset(seed=5)
     envs.fail = False
-    with pytest.raises(gym.error.ResetNeeded):
+    with pytest.raises(gym.error.ResetNeeded, match=r"last reset\(\)"):
         collector.step(np.zeros(2, dtype=np.int64))
     envs.step(np.zeros(2, dtype=np.int64))  # behind its back, once reset again
     collector.reset(seed=5)

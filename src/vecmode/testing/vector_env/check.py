@@ -134,7 +134,13 @@ def _report(run: CheckedRun, ends: int, found: ProbeResult) -> VectorEnvReport:
         len(calls),
         ends,
         sum(call.kind == "reset(mask)" for call in calls),
-        _checks(run.mode, run.optional, run.results.reuses_observations, found),
+        _checks(
+            run.mode,
+            run.optional,
+            run.results.reuses_observations,
+            found,
+            int(built.num_envs),
+        ),
         found,
         None if wrapped else type(built),
         tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),
@@ -173,6 +179,7 @@ def _checks(
     masked: str,
     reuses_observations: bool,
     probe: ProbeResult,
+    num_envs: int,
 ) -> tuple[str, ...]:
     """What was checked, one line each, for the report."""
     checks = [
@@ -197,6 +204,8 @@ def _checks(
             else "reset_returns='masked'"
         )
         checks.append(f"no masked reset made: its class declares {declared}")
+    elif num_envs < 2 and masked != "caller":  # (a mask of all: a full reset)
+        checks.append("no masked reset made: one sub-env")
     else:
         when = "after each episode end" if masked == "caller" else "after an end"
         line = (

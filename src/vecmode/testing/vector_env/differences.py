@@ -153,43 +153,24 @@ def _final_obs_difference(run: CheckedRun, call: Call, i: int) -> Difference | N
 def _final_obs_overwritten(
     mode: AutoresetMode, calls: Sequence[Call], ends: list[tuple[Call, int]]
 ) -> Difference | None:
-    """Every final observation (of 3 or more) overwritten by the reset's: of all
-    the episodes, or of those ended one way (truncated, or terminated only) where
-    their first observations differ (else it may be where they end)."""
+    """Every final observation (of 3 or more) overwritten by the reset's."""
+    if len(ends) < 3:
+        return None
+    for call, i in ends:
+        if call.obs is None or not same(_final_obs(call)[i], call.obs[i], strict=False):
+            return None
     seen = [obs for call in calls if call.obs is not None for obs in call.obs]
-    if not seen or all(same(obs, seen[0], strict=False) for obs in seen):
-        return None  # (observations all alike: nothing to tell)
-    truncated = [(call, i) for call, i in ends if call.flags[1][i]]
-    terminated = [(call, i) for call, i in ends if not call.flags[1][i]]
-    for group, how in (
-        (ends, ""),
-        (truncated, "truncated "),
-        (terminated, "terminated "),
-    ):
-        if _overwritten(group, varied=bool(how)):
-            call, i = group[0]
-            note = (
-                f"at all {len(group)} {how}episode ends, info['final_obs'] equals "
-                f"the next episode's first observation, which step() returned in "
-                f"{mode.value} mode: the reset overwrote the final observation"
-            )
-            expected = "the ended episode's last observation"
-            got = describe(_final_obs(call)[i])
-            return Difference.at(call, i, _FINAL_OBS, expected, got, note)
-    return None
-
-
-def _overwritten(ends: list[tuple[Call, int]], varied: bool) -> bool:
-    """Whether each of 3 or more ends' final observation is the reset's (and,
-    ``varied``, those resets' observations are not all alike)."""
-    if len(ends) < 3 or any(call.obs is None for call, _ in ends):
-        return False
-    firsts = [cast(list, call.obs)[i] for call, i in ends]
-    if varied and all(same(obs, firsts[0], strict=False) for obs in firsts):
-        return False
-    return all(
-        same(_final_obs(call)[i], first, strict=False)
-        for (call, i), first in zip(ends, firsts, strict=True)
+    if all(same(obs, seen[0], strict=False) for obs in seen):
+        return None
+    call, i = ends[0]
+    note = (
+        f"at all {len(ends)} episode ends, info['final_obs'] equals the next "
+        f"episode's first observation, which step() returned in {mode.value} mode: "
+        f"the reset overwrote the final observation"
+    )
+    expected = "the ended episode's last observation"
+    return Difference.at(
+        call, i, _FINAL_OBS, expected, describe(_final_obs(call)[i]), note
     )
 
 

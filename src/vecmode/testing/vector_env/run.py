@@ -55,9 +55,9 @@ class MaskedResets:
     def __init__(self, mode: AutoresetMode, num_envs: int, optional: str) -> None:
         self.by_caller = caller_resets(mode)
         self.ends = 0
-        makes = optional in ("clears", "keeps-pending")
+        makes = num_envs >= 2 and optional in ("clears", "keeps-pending")
         self.after_end_done = self.by_caller or not makes
-        self.mid_episode_done = not (self.by_caller or makes)
+        self.mid_episode_done = num_envs < 2 or not (self.by_caller or makes)
 
     def after(self, b: Boundary, awaiting: np.ndarray) -> tuple[np.ndarray | None, str]:
         """The mask to reset after a step of boundary ``b``, and its kind."""
