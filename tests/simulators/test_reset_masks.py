@@ -244,7 +244,8 @@ def test_a_mask_of_another_array_library_is_refused(name: str) -> None:
 
 def test_a_collector_steps_on_after_an_adapter_refused_its_mask() -> None:
     """The adapter counts the calls that ran: a refused one blocked the collector
-    as a reset failed midway."""
+    as a reset failed midway (a seed not an int failed inside the simulator's
+    key, or, 2.5, was taken)."""
     import vecmode
 
     adapter, twin, action, _ = twins("gymnax")
@@ -253,6 +254,9 @@ def test_a_collector_steps_on_after_an_adapter_refused_its_mask() -> None:
     twin.reset(seed=3)
     with pytest.raises(ValueError, match="cannot reset some sub-envs alone"):
         collector.reset(options={"reset_mask": np.array([True, False, False, False])})
+    for seed in ("abc", 2.5, True):
+        with pytest.raises(vecmode.errors.SeedError, match="seed must be None or an"):
+            collector.reset(seed=seed)
     for step in range(3):
         t = collector.step(action(step))
         assert_same(t.rewards, twin.step(action(step))[1])

@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecmode import _arrays, _rows, errors, modes
-from vecmode.core import StepResult
+from vecmode.core import StepResult, is_int
 from vecmode.env_classes import Semantics
 from vecmode.forwarding import valid_reset_mask
 
@@ -98,6 +98,11 @@ class SimulatorAdapter(VectorEnv):
         """Reset the sub-envs: all, or those of ``options["reset_mask"]`` (a
         mask of none: the current observations and ``{}``, nothing reset). A
         mask of another array library than the batches' is refused."""
+        if seed is not None and not is_int(seed):
+            raise errors.SeedError(
+                f"{self.name}: seed must be None or an int, the simulator's seed for "
+                f"the batch, got {type(seed).__name__} {seed!r}; nothing was reset."
+            )
         mask = None
         if options and options.get("reset_mask") is not None:
             mask = valid_reset_mask(options["reset_mask"], self.num_envs, self._obs)
