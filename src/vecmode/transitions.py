@@ -79,8 +79,8 @@ class EpisodeStart(NamedTuple):
     obs: Any
 
 
-#: The errors in which an env names the sub-envs a failed step lost.
-_TOLD_LOST = (errors.SubEnvError, errors.WorkerError, errors.EpisodeEndedError)
+#: The errors in which an env names the sub-envs a failed call lost.
+_TOLD_LOST = (errors.SubEnvError, errors.WorkerError)
 
 
 def _host_mask(mask: Any) -> np.ndarray:
@@ -458,8 +458,8 @@ class TransitionCollector:
         In DISABLED mode the sub-envs whose episode ended are reset afterwards.
         When vecmode's core refuses the actions or a sub-env fails, the collector
         is unchanged (the core says which sub-envs to reset); when that reset
-        fails and the env says all of them still await one, it keeps the step's
-        observations (reset the sub-envs in ``envs.unwrapped.awaiting_reset``).
+        fails so, it keeps the step's observations (reset the sub-envs in
+        ``envs.unwrapped.awaiting_reset``).
         A step that raised returns no transition. ``ResetNeeded``
         before the first :meth:`reset`, or after a call whose env step or reset
         raised midway (any error in another env's step).
@@ -472,15 +472,12 @@ class TransitionCollector:
         except errors.ActionBatchError:  # refused before anything was stepped
             raise
         except BaseException as error:
-            # kept where nothing ran, or where the env names the sub-envs lost
-            calls = self._calls_now()
-            told = self._tracks_lost and isinstance(error, _TOLD_LOST)
-            if not told and (calls is None or calls != self._calls_run):
+            if not self._holds_after(error):
                 self._obs, self._blocked = None, call_failed_message("step")
-            self._calls_run = calls
+            self._calls_run = self._calls_now()
             raise
         # the env has moved on: if anything below raises, only a reset is safe
-        self._obs = None
+        self._obs, self._calls_run = None, self._calls_now()
         self._blocked = call_failed_message("step")
         following = copied(stepped) if self.copy else stepped
         reader = self._reader
@@ -509,18 +506,23 @@ class TransitionCollector:
         )
 
     def _reset_ended(self, rows: Any, stepped: Any) -> tuple[Any, dict[str, Any]]:
-        """DISABLED: reset the sub-envs in ``rows``. Where that fails and the env
-        says all of them still await a reset, the step's observations are kept."""
+        """DISABLED: reset the sub-envs in ``rows`` (failing, as _holds_after says)."""
         try:
             obs, infos = self.envs.reset(options={"reset_mask": rows})
-        except BaseException:
-            awaiting = getattr(self.envs.unwrapped, "awaiting_reset", None)
-            if awaiting is not None and host_array(awaiting)[_host_mask(rows)].all():
+        except BaseException as error:
+            if self._holds_after(error):
                 self._obs, self._calls_run = stepped, self._calls_now()
             raise
         obs = copied(obs) if self.copy else obs
         self._reader.reset(obs, infos, rows)
         return obs, infos
+
+    def _holds_after(self, error: BaseException) -> bool:
+        """Whether the observations held before a call that raised ``error`` still
+        stand: it ran nothing, or the env names the sub-envs it lost."""
+        calls = self._calls_now()
+        told = self._tracks_lost and isinstance(error, _TOLD_LOST)
+        return told or (calls is not None and calls == self._calls_run)
 
     def close(self) -> None:
         """Close the env; the collector cannot step or reset any more."""
