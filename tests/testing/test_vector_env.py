@@ -791,3 +791,34 @@ class _FinalInfoAsList(gym.vector.VectorWrapper):
 def test_same_step_final_info_not_a_batched_dict():
     message = _failure(lambda: _FinalInfoAsList(_gym_sync(SAME)))
     assert "info['final_info']" in message, message
+
+
+class _MostActionsAlike(gym.Env):
+    """Reward 0 on every step, and only action 31 of 32 changes the observation
+    (as Pong's NOOP and FIRE give the same frames): a step after a masked reset
+    looks like an autoreset step to one other random action."""
+
+    observation_space = gym.spaces.Box(0, 1000, (1,), np.float32)
+    action_space = Discrete(32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return (
+            np.array([self.t + 100 * (action == 31)], np.float32),
+            0.0,
+            False,
+            False,
+            {},
+        )
+
+
+def test_a_step_that_ignores_most_actions_is_no_autoreset_step():
+    """Gymnasium's own sync env over it passes: the check tries every other
+    action before it calls a step an autoreset step."""
+    env_fn = lambda: gym.wrappers.TimeLimit(_MostActionsAlike(), 5)  # noqa: E731
+    check_vector_env(lambda: gym.vector.SyncVectorEnv([env_fn] * 2), steps=60)

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gymnasium.spaces import Discrete
 from gymnasium.vector import VectorEnv
 
 from vecmode import modes
 from vecmode.env_classes import layers, vector_env_declaration
 from vecmode.modes import AutoresetMode, Boundary, caller_resets
+from vecmode.replay import predictions
 from vecmode.replay.compare import arrays_in
 from vecmode.replay.predictions import Walker
 from vecmode.replay.record import Call, Instances, Recorder
@@ -87,6 +89,7 @@ class CheckedRun:
     """The checked run of a new instance of ``factory``, and its replays."""
 
     def __init__(self, factory: Callable[[], VectorEnv], steps: int, seed: int) -> None:
+        self.factory, self.seed = factory, seed
         self.results: HeldResults[Call] = HeldResults()
         #: per call, the sub-envs whose final observation shares memory
         self.aliased: dict[int, list[int]] = {}
@@ -149,6 +152,25 @@ class CheckedRun:
             if step() is None:
                 return plan
         return plan
+
+    def ignores_action(self, index: int, i: int) -> bool:
+        """Whether sub-env ``i``'s step at call ``index`` gives the same result
+        with each other action of a Discrete space of up to 32: a step that only
+        looks like an autoreset step (Pong's NOOP and FIRE give the same frames)
+        is told apart by the others."""
+        *before, call = self.first.calls[: index + 1]
+        space, actions = self.env.single_action_space, list(call.actions or ())
+        if not isinstance(space, Discrete) or space.n > 32:
+            return True  # (the replay's one other action decided)
+        with Instances(self.factory, "check_vector_env") as instances:
+            for other in range(int(space.start), int(space.start + space.n)):
+                changed = dataclasses.replace(call, actions=actions.copy())
+                changed.actions[i] = other  # type: ignore[index]
+                replay = instances.replay(self.seed, [*before, changed])
+                got = replay[index] if len(replay) > index else None
+                if got is None or predictions.differs_at(call, got, i) is not None:
+                    return False
+        return True
 
     @property
     def steps(self) -> int:
