@@ -148,8 +148,10 @@ PRESENTATION = ("cli", "timeline.py")
 #: +5: a simulator adapter refuses a seed that is not an int before running;
 #: +2: the collector's two keep-rules made one, _holds_after; session 17,
 #: +34: check_vector_env tries every other action of a small Discrete space
-#: before it calls a step an autoreset step)
-MAX_SRC_LINES = 23_106
+#: before it calls a step an autoreset step; CLI review, +23: the wrapper kit
+#: reads ALE's dense layout, the report names its assumption, EnvIdError, the
+#: unknown key=value named; +11 splitting two functions over complexity 15)
+MAX_SRC_LINES = 23_140
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -61,6 +61,10 @@ class SeedError(ValueError, TypeError, GymnasiumError):
     """``reset``'s ``seed`` is not an int >= 0, None, or ``num_envs`` of those."""
 
 
+class EnvIdError(ValueError, GymnasiumError):
+    """An env id that names no env the way Gymnasium writes them."""
+
+
 class NotPicklableError(TypeError):
     """What a call sends to the sub-envs' processes does not pickle; none sent."""
 

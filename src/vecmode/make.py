@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 from vecmode.async_vector_env import AsyncVectorEnv
 from vecmode.autoreset import with_autoreset
 from vecmode.core import is_int
-from vecmode.errors import IncompatibleModeError, short
+from vecmode.errors import EnvIdError, IncompatibleModeError, short
 from vecmode.modes import DEFAULT_MODE, ModeLike, as_mode, mode_of
 from vecmode.ray_vector_env import RayVectorEnv
 from vecmode.sync_vector_env import SyncVectorEnv
@@ -265,7 +265,7 @@ def registered_spec(env_id: str) -> EnvSpec:
     if ":" in env_id:
         parts = env_id.split(":")
         if len(parts) != 2:
-            raise ValueError(
+            raise EnvIdError(
                 f"env id {env_id!r} has {len(parts) - 1} colons: write "
                 f"'module:EnvName-v0', with one colon, or just 'EnvName-v0'."
             )

@@ -303,6 +303,12 @@ def test_check_unknown_env_id(capsys):
     code, out, err = run(["check", "NoSuchEnv-v0", "--wrap", "ClipReward"], capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert one_error_line(err).startswith("cannot make 'NoSuchEnv-v0': ")
+    # an id vecmode cannot parse is a usage error too, not the env's code raising
+    code, out, err = run(["check", "gymnasium:CartPole-v1:x=1"], capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "has 2 colons: write 'module:EnvName-v0'" in one_error_line(err)
+    with pytest.raises(ValueError, match="has 2 colons"):
+        vecmode.make_vec("gymnasium:CartPole-v1:x=1", 2)
 
 
 def test_check_env_id_of_a_module_that_cannot_be_imported(capsys):
@@ -438,6 +444,13 @@ def test_check_wrapper_arguments_that_do_not_fit_its_signature(capsys):
     assert line.startswith("'NormalizeReward:gama=0.9': its arguments do not fit ")
     assert "NormalizeReward(env" in line
     assert "unexpected keyword argument 'gama'" in line
+    # a missing argument comes first in Python's message: the unknown one is named
+    code, _, err = run(
+        ["check", "CartPole-v1", "--wrap", "TransformReward:fnuc=abs"], capsys
+    )
+    assert code == EXIT_USAGE
+    line = one_error_line(err)
+    assert "missing a required argument: 'func'; and it has no argument 'fnuc'" in line
 
 
 def test_check_single_env_wrapper_is_a_usage_error(capsys):

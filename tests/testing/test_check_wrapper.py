@@ -679,3 +679,35 @@ def test_a_wrapper_with_text_observations_conforms(modes):
 
     report = check_wrapper(to_text, obs_type="discrete", modes=modes)
     assert report.modes == tuple(modes or vecmode.MODES)
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [vw.RecordEpisodeStatistics, lambda env: vw.ClipReward(env, 0.0, 0.5)],
+    ids=["RecordEpisodeStatistics", "ClipReward"],
+)
+def test_wrappers_that_read_no_final_observation_conform_over_the_dense_base(wrapper):
+    """They keep ALE's layout (one batch, no masks): the kit reads it as the
+    adapter does, and the transitions match Gymnasium's env's."""
+    report = check_wrapper(wrapper, bases=DENSE_BASES)
+    assert any("SameStep over vecmode.testing.Dense" in run for run in report.runs)
+
+
+@vecmode.supports(*vecmode.MODES)
+class DropsDenseFinals(vw.RewardWrapper):
+    """A wrong wrapper: ALE's batch of final observations left out."""
+
+    def rewards(self, rewards):
+        return rewards
+
+    def _step_result(self, result):
+        *rest, infos = super()._step_result(result)
+        return (*rest, {k: v for k, v in infos.items() if k != "final_obs"})
+
+
+def test_a_wrapper_that_drops_the_dense_final_observations_fails():
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(DropsDenseFinals, bases=DENSE_BASES[1:])
+    assert (
+        "field info['final_obs']: expected the batch of final observations, got nothing"
+    ) in str(caught.value)

@@ -245,10 +245,22 @@ def bind(target: Target, *args: Any) -> Callable[..., Any]:
                 f"returns a vector env, given its key=value arguments only."
             ) from None
         raise CommandError(
-            f"{spec!r}: its arguments do not fit {target.name}{signature}: {error}. "
-            f"Give them as NAME:key=value,..."
+            f"{spec!r}: its arguments do not fit {target.name}{signature}: "
+            f"{_unfit(signature, target.kwargs, error)}. Give them as NAME:key=value,..."
         ) from None
     return functools.partial(obj, *args, **target.kwargs)
+
+
+def _unfit(
+    signature: inspect.Signature, kwargs: dict[str, Any], error: Exception
+) -> str:
+    """Python's message, naming an unknown key too where a missing one came first."""
+    params, why = signature.parameters, str(error)
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = [key for key in kwargs if key not in params]
+        if unknown and repr(unknown[0]) not in why:
+            why += f"; and it has no argument {unknown[0]!r}"
+    return why
 
 
 def builds_vector_env(target: Target) -> bool:

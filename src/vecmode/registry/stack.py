@@ -209,7 +209,9 @@ def _summary(report: CompatibilityReport) -> str:
         )
         return f"NOT OK: {failing}"
     undeclared = sum(row.verdict is Verdict.UNDECLARED for row in report)
-    caveat = f", {undeclared} undeclared (see notes)" if undeclared else ""
+    plural = "s" if undeclared > 1 else ""
+    caveat = f", assuming {undeclared} undeclared layer{plural} (see notes)"
+    caveat = caveat if undeclared else ""
     unproven = [
         f"layer {position} {row.name} ({row.evidence.value})"
         for position, row in enumerate(report)

@@ -403,7 +403,7 @@ class WrapperCheck:
                 f"for a class you don't own), or pass modes=[...]"
             )
         if modes is not None:
-            to_prove = tuple(as_mode(m) for m in modes)
+            to_prove = tuple(dict.fromkeys(as_mode(m) for m in modes))
         else:
             to_prove = tuple(m for m in MODES if self.declared and m in self.declared)
         if not to_prove:

@@ -97,6 +97,7 @@ class Driver:
             **{f"{k}_space": getattr(envs, f"{k}_space") for k in _SPACES}
         )
         self.reader = TransitionReader(plan.mode, self.num_envs, spaces, plan.who)
+        self._ale_layout = plan.final_layout == "dense" and not plan.array_library
         self.result = events.Run(plan.label, [[] for _ in range(self.num_envs)])
         self.held: HeldResults[str] = HeldResults(plan.reuses_observations)
         self.taken = [0] * self.num_envs
@@ -185,7 +186,10 @@ class Driver:
         self._check_step_arrays(
             where, rewards=rewards, terminations=terms, truncations=truncs
         )
-        reading = self.reader.step(actions, obs, rewards, terms, truncs, infos)
+        read = infos  # ALE's layout read as Gymnasium's (its ended rows)
+        if self._ale_layout and isinstance(infos, dict):
+            read = modes.from_dense_finals(infos, np.logical_or(terms, truncs))
+        reading = self.reader.step(actions, obs, rewards, terms, truncs, read)
         b = reading.boundary
         self._check_final_layout(infos, b.final_in_info, where, obs)
         found = reading.transitions()
@@ -387,8 +391,11 @@ class Driver:
                     )
                     raise self.fail(prop, f"{where}, sub-env {i}", what)
             return
-        # the final infos too where they are there (ALE's dense layout has none);
-        # in the dense layout of array batches, the masks and the batch only
+        if self._ale_layout:
+            self._check_ale_layout(infos, rows, where, obs)
+            return
+        # the final infos too where they are there; in the dense layout of
+        # array batches, the masks and the batch only
         finals = modes.final_observations(infos)
         dense = finals is not None and getattr(finals[1], "dtype", object) != np.dtype(
             object
@@ -410,6 +417,15 @@ class Driver:
             )
         if finals is not None:
             self._check_final_obs(finals[1], rows, where, obs)
+
+    def _check_ale_layout(self, infos: Any, rows: Any, where: str, obs: Any) -> None:
+        """ALE's layout: one batch where an episode ended (stale rows), no masks."""
+        if rows.any() and modes.FINAL_OBS not in infos:
+            at = f"{where}, field info['final_obs']"
+            what = "expected the batch of final observations, got nothing"
+            raise self.fail("returns_well_formed_results", at, what, FINAL_LAYOUT_HINT)
+        if modes.FINAL_OBS in infos:
+            self._check_final_obs(infos[modes.FINAL_OBS], rows, where, obs)
 
     def _check_final_obs(self, final: Any, rows: Any, where: str, obs: Any) -> None:
         """Fail where ``info["final_obs"]`` leaves the layout of the env below:
