@@ -150,8 +150,10 @@ PRESENTATION = ("cli", "timeline.py")
 #: +34: check_vector_env tries every other action of a small Discrete space
 #: before it calls a step an autoreset step; CLI review, +23: the wrapper kit
 #: reads ALE's dense layout, the report names its assumption, EnvIdError, the
-#: unknown key=value named; +11 splitting two functions over complexity 15)
-MAX_SRC_LINES = 23_140
+#: unknown key=value named; +11 splitting two functions over complexity 15;
+#: fault review, +24: get_attr of a method refused where it would be a copy,
+#: a bad *_wait timeout refused before the call is taken)
+MAX_SRC_LINES = 23_164
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

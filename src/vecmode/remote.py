@@ -94,11 +94,7 @@ class RemoteCore(core.VectorCore):
     ) -> None:
         """Check and set the shared attributes; read the spaces here."""
         env_fns = core.env_fn_list(env_fns)
-        number = isinstance(timeout, Real) and not isinstance(timeout, bool)
-        if timeout is not None and not (number and timeout > 0):
-            raise ValueError(
-                f"timeout must be None or > 0 seconds (a number), got {timeout!r}."
-            )
+        _checked_timeout(timeout, None)
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = _pid
@@ -406,8 +402,8 @@ class RemoteCore(core.VectorCore):
     def _execute_wait(
         self, name: str, timeout: float | None
     ) -> tuple[core.Executed, list[int]]:
+        timeout = _checked_timeout(timeout, self.timeout)  # (the call stays pending)
         commands, token = self._take_pending(name)
-        timeout = self.timeout if timeout is None else timeout
         try:
             return self._finish(commands, token, timeout, f"{name}_wait()"), commands
         except errors.SubEnvError:
@@ -534,8 +530,8 @@ class RemoteCore(core.VectorCore):
         """Wait for the results of :meth:`call_async`, one per sub-env."""
         pending = self._pending
         try:
+            timeout = _checked_timeout(timeout, self.timeout)
             name, token = self._take_pending("call")
-            timeout = self.timeout if timeout is None else timeout
             return _results(self._answers(token, timeout, f"call({name!r})"))
         finally:
             self._end_pending(pending)
@@ -663,6 +659,19 @@ class RemoteCore(core.VectorCore):
         head = f"{spec.id}, " if spec is not None else ""
         layout = f"num_envs={self.num_envs}, {self._layout()}"
         return f"{type(self).__name__}({head}{layout})"
+
+
+def _checked_timeout(timeout: Any, default: float | None) -> float | None:
+    """``timeout``, or ``default`` for None; a ValueError for anything but a
+    number of seconds > 0 (NaN included)."""
+    number = isinstance(timeout, Real) and not isinstance(timeout, bool)
+    if timeout is None:
+        return default
+    if not (number and timeout > 0):
+        raise ValueError(
+            f"timeout must be None or > 0 seconds (a number), got {timeout!r}."
+        )
+    return timeout
 
 
 def _results(answers: list[Any]) -> tuple[Any, ...]:

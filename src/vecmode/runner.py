@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -247,9 +248,23 @@ def call_each(
     return f"call({name!r})", call
 
 
-def get_attr_each(name: str) -> tuple[str, Callable[[gym.Env], Any]]:
-    """``get_attr(name)``."""
-    return f"get_attr({name!r})", lambda env: env.get_wrapper_attr(name)
+def get_attr_each(
+    name: str, copied: bool = False
+) -> tuple[str, Callable[[gym.Env], Any]]:
+    """``get_attr(name)``; ``copied``: the value goes to another process, so a
+    method (which would come back bound to a copy of the sub-env) is refused."""
+
+    def get(env: gym.Env) -> Any:
+        value = env.get_wrapper_attr(name)
+        if copied and inspect.ismethod(value):
+            raise TypeError(
+                f"{name!r} is a method: get_attr would return it bound to a copy of "
+                f"the sub-env, and calling it would not change the sub-env. Call it "
+                f"with envs.call({name!r}, *args)."
+            )
+        return value
+
+    return f"get_attr({name!r})", get
 
 
 def set_attr_each(

@@ -217,7 +217,7 @@ class SliceServer:
             fn = wrapped.fn
             return self._each(label, lambda env: fn(env, *args), positions)
         if op == GET_ATTR:
-            return self._each(*runner.get_attr_each(message[1]))
+            return self._each(*runner.get_attr_each(message[1], copied=True))
         _, name, values = message  # SET_ATTR
         answer = self._each(*runner.set_attr_each(name, values))
         return None if answer[0] == OK else answer

@@ -20,6 +20,7 @@ from vecmode import (
     AutoresetMode,
     EpisodeEndedError,
     IncompatibleModeError,
+    SubEnvError,
 )
 from vecmode import layout as layout_module
 from vecmode.core import Command
@@ -260,7 +261,10 @@ def test_call_get_attr_set_attr_render():
     assert envs.call("_obs")[0].tolist()[0] == 7
     envs.set_attr("index", 4)
     assert envs.get_attr("index") == (4, 4, 4)
-    assert callable(envs.get_attr("_obs")[0])  # like SyncVectorEnv: not called
+    # a method would come back bound to a copy, which calling would not change
+    with pytest.raises(SubEnvError, match=r"'_obs' is a method: .* envs.call\('_obs'"):
+        envs.get_attr("_obs")
+    assert envs.get_attr("index") == (4, 4, 4)  # (usable)
     with pytest.raises(ValueError, match="list or tuple of 3 values"):
         envs.set_attr("index", [1, 2])
     with pytest.raises(ValueError, match="use the env's own step"):
@@ -345,4 +349,21 @@ def test_check_reports_a_stack_over_the_async_core():
         "verified",
     ]
     assert lines[5].split()[1:3] == ["NextStepAutoreset", "(vecmode)"]
+    envs.close()
+
+
+def test_a_bad_wait_timeout_is_refused_and_the_call_stays_pending():
+    """A wrong timeout is bad input: refused before the wait, the call still
+    pending (it used to take the call, and the env refused every later one)."""
+    envs = make_async(scheduled_fns(2))
+    envs.reset(seed=0)
+    envs.step_async(np.zeros(2, dtype=np.int64))
+    for bad in ("x", float("nan"), -1, 0, True):
+        with pytest.raises(ValueError, match="timeout must be None or > 0 seconds"):
+            envs.step_wait(timeout=bad)
+    assert envs.step_wait(timeout=5)[1].shape == (2,)
+    envs.call_async("index")
+    with pytest.raises(ValueError, match="got 'x'"):
+        envs.call_wait(timeout="x")
+    assert envs.call_wait() == (0, 1)
     envs.close()

@@ -295,6 +295,9 @@ def test_call_get_attr_set_attr_render_and_seeds_as_the_sync_core(shared):
         core.set_attr("t", [1, 2])
     with pytest.raises(ValueError, match=r"use the env's own step\(\)"):
         core.call("step", 0)
+    assert callable(sync.get_attr("_obs")[0])  # bound to the sub-env itself
+    with pytest.raises(vecmode.SubEnvError, match="'_obs' is a method: get_attr would"):
+        core.get_attr("_obs")  # bound to a copy: refused
     # each: where the sub-envs run, in the order asked (twice: run twice)
     bump = lambda env, k: setattr(env, "t", env.t + k) or (env.index, env.t)  # noqa: E731
     for envs in (core, sync):
