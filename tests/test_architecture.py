@@ -152,8 +152,8 @@ PRESENTATION = ("cli", "timeline.py")
 #: reads ALE's dense layout, the report names its assumption, EnvIdError, the
 #: unknown key=value named; +11 splitting two functions over complexity 15;
 #: fault review, +24: get_attr of a method refused where it would be a copy,
-#: a bad *_wait timeout refused before the call is taken)
-MAX_SRC_LINES = 23_164
+#: a bad *_wait timeout refused before the call is taken; diff review, +1)
+MAX_SRC_LINES = 23_165
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -20,6 +20,7 @@ from gymnasium.vector import AutoresetMode
 __all__ = [
     "ActionBatchError",
     "ArrayLibraryError",
+    "EnvIdError",
     "EpisodeEndedError",
     "IncompatibleModeError",
     "InfoBatchError",

@@ -94,7 +94,7 @@ class RemoteCore(core.VectorCore):
     ) -> None:
         """Check and set the shared attributes; read the spaces here."""
         env_fns = core.env_fn_list(env_fns)
-        _checked_timeout(timeout, None)
+        timeout = _checked_timeout(timeout, None)
         self.env_fns = env_fns
         self.num_envs = len(env_fns)
         self._owner = _pid
@@ -402,8 +402,7 @@ class RemoteCore(core.VectorCore):
     def _execute_wait(
         self, name: str, timeout: float | None
     ) -> tuple[core.Executed, list[int]]:
-        timeout = _checked_timeout(timeout, self.timeout)  # (the call stays pending)
-        commands, token = self._take_pending(name)
+        (commands, token), timeout = self._take_pending(name, timeout)
         try:
             return self._finish(commands, token, timeout, f"{name}_wait()"), commands
         except errors.SubEnvError:
@@ -496,7 +495,8 @@ class RemoteCore(core.VectorCore):
         executed = self._dispatch_wait("reset", timeout)
         return executed.observations, executed.infos
 
-    def _take_pending(self, what: str) -> Any:
+    def _take_pending(self, what: str, timeout: Any) -> tuple[Any, float | None]:
+        """The pending call ``what`` (it is taken) and the wait's timeout."""
         self._check_open()
         pending = self._pending
         if pending is None or pending[0] != what:
@@ -506,8 +506,9 @@ class RemoteCore(core.VectorCore):
                 f"{had or ''}",
                 what,
             )
+        timeout = _checked_timeout(timeout, self.timeout)  # (bad: still pending)
         self._pending = None
-        return pending[1]
+        return pending[1], timeout
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every sub-env (or get it, if not callable)."""
@@ -530,8 +531,7 @@ class RemoteCore(core.VectorCore):
         """Wait for the results of :meth:`call_async`, one per sub-env."""
         pending = self._pending
         try:
-            timeout = _checked_timeout(timeout, self.timeout)
-            name, token = self._take_pending("call")
+            (name, token), timeout = self._take_pending("call", timeout)
             return _results(self._answers(token, timeout, f"call({name!r})"))
         finally:
             self._end_pending(pending)
@@ -600,6 +600,7 @@ class RemoteCore(core.VectorCore):
     # ----------------------------------------------------------------- closing
     def close(self, **kwargs: Any) -> None:
         """Close the sub-envs and stop the workers (see :meth:`close_extras`)."""
+        _checked_timeout(kwargs.get("timeout"), None)
         if self.closed:
             if self._leftovers():  # an interrupted close left some
                 self._shutdown(terminate=True)
@@ -669,9 +670,9 @@ def _checked_timeout(timeout: Any, default: float | None) -> float | None:
         return default
     if not (number and timeout > 0):
         raise ValueError(
-            f"timeout must be None or > 0 seconds (a number), got {timeout!r}."
+            f"timeout must be None or > 0 seconds (an int or float), got {timeout!r}."
         )
-    return timeout
+    return float(timeout)
 
 
 def _results(answers: list[Any]) -> tuple[Any, ...]:

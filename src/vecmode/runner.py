@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import numbers
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -252,11 +251,15 @@ def get_attr_each(
     name: str, copied: bool = False
 ) -> tuple[str, Callable[[gym.Env], Any]]:
     """``get_attr(name)``; ``copied``: the value goes to another process, so a
-    method (which would come back bound to a copy of the sub-env) is refused."""
+    method of the sub-env or its wrappers (it would come back bound to a copy)
+    is refused."""
 
     def get(env: gym.Env) -> Any:
         value = env.get_wrapper_attr(name)
-        if copied and inspect.ismethod(value):
+        owner, layer = getattr(value, "__self__", None), env
+        while copied and owner is not None and layer is not None and owner is not layer:
+            layer = getattr(layer, "env", None)
+        if copied and owner is not None and owner is layer:
             raise TypeError(
                 f"{name!r} is a method: get_attr would return it bound to a copy of "
                 f"the sub-env, and calling it would not change the sub-env. Call it "

@@ -57,9 +57,9 @@ def test_refuses_another_mode_and_says_how_to_get_it():
         ({"timeout": 0}, "timeout must be None or > 0"),
         (
             {"timeout": "5"},
-            r"timeout must be None or > 0 seconds \(a number\), got '5'",
+            r"timeout must be None or > 0 seconds \(an int or float\), got '5'",
         ),
-        ({"timeout": True}, r"\(a number\), got True"),  # it was taken as 1 s
+        ({"timeout": True}, r"\(an int or float\), got True"),  # it was taken as 1 s
     ],
 )
 def test_bad_arguments_are_clear_errors(kwargs, text):
@@ -361,9 +361,16 @@ def test_a_bad_wait_timeout_is_refused_and_the_call_stays_pending():
     for bad in ("x", float("nan"), -1, 0, True):
         with pytest.raises(ValueError, match="timeout must be None or > 0 seconds"):
             envs.step_wait(timeout=bad)
-    assert envs.step_wait(timeout=5)[1].shape == (2,)
+    assert envs.step_wait(timeout=np.float32(5))[1].shape == (2,)  # (poll wants float)
+    with pytest.raises(gym.error.NoAsyncCallError):  # nothing pending: said first
+        envs.step_wait(timeout="x")
     envs.call_async("index")
     with pytest.raises(ValueError, match="got 'x'"):
         envs.call_wait(timeout="x")
     assert envs.call_wait() == (0, 1)
+    with pytest.raises(ValueError, match="got -1"):
+        envs.close(timeout=-1)
+    assert envs.get_attr("index") == (0, 1)  # not closed: still usable
     envs.close()
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        envs.step_wait(timeout="x")

@@ -442,7 +442,7 @@ def _available(resource: str, amount: float, within: float = 10.0) -> bool:
         ({"actor_options": {"num_cpus": -1}}, ValueError, None),  # Ray's own check
         ({"autoreset_mode": "SameStep"}, IncompatibleModeError, "with_autoreset"),
         ({"timeout": 0}, ValueError, "timeout must be None or > 0"),
-        ({"timeout": "5"}, ValueError, "> 0 seconds (a number), got '5'"),
+        ({"timeout": "5"}, ValueError, "> 0 seconds (an int or float), got '5'"),
     ],
 )
 def test_bad_arguments_are_clear_errors_and_start_no_actor(kwargs, error, text):

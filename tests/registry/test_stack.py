@@ -306,8 +306,8 @@ def test_report_shows_the_evidence_behind_each_verdict():
     assert report.unverified == report.rows[4:]
     text = str(report)
     assert text.splitlines()[0] == (
-        "ok: the stack runs SameStep, assuming 1 undeclared layer (see notes); not "
-        "verified: "
+        "ok: the stack runs SameStep if its 1 undeclared layer behaves as assumed "
+        "(see notes); not verified: "
         "layer 5 CountsEveryCall (inherited), layer 6 MyNormalizeReward (inherited), "
         "layer 7 MyRecordEpisodeStatistics (inherited) (see notes)"
     )

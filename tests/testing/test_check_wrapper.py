@@ -711,3 +711,36 @@ def test_a_wrapper_that_drops_the_dense_final_observations_fails():
     assert (
         "field info['final_obs']: expected the batch of final observations, got nothing"
     ) in str(caught.value)
+
+
+@vecmode.supports(*vecmode.MODES)
+class MasksDenseFinalsWrongly(DropsDenseFinals):
+    """A wrong wrapper: a `_final_obs` mask over ALE's batch, of the wrong rows."""
+
+    def _step_result(self, result):
+        *rest, infos = vw.RewardWrapper._step_result(self, result)
+        if "final_obs" in infos:
+            infos = {**infos, "_final_obs": ~np.logical_or(rest[2], rest[3])}
+        return (*rest, infos)
+
+
+@vecmode.supports(*vecmode.MODES)
+class DenseFinalsOnEveryStep(DropsDenseFinals):
+    """A wrong wrapper: ALE's batch of final observations where no episode ended."""
+
+    def _step_result(self, result):
+        *rest, infos = vw.RewardWrapper._step_result(self, result)
+        return (*rest, {"final_obs": np.zeros_like(rest[0]), **infos})
+
+
+@pytest.mark.parametrize(
+    "wrapper, found",
+    [
+        (MasksDenseFinalsWrongly, "field info['_final_obs'], sub-env 0: expected True"),
+        (DenseFinalsOnEveryStep, "field info['final_obs']: expected no such key, got"),
+    ],
+)
+def test_a_wrong_dense_layout_over_the_dense_base_fails(wrapper, found):
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(wrapper, bases=DENSE_BASES[1:])
+    assert found in str(caught.value)

@@ -822,3 +822,27 @@ def test_a_step_that_ignores_most_actions_is_no_autoreset_step():
     action before it calls a step an autoreset step."""
     env_fn = lambda: gym.wrappers.TimeLimit(_MostActionsAlike(), 5)  # noqa: E731
     check_vector_env(lambda: gym.vector.SyncVectorEnv([env_fn] * 2), steps=60)
+
+
+class _SeededResetLeaks(_MostActionsAlike):
+    """A wrong sub-env: the count of seeded resets leaks into the first step
+    after one, where only action 31 matters."""
+
+    observation_space = gym.spaces.Box(0, 1e6, (1,), np.float32)
+    seeded = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.seeded += seed is not None
+        return super().reset(seed=seed)
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return obs + 1000 * self.seeded * (self.t == 1), *rest
+
+
+def test_a_reset_that_differs_from_a_fresh_instance_fails_whatever_the_actions():
+    """A step that differs from a fresh instance's after reset(seed=...) fails,
+    though another action changes it (no autoreset step is needed for that)."""
+    env_fn = lambda: gym.wrappers.TimeLimit(_SeededResetLeaks(), 5)  # noqa: E731
+    message = _failure(lambda: gym.vector.SyncVectorEnv([env_fn] * 2))
+    assert "a fresh instance returns the expected value" in message

@@ -209,8 +209,8 @@ def _summary(report: CompatibilityReport) -> str:
         )
         return f"NOT OK: {failing}"
     undeclared = sum(row.verdict is Verdict.UNDECLARED for row in report)
-    plural = "s" if undeclared > 1 else ""
-    caveat = f", assuming {undeclared} undeclared layer{plural} (see notes)"
+    layers = "layer behaves" if undeclared == 1 else "layers behave"
+    caveat = f" if its {undeclared} undeclared {layers} as assumed (see notes)"
     caveat = caveat if undeclared else ""
     unproven = [
         f"layer {position} {row.name} ({row.evidence.value})"

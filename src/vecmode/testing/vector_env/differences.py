@@ -4,7 +4,7 @@ mode's contract: each check returns its first :class:`Difference`, or None."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, cast
 
@@ -33,7 +33,7 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     mode, first, n = run.mode, run.first.calls, run.env.num_envs
     found = [
         _structure_difference(run.env, first),
-        _mode_difference(run, predictions.mode_differences(mode, first, n, run.second)),
+        next(predictions.mode_differences(mode, first, n, run.second), None),
         _masked_keeps_difference(mode, first),
         _detail_difference(run),
         _reproducibility_difference(first, run.second, seed, run.plan.reseeded),
@@ -43,16 +43,6 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     ]
     diff = min(filter(None, found), key=lambda diff: diff.call, default=None)
     return _reseed_difference(run) if diff is None else diff
-
-
-def _mode_difference(run: CheckedRun, found: Iterator[Difference]) -> Difference | None:
-    """The first of ``found`` that is no step merely looking like an autoreset
-    step (:meth:`CheckedRun.ignores_action`)."""
-    for diff in found:
-        autoreset = diff.got == predictions.AUTORESET_STEP and diff.sub_env is not None
-        if not autoreset or run.ignores_action(diff.call, cast(int, diff.sub_env)):
-            return diff
-    return None
 
 
 def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference | None:
@@ -345,9 +335,7 @@ def _reseed_difference(run: CheckedRun) -> Difference | None:
     if any(call.error is not None for call in (last, other, clean)):
         return None
     for i in np.flatnonzero(plan.pending).tolist():
-        looks = predictions.looks_reset(last, other, i) and run.ignores_action(
-            last.index, i
-        )
+        looks = predictions.looks_reset(last, other, i)
         differs = predictions.differs_at(clean, last, i) if looks else None
         if differs is not None:
             name, expected, got = differs

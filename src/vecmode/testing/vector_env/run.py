@@ -164,11 +164,15 @@ class CheckedRun:
             return True  # (the replay's one other action decided)
         with Instances(self.factory, "check_vector_env") as instances:
             for other in range(int(space.start), int(space.start + space.n)):
+                if other == actions[i]:
+                    continue
                 changed = dataclasses.replace(call, actions=actions.copy())
                 changed.actions[i] = other  # type: ignore[index]
                 replay = instances.replay(self.seed, [*before, changed])
-                got = replay[index] if len(replay) > index else None
-                if got is None or predictions.differs_at(call, got, i) is not None:
+                if len(replay) <= index:  # an earlier call raised: no answer
+                    continue
+                got = replay[index]  # (raising for this action: not ignored)
+                if got.error is not None or predictions.differs_at(call, got, i):
                     return False
         return True
 

@@ -186,12 +186,17 @@ class Driver:
         self._check_step_arrays(
             where, rewards=rewards, terminations=terms, truncations=truncs
         )
-        read = infos  # ALE's layout read as Gymnasium's (its ended rows)
-        if self._ale_layout and isinstance(infos, dict):
+        ale = self._ale_layout and isinstance(infos, dict)
+        ale = ale and f"_{modes.FINAL_OBS}" not in infos
+        read = infos  # ALE's layout (no masks) read as Gymnasium's: its ended rows
+        if ale:
             read = modes.from_dense_finals(infos, np.logical_or(terms, truncs))
         reading = self.reader.step(actions, obs, rewards, terms, truncs, read)
         b = reading.boundary
-        self._check_final_layout(infos, b.final_in_info, where, obs)
+        if ale:
+            self._check_ale_layout(infos, b.final_in_info, where, obs)
+        else:
+            self._check_final_layout(infos, b.final_in_info, where, obs)
         found = reading.transitions()
         for t in found:
             if b.final_in_info[t.sub_env] and not self.single_space.contains(
@@ -391,9 +396,6 @@ class Driver:
                     )
                     raise self.fail(prop, f"{where}, sub-env {i}", what)
             return
-        if self._ale_layout:
-            self._check_ale_layout(infos, rows, where, obs)
-            return
         # the final infos too where they are there; in the dense layout of
         # array batches, the masks and the batch only
         finals = modes.final_observations(infos)
@@ -420,9 +422,11 @@ class Driver:
 
     def _check_ale_layout(self, infos: Any, rows: Any, where: str, obs: Any) -> None:
         """ALE's layout: one batch where an episode ended (stale rows), no masks."""
-        if rows.any() and modes.FINAL_OBS not in infos:
+        if bool(rows.any()) != (modes.FINAL_OBS in infos):
             at = f"{where}, field info['final_obs']"
-            what = "expected the batch of final observations, got nothing"
+            what = "the batch of final observations" if rows.any() else "no such key"
+            got = "nothing" if rows.any() else _described(infos[modes.FINAL_OBS])
+            what = f"expected {what}, got {got}"
             raise self.fail("returns_well_formed_results", at, what, FINAL_LAYOUT_HINT)
         if modes.FINAL_OBS in infos:
             self._check_final_obs(infos[modes.FINAL_OBS], rows, where, obs)
