@@ -271,6 +271,25 @@ def _async_masked_reset(env: Any) -> str:
     return "clears" if getattr(env, "shared_memory", True) else "keeps-pending"
 
 
+def _pool_masked_reset(env: Any) -> str:
+    # async (some sub-envs per call), or EnvPool's episodic_life (its own reset
+    # after a lost life goes on with the game): no masked reset does the same
+    config = getattr(env, "config", {})
+    batch = config.get("batch_size", getattr(env, "batch_size", env.num_envs))
+    whole = batch == env.num_envs and not config.get("episodic_life", False)
+    return "clears" if whole else "ignores"
+
+
+_POOL_WHY = (
+    "{name} resets only the masked sub-envs and clears their pending autoreset, "
+    "but not async (batch_size < num_envs: some sub-envs per call), nor "
+    "EnvPool's with episodic_life=True (its own reset after a lost life goes on "
+    "with the game)."
+)
+_POOL_REMEDY = (
+    "Build it with batch_size=num_envs (and episodic_life=False: the lives are in "
+    "info['lives']), or use it in its own NextStep mode, unconverted."
+)
 register_vector_env(
     "gymnasium.vector.sync_vector_env:SyncVectorEnv",
     masked_reset="clears",
@@ -295,20 +314,20 @@ register_vector_env(
 register_vector_env(
     "ale_py.vector_env:AtariVectorEnv",
     modes=["NextStep", "SameStep"],
-    masked_reset="clears",
+    masked_reset=_pool_masked_reset,
     final_obs_layout="dense",
-    why="{name} resets only the masked sub-envs and clears their pending autoreset.",
-    remedy="Build it in NextStep mode (its default), which vecmode converts to "
-    "SameStep and Disabled exactly.",
+    why=_POOL_WHY,
+    remedy="Build it in NextStep mode (its default) with batch_size=num_envs, "
+    "which vecmode converts to SameStep and Disabled exactly.",
 )
 register_vector_env(
     "envpool.python.gymnasium_envpool:GymnasiumEnvPoolMixin",
     modes=["NextStep"],
-    masked_reset="clears",
+    masked_reset=_pool_masked_reset,
     reset_returns="masked",
     batched_spaces=False,
-    why="{name} resets only the masked sub-envs and clears their pending autoreset "
-    "(returning their rows only).",
+    why=_POOL_WHY,
+    remedy=_POOL_REMEDY,
 )
 register_vector_env(
     "vecmode.testing.envs:DenseFinalObsVectorEnv",
@@ -376,14 +395,17 @@ def reads_final_observations(cls: type) -> bool:
 
 
 def keeps_options(env: Any) -> bool:
-    """Whether ``env.reset`` leaves the caller's options as they were: its innermost
-    env is declared ``keeps_options`` and no layer pops ``reset_mask`` (Gymnasium's
-    ``RecordEpisodeStatistics`` does)."""
+    """Whether ``env.reset`` leaves the caller's options as they were: a layer
+    that hands on a copy (vecmode's) comes before any that pops ``reset_mask``
+    (Gymnasium's ``RecordEpisodeStatistics``), or else the innermost env is
+    declared ``keeps_options``."""
+    for layer in layers(env):
+        if getattr(type(layer), "copies_options", False):
+            return True
+        if isinstance(layer, gym.wrappers.vector.RecordEpisodeStatistics):
+            return False
     found = vector_env_declaration(env)
-    if found is None or not found.keeps_options:
-        return False
-    pops = gym.wrappers.vector.RecordEpisodeStatistics
-    return not any(isinstance(layer, pops) for layer in layers(env))
+    return found is not None and found.keeps_options
 
 
 #: wrapt's proxy base class (wrapt 2's BaseObjectProxy, 1's ObjectProxy).

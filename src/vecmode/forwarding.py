@@ -92,6 +92,8 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     """
 
     env: Any
+    #: It hands its env a copy of the caller's ``options`` (never pops from them).
+    copies_options = True
     #: What :meth:`reset_async`'s first half handed to :meth:`reset_wait`.
     _reset_state: Any = None
 

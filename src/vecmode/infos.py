@@ -84,11 +84,10 @@ def merge_infos(
     for key in _masked_keys(second):
         mask_key = f"_{key}"
         value = second[key]
-        if rows is not None and mask_key not in second and mask_key not in first:
-            merged = merged_by_row(value, first.get(key), rows, merge_infos)
-            if merged is not None:
-                out[key] = merged
-                continue
+        merged = None if mask_key in first else _unmasked(first, second, key, rows)
+        if merged is not None:
+            out[key] = merged
+            continue
         if key not in first or mask_key not in first or mask_key not in second:
             out[key] = value
             if mask_key in second:
@@ -108,6 +107,35 @@ def merge_infos(
             out[key] = merged
         out[mask_key] = np.logical_or(mask_a, mask_b)
     return out
+
+
+def _unmasked(first: dict, second: dict, key: str, rows: Any) -> Any:
+    """``second[key]`` merged into ``first[key]``, which has no mask: row by
+    row (a batched simulator's infos, EnvPool's step infos); None if it can't."""
+    value, mask = second[key], second.get(f"_{key}")
+    if mask is None:
+        return (
+            None
+            if rows is None
+            else merged_by_row(value, first.get(key), rows, merge_infos)
+        )
+    return _into_unmasked(first.get(key), value, mask)
+
+
+def _into_unmasked(value: Any, other: Any, mask: Any) -> Any:
+    """``value``, a row per sub-env and no mask, with ``other``'s rows in
+    ``mask``; None where they are no such pair."""
+    if isinstance(value, dict) and isinstance(other, dict):
+        return merge_infos(value, other)
+    if not (
+        isinstance(value, np.ndarray)
+        and isinstance(other, np.ndarray)
+        and value.shape[:1] == other.shape[:1] == np.shape(mask)
+    ):
+        return None
+    merged = value.astype(_both(value.dtype, other.dtype))  # (a copy)
+    merged[mask] = other[mask]
+    return merged
 
 
 def expand_infos(

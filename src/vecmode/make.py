@@ -155,7 +155,8 @@ def _cannot_give(
     if spec.entry_point is not None:  # the cores build it
         works = (
             f"This call works: vecmode.make_vec({spec.id!r}, num_envs={n}, "
-            f"vectorization_mode='sync', autoreset_mode={mode.value!r}) (or 'async')."
+            f"vectorization_mode='sync', autoreset_mode={mode.value!r}) (or "
+            f"'async'), with your other arguments."
         )
     else:
         works = getattr(error, "instead", None) or str(

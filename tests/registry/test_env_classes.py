@@ -403,6 +403,52 @@ def test_envpool_converted_behaves_as_the_mode_it_declares(mode):
     envs.close()
 
 
+@envpool_warnings
+def test_envpool_converted_to_same_step_keeps_the_running_sub_envs_step_infos():
+    """EnvPool's step infos have no masks, its masked reset's have: the sub-envs
+    that did not end got the reset's blanks (env_id 0, elapsed_step 0)."""
+    pytest.importorskip("envpool")
+    own, envs = _envpool(2), vecmode.with_autoreset(_envpool(2), "SameStep")
+    truth: dict = {}
+    for env in (own, envs):  # episodes of 4 steps, sub-env 1's a step behind
+        env.reset(seed=0)
+        env.step(np.zeros(2, dtype=np.int64))
+        env.reset(options={"reset_mask": np.array([False, True])})
+        for _ in range(3):
+            *_, terminations, truncations, infos = env.step(np.zeros(2, dtype=np.int64))
+        truth = infos if env is own else truth
+    assert (terminations | truncations).tolist() == [True, False]
+    assert infos["env_id"].tolist() == [0, 1]
+    assert infos["elapsed_step"].tolist() == [0, truth["elapsed_step"][1]]
+    assert infos["final_info"]["elapsed_step"][0] == truth["elapsed_step"][0] == 4
+    own.close()
+    envs.close()
+
+
+@envpool_warnings
+@pytest.mark.parametrize(
+    "build, says",
+    [
+        (lambda envpool: envpool.make_gymnasium("Breakout-v5", num_envs=2,
+                                                episodic_life=True), "episodic_life"),
+        (lambda envpool: envpool.make_gymnasium("CartPole-v1", num_envs=4,
+                                                batch_size=2), "batch_size"),
+        (lambda _: pytest.importorskip("ale_py.vector_env").AtariVectorEnv(
+            "pong", num_envs=4, batch_size=2), "batch_size"),
+    ],
+    ids=["envpool episodic_life", "envpool async", "ALE async"],
+)  # fmt: skip
+def test_pools_whose_masked_reset_is_not_their_own_reset_are_not_converted(build, says):
+    """An async pool returns some sub-envs per call, and EnvPool's own reset
+    after a lost life (episodic_life=True) goes on with the game: a masked reset
+    restarted it (5 lives at every episode's start)."""
+    envs = build(pytest.importorskip("envpool"))
+    for mode in ("SameStep", "Disabled"):
+        with pytest.raises(vecmode.IncompatibleModeError, match=says):
+            vecmode.with_autoreset(envs, mode)
+    envs.close()
+
+
 # ---------------------------------------------------------- refusals, per class
 @pytest.mark.parametrize(
     ("factory", "says"),

@@ -59,6 +59,23 @@ def test_a_layer_right_over_vecmode_s_envs_is_not_refused():
         vecmode.DisableAutoreset(gwv.NormalizeReward(_vecmode_env()))
 
 
+def test_a_layer_over_a_vecmode_layer_over_gymnasium_s_env_keeps_the_mask():
+    """A vecmode layer hands Gymnasium's env a copy of the options: Gymnasium's
+    RecordEpisodeStatistics above it sees reset_mask and is right (it was
+    reported known-wrong, as over Gymnasium's env itself)."""
+    envs = gwv.RecordEpisodeStatistics(
+        vecmode.with_autoreset(_gymnasium_env(), "Disabled")
+    )
+    assert vecmode.check_stack(envs).ok
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, dtype=np.int64))
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    assert envs.episode_returns.tolist() == [0.0, 1.0]  # sub-env 1's kept
+    envs.close()
+    with pytest.raises(vecmode.IncompatibleModeError, match="pop reset_mask"):
+        vecmode.DisableAutoreset(gwv.RecordEpisodeStatistics(_gymnasium_env()))
+
+
 def test_the_report_marks_such_a_layer_known_wrong():
     """A converter the policies' check does not cover (a third party's, declared
     to give Disabled) still gets the stack reported wrong."""

@@ -392,7 +392,7 @@ def _rebuild_in(
         chain = _conversion(mode, target) if mode in found.modes else None
         if not chain or mode is current:
             continue
-        if DisableAutoreset in chain and found.masked_reset_of != "clears":
+        if DisableAutoreset in chain and found.masked_reset(env) != "clears":
             continue  # the way there needs a masked reset the class lacks
         return (
             f"{build}{mode.value!r} instead and convert that: vecmode."
