@@ -271,12 +271,21 @@ def _async_masked_reset(env: Any) -> str:
     return "clears" if getattr(env, "shared_memory", True) else "keeps-pending"
 
 
+def _pool_config(env: Any) -> dict[str, Any]:
+    """An EnvPool or ALE env's ``batch_size`` (fewer than ``num_envs``: async,
+    some sub-envs per call) and EnvPool's ``episodic_life``."""
+    inner = getattr(env, "unwrapped", env)
+    config = getattr(inner, "config", None)
+    config = config if isinstance(config, dict) else {}
+    batch = config.get("batch_size", getattr(inner, "batch_size", inner.num_envs))
+    return {"batch_size": batch, "episodic_life": config.get("episodic_life")}
+
+
 def _pool_masked_reset(env: Any) -> str:
-    # async (some sub-envs per call), or EnvPool's episodic_life (its own reset
-    # after a lost life goes on with the game): no masked reset does the same
-    config = getattr(env, "config", {})
-    batch = config.get("batch_size", getattr(env, "batch_size", env.num_envs))
-    whole = batch == env.num_envs and not config.get("episodic_life", False)
+    # no masked reset does the same as an async pool or EnvPool's own reset
+    # after a lost life, which goes on with the game
+    config = _pool_config(env)
+    whole = config["batch_size"] == env.num_envs and not config["episodic_life"]
     return "clears" if whole else "ignores"
 
 
@@ -380,6 +389,15 @@ def lost_message(env: Any, who: str, doing: str) -> str:
 def refuse_lost(env: Any, who: str, doing: str) -> None:
     """Raise :class:`~vecmode.IncompatibleModeError` with :func:`lost_message`."""
     message = lost_message(env, who, doing)
+    found = vector_env_declaration(env)
+    pool = found is not None and found.masked_reset_of is _pool_masked_reset
+    batch = _pool_config(env)["batch_size"] if pool else env.num_envs
+    if batch != env.num_envs:
+        message = (
+            f"{who} cannot {doing} over {type(env.unwrapped).__name__} built async "
+            f"(batch_size={batch} < num_envs={env.num_envs}): each call returns "
+            f"some sub-envs only. Build it with batch_size=num_envs."
+        )
     if message:
         raise IncompatibleModeError(message)
 

@@ -99,10 +99,9 @@ def mode_of(env: Any) -> AutoresetMode | None:
     metadata = getattr(env, "metadata", None)
     if metadata is VectorEnv.metadata:
         # the dict all VectorEnv classes share, where ALE's AtariVectorEnv writes
-        # the mode of the last env built: the env's own attribute says its mode
+        # the mode of the last env built: only the env's own attribute says its
         own = getattr(getattr(env, "unwrapped", env), "autoreset_mode", None)
-        if own is not None:
-            return as_mode(own)
+        return None if own is None else as_mode(own)
     if not isinstance(metadata, dict) or metadata.get("autoreset_mode") is None:
         return None
     return as_mode(metadata["autoreset_mode"])

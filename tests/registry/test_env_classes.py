@@ -167,6 +167,11 @@ def test_an_ale_env_keeps_its_own_mode_when_another_is_built():
         assert vecmode.mode_of(second) is AutoresetMode.SAME_STEP
         converted = vecmode.with_autoreset(first, "SameStep")
         assert isinstance(converted.env, vecmode.DisableAutoreset)  # a real conversion
+
+        class Undeclared(gym.vector.VectorEnv):  # (the shared dict is its metadata)
+            num_envs = 2
+
+        assert vecmode.mode_of(Undeclared()) is None  # not ALE's last mode
     finally:
         first.close()
         second.close()
@@ -446,6 +451,9 @@ def test_pools_whose_masked_reset_is_not_their_own_reset_are_not_converted(build
     for mode in ("SameStep", "Disabled"):
         with pytest.raises(vecmode.IncompatibleModeError, match=says):
             vecmode.with_autoreset(envs, mode)
+    if says == "batch_size":  # (EnvPool's own NextStep run of episodic_life is read)
+        with pytest.raises(vecmode.IncompatibleModeError, match="batch_size=2 < num"):
+            vecmode.TransitionCollector(envs)  # (it crashed EnvPool's process)
     envs.close()
 
 
