@@ -744,3 +744,11 @@ def test_a_wrong_dense_layout_over_the_dense_base_fails(wrapper, found):
     with pytest.raises(AssertionError) as caught:
         check_wrapper(wrapper, bases=DENSE_BASES[1:])
     assert found in str(caught.value)
+
+
+def test_a_factory_that_adds_no_layer_is_named_by_its_own_name():
+    def unchanged(env):
+        return env
+
+    with pytest.raises(AssertionError, match=r"^unchanged breaks refuses_undeclared"):
+        check_wrapper(unchanged)

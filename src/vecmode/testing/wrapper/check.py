@@ -388,7 +388,7 @@ class WrapperCheck:
                 ) from raised
             raise raised
         for wrapped in self.accepted.values():
-            if not isinstance(self.factory, type):  # a function: by what it builds
+            if not isinstance(self.factory, type) and self.stack:  # by what it builds
                 self.who = self.stack
             wrapped.close()
 
