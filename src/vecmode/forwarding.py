@@ -92,8 +92,16 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     """
 
     env: Any
-    #: It hands its env a copy of the caller's ``options`` (never pops from them).
+    #: It hands :meth:`_reset_arguments` a copy of the caller's ``options`` (not
+    #: said of a subclass with a ``reset`` of its own).
     copies_options = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if ("reset" in own or "reset_async" in own) and "copies_options" not in own:
+            cls.copies_options = False
+
     #: What :meth:`reset_async`'s first half handed to :meth:`reset_wait`.
     _reset_state: Any = None
 
@@ -127,6 +135,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         self, *, seed: SeedLike = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the wrapped env."""
+        options = None if options is None else dict(options)  # (the caller's kept)
         seed, options, state = self._reset_arguments(seed, options)
         obs, infos = self.env.reset(seed=seed, options=options)
         return self._reset_result(obs, infos, state)
@@ -180,6 +189,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         def reset_async(
             seed: Any = None, options: dict[str, Any] | None = None
         ) -> None:
+            options = None if options is None else dict(options)
             seed, options, state = self._reset_arguments(seed, options)
             send(seed=seed, options=options)
             self._reset_state = state

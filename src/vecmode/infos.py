@@ -124,14 +124,18 @@ def _unmasked(first: dict, second: dict, key: str, rows: Any) -> Any:
 
 def _into_unmasked(value: Any, other: Any, mask: Any) -> Any:
     """``value``, a row per sub-env and no mask, with ``other``'s rows in
-    ``mask``; None where they are no such pair."""
+    ``mask``; None where they are no such pair (or of dtypes other than numbers
+    that differ)."""
     if isinstance(value, dict) and isinstance(other, dict):
-        return merge_infos(value, other)
+        return merge_infos(value, other, mask)
     if not (
         isinstance(value, np.ndarray)
         and isinstance(other, np.ndarray)
         and value.shape[:1] == other.shape[:1] == np.shape(mask)
     ):
+        return None
+    numbers = value.dtype.kind in "biufc" and other.dtype.kind in "biufc"
+    if not numbers and value.dtype != other.dtype:
         return None
     merged = value.astype(_both(value.dtype, other.dtype))  # (a copy)
     merged[mask] = other[mask]

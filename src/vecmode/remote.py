@@ -600,11 +600,12 @@ class RemoteCore(core.VectorCore):
     # ----------------------------------------------------------------- closing
     def close(self, **kwargs: Any) -> None:
         """Close the sub-envs and stop the workers (see :meth:`close_extras`)."""
-        _checked_timeout(kwargs.get("timeout"), None)
         if self.closed:
             if self._leftovers():  # an interrupted close left some
                 self._shutdown(terminate=True)
             return
+        if kwargs.get("timeout") is not None and not kwargs.get("terminate"):
+            kwargs["timeout"] = _checked_timeout(kwargs["timeout"], None, zero=True)
         super().close(**kwargs)
 
     def close_extras(
@@ -662,15 +663,18 @@ class RemoteCore(core.VectorCore):
         return f"{type(self).__name__}({head}{layout})"
 
 
-def _checked_timeout(timeout: Any, default: float | None) -> float | None:
+def _checked_timeout(
+    timeout: Any, default: float | None, zero: bool = False
+) -> float | None:
     """``timeout``, or ``default`` for None; a ValueError for anything but a
-    number of seconds > 0 (NaN included)."""
+    number of seconds > 0 (``zero``: >= 0; NaN neither)."""
     number = isinstance(timeout, Real) and not isinstance(timeout, bool)
     if timeout is None:
         return default
-    if not (number and timeout > 0):
+    if not (number and (timeout >= 0 if zero else timeout > 0)):
         raise ValueError(
-            f"timeout must be None or > 0 seconds (an int or float), got {timeout!r}."
+            f"timeout must be None or {'>=' if zero else '>'} 0 seconds (an int or "
+            f"float), got {timeout!r}."
         )
     return float(timeout)
 

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from types import ModuleType
 from typing import Any, cast
 
 import gymnasium as gym
@@ -251,18 +252,16 @@ def get_attr_each(
     name: str, copied: bool = False
 ) -> tuple[str, Callable[[gym.Env], Any]]:
     """``get_attr(name)``; ``copied``: the value goes to another process, so a
-    method of the sub-env or its wrappers (it would come back bound to a copy)
-    is refused."""
+    method bound to an object (it would come back bound to a copy; a class's or
+    a module's is pickled by name) is refused."""
 
     def get(env: gym.Env) -> Any:
         value = env.get_wrapper_attr(name)
-        owner, layer = getattr(value, "__self__", None), env
-        while copied and owner is not None and layer is not None and owner is not layer:
-            layer = getattr(layer, "env", None)
-        if copied and owner is not None and owner is layer:
+        owner = getattr(value, "__self__", None)
+        if copied and owner is not None and not isinstance(owner, (type, ModuleType)):
             raise TypeError(
                 f"{name!r} is a method: get_attr would return it bound to a copy of "
-                f"the sub-env, and calling it would not change the sub-env. Call it "
+                f"its object, and calling it would not change the sub-env. Call it "
                 f"with envs.call({name!r}, *args)."
             )
         return value

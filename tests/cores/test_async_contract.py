@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import multiprocessing
 import os
@@ -265,6 +266,11 @@ def test_call_get_attr_set_attr_render():
     with pytest.raises(SubEnvError, match=r"'_obs' is a method: .* envs.call\('_obs'"):
         envs.get_attr("_obs")
     assert envs.get_attr("index") == (4, 4, 4)  # (usable)
+    envs.set_attr("tick", collections.Counter().update)  # another object's method
+    with pytest.raises(SubEnvError, match="'tick' is a method"):
+        envs.get_attr("tick")
+    envs.set_attr("make", dict.fromkeys)  # a class's: pickled by name, not copied
+    assert envs.get_attr("make")[0]("a") == {"a": None}
     with pytest.raises(ValueError, match="list or tuple of 3 values"):
         envs.set_attr("index", [1, 2])
     with pytest.raises(ValueError, match="use the env's own step"):
@@ -368,9 +374,10 @@ def test_a_bad_wait_timeout_is_refused_and_the_call_stays_pending():
     with pytest.raises(ValueError, match="got 'x'"):
         envs.call_wait(timeout="x")
     assert envs.call_wait() == (0, 1)
-    with pytest.raises(ValueError, match="got -1"):
+    with pytest.raises(ValueError, match=r">= 0 seconds .*got -1"):
         envs.close(timeout=-1)
     assert envs.get_attr("index") == (0, 1)  # not closed: still usable
-    envs.close()
+    envs.close(timeout=0)  # (at once, as Gymnasium's)
+    envs.close(timeout="x")  # closed: nothing to check, nothing done
     with pytest.raises(gym.error.ClosedEnvironmentError):
         envs.step_wait(timeout="x")

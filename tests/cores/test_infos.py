@@ -96,3 +96,17 @@ def test_merge_keeps_the_numbers_the_lowest_sub_env_s_dtype_would_cut():
     merged = merge_infos(batch(per_env, [True, False]), batch(per_env, [False, True]))
     assert merged["prob"].tolist() == [1.0, 0.5]
     assert merged["prob"].dtype == np.float64
+
+
+def test_merge_into_step_infos_without_masks_takes_the_masked_rows_only():
+    """EnvPool's step infos have no masks; its masked reset's have. The running
+    sub-envs keep their step values (numbers widened, nested dicts too); other
+    kinds that differ are the reset's, as before (a str into ints raised)."""
+    mask = np.array([True, False, False])
+    step = {"x": np.array([1, 2, 3]), "d": {"y": np.array([1, 2, 3])}}
+    reset = {"x": np.array([0.5, 0, 0]), "_x": mask, "d": {"y": np.array([9, 0, 0])}}
+    out = merge_infos(step, {**reset, "_d": mask}, mask)
+    assert out["x"].tolist() == [0.5, 2.0, 3.0] and "_x" not in out
+    assert out["d"]["y"].tolist() == [9, 2, 3]
+    text = {"x": np.array(["r", "", ""]), "_x": mask}
+    assert merge_infos(step, text, mask)["x"] is text["x"]

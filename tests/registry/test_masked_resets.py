@@ -75,6 +75,20 @@ def test_a_layer_over_a_vecmode_layer_over_gymnasium_s_env_keeps_the_mask():
     with pytest.raises(vecmode.IncompatibleModeError, match="pop reset_mask"):
         vecmode.DisableAutoreset(gwv.RecordEpisodeStatistics(_gymnasium_env()))
 
+    class HandsOnTheOptions(vecmode.wrappers.ObservationWrapper):  # its own reset
+        def observations(self, observations):
+            return observations
+
+        def reset(self, *, seed=None, options=None):
+            return self.env.reset(seed=seed, options=options)
+
+    disabled = gym.make_vec(
+        "CartPole-v1", 2, "sync", vector_kwargs={"autoreset_mode": "Disabled"}
+    )
+    envs = gwv.RecordEpisodeStatistics(HandsOnTheOptions(disabled))
+    assert not vecmode.check_stack(envs).ok  # Gymnasium's env pops the mask
+    envs.close()
+
 
 def test_the_report_marks_such_a_layer_known_wrong():
     """A converter the policies' check does not cover (a third party's, declared

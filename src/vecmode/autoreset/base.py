@@ -37,6 +37,7 @@ class AutoresetWrapper(ForwardingWrapper):
     ``execute`` of :meth:`_commands`; over a foreign env, the wrapper halves."""
 
     final_obs_layout = "gymnasium"
+    copies_options = True  # (its reset: the core's, which keeps them, or the base's)
     core: VectorCore | None = None
     #: The episode seed schedule over a core (:func:`with_autoreset`), or None.
     schedule: EpisodeSchedule | None = None
