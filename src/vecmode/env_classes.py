@@ -389,17 +389,21 @@ def lost_message(env: Any, who: str, doing: str) -> str:
 def refuse_lost(env: Any, who: str, doing: str) -> None:
     """Raise :class:`~vecmode.IncompatibleModeError` with :func:`lost_message`."""
     message = lost_message(env, who, doing)
+    if message:
+        raise IncompatibleModeError(message)
+
+
+def refuse_async_pool(env: Any, who: str, doing: str) -> None:
+    """Raise where ``env`` is an EnvPool or ALE env built async."""
     found = vector_env_declaration(env)
     pool = found is not None and found.masked_reset_of is _pool_masked_reset
     batch = _pool_config(env)["batch_size"] if pool else env.num_envs
     if batch != env.num_envs:
-        message = (
+        raise IncompatibleModeError(
             f"{who} cannot {doing} over {type(env.unwrapped).__name__} built async "
             f"(batch_size={batch} < num_envs={env.num_envs}): each call returns "
             f"some sub-envs only. Build it with batch_size=num_envs."
         )
-    if message:
-        raise IncompatibleModeError(message)
 
 
 def reads_final_observations(cls: type) -> bool:

@@ -558,8 +558,7 @@ def sub_env_failed(
         )
     also = ""
     if others:
-        also = f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too"
-        also += " (a worker stops at its first sub-env that raises)."
+        also = f" Sub-env(s) {', '.join(map(str, others))} raised in the same call too."
     stop = "" if what.endswith((".", "!", "?")) else "."
     return f"{what}{stop}{also} {todo}\nSub-env traceback:\n{worker_traceback.rstrip()}"
 

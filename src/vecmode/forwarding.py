@@ -75,6 +75,9 @@ def _overridden(cls: type, method: str, split: str) -> bool:
     return False
 
 
+_RESETS = ("reset", "reset_async")
+
+
 class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     """A ``VectorWrapper`` that forwards every call, with ``step`` / ``reset`` in
     halves. Subclasses override the halves, not ``step`` / ``reset``: the first
@@ -98,9 +101,9 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own = vars(cls)
-        if ("reset" in own or "reset_async" in own) and "copies_options" not in own:
-            cls.copies_options = False
+        if "copies_options" not in vars(cls):  # what the owners of reset say
+            owners = [next(k for k in cls.__mro__ if n in vars(k)) for n in _RESETS]
+            cls.copies_options = all(vars(k).get("copies_options") for k in owners)
 
     #: What :meth:`reset_async`'s first half handed to :meth:`reset_wait`.
     _reset_state: Any = None

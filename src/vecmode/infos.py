@@ -70,6 +70,7 @@ def merged_by_row(value: Any, other: Any, rows: Any, merge: Callable) -> Any:
         or tuple(getattr(other, "shape", ())) != shape
         or not type(value) is type(other) is type(rows)
         or devices.count(devices[0]) != 3
+        or not _mergeable(value, other)
     ):
         return None
     return rows_where(rows, value, other)
@@ -134,8 +135,7 @@ def _into_unmasked(value: Any, other: Any, mask: Any) -> Any:
         and value.shape[:1] == other.shape[:1] == np.shape(mask)
     ):
         return None
-    numbers = value.dtype.kind in "biufc" and other.dtype.kind in "biufc"
-    if not numbers and value.dtype != other.dtype:
+    if not _mergeable(value, other):
         return None
     merged = value.astype(_both(value.dtype, other.dtype))  # (a copy)
     merged[mask] = other[mask]
@@ -261,6 +261,13 @@ def _fit_value(infos: dict[str, Any], key: str, batch: np.ndarray, value: Any) -
             infos[key] = batch.astype(dtype)
     elif np.shape(value) != batch.shape[1:]:
         raise ValueError(f"shape {np.shape(value)}, not {batch.shape[1:]}")
+
+
+def _mergeable(value: Any, other: Any) -> bool:
+    """Whether rows of ``other`` may go into ``value``: numbers (widened), or
+    one dtype (a NumPy str into ints is the other's whole, as before)."""
+    kinds = [getattr(getattr(x, "dtype", None), "kind", "f") for x in (value, other)]
+    return set(kinds) <= set("biufc") or value.dtype == other.dtype
 
 
 def _both(dtype: np.dtype, other: np.dtype) -> np.dtype:

@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from types import ModuleType
+from types import BuiltinMethodType, MethodType, ModuleType
 from typing import Any, cast
 
 import gymnasium as gym
@@ -257,7 +257,8 @@ def get_attr_each(
 
     def get(env: gym.Env) -> Any:
         value = env.get_wrapper_attr(name)
-        owner = getattr(value, "__self__", None)
+        method = isinstance(value, (MethodType, BuiltinMethodType))
+        owner = getattr(value, "__self__", None) if method else None
         if copied and owner is not None and not isinstance(owner, (type, ModuleType)):
             raise TypeError(
                 f"{name!r} is a method: get_attr would return it bound to a copy of "

@@ -255,6 +255,13 @@ def test_step_async_step_wait_reset_async_reset_wait_call_async_call_wait():
     envs.close()
 
 
+class AttributeDict(dict):
+    """A config answering every attribute (as addict's)."""
+
+    def __getattr__(self, name):
+        return self.get(name, AttributeDict())
+
+
 def test_call_get_attr_set_attr_render():
     envs = make_async(scheduled_fns(3))
     assert envs.get_attr("index") == (0, 1, 2)
@@ -271,6 +278,8 @@ def test_call_get_attr_set_attr_render():
         envs.get_attr("tick")
     envs.set_attr("make", dict.fromkeys)  # a class's: pickled by name, not copied
     assert envs.get_attr("make")[0]("a") == {"a": None}
+    envs.set_attr("config", AttributeDict(lr=1))  # it answers __self__: no method
+    assert envs.get_attr("config")[0] == {"lr": 1}
     with pytest.raises(ValueError, match="list or tuple of 3 values"):
         envs.set_attr("index", [1, 2])
     with pytest.raises(ValueError, match="use the env's own step"):
@@ -377,7 +386,7 @@ def test_a_bad_wait_timeout_is_refused_and_the_call_stays_pending():
     with pytest.raises(ValueError, match=r">= 0 seconds .*got -1"):
         envs.close(timeout=-1)
     assert envs.get_attr("index") == (0, 1)  # not closed: still usable
-    envs.close(timeout=0)  # (at once, as Gymnasium's)
+    envs.close(timeout=0)  # (0 s for the sub-envs' close: the workers end at once)
     envs.close(timeout="x")  # closed: nothing to check, nothing done
     with pytest.raises(gym.error.ClosedEnvironmentError):
         envs.step_wait(timeout="x")

@@ -110,3 +110,5 @@ def test_merge_into_step_infos_without_masks_takes_the_masked_rows_only():
     assert out["d"]["y"].tolist() == [9, 2, 3]
     text = {"x": np.array(["r", "", ""]), "_x": mask}
     assert merge_infos(step, text, mask)["x"] is text["x"]
+    nested = {"d": {"y": np.array(["r", "", ""])}, "_d": mask}
+    assert merge_infos(step, nested, mask)["d"]["y"] is nested["d"]["y"]

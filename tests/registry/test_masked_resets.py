@@ -87,7 +87,32 @@ def test_a_layer_over_a_vecmode_layer_over_gymnasium_s_env_keeps_the_mask():
     )
     envs = gwv.RecordEpisodeStatistics(HandsOnTheOptions(disabled))
     assert not vecmode.check_stack(envs).ok  # Gymnasium's env pops the mask
+
+    class PassesThem:  # a mixin's reset counts as its own
+        def reset(self, *, seed=None, options=None):
+            return self.env.reset(seed=seed, options=options)
+
+    class Mixed(PassesThem, vecmode.wrappers.ObservationWrapper):
+        def observations(self, observations):
+            return observations
+
+    assert not Mixed.copies_options
+
+    class PopsInItsHook(vecmode.wrappers.ObservationWrapper):  # hands the env a copy
+        def observations(self, observations):
+            return observations
+
+        def _reset_arguments(self, seed, options):
+            options and options.pop("reset_mask")
+            return super()._reset_arguments(seed, options)
+
+    hooked = PopsInItsHook(vecmode.make_vec("CartPole-v1", 2, "sync"))
+    hooked.reset(seed=0)
+    options = {"reset_mask": np.array([True, False])}
+    hooked.reset(options=options)
+    assert "reset_mask" in options  # the caller's dict is kept
     envs.close()
+    hooked.close()
 
 
 def test_the_report_marks_such_a_layer_known_wrong():
