@@ -291,9 +291,9 @@ def _pool_masked_reset(env: Any) -> str:
 
 _POOL_WHY = (
     "{name} resets only the masked sub-envs and clears their pending autoreset, "
-    "but not async (batch_size < num_envs: some sub-envs per call), nor "
-    "EnvPool's with episodic_life=True (its own reset after a lost life goes on "
-    "with the game)."
+    "but not built async (batch_size < num_envs: some sub-envs per call), nor "
+    "EnvPool built with episodic_life=True (its own reset after a lost life goes "
+    "on with the game)."
 )
 _POOL_REMEDY = (
     "Build it with batch_size=num_envs (and episodic_life=False: the lives are in "

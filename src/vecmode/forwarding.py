@@ -95,8 +95,8 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
     """
 
     env: Any
-    #: It hands :meth:`_reset_arguments` a copy of the caller's ``options`` (not
-    #: said of a subclass with a ``reset`` of its own).
+    #: It hands :meth:`_reset_arguments` a copy of the caller's ``options`` (a
+    #: subclass: if the classes its ``reset`` and ``reset_async`` come from say so).
     copies_options = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -113,14 +113,10 @@ def merge_infos(
 def _unmasked(first: dict, second: dict, key: str, rows: Any) -> Any:
     """``second[key]`` merged into ``first[key]``, which has no mask: row by
     row (a batched simulator's infos, EnvPool's step infos); None if it can't."""
-    value, mask = second[key], second.get(f"_{key}")
-    if mask is None:
-        return (
-            None
-            if rows is None
-            else merged_by_row(value, first.get(key), rows, merge_infos)
-        )
-    return _into_unmasked(first.get(key), value, mask)
+    value, mask, base = second[key], second.get(f"_{key}"), first.get(key)
+    if mask is not None:
+        return _into_unmasked(base, value, mask)
+    return None if rows is None else merged_by_row(value, base, rows, merge_infos)
 
 
 def _into_unmasked(value: Any, other: Any, mask: Any) -> Any:
@@ -133,9 +129,8 @@ def _into_unmasked(value: Any, other: Any, mask: Any) -> Any:
         isinstance(value, np.ndarray)
         and isinstance(other, np.ndarray)
         and value.shape[:1] == other.shape[:1] == np.shape(mask)
+        and _mergeable(value, other)
     ):
-        return None
-    if not _mergeable(value, other):
         return None
     merged = value.astype(_both(value.dtype, other.dtype))  # (a copy)
     merged[mask] = other[mask]
