@@ -393,17 +393,30 @@ def refuse_lost(env: Any, who: str, doing: str) -> None:
         raise IncompatibleModeError(message)
 
 
-def refuse_async_pool(env: Any, who: str, doing: str) -> None:
-    """Raise where ``env`` is an EnvPool or ALE env built async."""
+def async_pool_fault(env: Any, who: str, doing: str) -> str:
+    """Why ``who`` cannot ``doing`` over ``env``, an EnvPool or ALE env built
+    async (some sub-envs per call); "" for any other env."""
     found = vector_env_declaration(env)
     pool = found is not None and found.masked_reset_of is _pool_masked_reset
     batch = _pool_config(env)["batch_size"] if pool else env.num_envs
-    if batch != env.num_envs:
-        raise IncompatibleModeError(
-            f"{who} cannot {doing} over {type(env.unwrapped).__name__} built async "
-            f"(batch_size={batch} < num_envs={env.num_envs}): each call returns "
-            f"some sub-envs only. Build it with batch_size=num_envs."
-        )
+    return (
+        f"{who} cannot {doing} over {type(env.unwrapped).__name__} built async "
+        f"(batch_size={batch} < num_envs={env.num_envs}): each call returns "
+        f"some sub-envs only. Build it with batch_size=num_envs."
+        if batch != env.num_envs
+        else ""
+    )
+
+
+def row_state_fault(cls: type, env: Any) -> str:
+    """Why a ``cls`` layer cannot run over ``env``, an async pool, if it keeps a
+    row per sub-env (its ``keeps_row_state``; Gymnasium's
+    ``RecordEpisodeStatistics`` and ``NormalizeReward`` do); "" if it can."""
+    vector = gym.wrappers.vector
+    gymnasium = issubclass(cls, vector.RecordEpisodeStatistics | vector.NormalizeReward)
+    if getattr(cls, "keeps_row_state", gymnasium) is not True:
+        return ""
+    return async_pool_fault(env, cls.__name__, "track each sub-env's episodes")
 
 
 def reads_final_observations(cls: type) -> bool:

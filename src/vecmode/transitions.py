@@ -20,7 +20,7 @@ from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import copied, in_library, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
-from vecmode.env_classes import refuse_async_pool, refuse_lost, semantics_of
+from vecmode.env_classes import async_pool_fault, refuse_lost, semantics_of
 from vecmode.forwarding import valid_reset_mask
 from vecmode.registry.stack import warn_if_incompatible
 from vecmode.wrappers.base import check_infos
@@ -332,7 +332,8 @@ class TransitionCollector:
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         self.mode: AutoresetMode = modes.mode_or_assumed(envs, _WHO, None, stacklevel=1)
         refuse_lost(envs, _WHO, "read real transitions")
-        refuse_async_pool(envs, _WHO, "read real transitions")
+        if fault := async_pool_fault(envs, _WHO, "read real transitions"):
+            raise errors.IncompatibleModeError(fault)
         warn_if_incompatible(envs, _WHO)
         #: Whether ended episodes' ``next_obs`` are approximated (the last
         #: observation seen: :class:`vecmode.simulators.ApproximateFinalObs`).

@@ -454,6 +454,16 @@ def test_pools_whose_masked_reset_is_not_their_own_reset_are_not_converted(build
     if says == "async":  # (an episodic_life pool's own run is read)
         with pytest.raises(vecmode.IncompatibleModeError, match="batch_size=2 < num"):
             vecmode.TransitionCollector(envs)  # (it crashed EnvPool's process)
+        # a layer with a row per sub-env raised at its first step; others build
+        rows = "RecordEpisodeStatistics cannot track each sub-env's episodes"
+        with pytest.raises(vecmode.IncompatibleModeError, match=rows):
+            vecmode.wrappers.RecordEpisodeStatistics(envs)
+        vecmode.wrappers.TransformObservation(envs, lambda obs: obs)
+        report = vecmode.check_stack(gym.wrappers.vector.NormalizeReward(envs))
+        assert str(report).startswith(
+            "NOT OK: layer 1 NormalizeReward is known-wrong over"
+        )
+        assert "NormalizeReward cannot track" in report.rows[1].note
     assert vecmode.with_autoreset(envs, "NextStep").unwrapped is envs  # its own mode
     envs.close()
 

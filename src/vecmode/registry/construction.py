@@ -18,6 +18,7 @@ from vecmode.env_classes import (
     layers,
     reads_final_observations,
     refuse_lost,
+    row_state_fault,
 )
 from vecmode.errors import (
     ArrayLibraryError,
@@ -63,6 +64,8 @@ def check_construction(cls: type, env: Any) -> None:
         _check_modes(cls, found.over(env), env)
     if reads_final_observations(cls):
         refuse_lost(env, cls.__name__, "read final observations")
+    if fault := row_state_fault(cls, env):
+        raise IncompatibleModeError(fault)
 
 
 def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:

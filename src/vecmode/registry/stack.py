@@ -26,6 +26,7 @@ from vecmode.env_classes import (
     layers,
     lost_message,
     reads_final_observations,
+    row_state_fault,
     semantics_of,
 )
 from vecmode.registry.declare import (
@@ -186,7 +187,8 @@ def _where(report: CompatibilityReport, row: LayerReport) -> str:
     if row.array_native is False and below not in (None, "numpy"):
         return f"over {below} batches"
     if row.verdict is Verdict.KNOWN_WRONG and row.mode_in in (row.accepts or ()):
-        if masked_reset_fault(row.layer):
+        pool = row_state_fault(type(row.layer), row.layer.env)
+        if masked_reset_fault(row.layer) and not pool:
             return "under masked resets"
         return f"over {type(row.layer.unwrapped).__name__}"  # (its env's layout)
     return f"in {_cell(row.mode_in or row.mode_out)}"
@@ -329,12 +331,13 @@ def _layout(
     layer: Any, found: Declaration, mode_in: AutoresetMode, note: str
 ) -> tuple[Verdict, str]:
     """An ok layer's verdict and note, wrong if it reads final observations in a
-    layout its env does not give."""
-    dense = dense_layout_fault(type(layer), layer.env, mode_in, found)
-    if not dense:
+    layout its env does not give, or keeps a row per sub-env over an async pool."""
+    fault = dense_layout_fault(type(layer), layer.env, mode_in, found)
+    fault = fault or row_state_fault(type(layer), layer.env)
+    if not fault:
         return Verdict.OK, note
     gymnasium = found.source == "gymnasium"  # (accepts it: guard() refuses)
-    return (Verdict.KNOWN_WRONG if gymnasium else Verdict.REFUSED), dense
+    return (Verdict.KNOWN_WRONG if gymnasium else Verdict.REFUSED), fault
 
 
 def check_stack(env: VectorEnv, *, strict: bool | None = None) -> CompatibilityReport:

@@ -258,6 +258,8 @@ class _Tracked(MaskedResetWrapper):
 
     boundaries: modes.BoundaryTracker
     boundary: modes.Boundary
+    #: It keeps a row per sub-env: refused over an async pool (EnvPool's, ALE's).
+    keeps_row_state = True
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
