@@ -243,6 +243,31 @@ def test_bad_actions_are_the_env_s_error_and_the_collector_goes_on(mode):
     collector.close()
 
 
+class _ScalesItsAction(gym.Env):
+    observation_space = action_space = gym.spaces.Box(-9, 9, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        action *= 10  # in place: a view of its row on a sync core
+        return np.zeros(1, np.float32), float(action[0]), False, False, {}
+
+
+@pytest.mark.parametrize("core", ["SyncVectorEnv", "AsyncVectorEnv"])
+def test_the_actions_kept_are_those_given_whatever_a_sub_env_writes(core):
+    """On the sync core, a sub-env that scaled its action in place rewrote the
+    stored ``actions`` (the collector stepped with its own copy)."""
+    envs = vecmode.with_autoreset(
+        getattr(vecmode, core)([_ScalesItsAction] * 2), "SameStep"
+    )
+    with TransitionCollector(envs) as collector:
+        collector.reset(seed=0)
+        t = collector.step(np.array([[0.5], [0.25]], np.float32))
+        assert t.actions.ravel().tolist() == [0.5, 0.25]
+        assert t.rewards.tolist() == [5.0, 2.5]
+
+
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 def test_a_failed_step_of_an_env_that_tracks_no_loss_needs_a_reset(mode):
     """Gymnasium's sync env steps its sub-envs one by one: when it raises (here at

@@ -21,7 +21,7 @@ from vecmode._rows import copied, in_library, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
 from vecmode.env_classes import async_pool_fault, refuse_lost, semantics_of
-from vecmode.forwarding import valid_reset_mask
+from vecmode.forwarding import refuse_unhonoured_mask, valid_reset_mask
 from vecmode.registry.stack import warn_if_incompatible
 from vecmode.wrappers.base import check_infos
 
@@ -438,6 +438,7 @@ class TransitionCollector:
             mask = valid_reset_mask(mask, self.num_envs, self._obs)
         else:
             mask = validate_reset_mask(host_array(mask), self.num_envs)
+        refuse_unhonoured_mask(self.envs)
         self._check_calls()
         if self._obs is None:
             why = {
@@ -467,10 +468,11 @@ class TransitionCollector:
         raised midway (any error in another env's step).
         """
         obs = self.obs
-        # the caller's actions as they were (their buffer may be refilled)
-        actions = copied(actions)
+        # the caller's actions as they were: their buffer may be refilled, and a
+        # sub-env may write into the row it gets (a view, on a sync core)
+        given, actions = actions, copied(actions)
         try:
-            stepped, rewards, terminations, truncations, infos = self.envs.step(actions)
+            stepped, rewards, terminations, truncations, infos = self.envs.step(given)
         except errors.ActionBatchError:  # refused before anything was stepped
             raise
         except BaseException as error:

@@ -469,30 +469,31 @@ def test_pools_whose_masked_reset_is_not_their_own_reset_are_not_converted(build
 
 
 # ---------------------------------------------------------- refusals, per class
-@pytest.mark.parametrize(
-    ("factory", "says"),
-    [
-        (
-            # forkserver: a child forked from this test process, which may hold
-            # the threads of Ray, torch or jax by now, can die at start (EOFError)
-            lambda: gym.vector.AsyncVectorEnv(
-                scheduled_fns(2), shared_memory=False, context="forkserver"
-            ),
-            [
-                "AsyncVectorEnv(shared_memory=False)",
-                "shared_memory=True",
-                "vectorization_mode='async'",
-            ],
+#: Classes whose masked reset resets other sub-envs too, and what their refusals say.
+_MASKS_WRONG = [
+    (
+        # forkserver: a child forked from this test process, which may hold
+        # the threads of Ray, torch or jax by now, can die at start (EOFError)
+        lambda: gym.vector.AsyncVectorEnv(
+            scheduled_fns(2), shared_memory=False, context="forkserver"
         ),
-        (
-            lambda: gym.make_vec("CartPole-v1", num_envs=2),
-            [
-                "CartPoleVectorEnv resets every sub-env whatever the mask",
-                "vectorization_mode='sync'",
-            ],
-        ),
-    ],
-)
+        [
+            "AsyncVectorEnv(shared_memory=False)",
+            "shared_memory=True",
+            "vectorization_mode='async'",
+        ],
+    ),
+    (
+        lambda: gym.make_vec("CartPole-v1", num_envs=2),
+        [
+            "CartPoleVectorEnv resets every sub-env whatever the mask",
+            "vectorization_mode='sync'",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("factory", "says"), _MASKS_WRONG)
 @pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
 def test_refusals_name_the_class_the_reason_and_the_remedy(factory, says, mode):
     """Asked for SameStep, the message speaks of SameStep (not of the
@@ -513,6 +514,30 @@ def test_refusals_name_the_class_the_reason_and_the_remedy(factory, says, mode):
         assert "Build the env in DISABLED mode itself" not in message
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize(("factory", "says"), _MASKS_WRONG)
+def test_a_masked_reset_such_a_class_gets_wrong_is_refused(factory, says):
+    """Through a vecmode layer or the collector, a masked reset of such an env
+    is refused before it runs (it reset other sub-envs too, or the masked ones
+    again, and the layers above believed only the masked ones were); the env
+    steps on."""
+    for layer in (
+        vecmode.wrappers.RecordEpisodeStatistics,
+        vecmode.TransitionCollector,
+    ):
+        envs = layer(factory())
+        try:
+            envs.reset(seed=0)
+            envs.action_space.seed(0)
+            envs.step(envs.action_space.sample())
+            with pytest.raises(IncompatibleModeError) as info:
+                envs.reset(options={"reset_mask": np.array([True, False])})
+            for part in ["cannot take options['reset_mask']", *says]:
+                assert part in str(info.value), str(info.value)
+            envs.step(envs.action_space.sample())
+        finally:
+            envs.close()
 
 
 def _ale_if_installed(mode: str) -> Any:
