@@ -47,7 +47,7 @@ def valid_reset_mask(mask: Any, num_envs: int, like: Any = None) -> Any:
             f"`options['reset_mask']` must be a bool array of shape ({num_envs},), "
             f"got a {_arrays.name_of(xp)} array of dtype {mask.dtype} and shape "
             f"{tuple(mask.shape)}: pass one bool per sub-env, e.g. "
-            f"terminations | truncations."
+            f"(terminations | truncations) != 0."
         )
     return mask
 

@@ -7,9 +7,7 @@ keys (``final_obs``, ``final_info`` and their masks).
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import _arrays, _rows, errors
 from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import EndedTracker
+from vecmode._strict import Strict, is_strict, strict
 from vecmode.infos import add_infos, restricted_infos
 
 __all__ = [
@@ -108,63 +107,6 @@ def mode_of(env: Any) -> AutoresetMode | None:
 
 
 # ------------------------------------------------ an env that declares no mode
-#: The strict handles held in this thread or task, oldest first: (number,
-#: enabled). The newest decides; a handle may be released in any order.
-_strict: contextvars.ContextVar[tuple[tuple[int, bool], ...]] = contextvars.ContextVar(
-    "vecmode_strict", default=()
-)
-_strict_numbers = itertools.count()
-
-
-class Strict:
-    """Handle returned by :func:`strict`; its setting holds until released
-    (handles made later take precedence while they are held)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._number: int | None = next(_strict_numbers)
-        _strict.set((*_strict.get(), (self._number, bool(enabled))))
-
-    def restore(self) -> None:
-        """End this handle's setting; a second call does nothing."""
-        if self._number is None:
-            return
-        held = _strict.get()
-        kept = tuple(entry for entry in held if entry[0] != self._number)
-        if len(kept) == len(held):
-            raise RuntimeError(
-                "this vecmode.strict() handle was made in another thread or task "
-                "(strict mode holds in the thread or task that turns it on): "
-                "release it there."
-            )
-        _strict.set(kept)
-        self._number = None
-
-    #: The same, under the name a guard's handle has.
-    release = restore
-
-    def __enter__(self) -> Strict:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.restore()
-
-
-def strict(enabled: bool = True) -> Strict:
-    """Treat an env that declares no mode as an error, not a warning
-    (:class:`~vecmode.UndeclaredModeWarning`, NEXT_STEP assumed) in declared
-    wrappers and :func:`~vecmode.check_stack`. A call holds for the rest of the
-    thread or task; a ``with`` block, to its end."""
-    return Strict(enabled)
-
-
-def is_strict(override: bool | None = None) -> bool:
-    """``override``, else the :func:`strict` setting in force."""
-    if override is not None:
-        return override
-    held = _strict.get()
-    return held[-1][1] if held else False
-
-
 def mode_or_assumed(
     env: Any, who: str, strict_override: bool | None, stacklevel: int
 ) -> AutoresetMode:
@@ -597,18 +539,19 @@ class LayoutProblem:
 
 
 def final_layout_problem(
-    infos: dict[str, Any], expected: np.ndarray, *, complete: bool = True
+    infos: dict[str, Any],
+    expected: np.ndarray,
+    *,
+    complete: bool = True,
+    every_step: bool = False,
 ) -> LayoutProblem | None:
     """The first way ``infos`` breaks SAME_STEP's layout for a step whose final
     observations belong to the sub-envs in ``expected``, or None; ``complete``:
-    check the final infos too."""
+    check the final infos too; ``every_step``: the keys may come where nothing
+    ended, with all-False masks (GymnaxAdapter's dense layout)."""
     keys = FINAL_KEYS if complete else (_FINAL_OBS_MASK, FINAL_OBS)
     if not expected.any():
-        for key in keys:
-            if key in infos:
-                first = _rows.first_true(infos[key])
-                return LayoutProblem(key, first, "no such key", True, infos[key])
-        return None
+        return _unexpected_key(infos, keys, expected, every_step)
     masks = (_FINAL_OBS_MASK, _FINAL_INFO_MASK) if complete else (_FINAL_OBS_MASK,)
     first = int(np.argmax(expected))
     for key in keys if complete else masks:
@@ -623,6 +566,20 @@ def final_layout_problem(
     if FINAL_OBS not in infos:
         return LayoutProblem(FINAL_OBS, first, "present", False, None)
     return _contents_problem(infos, expected) if complete else None
+
+
+def _unexpected_key(
+    infos: dict[str, Any], keys: Sequence[str], expected: np.ndarray, every_step: bool
+) -> LayoutProblem | None:
+    """A key of ``keys`` where no episode ended (``every_step``: but all-False masks)."""
+    for key in (key for key in keys if key in infos):
+        mask = key if key.startswith("_") else f"_{key}"
+        if not every_step or mask not in infos:
+            first = _rows.first_true(infos[key])
+            return LayoutProblem(key, first, "no such key", True, infos[key])
+        if problem := _mask_problem(mask, infos[mask], expected):
+            return problem
+    return None
 
 
 def _mask_problem(key: str, mask: Any, expected: np.ndarray) -> LayoutProblem | None:

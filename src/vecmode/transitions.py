@@ -310,9 +310,9 @@ class TransitionCollector:
 
     Args:
         envs: the vector env (closed by :meth:`close` and by a ``with`` block).
-        copy: copy the observations the env returns, so that later calls cannot
-            change them. None (default): unless the env is known to return
-            fresh arrays (``vecmode.core.reuses_buffers``).
+        copy: copy the observations, rewards and flags the env returns, so that
+            later calls cannot change them. None (default): unless the env is
+            known to return fresh arrays (``vecmode.core.reuses_buffers``).
 
     >>> import numpy as np, vecmode
     >>> envs = vecmode.make_vec("CartPole-v1", num_envs=2, autoreset_mode="SameStep",
@@ -483,7 +483,11 @@ class TransitionCollector:
         # the env has moved on: if anything below raises, only a reset is safe
         self._obs, self._calls_run = None, self._calls_now()
         self._blocked = call_failed_message("step")
-        following = copied(stepped) if self.copy else stepped
+        # (a simulator may write even its rewards and flags in place)
+        arrays = stepped, rewards, terminations, truncations
+        following, rewards, terminations, truncations = (
+            map(copied, arrays) if self.copy else arrays
+        )
         reader = self._reader
         read = reader.step(
             actions, following, rewards, terminations, truncations, infos

@@ -142,3 +142,28 @@ def test_check_wrapper_array_library_arguments() -> None:
         )
     numpy = check_wrapper(PassThrough, array_library="numpy")
     assert "over" not in numpy.summary and len(numpy.bases) == 2
+
+
+@pytest.mark.parametrize(
+    ("declared", "says"),
+    [
+        ("jax.numpy", "obs: expected jax.numpy batches, as metadata"),
+        (None, "obs: expected numpy batches: declare another library"),
+    ],
+)
+def test_batches_not_in_the_declared_library_fail(declared, says):
+    """The kit passed such an env, which with_autoreset then refused at its
+    first episode end."""
+    pytest.importorskip("torch")
+
+    def factory() -> Any:
+        env = BatchedCartPole(2, xp=xp_of("torch"))
+        env.metadata = {**env.metadata, "array_namespace": declared}
+        if declared is None:
+            del env.metadata["array_namespace"]
+        return env
+
+    with pytest.raises(AssertionError) as info:
+        check_vector_env(factory, steps=20)
+    assert f"call 0 (reset), {says}" in str(info.value), str(info.value)
+    assert "got torch batches" in str(info.value)

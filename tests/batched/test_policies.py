@@ -337,7 +337,9 @@ def test_numpy_flags_from_an_array_env_are_named(name) -> None:
     env.step = numpy_flags
     envs = vecmode.with_autoreset(env, "SameStep")
     envs.reset(seed=0)
-    with pytest.raises(vecmode.ArrayLibraryError, match="return the flags in the"):
+    with pytest.raises(
+        vecmode.ArrayLibraryError, match="return every batch in the declared library"
+    ):
         envs.step(env.xp.asarray([0, 1]))
 
 

@@ -69,6 +69,33 @@ def test_the_final_observation_is_next_obs_at_an_episodes_end(name) -> None:
     assert type(masked) is type(t.obs)
 
 
+@pytest.mark.parametrize("name", ["torch"])
+def test_transitions_keep_their_rewards_and_flags_where_the_env_reuses_them(name):
+    """An env that writes its reward and flag buffers in place (simulators do)
+    changed the transitions kept: the collector copies them too."""
+    env = make_batched(name, 2, max_episode_steps=2)  # (JAX's: immutable)
+    step = env.step
+    buffers = [None, None, None]
+
+    def reusing(actions):
+        obs, *arrays, infos = step(actions)
+        for k, array in enumerate(arrays):
+            if buffers[k] is None:
+                buffers[k] = array
+            buffers[k][...] = array
+        return obs, *buffers, infos
+
+    env.step = reusing
+    collector = vecmode.TransitionCollector(env)
+    collector.reset(seed=0)
+    first = collector.step(env.xp.asarray([0, 1]))
+    fields = ("rewards", "terminations", "truncations")
+    kept = [host(getattr(first, field)).tolist() for field in fields]
+    collector.step(env.xp.asarray([0, 1]))  # (the second ends every episode)
+    assert [host(getattr(first, field)).tolist() for field in fields] == kept
+    assert kept[2] == [False, False]
+
+
 @pytest.mark.parametrize("name", ARRAYS)
 @pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
 def test_cut_is_in_the_batch_library_with_no_host_copy(name, mode) -> None:

@@ -497,9 +497,32 @@ def test_a_run_too_short_for_its_masked_resets_fails_rather_than_claim_them(
     assert _failure(factory, steps=4, min_episode_ends=1) == (
         f"CounterVectorEnv(num_envs=2): the run ended before making its masked "
         f"reset(s) {unmade} ({ends} episode end(s) in 4 steps): raise steps, or "
-        f"make the episodes shorter."
+        f"make the episodes shorter, but not all one step long (a mid-episode reset "
+        f"needs an episode that goes on)."
     )
     assert "does not behave as" in _failure(factory, steps=30)  # long enough
+
+
+class ResetsOnlyEnded(CounterVectorEnv):
+    """Wrong: a masked reset resets only the masked sub-envs whose episode ended."""
+
+    def reset(self, *, seed=None, options=None):
+        if options and "reset_mask" in options:
+            options = {**options, "reset_mask": options["reset_mask"] & self.ended}
+        return super().reset(seed=seed, options=options)
+
+
+def test_disabled_with_a_sub_env_ending_every_step_makes_its_mid_episode_reset():
+    """Sub-env 0 ends at every step, so the caller resets it after each: the
+    mid-episode masked reset waited for a step with none to reset, and a correct
+    env failed. It follows the caller's reset (call 2), and is still checked."""
+    factory = functools.partial(CounterVectorEnv, 2, DISABLED, lengths=[1, 5])
+    assert check_vector_env(factory, steps=60).mode is DISABLED
+    message = _failure(lambda: ResetsOnlyEnded(2, DISABLED, lengths=[1, 5]))
+    assert (
+        "call 3 (reset(mask)), sub-env 1, obs: expected a new episode's first "
+        "observation, got [1., 0., 1.] (float32)"
+    ) in message, message
 
 
 def test_the_probe_gets_the_steps_the_run_made():

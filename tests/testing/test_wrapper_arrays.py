@@ -111,3 +111,49 @@ def test_catches_final_obs_out_of_the_dense_layout(wrapper: Any, found: str) -> 
         "together], call 3" in message
     )
     assert found in message, message
+
+
+@vecmode.supports(*vecmode.MODES, array_native=True)
+class ClampsActionsInPlace(vw.ActionWrapper):
+    """Wrong: clamps the caller's actions in place."""
+
+    def actions(self, actions: Any) -> Any:
+        return actions.clamp_(0, 1)
+
+
+@vecmode.supports(*vecmode.MODES, array_native=True)
+class HalvesRewardsInPlace(vw.RewardWrapper):
+    """Wrong: halves the rewards the env below returned, in place."""
+
+    def rewards(self, rewards: Any) -> Any:
+        return rewards.mul_(0.5)
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "kwargs", "prop", "found"),
+    [
+        (
+            ClampsActionsInPlace,
+            {"action_type": "box"},
+            "leaves_inputs_untouched",
+            "field actions: step() wrote into the caller's actions",
+        ),
+        (
+            HalvesRewardsInPlace,
+            {},
+            "no_writes_below",
+            "call 1 (step), field rewards: the wrapper wrote into what the env below "
+            "returned to it (rewards): [2.5  0.51 2.52] became [1.25  0.255 1.26 ]",
+        ),
+    ],
+)
+def test_catches_in_place_writes_into_torch_batches(
+    wrapper: Any, kwargs: dict[str, Any], prop: str, found: str
+) -> None:
+    """The kit's copy of the actions shared the torch tensor's memory, and it
+    kept no copy of the torch results below: both writes passed."""
+    library("torch")
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(wrapper, array_library="torch", **kwargs)
+    assert caught.value.property == prop
+    assert found in str(caught.value), str(caught.value)

@@ -248,6 +248,10 @@ def test_a_numpy_reading_wrapper_over_a_conversion_is_refused(conversion):
     numpy_envs = vw.ArrayConversion(envs, env_xp=np, target_xp=np)
     vw.RecordEpisodeStatistics(numpy_envs)  # NumPy in, NumPy out
     vw.NumpyToTorch(numpy_envs).close()
+    # a conversion from another library than the env's (it exported every
+    # step's tensors to NumPy, and an env that needs tensors failed inside)
+    with pytest.raises(vecmode.ArrayLibraryError, match="declares metadata"):
+        vw.NumpyToTorch(vw.NumpyToTorch(envs))
 
 
 def test_a_bad_reset_mask_is_refused_before_anything_resets():

@@ -56,8 +56,9 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
     if type(terminations) is np.ndarray or type(truncations) is np.ndarray:
         raise errors.ArrayLibraryError(
             f"{errors.describe(policy.env)} returned NumPy terminations or "
-            f"truncations with {_arrays.name_of(_arrays.namespace(obs))} "
-            f"observations: return the flags in the batch's library."
+            f"truncations, and declares metadata['array_namespace'] = "
+            f"{_arrays.declared_namespace(policy.env)!r}: return every batch in "
+            f"the declared library."
         )
     ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
     if _arrays.any_true(ended):

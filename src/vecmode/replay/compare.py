@@ -110,19 +110,23 @@ def same(a: Any, b: Any, *, strict: bool = True) -> bool:
     return where_different(a, b, strict=strict) is None
 
 
-def arrays_in(value: Any, path: str = "") -> Iterator[tuple[str, np.ndarray]]:
-    """Every NumPy array in ``value`` (object arrays' entries too), with its path."""
+def arrays_in(
+    value: Any, path: str = "", *, every_library: bool = False
+) -> Iterator[tuple[str, Any]]:
+    """Every NumPy array in ``value`` (object arrays' entries too), with its path;
+    ``every_library``: other libraries' arrays (torch's, JAX's) too."""
+    entries: Any = ()
     if isinstance(value, np.ndarray):
         yield path, value
-        if value.dtype == object:
-            for i, entry in enumerate(value.flat):
-                yield from arrays_in(entry, f"{path}[{i}]")
+        entries = enumerate(value.flat) if value.dtype == object else ()
     elif isinstance(value, dict):
-        for key, entry in value.items():
-            yield from arrays_in(entry, f"{path}[{key!r}]")
+        entries = value.items()
     elif isinstance(value, (tuple, list)):
-        for i, entry in enumerate(value):
-            yield from arrays_in(entry, f"{path}[{i}]")
+        entries = enumerate(value)
+    elif every_library and hasattr(value, "__dlpack__"):
+        yield path, value  # another library's array (the array API's protocol)
+    for key, entry in entries:
+        yield from arrays_in(entry, f"{path}[{key!r}]", every_library=every_library)
 
 
 def per_sub_env(space: Space, batch: Any, num_envs: int) -> list[Any]:

@@ -115,7 +115,10 @@ def layout_difference(
 ) -> Difference | None:
     """Where a step's info breaks SAME_STEP's layout for the rows ``final``."""
     infos = call.infos if isinstance(call.infos, dict) else {}
-    problem = modes.final_layout_problem(infos, final, complete=complete)
+    every_step = modes.final_in_info(mode)
+    problem = modes.final_layout_problem(
+        infos, final, complete=complete, every_step=every_step
+    )
     if problem is None:
         return None
     i = problem.sub_env

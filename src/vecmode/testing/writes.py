@@ -13,6 +13,7 @@ import numpy as np
 import wrapt
 from gymnasium.vector import VectorEnv
 
+from vecmode import _arrays
 from vecmode.modes import FINAL_INFO
 from vecmode.replay.compare import arrays_in, as_numpy, where_different
 
@@ -122,8 +123,10 @@ class WritesBelow:
                     self.info_keys.update(value, value.get(FINAL_INFO) or ())
                 if part in self._own:
                     continue
-                for path, array in arrays_in(value, part):
-                    self._arrays.append([path, "", array, array.copy()])
+                for path, array in arrays_in(value, part, every_library=True):
+                    xp = _arrays.namespace(array)  # a copy in its library, no host's
+                    kept = array.copy() if xp is None else xp.asarray(array, copy=True)
+                    self._arrays.append([path, "", array, kept])
         return result
 
     def check_call(self, where: str) -> Written | None:
@@ -145,7 +148,8 @@ class WritesBelow:
                 changed = array.shape != copied.shape or any(
                     a is not b for a, b in zip(array.flat, copied.flat, strict=True)
                 )
-            else:
+            else:  # (another library's: read as NumPy after the call)
+                copied, array = as_numpy(copied), as_numpy(array)
                 changed = where_different(copied, array) is not None
             if changed:
                 return Written(path, where, copied, array, by)

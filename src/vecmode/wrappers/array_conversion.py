@@ -14,6 +14,7 @@ from gymnasium.vector import VectorEnv
 from vecmode import _arrays
 from vecmode._numpy import host_array
 from vecmode.core import StepResult
+from vecmode.errors import ArrayLibraryError
 from vecmode.modes import MODES, from_dense_finals, map_infos
 from vecmode.registry import supports
 from vecmode.wrappers.base import Infos, Mask, MaskedResetWrapper, check_infos
@@ -75,6 +76,14 @@ class ArrayConversion(MaskedResetWrapper):
     ) -> None:
         super().__init__(env)
         who = type(self).__name__
+        declared, given = _arrays.declared_namespace(env), _arrays.name_of(env_xp)
+        if declared not in (None, given):
+            raise ArrayLibraryError(
+                f"{who} converts {given} batches, but the env below declares "
+                f"metadata['array_namespace'] = {declared!r}: convert from its "
+                f"library (ArrayConversion(env, env_xp=..., target_xp=...)), or "
+                f"leave {who} out."
+            )
         _require("array_api_compat", who)
         self._convert = _require(
             "gymnasium.wrappers.array_conversion", who

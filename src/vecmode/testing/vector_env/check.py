@@ -111,7 +111,8 @@ def check_vector_env(
         raise AssertionError(
             f"{name}: the run ended before making its masked reset(s) "
             f"{' and '.join(run.unmade)} ({ends} episode end(s) in {steps} steps): "
-            f"raise steps, or make the episodes shorter."
+            f"raise steps, or make the episodes shorter, but not all one step long "
+            f"(a mid-episode reset needs an episode that goes on)."
         )
     found = probe_mode(factory, max_steps=run.steps + 1, seed=seed)
     if found.mode is not mode:
@@ -197,13 +198,13 @@ def _checks(
         )
     if modes.caller_resets(mode):
         checks.append("the step that ends an episode returns its last observation")
-    if masked in ("ignores", "masked rows"):
-        declared = (
-            "masked_reset='ignores'"
-            if masked == "ignores"
-            else "reset_returns='masked'"
-        )
-        checks.append(f"no masked reset made: its class declares {declared}")
+    declared = {
+        "ignores": "its class declares masked_reset='ignores'",
+        "masked rows": "its class declares reset_returns='masked'",
+        "none": "it has no partial reset",
+    }
+    if masked in declared:
+        checks.append(f"no masked reset made: {declared[masked]}")
     elif num_envs < 2 and masked != "caller":  # (a mask of all: a full reset)
         checks.append("no masked reset made: one sub-env")
     else:

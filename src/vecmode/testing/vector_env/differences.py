@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium.spaces import Space
 from gymnasium.vector import VectorEnv
 
+from vecmode import _arrays
 from vecmode.modes import AutoresetMode, caller_resets, final_observations
 from vecmode.replay import predictions
 from vecmode.replay.compare import Difference, describe, per_sub_env, raised, same
@@ -33,6 +34,7 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
     mode, first, n = run.mode, run.first.calls, run.env.num_envs
     found = [
         _structure_difference(run.env, first),
+        _library_difference(run),
         next(predictions.mode_differences(mode, first, n, run.second), None),
         _masked_keeps_difference(mode, first),
         _detail_difference(run),
@@ -74,6 +76,22 @@ def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference |
             note = "the run makes only calls that the declared mode allows"
             got = raised(call.error)
             return Difference.at(call, None, "result", "a result", got, note)
+    return None
+
+
+def _library_difference(run: CheckedRun) -> Difference | None:
+    """A batch not in the library the env declares in metadata["array_namespace"]."""
+    for call in run.first.calls:
+        if call.index in run.libraries:
+            field, got = run.libraries[call.index]
+            declared = _arrays.declared_namespace(run.env)
+            expected = (
+                f"{declared} batches, as metadata['array_namespace'] declares"
+                if declared
+                else "numpy batches: declare another library in "
+                "metadata['array_namespace']"
+            )
+            return Difference.at(call, None, field, expected, f"{got} batches")
     return None
 
 

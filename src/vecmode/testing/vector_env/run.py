@@ -12,8 +12,8 @@ import numpy as np
 from gymnasium.spaces import Discrete
 from gymnasium.vector import VectorEnv
 
-from vecmode import modes
-from vecmode.env_classes import layers, vector_env_declaration
+from vecmode import _arrays, modes
+from vecmode.env_classes import layers, semantics_of, vector_env_declaration
 from vecmode.modes import AutoresetMode, Boundary, caller_resets
 from vecmode.replay import predictions
 from vecmode.replay.compare import arrays_in
@@ -61,19 +61,20 @@ class MaskedResets:
         self.after_end_done = self.by_caller or not makes
         self.mid_episode_done = num_envs < 2 or not (self.by_caller or makes)
 
-    def after(self, b: Boundary, awaiting: np.ndarray) -> tuple[np.ndarray | None, str]:
-        """The mask to reset after a step of boundary ``b``, and its kind."""
+    def after(self, b: Boundary, awaiting: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        """The masks (and kinds) to reset in turn after a step of boundary ``b``."""
         self.ends += bool(b.ended.any())
-        if self.by_caller and awaiting.any():
-            return awaiting.copy(), BY_CALLER
-        if not self.after_end_done and b.ended.any() and self.ends >= 2:
+        masks = []
+        if self.by_caller and awaiting.any():  # (a mid-episode one may follow)
+            masks.append((awaiting.copy(), BY_CALLER))
+        elif not self.after_end_done and b.ended.any() and self.ends >= 2:
             self.after_end_done = True
-            return _strict_subset(b.ended), AFTER_END
+            return [(_strict_subset(b.ended), AFTER_END)]
         running = ~(b.starts | b.ended | awaiting)
         if self.after_end_done and not self.mid_episode_done and running.any():
             self.mid_episode_done = True
-            return _strict_subset(running, first=True), MID_EPISODE
-        return None, ""
+            masks.append((_strict_subset(running, first=True), MID_EPISODE))
+        return masks
 
 
 def _strict_subset(mask: np.ndarray, *, first: bool = False) -> np.ndarray:
@@ -93,6 +94,8 @@ class CheckedRun:
         self.results: HeldResults[Call] = HeldResults()
         #: per call, the sub-envs whose final observation shares memory
         self.aliased: dict[int, list[int]] = {}
+        #: per call, its first batch not in the declared library: (field, library)
+        self.libraries: dict[int, tuple[str, str]] = {}
         with Instances(factory, "check_vector_env") as instances:
             env = instances.new()
             self.name, self.mode = repr(env), _declared_mode(env)
@@ -112,6 +115,8 @@ class CheckedRun:
     def _inspect(self, call: Call, result: Any) -> None:
         """Sees each result before the recorder copies it into ``call.raw``."""
         self.aliased[call.index] = _final_obs_sharing_memory(result)
+        if found := _foreign_batch(self.env, result):
+            self.libraries[call.index] = found
         self.results.keep(call, result, lambda: call.raw)
 
     def _drive(self, steps: int, seed: int) -> Plan:
@@ -134,14 +139,12 @@ class CheckedRun:
             b = step()
             if b is None:
                 return plan
-            mask, kind = masks.after(b, tracker.awaiting_reset)
-            if mask is None:
-                continue
-            pending = mask & tracker.awaiting_reset & (self.optional == "clears")
-            reset = walker.see(recorder.reset_mask(mask)).call
-            if reset.error is not None:
-                return plan
-            plan.masked(reset.index, mask, pending, kind)
+            for mask, kind in masks.after(b, tracker.awaiting_reset):
+                pending = mask & tracker.awaiting_reset & (self.optional == "clears")
+                reset = walker.see(recorder.reset_mask(mask)).call
+                if reset.error is not None:
+                    return plan
+                plan.masked(reset.index, mask, pending, kind)
         for _ in range(steps if modes.resets_on_next_step(mode) else 0):
             if tracker.awaiting_reset.any():
                 pending = tracker.awaiting_reset.copy()
@@ -244,12 +247,28 @@ def _optional_masked_resets(env: Any, mode: AutoresetMode) -> str:
     """What a masked reset is declared to do (``"caller"``: the caller resets)."""
     if caller_resets(mode):
         return "caller"
+    if semantics_of(env).partial_reset == "none":  # (a simulator's, GymnaxAdapter)
+        return "none"
     found = vector_env_declaration(env)
     if found is None:
         return "clears"
     if found.reset_returns != "all":
         return "masked rows"
     return found.masked_reset(env)
+
+
+def _foreign_batch(env: Any, result: Any) -> tuple[str, str] | None:
+    """A result's first batch not in the library ``env`` declares (or NumPy):
+    its field and its library."""
+    declared = _arrays.declared_namespace(env) or "numpy"
+    if not (isinstance(result, tuple) and len(result) in (2, 5)):
+        return None
+    fields = ("obs", "rewards", "terminations", "truncations")
+    for field, batch in zip(fields, result[:-1], strict=False):
+        got = _arrays.name_of(_arrays.namespace(_arrays.leaf(batch)))
+        if got != declared:
+            return field, got
+    return None
 
 
 def _final_obs_sharing_memory(result: Any) -> list[int]:

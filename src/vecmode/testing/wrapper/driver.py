@@ -108,8 +108,9 @@ class Driver:
         self.library = _arrays.declared_namespace(envs) or _arrays.name_of(self.xp)
 
     def ours(self, batch: np.ndarray) -> Any:
-        """A NumPy batch (actions, a mask) in the env's library."""
-        return batch.copy() if self.xp is None else self.xp.asarray(batch)
+        """A NumPy batch (actions, a mask) in the env's library, sharing no memory
+        with ``batch`` (what the kit compares it with after the call)."""
+        return batch.copy() if self.xp is None else self.xp.asarray(batch.copy())
 
     def fail(
         self, prop: str, where: str, what: str, hint: str = ""
@@ -177,7 +178,7 @@ class Driver:
                 "leaves_inputs_untouched",
                 f"{where}, field actions",
                 f"step() wrote into the caller's actions: {show(given)} became "
-                f"{show(actions)}",
+                f"{show(as_numpy(actions))}",
                 "Transform a copy of the actions; never write into them.",
             )
         # what an array-converting wrapper returns (torch, jax) is read as NumPy
