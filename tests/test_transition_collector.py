@@ -257,14 +257,16 @@ class _ScalesItsAction(gym.Env):
 @pytest.mark.parametrize("core", ["SyncVectorEnv", "AsyncVectorEnv"])
 def test_the_actions_kept_are_those_given_whatever_a_sub_env_writes(core):
     """On the sync core, a sub-env that scaled its action in place rewrote the
-    stored ``actions`` (the collector stepped with its own copy)."""
+    stored ``actions`` (the collector stepped with its own copy); now neither
+    they nor the caller's change."""
     envs = vecmode.with_autoreset(
         getattr(vecmode, core)([_ScalesItsAction] * 2), "SameStep"
     )
     with TransitionCollector(envs) as collector:
         collector.reset(seed=0)
-        t = collector.step(np.array([[0.5], [0.25]], np.float32))
-        assert t.actions.ravel().tolist() == [0.5, 0.25]
+        given = np.array([[0.5], [0.25]], np.float32)
+        t = collector.step(given)
+        assert t.actions.ravel().tolist() == given.ravel().tolist() == [0.5, 0.25]
         assert t.rewards.tolist() == [5.0, 2.5]
 
 

@@ -15,7 +15,7 @@ from gymnasium.vector import VectorWrapper
 
 from vecmode import _arrays
 from vecmode.errors import IncompatibleModeError
-from vecmode.modes import MODES, as_mode
+from vecmode.modes import MODES, as_mode, mode_of, resets_on_next_step
 
 #: What a masked reset does: resets the masked sub-envs and clears their pending
 #: autoreset; resets them, but the next step resets them again; resets them all.
@@ -307,8 +307,8 @@ register_vector_env(
 register_vector_env(
     "gymnasium.vector.async_vector_env:AsyncVectorEnv",
     masked_reset=_async_masked_reset,
-    why="{name}(shared_memory=False) resets the masked sub-envs, but its workers "
-    "keep their pending autoreset, so the next step resets them again.",
+    why="{name}(shared_memory=False)'s workers keep their pending autoreset "
+    "across reset(), so the step after a reset may reset a sub-env again.",
     remedy="Build it with shared_memory=True, or use vecmode's async core "
     "(vecmode.make_vec(..., vectorization_mode='async')), which runs every mode.",
 )
@@ -397,8 +397,9 @@ def async_pool_fault(env: Any, who: str, doing: str) -> str:
     """Why ``who`` cannot ``doing`` over ``env``, an EnvPool or ALE env built
     async (some sub-envs per call); "" for any other env."""
     found = vector_env_declaration(env)
-    pool = found is not None and found.masked_reset_of is _pool_masked_reset
-    batch = _pool_config(env)["batch_size"] if pool else env.num_envs
+    if found is None or found.masked_reset_of is not _pool_masked_reset:
+        return ""
+    batch = _pool_config(env)["batch_size"]
     return (
         f"{who} cannot {doing} over {type(env.unwrapped).__name__} built async "
         f"(batch_size={batch} < num_envs={env.num_envs}): each call returns "
@@ -409,14 +410,47 @@ def async_pool_fault(env: Any, who: str, doing: str) -> str:
 
 
 def row_state_fault(cls: type, env: Any) -> str:
-    """Why a ``cls`` layer cannot run over ``env``, an async pool, if it keeps a
-    row per sub-env (its ``keeps_row_state``; Gymnasium's
-    ``RecordEpisodeStatistics`` and ``NormalizeReward`` do); "" if it can."""
+    """Why a ``cls`` layer that keeps a row per sub-env (its ``keeps_row_state``;
+    Gymnasium's ``RecordEpisodeStatistics`` and ``NormalizeReward`` do) cannot
+    run over ``env``: an async pool, or a reset that keeps pending autoresets."""
     vector = gym.wrappers.vector
     gymnasium = issubclass(cls, vector.RecordEpisodeStatistics | vector.NormalizeReward)
     if getattr(cls, "keeps_row_state", gymnasium) is not True:
         return ""
-    return async_pool_fault(env, cls.__name__, "track each sub-env's episodes")
+    who, doing = cls.__name__, "track each sub-env's episodes"
+    return async_pool_fault(env, who, doing) or kept_pending_fault(env, who)
+
+
+def kept_pending_fault(env: Any, who: str) -> str:
+    """Why ``who`` cannot track episodes over ``env``, a NextStep env declared
+    to keep its pending autoresets across ``reset()``; "" if it can."""
+    found, inner = vector_env_declaration(env), getattr(env, "unwrapped", env)
+    mode = mode_of(inner)
+    if found is None or found.masked_reset(inner) != "keeps-pending" or not mode:
+        return ""
+    name = type(inner).__name__
+    return (
+        f"{who} cannot track each sub-env's episodes over {name}: "
+        f"{found.why.format(name=name)} {found.remedy}"
+        if resets_on_next_step(mode)
+        else ""
+    )
+
+
+def ignored_mask_fault(env: Any) -> str:
+    """Why ``env``'s (the innermost's) reset cannot take ``reset_mask``: it
+    resets every sub-env whatever the mask; "" if it can. (A pool's refusal is
+    a conversion's: its own masked reset resets the masked sub-envs.)"""
+    found = vector_env_declaration(env)
+    if found is None or found.masked_reset_of is _pool_masked_reset:
+        return ""
+    name = type(env).__name__
+    return (
+        f"{name}'s reset cannot take options['reset_mask']: "
+        f"{found.why.format(name=name)} {found.remedy}".rstrip()
+        if found.masked_reset(env) == "ignores"
+        else ""
+    )
 
 
 def reads_final_observations(cls: type) -> bool:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import _arrays, _rows, modes
+from vecmode import _arrays, _rows
 from vecmode.core import ClosesOnExit, SeedLike, StepResult, validate_reset_mask
-from vecmode.env_classes import layers, vector_env_declaration
+from vecmode.env_classes import ignored_mask_fault, layers
 from vecmode.errors import IncompatibleModeError, describe
 
 
@@ -69,23 +69,12 @@ def reset_arguments(
 
 def refuse_unhonoured_mask(env: VectorEnv) -> None:
     """Raise where ``reset_mask`` reaches, through no vecmode layer, an env
-    declared to reset other sub-envs than the masked ones (every sub-env, or
-    the masked ones again at their next NextStep step)."""
+    declared to reset every sub-env whatever the mask."""
     for inner in layers(env):
         if isinstance(inner, ForwardingWrapper):
             return  # (the nearest checks its own env)
-    found = vector_env_declaration(inner)
-    if found is None:
-        return
-    what = found.masked_reset(inner)
-    mode = modes.mode_of(inner)  # (a pending autoreset: NextStep's)
-    again = what == "keeps-pending" and bool(mode and modes.resets_on_next_step(mode))
-    if what == "ignores" or again:
-        name = type(inner).__name__
-        raise IncompatibleModeError(
-            f"{name}'s reset cannot take options['reset_mask']: "
-            f"{found.why.format(name=name)} {found.remedy}".rstrip()
-        )
+    if why := ignored_mask_fault(inner):
+        raise IncompatibleModeError(why)
 
 
 def _overridden(cls: type, method: str, split: str) -> bool:

@@ -20,7 +20,12 @@ from vecmode._numpy import count_nonzero, host_array, true_indices
 from vecmode._rows import copied, in_library, some
 from vecmode.autoreset import gymnasium_layout
 from vecmode.core import reuses_buffers, space_row, validate_reset_mask
-from vecmode.env_classes import async_pool_fault, refuse_lost, semantics_of
+from vecmode.env_classes import (
+    async_pool_fault,
+    kept_pending_fault,
+    refuse_lost,
+    semantics_of,
+)
 from vecmode.forwarding import refuse_unhonoured_mask, valid_reset_mask
 from vecmode.registry.stack import warn_if_incompatible
 from vecmode.wrappers.base import check_infos
@@ -332,7 +337,8 @@ class TransitionCollector:
             raise TypeError(errors.not_a_vector_env(_WHO, envs))
         self.mode: AutoresetMode = modes.mode_or_assumed(envs, _WHO, None, stacklevel=1)
         refuse_lost(envs, _WHO, "read real transitions")
-        if fault := async_pool_fault(envs, _WHO, "read real transitions"):
+        fault = async_pool_fault(envs, _WHO, "read real transitions")
+        if fault := fault or kept_pending_fault(envs, _WHO):
             raise errors.IncompatibleModeError(fault)
         warn_if_incompatible(envs, _WHO)
         #: Whether ended episodes' ``next_obs`` are approximated (the last
@@ -406,6 +412,7 @@ class TransitionCollector:
                 if not some(mask):  # nothing to reset (Gymnasium's envs refuse it)
                     self.cut, self.reset_infos = mask & False, {}  # (a new array)
                     return self._obs, self.reset_infos
+                refuse_unhonoured_mask(self.envs)
         before = self._obs, self._blocked
         self._obs = None
         self._blocked = call_failed_message("reset")
@@ -438,7 +445,6 @@ class TransitionCollector:
             mask = valid_reset_mask(mask, self.num_envs, self._obs)
         else:
             mask = validate_reset_mask(host_array(mask), self.num_envs)
-        refuse_unhonoured_mask(self.envs)
         self._check_calls()
         if self._obs is None:
             why = {
@@ -470,9 +476,10 @@ class TransitionCollector:
         obs = self.obs
         # the caller's actions as they were: their buffer may be refilled, and a
         # sub-env may write into the row it gets (a view, on a sync core)
-        given, actions = actions, copied(actions)
+        actions = copied(actions)
         try:
-            stepped, rewards, terminations, truncations, infos = self.envs.step(given)
+            result = self.envs.step(copied(actions))
+            stepped, rewards, terminations, truncations, infos = result
         except errors.ActionBatchError:  # refused before anything was stepped
             raise
         except BaseException as error:

@@ -440,6 +440,10 @@ def test_statistics_of_another_shape_or_kind_are_refused_when_assigned(name):
         envs.obs_rms = wrong_var
     with pytest.raises(TypeError, match=r"mean, var and count .* got dict"):
         envs.obs_rms = {"mean": 0}
+    lists = GymnasiumRunningMeanStd(shape=(4,))
+    lists.mean, lists.var = [0.0] * 4, [1.0] * 4  # failed at the next reset
+    with pytest.raises(TypeError, match="must be arrays, got list and list"):
+        envs.obs_rms = lists
     envs.step(envs.unwrapped.xp.asarray([0, 1, 0]))  # still usable
 
 

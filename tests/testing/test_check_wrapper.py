@@ -752,3 +752,20 @@ def test_a_factory_that_adds_no_layer_is_named_by_its_own_name():
 
     with pytest.raises(AssertionError, match=r"^unchanged breaks refuses_undeclared"):
         check_wrapper(unchanged)
+
+
+class _StepCountAtResetToo(gym.Wrapper):
+    """Reports info['t'] at reset too (as ALE's 'lives', 'episode_frame_number')."""
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, {**info, "t": 0}
+
+
+def test_an_ended_step_s_info_is_its_final_info_where_a_key_is_in_both():
+    """SAME_STEP's ended step was read with the reset's value over final_info's:
+    every correct wrapper failed mode_equivalence."""
+    report = check_wrapper(
+        lambda env: vw.ClipReward(env, -1e9, 1e9), wrappers=[_StepCountAtResetToo]
+    )
+    assert report.summary.startswith("ClipReward: right in NextStep, SameStep")

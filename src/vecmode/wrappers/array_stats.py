@@ -342,6 +342,12 @@ class Statistics:
                 f"with mean, var and count (Gymnasium's RunningMeanStd), got "
                 f"{type(rms).__name__}."
             )
+        if isinstance(rms.mean, list | tuple) or isinstance(rms.var, list | tuple):
+            raise TypeError(
+                f"{type(wrapper).__name__}.{self.name}: its mean and var must be "
+                f"arrays, got {type(rms.mean).__name__} and {type(rms.var).__name__}:"
+                f" set them with np.asarray(...)."
+            )
         old = wrapper.__dict__.get(self.name, rms)
         mean, var, kept = (tuple(np.shape(x)) for x in (rms.mean, rms.var, old.mean))
         if not mean == var == kept:

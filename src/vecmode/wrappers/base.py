@@ -18,7 +18,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from vecmode import _arrays, _rows, errors, modes
 from vecmode._numpy import count_nonzero, true_indices
 from vecmode.core import StepResult, check_action_batch, copy_batch
-from vecmode.env_classes import layers, lists_infos
+from vecmode.env_classes import async_pool_fault, layers, lists_infos
 from vecmode.forwarding import ForwardingWrapper, reset_arguments
 from vecmode.modes import merge_final_observations
 from vecmode.registry import supports
@@ -169,6 +169,8 @@ class MaskedResetWrapper(ForwardingWrapper):
     def __init__(self, env: VectorEnv) -> None:
         if lists_infos(env):  # (refused when built, not at the first reset)
             check_infos([], type(self).__name__, "a list (DictInfoToList is below it)")
+        if fault := async_pool_fault(env, type(self).__name__, "run"):
+            raise errors.IncompatibleModeError(fault)
         super().__init__(env)
         self._array_env = _arrays.is_array_env(env)
 
@@ -258,7 +260,7 @@ class _Tracked(MaskedResetWrapper):
 
     boundaries: modes.BoundaryTracker
     boundary: modes.Boundary
-    #: It keeps a row per sub-env: refused over an async pool (EnvPool's, ALE's).
+    #: It tracks episodes: refused where reset() keeps pending autoresets.
     keeps_row_state = True
 
     def __init__(self, env: VectorEnv) -> None:

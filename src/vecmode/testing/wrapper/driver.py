@@ -288,7 +288,7 @@ class Driver:
         picked = []
         for i, view in enumerate(infos if listed else infos_to_list(infos, len(rows))):
             view, final = modes.without_finals(view)
-            view = {**final, **view} if rows[i] and isinstance(final, dict) else view
+            view = {**view, **final} if rows[i] and isinstance(final, dict) else view
             picked.append(pick(view))
             self._note_keys(view, pick, picked[i])
         return picked
