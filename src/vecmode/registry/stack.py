@@ -187,8 +187,8 @@ def _where(report: CompatibilityReport, row: LayerReport) -> str:
     if row.array_native is False and below not in (None, "numpy"):
         return f"over {below} batches"
     if row.verdict is Verdict.KNOWN_WRONG and row.mode_in in (row.accepts or ()):
-        pool = row_state_fault(type(row.layer), row.layer.env)
-        if masked_reset_fault(row.layer) and not pool:
+        rows = row_state_fault(type(row.layer), row.layer.env)
+        if masked_reset_fault(row.layer) and not rows:
             return "under masked resets"
         return f"over {type(row.layer.unwrapped).__name__}"  # (its env's layout)
     return f"in {_cell(row.mode_in or row.mode_out)}"
@@ -331,7 +331,8 @@ def _layout(
     layer: Any, found: Declaration, mode_in: AutoresetMode, note: str
 ) -> tuple[Verdict, str]:
     """An ok layer's verdict and note, wrong if it reads final observations in a
-    layout its env does not give, or keeps a row per sub-env over an async pool."""
+    layout its env does not give, or keeps a row per sub-env where it cannot (an
+    async pool; a reset that keeps pending autoresets)."""
     fault = dense_layout_fault(type(layer), layer.env, mode_in, found)
     fault = fault or row_state_fault(type(layer), layer.env)
     if not fault:
