@@ -173,19 +173,10 @@ def test_over_the_real_gymnax_the_collector_reads_every_episodes_end():
         )
 
 
-def test_probe_mode_reads_the_adapter_s_all_false_masks_as_same_step():
-    """The keys on every step, with all-False masks where nothing ended, are the
-    dense layout (docs/batched.md): the probe found the adapter in no mode."""
-    result = vecmode.probe_mode(
-        lambda: GymnaxAdapter(FakeGymnaxEnv(), Params(2, 9), num_envs=3, seed=1)
-    )
-    assert result.mode is vecmode.AutoresetMode.SAME_STEP, str(result)
-    assert result.agrees and result.final_observation == "masked"
-
-
 def test_check_vector_env_proves_the_adapter_as_check_stack_asks():
-    """It failed at the first all-False mask, then at the masked reset the
-    adapter has no way to make (check_stack's note asks for this proof)."""
+    """It failed at the first all-False mask (the dense layout's keys on every
+    step), then at the masked reset the adapter has no way to make; the probe
+    found it in no mode (check_stack's note asks for this proof)."""
     from vecmode.testing import check_vector_env
 
     result = check_vector_env(
@@ -193,3 +184,4 @@ def test_check_vector_env_proves_the_adapter_as_check_stack_asks():
         steps=40,
     )
     assert "no masked reset made: it has no partial reset" in str(result)
+    assert "vecmode.probe_mode finds SameStep" in str(result)
