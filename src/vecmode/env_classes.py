@@ -149,6 +149,11 @@ class VectorEnvDeclaration:
         found = self.masked_reset_of
         return found(env.unwrapped) if callable(found) else found
 
+    def reason(self, env: Any) -> str:
+        """Its ``why`` for ``env``'s class, then its ``remedy``."""
+        why = self.why.format(name=type(env.unwrapped).__name__)
+        return f"{why} {self.remedy}".rstrip()
+
 
 _lock = threading.RLock()
 _declared: dict[str, VectorEnvDeclaration] = {}
@@ -425,15 +430,14 @@ def kept_pending_fault(env: Any, who: str) -> str:
     """Why ``who`` cannot track episodes over ``env``, a NextStep env declared
     to keep its pending autoresets across ``reset()``; "" if it can."""
     found, inner = vector_env_declaration(env), getattr(env, "unwrapped", env)
+    if found is None or found.masked_reset(inner) != "keeps-pending":
+        return ""
     mode = mode_of(inner)
-    if found is None or found.masked_reset(inner) != "keeps-pending" or not mode:
+    if mode is None or not resets_on_next_step(mode):
         return ""
     name = type(inner).__name__
     return (
-        f"{who} cannot track each sub-env's episodes over {name}: "
-        f"{found.why.format(name=name)} {found.remedy}"
-        if resets_on_next_step(mode)
-        else ""
+        f"{who} cannot track each sub-env's episodes over {name}: {found.reason(inner)}"
     )
 
 
@@ -444,13 +448,10 @@ def ignored_mask_fault(env: Any) -> str:
     found = vector_env_declaration(env)
     if found is None or found.masked_reset_of is _pool_masked_reset:
         return ""
+    if found.masked_reset(env) != "ignores":
+        return ""
     name = type(env).__name__
-    return (
-        f"{name}'s reset cannot take options['reset_mask']: "
-        f"{found.why.format(name=name)} {found.remedy}".rstrip()
-        if found.masked_reset(env) == "ignores"
-        else ""
-    )
+    return f"{name}'s reset cannot take options['reset_mask']: {found.reason(env)}"
 
 
 def reads_final_observations(cls: type) -> bool:
