@@ -453,6 +453,8 @@ def test_the_limits_name_the_info_keys_it_adds_that_are_not_compared():
     report = check_wrapper(AddsAnInfo, info_type="rich")
     assert report.limits == (NOT_EPISODIC, unread)
     assert report.record() is report
+    row = vecmode.check_stack(AddsAnInfo(vecmode.make_vec("CartPole-v1", 2)))[-1]
+    assert row.evidence_note.endswith("; info keys not compared: disc_return)")
     no_info = check_wrapper(AddsAnInfo, compare_info=None, env_infos=False)
     assert no_info.limits == (NOT_EPISODIC, unread)
     read = check_wrapper(AddsAnInfo, compare_info=lambda info: info.get("disc_return"))

@@ -14,7 +14,7 @@ from gymnasium.wrappers import vector as gym_vector
 import vecmode
 from vecmode import wrappers as vw
 from vecmode.testing import ConformanceError, ScheduledEnv, check_wrapper, decode
-from vecmode.testing.envs import STEP_INFO_KEYS
+from vecmode.testing.envs import RESET_INFO_KEYS, STEP_INFO_KEYS
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
 from vecmode.testing.wrapper.schedules import base_env
 from vecmode.wrappers.base import forward_reset, set_spaces
@@ -565,6 +565,42 @@ def test_a_wrapper_losing_the_env_s_infos_fails_without_compare_info(info_type):
     assert "env_infos=False" in message
     check_wrapper(DropsFinalInfo, modes=["NextStep", "Disabled"], info_type=info_type)
     check_wrapper(DropsFinalInfo, info_type=info_type, env_infos=False)  # on purpose
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["every reset", "masked"])
+@pytest.mark.parametrize("info_type", ["numeric", "rich"])
+def test_a_wrapper_losing_the_env_s_reset_infos_fails(info_type, masked):
+    """A wrapper whose reset() returned {} passed: reset infos were not read."""
+
+    @vecmode.supports(*vecmode.MODES)
+    class DropsResetInfos(gym.vector.VectorWrapper):
+        def reset(self, *, seed=None, options=None):
+            obs, infos = self.env.reset(seed=seed, options=options)
+            return obs, ({} if masked == bool(options) else infos)
+
+    key = RESET_INFO_KEYS[info_type]
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(DropsResetInfos, info_type=info_type)
+    message = " ".join(str(caught.value).split())
+    assert "breaks passes_env_infos_on" in message, message
+    call = r"\(reset with reset_mask=\[[^]]*\]\)" if masked else r"call 0 \(reset\)"
+    what = f"the sub-env's reset info\\[{key!r}\\] is missing: the sub-env's info did"
+    assert re.search(f"{call}, sub-env \\d, field info: {what} not reach", message)
+    assert "env_infos=False" in message
+    check_wrapper(DropsResetInfos, info_type=info_type, env_infos=False)
+
+
+def test_reset_infos_out_of_gymnasium_s_layout_fail_by_name():
+    @vecmode.supports(*vecmode.MODES)
+    class ListInResetInfos(gym.vector.VectorWrapper):
+        def reset(self, *, seed=None, options=None):
+            obs, infos = self.env.reset(seed=seed, options=options)
+            return obs, {**infos, "ep": list(infos["ep"])}
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(ListInResetInfos, env_infos=False)  # checked all the same
+    assert "breaks returns_well_formed_results" in str(caught.value)
+    assert "info['ep'] is a list of 3 entries, not a NumPy array" in str(caught.value)
 
 
 def test_batch_dependent_values_differ_when_episodes_are_staggered():

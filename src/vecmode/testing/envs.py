@@ -22,6 +22,8 @@ RENDER_MODES = (None, "rgb_array")
 INFO_TYPES = ("rich", "numeric")
 #: The key of the step count in its step infos, by info type.
 STEP_INFO_KEYS = MappingProxyType({"rich": "step", "numeric": "t"})
+#: A key each reset info holds, by ``info_type``.
+RESET_INFO_KEYS = MappingProxyType({"rich": "noise", "numeric": "ep"})
 
 _IMAGE_SHAPE = (6, 8, 3)
 _SIGNED = np.array([-1, 1, -1], dtype=np.float32), np.float32(100.5)

@@ -26,7 +26,7 @@ from vecmode.errors import ArrayLibraryError, IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
 from vecmode.registry import declaration, supported_modes
 from vecmode.replay.record import is_count
-from vecmode.testing.envs import STEP_INFO_KEYS, ScheduledEnv
+from vecmode.testing.envs import RESET_INFO_KEYS, STEP_INFO_KEYS, ScheduledEnv
 from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.driver import Driver, RunPlan
 from vecmode.testing.wrapper.report import WrapperReport, array_native
@@ -140,7 +140,7 @@ def check_wrapper(
         bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
         compare_info: a function of a sub-env's info at a real transition (merged
             over SAME_STEP's ``final_info``) that must agree; None: none.
-        env_infos: compare the sub-envs' own step count at every transition.
+        env_infos: require the sub-envs' own infos (a step count, a reset key).
         properties: the properties checked, from ``PROPERTIES`` (default: all).
         array_library: ``"torch"``, ``"jax"``: over that library's batches only;
             None: NumPy's, and torch's (else JAX's) for an array-native class.
@@ -156,9 +156,9 @@ def check_wrapper(
     if array_library not in (None, "numpy"):
         over = _over_library(array_library, bases)
         kinds["array_library"] = array_library
-    check = WrapperCheck(factory, over, kinds, only)
     key = STEP_INFO_KEYS[info_type]
     picked = events.with_env_info(key, compare_info) if env_infos else compare_info
+    check = WrapperCheck(factory, over, kinds, only, env_infos)
     report = check.prove(modes, transitions, seed, batch_dependent, episodic, picked)
     return _over_arrays_too(report, asked, check.box)
 
@@ -252,10 +252,13 @@ class WrapperCheck:
         over: list[str],
         kinds: dict[str, Any],
         only: frozenset[str] | None = None,
+        env_infos: bool = False,
     ) -> None:
         self.factory, self.over = factory, over
         self.who = getattr(factory, "__name__", None) or type(factory).__name__
         self.kinds, self.only = kinds, only
+        #: The key each sub-env's reset info must bring (None: not checked).
+        self.reset_info_key = RESET_INFO_KEYS[kinds["info_type"]] if env_infos else None
         self.first_schedule = schedules.schedules(kinds["num_envs"], 1)[0]
         self.box = False  # the base envs' observations are a Box
         self.accepted: dict[AutoresetMode, VectorEnv] = {}
@@ -301,18 +304,18 @@ class WrapperCheck:
             single = first.single_action_space
             single.seed(seed)
             n = self.kinds["num_envs"]
-            queues = [[single.sample() for _ in range(7)] for _ in range(n)]
             plan = RunPlan(
                 "",
                 to_prove[0],
                 self.first_schedule,
-                queues,
+                [[single.sample() for _ in range(7)] for _ in range(n)],
                 transitions,
                 seed,
                 self.who,
                 compare_info,
                 self.only,
                 array_library=self.kinds.get("array_library"),
+                reset_info_key=self.reset_info_key,
             )
             runs, compared = self.check_mode_equivalence(
                 to_prove, plan, batch_dependent

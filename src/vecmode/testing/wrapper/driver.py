@@ -74,6 +74,8 @@ class RunPlan:
     below: WritesBelow | None = None
     #: The array library the env returns (None: NumPy): actions and masks too.
     array_library: str | None = None
+    #: The key each sub-env's reset info holds (None: reset infos not checked).
+    reset_info_key: str | None = None
 
     def on(self, prop: str) -> bool:
         """Whether ``prop``'s per-call checks are made."""
@@ -81,6 +83,11 @@ class RunPlan:
 
 
 _SPACES = ("observation", "single_observation", "action", "single_action")
+_INFOS_HINT = (
+    "Pass the env's infos on from reset() and step() in every mode (SAME_STEP's "
+    "ended step's in info['final_info']); to drop them on purpose: "
+    "check_wrapper(..., env_infos=False) (vecmode conform --no-env-infos)."
+)
 
 
 class Driver:
@@ -158,8 +165,9 @@ class Driver:
     def _reset(self, seed: int | None) -> None:
         """A full reset, checked and read."""
         where = f"{self.plan.label}, call {self.calls} (reset)"
-        obs = as_numpy(self._call(where, self.envs.reset, seed=seed)[0])
+        obs, infos = as_numpy(self._call(where, self.envs.reset, seed=seed))
         self._observe(obs, where)
+        self._check_reset_infos(infos, np.ones(self.num_envs, np.bool_), where)
         self._started(self.reader.reset(obs))
 
     def _step(self) -> tuple[Any, np.ndarray, np.ndarray, bool]:
@@ -264,19 +272,35 @@ class Driver:
             ]
         if not self.plan.on("passes_env_infos_on"):
             return picked
-        hint = (
-            "Pass the env's infos on in every mode (SAME_STEP's ended step's in "
-            "info['final_info']); to drop them on purpose: check_wrapper(..., "
-            "env_infos=False) (vecmode conform --no-env-infos)."
-        )
         for i in np.flatnonzero(b.real).tolist():
             found = picked[i] if isinstance(picked[i], dict) else {}
             for name, value in found.items():
                 if isinstance(value, str) and value == events.NO_STEP_INFO:
                     at, what = f"{where}, sub-env {i}, field info", f"{name} is missing"
                     what += f": {events.NOT_REACHED}"
-                    raise self.fail("passes_env_infos_on", at, what, hint)
+                    raise self.fail("passes_env_infos_on", at, what, _INFOS_HINT)
         return picked
+
+    def _check_reset_infos(self, infos: Any, rows: np.ndarray, where: str) -> None:
+        """Reset infos in Gymnasium's layout, where each sub-env of ``rows`` (those
+        reset) finds its own reset info's key."""
+        try:
+            views = (
+                infos if isinstance(infos, list) else infos_to_list(infos, len(rows))
+            )
+        except (ValueError, AttributeError) as error:
+            if not self.plan.on("returns_well_formed_results"):
+                return
+            what = f"reset() returned infos not in Gymnasium's layout: {error}"
+            raise self.fail("returns_well_formed_results", where, what) from None
+        key = self.plan.reset_info_key
+        if key is None or not self.plan.on("passes_env_infos_on"):
+            return
+        for i in np.flatnonzero(rows).tolist():
+            if i >= len(views) or not isinstance(views[i], dict) or key not in views[i]:
+                at = f"{where}, sub-env {i}, field info"
+                what = f"the sub-env's reset info[{key!r}] is missing: {events.NOT_REACHED}"
+                raise self.fail("passes_env_infos_on", at, what, _INFOS_HINT)
 
     def _pick(self, pick: Callable[[dict], Any] | None, infos: Any, rows: Any) -> Any:
         """What ``pick`` takes of each sub-env's info (over its final info where
@@ -312,7 +336,8 @@ class Driver:
         where += f"(reset with reset_mask={mask.tolist()})"
         given = {"reset_mask": self.ours(mask)}
         kept, array = copy.deepcopy(given), given["reset_mask"]
-        obs = as_numpy(self._call(where, self.envs.reset, options=given)[0])
+        obs, infos = as_numpy(self._call(where, self.envs.reset, options=given))
+        self._check_reset_infos(infos, mask, where)
         if self.plan.on("leaves_inputs_untouched"):
             self._check_options(given, array, kept, where)
         self._observe(obs, where)

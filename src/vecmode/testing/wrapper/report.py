@@ -130,7 +130,8 @@ class WrapperReport:
     def record(self) -> WrapperReport:
         """Record this proof in this process: :func:`vecmode.check_stack` then
         reports :attr:`wrapper_class` as *verified* in the modes proved or
-        refused, until its declaration changes. Returns the report.
+        refused, until its declaration changes, naming the info keys it adds
+        that were not compared. Returns the report.
 
         Raises:
             ValueError: the check left out properties or a default base the
@@ -153,8 +154,12 @@ class WrapperReport:
                     f"also be built over {base}: record a proof that covers it "
                     f"(bases=None, or name {base!r} in bases)."
                 )
+        unread = ", ".join(self.unread_info)
+        summary = self.summary + (
+            f"; info keys not compared: {unread}" if unread else ""
+        )
         registry.record_verified(
-            self.wrapper_class, (*self.modes, *self.refused), self.summary
+            self.wrapper_class, (*self.modes, *self.refused), summary
         )
         return self
 
