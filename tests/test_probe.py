@@ -600,6 +600,32 @@ def test_an_env_resetting_inside_the_ending_step_is_found_under_old_keys():
     assert result.final_observation == "masked"
 
 
+class NextStepWithFinalKeys(CounterVectorEnv):
+    """NextStep that also copies an ending step's observation into SameStep's
+    keys: the probe called it SameStep, whose reader takes its reset step for a
+    real transition."""
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = super().step(actions)
+        ended = terminations | truncations
+        if ended.any():
+            final = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(ended):
+                final[i] = obs[i].copy()
+            infos = {"final_obs": final, "_final_obs": ended}
+            infos.update(final_info={}, _final_info=ended.copy())
+        return obs, rewards, terminations, truncations, infos
+
+
+def test_next_step_with_same_step_s_keys_fits_no_mode():
+    result = probe_mode(lambda: NextStepWithFinalKeys(3, NEXT))
+    assert result.mode is None, str(result)
+    found = result.rejected[SAME]
+    assert (found.call, found.field) == (result.ended_at, "obs")
+    assert found.got.startswith("its final observation, then an autoreset step")
+    assert "declare NextStep and drop those keys" in found.note
+
+
 class GoesOnPastItsEnd(CounterVectorEnv):
     """Disabled, stepped past an episode's end it goes on without ending again
     (as over Gymnasium's AsyncVectorEnv); no observation depends on the action."""

@@ -182,9 +182,10 @@ def _final_obs_overwritten(
         return None
     call, i = ends[0]
     note = (
-        f"at all {len(ends)} episode ends, info['final_obs'] equals the next "
-        f"episode's first observation, which step() returned in {mode.value} mode: "
-        f"the reset overwrote the final observation"
+        f"at all {len(ends)} episode ends, info['final_obs'] equals what step() "
+        f"returned, in {mode.value} mode the next episode's first observation: the "
+        f"reset overwrote the final observation, or step() did not reset (then "
+        f"declare NextStep, without info['final_obs'])"
     )
     expected = "the ended episode's last observation"
     return Difference.at(
