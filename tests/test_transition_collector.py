@@ -61,7 +61,7 @@ def test_disabled_resets_ended_sub_envs_with_a_fresh_mask(base):
     collector = TransitionCollector(envs)
     _, infos = collector.reset(seed=0)
     assert collector.reset_infos is infos
-    assert list(infos["episode"]) == [0] * N
+    assert list(infos["episode_index"]) == [0] * N
     resets = 0
     for _ in range(10):
         t = collector.step(np.ones(N, dtype=np.int64))
@@ -72,11 +72,13 @@ def test_disabled_resets_ended_sub_envs_with_a_fresh_mask(base):
             assert set(options) == {"reset_mask"}
             np.testing.assert_array_equal(options["reset_mask"], ended)
             assert all(envs.given[-1] is not o for o in envs.given[:-1])
-            np.testing.assert_array_equal(collector.reset_infos["_episode"], ended)
+            np.testing.assert_array_equal(
+                collector.reset_infos["_episode_index"], ended
+            )
             for i in np.flatnonzero(ended):
                 episode = decode(t.next_obs[i])[1]
                 assert decode(collector.obs[i]) == (i, episode + 1, 0)
-                assert collector.reset_infos["episode"][i] == episode + 1
+                assert collector.reset_infos["episode_index"][i] == episode + 1
             for i in np.flatnonzero(~ended):
                 assert decode(collector.obs[i]) == decode(t.next_obs[i])
         else:

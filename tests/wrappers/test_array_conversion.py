@@ -163,6 +163,27 @@ def test_final_observations_stay_an_object_array_with_numpy_masks(name):
     envs.close()
 
 
+def test_strings_and_objects_in_infos_stay_numpy_the_rest_converts():
+    """Gymnasium's conversion raised BufferError on an info of strings (which no
+    other library holds); the kit's torch runs over rich infos failed so, and
+    RecordEpisodeStatistics over rich infos found 'episode' in the reset infos."""
+    torch = pytest.importorskip("torch")
+    from vecmode.testing import ScheduledEnv, check_wrapper
+
+    fns = [lambda i=i: ScheduledEnv(index=i, lengths=(3,)) for i in range(2)]
+    base = vecmode.with_autoreset(vecmode.SyncVectorEnv(fns), "SameStep")
+    envs = vw.NumpyToTorch(base)
+    envs.reset(seed=0)
+    for _ in range(3):
+        *_, infos = envs.step(torch.zeros(2, dtype=torch.int64))
+    nested = infos["final_info"]["nested"]  # the ended step's, step 3
+    assert type(nested["tag"]) is np.ndarray and nested["tag"].tolist() == ["e0s3"] * 2
+    assert torch.is_tensor(nested["depth"]) and nested["depth"].tolist() == [1.0] * 2
+    assert torch.is_tensor(infos["noise"]) and torch.is_tensor(infos["_noise"])
+    kinds = {"array_library": "torch", "info_type": "rich", "modes": ["SameStep"]}
+    check_wrapper(vw.RecordEpisodeStatistics, **kinds)  # (its key was in reset infos)
+
+
 @pytest.mark.parametrize(
     ("name", "module", "install"),
     [

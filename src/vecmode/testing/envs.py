@@ -140,7 +140,7 @@ class ScheduledEnv(gym.Env):
         noise = float(self.np_random.random())
         if self.info_type == "numeric":
             return self._obs(), {"ep": self.episode}
-        info: dict[str, Any] = {"episode": self.episode, "noise": noise}
+        info: dict[str, Any] = {"episode_index": self.episode, "noise": noise}
         if options:
             info["options"] = dict(options)
         return self._obs(), info

@@ -103,12 +103,19 @@ class ArrayConversion(MaskedResetWrapper):
     def _to_target(self, value: Any) -> Any:
         return self._convert(value, xp=self._target_xp, device=self._target_device)
 
+    def _info_values(self, value: Any) -> Any:
+        """``value`` in the target library, but arrays of strings or objects
+        (which no other library holds), kept as they are."""
+        if isinstance(value, dict):
+            return {key: self._info_values(item) for key, item in value.items()}
+        if isinstance(value, np.ndarray) and value.dtype.kind in "OSU":
+            return value
+        return self._to_target(value)
+
     def _infos(self, infos: Infos) -> Infos:
         check_infos(infos, type(self).__name__)
-        convert = self._to_target
-        infos = map_infos(
-            infos, others=convert, observation=convert, final_info=convert
-        )
+        convert, values = self._to_target, self._info_values
+        infos = map_infos(infos, others=values, observation=convert, final_info=values)
         if self.metadata[_arrays.ARRAY_NAMESPACE] == "numpy":  # Gymnasium's layout
             infos = from_dense_finals(infos, None)
         return infos
