@@ -639,7 +639,9 @@ class GoesOnPastItsEnd(CounterVectorEnv):
 def test_a_disabled_env_whose_last_observation_ignores_the_action_is_disabled():
     """The ending step's observation, the same with other actions, was taken
     for a reset inside the step: a correct Disabled env fitted no mode, and
-    check_vector_env failed it (Gymnasium's AsyncVectorEnv too)."""
+    check_vector_env failed it (Gymnasium's AsyncVectorEnv too). Where the next
+    step's observation follows the action, that is evidence (LossyCartPole in
+    tests/simulators/test_semantics.py)."""
     result = probe_mode(lambda: GoesOnPastItsEnd(3, DISABLED))
     assert result.mode is DISABLED and result.resets_to is None, str(result)
     check_vector_env(lambda: GoesOnPastItsEnd(3, DISABLED), steps=20)

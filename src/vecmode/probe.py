@@ -16,6 +16,7 @@ from vecmode import modes
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised, same
 from vecmode.replay.predictions import (
+    action_changed,
     looks_reset,
     mode_differences,
     run_differences,
@@ -240,11 +241,11 @@ def _reset_in_step(
     seen: tuple[Any, Any],
 ) -> Difference | None:
     """Where the ending step ``calls[-2]``, with no final observation in
-    Gymnasium's keys (``seen``), reset its ended sub-envs itself: it returned
-    what a masked reset made there instead returns, and the next step, with no
-    reset, went on as a new episode (not NextStep's reset step, by ``changed``).
-    A reset inside the step that draws other numbers than a masked reset looks
-    like a Disabled env whose last observation ignores the action: not told."""
+    Gymnasium's keys (``seen``), reset its ended sub-envs itself: the next step,
+    with no reset, went on as a new episode (not NextStep's reset step, by
+    ``changed``), and each returned what a masked reset made instead returns, or
+    the same with other actions where observations follow the actions (those
+    of the next step do: an env whose observations ignore them proves nothing)."""
     end, after = calls[-2], calls[-1]
     if seen not in (("lost", None), ("masked", None)) or end.obs is None:
         return None
@@ -257,17 +258,35 @@ def _reset_in_step(
         return None
     made = Call(end.index, "reset(mask)", mask=end.ended)
     reset = instances.replay(seed, [*calls[: end.index], made])[-1]
-    if reset.kind != "reset(mask)" or reset.error or reset.obs is None:
-        return None
-    if not all(same(end.obs[i], reset.obs[i], strict=False) for i in rows):
-        return None
     got = "what a masked reset returns there"
+    if reset.kind != "reset(mask)" or not _same_rows(end, reset, rows):
+        if _same_rows(after, changed[-1], rows):  # (observations ignore actions)
+            return None
+        change = calls[: end.index + 1]  # the ending step with other actions
+        other = instances.replay(
+            seed, change, lambda call: end.ended if call is end else None
+        )[-1]
+        if other.index != end.index or not _same_rows(end, other, rows, ended=True):
+            return None
+        got = "the same with other actions"
     note = (
         f"step() reset the sub-env itself: it returned {got}, then went on as a new "
         f"episode. An env that resets inside the ending step must report final "
         f"observations in info['final_obs'] and declare SameStep"
     )
     return Difference.at(end, rows[0], "obs", "its last observation", got, note)
+
+
+def _same_rows(call: Call, other: Call, rows: list[int], ended: bool = False) -> bool:
+    """Whether ``other`` returned ``call``'s observations in ``rows`` (``ended``:
+    with other actions there, and their episodes ended too)."""
+    if other.error or other.obs is None or call.obs is None:
+        return False
+    if ended and (other.ended is None or not other.ended[rows].all()):
+        return False
+    if ended and not all(action_changed(call, other, i) for i in rows):
+        return False
+    return all(same(call.obs[i], other.obs[i], strict=False) for i in rows)
 
 
 def _fit(

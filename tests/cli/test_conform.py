@@ -195,7 +195,8 @@ def test_conform_fails_a_vector_env_that_the_probe_passes(capsys):
     with pytest.raises(AssertionError) as failure:
         check_vector_env(targets.stale_final_obs)
     assert out == f"NOT OK: {spec} does not conform\n\n{failure.value}\n"
-    assert "equals the next episode's first observation" in out
+    assert "info['final_obs'] equals what step() returned" in out
+    assert "the reset overwrote the final observation" in out
     code, out, _ = run(["conform", spec, "--json"], capsys)
     document = json.loads(out)
     assert (code, document["ok"], document["wrapper"]) == (EXIT_FAILED, False, None)

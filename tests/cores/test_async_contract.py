@@ -137,7 +137,7 @@ def test_execute_one_command_per_sub_env_and_idle_workers_are_not_asked():
     assert rewards.tolist() == [2.0, 1.51, 0.0, 0.0]
     assert not terminations.any() and not truncations.any()
     _, infos = envs.reset(options={"reset_mask": np.array([False, True, False, True])})
-    assert infos["_episode"].tolist() == [False, True, False, True]
+    assert infos["_episode_index"].tolist() == [False, True, False, True]
     _, infos = envs.reset(options={"reset_mask": np.zeros(4, dtype=bool)})
     assert infos == {}
     envs.close()
@@ -233,7 +233,7 @@ def test_step_async_step_wait_reset_async_reset_wait_call_async_call_wait():
     with pytest.raises(NoAsyncCallError):
         envs.step_wait()
     obs, infos = envs.reset_wait()
-    assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode"].all()
+    assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode_index"].all()
     envs.step_async(np.ones(3, dtype=int))
     with pytest.raises(
         AlreadyPendingCallError,

@@ -89,7 +89,7 @@ def test_after_a_failed_step_the_lost_sub_envs_must_be_reset_in_every_mode(mode)
     assert ended.value.indices == (0, 1, 2) and ended.value.lost
     assert envs.unwrapped.awaiting_reset.all()
     obs, infos = envs.reset(options={"reset_mask": envs.unwrapped.awaiting_reset})
-    assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode"].all()
+    assert obs[:, 2].tolist() == [0, 0, 0] and infos["_episode_index"].all()
     _, rewards, *_ = envs.step(np.zeros(3, dtype=int))
     assert rewards.tolist() == [0.5, 0.51, 0.52]  # real steps again
     envs.close()

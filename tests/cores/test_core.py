@@ -86,7 +86,7 @@ def test_execute_runs_one_command_per_sub_env():
     # sub-env 2 reset: episode 1, step 0
     assert obs[2].tolist() == [2, 1, 0] and rewards[2] == 0.0
     assert infos["_step"].tolist() == [True, False, False]
-    assert infos["_episode"].tolist() == [False, False, True]
+    assert infos["_episode_index"].tolist() == [False, False, True]
     assert not terminations.any() and not truncations.any()
     envs.close()
 
@@ -216,7 +216,7 @@ def test_reset_mask_as_a_list_of_bools_is_accepted():
     envs = core()
     envs.reset(seed=0)
     _, infos = envs.reset(options={"reset_mask": [False, True, False]})
-    assert infos["_episode"].tolist() == [False, True, False]
+    assert infos["_episode_index"].tolist() == [False, True, False]
     envs.close()
 
 

@@ -225,11 +225,11 @@ def test_one_remote_call_per_busy_actor_and_idle_actors_are_not_called(shared):
         np.testing.assert_array_equal(obs[:3], obs0[:3])  # KEEP: the last ones
         # sub-env 4's info is its reset's (it was reset within the call)
         assert infos["_step"].tolist() == [False, False, False, True, False]
-        assert infos["_episode"].tolist() == [False, False, False, False, True]
+        assert infos["_episode_index"].tolist() == [False, False, False, False, True]
         log.clear()
         _, infos = core.reset(options={"reset_mask": np.array([1, 0, 0, 0, 0], bool)})
         assert log == [(0, 0)]
-        assert infos["_episode"].tolist() == [True, False, False, False, False]
+        assert infos["_episode_index"].tolist() == [True, False, False, False, False]
         log.clear()
         _, infos = core.reset(options={"reset_mask": np.zeros(5, bool)})
         assert log == [] and infos == {}
