@@ -275,10 +275,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--version", action="version", version=f"vecmode {__version__}")
     parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    parsers = {}
     for name, command in COMMANDS.items():
         example = f"example: vecmode {name} {command.example}"
-        parsers[name] = subparsers.add_parser(
+        subparser = subparsers.add_parser(
             name,
             help=command.summary,
             description=f"{command.summary}.\n\n{example}",
@@ -287,12 +286,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         )
         json = [JSON] if command.json else []
         for flags, options in [TRACEBACK, *command.arguments, *json]:
-            parsers[name].add_argument(*flags, **options)
+            subparser.add_argument(*flags, **options)
     args, extra = parser.parse_known_args(argv)
     if args.command is None and not extra:
         args, extra = parser.parse_known_args([*argv, "timeline"])
     if extra:  # the command's parser says so, pointing at its own --help
-        where = parsers.get(args.command, parser)
+        where = subparsers.choices.get(args.command, parser)
         where.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 

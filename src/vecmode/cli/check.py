@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> bool:
             refused = {"wrapper": None, "mode": args.mode, "message": str(error)}
             env = f"{args.env_id} ({args.vectorization})"
             message = f"NOT OK: {env} cannot run in the mode asked: {error}"
-            return _refused(args, None, message, refused)
+            return _show(args, None, refused, message)
     try:
         for target in targets:
             build = bind(target, envs)
@@ -49,12 +49,7 @@ def run(args: argparse.Namespace) -> bool:
                     f"class, or a function env -> wrapped env."
                 )
             envs = wrapped
-        report = check_stack(envs, strict=args.strict)
-        if args.json:
-            common.print_json("check", _document(report, None))
-        else:
-            print(report)
-        return report.ok
+        return _show(args, envs)
     finally:
         envs.close()
 
@@ -89,9 +84,8 @@ def _refusal(
     else:
         found = declaration(target.obj) if isinstance(target.obj, type) else None
         if found is None or got is None or got in found.modes or got in found.wrong:
-            raise common.CommandError(
-                common.cannot_build_message(target.spec, got, error)
-            ) from error
+            message = common.cannot_build_message(target.spec, got, error)
+            raise common.CommandError(message) from error
         own = f"{type(error).__name__}: {str(error).rstrip('.')}."
         why = f"{target.spec!r} refuses {got.value}: its constructor raised {own}"
         why = " ".join(part for part in (why, found.why(got), found.instead) if part)
@@ -99,27 +93,33 @@ def _refusal(
         if args.traceback:
             traceback.print_exception(error)
     refused = {"wrapper": target.spec, "mode": got, "message": why}
-    return _refused(args, envs, message, refused)
+    return _show(args, envs, refused, message)
 
 
-def _refused(
-    args: argparse.Namespace, envs: VectorEnv | None, text: str, refused: dict[str, Any]
+def _show(
+    args: argparse.Namespace,
+    envs: VectorEnv | None,
+    refused: dict[str, Any] | None = None,
+    text: str = "",
 ) -> bool:
-    """Print a refusal (``text``), and the report of ``envs``, the stack built before."""
+    """Print the report of ``envs``, or a refusal (``text``) and the stack before it."""
     report = None if envs is None else check_stack(envs, strict=args.strict)
+    document = _document(report, refused, text)
     if args.json:
-        common.print_json("check", {**_document(report, refused), "summary": text})
-        return False
-    print(textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False))
-    if report is not None:
-        print(f"\nThe stack built before it:\n{report}")
-    return False
+        common.print_json("check", document)
+    elif refused is None:
+        print(report)
+    else:
+        print(textwrap.fill(text, 88, subsequent_indent="  ", break_on_hyphens=False))
+        if report is not None:
+            print(f"\nThe stack built before it:\n{report}")
+    return bool(document["ok"])
 
 
 def _document(
-    report: CompatibilityReport | None, refused: dict[str, Any] | None
+    report: CompatibilityReport | None, refused: dict[str, Any] | None, text: str
 ) -> dict[str, Any]:
-    """The ``check`` document of a report (None: no stack was built)."""
+    """The ``check`` document of a report (None: no stack was built) or refusal."""
     layers = [
         {
             "index": position,
@@ -144,7 +144,7 @@ def _document(
         # after a refusal, not every layer asked for was built: not verified
         "evidence_verified": report is not None and report.verified and not refused,
         "mode": None if report is None else report.mode,
-        "summary": None if report is None else str(report).splitlines()[0],
+        "summary": text or (None if report is None else str(report).splitlines()[0]),
         "layers": layers,
         "refused": refused,
     }

@@ -35,15 +35,16 @@ class CommandError(Exception):
 
 
 class RaisedError(CommandError):
-    """The env's, wrapper's or factory's own code raised ``error`` (exit code 1)."""
+    """The env's, wrapper's or factory's own code raised ``error`` (exit code 1);
+    ``also``: what the message adds."""
 
-    def __init__(self, what: str, error: BaseException) -> None:
+    def __init__(self, what: str, error: BaseException, also: str = "") -> None:
         text = str(error)
         if isinstance(error, SubEnvError):  # its text holds the sub-env's traceback
             where = f"sub-env {error.index} raised {error.exc_type} in {error.method}()"
             text = f"{where}: {error.message}"
         text = f"{what} raised {type(error).__name__}: {text.rstrip('.')}{RERUN}."
-        super().__init__(text, EXIT_FAILED)
+        super().__init__(text + also, EXIT_FAILED)
 
 
 def print_json(command: str, document: dict[str, Any]) -> None:

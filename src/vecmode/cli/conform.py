@@ -38,8 +38,8 @@ READ_AS_ENV = (
     " conform took FACTORY for a vector env's factory, as its key=values leave it "
     "no argument; a wrapper takes the env first, with no default."
 )
-#: The fields of a ``conform`` document that a wrapper's report fills in.
-REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits")
+#: The fields of a ``conform`` document read from the report (None: it has none).
+REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits", "checks")
 
 
 def run(args: argparse.Namespace) -> bool:
@@ -102,10 +102,8 @@ def _prove_vector_env(target: Target, steps: int, json: bool) -> bool:
     except Exception as error:
         if _verdict(error):
             return _show(json, spec, None, error, env=True)
-        raised = common.RaisedError(f"check_vector_env({spec})", error)
-        function = not isinstance(target.obj, type)
-        message = str(raised) + READ_AS_ENV * function
-        raise common.CommandError(message, raised.code) from error
+        read_as = READ_AS_ENV * (not isinstance(target.obj, type))  # a function
+        raise common.RaisedError(f"check_vector_env({spec})", error, read_as) from error
     return _show(json, spec, report, env=True)
 
 
@@ -123,13 +121,27 @@ def _show(
     failure: Exception | None = None,
     env: bool = False,
 ) -> bool:
-    """Print ``report``, or (None) ``failure``; whether it conforms."""
-    if json:
-        common.print_json("conform", _document(spec, report, failure, env))
-    elif report is None:
-        print(f"NOT OK: {spec} does not conform\n\n{failure}")
-    else:
-        print(report)
+    """Print ``report``, or (None) ``failure``, of a wrapper or (``env``) of a
+    vector env; whether it conforms."""
+    if not json:
+        print(report or f"NOT OK: {spec} does not conform\n\n{failure}")
+        return report is not None
+    document: dict[str, Any] = {"ok": report is not None, "error": None}
+    document |= {"wrapper": None if env else spec, "env": spec if env else None}
+    document["summary"] = getattr(report, "summary", None)
+    document["failure"] = None if failure is None else str(failure)
+    document["failed_property"] = getattr(failure, "property", None) or None
+    document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
+    document["refused"] = None
+    if env and report is not None:
+        document["modes"] = [report.mode]
+    elif report is not None:  # how: vecmode's refusal, or the class's own error
+        how = report.refusals
+        document["refused"] = {
+            mode.value: how.get(mode, "IncompatibleModeError")
+            for mode in report.refused
+        }
+    common.print_json("conform", document)
     return report is not None
 
 
@@ -172,30 +184,6 @@ def _cannot_build(
             first = first or error
         envs.close()
     return first
-
-
-def _document(
-    spec: str, report: Any, failure: Exception | None, env: bool
-) -> dict[str, Any]:
-    """The ``conform`` document of a report, or (None) of a ``failure``, of a
-    wrapper or (``env``) of a vector env."""
-    document: dict[str, Any] = {"ok": report is not None, "error": None}
-    document |= {"wrapper": None if env else spec, "env": spec if env else None}
-    document["summary"] = getattr(report, "summary", None)
-    document["failure"] = None if failure is None else str(failure)
-    document["failed_property"] = getattr(failure, "property", None) or None
-    document |= {field: getattr(report, field, None) for field in REPORT_FIELDS}
-    document["checks"] = getattr(report, "checks", None) if env else None
-    document["refused"] = None
-    if env and report is not None:
-        document["modes"] = [report.mode]
-    elif report is not None:  # how: vecmode's refusal, or the class's own error
-        how = report.refusals
-        document["refused"] = {
-            mode.value: how.get(mode, "IncompatibleModeError")
-            for mode in report.refused
-        }
-    return document
 
 
 def _compared(what: str | None) -> Callable[[dict[str, Any]], Any] | None:

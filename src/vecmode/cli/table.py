@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 from vecmode.cli.common import import_all, print_json
 from vecmode.env_classes import declared_simulators
@@ -13,13 +14,34 @@ from vecmode.registry.table import SIMULATOR_LEGEND, format_simulators
 
 
 def run(args: argparse.Namespace) -> bool:
-    """Print the registry, after importing the modules of ``--import``."""
+    """Print the registry (``--simulators``: the batched simulators vecmode
+    declares), after importing the modules of ``--import``."""
     import_all(args.imports)
     if args.simulators:
-        return _simulators(args)
-    if not args.json:
+        import vecmode.simulators  # noqa: F401  (the adapters declare them)
+    if args.json:
+        print_json("table", {"ok": True, "error": None, **_document(args.simulators)})
+    elif args.simulators:
+        print(format_simulators(markdown=args.markdown))
+    else:
         print(format_table(markdown=args.markdown, why=args.why))
-        return True
+    return True
+
+
+def _document(simulators: bool) -> dict[str, Any]:
+    """The ``table`` document: of the registry, or of the batched simulators."""
+    if simulators:
+        rows = [
+            {
+                "simulator": found.path,
+                "exact": [
+                    m.value for m in MODES if m in found.modes and found.semantics.exact
+                ],
+            }
+            | dataclasses.asdict(found.semantics)
+            for found in declared_simulators()
+        ]
+        return {"simulators": rows, "legend": SIMULATOR_LEGEND}
     wrappers = [
         {
             "name": name,
@@ -36,28 +58,4 @@ def run(args: argparse.Namespace) -> bool:
         }
         for name, found, proof in table_entries()
     ]
-    document = {"modes": MODES, "wrappers": wrappers, "legend": TABLE_LEGEND}
-    print_json("table", {"ok": True, "error": None, **document})
-    return True
-
-
-def _simulators(args: argparse.Namespace) -> bool:
-    """Print the batched simulators vecmode declares (their adapters imported)."""
-    import vecmode.simulators  # noqa: F401  (the adapters declare them)
-
-    if not args.json:
-        print(format_simulators(markdown=args.markdown))
-        return True
-    simulators = [
-        {
-            "simulator": found.path,
-            "exact": [
-                m.value for m in MODES if m in found.modes and found.semantics.exact
-            ],
-        }
-        | dataclasses.asdict(found.semantics)
-        for found in declared_simulators()
-    ]
-    document = {"simulators": simulators, "legend": SIMULATOR_LEGEND}
-    print_json("table", {"ok": True, "error": None, **document})
-    return True
+    return {"modes": MODES, "wrappers": wrappers, "legend": TABLE_LEGEND}

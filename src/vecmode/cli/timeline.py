@@ -28,19 +28,19 @@ def svg_path(path: str) -> str:
 
 def run(args: argparse.Namespace) -> bool:
     """Print (or draw) the timeline of ``args.env_id``."""
-    steps = args.max_episode_steps
+    limit = args.max_episode_steps
     with env_errors(args.env_id, "running"):
         try:
             rows = timeline.timeline(
                 args.env_id,
                 steps=args.steps,
                 seed=args.seed,
-                max_episode_steps=steps or None,
+                max_episode_steps=limit or None,
                 action=args.action,
             )
         except timeline.TimelineActionError as error:  # --action does not fit the env
             raise CommandError(str(error)) from error
-    ends = f"truncated after {steps} steps" if steps else "as the env ends them"
+    ends = f"truncated after {limit} steps" if limit else "as the env ends them"
     title = f"{args.env_id}, one sub-env, episodes {ends}, seed {args.seed}"
     taken = next((row.action for row in next(iter(rows.values())) if row.action), "")
     title += f", action {taken} at every step" if taken else ""
