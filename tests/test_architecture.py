@@ -176,8 +176,11 @@ PRESENTATION = ("cli", "timeline.py")
 #: stop 56, -16: the probe's "same with other actions" evidence dropped; +35: the
 #: kit checks reset infos, check_stack names keys a proof did not compare; +29:
 #: the probe refuses SameStep to a NextStep env with SameStep's keys; +7:
-#: conversions keep string and object info arrays as NumPy)
-MAX_SRC_LINES = 23_490
+#: conversions keep string and object info arrays as NumPy; +19: the probe's
+#: other-actions evidence back where the next observation follows the action;
+#: -14: the CLI's JSON documents built where printed; +26: to_sb3's seed with
+#: per-sub-env options, from_sb3's step before reset, SB3 VecEnv messages)
+MAX_SRC_LINES = 23_521
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -505,6 +505,11 @@ def not_a_vector_env(caller: str, got: Any) -> str:
         what = f"the class {got.__name__} (pass an instance)"
     elif isinstance(got, Env):
         what += ", one env (vecmode.make_vec(...) builds a vector env)"
+    elif hasattr(got, "env_method") and hasattr(got, "step_wait"):
+        what += (
+            ", a Stable-Baselines3 VecEnv (SB3 takes it as it is; "
+            "vecmode.sb3.from_sb3(venv) makes it a Gymnasium vector env)"
+        )
     return (
         f"{caller} takes a gymnasium.vector.VectorEnv (or a stack of VectorWrappers "
         f"around one), got {what}."

@@ -59,9 +59,15 @@ class FromSB3VectorEnv(VectorEnv):
 
     def __init__(self, venv: VecEnv) -> None:
         if not isinstance(venv, VecEnv):
+            vector = isinstance(venv, VectorEnv)
             raise TypeError(
                 f"vecmode.sb3.from_sb3 takes a stable_baselines3 VecEnv, got "
-                f"{type(venv).__name__}; use a Gymnasium vector env as it is."
+                f"{type(venv).__name__}; "
+                + (
+                    "use a Gymnasium vector env as it is."
+                    if vector
+                    else "to vectorize Gymnasium envs, use vecmode.make_vec(...)."
+                )
             )
         self.venv = venv
         self.num_envs = venv.num_envs
@@ -236,6 +242,8 @@ class FromSB3VectorEnv(VectorEnv):
     def step_async(self, actions: Any) -> None:
         """Send a step (SB3's ``step_async``)."""
         self._open(stepping=True)
+        if self._last_obs is None:  # (a masked reset needs a full one first)
+            raise gym.error.ResetNeeded("step() before reset(): call reset() first.")
         actions = self._sb3_actions(actions)
         self.calls_run += 1
         with self._faults("step", range(self.num_envs)):

@@ -173,7 +173,20 @@ class ToSB3VecEnv(VecEnv):
             if len(groups) > 1:
                 mask = np.isin(np.arange(self.num_envs), indices)
                 options = {**options, "reset_mask": mask}
-            obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+            try:
+                obs, infos = self.vector_env.reset(seed=seed, options=options or None)
+            except errors.SeedError as error:  # (an episode seed schedule's)
+                if seed is None or len(groups) < 2:
+                    raise
+                self._reset_seeds()
+                self._reset_options()
+                raise errors.SeedError(
+                    f"{_TO}: under an episode seed schedule, seed() restarts the "
+                    f"schedule with a full reset, while different options per "
+                    f"sub-env take a masked reset each, with scheduled seeds: not "
+                    f"both in one reset(). Both were dropped; call seed() and "
+                    f"reset(), then set_options() and reset()."
+                ) from error
             check_infos(infos, _TO)
             listed = infos_to_list(infos, self.num_envs)
             for i in indices:

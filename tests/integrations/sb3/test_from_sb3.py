@@ -156,10 +156,17 @@ def test_from_sb3_refuses_what_it_cannot_do_exactly():
         envs.step_wait(timeout=1.0)
     with pytest.raises(TypeError, match="stable_baselines3 VecEnv"):
         from_sb3(gym.vector.SyncVectorEnv(tagged_fns()))
+    with pytest.raises(TypeError, match=r"TimeLimit; to vectorize .*make_vec\("):
+        from_sb3(gym.make("CartPole-v1"))
     envs.close()
     envs = from_sb3(DummyVecEnv(tagged_fns()))
     with pytest.raises(gym.error.ResetNeeded):
         envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
+    # a step before any reset: told to reset() (a masked reset needs one first)
+    with pytest.raises(gym.error.ResetNeeded, match=r"call reset\(\) first"):
+        envs.step(np.zeros(4, dtype=np.int64))
+    envs.reset(seed=0)
+    envs.step(np.zeros(4, dtype=np.int64))  # nothing was stepped: no fault left
     envs.close()
 
 

@@ -49,7 +49,7 @@ from tests.integrations.sb3.envs import (  # noqa: E402
     vecmode_env,
 )
 from vecmode import IncompatibleModeError  # noqa: E402
-from vecmode.errors import ActionBatchError  # noqa: E402
+from vecmode.errors import ActionBatchError, SeedError  # noqa: E402
 from vecmode.sb3 import from_sb3, to_sb3  # noqa: E402
 from vecmode.sb3.to_vec_env import AFTER_A_FAULT  # noqa: E402
 from vecmode.testing import ScheduledEnv  # noqa: E402
@@ -749,8 +749,9 @@ def test_infos_share_no_object_with_the_sub_envs():
 
 
 def test_to_sb3_refuses_what_it_cannot_do_exactly():
-    with pytest.raises(TypeError, match=r"gymnasium\.vector\.VectorEnv"):
+    with pytest.raises(TypeError, match=r"gymnasium\.vector\.VectorEnv") as caught:
         to_sb3(DummyVecEnv(tagged_fns()))
+    assert "a Stable-Baselines3 VecEnv (SB3 takes it as it is" in str(caught.value)
     numpy_cartpole = gym.make_vec(
         "CartPole-v1", 2, vectorization_mode="vector_entry_point"
     )
@@ -1099,6 +1100,22 @@ def test_to_sb3_follows_an_episode_seed_schedule_in_every_mode(vectorization):
     same = run("SameStep")
     for mode in ("NextStep", "Disabled"):
         assert_same(run(mode), same)
+
+
+def test_seed_with_options_per_sub_env_under_a_schedule_is_refused_and_dropped():
+    """Every reset() failed for good: each option's masked reset got the seed,
+    which a schedule refuses, and the seeds and options stayed pending."""
+    envs = vecmode.make_vec("CartPole-v1", 2, "sync", episode_seeds=42)
+    venv = to_sb3(envs)
+    venv.reset()
+    venv.seed(3)
+    venv.set_options([{"low": -0.01, "high": 0.01}, {}])
+    with pytest.raises(SeedError, match="Both were dropped; call seed"):
+        venv.reset()
+    assert venv.reset().shape == (2, 4)  # usable: both dropped
+    venv.set_options([{"low": -0.01, "high": 0.01}, {}])
+    assert np.abs(venv.reset()[0]).max() <= 0.01  # each its own, as scheduled
+    venv.close()
 
 
 def test_to_sb3_warns_over_a_stack_that_is_not_ok():
