@@ -179,8 +179,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: conversions keep string and object info arrays as NumPy; +19: the probe's
 #: other-actions evidence back where the next observation follows the action;
 #: -14: the CLI's JSON documents built where printed; +26: to_sb3's seed with
-#: per-sub-env options, from_sb3's step before reset, SB3 VecEnv messages)
-MAX_SRC_LINES = 23_521
+#: per-sub-env options, from_sb3's step before reset, SB3 VecEnv messages; +25:
+#: strict and guard handles released in their own task only, no decorators)
+MAX_SRC_LINES = 23_546
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+from typing import Any
 
 #: The strict handles held in this thread or task, oldest first: (number,
 #: enabled). The newest decides; a handle may be released in any order.
@@ -12,6 +13,34 @@ _strict: contextvars.ContextVar[tuple[tuple[int, bool], ...]] = contextvars.Cont
     "vecmode_strict", default=()
 )
 _strict_numbers = itertools.count()
+#: Set where each handle is made: resetting its token elsewhere (another
+#: thread, or a task's copy of the context) raises ValueError.
+_made_here: contextvars.ContextVar[None] = contextvars.ContextVar("vecmode_made_here")
+
+
+def made_here() -> contextvars.Token[None]:
+    """A token that :func:`release_here` takes back in this thread or task only."""
+    return _made_here.set(None)
+
+
+def release_here(token: contextvars.Token[None], what: str) -> None:
+    """``RuntimeError`` unless called where ``token`` was made (once)."""
+    try:
+        _made_here.reset(token)
+    except ValueError:
+        raise RuntimeError(
+            f"this vecmode.{what}() handle was made in another thread or task "
+            f"({what} holds in the thread or task that makes it): release it there."
+        ) from None
+
+
+def not_a_decorator(handle: Any, what: str) -> TypeError:
+    """The error of ``@vecmode.{what}()``, once ``handle`` is released."""
+    handle.release()
+    return TypeError(
+        f"vecmode.{what}() is no decorator: it holds from the call on. Write "
+        f"'with vecmode.{what}():' inside the function; the handle is released."
+    )
 
 
 class Strict:
@@ -20,21 +49,15 @@ class Strict:
 
     def __init__(self, enabled: bool) -> None:
         self._number: int | None = next(_strict_numbers)
+        self._token = made_here()
         _strict.set((*_strict.get(), (self._number, bool(enabled))))
 
     def restore(self) -> None:
         """End this handle's setting; a second call does nothing."""
         if self._number is None:
             return
-        held = _strict.get()
-        kept = tuple(entry for entry in held if entry[0] != self._number)
-        if len(kept) == len(held):
-            raise RuntimeError(
-                "this vecmode.strict() handle was made in another thread or task "
-                "(strict mode holds in the thread or task that turns it on): "
-                "release it there."
-            )
-        _strict.set(kept)
+        release_here(self._token, "strict")
+        _strict.set(tuple(entry for entry in _strict.get() if entry[0] != self._number))
         self._number = None
 
     #: The same, under the name a guard's handle has.
@@ -45,6 +68,9 @@ class Strict:
 
     def __exit__(self, *exc: object) -> None:
         self.restore()
+
+    def __call__(self, function: Any) -> Any:
+        raise not_a_decorator(self, "strict")
 
 
 def strict(enabled: bool = True) -> Strict:

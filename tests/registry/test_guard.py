@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -110,10 +111,28 @@ def test_a_guard_holds_in_its_own_thread_only():
         # it is released where it was taken
         (error,) = in_thread(handle.release)
         assert str(error) == (
-            "this vecmode.guard() handle was made in another thread or task: "
-            "release it there."
+            "this vecmode.guard() handle was made in another thread or task (guard "
+            "holds in the thread or task that makes it): release it there."
         )
         assert handle.active
+    no_trace()
+
+    async def parent() -> None:  # a child task's copy of the context, too
+        handle = vecmode.guard()
+
+        async def child() -> None:
+            handle.release()
+
+        with pytest.raises(RuntimeError, match="made in another thread or task"):
+            await asyncio.create_task(child())
+        assert handle.active
+        handle.release()
+
+    asyncio.run(parent())
+    gym_wrappers.NormalizeReward(envs)  # nothing left held
+    with pytest.raises(TypeError, match="no decorator"):
+        vecmode.guard()(lambda: None)
+    gym_wrappers.NormalizeReward(envs)
     no_trace()
 
     # a guard taken in another thread checks there, not here

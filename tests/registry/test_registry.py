@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
 import threading
@@ -503,10 +504,39 @@ def test_a_strict_handle_is_released_in_its_own_thread():
     thread.join()
     assert [str(e) for e in caught] == [
         "this vecmode.strict() handle was made in another thread or task (strict "
-        "mode holds in the thread or task that turns it on): release it there."
+        "holds in the thread or task that makes it): release it there."
     ]
     assert modes.is_strict()  # still on here
     handle.release()
+    assert not modes.is_strict()
+
+
+def test_a_strict_handle_released_in_a_child_task_is_refused_there():
+    """The child's copy of the context let it release the handle: the parent's
+    release then did nothing, and the parent stayed strict for good."""
+
+    async def parent() -> list[str]:
+        handle = vecmode.strict()
+
+        async def child() -> None:
+            handle.release()
+
+        with pytest.raises(RuntimeError, match="made in another thread or task"):
+            await asyncio.create_task(child())
+        assert modes.is_strict()
+        handle.release()
+        return [str(modes.is_strict())]
+
+    assert asyncio.run(parent()) == ["False"]
+
+
+def test_strict_as_a_decorator_is_refused_and_leaves_nothing_held():
+    with pytest.raises(TypeError, match=r"no decorator: .* 'with vecmode\.strict"):
+
+        @vecmode.strict()
+        def train() -> None:
+            pass
+
     assert not modes.is_strict()
 
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import wrapt
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import _arrays
+from vecmode import _arrays, _strict
 from vecmode.env_classes import (
     class_path,
     layers,
@@ -276,6 +276,7 @@ class Guard(contextlib.AbstractContextManager["Guard"]):
 
     def __init__(self) -> None:
         self._held = True
+        self._token = _strict.made_here()
         _guards.set((*_guards.get(), self))
         with declare.lock:
             _live_guards.add(self)
@@ -290,13 +291,8 @@ class Guard(contextlib.AbstractContextManager["Guard"]):
         """End the guard; a second call does nothing."""
         if not self._held:
             return
-        held = _guards.get()
-        if self not in held:
-            raise RuntimeError(
-                "this vecmode.guard() handle was made in another thread or task: "
-                "release it there."
-            )
-        _guards.set(tuple(guard for guard in held if guard is not self))
+        _strict.release_here(self._token, "guard")
+        _guards.set(tuple(guard for guard in _guards.get() if guard is not self))
         with declare.lock:
             _live_guards.discard(self)
             self._held = False
@@ -304,6 +300,9 @@ class Guard(contextlib.AbstractContextManager["Guard"]):
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+    def __call__(self, function: Any) -> Any:
+        raise _strict.not_a_decorator(self, "guard")
 
 
 def guard() -> Guard:
