@@ -10,7 +10,7 @@ from importlib import import_module
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.vector import VectorWrapper
+from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.wrappers import vector as gym_wrappers
 from hypothesis import given
 from hypothesis import strategies as st
@@ -750,3 +750,42 @@ def test_a_class_declared_again_under_the_same_path_replaces_the_old_row():
         kept.append(Twice)
     rows = [found for name, found in registry.declarations() if name.endswith(".Twice")]
     assert [found.modes for found in rows] == [frozenset({SS})]
+
+
+class KeepsItsEnvElsewhere(VectorEnv):
+    """Forwards to a vector env it keeps in ``_env``, not ``env``."""
+
+    def __init__(self, env, copy_metadata=False):
+        self._env = env
+        if copy_metadata:
+            self.metadata = env.metadata
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def reset(self, **kwargs):
+        return self._env.reset(**kwargs)
+
+    def step(self, actions):
+        return self._env.step(actions)
+
+
+@pytest.mark.parametrize("copy_metadata", [False, True])
+def test_a_stack_kept_under_another_name_than_env_is_checked_too(copy_metadata):
+    """Its known-wrong NormalizeReward was no row: the stack was ok, under
+    strict() too where the holder copied the metadata."""
+    inner = gym.wrappers.vector.NormalizeReward(in_mode(SS))
+    report = vecmode.check_stack(KeepsItsEnvElsewhere(inner, copy_metadata))
+    assert not report.ok and report.mode is SS
+    (row,) = report
+    assert row.verdict is Verdict.KNOWN_WRONG
+    assert "keeps the vector env NormalizeReward in ._env, not .env" in row.note
+    assert "NOT OK: layer 2 NormalizeReward is known-wrong" in row.note
+    # over an ok stack it is judged as before: here its forwarded declaration
+    fine = vecmode.check_stack(KeepsItsEnvElsewhere(in_mode(SS)), strict=True)
+    assert fine.ok and fine.mode is SS and fine[0].verdict is Verdict.OK
+    # declaring nothing, it is undeclared, in the mode of what it keeps
+    holder = VectorEnv()
+    holder.inner = in_mode(SS)
+    (row,) = vecmode.check_stack(holder)
+    assert (row.verdict, row.mode_out) == (Verdict.UNDECLARED, SS)

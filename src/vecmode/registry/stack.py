@@ -291,6 +291,17 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     )
     if mode_in is None:
         evidence = env_proof(type(layer), declared)
+        held = None if evidence[0] is Evidence.VERIFIED else _held(layer)
+        if held is not None and (declared is None or not held[1].ok):
+            key, inner = held
+            note = (
+                f"keeps the vector env {inner.rows[-1].name} in .{key}, not .env, so "
+                f"the layers of that stack are no rows here; it says: "
+                f"{_summary(inner)}. Make {name} a gymnasium.vector.VectorWrapper "
+                f"(self.env = env), or check that stack alone"
+            )
+            verdict = Verdict.UNDECLARED if inner.ok else Verdict.KNOWN_WRONG
+            return row(None, declared or inner.mode, verdict, note, *evidence)
         semantics = semantics_of(layer)  # a simulator's: what it does at an end
         said = "" if semantics == GYMNASIUM_SEMANTICS else semantics.describe()
         if declared is not None:
@@ -325,6 +336,15 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     if verdict is Verdict.OK:
         verdict, note = _layout(layer, found, mode_in, note)
     return row(found.modes, mode, verdict, note, *proof(type(layer), mode_in))
+
+
+def _held(layer: Any) -> tuple[str, CompatibilityReport] | None:
+    """The attribute and report (undeclared layers passing) of a vector env that
+    ``layer`` keeps under another name than ``env``, out of the layers' walk."""
+    for key, value in getattr(layer, "__dict__", {}).items():
+        if isinstance(value, VectorEnv) and value is not layer:
+            return key, check_stack(value, strict=False)
+    return None
 
 
 def _layout(
