@@ -8,7 +8,7 @@ import functools
 import itertools
 import textwrap
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
@@ -290,27 +290,7 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
         LayerReport, name, origin, mode_in, layer=layer, library=namespace
     )
     if mode_in is None:
-        evidence = env_proof(type(layer), declared)
-        held = None if evidence[0] is Evidence.VERIFIED else _held(layer)
-        if held is not None and (declared is None or not held[1].ok):
-            key, inner = held
-            note = (
-                f"keeps the vector env {inner.rows[-1].name} in .{key}, not .env, so "
-                f"the layers of that stack are no rows here; it says: "
-                f"{_summary(inner)}. Make {name} a gymnasium.vector.VectorWrapper "
-                f"(self.env = env), or check that stack alone"
-            )
-            verdict = Verdict.UNDECLARED if inner.ok else Verdict.KNOWN_WRONG
-            return row(None, declared or inner.mode, verdict, note, *evidence)
-        semantics = semantics_of(layer)  # a simulator's: what it does at an end
-        said = "" if semantics == GYMNASIUM_SEMANTICS else semantics.describe()
-        if declared is not None:
-            return row(None, declared, Verdict.OK, said, *evidence)
-        note = (
-            f"declares no metadata['autoreset_mode']; {modes.ASSUMED_MODE.value} "
-            f"assumed (Gymnasium's convention)"
-        )
-        return row(None, modes.ASSUMED_MODE, Verdict.UNDECLARED, note, *evidence)
+        return _innermost_row(row, layer, declared)
     found = declaration(layer)
     native = found is not None and found.array_native
     row = functools.partial(row, array_native=native)
@@ -336,6 +316,33 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     if verdict is Verdict.OK:
         verdict, note = _layout(layer, found, mode_in, note)
     return row(found.modes, mode, verdict, note, *proof(type(layer), mode_in))
+
+
+def _innermost_row(
+    row: Callable[..., LayerReport], layer: Any, declared: AutoresetMode | None
+) -> LayerReport:
+    """The innermost env's report (``row``: a partial :class:`LayerReport`)."""
+    evidence, name = env_proof(type(layer), declared), type(layer).__name__
+    held = None if evidence[0] is Evidence.VERIFIED else _held(layer)
+    if held is not None and (declared is None or not held[1].ok):
+        key, inner = held
+        note = (
+            f"keeps the vector env {inner.rows[-1].name} in .{key}, not .env, so "
+            f"the layers of that stack are no rows here; it says: "
+            f"{_summary(inner)}. Make {name} a gymnasium.vector.VectorWrapper "
+            f"(self.env = env), or check that stack alone"
+        )
+        verdict = Verdict.UNDECLARED if inner.ok else Verdict.KNOWN_WRONG
+        return row(None, declared or inner.mode, verdict, note, *evidence)
+    semantics = semantics_of(layer)  # a simulator's: what it does at an end
+    said = "" if semantics == GYMNASIUM_SEMANTICS else semantics.describe()
+    if declared is not None:
+        return row(None, declared, Verdict.OK, said, *evidence)
+    note = (
+        f"declares no metadata['autoreset_mode']; {modes.ASSUMED_MODE.value} "
+        f"assumed (Gymnasium's convention)"
+    )
+    return row(None, modes.ASSUMED_MODE, Verdict.UNDECLARED, note, *evidence)
 
 
 def _held(layer: Any) -> tuple[str, CompatibilityReport] | None:
