@@ -789,3 +789,19 @@ def test_a_stack_kept_under_another_name_than_env_is_checked_too(copy_metadata):
     holder.inner = in_mode(SS)
     (row,) = vecmode.check_stack(holder)
     assert (row.verdict, row.mode_out) == (Verdict.UNDECLARED, SS)
+
+
+def test_gymnasium_s_wrappers_misread_a_mode_declared_as_a_string(tmp_path):
+    """RecordVideo compares the mode with AutoresetMode members: over the string
+    'NextStep' it saw no episode end, and was ok here."""
+    envs = gym.make_vec("CartPole-v1", 2, "sync", render_mode="rgb_array")
+    envs.metadata = {**envs.metadata, "autoreset_mode": "NextStep"}
+    video = gym_wrappers.RecordVideo(envs, str(tmp_path), episode_trigger=bool)
+    row = vecmode.check_stack(video)[-1]
+    assert row.verdict is Verdict.KNOWN_WRONG, row
+    assert "declares the string 'NextStep'" in row.note
+    assert "AutoresetMode('NextStep')" in row.note
+    assert vecmode.check_stack(gym_wrappers.ClipReward(envs, 0, 1)).ok  # reads none
+    with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError, match="string"):
+        gym_wrappers.RecordVideo(envs, str(tmp_path), episode_trigger=bool)
+    video.close()

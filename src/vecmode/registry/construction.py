@@ -78,7 +78,8 @@ def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
         raise IncompatibleModeError(
             incompatible_mode(name, mode, found.modes, found.why(mode), instead)
         )
-    if why := declare.dense_layout_fault(cls, env, mode, found):
+    why = declare.dense_layout_fault(cls, env, mode, found)
+    if why := why or declare.string_mode_fault(cls, env, found):
         raise IncompatibleModeError(why)
 
 

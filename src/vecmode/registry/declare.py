@@ -369,6 +369,23 @@ def dense_layout_fault(
     )
 
 
+def string_mode_fault(cls: type, env: Any, found: Declaration) -> str:
+    """Why Gymnasium's ``cls``, which keeps the mode it reads (an annotated
+    attribute), misreads ``env``'s, declared as a string, equal to no
+    ``AutoresetMode``; "" if it does not."""
+    declared = (getattr(env, "metadata", None) or {}).get("autoreset_mode")
+    keeps = {"autoreset_mode", "_autoreset_mode"}
+    reads = any(keeps & vars(k).get("__annotations__", {}).keys() for k in cls.__mro__)
+    if found.source != "gymnasium" or not reads or not isinstance(declared, str):
+        return ""
+    return (
+        f"{cls.__name__} compares metadata['autoreset_mode'] with "
+        f"gymnasium.vector.AutoresetMode members, and the env below declares the "
+        f"string {declared!r}, equal to none of them: declare "
+        f"AutoresetMode({declared!r}) there."
+    )
+
+
 def not_array_native(cls: type, library: str) -> str:
     """:func:`vecmode.errors.not_array_native` of ``cls``, naming vecmode's
     array-native wrapper of its name (same arguments) if there is one."""

@@ -36,6 +36,7 @@ from vecmode.registry.declare import (
     dense_layout_fault,
     masked_reset_fault,
     not_array_native,
+    string_mode_fault,
 )
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
@@ -358,10 +359,12 @@ def _layout(
     layer: Any, found: Declaration, mode_in: AutoresetMode, note: str
 ) -> tuple[Verdict, str]:
     """An ok layer's verdict and note, wrong if it reads final observations in a
-    layout its env does not give, or keeps a row per sub-env where it cannot (an
-    async pool; a reset that keeps pending autoresets)."""
+    layout its env does not give, keeps a row per sub-env where it cannot (an
+    async pool; a reset that keeps pending autoresets), or misreads a mode
+    declared as a string (Gymnasium's)."""
     fault = dense_layout_fault(type(layer), layer.env, mode_in, found)
     fault = fault or row_state_fault(type(layer), layer.env)
+    fault = fault or string_mode_fault(type(layer), layer.env, found)
     if not fault:
         return Verdict.OK, note
     gymnasium = found.source == "gymnasium"  # (accepts it: guard() refuses)
