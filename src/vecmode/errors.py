@@ -436,11 +436,13 @@ def not_array_native(wrapper: str, library: str, declared: bool, twin: str = "")
 def convert_to(modes: Iterable[AutoresetMode], convertible: bool = True) -> str:
     """What to do for an env in none of ``modes``; ``convertible``: whether its
     mode converts to another (not SameStep's, whose ended sub-envs are reset)."""
-    first = mode_names(modes).split(", ")[0]
+    names = [repr(name) for name in mode_names(modes).split(", ")]
+    first = names[0][1:-1]
     if not convertible:
         return (
-            f"Build the env with autoreset_mode={first!r}: its mode converts to no "
-            f"other (its ended sub-envs are already reset within the step)."
+            f"Build the env with autoreset_mode={' or '.join(names)}: its mode "
+            f"converts to no other (its ended sub-envs are already reset within "
+            f"the step)."
         )
     return (
         f"Convert the env first, e.g. vecmode.with_autoreset(env, {first!r}), or build "

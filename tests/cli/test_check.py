@@ -100,6 +100,16 @@ def test_check_a_wrapper_that_cannot_be_built_is_a_usage_error(wrap, error, caps
     assert (code, out) == (EXIT_USAGE, "")  # nothing on stdout for a usage error
 
 
+def test_check_a_bad_argument_is_no_refusal_of_the_mode(capsys):
+    """Its error names no mode: a usage error, not "refuses SameStep" (whose
+    advice, NextStep, then gave the usage error)."""
+    argv = ["check", "CartPole-v1", "--mode", "SameStep",
+            "--wrap", "gymnasium:NormalizeObservation:epsilon=-1"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "its constructor raised InvalidBound: `epsilon`" in one_error_line(err)
+
+
 def test_check_gymnasiums_own_refusal_suggests_vecmodes_wrapper(capsys):
     """Gymnasium's NormalizeObservation raises ValueError in SameStep: the class
     refusing the mode (vecmode's entry says so), not a usage error."""

@@ -68,8 +68,9 @@ def test_the_message_is_the_one_built_in_errors():
         SS,
         {NS, D},
         "It ignores info['final_obs'].",
-        "Build the env with autoreset_mode='NextStep': its mode converts to no "
-        "other (its ended sub-envs are already reset within the step).",
+        "Build the env with autoreset_mode='NextStep' or 'Disabled': its mode "
+        "converts to no other (its ended sub-envs are already reset within the "
+        "step).",
     )
     assert str(info.value) == expected
     envs.close()

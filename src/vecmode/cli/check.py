@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import sys
 import textwrap
 import traceback
@@ -83,7 +84,13 @@ def _refusal(
         why = str(error)
     else:
         found = declaration(target.obj) if isinstance(target.obj, type) else None
-        if found is None or got is None or got in found.modes or got in found.wrong:
+        if (  # its own refusal of the mode names it (else: a bad argument, say)
+            found is None
+            or got is None
+            or got in found.modes
+            or got in found.wrong
+            or not re.search(f"autoreset|{got.value}", str(error))
+        ):
             message = common.cannot_build_message(target.spec, got, error)
             raise common.CommandError(message) from error
         own = f"{type(error).__name__}: {str(error).rstrip('.')}."
