@@ -19,11 +19,7 @@ from vecmode import AutoresetMode
 from vecmode.probe import ProbeResult, probe_mode
 from vecmode.replay.compare import Difference
 from vecmode.replay.predictions import AUTORESET_STEP, masked_keeps_message
-from vecmode.testing import (
-    DenseFinalObsVectorEnv,
-    check_vector_env,
-    scheduled_env_fns,
-)
+from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
 
 MODES = list(AutoresetMode)
 NEXT, SAME, DISABLED = MODES
@@ -579,6 +575,33 @@ def test_an_env_resetting_inside_the_ending_step_fits_no_mode():
     assert probe_mode(lambda: CounterVectorEnv(3, DISABLED)).mode is DISABLED
 
 
+class DelayedBandit(gym.Env):
+    """Blank observations; the first step of an episode ignores its action and
+    pays 0 (a start delay); two steps later, truncated."""
+
+    observation_space = gym.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        reward = 0.0 if self.t == 1 else float(action)
+        return np.zeros(1, np.float32), reward, False, self.t >= 3, {}
+
+
+def test_same_step_whose_next_step_only_looks_like_a_reset_step_is_same_step():
+    """The final observation equals the reset's, and the next step pays 0 and
+    ignores its action: Gymnasium's own SameStep env was refused SameStep."""
+    result = probe_mode(
+        lambda: gym.vector.SyncVectorEnv([DelayedBandit] * 2, autoreset_mode=SAME)
+    )
+    assert result.mode is SAME, str(result)
+
+
 class OldKeysAutoreset(CounterVectorEnv):
     """SameStep with Gymnasium 0.29's keys: info['final_observation']."""
 
@@ -636,15 +659,19 @@ class GoesOnPastItsEnd(CounterVectorEnv):
         return obs, rewards, terminations & first, truncations & first, infos
 
 
-def test_a_disabled_env_whose_last_observation_ignores_the_action_is_disabled():
-    """The ending step's observation, the same with other actions, was taken
-    for a reset inside the step: a correct Disabled env fitted no mode, and
-    check_vector_env failed it (Gymnasium's AsyncVectorEnv too). Where the next
-    step's observation follows the action, that is evidence (LossyCartPole in
-    tests/simulators/test_semantics.py)."""
-    result = probe_mode(lambda: GoesOnPastItsEnd(3, DISABLED))
-    assert result.mode is DISABLED and result.resets_to is None, str(result)
-    check_vector_env(lambda: GoesOnPastItsEnd(3, DISABLED), steps=20)
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_disabled_env_stepped_past_its_end_is_told_how_to_be_told_apart(raises):
+    """Its ending observation, the same with other actions, then going on, is
+    also what an env resetting inside the ending step (drawing other numbers
+    than a masked reset) gives: the probe cannot tell, and says so; raising on
+    that step (Gymnasium's sync env does), it is Disabled."""
+    result = probe_mode(lambda: GoesOnPastItsEnd(3, DISABLED, raise_on_ended=raises))
+    assert result.mode is (DISABLED if raises else None), str(result)
+    if not raises:
+        note = result.rejected[DISABLED].note
+        assert "resets inside the ending step must report final" in note
+        assert "A Disabled env whose last observation ignores the action" in note
+        assert "raise there (Gymnasium's sync env does)" in note
 
 
 class RandomBeforeReset(SilentAutoreset):

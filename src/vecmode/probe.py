@@ -16,6 +16,7 @@ from vecmode import modes
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised, same
 from vecmode.replay.predictions import (
+    AUTORESET_STEP,
     action_changed,
     looks_reset,
     mode_differences,
@@ -48,6 +49,8 @@ _SEEN = {
         "AutoResetWrapper), not a fresh reset"
     ),
 }
+#: Where an ending step returned what a masked reset there returns.
+_MASKED_RESET_RETURNS = "what a masked reset returns there"
 #: Keys other libraries put final observations under (Gymnasium 0.29, ManiSkill3).
 _FOREIGN_FINAL = "final_observation"
 
@@ -146,6 +149,7 @@ def probe_mode(
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
         in_step = _reset_in_step(first.calls, changed, instances, seed, seen)
+        late = _late_reset(first.calls, changed, masked)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
     result = ProbeResult(
         None, declared, "", end.index, ended_subs, read_through=through
@@ -162,7 +166,7 @@ def probe_mode(
                 f"actions: {diff}"
             )  # (what it does at an episode's end is unknown then)
             return replace(result, reason=reason, final_observation=None)
-    return _fit(result, first, changed, masked, in_step)
+    return _fit(result, first, changed, masked, (in_step, late))
 
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:
@@ -244,8 +248,7 @@ def _reset_in_step(
     Gymnasium's keys (``seen``), reset its ended sub-envs itself: the next step,
     with no reset, went on as a new episode (not NextStep's reset step, by
     ``changed``), and each returned what a masked reset made instead returns, or
-    the same with other actions where observations follow the actions (those
-    of the next step do: an env whose observations ignore them proves nothing)."""
+    the same with other actions (so may a Disabled env stepped past its end)."""
     end, after = calls[-2], calls[-1]
     if seen not in (("lost", None), ("masked", None)) or end.obs is None:
         return None
@@ -258,10 +261,8 @@ def _reset_in_step(
         return None
     made = Call(end.index, "reset(mask)", mask=end.ended)
     reset = instances.replay(seed, [*calls[: end.index], made])[-1]
-    got = "what a masked reset returns there"
+    got = _MASKED_RESET_RETURNS
     if reset.kind != "reset(mask)" or not _same_rows(end, reset, rows):
-        if _same_rows(after, changed[-1], rows):  # (observations ignore actions)
-            return None
         change = calls[: end.index + 1]  # the ending step with other actions
         other = instances.replay(
             seed, change, lambda call: end.ended if call is end else None
@@ -274,7 +275,45 @@ def _reset_in_step(
         f"episode. An env that resets inside the ending step must report final "
         f"observations in info['final_obs'] and declare SameStep"
     )
+    if got != _MASKED_RESET_RETURNS:  # (or a Disabled env's last observation)
+        note += (
+            ". A Disabled env whose last observation ignores the action looks the "
+            "same when stepped on past its end: raise there (Gymnasium's sync env "
+            "does), and the probe can tell"
+        )
     return Difference.at(end, rows[0], "obs", "its last observation", got, note)
+
+
+def _late_reset(
+    calls: list[Call], changed: list[Call], masked: list[Call]
+) -> Difference | None:
+    """Where the ending step ``calls[-2]`` returned its final observations, in
+    SameStep's keys too, and the next step reset those sub-envs: NextStep's
+    reset step (what the masked reset of ``masked`` there returns, whatever the
+    action), not SameStep's new episode."""
+    end, after = calls[-2], calls[-1]
+    reset = next((call for call in masked if call.kind == "reset(mask)"), None)
+    found = modes.final_observations(end.infos)
+    if found is None or reset is None or reset.error:
+        return None
+    (mask, finals), was, now = found, end.obs or [], after.obs or []
+    for i in np.flatnonzero(mask).tolist():
+        if (
+            looks_reset(after, changed[-1], i)
+            and same(finals[i], was[i], strict=False)
+            and not same(now[i], was[i], strict=False)
+            and same(now[i], (reset.obs or [])[i], strict=False)
+        ):
+            note = (
+                "in SameStep mode the ending step resets the sub-env and returns the "
+                "next episode's first observation; this env resets it on the next "
+                "step, as NextStep does (which has no info['final_obs']): declare "
+                "NextStep and drop those keys, or reset within the ending step"
+            )
+            got = f"its final observation, then {AUTORESET_STEP}"
+            expected = "the next episode's first observation"
+            return Difference.at(end, i, "obs", expected, got, note)
+    return None
 
 
 def _same_rows(call: Call, other: Call, rows: list[int], ended: bool = False) -> bool:
@@ -294,14 +333,17 @@ def _fit(
     first: Recorder,
     changed: list[Call],
     masked: list[Call],
-    in_step: Difference | None,
+    found_at_the_end: tuple[Difference | None, Difference | None],
 ) -> ProbeResult:
     """``result`` with the mode whose predictions all hold, if exactly one does
-    (``in_step``: the ending step reset its sub-envs, as no caller-reset mode)."""
+    (``found_at_the_end``: the ending step reset its sub-envs, as no caller-reset
+    mode; the next step did, as SameStep's never)."""
     rejected: dict[AutoresetMode, Difference] = {}
+    in_step, late = found_at_the_end
     for mode in MODES:
         contradiction = (
             (in_step if caller_resets(mode) else None)
+            or (late if modes.final_in_info(mode) else None)
             or next(mode_differences(mode, first.calls, first.num_envs, changed), None)
             or next(mode_differences(mode, masked, first.num_envs), None)
         )

@@ -145,7 +145,6 @@ def mode_differences(
     ``replay``: the same calls with other actions where an action is ignored."""
     others = {call.index: call for call in replay or ()}
     last_obs: list[Any] | None = None
-    before: Call | None = None
     for view in views(mode, calls, num_envs):
         call = view.call
         if call.error is not None:
@@ -161,8 +160,7 @@ def mode_differences(
             yield from () if found is None else (found,)
             yield from _reset_step_differences(mode, view, other)
             yield from _caller_reset_differences(mode, view, other)
-            yield from _late_reset_differences(mode, before, call, other)
-        last_obs, before = call.obs, call
+        last_obs = call.obs
 
 
 def _raised_differences(mode: AutoresetMode, view: View) -> Iterator[Difference]:
@@ -243,32 +241,6 @@ def _caller_reset_differences(
                 f"does with reset(options={{'reset_mask': mask}})"
             )
             yield Difference.at(call, i, "step()", expected, AUTORESET_STEP, note)
-            return
-
-
-def _late_reset_differences(
-    mode: AutoresetMode, before: Call | None, call: Call, other: Call | None
-) -> Iterator[Difference]:
-    """An ending step ``before`` that returned its final observation, ``call``
-    resetting the sub-env: NextStep's, with SameStep's keys."""
-    if before is None or before.obs is None or other is None:
-        return
-    found = modes.final_observations(before.infos)
-    if found is None or not modes.final_in_info(mode):
-        return
-    (mask, finals), obs = found, before.obs
-    for i in np.flatnonzero(mask).tolist():
-        if looks_reset(call, other, i) and same(finals[i], obs[i], strict=False):
-            got = f"its final observation, then {AUTORESET_STEP}"
-            note = (
-                f"in {mode.value} mode the ending step resets the sub-env and "
-                f"returns the next episode's first observation; this env resets "
-                f"it on the next step, as NextStep does (which has no "
-                f"info['final_obs']): declare NextStep and drop those keys, or "
-                f"reset within the ending step"
-            )
-            expected = "the next episode's first observation"
-            yield Difference.at(before, i, "obs", expected, got, note)
             return
 
 
