@@ -149,7 +149,6 @@ def probe_mode(
         instances.close(env)
         changed, masked, again = _replays(instances, seed, first.calls, ended)
         in_step = _reset_in_step(first.calls, changed, instances, seed, seen)
-        late = _late_reset(first.calls, changed, masked)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
     result = ProbeResult(
         None, declared, "", end.index, ended_subs, read_through=through
@@ -166,7 +165,7 @@ def probe_mode(
                 f"actions: {diff}"
             )  # (what it does at an episode's end is unknown then)
             return replace(result, reason=reason, final_observation=None)
-    return _fit(result, first, changed, masked, (in_step, late))
+    return _fit(result, first, changed, masked, in_step)
 
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:
@@ -333,13 +332,13 @@ def _fit(
     first: Recorder,
     changed: list[Call],
     masked: list[Call],
-    found_at_the_end: tuple[Difference | None, Difference | None],
+    in_step: Difference | None,
 ) -> ProbeResult:
     """``result`` with the mode whose predictions all hold, if exactly one does
-    (``found_at_the_end``: the ending step reset its sub-envs, as no caller-reset
-    mode; the next step did, as SameStep's never)."""
+    (``in_step``: the ending step reset its sub-envs, as no caller-reset mode;
+    ``late``: the next step did, as SameStep's never)."""
     rejected: dict[AutoresetMode, Difference] = {}
-    in_step, late = found_at_the_end
+    late = _late_reset(first.calls, changed, masked)
     for mode in MODES:
         contradiction = (
             (in_step if caller_resets(mode) else None)
