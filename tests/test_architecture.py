@@ -185,8 +185,10 @@ PRESENTATION = ("cli", "timeline.py")
 #: Gymnasium's wrappers over a mode declared as a string; +9: check's usage error
 #: for a bad argument, every mode named after a SameStep refusal; the diff review,
 #: +13: the probe's late reset needs the masked reset's observation, the
-#: other-actions evidence stands again and names the Disabled alternative)
-MAX_SRC_LINES = 23_616
+#: other-actions evidence stands again and names the Disabled alternative; +18:
+#: held envs' cycles, RecordVideo alone misreads a string mode, the CLI knows a
+#: refusal naming SAME_STEP, to_sb3's schedule found first, @vecmode.strict)
+MAX_SRC_LINES = 23_634
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

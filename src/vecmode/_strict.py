@@ -35,8 +35,9 @@ def release_here(token: contextvars.Token[None], what: str) -> None:
 
 
 def not_a_decorator(handle: Any, what: str) -> TypeError:
-    """The error of ``@vecmode.{what}()``, once ``handle`` is released."""
-    handle.release()
+    """The error of ``@vecmode.{what}()``, once ``handle`` (if any) is released."""
+    if handle is not None:
+        handle.release()
     return TypeError(
         f"vecmode.{what}() is no decorator: it holds from the call on. Write "
         f"'with vecmode.{what}():' inside the function; the handle is released."
@@ -78,6 +79,8 @@ def strict(enabled: bool = True) -> Strict:
     (:class:`~vecmode.UndeclaredModeWarning`, NEXT_STEP assumed) in declared
     wrappers and :func:`~vecmode.check_stack`. A call holds for the rest of the
     thread or task; a ``with`` block, to its end."""
+    if callable(enabled):  # @vecmode.strict, without parentheses
+        raise not_a_decorator(None, "strict")
     return Strict(enabled)
 
 

@@ -265,3 +265,13 @@ class CountsCalls(VectorWrapper):
         n, calls = self.num_envs, self.calls
         added = {"calls": np.full(n, calls), "_calls": np.ones(n, dtype=bool)}
         return obs, rewards, terms, truncs, {**infos, **added}
+
+
+class RefusesSameStepItself(vecmode.DisableAutoreset):
+    """Its own ``__init__`` refuses SameStep first, naming the enum member."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        mode = env.metadata.get("autoreset_mode")
+        if mode is vecmode.AutoresetMode.SAME_STEP:
+            raise ValueError(f"cannot undo {mode}: its sub-envs are already reset")
+        super().__init__(env)

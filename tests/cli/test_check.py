@@ -108,6 +108,12 @@ def test_check_a_bad_argument_is_no_refusal_of_the_mode(capsys):
     code, out, err = run(argv, capsys)
     assert (code, out) == (EXIT_USAGE, "")
     assert "its constructor raised InvalidBound: `epsilon`" in one_error_line(err)
+    # its own refusal, naming the mode as the enum member does, is a refusal
+    argv[-1] = f"{TARGETS}:RefusesSameStepItself"
+    code, out, _ = run(argv, capsys)
+    assert code == EXIT_FAILED and "refuses SameStep: its constructor raised" in flat(
+        out
+    )
 
 
 def test_check_gymnasiums_own_refusal_suggests_vecmodes_wrapper(capsys):

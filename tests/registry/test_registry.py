@@ -538,6 +538,12 @@ def test_strict_as_a_decorator_is_refused_and_leaves_nothing_held():
         def train() -> None:
             pass
 
+    with pytest.raises(TypeError, match="no decorator"):
+
+        @vecmode.strict  # type: ignore[arg-type]
+        def train_too() -> None:
+            pass
+
     assert not modes.is_strict()
 
 

@@ -802,6 +802,22 @@ def test_gymnasium_s_wrappers_misread_a_mode_declared_as_a_string(tmp_path):
     assert "declares the string 'NextStep'" in row.note
     assert "AutoresetMode('NextStep')" in row.note
     assert vecmode.check_stack(gym_wrappers.ClipReward(envs, 0, 1)).ok  # reads none
+    # NormalizeReward tests SameStep alone: over 'NextStep' it runs NextStep's way
+    assert vecmode.check_stack(gym_wrappers.NormalizeReward(envs)).ok
     with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError, match="string"):
         gym_wrappers.RecordVideo(envs, str(tmp_path), episode_trigger=bool)
     video.close()
+
+
+def test_vector_envs_holding_each_other_are_checked_once():
+    """A held env pointing back at its holder: check_stack recursed for ever."""
+
+    class MySync(gym.vector.SyncVectorEnv):
+        pass
+
+    inner = MySync([lambda: gym.make("CartPole-v1")] * 2)
+    holder = VectorEnv()
+    holder.inner, inner.owner = inner, holder
+    (row,) = vecmode.check_stack(holder)
+    assert row.verdict is Verdict.UNDECLARED and "MySync in .inner" in row.note
+    inner.close()

@@ -16,7 +16,7 @@ from vecmode.cli import common
 from vecmode.cli.spec import Target, bind, resolve
 from vecmode.errors import IncompatibleModeError, SharedMemorySpaceError
 from vecmode.make import make_vec, registered_spec
-from vecmode.modes import MODES, mode_of
+from vecmode.modes import MODES, AutoresetMode, mode_of
 from vecmode.registry import CompatibilityReport, check_stack, declaration
 
 
@@ -84,12 +84,12 @@ def _refusal(
         why = str(error)
     else:
         found = declaration(target.obj) if isinstance(target.obj, type) else None
-        if (  # its own refusal of the mode names it (else: a bad argument, say)
+        if (  # its own refusal names the mode, if anything (else: a bad argument)
             found is None
             or got is None
             or got in found.modes
             or got in found.wrong
-            or not re.search(f"autoreset|{got.value}", str(error))
+            or not _names_the_mode(error, got)
         ):
             message = common.cannot_build_message(target.spec, got, error)
             raise common.CommandError(message) from error
@@ -101,6 +101,13 @@ def _refusal(
             traceback.print_exception(error)
     refused = {"wrapper": target.spec, "mode": got, "message": why}
     return _show(args, envs, refused, message)
+
+
+def _names_the_mode(error: Exception, mode: AutoresetMode) -> bool:
+    """Whether ``error`` names ``mode`` (SameStep, SAME_STEP, same-step...) or
+    the autoreset mode, or says nothing: what a class's own refusal says."""
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", "[-_ ]?", mode.value)
+    return bool(re.search(f"autoreset|{words}|^$", str(error), re.IGNORECASE))
 
 
 def _show(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import itertools
 import textwrap
@@ -41,6 +42,10 @@ from vecmode.registry.declare import (
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
 from vecmode.registry.table import aligned
 
+#: The layers whose held vector envs are being checked (a cycle stops there).
+_holding: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "vecmode_holding", default=frozenset()
+)
 _HEADER = ("#", "layer", "mode in", "accepts", "mode out", "verdict", "evidence")
 _NOTE = textwrap.TextWrapper(88, subsequent_indent="    ", break_on_hyphens=False)
 #: Where classes made at run time (EnvPool's) say they come from.
@@ -348,10 +353,16 @@ def _innermost_row(
 
 def _held(layer: Any) -> tuple[str, CompatibilityReport] | None:
     """The attribute and report (undeclared layers passing) of a vector env that
-    ``layer`` keeps under another name than ``env``, out of the layers' walk."""
+    ``layer`` keeps under another name than ``env``, out of the layers' walk
+    (one that holds ``layer`` back is checked without it)."""
+    holding = _holding.get()
     for key, value in getattr(layer, "__dict__", {}).items():
-        if isinstance(value, VectorEnv) and value is not layer:
-            return key, check_stack(value, strict=False)
+        if isinstance(value, VectorEnv) and id(value) not in holding | {id(layer)}:
+            token = _holding.set(holding | {id(layer)})
+            try:
+                return key, check_stack(value, strict=False)
+            finally:
+                _holding.reset(token)
     return None
 
 

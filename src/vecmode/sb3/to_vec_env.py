@@ -29,7 +29,7 @@ from vecmode import core, errors, sb3_subenv
 from vecmode.autoreset import SameStepAutoreset, with_autoreset
 from vecmode.env_classes import layers
 from vecmode.modes import final_entries, final_in_info, mode_of, without_finals
-from vecmode.registry.stack import warn_if_incompatible
+from vecmode.registry.stack import check_stack, warn_if_incompatible
 from vecmode.sb3 import from_vec_env
 from vecmode.wrappers.base import check_infos, empty_batch, lists_infos
 from vecmode.wrappers.common import RecordEpisodeStatistics
@@ -168,25 +168,22 @@ class ToSB3VecEnv(VecEnv):
         if seed is None and any(s is not None for s in self._seeds):
             seed = list(self._seeds)
         groups = _option_groups(self._options)
+        if seed is not None and len(groups) > 1 and check_stack(self.vector_env).seeded:
+            self._reset_seeds()
+            self._reset_options()
+            raise errors.SeedError(
+                f"{_TO}: under an episode seed schedule, seed() restarts the "
+                f"schedule with a full reset, while different options per sub-env "
+                f"take a masked reset each, with scheduled seeds: not both in one "
+                f"reset(). Both were dropped; call seed() and reset(), then "
+                f"set_options() and reset()."
+            )
         reset_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for options, indices in groups:
             if len(groups) > 1:
                 mask = np.isin(np.arange(self.num_envs), indices)
                 options = {**options, "reset_mask": mask}
-            try:
-                obs, infos = self.vector_env.reset(seed=seed, options=options or None)
-            except errors.SeedError as error:  # (an episode seed schedule's)
-                if seed is None or len(groups) < 2:
-                    raise
-                self._reset_seeds()
-                self._reset_options()
-                raise errors.SeedError(
-                    f"{_TO}: under an episode seed schedule, seed() restarts the "
-                    f"schedule with a full reset, while different options per "
-                    f"sub-env take a masked reset each, with scheduled seeds: not "
-                    f"both in one reset(). Both were dropped; call seed() and "
-                    f"reset(), then set_options() and reset()."
-                ) from error
+            obs, infos = self.vector_env.reset(seed=seed, options=options or None)
             check_infos(infos, _TO)
             listed = infos_to_list(infos, self.num_envs)
             for i in indices:

@@ -1116,6 +1116,15 @@ def test_seed_with_options_per_sub_env_under_a_schedule_is_refused_and_dropped()
     venv.set_options([{"low": -0.01, "high": 0.01}, {}])
     assert np.abs(venv.reset()[0]).max() <= 0.01  # each its own, as scheduled
     venv.close()
+    # without a schedule, a bad seed is told as such, and nothing is dropped
+    venv = to_sb3(vecmode.make_vec("CartPole-v1", 2, "sync"))
+    venv.reset()
+    venv.seed(-5)
+    venv.set_options([{"low": -0.01, "high": 0.01}, {}])
+    with pytest.raises(SeedError, match="seed must be >= 0"):
+        venv.reset()
+    assert venv._seeds == [-5, -4]
+    venv.close()
 
 
 def test_to_sb3_warns_over_a_stack_that_is_not_ok():
