@@ -40,7 +40,13 @@ def test_conform_over_torch_batches_proves_the_array_path(capsys):
         ["conform", "DictInfoToList", "--array-library", "torch"], capsys
     )
     said = one_error_line(err)
-    assert code != EXIT_OK and "it is not array-native (it reads NumPy)" in said
+    assert code == EXIT_USAGE and "it is not array-native (it reads NumPy)" in said
+    # a mode the wrapper refuses is a usage error too (it exited 1, as "raised")
+    code, out, err = run(
+        ["conform", "vecmode:NextStepAutoreset", "--modes", "SameStep"], capsys
+    )
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "modes asks to prove SameStep, which it does not declare" in err
 
 
 def test_conform_a_class_uses_its_declaration(capsys):

@@ -16,6 +16,7 @@ from vecmode.cli.spec import Target, bind, builds_vector_env, resolve
 from vecmode.errors import IncompatibleModeError, NotAVectorEnvError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
+from vecmode.testing.wrapper.events import ProofArgumentError
 
 #: The options of the kit's test envs (None: the kit's default).
 KINDS = ("obs_type", "action_type", "info_type")
@@ -63,6 +64,8 @@ def run(args: argparse.Namespace) -> bool:
     proof["episodic"] = args.episodic or None  # (None: its class attribute says)
     try:
         report = testing.check_wrapper(factory, **kinds, **proof)
+    except ProofArgumentError as error:  # an option that does not fit it
+        raise common.CommandError(str(error)) from error
     except Exception as error:
         if _verdict(error):
             return _show(args.json, target.spec, None, error)

@@ -382,7 +382,7 @@ class WrapperCheck:
             raised = next(iter(self.raised.values()))
             library = self.kinds.get("array_library")
             if library and isinstance(raised, ArrayLibraryError):
-                raise ValueError(
+                raise events.ProofArgumentError(
                     f"check_wrapper({self.who}, array_library={library!r}): it is not "
                     f"array-native (it reads NumPy), so it cannot be proved over "
                     f"{library} batches. Prove it over NumPy (array_library=None), or "
@@ -400,7 +400,7 @@ class WrapperCheck:
     ) -> tuple[AutoresetMode, ...]:
         """The modes asked for, else the modes declared."""
         if self.declared is None and modes is None:
-            raise ValueError(
+            raise events.ProofArgumentError(
                 f"check_wrapper({self.who}): the wrapper declares no autoreset "
                 f"modes; declare them with @vecmode.supports(...) (vecmode.register "
                 f"for a class you don't own), or pass modes=[...]"
@@ -410,7 +410,7 @@ class WrapperCheck:
         else:
             to_prove = tuple(m for m in MODES if self.declared and m in self.declared)
         if not to_prove:
-            raise ValueError(
+            raise events.ProofArgumentError(
                 f"check_wrapper({self.who}): no mode to prove (modes=[] or a "
                 f"declaration with no supported mode)"
             )
@@ -435,7 +435,7 @@ class WrapperCheck:
         for mode in to_prove:
             if mode in self.refusals and self.declared and mode not in self.declared:
                 declared = ", ".join(m.value for m in MODES if m in self.declared)
-                raise ValueError(
+                raise events.ProofArgumentError(
                     f"check_wrapper({self.who}): modes asks to prove {mode.value}, "
                     f"which it does not declare and refuses when built; prove the "
                     f"modes it declares ({declared})"

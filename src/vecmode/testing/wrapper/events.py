@@ -44,6 +44,11 @@ class ConformanceError(AssertionError):
         self.property = property
 
 
+class ProofArgumentError(ValueError):
+    """A :func:`~vecmode.testing.check_wrapper` argument that does not fit the
+    wrapper (a mode it refuses, a library it cannot take): no proof was run."""
+
+
 def fail(
     prop: str, who: str, where: str, what: str, hint: str = ""
 ) -> ConformanceError:
