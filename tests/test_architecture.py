@@ -188,8 +188,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: other-actions evidence stands again and names the Disabled alternative; +18:
 #: held envs' cycles, RecordVideo alone misreads a string mode, the CLI knows a
 #: refusal naming SAME_STEP, to_sb3's schedule found first, @vecmode.strict;
-#: +8: conform's options that do not fit the wrapper are usage errors)
-MAX_SRC_LINES = 23_642
+#: +8: conform's options that do not fit the wrapper are usage errors; the
+#: reread, +5: which Gymnasium wrapper misreads a string mode is data in _gymnasium)
+MAX_SRC_LINES = 23_647
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -215,3 +215,8 @@ BATCH_DEPENDENT: frozenset[str] = frozenset(
         _GWV + "stateful_reward:NormalizeReward",
     }
 )
+
+#: Wrappers that compare metadata["autoreset_mode"] with each ``AutoresetMode``
+#: member, so a mode declared as a string (equal to none) is misread silently
+#: (the others that read the mode raise when built, or test SameStep alone).
+MISREAD_STRING_MODES: frozenset[str] = frozenset({_GWV + "rendering:RecordVideo"})

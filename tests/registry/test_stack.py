@@ -806,7 +806,15 @@ def test_gymnasium_s_wrappers_misread_a_mode_declared_as_a_string(tmp_path):
     assert vecmode.check_stack(gym_wrappers.NormalizeReward(envs)).ok
     with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError, match="string"):
         gym_wrappers.RecordVideo(envs, str(tmp_path), episode_trigger=bool)
-    video.close()
+    # the data: over the string it counts no episode; over the member, each
+    envs.metadata["autoreset_mode"] = vecmode.AutoresetMode.NEXT_STEP
+    right = gym_wrappers.RecordVideo(envs, str(tmp_path / "b"), episode_trigger=bool)
+    for wrapper in (video, right):
+        wrapper.reset(seed=0)
+        for _ in range(40):  # CartPole's episodes end within 40 steps of action 1
+            wrapper.step(np.ones(2, dtype=np.int64))
+    assert (video.episode_id, right.episode_id > 0) == (0, True)
+    right.close()
 
 
 def test_vector_envs_holding_each_other_are_checked_once():

@@ -371,12 +371,12 @@ def dense_layout_fault(
 
 def string_mode_fault(cls: type, env: Any, found: Declaration) -> str:
     """Why Gymnasium's ``cls`` misreads ``env``'s mode, declared as a string, equal
-    to no ``AutoresetMode``; "" if it does not. (RecordVideo compares it with
-    each mode; the others that read it raise when built, or test SameStep alone,
-    where their entries say known-wrong.)"""
+    to no ``AutoresetMode`` (``_gymnasium.MISREAD_STRING_MODES``); "" if not."""
     declared = (getattr(env, "metadata", None) or {}).get("autoreset_mode")
-    video = any(k.__name__ == "RecordVideo" for k in cls.__mro__)
-    if found.source != "gymnasium" or not video or not isinstance(declared, str):
+    misreads = any(
+        class_path(k) in _gymnasium.MISREAD_STRING_MODES for k in cls.__mro__
+    )
+    if found.source != "gymnasium" or not misreads or not isinstance(declared, str):
         return ""
     return (
         f"{cls.__name__} compares metadata['autoreset_mode'] with "
