@@ -189,8 +189,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: held envs' cycles, RecordVideo alone misreads a string mode, the CLI knows a
 #: refusal naming SAME_STEP, to_sb3's schedule found first, @vecmode.strict;
 #: +8: conform's options that do not fit the wrapper are usage errors; the
-#: reread, +5: which Gymnasium wrapper misreads a string mode is data in _gymnasium)
-MAX_SRC_LINES = 23_647
+#: reread, +5: which Gymnasium wrapper misreads a string mode is data in _gymnasium;
+#: stop 57, +23: a NumPy reset_mask before an array env's first batch refused)
+MAX_SRC_LINES = 23_670
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

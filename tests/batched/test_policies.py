@@ -196,6 +196,52 @@ def test_a_mask_of_another_array_library_is_refused_naming_both(name, layer):
 
 
 @pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("layer", ["policy", "wrapper", "stack"])
+def test_a_numpy_mask_reaches_the_env_in_its_library_or_is_refused(name, layer):
+    """Before the first reset, no batch showed the library's device: a NumPy
+    mask reached the env as NumPy (its own reset then failed)."""
+    envs, seen = make_batched(name, 3), []
+    own_reset = envs.reset
+
+    def reset(**kwargs):
+        seen.append((kwargs.get("options") or {}).get("reset_mask"))
+        return own_reset(**kwargs)
+
+    envs.reset = reset
+    stack = {
+        "policy": lambda: vecmode.with_autoreset(envs, "SameStep"),
+        "wrapper": lambda: vecmode.wrappers.RecordEpisodeStatistics(envs),
+        "stack": lambda: vecmode.wrappers.ppo_stack(
+            vecmode.DisableAutoreset(envs), gamma=0.9
+        ),
+    }[layer]()
+    library = "jax.numpy" if name == "jax" else name
+    with pytest.raises(TypeError) as refused:
+        stack.reset(options={"reset_mask": np.array([True, False, True])})
+    assert str(refused.value) == (
+        f"`options['reset_mask']` is a numpy mask, and the env's batches are "
+        f"{library} (its metadata['array_namespace']): before its first reset(), "
+        f"pass a bool array of {library}, or reset() every sub-env first."
+    )
+    assert seen == []  # nothing reached the env
+    xp = envs.xp
+    stack.reset(options={"reset_mask": xp.asarray([True, False, True])})
+    stack.reset(options={"reset_mask": np.array([True, True, False])})
+    assert [type(mask) for mask in seen] == [type(xp.asarray([True]))] * 2
+
+
+def test_a_numpy_mask_over_a_conversion_is_taken_before_the_first_reset() -> None:
+    xp_of("torch")
+    convert = vecmode.wrappers.NumpyToTorch(make_batched("numpy", 3))
+    for envs in (
+        vecmode.wrappers.RecordEpisodeStatistics(convert),
+        vecmode.with_autoreset(convert, "SameStep"),
+    ):
+        obs, _ = envs.reset(options={"reset_mask": np.array([True, False, True])})
+        assert type(obs).__module__ == "torch"
+
+
+@pytest.mark.parametrize("name", ARRAYS)
 def test_a_bad_array_mask_is_refused_with_what_to_pass(name) -> None:
     policy = vecmode.DisableAutoreset(make_batched(name, 3))
     xp = policy.env.xp

@@ -162,8 +162,7 @@ class AutoresetWrapper(ForwardingWrapper):
         """Whether ``options`` asks for a masked reset of no sub-env."""
         if options is None or "reset_mask" not in options:
             return False
-        like = self._last_obs if self._array else None
-        mask = valid_reset_mask(options["reset_mask"], self.num_envs, like)
+        mask = valid_reset_mask(options["reset_mask"], self.num_envs, self._like)
         return not _arrays.any_true(mask)
 
     def reset(
@@ -235,12 +234,21 @@ class AutoresetWrapper(ForwardingWrapper):
         return reset_wait
 
     # ------------------------------------------- halves, over a foreign env
+    @property
+    def _like(self) -> Any:
+        """What a caller's ``reset_mask`` takes the library of: an array env's
+        last batch (its library's name before the first)."""
+        if not self._array:
+            return None
+        if self._last_obs is not None or isinstance(self.env, ForwardingWrapper):
+            return self._last_obs
+        return _arrays.declared_namespace(self.env)
+
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any] | None, Any]:
         """The env's reset arguments; an array env's mask in its batches' library."""
-        like = self._last_obs if self._array else None
-        return reset_arguments(self.env, seed, options, like)
+        return reset_arguments(self.env, seed, options, self._like)
 
     def _reset_result(
         self, obs: Any, infos: dict[str, Any], state: np.ndarray | None

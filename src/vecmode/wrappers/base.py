@@ -162,8 +162,9 @@ class MaskedResetWrapper(ForwardingWrapper):
     """The base of the bases: passes ``reset_mask`` down validated (as ``state``
     to :meth:`_reset_result`, None for a full reset) and checks the infos."""
 
-    #: An empty mask of an array env's library and device, from its first reset:
-    #: a caller's NumPy mask is handed to the env as such a mask.
+    #: An empty mask of an array env's library and device, from its first reset
+    #: (its library's name before): a caller's NumPy mask is handed to the env as
+    #: such a mask.
     _like: Any = None
 
     def __init__(self, env: VectorEnv) -> None:
@@ -173,6 +174,8 @@ class MaskedResetWrapper(ForwardingWrapper):
             raise errors.IncompatibleModeError(fault)
         super().__init__(env)
         self._array_env = _arrays.is_array_env(env)
+        if self._array_env:
+            self._like = _arrays.declared_namespace(env)
 
     def _reset_arguments(
         self, seed: Any, options: dict[str, Any] | None
@@ -181,7 +184,7 @@ class MaskedResetWrapper(ForwardingWrapper):
 
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         check_infos(infos, type(self).__name__)
-        if self._array_env and self._like is None:  # (not the batch: no pinning)
+        if isinstance(self._like, str):  # (not the batch: no pinning)
             self._like = _rows.in_library(np.zeros(0, np.bool_), _arrays.leaf(obs))
         return obs, infos
 
