@@ -550,30 +550,23 @@ class Runner:
         method: str,
         fn: Callable[[gym.Env], Any],
         positions: Sequence[int] | None = None,
-    ) -> tuple[list[Any], Failure | None]:
+    ) -> tuple[list[Any], list[Failure]]:
         """``fn(env)`` for every sub-env, or those at ``positions`` of the slice, in
-        order: the results, and the first failure (nothing runs after it)."""
-        results = []
-        i = self.first
-        envs = self.envs
-        try:
-            for k in range(len(envs)) if positions is None else positions:
-                i = self.first + k
-                results.append(fn(envs[k]))
-        except BaseException as exc:
-            return results, Failure.caught(i, method, exc, self.passes)
-        return results, None
+        order, whatever fails (as in every core): the results, and the failures."""
+        results: list[Any] = []
+        failures = []
+        for k in range(len(self.envs)) if positions is None else positions:
+            try:
+                results.append(fn(self.envs[k]))
+            except BaseException as exc:
+                failures.append(
+                    Failure.caught(self.first + k, method, exc, self.passes)
+                )
+        return results, failures
 
     def close(self) -> list[Failure]:
         """Close every sub-env (all of them, whatever fails): the failures."""
-        failures = []
-        for k, env in enumerate(self.envs):
-            try:
-                env.close()
-            except BaseException as exc:
-                failures.append(
-                    Failure.caught(self.first + k, "close", exc, self.passes)
-                )
+        failures = self.each("close", lambda env: env.close())[1]
         self.envs = []
         return failures
 

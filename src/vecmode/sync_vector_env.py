@@ -162,9 +162,9 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
         order: list[int] | None = None,
     ) -> tuple[Any, ...]:
         """``fn`` of each sub-env (all, or those in ``order``), as a tuple."""
-        results, failure = self._runner.each(during, fn, order)
-        if failure is not None:
-            raise failure.as_error()
+        results, failures = self._runner.each(during, fn, order)
+        if failures:
+            raise failures[0].as_error(others=[f.index for f in failures[1:]])
         return tuple(results)
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -228,9 +228,9 @@ class SliceServer:
         fn: Callable[[gym.Env], Any],
         positions: list[int] | None = None,
     ) -> tuple[Any, ...]:
-        results, failure = self.runner.each(method, fn, positions)
-        if failure is not None:
-            return (FAILED, [RemoteFailure.of(failure)], ())
+        results, failures = self.runner.each(method, fn, positions)
+        if failures:
+            return (FAILED, [RemoteFailure.of(failure) for failure in failures], ())
         # with the sub-envs they are of (named if one does not pickle)
         if positions is None:
             return (OK, results, range(self.first, self.stop))

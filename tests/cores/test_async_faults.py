@@ -160,7 +160,7 @@ def test_a_sub_env_raising_in_call_get_attr_set_attr_leaves_the_env_as_it_was():
     with pytest.raises(SubEnvError) as info:
         envs.call("explode")
     assert info.value.index == 0 and isinstance(info.value.__cause__, KeyError)
-    assert "unchanged and usable" in str(info.value)
+    assert "Every other sub-env ran it (nothing is undone)" in str(info.value)
     with pytest.raises(SubEnvError, match="get_attr\\('missing'\\)"):
         envs.get_attr("missing")
     assert not envs.awaiting_reset.any()
@@ -412,6 +412,59 @@ def test_a_worker_dying_at_construction_is_reported_and_leaves_no_process():
     assert set(multiprocessing.active_children()) == before
     # there is no env to close(), as it said
     assert "during construction. No env was built and no worker is left" in str(e.value)
+
+
+class _Picky(gym.Env):
+    """Sub-env 1 refuses every level and every bump."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, index):
+        self.index, self._level, self.bumps = index, 0, 0
+
+    @property
+    def level(self):
+        return self._level
+
+    @level.setter
+    def level(self, value):
+        if self.index == 1:
+            raise ValueError("sub-env 1 refuses this level")
+        self._level = value
+
+    def bump(self):
+        if self.index == 1:
+            raise ValueError("sub-env 1 cannot bump")
+        self.bumps += 1
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+
+@pytest.mark.parametrize("layout", ["sync", "async"])
+def test_a_failed_set_attr_or_call_reaches_every_other_sub_env_and_says_so(layout):
+    """The sync core stopped at the failure, the async core at the failure in
+    each worker's share, and both said the env was unchanged."""
+    fns = [functools.partial(_Picky, i) for i in range(4)]
+    envs = (
+        vecmode.SyncVectorEnv(fns)
+        if layout == "sync"
+        else make_async(fns, num_workers=2)
+    )
+    envs.reset(seed=0)
+    with pytest.raises(SubEnvError) as info:
+        envs.set_attr("level", [10, 11, 12, 13])
+    assert (info.value.index, info.value.others) == (1, ())
+    assert "Every other sub-env ran it (nothing is undone)" in str(info.value)
+    assert envs.get_attr("level") == (10, 0, 12, 13)
+    with pytest.raises(SubEnvError, match="Every other sub-env ran it"):
+        envs.call("bump")
+    assert envs.get_attr("bumps") == (1, 0, 1, 1)
+    with pytest.raises(SubEnvError, match="unchanged and usable") as info:
+        envs.get_attr("missing")
+    assert (info.value.index, info.value.others) == (0, (1, 2, 3))
+    envs.close()
 
 
 def test_different_spaces_are_refused_at_construction():

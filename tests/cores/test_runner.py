@@ -212,7 +212,7 @@ def test_a_base_exception_is_the_sub_env_s_failure_but_ctrl_c_in_the_parent(
     run.run([RESET] * 2, None, None, None)
     for call in (
         lambda: run.run([STEP, STEP], iter([0, 0])).failure,
-        lambda: run.each("poke", lambda env: env.step(0))[1],
+        lambda: run.each("poke", lambda env: env.step(0))[1][0],
     ):
         if isinstance(error, passes):
             with pytest.raises(type(error)):
