@@ -637,8 +637,8 @@ class RemoteCore(core.VectorCore):
             if self._unclosed:
                 gym.logger.warn(
                     f"sub-env(s) {', '.join(map(str, self._unclosed))} did not close "
-                    f"within {timeout} s: their worker was ended, so their close() "
-                    f"may not have finished."
+                    f"within {timeout} s: their worker (or Ray actor) was ended, so "
+                    f"their close() may not have finished."
                 )
             if pending is not None:  # after the shutdown: an error leaks nothing
                 gym.logger.warn(
