@@ -13,6 +13,7 @@ True
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,16 @@ def name_of(xp: Any | None) -> str:
     name = getattr(xp, "__name__", "")
     # array-api-compat's wrappers: array_api_compat.torch -> torch
     return name.removeprefix("array_api_compat.")
+
+
+def module_named(name: str) -> Any | None:
+    """The array module named ``name`` (``"torch"``, ``"jax.numpy"``), if it is
+    installed and has ``asarray``; else None."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        return None
+    return module if callable(getattr(module, "asarray", None)) else None
 
 
 def declared_namespace(env: Any) -> str | None:

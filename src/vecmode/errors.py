@@ -528,8 +528,13 @@ def sub_envs(indices: Iterable[int]) -> str:
 #: The ``method`` of a failed close of the sub-env built to read the spaces.
 BUILDING_CLOSE = "close (at construction)"
 UNCHANGED = "The env is unchanged and usable."
-#: After a failed call, set_attr or each: every other sub-env ran it.
-RAN_ON_OTHERS = "Every other sub-env ran it (nothing is undone); the env is usable."
+#: After a failed call, set_attr or each: how far it ran (by how it failed).
+_RAN = {
+    "get_attr": UNCHANGED,
+    "unpickling": "Its worker's sub-envs ran none of it; nothing is undone, and "
+    "the env is usable.",
+    "": "The other sub-envs asked ran it; nothing is undone, and the env is usable.",
+}
 #: How :func:`sub_env_failed` names a call, and what to do ("": reset the lost).
 _AFTER = {
     "env_fn": ("env_fn", "Fix the env_fn; nothing was left running."),
@@ -552,8 +557,8 @@ def sub_env_failed(
     others: tuple[int, ...] = (),
     lost: tuple[int, ...] = (),
 ) -> str:
-    unchanged = UNCHANGED if method.startswith("get_attr") else RAN_ON_OTHERS
-    call, todo = _AFTER.get(method, (method, "" if lost else unchanged))
+    ran = _RAN[next(k for k in _RAN if method.startswith(k))]
+    call, todo = _AFTER.get(method, (method, "" if lost else ran))
     said = f": {message}" if message else ""
     what = f"sub-env {index} raised {exc_type} in {call}{said}"
     if method == "env_fn":

@@ -20,20 +20,16 @@ def valid_reset_mask(mask: Any, num_envs: int, like: Any = None) -> Any:
     """``options["reset_mask"]`` checked: a NumPy bool array (lists and tuples
     as NumPy), or another array library's bool array kept in its library;
     ``like``: an array env's batch, whose library and device the mask takes
-    (before its first batch, its library's name: a mask of that library only).
+    (before its first batch, its library's name: NumPy's mask goes as its).
 
     >>> valid_reset_mask([True, False], 2)
     array([ True, False])
     """
-    if isinstance(like, str):
-        given = _arrays.name_of(_arrays.namespace(mask))
-        if given != like:
-            raise TypeError(
-                f"`options['reset_mask']` is a {given} mask, and the env's batches "
-                f"are {like} (its metadata['array_namespace']): before its first "
-                f"reset(), pass a bool array of {like}, or reset() every sub-env first."
-            )
-        like = None
+    if isinstance(like, str):  # (on the library's default device)
+        module = _arrays.module_named(like)
+        if module is None or _arrays.namespace(mask) is not None:
+            return valid_reset_mask(mask, num_envs)
+        return module.asarray(np.array(validate_reset_mask(mask, num_envs)))
     if like is not None:  # an array env's: its reset may take only its masks
         leaf = _arrays.leaf(like)
         host = (np.ndarray, list, tuple, type(leaf))
@@ -68,8 +64,6 @@ def reset_arguments(
     """``(seed, options, mask)`` to reset ``env`` with; ``options`` copied; the
     mask a NumPy one or the array library's its caller gave (or ``like``'s)."""
     mask = None
-    if isinstance(like, str) and isinstance(env, ForwardingWrapper):
-        like = None  # (a vecmode layer takes NumPy's masks before a batch too)
     if options is not None:
         options = dict(options)
         if "reset_mask" in options:

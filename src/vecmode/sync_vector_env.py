@@ -163,8 +163,9 @@ class SyncVectorEnv(VectorCore, gym.vector.SyncVectorEnv):
     ) -> tuple[Any, ...]:
         """``fn`` of each sub-env (all, or those in ``order``), as a tuple."""
         results, failures = self._runner.each(during, fn, order)
-        if failures:
-            raise failures[0].as_error(others=[f.index for f in failures[1:]])
+        if failures:  # (the lowest sub-env's, as the remote cores)
+            first, *rest = sorted(failures, key=lambda failure: failure.index)
+            raise first.as_error(others=[f.index for f in rest])
         return tuple(results)
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -11,8 +11,10 @@ import os
 import pathlib
 import re
 import signal
+import sys
 import threading
 import time
+import types
 import warnings
 
 import gymnasium as gym
@@ -160,7 +162,7 @@ def test_a_sub_env_raising_in_call_get_attr_set_attr_leaves_the_env_as_it_was():
     with pytest.raises(SubEnvError) as info:
         envs.call("explode")
     assert info.value.index == 0 and isinstance(info.value.__cause__, KeyError)
-    assert "Every other sub-env ran it (nothing is undone)" in str(info.value)
+    assert "The other sub-envs asked ran it; nothing is undone" in str(info.value)
     with pytest.raises(SubEnvError, match="get_attr\\('missing'\\)"):
         envs.get_attr("missing")
     assert not envs.awaiting_reset.any()
@@ -443,7 +445,9 @@ class _Picky(gym.Env):
 
 
 @pytest.mark.parametrize("layout", ["sync", "async"])
-def test_a_failed_set_attr_or_call_reaches_every_other_sub_env_and_says_so(layout):
+def test_a_failed_set_attr_or_call_reaches_every_other_sub_env_and_says_so(
+    layout, monkeypatch
+):
     """The sync core stopped at the failure, the async core at the failure in
     each worker's share, and both said the env was unchanged."""
     fns = [functools.partial(_Picky, i) for i in range(4)]
@@ -456,14 +460,25 @@ def test_a_failed_set_attr_or_call_reaches_every_other_sub_env_and_says_so(layou
     with pytest.raises(SubEnvError) as info:
         envs.set_attr("level", [10, 11, 12, 13])
     assert (info.value.index, info.value.others) == (1, ())
-    assert "Every other sub-env ran it (nothing is undone)" in str(info.value)
+    assert "The other sub-envs asked ran it; nothing is undone" in str(info.value)
     assert envs.get_attr("level") == (10, 0, 12, 13)
-    with pytest.raises(SubEnvError, match="Every other sub-env ran it"):
+    with pytest.raises(SubEnvError, match="The other sub-envs asked ran it"):
         envs.call("bump")
     assert envs.get_attr("bumps") == (1, 0, 1, 1)
     with pytest.raises(SubEnvError, match="unchanged and usable") as info:
         envs.get_attr("missing")
     assert (info.value.index, info.value.others) == (0, (1, 2, 3))
+    with pytest.raises(SubEnvError) as info:  # the lowest named first, as by workers
+        envs.each(lambda env: 1 / 0, indices=[3, 1])
+    assert (info.value.index, info.value.others) == (1, (3,))
+    if layout == "async":  # a value no worker can unpickle: none ran it
+        ghost = types.ModuleType("ghost_module")
+        exec("class Thing:\n    pass", ghost.__dict__)
+        ghost.Thing.__module__ = "ghost_module"
+        monkeypatch.setitem(sys.modules, "ghost_module", ghost)  # not the workers'
+        with pytest.raises(SubEnvError, match="Its worker's sub-envs ran none of it"):
+            envs.set_attr("level", ghost.Thing())
+        assert envs.get_attr("level") == (10, 0, 12, 13)
     envs.close()
 
 

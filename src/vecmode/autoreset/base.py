@@ -160,8 +160,8 @@ class AutoresetWrapper(ForwardingWrapper):
     # ----------------------------------------------------------------- reset
     def _noop(self, options: dict[str, Any] | None) -> bool:
         """Whether ``options`` asks for a masked reset of no sub-env."""
-        if options is None or "reset_mask" not in options:
-            return False
+        if options is None or "reset_mask" not in options or self._last_obs is None:
+            return False  # (before the first batch: the env's to answer)
         mask = valid_reset_mask(options["reset_mask"], self.num_envs, self._like)
         return not _arrays.any_true(mask)
 
@@ -240,7 +240,7 @@ class AutoresetWrapper(ForwardingWrapper):
         last batch (its library's name before the first)."""
         if not self._array:
             return None
-        if self._last_obs is not None or isinstance(self.env, ForwardingWrapper):
+        if self._last_obs is not None:
             return self._last_obs
         return _arrays.declared_namespace(self.env)
 
