@@ -61,8 +61,6 @@ def _namespace_of(first: Any) -> Any | None:
         ) from error
     if not array_api_compat.is_array_api_obj(first):
         return None
-    if array_api_compat.is_numpy_array(first):
-        return None
     return array_api_compat.array_namespace(first)
 
 
