@@ -680,3 +680,44 @@ def test_masked_resets_in_a_row_keep_the_others_rows(name, stack, freeze):
         obs = host(envs.reset(options={"reset_mask": xp.asarray(mask)})[0])
         np.testing.assert_array_equal(obs[~mask], last[~mask], err_msg=f"reset {k}")
         last = obs
+
+
+@pytest.mark.parametrize("name", ("numpy", *ARRAYS))
+@pytest.mark.parametrize("mode", MODES)
+def test_frozen_normalize_observation_normalises_every_observation_with_its_stats(
+    name, mode
+):
+    """Frozen, over an episode's end too: the batch and the final observations
+    by the kept statistics, which stay as they were."""
+    envs, raw = (
+        vecmode.with_autoreset(make_batched(name, 3, max_episode_steps=3), mode)
+        for _ in range(2)
+    )
+    envs = NormalizeObservation(envs)
+    envs.reset(seed=0)
+    raw.reset(seed=0)
+    envs.update_running_mean = False
+    mean, var = host(envs.obs_rms.mean), host(envs.obs_rms.var)
+    scale, ends = np.sqrt(var + envs.epsilon), 0
+    actions = raw.unwrapped.xp.asarray([0, 1, 0])
+    for _ in range(8):
+        obs, *_, infos = envs.step(actions)
+        want, _, terminations, truncations, raw_infos = raw.step(actions)
+        np.testing.assert_allclose(host(obs), (host(want) - mean) / scale, rtol=1e-5)
+        if "final_obs" in raw_infos:
+            ends += 1
+            rows = host(raw_infos["_final_obs"])
+
+            def ended_rows(finals, rows=rows):  # (NumPy's: Gymnasium's object rows)
+                return np.stack([np.asarray(row) for row in host(finals)[rows]])
+
+            finals = (ended_rows(raw_infos["final_obs"]) - mean) / scale
+            got = ended_rows(infos["final_obs"])
+            np.testing.assert_allclose(got, finals, rtol=1e-5)
+        ended = terminations | truncations
+        if mode == "Disabled" and bool(ended.any()):
+            envs.reset(options={"reset_mask": ended})
+            raw.reset(options={"reset_mask": ended})
+    assert ends > 0 or mode == "Disabled"
+    np.testing.assert_array_equal(host(envs.obs_rms.mean), mean)
+    np.testing.assert_array_equal(host(envs.obs_rms.var), var)
