@@ -44,6 +44,34 @@ def make_batched(name: str, n: int, **kw: Any) -> Any:
     return BatchedCartPole(n, xp=xp_of(name), **kw)
 
 
+def as_dict_obs(envs: Any) -> Any:
+    """``envs`` (a batched env) with Dict observations, as IsaacLab's:
+    ``{"policy": obs, "pos": obs[:, :2]}`` (a Gymnasium ``VectorWrapper``)."""
+    import gymnasium as gym
+    from gymnasium.spaces import Box, Dict
+    from gymnasium.vector.utils import batch_space
+
+    class DictObs(gym.vector.VectorWrapper):
+        def __init__(self, env: Any) -> None:
+            super().__init__(env)
+            box = env.single_observation_space
+            pos = Box(box.low[:2], box.high[:2], dtype=box.dtype)
+            self.single_observation_space = Dict({"policy": box, "pos": pos})
+            self.observation_space = batch_space(
+                self.single_observation_space, env.num_envs
+            )
+
+        def reset(self, **kwargs: Any) -> Any:
+            obs, infos = self.env.reset(**kwargs)
+            return {"policy": obs, "pos": obs[:, :2] * 1}, infos
+
+        def step(self, actions: Any) -> Any:
+            obs, *rest = self.env.step(actions)
+            return ({"policy": obs, "pos": obs[:, :2] * 1}, *rest)
+
+    return DictObs(envs)
+
+
 def host(batch: Any) -> Any:
     """A batch (dicts, tuples, None) as NumPy, for comparing outside the trap."""
     if batch is None or isinstance(batch, (bool, int, float, np.ndarray)):

@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 import vecmode
 from tests.batched.support import (
     LIBRARIES,
+    as_dict_obs,
     host,
     make_batched,
     no_host_copies,
     xp_of,
 )
-from vecmode import _rows, modes
+from vecmode import _arrays, _rows, modes
 from vecmode.errors import EpisodeEndedError, IncompatibleModeError
 
 ARRAYS = [name for name in LIBRARIES if name != "numpy"]
@@ -32,15 +33,20 @@ def finals(infos: dict[str, Any], n: int) -> tuple[list[bool], dict[int, Any]]:
     mask, final = host(found[0]), found[1]
     if not (isinstance(final, np.ndarray) and final.dtype == object):
         final = host(final)
-    return mask.tolist(), {i: np.asarray(final[i]) for i in np.flatnonzero(mask)}
+    rows = {i: _rows.row_of(final, i) for i in np.flatnonzero(mask).tolist()}
+    return mask.tolist(), {
+        i: row if isinstance(row, dict) else np.asarray(row) for i, row in rows.items()
+    }
 
 
-def run_same_step(name: str, n: int, steps: int, actions: list, limit: int) -> list:
-    """Every step of SAME_STEP over a batched CartPole in library ``name``."""
-    envs = vecmode.with_autoreset(
-        make_batched(name, n, max_episode_steps=limit), "SameStep"
-    )
-    xp = envs.env.xp
+def run_same_step(
+    name: str, n: int, steps: int, actions: list, limit: int, wrap: Any = None
+) -> list:
+    """Every step of SAME_STEP over a batched CartPole in library ``name``
+    (``wrap``ped)."""
+    envs = make_batched(name, n, max_episode_steps=limit)
+    xp = envs.xp
+    envs = vecmode.with_autoreset(wrap(envs) if wrap else envs, "SameStep")
     record = []
     with no_host_copies():
         obs, _ = envs.reset(seed=3)
@@ -49,7 +55,7 @@ def run_same_step(name: str, n: int, steps: int, actions: list, limit: int) -> l
         with no_host_copies():
             step = envs.step(xp.asarray(actions[t % len(actions)]))
         obs, rewards, terms, truncs, infos = step
-        assert type(terms) is type(obs)  # the batch's library
+        assert type(terms) is type(_arrays.leaf(obs))  # the batch's library
         record.append(
             (host(obs), host(rewards), host(terms), host(truncs), finals(infos, n))
         )
@@ -83,6 +89,36 @@ def test_same_step_is_numpys_in_every_library(name, n, limit, actions) -> None:
     actions = [a[:n] for a in actions]
     got = run_same_step(name, n, 20, actions, limit)
     same(got, run_same_step("numpy", n, 20, actions, limit))
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+def test_same_step_over_dict_observations_is_over_their_arrays(name) -> None:
+    """Each key of a Dict observation (IsaacLab's), final observations included,
+    as the array it holds; a masked reset keeps the other rows of every key."""
+    actions = [[0, 1, 1], [1, 1, 0], [1, 0, 1]]
+    got = run_same_step(name, 3, 12, actions, 3, wrap=as_dict_obs)
+    plain = run_same_step(name, 3, 12, actions, 3)
+    assert any(any(step[4][0]) for step in plain[1:])  # episodes ended
+    same([got[0]["policy"], got[0]["pos"]], [plain[0], plain[0][:, :2]])
+    for step, want in zip(got[1:], plain[1:], strict=True):
+        same([step[0]["policy"], step[0]["pos"]], [want[0], want[0][:, :2]])
+        same(step[1:4], want[1:4])
+        (mask, finals), (want_mask, want_finals) = step[4], want[4]
+        assert mask == want_mask
+        same({i: f["policy"] for i, f in finals.items()}, want_finals)
+        same(
+            {i: f["pos"] for i, f in finals.items()},
+            {i: f[:2] for i, f in want_finals.items()},
+        )
+    envs = vecmode.with_autoreset(
+        as_dict_obs(make_batched(name, 3, max_episode_steps=3)), "SameStep"
+    )
+    obs, _ = envs.reset(seed=0)
+    mask = envs.unwrapped.xp.asarray([False, True, False])
+    again, _ = envs.reset(options={"reset_mask": mask})
+    for key in ("policy", "pos"):
+        np.testing.assert_array_equal(host(again[key])[[0, 2]], host(obs[key])[[0, 2]])
+    envs.close()
 
 
 @pytest.mark.parametrize("name", ARRAYS)
