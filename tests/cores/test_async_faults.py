@@ -457,6 +457,8 @@ def test_a_failed_set_attr_or_call_reaches_every_other_sub_env_and_says_so(
         else make_async(fns, num_workers=2)
     )
     envs.reset(seed=0)
+    with pytest.raises(ValueError, match=r"4 values \(one per sub-env\), got 2"):
+        envs.set_attr("level", [10, 11])
     with pytest.raises(SubEnvError) as info:
         envs.set_attr("level", [10, 11, 12, 13])
     assert (info.value.index, info.value.others) == (1, ())

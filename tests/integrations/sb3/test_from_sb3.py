@@ -186,6 +186,27 @@ class _IntObs(gym.Env):
         return self.np_random.integers(0, 100, 2), 1.0, False, self.t >= 5, {}
 
 
+def test_a_vec_env_that_loses_a_final_observation_is_refused_naming_the_sub_env():
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    class Lossy(VecEnvWrapper):  # a VecEnv breaking SB3's contract
+        def reset(self):
+            return self.venv.reset()
+
+        def step_wait(self):
+            obs, rewards, dones, infos = self.venv.step_wait()
+            for info in infos:
+                info.pop("terminal_observation", None)
+            return obs, rewards, dones, infos
+
+    envs = from_sb3(Lossy(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)))
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=r"sub-env [01] done without info\['termin"):
+        for _ in range(600):
+            envs.step(np.zeros(2, dtype=np.int64))
+    envs.close()
+
+
 def test_from_sb3_of_vec_normalize_declares_the_clipped_bounds_of_a_float_box():
     """CartPole's Box has finite bounds (4.8 and 0.42) that normalised values
     pass: the space said so and contains() failed on most observations."""
