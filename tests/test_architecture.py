@@ -194,8 +194,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: -4: call, set_attr and each reach every sub-env whatever fails, close with them;
 #: the diff review, +11: the mask converted, not refused; each's wording by how it
 #: failed, the lowest sub-env first; coverage, -7: an unreachable NumPy check in
-#: _arrays, the unused python -m vecmode.cli)
-MAX_SRC_LINES = 23_670
+#: _arrays, the unused python -m vecmode.cli; +9: a Ctrl-C in a sub-env's close()
+#: goes up once the others are closed)
+MAX_SRC_LINES = 23_679
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

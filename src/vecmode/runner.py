@@ -565,9 +565,18 @@ class Runner:
         return results, failures
 
     def close(self) -> list[Failure]:
-        """Close every sub-env (all of them, whatever fails): the failures."""
-        failures = self.each("close", lambda env: env.close())[1]
+        """Close every sub-env (all of them, whatever fails; a Ctrl-C in one goes
+        on up once the others are closed): the failures."""
+        failures: list[Failure] = []
+        interrupted = None
+        for k in range(len(self.envs)):
+            try:
+                failures += self.each("close", lambda env: env.close(), [k])[1]
+            except BaseException as exc:  # (what the parent lets through)
+                interrupted = interrupted or exc
         self.envs = []
+        if interrupted is not None:
+            raise interrupted
         return failures
 
 

@@ -670,6 +670,26 @@ def test_a_failing_close_closes_every_sub_env_and_names_each_failure():
     envs.close()  # no second error
 
 
+def test_a_ctrl_c_in_a_sub_env_s_close_goes_up_once_the_others_are_closed():
+    """The sub-envs after it were left unclosed, the core closed all the same."""
+
+    class Interrupted(ScheduledEnv):
+        closed_here = []
+
+        def close(self):
+            Interrupted.closed_here.append(self.index)
+            if self.index == 1:
+                raise KeyboardInterrupt
+
+    envs = vecmode.SyncVectorEnv([lambda i=i: Interrupted(i) for i in range(4)])
+    with pytest.raises(KeyboardInterrupt):
+        envs.close()
+    assert Interrupted.closed_here == [0, 1, 2, 3]
+    assert envs.closed
+    envs.close()  # nothing left to close
+    assert Interrupted.closed_here == [0, 1, 2, 3]
+
+
 # ------------------------------------------ a sub-env's error, of the original's class
 class _QuotedKey(KeyError):
     """A class with its own __new__, __init__, __str__ and __repr__."""
