@@ -1,5 +1,5 @@
 """The remote cores' layouts: how many workers or actors, which sub-envs each
-runs, and whether processes spin as they wait (see docs/performance.md)."""
+runs, and whether processes spin as they wait."""
 
 from __future__ import annotations
 
