@@ -195,8 +195,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: the diff review, +11: the mask converted, not refused; each's wording by how it
 #: failed, the lowest sub-env first; coverage, -7: an unreachable NumPy check in
 #: _arrays, the unused python -m vecmode.cli; +9: a Ctrl-C in a sub-env's close()
-#: goes up once the others are closed)
-MAX_SRC_LINES = 23_679
+#: goes up once the others are closed; -10: the kit's report lines read its run, not
+#: five of its fields)
+MAX_SRC_LINES = 23_669
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -135,13 +135,7 @@ def _report(run: CheckedRun, ends: int, found: ProbeResult) -> VectorEnvReport:
         len(calls),
         ends,
         sum(call.kind == "reset(mask)" for call in calls),
-        _checks(
-            run.mode,
-            run.optional,
-            run.results.reuses_observations,
-            found,
-            int(built.num_envs),
-        ),
+        _checks(run, found),
         found,
         None if wrapped else type(built),
         tuple(type(layer).__name__ for layer in layers(built)) if wrapped else (),
@@ -175,14 +169,9 @@ def _diagnosis(
     return f"{text} {LOSES_FINALS}" if modes.caller_resets(found) else text
 
 
-def _checks(
-    mode: modes.AutoresetMode,
-    masked: str,
-    reuses_observations: bool,
-    probe: ProbeResult,
-    num_envs: int,
-) -> tuple[str, ...]:
-    """What was checked, one line each, for the report."""
+def _checks(run: CheckedRun, probe: ProbeResult) -> tuple[str, ...]:
+    """What ``run`` checked, one line each, for the report."""
+    mode, masked, num_envs = run.mode, run.optional, int(run.built.num_envs)
     checks = [
         "observations in the observation space; rewards and flags of shape "
         "(num_envs,) and the right dtypes; infos dicts",
@@ -216,7 +205,8 @@ def _checks(
             kept = "clearing" if masked == "clears" else "keeping"
             line += f", {kept} their pending autoresets"
         checks.append(line)
-    copied = ", the observations excepted (copy=False)" if reuses_observations else ""
+    reused = run.results.reuses_observations
+    copied = ", the observations excepted (copy=False)" if reused else ""
     checks += [
         f"what a call returned is not changed by later calls{copied}",
         "the same seed and actions reproduce the run",
