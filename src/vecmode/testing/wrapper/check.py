@@ -21,7 +21,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
-from vecmode.env_classes import final_obs_layout, keeps_options, layers
+from vecmode.env_classes import class_path, final_obs_layout, keeps_options, layers
 from vecmode.errors import ArrayLibraryError, IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
 from vecmode.registry import declaration, supported_modes
@@ -655,19 +655,13 @@ class WrapperCheck:
         return made
 
 
-def _said(wrapped: VectorEnv, name: str) -> bool | None:
-    """The outermost layer's class attribute ``name`` (None: none has one)."""
-    for layer in layers(wrapped, limit=10_000):
-        if any(name in vars(c) for c in type(layer).__mro__):
-            return bool(getattr(layer, name))
-    return None
-
-
 def _batch_dependent(wrapped: VectorEnv) -> bool:
-    """The outermost layer's ``batch_dependent``, or Gymnasium's table's."""
-    said, cls = _said(wrapped, "batch_dependent"), type(wrapped)
-    in_table = f"{cls.__module__}:{cls.__qualname__}" in BATCH_DEPENDENT
-    return in_table if said is None else said
+    """The outermost ``batch_dependent`` class attribute of a layer, else whether
+    Gymnasium's table lists ``wrapped``'s class."""
+    for layer in layers(wrapped, limit=10_000):
+        if any("batch_dependent" in vars(c) for c in type(layer).__mro__):
+            return bool(layer.batch_dependent)
+    return class_path(type(wrapped)) in BATCH_DEPENDENT
 
 
 def _final_layout(own: list[Any], base: VectorEnv) -> str:
