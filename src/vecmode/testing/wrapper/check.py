@@ -24,12 +24,12 @@ from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.env_classes import class_path, final_obs_layout, keeps_options, layers
 from vecmode.errors import ArrayLibraryError, IncompatibleModeError
 from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
-from vecmode.registry import declaration, supported_modes
+from vecmode.registry import declaration, is_array_native, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import RESET_INFO_KEYS, STEP_INFO_KEYS, ScheduledEnv
 from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.driver import Driver, RunPlan
-from vecmode.testing.wrapper.report import WrapperReport, array_native
+from vecmode.testing.wrapper.report import WrapperReport
 from vecmode.testing.writes import WritesBelow
 
 WrapperFactory = Callable[[VectorEnv], VectorEnv]
@@ -166,8 +166,9 @@ def check_wrapper(
 def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) -> Any:
     """``report``, with the proof over torch (else JAX) batches of Box observations
     of a class declaring array_native (``asked``: ``check_wrapper``'s arguments)."""
-    given = asked["array_library"]
-    native = box and array_native(report.wrapper_class)
+    given, cls = asked["array_library"], report.wrapper_class
+    conversion = getattr(cls, "converts_arrays", False)  # proved over its input
+    native = box and cls is not None and is_array_native(cls) and not conversion
     if given not in (None, "numpy") or not native:
         return report
     if given == "numpy":

@@ -23,13 +23,6 @@ NOT_EPISODIC = (
 ALWAYS = tuple(p for p in PROPERTIES if p != "episodic")
 
 
-def array_native(cls: type | None) -> bool:
-    """Whether ``cls`` declares array_native and is not a conversion (which is
-    proved over what it converts from)."""
-    found = cls and registry.declaration(cls)
-    return bool(found and found.array_native and not getattr(cls, "converts_arrays", 0))
-
-
 @dataclass(frozen=True)
 class WrapperReport:
     """What :func:`~vecmode.testing.check_wrapper` proved; ``str(report)`` shows
