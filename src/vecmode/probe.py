@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from vecmode import modes
+from vecmode.errors import mode_names
 from vecmode.modes import MODES, AutoresetMode, caller_resets, mode_of
 from vecmode.replay.compare import Difference, raised, same
 from vecmode.replay.predictions import (
@@ -376,8 +377,7 @@ def _reason(
         return "the env contradicts every mode's predictions: " + "; ".join(
             f"not {mode.value}: {diff}" for mode, diff in rejected.items()
         )
-    names = ", ".join(mode.value for mode in fitting)
     return (
-        f"the runs fit {names} alike (e.g. a single action: whether it is ignored "
-        f"is unknown)"
+        f"the runs fit {mode_names(fitting)} alike (e.g. a single action: whether "
+        f"it is ignored is unknown)"
     )

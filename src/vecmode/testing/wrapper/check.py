@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from vecmode import _arrays
 from vecmode._gymnasium import BATCH_DEPENDENT
 from vecmode.env_classes import class_path, final_obs_layout, keeps_options, layers
-from vecmode.errors import ArrayLibraryError, IncompatibleModeError
+from vecmode.errors import ArrayLibraryError, IncompatibleModeError, mode_names
 from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
 from vecmode.registry import declaration, is_array_native, supported_modes
 from vecmode.replay.record import is_count
@@ -435,11 +435,10 @@ class WrapperCheck:
             self.own_refusals[mode] = f"{type(own).__name__}: {own}"
         for mode in to_prove:
             if mode in self.refusals and self.declared and mode not in self.declared:
-                declared = ", ".join(m.value for m in MODES if m in self.declared)
                 raise events.ProofArgumentError(
                     f"check_wrapper({self.who}): modes asks to prove {mode.value}, "
                     f"which it does not declare and refuses when built; prove the "
-                    f"modes it declares ({declared})"
+                    f"modes it declares ({mode_names(self.declared)})"
                 )
             if mode in self.refusals:
                 what = f"refused a mode to prove: {self.refusals[mode]}"
