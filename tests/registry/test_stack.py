@@ -183,6 +183,15 @@ def test_check_propagates_the_mode_through_a_foreign_conversion():
     assert [r.origin for r in report] == ["gymnasium", "vecmode", "tests"]
 
 
+def test_the_summary_names_each_failing_layer_where_two_report_alike():
+    envs = gym_wrappers.NormalizeReward(gym_wrappers.NormalizeReward(in_mode(SS)))
+    summary = str(vecmode.check_stack(envs)).splitlines()[0]
+    assert summary == (
+        "NOT OK: layer 2 NormalizeReward is known-wrong in SameStep; "
+        "layer 3 NormalizeReward is known-wrong in SameStep"
+    )
+
+
 def test_report_prints_an_aligned_table_with_notes():
     envs = gym_wrappers.NormalizeReward(gym_wrappers.ClipReward(in_mode(SS), 0, 1))
     report = vecmode.check_stack(envs)

@@ -600,6 +600,20 @@ def test_a_check_of_some_properties_checks_those_only():
         check_wrapper(RewardPlusOne, properties=["fast"])
 
 
+def test_generators_as_arguments_are_read_whole_by_every_pass():
+    once = check_wrapper(RewardPlusOne, properties=(p for p in ["results_kept"]))
+    assert once.properties == ("results_kept",)
+    pytest.importorskip("torch")  # an array-native class: proved over torch too
+    report = check_wrapper(
+        lambda env: vecmode.wrappers.ClipReward(env, 0.0, 1.0),
+        modes=(m for m in ["NextStep"]),
+        bases=(b for b in ["vecmode.SyncVectorEnv"]),
+    )
+    assert report.modes == (AutoresetMode.NEXT_STEP,)
+    assert report.bases == ("vecmode.SyncVectorEnv",)
+    assert report.also_over == "torch"
+
+
 # -------------------------------------------------------------------- errors
 def test_bad_arguments_are_refused_clearly():
     class Undeclared(VectorWrapper):

@@ -189,7 +189,7 @@ def _cell(value: frozenset[AutoresetMode] | AutoresetMode | None) -> str:
 def _where(report: CompatibilityReport, row: LayerReport) -> str:
     """``in <mode>``, or ``over <library> batches`` for a refused layer that
     reads NumPy over another library."""
-    below = report.rows[max(report.rows.index(row) - 1, 0)].library
+    below = report.rows[max(_position(report, row) - 1, 0)].library
     if row.array_native is False and below not in (None, "numpy"):
         return f"over {below} batches"
     if row.verdict is Verdict.KNOWN_WRONG and row.mode_in in (row.accepts or ()):
@@ -198,6 +198,11 @@ def _where(report: CompatibilityReport, row: LayerReport) -> str:
             return "under masked resets"
         return f"over {type(row.layer.unwrapped).__name__}"  # (its env's layout)
     return f"in {_cell(row.mode_in or row.mode_out)}"
+
+
+def _position(report: CompatibilityReport, row: LayerReport) -> int:
+    """``row``'s layer number (two layers may report alike)."""
+    return next(i for i, each in enumerate(report.rows) if each is row)
 
 
 def _arrays_cell(row: LayerReport) -> str:
@@ -210,7 +215,7 @@ def _arrays_cell(row: LayerReport) -> str:
 def _summary(report: CompatibilityReport) -> str:
     if not report.ok:
         failing = "; ".join(
-            f"layer {report.rows.index(row)} {row.name} is "
+            f"layer {_position(report, row)} {row.name} is "
             f"{'mismatched' if row.verdict is Verdict.MISMATCH else row.verdict.value}"
             f" {_where(report, row)}"
             for row in report.problems

@@ -8,7 +8,7 @@ ClipReward: right in NextStep, SameStep, Disabled ... transitions compared)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from importlib.util import find_spec
 from itertools import takewhile
@@ -26,7 +26,7 @@ from vecmode.errors import ArrayLibraryError, IncompatibleModeError, mode_names
 from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_next_step
 from vecmode.registry import declaration, is_array_native, supported_modes
 from vecmode.replay.record import is_count
-from vecmode.testing.envs import RESET_INFO_KEYS, STEP_INFO_KEYS, ScheduledEnv
+from vecmode.testing.envs import RESET_INFO_KEYS, ScheduledEnv
 from vecmode.testing.wrapper import events, schedules
 from vecmode.testing.wrapper.driver import Driver, RunPlan
 from vecmode.testing.wrapper.report import WrapperReport
@@ -148,7 +148,8 @@ def check_wrapper(
     Raises:
         ConformanceError: (an ``AssertionError``) a property is broken, named.
     """
-    asked = dict(locals())  # (for the run over array batches)
+    asked = {name: _kept(value) for name, value in locals().items()}
+    bases, properties, modes = asked["bases"], asked["properties"], asked["modes"]
     over, only = _checked(factory, num_envs, transitions, bases, properties)
     kinds: dict[str, Any] = {kind: asked[kind] for kind in _KINDS}
     ScheduledEnv(**kinds)  # bad kinds raise ValueError here, naming the choices
@@ -156,11 +157,15 @@ def check_wrapper(
     if array_library not in (None, "numpy"):
         over = _over_library(array_library, bases)
         kinds["array_library"] = array_library
-    key = STEP_INFO_KEYS[info_type]
-    picked = events.with_env_info(key, compare_info) if env_infos else compare_info
+    pick = events.with_env_info(info_type, compare_info) if env_infos else compare_info
     check = WrapperCheck(factory, over, kinds, only, env_infos)
-    report = check.prove(modes, transitions, seed, batch_dependent, episodic, picked)
+    report = check.prove(modes, transitions, seed, batch_dependent, episodic, pick)
     return _over_arrays_too(report, asked, check.box)
+
+
+def _kept(given: Any) -> Any:
+    """A generator (read once) as a tuple: the arguments are read more than once."""
+    return tuple(given) if isinstance(given, Iterator) else given
 
 
 def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) -> Any:

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from vecmode.testing.envs import STEP_INFO_KEYS
+
 #: What :func:`~vecmode.testing.check_wrapper` proves, each in a few words.
 PROPERTY_TEXT = {
     "builds_in_declared_modes": "built in every mode it declares, over every base",
@@ -121,9 +123,11 @@ class Run:
 
 
 def with_env_info(
-    key: str, compare_info: Callable[[dict], Any] | None
+    info_type: str, compare_info: Callable[[dict], Any] | None
 ) -> Callable[[dict], Any]:
-    """What is compared of an info: the step count ``key``, and ``compare_info``'s."""
+    """What is compared of an info: the step count of the test sub-envs'
+    ``info_type``, and ``compare_info``'s."""
+    key = STEP_INFO_KEYS[info_type]
 
     def pick(info: dict) -> Any:
         own = {f"the sub-env's info[{key!r}]": info.get(key, NO_STEP_INFO)}
