@@ -20,6 +20,7 @@ from tests.batched.support import (
     no_host_copies,
     xp_of,
 )
+from tests.helpers import assert_same
 from vecmode import _arrays, modes
 from vecmode.wrappers import ObservationWrapper, RewardWrapper, StatefulWrapper
 
@@ -238,6 +239,32 @@ def test_with_final_batch_keeps_gymnasiums_layout_for_numpy() -> None:
         1.0,
         2.0,
     ]
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_with_final_batch_writes_dict_and_tuple_rows_into_gymnasiums_layout(name):
+    """Gymnasium's object array of final observations under a mask of the
+    batch's library: each ended row of a Dict (Tuple) batch becomes a dict
+    (tuple) of that row of each part, a copy; the other entries stay None."""
+    xp = xp_of(name)
+    mask = xp.asarray([False, True, True])
+    infos = modes.with_finals({}, mask, np.full(3, None, dtype=object), {})
+    for structure in (dict, tuple):
+        pos = xp.asarray(np.arange(6.0).reshape(3, 2))
+        code = xp.asarray(np.array([7, 8, 9]))
+        parts = {"pos": pos, "code": code}
+        batch = parts if structure is dict else (pos, code)
+        out = modes.with_final_batch(infos, mask, batch)
+        assert out["_final_obs"] is mask and out["final_obs"][0] is None
+        for i in (1, 2):
+            row = {key: part[i] for key, part in parts.items()}
+            want = row if structure is dict else (row["pos"], row["code"])
+            assert_same(want, out["final_obs"][i], f"final_obs[{i}]")
+        if name == "torch":  # copies: the batch written into after leaves them
+            pos += 100
+            final = out["final_obs"][2]
+            final_pos = final["pos"] if structure is dict else final[0]
+            assert host(final_pos).tolist() == [4.0, 5.0]
 
 
 @pytest.mark.parametrize("name", ["torch", "jax"])

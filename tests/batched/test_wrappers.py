@@ -682,6 +682,63 @@ def test_masked_resets_in_a_row_keep_the_others_rows(name, stack, freeze):
         last = obs
 
 
+def test_next_step_over_torch_updates_the_statistics_from_their_rows_only():
+    """NEXT_STEP over torch batches (NumpyToTorch over vecmode's NumPy core):
+    obs_rms takes every observation a step returns, and of a masked reset the
+    reset rows only; return_rms skips the rows of reset steps (some rows at a
+    time: sub-env 1 was cut short). Their values are a hand oracle's (obs_rms:
+    Gymnasium's RunningMeanStd fed those rows) and the NumPy path's."""
+    torch = xp_of("torch")
+    masks = {1: np.array([False, True, False])}  # after step 1
+    actions = [np.array([t % 2, 1, (t + 1) % 2]) for t in range(7)]
+
+    def run(convert):
+        base = vecmode.make_vec(
+            "CartPole-v1", 3, "sync", autoreset_mode="NextStep", max_episode_steps=3
+        )
+        envs = NormalizeObservation(
+            vecmode.wrappers.NumpyToTorch(base) if convert else base
+        )
+        envs = NormalizeReward(envs, gamma=0.9)
+        got = [host(envs.reset(seed=0)[0])]
+        for t, action in enumerate(actions):
+            obs, rewards, *_ = envs.step(torch.asarray(action) if convert else action)
+            got.append((host(obs), host(rewards)))
+            if t in masks:
+                mask = torch.asarray(masks[t]) if convert else masks[t]
+                got.append(host(envs.reset(options={"reset_mask": mask})[0]))
+        stats = [
+            (host(rms.mean), host(rms.var), rms.count)
+            for rms in (envs.return_rms, envs.env.obs_rms)
+        ]
+        envs.close()
+        return got, stats
+
+    raw = vecmode.make_vec(
+        "CartPole-v1", 3, "sync", autoreset_mode="NextStep", max_episode_steps=3
+    )
+    oracle = GymnasiumRunningMeanStd(shape=(4,))
+    oracle.update(raw.reset(seed=0)[0].astype(np.float64))
+    ended, reset_steps = np.zeros(3, dtype=bool), []
+    for t, action in enumerate(actions):
+        reset_steps.append(ended.tolist())  # the rows this step resets
+        obs, _, terms, truncs, _ = raw.step(action)
+        oracle.update(obs.astype(np.float64))
+        ended = terms | truncs
+        if t in masks:
+            again, _ = raw.reset(options={"reset_mask": masks[t]})
+            oracle.update(again[masks[t]].astype(np.float64))
+    raw.close()
+    assert [False, True, False] in reset_steps and [True, False, True] in reset_steps
+    (got, stats), (want, want_stats) = run(True), run(False)
+    _assert_same(got, want)
+    _assert_same(stats, want_stats)
+    mean, var, count = stats[1]
+    np.testing.assert_allclose(mean, oracle.mean, rtol=1e-9)
+    np.testing.assert_allclose(var, oracle.var, rtol=1e-9)
+    assert count == pytest.approx(oracle.count)
+
+
 @pytest.mark.parametrize("name", ("numpy", *ARRAYS))
 @pytest.mark.parametrize("mode", MODES)
 def test_frozen_normalize_observation_normalises_every_observation_with_its_stats(

@@ -21,11 +21,13 @@ import pytest
 import vecmode
 from tests.custom_vector_envs import CounterVectorEnv
 from tests.helpers import (
+    assert_same,
     assert_same_run,
     drive,
     envpool_warnings,
     make_script,
     scheduled_fns,
+    space_fns,
     vector_env_metadata_kept,
 )
 from vecmode import AutoresetMode, IncompatibleModeError
@@ -696,14 +698,26 @@ def test_conversions_over_gymnasium_envs_still_equal_gymnasium():
     ours.close()
 
 
+def _masked_rows(batch: Any, mask: np.ndarray) -> Any:
+    """The rows of ``mask`` of a batch (of a Dict or Tuple space: of each part)."""
+    if isinstance(batch, dict):
+        return {key: _masked_rows(value, mask) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_masked_rows(value, mask) for value in batch)
+    return batch[mask]
+
+
 class _MaskedRowsVecEnv(gym.vector.SyncVectorEnv):
     """Gymnasium's sync env whose masked reset returns only the masked rows (as
-    EnvPool's does), with Gymnasium's batched spaces."""
+    EnvPool's does), with Gymnasium's batched spaces; its infos too, unmasked."""
 
     def reset(self, *, seed=None, options=None):
         mask = None if options is None else options.get("reset_mask")
         obs, infos = super().reset(seed=seed, options=options)
-        return (obs, infos) if mask is None else (obs[mask], infos)
+        if mask is None:
+            return obs, infos
+        rows = {k: v[mask] for k, v in infos.items() if not k.startswith("_")}
+        return _masked_rows(obs, mask), rows
 
 
 def test_a_class_declaring_masked_rows_gets_the_whole_batch_back():
@@ -723,6 +737,34 @@ def test_a_class_declaring_masked_rows_gets_the_whole_batch_back():
         assert again.shape == obs.shape
         np.testing.assert_array_equal(again[[0, 2]], stepped[[0, 2]])
         envs.close()
+    finally:
+        vecmode.unregister_vector_env(_MaskedRowsVecEnv)
+
+
+@pytest.mark.parametrize("space", ["dict", "tuple"])
+def test_masked_rows_of_dict_and_tuple_observations_go_into_the_whole_batch(space):
+    """The masked rows of each key (Dict) and part (Tuple) go into the batch the
+    step left; the reset is Gymnasium's own masked reset of the whole batch,
+    infos included (spread over the rows, with their masks)."""
+    vecmode.register_vector_env(
+        _MaskedRowsVecEnv, masked_reset="clears", reset_returns="masked"
+    )
+    try:
+        envs = vecmode.with_autoreset(_MaskedRowsVecEnv(space_fns(space)), "NextStep")
+        reference = gym.vector.SyncVectorEnv(space_fns(space))
+        mask = np.array([True, False, True])
+        runs = []
+        for run in (reference, envs):
+            run.reset(seed=0)
+            run.action_space.seed(0)
+            stepped = run.step(run.action_space.sample())[0]
+            runs.append((stepped, run.reset(options={"reset_mask": mask.copy()})))
+            run.close()
+        (stepped, want), (_, got) = runs
+        assert_same(want, got)
+        assert got[1]["_episode"].tolist() == [True, False, True]
+        for key in ["a", "b"] if space == "dict" else [0, 1]:
+            assert_same(stepped[key][1], got[0][key][1])  # sub-env 1 as stepped
     finally:
         vecmode.unregister_vector_env(_MaskedRowsVecEnv)
 

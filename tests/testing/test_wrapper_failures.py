@@ -258,6 +258,27 @@ def test_catches_a_broken_final_obs_mask():
         check_wrapper(WidensMask, num_envs=3)
 
 
+def test_catches_final_obs_dropped_with_its_mask_kept():
+    """The final observations dropped with the final infos, their mask kept:
+    named as the missing key, at the first sub-env the mask marks."""
+
+    @vecmode.supports(*vecmode.MODES)
+    class DropsFinals(VectorWrapper):
+        def step(self, actions):
+            *result, infos = self.env.step(actions)
+            kept = ("final_obs", "final_info", "_final_info")
+            return *result, {k: v for k, v in infos.items() if k not in kept}
+
+    with pytest.raises(AssertionError) as caught:
+        check_wrapper(DropsFinals, num_envs=3)
+    assert str(caught.value).splitlines()[1:] == [
+        "[SameStep over vecmode.SyncVectorEnv, episodes ending together], call 3 "
+        "(step), field info['final_obs'], sub-env 0: expected present, got nothing",
+        "Keep SAME_STEP's final observations (transformed like the observations) "
+        "and their mask, marking exactly the sub-envs whose episode ended.",
+    ]
+
+
 def test_catches_lost_partial_resets():
     @vecmode.supports("NextStep")
     class StackIgnoringCuts(vw.FrameStackObservation):
