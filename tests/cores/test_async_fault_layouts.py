@@ -341,6 +341,25 @@ def test_info_values_no_array_holds_are_a_named_error(core, in_parent, case):
     envs.close()
 
 
+@pytest.mark.parametrize(("core", "in_parent"), LAYOUTS)
+def test_a_nested_info_value_no_array_holds_is_named_by_its_path(core, in_parent):
+    """A value in a dict of the info: the error names the keys down to it."""
+    fns = [
+        functools.partial(OddStep, info={"stats": {"n": 1, "events": np.arange(k)}})
+        for k in (2, 0)
+    ]
+    envs = _core(core, fns, in_parent)
+    envs.reset(seed=0)
+    with pytest.raises(InfoBatchError) as caught:
+        envs.step(np.zeros(2, np.int64))
+    assert str(caught.value).startswith(
+        "sub-env 1's info['stats']['events'] cannot be batched with the other "
+        "sub-envs' (ValueError: shape (0,), not (2,))"
+    )
+    envs.reset()
+    envs.close()
+
+
 class RaisingAccess(OddStep):
     """A sub-env whose method, property, attribute setter and render raise
     (``fail``) or work."""

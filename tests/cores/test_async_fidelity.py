@@ -187,6 +187,28 @@ def test_observation_mode_different_matches_gymnasium():
     ours.close()
 
 
+def test_observation_mode_spaces_given_match_gymnasium():
+    """observation_mode=(batched space, single space), wider than the sub-envs'
+    (their shapes and dtypes): the spaces and the run as Gymnasium's."""
+    single = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+    spaces = (gym.vector.utils.batch_space(single, 2), single)
+
+    def fns():
+        return [functools.partial(gym.make, "MountainCarContinuous-v0")] * 2
+
+    reference = gym.vector.AsyncVectorEnv(fns(), observation_mode=spaces, context=FORK)
+    ours = vecmode.with_autoreset(
+        make_async(fns(), observation_mode=spaces), "NextStep"
+    )
+    assert ours.observation_space == reference.observation_space == spaces[0]
+    assert ours.single_observation_space == reference.single_observation_space
+    assert ours.single_observation_space == single
+    script = make_script(reference, 4)
+    assert_same_run(drive(reference, script, False), drive(ours, script, False))
+    reference.close()
+    ours.close()
+
+
 # ---------------------------------------------------------- property (hypothesis)
 @st.composite
 def scenarios(draw):

@@ -552,6 +552,41 @@ def test_observation_mode_and_space_messages_contain_gymnasiums(core):
     assert multiprocessing.active_children() == before
 
 
+@pytest.mark.parametrize(
+    "core",
+    [
+        "sync",
+        pytest.param(
+            "async",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the remote core's _read_spaces takes any pair as the "
+                "spaces; the error comes later, from create_empty_array, not "
+                "Gymnasium's 'Expected both elements of observation_mode to be "
+                "Spaces' (the sync core passes the pair to Gymnasium's check)",
+            ),
+        ),
+    ],
+)
+def test_an_observation_mode_pair_of_no_spaces_is_gymnasiums_type_error(core):
+    """As Gymnasium's sync and async envs: the pair's types named, no worker left."""
+    before = multiprocessing.active_children()
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "Expected both elements of observation_mode to be Spaces, got "
+            "<class 'str'> and <class 'int'>"
+        ),
+    ):
+        if core == "sync":
+            vecmode.SyncVectorEnv(scheduled_fns(2), observation_mode=("box", 3))
+        else:
+            vecmode.AsyncVectorEnv(
+                scheduled_fns(2), context=FORK, observation_mode=("box", 3)
+            )
+    assert multiprocessing.active_children() == before
+
+
 #: A sub-env's exceptions (class, message) whose type Gymnasium's vector envs
 #: raise again: its sync env the exception itself, its async env a new one of
 #: the same class.

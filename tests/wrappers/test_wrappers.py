@@ -479,6 +479,30 @@ def test_a_bad_reset_mask_is_refused_and_the_env_stays_usable():
     envs.close()
 
 
+@pytest.mark.parametrize("mask", ["yes", 1, {0: True}], ids=["str", "int", "dict"])
+def test_a_reset_mask_of_no_array_type_is_refused_saying_what_to_pass(mask):
+    """Over Gymnasium's env (whose own refusal says nothing more), the wrapper
+    refuses a mask that is no array, list or tuple, with Gymnasium's words and
+    what to pass; nothing is reset, and the env goes on."""
+    envs = vw.RecordEpisodeStatistics(
+        vecmode_base("box", AutoresetMode.DISABLED, base="gymnasium")
+    )
+    obs, _ = envs.reset(seed=0)
+    options = {"reset_mask": mask}
+    with pytest.raises(TypeError) as refused:
+        envs.reset(options=options)
+    assert str(refused.value) == (
+        f"`options['reset_mask']` must be a numpy array, got {type(mask)}: pass a "
+        f"bool array of shape (3,) (or a list of 3 bools), e.g. "
+        f"np.logical_or(terminations, truncations)."
+    )
+    assert options == {"reset_mask": mask}  # the caller's options untouched
+    again, _ = envs.reset(options={"reset_mask": [False, True, False]})
+    np.testing.assert_array_equal(again[[0, 2]], obs[[0, 2]])  # only 1 was reset
+    envs.step(np.zeros(3, dtype=np.int64))
+    envs.close()
+
+
 @pytest.mark.parametrize("listing", [vw.DictInfoToList, gym_vector.DictInfoToList])
 @pytest.mark.parametrize(
     "wrapper", [vw.RecordEpisodeStatistics, vw.ClipAction, vw.DictInfoToList]
