@@ -13,9 +13,13 @@ from hypothesis import strategies as st
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
+import gymnasium as gym  # noqa: E402
+from gymnasium.vector.utils import batch_space  # noqa: E402
+
 from tests.batched.support import host, no_host_copies  # noqa: E402
 from tests.simulators.fakes import jumanji as fake  # noqa: E402
 from tests.simulators.support import assert_same, same_step_rows  # noqa: E402
+from vecmode.errors import ActionBatchError  # noqa: E402
 from vecmode.simulators import JumanjiAdapter  # noqa: E402
 
 WRAPPERS = {
@@ -87,6 +91,33 @@ def test_no_host_copy_in_a_step():
         for _ in range(6):
             infos = adapter.step(actions)[-1]
     assert host(infos["_final_obs"]).shape == (8,)
+
+
+class MultiDiscreteActions(fake.FakeJumanjiEnv):
+    """The fake with the action spec of Jumanji's MultiDiscreteArray: an array
+    of ``num_values``, one per part of an action (here 3 and 2)."""
+
+    @property
+    def action_spec(self) -> fake.Array:
+        return fake.Array((2,), jnp.int32, num_values=jnp.asarray([3, 2]))
+
+
+def test_multi_discrete_actions_are_a_multi_discrete_space_of_the_batch():
+    """A spec of several discrete values is a MultiDiscrete space, batched as
+    Gymnasium batches it: a batch of its shape goes to the simulator (here:
+    which has no state yet), one of another shape is refused before it."""
+    adapter = JumanjiAdapter(
+        fake.VmapAutoResetWrapper(MultiDiscreteActions(), True), num_envs=3
+    )
+    assert adapter.single_action_space == gym.spaces.MultiDiscrete([3, 2])
+    assert adapter.action_space == batch_space(adapter.single_action_space, 3)
+    assert adapter.action_space.shape == (3, 2)
+    actions = np.array([[2, 0], [0, 1], [1, 1]])
+    assert actions in adapter.action_space
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        adapter.step(actions)  # the shape taken
+    with pytest.raises(ActionBatchError, match=r"expected an array of shape \(3, 2\)"):
+        adapter.step(np.array([2, 0, 1]))
 
 
 def test_a_masked_reset_is_refused_naming_the_simulator():

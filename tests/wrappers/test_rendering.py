@@ -18,6 +18,7 @@ import functools
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -285,10 +286,18 @@ def test_sub_env_0s_videos_are_the_same_in_every_mode():
         {"episode_trigger": lambda e: e % 2 == 1},
         {"step_trigger": lambda s: s % 7 == 2, "video_length": 4},
         {"step_trigger": lambda s: s == 3},
+        {"episode_trigger": lambda e: True, "step_trigger": lambda s: s in (4, 10)},
         {"record_first_only": True, "video_aspect_ratio": (16, 9)},
         {},  # Gymnasium's schedule
     ],
-    ids=["episodes", "steps", "step-then-episode-end", "first-only", "default"],
+    ids=[
+        "episodes",
+        "steps",
+        "step-then-episode-end",
+        "step-while-recording",
+        "first-only",
+        "default",
+    ],
 )
 def test_same_videos_as_gymnasiums_in_next_step(kwargs):
     """Where Gymnasium's is right (NEXT_STEP, no partial reset), the same files with
@@ -355,6 +364,43 @@ def test_the_video_files_hold_every_frame(tmp_path):
         path = os.path.join(envs.video_folder, name)
         frames, _ = imageio_ffmpeg.count_frames_and_secs(path)
         assert frames == len(states) == 1 + states[-1][1], name
+
+
+def test_stop_and_close_save_a_video_only_where_one_has_frames(monkeypatch):
+    """As Gymnasium's: stop_recording without a recording is refused (here a
+    RuntimeError), a video of no frames is not saved (a warning), close()
+    saves the one being recorded; a wrapper that goes with frames unsaved says
+    so. gc_trigger=None: no gc.collect()."""
+    from vecmode.wrappers import rendering
+
+    with fake_moviepy() as ctx:
+        collected: list[int] = []
+        monkeypatch.setattr(rendering.gc, "collect", lambda: collected.append(1))
+        envs = RecordVideo(
+            make_base(AutoresetMode.NEXT_STEP, "vecmode", make_fns()),
+            ctx.folder,
+            episode_trigger=lambda episode: False,
+            gc_trigger=None,
+        )
+        envs.reset(seed=0)
+        with pytest.raises(RuntimeError, match=r"^stop_recording was called, but no"):
+            envs.stop_recording()
+        envs.start_recording("empty")
+        with pytest.warns(UserWarning, match="zero frames to save"):
+            envs.stop_recording()
+        assert (envs.recording, envs.recorded_frames, ctx.videos) == (False, [], [])
+        envs.start_recording("cut")
+        for _ in range(2):
+            envs.step(np.zeros(3, int))
+        with pytest.warns(UserWarning, match=r"Unable to save last video! Did you"):
+            envs.__del__()  # (as when it is collected)
+        envs.close()
+        assert [(name, len(frames)) for name, frames in ctx.videos] == [("cut.mp4", 2)]
+        assert envs.frames_per_video == [2] and not envs.recording
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            envs.__del__()  # saved: nothing to say
+    assert collected == []
 
 
 # ------------------------------------------- sub-envs whose episodes end apart
@@ -494,6 +540,40 @@ def test_a_missing_final_frame_is_named():
         envs.close()
 
 
+class WithoutFrameMask(gym.vector.VectorWrapper):
+    """Final infos without the ``_final_frame`` mask (a foreign env's batching)."""
+
+    def step(self, actions: Any) -> Any:
+        *head, infos = self.env.step(actions)
+        if "final_info" in infos:
+            final_info = dict(infos["final_info"])
+            del final_info["_final_frame"]
+            infos = {**infos, "final_info": final_info}
+        return (*head, infos)
+
+
+def test_final_frames_without_their_mask_are_every_ended_sub_env_s():
+    """A final info holding the frames with no ``_final_frame`` mask: RecordVideo
+    takes each ended sub-env's frame from it, the same videos as with the mask."""
+    recorded = []
+    for strip in (False, True):
+        with fake_moviepy() as ctx:
+            base = make_base(SAME_STEP, "vecmode", make_fns())
+            envs = RecordVideo(
+                WithoutFrameMask(base) if strip else base,
+                ctx.folder,
+                episode_trigger=lambda episode: True,
+            )
+            drive(envs, SAME_STEP, steps=8)
+            envs.close()
+        recorded.append(ctx.videos)
+    with_mask, without = recorded
+    assert [name for name, _ in without] == [name for name, _ in with_mask]
+    assert len(with_mask) >= 3
+    for (name, a), (_, b) in zip(with_mask, without, strict=True):
+        assert len(a) == len(b) and all(map(np.array_equal, a, b)), name
+
+
 def test_final_frame_info_puts_the_last_frame_in_the_info():
     env = FinalFrameInfo(LoggedEnv(1, (2,), []), key="last")
     env.reset(seed=0)
@@ -515,6 +595,46 @@ def test_render_modes_without_one_frame_are_refused(cls, render_mode, tmp_path):
     args = (str(tmp_path),) if cls is RecordVideo else ()
     with pytest.raises(ValueError, match="rgb_array"):
         cls(envs, *args)
+
+
+def _first(step: int) -> bool:
+    return step == 0
+
+
+def test_without_render_fps_videos_are_30_fps_and_human_rendering_refuses():
+    """Sub-envs whose metadata has no render_fps, as Gymnasium's wrappers: a
+    video at 30 frames per second (or the fps given), and HumanRendering
+    refused with Gymnasium's words."""
+
+    class NoFps(LoggedEnv):
+        metadata = {"render_modes": ["rgb_array"]}
+
+    fns = [functools.partial(NoFps, i, (3,), []) for i in range(2)]
+    envs, theirs = vecmode.SyncVectorEnv(fns), gym.vector.SyncVectorEnv(fns)
+    assert "render_fps" not in envs.metadata
+    with fake_moviepy() as ctx:
+        module = sys.modules["moviepy.video.io.ImageSequenceClip"]
+        clip, rates = module.ImageSequenceClip, []
+        module.ImageSequenceClip = lambda frames, fps: (
+            rates.append(fps) or clip(frames, fps)
+        )
+        for fps in (None, 12):
+            video = RecordVideo(
+                vecmode.SyncVectorEnv(fns), ctx.folder, fps=fps, step_trigger=_first
+            )
+            video.reset(seed=0)
+            video.step(np.zeros(2, int))
+            video.close()
+        assert gym_vector.RecordVideo(theirs, ctx.folder).frames_per_sec == 30
+    assert rates == [30, 12] and len(ctx.videos) == 2
+    for cls, env in ((HumanRendering, envs), (gym_vector.HumanRendering, theirs)):
+        with pytest.raises(ValueError) as refused:
+            cls(env)
+        assert str(refused.value) == (
+            "The base environment must specify 'render_fps' to be used with the "
+            "HumanRendering wrapper"
+        )
+        env.close()
 
 
 def test_missing_moviepy_or_pygame_names_the_extra(monkeypatch, tmp_path):

@@ -4,6 +4,7 @@ sub-envs: identical but for the steps that are both terminated and truncated.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -96,6 +97,51 @@ def test_from_sb3_is_gymnasiums_same_step_env_but_for_both_flags(sub_envs, kind)
     got = drive_gym(ours, 1000, seed=2, options=options, mask_prob=0.03)
     both = assert_same_but_both_flags(expected, got, float32=kind == "DummyVecEnv")
     assert both > 50 or sub_envs == "cartpole"  # sub-env 3 ends with both flags
+    reference.close()
+    ours.close()
+
+
+class OffDtypeTuple(gym.Env):
+    """Tuple observations whose parts come in other dtypes than the space's
+    (float64 for a float32 Box, int32 for a Discrete), as many envs return
+    them; sub-env ``i``'s episodes end after ``i + 2`` steps."""
+
+    observation_space = gym.spaces.Tuple(
+        (gym.spaces.Box(-10, 10, (2,), np.float32), gym.spaces.Discrete(5))
+    )
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, index: int = 0) -> None:
+        self.index, self.t = index, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(action), self.t >= self.index + 2, False, {}
+
+    def _obs(self) -> tuple:
+        x = np.array([self.index, self.t], np.float64) + self.np_random.random()
+        return x, np.int32(self.t % 5)
+
+
+def test_from_sb3_over_tuple_observations_is_gymnasiums_batch():
+    """SubprocVecEnv stacks each part as the sub-envs return it (float64,
+    int32): from_sb3 gives Gymnasium's batch, each part in its space's dtype,
+    final observations and masked resets included."""
+    fns = [functools.partial(OffDtypeTuple, i) for i in range(3)]
+    reference = gym.vector.SyncVectorEnv(fns, autoreset_mode=SAME)
+    ours = from_sb3(SubprocVecEnv(fns, start_method=FORK))
+    assert ours.observation_space == reference.observation_space
+    expected = drive_gym(reference, 12, seed=5, mask_prob=0.2)
+    got = drive_gym(ours, 12, seed=5, mask_prob=0.2)
+    assert assert_same_but_both_flags(expected, got) == 0
+    assert [str(part.dtype) for part in got[-1][1][0]] == ["float32", "int64"]
+    assert any(kind == "reset_mask" for kind, _ in got)
+    assert any("final_obs" in result[-1] for kind, result in got if kind == "step")
     reference.close()
     ours.close()
 
