@@ -128,12 +128,8 @@ def rows_where(mask: Any, chosen: Any, other: Any) -> Any:
 
 
 def to_numpy(batch: Any) -> Any:
-    """A NumPy copy of a batch of any library, on the host: for saving and
+    """A NumPy copy of an array of any library, on the host: for saving and
     reports, never in a step."""
-    if isinstance(batch, dict):
-        return {k: to_numpy(v) for k, v in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(to_numpy(v) for v in batch)
     cpu = getattr(batch, "cpu", None)  # a torch tensor, wherever it lives
     value = cpu() if callable(cpu) else batch
     detach = getattr(value, "detach", None)

@@ -277,11 +277,11 @@ class BoundaryTracker:
         """Give the boundaries the array library and device of ``sample``."""
         found = _rows.masks_like(sample, self.num_envs, *self._kind)
         if found is not None:
-            self._kind, (false, true) = found[:2], found[2:]
-            self._false, self._true = false, true
+            false, true = found[2:]
+            self.ended.adopt(false)  # first: it refuses while resets are pending
+            self._kind, self._false, self._true = found[:2], false, true
             self.quiet = Boundary(false, false, true, false, false)
             self._full_reset = Boundary(false, true, false, false, false)
-            self.ended.adopt(false)
 
     def reset(self, mask: Any | None, like: Any = None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start;

@@ -136,6 +136,12 @@ class RemoteCore(core.VectorCore):
                 self.single_action_space, self.num_envs
             )
             if isinstance(observation_mode, tuple):
+                if not all(isinstance(s, gym.Space) for s in observation_mode):
+                    raise TypeError(  # Gymnasium's
+                        f"Expected both elements of observation_mode to be Spaces, "
+                        f"got {type(observation_mode[0])} and "
+                        f"{type(observation_mode[1])}"
+                    )
                 self.observation_space, self.single_observation_space = observation_mode
             elif observation_mode == "same":
                 self.single_observation_space = dummy.observation_space

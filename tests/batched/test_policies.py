@@ -365,13 +365,6 @@ def test_the_ended_record_keeps_its_library_while_resets_are_pending(name) -> No
     assert type(tracker.mask) is type(none) and tracker.indices() == [1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BoundaryTracker._adopt switches its own masks to the new library "
-    "before EndedTracker.adopt refuses; the next NumPy call switches back "
-    "through EndedTracker.adopt, which, for a mask of its own type, replaces "
-    "the pending record with all-False (count kept): sub-env 2's reset is lost",
-)
 @pytest.mark.parametrize("name", ARRAYS)
 def test_a_refused_switch_of_library_leaves_the_boundaries_as_they_were(name):
     """A tracker fed NumPy flags, then a torch/JAX reset while sub-envs 0 and 2

@@ -552,22 +552,7 @@ def test_observation_mode_and_space_messages_contain_gymnasiums(core):
     assert multiprocessing.active_children() == before
 
 
-@pytest.mark.parametrize(
-    "core",
-    [
-        "sync",
-        pytest.param(
-            "async",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the remote core's _read_spaces takes any pair as the "
-                "spaces; the error comes later, from create_empty_array, not "
-                "Gymnasium's 'Expected both elements of observation_mode to be "
-                "Spaces' (the sync core passes the pair to Gymnasium's check)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("core", ["sync", "async"])
 def test_an_observation_mode_pair_of_no_spaces_is_gymnasiums_type_error(core):
     """As Gymnasium's sync and async envs: the pair's types named, no worker left."""
     before = multiprocessing.active_children()

@@ -141,16 +141,6 @@ class NormalizeObservation(
         rms = self.obs_rms
         return normalize(observations, rms.mean, rms.var, self.epsilon)
 
-    def _update(self, batch: Any, mask: np.ndarray) -> None:
-        """Update ``obs_rms`` with the rows of ``batch`` in ``mask``, unless frozen."""
-        if not self.update_running_mean:
-            return
-        count = count_nonzero(mask)
-        if count == len(mask):
-            self.obs_rms.update(batch)
-        elif count:
-            self.obs_rms.update(batch[mask])
-
     def _reset_result(
         self, obs: Any, infos: base.Infos, state: base.Mask
     ) -> tuple[Any, Any]:
@@ -187,8 +177,10 @@ class NormalizeObservation(
         """``obs`` normalised: the rows of ``firsts``, first observations of
         episodes, after they update ``obs_rms``; the others before."""
         count = count_nonzero(firsts)
-        if count == len(firsts) or not count or not self.update_running_mean:
-            self._update(obs, firsts)
+        if not count or not self.update_running_mean:
+            return self.normalize(obs)
+        if count == len(firsts):
+            self.obs_rms.update(obs)
             return self.normalize(obs)
         out = self.normalize(obs)
         first = obs[firsts]
