@@ -131,16 +131,19 @@ def test_every_command_imports_module_names_from_the_current_directory(tmp_path)
         # a fresh process knew none of a user's declarations: --import them
         ["table", "--import", "here_mod"],
     ]
-    for entry in _entry_points():
-        for argv in commands:
-            done = subprocess.run(
-                [*entry, *argv],
-                capture_output=True,
-                text=True,
-                cwd=tmp_path,
-                env={**subprocess_env(), "PYTHONPATH": ""},
-                timeout=300,
-            )
-            assert done.returncode == EXIT_OK, (entry, argv, done.stderr)
-            if argv[0] == "table":
-                assert "here_mod.HereOnlyNextStep " in done.stdout, done.stdout
+    # every command from the console script (python -m puts the folder on
+    # sys.path itself), one from python -m
+    *others, script = _entry_points()
+    runs = [(script, argv) for argv in commands] + [(e, commands[0]) for e in others]
+    for entry, argv in runs:
+        done = subprocess.run(
+            [*entry, *argv],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**subprocess_env(), "PYTHONPATH": ""},
+            timeout=300,
+        )
+        assert done.returncode == EXIT_OK, (entry, argv, done.stderr)
+        if argv[0] == "table":
+            assert "here_mod.HereOnlyNextStep " in done.stdout, done.stdout
