@@ -37,7 +37,9 @@ How
 ---
 Actions are generated up front from a fixed seed (for the array envs, in the
 library's own arrays) and are the same for every contestant; each contestant has
-its own fresh env; every timed repeat starts with an untimed ``reset(seed=SEED)``.
+its own fresh env; every timed repeat starts with an untimed ``reset(seed=SEED)``,
+then a garbage collection whose survivors are frozen (``gc.freeze``: the next
+collections skip them; the contestants are unfrozen once timed).
 Contestants of one size are interleaved: each round runs one timed repeat of
 each, in an order rotated from round to round. Added times and ratios are medians
 of the per-round values.
@@ -169,6 +171,7 @@ def time_group(
     finally:
         for env in envs.values():
             env.close()
+        gc.unfreeze()  # (timed froze the contestants: now they can go)
     print(f"  {label} done", file=sys.stderr, flush=True)
     return times
 

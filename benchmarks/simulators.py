@@ -236,5 +236,6 @@ def simulator_rows(n: int, steps: int, rounds: int) -> list[list[str]]:
         )
         us = [f"{1e6 * statistics.median(times[k]):.1f}" for k in ("own", "adapter")]
         rows.append([name, f"{n:,}", *us, f"{ratio:.2f}x"])
+        gc.unfreeze()  # (_timed froze this pair: now it can go)
         print(f"  {name}, {n} sub-envs done", file=sys.stderr, flush=True)
     return rows

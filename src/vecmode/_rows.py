@@ -77,15 +77,14 @@ class EndedTracker:
 
     def adopt(self, none: Any) -> None:
         """Keep the record in ``none``'s library and device (an all-False mask,
-        kept and never written into): the record so far is cleared if it
-        was in another library."""
-        if self.count and type(self.mask) is not type(none):
-            raise ValueError(
-                f"EndedTracker: sub-envs {self.indices()} await a reset in a "
-                f"{type(self.mask).__name__} record; reset them before switching "
-                f"the record to {type(none).__name__} masks."
-            )
+        kept and never written into), the sub-envs awaiting a reset carried over
+        (through the host: once, at a switch)."""
+        pending = (
+            np.array(host_array(self.mask), dtype=np.bool_) if self.count else None
+        )
         self._none = self.mask = none
+        if pending is not None:
+            self.set(in_library(pending, none), self.count)
 
     def update(self, cleared: Rows = None, ended: Rows = None) -> None:
         """The sub-envs in ``cleared`` were reset, those in ``ended`` ended

@@ -277,9 +277,9 @@ class BoundaryTracker:
         """Give the boundaries the array library and device of ``sample``."""
         found = _rows.masks_like(sample, self.num_envs, *self._kind)
         if found is not None:
-            false, true = found[2:]
-            self.ended.adopt(false)  # first: it refuses while resets are pending
-            self._kind, self._false, self._true = found[:2], false, true
+            self._kind, (false, true) = found[:2], found[2:]
+            self._false, self._true = false, true
+            self.ended.adopt(false)
             self.quiet = Boundary(false, false, true, false, false)
             self._full_reset = Boundary(false, true, false, false, false)
 

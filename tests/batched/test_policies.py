@@ -343,40 +343,39 @@ def test_the_ended_record_clears_a_host_mask_in_its_library(name) -> None:
 
 
 @pytest.mark.parametrize("name", ARRAYS)
-def test_the_ended_record_keeps_its_library_while_resets_are_pending(name) -> None:
+def test_the_ended_record_carries_its_pending_resets_into_another_library(name):
     """Switched to another library's masks with sub-envs awaiting a reset, the
-    record would drop them: refused naming them, the record kept; once they
-    are reset, it switches, and records in that library."""
+    record keeps them, in that library; and back."""
     xp = xp_of(name)
     none = xp.zeros(3, dtype=xp.bool)
     tracker = _rows.EndedTracker(3)
     tracker.update(ended=np.array([True, False, True]))
-    with pytest.raises(ValueError) as refused:
-        tracker.adopt(none)
-    assert str(refused.value) == (
-        f"EndedTracker: sub-envs [0, 2] await a reset in a ndarray record; reset "
-        f"them before switching the record to {type(none).__name__} masks."
-    )
-    assert type(tracker.mask) is np.ndarray and tracker.indices() == [0, 2]
-    tracker.update(cleared=np.array([True, False, True]))
-    tracker.adopt(none)  # nothing pending: switched
+    tracker.adopt(none)
+    assert type(tracker.mask) is type(none) and tracker.mask.dtype == xp.bool
+    assert tracker.indices() == [0, 2] and tracker.count == 2
+    tracker.update(cleared=xp.asarray([True, False, False]))
+    assert tracker.indices() == [2]
+    tracker.adopt(_rows.constant_masks(3)[0])
+    assert type(tracker.mask) is np.ndarray and tracker.indices() == [2]
+    assert tracker.count == 1
+    tracker.update(cleared=np.array([False, False, True]))
+    tracker.adopt(none)  # nothing pending: the all-False mask itself
     assert tracker.mask is none and tracker.count == 0
-    tracker.update(ended=xp.asarray([False, True, False]))
-    assert type(tracker.mask) is type(none) and tracker.indices() == [1]
 
 
 @pytest.mark.parametrize("name", ARRAYS)
-def test_a_refused_switch_of_library_leaves_the_boundaries_as_they_were(name):
-    """A tracker fed NumPy flags, then a torch/JAX reset while sub-envs 0 and 2
-    await theirs: refused; a NumPy reset of sub-env 0 then leaves 2 awaiting,
-    as it does in a tracker that never saw the refused call."""
+def test_a_switch_of_library_keeps_the_boundaries_pending_resets(name):
+    """A tracker fed NumPy flags, then a torch/JAX reset of sub-env 1 while
+    sub-envs 0 and 2 await theirs: they still do, in the new library; a NumPy
+    reset of sub-env 0 then leaves 2 awaiting, as in a tracker fed one library."""
     xp = xp_of(name)
     tracker = modes.BoundaryTracker("Disabled", 3)
     tracker.reset(None)
     tracker.step(np.array([True, False, True]), np.zeros(3, dtype=bool))
-    with pytest.raises(ValueError, match=r"sub-envs \[0, 2\] await a reset"):
-        tracker.reset(xp.asarray([False, True, False]), like=xp.zeros(3))
-    assert type(tracker.quiet.real) is np.ndarray  # its masks still NumPy's
+    tracker.reset(xp.asarray([False, True, False]), like=xp.zeros(3))
+    awaiting = tracker.awaiting_reset
+    assert type(awaiting) is type(xp.zeros(3))
+    assert host(awaiting).tolist() == [True, False, True]
     tracker.reset(np.array([True, False, False]))
     assert tracker.awaiting_reset.tolist() == [False, False, True]
 

@@ -612,6 +612,12 @@ def test_generators_as_arguments_are_read_whole_by_every_pass():
     assert report.modes == (AutoresetMode.NEXT_STEP,)
     assert report.bases == ("vecmode.SyncVectorEnv",)
     assert report.also_over == "torch"
+    torch_only = check_wrapper(
+        lambda env: vecmode.wrappers.ClipReward(env, 0.0, 1.0),
+        array_library="torch",
+        bases=(b for b in ["vecmode.SyncVectorEnv"]),
+    )
+    assert torch_only.bases == ("vecmode.SyncVectorEnv",)
 
 
 # -------------------------------------------------------------------- errors
