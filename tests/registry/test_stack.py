@@ -805,7 +805,7 @@ def test_gymnasium_s_wrappers_misread_a_mode_declared_as_a_string(tmp_path):
     'NextStep' it saw no episode end, and was ok here."""
     envs = gym.make_vec("CartPole-v1", 2, "sync", render_mode="rgb_array")
     envs.metadata = {**envs.metadata, "autoreset_mode": "NextStep"}
-    video = gym_wrappers.RecordVideo(envs, str(tmp_path), episode_trigger=bool)
+    video = gym_wrappers.RecordVideo(envs, str(tmp_path / "s"), episode_trigger=bool)
     row = vecmode.check_stack(video)[-1]
     assert row.verdict is Verdict.KNOWN_WRONG, row
     assert "declares the string 'NextStep'" in row.note
@@ -814,7 +814,7 @@ def test_gymnasium_s_wrappers_misread_a_mode_declared_as_a_string(tmp_path):
     # NormalizeReward tests SameStep alone: over 'NextStep' it runs NextStep's way
     assert vecmode.check_stack(gym_wrappers.NormalizeReward(envs)).ok
     with vecmode.guard(), pytest.raises(vecmode.IncompatibleModeError, match="string"):
-        gym_wrappers.RecordVideo(envs, str(tmp_path), episode_trigger=bool)
+        gym_wrappers.RecordVideo(envs, str(tmp_path / "a"), episode_trigger=bool)
     # the data: over the string it counts no episode; over the member, each
     envs.metadata["autoreset_mode"] = vecmode.AutoresetMode.NEXT_STEP
     right = gym_wrappers.RecordVideo(envs, str(tmp_path / "b"), episode_trigger=bool)

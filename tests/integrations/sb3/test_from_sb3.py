@@ -487,6 +487,7 @@ def test_a_fault_every_worker_dies_of_names_every_sub_env():
     assert report["processes left"] == 0
 
 
+@vecmode.supports("NextStep", "SameStep", "Disabled")
 class _FailAfterReset(gym.vector.VectorWrapper):
     fail = False
 
