@@ -279,9 +279,9 @@ class BoundaryTracker:
         if found is not None:
             self._kind, (false, true) = found[:2], found[2:]
             self._false, self._true = false, true
-            self.ended.adopt(false)
             self.quiet = Boundary(false, false, true, false, false)
             self._full_reset = Boundary(false, true, false, false, false)
+            self.ended.adopt(false)
 
     def reset(self, mask: Any | None, like: Any = None) -> Boundary:
         """The boundary of ``reset``: the sub-envs in ``mask`` (all if None) start;
