@@ -1,5 +1,6 @@
-"""Test configuration: hypothesis profiles, a warning xdist causes, and SB3's log
-folders and Ray's session folders kept out of the system's temp dir.
+"""Test configuration: hypothesis profiles, JAX's compilation cache, a warning
+xdist causes, and SB3's log folders and Ray's session folders kept out of the
+system's temp dir.
 
 ``CI`` set in the environment (as ``.ci/run`` does) selects the ``ci`` profile:
 derandomized with a bounded number of examples, so a landing never depends on luck.
@@ -21,12 +22,34 @@ from hypothesis import HealthCheck, settings
 from tests.wrappers.cases import FRESH
 
 
+def _jax_compilation_cache(config: pytest.Config) -> None:
+    """JAX's persistent compilation cache in a folder of this test process's
+    own, removed at the end (the subprocesses it runs use it too): a jitted
+    function's own cache lives as long as the function, and the tests build
+    the same env or stack again and again, so XLA compiled the same program
+    hundreds of times. Every program is kept, however quick to compile. Not in
+    xdist's controller (it runs no test), nor where the caller chose a folder."""
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        return
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    folder = tempfile.mkdtemp(prefix="vmjax")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ.update(
+        JAX_COMPILATION_CACHE_DIR=folder,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, each worker process runs a thread of its own (execnet's),
-    so on Python 3.12 and later every fork of it, as the async env's tests do on
-    purpose, warns that "this process is multi-threaded". Known, and harmless for
-    these short-lived children; run with ``-n 0`` and the warning would be
-    vecmode's (it shows then)."""
+    """JAX's compilation cache (above); and under pytest-xdist, each worker
+    process runs a thread of its own (execnet's), so on Python 3.12 and later
+    every fork of it, as the async env's tests do on purpose, warns that "this
+    process is multi-threaded". Known, and harmless for these short-lived
+    children; run with ``-n 0`` and the warning would be vecmode's (it shows
+    then)."""
+    _jax_compilation_cache(config)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         config.addinivalue_line(
             "filterwarnings",
