@@ -46,8 +46,7 @@ class Declaration:
         masked_reset_fault: what goes wrong when a masked reset (``reset_mask``)
             reaches it in a supported mode, and what to do ("" if nothing): a
             stack with a layer above that makes masked resets is wrong.
-        needs_popped_options, kept_options_caveat, kept_rows_fault: see
-            :meth:`over`.
+        kept_options_caveat, kept_rows_fault: see :meth:`over`.
     """
 
     modes: frozenset[AutoresetMode]
@@ -57,7 +56,6 @@ class Declaration:
     instead: str = ""
     source: str = "register"
     caveats: Mapping[AutoresetMode, str] = field(default_factory=dict)
-    needs_popped_options: bool = False
     kept_options_caveat: str = ""
     array_native: bool = False
     masked_reset_fault: str = ""
@@ -65,8 +63,9 @@ class Declaration:
     dict_infos: bool = False
 
     def over(self, env: Any) -> Declaration:
-        """This declaration over ``env``: right in every mode it accepts if its
-        faults need popped options and ``env`` keeps them (vecmode's cores); its
+        """This declaration over ``env``: right in every mode, with
+        ``kept_options_caveat`` as caveat, if it has one (its faults need popped
+        options) and ``env`` keeps them (vecmode's cores); its
         ``kept_rows_fault`` a masked reset's fault where ``env`` keeps its rows
         (so wrong in DISABLED), no caveat where it does not; wrong in every mode
         if it reads ``dict_infos`` and a ``DictInfoToList`` below lists them."""
@@ -86,15 +85,14 @@ class Declaration:
                 instead=f"{use}, or build the env below with copy=True.",
                 masked_reset_fault=f"{fault[0].upper()}{fault[1:]} {use}.",
             )
-        if not self.needs_popped_options or not keeps_options(env):
+        if not self.kept_options_caveat or not keeps_options(env):
             return self
         modes = self.modes | frozenset(self.wrong)
-        caveat = self.kept_options_caveat
         return replace(
             self,
             modes=modes,
             wrong=MappingProxyType({}),
-            caveats=MappingProxyType(dict.fromkeys(modes, caveat) if caveat else {}),
+            caveats=MappingProxyType(dict.fromkeys(modes, self.kept_options_caveat)),
             masked_reset_fault="",
         )
 
@@ -213,12 +211,10 @@ def gymnasium_entries() -> dict[str, Declaration]:
         wrong = {m: text for m, (v, text) in by_mode.items() if v == "wrong"}
         why = {m: text for m, (v, text) in by_mode.items() if v == "refuses"}
         fault = _gymnasium.PARTIAL_RESET_CAVEATS.get(name, "")
-        kept = _gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name, "")
         _gymnasium_entries[name] = replace(
             declare(ok, None, wrong, why, instead, "gymnasium"),
             caveats=_gymnasium_caveats(name, ok),
-            needs_popped_options=bool(kept),
-            kept_options_caveat=kept,
+            kept_options_caveat=_gymnasium.CAVEATS_WHERE_OPTIONS_KEPT.get(name, ""),
             array_native=name.rpartition(":")[2] in _GYMNASIUM_CONVERSIONS,
             masked_reset_fault=fault and f"{fault[0].upper()}{fault[1:]} {use}.",
             kept_rows_fault=_gymnasium.KEPT_ROWS_FAULTS.get(name, ""),
