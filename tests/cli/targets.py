@@ -15,6 +15,8 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 
 import vecmode
 from vecmode import MODES
+from vecmode.autoreset import GymnasiumFinalObs
+from vecmode.testing import DenseFinalObsVectorEnv
 
 #: Not callable.
 NOT_CALLABLE = 3
@@ -69,6 +71,16 @@ class ShiftObservation(VectorWrapper):
     def step(self, actions: Any) -> Any:
         obs, *rest = self.env.step(actions)
         return (obs + self.shift, *rest)
+
+
+class DenseOnly(GymnasiumFinalObs):
+    """An adapter of the dense final-observation layout that builds over the
+    layout's test base only."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        if not isinstance(env.unwrapped, DenseFinalObsVectorEnv):
+            raise TypeError("DenseOnly wraps DenseFinalObsVectorEnv only")
+        super().__init__(env)
 
 
 @vecmode.supports(*MODES)

@@ -346,6 +346,23 @@ def test_conform_factory_that_cannot_build_is_a_usage_error(capsys):
     )
 
 
+def test_conform_tries_building_on_the_base_asked_for(capsys):
+    """Whether the wrapper builds at all was tried on vecmode's sync core, whatever
+    --bases asked: an adapter that builds over the dense layout's base only was
+    "cannot build"."""
+    spec = f"{TARGETS}:DenseOnly"
+    code, out, err = run(
+        ["conform", spec, "--bases", "vecmode.testing.DenseFinalObsVectorEnv"], capsys
+    )
+    assert (code, err) == (EXIT_OK, "")
+    assert out.startswith("DenseOnly: right in SameStep (")
+    code, out, err = run(["conform", spec], capsys)  # over vecmode's core first
+    assert code == EXIT_USAGE and one_error_line(err).startswith(
+        f"cannot build '{spec}' on a test env in any mode: its constructor raised "
+        "TypeError: DenseOnly wraps DenseFinalObsVectorEnv only"
+    )
+
+
 def test_conform_gymnasium_normalize_observation_says_what_and_why(capsys):
     """Its refusals of SameStep and Disabled are its own (reported with its
     error), and in NextStep it raises on the kit's partial resets: the failure

@@ -16,6 +16,7 @@ from vecmode.cli.spec import Target, bind, builds_vector_env, resolve
 from vecmode.errors import IncompatibleModeError, NotAVectorEnvError
 from vecmode.modes import MODES
 from vecmode.registry import supported_modes
+from vecmode.testing.wrapper import schedules
 from vecmode.testing.wrapper.events import ProofArgumentError
 
 #: The options of the kit's test envs (None: the kit's default).
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> bool:
     _refuse(args, ("steps",), "is a wrapper", "a vector env")
     factory = _factory(target, args.modes)
     kinds = {k: getattr(args, k) for k in KINDS if getattr(args, k) is not None}
-    unbuildable = _cannot_build(factory, kinds)
+    unbuildable = _cannot_build(factory, kinds, args)
     if unbuildable is not None:
         message = common.cannot_build_message(target.spec, None, unbuildable)
         function = not isinstance(target.obj, type)
@@ -171,18 +172,21 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
 
 
 def _cannot_build(
-    factory: Callable[[VectorEnv], Any], kinds: dict[str, Any]
+    factory: Callable[[VectorEnv], Any], kinds: dict[str, Any], args: Any
 ) -> Exception | None:
-    """What building ``factory`` on a test env raised if no mode builds, else None."""
+    """What building ``factory`` on a test env (the first of ``--bases``, or of
+    ``--array-library``'s batches) raised if no mode builds, else None."""
     first: Exception | None = None
-    base = testing.BASES["vecmode.SyncVectorEnv"]  # a class that cannot wrap refuses
+    kinds = {"num_envs": 3, "obs_type": "box", **kinds}
+    kinds["array_library"] = args.array_library
+    base = (args.bases or ["vecmode.SyncVectorEnv"])[0]
     for mode in MODES:
-        envs = base(testing.scheduled_env_fns(3, **kinds), mode)
+        envs = schedules.base_env(base, mode, kinds)  # a class that cannot wrap refuses
         try:
             factory(envs).close()
             return None
-        except IncompatibleModeError:
-            pass
+        except (IncompatibleModeError, errors.ArrayLibraryError):
+            pass  # (check_wrapper says why)
         except Exception as error:
             first = first or error
         envs.close()
