@@ -523,6 +523,47 @@ def test_the_mixin_fails_the_test_of_the_broken_property_alone():
         WrapperConformance().test_results_kept()
 
 
+def test_the_mixins_options_are_read_once_and_its_errors_stay_short():
+    """A generator in ``check_options`` served the first check only (the others
+    proved "no mode"); properties left out were skipped as "episodic not
+    checked"; the class's one error, raised by each test, grew a traceback."""
+
+    class Generator(WrapperConformance):
+        check_options = {"modes": (m for m in ("NextStep", "SameStep"))}
+
+        def make_wrapper(self, env):
+            return RewardPlusOne(env)
+
+    with pytest.raises(ConformanceError, match="NEXT_STEP's reset step"):
+        Generator().test_reset_step_stays_empty()
+    Generator().test_results_kept()  # its own proof, over the same two modes
+
+    class Some(WrapperConformance):
+        check_options = {"properties": ["results_kept"]}
+
+        def make_wrapper(self, env):
+            return vw.ClipReward(env, 0.0, 1.0)
+
+    Some().test_results_kept()
+    with pytest.raises(
+        unittest.SkipTest, match=r"not in check_options\['properties'\]"
+    ):
+        Some().test_no_writes_below()
+
+    class Misspelt(WrapperConformance):
+        check_options = {"episodc": True}
+
+        def make_wrapper(self, env):
+            return vw.ClipReward(env, 0.0, 1.0)
+
+    sizes = set()
+    for prop in ("results_kept", "no_writes_below", "episodic"):
+        with pytest.raises(TypeError, match="episodc") as caught:
+            getattr(Misspelt(), f"test_{prop}")()
+        sizes.add(len(traceback.extract_tb(caught.value.__traceback__)))
+    assert len(sizes) == 1, sizes
+
+
 @vecmode.supports(*vecmode.MODES)
 class RaisesInStep(VectorWrapper):
     """Wrong everywhere: its step raises."""
