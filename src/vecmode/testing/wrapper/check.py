@@ -148,7 +148,7 @@ def check_wrapper(
     Raises:
         ConformanceError: (an ``AssertionError``) a property is broken, named.
     """
-    asked = {name: _kept(value) for name, value in locals().items()}
+    asked = {name: kept(value) for name, value in locals().items()}
     bases, properties, modes = asked["bases"], asked["properties"], asked["modes"]
     over, only = _checked(factory, num_envs, transitions, bases, properties)
     kinds: dict[str, Any] = {kind: asked[kind] for kind in _KINDS}
@@ -163,7 +163,7 @@ def check_wrapper(
     return _over_arrays_too(report, asked, check.box)
 
 
-def _kept(given: Any) -> Any:
+def kept(given: Any) -> Any:
     """A generator (read once) as a tuple: the arguments are read more than once."""
     return tuple(given) if isinstance(given, Iterator) else given
 

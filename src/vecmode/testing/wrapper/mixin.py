@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from gymnasium.vector import VectorEnv
 
-from vecmode.testing.wrapper.check import _kept, check_wrapper
+from vecmode.testing.wrapper.check import check_wrapper, kept
 from vecmode.testing.wrapper.events import PROPERTIES, ConformanceError
 from vecmode.testing.wrapper.report import NOT_EPISODIC, WrapperReport
 
@@ -51,7 +51,7 @@ class WrapperConformance:
     def _conformance(self) -> WrapperReport | BaseException:
         cls = type(self)
         if "_conformance_outcome" not in vars(cls):
-            options = {k: _kept(v) for k, v in self.check_options.items()}
+            options = {k: kept(v) for k, v in self.check_options.items()}
             cls._kept_options = options  # type: ignore[attr-defined]
             try:
                 outcome: Any = check_wrapper(self.make_wrapper, **options)
