@@ -523,6 +523,21 @@ def test_the_mixin_fails_the_test_of_the_broken_property_alone():
         WrapperConformance().test_results_kept()
 
 
+def test_a_factory_may_reset_and_step_the_env_it_wraps():
+    """It advanced the test sub-envs' schedules, so its runs differed from
+    each other: a correct wrapper broke cut_like_truncated."""
+
+    def make(env):
+        wrapped = vw.ClipReward(env, 0.0, 1.0)
+        wrapped.reset(seed=5)  # to read a first observation, say
+        wrapped.step(wrapped.action_space.sample())
+        return wrapped
+
+    report = check_wrapper(make)
+    alone = check_wrapper(lambda env: vw.ClipReward(env, 0.0, 1.0))
+    assert (report.modes, report.transitions) == (alone.modes, alone.transitions)
+
+
 def test_the_mixins_options_are_read_once_and_its_errors_stay_short():
     """A generator in ``check_options`` served the first check only (the others
     proved "no mode"); properties left out were skipped as "episodic not

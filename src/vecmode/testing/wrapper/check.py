@@ -347,8 +347,16 @@ class WrapperCheck:
         )
 
     def build(self, base: VectorEnv) -> VectorEnv:
-        """The wrapper over ``base`` (``TypeError`` if it is not a vector env)."""
+        """The wrapper over ``base`` (``TypeError`` if it is not a vector env).
+        A factory that resets or steps ``base`` (to read a first observation,
+        say) leaves the test sub-envs' schedules as it found them."""
+        subs = [env.unwrapped for env in getattr(base.unwrapped, "envs", ())]
+        fresh = [
+            (env, vars(env).copy()) for env in subs if isinstance(env, ScheduledEnv)
+        ]
         wrapped = self.factory(base)
+        for env, state in fresh:
+            vars(env).update(state)
         if not isinstance(wrapped, VectorEnv):
             raise TypeError(
                 f"check_wrapper({self.who}): the factory returned "
