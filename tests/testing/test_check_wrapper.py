@@ -696,13 +696,32 @@ def test_bad_arguments_are_refused_clearly():
         check_wrapper(lambda env: 3, modes=["NextStep"])
     with pytest.raises(ValueError, match="bases must be a list naming one or more"):
         check_wrapper(vw.NormalizeReward, bases=["envpool"])
-    with pytest.raises(ValueError, match=r"got \['vecmode.SyncVectorEnv'\]"):
-        check_wrapper(vw.NormalizeReward, bases="vecmode.SyncVectorEnv")
     with pytest.raises(ValueError, match="no mode to prove"):
         check_wrapper(vw.NormalizeReward, modes=[])
     NextStepOnly = vecmode.supports("NextStep")(type("NextStepOnly", (Undeclared,), {}))
     with pytest.raises(ValueError, match="asks to prove SameStep, which it does not"):
         check_wrapper(NextStepOnly, modes=["SameStep"])
+
+
+def test_one_mode_base_or_property_is_taken_as_one():
+    """``modes="SameStep"`` read "S", "a", ... as modes; ``modes=AutoresetMode.X``
+    was not iterable; one base was refused showing it as a list; a key given for
+    ``compare_info`` was called."""
+    one = check_wrapper(
+        vw.NormalizeReward, modes="SameStep", bases="vecmode.SyncVectorEnv"
+    )
+    listed = check_wrapper(
+        vw.NormalizeReward, modes=["SameStep"], bases=["vecmode.SyncVectorEnv"]
+    )
+    assert one.modes == listed.modes == (AutoresetMode.SAME_STEP,)
+    assert one.runs == listed.runs and one.transitions == listed.transitions
+    assert check_wrapper(vw.NormalizeReward, modes=AutoresetMode.DISABLED).modes == (
+        AutoresetMode.DISABLED,
+    )
+    report = check_wrapper(vw.NormalizeReward, properties="results_kept")
+    assert report.properties == ("results_kept",)
+    with pytest.raises(TypeError, match=r"such as lambda info: info.get\('ep'\)"):
+        check_wrapper(vw.NormalizeReward, compare_info="ep")  # type: ignore[arg-type]
 
 
 def test_sub_envs_that_render_and_wrappers_around_them():

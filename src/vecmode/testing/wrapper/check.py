@@ -8,7 +8,7 @@ ClipReward: right in NextStep, SameStep, Disabled ... transitions compared)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from importlib.util import find_spec
 from itertools import takewhile
@@ -104,7 +104,7 @@ def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
 def check_wrapper(
     factory: WrapperFactory,
     *,
-    modes: Iterable[ModeLike] | None = None,
+    modes: ModeLike | Iterable[ModeLike] | None = None,
     obs_type: str = "box",
     action_type: str = "discrete",
     info_type: str = "numeric",
@@ -115,10 +115,10 @@ def check_wrapper(
     seed: int = 0,
     batch_dependent: bool | None = None,
     episodic: bool | None = None,
-    bases: Iterable[str] | None = None,
+    bases: str | Iterable[str] | None = None,
     compare_info: Callable[[dict[str, Any]], Any] | None = episode_statistics,
     env_infos: bool = True,
-    properties: Iterable[str] | None = None,
+    properties: str | Iterable[str] | None = None,
     array_library: str | None = None,
 ) -> WrapperReport:
     """Prove a vector wrapper right in every mode it declares, and refusing the
@@ -126,7 +126,7 @@ def check_wrapper(
 
     Args:
         factory: the wrapper class, or a callable env -> wrapped env (a stack).
-        modes: the modes to prove (default: those the wrapper declares).
+        modes: the modes to prove, one or a list (default: those declared).
         obs_type: the test sub-envs' (:class:`~vecmode.testing.ScheduledEnv`).
         action_type: the test sub-envs'.
         info_type: the test sub-envs'.
@@ -137,20 +137,20 @@ def check_wrapper(
         seed: seeds the first reset of each run and the actions sampled.
         batch_dependent: its values pool a call's sub-envs (default: its attribute).
         episodic: each episode's outputs as a fresh wrapper's (default: its attribute).
-        bases: the base envs, keys of ``BASES`` (default: ``DEFAULT_BASES``).
+        bases: keys of ``BASES``, one or a list (default: ``DEFAULT_BASES``).
         compare_info: a function of a sub-env's info at a real transition (merged
             over SAME_STEP's ``final_info``) that must agree; None: none.
         env_infos: require the sub-envs' own infos (a step count, a reset key).
-        properties: the properties checked, from ``PROPERTIES`` (default: all).
+        properties: some of ``PROPERTIES``, one or a list (default: all).
         array_library: ``"torch"``, ``"jax"``: over that library's batches only;
             None: NumPy's, and torch's (else JAX's) for an array-native class.
 
     Raises:
         ConformanceError: (an ``AssertionError``) a property is broken, named.
     """
-    asked = {name: kept(value) for name, value in locals().items()}
+    asked = {name: events.kept(value) for name, value in locals().items()}
     bases, properties, modes = asked["bases"], asked["properties"], asked["modes"]
-    over, only = _checked(factory, num_envs, transitions, bases, properties)
+    over, only = _checked(asked)
     kinds: dict[str, Any] = {kind: asked[kind] for kind in _KINDS}
     ScheduledEnv(**kinds)  # bad kinds raise ValueError here, naming the choices
     kinds.update(num_envs=num_envs, wrappers=tuple(wrappers))
@@ -161,11 +161,6 @@ def check_wrapper(
     check = WrapperCheck(factory, over, kinds, only, env_infos)
     report = check.prove(modes, transitions, seed, batch_dependent, episodic, pick)
     return _over_arrays_too(report, asked, check.box)
-
-
-def kept(given: Any) -> Any:
-    """A generator (read once) as a tuple: the arguments are read more than once."""
-    return tuple(given) if isinstance(given, Iterator) else given
 
 
 def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) -> Any:
@@ -208,40 +203,43 @@ def _over_library(library: Any, bases: Any) -> list[str]:
     return [base]
 
 
-def _checked(
-    factory: Any, num_envs: Any, transitions: Any, bases: Any, properties: Any
-) -> tuple[list[str], frozenset[str] | None]:
-    """The bases and the properties asked for, once the arguments are checked."""
+def _checked(asked: dict[str, Any]) -> tuple[list[str], frozenset[str] | None]:
+    """The bases and the properties asked for (``asked``: ``check_wrapper``'s
+    arguments), once the arguments are checked."""
+    factory, pick, properties = (
+        asked[k] for k in ("factory", "compare_info", "properties")
+    )
     if not callable(factory):
         raise TypeError(
             f"check_wrapper needs a wrapper class or a callable env -> wrapped env, "
             f"got {factory!r}; e.g. check_wrapper(lambda env: MyWrapper(env, k=3))"
         )
+    if pick is not None and not callable(pick):
+        raise TypeError(
+            f"check_wrapper: compare_info must be a function of one sub-env's info, "
+            f"such as lambda info: info.get({pick!r}); got {pick!r}"
+        )
     resets = f" (its runs call reset() after {schedules.RESET_AT})"
     for name, value, least, why in (
-        ("num_envs", num_envs, 2, ""),
-        ("transitions", transitions, schedules.RESET_AT + 1, resets),
+        ("num_envs", asked["num_envs"], 2, ""),
+        ("transitions", asked["transitions"], schedules.RESET_AT + 1, resets),
     ):
         if not is_count(value, least):
             raise ValueError(
                 f"check_wrapper: {name} must be an int >= {least}{why}, got {value!r}"
             )
-    bases = schedules.DEFAULT_BASES if bases is None else bases
-    over = [bases] if isinstance(bases, str) else list(bases)
-    if (
-        isinstance(bases, str)
-        or not over
-        or any(name not in schedules.BASES for name in over)
-    ):
+    over = events.listed(
+        schedules.DEFAULT_BASES if asked["bases"] is None else asked["bases"]
+    )
+    if not over or any(name not in schedules.BASES for name in over):
         raise ValueError(
             f"check_wrapper: bases must be a list naming one or more of "
             f"{', '.join(map(repr, schedules.BASES))}; got {over!r}"
         )
     if properties is None:
         return over, None
-    if isinstance(properties, str) or any(
-        p not in events.PROPERTIES for p in properties
-    ):
+    properties = events.listed(properties)
+    if any(p not in events.PROPERTIES for p in properties):
         raise ValueError(
             f"check_wrapper: properties must be a list naming some of "
             f"{', '.join(events.PROPERTIES)}; got {properties!r}"
@@ -287,7 +285,7 @@ class WrapperCheck:
 
     def prove(
         self,
-        modes: Iterable[ModeLike] | None,
+        modes: ModeLike | Iterable[ModeLike] | None,
         transitions: int,
         seed: int,
         batch_dependent: bool | None,
@@ -410,7 +408,7 @@ class WrapperCheck:
             wrapped.close()
 
     def modes_to_prove(
-        self, modes: Iterable[ModeLike] | None
+        self, modes: ModeLike | Iterable[ModeLike] | None
     ) -> tuple[AutoresetMode, ...]:
         """The modes asked for, else the modes declared."""
         if self.declared is None and modes is None:
@@ -419,6 +417,8 @@ class WrapperCheck:
                 f"modes; declare them with @vecmode.supports(...) (vecmode.register "
                 f"for a class you don't own), or pass modes=[...]"
             )
+        if isinstance(modes, (str, AutoresetMode)):
+            modes = [modes]
         if modes is not None:
             to_prove = tuple(dict.fromkeys(as_mode(m) for m in modes))
         else:

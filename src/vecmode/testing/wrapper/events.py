@@ -3,7 +3,7 @@ transitions), how two runs are compared, and the error a failed check raises."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -286,3 +286,13 @@ def name_the_odd_mode(
     note = f"{agreeing} agree: {odd.value} alone differs. {ODD_HINTS[odd]}"
     head = str(error).split("\n")[0]
     raise ConformanceError(f"{head}\n{detail}\n{note}\n{hint}", error.property)
+
+
+def kept(given: Any) -> Any:
+    """A generator (read once) as a tuple: the arguments are read more than once."""
+    return tuple(given) if isinstance(given, Iterator) else given
+
+
+def listed(given: Any) -> list[Any]:
+    """One name, or an iterable of them, as a list."""
+    return [given] if isinstance(given, str) else list(given)

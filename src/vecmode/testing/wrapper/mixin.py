@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 from gymnasium.vector import VectorEnv
 
-from vecmode.testing.wrapper.check import check_wrapper, kept
-from vecmode.testing.wrapper.events import PROPERTIES, ConformanceError
+from vecmode.testing.wrapper.check import check_wrapper
+from vecmode.testing.wrapper.events import PROPERTIES, ConformanceError, kept
 from vecmode.testing.wrapper.report import NOT_EPISODIC, WrapperReport
 
 
