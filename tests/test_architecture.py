@@ -620,8 +620,8 @@ def test_every_args_entry_names_one_parameter():
 
 
 def test_the_authors_module_map_is_the_layer_table():
-    """docs/authors.md's module map lists each module in its layer."""
-    page = (SRC.parent.parent / "docs" / "authors.md").read_text()
+    """docs/contributing.md's module map lists each module in its layer."""
+    page = (SRC.parent.parent / "docs" / "contributing.md").read_text()
     rows = re.findall(r"^\| (\d+) \| (.*?) \|", page, re.MULTILINE)
     shown = {
         int(level): {
