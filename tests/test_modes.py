@@ -43,6 +43,23 @@ def test_as_mode_error_says_what_to_use_instead():
     )
 
 
+def test_a_declaration_that_is_not_a_mode_is_the_envs_fault():
+    """It said "'Custom' is not an autoreset mode; use one of ...", as if the
+    caller's argument (require_mode's, say) were wrong."""
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])
+    envs.metadata["autoreset_mode"] = "Custom"
+    said = (
+        "SyncVectorEnv's metadata['autoreset_mode'] is 'Custom', not an autoreset "
+        "mode: the env must declare one of 'NextStep', 'SameStep', 'Disabled' (or an "
+        "AutoresetMode) there."
+    )
+    for call in (lambda: mode_of(envs), lambda: vecmode.require_mode(envs, "NextStep")):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == said
+    envs.close()
+
+
 def test_mode_of():
     envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])
     assert mode_of(envs) is AutoresetMode.NEXT_STEP

@@ -100,10 +100,22 @@ def mode_of(env: Any) -> AutoresetMode | None:
         # the dict all VectorEnv classes share, where ALE's AtariVectorEnv writes
         # the mode of the last env built: only the env's own attribute says its
         own = getattr(getattr(env, "unwrapped", env), "autoreset_mode", None)
-        return None if own is None else as_mode(own)
+        return None if own is None else _declared(own, env, "autoreset_mode")
     if not isinstance(metadata, dict) or metadata.get("autoreset_mode") is None:
         return None
-    return as_mode(metadata["autoreset_mode"])
+    return _declared(metadata["autoreset_mode"], env, "metadata['autoreset_mode']")
+
+
+def _declared(value: Any, env: Any, where: str) -> AutoresetMode:
+    """``value``, what ``env`` declares in ``where``, as a mode (else the env's fault)."""
+    try:
+        return as_mode(value)
+    except ValueError:
+        values = ", ".join(repr(mode.value) for mode in AutoresetMode)
+        raise ValueError(
+            f"{type(env).__name__}'s {where} is {value!r}, not an autoreset mode: "
+            f"the env must declare one of {values} (or an AutoresetMode) there."
+        ) from None
 
 
 # ------------------------------------------------ an env that declares no mode

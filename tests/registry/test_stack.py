@@ -151,7 +151,9 @@ def test_a_mode_that_is_no_mode_names_its_layer():
     envs.metadata = {**envs.metadata, "autoreset_mode": "Bogus"}
     stack = gym_wrappers.ClipReward(envs, 0, 1)
     with pytest.raises(
-        ValueError, match=r"^layer 0 SyncVectorEnv \(gymnasium\): 'Bogus'"
+        ValueError,
+        match=r"^layer 0 SyncVectorEnv \(gymnasium\): SyncVectorEnv's "
+        r"metadata\['autoreset_mode'\] is 'Bogus', not an autoreset mode",
     ):
         vecmode.check_stack(stack)
     envs.close()

@@ -464,8 +464,9 @@ def test_undeclared_mode():
 def test_declared_mode_that_is_not_a_mode():
     message = _failure(lambda: CounterVectorEnv(2, NEXT, declared="sometimes"))
     assert message.startswith(
-        "CounterVectorEnv(num_envs=2) declares metadata['autoreset_mode'] that is "
-        "not a mode: 'sometimes' is not an autoreset mode"
+        "CounterVectorEnv's metadata['autoreset_mode'] is 'sometimes', not an "
+        "autoreset mode: the env must declare one of 'NextStep', 'SameStep', "
+        "'Disabled' (or an AutoresetMode) there."
     )
 
 

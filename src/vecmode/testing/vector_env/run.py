@@ -232,9 +232,7 @@ def _declared_mode(env: VectorEnv) -> AutoresetMode:
     try:
         mode = modes.mode_of(env)
     except ValueError as exc:
-        raise AssertionError(
-            f"{env!r} declares metadata['autoreset_mode'] that is not a mode: {exc}"
-        ) from None
+        raise AssertionError(str(exc)) from None
     if mode is None:
         raise AssertionError(
             f"{env!r} declares no metadata['autoreset_mode']: set it to the mode "
