@@ -348,7 +348,7 @@ def test_env_raising_before_an_end_cannot_tell():
     result = probe_mode(factory)
     assert result.mode is None
     assert result.reason == (
-        "the env raised RuntimeError: boom in call 1 (step()), before any episode ended"
+        "call 1 (step()), with no episode ended before it, raised RuntimeError: boom"
     )
     assert [env.closed_count for env in made] == [1]
 
@@ -471,7 +471,9 @@ def test_a_declared_mode_that_is_not_one_is_refused():
         return made[-1]
 
     with pytest.raises(
-        ValueError, match=r"metadata\['autoreset_mode'\]: 'NextStp' is not"
+        ValueError,
+        match=r"^vecmode.probe_mode: CounterVectorEnv's metadata\['autoreset_mode'\] "
+        r"is 'NextStp', not an autoreset mode",
     ):
         probe_mode(factory)
     assert [env.closed_count for env in made] == [1]

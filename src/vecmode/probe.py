@@ -137,8 +137,7 @@ def probe_mode(
         try:
             declared = mode_of(env)
         except ValueError as error:  # (check_stack and require_mode raise too)
-            where = f"{env!r}'s metadata['autoreset_mode']"
-            raise ValueError(f"vecmode.probe_mode: {where}: {error}") from None
+            raise ValueError(f"vecmode.probe_mode: {error}") from None
         first = Recorder(env, seed)
         end = _until_an_end(first, seed, int(max_steps))
         if end is None or end.error is not None:
@@ -219,8 +218,8 @@ def _no_end_reason(last: Call, max_steps: int, seed: int) -> str:
             f"actions): raise max_steps, or make the episodes shorter"
         )
     return (
-        f"the env raised {raised(last.error)} in call {last.index} "
-        f"({CALL_TEXT[last.kind]}), before any episode ended"
+        f"call {last.index} ({CALL_TEXT[last.kind]}), with no episode ended "
+        f"before it, raised {raised(last.error)}"
     )
 
 
