@@ -115,6 +115,9 @@ LITERAL = (
             "imports modules from the current directory too)",
         ),
         ("m:f:v=1.2.3", f"v=1.2.3 {LITERAL} (v='1.2.3')"),
+        # an unclosed bracket or quote: passed on as text, the wrapper was blamed
+        ("m:f:gamma=[0.9", f"gamma=[0.9 {LITERAL} (gamma='[0.9')"),
+        ("m:f:shape=(3", f"shape=(3 {LITERAL} (shape='(3')"),
     ],
 )
 def test_a_spec_that_does_not_parse_says_what_is_wrong(spec, problem):

@@ -105,7 +105,7 @@ def _meant_otherwise(key: str, value: str) -> None:
     if re.search(r":[A-Za-z_]\w*=", value):
         fixed = re.sub(r":(?=[A-Za-z_]\w*=)", ",", f"{key}={value}")
         raise SpecError(f"separate the arguments with commas: {fixed}")
-    if re.fullmatch(r"(?i:true|false|none|null)|[+-]?\.?\d[\w.+-]*", value):
+    if re.fullmatch(r"(?i:true|false|none|null)|[+-]?\.?\d[\w.+-]*|[\[({'\"].*", value):
         raise SpecError(
             f"{key}={value} is not a Python literal: write it as Python does "
             f"(True, False, None, 3, 0.5), or quote it for text ({key}='{value}')"
