@@ -26,6 +26,10 @@ class Undeclared(VectorWrapper):
     """A vector wrapper that declares no modes."""
 
 
+class RegisteredElsewhere(VectorWrapper):
+    """Undeclared here; a module of a test registers it."""
+
+
 class UndeclaredWithArgument(VectorWrapper):
     """A vector wrapper that declares no modes and takes an argument."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -321,7 +322,8 @@ def test_conform_undeclared_class_needs_modes(capsys, target):
     assert one_error_line(err) == (
         f"'{spec}' declares no autoreset modes, so there is nothing "
         "to prove: pass the modes to prove (--modes NextStep ...), or declare them "
-        "(@vecmode.supports, or vecmode.register)."
+        "(@vecmode.supports, or vecmode.register: --import the module that "
+        "registers it)."
     )
 
 
@@ -344,6 +346,29 @@ def test_conform_factory_that_cannot_build_is_a_usage_error(capsys):
         "cannot build 'ClipReward' on a test env in any mode: its constructor raised "
         "InvalidBound: Both `min_reward` and `max_reward` cannot be None."
     )
+
+
+def test_conform_imports_the_module_that_registers_the_wrapper(
+    capsys, tmp_path, monkeypatch
+):
+    """check's note says "run vecmode conform X", and conform, without the
+    --import that check was given, found X undeclared."""
+    spec = f"{TARGETS}:RegisteredElsewhere"
+    (tmp_path / "registers_it.py").write_text(
+        f"import vecmode\n\nvecmode.register({spec!r}, vecmode.MODES)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, _, err = run(["conform", spec], capsys)
+        assert code == EXIT_USAGE and "--import the module that registers it" in err
+        code, out, err = run(["conform", spec, "--import", "registers_it"], capsys)
+        assert (code, err) == (EXIT_OK, "")
+        assert out.startswith(
+            "RegisteredElsewhere: right in NextStep, SameStep, Disabled"
+        )
+    finally:
+        vecmode.unregister(spec)
+        sys.modules.pop("registers_it", None)
 
 
 def test_conform_tries_building_on_the_base_asked_for(capsys):

@@ -173,6 +173,7 @@ CONFORM = Command(
             help=f"{WRAP}; or a vector env: a class, or a function its key=values "
             "leave no argument",
         ),
+        IMPORT,
         arg(
             "--modes", type=mode_option, nargs="+", help="a wrapper: the modes to prove"
         ),

@@ -46,6 +46,7 @@ REPORT_FIELDS = ("modes", "runs", "transitions", "batch_dependent", "limits", "c
 
 def run(args: argparse.Namespace) -> bool:
     """Prove the wrapper or vector env ``args.factory`` names; print the report."""
+    common.import_all(args.imports)
     also = "; a vector env's factory is module:function (or module:Class)"
     target = resolve(args.factory, "conform FACTORY", also=also)
     if builds_vector_env(target):
@@ -157,7 +158,8 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
         raise common.CommandError(
             f"{target.spec!r} declares no autoreset modes, so there is nothing "
             f"to prove: pass the modes to prove (--modes NextStep ...), or "
-            f"declare them (@vecmode.supports, or vecmode.register)."
+            f"declare them (@vecmode.supports, or vecmode.register: --import the "
+            f"module that registers it)."
         )
     if not target.kwargs:
         return target.obj  # type: ignore[no-any-return]
