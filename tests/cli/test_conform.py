@@ -48,6 +48,13 @@ def test_conform_over_torch_batches_proves_the_array_path(capsys):
     )
     assert (code, out) == (EXIT_USAGE, "")
     assert "modes asks to prove SameStep, which it does not declare" in err
+    # so is one its class refuses by its own error (it was "breaks
+    # builds_in_declared_modes", exit 1)
+    code, out, err = run(
+        ["conform", "gymnasium:NormalizeObservation", "--modes", "SameStep"], capsys
+    )
+    assert (code, out) == (EXIT_USAGE, "")
+    assert "modes asks to prove SameStep, which it does not declare" in err
 
 
 def test_conform_a_class_uses_its_declaration(capsys):

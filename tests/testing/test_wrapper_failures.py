@@ -16,6 +16,7 @@ from vecmode import wrappers as vw
 from vecmode.testing import ConformanceError, ScheduledEnv, check_wrapper, decode
 from vecmode.testing.envs import RESET_INFO_KEYS, STEP_INFO_KEYS
 from vecmode.testing.wrapper.driver import PARTIAL_RESET_HINT
+from vecmode.testing.wrapper.events import ProofArgumentError
 from vecmode.testing.wrapper.schedules import base_env
 from vecmode.wrappers.base import forward_reset, set_spaces
 
@@ -466,8 +467,13 @@ def test_a_classs_own_error_in_an_undeclared_mode_is_its_refusal():
     assert (
         "refused SameStep at construction, by its own constructor: ValueError: "
     ) in str(report)
-    # asked to prove that mode, the same error is a failure
-    with pytest.raises(AssertionError, match=r"raised ValueError there, in "):
+    # asked to prove that mode: refused as an argument, as for a class that
+    # declares its modes (it was a failure, builds_in_declared_modes)
+    with pytest.raises(
+        ProofArgumentError,
+        match=r"modes asks to prove SameStep, which it does not declare and "
+        r"refuses when built; prove the modes it declares \(NextStep, Disabled\)",
+    ):
         check_wrapper(
             lambda env: gym_vector.TransformObservation(
                 env, lambda o: o * 2, env.observation_space

@@ -435,7 +435,8 @@ class WrapperCheck:
     ) -> None:
         """A mode to prove is built without error; another mode's error is a refusal."""
         for mode, own in self.raised.items():
-            if mode in to_prove or (self.declared and mode in self.declared):
+            asked = mode in to_prove and self.declared is None  # (else declared)
+            if asked or (self.declared and mode in self.declared):
                 what = (
                     f"raised {type(own).__name__} there, in {mode.value}, a mode to "
                     f"prove: {own}"
