@@ -942,3 +942,39 @@ def test_a_third_mode_failing_on_its_own_leaves_the_first_failure_reported():
         check_wrapper(ForgetsFinalObsAndFailsMaskedResets)
     assert caught.value.property == "mode_equivalence_together"
     assert "[SameStep over vecmode.SyncVectorEnv" in str(caught.value)
+
+
+class PooledScale(vw.StatefulWrapper):
+    """Scales rewards by a running mean square pooled over the sub-envs, and
+    does not say batch_dependent = True."""
+
+    reads_final_observations = False
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.n, self.mean_sq = 0, 1.0
+
+    def transition(self, observations, rewards, terminations, truncations, mask):
+        r = rewards[mask]
+        self.n += len(r)
+        self.mean_sq += (np.mean(r**2) - self.mean_sq) * len(r) / self.n
+
+    def _step_result(self, result):
+        obs, rewards, *rest = super()._step_result(result)
+        return obs, rewards / np.sqrt(self.mean_sq), *rest
+
+
+def test_a_pooled_statistic_undeclared_is_told_to_declare_batch_dependent():
+    """Episodes ending together agree, so the staggered failure's hint starts
+    with pooling (it came last, after a note on NextStep's reset step)."""
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(PooledScale)
+    assert caught.value.property == "mode_equivalence_staggered"
+    hint = str(caught.value).splitlines()[-1]
+    assert hint.startswith(
+        "Episodes ending together agreed. If its outputs pool the sub-envs of a "
+        "call (a running mean), declare batch_dependent = True; else"
+    )
+    assert check_wrapper(PooledScale, batch_dependent=True).modes == tuple(
+        AutoresetMode
+    )

@@ -27,7 +27,7 @@ from vecmode.modes import MODES, ModeLike, as_mode, final_in_info, resets_on_nex
 from vecmode.registry import declaration, is_array_native, supported_modes
 from vecmode.replay.record import is_count
 from vecmode.testing.envs import RESET_INFO_KEYS, ScheduledEnv
-from vecmode.testing.wrapper import events, schedules
+from vecmode.testing.wrapper import events, hints, schedules
 from vecmode.testing.wrapper.driver import Driver, RunPlan
 from vecmode.testing.wrapper.report import WrapperReport
 from vecmode.testing.writes import WritesBelow
@@ -37,52 +37,12 @@ Runs = dict[tuple[int, AutoresetMode, str], events.Run]
 _KINDS = ("obs_type", "action_type", "info_type", "render_mode")
 _BUILD_PROPERTIES = frozenset({"builds_in_declared_modes", "refuses_undeclared_modes"})
 
-_HINT_MODES = (
-    "Transform final observations (info['final_obs'] in SAME_STEP) like the "
-    "others, count each real step once (not NEXT_STEP's reset step), and clear "
-    "the state of a masked reset's sub-envs. Draw random numbers per sub-env and "
-    "transition (or episode start), not per call. Only if its outputs pool the "
-    "sub-envs of a call (a running mean), declare batch_dependent = True."
-)
-_HINT_CUTS = (
-    "A difference at the cut is a final observation not transformed like the "
-    "others; one after it is state kept across the masked reset: clear the "
-    "sub-env's state on a masked reset."
-)
-_HINT_CUTS_NEXT = (
-    " In NEXT_STEP, one after it may be the reset step that follows the env's "
-    "truncation there counted as a step: count real transitions only "
-    "(vecmode.modes.BoundaryTracker says which)."
-)
-_HINT_RESET = (
-    "Clear NEXT_STEP's pending reset step at reset(): after a reset() the next "
-    "step is a real transition, whether or not an episode had just ended."
-)
-
 
 def _reset_after_an_end(modes: tuple[AutoresetMode, ...]) -> tuple[AutoresetMode, ...]:
     """The modes whose reset() right after an end is compared: those whose env
     has not reset the ended sub-envs within the step (not SAME_STEP)."""
     found = tuple(mode for mode in modes if not final_in_info(mode))
     return found if len(found) > 1 else ()
-
-
-_HINT_BASES = (
-    "vecmode's base is copy=False: it writes each call's observations into the "
-    "arrays it returned before, so keep a copy (np.array(obs)) of any you hold "
-    "past a call. And Gymnasium's envs pop 'reset_mask' from reset()'s options, "
-    "vecmode's leave it: read options['reset_mask'] before passing them down. "
-    "Seed any random numbers of your own from reset(seed=...)."
-)
-_HINT_DENSE = (
-    "Take the dense info['final_obs'] rows of the sub-envs that ended here into "
-    "Gymnasium's layout (vecmode.modes.from_dense_finals does it)."
-)
-_HINT_EPISODIC = (
-    "Clear the state of the sub-envs whose episode starts: at reset, and where "
-    "boundary.starts is True (a StatefulWrapper's episode_start). Outputs that "
-    "depend on earlier episodes (running statistics) are not episodic."
-)
 
 
 def episode_statistics(info: dict[str, Any]) -> dict[str, float | int] | None:
@@ -576,7 +536,7 @@ class WrapperCheck:
         run = self.run(self.over[0], fresh, {**self.kinds, "first_episode": 1})
         later = [e[1 + n :] for e, n in zip(together.events, firsts, strict=True)]
         there = events.Run(f"[{together.label[1:-1]}, from episode 2]", later)
-        context = ("episodic", self.who, _HINT_EPISODIC)
+        context = ("episodic", self.who, hints.EPISODIC)
         return label, events.compare_runs(there, run, wanted, True, context)
 
     def check_batch_dependent(
@@ -614,19 +574,23 @@ class WrapperCheck:
         """The property a run proves, the runs compared for it, the hint."""
         run, first_base = runs[number, mode, name], self.over[0]
         if number == 2:  # the same mode with cuts instead of truncations
-            hint = _HINT_CUTS + (_HINT_CUTS_NEXT if resets_on_next_step(mode) else "")
+            hint = hints.CUTS + (hints.CUTS_NEXT if resets_on_next_step(mode) else "")
             return "cut_like_truncated", (run, runs[1, mode, first_base]), hint
         if number == 3:  # reset() after an end: alike in those modes
             ref = next(m for n, m, _ in runs if n == 3)  # (the first run of them)
             pair = None if mode is ref else (runs[3, ref, first_base], run)
-            return "mode_equivalence_together", pair, _HINT_RESET
+            return "mode_equivalence_together", pair, hints.RESET
         if name != first_base:  # the same mode over another base
-            hint = _HINT_DENSE if name in schedules.DENSE_LAYOUT else _HINT_BASES
+            hint = hints.DENSE if name in schedules.DENSE_LAYOUT else hints.BASES
             return "same_over_every_base", (runs[number, mode, first_base], run), hint
         prop = f"mode_equivalence_{'together' if number == 0 else 'staggered'}"
-        if mode is first:
-            return prop, None, _HINT_MODES
-        return prop, (runs[number, first, first_base], run), _HINT_MODES
+        apart = number and self.on("mode_equivalence_together")
+        hint = hints.STAGGERED if apart else hints.MODES
+        return (
+            prop,
+            None if mode is first else (runs[number, first, first_base], run),
+            hint,
+        )
 
     def run(
         self, name: str, plan: RunPlan, kinds: dict[str, Any] | None = None
