@@ -231,9 +231,9 @@ def test_autoreset_policies_conform_over_the_bases_they_accept():
         check_wrapper(vecmode.NextStepAutoreset)
     assert (
         "[Disabled over gymnasium.vector.SyncVectorEnv, episodes ending together]: "
-        "refused "
-        "to be built although it accepts Disabled over vecmode.SyncVectorEnv: "
-        "NextStepAutoreset cannot wrap this env, although it supports its mode "
+        "was not built (it is in Disabled over vecmode.SyncVectorEnv): "
+        "IncompatibleModeError: NextStepAutoreset cannot wrap this env, although it "
+        "supports its mode "
         "Disabled: NEXT_STEP must reset a sub-env without stepping it"
     ) in str(caught.value)
     report = check_wrapper(vecmode.NextStepAutoreset, bases=["vecmode.SyncVectorEnv"])

@@ -978,3 +978,28 @@ def test_a_pooled_statistic_undeclared_is_told_to_declare_batch_dependent():
     assert check_wrapper(PooledScale, batch_dependent=True).modes == tuple(
         AutoresetMode
     )
+
+
+class NeedsVecmodesCore(vw.StatefulWrapper):
+    """Builds over vecmode's sync core only."""
+
+    def __init__(self, env):
+        if not isinstance(env.unwrapped, vecmode.SyncVectorEnv):
+            raise TypeError("NeedsVecmodesCore needs vecmode.SyncVectorEnv")
+        super().__init__(env)
+
+
+def test_a_wrapper_built_over_the_first_base_only_is_told_which_bases():
+    """Its error over Gymnasium's base went out as it was (the command line:
+    "raised", exit 1), with no word of the bases."""
+    with pytest.raises(ConformanceError) as caught:
+        check_wrapper(NeedsVecmodesCore)
+    assert caught.value.property == "builds_in_declared_modes"
+    lines = str(caught.value).splitlines()
+    assert lines[1] == (
+        "[NextStep over gymnasium.vector.SyncVectorEnv, episodes ending together]: "
+        "was not built (it is in NextStep over vecmode.SyncVectorEnv): TypeError: "
+        "NeedsVecmodesCore needs vecmode.SyncVectorEnv"
+    )
+    assert "bases=['vecmode.SyncVectorEnv']" in lines[2]
+    assert check_wrapper(NeedsVecmodesCore, bases="vecmode.SyncVectorEnv").modes

@@ -600,13 +600,15 @@ class WrapperCheck:
         below = WritesBelow(base)  # before the wrapper is built over it
         try:
             wrapped = self.build(base)
-        except IncompatibleModeError as error:
+        except Exception as error:  # over another base than the first: not built
+            if name == self.over[0] and not isinstance(error, IncompatibleModeError):
+                raise
             raise events.fail(
                 "builds_in_declared_modes",
                 self.who,
                 plan.label,
-                f"refused to be built although it accepts {plan.mode.value} over "
-                f"{self.over[0]}: {error}",
+                f"was not built (it is in {plan.mode.value} over {self.over[0]}): "
+                f"{type(error).__name__}: {error}",
                 f"Run it over the bases it wraps: check_wrapper(..., "
                 f"bases=[{self.over[0]!r}]) (vecmode conform --bases {self.over[0]}).",
             ) from error
