@@ -217,8 +217,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: +1: a mode asked for that the class refuses by its own error is refused as asked;
 #: +11: a staggered-only difference's hint starts with pooling (batch_dependent);
 #: the hints in a module of their own;
-#: +2: a wrapper not built over another base than the first fails, naming the bases)
-MAX_SRC_LINES = 23_718
+#: +2: a wrapper not built over another base than the first fails, naming the bases;
+#: +10: WrapperConformance warns of the info keys it did not compare)
+MAX_SRC_LINES = 23_728
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

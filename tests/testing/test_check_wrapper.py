@@ -12,6 +12,7 @@ import subprocess
 import sys
 import traceback
 import unittest
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -577,6 +578,24 @@ def test_the_mixins_options_are_read_once_and_its_errors_stay_short():
             getattr(Misspelt(), f"test_{prop}")()
         sizes.add(len(traceback.extract_tb(caught.value.__traceback__)))
     assert len(sizes) == 1, sizes
+
+
+def test_the_mixin_warns_of_the_info_keys_it_did_not_compare():
+    """report.limits said so, but the mixin showed no limit: a wrong key the
+    wrapper adds passed unseen."""
+
+    class Unread(WrapperConformance):
+        make_wrapper = staticmethod(AddsAnInfo)
+
+    with pytest.warns(UserWarning, match=r"^Unread: AddsAnInfo adds info keys "):
+        Unread().test_results_kept()
+
+    class Read(Unread):
+        check_options = {"compare_info": lambda info: info.get("disc_return")}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Read().test_results_kept()
 
 
 @vecmode.supports(*vecmode.MODES)

@@ -4,6 +4,7 @@ one test per property, in the spirit of dm_env's ``EnvironmentTestMixin``."""
 from __future__ import annotations
 
 import unittest
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -59,6 +60,15 @@ class WrapperConformance:
                 outcome = error
                 outcome.first_traceback = error.__traceback__  # type: ignore[attr-defined]
             cls._conformance_outcome = outcome  # type: ignore[attr-defined]
+            if isinstance(outcome, WrapperReport) and outcome.unread_info:
+                warnings.warn(  # (else a wrong key it adds passes unseen)
+                    f"{cls.__name__}: {outcome.wrapper} adds info keys compare_info "
+                    f"does not read, so not compared: {', '.join(outcome.unread_info)}"
+                    f"; compare them with check_options = {{'compare_info': lambda "
+                    f"info: info.get(KEY)}}.",
+                    UserWarning,
+                    stacklevel=3,
+                )
         return vars(cls)["_conformance_outcome"]
 
     def _check(self, prop: str) -> None:
