@@ -218,7 +218,8 @@ PRESENTATION = ("cli", "timeline.py")
 #: +11: a staggered-only difference's hint starts with pooling (batch_dependent);
 #: the hints in a module of their own;
 #: +2: a wrapper not built over another base than the first fails, naming the bases;
-#: +10: WrapperConformance warns of the info keys it did not compare)
+#: +10: WrapperConformance warns of the info keys it did not compare;
+#: 0: a NumPy-only layer over torch batches keeps its class's evidence)
 MAX_SRC_LINES = 23_728
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60

@@ -164,6 +164,8 @@ def test_check_stack_reports_the_layer_that_reads_numpy() -> None:
     assert rows[0].split()[-1] == "torch" and rows[1].endswith("native: torch")
     assert rows[2].endswith("reads NumPy")
     assert "is not array-native: it reads NumPy" in report[2].note
+    # the class's evidence still (it was "none", as if nothing were declared)
+    assert [row.evidence.value for row in report][1:] == ["declared", "verified"]
     with pytest.raises(vecmode.IncompatibleModeError, match="over torch batches"):
         vecmode.assert_compatible(layer)
 

@@ -306,10 +306,10 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     native = found is not None and found.array_native
     row = functools.partial(row, array_native=native)
     if not native and _arrays.is_array_env(layer.env):
-        library = str(_arrays.declared_namespace(layer.env))
-        note = not_array_native(type(layer), library)
+        note = not_array_native(type(layer), str(_arrays.declared_namespace(layer.env)))
         accepts = None if found is None else found.modes
-        return row(accepts, declared or mode_in, Verdict.REFUSED, note)
+        evidence = () if found is None else proof(type(layer), mode_in)
+        return row(accepts, declared or mode_in, Verdict.REFUSED, note, *evidence)
     if found is None:
         note = (
             f"no modes declared for {name}; declare them with @vecmode.supports or "
