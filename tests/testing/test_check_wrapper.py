@@ -862,11 +862,15 @@ def test_a_wrong_dense_layout_over_the_dense_base_fails(wrapper, found):
     assert found in str(caught.value)
 
 
-def test_a_factory_that_adds_no_layer_is_named_by_its_own_name():
+def test_a_factory_that_adds_no_layer_is_refused_by_its_own_name():
     def unchanged(env):
         return env
 
-    with pytest.raises(AssertionError, match=r"^unchanged breaks refuses_undeclared"):
+    # (it broke refuses_undeclared_modes: "accepted NextStep, which it does not
+    # declare")
+    with pytest.raises(
+        TypeError, match=r"^check_wrapper\(unchanged\): the factory returned the env "
+    ):
         check_wrapper(unchanged)
 
 

@@ -315,11 +315,11 @@ class WrapperCheck:
         wrapped = self.factory(base)
         for env, state in fresh:
             vars(env).update(state)
-        if not isinstance(wrapped, VectorEnv):
+        if not isinstance(wrapped, VectorEnv) or wrapped is base:
+            got = "the env it was given" if wrapped is base else type(wrapped).__name__
             raise TypeError(
-                f"check_wrapper({self.who}): the factory returned "
-                f"{type(wrapped).__name__}, not a gymnasium.vector.VectorEnv; "
-                f"return the wrapped vector env"
+                f"check_wrapper({self.who}): the factory returned {got}, not a "
+                f"gymnasium.vector.VectorEnv wrapping it; return the wrapped vector env"
             )
         return wrapped
 
