@@ -566,6 +566,13 @@ def test_the_mixins_options_are_read_once_and_its_errors_stay_short():
     ):
         Some().test_no_writes_below()
 
+    class All(Some):  # (properties=None: a TypeError once)
+        check_options = {"properties": None}
+
+    All().test_no_writes_below()
+    with pytest.raises(unittest.SkipTest, match="episodic not checked"):
+        All().test_episodic()
+
     class Misspelt(WrapperConformance):
         check_options = {"episodc": True}
 
