@@ -174,7 +174,7 @@ def _factory(target: Target, modes: list[Any] | None) -> Callable[[VectorEnv], A
 
 
 def _cannot_build(
-    factory: Callable[[VectorEnv], Any], kinds: dict[str, Any], args: Any
+    factory: Callable[[VectorEnv], Any], kinds: dict[str, Any], args: argparse.Namespace
 ) -> Exception | None:
     """What building ``factory`` on a test env (the first of ``--bases``, or of
     ``--array-library``'s batches) raised if no mode builds, else None."""
