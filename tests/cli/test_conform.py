@@ -462,9 +462,7 @@ def test_conform_compares_an_info_key_the_wrapper_adds(capsys):
     )
     assert code == EXIT_FAILED
     assert "breaks mode_equivalence_together" in out
-    assert "field info: ['compare_info']: np.int64(5) here, np.int64(4) there" in flat(
-        out
-    )
+    assert "field info['calls']: np.int64(5) here, np.int64(4) there" in flat(out)
     assert "SameStep and Disabled agree: NextStep alone differs." in out
     code, _, err = run(
         ["conform", f"{TARGETS}:CountsCalls", "--compare-info", "calsl"], capsys

@@ -559,7 +559,7 @@ def test_infos_are_compared_when_asked():
 
     with pytest.raises(
         AssertionError,
-        match=r"field info: \['compare_info'\]: \[1\]: 2 here, 1 there",
+        match=r"field episode_statistics\(info\): \[1\]: 2 here, 1 there",
     ):
         check_wrapper(CountsResetStepsInLength, compare_info=episode_statistics)
     with pytest.raises(AssertionError, match=r"\['length'\]: 2 here, 1 there"):

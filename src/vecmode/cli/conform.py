@@ -206,7 +206,7 @@ class _InfoKey:
     """``--compare-info KEY``: ``info[KEY]``, noting whether any info had it."""
 
     def __init__(self, key: str) -> None:
-        self.key, self.seen = key, False
+        self.key, self.seen, self.label = key, False, f"info[{key!r}]"
 
     def __call__(self, info: dict[str, Any]) -> Any:
         self.seen = self.seen or self.key in info

@@ -128,14 +128,21 @@ def with_env_info(
     """What is compared of an info: the step count of the test sub-envs'
     ``info_type``, and ``compare_info``'s."""
     key = STEP_INFO_KEYS[info_type]
+    name = getattr(compare_info, "__name__", "<lambda>")
+    name = "compare_info" if name == "<lambda>" else name
+    label = getattr(compare_info, "label", f"{name}(info)")
 
     def pick(info: dict) -> Any:
-        own = {f"the sub-env's info[{key!r}]": info.get(key, NO_STEP_INFO)}
-        if compare_info is None:
-            return own
-        return {**own, "compare_info": compare_info(info)}
+        own = Fields({f"the sub-env's info[{key!r}]": info.get(key, NO_STEP_INFO)})
+        if compare_info is not None:
+            own[label] = compare_info(info)
+        return own
 
     return pick
+
+
+class Fields(dict):
+    """Parts of an info compared as fields of their own, named by their keys."""
 
 
 def difference(expected: Any, got: Any) -> str | None:
@@ -237,10 +244,25 @@ def _first_field_difference(
             continue
         if name == "reward" and g.cut and prop == "cut_like_truncated":
             continue
-        why = difference(value, g_fields[name])
+        name, why = _named_difference(name, value, g_fields[name])
         if why is not None:
             return name, f"{g.kind!r} here, {e.kind!r} there" if name == "kind" else why
     return "", None
+
+
+def _named_difference(name: str, expected: Any, got: Any) -> tuple[str, str | None]:
+    """``difference(expected, got)`` and the field's name: of an info of
+    :class:`Fields`, the name of its first part that differs."""
+    if (
+        type(expected) is Fields
+        and type(got) is Fields
+        and expected.keys() == got.keys()
+    ):
+        for part, value in expected.items():
+            why = difference(value, got[part])
+            if why is not None:
+                return part, why
+    return name, difference(expected, got)
 
 
 #: What to look at where one mode alone differs from the others.
