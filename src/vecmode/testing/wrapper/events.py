@@ -253,11 +253,7 @@ def _first_field_difference(
 def _named_difference(name: str, expected: Any, got: Any) -> tuple[str, str | None]:
     """``difference(expected, got)`` and the field's name: of an info of
     :class:`Fields`, the name of its first part that differs."""
-    if (
-        type(expected) is Fields
-        and type(got) is Fields
-        and expected.keys() == got.keys()
-    ):
+    if type(expected) is type(got) is Fields and expected.keys() == got.keys():
         for part, value in expected.items():
             why = difference(value, got[part])
             if why is not None:
