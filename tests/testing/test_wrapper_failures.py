@@ -301,7 +301,8 @@ def test_catches_lost_partial_resets():
     assert (
         "[NextStep over vecmode.SyncVectorEnv, staggered episodes] (here) differs "
         "from [NextStep over vecmode.SyncVectorEnv, staggered episodes truncated by "
-        "the env where cut] (there): sub-env 0, an episode start (call"
+        "the env where cut] (there): sub-env 0, an episode start, by the caller's "
+        "reset that cut the last (call"
     ) in message, message
     assert message.startswith("StackIgnoringCuts breaks cut_like_truncated (expected: ")
     assert "field obs" in message
@@ -332,7 +333,8 @@ def test_a_forgotten_final_obs_is_caught_in_same_step_alone():
     assert caught.value.property == "cut_like_truncated"
     assert "at the cut is a final observation not transformed" in str(caught.value)
     assert re.search(
-        r"real transition \(call \d+ here, call \d+ there\), field next_obs",
+        r"real transition, the last before the caller's reset cut its episode "
+        r"\(call \d+ here, call \d+ there\), field next_obs",
         str(caught.value),
     )
 

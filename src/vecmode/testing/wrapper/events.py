@@ -214,10 +214,14 @@ def compare_runs(
     compared = 0
     for i, (expected, got) in enumerate(zip(reference.events, run.events, strict=True)):
         expected, got = _cut(expected, wanted), _cut(got, wanted)
-        for e, g in zip(expected, got, strict=False):
+        for k, (e, g) in enumerate(zip(expected, got, strict=False)):
             name, why = _first_field_difference(e, g, values, prop)
             if why is not None:
                 event = "an episode start" if e.kind == "start" else "a real transition"
+                if g.cut:
+                    event += ", the last before the caller's reset cut its episode"
+                elif k and got[k - 1].cut:
+                    event += ", by the caller's reset that cut the last"
                 what = (
                     f"sub-env {i}, {event} (call {g.call} here, call {e.call} "
                     f"there), field {name}: {why}"
