@@ -264,6 +264,12 @@ class BoundaryTracker:
         """The sub-envs whose episode ended and that were not reset since."""
         return self.ended.mask
 
+    def refuse_ended_step(self) -> None:
+        """Raise :class:`~vecmode.EpisodeEndedError` if a step now would step a
+        sub-env that ended and awaits the caller's reset (DISABLED)."""
+        if self._caller_resets and self.ended.count:
+            raise errors.EpisodeEndedError(self.ended.indices())
+
     def _shared(self, first: Any, second: Any) -> Boundary | None:
         """The source's boundary of this very call, if it had it."""
         last = self._source._last  # type: ignore[union-attr]

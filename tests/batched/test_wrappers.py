@@ -778,3 +778,28 @@ def test_frozen_normalize_observation_normalises_every_observation_with_its_stat
     assert ends > 0 or mode == "Disabled"
     np.testing.assert_array_equal(host(envs.obs_rms.mean), mean)
     np.testing.assert_array_equal(host(envs.obs_rms.var), var)
+
+
+@pytest.mark.parametrize("name", ["numpy", *ARRAYS])
+@pytest.mark.parametrize("stack", ["RecordEpisodeStatistics", "ppo_stack"])
+def test_a_disabled_env_without_its_policy_refuses_to_step_an_ended_sub_env(
+    name, stack
+) -> None:
+    """A DISABLED batched env that steps whatever it is given: the wrapper
+    refuses before stepping, so no statistics of made-up episodes."""
+    envs = STACKS[stack](make_batched(name, 4, max_episode_steps=3))
+    xp = envs.unwrapped.xp
+    actions = xp.asarray([0, 1, 0, 1])
+    envs.reset(seed=0)
+    for _ in range(3):
+        *_, terminated, truncated, _ = envs.step(actions)
+    ended = host(terminated | truncated)
+    assert ended.all()  # (each truncated at step 3, if not terminated before)
+    returns = host(envs.episode_returns).copy()
+    with pytest.raises(vecmode.EpisodeEndedError, match="0, 1, 2, 3") as caught:
+        envs.step(actions)
+    assert caught.value.indices == (0, 1, 2, 3)
+    np.testing.assert_array_equal(host(envs.episode_returns), returns)
+    envs.reset(options={"reset_mask": terminated | truncated})
+    *_, infos = envs.step(actions)  # usable again
+    assert "episode" not in infos

@@ -275,6 +275,11 @@ class _Tracked(MaskedResetWrapper):
         )
         self.boundary = self.boundaries.reset(None)
 
+    def _step_actions(self, actions: Any) -> Any:
+        if self.boundaries.ended.count:  # (in DISABLED: not stepped before a reset)
+            self.boundaries.refuse_ended_step()
+        return super()._step_actions(actions)
+
     def _reset_result(self, obs: Any, infos: Infos, state: Mask) -> tuple[Any, Any]:
         obs, infos = super()._reset_result(obs, infos, state)
         self.boundary = self.boundaries.reset(state, like=obs)
