@@ -222,8 +222,11 @@ PRESENTATION = ("cli", "timeline.py")
 #: 0: a NumPy-only layer over torch batches keeps its class's evidence;
 #: 0: a factory returning the env it was given is refused as such;
 #: +18: a difference in what compare_info picks is named as its field;
-#: +4: a difference at or after a cut says so)
-MAX_SRC_LINES = 23_750
+#: +4: a difference at or after a cut says so;
+#: +11: a tracked wrapper over DISABLED refuses to step an ended sub-env;
+#: +4: an array env's ArrayLibraryError names the library it declares;
+#: +8: reset options that are not a dict are refused by every layer)
+MAX_SRC_LINES = 23_773
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -281,6 +281,19 @@ def test_a_bad_array_mask_is_refused_with_what_to_pass(name) -> None:
 
 
 @pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("layer", ["policy", "wrapper"])
+def test_a_mask_given_as_the_options_is_refused_naming_the_dict(name, layer):
+    envs = vecmode.DisableAutoreset(make_batched(name, 2))
+    envs = envs if layer == "policy" else vecmode.wrappers.RecordEpisodeStatistics(envs)
+    envs.reset(seed=0)
+    mask = envs.unwrapped.xp.asarray([True, False])
+    with pytest.raises(TypeError, match="options must be a dict or None, got ") as e:
+        envs.reset(options=mask)
+    assert 'pass e.g. options={"reset_mask": mask}' in str(e.value)
+    envs.reset(options={"reset_mask": mask})  # usable
+
+
+@pytest.mark.parametrize("name", ARRAYS)
 def test_next_step_over_an_array_env_stays_refused(name) -> None:
     library = "jax.numpy" if name == "jax" else name
     with pytest.raises(IncompatibleModeError, match="NEXT_STEP must reset") as raised:
@@ -429,7 +442,21 @@ def test_an_array_env_declaring_no_library_is_told_to_declare_it() -> None:
     envs.reset(seed=0)
     with pytest.raises(vecmode.ArrayLibraryError) as caught:
         envs.step(torch.ones(4, dtype=torch.int64))
+    assert "declares no metadata['array_namespace']" in str(caught.value)
     assert "metadata['array_namespace'] = 'torch'" in str(caught.value)
+
+
+def test_an_array_env_declaring_numpy_is_told_what_it_declares() -> None:
+    torch = pytest.importorskip("torch")
+    env = make_batched("torch", 4, max_episode_steps=2)
+    env.metadata = {**env.metadata, "array_namespace": "numpy"}
+    envs = vecmode.with_autoreset(env, "SameStep")
+    envs.reset(seed=0)
+    with pytest.raises(vecmode.ArrayLibraryError) as caught:
+        envs.step(torch.ones(4, dtype=torch.int64))
+    message = str(caught.value)
+    assert "returns torch batches but declares 'numpy' in its metadata" in message
+    assert "Declare metadata['array_namespace'] = 'torch'" in message
 
 
 @pytest.mark.parametrize("name", ARRAYS)

@@ -157,11 +157,15 @@ class SameStepAutoreset(AutoresetWrapper):
             return batched.same_step(self, result)
         obs, rewards, terminations, truncations, infos = result
         if type(terminations) is not np.ndarray and (xp := _arrays.namespace(obs)):
-            library = _arrays.name_of(xp)
+            library, declared = (
+                _arrays.name_of(xp),
+                _arrays.declared_namespace(self.env),
+            )
+            declares = "no" if declared is None else f"{declared!r} in its"
             raise errors.ArrayLibraryError(
                 f"{errors.describe(self.env)} returns {library} batches but declares "
-                f"no metadata['array_namespace'], so they were read as NumPy. Declare "
-                f"it: metadata['array_namespace'] = {library!r} (docs/batched.md)."
+                f"{declares} metadata['array_namespace'], so they were read as NumPy. "
+                f"Declare metadata['array_namespace'] = {library!r} (docs/batched.md)."
             )
         ended = np.logical_or(terminations, truncations)
         if ended.any():

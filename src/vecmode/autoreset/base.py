@@ -160,7 +160,9 @@ class AutoresetWrapper(ForwardingWrapper):
     # ----------------------------------------------------------------- reset
     def _noop(self, options: dict[str, Any] | None) -> bool:
         """Whether ``options`` asks for a masked reset of no sub-env."""
-        if options is None or "reset_mask" not in options or self._last_obs is None:
+        if options is None or "reset_mask" not in core.check_options(options):
+            return False
+        if self._last_obs is None:
             return False  # (before the first batch: the env's to answer)
         mask = valid_reset_mask(options["reset_mask"], self.num_envs, self._like)
         return not _arrays.any_true(mask)
