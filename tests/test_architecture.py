@@ -225,8 +225,10 @@ PRESENTATION = ("cli", "timeline.py")
 #: +4: a difference at or after a cut says so;
 #: +11: a tracked wrapper over DISABLED refuses to step an ended sub-env;
 #: +4: an array env's ArrayLibraryError names the library it declares;
-#: +8: reset options that are not a dict are refused by every layer)
-MAX_SRC_LINES = 23_773
+#: +8: reset options that are not a dict are refused by every layer;
+#: +2: gymnasium:NAME for a wrapper only vecmode has says so;
+#: +2: statistics over a sub-env's own name the likely layer)
+MAX_SRC_LINES = 23_777
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -185,6 +185,11 @@ def test_unknown_names_get_close_suggestions():
         "'gymnasium:ClipReward'? vecmode table lists Gymnasium's vector "
         "wrappers."
     )
+    assert resolve_error("gymnasium:FrameStackObservation") == (
+        "gymnasium.wrappers.vector has no wrapper 'FrameStackObservation'. vecmode "
+        "has one: write FrameStackObservation. vecmode table lists Gymnasium's "
+        "vector wrappers."
+    )
     assert resolve_error("vecmode.wrappers:NormalizeRewards") == (
         "module 'vecmode.wrappers' has no attribute 'NormalizeRewards'. Did you "
         "mean 'NormalizeReward' or 'TransformReward' or 'ClipReward'? Write "

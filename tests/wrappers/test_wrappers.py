@@ -575,6 +575,22 @@ def test_episode_statistics_key_already_in_the_info():
             envs.step(np.zeros(3, dtype=np.int64))
 
 
+def test_episode_statistics_over_a_sub_envs_own_name_the_likely_layer():
+    envs = vw.RecordEpisodeStatistics(
+        vecmode.make_vec(
+            "CartPole-v1", 2, "sync", wrappers=[gym.wrappers.RecordEpisodeStatistics]
+        )
+    )
+    envs.reset(seed=0)
+    with pytest.raises(ValueError) as caught:
+        for _ in range(100):
+            envs.step(np.zeros(2, dtype=np.int64))
+    assert "from a layer below (a sub-env's RecordEpisodeStatistics, say)" in str(
+        caught.value
+    )
+    assert str(caught.value).endswith("Keep one of the two, or pass another stats_key.")
+
+
 def test_a_same_step_env_without_final_obs_is_named():
     class Lying(gym.vector.VectorWrapper):
         """Claims SameStep but drops final_obs."""

@@ -182,6 +182,8 @@ def _gymnasium_wrapper(name: str, spec: str) -> Any:
     known = [n for n in vector.__all__ if n[:1].isupper()]
     if name not in known:
         close = did_you_mean([f"gymnasium:{n}" for n in close_names(name, known)])
+        if name in vecmode_wrappers():
+            close = f" vecmode has one: write {name}."
         raise CommandError(
             f"gymnasium.wrappers.vector has no wrapper {name!r}.{close} vecmode "
             f"table lists Gymnasium's vector wrappers."

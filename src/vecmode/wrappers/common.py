@@ -202,7 +202,9 @@ class RecordEpisodeStatistics(ArrayPath, StatefulWrapper):
         if key in infos or f"_{key}" in infos:
             raise ValueError(
                 f"RecordEpisodeStatistics cannot put statistics in info[{key!r}]: "
-                f"the key is already there ({list(infos)}). Pass another stats_key."
+                f"the key is already there ({list(infos)}), from a layer below (a "
+                f"sub-env's RecordEpisodeStatistics, say). Keep one of the two, or "
+                f"pass another stats_key."
             )
         infos = {**infos, key: stats, f"_{key}": mask}
         return obs, rewards, terminations, truncations, infos
