@@ -157,3 +157,24 @@ def test_catches_in_place_writes_into_torch_batches(
         check_wrapper(wrapper, array_library="torch", **kwargs)
     assert caught.value.property == prop
     assert found in str(caught.value), str(caught.value)
+
+
+def test_bases_without_vecmode_s_core_keep_the_proof_over_numpy():
+    """The run over array batches is made on vecmode's core only: bases that
+    leave it out (a factory that builds over Gymnasium's env alone) keep the
+    proof over NumPy, and the report says why."""
+    pytest.importorskip("torch")
+
+    def over_gymnasium_only(env):
+        if not type(env.unwrapped).__module__.startswith("gymnasium"):
+            raise TypeError(f"over Gymnasium's SyncVectorEnv only, not {env}")
+        return Halves(env)
+
+    report = check_wrapper(over_gymnasium_only, bases="gymnasium.vector.SyncVectorEnv")
+    assert report.also_over is None
+    assert any(
+        "run over NumPy batches only (bases: array batches run over "
+        "vecmode.SyncVectorEnv)" in limit
+        for limit in report.limits
+    ), report.limits
+    assert check_wrapper(Halves).also_over == "torch"  # (vecmode's core by default)
