@@ -111,6 +111,17 @@ def test_conform_gymnasium_wrapper_by_name(capsys):
     assert out.startswith("NOT OK: gymnasium:NormalizeReward does not conform")
 
 
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_conform_gives_a_mode_asked_for_its_own_verdict_first(mode, capsys):
+    """Gymnasium's NormalizeReward is recorded wrong in SameStep and Disabled:
+    asked about one, the verdict is that one's."""
+    code, out, _ = run(
+        ["conform", "gymnasium:NormalizeReward", "--modes", mode], capsys
+    )
+    assert code == EXIT_FAILED
+    assert f"built over a {mode} env: accepted {mode}, in which vecmode's " in out
+
+
 def test_conform_options_reach_check_wrapper(capsys):
     code, out, _ = run(
         ["conform", "FlattenObservation", "--obs-type", "dict", "--info-type", "rich",
