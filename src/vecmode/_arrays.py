@@ -103,8 +103,14 @@ def any_true(mask: Any) -> bool:
 
 
 def flags(x: Any) -> Any:
-    """Bool flags of any library as they are; integer ones (IsaacGym's) as bools."""
+    """Bool flags of any library as they are; integer or float ones (IsaacGym's
+    0/1) as bools."""
     return x if x.dtype == namespace(x).bool else x != 0  # type: ignore[union-attr]
+
+
+def ended(terminations: Any, truncations: Any) -> Any:
+    """``terminations | truncations`` of any library, as bools (see :func:`flags`)."""
+    return flags(terminations) | flags(truncations)
 
 
 def count_true(mask: Any) -> int:

@@ -179,7 +179,7 @@ def missing(rows: Any, mask: Any) -> bool:
 def flags_say(ended: np.ndarray, terminations: Any, truncations: Any) -> bool:
     """Whether a step's flags (a layer may write into them) still say ``ended``."""
     if type(ended) is not np.ndarray and _arrays.namespace(ended) is not None:
-        return not _arrays.any_true((terminations | truncations) != ended)
+        return not _arrays.any_true(_arrays.ended(terminations, truncations) != ended)
     if type(terminations) is not np.ndarray or type(truncations) is not np.ndarray:
         terminations, truncations = host_array(terminations), host_array(truncations)
     if not count_nonzero(ended):

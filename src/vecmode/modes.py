@@ -353,7 +353,7 @@ class BoundaryTracker:
     def _array_step(self, terminations: Any, truncations: Any) -> Boundary:
         """:meth:`step` over another library's flags (no copy; one scalar sync)."""
         self._adopt(terminations)
-        ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
+        ended = _arrays.ended(terminations, truncations)
         tracked, before = self.ended, self.ended.mask
         count = _arrays.count_true(ended)
         if not tracked.count and not count:

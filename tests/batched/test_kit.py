@@ -167,3 +167,21 @@ def test_batches_not_in_the_declared_library_fail(declared, says):
         check_vector_env(factory, steps=20)
     assert f"call 0 (reset), {says}" in str(info.value), str(info.value)
     assert "got torch batches" in str(info.value)
+
+
+def test_number_flags_fail_naming_the_batch_library() -> None:
+    """0/1 flags are read as bools by vecmode, but Gymnasium's API wants bools:
+    the kit says so in the env's own library's words."""
+    torch = pytest.importorskip("torch")
+
+    class FloatFlags(BatchedCartPole):
+        def step(self, actions: Any) -> Any:
+            obs, rewards, terms, truncs, infos = super().step(actions)
+            return obs, rewards, terms.float(), truncs.float(), infos
+
+    with pytest.raises(AssertionError) as caught:
+        check_vector_env(lambda: FloatFlags(3, xp=torch, max_episode_steps=4))
+    assert (
+        "terminations: expected a torch array of shape (3,) and dtype bool, got "
+        "torch array of shape (3,) and dtype float32"
+    ) in str(caught.value)

@@ -3,8 +3,10 @@ episodes as over NumPy, step for step, in the batch's library, no host copy."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -89,6 +91,54 @@ def test_same_step_is_numpys_in_every_library(name, n, limit, actions) -> None:
     actions = [a[:n] for a in actions]
     got = run_same_step(name, n, 20, actions, limit)
     same(got, run_same_step("numpy", n, 20, actions, limit))
+
+
+def flags_as(dtype: str) -> Any:
+    """A wrap making a batched env's flags 0/1 numbers of ``dtype``, as
+    IsaacGym's and Genesis's."""
+
+    class NumberFlags(gym.vector.VectorWrapper):
+        def step(self, actions: Any) -> Any:
+            obs, rewards, terms, truncs, infos = self.env.step(actions)
+            xp = self.env.unwrapped.xp
+            number = getattr(xp, dtype)
+            return (
+                obs,
+                rewards,
+                xp.astype(terms, number),
+                xp.astype(truncs, number),
+                infos,
+            )
+
+    return NumberFlags
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+@pytest.mark.parametrize("dtype", ["int64", "float32"])
+def test_number_flags_are_read_as_bools(name, dtype) -> None:
+    """0/1 flags of any number type: the same steps as bool flags, in SameStep,
+    in Disabled and under the PPO stack."""
+    actions = [[0, 1, 1], [1, 1, 0]]
+    wrap = flags_as(dtype)
+    same(
+        run_same_step(name, 3, 12, actions, 4, wrap=wrap),
+        run_same_step(name, 3, 12, actions, 4),
+    )
+    stacked = functools.partial(vecmode.wrappers.ppo_stack, gamma=0.9)
+    same(
+        run_same_step(name, 3, 12, actions, 4, wrap=lambda e: stacked(wrap(e))),
+        run_same_step(name, 3, 12, actions, 4, wrap=stacked),
+    )
+    envs = vecmode.DisableAutoreset(wrap(make_batched(name, 3, max_episode_steps=2)))
+    xp = envs.unwrapped.xp
+    envs.reset(seed=0)
+    for _ in range(2):
+        *_, terms, truncs, _ = envs.step(xp.asarray([0, 1, 0]))
+    assert str(terms.dtype).endswith(dtype) and str(truncs.dtype).endswith(dtype)
+    with pytest.raises(EpisodeEndedError, match="0, 1, 2"):
+        envs.step(xp.asarray([0, 1, 0]))
+    envs.reset(options={"reset_mask": xp.asarray([True, True, True])})
+    envs.step(xp.asarray([0, 1, 0]))
 
 
 @pytest.mark.parametrize("name", LIBRARIES)

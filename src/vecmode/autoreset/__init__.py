@@ -234,7 +234,8 @@ class DisableAutoreset(AutoresetWrapper):
 
     def _step_result(self, result: StepResult) -> StepResult:
         terms, truncs = result[2], result[3]  # another library's: kept in it
-        self.ended.set(terms | truncs if self._array else np.logical_or(terms, truncs))
+        ended = _arrays.ended if self._array else np.logical_or
+        self.ended.set(ended(terms, truncs))
         self._last_obs = result[0]
         return result
 

@@ -60,7 +60,7 @@ def same_step(policy: Any, result: StepResult) -> StepResult:
             f"{_arrays.declared_namespace(policy.env)!r}: return every batch in "
             f"the declared library."
         )
-    ended = _arrays.flags(terminations | truncations)  # integer flags: as bools
+    ended = _arrays.ended(terminations, truncations)
     if _arrays.any_true(ended):
         final_obs = _rows.copied(obs)  # the env may write into its batch
         reset_obs, reset_infos = policy.env.reset(options={"reset_mask": ended})

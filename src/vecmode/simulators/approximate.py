@@ -62,7 +62,7 @@ class ApproximateFinalObs(ForwardingWrapper):
         obs, rewards, terminations, truncations, infos = result
         if self._last is None:
             raise RuntimeError("ApproximateFinalObs: call reset() before step().")
-        ended = terminations | truncations
+        ended = _arrays.ended(terminations, truncations)
         if _arrays.any_true(ended):
             infos = modes.with_finals(infos, ended, self._last, infos)
         self._last = _rows.copied(obs)

@@ -49,7 +49,8 @@ def first_failure(run: CheckedRun, seed: int) -> Difference | None:
 
 def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference | None:
     """Observations, rewards, flags and infos of the right kinds; no call raised."""
-    n = env.num_envs
+    n, library = env.num_envs, _arrays.declared_namespace(env) or "numpy"
+    array = "an ndarray" if library == "numpy" else f"a {library} array"
     for call in calls:
         raw = call.raw
         if isinstance(raw, tuple) and len(raw) in (2, 5):
@@ -64,8 +65,9 @@ def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference |
                     and value.dtype.kind in kinds
                 ):
                     dtype = "bool" if kinds == "b" else "float or int"
-                    expected = f"an ndarray of shape ({n},) and dtype {dtype}"
-                    got = type(value).__name__
+                    expected = f"{array} of shape ({n},) and dtype {dtype}"
+                    got = type(value).__name__  # (an array's host copy: its library's)
+                    got = array[array.index(" ") + 1 :] if got == "ndarray" else got
                     if hasattr(value, "shape") and hasattr(value, "dtype"):
                         got += f" of shape {value.shape} and dtype {value.dtype}"
                     return Difference.at(call, None, name, expected, got)
