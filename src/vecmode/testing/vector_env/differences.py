@@ -57,20 +57,9 @@ def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference |
             found = _observation_difference(env, call, raw[0])
             if found is not None:
                 return found
-            for name, place, kinds in _STEP_ARRAYS if len(raw) == 5 else ():
-                value = raw[place]
-                if not (
-                    isinstance(value, np.ndarray)
-                    and value.shape == (n,)
-                    and value.dtype.kind in kinds
-                ):
-                    dtype = "bool" if kinds == "b" else "float or int"
-                    expected = f"{array} of shape ({n},) and dtype {dtype}"
-                    got = type(value).__name__  # (an array's host copy: its library's)
-                    got = array[array.index(" ") + 1 :] if got == "ndarray" else got
-                    if hasattr(value, "shape") and hasattr(value, "dtype"):
-                        got += f" of shape {value.shape} and dtype {value.dtype}"
-                    return Difference.at(call, None, name, expected, got)
+            found = _step_arrays_difference(call, raw, n, array)
+            if found is not None:
+                return found
             if not isinstance(raw[-1], dict):
                 got = type(raw[-1]).__name__
                 return Difference.at(call, None, "infos", "a dict", got)
@@ -78,6 +67,28 @@ def _structure_difference(env: VectorEnv, calls: Sequence[Call]) -> Difference |
             note = "the run makes only calls that the declared mode allows"
             got = raised(call.error)
             return Difference.at(call, None, "result", "a result", got, note)
+    return None
+
+
+def _step_arrays_difference(
+    call: Call, raw: tuple[Any, ...], n: int, array: str
+) -> Difference | None:
+    """Rewards and flags of a step's ``raw`` result of the right kinds (``array``:
+    "an ndarray", or "a torch array"...)."""
+    for name, place, kinds in _STEP_ARRAYS if len(raw) == 5 else ():
+        value = raw[place]
+        if not (
+            isinstance(value, np.ndarray)
+            and value.shape == (n,)
+            and value.dtype.kind in kinds
+        ):
+            dtype = "bool" if kinds == "b" else "float or int"
+            expected = f"{array} of shape ({n},) and dtype {dtype}"
+            got = type(value).__name__  # (an array's host copy: its library's)
+            got = array[array.index(" ") + 1 :] if got == "ndarray" else got
+            if hasattr(value, "shape") and hasattr(value, "dtype"):
+                got += f" of shape {value.shape} and dtype {value.dtype}"
+            return Difference.at(call, None, name, expected, got)
     return None
 
 
