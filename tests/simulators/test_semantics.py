@@ -123,6 +123,44 @@ def test_an_exact_simulator_is_not_refused():
     assert str(e.value).endswith("as it is: it cannot step without its own autoreset.")
 
 
+class NoPartialReset(SimulatorAdapter):
+    """The torch BatchedCartPole presented in Disabled, with no partial reset: it
+    resets every sub-env or none."""
+
+    def __init__(self) -> None:
+        from vecmode.testing import BatchedCartPole
+
+        cartpole = BatchedCartPole(3, xp=torch, max_episode_steps=4)
+        super().__init__(
+            cartpole,
+            num_envs=3,
+            single_observation_space=cartpole.single_observation_space,
+            single_action_space=cartpole.single_action_space,
+            mode="Disabled",
+            namespace="torch",
+            semantics=Semantics("masked", partial_reset="none"),
+        )
+
+    def _reset(self, seed, mask):
+        return self.simulator.reset(seed=seed)
+
+    def _step(self, actions):
+        return self.simulator.step(actions)
+
+
+def test_a_disabled_simulator_with_no_partial_reset_is_not_made_same_step():
+    """It cannot reset the ended sub-envs alone: refused when built (it was
+    taken, and raised at the first episodes that ended apart)."""
+    assert vecmode.with_autoreset(envs := NoPartialReset(), "Disabled") is envs
+    with pytest.raises(vecmode.IncompatibleModeError) as error:
+        vecmode.with_autoreset(NoPartialReset(), "SameStep")
+    message = str(error.value)
+    assert "NoPartialReset has no partial reset (semantics.partial_reset 'none')" in (
+        message
+    )
+    assert "Present it in SameStep (the simulator's own autoreset)" in message
+
+
 def test_disabled_from_an_array_env_that_resets_by_itself_says_how_to_get_it():
     class Settable(LossyCartPole):  # "auto_reset=False" builds it in Disabled
         without_autoreset = "auto_reset=False"

@@ -8,7 +8,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import errors, modes
 from vecmode.core import VectorCore
-from vecmode.env_classes import layers, vector_env_declaration
+from vecmode.env_classes import layers, semantics_of, vector_env_declaration
 from vecmode.registry.declare import masked_reset_fault
 
 BUILD_DISABLED = (
@@ -24,7 +24,7 @@ def honours_reset_mask(env: VectorEnv) -> bool:
     sub-envs a masked reset resets, under no wrapper known to be wrong after a
     masked reset."""
     mode = modes.mode_of(env)
-    if mode is None:
+    if mode is None or semantics_of(env).partial_reset == "none":
         return False
     found = vector_env_declaration(env)
     if modes.caller_resets(mode):
@@ -54,6 +54,13 @@ def why_not_masked(env: VectorEnv) -> tuple[str, str]:
         return (
             "It declares no mode, so what its reset with a mask does is unknown.",
             "Declare the mode it runs in in metadata['autoreset_mode'].",
+        )
+    if semantics_of(env).partial_reset == "none":
+        return (
+            f"{name} has no partial reset (semantics.partial_reset 'none'): it "
+            f"cannot reset the ended sub-envs alone.",
+            f"Present it in SameStep (the simulator's own autoreset): "
+            f"{name}(..., mode=AutoresetMode.SAME_STEP).",
         )
     hurt = _hurt_by_masked_resets(env)
     if hurt is not None:

@@ -142,8 +142,7 @@ class SimulatorAdapter(VectorEnv):
                 f"partial reset), and vecmode never resets the whole batch in "
                 f"place of a masked reset. Reset every sub-env "
                 f"(reset() without reset_mask), or use the simulator's own "
-                f"autoreset (this adapter's {self.metadata['autoreset_mode'].value}"
-                f" mode)."
+                f"autoreset (this adapter in SameStep mode)."
             )
         return count > 0
 
