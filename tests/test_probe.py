@@ -16,7 +16,7 @@ import vecmode
 from tests.custom_vector_envs import CounterVectorEnv
 from tests.helpers import envpool_warnings, vector_env_metadata_kept
 from vecmode import AutoresetMode
-from vecmode.probe import ProbeResult, probe_mode
+from vecmode.probe import OVERWRITTEN, ProbeResult, probe_mode
 from vecmode.replay.compare import Difference
 from vecmode.replay.predictions import AUTORESET_STEP, masked_keeps_message
 from vecmode.testing import DenseFinalObsVectorEnv, scheduled_env_fns
@@ -426,6 +426,18 @@ def test_nondeterministic_autoreset_cannot_tell():
     assert "instance 4, call 3 (step), sub-env 0, obs" in result.reason
 
 
+def test_final_obs_overwritten_by_the_reset_is_said_so():
+    """It was found SameStep with no word of it (check_vector_env failed it):
+    info['final_obs'] held the next episode's first observation, what the step
+    returned. One end can't tell it from an episode that ended in its first
+    state (ThereAndBack, below): said, not refused."""
+    result = probe_mode(lambda: CounterVectorEnv(3, SAME, bug="final_obs_is_reset_obs"))
+    assert result.mode is SAME, str(result)
+    assert result.reason.endswith(OVERWRITTEN)
+    assert "the reset overwrote it" in str(result)
+    assert OVERWRITTEN not in probe_mode(lambda: CounterVectorEnv(3, SAME)).reason
+
+
 def test_wrong_final_obs_mask_fits_no_mode():
     result = probe_mode(lambda: CounterVectorEnv(3, SAME, bug="final_obs_mask_all"))
     assert result.mode is None
@@ -773,6 +785,7 @@ def test_an_episode_ending_in_its_first_state_is_not_said_cached(core, mode):
     assert result.resets_to is None, str(result)
     assert result.final_observation == ("masked" if mode is SAME else None)
     assert "lost" not in str(result) and "cached" not in str(result)
+    assert result.reason.endswith(OVERWRITTEN) == (mode is SAME)  # (one end alone)
 
 
 class CachedFirstDictEnv(gym.vector.VectorEnv):

@@ -21,6 +21,7 @@ from vecmode.replay.predictions import (
     action_changed,
     looks_reset,
     mode_differences,
+    overwritten_finals,
     run_differences,
 )
 from vecmode.replay.record import CALL_TEXT, Call, Instances, Recorder, is_count
@@ -50,6 +51,12 @@ _SEEN = {
         "AutoResetWrapper), not a fresh reset"
     ),
 }
+#: Where SameStep's final observations at the first end are what the step returned.
+OVERWRITTEN = (
+    "But its info['final_obs'] at the first end is what the step returned, the next "
+    "episode's first observation: unless the episode ended in its first state, the "
+    "reset overwrote it (vecmode.testing.check_vector_env runs more ends)."
+)
 #: Where an ending step returned what a masked reset there returns.
 _MASKED_RESET_RETURNS = "what a masked reset returns there"
 #: Keys other libraries put final observations under (Gymnasium 0.29, ManiSkill3).
@@ -150,6 +157,10 @@ def probe_mode(
         changed, masked, again = _replays(instances, seed, first.calls, ended)
         in_step = _reset_in_step(first.calls, changed, instances, seed, seen)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
+    ends = [(end, i) for i in ended_subs]
+    overwritten = overwritten_finals(
+        AutoresetMode.SAME_STEP, first.calls, ends, least=1
+    )
     result = ProbeResult(
         None, declared, "", end.index, ended_subs, read_through=through
     )
@@ -165,7 +176,12 @@ def probe_mode(
                 f"actions: {diff}"
             )  # (what it does at an episode's end is unknown then)
             return replace(result, reason=reason, final_observation=None)
-    return _fit(result, first, changed, masked, in_step)
+    result = _fit(result, first, changed, masked, in_step)
+    if overwritten is not None and result.mode and modes.final_in_info(result.mode):
+        # (one end: it may have ended in its first state; the kit sees more)
+        reason = f"{result.reason} {OVERWRITTEN}"
+        result = replace(result, reason=reason)
+    return result
 
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:

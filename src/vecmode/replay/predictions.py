@@ -298,3 +298,33 @@ def _final_differs_at(first: Call, second: Call, i: int) -> tuple[str, Any, Any]
         ((f"info[{key!r}]", a[key], b[key]) for key in a if not same(a[key], b[key])),
         None,
     )
+
+
+def overwritten_finals(
+    mode: AutoresetMode, calls: Sequence[Call], ends: list[tuple[Call, int]], least: int
+) -> Difference | None:
+    """Where each final observation of ``ends`` (``(call, sub-env)``, ``least``
+    of them at least) is what its step returned, in an env whose observations
+    change: the reset overwrote it."""
+    finals = [(call, i, modes.final_observations(call.infos)) for call, i in ends]
+    if len(ends) < least or any(
+        call.obs is None
+        or found is None
+        or not same(found[1][i], call.obs[i], strict=False)
+        for call, i, found in finals
+    ):
+        return None
+    seen = [obs for call in calls if call.obs is not None for obs in call.obs]
+    if all(same(obs, seen[0], strict=False) for obs in seen):
+        return None
+    call, i, found = finals[0]
+    note = (
+        f"at {'all ' if len(ends) > 1 else ''}{len(ends)} episode end"
+        f"{'s' if len(ends) > 1 else ''}, info['final_obs'] equals what step() "
+        f"returned, in {mode.value} mode the next episode's first observation: the "
+        f"reset overwrote the final observation, or step() did not reset (then "
+        f"declare NextStep, without info['final_obs'])"
+    )
+    expected = "the ended episode's last observation"
+    got = describe(found[1][i])  # type: ignore[index]
+    return Difference.at(call, i, "info['final_obs']", expected, got, note)

@@ -155,7 +155,7 @@ def _detail_difference(run: CheckedRun) -> Difference | None:
             if found is not None:
                 return found
             ends.append((call, i))
-    return _final_obs_overwritten(mode, run.first.calls, ends)
+    return predictions.overwritten_finals(mode, run.first.calls, ends, least=3)
 
 
 def _final_obs(call: Call) -> Any:
@@ -179,31 +179,6 @@ def _final_obs_difference(run: CheckedRun, call: Call, i: int) -> Difference | N
         )
         return Difference.at(call, i, _FINAL_OBS, "an array of its own", got, note)
     return None
-
-
-def _final_obs_overwritten(
-    mode: AutoresetMode, calls: Sequence[Call], ends: list[tuple[Call, int]]
-) -> Difference | None:
-    """Every final observation (of 3 or more) overwritten by the reset's."""
-    if len(ends) < 3:
-        return None
-    for call, i in ends:
-        if call.obs is None or not same(_final_obs(call)[i], call.obs[i], strict=False):
-            return None
-    seen = [obs for call in calls if call.obs is not None for obs in call.obs]
-    if all(same(obs, seen[0], strict=False) for obs in seen):
-        return None
-    call, i = ends[0]
-    note = (
-        f"at all {len(ends)} episode ends, info['final_obs'] equals what step() "
-        f"returned, in {mode.value} mode the next episode's first observation: the "
-        f"reset overwrote the final observation, or step() did not reset (then "
-        f"declare NextStep, without info['final_obs'])"
-    )
-    expected = "the ended episode's last observation"
-    return Difference.at(
-        call, i, _FINAL_OBS, expected, describe(_final_obs(call)[i]), note
-    )
 
 
 def _masked_info_difference(
