@@ -157,10 +157,6 @@ def probe_mode(
         changed, masked, again = _replays(instances, seed, first.calls, ended)
         in_step = _reset_in_step(first.calls, changed, instances, seed, seen)
     ended_subs = tuple(np.flatnonzero(ended).tolist())
-    ends = [(end, i) for i in ended_subs]
-    overwritten = overwritten_finals(
-        AutoresetMode.SAME_STEP, first.calls, ends, least=1
-    )
     result = ProbeResult(
         None, declared, "", end.index, ended_subs, read_through=through
     )
@@ -176,12 +172,18 @@ def probe_mode(
                 f"actions: {diff}"
             )  # (what it does at an episode's end is unknown then)
             return replace(result, reason=reason, final_observation=None)
-    result = _fit(result, first, changed, masked, in_step)
-    if overwritten is not None and result.mode and modes.final_in_info(result.mode):
-        # (one end: it may have ended in its first state; the kit sees more)
-        reason = f"{result.reason} {OVERWRITTEN}"
-        result = replace(result, reason=reason)
-    return result
+    return _cautioned(_fit(result, first, changed, masked, in_step), first.calls, end)
+
+
+def _cautioned(result: ProbeResult, calls: list[Call], end: Call) -> ProbeResult:
+    """``result``, cautioned where SameStep's final observations at the first end
+    are what the step returned (one end: it may have ended in its first state)."""
+    if not (result.mode and modes.final_in_info(result.mode)):
+        return result
+    ends = [(end, i) for i in result.ended]
+    if overwritten_finals(result.mode, calls, ends, least=1) is None:
+        return result
+    return replace(result, reason=f"{result.reason} {OVERWRITTEN}")
 
 
 def _checked_seed(max_steps: Any, seed: Any) -> int:
