@@ -124,6 +124,22 @@ def test_a_five_value_step_is_refused():
         adapter.step(jnp.zeros(2, jnp.int32))
 
 
+@pytest.mark.parametrize(
+    "wrong",
+    [lambda: (FakeGymnaxEnv(), Params()), Params],
+    ids=["make's tuple", "params first"],
+)
+def test_what_is_not_a_gymnax_env_is_refused_saying_what_to_pass(wrong):
+    """gymnax.make's (env, params) tuple, or the params in the env's place: it
+    raised an AttributeError of the tuple's or the params'."""
+    given = wrong()
+    with pytest.raises(TypeError) as error:
+        GymnaxAdapter(given, num_envs=2)
+    message = str(error.value)
+    assert "GymnaxAdapter(env, params, num_envs=...) with env, params = " in message
+    assert message.endswith(f"got {type(given).__name__}.")
+
+
 # ------------------------------------------------------------- the real gymnax
 def test_over_the_real_gymnax_cartpole_the_final_observations_are_step_envs():
     gymnax = pytest.importorskip("gymnax")

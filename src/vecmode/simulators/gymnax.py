@@ -34,6 +34,12 @@ class GymnaxAdapter(JaxAdapter):
     ) -> None:
         import jax
 
+        if not (hasattr(env, "default_params") and hasattr(env, "observation_space")):
+            raise TypeError(
+                f"GymnaxAdapter takes a gymnax env and its params: "
+                f"GymnaxAdapter(env, params, num_envs=...) with env, params = "
+                f"gymnax.make(...); got {type(env).__name__}."
+            )
         params = env.default_params if params is None else params
         super().__init__(
             env,
