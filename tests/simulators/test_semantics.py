@@ -277,6 +277,24 @@ def test_check_stack_says_what_is_lost_and_what_is_approximated():
     assert "approximated" in refused.rows[1].note
 
 
+def test_check_stack_says_nothing_can_verify_a_lost_or_approximated_layer():
+    """Its notes said how to verify them: check_vector_env fails a lost final
+    observation, and check_wrapper refuses the approximation over exact bases."""
+    report = vecmode.check_stack(ApproximateFinalObs(LossyCartPole()))
+    lossy, approximation = (row.evidence_note for row in report.rows)
+    assert (
+        "no check can prove LossyCartPole exact: its final observations are lost "
+        "(or keep_final=True: then check_vector_env proves it)."
+    ) in lossy
+    assert (
+        "no check can prove ApproximateFinalObs exact: its final observations are "
+        "approximated. A stack with it is never verified"
+    ) in approximation
+    assert "check_wrapper(" not in approximation and "record()" not in lossy
+    with pytest.raises(vecmode.IncompatibleModeError):
+        vecmode.assert_compatible(report.rows[-1].layer, verified=True)
+
+
 def test_a_masked_reset_the_simulator_cannot_do_is_refused():
     env = LossyCartPole()
     env.reset(seed=0)

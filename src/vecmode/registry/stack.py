@@ -326,14 +326,36 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     )
     if verdict is Verdict.OK:
         verdict, note = _layout(layer, found, mode_in, note)
-    return row(found.modes, mode, verdict, note, *proof(type(layer), mode_in))
+    own = getattr(layer, "__dict__", {}).get("semantics")  # (an approximation's)
+    return row(found.modes, mode, verdict, note, *_unproven(layer, own, mode_in))
+
+
+def _unproven(layer: Any, semantics: Any, mode: Any = None) -> tuple[Evidence, str]:
+    """The evidence of ``layer`` (a wrapper's in ``mode``; ``mode`` None: the
+    innermost env's), the note saying no check can prove it exact where its
+    ``semantics`` lose or approximate final observations."""
+    cls, name = type(layer), type(layer).__name__
+    found = proof(cls, mode) if mode else env_proof(cls, modes.mode_of(layer))
+    if found[0] is Evidence.VERIFIED or semantics is None or semantics.exact:
+        return found
+    how = f" (or {semantics.remedy}: then check_vector_env proves it)"
+    how = how if semantics.remedy and not semantics.approximated else ""
+    final = semantics.final_observation
+    why = f"its final observations are {final}"
+    if final in ("masked", "every-step"):
+        why = f"its ending reward is {semantics.ending_reward}"
+    return found[0], (
+        f"no check can prove {name} exact: {why}{how}. A stack with it is never "
+        f"verified (assert_compatible(envs, verified=True) refuses it)."
+    )
 
 
 def _innermost_row(
     row: Callable[..., LayerReport], layer: Any, declared: AutoresetMode | None
 ) -> LayerReport:
     """The innermost env's report (``row``: a partial :class:`LayerReport`)."""
-    evidence, name = env_proof(type(layer), declared), type(layer).__name__
+    name, semantics = type(layer).__name__, semantics_of(layer)
+    evidence = _unproven(layer, semantics)
     held = None if evidence[0] is Evidence.VERIFIED else _held(layer)
     if held is not None and (declared is None or not held[1].ok):
         key, inner = held
@@ -345,7 +367,7 @@ def _innermost_row(
         )
         verdict = Verdict.UNDECLARED if inner.ok else Verdict.KNOWN_WRONG
         return row(None, declared or inner.mode, verdict, note, *evidence)
-    semantics = semantics_of(layer)  # a simulator's: what it does at an end
+    # a simulator's semantics: what it does at an end
     said = "" if semantics == GYMNASIUM_SEMANTICS else semantics.describe()
     if declared is not None:
         return row(None, declared, Verdict.OK, said, *evidence)
