@@ -409,3 +409,22 @@ def test_actions_not_of_the_batch_s_shape_step_nothing_and_the_collector_goes_on
             collector.step(wrong)
     assert collector.obs is obs  # nothing stepped
     assert collector.step(torch.zeros(4, dtype=torch.int64)).obs is obs
+
+
+def test_an_adapter_is_not_presented_in_next_step():
+    """It was taken, and check_stack then advised building it in NextStep."""
+    from gymnasium import spaces
+
+    with pytest.raises(ValueError) as error:
+        SimulatorAdapter(
+            None,
+            num_envs=2,
+            single_observation_space=spaces.Box(-1, 1, (1,)),
+            single_action_space=spaces.Discrete(2),
+            mode="NextStep",
+            namespace="torch",
+            semantics=Semantics(),
+        )
+    assert "presented in SameStep (it resets inside its step) or Disabled" in str(
+        error.value
+    )

@@ -72,6 +72,12 @@ class SimulatorAdapter(VectorEnv):
         self.action_space = batch_space(single_action_space, num_envs)
         #: Its mode, also in ``metadata`` (as Gymnasium's envs; TorchRL reads it).
         self.autoreset_mode = modes.as_mode(mode)
+        if modes.resets_on_next_step(self.autoreset_mode):
+            raise ValueError(
+                f"{type(self).__name__}: a simulator adapter is presented in SameStep "
+                f"(it resets inside its step) or Disabled (its caller resets), not "
+                f"NextStep, which must reset a sub-env without stepping it."
+            )
         self.metadata = {
             **type(self).metadata,
             "autoreset_mode": self.autoreset_mode,
