@@ -261,8 +261,18 @@ def test_the_approximation_gives_the_last_observation_seen_and_says_so():
 
 def test_the_approximation_is_only_for_a_lost_final_observation():
     exact = LossyCartPole(semantics=Semantics(partial_reset="none"))
-    with pytest.raises(ValueError, match="drop the approximation"):
+    with pytest.raises(ValueError, match="drop the approximation") as error:
         ApproximateFinalObs(exact)
+    assert "register_vector_env" not in str(error.value)  # (it says its semantics)
+    from vecmode.testing import BatchedCartPole
+
+    undeclared = vecmode.with_autoreset(BatchedCartPole(2, xp=torch), "SameStep")
+    with pytest.raises(ValueError, match="drop the approximation") as error:
+        ApproximateFinalObs(undeclared)
+    assert str(error.value).endswith(
+        "If it is lost, declare so: vecmode.register_vector_env(BatchedCartPole, "
+        "masked_reset=..., semantics=vecmode.env_classes.Semantics('lost'))."
+    )
 
 
 def test_check_stack_says_what_is_lost_and_what_is_approximated():

@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from vecmode import _arrays, _rows, modes
 from vecmode.core import StepResult
-from vecmode.env_classes import semantics_of
+from vecmode.env_classes import GYMNASIUM_SEMANTICS, semantics_of
 from vecmode.forwarding import ForwardingWrapper
 from vecmode.registry import supports
 
@@ -37,13 +37,18 @@ class ApproximateFinalObs(ForwardingWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        found = semantics_of(env)
+        found, name = semantics_of(env), type(env.unwrapped).__name__
         if found.final_observation not in ("lost", "opt-in"):
+            declare = (
+                f" If it is lost, declare so: vecmode.register_vector_env({name}, "
+                f"masked_reset=..., semantics=vecmode.env_classes.Semantics('lost'))."
+                if found is GYMNASIUM_SEMANTICS
+                else ""
+            )
             raise ValueError(
                 f"ApproximateFinalObs is for an env that loses its final "
-                f"observation; {type(env.unwrapped).__name__}'s is "
-                f"{found.final_observation}, which vecmode reads exactly: "
-                f"drop the approximation."
+                f"observation; {name}'s is {found.final_observation}, which vecmode "
+                f"reads exactly: drop the approximation.{declare}"
             )
         self.semantics = replace(found, final_observation="approximated")
         self._last: Any = None
