@@ -433,10 +433,20 @@ def not_array_native(wrapper: str, library: str, declared: bool, twin: str = "")
     )
 
 
-def convert_to(modes: Iterable[AutoresetMode], convertible: bool = True) -> str:
+def convert_to(
+    modes: Iterable[AutoresetMode], convertible: bool = True, core: bool = True
+) -> str:
     """What to do for an env in none of ``modes``; ``convertible``: whether its
-    mode converts to another (not SameStep's, whose ended sub-envs are reset)."""
+    mode converts to another (not SameStep's, whose ended sub-envs are reset);
+    ``core``: whether it is a vecmode core (only one converts into NextStep)."""
     names = [repr(name) for name in mode_names(modes).split(", ")]
+    if not core and convertible and names[0] == "'NextStep'":
+        if len(names) == 1:
+            return (
+                "Build the env with autoreset_mode='NextStep', then wrap it: only a "
+                "vecmode core converts into NextStep, and this env is wrapped."
+            )
+        names = names[1:]
     first = names[0][1:-1]
     if not convertible:
         return (

@@ -97,6 +97,27 @@ def test_the_advice_converts_only_a_mode_that_converts():
         envs.close()
 
 
+@pytest.mark.parametrize("wrapped", [False, True], ids=["core", "wrapped"])
+@pytest.mark.parametrize("wanted", [(NS,), (NS, SS)], ids=["NextStep", "either"])
+def test_the_advice_converts_into_next_step_only_a_core(wrapped, wanted):
+    """with_autoreset makes NextStep of a vecmode core alone: over a wrapped
+    Disabled stack the advice was a conversion that raised."""
+    envs = in_mode(D)
+    envs = vecmode.wrappers.RecordEpisodeStatistics(envs) if wrapped else envs
+    with pytest.raises(vecmode.IncompatibleModeError) as info:
+        vecmode.require_mode(envs, *wanted)
+    message = str(info.value)
+    if wrapped and wanted == (NS,):
+        assert message.endswith(
+            "Build the env with autoreset_mode='NextStep', then wrap it: only a "
+            "vecmode core converts into NextStep, and this env is wrapped."
+        )
+        return
+    target = SS if wrapped else NS
+    assert f"vecmode.with_autoreset(env, {target.value!r})" in message
+    vecmode.require_mode(vecmode.with_autoreset(envs, target), *wanted)  # it works
+
+
 def test_supports_accepts_only_vector_wrapper_classes_and_real_modes():
     with pytest.raises(
         TypeError, match=r"subclass of gymnasium\.vector\.VectorWrapper"

@@ -73,7 +73,8 @@ def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
     name = cls.__name__
     mode = mode_or_assumed(env, name, None, stacklevel=3)
     if mode not in found.modes:
-        convert = found.modes and convert_to(found.modes, not final_in_info(mode))
+        convertible, core = not final_in_info(mode), declare.on_a_core(env)
+        convert = found.modes and convert_to(found.modes, convertible, core)
         instead = found.instead or convert or ""
         raise IncompatibleModeError(
             incompatible_mode(name, mode, found.modes, found.why(mode), instead)

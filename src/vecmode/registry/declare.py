@@ -14,6 +14,7 @@ from typing import Any
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from vecmode import _arrays, _gymnasium, errors, modes
+from vecmode.core import VectorCore
 from vecmode.env_classes import (
     class_path,
     final_obs_layout,
@@ -412,3 +413,9 @@ def is_array_native(cls_or_instance: Any) -> bool:
     """
     found = declaration(cls_or_instance)
     return found is not None and found.array_native
+
+
+def on_a_core(env: Any) -> bool:
+    """Whether ``env`` is a vecmode core, or a policy right on one (its ``core``):
+    only these convert into NextStep."""
+    return isinstance(getattr(env, "__dict__", {}).get("core", env), VectorCore)

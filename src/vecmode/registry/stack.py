@@ -37,6 +37,7 @@ from vecmode.registry.declare import (
     dense_layout_fault,
     masked_reset_fault,
     not_array_native,
+    on_a_core,
     string_mode_fault,
 )
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
@@ -540,8 +541,10 @@ def require_mode(
         raise TypeError(errors.not_a_vector_env(caller, env))
     mode = modes.mode_or_assumed(env, caller, strict, stacklevel=1)
     if mode not in allowed:
+        convertible = not modes.final_in_info(mode)
+        hint = errors.convert_to(allowed, convertible, on_a_core(env))
         raise errors.IncompatibleModeError(
             f"{caller} needs a vector env in {errors.mode_names(allowed)}, got one "
-            f"in {mode.value}. {errors.convert_to(allowed, not modes.final_in_info(mode))}"
+            f"in {mode.value}. {hint}"
         )
     return mode
