@@ -157,10 +157,8 @@ class SameStepAutoreset(AutoresetWrapper):
             return batched.same_step(self, result)
         obs, rewards, terminations, truncations, infos = result
         if type(terminations) is not np.ndarray and (xp := _arrays.namespace(obs)):
-            library, declared = (
-                _arrays.name_of(xp),
-                _arrays.declared_namespace(self.env),
-            )
+            library = _arrays.name_of(xp)
+            declared = _arrays.declared_namespace(self.env)
             declares = "no" if declared is None else f"{declared!r} in its"
             raise errors.ArrayLibraryError(
                 f"{errors.describe(self.env)} returns {library} batches but declares "
