@@ -234,7 +234,7 @@ PRESENTATION = ("cli", "timeline.py")
 #: +14: check_vector_env names a batch's library, not its host copy's ndarray
 #: (the step arrays' check a function of its own);
 #: +6: a simulator with no partial reset is not made SameStep by reset_mask;
-#: +23: probe_mode says where SameStep's final observations are what the step
+#: +22: probe_mode says where SameStep's final observations are what the step
 #: returned (the kit's check, moved to replay/predictions.py, serves both);
 #: +6: GymnaxAdapter given what is not a gymnax env says what to pass;
 #: +22: check_stack says no check can verify a lost or approximated layer (it
@@ -242,7 +242,7 @@ PRESENTATION = ("cli", "timeline.py")
 #: +6: a simulator adapter is refused in NextStep;
 #: +5: ApproximateFinalObs over an undeclared env says how to declare it lost;
 #: +21: the advice to convert into NextStep is given for a vecmode core alone)
-MAX_SRC_LINES = 23_898
+MAX_SRC_LINES = 23_897
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

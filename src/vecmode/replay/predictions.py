@@ -319,8 +319,7 @@ def overwritten_finals(
         return None
     call, i, found = finals[0]
     note = (
-        f"at {'all ' if len(ends) > 1 else ''}{len(ends)} episode end"
-        f"{'s' if len(ends) > 1 else ''}, info['final_obs'] equals what step() "
+        f"at all {len(ends)} episode ends, info['final_obs'] equals what step() "
         f"returned, in {mode.value} mode the next episode's first observation: the "
         f"reset overwrote the final observation, or step() did not reset (then "
         f"declare NextStep, without info['final_obs'])"
