@@ -357,6 +357,8 @@ def test_final_obs_is_a_copy_of_the_reset_obs():
         "the ended episode's last observation, got [0., 1., 0.] (float32)"
     ) in message
     assert "at all " in message and "episode ends" in message
+    # an env whose every episode ends where it started looks the same: said
+    assert "unless every episode ends in its first state" in message
 
 
 class SaysCopyFalse(CounterVectorEnv):

@@ -322,7 +322,8 @@ def overwritten_finals(
         f"at all {len(ends)} episode ends, info['final_obs'] equals what step() "
         f"returned, in {mode.value} mode the next episode's first observation: the "
         f"reset overwrote the final observation, or step() did not reset (then "
-        f"declare NextStep, without info['final_obs'])"
+        f"declare NextStep, without info['final_obs']); unless every episode ends "
+        f"in its first state, which this check cannot tell apart"
     )
     expected = "the ended episode's last observation"
     got = describe(found[1][i])  # type: ignore[index]
