@@ -110,6 +110,8 @@ def flags(x: Any) -> Any:
 
 def ended(terminations: Any, truncations: Any) -> Any:
     """``terminations | truncations`` of any library, as bools (see :func:`flags`)."""
+    if namespace(terminations) is None:  # NumPy's (or lists)
+        return np.logical_or(terminations, truncations)
     return flags(terminations) | flags(truncations)
 
 

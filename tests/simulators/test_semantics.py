@@ -438,3 +438,35 @@ def test_an_adapter_is_not_presented_in_next_step():
     assert "presented in SameStep (it resets inside its step) or Disabled" in str(
         error.value
     )
+
+
+def test_the_approximation_steps_numpy_batches_too():
+    """A NumPy env registered as losing its final observation (it raised
+    AttributeError at its first episode end)."""
+    from vecmode.testing import BatchedCartPole
+
+    class LosesItsFinals(BatchedCartPole):
+        """BatchedCartPole (NumPy) resetting inside its step, losing the finals."""
+
+        metadata = {**BatchedCartPole.metadata, "autoreset_mode": "SameStep"}
+
+        def step(self, actions):
+            obs, rewards, terms, truncs, infos = super().step(actions)
+            if (ended := terms | truncs).any():
+                fresh, _ = self.reset(options={"reset_mask": ended})
+                obs = np.where(ended[:, None], fresh, obs)
+            return obs, rewards, terms, truncs, infos
+
+    vecmode.register_vector_env(
+        LosesItsFinals, masked_reset="clears", semantics=Semantics("lost")
+    )
+    try:
+        envs = ApproximateFinalObs(LosesItsFinals(3, max_episode_steps=2))
+        envs.reset(seed=0)
+        seen = envs.step(np.zeros(3, dtype=np.int64))[0]
+        *_, truncated, infos = envs.step(np.zeros(3, dtype=np.int64))
+        assert truncated.all()
+        assert infos["_final_obs"].all()
+        assert np.array_equal(infos["final_obs"], seen)  # the last seen
+    finally:
+        vecmode.unregister_vector_env(LosesItsFinals)
