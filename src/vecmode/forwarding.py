@@ -10,14 +10,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from vecmode import _arrays, _rows
-from vecmode.core import (
-    ClosesOnExit,
-    SeedLike,
-    StepResult,
-    check_options,
-    validate_reset_mask,
-)
+from vecmode import _arrays, _rows, core
+from vecmode.core import ClosesOnExit, SeedLike, StepResult, validate_reset_mask
 from vecmode.env_classes import ignored_mask_fault, layers
 from vecmode.errors import IncompatibleModeError, describe
 
@@ -71,7 +65,7 @@ def reset_arguments(
     mask a NumPy one or the array library's its caller gave (or ``like``'s)."""
     mask = None
     if options is not None:
-        options = dict(check_options(options))
+        options = dict(core.check_options(options))
         if "reset_mask" in options:
             mask = valid_reset_mask(options["reset_mask"], env.num_envs, like)
             options["reset_mask"] = mask
@@ -162,7 +156,7 @@ class ForwardingWrapper(ClosesOnExit, VectorWrapper):
         self, *, seed: SeedLike = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the wrapped env."""
-        options = None if options is None else dict(check_options(options))  # copied
+        options = None if options is None else dict(core.check_options(options))
         seed, options, state = self._reset_arguments(seed, options)
         obs, infos = self.env.reset(seed=seed, options=options)
         return self._reset_result(obs, infos, state)
