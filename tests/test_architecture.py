@@ -241,9 +241,9 @@ PRESENTATION = ("cli", "timeline.py")
 #: said how to verify them, which fails);
 #: +6: a simulator adapter is refused in NextStep;
 #: +5: ApproximateFinalObs over an undeclared env says how to declare it lost;
-#: +21: the advice to convert into NextStep is given for a vecmode core alone;
+#: +20: the advice to convert into NextStep is given for a vecmode core alone;
 #: +1: an overwritten final observation's note names the one look-alike)
-MAX_SRC_LINES = 23_894
+MAX_SRC_LINES = 23_893
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 60
 MAX_COMPLEXITY = 15

@@ -434,20 +434,18 @@ def not_array_native(wrapper: str, library: str, declared: bool, twin: str = "")
 
 
 def convert_to(
-    modes: Iterable[AutoresetMode], convertible: bool = True, core: bool = True
+    modes: Iterable[AutoresetMode], convertible: bool = True, wrapped: bool = False
 ) -> str:
     """What to do for an env in none of ``modes``; ``convertible``: whether its
     mode converts to another (not SameStep's, whose ended sub-envs are reset);
-    ``core``: whether it is a vecmode core (only one converts into NextStep)."""
+    ``wrapped``: they are reached from a vecmode core alone, and it is wrapped."""
     names = [repr(name) for name in mode_names(modes).split(", ")]
-    if not core and convertible and names[0] == "'NextStep'":
-        if len(names) == 1:
-            return (
-                "Build the env with autoreset_mode='NextStep', then wrap it: only a "
-                "vecmode core converts into NextStep, and this env is wrapped."
-            )
-        names = names[1:]
     first = names[0][1:-1]
+    if convertible and wrapped:
+        return (
+            f"Build the env with autoreset_mode={first!r}, then wrap it: only a "
+            f"vecmode core converts into {first}, and this env is wrapped."
+        )
     if not convertible:
         return (
             f"Build the env with autoreset_mode={' or '.join(names)}: its mode "

@@ -181,7 +181,7 @@ def _cannot_build(
     first: Exception | None = None
     kinds = {"num_envs": 3, "obs_type": "box", **kinds}
     kinds["array_library"] = args.array_library
-    base = (args.bases or ["vecmode.SyncVectorEnv"])[0]
+    base = (args.bases or schedules.DEFAULT_BASES)[0]
     for mode in MODES:
         envs = schedules.base_env(base, mode, kinds)  # a class that cannot wrap refuses
         try:

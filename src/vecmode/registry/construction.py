@@ -23,11 +23,10 @@ from vecmode.env_classes import (
 from vecmode.errors import (
     ArrayLibraryError,
     IncompatibleModeError,
-    convert_to,
     incompatible_mode,
 )
 from vecmode.forwarding import ForwardingWrapper
-from vecmode.modes import ModeLike, final_in_info, mode_or_assumed
+from vecmode.modes import ModeLike, mode_or_assumed
 from vecmode.registry import declare
 from vecmode.registry.declare import ModeReasons
 
@@ -73,8 +72,7 @@ def _check_modes(cls: type, found: declare.Declaration, env: Any) -> None:
     name = cls.__name__
     mode = mode_or_assumed(env, name, None, stacklevel=3)
     if mode not in found.modes:
-        convertible, core = not final_in_info(mode), declare.on_a_core(env)
-        convert = found.modes and convert_to(found.modes, convertible, core)
+        convert = found.modes and declare.convert_hint(env, mode, found.modes)
         instead = found.instead or convert or ""
         raise IncompatibleModeError(
             incompatible_mode(name, mode, found.modes, found.why(mode), instead)

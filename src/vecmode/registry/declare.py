@@ -415,7 +415,11 @@ def is_array_native(cls_or_instance: Any) -> bool:
     return found is not None and found.array_native
 
 
-def on_a_core(env: Any) -> bool:
-    """Whether ``env`` is a vecmode core, or a policy right on one (its ``core``):
-    only these convert into NextStep."""
-    return isinstance(getattr(env, "__dict__", {}).get("core", env), VectorCore)
+def convert_hint(
+    env: Any, mode: AutoresetMode, allowed: Iterable[AutoresetMode]
+) -> str:
+    """What to do for ``env``, in ``mode``, none of the ``allowed``: a conversion
+    to one it can reach (NEXT_STEP from a vecmode core alone, or a policy on one)."""
+    core = isinstance(getattr(env, "__dict__", {}).get("core", env), VectorCore)
+    reach = [m for m in allowed if core or not modes.resets_on_next_step(m)]
+    return errors.convert_to(reach or allowed, not modes.final_in_info(mode), not reach)

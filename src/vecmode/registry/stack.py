@@ -33,11 +33,11 @@ from vecmode.env_classes import (
 from vecmode.registry.declare import (
     NO_MODES,
     Declaration,
+    convert_hint,
     declaration,
     dense_layout_fault,
     masked_reset_fault,
     not_array_native,
-    on_a_core,
     string_mode_fault,
 )
 from vecmode.registry.proof import Evidence, Named, check_command, env_proof, proof
@@ -328,15 +328,15 @@ def _row(position: int, layer: Any, mode_in: AutoresetMode | None) -> LayerRepor
     if verdict is Verdict.OK:
         verdict, note = _layout(layer, found, mode_in, note)
     own = getattr(layer, "__dict__", {}).get("semantics")  # (an approximation's)
-    return row(found.modes, mode, verdict, note, *_unproven(layer, own, mode_in))
+    evidence = _unproven(name, own, proof(type(layer), mode_in))
+    return row(found.modes, mode, verdict, note, *evidence)
 
 
-def _unproven(layer: Any, semantics: Any, mode: Any = None) -> tuple[Evidence, str]:
-    """The evidence of ``layer`` (a wrapper's in ``mode``; ``mode`` None: the
-    innermost env's), the note saying no check can prove it exact where its
-    ``semantics`` lose or approximate final observations."""
-    cls, name = type(layer), type(layer).__name__
-    found = proof(cls, mode) if mode else env_proof(cls, modes.mode_of(layer))
+def _unproven(
+    name: str, semantics: Any, found: tuple[Evidence, str]
+) -> tuple[Evidence, str]:
+    """The evidence ``found`` of layer ``name``, its note saying no check can prove
+    it exact where its ``semantics`` lose or approximate final observations."""
     if found[0] is Evidence.VERIFIED or semantics is None or semantics.exact:
         return found
     how = f" (or {semantics.remedy}: then check_vector_env proves it)"
@@ -356,7 +356,7 @@ def _innermost_row(
 ) -> LayerReport:
     """The innermost env's report (``row``: a partial :class:`LayerReport`)."""
     name, semantics = type(layer).__name__, semantics_of(layer)
-    evidence = _unproven(layer, semantics)
+    evidence = _unproven(name, semantics, env_proof(type(layer), declared))
     held = None if evidence[0] is Evidence.VERIFIED else _held(layer)
     if held is not None and (declared is None or not held[1].ok):
         key, inner = held
@@ -541,8 +541,7 @@ def require_mode(
         raise TypeError(errors.not_a_vector_env(caller, env))
     mode = modes.mode_or_assumed(env, caller, strict, stacklevel=1)
     if mode not in allowed:
-        convertible = not modes.final_in_info(mode)
-        hint = errors.convert_to(allowed, convertible, on_a_core(env))
+        hint = convert_hint(env, mode, allowed)
         raise errors.IncompatibleModeError(
             f"{caller} needs a vector env in {errors.mode_names(allowed)}, got one "
             f"in {mode.value}. {hint}"

@@ -133,9 +133,11 @@ def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) ->
         return report
     if given == "numpy":
         return replace(report, numpy_only="array_library='numpy'")
-    if asked["bases"] is not None and _ARRAY_BASE not in events.listed(asked["bases"]):
+    if asked["bases"] is not None and schedules.ARRAY_BASE not in events.listed(
+        asked["bases"]
+    ):
         return replace(
-            report, numpy_only=f"bases: array batches run over {_ARRAY_BASE}"
+            report, numpy_only=f"bases: array batches run over {schedules.ARRAY_BASE}"
         )
     library = next((x for x in ("torch", "jax") if find_spec(x)), None)
     if library is None:
@@ -149,10 +151,6 @@ def _over_arrays_too(report: WrapperReport, asked: dict[str, Any], box: bool) ->
     )
 
 
-#: The one base a run over torch or JAX batches is made on.
-_ARRAY_BASE = "vecmode.SyncVectorEnv"
-
-
 def _over_library(library: Any, bases: Any) -> list[str]:
     """The base for a run over batches of ``library``, once both are checked."""
     if library not in schedules.ARRAY_LIBRARIES:
@@ -161,7 +159,7 @@ def _over_library(library: Any, bases: Any) -> list[str]:
             f"{', '.join(map(repr, schedules.ARRAY_LIBRARIES))} or None, got "
             f"{library!r}"
         )
-    base = _ARRAY_BASE
+    base = schedules.ARRAY_BASE
     if bases is not None and list(bases) != [base]:
         raise ValueError(
             f"check_wrapper: over {library} batches it runs over {base} only (made "

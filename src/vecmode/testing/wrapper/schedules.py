@@ -31,6 +31,8 @@ BASES: dict[str, Callable[[list[Callable[[], gym.Env]], AutoresetMode], VectorEn
 }
 #: The bases a wrapper is run over by default: those in Gymnasium's layout.
 DEFAULT_BASES = ("vecmode.SyncVectorEnv", "gymnasium.vector.SyncVectorEnv")
+#: The one base runs over torch or JAX batches are made on (see base_env).
+ARRAY_BASE = DEFAULT_BASES[0]
 #: The real transitions per sub-env after which the runs call ``reset()``
 #: (mid-episode; after an end, at 4 too); a check compares one more at least.
 RESET_AT = 8
